@@ -1,0 +1,88 @@
+"""Definitions of every table, bucket and queue Terrace uses.
+
+The CDK app (infra/) and local mode (terrace.local) both import this module, so the
+resources created on AWS and the ones seeded into moto cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class KeyAttr:
+    name: str
+    type: str = "S"  # DynamoDB scalar type: S | N | B
+
+
+@dataclass(frozen=True)
+class IndexDefinition:
+    name: str
+    partition_key: KeyAttr
+    sort_key: KeyAttr
+
+
+@dataclass(frozen=True)
+class TableDefinition:
+    logical_name: str
+    partition_key: KeyAttr
+    sort_key: KeyAttr
+    ttl_attribute: str
+    global_indexes: tuple[IndexDefinition, ...] = ()
+
+
+@dataclass(frozen=True)
+class BucketDefinition:
+    logical_name: str
+    versioned: bool
+    purpose: str
+
+
+@dataclass(frozen=True)
+class QueueDefinition:
+    logical_name: str
+    visibility_timeout_s: int
+    retention_s: int = 4 * 24 * 3600
+    dead_letter: str | None = None
+    max_receive_count: int = 0
+    attributes: dict[str, str] = field(default_factory=dict)
+
+
+# One table holds every aggregate. Items are keyed pk/sk; gsi1 lists children of a parent
+# in order (workspaces of an organization, state versions of a workspace, ...).
+TABLE = TableDefinition(
+    logical_name="main",
+    partition_key=KeyAttr("pk"),
+    sort_key=KeyAttr("sk"),
+    ttl_attribute="expires_at",
+    global_indexes=(IndexDefinition("gsi1", KeyAttr("gsi1pk"), KeyAttr("gsi1sk")),),
+)
+
+BLOB_BUCKET = BucketDefinition(
+    logical_name="blobs", versioned=True, purpose="state, configuration tarballs, plans, archived logs"
+)
+ASSETS_BUCKET = BucketDefinition(logical_name="assets", versioned=False, purpose="static web UI assets")
+BUCKETS = (BLOB_BUCKET, ASSETS_BUCKET)
+
+# Run phases travel on one lane per priority; runners always drain the highest non-empty lane.
+LANE_PRIORITY = ("apply", "plan", "speculative")
+JOB_VISIBILITY_TIMEOUT_S = 60
+JOB_MAX_RECEIVES = 5
+
+DEAD_LETTER_QUEUE = QueueDefinition(logical_name="jobs-dlq", visibility_timeout_s=60, retention_s=14 * 24 * 3600)
+LANE_QUEUES = tuple(
+    QueueDefinition(
+        logical_name=f"jobs-{lane}",
+        visibility_timeout_s=JOB_VISIBILITY_TIMEOUT_S,
+        dead_letter=DEAD_LETTER_QUEUE.logical_name,
+        max_receive_count=JOB_MAX_RECEIVES,
+    )
+    for lane in LANE_PRIORITY
+)
+EVENTS_QUEUE = QueueDefinition(logical_name="events", visibility_timeout_s=60)
+QUEUES = (*LANE_QUEUES, DEAD_LETTER_QUEUE, EVENTS_QUEUE)
+
+
+def physical_name(prefix: str, logical_name: str) -> str:
+    """Name used for a resource in local mode (on AWS, CloudFormation names them)."""
+    return f"{prefix}-{logical_name}"

@@ -1,0 +1,166 @@
+"""DynamoDB implementation of the Table port."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.exceptions import ClientError
+
+from terrace.adapters.table import Check, ConditionFailed, Delete, Item, Put, WriteOp
+
+_INDEX_KEYS = {"gsi1": ("gsi1pk", "gsi1sk")}
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+
+def _to_dynamo(value: Any) -> Any:
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, float | int):
+        return Decimal(str(value))
+    if isinstance(value, dict):
+        return {k: _to_dynamo(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_to_dynamo(v) for v in value]
+    return value
+
+
+def _from_dynamo(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: _from_dynamo(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_from_dynamo(v) for v in value]
+    return value
+
+
+def _marshal(item: Item) -> dict[str, Any]:
+    return {k: _serializer.serialize(_to_dynamo(v)) for k, v in item.items()}
+
+
+def _unmarshal(raw: dict[str, Any]) -> Item:
+    return {k: _from_dynamo(_deserializer.deserialize(v)) for k, v in raw.items()}
+
+
+def _key(pk: str, sk: str) -> dict[str, Any]:
+    return {"pk": {"S": pk}, "sk": {"S": sk}}
+
+
+def _condition(if_absent: bool = False, if_version: int | None = None, must_exist: bool | None = None) -> dict[str, Any]:
+    if if_version is not None:
+        return {
+            "ConditionExpression": "#v = :v",
+            "ExpressionAttributeNames": {"#v": "version"},
+            "ExpressionAttributeValues": {":v": {"N": str(if_version)}},
+        }
+    if if_absent or must_exist is False:
+        return {"ConditionExpression": "attribute_not_exists(pk)"}
+    if must_exist:
+        return {"ConditionExpression": "attribute_exists(pk)"}
+    return {}
+
+
+class DynamoTable:
+    def __init__(self, client: Any, table_name: str) -> None:
+        self._client = client
+        self._name = table_name
+
+    def get(self, pk: str, sk: str) -> Item | None:
+        raw = self._client.get_item(TableName=self._name, Key=_key(pk, sk), ConsistentRead=True).get("Item")
+        return _unmarshal(raw) if raw else None
+
+    def batch_get(self, keys: Sequence[tuple[str, str]]) -> list[Item]:
+        found: list[Item] = []
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), 100):
+            pending: dict[str, Any] = {
+                self._name: {"Keys": [_key(pk, sk) for pk, sk in unique[start : start + 100]], "ConsistentRead": True}
+            }
+            while pending:
+                response = self._client.batch_get_item(RequestItems=pending)
+                found.extend(_unmarshal(raw) for raw in response["Responses"].get(self._name, []))
+                pending = response.get("UnprocessedKeys") or {}
+        return found
+
+    def put(self, item: Item, *, if_absent: bool = False, if_version: int | None = None) -> None:
+        try:
+            self._client.put_item(TableName=self._name, Item=_marshal(item), **_condition(if_absent, if_version))
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                raise ConditionFailed(str(exc)) from exc
+            raise
+
+    def delete(self, pk: str, sk: str, *, if_version: int | None = None) -> None:
+        try:
+            self._client.delete_item(TableName=self._name, Key=_key(pk, sk), **_condition(if_version=if_version))
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                raise ConditionFailed(str(exc)) from exc
+            raise
+
+    def query(
+        self,
+        pk: str,
+        *,
+        prefix: str | None = None,
+        index: str | None = None,
+        reverse: bool = False,
+        limit: int | None = None,
+    ) -> list[Item]:
+        pk_name, sk_name = _INDEX_KEYS[index] if index else ("pk", "sk")
+        expression = "#pk = :pk"
+        values: dict[str, Any] = {":pk": {"S": pk}}
+        names = {"#pk": pk_name}
+        if prefix:
+            expression += " AND begins_with(#sk, :prefix)"
+            values[":prefix"] = {"S": prefix}
+            names["#sk"] = sk_name
+        kwargs: dict[str, Any] = {
+            "TableName": self._name,
+            "KeyConditionExpression": expression,
+            "ExpressionAttributeValues": values,
+            "ExpressionAttributeNames": names,
+            "ScanIndexForward": not reverse,
+        }
+        if index:
+            kwargs["IndexName"] = index
+        else:
+            kwargs["ConsistentRead"] = True
+        found: list[Item] = []
+        while True:
+            if limit is not None:
+                kwargs["Limit"] = limit - len(found)
+            response = self._client.query(**kwargs)
+            found.extend(_unmarshal(raw) for raw in response.get("Items", []))
+            last = response.get("LastEvaluatedKey")
+            if not last or (limit is not None and len(found) >= limit):
+                return found
+            kwargs["ExclusiveStartKey"] = last
+
+    def transact(self, ops: Sequence[WriteOp]) -> None:
+        if len(ops) == 1 and not isinstance(ops[0], Check):
+            op = ops[0]
+            if isinstance(op, Put):
+                self.put(op.item, if_absent=op.if_absent, if_version=op.if_version)
+            else:
+                self.delete(op.pk, op.sk, if_version=op.if_version)
+            return
+        items: list[dict[str, Any]] = []
+        for op in ops:
+            if isinstance(op, Put):
+                items.append({"Put": {"TableName": self._name, "Item": _marshal(op.item), **_condition(op.if_absent, op.if_version)}})
+            elif isinstance(op, Delete):
+                items.append({"Delete": {"TableName": self._name, "Key": _key(op.pk, op.sk), **_condition(if_version=op.if_version)}})
+            else:
+                cond = _condition(if_version=op.if_version, must_exist=op.must_exist)
+                items.append({"ConditionCheck": {"TableName": self._name, "Key": _key(op.pk, op.sk), **cond}})
+        try:
+            self._client.transact_write_items(TransactItems=items)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "TransactionCanceledException":
+                raise ConditionFailed(str(exc)) from exc
+            raise

@@ -1,0 +1,64 @@
+"""S3 implementation of the blob store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from terrace.adapters.blobs import BlobInfo
+
+
+class S3Blobs:
+    def __init__(self, client: Any, bucket: str) -> None:
+        self._client = client
+        self._bucket = bucket
+
+    def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
+        self._client.put_object(Bucket=self._bucket, Key=key, Body=data, ContentType=content_type)
+
+    def get(self, key: str) -> bytes:
+        try:
+            body: bytes = self._client.get_object(Bucket=self._bucket, Key=key)["Body"].read()
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] in ("NoSuchKey", "404"):
+                raise KeyError(key) from exc
+            raise
+        return body
+
+    def iter_chunks(self, key: str, chunk_size: int = 1024 * 1024) -> Iterator[bytes]:
+        body = self._client.get_object(Bucket=self._bucket, Key=key)["Body"]
+        try:
+            yield from body.iter_chunks(chunk_size)
+        finally:
+            body.close()
+
+    def head(self, key: str) -> BlobInfo | None:
+        try:
+            response = self._client.head_object(Bucket=self._bucket, Key=key)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] in ("404", "NoSuchKey", "NotFound"):
+                return None
+            raise
+        return BlobInfo(size=int(response["ContentLength"]), etag=str(response["ETag"]).strip('"'))
+
+    def delete(self, key: str) -> None:
+        self._client.delete_object(Bucket=self._bucket, Key=key)
+
+    def copy(self, source_key: str, target_key: str) -> None:
+        self._client.copy_object(
+            Bucket=self._bucket, Key=target_key, CopySource={"Bucket": self._bucket, "Key": source_key}
+        )
+
+    def presign_put(self, key: str, ttl_s: int) -> str:
+        url: str = self._client.generate_presigned_url(
+            "put_object", Params={"Bucket": self._bucket, "Key": key}, ExpiresIn=ttl_s, HttpMethod="PUT"
+        )
+        return url
+
+    def presign_get(self, key: str, ttl_s: int) -> str:
+        url: str = self._client.generate_presigned_url(
+            "get_object", Params={"Bucket": self._bucket, "Key": key}, ExpiresIn=ttl_s
+        )
+        return url

@@ -1,0 +1,65 @@
+"""The narrow storage port every service uses: one key-value table with conditional writes.
+
+Items are plain dicts keyed by `pk`/`sk`. Optimistic concurrency uses an integer `version`
+attribute: a writer passes the version it read and the write fails with `ConditionFailed`
+if someone else got there first. `gsi1pk`/`gsi1sk` give ordered child listings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+Item = dict[str, Any]
+
+
+class ConditionFailed(Exception):
+    """A conditional write lost: the item exists, is missing, or changed since it was read."""
+
+
+@dataclass(frozen=True)
+class Put:
+    item: Item
+    if_absent: bool = False
+    if_version: int | None = None
+
+
+@dataclass(frozen=True)
+class Delete:
+    pk: str
+    sk: str
+    if_version: int | None = None
+
+
+@dataclass(frozen=True)
+class Check:
+    pk: str
+    sk: str
+    if_version: int | None = None
+    must_exist: bool = True
+
+
+WriteOp = Put | Delete | Check
+
+
+class Table(Protocol):
+    def get(self, pk: str, sk: str) -> Item | None: ...
+
+    def batch_get(self, keys: Sequence[tuple[str, str]]) -> list[Item]: ...
+
+    def put(self, item: Item, *, if_absent: bool = False, if_version: int | None = None) -> None: ...
+
+    def delete(self, pk: str, sk: str, *, if_version: int | None = None) -> None: ...
+
+    def query(
+        self,
+        pk: str,
+        *,
+        prefix: str | None = None,
+        index: str | None = None,
+        reverse: bool = False,
+        limit: int | None = None,
+    ) -> list[Item]: ...
+
+    def transact(self, ops: Sequence[WriteOp]) -> None: ...

@@ -1,0 +1,70 @@
+"""Settings read once from the environment by the composition root (never at import time elsewhere)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+
+def _env_int(env: dict[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    return int(raw) if raw else default
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Where Terrace's resources are and how it behaves. The same fields exist locally and on AWS."""
+
+    table_name: str
+    blob_bucket: str
+    queue_urls: dict[str, str] = field(default_factory=dict)  # logical queue name -> URL
+    public_url: str = "https://localhost:8443"  # how clients reach the API (used in absolute links)
+    region: str = "us-east-1"
+    aws_endpoint_url: str | None = None  # moto server in local mode
+    kms_key_id: str | None = None
+    url_signing_secret: str = ""  # HMAC key for log-read and other signed URLs
+    presign_ttl_s: int = 900
+    max_request_bytes: int = 6 * 1024 * 1024  # the Lambda payload limit
+    max_inline_state_bytes: int = 4 * 1024 * 1024  # raw bytes; base64 of this fits the payload limit
+    max_config_bytes: int = 512 * 1024 * 1024
+    bootstrap_token_secret_arn: str | None = None
+    runner_secret: str = ""  # shared secret runners present to /api/runner (Secrets Manager on AWS)
+    ecs_cluster: str | None = None
+    runner_task_definition: str | None = None
+    runner_container_name: str = "runner"
+    runner_subnets: tuple[str, ...] = ()
+    runner_security_groups: tuple[str, ...] = ()
+    runner_assign_public_ip: bool = True
+    max_runners: int = 4
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> Settings:
+        env = dict(os.environ if env is None else env)
+        queue_urls = {
+            key.removeprefix("TERRACE_QUEUE_URL_").lower().replace("_", "-"): value
+            for key, value in env.items()
+            if key.startswith("TERRACE_QUEUE_URL_")
+        }
+        return cls(
+            table_name=env["TERRACE_TABLE"],
+            blob_bucket=env["TERRACE_BLOB_BUCKET"],
+            queue_urls=queue_urls,
+            public_url=env.get("TERRACE_PUBLIC_URL", "https://localhost:8443").rstrip("/"),
+            region=env.get("AWS_REGION", env.get("AWS_DEFAULT_REGION", "us-east-1")),
+            aws_endpoint_url=env.get("TERRACE_AWS_ENDPOINT_URL") or None,
+            kms_key_id=env.get("TERRACE_KMS_KEY_ID") or None,
+            url_signing_secret=env.get("TERRACE_URL_SIGNING_SECRET", ""),
+            presign_ttl_s=_env_int(env, "TERRACE_PRESIGN_TTL_S", 900),
+            max_request_bytes=_env_int(env, "TERRACE_MAX_REQUEST_BYTES", 6 * 1024 * 1024),
+            max_inline_state_bytes=_env_int(env, "TERRACE_MAX_INLINE_STATE_BYTES", 4 * 1024 * 1024),
+            max_config_bytes=_env_int(env, "TERRACE_MAX_CONFIG_BYTES", 512 * 1024 * 1024),
+            bootstrap_token_secret_arn=env.get("TERRACE_BOOTSTRAP_SECRET_ARN") or None,
+            runner_secret=env.get("TERRACE_RUNNER_SECRET", ""),
+            ecs_cluster=env.get("TERRACE_ECS_CLUSTER") or None,
+            runner_task_definition=env.get("TERRACE_RUNNER_TASK_DEFINITION") or None,
+            runner_container_name=env.get("TERRACE_RUNNER_CONTAINER", "runner"),
+            runner_subnets=tuple(s for s in env.get("TERRACE_RUNNER_SUBNETS", "").split(",") if s),
+            runner_security_groups=tuple(s for s in env.get("TERRACE_RUNNER_SECURITY_GROUPS", "").split(",") if s),
+            runner_assign_public_ip=env.get("TERRACE_RUNNER_PUBLIC_IP", "true").lower() == "true",
+            max_runners=_env_int(env, "TERRACE_MAX_RUNNERS", 4),
+        )

@@ -1,0 +1,58 @@
+"""Domain errors. Each protocol maps them to its status codes in exactly one place."""
+
+from __future__ import annotations
+
+
+class TerraceError(Exception):
+    """Base of every error a client can cause."""
+
+    title = "error"
+
+    def __init__(self, detail: str = "", *, meta: dict[str, object] | None = None) -> None:
+        super().__init__(detail or self.title)
+        self.detail = detail or self.title
+        self.meta = meta or {}
+
+
+class Unauthenticated(TerraceError):
+    title = "unauthorized"
+
+
+class Forbidden(TerraceError):
+    title = "forbidden"
+
+
+class NotFound(TerraceError):
+    title = "not found"
+
+
+class Conflict(TerraceError):
+    title = "conflict"
+
+
+class Locked(Conflict):
+    """The workspace is locked by someone else. meta may carry the holder's lock."""
+
+    title = "workspace locked"
+
+
+class PreconditionFailed(TerraceError):
+    title = "precondition failed"
+
+
+class Invalid(TerraceError):
+    """Malformed or semantically invalid input (422)."""
+
+    title = "invalid attribute"
+
+    def __init__(self, detail: str = "", *, pointer: str | None = None, meta: dict[str, object] | None = None) -> None:
+        super().__init__(detail, meta=meta)
+        self.pointer = pointer
+
+
+class TooLarge(TerraceError):
+    title = "payload too large"
+
+
+class BadRequest(TerraceError):
+    title = "bad request"

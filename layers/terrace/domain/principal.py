@@ -1,0 +1,28 @@
+"""Who is calling: resolved from a bearer token once per request, then passed to every service call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class PrincipalKind(StrEnum):
+    USER = "user"
+    ORGANIZATION = "organization"  # an organization token: acts for the whole organization
+    RUN = "run"  # a short-lived token scoped to one run of one workspace
+
+
+@dataclass(frozen=True)
+class Principal:
+    kind: PrincipalKind
+    subject_id: str  # user id, organization name or run id
+    username: str
+    token_id: str | None = None
+    site_admin: bool = False
+    organization: str | None = None  # set for organization and run tokens
+    workspace_id: str | None = None  # set for run tokens
+
+    @property
+    def lock_holder(self) -> str:
+        """Who a workspace lock taken by this principal belongs to."""
+        return f"{self.kind.value}:{self.subject_id}"

@@ -1,0 +1,129 @@
+"""The workspace aggregate as stored, plus its lock."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from terrace.domain.errors import Invalid
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,89}$")
+EXECUTION_MODES = ("remote", "local", "agent")
+SEMVER_RE = re.compile(r"^(latest|~?>?=?\s*\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?)$")
+
+
+def workspace_key(workspace_id: str) -> tuple[str, str]:
+    return workspace_id, "ws"
+
+
+def name_claim_key(organization: str, name: str) -> tuple[str, str]:
+    return f"org#{organization}#wsnames", name
+
+
+def validate_name(name: Any) -> str:
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise Invalid(
+            "name must start with a letter or digit and hold only letters, digits, - and _ (max 90)",
+            pointer="/data/attributes/name",
+        )
+    return name
+
+
+def validate_terraform_version(version: Any) -> str:
+    if not isinstance(version, str) or not SEMVER_RE.match(version.strip()):
+        raise Invalid("terraform-version must be 'latest' or a version like 1.6.0",
+                      pointer="/data/attributes/terraform-version")
+    return version.strip()
+
+
+@dataclass(frozen=True)
+class WorkspaceLock:
+    holder: str  # Principal.lock_holder of who took it, e.g. "user:user-abc" or "run:run-xyz"
+    username: str
+    reason: str
+    created_at: str
+    lock_id: str | None = None  # the client's lock ID (http backend LockInfo.ID)
+    info: dict[str, Any] | None = None  # the client's LockInfo, returned verbatim on conflicts
+
+    @property
+    def holder_kind(self) -> str:
+        return self.holder.split(":", 1)[0]
+
+    @property
+    def holder_id(self) -> str:
+        return self.holder.split(":", 1)[1]
+
+    def to_item(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+    @classmethod
+    def from_item(cls, item: dict[str, Any] | None) -> WorkspaceLock | None:
+        return cls(**item) if item else None
+
+
+@dataclass(frozen=True)
+class Workspace:
+    id: str
+    name: str
+    organization: str
+    created_at: str
+    updated_at: str
+    version: int
+    description: str = ""
+    execution_mode: str = "remote"
+    auto_apply: bool = False
+    terraform_version: str = "latest"
+    working_directory: str = ""
+    global_remote_state: bool = False
+    queue_all_runs: bool = False
+    speculative_enabled: bool = True
+    allow_destroy_plan: bool = True
+    tag_names: tuple[str, ...] = ()
+    lock: WorkspaceLock | None = None
+    current_state_version_id: str | None = None
+    state_serial: int | None = None
+    state_lineage: str | None = None
+    state_md5: str | None = None
+    current_run_id: str | None = None
+    latest_run_id: str | None = None
+    resource_count: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def locked(self) -> bool:
+        return self.lock is not None
+
+
+_SIMPLE = (
+    "description", "execution_mode", "auto_apply", "terraform_version", "working_directory", "global_remote_state",
+    "queue_all_runs", "speculative_enabled", "allow_destroy_plan", "current_state_version_id", "state_serial",
+    "state_lineage", "state_md5", "current_run_id", "latest_run_id", "resource_count",
+)
+
+
+def from_item(item: dict[str, Any]) -> Workspace:
+    return Workspace(
+        id=item["id"], name=item["name"], organization=item["organization"], created_at=item["created_at"],
+        updated_at=item.get("updated_at", item["created_at"]), version=int(item["version"]),
+        tag_names=tuple(item.get("tag_names", [])), lock=WorkspaceLock.from_item(item.get("lock")),
+        extra=dict(item.get("extra", {})),
+        **{name: item[name] for name in _SIMPLE if item.get(name) is not None},
+    )
+
+
+def to_item(ws: Workspace) -> dict[str, Any]:
+    pk, sk = workspace_key(ws.id)
+    item: dict[str, Any] = {
+        "pk": pk, "sk": sk, "id": ws.id, "name": ws.name, "organization": ws.organization,
+        "created_at": ws.created_at, "updated_at": ws.updated_at, "version": ws.version,
+        "tag_names": list(ws.tag_names), "extra": ws.extra,
+        "gsi1pk": f"org#{ws.organization}#workspaces", "gsi1sk": ws.name,
+    }
+    for name in _SIMPLE:
+        value = getattr(ws, name)
+        if value is not None:
+            item[name] = value
+    if ws.lock is not None:
+        item["lock"] = ws.lock.to_item()
+    return item

@@ -1,0 +1,166 @@
+"""Users and their API tokens. Tokens are random secrets stored only as SHA-256 hashes."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from terrace.adapters.table import ConditionFailed, Put, Table
+from terrace.domain import clock
+from terrace.domain.errors import Conflict, Invalid, NotFound, Unauthenticated
+from terrace.domain.ids import new_id
+from terrace.domain.principal import Principal, PrincipalKind
+
+TOKEN_PREFIX = "terrace"
+
+
+def hash_token(raw: str) -> str:
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def _new_secret() -> str:
+    return f"{secrets.token_hex(7)}.{TOKEN_PREFIX}.{secrets.token_urlsafe(40)}"
+
+
+@dataclass(frozen=True)
+class User:
+    id: str
+    username: str
+    email: str
+    site_admin: bool
+    created_at: str
+
+
+@dataclass(frozen=True)
+class Token:
+    id: str
+    kind: PrincipalKind
+    subject_id: str
+    description: str
+    created_at: str
+    last_used_at: str | None
+    expires_at: str | None
+    organization: str | None = None
+    workspace_id: str | None = None
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    token: Token
+    secret: str  # shown once, never stored
+
+
+def _user(item: dict[str, Any]) -> User:
+    return User(item["id"], item["username"], item.get("email", ""), bool(item.get("site_admin")), item["created_at"])
+
+
+def _token(item: dict[str, Any]) -> Token:
+    return Token(
+        id=item["id"],
+        kind=PrincipalKind(item["kind"]),
+        subject_id=item["subject_id"],
+        description=item.get("description", ""),
+        created_at=item["created_at"],
+        last_used_at=item.get("last_used_at"),
+        expires_at=item.get("expires_at_iso"),
+        organization=item.get("organization"),
+        workspace_id=item.get("workspace_id"),
+    )
+
+
+class AccountService:
+    def __init__(self, table: Table) -> None:
+        self._table = table
+
+    # users -------------------------------------------------------------------------------
+    def create_user(self, username: str, email: str = "", *, site_admin: bool = False) -> User:
+        if not username or not username.replace("-", "").replace("_", "").isalnum():
+            raise Invalid("username must be letters, digits, - and _", pointer="/data/attributes/username")
+        user_id = new_id("user")
+        item = {
+            "pk": user_id, "sk": "user", "id": user_id, "username": username, "email": email,
+            "site_admin": site_admin, "created_at": clock.now_iso(), "version": 1,
+        }
+        claim = {"pk": f"username#{username}", "sk": "claim", "user_id": user_id}
+        try:
+            self._table.transact([Put(claim, if_absent=True), Put(item, if_absent=True)])
+        except ConditionFailed as exc:
+            raise Conflict(f"username {username!r} is taken") from exc
+        return _user(item)
+
+    def get_user(self, user_id: str) -> User:
+        item = self._table.get(user_id, "user")
+        if item is None:
+            raise NotFound(f"user {user_id} not found")
+        return _user(item)
+
+    def find_user(self, username: str) -> User | None:
+        claim = self._table.get(f"username#{username}", "claim")
+        return self.get_user(claim["user_id"]) if claim else None
+
+    # tokens ------------------------------------------------------------------------------
+    def issue_token(
+        self,
+        kind: PrincipalKind,
+        subject_id: str,
+        *,
+        description: str = "",
+        organization: str | None = None,
+        workspace_id: str | None = None,
+        ttl_s: int | None = None,
+        secret: str | None = None,
+    ) -> IssuedToken:
+        raw = secret or _new_secret()
+        token_id = new_id("at")
+        now = clock.utcnow()
+        item: dict[str, Any] = {
+            "pk": token_id, "sk": "token", "id": token_id, "kind": kind.value, "subject_id": subject_id,
+            "description": description, "created_at": clock.iso(now), "hash": hash_token(raw),
+            "gsi1pk": f"{subject_id}#tokens", "gsi1sk": clock.iso(now) + token_id,
+        }
+        if organization:
+            item["organization"] = organization
+        if workspace_id:
+            item["workspace_id"] = workspace_id
+        if ttl_s is not None:
+            item["expires_at"] = int(now.timestamp()) + ttl_s
+            item["expires_at_iso"] = clock.iso(now.fromtimestamp(item["expires_at"], now.tzinfo))
+        lookup = {"pk": f"tokenhash#{item['hash']}", "sk": "lookup", "token_id": token_id}
+        if "expires_at" in item:
+            lookup["expires_at"] = item["expires_at"]
+        self._table.transact([Put(item, if_absent=True), Put(lookup, if_absent=True)])
+        return IssuedToken(_token(item), raw)
+
+    def authenticate(self, raw: str) -> Principal:
+        if not raw:
+            raise Unauthenticated("missing bearer token")
+        lookup = self._table.get(f"tokenhash#{hash_token(raw)}", "lookup")
+        item = self._table.get(lookup["token_id"], "token") if lookup else None
+        if item is None or ("expires_at" in item and item["expires_at"] < clock.epoch()):
+            raise Unauthenticated("invalid or expired token")
+        kind = PrincipalKind(item["kind"])
+        if kind is PrincipalKind.USER:
+            user = self.get_user(item["subject_id"])
+            return Principal(kind, user.id, user.username, token_id=item["id"], site_admin=user.site_admin)
+        return Principal(
+            kind, item["subject_id"], f"api-{kind.value}-{item['subject_id']}", token_id=item["id"],
+            organization=item.get("organization"), workspace_id=item.get("workspace_id"),
+        )
+
+    def list_tokens(self, subject_id: str) -> list[Token]:
+        return [_token(item) for item in self._table.query(f"{subject_id}#tokens", index="gsi1")]
+
+    def get_token(self, token_id: str) -> Token:
+        item = self._table.get(token_id, "token")
+        if item is None:
+            raise NotFound(f"authentication token {token_id} not found")
+        return _token(item)
+
+    def revoke_token(self, token_id: str) -> None:
+        item = self._table.get(token_id, "token")
+        if item is None:
+            raise NotFound(f"authentication token {token_id} not found")
+        self._table.delete(f"tokenhash#{item['hash']}", "lookup")
+        self._table.delete(token_id, "token")

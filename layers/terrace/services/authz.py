@@ -1,0 +1,94 @@
+"""The one place where permissions are decided.
+
+Every service asks `Authorizer.require(...)` before it reads or changes anything. Callers with
+no access to an organization at all get NotFound (its existence is not revealed); callers who can
+see it but may not do the action get Forbidden.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from terrace.domain.errors import Forbidden, NotFound
+from terrace.domain.principal import Principal, PrincipalKind
+
+
+class Action(StrEnum):
+    READ_ORGANIZATION = "read-organization"
+    MANAGE_ORGANIZATION = "manage-organization"
+    DELETE_ORGANIZATION = "delete-organization"
+    CREATE_WORKSPACE = "create-workspace"
+    READ_WORKSPACE = "read-workspace"
+    UPDATE_WORKSPACE = "update-workspace"
+    DELETE_WORKSPACE = "delete-workspace"
+    LOCK_WORKSPACE = "lock-workspace"
+    FORCE_UNLOCK = "force-unlock"
+    READ_STATE = "read-state"
+    READ_STATE_OUTPUTS = "read-state-outputs"
+    WRITE_STATE = "write-state"
+    QUEUE_RUN = "queue-run"
+    APPLY_RUN = "apply-run"
+    CANCEL_RUN = "cancel-run"
+    READ_VARIABLES = "read-variables"
+    WRITE_VARIABLES = "write-variables"
+
+
+# What a run token may do in the workspace its run belongs to.
+_RUN_OWN_WORKSPACE = frozenset(
+    {Action.READ_WORKSPACE, Action.LOCK_WORKSPACE, Action.READ_STATE, Action.READ_STATE_OUTPUTS,
+     Action.WRITE_STATE, Action.READ_VARIABLES}
+)
+
+
+@dataclass(frozen=True)
+class OrgView:
+    """The facts about an organization that permissions depend on."""
+
+    name: str
+    owners: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class WorkspaceView:
+    id: str
+    global_remote_state: bool
+
+
+class Authorizer:
+    def can(
+        self, principal: Principal, action: Action, org: OrgView, workspace: WorkspaceView | None = None
+    ) -> bool:
+        try:
+            self.require(principal, action, org, workspace)
+        except (Forbidden, NotFound):
+            return False
+        return True
+
+    def require(
+        self, principal: Principal, action: Action, org: OrgView, workspace: WorkspaceView | None = None
+    ) -> None:
+        if principal.site_admin:
+            return
+        if principal.kind is PrincipalKind.USER:
+            if principal.subject_id in org.owners:
+                return
+            raise NotFound(f"organization {org.name} not found")
+        if principal.organization != org.name:
+            raise NotFound(f"organization {org.name} not found")
+        if principal.kind is PrincipalKind.ORGANIZATION:
+            if action is Action.DELETE_ORGANIZATION:
+                raise Forbidden("organization tokens cannot delete their organization")
+            return
+        # run token
+        if action is Action.READ_ORGANIZATION:
+            return
+        if workspace is not None and workspace.id == principal.workspace_id and action in _RUN_OWN_WORKSPACE:
+            return
+        if workspace is not None and action is Action.READ_WORKSPACE:
+            return
+        if workspace is not None and workspace.global_remote_state and action in (
+            Action.READ_STATE, Action.READ_STATE_OUTPUTS
+        ):
+            return
+        raise Forbidden(f"a run token may not {action.value} here")

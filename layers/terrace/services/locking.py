@@ -1,0 +1,72 @@
+"""Workspace locks, shared by the TFC API (lock/unlock/force-unlock), the http backend and runs."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from terrace.domain import clock
+from terrace.domain.errors import Conflict, Locked
+from terrace.domain.principal import Principal
+from terrace.domain.workspace import Workspace, WorkspaceLock
+from terrace.services.authz import Action
+from terrace.services.workspaces import WorkspaceService
+
+
+def describe_holder(lock: WorkspaceLock) -> str:
+    kind = {"user": "User", "run": "Run", "organization": "Team"}.get(lock.holder_kind, "User")
+    return f"{kind} {lock.username if kind == 'User' else lock.holder_id}"
+
+
+class LockService:
+    def __init__(self, workspaces: WorkspaceService) -> None:
+        self._workspaces = workspaces
+
+    def lock(self, principal: Principal, ws: Workspace, reason: str = "", *,
+             lock_id: str | None = None, info: dict[str, Any] | None = None) -> Workspace:
+        self._workspaces.authorize(principal, Action.LOCK_WORKSPACE, ws)
+        new_lock = WorkspaceLock(holder=principal.lock_holder, username=principal.username, reason=reason or "",
+                                 created_at=clock.now_iso(), lock_id=lock_id, info=info)
+
+        def take(current: Workspace) -> Workspace:
+            if current.lock is not None:
+                raise Locked(f"workspace {current.name} is already locked by {describe_holder(current.lock)}",
+                             meta={"lock": current.lock})
+            return dataclasses.replace(current, lock=new_lock)
+
+        return self._workspaces.mutate(ws.id, take)
+
+    def unlock(self, principal: Principal, ws: Workspace, *, lock_id: str | None = None) -> Workspace:
+        """Release a lock the caller holds. With `lock_id`, the client's lock ID must match too."""
+        self._workspaces.authorize(principal, Action.LOCK_WORKSPACE, ws)
+
+        def release(current: Workspace) -> Workspace:
+            held = current.lock
+            if held is None:
+                raise Conflict(f"workspace {current.name} is already unlocked")
+            if held.holder != principal.lock_holder:
+                raise Locked(f"workspace {current.name} is locked by {describe_holder(held)}", meta={"lock": held})
+            if lock_id is not None and held.lock_id is not None and held.lock_id != lock_id:
+                raise Locked(f"lock ID {lock_id!r} does not match the lock held ({held.lock_id!r})",
+                             meta={"lock": held})
+            return dataclasses.replace(current, lock=None)
+
+        return self._workspaces.mutate(ws.id, release)
+
+    def force_unlock(self, principal: Principal, ws: Workspace, *, lock_id: str | None = None) -> Workspace:
+        """Release whoever's lock. With `lock_id`, only that lock (an admin's `force-unlock <id>`)."""
+        self._workspaces.authorize(principal, Action.FORCE_UNLOCK, ws)
+
+        def release(current: Workspace) -> Workspace:
+            held = current.lock
+            if held is None:
+                raise Conflict(f"workspace {current.name} is already unlocked")
+            if lock_id and held.lock_id and lock_id != held.lock_id and lock_id != f"{current.organization}/{current.name}":
+                raise Locked(f"lock ID {lock_id!r} does not match the lock held ({held.lock_id!r})", meta={"lock": held})
+            return dataclasses.replace(current, lock=None)
+
+        return self._workspaces.mutate(ws.id, release)
+
+    @staticmethod
+    def holds(principal: Principal, ws: Workspace) -> bool:
+        return ws.lock is not None and ws.lock.holder == principal.lock_holder

@@ -1,0 +1,141 @@
+"""Organizations: the tenant boundary. Names are the public keys, as in HCP Terraform."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from terrace.adapters.table import ConditionFailed, Table
+from terrace.domain import clock
+from terrace.domain.errors import Conflict, Invalid, NotFound
+from terrace.domain.ids import new_id
+from terrace.domain.principal import Principal, PrincipalKind
+from terrace.services.authz import Action, Authorizer, OrgView
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
+UPDATABLE = ("email", "session-timeout", "session-remember", "collaborator-auth-policy", "default-execution-mode")
+
+
+@dataclass(frozen=True)
+class Organization:
+    id: str
+    name: str
+    email: str
+    created_at: str
+    owners: tuple[str, ...]
+    default_execution_mode: str
+    settings: dict[str, Any]
+
+    @property
+    def view(self) -> OrgView:
+        return OrgView(self.name, self.owners)
+
+
+def _key(name: str) -> tuple[str, str]:
+    return f"org#{name}", "org"
+
+
+def _org(item: dict[str, Any]) -> Organization:
+    return Organization(
+        id=item["id"], name=item["name"], email=item.get("email", ""), created_at=item["created_at"],
+        owners=tuple(item.get("owners", [])), default_execution_mode=item.get("default_execution_mode", "remote"),
+        settings=dict(item.get("settings", {})),
+    )
+
+
+class OrganizationService:
+    def __init__(self, table: Table, authz: Authorizer) -> None:
+        self._table = table
+        self._authz = authz
+
+    def _item(self, name: str) -> dict[str, Any]:
+        item = self._table.get(*_key(name)) if NAME_RE.match(name or "") else None
+        if item is None:
+            raise NotFound(f"organization {name} not found")
+        return item
+
+    def lookup(self, name: str) -> Organization:
+        """Read without a permission check: for services that check permissions themselves."""
+        return _org(self._item(name))
+
+    def get(self, principal: Principal, name: str, action: Action = Action.READ_ORGANIZATION) -> Organization:
+        org = _org(self._item(name))
+        self._authz.require(principal, action, org.view)
+        return org
+
+    def list(self, principal: Principal) -> list[Organization]:
+        orgs = [_org(item) for item in self._table.query("orgs", index="gsi1")]
+        return [org for org in orgs if self._authz.can(principal, Action.READ_ORGANIZATION, org.view)]
+
+    def create(self, principal: Principal, name: str, email: str, **settings: Any) -> Organization:
+        if principal.kind is not PrincipalKind.USER:
+            raise NotFound("only users can create organizations")
+        if not NAME_RE.match(name or ""):
+            raise Invalid(
+                "name must start with a letter or digit and hold only letters, digits, - and _ (max 63)",
+                pointer="/data/attributes/name",
+            )
+        if not email or "@" not in email:
+            raise Invalid("email is required", pointer="/data/attributes/email")
+        mode = settings.pop("default-execution-mode", "remote")
+        _check_mode(mode)
+        pk, sk = _key(name)
+        item = {
+            "pk": pk, "sk": sk, "id": new_id("org"), "name": name, "email": email, "created_at": clock.now_iso(),
+            "owners": [principal.subject_id], "default_execution_mode": mode, "settings": settings,
+            "gsi1pk": "orgs", "gsi1sk": name, "version": 1,
+        }
+        try:
+            self._table.put(item, if_absent=True)
+        except ConditionFailed as exc:
+            raise Conflict(f"organization {name} already exists") from exc
+        return _org(item)
+
+    def update(self, principal: Principal, name: str, changes: dict[str, Any]) -> Organization:
+        item = self._item(name)
+        self._authz.require(principal, Action.MANAGE_ORGANIZATION, _org(item).view)
+        if "name" in changes and changes["name"] != name:
+            raise Invalid("renaming an organization is not supported", pointer="/data/attributes/name")
+        unknown = set(changes) - set(UPDATABLE) - {"name"}
+        if unknown:
+            raise Invalid(f"unknown or read-only attributes: {', '.join(sorted(unknown))}")
+        if "email" in changes:
+            if not isinstance(changes["email"], str) or "@" not in changes["email"]:
+                raise Invalid("email must be an address", pointer="/data/attributes/email")
+            item["email"] = changes["email"]
+        if "default-execution-mode" in changes:
+            _check_mode(changes["default-execution-mode"])
+            item["default_execution_mode"] = changes["default-execution-mode"]
+        for key in ("session-timeout", "session-remember", "collaborator-auth-policy"):
+            if key in changes:
+                item.setdefault("settings", {})[key] = changes[key]
+        version = item["version"]
+        item["version"] = version + 1
+        try:
+            self._table.put(item, if_version=version)
+        except ConditionFailed as exc:
+            raise Conflict("organization changed concurrently; retry") from exc
+        return _org(item)
+
+    def delete(self, principal: Principal, name: str, *, has_workspaces: bool) -> None:
+        item = self._item(name)
+        self._authz.require(principal, Action.DELETE_ORGANIZATION, _org(item).view)
+        if has_workspaces:
+            raise Conflict(f"organization {name} still has workspaces; delete them first")
+        self._table.delete(item["pk"], item["sk"], if_version=item["version"])
+
+    def add_owner(self, name: str, user_id: str) -> Organization:
+        """Operator path (CLI/bootstrap): make a user an owner of an organization."""
+        item = self._item(name)
+        if user_id not in item["owners"]:
+            item["owners"].append(user_id)
+            version = item["version"]
+            item["version"] = version + 1
+            self._table.put(item, if_version=version)
+        return _org(item)
+
+
+def _check_mode(mode: Any) -> None:
+    if mode not in ("remote", "local", "agent"):
+        raise Invalid("execution mode must be remote, local or agent", pointer="/data/attributes/default-execution-mode")

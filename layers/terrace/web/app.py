@@ -1,0 +1,35 @@
+"""The FastAPI application: mounts the routers of every URL space. Built by `create_app(container)`."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from fastapi import FastAPI, Request, Response
+
+from terrace.bootstrap import Container
+from terrace.web import errors
+from terrace.web.routers import accounts, discovery, organizations, workspaces
+from terrace.web.routers.discovery import api_headers
+
+
+def create_app(container: Container) -> FastAPI:
+    app = FastAPI(title="Terrace", docs_url=None, redoc_url=None, openapi_url="/api/openapi.json")
+    app.state.container = container
+    errors.install(app)
+    max_bytes = container.settings.max_request_bytes
+
+    @app.middleware("http")
+    async def limits_and_headers(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        length = request.headers.get("content-length")
+        if length and length.isdigit() and int(length) > max_bytes:
+            return errors.error_response(
+                413, "payload too large", f"request body is {length} bytes; the limit is {max_bytes}"
+            )
+        response = await call_next(request)
+        if request.url.path.startswith("/api/v2"):
+            response.headers.update(api_headers())
+        return response
+
+    for module in (discovery, organizations, workspaces, accounts):
+        app.include_router(module.router)
+    return app

@@ -1,0 +1,67 @@
+"""Domain errors -> HTTP for the JSON:API protocol, in one table."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from terrace.domain import errors
+from terrace.web.jsonapi import JSONAPIResponse
+
+log = logging.getLogger("terrace.web")
+
+STATUS: list[tuple[type[errors.TerraceError], int]] = [
+    (errors.Unauthenticated, 401),
+    (errors.Forbidden, 403),
+    (errors.NotFound, 404),
+    (errors.Locked, 409),
+    (errors.Conflict, 409),
+    (errors.PreconditionFailed, 412),
+    (errors.TooLarge, 413),
+    (errors.Invalid, 422),
+    (errors.BadRequest, 400),
+]
+
+
+def status_of(exc: errors.TerraceError) -> int:
+    for kind, status in STATUS:
+        if isinstance(exc, kind):
+            return status
+    return 400
+
+
+def error_document(status: int, title: str, detail: str, pointer: str | None = None) -> dict[str, object]:
+    error: dict[str, object] = {"status": str(status), "title": title, "detail": detail}
+    if pointer:
+        error["source"] = {"pointer": pointer}
+    return {"errors": [error]}
+
+
+def error_response(status: int, title: str, detail: str, pointer: str | None = None) -> JSONAPIResponse:
+    headers = {"WWW-Authenticate": 'Bearer realm="terrace"'} if status == 401 else None
+    return JSONAPIResponse(error_document(status, title, detail, pointer), status_code=status, headers=headers)
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(errors.TerraceError)
+    async def _domain(request: Request, exc: errors.TerraceError) -> JSONAPIResponse:
+        return error_response(status_of(exc), exc.title, exc.detail, getattr(exc, "pointer", None))
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONAPIResponse:
+        first = exc.errors()[0] if exc.errors() else {}
+        loc = "/".join(str(p) for p in first.get("loc", ()))
+        return error_response(422, "invalid request", f"{loc}: {first.get('msg', 'invalid')}")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONAPIResponse:
+        title = {404: "not found", 405: "method not allowed"}.get(exc.status_code, "error")
+        return error_response(exc.status_code, title, str(exc.detail))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONAPIResponse:
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return error_response(500, "internal error", "an unexpected error occurred; it has been logged")

@@ -1,0 +1,143 @@
+"""JSON:API conventions, done once: documents, pagination, request bodies, the media type."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+from fastapi import Request
+from fastapi.responses import JSONResponse
+
+from terrace.domain.errors import BadRequest, Invalid
+
+MEDIA_TYPE = "application/vnd.api+json"
+DEFAULT_PAGE_SIZE = 20
+MAX_PAGE_SIZE = 100
+T = TypeVar("T")
+
+
+class JSONAPIResponse(JSONResponse):
+    media_type = MEDIA_TYPE
+
+
+def resource(type_: str, id_: str, attributes: dict[str, Any], relationships: dict[str, Any] | None = None,
+             links: dict[str, Any] | None = None) -> dict[str, Any]:
+    data: dict[str, Any] = {"id": id_, "type": type_, "attributes": attributes}
+    if relationships is not None:
+        data["relationships"] = relationships
+    if links is not None:
+        data["links"] = links
+    return data
+
+
+def ref(type_: str, id_: str | None) -> dict[str, Any]:
+    """A to-one relationship (`data: null` when absent)."""
+    return {"data": {"type": type_, "id": id_} if id_ else None}
+
+
+def refs(type_: str, ids: Sequence[str]) -> dict[str, Any]:
+    return {"data": [{"type": type_, "id": i} for i in ids]}
+
+
+def respond(data: Any, status_code: int = 200, *, meta: dict[str, Any] | None = None,
+            links: dict[str, Any] | None = None, included: list[dict[str, Any]] | None = None,
+            headers: dict[str, str] | None = None) -> JSONAPIResponse:
+    body: dict[str, Any] = {"data": data}
+    if included:
+        body["included"] = included
+    if meta:
+        body["meta"] = meta
+    if links:
+        body["links"] = links
+    return JSONAPIResponse(body, status_code=status_code, headers=headers)
+
+
+def _page_param(request: Request, name: str, default: int) -> int:
+    raw = request.query_params.get(f"page[{name}]") or request.query_params.get(f"page%5B{name}%5D")
+    if raw in (None, ""):
+        return default
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise BadRequest(f"page[{name}] must be a positive integer") from exc
+    if value < 1:
+        raise BadRequest(f"page[{name}] must be a positive integer")
+    return value
+
+
+def paginate(request: Request, items: Sequence[T]) -> tuple[list[T], dict[str, Any], dict[str, Any]]:
+    """Slice `items` by page[number]/page[size]; returns (page, meta, links)."""
+    size = min(_page_param(request, "size", DEFAULT_PAGE_SIZE), MAX_PAGE_SIZE)
+    number = _page_param(request, "number", 1)
+    total = len(items)
+    pages = max(1, math.ceil(total / size))
+    page = list(items[(number - 1) * size : number * size])
+    meta = {
+        "pagination": {
+            "current-page": number, "page-size": size, "prev-page": number - 1 if number > 1 else None,
+            "next-page": number + 1 if number < pages else None, "total-pages": pages, "total-count": total,
+        }
+    }
+    base = str(request.url.remove_query_params(["page[number]", "page[size]"]))
+    sep = "&" if "?" in base else "?"
+    link = lambda n: f"{base}{sep}page%5Bnumber%5D={n}&page%5Bsize%5D={size}"  # noqa: E731
+    links = {"self": link(number), "first": link(1), "prev": link(number - 1) if number > 1 else None,
+             "next": link(number + 1) if number < pages else None, "last": link(pages)}
+    return page, meta, links
+
+
+def respond_page(request: Request, items: Sequence[Any], serialize: Any, **extra: Any) -> JSONAPIResponse:
+    page, meta, links = paginate(request, items)
+    return respond([serialize(item) for item in page], meta=meta, links=links, **extra)
+
+
+async def read_json(request: Request) -> Any:
+    raw = await request.body()
+    if not raw.strip():
+        return None
+    try:
+        return json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise Invalid(f"request body is not valid JSON: {exc}") from exc
+
+
+async def read_document(request: Request, expected_type: str | tuple[str, ...], *,
+                        required: bool = True) -> dict[str, Any]:
+    """The `data` member of a JSON:API request body, checked for shape and type."""
+    body = await read_json(request)
+    if body is None and not required:
+        return {}
+    if not isinstance(body, dict) or not isinstance(body.get("data"), dict):
+        raise Invalid("request body must be a JSON:API document with a data object", pointer="/data")
+    data: dict[str, Any] = body["data"]
+    types = (expected_type,) if isinstance(expected_type, str) else expected_type
+    if data.get("type") not in types:
+        raise Invalid(f"data.type must be {' or '.join(repr(t) for t in types)}", pointer="/data/type")
+    attributes = data.get("attributes", {})
+    if attributes is None:
+        data["attributes"] = {}
+    elif not isinstance(attributes, dict):
+        raise Invalid("data.attributes must be an object", pointer="/data/attributes")
+    if not isinstance(data.get("relationships", {}), dict):
+        raise Invalid("data.relationships must be an object", pointer="/data/relationships")
+    return data
+
+
+def attributes(data: dict[str, Any]) -> dict[str, Any]:
+    return dict(data.get("attributes") or {})
+
+
+def relationship_id(data: dict[str, Any], name: str, type_: str | None = None) -> str | None:
+    rel = (data.get("relationships") or {}).get(name)
+    if rel is None:
+        return None
+    inner = rel.get("data") if isinstance(rel, dict) else None
+    if inner is None:
+        return None
+    if not isinstance(inner, dict) or not isinstance(inner.get("id"), str):
+        raise Invalid(f"relationship {name} must be {{data: {{type, id}}}}", pointer=f"/data/relationships/{name}")
+    if type_ and inner.get("type") not in (type_, None, ""):
+        raise Invalid(f"relationship {name} must point at {type_}", pointer=f"/data/relationships/{name}")
+    return str(inner["id"])

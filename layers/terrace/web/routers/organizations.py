@@ -1,0 +1,75 @@
+"""/api/v2/organizations: CRUD, entitlement-set."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+
+from terrace.services.authz import Action
+from terrace.services.organizations import Organization
+from terrace.web import serializers
+from terrace.web.deps import ContainerDep, PrincipalDep
+from terrace.web.jsonapi import JSONAPIResponse, attributes, read_document, respond, respond_page
+
+router = APIRouter(prefix="/api/v2")
+
+
+def _org_permissions(container: ContainerDep, principal: PrincipalDep, org: Organization) -> dict[str, bool]:
+    can = lambda action: container.authz.can(principal, action, org.view)  # noqa: E731
+    manage = can(Action.MANAGE_ORGANIZATION)
+    return {
+        "can-update": manage, "can-destroy": can(Action.DELETE_ORGANIZATION), "can-access-via-teams": manage,
+        "can-create-team": False, "can-create-workspace": can(Action.CREATE_WORKSPACE),
+        "can-manage-users": manage, "can-manage-subscription": False, "can-manage-sso": False,
+        "can-update-oauth": False, "can-update-sentinel": False, "can-update-ssh-keys": False,
+        "can-update-api-token": manage, "can-traverse": True, "can-start-trial": False,
+        "can-update-agent-pools": manage, "can-manage-tags": manage, "can-manage-varsets": manage,
+        "can-read-varsets": True, "can-manage-public-providers": False, "can-create-provider": False,
+        "can-manage-public-modules": False, "can-manage-custom-providers": False, "can-manage-run-tasks": False,
+        "can-read-run-tasks": False, "can-create-project": False,
+    }
+
+
+def _serialize(container: ContainerDep, principal: PrincipalDep, org: Organization) -> dict[str, object]:
+    return serializers.organization(org, _org_permissions(container, principal, org))
+
+
+@router.get("/organizations")
+def list_organizations(request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    orgs = container.organizations.list(principal)
+    query = request.query_params.get("q") or request.query_params.get("query")
+    if query:
+        orgs = [o for o in orgs if query.lower() in o.name.lower() or query.lower() in o.email.lower()]
+    return respond_page(request, orgs, lambda org: _serialize(container, principal, org))
+
+
+@router.post("/organizations")
+async def create_organization(request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    attrs = attributes(await read_document(request, "organizations"))
+    name, email = attrs.pop("name", None), attrs.pop("email", None)
+    org = container.organizations.create(principal, name, email, **attrs)
+    return respond(_serialize(container, principal, org), 201)
+
+
+@router.get("/organizations/{name}")
+def read_organization(name: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    return respond(_serialize(container, principal, container.organizations.get(principal, name)))
+
+
+@router.patch("/organizations/{name}")
+async def update_organization(name: str, request: Request, container: ContainerDep,
+                              principal: PrincipalDep) -> JSONAPIResponse:
+    attrs = attributes(await read_document(request, "organizations"))
+    org = container.organizations.update(principal, name, attrs)
+    return respond(_serialize(container, principal, org))
+
+
+@router.delete("/organizations/{name}")
+def delete_organization(name: str, container: ContainerDep, principal: PrincipalDep) -> Response:
+    org = container.organizations.get(principal, name)
+    container.organizations.delete(principal, org.name, has_workspaces=container.workspaces.count(org.name) > 0)
+    return Response(status_code=204)
+
+
+@router.get("/organizations/{name}/entitlement-set")
+def entitlement_set(name: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    return respond(serializers.entitlement_set(container.organizations.get(principal, name)))
