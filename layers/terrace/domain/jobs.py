@@ -1,0 +1,99 @@
+"""The runner protocol: what travels on the SQS lanes and over /api/runner.
+
+A job is one phase (plan or apply) of one run; its id is the phase id (`plan-…` / `apply-…`).
+
+1. The API puts `JobMessage` on the lane of its priority (apply ▸ plan ▸ speculative).
+2. A runner receives it (highest non-empty lane first) and claims it:
+   `POST /api/runner/jobs/{job_id}/claim` with `ClaimRequest` -> 200 `JobSpec`, or 409 when the job
+   is no longer claimable (finished, canceled, claimed by another attempt): the runner then deletes
+   the message and moves on.
+3. While working, every `heartbeat_interval_s`, the runner calls
+   `POST /api/runner/jobs/{job_id}/heartbeat` (`HeartbeatRequest` -> `HeartbeatResponse`) and extends the
+   message visibility. `cancel` means send SIGINT to tofu; `force_cancel` means kill it.
+4. Log bytes go to `PUT /api/runner/jobs/{job_id}/logs?offset=N` (raw bytes; N = bytes already sent in
+   this attempt). The server owns the STX/ETX framing. An apply log must begin with three banner lines
+   (the CLI skips them).
+5. Artifacts go straight to S3 with the presigned URLs of the spec (plan file and plan JSON).
+6. `POST /api/runner/jobs/{job_id}/finish` with `FinishRequest`; then the runner deletes the message.
+All /api/runner calls carry `Authorization: Bearer <runner secret>`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+Phase = Literal["plan", "apply"]
+Lane = Literal["apply", "plan", "speculative"]
+
+
+class JobMessage(BaseModel):
+    job_id: str
+    run_id: str
+    phase: Phase
+    attempt: int = 1
+
+
+class ClaimRequest(BaseModel):
+    runner_id: str
+    attempt: int = 1
+
+
+class Operation(BaseModel):
+    is_destroy: bool = False
+    refresh: bool = True
+    refresh_only: bool = False
+    target_addrs: list[str] = Field(default_factory=list)
+    replace_addrs: list[str] = Field(default_factory=list)
+    speculative: bool = False  # plan-only: never applied
+    save_plan: bool = False
+
+
+class RunVariable(BaseModel):
+    key: str
+    value: str
+    category: Literal["terraform", "env"]
+    hcl: bool = False
+    sensitive: bool = False
+
+
+class JobSpec(BaseModel):
+    job_id: str
+    run_id: str
+    phase: Phase
+    attempt: int
+    organization: str
+    workspace_id: str
+    workspace_name: str
+    terraform_version: str  # "latest" or a version; picks among installed binaries
+    working_directory: str = ""
+    operation: Operation
+    hostname: str  # e.g. "localhost:8443": where the backend override points
+    run_token: str  # short-lived, may read/lock/write this workspace's state only
+    configuration_url: str  # presigned GET of the configuration tarball (.tar.gz)
+    plan_file_url: str | None = None  # apply phase: presigned GET of the saved plan file
+    plan_upload_url: str | None = None  # plan phase: presigned PUT for the binary plan file
+    plan_json_upload_url: str | None = None  # plan phase: presigned PUT for `show -json` of the plan
+    variables: list[RunVariable] = Field(default_factory=list)
+    heartbeat_interval_s: int = 10
+
+
+class HeartbeatRequest(BaseModel):
+    runner_id: str
+
+
+class HeartbeatResponse(BaseModel):
+    cancel: bool = False
+    force_cancel: bool = False
+
+
+class FinishRequest(BaseModel):
+    runner_id: str
+    status: Literal["finished", "errored", "canceled"]
+    has_changes: bool = False
+    resource_additions: int = 0
+    resource_changes: int = 0
+    resource_destructions: int = 0
+    resource_imports: int = 0
+    error_message: str | None = None
