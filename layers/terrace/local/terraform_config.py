@@ -1,0 +1,54 @@
+"""The terraform CLI configuration local mode hands out: credentials for the stack, offline providers.
+
+Terraform 1.0.3 takes API tokens only from a CLI config file (TF_CLI_CONFIG_FILE). Providers come
+from a filesystem mirror holding the null provider shipped in the virtualenv, so `terraform init`
+works with no network.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+NULL_PROVIDER_VERSION = "2.1.2"
+NULL_PROVIDER_BINARY = f"terraform-provider-null_v{NULL_PROVIDER_VERSION}_x4"
+MIRRORED = "registry.terraform.io/hashicorp/*"
+
+
+def null_provider_source() -> Path | None:
+    """Where the null provider package installed the binary: <venv>/lib/terraform-provider-null_..."""
+    candidate = Path(sys.prefix) / "lib" / NULL_PROVIDER_BINARY
+    return candidate if candidate.exists() else None
+
+
+def write_provider_mirror(directory: Path) -> Path:
+    """Lay the null provider out as <mirror>/registry.terraform.io/hashicorp/null/<v>/linux_amd64/<binary>."""
+    target_dir = directory / "registry.terraform.io" / "hashicorp" / "null" / NULL_PROVIDER_VERSION / "linux_amd64"
+    target_dir.mkdir(parents=True, exist_ok=True)
+    source = null_provider_source()
+    target = target_dir / NULL_PROVIDER_BINARY
+    if source is not None and not (target.exists() and target.stat().st_size == source.stat().st_size):
+        shutil.copy2(source, target)
+    return directory
+
+
+def render_cli_config(hostname: str, token: str, mirror: Path) -> str:
+    quoted = json.dumps  # HCL strings share JSON's quoting rules for these values
+    return (
+        f"credentials {quoted(hostname)} {{\n  token = {quoted(token)}\n}}\n\n"
+        "provider_installation {\n"
+        f"  filesystem_mirror {{\n    path    = {quoted(str(mirror))}\n    include = [{quoted(MIRRORED)}]\n  }}\n"
+        f"  direct {{\n    exclude = [{quoted(MIRRORED)}]\n  }}\n"
+        "}\n"
+    )
+
+
+def write_cli_config(directory: Path, hostname: str, token: str) -> Path:
+    """Write `terraform.rc` (0600: it holds a token) next to a provider mirror; return its path."""
+    mirror = write_provider_mirror(directory / "providers")
+    path = directory / "terraform.rc"
+    path.touch(mode=0o600)
+    path.write_text(render_cli_config(hostname, token, mirror.resolve()))
+    return path
