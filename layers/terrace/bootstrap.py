@@ -17,6 +17,8 @@ from terrace.services.accounts import AccountService
 from terrace.services.authz import Authorizer
 from terrace.services.locking import LockService
 from terrace.services.organizations import OrganizationService
+from terrace.services.state_index import StateIndex
+from terrace.services.state_versions import StateVersionService
 from terrace.services.workspaces import WorkspaceService
 
 
@@ -44,7 +46,15 @@ class Container:
 
     @cached_property
     def locks(self) -> LockService:
-        return LockService(self.workspaces)
+        return LockService(self.workspaces, unlock_checks=[self.state_versions.ensure_not_pending])
+
+    @cached_property
+    def state_index(self) -> StateIndex:
+        return StateIndex(self.table, self.blobs)
+
+    @cached_property
+    def state_versions(self) -> StateVersionService:
+        return StateVersionService(self.table, self.blobs, self.settings, self.workspaces, self.state_index)
 
 
 def boto_clients(settings: Settings) -> dict[str, Any]:

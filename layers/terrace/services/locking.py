@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from terrace.domain import clock
@@ -19,8 +20,10 @@ def describe_holder(lock: WorkspaceLock) -> str:
 
 
 class LockService:
-    def __init__(self, workspaces: WorkspaceService) -> None:
+    def __init__(self, workspaces: WorkspaceService,
+                 unlock_checks: Sequence[Callable[[Workspace], None]] = ()) -> None:
         self._workspaces = workspaces
+        self._unlock_checks = tuple(unlock_checks)  # may raise to refuse an unlock (e.g. a pending state upload)
 
     def lock(self, principal: Principal, ws: Workspace, reason: str = "", *,
              lock_id: str | None = None, info: dict[str, Any] | None = None) -> Workspace:
@@ -39,6 +42,9 @@ class LockService:
     def unlock(self, principal: Principal, ws: Workspace, *, lock_id: str | None = None) -> Workspace:
         """Release a lock the caller holds. With `lock_id`, the client's lock ID must match too."""
         self._workspaces.authorize(principal, Action.LOCK_WORKSPACE, ws)
+        if ws.lock is not None and ws.lock.holder == principal.lock_holder:
+            for check in self._unlock_checks:
+                check(ws)
 
         def release(current: Workspace) -> Workspace:
             held = current.lock
