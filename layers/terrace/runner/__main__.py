@@ -1,0 +1,5 @@
+import sys
+
+from terrace.runner.main import main
+
+sys.exit(main())

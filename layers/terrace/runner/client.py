@@ -1,0 +1,174 @@
+"""HTTP clients: the runner API (`/api/runner`, runner secret) and presigned S3 transfers (no credentials)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import httpx
+
+from terrace.domain.jobs import ClaimRequest, FinishRequest, HeartbeatRequest, HeartbeatResponse, JobSpec
+
+log = logging.getLogger("terrace.runner.client")
+T = TypeVar("T")
+RETRY_DELAYS_S = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0)
+
+
+class ApiError(RuntimeError):
+    """The runner API refused a request (a 4xx other than the expected ones)."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def with_retries(
+    call: Callable[[], httpx.Response], what: str, delays: tuple[float, ...] = RETRY_DELAYS_S
+) -> httpx.Response:
+    """Retries connection errors and 5xx with back-off; returns the last response otherwise."""
+    for attempt, delay in enumerate((*delays, None)):
+        try:
+            response = call()
+        except httpx.TransportError as exc:
+            if delay is None:
+                raise
+            log.warning("%s failed (attempt %d): %s; retrying", what, attempt + 1, type(exc).__name__)
+        else:
+            if response.status_code < 500 or delay is None:
+                return response
+            log.warning("%s got %d (attempt %d); retrying", what, response.status_code, attempt + 1)
+        time.sleep(delay)
+    raise AssertionError("unreachable")
+
+
+def _verify(ssl_cert_file: str | None) -> str | bool:
+    return ssl_cert_file or True
+
+
+class RunnerApi:
+    """`/api/runner/jobs/{id}/...` with `Authorization: Bearer <runner secret>`."""
+
+    def __init__(
+        self,
+        api_url: str,
+        secret: Callable[[], str],
+        runner_id: str,
+        ssl_cert_file: str | None = None,
+        transport: httpx.BaseTransport | None = None,
+        retry_delays: tuple[float, ...] = RETRY_DELAYS_S,
+    ) -> None:
+        self.runner_id = runner_id
+        self._secret = secret
+        self._delays = retry_delays
+        self._http = httpx.Client(
+            base_url=f"{api_url.rstrip('/')}/api/runner",
+            verify=_verify(ssl_cert_file),
+            transport=transport,
+            timeout=httpx.Timeout(30.0, connect=10.0),
+        )
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._secret()}"}
+
+    def _post(self, path: str, body: str, what: str) -> httpx.Response:
+        headers = {**self._headers(), "Content-Type": "application/json"}
+        return with_retries(lambda: self._http.post(path, content=body, headers=headers), what, self._delays)
+
+    @staticmethod
+    def _check(response: httpx.Response, what: str) -> None:
+        if response.status_code >= 400:
+            raise ApiError(f"{what}: HTTP {response.status_code}: {response.text[:300]}", response.status_code)
+
+    def claim(self, job_id: str, attempt: int) -> JobSpec | None:
+        """The job's spec, or None when it is no longer claimable (409 / 404)."""
+        body = ClaimRequest(runner_id=self.runner_id, attempt=attempt).model_dump_json()
+        response = self._post(f"/jobs/{job_id}/claim", body, f"claim {job_id}")
+        if response.status_code in (404, 409, 410):
+            return None
+        self._check(response, f"claim {job_id}")
+        return JobSpec.model_validate_json(response.content)
+
+    def heartbeat(self, job_id: str) -> HeartbeatResponse:
+        """Cancel flags; a job the API no longer knows as ours (404/409/410) must stop at once."""
+        body = HeartbeatRequest(runner_id=self.runner_id).model_dump_json()
+        response = self._post(f"/jobs/{job_id}/heartbeat", body, f"heartbeat {job_id}")
+        if response.status_code in (404, 409, 410):
+            log.warning("job %s is no longer ours (HTTP %d): stopping it", job_id, response.status_code)
+            return HeartbeatResponse(cancel=True, force_cancel=True)
+        self._check(response, f"heartbeat {job_id}")
+        return HeartbeatResponse.model_validate_json(response.content)
+
+    def put_logs(self, job_id: str, offset: int, chunk: bytes) -> None:
+        headers = {**self._headers(), "Content-Type": "application/octet-stream"}
+        response = with_retries(
+            lambda: self._http.put(f"/jobs/{job_id}/logs", params={"offset": offset}, content=chunk, headers=headers),
+            f"logs {job_id}@{offset}",
+            self._delays,
+        )
+        self._check(response, f"logs {job_id}@{offset}")
+
+    def finish(self, request: FinishRequest, job_id: str) -> None:
+        response = self._post(f"/jobs/{job_id}/finish", request.model_dump_json(), f"finish {job_id}")
+        if response.status_code == 409:
+            log.warning("finish %s: the API already closed this job (409)", job_id)
+            return
+        self._check(response, f"finish {job_id}")
+
+    def close(self) -> None:
+        self._http.close()
+
+
+class Transfers:
+    """Presigned GET/PUT of configuration tarballs and plan artifacts: never sends the runner secret."""
+
+    def __init__(
+        self,
+        ssl_cert_file: str | None = None,
+        transport: httpx.BaseTransport | None = None,
+        retry_delays: tuple[float, ...] = RETRY_DELAYS_S,
+    ) -> None:
+        self._delays = retry_delays
+        self._http = httpx.Client(
+            verify=_verify(ssl_cert_file), transport=transport, timeout=httpx.Timeout(120.0, connect=10.0)
+        )
+
+    def download(self, url: str, dest: Path, max_bytes: int, what: str) -> int:
+        """Streams `url` to `dest`; refuses bodies above `max_bytes`. Returns the size."""
+        for attempt, delay in enumerate((*self._delays, None)):
+            try:
+                with self._http.stream("GET", url) as response:
+                    if response.status_code >= 500 and delay is not None:
+                        raise httpx.RemoteProtocolError(f"HTTP {response.status_code}")
+                    if response.status_code >= 400:
+                        status = response.status_code
+                        raise ApiError(f"downloading the {what} failed: HTTP {status}", status)
+                    size = 0
+                    with dest.open("wb") as out:
+                        for chunk in response.iter_bytes(1 << 20):
+                            size += len(chunk)
+                            if size > max_bytes:
+                                raise ApiError(f"the {what} is larger than {max_bytes} bytes", 413)
+                            out.write(chunk)
+                    return size
+            except httpx.TransportError as exc:
+                if delay is None:
+                    raise
+                log.warning("downloading the %s failed (attempt %d): %s; retrying", what, attempt + 1, exc)
+                time.sleep(delay)
+        raise AssertionError("unreachable")
+
+    def upload(self, url: str, source: Path, what: str) -> None:
+        data = source.read_bytes()
+        response = with_retries(
+            lambda: self._http.put(url, content=data, headers={"Content-Type": "application/octet-stream"}),
+            f"upload {what}",
+            self._delays,
+        )
+        if response.status_code >= 400:
+            raise ApiError(f"uploading the {what} failed: HTTP {response.status_code}", response.status_code)
+
+    def close(self) -> None:
+        self._http.close()

@@ -1,0 +1,121 @@
+"""Command lines per Operation, the binary for a terraform-version, and change counts from a JSON plan."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from terrace.domain.jobs import Operation
+from terrace.runner.rundir import RunSetupError
+
+INIT_ARGS = ["init", "-input=false", "-no-color"]
+
+
+def plan_args(operation: Operation, plan_file: Path) -> list[str]:
+    args = ["plan", "-input=false", "-no-color", f"-out={plan_file}", "-detailed-exitcode"]
+    if operation.is_destroy:
+        args.append("-destroy")
+    if operation.refresh_only:
+        args.append("-refresh-only")
+    elif not operation.refresh:
+        args.append("-refresh=false")
+    args += [f"-target={addr}" for addr in operation.target_addrs]
+    args += [f"-replace={addr}" for addr in operation.replace_addrs]
+    return args
+
+
+def apply_args(plan_file: Path) -> list[str]:
+    return ["apply", "-input=false", "-no-color", str(plan_file)]
+
+
+def show_json_args(plan_file: Path) -> list[str]:
+    return ["show", "-json", str(plan_file)]
+
+
+@dataclass(frozen=True)
+class ChangeCounts:
+    additions: int = 0
+    changes: int = 0
+    destructions: int = 0
+    imports: int = 0
+
+    @property
+    def any(self) -> bool:
+        return bool(self.additions or self.changes or self.destructions or self.imports)
+
+
+def count_changes(plan_json: dict[str, Any]) -> ChangeCounts:
+    """Counts like the CLI's summary: a replace is one addition and one destruction."""
+    add = change = destroy = imports = 0
+    for rc in plan_json.get("resource_changes") or []:
+        if rc.get("mode", "managed") != "managed":
+            continue
+        body = rc.get("change") or {}
+        actions = body.get("actions") or []
+        if body.get("importing"):
+            imports += 1
+        if "create" in actions:
+            add += 1
+        if "delete" in actions:
+            destroy += 1
+        if actions == ["update"]:
+            change += 1
+    return ChangeCounts(add, change, destroy, imports)
+
+
+@dataclass(frozen=True)
+class Binary:
+    path: str
+    version: str  # "" when unknown
+    product: str  # "Terraform" or "OpenTofu"
+
+
+@lru_cache(maxsize=32)
+def detect_version(path: str) -> str:
+    """The binary's version (`version -json`, falling back to the text form); "" if it cannot tell."""
+    try:
+        out = subprocess.run(
+            [path, "version", "-json"],
+            capture_output=True,
+            timeout=30,
+            env={"PATH": os.environ.get("PATH", ""), "CHECKPOINT_DISABLE": "1"},
+        ).stdout.decode(errors="replace")
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    try:
+        return str(json.loads(out).get("terraform_version") or "")
+    except ValueError:
+        match = re.search(r"v(\d+\.\d+\.\d+\S*)", out)
+        return match.group(1) if match else ""
+
+
+def _resolve(path: str) -> str:
+    found = shutil.which(path) if os.sep not in path else (path if os.access(path, os.X_OK) else None)
+    if not found:
+        raise RunSetupError(f"the runner's terraform binary {path!r} is not installed or not executable")
+    return found
+
+
+def select_binary(requested: str, default: str, installed: dict[str, str]) -> Binary:
+    """`latest` (or empty) -> the default binary; an exact version -> the installed binary of that version."""
+    wanted = requested.strip().removeprefix("=").strip().removeprefix("v")
+    if wanted in ("", "latest"):
+        path = _resolve(default)
+    elif wanted in installed:
+        path = _resolve(installed[wanted])
+    else:
+        path = _resolve(default)
+        if detect_version(path) != wanted:
+            versions = sorted({*installed, detect_version(path)} - {""}) or ["none detected"]
+            raise RunSetupError(
+                f"terraform version {requested!r} is not installed on this runner; installed: {', '.join(versions)}"
+            )
+    product = "OpenTofu" if "tofu" in Path(path).name else "Terraform"
+    return Binary(path=path, version=detect_version(path), product=product)

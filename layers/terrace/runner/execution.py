@@ -1,0 +1,228 @@
+"""Executes one claimed job (a plan or apply phase) and returns what to report to the API."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import tempfile
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from terrace.domain.jobs import FinishRequest, JobSpec
+from terrace.runner import commands
+from terrace.runner.client import ApiError, RunnerApi, Transfers
+from terrace.runner.config import RunnerConfig
+from terrace.runner.logstream import LogStream
+from terrace.runner.process import CancelControl, Heartbeat, run_child
+from terrace.runner.rundir import BackendOverride, RunSetupError, child_env, remote_backend_override, write_run_files
+from terrace.runner.safe_tar import UnsafeArchive, extract, working_dir
+
+log = logging.getLogger("terrace.runner.execution")
+APPLY_SUMMARY = re.compile(rb"Resources: (\d+) added, (\d+) changed, (\d+) destroyed")
+MAX_PLAN_BYTES = 1024 * 1024 * 1024
+
+
+class JobFailed(Exception):
+    """The job ends errored with this message (shown in the log and the finish report)."""
+
+
+class JobCanceled(Exception):
+    pass
+
+
+@dataclass
+class _Job:
+    spec: JobSpec
+    run_dir: Path
+    log: LogStream
+    control: CancelControl
+    binary: commands.Binary | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: Path = Path(".")
+
+
+class JobExecutor:
+    def __init__(
+        self,
+        config: RunnerConfig,
+        api: RunnerApi,
+        transfers: Transfers,
+        backend_override: BackendOverride = remote_backend_override,
+        echo_to: TextIO | None = None,
+    ) -> None:
+        self.config, self.api, self.transfers = config, api, transfers
+        self.backend_override = backend_override
+        self.echo_to = echo_to
+
+    def execute(self, spec: JobSpec, extend_visibility: Callable[[int], None] = lambda _s: None) -> FinishRequest:
+        self.config.work_dir.mkdir(parents=True, exist_ok=True)
+        run_dir = Path(tempfile.mkdtemp(prefix=f"{spec.job_id}-", dir=self.config.work_dir))
+        secrets = [spec.run_token, *(v.value for v in spec.variables if v.sensitive)]
+        stream = LogStream(
+            lambda offset, chunk: self.api.put_logs(spec.job_id, offset, chunk),
+            job_id=spec.job_id,
+            redact=secrets,
+            echo_to=self.echo_to,
+        )
+        job = _Job(spec=spec, run_dir=run_dir, log=stream, control=CancelControl())
+        visibility = max(60, spec.heartbeat_interval_s * 6)
+        extend_visibility(visibility)
+
+        def beat() -> object:
+            extend_visibility(visibility)
+            return self.api.heartbeat(spec.job_id)
+
+        report = FinishRequest(runner_id=self.api.runner_id, status="finished")
+        try:
+            with Heartbeat(beat, job.control, spec.heartbeat_interval_s):  # type: ignore[arg-type]
+                try:
+                    report = self._plan(job) if spec.phase == "plan" else self._apply(job)
+                except JobCanceled:
+                    stream.line("\nThe run was canceled.")
+                    report = FinishRequest(runner_id=self.api.runner_id, status="canceled")
+                except (JobFailed, RunSetupError, UnsafeArchive, ApiError) as exc:
+                    stream.line(f"\nError: {exc}")
+                    report = self._errored(job, str(exc))
+                except Exception as exc:
+                    log.exception("job %s failed in the runner", spec.job_id)
+                    stream.line(f"\nError: the runner failed: {type(exc).__name__}")
+                    report = self._errored(job, f"the runner failed: {type(exc).__name__}")
+        finally:
+            stream.close()
+            shutil.rmtree(run_dir, ignore_errors=True)
+        if job.control.requested and report.status != "finished":
+            report = report.model_copy(update={"status": "canceled"})
+        return report
+
+    # -- phases ---------------------------------------------------------------------------------
+
+    def _plan(self, job: _Job) -> FinishRequest:
+        spec = job.spec
+        self._prepare(job, f"planning run {spec.run_id}")
+        plan_file = job.run_dir / "plan.tfplan"
+        plan_code = self._run(job, commands.plan_args(spec.operation, plan_file))
+        if plan_code not in (0, 2):
+            raise JobFailed(f"plan failed (exit code {plan_code})")
+        plan_json_file = job.run_dir / "plan.json"
+        counts = commands.ChangeCounts()
+        if plan_file.exists():
+            code = self._run(job, commands.show_json_args(plan_file), stdout_file=plan_json_file)
+            if code != 0:
+                raise JobFailed(f"reading the plan as JSON failed (exit code {code})")
+            try:
+                counts = commands.count_changes(json.loads(plan_json_file.read_bytes()))
+            except ValueError as exc:
+                raise JobFailed("the JSON plan could not be parsed") from exc
+            if spec.plan_json_upload_url:
+                self.transfers.upload(spec.plan_json_upload_url, plan_json_file, "JSON plan")
+            if spec.plan_upload_url:
+                self.transfers.upload(spec.plan_upload_url, plan_file, "plan file")
+        return FinishRequest(
+            runner_id=self.api.runner_id,
+            status="finished",
+            has_changes=plan_code == 2,
+            resource_additions=counts.additions,
+            resource_changes=counts.changes,
+            resource_destructions=counts.destructions,
+            resource_imports=counts.imports,
+        )
+
+    def _apply(self, job: _Job) -> FinishRequest:
+        spec = job.spec
+        if not spec.plan_file_url:
+            raise JobFailed("the apply job has no saved plan to apply")
+        self._prepare(job, f"applying run {spec.run_id}")
+        plan_file = job.run_dir / "plan.tfplan"
+        self.transfers.download(spec.plan_file_url, plan_file, MAX_PLAN_BYTES, "saved plan")
+        tail: deque[bytes] = deque(maxlen=64)
+
+        def sink(chunk: bytes) -> None:
+            tail.append(chunk)
+            job.log.write(chunk)
+
+        code = self._run(job, commands.apply_args(plan_file), sink=sink)
+        if code != 0:
+            raise JobFailed(f"apply failed (exit code {code})")
+        matches = APPLY_SUMMARY.findall(b"".join(tail))
+        added, changed, destroyed = (int(g) for g in matches[-1]) if matches else (0, 0, 0)
+        return FinishRequest(
+            runner_id=self.api.runner_id,
+            status="finished",
+            has_changes=bool(added or changed or destroyed),
+            resource_additions=added,
+            resource_changes=changed,
+            resource_destructions=destroyed,
+        )
+
+    # -- steps ----------------------------------------------------------------------------------
+
+    def _prepare(self, job: _Job, doing: str) -> None:
+        """Banner, binary, configuration, run files, init."""
+        spec = job.spec
+        job.binary = commands.select_binary(spec.terraform_version, self.config.tf_binary, self.config.tf_binaries)
+        job.log.line(f"{job.binary.product} v{job.binary.version or 'unknown'}")
+        job.log.line("on linux_amd64")
+        job.log.line(f"Terrace runner {self.api.runner_id}: {doing}")
+        self._check_cancel(job)
+        archive = job.run_dir / "configuration.tar.gz"
+        self.transfers.download(spec.configuration_url, archive, self.config.max_config_bytes, "configuration")
+        config_root = job.run_dir / "config"
+        extract(archive, config_root, max_entries=self.config.max_config_entries)
+        archive.unlink()
+        job.cwd = working_dir(config_root, spec.working_directory)
+        operator = self.config.operator_cli_config.read_text() if self.config.operator_cli_config else ""
+        cli_config = write_run_files(spec, job.cwd, job.run_dir, operator, self.backend_override)
+        home, tmp = job.run_dir / "home", job.run_dir / "tmp"
+        home.mkdir()
+        tmp.mkdir()
+        job.env = child_env(
+            path=os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+            home=home,
+            cli_config=cli_config,
+            ssl_cert_file=self.config.ssl_cert_file,
+            variables=spec.variables,
+            tmp_dir=tmp,
+        )
+        job.log.line("Initializing plugins and modules...")
+        init_output = bytearray()
+        code = self._run(job, commands.INIT_ARGS, sink=init_output.extend)
+        if code != 0:
+            job.log.write(bytes(init_output[-256 * 1024 :]))
+            raise JobFailed(f"init failed (exit code {code})")
+
+    def _run(
+        self,
+        job: _Job,
+        args: list[str],
+        *,
+        sink: Callable[[bytes], object] | None = None,
+        stdout_file: Path | None = None,
+    ) -> int:
+        self._check_cancel(job)
+        assert job.binary is not None
+        code = run_child(
+            [job.binary.path, *args],
+            cwd=job.cwd,
+            env=job.env,
+            control=job.control,
+            sink=sink or job.log.write,
+            stdout_file=stdout_file,
+        )
+        self._check_cancel(job)
+        return code
+
+    @staticmethod
+    def _check_cancel(job: _Job) -> None:
+        if job.control.requested:
+            raise JobCanceled()
+
+    def _errored(self, job: _Job, message: str) -> FinishRequest:
+        tail = job.log.tail(15)
+        detail = f"{message}\n{tail}" if tail else message
+        return FinishRequest(runner_id=self.api.runner_id, status="errored", error_message=detail[-4000:])

@@ -1,0 +1,138 @@
+"""Streams a job's log to the API in ordered chunks (one request in flight, bounded memory)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import TextIO
+
+log = logging.getLogger("terrace.runner.logs")
+FLUSH_BYTES = 64 * 1024
+MAX_REQUEST_BYTES = 1024 * 1024
+MAX_BUFFER_BYTES = 8 * 1024 * 1024
+MAX_ECHO_LINE = 8 * 1024
+
+
+class LogStream:
+    """`write()` appends bytes; a sender thread PUTs them at contiguous offsets at least every `flush_s`.
+
+    Writers block while the buffer is full, so a slow API slows the child instead of growing memory.
+    If the API keeps failing, the stream stops sending (the job still finishes) and drops further bytes.
+    Each complete line is also echoed to `echo_to` as a JSON log line with `redact` strings masked.
+    """
+
+    def __init__(
+        self,
+        send: Callable[[int, bytes], None],
+        *,
+        job_id: str,
+        redact: Iterable[str] = (),
+        echo_to: TextIO | None = None,
+        flush_s: float = 1.0,
+        flush_bytes: int = FLUSH_BYTES,
+        max_buffer: int = MAX_BUFFER_BYTES,
+    ) -> None:
+        self._send = send
+        self._job_id = job_id
+        self._redact = sorted({s for s in redact if s and len(s) >= 4}, key=len, reverse=True)
+        self._echo_to = echo_to if echo_to is not None else sys.stdout
+        self._flush_s, self._flush_bytes, self._max_buffer = flush_s, flush_bytes, max_buffer
+        self._buffer = bytearray()
+        self._cond = threading.Condition()
+        self._closed = False
+        self._first_pending_at: float | None = None
+        self.offset = 0  # bytes acknowledged by the API
+        self.failed: Exception | None = None
+        self._partial = b""
+        self._tail: deque[str] = deque(maxlen=30)
+        self._thread = threading.Thread(target=self._run, name=f"logs-{job_id}", daemon=True)
+        self._thread.start()
+
+    def write(self, data: bytes) -> None:
+        if not data:
+            return
+        self._echo(data)
+        with self._cond:
+            if self.failed is not None or self._closed:
+                return
+            while len(self._buffer) >= self._max_buffer and self.failed is None:
+                self._cond.wait(0.5)
+            if self.failed is not None:
+                return
+            if not self._buffer:
+                self._first_pending_at = time.monotonic()
+            self._buffer += data
+            self._cond.notify_all()
+
+    def line(self, text: str) -> None:
+        self.write((text.rstrip("\n") + "\n").encode())
+
+    def tail(self, lines: int = 20) -> str:
+        return "\n".join(list(self._tail)[-lines:])
+
+    def close(self, timeout: float = 60.0) -> None:
+        """Flushes everything still buffered, then stops the sender."""
+        if self._partial:
+            self._emit(self._partial)
+            self._partial = b""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._ready():
+                    due = self._first_pending_at
+                    self._cond.wait(None if due is None else max(due + self._flush_s - time.monotonic(), 0.01))
+                if not self._buffer:
+                    return  # closed and drained
+                chunk = bytes(self._buffer[:MAX_REQUEST_BYTES])
+            try:
+                self._send(self.offset, chunk)
+            except Exception as exc:
+                log.error("job %s: log streaming stopped at offset %d: %s", self._job_id, self.offset, exc)
+                with self._cond:
+                    self.failed = exc
+                    self._buffer.clear()
+                    self._cond.notify_all()
+                return
+            with self._cond:
+                del self._buffer[: len(chunk)]
+                self.offset += len(chunk)
+                self._first_pending_at = time.monotonic() if self._buffer else None
+                self._cond.notify_all()
+
+    def _ready(self) -> bool:
+        if self._closed or len(self._buffer) >= self._flush_bytes:
+            return True
+        return self._first_pending_at is not None and time.monotonic() - self._first_pending_at >= self._flush_s
+
+    def _echo(self, data: bytes) -> None:
+        lines = (self._partial + data).split(b"\n")
+        self._partial = lines.pop()
+        if len(self._partial) > MAX_ECHO_LINE:
+            lines.append(self._partial)
+            self._partial = b""
+        for raw in lines:
+            self._emit(raw)
+
+    def _emit(self, raw: bytes) -> None:
+        text = raw.decode("utf-8", errors="replace").rstrip("\r")
+        for secret in self._redact:
+            text = text.replace(secret, "***")
+        self._tail.append(text)
+        try:
+            self._echo_to.write(
+                json.dumps({"level": "INFO", "logger": "terrace.runner.job", "job_id": self._job_id, "line": text})
+                + "\n"
+            )
+            self._echo_to.flush()
+        except (OSError, ValueError):
+            pass

@@ -1,0 +1,145 @@
+"""Runs the tofu/terraform child in its own process group; cancel = SIGINT once, force-cancel = SIGKILL."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from terrace.domain.jobs import HeartbeatResponse
+
+log = logging.getLogger("terrace.runner.process")
+
+
+class CancelControl:
+    """Cancel requests for the job, applied to whichever child is running now."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self.cancel_requested = False
+        self.force_requested = False
+        self._interrupted = False
+
+    @property
+    def requested(self) -> bool:
+        return self.cancel_requested or self.force_requested
+
+    def attach(self, proc: subprocess.Popen[bytes]) -> None:
+        with self._lock:
+            self._proc, self._interrupted = proc, False
+        if self.force_requested:
+            self._signal(signal.SIGKILL)
+        elif self.cancel_requested:
+            self._interrupt()
+
+    def detach(self) -> None:
+        with self._lock:
+            self._proc = None
+
+    def cancel(self) -> None:
+        self.cancel_requested = True
+        self._interrupt()
+
+    def force_cancel(self) -> None:
+        self.force_requested = True
+        self._signal(signal.SIGKILL)
+
+    def apply(self, response: HeartbeatResponse) -> None:
+        if response.force_cancel:
+            self.force_cancel()
+        elif response.cancel:
+            self.cancel()
+
+    def _interrupt(self) -> None:
+        with self._lock:
+            if self._interrupted:
+                return
+            self._interrupted = True
+        self._signal(signal.SIGINT)
+
+    def _signal(self, sig: signal.Signals) -> None:
+        with self._lock:
+            proc = self._proc
+            if proc is None or proc.poll() is not None:
+                return
+            try:
+                os.killpg(proc.pid, sig)  # the child leads its own group: providers get it too
+                log.info("sent %s to process group %d", sig.name, proc.pid)
+            except ProcessLookupError:
+                pass
+
+
+def run_child(
+    argv: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    sink: Callable[[bytes], object],
+    control: CancelControl,
+    stdout_file: Path | None = None,
+) -> int:
+    """Runs argv; stdout+stderr go to `sink` (or stdout to `stdout_file` and stderr to `sink`). Returns the code."""
+    out_handle = stdout_file.open("wb") if stdout_file is not None else None
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out_handle if out_handle is not None else subprocess.PIPE,
+            stderr=subprocess.PIPE if out_handle is not None else subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except OSError:
+        if out_handle is not None:
+            out_handle.close()
+        raise
+    control.attach(proc)
+    try:
+        stream = proc.stderr if out_handle is not None else proc.stdout
+        assert stream is not None
+        fd = stream.fileno()
+        while True:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            sink(chunk)
+        stream.close()
+        return proc.wait()
+    finally:
+        control.detach()
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        if out_handle is not None:
+            out_handle.close()
+
+
+class Heartbeat:
+    """Calls `beat()` every `interval_s` until stopped; its response drives the cancel control."""
+
+    def __init__(self, beat: Callable[[], HeartbeatResponse], control: CancelControl, interval_s: float) -> None:
+        self._beat, self._control, self._interval = beat, control, max(interval_s, 0.2)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="heartbeat", daemon=True)
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                self._control.apply(self._beat())
+            except Exception as exc:  # a missed beat is the server's to judge; keep working
+                log.warning("heartbeat failed: %s", exc)
