@@ -6,8 +6,11 @@ import os
 import socket
 
 # boto3 needs credentials even against moto; never let a test pick up (or use) real ones.
-for _key, _value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                     "AWS_DEFAULT_REGION": "us-east-1"}.items():
+for _key, _value in {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}.items():
     os.environ.setdefault(_key, _value)
 
 

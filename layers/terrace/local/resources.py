@@ -51,9 +51,7 @@ def local_clients(endpoint_url: str, region: str = LOCAL_REGION) -> dict[str, An
     import boto3
     from botocore.config import Config
 
-    session = boto3.session.Session(
-        aws_access_key_id="testing", aws_secret_access_key="testing", region_name=region
-    )
+    session = boto3.session.Session(aws_access_key_id="testing", aws_secret_access_key="testing", region_name=region)
     s3_config = Config(signature_version="s3v4", s3={"addressing_style": "path"})
     return {
         "dynamodb": session.client("dynamodb", endpoint_url=endpoint_url),

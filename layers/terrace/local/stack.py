@@ -111,8 +111,12 @@ class LocalStack:
         cli_config = write_cli_config(self.state_dir, hostname, self.seeded.token)
         self._serve(container, listener, files)
         self.info = DevInfo(
-            url=f"https://{hostname}", hostname=hostname, token=self.seeded.token,
-            organization=self.organization, ca_bundle=str(files.ca_bundle), cli_config=str(cli_config),
+            url=f"https://{hostname}",
+            hostname=hostname,
+            token=self.seeded.token,
+            organization=self.organization,
+            ca_bundle=str(files.ca_bundle),
+            cli_config=str(cli_config),
         )
         self.dev_file.write_text(json.dumps({**self.info.as_dict(), "env": self.env()}, indent=2) + "\n")
         self.dev_file.chmod(0o600)
@@ -165,12 +169,17 @@ class LocalStack:
         from terrace.web.app import create_app
 
         config = uvicorn.Config(
-            create_app(container), ssl_certfile=str(files.cert_chain), ssl_keyfile=str(files.key),
-            log_level="info" if self.access_log else "warning", access_log=self.access_log, lifespan="off",
+            create_app(container),
+            ssl_certfile=str(files.cert_chain),
+            ssl_keyfile=str(files.key),
+            log_level="info" if self.access_log else "warning",
+            access_log=self.access_log,
+            lifespan="off",
         )
         self._server = uvicorn.Server(config)
-        thread = threading.Thread(target=self._server.run, kwargs={"sockets": [listener]}, name="terrace-api",
-                                  daemon=True)
+        thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [listener]}, name="terrace-api", daemon=True
+        )
         thread.start()
         self._threads.append(thread)
         deadline = time.monotonic() + 15
