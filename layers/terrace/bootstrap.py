@@ -54,7 +54,8 @@ class Container:
 
     @cached_property
     def state_versions(self) -> StateVersionService:
-        return StateVersionService(self.table, self.blobs, self.settings, self.workspaces, self.state_index)
+        return StateVersionService(self.table, self.blobs, self.settings, self.workspaces, self.state_index,
+                                   self.organizations)
 
 
 def boto_clients(settings: Settings) -> dict[str, Any]:

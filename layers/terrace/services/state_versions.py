@@ -17,14 +17,15 @@ from terrace.adapters.table import ConditionFailed, Put, Table, WriteOp
 from terrace.config import Settings
 from terrace.domain import clock
 from terrace.domain import state as st
-from terrace.domain.errors import Conflict, Invalid, NotFound, TooLarge
+from terrace.domain.errors import Conflict, Forbidden, Invalid, Locked, NotFound, TooLarge
 from terrace.domain.ids import looks_like, new_id
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.state import DISCARDED, FINALIZED, PENDING, ParsedState, StateVersion
 from terrace.domain.workspace import Workspace
 from terrace.services.authz import Action
 from terrace.services.locking import LockService
-from terrace.services.state_index import StateIndex
+from terrace.services.organizations import OrganizationService
+from terrace.services.state_index import IndexedResource, StateIndex, StoredOutput
 from terrace.services.workspaces import WorkspaceService
 
 PENDING_KEY = "pending_state_version_id"  # in Workspace.extra while a two-step upload is outstanding
@@ -71,9 +72,9 @@ def _with_current(ws: Workspace, sv: StateVersion, resource_count: int) -> Works
 
 class StateVersionService:
     def __init__(self, table: Table, blobs: BlobStore, settings: Settings, workspaces: WorkspaceService,
-                 index: StateIndex) -> None:
+                 index: StateIndex, organizations: OrganizationService) -> None:
         self._table, self._blobs, self._settings = table, blobs, settings
-        self._workspaces, self._index = workspaces, index
+        self._workspaces, self._index, self._orgs = workspaces, index, organizations
 
     # creating ----------------------------------------------------------------------------
     def create(self, principal: Principal, workspace_id: str, attrs: dict[str, Any],
@@ -326,6 +327,39 @@ class StateVersionService:
     def iter_state(self, sv: StateVersion) -> Iterator[bytes]:
         return self._blobs.iter_chunks(sv.blob_key)
 
+    def _can(self, principal: Principal, action: Action, ws: Workspace) -> bool:
+        try:
+            self._workspaces.authorize(principal, action, ws)
+        except (Forbidden, NotFound):
+            return False
+        return True
+
+    # outputs and resources ---------------------------------------------------------------
+    def outputs(self, principal: Principal, sv_id: str) -> list[StoredOutput]:
+        sv = self.get(principal, sv_id, Action.READ_STATE_OUTPUTS)
+        return self._index.outputs_of(sv.id) if sv.status == FINALIZED else []
+
+    def current_outputs(self, principal: Principal, workspace_id: str) -> list[StoredOutput]:
+        return self._index.outputs_of(self.current(principal, workspace_id, Action.READ_STATE_OUTPUTS).id)
+
+    def output(self, principal: Principal, wos_id: str) -> tuple[StoredOutput, bool]:
+        """An output and whether the caller may see its value even when sensitive (READ_STATE)."""
+        out = self._index.output(wos_id)
+        try:
+            ws = self._workspaces.get(principal, out.workspace_id, Action.READ_STATE_OUTPUTS)
+        except NotFound as exc:
+            raise NotFound(f"state version output {wos_id} not found") from exc
+        return out, self._can(principal, Action.READ_STATE, ws)
+
+    def resources(self, principal: Principal, workspace_id: str) -> list[IndexedResource]:
+        return self._index.resources(self._workspaces.get(principal, workspace_id, Action.READ_STATE))
+
+    def search_resources(self, principal: Principal, organization: str, text: str = "", type_: str = "",
+                         provider: str = "") -> list[IndexedResource]:
+        readable = [ws for ws in self._workspaces.list(principal, organization)
+                    if self._can(principal, Action.READ_STATE, ws)]
+        return self._index.search(organization, readable, text, type_, provider)
+
     # rollback and the http backend -------------------------------------------------------
     def rollback(self, principal: Principal, workspace_id: str, target_id: str) -> StateVersion:
         ws = self._workspaces.get(principal, workspace_id, Action.WRITE_STATE)
@@ -337,6 +371,41 @@ class StateVersionService:
             raise Conflict(f"state version {target_id} is {target.status}; only finalized versions can be restored")
         raw = st.with_serial(self._blobs.get(target.blob_key), (ws.state_serial or 0) + 1)
         return self._store(principal, ws.id, raw, st.parse_state(raw), True, None, self._require_lock(principal))
+
+    def resolve_workspace(self, principal: Principal, organization: str, name: str,
+                          create: bool = False) -> Workspace | None:
+        """The http backend addresses workspaces by name; the first LOCK or POST creates one (local execution)."""
+        self._orgs.get(principal, organization)  # 404 for an unknown (or invisible) organization
+        org_ws = self._workspaces.find_id(organization, name)
+        if org_ws is not None:
+            return self._workspaces.get(principal, org_ws)
+        if not create:
+            return None
+        try:
+            return self._workspaces.create(principal, organization, {"name": name, "execution-mode": "local"})
+        except Conflict:
+            found = self._workspaces.find_id(organization, name)
+            if found is None:
+                raise
+            return self._workspaces.get(principal, found)
+
+    @staticmethod
+    def http_lock_rule(principal: Principal, lock_id: str | None) -> LockRule:
+        """Who may POST state through the http backend: `?ID=` must name the lock held; without it, only
+        the lock's holder (or anyone while the workspace is unlocked) may write."""
+        def rule(ws: Workspace) -> None:
+            held = ws.lock
+            if held is None:
+                if lock_id:
+                    raise Conflict(f"lock {lock_id!r} is no longer held on workspace {ws.name}")
+                return
+            if lock_id is not None:
+                if lock_id not in (held.lock_id, f"{ws.organization}/{ws.name}") or \
+                        held.holder != principal.lock_holder:
+                    raise Conflict(f"lock ID {lock_id!r} does not match the lock held", meta={"lock": held})
+            elif held.holder != principal.lock_holder:
+                raise Locked(f"workspace {ws.name} is locked by {held.username}", meta={"lock": held})
+        return rule
 
     def write_raw(self, principal: Principal, ws: Workspace, raw: bytes, lock_rule: LockRule) -> StateVersion:
         """The http backend's POST: the body is the raw state; the caller's lock rule decides who may write."""

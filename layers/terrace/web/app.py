@@ -8,7 +8,7 @@ from fastapi import FastAPI, Request, Response
 
 from terrace.bootstrap import Container
 from terrace.web import errors
-from terrace.web.routers import accounts, discovery, organizations, workspaces
+from terrace.web.routers import accounts, discovery, http_backend, organizations, resources, state_versions, workspaces
 from terrace.web.routers.discovery import api_headers
 
 
@@ -32,4 +32,6 @@ def create_app(container: Container) -> FastAPI:
 
     for module in (discovery, organizations, workspaces, accounts):
         app.include_router(module.router)
+    for state_module in (state_versions, resources, http_backend):
+        app.include_router(state_module.router)
     return app

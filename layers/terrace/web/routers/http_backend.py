@@ -1,0 +1,168 @@
+"""The Terraform/OpenTofu `http` state backend at /state/v1/{organization}/{workspace} (tfc-api.md §2).
+
+Same workspaces, state history and locks as the TFC API. Authentication: HTTP basic with a token as the
+password (or a bearer token). Errors are plain JSON, mapped from domain errors in this module's own table;
+lock conflicts answer with the holder's LockInfo, as the clients expect.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from terrace.bootstrap import Container
+from terrace.domain import errors
+from terrace.domain.principal import Principal
+from terrace.domain.workspace import WorkspaceLock
+from terrace.web.deps import ContainerDep
+
+router = APIRouter(prefix="/state/v1")
+PATH = "/{org}/{name}"
+LOCKINFO_FIELDS = ("ID", "Operation", "Info", "Who", "Version", "Created", "Path")
+
+STATUS: list[tuple[type[errors.TerraceError], int]] = [
+    (errors.Unauthenticated, 401),
+    (errors.Forbidden, 403),
+    (errors.NotFound, 404),
+    (errors.Locked, 423),
+    (errors.Conflict, 409),
+    (errors.PreconditionFailed, 412),
+    (errors.TooLarge, 413),
+    (errors.Invalid, 422),
+    (errors.BadRequest, 400),
+]
+
+
+def lock_info(lock: WorkspaceLock, org: str, name: str) -> dict[str, Any]:
+    """The holder's LockInfo: as the client sent it, or synthesized for locks taken via the TFC API."""
+    if lock.info:
+        return dict(lock.info)
+    return {"ID": lock.lock_id or f"{org}/{name}", "Operation": "", "Info": lock.reason, "Who": lock.username,
+            "Version": "", "Created": lock.created_at, "Path": ""}
+
+
+def error_response(exc: errors.TerraceError, org: str, name: str) -> JSONResponse:
+    status = next((code for kind, code in STATUS if isinstance(exc, kind)), 400)
+    lock = exc.meta.get("lock")
+    if isinstance(lock, WorkspaceLock):
+        return JSONResponse(lock_info(lock, org, name), status_code=status)
+    headers = {"WWW-Authenticate": 'Basic realm="terrace"'} if status == 401 else None
+    return JSONResponse({"error": exc.title, "detail": exc.detail}, status_code=status, headers=headers)
+
+
+def authenticate(request: Request, container: Container) -> Principal:
+    scheme, _, value = request.headers.get("authorization", "").partition(" ")
+    token = ""
+    if scheme.lower() == "basic":
+        try:
+            token = base64.b64decode(value.strip(), validate=True).decode().partition(":")[2]
+        except (binascii.Error, UnicodeDecodeError):
+            token = ""
+    elif scheme.lower() == "bearer":
+        token = value.strip()
+    if not token:
+        raise errors.Unauthenticated("send an API token as the basic-auth password (any username)")
+    return container.accounts.authenticate(token)
+
+
+async def handle(request: Request, container: Container, org: str, name: str,
+                 action: Callable[[Principal, bytes], Response]) -> Response:
+    try:
+        principal = authenticate(request, container)
+        return action(principal, await request.body())
+    except errors.TerraceError as exc:
+        return error_response(exc, org, name)
+
+
+def _json_object(body: bytes, what: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise errors.Invalid(f"{what} is not valid JSON") from exc
+    if not isinstance(doc, dict):
+        raise errors.Invalid(f"{what} must be a JSON object")
+    return doc
+
+
+@router.get(PATH)
+async def read_state(org: str, name: str, request: Request, container: ContainerDep) -> Response:
+    def action(principal: Principal, _: bytes) -> Response:
+        ws = container.state_versions.resolve_workspace(principal, org, name)
+        sv = None
+        if ws is not None:
+            try:
+                sv = container.state_versions.current(principal, ws.id)
+            except errors.NotFound:
+                sv = None
+        if sv is None:
+            return Response(status_code=204)
+        md5 = base64.b64encode(bytes.fromhex(sv.md5)).decode()
+        return StreamingResponse(container.state_versions.iter_state(sv), media_type="application/json",
+                                 headers={"Content-MD5": md5, "Content-Length": str(sv.size)})
+    return await handle(request, container, org, name, action)
+
+
+@router.post(PATH)
+async def write_state(org: str, name: str, request: Request, container: ContainerDep) -> Response:
+    def action(principal: Principal, body: bytes) -> Response:
+        sent_md5 = request.headers.get("content-md5")
+        if sent_md5 and sent_md5.strip() != base64.b64encode(hashlib.md5(body).digest()).decode():  # noqa: S324
+            raise errors.BadRequest("Content-MD5 does not match the body")
+        ws = container.state_versions.resolve_workspace(principal, org, name, create=True)
+        assert ws is not None
+        rule = container.state_versions.http_lock_rule(principal, request.query_params.get("ID"))
+        container.state_versions.write_raw(principal, ws, body, rule)
+        return Response(status_code=200)
+    return await handle(request, container, org, name, action)
+
+
+@router.delete(PATH)
+async def delete_state(org: str, name: str, request: Request, container: ContainerDep) -> Response:
+    def action(principal: Principal, _: bytes) -> Response:
+        ws = container.state_versions.resolve_workspace(principal, org, name)
+        if ws is not None:
+            container.state_versions.delete_history(principal, ws)
+        return Response(status_code=200)
+    return await handle(request, container, org, name, action)
+
+
+@router.api_route(PATH, methods=["LOCK"])
+async def lock_state(org: str, name: str, request: Request, container: ContainerDep) -> Response:
+    def action(principal: Principal, body: bytes) -> Response:
+        info = _json_object(body, "LockInfo")
+        if not isinstance(info.get("ID"), str) or not info["ID"]:
+            raise errors.Invalid("LockInfo needs an ID")
+        ws = container.state_versions.resolve_workspace(principal, org, name, create=True)
+        assert ws is not None
+        reason = str(info.get("Info") or info.get("Operation") or "locked through the http backend")
+        container.locks.lock(principal, ws, reason, lock_id=info["ID"], info=info)
+        return JSONResponse(info, status_code=200)
+    return await handle(request, container, org, name, action)
+
+
+@router.api_route(PATH, methods=["UNLOCK"])
+async def unlock_state(org: str, name: str, request: Request, container: ContainerDep) -> Response:
+    def action(principal: Principal, body: bytes) -> Response:
+        ws = container.state_versions.resolve_workspace(principal, org, name)
+        if ws is None:
+            raise errors.NotFound(f"workspace {org}/{name} not found")
+        if not body.strip():
+            container.locks.force_unlock(principal, ws)  # Terraform's force-unlock sends no body
+            return Response(status_code=200)
+        info = _json_object(body, "LockInfo")
+        lock_id = info.get("ID")
+        if not isinstance(lock_id, str) or not lock_id:
+            raise errors.Invalid("LockInfo needs an ID")
+        if not any(info.get(key) for key in LOCKINFO_FIELDS if key != "ID"):
+            container.locks.force_unlock(principal, ws, lock_id=lock_id)  # OpenTofu's force-unlock <id>
+        else:
+            container.locks.unlock(principal, ws, lock_id=lock_id)
+        return Response(status_code=200)
+    return await handle(request, container, org, name, action)

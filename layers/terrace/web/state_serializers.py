@@ -1,0 +1,78 @@
+"""State versions, their outputs and indexed resources -> JSON:API resources (HCP Terraform attribute names)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from terrace.domain.state import FINALIZED, StateVersion
+from terrace.services.state_index import IndexedResource, StoredOutput
+from terrace.web.jsonapi import ref, refs, resource
+
+
+def state_version(sv: StateVersion, base_url: str, upload_urls: tuple[str | None, str | None]) -> dict[str, Any]:
+    finalized = sv.status == FINALIZED
+    download = f"{base_url}/api/v2/state-versions/{sv.id}/download" if finalized else None
+    json_download = f"{base_url}/api/v2/state-versions/{sv.id}/json-download" if finalized and sv.has_json_state \
+        else None
+    attributes: dict[str, Any] = {
+        "created-at": sv.created_at,
+        "serial": sv.serial,
+        "lineage": sv.lineage,
+        "md5": sv.md5,
+        "size": sv.size,
+        "status": sv.status,
+        "hosted-state-download-url": download,
+        "hosted-json-state-download-url": json_download,
+        "hosted-state-upload-url": upload_urls[0],
+        "hosted-json-state-upload-url": upload_urls[1],
+        "resources-processed": sv.resources_processed,
+        "state-version": sv.format_version if finalized else None,
+        "terraform-version": sv.terraform_version or None,
+        "modules": sv.summary.get("modules") if finalized else None,
+        "providers": sv.summary.get("providers") if finalized else None,
+        "resources": sv.summary.get("resources") if finalized else None,
+        "intermediate": False,
+        "vcs-commit-sha": None,
+        "vcs-commit-url": None,
+        "billable-rum-count": None,
+    }
+    if sv.error:
+        attributes["error"] = sv.error
+    relationships = {
+        "workspace": ref("workspaces", sv.workspace_id),
+        "run": ref("runs", sv.run_id),
+        "created-by": ref("users", sv.created_by),
+        "outputs": refs("state-version-outputs", list(sv.output_ids)),
+    }
+    return resource("state-versions", sv.id, attributes, relationships,
+                    links={"self": f"/api/v2/state-versions/{sv.id}"})
+
+
+def output(out: StoredOutput, *, reveal: bool) -> dict[str, Any]:
+    return resource("state-version-outputs", out.id, {
+        "name": out.name,
+        "sensitive": out.sensitive,
+        "type": out.type,
+        "value": out.value if reveal or not out.sensitive else None,
+        "detailed-type": out.detailed_type,
+    }, links={"self": f"/api/v2/state-version-outputs/{out.id}"})
+
+
+def indexed_resource(res: IndexedResource, *, with_workspace: bool = False) -> dict[str, Any]:
+    attributes: dict[str, Any] = {
+        "address": res.address,
+        "name": res.name,
+        "created-at": res.created_at,
+        "updated-at": res.updated_at,
+        "module": res.module,
+        "provider": res.provider,
+        "provider-type": res.type,
+        "modified-by-state-version-id": res.modified_by,
+        "name-index": res.name_index,
+    }
+    relationships: dict[str, Any] | None = None
+    if with_workspace:
+        attributes["workspace-name"] = res.workspace_name
+        attributes["ids"] = list(res.ids)
+        relationships = {"workspace": ref("workspaces", res.workspace_id)}
+    return resource("resources", f"{res.workspace_id}/{res.address}", attributes, relationships)

@@ -1,0 +1,106 @@
+"""Builders for state-capability tests: a user, an organization, a workspace, and state bodies."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from terrace.bootstrap import Container, build_memory
+from terrace.config import Settings
+from terrace.domain.principal import Principal, PrincipalKind
+from terrace.web.app import create_app
+
+LINEAGE = "5f8e3c1a-0000-4000-8000-000000000001"
+
+
+def state_bytes(serial: int, lineage: str = LINEAGE, *, outputs: dict[str, Any] | None = None,
+                resources: list[dict[str, Any]] | None = None) -> bytes:
+    doc = {"version": 4, "terraform_version": "1.0.3", "serial": serial, "lineage": lineage,
+           "outputs": outputs or {}, "resources": resources or []}
+    return json.dumps(doc, indent=2).encode()
+
+
+def null_resource(name: str, rid: str, module: str | None = None, count: int | None = None) -> dict[str, Any]:
+    res: dict[str, Any] = {
+        "mode": "managed", "type": "null_resource", "name": name,
+        "provider": 'provider["registry.terraform.io/hashicorp/null"]',
+        "instances": [{"schema_version": 0, "attributes": {"id": f"{rid}{i}" if count else rid, "triggers": None},
+                       **({"index_key": i} if count else {})} for i in range(count or 1)],
+    }
+    if module:
+        res["module"] = module
+    return res
+
+
+def md5(raw: bytes) -> str:
+    return hashlib.md5(raw).hexdigest()
+
+
+def sv_body(raw: bytes | None, serial: int, *, lineage: str | None = LINEAGE, md5_hex: str | None = None,
+            force: bool = False, **extra: Any) -> dict[str, Any]:
+    attrs: dict[str, Any] = {"serial": serial, "md5": md5_hex or md5(raw or b""), "force": force, **extra}
+    if lineage:
+        attrs["lineage"] = lineage
+    if raw is not None:
+        attrs["state"] = base64.b64encode(raw).decode()
+    return {"data": {"type": "state-versions", "attributes": attrs}}
+
+
+@dataclass
+class Env:
+    container: Container
+    client: TestClient
+    org: str
+    ws_id: str
+    token: str
+    principal: Principal
+
+    @property
+    def auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}", "Content-Type": "application/vnd.api+json"}
+
+    def lock(self, ws_id: str | None = None, token: str | None = None) -> None:
+        headers = {**self.auth, "Authorization": f"Bearer {token or self.token}"}
+        r = self.client.post(f"/api/v2/workspaces/{ws_id or self.ws_id}/actions/lock", headers=headers,
+                             json={"reason": "test"})
+        assert r.status_code == 200, r.text
+
+    def push(self, raw: bytes | None, serial: int, ws_id: str | None = None, **kw: Any) -> Any:
+        return self.client.post(f"/api/v2/workspaces/{ws_id or self.ws_id}/state-versions", headers=self.auth,
+                                json=sv_body(raw, serial, **kw))
+
+    def ws(self, ws_id: str | None = None) -> Any:
+        return self.container.workspaces.load(ws_id or self.ws_id)
+
+    def new_workspace(self, name: str, org: str | None = None, principal: Principal | None = None) -> str:
+        return self.container.workspaces.create(principal or self.principal, org or self.org, {"name": name}).id
+
+    def stored(self) -> tuple[Any, ...]:
+        """A snapshot of everything the state capability stores, to prove a refusal changed nothing."""
+        table = self.container.table
+        items = sorted(repr(v) for k, v in table._items.items())  # type: ignore[attr-defined]
+        blobs = sorted(self.container.blobs.objects.items())  # type: ignore[attr-defined]
+        return tuple(items), tuple(blobs)
+
+
+def make_env(settings: Settings | None = None, org: str = "acme") -> Env:
+    container = build_memory(settings)
+    user = container.accounts.create_user("alice", "alice@example.com")
+    principal = Principal(PrincipalKind.USER, user.id, user.username)
+    container.organizations.create(principal, org, "ops@example.com")
+    ws = container.workspaces.create(principal, org, {"name": "prod", "execution-mode": "local"})
+    issued = container.accounts.issue_token(PrincipalKind.USER, user.id)
+    return Env(container, TestClient(create_app(container)), org, ws.id, issued.secret, principal)
+
+
+def other_user(env: Env, name: str = "mallory", org: str = "evil") -> tuple[str, Principal]:
+    """A second user who owns another organization; returns (token, principal)."""
+    user = env.container.accounts.create_user(name)
+    principal = Principal(PrincipalKind.USER, user.id, user.username)
+    env.container.organizations.create(principal, org, f"{name}@example.com")
+    return env.container.accounts.issue_token(PrincipalKind.USER, user.id).secret, principal
