@@ -1,0 +1,89 @@
+"""The HTTP API (throttled, access-logged) and the `api` Lambda (FastAPI via Mangum) behind it.
+
+The API is created before its handler so CloudFront can point at it and the handler can learn the public
+URL without a dependency cycle: Api <- Distribution <- Function <- Route."""
+
+from __future__ import annotations
+
+import json
+
+import jsii
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_apigateway as apigateway
+from aws_cdk import aws_apigatewayv2 as apigw
+from aws_cdk import aws_apigatewayv2_integrations as integrations
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from infra.lambdas import terrace_function
+from infra.settings import DeploySettings
+
+ACCESS_LOG_FORMAT = json.dumps(
+    {
+        "requestId": "$context.requestId",
+        "ip": "$context.identity.sourceIp",
+        "time": "$context.requestTime",
+        "method": "$context.httpMethod",
+        "path": "$context.path",
+        "status": "$context.status",
+        "latencyMs": "$context.responseLatency",
+        "integrationError": "$context.integrationErrorMessage",
+    }
+)
+
+
+class Api(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, settings: DeploySettings) -> None:
+        super().__init__(scope, construct_id)
+        self.http_api = apigw.HttpApi(
+            self, "HttpApi", description="Terrace: TFC API, http backend, UI", create_default_stage=False
+        )
+        self.access_logs = logs.LogGroup(
+            self, "AccessLogs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY
+        )
+        self.stage = apigw.HttpStage(
+            self,
+            "DefaultStage",
+            http_api=self.http_api,
+            stage_name="$default",
+            auto_deploy=True,
+            throttle=apigw.ThrottleSettings(rate_limit=settings.api_rate_limit, burst_limit=settings.api_burst_limit),
+            access_log_settings=_AccessLogs(self.access_logs),
+        )
+        self.function: lambda_.Function | None = None
+
+    def add_handler(self, *, layer: lambda_.ILayerVersion, environment: dict[str, str]) -> lambda_.Function:
+        self.function = terrace_function(
+            self,
+            "Handler",
+            folder="api",
+            layer=layer,
+            environment=environment,
+            timeout=Duration.seconds(29),  # the HTTP API integration limit
+            memory_mb=1024,
+        )
+        apigw.HttpRoute(
+            self,
+            "DefaultRoute",
+            http_api=self.http_api,
+            route_key=apigw.HttpRouteKey.DEFAULT,
+            integration=integrations.HttpLambdaIntegration("Lambda", self.function),
+        )
+        return self.function
+
+
+@jsii.implements(apigw.IAccessLogSettings)
+class _AccessLogs:
+    """The stage's access logs: one JSON line per request into a log group."""
+
+    def __init__(self, log_group: logs.ILogGroup) -> None:
+        self._log_group = log_group
+
+    @property
+    def destination(self) -> apigw.IAccessLogDestination:
+        return apigw.LogGroupLogDestination(self._log_group)
+
+    @property
+    def format(self) -> apigateway.AccessLogFormat:
+        return apigateway.AccessLogFormat.custom(ACCESS_LOG_FORMAT)

@@ -1,0 +1,117 @@
+"""Lambda code and layer assets, built without Docker.
+
+The `terrace` layer is the package under layers/ plus its dependencies as Lambda-compatible wheels
+(manylinux, arm64, the Lambda's Python) installed by pip on the synthesizing machine. Installed
+dependencies are cached under .build/ keyed by the dependency list, so a second synth installs nothing.
+With `terrace:skipBundling` (tests) the sources are staged as they are and nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import jsii
+from aws_cdk import AssetHashType, BundlingOptions, DockerImage, ILocalBundling
+from aws_cdk import aws_lambda as lambda_
+
+from infra.settings import LAMBDA_PYTHON_VERSION
+
+REPO = Path(__file__).resolve().parent.parent
+CACHE = REPO / ".build" / "lambda-deps"
+PLATFORM = "manylinux2014_aarch64"
+# boto3 ships with the Lambda runtime; the tracer extra brings the X-Ray SDK Powertools' Tracer needs.
+RUNTIME_PROVIDED = {"boto3", "botocore"}
+EXTRAS = {"aws-lambda-powertools": "tracer"}
+SOURCE_EXCLUDES = ["**/__pycache__", "**/*.pyc", "*.egg-info", "**/.mypy_cache"]
+
+
+def layer_requirements(pyproject: Path = REPO / "pyproject.toml") -> list[str]:
+    """The package's runtime dependencies, minus what the Lambda runtime already has."""
+    deps = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
+    requirements = []
+    for dep in deps:
+        name = dep.split("==")[0].split(">")[0].split("<")[0].split("[")[0].strip()
+        if name.lower() in RUNTIME_PROVIDED:
+            continue
+        extra = EXTRAS.get(name.lower())
+        requirements.append(dep.replace(name, f"{name}[{extra}]", 1) if extra else dep)
+    return requirements
+
+
+def pip_command(target: Path, requirements: list[str]) -> list[str]:
+    return [
+        sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+        "--platform", PLATFORM, "--implementation", "cp", "--python-version", LAMBDA_PYTHON_VERSION,
+        "--only-binary=:all:", "--cache-dir", str(REPO / ".build" / "pip-cache"),
+        "--target", str(target), *requirements,
+    ]  # fmt: skip
+
+
+def _tree_digest(*roots: Path) -> str:
+    digest = hashlib.sha256()
+    for root in roots:
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+                digest.update(str(path.relative_to(REPO)).encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+@jsii.implements(ILocalBundling)
+class LayerBundling:
+    """Builds <output>/python = pip-installed dependencies + the terrace package + UI templates."""
+
+    def __init__(self, requirements: list[str], run=subprocess.run) -> None:  # noqa: ANN001
+        self.requirements = requirements
+        self._run = run
+
+    def deps_dir(self) -> Path:
+        key = hashlib.sha256(" ".join([PLATFORM, LAMBDA_PYTHON_VERSION, *self.requirements]).encode()).hexdigest()
+        return CACHE / key[:16]
+
+    def try_bundle(self, output_dir: str, *, image: DockerImage = None, **_: object) -> bool:  # noqa: ARG002
+        deps = self.deps_dir()
+        if not (deps / ".complete").exists():
+            staging = deps.with_suffix(".tmp")
+            shutil.rmtree(staging, ignore_errors=True)
+            self._run(pip_command(staging, self.requirements), check=True)
+            shutil.rmtree(deps, ignore_errors=True)
+            staging.rename(deps)
+            (deps / ".complete").touch()
+        site = Path(output_dir) / "python"
+        shutil.copytree(deps, site, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".complete"))
+        ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+        shutil.copytree(REPO / "layers" / "terrace", site / "terrace", dirs_exist_ok=True, ignore=ignore)
+        if (REPO / "templates").is_dir():
+            shutil.copytree(REPO / "templates", site / "templates", dirs_exist_ok=True, ignore=ignore)
+        return True
+
+
+def layer_code(skip_bundling: bool) -> lambda_.Code:
+    if skip_bundling:
+        return lambda_.Code.from_asset(str(REPO / "layers"), exclude=SOURCE_EXCLUDES)
+    requirements = layer_requirements()
+    sources = [REPO / "layers" / "terrace"] + ([REPO / "templates"] if (REPO / "templates").is_dir() else [])
+    asset_hash = hashlib.sha256(
+        " ".join([PLATFORM, LAMBDA_PYTHON_VERSION, *requirements, _tree_digest(*sources)]).encode()
+    ).hexdigest()
+    return lambda_.Code.from_asset(
+        str(REPO / "layers"),
+        asset_hash=asset_hash,
+        asset_hash_type=AssetHashType.CUSTOM,
+        bundling=BundlingOptions(
+            # Never used: local bundling always succeeds or raises. CDK requires an image to be named.
+            image=DockerImage.from_registry("unused-local-bundling-only"),
+            local=LayerBundling(requirements),
+        ),
+    )
+
+
+def function_code(name: str) -> lambda_.Code:
+    """A thin handler folder under functions/; its imports come from the terrace layer."""
+    return lambda_.Code.from_asset(str(REPO / "functions" / name), exclude=SOURCE_EXCLUDES)

@@ -1,0 +1,87 @@
+"""A CloudWatch dashboard (runs, queue depth, errors, latency) and alarms on errors and the API's 5xx."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_apigatewayv2 as apigw
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from infra.lambdas import METRICS_NAMESPACE
+
+PERIOD = Duration.minutes(5)
+# Custom metrics the runtime publishes with Powertools Metrics (namespace Terrace).
+RUN_METRICS = ("RunsStarted", "RunsFinished", "RunsErrored")
+
+
+class Monitoring(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        http_api: apigw.HttpApi,
+        functions: dict[str, lambda_.Function],
+        queues: dict[str, sqs.Queue],
+        extra_alarms: list[cloudwatch.Alarm],
+        alarm_email: str | None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.alarms: list[cloudwatch.Alarm] = list(extra_alarms)
+        for name, fn in functions.items():
+            self.alarms.append(
+                fn.metric_errors(period=PERIOD).create_alarm(
+                    self,
+                    f"{name.capitalize()}Errors",
+                    alarm_description=f"Terrace: the {name} function raised errors",
+                    threshold=1,
+                    evaluation_periods=1,
+                    comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                    treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                )
+            )
+        self.alarms.append(
+            http_api.metric_server_error(period=PERIOD).create_alarm(
+                self,
+                "Api5xx",
+                alarm_description="Terrace: the HTTP API answered 5xx",
+                threshold=5,
+                evaluation_periods=1,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+        )
+        if alarm_email:
+            topic = sns.Topic(self, "AlarmTopic", enforce_ssl=True)
+            topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
+            for alarm in self.alarms:
+                alarm.add_alarm_action(actions.SnsAction(topic))
+
+        runs = [
+            cloudwatch.Metric(namespace=METRICS_NAMESPACE, metric_name=m, statistic="Sum", period=PERIOD)
+            for m in RUN_METRICS
+        ]
+        depth = [q.metric_approximate_number_of_messages_visible(period=PERIOD, label=n) for n, q in queues.items()]
+        errors = [fn.metric_errors(period=PERIOD, label=n) for n, fn in functions.items()]
+        self.dashboard = cloudwatch.Dashboard(self, "Dashboard", default_interval=Duration.hours(6))
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(title="Runs", left=runs, width=12),
+            cloudwatch.GraphWidget(title="Queue depth", left=depth, width=12),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(title="Function errors", left=errors, width=12),
+            cloudwatch.GraphWidget(
+                title="API latency (ms)",
+                left=[
+                    http_api.metric_latency(period=PERIOD, statistic="p50", label="p50"),
+                    http_api.metric_latency(period=PERIOD, statistic="p99", label="p99"),
+                ],
+                right=[http_api.metric_server_error(period=PERIOD, label="5xx")],
+                width=12,
+            ),
+        )
+        self.dashboard.add_widgets(cloudwatch.AlarmStatusWidget(title="Alarms", alarms=self.alarms, width=24))

@@ -1,0 +1,67 @@
+"""cdk-nag AwsSolutions findings Terrace accepts, each with its reason.
+
+Acknowledged by the stack itself (CDK Validations), so `cdk synth` and the tests see the same set. Granular
+IAM findings name the exact action or resource pattern accepted, never a blanket rule."""
+
+from __future__ import annotations
+
+from aws_cdk import Acknowledgment, CfnElement, Stack, Validations
+from constructs import Construct
+
+GENERAL = {
+    "AwsSolutions-SMG4": "generated tokens and keys are rotated by redeploying (a changed secret would log out every "
+    "runner and the admin at once); rotation Lambdas would add always-on cost",
+    "AwsSolutions-APIG4": "authentication is the TFC bearer token, checked by the application on every request "
+    "(terraform and tofu cannot sign requests for IAM or Cognito authorizers)",
+    "AwsSolutions-L1": "the Lambda runtime is pinned to the Python version the layer's wheels are built for "
+    "(infra/settings.py LAMBDA_PYTHON_VERSION) and upgraded deliberately",
+    "AwsSolutions-ECS4": "runner tasks are short-lived and log to CloudWatch Logs; run metrics are published by "
+    "the runtime; Container Insights would add per-task metric cost",
+    "AwsSolutions-ECS2": "the runner's environment holds only URLs, ARNs and tuning values; its one secret is "
+    "read from Secrets Manager by ARN at run time",
+    "AwsSolutions-CFR1": "Terrace serves its own users wherever they are; geo restriction is a per-deployment choice",
+    "AwsSolutions-CFR2": "WAF has a fixed monthly cost that breaks the near-zero idle target; the HTTP API throttles "
+    "and the application authenticates every request",
+    "AwsSolutions-SQS3": "the events queue is retried by the events function until its retention ends; a DLQ would "
+    "cut notification retries short (the job lanes do have one)",
+    "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]": (
+        "the AWS-maintained minimum for a Lambda to write its own logs"
+    ),
+    "AwsSolutions-IAM5[Resource::*]": "only for actions without resource-level permissions (xray:PutTraceSegments, "
+    "xray:PutTelemetryRecords, ecr:GetAuthorizationToken, ecs:ListTasks pinned to the cluster by condition); "
+    "tests/infra asserts no other action is granted on *",
+}
+DEFAULT_DOMAIN = {
+    "AwsSolutions-CFR4": "with the default *.cloudfront.net certificate CloudFront fixes the viewer TLS policy; "
+    "deploy with terrace:domainName and terrace:certificateArn to get TLSv1.2_2021",
+}
+
+
+def _ref(construct: Construct) -> str:
+    """How cdk-nag writes a resource in a granular finding: <LogicalId.Arn> or <LogicalId>."""
+    element = construct.node.default_child
+    assert isinstance(element, CfnElement)
+    return Stack.of(construct).get_logical_id(element)
+
+
+def granular_findings(*, table: Construct, blobs: Construct, scaler: Construct, cluster: Construct) -> dict[str, str]:
+    blob_grant = "grant_read_write on the one blob bucket; objects are keyed by organization/workspace/run ids"
+    key_grant = "grant_encrypt_decrypt on the one KMS key for sensitive variables"
+    findings = {
+        f"AwsSolutions-IAM5[Resource::<{_ref(table)}.Arn>/index/*]": "queries on the table's own GSIs",
+        f"AwsSolutions-IAM5[Resource::<{_ref(blobs)}.Arn>/*]": blob_grant,
+        f"AwsSolutions-IAM5[Resource::<{_ref(scaler)}.Arn>:*]": "the api invokes the scaler (any version)",
+        f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task/<{_ref(cluster)}>/*]": (
+            "describe/stop runner tasks of Terrace's own cluster only (task ids are not known in advance)"
+        ),
+        "AwsSolutions-IAM5[Action::kms:ReEncrypt*]": key_grant,
+        "AwsSolutions-IAM5[Action::kms:GenerateDataKey*]": key_grant,
+    }
+    for action in ("s3:GetObject*", "s3:GetBucket*", "s3:List*", "s3:DeleteObject*", "s3:Abort*"):
+        findings[f"AwsSolutions-IAM5[Action::{action}]"] = blob_grant
+    return findings
+
+
+def acknowledge(stack: Stack, findings: dict[str, str]) -> None:
+    for rule_id, reason in findings.items():
+        Validations.of(stack).acknowledge(Acknowledgment(id=rule_id, reason=reason))

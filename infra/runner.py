@@ -1,0 +1,155 @@
+"""Where runner tasks run: a VPC without NAT, an ECS cluster with no service, and the Fargate task
+definition built from runner-container/. The scaler starts tasks with ecs:RunTask; idle tasks exit."""
+
+from __future__ import annotations
+
+from aws_cdk import IgnoreMode, RemovalPolicy, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecr_assets as ecr_assets
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from infra.bundling import REPO
+from infra.settings import DeploySettings
+
+CONTAINER_NAME = "runner"
+CPU_UNITS = 1024  # 1 vCPU
+MEMORY_MIB = 2048
+# The image is built from the repository root (it pip-installs the terrace package); only these are sent.
+IMAGE_CONTEXT = ["*", "!pyproject.toml", "!layers", "!layers/**", "!runner-container", "!runner-container/**",
+                 "**/__pycache__", "**/*.pyc", "**/*.egg-info"]  # fmt: skip
+INTERFACE_ENDPOINTS = {
+    "Sqs": ec2.InterfaceVpcEndpointAwsService.SQS,
+    "SecretsManager": ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER,
+    "EcrApi": ec2.InterfaceVpcEndpointAwsService.ECR,
+    "EcrDocker": ec2.InterfaceVpcEndpointAwsService.ECR_DOCKER,
+    "Logs": ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS,
+}
+
+
+class Runner(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        settings: DeploySettings,
+        lanes: list[sqs.IQueue],
+        queue_environment: dict[str, str],
+        runner_secret: secretsmanager.ISecret,
+        api_url: str,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.private = settings.private_subnets
+        subnet_type = ec2.SubnetType.PRIVATE_ISOLATED if self.private else ec2.SubnetType.PUBLIC
+        self.vpc = ec2.Vpc(
+            self,
+            "Vpc",
+            max_azs=2,
+            nat_gateways=0,
+            subnet_configuration=[ec2.SubnetConfiguration(name="runners", subnet_type=subnet_type, cidr_mask=22)],
+            gateway_endpoints={
+                "S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3),
+                "DynamoDB": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.DYNAMODB),
+            },
+            flow_logs={"Rejected": ec2.FlowLogOptions(traffic_type=ec2.FlowLogTrafficType.REJECT)},
+        )
+        self.security_group = ec2.SecurityGroup(
+            self,
+            "RunnerSecurityGroup",
+            vpc=self.vpc,
+            description="Terrace runners: outbound only (the API, AWS APIs, provider registries)",
+            allow_all_outbound=True,
+        )
+        if self.private:
+            for name, service in INTERFACE_ENDPOINTS.items():
+                self.vpc.add_interface_endpoint(f"{name}Endpoint", service=service, private_dns_enabled=True)
+        self.subnets = self.vpc.select_subnets(subnet_type=subnet_type)
+
+        self.cluster = ecs.Cluster(self, "Cluster", vpc=self.vpc, enable_fargate_capacity_providers=True)
+        self.log_group = logs.LogGroup(
+            self, "Logs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY
+        )
+
+        self.task_role = iam.Role(
+            self,
+            "TaskRole",
+            assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"),
+            description="Terrace runner: drain the job lanes and read the runner secret, nothing else",
+        )
+        self.task_role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"],
+                resources=[lane.queue_arn for lane in lanes],
+            )
+        )
+        runner_secret.grant_read(self.task_role)
+
+        self.task_definition = ecs.FargateTaskDefinition(
+            self,
+            "TaskDefinition",
+            cpu=CPU_UNITS,
+            memory_limit_mib=MEMORY_MIB,
+            runtime_platform=ecs.RuntimePlatform(
+                cpu_architecture=ecs.CpuArchitecture.ARM64,
+                operating_system_family=ecs.OperatingSystemFamily.LINUX,
+            ),
+            task_role=self.task_role,
+        )
+        self.container = self.task_definition.add_container(
+            CONTAINER_NAME,
+            container_name=CONTAINER_NAME,
+            image=ecs.ContainerImage.from_asset(
+                str(REPO),
+                file="runner-container/Dockerfile",
+                platform=ecr_assets.Platform.LINUX_ARM64,
+                exclude=IMAGE_CONTEXT,
+                ignore_mode=IgnoreMode.DOCKER,
+            ),
+            logging=ecs.LogDrivers.aws_logs(stream_prefix="runner", log_group=self.log_group),
+            environment={
+                "TERRACE_API_URL": api_url,
+                "TERRACE_RUNNER_SECRET_ARN": runner_secret.secret_arn,
+                "TERRACE_RUNNER_IDLE_EXIT_S": str(settings.runner_idle_exit_s),
+                "TERRACE_TF_BINARY": "tofu",
+                **{name: url for name, url in queue_environment.items() if name.startswith("TERRACE_QUEUE_URL_JOBS")},
+            },
+            readonly_root_filesystem=False,
+        )
+
+    def environment(self) -> dict[str, str]:
+        """What the scaler needs to start a task (Settings.from_env reads these)."""
+        return {
+            "TERRACE_ECS_CLUSTER": self.cluster.cluster_name,
+            "TERRACE_RUNNER_TASK_DEFINITION": self.task_definition.task_definition_arn,
+            "TERRACE_RUNNER_CONTAINER": CONTAINER_NAME,
+            "TERRACE_RUNNER_SUBNETS": ",".join(s.subnet_id for s in self.subnets.subnets),
+            "TERRACE_RUNNER_SECURITY_GROUPS": self.security_group.security_group_id,
+            "TERRACE_RUNNER_PUBLIC_IP": "false" if self.private else "true",
+        }
+
+    def grant_run_task(self, grantee: iam.IGrantable) -> None:
+        """ecs:RunTask on this task definition in this cluster, and handing over its two roles."""
+        iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["ecs:RunTask"],
+            resource_arns=[self.task_definition.task_definition_arn],
+            conditions={"ArnEquals": {"ecs:cluster": self.cluster.cluster_arn}},
+        )
+        # ListTasks has no resource-level permission (AWS requires "*"); the condition pins the cluster.
+        iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["ecs:ListTasks"],
+            resource_arns=["*"],
+            conditions={"ArnEquals": {"ecs:cluster": self.cluster.cluster_arn}},
+        )
+        tasks = Stack.of(self).format_arn(
+            service="ecs", resource="task", resource_name=f"{self.cluster.cluster_name}/*"
+        )
+        iam.Grant.add_to_principal(grantee=grantee, actions=["ecs:DescribeTasks", "ecs:StopTask"], resource_arns=[tasks])
+        roles = [self.task_role.role_arn, self.task_definition.obtain_execution_role().role_arn]
+        iam.Grant.add_to_principal(grantee=grantee, actions=["iam:PassRole"], resource_arns=roles)

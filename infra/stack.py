@@ -1,0 +1,134 @@
+"""The Terrace stack: the small constructs composed, their wiring (environment, grants) and the outputs."""
+
+from __future__ import annotations
+
+from aws_cdk import CfnOutput, Fn, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+from infra.api import Api
+from infra.data import Data
+from infra.functions import Functions
+from infra.lambdas import terrace_layer
+from infra.monitoring import Monitoring
+from infra import nag
+from infra.queues import Queues
+from infra.runner import Runner
+from infra.secrets import Secrets
+from infra.settings import DeploySettings
+from infra.web import Web
+
+
+class TerraceStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, **kwargs: object) -> None:
+        super().__init__(scope, construct_id, description="Terrace: serverless Terraform Cloud", **kwargs)
+        settings = DeploySettings.from_context(self)
+
+        data = Data(self, "Data")
+        queues = Queues(self, "Queues")
+        secrets = Secrets(self, "Secrets")
+        api = Api(self, "Api", settings=settings)
+        web = Web(
+            self,
+            "Web",
+            settings=settings,
+            api_endpoint=api.http_api.api_endpoint,
+            assets=data.assets,
+            log_bucket=data.access_logs,
+        )
+        runner = Runner(
+            self,
+            "Runner",
+            settings=settings,
+            lanes=queues.lanes,
+            queue_environment=queues.url_environment(),
+            runner_secret=secrets.runner,
+            api_url=web.url,
+        )
+        environment = {
+            "TERRACE_TABLE": data.table.table_name,
+            "TERRACE_BLOB_BUCKET": data.blobs.bucket_name,
+            "TERRACE_PUBLIC_URL": web.url,
+            "TERRACE_KMS_KEY_ID": data.key.key_arn,
+            "TERRACE_MAX_RUNNERS": str(settings.max_runners),
+            **queues.url_environment(),
+            **secrets.environment(),
+            **runner.environment(),
+        }
+        layer = terrace_layer(self, settings.skip_bundling)
+        functions = Functions(self, "Functions", layer=layer, environment=environment, events_queue=queues.events)
+        api_fn = api.add_handler(
+            layer=layer,
+            environment={**environment, "TERRACE_SCALER_FUNCTION": functions.scaler.function_name},
+        )
+
+        # Grants: each function gets what its job needs.
+        every = [api_fn, *functions.all]
+        for fn in every:
+            data.table.grant_read_write_data(fn)
+            secrets.url_signing.grant_read(fn)
+            secrets.runner.grant_read(fn)
+        for fn in (api_fn, functions.reaper, functions.events):
+            data.blobs.grant_read_write(fn)
+            data.key.grant_encrypt_decrypt(fn)
+            for queue in (*queues.lanes, queues.events):
+                queue.grant_send_messages(fn)
+        for fn in (api_fn, functions.scaler, functions.reaper):
+            for queue in (*queues.lanes, queues.dead_letter):
+                fn.add_to_role_policy(iam.PolicyStatement(actions=["sqs:GetQueueAttributes"], resources=[queue.queue_arn]))
+        runner.grant_run_task(functions.scaler)
+        runner.grant_run_task(functions.reaper)
+        functions.scaler.grant_invoke(api_fn)
+        secrets.bootstrap_token.grant_read(functions.bootstrap)
+
+        self.monitoring = Monitoring(
+            self,
+            "Monitoring",
+            http_api=api.http_api,
+            functions={"api": api_fn, "scaler": functions.scaler, "reaper": functions.reaper, "events": functions.events},
+            queues=queues.by_name,
+            extra_alarms=[queues.dlq_alarm],
+            alarm_email=settings.alarm_email,
+        )
+
+        CfnOutput(self, "Url", value=web.url, description="Terrace URL (UI, API, http backend)")
+        CfnOutput(self, "Hostname", value=web.hostname, description="hostname for the tofu/terraform cloud block")
+        CfnOutput(
+            self,
+            "AdminTokenSecretArn",
+            value=secrets.bootstrap_token.secret_arn,
+            description="Secrets Manager secret holding the site admin's API token",
+        )
+        CfnOutput(
+            self,
+            "CliSnippet",
+            description="shell: give tofu/terraform the site admin's token for this host",
+            value=Fn.join(
+                "",
+                [
+                    "export TF_TOKEN_",
+                    Fn.join("_", Fn.split(".", web.hostname)),
+                    "=$(aws secretsmanager get-secret-value --secret-id ",
+                    secrets.bootstrap_token.secret_arn,
+                    " --query SecretString --output text)",
+                ],
+            ),
+        )
+        CfnOutput(self, "DashboardName", value=self.monitoring.dashboard.dashboard_name)
+
+        self.api_function: lambda_.Function = api_fn
+        self.functions = functions
+        self.runner = runner
+        self.data = data
+        self.queues = queues
+        self.web = web
+        nag.acknowledge(self, nag.GENERAL)
+        if not settings.domain_name:
+            nag.acknowledge(self, nag.DEFAULT_DOMAIN)
+        nag.acknowledge(
+            self,
+            nag.granular_findings(
+                table=data.table, blobs=data.blobs, scaler=functions.scaler, cluster=runner.cluster
+            ),
+        )

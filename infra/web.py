@@ -1,0 +1,71 @@
+"""CloudFront in front of everything: /static/* from the assets bucket (origin access control), the rest
+to the HTTP API uncached with Authorization and query strings forwarded. HTTPS only."""
+
+from __future__ import annotations
+
+from aws_cdk import Fn
+from aws_cdk import aws_certificatemanager as acm
+from aws_cdk import aws_cloudfront as cloudfront
+from aws_cdk import aws_cloudfront_origins as origins
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from infra.settings import DeploySettings
+
+
+class Web(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        settings: DeploySettings,
+        api_endpoint: str,
+        assets: s3.IBucket,
+        log_bucket: s3.IBucket,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        api_domain = Fn.select(2, Fn.split("/", api_endpoint))  # https://<id>.execute-api.<region>.amazonaws.com
+        api_origin = origins.HttpOrigin(
+            api_domain,
+            protocol_policy=cloudfront.OriginProtocolPolicy.HTTPS_ONLY,
+            origin_ssl_protocols=[cloudfront.OriginSslPolicy.TLS_V1_2],
+        )
+        certificate = (
+            acm.Certificate.from_certificate_arn(self, "Certificate", settings.certificate_arn)
+            if settings.certificate_arn
+            else None
+        )
+        self.distribution = cloudfront.Distribution(
+            self,
+            "Distribution",
+            comment="Terrace",
+            default_behavior=cloudfront.BehaviorOptions(
+                origin=api_origin,
+                viewer_protocol_policy=cloudfront.ViewerProtocolPolicy.HTTPS_ONLY,
+                allowed_methods=cloudfront.AllowedMethods.ALLOW_ALL,
+                cache_policy=cloudfront.CachePolicy.CACHING_DISABLED,
+                # Every viewer header (Authorization included), cookie and query string; Host is
+                # API Gateway's own, so the public URL comes from TERRACE_PUBLIC_URL instead.
+                origin_request_policy=cloudfront.OriginRequestPolicy.ALL_VIEWER_EXCEPT_HOST_HEADER,
+                compress=False,
+            ),
+            additional_behaviors={
+                "/static/*": cloudfront.BehaviorOptions(
+                    origin=origins.S3BucketOrigin.with_origin_access_control(assets),
+                    viewer_protocol_policy=cloudfront.ViewerProtocolPolicy.HTTPS_ONLY,
+                    cache_policy=cloudfront.CachePolicy.CACHING_OPTIMIZED,
+                    compress=True,
+                )
+            },
+            domain_names=[settings.domain_name] if settings.domain_name else None,
+            certificate=certificate,
+            minimum_protocol_version=cloudfront.SecurityPolicyProtocol.TLS_V1_2_2021,
+            http_version=cloudfront.HttpVersion.HTTP2_AND_3,
+            price_class=cloudfront.PriceClass.PRICE_CLASS_100,
+            enable_logging=True,
+            log_bucket=log_bucket,
+            log_file_prefix="cloudfront/",
+        )
+        self.hostname = settings.domain_name or self.distribution.distribution_domain_name
+        self.url = f"https://{self.hostname}"
