@@ -5,15 +5,18 @@ from __future__ import annotations
 import os
 import socket
 
-# boto3 needs credentials even against moto; never let a test pick up (or use) real ones.
+import pytest
+
+# boto3 needs credentials even against moto; tests never use real ones.
 for _key, _value in {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
     "AWS_DEFAULT_REGION": "us-east-1",
 }.items():
-    os.environ.setdefault(_key, _value)
+    os.environ[_key] = _value
 
 
+@pytest.fixture
 def free_port() -> int:
     """A TCP port nobody listens on right now (for servers that cannot be handed a socket)."""
     with socket.socket() as sock:

@@ -80,13 +80,28 @@ class LocalStack:
 
     # lifecycle ---------------------------------------------------------------------------
     def start(self) -> DevInfo:
+        """Start moto, seed it, serve the API; write dev.json. Fails early (and cleans up) on a busy port."""
+        for key, value in DUMMY_AWS_ENV.items():
+            os.environ.setdefault(key, value)  # boto3 needs some credentials; moto accepts any
+        self.stopping.clear()
+        listener = _listen(self.port)  # first: a busy port fails before anything else starts
+        try:
+            self.info = self._start(listener)
+        except BaseException:
+            listener.close()
+            self.stop()
+            raise
+        self.dev_file.write_text(json.dumps({**self.info.as_dict(), "env": self.env()}, indent=2) + "\n")
+        self.dev_file.chmod(0o600)
+        for task in self.background_tasks:
+            self._spawn(task)
+        return self.info
+
+    def _start(self, listener: socket.socket) -> DevInfo:
         from moto.server import ThreadedMotoServer
 
         from terrace.bootstrap import build_aws
 
-        for key, value in DUMMY_AWS_ENV.items():
-            os.environ.setdefault(key, value)  # boto3 needs some credentials; moto accepts any
-        self.stopping.clear()
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request lines drown the API's
         self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         self._moto.start()
@@ -94,9 +109,7 @@ class LocalStack:
         endpoint = f"http://{host}:{moto_port}"
         self.resources = create_resources(endpoint, self.prefix)
 
-        listener = _listen(self.port)
-        port = listener.getsockname()[1]
-        hostname = f"localhost:{port}"
+        hostname = f"localhost:{listener.getsockname()[1]}"
         self.settings = Settings(
             **self.resources.settings_fields(),
             public_url=f"https://{hostname}",
@@ -110,7 +123,7 @@ class LocalStack:
         files = tls.write_certificates(self.state_dir / "tls")
         cli_config = write_cli_config(self.state_dir, hostname, self.seeded.token)
         self._serve(container, listener, files)
-        self.info = DevInfo(
+        return DevInfo(
             url=f"https://{hostname}",
             hostname=hostname,
             token=self.seeded.token,
@@ -118,11 +131,6 @@ class LocalStack:
             ca_bundle=str(files.ca_bundle),
             cli_config=str(cli_config),
         )
-        self.dev_file.write_text(json.dumps({**self.info.as_dict(), "env": self.env()}, indent=2) + "\n")
-        self.dev_file.chmod(0o600)
-        for task in self.background_tasks:
-            self._spawn(task)
-        return self.info
 
     def stop(self) -> None:
         self.stopping.set()

@@ -1,0 +1,106 @@
+"""create_resources seeds moto with exactly what terrace.adapters.definitions declares."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from moto.server import ThreadedMotoServer
+from terrace.adapters import definitions as defs
+from terrace.config import Settings
+from terrace.local.resources import LocalResources, create_resources, local_clients
+
+
+@pytest.fixture(scope="module")
+def endpoint() -> Iterator[str]:
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def seeded(endpoint: str) -> tuple[str, LocalResources, dict[str, Any]]:
+    prefix = f"t{uuid.uuid4().hex[:8]}"
+    return prefix, create_resources(endpoint, prefix), local_clients(endpoint)
+
+
+def test_one_table_with_keys_index_and_ttl(seeded):
+    prefix, resources, clients = seeded
+    ddb = clients["dynamodb"]
+    tables = [t for t in ddb.list_tables()["TableNames"] if t.startswith(prefix + "-")]
+    assert tables == [defs.physical_name(prefix, defs.TABLE.logical_name)] == [resources.table_name]
+
+    table = ddb.describe_table(TableName=resources.table_name)["Table"]
+    assert {k["AttributeName"]: k["KeyType"] for k in table["KeySchema"]} == {
+        defs.TABLE.partition_key.name: "HASH",
+        defs.TABLE.sort_key.name: "RANGE",
+    }
+    indexes = {i["IndexName"]: i for i in table["GlobalSecondaryIndexes"]}
+    assert set(indexes) == {i.name for i in defs.TABLE.global_indexes} == {"gsi1"}
+    gsi1 = indexes["gsi1"]
+    assert [k["AttributeName"] for k in gsi1["KeySchema"]] == ["gsi1pk", "gsi1sk"]
+    assert gsi1["Projection"]["ProjectionType"] == "ALL"
+    ttl = ddb.describe_time_to_live(TableName=resources.table_name)["TimeToLiveDescription"]
+    assert ttl == {"TimeToLiveStatus": "ENABLED", "AttributeName": defs.TABLE.ttl_attribute}
+
+
+def test_buckets_with_versioning_as_declared(seeded):
+    prefix, resources, clients = seeded
+    s3 = clients["s3"]
+    names = {b["Name"] for b in s3.list_buckets()["Buckets"] if b["Name"].startswith(prefix + "-")}
+    assert (
+        names == {defs.physical_name(prefix, b.logical_name) for b in defs.BUCKETS} == set(resources.buckets.values())
+    )
+    for bucket in defs.BUCKETS:
+        status = s3.get_bucket_versioning(Bucket=resources.buckets[bucket.logical_name]).get("Status")
+        assert (status == "Enabled") is bucket.versioned, bucket.logical_name
+
+
+def test_queues_with_redrive_to_the_dead_letter_queue(seeded):
+    prefix, resources, clients = seeded
+    sqs = clients["sqs"]
+    urls = sqs.list_queues(QueueNamePrefix=prefix + "-")["QueueUrls"]
+    assert sorted(u.rsplit("/", 1)[1] for u in urls) == sorted(
+        defs.physical_name(prefix, q.logical_name) for q in defs.QUEUES
+    )
+    assert set(resources.queue_urls) == {q.logical_name for q in defs.QUEUES}
+
+    dlq_url = resources.queue_urls[defs.DEAD_LETTER_QUEUE.logical_name]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    for queue in defs.QUEUES:
+        attrs = sqs.get_queue_attributes(QueueUrl=resources.queue_urls[queue.logical_name], AttributeNames=["All"])[
+            "Attributes"
+        ]
+        assert int(attrs["VisibilityTimeout"]) == queue.visibility_timeout_s
+        assert int(attrs["MessageRetentionPeriod"]) == queue.retention_s
+        if queue.dead_letter:
+            policy = json.loads(attrs["RedrivePolicy"])
+            assert policy["deadLetterTargetArn"] == dlq_arn
+            assert int(policy["maxReceiveCount"]) == queue.max_receive_count == defs.JOB_MAX_RECEIVES
+        else:
+            assert "RedrivePolicy" not in attrs
+    lanes = [q.logical_name for q in defs.LANE_QUEUES]
+    assert lanes == ["jobs-apply", "jobs-plan", "jobs-speculative"]
+    assert defs.EVENTS_QUEUE.logical_name in resources.queue_urls
+
+
+def test_kms_key_usable(seeded):
+    _, resources, clients = seeded
+    kms = clients["kms"]
+    sealed = kms.encrypt(KeyId=resources.kms_key_id, Plaintext=b"secret")["CiphertextBlob"]
+    assert kms.decrypt(CiphertextBlob=sealed)["Plaintext"] == b"secret"
+
+
+def test_resources_feed_settings_directly_and_through_the_environment(seeded, endpoint):
+    _, resources, _ = seeded
+    direct = Settings(**resources.settings_fields())
+    from_env = Settings.from_env({**resources.env(), "TERRACE_AWS_ENDPOINT_URL": endpoint})
+    assert direct.table_name == from_env.table_name == resources.table_name
+    assert direct.blob_bucket == from_env.blob_bucket == resources.buckets["blobs"]
+    assert direct.queue_urls == from_env.queue_urls == resources.queue_urls
+    assert direct.kms_key_id == from_env.kms_key_id == resources.kms_key_id

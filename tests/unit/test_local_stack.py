@@ -1,0 +1,114 @@
+"""LocalStack: a fresh stack per start, dev.json with what clients need, HTTPS that verifies, clean stop."""
+
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+import threading
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+from terrace.local.stack import LocalStack
+from terrace.local.terraform_config import NULL_PROVIDER_BINARY
+
+DEV_KEYS = {"url", "hostname", "token", "organization", "ca_bundle", "cli_config"}
+
+
+@pytest.fixture(scope="module")
+def started(tmp_path_factory: pytest.TempPathFactory):
+    stack = LocalStack(
+        port=0,
+        organization="widgets",
+        state_dir=tmp_path_factory.mktemp("stack") / ".terrace",
+        prefix=f"t{uuid.uuid4().hex[:8]}",
+    )
+    seen = threading.Event()
+    stack.background_tasks.append(lambda s: seen.set() if s.info is not None else None)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TERRACE_URL_SIGNING_SECRET", "from-the-environment")
+        info = stack.start()
+    yield stack, info, seen
+    stack.stop()
+
+
+def client(info, token: str | None = None) -> httpx.Client:
+    headers = {"Authorization": f"Bearer {token or info.token}"}
+    return httpx.Client(base_url=info.url, verify=ssl.create_default_context(cafile=info.ca_bundle), headers=headers)
+
+
+def test_dev_json_holds_what_clients_need(started):
+    stack, info, _ = started
+    written = json.loads(stack.dev_file.read_text())
+    assert DEV_KEYS <= set(written)
+    assert {k: written[k] for k in DEV_KEYS} == info.as_dict()
+    port = int(info.hostname.rsplit(":", 1)[1])
+    assert info.hostname == f"localhost:{port}" and info.url == f"https://localhost:{port}"
+    assert info.organization == "widgets"
+    assert Path(info.ca_bundle).is_absolute() and "BEGIN CERTIFICATE" in Path(info.ca_bundle).read_text()
+    assert stack.dev_file.stat().st_mode & 0o077 == 0  # holds a token
+
+
+def test_cli_config_has_credentials_and_an_offline_null_provider(started):
+    _, info, _ = started
+    text = Path(info.cli_config).read_text()
+    assert f'credentials "{info.hostname}" {{\n  token = "{info.token}"\n}}' in text
+    assert "filesystem_mirror" in text and "direct" in text and "exclude" in text
+    mirror = Path(text.split('path    = "', 1)[1].split('"', 1)[0])
+    binary = mirror / "registry.terraform.io/hashicorp/null/2.1.2/linux_amd64" / NULL_PROVIDER_BINARY
+    assert binary.exists()
+
+
+def test_api_over_verified_https_with_the_admin_token(started):
+    _, info, _ = started
+    with client(info) as http:
+        discovery = http.get("/.well-known/terraform.json")
+        assert discovery.status_code == 200 and discovery.json()["tfe.v2.1"] == "/api/v2/"
+        org = http.get("/api/v2/organizations/widgets")
+        assert org.status_code == 200
+        assert org.json()["data"]["attributes"]["permissions"]["can-update"] is True
+    with client(info, token="not-a-token") as http:
+        assert http.get("/api/v2/organizations/widgets").status_code == 401
+
+
+def test_settings_secrets_and_exported_environment(started):
+    stack, _, seen = started
+    assert stack.settings.url_signing_secret == "from-the-environment"
+    assert len(stack.settings.runner_secret) >= 32
+    env = json.loads(stack.dev_file.read_text())["env"]
+    assert env["TERRACE_TABLE"] == stack.settings.table_name
+    assert env["TERRACE_QUEUE_URL_JOBS_APPLY"] == stack.settings.queue_urls["jobs-apply"]
+    assert env["TERRACE_AWS_ENDPOINT_URL"].startswith("http://127.0.0.1:")
+    assert seen.wait(5), "background tasks start once the API is up"
+
+
+def test_stop_closes_the_port_and_a_new_start_is_fresh(tmp_path):
+    first = LocalStack(port=0, state_dir=tmp_path / "a", prefix=f"t{uuid.uuid4().hex[:8]}")
+    info = first.start()
+    first.stop()
+    port = int(info.hostname.rsplit(":", 1)[1])
+    with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+        pass
+
+    second = LocalStack(port=0, state_dir=tmp_path / "b", prefix=f"t{uuid.uuid4().hex[:8]}")
+    info2 = second.start()
+    try:
+        assert info2.token != info.token
+        with client(info2) as http:
+            assert http.get("/api/v2/organizations/acme").status_code == 200
+        with client(info2, token=info.token) as http:  # the old stack's data is gone
+            assert http.get("/api/v2/organizations/acme").status_code == 401
+    finally:
+        second.stop()
+
+
+def test_a_busy_port_is_a_clear_error(tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        stack = LocalStack(port=busy.getsockname()[1], state_dir=tmp_path, prefix=f"t{uuid.uuid4().hex[:8]}")
+        with pytest.raises(RuntimeError, match="busy"):
+            stack.start()
+        stack.stop()
