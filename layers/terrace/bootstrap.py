@@ -6,19 +6,31 @@ swap the adapters for in-memory twins. The services are the same objects in ever
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 from terrace.adapters.blobs import BlobStore
+from terrace.adapters.kms import Encryptor, MemoryEncryptor
+from terrace.adapters.queues import EventPublisher, JobQueue, MemoryEventPublisher, MemoryJobQueue
 from terrace.adapters.table import Table
 from terrace.config import Settings
 from terrace.services.accounts import AccountService
 from terrace.services.authz import Authorizer
+from terrace.services.configuration_versions import ConfigurationVersionService
+from terrace.services.events import EventService
+from terrace.services.jobs import JobService
 from terrace.services.locking import LockService
+from terrace.services.logs import LogService
 from terrace.services.organizations import OrganizationService
+from terrace.services.reaper import Reaper
+from terrace.services.run_store import RunStore
+from terrace.services.runs import RunService
+from terrace.services.scaler import RunnerLauncher, Scaler
+from terrace.services.scheduler import RunScheduler
 from terrace.services.state_index import StateIndex
 from terrace.services.state_versions import StateVersionService
+from terrace.services.variables import VariableService
 from terrace.services.workspaces import WorkspaceService
 
 
@@ -27,6 +39,10 @@ class Container:
     settings: Settings
     table: Table
     blobs: BlobStore
+    encryptor: Encryptor = field(default_factory=MemoryEncryptor)
+    job_queue: JobQueue = field(default_factory=MemoryJobQueue)
+    publisher: EventPublisher = field(default_factory=MemoryEventPublisher)
+    launcher: RunnerLauncher | None = None  # starts runners: ECS tasks on AWS, processes locally
 
     @cached_property
     def authz(self) -> Authorizer:
@@ -46,7 +62,9 @@ class Container:
 
     @cached_property
     def locks(self) -> LockService:
-        return LockService(self.workspaces, unlock_checks=[self.state_versions.ensure_not_pending])
+        locks = LockService(self.workspaces, unlock_checks=[self.state_versions.ensure_not_pending])
+        locks.after_release.append(lambda ws: self.scheduler.promote(ws.id))
+        return locks
 
     @cached_property
     def state_index(self) -> StateIndex:
@@ -56,6 +74,49 @@ class Container:
     def state_versions(self) -> StateVersionService:
         return StateVersionService(self.table, self.blobs, self.settings, self.workspaces, self.state_index,
                                    self.organizations)
+
+
+    # runs ---------------------------------------------------------------------------------
+    @cached_property
+    def configuration_versions(self) -> ConfigurationVersionService:
+        return ConfigurationVersionService(self.table, self.blobs, self.workspaces, self.settings)
+
+    @cached_property
+    def variables(self) -> VariableService:
+        return VariableService(self.table, self.encryptor, self.workspaces)
+
+    @cached_property
+    def run_store(self) -> RunStore:
+        return RunStore(self.table, self.publisher)
+
+    @cached_property
+    def scheduler(self) -> RunScheduler:
+        return RunScheduler(self.run_store, self.workspaces, self.job_queue, self.accounts, self.settings)
+
+    @cached_property
+    def runs(self) -> RunService:
+        return RunService(self.run_store, self.scheduler, self.workspaces, self.configuration_versions, self.settings)
+
+    @cached_property
+    def logs(self) -> LogService:
+        return LogService(self.table, self.blobs, self.settings.url_signing_secret)
+
+    @cached_property
+    def jobs(self) -> JobService:
+        return JobService(self.run_store, self.scheduler, self.runs, self.workspaces, self.configuration_versions,
+                          self.variables, self.accounts, self.logs, self.blobs, self.settings)
+
+    @cached_property
+    def reaper(self) -> Reaper:
+        return Reaper(self.run_store, self.scheduler, self.jobs, self.settings)
+
+    @cached_property
+    def scaler(self) -> Scaler:
+        return Scaler(self.job_queue, self.launcher, self.settings.max_runners)
+
+    @cached_property
+    def events(self) -> EventService:
+        return EventService()
 
 
 def boto_clients(settings: Settings) -> dict[str, Any]:
@@ -70,19 +131,40 @@ def boto_clients(settings: Settings) -> dict[str, Any]:
     return {
         "dynamodb": session.client("dynamodb", config=retry, **common),
         "s3": session.client("s3", config=s3_config, **common),
+        "sqs": session.client("sqs", config=retry, **common),
+        "kms": session.client("kms", config=retry, **common),
+        "ecs": session.client("ecs", config=retry, **common),
     }
 
 
 def build_aws(settings: Settings) -> Container:
     """Wiring against real AWS or the moto server (same code; endpoint_url decides)."""
     from terrace.adapters.dynamo_table import DynamoTable
+    from terrace.adapters.kms import KmsEncryptor
+    from terrace.adapters.queues import SqsEventPublisher, SqsJobQueue
+    from terrace.adapters.runner_launchers import EcsLauncher
     from terrace.adapters.s3_blobs import S3Blobs
 
+    from terrace.adapters.secrets import resolve_secrets
+
+    settings = resolve_secrets(settings)
     clients = boto_clients(settings)
+    lanes = {name.removeprefix("jobs-"): url for name, url in settings.queue_urls.items() if name.startswith("jobs-")}
+    launcher = None
+    if settings.ecs_cluster and settings.runner_task_definition:
+        launcher = EcsLauncher(
+            clients["ecs"], settings.ecs_cluster, settings.runner_task_definition,
+            container_name=settings.runner_container_name, subnets=settings.runner_subnets,
+            security_groups=settings.runner_security_groups, assign_public_ip=settings.runner_assign_public_ip,
+        )
     return Container(
         settings=settings,
         table=DynamoTable(clients["dynamodb"], settings.table_name),
         blobs=S3Blobs(clients["s3"], settings.blob_bucket),
+        encryptor=KmsEncryptor(clients["kms"], settings.kms_key_id or "alias/terrace"),
+        job_queue=SqsJobQueue(clients["sqs"], lanes),
+        publisher=SqsEventPublisher(clients["sqs"], settings.queue_urls.get("events", "")),
+        launcher=launcher,
     )
 
 

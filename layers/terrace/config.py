@@ -11,6 +11,21 @@ def _env_int(env: dict[str, str], name: str, default: int) -> int:
     return int(raw) if raw else default
 
 
+_TIMINGS = {
+    "job_heartbeat_s": 10,
+    "job_heartbeat_timeout_s": 45,
+    "job_max_attempts": 5,
+    "job_retry_base_s": 2,
+    "queued_deadline_s": 3600,
+    "queued_resend_s": 120,
+    "phase_deadline_s": 4 * 3600,
+    "confirm_deadline_s": 14 * 24 * 3600,
+    "force_cancel_cooloff_s": 10,
+    "run_token_ttl_s": 6 * 3600,
+    "log_url_ttl_s": 12 * 3600,
+}
+
+
 @dataclass(frozen=True)
 class Settings:
     """Where Terrace's resources are and how it behaves. The same fields exist locally and on AWS."""
@@ -28,6 +43,9 @@ class Settings:
     max_inline_state_bytes: int = 4 * 1024 * 1024  # raw bytes; base64 of this fits the payload limit
     max_config_bytes: int = 512 * 1024 * 1024
     bootstrap_token_secret_arn: str | None = None
+    url_signing_secret_arn: str | None = None  # on AWS: resolved into url_signing_secret by the composition root
+    runner_secret_arn: str | None = None  # on AWS: resolved into runner_secret by the composition root
+    scaler_function: str | None = None  # on AWS: the api invokes this Lambda after enqueueing a job
     runner_secret: str = ""  # shared secret runners present to /api/runner (Secrets Manager on AWS)
     ecs_cluster: str | None = None
     runner_task_definition: str | None = None
@@ -36,6 +54,18 @@ class Settings:
     runner_security_groups: tuple[str, ...] = ()
     runner_assign_public_ip: bool = True
     max_runners: int = 4
+    # job state machine timings (seconds); tests and local mode shorten them
+    job_heartbeat_s: int = 10
+    job_heartbeat_timeout_s: int = 45
+    job_max_attempts: int = 5
+    job_retry_base_s: int = 2
+    queued_deadline_s: int = 3600
+    queued_resend_s: int = 120
+    phase_deadline_s: int = 4 * 3600
+    confirm_deadline_s: int = 14 * 24 * 3600
+    force_cancel_cooloff_s: int = 10
+    run_token_ttl_s: int = 6 * 3600
+    log_url_ttl_s: int = 12 * 3600
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -59,6 +89,9 @@ class Settings:
             max_inline_state_bytes=_env_int(env, "TERRACE_MAX_INLINE_STATE_BYTES", 4 * 1024 * 1024),
             max_config_bytes=_env_int(env, "TERRACE_MAX_CONFIG_BYTES", 512 * 1024 * 1024),
             bootstrap_token_secret_arn=env.get("TERRACE_BOOTSTRAP_SECRET_ARN") or None,
+            url_signing_secret_arn=env.get("TERRACE_URL_SIGNING_SECRET_ARN") or None,
+            runner_secret_arn=env.get("TERRACE_RUNNER_SECRET_ARN") or None,
+            scaler_function=env.get("TERRACE_SCALER_FUNCTION") or None,
             runner_secret=env.get("TERRACE_RUNNER_SECRET", ""),
             ecs_cluster=env.get("TERRACE_ECS_CLUSTER") or None,
             runner_task_definition=env.get("TERRACE_RUNNER_TASK_DEFINITION") or None,
@@ -67,4 +100,8 @@ class Settings:
             runner_security_groups=tuple(s for s in env.get("TERRACE_RUNNER_SECURITY_GROUPS", "").split(",") if s),
             runner_assign_public_ip=env.get("TERRACE_RUNNER_PUBLIC_IP", "true").lower() == "true",
             max_runners=_env_int(env, "TERRACE_MAX_RUNNERS", 4),
+            **{
+                name: _env_int(env, f"TERRACE_{name.upper()}", default)
+                for name, default in _TIMINGS.items()
+            },
         )

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
 from terrace.adapters.table import Check, ConditionFailed, Delete, Item, Put, WriteOp
@@ -29,6 +29,8 @@ def _to_dynamo(value: Any) -> Any:
 
 
 def _from_dynamo(value: Any) -> Any:
+    if isinstance(value, Binary):
+        return bytes(value.value)
     if isinstance(value, Decimal):
         return int(value) if value == value.to_integral_value() else float(value)
     if isinstance(value, dict):

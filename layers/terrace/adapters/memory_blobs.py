@@ -27,6 +27,9 @@ class MemoryBlobs:
         for start in range(0, len(data), chunk_size):
             yield data[start : start + chunk_size]
 
+    def get_range(self, key: str, start: int, end: int) -> bytes:
+        return self.get(key)[start:end]
+
     def head(self, key: str) -> BlobInfo | None:
         with self._lock:
             data = self.objects.get(key)

@@ -34,6 +34,18 @@ class S3Blobs:
         finally:
             body.close()
 
+    def get_range(self, key: str, start: int, end: int) -> bytes:
+        if end <= start:
+            return b""
+        try:
+            response = self._client.get_object(Bucket=self._bucket, Key=key, Range=f"bytes={start}-{end - 1}")
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "InvalidRange":
+                return b""
+            raise
+        data: bytes = response["Body"].read()
+        return data
+
     def head(self, key: str) -> BlobInfo | None:
         try:
             response = self._client.head_object(Bucket=self._bucket, Key=key)

@@ -8,7 +8,7 @@ from typing import Any
 
 from terrace.domain import clock
 from terrace.domain.errors import Conflict, Locked
-from terrace.domain.principal import Principal
+from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.workspace import Workspace, WorkspaceLock
 from terrace.services.authz import Action
 from terrace.services.workspaces import WorkspaceService
@@ -24,10 +24,13 @@ class LockService:
                  unlock_checks: Sequence[Callable[[Workspace], None]] = ()) -> None:
         self._workspaces = workspaces
         self._unlock_checks = tuple(unlock_checks)  # may raise to refuse an unlock (e.g. a pending state upload)
+        self.after_release: list[Callable[[Workspace], object]] = []  # e.g. start the next queued run
 
     def lock(self, principal: Principal, ws: Workspace, reason: str = "", *,
              lock_id: str | None = None, info: dict[str, Any] | None = None) -> Workspace:
         self._workspaces.authorize(principal, Action.LOCK_WORKSPACE, ws)
+        if self._run_holds(principal, ws.id):
+            return self._workspaces.load(ws.id)
         new_lock = WorkspaceLock(holder=principal.lock_holder, username=principal.username, reason=reason or "",
                                  created_at=clock.now_iso(), lock_id=lock_id, info=info)
 
@@ -42,6 +45,8 @@ class LockService:
     def unlock(self, principal: Principal, ws: Workspace, *, lock_id: str | None = None) -> Workspace:
         """Release a lock the caller holds. With `lock_id`, the client's lock ID must match too."""
         self._workspaces.authorize(principal, Action.LOCK_WORKSPACE, ws)
+        if self._run_holds(principal, ws.id):
+            return self._workspaces.load(ws.id)
         if ws.lock is not None and ws.lock.holder == principal.lock_holder:
             for check in self._unlock_checks:
                 check(ws)
@@ -57,7 +62,7 @@ class LockService:
                              meta={"lock": held})
             return dataclasses.replace(current, lock=None)
 
-        return self._workspaces.mutate(ws.id, release)
+        return self._released(self._workspaces.mutate(ws.id, release))
 
     def force_unlock(self, principal: Principal, ws: Workspace, *, lock_id: str | None = None) -> Workspace:
         """Release whoever's lock. With `lock_id`, only that lock (an admin's `force-unlock <id>`)."""
@@ -71,7 +76,17 @@ class LockService:
                 raise Locked(f"lock ID {lock_id!r} does not match the lock held ({held.lock_id!r})", meta={"lock": held})
             return dataclasses.replace(current, lock=None)
 
-        return self._workspaces.mutate(ws.id, release)
+        return self._released(self._workspaces.mutate(ws.id, release))
+
+    def _released(self, ws: Workspace) -> Workspace:
+        for hook in self.after_release:
+            hook(ws)
+        return ws
+
+    def _run_holds(self, principal: Principal, workspace_id: str) -> bool:
+        """A run's own terraform locks and unlocks the workspace its run already holds: both are no-ops,
+        the run keeps the lock until it reaches a final state."""
+        return principal.kind is PrincipalKind.RUN and self.holds(principal, self._workspaces.load(workspace_id))
 
     @staticmethod
     def holds(principal: Principal, ws: Workspace) -> bool:

@@ -8,7 +8,19 @@ from fastapi import FastAPI, Request, Response
 
 from terrace.bootstrap import Container
 from terrace.web import errors
-from terrace.web.routers import accounts, discovery, http_backend, organizations, resources, state_versions, workspaces
+from terrace.web.routers import (
+    accounts,
+    configuration_versions,
+    discovery,
+    http_backend,
+    organizations,
+    phases,
+    resources,
+    runner_api,
+    runs,
+    state_versions,
+    workspaces,
+)
 from terrace.web.routers.discovery import api_headers
 
 
@@ -34,4 +46,6 @@ def create_app(container: Container) -> FastAPI:
         app.include_router(module.router)
     for state_module in (state_versions, resources, http_backend):
         app.include_router(state_module.router)
+    for run_module in (configuration_versions, runs, phases, runner_api):
+        app.include_router(run_module.router)
     return app

@@ -1,0 +1,50 @@
+"""Redaction of `terraform show -json` plans: sensitive values become null (json-output-redacted)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def mask(value: Any, sensitive: Any) -> Any:
+    """Null out the parts of `value` that the parallel `sensitive` structure marks true."""
+    if sensitive is True:
+        return None
+    if isinstance(value, dict) and isinstance(sensitive, dict):
+        return {k: mask(v, sensitive.get(k, False)) for k, v in value.items()}
+    if isinstance(value, list) and isinstance(sensitive, list):
+        return [mask(v, sensitive[i] if i < len(sensitive) else False) for i, v in enumerate(value)]
+    return value
+
+
+def _redact_module(module: dict[str, Any]) -> None:
+    for resource in module.get("resources", []):
+        resource["values"] = mask(resource.get("values"), resource.get("sensitive_values", {}))
+    for child in module.get("child_modules", []):
+        _redact_module(child)
+
+
+def _redact_values(values: dict[str, Any] | None) -> None:
+    if not values:
+        return
+    for output in (values.get("outputs") or {}).values():
+        if output.get("sensitive"):
+            output["value"] = None
+    if values.get("root_module"):
+        _redact_module(values["root_module"])
+
+
+def redact(plan: dict[str, Any]) -> dict[str, Any]:
+    for change in plan.get("resource_changes", []):
+        body = change.get("change", {})
+        body["before"] = mask(body.get("before"), body.get("before_sensitive", False))
+        body["after"] = mask(body.get("after"), body.get("after_sensitive", False))
+    for body in (plan.get("output_changes") or {}).values():
+        body["before"] = mask(body.get("before"), body.get("before_sensitive", False))
+        body["after"] = mask(body.get("after"), body.get("after_sensitive", False))
+    _redact_values(plan.get("planned_values"))
+    _redact_values((plan.get("prior_state") or {}).get("values"))
+    declared = ((plan.get("configuration") or {}).get("root_module") or {}).get("variables") or {}
+    for name, variable in (plan.get("variables") or {}).items():
+        if (declared.get(name) or {}).get("sensitive"):
+            variable["value"] = None
+    return plan

@@ -1,0 +1,155 @@
+"""The run aggregate and its state machine (statuses and actions follow HCP Terraform)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from terrace.domain.errors import Conflict
+
+PENDING = "pending"
+PLAN_QUEUED = "plan_queued"
+PLANNING = "planning"
+PLANNED = "planned"
+CONFIRMED = "confirmed"
+APPLY_QUEUED = "apply_queued"
+APPLYING = "applying"
+APPLIED = "applied"
+PLANNED_AND_FINISHED = "planned_and_finished"
+PLANNED_AND_SAVED = "planned_and_saved"
+DISCARDED = "discarded"
+ERRORED = "errored"
+CANCELED = "canceled"
+FORCE_CANCELED = "force_canceled"
+
+FINAL = frozenset({APPLIED, PLANNED_AND_FINISHED, DISCARDED, ERRORED, CANCELED, FORCE_CANCELED})
+AWAITING_CONFIRMATION = frozenset({PLANNED, PLANNED_AND_SAVED})
+QUEUED = frozenset({PLAN_QUEUED, APPLY_QUEUED})
+RUNNING = frozenset({PLANNING, APPLYING})
+# Runs that sit in the organization's run queue (queued for or holding a runner).
+ACTIVE = QUEUED | RUNNING | frozenset({CONFIRMED})
+CANCELABLE = frozenset({PENDING, PLAN_QUEUED, PLANNING, APPLY_QUEUED, APPLYING})
+
+# Phase (plan/apply) statuses
+P_PENDING, P_QUEUED, P_RUNNING = "pending", "queued", "running"
+P_FINISHED, P_ERRORED, P_CANCELED, P_UNREACHABLE = "finished", "errored", "canceled", "unreachable"
+PHASE_FINAL = frozenset({P_FINISHED, P_ERRORED, P_CANCELED, P_UNREACHABLE})
+
+
+def suffix(identifier: str) -> str:
+    return identifier.split("-", 1)[1]
+
+
+def run_id_of(phase_id: str) -> str:
+    """plan-X and apply-X belong to run-X (TFC's id aliasing)."""
+    return "run-" + suffix(phase_id)
+
+
+@dataclass
+class PhaseState:
+    id: str
+    status: str = P_PENDING
+    attempt: int = 0
+    runner_id: str | None = None
+    queued_at: str | None = None
+    started_at: str | None = None
+    heartbeat_at: float | None = None
+    finished_at: str | None = None
+    has_changes: bool = False
+    additions: int = 0
+    changes: int = 0
+    destructions: int = 0
+    imports: int = 0
+    log_archived: bool = False
+    artifact_key: str | None = None  # plan file blob
+    json_key: str | None = None  # plan JSON blob
+    timestamps: dict[str, str] = field(default_factory=dict)
+
+    def mark(self, status: str, at: str) -> None:
+        self.status = status
+        self.timestamps[f"{status}-at"] = at
+
+    @property
+    def final(self) -> bool:
+        return self.status in PHASE_FINAL
+
+
+@dataclass
+class Run:
+    id: str
+    organization: str
+    workspace_id: str
+    configuration_version_id: str
+    created_at: str
+    created_by: str
+    version: int = 1
+    status: str = PENDING
+    message: str = ""
+    source: str = "tfe-api"
+    is_destroy: bool = False
+    refresh: bool = True
+    refresh_only: bool = False
+    target_addrs: list[str] = field(default_factory=list)
+    replace_addrs: list[str] = field(default_factory=list)
+    auto_apply: bool = False
+    plan_only: bool = False
+    save_plan: bool = False
+    allow_empty_apply: bool = False
+    terraform_version: str = "latest"
+    variables: list[dict[str, str]] = field(default_factory=list)
+    cancel_requested_at: float | None = None
+    force_cancel_requested: bool = False
+    error_message: str | None = None
+    status_timestamps: dict[str, str] = field(default_factory=dict)
+    plan: PhaseState = field(default_factory=lambda: PhaseState(id=""))
+    apply: PhaseState = field(default_factory=lambda: PhaseState(id=""))
+    queued_at: str | None = None  # when it entered the organization queue
+    token_ids: list[str] = field(default_factory=list)  # run tokens to revoke when the run ends
+
+    @property
+    def final(self) -> bool:
+        return self.status in FINAL
+
+    @property
+    def speculative(self) -> bool:
+        return self.plan_only
+
+    @property
+    def has_changes(self) -> bool:
+        return self.plan.has_changes
+
+    def phase(self, name: str) -> PhaseState:
+        return self.plan if name == "plan" else self.apply
+
+    def transition(self, status: str, at: str) -> None:
+        self.status = status
+        self.status_timestamps[f"{status.replace('_', '-')}-at"] = at
+
+    def require(self, *statuses: str, action: str) -> None:
+        if self.status not in statuses:
+            raise Conflict(f"run {self.id} is {self.status}; cannot {action}")
+
+    def actions(self, cooloff_s: float, now: float) -> dict[str, bool]:
+        return {
+            "is-cancelable": self.status in CANCELABLE,
+            "is-confirmable": self.status in AWAITING_CONFIRMATION and not self.plan_only,
+            "is-discardable": self.status in AWAITING_CONFIRMATION or self.status == PENDING,
+            "is-force-cancelable": self.status in CANCELABLE
+            and self.cancel_requested_at is not None
+            and now - self.cancel_requested_at >= cooloff_s,
+        }
+
+
+def run_to_item(run: Run) -> dict[str, Any]:
+    item = dataclasses.asdict(run)
+    item.update({"pk": run.id, "sk": "run", "gsi1pk": f"{run.workspace_id}#runs", "gsi1sk": run.created_at + run.id})
+    return item
+
+
+def run_from_item(item: dict[str, Any]) -> Run:
+    data = {k: v for k, v in item.items() if k not in ("pk", "sk", "gsi1pk", "gsi1sk")}
+    data["plan"] = PhaseState(**data["plan"])
+    data["apply"] = PhaseState(**data["apply"])
+    names = {f.name for f in dataclasses.fields(Run)}
+    return Run(**{k: v for k, v in data.items() if k in names})

@@ -1,0 +1,151 @@
+"""Configuration versions: the tarballs runs execute. Uploads go straight to S3 by presigned PUT."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from terrace.adapters.blobs import BlobStore
+from terrace.adapters.table import ConditionFailed, Table
+from terrace.config import Settings
+from terrace.domain import clock
+from terrace.domain.errors import Invalid, NotFound
+from terrace.domain.ids import looks_like, new_id
+from terrace.domain.principal import Principal
+from terrace.domain.workspace import Workspace
+from terrace.services.authz import Action
+from terrace.services.workspaces import WorkspaceService
+
+log = logging.getLogger("terrace.configuration_versions")
+
+PENDING, UPLOADED, ERRORED = "pending", "uploaded", "errored"
+
+
+@dataclass
+class ConfigurationVersion:
+    id: str
+    workspace_id: str
+    organization: str
+    created_at: str
+    status: str = PENDING
+    speculative: bool = False
+    provisional: bool = False
+    auto_queue_runs: bool = True
+    source: str = "tfe-api"
+    size: int | None = None
+    error_message: str | None = None
+    created_by: str = ""
+    version: int = 1
+    status_timestamps: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def blob_key(self) -> str:
+        return f"config/{self.workspace_id}/{self.id}.tar.gz"
+
+
+def _to_item(cv: ConfigurationVersion) -> dict[str, Any]:
+    item = dataclasses.asdict(cv)
+    item.update(pk=cv.id, sk="cv", gsi1pk=f"{cv.workspace_id}#cvs", gsi1sk=cv.created_at + cv.id)
+    return item
+
+
+def _from_item(item: dict[str, Any]) -> ConfigurationVersion:
+    names = {f.name for f in dataclasses.fields(ConfigurationVersion)}
+    return ConfigurationVersion(**{k: v for k, v in item.items() if k in names})
+
+
+def _bool(attrs: dict[str, Any], key: str, default: bool) -> bool:
+    value = attrs.get(key, default)
+    if not isinstance(value, bool):
+        raise Invalid(f"{key} must be true or false", pointer=f"/data/attributes/{key}")
+    return value
+
+
+class ConfigurationVersionService:
+    def __init__(self, table: Table, blobs: BlobStore, workspaces: WorkspaceService, settings: Settings) -> None:
+        self._table = table
+        self._blobs = blobs
+        self._workspaces = workspaces
+        self._settings = settings
+        # Called once when a version becomes `uploaded` (e.g. to queue a run when auto-queue-runs).
+        self.on_uploaded: list[Callable[[ConfigurationVersion], None]] = []
+
+    def create(self, principal: Principal, ws: Workspace, attrs: dict[str, Any]) -> ConfigurationVersion:
+        self._workspaces.authorize(principal, Action.QUEUE_RUN, ws)
+        cv = ConfigurationVersion(
+            id=new_id("cv"), workspace_id=ws.id, organization=ws.organization, created_at=clock.now_iso(),
+            speculative=_bool(attrs, "speculative", False), provisional=_bool(attrs, "provisional", False),
+            auto_queue_runs=_bool(attrs, "auto-queue-runs", True), created_by=principal.username,
+        )
+        cv.status_timestamps["pending-at"] = cv.created_at
+        self._table.put(_to_item(cv), if_absent=True)
+        return cv
+
+    def load(self, cv_id: str) -> ConfigurationVersion:
+        item = self._table.get(cv_id, "cv") if looks_like(cv_id, "cv") else None
+        if item is None:
+            raise NotFound(f"configuration version {cv_id} not found")
+        return self.refresh(_from_item(item))
+
+    def get(self, principal: Principal, cv_id: str, action: Action = Action.READ_WORKSPACE) -> ConfigurationVersion:
+        cv = self.load(cv_id)
+        try:
+            self._workspaces.get(principal, cv.workspace_id, action)
+        except NotFound as exc:
+            raise NotFound(f"configuration version {cv_id} not found") from exc
+        return cv
+
+    def list(self, principal: Principal, ws: Workspace) -> list[ConfigurationVersion]:
+        self._workspaces.authorize(principal, Action.READ_WORKSPACE, ws)
+        items = self._table.query(f"{ws.id}#cvs", index="gsi1", reverse=True)
+        return [self.refresh(_from_item(item)) for item in items]
+
+    def latest_uploaded(self, ws: Workspace) -> ConfigurationVersion | None:
+        for item in self._table.query(f"{ws.id}#cvs", index="gsi1", reverse=True):
+            cv = self.refresh(_from_item(item))
+            if cv.status == UPLOADED and not cv.speculative and not cv.provisional:
+                return cv
+        return None
+
+    def upload_url(self, cv: ConfigurationVersion) -> str | None:
+        if cv.status != PENDING:
+            return None
+        return self._blobs.presign_put(cv.blob_key, self._settings.presign_ttl_s)
+
+    def download_url(self, cv: ConfigurationVersion, ttl_s: int | None = None) -> str:
+        if cv.status != UPLOADED:
+            raise NotFound(f"configuration version {cv.id} has no uploaded configuration")
+        return self._blobs.presign_get(cv.blob_key, ttl_s or self._settings.presign_ttl_s)
+
+    def refresh(self, cv: ConfigurationVersion) -> ConfigurationVersion:
+        """Move a pending version to uploaded (or errored when too large) once its object exists."""
+        if cv.status != PENDING:
+            return cv
+        info = self._blobs.head(cv.blob_key)
+        if info is None:
+            return cv
+        now = clock.now_iso()
+        updated = dataclasses.replace(cv, size=info.size, version=cv.version + 1,
+                                      status_timestamps={**cv.status_timestamps})
+        if info.size > self._settings.max_config_bytes:
+            updated.status = ERRORED
+            updated.error_message = (f"configuration is {info.size} bytes; the limit is "
+                                     f"{self._settings.max_config_bytes} bytes")
+            self._blobs.delete(cv.blob_key)
+        else:
+            updated.status = UPLOADED
+        updated.status_timestamps[f"{updated.status}-at"] = now
+        try:
+            self._table.put(_to_item(updated), if_version=cv.version)
+        except ConditionFailed:
+            return _from_item(self._table.get(cv.id, "cv") or _to_item(cv))
+        if updated.status == UPLOADED:
+            for hook in self.on_uploaded:
+                try:
+                    hook(updated)
+                except Exception:  # a hook's failure must not hide the upload
+                    log.exception("on_uploaded hook failed for %s", updated.id)
+        return updated

@@ -1,0 +1,216 @@
+"""The job state machine seen from the runner: claim (ack), heartbeat, logs, finish, and retries.
+
+queued -> claimed/running (heartbeats) -> finished | errored | canceled. A missed heartbeat is an
+infrastructure failure: the phase is retried with exponential back-off, at most `job_max_attempts`
+times, then the run is errored with a clear message.
+"""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import urlsplit
+
+from terrace.adapters.blobs import BlobStore
+from terrace.config import Settings
+from terrace.domain import clock
+from terrace.domain import runs as rs
+from terrace.domain.errors import Conflict, NotFound
+from terrace.domain.jobs import (
+    ClaimRequest,
+    FinishRequest,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JobSpec,
+    Operation,
+    RunVariable,
+)
+from terrace.domain.principal import PrincipalKind
+from terrace.domain.runs import Run, run_id_of
+from terrace.services.accounts import AccountService
+from terrace.services.configuration_versions import ConfigurationVersionService
+from terrace.services.logs import LogService
+from terrace.services.run_store import RunStore
+from terrace.services.runs import RunService, retrying
+from terrace.services.scheduler import RunScheduler
+from terrace.services.variables import VariableService
+from terrace.services.workspaces import WorkspaceService
+
+log = logging.getLogger("terrace.jobs")
+
+
+def _phase_name(job_id: str) -> str:
+    if job_id.startswith("plan-"):
+        return "plan"
+    if job_id.startswith("apply-"):
+        return "apply"
+    raise NotFound(f"job {job_id} not found")
+
+
+class JobService:
+    def __init__(self, store: RunStore, scheduler: RunScheduler, runs: RunService, workspaces: WorkspaceService,
+                 cvs: ConfigurationVersionService, variables: VariableService, accounts: AccountService,
+                 logs: LogService, blobs: BlobStore, settings: Settings) -> None:
+        self._store, self._scheduler, self._runs = store, scheduler, runs
+        self._workspaces, self._cvs, self._variables = workspaces, cvs, variables
+        self._accounts, self._logs, self._blobs, self._settings = accounts, logs, blobs, settings
+
+    def _load(self, job_id: str) -> tuple[Run, str]:
+        name = _phase_name(job_id)
+        run = self._store.load(run_id_of(job_id))
+        return run, name
+
+    # claim -------------------------------------------------------------------------------
+    def claim(self, job_id: str, request: ClaimRequest) -> JobSpec:
+        def step() -> tuple[Run, str]:
+            run, name = self._load(job_id)
+            state = run.phase(name)
+            expected_status = rs.PLAN_QUEUED if name == "plan" else rs.APPLY_QUEUED
+            if run.status != expected_status or state.status != rs.P_QUEUED or state.attempt != request.attempt:
+                raise Conflict(f"job {job_id} attempt {request.attempt} is not claimable (run {run.status}, "
+                               f"phase {state.status}, attempt {state.attempt})")
+            expected, now = run.version, clock.now_iso()
+            issued = self._accounts.issue_token(
+                PrincipalKind.RUN, run.id, description=f"run token for {job_id}", organization=run.organization,
+                workspace_id=run.workspace_id, ttl_s=self._settings.run_token_ttl_s,
+            )
+            run.token_ids.append(issued.token.id)
+            run.transition(rs.PLANNING if name == "plan" else rs.APPLYING, now)
+            state.mark(rs.P_RUNNING, now)
+            state.started_at = state.started_at or now
+            state.runner_id = request.runner_id
+            state.heartbeat_at = clock.epoch()
+            state.artifact_key = f"plans/{run.id}/plan.bin"
+            state.json_key = f"plans/{run.id}/plan.json"
+            if name == "apply":
+                state.artifact_key = run.plan.artifact_key
+            try:
+                self._store.save([(run, expected)], None, {run.id: expected_status})
+            except Exception:
+                self._accounts.revoke_token(issued.token.id)
+                raise
+            return run, issued.secret
+
+        run, secret = retrying(step)
+        return self._spec(run, _phase_name(job_id), secret)
+
+    def _spec(self, run: Run, name: str, run_token: str) -> JobSpec:
+        ws = self._workspaces.load(run.workspace_id)
+        cv = self._cvs.load(run.configuration_version_id)
+        state = run.phase(name)
+        ttl = self._settings.phase_deadline_s
+        variables = [v for v in self._variables.for_run(ws.id)
+                     if not (v.category == "terraform" and any(rv["key"] == v.key for rv in run.variables))]
+        variables += [RunVariable(key=v["key"], value=v["value"], category="terraform", hcl=True)
+                      for v in run.variables]
+        return JobSpec(
+            job_id=state.id, run_id=run.id, phase="plan" if name == "plan" else "apply", attempt=state.attempt,
+            organization=run.organization, workspace_id=ws.id, workspace_name=ws.name,
+            terraform_version=run.terraform_version, working_directory=ws.working_directory,
+            operation=Operation(is_destroy=run.is_destroy, refresh=run.refresh, refresh_only=run.refresh_only,
+                                target_addrs=run.target_addrs, replace_addrs=run.replace_addrs,
+                                speculative=run.plan_only, save_plan=run.save_plan),
+            hostname=urlsplit(self._settings.public_url).netloc, run_token=run_token,
+            configuration_url=self._cvs.download_url(cv, ttl),
+            plan_file_url=self._blobs.presign_get(run.plan.artifact_key, ttl)
+            if name == "apply" and run.plan.artifact_key else None,
+            plan_upload_url=self._blobs.presign_put(state.artifact_key, ttl) if name == "plan" and state.artifact_key
+            else None,
+            plan_json_upload_url=self._blobs.presign_put(state.json_key, ttl) if name == "plan" and state.json_key
+            else None,
+            variables=variables, heartbeat_interval_s=self._settings.job_heartbeat_s,
+        )
+
+    # heartbeat ---------------------------------------------------------------------------
+    def heartbeat(self, job_id: str, request: HeartbeatRequest) -> HeartbeatResponse:
+        def step() -> HeartbeatResponse:
+            run, name = self._load(job_id)
+            state = run.phase(name)
+            if run.final or state.final:
+                return HeartbeatResponse(cancel=True, force_cancel=run.status == rs.FORCE_CANCELED)
+            if state.status != rs.P_RUNNING or state.runner_id != request.runner_id:
+                raise Conflict(f"job {job_id} is not running on {request.runner_id}")
+            expected = run.version
+            state.heartbeat_at = clock.epoch()
+            self._store.save([(run, expected)], None, {run.id: run.status})
+            return HeartbeatResponse(cancel=run.cancel_requested_at is not None,
+                                     force_cancel=run.force_cancel_requested)
+
+        return retrying(step)
+
+    # logs --------------------------------------------------------------------------------
+    def append_log(self, job_id: str, offset: int, data: bytes) -> None:
+        run, name = self._load(job_id)
+        state = run.phase(name)
+        if state.status != rs.P_RUNNING:
+            raise Conflict(f"job {job_id} is not running; its log is closed")
+        self._logs.append(state.id, state.attempt, offset, data)
+
+    # finish ------------------------------------------------------------------------------
+    def finish(self, job_id: str, request: FinishRequest) -> Run:
+        def step() -> Run:
+            run, name = self._load(job_id)
+            state = run.phase(name)
+            if run.final:
+                return run  # force-canceled or reaped meanwhile: nothing left to record
+            if state.status != rs.P_RUNNING or state.runner_id != request.runner_id:
+                raise Conflict(f"job {job_id} is not running on {request.runner_id}")
+            expected, now = run.version, clock.now_iso()
+            status = request.status
+            if status == "finished" and run.cancel_requested_at is not None and name == "plan":
+                status = "canceled"
+            state.mark({"finished": rs.P_FINISHED, "errored": rs.P_ERRORED, "canceled": rs.P_CANCELED}[status], now)
+            state.finished_at = now
+            if name == "plan":
+                state.has_changes = request.has_changes
+            state.additions, state.changes = request.resource_additions, request.resource_changes
+            state.destructions, state.imports = request.resource_destructions, request.resource_imports
+            self._logs.archive(state.id)
+            state.log_archived = True
+            if status == "errored":
+                detail = request.error_message or f"the {name} failed; see its log"
+                return self._scheduler.finish(run, expected, rs.ERRORED, detail)
+            if status == "canceled":
+                return self._scheduler.finish(run, expected, rs.CANCELED)
+            if name == "apply":
+                return self._scheduler.finish(run, expected, rs.APPLIED)
+            return self._after_plan(run, expected)
+
+        run = retrying(step)
+        self._logs.purge(job_id)
+        return run
+
+    def _after_plan(self, run: Run, expected: int) -> Run:
+        if run.plan_only or (not run.plan.has_changes and not run.allow_empty_apply):
+            return self._scheduler.finish(run, expected, rs.PLANNED_AND_FINISHED)
+        previous = {run.id: run.status}
+        if run.save_plan:
+            run.transition(rs.PLANNED_AND_SAVED, clock.now_iso())
+        elif run.auto_apply:
+            run.transition(rs.PLANNED, clock.now_iso())
+            return self._runs.confirm(run, expected)
+        else:
+            run.transition(rs.PLANNED, clock.now_iso())
+        self._store.save([(run, expected)], None, previous)
+        return run
+
+    # retries (called by the reaper) ------------------------------------------------------
+    def retry_or_fail(self, run: Run, name: str, reason: str) -> Run:
+        expected, state = run.version, run.phase(name)
+        if state.attempt >= self._settings.job_max_attempts:
+            state.mark(rs.P_ERRORED, clock.now_iso())
+            return self._scheduler.finish(
+                run, expected, rs.ERRORED,
+                f"the {name} failed {state.attempt} times because of infrastructure problems ({reason}); giving up",
+            )
+        previous, now = {run.id: run.status}, clock.now_iso()
+        state.attempt += 1
+        state.mark(rs.P_QUEUED, now)
+        state.runner_id, state.heartbeat_at, state.queued_at = None, None, now
+        run.transition(rs.PLAN_QUEUED if name == "plan" else rs.APPLY_QUEUED, now)
+        self._store.save([(run, expected)], None, previous)
+        self._logs.note(state.id, state.attempt,
+                        f"\n--- Terrace: {reason}; retrying ({state.attempt} of {self._settings.job_max_attempts}) ---\n")
+        delay = min(900, self._settings.job_retry_base_s * 2 ** (state.attempt - 2))
+        self._scheduler.enqueue(run, name, delay_s=delay)
+        log.warning("retrying %s of %s (attempt %d): %s", name, run.id, state.attempt, reason)
+        return run

@@ -1,0 +1,114 @@
+"""The reaper: nothing is left in a non-final state forever.
+
+Every tick (a Lambda schedule on AWS, a timer locally) it walks the open runs and
+- promotes pending runs whose workspace head is free (a stuck workspace queue),
+- re-sends queued jobs whose message may be lost, and errors jobs nobody claimed in time,
+- retries phases whose runner stopped heartbeating (or cancels them if a cancel was asked),
+- errors phases past their deadline and discards plans left unconfirmed too long.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from terrace.config import Settings
+from terrace.domain import clock
+from terrace.domain import runs as rs
+from terrace.domain.runs import Run
+from terrace.services.jobs import JobService
+from terrace.services.run_store import RunStore
+from terrace.services.runs import retrying
+from terrace.services.scheduler import RunScheduler
+
+log = logging.getLogger("terrace.reaper")
+
+
+def _age(iso_time: str | None, now: float) -> float:
+    if not iso_time:
+        return 0.0
+    return now - datetime.fromisoformat(iso_time.replace("Z", "+00:00")).timestamp()
+
+
+class Reaper:
+    def __init__(self, store: RunStore, scheduler: RunScheduler, jobs: JobService, settings: Settings) -> None:
+        self._store, self._scheduler, self._jobs, self._settings = store, scheduler, jobs, settings
+
+    def reap_once(self) -> dict[str, Any]:
+        summary = {"checked": 0, "promoted": 0, "resent": 0, "retried": 0, "errored": 0, "discarded": 0}
+        seen_workspaces: set[str] = set()
+        for entry in self._store.open_runs():
+            summary["checked"] += 1
+            try:
+                outcome = self._check(entry["run_id"], entry["workspace_id"], seen_workspaces)
+            except Exception:
+                log.exception("reaper could not check run %s", entry.get("run_id"))
+                continue
+            if outcome:
+                summary[outcome] += 1
+        return summary
+
+    def _check(self, run_id: str, workspace_id: str, seen_workspaces: set[str]) -> str | None:
+        run = self._store.load(run_id)
+        now, s = clock.epoch(), self._settings
+        if run.status == rs.PENDING:
+            if workspace_id not in seen_workspaces:
+                seen_workspaces.add(workspace_id)
+                if self._scheduler.promote(workspace_id) is not None:
+                    return "promoted"
+            return None
+        if run.status in rs.QUEUED:
+            name = "plan" if run.status == rs.PLAN_QUEUED else "apply"
+            state = run.phase(name)
+            if _age(state.queued_at, now) > s.queued_deadline_s:
+                self._fail(run, rs.ERRORED, f"no runner claimed the {name} within {s.queued_deadline_s} s")
+                return "errored"
+            sent = state.timestamps.get("resent-at") or state.queued_at
+            if _age(sent, now) > s.queued_resend_s:
+                self._resend(run, name)
+                return "resent"
+            return None
+        if run.status in rs.RUNNING:
+            name = "plan" if run.status == rs.PLANNING else "apply"
+            state = run.phase(name)
+            if _age(state.started_at, now) > s.phase_deadline_s:
+                self._fail(run, rs.ERRORED, f"the {name} ran longer than {s.phase_deadline_s} s")
+                return "errored"
+            if state.heartbeat_at is not None and now - state.heartbeat_at > s.job_heartbeat_timeout_s:
+                if run.cancel_requested_at is not None:
+                    self._fail(run, rs.CANCELED, None)
+                    return "errored"
+                retrying(lambda: self._jobs.retry_or_fail(self._store.load(run_id), name,
+                                                          "the runner stopped sending heartbeats"))
+                return "retried"
+            return None
+        if run.status in rs.AWAITING_CONFIRMATION:
+            done_at = run.plan.finished_at
+            if _age(done_at, now) > s.confirm_deadline_s:
+                self._fail(run, rs.DISCARDED, None)
+                return "discarded"
+        return None
+
+    def _fail(self, run: Run, status: str, error: str | None) -> None:
+        def step() -> Run:
+            current = self._store.load(run.id)
+            if current.final:
+                return current
+            return self._scheduler.finish(current, current.version, status, error)
+
+        retrying(step)
+
+    def _resend(self, run: Run, name: str) -> None:
+        def step() -> Run:
+            current = self._store.load(run.id)
+            state = current.phase(name)
+            if state.status != rs.P_QUEUED:
+                return current
+            expected = current.version
+            state.timestamps["resent-at"] = clock.now_iso()
+            self._store.save([(current, expected)], None, {current.id: current.status})
+            self._scheduler.enqueue(current, name)
+            return current
+
+        retrying(step)

@@ -1,0 +1,88 @@
+"""Persistence of runs: every transition is one conditional transaction that also keeps the open-runs
+index, the run's event history and (optionally) the workspace in step, then emits an event."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from terrace.adapters.queues import EventPublisher
+from terrace.adapters.table import Delete, Put, Table, WriteOp
+from terrace.domain import clock
+from terrace.domain.errors import NotFound
+from terrace.domain.ids import looks_like, new_id
+from terrace.domain.runs import FINAL, Run, run_from_item, run_to_item
+from terrace.domain.workspace import Workspace
+from terrace.domain.workspace import to_item as workspace_item
+
+log = logging.getLogger("terrace.runs")
+OPEN_RUNS = "runs#open"
+
+
+@dataclass(frozen=True)
+class WorkspaceWrite:
+    workspace: Workspace  # the new value
+    expected_version: int
+
+
+class RunStore:
+    def __init__(self, table: Table, events: EventPublisher) -> None:
+        self._table = table
+        self._events = events
+
+    def load(self, run_id: str) -> Run:
+        item = self._table.get(run_id, "run") if looks_like(run_id, "run") else None
+        if item is None:
+            raise NotFound(f"run {run_id} not found")
+        return run_from_item(item)
+
+    def list_for_workspace(self, workspace_id: str) -> list[Run]:
+        """Newest first."""
+        return [run_from_item(item) for item in self._table.query(f"{workspace_id}#runs", index="gsi1", reverse=True)]
+
+    def open_runs(self) -> list[dict[str, Any]]:
+        """Index entries of every non-final run, oldest first: {run_id, organization, workspace_id, status}."""
+        return self._table.query(OPEN_RUNS)
+
+    def events(self, run_id: str) -> list[dict[str, Any]]:
+        return self._table.query(f"{run_id}#events")
+
+    def save(self, runs: list[tuple[Run, int | None]], workspace: WorkspaceWrite | None = None,
+             previous: dict[str, str] | None = None) -> None:
+        """Write runs (new ones with expected version None) and the workspace in one transaction.
+
+        `previous` maps run id -> status before the change, for the emitted events.
+        Raises ConditionFailed when anything changed since it was read.
+        """
+        now = clock.now_iso()
+        ops: list[WriteOp] = []
+        emitted: list[dict[str, Any]] = []
+        for run, expected in runs:
+            before = (previous or {}).get(run.id)
+            if expected is not None:
+                run.version = expected + 1
+            ops.append(Put(run_to_item(run), if_absent=expected is None, if_version=expected))
+            index_key = (OPEN_RUNS, f"{run.created_at}#{run.id}")
+            if run.status in FINAL:
+                ops.append(Delete(*index_key))
+            else:
+                ops.append(Put({"pk": index_key[0], "sk": index_key[1], "run_id": run.id, "status": run.status,
+                                "organization": run.organization, "workspace_id": run.workspace_id,
+                                "queued_at": run.queued_at or ""}))
+            if before != run.status:
+                event = {"type": "run.status_changed", "run_id": run.id, "workspace_id": run.workspace_id,
+                         "organization": run.organization, "from": before, "to": run.status, "at": now}
+                event_id = new_id("re")
+                ops.append(Put({"pk": f"{run.id}#events", "sk": f"{now}#{event_id}", "id": event_id,
+                                "action": run.status, "description": f"run {before or 'created'} -> {run.status}",
+                                "created_at": now}))
+                emitted.append(event)
+        if workspace is not None:
+            ops.append(Put(workspace_item(workspace.workspace), if_version=workspace.expected_version))
+        self._table.transact(ops)
+        for event in emitted:
+            try:
+                self._events.publish(event)
+            except Exception:  # the transition stands; the reaper and consumers tolerate a lost event
+                log.exception("could not publish %s", event["type"])

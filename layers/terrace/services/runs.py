@@ -1,0 +1,233 @@
+"""Runs: creation and the user actions (apply, discard, cancel, force-cancel)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from terrace.adapters.table import ConditionFailed
+from terrace.config import Settings
+from terrace.domain import clock
+from terrace.domain import runs as rs
+from terrace.domain.errors import Conflict, Invalid, NotFound
+from terrace.domain.ids import new_id
+from terrace.domain.principal import Principal
+from terrace.domain.runs import PhaseState, Run
+from terrace.domain.workspace import Workspace
+from terrace.services.authz import Action
+from terrace.services.configuration_versions import UPLOADED, ConfigurationVersionService
+from terrace.services.run_store import RunStore
+from terrace.services.scheduler import RunScheduler, queue_phase
+from terrace.services.workspaces import WorkspaceService
+
+T = TypeVar("T")
+
+
+def retrying(step: Callable[[], T], attempts: int = 8) -> T:
+    """Run a load-decide-write step again when its conditional write loses a race."""
+    for attempt in range(attempts):
+        try:
+            return step()
+        except ConditionFailed:
+            time.sleep(0.01 * (attempt + 1))
+    raise Conflict("the run changed concurrently; retry")
+
+
+def _bool(attrs: dict[str, Any], key: str, default: bool) -> bool:
+    value = attrs.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise Invalid(f"{key} must be true or false", pointer=f"/data/attributes/{key}")
+    return value
+
+
+def _addrs(attrs: dict[str, Any], key: str) -> list[str]:
+    value = attrs.get(key) or []
+    if not isinstance(value, list) or not all(isinstance(a, str) and a.strip() for a in value):
+        raise Invalid(f"{key} must be a list of resource addresses", pointer=f"/data/attributes/{key}")
+    return list(value)
+
+
+def _variables(attrs: dict[str, Any]) -> list[dict[str, str]]:
+    value = attrs.get("variables") or []
+    if not isinstance(value, list):
+        raise Invalid("variables must be a list of {key, value}", pointer="/data/attributes/variables")
+    found = []
+    for entry in value:
+        if not isinstance(entry, dict) or not isinstance(entry.get("key"), str) or not isinstance(
+            entry.get("value"), str
+        ):
+            raise Invalid("each variable needs a string key and an HCL string value", pointer="/data/attributes/variables")
+        found.append({"key": entry["key"], "value": entry["value"]})
+    return found
+
+
+class RunService:
+    def __init__(self, store: RunStore, scheduler: RunScheduler, workspaces: WorkspaceService,
+                 configuration_versions: ConfigurationVersionService, settings: Settings) -> None:
+        self._store = store
+        self._scheduler = scheduler
+        self._workspaces = workspaces
+        self._cvs = configuration_versions
+        self._settings = settings
+
+    # reads -------------------------------------------------------------------------------
+    def get(self, principal: Principal, run_id: str) -> Run:
+        run = self._store.load(run_id)
+        try:
+            self._workspaces.get(principal, run.workspace_id)
+        except NotFound as exc:
+            raise NotFound(f"run {run_id} not found") from exc
+        return run
+
+    def list(self, principal: Principal, ws: Workspace) -> list[Run]:
+        self._workspaces.authorize(principal, Action.READ_WORKSPACE, ws)
+        return self._store.list_for_workspace(ws.id)
+
+    def organization_queue(self, organization: str) -> list[Run]:
+        """Runs of the organization queued for or holding a runner, in queue order (caller checks access)."""
+        entries = [e for e in self._store.open_runs() if e["organization"] == organization and e["status"] in rs.ACTIVE]
+        runs = [self._store.load(e["run_id"]) for e in entries]
+        return sorted(runs, key=lambda r: (r.queued_at or r.created_at, r.id))
+
+    def position_in_queue(self, run: Run) -> int:
+        if run.status == rs.PENDING:
+            pending = [r for r in self._store.list_for_workspace(run.workspace_id)
+                       if r.status == rs.PENDING and not r.plan_only]
+            pending.sort(key=lambda r: (r.created_at, r.id))
+            return 1 + [r.id for r in pending].index(run.id) if run.id in [r.id for r in pending] else 0
+        if run.status in rs.QUEUED:
+            queued = [r for r in self.organization_queue(run.organization) if r.status in rs.QUEUED]
+            ids = [r.id for r in queued]
+            return ids.index(run.id) + 1 if run.id in ids else 0
+        return 0
+
+    # create ------------------------------------------------------------------------------
+    def create(self, principal: Principal, ws: Workspace, attrs: dict[str, Any], cv_id: str | None) -> Run:
+        self._workspaces.authorize(principal, Action.QUEUE_RUN, ws)
+        cv = self._cvs.get(principal, cv_id) if cv_id else self._cvs.latest_uploaded(ws)
+        if cv is None:
+            raise Invalid("the workspace has no uploaded configuration version; upload one first",
+                          pointer="/data/relationships/configuration-version")
+        if cv.workspace_id != ws.id:
+            raise NotFound(f"configuration version {cv.id} not found")
+        if cv.status != UPLOADED:
+            raise Invalid(f"configuration version {cv.id} is {cv.status}, not uploaded",
+                          pointer="/data/relationships/configuration-version")
+        plan_only = _bool(attrs, "plan-only", cv.speculative)
+        is_destroy = _bool(attrs, "is-destroy", False)
+        refresh_only = _bool(attrs, "refresh-only", False)
+        if is_destroy and refresh_only:
+            raise Invalid("a run cannot be both destroy and refresh-only", pointer="/data/attributes/refresh-only")
+        if is_destroy and not ws.allow_destroy_plan:
+            raise Invalid("the workspace does not allow destroy plans", pointer="/data/attributes/is-destroy")
+        message = attrs.get("message") or "Queued manually via the Terraform Enterprise API"
+        if not isinstance(message, str):
+            raise Invalid("message must be a string", pointer="/data/attributes/message")
+        version = attrs.get("terraform-version") or ws.terraform_version
+        if not isinstance(version, str):
+            raise Invalid("terraform-version must be a string", pointer="/data/attributes/terraform-version")
+        suffix = new_id("run").split("-", 1)[1]
+        now = clock.now_iso()
+        run = Run(
+            id=f"run-{suffix}", organization=ws.organization, workspace_id=ws.id, configuration_version_id=cv.id,
+            created_at=now, created_by=principal.username, message=message, is_destroy=is_destroy,
+            refresh=_bool(attrs, "refresh", True), refresh_only=refresh_only,
+            target_addrs=_addrs(attrs, "target-addrs"), replace_addrs=_addrs(attrs, "replace-addrs"),
+            auto_apply=_bool(attrs, "auto-apply", ws.auto_apply), plan_only=plan_only,
+            save_plan=_bool(attrs, "save-plan", False), allow_empty_apply=_bool(attrs, "allow-empty-apply", False),
+            terraform_version=version, variables=_variables(attrs),
+            plan=PhaseState(id=f"plan-{suffix}"), apply=PhaseState(id=f"apply-{suffix}"),
+        )
+        run.transition(rs.PENDING, now)
+        run.plan.mark(rs.P_PENDING, now)
+        run.apply.mark(rs.P_PENDING, now)
+        if plan_only:
+            queue_phase(run, "plan", now)  # speculative runs never wait in the workspace queue
+        self._store.save([(run, None)], None, {})
+        self._workspaces.mutate(ws.id, lambda cur: _with_latest(cur, run.id))
+        if plan_only:
+            self._scheduler.enqueue(run, "plan")
+        else:
+            self._scheduler.promote(ws.id)
+        return self._store.load(run.id)
+
+    # actions -----------------------------------------------------------------------------
+    def _act(self, principal: Principal, run_id: str, action: Action) -> Run:
+        run = self.get(principal, run_id)
+        self._workspaces.authorize(principal, action, self._workspaces.load(run.workspace_id))
+        return run
+
+    def apply(self, principal: Principal, run_id: str) -> Run:
+        self._act(principal, run_id, Action.APPLY_RUN)
+
+        def step() -> Run:
+            run = self._store.load(run_id)
+            run.require(*rs.AWAITING_CONFIRMATION, action="apply (it is not awaiting confirmation)")
+            if run.plan_only:
+                raise Conflict(f"run {run_id} is plan-only and cannot be applied")
+            return self.confirm(run, run.version)
+
+        return retrying(step)
+
+    def confirm(self, run: Run, expected: int) -> Run:
+        previous = {run.id: run.status}
+        now = clock.now_iso()
+        run.transition(rs.CONFIRMED, now)
+        queue_phase(run, "apply", now)
+        run.status_timestamps["confirmed-at"] = now
+        self._store.save([(run, expected)], None, previous)
+        self._scheduler.enqueue(run, "apply")
+        return run
+
+    def discard(self, principal: Principal, run_id: str) -> Run:
+        self._act(principal, run_id, Action.APPLY_RUN)
+
+        def step() -> Run:
+            run = self._store.load(run_id)
+            run.require(rs.PENDING, *rs.AWAITING_CONFIRMATION, action="discard")
+            return self._scheduler.finish(run, run.version, rs.DISCARDED)
+
+        return retrying(step)
+
+    def cancel(self, principal: Principal, run_id: str) -> Run:
+        self._act(principal, run_id, Action.CANCEL_RUN)
+
+        def step() -> Run:
+            run = self._store.load(run_id)
+            run.require(*rs.CANCELABLE, action="cancel")
+            if run.status in rs.RUNNING:
+                expected = run.version
+                run.cancel_requested_at = run.cancel_requested_at or clock.epoch()
+                self._store.save([(run, expected)], None, {run.id: run.status})
+                return run
+            for phase in (run.plan, run.apply):
+                if not phase.final and phase.status != rs.P_PENDING:
+                    phase.mark(rs.P_CANCELED, clock.now_iso())
+            return self._scheduler.finish(run, run.version, rs.CANCELED)
+
+        return retrying(step)
+
+    def force_cancel(self, principal: Principal, run_id: str) -> Run:
+        self._act(principal, run_id, Action.CANCEL_RUN)
+
+        def step() -> Run:
+            run = self._store.load(run_id)
+            if not run.actions(self._settings.force_cancel_cooloff_s, clock.epoch())["is-force-cancelable"]:
+                raise Conflict(f"run {run_id} is not force-cancelable: cancel it first and wait "
+                               f"{self._settings.force_cancel_cooloff_s} s")
+            run.force_cancel_requested = True
+            for phase in (run.plan, run.apply):
+                if not phase.final and phase.status != rs.P_PENDING:
+                    phase.mark(rs.P_CANCELED, clock.now_iso())
+            return self._scheduler.finish(run, run.version, rs.FORCE_CANCELED)
+
+        return retrying(step)
+
+
+def _with_latest(ws: Workspace, run_id: str) -> Workspace:
+    import dataclasses
+
+    return dataclasses.replace(ws, latest_run_id=run_id)

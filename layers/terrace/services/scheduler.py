@@ -1,0 +1,143 @@
+"""The workspace queue and the global job lanes.
+
+Runs of a workspace execute one at a time in creation order: the head run holds the workspace lock
+(holder `run:<id>`). When the head reaches a final state, the lock passes to the next pending run in
+the same transaction. Speculative runs skip the workspace queue. Each phase becomes a job message on
+a lane: apply ▸ plan ▸ speculative.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+from terrace.adapters.queues import JobQueue
+from terrace.adapters.table import ConditionFailed
+from terrace.config import Settings
+from terrace.domain import clock
+from terrace.domain import runs as rs
+from terrace.domain.errors import Conflict
+from terrace.domain.jobs import JobMessage
+from terrace.domain.runs import Run
+from terrace.domain.workspace import Workspace, WorkspaceLock
+from terrace.services.accounts import AccountService
+from terrace.services.run_store import RunStore, WorkspaceWrite
+from terrace.services.workspaces import WorkspaceService
+
+log = logging.getLogger("terrace.scheduler")
+
+
+def lane_of(run: Run, phase: str) -> str:
+    if phase == "apply":
+        return "apply"
+    return "speculative" if run.plan_only else "plan"
+
+
+def run_lock(run: Run) -> WorkspaceLock:
+    return WorkspaceLock(holder=f"run:{run.id}", username=run.created_by, reason=f"Locked by run {run.id}",
+                         created_at=clock.now_iso())
+
+
+def queue_phase(run: Run, phase: str, at: str) -> None:
+    """Mark `phase` queued for a fresh first attempt."""
+    state = run.phase(phase)
+    state.mark(rs.P_QUEUED, at)
+    state.queued_at = at
+    state.attempt = 1
+    state.runner_id = None
+    state.heartbeat_at = None
+    run.transition(rs.PLAN_QUEUED if phase == "plan" else rs.APPLY_QUEUED, at)
+    run.queued_at = at
+
+
+class RunScheduler:
+    def __init__(self, store: RunStore, workspaces: WorkspaceService, queue: JobQueue, accounts: AccountService,
+                 settings: Settings) -> None:
+        self._store = store
+        self._workspaces = workspaces
+        self._queue = queue
+        self._accounts = accounts
+        self._settings = settings
+
+    def enqueue(self, run: Run, phase: str, delay_s: int = 0) -> None:
+        state = run.phase(phase)
+        message = JobMessage(job_id=state.id, run_id=run.id, phase="apply" if phase == "apply" else "plan",
+                             attempt=state.attempt)
+        self._queue.send(lane_of(run, phase), message.model_dump(), delay_s)
+
+    def _next_pending(self, workspace_id: str, after: str | None = None) -> Run | None:
+        for run in reversed(self._store.list_for_workspace(workspace_id)):  # oldest first
+            if run.status == rs.PENDING and not run.plan_only and run.id != after:
+                return run
+        return None
+
+    def _head_is_busy(self, ws: Workspace) -> bool:
+        if ws.lock is not None:
+            return True  # a user holds it, or the head run does
+        if ws.current_run_id:
+            try:
+                return not self._store.load(ws.current_run_id).final
+            except Exception:
+                return False
+        return False
+
+    def promote(self, workspace_id: str) -> Run | None:
+        """Start the oldest pending run if the workspace is free. Safe to call any time, from anywhere."""
+        for _ in range(8):
+            ws = self._workspaces.load(workspace_id)
+            if self._head_is_busy(ws):
+                return None
+            run = self._next_pending(ws.id)
+            if run is None:
+                return None
+            expected, now = run.version, clock.now_iso()
+            queue_phase(run, "plan", now)
+            taken = dataclasses.replace(ws, current_run_id=run.id, latest_run_id=ws.latest_run_id or run.id,
+                                        lock=run_lock(run), version=ws.version + 1, updated_at=now)
+            try:
+                self._store.save([(run, expected)], WorkspaceWrite(taken, ws.version), {run.id: rs.PENDING})
+            except ConditionFailed:
+                continue
+            self.enqueue(run, "plan")
+            return run
+        raise Conflict(f"workspace {workspace_id} queue is busy; retry")
+
+    def finish(self, run: Run, expected: int, status: str, error: str | None = None) -> Run:
+        """Put `run` in a final status, release its workspace and promote the next run, atomically."""
+        previous = {run.id: run.status}
+        now = clock.now_iso()
+        run.transition(status, now)
+        for phase in (run.plan, run.apply):
+            if not phase.final:  # a phase that will never run or was cut short
+                ended = rs.P_ERRORED if status == rs.ERRORED else rs.P_CANCELED
+                phase.mark(rs.P_UNREACHABLE if phase.status == rs.P_PENDING else ended, now)
+        if error:
+            run.error_message = error
+        if run.plan_only:
+            self._store.save([(run, expected)], None, previous)
+            self._revoke_tokens(run)
+            return run
+        ws = self._workspaces.load(run.workspace_id)
+        released = ws.lock is not None and ws.lock.holder == f"run:{run.id}"
+        updated = dataclasses.replace(ws, lock=None if released else ws.lock, version=ws.version + 1, updated_at=now)
+        writes: list[tuple[Run, int | None]] = [(run, expected)]
+        promoted = None
+        if updated.lock is None:
+            promoted = self._next_pending(ws.id, after=run.id)
+            if promoted is not None:
+                previous[promoted.id] = promoted.status
+                writes.append((promoted, promoted.version))
+                queue_phase(promoted, "plan", now)
+                updated = dataclasses.replace(updated, current_run_id=promoted.id, lock=run_lock(promoted))
+        self._store.save(writes, WorkspaceWrite(updated, ws.version), previous)
+        if promoted is not None:
+            self.enqueue(promoted, "plan")
+        self._revoke_tokens(run)
+        return run
+
+    def _revoke_tokens(self, run: Run) -> None:
+        for token_id in run.token_ids:
+            try:
+                self._accounts.revoke_token(token_id)
+            except Exception:
+                log.info("run token %s already gone", token_id)

@@ -1,0 +1,172 @@
+"""Workspace variables. Sensitive values are encrypted with KMS and never leave except to their run."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from terrace.adapters.kms import Encryptor
+from terrace.adapters.table import ConditionFailed, Delete, Put, Table
+from terrace.domain import clock
+from terrace.domain.errors import Conflict, Invalid, NotFound
+from terrace.domain.ids import looks_like, new_id
+from terrace.domain.jobs import RunVariable
+from terrace.domain.principal import Principal
+from terrace.domain.workspace import Workspace
+from terrace.services.authz import Action
+from terrace.services.workspaces import WorkspaceService
+
+CATEGORIES = ("terraform", "env")
+TERRAFORM_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_VALUE_BYTES = 4096  # one KMS Encrypt call
+
+
+@dataclass(frozen=True)
+class Variable:
+    id: str
+    workspace_id: str
+    key: str
+    category: str
+    hcl: bool
+    sensitive: bool
+    description: str
+    created_at: str
+    value: str | None  # None when sensitive
+    version_id: str
+
+
+def _public(item: dict[str, Any]) -> Variable:
+    return Variable(
+        id=item["id"], workspace_id=item["workspace_id"], key=item["key"], category=item["category"],
+        hcl=bool(item["hcl"]), sensitive=bool(item["sensitive"]), description=item.get("description", ""),
+        created_at=item["created_at"], value=None if item["sensitive"] else item.get("value", ""),
+        version_id=item["version_id"],
+    )
+
+
+def _str(attrs: dict[str, Any], key: str, default: str = "") -> str:
+    value = attrs.get(key, default)
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise Invalid(f"{key} must be a string", pointer=f"/data/attributes/{key}")
+    return value
+
+
+def _bool(attrs: dict[str, Any], key: str, default: bool) -> bool:
+    value = attrs.get(key, default)
+    if not isinstance(value, bool):
+        raise Invalid(f"{key} must be true or false", pointer=f"/data/attributes/{key}")
+    return value
+
+
+class VariableService:
+    def __init__(self, table: Table, encryptor: Encryptor, workspaces: WorkspaceService) -> None:
+        self._table = table
+        self._encryptor = encryptor
+        self._workspaces = workspaces
+
+    def _context(self, ws_id: str, var_id: str) -> dict[str, str]:
+        return {"workspace": ws_id, "variable": var_id}
+
+    def _items(self, ws_id: str) -> list[dict[str, Any]]:
+        return self._table.query(f"{ws_id}#vars", index="gsi1")
+
+    def list(self, principal: Principal, ws: Workspace) -> list[Variable]:
+        self._workspaces.authorize(principal, Action.READ_VARIABLES, ws)
+        return [_public(item) for item in self._items(ws.id)]
+
+    def _item(self, ws: Workspace, var_id: str) -> dict[str, Any]:
+        item = self._table.get(var_id, "var") if looks_like(var_id, "var") else None
+        if item is None or item["workspace_id"] != ws.id:
+            raise NotFound(f"variable {var_id} not found")
+        return item
+
+    def get(self, principal: Principal, ws: Workspace, var_id: str) -> Variable:
+        self._workspaces.authorize(principal, Action.READ_VARIABLES, ws)
+        return _public(self._item(ws, var_id))
+
+    def create(self, principal: Principal, ws: Workspace, attrs: dict[str, Any]) -> Variable:
+        self._workspaces.authorize(principal, Action.WRITE_VARIABLES, ws)
+        var_id = new_id("var")
+        item = {"pk": var_id, "sk": "var", "id": var_id, "workspace_id": ws.id, "created_at": clock.now_iso(),
+                "version": 1}
+        self._fill(item, attrs, creating=True)
+        claim = {"pk": f"{ws.id}#varkeys", "sk": f"{item['category']}#{item['key']}", "var_id": var_id}
+        try:
+            self._table.transact([Put(claim, if_absent=True), Put(item, if_absent=True)])
+        except ConditionFailed as exc:
+            raise Conflict(f"a {item['category']} variable named {item['key']!r} already exists",
+                           meta={"pointer": "/data/attributes/key"}) from exc
+        return _public(item)
+
+    def update(self, principal: Principal, ws: Workspace, var_id: str, attrs: dict[str, Any]) -> Variable:
+        self._workspaces.authorize(principal, Action.WRITE_VARIABLES, ws)
+        item = self._item(ws, var_id)
+        old_claim = (f"{ws.id}#varkeys", f"{item['category']}#{item['key']}")
+        version = item["version"]
+        self._fill(item, attrs, creating=False)
+        item["version"] = version + 1
+        ops: list[Any] = [Put(item, if_version=version)]
+        new_claim = (f"{ws.id}#varkeys", f"{item['category']}#{item['key']}")
+        if new_claim != old_claim:
+            ops += [Put({"pk": new_claim[0], "sk": new_claim[1], "var_id": var_id}, if_absent=True), Delete(*old_claim)]
+        try:
+            self._table.transact(ops)
+        except ConditionFailed as exc:
+            raise Conflict(f"a {item['category']} variable named {item['key']!r} already exists or it changed") from exc
+        return _public(item)
+
+    def delete(self, principal: Principal, ws: Workspace, var_id: str) -> None:
+        self._workspaces.authorize(principal, Action.WRITE_VARIABLES, ws)
+        item = self._item(ws, var_id)
+        self._table.transact([Delete(var_id, "var"), Delete(f"{ws.id}#varkeys", f"{item['category']}#{item['key']}")])
+
+    def for_run(self, workspace_id: str) -> list[RunVariable]:
+        """Decrypted variables for one run's runner (never returned by the API)."""
+        found = []
+        for item in self._items(workspace_id):
+            value = item.get("value", "")
+            if item["sensitive"]:
+                value = self._encryptor.decrypt(item["ciphertext"], self._context(workspace_id, item["id"]))
+            found.append(RunVariable(key=item["key"], value=value, category=item["category"], hcl=item["hcl"],
+                                     sensitive=item["sensitive"]))
+        return found
+
+    def _fill(self, item: dict[str, Any], attrs: dict[str, Any], *, creating: bool) -> None:
+        unknown = set(attrs) - {"key", "value", "category", "hcl", "sensitive", "description"}
+        if unknown:
+            raise Invalid(f"unknown attributes: {', '.join(sorted(unknown))}")
+        category = attrs.get("category", item.get("category"))
+        if category not in CATEGORIES:
+            raise Invalid("category must be terraform or env", pointer="/data/attributes/category")
+        key = _str(attrs, "key", item.get("key", ""))
+        pattern = TERRAFORM_KEY if category == "terraform" else ENV_KEY
+        if not key or len(key) > 128 or not pattern.match(key):
+            raise Invalid(f"{key!r} is not a valid {category} variable name", pointer="/data/attributes/key")
+        was_sensitive = bool(item.get("sensitive", False))
+        sensitive = _bool(attrs, "sensitive", was_sensitive)
+        if was_sensitive and not sensitive:
+            raise Invalid("a sensitive variable cannot be made non-sensitive; delete and re-create it",
+                          pointer="/data/attributes/sensitive")
+        item.update(key=key, category=category, sensitive=sensitive, hcl=_bool(attrs, "hcl", item.get("hcl", False)),
+                    description=_str(attrs, "description", item.get("description", "")))
+        if "value" in attrs or creating:
+            value = _str(attrs, "value")
+        elif sensitive and not was_sensitive:
+            value = item.get("value", "")
+        else:
+            value = None
+        if value is not None:
+            if len(value.encode()) > MAX_VALUE_BYTES:
+                raise Invalid(f"value is longer than {MAX_VALUE_BYTES} bytes", pointer="/data/attributes/value")
+            if sensitive:
+                item["ciphertext"] = self._encryptor.encrypt(value, self._context(item["workspace_id"], item["id"]))
+                item.pop("value", None)
+            else:
+                item["value"] = value
+            item["version_id"] = hashlib.sha256(f"{item['id']}:{clock.now_iso()}:{value}".encode()).hexdigest()[:32]
+        item["gsi1pk"], item["gsi1sk"] = f"{item['workspace_id']}#vars", f"{category}#{key}"

@@ -1,0 +1,79 @@
+"""/api/v2 configuration versions and workspace variables."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import RedirectResponse
+
+from terrace.services.authz import Action
+from terrace.web import run_serializers as rser
+from terrace.web.deps import ContainerDep, PrincipalDep
+from terrace.web.jsonapi import JSONAPIResponse, attributes, read_document, respond, respond_page
+
+router = APIRouter(prefix="/api/v2")
+
+
+@router.post("/workspaces/{workspace_id}/configuration-versions")
+async def create_configuration_version(workspace_id: str, request: Request, container: ContainerDep,
+                                       principal: PrincipalDep) -> JSONAPIResponse:
+    ws = container.workspaces.get(principal, workspace_id)
+    data = await read_document(request, "configuration-versions", required=False)
+    cv = container.configuration_versions.create(principal, ws, attributes(data) if data else {})
+    return respond(rser.configuration_version(cv, container.configuration_versions.upload_url(cv)), 201)
+
+
+@router.get("/workspaces/{workspace_id}/configuration-versions")
+def list_configuration_versions(workspace_id: str, request: Request, container: ContainerDep,
+                                principal: PrincipalDep) -> JSONAPIResponse:
+    ws = container.workspaces.get(principal, workspace_id)
+    cvs = container.configuration_versions
+    return respond_page(request, cvs.list(principal, ws), lambda cv: rser.configuration_version(cv, cvs.upload_url(cv)))
+
+
+@router.get("/configuration-versions/{cv_id}")
+def read_configuration_version(cv_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    cv = container.configuration_versions.get(principal, cv_id)
+    return respond(rser.configuration_version(cv, container.configuration_versions.upload_url(cv)))
+
+
+@router.get("/configuration-versions/{cv_id}/download")
+def download_configuration_version(cv_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
+    cv = container.configuration_versions.get(principal, cv_id, Action.QUEUE_RUN)
+    return RedirectResponse(container.configuration_versions.download_url(cv), status_code=302)
+
+
+# variables -------------------------------------------------------------------------------
+@router.get("/workspaces/{workspace_id}/vars")
+def list_variables(workspace_id: str, request: Request, container: ContainerDep,
+                   principal: PrincipalDep) -> JSONAPIResponse:
+    ws = container.workspaces.get(principal, workspace_id)
+    return respond_page(request, container.variables.list(principal, ws), rser.variable)
+
+
+@router.post("/workspaces/{workspace_id}/vars")
+async def create_variable(workspace_id: str, request: Request, container: ContainerDep,
+                          principal: PrincipalDep) -> JSONAPIResponse:
+    ws = container.workspaces.get(principal, workspace_id)
+    data = await read_document(request, "vars")
+    return respond(rser.variable(container.variables.create(principal, ws, attributes(data))), 201)
+
+
+@router.get("/workspaces/{workspace_id}/vars/{var_id}")
+def read_variable(workspace_id: str, var_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    ws = container.workspaces.get(principal, workspace_id)
+    return respond(rser.variable(container.variables.get(principal, ws, var_id)))
+
+
+@router.patch("/workspaces/{workspace_id}/vars/{var_id}")
+async def update_variable(workspace_id: str, var_id: str, request: Request, container: ContainerDep,
+                          principal: PrincipalDep) -> JSONAPIResponse:
+    ws = container.workspaces.get(principal, workspace_id)
+    data = await read_document(request, "vars")
+    return respond(rser.variable(container.variables.update(principal, ws, var_id, attributes(data))))
+
+
+@router.delete("/workspaces/{workspace_id}/vars/{var_id}")
+def delete_variable(workspace_id: str, var_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
+    ws = container.workspaces.get(principal, workspace_id)
+    container.variables.delete(principal, ws, var_id)
+    return Response(status_code=204)

@@ -1,0 +1,100 @@
+"""/api/v2 plans and applies, their logs (signed log-read URLs) and the plan JSON."""
+
+from __future__ import annotations
+
+import json
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse, RedirectResponse
+
+from terrace.bootstrap import Container
+from terrace.domain import runs as rs
+from terrace.domain.errors import BadRequest, NotFound
+from terrace.domain.plan_json import redact
+from terrace.domain.principal import Principal
+from terrace.domain.runs import PhaseState, Run, run_id_of
+from terrace.services.authz import Action
+from terrace.web import run_serializers as rser
+from terrace.web.deps import ContainerDep, PrincipalDep
+from terrace.web.jsonapi import respond
+
+router = APIRouter(prefix="/api/v2")
+
+
+def _log_url(container: Container, phase: PhaseState) -> str | None:
+    if phase.status == rs.P_PENDING:
+        return None
+    ttl = container.settings.log_url_ttl_s
+    return container.settings.public_url + container.logs.signed_path(phase.id, ttl)
+
+
+def _run_of(container: Container, principal: Principal, phase_id: str, prefix: str) -> Run:
+    if not phase_id.startswith(prefix):
+        raise NotFound(f"{phase_id} not found")
+    try:
+        return container.runs.get(principal, run_id_of(phase_id))
+    except NotFound as exc:
+        raise NotFound(f"{phase_id} not found") from exc
+
+
+@router.get("/plans/{plan_id}")
+def read_plan(plan_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
+    run = _run_of(container, principal, plan_id, "plan-")
+    return respond(rser.plan(run, _log_url(container, run.plan)))
+
+
+@router.get("/applies/{apply_id}")
+def read_apply(apply_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
+    run = _run_of(container, principal, apply_id, "apply-")
+    return respond(rser.apply(run, _log_url(container, run.apply)))
+
+
+@router.get("/runs/{run_id}/plan")
+def read_run_plan(run_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
+    run = container.runs.get(principal, run_id)
+    return respond(rser.plan(run, _log_url(container, run.plan)))
+
+
+@router.get("/runs/{run_id}/apply")
+def read_run_apply(run_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
+    run = container.runs.get(principal, run_id)
+    return respond(rser.apply(run, _log_url(container, run.apply)))
+
+
+def _plan_json_key(container: Container, principal: Principal, plan_id: str) -> str:
+    run = _run_of(container, principal, plan_id, "plan-")
+    container.workspaces.get(principal, run.workspace_id, Action.READ_STATE)
+    key = run.plan.json_key
+    if run.plan.status != rs.P_FINISHED or not key or container.blobs.head(key) is None:
+        raise NotFound(f"plan {plan_id} has no JSON output")
+    return key
+
+
+@router.get("/plans/{plan_id}/json-output")
+def plan_json(plan_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
+    key = _plan_json_key(container, principal, plan_id)
+    return RedirectResponse(container.blobs.presign_get(key, container.settings.presign_ttl_s), status_code=307)
+
+
+@router.get("/plans/{plan_id}/json-output-redacted")
+def plan_json_redacted(plan_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
+    key = _plan_json_key(container, principal, plan_id)
+    return JSONResponse(redact(json.loads(container.blobs.get(key))))
+
+
+@router.get("/logs/{phase_id}/{expires}/{signature}")
+def read_log(phase_id: str, expires: int, signature: str, request: Request, container: ContainerDep) -> Response:
+    """No Authorization here (clients send none): the path carries an HMAC signature and expiry."""
+    container.logs.verify(phase_id, expires, signature)
+    try:
+        offset = int(request.query_params.get("offset", "0"))
+        limit = int(request.query_params.get("limit", "65536"))
+    except ValueError as exc:
+        raise BadRequest("offset and limit must be integers") from exc
+    if offset < 0 or limit < 0:
+        raise BadRequest("offset and limit must not be negative")
+    run = container.run_store.load(run_id_of(phase_id))
+    phase = run.plan if phase_id.startswith("plan-") else run.apply
+    data = container.logs.read(phase.id, offset, min(limit, 1024 * 1024), final=phase.final,
+                               archived=phase.log_archived)
+    return Response(data, media_type="text/plain")

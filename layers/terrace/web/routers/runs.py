@@ -1,0 +1,116 @@
+"""/api/v2 runs: create, read, lists, actions, the organization queue and capacity, run events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+
+from terrace.bootstrap import Container
+from terrace.domain import runs as rs
+from terrace.domain.errors import Invalid
+from terrace.domain.principal import Principal
+from terrace.domain.runs import Run
+from terrace.services.authz import Action
+from terrace.web import run_serializers as rser
+from terrace.web.deps import ContainerDep, PrincipalDep
+from terrace.web.jsonapi import (
+    JSONAPIResponse,
+    attributes,
+    read_document,
+    relationship_id,
+    resource,
+    respond,
+    respond_page,
+)
+
+router = APIRouter(prefix="/api/v2")
+
+
+def serialize(container: Container, principal: Principal, run: Run) -> dict[str, Any]:
+    ws = container.workspaces.load(run.workspace_id)
+    return rser.run(run, position=container.runs.position_in_queue(run),
+                    permissions=container.workspaces.permissions(principal, ws),
+                    cooloff_s=container.settings.force_cancel_cooloff_s)
+
+
+@router.post("/runs")
+async def create_run(request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    data = await read_document(request, "runs")
+    workspace_id = relationship_id(data, "workspace", "workspaces")
+    if not workspace_id:
+        raise Invalid("relationships.workspace is required", pointer="/data/relationships/workspace")
+    ws = container.workspaces.get(principal, workspace_id)
+    cv_id = relationship_id(data, "configuration-version", "configuration-versions")
+    run = container.runs.create(principal, ws, attributes(data), cv_id)
+    return respond(serialize(container, principal, run), 201)
+
+
+@router.get("/runs/{run_id}")
+def read_run(run_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    return respond(serialize(container, principal, container.runs.get(principal, run_id)))
+
+
+@router.get("/workspaces/{workspace_id}/runs")
+def list_runs(workspace_id: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    ws = container.workspaces.get(principal, workspace_id)
+    runs = container.runs.list(principal, ws)
+    statuses = [s for s in (request.query_params.get("filter[status]") or "").split(",") if s]
+    if statuses:
+        runs = [r for r in runs if r.status in statuses]
+    return respond_page(request, runs, lambda run: serialize(container, principal, run))
+
+
+@router.get("/organizations/{org}/runs/queue")
+def organization_queue(org: str, request: Request, container: ContainerDep,
+                       principal: PrincipalDep) -> JSONAPIResponse:
+    organization = container.organizations.get(principal, org)
+    runs = [r for r in container.runs.organization_queue(organization.name)
+            if container.authz.can(principal, Action.READ_WORKSPACE, organization.view)]
+    return respond_page(request, runs, lambda run: serialize(container, principal, run))
+
+
+@router.get("/organizations/{org}/capacity")
+def capacity(org: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    organization = container.organizations.get(principal, org)
+    runs = container.runs.organization_queue(organization.name)
+    return respond(resource("organization-capacity", organization.name, {
+        "pending": sum(1 for r in runs if r.status in rs.QUEUED),
+        "running": sum(1 for r in runs if r.status in rs.RUNNING),
+    }))
+
+
+@router.get("/runs/{run_id}/run-events")
+def run_events(run_id: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    run = container.runs.get(principal, run_id)
+    events = container.run_store.events(run.id)
+    return respond_page(request, events, lambda e: resource("run-events", e["id"], {
+        "action": e["action"], "created-at": e["created_at"], "description": e["description"],
+    }, {"actor": {"data": None}, "target": {"data": {"type": "runs", "id": run.id}}}))
+
+
+async def _action(run_id: str, request: Request, do: Any) -> Response:
+    await request.body()  # clients send {}, {"comment":…} or a JSON:API-ish body: all are accepted
+    do(run_id)
+    return Response(status_code=202)
+
+
+@router.post("/runs/{run_id}/actions/apply")
+async def apply_run(run_id: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> Response:
+    return await _action(run_id, request, lambda rid: container.runs.apply(principal, rid))
+
+
+@router.post("/runs/{run_id}/actions/discard")
+async def discard_run(run_id: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> Response:
+    return await _action(run_id, request, lambda rid: container.runs.discard(principal, rid))
+
+
+@router.post("/runs/{run_id}/actions/cancel")
+async def cancel_run(run_id: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> Response:
+    return await _action(run_id, request, lambda rid: container.runs.cancel(principal, rid))
+
+
+@router.post("/runs/{run_id}/actions/force-cancel")
+async def force_cancel_run(run_id: str, request: Request, container: ContainerDep,
+                           principal: PrincipalDep) -> Response:
+    return await _action(run_id, request, lambda rid: container.runs.force_cancel(principal, rid))

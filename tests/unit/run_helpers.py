@@ -1,0 +1,112 @@
+"""A user, an organization, a remote-execution workspace, and a scripted runner over /api/runner."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from terrace.adapters.memory_blobs import MemoryBlobs
+from terrace.adapters.queues import MemoryJobQueue
+from terrace.bootstrap import Container, build_memory
+from terrace.config import Settings
+from terrace.domain.principal import PrincipalKind
+from terrace.web.app import create_app
+
+RUNNER_SECRET = "runner-secret-for-tests"
+
+
+def tarball(files: dict[str, str]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+@dataclass
+class RunEnv:
+    container: Container
+    client: TestClient
+    headers: dict[str, str]
+    workspace_id: str
+    organization: str = "acme"
+
+    @property
+    def queue(self) -> MemoryJobQueue:
+        assert isinstance(self.container.job_queue, MemoryJobQueue)
+        return self.container.job_queue
+
+    @property
+    def blobs(self) -> MemoryBlobs:
+        assert isinstance(self.container.blobs, MemoryBlobs)
+        return self.container.blobs
+
+    def api(self, method: str, path: str, body: Any = None, **kwargs: Any) -> Any:
+        return self.client.request(method, f"/api/v2{path}", json=body, headers=self.headers, **kwargs)
+
+    def upload_config(self, *, speculative: bool = False, workspace_id: str | None = None) -> str:
+        ws = workspace_id or self.workspace_id
+        body = {"data": {"type": "configuration-versions",
+                         "attributes": {"auto-queue-runs": False, "speculative": speculative}}}
+        response = self.api("POST", f"/workspaces/{ws}/configuration-versions", body)
+        assert response.status_code == 201, response.text
+        cv = response.json()["data"]
+        key = cv["attributes"]["upload-url"].split("memory://blobs/")[1].split("?")[0]
+        self.blobs.put(key, tarball({"main.tf": 'output "x" { value = 1 }'}))
+        return str(cv["id"])
+
+    def create_run(self, cv_id: str, workspace_id: str | None = None, **attributes: Any) -> dict[str, Any]:
+        body = {"data": {"type": "runs", "attributes": attributes, "relationships": {
+            "workspace": {"data": {"type": "workspaces", "id": workspace_id or self.workspace_id}},
+            "configuration-version": {"data": {"type": "configuration-versions", "id": cv_id}}}}}
+        response = self.api("POST", "/runs", body)
+        assert response.status_code == 201, response.text
+        return dict(response.json()["data"])
+
+    def run(self, run_id: str) -> dict[str, Any]:
+        response = self.api("GET", f"/runs/{run_id}")
+        assert response.status_code == 200, response.text
+        return dict(response.json()["data"])
+
+    def runner(self, method: str, path: str, **kwargs: Any) -> Any:
+        headers = {"Authorization": f"Bearer {RUNNER_SECRET}"}
+        return self.client.request(method, f"/api/runner{path}", headers=headers, **kwargs)
+
+    def work_next(self, *, status: str = "finished", has_changes: bool = True, log: bytes = b"working\n",
+                  runner_id: str = "r1") -> dict[str, Any]:
+        """Take the highest-priority job, claim it, log, finish it. Returns the claimed spec."""
+        taken = self.queue.take()
+        assert taken is not None, "no job queued"
+        _, message = taken
+        claim = self.runner("POST", f"/jobs/{message['job_id']}/claim",
+                            json={"runner_id": runner_id, "attempt": message["attempt"]})
+        assert claim.status_code == 200, claim.text
+        spec = dict(claim.json())
+        put = self.runner("PUT", f"/jobs/{spec['job_id']}/logs?offset=0", content=log)
+        assert put.status_code == 204, put.text
+        done = self.runner("POST", f"/jobs/{spec['job_id']}/finish", json={
+            "runner_id": runner_id, "status": status, "has_changes": has_changes, "resource_additions": 1})
+        assert done.status_code == 200, done.text
+        return spec
+
+
+def make_run_env(**settings: Any) -> RunEnv:
+    container = build_memory(Settings(table_name="memory", blob_bucket="memory", url_signing_secret="sign",
+                                      runner_secret=RUNNER_SECRET, force_cancel_cooloff_s=0, **settings))
+    user = container.accounts.create_user("alice", "alice@example.com")
+    token = container.accounts.issue_token(PrincipalKind.USER, user.id).secret
+    client = TestClient(create_app(container))
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/vnd.api+json"}
+    client.post("/api/v2/organizations", headers=headers,
+                json={"data": {"type": "organizations", "attributes": {"name": "acme", "email": "a@example.com"}}})
+    response = client.post("/api/v2/organizations/acme/workspaces", headers=headers, json={
+        "data": {"type": "workspaces", "attributes": {"name": "app", "execution-mode": "remote"}}})
+    assert response.status_code == 201, response.text
+    return RunEnv(container, client, headers, response.json()["data"]["id"])
