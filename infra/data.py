@@ -11,7 +11,6 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
-
 from terrace.adapters import definitions
 
 _ATTR_TYPES = {

@@ -60,5 +60,9 @@ class Functions(Construct):
         )
 
     @property
+    def background(self) -> dict[str, lambda_.Function]:
+        return {"scaler": self.scaler, "reaper": self.reaper, "events": self.events}
+
+    @property
     def all(self) -> list[lambda_.Function]:
         return [self.scaler, self.reaper, self.events, self.bootstrap]

@@ -31,6 +31,7 @@ GENERAL = {
     "xray:PutTelemetryRecords, ecr:GetAuthorizationToken, ecs:ListTasks pinned to the cluster by condition); "
     "tests/infra asserts no other action is granted on *",
 }
+ECS_TASKS = "arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task"
 DEFAULT_DOMAIN = {
     "AwsSolutions-CFR4": "with the default *.cloudfront.net certificate CloudFront fixes the viewer TLS policy; "
     "deploy with terrace:domainName and terrace:certificateArn to get TLSv1.2_2021",
@@ -51,7 +52,7 @@ def granular_findings(*, table: Construct, blobs: Construct, scaler: Construct, 
         f"AwsSolutions-IAM5[Resource::<{_ref(table)}.Arn>/index/*]": "queries on the table's own GSIs",
         f"AwsSolutions-IAM5[Resource::<{_ref(blobs)}.Arn>/*]": blob_grant,
         f"AwsSolutions-IAM5[Resource::<{_ref(scaler)}.Arn>:*]": "the api invokes the scaler (any version)",
-        f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task/<{_ref(cluster)}>/*]": (
+        f"AwsSolutions-IAM5[Resource::{ECS_TASKS}/<{_ref(cluster)}>/*]": (
             "describe/stop runner tasks of Terrace's own cluster only (task ids are not known in advance)"
         ),
         "AwsSolutions-IAM5[Action::kms:ReEncrypt*]": key_grant,

@@ -150,6 +150,8 @@ class Runner(Construct):
         tasks = Stack.of(self).format_arn(
             service="ecs", resource="task", resource_name=f"{self.cluster.cluster_name}/*"
         )
-        iam.Grant.add_to_principal(grantee=grantee, actions=["ecs:DescribeTasks", "ecs:StopTask"], resource_arns=[tasks])
+        iam.Grant.add_to_principal(
+            grantee=grantee, actions=["ecs:DescribeTasks", "ecs:StopTask"], resource_arns=[tasks]
+        )
         roles = [self.task_role.role_arn, self.task_definition.obtain_execution_role().role_arn]
         iam.Grant.add_to_principal(grantee=grantee, actions=["iam:PassRole"], resource_arns=roles)

@@ -7,12 +7,12 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
+from infra import nag
 from infra.api import Api
 from infra.data import Data
 from infra.functions import Functions
 from infra.lambdas import terrace_layer
 from infra.monitoring import Monitoring
-from infra import nag
 from infra.queues import Queues
 from infra.runner import Runner
 from infra.secrets import Secrets
@@ -76,7 +76,9 @@ class TerraceStack(Stack):
                 queue.grant_send_messages(fn)
         for fn in (api_fn, functions.scaler, functions.reaper):
             for queue in (*queues.lanes, queues.dead_letter):
-                fn.add_to_role_policy(iam.PolicyStatement(actions=["sqs:GetQueueAttributes"], resources=[queue.queue_arn]))
+                fn.add_to_role_policy(
+                    iam.PolicyStatement(actions=["sqs:GetQueueAttributes"], resources=[queue.queue_arn])
+                )
         runner.grant_run_task(functions.scaler)
         runner.grant_run_task(functions.reaper)
         functions.scaler.grant_invoke(api_fn)
@@ -86,7 +88,12 @@ class TerraceStack(Stack):
             self,
             "Monitoring",
             http_api=api.http_api,
-            functions={"api": api_fn, "scaler": functions.scaler, "reaper": functions.reaper, "events": functions.events},
+            functions={
+                "api": api_fn,
+                "scaler": functions.scaler,
+                "reaper": functions.reaper,
+                "events": functions.events,
+            },
             queues=queues.by_name,
             extra_alarms=[queues.dlq_alarm],
             alarm_email=settings.alarm_email,
@@ -128,7 +135,5 @@ class TerraceStack(Stack):
             nag.acknowledge(self, nag.DEFAULT_DOMAIN)
         nag.acknowledge(
             self,
-            nag.granular_findings(
-                table=data.table, blobs=data.blobs, scaler=functions.scaler, cluster=runner.cluster
-            ),
+            nag.granular_findings(table=data.table, blobs=data.blobs, scaler=functions.scaler, cluster=runner.cluster),
         )

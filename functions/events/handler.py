@@ -1,0 +1,43 @@
+"""Lambda "events": batches from the events queue. Each record body is a JSON event handed to
+container.events.handle; failed records are reported back so only they are retried."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+logger = Logger()
+metrics = Metrics()
+tracer = Tracer()
+processor = BatchProcessor(event_type=EventType.SQS)
+
+_container: Any = None
+
+
+def _get_container() -> Any:
+    global _container
+    if _container is None:
+        from terrace.bootstrap import build_aws
+        from terrace.config import Settings
+
+        _container = build_aws(Settings.from_env())
+    return _container
+
+
+@tracer.capture_method
+def record_handler(record: SQSRecord) -> None:
+    message = json.loads(record.body)
+    if not isinstance(message, dict):
+        raise ValueError(f"event {record.message_id} is not a JSON object")
+    _get_container().events.handle(message)
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+@tracer.capture_lambda_handler
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)

@@ -1,0 +1,32 @@
+"""Lambda "reaper": every minute (EventBridge), fails or retries runs whose heartbeats or deadlines passed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+
+logger = Logger()
+metrics = Metrics()
+tracer = Tracer()
+
+_container: Any = None
+
+
+def _get_container() -> Any:
+    global _container
+    if _container is None:
+        from terrace.bootstrap import build_aws
+        from terrace.config import Settings
+
+        _container = build_aws(Settings.from_env())
+    return _container
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+@tracer.capture_lambda_handler
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    summary: dict[str, Any] = _get_container().reaper.reap_once()
+    logger.info("reaped", extra={"summary": summary})
+    return summary

@@ -1,0 +1,36 @@
+"""Lambda "scaler": every minute (EventBridge) and on demand (the api invokes it after enqueueing a job),
+starts Fargate runners for the backlog."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+
+logger = Logger()
+metrics = Metrics()
+tracer = Tracer()
+
+_container: Any = None
+
+
+def _get_container() -> Any:
+    global _container
+    if _container is None:
+        from terrace.bootstrap import build_aws
+        from terrace.config import Settings
+
+        _container = build_aws(Settings.from_env())
+    return _container
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+@tracer.capture_lambda_handler
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    summary: dict[str, Any] = _get_container().scaler.scale_once()
+    metrics.add_metric(name="RunnersStarted", unit=MetricUnit.Count, value=int(summary.get("started") or 0))
+    metrics.add_metric(name="Backlog", unit=MetricUnit.Count, value=int(summary.get("backlog") or 0))
+    logger.info("scaled", extra={"summary": summary})
+    return summary
