@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import logging
 import os
+import selectors
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from terrace.domain.jobs import HeartbeatResponse
 
 log = logging.getLogger("terrace.runner.process")
+EXIT_GRACE_S = 2.0
 
 
 class CancelControl:
@@ -104,21 +107,40 @@ def run_child(
     try:
         stream = proc.stderr if out_handle is not None else proc.stdout
         assert stream is not None
-        fd = stream.fileno()
-        while True:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            sink(chunk)
+        _pump(proc, stream.fileno(), sink)
         stream.close()
         return proc.wait()
     finally:
         control.detach()
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        _kill_group(proc)  # whatever the child left behind (a provider still holding the pipe, ...)
+        proc.wait()
         if out_handle is not None:
             out_handle.close()
+
+
+def _pump(proc: subprocess.Popen[bytes], fd: int, sink: Callable[[bytes], object]) -> None:
+    """Copies output until EOF, or until EXIT_GRACE_S after the child exited while a descendant holds the pipe."""
+    exited_at: float | None = None
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while True:
+            if selector.select(timeout=0.2):
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    return
+                sink(chunk)
+                continue
+            if proc.poll() is not None:
+                exited_at = exited_at or time.monotonic()
+                if time.monotonic() - exited_at > EXIT_GRACE_S:
+                    return
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 class Heartbeat:

@@ -49,7 +49,7 @@ def _link_target_inside(member_path: str, target: str, *, hard: bool) -> str:
     resolved = posixpath.normpath(posixpath.join(posixpath.dirname(member_path), *parts) if parts else ".")
     if resolved == ".." or resolved.startswith("../"):
         raise UnsafeArchive(f"link {member_path!r} points outside the configuration")
-    return "/".join(parts)
+    return "/".join(parts) or "."
 
 
 def extract(archive: Path, dest: Path, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_TOTAL_BYTES) -> int:

@@ -1,0 +1,174 @@
+"""Fakes for runner tests: an in-process runner API + presigned S3 (httpx MockTransport), a fake terraform."""
+
+from __future__ import annotations
+
+import io
+import json
+import stat
+import tarfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from terrace.domain.jobs import FinishRequest, JobSpec, Operation, RunVariable
+from terrace.runner.client import RunnerApi, Transfers
+from terrace.runner.config import RunnerConfig
+
+SECRET = "runner-secret-xyz"
+API = "https://terrace.test"
+S3 = "https://s3.test/bucket"
+
+
+def tarball(files: dict[str, str]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+@dataclass
+class FakeApi:
+    """The runner side of /api/runner plus a blob store behind presigned-looking URLs."""
+
+    specs: dict[str, JobSpec] = field(default_factory=dict)
+    blobs: dict[str, bytes] = field(default_factory=dict)
+    logs: dict[str, bytearray] = field(default_factory=dict)
+    log_offsets: dict[str, list[int]] = field(default_factory=dict)
+    finished: dict[str, FinishRequest] = field(default_factory=dict)
+    heartbeats: int = 0
+    cancel_after: int | None = None  # heartbeat count after which cancel is returned
+    force_after: int | None = None
+    claimable: bool = True
+    s3_auth_headers: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def handler(self, request: httpx.Request) -> httpx.Response:
+        url = str(request.url)
+        if url.startswith(S3):
+            if "authorization" in request.headers:
+                self.s3_auth_headers.append(request.headers["authorization"])
+            key = url.removeprefix(S3 + "/").split("?")[0]
+            if request.method == "GET":
+                return httpx.Response(200, content=self.blobs[key]) if key in self.blobs else httpx.Response(404)
+            self.blobs[key] = request.read()
+            return httpx.Response(200)
+        if request.headers.get("authorization") != f"Bearer {SECRET}":
+            return httpx.Response(401)
+        parts = request.url.path.split("/")  # /api/runner/jobs/{id}/{verb}
+        job_id, verb = parts[4], parts[5]
+        with self.lock:
+            if verb == "claim":
+                if not self.claimable or job_id not in self.specs:
+                    return httpx.Response(409, json={"errors": [{"status": "409"}]})
+                return httpx.Response(200, content=self.specs[job_id].model_dump_json())
+            if verb == "heartbeat":
+                self.heartbeats += 1
+                force = self.force_after is not None and self.heartbeats >= self.force_after
+                cancel = self.cancel_after is not None and self.heartbeats >= self.cancel_after
+                return httpx.Response(200, json={"cancel": cancel or force, "force_cancel": force})
+            if verb == "logs":
+                offset = int(request.url.params["offset"])
+                buf = self.logs.setdefault(job_id, bytearray())
+                if offset != len(buf):
+                    return httpx.Response(409, json={"errors": [{"detail": f"offset {offset} != {len(buf)}"}]})
+                self.log_offsets.setdefault(job_id, []).append(offset)
+                buf += request.read()
+                return httpx.Response(204)
+            if verb == "finish":
+                self.finished[job_id] = FinishRequest.model_validate_json(request.read())
+                return httpx.Response(204)
+        return httpx.Response(404)
+
+    def clients(self, runner_id: str = "runner-test") -> tuple[RunnerApi, Transfers]:
+        transport = httpx.MockTransport(self.handler)
+        api = RunnerApi(API, lambda: SECRET, runner_id, transport=transport, retry_delays=(0.01,))
+        return api, Transfers(transport=transport, retry_delays=(0.01,))
+
+
+def make_spec(phase: str = "plan", **overrides: Any) -> JobSpec:
+    base: dict[str, Any] = dict(
+        job_id=f"{phase}-abc",
+        run_id="run-abc",
+        phase=phase,
+        attempt=1,
+        organization="acme",
+        workspace_id="ws-1",
+        workspace_name="prod",
+        terraform_version="latest",
+        operation=Operation(),
+        hostname="terrace.test",
+        run_token="run-token-SECRET-123",
+        configuration_url=f"{S3}/config.tar.gz",
+        plan_upload_url=f"{S3}/plan.tfplan" if phase == "plan" else None,
+        plan_json_upload_url=f"{S3}/plan.json" if phase == "plan" else None,
+        plan_file_url=f"{S3}/plan.tfplan" if phase == "apply" else None,
+        variables=[
+            RunVariable(key="region", value="eu-west-1", category="terraform"),
+            RunVariable(key="TF_LOG_PATH_X", value="sensitive-env-value", category="env", sensitive=True),
+        ],
+        heartbeat_interval_s=1,
+    )
+    base.update(overrides)
+    return JobSpec(**base)
+
+
+PLAN_JSON = {
+    "resource_changes": [
+        {"address": "a.b", "mode": "managed", "change": {"actions": ["create"]}},
+        {"address": "a.c", "mode": "managed", "change": {"actions": ["delete", "create"]}},
+        {"address": "a.d", "mode": "managed", "change": {"actions": ["update"]}},
+        {"address": "data.x", "mode": "data", "change": {"actions": ["read"]}},
+        {"address": "a.e", "mode": "managed", "change": {"actions": ["no-op"]}},
+    ]
+}
+
+
+def fake_terraform(folder: Path, *, plan_exit: int = 2, plan_body: str = "") -> Path:
+    """A shell script standing in for terraform; records each call's args, env and cwd under `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "terraform"
+    plan_json = json.dumps(PLAN_JSON)
+    script.write_text(f"""#!/bin/bash
+rec="{folder}"
+n=$(ls "$rec"/call-*.args 2>/dev/null | wc -l)
+printf '%s\\n' "$@" > "$rec/call-$n.args"
+env > "$rec/call-$n.env"
+pwd > "$rec/call-$n.cwd"
+cmd="$1"; shift
+case "$cmd" in
+  version) echo '{{"terraform_version":"1.0.3"}}' ;;
+  init) echo "Initializing the backend..."; ls > "$rec/init-files" ;;
+  plan)
+    for a in "$@"; do case "$a" in -out=*) out="${{a#-out=}}" ;; esac; done
+    echo "plan starting"
+    {plan_body}
+    echo "binary-plan" > "$out"
+    echo "Plan: 2 to add, 1 to change, 1 to destroy."
+    exit {plan_exit} ;;
+  show) echo '{plan_json}' ;;
+  apply) cat "${{@: -1}}" > "$rec/applied-plan"; echo "Apply complete! Resources: 2 added, 1 changed, 1 destroyed." ;;
+  *) echo "unknown $cmd" >&2; exit 1 ;;
+esac
+""")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return script
+
+
+def runner_config(tmp_path: Path, binary: Path, **overrides: Any) -> RunnerConfig:
+    base: dict[str, Any] = dict(
+        api_url=API,
+        runner_secret=SECRET,
+        queue_urls={"plan": "q"},
+        tf_binary=str(binary),
+        runner_id="runner-test",
+        work_dir=tmp_path / "work",
+    )
+    base.update(overrides)
+    return RunnerConfig(**base)

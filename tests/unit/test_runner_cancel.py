@@ -1,0 +1,140 @@
+"""Cancel (SIGINT once) and force-cancel (SIGKILL) of the child; log streaming offsets."""
+
+from __future__ import annotations
+
+import io
+import stat
+import threading
+import time
+from pathlib import Path
+
+from runner_fakes import FakeApi, fake_terraform, make_spec, runner_config, tarball
+
+from terrace.runner.execution import JobExecutor
+from terrace.runner.logstream import LogStream
+from terrace.runner.process import CancelControl, run_child
+
+TRAPS_INT = 'trap \'echo "got SIGINT"; kill $!; exit 130\' INT; echo started; sleep 30 & wait $!; echo "not canceled"'
+IGNORES_INT = "trap 'echo ignoring SIGINT' INT; echo started; for i in $(seq 60); do sleep 0.5; done"
+
+
+def script(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "child.sh"
+    path.write_text(f"#!/bin/bash\n{body}\n")
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return path
+
+
+def start(tmp_path: Path, body: str) -> tuple[CancelControl, threading.Thread, dict[str, object]]:
+    control = CancelControl()
+    result: dict[str, object] = {"out": bytearray()}
+
+    def go() -> None:
+        result["code"] = run_child(
+            [str(script(tmp_path, body))],
+            cwd=tmp_path,
+            env={"PATH": "/usr/bin:/bin"},
+            sink=result["out"].extend,
+            control=control,  # type: ignore[attr-defined]
+        )
+
+    thread = threading.Thread(target=go)
+    thread.start()
+    deadline = time.monotonic() + 5
+    while b"started" not in result["out"] and time.monotonic() < deadline:  # type: ignore[operator]
+        time.sleep(0.02)
+    return control, thread, result
+
+
+def test_cancel_sends_sigint_once(tmp_path: Path) -> None:
+    control, thread, result = start(tmp_path, TRAPS_INT)
+    control.cancel()
+    control.cancel()  # a second cancel does not signal again
+    thread.join(5)
+    assert not thread.is_alive()
+    assert b"got SIGINT" in result["out"] and b"not canceled" not in result["out"]  # type: ignore[operator]
+    assert result["code"] == 130
+
+
+def test_force_cancel_kills_a_child_that_ignores_sigint(tmp_path: Path) -> None:
+    control, thread, result = start(tmp_path, IGNORES_INT)
+    control.cancel()
+    time.sleep(0.3)
+    assert thread.is_alive()  # SIGINT ignored
+    began = time.monotonic()
+    control.force_cancel()
+    thread.join(5)
+    assert not thread.is_alive() and time.monotonic() - began < 2
+    assert result["code"] == -9
+
+
+def test_job_canceled_by_heartbeat(tmp_path: Path) -> None:
+    fake = FakeApi(blobs={"config.tar.gz": tarball({"main.tf": ""})}, cancel_after=1)
+    spec = make_spec("plan")
+    fake.specs[spec.job_id] = spec
+    binary = fake_terraform(tmp_path / "bin", plan_body=TRAPS_INT.replace("exit 130", "exit 1"))
+    api, transfers = fake.clients()
+    began = time.monotonic()
+    report = JobExecutor(runner_config(tmp_path, binary), api, transfers, echo_to=io.StringIO()).execute(spec)
+    assert report.status == "canceled"
+    assert time.monotonic() - began < 10
+    log = bytes(fake.logs[spec.job_id]).decode()
+    assert "got SIGINT" in log and "The run was canceled." in log
+
+
+def test_job_force_canceled_by_heartbeat(tmp_path: Path) -> None:
+    fake = FakeApi(blobs={"config.tar.gz": tarball({"main.tf": ""})}, force_after=1)
+    spec = make_spec("plan")
+    fake.specs[spec.job_id] = spec
+    binary = fake_terraform(tmp_path / "bin", plan_body=IGNORES_INT)
+    api, transfers = fake.clients()
+    report = JobExecutor(runner_config(tmp_path, binary), api, transfers, echo_to=io.StringIO()).execute(spec)
+    assert report.status == "canceled"
+
+
+def test_log_stream_offsets_are_contiguous_and_complete() -> None:
+    sent: list[tuple[int, bytes]] = []
+    in_flight = threading.Semaphore(1)
+    overlaps: list[int] = []
+
+    def send(offset: int, chunk: bytes) -> None:
+        if not in_flight.acquire(blocking=False):
+            overlaps.append(offset)
+            return
+        try:
+            time.sleep(0.002)
+            sent.append((offset, chunk))
+        finally:
+            in_flight.release()
+
+    echo = io.StringIO()
+    stream = LogStream(
+        send, job_id="j", redact=["hunter2-secret"], echo_to=echo, flush_s=0.05, flush_bytes=1000, max_buffer=4000
+    )
+    expected = bytearray()
+    for i in range(2000):
+        line = f"line {i} hunter2-secret {'x' * (i % 50)}\n".encode()
+        expected += line
+        stream.write(line[:7])
+        stream.write(line[7:])
+    stream.close()
+    assert not overlaps
+    offset = 0
+    for chunk_offset, chunk in sent:
+        assert chunk_offset == offset
+        offset += len(chunk)
+    assert b"".join(c for _, c in sent) == bytes(expected)
+    assert stream.offset == len(expected)
+    assert len(sent) > 10  # really chunked
+    assert "hunter2-secret" not in echo.getvalue() and '"line": "line 1999 ***' in echo.getvalue()
+
+
+def test_log_stream_flushes_on_time_not_only_on_size() -> None:
+    sent: list[bytes] = []
+    stream = LogStream(lambda _o, c: sent.append(c), job_id="j", echo_to=io.StringIO(), flush_s=0.1)
+    stream.line("hello")
+    deadline = time.monotonic() + 2
+    while not sent and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sent == [b"hello\n"]
+    stream.close()

@@ -1,0 +1,109 @@
+"""Whole jobs against a fake runner API and a fake terraform script."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+from runner_fakes import FakeApi, fake_terraform, make_spec, runner_config, tarball
+
+from terrace.domain.jobs import Operation
+from terrace.runner.execution import JobExecutor
+from terrace.runner.rundir import OVERRIDE_FILE, TFVARS_FILE
+
+
+def run_job(tmp_path: Path, fake: FakeApi, spec, **binary_kwargs):  # type: ignore[no-untyped-def]
+    script = fake_terraform(tmp_path / "bin", **binary_kwargs)
+    fake.specs[spec.job_id] = spec
+    api, transfers = fake.clients()
+    executor = JobExecutor(runner_config(tmp_path, script), api, transfers, echo_to=io.StringIO())
+    extended: list[int] = []
+    report = executor.execute(spec, extended.append)
+    return report, tmp_path / "bin", extended, executor
+
+
+def calls(rec: Path) -> list[list[str]]:
+    return [(rec / f"call-{i}.args").read_text().splitlines() for i in range(len(list(rec.glob("call-*.args"))))]
+
+
+def test_plan_job_runs_init_plan_show_uploads_and_counts(tmp_path: Path) -> None:
+    fake = FakeApi(blobs={"config.tar.gz": tarball({"main.tf": "# config\n", "sub/x.tf": ""})})
+    spec = make_spec("plan", operation=Operation(target_addrs=["a.b"]))
+    report, rec, extended, _ = run_job(tmp_path, fake, spec)
+
+    assert report.status == "finished", report.error_message
+    assert report.has_changes is True
+    assert (report.resource_additions, report.resource_changes, report.resource_destructions) == (2, 1, 1)
+    argv = calls(rec)
+    assert [c[0] for c in argv] == ["version", "init", "plan", "show"]
+    assert "-target=a.b" in argv[2] and "-detailed-exitcode" in argv[2]
+    assert fake.blobs["plan.tfplan"] == b"binary-plan\n"
+    assert json.loads(fake.blobs["plan.json"])["resource_changes"][0]["address"] == "a.b"
+    assert not fake.s3_auth_headers  # the runner secret never goes to presigned URLs
+    assert OVERRIDE_FILE in (rec / "init-files").read_text() and TFVARS_FILE in (rec / "init-files").read_text()
+    assert extended and min(extended) >= 60
+
+    log = bytes(fake.logs[spec.job_id]).decode()
+    lines = log.splitlines()
+    assert lines[0] == "Terraform v1.0.3" and lines[1] == "on linux_amd64" and "planning run run-abc" in lines[2]
+    assert "Plan: 2 to add" in log
+    assert "Initializing the backend" not in log  # init output is shown only when init fails
+    assert "run-token-SECRET-123" not in log
+
+
+def test_apply_job_banner_plan_download_and_counts(tmp_path: Path) -> None:
+    fake = FakeApi(blobs={"config.tar.gz": tarball({"main.tf": ""}), "plan.tfplan": b"saved-plan"})
+    spec = make_spec("apply")
+    report, rec, _, _ = run_job(tmp_path, fake, spec)
+
+    assert report.status == "finished", report.error_message
+    assert (report.resource_additions, report.resource_changes, report.resource_destructions) == (2, 1, 1)
+    assert (rec / "applied-plan").read_bytes() == b"saved-plan"
+    assert [c[0] for c in calls(rec)] == ["version", "init", "apply"]
+    lines = bytes(fake.logs[spec.job_id]).decode().splitlines()
+    assert lines[:2] == ["Terraform v1.0.3", "on linux_amd64"]
+    assert lines[2] == "Terrace runner runner-test: applying run run-abc"
+    assert "Apply complete!" in lines[-1]
+
+
+def test_failed_plan_is_errored_with_the_log_tail(tmp_path: Path) -> None:
+    fake = FakeApi(blobs={"config.tar.gz": tarball({"main.tf": ""})})
+    report, _, _, _ = run_job(tmp_path, fake, make_spec("plan"), plan_exit=1, plan_body='echo "Error: boom" >&2')
+    assert report.status == "errored"
+    assert report.error_message and "plan failed (exit code 1)" in report.error_message
+    assert "Error: boom" in report.error_message
+
+
+def test_no_changes_plan(tmp_path: Path) -> None:
+    fake = FakeApi(blobs={"config.tar.gz": tarball({"main.tf": ""})})
+    report, _, _, _ = run_job(tmp_path, fake, make_spec("plan"), plan_exit=0)
+    assert report.status == "finished" and report.has_changes is False
+
+
+def test_unsafe_tarball_errors_the_job_and_runs_nothing(tmp_path: Path) -> None:
+    fake = FakeApi(blobs={"config.tar.gz": tarball({"../escape.tf": "x"})})
+    report, rec, _, _ = run_job(tmp_path, fake, make_spec("plan"))
+    assert report.status == "errored" and "'..'" in (report.error_message or "")
+    assert [c[0] for c in calls(rec)] == ["version"]
+    assert not (tmp_path / "work" / "escape.tf").exists()
+
+
+def test_unknown_terraform_version_lists_installed(tmp_path: Path) -> None:
+    fake = FakeApi(blobs={"config.tar.gz": tarball({"main.tf": ""})})
+    report, _, _, _ = run_job(tmp_path, fake, make_spec("plan", terraform_version="0.12.31"))
+    assert report.status == "errored"
+    assert "0.12.31" in (report.error_message or "") and "installed: 1.0.3" in (report.error_message or "")
+
+
+def test_working_directory_is_honoured(tmp_path: Path) -> None:
+    fake = FakeApi(blobs={"config.tar.gz": tarball({"infra/prod/main.tf": "", "modules/m/main.tf": ""})})
+    report, rec, _, _ = run_job(tmp_path, fake, make_spec("plan", working_directory="infra/prod"))
+    assert report.status == "finished", report.error_message
+    assert (rec / "call-1.cwd").read_text().strip().endswith("/config/infra/prod")
+
+
+def test_work_dir_is_cleaned_up(tmp_path: Path) -> None:
+    fake = FakeApi(blobs={"config.tar.gz": tarball({"main.tf": ""})})
+    run_job(tmp_path, fake, make_spec("plan"))
+    assert list((tmp_path / "work").iterdir()) == []

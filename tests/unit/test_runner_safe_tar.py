@@ -1,0 +1,127 @@
+"""Configuration tarballs are extracted without anything landing outside the destination."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from terrace.runner.safe_tar import UnsafeArchive, extract, working_dir
+
+
+def build(tmp_path: Path, entries: list[tarfile.TarInfo], data: dict[str, bytes] | None = None) -> Path:
+    path = tmp_path / "config.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        for info in entries:
+            body = (data or {}).get(info.name)
+            if body is not None:
+                info.size = len(body)
+            tar.addfile(info, io.BytesIO(body) if body is not None else None)
+    return path
+
+
+def file(name: str) -> tarfile.TarInfo:
+    return tarfile.TarInfo(name)
+
+
+def link(name: str, target: str, kind: bytes = tarfile.SYMTYPE) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, target
+    return info
+
+
+def special(name: str, kind: bytes) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type = kind
+    return info
+
+
+def test_a_normal_archive_with_inner_links_extracts(tmp_path: Path) -> None:
+    archive = build(
+        tmp_path,
+        [
+            file("main.tf"),
+            file("modules/m/main.tf"),
+            link("modules/alias", "m"),
+            link("copy.tf", "main.tf", tarfile.LNKTYPE),
+            link("modules/m/up.tf", "../../main.tf"),
+        ],
+        {"main.tf": b"# main\n", "modules/m/main.tf": b"# m\n"},
+    )
+    dest = tmp_path / "out"
+    assert extract(archive, dest) == 5
+    assert (dest / "modules/alias/main.tf").read_text() == "# m\n"
+    assert (dest / "copy.tf").read_text() == "# main\n" and not (dest / "copy.tf").is_symlink()
+    assert (dest / "modules/m/up.tf").read_text() == "# main\n"
+
+
+@pytest.mark.parametrize(
+    ("entries", "reason"),
+    [
+        ([file("/etc/evil.tf")], "absolute path"),
+        ([file("../evil.tf")], "'..'"),
+        ([file("a/../../evil.tf")], "'..'"),
+        ([link("evil", "/etc/passwd")], "absolute"),
+        ([link("evil", "../../etc/passwd")], "outside"),
+        ([link("a/evil", "../../x")], "outside"),
+        # a symlinked folder that resolves shallower than it looks, then a `..` climbing from it
+        ([link("up", "."), link("up/evil", "../x")], "outside"),
+        ([link("d", "sub"), link("evil", "d/../../x")], "'..' after"),
+        ([link("evil", "../outside.tf", tarfile.LNKTYPE)], "outside"),
+        ([link("evil", "/etc/passwd", tarfile.LNKTYPE)], "absolute"),
+        ([special("dev", tarfile.CHRTYPE)], "unsupported"),
+        ([special("blk", tarfile.BLKTYPE)], "unsupported"),
+        ([special("fifo", tarfile.FIFOTYPE)], "unsupported"),
+    ],
+    ids=[
+        "abs",
+        "dotdot",
+        "inner-dotdot",
+        "symlink-abs",
+        "symlink-up",
+        "symlink-nested-up",
+        "symlink-chain",
+        "symlink-dotdot-after-name",
+        "hardlink-up",
+        "hardlink-abs",
+        "chardev",
+        "blockdev",
+        "fifo",
+    ],
+)
+def test_unsafe_entries_are_rejected(tmp_path: Path, entries: list[tarfile.TarInfo], reason: str) -> None:
+    archive = build(tmp_path, entries)
+    dest = tmp_path / "a" / "b" / "out"
+    with pytest.raises(UnsafeArchive, match=reason):
+        extract(archive, dest)
+    assert not (tmp_path / "a" / "b" / "x").exists() and not (tmp_path / "a" / "evil.tf").exists()
+
+
+def test_entry_and_size_limits(tmp_path: Path) -> None:
+    archive = build(tmp_path, [file(f"f{i}.tf") for i in range(5)], {f"f{i}.tf": b"x" * 10 for i in range(5)})
+    with pytest.raises(UnsafeArchive, match="more than 3 entries"):
+        extract(archive, tmp_path / "o1", max_entries=3)
+    with pytest.raises(UnsafeArchive, match="more than 25 bytes"):
+        extract(archive, tmp_path / "o2", max_bytes=25)
+
+
+def test_garbage_is_not_an_archive(tmp_path: Path) -> None:
+    path = tmp_path / "x.tar.gz"
+    path.write_bytes(b"not a tarball")
+    with pytest.raises(UnsafeArchive, match="not a readable tar"):
+        extract(path, tmp_path / "out")
+
+
+def test_working_directory_must_stay_inside(tmp_path: Path) -> None:
+    (tmp_path / "root" / "infra").mkdir(parents=True)
+    root = tmp_path / "root"
+    assert working_dir(root, "infra") == (root / "infra").resolve()
+    assert working_dir(root, "") == root.resolve()
+    with pytest.raises(UnsafeArchive):
+        working_dir(root, "../")
+    with pytest.raises(UnsafeArchive):
+        working_dir(root, "/etc")
+    with pytest.raises(UnsafeArchive, match="does not exist"):
+        working_dir(root, "missing")
