@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-
 from terrace.domain.jobs import FinishRequest, JobSpec, Operation, RunVariable
 from terrace.runner.client import RunnerApi, Transfers
 from terrace.runner.config import RunnerConfig
@@ -93,28 +92,28 @@ class FakeApi:
 
 
 def make_spec(phase: str = "plan", **overrides: Any) -> JobSpec:
-    base: dict[str, Any] = dict(
-        job_id=f"{phase}-abc",
-        run_id="run-abc",
-        phase=phase,
-        attempt=1,
-        organization="acme",
-        workspace_id="ws-1",
-        workspace_name="prod",
-        terraform_version="latest",
-        operation=Operation(),
-        hostname="terrace.test",
-        run_token="run-token-SECRET-123",
-        configuration_url=f"{S3}/config.tar.gz",
-        plan_upload_url=f"{S3}/plan.tfplan" if phase == "plan" else None,
-        plan_json_upload_url=f"{S3}/plan.json" if phase == "plan" else None,
-        plan_file_url=f"{S3}/plan.tfplan" if phase == "apply" else None,
-        variables=[
+    base: dict[str, Any] = {
+        "job_id": f"{phase}-abc",
+        "run_id": "run-abc",
+        "phase": phase,
+        "attempt": 1,
+        "organization": "acme",
+        "workspace_id": "ws-1",
+        "workspace_name": "prod",
+        "terraform_version": "latest",
+        "operation": Operation(),
+        "hostname": "terrace.test",
+        "run_token": "run-token-SECRET-123",
+        "configuration_url": f"{S3}/config.tar.gz",
+        "plan_upload_url": f"{S3}/plan.tfplan" if phase == "plan" else None,
+        "plan_json_upload_url": f"{S3}/plan.json" if phase == "plan" else None,
+        "plan_file_url": f"{S3}/plan.tfplan" if phase == "apply" else None,
+        "variables": [
             RunVariable(key="region", value="eu-west-1", category="terraform"),
             RunVariable(key="TF_LOG_PATH_X", value="sensitive-env-value", category="env", sensitive=True),
         ],
-        heartbeat_interval_s=1,
-    )
+        "heartbeat_interval_s": 1,
+    }
     base.update(overrides)
     return JobSpec(**base)
 
@@ -162,13 +161,13 @@ esac
 
 
 def runner_config(tmp_path: Path, binary: Path, **overrides: Any) -> RunnerConfig:
-    base: dict[str, Any] = dict(
-        api_url=API,
-        runner_secret=SECRET,
-        queue_urls={"plan": "q"},
-        tf_binary=str(binary),
-        runner_id="runner-test",
-        work_dir=tmp_path / "work",
-    )
+    base: dict[str, Any] = {
+        "api_url": API,
+        "runner_secret": SECRET,
+        "queue_urls": {"plan": "q"},
+        "tf_binary": str(binary),
+        "runner_id": "runner-test",
+        "work_dir": tmp_path / "work",
+    }
     base.update(overrides)
     return RunnerConfig(**base)

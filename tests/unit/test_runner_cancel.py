@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 from runner_fakes import FakeApi, fake_terraform, make_spec, runner_config, tarball
-
 from terrace.runner.execution import JobExecutor
 from terrace.runner.logstream import LogStream
 from terrace.runner.process import CancelControl, run_child

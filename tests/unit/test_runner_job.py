@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 from runner_fakes import FakeApi, fake_terraform, make_spec, runner_config, tarball
-
 from terrace.domain.jobs import Operation
 from terrace.runner.execution import JobExecutor
 from terrace.runner.rundir import OVERRIDE_FILE, TFVARS_FILE

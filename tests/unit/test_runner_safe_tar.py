@@ -7,7 +7,6 @@ import tarfile
 from pathlib import Path
 
 import pytest
-
 from terrace.runner.safe_tar import UnsafeArchive, extract, working_dir
 
 
