@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastapi.testclient import TestClient
-
 from terrace.bootstrap import Container, build_memory
 from terrace.config import Settings
 from terrace.domain.principal import Principal, PrincipalKind

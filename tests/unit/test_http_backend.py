@@ -7,7 +7,6 @@ import hashlib
 import json
 
 from state_helpers import Env, null_resource, other_user, state_bytes
-
 from terrace.domain.principal import PrincipalKind
 
 LOCK = {"ID": "0b6c1e0e-aaaa-bbbb-cccc-000000000001", "Operation": "OperationTypeApply", "Info": "",
@@ -166,7 +165,7 @@ def test_delete_removes_history_only_when_unlocked(state_env: Env) -> None:
     assert env.client.get(url, headers=h).status_code == 204
     ws = env.ws()
     assert ws.current_state_version_id is None and ws.resource_count == 0
-    assert not env.container.blobs.objects  # type: ignore[attr-defined]
+    assert not env.container.blobs.objects
     assert env.client.delete(f"/state/v1/{env.org}/never-existed", headers=h).status_code == 200
 
 

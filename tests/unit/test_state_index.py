@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from state_helpers import Env, null_resource, other_user, state_bytes
-
 from terrace.domain.principal import PrincipalKind
 
 OUTPUTS = {
@@ -13,7 +12,7 @@ OUTPUTS = {
 }
 
 
-def _arn_resource() -> dict:  # type: ignore[type-arg]
+def _arn_resource() -> dict:
     return {"mode": "managed", "type": "aws_s3_bucket", "name": "logs", "module": "module.store",
             "provider": 'provider["registry.terraform.io/hashicorp/aws"]',
             "instances": [{"attributes": {"id": "acme-logs", "arn": "arn:aws:s3:::acme-logs"}}]}
@@ -136,6 +135,6 @@ def test_purge_removes_versions_outputs_blobs_and_index(state_env: Env) -> None:
     env.lock()
     env.push(state_bytes(1, outputs=OUTPUTS, resources=[null_resource("a", "1")]), 1)
     env.container.state_versions.purge(env.ws_id)
-    table = env.container.table._items  # type: ignore[attr-defined]
+    table = env.container.table._items
     assert not [k for k, v in table.items() if k[1] in ("sv", "wos") or k[0].endswith("#resources")]
-    assert not env.container.blobs.objects  # type: ignore[attr-defined]
+    assert not env.container.blobs.objects

@@ -6,7 +6,6 @@ import json
 
 import pytest
 from state_helpers import null_resource, state_bytes
-
 from terrace.domain import state as st
 from terrace.domain.errors import Invalid
 

@@ -14,7 +14,7 @@ def _put(env: Env, url: str, data: bytes) -> None:
     env.container.blobs.put(url.removeprefix("memory://blobs/").split("?", 1)[0], data)
 
 
-def _pending(env: Env, raw: bytes, serial: int, **kw: object) -> dict:  # type: ignore[type-arg]
+def _pending(env: Env, raw: bytes, serial: int, **kw: object) -> dict:
     r = env.push(None, serial, md5_hex=md5(raw), **kw)
     assert r.status_code == 201, r.text
     return r.json()["data"]

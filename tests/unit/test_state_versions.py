@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+from typing import Any
 
 from state_helpers import LINEAGE, Env, make_env, md5, null_resource, other_user, state_bytes, sv_body
-
 from terrace.config import Settings
 
 
@@ -38,7 +38,7 @@ def test_inline_create_becomes_current_and_downloads_via_redirect(state_env: Env
     assert location.startswith("memory://blobs/") and "op=get" in location
     key = location.removeprefix("memory://blobs/").split("?", 1)[0]
     assert key == f"state/{env.ws_id}/{data['id']}.tfstate"
-    assert env.container.blobs.get(key) == raw  # type: ignore[attr-defined]
+    assert env.container.blobs.get(key) == raw
     assert env.client.get("/" + path, follow_redirects=False).status_code == 401
 
     cur = env.client.get(f"/api/v2/workspaces/{env.ws_id}/current-state-version", headers=env.auth)
@@ -99,7 +99,7 @@ def test_rejections_change_nothing(state_env: Env) -> None:
         assert response.status_code == status, (text, response.text)
         assert text.lower() in response.text.lower(), (text, response.text)
         assert env.stored() == before, text
-    assert env.ws().state_serial == 5 and env.container.blobs.get(  # type: ignore[attr-defined]
+    assert env.ws().state_serial == 5 and env.container.blobs.get(
         f"state/{env.ws_id}/{env.ws().current_state_version_id}.tfstate") == raw
 
 
@@ -176,7 +176,7 @@ def test_rollback_copies_an_old_version_with_the_next_serial(state_env: Env) -> 
     env.lock()
     first = env.push(state_bytes(1, resources=[null_resource("old", "1")]), 1).json()["data"]["id"]
     env.push(state_bytes(2, resources=[null_resource("new", "2")]), 2)
-    body = {"data": {"type": "state-versions", "relationships": {
+    body: dict[str, Any] = {"data": {"type": "state-versions", "relationships": {
         "rollback-state-version": {"data": {"type": "state-versions", "id": first}}}}}
     r = env.client.patch(f"/api/v2/workspaces/{env.ws_id}/state-versions", headers=env.auth, json=body)
     assert r.status_code == 201, r.text
@@ -217,19 +217,19 @@ def test_lost_race_is_redecided(state_env: Env) -> None:
     original = env.container.workspaces.load
     calls = {"n": 0}
 
-    def racing_load(ws_id: str):  # type: ignore[no-untyped-def]
+    def racing_load(ws_id: str):
         ws = original(ws_id)
         calls["n"] += 1
         if calls["n"] == 1:  # someone else changes the workspace right after our first read
             env.container.workspaces.mutate(ws_id, lambda w: dataclasses.replace(w, description="touched"))
         return ws
 
-    env.container.workspaces.load = racing_load  # type: ignore[method-assign]
+    env.container.workspaces.load = racing_load
     try:
         raw = state_bytes(1)
         sv = service.create(env.principal, env.ws_id, sv_body(raw, 1)["data"]["attributes"])
     finally:
-        env.container.workspaces.load = original  # type: ignore[method-assign]
+        env.container.workspaces.load = original
     assert calls["n"] >= 2
     ws = env.ws()
     assert ws.current_state_version_id == sv.id and ws.description == "touched"
