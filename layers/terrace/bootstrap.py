@@ -79,7 +79,9 @@ class Container:
     # runs ---------------------------------------------------------------------------------
     @cached_property
     def configuration_versions(self) -> ConfigurationVersionService:
-        return ConfigurationVersionService(self.table, self.blobs, self.workspaces, self.settings)
+        versions = ConfigurationVersionService(self.table, self.blobs, self.workspaces, self.settings)
+        versions.on_uploaded.append(lambda cv: self.runs.queue_for_upload(cv))
+        return versions
 
     @cached_property
     def variables(self) -> VariableService:

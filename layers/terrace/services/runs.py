@@ -16,7 +16,7 @@ from terrace.domain.principal import Principal
 from terrace.domain.runs import PhaseState, Run
 from terrace.domain.workspace import Workspace
 from terrace.services.authz import Action
-from terrace.services.configuration_versions import UPLOADED, ConfigurationVersionService
+from terrace.services.configuration_versions import UPLOADED, ConfigurationVersion, ConfigurationVersionService
 from terrace.services.run_store import RunStore
 from terrace.services.scheduler import RunScheduler, queue_phase
 from terrace.services.workspaces import WorkspaceService
@@ -116,6 +116,15 @@ class RunService:
         if cv.status != UPLOADED:
             raise Invalid(f"configuration version {cv.id} is {cv.status}, not uploaded",
                           pointer="/data/relationships/configuration-version")
+        return self._create(ws, attrs, cv, principal.username)
+
+    def queue_for_upload(self, cv: ConfigurationVersion) -> Run | None:
+        """auto-queue-runs: a configuration version's upload queues a run (its creator could queue runs)."""
+        if not cv.auto_queue_runs or cv.provisional:
+            return None
+        return self._create(self._workspaces.load(cv.workspace_id), {}, cv, cv.created_by)
+
+    def _create(self, ws: Workspace, attrs: dict[str, Any], cv: ConfigurationVersion, created_by: str) -> Run:
         plan_only = _bool(attrs, "plan-only", cv.speculative)
         is_destroy = _bool(attrs, "is-destroy", False)
         refresh_only = _bool(attrs, "refresh-only", False)
@@ -133,7 +142,7 @@ class RunService:
         now = clock.now_iso()
         run = Run(
             id=f"run-{suffix}", organization=ws.organization, workspace_id=ws.id, configuration_version_id=cv.id,
-            created_at=now, created_by=principal.username, message=message, is_destroy=is_destroy,
+            created_at=now, created_by=created_by, message=message, is_destroy=is_destroy,
             refresh=_bool(attrs, "refresh", True), refresh_only=refresh_only,
             target_addrs=_addrs(attrs, "target-addrs"), replace_addrs=_addrs(attrs, "replace-addrs"),
             auto_apply=_bool(attrs, "auto-apply", ws.auto_apply), plan_only=plan_only,

@@ -1,0 +1,84 @@
+"""Workspace variables (sensitive values encrypted, never returned) and configuration versions."""
+
+from __future__ import annotations
+
+from run_helpers import RUNNER_SECRET, make_run_env, tarball
+
+from terrace.adapters.memory_table import MemoryTable
+
+
+def _var(key: str, value: str, **extra: object) -> dict:  # type: ignore[type-arg]
+    return {"data": {"type": "vars", "attributes": {"key": key, "value": value, "category": "terraform", **extra}}}
+
+
+def test_sensitive_variable_is_encrypted_hidden_and_given_to_its_run() -> None:
+    env = make_run_env()
+    ws = env.workspace_id
+    created = env.api("POST", f"/workspaces/{ws}/vars", _var("password", "hunter2", sensitive=True))
+    assert created.status_code == 201 and created.json()["data"]["attributes"]["value"] is None
+    env.api("POST", f"/workspaces/{ws}/vars", _var("region", "eu-west-1"))
+    env.api("POST", f"/workspaces/{ws}/vars", {"data": {"type": "vars", "attributes": {
+        "key": "TF_LOG", "value": "INFO", "category": "env"}}})
+    listed = env.api("GET", f"/workspaces/{ws}/vars").json()["data"]
+    assert {v["attributes"]["key"]: v["attributes"]["value"] for v in listed} == {
+        "password": None, "region": "eu-west-1", "TF_LOG": "INFO"}
+    table = env.container.table
+    assert isinstance(table, MemoryTable)
+    assert "hunter2" not in repr(table._items)
+    env.create_run(env.upload_config())
+    spec = env.work_next()
+    given = {v["key"]: v["value"] for v in spec["variables"]}
+    assert given == {"password": "hunter2", "region": "eu-west-1", "TF_LOG": "INFO"}
+
+
+def test_variable_rejections_lose_nothing() -> None:
+    env = make_run_env()
+    ws = env.workspace_id
+    secret = env.api("POST", f"/workspaces/{ws}/vars", _var("token", "s3cr3t", sensitive=True)).json()["data"]
+    assert env.api("POST", f"/workspaces/{ws}/vars", _var("token", "again")).status_code == 409
+    assert env.api("POST", f"/workspaces/{ws}/vars", _var("bad key!", "x")).status_code == 422
+    assert env.api("POST", f"/workspaces/{ws}/vars", _var("k", "x", category="nope")).status_code == 422
+    assert env.api("POST", f"/workspaces/{ws}/vars", {"data": {"type": "runs"}}).status_code == 422
+    unhide = {"data": {"type": "vars", "attributes": {"sensitive": False}}}
+    assert env.api("PATCH", f"/workspaces/{ws}/vars/{secret['id']}", unhide).status_code == 422
+    assert env.api("GET", f"/workspaces/{ws}/vars/var-doesnotexist1234").status_code == 404
+    assert [v["attributes"]["key"] for v in env.api("GET", f"/workspaces/{ws}/vars").json()["data"]] == ["token"]
+    assert env.container.variables.for_run(ws)[0].value == "s3cr3t"
+
+
+def test_configuration_version_moves_to_uploaded_once_the_object_exists() -> None:
+    env = make_run_env()
+    body = {"data": {"type": "configuration-versions", "attributes": {"auto-queue-runs": False}}}
+    cv = env.api("POST", f"/workspaces/{env.workspace_id}/configuration-versions", body).json()["data"]
+    assert cv["attributes"]["status"] == "pending" and cv["attributes"]["upload-url"]
+    assert env.api("GET", f"/configuration-versions/{cv['id']}").json()["data"]["attributes"]["status"] == "pending"
+    key = cv["attributes"]["upload-url"].split("memory://blobs/")[1].split("?")[0]
+    env.blobs.put(key, tarball({"main.tf": ""}))
+    read = env.api("GET", f"/configuration-versions/{cv['id']}").json()["data"]["attributes"]
+    assert read["status"] == "uploaded" and read["upload-url"] is None
+
+
+def test_oversize_configuration_errors_with_a_clear_message() -> None:
+    env = make_run_env(max_config_bytes=10)
+    cv = env.api("POST", f"/workspaces/{env.workspace_id}/configuration-versions",
+                 {"data": {"type": "configuration-versions"}}).json()["data"]
+    key = cv["attributes"]["upload-url"].split("memory://blobs/")[1].split("?")[0]
+    env.blobs.put(key, b"x" * 11)
+    read = env.api("GET", f"/configuration-versions/{cv['id']}").json()["data"]["attributes"]
+    assert read["status"] == "errored" and "limit is 10 bytes" in read["error-message"]
+    body = {"data": {"type": "runs", "relationships": {
+        "workspace": {"data": {"type": "workspaces", "id": env.workspace_id}},
+        "configuration-version": {"data": {"type": "configuration-versions", "id": cv["id"]}}}}}
+    assert env.api("POST", "/runs", body).status_code == 422
+
+
+def test_auto_queue_runs_creates_a_run_on_upload() -> None:
+    env = make_run_env()
+    cv = env.api("POST", f"/workspaces/{env.workspace_id}/configuration-versions",
+                 {"data": {"type": "configuration-versions", "attributes": {"auto-queue-runs": True}}}).json()["data"]
+    key = cv["attributes"]["upload-url"].split("memory://blobs/")[1].split("?")[0]
+    env.blobs.put(key, tarball({"main.tf": ""}))
+    env.api("GET", f"/configuration-versions/{cv['id']}")
+    runs = env.api("GET", f"/workspaces/{env.workspace_id}/runs").json()["data"]
+    assert len(runs) == 1 and runs[0]["attributes"]["status"] == "plan_queued"
+    assert RUNNER_SECRET
