@@ -41,6 +41,24 @@ class StackInfo:
         """The http backend address of a workspace."""
         return f"{self.url}/state/v1/{self.organization}/{workspace}"
 
+    def remote_backend(self, *, name: str | None = None, prefix: str | None = None) -> str:
+        """A `terraform { backend "remote" }` block for one workspace (name) or a family (prefix)."""
+        selector = f'name = "{name}"' if name else f'prefix = "{prefix}"'
+        return (
+            'terraform {\n  backend "remote" {\n'
+            f'    hostname     = "{self.hostname}"\n    organization = "{self.organization}"\n'
+            f"    workspaces {{\n      {selector}\n    }}\n  }}\n}}\n"
+        )
+
+    def http_backend(self, workspace: str) -> str:
+        """A `terraform { backend "http" }` block for a workspace, the token as basic-auth password."""
+        url = self.state_url(workspace)
+        return (
+            'terraform {\n  backend "http" {\n'
+            f'    address        = "{url}"\n    lock_address   = "{url}"\n    unlock_address = "{url}"\n'
+            f'    username       = "terraform"\n    password       = "{self.token}"\n  }}\n}}\n'
+        )
+
 
 class Api:
     """Thin JSON:API client for arranging and checking what terraform did."""
@@ -108,22 +126,28 @@ class Terraform:
             env={**self.env, **(extra_env or {})},
             text=True,
             stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
+            stderr=subprocess.PIPE,
         )
 
     def run(
         self, *args: str, check: bool = True, timeout: float = 60, extra_env: dict[str, str] | None = None
     ) -> Result:
-        process = self.start(*args, extra_env=extra_env)
+        return self.finish(self.start(*args, extra_env=extra_env), args, check=check, timeout=timeout)
+
+    @staticmethod
+    def finish(
+        process: subprocess.Popen[str], args: tuple[str, ...], *, check: bool = True, timeout: float = 60
+    ) -> Result:
+        """Wait for a started terraform; with `check`, a non-zero exit fails the test with its output."""
         try:
-            output, _ = process.communicate(timeout=timeout)
+            stdout, stderr = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             process.kill()
-            output, _ = process.communicate()
-            raise AssertionError(f"terraform {' '.join(args)} timed out after {timeout}s:\n{output}") from None
-        result = Result(args, process.returncode, output)
+            stdout, stderr = process.communicate()
+            raise AssertionError(f"terraform {' '.join(args)} timed out after {timeout}s:\n{stdout}{stderr}") from None
+        result = Result(tuple(args), process.returncode, stdout, stderr)
         if check and result.code != 0:
-            raise AssertionError(f"terraform {' '.join(args)} exited {result.code}:\n{output}")
+            raise AssertionError(repr(result))
         return result
 
     def init(self, *extra: str, **kwargs: Any) -> Result:
@@ -137,7 +161,13 @@ class Terraform:
 class Result:
     args: tuple[str, ...]
     code: int
-    output: str
+    stdout: str
+    stderr: str  # Terraform 1.0.3's http backend logs "[DEBUG]" lines here
+
+    @property
+    def output(self) -> str:
+        """Everything terraform said (messages and errors)."""
+        return self.stdout + self.stderr
 
     def __repr__(self) -> str:  # pytest shows this on a failed assert
         return f"terraform {' '.join(self.args)} -> {self.code}\n{self.output}"

@@ -12,25 +12,10 @@ pytestmark = pytest.mark.e2e
 OUTPUTS_ONLY = 'output "greeting" {\n  value = "hello"\n}\n'
 
 
-def remote_backend(stack, *, name: str | None = None, prefix: str | None = None) -> str:
-    selector = f'name = "{name}"' if name else f'prefix = "{prefix}"'
-    return f"""
-terraform {{
-  backend "remote" {{
-    hostname     = "{stack.hostname}"
-    organization = "{stack.organization}"
-    workspaces {{
-      {selector}
-    }}
-  }}
-}}
-"""
-
-
 def test_init_against_existing_workspace(stack, api, terraform, unique):
     name = unique("init")
     api.create_workspace(name)
-    tf = terraform(remote_backend(stack, name=name) + OUTPUTS_ONLY)
+    tf = terraform(stack.remote_backend(name=name) + OUTPUTS_ONLY)
 
     result = tf.init()
 
@@ -39,7 +24,7 @@ def test_init_against_existing_workspace(stack, api, terraform, unique):
 
 def test_init_creates_a_missing_workspace(stack, api, terraform, unique):
     name = unique("created")
-    tf = terraform(remote_backend(stack, name=name) + OUTPUTS_ONLY)
+    tf = terraform(stack.remote_backend(name=name) + OUTPUTS_ONLY)
 
     tf.init()
 
@@ -53,7 +38,7 @@ def test_workspace_new_list_select_with_prefix(stack, api, terraform, unique):
     api.create_workspace(prefix + "alpha")
     api.create_workspace(prefix + "beta")
     api.create_workspace(unique("other"))  # outside the prefix: never listed
-    tf = terraform(remote_backend(stack, prefix=prefix) + OUTPUTS_ONLY)
+    tf = terraform(stack.remote_backend(prefix=prefix) + OUTPUTS_ONLY)
     tf.init(extra_env={"TF_WORKSPACE": "alpha"})
 
     listed = tf.run("workspace", "list").output.split()
@@ -76,7 +61,7 @@ def test_workspace_new_list_select_with_prefix(stack, api, terraform, unique):
 def test_apply_refused_while_the_api_holds_the_lock(stack, api, terraform, unique):
     name = unique("locked")
     ws_id = api.create_workspace(name)["id"]
-    tf = terraform(remote_backend(stack, name=name) + OUTPUTS_ONLY)
+    tf = terraform(stack.remote_backend(name=name) + OUTPUTS_ONLY)
     tf.init()
     api.lock(ws_id, "maintenance")
 
@@ -94,7 +79,7 @@ def test_apply_refused_while_the_api_holds_the_lock(stack, api, terraform, uniqu
 def test_force_unlock_releases_a_lock_taken_through_the_api(stack, api, terraform, unique):
     name = unique("force")
     ws_id = api.create_workspace(name)["id"]
-    tf = terraform(remote_backend(stack, name=name) + OUTPUTS_ONLY)
+    tf = terraform(stack.remote_backend(name=name) + OUTPUTS_ONLY)
     tf.init()
     api.lock(ws_id)
 
