@@ -13,7 +13,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from terrace.domain.errors import Invalid
+from terrace.domain.errors import Conflict, Invalid
+from terrace.domain.workspace import Workspace
 
 
 @dataclass(frozen=True)
@@ -252,3 +253,34 @@ def sv_from_item(item: dict[str, Any]) -> StateVersion:
     values = {k: v for k, v in item.items() if k in names}
     values["output_ids"] = tuple(item.get("output_ids", []))
     return StateVersion(**values)
+
+
+# Write rules ------------------------------------------------------------------------------
+def require_serial(attrs: dict[str, Any], name: str = "serial") -> int:
+    value = attrs.get(name)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise Invalid(f"{name} is required and must be a non-negative integer", pointer=f"/data/attributes/{name}")
+    return value
+
+
+def require_md5(attrs: dict[str, Any]) -> str:
+    value = attrs.get("md5")
+    if not isinstance(value, str) or len(value) != 32 or any(c not in "0123456789abcdefABCDEF" for c in value):
+        raise Invalid("md5 is required: the hex MD5 of the raw state", pointer="/data/attributes/md5")
+    return value.lower()
+
+
+def decide(ws: Workspace, serial: int, lineage: str | None, md5: str, force: bool) -> bool:
+    """True when the state equals the current one (idempotent); raises Conflict when it must be refused."""
+    if ws.current_state_version_id is None or force:
+        return False
+    if lineage and ws.state_lineage and lineage != ws.state_lineage:
+        raise Conflict(f"lineage {lineage!r} does not match the workspace's state lineage {ws.state_lineage!r}; "
+                       "use force to replace it")
+    current = ws.state_serial or 0
+    if serial == current and md5 == ws.state_md5:
+        return True
+    if serial <= current:
+        raise Conflict(f"serial {serial} must be greater than the current serial {current} "
+                       "(the content differs); use force to override")
+    return False

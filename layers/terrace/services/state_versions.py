@@ -33,36 +33,6 @@ ATTEMPTS = 8
 LockRule = Callable[[Workspace], None]
 
 
-def _int_attr(attrs: dict[str, Any], name: str) -> int:
-    value = attrs.get(name)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise Invalid(f"{name} is required and must be a non-negative integer", pointer=f"/data/attributes/{name}")
-    return value
-
-
-def _md5_attr(attrs: dict[str, Any]) -> str:
-    value = attrs.get("md5")
-    if not isinstance(value, str) or len(value) != 32 or any(c not in "0123456789abcdefABCDEF" for c in value):
-        raise Invalid("md5 is required: the hex MD5 of the raw state", pointer="/data/attributes/md5")
-    return value.lower()
-
-
-def decide(ws: Workspace, serial: int, lineage: str | None, md5: str, force: bool) -> bool:
-    """True when the state equals the current one (idempotent); raises Conflict when it must be refused."""
-    if ws.current_state_version_id is None or force:
-        return False
-    if lineage and ws.state_lineage and lineage != ws.state_lineage:
-        raise Conflict(f"lineage {lineage!r} does not match the workspace's state lineage {ws.state_lineage!r}; "
-                       "use force to replace it")
-    current = ws.state_serial or 0
-    if serial == current and md5 == ws.state_md5:
-        return True
-    if serial <= current:
-        raise Conflict(f"serial {serial} must be greater than the current serial {current} "
-                       "(the content differs); use force to override")
-    return False
-
-
 def _with_current(ws: Workspace, sv: StateVersion, resource_count: int) -> Workspace:
     extra = {k: v for k, v in ws.extra.items() if k != PENDING_KEY}
     return dataclasses.replace(ws, current_state_version_id=sv.id, state_serial=sv.serial, state_lineage=sv.lineage,
@@ -81,7 +51,7 @@ class StateVersionService:
                run_id: str | None = None) -> StateVersion:
         ws = self._workspaces.get(principal, workspace_id, Action.WRITE_STATE)
         self._require_lock(principal)(ws)
-        serial, md5 = _int_attr(attrs, "serial"), _md5_attr(attrs)
+        serial, md5 = st.require_serial(attrs), st.require_md5(attrs)
         lineage = attrs.get("lineage") or None
         if lineage is not None and not isinstance(lineage, str):
             raise Invalid("lineage must be a string", pointer="/data/attributes/lineage")
@@ -125,7 +95,7 @@ class StateVersionService:
             for _ in range(ATTEMPTS):
                 ws = self._workspaces.load(workspace_id)
                 lock_rule(ws)
-                if decide(ws, parsed.serial, parsed.lineage, md5, force):
+                if st.decide(ws, parsed.serial, parsed.lineage, md5, force):
                     cleanup()
                     return self._find(str(ws.current_state_version_id))
                 if output_ids is None:
@@ -176,7 +146,7 @@ class StateVersionService:
             ws = self._workspaces.load(ws.id)
             self._require_lock(principal)(ws)
             if not (serial == ws.state_serial and md5 == ws.state_md5):
-                decide(ws, serial, lineage, md5, force)  # refuses lower serials and foreign lineages early
+                st.decide(ws, serial, lineage, md5, force)  # refuses lower serials and foreign lineages early
             sv = StateVersion(id=sv_id, workspace_id=ws.id, organization=ws.organization, serial=serial,
                               lineage=lineage or "", md5=md5, status=PENDING, created_at=clock.now_iso(),
                               created_by=principal.subject_id if principal.kind is PrincipalKind.USER else None,
@@ -221,7 +191,7 @@ class StateVersionService:
             if ws.extra.get(PENDING_KEY) != sv.id:
                 return self._discard(current, "superseded by a newer state version")
             try:
-                decide(ws, parsed.serial, parsed.lineage, sv.md5, sv.force)
+                st.decide(ws, parsed.serial, parsed.lineage, sv.md5, sv.force)
             except Conflict as exc:
                 return self._discard(current, exc.detail)
             if output_ids is None:
