@@ -1,0 +1,74 @@
+"""A plan job then an apply job with the real terraform 1.0.3 and the null provider (local backend override)."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from runner_fakes import FakeApi, make_spec, runner_config, tarball
+from terrace.domain.jobs import JobSpec, RunVariable
+from terrace.runner.execution import JobExecutor
+
+VENV = Path(__file__).resolve().parents[2] / ".venv"
+TERRAFORM = VENV / "bin" / "terraform"
+NULL_PROVIDER = VENV / "lib" / "terraform-provider-null_v2.1.2_x4"
+pytestmark = pytest.mark.skipif(
+    not (TERRAFORM.exists() and NULL_PROVIDER.exists()), reason="terraform 1.0.3 / null provider not installed"
+)
+
+MAIN_TF = """
+variable "names" { type = list(string) }
+variable "greeting" { type = string }
+resource "null_resource" "n" {
+  count    = length(var.names)
+  triggers = { name = var.names[count.index] }
+}
+output "greeting" { value = var.greeting }
+"""
+
+
+def test_plan_then_apply_with_real_terraform(tmp_path: Path) -> None:
+    mirror = tmp_path / "mirror"
+    target = mirror / "registry.terraform.io/hashicorp/null/2.1.2/linux_amd64"
+    target.mkdir(parents=True)
+    shutil.copy(NULL_PROVIDER, target / NULL_PROVIDER.name)
+    operator = tmp_path / "operator.tfrc"
+    operator.write_text(
+        f'provider_installation {{\n  filesystem_mirror {{\n    path = "{mirror}"\n'
+        '    include = ["registry.terraform.io/hashicorp/*"]\n  }\n'
+        '  direct { exclude = ["registry.terraform.io/hashicorp/*"] }\n}\n'
+    )
+    state = tmp_path / "state" / "terraform.tfstate"
+    state.parent.mkdir()
+
+    def local_backend(_spec: JobSpec) -> str:
+        return f'terraform {{\n  backend "local" {{\n    path = "{state}"\n  }}\n}}\n'
+
+    variables = [
+        RunVariable(key="names", value='["a", "b"]', category="terraform", hcl=True),
+        RunVariable(key="greeting", value="hello ${not-interpolated}", category="terraform"),
+    ]
+    fake = FakeApi(blobs={"config.tar.gz": tarball({"main.tf": MAIN_TF})})
+    api, transfers = fake.clients()
+    config = runner_config(tmp_path, TERRAFORM, operator_cli_config=operator, tf_binaries={"1.0.3": str(TERRAFORM)})
+    executor = JobExecutor(config, api, transfers, backend_override=local_backend, echo_to=io.StringIO())
+
+    plan = executor.execute(make_spec("plan", variables=variables, terraform_version="1.0.3", heartbeat_interval_s=5))
+    plan_log = bytes(fake.logs["plan-abc"]).decode()
+    assert plan.status == "finished", plan_log
+    assert plan.has_changes and plan.resource_additions == 2
+    assert "Plan: 2 to add, 0 to change, 0 to destroy." in plan_log
+    assert json.loads(fake.blobs["plan.json"])["format_version"]
+    assert fake.blobs["plan.tfplan"][:2] == b"PK"  # a plan file is a zip
+
+    apply = executor.execute(make_spec("apply", variables=variables, heartbeat_interval_s=5))
+    apply_log = bytes(fake.logs["apply-abc"]).decode()
+    assert apply.status == "finished", apply_log
+    assert apply_log.splitlines()[0] == "Terraform v1.0.3"
+    assert (apply.resource_additions, apply.resource_destructions) == (2, 0)
+    saved = json.loads(state.read_text())
+    assert saved["outputs"]["greeting"]["value"] == "hello ${not-interpolated}"
+    assert len(saved["resources"][0]["instances"]) == 2
