@@ -119,3 +119,17 @@ def test_an_unclaimable_job_is_dropped(sqs: tuple[Any, dict[str, str]], tmp_path
     runner = Runner(config, Lanes(client, urls, long_poll_s=0), api, JobExecutor(config, api, transfers))
     assert runner.loop(once=True) == 0
     assert not fake.finished and depth(client, urls["apply"]) == 0
+
+
+def test_a_refused_runner_secret_stops_the_runner_and_keeps_the_message(
+    sqs: tuple[Any, dict[str, str]], tmp_path: Path
+) -> None:
+    client, urls = sqs
+    fake = FakeApi()
+    send(client, urls["plan"], "plan-1")
+    api, transfers = fake.clients()
+    api._secret = lambda: "wrong-secret"
+    config = runner_config(tmp_path, fake_terraform(tmp_path / "bin"), idle_exit_s=5)
+    runner = Runner(config, Lanes(client, urls, long_poll_s=0), api, JobExecutor(config, api, transfers))
+    assert runner.loop() == 3
+    assert depth(client, urls["plan"]) == 1

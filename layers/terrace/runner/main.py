@@ -37,9 +37,9 @@ class Runner:
         try:
             spec = self.api.claim(message.job_id, message.attempt)
         except ApiError as exc:
-            log.error("claiming job %s was refused: %s", message.job_id, exc)
-            if 400 <= exc.status < 500:
-                self.lanes.delete(received)
+            if exc.status in (401, 403):
+                raise  # a misconfigured runner must not burn the job's receive count
+            log.error("claiming job %s failed; its message stays for another runner: %s", message.job_id, exc)
             return False
         if spec is None:
             log.info("job %s is no longer claimable; dropping its message", message.job_id)
@@ -73,7 +73,17 @@ class Runner:
                 time.sleep(1.0)
                 received = None
             if received is not None:
-                ran = self.handle(received)
+                try:
+                    ran = self.handle(received)
+                except ApiError as exc:
+                    if exc.status in (401, 403):
+                        log.error("the runner API refused this runner's secret: %s", exc)
+                        return 3
+                    log.exception("job %s failed in the runner", received.message.job_id)
+                    ran = True
+                except Exception:
+                    log.exception("job %s failed in the runner", received.message.job_id)
+                    ran = True
                 idle_since = self.clock()
                 if once and ran:
                     return 0
