@@ -16,10 +16,15 @@ from cdk_nag import AwsSolutionsChecks  # noqa: E402
 from infra.stack import TerraceStack  # noqa: E402
 
 
+def add_nag(app: cdk.App) -> None:
+    """cdk-nag AwsSolutions as a policy-validation plugin: synth fails on any unacknowledged error."""
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True))
+
+
 def build(app: cdk.App) -> TerraceStack:
     stack = TerraceStack(app, app.node.try_get_context("terrace:stackName") or "Terrace")
     if app.node.try_get_context("terrace:nag") not in (False, "false"):
-        cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True))
+        add_nag(app)
     return stack
 
 

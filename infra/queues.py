@@ -54,8 +54,9 @@ class Queues(Construct):
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
 
-    def url_environment(self) -> dict[str, str]:
-        return {env_name(name): queue.queue_url for name, queue in self.by_name.items()}
+    def url_environment(self, *, lanes_only: bool = False) -> dict[str, str]:
+        names = [q.logical_name for q in definitions.LANE_QUEUES] if lanes_only else list(self.by_name)
+        return {env_name(name): self.by_name[name].queue_url for name in names}
 
 
 def _construct_id(logical_name: str) -> str:

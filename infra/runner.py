@@ -39,7 +39,7 @@ class Runner(Construct):
         *,
         settings: DeploySettings,
         lanes: list[sqs.IQueue],
-        queue_environment: dict[str, str],
+        lane_environment: dict[str, str],
         runner_secret: secretsmanager.ISecret,
         api_url: str,
     ) -> None:
@@ -66,8 +66,22 @@ class Runner(Construct):
             allow_all_outbound=True,
         )
         if self.private:
+            endpoints_sg = ec2.SecurityGroup(
+                self,
+                "EndpointSecurityGroup",
+                vpc=self.vpc,
+                description="Terrace interface endpoints: HTTPS from runners only",
+                allow_all_outbound=False,
+            )
+            endpoints_sg.add_ingress_rule(self.security_group, ec2.Port.tcp(443), "runners")
             for name, service in INTERFACE_ENDPOINTS.items():
-                self.vpc.add_interface_endpoint(f"{name}Endpoint", service=service, private_dns_enabled=True)
+                self.vpc.add_interface_endpoint(
+                    f"{name}Endpoint",
+                    service=service,
+                    private_dns_enabled=True,
+                    open=False,
+                    security_groups=[endpoints_sg],
+                )
         self.subnets = self.vpc.select_subnets(subnet_type=subnet_type)
 
         self.cluster = ecs.Cluster(self, "Cluster", vpc=self.vpc, enable_fargate_capacity_providers=True)
@@ -116,7 +130,7 @@ class Runner(Construct):
                 "TERRACE_RUNNER_SECRET_ARN": runner_secret.secret_arn,
                 "TERRACE_RUNNER_IDLE_EXIT_S": str(settings.runner_idle_exit_s),
                 "TERRACE_TF_BINARY": "tofu",
-                **{name: url for name, url in queue_environment.items() if name.startswith("TERRACE_QUEUE_URL_JOBS")},
+                **lane_environment,
             },
             readonly_root_filesystem=False,
         )

@@ -42,7 +42,7 @@ class TerraceStack(Stack):
             "Runner",
             settings=settings,
             lanes=queues.lanes,
-            queue_environment=queues.url_environment(),
+            lane_environment=queues.url_environment(lanes_only=True),
             runner_secret=secrets.runner,
             api_url=web.url,
         )

@@ -1,0 +1,104 @@
+"""The api Lambda, the HTTP API and CloudFront in front of both."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra.settings import LAMBDA_PYTHON_VERSION
+
+pytestmark = pytest.mark.infra
+
+ALL_VIEWER_EXCEPT_HOST = "b689b0a8-53d0-40ab-baf2-68738e2966ac"
+REQUIRED_ENV = (
+    "TERRACE_TABLE",
+    "TERRACE_BLOB_BUCKET",
+    "TERRACE_PUBLIC_URL",
+    "TERRACE_SCALER_FUNCTION",
+    "TERRACE_URL_SIGNING_SECRET_ARN",
+    "TERRACE_RUNNER_SECRET_ARN",
+    "TERRACE_BOOTSTRAP_SECRET_ARN",
+)
+CACHING_DISABLED = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad"
+
+
+def test_api_function_is_arm64_python_with_the_layer_and_powertools(synth):
+    _, fn = synth.by_path("/Api/Handler/Resource")
+    props = fn["Properties"]
+    assert props["Architectures"] == ["arm64"]
+    assert props["Runtime"] == f"python{LAMBDA_PYTHON_VERSION}"
+    assert props["Handler"] == "handler.lambda_handler"
+    assert props["TracingConfig"] == {"Mode": "Active"}
+    layer_id = next(iter(synth.resources("AWS::Lambda::LayerVersion")))
+    assert props["Layers"] == [{"Ref": layer_id}]
+    variables = props["Environment"]["Variables"]
+    assert variables["POWERTOOLS_SERVICE_NAME"] == "terrace-api"
+    assert variables["POWERTOOLS_METRICS_NAMESPACE"] == "Terrace"
+    for name in REQUIRED_ENV:
+        assert name in variables, name
+
+
+def test_layer_is_for_arm64_and_the_same_runtime(synth):
+    layer = next(iter(synth.resources("AWS::Lambda::LayerVersion").values()))
+    assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
+    assert layer["Properties"]["CompatibleRuntimes"] == [f"python{LAMBDA_PYTHON_VERSION}"]
+
+
+def test_http_api_routes_everything_to_the_lambda_with_throttling_and_access_logs(synth):
+    assert len(synth.resources("AWS::ApiGatewayV2::Api")) == 1
+    route = next(iter(synth.resources("AWS::ApiGatewayV2::Route").values()))
+    assert route["Properties"]["RouteKey"] == "$default"
+    integration = next(iter(synth.resources("AWS::ApiGatewayV2::Integration").values()))
+    assert integration["Properties"]["IntegrationType"] == "AWS_PROXY"
+    assert integration["Properties"]["PayloadFormatVersion"] == "2.0"
+    stage = next(iter(synth.resources("AWS::ApiGatewayV2::Stage").values()))["Properties"]
+    assert stage["StageName"] == "$default"
+    assert stage["DefaultRouteSettings"]["ThrottlingRateLimit"] > 0
+    assert stage["DefaultRouteSettings"]["ThrottlingBurstLimit"] > 0
+    assert "$context.requestId" in stage["AccessLogSettings"]["Format"]
+
+
+def test_public_url_is_the_cloudfront_hostname(synth):
+    _, fn = synth.by_path("/Api/Handler/Resource")
+    dist_id = next(iter(synth.resources("AWS::CloudFront::Distribution")))
+    assert fn["Properties"]["Environment"]["Variables"]["TERRACE_PUBLIC_URL"] == {
+        "Fn::Join": ["", ["https://", {"Fn::GetAtt": [dist_id, "DomainName"]}]]
+    }
+
+
+def test_cloudfront_static_from_s3_with_oac_and_the_rest_uncached_to_the_api(synth):
+    dist = next(iter(synth.resources("AWS::CloudFront::Distribution").values()))["Properties"]["DistributionConfig"]
+    default = dist["DefaultCacheBehavior"]
+    assert default["ViewerProtocolPolicy"] == "https-only"
+    assert default["CachePolicyId"] == CACHING_DISABLED
+    assert default["OriginRequestPolicyId"] == ALL_VIEWER_EXCEPT_HOST  # Authorization, query strings, cookies
+    assert set(default["AllowedMethods"]) == {"GET", "HEAD", "OPTIONS", "PUT", "PATCH", "POST", "DELETE"}
+    [static] = dist["CacheBehaviors"]
+    assert static["PathPattern"] == "/static/*"
+    assert static["ViewerProtocolPolicy"] == "https-only"
+    origins = {o["Id"]: o for o in dist["Origins"]}
+    assert origins[static["TargetOriginId"]]["OriginAccessControlId"]
+    api_origin = origins[default["TargetOriginId"]]
+    assert api_origin["CustomOriginConfig"]["OriginProtocolPolicy"] == "https-only"
+    assert api_origin["CustomOriginConfig"]["OriginSSLProtocols"] == ["TLSv1.2"]
+    assert dist["Logging"]["Bucket"]
+    assert len(synth.resources("AWS::CloudFront::OriginAccessControl")) == 1
+
+
+def test_assets_bucket_policy_lets_only_this_distribution_read(synth):
+    assets_id, _ = synth.by_path("/Data/AssetsBucket/Resource")
+    policy = next(
+        p for p in synth.resources("AWS::S3::BucketPolicy").values() if p["Properties"]["Bucket"]["Ref"] == assets_id
+    )
+    reads = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s["Effect"] == "Allow"]
+    assert reads and all(s["Principal"] == {"Service": "cloudfront.amazonaws.com"} for s in reads)
+    assert all("AWS:SourceArn" in s["Condition"]["StringEquals"] for s in reads)
+
+
+def test_custom_domain_uses_the_certificate_and_a_modern_tls_policy(synth_options):
+    dist = next(iter(synth_options.resources("AWS::CloudFront::Distribution").values()))
+    config = dist["Properties"]["DistributionConfig"]
+    assert config["Aliases"] == ["terrace.example.com"]
+    assert config["ViewerCertificate"]["AcmCertificateArn"].endswith("certificate/abc")
+    assert config["ViewerCertificate"]["MinimumProtocolVersion"] == "TLSv1.2_2021"
+    _, fn = synth_options.by_path("/Api/Handler/Resource")
+    assert fn["Properties"]["Environment"]["Variables"]["TERRACE_PUBLIC_URL"] == "https://terrace.example.com"

@@ -1,0 +1,117 @@
+"""Runner tasks: VPC without NAT, Fargate arm64 task definition, a task role that reaches only the lanes and
+the runner secret."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra.runner import CONTAINER_NAME
+
+pytestmark = pytest.mark.infra
+
+
+def _env(container: dict) -> dict:
+    return {e["Name"]: e["Value"] for e in container["Environment"]}
+
+
+def test_task_definition_is_fargate_arm64_from_the_runner_image(synth):
+    [task] = synth.resources("AWS::ECS::TaskDefinition").values()
+    props = task["Properties"]
+    assert props["RequiresCompatibilities"] == ["FARGATE"]
+    assert props["RuntimePlatform"] == {"CpuArchitecture": "ARM64", "OperatingSystemFamily": "LINUX"}
+    assert (props["Cpu"], props["Memory"]) == ("1024", "2048")
+    [container] = props["ContainerDefinitions"]
+    assert container["Name"] == CONTAINER_NAME
+    assert container["LogConfiguration"]["LogDriver"] == "awslogs"
+    env = _env(container)
+    assert env["TERRACE_TF_BINARY"] == "tofu"
+    assert env["TERRACE_RUNNER_IDLE_EXIT_S"] == "60"
+    assert {k for k in env if k.startswith("TERRACE_QUEUE_URL_")} == {
+        "TERRACE_QUEUE_URL_JOBS_APPLY", "TERRACE_QUEUE_URL_JOBS_PLAN", "TERRACE_QUEUE_URL_JOBS_SPECULATIVE",
+    }  # fmt: skip
+    assert "TERRACE_RUNNER_SECRET_ARN" in env and "TERRACE_API_URL" in env
+
+
+def test_runner_image_is_staged_from_the_dockerfile_with_only_what_it_needs(synth):
+    assets = [p for p in synth.outdir.iterdir() if p.is_dir() and (p / "runner-container" / "Dockerfile").exists()]
+    assert len(assets) == 1
+    staged = {p.name for p in assets[0].iterdir()}
+    assert staged == {"runner-container", "layers", "pyproject.toml"}
+
+
+def test_dockerfile_pins_and_verifies_opentofu_and_runs_as_non_root():
+    from infra.bundling import REPO
+
+    text = (REPO / "runner-container" / "Dockerfile").read_text()
+    assert "FROM python:3.11-slim" in text
+    assert "ARG TOFU_VERSION=1." in text
+    assert "sha256sum -c" in text and "ARG TOFU_SHA256=" in text
+    assert "linux_arm64" in text
+    assert "USER 10001" in text
+    assert 'ENTRYPOINT ["python", "-m", "terrace.runner"]' in text
+
+
+def test_task_role_reaches_only_the_lanes_and_the_runner_secret(synth):
+    role_id, _ = synth.by_path("/Runner/TaskRole/Resource")
+    [policy] = [p for p in synth.resources("AWS::IAM::Policy").values() if {"Ref": role_id} in p["Properties"]["Roles"]]
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    lanes = {synth.by_path(f"/Queues/Jobs{lane}Queue/Resource")[0] for lane in ("Apply", "Plan", "Speculative")}
+    secret_id, _ = synth.by_path("/Secrets/RunnerSecret/Resource")
+    granted = []
+    for s in statements:
+        actions = s["Action"] if isinstance(s["Action"], list) else [s["Action"]]
+        resources = s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]]
+        granted.append((sorted(actions), resources))
+    sqs = [g for g in granted if g[0][0].startswith("sqs:")]
+    assert len(sqs) == 1
+    assert sqs[0][0] == ["sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:ReceiveMessage"]
+    assert {r["Fn::GetAtt"][0] for r in sqs[0][1]} == lanes
+    others = [g for g in granted if not g[0][0].startswith("sqs:")]
+    assert others == [(["secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue"], [{"Ref": secret_id}])]
+
+
+def test_vpc_has_public_subnets_with_gateway_endpoints_and_no_nat(synth):
+    assert not synth.resources("AWS::EC2::NatGateway")
+    subnets = synth.resources("AWS::EC2::Subnet").values()
+    assert subnets and all(s["Properties"]["MapPublicIpOnLaunch"] is True for s in subnets)
+    endpoints = synth.resources("AWS::EC2::VPCEndpoint").values()
+    kinds = {e["Properties"]["VpcEndpointType"] for e in endpoints}
+    assert kinds == {"Gateway"}
+    services = {str(e["Properties"]["ServiceName"]) for e in endpoints}
+    assert any(".s3" in s for s in services) and any(".dynamodb" in s for s in services)
+
+
+def test_scaler_starts_public_ip_tasks_in_those_subnets(synth):
+    _, scaler = synth.by_path("/Functions/Scaler/Resource")
+    env = scaler["Properties"]["Environment"]["Variables"]
+    assert env["TERRACE_RUNNER_PUBLIC_IP"] == "true"
+    assert env["TERRACE_RUNNER_CONTAINER"] == CONTAINER_NAME
+    assert env["TERRACE_MAX_RUNNERS"] == "4"
+    for name in ("TERRACE_ECS_CLUSTER", "TERRACE_RUNNER_TASK_DEFINITION", "TERRACE_RUNNER_SUBNETS",
+                 "TERRACE_RUNNER_SECURITY_GROUPS"):  # fmt: skip
+        assert env[name]
+
+
+def test_runner_security_group_has_no_ingress(synth, synth_options):
+    for s in (synth, synth_options):
+        _, sg = s.by_path("/Runner/RunnerSecurityGroup/Resource")
+        assert not sg["Properties"].get("SecurityGroupIngress")
+    assert not synth.resources("AWS::EC2::SecurityGroupIngress")
+    # the private option's endpoints accept HTTPS from runners only
+    runner_sg, _ = synth_options.by_path("/Runner/RunnerSecurityGroup/Resource")
+    [ingress] = synth_options.resources("AWS::EC2::SecurityGroupIngress").values()
+    assert ingress["Properties"]["SourceSecurityGroupId"] == {"Fn::GetAtt": [runner_sg, "GroupId"]}
+    assert (ingress["Properties"]["FromPort"], ingress["Properties"]["ToPort"]) == (443, 443)
+
+
+def test_private_option_uses_isolated_subnets_and_interface_endpoints(synth_options):
+    assert not synth_options.resources("AWS::EC2::NatGateway")
+    assert not synth_options.resources("AWS::EC2::InternetGateway")
+    subnets = synth_options.resources("AWS::EC2::Subnet").values()
+    assert all(s["Properties"]["MapPublicIpOnLaunch"] is False for s in subnets)
+    kinds = [e["Properties"]["VpcEndpointType"] for e in synth_options.resources("AWS::EC2::VPCEndpoint").values()]
+    assert kinds.count("Gateway") == 2 and kinds.count("Interface") == 5
+    _, scaler = synth_options.by_path("/Functions/Scaler/Resource")
+    env = scaler["Properties"]["Environment"]["Variables"]
+    assert env["TERRACE_RUNNER_PUBLIC_IP"] == "false"
+    assert env["TERRACE_MAX_RUNNERS"] == "7"
