@@ -19,6 +19,10 @@ def test_launch_up_to_the_maximum_and_stop_all(tmp_path: Path) -> None:
     assert launcher.launch(5) == 2
     assert launcher.launch(1) == 0
     assert launcher.live_count() == 2
+    argv = tmp_path / "argv"
+    deadline = time.monotonic() + 10
+    while (not argv.exists() or len(argv.read_text().splitlines()) < 2) and time.monotonic() < deadline:
+        time.sleep(0.02)
     launcher.stop_all(timeout_s=5)
     assert launcher.live_count() == 0
     assert (tmp_path / "argv").read_text().splitlines() == ["-m terrace.runner", "-m terrace.runner"]

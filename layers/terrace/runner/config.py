@@ -90,8 +90,8 @@ class RunnerConfig:
         """The runner secret; resolved from Secrets Manager on first use when only its ARN is given."""
         if not self.runner_secret and self.runner_secret_arn:
             if self._secret_loader is None:
-                from terrace.adapters.runner_aws import load_secret
+                from terrace.adapters.secrets import fetch_secret  # the same value the API compares with
 
-                self._secret_loader = lambda arn: load_secret(arn, self.region, self.aws_endpoint_url)
+                self._secret_loader = lambda arn: fetch_secret(arn, self.region, self.aws_endpoint_url)
             self.runner_secret = self._secret_loader(self.runner_secret_arn)
         return self.runner_secret
