@@ -24,8 +24,9 @@ from infra.settings import LAMBDA_PYTHON_VERSION
 REPO = Path(__file__).resolve().parent.parent
 CACHE = REPO / ".build" / "lambda-deps"
 PLATFORM = "manylinux2014_aarch64"
-# boto3 ships with the Lambda runtime; the tracer extra brings the X-Ray SDK Powertools' Tracer needs.
-RUNTIME_PROVIDED = {"boto3", "botocore"}
+# boto3 is bundled too (the runtime has one, but the X-Ray SDK pulls in botocore, and a layer botocore
+# must match its boto3): the pinned pair from pyproject wins. The tracer extra brings the X-Ray SDK.
+RUNTIME_PROVIDED: set[str] = set()
 EXTRAS = {"aws-lambda-powertools": "tracer"}
 SOURCE_EXCLUDES = ["**/__pycache__", "**/*.pyc", "*.egg-info", "**/.mypy_cache"]
 
@@ -45,7 +46,7 @@ def layer_requirements(pyproject: Path = REPO / "pyproject.toml") -> list[str]:
 
 def pip_command(target: Path, requirements: list[str]) -> list[str]:
     return [
-        sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+        sys.executable, "-m", "pip", "install", "-qq", "--disable-pip-version-check",
         "--platform", PLATFORM, "--implementation", "cp", "--python-version", LAMBDA_PYTHON_VERSION,
         "--only-binary=:all:", "--cache-dir", str(REPO / ".build" / "pip-cache"),
         "--target", str(target), *requirements,

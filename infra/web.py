@@ -60,7 +60,7 @@ class Web(Construct):
             },
             domain_names=[settings.domain_name] if settings.domain_name else None,
             certificate=certificate,
-            minimum_protocol_version=cloudfront.SecurityPolicyProtocol.TLS_V1_2_2021,
+            minimum_protocol_version=cloudfront.SecurityPolicyProtocol.TLS_V1_2_2021 if certificate else None,
             http_version=cloudfront.HttpVersion.HTTP2_AND_3,
             price_class=cloudfront.PriceClass.PRICE_CLASS_100,
             enable_logging=True,

@@ -56,8 +56,16 @@ def synthesize(outdir: Path, context: dict[str, Any]) -> Synth:
 
     from infra.app import build
 
+    # The same context `cdk synth` uses (feature flags from cdk.json), then the test's own settings.
+    cdk_context = json.loads((REPO / "cdk.json").read_text())["context"]
     app = cdk.App(
-        outdir=str(outdir), context={"terrace:skipBundling": "true", "aws:cdk:enable-path-metadata": True, **context}
+        outdir=str(outdir),
+        context={
+            **cdk_context,
+            "terrace:skipBundling": "true",
+            "aws:cdk:enable-path-metadata": True,
+            **context,
+        },
     )
     stack = build(app)
     error = None

@@ -18,6 +18,10 @@ def _statements(synth, function_path: str) -> list[dict]:
     ]
 
 
+def _listify(value):
+    return value if isinstance(value, list) else [value]
+
+
 def _actions(statements: list[dict]) -> set[str]:
     return {a for s in statements for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])}
 
@@ -80,7 +84,7 @@ def test_only_the_bootstrap_function_reads_the_admin_token(synth):
     readers = []
     for path in ("/Api/Handler/Resource", "/Functions/Scaler/Resource", "/Functions/Reaper/Resource",
                  "/Functions/Events/Resource", "/Functions/Bootstrap/Resource"):  # fmt: skip
-        if any({"Ref": secret_id} == s["Resource"] for s in _statements(synth, path)):
+        if any({"Ref": secret_id} in _listify(s["Resource"]) for s in _statements(synth, path)):
             readers.append(path)
     assert readers == ["/Functions/Bootstrap/Resource"]
 
