@@ -26,6 +26,7 @@ from typing import Any
 
 from terrace.config import Settings
 from terrace.local import tls
+from terrace.local import workers as local_workers
 from terrace.local.resources import LOCAL_REGION, LocalResources, create_resources
 from terrace.local.seed import Seeded, seed_admin
 from terrace.local.terraform_config import write_cli_config
@@ -62,13 +63,17 @@ class LocalStack:
         state_dir: Path | str = ".terrace",
         prefix: str = "terrace",
         access_log: bool = False,
+        workers: bool = True,
     ) -> None:
         self.port = port
         self.organization = organization
         self.state_dir = Path(state_dir).resolve()
         self.prefix = prefix
         self.access_log = access_log
-        self.background_tasks: list[BackgroundTask] = []
+        self.background_tasks: list[BackgroundTask] = list(local_workers.ALL) if workers else []
+        self.settings_overrides: dict[str, Any] = {}  # e.g. shorter job timings in tests
+        self.container: Any = None
+        self.launchers: list[Any] = []  # runner launchers to stop with the stack
         self.stopping = threading.Event()
         self.settings: Settings | None = None
         self.resources: LocalResources | None = None
@@ -117,8 +122,9 @@ class LocalStack:
             aws_endpoint_url=endpoint,
             url_signing_secret=os.environ.get("TERRACE_URL_SIGNING_SECRET") or secrets.token_urlsafe(32),
             runner_secret=os.environ.get("TERRACE_RUNNER_SECRET") or secrets.token_urlsafe(32),
+            **self.settings_overrides,
         )
-        container = build_aws(self.settings)
+        container = self.container = build_aws(self.settings)
         self.seeded = seed_admin(container, self.organization)
         files = tls.write_certificates(self.state_dir / "tls")
         cli_config = write_cli_config(self.state_dir, hostname, self.seeded.token)
@@ -134,6 +140,9 @@ class LocalStack:
 
     def stop(self) -> None:
         self.stopping.set()
+        for launcher in self.launchers:
+            launcher.stop_all()
+        self.launchers.clear()
         if self._server is not None:
             self._server.should_exit = True
         for thread in self._threads:

@@ -20,6 +20,8 @@ INIT_ARGS = ["init", "-input=false", "-no-color"]
 
 def plan_args(operation: Operation, plan_file: Path) -> list[str]:
     args = ["plan", "-input=false", "-no-color", f"-out={plan_file}", "-detailed-exitcode"]
+    if operation.speculative:
+        args.append("-lock=false")  # speculative plans never take the workspace lock (HCP semantics)
     if operation.is_destroy:
         args.append("-destroy")
     if operation.refresh_only:

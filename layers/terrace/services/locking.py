@@ -84,9 +84,12 @@ class LockService:
         return ws
 
     def _run_holds(self, principal: Principal, workspace_id: str) -> bool:
-        """A run's own terraform locks and unlocks the workspace its run already holds: both are no-ops,
-        the run keeps the lock until it reaches a final state."""
-        return principal.kind is PrincipalKind.RUN and self.holds(principal, self._workspaces.load(workspace_id))
+        """The head run's own terraform locks and unlocks the workspace its run already holds: both are
+        no-ops, the run keeps the lock until it reaches a final state. (Speculative runs never hold it.)"""
+        if principal.kind is not PrincipalKind.RUN:
+            return False
+        ws = self._workspaces.load(workspace_id)
+        return self.holds(principal, ws) and ws.current_run_id == principal.subject_id
 
     @staticmethod
     def holds(principal: Principal, ws: Workspace) -> bool:

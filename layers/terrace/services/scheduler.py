@@ -113,11 +113,13 @@ class RunScheduler:
                 phase.mark(rs.P_UNREACHABLE if phase.status == rs.P_PENDING else ended, now)
         if error:
             run.error_message = error
+        ws = self._workspaces.load(run.workspace_id)
         if run.plan_only:
-            self._store.save([(run, expected)], None, previous)
+            stale = ws.lock is not None and ws.lock.holder == f"run:{run.id}"  # its terraform died holding it
+            unlocked = dataclasses.replace(ws, lock=None, version=ws.version + 1, updated_at=now)
+            self._store.save([(run, expected)], WorkspaceWrite(unlocked, ws.version) if stale else None, previous)
             self._revoke_tokens(run)
             return run
-        ws = self._workspaces.load(run.workspace_id)
         released = ws.lock is not None and ws.lock.holder == f"run:{run.id}"
         updated = dataclasses.replace(ws, lock=None if released else ws.lock, version=ws.version + 1, updated_at=now)
         writes: list[tuple[Run, int | None]] = [(run, expected)]

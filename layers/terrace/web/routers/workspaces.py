@@ -6,10 +6,10 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
+from terrace.bootstrap import Container
 from terrace.domain.errors import Invalid
 from terrace.domain.principal import Principal
 from terrace.domain.workspace import Workspace
-from terrace.bootstrap import Container
 from terrace.web import serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONAPIResponse, attributes, read_document, read_json, respond, respond_page
@@ -75,27 +75,32 @@ async def update_workspace(workspace_id: str, request: Request, container: Conta
     return await _update(container.workspaces.get(principal, workspace_id), request, container, principal)
 
 
+def _delete(container: Container, principal: Principal, ws: Workspace, *, safe: bool = False) -> None:
+    container.workspaces.delete(principal, ws, safe=safe)
+    container.state_versions.purge(ws.id)
+
+
 @router.delete("/organizations/{org}/workspaces/{name}")
 def delete_workspace_by_name(org: str, name: str, container: ContainerDep, principal: PrincipalDep) -> Response:
-    container.workspaces.delete(principal, container.workspaces.get_by_name(principal, org, name))
+    _delete(container, principal, container.workspaces.get_by_name(principal, org, name))
     return Response(status_code=204)
 
 
 @router.delete("/workspaces/{workspace_id}")
 def delete_workspace(workspace_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
-    container.workspaces.delete(principal, container.workspaces.get(principal, workspace_id))
+    _delete(container, principal, container.workspaces.get(principal, workspace_id))
     return Response(status_code=204)
 
 
 @router.post("/organizations/{org}/workspaces/{name}/actions/safe-delete")
 def safe_delete_by_name(org: str, name: str, container: ContainerDep, principal: PrincipalDep) -> Response:
-    container.workspaces.delete(principal, container.workspaces.get_by_name(principal, org, name), safe=True)
+    _delete(container, principal, container.workspaces.get_by_name(principal, org, name), safe=True)
     return Response(status_code=204)
 
 
 @router.post("/workspaces/{workspace_id}/actions/safe-delete")
 def safe_delete(workspace_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
-    container.workspaces.delete(principal, container.workspaces.get(principal, workspace_id), safe=True)
+    _delete(container, principal, container.workspaces.get(principal, workspace_id), safe=True)
     return Response(status_code=204)
 
 

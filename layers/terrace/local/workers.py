@@ -1,0 +1,100 @@
+"""Local twins of the AWS background pieces, as LocalStack background tasks:
+the scaler (runner processes instead of Fargate tasks), the reaper and the events consumer on timers."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from terrace.adapters.runner_launchers import LocalProcessLauncher
+from terrace.local.terraform_config import MIRRORED, write_provider_mirror
+
+if TYPE_CHECKING:
+    from terrace.local.stack import LocalStack
+
+log = logging.getLogger("terrace.local")
+TICK_S = 1.0
+
+
+def operator_cli_config(state_dir: Path) -> Path:
+    """Provider installation from the local mirror, handed to runners as the operator's CLI config."""
+    mirror = write_provider_mirror(state_dir / "providers").resolve()
+    path = state_dir / "runner.rc"
+    quoted = json.dumps
+    path.write_text(
+        "provider_installation {\n"
+        f"  filesystem_mirror {{\n    path    = {quoted(str(mirror))}\n    include = [{quoted(MIRRORED)}]\n  }}\n"
+        f"  direct {{\n    exclude = [{quoted(MIRRORED)}]\n  }}\n"
+        "}\n"
+    )
+    return path
+
+
+def runner_env(stack: LocalStack) -> dict[str, str]:
+    assert stack.info is not None and stack.settings is not None
+    venv_bin = str(Path(sys.prefix) / "bin")
+    return {
+        **stack.env(),
+        "PATH": venv_bin + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": os.environ.get("HOME", "/tmp"),
+        "TERRACE_API_URL": stack.settings.public_url,
+        "SSL_CERT_FILE": stack.info.ca_bundle,
+        "TERRACE_OPERATOR_CLI_CONFIG": str(operator_cli_config(stack.state_dir)),
+        "TERRACE_TF_BINARY": os.environ.get("TERRACE_TF_BINARY") or str(Path(venv_bin) / "terraform"),
+        "TERRACE_RUNNER_IDLE_EXIT_S": "0",  # the local pool keeps polling
+        "TERRACE_WORK_DIR": str(stack.state_dir / "runner-work"),
+    }
+
+
+def scaler(stack: LocalStack) -> None:
+    """Start runner processes for the backlog (the scaler Lambda's local twin)."""
+    container = stack.container
+    launcher = LocalProcessLauncher(runner_env(stack), max_processes=container.settings.max_runners)
+    container.launcher = launcher
+    stack.launchers.append(launcher)
+    _loop(stack, lambda: container.scaler.scale_once())
+
+
+def reaper(stack: LocalStack) -> None:
+    _loop(stack, lambda: stack.container.reaper.reap_once())
+
+
+def events(stack: LocalStack) -> None:
+    """Consume the events queue (the events Lambda's local twin)."""
+    import boto3
+
+    container, settings = stack.container, stack.container.settings
+    sqs = boto3.client("sqs", endpoint_url=settings.aws_endpoint_url, region_name=settings.region)
+    url = settings.queue_urls["events"]
+    while not stack.stopping.is_set():
+        try:
+            received = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1)
+        except Exception:
+            if stack.stopping.is_set():
+                return
+            log.exception("events queue receive failed")
+            stack.stopping.wait(TICK_S)
+            continue
+        for message in received.get("Messages", []):
+            try:
+                container.events.handle(json.loads(message["Body"]))
+                sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+            except Exception:
+                log.exception("event handling failed; it will be retried")
+
+
+def _loop(stack: LocalStack, tick: Any) -> None:
+    while not stack.stopping.wait(TICK_S):
+        try:
+            tick()
+        except Exception:
+            if stack.stopping.is_set():
+                return
+            log.exception("background tick failed")
+
+
+ALL = (scaler, reaper, events)
