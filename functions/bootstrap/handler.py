@@ -41,7 +41,7 @@ def ensure_admin(container: Any, username: str, token_secret: str) -> str:
     user = accounts.find_user(username) or accounts.create_user(username, site_admin=True)
     try:
         principal = accounts.authenticate(token_secret)
-        if principal.id == user.id:
+        if principal.kind is PrincipalKind.USER and principal.subject_id == user.id:
             return str(user.id)
     except Unauthenticated:
         pass

@@ -1,0 +1,199 @@
+"""The thin Lambda handlers in functions/: they translate and delegate to the container's services."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.infra
+FUNCTIONS = Path(__file__).resolve().parents[2] / "functions"
+
+
+@pytest.fixture(autouse=True)
+def _powertools_env(monkeypatch):
+    monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "1")
+    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "TerraceTest")
+    monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "test")
+
+
+def load(name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(f"terrace_fn_{name}", FUNCTIONS / name / "handler.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def context() -> Any:
+    return SimpleNamespace(
+        function_name="fn", memory_limit_in_mb=128, aws_request_id="req-1",
+        invoked_function_arn="arn:aws:lambda:us-east-1:123456789012:function:fn",
+    )  # fmt: skip
+
+
+def memory_container() -> Any:
+    from terrace.bootstrap import build_memory
+
+    return build_memory()
+
+
+# bootstrap --------------------------------------------------------------------------------------
+def test_ensure_admin_creates_a_site_admin_whose_token_is_the_secret_and_is_idempotent():
+    bootstrap = load("bootstrap")
+    container = memory_container()
+    user_id = bootstrap.ensure_admin(container, "admin", "s3cret-token-value")
+    assert bootstrap.ensure_admin(container, "admin", "s3cret-token-value") == user_id
+    principal = container.accounts.authenticate("s3cret-token-value")
+    assert principal.subject_id == user_id and principal.site_admin
+    assert len(container.accounts.list_tokens(user_id)) == 1
+
+
+def test_ensure_admin_registers_a_rotated_secret():
+    bootstrap = load("bootstrap")
+    container = memory_container()
+    user_id = bootstrap.ensure_admin(container, "admin", "first")
+    assert bootstrap.ensure_admin(container, "admin", "second") == user_id
+    assert container.accounts.authenticate("second").subject_id == user_id
+
+
+def _cfn_event(request_type: str) -> dict[str, Any]:
+    return {
+        "RequestType": request_type, "ResponseURL": "https://example.invalid/response", "StackId": "stack",
+        "RequestId": "r", "LogicalResourceId": "BootstrapAdmin",
+        "ResourceProperties": {"Username": "admin", "SecretArn": "arn:secret"},
+    }  # fmt: skip
+
+
+def test_bootstrap_custom_resource_answers_cloudformation(monkeypatch):
+    bootstrap = load("bootstrap")
+    container = memory_container()
+    answers: list[tuple[str, dict[str, str]]] = []
+    monkeypatch.setattr(bootstrap, "_get_container", lambda: container)
+    monkeypatch.setattr(bootstrap, "_read_secret", lambda arn, c: "token-from-secrets-manager")
+    monkeypatch.setattr(bootstrap, "_respond", lambda event, status, reason, pid, data: answers.append((status, data)))
+
+    bootstrap.lambda_handler(_cfn_event("Create"), context())
+    assert answers[-1][0] == "SUCCESS"
+    assert container.accounts.authenticate("token-from-secrets-manager").subject_id == answers[-1][1]["UserId"]
+
+    bootstrap.lambda_handler(_cfn_event("Delete"), context())
+    assert answers[-1] == ("SUCCESS", {})
+    assert container.accounts.find_user("admin") is not None, "delete keeps the admin"
+
+
+def test_bootstrap_failure_is_reported_not_raised(monkeypatch):
+    bootstrap = load("bootstrap")
+    answers: list[str] = []
+
+    def broken() -> Any:
+        raise RuntimeError("table missing")
+
+    monkeypatch.setattr(bootstrap, "_get_container", broken)
+    monkeypatch.setattr(bootstrap, "_respond", lambda event, status, reason, pid, data: answers.append(status + reason))
+    bootstrap.lambda_handler(_cfn_event("Create"), context())
+    assert answers == ["FAILEDRuntimeError: table missing"]
+
+
+# events / scaler / reaper -----------------------------------------------------------------------
+def _sqs_record(message_id: str, body: str) -> dict[str, Any]:
+    return {
+        "messageId": message_id, "receiptHandle": "h", "body": body, "attributes": {}, "messageAttributes": {},
+        "md5OfBody": "", "eventSource": "aws:sqs", "eventSourceARN": "arn:aws:sqs:us-east-1:1:events",
+        "awsRegion": "us-east-1",
+    }  # fmt: skip
+
+
+def test_events_handler_delegates_each_record_and_reports_only_failures(monkeypatch):
+    events = load("events")
+    handled: list[dict[str, Any]] = []
+
+    def handle(message: dict[str, Any]) -> None:
+        if message.get("boom"):
+            raise RuntimeError("downstream failed")
+        handled.append(message)
+
+    monkeypatch.setattr(events, "_get_container", lambda: SimpleNamespace(events=SimpleNamespace(handle=handle)))
+    batch = {
+        "Records": [
+            _sqs_record("ok", json.dumps({"type": "run.completed", "run_id": "run-1"})),
+            _sqs_record("bad-json", "{not json"),
+            _sqs_record("not-object", "[1, 2]"),
+            _sqs_record("fails", json.dumps({"boom": True})),
+        ]
+    }
+    result = events.lambda_handler(batch, context())
+    assert handled == [{"type": "run.completed", "run_id": "run-1"}]
+    failed = {f["itemIdentifier"] for f in result["batchItemFailures"]}
+    assert failed == {"bad-json", "not-object", "fails"}
+
+
+@pytest.mark.parametrize(
+    ("name", "service", "method"), [("scaler", "scaler", "scale_once"), ("reaper", "reaper", "reap_once")]
+)
+def test_scheduled_handlers_return_the_service_summary(monkeypatch, name, service, method):
+    module = load(name)
+    summary = {"backlog": 2, "started": 1}
+    fake = SimpleNamespace(**{service: SimpleNamespace(**{method: lambda: summary})})
+    monkeypatch.setattr(module, "_get_container", lambda: fake)
+    assert module.lambda_handler({"source": "aws.events"}, context()) == summary
+
+
+# api ----------------------------------------------------------------------------------------------
+def test_api_handler_serves_the_app_through_mangum_built_once(monkeypatch):
+    import terrace.bootstrap
+
+    api = load("api")
+    builds: list[object] = []
+
+    def build_aws(settings: Any) -> Any:
+        builds.append(settings)
+        return memory_container()
+
+    monkeypatch.setattr(terrace.bootstrap, "build_aws", build_aws)
+    monkeypatch.setenv("TERRACE_TABLE", "t")
+    monkeypatch.setenv("TERRACE_BLOB_BUCKET", "b")
+    event = {
+        "version": "2.0", "routeKey": "$default", "rawPath": "/.well-known/terraform.json", "rawQueryString": "",
+        "headers": {"host": "example.cloudfront.net"},
+        "requestContext": {
+            "http": {"method": "GET", "path": "/.well-known/terraform.json", "sourceIp": "1.2.3.4",
+                     "protocol": "HTTP/1.1", "userAgent": "terraform"},
+            "requestId": "id", "stage": "$default", "domainName": "example.cloudfront.net", "accountId": "1",
+            "apiId": "a", "domainPrefix": "example", "time": "x", "timeEpoch": 0,
+        },
+        "isBase64Encoded": False,
+    }  # fmt: skip
+    first = api.lambda_handler(event, context())
+    second = api.lambda_handler(event, context())
+    assert first["statusCode"] == 200 and second["statusCode"] == 200
+    assert "tfe.v2" in json.loads(first["body"])
+    assert len(builds) == 1
+
+
+# secrets resolution (terrace.adapters.secrets, used by build_aws) -------------------------------
+def test_secret_arns_resolve_into_values_once():
+    import boto3
+    from moto import mock_aws
+    from terrace.adapters.secrets import resolve_secrets
+    from terrace.config import Settings
+
+    with mock_aws():
+        client = boto3.client("secretsmanager", region_name="us-east-1")
+        runner_arn = client.create_secret(Name="runner", SecretString="runner-value")["ARN"]
+        signing_arn = client.create_secret(Name="signing", SecretString="signing-value")["ARN"]
+        settings = Settings.from_env(
+            {"TERRACE_TABLE": "t", "TERRACE_BLOB_BUCKET": "b", "TERRACE_RUNNER_SECRET_ARN": runner_arn,
+             "TERRACE_URL_SIGNING_SECRET_ARN": signing_arn}
+        )  # fmt: skip
+        resolved = resolve_secrets(settings, client)
+        assert (resolved.runner_secret, resolved.url_signing_secret) == ("runner-value", "signing-value")
+        explicit = Settings.from_env(
+            {"TERRACE_TABLE": "t", "TERRACE_BLOB_BUCKET": "b", "TERRACE_RUNNER_SECRET": "plain",
+             "TERRACE_RUNNER_SECRET_ARN": runner_arn}
+        )  # fmt: skip
+        assert resolve_secrets(explicit, client).runner_secret == "plain"
