@@ -72,9 +72,9 @@ class Container:
 
     @cached_property
     def state_versions(self) -> StateVersionService:
-        return StateVersionService(self.table, self.blobs, self.settings, self.workspaces, self.state_index,
-                                   self.organizations)
-
+        return StateVersionService(
+            self.table, self.blobs, self.settings, self.workspaces, self.state_index, self.organizations
+        )
 
     # runs ---------------------------------------------------------------------------------
     @cached_property
@@ -105,8 +105,18 @@ class Container:
 
     @cached_property
     def jobs(self) -> JobService:
-        return JobService(self.run_store, self.scheduler, self.runs, self.workspaces, self.configuration_versions,
-                          self.variables, self.accounts, self.logs, self.blobs, self.settings)
+        return JobService(
+            self.run_store,
+            self.scheduler,
+            self.runs,
+            self.workspaces,
+            self.configuration_versions,
+            self.variables,
+            self.accounts,
+            self.logs,
+            self.blobs,
+            self.settings,
+        )
 
     @cached_property
     def reaper(self) -> Reaper:
@@ -155,9 +165,13 @@ def build_aws(settings: Settings) -> Container:
     launcher = None
     if settings.ecs_cluster and settings.runner_task_definition:
         launcher = EcsLauncher(
-            clients["ecs"], settings.ecs_cluster, settings.runner_task_definition,
-            container_name=settings.runner_container_name, subnets=settings.runner_subnets,
-            security_groups=settings.runner_security_groups, assign_public_ip=settings.runner_assign_public_ip,
+            clients["ecs"],
+            settings.ecs_cluster,
+            settings.runner_task_definition,
+            container_name=settings.runner_container_name,
+            subnets=settings.runner_subnets,
+            security_groups=settings.runner_security_groups,
+            assign_public_ip=settings.runner_assign_public_ip,
         )
     return Container(
         settings=settings,

@@ -100,8 +100,5 @@ class Settings:
             runner_security_groups=tuple(s for s in env.get("TERRACE_RUNNER_SECURITY_GROUPS", "").split(",") if s),
             runner_assign_public_ip=env.get("TERRACE_RUNNER_PUBLIC_IP", "true").lower() == "true",
             max_runners=_env_int(env, "TERRACE_MAX_RUNNERS", 4),
-            **{
-                name: _env_int(env, f"TERRACE_{name.upper()}", default)
-                for name, default in _TIMINGS.items()
-            },
+            **{name: _env_int(env, f"TERRACE_{name.upper()}", default) for name, default in _TIMINGS.items()},
         )

@@ -37,8 +37,10 @@ def moto_server() -> Iterator[str]:
 def clients(endpoint: str) -> dict[str, Any]:
     session = boto3.session.Session(aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION)
     s3_config = Config(signature_version="s3v4", s3={"addressing_style": "path"})
-    return {"dynamodb": session.client("dynamodb", endpoint_url=endpoint),
-            "s3": session.client("s3", endpoint_url=endpoint, config=s3_config)}
+    return {
+        "dynamodb": session.client("dynamodb", endpoint_url=endpoint),
+        "s3": session.client("s3", endpoint_url=endpoint, config=s3_config),
+    }
 
 
 @dataclass(frozen=True)
@@ -50,19 +52,33 @@ class Created:
 def create_table_and_bucket(made: dict[str, Any], prefix: str | None = None) -> Created:
     prefix = prefix or "t" + uuid.uuid4().hex[:8]
     table = defs.TABLE
-    keys = [table.partition_key, table.sort_key, *(k for i in table.global_indexes
-                                                   for k in (i.partition_key, i.sort_key))]
+    keys = [
+        table.partition_key,
+        table.sort_key,
+        *(k for i in table.global_indexes for k in (i.partition_key, i.sort_key)),
+    ]
     name = defs.physical_name(prefix, table.logical_name)
     made["dynamodb"].create_table(
-        TableName=name, BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[{"AttributeName": k.name, "AttributeType": k.type}
-                              for k in {k.name: k for k in keys}.values()],
-        KeySchema=[{"AttributeName": table.partition_key.name, "KeyType": "HASH"},
-                   {"AttributeName": table.sort_key.name, "KeyType": "RANGE"}],
-        GlobalSecondaryIndexes=[{
-            "IndexName": i.name, "Projection": {"ProjectionType": "ALL"},
-            "KeySchema": [{"AttributeName": i.partition_key.name, "KeyType": "HASH"},
-                          {"AttributeName": i.sort_key.name, "KeyType": "RANGE"}]} for i in table.global_indexes],
+        TableName=name,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[
+            {"AttributeName": k.name, "AttributeType": k.type} for k in {k.name: k for k in keys}.values()
+        ],
+        KeySchema=[
+            {"AttributeName": table.partition_key.name, "KeyType": "HASH"},
+            {"AttributeName": table.sort_key.name, "KeyType": "RANGE"},
+        ],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": i.name,
+                "Projection": {"ProjectionType": "ALL"},
+                "KeySchema": [
+                    {"AttributeName": i.partition_key.name, "KeyType": "HASH"},
+                    {"AttributeName": i.sort_key.name, "KeyType": "RANGE"},
+                ],
+            }
+            for i in table.global_indexes
+        ],
     )
     bucket = defs.physical_name(prefix, defs.BLOB_BUCKET.logical_name)
     made["s3"].create_bucket(Bucket=bucket)

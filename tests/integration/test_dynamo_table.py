@@ -38,8 +38,16 @@ def test_put_get_conditions(table: DynamoTable) -> None:
 
 
 def test_number_and_nested_round_trip(table: DynamoTable) -> None:
-    item: dict[str, Any] = {"pk": "n", "sk": "n", "int": 42, "float": 1.5, "big": 2**53, "flag": True, "none": None,
-                            "nested": {"list": [1, 2.25, "s", {"deep": 0}], "empty": ""}}
+    item: dict[str, Any] = {
+        "pk": "n",
+        "sk": "n",
+        "int": 42,
+        "float": 1.5,
+        "big": 2**53,
+        "flag": True,
+        "none": None,
+        "nested": {"list": [1, 2.25, "s", {"deep": 0}], "empty": ""},
+    }
     table.put(item)
     got = table.get("n", "n")
     assert got == item
@@ -49,11 +57,17 @@ def test_number_and_nested_round_trip(table: DynamoTable) -> None:
 def test_transactions_are_all_or_nothing(table: DynamoTable) -> None:
     table.put({"pk": "ws", "sk": "ws", "version": 1})
     with pytest.raises(ConditionFailed):
-        table.transact([Put({"pk": "ws", "sk": "ws", "version": 2}, if_version=1),
-                        Put({"pk": "sv", "sk": "sv"}, if_absent=True), Check("missing", "x")])
+        table.transact(
+            [
+                Put({"pk": "ws", "sk": "ws", "version": 2}, if_version=1),
+                Put({"pk": "sv", "sk": "sv"}, if_absent=True),
+                Check("missing", "x"),
+            ]
+        )
     assert table.get("ws", "ws")["version"] == 1 and table.get("sv", "sv") is None  # type: ignore[index]
-    table.transact([Put({"pk": "ws", "sk": "ws", "version": 2}, if_version=1),
-                    Put({"pk": "sv", "sk": "sv"}, if_absent=True)])
+    table.transact(
+        [Put({"pk": "ws", "sk": "ws", "version": 2}, if_version=1), Put({"pk": "sv", "sk": "sv"}, if_absent=True)]
+    )
     assert table.get("ws", "ws")["version"] == 2 and table.get("sv", "sv") is not None  # type: ignore[index]
     table.transact([Delete("sv", "sv"), Check("ws", "ws", if_version=2), Check("gone", "x", must_exist=False)])
     assert table.get("sv", "sv") is None
@@ -64,8 +78,7 @@ def test_gsi_queries_in_order_with_prefix_reverse_and_limit(table: DynamoTable) 
         table.put({"pk": f"sv-{i}", "sk": "sv", "gsi1pk": "ws#state-versions", "gsi1sk": f"2024-01-0{i}#sv-{i}"})
         table.put({"pk": "ws#resources", "sk": f"null_resource.r{i}"})
     assert [i["pk"] for i in table.query("ws#state-versions", index="gsi1")] == ["sv-1", "sv-2", "sv-3"]
-    assert [i["pk"] for i in table.query("ws#state-versions", index="gsi1", reverse=True, limit=2)] == [
-        "sv-3", "sv-2"]
+    assert [i["pk"] for i in table.query("ws#state-versions", index="gsi1", reverse=True, limit=2)] == ["sv-3", "sv-2"]
     assert [i["sk"] for i in table.query("ws#resources", prefix="null_resource.r2")] == ["null_resource.r2"]
 
 

@@ -30,10 +30,18 @@ def endpoint() -> Iterator[str]:
 def app(endpoint: str) -> tuple[Container, TestClient, dict[str, str], str]:
     made = clients(endpoint)
     created = create_table_and_bucket(made)
-    settings = Settings(table_name=created.table_name, blob_bucket=created.bucket, url_signing_secret="s",
-                        aws_endpoint_url=endpoint, public_url="https://terrace.test")
-    container = Container(settings=settings, table=DynamoTable(made["dynamodb"], created.table_name),
-                          blobs=S3Blobs(made["s3"], created.bucket))
+    settings = Settings(
+        table_name=created.table_name,
+        blob_bucket=created.bucket,
+        url_signing_secret="s",
+        aws_endpoint_url=endpoint,
+        public_url="https://terrace.test",
+    )
+    container = Container(
+        settings=settings,
+        table=DynamoTable(made["dynamodb"], created.table_name),
+        blobs=S3Blobs(made["s3"], created.bucket),
+    )
     user = container.accounts.create_user("alice")
     principal = Principal(PrincipalKind.USER, user.id, user.username)
     container.organizations.create(principal, "acme", "ops@example.com")
@@ -44,26 +52,52 @@ def app(endpoint: str) -> tuple[Container, TestClient, dict[str, str], str]:
 
 
 def _state(serial: int) -> bytes:
-    return json.dumps({
-        "version": 4, "terraform_version": "1.6.0", "serial": serial, "lineage": "lin-1",
-        "outputs": {"addr": {"value": {"host": "h", "port": 80, "ratio": 0.5}, "type": ["object", {
-            "host": "string", "port": "number", "ratio": "number"}]},
-            "pw": {"value": "x", "type": "string", "sensitive": True}},
-        "resources": [{"mode": "managed", "type": "aws_instance", "name": "web",
-                       "provider": 'provider["registry.terraform.io/hashicorp/aws"]',
-                       "instances": [{"index_key": k, "attributes": {"id": f"i-{k}", "arn": f"arn:aws:ec2:::i-{k}"}}
-                                     for k in range(3)]}],
-    }).encode()
+    return json.dumps(
+        {
+            "version": 4,
+            "terraform_version": "1.6.0",
+            "serial": serial,
+            "lineage": "lin-1",
+            "outputs": {
+                "addr": {
+                    "value": {"host": "h", "port": 80, "ratio": 0.5},
+                    "type": ["object", {"host": "string", "port": "number", "ratio": "number"}],
+                },
+                "pw": {"value": "x", "type": "string", "sensitive": True},
+            },
+            "resources": [
+                {
+                    "mode": "managed",
+                    "type": "aws_instance",
+                    "name": "web",
+                    "provider": 'provider["registry.terraform.io/hashicorp/aws"]',
+                    "instances": [
+                        {"index_key": k, "attributes": {"id": f"i-{k}", "arn": f"arn:aws:ec2:::i-{k}"}}
+                        for k in range(3)
+                    ],
+                }
+            ],
+        }
+    ).encode()
 
 
 def test_two_step_upload_download_outputs_and_search(app: tuple[Container, TestClient, dict[str, str], str]) -> None:
     container, client, headers, ws_id = app
     assert client.post(f"/api/v2/workspaces/{ws_id}/actions/lock", headers=headers, json={}).status_code == 200
     raw = _state(1)
-    body: dict[str, Any] = {"data": {"type": "state-versions", "attributes": {
-        "serial": 1, "md5": hashlib.md5(raw).hexdigest(), "lineage": "lin-1",
-        "json-state-outputs": base64.b64encode(json.dumps({"pw": {"value": "x", "sensitive": True,
-                                                                   "type": "string"}}).encode()).decode()}}}
+    body: dict[str, Any] = {
+        "data": {
+            "type": "state-versions",
+            "attributes": {
+                "serial": 1,
+                "md5": hashlib.md5(raw).hexdigest(),
+                "lineage": "lin-1",
+                "json-state-outputs": base64.b64encode(
+                    json.dumps({"pw": {"value": "x", "sensitive": True, "type": "string"}}).encode()
+                ).decode(),
+            },
+        }
+    }
     r = client.post(f"/api/v2/workspaces/{ws_id}/state-versions", headers=headers, json=body)
     assert r.status_code == 201, r.text
     sv = r.json()["data"]
@@ -95,28 +129,46 @@ def test_two_step_upload_download_outputs_and_search(app: tuple[Container, TestC
     assert container.workspaces.load(ws_id).resource_count == 3
 
 
-def test_inline_write_rejection_and_http_backend_on_moto(app: tuple[Container, TestClient, dict[str, str],
-                                                                    str]) -> None:
+def test_inline_write_rejection_and_http_backend_on_moto(
+    app: tuple[Container, TestClient, dict[str, str], str],
+) -> None:
     container, client, headers, ws_id = app
     client.post(f"/api/v2/workspaces/{ws_id}/actions/lock", headers=headers, json={})
     raw = _state(2)
-    body: dict[str, Any] = {"data": {"type": "state-versions", "attributes": {
-        "serial": 2, "md5": hashlib.md5(raw).hexdigest(), "lineage": "lin-1", "state": base64.b64encode(raw).decode()}}}
+    body: dict[str, Any] = {
+        "data": {
+            "type": "state-versions",
+            "attributes": {
+                "serial": 2,
+                "md5": hashlib.md5(raw).hexdigest(),
+                "lineage": "lin-1",
+                "state": base64.b64encode(raw).decode(),
+            },
+        }
+    }
     r = client.post(f"/api/v2/workspaces/{ws_id}/state-versions", headers=headers, json=body)
     assert r.status_code == 201, r.text
     outs = client.get(f"/api/v2/state-versions/{r.json()['data']['id']}/outputs", headers=headers).json()["data"]
     addr = next(o for o in outs if o["attributes"]["name"] == "addr")
     assert addr["attributes"]["value"] == {"host": "h", "port": 80, "ratio": 0.5}
     lower = _state(1)
-    body["data"]["attributes"].update(serial=1, md5=hashlib.md5(lower).hexdigest(),
-                                      state=base64.b64encode(lower).decode())
+    body["data"]["attributes"].update(
+        serial=1, md5=hashlib.md5(lower).hexdigest(), state=base64.b64encode(lower).decode()
+    )
     assert client.post(f"/api/v2/workspaces/{ws_id}/state-versions", headers=headers, json=body).status_code == 409
     assert container.workspaces.load(ws_id).state_serial == 2
     client.post(f"/api/v2/workspaces/{ws_id}/actions/unlock", headers=headers)
 
     basic = {"Authorization": "Basic " + base64.b64encode(f"x:{headers['Authorization'][7:]}".encode()).decode()}
-    lock = {"ID": "lock-1", "Operation": "apply", "Info": "", "Who": "me", "Version": "1.0.3", "Created": "",
-            "Path": ""}
+    lock = {
+        "ID": "lock-1",
+        "Operation": "apply",
+        "Info": "",
+        "Who": "me",
+        "Version": "1.0.3",
+        "Created": "",
+        "Path": "",
+    }
     assert client.request("LOCK", "/state/v1/acme/prod", headers=basic, content=json.dumps(lock)).status_code == 200
     assert client.post("/state/v1/acme/prod?ID=lock-1", headers=basic, content=_state(3)).status_code == 200
     got = client.get("/state/v1/acme/prod", headers=basic)

@@ -53,8 +53,12 @@ class RunEnv:
 
     def upload_config(self, *, speculative: bool = False, workspace_id: str | None = None) -> str:
         ws = workspace_id or self.workspace_id
-        body = {"data": {"type": "configuration-versions",
-                         "attributes": {"auto-queue-runs": False, "speculative": speculative}}}
+        body = {
+            "data": {
+                "type": "configuration-versions",
+                "attributes": {"auto-queue-runs": False, "speculative": speculative},
+            }
+        }
         response = self.api("POST", f"/workspaces/{ws}/configuration-versions", body)
         assert response.status_code == 201, response.text
         cv = response.json()["data"]
@@ -63,9 +67,16 @@ class RunEnv:
         return str(cv["id"])
 
     def create_run(self, cv_id: str, workspace_id: str | None = None, **attributes: Any) -> dict[str, Any]:
-        body = {"data": {"type": "runs", "attributes": attributes, "relationships": {
-            "workspace": {"data": {"type": "workspaces", "id": workspace_id or self.workspace_id}},
-            "configuration-version": {"data": {"type": "configuration-versions", "id": cv_id}}}}}
+        body = {
+            "data": {
+                "type": "runs",
+                "attributes": attributes,
+                "relationships": {
+                    "workspace": {"data": {"type": "workspaces", "id": workspace_id or self.workspace_id}},
+                    "configuration-version": {"data": {"type": "configuration-versions", "id": cv_id}},
+                },
+            }
+        }
         response = self.api("POST", "/runs", body)
         assert response.status_code == 201, response.text
         return dict(response.json()["data"])
@@ -79,34 +90,53 @@ class RunEnv:
         headers = {"Authorization": f"Bearer {RUNNER_SECRET}"}
         return self.client.request(method, f"/api/runner{path}", headers=headers, **kwargs)
 
-    def work_next(self, *, status: str = "finished", has_changes: bool = True, log: bytes = b"working\n",
-                  runner_id: str = "r1") -> dict[str, Any]:
+    def work_next(
+        self, *, status: str = "finished", has_changes: bool = True, log: bytes = b"working\n", runner_id: str = "r1"
+    ) -> dict[str, Any]:
         """Take the highest-priority job, claim it, log, finish it. Returns the claimed spec."""
         taken = self.queue.take()
         assert taken is not None, "no job queued"
         _, message = taken
-        claim = self.runner("POST", f"/jobs/{message['job_id']}/claim",
-                            json={"runner_id": runner_id, "attempt": message["attempt"]})
+        claim = self.runner(
+            "POST", f"/jobs/{message['job_id']}/claim", json={"runner_id": runner_id, "attempt": message["attempt"]}
+        )
         assert claim.status_code == 200, claim.text
         spec = dict(claim.json())
         put = self.runner("PUT", f"/jobs/{spec['job_id']}/logs?offset=0", content=log)
         assert put.status_code == 204, put.text
-        done = self.runner("POST", f"/jobs/{spec['job_id']}/finish", json={
-            "runner_id": runner_id, "status": status, "has_changes": has_changes, "resource_additions": 1})
+        done = self.runner(
+            "POST",
+            f"/jobs/{spec['job_id']}/finish",
+            json={"runner_id": runner_id, "status": status, "has_changes": has_changes, "resource_additions": 1},
+        )
         assert done.status_code == 200, done.text
         return spec
 
 
 def make_run_env(**settings: Any) -> RunEnv:
-    container = build_memory(Settings(table_name="memory", blob_bucket="memory", url_signing_secret="sign",
-                                      runner_secret=RUNNER_SECRET, force_cancel_cooloff_s=0, **settings))
+    container = build_memory(
+        Settings(
+            table_name="memory",
+            blob_bucket="memory",
+            url_signing_secret="sign",
+            runner_secret=RUNNER_SECRET,
+            force_cancel_cooloff_s=0,
+            **settings,
+        )
+    )
     user = container.accounts.create_user("alice", "alice@example.com")
     token = container.accounts.issue_token(PrincipalKind.USER, user.id).secret
     client = TestClient(create_app(container))
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/vnd.api+json"}
-    client.post("/api/v2/organizations", headers=headers,
-                json={"data": {"type": "organizations", "attributes": {"name": "acme", "email": "a@example.com"}}})
-    response = client.post("/api/v2/organizations/acme/workspaces", headers=headers, json={
-        "data": {"type": "workspaces", "attributes": {"name": "app", "execution-mode": "remote"}}})
+    client.post(
+        "/api/v2/organizations",
+        headers=headers,
+        json={"data": {"type": "organizations", "attributes": {"name": "acme", "email": "a@example.com"}}},
+    )
+    response = client.post(
+        "/api/v2/organizations/acme/workspaces",
+        headers=headers,
+        json={"data": {"type": "workspaces", "attributes": {"name": "app", "execution-mode": "remote"}}},
+    )
     assert response.status_code == 201, response.text
     return RunEnv(container, client, headers, response.json()["data"]["id"])

@@ -17,19 +17,38 @@ from terrace.web.app import create_app
 LINEAGE = "5f8e3c1a-0000-4000-8000-000000000001"
 
 
-def state_bytes(serial: int, lineage: str = LINEAGE, *, outputs: dict[str, Any] | None = None,
-                resources: list[dict[str, Any]] | None = None) -> bytes:
-    doc = {"version": 4, "terraform_version": "1.0.3", "serial": serial, "lineage": lineage,
-           "outputs": outputs or {}, "resources": resources or []}
+def state_bytes(
+    serial: int,
+    lineage: str = LINEAGE,
+    *,
+    outputs: dict[str, Any] | None = None,
+    resources: list[dict[str, Any]] | None = None,
+) -> bytes:
+    doc = {
+        "version": 4,
+        "terraform_version": "1.0.3",
+        "serial": serial,
+        "lineage": lineage,
+        "outputs": outputs or {},
+        "resources": resources or [],
+    }
     return json.dumps(doc, indent=2).encode()
 
 
 def null_resource(name: str, rid: str, module: str | None = None, count: int | None = None) -> dict[str, Any]:
     res: dict[str, Any] = {
-        "mode": "managed", "type": "null_resource", "name": name,
+        "mode": "managed",
+        "type": "null_resource",
+        "name": name,
         "provider": 'provider["registry.terraform.io/hashicorp/null"]',
-        "instances": [{"schema_version": 0, "attributes": {"id": f"{rid}{i}" if count else rid, "triggers": None},
-                       **({"index_key": i} if count else {})} for i in range(count or 1)],
+        "instances": [
+            {
+                "schema_version": 0,
+                "attributes": {"id": f"{rid}{i}" if count else rid, "triggers": None},
+                **({"index_key": i} if count else {}),
+            }
+            for i in range(count or 1)
+        ],
     }
     if module:
         res["module"] = module
@@ -40,8 +59,15 @@ def md5(raw: bytes) -> str:
     return hashlib.md5(raw).hexdigest()
 
 
-def sv_body(raw: bytes | None, serial: int, *, lineage: str | None = LINEAGE, md5_hex: str | None = None,
-            force: bool = False, **extra: Any) -> dict[str, Any]:
+def sv_body(
+    raw: bytes | None,
+    serial: int,
+    *,
+    lineage: str | None = LINEAGE,
+    md5_hex: str | None = None,
+    force: bool = False,
+    **extra: Any,
+) -> dict[str, Any]:
     attrs: dict[str, Any] = {"serial": serial, "md5": md5_hex or md5(raw or b""), "force": force, **extra}
     if lineage:
         attrs["lineage"] = lineage
@@ -65,13 +91,17 @@ class Env:
 
     def lock(self, ws_id: str | None = None, token: str | None = None) -> None:
         headers = {**self.auth, "Authorization": f"Bearer {token or self.token}"}
-        r = self.client.post(f"/api/v2/workspaces/{ws_id or self.ws_id}/actions/lock", headers=headers,
-                             json={"reason": "test"})
+        r = self.client.post(
+            f"/api/v2/workspaces/{ws_id or self.ws_id}/actions/lock", headers=headers, json={"reason": "test"}
+        )
         assert r.status_code == 200, r.text
 
     def push(self, raw: bytes | None, serial: int, ws_id: str | None = None, **kw: Any) -> Any:
-        return self.client.post(f"/api/v2/workspaces/{ws_id or self.ws_id}/state-versions", headers=self.auth,
-                                json=sv_body(raw, serial, **kw))
+        return self.client.post(
+            f"/api/v2/workspaces/{ws_id or self.ws_id}/state-versions",
+            headers=self.auth,
+            json=sv_body(raw, serial, **kw),
+        )
 
     def ws(self, ws_id: str | None = None) -> Any:
         return self.container.workspaces.load(ws_id or self.ws_id)

@@ -9,8 +9,15 @@ import json
 from state_helpers import Env, null_resource, other_user, state_bytes
 from terrace.domain.principal import PrincipalKind
 
-LOCK = {"ID": "0b6c1e0e-aaaa-bbbb-cccc-000000000001", "Operation": "OperationTypeApply", "Info": "",
-        "Who": "alice@laptop", "Version": "1.0.3", "Created": "2024-01-01T00:00:00Z", "Path": ""}
+LOCK = {
+    "ID": "0b6c1e0e-aaaa-bbbb-cccc-000000000001",
+    "Operation": "OperationTypeApply",
+    "Info": "",
+    "Who": "alice@laptop",
+    "Version": "1.0.3",
+    "Created": "2024-01-01T00:00:00Z",
+    "Path": "",
+}
 
 
 def basic(token: str) -> dict[str, str]:
@@ -24,8 +31,11 @@ def md5_header(body: bytes) -> dict[str, str]:
 def test_auth_is_basic_with_token_password_or_bearer(state_env: Env) -> None:
     env = state_env
     url = f"/state/v1/{env.org}/prod"
-    for headers in ({}, {"Authorization": "Basic " + base64.b64encode(b"u:wrong").decode()},
-                    {"Authorization": "Basic %%%"}):
+    for headers in (
+        {},
+        {"Authorization": "Basic " + base64.b64encode(b"u:wrong").decode()},
+        {"Authorization": "Basic %%%"},
+    ):
         r = env.client.get(url, headers=headers)
         assert r.status_code == 401 and r.headers["www-authenticate"] == 'Basic realm="terrace"'
         assert "error" in r.json()
@@ -113,12 +123,15 @@ def test_write_rejections_change_nothing(state_env: Env) -> None:
     assert env.client.post(url, headers=h, content=b"{nope").status_code == 422
     assert env.client.post(url, headers=h, content=b'{"serial": 4}').status_code == 422
     assert env.client.post(url, headers=h, content=state_bytes(2)).status_code == 409
-    assert env.client.post(url, headers=h, content=state_bytes(3, resources=[null_resource("x", "y")])).status_code \
-        == 409
+    assert (
+        env.client.post(url, headers=h, content=state_bytes(3, resources=[null_resource("x", "y")])).status_code == 409
+    )
     assert env.client.post(url, headers=h, content=state_bytes(4, lineage="other")).status_code == 409
     body = state_bytes(4)
-    assert env.client.post(url, headers={**h, "Content-MD5": md5_header(b"x")["Content-MD5"]},
-                           content=body).status_code == 400
+    assert (
+        env.client.post(url, headers={**h, "Content-MD5": md5_header(b"x")["Content-MD5"]}, content=body).status_code
+        == 400
+    )
     assert env.client.post(f"{url}?ID=some-lock", headers=h, content=body).status_code == 409  # lock gone
     assert env.stored() == before
     assert env.client.post(url, headers=h, content=state_bytes(3)).status_code == 200  # idempotent re-post
@@ -142,8 +155,9 @@ def test_force_unlock_variants(state_env: Env) -> None:
 def test_force_unlock_needs_permission(state_env: Env) -> None:
     env = state_env
     other_ws = env.new_workspace("runner-ws")
-    run_token = env.container.accounts.issue_token(PrincipalKind.RUN, "run-1", organization=env.org,
-                                                   workspace_id=other_ws).secret
+    run_token = env.container.accounts.issue_token(
+        PrincipalKind.RUN, "run-1", organization=env.org, workspace_id=other_ws
+    ).secret
     url = f"/state/v1/{env.org}/runner-ws"
     assert env.client.request("LOCK", url, headers=basic(run_token), content=json.dumps(LOCK)).status_code == 200
     r = env.client.request("UNLOCK", url, headers=basic(run_token), content=b"")

@@ -92,7 +92,9 @@ def test_cancel_of_a_running_plan_reaches_the_runner(env: RunEnv) -> None:
     claim = env.runner("POST", f"/jobs/{message['job_id']}/claim", json={"runner_id": "r1", "attempt": 1})
     assert claim.status_code == 200
     assert env.runner("POST", f"/jobs/{message['job_id']}/heartbeat", json={"runner_id": "r1"}).json() == {
-        "cancel": False, "force_cancel": False}
+        "cancel": False,
+        "force_cancel": False,
+    }
     assert env.api("POST", f"/runs/{run['id']}/actions/cancel", {}).status_code == 202
     attrs = env.run(run["id"])["attributes"]
     assert attrs["status"] == "planning" and attrs["actions"]["is-force-cancelable"] is True
@@ -148,12 +150,30 @@ def test_claim_twice_or_stale_attempt_is_refused(env: RunEnv) -> None:
 
 def test_bad_run_requests(env: RunEnv) -> None:
     assert env.api("POST", "/runs", {"data": {"type": "runs"}}).status_code == 422
-    assert env.api("POST", "/runs", {"data": {"type": "runs", "relationships": {
-        "workspace": {"data": {"type": "workspaces", "id": "ws-doesnotexist1234"}}}}}).status_code == 404
+    assert (
+        env.api(
+            "POST",
+            "/runs",
+            {
+                "data": {
+                    "type": "runs",
+                    "relationships": {"workspace": {"data": {"type": "workspaces", "id": "ws-doesnotexist1234"}}},
+                }
+            },
+        ).status_code
+        == 404
+    )
     cv = env.upload_config()
-    bad = {"data": {"type": "runs", "attributes": {"target-addrs": "x"}, "relationships": {
-        "workspace": {"data": {"type": "workspaces", "id": env.workspace_id}},
-        "configuration-version": {"data": {"type": "configuration-versions", "id": cv}}}}}
+    bad = {
+        "data": {
+            "type": "runs",
+            "attributes": {"target-addrs": "x"},
+            "relationships": {
+                "workspace": {"data": {"type": "workspaces", "id": env.workspace_id}},
+                "configuration-version": {"data": {"type": "configuration-versions", "id": cv}},
+            },
+        }
+    }
     assert env.api("POST", "/runs", bad).status_code == 422
     assert env.api("GET", "/runs/run-doesnotexist1234").status_code == 404
     assert env.api("GET", f"/workspaces/{env.workspace_id}/runs").json()["data"] == []

@@ -9,8 +9,9 @@ from terrace.domain import runs as rs
 
 def _claim(env, runner_id: str = "r1") -> dict:  # type: ignore[no-untyped-def]
     _, message = env.queue.take()
-    response = env.runner("POST", f"/jobs/{message['job_id']}/claim",
-                          json={"runner_id": runner_id, "attempt": message["attempt"]})
+    response = env.runner(
+        "POST", f"/jobs/{message['job_id']}/claim", json={"runner_id": runner_id, "attempt": message["attempt"]}
+    )
     assert response.status_code == 200, response.text
     return dict(response.json())
 
@@ -85,8 +86,9 @@ def test_reaper_promotes_a_stuck_workspace_queue() -> None:
 
 def test_lanes_priority_apply_before_plan_before_speculative() -> None:
     env = make_run_env()
-    other = env.api("POST", "/organizations/acme/workspaces", {"data": {"type": "workspaces", "attributes": {
-        "name": "other"}}}).json()["data"]["id"]
+    other = env.api(
+        "POST", "/organizations/acme/workspaces", {"data": {"type": "workspaces", "attributes": {"name": "other"}}}
+    ).json()["data"]["id"]
     first = env.create_run(env.upload_config())
     env.create_run(env.upload_config(speculative=True))
     env.work_next()  # plan of `first` (plan lane beats speculative)

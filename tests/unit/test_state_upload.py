@@ -23,16 +23,22 @@ def _pending(env: Env, raw: bytes, serial: int, **kw: object) -> dict:
 def test_two_step_upload_finalizes_when_read(state_env: Env) -> None:
     env = state_env
     env.lock()
-    raw = state_bytes(1, outputs={"secret": {"value": "s3cr3t", "type": "string", "sensitive": True}},
-                      resources=[null_resource("a", "id-1")])
-    json_outputs = base64.b64encode(json.dumps(
-        {"secret": {"value": "s3cr3t", "type": "string", "sensitive": True}}).encode()).decode()
+    raw = state_bytes(
+        1,
+        outputs={"secret": {"value": "s3cr3t", "type": "string", "sensitive": True}},
+        resources=[null_resource("a", "id-1")],
+    )
+    json_outputs = base64.b64encode(
+        json.dumps({"secret": {"value": "s3cr3t", "type": "string", "sensitive": True}}).encode()
+    ).decode()
     data = _pending(env, raw, 1, **{"json-state-outputs": json_outputs})
     attrs = data["attributes"]
     assert attrs["status"] == "pending" and attrs["hosted-state-download-url"] is None
     assert attrs["hosted-state-upload-url"].endswith("?op=put&ttl=900")
-    assert attrs["hosted-json-state-upload-url"].startswith("memory://") and ".json" in attrs[
-        "hosted-json-state-upload-url"]
+    assert (
+        attrs["hosted-json-state-upload-url"].startswith("memory://")
+        and ".json" in attrs["hosted-json-state-upload-url"]
+    )
     assert env.ws().current_state_version_id is None  # not current until uploaded
 
     unlock = env.client.post(f"/api/v2/workspaces/{env.ws_id}/actions/unlock", headers=env.auth)
@@ -47,8 +53,7 @@ def test_two_step_upload_finalizes_when_read(state_env: Env) -> None:
     assert final["hosted-json-state-download-url"].endswith(f"/state-versions/{data['id']}/json-download")
     ws = env.ws()
     assert ws.current_state_version_id == data["id"] and ws.state_serial == 1 and ws.resource_count == 1
-    dl = env.client.get(f"/api/v2/state-versions/{data['id']}/json-download", headers=env.auth,
-                        follow_redirects=False)
+    dl = env.client.get(f"/api/v2/state-versions/{data['id']}/json-download", headers=env.auth, follow_redirects=False)
     assert dl.status_code == 302 and dl.headers["location"].endswith(".json?op=get&ttl=900")
     outs = env.client.get(f"/api/v2/workspaces/{env.ws_id}/current-state-version-outputs", headers=env.auth).json()
     assert [(o["attributes"]["name"], o["attributes"]["value"]) for o in outs["data"]] == [("secret", None)]
@@ -108,8 +113,10 @@ def test_newer_pending_supersedes_older_and_events_path_finalizes(state_env: Env
     old = _pending(env, state_bytes(1), 1)
     raw = state_bytes(2)
     new = _pending(env, raw, 2)
-    assert env.client.get(f"/api/v2/state-versions/{old['id']}",
-                          headers=env.auth).json()["data"]["attributes"]["status"] == "discarded"
+    assert (
+        env.client.get(f"/api/v2/state-versions/{old['id']}", headers=env.auth).json()["data"]["attributes"]["status"]
+        == "discarded"
+    )
     key = f"state/{env.ws_id}/{new['id']}.tfstate"
     env.container.blobs.put(key, raw)
     sv = env.container.state_versions.finalize_uploaded(key)
@@ -122,8 +129,16 @@ def test_inline_write_discards_an_outstanding_pending_version(state_env: Env) ->
     env = state_env
     env.lock()
     pending = _pending(env, state_bytes(1), 1)
-    assert env.client.post(f"/api/v2/workspaces/{env.ws_id}/state-versions", headers=env.auth,
-                           json=sv_body(state_bytes(1), 1)).status_code == 201
-    assert env.client.get(f"/api/v2/state-versions/{pending['id']}",
-                          headers=env.auth).json()["data"]["attributes"]["status"] == "discarded"
+    assert (
+        env.client.post(
+            f"/api/v2/workspaces/{env.ws_id}/state-versions", headers=env.auth, json=sv_body(state_bytes(1), 1)
+        ).status_code
+        == 201
+    )
+    assert (
+        env.client.get(f"/api/v2/state-versions/{pending['id']}", headers=env.auth).json()["data"]["attributes"][
+            "status"
+        ]
+        == "discarded"
+    )
     assert env.client.post(f"/api/v2/workspaces/{env.ws_id}/actions/unlock", headers=env.auth).status_code == 200

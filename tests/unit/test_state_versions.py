@@ -27,7 +27,12 @@ def test_inline_create_becomes_current_and_downloads_via_redirect(state_env: Env
     assert len(data["relationships"]["outputs"]["data"]) == 1
     ws = env.ws()
     assert (ws.current_state_version_id, ws.state_serial, ws.state_lineage, ws.state_md5, ws.resource_count) == (
-        data["id"], 1, LINEAGE, md5(raw), 1)
+        data["id"],
+        1,
+        LINEAGE,
+        md5(raw),
+        1,
+    )
 
     url = attrs["hosted-state-download-url"]
     assert url.endswith(f"/api/v2/state-versions/{data['id']}/download")
@@ -81,17 +86,45 @@ def test_rejections_change_nothing(state_env: Env) -> None:
         (env.push(equal_diff, 5), 409, "serial"),
         (env.push(foreign, 6, lineage="other-lineage"), 409, "lineage"),
         (env.push(good6, 6, md5_hex="0" * 32), 422, "md5"),
-        (env.client.post(f"/api/v2/workspaces/{env.ws_id}/state-versions", headers=env.auth,
-                         json={"data": {"type": "state-versions", "attributes": {
-                             "serial": 6, "md5": md5(good6), "state": "%%%not-base64%%%"}}}), 422, "base64"),
+        (
+            env.client.post(
+                f"/api/v2/workspaces/{env.ws_id}/state-versions",
+                headers=env.auth,
+                json={
+                    "data": {
+                        "type": "state-versions",
+                        "attributes": {"serial": 6, "md5": md5(good6), "state": "%%%not-base64%%%"},
+                    }
+                },
+            ),
+            422,
+            "base64",
+        ),
         (env.push(b"{not json", 6), 422, "JSON"),
         (env.push(b'{"serial": 6}', 6), 422, "lineage"),
-        (env.client.post(f"/api/v2/workspaces/{env.ws_id}/state-versions", headers=env.auth,
-                         json={"data": {"type": "workspaces", "attributes": {}}}), 422, "type"),
-        (env.client.post(f"/api/v2/workspaces/{env.ws_id}/state-versions", headers=env.auth,
-                         content=b"nope"), 422, "JSON"),
-        (env.client.post(f"/api/v2/workspaces/{env.ws_id}/state-versions", headers=env.auth,
-                         json={"data": {"type": "state-versions", "attributes": {"md5": md5(good6)}}}), 422, "serial"),
+        (
+            env.client.post(
+                f"/api/v2/workspaces/{env.ws_id}/state-versions",
+                headers=env.auth,
+                json={"data": {"type": "workspaces", "attributes": {}}},
+            ),
+            422,
+            "type",
+        ),
+        (
+            env.client.post(f"/api/v2/workspaces/{env.ws_id}/state-versions", headers=env.auth, content=b"nope"),
+            422,
+            "JSON",
+        ),
+        (
+            env.client.post(
+                f"/api/v2/workspaces/{env.ws_id}/state-versions",
+                headers=env.auth,
+                json={"data": {"type": "state-versions", "attributes": {"md5": md5(good6)}}},
+            ),
+            422,
+            "serial",
+        ),
         (env.push(good6, 7), 422, "serial"),
         (env.push(good6, 6, ws_id="ws-doesnotexist1234"), 404, "not found"),
     ]
@@ -99,8 +132,10 @@ def test_rejections_change_nothing(state_env: Env) -> None:
         assert response.status_code == status, (text, response.text)
         assert text.lower() in response.text.lower(), (text, response.text)
         assert env.stored() == before, text
-    assert env.ws().state_serial == 5 and env.container.blobs.get(
-        f"state/{env.ws_id}/{env.ws().current_state_version_id}.tfstate") == raw
+    assert (
+        env.ws().state_serial == 5
+        and env.container.blobs.get(f"state/{env.ws_id}/{env.ws().current_state_version_id}.tfstate") == raw
+    )
 
 
 def test_force_overrides_serial_and_lineage(state_env: Env) -> None:
@@ -144,14 +179,20 @@ def test_other_org_and_unknown_ids_are_404(state_env: Env) -> None:
     token, _ = other_user(env)
     stranger = {"Authorization": f"Bearer {token}"}
     before = env.stored()
-    for path in (f"/api/v2/state-versions/{sv_id}", f"/api/v2/state-versions/{sv_id}/download",
-                 f"/api/v2/workspaces/{env.ws_id}/current-state-version", f"/api/v2/state-versions/{sv_id}/outputs",
-                 f"/api/v2/state-versions?filter[workspace][name]=prod&filter[organization][name]={env.org}",
-                 "/api/v2/state-versions/sv-unknown000000000", "/api/v2/state-versions/bogus",
-                 "/api/v2/state-version-outputs/wos-unknown00000000"):
+    for path in (
+        f"/api/v2/state-versions/{sv_id}",
+        f"/api/v2/state-versions/{sv_id}/download",
+        f"/api/v2/workspaces/{env.ws_id}/current-state-version",
+        f"/api/v2/state-versions/{sv_id}/outputs",
+        f"/api/v2/state-versions?filter[workspace][name]=prod&filter[organization][name]={env.org}",
+        "/api/v2/state-versions/sv-unknown000000000",
+        "/api/v2/state-versions/bogus",
+        "/api/v2/state-version-outputs/wos-unknown00000000",
+    ):
         assert env.client.get(path, headers=stranger, follow_redirects=False).status_code == 404, path
-    r = env.client.post(f"/api/v2/workspaces/{env.ws_id}/state-versions", headers=stranger,
-                        json=sv_body(state_bytes(9), 9))
+    r = env.client.post(
+        f"/api/v2/workspaces/{env.ws_id}/state-versions", headers=stranger, json=sv_body(state_bytes(9), 9)
+    )
     assert r.status_code == 404
     assert env.client.get("/api/v2/state-versions/sv-unknown000000000", headers=env.auth).status_code == 404
     assert env.stored() == before
@@ -161,8 +202,10 @@ def test_lists_newest_first_with_filters_and_pagination(state_env: Env) -> None:
     env = state_env
     env.lock()
     ids = [env.push(state_bytes(s), s).json()["data"]["id"] for s in (1, 2, 3)]
-    r = env.client.get(f"/api/v2/state-versions?filter[workspace][name]=prod&filter[organization][name]={env.org}"
-                       "&page[size]=2", headers=env.auth)
+    r = env.client.get(
+        f"/api/v2/state-versions?filter[workspace][name]=prod&filter[organization][name]={env.org}&page[size]=2",
+        headers=env.auth,
+    )
     assert r.status_code == 200
     assert [d["id"] for d in r.json()["data"]] == ids[::-1][:2]
     assert r.json()["meta"]["pagination"]["total-count"] == 3
@@ -176,8 +219,12 @@ def test_rollback_copies_an_old_version_with_the_next_serial(state_env: Env) -> 
     env.lock()
     first = env.push(state_bytes(1, resources=[null_resource("old", "1")]), 1).json()["data"]["id"]
     env.push(state_bytes(2, resources=[null_resource("new", "2")]), 2)
-    body: dict[str, Any] = {"data": {"type": "state-versions", "relationships": {
-        "rollback-state-version": {"data": {"type": "state-versions", "id": first}}}}}
+    body: dict[str, Any] = {
+        "data": {
+            "type": "state-versions",
+            "relationships": {"rollback-state-version": {"data": {"type": "state-versions", "id": first}}},
+        }
+    }
     r = env.client.patch(f"/api/v2/workspaces/{env.ws_id}/state-versions", headers=env.auth, json=body)
     assert r.status_code == 201, r.text
     new = r.json()["data"]
@@ -189,11 +236,15 @@ def test_rollback_copies_an_old_version_with_the_next_serial(state_env: Env) -> 
     assert env.push(state_bytes(4), 4).status_code == 201
     before = env.stored()
     bad = {"data": {"type": "state-versions", "relationships": {}}}
-    assert env.client.patch(f"/api/v2/workspaces/{env.ws_id}/state-versions", headers=env.auth,
-                            json=bad).status_code == 422
+    assert (
+        env.client.patch(f"/api/v2/workspaces/{env.ws_id}/state-versions", headers=env.auth, json=bad).status_code
+        == 422
+    )
     body["data"]["relationships"]["rollback-state-version"]["data"]["id"] = "sv-unknown000000000"
-    assert env.client.patch(f"/api/v2/workspaces/{env.ws_id}/state-versions", headers=env.auth,
-                            json=body).status_code == 404
+    assert (
+        env.client.patch(f"/api/v2/workspaces/{env.ws_id}/state-versions", headers=env.auth, json=body).status_code
+        == 404
+    )
     assert env.stored() == before
 
 
@@ -203,8 +254,12 @@ def test_rollback_requires_the_lock(state_env: Env) -> None:
     first = env.push(state_bytes(1), 1).json()["data"]["id"]
     env.client.post(f"/api/v2/workspaces/{env.ws_id}/actions/unlock", headers=env.auth)
     before = env.stored()
-    body = {"data": {"type": "state-versions", "relationships": {
-        "rollback-state-version": {"data": {"type": "state-versions", "id": first}}}}}
+    body = {
+        "data": {
+            "type": "state-versions",
+            "relationships": {"rollback-state-version": {"data": {"type": "state-versions", "id": first}}},
+        }
+    }
     r = env.client.patch(f"/api/v2/workspaces/{env.ws_id}/state-versions", headers=env.auth, json=body)
     assert r.status_code == 409 and env.stored() == before
 

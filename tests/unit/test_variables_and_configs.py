@@ -17,11 +17,17 @@ def test_sensitive_variable_is_encrypted_hidden_and_given_to_its_run() -> None:
     created = env.api("POST", f"/workspaces/{ws}/vars", _var("password", "hunter2", sensitive=True))
     assert created.status_code == 201 and created.json()["data"]["attributes"]["value"] is None
     env.api("POST", f"/workspaces/{ws}/vars", _var("region", "eu-west-1"))
-    env.api("POST", f"/workspaces/{ws}/vars", {"data": {"type": "vars", "attributes": {
-        "key": "TF_LOG", "value": "INFO", "category": "env"}}})
+    env.api(
+        "POST",
+        f"/workspaces/{ws}/vars",
+        {"data": {"type": "vars", "attributes": {"key": "TF_LOG", "value": "INFO", "category": "env"}}},
+    )
     listed = env.api("GET", f"/workspaces/{ws}/vars").json()["data"]
     assert {v["attributes"]["key"]: v["attributes"]["value"] for v in listed} == {
-        "password": None, "region": "eu-west-1", "TF_LOG": "INFO"}
+        "password": None,
+        "region": "eu-west-1",
+        "TF_LOG": "INFO",
+    }
     table = env.container.table
     assert isinstance(table, MemoryTable)
     assert "hunter2" not in repr(table._items)
@@ -60,22 +66,32 @@ def test_configuration_version_moves_to_uploaded_once_the_object_exists() -> Non
 
 def test_oversize_configuration_errors_with_a_clear_message() -> None:
     env = make_run_env(max_config_bytes=10)
-    cv = env.api("POST", f"/workspaces/{env.workspace_id}/configuration-versions",
-                 {"data": {"type": "configuration-versions"}}).json()["data"]
+    cv = env.api(
+        "POST", f"/workspaces/{env.workspace_id}/configuration-versions", {"data": {"type": "configuration-versions"}}
+    ).json()["data"]
     key = cv["attributes"]["upload-url"].split("memory://blobs/")[1].split("?")[0]
     env.blobs.put(key, b"x" * 11)
     read = env.api("GET", f"/configuration-versions/{cv['id']}").json()["data"]["attributes"]
     assert read["status"] == "errored" and "limit is 10 bytes" in read["error-message"]
-    body = {"data": {"type": "runs", "relationships": {
-        "workspace": {"data": {"type": "workspaces", "id": env.workspace_id}},
-        "configuration-version": {"data": {"type": "configuration-versions", "id": cv["id"]}}}}}
+    body = {
+        "data": {
+            "type": "runs",
+            "relationships": {
+                "workspace": {"data": {"type": "workspaces", "id": env.workspace_id}},
+                "configuration-version": {"data": {"type": "configuration-versions", "id": cv["id"]}},
+            },
+        }
+    }
     assert env.api("POST", "/runs", body).status_code == 422
 
 
 def test_auto_queue_runs_creates_a_run_on_upload() -> None:
     env = make_run_env()
-    cv = env.api("POST", f"/workspaces/{env.workspace_id}/configuration-versions",
-                 {"data": {"type": "configuration-versions", "attributes": {"auto-queue-runs": True}}}).json()["data"]
+    cv = env.api(
+        "POST",
+        f"/workspaces/{env.workspace_id}/configuration-versions",
+        {"data": {"type": "configuration-versions", "attributes": {"auto-queue-runs": True}}},
+    ).json()["data"]
     key = cv["attributes"]["upload-url"].split("memory://blobs/")[1].split("?")[0]
     env.blobs.put(key, tarball({"main.tf": ""}))
     env.api("GET", f"/configuration-versions/{cv['id']}")

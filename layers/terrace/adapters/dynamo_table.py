@@ -52,7 +52,9 @@ def _key(pk: str, sk: str) -> dict[str, Any]:
     return {"pk": {"S": pk}, "sk": {"S": sk}}
 
 
-def _condition(if_absent: bool = False, if_version: int | None = None, must_exist: bool | None = None) -> dict[str, Any]:
+def _condition(
+    if_absent: bool = False, if_version: int | None = None, must_exist: bool | None = None
+) -> dict[str, Any]:
     if if_version is not None:
         return {
             "ConditionExpression": "#v = :v",
@@ -144,19 +146,35 @@ class DynamoTable:
             kwargs["ExclusiveStartKey"] = last
 
     def transact(self, ops: Sequence[WriteOp]) -> None:
-        if len(ops) == 1 and not isinstance(ops[0], Check):
-            op = ops[0]
-            if isinstance(op, Put):
-                self.put(op.item, if_absent=op.if_absent, if_version=op.if_version)
-            else:
-                self.delete(op.pk, op.sk, if_version=op.if_version)
+        single = ops[0] if len(ops) == 1 else None
+        if isinstance(single, Put):
+            self.put(single.item, if_absent=single.if_absent, if_version=single.if_version)
+            return
+        if isinstance(single, Delete):
+            self.delete(single.pk, single.sk, if_version=single.if_version)
             return
         items: list[dict[str, Any]] = []
         for op in ops:
             if isinstance(op, Put):
-                items.append({"Put": {"TableName": self._name, "Item": _marshal(op.item), **_condition(op.if_absent, op.if_version)}})
+                items.append(
+                    {
+                        "Put": {
+                            "TableName": self._name,
+                            "Item": _marshal(op.item),
+                            **_condition(op.if_absent, op.if_version),
+                        }
+                    }
+                )
             elif isinstance(op, Delete):
-                items.append({"Delete": {"TableName": self._name, "Key": _key(op.pk, op.sk), **_condition(if_version=op.if_version)}})
+                items.append(
+                    {
+                        "Delete": {
+                            "TableName": self._name,
+                            "Key": _key(op.pk, op.sk),
+                            **_condition(if_version=op.if_version),
+                        }
+                    }
+                )
             else:
                 cond = _condition(if_version=op.if_version, must_exist=op.must_exist)
                 items.append({"ConditionCheck": {"TableName": self._name, "Key": _key(op.pk, op.sk), **cond}})

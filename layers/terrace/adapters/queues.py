@@ -32,8 +32,11 @@ class SqsJobQueue:
         )
 
     def depth(self) -> dict[str, int]:
-        names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
-                 "ApproximateNumberOfMessagesDelayed"]
+        names = [
+            "ApproximateNumberOfMessages",
+            "ApproximateNumberOfMessagesNotVisible",
+            "ApproximateNumberOfMessagesDelayed",
+        ]
         found: dict[str, int] = {}
         for lane in LANE_PRIORITY:
             attrs = self._client.get_queue_attributes(QueueUrl=self._urls[lane], AttributeNames=names)["Attributes"]

@@ -14,7 +14,7 @@ SECRET_FIELDS = {"url_signing_secret": "url_signing_secret_arn", "runner_secret"
 
 
 def resolve_secrets(settings: Settings, client: Any = None) -> Settings:
-    changes = {
+    changes: dict[str, Any] = {
         value_field: fetch_secret(arn, settings.region, settings.aws_endpoint_url, client)
         for value_field, arn_field in SECRET_FIELDS.items()
         if not getattr(settings, value_field) and (arn := getattr(settings, arn_field))

@@ -17,5 +17,5 @@ def kind_of(identifier: str) -> str:
 
 def looks_like(identifier: str, kind: str) -> bool:
     prefix = f"{kind}-"
-    rest = identifier[len(prefix):]
+    rest = identifier[len(prefix) :]
     return identifier.startswith(prefix) and 0 < len(rest) <= 64 and all(c.isalnum() or c in "_-" for c in rest)

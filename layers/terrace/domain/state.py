@@ -67,8 +67,10 @@ def load_json(raw: bytes, what: str = "state") -> Any:
     try:
         return json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise Invalid(f"{what} is not valid JSON: {exc.__class__.__name__} at position {getattr(exc, 'pos', 0)}",
-                      pointer="/data/attributes/state") from exc
+        raise Invalid(
+            f"{what} is not valid JSON: {exc.__class__.__name__} at position {getattr(exc, 'pos', 0)}",
+            pointer="/data/attributes/state",
+        ) from exc
 
 
 def parse_state(raw: bytes) -> ParsedState:
@@ -85,8 +87,12 @@ def parse_state(raw: bytes) -> ParsedState:
     resources = tuple(_instances(doc.get("resources") or []))
     fmt = doc.get("version")
     return ParsedState(
-        serial=serial, lineage=lineage, format_version=fmt if isinstance(fmt, int) else 4,
-        terraform_version=str(doc.get("terraform_version") or ""), outputs=outputs, resources=resources,
+        serial=serial,
+        lineage=lineage,
+        format_version=fmt if isinstance(fmt, int) else 4,
+        terraform_version=str(doc.get("terraform_version") or ""),
+        outputs=outputs,
+        resources=resources,
         summary=summarize(doc.get("resources") or []),
     )
 
@@ -100,8 +106,15 @@ def parse_outputs(outputs: Any) -> tuple[OutputValue, ...]:
         if not isinstance(body, dict):
             continue
         detailed = body.get("type", _infer_type(body.get("value")))
-        found.append(OutputValue(name=str(name), sensitive=bool(body.get("sensitive", False)),
-                                 type=simple_type(detailed), detailed_type=detailed, value=body.get("value")))
+        found.append(
+            OutputValue(
+                name=str(name),
+                sensitive=bool(body.get("sensitive", False)),
+                type=simple_type(detailed),
+                detailed_type=detailed,
+                value=body.get("value"),
+            )
+        )
     return tuple(found)
 
 
@@ -151,8 +164,11 @@ def _instances(resources: Any) -> list[ResourceInstance]:
             continue
         mode = res.get("mode", "managed")
         module = res.get("module") or "root"
-        base = ("" if module == "root" else f"{module}.") + ("data." if mode == "data" else "") + \
-            f"{res['type']}.{res['name']}"
+        base = (
+            ("" if module == "root" else f"{module}.")
+            + ("data." if mode == "data" else "")
+            + f"{res['type']}.{res['name']}"
+        )
         for inst in res.get("instances") or []:
             if not isinstance(inst, dict):
                 continue
@@ -160,11 +176,19 @@ def _instances(resources: Any) -> list[ResourceInstance]:
             attrs = inst.get("attributes") or {}
             ids = tuple(str(attrs[k]) for k in ("id", "arn") if isinstance(attrs, dict) and attrs.get(k))
             digest = md5_hex(json.dumps(inst, sort_keys=True, default=str).encode())
-            found.append(ResourceInstance(
-                address=base + _index_suffix(key), name=res["name"], type=res["type"], mode=mode, module=module,
-                provider=provider_name(str(res.get("provider", ""))),
-                name_index=None if key is None else str(key), ids=ids, digest=digest,
-            ))
+            found.append(
+                ResourceInstance(
+                    address=base + _index_suffix(key),
+                    name=res["name"],
+                    type=res["type"],
+                    mode=mode,
+                    module=module,
+                    provider=provider_name(str(res.get("provider", ""))),
+                    name_index=None if key is None else str(key),
+                    ids=ids,
+                    digest=digest,
+                )
+            )
     return found
 
 
@@ -184,8 +208,9 @@ def summarize(resources: Any) -> dict[str, Any]:
         modules[module][kind] += count
         providers.setdefault(provider, {}).setdefault(kind, 0)
         providers[provider][kind] += count
-        listed.append({"name": res.get("name"), "type": res["type"], "count": count, "module": module,
-                       "provider": provider})
+        listed.append(
+            {"name": res.get("name"), "type": res["type"], "count": count, "module": module, "provider": provider}
+        )
     return {"modules": modules, "providers": providers, "resources": listed}
 
 
@@ -275,12 +300,16 @@ def decide(ws: Workspace, serial: int, lineage: str | None, md5: str, force: boo
     if ws.current_state_version_id is None or force:
         return False
     if lineage and ws.state_lineage and lineage != ws.state_lineage:
-        raise Conflict(f"lineage {lineage!r} does not match the workspace's state lineage {ws.state_lineage!r}; "
-                       "use force to replace it")
+        raise Conflict(
+            f"lineage {lineage!r} does not match the workspace's state lineage {ws.state_lineage!r}; "
+            "use force to replace it"
+        )
     current = ws.state_serial or 0
     if serial == current and md5 == ws.state_md5:
         return True
     if serial <= current:
-        raise Conflict(f"serial {serial} must be greater than the current serial {current} "
-                       "(the content differs); use force to override")
+        raise Conflict(
+            f"serial {serial} must be greater than the current serial {current} "
+            "(the content differs); use force to override"
+        )
     return False

@@ -32,8 +32,9 @@ def validate_name(name: Any) -> str:
 
 def validate_terraform_version(version: Any) -> str:
     if not isinstance(version, str) or not SEMVER_RE.match(version.strip()):
-        raise Invalid("terraform-version must be 'latest' or a version like 1.6.0",
-                      pointer="/data/attributes/terraform-version")
+        raise Invalid(
+            "terraform-version must be 'latest' or a version like 1.6.0", pointer="/data/attributes/terraform-version"
+        )
     return version.strip()
 
 
@@ -96,17 +97,35 @@ class Workspace:
 
 
 _SIMPLE = (
-    "description", "execution_mode", "auto_apply", "terraform_version", "working_directory", "global_remote_state",
-    "queue_all_runs", "speculative_enabled", "allow_destroy_plan", "current_state_version_id", "state_serial",
-    "state_lineage", "state_md5", "current_run_id", "latest_run_id", "resource_count",
+    "description",
+    "execution_mode",
+    "auto_apply",
+    "terraform_version",
+    "working_directory",
+    "global_remote_state",
+    "queue_all_runs",
+    "speculative_enabled",
+    "allow_destroy_plan",
+    "current_state_version_id",
+    "state_serial",
+    "state_lineage",
+    "state_md5",
+    "current_run_id",
+    "latest_run_id",
+    "resource_count",
 )
 
 
 def from_item(item: dict[str, Any]) -> Workspace:
     return Workspace(
-        id=item["id"], name=item["name"], organization=item["organization"], created_at=item["created_at"],
-        updated_at=item.get("updated_at", item["created_at"]), version=int(item["version"]),
-        tag_names=tuple(item.get("tag_names", [])), lock=WorkspaceLock.from_item(item.get("lock")),
+        id=item["id"],
+        name=item["name"],
+        organization=item["organization"],
+        created_at=item["created_at"],
+        updated_at=item.get("updated_at", item["created_at"]),
+        version=int(item["version"]),
+        tag_names=tuple(item.get("tag_names", [])),
+        lock=WorkspaceLock.from_item(item.get("lock")),
         extra=dict(item.get("extra", {})),
         **{name: item[name] for name in _SIMPLE if item.get(name) is not None},
     )
@@ -115,10 +134,18 @@ def from_item(item: dict[str, Any]) -> Workspace:
 def to_item(ws: Workspace) -> dict[str, Any]:
     pk, sk = workspace_key(ws.id)
     item: dict[str, Any] = {
-        "pk": pk, "sk": sk, "id": ws.id, "name": ws.name, "organization": ws.organization,
-        "created_at": ws.created_at, "updated_at": ws.updated_at, "version": ws.version,
-        "tag_names": list(ws.tag_names), "extra": ws.extra,
-        "gsi1pk": f"org#{ws.organization}#workspaces", "gsi1sk": ws.name,
+        "pk": pk,
+        "sk": sk,
+        "id": ws.id,
+        "name": ws.name,
+        "organization": ws.organization,
+        "created_at": ws.created_at,
+        "updated_at": ws.updated_at,
+        "version": ws.version,
+        "tag_names": list(ws.tag_names),
+        "extra": ws.extra,
+        "gsi1pk": f"org#{ws.organization}#workspaces",
+        "gsi1sk": ws.name,
     }
     for name in _SIMPLE:
         value = getattr(ws, name)

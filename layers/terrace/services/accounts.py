@@ -80,8 +80,14 @@ class AccountService:
             raise Invalid("username must be letters, digits, - and _", pointer="/data/attributes/username")
         user_id = new_id("user")
         item = {
-            "pk": user_id, "sk": "user", "id": user_id, "username": username, "email": email,
-            "site_admin": site_admin, "created_at": clock.now_iso(), "version": 1,
+            "pk": user_id,
+            "sk": "user",
+            "id": user_id,
+            "username": username,
+            "email": email,
+            "site_admin": site_admin,
+            "created_at": clock.now_iso(),
+            "version": 1,
         }
         claim = {"pk": f"username#{username}", "sk": "claim", "user_id": user_id}
         try:
@@ -116,9 +122,16 @@ class AccountService:
         token_id = new_id("at")
         now = clock.utcnow()
         item: dict[str, Any] = {
-            "pk": token_id, "sk": "token", "id": token_id, "kind": kind.value, "subject_id": subject_id,
-            "description": description, "created_at": clock.iso(now), "hash": hash_token(raw),
-            "gsi1pk": f"{subject_id}#tokens", "gsi1sk": clock.iso(now) + token_id,
+            "pk": token_id,
+            "sk": "token",
+            "id": token_id,
+            "kind": kind.value,
+            "subject_id": subject_id,
+            "description": description,
+            "created_at": clock.iso(now),
+            "hash": hash_token(raw),
+            "gsi1pk": f"{subject_id}#tokens",
+            "gsi1sk": clock.iso(now) + token_id,
         }
         if organization:
             item["organization"] = organization
@@ -145,8 +158,12 @@ class AccountService:
             user = self.get_user(item["subject_id"])
             return Principal(kind, user.id, user.username, token_id=item["id"], site_admin=user.site_admin)
         return Principal(
-            kind, item["subject_id"], f"api-{kind.value}-{item['subject_id']}", token_id=item["id"],
-            organization=item.get("organization"), workspace_id=item.get("workspace_id"),
+            kind,
+            item["subject_id"],
+            f"api-{kind.value}-{item['subject_id']}",
+            token_id=item["id"],
+            organization=item.get("organization"),
+            workspace_id=item.get("workspace_id"),
         )
 
     def list_tokens(self, subject_id: str) -> list[Token]:

@@ -36,8 +36,14 @@ class Action(StrEnum):
 
 # What a run token may do in the workspace its run belongs to.
 _RUN_OWN_WORKSPACE = frozenset(
-    {Action.READ_WORKSPACE, Action.LOCK_WORKSPACE, Action.READ_STATE, Action.READ_STATE_OUTPUTS,
-     Action.WRITE_STATE, Action.READ_VARIABLES}
+    {
+        Action.READ_WORKSPACE,
+        Action.LOCK_WORKSPACE,
+        Action.READ_STATE,
+        Action.READ_STATE_OUTPUTS,
+        Action.WRITE_STATE,
+        Action.READ_VARIABLES,
+    }
 )
 
 
@@ -56,9 +62,7 @@ class WorkspaceView:
 
 
 class Authorizer:
-    def can(
-        self, principal: Principal, action: Action, org: OrgView, workspace: WorkspaceView | None = None
-    ) -> bool:
+    def can(self, principal: Principal, action: Action, org: OrgView, workspace: WorkspaceView | None = None) -> bool:
         try:
             self.require(principal, action, org, workspace)
         except (Forbidden, NotFound):
@@ -87,8 +91,10 @@ class Authorizer:
             return
         if workspace is not None and action is Action.READ_WORKSPACE:
             return
-        if workspace is not None and workspace.global_remote_state and action in (
-            Action.READ_STATE, Action.READ_STATE_OUTPUTS
+        if (
+            workspace is not None
+            and workspace.global_remote_state
+            and action in (Action.READ_STATE, Action.READ_STATE_OUTPUTS)
         ):
             return
         raise Forbidden(f"a run token may not {action.value} here")

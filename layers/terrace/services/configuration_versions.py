@@ -71,14 +71,19 @@ class ConfigurationVersionService:
         self._workspaces = workspaces
         self._settings = settings
         # Called once when a version becomes `uploaded` (e.g. to queue a run when auto-queue-runs).
-        self.on_uploaded: list[Callable[[ConfigurationVersion], None]] = []
+        self.on_uploaded: list[Callable[[ConfigurationVersion], object]] = []
 
     def create(self, principal: Principal, ws: Workspace, attrs: dict[str, Any]) -> ConfigurationVersion:
         self._workspaces.authorize(principal, Action.QUEUE_RUN, ws)
         cv = ConfigurationVersion(
-            id=new_id("cv"), workspace_id=ws.id, organization=ws.organization, created_at=clock.now_iso(),
-            speculative=_bool(attrs, "speculative", False), provisional=_bool(attrs, "provisional", False),
-            auto_queue_runs=_bool(attrs, "auto-queue-runs", True), created_by=principal.username,
+            id=new_id("cv"),
+            workspace_id=ws.id,
+            organization=ws.organization,
+            created_at=clock.now_iso(),
+            speculative=_bool(attrs, "speculative", False),
+            provisional=_bool(attrs, "provisional", False),
+            auto_queue_runs=_bool(attrs, "auto-queue-runs", True),
+            created_by=principal.username,
         )
         cv.status_timestamps["pending-at"] = cv.created_at
         self._table.put(_to_item(cv), if_absent=True)
@@ -128,12 +133,14 @@ class ConfigurationVersionService:
         if info is None:
             return cv
         now = clock.now_iso()
-        updated = dataclasses.replace(cv, size=info.size, version=cv.version + 1,
-                                      status_timestamps={**cv.status_timestamps})
+        updated = dataclasses.replace(
+            cv, size=info.size, version=cv.version + 1, status_timestamps={**cv.status_timestamps}
+        )
         if info.size > self._settings.max_config_bytes:
             updated.status = ERRORED
-            updated.error_message = (f"configuration is {info.size} bytes; the limit is "
-                                     f"{self._settings.max_config_bytes} bytes")
+            updated.error_message = (
+                f"configuration is {info.size} bytes; the limit is {self._settings.max_config_bytes} bytes"
+            )
             self._blobs.delete(cv.blob_key)
         else:
             updated.status = UPLOADED

@@ -47,9 +47,19 @@ def _phase_name(job_id: str) -> str:
 
 
 class JobService:
-    def __init__(self, store: RunStore, scheduler: RunScheduler, runs: RunService, workspaces: WorkspaceService,
-                 cvs: ConfigurationVersionService, variables: VariableService, accounts: AccountService,
-                 logs: LogService, blobs: BlobStore, settings: Settings) -> None:
+    def __init__(
+        self,
+        store: RunStore,
+        scheduler: RunScheduler,
+        runs: RunService,
+        workspaces: WorkspaceService,
+        cvs: ConfigurationVersionService,
+        variables: VariableService,
+        accounts: AccountService,
+        logs: LogService,
+        blobs: BlobStore,
+        settings: Settings,
+    ) -> None:
         self._store, self._scheduler, self._runs = store, scheduler, runs
         self._workspaces, self._cvs, self._variables = workspaces, cvs, variables
         self._accounts, self._logs, self._blobs, self._settings = accounts, logs, blobs, settings
@@ -66,12 +76,18 @@ class JobService:
             state = run.phase(name)
             expected_status = rs.PLAN_QUEUED if name == "plan" else rs.APPLY_QUEUED
             if run.status != expected_status or state.status != rs.P_QUEUED or state.attempt != request.attempt:
-                raise Conflict(f"job {job_id} attempt {request.attempt} is not claimable (run {run.status}, "
-                               f"phase {state.status}, attempt {state.attempt})")
+                raise Conflict(
+                    f"job {job_id} attempt {request.attempt} is not claimable (run {run.status}, "
+                    f"phase {state.status}, attempt {state.attempt})"
+                )
             expected, now = run.version, clock.now_iso()
             issued = self._accounts.issue_token(
-                PrincipalKind.RUN, run.id, description=f"run token for {job_id}", organization=run.organization,
-                workspace_id=run.workspace_id, ttl_s=self._settings.run_token_ttl_s,
+                PrincipalKind.RUN,
+                run.id,
+                description=f"run token for {job_id}",
+                organization=run.organization,
+                workspace_id=run.workspace_id,
+                ttl_s=self._settings.run_token_ttl_s,
             )
             run.token_ids.append(issued.token.id)
             run.transition(rs.PLANNING if name == "plan" else rs.APPLYING, now)
@@ -98,26 +114,47 @@ class JobService:
         cv = self._cvs.load(run.configuration_version_id)
         state = run.phase(name)
         ttl = self._settings.phase_deadline_s
-        variables = [v for v in self._variables.for_run(ws.id)
-                     if not (v.category == "terraform" and any(rv["key"] == v.key for rv in run.variables))]
-        variables += [RunVariable(key=v["key"], value=v["value"], category="terraform", hcl=True)
-                      for v in run.variables]
+        variables = [
+            v
+            for v in self._variables.for_run(ws.id)
+            if not (v.category == "terraform" and any(rv["key"] == v.key for rv in run.variables))
+        ]
+        variables += [
+            RunVariable(key=v["key"], value=v["value"], category="terraform", hcl=True) for v in run.variables
+        ]
         return JobSpec(
-            job_id=state.id, run_id=run.id, phase="plan" if name == "plan" else "apply", attempt=state.attempt,
-            organization=run.organization, workspace_id=ws.id, workspace_name=ws.name,
-            terraform_version=run.terraform_version, working_directory=ws.working_directory,
-            operation=Operation(is_destroy=run.is_destroy, refresh=run.refresh, refresh_only=run.refresh_only,
-                                target_addrs=run.target_addrs, replace_addrs=run.replace_addrs,
-                                speculative=run.plan_only, save_plan=run.save_plan),
-            hostname=urlsplit(self._settings.public_url).netloc, run_token=run_token,
+            job_id=state.id,
+            run_id=run.id,
+            phase="plan" if name == "plan" else "apply",
+            attempt=state.attempt,
+            organization=run.organization,
+            workspace_id=ws.id,
+            workspace_name=ws.name,
+            terraform_version=run.terraform_version,
+            working_directory=ws.working_directory,
+            operation=Operation(
+                is_destroy=run.is_destroy,
+                refresh=run.refresh,
+                refresh_only=run.refresh_only,
+                target_addrs=run.target_addrs,
+                replace_addrs=run.replace_addrs,
+                speculative=run.plan_only,
+                save_plan=run.save_plan,
+            ),
+            hostname=urlsplit(self._settings.public_url).netloc,
+            run_token=run_token,
             configuration_url=self._cvs.download_url(cv, ttl),
             plan_file_url=self._blobs.presign_get(run.plan.artifact_key, ttl)
-            if name == "apply" and run.plan.artifact_key else None,
-            plan_upload_url=self._blobs.presign_put(state.artifact_key, ttl) if name == "plan" and state.artifact_key
+            if name == "apply" and run.plan.artifact_key
             else None,
-            plan_json_upload_url=self._blobs.presign_put(state.json_key, ttl) if name == "plan" and state.json_key
+            plan_upload_url=self._blobs.presign_put(state.artifact_key, ttl)
+            if name == "plan" and state.artifact_key
             else None,
-            variables=variables, heartbeat_interval_s=self._settings.job_heartbeat_s,
+            plan_json_upload_url=self._blobs.presign_put(state.json_key, ttl)
+            if name == "plan" and state.json_key
+            else None,
+            variables=variables,
+            heartbeat_interval_s=self._settings.job_heartbeat_s,
         )
 
     # heartbeat ---------------------------------------------------------------------------
@@ -132,8 +169,9 @@ class JobService:
             expected = run.version
             state.heartbeat_at = clock.epoch()
             self._store.save([(run, expected)], None, {run.id: run.status})
-            return HeartbeatResponse(cancel=run.cancel_requested_at is not None,
-                                     force_cancel=run.force_cancel_requested)
+            return HeartbeatResponse(
+                cancel=run.cancel_requested_at is not None, force_cancel=run.force_cancel_requested
+            )
 
         return retrying(step)
 
@@ -199,7 +237,9 @@ class JobService:
         if state.attempt >= self._settings.job_max_attempts:
             state.mark(rs.P_ERRORED, clock.now_iso())
             return self._scheduler.finish(
-                run, expected, rs.ERRORED,
+                run,
+                expected,
+                rs.ERRORED,
                 f"the {name} failed {state.attempt} times because of infrastructure problems ({reason}); giving up",
             )
         previous, now = {run.id: run.status}, clock.now_iso()
@@ -208,8 +248,11 @@ class JobService:
         state.runner_id, state.heartbeat_at, state.queued_at = None, None, now
         run.transition(rs.PLAN_QUEUED if name == "plan" else rs.APPLY_QUEUED, now)
         self._store.save([(run, expected)], None, previous)
-        self._logs.note(state.id, state.attempt,
-                        f"\n--- Terrace: {reason}; retrying ({state.attempt} of {self._settings.job_max_attempts}) ---\n")
+        self._logs.note(
+            state.id,
+            state.attempt,
+            f"\n--- Terrace: {reason}; retrying ({state.attempt} of {self._settings.job_max_attempts}) ---\n",
+        )
         delay = min(900, self._settings.job_retry_base_s * 2 ** (state.attempt - 2))
         self._scheduler.enqueue(run, name, delay_s=delay)
         log.warning("retrying %s of %s (attempt %d): %s", name, run.id, state.attempt, reason)

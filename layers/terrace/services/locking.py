@@ -20,24 +20,38 @@ def describe_holder(lock: WorkspaceLock) -> str:
 
 
 class LockService:
-    def __init__(self, workspaces: WorkspaceService,
-                 unlock_checks: Sequence[Callable[[Workspace], None]] = ()) -> None:
+    def __init__(self, workspaces: WorkspaceService, unlock_checks: Sequence[Callable[[Workspace], None]] = ()) -> None:
         self._workspaces = workspaces
         self._unlock_checks = tuple(unlock_checks)  # may raise to refuse an unlock (e.g. a pending state upload)
         self.after_release: list[Callable[[Workspace], object]] = []  # e.g. start the next queued run
 
-    def lock(self, principal: Principal, ws: Workspace, reason: str = "", *,
-             lock_id: str | None = None, info: dict[str, Any] | None = None) -> Workspace:
+    def lock(
+        self,
+        principal: Principal,
+        ws: Workspace,
+        reason: str = "",
+        *,
+        lock_id: str | None = None,
+        info: dict[str, Any] | None = None,
+    ) -> Workspace:
         self._workspaces.authorize(principal, Action.LOCK_WORKSPACE, ws)
         if self._run_holds(principal, ws.id):
             return self._workspaces.load(ws.id)
-        new_lock = WorkspaceLock(holder=principal.lock_holder, username=principal.username, reason=reason or "",
-                                 created_at=clock.now_iso(), lock_id=lock_id, info=info)
+        new_lock = WorkspaceLock(
+            holder=principal.lock_holder,
+            username=principal.username,
+            reason=reason or "",
+            created_at=clock.now_iso(),
+            lock_id=lock_id,
+            info=info,
+        )
 
         def take(current: Workspace) -> Workspace:
             if current.lock is not None:
-                raise Locked(f"workspace {current.name} is already locked by {describe_holder(current.lock)}",
-                             meta={"lock": current.lock})
+                raise Locked(
+                    f"workspace {current.name} is already locked by {describe_holder(current.lock)}",
+                    meta={"lock": current.lock},
+                )
             return dataclasses.replace(current, lock=new_lock)
 
         return self._workspaces.mutate(ws.id, take)
@@ -58,8 +72,9 @@ class LockService:
             if held.holder != principal.lock_holder:
                 raise Locked(f"workspace {current.name} is locked by {describe_holder(held)}", meta={"lock": held})
             if lock_id is not None and held.lock_id is not None and held.lock_id != lock_id:
-                raise Locked(f"lock ID {lock_id!r} does not match the lock held ({held.lock_id!r})",
-                             meta={"lock": held})
+                raise Locked(
+                    f"lock ID {lock_id!r} does not match the lock held ({held.lock_id!r})", meta={"lock": held}
+                )
             return dataclasses.replace(current, lock=None)
 
         return self._released(self._workspaces.mutate(ws.id, release))
@@ -72,8 +87,15 @@ class LockService:
             held = current.lock
             if held is None:
                 raise Conflict(f"workspace {current.name} is already unlocked")
-            if lock_id and held.lock_id and lock_id != held.lock_id and lock_id != f"{current.organization}/{current.name}":
-                raise Locked(f"lock ID {lock_id!r} does not match the lock held ({held.lock_id!r})", meta={"lock": held})
+            if (
+                lock_id
+                and held.lock_id
+                and lock_id != held.lock_id
+                and lock_id != f"{current.organization}/{current.name}"
+            ):
+                raise Locked(
+                    f"lock ID {lock_id!r} does not match the lock held ({held.lock_id!r})", meta={"lock": held}
+                )
             return dataclasses.replace(current, lock=None)
 
         return self._released(self._workspaces.mutate(ws.id, release))

@@ -78,5 +78,3 @@ class LogService:
         valid = hmac.compare_digest(self._signature(phase_id, expires), signature)
         if not valid or expires < time.time():
             raise NotFound("log not found or link expired")
-
-

@@ -38,8 +38,12 @@ def _key(name: str) -> tuple[str, str]:
 
 def _org(item: dict[str, Any]) -> Organization:
     return Organization(
-        id=item["id"], name=item["name"], email=item.get("email", ""), created_at=item["created_at"],
-        owners=tuple(item.get("owners", [])), default_execution_mode=item.get("default_execution_mode", "remote"),
+        id=item["id"],
+        name=item["name"],
+        email=item.get("email", ""),
+        created_at=item["created_at"],
+        owners=tuple(item.get("owners", [])),
+        default_execution_mode=item.get("default_execution_mode", "remote"),
         settings=dict(item.get("settings", {})),
     )
 
@@ -82,9 +86,18 @@ class OrganizationService:
         _check_mode(mode)
         pk, sk = _key(name)
         item = {
-            "pk": pk, "sk": sk, "id": new_id("org"), "name": name, "email": email, "created_at": clock.now_iso(),
-            "owners": [principal.subject_id], "default_execution_mode": mode, "settings": settings,
-            "gsi1pk": "orgs", "gsi1sk": name, "version": 1,
+            "pk": pk,
+            "sk": sk,
+            "id": new_id("org"),
+            "name": name,
+            "email": email,
+            "created_at": clock.now_iso(),
+            "owners": [principal.subject_id],
+            "default_execution_mode": mode,
+            "settings": settings,
+            "gsi1pk": "orgs",
+            "gsi1sk": name,
+            "version": 1,
         }
         try:
             self._table.put(item, if_absent=True)
@@ -138,4 +151,6 @@ class OrganizationService:
 
 def _check_mode(mode: Any) -> None:
     if mode not in ("remote", "local", "agent"):
-        raise Invalid("execution mode must be remote, local or agent", pointer="/data/attributes/default-execution-mode")
+        raise Invalid(
+            "execution mode must be remote, local or agent", pointer="/data/attributes/default-execution-mode"
+        )

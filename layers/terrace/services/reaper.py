@@ -79,8 +79,11 @@ class Reaper:
                 if run.cancel_requested_at is not None:
                     self._fail(run, rs.CANCELED, None)
                     return "errored"
-                retrying(lambda: self._jobs.retry_or_fail(self._store.load(run_id), name,
-                                                          "the runner stopped sending heartbeats"))
+                retrying(
+                    lambda: self._jobs.retry_or_fail(
+                        self._store.load(run_id), name, "the runner stopped sending heartbeats"
+                    )
+                )
                 return "retried"
             return None
         if run.status in rs.AWAITING_CONFIRMATION:

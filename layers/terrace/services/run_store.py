@@ -48,8 +48,12 @@ class RunStore:
     def events(self, run_id: str) -> list[dict[str, Any]]:
         return self._table.query(f"{run_id}#events")
 
-    def save(self, runs: list[tuple[Run, int | None]], workspace: WorkspaceWrite | None = None,
-             previous: dict[str, str] | None = None) -> None:
+    def save(
+        self,
+        runs: list[tuple[Run, int | None]],
+        workspace: WorkspaceWrite | None = None,
+        previous: dict[str, str] | None = None,
+    ) -> None:
         """Write runs (new ones with expected version None) and the workspace in one transaction.
 
         `previous` maps run id -> status before the change, for the emitted events.
@@ -67,16 +71,42 @@ class RunStore:
             if run.status in FINAL:
                 ops.append(Delete(*index_key))
             else:
-                ops.append(Put({"pk": index_key[0], "sk": index_key[1], "run_id": run.id, "status": run.status,
-                                "organization": run.organization, "workspace_id": run.workspace_id,
-                                "queued_at": run.queued_at or ""}))
+                ops.append(
+                    Put(
+                        {
+                            "pk": index_key[0],
+                            "sk": index_key[1],
+                            "run_id": run.id,
+                            "status": run.status,
+                            "organization": run.organization,
+                            "workspace_id": run.workspace_id,
+                            "queued_at": run.queued_at or "",
+                        }
+                    )
+                )
             if before != run.status:
-                event = {"type": "run.status_changed", "run_id": run.id, "workspace_id": run.workspace_id,
-                         "organization": run.organization, "from": before, "to": run.status, "at": now}
+                event = {
+                    "type": "run.status_changed",
+                    "run_id": run.id,
+                    "workspace_id": run.workspace_id,
+                    "organization": run.organization,
+                    "from": before,
+                    "to": run.status,
+                    "at": now,
+                }
                 event_id = new_id("re")
-                ops.append(Put({"pk": f"{run.id}#events", "sk": f"{now}#{event_id}", "id": event_id,
-                                "action": run.status, "description": f"run {before or 'created'} -> {run.status}",
-                                "created_at": now}))
+                ops.append(
+                    Put(
+                        {
+                            "pk": f"{run.id}#events",
+                            "sk": f"{now}#{event_id}",
+                            "id": event_id,
+                            "action": run.status,
+                            "description": f"run {before or 'created'} -> {run.status}",
+                            "created_at": now,
+                        }
+                    )
+                )
                 emitted.append(event)
         if workspace is not None:
             ops.append(Put(workspace_item(workspace.workspace), if_version=workspace.expected_version))

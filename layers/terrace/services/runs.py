@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import builtins
+
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -56,17 +58,27 @@ def _variables(attrs: dict[str, Any]) -> list[dict[str, str]]:
         raise Invalid("variables must be a list of {key, value}", pointer="/data/attributes/variables")
     found = []
     for entry in value:
-        if not isinstance(entry, dict) or not isinstance(entry.get("key"), str) or not isinstance(
-            entry.get("value"), str
+        if (
+            not isinstance(entry, dict)
+            or not isinstance(entry.get("key"), str)
+            or not isinstance(entry.get("value"), str)
         ):
-            raise Invalid("each variable needs a string key and an HCL string value", pointer="/data/attributes/variables")
+            raise Invalid(
+                "each variable needs a string key and an HCL string value", pointer="/data/attributes/variables"
+            )
         found.append({"key": entry["key"], "value": entry["value"]})
     return found
 
 
 class RunService:
-    def __init__(self, store: RunStore, scheduler: RunScheduler, workspaces: WorkspaceService,
-                 configuration_versions: ConfigurationVersionService, settings: Settings) -> None:
+    def __init__(
+        self,
+        store: RunStore,
+        scheduler: RunScheduler,
+        workspaces: WorkspaceService,
+        configuration_versions: ConfigurationVersionService,
+        settings: Settings,
+    ) -> None:
         self._store = store
         self._scheduler = scheduler
         self._workspaces = workspaces
@@ -86,7 +98,7 @@ class RunService:
         self._workspaces.authorize(principal, Action.READ_WORKSPACE, ws)
         return self._store.list_for_workspace(ws.id)
 
-    def organization_queue(self, organization: str) -> list[Run]:
+    def organization_queue(self, organization: str) -> builtins.list[Run]:
         """Runs of the organization queued for or holding a runner, in queue order (caller checks access)."""
         entries = [e for e in self._store.open_runs() if e["organization"] == organization and e["status"] in rs.ACTIVE]
         runs = [self._store.load(e["run_id"]) for e in entries]
@@ -94,8 +106,11 @@ class RunService:
 
     def position_in_queue(self, run: Run) -> int:
         if run.status == rs.PENDING:
-            pending = [r for r in self._store.list_for_workspace(run.workspace_id)
-                       if r.status == rs.PENDING and not r.plan_only]
+            pending = [
+                r
+                for r in self._store.list_for_workspace(run.workspace_id)
+                if r.status == rs.PENDING and not r.plan_only
+            ]
             pending.sort(key=lambda r: (r.created_at, r.id))
             return 1 + [r.id for r in pending].index(run.id) if run.id in [r.id for r in pending] else 0
         if run.status in rs.QUEUED:
@@ -109,13 +124,17 @@ class RunService:
         self._workspaces.authorize(principal, Action.QUEUE_RUN, ws)
         cv = self._cvs.get(principal, cv_id) if cv_id else self._cvs.latest_uploaded(ws)
         if cv is None:
-            raise Invalid("the workspace has no uploaded configuration version; upload one first",
-                          pointer="/data/relationships/configuration-version")
+            raise Invalid(
+                "the workspace has no uploaded configuration version; upload one first",
+                pointer="/data/relationships/configuration-version",
+            )
         if cv.workspace_id != ws.id:
             raise NotFound(f"configuration version {cv.id} not found")
         if cv.status != UPLOADED:
-            raise Invalid(f"configuration version {cv.id} is {cv.status}, not uploaded",
-                          pointer="/data/relationships/configuration-version")
+            raise Invalid(
+                f"configuration version {cv.id} is {cv.status}, not uploaded",
+                pointer="/data/relationships/configuration-version",
+            )
         return self._create(ws, attrs, cv, principal.username)
 
     def queue_for_upload(self, cv: ConfigurationVersion) -> Run | None:
@@ -141,14 +160,26 @@ class RunService:
         suffix = new_id("run").split("-", 1)[1]
         now = clock.now_iso()
         run = Run(
-            id=f"run-{suffix}", organization=ws.organization, workspace_id=ws.id, configuration_version_id=cv.id,
-            created_at=now, created_by=created_by, message=message, is_destroy=is_destroy,
-            refresh=_bool(attrs, "refresh", True), refresh_only=refresh_only,
-            target_addrs=_addrs(attrs, "target-addrs"), replace_addrs=_addrs(attrs, "replace-addrs"),
-            auto_apply=_bool(attrs, "auto-apply", ws.auto_apply), plan_only=plan_only,
-            save_plan=_bool(attrs, "save-plan", False), allow_empty_apply=_bool(attrs, "allow-empty-apply", False),
-            terraform_version=version, variables=_variables(attrs),
-            plan=PhaseState(id=f"plan-{suffix}"), apply=PhaseState(id=f"apply-{suffix}"),
+            id=f"run-{suffix}",
+            organization=ws.organization,
+            workspace_id=ws.id,
+            configuration_version_id=cv.id,
+            created_at=now,
+            created_by=created_by,
+            message=message,
+            is_destroy=is_destroy,
+            refresh=_bool(attrs, "refresh", True),
+            refresh_only=refresh_only,
+            target_addrs=_addrs(attrs, "target-addrs"),
+            replace_addrs=_addrs(attrs, "replace-addrs"),
+            auto_apply=_bool(attrs, "auto-apply", ws.auto_apply),
+            plan_only=plan_only,
+            save_plan=_bool(attrs, "save-plan", False),
+            allow_empty_apply=_bool(attrs, "allow-empty-apply", False),
+            terraform_version=version,
+            variables=_variables(attrs),
+            plan=PhaseState(id=f"plan-{suffix}"),
+            apply=PhaseState(id=f"apply-{suffix}"),
         )
         run.transition(rs.PENDING, now)
         run.plan.mark(rs.P_PENDING, now)
@@ -225,8 +256,10 @@ class RunService:
         def step() -> Run:
             run = self._store.load(run_id)
             if not run.actions(self._settings.force_cancel_cooloff_s, clock.epoch())["is-force-cancelable"]:
-                raise Conflict(f"run {run_id} is not force-cancelable: cancel it first and wait "
-                               f"{self._settings.force_cancel_cooloff_s} s")
+                raise Conflict(
+                    f"run {run_id} is not force-cancelable: cancel it first and wait "
+                    f"{self._settings.force_cancel_cooloff_s} s"
+                )
             run.force_cancel_requested = True
             for phase in (run.plan, run.apply):
                 if not phase.final and phase.status != rs.P_PENDING:

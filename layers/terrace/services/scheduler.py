@@ -34,8 +34,9 @@ def lane_of(run: Run, phase: str) -> str:
 
 
 def run_lock(run: Run) -> WorkspaceLock:
-    return WorkspaceLock(holder=f"run:{run.id}", username=run.created_by, reason=f"Locked by run {run.id}",
-                         created_at=clock.now_iso())
+    return WorkspaceLock(
+        holder=f"run:{run.id}", username=run.created_by, reason=f"Locked by run {run.id}", created_at=clock.now_iso()
+    )
 
 
 def queue_phase(run: Run, phase: str, at: str) -> None:
@@ -51,8 +52,14 @@ def queue_phase(run: Run, phase: str, at: str) -> None:
 
 
 class RunScheduler:
-    def __init__(self, store: RunStore, workspaces: WorkspaceService, queue: JobQueue, accounts: AccountService,
-                 settings: Settings) -> None:
+    def __init__(
+        self,
+        store: RunStore,
+        workspaces: WorkspaceService,
+        queue: JobQueue,
+        accounts: AccountService,
+        settings: Settings,
+    ) -> None:
         self._store = store
         self._workspaces = workspaces
         self._queue = queue
@@ -61,8 +68,9 @@ class RunScheduler:
 
     def enqueue(self, run: Run, phase: str, delay_s: int = 0) -> None:
         state = run.phase(phase)
-        message = JobMessage(job_id=state.id, run_id=run.id, phase="apply" if phase == "apply" else "plan",
-                             attempt=state.attempt)
+        message = JobMessage(
+            job_id=state.id, run_id=run.id, phase="apply" if phase == "apply" else "plan", attempt=state.attempt
+        )
         self._queue.send(lane_of(run, phase), message.model_dump(), delay_s)
 
     def _next_pending(self, workspace_id: str, after: str | None = None) -> Run | None:
@@ -92,8 +100,14 @@ class RunScheduler:
                 return None
             expected, now = run.version, clock.now_iso()
             queue_phase(run, "plan", now)
-            taken = dataclasses.replace(ws, current_run_id=run.id, latest_run_id=ws.latest_run_id or run.id,
-                                        lock=run_lock(run), version=ws.version + 1, updated_at=now)
+            taken = dataclasses.replace(
+                ws,
+                current_run_id=run.id,
+                latest_run_id=ws.latest_run_id or run.id,
+                lock=run_lock(run),
+                version=ws.version + 1,
+                updated_at=now,
+            )
             try:
                 self._store.save([(run, expected)], WorkspaceWrite(taken, ws.version), {run.id: rs.PENDING})
             except ConditionFailed:

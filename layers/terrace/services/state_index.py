@@ -67,10 +67,19 @@ def _chunks(ops: list[WriteOp]) -> Iterable[list[WriteOp]]:
 
 def _resource(item: dict[str, Any]) -> IndexedResource:
     return IndexedResource(
-        workspace_id=item["workspace_id"], workspace_name=item.get("workspace_name", ""), address=item["sk"],
-        name=item["name"], type=item["type"], module=item["module"], provider=item["provider"],
-        name_index=item.get("name_index"), ids=tuple(item.get("ids", [])), created_at=item["created_at"],
-        updated_at=item["updated_at"], modified_by=item["modified_by"], indexed_from=item["indexed_from"],
+        workspace_id=item["workspace_id"],
+        workspace_name=item.get("workspace_name", ""),
+        address=item["sk"],
+        name=item["name"],
+        type=item["type"],
+        module=item["module"],
+        provider=item["provider"],
+        name_index=item.get("name_index"),
+        ids=tuple(item.get("ids", [])),
+        created_at=item["created_at"],
+        updated_at=item["updated_at"],
+        modified_by=item["modified_by"],
+        indexed_from=item["indexed_from"],
     )
 
 
@@ -87,9 +96,18 @@ class StateIndex:
             wos_id = new_id("wos")
             ids.append(wos_id)
             item: dict[str, Any] = {
-                "pk": wos_id, "sk": "wos", "id": wos_id, "state_version_id": sv_id, "workspace_id": ws.id,
-                "organization": ws.organization, "name": out.name, "sensitive": out.sensitive, "type": out.type,
-                "detailed_type": json.dumps(out.detailed_type), "gsi1pk": f"{sv_id}#outputs", "gsi1sk": out.name,
+                "pk": wos_id,
+                "sk": "wos",
+                "id": wos_id,
+                "state_version_id": sv_id,
+                "workspace_id": ws.id,
+                "organization": ws.organization,
+                "name": out.name,
+                "sensitive": out.sensitive,
+                "type": out.type,
+                "detailed_type": json.dumps(out.detailed_type),
+                "gsi1pk": f"{sv_id}#outputs",
+                "gsi1sk": out.name,
             }
             value = json.dumps(out.value)
             if len(value) > MAX_INLINE_OUTPUT_BYTES:
@@ -106,9 +124,15 @@ class StateIndex:
     def _output(self, item: dict[str, Any]) -> StoredOutput:
         raw = self._blobs.get(item["value_blob"]).decode() if "value_blob" in item else item.get("value_json", "null")
         return StoredOutput(
-            id=item["id"], state_version_id=item["state_version_id"], workspace_id=item["workspace_id"],
-            organization=item["organization"], name=item["name"], sensitive=bool(item["sensitive"]),
-            type=item["type"], detailed_type=json.loads(item["detailed_type"]), value=json.loads(raw),
+            id=item["id"],
+            state_version_id=item["state_version_id"],
+            workspace_id=item["workspace_id"],
+            organization=item["organization"],
+            name=item["name"],
+            sensitive=bool(item["sensitive"]),
+            type=item["type"],
+            detailed_type=json.loads(item["detailed_type"]),
+            value=json.loads(raw),
         )
 
     def outputs_of(self, sv_id: str) -> list[StoredOutput]:
@@ -129,8 +153,12 @@ class StateIndex:
             self._table.transact(chunk)
 
     # resources ---------------------------------------------------------------------------
-    def replace_resources(self, load: Callable[[], Workspace],
-                          instances_of: Callable[[str], tuple[ResourceInstance, ...]], attempts: int = 5) -> None:
+    def replace_resources(
+        self,
+        load: Callable[[], Workspace],
+        instances_of: Callable[[str], tuple[ResourceInstance, ...]],
+        attempts: int = 5,
+    ) -> None:
         """Make the index match the workspace's current version; repeat if it changed meanwhile."""
         for _ in range(attempts):
             ws = load()
@@ -147,15 +175,30 @@ class StateIndex:
         for inst in instances:
             old = existing.pop(inst.address, None)
             changed = old is None or old.get("digest") != inst.digest
-            ops.append(Put({
-                "pk": f"{ws.id}#resources", "sk": inst.address, "workspace_id": ws.id, "workspace_name": ws.name,
-                "name": inst.name, "type": inst.type, "mode": inst.mode, "module": inst.module,
-                "provider": inst.provider, "name_index": inst.name_index, "ids": list(inst.ids),
-                "digest": inst.digest, "created_at": old["created_at"] if old else now,
-                "updated_at": now if changed or not old else old["updated_at"],
-                "modified_by": sv_id if changed or not old else old["modified_by"], "indexed_from": sv_id,
-                "gsi1pk": f"org#{ws.organization}#resources", "gsi1sk": f"{ws.id}#{inst.address}",
-            }))
+            ops.append(
+                Put(
+                    {
+                        "pk": f"{ws.id}#resources",
+                        "sk": inst.address,
+                        "workspace_id": ws.id,
+                        "workspace_name": ws.name,
+                        "name": inst.name,
+                        "type": inst.type,
+                        "mode": inst.mode,
+                        "module": inst.module,
+                        "provider": inst.provider,
+                        "name_index": inst.name_index,
+                        "ids": list(inst.ids),
+                        "digest": inst.digest,
+                        "created_at": old["created_at"] if old else now,
+                        "updated_at": now if changed or not old else old["updated_at"],
+                        "modified_by": sv_id if changed or not old else old["modified_by"],
+                        "indexed_from": sv_id,
+                        "gsi1pk": f"org#{ws.organization}#resources",
+                        "gsi1sk": f"{ws.id}#{inst.address}",
+                    }
+                )
+            )
         ops.extend(Delete(item["pk"], item["sk"]) for item in existing.values())
         for chunk in _chunks(ops):
             self._table.transact(chunk)
@@ -164,8 +207,9 @@ class StateIndex:
         found = [_resource(item) for item in self._table.query(f"{ws.id}#resources")]
         return [r for r in found if ws.current_state_version_id and r.indexed_from == ws.current_state_version_id]
 
-    def search(self, organization: str, readable: list[Workspace], text: str = "", type_: str = "",
-               provider: str = "") -> list[IndexedResource]:
+    def search(
+        self, organization: str, readable: list[Workspace], text: str = "", type_: str = "", provider: str = ""
+    ) -> list[IndexedResource]:
         current = {ws.id: ws.current_state_version_id for ws in readable if ws.current_state_version_id}
         text, provider = text.lower(), provider.lower()
         hits = []

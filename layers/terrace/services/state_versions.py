@@ -35,20 +35,36 @@ LockRule = Callable[[Workspace], None]
 
 def _with_current(ws: Workspace, sv: StateVersion, resource_count: int) -> Workspace:
     extra = {k: v for k, v in ws.extra.items() if k != PENDING_KEY}
-    return dataclasses.replace(ws, current_state_version_id=sv.id, state_serial=sv.serial, state_lineage=sv.lineage,
-                               state_md5=sv.md5, resource_count=resource_count, extra=extra,
-                               version=ws.version + 1, updated_at=clock.now_iso())
+    return dataclasses.replace(
+        ws,
+        current_state_version_id=sv.id,
+        state_serial=sv.serial,
+        state_lineage=sv.lineage,
+        state_md5=sv.md5,
+        resource_count=resource_count,
+        extra=extra,
+        version=ws.version + 1,
+        updated_at=clock.now_iso(),
+    )
 
 
 class StateVersionService:
-    def __init__(self, table: Table, blobs: BlobStore, settings: Settings, workspaces: WorkspaceService,
-                 index: StateIndex, organizations: OrganizationService) -> None:
+    def __init__(
+        self,
+        table: Table,
+        blobs: BlobStore,
+        settings: Settings,
+        workspaces: WorkspaceService,
+        index: StateIndex,
+        organizations: OrganizationService,
+    ) -> None:
         self._table, self._blobs, self._settings = table, blobs, settings
         self._workspaces, self._index, self._orgs = workspaces, index, organizations
 
     # creating ----------------------------------------------------------------------------
-    def create(self, principal: Principal, workspace_id: str, attrs: dict[str, Any],
-               run_id: str | None = None) -> StateVersion:
+    def create(
+        self, principal: Principal, workspace_id: str, attrs: dict[str, Any], run_id: str | None = None
+    ) -> StateVersion:
         ws = self._workspaces.get(principal, workspace_id, Action.WRITE_STATE)
         self._require_lock(principal)(ws)
         serial, md5 = st.require_serial(attrs), st.require_md5(attrs)
@@ -70,18 +86,29 @@ class StateVersionService:
     def _check_size(self, size: int) -> None:
         limit = self._settings.max_inline_state_bytes
         if size > limit:
-            raise TooLarge(f"inline state is {size} bytes; the limit is {limit}. Use a client that uploads state "
-                           "through hosted-state-upload-url (Terraform/OpenTofu >= 1.6) or the http backend")
+            raise TooLarge(
+                f"inline state is {size} bytes; the limit is {limit}. Use a client that uploads state "
+                "through hosted-state-upload-url (Terraform/OpenTofu >= 1.6) or the http backend"
+            )
 
     @staticmethod
     def _require_lock(principal: Principal) -> LockRule:
         def rule(ws: Workspace) -> None:
             if not LockService.holds(principal, ws):
                 raise Conflict(f"workspace {ws.name} must be locked by you before writing state")
+
         return rule
 
-    def _store(self, principal: Principal, workspace_id: str, raw: bytes, parsed: ParsedState, force: bool,
-               run_id: str | None, lock_rule: LockRule) -> StateVersion:
+    def _store(
+        self,
+        principal: Principal,
+        workspace_id: str,
+        raw: bytes,
+        parsed: ParsedState,
+        force: bool,
+        run_id: str | None,
+        lock_rule: LockRule,
+    ) -> StateVersion:
         sv_id, md5 = new_id("sv"), st.md5_hex(raw)
         output_ids: tuple[str, ...] | None = None
 
@@ -102,14 +129,29 @@ class StateVersionService:
                     self._blobs.put(st.state_blob_key(ws.id, sv_id), raw, "application/json")
                     output_ids = self._index.write_outputs(sv_id, ws, parsed.outputs)
                 sv = StateVersion(
-                    id=sv_id, workspace_id=ws.id, organization=ws.organization, serial=parsed.serial,
-                    lineage=parsed.lineage, md5=md5, status=FINALIZED, created_at=clock.now_iso(), size=len(raw),
+                    id=sv_id,
+                    workspace_id=ws.id,
+                    organization=ws.organization,
+                    serial=parsed.serial,
+                    lineage=parsed.lineage,
+                    md5=md5,
+                    status=FINALIZED,
+                    created_at=clock.now_iso(),
+                    size=len(raw),
                     created_by=principal.subject_id if principal.kind is PrincipalKind.USER else None,
-                    run_id=run_id, force=force, terraform_version=parsed.terraform_version,
-                    format_version=parsed.format_version, resources_processed=True, summary=parsed.summary,
-                    output_ids=output_ids)
-                ops: list[WriteOp] = [self._workspaces.write_op(_with_current(ws, sv, _managed(parsed)), ws.version),
-                                      Put(st.sv_to_item(sv), if_absent=True), *self._discard_pending_ops(ws)]
+                    run_id=run_id,
+                    force=force,
+                    terraform_version=parsed.terraform_version,
+                    format_version=parsed.format_version,
+                    resources_processed=True,
+                    summary=parsed.summary,
+                    output_ids=output_ids,
+                )
+                ops: list[WriteOp] = [
+                    self._workspaces.write_op(_with_current(ws, sv, _managed(parsed)), ws.version),
+                    Put(st.sv_to_item(sv), if_absent=True),
+                    *self._discard_pending_ops(ws),
+                ]
                 try:
                     self._table.transact(ops)
                 except ConditionFailed:
@@ -131,31 +173,60 @@ class StateVersionService:
         if item is None or item["status"] != PENDING:
             return []
         old = st.sv_from_item(item)
-        gone = dataclasses.replace(old, status=DISCARDED, error="superseded by a newer state version",
-                                   version=old.version + 1)
+        gone = dataclasses.replace(
+            old, status=DISCARDED, error="superseded by a newer state version", version=old.version + 1
+        )
         return [Put(st.sv_to_item(gone), if_version=old.version)]
 
-    def _create_pending(self, principal: Principal, ws: Workspace, serial: int, md5: str, lineage: str | None,
-                        force: bool, run_id: str | None, attrs: dict[str, Any]) -> StateVersion:
+    def _create_pending(
+        self,
+        principal: Principal,
+        ws: Workspace,
+        serial: int,
+        md5: str,
+        lineage: str | None,
+        force: bool,
+        run_id: str | None,
+        attrs: dict[str, Any],
+    ) -> StateVersion:
         json_outputs = attrs.get("json-state-outputs") or None
         if json_outputs is not None:
-            st.parse_outputs(st.load_json(st.decode_base64(json_outputs, "/data/attributes/json-state-outputs"),
-                                          "json-state-outputs"))
+            st.parse_outputs(
+                st.load_json(
+                    st.decode_base64(json_outputs, "/data/attributes/json-state-outputs"), "json-state-outputs"
+                )
+            )
         sv_id = new_id("sv")
         for _ in range(ATTEMPTS):
             ws = self._workspaces.load(ws.id)
             self._require_lock(principal)(ws)
             if not (serial == ws.state_serial and md5 == ws.state_md5):
                 st.decide(ws, serial, lineage, md5, force)  # refuses lower serials and foreign lineages early
-            sv = StateVersion(id=sv_id, workspace_id=ws.id, organization=ws.organization, serial=serial,
-                              lineage=lineage or "", md5=md5, status=PENDING, created_at=clock.now_iso(),
-                              created_by=principal.subject_id if principal.kind is PrincipalKind.USER else None,
-                              run_id=run_id, force=force, json_outputs=json_outputs)
-            updated = dataclasses.replace(ws, extra={**ws.extra, PENDING_KEY: sv_id}, version=ws.version + 1,
-                                          updated_at=clock.now_iso())
+            sv = StateVersion(
+                id=sv_id,
+                workspace_id=ws.id,
+                organization=ws.organization,
+                serial=serial,
+                lineage=lineage or "",
+                md5=md5,
+                status=PENDING,
+                created_at=clock.now_iso(),
+                created_by=principal.subject_id if principal.kind is PrincipalKind.USER else None,
+                run_id=run_id,
+                force=force,
+                json_outputs=json_outputs,
+            )
+            updated = dataclasses.replace(
+                ws, extra={**ws.extra, PENDING_KEY: sv_id}, version=ws.version + 1, updated_at=clock.now_iso()
+            )
             try:
-                self._table.transact([self._workspaces.write_op(updated, ws.version),
-                                      Put(st.sv_to_item(sv), if_absent=True), *self._discard_pending_ops(ws)])
+                self._table.transact(
+                    [
+                        self._workspaces.write_op(updated, ws.version),
+                        Put(st.sv_to_item(sv), if_absent=True),
+                        *self._discard_pending_ops(ws),
+                    ]
+                )
                 return sv
             except ConditionFailed:
                 continue
@@ -197,13 +268,26 @@ class StateVersionService:
             if output_ids is None:
                 output_ids = self._index.write_outputs(sv.id, ws, outputs)
             final = dataclasses.replace(
-                current, status=FINALIZED, lineage=parsed.lineage, size=len(raw), version=current.version + 1,
-                terraform_version=parsed.terraform_version, format_version=parsed.format_version,
-                resources_processed=True, summary=parsed.summary, output_ids=output_ids, json_outputs=None,
-                has_json_state=self._blobs.head(sv.json_blob_key) is not None)
+                current,
+                status=FINALIZED,
+                lineage=parsed.lineage,
+                size=len(raw),
+                version=current.version + 1,
+                terraform_version=parsed.terraform_version,
+                format_version=parsed.format_version,
+                resources_processed=True,
+                summary=parsed.summary,
+                output_ids=output_ids,
+                json_outputs=None,
+                has_json_state=self._blobs.head(sv.json_blob_key) is not None,
+            )
             try:
-                self._table.transact([self._workspaces.write_op(_with_current(ws, final, _managed(parsed)), ws.version),
-                                      Put(st.sv_to_item(final), if_version=current.version)])
+                self._table.transact(
+                    [
+                        self._workspaces.write_op(_with_current(ws, final, _managed(parsed)), ws.version),
+                        Put(st.sv_to_item(final), if_version=current.version),
+                    ]
+                )
             except ConditionFailed:
                 continue
             self._reindex(ws.id, sv.id, parsed)
@@ -221,8 +305,9 @@ class StateVersionService:
             ws, current = self._workspaces.load(sv.workspace_id), self._find(sv.id)
             if current.status != PENDING:
                 return current
-            gone = dataclasses.replace(current, status=DISCARDED, error=reason, json_outputs=None,
-                                       version=current.version + 1)
+            gone = dataclasses.replace(
+                current, status=DISCARDED, error=reason, json_outputs=None, version=current.version + 1
+            )
             ops: list[WriteOp] = [Put(st.sv_to_item(gone), if_version=current.version)]
             if ws.extra.get(PENDING_KEY) == sv.id:
                 extra = {k: v for k, v in ws.extra.items() if k != PENDING_KEY}
@@ -239,14 +324,17 @@ class StateVersionService:
         """LockService unlock check: a workspace with an outstanding upload stays locked."""
         pending_id = ws.extra.get(PENDING_KEY)
         if pending_id and self.finalize(self._find(pending_id)).status == PENDING:
-            raise Conflict(f"cannot unlock workspace {ws.name}: latest state version is still pending "
-                           f"({pending_id}); upload it or force-unlock")
+            raise Conflict(
+                f"cannot unlock workspace {ws.name}: latest state version is still pending "
+                f"({pending_id}); upload it or force-unlock"
+            )
 
     def _reindex(self, workspace_id: str, sv_id: str, parsed: ParsedState) -> None:
         def instances_of(target: str) -> tuple[st.ResourceInstance, ...]:
             if target == sv_id:
                 return parsed.resources
             return st.parse_state(self._blobs.get(self._find(target).blob_key)).resources
+
         self._index.replace_resources(lambda: self._workspaces.load(workspace_id), instances_of)
 
     # reading -----------------------------------------------------------------------------
@@ -324,10 +412,12 @@ class StateVersionService:
     def resources(self, principal: Principal, workspace_id: str) -> list[IndexedResource]:
         return self._index.resources(self._workspaces.get(principal, workspace_id, Action.READ_STATE))
 
-    def search_resources(self, principal: Principal, organization: str, text: str = "", type_: str = "",
-                         provider: str = "") -> list[IndexedResource]:
-        readable = [ws for ws in self._workspaces.list(principal, organization)
-                    if self._can(principal, Action.READ_STATE, ws)]
+    def search_resources(
+        self, principal: Principal, organization: str, text: str = "", type_: str = "", provider: str = ""
+    ) -> list[IndexedResource]:
+        readable = [
+            ws for ws in self._workspaces.list(principal, organization) if self._can(principal, Action.READ_STATE, ws)
+        ]
         return self._index.search(organization, readable, text, type_, provider)
 
     # rollback and the http backend -------------------------------------------------------
@@ -342,8 +432,9 @@ class StateVersionService:
         raw = st.with_serial(self._blobs.get(target.blob_key), (ws.state_serial or 0) + 1)
         return self._store(principal, ws.id, raw, st.parse_state(raw), True, None, self._require_lock(principal))
 
-    def resolve_workspace(self, principal: Principal, organization: str, name: str,
-                          create: bool = False) -> Workspace | None:
+    def resolve_workspace(
+        self, principal: Principal, organization: str, name: str, create: bool = False
+    ) -> Workspace | None:
         """The http backend addresses workspaces by name; the first LOCK or POST creates one (local execution)."""
         self._orgs.get(principal, organization)  # 404 for an unknown (or invisible) organization
         org_ws = self._workspaces.find_id(organization, name)
@@ -363,6 +454,7 @@ class StateVersionService:
     def http_lock_rule(principal: Principal, lock_id: str | None) -> LockRule:
         """Who may POST state through the http backend: `?ID=` must name the lock held; without it, only
         the lock's holder (or anyone while the workspace is unlocked) may write."""
+
         def rule(ws: Workspace) -> None:
             held = ws.lock
             if held is None:
@@ -370,11 +462,14 @@ class StateVersionService:
                     raise Conflict(f"lock {lock_id!r} is no longer held on workspace {ws.name}")
                 return
             if lock_id is not None:
-                if lock_id not in (held.lock_id, f"{ws.organization}/{ws.name}") or \
-                        held.holder != principal.lock_holder:
+                if (
+                    lock_id not in (held.lock_id, f"{ws.organization}/{ws.name}")
+                    or held.holder != principal.lock_holder
+                ):
                     raise Conflict(f"lock ID {lock_id!r} does not match the lock held", meta={"lock": held})
             elif held.holder != principal.lock_holder:
                 raise Locked(f"workspace {ws.name} is locked by {held.username}", meta={"lock": held})
+
         return rule
 
     def write_raw(self, principal: Principal, ws: Workspace, raw: bytes, lock_rule: LockRule) -> StateVersion:
@@ -391,8 +486,15 @@ class StateVersionService:
             if current.locked:
                 raise Conflict(f"workspace {current.name} is locked; unlock it before deleting its state")
             extra = {k: v for k, v in current.extra.items() if k != PENDING_KEY}
-            return dataclasses.replace(current, current_state_version_id=None, state_serial=None,
-                                       state_lineage=None, state_md5=None, resource_count=0, extra=extra)
+            return dataclasses.replace(
+                current,
+                current_state_version_id=None,
+                state_serial=None,
+                state_lineage=None,
+                state_md5=None,
+                resource_count=0,
+                extra=extra,
+            )
 
         self._workspaces.mutate(ws.id, clear)
         self.purge(ws.id)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import builtins
+
 import hashlib
 import re
 from dataclasses import dataclass
@@ -40,9 +42,15 @@ class Variable:
 
 def _public(item: dict[str, Any]) -> Variable:
     return Variable(
-        id=item["id"], workspace_id=item["workspace_id"], key=item["key"], category=item["category"],
-        hcl=bool(item["hcl"]), sensitive=bool(item["sensitive"]), description=item.get("description", ""),
-        created_at=item["created_at"], value=None if item["sensitive"] else item.get("value", ""),
+        id=item["id"],
+        workspace_id=item["workspace_id"],
+        key=item["key"],
+        category=item["category"],
+        hcl=bool(item["hcl"]),
+        sensitive=bool(item["sensitive"]),
+        description=item.get("description", ""),
+        created_at=item["created_at"],
+        value=None if item["sensitive"] else item.get("value", ""),
         version_id=item["version_id"],
     )
 
@@ -92,15 +100,23 @@ class VariableService:
     def create(self, principal: Principal, ws: Workspace, attrs: dict[str, Any]) -> Variable:
         self._workspaces.authorize(principal, Action.WRITE_VARIABLES, ws)
         var_id = new_id("var")
-        item = {"pk": var_id, "sk": "var", "id": var_id, "workspace_id": ws.id, "created_at": clock.now_iso(),
-                "version": 1}
+        item = {
+            "pk": var_id,
+            "sk": "var",
+            "id": var_id,
+            "workspace_id": ws.id,
+            "created_at": clock.now_iso(),
+            "version": 1,
+        }
         self._fill(item, attrs, creating=True)
         claim = {"pk": f"{ws.id}#varkeys", "sk": f"{item['category']}#{item['key']}", "var_id": var_id}
         try:
             self._table.transact([Put(claim, if_absent=True), Put(item, if_absent=True)])
         except ConditionFailed as exc:
-            raise Conflict(f"a {item['category']} variable named {item['key']!r} already exists",
-                           meta={"pointer": "/data/attributes/key"}) from exc
+            raise Conflict(
+                f"a {item['category']} variable named {item['key']!r} already exists",
+                meta={"pointer": "/data/attributes/key"},
+            ) from exc
         return _public(item)
 
     def update(self, principal: Principal, ws: Workspace, var_id: str, attrs: dict[str, Any]) -> Variable:
@@ -125,15 +141,22 @@ class VariableService:
         item = self._item(ws, var_id)
         self._table.transact([Delete(var_id, "var"), Delete(f"{ws.id}#varkeys", f"{item['category']}#{item['key']}")])
 
-    def for_run(self, workspace_id: str) -> list[RunVariable]:
+    def for_run(self, workspace_id: str) -> builtins.list[RunVariable]:
         """Decrypted variables for one run's runner (never returned by the API)."""
         found = []
         for item in self._items(workspace_id):
             value = item.get("value", "")
             if item["sensitive"]:
                 value = self._encryptor.decrypt(item["ciphertext"], self._context(workspace_id, item["id"]))
-            found.append(RunVariable(key=item["key"], value=value, category=item["category"], hcl=item["hcl"],
-                                     sensitive=item["sensitive"]))
+            found.append(
+                RunVariable(
+                    key=item["key"],
+                    value=value,
+                    category=item["category"],
+                    hcl=item["hcl"],
+                    sensitive=item["sensitive"],
+                )
+            )
         return found
 
     def _fill(self, item: dict[str, Any], attrs: dict[str, Any], *, creating: bool) -> None:
@@ -150,10 +173,17 @@ class VariableService:
         was_sensitive = bool(item.get("sensitive", False))
         sensitive = _bool(attrs, "sensitive", was_sensitive)
         if was_sensitive and not sensitive:
-            raise Invalid("a sensitive variable cannot be made non-sensitive; delete and re-create it",
-                          pointer="/data/attributes/sensitive")
-        item.update(key=key, category=category, sensitive=sensitive, hcl=_bool(attrs, "hcl", item.get("hcl", False)),
-                    description=_str(attrs, "description", item.get("description", "")))
+            raise Invalid(
+                "a sensitive variable cannot be made non-sensitive; delete and re-create it",
+                pointer="/data/attributes/sensitive",
+            )
+        item.update(
+            key=key,
+            category=category,
+            sensitive=sensitive,
+            hcl=_bool(attrs, "hcl", item.get("hcl", False)),
+            description=_str(attrs, "description", item.get("description", "")),
+        )
         if "value" in attrs or creating:
             value = _str(attrs, "value")
         elif sensitive and not was_sensitive:

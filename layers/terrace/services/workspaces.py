@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import builtins
+
 import dataclasses
 from collections.abc import Callable
 from typing import Any
@@ -30,8 +32,17 @@ UPDATABLE: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "allow-destroy-plan": ("allow_destroy_plan", _BOOL("allow-destroy-plan")),
 }
 # Attributes clients send that Terrace accepts and keeps but does not act on yet.
-ACCEPTED_EXTRA = ("file-triggers-enabled", "trigger-prefixes", "source-name", "source-url", "assessments-enabled",
-                  "structured-run-output-enabled", "auto-destroy-at", "setting-overwrites", "operations")
+ACCEPTED_EXTRA = (
+    "file-triggers-enabled",
+    "trigger-prefixes",
+    "source-name",
+    "source-url",
+    "assessments-enabled",
+    "structured-run-output-enabled",
+    "auto-destroy-at",
+    "setting-overwrites",
+    "operations",
+)
 
 
 def _require_bool(key: str, value: Any) -> bool:
@@ -96,8 +107,9 @@ class WorkspaceService:
         claim = self._table.get(*model.name_claim_key(organization, name)) if model.NAME_RE.match(name or "") else None
         return claim["workspace_id"] if claim else None
 
-    def list(self, principal: Principal, organization: str, search: str | None = None,
-             tags: list[str] | None = None) -> list[Workspace]:
+    def list(
+        self, principal: Principal, organization: str, search: str | None = None, tags: list[str] | None = None
+    ) -> list[Workspace]:
         org = self._orgs.get(principal, organization)
         claims = self._table.query(f"org#{org.name}#wsnames")
         ids = [c["workspace_id"] for c in claims if not search or search.lower() in c["sk"].lower()]
@@ -136,19 +148,34 @@ class WorkspaceService:
         }
 
     # writes ------------------------------------------------------------------------------
-    def create(self, principal: Principal, organization: str, attributes: dict[str, Any],
-               tag_names: list[str] | None = None) -> Workspace:
+    def create(
+        self,
+        principal: Principal,
+        organization: str,
+        attributes: dict[str, Any],
+        tag_names: builtins.list[str] | None = None,
+    ) -> Workspace:
         org = self._orgs.get(principal, organization, Action.CREATE_WORKSPACE)
         name = model.validate_name(attributes.get("name"))
         now = clock.now_iso()
-        ws = Workspace(id=new_id("ws"), name=name, organization=org.name, created_at=now, updated_at=now, version=1,
-                       execution_mode=org.default_execution_mode, tag_names=tuple(_tags(tag_names or [])))
+        ws = Workspace(
+            id=new_id("ws"),
+            name=name,
+            organization=org.name,
+            created_at=now,
+            updated_at=now,
+            version=1,
+            execution_mode=org.default_execution_mode,
+            tag_names=tuple(_tags(tag_names or [])),
+        )
         ws = _apply_attributes(ws, {k: v for k, v in attributes.items() if k != "name"})
         claim = {"pk": model.name_claim_key(org.name, name)[0], "sk": name, "workspace_id": ws.id}
         try:
             self._table.transact([Put(claim, if_absent=True), Put(model.to_item(ws), if_absent=True)])
         except ConditionFailed as exc:
-            raise Conflict(f"workspace {org.name}/{name} already exists", meta={"pointer": "/data/attributes/name"}) from exc
+            raise Conflict(
+                f"workspace {org.name}/{name} already exists", meta={"pointer": "/data/attributes/name"}
+            ) from exc
         return ws
 
     def update(self, principal: Principal, ws: Workspace, attributes: dict[str, Any]) -> Workspace:
@@ -158,13 +185,21 @@ class WorkspaceService:
             return self._rename(ws, model.validate_name(new_name), attributes)
         return self.mutate(ws.id, lambda current: _apply_attributes(current, attributes))
 
-    def add_tags(self, principal: Principal, ws: Workspace, names: list[str]) -> Workspace:
+    def add_tags(self, principal: Principal, ws: Workspace, names: builtins.list[str]) -> Workspace:
         self.authorize(principal, Action.UPDATE_WORKSPACE, ws)
         tags = _tags(names)
-        return self.mutate(ws.id, lambda cur: dataclasses.replace(cur, tag_names=tuple(sorted({*cur.tag_names, *tags}))))
+        return self.mutate(
+            ws.id, lambda cur: dataclasses.replace(cur, tag_names=tuple(sorted({*cur.tag_names, *tags})))
+        )
 
-    def delete(self, principal: Principal, ws: Workspace, *, safe: bool = False,
-               extra_ops: Callable[[Workspace], list[WriteOp]] | None = None) -> None:
+    def delete(
+        self,
+        principal: Principal,
+        ws: Workspace,
+        *,
+        safe: bool = False,
+        extra_ops: Callable[[Workspace], builtins.list[WriteOp]] | None = None,
+    ) -> None:
         self.authorize(principal, Action.DELETE_WORKSPACE, ws)
         if safe and ws.resource_count > 0:
             raise Conflict(f"workspace {ws.name} still manages {ws.resource_count} resources; destroy them first")
@@ -200,11 +235,13 @@ class WorkspaceService:
         updated = dataclasses.replace(updated, name=name, version=ws.version + 1, updated_at=clock.now_iso())
         claim = {"pk": model.name_claim_key(ws.organization, name)[0], "sk": name, "workspace_id": ws.id}
         try:
-            self._table.transact([
-                Put(claim, if_absent=True),
-                Delete(*model.name_claim_key(ws.organization, ws.name)),
-                Put(model.to_item(updated), if_version=ws.version),
-            ])
+            self._table.transact(
+                [
+                    Put(claim, if_absent=True),
+                    Delete(*model.name_claim_key(ws.organization, ws.name)),
+                    Put(model.to_item(updated), if_version=ws.version),
+                ]
+            )
         except ConditionFailed as exc:
             raise Conflict(f"workspace {ws.organization}/{name} already exists or changed; retry") from exc
         return updated

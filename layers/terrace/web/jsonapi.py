@@ -22,8 +22,13 @@ class JSONAPIResponse(JSONResponse):
     media_type = MEDIA_TYPE
 
 
-def resource(type_: str, id_: str, attributes: dict[str, Any], relationships: dict[str, Any] | None = None,
-             links: dict[str, Any] | None = None) -> dict[str, Any]:
+def resource(
+    type_: str,
+    id_: str,
+    attributes: dict[str, Any],
+    relationships: dict[str, Any] | None = None,
+    links: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     data: dict[str, Any] = {"id": id_, "type": type_, "attributes": attributes}
     if relationships is not None:
         data["relationships"] = relationships
@@ -41,9 +46,15 @@ def refs(type_: str, ids: Sequence[str]) -> dict[str, Any]:
     return {"data": [{"type": type_, "id": i} for i in ids]}
 
 
-def respond(data: Any, status_code: int = 200, *, meta: dict[str, Any] | None = None,
-            links: dict[str, Any] | None = None, included: list[dict[str, Any]] | None = None,
-            headers: dict[str, str] | None = None) -> JSONAPIResponse:
+def respond(
+    data: Any,
+    status_code: int = 200,
+    *,
+    meta: dict[str, Any] | None = None,
+    links: dict[str, Any] | None = None,
+    included: list[dict[str, Any]] | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONAPIResponse:
     body: dict[str, Any] = {"data": data}
     if included:
         body["included"] = included
@@ -76,15 +87,24 @@ def paginate(request: Request, items: Sequence[T]) -> tuple[list[T], dict[str, A
     page = list(items[(number - 1) * size : number * size])
     meta = {
         "pagination": {
-            "current-page": number, "page-size": size, "prev-page": number - 1 if number > 1 else None,
-            "next-page": number + 1 if number < pages else None, "total-pages": pages, "total-count": total,
+            "current-page": number,
+            "page-size": size,
+            "prev-page": number - 1 if number > 1 else None,
+            "next-page": number + 1 if number < pages else None,
+            "total-pages": pages,
+            "total-count": total,
         }
     }
     base = str(request.url.remove_query_params(["page[number]", "page[size]"]))
     sep = "&" if "?" in base else "?"
     link = lambda n: f"{base}{sep}page%5Bnumber%5D={n}&page%5Bsize%5D={size}"  # noqa: E731
-    links = {"self": link(number), "first": link(1), "prev": link(number - 1) if number > 1 else None,
-             "next": link(number + 1) if number < pages else None, "last": link(pages)}
+    links = {
+        "self": link(number),
+        "first": link(1),
+        "prev": link(number - 1) if number > 1 else None,
+        "next": link(number + 1) if number < pages else None,
+        "last": link(pages),
+    }
     return page, meta, links
 
 
@@ -103,8 +123,9 @@ async def read_json(request: Request) -> Any:
         raise Invalid(f"request body is not valid JSON: {exc}") from exc
 
 
-async def read_document(request: Request, expected_type: str | tuple[str, ...], *,
-                        required: bool = True) -> dict[str, Any]:
+async def read_document(
+    request: Request, expected_type: str | tuple[str, ...], *, required: bool = True
+) -> dict[str, Any]:
     """The `data` member of a JSON:API request body, checked for shape and type."""
     body = await read_json(request)
     if body is None and not required:

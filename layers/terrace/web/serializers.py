@@ -13,35 +13,59 @@ from terrace.web.jsonapi import ref, resource
 
 
 def organization(org: Organization, permissions: dict[str, bool]) -> dict[str, Any]:
-    return resource("organizations", org.name, {
-        "name": org.name,
-        "external-id": org.id,
-        "email": org.email,
-        "created-at": org.created_at,
-        "default-execution-mode": org.default_execution_mode,
-        "collaborator-auth-policy": org.settings.get("collaborator-auth-policy", "password"),
-        "session-timeout": org.settings.get("session-timeout"),
-        "session-remember": org.settings.get("session-remember"),
-        "cost-estimation-enabled": False,
-        "assessments-enforced": False,
-        "allow-force-delete-workspaces": True,
-        "owners-team-saml-role-id": None,
-        "saml-enabled": False,
-        "two-factor-conformant": True,
-        "trial-expires-at": None,
-        "plan-identifier": "terrace",
-        "permissions": permissions,
-    }, relationships={}, links={"self": f"/api/v2/organizations/{org.name}"})
+    return resource(
+        "organizations",
+        org.name,
+        {
+            "name": org.name,
+            "external-id": org.id,
+            "email": org.email,
+            "created-at": org.created_at,
+            "default-execution-mode": org.default_execution_mode,
+            "collaborator-auth-policy": org.settings.get("collaborator-auth-policy", "password"),
+            "session-timeout": org.settings.get("session-timeout"),
+            "session-remember": org.settings.get("session-remember"),
+            "cost-estimation-enabled": False,
+            "assessments-enforced": False,
+            "allow-force-delete-workspaces": True,
+            "owners-team-saml-role-id": None,
+            "saml-enabled": False,
+            "two-factor-conformant": True,
+            "trial-expires-at": None,
+            "plan-identifier": "terrace",
+            "permissions": permissions,
+        },
+        relationships={},
+        links={"self": f"/api/v2/organizations/{org.name}"},
+    )
 
 
 def entitlement_set(org: Organization) -> dict[str, Any]:
-    return resource("entitlement-sets", org.id, {
-        "operations": True, "private-module-registry": False, "sentinel": False, "run-tasks": False,
-        "state-storage": True, "teams": False, "vcs-integrations": False, "usage-reporting": False,
-        "user-limit": None, "self-serve-billing": False, "audit-logging": False, "agents": True, "sso": False,
-        "cost-estimation": False, "configuration-designer": False, "module-tests-generation": False,
-        "global-run-tasks": False, "policy-enforcement": False,
-    }, links={"self": f"/api/v2/entitlement-sets/{org.id}"})
+    return resource(
+        "entitlement-sets",
+        org.id,
+        {
+            "operations": True,
+            "private-module-registry": False,
+            "sentinel": False,
+            "run-tasks": False,
+            "state-storage": True,
+            "teams": False,
+            "vcs-integrations": False,
+            "usage-reporting": False,
+            "user-limit": None,
+            "self-serve-billing": False,
+            "audit-logging": False,
+            "agents": True,
+            "sso": False,
+            "cost-estimation": False,
+            "configuration-designer": False,
+            "module-tests-generation": False,
+            "global-run-tasks": False,
+            "policy-enforcement": False,
+        },
+        links={"self": f"/api/v2/entitlement-sets/{org.id}"},
+    )
 
 
 def workspace(ws: Workspace, permissions: dict[str, bool]) -> dict[str, Any]:
@@ -102,36 +126,80 @@ def workspace(ws: Workspace, permissions: dict[str, bool]) -> dict[str, Any]:
         "agent-pool": {"data": None},
         "readme": {"data": None},
         "outputs": {"data": []},
-        "remote-state-consumers": {"links": {"related": f"/api/v2/workspaces/{ws.id}/relationships/remote-state-consumers"}},
+        "remote-state-consumers": {
+            "links": {"related": f"/api/v2/workspaces/{ws.id}/relationships/remote-state-consumers"}
+        },
         "tags": {"data": []},
     }
-    return resource("workspaces", ws.id, attributes, relationships,
-                    links={"self": f"/api/v2/organizations/{ws.organization}/workspaces/{ws.name}",
-                           "self-html": f"/app/{ws.organization}/workspaces/{ws.name}"})
+    return resource(
+        "workspaces",
+        ws.id,
+        attributes,
+        relationships,
+        links={
+            "self": f"/api/v2/organizations/{ws.organization}/workspaces/{ws.name}",
+            "self-html": f"/app/{ws.organization}/workspaces/{ws.name}",
+        },
+    )
 
 
 def user(u: User) -> dict[str, Any]:
-    return resource("users", u.id, {
-        "username": u.username, "email": u.email, "is-service-account": False, "is-site-admin": u.site_admin,
-        "avatar-url": "", "two-factor": {"enabled": False, "verified": False}, "unconfirmed-email": None,
-        "v2-only": True, "auth-method": "tfc",
-        "permissions": {"can-create-organizations": True, "can-change-email": True, "can-change-username": False,
-                        "can-manage-user-tokens": True, "can-view-2fa-settings": False, "can-manage-hcp-account": False},
-    }, relationships={"authentication-tokens": {"links": {"related": f"/api/v2/users/{u.id}/authentication-tokens"}}},
-        links={"self": f"/api/v2/users/{u.id}"})
+    return resource(
+        "users",
+        u.id,
+        {
+            "username": u.username,
+            "email": u.email,
+            "is-service-account": False,
+            "is-site-admin": u.site_admin,
+            "avatar-url": "",
+            "two-factor": {"enabled": False, "verified": False},
+            "unconfirmed-email": None,
+            "v2-only": True,
+            "auth-method": "tfc",
+            "permissions": {
+                "can-create-organizations": True,
+                "can-change-email": True,
+                "can-change-username": False,
+                "can-manage-user-tokens": True,
+                "can-view-2fa-settings": False,
+                "can-manage-hcp-account": False,
+            },
+        },
+        relationships={"authentication-tokens": {"links": {"related": f"/api/v2/users/{u.id}/authentication-tokens"}}},
+        links={"self": f"/api/v2/users/{u.id}"},
+    )
 
 
 def principal_as_user(p: Principal) -> dict[str, Any]:
     """account/details for a non-user token: a service account."""
-    return resource("users", p.subject_id, {
-        "username": p.username, "email": "", "is-service-account": True, "is-site-admin": p.site_admin,
-        "avatar-url": "", "two-factor": {"enabled": False, "verified": False}, "v2-only": True,
-        "permissions": {"can-create-organizations": False, "can-manage-user-tokens": False},
-    }, links={"self": f"/api/v2/users/{p.subject_id}"})
+    return resource(
+        "users",
+        p.subject_id,
+        {
+            "username": p.username,
+            "email": "",
+            "is-service-account": True,
+            "is-site-admin": p.site_admin,
+            "avatar-url": "",
+            "two-factor": {"enabled": False, "verified": False},
+            "v2-only": True,
+            "permissions": {"can-create-organizations": False, "can-manage-user-tokens": False},
+        },
+        links={"self": f"/api/v2/users/{p.subject_id}"},
+    )
 
 
 def token(t: Token, secret: str | None = None) -> dict[str, Any]:
-    return resource("authentication-tokens", t.id, {
-        "created-at": t.created_at, "last-used-at": t.last_used_at, "description": t.description,
-        "expired-at": t.expires_at, "token": secret,
-    }, relationships={"created-by": ref("users", t.subject_id if t.kind.value == "user" else None)})
+    return resource(
+        "authentication-tokens",
+        t.id,
+        {
+            "created-at": t.created_at,
+            "last-used-at": t.last_used_at,
+            "description": t.description,
+            "expired-at": t.expires_at,
+            "token": secret,
+        },
+        relationships={"created-by": ref("users", t.subject_id if t.kind.value == "user" else None)},
+    )

@@ -12,8 +12,9 @@ from terrace.web.jsonapi import ref, refs, resource
 def state_version(sv: StateVersion, base_url: str, upload_urls: tuple[str | None, str | None]) -> dict[str, Any]:
     finalized = sv.status == FINALIZED
     download = f"{base_url}/api/v2/state-versions/{sv.id}/download" if finalized else None
-    json_download = f"{base_url}/api/v2/state-versions/{sv.id}/json-download" if finalized and sv.has_json_state \
-        else None
+    json_download = (
+        f"{base_url}/api/v2/state-versions/{sv.id}/json-download" if finalized and sv.has_json_state else None
+    )
     attributes: dict[str, Any] = {
         "created-at": sv.created_at,
         "serial": sv.serial,
@@ -44,18 +45,24 @@ def state_version(sv: StateVersion, base_url: str, upload_urls: tuple[str | None
         "created-by": ref("users", sv.created_by),
         "outputs": refs("state-version-outputs", list(sv.output_ids)),
     }
-    return resource("state-versions", sv.id, attributes, relationships,
-                    links={"self": f"/api/v2/state-versions/{sv.id}"})
+    return resource(
+        "state-versions", sv.id, attributes, relationships, links={"self": f"/api/v2/state-versions/{sv.id}"}
+    )
 
 
 def output(out: StoredOutput, *, reveal: bool) -> dict[str, Any]:
-    return resource("state-version-outputs", out.id, {
-        "name": out.name,
-        "sensitive": out.sensitive,
-        "type": out.type,
-        "value": out.value if reveal or not out.sensitive else None,
-        "detailed-type": out.detailed_type,
-    }, links={"self": f"/api/v2/state-version-outputs/{out.id}"})
+    return resource(
+        "state-version-outputs",
+        out.id,
+        {
+            "name": out.name,
+            "sensitive": out.sensitive,
+            "type": out.type,
+            "value": out.value if reveal or not out.sensitive else None,
+            "detailed-type": out.detailed_type,
+        },
+        links={"self": f"/api/v2/state-version-outputs/{out.id}"},
+    )
 
 
 def indexed_resource(res: IndexedResource, *, with_workspace: bool = False) -> dict[str, Any]:

@@ -32,15 +32,17 @@ def read_user(user_id: str, container: ContainerDep, principal: PrincipalDep) ->
 
 
 @router.get("/users/{user_id}/authentication-tokens")
-def list_user_tokens(user_id: str, request: Request, container: ContainerDep,
-                     principal: PrincipalDep) -> JSONAPIResponse:
+def list_user_tokens(
+    user_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
     _own_user(principal, user_id)
     return respond_page(request, container.accounts.list_tokens(user_id), serializers.token)
 
 
 @router.post("/users/{user_id}/authentication-tokens")
-async def create_user_token(user_id: str, request: Request, container: ContainerDep,
-                            principal: PrincipalDep) -> JSONAPIResponse:
+async def create_user_token(
+    user_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
     _own_user(principal, user_id)
     user = container.accounts.get_user(user_id)
     attrs = attributes(await read_document(request, "authentication-tokens"))

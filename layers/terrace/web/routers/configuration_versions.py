@@ -14,8 +14,9 @@ router = APIRouter(prefix="/api/v2")
 
 
 @router.post("/workspaces/{workspace_id}/configuration-versions")
-async def create_configuration_version(workspace_id: str, request: Request, container: ContainerDep,
-                                       principal: PrincipalDep) -> JSONAPIResponse:
+async def create_configuration_version(
+    workspace_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
     ws = container.workspaces.get(principal, workspace_id)
     data = await read_document(request, "configuration-versions", required=False)
     cv = container.configuration_versions.create(principal, ws, attributes(data) if data else {})
@@ -23,8 +24,9 @@ async def create_configuration_version(workspace_id: str, request: Request, cont
 
 
 @router.get("/workspaces/{workspace_id}/configuration-versions")
-def list_configuration_versions(workspace_id: str, request: Request, container: ContainerDep,
-                                principal: PrincipalDep) -> JSONAPIResponse:
+def list_configuration_versions(
+    workspace_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
     ws = container.workspaces.get(principal, workspace_id)
     cvs = container.configuration_versions
     return respond_page(request, cvs.list(principal, ws), lambda cv: rser.configuration_version(cv, cvs.upload_url(cv)))
@@ -44,15 +46,17 @@ def download_configuration_version(cv_id: str, container: ContainerDep, principa
 
 # variables -------------------------------------------------------------------------------
 @router.get("/workspaces/{workspace_id}/vars")
-def list_variables(workspace_id: str, request: Request, container: ContainerDep,
-                   principal: PrincipalDep) -> JSONAPIResponse:
+def list_variables(
+    workspace_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
     ws = container.workspaces.get(principal, workspace_id)
     return respond_page(request, container.variables.list(principal, ws), rser.variable)
 
 
 @router.post("/workspaces/{workspace_id}/vars")
-async def create_variable(workspace_id: str, request: Request, container: ContainerDep,
-                          principal: PrincipalDep) -> JSONAPIResponse:
+async def create_variable(
+    workspace_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
     ws = container.workspaces.get(principal, workspace_id)
     data = await read_document(request, "vars")
     return respond(rser.variable(container.variables.create(principal, ws, attributes(data))), 201)
@@ -65,8 +69,9 @@ def read_variable(workspace_id: str, var_id: str, container: ContainerDep, princ
 
 
 @router.patch("/workspaces/{workspace_id}/vars/{var_id}")
-async def update_variable(workspace_id: str, var_id: str, request: Request, container: ContainerDep,
-                          principal: PrincipalDep) -> JSONAPIResponse:
+async def update_variable(
+    workspace_id: str, var_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
     ws = container.workspaces.get(principal, workspace_id)
     data = await read_document(request, "vars")
     return respond(rser.variable(container.variables.update(principal, ws, var_id, attributes(data))))

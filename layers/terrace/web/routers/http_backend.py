@@ -44,8 +44,15 @@ def lock_info(lock: WorkspaceLock, org: str, name: str) -> dict[str, Any]:
     """The holder's LockInfo: as the client sent it, or synthesized for locks taken via the TFC API."""
     if lock.info:
         return dict(lock.info)
-    return {"ID": lock.lock_id or f"{org}/{name}", "Operation": "", "Info": lock.reason, "Who": lock.username,
-            "Version": "", "Created": lock.created_at, "Path": ""}
+    return {
+        "ID": lock.lock_id or f"{org}/{name}",
+        "Operation": "",
+        "Info": lock.reason,
+        "Who": lock.username,
+        "Version": "",
+        "Created": lock.created_at,
+        "Path": "",
+    }
 
 
 def error_response(exc: errors.TerraceError, org: str, name: str) -> JSONResponse:
@@ -72,8 +79,9 @@ def authenticate(request: Request, container: Container) -> Principal:
     return container.accounts.authenticate(token)
 
 
-async def handle(request: Request, container: Container, org: str, name: str,
-                 action: Callable[[Principal, bytes], Response]) -> Response:
+async def handle(
+    request: Request, container: Container, org: str, name: str, action: Callable[[Principal, bytes], Response]
+) -> Response:
     try:
         principal = authenticate(request, container)
         return action(principal, await request.body())
@@ -104,8 +112,12 @@ async def read_state(org: str, name: str, request: Request, container: Container
         if sv is None:
             return Response(status_code=204)
         md5 = base64.b64encode(bytes.fromhex(sv.md5)).decode()
-        return StreamingResponse(container.state_versions.iter_state(sv), media_type="application/json",
-                                 headers={"Content-MD5": md5, "Content-Length": str(sv.size)})
+        return StreamingResponse(
+            container.state_versions.iter_state(sv),
+            media_type="application/json",
+            headers={"Content-MD5": md5, "Content-Length": str(sv.size)},
+        )
+
     return await handle(request, container, org, name, action)
 
 
@@ -120,6 +132,7 @@ async def write_state(org: str, name: str, request: Request, container: Containe
         rule = container.state_versions.http_lock_rule(principal, request.query_params.get("ID"))
         container.state_versions.write_raw(principal, ws, body, rule)
         return Response(status_code=200)
+
     return await handle(request, container, org, name, action)
 
 
@@ -130,6 +143,7 @@ async def delete_state(org: str, name: str, request: Request, container: Contain
         if ws is not None:
             container.state_versions.delete_history(principal, ws)
         return Response(status_code=200)
+
     return await handle(request, container, org, name, action)
 
 
@@ -144,6 +158,7 @@ async def lock_state(org: str, name: str, request: Request, container: Container
         reason = str(info.get("Info") or info.get("Operation") or "locked through the http backend")
         container.locks.lock(principal, ws, reason, lock_id=info["ID"], info=info)
         return JSONResponse(info, status_code=200)
+
     return await handle(request, container, org, name, action)
 
 
@@ -165,4 +180,5 @@ async def unlock_state(org: str, name: str, request: Request, container: Contain
         else:
             container.locks.unlock(principal, ws, lock_id=lock_id)
         return Response(status_code=200)
+
     return await handle(request, container, org, name, action)

@@ -17,15 +17,31 @@ def _org_permissions(container: ContainerDep, principal: PrincipalDep, org: Orga
     can = lambda action: container.authz.can(principal, action, org.view)  # noqa: E731
     manage = can(Action.MANAGE_ORGANIZATION)
     return {
-        "can-update": manage, "can-destroy": can(Action.DELETE_ORGANIZATION), "can-access-via-teams": manage,
-        "can-create-team": False, "can-create-workspace": can(Action.CREATE_WORKSPACE),
-        "can-manage-users": manage, "can-manage-subscription": False, "can-manage-sso": False,
-        "can-update-oauth": False, "can-update-sentinel": False, "can-update-ssh-keys": False,
-        "can-update-api-token": manage, "can-traverse": True, "can-start-trial": False,
-        "can-update-agent-pools": manage, "can-manage-tags": manage, "can-manage-varsets": manage,
-        "can-read-varsets": True, "can-manage-public-providers": False, "can-create-provider": False,
-        "can-manage-public-modules": False, "can-manage-custom-providers": False, "can-manage-run-tasks": False,
-        "can-read-run-tasks": False, "can-create-project": False,
+        "can-update": manage,
+        "can-destroy": can(Action.DELETE_ORGANIZATION),
+        "can-access-via-teams": manage,
+        "can-create-team": False,
+        "can-create-workspace": can(Action.CREATE_WORKSPACE),
+        "can-manage-users": manage,
+        "can-manage-subscription": False,
+        "can-manage-sso": False,
+        "can-update-oauth": False,
+        "can-update-sentinel": False,
+        "can-update-ssh-keys": False,
+        "can-update-api-token": manage,
+        "can-traverse": True,
+        "can-start-trial": False,
+        "can-update-agent-pools": manage,
+        "can-manage-tags": manage,
+        "can-manage-varsets": manage,
+        "can-read-varsets": True,
+        "can-manage-public-providers": False,
+        "can-create-provider": False,
+        "can-manage-public-modules": False,
+        "can-manage-custom-providers": False,
+        "can-manage-run-tasks": False,
+        "can-read-run-tasks": False,
+        "can-create-project": False,
     }
 
 
@@ -56,8 +72,9 @@ def read_organization(name: str, container: ContainerDep, principal: PrincipalDe
 
 
 @router.patch("/organizations/{name}")
-async def update_organization(name: str, request: Request, container: ContainerDep,
-                              principal: PrincipalDep) -> JSONAPIResponse:
+async def update_organization(
+    name: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
     attrs = attributes(await read_document(request, "organizations"))
     org = container.organizations.update(principal, name, attrs)
     return respond(_serialize(container, principal, org))

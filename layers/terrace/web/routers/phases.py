@@ -95,6 +95,7 @@ def read_log(phase_id: str, expires: int, signature: str, request: Request, cont
         raise BadRequest("offset and limit must not be negative")
     run = container.run_store.load(run_id_of(phase_id))
     phase = run.plan if phase_id.startswith("plan-") else run.apply
-    data = container.logs.read(phase.id, offset, min(limit, 1024 * 1024), final=phase.final,
-                               archived=phase.log_archived)
+    data = container.logs.read(
+        phase.id, offset, min(limit, 1024 * 1024), final=phase.final, archived=phase.log_archived
+    )
     return Response(data, media_type="text/plain")

@@ -12,8 +12,9 @@ router = APIRouter(prefix="/api/v2")
 
 
 @router.get("/workspaces/{workspace_id}/resources")
-def workspace_resources(workspace_id: str, request: Request, container: ContainerDep,
-                        principal: PrincipalDep) -> JSONAPIResponse:
+def workspace_resources(
+    workspace_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
     found = container.state_versions.resources(principal, workspace_id)
     return respond_page(request, found, state_serializers.indexed_resource)
 
@@ -22,5 +23,6 @@ def workspace_resources(workspace_id: str, request: Request, container: Containe
 def search_resources(org: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     params = request.query_params
     found = container.state_versions.search_resources(
-        principal, org, params.get("q", ""), params.get("filter[type]", ""), params.get("filter[provider]", ""))
+        principal, org, params.get("q", ""), params.get("filter[type]", ""), params.get("filter[provider]", "")
+    )
     return respond_page(request, found, lambda res: state_serializers.indexed_resource(res, with_workspace=True))

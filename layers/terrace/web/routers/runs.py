@@ -29,9 +29,12 @@ router = APIRouter(prefix="/api/v2")
 
 def serialize(container: Container, principal: Principal, run: Run) -> dict[str, Any]:
     ws = container.workspaces.load(run.workspace_id)
-    return rser.run(run, position=container.runs.position_in_queue(run),
-                    permissions=container.workspaces.permissions(principal, ws),
-                    cooloff_s=container.settings.force_cancel_cooloff_s)
+    return rser.run(
+        run,
+        position=container.runs.position_in_queue(run),
+        permissions=container.workspaces.permissions(principal, ws),
+        cooloff_s=container.settings.force_cancel_cooloff_s,
+    )
 
 
 @router.post("/runs")
@@ -62,11 +65,13 @@ def list_runs(workspace_id: str, request: Request, container: ContainerDep, prin
 
 
 @router.get("/organizations/{org}/runs/queue")
-def organization_queue(org: str, request: Request, container: ContainerDep,
-                       principal: PrincipalDep) -> JSONAPIResponse:
+def organization_queue(org: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     organization = container.organizations.get(principal, org)
-    runs = [r for r in container.runs.organization_queue(organization.name)
-            if container.authz.can(principal, Action.READ_WORKSPACE, organization.view)]
+    runs = [
+        r
+        for r in container.runs.organization_queue(organization.name)
+        if container.authz.can(principal, Action.READ_WORKSPACE, organization.view)
+    ]
     return respond_page(request, runs, lambda run: serialize(container, principal, run))
 
 
@@ -74,19 +79,36 @@ def organization_queue(org: str, request: Request, container: ContainerDep,
 def capacity(org: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     organization = container.organizations.get(principal, org)
     runs = container.runs.organization_queue(organization.name)
-    return respond(resource("organization-capacity", organization.name, {
-        "pending": sum(1 for r in runs if r.status in rs.QUEUED),
-        "running": sum(1 for r in runs if r.status in rs.RUNNING),
-    }))
+    return respond(
+        resource(
+            "organization-capacity",
+            organization.name,
+            {
+                "pending": len([r for r in runs if r.status in rs.QUEUED]),
+                "running": len([r for r in runs if r.status in rs.RUNNING]),
+            },
+        )
+    )
 
 
 @router.get("/runs/{run_id}/run-events")
 def run_events(run_id: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     run = container.runs.get(principal, run_id)
     events = container.run_store.events(run.id)
-    return respond_page(request, events, lambda e: resource("run-events", e["id"], {
-        "action": e["action"], "created-at": e["created_at"], "description": e["description"],
-    }, {"actor": {"data": None}, "target": {"data": {"type": "runs", "id": run.id}}}))
+    return respond_page(
+        request,
+        events,
+        lambda e: resource(
+            "run-events",
+            e["id"],
+            {
+                "action": e["action"],
+                "created-at": e["created_at"],
+                "description": e["description"],
+            },
+            {"actor": {"data": None}, "target": {"data": {"type": "runs", "id": run.id}}},
+        ),
+    )
 
 
 async def _action(run_id: str, request: Request, do: Any) -> Response:
@@ -111,6 +133,5 @@ async def cancel_run(run_id: str, request: Request, container: ContainerDep, pri
 
 
 @router.post("/runs/{run_id}/actions/force-cancel")
-async def force_cancel_run(run_id: str, request: Request, container: ContainerDep,
-                           principal: PrincipalDep) -> Response:
+async def force_cancel_run(run_id: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> Response:
     return await _action(run_id, request, lambda rid: container.runs.force_cancel(principal, rid))

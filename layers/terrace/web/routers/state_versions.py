@@ -18,13 +18,13 @@ router = APIRouter(prefix="/api/v2")
 
 
 def serialize(container: Container, sv: StateVersion) -> dict[str, Any]:
-    return state_serializers.state_version(sv, container.settings.public_url,
-                                           container.state_versions.upload_urls(sv))
+    return state_serializers.state_version(sv, container.settings.public_url, container.state_versions.upload_urls(sv))
 
 
 @router.post("/workspaces/{workspace_id}/state-versions")
-async def create_state_version(workspace_id: str, request: Request, container: ContainerDep,
-                               principal: PrincipalDep) -> JSONAPIResponse:
+async def create_state_version(
+    workspace_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
     data = await read_document(request, "state-versions")
     run_id = relationship_id(data, "run", "runs")
     sv = container.state_versions.create(principal, workspace_id, attributes(data), run_id)
@@ -32,20 +32,23 @@ async def create_state_version(workspace_id: str, request: Request, container: C
 
 
 @router.patch("/workspaces/{workspace_id}/state-versions")
-async def rollback_state_version(workspace_id: str, request: Request, container: ContainerDep,
-                                 principal: PrincipalDep) -> JSONAPIResponse:
+async def rollback_state_version(
+    workspace_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
     data = await read_document(request, "state-versions")
     target = relationship_id(data, "rollback-state-version", "state-versions")
     if target is None:
-        raise Invalid("relationships.rollback-state-version is required",
-                      pointer="/data/relationships/rollback-state-version")
+        raise Invalid(
+            "relationships.rollback-state-version is required", pointer="/data/relationships/rollback-state-version"
+        )
     sv = container.state_versions.rollback(principal, workspace_id, target)
     return respond(serialize(container, sv), 201)
 
 
 @router.get("/workspaces/{workspace_id}/state-versions")
-def list_workspace_state_versions(workspace_id: str, request: Request, container: ContainerDep,
-                                  principal: PrincipalDep) -> JSONAPIResponse:
+def list_workspace_state_versions(
+    workspace_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
     ws = container.workspaces.get(principal, workspace_id)
     found = container.state_versions.list_for(principal, ws, request.query_params.get("filter[status]"))
     return respond_page(request, found, lambda sv: serialize(container, sv))
@@ -79,8 +82,7 @@ def download_state(sv_id: str, container: ContainerDep, principal: PrincipalDep)
 
 @router.get("/state-versions/{sv_id}/json-download")
 def download_json_state(sv_id: str, container: ContainerDep, principal: PrincipalDep) -> RedirectResponse:
-    return RedirectResponse(container.state_versions.download_url(principal, sv_id, json_state=True),
-                            status_code=302)
+    return RedirectResponse(container.state_versions.download_url(principal, sv_id, json_state=True), status_code=302)
 
 
 @router.get("/state-versions/{sv_id}/outputs")
@@ -90,8 +92,9 @@ def list_outputs(sv_id: str, request: Request, container: ContainerDep, principa
 
 
 @router.get("/workspaces/{workspace_id}/current-state-version-outputs")
-def current_outputs(workspace_id: str, request: Request, container: ContainerDep,
-                    principal: PrincipalDep) -> JSONAPIResponse:
+def current_outputs(
+    workspace_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
     found = container.state_versions.current_outputs(principal, workspace_id)
     return respond_page(request, found, lambda out: state_serializers.output(out, reveal=False))
 

@@ -25,7 +25,7 @@ def _tag_names(data: dict[str, Any]) -> list[str]:
     tags = ((data.get("relationships") or {}).get("tags") or {}).get("data") or []
     if not isinstance(tags, list):
         raise Invalid("relationships.tags.data must be a list", pointer="/data/relationships/tags")
-    return [(t.get("attributes") or {}).get("name") for t in tags if isinstance(t, dict)]
+    return [str((t.get("attributes") or {}).get("name")) for t in tags if isinstance(t, dict)]
 
 
 @router.get("/organizations/{org}/workspaces")
@@ -38,8 +38,9 @@ def list_workspaces(org: str, request: Request, container: ContainerDep, princip
 
 
 @router.post("/organizations/{org}/workspaces")
-async def create_workspace(org: str, request: Request, container: ContainerDep,
-                           principal: PrincipalDep) -> JSONAPIResponse:
+async def create_workspace(
+    org: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
     data = await read_document(request, "workspaces")
     ws = container.workspaces.create(principal, org, attributes(data), _tag_names(data))
     return respond(serialize(container, principal, ws), 201)
@@ -64,14 +65,16 @@ async def _update(ws: Workspace, request: Request, container: Container, princip
 
 
 @router.patch("/organizations/{org}/workspaces/{name}")
-async def update_workspace_by_name(org: str, name: str, request: Request, container: ContainerDep,
-                                   principal: PrincipalDep) -> JSONAPIResponse:
+async def update_workspace_by_name(
+    org: str, name: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
     return await _update(container.workspaces.get_by_name(principal, org, name), request, container, principal)
 
 
 @router.patch("/workspaces/{workspace_id}")
-async def update_workspace(workspace_id: str, request: Request, container: ContainerDep,
-                           principal: PrincipalDep) -> JSONAPIResponse:
+async def update_workspace(
+    workspace_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
     return await _update(container.workspaces.get(principal, workspace_id), request, container, principal)
 
 
@@ -110,14 +113,16 @@ async def add_tags(workspace_id: str, request: Request, container: ContainerDep,
     items = body.get("data") if isinstance(body, dict) else None
     if not isinstance(items, list):
         raise Invalid("body must be {data: [{type: tags, attributes: {name}}]}", pointer="/data")
-    names = [(t.get("attributes") or {}).get("name") for t in items if isinstance(t, dict)]
+    names = [str((t.get("attributes") or {}).get("name")) for t in items if isinstance(t, dict)]
     container.workspaces.add_tags(principal, container.workspaces.get(principal, workspace_id), names)
     return Response(status_code=204)
 
 
 # locking ---------------------------------------------------------------------------------
 @router.post("/workspaces/{workspace_id}/actions/lock")
-async def lock(workspace_id: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+async def lock(
+    workspace_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
     body = await read_json(request)
     reason = ""
     if isinstance(body, dict):
