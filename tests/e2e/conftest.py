@@ -207,7 +207,11 @@ def unique() -> Callable[[str], str]:
 
 @pytest.fixture(scope="session")
 def terraform_env(stack: StackInfo, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    home = tmp_path_factory.mktemp("home")
+    return client_env(stack, tmp_path_factory.mktemp("home"))
+
+
+def client_env(stack: StackInfo, home: Path) -> dict[str, str]:
+    """The environment terraform runs with against `stack`."""
     return {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
@@ -227,6 +231,55 @@ def terraform(tmp_path: Path, terraform_env: dict[str, str]) -> Callable[..., Te
         path = tmp_path / name
         path.mkdir()
         tf = Terraform(path, dict(terraform_env))
+        return tf.write(main_tf) if main_tf else tf
+
+    return make
+
+
+# remote runs: a second stack with short job timings ------------------------------------------
+RUN_SETTINGS = {"job_heartbeat_s": 1, "job_heartbeat_timeout_s": 4, "max_runners": 3, "force_cancel_cooloff_s": 1}
+
+
+@pytest.fixture(scope="session")
+def run_local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
+    """A LocalStack for remote runs (runner processes, reaper, scaler) with short heartbeats."""
+    assert TERRAFORM.exists(), f"the terraform test client is not installed at {TERRAFORM}"
+    local = LocalStack(
+        port=0, organization="runs", state_dir=tmp_path_factory.mktemp("terrace-runs"),
+        prefix=f"e2e-runs-{uuid.uuid4().hex[:8]}",
+    )
+    local.settings_overrides = dict(RUN_SETTINGS)
+    local.start()
+    try:
+        yield local
+    finally:
+        local.stop()
+
+
+@pytest.fixture(scope="session")
+def run_stack(run_local_stack: LocalStack) -> StackInfo:
+    assert run_local_stack.info is not None
+    return StackInfo(**run_local_stack.info.as_dict())
+
+
+@pytest.fixture(scope="session")
+def run_api(run_stack: StackInfo) -> Iterator[Api]:
+    client = Api(run_stack)
+    yield client
+    client.http.close()
+
+
+@pytest.fixture
+def run_terraform(
+    tmp_path: Path, run_stack: StackInfo, tmp_path_factory: pytest.TempPathFactory
+) -> Callable[..., Terraform]:
+    """Like `terraform`, against the run stack."""
+    env = client_env(run_stack, tmp_path_factory.mktemp("home"))
+
+    def make(main_tf: str = "", name: str = "work") -> Terraform:
+        path = tmp_path / name
+        path.mkdir()
+        tf = Terraform(path, dict(env))
         return tf.write(main_tf) if main_tf else tf
 
     return make

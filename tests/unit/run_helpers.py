@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastapi.testclient import TestClient
-
 from terrace.adapters.memory_blobs import MemoryBlobs
 from terrace.adapters.queues import MemoryJobQueue
 from terrace.bootstrap import Container, build_memory

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from run_helpers import make_run_env
-
 from terrace.domain import runs as rs
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from run_helpers import RUNNER_SECRET, make_run_env, tarball
-
 from terrace.adapters.memory_table import MemoryTable
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
-from terrace.adapters.table import Check, ConditionFailed, Delete, Item, Put, WriteOp
+from terrace.adapters.table import ConditionFailed, Delete, Item, Put, WriteOp
 
 _INDEX_KEYS = {"gsi1": ("gsi1pk", "gsi1sk")}
 _serializer = TypeSerializer()

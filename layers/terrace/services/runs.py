@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import builtins
-
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
