@@ -1,0 +1,1 @@
+"""Benchmarks and estimates (python -m bench ...)."""
