@@ -1,0 +1,103 @@
+"""`python -m bench [--quick] [--only NAME ...]`: run the benchmarks, print a table, write results/latest.json."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import logging
+import platform
+import sys
+import time
+import traceback
+from typing import Any
+
+from bench.common import BENCH_DIR, Outcome
+
+BENCHMARKS = ("state_roundtrip", "api_latency", "run_overhead", "queue_throughput")
+
+
+def _fmt(value: Any, unit: str = "") -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        if unit == "s" and value < 1:
+            return f"{value * 1000:.1f} ms"
+        return f"{value:.2f}{' ' + unit if unit else ''}"
+    return f"{value}{' ' + unit if unit and not isinstance(value, str) else ''}"
+
+
+def print_table(outcomes: list[Outcome]) -> None:
+    header = ("benchmark", "metric", "terrace", "baseline", "ratio", "target")
+    lines = [header]
+    for outcome in outcomes:
+        for row in outcome.rows:
+            ratio = f"{row['ratio']:.2f}x" if row["ratio"] is not None else "-"
+            lines.append(
+                (
+                    outcome.name,
+                    row["metric"],
+                    _fmt(row["value"], row["unit"]),
+                    _fmt(row["baseline"], row["unit"]),
+                    ratio,
+                    row["target"],
+                )
+            )
+    widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
+    for n, line in enumerate(lines):
+        print("  ".join(str(cell).ljust(widths[i]) for i, cell in enumerate(line)))
+        if n == 0:
+            print("  ".join("-" * w for w in widths))
+    for outcome in outcomes:
+        for note in outcome.notes:
+            print(f"* {outcome.name}: {note}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions and smaller loads (~3 minutes)")
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=BENCHMARKS,
+        metavar="NAME",
+        help=f"run only this benchmark (repeatable): {', '.join(BENCHMARKS)}",
+    )
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    outcomes: list[Outcome] = []
+    failed: dict[str, str] = {}
+    timings: dict[str, float] = {}
+    for name in args.only or BENCHMARKS:
+        print(f"== {name}{' (quick)' if args.quick else ''} ...", flush=True)
+        start = time.perf_counter()
+        try:
+            outcomes.append(importlib.import_module(f"bench.{name}").run(quick=args.quick))
+        except Exception:
+            failed[name] = traceback.format_exc()
+            print(failed[name], file=sys.stderr)
+        timings[name] = time.perf_counter() - start
+        print(f"   {name}: {timings[name]:.1f} s", flush=True)
+    print()
+    print_table(outcomes)
+    results = {
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "quick": args.quick,
+        "machine": {
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "cpus": __import__("os").cpu_count(),
+        },
+        "wall_s": timings,
+        "benchmarks": {o.name: {"rows": o.rows, "details": o.details, "notes": o.notes} for o in outcomes},
+        "failed": failed,
+    }
+    out_dir = BENCH_DIR / "results"
+    out_dir.mkdir(exist_ok=True)
+    (out_dir / "latest.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    print(f"\nwrote {out_dir / 'latest.json'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,256 @@
+"""State round trip through the two-step presigned path vs a direct S3 put+get of the same bytes.
+
+Terrace path (the caller holds the workspace lock):
+  POST /workspaces/:id/state-versions (serial, md5, lineage; no `state`)
+  -> PUT hosted-state-upload-url (raw state) and hosted-json-state-upload-url (a small JSON state)
+  -> GET /state-versions/:id (finalizes) -> GET hosted-state-download-url, following the redirect.
+Baseline: boto3 put_object + get_object of the same bytes against the same moto server.
+
+The API runs in this process, so the RSS sampled here during the 100 MB round trip includes the API's
+memory (and moto's; the baseline's growth shows moto's share).
+"""
+
+from __future__ import annotations
+
+import cProfile
+import gc
+import hashlib
+import io
+import json
+import pstats
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+
+from bench.common import MB, Api, Outcome, RssSampler, Stack, local_stack, median, timed, unique
+
+INSTANCES = 200  # resource index entries stay few; the size comes from large attributes (like real big states)
+TARGET_RATIO = 1.3
+
+
+def make_state(size: int, serial: int, lineage: str) -> bytes:
+    """A valid Terraform 1.0 state of about `size` bytes: INSTANCES null_resource instances with big triggers."""
+    pad = max(1, (size - 2048) // INSTANCES - 200)
+    instances = [
+        {
+            "index_key": i,
+            "schema_version": 0,
+            "sensitive_attributes": [],
+            "attributes": {"id": str(1000000 + i), "triggers": {"blob": format(i, "x") * (pad // len(format(i, "x")))}},
+        }
+        for i in range(INSTANCES)
+    ]
+    state = {
+        "version": 4,
+        "terraform_version": "1.0.3",
+        "serial": serial,
+        "lineage": lineage,
+        "outputs": {"count": {"value": INSTANCES, "type": "number"}},
+        "resources": [
+            {
+                "mode": "managed",
+                "type": "null_resource",
+                "name": "big",
+                "provider": 'provider["registry.terraform.io/hashicorp/null"]',
+                "instances": instances,
+            }
+        ],
+    }
+    return json.dumps(state).encode()
+
+
+class RoundTrip:
+    def __init__(self, stack: Stack) -> None:
+        from terrace.local.resources import local_clients
+
+        assert stack.local.resources is not None
+        self.stack = stack
+        self.api = Api(stack)
+        self.plain = httpx.Client(timeout=300)  # presigned URLs go straight to the blob store
+        self.s3 = local_clients(stack.local.settings.aws_endpoint_url)["s3"]
+        self.bucket = stack.local.settings.blob_bucket
+        self.ws_id = self.api.create_workspace(unique("state"), **{"execution-mode": "local"})["id"]
+        self.api.lock(self.ws_id)
+        self.lineage = str(uuid.uuid4())
+        self.serial = 0
+        self.index_s = 0.0
+        self._time_index()
+        self.json_state = json.dumps({"format_version": "0.2", "terraform_version": "1.0.3", "values": {}}).encode()
+
+    def next_state(self, size: int) -> bytes:
+        self.serial += 1
+        return make_state(size, self.serial, self.lineage)
+
+    def terrace(self, raw: bytes, memory: dict[str, float] | None = None) -> dict[str, float]:
+        """One round trip; step times in seconds (and, with `memory`, each step's RSS growth in MB)."""
+        steps: dict[str, float] = {}
+        md5 = hashlib.md5(raw).hexdigest()  # noqa: S324 - the protocol's checksum
+        body = {
+            "data": {
+                "type": "state-versions",
+                "attributes": {"serial": self.serial, "md5": md5, "lineage": self.lineage},
+            }
+        }
+        with self._step("create", steps, memory):
+            sv = self.api.data("POST", f"/api/v2/workspaces/{self.ws_id}/state-versions", body)
+        attrs = sv["attributes"]
+        with self._step("upload", steps, memory):
+            self.plain.put(attrs["hosted-state-upload-url"], content=raw).raise_for_status()
+            self.plain.put(attrs["hosted-json-state-upload-url"], content=self.json_state).raise_for_status()
+        index_before = self.index_s
+        with self._step("finalize", steps, memory):
+            final = self.api.data("GET", f"/api/v2/state-versions/{sv['id']}")
+        steps["of which resource index"] = self.index_s - index_before
+        if final["attributes"]["status"] != "finalized":
+            raise RuntimeError(f"state version not finalized: {final['attributes']}")
+        with self._step("download", steps, memory):
+            response = self.api.http.get(final["attributes"]["hosted-state-download-url"], follow_redirects=True)
+            response.raise_for_status()
+            downloaded = response.content
+        if hashlib.md5(downloaded).hexdigest() != md5:  # noqa: S324
+            raise RuntimeError("downloaded state differs from the uploaded one")
+        steps["total"] = sum(v for k, v in steps.items() if not k.startswith("of which"))
+        return steps
+
+    @contextmanager
+    def _step(self, name: str, steps: dict[str, float], memory: dict[str, float] | None) -> Iterator[None]:
+        if memory is None:
+            with timed(steps, name):
+                yield
+            return
+        with RssSampler() as sampler, timed(steps, name):
+            yield
+        memory[name] = sampler.growth / MB
+
+    def _time_index(self) -> None:
+        """Accumulate the API's time spent replacing the resource index (a bench-only wrapper)."""
+        index = self.stack.local.container.state_versions._index
+        original = index.replace_resources
+
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.index_s += time.perf_counter() - start
+
+        index.replace_resources = wrapped
+
+    def baseline(self, raw: bytes) -> float:
+        key = f"bench/{uuid.uuid4().hex}"
+        with timed(steps := {}, "total"):
+            self.s3.put_object(Bucket=self.bucket, Key=key, Body=raw)
+            body = self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        if len(body) != len(raw):
+            raise RuntimeError("baseline download differs")
+        self.s3.delete_object(Bucket=self.bucket, Key=key)
+        return steps["total"]
+
+    def close(self) -> None:
+        self.api.close()
+        self.plain.close()
+
+
+def profile_finalize(trip: RoundTrip, raw: bytes) -> list[str]:
+    """cProfile of the API's finalize (the step that reads the uploaded state) during one round trip."""
+    service = trip.stack.local.container.state_versions
+    original = service.finalize
+    profiler = cProfile.Profile()
+
+    def wrapped(sv: Any) -> Any:
+        return profiler.runcall(original, sv)
+
+    service.finalize = wrapped
+    try:
+        trip.terrace(raw)
+    finally:
+        del service.finalize
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(14)
+    return [line for line in out.getvalue().splitlines() if line.strip()][-16:]
+
+
+def moto_transact_cost(trip: RoundTrip) -> float:
+    """Seconds for one 25-put transact_write_items straight to the same moto (what the index replace issues)."""
+    from terrace.local.resources import local_clients
+
+    client = local_clients(trip.stack.local.settings.aws_endpoint_url)["dynamodb"]
+    table = trip.stack.local.settings.table_name
+    items = [
+        {
+            "Put": {
+                "TableName": table,
+                "Item": {"pk": {"S": f"bench#{uuid.uuid4().hex}"}, "sk": {"S": str(i)}, "payload": {"S": "x" * 200}},
+            }
+        }
+        for i in range(25)
+    ]
+    start = time.perf_counter()
+    client.transact_write_items(TransactItems=items)
+    return time.perf_counter() - start
+
+
+def run(quick: bool = False) -> Outcome:
+    outcome = Outcome("state_roundtrip")
+    plan = [(1, 2), (10, 1), (100, 1)] if quick else [(1, 5), (10, 3), (100, 2)]
+    with local_stack(workers=False) as stack:
+        trip = RoundTrip(stack)
+        try:
+            trip.terrace(trip.next_state(64 * 1024))  # warm connections and code paths
+            trip.baseline(b"x" * 1024)
+            for size_mb, repeats in plan:
+                terrace_runs: list[dict[str, float]] = []
+                base_runs: list[float] = []
+                memory: dict[str, float] = {}
+                for n in range(repeats):
+                    raw = trip.next_state(size_mb * MB)
+                    gc.collect()
+                    sample = size_mb == 100 and n == repeats - 1
+                    with RssSampler() as base_mem:
+                        base_runs.append(trip.baseline(raw))
+                    gc.collect()
+                    terrace_runs.append(trip.terrace(raw, memory if sample else None))
+                    if sample:
+                        outcome.details["rss_growth_mb"] = {"baseline_put_get": base_mem.growth / MB, **memory}
+                steps = {k: median([r[k] for r in terrace_runs]) for k in terrace_runs[0]}
+                base = median(base_runs)
+                outcome.row(f"{size_mb} MB round trip", steps["total"], base, target=f"<= {TARGET_RATIO}x")
+                outcome.row(
+                    f"{size_mb} MB excl. resource index",
+                    steps["total"] - steps["of which resource index"],
+                    base,
+                    target=f"<= {TARGET_RATIO}x",
+                    note="moto transact_write_items cost removed",
+                )
+                outcome.details[f"{size_mb}MB"] = {
+                    "size_bytes": len(raw),
+                    "baseline_s": base_runs,
+                    "terrace_steps_median_s": steps,
+                }
+                outcome.notes.append(
+                    f"{size_mb} MB steps (median s): " + ", ".join(f"{k}={v:.2f}" for k, v in steps.items())
+                )
+            mem = outcome.details["rss_growth_mb"]
+            outcome.row(
+                "100 MB: RSS growth in finalize",
+                mem["finalize"],
+                mem["baseline_put_get"],
+                unit="MB",
+                note="baseline = direct S3 put+get",
+            )
+            per_step = ", ".join(f"{k}={v:.0f}" for k, v in mem.items())
+            outcome.notes.append(f"100 MB RSS growth per step (MB): {per_step}")
+            outcome.details["moto_transact_25_puts_s"] = moto_transact_cost(trip)
+            outcome.notes.append(
+                f"one 25-put transact_write_items straight to this moto: "
+                f"{outcome.details['moto_transact_25_puts_s']:.3f} s"
+            )
+            if not quick:
+                outcome.details["finalize_profile_100MB"] = profile_finalize(trip, trip.next_state(100 * MB))
+        finally:
+            trip.close()
+    return outcome
