@@ -153,15 +153,18 @@ def build_aws(settings: Settings) -> Container:
     """Wiring against real AWS or the moto server (same code; endpoint_url decides)."""
     from terrace.adapters.dynamo_table import DynamoTable
     from terrace.adapters.kms import KmsEncryptor
-    from terrace.adapters.queues import SqsEventPublisher, SqsJobQueue
+    from terrace.adapters.queues import KickingJobQueue, SqsEventPublisher, SqsJobQueue
     from terrace.adapters.runner_launchers import EcsLauncher
     from terrace.adapters.s3_blobs import S3Blobs
-
     from terrace.adapters.secrets import resolve_secrets
 
     settings = resolve_secrets(settings)
     clients = boto_clients(settings)
     lanes = {name.removeprefix("jobs-"): url for name, url in settings.queue_urls.items() if name.startswith("jobs-")}
+    job_queue: JobQueue = SqsJobQueue(clients["sqs"], lanes)
+    if settings.scaler_function:
+        scaler_function = settings.scaler_function
+        job_queue = KickingJobQueue(job_queue, lambda: _invoke_async(settings, scaler_function))
     launcher = None
     if settings.ecs_cluster and settings.runner_task_definition:
         launcher = EcsLauncher(
@@ -178,10 +181,17 @@ def build_aws(settings: Settings) -> Container:
         table=DynamoTable(clients["dynamodb"], settings.table_name),
         blobs=S3Blobs(clients["s3"], settings.blob_bucket),
         encryptor=KmsEncryptor(clients["kms"], settings.kms_key_id or "alias/terrace"),
-        job_queue=SqsJobQueue(clients["sqs"], lanes),
+        job_queue=job_queue,
         publisher=SqsEventPublisher(clients["sqs"], settings.queue_urls.get("events", "")),
         launcher=launcher,
     )
+
+
+def _invoke_async(settings: Settings, function_name: str) -> None:
+    import boto3
+
+    client = boto3.client("lambda", region_name=settings.region, endpoint_url=settings.aws_endpoint_url)
+    client.invoke(FunctionName=function_name, InvocationType="Event", Payload=b"{}")
 
 
 def build_memory(settings: Settings | None = None) -> Container:

@@ -191,3 +191,14 @@ def test_bad_lock_bodies(state_env: Env) -> None:
     assert env.client.request("LOCK", url, headers=h, content=b'{"Who": "x"}').status_code == 422
     assert env.client.request("UNLOCK", url, headers=h, content=b"[1]").status_code == 422
     assert not env.ws().locked
+
+
+def test_lock_address_with_standard_methods_for_cloudfront(state_env: Env) -> None:
+    """CloudFront passes no LOCK/UNLOCK: `<address>/lock` answers POST (lock) and DELETE (unlock)."""
+    env = state_env
+    url, h = f"/state/v1/{env.org}/cdn", basic(env.token)
+    assert env.client.post(f"{url}/lock", headers=h, content=json.dumps(LOCK)).status_code == 200
+    other = env.client.post(f"{url}/lock", headers=h, content=json.dumps({**LOCK, "ID": "other"}))
+    assert other.status_code == 423 and other.json() == LOCK
+    assert env.client.request("DELETE", f"{url}/lock", headers=h, content=json.dumps(LOCK)).status_code == 200
+    assert env.client.post(f"{url}/lock", headers=h, content=json.dumps({**LOCK, "ID": "other"})).status_code == 200

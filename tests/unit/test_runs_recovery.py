@@ -108,3 +108,17 @@ def test_queue_and_capacity_report_the_real_queue() -> None:
     assert [r["attributes"]["status"] for r in queue["data"]] == ["planning", "plan_queued"]
     capacity = env.api("GET", "/organizations/acme/capacity").json()["data"]["attributes"]
     assert capacity == {"pending": 1, "running": 1}
+
+
+def test_enqueue_wakes_the_scaler_and_survives_its_failure() -> None:
+    from terrace.adapters.queues import KickingJobQueue, MemoryJobQueue
+
+    kicks: list[int] = []
+    inner = MemoryJobQueue()
+    KickingJobQueue(inner, lambda: kicks.append(1)).send("plan", {"job_id": "plan-x"})
+
+    def broken() -> None:
+        raise RuntimeError("lambda unavailable")
+
+    KickingJobQueue(inner, broken).send("apply", {"job_id": "apply-x"})
+    assert kicks == [1] and [lane for lane, _, _ in inner.sent] == ["plan", "apply"]

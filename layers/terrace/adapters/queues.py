@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import logging
 import threading
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from terrace.adapters.definitions import LANE_PRIORITY
+
+log = logging.getLogger("terrace.queues")
 
 
 class JobQueue(Protocol):
@@ -51,6 +55,25 @@ class SqsEventPublisher:
 
     def publish(self, event: dict[str, Any]) -> None:
         self._client.send_message(QueueUrl=self._url, MessageBody=json.dumps(event))
+
+
+class KickingJobQueue:
+    """A job queue that also wakes the scaler after each send (on AWS: an async Lambda invoke),
+    so a runner starts within seconds instead of at the scaler's next scheduled tick."""
+
+    def __init__(self, inner: JobQueue, kick: Callable[[], None]) -> None:
+        self._inner = inner
+        self._kick = kick
+
+    def send(self, lane: str, message: dict[str, Any], delay_s: int = 0) -> None:
+        self._inner.send(lane, message, delay_s)
+        try:
+            self._kick()
+        except Exception:  # the scheduled tick still starts a runner
+            log.exception("could not wake the scaler")
+
+    def depth(self) -> dict[str, int]:
+        return self._inner.depth()
 
 
 class MemoryJobQueue:

@@ -147,6 +147,9 @@ async def delete_state(org: str, name: str, request: Request, container: Contain
     return await handle(request, container, org, name, action)
 
 
+# LOCK/UNLOCK cannot cross CloudFront: `<address>/lock` takes POST to lock and DELETE to unlock
+# (lock_method = "POST", unlock_method = "DELETE" in the backend block).
+@router.post(PATH + "/lock")
 @router.api_route(PATH, methods=["LOCK"])
 async def lock_state(org: str, name: str, request: Request, container: ContainerDep) -> Response:
     def action(principal: Principal, body: bytes) -> Response:
@@ -162,6 +165,7 @@ async def lock_state(org: str, name: str, request: Request, container: Container
     return await handle(request, container, org, name, action)
 
 
+@router.delete(PATH + "/lock")
 @router.api_route(PATH, methods=["UNLOCK"])
 async def unlock_state(org: str, name: str, request: Request, container: ContainerDep) -> Response:
     def action(principal: Principal, body: bytes) -> Response:
