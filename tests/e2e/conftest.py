@@ -245,7 +245,9 @@ def run_local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalS
     """A LocalStack for remote runs (runner processes, reaper, scaler) with short heartbeats."""
     assert TERRAFORM.exists(), f"the terraform test client is not installed at {TERRAFORM}"
     local = LocalStack(
-        port=0, organization="runs", state_dir=tmp_path_factory.mktemp("terrace-runs"),
+        port=0,
+        organization="runs",
+        state_dir=tmp_path_factory.mktemp("terrace-runs"),
         prefix=f"e2e-runs-{uuid.uuid4().hex[:8]}",
     )
     local.settings_overrides = dict(RUN_SETTINGS)
