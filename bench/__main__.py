@@ -6,6 +6,7 @@ import argparse
 import importlib
 import json
 import logging
+import os
 import platform
 import sys
 import time
@@ -64,7 +65,13 @@ def main(argv: list[str] | None = None) -> int:
         help=f"run only this benchmark (repeatable): {', '.join(BENCHMARKS)}",
     )
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING)
+    out_dir = BENCH_DIR / "results"
+    out_dir.mkdir(exist_ok=True)
+    log_path = out_dir / "stderr.log"
+    print(f"(runner and server logs go to {log_path})", flush=True)
+    log_file = log_path.open("w")
+    os.dup2(log_file.fileno(), 2)  # runner processes inherit fd 2; keep their logs out of the table
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     outcomes: list[Outcome] = []
     failed: dict[str, str] = {}
     timings: dict[str, float] = {}
@@ -75,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
             outcomes.append(importlib.import_module(f"bench.{name}").run(quick=args.quick))
         except Exception:
             failed[name] = traceback.format_exc()
-            print(failed[name], file=sys.stderr)
+            print(failed[name], flush=True)
         timings[name] = time.perf_counter() - start
         print(f"   {name}: {timings[name]:.1f} s", flush=True)
     print()
@@ -86,14 +93,12 @@ def main(argv: list[str] | None = None) -> int:
         "machine": {
             "python": platform.python_version(),
             "platform": platform.platform(),
-            "cpus": __import__("os").cpu_count(),
+            "cpus": os.cpu_count(),
         },
         "wall_s": timings,
         "benchmarks": {o.name: {"rows": o.rows, "details": o.details, "notes": o.notes} for o in outcomes},
         "failed": failed,
     }
-    out_dir = BENCH_DIR / "results"
-    out_dir.mkdir(exist_ok=True)
     (out_dir / "latest.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
     print(f"\nwrote {out_dir / 'latest.json'}")
     return 1 if failed else 0

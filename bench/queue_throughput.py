@@ -1,0 +1,176 @@
+"""Queue throughput: many auto-applied runs over several workspaces with 2 runners.
+
+Each workspace gets one tiny configuration tarball (configuration-versions + PUT upload-url); runs are
+then created round-robin over the workspaces through POST /runs (auto-apply). We wait until all are
+final, check that all applied and that each workspace's runs completed in creation order, and compare
+the measured runs/minute with the limit the runners allow: runners / (mean plan + mean apply time).
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import time
+from typing import Any
+
+import httpx
+
+from bench.common import Api, Outcome, local_stack, median, parse_iso, unique
+
+RUNNERS = 2
+CONFIG = b"""
+resource "null_resource" "tick" {
+  triggers = { at = timestamp() }
+}
+
+output "id" {
+  value = null_resource.tick.id
+}
+"""
+FINAL = {"applied", "planned_and_finished", "discarded", "errored", "canceled", "force_canceled"}
+
+
+def tarball() -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        info = tarfile.TarInfo("main.tf")
+        info.size, info.mtime = len(CONFIG), int(time.time())
+        tar.addfile(info, io.BytesIO(CONFIG))
+    return buffer.getvalue()
+
+
+def upload_configuration(api: Api, plain: httpx.Client, ws_id: str) -> str:
+    cv = api.data(
+        "POST",
+        f"/api/v2/workspaces/{ws_id}/configuration-versions",
+        {"data": {"type": "configuration-versions", "attributes": {"auto-queue-runs": False}}},
+    )
+    plain.put(cv["attributes"]["upload-url"], content=tarball()).raise_for_status()
+    deadline = time.monotonic() + 60
+    while api.data("GET", f"/api/v2/configuration-versions/{cv['id']}")["attributes"]["status"] != "uploaded":
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"configuration version {cv['id']} never became uploaded")
+        time.sleep(0.2)
+    return str(cv["id"])
+
+
+def create_run(api: Api, ws_id: str, cv_id: str, n: int) -> str:
+    run = api.data(
+        "POST",
+        "/api/v2/runs",
+        {
+            "data": {
+                "type": "runs",
+                "attributes": {"auto-apply": True, "message": f"bench run {n}"},
+                "relationships": {
+                    "workspace": {"data": {"type": "workspaces", "id": ws_id}},
+                    "configuration-version": {"data": {"type": "configuration-versions", "id": cv_id}},
+                },
+            }
+        },
+    )
+    return str(run["id"])
+
+
+def wait_final(api: Api, run_ids: list[str], timeout_s: float) -> dict[str, dict[str, Any]]:
+    done: dict[str, dict[str, Any]] = {}
+    deadline = time.monotonic() + timeout_s
+    while len(done) < len(run_ids):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{len(run_ids) - len(done)} runs not final after {timeout_s:.0f} s")
+        for run_id in run_ids:
+            if run_id not in done:
+                run = api.data("GET", f"/api/v2/runs/{run_id}")
+                if run["attributes"]["status"] in FINAL:
+                    done[run_id] = run
+        time.sleep(0.5)
+    return done
+
+
+def phase_seconds(api: Api, run: dict[str, Any], phase: str) -> float | None:
+    kind = "plans" if phase == "plan" else "applies"
+    stamps = api.data("GET", f"/api/v2/{kind}/{run['relationships'][phase]['data']['id']}")["attributes"][
+        "status-timestamps"
+    ]
+    start, end = parse_iso(stamps.get("running-at")), parse_iso(stamps.get("finished-at"))
+    return end - start if start is not None and end is not None else None
+
+
+def run(quick: bool = False) -> Outcome:
+    outcome = Outcome("queue_throughput")
+    n_workspaces, n_runs = (5, 10) if quick else (10, 50)
+    with local_stack(execution_mode="remote", max_runners=RUNNERS) as stack:
+        api, plain = Api(stack), httpx.Client(timeout=60)
+        try:
+            workspaces = [
+                api.create_workspace(unique("queue"), **{"execution-mode": "remote"})["id"] for _ in range(n_workspaces)
+            ]
+            configs = {ws: upload_configuration(api, plain, ws) for ws in workspaces}
+            order: dict[str, list[str]] = {ws: [] for ws in workspaces}
+            start = time.time()
+            all_runs: list[str] = []
+            for n in range(n_runs):
+                ws = workspaces[n % n_workspaces]
+                run_id = create_run(api, ws, configs[ws], n)
+                order[ws].append(run_id)
+                all_runs.append(run_id)
+            created_s = time.time() - start
+            runs = wait_final(api, all_runs, timeout_s=120 + n_runs * 20)
+            elapsed = (
+                max(
+                    parse_iso(r["attributes"]["status-timestamps"].get("applied-at")) or time.time()
+                    for r in runs.values()
+                )
+                - start
+            )
+            statuses = [r["attributes"]["status"] for r in runs.values()]
+            applied = statuses.count("applied")
+            in_order = all(_completed_in_order([runs[r] for r in ids]) for ids in order.values())
+            plans = [s for r in runs.values() if (s := phase_seconds(api, r, "plan")) is not None]
+            applies = [s for r in runs.values() if (s := phase_seconds(api, r, "apply")) is not None]
+        finally:
+            api.close()
+            plain.close()
+    mean_plan, mean_apply = sum(plans) / len(plans), sum(applies) / len(applies)
+    measured = n_runs / elapsed * 60
+    limit = RUNNERS * 60 / (mean_plan + mean_apply)
+    outcome.row(
+        f"{n_runs} runs / {n_workspaces} workspaces, runs/min",
+        measured,
+        limit,
+        unit="",
+        target="baseline = runners / (mean plan + mean apply)",
+    )
+    outcome.row("all applied", f"{applied}/{n_runs}", target=f"{n_runs}/{n_runs}")
+    outcome.row("each workspace completed in creation order", str(in_order), target="True")
+    outcome.details = {
+        "elapsed_s": elapsed,
+        "create_all_s": created_s,
+        "statuses": statuses,
+        "plan_s": plans,
+        "apply_s": applies,
+        "mean_plan_s": mean_plan,
+        "mean_apply_s": mean_apply,
+        "median_plan_s": median(plans),
+        "median_apply_s": median(applies),
+    }
+    outcome.notes.append(
+        f"{elapsed:.1f} s for {n_runs} runs; mean plan {mean_plan:.2f} s, mean apply "
+        f"{mean_apply:.2f} s on the runner; runs created in {created_s:.1f} s"
+    )
+    if applied != n_runs or not in_order:
+        outcome.notes.append(
+            "FAILED CHECK: not every run applied in creation order: " + ", ".join(sorted(set(statuses)))
+        )
+    return outcome
+
+
+def _completed_in_order(runs: list[dict[str, Any]]) -> bool:
+    """Each run finished before the next one (created later) started planning."""
+    for earlier, later in zip(runs, runs[1:], strict=False):
+        done = parse_iso(earlier["attributes"]["status-timestamps"].get("applied-at"))
+        next_done = parse_iso(later["attributes"]["status-timestamps"].get("applied-at"))
+        next_plan = parse_iso(later["attributes"]["status-timestamps"].get("planning-at"))
+        if done is None or next_done is None or next_done < done or (next_plan is not None and next_plan < done):
+            return False
+    return True

@@ -1,0 +1,142 @@
+"""`terraform apply -auto-approve` through Terrace (remote execution, warm runner) vs the local backend.
+
+The same configuration (2 null_resources + an output) runs with both; every apply changes a trigger so
+both replace the two resources each time. One run is broken down with the run's and its phases'
+status timestamps (the stack runs on this machine, so server timestamps and client clocks agree).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import TERRAFORM, Api, Outcome, Stack, local_stack, median, parse_iso, unique
+
+CONFIG = """
+resource "null_resource" "a" {
+  triggers = { stamp = "%(stamp)s" }
+}
+
+resource "null_resource" "b" {
+  triggers = { stamp = "%(stamp)s", a = null_resource.a.id }
+}
+
+output "ids" {
+  value = [null_resource.a.id, null_resource.b.id]
+}
+"""
+TARGET_ADDED_S = 3.0
+
+
+class WorkDir:
+    def __init__(self, path: Path, env: dict[str, str], backend: str = "") -> None:
+        self.path, self.env, self.backend = path, env, backend
+        path.mkdir(parents=True)
+
+    def terraform(self, *args: str, timeout: float = 300) -> float:
+        start = time.perf_counter()
+        done = subprocess.run(
+            [str(TERRAFORM), *args, "-no-color"],
+            cwd=self.path,
+            env=self.env,
+            text=True,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
+        elapsed = time.perf_counter() - start
+        if done.returncode != 0:
+            raise RuntimeError(f"terraform {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
+        return elapsed
+
+    def apply(self, stamp: str) -> tuple[float, float]:
+        """Rewrite the config with a new trigger, apply; (epoch at start, seconds)."""
+        (self.path / "main.tf").write_text(self.backend + CONFIG % {"stamp": stamp})
+        started = time.time()
+        return started, self.terraform("apply", "-auto-approve", "-input=false")
+
+
+def terraform_env(stack: Stack) -> dict[str, str]:
+    home = stack.state_dir / "home"
+    home.mkdir(exist_ok=True)
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "TF_CLI_CONFIG_FILE": stack.cli_config,
+        "SSL_CERT_FILE": stack.ca_bundle,
+        "CHECKPOINT_DISABLE": "1",
+        "TF_IN_AUTOMATION": "1",
+        "TF_INPUT": "0",
+    }
+
+
+def remote_backend(stack: Stack, name: str) -> str:
+    return (
+        'terraform {\n  backend "remote" {\n'
+        f'    hostname     = "{stack.hostname}"\n    organization = "{stack.organization}"\n'
+        f'    workspaces {{\n      name = "{name}"\n    }}\n  }}\n}}\n'
+    )
+
+
+def breakdown(api: Api, ws_id: str, started: float, elapsed: float) -> dict[str, float]:
+    """Seconds spent in each stretch of the latest run of a workspace, from its status timestamps."""
+    run = api.request("GET", f"/api/v2/workspaces/{ws_id}/runs?page[size]=1").json()["data"][0]
+    plan = api.data("GET", f"/api/v2/plans/{run['relationships']['plan']['data']['id']}")
+    apply = api.data("GET", f"/api/v2/applies/{run['relationships']['apply']['data']['id']}")
+    rt, pt, at = (x["attributes"]["status-timestamps"] for x in (run, plan, apply))
+    points: list[tuple[str, float | None]] = [
+        ("client start -> run created (init, config upload)", parse_iso(run["attributes"]["created-at"])),
+        ("run created -> plan queued", parse_iso(pt.get("queued-at"))),
+        ("plan queued -> running (runner pick-up)", parse_iso(pt.get("running-at") or pt.get("started-at"))),
+        ("plan running -> finished (terraform plan on runner)", parse_iso(pt.get("finished-at"))),
+        ("plan finished -> apply queued (auto-apply)", parse_iso(at.get("queued-at"))),
+        ("apply queued -> running (runner pick-up)", parse_iso(at.get("running-at") or at.get("started-at"))),
+        ("apply running -> finished (terraform apply on runner)", parse_iso(at.get("finished-at"))),
+        ("apply finished -> run applied", parse_iso(rt.get("applied-at"))),
+    ]
+    out: dict[str, float] = {}
+    previous = started
+    for label, moment in points:
+        if moment is None:
+            continue
+        out[label] = moment - previous
+        previous = moment
+    out["run applied -> client exits (log/state polling)"] = started + elapsed - previous
+    out["_raw"] = {"run": rt, "plan": pt, "apply": at}  # type: ignore[assignment]
+    return out
+
+
+def run(quick: bool = False) -> Outcome:
+    outcome = Outcome("run_overhead")
+    repeats = 2 if quick else 5
+    with local_stack(execution_mode="remote") as stack:
+        api = Api(stack)
+        env = terraform_env(stack)
+        name = unique("overhead")
+        ws_id = api.create_workspace(name, **{"execution-mode": "remote", "auto-apply": True})["id"]
+        remote = WorkDir(stack.state_dir / "remote", env, remote_backend(stack, name))
+        local = WorkDir(stack.state_dir / "local", env)
+        for wd in (remote, local):
+            (wd.path / "main.tf").write_text(wd.backend + CONFIG % {"stamp": "init"})
+            wd.terraform("init", "-input=false")
+        remote.apply("warm-up")  # starts the runner process; the measured runs find it warm
+        local.apply("warm-up")
+        remote_s: list[float] = []
+        local_s: list[float] = []
+        last: dict[str, Any] = {}
+        for n in range(repeats):
+            local_s.append(local.apply(f"local-{n}")[1])
+            started, elapsed = remote.apply(f"remote-{n}")
+            remote_s.append(elapsed)
+            last = breakdown(api, ws_id, started, elapsed)
+        api.close()
+    r, b = median(remote_s), median(local_s)
+    outcome.row("terraform apply (2 null_resources)", r, b, target="")
+    outcome.row("added seconds", r - b, target=f"< {TARGET_ADDED_S:.0f} s")
+    raw = last.pop("_raw")
+    outcome.details = {"remote_s": remote_s, "local_s": local_s, "breakdown_last_run_s": last, "timestamps": raw}
+    outcome.notes.append("where one remote apply's time goes: " + "; ".join(f"{k}: {v:.2f}s" for k, v in last.items()))
+    return outcome
