@@ -70,7 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     log_path = out_dir / "stderr.log"
     print(f"(runner and server logs go to {log_path})", flush=True)
     log_file = log_path.open("w")
-    os.dup2(log_file.fileno(), 2)  # runner processes inherit fd 2; keep their logs out of the table
+    sys.stdout = os.fdopen(os.dup(1), "w", buffering=1)  # the table keeps the real stdout ...
+    os.dup2(log_file.fileno(), 1)  # ... while runner processes (which inherit fds 1 and 2) log to the file
+    os.dup2(log_file.fileno(), 2)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     outcomes: list[Outcome] = []
     failed: dict[str, str] = {}

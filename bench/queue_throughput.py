@@ -98,7 +98,7 @@ def phase_seconds(api: Api, run: dict[str, Any], phase: str) -> float | None:
 
 def run(quick: bool = False) -> Outcome:
     outcome = Outcome("queue_throughput")
-    n_workspaces, n_runs = (5, 10) if quick else (10, 50)
+    n_workspaces, n_runs = (4, 8) if quick else (10, 50)
     with local_stack(execution_mode="remote", max_runners=RUNNERS) as stack:
         api, plain = Api(stack), httpx.Client(timeout=60)
         try:
