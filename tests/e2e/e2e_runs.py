@@ -45,9 +45,9 @@ def remote_workspace(api: Api, name: str, **attributes: Any) -> str:
     return str(data["id"])
 
 
-def remote_dir(stack: StackInfo, make: Callable[..., Terraform], name: str, body: str, **kwargs: Any) -> Terraform:
-    """A working directory on workspace `name` through the remote backend, initialized."""
-    tf: Terraform = make(stack.remote_backend(name=name) + body, **kwargs)
+def remote_dir(stack: StackInfo, make: Callable[..., Terraform], workspace: str, body: str, **kwargs: Any) -> Terraform:
+    """A working directory on `workspace` through the remote backend, initialized (kwargs: make's `name`)."""
+    tf: Terraform = make(stack.remote_backend(name=workspace) + body, **kwargs)
     tf.init(timeout=RUN_TIMEOUT_S)
     return tf
 
