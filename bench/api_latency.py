@@ -152,7 +152,7 @@ def run(quick: bool = False) -> Outcome:
     from terrace.local.resources import local_clients
 
     outcome = Outcome("api_latency")
-    levels = {1: 10 if quick else 40, 20: 2 if quick else 8}  # concurrency -> calls per client
+    levels = {1: 10 if quick else 30, 20: 2 if quick else 5}  # concurrency -> calls per client
     with local_stack(workers=False) as stack:
         endpoint, table = stack.local.settings.aws_endpoint_url, stack.local.settings.table_name
         setup = Api(stack)

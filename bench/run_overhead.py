@@ -111,7 +111,7 @@ def breakdown(api: Api, ws_id: str, started: float, elapsed: float) -> dict[str,
 
 def run(quick: bool = False) -> Outcome:
     outcome = Outcome("run_overhead")
-    repeats = 2 if quick else 5
+    repeats = 2 if quick else 4
     with local_stack(execution_mode="remote") as stack:
         api = Api(stack)
         env = terraform_env(stack)
