@@ -177,8 +177,12 @@ class Result:
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StackInfo]:
     assert TERRAFORM.exists(), f"the terraform test client is not installed at {TERRAFORM}"
-    local = LocalStack(
-        port=0, organization="e2e", state_dir=tmp_path_factory.mktemp("terrace"), prefix=f"e2e-{uuid.uuid4().hex[:8]}"
+    local = LocalStack(  # state, locks and workspaces only: remote runs use `run_local_stack`
+        port=0,
+        organization="e2e",
+        state_dir=tmp_path_factory.mktemp("terrace"),
+        prefix=f"e2e-{uuid.uuid4().hex[:8]}",
+        workers=False,
     )
     info = local.start()
     try:

@@ -23,7 +23,7 @@ def started(tmp_path_factory: pytest.TempPathFactory):
         port=0,
         organization="widgets",
         state_dir=tmp_path_factory.mktemp("stack") / ".terrace",
-        prefix=f"t{uuid.uuid4().hex[:8]}",
+        prefix=f"t{uuid.uuid4().hex[:8]}", workers=False,
     )
     seen = threading.Event()
     stack.background_tasks.append(lambda s: seen.set() if s.info is not None else None)
@@ -85,14 +85,14 @@ def test_settings_secrets_and_exported_environment(started):
 
 
 def test_stop_closes_the_port_and_a_new_start_is_fresh(tmp_path):
-    first = LocalStack(port=0, state_dir=tmp_path / "a", prefix=f"t{uuid.uuid4().hex[:8]}")
+    first = LocalStack(port=0, state_dir=tmp_path / "a", prefix=f"t{uuid.uuid4().hex[:8]}", workers=False)
     info = first.start()
     first.stop()
     port = int(info.hostname.rsplit(":", 1)[1])
     with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
         pass
 
-    second = LocalStack(port=0, state_dir=tmp_path / "b", prefix=f"t{uuid.uuid4().hex[:8]}")
+    second = LocalStack(port=0, state_dir=tmp_path / "b", prefix=f"t{uuid.uuid4().hex[:8]}", workers=False)
     info2 = second.start()
     try:
         assert info2.token != info.token
@@ -108,7 +108,8 @@ def test_a_busy_port_is_a_clear_error(tmp_path):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
-        stack = LocalStack(port=busy.getsockname()[1], state_dir=tmp_path, prefix=f"t{uuid.uuid4().hex[:8]}")
+        port = busy.getsockname()[1]
+        stack = LocalStack(port=port, state_dir=tmp_path, prefix=f"t{uuid.uuid4().hex[:8]}", workers=False)
         with pytest.raises(RuntimeError, match="busy"):
             stack.start()
         stack.stop()
