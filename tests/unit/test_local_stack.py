@@ -23,7 +23,8 @@ def started(tmp_path_factory: pytest.TempPathFactory):
         port=0,
         organization="widgets",
         state_dir=tmp_path_factory.mktemp("stack") / ".terrace",
-        prefix=f"t{uuid.uuid4().hex[:8]}", workers=False,
+        prefix=f"t{uuid.uuid4().hex[:8]}",
+        workers=False,
     )
     seen = threading.Event()
     stack.background_tasks.append(lambda s: seen.set() if s.info is not None else None)
