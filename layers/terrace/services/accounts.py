@@ -140,9 +140,14 @@ class AccountService:
         if ttl_s is not None:
             item["expires_at"] = int(now.timestamp()) + ttl_s
             item["expires_at_iso"] = clock.iso(now.fromtimestamp(item["expires_at"], now.tzinfo))
-        lookup = {"pk": f"tokenhash#{item['hash']}", "sk": "lookup", "token_id": token_id}
-        if "expires_at" in item:
-            lookup["expires_at"] = item["expires_at"]
+        # The hash lookup carries the whole principal, so authenticating a request is one read.
+        lookup: dict[str, Any] = {"pk": f"tokenhash#{item['hash']}", "sk": "lookup", "token_id": token_id}
+        lookup.update(
+            {k: item[k] for k in ("kind", "subject_id", "organization", "workspace_id", "expires_at") if k in item}
+        )
+        if kind is PrincipalKind.USER:
+            user = self.get_user(subject_id)
+            lookup.update(username=user.username, site_admin=user.site_admin)
         self._table.transact([Put(item, if_absent=True), Put(lookup, if_absent=True)])
         return IssuedToken(_token(item), raw)
 
@@ -150,20 +155,24 @@ class AccountService:
         if not raw:
             raise Unauthenticated("missing bearer token")
         lookup = self._table.get(f"tokenhash#{hash_token(raw)}", "lookup")
-        item = self._table.get(lookup["token_id"], "token") if lookup else None
-        if item is None or ("expires_at" in item and item["expires_at"] < clock.epoch()):
+        if lookup is None or ("expires_at" in lookup and lookup["expires_at"] < clock.epoch()):
             raise Unauthenticated("invalid or expired token")
-        kind = PrincipalKind(item["kind"])
+        kind = PrincipalKind(lookup["kind"])
         if kind is PrincipalKind.USER:
-            user = self.get_user(item["subject_id"])
-            return Principal(kind, user.id, user.username, token_id=item["id"], site_admin=user.site_admin)
+            return Principal(
+                kind,
+                lookup["subject_id"],
+                lookup["username"],
+                token_id=lookup["token_id"],
+                site_admin=bool(lookup.get("site_admin")),
+            )
         return Principal(
             kind,
-            item["subject_id"],
-            f"api-{kind.value}-{item['subject_id']}",
-            token_id=item["id"],
-            organization=item.get("organization"),
-            workspace_id=item.get("workspace_id"),
+            lookup["subject_id"],
+            f"api-{kind.value}-{lookup['subject_id']}",
+            token_id=lookup["token_id"],
+            organization=lookup.get("organization"),
+            workspace_id=lookup.get("workspace_id"),
         )
 
     def list_tokens(self, subject_id: str) -> list[Token]:
