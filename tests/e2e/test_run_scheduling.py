@@ -4,6 +4,7 @@ speculative plans bypass it, a runner killed mid-plan is replaced and the plan r
 from __future__ import annotations
 
 import os
+import re
 import signal
 from datetime import datetime
 from pathlib import Path
@@ -135,7 +136,9 @@ def test_a_runner_killed_mid_plan_is_replaced_and_the_plan_retried(
             process.kill()
 
     assert f"Plan: {SLOW_COUNT} to add, 0 to change, 0 to destroy." in result.output
-    assert "retrying (" in result.output  # the log says why the plan started over
+    assert "the runner stopped sending heartbeats; retrying (2 of" in result.output  # the log says why
+    planners = re.findall(r"Terrace runner \S+-(\d+): planning run", result.output)
+    assert planners and int(planners[-1]) not in {runner.pid for runner, _ in busy}  # another runner finished it
     ended = run_api.request("GET", f"/api/v2/runs/{planning['id']}").json()["data"]
     assert ended["attributes"]["status"] == "planned_and_finished"
 
