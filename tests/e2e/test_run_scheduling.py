@@ -99,9 +99,8 @@ def test_speculative_plan_runs_while_an_apply_waits_for_a_user_lock(run_stack, r
         if run_api.workspace(name)["attributes"]["locked"]:
             run_api.request("POST", f"/api/v2/workspaces/{ws_id}/actions/force-unlock", {}, expect=None)
 
-    # Terraform prints "Waiting for the manually locked workspace to be unlocked" only when the workspace's
-    # current-run is the pending run; Terrace sets current-run when a run starts, so the CLI says this instead:
-    assert "Waiting for the plan to start" in applied.output
+    # The pending run is the workspace's current run, so the CLI knows it waits for the user's lock.
+    assert "Waiting for the manually locked workspace to be unlocked" in applied.output
     assert "Apply complete! Resources: 1 added, 0 changed, 0 destroyed." in applied.output
     assert wait_final(run_api, pending["id"])["attributes"]["status"] == "applied"
 

@@ -177,3 +177,16 @@ def test_bad_run_requests(env: RunEnv) -> None:
     assert env.api("POST", "/runs", bad).status_code == 422
     assert env.api("GET", "/runs/run-doesnotexist1234").status_code == 404
     assert env.api("GET", f"/workspaces/{env.workspace_id}/runs").json()["data"] == []
+
+
+def test_a_run_behind_a_user_lock_is_the_current_run(env: RunEnv) -> None:
+    assert env.api("POST", f"/workspaces/{env.workspace_id}/actions/lock", {}).status_code == 200
+    run = env.create_run(env.upload_config())
+    ws = env.api("GET", f"/workspaces/{env.workspace_id}").json()["data"]
+    assert ws["relationships"]["current-run"]["data"] == {"type": "runs", "id": run["id"]}
+    second = env.create_run(env.upload_config())
+    ws = env.api("GET", f"/workspaces/{env.workspace_id}").json()["data"]
+    assert ws["relationships"]["current-run"]["data"]["id"] == run["id"]
+    env.api("POST", f"/workspaces/{env.workspace_id}/actions/unlock", {})
+    assert env.run(run["id"])["attributes"]["status"] == "plan_queued"
+    assert env.run(second["id"])["attributes"]["status"] == "pending"

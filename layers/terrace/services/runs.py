@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -186,7 +187,14 @@ class RunService:
         if plan_only:
             queue_phase(run, "plan", now)  # speculative runs never wait in the workspace queue
         self._store.save([(run, None)], None, {})
-        self._workspaces.mutate(ws.id, lambda cur: _with_latest(cur, run.id))
+        self._workspaces.mutate(
+            ws.id,
+            lambda cur: dataclasses.replace(
+                cur,
+                latest_run_id=run.id,
+                current_run_id=run.id if self._scheduler.becomes_current(cur, run) else cur.current_run_id,
+            ),
+        )
         if plan_only:
             self._scheduler.enqueue(run, "plan")
         else:
@@ -266,9 +274,3 @@ class RunService:
             return self._scheduler.finish(run, run.version, rs.FORCE_CANCELED)
 
         return retrying(step)
-
-
-def _with_latest(ws: Workspace, run_id: str) -> Workspace:
-    import dataclasses
-
-    return dataclasses.replace(ws, latest_run_id=run_id)

@@ -16,7 +16,7 @@ from terrace.adapters.table import ConditionFailed
 from terrace.config import Settings
 from terrace.domain import clock
 from terrace.domain import runs as rs
-from terrace.domain.errors import Conflict
+from terrace.domain.errors import Conflict, NotFound
 from terrace.domain.jobs import JobMessage
 from terrace.domain.runs import Run
 from terrace.domain.workspace import Workspace, WorkspaceLock
@@ -79,14 +79,25 @@ class RunScheduler:
                 return run
         return None
 
+    def becomes_current(self, ws: Workspace, run: Run) -> bool:
+        """A new run becomes the workspace's current run when nothing else is underway (as in HCP: the CLI
+        then shows "Waiting for the manually locked workspace to be unlocked" for a user-locked workspace)."""
+        if run.plan_only or not ws.current_run_id:
+            return not run.plan_only
+        try:
+            return self._store.load(ws.current_run_id).final
+        except NotFound:
+            return True
+
     def _head_is_busy(self, ws: Workspace) -> bool:
         if ws.lock is not None:
             return True  # a user holds it, or the head run does
         if ws.current_run_id:
             try:
-                return not self._store.load(ws.current_run_id).final
-            except Exception:
+                current = self._store.load(ws.current_run_id)
+            except NotFound:
                 return False
+            return not current.final and current.status != rs.PENDING  # a pending head is promoted, not waited on
         return False
 
     def promote(self, workspace_id: str) -> Run | None:
