@@ -73,7 +73,7 @@ class Container:
     @cached_property
     def state_versions(self) -> StateVersionService:
         return StateVersionService(
-            self.table, self.blobs, self.settings, self.workspaces, self.state_index, self.organizations
+            self.table, self.blobs, self.settings, self.workspaces, self.state_index, self.organizations, self.publisher
         )
 
     # runs ---------------------------------------------------------------------------------
@@ -128,7 +128,9 @@ class Container:
 
     @cached_property
     def events(self) -> EventService:
-        return EventService()
+        events = EventService()
+        events.subscribe("state.uploaded", lambda event: self.state_versions.index_uploaded(event))
+        return events
 
 
 def boto_clients(settings: Settings) -> dict[str, Any]:

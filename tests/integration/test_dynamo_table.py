@@ -87,3 +87,42 @@ def test_batch_get_many_keys(table: DynamoTable) -> None:
         table.put({"pk": f"k{i}", "sk": "x", "i": i})
     got = table.batch_get([(f"k{i}", "x") for i in range(135)] + [("k0", "x")])
     assert sorted(item["i"] for item in got) == list(range(130))
+
+
+def test_batch_put_and_delete_in_chunks(table: DynamoTable) -> None:
+    items = [{"pk": "bulk", "sk": f"{i:03}", "n": i, "tags": ["a", i]} for i in range(60)]
+    table.batch_put([*items, {"pk": "bulk", "sk": "000", "n": -1, "tags": []}])  # a repeated key: last one wins
+    got = table.query("bulk")
+    assert [item["n"] for item in got] == [-1, *range(1, 60)] and got[1]["tags"] == ["a", 1]
+    table.batch_delete([("bulk", f"{i:03}") for i in range(0, 60, 2)] + [("bulk", "missing"), ("bulk", "002")])
+    assert [item["n"] for item in table.query("bulk")] == list(range(1, 60, 2))
+    table.batch_put([])
+    table.batch_delete([])
+
+
+class _Throttling:
+    """A client whose batch_write_item first leaves half of each request unprocessed (as DynamoDB may)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.calls = inner, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def batch_write_item(self, RequestItems: dict[str, Any]) -> dict[str, Any]:  # noqa: N803 - boto3's name
+        self.calls += 1
+        ((name, requests),) = RequestItems.items()
+        if len(requests) > 1:
+            half = len(requests) // 2
+            self.inner.batch_write_item(RequestItems={name: requests[:half]})
+            return {"UnprocessedItems": {name: requests[half:]}}
+        return dict(self.inner.batch_write_item(RequestItems=RequestItems))
+
+
+def test_batch_write_retries_unprocessed_items(table: DynamoTable) -> None:
+    client = _Throttling(table._client)
+    throttled = DynamoTable(client, table._name)
+    throttled.batch_put([{"pk": "retry", "sk": str(i)} for i in range(30)])
+    assert len(table.query("retry")) == 30 and client.calls > 2
+    throttled.batch_delete([("retry", str(i)) for i in range(30)])
+    assert table.query("retry") == []

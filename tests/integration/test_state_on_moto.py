@@ -122,6 +122,10 @@ def test_two_step_upload_download_outputs_and_search(app: tuple[Container, TestC
 
     outs = client.get(f"/api/v2/workspaces/{ws_id}/current-state-version-outputs", headers=headers).json()["data"]
     assert [(o["attributes"]["name"], o["attributes"]["value"]) for o in outs] == [("pw", None)]
+    assert final["resources-processed"] is False  # the events worker parses and indexes the upload
+    published = container.publisher.events  # type: ignore[attr-defined]
+    assert [e["type"] for e in published] == ["state.uploaded"]
+    container.events.handle(published.pop())
     res = client.get(f"/api/v2/workspaces/{ws_id}/resources", headers=headers).json()["data"]
     assert [r["attributes"]["address"] for r in res] == [f"aws_instance.web[{k}]" for k in range(3)]
     hits = client.get("/api/v2/organizations/acme/resources?q=arn:aws:ec2:::i-2", headers=headers).json()["data"]

@@ -103,6 +103,16 @@ class Env:
             json=sv_body(raw, serial, **kw),
         )
 
+    def drain_events(self) -> list[dict[str, Any]]:
+        """Hand every published event to the events service (what the events worker does); returns them."""
+        published = self.container.publisher.events  # type: ignore[attr-defined]
+        handled = []
+        while published:
+            event = published.pop(0)
+            self.container.events.handle(event)
+            handled.append(event)
+        return handled
+
     def ws(self, ws_id: str | None = None) -> Any:
         return self.container.workspaces.load(ws_id or self.ws_id)
 

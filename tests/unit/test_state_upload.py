@@ -52,7 +52,14 @@ def test_two_step_upload_finalizes_when_read(state_env: Env) -> None:
     assert final["status"] == "finalized" and final["hosted-state-upload-url"] is None
     assert final["hosted-json-state-download-url"].endswith(f"/state-versions/{data['id']}/json-download")
     ws = env.ws()
-    assert ws.current_state_version_id == data["id"] and ws.state_serial == 1 and ws.resource_count == 1
+    assert ws.current_state_version_id == data["id"] and ws.state_serial == 1 and ws.resource_count == 0
+    assert final["resources-processed"] is False  # parsing and indexing happen in the events worker
+    assert env.drain_events() == [{"type": "state.uploaded", "state_version_id": data["id"], "workspace_id": env.ws_id}]
+    assert env.ws().resource_count == 1
+    indexed = env.client.get(f"/api/v2/state-versions/{data['id']}", headers=env.auth).json()["data"]["attributes"]
+    assert indexed["resources-processed"] is True and indexed["terraform-version"] == "1.0.3"
+    rows = env.client.get(f"/api/v2/workspaces/{env.ws_id}/resources", headers=env.auth).json()["data"]
+    assert [r["attributes"]["address"] for r in rows] == ["null_resource.a"]
     dl = env.client.get(f"/api/v2/state-versions/{data['id']}/json-download", headers=env.auth, follow_redirects=False)
     assert dl.status_code == 302 and dl.headers["location"].endswith(".json?op=get&ttl=900")
     outs = env.client.get(f"/api/v2/workspaces/{env.ws_id}/current-state-version-outputs", headers=env.auth).json()
@@ -97,14 +104,22 @@ def test_pending_create_refuses_lower_serial_and_foreign_lineage(state_env: Env)
     assert env.stored() == before
 
 
-def test_uploaded_state_with_wrong_serial_is_discarded(state_env: Env) -> None:
+def test_uploaded_state_disagreeing_with_its_declaration_is_marked_by_the_events_worker(state_env: Env) -> None:
     env = state_env
     env.lock()
-    raw = state_bytes(3)
+    raw = state_bytes(3, resources=[null_resource("a", "1")])
     data = _pending(env, raw, 2)  # declared serial 2, uploaded file says 3
     _put(env, data["attributes"]["hosted-state-upload-url"], raw)
     sv = env.client.get(f"/api/v2/state-versions/{data['id']}", headers=env.auth).json()["data"]["attributes"]
-    assert sv["status"] == "discarded" and env.ws().current_state_version_id is None
+    assert sv["status"] == "finalized" and sv["serial"] == 2  # the API trusts the declaration (no body read)
+    env.drain_events()
+    item = env.container.table.get(data["id"], "sv")
+    assert item is not None and "serial 3" in item["index_error"] and item["resources_processed"] is False
+    ws = env.ws()
+    assert ws.current_state_version_id == data["id"] and ws.state_serial == 2 and ws.resource_count == 0
+    assert env.client.get(f"/api/v2/workspaces/{env.ws_id}/resources", headers=env.auth).json()["data"] == []
+    env.container.events.handle({"type": "state.uploaded", "state_version_id": data["id"]})  # redelivery: no-op
+    assert env.container.table.get(data["id"], "sv") == item
 
 
 def test_newer_pending_supersedes_older_and_events_path_finalizes(state_env: Env) -> None:
@@ -120,7 +135,7 @@ def test_newer_pending_supersedes_older_and_events_path_finalizes(state_env: Env
     key = f"state/{env.ws_id}/{new['id']}.tfstate"
     env.container.blobs.put(key, raw)
     sv = env.container.state_versions.finalize_uploaded(key)
-    assert sv is not None and sv.status == "finalized" and sv.lineage == LINEAGE
+    assert sv is not None and sv.status == "finalized" and sv.lineage == LINEAGE and not sv.resources_processed
     assert env.ws().current_state_version_id == new["id"]
     assert env.container.state_versions.finalize_uploaded("state/x/unknown.tfstate") is None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
@@ -12,6 +13,9 @@ from botocore.exceptions import ClientError
 from terrace.adapters.table import ConditionFailed, Delete, Item, Put, WriteOp
 
 _INDEX_KEYS = {"gsi1": ("gsi1pk", "gsi1sk")}
+BATCH_WRITE_SIZE = 25  # BatchWriteItem's limit
+BATCH_WRITE_ATTEMPTS = 8  # UnprocessedItems retries, with exponential back-off from BATCH_BACKOFF_S
+BATCH_BACKOFF_S = 0.05
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
 
@@ -105,6 +109,25 @@ class DynamoTable:
             if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
                 raise ConditionFailed(str(exc)) from exc
             raise
+
+    def batch_put(self, items: Sequence[Item]) -> None:
+        unique = {(item["pk"], item["sk"]): item for item in items}  # one request may not name a key twice
+        self._batch_write([{"PutRequest": {"Item": _marshal(item)}} for item in unique.values()])
+
+    def batch_delete(self, keys: Sequence[tuple[str, str]]) -> None:
+        self._batch_write([{"DeleteRequest": {"Key": _key(pk, sk)}} for pk, sk in dict.fromkeys(keys)])
+
+    def _batch_write(self, requests: list[dict[str, Any]]) -> None:
+        for start in range(0, len(requests), BATCH_WRITE_SIZE):
+            pending: dict[str, Any] = {self._name: requests[start : start + BATCH_WRITE_SIZE]}
+            for attempt in range(BATCH_WRITE_ATTEMPTS):
+                pending = self._client.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
+                if not pending:
+                    break
+                time.sleep(min(2.0, BATCH_BACKOFF_S * 2**attempt))
+            if pending:
+                left = len(pending.get(self._name, []))
+                raise RuntimeError(f"DynamoDB left {left} batch writes unprocessed after {BATCH_WRITE_ATTEMPTS} tries")
 
     def query(
         self,

@@ -31,6 +31,14 @@ class MemoryTable:
     def delete(self, pk: str, sk: str, *, if_version: int | None = None) -> None:
         self.transact([Delete(pk, sk, if_version=if_version)])
 
+    def batch_put(self, items: Sequence[Item]) -> None:
+        for item in items:
+            self.put(item)
+
+    def batch_delete(self, keys: Sequence[tuple[str, str]]) -> None:
+        for pk, sk in keys:
+            self.delete(pk, sk)
+
     def query(
         self,
         pk: str,

@@ -256,6 +256,8 @@ class StateVersion:
     json_outputs: str | None = None  # the client's base64 json-state-outputs, until finalized
     has_json_state: bool = False
     error: str | None = None
+    outputs_pending: bool = False  # a two-step upload without json-state-outputs: the events worker extracts them
+    index_error: str | None = None  # the events worker found the uploaded state disagreeing with its declaration
 
     @property
     def blob_key(self) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from terrace.adapters.blobs import BlobStore
-from terrace.adapters.table import Delete, Put, Table, WriteOp
+from terrace.adapters.table import Table
 from terrace.domain import clock
 from terrace.domain.errors import NotFound
 from terrace.domain.ids import looks_like, new_id
@@ -23,7 +23,6 @@ from terrace.domain.state import OutputValue, ResourceInstance
 from terrace.domain.workspace import Workspace
 
 MAX_INLINE_OUTPUT_BYTES = 300 * 1024  # larger values go to the blob store (DynamoDB items stop at 400 KB)
-CHUNK = 25
 
 
 @dataclass(frozen=True)
@@ -60,11 +59,6 @@ class IndexedResource:
         return any(text in f.lower() for f in fields)
 
 
-def _chunks(ops: list[WriteOp]) -> Iterable[list[WriteOp]]:
-    for start in range(0, len(ops), CHUNK):
-        yield ops[start : start + CHUNK]
-
-
 def _resource(item: dict[str, Any]) -> IndexedResource:
     return IndexedResource(
         workspace_id=item["workspace_id"],
@@ -90,7 +84,7 @@ class StateIndex:
 
     # outputs -----------------------------------------------------------------------------
     def write_outputs(self, sv_id: str, ws: Workspace, outputs: Iterable[OutputValue]) -> tuple[str, ...]:
-        ops: list[WriteOp] = []
+        items: list[dict[str, Any]] = []
         ids: list[str] = []
         for out in outputs:
             wos_id = new_id("wos")
@@ -116,9 +110,8 @@ class StateIndex:
                 item["value_blob"] = key
             else:
                 item["value_json"] = value
-            ops.append(Put(item))
-        for chunk in _chunks(ops):
-            self._table.transact(chunk)
+            items.append(item)
+        self._table.batch_put(items)
         return tuple(ids)
 
     def _output(self, item: dict[str, Any]) -> StoredOutput:
@@ -149,8 +142,7 @@ class StateIndex:
         for item in items:
             if "value_blob" in item:
                 self._blobs.delete(item["value_blob"])
-        for chunk in _chunks([Delete(item["pk"], item["sk"]) for item in items]):
-            self._table.transact(chunk)
+        self._table.batch_delete([(item["pk"], item["sk"]) for item in items])
 
     # resources ---------------------------------------------------------------------------
     def replace_resources(
@@ -171,37 +163,35 @@ class StateIndex:
     def _apply(self, ws: Workspace, sv_id: str, instances: tuple[ResourceInstance, ...]) -> None:
         existing = {item["sk"]: item for item in self._table.query(f"{ws.id}#resources")}
         now = clock.now_iso()
-        ops: list[WriteOp] = []
+        puts: list[dict[str, Any]] = []
         for inst in instances:
             old = existing.pop(inst.address, None)
             changed = old is None or old.get("digest") != inst.digest
-            ops.append(
-                Put(
-                    {
-                        "pk": f"{ws.id}#resources",
-                        "sk": inst.address,
-                        "workspace_id": ws.id,
-                        "workspace_name": ws.name,
-                        "name": inst.name,
-                        "type": inst.type,
-                        "mode": inst.mode,
-                        "module": inst.module,
-                        "provider": inst.provider,
-                        "name_index": inst.name_index,
-                        "ids": list(inst.ids),
-                        "digest": inst.digest,
-                        "created_at": old["created_at"] if old else now,
-                        "updated_at": now if changed or not old else old["updated_at"],
-                        "modified_by": sv_id if changed or not old else old["modified_by"],
-                        "indexed_from": sv_id,
-                        "gsi1pk": f"org#{ws.organization}#resources",
-                        "gsi1sk": f"{ws.id}#{inst.address}",
-                    }
-                )
+            puts.append(
+                {
+                    "pk": f"{ws.id}#resources",
+                    "sk": inst.address,
+                    "workspace_id": ws.id,
+                    "workspace_name": ws.name,
+                    "name": inst.name,
+                    "type": inst.type,
+                    "mode": inst.mode,
+                    "module": inst.module,
+                    "provider": inst.provider,
+                    "name_index": inst.name_index,
+                    "ids": list(inst.ids),
+                    "digest": inst.digest,
+                    "created_at": old["created_at"] if old else now,
+                    "updated_at": now if changed or not old else old["updated_at"],
+                    "modified_by": sv_id if changed or not old else old["modified_by"],
+                    "indexed_from": sv_id,
+                    "gsi1pk": f"org#{ws.organization}#resources",
+                    "gsi1sk": f"{ws.id}#{inst.address}",
+                }
             )
-        ops.extend(Delete(item["pk"], item["sk"]) for item in existing.values())
-        for chunk in _chunks(ops):
-            self._table.transact(chunk)
+        # Plain batch writes, not transactions: readers only show items tagged with the current version.
+        self._table.batch_put(puts)
+        self._table.batch_delete([(item["pk"], item["sk"]) for item in existing.values()])
 
     def resources(self, ws: Workspace) -> list[IndexedResource]:
         found = [_resource(item) for item in self._table.query(f"{ws.id}#resources")]
@@ -226,5 +216,4 @@ class StateIndex:
 
     def delete_resources(self, workspace_id: str) -> None:
         items = self._table.query(f"{workspace_id}#resources")
-        for chunk in _chunks([Delete(item["pk"], item["sk"]) for item in items]):
-            self._table.transact(chunk)
+        self._table.batch_delete([(item["pk"], item["sk"]) for item in items])

@@ -1,51 +1,43 @@
-"""State versions: create (inline or two-step upload), finalize, read, roll back, and the http backend's writes.
+"""State versions: create (inline or two-step upload), read, roll back, and the http backend's writes.
 
 A new current version and the workspace's state fields change in ONE transaction (the workspace item's
 version guards it); on a lost race the decision is made again from a fresh read. Raw state lives in the
-blob store; its metadata, outputs and the resource index live in the table.
+blob store; its metadata, outputs and the resource index live in the table. Inline states are parsed and
+indexed in the request (they are small); two-step uploads are finalized and indexed by `state_uploads`.
 """
 
 from __future__ import annotations
 
-import base64
-import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from terrace.adapters.blobs import BlobStore
+from terrace.adapters.queues import EventPublisher
 from terrace.adapters.table import ConditionFailed, Put, Table, WriteOp
 from terrace.config import Settings
 from terrace.domain import clock
 from terrace.domain import state as st
-from terrace.domain.errors import Conflict, Forbidden, Invalid, Locked, NotFound, TooLarge
-from terrace.domain.ids import looks_like, new_id
+from terrace.domain.errors import Conflict, Forbidden, Invalid, NotFound, TooLarge
+from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal, PrincipalKind
-from terrace.domain.state import DISCARDED, FINALIZED, PENDING, ParsedState, StateVersion
+from terrace.domain.state import FINALIZED, PENDING, ParsedState, StateVersion
 from terrace.domain.workspace import Workspace
+from terrace.services import state_http
 from terrace.services.authz import Action
 from terrace.services.locking import LockService
 from terrace.services.organizations import OrganizationService
+from terrace.services.state_http import LockRule
 from terrace.services.state_index import IndexedResource, StateIndex, StoredOutput
+from terrace.services.state_uploads import (
+    ATTEMPTS,
+    PENDING_KEY,
+    StateUploads,
+    discard_pending_ops,
+    find_version,
+    managed_count,
+    with_current,
+)
 from terrace.services.workspaces import WorkspaceService
-
-PENDING_KEY = "pending_state_version_id"  # in Workspace.extra while a two-step upload is outstanding
-ATTEMPTS = 8
-LockRule = Callable[[Workspace], None]
-
-
-def _with_current(ws: Workspace, sv: StateVersion, resource_count: int) -> Workspace:
-    extra = {k: v for k, v in ws.extra.items() if k != PENDING_KEY}
-    return dataclasses.replace(
-        ws,
-        current_state_version_id=sv.id,
-        state_serial=sv.serial,
-        state_lineage=sv.lineage,
-        state_md5=sv.md5,
-        resource_count=resource_count,
-        extra=extra,
-        version=ws.version + 1,
-        updated_at=clock.now_iso(),
-    )
 
 
 class StateVersionService:
@@ -57,9 +49,11 @@ class StateVersionService:
         workspaces: WorkspaceService,
         index: StateIndex,
         organizations: OrganizationService,
+        publisher: EventPublisher,
     ) -> None:
         self._table, self._blobs, self._settings = table, blobs, settings
         self._workspaces, self._index, self._orgs = workspaces, index, organizations
+        self._uploads = StateUploads(table, blobs, workspaces, index, publisher)
 
     # creating ----------------------------------------------------------------------------
     def create(
@@ -73,7 +67,14 @@ class StateVersionService:
             raise Invalid("lineage must be a string", pointer="/data/attributes/lineage")
         force = bool(attrs.get("force", False))
         if attrs.get("state") in (None, ""):
-            return self._create_pending(principal, ws, serial, md5, lineage, force, run_id, attrs)
+            json_outputs = attrs.get("json-state-outputs") or None
+            if json_outputs is not None:
+                pointer = "/data/attributes/json-state-outputs"
+                st.parse_outputs(st.load_json(st.decode_base64(json_outputs, pointer), "json-state-outputs"))
+            lock_rule = self._require_lock(principal)
+            return self._uploads.create_pending(
+                principal, ws, serial, md5, lineage, force, run_id, json_outputs, lock_rule
+            )
         raw = st.decode_base64(attrs["state"], "/data/attributes/state")
         self._check_size(len(raw))
         if st.md5_hex(raw) != md5:
@@ -148,9 +149,9 @@ class StateVersionService:
                     output_ids=output_ids,
                 )
                 ops: list[WriteOp] = [
-                    self._workspaces.write_op(_with_current(ws, sv, _managed(parsed)), ws.version),
+                    self._workspaces.write_op(with_current(ws, sv, managed_count(parsed)), ws.version),
                     Put(st.sv_to_item(sv), if_absent=True),
-                    *self._discard_pending_ops(ws),
+                    *discard_pending_ops(self._table, ws),
                 ]
                 try:
                     self._table.transact(ops)
@@ -164,161 +165,19 @@ class StateVersionService:
         if stored is None:
             cleanup()
             raise Conflict("the workspace changed repeatedly while storing state; retry")
-        self._reindex(workspace_id, sv_id, parsed)
+        self._uploads.reindex(workspace_id, sv_id, parsed)
         return stored
 
-    def _discard_pending_ops(self, ws: Workspace) -> list[WriteOp]:
-        pending_id = ws.extra.get(PENDING_KEY)
-        item = self._table.get(pending_id, "sv") if pending_id else None
-        if item is None or item["status"] != PENDING:
-            return []
-        old = st.sv_from_item(item)
-        gone = dataclasses.replace(
-            old, status=DISCARDED, error="superseded by a newer state version", version=old.version + 1
-        )
-        return [Put(st.sv_to_item(gone), if_version=old.version)]
-
-    def _create_pending(
-        self,
-        principal: Principal,
-        ws: Workspace,
-        serial: int,
-        md5: str,
-        lineage: str | None,
-        force: bool,
-        run_id: str | None,
-        attrs: dict[str, Any],
-    ) -> StateVersion:
-        json_outputs = attrs.get("json-state-outputs") or None
-        if json_outputs is not None:
-            st.parse_outputs(
-                st.load_json(
-                    st.decode_base64(json_outputs, "/data/attributes/json-state-outputs"), "json-state-outputs"
-                )
-            )
-        sv_id = new_id("sv")
-        for _ in range(ATTEMPTS):
-            ws = self._workspaces.load(ws.id)
-            self._require_lock(principal)(ws)
-            if not (serial == ws.state_serial and md5 == ws.state_md5):
-                st.decide(ws, serial, lineage, md5, force)  # refuses lower serials and foreign lineages early
-            sv = StateVersion(
-                id=sv_id,
-                workspace_id=ws.id,
-                organization=ws.organization,
-                serial=serial,
-                lineage=lineage or "",
-                md5=md5,
-                status=PENDING,
-                created_at=clock.now_iso(),
-                created_by=principal.subject_id if principal.kind is PrincipalKind.USER else None,
-                run_id=run_id,
-                force=force,
-                json_outputs=json_outputs,
-            )
-            updated = dataclasses.replace(
-                ws, extra={**ws.extra, PENDING_KEY: sv_id}, version=ws.version + 1, updated_at=clock.now_iso()
-            )
-            try:
-                self._table.transact(
-                    [
-                        self._workspaces.write_op(updated, ws.version),
-                        Put(st.sv_to_item(sv), if_absent=True),
-                        *self._discard_pending_ops(ws),
-                    ]
-                )
-                return sv
-            except ConditionFailed:
-                continue
-        raise Conflict("the workspace changed repeatedly while creating the state version; retry")
-
-    # finalizing two-step uploads ---------------------------------------------------------
+    # two-step uploads (state_uploads) ----------------------------------------------------
     def finalize(self, sv: StateVersion) -> StateVersion:
-        """Turn an uploaded pending version into the current one (or discard it). Safe to call repeatedly."""
-        if sv.status != PENDING:
-            return sv
-        if self._workspaces.load(sv.workspace_id).extra.get(PENDING_KEY) != sv.id:
-            return self._discard(sv, "superseded by a newer state version")
-        info = self._blobs.head(sv.blob_key)
-        if info is None:
-            return sv
-        if info.etag.lower() != sv.md5:
-            return self._discard(sv, "the uploaded state does not match the md5 given when the version was created")
-        raw = self._blobs.get(sv.blob_key)
-        try:
-            parsed = st.parse_state(raw)
-            if parsed.serial != sv.serial or (sv.lineage and parsed.lineage != sv.lineage):
-                raise Invalid("the uploaded state's serial/lineage differ from the ones declared")
-            outputs = parsed.outputs
-            if sv.json_outputs:
-                outputs = st.parse_outputs(st.load_json(base64.b64decode(sv.json_outputs), "json-state-outputs"))
-        except Invalid as exc:
-            return self._discard(sv, exc.detail)
-        output_ids: tuple[str, ...] | None = None
-        for _ in range(ATTEMPTS):
-            ws, current = self._workspaces.load(sv.workspace_id), self._find(sv.id)
-            if current.status != PENDING:
-                return current
-            if ws.extra.get(PENDING_KEY) != sv.id:
-                return self._discard(current, "superseded by a newer state version")
-            try:
-                st.decide(ws, parsed.serial, parsed.lineage, sv.md5, sv.force)
-            except Conflict as exc:
-                return self._discard(current, exc.detail)
-            if output_ids is None:
-                output_ids = self._index.write_outputs(sv.id, ws, outputs)
-            final = dataclasses.replace(
-                current,
-                status=FINALIZED,
-                lineage=parsed.lineage,
-                size=len(raw),
-                version=current.version + 1,
-                terraform_version=parsed.terraform_version,
-                format_version=parsed.format_version,
-                resources_processed=True,
-                summary=parsed.summary,
-                output_ids=output_ids,
-                json_outputs=None,
-                has_json_state=self._blobs.head(sv.json_blob_key) is not None,
-            )
-            try:
-                self._table.transact(
-                    [
-                        self._workspaces.write_op(_with_current(ws, final, _managed(parsed)), ws.version),
-                        Put(st.sv_to_item(final), if_version=current.version),
-                    ]
-                )
-            except ConditionFailed:
-                continue
-            self._reindex(ws.id, sv.id, parsed)
-            return final
-        return self._find(sv.id)
+        return self._uploads.finalize(sv)
 
     def finalize_uploaded(self, blob_key: str) -> StateVersion | None:
-        """The events path: an object landed in the blob store; finalize the version it belongs to."""
-        name = blob_key.rsplit("/", 1)[-1].split(".", 1)[0]
-        item = self._table.get(name, "sv") if blob_key.startswith("state/") and looks_like(name, "sv") else None
-        return self.finalize(st.sv_from_item(item)) if item else None
+        return self._uploads.finalize_uploaded(blob_key)
 
-    def _discard(self, sv: StateVersion, reason: str) -> StateVersion:
-        for _ in range(ATTEMPTS):
-            ws, current = self._workspaces.load(sv.workspace_id), self._find(sv.id)
-            if current.status != PENDING:
-                return current
-            gone = dataclasses.replace(
-                current, status=DISCARDED, error=reason, json_outputs=None, version=current.version + 1
-            )
-            ops: list[WriteOp] = [Put(st.sv_to_item(gone), if_version=current.version)]
-            if ws.extra.get(PENDING_KEY) == sv.id:
-                extra = {k: v for k, v in ws.extra.items() if k != PENDING_KEY}
-                cleared = dataclasses.replace(ws, extra=extra, version=ws.version + 1, updated_at=clock.now_iso())
-                ops.append(self._workspaces.write_op(cleared, ws.version))
-            try:
-                self._table.transact(ops)
-                return gone
-            except ConditionFailed:
-                continue
-        return self._find(sv.id)
+    def index_uploaded(self, event: dict[str, Any]) -> None:
+        """The events worker's handler for `state.uploaded`."""
+        self._uploads.index_uploaded(event)
 
     def ensure_not_pending(self, ws: Workspace) -> None:
         """LockService unlock check: a workspace with an outstanding upload stays locked."""
@@ -329,20 +188,9 @@ class StateVersionService:
                 f"({pending_id}); upload it or force-unlock"
             )
 
-    def _reindex(self, workspace_id: str, sv_id: str, parsed: ParsedState) -> None:
-        def instances_of(target: str) -> tuple[st.ResourceInstance, ...]:
-            if target == sv_id:
-                return parsed.resources
-            return st.parse_state(self._blobs.get(self._find(target).blob_key)).resources
-
-        self._index.replace_resources(lambda: self._workspaces.load(workspace_id), instances_of)
-
     # reading -----------------------------------------------------------------------------
     def _find(self, sv_id: str) -> StateVersion:
-        item = self._table.get(sv_id, "sv") if looks_like(sv_id, "sv") else None
-        if item is None:
-            raise NotFound(f"state version {sv_id} not found")
-        return st.sv_from_item(item)
+        return find_version(self._table, sv_id)
 
     def get(self, principal: Principal, sv_id: str, action: Action = Action.READ_STATE) -> StateVersion:
         sv = self._find(sv_id)
@@ -435,42 +283,9 @@ class StateVersionService:
     def resolve_workspace(
         self, principal: Principal, organization: str, name: str, create: bool = False
     ) -> Workspace | None:
-        """The http backend addresses workspaces by name; the first LOCK or POST creates one (local execution)."""
-        self._orgs.get(principal, organization)  # 404 for an unknown (or invisible) organization
-        org_ws = self._workspaces.find_id(organization, name)
-        if org_ws is not None:
-            return self._workspaces.get(principal, org_ws)
-        if not create:
-            return None
-        try:
-            return self._workspaces.create(principal, organization, {"name": name, "execution-mode": "local"})
-        except Conflict:
-            found = self._workspaces.find_id(organization, name)
-            if found is None:
-                raise
-            return self._workspaces.get(principal, found)
+        return state_http.resolve_workspace(self._orgs, self._workspaces, principal, organization, name, create)
 
-    @staticmethod
-    def http_lock_rule(principal: Principal, lock_id: str | None) -> LockRule:
-        """Who may POST state through the http backend: `?ID=` must name the lock held; without it, only
-        the lock's holder (or anyone while the workspace is unlocked) may write."""
-
-        def rule(ws: Workspace) -> None:
-            held = ws.lock
-            if held is None:
-                if lock_id:
-                    raise Conflict(f"lock {lock_id!r} is no longer held on workspace {ws.name}")
-                return
-            if lock_id is not None:
-                if (
-                    lock_id not in (held.lock_id, f"{ws.organization}/{ws.name}")
-                    or held.holder != principal.lock_holder
-                ):
-                    raise Conflict(f"lock ID {lock_id!r} does not match the lock held", meta={"lock": held})
-            elif held.holder != principal.lock_holder:
-                raise Locked(f"workspace {ws.name} is locked by {held.username}", meta={"lock": held})
-
-        return rule
+    http_lock_rule = staticmethod(state_http.http_lock_rule)
 
     def write_raw(self, principal: Principal, ws: Workspace, raw: bytes, lock_rule: LockRule) -> StateVersion:
         """The http backend's POST: the body is the raw state; the caller's lock rule decides who may write."""
@@ -482,21 +297,7 @@ class StateVersionService:
         """Forget every state version of a workspace (http backend DELETE). Refused while it is locked."""
         self._workspaces.authorize(principal, Action.DELETE_WORKSPACE, ws)
 
-        def clear(current: Workspace) -> Workspace:
-            if current.locked:
-                raise Conflict(f"workspace {current.name} is locked; unlock it before deleting its state")
-            extra = {k: v for k, v in current.extra.items() if k != PENDING_KEY}
-            return dataclasses.replace(
-                current,
-                current_state_version_id=None,
-                state_serial=None,
-                state_lineage=None,
-                state_md5=None,
-                resource_count=0,
-                extra=extra,
-            )
-
-        self._workspaces.mutate(ws.id, clear)
+        self._workspaces.mutate(ws.id, state_http.forget_state)
         self.purge(ws.id)
 
     def purge(self, workspace_id: str) -> None:
@@ -508,7 +309,3 @@ class StateVersionService:
             self._blobs.delete(sv.json_blob_key)
             self._table.delete(sv.id, "sv")
         self._index.delete_resources(workspace_id)
-
-
-def _managed(parsed: ParsedState) -> int:
-    return sum(1 for r in parsed.resources if r.mode == "managed")

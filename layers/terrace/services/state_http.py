@@ -1,0 +1,74 @@
+"""The http backend's rules: which workspace a `/state/v1/<org>/<name>` path means and who may write through it."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from terrace.domain.errors import Conflict, Locked
+from terrace.domain.principal import Principal
+from terrace.domain.workspace import Workspace
+from terrace.services.organizations import OrganizationService
+from terrace.services.state_uploads import PENDING_KEY
+from terrace.services.workspaces import WorkspaceService
+
+LockRule = Callable[[Workspace], None]
+
+
+def resolve_workspace(
+    orgs: OrganizationService,
+    workspaces: WorkspaceService,
+    principal: Principal,
+    organization: str,
+    name: str,
+    create: bool = False,
+) -> Workspace | None:
+    """The http backend addresses workspaces by name; the first LOCK or POST creates one (local execution)."""
+    orgs.get(principal, organization)  # 404 for an unknown (or invisible) organization
+    org_ws = workspaces.find_id(organization, name)
+    if org_ws is not None:
+        return workspaces.get(principal, org_ws)
+    if not create:
+        return None
+    try:
+        return workspaces.create(principal, organization, {"name": name, "execution-mode": "local"})
+    except Conflict:
+        found = workspaces.find_id(organization, name)
+        if found is None:
+            raise
+        return workspaces.get(principal, found)
+
+
+def http_lock_rule(principal: Principal, lock_id: str | None) -> LockRule:
+    """Who may POST state through the http backend: `?ID=` must name the lock held; without it, only
+    the lock's holder (or anyone while the workspace is unlocked) may write."""
+
+    def rule(ws: Workspace) -> None:
+        held = ws.lock
+        if held is None:
+            if lock_id:
+                raise Conflict(f"lock {lock_id!r} is no longer held on workspace {ws.name}")
+            return
+        if lock_id is not None:
+            if lock_id not in (held.lock_id, f"{ws.organization}/{ws.name}") or held.holder != principal.lock_holder:
+                raise Conflict(f"lock ID {lock_id!r} does not match the lock held", meta={"lock": held})
+        elif held.holder != principal.lock_holder:
+            raise Locked(f"workspace {ws.name} is locked by {held.username}", meta={"lock": held})
+
+    return rule
+
+
+def forget_state(ws: Workspace) -> Workspace:
+    """The workspace without any state (http backend DELETE); refused while it is locked."""
+    if ws.locked:
+        raise Conflict(f"workspace {ws.name} is locked; unlock it before deleting its state")
+    extra = {k: v for k, v in ws.extra.items() if k != PENDING_KEY}
+    return dataclasses.replace(
+        ws,
+        current_state_version_id=None,
+        state_serial=None,
+        state_lineage=None,
+        state_md5=None,
+        resource_count=0,
+        extra=extra,
+    )

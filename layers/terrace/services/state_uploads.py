@@ -1,0 +1,308 @@
+"""Two-step state uploads: a cheap finalize in the API, then parsing and indexing in the events worker.
+
+Finalizing (the API request path) never reads the state body: it heads the uploaded object, compares its
+ETag with the md5 declared at creation, trusts the serial/lineage declared then (checked again against the
+workspace in the transaction that makes the version current), takes outputs from the client's
+`json-state-outputs` when it sent them, and publishes `state.uploaded`. The events worker (the `events`
+Lambda on AWS, the events consumer thread locally) parses the state, extracts outputs when none were sent,
+rebuilds the resource index and marks the version `resources_processed`. A state whose serial/lineage
+disagree with the declaration is marked with `index_error`; the current pointer is left alone.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from terrace.adapters.blobs import BlobStore
+from terrace.adapters.queues import EventPublisher
+from terrace.adapters.table import ConditionFailed, Put, Table, WriteOp
+from terrace.domain import clock
+from terrace.domain import state as st
+from terrace.domain.errors import Conflict, Invalid, NotFound
+from terrace.domain.ids import looks_like, new_id
+from terrace.domain.principal import Principal, PrincipalKind
+from terrace.domain.state import DISCARDED, FINALIZED, PENDING, OutputValue, ParsedState, StateVersion
+from terrace.domain.workspace import Workspace
+from terrace.services.state_index import StateIndex
+from terrace.services.workspaces import WorkspaceService
+
+log = logging.getLogger("terrace.state")
+
+PENDING_KEY = "pending_state_version_id"  # in Workspace.extra while a two-step upload is outstanding
+ATTEMPTS = 8
+UPLOADED_EVENT = "state.uploaded"
+
+
+def with_current(ws: Workspace, sv: StateVersion, resource_count: int) -> Workspace:
+    extra = {k: v for k, v in ws.extra.items() if k != PENDING_KEY}
+    return dataclasses.replace(
+        ws,
+        current_state_version_id=sv.id,
+        state_serial=sv.serial,
+        state_lineage=sv.lineage or None,  # unknown until the events worker parses an undeclared one
+        state_md5=sv.md5,
+        resource_count=resource_count,
+        extra=extra,
+        version=ws.version + 1,
+        updated_at=clock.now_iso(),
+    )
+
+
+def managed_count(parsed: ParsedState) -> int:
+    return sum(1 for r in parsed.resources if r.mode == "managed")
+
+
+def find_version(table: Table, sv_id: str) -> StateVersion:
+    item = table.get(sv_id, "sv") if looks_like(sv_id, "sv") else None
+    if item is None:
+        raise NotFound(f"state version {sv_id} not found")
+    return st.sv_from_item(item)
+
+
+def discard_pending_ops(table: Table, ws: Workspace) -> list[WriteOp]:
+    """Transaction items that discard the workspace's outstanding pending version (a newer write supersedes it)."""
+    pending_id = ws.extra.get(PENDING_KEY)
+    item = table.get(pending_id, "sv") if pending_id else None
+    if item is None or item["status"] != PENDING:
+        return []
+    old = st.sv_from_item(item)
+    gone = dataclasses.replace(
+        old, status=DISCARDED, error="superseded by a newer state version", version=old.version + 1
+    )
+    return [Put(st.sv_to_item(gone), if_version=old.version)]
+
+
+class StateUploads:
+    def __init__(
+        self,
+        table: Table,
+        blobs: BlobStore,
+        workspaces: WorkspaceService,
+        index: StateIndex,
+        publisher: EventPublisher,
+    ) -> None:
+        self._table, self._blobs, self._workspaces = table, blobs, workspaces
+        self._index, self._publisher = index, publisher
+
+    # the API request path ----------------------------------------------------------------
+    def create_pending(
+        self,
+        principal: Principal,
+        ws: Workspace,
+        serial: int,
+        md5: str,
+        lineage: str | None,
+        force: bool,
+        run_id: str | None,
+        json_outputs: str | None,
+        lock_rule: Callable[[Workspace], None],
+    ) -> StateVersion:
+        """A pending version the client uploads to with presigned URLs; the workspace remembers it."""
+        sv_id = new_id("sv")
+        for _ in range(ATTEMPTS):
+            ws = self._workspaces.load(ws.id)
+            lock_rule(ws)
+            if not (serial == ws.state_serial and md5 == ws.state_md5):
+                st.decide(ws, serial, lineage, md5, force)  # refuses lower serials and foreign lineages early
+            sv = StateVersion(
+                id=sv_id,
+                workspace_id=ws.id,
+                organization=ws.organization,
+                serial=serial,
+                lineage=lineage or "",
+                md5=md5,
+                status=PENDING,
+                created_at=clock.now_iso(),
+                created_by=principal.subject_id if principal.kind is PrincipalKind.USER else None,
+                run_id=run_id,
+                force=force,
+                json_outputs=json_outputs,
+            )
+            updated = dataclasses.replace(
+                ws, extra={**ws.extra, PENDING_KEY: sv_id}, version=ws.version + 1, updated_at=clock.now_iso()
+            )
+            try:
+                self._table.transact(
+                    [
+                        self._workspaces.write_op(updated, ws.version),
+                        Put(st.sv_to_item(sv), if_absent=True),
+                        *discard_pending_ops(self._table, ws),
+                    ]
+                )
+                return sv
+            except ConditionFailed:
+                continue
+        raise Conflict("the workspace changed repeatedly while creating the state version; retry")
+
+    def finalize(self, sv: StateVersion) -> StateVersion:
+        """Turn an uploaded pending version into the current one (or discard it). Safe to call repeatedly;
+        reads only the object's metadata, never its body."""
+        if sv.status != PENDING:
+            return sv
+        if self._workspaces.load(sv.workspace_id).extra.get(PENDING_KEY) != sv.id:
+            return self.discard(sv, "superseded by a newer state version")
+        info = self._blobs.head(sv.blob_key)
+        if info is None:
+            return sv
+        if info.etag.lower() != sv.md5:
+            return self.discard(sv, "the uploaded state does not match the md5 given when the version was created")
+        outputs: tuple[OutputValue, ...] | None = None
+        if sv.json_outputs:
+            try:
+                outputs = st.parse_outputs(st.load_json(base64.b64decode(sv.json_outputs), "json-state-outputs"))
+            except Invalid as exc:
+                return self.discard(sv, exc.detail)
+        output_ids: tuple[str, ...] | None = None
+        for _ in range(ATTEMPTS):
+            ws, current = self._workspaces.load(sv.workspace_id), find_version(self._table, sv.id)
+            if current.status != PENDING:
+                return current
+            if ws.extra.get(PENDING_KEY) != sv.id:
+                return self.discard(current, "superseded by a newer state version")
+            try:
+                st.decide(ws, sv.serial, sv.lineage or None, sv.md5, sv.force)
+            except Conflict as exc:
+                return self.discard(current, exc.detail)
+            if outputs is not None and output_ids is None:
+                output_ids = self._index.write_outputs(sv.id, ws, outputs)
+            final = dataclasses.replace(
+                current,
+                status=FINALIZED,
+                size=info.size,
+                version=current.version + 1,
+                resources_processed=False,
+                outputs_pending=outputs is None,
+                output_ids=output_ids or (),
+                json_outputs=None,
+                has_json_state=self._blobs.head(sv.json_blob_key) is not None,
+            )
+            try:
+                self._table.transact(
+                    [
+                        self._workspaces.write_op(with_current(ws, final, ws.resource_count), ws.version),
+                        Put(st.sv_to_item(final), if_version=current.version),
+                    ]
+                )
+            except ConditionFailed:
+                continue
+            self._announce(final)
+            return final
+        return find_version(self._table, sv.id)
+
+    def _announce(self, sv: StateVersion) -> None:
+        event = {"type": UPLOADED_EVENT, "state_version_id": sv.id, "workspace_id": sv.workspace_id}
+        try:
+            self._publisher.publish(event)
+        except Exception:  # the version is current either way; only its index waits for a re-drive
+            log.exception("could not publish %s for %s", UPLOADED_EVENT, sv.id)
+
+    def finalize_uploaded(self, blob_key: str) -> StateVersion | None:
+        """An object landed in the blob store; finalize the version it belongs to."""
+        name = blob_key.rsplit("/", 1)[-1].split(".", 1)[0]
+        item = self._table.get(name, "sv") if blob_key.startswith("state/") and looks_like(name, "sv") else None
+        return self.finalize(st.sv_from_item(item)) if item else None
+
+    def discard(self, sv: StateVersion, reason: str) -> StateVersion:
+        for _ in range(ATTEMPTS):
+            ws, current = self._workspaces.load(sv.workspace_id), find_version(self._table, sv.id)
+            if current.status != PENDING:
+                return current
+            gone = dataclasses.replace(
+                current, status=DISCARDED, error=reason, json_outputs=None, version=current.version + 1
+            )
+            ops: list[WriteOp] = [Put(st.sv_to_item(gone), if_version=current.version)]
+            if ws.extra.get(PENDING_KEY) == sv.id:
+                extra = {k: v for k, v in ws.extra.items() if k != PENDING_KEY}
+                cleared = dataclasses.replace(ws, extra=extra, version=ws.version + 1, updated_at=clock.now_iso())
+                ops.append(self._workspaces.write_op(cleared, ws.version))
+            try:
+                self._table.transact(ops)
+                return gone
+            except ConditionFailed:
+                continue
+        return find_version(self._table, sv.id)
+
+    # the events worker -------------------------------------------------------------------
+    def index_uploaded(self, event: dict[str, Any]) -> None:
+        """`state.uploaded`: parse the state, write outputs when none were sent, rebuild the resource index."""
+        sv_id = str(event.get("state_version_id", ""))
+        try:
+            sv = find_version(self._table, sv_id)
+        except NotFound:
+            log.warning("%s for unknown state version %r", UPLOADED_EVENT, sv_id)
+            return
+        if sv.status != FINALIZED or sv.resources_processed or sv.index_error:
+            return
+        if self._blobs.head(sv.blob_key) is None:
+            log.warning("%s: the state of %s is gone (purged?)", UPLOADED_EVENT, sv.id)
+            return
+        try:
+            parsed = st.parse_state(self._blobs.get(sv.blob_key))
+        except Invalid as exc:
+            log.warning("state version %s is not a valid state: %s", sv.id, exc.detail)
+            self._record(sv, None, None, f"the uploaded state could not be parsed: {exc.detail}")
+            return
+        if parsed.serial != sv.serial or (sv.lineage and parsed.lineage != sv.lineage):
+            reason = (
+                f"the uploaded state has serial {parsed.serial} and lineage {parsed.lineage!r}; "
+                f"serial {sv.serial} and lineage {sv.lineage!r} were declared"
+            )
+            log.warning("state version %s: %s", sv.id, reason)
+            self._record(sv, None, None, reason)
+            return
+        output_ids = None
+        if sv.outputs_pending:
+            output_ids = self._index.write_outputs(sv.id, self._workspaces.load(sv.workspace_id), parsed.outputs)
+        self.reindex(sv.workspace_id, sv.id, parsed)
+        self._record(sv, parsed, output_ids, None)
+
+    def _record(
+        self, sv: StateVersion, parsed: ParsedState | None, output_ids: tuple[str, ...] | None, error: str | None
+    ) -> None:
+        for _ in range(ATTEMPTS):
+            ws, current = self._workspaces.load(sv.workspace_id), find_version(self._table, sv.id)
+            if current.resources_processed or current.index_error:
+                break  # a concurrent delivery of the same event got there first
+            if parsed is None:
+                updated = dataclasses.replace(current, index_error=error, version=current.version + 1)
+            else:
+                updated = dataclasses.replace(
+                    current,
+                    version=current.version + 1,
+                    lineage=current.lineage or parsed.lineage,
+                    terraform_version=parsed.terraform_version,
+                    format_version=parsed.format_version,
+                    summary=parsed.summary,
+                    resources_processed=True,
+                    outputs_pending=False,
+                    output_ids=current.output_ids if output_ids is None else output_ids,
+                )
+            ops: list[WriteOp] = [Put(st.sv_to_item(updated), if_version=current.version)]
+            if parsed is not None and ws.current_state_version_id == sv.id:
+                counted = dataclasses.replace(
+                    ws,
+                    resource_count=managed_count(parsed),
+                    state_lineage=ws.state_lineage or parsed.lineage,
+                    version=ws.version + 1,
+                    updated_at=clock.now_iso(),
+                )
+                ops.append(self._workspaces.write_op(counted, ws.version))
+            try:
+                self._table.transact(ops)
+                return
+            except ConditionFailed:
+                continue
+        if output_ids:  # not recorded: drop the outputs this delivery wrote
+            self._table.batch_delete([(wos_id, "wos") for wos_id in output_ids])
+
+    def reindex(self, workspace_id: str, sv_id: str, parsed: ParsedState) -> None:
+        def instances_of(target: str) -> tuple[st.ResourceInstance, ...]:
+            if target == sv_id:
+                return parsed.resources
+            return st.parse_state(self._blobs.get(find_version(self._table, target).blob_key)).resources
+
+        self._index.replace_resources(lambda: self._workspaces.load(workspace_id), instances_of)
