@@ -17,11 +17,10 @@ def _mangum() -> Any:
     global _handler
     if _handler is None:
         from mangum import Mangum
-        from terrace.bootstrap import build_aws
-        from terrace.config import Settings
+        from terrace.bootstrap import aws_container
         from terrace.web.app import create_app
 
-        _handler = Mangum(create_app(build_aws(Settings.from_env())), lifespan="off")
+        _handler = Mangum(create_app(aws_container()), lifespan="off")
     return _handler
 
 

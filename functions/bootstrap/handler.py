@@ -10,20 +10,11 @@ import urllib.request
 from typing import Any
 
 from aws_lambda_powertools import Logger
+from terrace.bootstrap import aws_container
 
 logger = Logger()
 
-_container: Any = None
-
-
-def _get_container() -> Any:
-    global _container
-    if _container is None:
-        from terrace.bootstrap import build_aws
-        from terrace.config import Settings
-
-        _container = build_aws(Settings.from_env())
-    return _container
+_get_container = aws_container  # built once per execution environment
 
 
 def _read_secret(arn: str, container: Any) -> str:

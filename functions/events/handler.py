@@ -9,23 +9,14 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from terrace.bootstrap import aws_container
 
 logger = Logger()
 metrics = Metrics()
 tracer = Tracer()
 processor = BatchProcessor(event_type=EventType.SQS)
 
-_container: Any = None
-
-
-def _get_container() -> Any:
-    global _container
-    if _container is None:
-        from terrace.bootstrap import build_aws
-        from terrace.config import Settings
-
-        _container = build_aws(Settings.from_env())
-    return _container
+_get_container = aws_container  # built once per execution environment
 
 
 @tracer.capture_method

@@ -5,22 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
+from terrace.bootstrap import aws_container
 
 logger = Logger()
 metrics = Metrics()
 tracer = Tracer()
 
-_container: Any = None
-
-
-def _get_container() -> Any:
-    global _container
-    if _container is None:
-        from terrace.bootstrap import build_aws
-        from terrace.config import Settings
-
-        _container = build_aws(Settings.from_env())
-    return _container
+_get_container = aws_container  # built once per execution environment
 
 
 @logger.inject_lambda_context(clear_state=True)

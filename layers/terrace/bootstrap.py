@@ -6,6 +6,7 @@ swap the adapters for in-memory twins. The services are the same objects in ever
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -194,6 +195,12 @@ def _invoke_async(settings: Settings, function_name: str) -> None:
 
     client = boto3.client("lambda", region_name=settings.region, endpoint_url=settings.aws_endpoint_url)
     client.invoke(FunctionName=function_name, InvocationType="Event", Payload=b"{}")
+
+
+@functools.cache
+def aws_container() -> Container:
+    """The process-wide container of a Lambda function, built from the environment on first use."""
+    return build_aws(Settings.from_env())
 
 
 def build_memory(settings: Settings | None = None) -> Container:
