@@ -115,6 +115,8 @@ def test_uploaded_state_disagreeing_with_its_declaration_is_marked_by_the_events
     env.drain_events()
     item = env.container.table.get(data["id"], "sv")
     assert item is not None and "serial 3" in item["index_error"] and item["resources_processed"] is False
+    shown = env.client.get(f"/api/v2/state-versions/{data['id']}", headers=env.auth).json()["data"]["attributes"]
+    assert "serial 3" in shown["index-error"]
     ws = env.ws()
     assert ws.current_state_version_id == data["id"] and ws.state_serial == 2 and ws.resource_count == 0
     assert env.client.get(f"/api/v2/workspaces/{env.ws_id}/resources", headers=env.auth).json()["data"] == []

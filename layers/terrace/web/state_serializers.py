@@ -39,6 +39,8 @@ def state_version(sv: StateVersion, base_url: str, upload_urls: tuple[str | None
     }
     if sv.error:
         attributes["error"] = sv.error
+    if sv.index_error:
+        attributes["index-error"] = sv.index_error
     relationships = {
         "workspace": ref("workspaces", sv.workspace_id),
         "run": ref("runs", sv.run_id),
