@@ -62,7 +62,13 @@ class Monitoring(Construct):
                 alarm.add_alarm_action(actions.SnsAction(topic))
 
         runs = [
-            cloudwatch.Metric(namespace=METRICS_NAMESPACE, metric_name=m, statistic="Sum", period=PERIOD)
+            cloudwatch.Metric(
+                namespace=METRICS_NAMESPACE,
+                metric_name=m,
+                statistic="Sum",
+                period=PERIOD,
+                dimensions_map={"service": "terrace-events"},  # published by the events function
+            )
             for m in RUN_METRICS
         ]
         depth = [q.metric_approximate_number_of_messages_visible(period=PERIOD, label=n) for n, q in queues.items()]

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from terrace.bootstrap import aws_container
@@ -17,6 +18,20 @@ tracer = Tracer()
 processor = BatchProcessor(event_type=EventType.SQS)
 
 _get_container = aws_container  # built once per execution environment
+FINAL = {"applied", "planned_and_finished", "discarded", "errored", "canceled", "force_canceled"}
+
+
+def count_run(message: dict[str, Any]) -> None:
+    """The dashboard's run metrics, from run transitions."""
+    if message.get("type") != "run.status_changed":
+        return
+    status = message.get("to")
+    if status == "planning" and message.get("from") == "plan_queued":
+        metrics.add_metric(name="RunsStarted", unit=MetricUnit.Count, value=1)
+    if status in FINAL:
+        metrics.add_metric(name="RunsFinished", unit=MetricUnit.Count, value=1)
+    if status == "errored":
+        metrics.add_metric(name="RunsErrored", unit=MetricUnit.Count, value=1)
 
 
 @tracer.capture_method
@@ -25,6 +40,7 @@ def record_handler(record: SQSRecord) -> None:
     if not isinstance(message, dict):
         raise ValueError(f"event {record.message_id} is not a JSON object")
     _get_container().events.handle(message)
+    count_run(message)
 
 
 @logger.inject_lambda_context(clear_state=True)

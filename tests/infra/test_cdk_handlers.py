@@ -132,6 +132,21 @@ def test_events_handler_delegates_each_record_and_reports_only_failures(monkeypa
     assert failed == {"bad-json", "not-object", "fails"}
 
 
+def test_events_handler_counts_run_transitions_for_the_dashboard(monkeypatch):
+    events = load("events")
+    added: list[str] = []
+    monkeypatch.setattr(events.metrics, "add_metric", lambda name, unit, value: added.append(name))
+    for before, after in [
+        ("plan_queued", "planning"),
+        ("applying", "applied"),
+        ("planning", "errored"),
+        ("pending", "plan_queued"),
+    ]:
+        events.count_run({"type": "run.status_changed", "from": before, "to": after})
+    events.count_run({"type": "state.uploaded"})
+    assert added == ["RunsStarted", "RunsFinished", "RunsFinished", "RunsErrored"]
+
+
 @pytest.mark.parametrize(
     ("name", "service", "method"), [("scaler", "scaler", "scale_once"), ("reaper", "reaper", "reap_once")]
 )
