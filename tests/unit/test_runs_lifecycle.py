@@ -190,3 +190,38 @@ def test_a_run_behind_a_user_lock_is_the_current_run(env: RunEnv) -> None:
     env.api("POST", f"/workspaces/{env.workspace_id}/actions/unlock", {})
     assert env.run(run["id"])["attributes"]["status"] == "plan_queued"
     assert env.run(second["id"])["attributes"]["status"] == "pending"
+
+
+def test_plan_json_and_its_redacted_form(env: RunEnv) -> None:
+    import json
+
+    run = env.create_run(env.upload_config())
+    _, message = env.queue.take() or ("", {})
+    spec = env.runner("POST", f"/jobs/{message['job_id']}/claim", json={"runner_id": "r1"}).json()
+    plan = {
+        "resource_changes": [
+            {
+                "address": "x.a",
+                "change": {
+                    "before": None,
+                    "after": {"password": "hunter2", "name": "a"},
+                    "before_sensitive": False,
+                    "after_sensitive": {"password": True},
+                },
+            }
+        ],
+        "output_changes": {"secret": {"before": None, "after": "s3cr3t", "after_sensitive": True}},
+    }
+    key = spec["plan_json_upload_url"].split("memory://blobs/")[1].split("?")[0]
+    env.blobs.put(key, json.dumps(plan).encode())
+    plan_id = run["relationships"]["plan"]["data"]["id"]
+    assert env.api("GET", f"/plans/{plan_id}/json-output").status_code == 404  # not finished yet
+    env.runner(
+        "POST", f"/jobs/{spec['job_id']}/finish", json={"runner_id": "r1", "status": "finished", "has_changes": True}
+    )
+    full = env.api("GET", f"/plans/{plan_id}/json-output", follow_redirects=False)
+    assert full.status_code == 307 and full.headers["location"].startswith(f"memory://blobs/{key}")
+    redacted = env.api("GET", f"/plans/{plan_id}/json-output-redacted").json()
+    change = redacted["resource_changes"][0]["change"]["after"]
+    assert change == {"password": None, "name": "a"}
+    assert redacted["output_changes"]["secret"]["after"] is None
