@@ -133,3 +133,13 @@ def test_a_refused_runner_secret_stops_the_runner_and_keeps_the_message(
     runner = Runner(config, Lanes(client, urls, long_poll_s=0), api, JobExecutor(config, api, transfers))
     assert runner.loop() == 3
     assert depth(client, urls["plan"]) == 1
+
+
+def test_empty_lanes_pause_for_the_poll_interval_instead_of_long_polling(sqs: tuple[Any, dict[str, str]]) -> None:
+    client, urls = sqs
+    pauses: list[float] = []
+    lanes = Lanes(client, urls, poll_interval_s=0.25, sleep=pauses.append)
+    assert lanes.receive() is None and pauses == [0.25]
+    send(client, urls["speculative"], "plan-spec")
+    job = lanes.receive()
+    assert job is not None and job.lane == "speculative" and pauses == [0.25]

@@ -44,6 +44,7 @@ class RunnerConfig:
     tf_binaries: dict[str, str] = field(default_factory=dict)
     operator_cli_config: Path | None = None
     idle_exit_s: float = 0.0
+    poll_interval_s: float = 0.25  # pause between sweeps of empty lanes; 0 = long-poll the apply lane instead
     runner_id: str = ""
     ssl_cert_file: str | None = None
     work_dir: Path = Path("/tmp/terrace-runner")
@@ -66,6 +67,7 @@ class RunnerConfig:
         operator_cfg = env.get("TERRACE_OPERATOR_CLI_CONFIG") or None
         try:
             idle = float(env.get("TERRACE_RUNNER_IDLE_EXIT_S") or 0)
+            poll = float(env.get("TERRACE_RUNNER_POLL_INTERVAL_S") or 0.25)
             max_bytes = int(env.get("TERRACE_RUNNER_MAX_CONFIG_BYTES") or 512 * 1024 * 1024)
         except ValueError as exc:
             raise ConfigError(f"malformed number in the runner environment: {exc}") from exc
@@ -80,6 +82,7 @@ class RunnerConfig:
             tf_binaries=parse_binaries(env.get("TERRACE_TF_BINARIES", "")),
             operator_cli_config=Path(operator_cfg) if operator_cfg else None,
             idle_exit_s=max(idle, 0.0),
+            poll_interval_s=max(poll, 0.0),
             runner_id=env.get("TERRACE_RUNNER_ID") or f"{socket.gethostname()}-{os.getpid()}",
             ssl_cert_file=env.get("SSL_CERT_FILE") or None,
             work_dir=Path(env.get("TERRACE_WORK_DIR") or "/tmp/terrace-runner"),

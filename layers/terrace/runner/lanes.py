@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,19 +27,32 @@ class ReceivedJob:
 class Lanes:
     """The job lanes. `sqs` is a boto3 SQS client; `queue_urls` maps lane -> URL."""
 
-    def __init__(self, sqs: Any, queue_urls: dict[str, str], long_poll_s: int = 1) -> None:
+    def __init__(
+        self,
+        sqs: Any,
+        queue_urls: dict[str, str],
+        long_poll_s: int = 1,
+        poll_interval_s: float = 0.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self._sqs = sqs
         self._lanes = [(lane, queue_urls[lane]) for lane in PRIORITY if queue_urls.get(lane)]
         if not self._lanes:
             raise ValueError("no lane queue URLs configured")
         self._long_poll_s = long_poll_s
+        self._poll_interval_s = poll_interval_s
+        self._sleep = sleep
 
     def receive(self) -> ReceivedJob | None:
-        """One sweep: a short receive on each lane in order, then a brief long-poll on the highest lane."""
+        """One sweep: a short receive on each lane in order; then, when all are empty, either a pause of
+        `poll_interval_s` (fast pick-up of any lane) or a brief long-poll on the highest lane (fewer requests)."""
         for lane, url in self._lanes:
             job = self._receive_one(lane, url, wait_s=0)
             if job is not None:
                 return job
+        if self._poll_interval_s > 0:
+            self._sleep(self._poll_interval_s)
+            return None
         lane, url = self._lanes[0]
         return self._receive_one(lane, url, wait_s=self._long_poll_s)
 

@@ -107,7 +107,9 @@ def build_runner(config: RunnerConfig) -> Runner:
 
     api = RunnerApi(config.api_url, config.secret, config.runner_id, config.ssl_cert_file)
     transfers = Transfers(config.ssl_cert_file)
-    lanes = Lanes(sqs_client(config.region, config.aws_endpoint_url), config.queue_urls)
+    lanes = Lanes(
+        sqs_client(config.region, config.aws_endpoint_url), config.queue_urls, poll_interval_s=config.poll_interval_s
+    )
     return Runner(config, lanes, api, JobExecutor(config, api, transfers))
 
 

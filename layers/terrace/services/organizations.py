@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,9 +50,26 @@ def _org(item: dict[str, Any]) -> Organization:
 
 
 class OrganizationService:
-    def __init__(self, table: Table, authz: Authorizer) -> None:
+    # Organizations are read on nearly every request (permissions depend on them) and change rarely:
+    # reads are cached per process for a short time. Changes made here take effect at once in this
+    # process and within `cache_ttl_s` elsewhere.
+    def __init__(self, table: Table, authz: Authorizer, cache_ttl_s: float = 2.0) -> None:
         self._table = table
         self._authz = authz
+        self._cache_ttl_s = cache_ttl_s
+        self._cache: dict[str, tuple[float, Organization]] = {}
+
+    def lookup(self, name: str) -> Organization:
+        """Read without a permission check: for services that check permissions themselves."""
+        cached = self._cache.get(name)
+        if cached is not None and time.monotonic() - cached[0] < self._cache_ttl_s:
+            return cached[1]
+        org = _org(self._item(name))
+        self._cache[name] = (time.monotonic(), org)
+        return org
+
+    def _forget(self, name: str) -> None:
+        self._cache.pop(name, None)
 
     def _item(self, name: str) -> dict[str, Any]:
         item = self._table.get(*_key(name)) if NAME_RE.match(name or "") else None
@@ -59,12 +77,8 @@ class OrganizationService:
             raise NotFound(f"organization {name} not found")
         return item
 
-    def lookup(self, name: str) -> Organization:
-        """Read without a permission check: for services that check permissions themselves."""
-        return _org(self._item(name))
-
     def get(self, principal: Principal, name: str, action: Action = Action.READ_ORGANIZATION) -> Organization:
-        org = _org(self._item(name))
+        org = self.lookup(name)
         self._authz.require(principal, action, org.view)
         return org
 
@@ -127,6 +141,7 @@ class OrganizationService:
         item["version"] = version + 1
         try:
             self._table.put(item, if_version=version)
+            self._forget(item["name"])
         except ConditionFailed as exc:
             raise Conflict("organization changed concurrently; retry") from exc
         return _org(item)
@@ -137,6 +152,7 @@ class OrganizationService:
         if has_workspaces:
             raise Conflict(f"organization {name} still has workspaces; delete them first")
         self._table.delete(item["pk"], item["sk"], if_version=item["version"])
+        self._forget(item["name"])
 
     def add_owner(self, name: str, user_id: str) -> Organization:
         """Operator path (CLI/bootstrap): make a user an owner of an organization."""
@@ -146,6 +162,7 @@ class OrganizationService:
             version = item["version"]
             item["version"] = version + 1
             self._table.put(item, if_version=version)
+            self._forget(item["name"])
         return _org(item)
 
 

@@ -1,0 +1,23 @@
+"""Organizations: CRUD rules and the short per-process read cache."""
+
+from __future__ import annotations
+
+from terrace.adapters.memory_table import MemoryTable
+from terrace.domain.principal import Principal, PrincipalKind
+from terrace.services.authz import Authorizer
+from terrace.services.organizations import OrganizationService
+
+ALICE = Principal(PrincipalKind.USER, "user-alice", "alice")
+
+
+def test_changes_show_at_once_here_and_within_the_ttl_elsewhere() -> None:
+    table = MemoryTable()
+    here = OrganizationService(table, Authorizer())
+    elsewhere = OrganizationService(table, Authorizer(), cache_ttl_s=3600)
+    fresh = OrganizationService(table, Authorizer(), cache_ttl_s=0)
+    here.create(ALICE, "acme", "a@example.com")
+    assert elsewhere.lookup("acme").email == "a@example.com"
+    here.update(ALICE, "acme", {"email": "b@example.com"})
+    assert here.get(ALICE, "acme").email == "b@example.com"
+    assert fresh.lookup("acme").email == "b@example.com"
+    assert elsewhere.lookup("acme").email == "a@example.com"  # cached until its TTL passes
