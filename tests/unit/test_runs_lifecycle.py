@@ -225,3 +225,16 @@ def test_plan_json_and_its_redacted_form(env: RunEnv) -> None:
     change = redacted["resource_changes"][0]["change"]["after"]
     assert change == {"password": None, "name": "a"}
     assert redacted["output_changes"]["secret"]["after"] is None
+
+
+def test_positions_in_the_organization_queue(env: RunEnv) -> None:
+    other = env.api(
+        "POST", "/organizations/acme/workspaces", {"data": {"type": "workspaces", "attributes": {"name": "b"}}}
+    ).json()["data"]["id"]
+    first = env.create_run(env.upload_config())
+    second = env.create_run(env.upload_config(workspace_id=other), workspace_id=other)
+    third = env.create_run(env.upload_config())
+    queue = env.api("GET", "/organizations/acme/runs/queue").json()["data"]
+    assert [(r["id"], r["attributes"]["position-in-queue"]) for r in queue] == [(first["id"], 1), (second["id"], 2)]
+    runs = env.api("GET", f"/workspaces/{env.workspace_id}/runs").json()["data"]
+    assert {r["id"]: r["attributes"]["position-in-queue"] for r in runs} == {first["id"]: 1, third["id"]: 1}

@@ -37,6 +37,9 @@ class RunStore:
             raise NotFound(f"run {run_id} not found")
         return run_from_item(item)
 
+    def load_many(self, run_ids: list[str]) -> list[Run]:
+        return [run_from_item(item) for item in self._table.batch_get([(run_id, "run") for run_id in run_ids])]
+
     def list_for_workspace(self, workspace_id: str) -> list[Run]:
         """Newest first."""
         return [run_from_item(item) for item in self._table.query(f"{workspace_id}#runs", index="gsi1", reverse=True)]

@@ -101,23 +101,28 @@ class RunService:
     def organization_queue(self, organization: str) -> builtins.list[Run]:
         """Runs of the organization queued for or holding a runner, in queue order (caller checks access)."""
         entries = [e for e in self._store.open_runs() if e["organization"] == organization and e["status"] in rs.ACTIVE]
-        runs = [self._store.load(e["run_id"]) for e in entries]
+        runs = self._store.load_many([e["run_id"] for e in entries])
         return sorted(runs, key=lambda r: (r.queued_at or r.created_at, r.id))
 
-    def position_in_queue(self, run: Run) -> int:
-        if run.status == rs.PENDING:
-            pending = [
-                r
-                for r in self._store.list_for_workspace(run.workspace_id)
-                if r.status == rs.PENDING and not r.plan_only
-            ]
-            pending.sort(key=lambda r: (r.created_at, r.id))
-            return 1 + [r.id for r in pending].index(run.id) if run.id in [r.id for r in pending] else 0
-        if run.status in rs.QUEUED:
-            queued = [r for r in self.organization_queue(run.organization) if r.status in rs.QUEUED]
-            ids = [r.id for r in queued]
-            return ids.index(run.id) + 1 if run.id in ids else 0
-        return 0
+    def queue_positions(self, runs: builtins.list[Run]) -> dict[str, int]:
+        """position-in-queue of each run, from one read of the open-runs index: pending runs count within
+        their workspace queue, queued runs within their organization's queue, others are 0."""
+        entries = self._store.open_runs()  # oldest first
+        positions: dict[str, int] = {}
+        for run in runs:
+            if run.status == rs.PENDING:
+                ahead = [
+                    e["run_id"] for e in entries if e["status"] == rs.PENDING and e["workspace_id"] == run.workspace_id
+                ]
+            elif run.status in rs.QUEUED:
+                queued = [e for e in entries if e["status"] in rs.QUEUED and e["organization"] == run.organization]
+                ahead = [
+                    e["run_id"] for e in sorted(queued, key=lambda e: (e.get("queued_at") or e["sk"], e["run_id"]))
+                ]
+            else:
+                ahead = []
+            positions[run.id] = ahead.index(run.id) + 1 if run.id in ahead else 0
+        return positions
 
     # create ------------------------------------------------------------------------------
     def create(self, principal: Principal, ws: Workspace, attrs: dict[str, Any], cv_id: str | None) -> Run:

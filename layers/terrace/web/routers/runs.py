@@ -17,6 +17,7 @@ from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import (
     JSONAPIResponse,
     attributes,
+    paginate,
     read_document,
     relationship_id,
     resource,
@@ -28,13 +29,27 @@ router = APIRouter(prefix="/api/v2")
 
 
 def serialize(container: Container, principal: Principal, run: Run) -> dict[str, Any]:
-    ws = container.workspaces.load(run.workspace_id)
-    return rser.run(
-        run,
-        position=container.runs.position_in_queue(run),
-        permissions=container.workspaces.permissions(principal, ws),
-        cooloff_s=container.settings.force_cancel_cooloff_s,
-    )
+    return serialize_many(container, principal, [run])[0]
+
+
+def serialize_many(container: Container, principal: Principal, runs: list[Run]) -> list[dict[str, Any]]:
+    """Runs as resources; positions and permissions are worked out once for the whole list."""
+    positions = container.runs.queue_positions(runs)
+    permissions: dict[str, dict[str, bool]] = {}
+    for run in runs:
+        if run.workspace_id not in permissions:
+            ws = container.workspaces.load(run.workspace_id)
+            permissions[ws.id] = container.workspaces.permissions(principal, ws)
+    cooloff = container.settings.force_cancel_cooloff_s
+    return [
+        rser.run(run, position=positions[run.id], permissions=permissions[run.workspace_id], cooloff_s=cooloff)
+        for run in runs
+    ]
+
+
+def respond_runs(request: Request, container: Container, principal: Principal, runs: list[Run]) -> JSONAPIResponse:
+    page, meta, links = paginate(request, runs)
+    return respond(serialize_many(container, principal, page), meta=meta, links=links)
 
 
 @router.post("/runs")
@@ -61,7 +76,7 @@ def list_runs(workspace_id: str, request: Request, container: ContainerDep, prin
     statuses = [s for s in (request.query_params.get("filter[status]") or "").split(",") if s]
     if statuses:
         runs = [r for r in runs if r.status in statuses]
-    return respond_page(request, runs, lambda run: serialize(container, principal, run))
+    return respond_runs(request, container, principal, runs)
 
 
 @router.get("/organizations/{org}/runs/queue")
@@ -72,7 +87,7 @@ def organization_queue(org: str, request: Request, container: ContainerDep, prin
         for r in container.runs.organization_queue(organization.name)
         if container.authz.can(principal, Action.READ_WORKSPACE, organization.view)
     ]
-    return respond_page(request, runs, lambda run: serialize(container, principal, run))
+    return respond_runs(request, container, principal, runs)
 
 
 @router.get("/organizations/{org}/capacity")
