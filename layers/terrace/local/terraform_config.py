@@ -8,6 +8,7 @@ works with no network.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -52,3 +53,16 @@ def write_cli_config(directory: Path, hostname: str, token: str) -> Path:
     path.touch(mode=0o600)
     path.write_text(render_cli_config(hostname, token, mirror.resolve()))
     return path
+
+
+def terraform_env(cli_config: str, ca_bundle: str, home: Path) -> dict[str, str]:
+    """The environment a terraform client runs with against the local stack (tests and benchmarks)."""
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "TF_CLI_CONFIG_FILE": cli_config,
+        "SSL_CERT_FILE": ca_bundle,
+        "CHECKPOINT_DISABLE": "1",
+        "TF_IN_AUTOMATION": "1",
+        "TF_INPUT": "0",
+    }

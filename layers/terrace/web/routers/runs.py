@@ -82,11 +82,8 @@ def list_runs(workspace_id: str, request: Request, container: ContainerDep, prin
 @router.get("/organizations/{org}/runs/queue")
 def organization_queue(org: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     organization = container.organizations.get(principal, org)
-    runs = [
-        r
-        for r in container.runs.organization_queue(organization.name)
-        if container.authz.can(principal, Action.READ_WORKSPACE, organization.view)
-    ]
+    allowed = container.authz.can(principal, Action.READ_WORKSPACE, organization.view)
+    runs = container.runs.organization_queue(organization.name) if allowed else []
     return respond_runs(request, container, principal, runs)
 
 
