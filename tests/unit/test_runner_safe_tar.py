@@ -124,3 +124,49 @@ def test_working_directory_must_stay_inside(tmp_path: Path) -> None:
         working_dir(root, "/etc")
     with pytest.raises(UnsafeArchive, match="does not exist"):
         working_dir(root, "missing")
+
+
+class _Zeros(io.RawIOBase):
+    """`size` zero bytes, read in chunks: a decompression bomb's body without holding it in memory."""
+
+    def __init__(self, size: int) -> None:
+        self.left = size
+
+    def read(self, size: int = -1) -> bytes:
+        n = self.left if size < 0 else min(size, self.left)
+        self.left -= n
+        return bytes(n)
+
+
+def _bomb(tmp_path: Path, files: int, each: int) -> Path:
+    path = tmp_path / "bomb.tar.gz"
+    with tarfile.open(path, "w:gz", compresslevel=1) as tar:
+        for i in range(files):
+            info = tarfile.TarInfo(f"f{i}.tf")
+            info.size = each
+            tar.addfile(info, _Zeros(each))
+    return path
+
+
+def test_a_small_archive_expanding_past_the_default_limit_is_refused_before_it_fills_the_disk(tmp_path: Path) -> None:
+    archive = _bomb(tmp_path, files=1, each=1024 * 1024 * 1024)
+    assert archive.stat().st_size < 8 * 1024 * 1024  # a few MB of gzip that would expand to 1 GiB
+    with pytest.raises(UnsafeArchive, match=f"more than {512 * 1024 * 1024} bytes"):
+        extract(archive, tmp_path / "out")
+    assert sum(p.stat().st_size for p in (tmp_path / "out").rglob("*") if p.is_file()) == 0
+
+
+def test_the_expanded_size_is_counted_across_files_and_nothing_past_the_limit_is_written(tmp_path: Path) -> None:
+    archive = _bomb(tmp_path, files=8, each=1024 * 1024)
+    with pytest.raises(UnsafeArchive, match="more than 3145728 bytes"):
+        extract(archive, tmp_path / "out", max_bytes=3 * 1024 * 1024)
+    assert sum(p.stat().st_size for p in (tmp_path / "out").rglob("*") if p.is_file()) <= 3 * 1024 * 1024
+
+
+def test_the_expansion_limit_is_a_runner_setting() -> None:
+    from terrace.runner.config import RunnerConfig
+
+    env = {"TERRACE_API_URL": "https://x", "TERRACE_RUNNER_SECRET": "s", "TERRACE_QUEUE_URL_JOBS_PLAN": "q"}
+    assert RunnerConfig.from_env(env).max_config_expanded_bytes == 512 * 1024 * 1024
+    env["TERRACE_RUNNER_MAX_CONFIG_EXPANDED_BYTES"] = "1000"
+    assert RunnerConfig.from_env(env).max_config_expanded_bytes == 1000

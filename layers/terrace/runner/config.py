@@ -50,6 +50,7 @@ class RunnerConfig:
     work_dir: Path = Path("/tmp/terrace-runner")
     max_config_bytes: int = 512 * 1024 * 1024
     max_config_entries: int = 100_000
+    max_config_expanded_bytes: int = 512 * 1024 * 1024  # the configuration once unpacked
     _secret_loader: Callable[[str], str] | None = field(default=None, repr=False)
 
     @classmethod
@@ -69,6 +70,7 @@ class RunnerConfig:
             idle = float(env.get("TERRACE_RUNNER_IDLE_EXIT_S") or 0)
             poll = float(env.get("TERRACE_RUNNER_POLL_INTERVAL_S") or 0.25)
             max_bytes = int(env.get("TERRACE_RUNNER_MAX_CONFIG_BYTES") or 512 * 1024 * 1024)
+            max_expanded = int(env.get("TERRACE_RUNNER_MAX_CONFIG_EXPANDED_BYTES") or 512 * 1024 * 1024)
         except ValueError as exc:
             raise ConfigError(f"malformed number in the runner environment: {exc}") from exc
         return cls(
@@ -87,6 +89,7 @@ class RunnerConfig:
             ssl_cert_file=env.get("SSL_CERT_FILE") or None,
             work_dir=Path(env.get("TERRACE_WORK_DIR") or "/tmp/terrace-runner"),
             max_config_bytes=max_bytes,
+            max_config_expanded_bytes=max_expanded,
         )
 
     def secret(self) -> str:

@@ -173,7 +173,12 @@ class JobExecutor:
         archive = job.run_dir / "configuration.tar.gz"
         self.transfers.download(spec.configuration_url, archive, self.config.max_config_bytes, "configuration")
         config_root = job.run_dir / "config"
-        extract(archive, config_root, max_entries=self.config.max_config_entries)
+        extract(
+            archive,
+            config_root,
+            max_entries=self.config.max_config_entries,
+            max_bytes=self.config.max_config_expanded_bytes,
+        )
         archive.unlink()
         job.cwd = working_dir(config_root, spec.working_directory)
         operator = self.config.operator_cli_config.read_text() if self.config.operator_cli_config else ""

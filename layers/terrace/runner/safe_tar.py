@@ -7,9 +7,11 @@ import posixpath
 import shutil
 import tarfile
 from pathlib import Path, PurePosixPath
+from typing import IO
 
 MAX_ENTRIES = 100_000
-MAX_TOTAL_BYTES = 2 * 1024 * 1024 * 1024
+MAX_TOTAL_BYTES = 512 * 1024 * 1024  # expanded size; TERRACE_RUNNER_MAX_CONFIG_EXPANDED_BYTES
+_CHUNK = 1 << 20
 
 
 class UnsafeArchive(ValueError):
@@ -76,8 +78,7 @@ def extract(archive: Path, dest: Path, max_entries: int = MAX_ENTRIES, max_bytes
                 target.mkdir(parents=True, exist_ok=True)
                 os.chmod(target, 0o755)
             elif member.isfile():
-                total += member.size
-                if total > max_bytes:
+                if total + member.size > max_bytes:  # the declared size: refused before any byte is written
                     raise UnsafeArchive(f"the archive expands to more than {max_bytes} bytes")
                 target.parent.mkdir(parents=True, exist_ok=True)
                 _remove_existing(target)
@@ -85,7 +86,7 @@ def extract(archive: Path, dest: Path, max_entries: int = MAX_ENTRIES, max_bytes
                 if source is None:
                     raise UnsafeArchive(f"unreadable entry {member.name!r}")
                 with source, target.open("wb") as out:
-                    shutil.copyfileobj(source, out, 1 << 20)
+                    total = _copy_counted(source, out, total, max_bytes)
                 os.chmod(target, 0o755 if member.mode & 0o111 else 0o644)
             elif member.issym() or member.islnk():
                 links.append((rel, _link_target_inside(rel, member.linkname, hard=member.islnk()), member.islnk()))
@@ -94,6 +95,16 @@ def extract(archive: Path, dest: Path, max_entries: int = MAX_ENTRIES, max_bytes
         for rel, link_target, hard in links:  # after the files, so targets exist and are checked for real
             _make_link(root, rel, link_target, hard)
     return count
+
+
+def _copy_counted(source: IO[bytes], out: IO[bytes], total: int, max_bytes: int) -> int:
+    """Copies while counting the bytes really expanded, so no header can understate them; the new total."""
+    while chunk := source.read(_CHUNK):
+        total += len(chunk)
+        if total > max_bytes:
+            raise UnsafeArchive(f"the archive expands to more than {max_bytes} bytes")
+        out.write(chunk)
+    return total
 
 
 def _ensure_parent_inside(root: Path, target: Path) -> None:
