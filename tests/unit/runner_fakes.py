@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import json
-import stat
+import os
 import tarfile
 import threading
 from dataclasses import dataclass, field
@@ -129,9 +129,23 @@ PLAN_JSON = {
 }
 
 
+def reachable_by_job_uids(folder: Path) -> None:
+    """As root the runner's children run as job uids: they must reach the fake binary and write its records."""
+    folder.chmod(0o1777)
+    traversable(folder.parent)
+
+
+def traversable(folder: Path) -> None:
+    """Job uids may pass through `folder` and its parents (pytest's tmp folders are 0700)."""
+    for path in [folder.resolve(), *folder.resolve().parents]:
+        if path.stat().st_uid == os.geteuid():
+            path.chmod(path.stat().st_mode | 0o011)
+
+
 def fake_terraform(folder: Path, *, plan_exit: int = 2, plan_body: str = "") -> Path:
     """A shell script standing in for terraform; records each call's args, env and cwd under `folder`."""
     folder.mkdir(parents=True, exist_ok=True)
+    reachable_by_job_uids(folder)
     script = folder / "terraform"
     plan_json = json.dumps(PLAN_JSON)
     script.write_text(f"""#!/bin/bash
@@ -156,7 +170,7 @@ case "$cmd" in
   *) echo "unknown $cmd" >&2; exit 1 ;;
 esac
 """)
-    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    script.chmod(0o755)
     return script
 
 
@@ -170,4 +184,5 @@ def runner_config(tmp_path: Path, binary: Path, **overrides: Any) -> RunnerConfi
         "work_dir": tmp_path / "work",
     }
     base.update(overrides)
+    traversable(tmp_path)
     return RunnerConfig(**base)

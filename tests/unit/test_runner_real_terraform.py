@@ -43,6 +43,8 @@ def test_plan_then_apply_with_real_terraform(tmp_path: Path) -> None:
     )
     state = tmp_path / "state" / "terraform.tfstate"
     state.parent.mkdir()
+    state.parent.chmod(0o1777)  # the test's stand-in for the remote backend, written by the job uid
+    mirror.chmod(0o755)
 
     def local_backend(_spec: JobSpec) -> str:
         return f'terraform {{\n  backend "local" {{\n    path = "{state}"\n  }}\n}}\n'

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TextIO
 
 from terrace.domain.jobs import FinishRequest, JobSpec
-from terrace.runner import commands
+from terrace.runner import commands, sandbox
 from terrace.runner.client import ApiError, RunnerApi, Transfers
 from terrace.runner.config import RunnerConfig
 from terrace.runner.logstream import LogStream
@@ -45,6 +45,7 @@ class _Job:
     binary: commands.Binary | None = None
     env: dict[str, str] = field(default_factory=dict)
     cwd: Path = Path(".")
+    identity: sandbox.JobIdentity | None = None
 
 
 class JobExecutor:
@@ -61,8 +62,9 @@ class JobExecutor:
         self.echo_to = echo_to
 
     def execute(self, spec: JobSpec, extend_visibility: Callable[[int], None] = lambda _s: None) -> FinishRequest:
-        self.config.work_dir.mkdir(parents=True, exist_ok=True)
+        sandbox.prepare_work_dir(self.config.work_dir)
         run_dir = Path(tempfile.mkdtemp(prefix=f"{spec.job_id}-", dir=self.config.work_dir))
+        identity = sandbox.allocate()
         secrets = [spec.run_token, *(v.value for v in spec.variables if v.sensitive)]
         stream = LogStream(
             lambda offset, chunk: self.api.put_logs(spec.job_id, offset, chunk),
@@ -70,7 +72,7 @@ class JobExecutor:
             redact=secrets,
             echo_to=self.echo_to,
         )
-        job = _Job(spec=spec, run_dir=run_dir, log=stream, control=CancelControl())
+        job = _Job(spec=spec, run_dir=run_dir, log=stream, control=CancelControl(), identity=identity)
         visibility = max(60, spec.heartbeat_interval_s * 6)
         extend_visibility(visibility)
 
@@ -95,7 +97,11 @@ class JobExecutor:
                     report = self._errored(job, f"the runner failed: {type(exc).__name__}")
         finally:
             stream.close()
+            if identity is not None:
+                sandbox.kill_uid(identity.uid)  # before the folder goes: nothing of the job writes to it anymore
             shutil.rmtree(run_dir, ignore_errors=True)
+            if identity is not None:
+                identity.release()
         if job.control.requested and report.status != "finished":
             report = report.model_copy(update={"status": "canceled"})
         return report
@@ -190,7 +196,7 @@ class JobExecutor:
             path=os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
             home=home,
             cli_config=cli_config,
-            ssl_cert_file=self.config.ssl_cert_file,
+            ssl_cert_file=self._ca_bundle_copy(job),
             variables=spec.variables,
             tmp_dir=tmp,
         )
@@ -211,8 +217,10 @@ class JobExecutor:
     ) -> int:
         self._check_cancel(job)
         assert job.binary is not None
+        sandbox.hand_over(job.run_dir, job.identity)
         code = run_child(
             [job.binary.path, *args],
+            identity=job.identity,
             cwd=job.cwd,
             env=job.env,
             control=job.control,
@@ -221,6 +229,14 @@ class JobExecutor:
         )
         self._check_cancel(job)
         return code
+
+    def _ca_bundle_copy(self, job: _Job) -> str | None:
+        """The CA bundle copied into the job folder: readable by the job uid wherever the original lives."""
+        if not self.config.ssl_cert_file:
+            return None
+        copy = job.run_dir / "ca-bundle.pem"
+        shutil.copyfile(self.config.ssl_cert_file, copy)
+        return str(copy)
 
     @staticmethod
     def _check_cancel(job: _Job) -> None:

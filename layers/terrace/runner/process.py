@@ -13,6 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from terrace.domain.jobs import HeartbeatResponse
+from terrace.runner import sandbox
+from terrace.runner.sandbox import JobIdentity
 
 log = logging.getLogger("terrace.runner.process")
 EXIT_GRACE_S = 2.0
@@ -85,12 +87,15 @@ def run_child(
     sink: Callable[[bytes], object],
     control: CancelControl,
     stdout_file: Path | None = None,
+    identity: JobIdentity | None = None,
 ) -> int:
-    """Runs argv; stdout+stderr go to `sink` (or stdout to `stdout_file` and stderr to `sink`). Returns the code."""
+    """Runs argv (as the job's uid, in a PID namespace when the runner can); every process it leaves is killed.
+
+    Runs argv; stdout+stderr go to `sink` (or stdout to `stdout_file` and stderr to `sink`). Returns the code."""
     out_handle = stdout_file.open("wb") if stdout_file is not None else None
     try:
         proc = subprocess.Popen(
-            argv,
+            sandbox.wrap(argv, identity),
             cwd=cwd,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -98,6 +103,7 @@ def run_child(
             stderr=subprocess.PIPE if out_handle is not None else subprocess.STDOUT,
             start_new_session=True,
             close_fds=True,
+            preexec_fn=sandbox.die_with_parent if sandbox.probe().namespace_prefix else None,
         )
     except OSError:
         if out_handle is not None:
@@ -114,6 +120,8 @@ def run_child(
         control.detach()
         _kill_group(proc)  # whatever the child left behind (a provider still holding the pipe, ...)
         proc.wait()
+        if identity is not None:
+            sandbox.kill_uid(identity.uid)  # also what left the group (setsid, double fork)
         if out_handle is not None:
             out_handle.close()
 
