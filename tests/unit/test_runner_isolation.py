@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,7 @@ def run(tmp_path: Path, script: str, identity: sandbox.JobIdentity | None) -> tu
 
 
 @pytest.fixture
-def identity(tmp_path: Path):  # type: ignore[no-untyped-def]
+def identity(tmp_path: Path) -> Iterator[sandbox.JobIdentity]:
     ident = sandbox.allocate(lock_dir=tmp_path / "uids")
     assert ident is not None
     yield ident
@@ -101,11 +102,11 @@ def test_a_job_leaves_no_process_and_no_folder(tmp_path: Path) -> None:
         seen.append(ident.uid if ident else -1)
         return ident
 
-    sandbox.allocate = spy  # type: ignore[assignment]
+    sandbox.allocate = spy
     try:
         JobExecutor(config, api, transfers, echo_to=io.StringIO()).execute(spec)
     finally:
-        sandbox.allocate = original  # type: ignore[assignment]
+        sandbox.allocate = original
     assert seen and seen[0] > 0 and sandbox.uid_pids(seen[0]) == []
     assert not [p for p in os.listdir("/proc") if p.isdigit() and marker in _cmdline(p)]
     assert list(config.work_dir.iterdir()) == []
