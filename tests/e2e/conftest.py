@@ -10,6 +10,7 @@ Fixtures:
 
 from __future__ import annotations
 
+import os
 import ssl
 import subprocess
 import sys
@@ -173,6 +174,14 @@ class Result:
         return f"terraform {' '.join(self.args)} -> {self.code}\n{self.output}"
 
 
+def _reachable_by_job_uids(folder: Path) -> Path:
+    """Job uids pass through pytest's 0700 tmp folders to the runner work dir and provider mirror (not list them)."""
+    for path in [folder, *folder.parents]:
+        if path.stat().st_uid == os.geteuid():
+            path.chmod(path.stat().st_mode | 0o011)
+    return folder
+
+
 # fixtures ------------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StackInfo]:
@@ -243,7 +252,7 @@ def run_local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalS
     local = LocalStack(
         port=0,
         organization="runs",
-        state_dir=tmp_path_factory.mktemp("terrace-runs"),
+        state_dir=_reachable_by_job_uids(tmp_path_factory.mktemp("terrace-runs")),
         prefix=f"e2e-runs-{uuid.uuid4().hex[:8]}",
     )
     local.settings_overrides = dict(RUN_SETTINGS)

@@ -98,6 +98,10 @@ class LocalStack:
             raise
         self.dev_file.write_text(json.dumps({**self.info.as_dict(), "env": self.env()}, indent=2) + "\n")
         self.dev_file.chmod(0o600)
+        # Job uids may pass through to the provider mirror only: not list the folder, nor read the admin
+        # token (dev.json, terraform.rc) or the CA key (tls/).
+        self.state_dir.chmod(0o711)
+        (self.state_dir / "tls").chmod(0o700)
         for task in self.background_tasks:
             self._spawn(task)
         return self.info
