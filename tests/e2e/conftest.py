@@ -11,9 +11,11 @@ Fixtures:
 from __future__ import annotations
 
 import os
+import shutil
 import ssl
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -248,11 +250,13 @@ RUN_SETTINGS = {"job_heartbeat_s": 1, "job_heartbeat_timeout_s": 4, "max_runners
 @pytest.fixture(scope="session")
 def run_local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     """A LocalStack for remote runs (runner processes, reaper, scaler) with short heartbeats."""
+    # Not under pytest's base folder: any pytest session resets that to 0700, and job uids must pass.
+    state_dir = _reachable_by_job_uids(Path(tempfile.mkdtemp(prefix="terrace-e2e-runs-")))
     assert TERRAFORM.exists(), f"the terraform test client is not installed at {TERRAFORM}"
     local = LocalStack(
         port=0,
         organization="runs",
-        state_dir=_reachable_by_job_uids(tmp_path_factory.mktemp("terrace-runs")),
+        state_dir=state_dir,
         prefix=f"e2e-runs-{uuid.uuid4().hex[:8]}",
     )
     local.settings_overrides = dict(RUN_SETTINGS)
@@ -261,6 +265,7 @@ def run_local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalS
         yield local
     finally:
         local.stop()
+        shutil.rmtree(state_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
