@@ -102,3 +102,19 @@ def test_run_token_dies_when_its_attempt_is_retried() -> None:
     second = _claim(env, runner_id="r2")
     assert second["run_token"] != first["run_token"]
     assert _as(env, second["run_token"], f"/workspaces/{env.workspace_id}") == 200
+
+
+def test_run_token_dies_on_force_cancel_and_when_the_phase_errors() -> None:
+    env = make_run_env()
+    forced = env.create_run(env.upload_config())
+    token = _claim(env)["run_token"]
+    assert env.api("POST", f"/runs/{forced['id']}/actions/cancel").status_code == 202
+    assert env.api("POST", f"/runs/{forced['id']}/actions/force-cancel").status_code == 202
+    assert env.run(forced["id"])["attributes"]["status"] == "force_canceled"
+    assert _as(env, token, f"/workspaces/{env.workspace_id}") == 401
+    errored = env.create_run(env.upload_config())
+    spec = _claim(env)
+    finish = {"runner_id": "r1", "status": "errored", "error_message": "boom"}
+    assert env.runner("POST", f"/jobs/{spec['job_id']}/finish", json=finish).status_code == 200
+    assert env.run(errored["id"])["attributes"]["status"] == "errored"
+    assert _as(env, spec["run_token"], f"/workspaces/{env.workspace_id}") == 401
