@@ -13,6 +13,7 @@ import httpx
 import pytest
 from terrace.local.stack import LocalStack
 from terrace.local.terraform_config import NULL_PROVIDER_BINARY
+from terrace.local.workers import runner_env
 
 DEV_KEYS = {"url", "hostname", "token", "organization", "ca_bundle", "cli_config"}
 
@@ -83,6 +84,17 @@ def test_settings_secrets_and_exported_environment(started):
     assert env["TERRACE_QUEUE_URL_JOBS_APPLY"] == stack.settings.queue_urls["jobs-apply"]
     assert env["TERRACE_AWS_ENDPOINT_URL"].startswith("http://127.0.0.1:")
     assert seen.wait(5), "background tasks start once the API is up"
+
+
+def test_runner_processes_get_no_server_secret_or_resource_names(started):
+    stack, _, _ = started
+    env = runner_env(stack)
+    server_only = {"TERRACE_URL_SIGNING_SECRET", "TERRACE_TABLE", "TERRACE_BLOB_BUCKET", "TERRACE_KMS_KEY_ID"}
+    assert not server_only & set(env), sorted(server_only & set(env))
+    assert stack.settings.url_signing_secret not in env.values()
+    assert not [key for key in env if key.startswith("TERRACE_QUEUE_URL_") and "JOBS" not in key]  # events, DLQ
+    assert env["TERRACE_API_URL"] == stack.settings.public_url
+    assert env["TERRACE_QUEUE_URL_JOBS_APPLY"] == stack.settings.queue_urls["jobs-apply"]
 
 
 def test_stop_closes_the_port_and_a_new_start_is_fresh(tmp_path):

@@ -67,7 +67,9 @@ def test_run_token_of_other_workspace_sees_outputs_only_with_global_remote_state
     ).secret
     headers = {"Authorization": f"Bearer {run_token}"}
     path = f"/api/v2/workspaces/{env.ws_id}/current-state-version-outputs"
-    assert env.client.get(path, headers=headers).status_code == 403
+    assert (
+        env.client.get(path, headers=headers).status_code == 404
+    )  # another workspace that does not share its state is hidden
     env.client.patch(
         f"/api/v2/workspaces/{env.ws_id}",
         headers=env.auth,

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from terrace.adapters.runner_launchers import LocalProcessLauncher
 from terrace.local.terraform_config import MIRRORED, write_provider_mirror
+from terrace.runner.config import LANE_ENV
 
 if TYPE_CHECKING:
     from terrace.local.stack import LocalStack
@@ -34,11 +35,19 @@ def operator_cli_config(state_dir: Path) -> Path:
     return path
 
 
+# What a runner process needs of the stack's environment (job lanes and their endpoint); the
+# URL-signing secret, table, bucket, key and events queue stay with the server.
+_RUNNER_KEYS = (*LANE_ENV.values(), "TERRACE_RUNNER_SECRET", "TERRACE_AWS_ENDPOINT_URL", "AWS_REGION")
+_AWS_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")  # moto's dummy ones
+
+
 def runner_env(stack: LocalStack) -> dict[str, str]:
+    """The minimal environment of a local runner process (not the server's secrets or resources)."""
     assert stack.info is not None and stack.settings is not None
     venv_bin = str(Path(sys.prefix) / "bin")
+    stack_env = stack.env()
     return {
-        **stack.env(),
+        **{key: stack_env[key] for key in (*_RUNNER_KEYS, *_AWS_KEYS) if key in stack_env},
         "PATH": venv_bin + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": os.environ.get("HOME", "/tmp"),
         "TERRACE_API_URL": stack.settings.public_url,

@@ -20,6 +20,7 @@ class Action(StrEnum):
     DELETE_ORGANIZATION = "delete-organization"
     CREATE_WORKSPACE = "create-workspace"
     READ_WORKSPACE = "read-workspace"
+    READ_RUNS = "read-runs"  # runs, plans, applies, their logs, configuration versions
     UPDATE_WORKSPACE = "update-workspace"
     DELETE_WORKSPACE = "delete-workspace"
     LOCK_WORKSPACE = "lock-workspace"
@@ -45,6 +46,10 @@ _RUN_OWN_WORKSPACE = frozenset(
         Action.READ_VARIABLES,
     }
 )
+
+
+# What a run token may do in another workspace that shares its state (terraform_remote_state).
+_RUN_SHARED_STATE = frozenset({Action.READ_WORKSPACE, Action.READ_STATE, Action.READ_STATE_OUTPUTS})
 
 
 @dataclass(frozen=True)
@@ -84,17 +89,19 @@ class Authorizer:
             if action is Action.DELETE_ORGANIZATION:
                 raise Forbidden("organization tokens cannot delete their organization")
             return
-        # run token
+        self._require_run_token(principal, action, workspace)
+
+    @staticmethod
+    def _require_run_token(principal: Principal, action: Action, workspace: WorkspaceView | None) -> None:
+        """A run token acts on its own workspace; elsewhere it may only read shared state."""
         if action is Action.READ_ORGANIZATION:
             return
-        if workspace is not None and workspace.id == principal.workspace_id and action in _RUN_OWN_WORKSPACE:
+        if workspace is None:
+            raise Forbidden(f"a run token may not {action.value} here")
+        if workspace.id == principal.workspace_id:
+            if action in _RUN_OWN_WORKSPACE:
+                return
+            raise Forbidden(f"a run token may not {action.value} in its workspace")
+        if workspace.global_remote_state and action in _RUN_SHARED_STATE:
             return
-        if workspace is not None and action is Action.READ_WORKSPACE:
-            return
-        if (
-            workspace is not None
-            and workspace.global_remote_state
-            and action in (Action.READ_STATE, Action.READ_STATE_OUTPUTS)
-        ):
-            return
-        raise Forbidden(f"a run token may not {action.value} here")
+        raise NotFound(f"workspace {workspace.id} not found")

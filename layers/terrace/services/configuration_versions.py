@@ -95,7 +95,7 @@ class ConfigurationVersionService:
             raise NotFound(f"configuration version {cv_id} not found")
         return self.refresh(_from_item(item))
 
-    def get(self, principal: Principal, cv_id: str, action: Action = Action.READ_WORKSPACE) -> ConfigurationVersion:
+    def get(self, principal: Principal, cv_id: str, action: Action = Action.READ_RUNS) -> ConfigurationVersion:
         cv = self.load(cv_id)
         try:
             self._workspaces.get(principal, cv.workspace_id, action)
@@ -104,7 +104,7 @@ class ConfigurationVersionService:
         return cv
 
     def list(self, principal: Principal, ws: Workspace) -> list[ConfigurationVersion]:
-        self._workspaces.authorize(principal, Action.READ_WORKSPACE, ws)
+        self._workspaces.authorize(principal, Action.READ_RUNS, ws)
         items = self._table.query(f"{ws.id}#cvs", index="gsi1", reverse=True)
         return [self.refresh(_from_item(item)) for item in items]
 

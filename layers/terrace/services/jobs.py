@@ -214,6 +214,7 @@ class JobService:
             return self._after_plan(run, expected)
 
         run = retrying(step)
+        self._scheduler.revoke_tokens(run)  # the phase is over: its token stops working now
         self._logs.purge(job_id)
         return run
 
@@ -248,6 +249,7 @@ class JobService:
         state.runner_id, state.heartbeat_at, state.queued_at = None, None, now
         run.transition(rs.PLAN_QUEUED if name == "plan" else rs.APPLY_QUEUED, now)
         self._store.save([(run, expected)], None, previous)
+        self._scheduler.revoke_tokens(run)  # the lost attempt's token dies; the next claim issues a new one
         self._logs.note(
             state.id,
             state.attempt,

@@ -89,13 +89,13 @@ class RunService:
     def get(self, principal: Principal, run_id: str) -> Run:
         run = self._store.load(run_id)
         try:
-            self._workspaces.get(principal, run.workspace_id)
+            self._workspaces.get(principal, run.workspace_id, Action.READ_RUNS)
         except NotFound as exc:
             raise NotFound(f"run {run_id} not found") from exc
         return run
 
     def list(self, principal: Principal, ws: Workspace) -> list[Run]:
-        self._workspaces.authorize(principal, Action.READ_WORKSPACE, ws)
+        self._workspaces.authorize(principal, Action.READ_RUNS, ws)
         return self._store.list_for_workspace(ws.id)
 
     def organization_queue(self, organization: str) -> builtins.list[Run]:

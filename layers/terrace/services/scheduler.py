@@ -143,7 +143,7 @@ class RunScheduler:
             stale = ws.lock is not None and ws.lock.holder == f"run:{run.id}"  # its terraform died holding it
             unlocked = dataclasses.replace(ws, lock=None, version=ws.version + 1, updated_at=now)
             self._store.save([(run, expected)], WorkspaceWrite(unlocked, ws.version) if stale else None, previous)
-            self._revoke_tokens(run)
+            self.revoke_tokens(run)
             return run
         released = ws.lock is not None and ws.lock.holder == f"run:{run.id}"
         updated = dataclasses.replace(ws, lock=None if released else ws.lock, version=ws.version + 1, updated_at=now)
@@ -159,10 +159,10 @@ class RunScheduler:
         self._store.save(writes, WorkspaceWrite(updated, ws.version), previous)
         if promoted is not None:
             self.enqueue(promoted, "plan")
-        self._revoke_tokens(run)
+        self.revoke_tokens(run)
         return run
 
-    def _revoke_tokens(self, run: Run) -> None:
+    def revoke_tokens(self, run: Run) -> None:
         for token_id in run.token_ids:
             try:
                 self._accounts.revoke_token(token_id)
