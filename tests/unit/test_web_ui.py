@@ -1,0 +1,103 @@
+"""The web UI's routers through the TestClient: sign-in sessions, CSRF, expiry, and access rules."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from state_helpers import Env, make_env, other_user
+from terrace.domain import clock
+from terrace.web.app import create_app
+
+
+@pytest.fixture
+def env() -> Env:
+    return make_env()
+
+
+def browser(env: Env) -> TestClient:
+    return TestClient(create_app(env.container), base_url="https://testserver", follow_redirects=False)
+
+
+def signed_in(env: Env) -> TestClient:
+    client = browser(env)
+    r = client.post("/app/sign-in", data={"token": env.token})
+    assert r.status_code == 303 and r.headers["location"] == "/app"
+    return client
+
+
+def csrf_of(html: str) -> str:
+    match = re.search(r'name="csrf_token" value="([^"]+)"', html)
+    assert match, "page has no CSRF field"
+    return match.group(1)
+
+
+def test_pages_redirect_to_sign_in_without_a_session(env: Env) -> None:
+    r = browser(env).get("/app")
+    assert r.status_code == 303 and r.headers["location"] == "/app/sign-in"
+
+
+def test_sign_in_sets_a_secure_http_only_same_site_cookie(env: Env) -> None:
+    r = browser(env).post("/app/sign-in", data={"token": env.token})
+    cookie = r.headers["set-cookie"].lower()
+    assert "httponly" in cookie and "secure" in cookie and "samesite=lax" in cookie
+    assert env.token not in r.headers["set-cookie"]  # the cookie names a session, never the API token
+
+
+def test_bad_token_shows_an_inline_error(env: Env) -> None:
+    r = browser(env).post("/app/sign-in", data={"token": "nope"})
+    assert r.status_code == 401 and 'role="alert"' in r.text and "set-cookie" not in r.headers
+
+
+def test_signed_in_user_sees_organizations_and_workspaces(env: Env) -> None:
+    client = signed_in(env)
+    assert "acme" in client.get("/app").text
+    page = client.get("/app/acme/workspaces")
+    assert page.status_code == 200 and "prod" in page.text
+    assert "No workspace matches" in client.get("/app/acme/workspaces", params={"search": "zzz"}).text
+
+
+def test_forged_cookie_is_not_a_session(env: Env) -> None:
+    client = signed_in(env)
+    value = client.cookies.get("terrace_session")
+    assert value
+    session_id, _, _sig = value.partition(".")
+    forged = browser(env)
+    assert forged.get("/app", headers={"cookie": f"terrace_session={session_id}.{'0' * 64}"}).status_code == 303
+    assert forged.get("/app", headers={"cookie": f"terrace_session={value}"}).status_code == 200
+
+
+def test_sign_out_needs_the_csrf_token_and_ends_the_session(env: Env) -> None:
+    client = signed_in(env)
+    token = csrf_of(client.get("/app").text)
+    cookie = client.cookies.get("terrace_session")
+    refused = client.post("/app/sign-out", data={})
+    assert refused.status_code == 403
+    assert client.get("/app").status_code == 200  # still signed in
+    assert client.post("/app/sign-out", data={"csrf_token": "wrong"}).status_code == 403
+    r = client.post("/app/sign-out", data={"csrf_token": token})
+    assert r.status_code == 303
+    replay = browser(env)  # the old cookie no longer names a session on the server
+    assert replay.get("/app", headers={"cookie": f"terrace_session={cookie}"}).status_code == 303
+
+
+def test_session_expires(env: Env, monkeypatch: Any) -> None:
+    client = signed_in(env)
+    assert client.get("/app").status_code == 200
+    later = clock.epoch() + 8 * 3600 + 1
+    monkeypatch.setattr(clock, "epoch", lambda: later)
+    assert client.get("/app").status_code == 303
+
+
+def test_other_users_organization_is_a_404_page(env: Env) -> None:
+    other_user(env)
+    r = signed_in(env).get("/app/evil/workspaces")
+    assert r.status_code == 404 and "text/html" in r.headers["content-type"]
+    assert "Not found" in r.text
+
+
+def test_api_errors_stay_json(env: Env) -> None:
+    r = env.client.get("/api/v2/organizations/nope", headers=env.auth)
+    assert r.status_code in (401, 404) and r.headers["content-type"].startswith("application/vnd.api+json")
