@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from state_helpers import Env, make_env, other_user
+from state_helpers import Env, make_env, other_user, state_bytes
 from terrace.domain import clock
 from terrace.web.app import create_app
 
@@ -101,3 +101,39 @@ def test_other_users_organization_is_a_404_page(env: Env) -> None:
 def test_api_errors_stay_json(env: Env) -> None:
     r = env.client.get("/api/v2/organizations/nope", headers=env.auth)
     assert r.status_code in (401, 404) and r.headers["content-type"].startswith("application/vnd.api+json")
+
+
+def test_create_workspace_from_the_form(env: Env) -> None:
+    client = signed_in(env)
+    token = csrf_of(client.get("/app/acme/workspaces/new").text)
+    assert client.post("/app/acme/workspaces/new", data={"name": "web"}).status_code == 403
+    assert env.container.workspaces.find_id("acme", "web") is None
+    r = client.post("/app/acme/workspaces/new", data={"name": "web", "tags": "a, b", "csrf_token": token})
+    assert r.status_code == 303 and r.headers["location"] == "/app/acme/workspaces/web"
+    assert env.container.workspaces.find_id("acme", "web")
+    again = client.post("/app/acme/workspaces/new", data={"name": "web", "csrf_token": token})
+    assert again.status_code == 422 and 'role="alert"' in again.text
+
+
+def test_overview_masks_sensitive_outputs(env: Env) -> None:
+    outputs = {
+        "public": {"value": "hello-world", "type": "string"},
+        "secret": {"value": "s3cr3t-value", "type": "string", "sensitive": True},
+    }
+
+    env.lock()
+    assert env.push(state_bytes(1, outputs=outputs), 1).status_code == 201
+    env.drain_events()
+    page = signed_in(env).get("/app/acme/workspaces/prod")
+    assert page.status_code == 200
+    assert "hello-world" in page.text and "s3cr3t-value" not in page.text
+
+
+def test_lock_and_unlock_from_the_overview(env: Env) -> None:
+    client = signed_in(env)
+    token = csrf_of(client.get("/app/acme/workspaces/prod").text)
+    assert client.post("/app/acme/workspaces/prod/lock", data={"csrf_token": token}).status_code == 303
+    assert env.ws().lock is not None
+    assert "Unlock workspace" in client.get("/app/acme/workspaces/prod").text
+    assert client.post("/app/acme/workspaces/prod/lock", data={"csrf_token": token}).status_code == 303
+    assert env.ws().lock is None
