@@ -7,6 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
 
 from terrace.domain import errors
 from terrace.web.deps import ContainerDep
@@ -58,7 +59,8 @@ def install(app: FastAPI) -> None:
         status = status_of(exc)
         if status == 403:  # pages never reveal that something exists to someone who may not read it
             status, exc = 404, errors.NotFound("not found")
-        return render(request, "error.html", None, status=status, title=exc.title, detail=exc.detail)
+        session = await run_in_threadpool(request.app.state.container.web_sessions.resolve, request.cookies.get(COOKIE))
+        return render(request, "error.html", session, status=status, title=exc.title, detail=exc.detail)
 
     app.add_exception_handler(SignInRequired, _sign_in)
     app.add_exception_handler(CsrfRejected, _csrf)
