@@ -137,3 +137,20 @@ def test_lock_and_unlock_from_the_overview(env: Env) -> None:
     assert "Unlock workspace" in client.get("/app/acme/workspaces/prod").text
     assert client.post("/app/acme/workspaces/prod/lock", data={"csrf_token": token}).status_code == 303
     assert env.ws().lock is None
+
+
+def test_variables_sensitive_values_are_write_only(env: Env) -> None:
+    client = signed_in(env)
+    url = "/app/acme/workspaces/prod/variables"
+    token = csrf_of(client.get(url).text)
+    assert client.post(url, data={"key": "x", "value": "1"}).status_code == 403
+    assert client.post(url, data={"key": "plain", "value": "visible-1", "csrf_token": token}).status_code == 303
+    form = {"key": "secret", "value": "hidden-2", "sensitive": "on", "csrf_token": token}
+    assert client.post(url, data=form).status_code == 303
+    page = client.get(url).text
+    assert "visible-1" in page and "secret" in page and "hidden-2" not in page
+    clash = client.post(url, data=form)
+    assert clash.status_code == 422 and "hidden-2" not in clash.text and 'role="alert"' in clash.text
+    var_id = next(v.id for v in env.container.variables.list(env.principal, env.ws()) if v.key == "plain")
+    assert client.post(f"{url}/{var_id}/delete", data={"csrf_token": token}).status_code == 303
+    assert [v.key for v in env.container.variables.list(env.principal, env.ws())] == ["secret"]
