@@ -154,3 +154,28 @@ def test_variables_sensitive_values_are_write_only(env: Env) -> None:
     var_id = next(v.id for v in env.container.variables.list(env.principal, env.ws()) if v.key == "plain")
     assert client.post(f"{url}/{var_id}/delete", data={"csrf_token": token}).status_code == 303
     assert [v.key for v in env.container.variables.list(env.principal, env.ws())] == ["secret"]
+
+
+def test_create_and_revoke_a_token(env: Env) -> None:
+    client = signed_in(env)
+    url = "/app/account/tokens"
+    token = csrf_of(client.get(url).text)
+    assert client.post(url, data={"description": "ci"}).status_code == 403
+    made = client.post(url, data={"description": "ci", "csrf_token": token})
+    assert made.status_code == 200 and "TF_TOKEN_localhost" in made.text
+    secret = re.search(r'<code id="new-token">([^<]+)</code>', made.text)
+    assert secret
+    assert env.container.accounts.authenticate(secret.group(1)).username == "alice"
+    ci = next(t for t in env.container.accounts.list_tokens(env.principal.subject_id) if t.description == "ci")
+    assert client.post(f"{url}/{ci.id}/revoke", data={"csrf_token": token}).status_code == 303
+    assert all(t.id != ci.id for t in env.container.accounts.list_tokens(env.principal.subject_id))
+
+
+def test_cannot_revoke_someone_elses_token(env: Env) -> None:
+    _, mallory = other_user(env)
+    theirs = env.container.accounts.issue_token(mallory.kind, mallory.subject_id, description="theirs")
+    client = signed_in(env)
+    token = csrf_of(client.get("/app/account/tokens").text)
+    r = client.post(f"/app/account/tokens/{theirs.token.id}/revoke", data={"csrf_token": token})
+    assert r.status_code == 404
+    assert env.container.accounts.authenticate(theirs.secret).username == "mallory"

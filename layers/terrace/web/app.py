@@ -24,6 +24,7 @@ from terrace.web.routers import (
 from terrace.web.routers.discovery import api_headers
 from terrace.web.ui import auth as ui_auth
 from terrace.web.ui import organizations as ui_organizations
+from terrace.web.ui import tokens as ui_tokens
 from terrace.web.ui import variables as ui_variables
 from terrace.web.ui import workspaces as ui_workspaces
 
@@ -53,6 +54,6 @@ def create_app(container: Container) -> FastAPI:
     for run_module in (configuration_versions, runs, phases, runner_api):
         app.include_router(run_module.router)
     ui_auth.install(app)
-    for ui_module in (ui_auth, ui_organizations, ui_workspaces, ui_variables):
+    for ui_module in (ui_auth, ui_tokens, ui_organizations, ui_workspaces, ui_variables):
         app.include_router(ui_module.router)
     return app
