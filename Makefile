@@ -25,12 +25,18 @@ $(STAMP)/node: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	mkdir -p $(STAMP) && touch $@
 
+# Browser tests drive Debian's chromium (Playwright cannot download browsers here). Installed when
+# missing and we are root; anywhere else `make test` stops with a clear message.
+/usr/bin/chromium:
+	@if [ "$$(id -u)" = 0 ]; then apt-get install -y -q chromium || (apt-get update -q && apt-get install -y -q chromium); \
+	else echo "make test needs /usr/bin/chromium for the browser tests: run 'apt-get install -y chromium' as root" >&2; exit 1; fi
+
 install: $(STAMP)/python $(STAMP)/node
 
 dev: install
 	$(BIN)/terrace dev
 
-test: install
+test: install /usr/bin/chromium
 	$(BIN)/pytest -q
 
 unit: install
@@ -42,7 +48,7 @@ integration: install
 e2e: install
 	$(BIN)/pytest -q tests/e2e
 
-infra-test: install
+infra-test: install /usr/bin/chromium
 	$(BIN)/pytest -q tests/infra
 
 lint: install

@@ -32,6 +32,7 @@ from terrace.services.scheduler import RunScheduler
 from terrace.services.state_index import StateIndex
 from terrace.services.state_versions import StateVersionService
 from terrace.services.variables import VariableService
+from terrace.services.web_sessions import WebSessionService
 from terrace.services.workspaces import WorkspaceService
 
 
@@ -52,6 +53,10 @@ class Container:
     @cached_property
     def accounts(self) -> AccountService:
         return AccountService(self.table)
+
+    @cached_property
+    def web_sessions(self) -> WebSessionService:
+        return WebSessionService(self.table, self.accounts, self.settings.url_signing_secret)
 
     @cached_property
     def organizations(self) -> OrganizationService:

@@ -22,6 +22,11 @@ from terrace.web.routers import (
     workspaces,
 )
 from terrace.web.routers.discovery import api_headers
+from terrace.web.ui import auth as ui_auth
+from terrace.web.ui import organizations as ui_organizations
+from terrace.web.ui import tokens as ui_tokens
+from terrace.web.ui import variables as ui_variables
+from terrace.web.ui import workspaces as ui_workspaces
 
 
 def create_app(container: Container) -> FastAPI:
@@ -48,4 +53,7 @@ def create_app(container: Container) -> FastAPI:
         app.include_router(state_module.router)
     for run_module in (configuration_versions, runs, phases, runner_api):
         app.include_router(run_module.router)
+    ui_auth.install(app)
+    for ui_module in (ui_auth, ui_tokens, ui_organizations, ui_workspaces, ui_variables):
+        app.include_router(ui_module.router)
     return app

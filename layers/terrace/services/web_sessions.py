@@ -1,0 +1,88 @@
+"""Browser sessions for the web UI: a server-side record per sign-in, with an expiry and a CSRF token.
+
+The cookie carries only the random session id signed with HMAC; the record holds the principal and the
+CSRF token, so sign-out (deleting the record) and expiry are real.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from terrace.adapters.table import Table
+from terrace.domain import clock
+from terrace.domain.errors import Invalid, Unauthenticated
+from terrace.domain.principal import Principal, PrincipalKind
+from terrace.services.accounts import AccountService
+
+
+@dataclass(frozen=True)
+class WebSession:
+    id: str
+    principal: Principal
+    csrf_token: str
+    expires_at: int
+
+
+def _key(session_id: str) -> tuple[str, str]:
+    return f"websession#{hashlib.sha256(session_id.encode()).hexdigest()}", "session"
+
+
+class WebSessionService:
+    def __init__(self, table: Table, accounts: AccountService, signing_secret: str, ttl_s: int = 8 * 3600) -> None:
+        if not signing_secret:
+            raise Invalid("web sessions need a signing secret (TERRACE_URL_SIGNING_SECRET)")
+        self._table = table
+        self._accounts = accounts
+        self._secret = signing_secret.encode()
+        self._ttl_s = ttl_s
+
+    def _sign(self, session_id: str) -> str:
+        return hmac.new(self._secret, session_id.encode(), hashlib.sha256).hexdigest()
+
+    def sign_in(self, raw_token: str) -> tuple[str, WebSession]:
+        """Authenticate an API token; returns the cookie value and the session. Only user tokens sign in."""
+        principal = self._accounts.authenticate(raw_token.strip())
+        if principal.kind is not PrincipalKind.USER:
+            raise Unauthenticated("only a user API token can sign in to the web UI")
+        session_id = secrets.token_urlsafe(32)
+        expires_at = int(clock.epoch()) + self._ttl_s
+        item: dict[str, Any] = {
+            "pk": _key(session_id)[0],
+            "sk": "session",
+            "subject_id": principal.subject_id,
+            "username": principal.username,
+            "token_id": principal.token_id,
+            "site_admin": principal.site_admin,
+            "csrf": secrets.token_urlsafe(32),
+            "expires_at": expires_at,
+        }
+        self._table.put(item, if_absent=True)
+        return f"{session_id}.{self._sign(session_id)}", self._session(session_id, item)
+
+    def resolve(self, cookie: str | None) -> WebSession | None:
+        """The live session a cookie names, or None when it is missing, forged, signed out or expired."""
+        session_id, _, signature = (cookie or "").partition(".")
+        if not session_id or not hmac.compare_digest(signature, self._sign(session_id)):
+            return None
+        item = self._table.get(*_key(session_id))
+        if item is None or int(item["expires_at"]) <= clock.epoch():
+            return None
+        return self._session(session_id, item)
+
+    def sign_out(self, session: WebSession) -> None:
+        self._table.delete(*_key(session.id))
+
+    @staticmethod
+    def _session(session_id: str, item: dict[str, Any]) -> WebSession:
+        principal = Principal(
+            PrincipalKind.USER,
+            item["subject_id"],
+            item["username"],
+            token_id=item.get("token_id"),
+            site_admin=bool(item.get("site_admin")),
+        )
+        return WebSession(session_id, principal, item["csrf"], int(item["expires_at"]))

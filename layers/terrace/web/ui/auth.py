@@ -1,0 +1,67 @@
+"""Sign in with an API token, sign out, and the UI's error pages."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from terrace.domain import errors
+from terrace.web.deps import ContainerDep
+from terrace.web.errors import status_of
+from terrace.web.ui.session import COOKIE, CheckedFormDep, CsrfRejected, FormDep, SessionDep, SignInRequired, render
+
+router = APIRouter(prefix="/app", include_in_schema=False)
+
+
+@router.get("/sign-in")
+def sign_in_page(request: Request) -> Any:
+    return render(request, "sign_in.html", None)
+
+
+@router.post("/sign-in")
+def sign_in(request: Request, container: ContainerDep, form: FormDep) -> Any:
+    try:
+        cookie, _ = container.web_sessions.sign_in(form.get("token", ""))
+    except errors.Unauthenticated as exc:
+        return render(request, "sign_in.html", None, status=401, error=exc.detail)
+    response = RedirectResponse("/app", status_code=303)
+    response.set_cookie(COOKIE, cookie, httponly=True, secure=True, samesite="lax", path="/app")
+    return response
+
+
+@router.post("/sign-out")
+def sign_out(container: ContainerDep, session: SessionDep, _form: CheckedFormDep) -> Any:
+    container.web_sessions.sign_out(session)
+    response = RedirectResponse("/app/sign-in", status_code=303)
+    response.delete_cookie(COOKIE, path="/app", httponly=True, secure=True, samesite="lax")
+    return response
+
+
+def install(app: FastAPI) -> None:
+    """UI errors render as HTML pages under /app; everything else keeps the API's JSON:API errors."""
+    api_handler = app.exception_handlers[errors.TerraceError]
+
+    async def _sign_in(request: Request, exc: Exception) -> Response:
+        return RedirectResponse("/app/sign-in", status_code=303)
+
+    async def _csrf(request: Request, exc: Exception) -> Response:
+        detail = "The form was missing its security token. Reload the page and try again."
+        return render(request, "error.html", None, status=403, title="Forbidden", detail=detail)
+
+    async def _domain(request: Request, exc: Exception) -> Response:
+        if not request.url.path.startswith("/app") or not isinstance(exc, errors.TerraceError):
+            answer = api_handler(request, exc)
+            return await answer if inspect.isawaitable(answer) else answer
+        status = status_of(exc)
+        if status == 403:  # pages never reveal that something exists to someone who may not read it
+            status, exc = 404, errors.NotFound("not found")
+        session = await run_in_threadpool(request.app.state.container.web_sessions.resolve, request.cookies.get(COOKIE))
+        return render(request, "error.html", session, status=status, title=exc.title, detail=exc.detail)
+
+    app.add_exception_handler(SignInRequired, _sign_in)
+    app.add_exception_handler(CsrfRejected, _csrf)
+    app.add_exception_handler(errors.TerraceError, _domain)

@@ -1,0 +1,60 @@
+"""Web UI plumbing: templates, the session cookie, CSRF-checked form bodies and the signed-in principal."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import parse_qs
+
+from fastapi import Depends, Request
+from fastapi.templating import Jinja2Templates
+
+from terrace.services.web_sessions import WebSession
+from terrace.web.deps import ContainerDep
+
+COOKIE = "terrace_session"
+templates = Jinja2Templates(directory=str(Path(__file__).parent.parent / "templates"))
+
+
+class SignInRequired(Exception):
+    """No live session: the UI redirects to the sign-in page."""
+
+
+class CsrfRejected(Exception):
+    """A form POST without the session's CSRF token."""
+
+
+def optional_session(request: Request, container: ContainerDep) -> WebSession | None:
+    return container.web_sessions.resolve(request.cookies.get(COOKIE))
+
+
+def require_session(session: Annotated[WebSession | None, Depends(optional_session)]) -> WebSession:
+    if session is None:
+        raise SignInRequired()
+    return session
+
+
+async def form_fields(request: Request) -> dict[str, str]:
+    """The url-encoded form body (no blocking I/O: the body is already in memory)."""
+    parsed = parse_qs((await request.body()).decode("utf-8", "replace"), keep_blank_values=True)
+    return {key: values[-1] for key, values in parsed.items()}
+
+
+FormDep = Annotated[dict[str, str], Depends(form_fields)]
+SessionDep = Annotated[WebSession, Depends(require_session)]
+
+
+def checked_form(session: SessionDep, form: FormDep) -> dict[str, str]:
+    """A form from a signed-in session whose CSRF token matches; every UI POST depends on this."""
+    if not secrets.compare_digest(form.get("csrf_token", ""), session.csrf_token):
+        raise CsrfRejected()
+    return form
+
+
+CheckedFormDep = Annotated[dict[str, str], Depends(checked_form)]
+
+
+def render(request: Request, name: str, session: WebSession | None, status: int = 200, **context: Any) -> Any:
+    context.update(session=session, csrf_token=session.csrf_token if session else "")
+    return templates.TemplateResponse(request, name, context, status_code=status)

@@ -1,0 +1,117 @@
+"""The web UI in Debian's chromium via Playwright: sign in, create a workspace, lock it, CSRF-protected sign-out.
+
+Serves the real app (in-memory adapters) with uvicorn on localhost, where chromium keeps Secure cookies.
+Screenshots of each page go to .build/screenshots.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+from terrace.bootstrap import build_memory
+from terrace.domain.principal import Principal, PrincipalKind
+from terrace.web.app import create_app
+
+CHROMIUM = Path("/usr/bin/chromium")
+SHOTS = Path(__file__).resolve().parents[2] / ".build" / "screenshots"
+playwright_api = pytest.importorskip("playwright.sync_api")
+
+
+@pytest.fixture
+def stack(free_port: int) -> Iterator[tuple[str, str, Any]]:
+    container = build_memory()
+    user = container.accounts.create_user("alice", "alice@example.com")
+    container.organizations.create(Principal(PrincipalKind.USER, user.id, user.username), "acme", "ops@example.com")
+    token = container.accounts.issue_token(PrincipalKind.USER, user.id).secret
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(container), host="127.0.0.1", port=free_port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 15
+    while not server.started:
+        assert time.monotonic() < deadline, "web server did not start"
+        time.sleep(0.05)
+    yield f"http://localhost:{free_port}", token, container
+    server.should_exit = True
+    thread.join(timeout=15)
+
+
+@pytest.fixture
+def page() -> Iterator[Any]:
+    if not CHROMIUM.exists():
+        pytest.skip("no /usr/bin/chromium (make test installs it: apt-get install -y chromium)")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with playwright_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
+        context = browser.new_context(viewport={"width": 390, "height": 844})  # phone width
+        yield context.new_page()
+        browser.close()
+
+
+def test_sign_in_create_workspace_lock_and_sign_out(stack: tuple[str, str, Any], page: Any) -> None:
+    base, token, container = stack
+    expect = playwright_api.expect
+    page.goto(f"{base}/app")
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    page.screenshot(path=str(SHOTS / "sign-in.png"), full_page=True)
+    page.get_by_label("API token").fill("wrong")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("alert")).to_be_visible()
+    page.get_by_label("API token").fill(token)
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", name="Organizations")).to_be_visible()
+    page.screenshot(path=str(SHOTS / "organizations.png"), full_page=True)
+    page.get_by_role("link", name="acme").click()
+    expect(page.get_by_text("No workspaces yet")).to_be_visible()
+    page.screenshot(path=str(SHOTS / "workspaces-empty.png"), full_page=True)
+    page.get_by_role("link", name="New workspace").click()
+    page.get_by_label("Name").fill("web-prod")
+    page.get_by_label("Tags (comma-separated)").fill("web, prod")
+    page.get_by_role("button", name="Create workspace").click()
+    expect(page.get_by_role("heading", name="web-prod")).to_be_visible()
+    assert container.workspaces.find_id("acme", "web-prod")
+    page.get_by_role("button", name="Lock workspace").click()
+    expect(page.get_by_role("button", name="Unlock workspace")).to_be_visible()
+    page.screenshot(path=str(SHOTS / "workspace.png"), full_page=True)
+    page.get_by_role("link", name="Variables").click()
+    page.get_by_label("Key").fill("region")
+    page.get_by_label("Value").fill("eu-west-1")
+    page.get_by_role("button", name="Add variable").click()
+    expect(page.get_by_role("cell", name="eu-west-1")).to_be_visible()
+    page.get_by_label("Key").fill("db_password")
+    page.get_by_label("Value").fill("hunter2-secret")
+    page.get_by_label("Sensitive (write only)").check()
+    page.get_by_role("button", name="Add variable").click()
+    expect(page.get_by_role("cell", name="db_password", exact=True)).to_be_visible()
+    assert "hunter2-secret" not in page.content()
+    page.screenshot(path=str(SHOTS / "variables.png"), full_page=True)
+    page.get_by_role("link", name="alice · Tokens").click()
+    page.get_by_label("Description").fill("laptop")
+    page.get_by_role("button", name="Create token").click()
+    secret = page.locator("#new-token").inner_text()
+    assert container.accounts.authenticate(secret).username == "alice"
+    page.screenshot(path=str(SHOTS / "tokens.png"), full_page=True)
+    page.get_by_role("button", name="Revoke laptop").click()
+    expect(page.get_by_role("button", name="Revoke laptop")).to_have_count(0)
+    page.goto(f"{base}/app/nobody/workspaces")
+    expect(page.get_by_role("heading", name="Not found")).to_be_visible()
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    page.goto(f"{base}/app")
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()

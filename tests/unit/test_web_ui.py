@@ -1,0 +1,181 @@
+"""The web UI's routers through the TestClient: sign-in sessions, CSRF, expiry, and access rules."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from state_helpers import Env, make_env, other_user, state_bytes
+from terrace.domain import clock
+from terrace.web.app import create_app
+
+
+@pytest.fixture
+def env() -> Env:
+    return make_env()
+
+
+def browser(env: Env) -> TestClient:
+    return TestClient(create_app(env.container), base_url="https://testserver", follow_redirects=False)
+
+
+def signed_in(env: Env) -> TestClient:
+    client = browser(env)
+    r = client.post("/app/sign-in", data={"token": env.token})
+    assert r.status_code == 303 and r.headers["location"] == "/app"
+    return client
+
+
+def csrf_of(html: str) -> str:
+    match = re.search(r'name="csrf_token" value="([^"]+)"', html)
+    assert match, "page has no CSRF field"
+    return match.group(1)
+
+
+def test_pages_redirect_to_sign_in_without_a_session(env: Env) -> None:
+    r = browser(env).get("/app")
+    assert r.status_code == 303 and r.headers["location"] == "/app/sign-in"
+
+
+def test_sign_in_sets_a_secure_http_only_same_site_cookie(env: Env) -> None:
+    r = browser(env).post("/app/sign-in", data={"token": env.token})
+    cookie = r.headers["set-cookie"].lower()
+    assert "httponly" in cookie and "secure" in cookie and "samesite=lax" in cookie
+    assert env.token not in r.headers["set-cookie"]  # the cookie names a session, never the API token
+
+
+def test_bad_token_shows_an_inline_error(env: Env) -> None:
+    r = browser(env).post("/app/sign-in", data={"token": "nope"})
+    assert r.status_code == 401 and 'role="alert"' in r.text and "set-cookie" not in r.headers
+
+
+def test_signed_in_user_sees_organizations_and_workspaces(env: Env) -> None:
+    client = signed_in(env)
+    assert "acme" in client.get("/app").text
+    page = client.get("/app/acme/workspaces")
+    assert page.status_code == 200 and "prod" in page.text
+    assert "No workspace matches" in client.get("/app/acme/workspaces", params={"search": "zzz"}).text
+
+
+def test_forged_cookie_is_not_a_session(env: Env) -> None:
+    client = signed_in(env)
+    value = client.cookies.get("terrace_session")
+    assert value
+    session_id, _, _sig = value.partition(".")
+    forged = browser(env)
+    assert forged.get("/app", headers={"cookie": f"terrace_session={session_id}.{'0' * 64}"}).status_code == 303
+    assert forged.get("/app", headers={"cookie": f"terrace_session={value}"}).status_code == 200
+
+
+def test_sign_out_needs_the_csrf_token_and_ends_the_session(env: Env) -> None:
+    client = signed_in(env)
+    token = csrf_of(client.get("/app").text)
+    cookie = client.cookies.get("terrace_session")
+    refused = client.post("/app/sign-out", data={})
+    assert refused.status_code == 403
+    assert client.get("/app").status_code == 200  # still signed in
+    assert client.post("/app/sign-out", data={"csrf_token": "wrong"}).status_code == 403
+    r = client.post("/app/sign-out", data={"csrf_token": token})
+    assert r.status_code == 303
+    replay = browser(env)  # the old cookie no longer names a session on the server
+    assert replay.get("/app", headers={"cookie": f"terrace_session={cookie}"}).status_code == 303
+
+
+def test_session_expires(env: Env, monkeypatch: Any) -> None:
+    client = signed_in(env)
+    assert client.get("/app").status_code == 200
+    later = clock.epoch() + 8 * 3600 + 1
+    monkeypatch.setattr(clock, "epoch", lambda: later)
+    assert client.get("/app").status_code == 303
+
+
+def test_other_users_organization_is_a_404_page(env: Env) -> None:
+    other_user(env)
+    r = signed_in(env).get("/app/evil/workspaces")
+    assert r.status_code == 404 and "text/html" in r.headers["content-type"]
+    assert "Not found" in r.text
+
+
+def test_api_errors_stay_json(env: Env) -> None:
+    r = env.client.get("/api/v2/organizations/nope", headers=env.auth)
+    assert r.status_code in (401, 404) and r.headers["content-type"].startswith("application/vnd.api+json")
+
+
+def test_create_workspace_from_the_form(env: Env) -> None:
+    client = signed_in(env)
+    token = csrf_of(client.get("/app/acme/workspaces/new").text)
+    assert client.post("/app/acme/workspaces/new", data={"name": "web"}).status_code == 403
+    assert env.container.workspaces.find_id("acme", "web") is None
+    r = client.post("/app/acme/workspaces/new", data={"name": "web", "tags": "a, b", "csrf_token": token})
+    assert r.status_code == 303 and r.headers["location"] == "/app/acme/workspaces/web"
+    assert env.container.workspaces.find_id("acme", "web")
+    again = client.post("/app/acme/workspaces/new", data={"name": "web", "csrf_token": token})
+    assert again.status_code == 422 and 'role="alert"' in again.text
+
+
+def test_overview_masks_sensitive_outputs(env: Env) -> None:
+    outputs = {
+        "public": {"value": "hello-world", "type": "string"},
+        "secret": {"value": "s3cr3t-value", "type": "string", "sensitive": True},
+    }
+
+    env.lock()
+    assert env.push(state_bytes(1, outputs=outputs), 1).status_code == 201
+    env.drain_events()
+    page = signed_in(env).get("/app/acme/workspaces/prod")
+    assert page.status_code == 200
+    assert "hello-world" in page.text and "s3cr3t-value" not in page.text
+
+
+def test_lock_and_unlock_from_the_overview(env: Env) -> None:
+    client = signed_in(env)
+    token = csrf_of(client.get("/app/acme/workspaces/prod").text)
+    assert client.post("/app/acme/workspaces/prod/lock", data={"csrf_token": token}).status_code == 303
+    assert env.ws().lock is not None
+    assert "Unlock workspace" in client.get("/app/acme/workspaces/prod").text
+    assert client.post("/app/acme/workspaces/prod/lock", data={"csrf_token": token}).status_code == 303
+    assert env.ws().lock is None
+
+
+def test_variables_sensitive_values_are_write_only(env: Env) -> None:
+    client = signed_in(env)
+    url = "/app/acme/workspaces/prod/variables"
+    token = csrf_of(client.get(url).text)
+    assert client.post(url, data={"key": "x", "value": "1"}).status_code == 403
+    assert client.post(url, data={"key": "plain", "value": "visible-1", "csrf_token": token}).status_code == 303
+    form = {"key": "secret", "value": "hidden-2", "sensitive": "on", "csrf_token": token}
+    assert client.post(url, data=form).status_code == 303
+    page = client.get(url).text
+    assert "visible-1" in page and "secret" in page and "hidden-2" not in page
+    clash = client.post(url, data=form)
+    assert clash.status_code == 422 and "hidden-2" not in clash.text and 'role="alert"' in clash.text
+    var_id = next(v.id for v in env.container.variables.list(env.principal, env.ws()) if v.key == "plain")
+    assert client.post(f"{url}/{var_id}/delete", data={"csrf_token": token}).status_code == 303
+    assert [v.key for v in env.container.variables.list(env.principal, env.ws())] == ["secret"]
+
+
+def test_create_and_revoke_a_token(env: Env) -> None:
+    client = signed_in(env)
+    url = "/app/account/tokens"
+    token = csrf_of(client.get(url).text)
+    assert client.post(url, data={"description": "ci"}).status_code == 403
+    made = client.post(url, data={"description": "ci", "csrf_token": token})
+    assert made.status_code == 200 and "TF_TOKEN_localhost" in made.text
+    secret = re.search(r'<code id="new-token">([^<]+)</code>', made.text)
+    assert secret
+    assert env.container.accounts.authenticate(secret.group(1)).username == "alice"
+    ci = next(t for t in env.container.accounts.list_tokens(env.principal.subject_id) if t.description == "ci")
+    assert client.post(f"{url}/{ci.id}/revoke", data={"csrf_token": token}).status_code == 303
+    assert all(t.id != ci.id for t in env.container.accounts.list_tokens(env.principal.subject_id))
+
+
+def test_cannot_revoke_someone_elses_token(env: Env) -> None:
+    _, mallory = other_user(env)
+    theirs = env.container.accounts.issue_token(mallory.kind, mallory.subject_id, description="theirs")
+    client = signed_in(env)
+    token = csrf_of(client.get("/app/account/tokens").text)
+    r = client.post(f"/app/account/tokens/{theirs.token.id}/revoke", data={"csrf_token": token})
+    assert r.status_code == 404
+    assert env.container.accounts.authenticate(theirs.secret).username == "mallory"
