@@ -33,6 +33,7 @@ class Action(StrEnum):
     CANCEL_RUN = "cancel-run"
     READ_VARIABLES = "read-variables"
     WRITE_VARIABLES = "write-variables"
+    RUN_JOBS = "run-jobs"  # take, heartbeat, log and finish jobs (the runner protocol)
 
 
 # What a run token may do in the workspace its run belongs to.
@@ -77,6 +78,9 @@ class Authorizer:
     def require(
         self, principal: Principal, action: Action, org: OrgView, workspace: WorkspaceView | None = None
     ) -> None:
+        if action is Action.RUN_JOBS or principal.kind is PrincipalKind.RUNNER:
+            self._require_runner(principal, action, org)
+            return
         if principal.site_admin:
             return
         if principal.kind is PrincipalKind.USER:
@@ -90,6 +94,16 @@ class Authorizer:
                 raise Forbidden("organization tokens cannot delete their organization")
             return
         self._require_run_token(principal, action, workspace)
+
+    @staticmethod
+    def _require_runner(principal: Principal, action: Action, org: OrgView) -> None:
+        """Only a runner token works jobs, and only its own organization's; it can do nothing else."""
+        if principal.kind is not PrincipalKind.RUNNER:
+            raise Forbidden("only a runner token may work jobs")
+        if principal.organization != org.name:
+            raise NotFound(f"organization {org.name} not found")
+        if action is not Action.RUN_JOBS:
+            raise Forbidden(f"a runner token may not {action.value}")
 
     @staticmethod
     def _require_run_token(principal: Principal, action: Action, workspace: WorkspaceView | None) -> None:
