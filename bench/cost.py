@@ -54,7 +54,7 @@ class RunProfile:
     phase_seconds: int = 60  # Fargate time of one phase, image pull included
     client_requests: int = 100  # terraform/tofu calls: uploads, run creation, status and log polling
     runner_requests_per_phase: int = 20  # next (claim), ~6 heartbeats, log chunks, finish
-    runner_wait_s: float = 5.0  # an idle runner long-polls /jobs/next: the api Lambda waits this long per call
+    runner_poll_s: float = 2.0  # an idle runner asks /jobs/next this often (short polls: no Lambda held waiting)
     api_ms: int = 60  # average api Lambda duration per request
     ddb_reads_per_request: float = 2.0
     ddb_writes_per_request: float = 0.6
@@ -142,9 +142,9 @@ def estimate(template: dict[str, Any], run: RunProfile = RunProfile()) -> list[L
     lines.append(Line(f"Fargate arm64 {vcpu:g} vCPU/{mem_gb:g} GB", 0, fargate * per_k, f"{task_seconds}s/run"))
     if r.public_runners():
         lines.append(Line("Runner public IPv4", 0, task_seconds / 3600 * p["public_ipv4_h"] * per_k))
-    idle_polls = run.phases * idle_tail_s / run.runner_wait_s  # a runner's long-polls until it idles out
+    idle_polls = run.phases * idle_tail_s / run.runner_poll_s  # a runner's polls until it idles out
     requests = int(run.client_requests + run.phases * run.runner_requests_per_phase + idle_polls)
-    api_gb_s = (requests * run.api_ms / 1000 + idle_polls * run.runner_wait_s) * r.memory_gb("terrace-api")
+    api_gb_s = requests * run.api_ms / 1000 * r.memory_gb("terrace-api")
     side_gb_s = (run.scaler_invocations + run.events_invocations) * 0.2 * r.memory_gb("terrace-scaler")
     lambda_cost = (requests + run.scaler_invocations + run.events_invocations) * p["lambda_request"]
     lambda_cost += (api_gb_s + side_gb_s) * p["lambda_arm_gb_s"]

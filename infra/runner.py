@@ -15,6 +15,7 @@ from infra.bundling import REPO
 from infra.settings import DeploySettings
 
 CONTAINER_NAME = "runner"
+RUNNER_POLL_INTERVAL_S = 2
 CPU_UNITS = 1024  # 1 vCPU
 MEMORY_MIB = 2048
 # The image is built from the repository root (it pip-installs the terrace package); only these are sent.
@@ -113,6 +114,9 @@ class Runner(Construct):
             environment={
                 "TERRACE_API_URL": api_url,
                 "TERRACE_RUNNER_IDLE_EXIT_S": str(settings.runner_idle_exit_s),
+                # short polls every 2 s: a Lambda held for a long-poll costs more than the extra requests
+                "TERRACE_RUNNER_WAIT_S": "0",
+                "TERRACE_RUNNER_POLL_INTERVAL_S": str(RUNNER_POLL_INTERVAL_S),
                 "TERRACE_TF_BINARY": "tofu",
             },
             readonly_root_filesystem=False,

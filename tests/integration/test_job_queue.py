@@ -103,6 +103,17 @@ def test_the_runner_runs_the_job_it_is_handed_then_idles_out(tmp_path: Path) -> 
     assert runner.loop() == 0  # nothing left: exits after the idle time
 
 
+def test_short_polls_pause_between_empty_answers(tmp_path: Path) -> None:
+    fake = FakeApi()
+    api, transfers = fake.clients()
+    config = runner_config(tmp_path, fake_terraform(tmp_path / "bin"), wait_s=0, poll_interval_s=2, idle_exit_s=2)
+    ticks = iter(range(100))
+    pauses: list[float] = []
+    runner = Runner(config, api, JobExecutor(config, api, transfers), clock=lambda: next(ticks), sleep=pauses.append)
+    assert runner.loop() == 0
+    assert pauses == [2]  # asked, paused, asked again, idle long enough: exit
+
+
 def test_a_refused_runner_token_stops_the_runner(tmp_path: Path) -> None:
     fake = FakeApi()
     api, transfers = fake.clients()

@@ -36,6 +36,7 @@ class RunnerConfig:
     operator_cli_config: Path | None = None
     idle_exit_s: float = 0.0
     wait_s: float = 5.0  # how long one /jobs/next long-poll waits on the API for a job
+    poll_interval_s: float = 0.0  # pause after an empty answer (on Lambda: short polls are cheaper than waits)
     retire_at: float = 0.0  # epoch seconds: take no new job after this (0 = never)
     runner_id: str = ""
     ssl_cert_file: str | None = None
@@ -57,6 +58,7 @@ class RunnerConfig:
         try:
             idle = float(env.get("TERRACE_RUNNER_IDLE_EXIT_S") or 0)
             wait = float(env.get("TERRACE_RUNNER_WAIT_S") or 5)
+            pause = float(env.get("TERRACE_RUNNER_POLL_INTERVAL_S") or 0)
             retire_at = float(env.get("TERRACE_RUNNER_RETIRE_AT") or 0)
             max_bytes = int(env.get("TERRACE_RUNNER_MAX_CONFIG_BYTES") or 512 * 1024 * 1024)
             max_expanded = int(env.get("TERRACE_RUNNER_MAX_CONFIG_EXPANDED_BYTES") or 512 * 1024 * 1024)
@@ -71,6 +73,7 @@ class RunnerConfig:
             operator_cli_config=Path(operator_cfg) if operator_cfg else None,
             idle_exit_s=max(idle, 0.0),
             wait_s=min(max(wait, 0.0), 20.0),
+            poll_interval_s=min(max(pause, 0.0), 60.0),
             retire_at=max(retire_at, 0.0),
             runner_id=env.get("TERRACE_RUNNER_ID") or f"{socket.gethostname()}-{os.getpid()}",
             ssl_cert_file=env.get("SSL_CERT_FILE") or None,

@@ -27,8 +27,10 @@ class Runner:
         executor: JobExecutor,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.config, self.api, self.executor, self.clock, self.wall_clock = config, api, executor, clock, wall_clock
+        self.sleep = sleep
         self.stopping = False
 
     def handle(self, spec: JobSpec) -> None:
@@ -73,6 +75,8 @@ class Runner:
             if self.config.idle_exit_s and self.clock() - idle_since >= self.config.idle_exit_s:
                 log.info("idle for %.0f s: exiting", self.config.idle_exit_s)
                 return 0
+            if self.config.poll_interval_s:
+                self.sleep(self.config.poll_interval_s)
         return 0
 
 
