@@ -46,8 +46,10 @@ def test_a_runner_of_another_organization_cannot_take_or_touch_a_job() -> None:
     assert env.client.get(
         "/api/v2/organizations/acme", headers={"Authorization": f"Bearer {env.runner_token}"}
     ).status_code in (403, 404)
-    # nor may a user (or organization) token work jobs
+    # nor may a user (or organization) token ask for or touch jobs
     assert env.client.post("/api/runner/jobs/next", json={"runner_id": "u"}, headers=env.headers).status_code == 403
+    user_beat = env.client.post(f"/api/runner/jobs/{job}/heartbeat", json={"runner_id": "a1"}, headers=env.headers)
+    assert user_beat.status_code == 404
 
 
 def test_revoked_and_expired_runner_tokens_are_refused() -> None:

@@ -96,10 +96,17 @@ class Authorizer:
         self._require_run_token(principal, action, workspace)
 
     @staticmethod
+    def runner_organization(principal: Principal) -> str:
+        """The one organization whose jobs a runner token works (asking for jobs needs a runner token)."""
+        if principal.kind is not PrincipalKind.RUNNER or not principal.organization:
+            raise Forbidden("only a runner token may ask for jobs")
+        return principal.organization
+
+    @staticmethod
     def _require_runner(principal: Principal, action: Action, org: OrgView) -> None:
         """Only a runner token works jobs, and only its own organization's; it can do nothing else."""
         if principal.kind is not PrincipalKind.RUNNER:
-            raise Forbidden("only a runner token may work jobs")
+            raise NotFound("job not found")  # jobs exist for runners only
         if principal.organization != org.name:
             raise NotFound(f"organization {org.name} not found")
         if action is not Action.RUN_JOBS:

@@ -94,8 +94,7 @@ class JobService:
         sleep: Callable[[float], None] = time.sleep,
     ) -> JobSpec | None:
         """Claim the next job of the runner's organization, waiting up to `wait_s` for one to come."""
-        organization = principal.organization or ""
-        self._authz.require(principal, Action.RUN_JOBS, OrgView(organization, ()))
+        organization = self._authz.runner_organization(principal)
         deadline = time.monotonic() + max(0.0, wait_s)
         while True:
             spec = self._take_and_claim(principal, organization, runner_id)
