@@ -42,6 +42,11 @@ def test_a_runner_of_another_organization_cannot_take_or_touch_a_job() -> None:
     done = env.runner("POST", f"/jobs/{job}/finish", json={"runner_id": "a1", "status": "errored"}, token=globex_token)
     assert (beat.status_code, log.status_code, done.status_code) == (404, 404, 404)
     assert env.run(spec["run_id"])["attributes"]["status"] == "planning"
+    # another runner of the same organization cannot write the job's log or finish it either
+    sibling = env.container.scaler.credential("acme").token
+    assert env.runner("PUT", f"/jobs/{job}/logs?offset=0", content=b"x", token=sibling).status_code == 409
+    finish = {"runner_id": "a1", "status": "errored"}
+    assert env.runner("POST", f"/jobs/{job}/finish", json=finish, token=sibling).status_code == 409
     # a runner token is no API token either
     assert env.client.get(
         "/api/v2/organizations/acme", headers={"Authorization": f"Bearer {env.runner_token}"}

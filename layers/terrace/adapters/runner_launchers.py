@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -82,7 +83,7 @@ class LocalProcessLauncher:
         self.python = python
         self.args = list(args)
         self.runners: list[LocalRunner] = []  # alive ones
-        self.started: list[LocalRunner] = []  # every runner ever started, for bookkeeping
+        self.started: deque[LocalRunner] = deque(maxlen=1000)  # the runners started lately, for bookkeeping
 
     def _reap(self) -> None:
         alive = []

@@ -224,8 +224,8 @@ class JobService:
     def append_log(self, principal: Principal, job_id: str, offset: int, data: bytes) -> None:
         run, name = self._load(principal, job_id)
         state = run.phase(name)
-        if state.status != rs.P_RUNNING:
-            raise Conflict(f"job {job_id} is not running; its log is closed")
+        if state.status != rs.P_RUNNING or not (state.runner_id or "").endswith(f"@{principal.token_id}"):
+            raise Conflict(f"job {job_id} is not running on this runner; its log is closed to it")
         self._logs.append(state.id, state.attempt, offset, data)
 
     # finish ------------------------------------------------------------------------------
