@@ -21,6 +21,7 @@ from terrace.domain import clock
 
 log = logging.getLogger("terrace.queues")
 TAKE_SCAN = 50  # queued items read per take; items still delayed are skipped
+STALE_AFTER_S = 7 * 24 * 3600  # table TTL: an entry nobody took (its run ended meanwhile) goes eventually
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,7 @@ class TableJobQueue:
             "available_at_ms": available,
             "delay_s": delay_s,
             "version": 1,  # the conditional delete of `take` needs something to condition on
+            "expires_at": available // 1000 + STALE_AFTER_S,
         }
         self._table.transact([Put(item)])
 
