@@ -90,6 +90,7 @@ def local_stack(*, workers: bool = True, execution_mode: str = "local", **overri
     from terrace.local.stack import LocalStack
 
     with tempfile.TemporaryDirectory(prefix="terrace-bench-") as tmp:
+        Path(tmp).chmod(0o711)  # job uids pass through to the runner work dir and provider mirror (not list it)
         local = LocalStack(
             port=0,
             organization="bench",

@@ -53,13 +53,14 @@ class RunProfile:
     phases: int = 2
     phase_seconds: int = 60  # Fargate time of one phase, image pull included
     client_requests: int = 100  # terraform/tofu calls: uploads, run creation, status and log polling
-    runner_requests_per_phase: int = 20  # claim, ~6 heartbeats, log chunks, finish
+    runner_requests_per_phase: int = 20  # next (claim), ~6 heartbeats, log chunks, finish
+    runner_poll_s: float = 2.0  # an idle runner asks /jobs/next this often (short polls: no Lambda held waiting)
     api_ms: int = 60  # average api Lambda duration per request
     ddb_reads_per_request: float = 2.0
     ddb_writes_per_request: float = 0.6
     s3_puts: int = 6  # configuration, state, plan, plan JSON, two log archives
     s3_gets: int = 6
-    sqs_requests_per_phase: int = 12  # send, receives in lane order, visibility extensions, delete
+    events_sqs_requests_per_run: int = 4  # status-change and state events (jobs queue in the table)
     scaler_invocations: int = 2  # on enqueue
     events_invocations: int = 2
     log_kb_per_phase: int = 200
@@ -141,7 +142,8 @@ def estimate(template: dict[str, Any], run: RunProfile = RunProfile()) -> list[L
     lines.append(Line(f"Fargate arm64 {vcpu:g} vCPU/{mem_gb:g} GB", 0, fargate * per_k, f"{task_seconds}s/run"))
     if r.public_runners():
         lines.append(Line("Runner public IPv4", 0, task_seconds / 3600 * p["public_ipv4_h"] * per_k))
-    requests = run.client_requests + run.phases * run.runner_requests_per_phase
+    idle_polls = run.phases * idle_tail_s / run.runner_poll_s  # a runner's polls until it idles out
+    requests = int(run.client_requests + run.phases * run.runner_requests_per_phase + idle_polls)
     api_gb_s = requests * run.api_ms / 1000 * r.memory_gb("terrace-api")
     side_gb_s = (run.scaler_invocations + run.events_invocations) * 0.2 * r.memory_gb("terrace-scaler")
     lambda_cost = (requests + run.scaler_invocations + run.events_invocations) * p["lambda_request"]
@@ -155,9 +157,8 @@ def estimate(template: dict[str, Any], run: RunProfile = RunProfile()) -> list[L
     )
     lines.append(Line("DynamoDB on-demand", 0, ddb * per_k))
     lines.append(Line("S3 requests", 0, (run.s3_puts * p["s3_put"] + run.s3_gets * p["s3_get"]) * per_k))
-    sqs = (run.phases * run.sqs_requests_per_phase + 2) * p["sqs_request"]
-    lines.append(Line("SQS requests", 0, sqs * per_k))
-    lines.append(Line("Secrets Manager reads", 0, run.phases * p["secrets_api_call"] * per_k, "one per task"))
+    sqs = run.events_sqs_requests_per_run * p["sqs_request"]
+    lines.append(Line("SQS requests (events)", 0, sqs * per_k))
     log_gb = (run.phases * run.log_kb_per_phase + requests * run.lambda_log_kb_per_request) / 1024 / 1024
     lines.append(Line("CloudWatch Logs ingestion", 0, log_gb * p["logs_ingest_gb"] * per_k))
     lines.append(Line("X-Ray traces", 0, requests * p["xray_trace"] * per_k, "every request sampled"))

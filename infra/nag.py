@@ -17,13 +17,13 @@ GENERAL = {
     "(infra/settings.py LAMBDA_PYTHON_VERSION) and upgraded deliberately",
     "AwsSolutions-ECS4": "runner tasks are short-lived and log to CloudWatch Logs; run metrics are published by "
     "the runtime; Container Insights would add per-task metric cost",
-    "AwsSolutions-ECS2": "the runner's environment holds only URLs, ARNs and tuning values; its one secret is "
-    "read from Secrets Manager by ARN at run time",
+    "AwsSolutions-ECS2": "the runner's environment holds only URLs and tuning values; its one secret, a runner "
+    "token of one organization, is passed by the scaler per task",
     "AwsSolutions-CFR1": "Terrace serves its own users wherever they are; geo restriction is a per-deployment choice",
     "AwsSolutions-CFR2": "WAF has a fixed monthly cost that breaks the near-zero idle target; the HTTP API throttles "
     "and the application authenticates every request",
     "AwsSolutions-SQS3": "the events queue is retried by the events function until its retention ends; a DLQ would "
-    "cut notification retries short (the job lanes do have one)",
+    "cut notification retries short (jobs do not travel on SQS)",
     "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]": (
         "the AWS-maintained minimum for a Lambda to write its own logs"
     ),

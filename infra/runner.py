@@ -9,22 +9,19 @@ from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
-from aws_cdk import aws_secretsmanager as secretsmanager
-from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.bundling import REPO
 from infra.settings import DeploySettings
 
 CONTAINER_NAME = "runner"
+RUNNER_POLL_INTERVAL_S = 2
 CPU_UNITS = 1024  # 1 vCPU
 MEMORY_MIB = 2048
 # The image is built from the repository root (it pip-installs the terrace package); only these are sent.
 IMAGE_CONTEXT = ["*", "!pyproject.toml", "!layers", "!layers/**", "!runner-container", "!runner-container/**",
                  "**/__pycache__", "**/*.pyc", "**/*.egg-info"]  # fmt: skip
-INTERFACE_ENDPOINTS = {
-    "Sqs": ec2.InterfaceVpcEndpointAwsService.SQS,
-    "SecretsManager": ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER,
+INTERFACE_ENDPOINTS = {  # pulling the image and shipping logs; a runner calls no other AWS API
     "EcrApi": ec2.InterfaceVpcEndpointAwsService.ECR,
     "EcrDocker": ec2.InterfaceVpcEndpointAwsService.ECR_DOCKER,
     "Logs": ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS,
@@ -38,9 +35,6 @@ class Runner(Construct):
         construct_id: str,
         *,
         settings: DeploySettings,
-        lanes: list[sqs.IQueue],
-        lane_environment: dict[str, str],
-        runner_secret: secretsmanager.ISecret,
         api_url: str,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -52,9 +46,8 @@ class Runner(Construct):
             max_azs=2,
             nat_gateways=0,
             subnet_configuration=[ec2.SubnetConfiguration(name="runners", subnet_type=subnet_type, cidr_mask=22)],
-            gateway_endpoints={
+            gateway_endpoints={  # presigned URLs (configurations, plans) and image layers
                 "S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3),
-                "DynamoDB": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.DYNAMODB),
             },
             flow_logs={"Rejected": ec2.FlowLogOptions(traffic_type=ec2.FlowLogTrafficType.REJECT)},
         )
@@ -93,15 +86,8 @@ class Runner(Construct):
             self,
             "TaskRole",
             assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"),
-            description="Terrace runner: drain the job lanes and read the runner secret, nothing else",
+            description="Terrace runner: no permission at all (it asks the API for jobs with its own token)",
         )
-        self.task_role.add_to_policy(
-            iam.PolicyStatement(
-                actions=["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"],
-                resources=[lane.queue_arn for lane in lanes],
-            )
-        )
-        runner_secret.grant_read(self.task_role)
 
         self.task_definition = ecs.FargateTaskDefinition(
             self,
@@ -127,10 +113,11 @@ class Runner(Construct):
             logging=ecs.LogDrivers.aws_logs(stream_prefix="runner", log_group=self.log_group),
             environment={
                 "TERRACE_API_URL": api_url,
-                "TERRACE_RUNNER_SECRET_ARN": runner_secret.secret_arn,
                 "TERRACE_RUNNER_IDLE_EXIT_S": str(settings.runner_idle_exit_s),
+                # short polls every 2 s: a Lambda held for a long-poll costs more than the extra requests
+                "TERRACE_RUNNER_WAIT_S": "0",
+                "TERRACE_RUNNER_POLL_INTERVAL_S": str(RUNNER_POLL_INTERVAL_S),
                 "TERRACE_TF_BINARY": "tofu",
-                **lane_environment,
             },
             readonly_root_filesystem=False,
         )
@@ -147,12 +134,23 @@ class Runner(Construct):
         }
 
     def grant_run_task(self, grantee: iam.IGrantable) -> None:
-        """ecs:RunTask on this task definition in this cluster, and handing over its two roles."""
+        """ecs:RunTask on this task definition in this cluster (tagging the task with its organization), and
+        handing over its two roles."""
         iam.Grant.add_to_principal(
             grantee=grantee,
             actions=["ecs:RunTask"],
             resource_arns=[self.task_definition.task_definition_arn],
             conditions={"ArnEquals": {"ecs:cluster": self.cluster.cluster_arn}},
+        )
+        iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["ecs:TagResource"],
+            resource_arns=[
+                Stack.of(self).format_arn(
+                    service="ecs", resource="task", resource_name=f"{self.cluster.cluster_name}/*"
+                )
+            ],
+            conditions={"StringEquals": {"ecs:CreateAction": "RunTask"}},
         )
         # ListTasks has no resource-level permission (AWS requires "*"); the condition pins the cluster.
         iam.Grant.add_to_principal(

@@ -1,5 +1,6 @@
-"""Secrets Manager secrets generated at deploy time: the bootstrap admin token, the runner secret and the
-key that signs URLs (log-read URLs and the like). Functions get their ARNs and read them once per container."""
+"""Secrets Manager secrets generated at deploy time: the bootstrap admin token and the key that signs URLs
+(log-read URLs and the like). Functions get their ARNs and read them once per container. Runners get no
+secret of Terrace's: the scaler mints each runner a token of its own organization."""
 
 from __future__ import annotations
 
@@ -24,12 +25,10 @@ class Secrets(Construct):
     def __init__(self, scope: Construct, construct_id: str) -> None:
         super().__init__(scope, construct_id)
         self.bootstrap_token = _generated(self, "BootstrapAdminToken", "Terrace: API token of the site admin")
-        self.runner = _generated(self, "RunnerSecret", "Terrace: shared secret runners present to /api/runner")
         self.url_signing = _generated(self, "UrlSigningSecret", "Terrace: HMAC key for signed URLs")
 
     def environment(self) -> dict[str, str]:
         return {
             "TERRACE_BOOTSTRAP_SECRET_ARN": self.bootstrap_token.secret_arn,
-            "TERRACE_RUNNER_SECRET_ARN": self.runner.secret_arn,
             "TERRACE_URL_SIGNING_SECRET_ARN": self.url_signing.secret_arn,
         }

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from aws_cdk import CfnOutput, Fn, Stack
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
@@ -41,9 +40,6 @@ class TerraceStack(Stack):
             self,
             "Runner",
             settings=settings,
-            lanes=queues.lanes,
-            lane_environment=queues.url_environment(lanes_only=True),
-            runner_secret=secrets.runner,
             api_url=web.url,
         )
         environment = {
@@ -68,17 +64,10 @@ class TerraceStack(Stack):
         for fn in every:
             data.table.grant_read_write_data(fn)
             secrets.url_signing.grant_read(fn)
-            secrets.runner.grant_read(fn)
         for fn in (api_fn, functions.reaper, functions.events):
             data.blobs.grant_read_write(fn)
             data.key.grant_encrypt_decrypt(fn)
-            for queue in (*queues.lanes, queues.events):
-                queue.grant_send_messages(fn)
-        for fn in (api_fn, functions.scaler, functions.reaper):
-            for queue in (*queues.lanes, queues.dead_letter):
-                fn.add_to_role_policy(
-                    iam.PolicyStatement(actions=["sqs:GetQueueAttributes"], resources=[queue.queue_arn])
-                )
+            queues.events.grant_send_messages(fn)
         runner.grant_run_task(functions.scaler)
         runner.grant_run_task(functions.reaper)
         functions.scaler.grant_invoke(api_fn)
@@ -95,7 +84,7 @@ class TerraceStack(Stack):
                 "events": functions.events,
             },
             queues=queues.by_name,
-            extra_alarms=[queues.dlq_alarm],
+            extra_alarms=[],
             alarm_email=settings.alarm_email,
         )
 

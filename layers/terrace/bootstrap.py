@@ -7,13 +7,15 @@ swap the adapters for in-memory twins. The services are the same objects in ever
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.kms import Encryptor, MemoryEncryptor
-from terrace.adapters.queues import EventPublisher, JobQueue, MemoryEventPublisher, MemoryJobQueue
+from terrace.adapters.queues import EventPublisher, JobQueue, KickingJobQueue, MemoryEventPublisher, TableJobQueue
+from terrace.adapters.runner_launchers import RunnerLauncher
 from terrace.adapters.table import Table
 from terrace.config import Settings
 from terrace.services.accounts import AccountService
@@ -27,7 +29,7 @@ from terrace.services.organizations import OrganizationService
 from terrace.services.reaper import Reaper
 from terrace.services.run_store import RunStore
 from terrace.services.runs import RunService
-from terrace.services.scaler import RunnerLauncher, Scaler
+from terrace.services.scaler import Scaler
 from terrace.services.scheduler import RunScheduler
 from terrace.services.state_index import StateIndex
 from terrace.services.state_versions import StateVersionService
@@ -42,9 +44,14 @@ class Container:
     table: Table
     blobs: BlobStore
     encryptor: Encryptor = field(default_factory=MemoryEncryptor)
-    job_queue: JobQueue = field(default_factory=MemoryJobQueue)
     publisher: EventPublisher = field(default_factory=MemoryEventPublisher)
     launcher: RunnerLauncher | None = None  # starts runners: ECS tasks on AWS, processes locally
+    scaler_kick: Callable[[], None] | None = None  # on AWS: wakes the scaler after a job is queued
+
+    @cached_property
+    def job_queue(self) -> JobQueue:
+        queue: JobQueue = TableJobQueue(self.table)
+        return KickingJobQueue(queue, self.scaler_kick) if self.scaler_kick else queue
 
     @cached_property
     def authz(self) -> Authorizer:
@@ -122,6 +129,8 @@ class Container:
             self.logs,
             self.blobs,
             self.settings,
+            queue=self.job_queue,
+            authz=self.authz,
         )
 
     @cached_property
@@ -130,7 +139,7 @@ class Container:
 
     @cached_property
     def scaler(self) -> Scaler:
-        return Scaler(self.job_queue, self.launcher, self.settings.max_runners)
+        return Scaler(self.run_store, self.accounts, self.launcher, self.settings)
 
     @cached_property
     def events(self) -> EventService:
@@ -161,18 +170,17 @@ def build_aws(settings: Settings) -> Container:
     """Wiring against real AWS or the moto server (same code; endpoint_url decides)."""
     from terrace.adapters.dynamo_table import DynamoTable
     from terrace.adapters.kms import KmsEncryptor
-    from terrace.adapters.queues import KickingJobQueue, SqsEventPublisher, SqsJobQueue
+    from terrace.adapters.queues import SqsEventPublisher
     from terrace.adapters.runner_launchers import EcsLauncher
     from terrace.adapters.s3_blobs import S3Blobs
     from terrace.adapters.secrets import resolve_secrets
 
     settings = resolve_secrets(settings)
     clients = boto_clients(settings)
-    lanes = {name.removeprefix("jobs-"): url for name, url in settings.queue_urls.items() if name.startswith("jobs-")}
-    job_queue: JobQueue = SqsJobQueue(clients["sqs"], lanes)
+    kick = None
     if settings.scaler_function:
         scaler_function = settings.scaler_function
-        job_queue = KickingJobQueue(job_queue, lambda: _invoke_async(settings, scaler_function))
+        kick = functools.partial(_invoke_async, settings, scaler_function)
     launcher = None
     if settings.ecs_cluster and settings.runner_task_definition:
         launcher = EcsLauncher(
@@ -189,7 +197,7 @@ def build_aws(settings: Settings) -> Container:
         table=DynamoTable(clients["dynamodb"], settings.table_name),
         blobs=S3Blobs(clients["s3"], settings.blob_bucket),
         encryptor=KmsEncryptor(clients["kms"], settings.kms_key_id or "alias/terrace"),
-        job_queue=job_queue,
+        scaler_kick=kick,
         publisher=SqsEventPublisher(clients["sqs"], settings.queue_urls.get("events", "")),
         launcher=launcher,
     )

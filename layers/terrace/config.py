@@ -22,6 +22,7 @@ _TIMINGS = {
     "confirm_deadline_s": 14 * 24 * 3600,
     "force_cancel_cooloff_s": 10,
     "run_token_ttl_s": 6 * 3600,
+    "runner_token_ttl_s": 24 * 3600,
     "log_url_ttl_s": 12 * 3600,
 }
 
@@ -44,9 +45,7 @@ class Settings:
     max_config_bytes: int = 512 * 1024 * 1024
     bootstrap_token_secret_arn: str | None = None
     url_signing_secret_arn: str | None = None  # on AWS: resolved into url_signing_secret by the composition root
-    runner_secret_arn: str | None = None  # on AWS: resolved into runner_secret by the composition root
     scaler_function: str | None = None  # on AWS: the api invokes this Lambda after enqueueing a job
-    runner_secret: str = ""  # shared secret runners present to /api/runner (Secrets Manager on AWS)
     ecs_cluster: str | None = None
     runner_task_definition: str | None = None
     runner_container_name: str = "runner"
@@ -65,6 +64,7 @@ class Settings:
     confirm_deadline_s: int = 14 * 24 * 3600
     force_cancel_cooloff_s: int = 10
     run_token_ttl_s: int = 6 * 3600
+    runner_token_ttl_s: int = 24 * 3600  # a runner's token; it takes no new job in its last phase_deadline_s
     log_url_ttl_s: int = 12 * 3600
 
     @classmethod
@@ -90,9 +90,7 @@ class Settings:
             max_config_bytes=_env_int(env, "TERRACE_MAX_CONFIG_BYTES", 512 * 1024 * 1024),
             bootstrap_token_secret_arn=env.get("TERRACE_BOOTSTRAP_SECRET_ARN") or None,
             url_signing_secret_arn=env.get("TERRACE_URL_SIGNING_SECRET_ARN") or None,
-            runner_secret_arn=env.get("TERRACE_RUNNER_SECRET_ARN") or None,
             scaler_function=env.get("TERRACE_SCALER_FUNCTION") or None,
-            runner_secret=env.get("TERRACE_RUNNER_SECRET", ""),
             ecs_cluster=env.get("TERRACE_ECS_CLUSTER") or None,
             runner_task_definition=env.get("TERRACE_RUNNER_TASK_DEFINITION") or None,
             runner_container_name=env.get("TERRACE_RUNNER_CONTAINER", "runner"),

@@ -1,15 +1,22 @@
-"""A malicious run leaves a `setsid` loop that tries to steal the next run's secrets: it gets nothing."""
+"""A malicious run in one organization leaves a `setsid` loop that tries to steal the secrets of the next run, in
+another organization: it gets nothing; the two runs are worked by different runner processes, each bound to its
+organization; and neither the victim's run token nor the attacker's runner token works on the victim's jobs."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
+import ssl
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
-from e2e_runs import RUN_TIMEOUT_S, remote_dir, remote_workspace
+from e2e_runs import RUN_TIMEOUT_S, remote_dir, remote_workspace, runs
+from terrace.domain.errors import NotFound
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="per-job uids need the runner to run as root")
 
@@ -39,7 +46,21 @@ def _thief(loot: Path, work_dir: Path, state_dir: Path, marker: str) -> str:
     return f'resource "null_resource" "thief" {{\n  provisioner "local-exec" {{\n    command = {command!r}\n  }}\n}}\n'
 
 
-def test_a_lingering_malicious_run_steals_nothing_from_the_next_run(
+def _runner_tokens(stack: Any, run_ids: list[str]) -> set[str]:
+    """Ids of the runner tokens that worked the phases of these runs (recorded as `<runner>@<token id>`)."""
+    found = set()
+    for run_id in run_ids:
+        run = stack.container.run_store.load(run_id)
+        found |= {phase.runner_id.rsplit("@", 1)[1] for phase in (run.plan, run.apply) if phase.runner_id}
+    return found
+
+
+def _runner_environ(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(item.decode().split("=", 1) for item in raw if b"=" in item)
+
+
+def test_a_lingering_malicious_run_steals_nothing_from_the_next_run_of_another_organization(
     run_local_stack, run_stack, run_api, run_terraform, unique
 ):
     loot = run_local_stack.state_dir.parent / f"{run_local_stack.state_dir.name}-loot"  # outside pytest's 0700 base
@@ -54,9 +75,25 @@ def test_a_lingering_malicious_run_steals_nothing_from_the_next_run(
     remote_workspace(run_api, attacker)
     tf = remote_dir(run_stack, run_terraform, attacker, body, name="attacker")
     assert "Apply complete!" in tf.apply(timeout=RUN_TIMEOUT_S).output
+    (launcher,) = run_local_stack.launchers
+    attacker_runner_tokens = {  # as root reads them: what the attacker would love to learn
+        _runner_environ(r.process.pid)["TERRACE_RUNNER_TOKEN"]
+        for r in launcher.runners
+        if r.organization == run_stack.organization and r.process.poll() is None
+    }
+    assert attacker_runner_tokens
 
+    victim_org = unique("victim-org")
+    run_api.request(
+        "POST",
+        "/api/v2/organizations",
+        {"data": {"type": "organizations", "attributes": {"name": victim_org, "email": "v@example.com"}}},
+        expect=201,
+    )
+    victim_stack = dataclasses.replace(run_stack, organization=victim_org)
+    victim_api = type(run_api)(victim_stack)
     victim = unique("victim")
-    ws_id = remote_workspace(run_api, victim)
+    ws_id = remote_workspace(victim_api, victim)
     env_secret, tf_secret = f"envsecret-{uuid.uuid4().hex}", f"tfsecret-{uuid.uuid4().hex}"
     for key, value, category in (("VICTIM_TOKEN", env_secret, "env"), ("victim_password", tf_secret, "terraform")):
         run_api.request(
@@ -71,7 +108,7 @@ def test_a_lingering_malicious_run_steals_nothing_from_the_next_run(
             expect=201,
         )
     victim_tf = remote_dir(
-        run_stack,
+        victim_stack,
         run_terraform,
         victim,
         'variable "victim_password" {\n  sensitive = true\n}\nresource "null_resource" "v" {\n'
@@ -84,9 +121,50 @@ def test_a_lingering_malicious_run_steals_nothing_from_the_next_run(
     assert not [c for c in _cmdlines() if marker in c], "the malicious run's background loop is still alive"
     assert (loot / "listing").exists(), "the malicious loop never ran"
     stolen = b"".join(p.read_bytes() for p in loot.rglob("*") if p.is_file())
+    # each organization's runs were worked by its own runner processes, bound to it by their tokens
+    org_of_token = {runner.token_id: runner.organization for runner in launcher.started}
+    attacker_runs = [r["id"] for r in runs(run_api, run_api.workspace(attacker)["id"])]
+    victim_runs = [r["id"] for r in runs(victim_api, ws_id)]
+    attacker_tokens, victim_tokens = (
+        _runner_tokens(run_local_stack, attacker_runs),
+        _runner_tokens(run_local_stack, victim_runs),
+    )
+    assert attacker_tokens and victim_tokens and not attacker_tokens & victim_tokens
+    assert {org_of_token[t] for t in attacker_tokens} == {run_stack.organization}
+    assert {org_of_token[t] for t in victim_tokens} == {victim_org}
+    victim_runner_tokens = {
+        _runner_environ(r.process.pid)["TERRACE_RUNNER_TOKEN"]
+        for r in launcher.runners
+        if r.organization == victim_org and r.process.poll() is None
+    }
+
     settings = run_local_stack.settings
-    for secret in (env_secret, tf_secret, settings.runner_secret, settings.url_signing_secret):
+    secrets = [env_secret, tf_secret, settings.url_signing_secret, *victim_runner_tokens, *attacker_runner_tokens]
+    for secret in secrets:
         assert secret and secret.encode() not in stolen
     assert b"dev.json" not in stolen or run_local_stack.info.token.encode() not in stolen
     assert list(work_dir.iterdir()) == [], "job directories are removed"
+
+    # the victim's run tokens died with their phases
+    victim_run = run_local_stack.container.run_store.load(victim_runs[-1])
+    for token_id in victim_run.token_ids:
+        with pytest.raises(NotFound):
+            run_local_stack.container.accounts.get_token(token_id)
+    # had the attacker learnt its own runner's token, the victim's jobs would not exist for it
+    for attacker_runner_token in attacker_runner_tokens:
+        runner_api = httpx.Client(
+            base_url=f"{run_stack.url}/api/runner",
+            verify=ssl.create_default_context(cafile=run_stack.ca_bundle),
+            headers={"Authorization": f"Bearer {attacker_runner_token}"},
+            timeout=30,
+        )
+        with runner_api:
+            for phase in (victim_run.plan, victim_run.apply):
+                beat = runner_api.post(f"/jobs/{phase.id}/heartbeat", json={"runner_id": "thief"})
+                done = runner_api.post(f"/jobs/{phase.id}/finish", json={"runner_id": "thief", "status": "errored"})
+                assert (beat.status_code, done.status_code) == (404, 404)
+            assert runner_api.post("/jobs/next", json={"runner_id": "thief"}).status_code == 204
+            org = runner_api.get(f"{run_stack.url}/api/v2/organizations/{victim_org}")
+            assert org.status_code == 404
+    victim_api.http.close()
     shutil.rmtree(loot)

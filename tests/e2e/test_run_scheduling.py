@@ -116,13 +116,17 @@ def test_a_runner_killed_mid_plan_is_replaced_and_the_plan_retried(
     try:
         planning = wait_run(run_api, ws_id, {"planning"}, timeout=60, process=process)
         busy = wait_for(
-            lambda: [(p, kids) for p in list(launcher._procs) if p.poll() is None and (kids := _children(p.pid))],
+            lambda: [
+                (r, kids)
+                for r in list(launcher.runners)
+                if r.process.poll() is None and (kids := _children(r.process.pid))
+            ],
             20,
             interval=0.1,
             what="a runner running terraform",
         )
         for runner, kids in busy:  # the whole task dies, as a Fargate task would
-            runner.send_signal(signal.SIGKILL)
+            runner.process.send_signal(signal.SIGKILL)
             for kid in kids:
                 try:
                     os.killpg(kid, signal.SIGKILL)
@@ -136,8 +140,8 @@ def test_a_runner_killed_mid_plan_is_replaced_and_the_plan_retried(
 
     assert f"Plan: {SLOW_COUNT} to add, 0 to change, 0 to destroy." in result.output
     assert "the runner stopped sending heartbeats; retrying (2 of" in result.output  # the log says why
-    planners = re.findall(r"Terrace runner \S+-(\d+): planning run", result.output)
-    assert planners and int(planners[-1]) not in {runner.pid for runner, _ in busy}  # another runner finished it
+    planners = re.findall(r"Terrace runner (\S+): planning run", result.output)
+    assert planners and planners[-1] not in {runner.runner_id for runner, _ in busy}  # another runner finished it
     ended = run_api.request("GET", f"/api/v2/runs/{planning['id']}").json()["data"]
     assert ended["attributes"]["status"] == "planned_and_finished"
 

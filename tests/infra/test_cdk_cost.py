@@ -18,7 +18,9 @@ def test_idle_cost_is_small_and_runs_are_priced(synth):
     idle = sum(line.idle_month for line in lines.values())
     assert 0 < idle < 10, "idle is storage-class money, no servers"
     assert lines["KMS key"].idle_month == cost.PRICES["kms_key_month"]
-    assert lines["Secrets Manager secrets"].idle_month == pytest.approx(3 * cost.PRICES["secret_month"])
+    assert lines["Secrets Manager secrets"].idle_month == pytest.approx(
+        2 * cost.PRICES["secret_month"]
+    )  # admin token, URL signing
     fargate = lines["Fargate arm64 1 vCPU/2 GB"]
     # 2 phases x (60 s of work + 60 s idle tail from the task definition) of 1 vCPU + 2 GB
     expected = 240 / 3600 * (cost.PRICES["fargate_arm_vcpu_h"] + 2 * cost.PRICES["fargate_arm_gb_h"]) * 1000
@@ -29,7 +31,7 @@ def test_idle_cost_is_small_and_runs_are_priced(synth):
 def test_private_subnets_option_shows_its_endpoint_cost(synth_options):
     lines = _lines(synth_options.template)
     assert lines["Interface endpoints"].idle_month == pytest.approx(
-        5 * 2 * cost.PRICES["interface_endpoint_az_h"] * 720
+        3 * 2 * cost.PRICES["interface_endpoint_az_h"] * 720
     )
     assert "Runner public IPv4" not in lines
 

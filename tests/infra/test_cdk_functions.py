@@ -52,13 +52,6 @@ def test_events_function_consumes_the_events_queue_with_partial_failures(synth):
     assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
 
 
-def test_no_lane_queue_triggers_a_function(synth):
-    """SQS triggers on the lanes would consume job messages meant for runners."""
-    lanes = {synth.by_path(f"/Queues/Jobs{lane}Queue/Resource")[0] for lane in ("Apply", "Plan", "Speculative")}
-    for mapping in synth.resources("AWS::Lambda::EventSourceMapping").values():
-        assert mapping["Properties"]["EventSourceArn"]["Fn::GetAtt"][0] not in lanes
-
-
 def test_api_may_invoke_the_scaler_and_knows_its_name(synth):
     scaler_id, _ = synth.by_path("/Functions/Scaler/Resource")
     _, api = synth.by_path("/Api/Handler/Resource")
@@ -75,8 +68,7 @@ def test_scaler_may_run_only_the_runner_task_and_pass_only_its_roles(synth):
     assert "ecs:cluster" in str(run["Condition"])
     [pass_role] = [s for s in statements if s["Action"] == "iam:PassRole"]
     assert len(pass_role["Resource"]) == 2
-    assert "sqs:GetQueueAttributes" in _actions(statements)
-    assert not {"sqs:ReceiveMessage", "sqs:DeleteMessage"} & _actions(statements)
+    assert not {a for a in _actions(statements) if a.startswith("sqs:")}  # demand comes from the table
 
 
 def test_only_the_bootstrap_function_reads_the_admin_token(synth):
@@ -101,7 +93,7 @@ def test_bootstrap_custom_resource_is_backed_by_the_bootstrap_function(synth):
 
 def test_secrets_are_generated_not_written_in_the_template(synth):
     secrets = synth.resources("AWS::SecretsManager::Secret").values()
-    assert len(secrets) == 3
+    assert len(secrets) == 2  # the admin token, the URL-signing key: no runner secret
     for secret in secrets:
         assert "SecretString" not in secret["Properties"]
         assert secret["Properties"]["GenerateSecretString"]["PasswordLength"] >= 32

@@ -199,16 +199,13 @@ def test_secret_arns_resolve_into_values_once():
 
     with mock_aws():
         client = boto3.client("secretsmanager", region_name="us-east-1")
-        runner_arn = client.create_secret(Name="runner", SecretString="runner-value")["ARN"]
         signing_arn = client.create_secret(Name="signing", SecretString="signing-value")["ARN"]
         settings = Settings.from_env(
-            {"TERRACE_TABLE": "t", "TERRACE_BLOB_BUCKET": "b", "TERRACE_RUNNER_SECRET_ARN": runner_arn,
+            {"TERRACE_TABLE": "t", "TERRACE_BLOB_BUCKET": "b", "TERRACE_URL_SIGNING_SECRET_ARN": signing_arn}
+        )
+        assert resolve_secrets(settings, client).url_signing_secret == "signing-value"
+        explicit = Settings.from_env(
+            {"TERRACE_TABLE": "t", "TERRACE_BLOB_BUCKET": "b", "TERRACE_URL_SIGNING_SECRET": "plain",
              "TERRACE_URL_SIGNING_SECRET_ARN": signing_arn}
         )  # fmt: skip
-        resolved = resolve_secrets(settings, client)
-        assert (resolved.runner_secret, resolved.url_signing_secret) == ("runner-value", "signing-value")
-        explicit = Settings.from_env(
-            {"TERRACE_TABLE": "t", "TERRACE_BLOB_BUCKET": "b", "TERRACE_RUNNER_SECRET": "plain",
-             "TERRACE_RUNNER_SECRET_ARN": runner_arn}
-        )  # fmt: skip
-        assert resolve_secrets(explicit, client).runner_secret == "plain"
+        assert resolve_secrets(explicit, client).url_signing_secret == "plain"

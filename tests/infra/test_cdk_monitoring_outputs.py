@@ -18,12 +18,12 @@ def test_dashboard_shows_runs_queue_depth_errors_and_latency(synth):
         assert metric in body
 
 
-def test_alarms_on_function_errors_api_5xx_and_dead_letters(synth):
+def test_alarms_on_function_errors_and_api_5xx(synth):
     alarms = synth.resources("AWS::CloudWatch::Alarm").values()
     metrics = sorted(a["Properties"]["MetricName"] for a in alarms)
     assert metrics.count("Errors") == 4
     assert "5xx" in metrics
-    assert "ApproximateNumberOfMessagesVisible" in metrics
+    assert "ApproximateNumberOfMessagesVisible" not in metrics  # no job dead-letter queue any more
     assert all(not a["Properties"].get("AlarmActions") for a in alarms)
 
 

@@ -1,4 +1,4 @@
-"""The lanes, their dead-letter queue and the events queue; the alarm on dead-letter depth."""
+"""The events queue only: jobs queue per organization in the table, not on SQS."""
 
 from __future__ import annotations
 
@@ -16,25 +16,14 @@ def test_one_queue_per_definition_encrypted(synth):
     assert all(q["Properties"]["SqsManagedSseEnabled"] for q in queues.values())
 
 
-def test_lanes_redrive_to_the_dead_letter_queue(synth):
-    dlq_id, _ = synth.by_path("/Queues/JobsDlqQueue/Resource")
-    for lane in ("Apply", "Plan", "Speculative"):
-        _, queue = synth.by_path(f"/Queues/Jobs{lane}Queue/Resource")
-        redrive = queue["Properties"]["RedrivePolicy"]
-        assert redrive == {
-            "deadLetterTargetArn": {"Fn::GetAtt": [dlq_id, "Arn"]},
-            "maxReceiveCount": definitions.JOB_MAX_RECEIVES,
-        }
-
-
-def test_alarm_on_dead_letter_depth(synth):
-    dlq_id, _ = synth.by_path("/Queues/JobsDlqQueue/Resource")
-    _, alarm = synth.by_path("/Queues/DeadLetterDepthAlarm/Resource")
-    props = alarm["Properties"]
-    assert props["MetricName"] == "ApproximateNumberOfMessagesVisible"
-    assert props["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [dlq_id, "QueueName"]}}]
-    assert props["Threshold"] == 0
-    assert props["ComparisonOperator"] == "GreaterThanThreshold"
+def test_no_job_lanes_or_their_dead_letter_queue(synth):
+    assert [q.logical_name for q in definitions.QUEUES] == ["events"]
+    paths = {q["Metadata"]["aws:cdk:path"].split("/", 1)[1] for q in synth.resources("AWS::SQS::Queue").values()}
+    assert paths == {"Queues/EventsQueue/Resource"}
+    assert not synth.resources("AWS::CloudWatch::Alarm") or all(
+        "dead-letter" not in str(a["Properties"].get("AlarmDescription", ""))
+        for a in synth.resources("AWS::CloudWatch::Alarm").values()
+    )
 
 
 def test_every_function_knows_every_queue_url(synth):
@@ -44,4 +33,4 @@ def test_every_function_knows_every_queue_url(synth):
         variables = fn["Properties"]["Environment"]["Variables"]
         for queue in definitions.QUEUES:
             assert env_name(queue.logical_name) in variables
-    assert env_name("jobs-apply") == "TERRACE_QUEUE_URL_JOBS_APPLY"
+    assert env_name("events") == "TERRACE_QUEUE_URL_EVENTS"

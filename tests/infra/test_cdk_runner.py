@@ -1,5 +1,5 @@
-"""Runner tasks: VPC without NAT, Fargate arm64 task definition, a task role that reaches only the lanes and
-the runner secret."""
+"""Runner tasks: VPC without NAT, Fargate arm64 task definition, a task role without any permission (runners
+ask the API for jobs with a token of their organization that the scaler passes per task)."""
 
 from __future__ import annotations
 
@@ -26,10 +26,9 @@ def test_task_definition_is_fargate_arm64_from_the_runner_image(synth):
     env = _env(container)
     assert env["TERRACE_TF_BINARY"] == "tofu"
     assert env["TERRACE_RUNNER_IDLE_EXIT_S"] == "60"
-    assert {k for k in env if k.startswith("TERRACE_QUEUE_URL_")} == {
-        "TERRACE_QUEUE_URL_JOBS_APPLY", "TERRACE_QUEUE_URL_JOBS_PLAN", "TERRACE_QUEUE_URL_JOBS_SPECULATIVE",
-    }  # fmt: skip
-    assert "TERRACE_RUNNER_SECRET_ARN" in env and "TERRACE_API_URL" in env
+    assert (env["TERRACE_RUNNER_WAIT_S"], env["TERRACE_RUNNER_POLL_INTERVAL_S"]) == ("0", "2")  # no Lambda held
+    assert not {k for k in env if k.startswith(("TERRACE_QUEUE_URL_", "TERRACE_RUNNER_SECRET", "TERRACE_TABLE"))}
+    assert "TERRACE_API_URL" in env and "TERRACE_RUNNER_TOKEN" not in env  # the scaler passes a token per task
 
 
 def test_runner_image_is_staged_from_the_dockerfile_with_only_what_it_needs(synth):
@@ -51,23 +50,25 @@ def test_dockerfile_pins_and_verifies_opentofu_and_runs_as_non_root():
     assert 'ENTRYPOINT ["python", "-m", "terrace.runner"]' in text
 
 
-def test_task_role_reaches_only_the_lanes_and_the_runner_secret(synth):
+def test_task_role_holds_nothing_of_terrace(synth):
     role_id, _ = synth.by_path("/Runner/TaskRole/Resource")
-    [policy] = [p for p in synth.resources("AWS::IAM::Policy").values() if {"Ref": role_id} in p["Properties"]["Roles"]]
-    statements = policy["Properties"]["PolicyDocument"]["Statement"]
-    lanes = {synth.by_path(f"/Queues/Jobs{lane}Queue/Resource")[0] for lane in ("Apply", "Plan", "Speculative")}
-    secret_id, _ = synth.by_path("/Secrets/RunnerSecret/Resource")
-    granted = []
-    for s in statements:
-        actions = s["Action"] if isinstance(s["Action"], list) else [s["Action"]]
-        resources = s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]]
-        granted.append((sorted(actions), resources))
-    sqs = [g for g in granted if g[0][0].startswith("sqs:")]
-    assert len(sqs) == 1
-    assert sqs[0][0] == ["sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:ReceiveMessage"]
-    assert {r["Fn::GetAtt"][0] for r in sqs[0][1]} == lanes
-    others = [g for g in granted if not g[0][0].startswith("sqs:")]
-    assert others == [(["secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue"], [{"Ref": secret_id}])]
+    policies = [p for p in synth.resources("AWS::IAM::Policy").values() if {"Ref": role_id} in p["Properties"]["Roles"]]
+    assert policies == []
+    _, role = synth.by_path("/Runner/TaskRole/Resource")
+    assert not role["Properties"].get("ManagedPolicyArns") and not role["Properties"].get("Policies")
+
+
+def test_scaler_may_tag_the_tasks_it_starts(synth):
+    _, scaler = synth.by_path("/Functions/Scaler/Resource")
+    role_id = scaler["Properties"]["Role"]["Fn::GetAtt"][0]
+    statements = [
+        s
+        for p in synth.resources("AWS::IAM::Policy").values()
+        if {"Ref": role_id} in p["Properties"]["Roles"]
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    tagging = [s for s in statements if s["Action"] == "ecs:TagResource"]
+    assert tagging and tagging[0]["Condition"] == {"StringEquals": {"ecs:CreateAction": "RunTask"}}
 
 
 def test_vpc_has_public_subnets_with_gateway_endpoints_and_no_nat(synth):
@@ -78,7 +79,7 @@ def test_vpc_has_public_subnets_with_gateway_endpoints_and_no_nat(synth):
     kinds = {e["Properties"]["VpcEndpointType"] for e in endpoints}
     assert kinds == {"Gateway"}
     services = {str(e["Properties"]["ServiceName"]) for e in endpoints}
-    assert any(".s3" in s for s in services) and any(".dynamodb" in s for s in services)
+    assert any(".s3" in s for s in services) and not any(".dynamodb" in s for s in services)
 
 
 def test_scaler_starts_public_ip_tasks_in_those_subnets(synth):
@@ -110,7 +111,7 @@ def test_private_option_uses_isolated_subnets_and_interface_endpoints(synth_opti
     subnets = synth_options.resources("AWS::EC2::Subnet").values()
     assert all(s["Properties"]["MapPublicIpOnLaunch"] is False for s in subnets)
     kinds = [e["Properties"]["VpcEndpointType"] for e in synth_options.resources("AWS::EC2::VPCEndpoint").values()]
-    assert kinds.count("Gateway") == 2 and kinds.count("Interface") == 5
+    assert kinds.count("Gateway") == 1 and kinds.count("Interface") == 3  # S3; ECR api + docker, logs
     _, scaler = synth_options.by_path("/Functions/Scaler/Resource")
     env = scaler["Properties"]["Environment"]["Variables"]
     assert env["TERRACE_RUNNER_PUBLIC_IP"] == "false"

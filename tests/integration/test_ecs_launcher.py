@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
 import boto3
 import pytest
 from moto import mock_aws
-from terrace.adapters.runner_launchers import STARTED_BY, EcsLauncher
+from terrace.adapters.runner_launchers import STARTED_BY, EcsLauncher, RunnerCredential
 
 SUBNET = GROUP = ""
 
@@ -40,31 +41,35 @@ def launcher(client: Any, arn: str, **kwargs: Any) -> EcsLauncher:
     return EcsLauncher(client, "terrace", arn, [SUBNET], [GROUP], False, "runner", **kwargs)
 
 
-def test_launch_counts_and_tags_tasks(ecs: tuple[Any, str]) -> None:
+def creds(org: str, count: int, start: int = 0) -> list[RunnerCredential]:
+    return [
+        RunnerCredential(f"runner-{n}", org, f"at-{org}-{n}", f"secret-{org}-{n}", 1234)
+        for n in range(start, start + count)
+    ]
+
+
+def test_launch_one_task_per_runner_tagged_with_its_organization_and_token(ecs: tuple[Any, str]) -> None:
     client, arn = ecs
     ecs_launcher = launcher(client, arn, environment={"TERRACE_RUNNER_IDLE_EXIT_S": "60"})
-    assert ecs_launcher.live_count() == 0
-    assert ecs_launcher.launch(3) == 3
-    assert ecs_launcher.live_count() == 3
+    assert ecs_launcher.live() == []
+    assert ecs_launcher.launch(creds("acme", 2) + creds("globex", 1)) == ["at-acme-0", "at-acme-1", "at-globex-0"]
+    assert Counter(r.organization for r in ecs_launcher.live()) == {"acme": 2, "globex": 1}
+    assert {r.token_id for r in ecs_launcher.live()} == {"at-acme-0", "at-acme-1", "at-globex-0"}
     tasks = client.describe_tasks(cluster="terrace", tasks=client.list_tasks(cluster="terrace")["taskArns"])["tasks"]
     assert all(t["startedBy"] == STARTED_BY for t in tasks)
     assert all(t["launchType"] == "FARGATE" for t in tasks)
+    envs = [{e["name"]: e["value"] for e in t["overrides"]["containerOverrides"][0]["environment"]} for t in tasks]
+    by_org = sorted((e["TERRACE_RUNNER_ORGANIZATION"], e["TERRACE_RUNNER_TOKEN"]) for e in envs)
+    assert by_org == [("acme", "secret-acme-0"), ("acme", "secret-acme-1"), ("globex", "secret-globex-0")]
+    assert all(e["TERRACE_RUNNER_IDLE_EXIT_S"] == "60" and e["TERRACE_RUNNER_RETIRE_AT"] == "1234" for e in envs)
 
 
-def test_launch_batches_above_ten(ecs: tuple[Any, str]) -> None:
+def test_retire_stops_tasks_of_one_organization(ecs: tuple[Any, str]) -> None:
     client, arn = ecs
-    calls: list[int] = []
-    original = client.run_task
-
-    def spy(**kwargs: Any) -> Any:
-        calls.append(kwargs["count"])
-        assert kwargs["networkConfiguration"]["awsvpcConfiguration"]["assignPublicIp"] == "DISABLED"
-        return original(**kwargs)
-
-    client.run_task = spy
-    assert launcher(client, arn).launch(23) == 23
-    assert calls == [10, 10, 3]
-    assert launcher(client, arn).live_count() == 23
+    ecs_launcher = launcher(client, arn)
+    ecs_launcher.launch(creds("acme", 2) + creds("globex", 1))
+    assert ecs_launcher.retire("globex", 5) == 1
+    assert Counter(r.organization for r in ecs_launcher.live()) == {"acme": 2}
 
 
 def test_max_tasks_and_other_tasks_are_not_counted(ecs: tuple[Any, str]) -> None:
@@ -78,8 +83,8 @@ def test_max_tasks_and_other_tasks_are_not_counted(ecs: tuple[Any, str]) -> None
         networkConfiguration={"awsvpcConfiguration": {"subnets": [SUBNET], "securityGroups": [GROUP]}},
     )
     capped = launcher(client, arn, max_tasks=4)
-    assert capped.launch(3) == 3
-    assert capped.launch(3) == 1
+    assert len(capped.launch(creds("acme", 3))) == 3
+    assert len(capped.launch(creds("acme", 3, start=3))) == 1
     assert capped.live_count() == 4
     task_arns = client.list_tasks(cluster="terrace", startedBy=STARTED_BY)["taskArns"]
     client.stop_task(cluster="terrace", task=task_arns[0])

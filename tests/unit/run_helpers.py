@@ -9,13 +9,11 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 from terrace.adapters.memory_blobs import MemoryBlobs
-from terrace.adapters.queues import MemoryJobQueue
+from terrace.adapters.queues import QueuedJob, TableJobQueue
 from terrace.bootstrap import Container, build_memory
 from terrace.config import Settings
 from terrace.domain.principal import PrincipalKind
 from terrace.web.app import create_app
-
-RUNNER_SECRET = "runner-secret-for-tests"
 
 
 def tarball(files: dict[str, str]) -> bytes:
@@ -35,12 +33,16 @@ class RunEnv:
     client: TestClient
     headers: dict[str, str]
     workspace_id: str
+    runner_token: str  # a runner token of `organization`, as the scaler mints them
     organization: str = "acme"
 
     @property
-    def queue(self) -> MemoryJobQueue:
-        assert isinstance(self.container.job_queue, MemoryJobQueue)
+    def queue(self) -> TableJobQueue:
+        assert isinstance(self.container.job_queue, TableJobQueue)
         return self.container.job_queue
+
+    def queued(self) -> list[QueuedJob]:
+        return self.queue.queued(self.organization)
 
     @property
     def blobs(self) -> MemoryBlobs:
@@ -85,22 +87,21 @@ class RunEnv:
         assert response.status_code == 200, response.text
         return dict(response.json()["data"])
 
-    def runner(self, method: str, path: str, **kwargs: Any) -> Any:
-        headers = {"Authorization": f"Bearer {RUNNER_SECRET}"}
+    def runner(self, method: str, path: str, *, token: str | None = None, **kwargs: Any) -> Any:
+        headers = {"Authorization": f"Bearer {token or self.runner_token}"}
         return self.client.request(method, f"/api/runner{path}", headers=headers, **kwargs)
+
+    def claim(self, runner_id: str = "r1", token: str | None = None) -> dict[str, Any]:
+        """POST /jobs/next as a runner of the organization: the claimed spec of its next job."""
+        response = self.runner("POST", "/jobs/next", json={"runner_id": runner_id}, token=token)
+        assert response.status_code == 200, f"{response.status_code} {response.text}"
+        return dict(response.json())
 
     def work_next(
         self, *, status: str = "finished", has_changes: bool = True, log: bytes = b"working\n", runner_id: str = "r1"
     ) -> dict[str, Any]:
         """Take the highest-priority job, claim it, log, finish it. Returns the claimed spec."""
-        taken = self.queue.take()
-        assert taken is not None, "no job queued"
-        _, message = taken
-        claim = self.runner(
-            "POST", f"/jobs/{message['job_id']}/claim", json={"runner_id": runner_id, "attempt": message["attempt"]}
-        )
-        assert claim.status_code == 200, claim.text
-        spec = dict(claim.json())
+        spec = self.claim(runner_id)
         put = self.runner("PUT", f"/jobs/{spec['job_id']}/logs?offset=0", content=log)
         assert put.status_code == 204, put.text
         done = self.runner(
@@ -118,7 +119,6 @@ def make_run_env(**settings: Any) -> RunEnv:
             table_name="memory",
             blob_bucket="memory",
             url_signing_secret="sign",
-            runner_secret=RUNNER_SECRET,
             force_cancel_cooloff_s=0,
             **settings,
         )
@@ -138,4 +138,5 @@ def make_run_env(**settings: Any) -> RunEnv:
         json={"data": {"type": "workspaces", "attributes": {"name": "app", "execution-mode": "remote"}}},
     )
     assert response.status_code == 201, response.text
-    return RunEnv(container, client, headers, response.json()["data"]["id"])
+    runner_token = container.scaler.credential("acme").token
+    return RunEnv(container, client, headers, response.json()["data"]["id"], runner_token)

@@ -16,7 +16,7 @@ from terrace.domain.jobs import FinishRequest, JobSpec, Operation, RunVariable
 from terrace.runner.client import RunnerApi, Transfers
 from terrace.runner.config import RunnerConfig
 
-SECRET = "runner-secret-xyz"
+SECRET = "runner-token-xyz"
 API = "https://terrace.test"
 S3 = "https://s3.test/bucket"
 
@@ -44,7 +44,7 @@ class FakeApi:
     heartbeats: int = 0
     cancel_after: int | None = None  # heartbeat count after which cancel is returned
     force_after: int | None = None
-    claimable: bool = True
+    queued: list[str] = field(default_factory=list)  # job ids /jobs/next hands out, in order
     s3_auth_headers: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -60,13 +60,14 @@ class FakeApi:
             return httpx.Response(200)
         if request.headers.get("authorization") != f"Bearer {SECRET}":
             return httpx.Response(401)
-        parts = request.url.path.split("/")  # /api/runner/jobs/{id}/{verb}
+        parts = request.url.path.split("/")  # /api/runner/jobs/{id}/{verb} or /api/runner/jobs/next
+        if parts[4] == "next":
+            with self.lock:
+                if not self.queued:
+                    return httpx.Response(204)
+                return httpx.Response(200, content=self.specs[self.queued.pop(0)].model_dump_json())
         job_id, verb = parts[4], parts[5]
         with self.lock:
-            if verb == "claim":
-                if not self.claimable or job_id not in self.specs:
-                    return httpx.Response(409, json={"errors": [{"status": "409"}]})
-                return httpx.Response(200, content=self.specs[job_id].model_dump_json())
             if verb == "heartbeat":
                 self.heartbeats += 1
                 force = self.force_after is not None and self.heartbeats >= self.force_after
@@ -87,7 +88,7 @@ class FakeApi:
 
     def clients(self, runner_id: str = "runner-test") -> tuple[RunnerApi, Transfers]:
         transport = httpx.MockTransport(self.handler)
-        api = RunnerApi(API, lambda: SECRET, runner_id, transport=transport, retry_delays=(0.01,))
+        api = RunnerApi(API, SECRET, runner_id, transport=transport, retry_delays=(0.01,))
         return api, Transfers(transport=transport, retry_delays=(0.01,))
 
 
@@ -177,8 +178,7 @@ esac
 def runner_config(tmp_path: Path, binary: Path, **overrides: Any) -> RunnerConfig:
     base: dict[str, Any] = {
         "api_url": API,
-        "runner_secret": SECRET,
-        "queue_urls": {"plan": "q"},
+        "runner_token": SECRET,
         "tf_binary": str(binary),
         "runner_id": "runner-test",
         "work_dir": tmp_path / "work",

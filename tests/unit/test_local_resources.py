@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -61,32 +60,15 @@ def test_buckets_with_versioning_as_declared(seeded):
         assert (status == "Enabled") is bucket.versioned, bucket.logical_name
 
 
-def test_queues_with_redrive_to_the_dead_letter_queue(seeded):
+def test_only_the_events_queue_jobs_queue_in_the_table(seeded):
     prefix, resources, clients = seeded
     sqs = clients["sqs"]
     urls = sqs.list_queues(QueueNamePrefix=prefix + "-")["QueueUrls"]
-    assert sorted(u.rsplit("/", 1)[1] for u in urls) == sorted(
-        defs.physical_name(prefix, q.logical_name) for q in defs.QUEUES
-    )
-    assert set(resources.queue_urls) == {q.logical_name for q in defs.QUEUES}
-
-    dlq_url = resources.queue_urls[defs.DEAD_LETTER_QUEUE.logical_name]
-    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    for queue in defs.QUEUES:
-        attrs = sqs.get_queue_attributes(QueueUrl=resources.queue_urls[queue.logical_name], AttributeNames=["All"])[
-            "Attributes"
-        ]
-        assert int(attrs["VisibilityTimeout"]) == queue.visibility_timeout_s
-        assert int(attrs["MessageRetentionPeriod"]) == queue.retention_s
-        if queue.dead_letter:
-            policy = json.loads(attrs["RedrivePolicy"])
-            assert policy["deadLetterTargetArn"] == dlq_arn
-            assert int(policy["maxReceiveCount"]) == queue.max_receive_count == defs.JOB_MAX_RECEIVES
-        else:
-            assert "RedrivePolicy" not in attrs
-    lanes = [q.logical_name for q in defs.LANE_QUEUES]
-    assert lanes == ["jobs-apply", "jobs-plan", "jobs-speculative"]
-    assert defs.EVENTS_QUEUE.logical_name in resources.queue_urls
+    assert [u.rsplit("/", 1)[1] for u in urls] == [defs.physical_name(prefix, defs.EVENTS_QUEUE.logical_name)]
+    assert set(resources.queue_urls) == {"events"}
+    attrs = sqs.get_queue_attributes(QueueUrl=resources.queue_urls["events"], AttributeNames=["All"])["Attributes"]
+    assert int(attrs["VisibilityTimeout"]) == defs.EVENTS_QUEUE.visibility_timeout_s
+    assert "RedrivePolicy" not in attrs
 
 
 def test_kms_key_usable(seeded):

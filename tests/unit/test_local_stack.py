@@ -78,10 +78,10 @@ def test_api_over_verified_https_with_the_admin_token(started):
 def test_settings_secrets_and_exported_environment(started):
     stack, _, seen = started
     assert stack.settings.url_signing_secret == "from-the-environment"
-    assert len(stack.settings.runner_secret) >= 32
     env = json.loads(stack.dev_file.read_text())["env"]
     assert env["TERRACE_TABLE"] == stack.settings.table_name
-    assert env["TERRACE_QUEUE_URL_JOBS_APPLY"] == stack.settings.queue_urls["jobs-apply"]
+    assert env["TERRACE_QUEUE_URL_EVENTS"] == stack.settings.queue_urls["events"]
+    assert "TERRACE_RUNNER_SECRET" not in env
     assert env["TERRACE_AWS_ENDPOINT_URL"].startswith("http://127.0.0.1:")
     assert seen.wait(5), "background tasks start once the API is up"
 
@@ -92,9 +92,10 @@ def test_runner_processes_get_no_server_secret_or_resource_names(started):
     server_only = {"TERRACE_URL_SIGNING_SECRET", "TERRACE_TABLE", "TERRACE_BLOB_BUCKET", "TERRACE_KMS_KEY_ID"}
     assert not server_only & set(env), sorted(server_only & set(env))
     assert stack.settings.url_signing_secret not in env.values()
-    assert not [key for key in env if key.startswith("TERRACE_QUEUE_URL_") and "JOBS" not in key]  # events, DLQ
+    assert not [key for key in env if key.startswith(("TERRACE_QUEUE_URL_", "AWS_", "TERRACE_AWS_"))]  # no AWS at all
+    assert stack.settings.aws_endpoint_url not in env.values()
     assert env["TERRACE_API_URL"] == stack.settings.public_url
-    assert env["TERRACE_QUEUE_URL_JOBS_APPLY"] == stack.settings.queue_urls["jobs-apply"]
+    assert "TERRACE_RUNNER_SECRET" not in env and "TERRACE_RUNNER_TOKEN" not in env  # tokens are per runner
 
 
 def test_stop_closes_the_port_and_a_new_start_is_fresh(tmp_path):

@@ -8,14 +8,7 @@ from run_helpers import RunEnv, make_run_env
 
 
 def _claim(env: RunEnv, runner_id: str = "r1") -> dict[str, Any]:
-    taken = env.queue.take()
-    assert taken is not None
-    _, message = taken
-    response = env.runner(
-        "POST", f"/jobs/{message['job_id']}/claim", json={"runner_id": runner_id, "attempt": message["attempt"]}
-    )
-    assert response.status_code == 200, response.text
-    return dict(response.json())
+    return env.claim(runner_id)
 
 
 def _as(env: RunEnv, token: str, path: str) -> int:
@@ -92,7 +85,7 @@ def test_run_token_dies_when_its_phase_finishes() -> None:
 
 
 def test_run_token_dies_when_its_attempt_is_retried() -> None:
-    env = make_run_env(job_heartbeat_timeout_s=0)
+    env = make_run_env(job_heartbeat_timeout_s=0, job_retry_base_s=0)
     run = env.create_run(env.upload_config())
     first = _claim(env)
     assert _as(env, first["run_token"], f"/workspaces/{env.workspace_id}") == 200

@@ -35,9 +35,11 @@ def run(tmp_path: Path, script: str, identity: sandbox.JobIdentity | None) -> tu
     return code, out.decode()
 
 
+# Tests take job uids from the host's real lock folder, like runners do: a private folder would hand out a uid an
+# e2e runner on the same host holds, and the allocation's kill of that uid would kill the runner's job.
 @pytest.fixture
-def identity(tmp_path: Path) -> Iterator[sandbox.JobIdentity]:
-    ident = sandbox.allocate(lock_dir=tmp_path / "uids")
+def identity() -> Iterator[sandbox.JobIdentity]:
+    ident = sandbox.allocate()
     assert ident is not None
     yield ident
     sandbox.kill_uid(ident.uid)
@@ -73,13 +75,13 @@ def test_the_child_is_not_the_runner_and_cannot_read_its_secrets(tmp_path: Path,
 
 
 def test_two_concurrent_jobs_get_different_uids(tmp_path: Path) -> None:
-    first = sandbox.allocate(lock_dir=tmp_path / "uids")
+    first = sandbox.allocate()
     code = (
         "import sys; sys.path[:0] = sys.argv[2:]; from pathlib import Path; from terrace.runner import sandbox;"
         "print(sandbox.allocate(lock_dir=Path(sys.argv[1])).uid)"
     )
     other = subprocess.run(
-        [sys.executable, "-c", code, str(tmp_path / "uids"), *sys.path], capture_output=True, text=True, check=True
+        [sys.executable, "-c", code, str(sandbox.LOCK_DIR), *sys.path], capture_output=True, text=True, check=True
     )
     assert first is not None and int(other.stdout) != first.uid
     first.release()
@@ -98,7 +100,7 @@ def test_a_job_leaves_no_process_and_no_folder(tmp_path: Path) -> None:
     original = sandbox.allocate
 
     def spy(*args: object, **kwargs: object) -> sandbox.JobIdentity | None:
-        ident = original(lock_dir=tmp_path / "uids")
+        ident = original()
         seen.append(ident.uid if ident else -1)
         return ident
 

@@ -1,4 +1,5 @@
-"""LocalProcessLauncher: starts runner processes up to a maximum, reaps them, stops them."""
+"""LocalProcessLauncher: starts one runner process per credential (its organization's token in its environment)
+up to a maximum, counts them per organization, retires and reaps them, stops them."""
 
 from __future__ import annotations
 
@@ -6,35 +7,65 @@ import os
 import stat
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
-from terrace.adapters.runner_launchers import LocalProcessLauncher
+from terrace.adapters.runner_launchers import LocalProcessLauncher, RunnerCredential
 
 
-def test_launch_up_to_the_maximum_and_stop_all(tmp_path: Path) -> None:
+def credential(org: str, n: int) -> RunnerCredential:
+    return RunnerCredential(f"runner-{org}-{n}", org, f"at-{org}-{n}", f"secret-{org}-{n}", retire_at=1234)
+
+
+def _wait_lines(path: Path, count: int) -> list[str]:
+    deadline = time.monotonic() + 10
+    while (not path.exists() or len(path.read_text().splitlines()) < count) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return sorted(path.read_text().splitlines())
+
+
+def test_launch_per_organization_up_to_the_maximum_and_stop_all(tmp_path: Path) -> None:
     fake_python = tmp_path / "python"
-    fake_python.write_text(f'#!/bin/sh\necho "$@" >> {tmp_path}/argv\nexec sleep 30\n')
+    fake_python.write_text(
+        f'#!/bin/sh\necho "$@ $TERRACE_RUNNER_ORGANIZATION $TERRACE_RUNNER_TOKEN $TERRACE_RUNNER_RETIRE_AT" '
+        f">> {tmp_path}/argv\nexec sleep 30\n"
+    )
     fake_python.chmod(fake_python.stat().st_mode | stat.S_IEXEC)
     launcher = LocalProcessLauncher({"PATH": os.environ["PATH"]}, max_processes=2, python=str(fake_python))
-    assert launcher.launch(5) == 2
-    assert launcher.launch(1) == 0
-    assert launcher.live_count() == 2
-    argv = tmp_path / "argv"
-    deadline = time.monotonic() + 10
-    while (not argv.exists() or len(argv.read_text().splitlines()) < 2) and time.monotonic() < deadline:
-        time.sleep(0.02)
+    assert launcher.launch([credential("a", 1), credential("b", 1), credential("b", 2)]) == ["at-a-1", "at-b-1"]
+    assert launcher.launch([credential("a", 2)]) == []
+    assert Counter(r.organization for r in launcher.live()) == {"a": 1, "b": 1}
+    assert {r.token_id for r in launcher.live()} == {"at-a-1", "at-b-1"}
+    assert _wait_lines(tmp_path / "argv", 2) == [
+        "-m terrace.runner a secret-a-1 1234",
+        "-m terrace.runner b secret-b-1 1234",
+    ]
     launcher.stop_all(timeout_s=5)
     assert launcher.live_count() == 0
-    assert (tmp_path / "argv").read_text().splitlines() == ["-m terrace.runner", "-m terrace.runner"]
+
+
+def test_retire_stops_runners_of_one_organization(tmp_path: Path) -> None:
+    script = tmp_path / "python"
+    script.write_text("#!/bin/sh\nexec sleep 30\n")
+    script.chmod(0o755)
+    launcher = LocalProcessLauncher({"PATH": os.environ["PATH"]}, max_processes=3, python=str(script))
+    launcher.launch([credential("a", 1), credential("a", 2), credential("b", 1)])
+    assert launcher.retire("a", 1) == 1
+    deadline = time.monotonic() + 10
+    while len(launcher.live()) > 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert Counter(r.organization for r in launcher.live()) == {"a": 1, "b": 1}
+    launcher.stop_all(timeout_s=5)
 
 
 def test_exited_runners_are_reaped() -> None:
-    # A real runner with no configuration exits at once (exit code 2, clear message).
+    # A real runner with a token but no API URL exits at once (exit code 2, clear message).
     launcher = LocalProcessLauncher({"PATH": os.environ["PATH"]}, max_processes=3, python=sys.executable)
-    assert launcher.launch(1) == 1
+    assert len(launcher.launch([credential("a", 1)])) == 1
     deadline = time.monotonic() + 20
     while launcher.live_count() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert launcher.live_count() == 0
-    assert launcher.launch(3) == 3
+    assert len(launcher.launch([credential("a", n) for n in range(3)])) == 3
+    assert [r.runner_id for r in launcher.started][-3:] == ["runner-a-0", "runner-a-1", "runner-a-2"]
     launcher.stop_all()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import stat
 from pathlib import Path
 
@@ -79,7 +78,7 @@ def test_child_env_is_built_from_scratch(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIA-runner")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "runner-aws-secret")
     monkeypatch.setenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "/v2/credentials/x")
-    monkeypatch.setenv("TERRACE_RUNNER_SECRET", "the-runner-secret")
+    monkeypatch.setenv("TERRACE_RUNNER_TOKEN", "the-runner-secret")
     env = child_env(
         path="/usr/bin:/bin",
         home=Path("/run/home"),
@@ -113,7 +112,7 @@ def test_child_of_a_real_job_sees_no_runner_credentials(tmp_path: Path, monkeypa
     from terrace.runner.execution import JobExecutor
 
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "runner-aws-secret")
-    monkeypatch.setenv("TERRACE_RUNNER_SECRET", "the-runner-secret")
+    monkeypatch.setenv("TERRACE_RUNNER_TOKEN", "the-runner-secret")
     fake = FakeApi(blobs={"config.tar.gz": tarball({"main.tf": ""})})
     spec = make_spec("plan")
     fake.specs[spec.job_id] = spec
@@ -184,9 +183,9 @@ def test_binary_selection(tmp_path: Path) -> None:
 def test_config_from_env() -> None:
     env = {
         "TERRACE_API_URL": "https://localhost:8443/",
-        "TERRACE_RUNNER_SECRET": "s",
-        "TERRACE_QUEUE_URL_JOBS_APPLY": "qa",
-        "TERRACE_QUEUE_URL_JOBS_PLAN": "qp",
+        "TERRACE_RUNNER_TOKEN": "s",
+        "TERRACE_RUNNER_ORGANIZATION": "acme",
+        "TERRACE_RUNNER_RETIRE_AT": "1700000000",
         "TERRACE_TF_BINARIES": "1.0.3=/opt/tf103, v1.6.0=/opt/tofu",
         "TERRACE_RUNNER_IDLE_EXIT_S": "30",
         "TERRACE_RUNNER_ID": "r1",
@@ -194,7 +193,8 @@ def test_config_from_env() -> None:
     }
     config = RunnerConfig.from_env(env)
     assert config.api_url == "https://localhost:8443"
-    assert config.queue_urls == {"apply": "qa", "plan": "qp"}
+    assert (config.runner_token, config.organization, config.retire_at, config.wait_s) == ("s", "acme", 1.7e9, 5)
+    assert "'s'" not in repr(config)  # the token stays out of logs
     assert config.tf_binaries == {"1.0.3": "/opt/tf103", "1.6.0": "/opt/tofu"}
     assert (config.idle_exit_s, config.runner_id, config.work_dir, config.tf_binary) == (
         30,
@@ -206,7 +206,5 @@ def test_config_from_env() -> None:
         RunnerConfig.from_env({})
     with pytest.raises(ConfigError, match="version=path"):
         parse_binaries("nonsense")
-    lazy = RunnerConfig.from_env({**env, "TERRACE_RUNNER_SECRET": "", "TERRACE_RUNNER_SECRET_ARN": "arn:x"})
-    lazy._secret_loader = lambda arn: f"resolved-{arn}"
-    assert lazy.secret() == "resolved-arn:x"
-    assert os.environ.get("TERRACE_RUNNER_SECRET") != "resolved-arn:x"
+    with pytest.raises(ConfigError, match="TERRACE_RUNNER_TOKEN"):
+        RunnerConfig.from_env({**env, "TERRACE_RUNNER_TOKEN": ""})

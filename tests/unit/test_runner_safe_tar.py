@@ -166,7 +166,7 @@ def test_the_expanded_size_is_counted_across_files_and_nothing_past_the_limit_is
 def test_the_expansion_limit_is_a_runner_setting() -> None:
     from terrace.runner.config import RunnerConfig
 
-    env = {"TERRACE_API_URL": "https://x", "TERRACE_RUNNER_SECRET": "s", "TERRACE_QUEUE_URL_JOBS_PLAN": "q"}
+    env = {"TERRACE_API_URL": "https://x", "TERRACE_RUNNER_TOKEN": "s"}
     assert RunnerConfig.from_env(env).max_config_expanded_bytes == 512 * 1024 * 1024
     env["TERRACE_RUNNER_MAX_CONFIG_EXPANDED_BYTES"] = "1000"
     assert RunnerConfig.from_env(env).max_config_expanded_bytes == 1000

@@ -23,8 +23,8 @@ def test_plan_then_confirm_then_apply(env: RunEnv) -> None:
     assert planned["attributes"]["actions"]["is-confirmable"] is True
     assert env.api("POST", f"/runs/{run['id']}/actions/apply", {}).status_code == 202
     assert env.run(run["id"])["attributes"]["status"] == "apply_queued"
-    lane, message = env.queue.sent[-1][0], env.queue.sent[-1][1]
-    assert lane == "apply" and message["phase"] == "apply"
+    (queued,) = env.queued()
+    assert queued.lane == "apply" and queued.phase == "apply"
     env.work_next()
     done = env.run(run["id"])["attributes"]
     assert done["status"] == "applied"
@@ -64,7 +64,7 @@ def test_speculative_run_does_not_wait_behind_a_queued_apply(env: RunEnv) -> Non
     speculative = env.create_run(env.upload_config(speculative=True))
     assert speculative["attributes"]["plan-only"] is True
     assert env.run(speculative["id"])["attributes"]["status"] == "plan_queued"
-    lanes = [lane for lane, _, _ in env.queue.sent]
+    lanes = [q.lane for q in env.queued()]
     assert lanes == ["plan", "speculative"]
     assert env.run(blocking["id"])["attributes"]["status"] == "plan_queued"
 
@@ -73,7 +73,7 @@ def test_user_lock_makes_the_head_wait_until_unlock(env: RunEnv) -> None:
     assert env.api("POST", f"/workspaces/{env.workspace_id}/actions/lock", {}).status_code == 200
     run = env.create_run(env.upload_config())
     assert env.run(run["id"])["attributes"]["status"] == "pending"
-    assert env.queue.sent == []
+    assert env.queued() == []
     assert env.api("POST", f"/workspaces/{env.workspace_id}/actions/unlock", {}).status_code == 200
     assert env.run(run["id"])["attributes"]["status"] == "plan_queued"
 
@@ -88,9 +88,7 @@ def test_cancel_of_a_queued_run_is_immediate_and_promotes_next(env: RunEnv) -> N
 
 def test_cancel_of_a_running_plan_reaches_the_runner(env: RunEnv) -> None:
     run = env.create_run(env.upload_config())
-    _, message = env.queue.take() or ("", {})
-    claim = env.runner("POST", f"/jobs/{message['job_id']}/claim", json={"runner_id": "r1", "attempt": 1})
-    assert claim.status_code == 200
+    message = env.claim("r1")
     assert env.runner("POST", f"/jobs/{message['job_id']}/heartbeat", json={"runner_id": "r1"}).json() == {
         "cancel": False,
         "force_cancel": False,
@@ -106,8 +104,7 @@ def test_cancel_of_a_running_plan_reaches_the_runner(env: RunEnv) -> None:
 
 def test_force_cancel_ends_the_run_and_tells_the_runner_to_kill(env: RunEnv) -> None:
     run = env.create_run(env.upload_config())
-    _, message = env.queue.take() or ("", {})
-    env.runner("POST", f"/jobs/{message['job_id']}/claim", json={"runner_id": "r1", "attempt": 1})
+    message = env.claim("r1")
     assert env.api("POST", f"/runs/{run['id']}/actions/force-cancel", {}).status_code == 409
     env.api("POST", f"/runs/{run['id']}/actions/cancel", {})
     assert env.api("POST", f"/runs/{run['id']}/actions/force-cancel", {}).status_code == 202
@@ -142,10 +139,10 @@ def test_log_read_url_slices_exactly_and_needs_its_signature(env: RunEnv) -> Non
 
 def test_claim_twice_or_stale_attempt_is_refused(env: RunEnv) -> None:
     env.create_run(env.upload_config())
-    _, message = env.queue.take() or ("", {})
-    assert env.runner("POST", f"/jobs/{message['job_id']}/claim", json={"runner_id": "r1"}).status_code == 200
-    assert env.runner("POST", f"/jobs/{message['job_id']}/claim", json={"runner_id": "r2"}).status_code == 409
-    assert env.client.post(f"/api/runner/jobs/{message['job_id']}/claim", json={"runner_id": "x"}).status_code == 401
+    message = env.claim("r1")
+    assert env.runner("POST", "/jobs/next", json={"runner_id": "r2"}).status_code == 204  # handed out once
+    assert env.client.post("/api/runner/jobs/next", json={"runner_id": "x"}).status_code == 401
+    assert env.runner("POST", f"/jobs/{message['job_id']}/heartbeat", json={"runner_id": "r2"}).status_code == 409
 
 
 def test_bad_run_requests(env: RunEnv) -> None:
@@ -196,8 +193,7 @@ def test_plan_json_and_its_redacted_form(env: RunEnv) -> None:
     import json
 
     run = env.create_run(env.upload_config())
-    _, message = env.queue.take() or ("", {})
-    spec = env.runner("POST", f"/jobs/{message['job_id']}/claim", json={"runner_id": "r1"}).json()
+    spec = env.claim("r1")
     plan = {
         "resource_changes": [
             {

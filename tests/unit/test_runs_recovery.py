@@ -7,12 +7,7 @@ from terrace.domain import runs as rs
 
 
 def _claim(env, runner_id: str = "r1") -> dict:  # type: ignore[no-untyped-def]
-    _, message = env.queue.take()
-    response = env.runner(
-        "POST", f"/jobs/{message['job_id']}/claim", json={"runner_id": runner_id, "attempt": message["attempt"]}
-    )
-    assert response.status_code == 200, response.text
-    return dict(response.json())
+    return env.claim(runner_id)
 
 
 def test_missed_heartbeat_is_retried_with_backoff_then_completes() -> None:
@@ -23,8 +18,10 @@ def test_missed_heartbeat_is_retried_with_backoff_then_completes() -> None:
     summary = env.container.reaper.reap_once()
     assert summary["retried"] == 1
     assert env.run(run["id"])["attributes"]["status"] == "plan_queued"
-    lane, message, delay = env.queue.sent[-1]
-    assert (lane, message["attempt"], delay) == ("plan", 2, 2)
+    (queued,) = env.queued()
+    assert (queued.lane, queued.attempt, queued.delay_s) == ("plan", 2, 2)
+    assert env.runner("POST", "/jobs/next", json={"runner_id": "r2"}).status_code == 204  # backing off
+    env.queue._now_ms = lambda: queued.available_at_ms  # the back-off is over
     # the dead runner's late finish is refused; the new attempt completes
     late = env.runner("POST", f"/jobs/{spec['job_id']}/finish", json={"runner_id": "r1", "status": "finished"})
     assert late.status_code == 409
@@ -43,7 +40,9 @@ def test_five_lost_runners_error_the_run_with_a_clear_message() -> None:
         assert spec["attempt"] == attempt
         env.container.reaper.reap_once()
         if attempt < 5:
-            delays.append(env.queue.sent[-1][2])
+            (queued,) = env.queued()
+            delays.append(queued.delay_s)
+            env.queue._now_ms = lambda at=queued.available_at_ms: at  # skip the back-off
     assert delays == [2, 4, 8, 16]
     attrs = env.run(run["id"])["attributes"]
     assert attrs["status"] == "errored"
@@ -54,9 +53,12 @@ def test_five_lost_runners_error_the_run_with_a_clear_message() -> None:
 def test_unclaimed_job_is_resent_then_errored_at_its_deadline() -> None:
     env = make_run_env(queued_resend_s=-1)
     run = env.create_run(env.upload_config())
-    env.queue.take()
+    assert env.queue.take("acme") is not None  # taken, then lost before its claim
+    assert env.queued() == []
     assert env.container.reaper.reap_once()["resent"] == 1
-    assert env.queue.sent[-1][1]["attempt"] == 1
+    assert [(q.phase, q.attempt) for q in env.queued()] == [("plan", 1)]  # re-indexed
+    env.container.reaper.reap_once()
+    assert len(env.queued()) == 1  # not twice
     env2 = make_run_env(queued_deadline_s=-1)
     run2 = env2.create_run(env2.upload_config())
     assert env2.container.reaper.reap_once()["errored"] == 1
@@ -94,8 +96,8 @@ def test_lanes_priority_apply_before_plan_before_speculative() -> None:
     env.create_run(env.upload_config(workspace_id=other), workspace_id=other)
     env.api("POST", f"/runs/{first['id']}/actions/apply", {})
     order = []
-    while (taken := env.queue.take()) is not None:
-        order.append(taken[0])
+    while (taken := env.queue.take("acme")) is not None:
+        order.append(taken.lane)
     assert order == ["apply", "plan", "speculative"]
 
 
@@ -111,14 +113,17 @@ def test_queue_and_capacity_report_the_real_queue() -> None:
 
 
 def test_enqueue_wakes_the_scaler_and_survives_its_failure() -> None:
-    from terrace.adapters.queues import KickingJobQueue, MemoryJobQueue
+    from terrace.adapters.memory_table import MemoryTable
+    from terrace.adapters.queues import KickingJobQueue, TableJobQueue
 
     kicks: list[int] = []
-    inner = MemoryJobQueue()
-    KickingJobQueue(inner, lambda: kicks.append(1)).send("plan", {"job_id": "plan-x"})
+    inner = TableJobQueue(MemoryTable())
+    KickingJobQueue(inner, lambda: kicks.append(1)).enqueue(
+        "o", "plan", {"job_id": "plan-x", "run_id": "r", "phase": "plan"}
+    )
 
     def broken() -> None:
         raise RuntimeError("lambda unavailable")
 
-    KickingJobQueue(inner, broken).send("apply", {"job_id": "apply-x"})
-    assert kicks == [1] and [lane for lane, _, _ in inner.sent] == ["plan", "apply"]
+    KickingJobQueue(inner, broken).enqueue("o", "apply", {"job_id": "apply-x", "run_id": "r", "phase": "apply"})
+    assert kicks == [1] and [q.lane for q in inner.queued("o")] == ["apply", "plan"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from run_helpers import RUNNER_SECRET, make_run_env, tarball
+from run_helpers import make_run_env, tarball
 from terrace.adapters.memory_table import MemoryTable
 
 
@@ -96,4 +96,3 @@ def test_auto_queue_runs_creates_a_run_on_upload() -> None:
     env.api("GET", f"/configuration-versions/{cv['id']}")
     runs = env.api("GET", f"/workspaces/{env.workspace_id}/runs").json()["data"]
     assert len(runs) == 1 and runs[0]["attributes"]["status"] == "plan_queued"
-    assert RUNNER_SECRET

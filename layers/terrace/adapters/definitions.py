@@ -64,23 +64,12 @@ BLOB_BUCKET = BucketDefinition(
 ASSETS_BUCKET = BucketDefinition(logical_name="assets", versioned=False, purpose="static web UI assets")
 BUCKETS = (BLOB_BUCKET, ASSETS_BUCKET)
 
-# Run phases travel on one lane per priority; runners always drain the highest non-empty lane.
+# Run phases queue per organization (an index in the table, adapters/queues.py) on one lane per priority;
+# a runner always takes its organization's highest lane first.
 LANE_PRIORITY = ("apply", "plan", "speculative")
-JOB_VISIBILITY_TIMEOUT_S = 60
-JOB_MAX_RECEIVES = 5
 
-DEAD_LETTER_QUEUE = QueueDefinition(logical_name="jobs-dlq", visibility_timeout_s=60, retention_s=14 * 24 * 3600)
-LANE_QUEUES = tuple(
-    QueueDefinition(
-        logical_name=f"jobs-{lane}",
-        visibility_timeout_s=JOB_VISIBILITY_TIMEOUT_S,
-        dead_letter=DEAD_LETTER_QUEUE.logical_name,
-        max_receive_count=JOB_MAX_RECEIVES,
-    )
-    for lane in LANE_PRIORITY
-)
 EVENTS_QUEUE = QueueDefinition(logical_name="events", visibility_timeout_s=60)
-QUEUES = (*LANE_QUEUES, DEAD_LETTER_QUEUE, EVENTS_QUEUE)
+QUEUES = (EVENTS_QUEUE,)
 
 
 def physical_name(prefix: str, logical_name: str) -> str:

@@ -1,23 +1,52 @@
-"""Job lanes (SQS on AWS and locally on moto; a list in unit tests) and the events queue."""
+"""The per-organization job queue (an index in the table) and the events queue (SQS).
+
+Queued jobs are index items under `org#<org>#jobs`, sorted by lane priority (apply ▸ plan ▸
+speculative), then the time they become available (retry back-off), then job id and attempt. A
+runner serves one organization, so it only ever reads its organization's partition. Taking a job is
+a conditional delete of its item: of two takers, exactly one wins. The same code runs on DynamoDB,
+on moto and on the in-memory table.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from terrace.adapters.definitions import LANE_PRIORITY
+from terrace.adapters.table import ConditionFailed, Put, Table
+from terrace.domain import clock
 
 log = logging.getLogger("terrace.queues")
+TAKE_SCAN = 50  # queued items read per take; items still delayed are skipped
+STALE_AFTER_S = 7 * 24 * 3600  # table TTL: an entry nobody took (its run ended meanwhile) goes eventually
+
+
+@dataclass(frozen=True)
+class QueuedJob:
+    organization: str
+    lane: str
+    job_id: str
+    run_id: str
+    phase: str
+    attempt: int
+    available_at_ms: int
+    delay_s: int = 0
 
 
 class JobQueue(Protocol):
-    def send(self, lane: str, message: dict[str, Any], delay_s: int = 0) -> None: ...
+    def enqueue(self, organization: str, lane: str, job: dict[str, Any], delay_s: int = 0) -> None:
+        """Queue `job` ({job_id, run_id, phase, attempt}) on `lane`, available after `delay_s`."""
+        ...
 
-    def depth(self) -> dict[str, int]:
-        """Approximate number of visible + in-flight + delayed messages per lane."""
+    def take(self, organization: str) -> QueuedJob | None:
+        """Remove and return the organization's next available job (highest lane first), or None."""
+        ...
+
+    def queued(self, organization: str) -> list[QueuedJob]:
+        """The organization's queued jobs in take order (delayed ones included)."""
         ...
 
 
@@ -25,27 +54,87 @@ class EventPublisher(Protocol):
     def publish(self, event: dict[str, Any]) -> None: ...
 
 
-class SqsJobQueue:
-    def __init__(self, client: Any, lane_urls: dict[str, str]) -> None:
-        self._client = client
-        self._urls = lane_urls  # lane -> queue URL
+def _partition(organization: str) -> str:
+    return f"org#{organization}#jobs"
 
-    def send(self, lane: str, message: dict[str, Any], delay_s: int = 0) -> None:
-        self._client.send_message(
-            QueueUrl=self._urls[lane], MessageBody=json.dumps(message), DelaySeconds=max(0, min(900, delay_s))
-        )
 
-    def depth(self) -> dict[str, int]:
-        names = [
-            "ApproximateNumberOfMessages",
-            "ApproximateNumberOfMessagesNotVisible",
-            "ApproximateNumberOfMessagesDelayed",
-        ]
-        found: dict[str, int] = {}
-        for lane in LANE_PRIORITY:
-            attrs = self._client.get_queue_attributes(QueueUrl=self._urls[lane], AttributeNames=names)["Attributes"]
-            found[lane] = sum(int(attrs.get(name, 0)) for name in names)
-        return found
+def _from_item(item: dict[str, Any]) -> QueuedJob:
+    return QueuedJob(
+        organization=item["organization"],
+        lane=item["lane"],
+        job_id=item["job_id"],
+        run_id=item["run_id"],
+        phase=item["phase"],
+        attempt=int(item["attempt"]),
+        available_at_ms=int(item["available_at_ms"]),
+        delay_s=int(item.get("delay_s", 0)),
+    )
+
+
+class TableJobQueue:
+    def __init__(self, table: Table, now_ms: Callable[[], int] | None = None) -> None:
+        self._table = table
+        self._now_ms = now_ms or (lambda: int(clock.epoch() * 1000))
+
+    def enqueue(self, organization: str, lane: str, job: dict[str, Any], delay_s: int = 0) -> None:
+        if lane not in LANE_PRIORITY:
+            raise ValueError(f"unknown lane {lane!r}")
+        delay_s = max(0, delay_s)
+        available = self._now_ms() + delay_s * 1000
+        attempt = int(job.get("attempt", 1))
+        sort_key = f"{LANE_PRIORITY.index(lane)}#{available:015d}#{job['job_id']}#{attempt:04d}"
+        item = {
+            "pk": _partition(organization),
+            "sk": sort_key,
+            "organization": organization,
+            "lane": lane,
+            "job_id": job["job_id"],
+            "run_id": job["run_id"],
+            "phase": job["phase"],
+            "attempt": attempt,
+            "available_at_ms": available,
+            "delay_s": delay_s,
+            "version": 1,  # the conditional delete of `take` needs something to condition on
+            "expires_at": available // 1000 + STALE_AFTER_S,
+        }
+        self._table.transact([Put(item)])
+
+    def take(self, organization: str) -> QueuedJob | None:
+        now = self._now_ms()
+        for item in self._table.query(_partition(organization), limit=TAKE_SCAN):
+            if int(item["available_at_ms"]) > now:
+                continue  # still backing off; a lower lane may be ready
+            try:
+                self._table.delete(item["pk"], item["sk"], if_version=item["version"])
+            except ConditionFailed:
+                continue  # another runner took it first
+            return _from_item(item)
+        return None
+
+    def queued(self, organization: str) -> list[QueuedJob]:
+        return [_from_item(item) for item in self._table.query(_partition(organization))]
+
+
+class KickingJobQueue:
+    """A job queue that also wakes the scaler after each enqueue (on AWS: an async Lambda invoke),
+    so a runner starts within seconds instead of at the scaler's next scheduled tick."""
+
+    def __init__(self, inner: JobQueue, kick: Callable[[], None]) -> None:
+        self._inner = inner
+        self._kick = kick
+
+    def enqueue(self, organization: str, lane: str, job: dict[str, Any], delay_s: int = 0) -> None:
+        self._inner.enqueue(organization, lane, job, delay_s)
+        try:
+            self._kick()
+        except Exception:  # the scheduled tick still starts a runner
+            log.exception("could not wake the scaler")
+
+    def take(self, organization: str) -> QueuedJob | None:
+        return self._inner.take(organization)
+
+    def queued(self, organization: str) -> list[QueuedJob]:
+        return self._inner.queued(organization)
 
 
 class SqsEventPublisher:
@@ -55,49 +144,6 @@ class SqsEventPublisher:
 
     def publish(self, event: dict[str, Any]) -> None:
         self._client.send_message(QueueUrl=self._url, MessageBody=json.dumps(event))
-
-
-class KickingJobQueue:
-    """A job queue that also wakes the scaler after each send (on AWS: an async Lambda invoke),
-    so a runner starts within seconds instead of at the scaler's next scheduled tick."""
-
-    def __init__(self, inner: JobQueue, kick: Callable[[], None]) -> None:
-        self._inner = inner
-        self._kick = kick
-
-    def send(self, lane: str, message: dict[str, Any], delay_s: int = 0) -> None:
-        self._inner.send(lane, message, delay_s)
-        try:
-            self._kick()
-        except Exception:  # the scheduled tick still starts a runner
-            log.exception("could not wake the scaler")
-
-    def depth(self) -> dict[str, int]:
-        return self._inner.depth()
-
-
-class MemoryJobQueue:
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, dict[str, Any], int]] = []
-        self._lock = threading.Lock()
-
-    def send(self, lane: str, message: dict[str, Any], delay_s: int = 0) -> None:
-        with self._lock:
-            self.sent.append((lane, dict(message), delay_s))
-
-    def depth(self) -> dict[str, int]:
-        with self._lock:
-            return {lane: sum(1 for sent_lane, _, _ in self.sent if sent_lane == lane) for lane in LANE_PRIORITY}
-
-    def take(self) -> tuple[str, dict[str, Any]] | None:
-        """Test helper: pop the highest-priority message, like a runner would."""
-        with self._lock:
-            for lane in LANE_PRIORITY:
-                for index, (sent_lane, message, _) in enumerate(self.sent):
-                    if sent_lane == lane:
-                        del self.sent[index]
-                        return lane, message
-        return None
 
 
 class MemoryEventPublisher:

@@ -1,6 +1,7 @@
 """Starting runners for the backlog: local processes (`make dev`) or Fargate tasks (`ecs:RunTask`).
 
-The scaler decides how many it wants; a launcher reports how many are alive and starts more.
+The scaler decides how many it wants per organization and mints each runner's token; a launcher reports
+which runners are alive (and for which organization) and starts more, one organization per runner.
 """
 
 from __future__ import annotations
@@ -8,26 +9,71 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
+from collections import deque
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 log = logging.getLogger("terrace.adapters.runner_launchers")
 STARTED_BY = "terrace-scaler"
-ECS_BATCH = 10  # RunTask starts at most 10 tasks per call
+
+
+ORG_TAG = "terrace:organization"
+TOKEN_TAG = "terrace:runner-token"
+
+
+@dataclass(frozen=True)
+class RunnerCredential:
+    """What one runner is started with: its token (bound to `organization`) and when to stop taking jobs."""
+
+    runner_id: str
+    organization: str
+    token_id: str
+    token: str
+    retire_at: int  # epoch seconds: take no new job after this (the token expires a phase deadline later)
+
+
+@dataclass(frozen=True)
+class LiveRunner:
+    organization: str
+    token_id: str
 
 
 class RunnerLauncher(Protocol):
-    def live_count(self) -> int:
+    def live(self) -> list[LiveRunner]:
         """Runners started by this launcher that are still alive (or starting)."""
         ...
 
-    def launch(self, count: int) -> int:
-        """Starts up to `count` runners; returns how many were started."""
+    def launch(self, credentials: list[RunnerCredential]) -> list[str]:
+        """Starts one runner per credential; returns the token ids of those started."""
+        ...
+
+    def retire(self, organization: str, count: int) -> int:
+        """Asks up to `count` runners of `organization` to finish their job and exit; returns how many."""
         ...
 
 
+def runner_environment(credential: RunnerCredential) -> dict[str, str]:
+    """What distinguishes one runner from another: its organization's token, its id, when to retire."""
+    return {
+        "TERRACE_RUNNER_TOKEN": credential.token,
+        "TERRACE_RUNNER_ORGANIZATION": credential.organization,
+        "TERRACE_RUNNER_ID": credential.runner_id,
+        "TERRACE_RUNNER_RETIRE_AT": str(credential.retire_at),
+    }
+
+
+@dataclass
+class LocalRunner:
+    process: subprocess.Popen[bytes]
+    organization: str
+    token_id: str
+    runner_id: str
+
+
 class LocalProcessLauncher:
-    """Runner processes (`python -m terrace.runner`) on this machine, at most `max_processes` at once."""
+    """Runner processes (`python -m terrace.runner`) on this machine, at most `max_processes` at once.
+    Each serves one organization: `runners` keeps which (tests read it)."""
 
     def __init__(
         self, env: Mapping[str, str], max_processes: int, python: str = sys.executable, args: Sequence[str] = ()
@@ -36,48 +82,67 @@ class LocalProcessLauncher:
         self.max_processes = max_processes
         self.python = python
         self.args = list(args)
-        self._procs: list[subprocess.Popen[bytes]] = []
+        self.runners: list[LocalRunner] = []  # alive ones
+        self.started: deque[LocalRunner] = deque(maxlen=1000)  # the runners started lately, for bookkeeping
 
     def _reap(self) -> None:
         alive = []
-        for proc in self._procs:
-            code = proc.poll()
+        for runner in self.runners:
+            code = runner.process.poll()
             if code is None:
-                alive.append(proc)
+                alive.append(runner)
             elif code != 0:
-                log.warning("runner process %d exited with %d", proc.pid, code)
-        self._procs = alive
+                log.warning("runner process %d exited with %d", runner.process.pid, code)
+        self.runners = alive
+
+    def live(self) -> list[LiveRunner]:
+        self._reap()
+        return [LiveRunner(r.organization, r.token_id) for r in self.runners]
 
     def live_count(self) -> int:
-        self._reap()
-        return len(self._procs)
+        return len(self.live())
 
-    def launch(self, count: int) -> int:
-        room = max(0, min(count, self.max_processes - self.live_count()))
-        for _ in range(room):
-            self._procs.append(
-                subprocess.Popen(
-                    [self.python, "-m", "terrace.runner", *self.args], env=self.env, stdin=subprocess.DEVNULL
-                )
+    def launch(self, credentials: list[RunnerCredential]) -> list[str]:
+        room = max(0, self.max_processes - self.live_count())
+        started = []
+        for credential in credentials[:room]:
+            process = subprocess.Popen(
+                [self.python, "-m", "terrace.runner", *self.args],
+                env={**self.env, **runner_environment(credential)},
+                stdin=subprocess.DEVNULL,
             )
-        return room
+            runner = LocalRunner(process, credential.organization, credential.token_id, credential.runner_id)
+            self.runners.append(runner)
+            self.started.append(runner)
+            started.append(credential.token_id)
+        return started
+
+    def retire(self, organization: str, count: int) -> int:
+        """SIGTERM: the runner finishes the job it has (if any) and exits."""
+        self._reap()
+        retired = 0
+        for runner in self.runners:
+            if retired < count and runner.organization == organization and runner.process.poll() is None:
+                runner.process.terminate()
+                retired += 1
+        return retired
 
     def stop_all(self, timeout_s: float = 10.0) -> None:
         """SIGTERM (a runner finishes its current job), then SIGKILL whatever is left after the timeout."""
-        for proc in self._procs:
-            if proc.poll() is None:
-                proc.terminate()
-        for proc in self._procs:
+        for runner in self.runners:
+            if runner.process.poll() is None:
+                runner.process.terminate()
+        for runner in self.runners:
             try:
-                proc.wait(timeout_s)
+                runner.process.wait(timeout_s)
             except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        self._procs = []
+                runner.process.kill()
+                runner.process.wait()
+        self.runners = []
 
 
 class EcsLauncher:
-    """Fargate runner tasks tagged `startedBy=terrace-scaler`."""
+    """Fargate runner tasks started by `terrace-scaler`, tagged with their organization and runner token id."""
 
     def __init__(
         self,
@@ -101,37 +166,63 @@ class EcsLauncher:
         self.max_tasks = max_tasks
         self.environment = dict(environment or {})
 
-    def live_count(self) -> int:
-        """Tasks whose desired status is RUNNING (this includes tasks still provisioning)."""
-        count = 0
+    def _tasks(self) -> list[dict[str, Any]]:
+        """Described tasks of the scaler whose desired status is RUNNING (this includes tasks still provisioning)."""
+        arns: list[str] = []
         paginator = self.ecs.get_paginator("list_tasks")
         for page in paginator.paginate(cluster=self.cluster, startedBy=STARTED_BY, desiredStatus="RUNNING"):
-            count += len(page.get("taskArns", []))
-        return count
+            arns.extend(page.get("taskArns", []))
+        tasks: list[dict[str, Any]] = []
+        for start in range(0, len(arns), 100):
+            reply = self.ecs.describe_tasks(cluster=self.cluster, tasks=arns[start : start + 100], include=["TAGS"])
+            tasks.extend(reply.get("tasks", []))
+        return tasks
 
-    def launch(self, count: int) -> int:
+    def live(self) -> list[LiveRunner]:
+        found = []
+        for task in self._tasks():
+            tags = {tag["key"]: tag["value"] for tag in task.get("tags", [])}
+            found.append(LiveRunner(tags.get(ORG_TAG, ""), tags.get(TOKEN_TAG, "")))
+        return found
+
+    def live_count(self) -> int:
+        return len(self._tasks())
+
+    def launch(self, credentials: list[RunnerCredential]) -> list[str]:
         if self.max_tasks is not None:
-            count = min(count, self.max_tasks - self.live_count())
-        started = 0
-        while started < count:
-            batch = min(ECS_BATCH, count - started)
-            reply = self.ecs.run_task(**self._run_task_args(batch))
+            credentials = credentials[: max(0, self.max_tasks - self.live_count())]
+        started = []
+        for credential in credentials:  # one task per credential: each has its own token
+            reply = self.ecs.run_task(**self._run_task_args(credential))
             for failure in reply.get("failures", []):
                 log.warning("RunTask failure: %s %s", failure.get("reason"), failure.get("detail", ""))
-            got = len(reply.get("tasks", []))
-            started += got
-            if got < batch:
+            if not reply.get("tasks"):
                 break  # capacity or quota: the scaler will try again on its next tick
+            started.append(credential.token_id)
         return started
 
-    def _run_task_args(self, batch: int) -> dict[str, Any]:
+    def retire(self, organization: str, count: int) -> int:
+        """StopTask: the runner gets SIGTERM, finishes its job if it has one (within the stop timeout), exits."""
+        retired = 0
+        for task in self._tasks():
+            tags = {tag["key"]: tag["value"] for tag in task.get("tags", [])}
+            if retired < count and tags.get(ORG_TAG) == organization:
+                self.ecs.stop_task(cluster=self.cluster, task=task["taskArn"], reason="idle: room for another org")
+                retired += 1
+        return retired
+
+    def _run_task_args(self, credential: RunnerCredential) -> dict[str, Any]:
         args: dict[str, Any] = {
             "cluster": self.cluster,
             "taskDefinition": self.task_definition,
-            "count": batch,
+            "count": 1,
             "launchType": "FARGATE",
             "platformVersion": self.platform_version,
             "startedBy": STARTED_BY,
+            "tags": [
+                {"key": ORG_TAG, "value": credential.organization},
+                {"key": TOKEN_TAG, "value": credential.token_id},
+            ],
             "networkConfiguration": {
                 "awsvpcConfiguration": {
                     "subnets": self.subnets,
@@ -140,7 +231,7 @@ class EcsLauncher:
                 }
             },
         }
-        if self.environment:
-            env = [{"name": k, "value": v} for k, v in sorted(self.environment.items())]
-            args["overrides"] = {"containerOverrides": [{"name": self.container_name, "environment": env}]}
+        env = {**self.environment, **runner_environment(credential)}
+        variables = [{"name": k, "value": v} for k, v in sorted(env.items())]
+        args["overrides"] = {"containerOverrides": [{"name": self.container_name, "environment": variables}]}
         return args

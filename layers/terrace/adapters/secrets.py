@@ -1,4 +1,4 @@
-"""Secrets Manager: fills in secret values whose ARNs the environment names (on AWS, Lambda and runners
+"""Secrets Manager: fills in secret values whose ARNs the environment names (on AWS, Lambda functions
 get ARNs, never values). Each secret is fetched once per process."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 from terrace.config import Settings
 
 # Settings field holding the value -> field holding the ARN to read it from when the value is empty.
-SECRET_FIELDS = {"url_signing_secret": "url_signing_secret_arn", "runner_secret": "runner_secret_arn"}
+SECRET_FIELDS = {"url_signing_secret": "url_signing_secret_arn"}
 
 
 def resolve_secrets(settings: Settings, client: Any = None) -> Settings:

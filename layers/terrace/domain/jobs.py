@@ -1,21 +1,24 @@
-"""The runner protocol: what travels on the SQS lanes and over /api/runner.
+"""The runner protocol over /api/runner, and what a queued job is.
 
 A job is one phase (plan or apply) of one run; its id is the phase id (`plan-…` / `apply-…`).
 
-1. The API puts `JobMessage` on the lane of its priority (apply ▸ plan ▸ speculative).
-2. A runner receives it (highest non-empty lane first) and claims it:
-   `POST /api/runner/jobs/{job_id}/claim` with `ClaimRequest` -> 200 `JobSpec`, or 409 when the job
-   is no longer claimable (finished, canceled, claimed by another attempt): the runner then deletes
-   the message and moves on.
+1. The API queues `JobMessage` in the run's organization's job queue, on the lane of its priority
+   (apply ▸ plan ▸ speculative; `adapters/queues.py`).
+2. A runner serves one organization for its life. It long-polls `POST /api/runner/jobs/next?wait=S`
+   with `NextRequest`: the API takes its organization's next job (highest lane first, delayed retries
+   once due) and claims it in the same call -> 200 `JobSpec` (with a fresh run token), or 204 when
+   none came within `wait` seconds.
 3. While working, every `heartbeat_interval_s`, the runner calls
-   `POST /api/runner/jobs/{job_id}/heartbeat` (`HeartbeatRequest` -> `HeartbeatResponse`) and extends the
-   message visibility. `cancel` means send SIGINT to tofu; `force_cancel` means kill it.
+   `POST /api/runner/jobs/{job_id}/heartbeat` (`HeartbeatRequest` -> `HeartbeatResponse`).
+   `cancel` means send SIGINT to tofu; `force_cancel` means kill it. 404/409 means the job is not
+   ours any more: stop it.
 4. Log bytes go to `PUT /api/runner/jobs/{job_id}/logs?offset=N` (raw bytes; N = bytes already sent in
    this attempt). The server owns the STX/ETX framing. An apply log must begin with three banner lines
    (the CLI skips them).
 5. Artifacts go straight to S3 with the presigned URLs of the spec (plan file and plan JSON).
-6. `POST /api/runner/jobs/{job_id}/finish` with `FinishRequest`; then the runner deletes the message.
-All /api/runner calls carry `Authorization: Bearer <runner secret>`.
+6. `POST /api/runner/jobs/{job_id}/finish` with `FinishRequest`.
+All /api/runner calls carry `Authorization: Bearer <runner token>`: a token the scaler minted for this
+runner, bound to one organization (another organization's job is 404), revoked when the runner is gone.
 """
 
 from __future__ import annotations
@@ -33,6 +36,10 @@ class JobMessage(BaseModel):
     run_id: str
     phase: Phase
     attempt: int = 1
+
+
+class NextRequest(BaseModel):
+    runner_id: str = Field(min_length=1, max_length=200)
 
 
 class ClaimRequest(BaseModel):

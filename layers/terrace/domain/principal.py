@@ -10,6 +10,7 @@ class PrincipalKind(StrEnum):
     USER = "user"
     ORGANIZATION = "organization"  # an organization token: acts for the whole organization
     RUN = "run"  # a short-lived token scoped to one run of one workspace
+    RUNNER = "runner"  # a runner process's token: takes and works jobs of one organization, nothing else
 
 
 @dataclass(frozen=True)
@@ -19,7 +20,7 @@ class Principal:
     username: str
     token_id: str | None = None
     site_admin: bool = False
-    organization: str | None = None  # set for organization and run tokens
+    organization: str | None = None  # set for organization, run and runner tokens
     workspace_id: str | None = None  # set for run tokens
 
     @property

@@ -112,7 +112,7 @@ def _create_bucket(s3: Any, bucket: defs.BucketDefinition, prefix: str) -> str:
 
 
 def _create_queues(sqs: Any, prefix: str) -> dict[str, str]:
-    """Dead-letter targets first, so every redrive policy can name its target's ARN."""
+    """Dead-letter targets (if any) first, so every redrive policy can name its target's ARN."""
     urls: dict[str, str] = {}
     arns: dict[str, str] = {}
     ordered = sorted(defs.QUEUES, key=lambda q: q.dead_letter is not None)

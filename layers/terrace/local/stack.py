@@ -125,7 +125,6 @@ class LocalStack:
             region=LOCAL_REGION,
             aws_endpoint_url=endpoint,
             url_signing_secret=os.environ.get("TERRACE_URL_SIGNING_SECRET") or secrets.token_urlsafe(32),
-            runner_secret=os.environ.get("TERRACE_RUNNER_SECRET") or secrets.token_urlsafe(32),
             **self.settings_overrides,
         )
         container = self.container = build_aws(self.settings)
@@ -178,7 +177,6 @@ class LocalStack:
             "TERRACE_PUBLIC_URL": s.public_url,
             "TERRACE_AWS_ENDPOINT_URL": s.aws_endpoint_url or "",
             "TERRACE_URL_SIGNING_SECRET": s.url_signing_secret,
-            "TERRACE_RUNNER_SECRET": s.runner_secret,
             "AWS_REGION": s.region,
             **{k: os.environ.get(k, v) for k, v in DUMMY_AWS_ENV.items()},
         }

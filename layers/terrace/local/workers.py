@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 from terrace.adapters.runner_launchers import LocalProcessLauncher
 from terrace.local.terraform_config import MIRRORED, write_provider_mirror
-from terrace.runner.config import LANE_ENV
 
 if TYPE_CHECKING:
     from terrace.local.stack import LocalStack
@@ -35,26 +34,22 @@ def operator_cli_config(state_dir: Path) -> Path:
     return path
 
 
-# What a runner process needs of the stack's environment (job lanes and their endpoint); the
-# URL-signing secret, table, bucket, key and events queue stay with the server.
-_RUNNER_KEYS = (*LANE_ENV.values(), "TERRACE_RUNNER_SECRET", "TERRACE_AWS_ENDPOINT_URL", "AWS_REGION")
-_AWS_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")  # moto's dummy ones
+RUNNER_IDLE_EXIT_S = 60  # an idle local runner exits (its organization may get no more jobs)
 
 
 def runner_env(stack: LocalStack) -> dict[str, str]:
-    """The minimal environment of a local runner process (not the server's secrets or resources)."""
+    """The environment local runner processes share: the API, its CA and tool settings; no AWS endpoint or
+    key, none of the server's secrets or resources. The launcher adds each runner's own token."""
     assert stack.info is not None and stack.settings is not None
     venv_bin = str(Path(sys.prefix) / "bin")
-    stack_env = stack.env()
     return {
-        **{key: stack_env[key] for key in (*_RUNNER_KEYS, *_AWS_KEYS) if key in stack_env},
         "PATH": venv_bin + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": os.environ.get("HOME", "/tmp"),
         "TERRACE_API_URL": stack.settings.public_url,
         "SSL_CERT_FILE": stack.info.ca_bundle,
         "TERRACE_OPERATOR_CLI_CONFIG": str(operator_cli_config(stack.state_dir)),
         "TERRACE_TF_BINARY": os.environ.get("TERRACE_TF_BINARY") or str(Path(venv_bin) / "terraform"),
-        "TERRACE_RUNNER_IDLE_EXIT_S": "0",  # the local pool keeps polling
+        "TERRACE_RUNNER_IDLE_EXIT_S": str(RUNNER_IDLE_EXIT_S),
         "TERRACE_WORK_DIR": str(stack.state_dir / "runner-work"),
     }
 
@@ -63,7 +58,7 @@ def scaler(stack: LocalStack) -> None:
     """Start runner processes for the backlog (the scaler Lambda's local twin)."""
     container = stack.container
     launcher = LocalProcessLauncher(runner_env(stack), max_processes=container.settings.max_runners)
-    container.launcher = launcher
+    container.launcher = container.scaler.launcher = launcher
     stack.launchers.append(launcher)
     _loop(stack, lambda: container.scaler.scale_once())
 

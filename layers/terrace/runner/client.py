@@ -1,4 +1,4 @@
-"""HTTP clients: the runner API (`/api/runner`, runner secret) and presigned S3 transfers (no credentials)."""
+"""HTTP clients: the runner API (`/api/runner`, runner token) and presigned S3 transfers (no credentials)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import TypeVar
 
 import httpx
 
-from terrace.domain.jobs import ClaimRequest, FinishRequest, HeartbeatRequest, HeartbeatResponse, JobSpec
+from terrace.domain.jobs import FinishRequest, HeartbeatRequest, HeartbeatResponse, JobSpec, NextRequest
 
 log = logging.getLogger("terrace.runner.client")
 T = TypeVar("T")
@@ -49,19 +49,19 @@ def _verify(ssl_cert_file: str | None) -> str | bool:
 
 
 class RunnerApi:
-    """`/api/runner/jobs/{id}/...` with `Authorization: Bearer <runner secret>`."""
+    """`/api/runner/jobs/...` with `Authorization: Bearer <runner token>`."""
 
     def __init__(
         self,
         api_url: str,
-        secret: Callable[[], str],
+        token: str,
         runner_id: str,
         ssl_cert_file: str | None = None,
         transport: httpx.BaseTransport | None = None,
         retry_delays: tuple[float, ...] = RETRY_DELAYS_S,
     ) -> None:
         self.runner_id = runner_id
-        self._secret = secret
+        self._token = token
         self._delays = retry_delays
         self._http = httpx.Client(
             base_url=f"{api_url.rstrip('/')}/api/runner",
@@ -71,7 +71,7 @@ class RunnerApi:
         )
 
     def _headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self._secret()}"}
+        return {"Authorization": f"Bearer {self._token}"}
 
     def _post(self, path: str, body: str, what: str) -> httpx.Response:
         headers = {**self._headers(), "Content-Type": "application/json"}
@@ -82,13 +82,21 @@ class RunnerApi:
         if response.status_code >= 400:
             raise ApiError(f"{what}: HTTP {response.status_code}: {response.text[:300]}", response.status_code)
 
-    def claim(self, job_id: str, attempt: int) -> JobSpec | None:
-        """The job's spec, or None when it is no longer claimable (409 / 404)."""
-        body = ClaimRequest(runner_id=self.runner_id, attempt=attempt).model_dump_json()
-        response = self._post(f"/jobs/{job_id}/claim", body, f"claim {job_id}")
-        if response.status_code in (404, 409, 410):
+    def next(self, wait_s: float) -> JobSpec | None:
+        """Long-polls the API for this runner's organization's next job, claimed for it; None when none came."""
+        body = NextRequest(runner_id=self.runner_id).model_dump_json()
+        headers = {**self._headers(), "Content-Type": "application/json"}
+        timeout = httpx.Timeout(30.0 + wait_s, connect=10.0)
+        response = with_retries(
+            lambda: self._http.post(
+                "/jobs/next", params={"wait": wait_s}, content=body, headers=headers, timeout=timeout
+            ),
+            "next job",
+            self._delays,
+        )
+        if response.status_code == 204:
             return None
-        self._check(response, f"claim {job_id}")
+        self._check(response, "next job")
         return JobSpec.model_validate_json(response.content)
 
     def heartbeat(self, job_id: str) -> HeartbeatResponse:
@@ -122,7 +130,7 @@ class RunnerApi:
 
 
 class Transfers:
-    """Presigned GET/PUT of configuration tarballs and plan artifacts: never sends the runner secret."""
+    """Presigned GET/PUT of configuration tarballs and plan artifacts: never sends the runner token."""
 
     def __init__(
         self,

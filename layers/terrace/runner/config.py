@@ -4,15 +4,9 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-
-LANE_ENV = {
-    "apply": "TERRACE_QUEUE_URL_JOBS_APPLY",
-    "plan": "TERRACE_QUEUE_URL_JOBS_PLAN",
-    "speculative": "TERRACE_QUEUE_URL_JOBS_SPECULATIVE",
-}
 
 
 class ConfigError(ValueError):
@@ -35,23 +29,21 @@ def parse_binaries(raw: str) -> dict[str, str]:
 @dataclass
 class RunnerConfig:
     api_url: str
-    runner_secret: str = ""
-    runner_secret_arn: str | None = None
-    queue_urls: dict[str, str] = field(default_factory=dict)  # lane -> URL, in priority order
-    aws_endpoint_url: str | None = None
-    region: str = "us-east-1"
+    runner_token: str = field(default="", repr=False)  # minted by the scaler for this runner: one organization
+    organization: str = ""  # informational: the token decides
     tf_binary: str = "terraform"
     tf_binaries: dict[str, str] = field(default_factory=dict)
     operator_cli_config: Path | None = None
     idle_exit_s: float = 0.0
-    poll_interval_s: float = 0.25  # pause between sweeps of empty lanes; 0 = long-poll the apply lane instead
+    wait_s: float = 5.0  # how long one /jobs/next long-poll waits on the API for a job
+    poll_interval_s: float = 0.0  # pause after an empty answer (on Lambda: short polls are cheaper than waits)
+    retire_at: float = 0.0  # epoch seconds: take no new job after this (0 = never)
     runner_id: str = ""
     ssl_cert_file: str | None = None
     work_dir: Path = Path("/tmp/terrace-runner")
     max_config_bytes: int = 512 * 1024 * 1024
     max_config_entries: int = 100_000
     max_config_expanded_bytes: int = 512 * 1024 * 1024  # the configuration once unpacked
-    _secret_loader: Callable[[str], str] | None = field(default=None, repr=False)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> RunnerConfig:
@@ -59,45 +51,33 @@ class RunnerConfig:
         api_url = env.get("TERRACE_API_URL", "").rstrip("/")
         if not api_url:
             raise ConfigError("TERRACE_API_URL is required (e.g. https://localhost:8443)")
-        secret, secret_arn = env.get("TERRACE_RUNNER_SECRET", ""), env.get("TERRACE_RUNNER_SECRET_ARN") or None
-        if not secret and not secret_arn:
-            raise ConfigError("TERRACE_RUNNER_SECRET or TERRACE_RUNNER_SECRET_ARN is required")
-        queue_urls = {lane: env[name] for lane, name in LANE_ENV.items() if env.get(name)}
-        if not queue_urls:
-            raise ConfigError(f"at least one lane queue URL is required ({', '.join(LANE_ENV.values())})")
+        token = env.get("TERRACE_RUNNER_TOKEN", "")
+        if not token:
+            raise ConfigError("TERRACE_RUNNER_TOKEN is required (the scaler mints one per runner)")
         operator_cfg = env.get("TERRACE_OPERATOR_CLI_CONFIG") or None
         try:
             idle = float(env.get("TERRACE_RUNNER_IDLE_EXIT_S") or 0)
-            poll = float(env.get("TERRACE_RUNNER_POLL_INTERVAL_S") or 0.25)
+            wait = float(env.get("TERRACE_RUNNER_WAIT_S") or 5)
+            pause = float(env.get("TERRACE_RUNNER_POLL_INTERVAL_S") or 0)
+            retire_at = float(env.get("TERRACE_RUNNER_RETIRE_AT") or 0)
             max_bytes = int(env.get("TERRACE_RUNNER_MAX_CONFIG_BYTES") or 512 * 1024 * 1024)
             max_expanded = int(env.get("TERRACE_RUNNER_MAX_CONFIG_EXPANDED_BYTES") or 512 * 1024 * 1024)
         except ValueError as exc:
             raise ConfigError(f"malformed number in the runner environment: {exc}") from exc
         return cls(
             api_url=api_url,
-            runner_secret=secret,
-            runner_secret_arn=secret_arn,
-            queue_urls=queue_urls,
-            aws_endpoint_url=env.get("TERRACE_AWS_ENDPOINT_URL") or None,
-            region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
+            runner_token=token,
+            organization=env.get("TERRACE_RUNNER_ORGANIZATION", ""),
             tf_binary=env.get("TERRACE_TF_BINARY") or "terraform",
             tf_binaries=parse_binaries(env.get("TERRACE_TF_BINARIES", "")),
             operator_cli_config=Path(operator_cfg) if operator_cfg else None,
             idle_exit_s=max(idle, 0.0),
-            poll_interval_s=max(poll, 0.0),
+            wait_s=min(max(wait, 0.0), 20.0),
+            poll_interval_s=min(max(pause, 0.0), 60.0),
+            retire_at=max(retire_at, 0.0),
             runner_id=env.get("TERRACE_RUNNER_ID") or f"{socket.gethostname()}-{os.getpid()}",
             ssl_cert_file=env.get("SSL_CERT_FILE") or None,
             work_dir=Path(env.get("TERRACE_WORK_DIR") or "/tmp/terrace-runner"),
             max_config_bytes=max_bytes,
             max_config_expanded_bytes=max_expanded,
         )
-
-    def secret(self) -> str:
-        """The runner secret; resolved from Secrets Manager on first use when only its ARN is given."""
-        if not self.runner_secret and self.runner_secret_arn:
-            if self._secret_loader is None:
-                from terrace.adapters.secrets import fetch_secret  # the same value the API compares with
-
-                self._secret_loader = lambda arn: fetch_secret(arn, self.region, self.aws_endpoint_url)
-            self.runner_secret = self._secret_loader(self.runner_secret_arn)
-        return self.runner_secret

@@ -61,7 +61,7 @@ class JobExecutor:
         self.backend_override = backend_override
         self.echo_to = echo_to
 
-    def execute(self, spec: JobSpec, extend_visibility: Callable[[int], None] = lambda _s: None) -> FinishRequest:
+    def execute(self, spec: JobSpec) -> FinishRequest:
         sandbox.prepare_work_dir(self.config.work_dir)
         run_dir = Path(tempfile.mkdtemp(prefix=f"{spec.job_id}-", dir=self.config.work_dir))
         identity = sandbox.allocate()
@@ -73,11 +73,8 @@ class JobExecutor:
             echo_to=self.echo_to,
         )
         job = _Job(spec=spec, run_dir=run_dir, log=stream, control=CancelControl(), identity=identity)
-        visibility = max(60, spec.heartbeat_interval_s * 6)
-        extend_visibility(visibility)
 
         def beat() -> object:
-            extend_visibility(visibility)
             return self.api.heartbeat(spec.job_id)
 
         report = FinishRequest(runner_id=self.api.runner_id, status="finished")

@@ -1,4 +1,4 @@
-"""The runner's loop: poll the lanes -> claim -> execute -> finish -> delete the message."""
+"""The runner's loop: long-poll the API for its organization's next job (claimed) -> execute -> finish."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from terrace.domain.jobs import JobSpec
 from terrace.runner.client import ApiError, RunnerApi, Transfers
 from terrace.runner.config import ConfigError, RunnerConfig
 from terrace.runner.execution import JobExecutor
-from terrace.runner.lanes import Lanes, ReceivedJob
 
 log = logging.getLogger("terrace.runner")
 
@@ -23,74 +23,60 @@ class Runner:
     def __init__(
         self,
         config: RunnerConfig,
-        lanes: Lanes,
         api: RunnerApi,
         executor: JobExecutor,
         clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        self.config, self.lanes, self.api, self.executor, self.clock = config, lanes, api, executor, clock
+        self.config, self.api, self.executor, self.clock, self.wall_clock = config, api, executor, clock, wall_clock
+        self.sleep = sleep
         self.stopping = False
 
-    def handle(self, received: ReceivedJob) -> bool:
-        """Claims and runs one job; returns whether it ran. The message is deleted in every final case."""
-        message = received.message
-        try:
-            spec = self.api.claim(message.job_id, message.attempt)
-        except ApiError as exc:
-            if exc.status in (401, 403):
-                raise  # a misconfigured runner must not burn the job's receive count
-            log.error("claiming job %s failed; its message stays for another runner: %s", message.job_id, exc)
-            return False
-        if spec is None:
-            log.info("job %s is no longer claimable; dropping its message", message.job_id)
-            self.lanes.delete(received)
-            return False
-        log.info(
-            "running job %s (%s of run %s, attempt %d, lane %s)",
-            spec.job_id,
-            spec.phase,
-            spec.run_id,
-            spec.attempt,
-            received.lane,
-        )
-        report = self.executor.execute(spec, lambda seconds: self.lanes.extend(received, seconds))
+    def handle(self, spec: JobSpec) -> None:
+        """Runs one claimed job and reports how it ended."""
+        log.info("running job %s (%s of run %s, attempt %d)", spec.job_id, spec.phase, spec.run_id, spec.attempt)
+        report = self.executor.execute(spec)
         try:
             self.api.finish(report, spec.job_id)
-        except Exception as exc:  # leave the message: the API's deadline decides what happens next
+        except Exception as exc:  # the API's heartbeat deadline decides what happens next
             log.error("reporting job %s as %s failed: %s", spec.job_id, report.status, exc)
-            return True
+            return
         log.info("job %s %s", spec.job_id, report.status)
-        self.lanes.delete(received)
-        return True
 
     def loop(self, once: bool = False) -> int:
         idle_since = self.clock()
         while not self.stopping:
+            if self.config.retire_at and self.wall_clock() >= self.config.retire_at:
+                log.info("retiring: this runner's token expires soon; the scaler starts a fresh one")
+                return 0
             try:
-                received = self.lanes.receive()
-            except Exception as exc:
-                log.warning("polling the lanes failed: %s", exc)
+                spec = self.api.next(self.config.wait_s)
+            except ApiError as exc:
+                if exc.status in (401, 403):
+                    log.error("the runner API refused this runner's token: %s", exc)
+                    return 3
+                log.warning("asking for the next job failed: %s", exc)
                 time.sleep(1.0)
-                received = None
-            if received is not None:
+                spec = None
+            except Exception as exc:
+                log.warning("asking for the next job failed: %s", exc)
+                time.sleep(1.0)
+                spec = None
+            if spec is not None:
                 try:
-                    ran = self.handle(received)
-                except ApiError as exc:
-                    if exc.status in (401, 403):
-                        log.error("the runner API refused this runner's secret: %s", exc)
-                        return 3
-                    log.exception("job %s failed in the runner", received.message.job_id)
-                    ran = True
+                    self.handle(spec)
                 except Exception:
-                    log.exception("job %s failed in the runner", received.message.job_id)
-                    ran = True
+                    log.exception("job %s failed in the runner", spec.job_id)
                 idle_since = self.clock()
-                if once and ran:
+                if once:
                     return 0
                 continue
             if self.config.idle_exit_s and self.clock() - idle_since >= self.config.idle_exit_s:
                 log.info("idle for %.0f s: exiting", self.config.idle_exit_s)
                 return 0
+            if self.config.poll_interval_s:
+                self.sleep(self.config.poll_interval_s)
         return 0
 
 
@@ -103,14 +89,9 @@ class _JsonFormatter(logging.Formatter):
 
 
 def build_runner(config: RunnerConfig) -> Runner:
-    from terrace.adapters.runner_aws import sqs_client
-
-    api = RunnerApi(config.api_url, config.secret, config.runner_id, config.ssl_cert_file)
+    api = RunnerApi(config.api_url, config.runner_token, config.runner_id, config.ssl_cert_file)
     transfers = Transfers(config.ssl_cert_file)
-    lanes = Lanes(
-        sqs_client(config.region, config.aws_endpoint_url), config.queue_urls, poll_interval_s=config.poll_interval_s
-    )
-    return Runner(config, lanes, api, JobExecutor(config, api, transfers))
+    return Runner(config, api, JobExecutor(config, api, transfers))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -134,5 +115,5 @@ def main(argv: list[str] | None = None) -> int:
         runner.stopping = True
 
     signal.signal(signal.SIGTERM, stop)
-    log.info("runner %s polling %s", config.runner_id, ", ".join(config.queue_urls))
+    log.info("runner %s serving organization %s", config.runner_id, config.organization or "(of its token)")
     return runner.loop(once=args.once)

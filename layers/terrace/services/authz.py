@@ -33,6 +33,7 @@ class Action(StrEnum):
     CANCEL_RUN = "cancel-run"
     READ_VARIABLES = "read-variables"
     WRITE_VARIABLES = "write-variables"
+    RUN_JOBS = "run-jobs"  # take, heartbeat, log and finish jobs (the runner protocol)
 
 
 # What a run token may do in the workspace its run belongs to.
@@ -77,6 +78,9 @@ class Authorizer:
     def require(
         self, principal: Principal, action: Action, org: OrgView, workspace: WorkspaceView | None = None
     ) -> None:
+        if action is Action.RUN_JOBS or principal.kind is PrincipalKind.RUNNER:
+            self._require_runner(principal, action, org)
+            return
         if principal.site_admin:
             return
         if principal.kind is PrincipalKind.USER:
@@ -90,6 +94,23 @@ class Authorizer:
                 raise Forbidden("organization tokens cannot delete their organization")
             return
         self._require_run_token(principal, action, workspace)
+
+    @staticmethod
+    def runner_organization(principal: Principal) -> str:
+        """The one organization whose jobs a runner token works (asking for jobs needs a runner token)."""
+        if principal.kind is not PrincipalKind.RUNNER or not principal.organization:
+            raise Forbidden("only a runner token may ask for jobs")
+        return principal.organization
+
+    @staticmethod
+    def _require_runner(principal: Principal, action: Action, org: OrgView) -> None:
+        """Only a runner token works jobs, and only its own organization's; it can do nothing else."""
+        if principal.kind is not PrincipalKind.RUNNER:
+            raise NotFound("job not found")  # jobs exist for runners only
+        if principal.organization != org.name:
+            raise NotFound(f"organization {org.name} not found")
+        if action is not Action.RUN_JOBS:
+            raise Forbidden(f"a runner token may not {action.value}")
 
     @staticmethod
     def _require_run_token(principal: Principal, action: Action, workspace: WorkspaceView | None) -> None:

@@ -8,9 +8,12 @@ times, then the run is errored with a clear message.
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from terrace.adapters.blobs import BlobStore
+from terrace.adapters.queues import JobQueue
 from terrace.config import Settings
 from terrace.domain import clock
 from terrace.domain import runs as rs
@@ -24,9 +27,10 @@ from terrace.domain.jobs import (
     Operation,
     RunVariable,
 )
-from terrace.domain.principal import PrincipalKind
+from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.runs import Run, run_id_of
 from terrace.services.accounts import AccountService
+from terrace.services.authz import Action, Authorizer, OrgView
 from terrace.services.configuration_versions import ConfigurationVersionService
 from terrace.services.logs import LogService
 from terrace.services.run_store import RunStore
@@ -46,6 +50,11 @@ def _phase_name(job_id: str) -> str:
     raise NotFound(f"job {job_id} not found")
 
 
+def runner_ref(principal: Principal, runner_id: str) -> str:
+    """Who works a job: the runner's own name and the id of the token it authenticated with."""
+    return f"{runner_id}@{principal.token_id}"
+
+
 class JobService:
     def __init__(
         self,
@@ -59,20 +68,56 @@ class JobService:
         logs: LogService,
         blobs: BlobStore,
         settings: Settings,
+        *,
+        queue: JobQueue,
+        authz: Authorizer,
     ) -> None:
+        self._queue, self._authz = queue, authz
         self._store, self._scheduler, self._runs = store, scheduler, runs
         self._workspaces, self._cvs, self._variables = workspaces, cvs, variables
         self._accounts, self._logs, self._blobs, self._settings = accounts, logs, blobs, settings
 
-    def _load(self, job_id: str) -> tuple[Run, str]:
+    def _load(self, principal: Principal, job_id: str) -> tuple[Run, str]:
+        """The job's run, if the runner may work it (another organization's job is NotFound)."""
         name = _phase_name(job_id)
         run = self._store.load(run_id_of(job_id))
+        self._authz.require(principal, Action.RUN_JOBS, OrgView(run.organization, ()))
         return run, name
 
+    # next: take + claim ------------------------------------------------------------------
+    def next(
+        self,
+        principal: Principal,
+        runner_id: str,
+        wait_s: float = 0.0,
+        poll_s: float = 0.25,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> JobSpec | None:
+        """Claim the next job of the runner's organization, waiting up to `wait_s` for one to come."""
+        organization = self._authz.runner_organization(principal)
+        deadline = time.monotonic() + max(0.0, wait_s)
+        while True:
+            spec = self._take_and_claim(principal, organization, runner_id)
+            if spec is not None or time.monotonic() >= deadline:
+                return spec
+            sleep(poll_s)
+
+    def _take_and_claim(self, principal: Principal, organization: str, runner_id: str) -> JobSpec | None:
+        while (queued := self._queue.take(organization)) is not None:
+            try:
+                return self.claim(principal, queued.job_id, ClaimRequest(runner_id=runner_id, attempt=queued.attempt))
+            except (Conflict, NotFound) as exc:
+                log.info("dropping queued job %s attempt %d: %s", queued.job_id, queued.attempt, exc)
+            except Exception:
+                job = {"job_id": queued.job_id, "run_id": queued.run_id, "phase": queued.phase}
+                self._queue.enqueue(organization, queued.lane, {**job, "attempt": queued.attempt})
+                raise
+        return None
+
     # claim -------------------------------------------------------------------------------
-    def claim(self, job_id: str, request: ClaimRequest) -> JobSpec:
+    def claim(self, principal: Principal, job_id: str, request: ClaimRequest) -> JobSpec:
         def step() -> tuple[Run, str]:
-            run, name = self._load(job_id)
+            run, name = self._load(principal, job_id)
             state = run.phase(name)
             expected_status = rs.PLAN_QUEUED if name == "plan" else rs.APPLY_QUEUED
             if run.status != expected_status or state.status != rs.P_QUEUED or state.attempt != request.attempt:
@@ -93,7 +138,7 @@ class JobService:
             run.transition(rs.PLANNING if name == "plan" else rs.APPLYING, now)
             state.mark(rs.P_RUNNING, now)
             state.started_at = state.started_at or now
-            state.runner_id = request.runner_id
+            state.runner_id = runner_ref(principal, request.runner_id)
             state.heartbeat_at = clock.epoch()
             state.artifact_key = f"plans/{run.id}/plan.bin"
             state.json_key = f"plans/{run.id}/plan.json"
@@ -158,13 +203,13 @@ class JobService:
         )
 
     # heartbeat ---------------------------------------------------------------------------
-    def heartbeat(self, job_id: str, request: HeartbeatRequest) -> HeartbeatResponse:
+    def heartbeat(self, principal: Principal, job_id: str, request: HeartbeatRequest) -> HeartbeatResponse:
         def step() -> HeartbeatResponse:
-            run, name = self._load(job_id)
+            run, name = self._load(principal, job_id)
             state = run.phase(name)
             if run.final or state.final:
                 return HeartbeatResponse(cancel=True, force_cancel=run.status == rs.FORCE_CANCELED)
-            if state.status != rs.P_RUNNING or state.runner_id != request.runner_id:
+            if state.status != rs.P_RUNNING or state.runner_id != runner_ref(principal, request.runner_id):
                 raise Conflict(f"job {job_id} is not running on {request.runner_id}")
             expected = run.version
             state.heartbeat_at = clock.epoch()
@@ -176,21 +221,21 @@ class JobService:
         return retrying(step)
 
     # logs --------------------------------------------------------------------------------
-    def append_log(self, job_id: str, offset: int, data: bytes) -> None:
-        run, name = self._load(job_id)
+    def append_log(self, principal: Principal, job_id: str, offset: int, data: bytes) -> None:
+        run, name = self._load(principal, job_id)
         state = run.phase(name)
-        if state.status != rs.P_RUNNING:
-            raise Conflict(f"job {job_id} is not running; its log is closed")
+        if state.status != rs.P_RUNNING or not (state.runner_id or "").endswith(f"@{principal.token_id}"):
+            raise Conflict(f"job {job_id} is not running on this runner; its log is closed to it")
         self._logs.append(state.id, state.attempt, offset, data)
 
     # finish ------------------------------------------------------------------------------
-    def finish(self, job_id: str, request: FinishRequest) -> Run:
+    def finish(self, principal: Principal, job_id: str, request: FinishRequest) -> Run:
         def step() -> Run:
-            run, name = self._load(job_id)
+            run, name = self._load(principal, job_id)
             state = run.phase(name)
             if run.final:
                 return run  # force-canceled or reaped meanwhile: nothing left to record
-            if state.status != rs.P_RUNNING or state.runner_id != request.runner_id:
+            if state.status != rs.P_RUNNING or state.runner_id != runner_ref(principal, request.runner_id):
                 raise Conflict(f"job {job_id} is not running on {request.runner_id}")
             expected, now = run.version, clock.now_iso()
             status = request.status

@@ -2,7 +2,7 @@
 
 Every tick (a Lambda schedule on AWS, a timer locally) it walks the open runs and
 - promotes pending runs whose workspace head is free (a stuck workspace queue),
-- re-sends queued jobs whose message may be lost, and errors jobs nobody claimed in time,
+- re-indexes queued jobs missing from their organization's queue, and errors jobs nobody claimed in time,
 - retries phases whose runner stopped heartbeating (or cancels them if a cancel was asked),
 - errors phases past their deadline and discards plans left unconfirmed too long.
 """
@@ -111,7 +111,8 @@ class Reaper:
             expected = current.version
             state.timestamps["resent-at"] = clock.now_iso()
             self._store.save([(current, expected)], None, {current.id: current.status})
-            self._scheduler.enqueue(current, name)
+            if self._scheduler.ensure_queued(current, name):
+                log.warning("re-indexed the lost %s job of %s", name, current.id)
             return current
 
         retrying(step)

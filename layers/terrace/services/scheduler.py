@@ -1,9 +1,9 @@
-"""The workspace queue and the global job lanes.
+"""The workspace queue and the per-organization job queue.
 
 Runs of a workspace execute one at a time in creation order: the head run holds the workspace lock
 (holder `run:<id>`). When the head reaches a final state, the lock passes to the next pending run in
-the same transaction. Speculative runs skip the workspace queue. Each phase becomes a job message on
-a lane: apply ▸ plan ▸ speculative.
+the same transaction. Speculative runs skip the workspace queue. Each phase becomes a job in its
+organization's job queue, on a lane: apply ▸ plan ▸ speculative.
 """
 
 from __future__ import annotations
@@ -71,7 +71,16 @@ class RunScheduler:
         message = JobMessage(
             job_id=state.id, run_id=run.id, phase="apply" if phase == "apply" else "plan", attempt=state.attempt
         )
-        self._queue.send(lane_of(run, phase), message.model_dump(), delay_s)
+        self._queue.enqueue(run.organization, lane_of(run, phase), message.model_dump(), delay_s)
+
+    def ensure_queued(self, run: Run, phase: str) -> bool:
+        """Re-index a queued job missing from its organization's queue (lost between a take and its claim,
+        or between a transition and its enqueue); True when it had to."""
+        state = run.phase(phase)
+        if any(q.job_id == state.id and q.attempt == state.attempt for q in self._queue.queued(run.organization)):
+            return False
+        self.enqueue(run, phase)
+        return True
 
     def _next_pending(self, workspace_id: str, after: str | None = None) -> Run | None:
         for run in reversed(self._store.list_for_workspace(workspace_id)):  # oldest first

@@ -1,0 +1,132 @@
+"""The job queue port (adapters/queues.py) on the in-memory table and on DynamoDB (moto): one contract.
+And the runner loop over /api/runner/jobs/next (a fake API): it runs what it is handed, stops on a refused token."""
+
+from __future__ import annotations
+
+import io
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws import clients, create_table_and_bucket, moto_server
+from terrace.adapters.dynamo_table import DynamoTable
+from terrace.adapters.memory_table import MemoryTable
+from terrace.adapters.queues import TableJobQueue
+from terrace.adapters.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
+from runner_fakes import FakeApi, fake_terraform, make_spec, runner_config, tarball  # noqa: E402
+from terrace.runner.execution import JobExecutor  # noqa: E402
+from terrace.runner.main import Runner  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def endpoint() -> Iterator[str]:
+    with moto_server() as url:
+        yield url
+
+
+@pytest.fixture(params=["memory", "dynamodb"])
+def table(request: pytest.FixtureRequest) -> Table:
+    if request.param == "memory":
+        return MemoryTable()
+    made = clients(request.getfixturevalue("endpoint"))
+    return DynamoTable(made["dynamodb"], create_table_and_bucket(made).table_name)
+
+
+def job(job_id: str, phase: str = "plan", attempt: int = 1) -> dict[str, Any]:
+    return {"job_id": job_id, "run_id": "run-1", "phase": phase, "attempt": attempt}
+
+
+def test_lanes_in_priority_order_per_organization(table: Table) -> None:
+    queue = TableJobQueue(table)
+    queue.enqueue("acme", "speculative", job("plan-spec"))
+    queue.enqueue("acme", "plan", job("plan-1"))
+    queue.enqueue("other", "apply", job("apply-other", "apply"))
+    queue.enqueue("acme", "apply", job("apply-1", "apply"))  # enqueued last, taken first
+    taken = [queue.take("acme") for _ in range(3)]
+    assert [(q.lane, q.job_id) for q in taken if q] == [
+        ("apply", "apply-1"),
+        ("plan", "plan-1"),
+        ("speculative", "plan-spec"),
+    ]
+    assert queue.take("acme") is None
+    assert [q.job_id for q in queue.queued("other")] == ["apply-other"]
+
+
+def test_a_delayed_job_waits_and_a_retry_is_a_new_entry(table: Table) -> None:
+    now = [5_000_000]
+    queue = TableJobQueue(table, now_ms=lambda: now[0])
+    queue.enqueue("acme", "plan", job("plan-1", attempt=2), delay_s=4)
+    assert queue.take("acme") is None
+    (waiting,) = queue.queued("acme")
+    assert (waiting.attempt, waiting.delay_s, waiting.available_at_ms) == (2, 4, 5_004_000)
+    now[0] += 4_000
+    got = queue.take("acme")
+    assert got is not None and (got.job_id, got.attempt) == ("plan-1", 2)
+    with pytest.raises(ValueError):
+        queue.enqueue("acme", "bogus", job("plan-2"))
+
+
+def test_concurrent_takers_never_share_a_job(table: Table) -> None:
+    queue = TableJobQueue(table)
+    for n in range(30):
+        queue.enqueue("acme", "plan", job(f"plan-{n}"))
+    taken: list[list[str]] = [[], [], []]
+
+    def taker(mine: list[str]) -> None:
+        while (got := queue.take("acme")) is not None:
+            mine.append(got.job_id)
+
+    threads = [threading.Thread(target=taker, args=(mine,)) for mine in taken]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    every = [j for mine in taken for j in mine]
+    assert sorted(every) == sorted(f"plan-{n}" for n in range(30))
+
+
+def test_the_runner_runs_the_job_it_is_handed_then_idles_out(tmp_path: Path) -> None:
+    fake = FakeApi(blobs={"config.tar.gz": tarball({"main.tf": ""})})
+    spec = make_spec("plan")
+    fake.specs[spec.job_id] = spec
+    fake.queued.append(spec.job_id)
+    api, transfers = fake.clients()
+    config = runner_config(tmp_path, fake_terraform(tmp_path / "bin"), idle_exit_s=0.3, wait_s=0)
+    runner = Runner(config, api, JobExecutor(config, api, transfers, echo_to=io.StringIO()))
+    assert runner.loop(once=True) == 0
+    assert fake.finished[spec.job_id].status == "finished"
+    assert runner.loop() == 0  # nothing left: exits after the idle time
+
+
+def test_short_polls_pause_between_empty_answers(tmp_path: Path) -> None:
+    fake = FakeApi()
+    api, transfers = fake.clients()
+    config = runner_config(tmp_path, fake_terraform(tmp_path / "bin"), wait_s=0, poll_interval_s=2, idle_exit_s=2)
+    ticks = iter(range(100))
+    pauses: list[float] = []
+    runner = Runner(config, api, JobExecutor(config, api, transfers), clock=lambda: next(ticks), sleep=pauses.append)
+    assert runner.loop() == 0
+    assert pauses == [2]  # asked, paused, asked again, idle long enough: exit
+
+
+def test_a_refused_runner_token_stops_the_runner(tmp_path: Path) -> None:
+    fake = FakeApi()
+    api, transfers = fake.clients()
+    api._token = "wrong-token"
+    config = runner_config(tmp_path, fake_terraform(tmp_path / "bin"), idle_exit_s=5, wait_s=0)
+    assert Runner(config, api, JobExecutor(config, api, transfers)).loop() == 3
+
+
+def test_a_runner_past_its_retire_time_takes_no_job(tmp_path: Path) -> None:
+    fake = FakeApi()
+    fake.specs["plan-abc"] = make_spec("plan")
+    fake.queued.append("plan-abc")
+    api, transfers = fake.clients()
+    config = runner_config(tmp_path, fake_terraform(tmp_path / "bin"), retire_at=100.0, wait_s=0)
+    assert Runner(config, api, JobExecutor(config, api, transfers), wall_clock=lambda: 101.0).loop() == 0
+    assert fake.queued == ["plan-abc"]
