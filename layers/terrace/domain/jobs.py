@@ -10,11 +10,15 @@ A job is one phase (plan or apply) of one run; its id is the phase id (`plan-…
 3. While working, every `heartbeat_interval_s`, the runner calls
    `POST /api/runner/jobs/{job_id}/heartbeat` (`HeartbeatRequest` -> `HeartbeatResponse`) and extends the
    message visibility. `cancel` means send SIGINT to tofu; `force_cancel` means kill it.
-4. Log bytes go to `PUT /api/runner/jobs/{job_id}/logs?offset=N` (raw bytes; N = bytes already sent in
+4. Before it starts the terraform process that applies (after `init`, which changes nothing), the runner
+   calls `POST /api/runner/jobs/{job_id}/applying` (`HeartbeatRequest` -> `HeartbeatResponse`) and waits for
+   it: the API records `apply_started_at`, after which a lost apply is never retried (it ends `errored`,
+   state may be incomplete). When the call fails, or answers `cancel`, the runner does not apply.
+5. Log bytes go to `PUT /api/runner/jobs/{job_id}/logs?offset=N` (raw bytes; N = bytes already sent in
    this attempt). The server owns the STX/ETX framing. An apply log must begin with three banner lines
    (the CLI skips them).
-5. Artifacts go straight to S3 with the presigned URLs of the spec (plan file and plan JSON).
-6. `POST /api/runner/jobs/{job_id}/finish` with `FinishRequest`; then the runner deletes the message.
+6. Artifacts go straight to S3 with the presigned URLs of the spec (plan file and plan JSON).
+7. `POST /api/runner/jobs/{job_id}/finish` with `FinishRequest`; then the runner deletes the message.
 All /api/runner calls carry `Authorization: Bearer <runner secret>`.
 """
 

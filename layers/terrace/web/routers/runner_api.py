@@ -45,6 +45,14 @@ async def heartbeat(job_id: str, request: Request, container: ContainerDep) -> H
     return container.jobs.heartbeat(job_id, body)
 
 
+@router.post("/jobs/{job_id}/applying")
+async def applying(job_id: str, request: Request, container: ContainerDep) -> HeartbeatResponse:
+    """The runner starts terraform apply only after this answered without `cancel`."""
+    body = await _model(request, HeartbeatRequest)
+    assert isinstance(body, HeartbeatRequest)
+    return container.jobs.start_apply(job_id, body)
+
+
 @router.put("/jobs/{job_id}/logs")
 async def append_log(job_id: str, request: Request, container: ContainerDep) -> Response:
     try:
