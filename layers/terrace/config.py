@@ -23,6 +23,7 @@ _TIMINGS = {
     "force_cancel_cooloff_s": 10,
     "run_token_ttl_s": 6 * 3600,
     "log_url_ttl_s": 12 * 3600,
+    "state_snapshot_interval_s": 300,
 }
 
 
@@ -66,6 +67,9 @@ class Settings:
     force_cancel_cooloff_s: int = 10
     run_token_ttl_s: int = 6 * 3600
     log_url_ttl_s: int = 12 * 3600
+    # X-Terraform-Snapshot-Interval on state-version responses: clients with a `cloud` block save intermediate
+    # state snapshots at most this often during an apply; 0 disables them
+    state_snapshot_interval_s: int = 300
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
