@@ -16,12 +16,14 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.concurrency import run_in_threadpool
 
 from terrace.bootstrap import Container
 from terrace.domain import errors
 from terrace.domain.principal import Principal
 from terrace.domain.workspace import WorkspaceLock
 from terrace.web.deps import ContainerDep
+from terrace.web.lock_admission import in_lock_lane
 
 router = APIRouter(prefix="/state/v1")
 PATH = "/{org}/{name}"
@@ -80,13 +82,25 @@ def authenticate(request: Request, container: Container) -> Principal:
 
 
 async def handle(
-    request: Request, container: Container, org: str, name: str, action: Callable[[Principal, bytes], Response]
+    request: Request,
+    container: Container,
+    org: str,
+    name: str,
+    action: Callable[[Principal, bytes], Response],
+    *,
+    lock_lane: bool = False,
 ) -> Response:
-    try:
-        principal = authenticate(request, container)
-        return action(principal, await request.body())
-    except errors.TerraceError as exc:
-        return error_response(exc, org, name)
+    body = await request.body()
+
+    def call() -> Response:
+        try:
+            return action(authenticate(request, container), body)
+        except errors.TerraceError as exc:
+            return error_response(exc, org, name)
+
+    if lock_lane:
+        return await in_lock_lane(call)  # pollers of a held lock never crowd out its holder's write and unlock
+    return await run_in_threadpool(call)
 
 
 def _json_object(body: bytes, what: str) -> dict[str, Any]:
@@ -162,7 +176,7 @@ async def lock_state(org: str, name: str, request: Request, container: Container
         container.locks.lock(principal, ws, reason, lock_id=info["ID"], info=info)
         return JSONResponse(info, status_code=200)
 
-    return await handle(request, container, org, name, action)
+    return await handle(request, container, org, name, action, lock_lane=True)
 
 
 @router.delete(PATH + "/lock")

@@ -13,6 +13,7 @@ from terrace.domain.workspace import Workspace
 from terrace.web import serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONAPIResponse, attributes, read_document, read_json, respond, respond_page
+from terrace.web.lock_admission import in_lock_lane
 
 router = APIRouter(prefix="/api/v2")
 
@@ -127,8 +128,12 @@ async def lock(
     reason = ""
     if isinstance(body, dict):
         reason = str(((body.get("data") or {}).get("attributes") or {}).get("reason") or body.get("reason") or "")
-    ws = container.locks.lock(principal, container.workspaces.get(principal, workspace_id), reason)
-    return respond(serialize(container, principal, ws))
+
+    def take() -> JSONAPIResponse:
+        ws = container.locks.lock(principal, container.workspaces.get(principal, workspace_id), reason)
+        return respond(serialize(container, principal, ws))
+
+    return await in_lock_lane(take)  # pollers of a held lock never crowd out its holder's write and unlock
 
 
 @router.post("/workspaces/{workspace_id}/actions/unlock")
