@@ -12,22 +12,26 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import multiprocessing
 import random
+import ssl
 import threading
 import time
 import uuid
 from typing import Any
 
+import httpx
+
 from bench.api_latency import READS, Recorder
-from bench.common import Api, Outcome, local_stack, unique
+from bench.common import Api, Outcome, local_stack, median, unique
 
 LEVELS = (1, 5, 50)
 POLL_INTERVAL_S = 1.0  # each contender asks once a second (terraform -lock-timeout starts at 1 s, then backs off)
 HOLDER_RETRY_S = 0.02  # the holder retries a refused lock quickly
 
 
-def _lock(api: Api, ws_id: str) -> bool:
-    response = api.http.post(
+def _lock(http: httpx.Client, ws_id: str) -> bool:
+    response = http.post(
         f"/api/v2/workspaces/{ws_id}/actions/lock",
         json={"data": {"type": "", "attributes": {"reason": "bench"}}},
         headers={"Content-Type": "application/vnd.api+json"},
@@ -37,7 +41,7 @@ def _lock(api: Api, ws_id: str) -> bool:
     return response.status_code == 200
 
 
-def _write_state(api: Api, ws_id: str, serial: int, lineage: str) -> None:
+def _write_state(http: httpx.Client, ws_id: str, serial: int, lineage: str) -> None:
     raw = json.dumps(
         {
             "version": 4,
@@ -54,82 +58,99 @@ def _write_state(api: Api, ws_id: str, serial: int, lineage: str) -> None:
         "lineage": lineage,
         "state": base64.b64encode(raw).decode(),
     }
-    api.request(
-        "POST",
+    response = http.post(
         f"/api/v2/workspaces/{ws_id}/state-versions",
-        {"data": {"type": "state-versions", "attributes": attributes}},
+        json={"data": {"type": "state-versions", "attributes": attributes}},
+        headers={"Content-Type": "application/vnd.api+json"},
+    )
+    if response.status_code != 201:
+        raise RuntimeError(f"state write: {response.status_code} {response.text[:300]}")
+
+
+def _client(url: str, token: str, ca_bundle: str) -> httpx.Client:
+    return httpx.Client(
+        base_url=url,
+        verify=ssl.create_default_context(cafile=ca_bundle),
+        timeout=120,
+        headers={"Authorization": f"Bearer {token}", "Accept": "application/vnd.api+json"},
     )
 
 
-class Level:
-    """One holder and `contenders` pollers on a fresh workspace for `duration_s`."""
+def poll(url: str, token: str, ca_bundle: str, ws_id: str, contenders: int, run_s: float, results: Any) -> None:
+    """`contenders` pollers for `run_s` seconds (in a child process: their client work stays off the server's
+    CPU share, as on real machines); puts (refused, won, errors) on `results`."""
+    stop = threading.Event()
+    counts = {"refused": 0, "won": 0, "errors": 0}
+    guard = threading.Lock()
 
-    def __init__(self, stack: Any, contenders: int, duration_s: float) -> None:
-        self.stack, self.contenders, self.duration_s = stack, contenders, duration_s
-        self.ws_id = Api(stack).create_workspace(unique("contended"), **{"execution-mode": "local"})["id"]
-        self.stop = threading.Event()
-        self.writes = 0
-        self.refused = self.won = 0
-        self.errors: list[BaseException] = []
-        self._count = threading.Lock()
-
-    def holder(self) -> None:
-        api, lineage, serial = Api(self.stack), str(uuid.uuid4()), 0
+    def contender() -> None:
+        http = _client(url, token, ca_bundle)
         try:
-            while not self.stop.is_set():
-                while not _lock(api, self.ws_id):
-                    if self.stop.is_set():
-                        return
-                    time.sleep(HOLDER_RETRY_S)
-                serial += 1
-                _write_state(api, self.ws_id, serial, lineage)
-                api.unlock(self.ws_id)
-                if not self.stop.is_set():
-                    self.writes += 1
-        except BaseException as exc:  # noqa: BLE001 - reported by run()
-            self.errors.append(exc)
+            stop.wait(random.uniform(0, POLL_INTERVAL_S))  # pollers spread over the interval, not in bursts
+            while not stop.wait(POLL_INTERVAL_S):
+                won = _lock(http, ws_id)
+                if won:
+                    http.post(f"/api/v2/workspaces/{ws_id}/actions/unlock")
+                with guard:
+                    counts["won" if won else "refused"] += 1
+        except Exception:  # noqa: BLE001 - counted and reported by the parent
+            with guard:
+                counts["errors"] += 1
         finally:
-            api.close()
+            http.close()
 
-    def contender(self) -> None:
-        api = Api(self.stack)
-        try:
-            self.stop.wait(random.uniform(0, POLL_INTERVAL_S))  # pollers spread over the interval, not in bursts
-            while not self.stop.wait(POLL_INTERVAL_S):
-                if _lock(api, self.ws_id):
-                    api.unlock(self.ws_id)
-                    with self._count:
-                        self.won += 1
-                else:
-                    with self._count:
-                        self.refused += 1
-        except BaseException as exc:  # noqa: BLE001
-            self.errors.append(exc)
-        finally:
-            api.close()
+    threads = [threading.Thread(target=contender) for _ in range(contenders)]
+    for thread in threads:
+        thread.start()
+    time.sleep(run_s)
+    stop.set()
+    for thread in threads:
+        thread.join(120)
+    results.put(counts)
 
-    def measure(self) -> dict[str, float]:
-        threads = [threading.Thread(target=self.contender) for _ in range(self.contenders)]
-        for thread in threads:
-            thread.start()
-        time.sleep(2 * POLL_INTERVAL_S)  # the pollers are under way before the clock starts
-        holder = threading.Thread(target=self.holder)
-        start = time.perf_counter()
-        holder.start()
-        time.sleep(self.duration_s)
-        self.stop.set()
+
+def measure(stack: Any, contenders: int, duration_s: float) -> dict[str, float]:
+    """One holder (in this process, next to the server) and `contenders` pollers on a fresh workspace."""
+    ws_id = Api(stack).create_workspace(unique("contended"), **{"execution-mode": "local"})["id"]
+    warmup = 2 * POLL_INTERVAL_S + 1  # the pollers are under way before the clock starts
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    child = context.Process(
+        target=poll, args=(stack.url, stack.token, stack.ca_bundle, ws_id, contenders, warmup + duration_s, results)
+    )
+    child.start()
+    time.sleep(warmup)
+    http, lineage, writes = _client(stack.url, stack.token, stack.ca_bundle), str(uuid.uuid4()), 0
+    acquiring: list[float] = []  # per cycle: until the lock was ours (refusals and retries included)
+    holding: list[float] = []  # per cycle: state write + unlock, what pollers must not starve
+    start = time.perf_counter()
+    try:
+        while time.perf_counter() - start < duration_s:
+            began = time.perf_counter()
+            while not _lock(http, ws_id):
+                time.sleep(HOLDER_RETRY_S)
+            locked = time.perf_counter()
+            _write_state(http, ws_id, writes + 1, lineage)
+            http.post(f"/api/v2/workspaces/{ws_id}/actions/unlock").raise_for_status()
+            acquiring.append(locked - began)
+            holding.append(time.perf_counter() - locked)
+            writes += 1
         elapsed = time.perf_counter() - start
-        for thread in (holder, *threads):
-            thread.join(120)
-        if self.errors:
-            raise RuntimeError(f"{len(self.errors)} clients failed") from self.errors[0]
-        return {
-            "holder_writes_per_s": self.writes / elapsed,
-            "contender_requests_per_s": (self.refused + self.won) / elapsed,
-            "refused": self.refused,
-            "won": self.won,
-            "elapsed_s": elapsed,
-        }
+    finally:
+        http.close()
+        counts = results.get(timeout=300)
+        child.join(60)
+    if counts["errors"]:
+        raise RuntimeError(f"{counts['errors']} of {contenders} pollers failed")
+    return {
+        "holder_writes_per_s": writes / elapsed,
+        "acquire_p50_s": median(acquiring),
+        "write_and_unlock_p50_s": median(holding),
+        "contender_requests_per_s": (counts["refused"] + counts["won"]) / (warmup + duration_s),
+        "refused": counts["refused"],
+        "won": counts["won"],
+        "elapsed_s": elapsed,
+    }
 
 
 def refused_lock_calls(stack: Any) -> list[str]:
@@ -140,7 +161,7 @@ def refused_lock_calls(stack: Any) -> list[str]:
     other = Api(stack)
     try:
         recorder = Recorder(stack.local.container.table._client)
-        calls = recorder.record(lambda: _lock(other, ws_id) and None)
+        calls = recorder.record(lambda: None if _lock(other.http, ws_id) else None)
     finally:
         api.unlock(ws_id)
         api.close()
@@ -154,7 +175,7 @@ def run(quick: bool = False) -> Outcome:
     with local_stack(workers=False) as stack:
         calls = refused_lock_calls(stack)
         outcome.details["refused_lock_dynamodb_calls"] = calls
-        results = {n: Level(stack, n, duration).measure() for n in LEVELS}
+        results = {n: measure(stack, n, duration) for n in LEVELS}
     base = results[LEVELS[0]]["holder_writes_per_s"]
     for n, found in results.items():
         outcome.row(
@@ -164,6 +185,13 @@ def run(quick: bool = False) -> Outcome:
             unit="/s",
             note=f"pollers: {found['contender_requests_per_s']:.1f} lock requests/s, {found['refused']} refused",
         )
+    for n, found in results.items():
+        outcome.row(
+            f"holder write+unlock p50, {n} contenders",
+            found["write_and_unlock_p50_s"],
+            results[1]["write_and_unlock_p50_s"],
+        )
+        outcome.row(f"holder lock acquisition p50, {n} contenders", found["acquire_p50_s"], results[1]["acquire_p50_s"])
         outcome.details[f"{n} contenders"] = found
     reads = sum(1 for c in calls if c in READS)
     writes = len(calls) - reads

@@ -18,7 +18,7 @@ import anyio.to_thread
 from anyio import CapacityLimiter
 
 T = TypeVar("T")
-LOCK_LANE_WIDTH = 2
+LOCK_LANE_WIDTH = 8
 _lanes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, CapacityLimiter] = weakref.WeakKeyDictionary()
 
 
