@@ -3,8 +3,11 @@ its lock (1, 5, 50). Reports the holder's state writes per second and the ratio 
 
 Clients are Terraform 1.0.3's `remote` backend calls over the TFC API: POST .../actions/lock (a contender
 that gets the lock releases it at once, as a quick plan would), POST .../state-versions with the state
-inline, POST .../actions/unlock. A refused lock should cost the server one read and no write, so pollers
-barely slow the holder down.
+inline, POST .../actions/unlock. Pollers ask once a second each, spread over the second, from a child
+process (their client work stays off the in-process server's CPU share). Besides writes/s, the holder's time
+is split into lock acquisition (it competes with the pollers for the free lock) and write + unlock (which
+pollers must not starve). A refused lock should cost the server one read of the workspace (plus the token
+lookup every request makes) and no write.
 """
 
 from __future__ import annotations

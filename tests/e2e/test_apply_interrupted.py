@@ -94,3 +94,7 @@ def test_a_runner_killed_mid_apply_errors_the_run_and_never_applies_again(
     assert text.count("tick") == ticks, "nothing of the dead attempt still runs"
     assert not _processes_mentioning(str(marker))
     shutil.rmtree(marker_dir, ignore_errors=True)
+    # the killed runner could not remove its job folder (a dead Fargate task takes its disk along): do it here,
+    # so later tests sharing the stack see a clean work dir
+    for left in (run_local_stack.state_dir / "runner-work").glob(f"{apply_id}-*"):
+        shutil.rmtree(left)
