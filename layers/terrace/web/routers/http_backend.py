@@ -23,7 +23,6 @@ from terrace.domain import errors
 from terrace.domain.principal import Principal
 from terrace.domain.workspace import WorkspaceLock
 from terrace.web.deps import ContainerDep
-from terrace.web.lock_admission import in_lock_lane
 
 router = APIRouter(prefix="/state/v1")
 PATH = "/{org}/{name}"
@@ -87,8 +86,6 @@ async def handle(
     org: str,
     name: str,
     action: Callable[[Principal, bytes], Response],
-    *,
-    lock_lane: bool = False,
 ) -> Response:
     body = await request.body()
 
@@ -98,9 +95,7 @@ async def handle(
         except errors.TerraceError as exc:
             return error_response(exc, org, name)
 
-    if lock_lane:
-        return await in_lock_lane(call)  # pollers of a held lock never crowd out its holder's write and unlock
-    return await run_in_threadpool(call)
+    return await run_in_threadpool(call)  # blocking calls: off the event loop, as in a plain `def` endpoint
 
 
 def _json_object(body: bytes, what: str) -> dict[str, Any]:
@@ -176,7 +171,7 @@ async def lock_state(org: str, name: str, request: Request, container: Container
         container.locks.lock(principal, ws, reason, lock_id=info["ID"], info=info)
         return JSONResponse(info, status_code=200)
 
-    return await handle(request, container, org, name, action, lock_lane=True)
+    return await handle(request, container, org, name, action)
 
 
 @router.delete(PATH + "/lock")

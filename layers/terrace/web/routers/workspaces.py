@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
+from starlette.concurrency import run_in_threadpool
 
 from terrace.bootstrap import Container
 from terrace.domain.errors import Invalid
@@ -13,7 +14,6 @@ from terrace.domain.workspace import Workspace
 from terrace.web import serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONAPIResponse, attributes, read_document, read_json, respond, respond_page
-from terrace.web.lock_admission import in_lock_lane
 
 router = APIRouter(prefix="/api/v2")
 
@@ -133,7 +133,7 @@ async def lock(
         ws = container.locks.lock(principal, container.workspaces.get(principal, workspace_id), reason)
         return respond(serialize(container, principal, ws))
 
-    return await in_lock_lane(take)  # pollers of a held lock never crowd out its holder's write and unlock
+    return await run_in_threadpool(take)  # blocking calls: off the event loop, as in a plain `def` endpoint
 
 
 @router.post("/workspaces/{workspace_id}/actions/unlock")
