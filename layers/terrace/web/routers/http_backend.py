@@ -16,7 +16,6 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
-from starlette.concurrency import run_in_threadpool
 
 from terrace.bootstrap import Container
 from terrace.domain import errors
@@ -81,21 +80,13 @@ def authenticate(request: Request, container: Container) -> Principal:
 
 
 async def handle(
-    request: Request,
-    container: Container,
-    org: str,
-    name: str,
-    action: Callable[[Principal, bytes], Response],
+    request: Request, container: Container, org: str, name: str, action: Callable[[Principal, bytes], Response]
 ) -> Response:
-    body = await request.body()
-
-    def call() -> Response:
-        try:
-            return action(authenticate(request, container), body)
-        except errors.TerraceError as exc:
-            return error_response(exc, org, name)
-
-    return await run_in_threadpool(call)  # blocking calls: off the event loop, as in a plain `def` endpoint
+    try:
+        principal = authenticate(request, container)
+        return action(principal, await request.body())
+    except errors.TerraceError as exc:
+        return error_response(exc, org, name)
 
 
 def _json_object(body: bytes, what: str) -> dict[str, Any]:

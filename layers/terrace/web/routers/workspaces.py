@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
-from starlette.concurrency import run_in_threadpool
 
 from terrace.bootstrap import Container
 from terrace.domain.errors import Invalid
@@ -128,12 +127,8 @@ async def lock(
     reason = ""
     if isinstance(body, dict):
         reason = str(((body.get("data") or {}).get("attributes") or {}).get("reason") or body.get("reason") or "")
-
-    def take() -> JSONAPIResponse:
-        ws = container.locks.lock(principal, container.workspaces.get(principal, workspace_id), reason)
-        return respond(serialize(container, principal, ws))
-
-    return await run_in_threadpool(take)  # blocking calls: off the event loop, as in a plain `def` endpoint
+    ws = container.locks.lock(principal, container.workspaces.get(principal, workspace_id), reason)
+    return respond(serialize(container, principal, ws))
 
 
 @router.post("/workspaces/{workspace_id}/actions/unlock")
