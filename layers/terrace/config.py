@@ -24,6 +24,7 @@ _TIMINGS = {
     "run_token_ttl_s": 6 * 3600,
     "runner_token_ttl_s": 24 * 3600,
     "log_url_ttl_s": 12 * 3600,
+    "state_snapshot_interval_s": 300,
 }
 
 
@@ -66,6 +67,9 @@ class Settings:
     run_token_ttl_s: int = 6 * 3600
     runner_token_ttl_s: int = 24 * 3600  # a runner's token; it takes no new job in its last phase_deadline_s
     log_url_ttl_s: int = 12 * 3600
+    # X-Terraform-Snapshot-Interval on state-version responses: clients with a `cloud` block save intermediate
+    # state snapshots at most this often during an apply; 0 disables them
+    state_snapshot_interval_s: int = 300
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:

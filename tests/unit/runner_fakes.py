@@ -45,6 +45,8 @@ class FakeApi:
     cancel_after: int | None = None  # heartbeat count after which cancel is returned
     force_after: int | None = None
     queued: list[str] = field(default_factory=list)  # job ids /jobs/next hands out, in order
+    applying: list[str] = field(default_factory=list)  # jobs announced with POST .../applying
+    applying_status: int = 200  # what .../applying answers (409: the API refuses the apply)
     s3_auth_headers: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -73,6 +75,11 @@ class FakeApi:
                 force = self.force_after is not None and self.heartbeats >= self.force_after
                 cancel = self.cancel_after is not None and self.heartbeats >= self.cancel_after
                 return httpx.Response(200, json={"cancel": cancel or force, "force_cancel": force})
+            if verb == "applying":
+                self.applying.append(job_id)
+                if self.applying_status != 200:
+                    return httpx.Response(self.applying_status, json={"errors": [{"status": "409"}]})
+                return httpx.Response(200, json={"cancel": False, "force_cancel": False})
             if verb == "logs":
                 offset = int(request.url.params["offset"])
                 buf = self.logs.setdefault(job_id, bytearray())

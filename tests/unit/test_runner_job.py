@@ -58,10 +58,23 @@ def test_apply_job_banner_plan_download_and_counts(tmp_path: Path) -> None:
     assert (report.resource_additions, report.resource_changes, report.resource_destructions) == (2, 1, 1)
     assert (rec / "applied-plan").read_bytes() == b"saved-plan"
     assert [c[0] for c in calls(rec)] == ["version", "init", "apply"]
+    assert fake.applying == [spec.job_id]  # announced before terraform apply started
     lines = bytes(fake.logs[spec.job_id]).decode().splitlines()
     assert lines[:2] == ["Terraform v1.0.3", "on linux_amd64"]
     assert lines[2] == "Terrace runner runner-test: applying run run-abc"
     assert "Apply complete!" in lines[-1]
+
+
+def test_apply_the_api_does_not_acknowledge_never_starts(tmp_path: Path) -> None:
+    fake = FakeApi(blobs={"config.tar.gz": tarball({"main.tf": ""}), "plan.tfplan": b"saved-plan"}, applying_status=409)
+    spec = make_spec("apply")
+    report, rec, _, _ = run_job(tmp_path, fake, spec)
+
+    assert report.status == "errored"
+    assert "nothing was applied" in (report.error_message or "")
+    assert fake.applying == [spec.job_id]
+    assert [c[0] for c in calls(rec)] == ["version", "init"]  # init ran (it changes nothing); apply never did
+    assert not (rec / "applied-plan").exists()
 
 
 def test_failed_plan_is_errored_with_the_log_tail(tmp_path: Path) -> None:

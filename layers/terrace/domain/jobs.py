@@ -12,11 +12,15 @@ A job is one phase (plan or apply) of one run; its id is the phase id (`plan-…
    `POST /api/runner/jobs/{job_id}/heartbeat` (`HeartbeatRequest` -> `HeartbeatResponse`).
    `cancel` means send SIGINT to tofu; `force_cancel` means kill it. 404/409 means the job is not
    ours any more: stop it.
-4. Log bytes go to `PUT /api/runner/jobs/{job_id}/logs?offset=N` (raw bytes; N = bytes already sent in
+4. Before it starts the terraform process that applies (after `init`, which changes nothing), the runner
+   calls `POST /api/runner/jobs/{job_id}/applying` (`HeartbeatRequest` -> `HeartbeatResponse`) and waits for
+   it: the API records `apply_started_at`, after which a lost apply is never retried (it ends `errored`,
+   state may be incomplete). When the call fails, or answers `cancel`, the runner does not apply.
+5. Log bytes go to `PUT /api/runner/jobs/{job_id}/logs?offset=N` (raw bytes; N = bytes already sent in
    this attempt). The server owns the STX/ETX framing. An apply log must begin with three banner lines
    (the CLI skips them).
-5. Artifacts go straight to S3 with the presigned URLs of the spec (plan file and plan JSON).
-6. `POST /api/runner/jobs/{job_id}/finish` with `FinishRequest`.
+6. Artifacts go straight to S3 with the presigned URLs of the spec (plan file and plan JSON).
+7. `POST /api/runner/jobs/{job_id}/finish` with `FinishRequest`.
 All /api/runner calls carry `Authorization: Bearer <runner token>`: a token the scaler minted for this
 runner, bound to one organization (another organization's job is 404), revoked when the runner is gone.
 """

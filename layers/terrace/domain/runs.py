@@ -64,6 +64,7 @@ class PhaseState:
     log_archived: bool = False
     artifact_key: str | None = None  # plan file blob
     json_key: str | None = None  # plan JSON blob
+    apply_started_at: str | None = None  # apply phase: terraform apply was about to start (never retried after)
     timestamps: dict[str, str] = field(default_factory=dict)
 
     def mark(self, status: str, at: str) -> None:

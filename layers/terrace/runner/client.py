@@ -109,6 +109,13 @@ class RunnerApi:
         self._check(response, f"heartbeat {job_id}")
         return HeartbeatResponse.model_validate_json(response.content)
 
+    def start_apply(self, job_id: str) -> HeartbeatResponse:
+        """Tells the API terraform apply starts now; any refusal raises (the runner must not apply then)."""
+        body = HeartbeatRequest(runner_id=self.runner_id).model_dump_json()
+        response = self._post(f"/jobs/{job_id}/applying", body, f"applying {job_id}")
+        self._check(response, f"applying {job_id}")
+        return HeartbeatResponse.model_validate_json(response.content)
+
     def put_logs(self, job_id: str, offset: int, chunk: bytes) -> None:
         headers = {**self._headers(), "Content-Type": "application/octet-stream"}
         response = with_retries(

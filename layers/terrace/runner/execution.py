@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+import httpx
+
 from terrace.domain.jobs import FinishRequest, JobSpec
 from terrace.runner import commands, sandbox
 from terrace.runner.client import ApiError, RunnerApi, Transfers
@@ -149,6 +151,7 @@ class JobExecutor:
             tail.append(chunk)
             job.log.write(chunk)
 
+        self._announce_apply(job)
         code = self._run(job, commands.apply_args(plan_file), sink=sink)
         if code != 0:
             raise JobFailed(f"apply failed (exit code {code})")
@@ -226,6 +229,18 @@ class JobExecutor:
         )
         self._check_cancel(job)
         return code
+
+    def _announce_apply(self, job: _Job) -> None:
+        """Nothing applies unless the API recorded that it starts: a lost apply is then never run twice."""
+        self._check_cancel(job)
+        try:
+            answer = self.api.start_apply(job.spec.job_id)
+        except ApiError as exc:
+            raise JobFailed(f"the API did not let the apply start; nothing was applied ({exc})") from exc
+        except httpx.TransportError as exc:
+            raise JobFailed(f"the API could not be told that the apply starts; nothing was applied ({exc})") from exc
+        job.control.apply(answer)
+        self._check_cancel(job)
 
     def _ca_bundle_copy(self, job: _Job) -> str | None:
         """The CA bundle copied into the job folder: readable by the job uid wherever the original lives."""

@@ -220,6 +220,31 @@ class JobService:
 
         return retrying(step)
 
+    # applying ----------------------------------------------------------------------------
+    def start_apply(self, principal: Principal, job_id: str, request: HeartbeatRequest) -> HeartbeatResponse:
+        """The runner is about to start terraform apply: from now on a lost attempt is never retried.
+
+        Idempotent for the runner that holds the job (its retried call gets the same answer). A cancel asked
+        before this point answers `cancel` and records nothing: the runner then does not apply."""
+
+        def step() -> HeartbeatResponse:
+            run, name = self._load(principal, job_id)
+            state = run.phase(name)
+            if name != "apply":
+                raise Conflict(f"job {job_id} is not an apply")
+            if run.final or state.status != rs.P_RUNNING or state.runner_id != runner_ref(principal, request.runner_id):
+                raise Conflict(f"job {job_id} is not running on {request.runner_id}")
+            if run.cancel_requested_at is not None:
+                return HeartbeatResponse(cancel=True, force_cancel=run.force_cancel_requested)
+            if state.apply_started_at is None:
+                expected = run.version
+                state.apply_started_at = clock.now_iso()
+                state.heartbeat_at = clock.epoch()
+                self._store.save([(run, expected)], None, {run.id: run.status})
+            return HeartbeatResponse()
+
+        return retrying(step)
+
     # logs --------------------------------------------------------------------------------
     def append_log(self, principal: Principal, job_id: str, offset: int, data: bytes) -> None:
         run, name = self._load(principal, job_id)
@@ -279,7 +304,13 @@ class JobService:
 
     # retries (called by the reaper) ------------------------------------------------------
     def retry_or_fail(self, run: Run, name: str, reason: str) -> Run:
+        """Retry a lost attempt, unless it may have changed something: a plan changes nothing and an apply lost
+        before terraform started applying neither; an apply lost after that ends the run `errored`."""
         expected, state = run.version, run.phase(name)
+        if run.final or state.status != rs.P_RUNNING:
+            return run  # finished, canceled or already retried meanwhile
+        if name == "apply" and state.apply_started_at is not None:
+            return self._interrupted(run, expected, reason)
         if state.attempt >= self._settings.job_max_attempts:
             state.mark(rs.P_ERRORED, clock.now_iso())
             return self._scheduler.finish(
@@ -304,3 +335,21 @@ class JobService:
         self._scheduler.enqueue(run, name, delay_s=delay)
         log.warning("retrying %s of %s (attempt %d): %s", name, run.id, state.attempt, reason)
         return run
+
+    def _interrupted(self, run: Run, expected: int, reason: str) -> Run:
+        """An apply lost mid-way: not retried (it would create resources again); the state versions its terraform
+        wrote stay; the run ends errored through the normal finish path (workspace lock released, tokens revoked)."""
+        state, now = run.apply, clock.now_iso()
+        message = (
+            f"the apply was interrupted ({reason}) after terraform had started applying; it is not retried: "
+            "state may be incomplete; check it before running again"
+        )
+        self._logs.closing_note(state.id, state.attempt, f"\n--- Terrace: {message} ---\n")
+        self._logs.archive(state.id)
+        state.log_archived = True
+        state.mark(rs.P_ERRORED, now)
+        state.finished_at = now
+        finished = self._scheduler.finish(run, expected, rs.ERRORED, message)
+        self._logs.purge(state.id)
+        log.warning("apply of %s interrupted: %s; not retried", run.id, reason)
+        return finished

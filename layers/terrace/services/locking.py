@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from terrace.adapters.table import ConditionFailed
 from terrace.domain import clock
 from terrace.domain.errors import Conflict, Locked
 from terrace.domain.principal import Principal, PrincipalKind
@@ -34,9 +35,14 @@ class LockService:
         lock_id: str | None = None,
         info: dict[str, Any] | None = None,
     ) -> Workspace:
+        """Take the lock. A refusal is decided on the loaded `ws` alone (no further read, no write): pollers of a
+        held lock cost one read each and never race its holder's writes. Only a lock that looks free is written,
+        conditionally on the version read; when that write loses a race, the latest copy decides."""
         self._workspaces.authorize(principal, Action.LOCK_WORKSPACE, ws)
-        if self._run_holds(principal, ws.id):
-            return self._workspaces.load(ws.id)
+        if ws.lock is not None:
+            if self._run_holds(principal, ws):
+                return ws
+            raise self._refusal(ws, ws.lock)
         new_lock = WorkspaceLock(
             holder=principal.lock_holder,
             username=principal.username,
@@ -45,22 +51,27 @@ class LockService:
             lock_id=lock_id,
             info=info,
         )
+        try:
+            return self._workspaces.write_if_unchanged(ws, dataclasses.replace(ws, lock=new_lock))
+        except ConditionFailed:
+            pass
 
         def take(current: Workspace) -> Workspace:
             if current.lock is not None:
-                raise Locked(
-                    f"workspace {current.name} is already locked by {describe_holder(current.lock)}",
-                    meta={"lock": current.lock},
-                )
+                raise self._refusal(current, current.lock)
             return dataclasses.replace(current, lock=new_lock)
 
         return self._workspaces.mutate(ws.id, take)
 
+    @staticmethod
+    def _refusal(ws: Workspace, held: WorkspaceLock) -> Locked:
+        return Locked(f"workspace {ws.name} is already locked by {describe_holder(held)}", meta={"lock": held})
+
     def unlock(self, principal: Principal, ws: Workspace, *, lock_id: str | None = None) -> Workspace:
         """Release a lock the caller holds. With `lock_id`, the client's lock ID must match too."""
         self._workspaces.authorize(principal, Action.LOCK_WORKSPACE, ws)
-        if self._run_holds(principal, ws.id):
-            return self._workspaces.load(ws.id)
+        if self._run_holds(principal, ws):
+            return ws
         if ws.lock is not None and ws.lock.holder == principal.lock_holder:
             for check in self._unlock_checks:
                 check(ws)
@@ -105,12 +116,11 @@ class LockService:
             hook(ws)
         return ws
 
-    def _run_holds(self, principal: Principal, workspace_id: str) -> bool:
+    def _run_holds(self, principal: Principal, ws: Workspace) -> bool:
         """The head run's own terraform locks and unlocks the workspace its run already holds: both are
         no-ops, the run keeps the lock until it reaches a final state. (Speculative runs never hold it.)"""
         if principal.kind is not PrincipalKind.RUN:
             return False
-        ws = self._workspaces.load(workspace_id)
         return self.holds(principal, ws) and ws.current_run_id == principal.subject_id
 
     @staticmethod

@@ -41,6 +41,10 @@ class LogService:
         """A server-written line at the head of an attempt (sorts before the runner's bytes)."""
         self._table.put({"pk": f"{phase_id}#log", "sk": f"{attempt:03d}#-", "data": text.encode()})
 
+    def closing_note(self, phase_id: str, attempt: int, text: str) -> None:
+        """A server-written line at the end of an attempt (sorts after the runner's bytes)."""
+        self._table.put({"pk": f"{phase_id}#log", "sk": f"{attempt:03d}#~", "data": text.encode()})
+
     def body(self, phase_id: str) -> bytes:
         return b"".join(bytes(item["data"]) for item in self._table.query(f"{phase_id}#log"))
 

@@ -225,6 +225,13 @@ class WorkspaceService:
                 continue
         raise Conflict(f"workspace {workspace_id} is busy; retry")
 
+    def write_if_unchanged(self, current: Workspace, updated: Workspace) -> Workspace:
+        """Store `updated` (a change of the loaded `current`) in one conditional write; ConditionFailed when
+        someone changed it since. For the hot path where a re-read would be wasted (`mutate` re-reads)."""
+        stored = dataclasses.replace(updated, version=current.version + 1, updated_at=clock.now_iso())
+        self._table.put(model.to_item(stored), if_version=current.version)
+        return stored
+
     def write_op(self, ws: Workspace, expected_version: int) -> Put:
         """A transaction item that stores `ws` only if nobody changed it since `expected_version`."""
         return Put(model.to_item(ws), if_version=expected_version)

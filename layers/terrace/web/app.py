@@ -34,6 +34,7 @@ def create_app(container: Container) -> FastAPI:
     app.state.container = container
     errors.install(app)
     max_bytes = container.settings.max_request_bytes
+    snapshot_interval_s = container.settings.state_snapshot_interval_s
 
     @app.middleware("http")
     async def limits_and_headers(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
@@ -45,6 +46,7 @@ def create_app(container: Container) -> FastAPI:
         response = await call_next(request)
         if request.url.path.startswith("/api/v2"):
             response.headers.update(api_headers())
+            response.headers.update(state_versions.snapshot_headers(request.url.path, snapshot_interval_s))
         return response
 
     for module in (discovery, organizations, workspaces, accounts):

@@ -53,6 +53,16 @@ async def heartbeat(
     return container.jobs.heartbeat(principal, job_id, body)
 
 
+@router.post("/jobs/{job_id}/applying")
+async def applying(
+    job_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> HeartbeatResponse:
+    """The runner starts terraform apply only after this answered without `cancel`."""
+    body = await _model(request, HeartbeatRequest)
+    assert isinstance(body, HeartbeatRequest)
+    return container.jobs.start_apply(principal, job_id, body)
+
+
 @router.put("/jobs/{job_id}/logs")
 async def append_log(job_id: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> Response:
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -15,6 +16,19 @@ from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONAPIResponse, attributes, read_document, relationship_id, respond, respond_page
 
 router = APIRouter(prefix="/api/v2")
+SNAPSHOT_INTERVAL_HEADER = "X-Terraform-Snapshot-Interval"
+# The responses a `cloud` client reads the header from (OpenTofu/Terraform `cloud/state.go`, through go-tfe's
+# response hook): the current state version (also its 404), creating one, and the read that ends an upload.
+_SNAPSHOT_PATHS = re.compile(
+    r"^/api/v2/(workspaces/[^/]+/(state-versions|current-state-version)|state-versions/[^/]+)$"
+)
+
+
+def snapshot_headers(path: str, interval_s: int) -> dict[str, str]:
+    """`X-Terraform-Snapshot-Interval: <seconds>` for the state-version responses clients read it from."""
+    if interval_s <= 0 or not _SNAPSHOT_PATHS.match(path):
+        return {}
+    return {SNAPSHOT_INTERVAL_HEADER: str(min(interval_s, 3600))}
 
 
 def serialize(container: Container, sv: StateVersion) -> dict[str, Any]:
