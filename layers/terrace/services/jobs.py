@@ -24,6 +24,7 @@ from terrace.domain.jobs import (
     Operation,
     RunVariable,
 )
+from terrace.domain.masking import Masker
 from terrace.domain.principal import PrincipalKind
 from terrace.domain.runs import Run, run_id_of
 from terrace.services.accounts import AccountService
@@ -206,6 +207,7 @@ class JobService:
             state.log_archived = True
             if status == "errored":
                 detail = request.error_message or f"the {name} failed; see its log"
+                detail = Masker(self._variables.sensitive_values(run.workspace_id).values).mask_text(detail)
                 return self._scheduler.finish(run, expected, rs.ERRORED, detail)
             if status == "canceled":
                 return self._scheduler.finish(run, expected, rs.CANCELED)
