@@ -119,6 +119,9 @@ def test_json_output_redacted_holds_no_sensitive_variable_value(env: RunEnv) -> 
     assert ENV_SECRET not in text and TF_SECRET not in text and "Kw22" not in text
     body = redacted.json()
     assert body["variables"] == {"db_password": {"value": None}, "region": {"value": "eu"}}
+    full = env.api("GET", f"/plans/{spec['job_id']}/json-output", follow_redirects=False)
+    stored = env.blobs.get(full.headers["location"].split("memory://blobs/")[1].split("?")[0])
+    assert ENV_SECRET.encode() not in stored and b"Kw22" not in stored  # what json-output serves
     assert body["resource_changes"][0]["change"]["after"]["triggers"] == {"env": "token=***", "tf": "***"}
 
 

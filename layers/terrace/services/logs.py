@@ -72,16 +72,20 @@ class LogService:
         """A server-written line at the head of an attempt (sorts before the runner's bytes)."""
         self._table.put({"pk": f"{phase_id}#log", "sk": f"{attempt:03d}#-", "data": text.encode()})
 
-    def body(self, phase_id: str) -> bytes:
-        """The raw chunks as the runner sent them (unmasked: readers go through `read`/`tail`)."""
+    def _raw_body(self, phase_id: str) -> bytes:
+        """The chunks as the runner sent them, unmasked: only for the masking readers below."""
         return b"".join(bytes(item["data"]) for item in self._table.query(f"{phase_id}#log"))
+
+    def body(self, phase_id: str) -> bytes:
+        """The live log so far, masked."""
+        return self._masker(self._store.load(run_id_of(phase_id))).mask(self._raw_body(phase_id))
 
     def archive(self, phase_id: str) -> None:
         """Write the framed, masked log to S3. Idempotent; chunks stay until `purge` (after the phase is final)."""
         if self._blobs.head(archive_key(phase_id)) is not None:
             return
         masker = self._masker(self._store.load(run_id_of(phase_id)))
-        framed = STX + masker.mask(self.body(phase_id)) + ETX
+        framed = STX + masker.mask(self._raw_body(phase_id)) + ETX
         self._blobs.put(archive_key(phase_id), framed, content_type="text/plain")
 
     def purge(self, phase_id: str) -> None:
@@ -97,7 +101,7 @@ class LogService:
         """`run` None: the archive (masked when written); else the live chunks, masked now."""
         if run is None:
             return self._blobs.get_range(archive_key(phase_id), offset, offset + limit)
-        masker, body = self._masker(run), self.body(phase_id)
+        masker, body = self._masker(run), self._raw_body(phase_id)
         framed = STX + (masker.mask(body) + ETX if final else masker.safe_prefix(body)[0])
         return framed[offset : offset + limit]
 
@@ -105,7 +109,7 @@ class LogService:
         if archived:
             data = self._blobs.get(archive_key(phase_id)).strip(STX + ETX)
         else:
-            data = self._masker(self._store.load(run_id_of(phase_id))).mask(self.body(phase_id))
+            data = self.body(phase_id)
         return data[-max_bytes:].decode(errors="replace")
 
     # signed URLs -------------------------------------------------------------------------
