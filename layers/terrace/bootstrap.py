@@ -114,7 +114,14 @@ class Container:
 
     @cached_property
     def logs(self) -> LogService:
-        return LogService(self.table, self.blobs, self.settings.url_signing_secret)
+        return LogService(
+            self.table,
+            self.blobs,
+            self.settings.url_signing_secret,
+            self.run_store,
+            self.variables,
+            self.settings.log_url_ttl_s,
+        )
 
     @cached_property
     def jobs(self) -> JobService:

@@ -6,6 +6,10 @@ import os
 from dataclasses import dataclass, field
 
 
+class ConfigurationError(Exception):
+    """A setting the process cannot run without is missing or wrong: it refuses to start."""
+
+
 def _env_int(env: dict[str, str], name: str, default: int) -> int:
     raw = env.get(name)
     return int(raw) if raw else default
@@ -23,7 +27,7 @@ _TIMINGS = {
     "force_cancel_cooloff_s": 10,
     "run_token_ttl_s": 6 * 3600,
     "runner_token_ttl_s": 24 * 3600,
-    "log_url_ttl_s": 12 * 3600,
+    "log_url_ttl_s": 5 * 60,
     "state_snapshot_interval_s": 300,
 }
 
@@ -66,10 +70,17 @@ class Settings:
     force_cancel_cooloff_s: int = 10
     run_token_ttl_s: int = 6 * 3600
     runner_token_ttl_s: int = 24 * 3600  # a runner's token; it takes no new job in its last phase_deadline_s
-    log_url_ttl_s: int = 12 * 3600
+    log_url_ttl_s: int = 5 * 60  # a log-read URL works this long, or until its phase ended this long ago
     # X-Terraform-Snapshot-Interval on state-version responses: clients with a `cloud` block save intermediate
     # state snapshots at most this often during an apply; 0 disables them
     state_snapshot_interval_s: int = 300
+
+    def require_url_signing_secret(self) -> None:
+        """The API signs log-read URLs and web sessions: it never starts with an empty key."""
+        if not self.url_signing_secret.strip():
+            raise ConfigurationError(
+                "no URL-signing secret: set TERRACE_URL_SIGNING_SECRET, or TERRACE_URL_SIGNING_SECRET_ARN on AWS"
+            )
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:

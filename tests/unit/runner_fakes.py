@@ -150,12 +150,14 @@ def traversable(folder: Path) -> None:
             path.chmod(path.stat().st_mode | 0o011)
 
 
-def fake_terraform(folder: Path, *, plan_exit: int = 2, plan_body: str = "") -> Path:
+def fake_terraform(
+    folder: Path, *, plan_exit: int = 2, plan_body: str = "", show_json: dict[str, Any] | None = None
+) -> Path:
     """A shell script standing in for terraform; records each call's args, env and cwd under `folder`."""
     folder.mkdir(parents=True, exist_ok=True)
     reachable_by_job_uids(folder)
     script = folder / "terraform"
-    plan_json = json.dumps(PLAN_JSON)
+    plan_json = json.dumps(show_json or PLAN_JSON)
     script.write_text(f"""#!/bin/bash
 rec="{folder}"
 n=$(ls "$rec"/call-*.args 2>/dev/null | wc -l)

@@ -113,7 +113,7 @@ def test_log_stream_offsets_are_contiguous_and_complete() -> None:
     expected = bytearray()
     for i in range(2000):
         line = f"line {i} hunter2-secret {'x' * (i % 50)}\n".encode()
-        expected += line
+        expected += line.replace(b"hunter2-secret", b"***")  # masked in the chunks sent too
         stream.write(line[:7])
         stream.write(line[7:])
     stream.close()

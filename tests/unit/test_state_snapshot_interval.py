@@ -58,7 +58,12 @@ def test_zero_disables_intermediate_snapshots() -> None:
 def test_the_interval_is_a_setting_clamped_to_an_hour() -> None:
     assert Settings.from_env({"TERRACE_TABLE": "t", "TERRACE_BLOB_BUCKET": "b"}).state_snapshot_interval_s == 300
     settings = Settings.from_env(
-        {"TERRACE_TABLE": "t", "TERRACE_BLOB_BUCKET": "b", "TERRACE_STATE_SNAPSHOT_INTERVAL_S": "7200"}
+        {
+            "TERRACE_TABLE": "t",
+            "TERRACE_BLOB_BUCKET": "b",
+            "TERRACE_URL_SIGNING_SECRET": "test-signing-key",
+            "TERRACE_STATE_SNAPSHOT_INTERVAL_S": "7200",
+        }
     )
     env = make_env(settings)
     response = env.client.get(f"/api/v2/workspaces/{env.ws_id}/current-state-version", headers=env.auth)

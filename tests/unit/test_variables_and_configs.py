@@ -96,3 +96,24 @@ def test_auto_queue_runs_creates_a_run_on_upload() -> None:
     env.api("GET", f"/configuration-versions/{cv['id']}")
     runs = env.api("GET", f"/workspaces/{env.workspace_id}/runs").json()["data"]
     assert len(runs) == 1 and runs[0]["attributes"]["status"] == "plan_queued"
+
+
+def test_version_id_reveals_nothing_about_the_value(monkeypatch) -> None:
+    from terrace.domain import clock
+
+    monkeypatch.setattr(clock, "now_iso", lambda: "2026-01-01T00:00:00.000Z")  # one instant for every write
+    env = make_run_env()
+    ws = env.workspace_id
+
+    def version_id(response) -> str:  # type: ignore[no-untyped-def]
+        assert response.status_code in (200, 201), response.text
+        return str(response.json()["data"]["attributes"]["version-id"])
+
+    first = env.api("POST", f"/workspaces/{ws}/vars", _var("a", "same-value", sensitive=True)).json()["data"]
+    other = version_id(env.api("POST", f"/workspaces/{ws}/vars", _var("b", "same-value", sensitive=True)))
+    ids = [first["attributes"]["version-id"], other]
+    path = f"/workspaces/{ws}/vars/{first['id']}"
+    for attrs in ({"value": "changed"}, {"value": "same-value"}, {"description": "only the description"}):
+        ids.append(version_id(env.api("PATCH", path, {"data": {"type": "vars", "attributes": attrs}})))
+    assert len(set(ids)) == len(ids)  # same value, same instant, back to an old value: never the same id
+    assert all(len(v) >= 32 and "same" not in v for v in ids)

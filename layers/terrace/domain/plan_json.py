@@ -1,8 +1,13 @@
-"""Redaction of `terraform show -json` plans: sensitive values become null (json-output-redacted)."""
+"""Redaction of `terraform show -json` plans: sensitive values become null (json-output-redacted), and
+the workspace's sensitive variables never appear (`hide_secrets`: the runner before it uploads the plan
+JSON, the server again before it serves it)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
+
+from terrace.domain.masking import Masker, mask_strings
 
 
 def mask(value: Any, sensitive: Any) -> Any:
@@ -48,3 +53,14 @@ def redact(plan: dict[str, Any]) -> dict[str, Any]:
         if (declared.get(name) or {}).get("sensitive"):
             variable["value"] = None
     return plan
+
+
+def hide_secrets(plan: dict[str, Any], values: Iterable[str], terraform_keys: Iterable[str]) -> dict[str, Any]:
+    """The plan with sensitive workspace variables nulled in its `variables` block (whatever the
+    configuration declares) and every sensitive value masked wherever a string holds it."""
+    keys = set(terraform_keys)
+    for name, variable in (plan.get("variables") or {}).items():
+        if name in keys and isinstance(variable, dict):
+            variable["value"] = None
+    masked: dict[str, Any] = mask_strings(plan, Masker(values))
+    return masked

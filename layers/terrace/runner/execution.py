@@ -17,6 +17,7 @@ from typing import TextIO
 import httpx
 
 from terrace.domain.jobs import FinishRequest, JobSpec
+from terrace.domain.plan_json import hide_secrets
 from terrace.runner import commands, sandbox
 from terrace.runner.client import ApiError, RunnerApi, Transfers
 from terrace.runner.config import RunnerConfig
@@ -68,7 +69,7 @@ class JobExecutor:
         run_dir = Path(tempfile.mkdtemp(prefix=f"{spec.job_id}-", dir=self.config.work_dir))
         identity = sandbox.allocate()
         secrets = [spec.run_token, *(v.value for v in spec.variables if v.sensitive)]
-        stream = LogStream(
+        stream = LogStream(  # masks `secrets` in what it sends and what it prints
             lambda offset, chunk: self.api.put_logs(spec.job_id, offset, chunk),
             job_id=spec.job_id,
             redact=secrets,
@@ -121,9 +122,11 @@ class JobExecutor:
             if code != 0:
                 raise JobFailed(f"reading the plan as JSON failed (exit code {code})")
             try:
-                counts = commands.count_changes(json.loads(plan_json_file.read_bytes()))
+                plan_json = json.loads(plan_json_file.read_bytes())
+                counts = commands.count_changes(plan_json)
             except ValueError as exc:
                 raise JobFailed("the JSON plan could not be parsed") from exc
+            self._hide_secrets(spec, plan_json, plan_json_file)
             if spec.plan_json_upload_url:
                 self.transfers.upload(spec.plan_json_upload_url, plan_json_file, "JSON plan")
             if spec.plan_upload_url:
@@ -165,6 +168,19 @@ class JobExecutor:
             resource_changes=changed,
             resource_destructions=destroyed,
         )
+
+    @staticmethod
+    def _hide_secrets(spec: JobSpec, plan_json: object, plan_json_file: Path) -> None:
+        """The uploaded plan JSON holds no sensitive variable value (nor the run token)."""
+        sensitive = [v for v in spec.variables if v.sensitive]
+        if not isinstance(plan_json, dict):
+            return
+        hidden = hide_secrets(
+            plan_json,
+            [spec.run_token, *(v.value for v in sensitive)],
+            {v.key for v in sensitive if v.category == "terraform"},
+        )
+        plan_json_file.write_bytes(json.dumps(hidden).encode())
 
     # -- steps ----------------------------------------------------------------------------------
 

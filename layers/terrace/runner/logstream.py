@@ -11,6 +11,8 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import TextIO
 
+from terrace.domain.masking import Masker, StreamMasker
+
 log = logging.getLogger("terrace.runner.logs")
 FLUSH_BYTES = 64 * 1024
 MAX_REQUEST_BYTES = 1024 * 1024
@@ -23,7 +25,9 @@ class LogStream:
 
     Writers block while the buffer is full, so a slow API slows the child instead of growing memory.
     If the API keeps failing, the stream stops sending (the job still finishes) and drops further bytes.
-    Each complete line is also echoed to `echo_to` as a JSON log line with `redact` strings masked.
+    Every `redact` string (in the forms terraform prints it) is masked before anything leaves: the chunks
+    sent to the API, and each complete line echoed to `echo_to` (stdout, CloudWatch) as a JSON log line.
+    A secret split across writes is still masked: up to its length - 1 bytes wait for the next write.
     """
 
     def __init__(
@@ -39,7 +43,7 @@ class LogStream:
     ) -> None:
         self._send = send
         self._job_id = job_id
-        self._redact = sorted({s for s in redact if s and len(s) >= 4}, key=len, reverse=True)
+        self._masker = StreamMasker(Masker(redact))
         self._echo_to = echo_to if echo_to is not None else sys.stdout
         self._flush_s, self._flush_bytes, self._max_buffer = flush_s, flush_bytes, max_buffer
         self._buffer = bytearray()
@@ -54,6 +58,10 @@ class LogStream:
         self._thread.start()
 
     def write(self, data: bytes) -> None:
+        if data:
+            self._write_masked(self._masker.feed(data))
+
+    def _write_masked(self, data: bytes) -> None:
         if not data:
             return
         self._echo(data)
@@ -77,6 +85,7 @@ class LogStream:
 
     def close(self, timeout: float = 60.0) -> None:
         """Flushes everything still buffered, then stops the sender."""
+        self._write_masked(self._masker.flush())
         if self._partial:
             self._emit(self._partial)
             self._partial = b""
@@ -125,8 +134,6 @@ class LogStream:
 
     def _emit(self, raw: bytes) -> None:
         text = raw.decode("utf-8", errors="replace").rstrip("\r")
-        for secret in self._redact:
-            text = text.replace(secret, "***")
         self._tail.append(text)
         try:
             self._echo_to.write(

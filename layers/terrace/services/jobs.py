@@ -7,6 +7,7 @@ times, then the run is errored with a clear message.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -27,6 +28,8 @@ from terrace.domain.jobs import (
     Operation,
     RunVariable,
 )
+from terrace.domain.masking import Masker
+from terrace.domain.plan_json import hide_secrets
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.runs import Run, run_id_of
 from terrace.services.accounts import AccountService
@@ -272,10 +275,13 @@ class JobService:
                 state.has_changes = request.has_changes
             state.additions, state.changes = request.resource_additions, request.resource_changes
             state.destructions, state.imports = request.resource_destructions, request.resource_imports
+            if name == "plan" and status == "finished":
+                self._hide_secrets_in_plan_json(run, state.json_key)
             self._logs.archive(state.id)
             state.log_archived = True
             if status == "errored":
                 detail = request.error_message or f"the {name} failed; see its log"
+                detail = Masker(self._variables.sensitive_values(run.workspace_id).values).mask_text(detail)
                 return self._scheduler.finish(run, expected, rs.ERRORED, detail)
             if status == "canceled":
                 return self._scheduler.finish(run, expected, rs.CANCELED)
@@ -287,6 +293,22 @@ class JobService:
         self._scheduler.revoke_tokens(run)  # the phase is over: its token stops working now
         self._logs.purge(job_id)
         return run
+
+    def _hide_secrets_in_plan_json(self, run: Run, key: str | None) -> None:
+        """Defence in depth: the stored plan JSON (json-output) holds no sensitive variable value,
+        whatever the runner uploaded."""
+        sensitive = self._variables.sensitive_values(run.workspace_id)
+        if not sensitive.values or not key or self._blobs.head(key) is None:
+            return
+        raw = self._blobs.get(key)
+        try:
+            plan = json.loads(raw)
+        except ValueError:
+            return
+        if isinstance(plan, dict):
+            hidden = json.dumps(hide_secrets(plan, sensitive.values, sensitive.terraform_keys)).encode()
+            if hidden != raw:
+                self._blobs.put(key, hidden, content_type="application/json")
 
     def _after_plan(self, run: Run, expected: int) -> Run:
         if run.plan_only or (not run.plan.has_changes and not run.allow_empty_apply):

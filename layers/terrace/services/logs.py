@@ -4,6 +4,11 @@ Chunks live in DynamoDB while a phase runs and are archived to one S3 object whe
 get the stream framed as STX + bytes (+ ETX once the phase is final), sliced exactly at
 [offset, offset+limit). log-read URLs carry an HMAC signature and expiry in their path, because
 clients send no Authorization there and replace the whole query string.
+
+Sensitive values: the runner masks them before it sends a byte; this service masks the workspace's
+sensitive variable values again when it archives a log and when it serves live chunks (defence in
+depth: every reader, the API and the UI, reads through here). A live read stops short of a possible
+split secret at the end of what has arrived, so what a reader saw never changes as the log grows.
 """
 
 from __future__ import annotations
@@ -11,24 +16,50 @@ from __future__ import annotations
 import hashlib
 import hmac
 import time
+from datetime import datetime
 
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.table import Table
 from terrace.domain.errors import NotFound
+from terrace.domain.masking import Masker
+from terrace.domain.runs import PhaseState, Run, run_id_of
+from terrace.services.run_store import RunStore
+from terrace.services.variables import VariableService
 
 STX, ETX = b"\x02", b"\x03"
 MAX_CHUNK = 256 * 1024
+MAX_READ = 1024 * 1024
 
 
 def archive_key(phase_id: str) -> str:
     return f"logs/{phase_id}.log"
 
 
+def _epoch(iso: str) -> float:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
 class LogService:
-    def __init__(self, table: Table, blobs: BlobStore, signing_secret: str) -> None:
+    def __init__(
+        self,
+        table: Table,
+        blobs: BlobStore,
+        signing_secret: str,
+        store: RunStore,
+        variables: VariableService,
+        link_ttl_s: int,
+    ) -> None:
+        if not signing_secret.strip():
+            raise ValueError("log-read URLs need a signing secret (TERRACE_URL_SIGNING_SECRET)")
         self._table = table
         self._blobs = blobs
-        self._secret = signing_secret.encode() or b"unset"
+        self._secret = signing_secret.encode()
+        self._store = store
+        self._variables = variables
+        self._link_ttl_s = link_ttl_s
+
+    def _masker(self, run: Run) -> Masker:
+        return Masker(self._variables.sensitive_values(run.workspace_id).values)
 
     # writing -----------------------------------------------------------------------------
     def append(self, phase_id: str, attempt: int, offset: int, data: bytes) -> None:
@@ -45,14 +76,20 @@ class LogService:
         """A server-written line at the end of an attempt (sorts after the runner's bytes)."""
         self._table.put({"pk": f"{phase_id}#log", "sk": f"{attempt:03d}#~", "data": text.encode()})
 
-    def body(self, phase_id: str) -> bytes:
+    def _raw_body(self, phase_id: str) -> bytes:
+        """The chunks as the runner sent them, unmasked: only for the masking readers below."""
         return b"".join(bytes(item["data"]) for item in self._table.query(f"{phase_id}#log"))
 
+    def body(self, phase_id: str) -> bytes:
+        """The live log so far, masked."""
+        return self._masker(self._store.load(run_id_of(phase_id))).mask(self._raw_body(phase_id))
+
     def archive(self, phase_id: str) -> None:
-        """Write the framed log to S3. Idempotent; chunks stay until `purge` (after the phase is final)."""
+        """Write the framed, masked log to S3. Idempotent; chunks stay until `purge` (after the phase is final)."""
         if self._blobs.head(archive_key(phase_id)) is not None:
             return
-        framed = STX + self.body(phase_id) + ETX
+        masker = self._masker(self._store.load(run_id_of(phase_id)))
+        framed = STX + masker.mask(self._raw_body(phase_id)) + ETX
         self._blobs.put(archive_key(phase_id), framed, content_type="text/plain")
 
     def purge(self, phase_id: str) -> None:
@@ -61,24 +98,66 @@ class LogService:
 
     # reading -----------------------------------------------------------------------------
     def read(self, phase_id: str, offset: int, limit: int, *, final: bool, archived: bool) -> bytes:
-        if archived:
+        run = None if archived else self._store.load(run_id_of(phase_id))
+        return self._read(run, phase_id, offset, limit, final=final)
+
+    def _read(self, run: Run | None, phase_id: str, offset: int, limit: int, *, final: bool) -> bytes:
+        """`run` None: the archive (masked when written); else the live chunks, masked now."""
+        if run is None:
             return self._blobs.get_range(archive_key(phase_id), offset, offset + limit)
-        framed = STX + self.body(phase_id) + (ETX if final else b"")
+        masker, body = self._masker(run), self._raw_body(phase_id)
+        framed = STX + (masker.mask(body) + ETX if final else masker.safe_prefix(body)[0])
         return framed[offset : offset + limit]
 
     def tail(self, phase_id: str, archived: bool, max_bytes: int = 2000) -> str:
-        data = self._blobs.get(archive_key(phase_id)).strip(STX + ETX) if archived else self.body(phase_id)
+        if archived:
+            data = self._blobs.get(archive_key(phase_id)).strip(STX + ETX)
+        else:
+            data = self.body(phase_id)
         return data[-max_bytes:].decode(errors="replace")
 
     # signed URLs -------------------------------------------------------------------------
-    def _signature(self, phase_id: str, expires: int) -> str:
-        return hmac.new(self._secret, f"{phase_id}:{expires}".encode(), hashlib.sha256).hexdigest()
+    def _signature(self, phase_id: str, expires: int) -> bytes:
+        message = f"log-read:{phase_id}:{expires}".encode()  # the phase id (plan-… / apply-…) is bound
+        return hmac.new(self._secret, message, hashlib.sha256).hexdigest().encode()
 
-    def signed_path(self, phase_id: str, ttl_s: int) -> str:
-        expires = int(time.time()) + ttl_s
-        return f"/api/v2/logs/{phase_id}/{expires}/{self._signature(phase_id, expires)}"
+    def signed_path(self, phase_id: str) -> str:
+        expires = int(time.time()) + self._link_ttl_s
+        return f"/api/v2/logs/{phase_id}/{expires}/{self._signature(phase_id, expires).decode()}"
 
-    def verify(self, phase_id: str, expires: int, signature: str) -> None:
-        valid = hmac.compare_digest(self._signature(phase_id, expires), signature)
-        if not valid or expires < time.time():
-            raise NotFound("log not found or link expired")
+    def read_signed(self, phase_id: str, expires: int, signature: str, offset: int, limit: int) -> bytes:
+        """A log-read URL's bytes. It works until `expires`, and while its phase has not ended; once the
+        phase ended, for at most `link_ttl_s` after that (a reader started during a long phase finishes)."""
+        gone = NotFound("log not found or link expired")
+        try:
+            given = signature.encode("ascii")
+        except UnicodeEncodeError:
+            raise gone from None
+        if not phase_id.startswith(("plan-", "apply-")) or not hmac.compare_digest(
+            self._signature(phase_id, expires), given
+        ):
+            raise gone
+        try:
+            run = self._store.load(run_id_of(phase_id))
+        except NotFound:
+            raise gone from None
+        phase = run.plan if phase_id.startswith("plan-") else run.apply
+        if phase.id != phase_id:
+            raise gone
+        now = time.time()
+        if now > expires:
+            ended = self._ended_at(run, phase)
+            if ended is not None and now > ended + self._link_ttl_s:
+                raise gone
+        live = None if phase.log_archived else run
+        return self._read(live, phase_id, offset, min(limit, MAX_READ), final=phase.final)
+
+    @staticmethod
+    def _ended_at(run: Run, phase: PhaseState) -> float | None:
+        """When the phase stopped writing its log; None while it may still write."""
+        if not (phase.final or run.final):
+            return None
+        moments = [*phase.timestamps.values(), *run.status_timestamps.values()]
+        if phase.finished_at:
+            moments.append(phase.finished_at)
+        return max((_epoch(m) for m in moments), default=0.0)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import builtins
-import hashlib
 import re
+import secrets
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +25,15 @@ CATEGORIES = ("terraform", "env")
 TERRAFORM_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_VALUE_BYTES = 4096  # one KMS Encrypt call
+DECRYPTED_CACHE = 512  # sensitive values kept per process, by ciphertext (masking reads logs often)
+
+
+@dataclass(frozen=True)
+class SensitiveValues:
+    """What to mask in a workspace's run output: the values, and which terraform variables they are."""
+
+    values: tuple[str, ...]
+    terraform_keys: frozenset[str]
 
 
 @dataclass(frozen=True)
@@ -75,6 +86,8 @@ class VariableService:
         self._table = table
         self._encryptor = encryptor
         self._workspaces = workspaces
+        self._decrypted: OrderedDict[str, str] = OrderedDict()  # context:ciphertext -> value
+        self._decrypted_lock = threading.Lock()
 
     def _context(self, ws_id: str, var_id: str) -> dict[str, str]:
         return {"workspace": ws_id, "variable": var_id}
@@ -140,13 +153,35 @@ class VariableService:
         item = self._item(ws, var_id)
         self._table.transact([Delete(var_id, "var"), Delete(f"{ws.id}#varkeys", f"{item['category']}#{item['key']}")])
 
+    def _decrypt(self, workspace_id: str, item: dict[str, Any]) -> str:
+        ciphertext = item["ciphertext"]
+        key = f"{workspace_id}:{item['id']}:{ciphertext}"  # the same KMS context, or a fresh decrypt
+        with self._decrypted_lock:
+            if key in self._decrypted:
+                self._decrypted.move_to_end(key)
+                return self._decrypted[key]
+        value = self._encryptor.decrypt(ciphertext, self._context(workspace_id, item["id"]))
+        with self._decrypted_lock:
+            self._decrypted[key] = value
+            while len(self._decrypted) > DECRYPTED_CACHE:
+                self._decrypted.popitem(last=False)
+        return value
+
+    def sensitive_values(self, workspace_id: str) -> SensitiveValues:
+        """The workspace's sensitive values, to mask in its logs and plans (never returned by the API)."""
+        items = [item for item in self._items(workspace_id) if item["sensitive"]]
+        return SensitiveValues(
+            values=tuple(self._decrypt(workspace_id, item) for item in items),
+            terraform_keys=frozenset(item["key"] for item in items if item["category"] == "terraform"),
+        )
+
     def for_run(self, workspace_id: str) -> builtins.list[RunVariable]:
         """Decrypted variables for one run's runner (never returned by the API)."""
         found = []
         for item in self._items(workspace_id):
             value = item.get("value", "")
             if item["sensitive"]:
-                value = self._encryptor.decrypt(item["ciphertext"], self._context(workspace_id, item["id"]))
+                value = self._decrypt(workspace_id, item)
             found.append(
                 RunVariable(
                     key=item["key"],
@@ -197,5 +232,5 @@ class VariableService:
                 item.pop("value", None)
             else:
                 item["value"] = value
-            item["version_id"] = hashlib.sha256(f"{item['id']}:{clock.now_iso()}:{value}".encode()).hexdigest()[:32]
+        item["version_id"] = secrets.token_hex(16)  # random: reveals nothing about the value; new on every change
         item["gsi1pk"], item["gsi1sk"] = f"{item['workspace_id']}#vars", f"{category}#{key}"

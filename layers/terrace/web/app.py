@@ -30,6 +30,7 @@ from terrace.web.ui import workspaces as ui_workspaces
 
 
 def create_app(container: Container) -> FastAPI:
+    container.settings.require_url_signing_secret()
     app = FastAPI(title="Terrace", docs_url=None, redoc_url=None, openapi_url="/api/openapi.json")
     app.state.container = container
     errors.install(app)

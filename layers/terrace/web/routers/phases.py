@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse, RedirectResponse
 from terrace.bootstrap import Container
 from terrace.domain import runs as rs
 from terrace.domain.errors import BadRequest, NotFound
-from terrace.domain.plan_json import redact
+from terrace.domain.plan_json import hide_secrets, redact
 from terrace.domain.principal import Principal
 from terrace.domain.runs import PhaseState, Run, run_id_of
 from terrace.services.authz import Action
@@ -24,8 +24,7 @@ router = APIRouter(prefix="/api/v2")
 def _log_url(container: Container, phase: PhaseState) -> str | None:
     if phase.status == rs.P_PENDING:
         return None
-    ttl = container.settings.log_url_ttl_s
-    return container.settings.public_url + container.logs.signed_path(phase.id, ttl)
+    return container.settings.public_url + container.logs.signed_path(phase.id)
 
 
 def _run_of(container: Container, principal: Principal, phase_id: str, prefix: str) -> Run:
@@ -61,31 +60,32 @@ def read_run_apply(run_id: str, container: ContainerDep, principal: PrincipalDep
     return respond(rser.apply(run, _log_url(container, run.apply)))
 
 
-def _plan_json_key(container: Container, principal: Principal, plan_id: str) -> str:
+def _plan_json(container: Container, principal: Principal, plan_id: str) -> tuple[Run, str]:
     run = _run_of(container, principal, plan_id, "plan-")
     container.workspaces.get(principal, run.workspace_id, Action.READ_STATE)
     key = run.plan.json_key
     if run.plan.status != rs.P_FINISHED or not key or container.blobs.head(key) is None:
         raise NotFound(f"plan {plan_id} has no JSON output")
-    return key
+    return run, key
 
 
 @router.get("/plans/{plan_id}/json-output")
 def plan_json(plan_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
-    key = _plan_json_key(container, principal, plan_id)
+    _, key = _plan_json(container, principal, plan_id)
     return RedirectResponse(container.blobs.presign_get(key, container.settings.presign_ttl_s), status_code=307)
 
 
 @router.get("/plans/{plan_id}/json-output-redacted")
 def plan_json_redacted(plan_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
-    key = _plan_json_key(container, principal, plan_id)
-    return JSONResponse(redact(json.loads(container.blobs.get(key))))
+    run, key = _plan_json(container, principal, plan_id)
+    sensitive = container.variables.sensitive_values(run.workspace_id)
+    plan = hide_secrets(redact(json.loads(container.blobs.get(key))), sensitive.values, sensitive.terraform_keys)
+    return JSONResponse(plan)
 
 
 @router.get("/logs/{phase_id}/{expires}/{signature}")
 def read_log(phase_id: str, expires: int, signature: str, request: Request, container: ContainerDep) -> Response:
     """No Authorization here (clients send none): the path carries an HMAC signature and expiry."""
-    container.logs.verify(phase_id, expires, signature)
     try:
         offset = int(request.query_params.get("offset", "0"))
         limit = int(request.query_params.get("limit", "65536"))
@@ -93,9 +93,5 @@ def read_log(phase_id: str, expires: int, signature: str, request: Request, cont
         raise BadRequest("offset and limit must be integers") from exc
     if offset < 0 or limit < 0:
         raise BadRequest("offset and limit must not be negative")
-    run = container.run_store.load(run_id_of(phase_id))
-    phase = run.plan if phase_id.startswith("plan-") else run.apply
-    data = container.logs.read(
-        phase.id, offset, min(limit, 1024 * 1024), final=phase.final, archived=phase.log_archived
-    )
+    data = container.logs.read_signed(phase_id, expires, signature, offset, limit)
     return Response(data, media_type="text/plain")
