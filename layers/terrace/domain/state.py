@@ -13,7 +13,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from terrace.domain.errors import Conflict, Invalid
+from terrace.domain import limits
+from terrace.domain.errors import BadRequest, Conflict, Invalid
 from terrace.domain.workspace import Workspace
 
 
@@ -65,12 +66,19 @@ def decode_base64(value: Any, pointer: str) -> bytes:
 
 def load_json(raw: bytes, what: str = "state") -> Any:
     try:
-        return json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        limits.check_json_depth(raw, limits.STATE_JSON_MAX_DEPTH)
+        return json.loads(raw, parse_constant=_no_constant)
+    except BadRequest as exc:
+        raise Invalid(f"{what} {exc.detail}", pointer="/data/attributes/state") from exc
+    except (ValueError, RecursionError) as exc:
         raise Invalid(
             f"{what} is not valid JSON: {exc.__class__.__name__} at position {getattr(exc, 'pos', 0)}",
             pointer="/data/attributes/state",
         ) from exc
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def parse_state(raw: bytes) -> ParsedState:
@@ -79,10 +87,14 @@ def parse_state(raw: bytes) -> ParsedState:
     if not isinstance(doc, dict):
         raise Invalid("state must be a JSON object", pointer="/data/attributes/state")
     serial, lineage = doc.get("serial"), doc.get("lineage")
-    if not isinstance(serial, int) or isinstance(serial, bool) or serial < 0:
-        raise Invalid("state has no valid serial", pointer="/data/attributes/state")
-    if not isinstance(lineage, str) or not lineage:
-        raise Invalid("state has no lineage", pointer="/data/attributes/state")
+    if not isinstance(serial, int) or isinstance(serial, bool) or not 0 <= serial <= limits.SERIAL_MAX:
+        raise Invalid(
+            f"state serial must be an integer from 0 to {limits.SERIAL_MAX}", pointer="/data/attributes/state"
+        )
+    if not isinstance(lineage, str) or not lineage or len(lineage) > limits.LINEAGE_MAX:
+        raise Invalid(
+            f"state lineage must be a string of 1 to {limits.LINEAGE_MAX} characters", pointer="/data/attributes/state"
+        )
     outputs = parse_outputs(doc.get("outputs") or {})
     resources = tuple(_instances(doc.get("resources") or []))
     fmt = doc.get("version")
@@ -285,9 +297,21 @@ def sv_from_item(item: dict[str, Any]) -> StateVersion:
 # Write rules ------------------------------------------------------------------------------
 def require_serial(attrs: dict[str, Any], name: str = "serial") -> int:
     value = attrs.get(name)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise Invalid(f"{name} is required and must be a non-negative integer", pointer=f"/data/attributes/{name}")
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= limits.SERIAL_MAX:
+        raise Invalid(
+            f"{name} is required and must be an integer from 0 to {limits.SERIAL_MAX}",
+            pointer=f"/data/attributes/{name}",
+        )
     return value
+
+
+def optional_lineage(attrs: dict[str, Any]) -> str | None:
+    lineage = attrs.get("lineage") or None
+    if lineage is not None and (not isinstance(lineage, str) or len(lineage) > limits.LINEAGE_MAX):
+        raise Invalid(
+            f"lineage must be a string of at most {limits.LINEAGE_MAX} characters", pointer="/data/attributes/lineage"
+        )
+    return lineage
 
 
 def require_md5(attrs: dict[str, Any]) -> str:

@@ -8,6 +8,7 @@ from fastapi import FastAPI, Request, Response
 
 from terrace.bootstrap import Container
 from terrace.web import errors
+from terrace.web.body_limit import BodyLimit
 from terrace.web.routers import (
     accounts,
     configuration_versions,
@@ -36,17 +37,15 @@ def create_app(container: Container) -> FastAPI:
     max_bytes = container.settings.max_request_bytes
 
     @app.middleware("http")
-    async def limits_and_headers(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        length = request.headers.get("content-length")
-        if length and length.isdigit() and int(length) > max_bytes:
-            return errors.error_response(
-                413, "payload too large", f"request body is {length} bytes; the limit is {max_bytes}"
-            )
+    async def api_headers_middleware(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         response = await call_next(request)
         if request.url.path.startswith("/api/v2"):
             response.headers.update(api_headers())
         return response
 
+    # outermost: bodies are counted as they stream in (Content-Length or chunked), 413 past the limit
+    too_large = lambda detail: errors.error_response(413, "payload too large", detail)  # noqa: E731
+    app.add_middleware(BodyLimit, max_bytes=max_bytes, respond=too_large)
     for module in (discovery, organizations, workspaces, accounts):
         app.include_router(module.router)
     for state_module in (state_versions, resources, http_backend):

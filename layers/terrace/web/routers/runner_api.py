@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import hmac
+from typing import Any
 
 from fastapi import APIRouter, Depends, Request, Response
 
 from terrace.domain.errors import BadRequest, Invalid, Unauthenticated
 from terrace.domain.jobs import ClaimRequest, FinishRequest, HeartbeatRequest, HeartbeatResponse, JobSpec
 from terrace.web.deps import ContainerDep, bearer_token
-from terrace.web.jsonapi import read_json
+from terrace.web.jsonapi import JSONBody, RawBody
 
 MAX_LOG_PUT = 1024 * 1024
 
@@ -23,8 +24,7 @@ def require_runner(request: Request, container: ContainerDep) -> None:
 router = APIRouter(prefix="/api/runner", dependencies=[Depends(require_runner)])
 
 
-async def _model(request: Request, model: type) -> object:
-    body = await read_json(request)
+def _model(body: Any, model: type) -> object:
     try:
         return model.model_validate(body or {})  # type: ignore[attr-defined]
     except Exception as exc:
@@ -32,26 +32,25 @@ async def _model(request: Request, model: type) -> object:
 
 
 @router.post("/jobs/{job_id}/claim")
-async def claim(job_id: str, request: Request, container: ContainerDep) -> JobSpec:
-    body = await _model(request, ClaimRequest)
+def claim(job_id: str, raw: JSONBody, container: ContainerDep) -> JobSpec:
+    body = _model(raw, ClaimRequest)
     assert isinstance(body, ClaimRequest)
     return container.jobs.claim(job_id, body)
 
 
 @router.post("/jobs/{job_id}/heartbeat")
-async def heartbeat(job_id: str, request: Request, container: ContainerDep) -> HeartbeatResponse:
-    body = await _model(request, HeartbeatRequest)
+def heartbeat(job_id: str, raw: JSONBody, container: ContainerDep) -> HeartbeatResponse:
+    body = _model(raw, HeartbeatRequest)
     assert isinstance(body, HeartbeatRequest)
     return container.jobs.heartbeat(job_id, body)
 
 
 @router.put("/jobs/{job_id}/logs")
-async def append_log(job_id: str, request: Request, container: ContainerDep) -> Response:
+def append_log(job_id: str, request: Request, data: RawBody, container: ContainerDep) -> Response:
     try:
         offset = int(request.query_params.get("offset", ""))
     except ValueError as exc:
         raise BadRequest("offset must be an integer") from exc
-    data = await request.body()
     if offset < 0 or len(data) > MAX_LOG_PUT:
         raise BadRequest(f"offset must be >= 0 and a log PUT at most {MAX_LOG_PUT} bytes")
     container.jobs.append_log(job_id, offset, data)
@@ -59,8 +58,8 @@ async def append_log(job_id: str, request: Request, container: ContainerDep) -> 
 
 
 @router.post("/jobs/{job_id}/finish")
-async def finish(job_id: str, request: Request, container: ContainerDep) -> Response:
-    body = await _model(request, FinishRequest)
+def finish(job_id: str, raw: JSONBody, container: ContainerDep) -> Response:
+    body = _model(raw, FinishRequest)
     assert isinstance(body, FinishRequest)
     run = container.jobs.finish(job_id, body)
     return Response(content=f'{{"run_status": "{run.status}"}}', media_type="application/json")

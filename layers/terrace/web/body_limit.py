@@ -1,0 +1,61 @@
+"""Request body size limit, as ASGI middleware: counts the bytes as they stream in (Content-Length or chunked)
+and answers 413 as soon as the limit is passed, without reading the rest of the body."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from terrace.domain.errors import TooLarge
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+RespondTooLarge = Callable[[str], Any]  # detail -> a Starlette response (an ASGI app)
+
+
+class BodyTooLarge(TooLarge):
+    """Raised from `receive` once the streamed body passes the limit; the domain error handler makes it a 413."""
+
+
+class BodyLimit:
+    def __init__(self, app: ASGIApp, max_bytes: int, respond: RespondTooLarge) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+        self.respond = respond
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        detail = f"the request body is larger than the limit of {self.max_bytes} bytes"
+        declared = dict(scope.get("headers") or []).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            await self.respond(detail)(scope, receive, send)
+            return
+        received = 0
+        started = False
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise BodyTooLarge(detail)
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        except BodyTooLarge:
+            if started:
+                raise
+            await self.respond(detail)(scope, receive, send)
