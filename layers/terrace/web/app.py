@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI
 
 from terrace.bootstrap import Container
 from terrace.web import errors
-from terrace.web.body_limit import BodyLimit
+from terrace.web.middleware import BodyLimit, ExtraHeaders
 from terrace.web.routers import (
     accounts,
     configuration_versions,
@@ -34,18 +32,11 @@ def create_app(container: Container) -> FastAPI:
     app = FastAPI(title="Terrace", docs_url=None, redoc_url=None, openapi_url="/api/openapi.json")
     app.state.container = container
     errors.install(app)
-    max_bytes = container.settings.max_request_bytes
 
-    @app.middleware("http")
-    async def api_headers_middleware(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        response = await call_next(request)
-        if request.url.path.startswith("/api/v2"):
-            response.headers.update(api_headers())
-        return response
-
+    app.add_middleware(ExtraHeaders, prefix="/api/v2", headers=api_headers())
     # outermost: bodies are counted as they stream in (Content-Length or chunked), 413 past the limit
     too_large = lambda detail: errors.error_response(413, "payload too large", detail)  # noqa: E731
-    app.add_middleware(BodyLimit, max_bytes=max_bytes, respond=too_large)
+    app.add_middleware(BodyLimit, max_bytes=container.settings.max_request_bytes, respond=too_large)
     for module in (discovery, organizations, workspaces, accounts):
         app.include_router(module.router)
     for state_module in (state_versions, resources, http_backend):

@@ -59,14 +59,21 @@ def raw_json(schema: dict[str, Any], media_type: str = "application/json", *, re
     return {"requestBody": {"required": required, "content": {media_type: {"schema": schema}}}}
 
 
+NAME = {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$"}
 ORGANIZATION = document(
     "organizations",
-    {"name": _text(90), "email": _text(limits.EMAIL_MAX), "default-execution-mode": STRING, "session-timeout": {}},
+    {
+        "name": NAME,
+        "email": {"type": "string", "format": "email", "maxLength": limits.EMAIL_MAX},
+        "default-execution-mode": {"type": "string", "enum": ["remote", "local", "agent"]},
+        "session-timeout": {"type": "integer"},
+    },
+    required=["name", "email"],
 )
 WORKSPACE = document(
     "workspaces",
     {
-        "name": _text(90),
+        "name": NAME,
         "description": _text(limits.DESCRIPTION_MAX),
         "execution-mode": {"type": "string", "enum": ["remote", "local", "agent"]},
         "auto-apply": BOOL,
@@ -82,6 +89,7 @@ WORKSPACE = document(
         "file-triggers-enabled": BOOL,
     },
     {"tags": "tags"},
+    required=["name"],
 )
 TAGS = raw_json(
     {
@@ -103,13 +111,14 @@ TOKEN = document("authentication-tokens", {"description": _text(limits.DESCRIPTI
 VARIABLE = document(
     "vars",
     {
-        "key": _text(128),
+        "key": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]{0,62}$"},
         "value": STRING,
         "description": _text(limits.DESCRIPTION_MAX),
         "category": {"type": "string", "enum": ["terraform", "env"]},
         "hcl": BOOL,
         "sensitive": BOOL,
     },
+    required=["key", "category"],
 )
 CONFIGURATION_VERSION = document(
     "configuration-versions", {"auto-queue-runs": BOOL, "speculative": BOOL, "provisional": BOOL}

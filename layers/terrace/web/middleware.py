@@ -1,5 +1,7 @@
-"""Request body size limit, as ASGI middleware: counts the bytes as they stream in (Content-Length or chunked)
-and answers 413 as soon as the limit is passed, without reading the rest of the body."""
+"""The app's ASGI middleware (pure ASGI: exceptions from `receive` reach the app's error handlers as they are).
+
+`BodyLimit` counts request body bytes as they stream in (Content-Length or chunked) and answers 413 as soon
+as the limit is passed, without reading the rest. `ExtraHeaders` adds the TFC API headers under a prefix."""
 
 from __future__ import annotations
 
@@ -59,3 +61,24 @@ class BodyLimit:
             if started:
                 raise
             await self.respond(detail)(scope, receive, send)
+
+
+class ExtraHeaders:
+    def __init__(self, app: ASGIApp, prefix: str, headers: dict[str, str]) -> None:
+        self.app = app
+        self.prefix = prefix
+        self.headers = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not str(scope.get("path", "")).startswith(self.prefix):
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                names = {name for name, _ in self.headers}
+                kept = [(k, v) for k, v in message.get("headers", []) if k.lower() not in names]
+                message["headers"] = kept + self.headers
+            await send(message)
+
+        await self.app(scope, receive, with_headers)

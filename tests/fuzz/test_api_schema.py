@@ -1,0 +1,81 @@
+"""Schema fuzzing of /api/v2 and /state/v1 (OpenAPI from the app itself): no input a client can send is a 5xx.
+
+Runs in-process on the memory container, as a signed-in owner of organization `acme` with workspace `prod`
+(path parameters point at them, so requests get past authentication and lookup). Every case starts from a
+fresh container. `make test` runs a bounded, derandomized pass (TERRACE_FUZZ_EXAMPLES small); `make fuzz`
+runs the full one.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import hypothesis
+import schemathesis
+from fastapi import FastAPI
+from terrace.bootstrap import Container, build_memory
+from terrace.domain.principal import Principal, PrincipalKind
+from terrace.web.app import create_app
+
+EXAMPLES = int(os.environ.get("TERRACE_FUZZ_EXAMPLES", "3"))
+FULL = os.environ.get("TERRACE_FUZZ_FULL") == "1"
+TOKEN_HOLDER: dict[str, str] = {}
+
+
+def seeded(locked: bool = False) -> tuple[Container, str, str]:
+    """A container with user alice owning `acme`/`prod` (locked by her when `locked`, so that state writes get
+    past the lock check); returns it, alice's token and the workspace id."""
+    container = build_memory()
+    user = container.accounts.create_user("alice", "alice@example.com")
+    principal = Principal(PrincipalKind.USER, user.id, user.username)
+    container.organizations.create(principal, "acme", "ops@example.com")
+    ws = container.workspaces.create(principal, "acme", {"name": "prod", "execution-mode": "local"})
+    token = container.accounts.issue_token(PrincipalKind.USER, user.id).secret
+    if locked:
+        container.locks.lock(principal, ws, "fuzzing")
+    TOKEN_HOLDER.update(token=token, ws=ws.id, user=user.id)
+    return container, token, ws.id
+
+
+APP: FastAPI = create_app(seeded()[0])
+# The signed log URLs (/api/v2/logs/...) are left out until the non-ASCII signature fix lands with the
+# log-URL work (issue 8, another item); then drop the exclude.
+schema = (
+    schemathesis.openapi.from_asgi("/api/openapi.json", APP)
+    .include(path_regex=r"^/(api/v2|state/v1)/")
+    .exclude(path_regex=r"^/api/v2/logs/")
+)
+
+
+def _seed_path(case: Any) -> None:
+    """Point path parameters at the seeded organization, workspace and user."""
+    params = case.path_parameters or {}
+    path = case.path
+    for key in list(params):
+        if key == "org" or (key == "name" and path.startswith("/api/v2/organizations/{name}")):
+            params[key] = "acme"
+        elif key == "name":
+            params[key] = "prod"
+        elif key == "workspace_id":
+            params[key] = TOKEN_HOLDER["ws"]
+        elif key == "user_id":
+            params[key] = TOKEN_HOLDER["user"]
+
+
+@schema.parametrize()
+@hypothesis.settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=not FULL,
+    database=None,
+    suppress_health_check=list(hypothesis.HealthCheck),
+)
+def test_no_server_errors(case: Any) -> None:
+    APP.state.container, token, _ = seeded(locked=len(repr(case.body)) % 2 == 0)
+    _seed_path(case)
+    response = case.call(headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code < 500, (
+        f"{case.method} {case.formatted_path} -> {response.status_code}\n"
+        f"body sent: {case.body!r}\nquery: {case.query!r}\nresponse: {response.text[:2000]}"
+    )
