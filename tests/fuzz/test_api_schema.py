@@ -12,6 +12,7 @@ import os
 from typing import Any
 
 import hypothesis
+import pytest
 import schemathesis
 from fastapi import FastAPI
 from terrace.bootstrap import Container, build_memory
@@ -21,6 +22,7 @@ from terrace.web.app import create_app
 EXAMPLES = int(os.environ.get("TERRACE_FUZZ_EXAMPLES", "3"))
 FULL = os.environ.get("TERRACE_FUZZ_FULL") == "1"
 TOKEN_HOLDER: dict[str, str] = {}
+pytestmark = pytest.mark.fuzz
 
 
 def seeded(locked: bool = False) -> tuple[Container, str, str]:

@@ -11,7 +11,7 @@ from typing import Any
 
 from terrace.domain.errors import BadRequest, Invalid, TooLarge
 
-ITEM_MAX_BYTES = 400 * 1024  # DynamoDB's item size limit, names and values included
+ITEM_MAX_BYTES = 400_000  # DynamoDB's "400 KB" item limit (names and values), kept under what it really takes
 JSON_MAX_DEPTH = 64  # nesting of any JSON body (JSON:API documents, LockInfo, runner messages)
 STATE_JSON_MAX_DEPTH = 512  # nesting of a state file (resource attributes can nest deeply)
 SERIAL_MAX = 2**63 - 1  # go-tfe sends serial as int64; terraform and OpenTofu read it as uint64
