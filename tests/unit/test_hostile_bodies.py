@@ -206,3 +206,19 @@ def test_inline_state_with_bad_base64_or_outputs_is_a_422(state_env: Env) -> Non
         response = env.client.post(f"/api/v2/workspaces/{env.ws_id}/state-versions", headers=env.auth, json=body)
         assert response.status_code == 422, (attrs, response.text)
     assert table_snapshot(env) == before
+
+
+def test_states_with_malformed_resources_or_overlong_keys(state_env: Env) -> None:
+    """Malformed resources are read as absent (no 500); addresses and output names past what the table can key
+    are a 422 before anything is stored."""
+    env = state_env
+    malformed = state_bytes(1, resources=[{"type": "t", "name": "n", "module": [None], "mode": {}, "instances": 5}])
+    assert env.client.post("/state/v1/acme/prod", headers=basic(env.token), content=malformed).status_code == 200
+    before = table_snapshot(env)
+    long_address = state_bytes(2, resources=[{"type": "t", "name": "n" * 2000, "instances": [{"attributes": {}}]}])
+    long_output = state_bytes(2, outputs={"o" * 2000: {"value": 1, "type": "number"}})
+    for raw in (long_address, long_output):
+        response = env.client.post("/state/v1/acme/prod", headers=basic(env.token), content=raw)
+        assert response.status_code == 422, response.text
+    assert table_snapshot(env) == before
+    assert len(env.container.blobs.objects) == 1  # type: ignore[attr-defined]  # the first state only

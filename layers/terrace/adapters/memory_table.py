@@ -34,6 +34,8 @@ class MemoryTable:
 
     def batch_put(self, items: Sequence[Item]) -> None:
         for item in items:
+            check_item(item)  # all refused before any is written, as the DynamoDB adapter does
+        for item in items:
             self.put(item)
 
     def batch_delete(self, keys: Sequence[tuple[str, str]]) -> None:

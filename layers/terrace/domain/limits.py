@@ -94,8 +94,17 @@ class ItemTooLarge(TooLarge):
     """A write the table would refuse: past ITEM_MAX_BYTES (413), raised by the table adapters."""
 
 
+KEY_MAX_BYTES = {"pk": 2048, "gsi1pk": 2048, "sk": 1024, "gsi1sk": 1024}  # DynamoDB's key attribute limits
+STATE_ADDRESS_MAX_BYTES = 900  # a resource address in a state (a sort key with the workspace id before it)
+OUTPUT_NAME_MAX_BYTES = 900  # an output name in a state (a sort key)
+
+
 def check_item(item: dict[str, Any]) -> None:
     """The table adapters' last line of defence: no item past DynamoDB's limits reaches a write."""
+    for key, limit in KEY_MAX_BYTES.items():
+        value = item.get(key)
+        if isinstance(value, str) and len(value.encode("utf-8", "surrogatepass")) > limit:
+            raise ItemTooLarge(f"a record key is longer than {limit} bytes")
     size = item_bytes(item)
     if size > ITEM_MAX_BYTES:
         raise ItemTooLarge(f"the record to store is {size} bytes; the limit is {ITEM_MAX_BYTES}")

@@ -117,6 +117,11 @@ def parse_outputs(outputs: Any) -> tuple[OutputValue, ...]:
     for name, body in sorted(outputs.items()):
         if not isinstance(body, dict):
             continue
+        if len(str(name).encode("utf-8", "surrogatepass")) > limits.OUTPUT_NAME_MAX_BYTES:
+            raise Invalid(
+                f"an output name is longer than {limits.OUTPUT_NAME_MAX_BYTES} bytes",
+                pointer="/data/attributes/json-state-outputs",
+            )
         detailed = body.get("type", _infer_type(body.get("value")))
         found.append(
             OutputValue(
@@ -167,6 +172,16 @@ def _index_suffix(key: Any) -> str:
     return f"[{key}]" if isinstance(key, int) else f"[{json.dumps(key)}]"
 
 
+def _shape(res: dict[str, Any]) -> tuple[str, str, list[Any]]:
+    """A state resource's mode, module and instances, with anything malformed read as absent."""
+    mode, module, instances = res.get("mode"), res.get("module"), res.get("instances")
+    return (
+        mode if isinstance(mode, str) else "managed",
+        module if isinstance(module, str) and module else "root",
+        instances if isinstance(instances, list) else [],
+    )
+
+
 def _instances(resources: Any) -> list[ResourceInstance]:
     found: list[ResourceInstance] = []
     if not isinstance(resources, list):
@@ -174,17 +189,21 @@ def _instances(resources: Any) -> list[ResourceInstance]:
     for res in resources:
         if not isinstance(res, dict) or not isinstance(res.get("type"), str) or not isinstance(res.get("name"), str):
             continue
-        mode = res.get("mode", "managed")
-        module = res.get("module") or "root"
+        mode, module, instances = _shape(res)
         base = (
             ("" if module == "root" else f"{module}.")
             + ("data." if mode == "data" else "")
             + f"{res['type']}.{res['name']}"
         )
-        for inst in res.get("instances") or []:
+        for inst in instances:
             if not isinstance(inst, dict):
                 continue
             key = inst.get("index_key")
+            if len((base + _index_suffix(key)).encode("utf-8", "surrogatepass")) > limits.STATE_ADDRESS_MAX_BYTES:
+                raise Invalid(
+                    f"a resource address in the state is longer than {limits.STATE_ADDRESS_MAX_BYTES} bytes",
+                    pointer="/data/attributes/state",
+                )
             attrs = inst.get("attributes") or {}
             ids = tuple(str(attrs[k]) for k in ("id", "arn") if isinstance(attrs, dict) and attrs.get(k))
             digest = md5_hex(json.dumps(inst, sort_keys=True, default=str).encode())
@@ -212,10 +231,10 @@ def summarize(resources: Any) -> dict[str, Any]:
     for res in resources if isinstance(resources, list) else []:
         if not isinstance(res, dict) or not isinstance(res.get("type"), str):
             continue
-        kind = ("data." if res.get("mode") == "data" else "") + res["type"].replace("_", "-")
-        module = res.get("module") or "root"
+        mode, module, instances = _shape(res)
+        kind = ("data." if mode == "data" else "") + res["type"].replace("_", "-")
         provider = str(res.get("provider", ""))
-        count = len(res.get("instances") or [])
+        count = len(instances)
         modules.setdefault(module, {}).setdefault(kind, 0)
         modules[module][kind] += count
         providers.setdefault(provider, {}).setdefault(kind, 0)

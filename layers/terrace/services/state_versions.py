@@ -110,9 +110,10 @@ class StateVersionService:
     ) -> StateVersion:
         sv_id, md5 = new_id("sv"), st.md5_hex(raw)
         output_ids: tuple[str, ...] | None = None
+        written = False  # the blob and outputs, from the first put on: a refused write removes them
 
         def cleanup() -> None:
-            if output_ids is not None:
+            if written:
                 self._blobs.delete(st.state_blob_key(workspace_id, sv_id))
                 self._index.delete_outputs(sv_id)
 
@@ -125,6 +126,7 @@ class StateVersionService:
                     cleanup()
                     return self._find(str(ws.current_state_version_id))
                 if output_ids is None:
+                    written = True
                     self._blobs.put(st.state_blob_key(ws.id, sv_id), raw, "application/json")
                     output_ids = self._index.write_outputs(sv_id, ws, parsed.outputs)
                 sv = StateVersion(
