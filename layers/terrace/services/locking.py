@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from terrace.domain import clock
+from terrace.domain import clock, limits
 from terrace.domain.errors import Conflict, Locked
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.workspace import Workspace, WorkspaceLock
@@ -35,6 +35,7 @@ class LockService:
         info: dict[str, Any] | None = None,
     ) -> Workspace:
         self._workspaces.authorize(principal, Action.LOCK_WORKSPACE, ws)
+        reason = limits.text(reason or "", "reason", limits.LOCK_REASON_MAX)
         if self._run_holds(principal, ws.id):
             return self._workspaces.load(ws.id)
         new_lock = WorkspaceLock(
