@@ -66,19 +66,9 @@ def decode_base64(value: Any, pointer: str) -> bytes:
 
 def load_json(raw: bytes, what: str = "state") -> Any:
     try:
-        limits.check_json_depth(raw, limits.STATE_JSON_MAX_DEPTH)
-        return json.loads(raw, parse_constant=_no_constant)
-    except BadRequest as exc:
-        raise Invalid(f"{what} {exc.detail}", pointer="/data/attributes/state") from exc
-    except (ValueError, RecursionError) as exc:
-        raise Invalid(
-            f"{what} is not valid JSON: {exc.__class__.__name__} at position {getattr(exc, 'pos', 0)}",
-            pointer="/data/attributes/state",
-        ) from exc
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
+        return limits.parse_json(raw, what, limits.STATE_JSON_MAX_DEPTH)
+    except (BadRequest, Invalid) as exc:
+        raise Invalid(exc.detail, pointer="/data/attributes/state") from exc
 
 
 def parse_state(raw: bytes) -> ParsedState:
