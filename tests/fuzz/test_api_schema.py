@@ -9,6 +9,8 @@ runs the full one.
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 from typing import Any
 
 import hypothesis
@@ -19,6 +21,9 @@ from terrace.bootstrap import Container, build_memory
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.web.app import create_app
 
+sys.path.insert(0, str(Path(__file__).parent.parent / "unit"))
+from run_helpers import tarball  # noqa: E402
+
 EXAMPLES = int(os.environ.get("TERRACE_FUZZ_EXAMPLES", "3"))
 FULL = os.environ.get("TERRACE_FUZZ_FULL") == "1"
 TOKEN_HOLDER: dict[str, str] = {}
@@ -27,16 +32,32 @@ pytestmark = pytest.mark.fuzz
 
 def seeded(locked: bool = False) -> tuple[Container, str, str]:
     """A container with user alice owning `acme`/`prod` (locked by her when `locked`, so that state writes get
-    past the lock check); returns it, alice's token and the workspace id."""
+    past the lock check), an uploaded configuration, a pending run and a variable; returns it, alice's token and
+    the workspace id."""
     container = build_memory()
     user = container.accounts.create_user("alice", "alice@example.com")
     principal = Principal(PrincipalKind.USER, user.id, user.username)
     container.organizations.create(principal, "acme", "ops@example.com")
     ws = container.workspaces.create(principal, "acme", {"name": "prod", "execution-mode": "local"})
-    token = container.accounts.issue_token(PrincipalKind.USER, user.id).secret
+    issued = container.accounts.issue_token(PrincipalKind.USER, user.id)
+    token = issued.secret
     if locked:
         container.locks.lock(principal, ws, "fuzzing")
-    TOKEN_HOLDER.update(token=token, ws=ws.id, user=user.id)
+    cv = container.configuration_versions.create(principal, ws, {"auto-queue-runs": False})
+    container.blobs.put(cv.blob_key, tarball({"main.tf": 'output "x" { value = 1 }'}))
+    run = container.runs.create(principal, ws, {"message": "seeded"}, cv.id)
+    var = container.variables.create(principal, ws, {"key": "region", "value": "eu", "category": "terraform"})
+    TOKEN_HOLDER.update(
+        token=token,
+        ws=ws.id,
+        user=user.id,
+        cv=cv.id,
+        run=run.id,
+        plan=run.plan.id,
+        apply=run.apply.id,
+        var=var.id,
+        token_id=issued.token.id,
+    )
     return container, token, ws.id
 
 
@@ -51,7 +72,7 @@ schema = (
 
 
 def _seed_path(case: Any) -> None:
-    """Point path parameters at the seeded organization, workspace and user."""
+    """Point path parameters at the seeded organization, workspace, user, run, variable and token."""
     params = case.path_parameters or {}
     path = case.path
     for key in list(params):
@@ -61,8 +82,20 @@ def _seed_path(case: Any) -> None:
             params[key] = "prod"
         elif key == "workspace_id":
             params[key] = TOKEN_HOLDER["ws"]
-        elif key == "user_id":
-            params[key] = TOKEN_HOLDER["user"]
+        elif key in ("user_id", "cv_id", "run_id", "plan_id", "apply_id", "var_id", "token_id"):
+            params[key] = TOKEN_HOLDER[key.removesuffix("_id") if key != "token_id" else key]
+
+
+def _seed_relationships(case: Any) -> None:
+    """Point JSON:API relationships at the seeded workspace and configuration version."""
+    data = case.body.get("data") if isinstance(case.body, dict) else None
+    relationships = data.get("relationships") if isinstance(data, dict) else None
+    if not isinstance(relationships, dict):
+        return
+    for name, seeded_id in (("workspace", TOKEN_HOLDER["ws"]), ("configuration-version", TOKEN_HOLDER["cv"])):
+        target = relationships.get(name)
+        if isinstance(target, dict) and isinstance(target.get("data"), dict):
+            target["data"]["id"] = seeded_id
 
 
 @schema.parametrize()
@@ -76,7 +109,8 @@ def _seed_path(case: Any) -> None:
 def test_no_server_errors(case: Any) -> None:
     APP.state.container, token, _ = seeded(locked=len(repr(case.body)) % 2 == 0)
     _seed_path(case)
-    response = case.call(headers={"Authorization": f"Bearer {token}"})
+    _seed_relationships(case)
+    response = case.call(headers={"Authorization": f"Bearer {token}"}, allow_redirects=False)
     assert response.status_code < 500, (
         f"{case.method} {case.formatted_path} -> {response.status_code}\n"
         f"body sent: {case.body!r}\nquery: {case.query!r}\nresponse: {response.text[:2000]}"
