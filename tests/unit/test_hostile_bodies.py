@@ -217,8 +217,29 @@ def test_states_with_malformed_resources_or_overlong_keys(state_env: Env) -> Non
     before = table_snapshot(env)
     long_address = state_bytes(2, resources=[{"type": "t", "name": "n" * 2000, "instances": [{"attributes": {}}]}])
     long_output = state_bytes(2, outputs={"o" * 2000: {"value": 1, "type": "number"}})
-    for raw in (long_address, long_output):
+    empty_output = state_bytes(2, outputs={"": {"value": 1, "type": "number"}})
+    for raw in (long_address, long_output, empty_output):
         response = env.client.post("/state/v1/acme/prod", headers=basic(env.token), content=raw)
         assert response.status_code == 422, response.text
     assert table_snapshot(env) == before
     assert len(env.container.blobs.objects) == 1  # type: ignore[attr-defined]  # the first state only
+
+
+def test_lone_surrogates_are_refused_before_they_are_stored(state_env: Env) -> None:
+    """`\\ud800` parses as JSON but cannot be encoded: stored, it made every later read of the workspace a 500."""
+    env = state_env
+    before = table_snapshot(env)
+    lone = b'{"data":{"type":"workspaces","attributes":{"description":"a\\ud800b"}}}'
+    response = env.client.patch(f"/api/v2/workspaces/{env.ws_id}", headers=env.auth, content=lone)
+    assert response.status_code == 422 and "surrogate" in response.json()["errors"][0]["detail"]
+    lock_info = b'{"ID": "l-1", "Info": "\\udfff"}'
+    assert (
+        env.client.request("LOCK", "/state/v1/acme/x", headers=basic(env.token), content=lock_info).status_code == 422
+    )
+    state = state_bytes(1).replace(b'"outputs": {}', b'"outputs": {"o": {"value": "\\ud800", "type": "string"}}')
+    assert env.client.post("/state/v1/acme/prod", headers=basic(env.token), content=state).status_code == 422
+    assert table_snapshot(env) == before
+    assert env.client.get(f"/api/v2/workspaces/{env.ws_id}", headers=env.auth).status_code == 200
+    paired = b'{"data":{"type":"workspaces","attributes":{"description":"a\\ud83d\\ude00b"}}}'
+    response = env.client.patch(f"/api/v2/workspaces/{env.ws_id}", headers=env.auth, content=paired)
+    assert response.status_code == 200 and response.json()["data"]["attributes"]["description"] == "a\U0001f600b"

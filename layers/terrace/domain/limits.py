@@ -81,9 +81,14 @@ def parse_json(raw: bytes | str, what: str = "request body", max_depth: int = JS
     """Parse JSON from a client: 400 for nesting past `max_depth`, 422 for anything not JSON."""
     check_json_depth(raw, max_depth)
     try:
-        return json.loads(raw, parse_constant=_no_constant)
+        doc = json.loads(raw, parse_constant=_no_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise Invalid(f"{what} is not valid JSON: {exc}") from exc
+    try:  # a lone surrogate escape (\ud800) parses, but could never be stored or answered
+        json.dumps(doc, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise Invalid(f"{what} holds a string that is not valid Unicode (a lone surrogate)") from exc
+    return doc
 
 
 def _no_constant(name: str) -> Any:
@@ -105,6 +110,8 @@ def check_item(item: dict[str, Any]) -> None:
         value = item.get(key)
         if isinstance(value, str) and len(value.encode("utf-8", "surrogatepass")) > limit:
             raise ItemTooLarge(f"a record key is longer than {limit} bytes")
+        if value == "":
+            raise Invalid("a record key is empty (an empty name?)")
     size = item_bytes(item)
     if size > ITEM_MAX_BYTES:
         raise ItemTooLarge(f"the record to store is {size} bytes; the limit is {ITEM_MAX_BYTES}")

@@ -107,9 +107,9 @@ def parse_outputs(outputs: Any) -> tuple[OutputValue, ...]:
     for name, body in sorted(outputs.items()):
         if not isinstance(body, dict):
             continue
-        if len(str(name).encode("utf-8", "surrogatepass")) > limits.OUTPUT_NAME_MAX_BYTES:
+        if not name or len(str(name).encode("utf-8", "surrogatepass")) > limits.OUTPUT_NAME_MAX_BYTES:
             raise Invalid(
-                f"an output name is longer than {limits.OUTPUT_NAME_MAX_BYTES} bytes",
+                f"an output name must be 1 to {limits.OUTPUT_NAME_MAX_BYTES} bytes long",
                 pointer="/data/attributes/json-state-outputs",
             )
         detailed = body.get("type", _infer_type(body.get("value")))
