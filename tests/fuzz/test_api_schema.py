@@ -2,8 +2,8 @@
 
 Runs in-process on the memory container, as a signed-in owner of organization `acme` with workspace `prod`
 (path parameters point at them, so requests get past authentication and lookup). Every case starts from a
-fresh container. `make test` runs a bounded, derandomized pass (TERRACE_FUZZ_EXAMPLES small); `make fuzz`
-runs the full one.
+fresh container. `make test` runs a bounded, derandomized pass of valid inputs (TERRACE_FUZZ_EXAMPLES small);
+`make fuzz` runs the full one, with inputs that break the schema too.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import hypothesis
 import pytest
 import schemathesis
 from fastapi import FastAPI
+from schemathesis.generation import GenerationMode
 from terrace.bootstrap import Container, build_memory
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.web.app import create_app
@@ -69,6 +70,8 @@ schema = (
     .include(path_regex=r"^/(api/v2|state/v1)/")
     .exclude(path_regex=r"^/api/v2/logs/")
 )
+if FULL:  # also bodies and parameters that break the schema on purpose
+    schema.config.generation.update(modes=[GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
 
 
 def _seed_path(case: Any) -> None:
