@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 import pytest
-from state_helpers import LINEAGE, Env, make_env, md5, state_bytes, sv_body
+from state_helpers import LINEAGE, Env, make_env, md5, null_resource, state_bytes, sv_body
 from terrace.config import Settings
 from terrace.domain import limits
 from terrace.web.app import create_app
@@ -243,3 +243,18 @@ def test_lone_surrogates_are_refused_before_they_are_stored(state_env: Env) -> N
     paired = b'{"data":{"type":"workspaces","attributes":{"description":"a\\ud83d\\ude00b"}}}'
     response = env.client.patch(f"/api/v2/workspaces/{env.ws_id}", headers=env.auth, content=paired)
     assert response.status_code == 200 and response.json()["data"]["attributes"]["description"] == "a\U0001f600b"
+
+
+def test_a_large_real_state_is_stored_whole_with_its_summary_cut_to_fit(state_env: Env) -> None:
+    """4,000 resources took the state version's record past 400 KB: its summary is cut; state and index are whole."""
+    env = state_env
+    raw = state_bytes(1, resources=[null_resource(f"r{i}", f"id{i}") for i in range(4000)])
+    response = env.client.post("/state/v1/acme/prod", headers=basic(env.token), content=raw)
+    assert response.status_code == 200, response.text
+    current = env.client.get(f"/api/v2/workspaces/{env.ws_id}/current-state-version", headers=env.auth)
+    attributes = current.json()["data"]["attributes"]
+    assert attributes["modules"] == {"root": {"null-resource": 4000}}
+    assert 0 < len(attributes["resources"]) < 4000
+    assert env.client.get("/state/v1/acme/prod", headers=basic(env.token)).content == raw
+    listed = env.client.get(f"/api/v2/workspaces/{env.ws_id}/resources", headers=env.auth).json()
+    assert listed["meta"]["pagination"]["total-count"] == 4000

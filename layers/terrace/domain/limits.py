@@ -102,6 +102,7 @@ class ItemTooLarge(TooLarge):
 KEY_MAX_BYTES = {"pk": 2048, "gsi1pk": 2048, "sk": 1024, "gsi1sk": 1024}  # DynamoDB's key attribute limits
 STATE_ADDRESS_MAX_BYTES = 900  # a resource address in a state (a sort key with the workspace id before it)
 OUTPUT_NAME_MAX_BYTES = 900  # an output name in a state (a sort key)
+STATE_SUMMARY_MAX_BYTES = 200_000  # a state version's modules/providers/resources summary (in its record)
 
 
 def check_item(item: dict[str, Any]) -> None:

@@ -232,7 +232,29 @@ def summarize(resources: Any) -> dict[str, Any]:
         listed.append(
             {"name": res.get("name"), "type": res["type"], "count": count, "module": module, "provider": provider}
         )
-    return {"modules": modules, "providers": providers, "resources": listed}
+    return _bounded({"modules": modules, "providers": providers, "resources": listed})
+
+
+def _bounded(summary: dict[str, Any]) -> dict[str, Any]:
+    """The summary lives in the state version's record: past STATE_SUMMARY_MAX_BYTES its lists are cut (a
+    quarter of the budget for modules, a quarter for providers, half for resources). The state stays whole."""
+    budget = limits.STATE_SUMMARY_MAX_BYTES
+    if limits.json_bytes(summary) <= budget:
+        return summary
+    shares = {"modules": budget // 4, "providers": budget // 4, "resources": budget // 2}
+    cut: dict[str, Any] = {"modules": {}, "providers": {}, "resources": []}
+    for part, share in shares.items():
+        entries = summary[part].items() if isinstance(summary[part], dict) else enumerate(summary[part])
+        used = 0
+        for key, value in entries:
+            used += limits.json_bytes([key, value])
+            if used > share:
+                break
+            if isinstance(cut[part], dict):
+                cut[part][key] = value
+            else:
+                cut[part].append(value)
+    return cut
 
 
 def with_serial(raw: bytes, serial: int) -> bytes:
