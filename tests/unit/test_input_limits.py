@@ -157,6 +157,11 @@ def _run_body(env: RunEnv, cv_id: str, **attributes: Any) -> dict[str, Any]:
         ({"variables": [{"key": "k" * 1000, "value": "1"}]}, "/data/attributes/variables"),
         ({"variables": [{"key": "k", "value": '"' + "x" * MB + '"'}]}, "/data/attributes/variables"),
         ({"target-addrs": ["null_resource.x" + "y" * 1000] * 2000}, "/data/attributes/target-addrs"),
+        ({"replace-addrs": ["null_resource.x" + "y" * 900] * 100}, "/data/attributes/replace-addrs"),
+        (
+            {"variables": [{"key": f"v{i}", "value": '"' + "x" * 4000 + '"'} for i in range(50)]},
+            "/data/attributes/variables",
+        ),
     ],
 )
 def test_run_attributes_past_their_limit(run_env: RunEnv, attributes: dict[str, Any], pointer: str) -> None:

@@ -26,6 +26,7 @@ RUN_VARIABLE_KEY_MAX = 128
 RUN_VARIABLE_VALUE_MAX = 4096  # bytes, like workspace variables
 RUN_ADDRS_MAX = 1000  # target-addrs and replace-addrs entries
 RUN_ADDR_MAX = 1000
+RUN_LIST_MAX_BYTES = 64 * 1024  # variables, target-addrs, replace-addrs: each list in all
 WORKING_DIRECTORY_MAX = 512
 TEXT_ATTRIBUTE_MAX = 2048  # other accepted string attributes (source-url, source-name, trigger prefixes…)
 EXTRA_ATTRIBUTE_MAX_BYTES = 16 * 1024  # an accepted-but-unused attribute, serialized

@@ -57,7 +57,7 @@ def _addrs(attrs: dict[str, Any], key: str) -> list[str]:
             f"of at most {limits.RUN_ADDR_MAX} characters",
             pointer=f"/data/attributes/{key}",
         )
-    return list(value)
+    return list(limits.bounded_json(value, key, limits.RUN_LIST_MAX_BYTES))
 
 
 def _variables(attrs: dict[str, Any]) -> list[dict[str, str]]:
@@ -84,7 +84,7 @@ def _variables(attrs: dict[str, Any]) -> list[dict[str, str]]:
                 pointer="/data/attributes/variables",
             )
         found.append({"key": entry["key"], "value": entry["value"]})
-    return found
+    return list(limits.bounded_json(found, "variables", limits.RUN_LIST_MAX_BYTES))
 
 
 class RunService:
