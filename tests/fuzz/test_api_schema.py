@@ -27,7 +27,7 @@ from run_helpers import tarball  # noqa: E402
 
 EXAMPLES = int(os.environ.get("TERRACE_FUZZ_EXAMPLES", "3"))
 FULL = os.environ.get("TERRACE_FUZZ_FULL") == "1"
-TOKEN_HOLDER: dict[str, str] = {}
+SEEDED: dict[str, str] = {}
 pytestmark = pytest.mark.fuzz
 
 
@@ -48,7 +48,7 @@ def seeded(locked: bool = False) -> tuple[Container, str, str]:
     container.blobs.put(cv.blob_key, tarball({"main.tf": 'output "x" { value = 1 }'}))
     run = container.runs.create(principal, ws, {"message": "seeded"}, cv.id)
     var = container.variables.create(principal, ws, {"key": "region", "value": "eu", "category": "terraform"})
-    TOKEN_HOLDER.update(
+    SEEDED.update(
         token=token,
         ws=ws.id,
         user=user.id,
@@ -84,9 +84,9 @@ def _seed_path(case: Any) -> None:
         elif key == "name":
             params[key] = "prod"
         elif key == "workspace_id":
-            params[key] = TOKEN_HOLDER["ws"]
+            params[key] = SEEDED["ws"]
         elif key in ("user_id", "cv_id", "run_id", "plan_id", "apply_id", "var_id", "token_id"):
-            params[key] = TOKEN_HOLDER[key.removesuffix("_id") if key != "token_id" else key]
+            params[key] = SEEDED[key.removesuffix("_id") if key != "token_id" else key]
 
 
 def _seed_relationships(case: Any) -> None:
@@ -95,7 +95,7 @@ def _seed_relationships(case: Any) -> None:
     relationships = data.get("relationships") if isinstance(data, dict) else None
     if not isinstance(relationships, dict):
         return
-    for name, seeded_id in (("workspace", TOKEN_HOLDER["ws"]), ("configuration-version", TOKEN_HOLDER["cv"])):
+    for name, seeded_id in (("workspace", SEEDED["ws"]), ("configuration-version", SEEDED["cv"])):
         target = relationships.get(name)
         if isinstance(target, dict) and isinstance(target.get("data"), dict):
             target["data"]["id"] = seeded_id
