@@ -7,7 +7,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export JSII_RUNTIME_PACKAGE_CACHE_ROOT := $(CURDIR)/.build/jsii-cache
 
-.PHONY: install dev test unit integration e2e infra-test lint format typecheck synth bench clean
+.PHONY: install dev test unit integration e2e infra-test fuzz lint format typecheck synth bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,10 @@ integration: install
 
 e2e: install
 	$(BIN)/pytest -q tests/e2e
+
+# Schema fuzzing of /api/v2 and /state/v1 in full (make test runs a bounded pass of the same tests).
+fuzz: install
+	TERRACE_FUZZ_EXAMPLES=$${TERRACE_FUZZ_EXAMPLES:-300} TERRACE_FUZZ_FULL=1 $(BIN)/pytest -q tests/fuzz
 
 infra-test: install /usr/bin/chromium
 	$(BIN)/pytest -q tests/infra

@@ -11,6 +11,7 @@ from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
 from terrace.adapters.table import ConditionFailed, Delete, Item, Put, WriteOp
+from terrace.domain.limits import check_item
 
 _INDEX_KEYS = {"gsi1": ("gsi1pk", "gsi1sk")}
 BATCH_WRITE_SIZE = 25  # BatchWriteItem's limit
@@ -45,6 +46,7 @@ def _from_dynamo(value: Any) -> Any:
 
 
 def _marshal(item: Item) -> dict[str, Any]:
+    check_item(item)  # refused before DynamoDB sees it: a client error, never a 500
     return {k: _serializer.serialize(_to_dynamo(v)) for k, v in item.items()}
 
 

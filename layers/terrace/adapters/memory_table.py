@@ -7,6 +7,7 @@ import threading
 from collections.abc import Sequence
 
 from terrace.adapters.table import Check, ConditionFailed, Delete, Item, Put, WriteOp
+from terrace.domain.limits import check_item
 
 _INDEX_KEYS = {"gsi1": ("gsi1pk", "gsi1sk")}
 
@@ -32,6 +33,8 @@ class MemoryTable:
         self.transact([Delete(pk, sk, if_version=if_version)])
 
     def batch_put(self, items: Sequence[Item]) -> None:
+        for item in items:
+            check_item(item)  # all refused before any is written, as the DynamoDB adapter does
         for item in items:
             self.put(item)
 
@@ -61,6 +64,9 @@ class MemoryTable:
         return found[:limit] if limit is not None else found
 
     def transact(self, ops: Sequence[WriteOp]) -> None:
+        for op in ops:
+            if isinstance(op, Put):
+                check_item(op.item)  # as DynamoDB would refuse it
         with self._lock:
             for op in ops:
                 key = (op.item["pk"], op.item["sk"]) if isinstance(op, Put) else (op.pk, op.sk)

@@ -3,6 +3,8 @@
 Items are plain dicts keyed by `pk`/`sk`. Optimistic concurrency uses an integer `version`
 attribute: a writer passes the version it read and the write fails with `ConditionFailed`
 if someone else got there first. `gsi1pk`/`gsi1sk` give ordered child listings.
+Every adapter refuses a Put past `domain.limits.ITEM_MAX_BYTES` (or with a number DynamoDB cannot store)
+with `ItemTooLarge`/`Invalid` before writing anything, so a transaction is refused whole.
 """
 
 from __future__ import annotations

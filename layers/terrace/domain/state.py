@@ -13,7 +13,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from terrace.domain.errors import Conflict, Invalid
+from terrace.domain import limits
+from terrace.domain.errors import BadRequest, Conflict, Invalid
 from terrace.domain.workspace import Workspace
 
 
@@ -65,12 +66,9 @@ def decode_base64(value: Any, pointer: str) -> bytes:
 
 def load_json(raw: bytes, what: str = "state") -> Any:
     try:
-        return json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise Invalid(
-            f"{what} is not valid JSON: {exc.__class__.__name__} at position {getattr(exc, 'pos', 0)}",
-            pointer="/data/attributes/state",
-        ) from exc
+        return limits.parse_json(raw, what, limits.STATE_JSON_MAX_DEPTH)
+    except (BadRequest, Invalid) as exc:
+        raise Invalid(exc.detail, pointer="/data/attributes/state") from exc
 
 
 def parse_state(raw: bytes) -> ParsedState:
@@ -79,10 +77,14 @@ def parse_state(raw: bytes) -> ParsedState:
     if not isinstance(doc, dict):
         raise Invalid("state must be a JSON object", pointer="/data/attributes/state")
     serial, lineage = doc.get("serial"), doc.get("lineage")
-    if not isinstance(serial, int) or isinstance(serial, bool) or serial < 0:
-        raise Invalid("state has no valid serial", pointer="/data/attributes/state")
-    if not isinstance(lineage, str) or not lineage:
-        raise Invalid("state has no lineage", pointer="/data/attributes/state")
+    if not isinstance(serial, int) or isinstance(serial, bool) or not 0 <= serial <= limits.SERIAL_MAX:
+        raise Invalid(
+            f"state serial must be an integer from 0 to {limits.SERIAL_MAX}", pointer="/data/attributes/state"
+        )
+    if not isinstance(lineage, str) or not lineage or len(lineage) > limits.LINEAGE_MAX:
+        raise Invalid(
+            f"state lineage must be a string of 1 to {limits.LINEAGE_MAX} characters", pointer="/data/attributes/state"
+        )
     outputs = parse_outputs(doc.get("outputs") or {})
     resources = tuple(_instances(doc.get("resources") or []))
     fmt = doc.get("version")
@@ -105,6 +107,11 @@ def parse_outputs(outputs: Any) -> tuple[OutputValue, ...]:
     for name, body in sorted(outputs.items()):
         if not isinstance(body, dict):
             continue
+        if not name or len(str(name).encode("utf-8", "surrogatepass")) > limits.OUTPUT_NAME_MAX_BYTES:
+            raise Invalid(
+                f"an output name must be 1 to {limits.OUTPUT_NAME_MAX_BYTES} bytes long",
+                pointer="/data/attributes/json-state-outputs",
+            )
         detailed = body.get("type", _infer_type(body.get("value")))
         found.append(
             OutputValue(
@@ -155,6 +162,16 @@ def _index_suffix(key: Any) -> str:
     return f"[{key}]" if isinstance(key, int) else f"[{json.dumps(key)}]"
 
 
+def _shape(res: dict[str, Any]) -> tuple[str, str, list[Any]]:
+    """A state resource's mode, module and instances, with anything malformed read as absent."""
+    mode, module, instances = res.get("mode"), res.get("module"), res.get("instances")
+    return (
+        mode if isinstance(mode, str) else "managed",
+        module if isinstance(module, str) and module else "root",
+        instances if isinstance(instances, list) else [],
+    )
+
+
 def _instances(resources: Any) -> list[ResourceInstance]:
     found: list[ResourceInstance] = []
     if not isinstance(resources, list):
@@ -162,17 +179,21 @@ def _instances(resources: Any) -> list[ResourceInstance]:
     for res in resources:
         if not isinstance(res, dict) or not isinstance(res.get("type"), str) or not isinstance(res.get("name"), str):
             continue
-        mode = res.get("mode", "managed")
-        module = res.get("module") or "root"
+        mode, module, instances = _shape(res)
         base = (
             ("" if module == "root" else f"{module}.")
             + ("data." if mode == "data" else "")
             + f"{res['type']}.{res['name']}"
         )
-        for inst in res.get("instances") or []:
+        for inst in instances:
             if not isinstance(inst, dict):
                 continue
             key = inst.get("index_key")
+            if len((base + _index_suffix(key)).encode("utf-8", "surrogatepass")) > limits.STATE_ADDRESS_MAX_BYTES:
+                raise Invalid(
+                    f"a resource address in the state is longer than {limits.STATE_ADDRESS_MAX_BYTES} bytes",
+                    pointer="/data/attributes/state",
+                )
             attrs = inst.get("attributes") or {}
             ids = tuple(str(attrs[k]) for k in ("id", "arn") if isinstance(attrs, dict) and attrs.get(k))
             digest = md5_hex(json.dumps(inst, sort_keys=True, default=str).encode())
@@ -200,10 +221,10 @@ def summarize(resources: Any) -> dict[str, Any]:
     for res in resources if isinstance(resources, list) else []:
         if not isinstance(res, dict) or not isinstance(res.get("type"), str):
             continue
-        kind = ("data." if res.get("mode") == "data" else "") + res["type"].replace("_", "-")
-        module = res.get("module") or "root"
+        mode, module, instances = _shape(res)
+        kind = ("data." if mode == "data" else "") + res["type"].replace("_", "-")
         provider = str(res.get("provider", ""))
-        count = len(res.get("instances") or [])
+        count = len(instances)
         modules.setdefault(module, {}).setdefault(kind, 0)
         modules[module][kind] += count
         providers.setdefault(provider, {}).setdefault(kind, 0)
@@ -211,7 +232,29 @@ def summarize(resources: Any) -> dict[str, Any]:
         listed.append(
             {"name": res.get("name"), "type": res["type"], "count": count, "module": module, "provider": provider}
         )
-    return {"modules": modules, "providers": providers, "resources": listed}
+    return _bounded({"modules": modules, "providers": providers, "resources": listed})
+
+
+def _bounded(summary: dict[str, Any]) -> dict[str, Any]:
+    """The summary lives in the state version's record: past STATE_SUMMARY_MAX_BYTES its lists are cut (a
+    quarter of the budget for modules, a quarter for providers, half for resources). The state stays whole."""
+    budget = limits.STATE_SUMMARY_MAX_BYTES
+    if limits.json_bytes(summary) <= budget:
+        return summary
+    shares = {"modules": budget // 4, "providers": budget // 4, "resources": budget // 2}
+    cut: dict[str, Any] = {"modules": {}, "providers": {}, "resources": []}
+    for part, share in shares.items():
+        entries = summary[part].items() if isinstance(summary[part], dict) else enumerate(summary[part])
+        used = 0
+        for key, value in entries:
+            used += limits.json_bytes([key, value])
+            if used > share:
+                break
+            if isinstance(cut[part], dict):
+                cut[part][key] = value
+            else:
+                cut[part].append(value)
+    return cut
 
 
 def with_serial(raw: bytes, serial: int) -> bytes:
@@ -285,9 +328,21 @@ def sv_from_item(item: dict[str, Any]) -> StateVersion:
 # Write rules ------------------------------------------------------------------------------
 def require_serial(attrs: dict[str, Any], name: str = "serial") -> int:
     value = attrs.get(name)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise Invalid(f"{name} is required and must be a non-negative integer", pointer=f"/data/attributes/{name}")
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= limits.SERIAL_MAX:
+        raise Invalid(
+            f"{name} is required and must be an integer from 0 to {limits.SERIAL_MAX}",
+            pointer=f"/data/attributes/{name}",
+        )
     return value
+
+
+def optional_lineage(attrs: dict[str, Any]) -> str | None:
+    lineage = attrs.get("lineage") or None
+    if lineage is not None and (not isinstance(lineage, str) or len(lineage) > limits.LINEAGE_MAX):
+        raise Invalid(
+            f"lineage must be a string of at most {limits.LINEAGE_MAX} characters", pointer="/data/attributes/lineage"
+        )
+    return lineage
 
 
 def require_md5(attrs: dict[str, Any]) -> str:

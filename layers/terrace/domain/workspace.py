@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from terrace.domain.errors import Invalid
+from terrace.domain.limits import WORKING_DIRECTORY_MAX
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,89}$")
 EXECUTION_MODES = ("remote", "local", "agent")
@@ -31,11 +32,25 @@ def validate_name(name: Any) -> str:
 
 
 def validate_terraform_version(version: Any) -> str:
-    if not isinstance(version, str) or not SEMVER_RE.match(version.strip()):
+    if not isinstance(version, str) or len(version) > 64 or not SEMVER_RE.match(version.strip()):
         raise Invalid(
             "terraform-version must be 'latest' or a version like 1.6.0", pointer="/data/attributes/terraform-version"
         )
     return version.strip()
+
+
+def validate_working_directory(value: Any) -> str:
+    """A path relative to the configuration's root: no absolute path, no `..` segment, bounded length."""
+    value = "" if value is None else value
+    pointer = "/data/attributes/working-directory"
+    if not isinstance(value, str) or len(value) > WORKING_DIRECTORY_MAX:
+        raise Invalid(
+            f"working-directory must be a string of at most {WORKING_DIRECTORY_MAX} characters", pointer=pointer
+        )
+    segments = value.replace("\\", "/").split("/")
+    if value.startswith(("/", "\\")) or ".." in segments or "\0" in value or (len(value) > 1 and value[1] == ":"):
+        raise Invalid("working-directory must be a relative path inside the configuration (no '..')", pointer=pointer)
+    return value
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from terrace.adapters.table import ConditionFailed
-from terrace.domain import clock
+from terrace.domain import clock, limits
 from terrace.domain.errors import Conflict, Locked
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.workspace import Workspace, WorkspaceLock
@@ -39,6 +39,7 @@ class LockService:
         held lock cost one read each and never race its holder's writes. Only a lock that looks free is written,
         conditionally on the version read; when that write loses a race, the latest copy decides."""
         self._workspaces.authorize(principal, Action.LOCK_WORKSPACE, ws)
+        reason = limits.text(reason or "", "reason", limits.LOCK_REASON_MAX)
         if ws.lock is not None:
             if self._run_holds(principal, ws):
                 return ws

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from terrace.adapters.table import ConditionFailed, Table
-from terrace.domain import clock
+from terrace.domain import clock, limits
 from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal, PrincipalKind
@@ -89,15 +89,17 @@ class OrganizationService:
     def create(self, principal: Principal, name: str, email: str, **settings: Any) -> Organization:
         if principal.kind is not PrincipalKind.USER:
             raise NotFound("only users can create organizations")
-        if not NAME_RE.match(name or ""):
+        if not isinstance(name, str) or not NAME_RE.match(name):
             raise Invalid(
                 "name must start with a letter or digit and hold only letters, digits, - and _ (max 63)",
                 pointer="/data/attributes/name",
             )
-        if not email or "@" not in email:
-            raise Invalid("email is required", pointer="/data/attributes/email")
+        email = _email(email)
         mode = settings.pop("default-execution-mode", "remote")
         _check_mode(mode)
+        settings = {
+            key: limits.bounded_json(value, key, limits.EXTRA_ATTRIBUTE_MAX_BYTES) for key, value in settings.items()
+        }
         pk, sk = _key(name)
         item = {
             "pk": pk,
@@ -128,15 +130,14 @@ class OrganizationService:
         if unknown:
             raise Invalid(f"unknown or read-only attributes: {', '.join(sorted(unknown))}")
         if "email" in changes:
-            if not isinstance(changes["email"], str) or "@" not in changes["email"]:
-                raise Invalid("email must be an address", pointer="/data/attributes/email")
-            item["email"] = changes["email"]
+            item["email"] = _email(changes["email"])
         if "default-execution-mode" in changes:
             _check_mode(changes["default-execution-mode"])
             item["default_execution_mode"] = changes["default-execution-mode"]
         for key in ("session-timeout", "session-remember", "collaborator-auth-policy"):
             if key in changes:
-                item.setdefault("settings", {})[key] = changes[key]
+                value = limits.bounded_json(changes[key], key, limits.EXTRA_ATTRIBUTE_MAX_BYTES)
+                item.setdefault("settings", {})[key] = value
         version = item["version"]
         item["version"] = version + 1
         try:
@@ -164,6 +165,12 @@ class OrganizationService:
             self._table.put(item, if_version=version)
             self._forget(item["name"])
         return _org(item)
+
+
+def _email(value: Any) -> str:
+    if not isinstance(value, str) or "@" not in value:
+        raise Invalid("email is required: an address", pointer="/data/attributes/email")
+    return limits.text(value, "email", limits.EMAIL_MAX)
 
 
 def _check_mode(mode: Any) -> None:

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from terrace.adapters.table import ConditionFailed
 from terrace.config import Settings
-from terrace.domain import clock
+from terrace.domain import clock, limits
 from terrace.domain import runs as rs
 from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import new_id
@@ -47,15 +47,26 @@ def _bool(attrs: dict[str, Any], key: str, default: bool) -> bool:
 
 def _addrs(attrs: dict[str, Any], key: str) -> list[str]:
     value = attrs.get(key) or []
-    if not isinstance(value, list) or not all(isinstance(a, str) and a.strip() for a in value):
-        raise Invalid(f"{key} must be a list of resource addresses", pointer=f"/data/attributes/{key}")
-    return list(value)
+    if (
+        not isinstance(value, list)
+        or len(value) > limits.RUN_ADDRS_MAX
+        or not all(isinstance(a, str) and a.strip() and len(a) <= limits.RUN_ADDR_MAX for a in value)
+    ):
+        raise Invalid(
+            f"{key} must be a list of at most {limits.RUN_ADDRS_MAX} resource addresses "
+            f"of at most {limits.RUN_ADDR_MAX} characters",
+            pointer=f"/data/attributes/{key}",
+        )
+    return list(limits.bounded_json(value, key, limits.RUN_LIST_MAX_BYTES))
 
 
 def _variables(attrs: dict[str, Any]) -> list[dict[str, str]]:
     value = attrs.get("variables") or []
-    if not isinstance(value, list):
-        raise Invalid("variables must be a list of {key, value}", pointer="/data/attributes/variables")
+    if not isinstance(value, list) or len(value) > limits.RUN_VARIABLES_MAX:
+        raise Invalid(
+            f"variables must be a list of at most {limits.RUN_VARIABLES_MAX} {{key, value}}",
+            pointer="/data/attributes/variables",
+        )
     found = []
     for entry in value:
         if (
@@ -66,8 +77,14 @@ def _variables(attrs: dict[str, Any]) -> list[dict[str, str]]:
             raise Invalid(
                 "each variable needs a string key and an HCL string value", pointer="/data/attributes/variables"
             )
+        limits.text(entry["key"], "variables", limits.RUN_VARIABLE_KEY_MAX)
+        if len(entry["value"].encode("utf-8", "surrogatepass")) > limits.RUN_VARIABLE_VALUE_MAX:
+            raise Invalid(
+                f"a run variable's value is longer than {limits.RUN_VARIABLE_VALUE_MAX} bytes",
+                pointer="/data/attributes/variables",
+            )
         found.append({"key": entry["key"], "value": entry["value"]})
-    return found
+    return list(limits.bounded_json(found, "variables", limits.RUN_LIST_MAX_BYTES))
 
 
 class RunService:
@@ -157,10 +174,9 @@ class RunService:
         if is_destroy and not ws.allow_destroy_plan:
             raise Invalid("the workspace does not allow destroy plans", pointer="/data/attributes/is-destroy")
         message = attrs.get("message") or "Queued manually via the Terraform Enterprise API"
-        if not isinstance(message, str):
-            raise Invalid("message must be a string", pointer="/data/attributes/message")
+        message = limits.text(message, "message", limits.RUN_MESSAGE_MAX)
         version = attrs.get("terraform-version") or ws.terraform_version
-        if not isinstance(version, str):
+        if not isinstance(version, str) or len(version) > 64:
             raise Invalid("terraform-version must be a string", pointer="/data/attributes/terraform-version")
         suffix = new_id("run").split("-", 1)[1]
         now = clock.now_iso()

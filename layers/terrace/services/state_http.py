@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 
-from terrace.domain.errors import Conflict, Locked
+from terrace.domain import limits
+from terrace.domain.errors import Conflict, Invalid, Locked
 from terrace.domain.principal import Principal
 from terrace.domain.workspace import Workspace
 from terrace.services.organizations import OrganizationService
@@ -37,6 +39,25 @@ def resolve_workspace(
         if found is None:
             raise
         return workspaces.get(principal, found)
+
+
+def parse_lock_info(raw: bytes) -> dict[str, Any]:
+    """A client's LockInfo, checked (JSON object, an `ID` string, at most LOCK_INFO_MAX_BYTES) before
+    anything is created or locked."""
+    if len(raw) > limits.LOCK_INFO_MAX_BYTES:
+        raise Invalid(f"LockInfo is {len(raw)} bytes; the limit is {limits.LOCK_INFO_MAX_BYTES}")
+    info = limits.parse_json(raw, "LockInfo")
+    if not isinstance(info, dict):
+        raise Invalid("LockInfo must be a JSON object")
+    lock_id = info.get("ID")
+    if not isinstance(lock_id, str) or not lock_id or len(lock_id) > limits.LOCK_ID_MAX:
+        raise Invalid(f"LockInfo needs an ID: a string of 1 to {limits.LOCK_ID_MAX} characters")
+    return info
+
+
+def lock_reason(info: dict[str, Any]) -> str:
+    reason = info.get("Info") or info.get("Operation") or "locked through the http backend"
+    return (reason if isinstance(reason, str) else str(reason))[: limits.LOCK_REASON_MAX]
 
 
 def http_lock_rule(principal: Principal, lock_id: str | None) -> LockRule:

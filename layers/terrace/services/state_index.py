@@ -111,7 +111,13 @@ class StateIndex:
             else:
                 item["value_json"] = value
             items.append(item)
-        self._table.batch_put(items)
+        try:
+            self._table.batch_put(items)
+        except Exception:
+            for item in items:
+                if "value_blob" in item:
+                    self._blobs.delete(item["value_blob"])
+            raise
         return tuple(ids)
 
     def _output(self, item: dict[str, Any]) -> StoredOutput:

@@ -62,9 +62,7 @@ class StateVersionService:
         ws = self._workspaces.get(principal, workspace_id, Action.WRITE_STATE)
         self._require_lock(principal)(ws)
         serial, md5 = st.require_serial(attrs), st.require_md5(attrs)
-        lineage = attrs.get("lineage") or None
-        if lineage is not None and not isinstance(lineage, str):
-            raise Invalid("lineage must be a string", pointer="/data/attributes/lineage")
+        lineage = st.optional_lineage(attrs)
         force = bool(attrs.get("force", False))
         if attrs.get("state") in (None, ""):
             json_outputs = attrs.get("json-state-outputs") or None
@@ -112,9 +110,10 @@ class StateVersionService:
     ) -> StateVersion:
         sv_id, md5 = new_id("sv"), st.md5_hex(raw)
         output_ids: tuple[str, ...] | None = None
+        written = False  # the blob and outputs, from the first put on: a refused write removes them
 
         def cleanup() -> None:
-            if output_ids is not None:
+            if written:
                 self._blobs.delete(st.state_blob_key(workspace_id, sv_id))
                 self._index.delete_outputs(sv_id)
 
@@ -127,6 +126,7 @@ class StateVersionService:
                     cleanup()
                     return self._find(str(ws.current_state_version_id))
                 if output_ids is None:
+                    written = True
                     self._blobs.put(st.state_blob_key(ws.id, sv_id), raw, "application/json")
                     output_ids = self._index.write_outputs(sv_id, ws, parsed.outputs)
                 sv = StateVersion(
@@ -285,13 +285,17 @@ class StateVersionService:
     ) -> Workspace | None:
         return state_http.resolve_workspace(self._orgs, self._workspaces, principal, organization, name, create)
 
-    http_lock_rule = staticmethod(state_http.http_lock_rule)
-
-    def write_raw(self, principal: Principal, ws: Workspace, raw: bytes, lock_rule: LockRule) -> StateVersion:
-        """The http backend's POST: the body is the raw state; the caller's lock rule decides who may write."""
-        self._workspaces.authorize(principal, Action.WRITE_STATE, ws)
+    def write_http(
+        self, principal: Principal, organization: str, name: str, raw: bytes, lock_id: str | None
+    ) -> StateVersion:
+        """The http backend's POST: the body is the raw state, checked before the first POST creates the
+        workspace; `?ID=` (`lock_id`) must name the lock held (see `state_http.http_lock_rule`)."""
         self._check_size(len(raw))
-        return self._store(principal, ws.id, raw, st.parse_state(raw), False, None, lock_rule)
+        parsed = st.parse_state(raw)
+        ws = self.resolve_workspace(principal, organization, name, create=True)
+        assert ws is not None
+        self._workspaces.authorize(principal, Action.WRITE_STATE, ws)
+        return self._store(principal, ws.id, raw, parsed, False, None, state_http.http_lock_rule(principal, lock_id))
 
     def delete_history(self, principal: Principal, ws: Workspace) -> None:
         """Forget every state version of a workspace (http backend DELETE). Refused while it is locked."""

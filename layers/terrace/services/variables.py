@@ -12,7 +12,7 @@ from typing import Any
 
 from terrace.adapters.kms import Encryptor
 from terrace.adapters.table import ConditionFailed, Delete, Put, Table
-from terrace.domain import clock
+from terrace.domain import clock, limits
 from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import looks_like, new_id
 from terrace.domain.jobs import RunVariable
@@ -216,7 +216,9 @@ class VariableService:
             category=category,
             sensitive=sensitive,
             hcl=_bool(attrs, "hcl", item.get("hcl", False)),
-            description=_str(attrs, "description", item.get("description", "")),
+            description=limits.text(
+                _str(attrs, "description", item.get("description", "")), "description", limits.DESCRIPTION_MAX
+            ),
         )
         if "value" in attrs or creating:
             value = _str(attrs, "value")

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from terrace.adapters.table import ConditionFailed, Delete, Put, Table, WriteOp
-from terrace.domain import clock
+from terrace.domain import clock, limits
 from terrace.domain import workspace as model
 from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import looks_like, new_id
@@ -20,11 +20,11 @@ from terrace.services.organizations import Organization, OrganizationService
 # API attribute -> (field, validator)
 _BOOL = lambda key: lambda v: _require_bool(key, v)  # noqa: E731
 UPDATABLE: dict[str, tuple[str, Callable[[Any], Any]]] = {
-    "description": ("description", lambda v: _require_str("description", v)),
+    "description": ("description", lambda v: limits.text(v, "description", limits.DESCRIPTION_MAX)),
     "execution-mode": ("execution_mode", lambda v: _require_choice("execution-mode", v, model.EXECUTION_MODES)),
     "auto-apply": ("auto_apply", _BOOL("auto-apply")),
     "terraform-version": ("terraform_version", model.validate_terraform_version),
-    "working-directory": ("working_directory", lambda v: _require_str("working-directory", v or "")),
+    "working-directory": ("working_directory", model.validate_working_directory),
     "global-remote-state": ("global_remote_state", _BOOL("global-remote-state")),
     "queue-all-runs": ("queue_all_runs", _BOOL("queue-all-runs")),
     "speculative-enabled": ("speculative_enabled", _BOOL("speculative-enabled")),
@@ -50,10 +50,11 @@ def _require_bool(key: str, value: Any) -> bool:
     return value
 
 
-def _require_str(key: str, value: Any) -> str:
-    if not isinstance(value, str) or len(value) > 2000:
-        raise Invalid(f"{key} must be a string", pointer=f"/data/attributes/{key}")
-    return value
+def _extra(key: str, value: Any) -> Any:
+    """An accepted attribute Terrace keeps but does not act on: strings bounded, anything else by size."""
+    if isinstance(value, str):
+        return limits.text(value, key, limits.TEXT_ATTRIBUTE_MAX)
+    return limits.bounded_json(value, key, limits.EXTRA_ATTRIBUTE_MAX_BYTES)
 
 
 def _require_choice(key: str, value: Any, choices: tuple[str, ...]) -> str:
@@ -272,7 +273,7 @@ def _apply_attributes(ws: Workspace, attributes: dict[str, Any]) -> Workspace:
         elif key == "tag-names":
             changes["tag_names"] = tuple(_tags(value if isinstance(value, list) else [value]))
         elif key in ACCEPTED_EXTRA:
-            extra[key] = value
+            extra[key] = _extra(key, value)
         elif key == "name":
             continue
         else:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI
 
 from terrace.bootstrap import Container
 from terrace.web import errors
+from terrace.web.middleware import BodyLimit, ExtraHeaders
 from terrace.web.routers import (
     accounts,
     configuration_versions,
@@ -34,22 +33,17 @@ def create_app(container: Container) -> FastAPI:
     app = FastAPI(title="Terrace", docs_url=None, redoc_url=None, openapi_url="/api/openapi.json")
     app.state.container = container
     errors.install(app)
-    max_bytes = container.settings.max_request_bytes
+
     snapshot_interval_s = container.settings.state_snapshot_interval_s
-
-    @app.middleware("http")
-    async def limits_and_headers(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        length = request.headers.get("content-length")
-        if length and length.isdigit() and int(length) > max_bytes:
-            return errors.error_response(
-                413, "payload too large", f"request body is {length} bytes; the limit is {max_bytes}"
-            )
-        response = await call_next(request)
-        if request.url.path.startswith("/api/v2"):
-            response.headers.update(api_headers())
-            response.headers.update(state_versions.snapshot_headers(request.url.path, snapshot_interval_s))
-        return response
-
+    app.add_middleware(
+        ExtraHeaders,
+        prefix="/api/v2",
+        headers=api_headers(),
+        per_path=lambda path: state_versions.snapshot_headers(path, snapshot_interval_s),
+    )
+    # outermost: bodies are counted as they stream in (Content-Length or chunked), 413 past the limit
+    too_large = lambda detail: errors.error_response(413, "payload too large", detail)  # noqa: E731
+    app.add_middleware(BodyLimit, max_bytes=container.settings.max_request_bytes, respond=too_large)
     for module in (discovery, organizations, workspaces, accounts):
         app.include_router(module.router)
     for state_module in (state_versions, resources, http_backend):

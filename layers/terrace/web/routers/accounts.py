@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
+from terrace.domain import limits
 from terrace.domain.errors import NotFound
 from terrace.domain.principal import Principal, PrincipalKind
-from terrace.web import serializers
+from terrace.web import bodies, serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
-from terrace.web.jsonapi import JSONAPIResponse, attributes, read_document, respond, respond_page
+from terrace.web.jsonapi import JSONAPIResponse, JSONBody, attributes, read_document, respond, respond_page
 
 router = APIRouter(prefix="/api/v2")
 
@@ -39,15 +40,15 @@ def list_user_tokens(
     return respond_page(request, container.accounts.list_tokens(user_id), serializers.token)
 
 
-@router.post("/users/{user_id}/authentication-tokens")
-async def create_user_token(
-    user_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+@router.post("/users/{user_id}/authentication-tokens", openapi_extra=bodies.TOKEN)
+def create_user_token(
+    user_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
     _own_user(principal, user_id)
     user = container.accounts.get_user(user_id)
-    attrs = attributes(await read_document(request, "authentication-tokens"))
-    description = attrs.get("description") or ""
-    issued = container.accounts.issue_token(PrincipalKind.USER, user.id, description=str(description))
+    attrs = attributes(read_document(body, "authentication-tokens"))
+    description = limits.text(attrs.get("description") or "", "description", limits.DESCRIPTION_MAX)
+    issued = container.accounts.issue_token(PrincipalKind.USER, user.id, description=description)
     return respond(serializers.token(issued.token, issued.secret), 201)
 
 

@@ -6,19 +6,20 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
 
 from terrace.services.authz import Action
+from terrace.web import bodies
 from terrace.web import run_serializers as rser
 from terrace.web.deps import ContainerDep, PrincipalDep
-from terrace.web.jsonapi import JSONAPIResponse, attributes, read_document, respond, respond_page
+from terrace.web.jsonapi import JSONAPIResponse, JSONBody, attributes, read_document, respond, respond_page
 
 router = APIRouter(prefix="/api/v2")
 
 
-@router.post("/workspaces/{workspace_id}/configuration-versions")
-async def create_configuration_version(
-    workspace_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+@router.post("/workspaces/{workspace_id}/configuration-versions", openapi_extra=bodies.CONFIGURATION_VERSION)
+def create_configuration_version(
+    workspace_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
     ws = container.workspaces.get(principal, workspace_id)
-    data = await read_document(request, "configuration-versions", required=False)
+    data = read_document(body, "configuration-versions", required=False)
     cv = container.configuration_versions.create(principal, ws, attributes(data) if data else {})
     return respond(rser.configuration_version(cv, container.configuration_versions.upload_url(cv)), 201)
 
@@ -53,12 +54,12 @@ def list_variables(
     return respond_page(request, container.variables.list(principal, ws), rser.variable)
 
 
-@router.post("/workspaces/{workspace_id}/vars")
-async def create_variable(
-    workspace_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+@router.post("/workspaces/{workspace_id}/vars", openapi_extra=bodies.VARIABLE)
+def create_variable(
+    workspace_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
     ws = container.workspaces.get(principal, workspace_id)
-    data = await read_document(request, "vars")
+    data = read_document(body, "vars")
     return respond(rser.variable(container.variables.create(principal, ws, attributes(data))), 201)
 
 
@@ -68,12 +69,12 @@ def read_variable(workspace_id: str, var_id: str, container: ContainerDep, princ
     return respond(rser.variable(container.variables.get(principal, ws, var_id)))
 
 
-@router.patch("/workspaces/{workspace_id}/vars/{var_id}")
-async def update_variable(
-    workspace_id: str, var_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+@router.patch("/workspaces/{workspace_id}/vars/{var_id}", openapi_extra=bodies.VARIABLE)
+def update_variable(
+    workspace_id: str, var_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
     ws = container.workspaces.get(principal, workspace_id)
-    data = await read_document(request, "vars")
+    data = read_document(body, "vars")
     return respond(rser.variable(container.variables.update(principal, ws, var_id, attributes(data))))
 
 

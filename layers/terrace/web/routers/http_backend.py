@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -21,7 +20,10 @@ from terrace.bootstrap import Container
 from terrace.domain import errors
 from terrace.domain.principal import Principal
 from terrace.domain.workspace import WorkspaceLock
+from terrace.services import state_http
+from terrace.web import bodies
 from terrace.web.deps import ContainerDep
+from terrace.web.jsonapi import RawBody
 
 router = APIRouter(prefix="/state/v1")
 PATH = "/{org}/{name}"
@@ -79,28 +81,23 @@ def authenticate(request: Request, container: Container) -> Principal:
     return container.accounts.authenticate(token)
 
 
-async def handle(
-    request: Request, container: Container, org: str, name: str, action: Callable[[Principal, bytes], Response]
+def handle(
+    request: Request,
+    body: bytes,
+    container: Container,
+    org: str,
+    name: str,
+    action: Callable[[Principal, bytes], Response],
 ) -> Response:
     try:
         principal = authenticate(request, container)
-        return action(principal, await request.body())
+        return action(principal, body)
     except errors.TerraceError as exc:
         return error_response(exc, org, name)
 
 
-def _json_object(body: bytes, what: str) -> dict[str, Any]:
-    try:
-        doc = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise errors.Invalid(f"{what} is not valid JSON") from exc
-    if not isinstance(doc, dict):
-        raise errors.Invalid(f"{what} must be a JSON object")
-    return doc
-
-
 @router.get(PATH)
-async def read_state(org: str, name: str, request: Request, container: ContainerDep) -> Response:
+def read_state(org: str, name: str, request: Request, container: ContainerDep) -> Response:
     def action(principal: Principal, _: bytes) -> Response:
         ws = container.state_versions.resolve_workspace(principal, org, name)
         sv = None
@@ -118,56 +115,50 @@ async def read_state(org: str, name: str, request: Request, container: Container
             headers={"Content-MD5": md5, "Content-Length": str(sv.size)},
         )
 
-    return await handle(request, container, org, name, action)
+    return handle(request, b"", container, org, name, action)
 
 
-@router.post(PATH)
-async def write_state(org: str, name: str, request: Request, container: ContainerDep) -> Response:
+@router.post(PATH, openapi_extra=bodies.STATE_FILE)
+def write_state(org: str, name: str, request: Request, body: RawBody, container: ContainerDep) -> Response:
     def action(principal: Principal, body: bytes) -> Response:
         sent_md5 = request.headers.get("content-md5")
         if sent_md5 and sent_md5.strip() != base64.b64encode(hashlib.md5(body).digest()).decode():  # noqa: S324
             raise errors.BadRequest("Content-MD5 does not match the body")
-        ws = container.state_versions.resolve_workspace(principal, org, name, create=True)
-        assert ws is not None
-        rule = container.state_versions.http_lock_rule(principal, request.query_params.get("ID"))
-        container.state_versions.write_raw(principal, ws, body, rule)
+        container.state_versions.write_http(principal, org, name, body, request.query_params.get("ID"))
         return Response(status_code=200)
 
-    return await handle(request, container, org, name, action)
+    return handle(request, body, container, org, name, action)
 
 
 @router.delete(PATH)
-async def delete_state(org: str, name: str, request: Request, container: ContainerDep) -> Response:
+def delete_state(org: str, name: str, request: Request, container: ContainerDep) -> Response:
     def action(principal: Principal, _: bytes) -> Response:
         ws = container.state_versions.resolve_workspace(principal, org, name)
         if ws is not None:
             container.state_versions.delete_history(principal, ws)
         return Response(status_code=200)
 
-    return await handle(request, container, org, name, action)
+    return handle(request, b"", container, org, name, action)
 
 
 # LOCK/UNLOCK cannot cross CloudFront: `<address>/lock` takes POST to lock and DELETE to unlock
 # (lock_method = "POST", unlock_method = "DELETE" in the backend block).
-@router.post(PATH + "/lock")
-@router.api_route(PATH, methods=["LOCK"])
-async def lock_state(org: str, name: str, request: Request, container: ContainerDep) -> Response:
+@router.post(PATH + "/lock", openapi_extra=bodies.LOCK_INFO)
+@router.api_route(PATH, methods=["LOCK"], openapi_extra=bodies.LOCK_INFO)
+def lock_state(org: str, name: str, request: Request, body: RawBody, container: ContainerDep) -> Response:
     def action(principal: Principal, body: bytes) -> Response:
-        info = _json_object(body, "LockInfo")
-        if not isinstance(info.get("ID"), str) or not info["ID"]:
-            raise errors.Invalid("LockInfo needs an ID")
+        info = state_http.parse_lock_info(body)  # before the first LOCK creates the workspace
         ws = container.state_versions.resolve_workspace(principal, org, name, create=True)
         assert ws is not None
-        reason = str(info.get("Info") or info.get("Operation") or "locked through the http backend")
-        container.locks.lock(principal, ws, reason, lock_id=info["ID"], info=info)
+        container.locks.lock(principal, ws, state_http.lock_reason(info), lock_id=info["ID"], info=info)
         return JSONResponse(info, status_code=200)
 
-    return await handle(request, container, org, name, action)
+    return handle(request, body, container, org, name, action)
 
 
-@router.delete(PATH + "/lock")
-@router.api_route(PATH, methods=["UNLOCK"])
-async def unlock_state(org: str, name: str, request: Request, container: ContainerDep) -> Response:
+@router.delete(PATH + "/lock", openapi_extra=bodies.UNLOCK_INFO)
+@router.api_route(PATH, methods=["UNLOCK"], openapi_extra=bodies.UNLOCK_INFO)
+def unlock_state(org: str, name: str, request: Request, body: RawBody, container: ContainerDep) -> Response:
     def action(principal: Principal, body: bytes) -> Response:
         ws = container.state_versions.resolve_workspace(principal, org, name)
         if ws is None:
@@ -175,14 +166,12 @@ async def unlock_state(org: str, name: str, request: Request, container: Contain
         if not body.strip():
             container.locks.force_unlock(principal, ws)  # Terraform's force-unlock sends no body
             return Response(status_code=200)
-        info = _json_object(body, "LockInfo")
-        lock_id = info.get("ID")
-        if not isinstance(lock_id, str) or not lock_id:
-            raise errors.Invalid("LockInfo needs an ID")
+        info = state_http.parse_lock_info(body)
+        lock_id = info["ID"]
         if not any(info.get(key) for key in LOCKINFO_FIELDS if key != "ID"):
             container.locks.force_unlock(principal, ws, lock_id=lock_id)  # OpenTofu's force-unlock <id>
         else:
             container.locks.unlock(principal, ws, lock_id=lock_id)
         return Response(status_code=200)
 
-    return await handle(request, container, org, name, action)
+    return handle(request, body, container, org, name, action)

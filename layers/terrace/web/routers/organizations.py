@@ -6,9 +6,9 @@ from fastapi import APIRouter, Request, Response
 
 from terrace.services.authz import Action
 from terrace.services.organizations import Organization
-from terrace.web import serializers
+from terrace.web import bodies, serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
-from terrace.web.jsonapi import JSONAPIResponse, attributes, read_document, respond, respond_page
+from terrace.web.jsonapi import JSONAPIResponse, JSONBody, attributes, read_document, respond, respond_page
 
 router = APIRouter(prefix="/api/v2")
 
@@ -58,9 +58,9 @@ def list_organizations(request: Request, container: ContainerDep, principal: Pri
     return respond_page(request, orgs, lambda org: _serialize(container, principal, org))
 
 
-@router.post("/organizations")
-async def create_organization(request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-    attrs = attributes(await read_document(request, "organizations"))
+@router.post("/organizations", openapi_extra=bodies.ORGANIZATION)
+def create_organization(body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    attrs = attributes(read_document(body, "organizations"))
     name, email = attrs.pop("name", None), attrs.pop("email", None)
     org = container.organizations.create(principal, name, email, **attrs)
     return respond(_serialize(container, principal, org), 201)
@@ -71,11 +71,9 @@ def read_organization(name: str, container: ContainerDep, principal: PrincipalDe
     return respond(_serialize(container, principal, container.organizations.get(principal, name)))
 
 
-@router.patch("/organizations/{name}")
-async def update_organization(
-    name: str, request: Request, container: ContainerDep, principal: PrincipalDep
-) -> JSONAPIResponse:
-    attrs = attributes(await read_document(request, "organizations"))
+@router.patch("/organizations/{name}", openapi_extra=bodies.ORGANIZATION)
+def update_organization(name: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    attrs = attributes(read_document(body, "organizations"))
     org = container.organizations.update(principal, name, attrs)
     return respond(_serialize(container, principal, org))
 

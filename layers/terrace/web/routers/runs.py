@@ -12,10 +12,12 @@ from terrace.domain.errors import Invalid
 from terrace.domain.principal import Principal
 from terrace.domain.runs import Run
 from terrace.services.authz import Action
+from terrace.web import bodies
 from terrace.web import run_serializers as rser
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import (
     JSONAPIResponse,
+    JSONBody,
     attributes,
     paginate,
     read_document,
@@ -52,9 +54,9 @@ def respond_runs(request: Request, container: Container, principal: Principal, r
     return respond(serialize_many(container, principal, page), meta=meta, links=links)
 
 
-@router.post("/runs")
-async def create_run(request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-    data = await read_document(request, "runs")
+@router.post("/runs", openapi_extra=bodies.RUN)
+def create_run(body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    data = read_document(body, "runs")
     workspace_id = relationship_id(data, "workspace", "workspaces")
     if not workspace_id:
         raise Invalid("relationships.workspace is required", pointer="/data/relationships/workspace")
@@ -123,27 +125,26 @@ def run_events(run_id: str, request: Request, container: ContainerDep, principal
     )
 
 
-async def _action(run_id: str, request: Request, do: Any) -> Response:
-    await request.body()  # clients send {}, {"comment":…} or a JSON:API-ish body: all are accepted
-    do(run_id)
+# Clients send {}, {"comment": …} or a JSON:API-ish body: any JSON (or none) is accepted and ignored.
+@router.post("/runs/{run_id}/actions/apply", openapi_extra=bodies.RUN_ACTION)
+def apply_run(run_id: str, _body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Response:
+    container.runs.apply(principal, run_id)
     return Response(status_code=202)
 
 
-@router.post("/runs/{run_id}/actions/apply")
-async def apply_run(run_id: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> Response:
-    return await _action(run_id, request, lambda rid: container.runs.apply(principal, rid))
+@router.post("/runs/{run_id}/actions/discard", openapi_extra=bodies.RUN_ACTION)
+def discard_run(run_id: str, _body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Response:
+    container.runs.discard(principal, run_id)
+    return Response(status_code=202)
 
 
-@router.post("/runs/{run_id}/actions/discard")
-async def discard_run(run_id: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> Response:
-    return await _action(run_id, request, lambda rid: container.runs.discard(principal, rid))
+@router.post("/runs/{run_id}/actions/cancel", openapi_extra=bodies.RUN_ACTION)
+def cancel_run(run_id: str, _body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Response:
+    container.runs.cancel(principal, run_id)
+    return Response(status_code=202)
 
 
-@router.post("/runs/{run_id}/actions/cancel")
-async def cancel_run(run_id: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> Response:
-    return await _action(run_id, request, lambda rid: container.runs.cancel(principal, rid))
-
-
-@router.post("/runs/{run_id}/actions/force-cancel")
-async def force_cancel_run(run_id: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> Response:
-    return await _action(run_id, request, lambda rid: container.runs.force_cancel(principal, rid))
+@router.post("/runs/{run_id}/actions/force-cancel", openapi_extra=bodies.RUN_ACTION)
+def force_cancel_run(run_id: str, _body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Response:
+    container.runs.force_cancel(principal, run_id)
+    return Response(status_code=202)

@@ -11,9 +11,17 @@ from fastapi.responses import RedirectResponse
 from terrace.bootstrap import Container
 from terrace.domain.errors import Invalid
 from terrace.domain.state import StateVersion
-from terrace.web import state_serializers
+from terrace.web import bodies, state_serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
-from terrace.web.jsonapi import JSONAPIResponse, attributes, read_document, relationship_id, respond, respond_page
+from terrace.web.jsonapi import (
+    JSONAPIResponse,
+    JSONBody,
+    attributes,
+    read_document,
+    relationship_id,
+    respond,
+    respond_page,
+)
 
 router = APIRouter(prefix="/api/v2")
 SNAPSHOT_INTERVAL_HEADER = "X-Terraform-Snapshot-Interval"
@@ -35,21 +43,21 @@ def serialize(container: Container, sv: StateVersion) -> dict[str, Any]:
     return state_serializers.state_version(sv, container.settings.public_url, container.state_versions.upload_urls(sv))
 
 
-@router.post("/workspaces/{workspace_id}/state-versions")
-async def create_state_version(
-    workspace_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+@router.post("/workspaces/{workspace_id}/state-versions", openapi_extra=bodies.STATE_VERSION)
+def create_state_version(
+    workspace_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
-    data = await read_document(request, "state-versions")
+    data = read_document(body, "state-versions")
     run_id = relationship_id(data, "run", "runs")
     sv = container.state_versions.create(principal, workspace_id, attributes(data), run_id)
     return respond(serialize(container, sv), 201)
 
 
-@router.patch("/workspaces/{workspace_id}/state-versions")
-async def rollback_state_version(
-    workspace_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+@router.patch("/workspaces/{workspace_id}/state-versions", openapi_extra=bodies.ROLLBACK)
+def rollback_state_version(
+    workspace_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
-    data = await read_document(request, "state-versions")
+    data = read_document(body, "state-versions")
     target = relationship_id(data, "rollback-state-version", "state-versions")
     if target is None:
         raise Invalid(

@@ -7,12 +7,13 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from terrace.bootstrap import Container
+from terrace.domain import limits
 from terrace.domain.errors import Invalid
 from terrace.domain.principal import Principal
 from terrace.domain.workspace import Workspace
-from terrace.web import serializers
+from terrace.web import bodies, serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
-from terrace.web.jsonapi import JSONAPIResponse, attributes, read_document, read_json, respond, respond_page
+from terrace.web.jsonapi import JSONAPIResponse, JSONBody, attributes, read_document, respond, respond_page
 
 router = APIRouter(prefix="/api/v2")
 
@@ -21,11 +22,26 @@ def serialize(container: Container, principal: Principal, ws: Workspace) -> dict
     return serializers.workspace(ws, container.workspaces.permissions(principal, ws))
 
 
+def _names(items: Any, pointer: str) -> list[str]:
+    """Tag names from `[{type: tags, attributes: {name}}]`; anything else is a 422 at `pointer`."""
+    if not isinstance(items, list):
+        raise Invalid("tags must be a list of {type: tags, attributes: {name}}", pointer=pointer)
+    names = []
+    for tag in items:
+        attrs = tag.get("attributes") if isinstance(tag, dict) else None
+        if not isinstance(attrs, dict) or not isinstance(attrs.get("name"), str):
+            raise Invalid("each tag needs attributes.name, a string", pointer=pointer)
+        names.append(attrs["name"])
+    return names
+
+
 def _tag_names(data: dict[str, Any]) -> list[str]:
-    tags = ((data.get("relationships") or {}).get("tags") or {}).get("data") or []
-    if not isinstance(tags, list):
-        raise Invalid("relationships.tags.data must be a list", pointer="/data/relationships/tags")
-    return [str((t.get("attributes") or {}).get("name")) for t in tags if isinstance(t, dict)]
+    tags = data.get("relationships", {}).get("tags")
+    if tags is None:
+        return []
+    if not isinstance(tags, dict):
+        raise Invalid("relationships.tags must be {data: [...]}", pointer="/data/relationships/tags")
+    return _names(tags.get("data") or [], "/data/relationships/tags")
 
 
 @router.get("/organizations/{org}/workspaces")
@@ -37,11 +53,9 @@ def list_workspaces(org: str, request: Request, container: ContainerDep, princip
     return respond_page(request, workspaces, lambda ws: serialize(container, principal, ws))
 
 
-@router.post("/organizations/{org}/workspaces")
-async def create_workspace(
-    org: str, request: Request, container: ContainerDep, principal: PrincipalDep
-) -> JSONAPIResponse:
-    data = await read_document(request, "workspaces")
+@router.post("/organizations/{org}/workspaces", openapi_extra=bodies.WORKSPACE)
+def create_workspace(org: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    data = read_document(body, "workspaces")
     ws = container.workspaces.create(principal, org, attributes(data), _tag_names(data))
     return respond(serialize(container, principal, ws), 201)
 
@@ -56,26 +70,26 @@ def read_workspace(workspace_id: str, container: ContainerDep, principal: Princi
     return respond(serialize(container, principal, container.workspaces.get(principal, workspace_id)))
 
 
-async def _update(ws: Workspace, request: Request, container: Container, principal: Principal) -> JSONAPIResponse:
-    data = await read_document(request, "workspaces")
+def _update(ws: Workspace, body: Any, container: Container, principal: Principal) -> JSONAPIResponse:
+    data = read_document(body, "workspaces")
     attrs = attributes(data)
     if _tag_names(data):
         attrs["tag-names"] = _tag_names(data)
     return respond(serialize(container, principal, container.workspaces.update(principal, ws, attrs)))
 
 
-@router.patch("/organizations/{org}/workspaces/{name}")
-async def update_workspace_by_name(
-    org: str, name: str, request: Request, container: ContainerDep, principal: PrincipalDep
+@router.patch("/organizations/{org}/workspaces/{name}", openapi_extra=bodies.WORKSPACE)
+def update_workspace_by_name(
+    org: str, name: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
-    return await _update(container.workspaces.get_by_name(principal, org, name), request, container, principal)
+    return _update(container.workspaces.get_by_name(principal, org, name), body, container, principal)
 
 
-@router.patch("/workspaces/{workspace_id}")
-async def update_workspace(
-    workspace_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+@router.patch("/workspaces/{workspace_id}", openapi_extra=bodies.WORKSPACE)
+def update_workspace(
+    workspace_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
-    return await _update(container.workspaces.get(principal, workspace_id), request, container, principal)
+    return _update(container.workspaces.get(principal, workspace_id), body, container, principal)
 
 
 def _delete(container: Container, principal: Principal, ws: Workspace, *, safe: bool = False) -> None:
@@ -107,26 +121,22 @@ def safe_delete(workspace_id: str, container: ContainerDep, principal: Principal
     return Response(status_code=204)
 
 
-@router.post("/workspaces/{workspace_id}/relationships/tags")
-async def add_tags(workspace_id: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> Response:
-    body = await read_json(request)
-    items = body.get("data") if isinstance(body, dict) else None
-    if not isinstance(items, list):
-        raise Invalid("body must be {data: [{type: tags, attributes: {name}}]}", pointer="/data")
-    names = [str((t.get("attributes") or {}).get("name")) for t in items if isinstance(t, dict)]
+@router.post("/workspaces/{workspace_id}/relationships/tags", openapi_extra=bodies.TAGS)
+def add_tags(workspace_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Response:
+    names = _names(body.get("data") if isinstance(body, dict) else None, "/data")
     container.workspaces.add_tags(principal, container.workspaces.get(principal, workspace_id), names)
     return Response(status_code=204)
 
 
 # locking ---------------------------------------------------------------------------------
-@router.post("/workspaces/{workspace_id}/actions/lock")
-async def lock(
-    workspace_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
-) -> JSONAPIResponse:
-    body = await read_json(request)
-    reason = ""
+@router.post("/workspaces/{workspace_id}/actions/lock", openapi_extra=bodies.LOCK)
+def lock(workspace_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    reason: Any = ""
     if isinstance(body, dict):
-        reason = str(((body.get("data") or {}).get("attributes") or {}).get("reason") or body.get("reason") or "")
+        data = body["data"] if isinstance(body.get("data"), dict) else {}
+        attrs = data["attributes"] if isinstance(data.get("attributes"), dict) else {}
+        reason = attrs.get("reason") or body.get("reason") or ""
+    reason = limits.text(reason, "reason", limits.LOCK_REASON_MAX)
     ws = container.locks.lock(principal, container.workspaces.get(principal, workspace_id), reason)
     return respond(serialize(container, principal, ws))
 
