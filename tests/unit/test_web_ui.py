@@ -179,3 +179,14 @@ def test_cannot_revoke_someone_elses_token(env: Env) -> None:
     r = client.post(f"/app/account/tokens/{theirs.token.id}/revoke", data={"csrf_token": token})
     assert r.status_code == 404
     assert env.container.accounts.authenticate(theirs.secret).username == "mallory"
+
+
+def test_static_files_are_served_in_local_mode(env: Env) -> None:
+    client = browser(env)
+    htmx = client.get("/static/htmx.min.js")
+    assert htmx.status_code == 200 and "htmx" in htmx.text and "javascript" in htmx.headers["content-type"]
+    assert client.get("/static/terrace.css").status_code == 200
+    assert client.get("/static/../pyproject.toml").status_code == 404
+    assert client.get("/static/nope.js").status_code == 404
+    page = signed_in(env).get("/app").text
+    assert '<script src="/static/htmx.min.js"' in page and '<link rel="stylesheet" href="/static/terrace.css">' in page

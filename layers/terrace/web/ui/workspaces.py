@@ -41,7 +41,10 @@ def overview(request: Request, container: ContainerDep, session: SessionDep, org
     outputs: list[Any] = []
     if ws.current_state_version_id:
         outputs = container.state_versions.current_outputs(session.principal, ws.id)
-    return render(request, "workspace.html", session, organization=organization, ws=ws, outputs=outputs)
+    latest_run = container.runs.get(session.principal, ws.latest_run_id) if ws.latest_run_id else None
+    return render(
+        request, "workspace.html", session, organization=organization, ws=ws, outputs=outputs, latest_run=latest_run
+    )
 
 
 @router.post("/{organization}/workspaces/{name}/lock")

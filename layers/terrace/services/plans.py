@@ -1,0 +1,43 @@
+"""A run's plan JSON (`terraform show -json`), for whoever may read the run and its workspace's state."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from terrace.adapters.blobs import BlobStore
+from terrace.domain import runs as rs
+from terrace.domain.errors import NotFound
+from terrace.domain.plan_json import redact
+from terrace.domain.principal import Principal
+from terrace.domain.runs import Run, run_id_of
+from terrace.services.authz import Action
+from terrace.services.runs import RunService
+from terrace.services.workspaces import WorkspaceService
+
+
+class PlanService:
+    def __init__(self, runs: RunService, workspaces: WorkspaceService, blobs: BlobStore) -> None:
+        self._runs, self._workspaces, self._blobs = runs, workspaces, blobs
+
+    def run_of(self, principal: Principal, phase_id: str, prefix: str) -> Run:
+        """The run a plan-… or apply-… id belongs to (READ_RUNS)."""
+        if not phase_id.startswith(prefix):
+            raise NotFound(f"{phase_id} not found")
+        try:
+            return self._runs.get(principal, run_id_of(phase_id))
+        except NotFound as exc:
+            raise NotFound(f"{phase_id} not found") from exc
+
+    def json_key(self, principal: Principal, plan_id: str) -> str:
+        """The blob key of a finished plan's JSON; the caller must also be able to read the state."""
+        run = self.run_of(principal, plan_id, "plan-")
+        self._workspaces.get(principal, run.workspace_id, Action.READ_STATE)
+        key = run.plan.json_key
+        if run.plan.status != rs.P_FINISHED or not key or self._blobs.head(key) is None:
+            raise NotFound(f"plan {plan_id} has no JSON output")
+        return key
+
+    def redacted(self, principal: Principal, plan_id: str) -> dict[str, Any]:
+        """The plan JSON with sensitive values nulled (json-output-redacted)."""
+        return redact(json.loads(self._blobs.get(self.json_key(principal, plan_id))))
