@@ -135,5 +135,11 @@ class TerraceStack(Stack):
             nag.acknowledge(self, nag.DEFAULT_DOMAIN)
         nag.acknowledge(
             self,
-            nag.granular_findings(table=data.table, blobs=data.blobs, scaler=functions.scaler, cluster=runner.cluster),
+            nag.granular_findings(
+                table=data.table,
+                blobs=data.blobs,
+                scaler=functions.scaler,
+                cluster=runner.cluster,
+                assets=data.assets,
+            ),
         )
