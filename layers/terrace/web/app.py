@@ -26,6 +26,7 @@ from terrace.web.ui import auth as ui_auth
 from terrace.web.ui import organizations as ui_organizations
 from terrace.web.ui import runs as ui_runs
 from terrace.web.ui import search as ui_search
+from terrace.web.ui import settings as ui_settings
 from terrace.web.ui import states as ui_states
 from terrace.web.ui import tokens as ui_tokens
 from terrace.web.ui import variables as ui_variables
@@ -59,7 +60,7 @@ def create_app(container: Container) -> FastAPI:
     ui_auth.install(app)
     for ui_module in (ui_auth, ui_tokens, ui_organizations, ui_workspaces, ui_variables):
         app.include_router(ui_module.router)
-    for ui_page in (ui_runs, ui_states, ui_search):
+    for ui_page in (ui_runs, ui_states, ui_search, ui_settings):
         app.include_router(ui_page.router)
     app.include_router(static_assets.router)
     return app
