@@ -97,6 +97,8 @@ class TerraceStack(Stack):
             queues=queues.by_name,
             extra_alarms=[queues.dlq_alarm],
             alarm_email=settings.alarm_email,
+            runner_logs=runner.log_group,
+            api_logs=api_fn.log_group,
         )
 
         CfnOutput(self, "Url", value=web.url, description="Terrace URL (UI, API, http backend)")

@@ -179,3 +179,28 @@ def test_run_of_another_workspace_is_404_under_this_one(env: RunEnv) -> None:
     ).json()["data"]["id"]
     run = env.create_run(env.upload_config(workspace_id=other), workspace_id=other)
     assert ui(env).get(f"{BASE}/runs/{run['id']}").status_code == 404
+
+
+def test_cloudwatch_links_only_on_aws() -> None:
+    from terrace.web.ui.cloudwatch import insights_url, log_events_url
+
+    url = insights_url("eu-west-1", "/terrace/runner", 'fields line | filter job_id = "plan-abc"')
+    assert url.startswith(
+        "https://eu-west-1.console.aws.amazon.com/cloudwatch/home?region=eu-west-1#logsV2:logs-insights"
+    )
+    assert "$3FqueryDetail$3D~(" in url and "plan-abc" in url and "*2Fterrace*2Frunner" in url
+    assert " " not in url and '"' not in url
+    events = log_events_url("eu-west-1", "/terrace/runner", '{ $.job_id = "plan-abc" }')
+    assert "log-group/$252Fterrace$252Frunner/log-events$3FfilterPattern$3D" in events and " " not in events
+
+    aws = make_run_env(runner_log_group="/terrace/runner", region="eu-west-1")
+    run = aws.create_run(aws.upload_config())
+    spec = claim_next(aws)
+    page = ui(aws).get(f"{BASE}/runs/{run['id']}").text
+    assert "Logs Insights query for this job" in page and "Runner log lines in CloudWatch" in page
+    assert page.count("Logs Insights query for this job") == 1  # the apply has not started
+    assert spec["job_id"] in page.replace("%22", '"')
+    local = make_run_env()  # local mode: no runner log group, no links
+    local_run = local.create_run(local.upload_config())
+    claim_next(local)
+    assert "Logs Insights" not in ui(local).get(f"{BASE}/runs/{local_run['id']}").text

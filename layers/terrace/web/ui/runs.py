@@ -18,6 +18,7 @@ from terrace.domain.runs import Run
 from terrace.domain.workspace import Workspace
 from terrace.services.web_sessions import WebSession
 from terrace.web.deps import ContainerDep
+from terrace.web.ui.cloudwatch import job_links
 from terrace.web.ui.run_logs import FIRST_LIMIT, LIVE_LIMIT, read_chunk
 from terrace.web.ui.session import CheckedFormDep, SessionDep, render
 
@@ -114,8 +115,11 @@ def _run_page(
     **extra: Any,
 ) -> Any:
     logs = [read_chunk(container.logs, run, phase, 0, FIRST_LIMIT) for phase in ("plan", "apply")]
+    cloudwatch = {log.phase: job_links(container.settings, run.phase(log.phase).id) for log in logs if log.started}
     context = live_context(container, session, ws, run)
-    return render(request, "run.html", session, organization=organization, logs=logs, **context, **extra)
+    return render(
+        request, "run.html", session, organization=organization, logs=logs, cloudwatch=cloudwatch, **context, **extra
+    )
 
 
 @router.get("/{organization}/workspaces/{name}/runs/{run_id}/live")
