@@ -15,7 +15,8 @@ import pytest
 
 CHROMIUM = Path("/usr/bin/chromium")
 SHOTS = Path(__file__).resolve().parents[2] / ".build" / "screenshots"
-RUN_SETTINGS = {"job_heartbeat_s": 1, "job_heartbeat_timeout_s": 4, "max_runners": 2, "force_cancel_cooloff_s": 1}
+# Generous heartbeat timings: the machine is shared and loaded; nothing here tests retries or cancels.
+RUN_SETTINGS = {"job_heartbeat_s": 2, "job_heartbeat_timeout_s": 60, "max_runners": 2}
 
 
 @pytest.fixture

@@ -204,3 +204,27 @@ def test_cloudwatch_links_only_on_aws() -> None:
     local_run = local.create_run(local.upload_config())
     claim_next(local)
     assert "Logs Insights" not in ui(local).get(f"{BASE}/runs/{local_run['id']}").text
+
+
+def test_workspaces_list_shows_each_latest_run_with_a_fixed_number_of_reads(env: RunEnv, monkeypatch: Any) -> None:
+    run = env.create_run(env.upload_config())
+    client = ui(env)
+    page = client.get("/app/acme/workspaces").text
+    assert f'href="{BASE}/runs/{run["id"]}"' in page and "plan queued" in page
+    table = env.container.table
+    calls: list[str] = []
+    for method in ("get", "query", "batch_get"):
+        original = getattr(table, method)
+        monkeypatch.setattr(table, method, lambda *a, _o=original, _m=method, **k: (calls.append(_m), _o(*a, **k))[1])
+
+    def reads_for_the_page() -> int:
+        calls.clear()
+        assert client.get("/app/acme/workspaces").status_code == 200
+        return len(calls)
+
+    with_one = reads_for_the_page()
+    for index in range(4):
+        body = {"data": {"type": "workspaces", "attributes": {"name": f"more-{index}"}}}
+        ws_id = env.api("POST", "/organizations/acme/workspaces", body).json()["data"]["id"]
+        env.create_run(env.upload_config(workspace_id=ws_id), workspace_id=ws_id)
+    assert reads_for_the_page() == with_one  # no per-row reads
