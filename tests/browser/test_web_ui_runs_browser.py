@@ -174,4 +174,13 @@ def test_queue_plan_watch_logs_apply_diff_roll_back_and_search(run_stack: Any, p
     page.screenshot(path=str(SHOTS / "search.png"), full_page=True)
     page.get_by_role("link", name="site").click()
     expect(page.get_by_role("heading", name="site")).to_be_visible()
+
+    page.get_by_role("link", name="Settings").click()
+    page.get_by_label("Auto-apply (apply a successful plan without confirmation)").check()
+    page.get_by_label("Working directory").fill("infra")
+    page.get_by_role("button", name="Save settings").click()
+    expect(page.get_by_text("Settings saved.")).to_be_visible()
+    ws = run_stack.container.workspaces.load(ws_id)
+    assert ws.auto_apply and ws.working_directory == "infra"
+    page.screenshot(path=str(SHOTS / "settings.png"), full_page=True)
     api.close()
