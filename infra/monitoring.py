@@ -1,4 +1,5 @@
-"""A CloudWatch dashboard (runs, queue depth, errors, latency) and alarms on errors and the API's 5xx."""
+"""A CloudWatch dashboard (runs, queue depth, errors, latency), alarms on errors and the API's 5xx, and saved
+Logs Insights queries ("a run's logs" on the runners' log group, "API errors" on the api function's)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from aws_cdk import aws_apigatewayv2 as apigw
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
@@ -30,8 +32,37 @@ class Monitoring(Construct):
         queues: dict[str, sqs.Queue],
         extra_alarms: list[cloudwatch.Alarm],
         alarm_email: str | None,
+        runner_logs: logs.ILogGroup,
+        api_logs: logs.ILogGroup,
     ) -> None:
         super().__init__(scope, construct_id)
+        # The runner logs one JSON line per output line with job_id = plan-<suffix> / apply-<suffix> of run-<suffix>.
+        self.queries = [
+            logs.QueryDefinition(
+                self,
+                "RunLogsQuery",
+                query_definition_name="Terrace/A run's logs",
+                query_string=logs.QueryString(
+                    fields=["@timestamp", "job_id", "line", "@logStream"],
+                    filter_statements=["job_id like /REPLACE-WITH-THE-RUN-ID-SUFFIX/"],
+                    sort="@timestamp asc",
+                    limit=10000,
+                ),
+                log_groups=[runner_logs],
+            ),
+            logs.QueryDefinition(
+                self,
+                "ApiErrorsQuery",
+                query_definition_name="Terrace/API errors",
+                query_string=logs.QueryString(
+                    fields=["@timestamp", "level", "message", "exception", "@requestId"],
+                    filter_statements=['level = "ERROR" or @message like /Traceback|Task timed out/'],
+                    sort="@timestamp desc",
+                    limit=200,
+                ),
+                log_groups=[api_logs],
+            ),
+        ]
         self.alarms: list[cloudwatch.Alarm] = list(extra_alarms)
         for name, fn in functions.items():
             self.alarms.append(

@@ -45,7 +45,12 @@ def _ref(construct: Construct) -> str:
     return Stack.of(construct).get_logical_id(element)
 
 
-def granular_findings(*, table: Construct, blobs: Construct, scaler: Construct, cluster: Construct) -> dict[str, str]:
+CDK_ASSETS = "arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-<AWS::AccountId>-<AWS::Region>/*"
+
+
+def granular_findings(
+    *, table: Construct, blobs: Construct, scaler: Construct, cluster: Construct, assets: Construct
+) -> dict[str, str]:
     blob_grant = "grant_read_write on the one blob bucket; objects are keyed by organization/workspace/run ids"
     key_grant = "grant_encrypt_decrypt on the one KMS key for sensitive variables"
     findings = {
@@ -54,6 +59,12 @@ def granular_findings(*, table: Construct, blobs: Construct, scaler: Construct, 
         f"AwsSolutions-IAM5[Resource::<{_ref(scaler)}.Arn>:*]": "the api invokes the scaler (any version)",
         f"AwsSolutions-IAM5[Resource::{ECS_TASKS}/<{_ref(cluster)}>/*]": (
             "describe/stop runner tasks of Terrace's own cluster only (task ids are not known in advance)"
+        ),
+        f"AwsSolutions-IAM5[Resource::<{_ref(assets)}.Arn>/*]": (
+            "the static-files deployment writes and prunes the web UI's files in the assets bucket"
+        ),
+        f"AwsSolutions-IAM5[Resource::{CDK_ASSETS}]": (
+            "the static-files deployment reads its zip from the CDK bootstrap assets bucket"
         ),
         "AwsSolutions-IAM5[Action::kms:ReEncrypt*]": key_grant,
         "AwsSolutions-IAM5[Action::kms:GenerateDataKey*]": key_grant,

@@ -131,6 +131,7 @@ class Runner(Construct):
             "TERRACE_RUNNER_SUBNETS": ",".join(s.subnet_id for s in self.subnets.subnets),
             "TERRACE_RUNNER_SECURITY_GROUPS": self.security_group.security_group_id,
             "TERRACE_RUNNER_PUBLIC_IP": "false" if self.private else "true",
+            "TERRACE_RUNNER_LOG_GROUP": self.log_group.log_group_name,  # the run page's CloudWatch links
         }
 
     def grant_run_task(self, grantee: iam.IGrantable) -> None:

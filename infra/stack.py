@@ -86,6 +86,8 @@ class TerraceStack(Stack):
             queues=queues.by_name,
             extra_alarms=[],
             alarm_email=settings.alarm_email,
+            runner_logs=runner.log_group,
+            api_logs=api_fn.log_group,
         )
 
         CfnOutput(self, "Url", value=web.url, description="Terrace URL (UI, API, http backend)")
@@ -124,5 +126,11 @@ class TerraceStack(Stack):
             nag.acknowledge(self, nag.DEFAULT_DOMAIN)
         nag.acknowledge(
             self,
-            nag.granular_findings(table=data.table, blobs=data.blobs, scaler=functions.scaler, cluster=runner.cluster),
+            nag.granular_findings(
+                table=data.table,
+                blobs=data.blobs,
+                scaler=functions.scaler,
+                cluster=runner.cluster,
+                assets=data.assets,
+            ),
         )

@@ -1,16 +1,38 @@
 """CloudFront in front of everything: /static/* from the assets bucket (origin access control), the rest
-to the HTTP API uncached with Authorization and query strings forwarded. HTTPS only."""
+to the HTTP API uncached with Authorization and query strings forwarded. HTTPS only.
+
+The web UI's static files (terrace.web.static_files: the project's CSS and htmx from node_modules) are
+staged into a folder at synth time and uploaded to the assets bucket under static/ by a BucketDeployment
+(a plain zip asset: no Docker), which also invalidates /static/* on CloudFront."""
 
 from __future__ import annotations
+
+import shutil
+from pathlib import Path
 
 from aws_cdk import Fn
 from aws_cdk import aws_certificatemanager as acm
 from aws_cdk import aws_cloudfront as cloudfront
 from aws_cdk import aws_cloudfront_origins as origins
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
+from terrace.web.static_files import static_files
 
 from infra.settings import DeploySettings
+
+STAGED = Path(__file__).resolve().parents[1] / ".build" / "static-assets"
+
+
+def stage_static_files(folder: Path = STAGED) -> Path:
+    """Copy the UI's static files into `folder` (emptied first); fails loudly when one is missing."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for name, source in static_files().items():
+        if not source.is_file():
+            raise FileNotFoundError(f"{source} is missing: run `make install` (npm ci installs htmx)")
+        shutil.copyfile(source, folder / name)
+    return folder
 
 
 class Web(Construct):
@@ -66,6 +88,15 @@ class Web(Construct):
             enable_logging=True,
             log_bucket=log_bucket,
             log_file_prefix="cloudfront/",
+        )
+        self.static = s3deploy.BucketDeployment(
+            self,
+            "StaticFiles",
+            sources=[s3deploy.Source.asset(str(stage_static_files()))],
+            destination_bucket=assets,
+            destination_key_prefix="static/",
+            cache_control=[s3deploy.CacheControl.from_string("public, max-age=300")],  # no invalidation needed
+            memory_limit=256,
         )
         self.hostname = settings.domain_name or self.distribution.distribution_domain_name
         self.url = f"https://{self.hostname}"

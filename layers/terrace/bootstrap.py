@@ -26,6 +26,7 @@ from terrace.services.jobs import JobService
 from terrace.services.locking import LockService
 from terrace.services.logs import LogService
 from terrace.services.organizations import OrganizationService
+from terrace.services.plans import PlanService
 from terrace.services.reaper import Reaper
 from terrace.services.run_store import RunStore
 from terrace.services.runs import RunService
@@ -111,6 +112,10 @@ class Container:
     @cached_property
     def runs(self) -> RunService:
         return RunService(self.run_store, self.scheduler, self.workspaces, self.configuration_versions, self.settings)
+
+    @cached_property
+    def plans(self) -> PlanService:
+        return PlanService(self.runs, self.workspaces, self.variables, self.blobs)
 
     @cached_property
     def logs(self) -> LogService:

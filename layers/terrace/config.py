@@ -57,6 +57,7 @@ class Settings:
     runner_subnets: tuple[str, ...] = ()
     runner_security_groups: tuple[str, ...] = ()
     runner_assign_public_ip: bool = True
+    runner_log_group: str | None = None  # CloudWatch log group of the Fargate runners (AWS only): UI links
     max_runners: int = 4
     # job state machine timings (seconds); tests and local mode shorten them
     job_heartbeat_s: int = 10
@@ -112,6 +113,7 @@ class Settings:
             runner_subnets=tuple(s for s in env.get("TERRACE_RUNNER_SUBNETS", "").split(",") if s),
             runner_security_groups=tuple(s for s in env.get("TERRACE_RUNNER_SECURITY_GROUPS", "").split(",") if s),
             runner_assign_public_ip=env.get("TERRACE_RUNNER_PUBLIC_IP", "true").lower() == "true",
+            runner_log_group=env.get("TERRACE_RUNNER_LOG_GROUP") or None,
             max_runners=_env_int(env, "TERRACE_MAX_RUNNERS", 4),
             **{name: _env_int(env, f"TERRACE_{name.upper()}", default) for name, default in _TIMINGS.items()},
         )

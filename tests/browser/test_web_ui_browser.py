@@ -9,7 +9,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,8 +17,8 @@ from terrace.bootstrap import build_memory
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.web.app import create_app
 
-CHROMIUM = Path("/usr/bin/chromium")
-SHOTS = Path(__file__).resolve().parents[2] / ".build" / "screenshots"
+from .conftest import SHOTS
+
 playwright_api = pytest.importorskip("playwright.sync_api")
 
 
@@ -41,27 +40,6 @@ def stack(free_port: int) -> Iterator[tuple[str, str, Any]]:
     yield f"http://localhost:{free_port}", token, container
     server.should_exit = True
     thread.join(timeout=15)
-
-
-@pytest.fixture
-def page() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        pytest.skip("no /usr/bin/chromium (make test installs it: apt-get install -y chromium)")
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    with playwright_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path=str(CHROMIUM),
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-            ],
-        )
-        context = browser.new_context(viewport={"width": 390, "height": 844})  # phone width
-        yield context.new_page()
-        browser.close()
 
 
 def test_sign_in_create_workspace_lock_and_sign_out(stack: tuple[str, str, Any], page: Any) -> None:

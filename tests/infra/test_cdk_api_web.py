@@ -27,7 +27,7 @@ def test_api_function_is_arm64_python_with_the_layer_and_powertools(synth):
     assert props["Runtime"] == f"python{LAMBDA_PYTHON_VERSION}"
     assert props["Handler"] == "handler.lambda_handler"
     assert props["TracingConfig"] == {"Mode": "Active"}
-    layer_id = next(iter(synth.resources("AWS::Lambda::LayerVersion")))
+    layer_id, _ = synth.by_path("/TerraceLayer/Resource")
     assert props["Layers"] == [{"Ref": layer_id}]
     variables = props["Environment"]["Variables"]
     assert variables["POWERTOOLS_SERVICE_NAME"] == "terrace-api"
@@ -37,7 +37,7 @@ def test_api_function_is_arm64_python_with_the_layer_and_powertools(synth):
 
 
 def test_layer_is_for_arm64_and_the_same_runtime(synth):
-    layer = next(iter(synth.resources("AWS::Lambda::LayerVersion").values()))
+    _, layer = synth.by_path("/TerraceLayer/Resource")
     assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
     assert layer["Properties"]["CompatibleRuntimes"] == [f"python{LAMBDA_PYTHON_VERSION}"]
 
@@ -101,3 +101,19 @@ def test_custom_domain_uses_the_certificate_and_a_modern_tls_policy(synth_option
     assert config["ViewerCertificate"]["MinimumProtocolVersion"] == "TLSv1.2_2021"
     _, fn = synth_options.by_path("/Api/Handler/Resource")
     assert fn["Properties"]["Environment"]["Variables"]["TERRACE_PUBLIC_URL"] == "https://terrace.example.com"
+
+
+def test_static_files_are_deployed_to_the_assets_bucket_under_static(synth):
+    """CloudFront's /static/* reads `static/<name>` from the assets bucket; the CDK app uploads the UI's files there."""
+    from terrace.web.static_files import static_files
+
+    from infra.web import STAGED
+
+    assets_id, _ = synth.by_path("/Data/AssetsBucket/Resource")
+    [deployment] = synth.resources("Custom::CDKBucketDeployment").values()
+    props = deployment["Properties"]
+    assert props["DestinationBucketName"] == {"Ref": assets_id}
+    assert props["DestinationBucketKeyPrefix"] == "static/"
+    assert "max-age=300" in str(props["SystemMetadata"])
+    assert sorted(p.name for p in STAGED.iterdir()) == sorted(static_files()) and "htmx.min.js" in static_files()
+    assert (STAGED / "htmx.min.js").read_bytes() == static_files()["htmx.min.js"].read_bytes()

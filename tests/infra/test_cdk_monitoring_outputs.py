@@ -44,3 +44,21 @@ def test_outputs_url_hostname_admin_token_and_cli_snippet(synth):
     assert outputs["AdminTokenSecretArn"]["Value"] == {"Ref": secret_id}
     snippet = json.dumps(outputs["CliSnippet"]["Value"])
     assert "export TF_TOKEN_" in snippet and "get-secret-value" in snippet and secret_id in snippet
+
+
+def test_saved_logs_insights_queries_for_a_runs_logs_and_api_errors(synth):
+    queries = {q["Properties"]["Name"]: q["Properties"] for q in synth.resources("AWS::Logs::QueryDefinition").values()}
+    assert set(queries) == {"Terrace/A run's logs", "Terrace/API errors"}
+    runner_logs, _ = synth.by_path("/Runner/Logs/Resource")
+    api_logs, _ = synth.by_path("/Api/HandlerLogs/Resource")
+    run_query = queries["Terrace/A run's logs"]
+    assert "job_id like" in run_query["QueryString"] and "line" in run_query["QueryString"]
+    assert run_query["LogGroupNames"] == [{"Ref": runner_logs}]
+    errors = queries["Terrace/API errors"]
+    assert 'level = "ERROR"' in errors["QueryString"] and errors["LogGroupNames"] == [{"Ref": api_logs}]
+
+
+def test_api_knows_the_runner_log_group_for_the_run_pages_links(synth):
+    runner_logs, _ = synth.by_path("/Runner/Logs/Resource")
+    _, fn = synth.by_path("/Api/Handler/Resource")
+    assert fn["Properties"]["Environment"]["Variables"]["TERRACE_RUNNER_LOG_GROUP"] == {"Ref": runner_logs}

@@ -48,7 +48,11 @@ def test_no_unacknowledged_errors(request, fixture):
 def _granular(synth) -> dict[str, str]:
     stack = synth.stack
     return nag.granular_findings(
-        table=stack.data.table, blobs=stack.data.blobs, scaler=stack.functions.scaler, cluster=stack.runner.cluster
+        table=stack.data.table,
+        blobs=stack.data.blobs,
+        scaler=stack.functions.scaler,
+        cluster=stack.runner.cluster,
+        assets=stack.data.assets,
     )
 
 

@@ -27,7 +27,12 @@ def test_no_job_lanes_or_their_dead_letter_queue(synth):
 
 
 def test_every_function_knows_every_queue_url(synth):
-    terrace_functions = [f for f in synth.resources("AWS::Lambda::Function").values() if f["Properties"].get("Layers")]
+    layer_id, _ = synth.by_path("/TerraceLayer/Resource")
+    terrace_functions = [
+        f
+        for f in synth.resources("AWS::Lambda::Function").values()
+        if {"Ref": layer_id} in f["Properties"].get("Layers", [])
+    ]
     assert len(terrace_functions) == 5
     for fn in terrace_functions:
         variables = fn["Properties"]["Environment"]["Variables"]

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from state_helpers import Env, make_env, other_user, state_bytes
+from state_helpers import Env, make_env, null_resource, other_user, state_bytes
 from terrace.domain import clock
 from terrace.web.app import create_app
 
@@ -122,11 +122,15 @@ def test_overview_masks_sensitive_outputs(env: Env) -> None:
     }
 
     env.lock()
-    assert env.push(state_bytes(1, outputs=outputs), 1).status_code == 201
+    empty = signed_in(env).get("/app/acme/workspaces/prod").text
+    assert "No outputs yet" in empty and "No resources yet" in empty
+    resources = [null_resource("web", "i-0abc")]
+    assert env.push(state_bytes(1, outputs=outputs, resources=resources), 1).status_code == 201
     env.drain_events()
     page = signed_in(env).get("/app/acme/workspaces/prod")
     assert page.status_code == 200
     assert "hello-world" in page.text and "s3cr3t-value" not in page.text
+    assert "<code>null_resource.web</code>" in page.text and "i-0abc" in page.text
 
 
 def test_lock_and_unlock_from_the_overview(env: Env) -> None:
@@ -179,3 +183,21 @@ def test_cannot_revoke_someone_elses_token(env: Env) -> None:
     r = client.post(f"/app/account/tokens/{theirs.token.id}/revoke", data={"csrf_token": token})
     assert r.status_code == 404
     assert env.container.accounts.authenticate(theirs.secret).username == "mallory"
+
+
+def test_static_files_are_served_in_local_mode(env: Env) -> None:
+    client = browser(env)
+    htmx = client.get("/static/htmx.min.js")
+    assert htmx.status_code == 200 and "htmx" in htmx.text and "javascript" in htmx.headers["content-type"]
+    assert client.get("/static/terrace.css").status_code == 200
+    assert client.get("/static/../pyproject.toml").status_code == 404
+    assert client.get("/static/nope.js").status_code == 404
+    page = signed_in(env).get("/app").text
+    assert '<script src="/static/htmx.min.js"' in page and '<link rel="stylesheet" href="/static/terrace.css">' in page
+
+
+def test_page_titles_are_plain_text(env: Env) -> None:
+    client = signed_in(env)
+    for path in ("/app", "/app/acme/workspaces", "/app/acme/workspaces/prod", "/app/acme/workspaces/prod/runs"):
+        title = re.search(r"<title>(.*?)</title>", client.get(path).text, re.S)
+        assert title and "<" not in title.group(1) and "\n" not in title.group(1), path

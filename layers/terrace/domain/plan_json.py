@@ -64,3 +64,26 @@ def hide_secrets(plan: dict[str, Any], values: Iterable[str], terraform_keys: It
             variable["value"] = None
     masked: dict[str, Any] = mask_strings(plan, Masker(values))
     return masked
+
+
+# What a plan does to each resource (the run page's summary) ------------------------------------
+SYMBOLS = {"create": "+", "update": "~", "delete": "−", "replace": "−/+", "read": "<=", "no-op": ""}
+
+
+def change_kind(actions: list[str]) -> str:
+    """Terraform's `change.actions` list as one word: create, update, delete, replace, read or no-op."""
+    if sorted(actions) == ["create", "delete"]:
+        return "replace"
+    return actions[0] if len(actions) == 1 and actions[0] in SYMBOLS else "no-op"
+
+
+def resource_changes(plan: dict[str, Any]) -> list[tuple[str, str]]:
+    """(kind, address) of every resource the plan changes, in the plan's order; no-ops are left out."""
+    found = []
+    for change in plan.get("resource_changes") or []:
+        if not isinstance(change, dict):
+            continue
+        kind = change_kind(list((change.get("change") or {}).get("actions") or []))
+        if kind != "no-op":
+            found.append((kind, str(change.get("address", ""))))
+    return found

@@ -184,6 +184,11 @@ class AccountService:
             raise NotFound(f"authentication token {token_id} not found")
         return _token(item)
 
+    def token_is_live(self, token_id: str) -> bool:
+        """Whether a token still authenticates (not revoked, not expired): one read."""
+        item = self._table.get(token_id, "token")
+        return item is not None and ("expires_at" not in item or int(item["expires_at"]) >= clock.epoch())
+
     def revoke_token(self, token_id: str) -> None:
         item = self._table.get(token_id, "token")
         if item is None:

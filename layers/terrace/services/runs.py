@@ -115,6 +115,12 @@ class RunService:
         self._workspaces.authorize(principal, Action.READ_RUNS, ws)
         return self._store.list_for_workspace(ws.id)
 
+    def latest_of(self, principal: Principal, workspaces: builtins.list[Workspace]) -> dict[str, Run]:
+        """workspace id -> its latest run, for the workspaces whose runs the caller may read (one batch read)."""
+        readable = self._workspaces.allowed(principal, Action.READ_RUNS, workspaces)
+        runs = self._store.load_many([ws.latest_run_id for ws in readable if ws.latest_run_id])
+        return {run.workspace_id: run for run in runs}
+
     def organization_queue(self, organization: str) -> builtins.list[Run]:
         """Runs of the organization queued for or holding a runner, in queue order (caller checks access)."""
         entries = [e for e in self._store.open_runs() if e["organization"] == organization and e["status"] in rs.ACTIVE]

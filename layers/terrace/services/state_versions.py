@@ -230,6 +230,14 @@ class StateVersionService:
             raise NotFound(f"state version {sv_id} has no {'JSON ' if json_state else ''}state to download")
         return self._blobs.presign_get(sv.json_blob_key if json_state else sv.blob_key, self._settings.presign_ttl_s)
 
+    def document(self, principal: Principal, sv_id: str) -> dict[str, Any]:
+        """The parsed state of a finalized version (READ_STATE): the web UI's view and diff."""
+        sv = self.get(principal, sv_id)
+        if sv.status != FINALIZED:
+            raise NotFound(f"state version {sv_id} is {sv.status}; it has no state yet")
+        doc = st.load_json(self._blobs.get(sv.blob_key))
+        return doc if isinstance(doc, dict) else {}
+
     def iter_state(self, sv: StateVersion) -> Iterator[bytes]:
         return self._blobs.iter_chunks(sv.blob_key)
 

@@ -64,12 +64,16 @@ class WebSessionService:
         return f"{session_id}.{self._sign(session_id)}", self._session(session_id, item)
 
     def resolve(self, cookie: str | None) -> WebSession | None:
-        """The live session a cookie names, or None when it is missing, forged, signed out or expired."""
+        """The live session a cookie names, or None when it is missing, forged, signed out or expired, or
+        when the API token it signed in with has been revoked or has expired since."""
         session_id, _, signature = (cookie or "").partition(".")
         if not session_id or not hmac.compare_digest(signature, self._sign(session_id)):
             return None
         item = self._table.get(*_key(session_id))
         if item is None or int(item["expires_at"]) <= clock.epoch():
+            return None
+        if not item.get("token_id") or not self._accounts.token_is_live(item["token_id"]):
+            self._table.delete(*_key(session_id))  # the token it signed in with was revoked or expired
             return None
         return self._session(session_id, item)
 

@@ -118,6 +118,13 @@ class WorkspaceService:
         found.sort(key=lambda ws: ws.name)
         return [ws for ws in found if self._authz.can(principal, Action.READ_WORKSPACE, org.view, view(ws))]
 
+    def allowed(
+        self, principal: Principal, action: Action, workspaces: builtins.list[Workspace]
+    ) -> builtins.list[Workspace]:
+        """The workspaces `principal` may do `action` in (one organization read per organization, not per row)."""
+        orgs = {name: self._orgs.lookup(name) for name in {ws.organization for ws in workspaces}}
+        return [ws for ws in workspaces if self._authz.can(principal, action, orgs[ws.organization].view, view(ws))]
+
     def count(self, organization: str) -> int:
         return len(self._table.query(f"org#{organization}#wsnames"))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from terrace.bootstrap import Container
-from terrace.web import errors
+from terrace.web import errors, static_assets
 from terrace.web.middleware import BodyLimit, ExtraHeaders
 from terrace.web.routers import (
     accounts,
@@ -23,6 +23,10 @@ from terrace.web.routers import (
 from terrace.web.routers.discovery import api_headers
 from terrace.web.ui import auth as ui_auth
 from terrace.web.ui import organizations as ui_organizations
+from terrace.web.ui import runs as ui_runs
+from terrace.web.ui import search as ui_search
+from terrace.web.ui import settings as ui_settings
+from terrace.web.ui import states as ui_states
 from terrace.web.ui import tokens as ui_tokens
 from terrace.web.ui import variables as ui_variables
 from terrace.web.ui import workspaces as ui_workspaces
@@ -53,4 +57,7 @@ def create_app(container: Container) -> FastAPI:
     ui_auth.install(app)
     for ui_module in (ui_auth, ui_tokens, ui_organizations, ui_workspaces, ui_variables):
         app.include_router(ui_module.router)
+    for ui_page in (ui_runs, ui_states, ui_search, ui_settings):
+        app.include_router(ui_page.router)
+    app.include_router(static_assets.router)
     return app

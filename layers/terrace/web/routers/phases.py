@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import json
-
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, RedirectResponse
 
 from terrace.bootstrap import Container
 from terrace.domain import runs as rs
-from terrace.domain.errors import BadRequest, NotFound
-from terrace.domain.plan_json import hide_secrets, redact
+from terrace.domain.errors import BadRequest
 from terrace.domain.principal import Principal
-from terrace.domain.runs import PhaseState, Run, run_id_of
-from terrace.services.authz import Action
+from terrace.domain.runs import PhaseState, Run
 from terrace.web import run_serializers as rser
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import respond
@@ -28,12 +24,7 @@ def _log_url(container: Container, phase: PhaseState) -> str | None:
 
 
 def _run_of(container: Container, principal: Principal, phase_id: str, prefix: str) -> Run:
-    if not phase_id.startswith(prefix):
-        raise NotFound(f"{phase_id} not found")
-    try:
-        return container.runs.get(principal, run_id_of(phase_id))
-    except NotFound as exc:
-        raise NotFound(f"{phase_id} not found") from exc
+    return container.plans.run_of(principal, phase_id, prefix)
 
 
 @router.get("/plans/{plan_id}")
@@ -60,27 +51,15 @@ def read_run_apply(run_id: str, container: ContainerDep, principal: PrincipalDep
     return respond(rser.apply(run, _log_url(container, run.apply)))
 
 
-def _plan_json(container: Container, principal: Principal, plan_id: str) -> tuple[Run, str]:
-    run = _run_of(container, principal, plan_id, "plan-")
-    container.workspaces.get(principal, run.workspace_id, Action.READ_STATE)
-    key = run.plan.json_key
-    if run.plan.status != rs.P_FINISHED or not key or container.blobs.head(key) is None:
-        raise NotFound(f"plan {plan_id} has no JSON output")
-    return run, key
-
-
 @router.get("/plans/{plan_id}/json-output")
 def plan_json(plan_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
-    _, key = _plan_json(container, principal, plan_id)
+    key = container.plans.json_key(principal, plan_id)
     return RedirectResponse(container.blobs.presign_get(key, container.settings.presign_ttl_s), status_code=307)
 
 
 @router.get("/plans/{plan_id}/json-output-redacted")
 def plan_json_redacted(plan_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
-    run, key = _plan_json(container, principal, plan_id)
-    sensitive = container.variables.sensitive_values(run.workspace_id)
-    plan = hide_secrets(redact(json.loads(container.blobs.get(key))), sensitive.values, sensitive.terraform_keys)
-    return JSONResponse(plan)
+    return JSONResponse(container.plans.redacted(principal, plan_id))
 
 
 @router.get("/logs/{phase_id}/{expires}/{signature}")

@@ -24,6 +24,14 @@ def workspaces(
 ) -> Any:
     tags = [t.strip() for t in tag.split(",") if t.strip()]
     found = container.workspaces.list(session.principal, organization, search=search or None, tags=tags or None)
+    latest = container.runs.latest_of(session.principal, found)
     return render(
-        request, "workspaces.html", session, organization=organization, workspaces=found, search=search, tag=tag
+        request,
+        "workspaces.html",
+        session,
+        organization=organization,
+        workspaces=found,
+        latest=latest,
+        search=search,
+        tag=tag,
     )

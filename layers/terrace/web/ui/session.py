@@ -17,6 +17,16 @@ COOKIE = "terrace_session"
 templates = Jinja2Templates(directory=str(Path(__file__).parent.parent / "templates"))
 
 
+def when(iso: str | None) -> str:
+    """An API timestamp (2026-01-02T03:04:05.678Z) as people read it: 2026-01-02 03:04:05 UTC."""
+    if not iso:
+        return ""
+    return iso.replace("T", " ").split(".")[0].removesuffix("Z") + " UTC"
+
+
+templates.env.filters["when"] = when
+
+
 class SignInRequired(Exception):
     """No live session: the UI redirects to the sign-in page."""
 

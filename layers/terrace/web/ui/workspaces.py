@@ -39,9 +39,21 @@ def create_workspace(
 def overview(request: Request, container: ContainerDep, session: SessionDep, organization: str, name: str) -> Any:
     ws = container.workspaces.get_by_name(session.principal, organization, name)
     outputs: list[Any] = []
+    resources: list[Any] = []
     if ws.current_state_version_id:
         outputs = container.state_versions.current_outputs(session.principal, ws.id)
-    return render(request, "workspace.html", session, organization=organization, ws=ws, outputs=outputs)
+        resources = container.state_versions.resources(session.principal, ws.id)
+    latest_run = container.runs.get(session.principal, ws.latest_run_id) if ws.latest_run_id else None
+    return render(
+        request,
+        "workspace.html",
+        session,
+        organization=organization,
+        ws=ws,
+        outputs=outputs,
+        resources=resources,
+        latest_run=latest_run,
+    )
 
 
 @router.post("/{organization}/workspaces/{name}/lock")

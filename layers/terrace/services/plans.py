@@ -1,0 +1,53 @@
+"""A run's plan JSON (`terraform show -json`), for whoever may read the run and its workspace's state."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from terrace.adapters.blobs import BlobStore
+from terrace.domain import runs as rs
+from terrace.domain.errors import NotFound
+from terrace.domain.plan_json import hide_secrets, redact
+from terrace.domain.principal import Principal
+from terrace.domain.runs import Run, run_id_of
+from terrace.services.authz import Action
+from terrace.services.runs import RunService
+from terrace.services.variables import VariableService
+from terrace.services.workspaces import WorkspaceService
+
+
+class PlanService:
+    def __init__(
+        self, runs: RunService, workspaces: WorkspaceService, variables: VariableService, blobs: BlobStore
+    ) -> None:
+        self._runs, self._workspaces, self._variables, self._blobs = runs, workspaces, variables, blobs
+
+    def run_of(self, principal: Principal, phase_id: str, prefix: str) -> Run:
+        """The run a plan-… or apply-… id belongs to (READ_RUNS)."""
+        if not phase_id.startswith(prefix):
+            raise NotFound(f"{phase_id} not found")
+        try:
+            return self._runs.get(principal, run_id_of(phase_id))
+        except NotFound as exc:
+            raise NotFound(f"{phase_id} not found") from exc
+
+    def json_key(self, principal: Principal, plan_id: str) -> str:
+        """The blob key of a finished plan's JSON; the caller must also be able to read the state."""
+        return self._finished(principal, plan_id)[1]
+
+    def _finished(self, principal: Principal, plan_id: str) -> tuple[Run, str]:
+        run = self.run_of(principal, plan_id, "plan-")
+        self._workspaces.get(principal, run.workspace_id, Action.READ_STATE)
+        key = run.plan.json_key
+        if run.plan.status != rs.P_FINISHED or not key or self._blobs.head(key) is None:
+            raise NotFound(f"plan {plan_id} has no JSON output")
+        return run, key
+
+    def redacted(self, principal: Principal, plan_id: str) -> dict[str, Any]:
+        """The plan JSON with sensitive values nulled (json-output-redacted): what terraform marks sensitive,
+        the workspace's sensitive terraform variables, and any string holding a sensitive value (masked)."""
+        run, key = self._finished(principal, plan_id)
+        plan = redact(json.loads(self._blobs.get(key)))
+        sensitive = self._variables.sensitive_values(run.workspace_id)
+        return hide_secrets(plan, sensitive.values, sensitive.terraform_keys)

@@ -1,0 +1,80 @@
+"""Workspace settings (execution mode, auto-apply, terraform version, working directory) and deletion
+(after typing the workspace's name), through the same service calls as the API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import RedirectResponse
+
+from terrace.domain import errors
+from terrace.domain.workspace import EXECUTION_MODES
+from terrace.web.deps import ContainerDep
+from terrace.web.routers.workspaces import _delete  # the API's deletion (workspace, then its state), not a second one
+from terrace.web.ui.session import CheckedFormDep, SessionDep, render
+
+router = APIRouter(prefix="/app", include_in_schema=False)
+SETTINGS = "/{organization}/workspaces/{name}/settings"
+
+
+def _form_of(ws: Any) -> dict[str, str]:
+    return {
+        "execution_mode": ws.execution_mode,
+        "auto_apply": "on" if ws.auto_apply else "",
+        "terraform_version": ws.terraform_version,
+        "working_directory": ws.working_directory,
+    }
+
+
+def _page(request: Request, session: Any, organization: str, ws: Any, status: int = 200, **extra: Any) -> Any:
+    extra.setdefault("form", _form_of(ws))
+    return render(
+        request,
+        "settings.html",
+        session,
+        status=status,
+        organization=organization,
+        ws=ws,
+        modes=EXECUTION_MODES,
+        **extra,
+    )
+
+
+@router.get(SETTINGS)
+def settings(request: Request, container: ContainerDep, session: SessionDep, organization: str, name: str) -> Any:
+    ws = container.workspaces.get_by_name(session.principal, organization, name)
+    return _page(request, session, organization, ws)
+
+
+@router.post(SETTINGS)
+def update_settings(
+    request: Request, container: ContainerDep, session: SessionDep, organization: str, name: str, form: CheckedFormDep
+) -> Any:
+    ws = container.workspaces.get_by_name(session.principal, organization, name)
+    attributes = {
+        "execution-mode": form.get("execution_mode", ""),
+        "auto-apply": form.get("auto_apply") == "on",
+        "terraform-version": form.get("terraform_version", "").strip(),
+        "working-directory": form.get("working_directory", "").strip(),
+    }
+    try:
+        container.workspaces.update(session.principal, ws, attributes)
+    except (errors.Invalid, errors.Conflict) as exc:
+        return _page(request, session, organization, ws, status=422, form=form, error=exc.detail)
+    return RedirectResponse(f"/app/{organization}/workspaces/{name}/settings?saved=1", status_code=303)
+
+
+@router.post(SETTINGS + "/delete")
+def delete_workspace(
+    request: Request, container: ContainerDep, session: SessionDep, organization: str, name: str, form: CheckedFormDep
+) -> Any:
+    ws = container.workspaces.get_by_name(session.principal, organization, name)
+    if form.get("confirm_name", "").strip() != ws.name:
+        message = f"Type the workspace's name, {ws.name}, to delete it."
+        return _page(request, session, organization, ws, status=422, delete_error=message)
+    try:
+        _delete(container, session.principal, ws, safe=form.get("force") != "on")
+    except errors.Conflict as exc:
+        return _page(request, session, organization, ws, status=409, delete_error=exc.detail)
+    return RedirectResponse(f"/app/{organization}/workspaces?deleted={ws.name}", status_code=303)

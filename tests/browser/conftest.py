@@ -1,0 +1,66 @@
+"""Browser fixtures: Debian's chromium through Playwright, and (for the run journey) a local stack whose
+runners really run terraform (as tests/e2e's `run_local_stack`: session-scoped, stopped by its fixture)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+SHOTS = Path(__file__).resolve().parents[2] / ".build" / "screenshots"
+# Generous heartbeat timings: the machine is shared and loaded; nothing here tests retries or cancels.
+RUN_SETTINGS = {"job_heartbeat_s": 2, "job_heartbeat_timeout_s": 60, "max_runners": 2}
+
+
+@pytest.fixture
+def page() -> Iterator[Any]:
+    """A phone-width page in chromium that accepts the local stack's own CA-signed certificate."""
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    if not CHROMIUM.exists():
+        pytest.skip("no /usr/bin/chromium (make test installs it: apt-get install -y chromium)")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with playwright_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
+        context = browser.new_context(viewport={"width": 390, "height": 844}, ignore_https_errors=True)
+        yield context.new_page()
+        browser.close()
+
+
+def _reachable_by_job_uids(folder: Path) -> Path:
+    """Job uids pass through the temp folders to the runner work dir and provider mirror (not list them)."""
+    for path in [folder, *folder.parents]:
+        if path.stat().st_uid == os.geteuid():
+            path.chmod(path.stat().st_mode | 0o011)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def run_stack() -> Iterator[Any]:
+    """A LocalStack with runner processes, reaper and scaler; yields the LocalStack (its `info` and `container`)."""
+    from terrace.local.stack import LocalStack
+
+    state_dir = _reachable_by_job_uids(Path(tempfile.mkdtemp(prefix="terrace-browser-runs-")))
+    local = LocalStack(port=0, organization="web", state_dir=state_dir, prefix=f"browser-{uuid.uuid4().hex[:8]}")
+    local.settings_overrides = dict(RUN_SETTINGS)
+    local.start()
+    try:
+        yield local
+    finally:
+        local.stop()
+        shutil.rmtree(state_dir, ignore_errors=True)
