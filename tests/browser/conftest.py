@@ -3,7 +3,6 @@ runners really run terraform (as tests/e2e's `run_local_stack`: session-scoped, 
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import uuid
@@ -12,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from job_uids import traversable
 
 CHROMIUM = Path("/usr/bin/chromium")
 SHOTS = Path(__file__).resolve().parents[2] / ".build" / "screenshots"
@@ -42,20 +42,12 @@ def page() -> Iterator[Any]:
         browser.close()
 
 
-def _reachable_by_job_uids(folder: Path) -> Path:
-    """Job uids pass through the temp folders to the runner work dir and provider mirror (not list them)."""
-    for path in [folder, *folder.parents]:
-        if path.stat().st_uid == os.geteuid():
-            path.chmod(path.stat().st_mode | 0o011)
-    return folder
-
-
 @pytest.fixture(scope="session")
 def run_stack() -> Iterator[Any]:
     """A LocalStack with runner processes, reaper and scaler; yields the LocalStack (its `info` and `container`)."""
     from terrace.local.stack import LocalStack
 
-    state_dir = _reachable_by_job_uids(Path(tempfile.mkdtemp(prefix="terrace-browser-runs-")))
+    state_dir = traversable(Path(tempfile.mkdtemp(prefix="terrace-browser-runs-")))
     local = LocalStack(port=0, organization="web", state_dir=state_dir, prefix=f"browser-{uuid.uuid4().hex[:8]}")
     local.settings_overrides = dict(RUN_SETTINGS)
     local.start()

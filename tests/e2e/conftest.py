@@ -10,7 +10,6 @@ Fixtures:
 
 from __future__ import annotations
 
-import os
 import shutil
 import ssl
 import subprocess
@@ -24,6 +23,7 @@ from typing import Any
 
 import httpx
 import pytest
+from job_uids import traversable
 from terrace.local import terraform_config
 from terrace.local.stack import LocalStack
 
@@ -176,14 +176,6 @@ class Result:
         return f"terraform {' '.join(self.args)} -> {self.code}\n{self.output}"
 
 
-def _reachable_by_job_uids(folder: Path) -> Path:
-    """Job uids pass through pytest's 0700 tmp folders to the runner work dir and provider mirror (not list them)."""
-    for path in [folder, *folder.parents]:
-        if path.stat().st_uid == os.geteuid():
-            path.chmod(path.stat().st_mode | 0o011)
-    return folder
-
-
 # fixtures ------------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StackInfo]:
@@ -251,7 +243,7 @@ RUN_SETTINGS = {"job_heartbeat_s": 1, "job_heartbeat_timeout_s": 4, "max_runners
 def run_local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     """A LocalStack for remote runs (runner processes, reaper, scaler) with short heartbeats."""
     # Not under pytest's base folder: any pytest session resets that to 0700, and job uids must pass.
-    state_dir = _reachable_by_job_uids(Path(tempfile.mkdtemp(prefix="terrace-e2e-runs-")))
+    state_dir = traversable(Path(tempfile.mkdtemp(prefix="terrace-e2e-runs-")))
     assert TERRAFORM.exists(), f"the terraform test client is not installed at {TERRAFORM}"
     local = LocalStack(
         port=0,

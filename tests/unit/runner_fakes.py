@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import tarfile
 import threading
 from dataclasses import dataclass, field
@@ -12,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from job_uids import traversable
 from terrace.domain.jobs import FinishRequest, JobSpec, Operation, RunVariable
 from terrace.runner.client import RunnerApi, Transfers
 from terrace.runner.config import RunnerConfig
@@ -141,13 +141,6 @@ def reachable_by_job_uids(folder: Path) -> None:
     """As root the runner's children run as job uids: they must reach the fake binary and write its records."""
     folder.chmod(0o1777)
     traversable(folder.parent)
-
-
-def traversable(folder: Path) -> None:
-    """Job uids may pass through `folder` and its parents (pytest's tmp folders are 0700)."""
-    for path in [folder.resolve(), *folder.resolve().parents]:
-        if path.stat().st_uid == os.geteuid():
-            path.chmod(path.stat().st_mode | 0o011)
 
 
 def fake_terraform(
