@@ -7,7 +7,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export JSII_RUNTIME_PACKAGE_CACHE_ROOT := $(CURDIR)/.build/jsii-cache
 
-.PHONY: install dev test unit integration e2e infra-test fuzz lint format typecheck synth bench clean
+.PHONY: install dev test unit integration e2e infra-test fuzz conformance lint format typecheck synth bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,13 @@ e2e: install
 # Schema fuzzing of /api/v2 and /state/v1 in full (make test runs a bounded pass of the same tests).
 fuzz: install
 	TERRACE_FUZZ_EXAMPLES=$${TERRACE_FUZZ_EXAMPLES:-300} TERRACE_FUZZ_FULL=1 $(BIN)/pytest -q tests/fuzz
+
+# go-tfe's own integration suite (v1.41.0; ../shared/conformance) against the running `make dev`
+# (its .terrace/dev.json); GOTFE_RUN=REGEX runs a subset. About 25 minutes in full.
+CONFORMANCE ?= ../shared/conformance
+conformance:
+	@test -f .terrace/dev.json || { echo "start 'make dev' first (it writes .terrace/dev.json)" >&2; exit 1; }
+	bash $(CONFORMANCE)/gotfe-v1.sh .terrace/dev.json
 
 infra-test: install /usr/bin/chromium
 	$(BIN)/pytest -q tests/infra
