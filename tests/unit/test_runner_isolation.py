@@ -47,10 +47,13 @@ def identity() -> Iterator[sandbox.JobIdentity]:
 
 
 def test_a_setsid_background_loop_does_not_outlive_the_child(tmp_path: Path, identity: sandbox.JobIdentity) -> None:
-    code, _ = run(tmp_path, "setsid sh -c 'sleep 300' </dev/null >/dev/null 2>&1 & echo started", identity)
+    marker = f"terrace-setsid-{os.getpid()}"  # this test's own process, not another test run's on the host
+    code, _ = run(
+        tmp_path, f"setsid bash -c 'exec -a {marker} sleep 300' </dev/null >/dev/null 2>&1 & echo started", identity
+    )
     assert code == 0
     assert sandbox.uid_pids(identity.uid) == []
-    assert not [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p) == "sleep 300"]
+    assert not [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p).startswith(marker)]
 
 
 def _cmdline(pid: str) -> str:
