@@ -143,7 +143,7 @@ def test_queue_plan_watch_logs_apply_diff_roll_back_and_search(run_stack: Any, p
 
     queue_and_apply(page, api, base, "run-2")  # replaces null_resource.slow: a second state version
     page.get_by_role("link", name="Runs").click()
-    expect(page.get_by_role("link", name=first_run)).to_be_visible()
+    expect(page.locator("code", has_text=first_run)).to_be_visible()
     shoot(page, "runs")
     page.get_by_role("link", name="States").click()
     expect(page.get_by_role("cell", name="current")).to_be_visible()

@@ -112,7 +112,7 @@ def test_create_workspace_from_the_form(env: Env) -> None:
     assert r.status_code == 303 and r.headers["location"] == "/app/acme/workspaces/web"
     assert env.container.workspaces.find_id("acme", "web")
     again = client.post("/app/acme/workspaces/new", data={"name": "web", "csrf_token": token})
-    assert again.status_code == 422 and 'role="alert"' in again.text
+    assert again.status_code == 422 and 'role="alert"' in again.text and 'id="name-error"' in again.text
 
 
 def test_overview_masks_sensitive_outputs(env: Env) -> None:

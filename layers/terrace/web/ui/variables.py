@@ -9,7 +9,7 @@ from fastapi.responses import RedirectResponse
 
 from terrace.domain import errors
 from terrace.web.deps import ContainerDep
-from terrace.web.ui.session import CheckedFormDep, SessionDep, render
+from terrace.web.ui.session import CheckedFormDep, SessionDep, field_of, render
 
 router = APIRouter(prefix="/app", include_in_schema=False)
 
@@ -17,12 +17,6 @@ router = APIRouter(prefix="/app", include_in_schema=False)
 def _page(request: Request, container: Any, session: Any, organization: str, ws: Any, **extra: Any) -> Any:
     variables = container.variables.list(session.principal, ws)
     return render(request, "variables.html", session, organization=organization, ws=ws, variables=variables, **extra)
-
-
-def _field_of(exc: errors.TerraceError) -> str:
-    """The form field an error points at (/data/attributes/key -> key), to show the message beside it."""
-    pointer = getattr(exc, "pointer", None) or exc.meta.get("pointer") or ""
-    return str(pointer).rsplit("/", 1)[-1]
 
 
 def _attributes(form: dict[str, str]) -> dict[str, Any]:
@@ -60,7 +54,7 @@ def create_variable(
             status=422,
             form=kept,
             error=exc.detail,
-            error_field=_field_of(exc),
+            error_field=field_of(exc),
         )
     return RedirectResponse(f"/app/{organization}/workspaces/{name}/variables", status_code=303)
 
@@ -102,7 +96,7 @@ def update_variable(
     except (errors.Invalid, errors.Conflict) as exc:
         kept = {k: v for k, v in form.items() if k != "value" or not attrs["sensitive"]}
         return _edit_page(
-            request, session, organization, ws, var, kept, status=422, error=exc.detail, error_field=_field_of(exc)
+            request, session, organization, ws, var, kept, status=422, error=exc.detail, error_field=field_of(exc)
         )
     return RedirectResponse(f"/app/{organization}/workspaces/{name}/variables", status_code=303)
 
