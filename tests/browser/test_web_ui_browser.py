@@ -83,6 +83,13 @@ def test_sign_in_create_workspace_lock_and_sign_out(stack: tuple[str, str, Any],
     expect(page.get_by_role("cell", name="db_password", exact=True)).to_be_visible()
     assert "hunter2-secret" not in page.content()
     shoot(page, "variables")
+    page.get_by_label("Key").click()
+    page.keyboard.press("Shift+Tab")  # keyboard focus moves back to the last row's Delete button: visibly
+    focused = page.evaluate(
+        "[document.activeElement.textContent, getComputedStyle(document.activeElement).outlineStyle]"
+    )
+    assert focused == ["Delete", "solid"], focused
+    shoot(page, "variables-keyboard-focus")
     page.get_by_role("link", name="Edit region").click()
     expect(page.get_by_label("Value")).to_have_value("eu-west-1")
     page.get_by_label("Value").fill("eu-central-1")
