@@ -37,7 +37,7 @@ def page() -> Iterator[Any]:
                 "--disable-sync",
             ],
         )
-        context = browser.new_context(viewport={"width": 390, "height": 844}, ignore_https_errors=True)
+        context = browser.new_context(viewport=PHONE, ignore_https_errors=True)
         yield context.new_page()
         browser.close()
 
@@ -56,3 +56,17 @@ def run_stack() -> Iterator[Any]:
     finally:
         local.stop()
         shutil.rmtree(state_dir, ignore_errors=True)
+
+
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1280, "height": 800}
+
+
+def shoot(page: Any, name: str) -> None:
+    """Save the page at phone width (`name.png`) and at desktop width (`name-desktop.png`) in .build/screenshots."""
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+    page.set_viewport_size(DESKTOP)
+    try:
+        page.screenshot(path=str(SHOTS / f"{name}-desktop.png"), full_page=True)
+    finally:
+        page.set_viewport_size(PHONE)

@@ -17,7 +17,7 @@ from terrace.bootstrap import build_memory
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.web.app import create_app
 
-from .conftest import SHOTS
+from .conftest import shoot
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 
@@ -47,18 +47,22 @@ def test_sign_in_create_workspace_lock_and_sign_out(stack: tuple[str, str, Any],
     expect = playwright_api.expect
     page.goto(f"{base}/app")
     expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
-    page.screenshot(path=str(SHOTS / "sign-in.png"), full_page=True)
+    shoot(page, "sign-in")
     page.get_by_label("API token").fill("wrong")
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("alert")).to_be_visible()
     page.get_by_label("API token").fill(token)
     page.keyboard.press("Enter")
     expect(page.get_by_role("heading", name="Organizations")).to_be_visible()
-    page.screenshot(path=str(SHOTS / "organizations.png"), full_page=True)
+    shoot(page, "organizations")
     page.get_by_role("link", name="acme").click()
     expect(page.get_by_text("No workspaces yet")).to_be_visible()
-    page.screenshot(path=str(SHOTS / "workspaces-empty.png"), full_page=True)
+    shoot(page, "workspaces-empty")
     page.get_by_role("link", name="New workspace").click()
+    page.get_by_label("Name").fill("web prod!")
+    page.get_by_role("button", name="Create workspace").click()
+    expect(page.get_by_role("alert")).to_be_visible()
+    shoot(page, "workspace-new-error")
     page.get_by_label("Name").fill("web-prod")
     page.get_by_label("Tags (comma-separated)").fill("web, prod")
     page.get_by_role("button", name="Create workspace").click()
@@ -66,7 +70,7 @@ def test_sign_in_create_workspace_lock_and_sign_out(stack: tuple[str, str, Any],
     assert container.workspaces.find_id("acme", "web-prod")
     page.get_by_role("button", name="Lock workspace").click()
     expect(page.get_by_role("button", name="Unlock workspace")).to_be_visible()
-    page.screenshot(path=str(SHOTS / "workspace.png"), full_page=True)
+    shoot(page, "workspace")
     page.get_by_role("link", name="Variables").click()
     page.get_by_label("Key").fill("region")
     page.get_by_label("Value").fill("eu-west-1")
@@ -78,17 +82,48 @@ def test_sign_in_create_workspace_lock_and_sign_out(stack: tuple[str, str, Any],
     page.get_by_role("button", name="Add variable").click()
     expect(page.get_by_role("cell", name="db_password", exact=True)).to_be_visible()
     assert "hunter2-secret" not in page.content()
-    page.screenshot(path=str(SHOTS / "variables.png"), full_page=True)
+    shoot(page, "variables")
+    page.get_by_label("Key").click()
+    page.keyboard.press("Shift+Tab")  # keyboard focus moves back to the last row's Delete button: visibly
+    focused = page.evaluate(
+        "[document.activeElement.textContent, getComputedStyle(document.activeElement).outlineStyle]"
+    )
+    assert focused == ["Delete", "solid"], focused
+    shoot(page, "variables-keyboard-focus")
+    page.get_by_role("link", name="Edit region").click()
+    expect(page.get_by_label("Value")).to_have_value("eu-west-1")
+    page.get_by_label("Value").fill("eu-central-1")
+    page.get_by_label("Description").fill("where it runs")
+    page.get_by_role("button", name="Save variable").click()
+    expect(page.get_by_role("cell", name="eu-central-1")).to_be_visible()
+    page.get_by_role("link", name="Edit db_password").click()
+    expect(page.get_by_label("Value")).to_have_value("")  # write-only: never sent to the browser
+    page.get_by_label("Key").fill("db password")
+    page.get_by_role("button", name="Save variable").click()
+    expect(page.locator("#key-error")).to_be_visible()
+    shoot(page, "variable-edit-error")
+    page.get_by_label("Key").fill("db_password")
+    page.get_by_label("Description").fill("kept secret")
+    page.get_by_role("button", name="Save variable").click()
+    expect(page.get_by_text("kept secret")).to_be_visible()
+    ws_id = container.workspaces.find_id("acme", "web-prod")
+    assert container.variables.sensitive_values(ws_id).values == ("hunter2-secret",)  # blank value kept it
+    assert "hunter2-secret" not in page.content()
+    shoot(page, "variables-edited")
+    page.get_by_role("link", name="acme").first.click()
+    expect(page.get_by_role("link", name="web-prod")).to_be_visible()
+    shoot(page, "workspaces")
     page.get_by_role("link", name="alice · Tokens").click()
     page.get_by_label("Description").fill("laptop")
     page.get_by_role("button", name="Create token").click()
     secret = page.locator("#new-token").inner_text()
     assert container.accounts.authenticate(secret).username == "alice"
-    page.screenshot(path=str(SHOTS / "tokens.png"), full_page=True)
+    shoot(page, "tokens")
     page.get_by_role("button", name="Revoke laptop").click()
     expect(page.get_by_role("button", name="Revoke laptop")).to_have_count(0)
     page.goto(f"{base}/app/nobody/workspaces")
     expect(page.get_by_role("heading", name="Not found")).to_be_visible()
+    shoot(page, "not-found")
     page.get_by_role("button", name="Sign out").click()
     expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
     page.goto(f"{base}/app")

@@ -13,8 +13,9 @@ from typing import Any
 
 import httpx
 import pytest
+from terrace.domain.principal import PrincipalKind
 
-from .conftest import SHOTS
+from .conftest import shoot
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.e2e
@@ -96,21 +97,21 @@ def queue_and_apply(page: Any, api: httpx.Client, base: str, shot: str) -> str:
     assert run_id.startswith("run-")
     # The plan log arrives in the open page (htmx polling by offset) while the run is still planning.
     wait_for(lambda: "Terraform" in page.locator("#plan-log").inner_text(), "the plan log to arrive")
-    page.screenshot(path=str(SHOTS / f"{shot}-planning.png"), full_page=True)
+    shoot(page, f"{shot}-planning")
     confirm = page.get_by_role("button", name="Confirm & apply")
     expect(confirm).to_be_visible(timeout=DEADLINE_S * 1000)
     expect(page.get_by_label("Resource changes")).to_contain_text("null_resource.slow")
     expect(page.locator("#plan-log")).to_contain_text("Plan: ", timeout=30_000)  # the tail catches up
-    page.screenshot(path=str(SHOTS / f"{shot}-planned.png"), full_page=True)
+    shoot(page, f"{shot}-planned")
     confirm.click()
     # The apply log tails while the provisioner sleeps: seen in the page while the API still says applying.
     wait_for(lambda: "provisioning" in page.locator("#apply-log").inner_text(), "the apply log to arrive")
     assert run_status(api, run_id) == "applying"
-    page.screenshot(path=str(SHOTS / f"{shot}-applying.png"), full_page=True)
+    shoot(page, f"{shot}-applying")
     expect(page.locator("#run-status")).to_have_text("applied", timeout=DEADLINE_S * 1000)
     expect(page.locator("#apply-log")).to_contain_text("Apply complete!", timeout=30_000)
     expect(page.get_by_role("button", name="Confirm & apply")).to_have_count(0)
-    page.screenshot(path=str(SHOTS / f"{shot}-applied.png"), full_page=True)
+    shoot(page, f"{shot}-applied")
     return run_id
 
 
@@ -131,36 +132,43 @@ def test_queue_plan_watch_logs_apply_diff_roll_back_and_search(run_stack: Any, p
     expect(page.get_by_text("No runs yet")).to_be_visible()
     page.get_by_role("button", name="Queue plan").click()
     expect(page.get_by_role("alert")).to_contain_text("configuration")  # nothing uploaded yet: inline error
-    page.screenshot(path=str(SHOTS / "runs-empty.png"), full_page=True)
+    shoot(page, "runs-empty")
     upload_configuration(api, ws_id)
 
-    queue_and_apply(page, api, base, "run-1")
+    first_run = queue_and_apply(page, api, base, "run-1")
     page.get_by_role("link", name="Overview").click()
     expect(page.get_by_role("cell", name='"hello from terrace"')).to_be_visible()
     assert "s3cr3t-output-value" not in page.content()
-    page.screenshot(path=str(SHOTS / "workspace-applied.png"), full_page=True)
+    shoot(page, "workspace-applied")
 
     queue_and_apply(page, api, base, "run-2")  # replaces null_resource.slow: a second state version
+    page.get_by_role("link", name="Runs").click()
+    expect(page.locator("code", has_text=first_run)).to_be_visible()
+    shoot(page, "runs")
     page.get_by_role("link", name="States").click()
     expect(page.get_by_role("cell", name="current")).to_be_visible()
-    page.screenshot(path=str(SHOTS / "states.png"), full_page=True)
+    shoot(page, "states")
     page.get_by_role("button", name="Compare").click()
     expect(page.get_by_role("heading", name="Changed (1)")).to_be_visible()
+    diff_url = page.url
     expect(page.get_by_text("null_resource.slow")).to_be_visible()
     expect(page.get_by_role("cell", name="triggers.t")).to_be_visible()
-    page.screenshot(path=str(SHOTS / "state-diff.png"), full_page=True)
+    shoot(page, "state-diff")
 
     serial_before = run_stack.container.workspaces.load(ws_id).state_serial
     page.get_by_role("link", name="States").click()
     page.get_by_role("row").nth(2).get_by_role("link").first.click()  # the version before the current one
+    state_url = page.url
+    shoot(page, "state")
     page.get_by_role("link", name="Roll back to this version").click()
     expect(page.get_by_role("heading", name="Roll back to serial")).to_be_visible()
-    page.screenshot(path=str(SHOTS / "state-rollback.png"), full_page=True)
+    rollback_url = page.url
+    shoot(page, "state-rollback")
     page.get_by_role("button", name="Roll back").click()
     expect(page.get_by_role("heading", name=f"State serial {serial_before + 1}")).to_be_visible()
     restored = run_stack.container.workspaces.load(ws_id)
     assert restored.state_serial == serial_before + 1 and restored.lock is None
-    page.screenshot(path=str(SHOTS / "state-restored.png"), full_page=True)
+    shoot(page, "state-restored")
 
     def search_finds_it() -> bool:
         page.goto(f"{base}/app/web/workspaces")
@@ -171,7 +179,7 @@ def test_queue_plan_watch_logs_apply_diff_roll_back_and_search(run_stack: Any, p
         return page.get_by_role("link", name="site").count() == 1
 
     wait_for(search_finds_it, "the resource index", timeout=30)
-    page.screenshot(path=str(SHOTS / "search.png"), full_page=True)
+    shoot(page, "search")
     page.get_by_role("link", name="site").click()
     expect(page.get_by_role("heading", name="site")).to_be_visible()
 
@@ -182,5 +190,25 @@ def test_queue_plan_watch_logs_apply_diff_roll_back_and_search(run_stack: Any, p
     expect(page.get_by_text("Settings saved.")).to_be_visible()
     ws = run_stack.container.workspaces.load(ws_id)
     assert ws.auto_apply and ws.working_directory == "infra"
-    page.screenshot(path=str(SHOTS / "settings.png"), full_page=True)
+    shoot(page, "settings")
     api.close()
+
+    # A user without access sees 404 pages, not data: every URL of this workspace, its run and its state.
+    stranger = run_stack.container.accounts.create_user("stranger")
+    stranger_token = run_stack.container.accounts.issue_token(PrincipalKind.USER, stranger.id).secret
+    page.get_by_role("button", name="Sign out").click()
+    page.get_by_label("API token").fill(stranger_token)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", name="Organizations")).to_be_visible()
+    workspace_url = f"{base}/app/web/workspaces/site"
+    urls = [workspace_url, *(workspace_url + tab for tab in ("/runs", "/states", "/variables", "/settings"))]
+    urls += [f"{workspace_url}/runs/{first_run}", state_url, f"{state_url}/download", diff_url, rollback_url]
+    urls.append(f"{base}/app/web/search?q=null")
+    for url in urls:
+        response = page.goto(url)
+        assert response is not None and response.status == 404, url
+        expect(page.get_by_role("heading", name="Not found")).to_be_visible()
+        html = page.content()
+        for data in ("hello from terrace", "null_resource", "provisioning", ws_id, "Auto-apply", "infra"):
+            assert data not in html, (url, data)
+    shoot(page, "not-found-stranger")

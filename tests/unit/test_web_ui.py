@@ -112,7 +112,7 @@ def test_create_workspace_from_the_form(env: Env) -> None:
     assert r.status_code == 303 and r.headers["location"] == "/app/acme/workspaces/web"
     assert env.container.workspaces.find_id("acme", "web")
     again = client.post("/app/acme/workspaces/new", data={"name": "web", "csrf_token": token})
-    assert again.status_code == 422 and 'role="alert"' in again.text
+    assert again.status_code == 422 and 'role="alert"' in again.text and 'id="name-error"' in again.text
 
 
 def test_overview_masks_sensitive_outputs(env: Env) -> None:
@@ -158,6 +158,50 @@ def test_variables_sensitive_values_are_write_only(env: Env) -> None:
     var_id = next(v.id for v in env.container.variables.list(env.principal, env.ws()) if v.key == "plain")
     assert client.post(f"{url}/{var_id}/delete", data={"csrf_token": token}).status_code == 303
     assert [v.key for v in env.container.variables.list(env.principal, env.ws())] == ["secret"]
+
+
+def test_edit_a_variable_and_keep_a_sensitive_value_write_only(env: Env) -> None:
+    client = signed_in(env)
+    url = "/app/acme/workspaces/prod/variables"
+    token = csrf_of(client.get(url).text)
+    plain = env.container.variables.create(
+        env.principal, env.ws(), {"key": "region", "value": "eu-west-1", "category": "terraform"}
+    )
+    secret = env.container.variables.create(
+        env.principal, env.ws(), {"key": "db_password", "value": "hunter2", "category": "terraform", "sensitive": True}
+    )
+    form = client.get(f"{url}/{plain.id}")
+    assert form.status_code == 200 and 'value="region"' in form.text and "eu-west-1" in form.text
+    edit = {"key": "region", "value": "[1, 2]", "description": "where", "hcl": "on", "csrf_token": token}
+    assert client.post(f"{url}/{plain.id}", data={**edit, "csrf_token": ""}).status_code == 403
+    assert client.post(f"{url}/{plain.id}", data=edit).status_code == 303
+    changed = env.container.variables.get(env.principal, env.ws(), plain.id)
+    assert (changed.value, changed.description, changed.hcl, changed.sensitive) == ("[1, 2]", "where", True, False)
+
+    page = client.get(f"{url}/{secret.id}")
+    assert page.status_code == 200 and "hunter2" not in page.text and "Leave blank to keep it" in page.text
+    kept = client.post(f"{url}/{secret.id}", data={"key": "db_password", "value": "", "csrf_token": token})
+    assert kept.status_code == 303
+    values = env.container.variables.sensitive_values(env.ws().id).values
+    assert values == ("hunter2",) and env.container.variables.get(env.principal, env.ws(), secret.id).sensitive
+    replaced = {"key": "db_password", "value": "correct-horse", "csrf_token": token}
+    assert client.post(f"{url}/{secret.id}", data=replaced).status_code == 303
+    assert env.container.variables.sensitive_values(env.ws().id).values == ("correct-horse",)
+
+    bad = client.post(f"{url}/{secret.id}", data={"key": "not valid!", "value": "leaked?", "csrf_token": token})
+    assert bad.status_code == 422 and 'id="key-error"' in bad.text and 'aria-invalid="true"' in bad.text
+    assert "leaked?" not in bad.text and "correct-horse" not in bad.text
+    clash = client.post(f"{url}/{plain.id}", data={"key": "db_password", "value": "x", "csrf_token": token})
+    assert clash.status_code == 422 and "already exists" in clash.text and 'role="alert"' in clash.text
+    assert env.container.variables.get(env.principal, env.ws(), plain.id).key == "region"
+    listing = client.get(url).text
+    assert "where" in listing and "correct-horse" not in listing and "hunter2" not in listing
+    assert client.get(f"{url}/var-doesnotexist1234").status_code == 404
+    mallory = browser(env)
+    assert mallory.post("/app/sign-in", data={"token": other_user(env)[0]}).status_code == 303
+    assert mallory.get(f"{url}/{secret.id}").status_code == 404
+    theirs = csrf_of(mallory.get("/app").text)
+    assert mallory.post(f"{url}/{plain.id}", data={"key": "x", "csrf_token": theirs}).status_code == 404
 
 
 def test_create_and_revoke_a_token(env: Env) -> None:

@@ -65,6 +65,12 @@ def checked_form(session: SessionDep, form: FormDep) -> dict[str, str]:
 CheckedFormDep = Annotated[dict[str, str], Depends(checked_form)]
 
 
+def field_of(exc: Exception) -> str:
+    """The form field an error points at (/data/attributes/key -> key), to show the message beside it."""
+    pointer = getattr(exc, "pointer", None) or getattr(exc, "meta", {}).get("pointer") or ""
+    return str(pointer).rsplit("/", 1)[-1]
+
+
 def render(request: Request, name: str, session: WebSession | None, status: int = 200, **context: Any) -> Any:
     context.update(session=session, csrf_token=session.csrf_token if session else "")
     return templates.TemplateResponse(request, name, context, status_code=status)

@@ -9,7 +9,7 @@ from fastapi.responses import RedirectResponse
 
 from terrace.domain import errors
 from terrace.web.deps import ContainerDep
-from terrace.web.ui.session import CheckedFormDep, SessionDep, render
+from terrace.web.ui.session import CheckedFormDep, SessionDep, field_of, render
 
 router = APIRouter(prefix="/app", include_in_schema=False)
 
@@ -30,7 +30,14 @@ def create_workspace(
         ws = container.workspaces.create(session.principal, organization, attributes, tag_names=tags)
     except (errors.Invalid, errors.Conflict) as exc:
         return render(
-            request, "workspace_new.html", session, status=422, organization=organization, form=form, error=exc.detail
+            request,
+            "workspace_new.html",
+            session,
+            status=422,
+            organization=organization,
+            form=form,
+            error=exc.detail,
+            error_field=field_of(exc),
         )
     return RedirectResponse(f"/app/{organization}/workspaces/{ws.name}", status_code=303)
 
