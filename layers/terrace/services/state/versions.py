@@ -61,6 +61,8 @@ class StateVersionService:
     ) -> StateVersion:
         ws = self._workspaces.get(principal, workspace_id, Action.WRITE_STATE)
         self._require_lock(principal)(ws)
+        if principal.kind is PrincipalKind.RUN:
+            run_id = principal.subject_id  # a run's terraform writes for its own run, whatever it names
         serial, md5 = st.require_serial(attrs), st.require_md5(attrs)
         lineage = st.optional_lineage(attrs)
         force = bool(attrs.get("force", False))
