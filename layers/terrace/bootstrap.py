@@ -18,25 +18,26 @@ from terrace.adapters.queues import EventPublisher, JobQueue, KickingJobQueue, M
 from terrace.adapters.runner_launchers import RunnerLauncher
 from terrace.adapters.table import Table
 from terrace.config import Settings
-from terrace.services.accounts import AccountService
-from terrace.services.authz import Authorizer
-from terrace.services.configuration_versions import ConfigurationVersionService
+from terrace.services.access.accounts import AccountService
+from terrace.services.access.authz import Authorizer
+from terrace.services.access.organizations import OrganizationService
+from terrace.services.access.web_sessions import WebSessionService
 from terrace.services.events import EventService
-from terrace.services.jobs import JobService
-from terrace.services.locking import LockService
-from terrace.services.logs import LogService
-from terrace.services.organizations import OrganizationService
-from terrace.services.plans import PlanService
-from terrace.services.reaper import Reaper
-from terrace.services.run_store import RunStore
-from terrace.services.runs import RunService
-from terrace.services.scaler import Scaler
-from terrace.services.scheduler import RunScheduler
-from terrace.services.state_index import StateIndex
-from terrace.services.state_versions import StateVersionService
-from terrace.services.variables import VariableService
-from terrace.services.web_sessions import WebSessionService
-from terrace.services.workspaces import WorkspaceService
+from terrace.services.runs.configuration_versions import ConfigurationVersionService
+from terrace.services.runs.job_retries import JobRetries
+from terrace.services.runs.jobs import JobService
+from terrace.services.runs.logs import LogService
+from terrace.services.runs.plans import PlanService
+from terrace.services.runs.reaper import Reaper
+from terrace.services.runs.runs import RunService
+from terrace.services.runs.scaler import Scaler
+from terrace.services.runs.scheduler import RunScheduler
+from terrace.services.runs.store import RunStore
+from terrace.services.state.index import StateIndex
+from terrace.services.state.versions import StateVersionService
+from terrace.services.workspaces.locking import LockService
+from terrace.services.workspaces.variables import VariableService
+from terrace.services.workspaces.workspaces import WorkspaceService
 
 
 @dataclass
@@ -147,7 +148,12 @@ class Container:
 
     @cached_property
     def reaper(self) -> Reaper:
-        return Reaper(self.run_store, self.scheduler, self.jobs, self.settings)
+        return Reaper(
+            self.run_store,
+            self.scheduler,
+            JobRetries(self.run_store, self.scheduler, self.logs, self.settings),
+            self.settings,
+        )
 
     @cached_property
     def scaler(self) -> Scaler:

@@ -11,7 +11,7 @@ import uuid
 import httpx
 import pytest
 from e2e_runs import RUN_TIMEOUT_S, remote_dir, remote_workspace, runs, wait_final
-from terrace.services.logs import archive_key
+from terrace.services.runs.logs import archive_key
 
 pytestmark = pytest.mark.e2e
 

@@ -108,3 +108,15 @@ def test_a_cancel_before_the_apply_starts_answers_cancel_and_records_nothing() -
 
     assert answer.status_code == 200 and answer.json()["cancel"] is True
     assert env.container.run_store.load(run["id"]).apply.apply_started_at is None
+
+
+def test_state_written_with_a_run_token_belongs_to_that_run() -> None:
+    env = make_run_env()
+    run = _confirmed_apply(env)
+    spec = _claim(env)
+    token = {"Authorization": f"Bearer {spec['run_token']}", "Content-Type": "application/vnd.api+json"}
+    body = sv_body(state_bytes(1, resources=[null_resource("a", "111")]), 1)
+    body["data"]["relationships"] = {"run": {"data": {"type": "runs", "id": "run-someoneelse"}}}
+    written = env.client.post(f"/api/v2/workspaces/{env.workspace_id}/state-versions", json=body, headers=token)
+    assert written.status_code == 201, written.text
+    assert written.json()["data"]["relationships"]["run"]["data"]["id"] == run["id"]

@@ -12,8 +12,8 @@ import pytest
 from run_helpers import RunEnv, make_run_env
 from terrace.bootstrap import build_memory
 from terrace.config import Settings
-from terrace.services import logs as logs_module
-from terrace.services.logs import archive_key
+from terrace.services.runs import logs as logs_module
+from terrace.services.runs.logs import archive_key
 from terrace.web.app import create_app
 
 ENV_SECRET = "env-secret-Zq81"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from terrace.adapters.memory_table import MemoryTable
 from terrace.domain.principal import Principal, PrincipalKind
-from terrace.services.authz import Authorizer
-from terrace.services.organizations import OrganizationService
+from terrace.services.access.authz import Authorizer
+from terrace.services.access.organizations import OrganizationService
 
 ALICE = Principal(PrincipalKind.USER, "user-alice", "alice")
 

@@ -13,7 +13,7 @@ from terrace.adapters.memory_table import MemoryTable
 from terrace.adapters.queues import TableJobQueue
 from terrace.adapters.runner_launchers import LiveRunner, RunnerCredential
 from terrace.domain.principal import PrincipalKind
-from terrace.services.scaler import RUNNER_TOKEN_SUBJECT
+from terrace.services.runs.scaler import RUNNER_TOKEN_SUBJECT
 
 
 def _second_org(env: RunEnv, name: str = "globex") -> str:
@@ -208,7 +208,7 @@ def test_the_scaler_shares_the_maximum_and_retires_idle_organizations() -> None:
 
 
 def test_the_scaler_revokes_the_tokens_of_runners_that_are_gone(monkeypatch: pytest.MonkeyPatch) -> None:
-    from terrace.services import scaler as scaler_module
+    from terrace.services.runs import scaler as scaler_module
 
     env, _, launcher = _scaler_env()
     env.create_run(env.upload_config())

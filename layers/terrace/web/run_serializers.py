@@ -6,8 +6,8 @@ from typing import Any
 
 from terrace.domain import clock
 from terrace.domain.runs import PhaseState, Run
-from terrace.services.configuration_versions import ConfigurationVersion
-from terrace.services.variables import Variable
+from terrace.services.runs.configuration_versions import ConfigurationVersion
+from terrace.services.workspaces.variables import Variable
 from terrace.web.jsonapi import ref, resource
 
 

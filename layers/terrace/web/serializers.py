@@ -6,9 +6,9 @@ from typing import Any
 
 from terrace.domain.principal import Principal
 from terrace.domain.workspace import Workspace
-from terrace.services.accounts import Token, User
-from terrace.services.locking import describe_holder
-from terrace.services.organizations import Organization
+from terrace.services.access.accounts import Token, User
+from terrace.services.access.organizations import Organization
+from terrace.services.workspaces.locking import describe_holder
 from terrace.web.jsonapi import ref, resource
 
 

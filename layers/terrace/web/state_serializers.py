@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from terrace.domain.state import FINALIZED, StateVersion
-from terrace.services.state_index import IndexedResource, StoredOutput
+from terrace.services.state.index import IndexedResource, StoredOutput
 from terrace.web.jsonapi import ref, refs, resource
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
 
-from terrace.services.authz import Action
+from terrace.services.access.authz import Action
 from terrace.web import bodies
 from terrace.web import run_serializers as rser
 from terrace.web.deps import ContainerDep, PrincipalDep

@@ -20,7 +20,7 @@ from terrace.bootstrap import Container
 from terrace.domain import errors
 from terrace.domain.principal import Principal
 from terrace.domain.workspace import WorkspaceLock
-from terrace.services import state_http
+from terrace.services.state import http_backend as state_http
 from terrace.web import bodies
 from terrace.web.deps import ContainerDep
 from terrace.web.jsonapi import RawBody

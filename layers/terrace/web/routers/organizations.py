@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
-from terrace.services.authz import Action
-from terrace.services.organizations import Organization
+from terrace.services.access.authz import Action
+from terrace.services.access.organizations import Organization
 from terrace.web import bodies, serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONAPIResponse, JSONBody, attributes, read_document, respond, respond_page

@@ -1,5 +1,5 @@
 """/api/runner: the runner protocol (see terrace.domain.jobs). Authenticated by a runner token, which
-works the jobs of its one organization only (decided in services/authz.py)."""
+works the jobs of its one organization only (decided in services/access/authz.py)."""
 
 from __future__ import annotations
 

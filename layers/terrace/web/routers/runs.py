@@ -11,7 +11,7 @@ from terrace.domain import runs as rs
 from terrace.domain.errors import Invalid
 from terrace.domain.principal import Principal
 from terrace.domain.runs import Run
-from terrace.services.authz import Action
+from terrace.services.access.authz import Action
 from terrace.web import bodies
 from terrace.web import run_serializers as rser
 from terrace.web.deps import ContainerDep, PrincipalDep

@@ -12,7 +12,7 @@ from markupsafe import Markup
 
 from terrace.domain import runs as rs
 from terrace.domain.runs import Run
-from terrace.services.logs import ETX, STX, LogService
+from terrace.services.runs.logs import ETX, STX, LogService
 from terrace.web.ui.ansi import ansi_to_html
 
 LIVE_LIMIT = 64 * 1024  # bytes per poll

@@ -10,7 +10,7 @@ from urllib.parse import parse_qs
 from fastapi import Depends, Request
 from fastapi.templating import Jinja2Templates
 
-from terrace.services.web_sessions import WebSession
+from terrace.services.access.web_sessions import WebSession
 from terrace.web.deps import ContainerDep
 
 COOKIE = "terrace_session"

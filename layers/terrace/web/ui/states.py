@@ -11,7 +11,7 @@ from fastapi.responses import RedirectResponse, StreamingResponse
 from terrace.bootstrap import Container
 from terrace.domain import errors, state_diff
 from terrace.domain.workspace import Workspace
-from terrace.services.web_sessions import WebSession
+from terrace.services.access.web_sessions import WebSession
 from terrace.web.deps import ContainerDep
 from terrace.web.ui.session import CheckedFormDep, SessionDep, render
 

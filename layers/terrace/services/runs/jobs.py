@@ -1,8 +1,7 @@
-"""The job state machine seen from the runner: claim (ack), heartbeat, logs, finish, and retries.
+"""The job state machine seen from the runner: next (take + claim), heartbeat, applying, logs, finish.
 
-queued -> claimed/running (heartbeats) -> finished | errored | canceled. A missed heartbeat is an
-infrastructure failure: the phase is retried with exponential back-off, at most `job_max_attempts`
-times, then the run is errored with a clear message.
+queued -> claimed/running (heartbeats) -> finished | errored | canceled. A lost attempt is the reaper's
+(`job_retries.py`).
 """
 
 from __future__ import annotations
@@ -32,15 +31,15 @@ from terrace.domain.masking import Masker
 from terrace.domain.plan_json import hide_secrets
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.runs import Run, run_id_of
-from terrace.services.accounts import AccountService
-from terrace.services.authz import Action, Authorizer, OrgView
-from terrace.services.configuration_versions import ConfigurationVersionService
-from terrace.services.logs import LogService
-from terrace.services.run_store import RunStore
-from terrace.services.runs import RunService, retrying
-from terrace.services.scheduler import RunScheduler
-from terrace.services.variables import VariableService
-from terrace.services.workspaces import WorkspaceService
+from terrace.services.access.accounts import AccountService
+from terrace.services.access.authz import Action, Authorizer, OrgView
+from terrace.services.runs.configuration_versions import ConfigurationVersionService
+from terrace.services.runs.logs import LogService
+from terrace.services.runs.runs import RunService, retrying
+from terrace.services.runs.scheduler import RunScheduler
+from terrace.services.runs.store import RunStore
+from terrace.services.workspaces.variables import VariableService
+from terrace.services.workspaces.workspaces import WorkspaceService
 
 log = logging.getLogger("terrace.jobs")
 
@@ -323,55 +322,3 @@ class JobService:
             run.transition(rs.PLANNED, clock.now_iso())
         self._store.save([(run, expected)], None, previous)
         return run
-
-    # retries (called by the reaper) ------------------------------------------------------
-    def retry_or_fail(self, run: Run, name: str, reason: str) -> Run:
-        """Retry a lost attempt, unless it may have changed something: a plan changes nothing and an apply lost
-        before terraform started applying neither; an apply lost after that ends the run `errored`."""
-        expected, state = run.version, run.phase(name)
-        if run.final or state.status != rs.P_RUNNING:
-            return run  # finished, canceled or already retried meanwhile
-        if name == "apply" and state.apply_started_at is not None:
-            return self._interrupted(run, expected, reason)
-        if state.attempt >= self._settings.job_max_attempts:
-            state.mark(rs.P_ERRORED, clock.now_iso())
-            return self._scheduler.finish(
-                run,
-                expected,
-                rs.ERRORED,
-                f"the {name} failed {state.attempt} times because of infrastructure problems ({reason}); giving up",
-            )
-        previous, now = {run.id: run.status}, clock.now_iso()
-        state.attempt += 1
-        state.mark(rs.P_QUEUED, now)
-        state.runner_id, state.heartbeat_at, state.queued_at = None, None, now
-        run.transition(rs.PLAN_QUEUED if name == "plan" else rs.APPLY_QUEUED, now)
-        self._store.save([(run, expected)], None, previous)
-        self._scheduler.revoke_tokens(run)  # the lost attempt's token dies; the next claim issues a new one
-        self._logs.note(
-            state.id,
-            state.attempt,
-            f"\n--- Terrace: {reason}; retrying ({state.attempt} of {self._settings.job_max_attempts}) ---\n",
-        )
-        delay = min(900, self._settings.job_retry_base_s * 2 ** (state.attempt - 2))
-        self._scheduler.enqueue(run, name, delay_s=delay)
-        log.warning("retrying %s of %s (attempt %d): %s", name, run.id, state.attempt, reason)
-        return run
-
-    def _interrupted(self, run: Run, expected: int, reason: str) -> Run:
-        """An apply lost mid-way: not retried (it would create resources again); the state versions its terraform
-        wrote stay; the run ends errored through the normal finish path (workspace lock released, tokens revoked)."""
-        state, now = run.apply, clock.now_iso()
-        message = (
-            f"the apply was interrupted ({reason}) after terraform had started applying; it is not retried: "
-            "state may be incomplete; check it before running again"
-        )
-        self._logs.closing_note(state.id, state.attempt, f"\n--- Terrace: {message} ---\n")
-        self._logs.archive(state.id)
-        state.log_archived = True
-        state.mark(rs.P_ERRORED, now)
-        state.finished_at = now
-        finished = self._scheduler.finish(run, expected, rs.ERRORED, message)
-        self._logs.purge(state.id)
-        log.warning("apply of %s interrupted: %s; not retried", run.id, reason)
-        return finished

@@ -12,7 +12,7 @@ from terrace.domain import clock, limits
 from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal, PrincipalKind
-from terrace.services.authz import Action, Authorizer, OrgView
+from terrace.services.access.authz import Action, Authorizer, OrgView
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
 UPDATABLE = ("email", "session-timeout", "session-remember", "collaborator-auth-policy", "default-execution-mode")

@@ -27,8 +27,8 @@ from terrace.domain.ids import looks_like, new_id
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.state import DISCARDED, FINALIZED, PENDING, OutputValue, ParsedState, StateVersion
 from terrace.domain.workspace import Workspace
-from terrace.services.state_index import StateIndex
-from terrace.services.workspaces import WorkspaceService
+from terrace.services.state.index import StateIndex
+from terrace.services.workspaces.workspaces import WorkspaceService
 
 log = logging.getLogger("terrace.state")
 

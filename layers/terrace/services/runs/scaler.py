@@ -20,8 +20,8 @@ from terrace.domain import clock
 from terrace.domain import runs as rs
 from terrace.domain.ids import new_id
 from terrace.domain.principal import PrincipalKind
-from terrace.services.accounts import AccountService
-from terrace.services.run_store import RunStore
+from terrace.services.access.accounts import AccountService
+from terrace.services.runs.store import RunStore
 
 log = logging.getLogger("terrace.scaler")
 RUNNER_TOKEN_SUBJECT = "#runners"  # not a valid organization name: runner tokens list apart from any org's

@@ -18,8 +18,8 @@ from terrace.domain.ids import looks_like, new_id
 from terrace.domain.jobs import RunVariable
 from terrace.domain.principal import Principal
 from terrace.domain.workspace import Workspace
-from terrace.services.authz import Action
-from terrace.services.workspaces import WorkspaceService
+from terrace.services.access.authz import Action
+from terrace.services.workspaces.workspaces import WorkspaceService
 
 CATEGORIES = ("terraform", "env")
 TERRAFORM_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")

@@ -10,9 +10,9 @@ from terrace.domain import limits
 from terrace.domain.errors import Conflict, Invalid, Locked
 from terrace.domain.principal import Principal
 from terrace.domain.workspace import Workspace
-from terrace.services.organizations import OrganizationService
-from terrace.services.state_uploads import PENDING_KEY
-from terrace.services.workspaces import WorkspaceService
+from terrace.services.access.organizations import OrganizationService
+from terrace.services.state.uploads import PENDING_KEY
+from terrace.services.workspaces.workspaces import WorkspaceService
 
 LockRule = Callable[[Workspace], None]
 

@@ -17,11 +17,11 @@ from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal
 from terrace.domain.runs import PhaseState, Run
 from terrace.domain.workspace import Workspace
-from terrace.services.authz import Action
-from terrace.services.configuration_versions import UPLOADED, ConfigurationVersion, ConfigurationVersionService
-from terrace.services.run_store import RunStore
-from terrace.services.scheduler import RunScheduler, queue_phase
-from terrace.services.workspaces import WorkspaceService
+from terrace.services.access.authz import Action
+from terrace.services.runs.configuration_versions import UPLOADED, ConfigurationVersion, ConfigurationVersionService
+from terrace.services.runs.scheduler import RunScheduler, queue_phase
+from terrace.services.runs.store import RunStore
+from terrace.services.workspaces.workspaces import WorkspaceService
 
 T = TypeVar("T")
 

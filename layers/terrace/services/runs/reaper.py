@@ -17,10 +17,10 @@ from terrace.config import Settings
 from terrace.domain import clock
 from terrace.domain import runs as rs
 from terrace.domain.runs import Run
-from terrace.services.jobs import JobService
-from terrace.services.run_store import RunStore
-from terrace.services.runs import retrying
-from terrace.services.scheduler import RunScheduler
+from terrace.services.runs.job_retries import JobRetries
+from terrace.services.runs.runs import retrying
+from terrace.services.runs.scheduler import RunScheduler
+from terrace.services.runs.store import RunStore
 
 log = logging.getLogger("terrace.reaper")
 
@@ -32,8 +32,8 @@ def _age(iso_time: str | None, now: float) -> float:
 
 
 class Reaper:
-    def __init__(self, store: RunStore, scheduler: RunScheduler, jobs: JobService, settings: Settings) -> None:
-        self._store, self._scheduler, self._jobs, self._settings = store, scheduler, jobs, settings
+    def __init__(self, store: RunStore, scheduler: RunScheduler, retries: JobRetries, settings: Settings) -> None:
+        self._store, self._scheduler, self._retries, self._settings = store, scheduler, retries, settings
 
     def reap_once(self) -> dict[str, Any]:
         summary = {"checked": 0, "promoted": 0, "resent": 0, "retried": 0, "errored": 0, "discarded": 0}
@@ -80,7 +80,7 @@ class Reaper:
                     self._fail(run, rs.CANCELED, None)
                     return "errored"
                 retrying(
-                    lambda: self._jobs.retry_or_fail(
+                    lambda: self._retries.retry_or_fail(
                         self._store.load(run_id), name, "the runner stopped sending heartbeats"
                     )
                 )

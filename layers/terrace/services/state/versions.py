@@ -22,13 +22,12 @@ from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.state import FINALIZED, PENDING, ParsedState, StateVersion
 from terrace.domain.workspace import Workspace
-from terrace.services import state_http
-from terrace.services.authz import Action
-from terrace.services.locking import LockService
-from terrace.services.organizations import OrganizationService
-from terrace.services.state_http import LockRule
-from terrace.services.state_index import IndexedResource, StateIndex, StoredOutput
-from terrace.services.state_uploads import (
+from terrace.services.access.authz import Action
+from terrace.services.access.organizations import OrganizationService
+from terrace.services.state import http_backend as state_http
+from terrace.services.state.http_backend import LockRule
+from terrace.services.state.index import IndexedResource, StateIndex, StoredOutput
+from terrace.services.state.uploads import (
     ATTEMPTS,
     PENDING_KEY,
     StateUploads,
@@ -37,7 +36,8 @@ from terrace.services.state_uploads import (
     managed_count,
     with_current,
 )
-from terrace.services.workspaces import WorkspaceService
+from terrace.services.workspaces.locking import LockService
+from terrace.services.workspaces.workspaces import WorkspaceService
 
 
 class StateVersionService:
@@ -61,6 +61,8 @@ class StateVersionService:
     ) -> StateVersion:
         ws = self._workspaces.get(principal, workspace_id, Action.WRITE_STATE)
         self._require_lock(principal)(ws)
+        if principal.kind is PrincipalKind.RUN:
+            run_id = principal.subject_id  # a run's terraform writes for its own run, whatever it names
         serial, md5 = st.require_serial(attrs), st.require_md5(attrs)
         lineage = st.optional_lineage(attrs)
         force = bool(attrs.get("force", False))

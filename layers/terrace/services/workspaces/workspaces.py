@@ -14,8 +14,8 @@ from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import looks_like, new_id
 from terrace.domain.principal import Principal
 from terrace.domain.workspace import Workspace
-from terrace.services.authz import Action, Authorizer, WorkspaceView
-from terrace.services.organizations import Organization, OrganizationService
+from terrace.services.access.authz import Action, Authorizer, WorkspaceView
+from terrace.services.access.organizations import Organization, OrganizationService
 
 # API attribute -> (field, validator)
 _BOOL = lambda key: lambda v: _require_bool(key, v)  # noqa: E731

@@ -11,10 +11,10 @@ from terrace.domain.errors import NotFound
 from terrace.domain.plan_json import hide_secrets, redact
 from terrace.domain.principal import Principal
 from terrace.domain.runs import Run, run_id_of
-from terrace.services.authz import Action
-from terrace.services.runs import RunService
-from terrace.services.variables import VariableService
-from terrace.services.workspaces import WorkspaceService
+from terrace.services.access.authz import Action
+from terrace.services.runs.runs import RunService
+from terrace.services.workspaces.variables import VariableService
+from terrace.services.workspaces.workspaces import WorkspaceService
 
 
 class PlanService:

@@ -11,8 +11,8 @@ from terrace.domain import clock, limits
 from terrace.domain.errors import Conflict, Locked
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.workspace import Workspace, WorkspaceLock
-from terrace.services.authz import Action
-from terrace.services.workspaces import WorkspaceService
+from terrace.services.access.authz import Action
+from terrace.services.workspaces.workspaces import WorkspaceService
 
 
 def describe_holder(lock: WorkspaceLock) -> str:

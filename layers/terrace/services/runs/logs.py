@@ -23,8 +23,8 @@ from terrace.adapters.table import Table
 from terrace.domain.errors import NotFound
 from terrace.domain.masking import Masker
 from terrace.domain.runs import PhaseState, Run, run_id_of
-from terrace.services.run_store import RunStore
-from terrace.services.variables import VariableService
+from terrace.services.runs.store import RunStore
+from terrace.services.workspaces.variables import VariableService
 
 STX, ETX = b"\x02", b"\x03"
 MAX_CHUNK = 256 * 1024

@@ -16,7 +16,7 @@ from terrace.adapters.table import Table
 from terrace.domain import clock
 from terrace.domain.errors import Invalid, Unauthenticated
 from terrace.domain.principal import Principal, PrincipalKind
-from terrace.services.accounts import AccountService
+from terrace.services.access.accounts import AccountService
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from terrace.domain.errors import Invalid, NotFound
 from terrace.domain.ids import looks_like, new_id
 from terrace.domain.principal import Principal
 from terrace.domain.workspace import Workspace
-from terrace.services.authz import Action
-from terrace.services.workspaces import WorkspaceService
+from terrace.services.access.authz import Action
+from terrace.services.workspaces.workspaces import WorkspaceService
 
 log = logging.getLogger("terrace.configuration_versions")
 

@@ -20,9 +20,9 @@ from terrace.domain.errors import Conflict, NotFound
 from terrace.domain.jobs import JobMessage
 from terrace.domain.runs import Run
 from terrace.domain.workspace import Workspace, WorkspaceLock
-from terrace.services.accounts import AccountService
-from terrace.services.run_store import RunStore, WorkspaceWrite
-from terrace.services.workspaces import WorkspaceService
+from terrace.services.access.accounts import AccountService
+from terrace.services.runs.store import RunStore, WorkspaceWrite
+from terrace.services.workspaces.workspaces import WorkspaceService
 
 log = logging.getLogger("terrace.scheduler")
 

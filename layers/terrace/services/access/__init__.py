@@ -1,0 +1,1 @@
+"""Who may do what: users and tokens, the one permission check (`authz`), organizations, web sessions."""

@@ -1,0 +1,73 @@
+"""Lost job attempts (called by the reaper). A missed heartbeat is an infrastructure failure: the phase is
+retried with exponential back-off, at most `job_max_attempts` times, then the run is errored with a clear
+message; an apply that had started applying is never retried (it would create resources again)."""
+
+from __future__ import annotations
+
+import logging
+
+from terrace.config import Settings
+from terrace.domain import clock
+from terrace.domain import runs as rs
+from terrace.domain.runs import Run
+from terrace.services.runs.logs import LogService
+from terrace.services.runs.scheduler import RunScheduler
+from terrace.services.runs.store import RunStore
+
+log = logging.getLogger("terrace.jobs")
+
+
+class JobRetries:
+    def __init__(self, store: RunStore, scheduler: RunScheduler, logs: LogService, settings: Settings) -> None:
+        self._store, self._scheduler, self._logs, self._settings = store, scheduler, logs, settings
+
+    def retry_or_fail(self, run: Run, name: str, reason: str) -> Run:
+        """Retry a lost attempt, unless it may have changed something: a plan changes nothing and an apply lost
+        before terraform started applying neither; an apply lost after that ends the run `errored`."""
+        expected, state = run.version, run.phase(name)
+        if run.final or state.status != rs.P_RUNNING:
+            return run  # finished, canceled or already retried meanwhile
+        if name == "apply" and state.apply_started_at is not None:
+            return self._interrupted(run, expected, reason)
+        if state.attempt >= self._settings.job_max_attempts:
+            state.mark(rs.P_ERRORED, clock.now_iso())
+            return self._scheduler.finish(
+                run,
+                expected,
+                rs.ERRORED,
+                f"the {name} failed {state.attempt} times because of infrastructure problems ({reason}); giving up",
+            )
+        previous, now = {run.id: run.status}, clock.now_iso()
+        state.attempt += 1
+        state.mark(rs.P_QUEUED, now)
+        state.runner_id, state.heartbeat_at, state.queued_at = None, None, now
+        run.transition(rs.PLAN_QUEUED if name == "plan" else rs.APPLY_QUEUED, now)
+        self._store.save([(run, expected)], None, previous)
+        self._scheduler.revoke_tokens(run)  # the lost attempt's token dies; the next claim issues a new one
+        self._logs.note(
+            state.id,
+            state.attempt,
+            f"\n--- Terrace: {reason}; retrying ({state.attempt} of {self._settings.job_max_attempts}) ---\n",
+        )
+        delay = min(900, self._settings.job_retry_base_s * 2 ** (state.attempt - 2))
+        self._scheduler.enqueue(run, name, delay_s=delay)
+        log.warning("retrying %s of %s (attempt %d): %s", name, run.id, state.attempt, reason)
+        return run
+
+    def _interrupted(self, run: Run, expected: int, reason: str) -> Run:
+        """An apply lost mid-way: not retried (it would create resources again); the state versions its terraform
+        wrote stay; the run ends errored through the normal finish path (workspace lock released, tokens revoked)."""
+        state, now = run.apply, clock.now_iso()
+        message = (
+            f"the apply was interrupted ({reason}) after terraform had started applying; it is not retried: "
+            "state may be incomplete; check it before running again"
+        )
+        self._logs.closing_note(state.id, state.attempt, f"\n--- Terrace: {message} ---\n")
+        self._logs.archive(state.id)
+        state.log_archived = True
+        state.mark(rs.P_ERRORED, now)
+        state.finished_at = now
+        finished = self._scheduler.finish(run, expected, rs.ERRORED, message)
+        self._logs.purge(state.id)
+        log.warning("apply of %s interrupted: %s; not retried", run.id, reason)
+        return finished

@@ -1,0 +1,1 @@
+"""Workspaces, their variables and their lock."""
