@@ -125,7 +125,6 @@ def test_rejections_change_nothing(state_env: Env) -> None:
             422,
             "serial",
         ),
-        (env.push(good6, 7), 422, "serial"),
         (env.push(good6, 6, ws_id="ws-doesnotexist1234"), 404, "not found"),
     ]
     for response, status, text in cases:
@@ -296,3 +295,16 @@ def test_inline_state_attribute_is_base64(state_env: Env) -> None:
     raw = state_bytes(1)
     assert base64.b64decode(sv_body(raw, 1)["data"]["attributes"]["state"]) == raw
     assert env.push(raw, 1).status_code == 201
+
+
+def test_the_serial_attribute_names_the_version_even_when_the_file_says_otherwise(state_env: Env) -> None:
+    """As TFC (go-tfe's own tests push one fixture file under several serials): the attributes win, md5 is
+    still checked, serials still never go backwards and a foreign lineage is still refused."""
+    env = state_env
+    _first(env)  # serial 5
+    fixture = state_bytes(1, resources=[null_resource("b", "2")])
+    pushed = env.push(fixture, 7)
+    assert pushed.status_code == 201, pushed.text
+    assert pushed.json()["data"]["attributes"]["serial"] == 7 and env.ws().state_serial == 7
+    assert env.push(fixture, 6).status_code == 409  # lower than the current 7, whatever the file says
+    assert env.push(state_bytes(8), 8, lineage="other-lineage").status_code == 409  # the attribute's lineage
