@@ -63,6 +63,10 @@ class BodyLimit:
             await self.respond(detail)(scope, receive, send)
 
 
+def _encoded(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
+    return [(k.lower().encode(), v.encode()) for k, v in headers.items()]
+
+
 class ExtraHeaders:
     """Headers added to every response under `prefix`: the fixed `headers`, plus what `per_path(path)` gives."""
 
@@ -75,7 +79,7 @@ class ExtraHeaders:
     ) -> None:
         self.app = app
         self.prefix = prefix
-        self.headers = headers
+        self.headers = _encoded(headers)  # encoded once; only `per_path` is asked per request
         self.per_path = per_path
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -83,8 +87,7 @@ class ExtraHeaders:
         if scope["type"] != "http" or not path.startswith(self.prefix):
             await self.app(scope, receive, send)
             return
-        extra = {**self.headers, **(self.per_path(path) if self.per_path else {})}
-        added = [(k.lower().encode(), v.encode()) for k, v in extra.items()]
+        added = self.headers + (_encoded(self.per_path(path)) if self.per_path else [])
 
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":

@@ -88,9 +88,7 @@ class LogService:
         """Write the framed, masked log to S3. Idempotent; chunks stay until `purge` (after the phase is final)."""
         if self._blobs.head(archive_key(phase_id)) is not None:
             return
-        masker = self._masker(self._store.load(run_id_of(phase_id)))
-        framed = STX + masker.mask(self._raw_body(phase_id)) + ETX
-        self._blobs.put(archive_key(phase_id), framed, content_type="text/plain")
+        self._blobs.put(archive_key(phase_id), STX + self.body(phase_id) + ETX, content_type="text/plain")
 
     def purge(self, phase_id: str) -> None:
         for item in self._table.query(f"{phase_id}#log"):
