@@ -21,6 +21,7 @@ from terrace.config import Settings
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.authz import Authorizer
 from terrace.services.access.organizations import OrganizationService
+from terrace.services.access.terraform_login import TerraformLoginService
 from terrace.services.access.web_sessions import WebSessionService
 from terrace.services.events import EventService
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
@@ -66,6 +67,10 @@ class Container:
     @cached_property
     def web_sessions(self) -> WebSessionService:
         return WebSessionService(self.table, self.accounts, self.settings.url_signing_secret)
+
+    @cached_property
+    def terraform_login(self) -> TerraformLoginService:
+        return TerraformLoginService(self.table, self.accounts)
 
     @cached_property
     def organizations(self) -> OrganizationService:

@@ -12,6 +12,7 @@ from terrace.web.routers import (
     configuration_versions,
     discovery,
     http_backend,
+    oauth,
     organizations,
     phases,
     resources,
@@ -27,6 +28,7 @@ from terrace.web.ui import runs as ui_runs
 from terrace.web.ui import search as ui_search
 from terrace.web.ui import settings as ui_settings
 from terrace.web.ui import states as ui_states
+from terrace.web.ui import terraform_login as ui_terraform_login
 from terrace.web.ui import tokens as ui_tokens
 from terrace.web.ui import variables as ui_variables
 from terrace.web.ui import workspaces as ui_workspaces
@@ -48,7 +50,7 @@ def create_app(container: Container) -> FastAPI:
     # outermost: bodies are counted as they stream in (Content-Length or chunked), 413 past the limit
     too_large = lambda detail: errors.error_response(413, "payload too large", detail)  # noqa: E731
     app.add_middleware(BodyLimit, max_bytes=container.settings.max_request_bytes, respond=too_large)
-    for module in (discovery, organizations, workspaces, accounts):
+    for module in (discovery, organizations, workspaces, accounts, oauth):
         app.include_router(module.router)
     for state_module in (state_versions, resources, http_backend):
         app.include_router(state_module.router)
@@ -57,7 +59,7 @@ def create_app(container: Container) -> FastAPI:
     ui_auth.install(app)
     for ui_module in (ui_auth, ui_tokens, ui_organizations, ui_workspaces, ui_variables):
         app.include_router(ui_module.router)
-    for ui_page in (ui_runs, ui_states, ui_search, ui_settings):
+    for ui_page in (ui_runs, ui_states, ui_search, ui_settings, ui_terraform_login):
         app.include_router(ui_page.router)
     app.include_router(static_assets.router)
     return app

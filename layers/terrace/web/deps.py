@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Annotated
+from urllib.parse import parse_qs
 
 from fastapi import Depends, Request
 
@@ -30,3 +31,12 @@ def get_principal(request: Request, container: Annotated[Container, Depends(get_
 
 ContainerDep = Annotated[Container, Depends(get_container)]
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
+
+
+async def form_fields(request: Request) -> dict[str, str]:
+    """The url-encoded form body (no blocking I/O: the body is already in memory); a repeated field's last value."""
+    parsed = parse_qs((await request.body()).decode("utf-8", "replace"), keep_blank_values=True)
+    return {key: values[-1] for key, values in parsed.items()}
+
+
+FormDep = Annotated[dict[str, str], Depends(form_fields)]

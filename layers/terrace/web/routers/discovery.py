@@ -5,6 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
 
+from terrace.services.access.terraform_login import LOGIN_SERVICE
+
 router = APIRouter()
 
 API_VERSION = "2.6"
@@ -16,6 +18,7 @@ DISCOVERY = {
     "tfe.v2.2": "/api/v2/",
     "state.v2": "/api/v2/",
     "modules.v1": "/api/registry/v1/modules/",
+    "login.v1": LOGIN_SERVICE,
 }
 
 

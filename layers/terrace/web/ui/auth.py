@@ -10,25 +10,34 @@ from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from terrace.domain import errors
-from terrace.web.deps import ContainerDep
+from terrace.web.deps import ContainerDep, FormDep
 from terrace.web.errors import status_of
-from terrace.web.ui.session import COOKIE, CheckedFormDep, CsrfRejected, FormDep, SessionDep, SignInRequired, render
+from terrace.web.ui.session import COOKIE, CheckedFormDep, CsrfRejected, SessionDep, SignInRequired, render
 
 router = APIRouter(prefix="/app", include_in_schema=False)
 
 
+def local_next(target: str | None) -> str:
+    """Where to go after signing in: a page of this UI, never another site (no open redirect)."""
+    target = target or ""
+    if target.startswith("/app/") and not target.startswith("//") and "\\" not in target and "\n" not in target:
+        return target
+    return "/app"
+
+
 @router.get("/sign-in")
-def sign_in_page(request: Request) -> Any:
-    return render(request, "sign_in.html", None)
+def sign_in_page(request: Request, next: str = "") -> Any:
+    return render(request, "sign_in.html", None, next=local_next(next))
 
 
 @router.post("/sign-in")
 def sign_in(request: Request, container: ContainerDep, form: FormDep) -> Any:
+    target = local_next(form.get("next"))
     try:
         cookie, _ = container.web_sessions.sign_in(form.get("token", ""))
     except errors.Unauthenticated as exc:
-        return render(request, "sign_in.html", None, status=401, error=exc.detail)
-    response = RedirectResponse("/app", status_code=303)
+        return render(request, "sign_in.html", None, status=401, error=exc.detail, next=target)
+    response = RedirectResponse(target, status_code=303)
     response.set_cookie(COOKIE, cookie, httponly=True, secure=True, samesite="lax", path="/app")
     return response
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import parse_qs
 
 from fastapi import Depends, Request
 from fastapi.templating import Jinja2Templates
 
 from terrace.services.access.web_sessions import WebSession
-from terrace.web.deps import ContainerDep
+from terrace.web.deps import ContainerDep, FormDep
 
 COOKIE = "terrace_session"
 templates = Jinja2Templates(directory=str(Path(__file__).parent.parent / "templates"))
@@ -45,13 +44,6 @@ def require_session(session: Annotated[WebSession | None, Depends(optional_sessi
     return session
 
 
-async def form_fields(request: Request) -> dict[str, str]:
-    """The url-encoded form body (no blocking I/O: the body is already in memory)."""
-    parsed = parse_qs((await request.body()).decode("utf-8", "replace"), keep_blank_values=True)
-    return {key: values[-1] for key, values in parsed.items()}
-
-
-FormDep = Annotated[dict[str, str], Depends(form_fields)]
 SessionDep = Annotated[WebSession, Depends(require_session)]
 
 

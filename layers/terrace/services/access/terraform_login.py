@@ -1,0 +1,152 @@
+"""`terraform login` / `tofu login`: the OAuth 2 authorization-code grant with PKCE of the `login.v1` service.
+
+The CLI opens `/app/oauth/authorize` in a browser with a PKCE challenge and a redirect to a listener of its own
+on localhost; a signed-in user approves there (`approve`), which stores a single-use code bound to that user, the
+challenge and the redirect URI for ten minutes; the CLI then trades the code and its verifier for a new user API
+token at `/oauth/token` (`exchange`). A code works once, only with its verifier and its redirect URI.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from urllib.parse import urlencode, urlsplit
+
+from terrace.adapters.table import ConditionFailed, Table
+from terrace.domain import clock
+from terrace.domain.errors import Invalid, TerraceError
+from terrace.domain.principal import Principal, PrincipalKind
+from terrace.services.access.accounts import AccountService, IssuedToken
+
+CLIENT_ID = "terraform-cli"
+PORTS = (10000, 10010)  # the listener ports the CLI may use (advertised in discovery)
+CODE_TTL_S = 600
+LOGIN_SERVICE = {
+    "client": CLIENT_ID,
+    "grant_types": ["authz_code"],
+    "authz": "/app/oauth/authorize",
+    "token": "/oauth/token",
+    "ports": list(PORTS),
+}
+
+
+class OAuthError(TerraceError):
+    """A token request the OAuth 2 protocol refuses; `code` is its RFC 6749 error code."""
+
+    title = "invalid request"
+
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(detail)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class LoginRequest:
+    """An authorization request the CLI sent, checked: what the approval page shows and signs off."""
+
+    redirect_uri: str
+    state: str
+    code_challenge: str
+
+    @property
+    def port(self) -> int:
+        return urlsplit(self.redirect_uri).port or 0
+
+
+def _code_key(code: str) -> tuple[str, str]:
+    return f"oauthcode#{hashlib.sha256(code.encode()).hexdigest()}", "code"
+
+
+def _s256(verifier: str) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+
+
+def _redirect_ok(uri: str) -> bool:
+    try:
+        parts = urlsplit(uri)
+        port = parts.port
+    except ValueError:
+        return False
+    return (
+        parts.scheme == "http"
+        and parts.hostname in ("localhost", "127.0.0.1")
+        and port is not None
+        and PORTS[0] <= port <= PORTS[1]
+        and parts.path == "/login"
+    )
+
+
+class TerraformLoginService:
+    def __init__(self, table: Table, accounts: AccountService) -> None:
+        self._table = table
+        self._accounts = accounts
+
+    def check_request(self, params: dict[str, str]) -> LoginRequest:
+        """The authorization request's parameters, or Invalid naming the first one that is wrong."""
+        if params.get("client_id") != CLIENT_ID:
+            raise Invalid(f"unknown client_id; this server signs in the client '{CLIENT_ID}'", pointer="client_id")
+        if params.get("response_type") != "code":
+            raise Invalid("response_type must be 'code'", pointer="response_type")
+        if not _redirect_ok(params.get("redirect_uri", "")):
+            raise Invalid(
+                f"redirect_uri must be http://localhost:<port>/login with a port in {PORTS[0]}-{PORTS[1]}",
+                pointer="redirect_uri",
+            )
+        if params.get("code_challenge_method") != "S256" or not 43 <= len(params.get("code_challenge", "")) <= 128:
+            raise Invalid("a PKCE code_challenge with method S256 is required", pointer="code_challenge")
+        state = params.get("state", "")
+        if not state or len(state) > 512:
+            raise Invalid("state is required (at most 512 characters)", pointer="state")
+        return LoginRequest(params["redirect_uri"], state, params["code_challenge"])
+
+    def approve(self, principal: Principal, request: LoginRequest) -> str:
+        """The signed-in user approved: a single-use code for them; returns where to send the browser."""
+        if principal.kind is not PrincipalKind.USER:
+            raise Invalid("only a signed-in user can approve a login")
+        code = secrets.token_urlsafe(32)
+        self._table.put(
+            {
+                "pk": _code_key(code)[0],
+                "sk": "code",
+                "user_id": principal.subject_id,
+                "challenge": request.code_challenge,
+                "redirect_uri": request.redirect_uri,
+                "expires_at": int(clock.epoch()) + CODE_TTL_S,  # the table's TTL attribute
+                "version": 1,
+            },
+            if_absent=True,
+        )
+        return f"{request.redirect_uri}?{urlencode({'code': code, 'state': request.state})}"
+
+    @staticmethod
+    def deny(request: LoginRequest) -> str:
+        error = {"error": "access_denied", "error_description": "the user declined", "state": request.state}
+        return f"{request.redirect_uri}?{urlencode(error)}"
+
+    def exchange(self, form: dict[str, str]) -> IssuedToken:
+        """Trade a code and its PKCE verifier for a new user API token; the code is spent either way."""
+        if form.get("grant_type") != "authorization_code":
+            raise OAuthError("unsupported_grant_type", "grant_type must be authorization_code")
+        if form.get("client_id", CLIENT_ID) != CLIENT_ID:
+            raise OAuthError("invalid_client", f"unknown client_id; expected '{CLIENT_ID}'")
+        code, verifier = form.get("code", ""), form.get("code_verifier", "")
+        if not code or not verifier:
+            raise OAuthError("invalid_request", "code and code_verifier are required")
+        item = self._table.get(*_code_key(code))
+        try:  # spend it first: two exchanges of one code never both win
+            self._table.delete(*_code_key(code), if_version=1)
+        except ConditionFailed:
+            item = None
+        if item is None or int(item["expires_at"]) <= clock.epoch():
+            raise OAuthError("invalid_grant", "the authorization code is unknown, used or expired")
+        if not hmac.compare_digest(_s256(verifier), item["challenge"]):
+            raise OAuthError("invalid_grant", "the code_verifier does not match the code_challenge")
+        if form.get("redirect_uri", item["redirect_uri"]) != item["redirect_uri"]:
+            raise OAuthError("invalid_grant", "redirect_uri differs from the authorization request's")
+        stamp = clock.iso(clock.utcnow())[:16].replace("T", " ")
+        return self._accounts.issue_token(
+            PrincipalKind.USER, item["user_id"], description=f"terraform login ({stamp} UTC)"
+        )
