@@ -24,6 +24,8 @@ GENERAL = {
     "and the application authenticates every request",
     "AwsSolutions-SQS3": "the events queue is retried by the events function until its retention ends; a DLQ would "
     "cut notification retries short (jobs do not travel on SQS)",
+    "AwsSolutions-COG8": "Cognito's Plus feature plan (threat protection) is a per-user monthly cost; operators who "
+    "need it switch the optional user pool to it (or bring their own issuer)",
     "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]": (
         "the AWS-maintained minimum for a Lambda to write its own logs"
     ),

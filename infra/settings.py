@@ -26,6 +26,12 @@ class DeploySettings:
     alarm_email: str | None = None
     api_rate_limit: int = 50  # requests per second, steady state
     api_burst_limit: int = 100
+    # UI single sign-on: a Cognito user pool the stack creates, or an existing OpenID Connect issuer
+    cognito: bool = False
+    oidc_issuer: str | None = None
+    oidc_client_id: str | None = None
+    oidc_client_secret_arn: str | None = None  # Secrets Manager secret holding the client secret
+    oidc_groups_claim: str = "groups"
 
     @classmethod
     def from_context(cls, scope: Construct) -> DeploySettings:
@@ -36,6 +42,11 @@ class DeploySettings:
         certificate = ctx("certificateArn") or None
         if bool(domain) != bool(certificate):
             raise ValueError("terrace:domainName and terrace:certificateArn must be set together")
+        issuer = ctx("oidcIssuer") or None
+        if issuer and not (ctx("oidcClientId") and ctx("oidcClientSecretArn")):
+            raise ValueError("terrace:oidcIssuer needs terrace:oidcClientId and terrace:oidcClientSecretArn")
+        if issuer and _flag(ctx("cognito")):
+            raise ValueError("choose one of terrace:cognito and terrace:oidcIssuer")
         return cls(
             skip_bundling=_flag(ctx("skipBundling")),
             private_subnets=_flag(ctx("privateSubnets")),
@@ -46,4 +57,9 @@ class DeploySettings:
             alarm_email=ctx("alarmEmail") or None,
             api_rate_limit=int(ctx("apiRateLimit") or cls.api_rate_limit),
             api_burst_limit=int(ctx("apiBurstLimit") or cls.api_burst_limit),
+            cognito=_flag(ctx("cognito")),
+            oidc_issuer=issuer,
+            oidc_client_id=ctx("oidcClientId") or None,
+            oidc_client_secret_arn=ctx("oidcClientSecretArn") or None,
+            oidc_groups_claim=ctx("oidcGroupsClaim") or ("cognito:groups" if _flag(ctx("cognito")) else "groups"),
         )

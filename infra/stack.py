@@ -16,6 +16,7 @@ from infra.queues import Queues
 from infra.runner import Runner
 from infra.secrets import Secrets
 from infra.settings import DeploySettings
+from infra.sign_in import SingleSignOn
 from infra.web import Web
 
 
@@ -54,10 +55,16 @@ class TerraceStack(Stack):
         }
         layer = terrace_layer(self, settings.skip_bundling)
         functions = Functions(self, "Functions", layer=layer, environment=environment, events_queue=queues.events)
+        sso = SingleSignOn(self, "SingleSignOn", settings=settings, public_url=web.url)
         api_fn = api.add_handler(
             layer=layer,
-            environment={**environment, "TERRACE_SCALER_FUNCTION": functions.scaler.function_name},
+            environment={
+                **environment,
+                **sso.environment(),
+                "TERRACE_SCALER_FUNCTION": functions.scaler.function_name,
+            },
         )
+        sso.grant_read(api_fn)
 
         # Grants: each function gets what its job needs.
         every = [api_fn, *functions.all]

@@ -20,6 +20,7 @@ from terrace.adapters.table import Table
 from terrace.config import Settings
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.authz import Authorizer
+from terrace.services.access.oidc import CALLBACK_PATH, OidcConfig, OidcSignIn
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.access.terraform_login import TerraformLoginService
 from terrace.services.access.web_sessions import WebSessionService
@@ -67,6 +68,17 @@ class Container:
     @cached_property
     def web_sessions(self) -> WebSessionService:
         return WebSessionService(self.table, self.accounts, self.settings.url_signing_secret)
+
+    @cached_property
+    def oidc(self) -> OidcSignIn | None:
+        """UI sign-in through the operator's OpenID Connect issuer, when one is configured."""
+        s = self.settings
+        if not s.oidc_issuer:
+            return None
+        config = OidcConfig(
+            s.oidc_issuer, s.oidc_client_id, s.oidc_client_secret, s.public_url + CALLBACK_PATH, s.oidc_groups_claim
+        )
+        return OidcSignIn(self.table, self.accounts, self.web_sessions, config)
 
     @cached_property
     def terraform_login(self) -> TerraformLoginService:

@@ -59,6 +59,12 @@ class Settings:
     runner_assign_public_ip: bool = True
     runner_log_group: str | None = None  # CloudWatch log group of the Fargate runners (AWS only): UI links
     max_runners: int = 4
+    # people sign in to the UI through this OpenID Connect issuer when set (services/access/oidc.py)
+    oidc_issuer: str | None = None
+    oidc_client_id: str = ""
+    oidc_client_secret: str = ""
+    oidc_client_secret_arn: str | None = None  # on AWS: resolved into oidc_client_secret by the composition root
+    oidc_groups_claim: str = "groups"
     # job state machine timings (seconds); tests and local mode shorten them
     job_heartbeat_s: int = 10
     job_heartbeat_timeout_s: int = 45
@@ -115,5 +121,10 @@ class Settings:
             runner_assign_public_ip=env.get("TERRACE_RUNNER_PUBLIC_IP", "true").lower() == "true",
             runner_log_group=env.get("TERRACE_RUNNER_LOG_GROUP") or None,
             max_runners=_env_int(env, "TERRACE_MAX_RUNNERS", 4),
+            oidc_issuer=(env.get("TERRACE_OIDC_ISSUER") or "").rstrip("/") or None,
+            oidc_client_id=env.get("TERRACE_OIDC_CLIENT_ID", ""),
+            oidc_client_secret=env.get("TERRACE_OIDC_CLIENT_SECRET", ""),
+            oidc_client_secret_arn=env.get("TERRACE_OIDC_CLIENT_SECRET_ARN") or None,
+            oidc_groups_claim=env.get("TERRACE_OIDC_GROUPS_CLAIM", "groups"),
             **{name: _env_int(env, f"TERRACE_{name.upper()}", default) for name, default in _TIMINGS.items()},
         )

@@ -86,7 +86,8 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 
 @pytest.fixture(scope="session")
 def synth_options(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    """Private subnets with interface endpoints, a custom domain with its certificate, alarm e-mails."""
+    """Private subnets with interface endpoints, a custom domain with its certificate, alarm e-mails, and a
+    Cognito user pool for single sign-on."""
     return synthesize(
         tmp_path_factory.mktemp("cdk-options"),
         {
@@ -95,6 +96,7 @@ def synth_options(tmp_path_factory: pytest.TempPathFactory) -> Synth:
             "terrace:certificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/abc",
             "terrace:alarmEmail": "ops@example.com",
             "terrace:maxRunners": "7",
+            "terrace:cognito": "true",
         },
     )
 

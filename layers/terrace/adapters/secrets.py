@@ -10,7 +10,7 @@ from typing import Any
 from terrace.config import Settings
 
 # Settings field holding the value -> field holding the ARN to read it from when the value is empty.
-SECRET_FIELDS = {"url_signing_secret": "url_signing_secret_arn"}
+SECRET_FIELDS = {"url_signing_secret": "url_signing_secret_arn", "oidc_client_secret": "oidc_client_secret_arn"}
 
 
 def resolve_secrets(settings: Settings, client: Any = None) -> Settings:

@@ -23,6 +23,7 @@ from terrace.web.routers import (
 )
 from terrace.web.routers.discovery import api_headers
 from terrace.web.ui import auth as ui_auth
+from terrace.web.ui import oidc as ui_oidc
 from terrace.web.ui import organizations as ui_organizations
 from terrace.web.ui import runs as ui_runs
 from terrace.web.ui import search as ui_search
@@ -59,7 +60,7 @@ def create_app(container: Container) -> FastAPI:
     ui_auth.install(app)
     for ui_module in (ui_auth, ui_tokens, ui_organizations, ui_workspaces, ui_variables):
         app.include_router(ui_module.router)
-    for ui_page in (ui_runs, ui_states, ui_search, ui_settings, ui_terraform_login):
+    for ui_page in (ui_runs, ui_states, ui_search, ui_settings, ui_terraform_login, ui_oidc):
         app.include_router(ui_page.router)
     app.include_router(static_assets.router)
     return app

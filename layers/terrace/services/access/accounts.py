@@ -102,6 +102,9 @@ class AccountService:
             raise NotFound(f"user {user_id} not found")
         return _user(item)
 
+    def user_exists(self, user_id: str) -> bool:
+        return self._table.get(user_id, "user") is not None
+
     def find_user(self, username: str) -> User | None:
         claim = self._table.get(f"username#{username}", "claim")
         return self.get_user(claim["user_id"]) if claim else None

@@ -48,6 +48,15 @@ class WebSessionService:
         principal = self._accounts.authenticate(raw_token.strip())
         if principal.kind is not PrincipalKind.USER:
             raise Unauthenticated("only a user API token can sign in to the web UI")
+        return self._start(principal, token_id=principal.token_id)
+
+    def sign_in_federated(self, user_id: str, issuer: str) -> tuple[str, WebSession]:
+        """A session for a user an identity provider vouched for (OIDC): alive while the user exists."""
+        user = self._accounts.get_user(user_id)
+        principal = Principal(PrincipalKind.USER, user.id, user.username, site_admin=user.site_admin)
+        return self._start(principal, issuer=issuer)
+
+    def _start(self, principal: Principal, *, token_id: str | None = None, issuer: str = "") -> tuple[str, WebSession]:
         session_id = secrets.token_urlsafe(32)
         expires_at = int(clock.epoch()) + self._ttl_s
         item: dict[str, Any] = {
@@ -55,11 +64,14 @@ class WebSessionService:
             "sk": "session",
             "subject_id": principal.subject_id,
             "username": principal.username,
-            "token_id": principal.token_id,
             "site_admin": principal.site_admin,
             "csrf": secrets.token_urlsafe(32),
             "expires_at": expires_at,
         }
+        if token_id:
+            item["token_id"] = token_id
+        if issuer:
+            item["issuer"] = issuer
         self._table.put(item, if_absent=True)
         return f"{session_id}.{self._sign(session_id)}", self._session(session_id, item)
 
@@ -72,10 +84,17 @@ class WebSessionService:
         item = self._table.get(*_key(session_id))
         if item is None or int(item["expires_at"]) <= clock.epoch():
             return None
-        if not item.get("token_id") or not self._accounts.token_is_live(item["token_id"]):
-            self._table.delete(*_key(session_id))  # the token it signed in with was revoked or expired
+        if not self._still_vouched_for(item):
+            self._table.delete(*_key(session_id))  # its token was revoked or expired, or its user is gone
             return None
         return self._session(session_id, item)
+
+    def _still_vouched_for(self, item: dict[str, Any]) -> bool:
+        if item.get("token_id"):
+            return self._accounts.token_is_live(item["token_id"])
+        if item.get("issuer"):
+            return self._accounts.user_exists(item["subject_id"])
+        return False
 
     def sign_out(self, session: WebSession) -> None:
         self._table.delete(*_key(session.id))

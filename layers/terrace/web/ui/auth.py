@@ -25,9 +25,14 @@ def local_next(target: str | None) -> str:
     return "/app"
 
 
+def session_cookie(response: Response, cookie: str) -> Response:
+    response.set_cookie(COOKIE, cookie, httponly=True, secure=True, samesite="lax", path="/app")
+    return response
+
+
 @router.get("/sign-in")
-def sign_in_page(request: Request, next: str = "") -> Any:
-    return render(request, "sign_in.html", None, next=local_next(next))
+def sign_in_page(request: Request, container: ContainerDep, next: str = "") -> Any:
+    return render(request, "sign_in.html", None, next=local_next(next), sso=container.oidc is not None)
 
 
 @router.post("/sign-in")
@@ -36,10 +41,9 @@ def sign_in(request: Request, container: ContainerDep, form: FormDep) -> Any:
     try:
         cookie, _ = container.web_sessions.sign_in(form.get("token", ""))
     except errors.Unauthenticated as exc:
-        return render(request, "sign_in.html", None, status=401, error=exc.detail, next=target)
-    response = RedirectResponse(target, status_code=303)
-    response.set_cookie(COOKIE, cookie, httponly=True, secure=True, samesite="lax", path="/app")
-    return response
+        sso = container.oidc is not None
+        return render(request, "sign_in.html", None, status=401, error=exc.detail, next=target, sso=sso)
+    return session_cookie(RedirectResponse(target, status_code=303), cookie)
 
 
 @router.post("/sign-out")

@@ -1,0 +1,140 @@
+"""Single sign-on to the web UI against a real OpenID Connect provider started in the test (oidc-provider-mock:
+discovery, JWKS, authorization-code flow with PKCE, RS256-signed ID tokens)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import warnings
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import parse_qs, quote, urlsplit
+
+import httpx
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+from fastapi.testclient import TestClient
+from terrace.bootstrap import build_memory
+from terrace.config import Settings
+from terrace.domain.errors import Unauthenticated
+from terrace.web.app import create_app
+
+with warnings.catch_warnings():  # the provider's own dependencies warn about their deprecations
+    warnings.simplefilter("ignore")
+    import oidc_provider_mock
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+@pytest.fixture(scope="module")
+def issuer() -> Iterator[str]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with oidc_provider_mock.run_server_in_thread(require_nonce=True) as server:
+            yield f"http://localhost:{server.server_port}"
+
+
+@pytest.fixture
+def app(issuer: str) -> tuple[Any, TestClient]:
+    settings = Settings(
+        table_name="memory",
+        blob_bucket="memory",
+        url_signing_secret="test-secret",
+        public_url="https://testserver",
+        oidc_issuer=issuer,
+        oidc_client_id="terrace",
+        oidc_client_secret="s3cret",
+    )
+    container = build_memory(settings)
+    return container, TestClient(create_app(container), base_url="https://testserver", follow_redirects=False)
+
+
+def person(issuer: str, sub: str, **claims: Any) -> None:
+    assert httpx.put(f"{issuer}/users/{quote(sub, safe='')}", json=claims).status_code == 204
+
+
+def sign_in(client: TestClient, sub: str, next_page: str = "") -> httpx.Response:
+    """Start at Terrace, approve at the provider as `sub`, come back: Terrace's answer to the callback."""
+    start = client.get("/app/sign-in/oidc" + (f"?next={quote(next_page, safe='')}" if next_page else ""))
+    assert start.status_code == 303
+    authorize = start.headers["location"]
+    query = parse_qs(urlsplit(authorize).query)
+    assert query["code_challenge_method"] == ["S256"] and query["nonce"] and query["state"]
+    approved = httpx.post(authorize, data={"sub": sub})
+    assert approved.status_code in (302, 303), approved.text
+    back = urlsplit(approved.headers["location"])
+    assert back.path == "/app/sign-in/oidc/callback"
+    return client.get(f"{back.path}?{back.query}")
+
+
+def test_first_sign_in_creates_the_user_and_the_next_one_finds_them(app: tuple[Any, TestClient], issuer: str) -> None:
+    container, client = app
+    person(issuer, "sub-alice-1", preferred_username="alice", email="alice@example.com", groups=["platform", "ops"])
+    r = sign_in(client, "sub-alice-1", next_page="/app/account/tokens")
+    assert r.status_code == 303 and r.headers["location"] == "/app/account/tokens"
+    assert "terrace_session" in r.headers["set-cookie"] and "HttpOnly" in r.headers["set-cookie"]
+    page = client.get("/app/account/tokens")
+    assert page.status_code == 200 and "alice" in page.text
+    user = container.accounts.find_user("alice")
+    assert user is not None and user.email == "alice@example.com"
+
+    again = TestClient(client.app, base_url="https://testserver", follow_redirects=False)
+    assert sign_in(again, "sub-alice-1").status_code == 303
+    assert container.accounts.find_user("alice").id == user.id  # matched by subject, not created twice
+    links = [i for k, i in container.table._items.items() if k[1] == "link"]
+    assert links and links[0]["groups"] == ["platform", "ops"]
+
+
+def test_people_are_matched_by_subject_never_by_name(app: tuple[Any, TestClient], issuer: str) -> None:
+    container, client = app
+    person(issuer, "sub-bob-1", preferred_username="bob")
+    person(issuer, "sub-bob-2", preferred_username="bob")
+    assert sign_in(client, "sub-bob-1").status_code == 303
+    other = TestClient(client.app, base_url="https://testserver", follow_redirects=False)
+    assert sign_in(other, "sub-bob-2").status_code == 303
+    first = container.accounts.find_user("bob")
+    second_page = other.get("/app/account/tokens").text
+    assert first is not None and "bob-" in second_page  # a second person named bob gets a name of their own
+
+
+def test_a_callback_works_once_and_only_with_its_state(app: tuple[Any, TestClient], issuer: str) -> None:
+    _, client = app
+    person(issuer, "sub-carol", preferred_username="carol")
+    start = client.get("/app/sign-in/oidc")
+    approved = httpx.post(start.headers["location"], data={"sub": "sub-carol"})
+    back = urlsplit(approved.headers["location"])
+    forged = {k: v[0] for k, v in parse_qs(back.query).items()} | {"state": "forged"}
+    r = client.get(back.path, params=forged)
+    assert r.status_code == 401 and "terrace_session" not in r.headers.get("set-cookie", "")
+    assert client.get(f"{back.path}?{back.query}").status_code == 303
+    replay = client.get(f"{back.path}?{back.query}")
+    assert replay.status_code == 401 and "already used" in replay.text
+
+
+def test_a_session_ends_when_its_user_is_deleted(app: tuple[Any, TestClient], issuer: str) -> None:
+    container, client = app
+    person(issuer, "sub-dave", preferred_username="dave")
+    assert sign_in(client, "sub-dave").status_code == 303
+    assert client.get("/app/account/tokens").status_code == 200
+    container.table.delete(container.accounts.find_user("dave").id, "user")
+    assert client.get("/app/account/tokens").headers["location"] == "/app/sign-in"
+
+
+def test_an_id_token_signed_by_another_key_is_refused(app: tuple[Any, TestClient], issuer: str) -> None:
+    container, _ = app
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    now = int(time.time())
+    claims = {"iss": issuer, "aud": "terrace", "sub": "x", "iat": now, "exp": now + 60, "nonce": "n"}
+    forged = jwt.encode(claims, key, algorithm="RS256", headers={"kid": "not-the-issuers"})
+    with pytest.raises(Unauthenticated, match="key"):
+        container.oidc._verified(forged, "n")
+
+
+def test_without_an_issuer_there_is_no_sso(app: tuple[Any, TestClient]) -> None:
+    container, _ = app
+    plain = build_memory(dataclasses.replace(container.settings, oidc_issuer=None))
+    client = TestClient(create_app(plain), base_url="https://testserver", follow_redirects=False)
+    assert client.get("/app/sign-in/oidc").status_code == 404
+    assert "single sign-on" not in client.get("/app/sign-in").text
+    assert "single sign-on" in TestClient(create_app(container), base_url="https://testserver").get("/app/sign-in").text
