@@ -21,7 +21,10 @@ from terrace.config import Settings
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.authz import Authorizer
 from terrace.services.access.organizations import OrganizationService
+from terrace.services.access.users import UserService
 from terrace.services.access.web_sessions import WebSessionService
+from terrace.services.admin.site import SiteAdminService
+from terrace.services.admin.tool_versions import ToolVersionService
 from terrace.services.events import EventService
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.runs.job_retries import JobRetries
@@ -62,6 +65,18 @@ class Container:
     @cached_property
     def accounts(self) -> AccountService:
         return AccountService(self.table)
+
+    @cached_property
+    def users(self) -> UserService:
+        return UserService(self.table, self.accounts)
+
+    @cached_property
+    def site_admin(self) -> SiteAdminService:
+        return SiteAdminService(self.authz, self.organizations, self.workspaces, self.run_store, self.scheduler)
+
+    @cached_property
+    def tool_versions(self) -> ToolVersionService:
+        return ToolVersionService(self.table, self.settings.tool_versions())
 
     @cached_property
     def web_sessions(self) -> WebSessionService:

@@ -75,6 +75,18 @@ class Settings:
     # X-Terraform-Snapshot-Interval on state-version responses: clients with a `cloud` block save intermediate
     # state snapshots at most this often during an apply; 0 disables them
     state_snapshot_interval_s: int = 300
+    # the versions runners hold, `terraform=1.11.4,opentofu=1.9.4,...` (TERRACE_TOOL_CATALOG): on AWS the
+    # versions the runner image bakes, locally the versions found in the local catalog
+    tool_catalog: str = ""
+
+    def tool_versions(self) -> dict[str, list[str]]:
+        """tool_catalog as {tool: [versions]} (unknown tools and malformed entries are skipped)."""
+        catalog: dict[str, list[str]] = {"terraform": [], "opentofu": []}
+        for entry in self.tool_catalog.split(","):
+            tool, _, version = entry.strip().partition("=")
+            if tool in catalog and version.strip():
+                catalog[tool].append(version.strip())
+        return catalog
 
     def require_url_signing_secret(self) -> None:
         """The API signs log-read URLs and web sessions: it never starts with an empty key."""
@@ -115,5 +127,6 @@ class Settings:
             runner_assign_public_ip=env.get("TERRACE_RUNNER_PUBLIC_IP", "true").lower() == "true",
             runner_log_group=env.get("TERRACE_RUNNER_LOG_GROUP") or None,
             max_runners=_env_int(env, "TERRACE_MAX_RUNNERS", 4),
+            tool_catalog=env.get("TERRACE_TOOL_CATALOG", ""),
             **{name: _env_int(env, f"TERRACE_{name.upper()}", default) for name, default in _TIMINGS.items()},
         )
