@@ -76,7 +76,7 @@ class Container:
 
     @cached_property
     def tool_versions(self) -> ToolVersionService:
-        return ToolVersionService(self.table, self.settings.tool_versions())
+        return ToolVersionService(self.table, self.settings.tool_versions(), self.settings.default_tool)
 
     @cached_property
     def web_sessions(self) -> WebSessionService:
@@ -88,7 +88,9 @@ class Container:
 
     @cached_property
     def workspaces(self) -> WorkspaceService:
-        return WorkspaceService(self.table, self.authz, self.organizations)
+        workspaces = WorkspaceService(self.table, self.authz, self.organizations)
+        workspaces.settle_terraform_version = lambda requested: self.tool_versions.settle(requested)
+        return workspaces
 
     @cached_property
     def locks(self) -> LockService:
@@ -127,7 +129,9 @@ class Container:
 
     @cached_property
     def runs(self) -> RunService:
-        return RunService(self.run_store, self.scheduler, self.workspaces, self.configuration_versions, self.settings)
+        runs = RunService(self.run_store, self.scheduler, self.workspaces, self.configuration_versions, self.settings)
+        runs.resolve_version = lambda requested: self.tool_versions.resolve(requested)
+        return runs
 
     @cached_property
     def plans(self) -> PlanService:

@@ -78,6 +78,7 @@ class Settings:
     # the versions runners hold, `terraform=1.11.4,opentofu=1.9.4,...` (TERRACE_TOOL_CATALOG): on AWS the
     # versions the runner image bakes, locally the versions found in the local catalog
     tool_catalog: str = ""
+    default_tool: str = "terraform"  # TERRACE_DEFAULT_TOOL: the tool runs use when both hold a satisfying version
 
     def tool_versions(self) -> dict[str, list[str]]:
         """tool_catalog as {tool: [versions]} (unknown tools and malformed entries are skipped)."""
@@ -128,5 +129,6 @@ class Settings:
             runner_log_group=env.get("TERRACE_RUNNER_LOG_GROUP") or None,
             max_runners=_env_int(env, "TERRACE_MAX_RUNNERS", 4),
             tool_catalog=env.get("TERRACE_TOOL_CATALOG", ""),
+            default_tool=env.get("TERRACE_DEFAULT_TOOL") or "terraform",
             **{name: _env_int(env, f"TERRACE_{name.upper()}", default) for name, default in _TIMINGS.items()},
         )

@@ -81,8 +81,9 @@ def _archs(value: Any) -> list[dict[str, str]]:
 
 
 class ToolVersionService:
-    def __init__(self, table: Table, catalog: dict[str, list[str]]) -> None:
+    def __init__(self, table: Table, catalog: dict[str, list[str]], default_tool: str = "terraform") -> None:
         self._table = table
+        self._default_tool = default_tool
         self._catalog = {tool: tv.ordered(versions) for tool, versions in catalog.items()}
         self._seeded: set[str] = set()
 
@@ -119,6 +120,40 @@ class ToolVersionService:
         """Versions a run may use: held by the runners and not disabled by an admin, oldest first."""
         disabled = {r.version for r in self.list(tool) if not r.enabled}
         return [v for v in self.catalog(tool) if v not in disabled]
+
+    def _held(self) -> dict[str, builtins.list[str]]:
+        return {tool: self.usable_versions(tool) for tool in tv.TOOLS}
+
+    def resolve(self, requested: str) -> tuple[str, str | None]:
+        """(the newest usable version satisfying `requested`, None), or (`requested`, why no runner can run it):
+        of the default tool when it has one, else of the other (as the runner chooses its binary). A deployment
+        that does not say what its runners hold leaves `requested` to the runner."""
+        held = self._held()
+        if not any(held.values()):
+            return requested, None
+        try:
+            tools = sorted(tv.TOOLS, key=lambda tool: tool != self._default_tool)
+            found = [v for v in (tv.newest(requested, held[tool]) for tool in tools) if v]
+        except Invalid:
+            return requested, None  # not a constraint at all: the runner reports it
+        if found:
+            return found[0], None
+        listed = ", ".join(
+            f"{'OpenTofu' if tool == 'opentofu' else 'Terraform'} {v}" for tool in tv.TOOLS for v in held[tool]
+        )
+        return requested, f"no runner has a terraform version satisfying {requested!r}; available: {listed}"
+
+    def settle(self, requested: Any) -> Any:
+        """The terraform-version to store for a workspace: a client newer than every runner (terraform 1.12
+        creating a workspace through its `cloud` block on a deployment holding 1.11) gets the newest version
+        held of its major version instead of a pin no runner can run; anything else is kept as asked."""
+        if not isinstance(requested, str) or not tv.is_version(requested):
+            return requested
+        versions = [v for vs in self._held().values() for v in vs]
+        asked = tv.parse(requested)
+        if not versions or requested.removeprefix("v") in versions or asked <= max(tv.parse(v) for v in versions):
+            return requested
+        return tv.newest(f"~> {asked[0]}.0", versions) or requested
 
     def create(self, tool: str, attrs: dict[str, Any]) -> ToolVersion:
         version = _string(attrs, "version", 64)
