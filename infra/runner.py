@@ -28,6 +28,16 @@ INTERFACE_ENDPOINTS = {  # pulling the image and shipping logs; a runner calls n
 }
 
 
+def baked_tool_catalog() -> str:
+    """`opentofu=<v>,terraform=<v>` from the Dockerfile's pinned versions: the API lists what the image holds."""
+    args = dict(
+        line.removeprefix("ARG ").split("=", 1)
+        for line in (REPO / "runner-container" / "Dockerfile").read_text().splitlines()
+        if line.startswith("ARG ") and "=" in line
+    )
+    return f"terraform={args['TERRAFORM_VERSION']},opentofu={args['TOFU_VERSION']}"
+
+
 class Runner(Construct):
     def __init__(
         self,
@@ -128,6 +138,8 @@ class Runner(Construct):
             "TERRACE_ECS_CLUSTER": self.cluster.cluster_name,
             "TERRACE_RUNNER_TASK_DEFINITION": self.task_definition.task_definition_arn,
             "TERRACE_RUNNER_CONTAINER": CONTAINER_NAME,
+            "TERRACE_TOOL_CATALOG": baked_tool_catalog(),
+            "TERRACE_DEFAULT_TOOL": "opentofu",
             "TERRACE_RUNNER_SUBNETS": ",".join(s.subnet_id for s in self.subnets.subnets),
             "TERRACE_RUNNER_SECURITY_GROUPS": self.security_group.security_group_id,
             "TERRACE_RUNNER_PUBLIC_IP": "false" if self.private else "true",

@@ -23,7 +23,10 @@ from terrace.services.access.authz import Authorizer
 from terrace.services.access.oidc import CALLBACK_PATH, OidcConfig, OidcSignIn
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.access.terraform_login import TerraformLoginService
+from terrace.services.access.users import UserService
 from terrace.services.access.web_sessions import WebSessionService
+from terrace.services.admin.site import SiteAdminService
+from terrace.services.admin.tool_versions import ToolVersionService
 from terrace.services.events import EventService
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.runs.job_retries import JobRetries
@@ -66,6 +69,18 @@ class Container:
         return AccountService(self.table)
 
     @cached_property
+    def users(self) -> UserService:
+        return UserService(self.table, self.accounts)
+
+    @cached_property
+    def site_admin(self) -> SiteAdminService:
+        return SiteAdminService(self.authz, self.organizations, self.workspaces, self.run_store, self.scheduler)
+
+    @cached_property
+    def tool_versions(self) -> ToolVersionService:
+        return ToolVersionService(self.table, self.settings.tool_versions(), self.settings.default_tool)
+
+    @cached_property
     def web_sessions(self) -> WebSessionService:
         return WebSessionService(self.table, self.accounts, self.settings.url_signing_secret)
 
@@ -90,7 +105,9 @@ class Container:
 
     @cached_property
     def workspaces(self) -> WorkspaceService:
-        return WorkspaceService(self.table, self.authz, self.organizations)
+        workspaces = WorkspaceService(self.table, self.authz, self.organizations)
+        workspaces.settle_terraform_version = lambda requested: self.tool_versions.settle(requested)
+        return workspaces
 
     @cached_property
     def locks(self) -> LockService:
@@ -129,7 +146,9 @@ class Container:
 
     @cached_property
     def runs(self) -> RunService:
-        return RunService(self.run_store, self.scheduler, self.workspaces, self.configuration_versions, self.settings)
+        runs = RunService(self.run_store, self.scheduler, self.workspaces, self.configuration_versions, self.settings)
+        runs.resolve_version = lambda requested: self.tool_versions.resolve(requested)
+        return runs
 
     @cached_property
     def plans(self) -> PlanService:

@@ -81,6 +81,19 @@ class Settings:
     # X-Terraform-Snapshot-Interval on state-version responses: clients with a `cloud` block save intermediate
     # state snapshots at most this often during an apply; 0 disables them
     state_snapshot_interval_s: int = 300
+    # the versions runners hold, `terraform=1.11.4,opentofu=1.9.4,...` (TERRACE_TOOL_CATALOG): on AWS the
+    # versions the runner image bakes, locally the versions found in the local catalog
+    tool_catalog: str = ""
+    default_tool: str = "terraform"  # TERRACE_DEFAULT_TOOL: the tool runs use when both hold a satisfying version
+
+    def tool_versions(self) -> dict[str, list[str]]:
+        """tool_catalog as {tool: [versions]} (unknown tools and malformed entries are skipped)."""
+        catalog: dict[str, list[str]] = {"terraform": [], "opentofu": []}
+        for entry in self.tool_catalog.split(","):
+            tool, _, version = entry.strip().partition("=")
+            if tool in catalog and version.strip():
+                catalog[tool].append(version.strip())
+        return catalog
 
     def require_url_signing_secret(self) -> None:
         """The API signs log-read URLs and web sessions: it never starts with an empty key."""
@@ -126,5 +139,7 @@ class Settings:
             oidc_client_secret=env.get("TERRACE_OIDC_CLIENT_SECRET", ""),
             oidc_client_secret_arn=env.get("TERRACE_OIDC_CLIENT_SECRET_ARN") or None,
             oidc_groups_claim=env.get("TERRACE_OIDC_GROUPS_CLAIM", "groups"),
+            tool_catalog=env.get("TERRACE_TOOL_CATALOG", ""),
+            default_tool=env.get("TERRACE_DEFAULT_TOOL") or "terraform",
             **{name: _env_int(env, f"TERRACE_{name.upper()}", default) for name, default in _TIMINGS.items()},
         )

@@ -39,8 +39,9 @@ def slow_plan(count: int) -> str:
 
 
 def remote_workspace(api: Api, name: str, **attributes: Any) -> str:
-    """A workspace whose runs execute on Terrace's runners; returns its id."""
-    data = api.create_workspace(name, **{"execution-mode": "remote", **attributes})
+    """A workspace whose runs execute on Terrace's runners, pinned to the client's terraform (as the `remote`
+    backend pins a workspace it creates: a newer runner's state would be unreadable to it); returns its id."""
+    data = api.create_workspace(name, **{"execution-mode": "remote", "terraform-version": "1.0.3", **attributes})
     assert data["attributes"]["execution-mode"] == "remote"
     return str(data["id"])
 

@@ -119,3 +119,21 @@ def test_private_option_uses_isolated_subnets_and_interface_endpoints(synth_opti
     env = scaler["Properties"]["Environment"]["Variables"]
     assert env["TERRACE_RUNNER_PUBLIC_IP"] == "false"
     assert env["TERRACE_MAX_RUNNERS"] == "7"
+
+
+def test_image_bakes_a_tool_catalog_and_the_api_lists_exactly_its_versions(synth):
+    from infra.bundling import REPO
+
+    text = (REPO / "runner-container" / "Dockerfile").read_text()
+    assert "ARG TERRAFORM_VERSION=1." in text and "ARG TERRAFORM_SHA256=" in text
+    assert text.count("sha256sum -c") == 2  # both downloads are checked
+    assert "/opt/terrace/tools/tofu/${TOFU_VERSION}" in text
+    assert "/opt/terrace/tools/terraform/${TERRAFORM_VERSION}" in text
+    assert "TERRACE_TOOLS_DIR=/opt/terrace/tools" in text
+    versions = dict(line.removeprefix("ARG ").split("=", 1) for line in text.splitlines() if line.startswith("ARG "))
+    _, api = synth.by_path("/Api/Handler/Resource")
+    env = api["Properties"]["Environment"]["Variables"]
+    assert env["TERRACE_TOOL_CATALOG"] == (
+        f"terraform={versions['TERRAFORM_VERSION']},opentofu={versions['TOFU_VERSION']}"
+    )
+    assert env["TERRACE_DEFAULT_TOOL"] == "opentofu"

@@ -121,6 +121,17 @@ def test_a_session_ends_when_its_user_is_deleted(app: tuple[Any, TestClient], is
     assert client.get("/app/account/tokens").headers["location"] == "/app/sign-in"
 
 
+def test_a_suspended_user_is_signed_out_and_cannot_sign_in(app: tuple[Any, TestClient], issuer: str) -> None:
+    container, client = app
+    person(issuer, "sub-erin", preferred_username="erin")
+    assert sign_in(client, "sub-erin").status_code == 303
+    item = container.table.get(container.accounts.find_user("erin").id, "user")
+    container.table.put({**item, "suspended": True})
+    assert client.get("/app/account/tokens").headers["location"] == "/app/sign-in"
+    again = sign_in(TestClient(client.app, base_url="https://testserver", follow_redirects=False), "sub-erin")
+    assert again.status_code == 401 and "suspended" in again.text
+
+
 def test_an_id_token_signed_by_another_key_is_refused(app: tuple[Any, TestClient], issuer: str) -> None:
     container, _ = app
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)

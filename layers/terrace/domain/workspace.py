@@ -6,12 +6,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from terrace.domain import tool_versions
 from terrace.domain.errors import Invalid
 from terrace.domain.limits import WORKING_DIRECTORY_MAX
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,89}$")
 EXECUTION_MODES = ("remote", "local", "agent")
-SEMVER_RE = re.compile(r"^(latest|~?>?=?\s*\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?)$")
 
 
 def workspace_key(workspace_id: str) -> tuple[str, str]:
@@ -32,11 +32,14 @@ def validate_name(name: Any) -> str:
 
 
 def validate_terraform_version(version: Any) -> str:
-    if not isinstance(version, str) or len(version) > 64 or not SEMVER_RE.match(version.strip()):
+    """A version (`1.9.4`), `latest`, or a constraint (`~> 1.0`, `>= 1.5, < 2`): runs use the newest
+    binary of the runners' catalog that satisfies it."""
+    if not isinstance(version, str) or len(version) > 64:
         raise Invalid(
-            "terraform-version must be 'latest' or a version like 1.6.0", pointer="/data/attributes/terraform-version"
+            "terraform-version must be 'latest', a version like 1.6.0 or a constraint like '~> 1.6'",
+            pointer="/data/attributes/terraform-version",
         )
-    return version.strip()
+    return tool_versions.check_constraint(version.removeprefix("v"))
 
 
 def validate_working_directory(value: Any) -> str:

@@ -110,6 +110,8 @@ class LocalStack:
         from moto.server import ThreadedMotoServer
 
         from terrace.bootstrap import build_aws
+        from terrace.local import tool_catalog
+        from terrace.runner import catalog as runner_catalog
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request lines drown the API's
         self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
@@ -119,13 +121,15 @@ class LocalStack:
         self.resources = create_resources(endpoint, self.prefix)
 
         hostname = f"localhost:{listener.getsockname()[1]}"
+        tools = tool_catalog.build(self.state_dir / "tools")
+        overrides = {"tool_catalog": runner_catalog.describe(tools), **self.settings_overrides}
         self.settings = Settings(
             **self.resources.settings_fields(),
             public_url=f"https://{hostname}",
             region=LOCAL_REGION,
             aws_endpoint_url=endpoint,
             url_signing_secret=os.environ.get("TERRACE_URL_SIGNING_SECRET") or secrets.token_urlsafe(32),
-            **self.settings_overrides,
+            **overrides,
         )
         container = self.container = build_aws(self.settings)
         self.seeded = seed_admin(container, self.organization)

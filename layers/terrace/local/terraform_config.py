@@ -1,8 +1,8 @@
 """The terraform CLI configuration local mode hands out: credentials for the stack, offline providers.
 
-Terraform 1.0.3 takes API tokens only from a CLI config file (TF_CLI_CONFIG_FILE). Providers come
-from a filesystem mirror holding the null provider shipped in the virtualenv, so `terraform init`
-works with no network.
+Terraform 1.0.3 takes API tokens only from a CLI config file (TF_CLI_CONFIG_FILE). The null provider
+shipped in the virtualenv comes from a filesystem mirror, so `terraform init` works with no network;
+every provider the mirror does not hold installs from its registry as usual.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from pathlib import Path
 
 NULL_PROVIDER_VERSION = "2.1.2"
 NULL_PROVIDER_BINARY = f"terraform-provider-null_v{NULL_PROVIDER_VERSION}_x4"
-MIRRORED = "registry.terraform.io/hashicorp/*"
 
 
 def null_provider_source() -> Path | None:
@@ -35,14 +34,39 @@ def write_provider_mirror(directory: Path) -> Path:
     return directory
 
 
-def render_cli_config(hostname: str, token: str, mirror: Path) -> str:
+def mirrored_providers(mirror: Path) -> list[str]:
+    """`<host>/<namespace>/<type>` of every provider the mirror holds (its unpacked layout's folders)."""
+    if not mirror.is_dir():
+        return []
+    return sorted(
+        f"{host.name}/{namespace.name}/{kind.name}"
+        for host in mirror.iterdir()
+        if host.is_dir()
+        for namespace in host.iterdir()
+        if namespace.is_dir()
+        for kind in namespace.iterdir()
+        if kind.is_dir()
+    )
+
+
+def render_provider_installation(mirror: Path) -> str:
+    """The mirror serves exactly what it holds; every other provider installs from its registry as usual."""
     quoted = json.dumps  # HCL strings share JSON's quoting rules for these values
+    held = ", ".join(quoted(p) for p in mirrored_providers(mirror))
+    if not held:
+        return "provider_installation {\n  direct {}\n}\n"
     return (
-        f"credentials {quoted(hostname)} {{\n  token = {quoted(token)}\n}}\n\n"
         "provider_installation {\n"
-        f"  filesystem_mirror {{\n    path    = {quoted(str(mirror))}\n    include = [{quoted(MIRRORED)}]\n  }}\n"
-        f"  direct {{\n    exclude = [{quoted(MIRRORED)}]\n  }}\n"
+        f"  filesystem_mirror {{\n    path    = {quoted(str(mirror))}\n    include = [{held}]\n  }}\n"
+        f"  direct {{\n    exclude = [{held}]\n  }}\n"
         "}\n"
+    )
+
+
+def render_cli_config(hostname: str, token: str, mirror: Path) -> str:
+    quoted = json.dumps
+    return f"credentials {quoted(hostname)} {{\n  token = {quoted(token)}\n}}\n\n" + render_provider_installation(
+        mirror
     )
 
 

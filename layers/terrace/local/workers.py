@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from terrace.adapters.runner_launchers import LocalProcessLauncher
-from terrace.local.terraform_config import MIRRORED, write_provider_mirror
+from terrace.local.terraform_config import render_provider_installation, write_provider_mirror
 
 if TYPE_CHECKING:
     from terrace.local.stack import LocalStack
@@ -24,13 +24,7 @@ def operator_cli_config(state_dir: Path) -> Path:
     """Provider installation from the local mirror, handed to runners as the operator's CLI config."""
     mirror = write_provider_mirror(state_dir / "providers").resolve()
     path = state_dir / "runner.rc"
-    quoted = json.dumps
-    path.write_text(
-        "provider_installation {\n"
-        f"  filesystem_mirror {{\n    path    = {quoted(str(mirror))}\n    include = [{quoted(MIRRORED)}]\n  }}\n"
-        f"  direct {{\n    exclude = [{quoted(MIRRORED)}]\n  }}\n"
-        "}\n"
-    )
+    path.write_text(render_provider_installation(mirror))
     return path
 
 
@@ -49,6 +43,7 @@ def runner_env(stack: LocalStack) -> dict[str, str]:
         "SSL_CERT_FILE": stack.info.ca_bundle,
         "TERRACE_OPERATOR_CLI_CONFIG": str(operator_cli_config(stack.state_dir)),
         "TERRACE_TF_BINARY": os.environ.get("TERRACE_TF_BINARY") or str(Path(venv_bin) / "terraform"),
+        "TERRACE_TOOLS_DIR": str(stack.state_dir / "tools"),
         "TERRACE_RUNNER_IDLE_EXIT_S": str(RUNNER_IDLE_EXIT_S),
         "TERRACE_WORK_DIR": str(stack.state_dir / "runner-work"),
     }

@@ -12,7 +12,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from terrace.domain import tool_versions
+from terrace.domain.errors import Invalid
 from terrace.domain.jobs import Operation
+from terrace.runner import catalog as runner_catalog
+from terrace.runner.catalog import Catalog
 from terrace.runner.rundir import RunSetupError
 
 INIT_ARGS = ["init", "-input=false", "-no-color"]
@@ -105,19 +109,33 @@ def _resolve(path: str) -> str:
     return found
 
 
-def select_binary(requested: str, default: str, installed: dict[str, str]) -> Binary:
-    """`latest` (or empty) -> the default binary; an exact version -> the installed binary of that version."""
-    wanted = requested.strip().removeprefix("=").strip().removeprefix("v")
-    if wanted in ("", "latest"):
+def select_binary(
+    requested: str, default: str, installed: dict[str, str], catalog: Catalog | None = None, default_tool: str = ""
+) -> Binary:
+    """The binary for a workspace's terraform-version (a version, a constraint or `latest`): the newest in the
+    catalog that satisfies it; else the default binary for `latest`, or an installed one of that exact version."""
+    wanted = requested.strip().removeprefix("v") or "latest"
+    try:
+        wanted = tool_versions.check_constraint(wanted)
+    except Invalid as exc:
+        raise RunSetupError(exc.detail) from exc
+    chosen = runner_catalog.choose(catalog or {}, wanted, default_tool) if catalog else None
+    if chosen is not None:
+        tool, version, path = chosen
+        return Binary(path=path, version=version, product="OpenTofu" if tool == "opentofu" else "Terraform")
+    exact = wanted.removeprefix("=").strip()
+    if wanted == "latest":
         path = _resolve(default)
-    elif wanted in installed:
-        path = _resolve(installed[wanted])
+    elif exact in installed:
+        path = _resolve(installed[exact])
     else:
         path = _resolve(default)
-        if detect_version(path) != wanted:
+        if not (detect_version(path) and tool_versions.satisfies(detect_version(path), wanted)):
             versions = sorted({*installed, detect_version(path)} - {""}) or ["none detected"]
+            held = runner_catalog.available(catalog or {})
             raise RunSetupError(
-                f"terraform version {requested!r} is not installed on this runner; installed: {', '.join(versions)}"
+                f"terraform version {requested!r} is not installed on this runner; "
+                f"installed: {held if catalog and held != 'none' else ', '.join(versions)}"
             )
     product = "OpenTofu" if "tofu" in Path(path).name else "Terraform"
     return Binary(path=path, version=detect_version(path), product=product)

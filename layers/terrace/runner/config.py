@@ -33,6 +33,8 @@ class RunnerConfig:
     organization: str = ""  # informational: the token decides
     tf_binary: str = "terraform"
     tf_binaries: dict[str, str] = field(default_factory=dict)
+    tools_dir: Path | None = None  # the catalog: <tools>/terraform/<version>/terraform, <tools>/tofu/<version>/tofu
+    default_tool: str = "terraform"  # which tool a run uses when both hold a satisfying version
     operator_cli_config: Path | None = None
     idle_exit_s: float = 0.0
     wait_s: float = 5.0  # how long one /jobs/next long-poll waits on the API for a job
@@ -70,6 +72,9 @@ class RunnerConfig:
             organization=env.get("TERRACE_RUNNER_ORGANIZATION", ""),
             tf_binary=env.get("TERRACE_TF_BINARY") or "terraform",
             tf_binaries=parse_binaries(env.get("TERRACE_TF_BINARIES", "")),
+            tools_dir=Path(env["TERRACE_TOOLS_DIR"]) if env.get("TERRACE_TOOLS_DIR") else None,
+            default_tool=env.get("TERRACE_DEFAULT_TOOL")
+            or ("opentofu" if "tofu" in Path(env.get("TERRACE_TF_BINARY") or "terraform").name else "terraform"),
             operator_cli_config=Path(operator_cfg) if operator_cfg else None,
             idle_exit_s=max(idle, 0.0),
             wait_s=min(max(wait, 0.0), 20.0),

@@ -18,6 +18,7 @@ import httpx
 
 from terrace.domain.jobs import FinishRequest, JobSpec
 from terrace.domain.plan_json import hide_secrets
+from terrace.runner import catalog as runner_catalog
 from terrace.runner import commands, sandbox
 from terrace.runner.client import ApiError, RunnerApi, Transfers
 from terrace.runner.config import RunnerConfig
@@ -187,7 +188,13 @@ class JobExecutor:
     def _prepare(self, job: _Job, doing: str) -> None:
         """Banner, binary, configuration, run files, init."""
         spec = job.spec
-        job.binary = commands.select_binary(spec.terraform_version, self.config.tf_binary, self.config.tf_binaries)
+        job.binary = commands.select_binary(
+            spec.terraform_version,
+            self.config.tf_binary,
+            self.config.tf_binaries,
+            runner_catalog.scan(self.config.tools_dir),  # per job: a folder an operator adds counts at once
+            self.config.default_tool,
+        )
         job.log.line(f"{job.binary.product} v{job.binary.version or 'unknown'}")
         job.log.line("on linux_amd64")
         job.log.line(f"Terrace runner {self.api.runner_id}: {doing}")

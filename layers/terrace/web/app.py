@@ -9,6 +9,9 @@ from terrace.web import errors, static_assets
 from terrace.web.middleware import BodyLimit, ExtraHeaders
 from terrace.web.routers import (
     accounts,
+    admin,
+    admin_runs,
+    admin_tools,
     configuration_versions,
     discovery,
     http_backend,
@@ -62,5 +65,7 @@ def create_app(container: Container) -> FastAPI:
         app.include_router(ui_module.router)
     for ui_page in (ui_runs, ui_states, ui_search, ui_settings, ui_terraform_login, ui_oidc):
         app.include_router(ui_page.router)
+    for admin_module in (admin, admin_runs, admin_tools):  # the site admin API (/api/v2/admin)
+        app.include_router(admin_module.router)
     app.include_router(static_assets.router)
     return app

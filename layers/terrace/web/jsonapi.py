@@ -166,3 +166,14 @@ def relationship_id(data: dict[str, Any], name: str, type_: str | None = None) -
     if type_ and inner.get("type") not in (type_, None, ""):
         raise Invalid(f"relationship {name} must point at {type_}", pointer=f"/data/relationships/{name}")
     return str(inner["id"])
+
+
+def body_attributes(body: Any) -> dict[str, Any]:
+    """`data.attributes` of a body whose `type` may be missing (some clients send none)."""
+    data = body.get("data") if isinstance(body, dict) else None
+    if body is not None and not isinstance(data, dict):
+        raise Invalid("request body must be a JSON:API document with a data object", pointer="/data")
+    attrs = (data or {}).get("attributes") or {}
+    if not isinstance(attrs, dict):
+        raise Invalid("data.attributes must be an object", pointer="/data/attributes")
+    return dict(attrs)

@@ -9,6 +9,7 @@ from terrace.domain.workspace import Workspace
 from terrace.services.access.accounts import Token, User
 from terrace.services.access.organizations import Organization
 from terrace.services.workspaces.locking import describe_holder
+from terrace.web.admin_serializers import avatar_url
 from terrace.web.jsonapi import ref, resource
 
 
@@ -152,7 +153,9 @@ def user(u: User) -> dict[str, Any]:
             "email": u.email,
             "is-service-account": False,
             "is-site-admin": u.site_admin,
-            "avatar-url": "",
+            "is-admin": u.site_admin,
+            "is-suspended": u.suspended,
+            "avatar-url": avatar_url(u.email or u.username),
             "two-factor": {"enabled": False, "verified": False},
             "unconfirmed-email": None,
             "v2-only": True,
@@ -160,7 +163,7 @@ def user(u: User) -> dict[str, Any]:
             "permissions": {
                 "can-create-organizations": True,
                 "can-change-email": True,
-                "can-change-username": False,
+                "can-change-username": True,
                 "can-manage-user-tokens": True,
                 "can-view-2fa-settings": False,
                 "can-manage-hcp-account": False,
@@ -181,7 +184,7 @@ def principal_as_user(p: Principal) -> dict[str, Any]:
             "email": "",
             "is-service-account": True,
             "is-site-admin": p.site_admin,
-            "avatar-url": "",
+            "avatar-url": avatar_url(p.username),
             "two-factor": {"enabled": False, "verified": False},
             "v2-only": True,
             "permissions": {"can-create-organizations": False, "can-manage-user-tokens": False},

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from terrace.adapters.table import ConditionFailed, Put, Table
-from terrace.domain import clock
+from terrace.domain import clock, limits
 from terrace.domain.errors import Conflict, Invalid, NotFound, Unauthenticated
 from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal, PrincipalKind
@@ -31,6 +31,7 @@ class User:
     email: str
     site_admin: bool
     created_at: str
+    suspended: bool = False
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,20 @@ class IssuedToken:
 
 
 def _user(item: dict[str, Any]) -> User:
-    return User(item["id"], item["username"], item.get("email", ""), bool(item.get("site_admin")), item["created_at"])
+    return User(
+        item["id"],
+        item["username"],
+        item.get("email", ""),
+        bool(item.get("site_admin")),
+        item["created_at"],
+        bool(item.get("suspended")),
+    )
+
+
+def check_username(username: Any) -> str:
+    if not isinstance(username, str) or not username or not username.replace("-", "").replace("_", "").isalnum():
+        raise Invalid("username must be letters, digits, - and _", pointer="/data/attributes/username")
+    return limits.text(username, "username", 64)
 
 
 def _token(item: dict[str, Any]) -> Token:
@@ -76,8 +90,7 @@ class AccountService:
 
     # users -------------------------------------------------------------------------------
     def create_user(self, username: str, email: str = "", *, site_admin: bool = False) -> User:
-        if not username or not username.replace("-", "").replace("_", "").isalnum():
-            raise Invalid("username must be letters, digits, - and _", pointer="/data/attributes/username")
+        check_username(username)
         user_id = new_id("user")
         item = {
             "pk": user_id,
@@ -88,6 +101,8 @@ class AccountService:
             "site_admin": site_admin,
             "created_at": clock.now_iso(),
             "version": 1,
+            "gsi1pk": "users",
+            "gsi1sk": username,
         }
         claim = {"pk": f"username#{username}", "sk": "claim", "user_id": user_id}
         try:
@@ -102,8 +117,13 @@ class AccountService:
             raise NotFound(f"user {user_id} not found")
         return _user(item)
 
-    def user_exists(self, user_id: str) -> bool:
-        return self._table.get(user_id, "user") is not None
+    def user_is_active(self, user_id: str) -> bool:
+        """The user exists and is not suspended (what a single sign-on session needs to stay alive)."""
+        item = self._table.get(user_id, "user")
+        return item is not None and not item.get("suspended")
+
+    def get_users(self, user_ids: list[str]) -> list[User]:
+        return [_user(item) for item in self._table.batch_get([(i, "user") for i in user_ids])]
 
     def find_user(self, username: str) -> User | None:
         claim = self._table.get(f"username#{username}", "claim")
@@ -120,6 +140,7 @@ class AccountService:
         workspace_id: str | None = None,
         ttl_s: int | None = None,
         secret: str | None = None,
+        expires_epoch: int | None = None,
     ) -> IssuedToken:
         raw = secret or _new_secret()
         token_id = new_id("at")
@@ -140,8 +161,8 @@ class AccountService:
             item["organization"] = organization
         if workspace_id:
             item["workspace_id"] = workspace_id
-        if ttl_s is not None:
-            item["expires_at"] = int(now.timestamp()) + ttl_s
+        if ttl_s is not None or expires_epoch is not None:
+            item["expires_at"] = expires_epoch if expires_epoch is not None else int(now.timestamp()) + (ttl_s or 0)
             item["expires_at_iso"] = clock.iso(now.fromtimestamp(item["expires_at"], now.tzinfo))
         # The hash lookup carries the whole principal, so authenticating a request is one read.
         lookup: dict[str, Any] = {"pk": f"tokenhash#{item['hash']}", "sk": "lookup", "token_id": token_id}
@@ -150,7 +171,7 @@ class AccountService:
         )
         if kind is PrincipalKind.USER:
             user = self.get_user(subject_id)
-            lookup.update(username=user.username, site_admin=user.site_admin)
+            lookup.update(username=user.username, site_admin=user.site_admin, suspended=user.suspended)
         self._table.transact([Put(item, if_absent=True), Put(lookup, if_absent=True)])
         return IssuedToken(_token(item), raw)
 
@@ -161,6 +182,8 @@ class AccountService:
         if lookup is None or ("expires_at" in lookup and lookup["expires_at"] < clock.epoch()):
             raise Unauthenticated("invalid or expired token")
         kind = PrincipalKind(lookup["kind"])
+        if kind is PrincipalKind.USER and lookup.get("suspended"):
+            raise Unauthenticated("this user is suspended")
         if kind is PrincipalKind.USER:
             return Principal(
                 kind,
@@ -198,3 +221,11 @@ class AccountService:
             raise NotFound(f"authentication token {token_id} not found")
         self._table.delete(f"tokenhash#{item['hash']}", "lookup")
         self._table.delete(token_id, "token")
+
+    def refresh_lookups(self, user: User) -> None:
+        """Re-write the lookups of a user's tokens after a change of name, admin flag or suspension."""
+        changes = {"username": user.username, "site_admin": user.site_admin, "suspended": user.suspended}
+        for token in self._table.query(f"{user.id}#tokens", index="gsi1"):
+            lookup = self._table.get(f"tokenhash#{token['hash']}", "lookup")
+            if lookup is not None:
+                self._table.put({**lookup, **changes})

@@ -34,6 +34,7 @@ class Action(StrEnum):
     READ_VARIABLES = "read-variables"
     WRITE_VARIABLES = "write-variables"
     RUN_JOBS = "run-jobs"  # take, heartbeat, log and finish jobs (the runner protocol)
+    ADMINISTER_SITE = "administer-site"  # the /api/v2/admin API: every organization, user and tool version
 
 
 # What a run token may do in the workspace its run belongs to.
@@ -59,6 +60,7 @@ class OrgView:
 
     name: str
     owners: tuple[str, ...]
+    disabled: bool = False  # a site admin disabled it: only site admins reach it
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,8 @@ class Authorizer:
             return
         if principal.site_admin:
             return
+        if org.disabled:
+            raise NotFound(f"organization {org.name} not found")
         if principal.kind is PrincipalKind.USER:
             if principal.subject_id in org.owners:
                 return
@@ -94,6 +98,12 @@ class Authorizer:
                 raise Forbidden("organization tokens cannot delete their organization")
             return
         self._require_run_token(principal, action, workspace)
+
+    @staticmethod
+    def require_site_admin(principal: Principal) -> None:
+        """The admin API: a site admin's user token only; to everyone else it does not exist."""
+        if principal.kind is not PrincipalKind.USER or not principal.site_admin:
+            raise NotFound("not found")
 
     @staticmethod
     def runner_organization(principal: Principal) -> str:

@@ -51,8 +51,10 @@ class WebSessionService:
         return self._start(principal, token_id=principal.token_id)
 
     def sign_in_federated(self, user_id: str, issuer: str) -> tuple[str, WebSession]:
-        """A session for a user an identity provider vouched for (OIDC): alive while the user exists."""
+        """A session for a user an identity provider vouched for (OIDC): alive while the user exists, unsuspended."""
         user = self._accounts.get_user(user_id)
+        if user.suspended:
+            raise Unauthenticated("this user is suspended; ask a site administrator")
         principal = Principal(PrincipalKind.USER, user.id, user.username, site_admin=user.site_admin)
         return self._start(principal, issuer=issuer)
 
@@ -93,7 +95,7 @@ class WebSessionService:
         if item.get("token_id"):
             return self._accounts.token_is_live(item["token_id"])
         if item.get("issuer"):
-            return self._accounts.user_exists(item["subject_id"])
+            return self._accounts.user_is_active(item["subject_id"])
         return False
 
     def sign_out(self, session: WebSession) -> None:

@@ -210,7 +210,9 @@ class JobService:
             run, name = self._load(principal, job_id)
             state = run.phase(name)
             if run.final or state.final:
-                return HeartbeatResponse(cancel=True, force_cancel=run.status == rs.FORCE_CANCELED)
+                return HeartbeatResponse(
+                    cancel=True, force_cancel=run.status == rs.FORCE_CANCELED or run.force_cancel_requested
+                )
             if state.status != rs.P_RUNNING or state.runner_id != runner_ref(principal, request.runner_id):
                 raise Conflict(f"job {job_id} is not running on {request.runner_id}")
             expected = run.version

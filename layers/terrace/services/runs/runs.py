@@ -101,6 +101,9 @@ class RunService:
         self._workspaces = workspaces
         self._cvs = configuration_versions
         self._settings = settings
+        # a run's terraform-version -> (the exact version it runs with, or why no runner can run it)
+        # (bootstrap: ToolVersionService.resolve; unset, the runner decides)
+        self.resolve_version: Callable[[str], tuple[str, str | None]] = lambda requested: (requested, None)
 
     # reads -------------------------------------------------------------------------------
     def get(self, principal: Principal, run_id: str) -> Run:
@@ -184,6 +187,7 @@ class RunService:
         version = attrs.get("terraform-version") or ws.terraform_version
         if not isinstance(version, str) or len(version) > 64:
             raise Invalid("terraform-version must be a string", pointer="/data/attributes/terraform-version")
+        version, problem = self.resolve_version(version)
         suffix = new_id("run").split("-", 1)[1]
         now = clock.now_iso()
         run = Run(
@@ -222,6 +226,9 @@ class RunService:
                 current_run_id=run.id if self._scheduler.becomes_current(cur, run) else cur.current_run_id,
             ),
         )
+        if problem:  # errored at once, not after a runner's timeout
+            created = self._store.load(run.id)
+            return self._scheduler.finish(created, created.version, rs.ERRORED, problem)
         if plan_only:
             self._scheduler.enqueue(run, "plan")
         else:

@@ -72,6 +72,8 @@ class WorkspaceService:
         self._table = table
         self._authz = authz
         self._orgs = organizations
+        # the terraform-version to store for what a client asks (bootstrap: ToolVersionService.settle)
+        self.settle_terraform_version: Callable[[Any], Any] = lambda requested: requested
 
     # reads -------------------------------------------------------------------------------
     def load(self, workspace_id: str) -> Workspace:
@@ -175,7 +177,7 @@ class WorkspaceService:
             execution_mode=org.default_execution_mode,
             tag_names=tuple(_tags(tag_names or [])),
         )
-        ws = _apply_attributes(ws, {k: v for k, v in attributes.items() if k != "name"})
+        ws = _apply_attributes(ws, self._settled({k: v for k, v in attributes.items() if k != "name"}))
         claim = {"pk": model.name_claim_key(org.name, name)[0], "sk": name, "workspace_id": ws.id}
         try:
             self._table.transact([Put(claim, if_absent=True), Put(model.to_item(ws), if_absent=True)])
@@ -187,10 +189,16 @@ class WorkspaceService:
 
     def update(self, principal: Principal, ws: Workspace, attributes: dict[str, Any]) -> Workspace:
         self.authorize(principal, Action.UPDATE_WORKSPACE, ws)
+        attributes = self._settled(attributes)
         new_name = attributes.get("name", ws.name)
         if new_name != ws.name:
             return self._rename(ws, model.validate_name(new_name), attributes)
         return self.mutate(ws.id, lambda current: _apply_attributes(current, attributes))
+
+    def _settled(self, attributes: dict[str, Any]) -> dict[str, Any]:
+        if "terraform-version" not in attributes:
+            return attributes
+        return {**attributes, "terraform-version": self.settle_terraform_version(attributes["terraform-version"])}
 
     def add_tags(self, principal: Principal, ws: Workspace, names: builtins.list[str]) -> Workspace:
         self.authorize(principal, Action.UPDATE_WORKSPACE, ws)

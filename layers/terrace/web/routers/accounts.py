@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from typing import Any
+
 from fastapi import APIRouter, Request, Response
 
 from terrace.domain import limits
-from terrace.domain.errors import NotFound
+from terrace.domain.errors import Invalid, NotFound
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.web import bodies, serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
-from terrace.web.jsonapi import JSONAPIResponse, JSONBody, attributes, read_document, respond, respond_page
+from terrace.web.jsonapi import JSONAPIResponse, JSONBody, body_attributes, respond, respond_page
 
 router = APIRouter(prefix="/api/v2")
 
@@ -24,6 +27,14 @@ def account_details(container: ContainerDep, principal: PrincipalDep) -> JSONAPI
     if principal.kind is PrincipalKind.USER:
         return respond(serializers.user(container.accounts.get_user(principal.subject_id)))
     return respond(serializers.principal_as_user(principal))
+
+
+@router.patch("/account/update")
+def update_account(body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    """A user's own username and email (other attributes are ignored, as TFC does)."""
+    if principal.kind is not PrincipalKind.USER:
+        raise NotFound("only a user token has an account to update")
+    return respond(serializers.user(container.users.update(principal.subject_id, body_attributes(body))))
 
 
 @router.get("/users/{user_id}")
@@ -46,10 +57,26 @@ def create_user_token(
 ) -> JSONAPIResponse:
     _own_user(principal, user_id)
     user = container.accounts.get_user(user_id)
-    attrs = attributes(read_document(body, "authentication-tokens"))
+    attrs = body_attributes(body)  # go-tfe sends no data.type here
     description = limits.text(attrs.get("description") or "", "description", limits.DESCRIPTION_MAX)
-    issued = container.accounts.issue_token(PrincipalKind.USER, user.id, description=description)
+    expires = _expiry(attrs.get("expired-at"))
+    issued = container.accounts.issue_token(PrincipalKind.USER, user.id, description=description, expires_epoch=expires)
     return respond(serializers.token(issued.token, issued.secret), 201)
+
+
+def _expiry(expired_at: Any) -> int | None:
+    """`expired-at` (an ISO 8601 time) in epoch seconds, or None for no expiry. A client's clock may be off
+    from the server's, so a past time is not refused: the token is issued already expired."""
+    if expired_at is None:
+        return None
+    pointer = "/data/attributes/expired-at"
+    try:
+        when = datetime.fromisoformat(str(expired_at).replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise Invalid("expired-at must be an ISO 8601 time", pointer=pointer) from exc
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return int(when.timestamp())  # a time already past makes a token that never authenticates
 
 
 @router.get("/authentication-tokens/{token_id}")

@@ -1,0 +1,94 @@
+"""Terraform/OpenTofu versions and version constraints, as terraform's own `required_version` reads them.
+
+A workspace's `terraform-version` is a version (`1.9.4`), `latest`, or a constraint (`~> 1.0`,
+`>= 1.5, < 2`); a run uses the newest version that satisfies it among those a runner holds.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from terrace.domain.errors import Invalid
+
+TOOLS = ("terraform", "opentofu")
+BINARY_NAMES = {"terraform": "terraform", "opentofu": "tofu"}
+VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?$")
+_TERM_RE = re.compile(r"^\s*(~>|>=|<=|!=|=|>|<)?\s*v?(\d+(?:\.\d+){0,2}(?:-[0-9A-Za-z.-]+)?)\s*$")
+
+Key = tuple[int, int, int, int, str]  # major, minor, patch, 1 for a release (0 for a pre-release), pre-release
+
+
+def parse(version: str) -> Key:
+    match = VERSION_RE.match(version.strip())
+    if not match:
+        raise Invalid(f"{version!r} is not a version like 1.9.4", pointer="/data/attributes/version")
+    major, minor, patch, pre = match.groups()
+    return int(major), int(minor), int(patch), 0 if pre else 1, pre or ""
+
+
+def is_version(value: str) -> bool:
+    return bool(VERSION_RE.match(value.strip()))
+
+
+def sort_key(version: str) -> str:
+    """A string that sorts like the version (for table sort keys)."""
+    major, minor, patch, release, pre = parse(version)
+    return f"{major:06d}.{minor:06d}.{patch:06d}.{release}{pre}"
+
+
+def _satisfies_term(version: Key, op: str, raw: str) -> bool:
+    parts = raw.split("-", 1)[0].split(".")
+    bound = parse(".".join(parts + ["0"] * (3 - len(parts))) + (f"-{raw.split('-', 1)[1]}" if "-" in raw else ""))
+    if op == "~>":  # the rightmost given part may grow: ~> 1.2 means >= 1.2, < 2.0; ~> 1.2.3 means < 1.3.0
+        if version < bound:
+            return False
+        if len(parts) == 1:
+            return version[0] == bound[0]
+        if len(parts) == 2:
+            return version[0] == bound[0]
+        return version[:2] == bound[:2]
+    return {
+        "": version == bound,
+        "=": version == bound,
+        "!=": version != bound,
+        ">": version > bound,
+        ">=": version >= bound,
+        "<": version < bound,
+        "<=": version <= bound,
+    }[op]
+
+
+def check_constraint(constraint: str) -> str:
+    """`latest`, a version or a constraint, stripped; anything else is a 422."""
+    value = constraint.strip()
+    if value in ("", "latest"):
+        return "latest"
+    for term in value.split(","):
+        if not _TERM_RE.match(term):
+            raise Invalid(
+                f"terraform-version {constraint!r} is neither a version, 'latest' nor a constraint such as '~> 1.0'",
+                pointer="/data/attributes/terraform-version",
+            )
+    return value
+
+
+def satisfies(version: str, constraint: str) -> bool:
+    value = check_constraint(constraint)
+    key = parse(version)
+    if value == "latest":
+        return key[3] == 1  # `latest` never picks a pre-release
+    terms = [_TERM_RE.match(term) for term in value.split(",")]
+    if key[3] == 0 and not any(t and t.group(2) == version.strip().removeprefix("v") for t in terms):
+        return False  # a pre-release only when named exactly, as terraform does
+    return all(t is not None and _satisfies_term(key, t.group(1) or "", t.group(2)) for t in terms)
+
+
+def newest(constraint: str, versions: Iterable[str]) -> str | None:
+    """The newest of `versions` that satisfies `constraint`, or None."""
+    matching = [v for v in versions if is_version(v) and satisfies(v, constraint)]
+    return max(matching, key=parse) if matching else None
+
+
+def ordered(versions: Iterable[str]) -> list[str]:
+    return sorted({v for v in versions if is_version(v)}, key=parse)

@@ -1,0 +1,53 @@
+"""The local catalog of tool binaries (`make dev`): `<state>/tools/<binary>/<version>/<binary>` links to the
+terraform of the virtualenv (1.0.3), the terraform on PATH and an OpenTofu when present. An operator adds
+a version by putting its binary in such a folder (kept across restarts)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from terrace.domain import tool_versions as tv
+from terrace.runner import catalog
+from terrace.runner.commands import detect_version
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+def _candidates() -> list[tuple[str, str]]:
+    venv_terraform = Path(sys.prefix) / "bin" / "terraform"
+    found = [("terraform", str(venv_terraform))]
+    path_without_venv = os.pathsep.join(
+        p for p in os.environ.get("PATH", "").split(os.pathsep) if Path(p) != venv_terraform.parent
+    )
+    for tool, binary in tv.BINARY_NAMES.items():
+        on_path = shutil.which(binary, path=path_without_venv)
+        if on_path:
+            found.append((tool, on_path))
+    tofu = os.environ.get("TERRACE_LOCAL_TOFU") or str(REPO_ROOT.parent / "shared" / "tools" / "opentofu" / "tofu")
+    found.append(("opentofu", tofu))
+    return found
+
+
+def build(tools_dir: Path) -> catalog.Catalog:
+    """Link the binaries found on this host into `tools_dir` (0755: job uids run them) and scan it."""
+    tools_dir.mkdir(parents=True, exist_ok=True)
+    tools_dir.chmod(0o755)
+    for tool, path in _candidates():
+        if not os.access(path, os.X_OK):
+            continue
+        version = detect_version(path)
+        if not tv.is_version(version):
+            continue
+        binary = tv.BINARY_NAMES[tool]
+        folder = tools_dir / binary / version
+        folder.mkdir(parents=True, exist_ok=True)
+        for part in (tools_dir / binary, folder):
+            part.chmod(0o755)
+        link = folder / binary
+        if not link.exists():
+            link.unlink(missing_ok=True)
+            link.symlink_to(Path(path).resolve())
+    return catalog.scan(tools_dir)

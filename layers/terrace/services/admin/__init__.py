@@ -1,0 +1,1 @@
+"""The site admin's services: every organization, workspace, run and user, and the tool versions catalog."""

@@ -1,0 +1,157 @@
+"""The site admin's view of the whole installation: organizations, workspaces and runs of every organization.
+
+Every method first asks `Authorizer.require_site_admin`: to anyone else the admin API does not exist (404).
+Lists walk organizations -> workspaces (-> runs), one query per organization and per workspace: an
+operator's tool, not a hot path.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from terrace.domain import clock
+from terrace.domain import runs as rs
+from terrace.domain.errors import Invalid, NotFound
+from terrace.domain.principal import Principal
+from terrace.domain.runs import Run
+from terrace.domain.workspace import Workspace
+from terrace.services.access.authz import Authorizer
+from terrace.services.access.organizations import Organization, OrganizationService
+from terrace.services.runs.runs import retrying
+from terrace.services.runs.scheduler import RunScheduler
+from terrace.services.runs.store import RunStore
+from terrace.services.workspaces.workspaces import WorkspaceService
+
+BOOL_SETTINGS = ("access-beta-tools", "global-module-sharing", "is-disabled", "terraform-worker-sudo-enabled")
+TIMEOUT_SETTINGS = ("terraform-build-worker-apply-timeout", "terraform-build-worker-plan-timeout")
+TIMEOUT_RE = re.compile(r"^(\d+h)?(\d+m)?(\d+s)?$")
+RUN_SORTS = {"created-at", "-created-at"}
+
+
+def _timeout(key: str, value: Any) -> str:
+    if not isinstance(value, str) or not value or not TIMEOUT_RE.match(value):
+        raise Invalid(f"{key} must be a duration such as 2h or 90m", pointer=f"/data/attributes/{key}")
+    return value
+
+
+def org_settings(attrs: dict[str, Any]) -> dict[str, Any]:
+    """The admin-only organization settings in `attrs`, checked; other attributes are ignored."""
+    values: dict[str, Any] = {}
+    for key in BOOL_SETTINGS:
+        if key in attrs and attrs[key] is not None:
+            if not isinstance(attrs[key], bool):
+                raise Invalid(f"{key} must be true or false", pointer=f"/data/attributes/{key}")
+            values[key] = attrs[key]
+    for key in TIMEOUT_SETTINGS:
+        if key in attrs and attrs[key] is not None:
+            values[key] = _timeout(key, attrs[key])
+    if "workspace-limit" in attrs:
+        limit = attrs["workspace-limit"]
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit < 2**31):
+            raise Invalid("workspace-limit must be a count or null", pointer="/data/attributes/workspace-limit")
+        values["workspace-limit"] = limit
+    return values
+
+
+class SiteAdminService:
+    def __init__(
+        self,
+        authz: Authorizer,
+        organizations: OrganizationService,
+        workspaces: WorkspaceService,
+        store: RunStore,
+        scheduler: RunScheduler,
+    ) -> None:
+        self._authz = authz
+        self._orgs = organizations
+        self._workspaces = workspaces
+        self._store = store
+        self._scheduler = scheduler
+
+    # organizations -----------------------------------------------------------------------
+    def organizations(self, principal: Principal, query: str = "") -> list[Organization]:
+        self._authz.require_site_admin(principal)
+        needle = query.lower()
+        return [o for o in self._orgs.all() if not needle or needle in o.name.lower() or needle in o.email.lower()]
+
+    def organization(self, principal: Principal, name: str) -> Organization:
+        self._authz.require_site_admin(principal)
+        return self._orgs.lookup(name)
+
+    def update_organization(self, principal: Principal, name: str, attrs: dict[str, Any]) -> Organization:
+        self.organization(principal, name)
+        return self._orgs.set_settings(name, org_settings(attrs))
+
+    def set_module_consumers(self, principal: Principal, name: str, consumers: list[str]) -> Organization:
+        """Share `name`'s private modules with exactly these organizations (turns global sharing off)."""
+        self.organization(principal, name)
+        for consumer in consumers:
+            self._orgs.lookup(consumer)  # each must exist: a 404 names the missing one
+        return self._orgs.set_settings(
+            name, {"module-consumers": sorted(set(consumers)), "global-module-sharing": False}
+        )
+
+    def module_consumers(self, principal: Principal, name: str) -> list[Organization]:
+        org = self.organization(principal, name)
+        found = []
+        for consumer in org.settings.get("module-consumers", []):
+            try:
+                found.append(self._orgs.lookup(consumer))
+            except NotFound:
+                continue  # deleted since: no longer a consumer
+        return found
+
+    # workspaces --------------------------------------------------------------------------
+    def workspaces(
+        self, principal: Principal, query: str = "", run_statuses: frozenset[str] = frozenset()
+    ) -> tuple[list[Workspace], dict[str, Run]]:
+        """Every workspace whose name holds `query` (and whose current run is in `run_statuses`, when given),
+        with the current runs, newest activity first."""
+        self._authz.require_site_admin(principal)
+        found = [
+            ws for org in self._orgs.all() for ws in self._workspaces.list(principal, org.name, search=query or None)
+        ]
+        current = {
+            r.workspace_id: r for r in self._store.load_many([w.latest_run_id for w in found if w.latest_run_id])
+        }
+        if run_statuses:
+            found = [ws for ws in found if ws.id in current and current[ws.id].status in run_statuses]
+        found.sort(key=lambda ws: (current[ws.id].created_at if ws.id in current else "", ws.created_at), reverse=True)
+        return found, current
+
+    def workspace(self, principal: Principal, workspace_id: str) -> Workspace:
+        self._authz.require_site_admin(principal)
+        return self._workspaces.load(workspace_id)
+
+    # runs --------------------------------------------------------------------------------
+    def runs(self, principal: Principal, query: str = "", statuses: frozenset[str] = frozenset()) -> list[Run]:
+        """Every run, newest first; `query` matches a run id, workspace name or organization name."""
+        self._authz.require_site_admin(principal)
+        needle = query.lower()
+        found: list[Run] = []
+        for org in self._orgs.all():
+            for ws in self._workspaces.list(principal, org.name):
+                names_match = not needle or needle in ws.name.lower() or needle in org.name.lower()
+                for run in self._store.list_for_workspace(ws.id):
+                    if (names_match or needle in run.id.lower()) and (not statuses or run.status in statuses):
+                        found.append(run)
+        found.sort(key=lambda r: (r.created_at, r.id), reverse=True)
+        return found
+
+    def force_cancel(self, principal: Principal, run_id: str) -> Run:
+        """End a run that is not final at once, whatever its state: its runner is told to kill terraform."""
+        self._authz.require_site_admin(principal)
+
+        def step() -> Run:
+            run = self._store.load(run_id)
+            if run.final:
+                run.require(*rs.CANCELABLE, action="force-cancel (it has ended)")
+            run.force_cancel_requested = True
+            run.cancel_requested_at = run.cancel_requested_at or clock.epoch()
+            for phase in (run.plan, run.apply):
+                if not phase.final and phase.status != rs.P_PENDING:
+                    phase.mark(rs.P_CANCELED, clock.now_iso())
+            return self._scheduler.finish(run, run.version, rs.CANCELED)
+
+        return retrying(step)

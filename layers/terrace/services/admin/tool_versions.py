@@ -1,0 +1,223 @@
+"""The deployment's terraform and OpenTofu versions (TFE's admin terraform-versions, and the OpenTofu twin).
+
+A record per tool and version: the versions runners hold (the catalog, `Settings.tool_catalog`) are seeded
+as official, enabled and usable; a site admin may add, change and delete records. `usable` is whether a
+runner holds the binary: runs resolve a workspace's terraform-version among usable, enabled versions only.
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass, field
+from typing import Any
+
+from terrace.adapters.table import ConditionFailed, Delete, Put, Table
+from terrace.domain import clock, limits
+from terrace.domain import tool_versions as tv
+from terrace.domain.errors import Conflict, Invalid, NotFound
+from terrace.domain.ids import looks_like, new_id
+
+FLAGS = ("official", "enabled", "beta", "deprecated")
+OFFICIAL_URLS = {
+    "terraform": "https://releases.hashicorp.com/terraform/{v}/terraform_{v}_linux_amd64.zip",
+    "opentofu": "https://github.com/opentofu/opentofu/releases/download/v{v}/tofu_{v}_linux_amd64.zip",
+}
+
+
+@dataclass(frozen=True)
+class ToolVersion:
+    id: str
+    tool: str
+    version: str
+    url: str
+    sha: str
+    official: bool
+    enabled: bool
+    beta: bool
+    deprecated: bool
+    deprecated_reason: str | None
+    created_at: str
+    usable: bool
+    archs: list[dict[str, str]] = field(default_factory=list)
+
+
+def _claim(tool: str, version: str) -> tuple[str, str]:
+    return f"tools#{tool}#versions", version
+
+
+def _record(item: dict[str, Any], usable: set[tuple[str, str]]) -> ToolVersion:
+    return ToolVersion(
+        id=item["id"],
+        tool=item["tool"],
+        version=item["tool_version"],
+        url=item.get("url", ""),
+        sha=item.get("sha", ""),
+        official=bool(item.get("official")),
+        enabled=bool(item.get("enabled")),
+        beta=bool(item.get("beta")),
+        deprecated=bool(item.get("deprecated")),
+        deprecated_reason=item.get("deprecated_reason") if item.get("deprecated") else None,
+        created_at=item["created_at"],
+        usable=(item["tool"], item["tool_version"]) in usable,
+        archs=list(item.get("archs", [])),
+    )
+
+
+def _string(attrs: dict[str, Any], key: str, max_chars: int = limits.TEXT_ATTRIBUTE_MAX) -> str | None:
+    value = attrs.get(key)
+    return None if value is None else limits.text(value, key, max_chars)
+
+
+def _archs(value: Any) -> list[dict[str, str]]:
+    pointer = "/data/attributes/archs"
+    if not isinstance(value, list) or len(value) > 8:
+        raise Invalid("archs must be a list of {url, sha, os, arch}", pointer=pointer)
+    out = []
+    for arch in value:
+        if not isinstance(arch, dict) or not all(isinstance(arch.get(k), str) for k in ("url", "sha", "os", "arch")):
+            raise Invalid("each arch needs url, sha, os and arch strings", pointer=pointer)
+        out.append({k: limits.text(arch[k], "archs", limits.TEXT_ATTRIBUTE_MAX) for k in ("url", "sha", "os", "arch")})
+    return out
+
+
+class ToolVersionService:
+    def __init__(self, table: Table, catalog: dict[str, list[str]], default_tool: str = "terraform") -> None:
+        self._table = table
+        self._default_tool = default_tool
+        self._catalog = {tool: tv.ordered(versions) for tool, versions in catalog.items()}
+        self._seeded: set[str] = set()
+
+    def catalog(self, tool: str) -> list[str]:
+        """Versions of `tool` the runners hold, oldest first."""
+        return list(self._catalog.get(tool, []))
+
+    def _usable(self) -> set[tuple[str, str]]:
+        return {(tool, v) for tool, versions in self._catalog.items() for v in versions}
+
+    def _seed(self, tool: str) -> None:
+        """Records for the catalog's versions that have none yet (once per process and tool)."""
+        if tool in self._seeded:
+            return
+        for version in self.catalog(tool):
+            if self._table.get(*_claim(tool, version)) is None:
+                attrs = {"version": version, "url": OFFICIAL_URLS[tool].format(v=version), "sha": ""}
+                try:
+                    self.create(tool, {**attrs, "official": True, "enabled": True})
+                except Conflict:
+                    pass  # another process seeded it first
+        self._seeded.add(tool)
+
+    def list(self, tool: str, *, exact: str = "", search: str = "") -> list[ToolVersion]:
+        self._seed(tool)
+        usable = self._usable()
+        items = [_record(i, usable) for i in self._table.query(f"tools#{tool}", index="gsi1", reverse=True)]
+        return [r for r in items if (not exact or r.version == exact) and (not search or search in r.version)]
+
+    def get(self, tool: str, record_id: str) -> ToolVersion:
+        return _record(self._item(tool, record_id), self._usable())
+
+    def usable_versions(self, tool: str) -> builtins.list[str]:
+        """Versions a run may use: held by the runners and not disabled by an admin, oldest first."""
+        disabled = {r.version for r in self.list(tool) if not r.enabled}
+        return [v for v in self.catalog(tool) if v not in disabled]
+
+    def _held(self) -> dict[str, builtins.list[str]]:
+        return {tool: self.usable_versions(tool) for tool in tv.TOOLS}
+
+    def resolve(self, requested: str) -> tuple[str, str | None]:
+        """(the newest usable version satisfying `requested`, None), or (`requested`, why no runner can run it):
+        of the default tool when it has one, else of the other (as the runner chooses its binary). A deployment
+        that does not say what its runners hold leaves `requested` to the runner."""
+        held = self._held()
+        if not any(held.values()):
+            return requested, None
+        try:
+            tools = sorted(tv.TOOLS, key=lambda tool: tool != self._default_tool)
+            found = [v for v in (tv.newest(requested, held[tool]) for tool in tools) if v]
+        except Invalid:
+            return requested, None  # not a constraint at all: the runner reports it
+        if found:
+            return found[0], None
+        listed = ", ".join(
+            f"{'OpenTofu' if tool == 'opentofu' else 'Terraform'} {v}" for tool in tv.TOOLS for v in held[tool]
+        )
+        return requested, f"no runner has a terraform version satisfying {requested!r}; available: {listed}"
+
+    def settle(self, requested: Any) -> Any:
+        """The terraform-version to store for a workspace: a client newer than every runner (terraform 1.12
+        creating a workspace through its `cloud` block on a deployment holding 1.11) gets the newest version
+        held of its major version instead of a pin no runner can run; anything else is kept as asked."""
+        if not isinstance(requested, str) or not tv.is_version(requested):
+            return requested
+        versions = [v for vs in self._held().values() for v in vs]
+        asked = tv.parse(requested)
+        if not versions or requested.removeprefix("v") in versions or asked <= max(tv.parse(v) for v in versions):
+            return requested
+        return tv.newest(f"~> {asked[0]}.0", versions) or requested
+
+    def create(self, tool: str, attrs: dict[str, Any]) -> ToolVersion:
+        version = _string(attrs, "version", 64)
+        if not version:
+            raise Invalid("version is required", pointer="/data/attributes/version")
+        tv.parse(version)
+        record_id = new_id("tool")
+        item: dict[str, Any] = {"pk": record_id, "sk": "tool", "id": record_id, "tool": tool, "version": 1}
+        item.update(created_at=clock.now_iso(), official=False, enabled=True, beta=False, deprecated=False)
+        self._apply(item, {**attrs, "version": version})
+        claim = {"pk": _claim(tool, version)[0], "sk": version, "id": record_id}
+        try:
+            self._table.transact([Put(claim, if_absent=True), Put(item, if_absent=True)])
+        except ConditionFailed as exc:
+            raise Conflict(
+                f"{tool} version {version} already exists", meta={"pointer": "/data/attributes/version"}
+            ) from exc
+        return _record(item, self._usable())
+
+    def update(self, tool: str, record_id: str, attrs: dict[str, Any]) -> ToolVersion:
+        item = self._item(tool, record_id)
+        old = item["tool_version"]
+        self._apply(item, attrs)
+        expected = item["version"]
+        item["version"] = expected + 1
+        ops: builtins.list[Put | Delete] = [Put(item, if_version=expected)]
+        if item["tool_version"] != old:
+            ops += [
+                Delete(*_claim(tool, old)),
+                Put({"pk": _claim(tool, old)[0], "sk": item["tool_version"], "id": record_id}, if_absent=True),
+            ]
+        try:
+            self._table.transact(ops)
+        except ConditionFailed as exc:
+            raise Conflict(f"{tool} version {item['tool_version']} already exists or the record changed") from exc
+        return _record(item, self._usable())
+
+    def delete(self, tool: str, record_id: str) -> None:
+        item = self._item(tool, record_id)
+        self._table.transact(
+            [Delete(item["pk"], "tool", if_version=item["version"]), Delete(*_claim(tool, item["tool_version"]))]
+        )
+
+    def _item(self, tool: str, record_id: str) -> dict[str, Any]:
+        item = self._table.get(record_id, "tool") if looks_like(record_id, "tool") else None
+        if item is None or item["tool"] != tool:
+            raise NotFound(f"{tool} version {record_id} not found")
+        return item
+
+    @staticmethod
+    def _apply(item: dict[str, Any], attrs: dict[str, Any]) -> None:
+        if attrs.get("version") is not None:
+            version = _string(attrs, "version", 64) or ""
+            tv.parse(version)
+            item.update(tool_version=version, gsi1pk=f"tools#{item['tool']}", gsi1sk=tv.sort_key(version))
+        for key in ("url", "sha"):
+            if attrs.get(key) is not None:
+                item[key] = _string(attrs, key)
+        for key in FLAGS:
+            if attrs.get(key) is not None:
+                if not isinstance(attrs[key], bool):
+                    raise Invalid(f"{key} must be true or false", pointer=f"/data/attributes/{key}")
+                item[key] = attrs[key]
+        if attrs.get("deprecated-reason") is not None:
+            item["deprecated_reason"] = _string(attrs, "deprecated-reason", limits.DESCRIPTION_MAX)
+        if attrs.get("archs") is not None:
+            item["archs"] = _archs(attrs["archs"])

@@ -1,0 +1,82 @@
+"""Resources of the site admin API (/api/v2/admin/...), as TFE's admin API shapes them."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from terrace.domain.workspace import Workspace
+from terrace.services.access.accounts import User
+from terrace.services.access.organizations import Organization
+from terrace.web.jsonapi import ref, refs, resource
+
+
+def avatar_url(email: str) -> str:
+    """A Gravatar URL from the address, as TFC gives (its default image when the address has none)."""
+    digest = hashlib.md5(email.strip().lower().encode(), usedforsecurity=False).hexdigest()
+    return f"https://www.gravatar.com/avatar/{digest}?s=100&d=mm"
+
+
+def organization(org: Organization) -> dict[str, Any]:
+    s = org.settings
+    return resource(
+        "organizations",
+        org.name,
+        {
+            "name": org.name,
+            "email": org.email,
+            "notification-email": org.email,
+            "external-id": org.id,
+            "created-at": org.created_at,
+            "access-beta-tools": bool(s.get("access-beta-tools", False)),
+            "global-module-sharing": bool(s.get("global-module-sharing", False)),
+            "is-disabled": bool(s.get("is-disabled", False)),
+            "sso-enabled": False,
+            "terraform-build-worker-apply-timeout": s.get("terraform-build-worker-apply-timeout", "24h"),
+            "terraform-build-worker-plan-timeout": s.get("terraform-build-worker-plan-timeout", "2h"),
+            "terraform-worker-sudo-enabled": bool(s.get("terraform-worker-sudo-enabled", False)),
+            "workspace-limit": s.get("workspace-limit"),
+        },
+        relationships={"owners": refs("users", list(org.owners))},
+        links={"self": f"/api/v2/admin/organizations/{org.name}"},
+    )
+
+
+def user(u: User, organizations: list[str] | None = None) -> dict[str, Any]:
+    relationships: dict[str, Any] = {}
+    if organizations is not None:
+        relationships["organizations"] = refs("organizations", organizations)
+    return resource(
+        "users",
+        u.id,
+        {
+            "username": u.username,
+            "email": u.email,
+            "avatar-url": avatar_url(u.email or u.username),
+            "two-factor": {"enabled": False, "verified": False},
+            "is-admin": u.site_admin,
+            "is-suspended": u.suspended,
+            "is-service-account": False,
+            "created-at": u.created_at,
+        },
+        relationships=relationships,
+        links={"self": f"/api/v2/admin/users/{u.id}"},
+    )
+
+
+def owner(u: User) -> dict[str, Any]:
+    """An organization owner as `included` in the admin organization list."""
+    return resource("users", u.id, {"username": u.username, "email": u.email, "avatar-url": avatar_url(u.email)})
+
+
+def workspace(ws: Workspace) -> dict[str, Any]:
+    return resource(
+        "workspaces",
+        ws.id,
+        {"name": ws.name, "locked": ws.locked, "vcs-repo": None, "created-at": ws.created_at},
+        relationships={
+            "organization": ref("organizations", ws.organization),
+            "current-run": ref("runs", ws.latest_run_id),
+        },
+        links={"self": f"/api/v2/admin/workspaces/{ws.id}"},
+    )

@@ -1,0 +1,124 @@
+"""/api/v2/admin: the site admin's organizations and users (TFE's admin API). 404 to anyone but a site admin."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+
+from terrace.domain.errors import BadRequest, Invalid
+from terrace.web import admin_serializers as aser
+from terrace.web.deps import ContainerDep, PrincipalDep
+from terrace.web.jsonapi import JSONAPIResponse, JSONBody, body_attributes, paginate, respond
+from terrace.web.routers import organizations as org_routes
+
+router = APIRouter(prefix="/api/v2/admin")
+
+
+def includes(request: Request, allowed: frozenset[str]) -> set[str]:
+    """The `include` names asked for; one this list cannot include is a 400 (as TFC answers)."""
+    wanted = {part.strip() for part in (request.query_params.get("include") or "").split(",") if part.strip()}
+    if wanted - allowed:
+        raise BadRequest(f"Invalid include parameter: {', '.join(sorted(wanted - allowed))}")
+    return wanted
+
+
+def flag(request: Request, name: str) -> bool | None:
+    """`filter[name]=true|false` as a bool; absent = None."""
+    raw = request.query_params.get(f"filter[{name}]")
+    if raw in (None, ""):
+        return None
+    if raw not in ("true", "false"):
+        raise Invalid(f"filter[{name}] must be true or false", pointer=f"/filter[{name}]")
+    return raw == "true"
+
+
+# organizations ---------------------------------------------------------------------------
+@router.get("/organizations")
+def list_organizations(request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    orgs = container.site_admin.organizations(principal, request.query_params.get("q") or "")
+    page, meta, links = paginate(request, orgs)
+    included: list[dict[str, Any]] = []
+    if "owners" in includes(request, frozenset({"owners"})):
+        owner_ids = sorted({owner for org in page for owner in org.owners})
+        included = [aser.owner(u) for u in container.accounts.get_users(owner_ids)]
+    return respond([aser.organization(o) for o in page], meta=meta, links=links, included=included)
+
+
+@router.get("/organizations/{name}")
+def read_organization(name: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    return respond(aser.organization(container.site_admin.organization(principal, name)))
+
+
+@router.patch("/organizations/{name}")
+def update_organization(name: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    attrs = body_attributes(body)
+    return respond(aser.organization(container.site_admin.update_organization(principal, name, attrs)))
+
+
+@router.delete("/organizations/{name}")
+def delete_organization(name: str, container: ContainerDep, principal: PrincipalDep) -> Response:
+    container.site_admin.organization(principal, name)
+    return org_routes.delete_organization(name, container, principal)  # what an owner's delete does
+
+
+@router.get("/organizations/{name}/relationships/module-consumers")
+def list_module_consumers(
+    name: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
+    page, meta, links = paginate(request, container.site_admin.module_consumers(principal, name))
+    return respond([aser.organization(o) for o in page], meta=meta, links=links)
+
+
+@router.patch("/organizations/{name}/relationships/module-consumers")
+def update_module_consumers(name: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Response:
+    items = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(items, list) or not all(isinstance(i, dict) and isinstance(i.get("id"), str) for i in items):
+        raise Invalid("data must be a list of {type: organizations, id: <name>}", pointer="/data")
+    container.site_admin.set_module_consumers(principal, name, [i["id"] for i in items])
+    return Response(status_code=204)
+
+
+# users -----------------------------------------------------------------------------------
+@router.get("/users")
+def list_users(request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    container.authz.require_site_admin(principal)
+    users = container.users.list(
+        request.query_params.get("q") or "", admin=flag(request, "admin"), suspended=flag(request, "suspended")
+    )
+    page, meta, links = paginate(request, users)
+    if "organizations" not in includes(request, frozenset({"organizations"})):
+        return respond([aser.user(u) for u in page], meta=meta, links=links)
+    orgs = container.organizations.all()
+    owned = {u.id: [o.name for o in orgs if u.id in o.owners] for u in page}
+    included = [aser.organization(o) for o in orgs if any(o.name in names for names in owned.values())]
+    return respond([aser.user(u, owned[u.id]) for u in page], meta=meta, links=links, included=included)
+
+
+@router.delete("/users/{user_id}")
+def delete_user(user_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
+    container.authz.require_site_admin(principal)
+    if user_id == principal.subject_id:
+        raise Invalid("a site admin cannot delete their own user", pointer="/id")
+    container.users.delete(user_id)
+    return Response(status_code=204)
+
+
+_FLAGS: dict[str, dict[str, bool]] = {
+    "suspend": {"suspended": True},
+    "unsuspend": {"suspended": False},
+    "grant_admin": {"site_admin": True},
+    "revoke_admin": {"site_admin": False},
+}
+
+
+@router.post("/users/{user_id}/actions/{action}")
+def user_action(user_id: str, action: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    container.authz.require_site_admin(principal)
+    if action == "disable_two_factor":  # Terrace users have no second factor: nothing to disable
+        return respond(aser.user(container.accounts.get_user(user_id)))
+    if action not in _FLAGS:
+        raise Invalid(f"unknown user action {action!r}", pointer="/action")
+    if user_id == principal.subject_id and action in ("suspend", "revoke_admin"):
+        raise Invalid(f"a site admin cannot {action.replace('_', ' ')} themselves", pointer="/id")
+    return respond(aser.user(container.users.set_flags(user_id, **_FLAGS[action])))

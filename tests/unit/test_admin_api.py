@@ -1,0 +1,163 @@
+"""The site admin API (/api/v2/admin) through the HTTP app: only a site admin's user token reaches it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from fastapi.testclient import TestClient
+from terrace.bootstrap import Container, build_memory
+from terrace.config import Settings
+from terrace.domain.principal import PrincipalKind
+from terrace.web.app import create_app
+
+
+@dataclass
+class Site:
+    container: Container
+    client: TestClient
+    admin: dict[str, str]
+    user: dict[str, str]
+    user_id: str
+
+
+def _headers(secret: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {secret}", "Content-Type": "application/vnd.api+json"}
+
+
+@pytest.fixture
+def site() -> Site:
+    settings = Settings(
+        table_name="memory",
+        blob_bucket="memory",
+        url_signing_secret="test-secret",
+        tool_catalog="terraform=1.0.3,terraform=1.11.4,opentofu=1.9.4",
+    )
+    container = build_memory(settings)
+    admin = container.accounts.create_user("root", "root@example.com", site_admin=True)
+    user = container.accounts.create_user("alice", "alice@example.com")
+    admin_secret = container.accounts.issue_token(PrincipalKind.USER, admin.id).secret
+    user_secret = container.accounts.issue_token(PrincipalKind.USER, user.id).secret
+    client = TestClient(create_app(container))
+    for name, headers in (("acme", _headers(user_secret)), ("globex", _headers(admin_secret))):
+        body = {"data": {"type": "organizations", "attributes": {"name": name, "email": f"ops@{name}.example"}}}
+        assert client.post("/api/v2/organizations", json=body, headers=headers).status_code == 201
+    return Site(container, client, _headers(admin_secret), _headers(user_secret), user.id)
+
+
+def _workspace(site: Site, org: str, name: str, headers: dict[str, str]) -> str:
+    body = {"data": {"type": "workspaces", "attributes": {"name": name}}}
+    resp = site.client.post(f"/api/v2/organizations/{org}/workspaces", json=body, headers=headers)
+    assert resp.status_code == 201, resp.text
+    return str(resp.json()["data"]["id"])
+
+
+ADMIN_PATHS = [
+    "/api/v2/admin/organizations",
+    "/api/v2/admin/organizations/acme",
+    "/api/v2/admin/users",
+    "/api/v2/admin/workspaces",
+    "/api/v2/admin/runs",
+    "/api/v2/admin/terraform-versions",
+    "/api/v2/admin/opentofu-versions",
+]
+
+
+@pytest.mark.parametrize("path", ADMIN_PATHS)
+def test_the_admin_api_does_not_exist_for_anyone_but_a_site_admin(site: Site, path: str) -> None:
+    assert site.client.get(path, headers=site.user).status_code == 404
+    assert site.client.get(path, headers=site.admin).status_code == 200
+    org_token = site.container.accounts.issue_token(PrincipalKind.ORGANIZATION, "acme", organization="acme")
+    assert site.client.get(path, headers=_headers(org_token.secret)).status_code == 404
+
+
+def test_admin_lists_every_organization_with_query_and_owners(site: Site) -> None:
+    resp = site.client.get("/api/v2/admin/organizations?include=owners", headers=site.admin).json()
+    assert sorted(d["id"] for d in resp["data"]) == ["acme", "globex"]
+    assert {i["attributes"]["email"] for i in resp["included"]} == {"alice@example.com", "root@example.com"}
+    resp = site.client.get("/api/v2/admin/organizations?q=acm", headers=site.admin).json()
+    assert [d["id"] for d in resp["data"]] == ["acme"] and resp["meta"]["pagination"]["total-count"] == 1
+    assert site.client.get("/api/v2/admin/organizations/nope", headers=site.admin).status_code == 404
+
+
+def test_admin_update_disables_an_organization_for_its_owners(site: Site) -> None:
+    attrs = {"is-disabled": True, "workspace-limit": 42, "terraform-build-worker-plan-timeout": "3h"}
+    resp = site.client.patch(
+        "/api/v2/admin/organizations/acme", json={"data": {"attributes": attrs}}, headers=site.admin
+    )
+    assert resp.status_code == 200, resp.text
+    got = resp.json()["data"]["attributes"]
+    assert (got["is-disabled"], got["workspace-limit"], got["terraform-build-worker-plan-timeout"]) == (True, 42, "3h")
+    assert site.client.get("/api/v2/organizations/acme", headers=site.user).status_code == 404
+    resp = site.client.patch(
+        "/api/v2/admin/organizations/acme", json={"data": {"attributes": {"is-disabled": False}}}, headers=site.admin
+    )
+    assert site.client.get("/api/v2/organizations/acme", headers=site.user).status_code == 200
+    bad = {"data": {"attributes": {"workspace-limit": "many"}}}
+    assert site.client.patch("/api/v2/admin/organizations/acme", json=bad, headers=site.admin).status_code == 422
+
+
+def test_module_consumers_are_replaced_and_must_exist(site: Site) -> None:
+    path = "/api/v2/admin/organizations/acme/relationships/module-consumers"
+    body = {"data": [{"type": "organizations", "id": "globex"}]}
+    assert site.client.patch(path, json=body, headers=site.admin).status_code == 204
+    assert [d["id"] for d in site.client.get(path, headers=site.admin).json()["data"]] == ["globex"]
+    missing = {"data": [{"type": "organizations", "id": "initech"}]}
+    assert site.client.patch(path, json=missing, headers=site.admin).status_code == 404
+    assert [d["id"] for d in site.client.get(path, headers=site.admin).json()["data"]] == ["globex"]
+
+
+def test_admin_deletes_an_organization(site: Site) -> None:
+    assert site.client.delete("/api/v2/admin/organizations/acme", headers=site.admin).status_code == 204
+    assert site.client.get("/api/v2/admin/organizations/acme", headers=site.admin).status_code == 404
+    assert site.client.delete("/api/v2/admin/organizations/acme", headers=site.admin).status_code == 404
+
+
+def test_admin_workspaces_across_organizations_with_query_and_sort(site: Site) -> None:
+    a = _workspace(site, "acme", "zeta", site.user)
+    b = _workspace(site, "globex", "alpha", site.admin)
+    resp = site.client.get("/api/v2/admin/workspaces?sort=name&include=organization", headers=site.admin).json()
+    assert [d["id"] for d in resp["data"]] == [b, a]
+    assert {i["id"] for i in resp["included"]} == {"acme", "globex"}
+    resp = site.client.get("/api/v2/admin/workspaces?q=zet", headers=site.admin).json()
+    assert [d["id"] for d in resp["data"]] == [a]
+    resp = site.client.get("/api/v2/admin/workspaces?filter[current_run][status]=applied", headers=site.admin)
+    assert resp.json()["data"] == []
+    got = site.client.get(f"/api/v2/admin/workspaces/{a}", headers=site.admin).json()["data"]
+    assert (got["attributes"]["name"], got["relationships"]["organization"]["data"]["id"]) == ("zeta", "acme")
+    assert site.client.delete(f"/api/v2/admin/workspaces/{a}", headers=site.admin).status_code == 204
+    assert site.client.get(f"/api/v2/admin/workspaces/{a}", headers=site.admin).status_code == 404
+    assert site.client.get(f"/api/v2/workspaces/{a}", headers=site.user).status_code == 404
+
+
+def test_admin_users_list_filters_suspend_and_grant(site: Site) -> None:
+    users = site.client.get("/api/v2/admin/users?include=organizations", headers=site.admin).json()
+    assert {u["attributes"]["username"] for u in users["data"]} == {"root", "alice"}
+    alice = next(u for u in users["data"] if u["attributes"]["username"] == "alice")
+    assert alice["relationships"]["organizations"]["data"] == [{"type": "organizations", "id": "acme"}]
+    assert alice["attributes"]["avatar-url"].startswith("https://")
+    admins = site.client.get("/api/v2/admin/users?filter[admin]=true", headers=site.admin).json()["data"]
+    assert [u["attributes"]["username"] for u in admins] == ["root"]
+    found = site.client.get("/api/v2/admin/users?q=alice@example", headers=site.admin).json()
+    assert [u["id"] for u in found["data"]] == [site.user_id] and found["meta"]["pagination"]["total-count"] == 1
+
+    base = f"/api/v2/admin/users/{site.user_id}/actions"
+    resp = site.client.post(f"{base}/suspend", headers=site.admin)
+    assert resp.status_code == 200 and resp.json()["data"]["attributes"]["is-suspended"] is True
+    assert site.client.get("/api/v2/account/details", headers=site.user).status_code == 401
+    site.client.post(f"{base}/unsuspend", headers=site.admin)
+    assert site.client.get("/api/v2/account/details", headers=site.user).status_code == 200
+
+    assert site.client.post(f"{base}/grant_admin", headers=site.admin).json()["data"]["attributes"]["is-admin"]
+    assert site.client.get("/api/v2/admin/users", headers=site.user).status_code == 200  # at once
+    site.client.post(f"{base}/revoke_admin", headers=site.admin)
+    assert site.client.get("/api/v2/admin/users", headers=site.user).status_code == 404
+
+
+def test_admin_deletes_a_user_and_their_tokens(site: Site) -> None:
+    assert site.client.delete(f"/api/v2/admin/users/{site.user_id}", headers=site.admin).status_code == 204
+    assert site.client.get("/api/v2/account/details", headers=site.user).status_code == 401
+    assert site.client.delete(f"/api/v2/admin/users/{site.user_id}", headers=site.admin).status_code == 404
+    assert site.client.delete("/api/v2/admin/users/non-existing-user-id", headers=site.admin).status_code == 404
+    users = site.client.get("/api/v2/admin/users", headers=site.admin).json()["data"]
+    assert [u["attributes"]["username"] for u in users] == ["root"]

@@ -1,0 +1,50 @@
+"""A run resolves its workspace's terraform-version among the versions runners hold: it runs the newest that
+satisfies, and errors at once (listing what there is) when none does; a newer client is not pinned."""
+
+from __future__ import annotations
+
+from run_helpers import RunEnv, make_run_env
+
+CATALOG = "terraform=1.0.3,terraform=1.5.7,opentofu=1.9.4"
+
+
+def _set_version(env: RunEnv, value: str) -> dict[str, object]:
+    body = {"data": {"type": "workspaces", "attributes": {"terraform-version": value}}}
+    response = env.api("PATCH", f"/workspaces/{env.workspace_id}", body)
+    assert response.status_code == 200, response.text
+    return dict(response.json()["data"]["attributes"])
+
+
+def test_a_constraint_runs_the_newest_held_version() -> None:
+    env = make_run_env(tool_catalog=CATALOG)
+    _set_version(env, "~> 1.0")
+    run = env.create_run(env.upload_config())
+    assert run["attributes"]["terraform-version"] == "1.5.7"  # terraform is the default tool
+    assert env.claim()["terraform_version"] == "1.5.7"
+
+
+def test_a_version_no_runner_has_errors_the_run_at_once() -> None:
+    env = make_run_env(tool_catalog=CATALOG)
+    _set_version(env, "0.12.31")
+    run = env.create_run(env.upload_config())
+    assert run["attributes"]["status"] == "errored"
+    message = run["attributes"]["error-message"]
+    assert "0.12.31" in message and "Terraform 1.0.3, Terraform 1.5.7, OpenTofu 1.9.4" in message
+    assert env.queued() == []  # no job waits for a runner that cannot take it
+    next_run = env.create_run(env.upload_config(), **{"terraform-version": "1.0.3"})
+    assert next_run["attributes"]["status"] != "errored"  # the errored run released the workspace
+
+
+def test_without_a_known_catalog_the_runner_decides() -> None:
+    env = make_run_env()
+    _set_version(env, "0.12.31")
+    assert env.create_run(env.upload_config())["attributes"]["status"] != "errored"
+
+
+def test_a_client_newer_than_every_runner_is_not_pinned_to_its_own_version() -> None:
+    env = make_run_env(tool_catalog=CATALOG, default_tool="opentofu")
+    assert _set_version(env, "1.12.0")["terraform-version"] == "1.9.4"  # newest held of its major
+    assert _set_version(env, "0.11.0")["terraform-version"] == "0.11.0"  # older: kept as asked
+    assert _set_version(env, "~> 1.5")["terraform-version"] == "~> 1.5"
+    _set_version(env, "latest")
+    assert env.create_run(env.upload_config())["attributes"]["terraform-version"] == "1.9.4"  # OpenTofu first

@@ -1,0 +1,115 @@
+"""Tool versions: constraints as terraform reads them, the runner's catalog, and the admin records API."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from terrace.domain import tool_versions as tv
+from terrace.domain.errors import Invalid
+from terrace.runner import catalog as runner_catalog
+from terrace.runner.commands import select_binary
+from terrace.runner.rundir import RunSetupError
+from test_admin_api import Site, site  # noqa: F401  (the fixture)
+
+VERSIONS = ["1.0.3", "1.0.11", "1.5.7", "1.9.4", "1.11.4", "2.0.0-beta1"]
+
+
+@pytest.mark.parametrize(
+    ("constraint", "chosen"),
+    [
+        ("latest", "1.11.4"),
+        ("", "1.11.4"),
+        ("~> 1.0", "1.11.4"),
+        ("~> 1.0.3", "1.0.11"),
+        (">= 1.5, < 1.10", "1.9.4"),
+        ("1.0.3", "1.0.3"),
+        ("= 1.9.4", "1.9.4"),
+        ("!= 1.11.4", "1.9.4"),
+        ("2.0.0-beta1", "2.0.0-beta1"),
+        ("~> 2.0", None),
+        ("0.12.31", None),
+    ],
+)
+def test_newest_version_satisfying_a_constraint(constraint: str, chosen: str | None) -> None:
+    assert tv.newest(constraint, VERSIONS) == chosen
+
+
+@pytest.mark.parametrize("bad", ["1.x", ">> 1.0", "~> ", "1.0; rm -rf /"])
+def test_malformed_constraints_are_refused(bad: str) -> None:
+    with pytest.raises(Invalid):
+        tv.check_constraint(bad)
+
+
+def _binary(path: Path) -> None:
+    path.parent.mkdir(parents=True)
+    path.write_text("#!/bin/sh\n")
+    path.chmod(0o755)
+
+
+def test_runner_picks_the_newest_catalog_binary_that_satisfies(tmp_path: Path) -> None:
+    for rel in ("terraform/1.0.3/terraform", "terraform/1.5.7/terraform", "tofu/1.9.4/tofu", "tofu/junk/tofu"):
+        _binary(tmp_path / rel)
+    found = runner_catalog.scan(tmp_path)
+    assert found == {
+        "terraform": {
+            "1.0.3": str(tmp_path / "terraform/1.0.3/terraform"),
+            "1.5.7": str(tmp_path / "terraform/1.5.7/terraform"),
+        },
+        "opentofu": {"1.9.4": str(tmp_path / "tofu/1.9.4/tofu")},
+    }
+    assert runner_catalog.describe(found) == "terraform=1.0.3,terraform=1.5.7,opentofu=1.9.4"
+    chosen = select_binary("~> 1.0", "terraform", {}, found, "terraform")
+    assert (chosen.version, chosen.product) == ("1.5.7", "Terraform")
+    assert select_binary("latest", "terraform", {}, found, "opentofu").product == "OpenTofu"
+    assert select_binary(">= 1.6", "terraform", {}, found, "terraform").version == "1.9.4"  # only tofu has one
+    with pytest.raises(RunSetupError, match=r"installed: Terraform 1\.0\.3, Terraform 1\.5\.7, OpenTofu 1\.9\.4"):
+        select_binary("~> 2.0", str(tmp_path / "terraform/1.0.3/terraform"), {}, found, "terraform")
+
+
+def test_terraform_versions_are_seeded_from_the_catalog_and_managed_by_the_admin(site: Site) -> None:  # noqa: F811
+    base = "/api/v2/admin/terraform-versions"
+    listed = site.client.get(base, headers=site.admin).json()["data"]
+    assert [d["attributes"]["version"] for d in listed] == ["1.11.4", "1.0.3"]
+    assert all(d["attributes"]["usable"] and d["attributes"]["official"] for d in listed)
+    tofu = site.client.get("/api/v2/admin/opentofu-versions", headers=site.admin).json()["data"]
+    assert [(d["type"], d["attributes"]["version"]) for d in tofu] == [("opentofu-versions", "1.9.4")]
+
+    body = {"data": {"type": "terraform-versions", "attributes": {"version": "1.6.0", "url": "https://x", "sha": "ab"}}}
+    created = site.client.post(base, json=body, headers=site.admin)
+    assert created.status_code == 201, created.text
+    record = created.json()["data"]
+    assert (record["attributes"]["usable"], record["attributes"]["enabled"], record["attributes"]["official"]) == (
+        False,
+        True,
+        False,
+    )
+    assert site.client.post(base, json=body, headers=site.admin).status_code == 409
+    assert site.client.get(f"{base}?filter[version]=1.6.0", headers=site.admin).json()["data"][0]["id"] == record["id"]
+    assert len(site.client.get(f"{base}?search[version]=1.", headers=site.admin).json()["data"]) == 3
+
+    patch = {"data": {"attributes": {"version": "1.6.1", "deprecated": True, "deprecated-reason": "old"}}}
+    updated = site.client.patch(f"{base}/{record['id']}", json=patch, headers=site.admin).json()["data"]["attributes"]
+    assert (updated["version"], updated["deprecated"], updated["deprecated-reason"]) == ("1.6.1", True, "old")
+    assert site.client.get(f"{base}?filter[version]=1.6.0", headers=site.admin).json()["data"] == []
+    bad = {"data": {"attributes": {"version": "one"}}}
+    assert site.client.post(base, json=bad, headers=site.admin).status_code == 422
+    assert site.client.delete(f"{base}/{record['id']}", headers=site.admin).status_code == 204
+    assert site.client.get(f"{base}/{record['id']}", headers=site.admin).status_code == 404
+    assert site.client.get(f"/api/v2/admin/opentofu-versions/{listed[0]['id']}", headers=site.admin).status_code == 404
+
+    # an admin disabling a catalog version takes it out of what runs may use
+    seeded = listed[0]["id"]
+    site.client.patch(f"{base}/{seeded}", json={"data": {"attributes": {"enabled": False}}}, headers=site.admin)
+    assert site.container.tool_versions.usable_versions("terraform") == ["1.0.3"]
+
+
+def test_workspace_terraform_version_takes_a_constraint(site: Site) -> None:  # noqa: F811
+    path = "/api/v2/organizations/acme/workspaces"
+    cases = (("~> 1.0", 201), (">= 1.5, < 2", 201), ("latest", 201), ("1.x", 422))
+    for n, (value, status) in enumerate(cases):
+        body = {"data": {"type": "workspaces", "attributes": {"name": f"w{n}", "terraform-version": value}}}
+        resp = site.client.post(path, json=body, headers=site.user)
+        assert resp.status_code == status, resp.text
+        if status == 201:
+            assert resp.json()["data"]["attributes"]["terraform-version"] == value
