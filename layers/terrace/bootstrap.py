@@ -239,5 +239,8 @@ def build_memory(settings: Settings | None = None) -> Container:
     from terrace.adapters.memory_blobs import MemoryBlobs
     from terrace.adapters.memory_table import MemoryTable
 
-    settings = settings or Settings(table_name="memory", blob_bucket="memory", url_signing_secret="test-secret")
+    # unit tests drive the app faster than any client: no rate limit unless a test's own Settings asks for one
+    settings = settings or Settings(
+        table_name="memory", blob_bucket="memory", url_signing_secret="test-secret", api_rate_limit_per_s=0
+    )
     return Container(settings=settings, table=MemoryTable(), blobs=MemoryBlobs())

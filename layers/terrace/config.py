@@ -75,6 +75,8 @@ class Settings:
     # X-Terraform-Snapshot-Interval on state-version responses: clients with a `cloud` block save intermediate
     # state snapshots at most this often during an apply; 0 disables them
     state_snapshot_interval_s: int = 300
+    # requests per second per API token under /api/v2, as TFC (`X-RateLimit-Limit`); 0 = no limit
+    api_rate_limit_per_s: int = 30
 
     def require_url_signing_secret(self) -> None:
         """The API signs log-read URLs and web sessions: it never starts with an empty key."""
@@ -115,5 +117,6 @@ class Settings:
             runner_assign_public_ip=env.get("TERRACE_RUNNER_PUBLIC_IP", "true").lower() == "true",
             runner_log_group=env.get("TERRACE_RUNNER_LOG_GROUP") or None,
             max_runners=_env_int(env, "TERRACE_MAX_RUNNERS", 4),
+            api_rate_limit_per_s=_env_int(env, "TERRACE_API_RATE_LIMIT_PER_S", 30),
             **{name: _env_int(env, f"TERRACE_{name.upper()}", default) for name, default in _TIMINGS.items()},
         )

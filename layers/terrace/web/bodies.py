@@ -111,7 +111,7 @@ TOKEN = document("authentication-tokens", {"description": _text(limits.DESCRIPTI
 VARIABLE = document(
     "vars",
     {
-        "key": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]{0,62}$"},
+        "key": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,128}$"},
         "value": STRING,
         "description": _text(limits.DESCRIPTION_MAX),
         "category": {"type": "string", "enum": ["terraform", "env"]},
