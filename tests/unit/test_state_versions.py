@@ -308,3 +308,27 @@ def test_the_serial_attribute_names_the_version_even_when_the_file_says_otherwis
     assert pushed.json()["data"]["attributes"]["serial"] == 7 and env.ws().state_serial == 7
     assert env.push(fixture, 6).status_code == 409  # lower than the current 7, whatever the file says
     assert env.push(state_bytes(8), 8, lineage="other-lineage").status_code == 409  # the attribute's lineage
+
+
+def test_include_outputs_and_the_version_s_outputs_show_sensitive_values_to_state_readers(state_env: Env) -> None:
+    env = state_env
+    outputs = {
+        "ip": {"value": "10.0.0.1", "type": "string"},
+        "pw": {"value": "s3cret", "type": "string", "sensitive": True},
+    }
+    env.lock()
+    sv_id = env.push(state_bytes(1, outputs=outputs), 1).json()["data"]["id"]
+    for path in (f"/api/v2/state-versions/{sv_id}", f"/api/v2/workspaces/{env.ws_id}/current-state-version"):
+        doc = env.client.get(f"{path}?include=outputs", headers=env.auth).json()
+        assert {o["attributes"]["name"]: o["attributes"]["value"] for o in doc["included"]} == {
+            "ip": "10.0.0.1",
+            "pw": "s3cret",
+        }
+        assert {o["id"] for o in doc["included"]} == {r["id"] for r in doc["data"]["relationships"]["outputs"]["data"]}
+        assert "included" not in env.client.get(path, headers=env.auth).json()
+    listed = env.client.get(f"/api/v2/workspaces/{env.ws_id}/state-versions?include=outputs", headers=env.auth).json()
+    assert len(listed["included"]) == 2 and listed["meta"]["pagination"]["total-count"] == 1
+    by_version = env.client.get(f"/api/v2/state-versions/{sv_id}/outputs", headers=env.auth).json()["data"]
+    assert {o["attributes"]["name"]: o["attributes"]["value"] for o in by_version}["pw"] == "s3cret"
+    current = env.client.get(f"/api/v2/workspaces/{env.ws_id}/current-state-version-outputs", headers=env.auth)
+    assert {o["attributes"]["name"]: o["attributes"]["value"] for o in current.json()["data"]}["pw"] is None

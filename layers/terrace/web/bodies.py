@@ -113,7 +113,7 @@ VARIABLE = document(
     {
         "key": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,128}$"},
         "value": STRING,
-        "description": _text(limits.DESCRIPTION_MAX),
+        "description": _text(limits.VARIABLE_DESCRIPTION_MAX),
         "category": {"type": "string", "enum": ["terraform", "env"]},
         "hcl": BOOL,
         "sensitive": BOOL,

@@ -254,9 +254,13 @@ class StateVersionService:
         return True
 
     # outputs and resources ---------------------------------------------------------------
-    def outputs(self, principal: Principal, sv_id: str) -> list[StoredOutput]:
+    def outputs(self, principal: Principal, sv_id: str) -> tuple[list[StoredOutput], bool]:
+        """A state version's outputs, and whether the caller may see sensitive values (READ_STATE), as TFC's
+        `/state-versions/:id/outputs` and `include=outputs` show them (go-tfe reads sensitive values there)."""
         sv = self.get(principal, sv_id, Action.READ_STATE_OUTPUTS)
-        return self._index.outputs_of(sv.id) if sv.status == FINALIZED else []
+        found = self._index.outputs_of(sv.id) if sv.status == FINALIZED else []
+        ws = self._workspaces.load(sv.workspace_id)
+        return found, bool(found) and self._can(principal, Action.READ_STATE, ws)
 
     def current_outputs(self, principal: Principal, workspace_id: str) -> list[StoredOutput]:
         return self._index.outputs_of(self.current(principal, workspace_id, Action.READ_STATE_OUTPUTS).id)

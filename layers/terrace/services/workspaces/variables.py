@@ -219,7 +219,7 @@ class VariableService:
             sensitive=sensitive,
             hcl=_bool(attrs, "hcl", item.get("hcl", False)),
             description=limits.text(
-                _str(attrs, "description", item.get("description", "")), "description", limits.DESCRIPTION_MAX
+                _str(attrs, "description", item.get("description", "")), "description", limits.VARIABLE_DESCRIPTION_MAX
             ),
         )
         if "value" in attrs or creating:
