@@ -36,6 +36,7 @@ from terrace.services.runs.store import RunStore
 from terrace.services.state.index import StateIndex
 from terrace.services.state.versions import StateVersionService
 from terrace.services.workspaces.locking import LockService
+from terrace.services.workspaces.ssh_keys import SSHKeyService
 from terrace.services.workspaces.variables import VariableService
 from terrace.services.workspaces.workspaces import WorkspaceService
 
@@ -103,6 +104,10 @@ class Container:
         return VariableService(self.table, self.encryptor, self.workspaces)
 
     @cached_property
+    def ssh_keys(self) -> SSHKeyService:
+        return SSHKeyService(self.table, self.encryptor, self.organizations, self.workspaces)
+
+    @cached_property
     def run_store(self) -> RunStore:
         return RunStore(self.table, self.publisher)
 
@@ -144,6 +149,7 @@ class Container:
             self.settings,
             queue=self.job_queue,
             authz=self.authz,
+            ssh_keys=self.ssh_keys,
         )
 
     @cached_property
@@ -239,8 +245,5 @@ def build_memory(settings: Settings | None = None) -> Container:
     from terrace.adapters.memory_blobs import MemoryBlobs
     from terrace.adapters.memory_table import MemoryTable
 
-    # unit tests drive the app faster than any client: no rate limit unless a test's own Settings asks for one
-    settings = settings or Settings(
-        table_name="memory", blob_bucket="memory", url_signing_secret="test-secret", api_rate_limit_per_s=0
-    )
+    settings = settings or Settings(table_name="memory", blob_bucket="memory", url_signing_secret="test-secret")
     return Container(settings=settings, table=MemoryTable(), blobs=MemoryBlobs())

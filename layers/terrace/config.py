@@ -15,6 +15,8 @@ def _env_int(env: dict[str, str], name: str, default: int) -> int:
     return int(raw) if raw else default
 
 
+API_RATE_LIMIT_PER_S = 30  # TFC's limit per token
+
 _TIMINGS = {
     "job_heartbeat_s": 10,
     "job_heartbeat_timeout_s": 45,
@@ -75,8 +77,9 @@ class Settings:
     # X-Terraform-Snapshot-Interval on state-version responses: clients with a `cloud` block save intermediate
     # state snapshots at most this often during an apply; 0 disables them
     state_snapshot_interval_s: int = 300
-    # requests per second per API token under /api/v2, as TFC (`X-RateLimit-Limit`); 0 = no limit
-    api_rate_limit_per_s: int = 30
+    # requests per second per API token under /api/v2 (`X-RateLimit-Limit`); 0 = no limit. The processes that
+    # serve clients (`from_env` on AWS, the local stack) use TFC's 30; Settings built in tests have none
+    api_rate_limit_per_s: int = 0
 
     def require_url_signing_secret(self) -> None:
         """The API signs log-read URLs and web sessions: it never starts with an empty key."""
@@ -117,6 +120,6 @@ class Settings:
             runner_assign_public_ip=env.get("TERRACE_RUNNER_PUBLIC_IP", "true").lower() == "true",
             runner_log_group=env.get("TERRACE_RUNNER_LOG_GROUP") or None,
             max_runners=_env_int(env, "TERRACE_MAX_RUNNERS", 4),
-            api_rate_limit_per_s=_env_int(env, "TERRACE_API_RATE_LIMIT_PER_S", 30),
+            api_rate_limit_per_s=_env_int(env, "TERRACE_API_RATE_LIMIT_PER_S", API_RATE_LIMIT_PER_S),
             **{name: _env_int(env, f"TERRACE_{name.upper()}", default) for name, default in _TIMINGS.items()},
         )

@@ -67,3 +67,9 @@ def test_no_limit_when_set_to_zero() -> None:
     for _ in range(10):
         r = client.get(f"/api/v2/workspaces/{env.ws_id}", headers=env.auth)
         assert r.status_code == 200 and "X-RateLimit-Limit" not in r.headers
+
+
+def test_servers_limit_at_tfc_s_rate_unless_configured() -> None:
+    base = {"TERRACE_TABLE": "t", "TERRACE_BLOB_BUCKET": "b"}
+    assert Settings.from_env(base).api_rate_limit_per_s == 30
+    assert Settings.from_env({**base, "TERRACE_API_RATE_LIMIT_PER_S": "0"}).api_rate_limit_per_s == 0

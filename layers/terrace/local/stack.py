@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from terrace.config import Settings
+from terrace.config import API_RATE_LIMIT_PER_S, Settings
 from terrace.local import tls
 from terrace.local import workers as local_workers
 from terrace.local.resources import LOCAL_REGION, LocalResources, create_resources
@@ -125,7 +125,7 @@ class LocalStack:
             region=LOCAL_REGION,
             aws_endpoint_url=endpoint,
             url_signing_secret=os.environ.get("TERRACE_URL_SIGNING_SECRET") or secrets.token_urlsafe(32),
-            **self.settings_overrides,
+            **{"api_rate_limit_per_s": API_RATE_LIMIT_PER_S, **self.settings_overrides},
         )
         container = self.container = build_aws(self.settings)
         self.seeded = seed_admin(container, self.organization)

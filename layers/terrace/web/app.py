@@ -18,6 +18,7 @@ from terrace.web.routers import (
     resources,
     runner_api,
     runs,
+    ssh_keys,
     state_versions,
     workspaces,
 )
@@ -61,7 +62,7 @@ def create_app(container: Container) -> FastAPI:
     too_large = lambda detail: errors.error_response(413, "payload too large", detail)  # noqa: E731
     app.add_middleware(BodyLimit, max_bytes=container.settings.max_request_bytes, respond=too_large)
     app.add_middleware(TrailingSlash)  # outermost of all: routing and every prefix check see `/path`
-    for module in (discovery, organizations, workspaces, accounts):
+    for module in (discovery, organizations, workspaces, accounts, ssh_keys):
         app.include_router(module.router)
     for state_module in (state_versions, resources, http_backend):
         app.include_router(state_module.router)

@@ -177,3 +177,6 @@ LOCK_INFO = raw_json(
     }
 )
 UNLOCK_INFO = raw_json(LOCK_INFO["requestBody"]["content"]["application/json"]["schema"], required=False)
+SSH_KEY = document("ssh-keys", {"name": _text(255), "value": _text(4096)}, required=["name", "value"])
+SSH_KEY_UPDATE = document("ssh-keys", {"name": _text(255), "value": _text(4096)})
+SSH_KEY_ASSIGNMENT = document("workspaces", {"id": {"type": ["string", "null"]}})
