@@ -33,6 +33,7 @@ from terrace.services.runs.runs import RunService
 from terrace.services.runs.scaler import Scaler
 from terrace.services.runs.scheduler import RunScheduler
 from terrace.services.runs.store import RunStore
+from terrace.services.state.backing_data import BackingDataService
 from terrace.services.state.index import StateIndex
 from terrace.services.state.versions import StateVersionService
 from terrace.services.workspaces.locking import LockService
@@ -91,6 +92,10 @@ class Container:
         return StateVersionService(
             self.table, self.blobs, self.settings, self.workspaces, self.state_index, self.organizations, self.publisher
         )
+
+    @cached_property
+    def state_backing_data(self) -> BackingDataService:
+        return BackingDataService(self.table, self.blobs, self.state_versions, self.workspaces)
 
     # runs ---------------------------------------------------------------------------------
     @cached_property

@@ -5,13 +5,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
 
 from terrace.bootstrap import Container
-from terrace.domain.errors import Invalid
+from terrace.domain.errors import Invalid, NotFound
 from terrace.domain.principal import Principal
 from terrace.domain.state import StateVersion
+from terrace.services.state.backing_data import TRANSITIONS
 from terrace.web import bodies, state_serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import (
@@ -152,3 +153,12 @@ def current_outputs(
 def read_output(wos_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     out, reveal = container.state_versions.output(principal, wos_id)
     return respond(state_serializers.output(out, reveal=reveal))
+
+
+@router.post("/state-versions/{sv_id}/actions/{action}_backing_data")
+def manage_backing_data(sv_id: str, action: str, container: ContainerDep, principal: PrincipalDep) -> Response:
+    """TFE's soft_delete_backing_data, restore_backing_data and permanently_delete_backing_data."""
+    if action not in TRANSITIONS:
+        raise NotFound(f"no action {action}_backing_data")
+    container.state_backing_data.change(principal, sv_id, action)
+    return Response(status_code=204)
