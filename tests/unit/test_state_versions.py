@@ -350,6 +350,8 @@ def test_backing_data_soft_delete_restore_and_permanent_delete(state_env: Env) -
     assert act(old, "restore").status_code == 409
     assert act(old, "soft_delete").status_code == 204
     assert download(old).status_code == 404
+    shown = env.client.get(f"/api/v2/state-versions/{old}", headers=env.auth).json()["data"]["attributes"]
+    assert shown["status"] == "backing_data_soft_deleted" and shown["hosted-state-download-url"] is None
     rollback = {"data": {"type": "state-versions", "relationships": {"rollback-state-version": {"data": {"id": old}}}}}
     assert (
         env.client.patch(f"/api/v2/workspaces/{env.ws_id}/state-versions", headers=env.auth, json=rollback).status_code
