@@ -1,8 +1,8 @@
 """The runner side of SSH keys: the key of the job's workspace is a 0600 file of the job (owned by its uid) that
 GIT_SSH_COMMAND names for `terraform init` only, never logged, and gone once init ends.
 
-Not tested here: a real `git clone` over ssh (no sshd on these machines). The GIT_SSH_COMMAND the runner builds is
-parsed by the real OpenSSH client (`ssh -G`), so its options are ones ssh accepts."""
+Not tested here: a whole `git clone` over ssh (no sshd on these machines). The GIT_SSH_COMMAND the runner builds is
+parsed by the real OpenSSH client (`ssh -G`), and a real git runs it against a listener that receives ssh's banner."""
 
 from __future__ import annotations
 
@@ -10,12 +10,14 @@ import io
 import os
 import shlex
 import shutil
+import socket
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
 from runner_fakes import FakeApi, fake_terraform, make_spec, runner_config, tarball
-from terrace.runner import sandbox
+from terrace.runner import sandbox, ssh_key
 from terrace.runner.execution import JobExecutor
 
 KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAAsecretpart\n-----END OPENSSH PRIVATE KEY-----"
@@ -46,7 +48,9 @@ def test_the_workspace_key_is_a_job_file_for_init_only(tmp_path: Path) -> None:
         assert int(owner) != os.getuid()  # the job's uid, not the runner's
     assert "GIT_SSH_COMMAND" not in plan_env and "GIT_SSH_COMMAND" not in _env(rec / "call-3.env")
     assert not key_file.exists() and not key_file.parent.exists()
-    assert "secretpart" not in bytes(fake.logs[spec.job_id]).decode()
+    log = bytes(fake.logs[spec.job_id]).decode()
+    assert "secretpart" not in log
+    assert ("has no passwd entry" in log) == (not ssh_key.usable_by(int(owner)))  # said when ssh could not run
 
 
 def test_no_key_no_ssh_command(tmp_path: Path) -> None:
@@ -63,8 +67,6 @@ def test_no_key_no_ssh_command(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("ssh") is None, reason="no OpenSSH client on this machine")
 def test_openssh_accepts_the_command_the_runner_builds(tmp_path: Path) -> None:
-    from terrace.runner import ssh_key
-
     run_dir = tmp_path / "job"
     run_dir.mkdir()
     env = ssh_key.install(run_dir, KEY)
@@ -80,3 +82,36 @@ def test_openssh_accepts_the_command_the_runner_builds(tmp_path: Path) -> None:
     assert (run_dir / "ssh" / "id_workspace").stat().st_mode & 0o777 == 0o600
     ssh_key.remove(run_dir)
     assert not (run_dir / "ssh").exists()
+
+
+@pytest.mark.skipif(shutil.which("ssh") is None or shutil.which("git") is None, reason="no git or OpenSSH client")
+def test_git_reaches_the_host_through_the_runner_s_ssh_command(tmp_path: Path) -> None:
+    """A real git runs the real ssh the runner configured (its banner reaches our listener); no sshd is needed."""
+    run_dir = tmp_path / "job"
+    run_dir.mkdir()
+    env = ssh_key.install(run_dir, KEY)
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(60)
+    port = listener.getsockname()[1]
+    received: list[bytes] = []
+
+    def serve() -> None:
+        with listener:
+            conn, _ = listener.accept()
+            with conn:
+                conn.settimeout(60)
+                received.append(conn.recv(255))  # the client's identification string, sent first
+
+    server = threading.Thread(target=serve)
+    server.start()
+    child_env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "GIT_TERMINAL_PROMPT": "0", **env}
+    result = subprocess.run(
+        ["git", "ls-remote", f"ssh://git@127.0.0.1:{port}/modules.git"],
+        env=child_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    server.join(timeout=60)
+    assert result.returncode != 0  # the listener is no ssh server
+    assert received and received[0].startswith(b"SSH-2.0-"), (received, result.stderr)

@@ -222,6 +222,9 @@ class JobExecutor:
         init_env = dict(job.env)
         if spec.ssh_private_key:  # for git::ssh:// module sources; gone once init ends
             init_env.update(ssh_key.install(job.run_dir, spec.ssh_private_key))
+            uid = job.identity.uid if job.identity else None
+            if not ssh_key.usable_by(uid):
+                job.log.line(f"Warning: uid {uid} has no passwd entry on this runner: ssh (git::ssh:// sources) fails")
         try:
             code = self._run(job, commands.INIT_ARGS, sink=init_output.extend, env=init_env)
         finally:

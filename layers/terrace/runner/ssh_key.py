@@ -11,6 +11,7 @@ defines the job uid range (`runner-container/Dockerfile`).
 from __future__ import annotations
 
 import os
+import pwd
 import shlex
 import shutil
 from pathlib import Path
@@ -48,3 +49,12 @@ def install(run_dir: Path, private_key: str) -> dict[str, str]:
 def remove(run_dir: Path) -> None:
     """The key is gone once init ended: plan and apply children never see it."""
     shutil.rmtree(run_dir / FOLDER, ignore_errors=True)
+
+
+def usable_by(uid: int | None) -> bool:
+    """Whether ssh can run as `uid` (None: the runner's own): OpenSSH exits when the uid has no passwd entry."""
+    try:
+        pwd.getpwuid(os.getuid() if uid is None else uid)
+    except KeyError:
+        return False
+    return True
