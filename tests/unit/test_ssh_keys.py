@@ -115,3 +115,18 @@ def test_deleting_a_key_unassigns_it() -> None:
     assert env.api("DELETE", f"/ssh-keys/{key['id']}").status_code == 204
     ws = env.api("GET", f"/workspaces/{env.workspace_id}").json()["data"]
     assert ws["relationships"]["ssh-key"]["data"] is None
+
+
+def test_a_new_organization_of_the_same_name_never_gets_an_old_key() -> None:
+    env = make_run_env()
+    org = {"data": {"type": "organizations", "attributes": {"name": "fresh", "email": "f@example.com"}}}
+    assert env.api("POST", "/organizations", org).status_code == 201
+    created = env.api("POST", "/organizations/fresh/ssh-keys", _key_body(name="old", value=KEY)).json()["data"]
+    assert env.api("DELETE", "/organizations/fresh").status_code == 204
+    assert env.api("POST", "/organizations", org).status_code == 201
+    assert env.api("GET", "/organizations/fresh/ssh-keys").json()["data"] == []
+    assert env.api("GET", f"/ssh-keys/{created['id']}").status_code == 404
+    ws = env.api(
+        "POST", "/organizations/fresh/workspaces", {"data": {"type": "workspaces", "attributes": {"name": "w"}}}
+    )
+    assert _assign(env, created["id"], ws.json()["data"]["id"]).status_code == 404

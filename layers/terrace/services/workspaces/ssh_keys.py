@@ -72,17 +72,18 @@ class SSHKeyService:
 
     def _item(self, principal: Principal, key_id: str) -> dict[str, Any]:
         item = self._table.get(key_id, SORT_KEY) if looks_like(key_id, "sshkey") else None
-        if item is None:
-            raise NotFound(f"ssh key {key_id} not found")
         try:
-            self._orgs.get(principal, item["organization"], Action.MANAGE_ORGANIZATION)
-        except NotFound as exc:
-            raise NotFound(f"ssh key {key_id} not found") from exc
+            org = self._orgs.get(principal, item["organization"], Action.MANAGE_ORGANIZATION) if item else None
+        except NotFound:
+            org = None
+        if item is None or org is None or not _belongs(item, org.id):
+            raise NotFound(f"ssh key {key_id} not found")
         return item
 
     def list(self, principal: Principal, organization: str) -> builtins.list[SSHKey]:
         org = self._orgs.get(principal, organization, Action.MANAGE_ORGANIZATION)
-        return [_public(item) for item in self._table.query(f"org#{org.name}#ssh-keys", index="gsi1")]
+        items = self._table.query(f"org#{org.name}#ssh-keys", index="gsi1")
+        return [_public(item) for item in items if _belongs(item, org.id)]
 
     def get(self, principal: Principal, key_id: str) -> SSHKey:
         return _public(self._item(principal, key_id))
@@ -95,6 +96,7 @@ class SSHKeyService:
             "pk": key_id,
             "sk": SORT_KEY,
             "organization": org.name,
+            "organization_id": org.id,  # a later organization of the same name never gets this key
             "name": name,
             "created_at": now,
             "ciphertext": self._encryptor.encrypt(value, self._context(org.name, key_id)),
@@ -136,18 +138,27 @@ class SSHKeyService:
         if key_id is not None:
             if not isinstance(key_id, str):
                 raise Invalid("id must be an ssh key id or null", pointer="/data/attributes/id")
-            item = self._table.get(key_id, SORT_KEY) if looks_like(key_id, "sshkey") else None
-            if item is None or item["organization"] != ws.organization:
+            if self._usable(ws, key_id) is None:
                 raise NotFound(f"ssh key {key_id} not found")
         return self._workspaces.mutate(ws.id, lambda w: _assigned(w, key_id))
 
     def for_run(self, ws: Workspace) -> str | None:
         """The private key of the workspace's SSH key, for its job only (never returned by the API)."""
-        key_id = ws.extra.get(WORKSPACE_FIELD)
-        item = self._table.get(key_id, SORT_KEY) if key_id else None
-        if item is None or item["organization"] != ws.organization:
+        item = self._usable(ws, ws.extra.get(WORKSPACE_FIELD))
+        if item is None:
             return None
         return self._encryptor.decrypt(item["ciphertext"], self._context(item["organization"], item["pk"]))
+
+    def _usable(self, ws: Workspace, key_id: str | None) -> dict[str, Any] | None:
+        """The key item when it belongs to the workspace's organization (this one, not an earlier namesake)."""
+        item = self._table.get(key_id, SORT_KEY) if key_id and looks_like(key_id, "sshkey") else None
+        if item is None or item["organization"] != ws.organization:
+            return None
+        return item if _belongs(item, self._orgs.lookup(ws.organization).id) else None
+
+
+def _belongs(item: dict[str, Any], organization_id: str) -> bool:
+    return bool(item.get("organization_id") == organization_id)
 
 
 def _assigned(ws: Workspace, key_id: str | None, only_if: str | None = None) -> Workspace:
