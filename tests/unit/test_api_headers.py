@@ -55,6 +55,8 @@ def test_each_token_is_limited_to_its_rate_with_a_429_go_tfe_can_retry(limited: 
     # another token has its own bucket; the UI and the http backend are not counted here
     other_token, _ = other_user(env)
     assert env.client.get("/api/v2/account/details", headers={"Authorization": f"Bearer {other_token}"}).is_success
+    for _ in range(5):  # signed log-read URLs are not counted (they carry no token)
+        assert env.client.get("/api/v2/logs/plan-x/1/sig").status_code == 404
     now[0] += reset
     assert env.client.get(url, headers=env.auth).status_code == 200
     assert env.client.get(url, headers=env.auth).status_code == 429

@@ -51,7 +51,10 @@ def create_app(container: Container) -> FastAPI:
             f"more than {rate_limit} requests per second with this token; retry in {wait:.3f} s",
             headers=limited_headers(rate_limit, wait),
         )
-        app.add_middleware(RateLimit, prefix="/api/v2", buckets=TokenBuckets(rate_limit), respond=limited)
+        # signed log-read URLs carry no token (callers behind one proxy would share an address's bucket): exempt
+        app.add_middleware(
+            RateLimit, prefix="/api/v2", exempt=("/api/v2/logs/",), buckets=TokenBuckets(rate_limit), respond=limited
+        )
     app.add_middleware(
         ExtraHeaders,
         prefix="/api/v2",

@@ -66,14 +66,18 @@ RespondLimited = Callable[[float], Any]  # seconds to wait -> a Starlette respon
 class RateLimit:
     """Answers `respond(wait)` instead of the app when the caller's bucket under `prefix` is empty."""
 
-    def __init__(self, app: ASGIApp, prefix: str, buckets: TokenBuckets, respond: RespondLimited) -> None:
+    def __init__(
+        self, app: ASGIApp, prefix: str, buckets: TokenBuckets, respond: RespondLimited, exempt: tuple[str, ...] = ()
+    ) -> None:
         self.app = app
         self.prefix = prefix
+        self.exempt = exempt
         self.buckets = buckets
         self.respond = respond
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and str(scope.get("path", "")).startswith(self.prefix):
+        path = str(scope.get("path", ""))
+        if scope["type"] == "http" and path.startswith(self.prefix) and not path.startswith(self.exempt):
             wait = self.buckets.take(caller_key(scope))
             if wait > 0:
                 await self.respond(wait)(scope, receive, send)
