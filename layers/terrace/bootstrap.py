@@ -38,9 +38,11 @@ from terrace.services.runs.runs import RunService
 from terrace.services.runs.scaler import Scaler
 from terrace.services.runs.scheduler import RunScheduler
 from terrace.services.runs.store import RunStore
+from terrace.services.state.backing_data import BackingDataService
 from terrace.services.state.index import StateIndex
 from terrace.services.state.versions import StateVersionService
 from terrace.services.workspaces.locking import LockService
+from terrace.services.workspaces.ssh_keys import SSHKeyService
 from terrace.services.workspaces.variables import VariableService
 from terrace.services.workspaces.workspaces import WorkspaceService
 
@@ -125,6 +127,10 @@ class Container:
             self.table, self.blobs, self.settings, self.workspaces, self.state_index, self.organizations, self.publisher
         )
 
+    @cached_property
+    def state_backing_data(self) -> BackingDataService:
+        return BackingDataService(self.table, self.blobs, self.state_versions, self.workspaces)
+
     # runs ---------------------------------------------------------------------------------
     @cached_property
     def configuration_versions(self) -> ConfigurationVersionService:
@@ -135,6 +141,10 @@ class Container:
     @cached_property
     def variables(self) -> VariableService:
         return VariableService(self.table, self.encryptor, self.workspaces)
+
+    @cached_property
+    def ssh_keys(self) -> SSHKeyService:
+        return SSHKeyService(self.table, self.encryptor, self.organizations, self.workspaces)
 
     @cached_property
     def run_store(self) -> RunStore:
@@ -180,6 +190,7 @@ class Container:
             self.settings,
             queue=self.job_queue,
             authz=self.authz,
+            ssh_keys=self.ssh_keys,
         )
 
     @cached_property

@@ -15,6 +15,8 @@ def _env_int(env: dict[str, str], name: str, default: int) -> int:
     return int(raw) if raw else default
 
 
+API_RATE_LIMIT_PER_S = 30  # TFC's limit per token
+
 _TIMINGS = {
     "job_heartbeat_s": 10,
     "job_heartbeat_timeout_s": 45,
@@ -95,6 +97,10 @@ class Settings:
                 catalog[tool].append(version.strip())
         return catalog
 
+    # requests per second per API token under /api/v2 (`X-RateLimit-Limit`); 0 = no limit. The processes that
+    # serve clients (`from_env` on AWS, the local stack) use TFC's 30; Settings built in tests have none
+    api_rate_limit_per_s: int = 0
+
     def require_url_signing_secret(self) -> None:
         """The API signs log-read URLs and web sessions: it never starts with an empty key."""
         if not self.url_signing_secret.strip():
@@ -141,5 +147,6 @@ class Settings:
             oidc_groups_claim=env.get("TERRACE_OIDC_GROUPS_CLAIM", "groups"),
             tool_catalog=env.get("TERRACE_TOOL_CATALOG", ""),
             default_tool=env.get("TERRACE_DEFAULT_TOOL") or "terraform",
+            api_rate_limit_per_s=_env_int(env, "TERRACE_API_RATE_LIMIT_PER_S", API_RATE_LIMIT_PER_S),
             **{name: _env_int(env, f"TERRACE_{name.upper()}", default) for name, default in _TIMINGS.items()},
         )

@@ -160,7 +160,9 @@ pwd > "$rec/call-$n.cwd"
 cmd="$1"; shift
 case "$cmd" in
   version) echo '{{"terraform_version":"1.0.3"}}' ;;
-  init) echo "Initializing the backend..."; ls > "$rec/init-files" ;;
+  init) echo "Initializing the backend..."; ls > "$rec/init-files"
+    key=$(printf '%s' "$GIT_SSH_COMMAND" | sed -n 's/.* -i \\([^ ]*\\) .*/\\1/p')
+    if [ -n "$key" ]; then stat -c '%a %u' "$key" > "$rec/init-key-stat"; cat "$key" > "$rec/init-key"; fi ;;
   plan)
     for a in "$@"; do case "$a" in -out=*) out="${{a#-out=}}" ;; esac; done
     echo "plan starting"

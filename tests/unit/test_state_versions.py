@@ -308,3 +308,67 @@ def test_the_serial_attribute_names_the_version_even_when_the_file_says_otherwis
     assert pushed.json()["data"]["attributes"]["serial"] == 7 and env.ws().state_serial == 7
     assert env.push(fixture, 6).status_code == 409  # lower than the current 7, whatever the file says
     assert env.push(state_bytes(8), 8, lineage="other-lineage").status_code == 409  # the attribute's lineage
+
+
+def test_include_outputs_and_the_version_s_outputs_show_sensitive_values_to_state_readers(state_env: Env) -> None:
+    env = state_env
+    outputs = {
+        "ip": {"value": "10.0.0.1", "type": "string"},
+        "pw": {"value": "s3cret", "type": "string", "sensitive": True},
+    }
+    env.lock()
+    sv_id = env.push(state_bytes(1, outputs=outputs), 1).json()["data"]["id"]
+    for path in (f"/api/v2/state-versions/{sv_id}", f"/api/v2/workspaces/{env.ws_id}/current-state-version"):
+        doc = env.client.get(f"{path}?include=outputs", headers=env.auth).json()
+        assert {o["attributes"]["name"]: o["attributes"]["value"] for o in doc["included"]} == {
+            "ip": "10.0.0.1",
+            "pw": "s3cret",
+        }
+        assert {o["id"] for o in doc["included"]} == {r["id"] for r in doc["data"]["relationships"]["outputs"]["data"]}
+        assert "included" not in env.client.get(path, headers=env.auth).json()
+    listed = env.client.get(f"/api/v2/workspaces/{env.ws_id}/state-versions?include=outputs", headers=env.auth).json()
+    assert len(listed["included"]) == 2 and listed["meta"]["pagination"]["total-count"] == 1
+    by_version = env.client.get(f"/api/v2/state-versions/{sv_id}/outputs", headers=env.auth).json()["data"]
+    assert {o["attributes"]["name"]: o["attributes"]["value"] for o in by_version}["pw"] == "s3cret"
+    current = env.client.get(f"/api/v2/workspaces/{env.ws_id}/current-state-version-outputs", headers=env.auth)
+    assert {o["attributes"]["name"]: o["attributes"]["value"] for o in current.json()["data"]}["pw"] is None
+
+
+def test_backing_data_soft_delete_restore_and_permanent_delete(state_env: Env) -> None:
+    env = state_env
+    env.lock()
+    old = env.push(state_bytes(1), 1).json()["data"]["id"]
+    current = env.push(state_bytes(2), 2).json()["data"]["id"]
+    act = lambda sv, action: env.client.post(  # noqa: E731
+        f"/api/v2/state-versions/{sv}/actions/{action}_backing_data", headers=env.auth
+    )
+    download = lambda sv: env.client.get(  # noqa: E731
+        f"/api/v2/state-versions/{sv}/download", headers=env.auth, follow_redirects=False
+    )
+    assert download(old).status_code == 302
+    assert act(current, "soft_delete").status_code == 409  # the current version keeps its data
+    assert act(old, "restore").status_code == 409
+    assert act(old, "soft_delete").status_code == 204
+    assert download(old).status_code == 404
+    shown = env.client.get(f"/api/v2/state-versions/{old}", headers=env.auth).json()["data"]["attributes"]
+    assert shown["status"] == "backing_data_soft_deleted" and shown["hosted-state-download-url"] is None
+    rollback = {"data": {"type": "state-versions", "relationships": {"rollback-state-version": {"data": {"id": old}}}}}
+    assert (
+        env.client.patch(f"/api/v2/workspaces/{env.ws_id}/state-versions", headers=env.auth, json=rollback).status_code
+        == 404
+    )
+    assert act(old, "restore").status_code == 204 and download(old).status_code == 302
+    assert act(old, "soft_delete").status_code == 204 and act(old, "permanently_delete").status_code == 204
+    refused = act(old, "restore")
+    assert refused.status_code == 409 and "transition not allowed" in refused.json()["errors"][0]["detail"]
+    assert download(old).status_code == 404 and download(current).status_code == 302
+    assert not any(key.endswith(f"{old}.tfstate") for key in env.container.blobs.objects)  # type: ignore[attr-defined]
+    assert act(old, "frobnicate").status_code == 404
+    other_token, _ = other_user(env)
+    assert (
+        env.client.post(
+            f"/api/v2/state-versions/{current}/actions/soft_delete_backing_data",
+            headers={"Authorization": f"Bearer {other_token}"},
+        ).status_code
+        == 404
+    )

@@ -41,7 +41,7 @@ def test_variable_rejections_lose_nothing() -> None:
     ws = env.workspace_id
     secret = env.api("POST", f"/workspaces/{ws}/vars", _var("token", "s3cr3t", sensitive=True)).json()["data"]
     assert env.api("POST", f"/workspaces/{ws}/vars", _var("token", "again")).status_code == 409
-    assert env.api("POST", f"/workspaces/{ws}/vars", _var("bad key!", "x")).status_code == 422
+    assert env.api("POST", f"/workspaces/{ws}/vars", _var("bad\nkey", "x")).status_code == 422
     assert env.api("POST", f"/workspaces/{ws}/vars", _var("k", "x", category="nope")).status_code == 422
     assert env.api("POST", f"/workspaces/{ws}/vars", {"data": {"type": "runs"}}).status_code == 422
     unhide = {"data": {"type": "vars", "attributes": {"sensitive": False}}}

@@ -188,7 +188,7 @@ def test_edit_a_variable_and_keep_a_sensitive_value_write_only(env: Env) -> None
     assert client.post(f"{url}/{secret.id}", data=replaced).status_code == 303
     assert env.container.variables.sensitive_values(env.ws().id).values == ("correct-horse",)
 
-    bad = client.post(f"{url}/{secret.id}", data={"key": "not valid!", "value": "leaked?", "csrf_token": token})
+    bad = client.post(f"{url}/{secret.id}", data={"key": "not\tvalid!", "value": "leaked?", "csrf_token": token})
     assert bad.status_code == 422 and 'id="key-error"' in bad.text and 'aria-invalid="true"' in bad.text
     assert "leaked?" not in bad.text and "correct-horse" not in bad.text
     clash = client.post(f"{url}/{plain.id}", data={"key": "db_password", "value": "x", "csrf_token": token})

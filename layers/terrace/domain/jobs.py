@@ -87,6 +87,8 @@ class JobSpec(BaseModel):
     plan_upload_url: str | None = None  # plan phase: presigned PUT for the binary plan file
     plan_json_upload_url: str | None = None  # plan phase: presigned PUT for `show -json` of the plan
     variables: list[RunVariable] = Field(default_factory=list)
+    # the workspace's SSH key (a private key), for `git::ssh://` module sources during init; this job only
+    ssh_private_key: str | None = Field(default=None, repr=False)
     heartbeat_interval_s: int = 10
 
 

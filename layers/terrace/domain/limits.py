@@ -17,7 +17,8 @@ STATE_JSON_MAX_DEPTH = 512  # nesting of a state file (resource attributes can n
 SERIAL_MAX = 2**63 - 1  # go-tfe sends serial as int64; terraform and OpenTofu read it as uint64
 LINEAGE_MAX = 128  # terraform writes a UUID (36 characters)
 
-DESCRIPTION_MAX = 2000  # workspace, variable and token descriptions
+DESCRIPTION_MAX = 2000  # workspace and token descriptions
+VARIABLE_DESCRIPTION_MAX = 512  # as TFC (go-tfe checks that a longer one is refused)
 LOCK_REASON_MAX = 2000
 EMAIL_MAX = 254
 RUN_MESSAGE_MAX = 4000

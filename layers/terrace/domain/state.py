@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from terrace.domain import limits
-from terrace.domain.errors import BadRequest, Conflict, Invalid
+from terrace.domain.errors import BadRequest, Conflict, Invalid, NotFound
 from terrace.domain.workspace import Workspace
 
 
@@ -266,6 +266,8 @@ def with_serial(raw: bytes, serial: int) -> bytes:
 
 # The stored record of a state version ------------------------------------------------------
 PENDING, FINALIZED, DISCARDED = "pending", "finalized", "discarded"
+# a finalized version's state file (TFE's "backing data"): soft-deleted data can be restored, deleted data is gone
+DATA_PRESENT, DATA_SOFT_DELETED, DATA_DELETED = "present", "soft_deleted", "deleted"
 
 
 def state_blob_key(workspace_id: str, sv_id: str) -> str:
@@ -301,6 +303,12 @@ class StateVersion:
     error: str | None = None
     outputs_pending: bool = False  # a two-step upload without json-state-outputs: the events worker extracts them
     index_error: str | None = None  # the events worker found the uploaded state disagreeing with its declaration
+    backing_data: str = DATA_PRESENT  # services/state/backing_data.py
+
+    def require_data(self) -> None:
+        """Its state file, unless soft-deleted or deleted (then it is 404, as TFE answers)."""
+        if self.backing_data != DATA_PRESENT:
+            raise NotFound(f"the state data of state version {self.id} is {self.backing_data.replace('_', ' ')}")
 
     @property
     def blob_key(self) -> str:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from terrace.config import Settings
+from terrace.config import API_RATE_LIMIT_PER_S, Settings
 from terrace.local import tls
 from terrace.local import workers as local_workers
 from terrace.local.resources import LOCAL_REGION, LocalResources, create_resources
@@ -122,7 +122,11 @@ class LocalStack:
 
         hostname = f"localhost:{listener.getsockname()[1]}"
         tools = tool_catalog.build(self.state_dir / "tools")
-        overrides = {"tool_catalog": runner_catalog.describe(tools), **self.settings_overrides}
+        overrides = {
+            "tool_catalog": runner_catalog.describe(tools),
+            "api_rate_limit_per_s": API_RATE_LIMIT_PER_S,
+            **self.settings_overrides,
+        }
         self.settings = Settings(
             **self.resources.settings_fields(),
             public_url=f"https://{hostname}",

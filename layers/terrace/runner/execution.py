@@ -19,7 +19,7 @@ import httpx
 from terrace.domain.jobs import FinishRequest, JobSpec
 from terrace.domain.plan_json import hide_secrets
 from terrace.runner import catalog as runner_catalog
-from terrace.runner import commands, sandbox
+from terrace.runner import commands, sandbox, ssh_key
 from terrace.runner.client import ApiError, RunnerApi, Transfers
 from terrace.runner.config import RunnerConfig
 from terrace.runner.logstream import LogStream
@@ -70,6 +70,7 @@ class JobExecutor:
         run_dir = Path(tempfile.mkdtemp(prefix=f"{spec.job_id}-", dir=self.config.work_dir))
         identity = sandbox.allocate()
         secrets = [spec.run_token, *(v.value for v in spec.variables if v.sensitive)]
+        secrets += [spec.ssh_private_key] if spec.ssh_private_key else []
         stream = LogStream(  # masks `secrets` in what it sends and what it prints
             lambda offset, chunk: self.api.put_logs(spec.job_id, offset, chunk),
             job_id=spec.job_id,
@@ -225,7 +226,16 @@ class JobExecutor:
         )
         job.log.line("Initializing plugins and modules...")
         init_output = bytearray()
-        code = self._run(job, commands.INIT_ARGS, sink=init_output.extend)
+        init_env = dict(job.env)
+        if spec.ssh_private_key:  # for git::ssh:// module sources; gone once init ends
+            init_env.update(ssh_key.install(job.run_dir, spec.ssh_private_key))
+            uid = job.identity.uid if job.identity else None
+            if not ssh_key.usable_by(uid):
+                job.log.line(f"Warning: uid {uid} has no passwd entry on this runner: ssh (git::ssh:// sources) fails")
+        try:
+            code = self._run(job, commands.INIT_ARGS, sink=init_output.extend, env=init_env)
+        finally:
+            ssh_key.remove(job.run_dir)
         if code != 0:
             job.log.write(bytes(init_output[-256 * 1024 :]))
             raise JobFailed(f"init failed (exit code {code})")
@@ -237,6 +247,7 @@ class JobExecutor:
         *,
         sink: Callable[[bytes], object] | None = None,
         stdout_file: Path | None = None,
+        env: dict[str, str] | None = None,
     ) -> int:
         self._check_cancel(job)
         assert job.binary is not None
@@ -245,7 +256,7 @@ class JobExecutor:
             [job.binary.path, *args],
             identity=job.identity,
             cwd=job.cwd,
-            env=job.env,
+            env=env or job.env,
             control=job.control,
             sink=sink or job.log.write,
             stdout_file=stdout_file,

@@ -6,7 +6,8 @@ from fastapi import FastAPI
 
 from terrace.bootstrap import Container
 from terrace.web import errors, static_assets
-from terrace.web.middleware import BodyLimit, ExtraHeaders
+from terrace.web.middleware import BodyLimit, ExtraHeaders, TrailingSlash
+from terrace.web.rate_limit import RateLimit, TokenBuckets, limited_headers
 from terrace.web.routers import (
     accounts,
     admin,
@@ -21,6 +22,7 @@ from terrace.web.routers import (
     resources,
     runner_api,
     runs,
+    ssh_keys,
     state_versions,
     workspaces,
 )
@@ -40,21 +42,36 @@ from terrace.web.ui import workspaces as ui_workspaces
 
 def create_app(container: Container) -> FastAPI:
     container.settings.require_url_signing_secret()
-    app = FastAPI(title="Terrace", docs_url=None, redoc_url=None, openapi_url="/api/openapi.json")
+    app = FastAPI(
+        title="Terrace", docs_url=None, redoc_url=None, openapi_url="/api/openapi.json", redirect_slashes=False
+    )
     app.state.container = container
     errors.install(app)
 
     snapshot_interval_s = container.settings.state_snapshot_interval_s
+    rate_limit = container.settings.api_rate_limit_per_s
+    if rate_limit > 0:  # innermost: its 429 gets the API headers too
+        limited = lambda wait: errors.error_response(  # noqa: E731
+            429,
+            "too many requests",
+            f"more than {rate_limit} requests per second with this token; retry in {wait:.3f} s",
+            headers=limited_headers(rate_limit, wait),
+        )
+        # signed log-read URLs carry no token (callers behind one proxy would share an address's bucket): exempt
+        app.add_middleware(
+            RateLimit, prefix="/api/v2", exempt=("/api/v2/logs/",), buckets=TokenBuckets(rate_limit), respond=limited
+        )
     app.add_middleware(
         ExtraHeaders,
         prefix="/api/v2",
-        headers=api_headers(),
+        headers=api_headers(rate_limit),
         per_path=lambda path: state_versions.snapshot_headers(path, snapshot_interval_s),
     )
     # outermost: bodies are counted as they stream in (Content-Length or chunked), 413 past the limit
     too_large = lambda detail: errors.error_response(413, "payload too large", detail)  # noqa: E731
     app.add_middleware(BodyLimit, max_bytes=container.settings.max_request_bytes, respond=too_large)
-    for module in (discovery, organizations, workspaces, accounts, oauth):
+    app.add_middleware(TrailingSlash)  # outermost of all: routing and every prefix check see `/path`
+    for module in (discovery, organizations, workspaces, accounts, ssh_keys, oauth):
         app.include_router(module.router)
     for state_module in (state_versions, resources, http_backend):
         app.include_router(state_module.router)

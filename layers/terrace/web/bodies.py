@@ -111,9 +111,9 @@ TOKEN = document("authentication-tokens", {"description": _text(limits.DESCRIPTI
 VARIABLE = document(
     "vars",
     {
-        "key": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]{0,62}$"},
+        "key": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,128}$"},
         "value": STRING,
-        "description": _text(limits.DESCRIPTION_MAX),
+        "description": _text(limits.VARIABLE_DESCRIPTION_MAX),
         "category": {"type": "string", "enum": ["terraform", "env"]},
         "hcl": BOOL,
         "sensitive": BOOL,
@@ -177,3 +177,6 @@ LOCK_INFO = raw_json(
     }
 )
 UNLOCK_INFO = raw_json(LOCK_INFO["requestBody"]["content"]["application/json"]["schema"], required=False)
+SSH_KEY = document("ssh-keys", {"name": _text(255), "value": _text(4096)}, required=["name", "value"])
+SSH_KEY_UPDATE = document("ssh-keys", {"name": _text(255), "value": _text(4096)})
+SSH_KEY_ASSIGNMENT = document("workspaces", {"id": {"type": ["string", "null"]}})

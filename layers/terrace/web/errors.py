@@ -40,8 +40,11 @@ def error_document(status: int, title: str, detail: str, pointer: str | None = N
     return {"errors": [error]}
 
 
-def error_response(status: int, title: str, detail: str, pointer: str | None = None) -> JSONAPIResponse:
-    headers = {"WWW-Authenticate": 'Bearer realm="terrace"'} if status == 401 else None
+def error_response(
+    status: int, title: str, detail: str, pointer: str | None = None, *, headers: dict[str, str] | None = None
+) -> JSONAPIResponse:
+    if status == 401:
+        headers = {**(headers or {}), "WWW-Authenticate": 'Bearer realm="terrace"'}
     return JSONAPIResponse(error_document(status, title, detail, pointer), status_code=status, headers=headers)
 
 

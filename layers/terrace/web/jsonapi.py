@@ -65,6 +65,12 @@ def respond(
     return JSONAPIResponse(body, status_code=status_code, headers=headers)
 
 
+def includes(request: Request) -> frozenset[str]:
+    """The names of `?include=a,b.c` (empty, absent or blank: none). Names Terrace cannot include are ignored."""
+    raw = request.query_params.get("include") or ""
+    return frozenset(name.strip() for name in raw.split(",") if name.strip())
+
+
 def _page_param(request: Request, name: str, default: int) -> int:
     raw = request.query_params.get(f"page[{name}]") or request.query_params.get(f"page%5B{name}%5D")
     if raw in (None, ""):
@@ -145,7 +151,9 @@ def read_document(body: Any, expected_type: str | tuple[str, ...], *, required: 
         data["attributes"] = {}
     elif not isinstance(attributes, dict):
         raise Invalid("data.attributes must be an object", pointer="/data/attributes")
-    if not isinstance(data.get("relationships", {}), dict):
+    if data.get("relationships") is None:
+        data["relationships"] = {}
+    elif not isinstance(data["relationships"], dict):
         raise Invalid("data.relationships must be an object", pointer="/data/relationships")
     return data
 

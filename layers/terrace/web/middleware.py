@@ -1,7 +1,8 @@
 """The app's ASGI middleware (pure ASGI: exceptions from `receive` reach the app's error handlers as they are).
 
 `BodyLimit` counts request body bytes as they stream in (Content-Length or chunked) and answers 413 as soon
-as the limit is passed, without reading the rest. `ExtraHeaders` adds the TFC API headers under a prefix."""
+as the limit is passed, without reading the rest. `ExtraHeaders` adds the TFC API headers under a prefix.
+`TrailingSlash` routes `/path/` as `/path` (clients do not follow a redirect on POST)."""
 
 from __future__ import annotations
 
@@ -97,3 +98,21 @@ class ExtraHeaders:
             await send(message)
 
         await self.app(scope, receive, with_headers)
+
+
+class TrailingSlash:
+    """`/api/v2/workspaces/ws-x/vars/` is served as `/api/v2/workspaces/ws-x/vars`, never redirected: TFC answers
+    both alike, and go-tfe, terraform and curl do not repeat a POST body after a 307."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = str(scope.get("path", ""))
+        if scope["type"] == "http" and len(path) > 1 and path.endswith("/"):
+            stripped = path.rstrip("/") or "/"
+            raw = scope.get("raw_path")
+            scope = dict(scope, path=stripped)
+            if isinstance(raw, bytes | bytearray):
+                scope["raw_path"] = bytes(raw).rstrip(b"/") or b"/"
+        await self.app(scope, receive, send)

@@ -122,6 +122,7 @@ def workspace(ws: Workspace, permissions: dict[str, bool]) -> dict[str, Any]:
         "latest-run": ref("runs", ws.latest_run_id),
         "current-state-version": ref("state-versions", ws.current_state_version_id),
         "current-configuration-version": ref("configuration-versions", ws.extra.get("current_cv_id")),
+        "ssh-key": ref("ssh-keys", ws.extra.get("ssh_key_id")),
         "locked-by": locked_by,
         "project": {"data": None},
         "agent-pool": {"data": None},

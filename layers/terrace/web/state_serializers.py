@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from terrace.domain.state import FINALIZED, StateVersion
+from terrace.domain.state import DATA_DELETED, DATA_PRESENT, DATA_SOFT_DELETED, FINALIZED, StateVersion
 from terrace.services.state.index import IndexedResource, StoredOutput
 from terrace.web.jsonapi import ref, refs, resource
 
+# TFE's statuses of a version whose backing data is not present
+BACKING_DATA_STATUS = {
+    DATA_SOFT_DELETED: "backing_data_soft_deleted",
+    DATA_DELETED: "backing_data_permanently_deleted",
+}
+
 
 def state_version(sv: StateVersion, base_url: str, upload_urls: tuple[str | None, str | None]) -> dict[str, Any]:
-    finalized = sv.status == FINALIZED
+    finalized = sv.status == FINALIZED and sv.backing_data == DATA_PRESENT
     download = f"{base_url}/api/v2/state-versions/{sv.id}/download" if finalized else None
     json_download = (
         f"{base_url}/api/v2/state-versions/{sv.id}/json-download" if finalized and sv.has_json_state else None
@@ -21,7 +27,7 @@ def state_version(sv: StateVersion, base_url: str, upload_urls: tuple[str | None
         "lineage": sv.lineage,
         "md5": sv.md5,
         "size": sv.size,
-        "status": sv.status,
+        "status": sv.status if sv.backing_data == DATA_PRESENT else BACKING_DATA_STATUS[sv.backing_data],
         "hosted-state-download-url": download,
         "hosted-json-state-download-url": json_download,
         "hosted-state-upload-url": upload_urls[0],

@@ -144,9 +144,7 @@ class OrganizationService:
         self._authz.require(principal, Action.MANAGE_ORGANIZATION, _org(item).view)
         if "name" in changes and changes["name"] != name:
             raise Invalid("renaming an organization is not supported", pointer="/data/attributes/name")
-        unknown = set(changes) - set(UPDATABLE) - {"name"}
-        if unknown:
-            raise Invalid(f"unknown or read-only attributes: {', '.join(sorted(unknown))}")
+        # other attributes (read-only ones, unknown ones) are ignored, as TFC does
         if "email" in changes:
             item["email"] = _email(changes["email"])
         if "default-execution-mode" in changes:

@@ -38,6 +38,7 @@ from terrace.services.runs.logs import LogService
 from terrace.services.runs.runs import RunService, retrying
 from terrace.services.runs.scheduler import RunScheduler
 from terrace.services.runs.store import RunStore
+from terrace.services.workspaces.ssh_keys import SSHKeyService
 from terrace.services.workspaces.variables import VariableService
 from terrace.services.workspaces.workspaces import WorkspaceService
 
@@ -73,8 +74,9 @@ class JobService:
         *,
         queue: JobQueue,
         authz: Authorizer,
+        ssh_keys: SSHKeyService | None = None,
     ) -> None:
-        self._queue, self._authz = queue, authz
+        self._queue, self._authz, self._ssh_keys = queue, authz, ssh_keys
         self._store, self._scheduler, self._runs = store, scheduler, runs
         self._workspaces, self._cvs, self._variables = workspaces, cvs, variables
         self._accounts, self._logs, self._blobs, self._settings = accounts, logs, blobs, settings
@@ -201,6 +203,7 @@ class JobService:
             if name == "plan" and state.json_key
             else None,
             variables=variables,
+            ssh_private_key=self._ssh_keys.for_run(ws) if self._ssh_keys else None,
             heartbeat_interval_s=self._settings.job_heartbeat_s,
         )
 

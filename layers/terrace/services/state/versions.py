@@ -233,6 +233,7 @@ class StateVersionService:
         sv = self.get(principal, sv_id)
         if sv.status != FINALIZED or (json_state and not sv.has_json_state):
             raise NotFound(f"state version {sv_id} has no {'JSON ' if json_state else ''}state to download")
+        sv.require_data()
         return self._blobs.presign_get(sv.json_blob_key if json_state else sv.blob_key, self._settings.presign_ttl_s)
 
     def document(self, principal: Principal, sv_id: str) -> dict[str, Any]:
@@ -240,6 +241,7 @@ class StateVersionService:
         sv = self.get(principal, sv_id)
         if sv.status != FINALIZED:
             raise NotFound(f"state version {sv_id} is {sv.status}; it has no state yet")
+        sv.require_data()
         doc = st.load_json(self._blobs.get(sv.blob_key))
         return doc if isinstance(doc, dict) else {}
 
@@ -254,9 +256,13 @@ class StateVersionService:
         return True
 
     # outputs and resources ---------------------------------------------------------------
-    def outputs(self, principal: Principal, sv_id: str) -> list[StoredOutput]:
+    def outputs(self, principal: Principal, sv_id: str) -> tuple[list[StoredOutput], bool]:
+        """A state version's outputs, and whether the caller may see sensitive values (READ_STATE), as TFC's
+        `/state-versions/:id/outputs` and `include=outputs` show them (go-tfe reads sensitive values there)."""
         sv = self.get(principal, sv_id, Action.READ_STATE_OUTPUTS)
-        return self._index.outputs_of(sv.id) if sv.status == FINALIZED else []
+        found = self._index.outputs_of(sv.id) if sv.status == FINALIZED else []
+        ws = self._workspaces.load(sv.workspace_id)
+        return found, bool(found) and self._can(principal, Action.READ_STATE, ws)
 
     def current_outputs(self, principal: Principal, workspace_id: str) -> list[StoredOutput]:
         return self._index.outputs_of(self.current(principal, workspace_id, Action.READ_STATE_OUTPUTS).id)
@@ -290,6 +296,7 @@ class StateVersionService:
             raise NotFound(f"state version {target_id} not found in workspace {ws.name}")
         if target.status != FINALIZED:
             raise Conflict(f"state version {target_id} is {target.status}; only finalized versions can be restored")
+        target.require_data()
         raw = st.with_serial(self._blobs.get(target.blob_key), (ws.state_serial or 0) + 1)
         return self._store(principal, ws.id, raw, st.parse_state(raw), True, None, self._require_lock(principal))
 

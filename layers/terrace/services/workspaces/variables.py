@@ -22,8 +22,12 @@ from terrace.services.access.authz import Action
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 CATEGORIES = ("terraform", "env")
-TERRAFORM_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
-ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# TFC documents a key as a string and accepts any (go-tfe's tests use random UUIDs). Terrace refuses only what
+# cannot reach terraform at all: control characters, and `=` in an environment variable's name. A terraform
+# variable whose key is not an identifier is stored; its run errors naming it (`runner/rundir.py`).
+KEY_MAX = 128
+TERRAFORM_KEY = re.compile(r"^[^\x00-\x1f\x7f]+$")
+ENV_KEY = re.compile(r"^[^\x00-\x1f\x7f=]+$")
 MAX_VALUE_BYTES = 4096  # one KMS Encrypt call
 DECRYPTED_CACHE = 512  # sensitive values kept per process, by ciphertext (masking reads logs often)
 
@@ -194,15 +198,13 @@ class VariableService:
         return found
 
     def _fill(self, item: dict[str, Any], attrs: dict[str, Any], *, creating: bool) -> None:
-        unknown = set(attrs) - {"key", "value", "category", "hcl", "sensitive", "description"}
-        if unknown:
-            raise Invalid(f"unknown attributes: {', '.join(sorted(unknown))}")
+        # attributes other than these (TFC's read-only ones, `type`, anything new) are ignored, as TFC does
         category = attrs.get("category", item.get("category"))
         if category not in CATEGORIES:
             raise Invalid("category must be terraform or env", pointer="/data/attributes/category")
         key = _str(attrs, "key", item.get("key", ""))
         pattern = TERRAFORM_KEY if category == "terraform" else ENV_KEY
-        if not key or len(key) > 128 or not pattern.match(key):
+        if not key or len(key) > KEY_MAX or not pattern.match(key):
             raise Invalid(f"{key!r} is not a valid {category} variable name", pointer="/data/attributes/key")
         was_sensitive = bool(item.get("sensitive", False))
         sensitive = _bool(attrs, "sensitive", was_sensitive)
@@ -217,7 +219,7 @@ class VariableService:
             sensitive=sensitive,
             hcl=_bool(attrs, "hcl", item.get("hcl", False)),
             description=limits.text(
-                _str(attrs, "description", item.get("description", "")), "description", limits.DESCRIPTION_MAX
+                _str(attrs, "description", item.get("description", "")), "description", limits.VARIABLE_DESCRIPTION_MAX
             ),
         )
         if "value" in attrs or creating:

@@ -289,8 +289,6 @@ def _apply_attributes(ws: Workspace, attributes: dict[str, Any]) -> Workspace:
             changes["tag_names"] = tuple(_tags(value if isinstance(value, list) else [value]))
         elif key in ACCEPTED_EXTRA:
             extra[key] = _extra(key, value)
-        elif key == "name":
-            continue
-        else:
-            raise Invalid(f"unknown or read-only attribute {key!r}", pointer=f"/data/attributes/{key}")
+        # anything else (`name`, handled by the caller; read-only attributes; `vcs-repo`; unknown ones) is ignored,
+        # as TFC does: clients send back what they read and attributes newer than Terrace
     return dataclasses.replace(ws, extra=extra, **changes)

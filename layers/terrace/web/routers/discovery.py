@@ -5,11 +5,14 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
 
+from terrace import __version__ as TERRACE_VERSION
 from terrace.services.access.terraform_login import LOGIN_SERVICE
 
 router = APIRouter()
 
 API_VERSION = "2.6"
+# X-TFE-Version keeps TFE's `vYYYYMM-N` form: terraform's `cloud` backend parses it (`strconv.Atoi` of YYYYMM) to
+# decide features; Terrace's own version goes in X-Terrace-Version.
 TFE_VERSION = "v202410-1"
 
 DISCOVERY = {
@@ -17,7 +20,6 @@ DISCOVERY = {
     "tfe.v2.1": "/api/v2/",
     "tfe.v2.2": "/api/v2/",
     "state.v2": "/api/v2/",
-    "modules.v1": "/api/registry/v1/modules/",
     "login.v1": LOGIN_SERVICE,
 }
 
@@ -28,13 +30,17 @@ def discovery() -> JSONResponse:
     return JSONResponse(DISCOVERY, media_type="application/json")
 
 
-def api_headers() -> dict[str, str]:
-    return {
+def api_headers(rate_limit_per_s: int = 0) -> dict[str, str]:
+    headers = {
         "TFP-API-Version": API_VERSION,
         "TFP-AppName": "Terrace",
         "X-TFE-Version": TFE_VERSION,
         "X-TFE-Current-Version": TFE_VERSION,
+        "X-Terrace-Version": TERRACE_VERSION,
     }
+    if rate_limit_per_s > 0:
+        headers["X-RateLimit-Limit"] = str(rate_limit_per_s)  # go-tfe paces itself at 2/3 of it
+    return headers
 
 
 @router.get("/api/v2/ping")

@@ -27,7 +27,7 @@ def _org_permissions(container: ContainerDep, principal: PrincipalDep, org: Orga
         "can-manage-sso": False,
         "can-update-oauth": False,
         "can-update-sentinel": False,
-        "can-update-ssh-keys": False,
+        "can-update-ssh-keys": manage,
         "can-update-api-token": manage,
         "can-traverse": True,
         "can-start-trial": False,

@@ -5,18 +5,22 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
 
 from terrace.bootstrap import Container
-from terrace.domain.errors import Invalid
+from terrace.domain.errors import Invalid, NotFound
+from terrace.domain.principal import Principal
 from terrace.domain.state import StateVersion
+from terrace.services.state.backing_data import TRANSITIONS
 from terrace.web import bodies, state_serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import (
     JSONAPIResponse,
     JSONBody,
     attributes,
+    includes,
+    paginate,
     read_document,
     relationship_id,
     respond,
@@ -41,6 +45,26 @@ def snapshot_headers(path: str, interval_s: int) -> dict[str, str]:
 
 def serialize(container: Container, sv: StateVersion) -> dict[str, Any]:
     return state_serializers.state_version(sv, container.settings.public_url, container.state_versions.upload_urls(sv))
+
+
+def respond_versions(
+    request: Request, container: Container, principal: Principal, versions: list[StateVersion] | StateVersion
+) -> JSONAPIResponse:
+    """One state version or a page of them, with `included` outputs when `include=outputs` asks for them."""
+    meta: dict[str, Any] | None = None
+    links: dict[str, Any] | None = None
+    if isinstance(versions, StateVersion):
+        page = [versions]
+    else:
+        page, meta, links = paginate(request, versions)
+    included = []
+    if "outputs" in includes(request):
+        for sv in page:
+            found, reveal = container.state_versions.outputs(principal, sv.id)
+            included += [state_serializers.output(out, reveal=reveal) for out in found]
+    serialized = [serialize(container, sv) for sv in page]
+    data = serialized[0] if isinstance(versions, StateVersion) else serialized
+    return respond(data, meta=meta, links=links, included=included)
 
 
 @router.post("/workspaces/{workspace_id}/state-versions", openapi_extra=bodies.STATE_VERSION)
@@ -73,7 +97,7 @@ def list_workspace_state_versions(
 ) -> JSONAPIResponse:
     ws = container.workspaces.get(principal, workspace_id)
     found = container.state_versions.list_for(principal, ws, request.query_params.get("filter[status]"))
-    return respond_page(request, found, lambda sv: serialize(container, sv))
+    return respond_versions(request, container, principal, found)
 
 
 @router.get("/state-versions")
@@ -84,17 +108,21 @@ def list_state_versions(request: Request, container: ContainerDep, principal: Pr
         raise Invalid("filter[organization][name] and filter[workspace][name] are required")
     ws = container.workspaces.get_by_name(principal, org, name)
     found = container.state_versions.list_for(principal, ws, params.get("filter[status]"))
-    return respond_page(request, found, lambda sv: serialize(container, sv))
+    return respond_versions(request, container, principal, found)
 
 
 @router.get("/state-versions/{sv_id}")
-def read_state_version(sv_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-    return respond(serialize(container, container.state_versions.get(principal, sv_id)))
+def read_state_version(
+    sv_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
+    return respond_versions(request, container, principal, container.state_versions.get(principal, sv_id))
 
 
 @router.get("/workspaces/{workspace_id}/current-state-version")
-def current_state_version(workspace_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-    return respond(serialize(container, container.state_versions.current(principal, workspace_id)))
+def current_state_version(
+    workspace_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
+    return respond_versions(request, container, principal, container.state_versions.current(principal, workspace_id))
 
 
 @router.get("/state-versions/{sv_id}/download")
@@ -109,8 +137,8 @@ def download_json_state(sv_id: str, container: ContainerDep, principal: Principa
 
 @router.get("/state-versions/{sv_id}/outputs")
 def list_outputs(sv_id: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-    found = container.state_versions.outputs(principal, sv_id)
-    return respond_page(request, found, lambda out: state_serializers.output(out, reveal=False))
+    found, reveal = container.state_versions.outputs(principal, sv_id)
+    return respond_page(request, found, lambda out: state_serializers.output(out, reveal=reveal))
 
 
 @router.get("/workspaces/{workspace_id}/current-state-version-outputs")
@@ -125,3 +153,12 @@ def current_outputs(
 def read_output(wos_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     out, reveal = container.state_versions.output(principal, wos_id)
     return respond(state_serializers.output(out, reveal=reveal))
+
+
+@router.post("/state-versions/{sv_id}/actions/{action}_backing_data")
+def manage_backing_data(sv_id: str, action: str, container: ContainerDep, principal: PrincipalDep) -> Response:
+    """TFE's soft_delete_backing_data, restore_backing_data and permanently_delete_backing_data."""
+    if action not in TRANSITIONS:
+        raise NotFound(f"no action {action}_backing_data")
+    container.state_backing_data.change(principal, sv_id, action)
+    return Response(status_code=204)

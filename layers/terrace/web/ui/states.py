@@ -63,7 +63,7 @@ def state(
     ws = _workspace(container, session, organization, name)
     sv = _in_workspace(container, session, ws, sv_id)
     resources = state_diff.instances(container.state_versions.document(session.principal, sv.id))
-    outputs = container.state_versions.outputs(session.principal, sv.id)
+    outputs, _ = container.state_versions.outputs(session.principal, sv.id)
     return render(
         request, "state.html", session, organization=organization, ws=ws, sv=sv, resources=resources, outputs=outputs
     )

@@ -1,0 +1,78 @@
+"""The headers every TFC client reads (TFP-API-Version, X-TFE-Version, X-RateLimit-Limit), rate limiting per
+token with go-tfe's 429 contract, and service discovery advertising only what exists."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from fastapi.testclient import TestClient
+from state_helpers import Env, make_env, other_user
+from terrace.config import Settings
+from terrace.web import rate_limit
+from terrace.web.app import create_app
+
+
+def test_discovery_advertises_only_services_that_exist(state_env: Env) -> None:
+    services = state_env.client.get("/.well-known/terraform.json").json()
+    assert "modules.v1" not in services  # no registry behind it
+    assert services.pop("login.v1")["token"] == "/oauth/token"  # terraform login (tests/unit/test_terraform_login.py)
+    for name, url in services.items():
+        assert url == "/api/v2/", name
+    ping = state_env.client.get("/api/v2/ping", headers=state_env.auth)
+    assert ping.status_code == 204
+
+
+def test_api_responses_carry_the_headers_clients_read(state_env: Env) -> None:
+    r = state_env.client.get(f"/api/v2/workspaces/{state_env.ws_id}", headers=state_env.auth)
+    major, minor = (int(p) for p in r.headers["TFP-API-Version"].split(".")[:2])
+    assert (major, minor) >= (2, 5)
+    # terraform's cloud backend parses the YYYYMM of `vYYYYMM-N` as an integer
+    assert re.fullmatch(r"v\d{6}-\d+", r.headers["X-TFE-Version"])
+    assert r.headers["X-Terrace-Version"]
+
+
+@pytest.fixture
+def limited(monkeypatch: pytest.MonkeyPatch) -> tuple[Env, list[float]]:
+    now = [1000.0]
+    monkeypatch.setattr(rate_limit, "monotonic_now", lambda: now[0])
+    settings = Settings(table_name="memory", blob_bucket="memory", url_signing_secret="s", api_rate_limit_per_s=3)
+    return make_env(settings), now
+
+
+def test_each_token_is_limited_to_its_rate_with_a_429_go_tfe_can_retry(limited: tuple[Env, list[float]]) -> None:
+    env, now = limited
+    url = f"/api/v2/workspaces/{env.ws_id}"
+    for _ in range(3):  # the burst: as many as the limit
+        ok = env.client.get(url, headers=env.auth)
+        assert ok.status_code == 200 and ok.headers["X-RateLimit-Limit"] == "3"
+    refused = env.client.get(url, headers=env.auth)
+    assert refused.status_code == 429
+    assert refused.headers["content-type"].startswith("application/vnd.api+json")
+    assert refused.json()["errors"][0]["status"] == "429"
+    reset = float(refused.headers["X-RateLimit-Reset"])  # go-tfe: strconv.ParseFloat, seconds to wait
+    assert 1 / 3 <= reset <= 0.334
+    assert refused.headers["X-RateLimit-Limit"] == "3" and refused.headers["TFP-API-Version"]
+    # another token has its own bucket; the UI and the http backend are not counted here
+    other_token, _ = other_user(env)
+    assert env.client.get("/api/v2/account/details", headers={"Authorization": f"Bearer {other_token}"}).is_success
+    for _ in range(5):  # signed log-read URLs are not counted (they carry no token)
+        assert env.client.get("/api/v2/logs/plan-x/1/sig").status_code == 404
+    now[0] += reset
+    assert env.client.get(url, headers=env.auth).status_code == 200
+    assert env.client.get(url, headers=env.auth).status_code == 429
+
+
+def test_no_limit_when_set_to_zero() -> None:
+    settings = Settings(table_name="memory", blob_bucket="memory", url_signing_secret="s", api_rate_limit_per_s=0)
+    env = make_env(settings)
+    client = TestClient(create_app(env.container))
+    for _ in range(10):
+        r = client.get(f"/api/v2/workspaces/{env.ws_id}", headers=env.auth)
+        assert r.status_code == 200 and "X-RateLimit-Limit" not in r.headers
+
+
+def test_servers_limit_at_tfc_s_rate_unless_configured() -> None:
+    base = {"TERRACE_TABLE": "t", "TERRACE_BLOB_BUCKET": "b"}
+    assert Settings.from_env(base).api_rate_limit_per_s == 30
+    assert Settings.from_env({**base, "TERRACE_API_RATE_LIMIT_PER_S": "0"}).api_rate_limit_per_s == 0
