@@ -18,6 +18,7 @@ from terrace.web.routers import (
     runner_api,
     runs,
     state_versions,
+    workspace_relations,
     workspaces,
 )
 from terrace.web.routers.discovery import api_headers
@@ -48,7 +49,7 @@ def create_app(container: Container) -> FastAPI:
     # outermost: bodies are counted as they stream in (Content-Length or chunked), 413 past the limit
     too_large = lambda detail: errors.error_response(413, "payload too large", detail)  # noqa: E731
     app.add_middleware(BodyLimit, max_bytes=container.settings.max_request_bytes, respond=too_large)
-    for module in (discovery, organizations, workspaces, accounts):
+    for module in (discovery, organizations, workspaces, workspace_relations, accounts):
         app.include_router(module.router)
     for state_module in (state_versions, resources, http_backend):
         app.include_router(state_module.router)
