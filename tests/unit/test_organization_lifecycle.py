@@ -7,7 +7,6 @@ import json
 from typing import Any
 
 from run_helpers import RunEnv, make_run_env
-
 from terrace.adapters.memory_table import MemoryTable
 
 
@@ -81,7 +80,9 @@ def test_rename_and_back_and_renaming_a_renamed_organization() -> None:
 
 def test_delete_organization_deletes_everything_in_it_even_a_locked_workspace() -> None:
     env = make_run_env()
-    other = env.api("POST", "/organizations/acme/workspaces", {"data": {"type": "workspaces", "attributes": {"name": "b"}}})
+    other = env.api(
+        "POST", "/organizations/acme/workspaces", {"data": {"type": "workspaces", "attributes": {"name": "b"}}}
+    )
     other_id = other.json()["data"]["id"]
     var = {"data": {"type": "vars", "attributes": {"key": "k", "value": "v", "category": "terraform"}}}
     assert env.api("POST", f"/workspaces/{other_id}/vars", var).status_code == 201
