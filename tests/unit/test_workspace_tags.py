@@ -81,7 +81,10 @@ def test_workspace_list_filters_tags_exclude_tags_and_tag_bindings() -> None:
     assert _names(env, "search%5Btags%5D=web&search%5Bexclude-tags%5D=prod") == ["two"]
     assert _names(env, "filter%5Btagged%5D%5B0%5D%5Bkey%5D=env&filter%5Btagged%5D%5B0%5D%5Bvalue%5D=prod") == ["four"]
     assert _names(env, "filter%5Btagged%5D%5B0%5D%5Bkey%5D=env&filter%5Btagged%5D%5B0%5D%5Bvalue%5D=dev") == []
-    assert _names(env, "filter%5Btagged%5D%5B0%5D%5Bkey%5D=db") == ["three"]  # a plain tag is a key without value
+    assert _names(env, "filter%5Btagged%5D%5B0%5D%5Bkey%5D=db") == ["three"]
+    assert _names(env, "search%5Btags%5D=env") == [
+        "four"
+    ]  # Terraform 1.11 sends binding keys as search[tags]  # a plain tag is a key without value
     assert _names(env, "include=") == ["app", "four", "one", "three", "two"]
 
 

@@ -84,8 +84,8 @@ class WorkspaceService:
         tag binding (value None: any value)."""
         org = self._orgs.get(principal, organization)
         found = self.all_in(org.key, search)
-        found = [ws for ws in found if not tags or {t.lower() for t in tags} <= set(ws.tag_names)]
-        found = [ws for ws in found if not exclude_tags or not {t.lower() for t in exclude_tags} & set(ws.tag_names)]
+        found = [ws for ws in found if not tags or {t.lower() for t in tags} <= _tag_keys(ws)]
+        found = [ws for ws in found if not exclude_tags or not {t.lower() for t in exclude_tags} & _tag_keys(ws)]
         found = [ws for ws in found if all(_bound(ws, key, value) for key, value in bindings or [])]
         return [ws for ws in found if self._authz.can(principal, Action.READ_WORKSPACE, org.view, view(ws))]
 
@@ -230,6 +230,11 @@ class WorkspaceService:
         except ConditionFailed as exc:
             raise Conflict(f"workspace {ws.organization}/{name} already exists or changed; retry") from exc
         return updated
+
+
+def _tag_keys(ws: Workspace) -> set[str]:
+    """What `search[tags]` matches: plain tags and the keys of tag bindings (TFC treats both as tags)."""
+    return {*ws.tag_names, *(key.lower() for key, _ in ws.tag_bindings)}
 
 
 def _bound(ws: Workspace, key: str, value: str | None) -> bool:
