@@ -49,11 +49,13 @@ def test_execution_mode_follows_the_organization_default_until_overwritten() -> 
     assert _attrs(env, own["id"])["execution-mode"] == "local"
 
 
-def test_locked_workspace_deletes_and_safe_delete_refuses_only_managed_resources() -> None:
+def test_locked_workspace_deletes_and_safe_delete_refuses_managed_resources_and_locks() -> None:
     env = make_run_env()
     locked = _workspace(env, "locked")
     assert env.api("POST", f"/workspaces/{locked['id']}/actions/lock", {}).status_code == 200
-    assert env.api("POST", f"/workspaces/{locked['id']}/actions/safe-delete").status_code == 204
+    refused = env.api("POST", f"/workspaces/{locked['id']}/actions/safe-delete")
+    assert refused.status_code == 409 and "currently locked" in refused.text  # what go-tfe's SafeDelete test expects
+    assert env.api("DELETE", f"/workspaces/{locked['id']}").status_code == 204  # force delete: locked or not
     assert env.api("GET", f"/workspaces/{locked['id']}").status_code == 404
     managed = _workspace(env, "managed")
     _push_state(env, managed["id"], resources=2)
@@ -91,6 +93,7 @@ def test_include_organization_current_run_state_version_and_outputs() -> None:
     run = env.create_run(env.upload_config())
     query = "include=organization,current_run,current_state_version,outputs"
     body = env.api("GET", f"/workspaces/{env.workspace_id}?{query}").json()
+    assert body["data"]["attributes"]["runs-count"] == 1
     kinds = {(item["type"], item["id"]) for item in body["included"]}
     assert ("organizations", "acme") in kinds
     assert ("runs", run["id"]) in kinds

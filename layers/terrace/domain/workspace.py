@@ -109,6 +109,7 @@ class Workspace:
     current_run_id: str | None = None
     latest_run_id: str | None = None
     resource_count: int = 0
+    runs_count: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -143,6 +144,7 @@ _SIMPLE = (
     "current_run_id",
     "latest_run_id",
     "resource_count",
+    "runs_count",
     "execution_mode_overwritten",
 )
 

@@ -104,6 +104,7 @@ def workspace(ws: Workspace, permissions: dict[str, bool], org: Organization) ->
         "locked": lock is not None,
         "locked-reason": lock.reason if lock else "",
         "resource-count": ws.resource_count,
+        "runs-count": ws.runs_count,
         "apply-duration-average": None,
         "plan-duration-average": None,
         "policy-check-failures": None,

@@ -178,11 +178,14 @@ class WorkspaceService:
         safe: bool = False,
         extra_ops: Callable[[Workspace], builtins.list[WriteOp]] | None = None,
     ) -> None:
-        """Delete the workspace item and its name claim (a locked one too: TFC's force delete). `safe` refuses
-        while its current state manages resources. What it held is deleted afterwards (`Purge`)."""
+        """Delete the workspace item and its name claim (a locked one too: TFC's force delete). `safe` refuses,
+        as TFC's safe-delete does, while its current state manages resources or while it is locked. What it held
+        is deleted afterwards (`Purge`)."""
         self.authorize(principal, Action.DELETE_WORKSPACE, ws)
         if safe and ws.resource_count > 0:
             raise Conflict(f"workspace {ws.name} still manages {ws.resource_count} resources; destroy them first")
+        if safe and ws.locked:
+            raise Conflict(f"workspace {ws.name} is currently locked; unlock it or delete it without safe-delete")
         ops: list[WriteOp] = [
             Delete(*model.workspace_key(ws.id), if_version=ws.version),
             Delete(*model.name_claim_key(ws.organization, ws.name)),
