@@ -113,8 +113,10 @@ def apply_attributes(ws: Workspace, attributes: dict[str, Any]) -> Workspace:
         changes["execution_mode_overwritten"] = True
     overwrites = attributes.get("setting-overwrites")
     if overwrites is not None:
-        if not isinstance(overwrites, dict):
-            raise Invalid("setting-overwrites must be an object", pointer="/data/attributes/setting-overwrites")
+        if not isinstance(overwrites, dict) or not all(isinstance(v, bool) for v in overwrites.values()):
+            raise Invalid(
+                "setting-overwrites must be an object of booleans", pointer="/data/attributes/setting-overwrites"
+            )
         if "execution-mode" in overwrites:
             changes["execution_mode_overwritten"] = _require_bool(
                 "setting-overwrites.execution-mode", overwrites["execution-mode"]

@@ -132,22 +132,24 @@ class TagService:
         plain tag, so `search[tags]` and the tags API see it."""
         self._workspaces.authorize(principal, Action.UPDATE_WORKSPACE, ws)
         given = dict(tag_bindings(items, "/data"))
-        plain = [key for key, value in given.items() if not value and model_name(key)]
-        self._ids(self._workspaces.organization_of(ws), [key.lower() for key in plain])
+        plain = [key.lower() for key, value in given.items() if not value and model_name(key)]
 
         def change(cur: Workspace) -> Workspace:
             merged = {**dict(cur.tag_bindings), **given}
-            names = sorted({*cur.tag_names, *(key.lower() for key in plain)})
+            names = sorted({*cur.tag_names, *plain})
             return dataclasses.replace(cur, tag_bindings=tuple(sorted(merged.items())), tag_names=tuple(names))
 
-        return self._workspaces.mutate(ws.id, change)
+        updated = self._workspaces.mutate(ws.id, change)
+        self._ids(self._workspaces.organization_of(ws), plain)
+        return updated
 
     # helpers ---------------------------------------------------------------------------------
     def _add(self, ws: Workspace, names: list[str]) -> Workspace:
-        self._ids(self._workspaces.organization_of(ws), names)
-        return self._workspaces.mutate(
+        updated = self._workspaces.mutate(
             ws.id, lambda cur: dataclasses.replace(cur, tag_names=tuple(sorted({*cur.tag_names, *names})))
         )
+        self._ids(self._workspaces.organization_of(ws), names)  # ids only for tags a workspace carries
+        return updated
 
     def _names(self, org: Organization, refs: list[TagRef], *, missing_ok: bool = False) -> list[str]:
         if not refs:
