@@ -93,7 +93,7 @@ def test_include_organization_current_run_state_version_and_outputs() -> None:
     run = env.create_run(env.upload_config())
     query = "include=organization,current_run,current_state_version,outputs"
     body = env.api("GET", f"/workspaces/{env.workspace_id}?{query}").json()
-    assert body["data"]["attributes"]["runs-count"] == 1
+    assert body["data"]["attributes"]["workspace-kpis-runs-count"] == 1
     kinds = {(item["type"], item["id"]) for item in body["included"]}
     assert ("organizations", "acme") in kinds
     assert ("runs", run["id"]) in kinds

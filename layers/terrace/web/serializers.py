@@ -104,12 +104,11 @@ def workspace(ws: Workspace, permissions: dict[str, bool], org: Organization) ->
         "locked": lock is not None,
         "locked-reason": lock.reason if lock else "",
         "resource-count": ws.resource_count,
-        "runs-count": ws.runs_count,
         "apply-duration-average": None,
         "plan-duration-average": None,
         "policy-check-failures": None,
         "run-failures": None,
-        "workspace-kpis-runs-count": None,
+        "workspace-kpis-runs-count": ws.runs_count,  # go-tfe's Workspace.RunsCount
         "latest-change-at": ws.updated_at,
         "auto-destroy-at": None,
         "setting-overwrites": {
