@@ -115,3 +115,18 @@ def test_tag_bindings_are_listed_added_and_set_on_update() -> None:
     assert [(b["attributes"]["key"], b["attributes"]["value"]) for b in listed] == [("app", ""), ("x", "1")]
     bad = {"data": [{"type": "tag-bindings", "attributes": {"key": "", "value": "v"}}]}
     assert env.api("PATCH", f"/workspaces/{ws}/tag-bindings", bad).status_code == 422
+
+
+def test_workspace_list_order_is_creation_order_unless_sorted() -> None:
+    env = make_run_env()
+    for name in ("zeta", "alpha", "mid"):
+        _workspace(env, name)
+
+    def order(query: str) -> list[str]:
+        data = env.api("GET", f"/organizations/acme/workspaces?{query}").json()["data"]
+        return [ws["attributes"]["name"] for ws in data]
+
+    assert order("") == ["app", "zeta", "alpha", "mid"]
+    assert order("sort=name") == ["alpha", "app", "mid", "zeta"]
+    assert order("sort=-name") == ["zeta", "mid", "app", "alpha"]
+    assert order("sort=unknown") == ["app", "zeta", "alpha", "mid"]

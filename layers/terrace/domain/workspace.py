@@ -110,6 +110,7 @@ class Workspace:
     latest_run_id: str | None = None
     resource_count: int = 0
     runs_count: int = 0
+    created_ns: int = 0  # creation time in ns: orders workspaces created within the same millisecond
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -145,6 +146,7 @@ _SIMPLE = (
     "latest_run_id",
     "resource_count",
     "runs_count",
+    "created_ns",
     "execution_mode_overwritten",
 )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -150,6 +151,7 @@ class WorkspaceService:
             version=1,
             execution_mode=org.default_execution_mode,
             execution_mode_overwritten=False,
+            created_ns=time.time_ns(),
             tag_names=tuple(tag_names(tags or [])),
             tag_bindings=bindings,
         )

@@ -72,6 +72,20 @@ def _tagged_filters(params: Any) -> list[tuple[str, str | None]]:
     return found
 
 
+_SORT_KEYS = {
+    "name": lambda ws: (ws.name,),
+    "latest-change-at": lambda ws: (ws.updated_at, ws.id),
+    "created-at": lambda ws: (ws.created_at, ws.created_ns, ws.id),
+}
+
+
+def _sorted(workspaces: list[Workspace], sort: str) -> list[Workspace]:
+    """TFC's `sort` (name, latest-change-at; a leading - reverses); without one (or with one Terrace does not
+    know), the order they were created in: TFC only promises a stable default, go-tfe's tests expect this one."""
+    key = _SORT_KEYS.get(sort.removeprefix("-"))
+    return sorted(workspaces, key=key or _SORT_KEYS["created-at"], reverse=key is not None and sort.startswith("-"))
+
+
 @router.get("/organizations/{org}/workspaces")
 def list_workspaces(org: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     params = request.query_params
@@ -81,7 +95,7 @@ def list_workspaces(org: str, request: Request, container: ContainerDep, princip
     workspaces = container.workspaces.list(
         principal, org, search=search, tags=tags, exclude_tags=exclude, bindings=_tagged_filters(params)
     )
-    page, meta, links = paginate(request, workspaces)
+    page, meta, links = paginate(request, _sorted(workspaces, params.get("sort") or ""))
     data = [serialize(container, principal, ws) for ws in page]
     extra = included(container, principal, page, data, requested(request))
     return respond(data, meta=meta, links=links, included=extra)
