@@ -42,7 +42,10 @@ from terrace.services.state.backing_data import BackingDataService
 from terrace.services.state.index import StateIndex
 from terrace.services.state.versions import StateVersionService
 from terrace.services.workspaces.locking import LockService
+from terrace.services.workspaces.purge import OrganizationDeletion, Purge
+from terrace.services.workspaces.remote_state import RemoteStateConsumers
 from terrace.services.workspaces.ssh_keys import SSHKeyService
+from terrace.services.workspaces.tags import TagService
 from terrace.services.workspaces.variables import VariableService
 from terrace.services.workspaces.workspaces import WorkspaceService
 
@@ -110,6 +113,22 @@ class Container:
         workspaces = WorkspaceService(self.table, self.authz, self.organizations)
         workspaces.settle_terraform_version = lambda requested: self.tool_versions.settle(requested)
         return workspaces
+
+    @cached_property
+    def tags(self) -> TagService:
+        return TagService(self.table, self.organizations, self.workspaces)
+
+    @cached_property
+    def remote_state_consumers(self) -> RemoteStateConsumers:
+        return RemoteStateConsumers(self.workspaces)
+
+    @cached_property
+    def purge(self) -> Purge:
+        return Purge(self.table, self.blobs, self.accounts, self.state_versions)
+
+    @cached_property
+    def organization_deletion(self) -> OrganizationDeletion:
+        return OrganizationDeletion(self.organizations, self.workspaces, self.purge)
 
     @cached_property
     def locks(self) -> LockService:

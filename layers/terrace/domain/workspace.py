@@ -99,6 +99,11 @@ class Workspace:
     speculative_enabled: bool = True
     allow_destroy_plan: bool = True
     tag_names: tuple[str, ...] = ()
+    tag_bindings: tuple[tuple[str, str], ...] = ()  # key-value tags (TFC `tag-bindings`), sorted by key
+    remote_state_consumers: tuple[str, ...] = ()  # workspace ids that may read this state (terraform_remote_state)
+    # Whether `execution_mode` was set on the workspace (TFC `setting-overwrites`); otherwise the organization's
+    # default applies. None: stored before the flag existed, overwritten when the mode is not "remote".
+    execution_mode_overwritten: bool | None = None
     lock: WorkspaceLock | None = None
     current_state_version_id: str | None = None
     state_serial: int | None = None
@@ -107,11 +112,23 @@ class Workspace:
     current_run_id: str | None = None
     latest_run_id: str | None = None
     resource_count: int = 0
+    runs_count: int = 0
+    created_ns: int = 0  # creation time in ns: orders workspaces created within the same millisecond
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def locked(self) -> bool:
         return self.lock is not None
+
+    @property
+    def overwrites_execution_mode(self) -> bool:
+        if self.execution_mode_overwritten is None:
+            return self.execution_mode != "remote"
+        return self.execution_mode_overwritten
+
+    def effective_execution_mode(self, organization_default: str) -> str:
+        """The mode runs use: the workspace's own when it overwrote it, else its organization's default."""
+        return self.execution_mode if self.overwrites_execution_mode else organization_default
 
 
 _SIMPLE = (
@@ -131,6 +148,9 @@ _SIMPLE = (
     "current_run_id",
     "latest_run_id",
     "resource_count",
+    "runs_count",
+    "created_ns",
+    "execution_mode_overwritten",
 )
 
 
@@ -143,6 +163,8 @@ def from_item(item: dict[str, Any]) -> Workspace:
         updated_at=item.get("updated_at", item["created_at"]),
         version=int(item["version"]),
         tag_names=tuple(item.get("tag_names", [])),
+        tag_bindings=tuple((str(k), str(v)) for k, v in item.get("tag_bindings", [])),
+        remote_state_consumers=tuple(item.get("remote_state_consumers", [])),
         lock=WorkspaceLock.from_item(item.get("lock")),
         extra=dict(item.get("extra", {})),
         **{name: item[name] for name in _SIMPLE if item.get(name) is not None},
@@ -161,6 +183,8 @@ def to_item(ws: Workspace) -> dict[str, Any]:
         "updated_at": ws.updated_at,
         "version": ws.version,
         "tag_names": list(ws.tag_names),
+        "tag_bindings": [list(pair) for pair in ws.tag_bindings],
+        "remote_state_consumers": list(ws.remote_state_consumers),
         "extra": ws.extra,
         "gsi1pk": f"org#{ws.organization}#workspaces",
         "gsi1sk": ws.name,

@@ -69,13 +69,14 @@ def owner(u: User) -> dict[str, Any]:
     return resource("users", u.id, {"username": u.username, "email": u.email, "avatar-url": avatar_url(u.email)})
 
 
-def workspace(ws: Workspace) -> dict[str, Any]:
+def workspace(ws: Workspace, organization: str) -> dict[str, Any]:
+    """`organization` is the current name of the workspace's organization (ws.organization is its storage key)."""
     return resource(
         "workspaces",
         ws.id,
         {"name": ws.name, "locked": ws.locked, "vcs-repo": None, "created-at": ws.created_at},
         relationships={
-            "organization": ref("organizations", ws.organization),
+            "organization": ref("organizations", organization),
             "current-run": ref("runs", ws.latest_run_id),
         },
         links={"self": f"/api/v2/admin/workspaces/{ws.id}"},

@@ -24,6 +24,7 @@ from terrace.web.routers import (
     runs,
     ssh_keys,
     state_versions,
+    workspace_relations,
     workspaces,
 )
 from terrace.web.routers.discovery import api_headers
@@ -71,7 +72,7 @@ def create_app(container: Container) -> FastAPI:
     too_large = lambda detail: errors.error_response(413, "payload too large", detail)  # noqa: E731
     app.add_middleware(BodyLimit, max_bytes=container.settings.max_request_bytes, respond=too_large)
     app.add_middleware(TrailingSlash)  # outermost of all: routing and every prefix check see `/path`
-    for module in (discovery, organizations, workspaces, accounts, ssh_keys, oauth):
+    for module in (discovery, organizations, workspaces, workspace_relations, accounts, ssh_keys, oauth):
         app.include_router(module.router)
     for state_module in (state_versions, resources, http_backend):
         app.include_router(state_module.router)

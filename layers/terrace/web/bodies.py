@@ -106,6 +106,36 @@ TAGS = raw_json(
     },
     "application/vnd.api+json",
 )
+WORKSPACE_REFS = raw_json(
+    {
+        "type": "object",
+        "properties": {
+            "data": {
+                "type": "array",
+                "items": {"type": "object", "properties": {"type": {"enum": ["workspaces"]}, "id": STRING}},
+            }
+        },
+    },
+    "application/vnd.api+json",
+)
+TAG_BINDINGS = raw_json(
+    {
+        "type": "object",
+        "properties": {
+            "data": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "type": {"enum": ["tag-bindings"]},
+                        "attributes": {"properties": {"key": STRING, "value": STRING}},
+                    },
+                },
+            }
+        },
+    },
+    "application/vnd.api+json",
+)
 LOCK = raw_json({"type": "object", "properties": {"reason": _text(limits.LOCK_REASON_MAX)}}, required=False)
 TOKEN = document("authentication-tokens", {"description": _text(limits.DESCRIPTION_MAX)})
 VARIABLE = document(

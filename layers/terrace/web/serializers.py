@@ -8,7 +8,9 @@ from terrace.domain.principal import Principal
 from terrace.domain.workspace import Workspace
 from terrace.services.access.accounts import Token, User
 from terrace.services.access.organizations import Organization
+from terrace.services.state.index import StoredOutput
 from terrace.services.workspaces.locking import describe_holder
+from terrace.services.workspaces.tags import Tag
 from terrace.web.admin_serializers import avatar_url
 from terrace.web.jsonapi import ref, resource
 
@@ -28,7 +30,8 @@ def organization(org: Organization, permissions: dict[str, bool]) -> dict[str, A
             "session-remember": org.settings.get("session-remember"),
             "cost-estimation-enabled": False,
             "assessments-enforced": False,
-            "allow-force-delete-workspaces": True,
+            "allow-force-delete-workspaces": org.allow_force_delete_workspaces,
+            "avatar-url": None,
             "owners-team-saml-role-id": None,
             "saml-enabled": False,
             "two-factor-conformant": True,
@@ -69,7 +72,8 @@ def entitlement_set(org: Organization) -> dict[str, Any]:
     )
 
 
-def workspace(ws: Workspace, permissions: dict[str, bool]) -> dict[str, Any]:
+def workspace(ws: Workspace, permissions: dict[str, bool], org: Organization) -> dict[str, Any]:
+    """`org` is the workspace's organization: its current name and the execution mode it inherits."""
     lock = ws.lock
     attributes: dict[str, Any] = {
         "name": ws.name,
@@ -77,10 +81,10 @@ def workspace(ws: Workspace, permissions: dict[str, bool]) -> dict[str, Any]:
         "created-at": ws.created_at,
         "updated-at": ws.updated_at,
         "environment": "default",
-        "execution-mode": ws.execution_mode,
-        "operations": ws.execution_mode != "local",
+        "execution-mode": ws.effective_execution_mode(org.default_execution_mode),
+        "operations": ws.effective_execution_mode(org.default_execution_mode) != "local",
         "auto-apply": ws.auto_apply,
-        "auto-apply-run-trigger": False,
+        "auto-apply-run-trigger": bool(ws.extra.get("auto-apply-run-trigger", False)),
         "terraform-version": ws.terraform_version,
         "working-directory": ws.working_directory,
         "global-remote-state": ws.global_remote_state,
@@ -90,8 +94,8 @@ def workspace(ws: Workspace, permissions: dict[str, bool]) -> dict[str, Any]:
         "structured-run-output-enabled": bool(ws.extra.get("structured-run-output-enabled", False)),
         "file-triggers-enabled": bool(ws.extra.get("file-triggers-enabled", False)),
         "trigger-prefixes": ws.extra.get("trigger-prefixes", []),
-        "trigger-patterns": [],
-        "assessments-enabled": False,
+        "trigger-patterns": ws.extra.get("trigger-patterns", []),
+        "assessments-enabled": bool(ws.extra.get("assessments-enabled", False)),
         "source": "tfe-api",
         "source-name": ws.extra.get("source-name"),
         "source-url": ws.extra.get("source-url"),
@@ -105,10 +109,13 @@ def workspace(ws: Workspace, permissions: dict[str, bool]) -> dict[str, Any]:
         "plan-duration-average": None,
         "policy-check-failures": None,
         "run-failures": None,
-        "workspace-kpis-runs-count": None,
+        "workspace-kpis-runs-count": ws.runs_count,  # go-tfe's Workspace.RunsCount
         "latest-change-at": ws.updated_at,
         "auto-destroy-at": None,
-        "setting-overwrites": {"execution-mode": False, "agent-pool": False},
+        "setting-overwrites": {
+            "execution-mode": ws.overwrites_execution_mode,
+            "agent-pool": ws.overwrites_execution_mode,
+        },
         "permissions": permissions,
         "actions": {"is-destroyable": permissions.get("can-destroy", False)},
     }
@@ -117,7 +124,7 @@ def workspace(ws: Workspace, permissions: dict[str, bool]) -> dict[str, Any]:
         kind = {"run": "runs", "user": "users"}.get(lock.holder_kind, "users")
         locked_by = {"data": {"type": kind, "id": lock.holder_id}, "meta": {"holder": describe_holder(lock)}}
     relationships = {
-        "organization": ref("organizations", ws.organization),
+        "organization": ref("organizations", org.name),
         "current-run": ref("runs", ws.current_run_id),
         "latest-run": ref("runs", ws.latest_run_id),
         "current-state-version": ref("state-versions", ws.current_state_version_id),
@@ -131,7 +138,9 @@ def workspace(ws: Workspace, permissions: dict[str, bool]) -> dict[str, Any]:
         "remote-state-consumers": {
             "links": {"related": f"/api/v2/workspaces/{ws.id}/relationships/remote-state-consumers"}
         },
-        "tags": {"data": []},
+        "tags": {"links": {"related": f"/api/v2/workspaces/{ws.id}/relationships/tags"}},
+        "tag-bindings": {"links": {"related": f"/api/v2/workspaces/{ws.id}/tag-bindings"}},
+        "effective-tag-bindings": {"links": {"related": f"/api/v2/workspaces/{ws.id}/effective-tag-bindings"}},
     }
     return resource(
         "workspaces",
@@ -139,10 +148,39 @@ def workspace(ws: Workspace, permissions: dict[str, bool]) -> dict[str, Any]:
         attributes,
         relationships,
         links={
-            "self": f"/api/v2/organizations/{ws.organization}/workspaces/{ws.name}",
-            "self-html": f"/app/{ws.organization}/workspaces/{ws.name}",
+            "self": f"/api/v2/organizations/{org.name}/workspaces/{ws.name}",
+            "self-html": f"/app/{org.name}/workspaces/{ws.name}",
         },
     )
+
+
+def workspace_output(out: StoredOutput) -> dict[str, Any]:
+    """A current output as a workspace's `outputs` relationship includes it (sensitive values withheld)."""
+    return resource(
+        "workspace-outputs",
+        out.id,
+        {
+            "name": out.name,
+            "sensitive": out.sensitive,
+            "output-type": out.type,
+            "value": None if out.sensitive else out.value,
+        },
+    )
+
+
+def tag(t: Tag) -> dict[str, Any]:
+    return resource(
+        "tags",
+        t.id,
+        {"name": t.name, "instance-count": t.instance_count, "created-at": t.created_at},
+        relationships={"organization": ref("organizations", t.organization)},
+    )
+
+
+def tag_binding(ws: Workspace, key: str, value: str, *, effective: bool = False) -> dict[str, Any]:
+    if effective:
+        return resource("effective-tag-bindings", f"etb-{ws.id}-{key}", {"key": key, "value": value})
+    return resource("tag-bindings", f"tb-{ws.id}-{key}", {"key": key, "value": value})
 
 
 def user(u: User) -> dict[str, Any]:

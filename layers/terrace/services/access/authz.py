@@ -50,15 +50,17 @@ _RUN_OWN_WORKSPACE = frozenset(
 )
 
 
-# What a run token may do in another workspace that shares its state (terraform_remote_state).
+# What a run token may do in another workspace that shares its state with it (terraform_remote_state): one
+# with `global-remote-state`, or one that lists the run's workspace among its remote state consumers.
 _RUN_SHARED_STATE = frozenset({Action.READ_WORKSPACE, Action.READ_STATE, Action.READ_STATE_OUTPUTS})
 
 
 @dataclass(frozen=True)
 class OrgView:
-    """The facts about an organization that permissions depend on."""
+    """The facts about an organization that permissions depend on. `key` is its storage key: the name it was
+    created with, which tokens and workspaces are bound to and which a rename does not change."""
 
-    name: str
+    key: str
     owners: tuple[str, ...]
     disabled: bool = False  # a site admin disabled it: only site admins reach it
 
@@ -67,6 +69,10 @@ class OrgView:
 class WorkspaceView:
     id: str
     global_remote_state: bool
+    remote_state_consumers: frozenset[str] = frozenset()
+
+    def shares_state_with(self, workspace_id: str | None) -> bool:
+        return self.global_remote_state or (workspace_id is not None and workspace_id in self.remote_state_consumers)
 
 
 class Authorizer:
@@ -86,13 +92,13 @@ class Authorizer:
         if principal.site_admin:
             return
         if org.disabled:
-            raise NotFound(f"organization {org.name} not found")
+            raise NotFound("organization not found")
         if principal.kind is PrincipalKind.USER:
             if principal.subject_id in org.owners:
                 return
-            raise NotFound(f"organization {org.name} not found")
-        if principal.organization != org.name:
-            raise NotFound(f"organization {org.name} not found")
+            raise NotFound("organization not found")
+        if principal.organization != org.key:
+            raise NotFound("organization not found")
         if principal.kind is PrincipalKind.ORGANIZATION:
             if action is Action.DELETE_ORGANIZATION:
                 raise Forbidden("organization tokens cannot delete their organization")
@@ -117,8 +123,8 @@ class Authorizer:
         """Only a runner token works jobs, and only its own organization's; it can do nothing else."""
         if principal.kind is not PrincipalKind.RUNNER:
             raise NotFound("job not found")  # jobs exist for runners only
-        if principal.organization != org.name:
-            raise NotFound(f"organization {org.name} not found")
+        if principal.organization != org.key:
+            raise NotFound("organization not found")
         if action is not Action.RUN_JOBS:
             raise Forbidden(f"a runner token may not {action.value}")
 
@@ -133,6 +139,6 @@ class Authorizer:
             if action in _RUN_OWN_WORKSPACE:
                 return
             raise Forbidden(f"a run token may not {action.value} in its workspace")
-        if workspace.global_remote_state and action in _RUN_SHARED_STATE:
+        if action in _RUN_SHARED_STATE and workspace.shares_state_with(principal.workspace_id):
             return
         raise NotFound(f"workspace {workspace.id} not found")

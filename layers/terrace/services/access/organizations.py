@@ -1,4 +1,11 @@
-"""Organizations: the tenant boundary. Names are the public keys, as in HCP Terraform."""
+"""Organizations: the tenant boundary. Names are the public keys, as in HCP Terraform.
+
+Storage keys everything of an organization (its workspaces, job queue, tokens, index items) by its `key`:
+the name it was created with. A name claim `orgname#<name>` points at the key, so a rename is one
+transaction (new claim, old claim gone, the organization item's name changed) and nothing else moves: the
+old name is 404 at once, the workspaces, state, runs and tokens keep working. An organization created
+under a name still used as another's key gets its external id as key.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from terrace.adapters.table import ConditionFailed, Table
+from terrace.adapters.table import ConditionFailed, Delete, Put, Table, WriteOp
 from terrace.domain import clock, limits
 from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import new_id
@@ -16,12 +23,22 @@ from terrace.domain.principal import Principal, PrincipalKind
 from terrace.services.access.authz import Action, Authorizer, OrgView
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
-UPDATABLE = ("email", "session-timeout", "session-remember", "collaborator-auth-policy", "default-execution-mode")
+UPDATABLE = (
+    "email",
+    "session-timeout",
+    "session-remember",
+    "collaborator-auth-policy",
+    "default-execution-mode",
+    "allow-force-delete-workspaces",
+)
+# Settings Terrace keeps and returns (with their default); the booleans are checked to be booleans.
+BOOLEAN_SETTINGS = {"allow-force-delete-workspaces": False}
 
 
 @dataclass(frozen=True)
 class Organization:
     id: str
+    key: str  # the storage key (see the module docstring); equal to `name` until a rename
     name: str
     email: str
     created_at: str
@@ -31,16 +48,25 @@ class Organization:
 
     @property
     def view(self) -> OrgView:
-        return OrgView(self.name, self.owners, bool(self.settings.get("is-disabled")))
+        return OrgView(self.key, self.owners, bool(self.settings.get("is-disabled")))
+
+    @property
+    def allow_force_delete_workspaces(self) -> bool:
+        return bool(self.settings.get("allow-force-delete-workspaces", False))
 
 
-def _key(name: str) -> tuple[str, str]:
-    return f"org#{name}", "org"
+def _key(key: str) -> tuple[str, str]:
+    return f"org#{key}", "org"
+
+
+def _name_claim(name: str) -> tuple[str, str]:
+    return f"orgname#{name}", "orgname"
 
 
 def _org(item: dict[str, Any]) -> Organization:
     return Organization(
         id=item["id"],
+        key=item.get("key", item["pk"].removeprefix("org#")),
         name=item["name"],
         email=item.get("email", ""),
         created_at=item["created_at"],
@@ -58,23 +84,47 @@ class OrganizationService:
         self._table = table
         self._authz = authz
         self._cache_ttl_s = cache_ttl_s
-        self._cache: dict[str, tuple[float, Organization]] = {}
+        self._cache: dict[str, tuple[float, Organization]] = {}  # by name
+        self._by_key: dict[str, tuple[float, Organization]] = {}
 
     def lookup(self, name: str) -> Organization:
-        """Read without a permission check: for services that check permissions themselves."""
+        """Read by name without a permission check: for services that check permissions themselves."""
         cached = self._cache.get(name)
         if cached is not None and time.monotonic() - cached[0] < self._cache_ttl_s:
             return cached[1]
         org = _org(self._item(name))
-        self._cache[name] = (time.monotonic(), org)
+        self._cache[name] = self._by_key[org.key] = (time.monotonic(), org)
         return org
 
-    def _forget(self, name: str) -> None:
-        self._cache.pop(name, None)
+    def by_key(self, key: str) -> Organization:
+        """Read by storage key (a workspace's or a token's `organization`), without a permission check."""
+        cached = self._by_key.get(key)
+        if cached is not None and time.monotonic() - cached[0] < self._cache_ttl_s:
+            return cached[1]
+        item = self._table.get(*_key(key))
+        if item is None:
+            raise NotFound("organization not found")
+        org = _org(item)
+        self._by_key[key] = (time.monotonic(), org)
+        return org
+
+    def name_of(self, key: str) -> str:
+        """The current name of the organization stored under `key` (the key itself once it is gone)."""
+        try:
+            return self.by_key(key).name
+        except NotFound:
+            return key
+
+    def _forget(self, org: Organization) -> None:
+        self._cache.pop(org.name, None)
+        self._by_key.pop(org.key, None)
 
     def _item(self, name: str) -> dict[str, Any]:
-        item = self._table.get(*_key(name)) if NAME_RE.match(name or "") else None
-        if item is None:
+        if not NAME_RE.match(name or ""):
+            raise NotFound(f"organization {name} not found")
+        claim = self._table.get(*_name_claim(name))
+        item = self._table.get(*_key(claim["key"] if claim else name))
+        if item is None or item["name"] != name:  # no claim: stored before claims existed, or renamed away
             raise NotFound(f"organization {name} not found")
         return item
 
@@ -101,8 +151,9 @@ class OrganizationService:
             self._table.put(item, if_version=version)
         except ConditionFailed as exc:
             raise Conflict("organization changed concurrently; retry") from exc
-        self._forget(item["name"])
-        return _org(item)
+        org = _org(item)
+        self._forget(org)
+        return org
 
     def create(self, principal: Principal, name: str, email: str, **settings: Any) -> Organization:
         if principal.kind is not PrincipalKind.USER:
@@ -115,14 +166,18 @@ class OrganizationService:
         email = _email(email)
         mode = settings.pop("default-execution-mode", "remote")
         _check_mode(mode)
-        settings = {
-            key: limits.bounded_json(value, key, limits.EXTRA_ATTRIBUTE_MAX_BYTES) for key, value in settings.items()
-        }
-        pk, sk = _key(name)
+        settings = {key: _setting(key, value) for key, value in settings.items()}
+        org_id = new_id("org")
+        legacy = self._table.get(*_key(name))
+        if legacy is not None and legacy["name"] == name:
+            raise Conflict(f"organization {name} already exists")
+        key = name if legacy is None else org_id  # the name is some renamed organization's key
+        pk, sk = _key(key)
         item = {
             "pk": pk,
             "sk": sk,
-            "id": new_id("org"),
+            "id": org_id,
+            "key": key,
             "name": name,
             "email": email,
             "created_at": clock.now_iso(),
@@ -133,8 +188,9 @@ class OrganizationService:
             "gsi1sk": name,
             "version": 1,
         }
+        claim = {"pk": _name_claim(name)[0], "sk": _name_claim(name)[1], "key": key}
         try:
-            self._table.put(item, if_absent=True)
+            self._table.transact([Put(claim, if_absent=True), Put(item, if_absent=True)])
         except ConditionFailed as exc:
             raise Conflict(f"organization {name} already exists") from exc
         return _org(item)
@@ -142,34 +198,48 @@ class OrganizationService:
     def update(self, principal: Principal, name: str, changes: dict[str, Any]) -> Organization:
         item = self._item(name)
         self._authz.require(principal, Action.MANAGE_ORGANIZATION, _org(item).view)
-        if "name" in changes and changes["name"] != name:
-            raise Invalid("renaming an organization is not supported", pointer="/data/attributes/name")
+        old_name = item["name"]
+        new_name = changes.get("name", old_name)
+        if not isinstance(new_name, str) or not NAME_RE.match(new_name):
+            raise Invalid(
+                "name must start with a letter or digit and hold only letters, digits, - and _ (max 63)",
+                pointer="/data/attributes/name",
+            )
         # other attributes (read-only ones, unknown ones) are ignored, as TFC does
         if "email" in changes:
             item["email"] = _email(changes["email"])
         if "default-execution-mode" in changes:
             _check_mode(changes["default-execution-mode"])
             item["default_execution_mode"] = changes["default-execution-mode"]
-        for key in ("session-timeout", "session-remember", "collaborator-auth-policy"):
+        for key in ("session-timeout", "session-remember", "collaborator-auth-policy", *BOOLEAN_SETTINGS):
             if key in changes:
-                value = limits.bounded_json(changes[key], key, limits.EXTRA_ATTRIBUTE_MAX_BYTES)
-                item.setdefault("settings", {})[key] = value
+                item.setdefault("settings", {})[key] = _setting(key, changes[key])
+        before = _org(item)
         version = item["version"]
         item["version"] = version + 1
+        item["name"] = item["gsi1sk"] = new_name
+        ops: list[WriteOp] = [Put(item, if_version=version)]
+        if new_name != old_name:
+            claim = {"pk": _name_claim(new_name)[0], "sk": _name_claim(new_name)[1], "key": before.key}
+            legacy = self._table.get(*_key(new_name))
+            if legacy is not None and legacy["name"] == new_name:
+                raise Conflict(f"organization {new_name} already exists", meta={"pointer": "/data/attributes/name"})
+            ops += [Put(claim, if_absent=True), Delete(*_name_claim(old_name))]
         try:
-            self._table.put(item, if_version=version)
-            self._forget(item["name"])
+            self._table.transact(ops)
         except ConditionFailed as exc:
-            raise Conflict("organization changed concurrently; retry") from exc
+            raise Conflict(f"organization {new_name} already exists, or {old_name} changed meanwhile; retry") from exc
+        finally:
+            self._forget(before)
         return _org(item)
 
-    def delete(self, principal: Principal, name: str, *, has_workspaces: bool) -> None:
-        item = self._item(name)
-        self._authz.require(principal, Action.DELETE_ORGANIZATION, _org(item).view)
-        if has_workspaces:
-            raise Conflict(f"organization {name} still has workspaces; delete them first")
-        self._table.delete(item["pk"], item["sk"], if_version=item["version"])
-        self._forget(item["name"])
+    def delete(self, principal: Principal, org: Organization) -> None:
+        """Remove the organization item and its name claim (what it held is deleted first: `OrganizationDeletion`)."""
+        self._authz.require(principal, Action.DELETE_ORGANIZATION, org.view)
+        try:
+            self._table.transact([Delete(*_key(org.key)), Delete(*_name_claim(org.name))])
+        finally:
+            self._forget(org)
 
     def add_owner(self, name: str, user_id: str) -> Organization:
         """Operator path (CLI/bootstrap): make a user an owner of an organization."""
@@ -179,7 +249,7 @@ class OrganizationService:
             version = item["version"]
             item["version"] = version + 1
             self._table.put(item, if_version=version)
-            self._forget(item["name"])
+            self._forget(_org(item))
         return _org(item)
 
 
@@ -187,6 +257,12 @@ def _email(value: Any) -> str:
     if not isinstance(value, str) or "@" not in value:
         raise Invalid("email is required: an address", pointer="/data/attributes/email")
     return limits.text(value, "email", limits.EMAIL_MAX)
+
+
+def _setting(key: str, value: Any) -> Any:
+    if key in BOOLEAN_SETTINGS and not isinstance(value, bool):
+        raise Invalid(f"{key} must be true or false", pointer=f"/data/attributes/{key}")
+    return limits.bounded_json(value, key, limits.EXTRA_ATTRIBUTE_MAX_BYTES)
 
 
 def _check_mode(mode: Any) -> None:

@@ -176,7 +176,7 @@ class JobService:
             run_id=run.id,
             phase="plan" if name == "plan" else "apply",
             attempt=state.attempt,
-            organization=run.organization,
+            organization=self._workspaces.organization_of(ws).name,  # the backend override addresses it by name
             workspace_id=ws.id,
             workspace_name=ws.name,
             terraform_version=run.terraform_version,

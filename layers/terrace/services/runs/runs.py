@@ -223,6 +223,7 @@ class RunService:
             lambda cur: dataclasses.replace(
                 cur,
                 latest_run_id=run.id,
+                runs_count=cur.runs_count + 1,
                 current_run_id=run.id if self._scheduler.becomes_current(cur, run) else cur.current_run_id,
             ),
         )

@@ -285,7 +285,7 @@ class StateVersionService:
         readable = [
             ws for ws in self._workspaces.list(principal, organization) if self._can(principal, Action.READ_STATE, ws)
         ]
-        return self._index.search(organization, readable, text, type_, provider)
+        return self._index.search(self._orgs.lookup(organization).key, readable, text, type_, provider)
 
     # rollback and the http backend -------------------------------------------------------
     def rollback(self, principal: Principal, workspace_id: str, target_id: str) -> StateVersion:

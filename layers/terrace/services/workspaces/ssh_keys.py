@@ -73,7 +73,11 @@ class SSHKeyService:
     def _item(self, principal: Principal, key_id: str) -> dict[str, Any]:
         item = self._table.get(key_id, SORT_KEY) if looks_like(key_id, "sshkey") else None
         try:
-            org = self._orgs.get(principal, item["organization"], Action.MANAGE_ORGANIZATION) if item else None
+            org = (
+                self._orgs.get(principal, self._orgs.name_of(item["organization"]), Action.MANAGE_ORGANIZATION)
+                if item
+                else None
+            )
         except NotFound:
             org = None
         if item is None or org is None or not _belongs(item, org.id):
@@ -82,7 +86,7 @@ class SSHKeyService:
 
     def list(self, principal: Principal, organization: str) -> builtins.list[SSHKey]:
         org = self._orgs.get(principal, organization, Action.MANAGE_ORGANIZATION)
-        items = self._table.query(f"org#{org.name}#ssh-keys", index="gsi1")
+        items = self._table.query(f"org#{org.key}#ssh-keys", index="gsi1")
         return [_public(item) for item in items if _belongs(item, org.id)]
 
     def get(self, principal: Principal, key_id: str) -> SSHKey:
@@ -95,13 +99,13 @@ class SSHKeyService:
         item = {
             "pk": key_id,
             "sk": SORT_KEY,
-            "organization": org.name,
+            "organization": org.key,  # the storage key: a rename changes nothing here
             "organization_id": org.id,  # a later organization of the same name never gets this key
             "name": name,
             "created_at": now,
-            "ciphertext": self._encryptor.encrypt(value, self._context(org.name, key_id)),
+            "ciphertext": self._encryptor.encrypt(value, self._context(org.key, key_id)),
             "version": 1,
-            "gsi1pk": f"org#{org.name}#ssh-keys",
+            "gsi1pk": f"org#{org.key}#ssh-keys",
             "gsi1sk": f"{now}#{key_id}",
         }
         self._table.put(item, if_absent=True)
@@ -154,7 +158,7 @@ class SSHKeyService:
         item = self._table.get(key_id, SORT_KEY) if key_id and looks_like(key_id, "sshkey") else None
         if item is None or item["organization"] != ws.organization:
             return None
-        return item if _belongs(item, self._orgs.lookup(ws.organization).id) else None
+        return item if _belongs(item, self._orgs.by_key(ws.organization).id) else None
 
 
 def _belongs(item: dict[str, Any], organization_id: str) -> bool:

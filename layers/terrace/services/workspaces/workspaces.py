@@ -4,67 +4,24 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import time
 from collections.abc import Callable
 from typing import Any
 
 from terrace.adapters.table import ConditionFailed, Delete, Put, Table, WriteOp
-from terrace.domain import clock, limits
+from terrace.domain import clock
 from terrace.domain import workspace as model
-from terrace.domain.errors import Conflict, Invalid, NotFound
+from terrace.domain.errors import Conflict, NotFound
 from terrace.domain.ids import looks_like, new_id
 from terrace.domain.principal import Principal
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action, Authorizer, WorkspaceView
 from terrace.services.access.organizations import Organization, OrganizationService
-
-# API attribute -> (field, validator)
-_BOOL = lambda key: lambda v: _require_bool(key, v)  # noqa: E731
-UPDATABLE: dict[str, tuple[str, Callable[[Any], Any]]] = {
-    "description": ("description", lambda v: limits.text(v, "description", limits.DESCRIPTION_MAX)),
-    "execution-mode": ("execution_mode", lambda v: _require_choice("execution-mode", v, model.EXECUTION_MODES)),
-    "auto-apply": ("auto_apply", _BOOL("auto-apply")),
-    "terraform-version": ("terraform_version", model.validate_terraform_version),
-    "working-directory": ("working_directory", model.validate_working_directory),
-    "global-remote-state": ("global_remote_state", _BOOL("global-remote-state")),
-    "queue-all-runs": ("queue_all_runs", _BOOL("queue-all-runs")),
-    "speculative-enabled": ("speculative_enabled", _BOOL("speculative-enabled")),
-    "allow-destroy-plan": ("allow_destroy_plan", _BOOL("allow-destroy-plan")),
-}
-# Attributes clients send that Terrace accepts and keeps but does not act on yet.
-ACCEPTED_EXTRA = (
-    "file-triggers-enabled",
-    "trigger-prefixes",
-    "source-name",
-    "source-url",
-    "assessments-enabled",
-    "structured-run-output-enabled",
-    "auto-destroy-at",
-    "setting-overwrites",
-    "operations",
-)
-
-
-def _require_bool(key: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise Invalid(f"{key} must be true or false", pointer=f"/data/attributes/{key}")
-    return value
-
-
-def _extra(key: str, value: Any) -> Any:
-    """An accepted attribute Terrace keeps but does not act on: strings bounded, anything else by size."""
-    if isinstance(value, str):
-        return limits.text(value, key, limits.TEXT_ATTRIBUTE_MAX)
-    return limits.bounded_json(value, key, limits.EXTRA_ATTRIBUTE_MAX_BYTES)
-
-
-def _require_choice(key: str, value: Any, choices: tuple[str, ...]) -> str:
-    if value not in choices:
-        raise Invalid(f"{key} must be one of {', '.join(choices)}", pointer=f"/data/attributes/{key}")
-    return str(value)
+from terrace.services.workspaces.attributes import apply_attributes, tag_names
 
 
 def view(ws: Workspace) -> WorkspaceView:
-    return WorkspaceView(ws.id, ws.global_remote_state)
+    return WorkspaceView(ws.id, ws.global_remote_state, frozenset(ws.remote_state_consumers))
 
 
 class WorkspaceService:
@@ -83,8 +40,11 @@ class WorkspaceService:
             raise NotFound(f"workspace {workspace_id} not found")
         return model.from_item(item)
 
+    def organization_of(self, ws: Workspace) -> Organization:
+        return self._orgs.by_key(ws.organization)
+
     def authorize(self, principal: Principal, action: Action, ws: Workspace) -> Organization:
-        org = self._orgs.lookup(ws.organization)
+        org = self._orgs.by_key(ws.organization)
         try:
             self._authz.require(principal, action, org.view, view(ws))
         except NotFound as exc:
@@ -100,38 +60,54 @@ class WorkspaceService:
         self, principal: Principal, organization: str, name: str, action: Action = Action.READ_WORKSPACE
     ) -> Workspace:
         org = self._orgs.get(principal, organization)
-        claim = self._table.get(*model.name_claim_key(org.name, name)) if model.NAME_RE.match(name or "") else None
+        claim = self._table.get(*model.name_claim_key(org.key, name)) if model.NAME_RE.match(name or "") else None
         if claim is None:
             raise NotFound(f"workspace {organization}/{name} not found")
         return self.get(principal, claim["workspace_id"], action)
 
     def find_id(self, organization: str, name: str) -> str | None:
-        claim = self._table.get(*model.name_claim_key(organization, name)) if model.NAME_RE.match(name or "") else None
+        """The id of workspace `name` of the organization named `organization` (None when either is unknown)."""
+        try:
+            key = self._orgs.lookup(organization).key
+        except NotFound:
+            return None
+        claim = self._table.get(*model.name_claim_key(key, name)) if model.NAME_RE.match(name or "") else None
         return claim["workspace_id"] if claim else None
 
     def list(
-        self, principal: Principal, organization: str, search: str | None = None, tags: list[str] | None = None
+        self,
+        principal: Principal,
+        organization: str,
+        search: str | None = None,
+        tags: list[str] | None = None,
+        exclude_tags: list[str] | None = None,
+        bindings: list[tuple[str, str | None]] | None = None,
     ) -> list[Workspace]:
+        """Sorted by name. `tags`: all of them; `exclude_tags`: none of them; `bindings`: every (key, value)
+        tag binding (value None: any value)."""
         org = self._orgs.get(principal, organization)
-        claims = self._table.query(f"org#{org.name}#wsnames")
+        found = self.all_in(org.key, search)
+        found = [ws for ws in found if not tags or {t.lower() for t in tags} <= _tag_keys(ws)]
+        found = [ws for ws in found if not exclude_tags or not {t.lower() for t in exclude_tags} & _tag_keys(ws)]
+        found = [ws for ws in found if all(_bound(ws, key, value) for key, value in bindings or [])]
+        return [ws for ws in found if self._authz.can(principal, Action.READ_WORKSPACE, org.view, view(ws))]
+
+    def all_in(self, org_key: str, search: str | None = None) -> builtins.list[Workspace]:
+        """Every workspace of an organization (by storage key), sorted by name; no permission check."""
+        claims = self._table.query(f"org#{org_key}#wsnames")
         ids = [c["workspace_id"] for c in claims if not search or search.lower() in c["sk"].lower()]
         found = [model.from_item(item) for item in self._table.batch_get([model.workspace_key(i) for i in ids])]
-        found = [ws for ws in found if not tags or set(tags) <= set(ws.tag_names)]
-        found.sort(key=lambda ws: ws.name)
-        return [ws for ws in found if self._authz.can(principal, Action.READ_WORKSPACE, org.view, view(ws))]
+        return sorted(found, key=lambda ws: ws.name)
 
     def allowed(
         self, principal: Principal, action: Action, workspaces: builtins.list[Workspace]
     ) -> builtins.list[Workspace]:
         """The workspaces `principal` may do `action` in (one organization read per organization, not per row)."""
-        orgs = {name: self._orgs.lookup(name) for name in {ws.organization for ws in workspaces}}
+        orgs = {key: self._orgs.by_key(key) for key in {ws.organization for ws in workspaces}}
         return [ws for ws in workspaces if self._authz.can(principal, action, orgs[ws.organization].view, view(ws))]
 
-    def count(self, organization: str) -> int:
-        return len(self._table.query(f"org#{organization}#wsnames"))
-
     def permissions(self, principal: Principal, ws: Workspace) -> dict[str, bool]:
-        org = self._orgs.lookup(ws.organization)
+        org = self._orgs.by_key(ws.organization)
         can = lambda action: self._authz.can(principal, action, org.view, view(ws))  # noqa: E731
         return {
             "can-update": can(Action.UPDATE_WORKSPACE),
@@ -162,7 +138,8 @@ class WorkspaceService:
         principal: Principal,
         organization: str,
         attributes: dict[str, Any],
-        tag_names: builtins.list[str] | None = None,
+        tags: builtins.list[str] | None = None,
+        bindings: tuple[tuple[str, str], ...] = (),
     ) -> Workspace:
         org = self._orgs.get(principal, organization, Action.CREATE_WORKSPACE)
         name = model.validate_name(attributes.get("name"))
@@ -170,15 +147,18 @@ class WorkspaceService:
         ws = Workspace(
             id=new_id("ws"),
             name=name,
-            organization=org.name,
+            organization=org.key,
             created_at=now,
             updated_at=now,
             version=1,
             execution_mode=org.default_execution_mode,
-            tag_names=tuple(_tags(tag_names or [])),
+            execution_mode_overwritten=False,
+            created_ns=time.time_ns(),
+            tag_names=tuple(tag_names(tags or [])),
+            tag_bindings=bindings,
         )
-        ws = _apply_attributes(ws, self._settled({k: v for k, v in attributes.items() if k != "name"}))
-        claim = {"pk": model.name_claim_key(org.name, name)[0], "sk": name, "workspace_id": ws.id}
+        ws = apply_attributes(ws, self._settled({k: v for k, v in attributes.items() if k != "name"}))
+        claim = {"pk": model.name_claim_key(org.key, name)[0], "sk": name, "workspace_id": ws.id}
         try:
             self._table.transact([Put(claim, if_absent=True), Put(model.to_item(ws), if_absent=True)])
         except ConditionFailed as exc:
@@ -193,19 +173,12 @@ class WorkspaceService:
         new_name = attributes.get("name", ws.name)
         if new_name != ws.name:
             return self._rename(ws, model.validate_name(new_name), attributes)
-        return self.mutate(ws.id, lambda current: _apply_attributes(current, attributes))
+        return self.mutate(ws.id, lambda current: apply_attributes(current, attributes))
 
     def _settled(self, attributes: dict[str, Any]) -> dict[str, Any]:
         if "terraform-version" not in attributes:
             return attributes
         return {**attributes, "terraform-version": self.settle_terraform_version(attributes["terraform-version"])}
-
-    def add_tags(self, principal: Principal, ws: Workspace, names: builtins.list[str]) -> Workspace:
-        self.authorize(principal, Action.UPDATE_WORKSPACE, ws)
-        tags = _tags(names)
-        return self.mutate(
-            ws.id, lambda cur: dataclasses.replace(cur, tag_names=tuple(sorted({*cur.tag_names, *tags})))
-        )
 
     def delete(
         self,
@@ -215,11 +188,14 @@ class WorkspaceService:
         safe: bool = False,
         extra_ops: Callable[[Workspace], builtins.list[WriteOp]] | None = None,
     ) -> None:
+        """Delete the workspace item and its name claim (a locked one too: TFC's force delete). `safe` refuses,
+        as TFC's safe-delete does, while its current state manages resources or while it is locked. What it held
+        is deleted afterwards (`Purge`)."""
         self.authorize(principal, Action.DELETE_WORKSPACE, ws)
         if safe and ws.resource_count > 0:
             raise Conflict(f"workspace {ws.name} still manages {ws.resource_count} resources; destroy them first")
-        if ws.locked:
-            raise Conflict(f"workspace {ws.name} is locked; unlock it before deleting")
+        if safe and ws.locked:
+            raise Conflict(f"workspace {ws.name} is currently locked; unlock it or delete it without safe-delete")
         ops: list[WriteOp] = [
             Delete(*model.workspace_key(ws.id), if_version=ws.version),
             Delete(*model.name_claim_key(ws.organization, ws.name)),
@@ -253,7 +229,7 @@ class WorkspaceService:
         return Put(model.to_item(ws), if_version=expected_version)
 
     def _rename(self, ws: Workspace, name: str, attributes: dict[str, Any]) -> Workspace:
-        updated = _apply_attributes(ws, {k: v for k, v in attributes.items() if k != "name"})
+        updated = apply_attributes(ws, {k: v for k, v in attributes.items() if k != "name"})
         updated = dataclasses.replace(updated, name=name, version=ws.version + 1, updated_at=clock.now_iso())
         claim = {"pk": model.name_claim_key(ws.organization, name)[0], "sk": name, "workspace_id": ws.id}
         try:
@@ -269,26 +245,13 @@ class WorkspaceService:
         return updated
 
 
-def _tags(names: list[Any]) -> list[str]:
-    for name in names:
-        if not isinstance(name, str) or not model.NAME_RE.match(name.replace(":", "-")):
-            raise Invalid("tag names are letters, digits, -, _ and :", pointer="/data/relationships/tags")
-    return [str(n).lower() for n in names]
+def _tag_keys(ws: Workspace) -> set[str]:
+    """What `search[tags]` matches: plain tags and the keys of tag bindings (TFC treats both as tags)."""
+    return {*ws.tag_names, *(key.lower() for key, _ in ws.tag_bindings)}
 
 
-def _apply_attributes(ws: Workspace, attributes: dict[str, Any]) -> Workspace:
-    changes: dict[str, Any] = {}
-    extra = dict(ws.extra)
-    for key, value in attributes.items():
-        if key in UPDATABLE:
-            field_name, validate = UPDATABLE[key]
-            changes[field_name] = validate(value)
-        elif key == "operations":
-            changes["execution_mode"] = "remote" if _require_bool(key, value) else "local"
-        elif key == "tag-names":
-            changes["tag_names"] = tuple(_tags(value if isinstance(value, list) else [value]))
-        elif key in ACCEPTED_EXTRA:
-            extra[key] = _extra(key, value)
-        # anything else (`name`, handled by the caller; read-only attributes; `vcs-repo`; unknown ones) is ignored,
-        # as TFC does: clients send back what they read and attributes newer than Terrace
-    return dataclasses.replace(ws, extra=extra, **changes)
+def _bound(ws: Workspace, key: str, value: str | None) -> bool:
+    """Whether `ws` carries tag binding `key` (with `value`, unless None); a plain tag is a key without value."""
+    if not value and key.lower() in ws.tag_names:
+        return True
+    return any(k == key and (value is None or v == value) for k, v in ws.tag_bindings)

@@ -41,16 +41,22 @@ def list_workspaces(request: Request, container: ContainerDep, principal: Princi
     included: list[dict[str, Any]] = []
     if "organization" in wanted:
         orgs = {ws.organization for ws in page}
-        included += [aser.organization(o) for o in container.organizations.all() if o.name in orgs]
+        included += [aser.organization(o) for o in container.organizations.all() if o.key in orgs]
     runs = [current[ws.id] for ws in page if ws.id in current]
     if "current_run" in wanted or sort.startswith(("current-run", "-current-run")):
         included += run_routes.serialize_many(container, principal, runs)
-    return respond([aser.workspace(ws) for ws in page], meta=meta, links=links, included=included)
+    return respond(
+        [aser.workspace(ws, container.organizations.name_of(ws.organization)) for ws in page],
+        meta=meta,
+        links=links,
+        included=included,
+    )
 
 
 @router.get("/workspaces/{workspace_id}")
 def read_workspace(workspace_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-    return respond(aser.workspace(container.site_admin.workspace(principal, workspace_id)))
+    ws = container.site_admin.workspace(principal, workspace_id)
+    return respond(aser.workspace(ws, container.organizations.name_of(ws.organization)))
 
 
 @router.delete("/workspaces/{workspace_id}")
@@ -68,10 +74,15 @@ def list_runs(request: Request, container: ContainerDep, principal: PrincipalDep
     included: list[dict[str, Any]] = []
     if wanted & {"workspace", "workspace.organization"}:
         workspaces = [container.workspaces.load(i) for i in sorted({r.workspace_id for r in page})]
-        included += [serializers.workspace(ws, container.workspaces.permissions(principal, ws)) for ws in workspaces]
+        included += [
+            serializers.workspace(
+                ws, container.workspaces.permissions(principal, ws), container.organizations.by_key(ws.organization)
+            )
+            for ws in workspaces
+        ]
         if "workspace.organization" in wanted:
             names = {ws.organization for ws in workspaces}
-            included += [aser.organization(o) for o in container.organizations.all() if o.name in names]
+            included += [aser.organization(o) for o in container.organizations.all() if o.key in names]
     return respond(run_routes.serialize_many(container, principal, page), meta=meta, links=links, included=included)
 
 

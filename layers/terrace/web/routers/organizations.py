@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Request, Response
 
+from terrace.bootstrap import Container
+from terrace.domain.principal import Principal
 from terrace.services.access.authz import Action
 from terrace.services.access.organizations import Organization
 from terrace.web import bodies, serializers
@@ -13,7 +17,7 @@ from terrace.web.jsonapi import JSONAPIResponse, JSONBody, attributes, read_docu
 router = APIRouter(prefix="/api/v2")
 
 
-def _org_permissions(container: ContainerDep, principal: PrincipalDep, org: Organization) -> dict[str, bool]:
+def _org_permissions(container: Container, principal: Principal, org: Organization) -> dict[str, bool]:
     can = lambda action: container.authz.can(principal, action, org.view)  # noqa: E731
     manage = can(Action.MANAGE_ORGANIZATION)
     return {
@@ -45,8 +49,11 @@ def _org_permissions(container: ContainerDep, principal: PrincipalDep, org: Orga
     }
 
 
-def _serialize(container: ContainerDep, principal: PrincipalDep, org: Organization) -> dict[str, object]:
+def serialize_organization(container: Container, principal: Principal, org: Organization) -> dict[str, Any]:
     return serializers.organization(org, _org_permissions(container, principal, org))
+
+
+_serialize = serialize_organization
 
 
 @router.get("/organizations")
@@ -80,8 +87,7 @@ def update_organization(name: str, body: JSONBody, container: ContainerDep, prin
 
 @router.delete("/organizations/{name}")
 def delete_organization(name: str, container: ContainerDep, principal: PrincipalDep) -> Response:
-    org = container.organizations.get(principal, name)
-    container.organizations.delete(principal, org.name, has_workspaces=container.workspaces.count(org.name) > 0)
+    container.organization_deletion.delete(principal, name)
     return Response(status_code=204)
 
 

@@ -1,4 +1,5 @@
-"""/api/v2 workspaces: CRUD by name and id, tags, and the lock actions of tfc-api.md §1.4."""
+"""/api/v2 workspaces: CRUD by name and id (with `include=`), and the lock actions of tfc-api.md §1.4.
+Tags, tag bindings and remote state consumers are in `workspace_relations.py`."""
 
 from __future__ import annotations
 
@@ -11,15 +12,26 @@ from terrace.domain import limits
 from terrace.domain.errors import Invalid
 from terrace.domain.principal import Principal
 from terrace.domain.workspace import Workspace
+from terrace.services.workspaces.attributes import tag_bindings
 from terrace.web import bodies, serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
-from terrace.web.jsonapi import JSONAPIResponse, JSONBody, attributes, read_document, respond, respond_page
+from terrace.web.jsonapi import JSONAPIResponse, JSONBody, attributes, paginate, read_document, respond
+from terrace.web.workspace_includes import included, requested
 
 router = APIRouter(prefix="/api/v2")
 
 
 def serialize(container: Container, principal: Principal, ws: Workspace) -> dict[str, Any]:
-    return serializers.workspace(ws, container.workspaces.permissions(principal, ws))
+    org = container.workspaces.organization_of(ws)
+    return serializers.workspace(ws, container.workspaces.permissions(principal, ws), org)
+
+
+def _respond(
+    request: Request, container: Container, principal: Principal, ws: Workspace, status_code: int = 200
+) -> JSONAPIResponse:
+    data = serialize(container, principal, ws)
+    extra = included(container, principal, [ws], [data], requested(request))
+    return respond(data, status_code, included=extra)
 
 
 def _names(items: Any, pointer: str) -> list[str]:
@@ -35,66 +47,114 @@ def _names(items: Any, pointer: str) -> list[str]:
     return names
 
 
+def _relationship_list(data: dict[str, Any], name: str) -> list[Any] | None:
+    rel = (data.get("relationships") or {}).get(name)
+    if rel is None:
+        return None
+    if not isinstance(rel, dict) or not isinstance(rel.get("data") or [], list):
+        raise Invalid(f"relationships.{name} must be {{data: [...]}}", pointer=f"/data/relationships/{name}")
+    return list(rel.get("data") or [])
+
+
 def _tag_names(data: dict[str, Any]) -> list[str]:
-    tags = data.get("relationships", {}).get("tags")
-    if tags is None:
-        return []
-    if not isinstance(tags, dict):
-        raise Invalid("relationships.tags must be {data: [...]}", pointer="/data/relationships/tags")
-    return _names(tags.get("data") or [], "/data/relationships/tags")
+    tags = _relationship_list(data, "tags")
+    return _names(tags, "/data/relationships/tags") if tags else []
+
+
+def _tagged_filters(params: Any) -> list[tuple[str, str | None]]:
+    """`filter[tagged][i][key]` / `[value]` (Terraform >= 1.10's `cloud` block with `tags = {k = "v"}`)."""
+    found = []
+    for i in range(100):
+        key = params.get(f"filter[tagged][{i}][key]")
+        if key is None:
+            break
+        found.append((key, params.get(f"filter[tagged][{i}][value]")))
+    return found
+
+
+_SORT_KEYS = {
+    "name": lambda ws: (ws.name,),
+    "latest-change-at": lambda ws: (ws.updated_at, ws.id),
+    "created-at": lambda ws: (ws.created_at, ws.created_ns, ws.id),
+}
+
+
+def _sorted(workspaces: list[Workspace], sort: str) -> list[Workspace]:
+    """TFC's `sort` (name, latest-change-at; a leading - reverses); without one (or with one Terrace does not
+    know), the order they were created in: TFC only promises a stable default, go-tfe's tests expect this one."""
+    key = _SORT_KEYS.get(sort.removeprefix("-"))
+    return sorted(workspaces, key=key or _SORT_KEYS["created-at"], reverse=key is not None and sort.startswith("-"))
 
 
 @router.get("/organizations/{org}/workspaces")
 def list_workspaces(org: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     params = request.query_params
     search = params.get("search[name]") or params.get("search[wildcard-name]", "").strip("*") or None
-    tags = [t for t in (params.get("search[tags]") or params.get("filter[tagged][0][key]") or "").split(",") if t]
-    workspaces = container.workspaces.list(principal, org, search=search, tags=tags or None)
-    return respond_page(request, workspaces, lambda ws: serialize(container, principal, ws))
+    tags = [t.strip() for t in (params.get("search[tags]") or "").split(",") if t.strip()]
+    exclude = [t.strip() for t in (params.get("search[exclude-tags]") or "").split(",") if t.strip()]
+    workspaces = container.workspaces.list(
+        principal, org, search=search, tags=tags, exclude_tags=exclude, bindings=_tagged_filters(params)
+    )
+    page, meta, links = paginate(request, _sorted(workspaces, params.get("sort") or ""))
+    data = [serialize(container, principal, ws) for ws in page]
+    extra = included(container, principal, page, data, requested(request))
+    return respond(data, meta=meta, links=links, included=extra)
 
 
 @router.post("/organizations/{org}/workspaces", openapi_extra=bodies.WORKSPACE)
-def create_workspace(org: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+def create_workspace(
+    org: str, request: Request, body: JSONBody, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
     data = read_document(body, "workspaces")
-    ws = container.workspaces.create(principal, org, attributes(data), _tag_names(data))
-    return respond(serialize(container, principal, ws), 201)
+    bindings = _relationship_list(data, "tag-bindings")
+    ws = container.workspaces.create(
+        principal, org, attributes(data), _tag_names(data), tag_bindings(bindings) if bindings else ()
+    )
+    return _respond(request, container, principal, ws, 201)
 
 
 @router.get("/organizations/{org}/workspaces/{name}")
-def read_workspace_by_name(org: str, name: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-    return respond(serialize(container, principal, container.workspaces.get_by_name(principal, org, name)))
+def read_workspace_by_name(
+    org: str, name: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
+    return _respond(request, container, principal, container.workspaces.get_by_name(principal, org, name))
 
 
 @router.get("/workspaces/{workspace_id}")
-def read_workspace(workspace_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-    return respond(serialize(container, principal, container.workspaces.get(principal, workspace_id)))
+def read_workspace(
+    workspace_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
+    return _respond(request, container, principal, container.workspaces.get(principal, workspace_id))
 
 
-def _update(ws: Workspace, body: Any, container: Container, principal: Principal) -> JSONAPIResponse:
+def _update(request: Request, ws: Workspace, body: Any, container: Container, principal: Principal) -> JSONAPIResponse:
     data = read_document(body, "workspaces")
     attrs = attributes(data)
     if _tag_names(data):
         attrs["tag-names"] = _tag_names(data)
-    return respond(serialize(container, principal, container.workspaces.update(principal, ws, attrs)))
+    bindings = _relationship_list(data, "tag-bindings")
+    if bindings is not None:
+        attrs["tag-bindings"] = bindings
+    return _respond(request, container, principal, container.workspaces.update(principal, ws, attrs))
 
 
 @router.patch("/organizations/{org}/workspaces/{name}", openapi_extra=bodies.WORKSPACE)
 def update_workspace_by_name(
-    org: str, name: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
+    org: str, name: str, request: Request, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
-    return _update(container.workspaces.get_by_name(principal, org, name), body, container, principal)
+    return _update(request, container.workspaces.get_by_name(principal, org, name), body, container, principal)
 
 
 @router.patch("/workspaces/{workspace_id}", openapi_extra=bodies.WORKSPACE)
 def update_workspace(
-    workspace_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
+    workspace_id: str, request: Request, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
-    return _update(container.workspaces.get(principal, workspace_id), body, container, principal)
+    return _update(request, container.workspaces.get(principal, workspace_id), body, container, principal)
 
 
 def _delete(container: Container, principal: Principal, ws: Workspace, *, safe: bool = False) -> None:
     container.workspaces.delete(principal, ws, safe=safe)
-    container.state_versions.purge(ws.id)
+    container.purge.workspace_contents(ws.id)
 
 
 @router.delete("/organizations/{org}/workspaces/{name}")
@@ -118,13 +178,6 @@ def safe_delete_by_name(org: str, name: str, container: ContainerDep, principal:
 @router.post("/workspaces/{workspace_id}/actions/safe-delete")
 def safe_delete(workspace_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
     _delete(container, principal, container.workspaces.get(principal, workspace_id), safe=True)
-    return Response(status_code=204)
-
-
-@router.post("/workspaces/{workspace_id}/relationships/tags", openapi_extra=bodies.TAGS)
-def add_tags(workspace_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Response:
-    names = _names(body.get("data") if isinstance(body, dict) else None, "/data")
-    container.workspaces.add_tags(principal, container.workspaces.get(principal, workspace_id), names)
     return Response(status_code=204)
 
 

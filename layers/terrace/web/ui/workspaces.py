@@ -27,7 +27,7 @@ def create_workspace(
     attributes = {"name": form.get("name", "").strip(), "execution-mode": form.get("execution_mode", "remote")}
     tags = [t.strip() for t in form.get("tags", "").split(",") if t.strip()]
     try:
-        ws = container.workspaces.create(session.principal, organization, attributes, tag_names=tags)
+        ws = container.workspaces.create(session.principal, organization, attributes, tags=tags)
     except (errors.Invalid, errors.Conflict) as exc:
         return render(
             request,

@@ -1,0 +1,122 @@
+"""Workspace attributes as clients send them: which are stored as fields, which are kept as they are, and
+their validation (TFC's names; unknown attributes are refused with the attribute named)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from terrace.domain import limits
+from terrace.domain import workspace as model
+from terrace.domain.errors import Invalid
+from terrace.domain.workspace import Workspace
+
+# API attribute -> (field, validator)
+_BOOL = lambda key: lambda v: _require_bool(key, v)  # noqa: E731
+UPDATABLE: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "description": ("description", lambda v: limits.text(v, "description", limits.DESCRIPTION_MAX)),
+    "execution-mode": ("execution_mode", lambda v: _require_choice("execution-mode", v, model.EXECUTION_MODES)),
+    "auto-apply": ("auto_apply", _BOOL("auto-apply")),
+    "terraform-version": ("terraform_version", model.validate_terraform_version),
+    "working-directory": ("working_directory", model.validate_working_directory),
+    "global-remote-state": ("global_remote_state", _BOOL("global-remote-state")),
+    "queue-all-runs": ("queue_all_runs", _BOOL("queue-all-runs")),
+    "speculative-enabled": ("speculative_enabled", _BOOL("speculative-enabled")),
+    "allow-destroy-plan": ("allow_destroy_plan", _BOOL("allow-destroy-plan")),
+}
+# Attributes clients send that Terrace accepts and keeps but does not act on yet.
+ACCEPTED_EXTRA = (
+    "file-triggers-enabled",
+    "trigger-prefixes",
+    "trigger-patterns",
+    "auto-apply-run-trigger",
+    "auto-destroy-activity-duration",
+    "hyok-enabled",
+    "source-name",
+    "source-url",
+    "assessments-enabled",
+    "structured-run-output-enabled",
+    "auto-destroy-at",
+    "operations",
+)
+TAG_KEY_MAX, TAG_VALUE_MAX = 128, 256
+
+
+def _require_bool(key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise Invalid(f"{key} must be true or false", pointer=f"/data/attributes/{key}")
+    return value
+
+
+def _extra(key: str, value: Any) -> Any:
+    """An accepted attribute Terrace keeps but does not act on: strings bounded, anything else by size."""
+    if isinstance(value, str):
+        return limits.text(value, key, limits.TEXT_ATTRIBUTE_MAX)
+    return limits.bounded_json(value, key, limits.EXTRA_ATTRIBUTE_MAX_BYTES)
+
+
+def _require_choice(key: str, value: Any, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise Invalid(f"{key} must be one of {', '.join(choices)}", pointer=f"/data/attributes/{key}")
+    return str(value)
+
+
+def tag_names(names: list[Any]) -> list[str]:
+    for name in names:
+        if not isinstance(name, str) or not model.NAME_RE.match(name.replace(":", "-")):
+            raise Invalid("tag names are letters, digits, -, _ and :", pointer="/data/relationships/tags")
+    return [str(n).lower() for n in names]
+
+
+def tag_bindings(items: Any, pointer: str = "/data/relationships/tag-bindings") -> tuple[tuple[str, str], ...]:
+    """Key-value tags from `[{key, value}]` (or `{type: tag-bindings, attributes: {key, value}}`), sorted by key;
+    a key given twice keeps its last value."""
+    if not isinstance(items, list):
+        raise Invalid("tag-bindings must be a list of {key, value}", pointer=pointer)
+    found: dict[str, str] = {}
+    for entry in items:
+        attrs = entry.get("attributes", entry) if isinstance(entry, dict) else None
+        key, value = (attrs.get("key"), attrs.get("value", "")) if isinstance(attrs, dict) else (None, None)
+        if not isinstance(key, str) or not 0 < len(key) <= TAG_KEY_MAX or "\0" in key:
+            raise Invalid(f"each tag binding needs a key of 1..{TAG_KEY_MAX} characters", pointer=pointer)
+        if value is None:
+            value = ""
+        if not isinstance(value, str) or len(value) > TAG_VALUE_MAX or "\0" in value:
+            raise Invalid(f"a tag binding's value is a string of at most {TAG_VALUE_MAX} characters", pointer=pointer)
+        found[key] = value
+    return tuple(sorted(found.items()))
+
+
+def apply_attributes(ws: Workspace, attributes: dict[str, Any]) -> Workspace:
+    changes: dict[str, Any] = {}
+    extra = dict(ws.extra)
+    for key, value in attributes.items():
+        if key in UPDATABLE:
+            field_name, validate = UPDATABLE[key]
+            changes[field_name] = validate(value)
+        elif key == "operations":
+            changes["execution_mode"] = "remote" if _require_bool(key, value) else "local"
+        elif key == "tag-names":
+            changes["tag_names"] = tuple(tag_names(value if isinstance(value, list) else [value]))
+        elif key == "tag-bindings":
+            changes["tag_bindings"] = tag_bindings(value, "/data/attributes/tag-bindings")
+        elif key == "setting-overwrites":
+            continue  # below: it decides whether the execution mode is inherited
+        elif key in ACCEPTED_EXTRA:
+            extra[key] = _extra(key, value)
+        # anything else (`name`, handled by the caller; read-only attributes; `vcs-repo`; unknown ones) is ignored,
+        # as TFC does: clients send back what they read and attributes newer than Terrace
+    if "execution_mode" in changes:
+        changes["execution_mode_overwritten"] = True
+    overwrites = attributes.get("setting-overwrites")
+    if overwrites is not None:
+        if not isinstance(overwrites, dict) or not all(isinstance(v, bool) for v in overwrites.values()):
+            raise Invalid(
+                "setting-overwrites must be an object of booleans", pointer="/data/attributes/setting-overwrites"
+            )
+        if "execution-mode" in overwrites:
+            changes["execution_mode_overwritten"] = _require_bool(
+                "setting-overwrites.execution-mode", overwrites["execution-mode"]
+            )
+    return dataclasses.replace(ws, extra=extra, **changes)

@@ -1,0 +1,115 @@
+"""Deleting what a workspace or an organization holds: their runs (events, logs, plans, run tokens, open-run
+index entries), configuration versions, variables, state versions (blobs, outputs, resource index), tags,
+queued jobs and runner tokens.
+
+Deletion goes from the leaves up and ends with the item that makes a thing reachable (the workspace, the
+organization), so a deletion cut short leaves the thing in place, still addressable, and is finished by
+deleting it again; it never leaves an organization or workspace that looks whole but is not.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from terrace.adapters.blobs import BlobStore
+from terrace.adapters.table import Table
+from terrace.domain import runs as run_model
+from terrace.domain.errors import Conflict, NotFound
+from terrace.domain.principal import Principal
+from terrace.services.access.accounts import AccountService
+from terrace.services.access.authz import Action
+from terrace.services.access.organizations import OrganizationService
+from terrace.services.state.versions import StateVersionService
+from terrace.services.workspaces.workspaces import WorkspaceService
+
+log = logging.getLogger(__name__)
+
+OPEN_RUNS = "runs#open"  # services/runs/store.py
+RUNNER_TOKENS = "#runners#tokens"  # services/runs/scaler.py: RUNNER_TOKEN_SUBJECT + "#tokens"
+MAX_SWEEPS = 5
+
+
+class Purge:
+    def __init__(
+        self, table: Table, blobs: BlobStore, accounts: AccountService, state_versions: StateVersionService
+    ) -> None:
+        self._table = table
+        self._blobs = blobs
+        self._accounts = accounts
+        self._state_versions = state_versions
+
+    def workspace_contents(self, workspace_id: str) -> None:
+        """Everything stored under a workspace, except the workspace item and its name claim."""
+        for item in self._table.query(f"{workspace_id}#runs", index="gsi1"):
+            self._run(run_model.run_from_item(item))
+        for item in self._table.query(f"{workspace_id}#cvs", index="gsi1"):
+            self._blobs.delete(f"config/{workspace_id}/{item['id']}.tar.gz")
+            self._table.delete(item["pk"], item["sk"])
+        self._delete_all(self._table.query(f"{workspace_id}#vars", index="gsi1"))
+        self._delete_all(self._table.query(f"{workspace_id}#varkeys"))
+        self._state_versions.purge(workspace_id)
+
+    def organization_contents(self, org_key: str) -> None:
+        """What an organization holds beside its workspaces: queued jobs, SSH keys, tags, runner and organization
+        tokens."""
+        self._delete_all(self._table.query(f"org#{org_key}#jobs"))
+        self._delete_all(self._table.query(f"org#{org_key}#ssh-keys", index="gsi1"))  # services/workspaces/ssh_keys.py
+        for tag in self._table.query(f"org#{org_key}#tags"):
+            self._table.delete(tag["id"], "tag")
+            self._table.delete(tag["pk"], tag["sk"])
+        for subject in (RUNNER_TOKENS, f"{org_key}#tokens"):
+            for token in self._table.query(subject, index="gsi1"):
+                if token.get("organization") == org_key:
+                    self._revoke(token["id"])
+
+    def _run(self, run: run_model.Run) -> None:
+        for token_id in run.token_ids:
+            self._revoke(token_id)
+        for phase in (run.plan, run.apply):
+            self._delete_all(self._table.query(f"{phase.id}#log"))
+            self._blobs.delete(f"logs/{phase.id}.log")
+            for key in (phase.artifact_key, phase.json_key):
+                if key and key.startswith(f"plans/{run.id}/"):
+                    self._blobs.delete(key)
+        self._delete_all(self._table.query(f"{run.id}#events"))
+        self._table.delete(OPEN_RUNS, f"{run.created_at}#{run.id}")
+        self._table.delete(run.id, "run")
+
+    def _revoke(self, token_id: str) -> None:
+        try:
+            self._accounts.revoke_token(token_id)
+        except NotFound:
+            pass
+
+    def _delete_all(self, items: list[dict[str, Any]]) -> None:
+        if items:
+            self._table.batch_delete([(item["pk"], item["sk"]) for item in items])
+
+
+class OrganizationDeletion:
+    """DELETE /organizations/:name: every workspace with what it holds, then what the organization holds beside
+    them, and last the organization itself. Cut short, it leaves the organization in place; deleting it again
+    finishes the job."""
+
+    def __init__(self, organizations: OrganizationService, workspaces: WorkspaceService, purge: Purge) -> None:
+        self._orgs = organizations
+        self._workspaces = workspaces
+        self._purge = purge
+
+    def delete(self, principal: Principal, name: str) -> None:
+        org = self._orgs.get(principal, name, Action.DELETE_ORGANIZATION)
+        for _ in range(MAX_SWEEPS):
+            remaining = self._workspaces.all_in(org.key)
+            if not remaining:
+                break
+            for ws in remaining:
+                try:
+                    self._workspaces.delete(principal, ws)
+                except Conflict:
+                    continue  # changed meanwhile: the next sweep reads it again
+                self._purge.workspace_contents(ws.id)
+        else:
+            raise Conflict(f"organization {name} keeps changing while it is deleted; retry")
+        self._purge.organization_contents(org.key)
+        self._orgs.delete(principal, org)

@@ -1,0 +1,83 @@
+"""`include=` on workspace reads and lists: organization, current_run, current_state_version, outputs.
+
+Each related object appears once in `included`, serialized as its own endpoint serializes it; what the
+caller may not read is left out (the relationship still names it). Unknown names are ignored, and an
+empty `include=` (go-tfe sends one on every list) includes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import Request
+
+from terrace.bootstrap import Container
+from terrace.domain.errors import Forbidden, NotFound
+from terrace.domain.principal import Principal
+from terrace.domain.workspace import Workspace
+from terrace.web import serializers
+
+SUPPORTED = ("organization", "current_run", "current_state_version", "outputs")
+
+
+def requested(request: Request) -> set[str]:
+    raw = request.query_params.get("include") or ""
+    return {name.strip().replace("-", "_") for name in raw.split(",") if name.strip()} & set(SUPPORTED)
+
+
+def included(
+    container: Container, principal: Principal, workspaces: list[Workspace], data: list[dict[str, Any]], names: set[str]
+) -> list[dict[str, Any]]:
+    """The `included` resources for `workspaces` (serialized as `data`, whose `outputs` relationship is filled
+    in when outputs are asked for)."""
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def add(resource: dict[str, Any]) -> None:
+        found.setdefault((resource["type"], resource["id"]), resource)
+
+    for ws, resource in zip(workspaces, data, strict=True):
+        if "organization" in names:
+            add(_organization(container, principal, ws))
+        if "current_run" in names and ws.current_run_id:
+            for run in _readable(_run, container, principal, ws.current_run_id):
+                add(run)
+        if "current_state_version" in names and ws.current_state_version_id:
+            for sv in _readable(_state_version, container, principal, ws.current_state_version_id):
+                add(sv)
+        if "outputs" in names and ws.current_state_version_id:
+            outputs = [o for found_outputs in _readable(_outputs, container, principal, ws) for o in found_outputs]
+            resource["relationships"]["outputs"] = {"data": [{"type": o["type"], "id": o["id"]} for o in outputs]}
+            for output in outputs:
+                add(output)
+    return list(found.values())
+
+
+def _readable(read: Callable[..., Any], *args: Any) -> list[Any]:
+    """[what `read` returns], or [] when the caller may not see it (or it is gone meanwhile)."""
+    try:
+        return [read(*args)]
+    except (NotFound, Forbidden):
+        return []
+
+
+def _organization(container: Container, principal: Principal, ws: Workspace) -> dict[str, Any]:
+    from terrace.web.routers.organizations import serialize_organization
+
+    return serialize_organization(container, principal, container.workspaces.organization_of(ws))
+
+
+def _run(container: Container, principal: Principal, run_id: str) -> dict[str, Any]:
+    from terrace.web.routers.runs import serialize
+
+    return serialize(container, principal, container.runs.get(principal, run_id))
+
+
+def _state_version(container: Container, principal: Principal, sv_id: str) -> dict[str, Any]:
+    from terrace.web.routers.state_versions import serialize
+
+    return serialize(container, container.state_versions.get(principal, sv_id))
+
+
+def _outputs(container: Container, principal: Principal, ws: Workspace) -> list[dict[str, Any]]:
+    return [serializers.workspace_output(out) for out in container.state_versions.current_outputs(principal, ws.id)]

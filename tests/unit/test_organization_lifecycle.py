@@ -1,0 +1,127 @@
+"""Organizations: rename (keeps everything working, old name 404), delete (deletes everything in it), and the
+settings go-tfe reads back (allow-force-delete-workspaces, avatar-url)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from run_helpers import RunEnv, make_run_env
+from terrace.adapters.memory_table import MemoryTable
+
+
+def _org_body(**attributes: Any) -> dict[str, Any]:
+    return {"data": {"type": "organizations", "attributes": attributes}}
+
+
+def _rename(env: RunEnv, old: str, new: str) -> Any:
+    return env.api("PATCH", f"/organizations/{old}", _org_body(name=new))
+
+
+def _items(env: RunEnv) -> list[dict[str, Any]]:
+    table = env.container.table
+    assert isinstance(table, MemoryTable)
+    return [dict(item) for item in table._items.values()]
+
+
+def test_rename_keeps_workspaces_runs_runner_and_run_tokens_and_frees_the_old_name() -> None:
+    env = make_run_env()
+    before = env.create_run(env.upload_config())
+    env.work_next()  # the plan of the first run finished
+    renamed = _rename(env, "acme", "globex")
+    assert renamed.status_code == 200, renamed.text
+    assert renamed.json()["data"]["id"] == "globex"
+    assert env.api("GET", "/organizations/acme").status_code == 404
+    assert env.api("GET", "/organizations/acme/workspaces").status_code == 404
+    listed = env.api("GET", "/organizations/globex/workspaces").json()["data"]
+    assert [ws["id"] for ws in listed] == [env.workspace_id]
+    ws = env.api("GET", "/organizations/globex/workspaces/app").json()["data"]
+    assert ws["relationships"]["organization"]["data"]["id"] == "globex"
+    assert ws["links"]["self"] == "/api/v2/organizations/globex/workspaces/app"
+    assert env.run(before["id"])["attributes"]["status"] == "planned"
+    # the runner token minted before the rename still works the organization's jobs, and the job it claims
+    # addresses the workspace by the new name (the runner's backend override)
+    assert env.api("POST", f"/runs/{before['id']}/actions/discard").status_code == 202
+    env.create_run(env.upload_config())
+    spec = env.claim()
+    assert spec["organization"] == "globex"
+    run_token = {"Authorization": f"Bearer {spec['run_token']}"}
+    assert env.client.get("/api/v2/organizations/globex/workspaces/app", headers=run_token).status_code == 200
+    # the old name is free again: a new organization under it starts empty
+    created = env.api("POST", "/organizations", _org_body(name="acme", email="new@example.com"))
+    assert created.status_code == 201, created.text
+    assert env.api("GET", "/organizations/acme/workspaces").json()["data"] == []
+    assert env.api("GET", "/organizations/globex/workspaces").json()["meta"]["pagination"]["total-count"] == 1
+
+
+def test_rename_onto_a_taken_name_is_a_conflict_and_changes_nothing() -> None:
+    env = make_run_env()
+    assert env.api("POST", "/organizations", _org_body(name="other", email="o@example.com")).status_code == 201
+    refused = _rename(env, "acme", "other")
+    assert refused.status_code == 409, refused.text
+    assert env.api("GET", "/organizations/acme/workspaces/app").status_code == 200
+    assert env.api("GET", "/organizations/other/workspaces").json()["data"] == []
+    bad = _rename(env, "acme", "no spaces")
+    assert bad.status_code == 422
+    assert bad.json()["errors"][0]["source"]["pointer"] == "/data/attributes/name"
+
+
+def test_rename_and_back_and_renaming_a_renamed_organization() -> None:
+    env = make_run_env()
+    assert _rename(env, "acme", "b").status_code == 200
+    assert _rename(env, "b", "c").status_code == 200
+    assert _rename(env, "c", "acme").status_code == 200  # back onto its own storage key
+    assert env.api("GET", "/organizations/b").status_code == 404
+    assert env.api("GET", "/organizations/c").status_code == 404
+    assert env.api("GET", "/organizations/acme/workspaces/app").status_code == 200
+    names = [org["id"] for org in env.api("GET", "/organizations").json()["data"]]
+    assert names == ["acme"]
+
+
+def test_delete_organization_deletes_everything_in_it_even_a_locked_workspace() -> None:
+    env = make_run_env()
+    other = env.api(
+        "POST", "/organizations/acme/workspaces", {"data": {"type": "workspaces", "attributes": {"name": "b"}}}
+    )
+    other_id = other.json()["data"]["id"]
+    var = {"data": {"type": "vars", "attributes": {"key": "k", "value": "v", "category": "terraform"}}}
+    assert env.api("POST", f"/workspaces/{other_id}/vars", var).status_code == 201
+    tags = {"data": [{"type": "tags", "attributes": {"name": "team-a"}}]}
+    assert env.api("POST", f"/workspaces/{other_id}/relationships/tags", tags).status_code == 204
+    assert env.api("GET", "/organizations/acme/tags").json()["data"][0]["attributes"]["name"] == "team-a"
+    run = env.create_run(env.upload_config())
+    env.work_next(log=b"plan output\n")  # logs, plan blobs, run events and a run token exist now
+    queued = env.create_run(env.upload_config(workspace_id=other_id), workspace_id=other_id)
+    assert env.queued(), "a job is queued for the organization"
+    assert env.api("POST", f"/workspaces/{other_id}/actions/lock", {}).status_code in (200, 409)
+    ids = {env.workspace_id, other_id, run["id"], queued["id"]}
+    assert any(any(i in json.dumps(item) for i in ids) for item in _items(env))
+
+    deleted = env.api("DELETE", "/organizations/acme")
+    assert deleted.status_code == 204, deleted.text
+    assert env.api("GET", "/organizations/acme").status_code == 404
+    left = [item for item in _items(env) if any(i in json.dumps(item) for i in ids) or "acme" in json.dumps(item)]
+    assert left == []
+    assert [key for key in env.blobs.objects if any(i in key for i in ids)] == []
+    assert env.queued() == []
+    assert env.runner("POST", "/jobs/next", json={"runner_id": "r1"}).status_code in (401, 404)
+    # a new organization under the same name starts empty
+    assert env.api("POST", "/organizations", _org_body(name="acme", email="a@example.com")).status_code == 201
+    assert env.api("GET", "/organizations/acme/workspaces").json()["data"] == []
+    assert env.api("GET", "/organizations/acme/tags").json()["data"] == []
+
+
+def test_allow_force_delete_workspaces_and_avatar_url_are_stored_and_returned() -> None:
+    env = make_run_env()
+    created = env.api(
+        "POST", "/organizations", _org_body(name="o2", email="o@example.com", **{"allow-force-delete-workspaces": True})
+    )
+    assert created.status_code == 201, created.text
+    attrs = created.json()["data"]["attributes"]
+    assert attrs["allow-force-delete-workspaces"] is True
+    assert "avatar-url" in attrs
+    updated = env.api("PATCH", "/organizations/o2", _org_body(**{"allow-force-delete-workspaces": False}))
+    assert updated.json()["data"]["attributes"]["allow-force-delete-workspaces"] is False
+    assert env.api("GET", "/organizations/o2").json()["data"]["attributes"]["allow-force-delete-workspaces"] is False
+    bad = env.api("PATCH", "/organizations/o2", _org_body(**{"allow-force-delete-workspaces": "yes"}))
+    assert bad.status_code == 422
