@@ -85,6 +85,7 @@ class FsBlobs:
         self.root = Path(root)
         self.signer = signer
         self.max_put_bytes = max_put_bytes
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         for sub in ("data", "meta", "tmp"):
             (self.root / sub).mkdir(parents=True, exist_ok=True, mode=0o700)
 

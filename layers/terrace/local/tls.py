@@ -56,3 +56,16 @@ def write_certificates(directory: Path) -> TlsFiles:
     files.key.touch(mode=0o600)
     files.key.write_bytes(leaf.private_key_pem.bytes())
     return files
+
+
+def ensure_certificates(directory: Path) -> TlsFiles:
+    """The certificates made by an earlier start (clients keep trusting the same CA), or new ones."""
+    files = TlsFiles(
+        ca=directory / "ca.pem",
+        ca_bundle=directory / "ca-bundle.pem",
+        cert_chain=directory / "localhost.pem",
+        key=directory / "localhost-key.pem",
+    )
+    if all(path.is_file() and path.stat().st_size for path in (files.ca, files.ca_bundle, files.cert_chain, files.key)):
+        return files
+    return write_certificates(directory)
