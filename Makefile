@@ -44,6 +44,14 @@ dev-fresh: install
 dev-moto: install
 	$(BIN)/terrace dev --moto
 
+# An installable wheel in dist/ (htmx copied in from node_modules): `pip install dist/terrace-*.whl`, then
+# `terrace serve --data DIR` anywhere (terraform or tofu from PATH or TERRACE_TF_BINARY).
+wheel: install
+	mkdir -p layers/terrace/web/static/vendor
+	cp node_modules/htmx.org/dist/htmx.min.js layers/terrace/web/static/vendor/
+	rm -rf build dist
+	$(BIN)/pip wheel -q --no-deps -w dist .
+
 test: install /usr/bin/chromium
 	$(BIN)/pytest -q
 
