@@ -27,7 +27,13 @@ PLATFORM = "manylinux2014_aarch64"
 # boto3 is bundled too (the runtime has one, but the X-Ray SDK pulls in botocore, and a layer botocore
 # must match its boto3): the pinned pair from pyproject wins. The tracer extra brings the X-Ray SDK.
 RUNTIME_PROVIDED: set[str] = set()
-SERVER_ONLY = {"uvicorn", "typer", "trustme", "cryptography"}  # the embedded server's; no Lambda imports them
+SERVER_ONLY = {
+    "uvicorn",
+    "httptools",
+    "typer",
+    "trustme",
+    "cryptography",
+}  # the embedded server's; no Lambda imports them
 EXTRAS = {"aws-lambda-powertools": "tracer"}
 SOURCE_EXCLUDES = ["**/__pycache__", "**/*.pyc", "*.egg-info", "**/.mypy_cache"]
 

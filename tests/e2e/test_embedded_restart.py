@@ -178,7 +178,11 @@ def _ticking(marker: Path) -> str:
     return f'resource "null_resource" "slow" {{\n  provisioner "local-exec" {{\n    command = "{command}"\n  }}\n}}\n'
 
 
-def test_a_server_killed_mid_apply_ends_the_run_and_releases_the_lock(server: Server, tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM"])
+def test_a_server_stopped_mid_apply_ends_the_run_and_releases_the_lock(
+    server: Server, tmp_path: Path, how: str
+) -> None:
+    """SIGKILL: the restarted server hands the job back. SIGTERM: the stopping server does (no traceback)."""
     assert TERRAFORM.exists(), f"the terraform test client is not installed at {TERRAFORM}"
     marker_dir = traversable(Path(tempfile.mkdtemp(prefix="terrace-e2e-marker-")))
     marker_dir.chmod(0o1777)
@@ -196,7 +200,9 @@ def test_a_server_killed_mid_apply_ends_the_run_and_releases_the_lock(server: Se
         applying = wait_run(api, ws_id, {"applying"}, timeout=RUN_TIMEOUT_S, process=process)
         wait_for(lambda: marker.exists() and "tick" in marker.read_text(), 60, interval=0.1, what="the provisioner")
         assert server.process is not None
-        server.stop(signal.SIGKILL)
+        code = server.stop(getattr(signal, how))
+        if how == "SIGTERM":
+            assert code == 0 and "Traceback" not in server.output(), server.output()
         api.http.close()
 
         again = server.start()

@@ -95,5 +95,6 @@ class SqliteEventQueue:
             conn.execute("DELETE FROM events WHERE receipt = ? AND dead = 0", (receipt,))
 
     def dead_letters(self) -> list[dict[str, Any]]:
-        rows = self._db.connection().execute("SELECT body FROM events WHERE dead = 1 ORDER BY id").fetchall()
+        with self._db.connection() as conn:
+            rows = conn.execute("SELECT body FROM events WHERE dead = 1 ORDER BY id").fetchall()
         return [json.loads(body) for (body,) in rows]

@@ -84,62 +84,69 @@ def connect(path: Path | str) -> sqlite3.Connection:
 
 
 class SqliteDatabase:
-    """One SQLite file shared by the table and the events queue: a connection per thread, created on demand."""
+    """One SQLite file shared by the table and the events queue. Connections are pooled: a thread borrows one
+    for a read or a transaction and gives it back, so the pool grows to the peak concurrency and no further
+    (thread-local connections would outlive the worker threads FastAPI's pool retires)."""
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if not self.path.exists():
             self.path.touch(mode=0o600)
-        self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
+        self._idle: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._closed = False
 
-    def connection(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
+    @contextmanager
+    def connection(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
             if self._closed:
                 raise sqlite3.ProgrammingError("the database is closed")
+            conn = self._idle.pop() if self._idle else None
+        if conn is None:
             conn = connect(self.path)
-            self._local.conn = conn
+        try:
+            yield conn
+        finally:
+            if conn.in_transaction:  # never hand on a connection in the middle of a transaction
+                conn.execute("ROLLBACK")
             with self._lock:
-                self._all.append(conn)
-        return conn
+                if self._closed:
+                    conn.close()
+                else:
+                    self._idle.append(conn)
 
     def migrate(self, schema: str) -> None:
-        self.connection().executescript(schema)
+        with self.connection() as conn:
+            conn.executescript(schema)
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
         """An immediate (write-locked) transaction: committed when the block ends, rolled back on an error."""
-        conn = self.connection()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+        with self.connection() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
 
     def backup(self, target: Path | str) -> None:
         """A consistent copy of the whole file while others read and write (SQLite's online backup)."""
         destination = sqlite3.connect(str(target))
         try:
-            self.connection().backup(destination)
+            with self.connection() as conn:
+                conn.backup(destination)
         finally:
             destination.close()
 
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            connections, self._all = self._all, []
-        for conn in connections:
-            try:
-                conn.close()
-            except sqlite3.ProgrammingError:  # created by another thread that is gone; closing is best effort
-                pass
-        self._local = threading.local()
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
 
 
 class SqliteTable:
@@ -148,18 +155,20 @@ class SqliteTable:
         database.migrate(SCHEMA)
 
     def get(self, pk: str, sk: str) -> Item | None:
-        row = self._db.connection().execute("SELECT body FROM items WHERE pk = ? AND sk = ?", (pk, sk)).fetchone()
+        with self._db.connection() as conn:
+            row = conn.execute("SELECT body FROM items WHERE pk = ? AND sk = ?", (pk, sk)).fetchone()
         return loads(row[0]) if row else None
 
     def batch_get(self, keys: Sequence[tuple[str, str]]) -> list[Item]:
         found: list[Item] = []
         unique = list(dict.fromkeys(keys))
-        conn = self._db.connection()
-        for start in range(0, len(unique), 200):
-            chunk = unique[start : start + 200]
-            where = " OR ".join("(pk = ? AND sk = ?)" for _ in chunk)
-            params = [part for key in chunk for part in key]
-            found.extend(loads(row[0]) for row in conn.execute(f"SELECT body FROM items WHERE {where}", params))
+        with self._db.connection() as conn:
+            for start in range(0, len(unique), 200):
+                chunk = unique[start : start + 200]
+                where = " OR ".join("(pk = ? AND sk = ?)" for _ in chunk)
+                params = [part for key in chunk for part in key]
+                rows = conn.execute(f"SELECT body FROM items WHERE {where}", params).fetchall()
+                found.extend(loads(row[0]) for row in rows)
         return found
 
     def put(self, item: Item, *, if_absent: bool = False, if_version: int | None = None) -> None:
@@ -199,7 +208,9 @@ class SqliteTable:
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
-        return [loads(row[0]) for row in self._db.connection().execute(sql, params)]
+        with self._db.connection() as conn:
+            rows = conn.execute(sql, params).fetchall()
+        return [loads(row[0]) for row in rows]
 
     def transact(self, ops: Sequence[WriteOp]) -> None:
         for op in ops:

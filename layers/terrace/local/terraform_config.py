@@ -35,10 +35,13 @@ def write_provider_mirror(directory: Path) -> Path:
     return directory
 
 
-def render_cli_config(hostname: str, token: str, mirror: Path) -> str:
+def render_provider_installation(mirror: Path | None) -> str:
+    """Providers from the local mirror when there is one (the repository's venv), else from their registries
+    (an installed wheel has no mirror)."""
+    if mirror is None:
+        return ""
     quoted = json.dumps  # HCL strings share JSON's quoting rules for these values
     return (
-        f"credentials {quoted(hostname)} {{\n  token = {quoted(token)}\n}}\n\n"
         "provider_installation {\n"
         f"  filesystem_mirror {{\n    path    = {quoted(str(mirror))}\n    include = [{quoted(MIRRORED)}]\n  }}\n"
         f"  direct {{\n    exclude = [{quoted(MIRRORED)}]\n  }}\n"
@@ -46,12 +49,19 @@ def render_cli_config(hostname: str, token: str, mirror: Path) -> str:
     )
 
 
+def render_cli_config(hostname: str, token: str, mirror: Path | None) -> str:
+    quoted = json.dumps
+    return f"credentials {quoted(hostname)} {{\n  token = {quoted(token)}\n}}\n\n" + render_provider_installation(
+        mirror
+    )
+
+
 def write_cli_config(directory: Path, hostname: str, token: str) -> Path:
     """Write `terraform.rc` (0600: it holds a token) next to a provider mirror; return its path."""
-    mirror = write_provider_mirror(directory / "providers")
+    mirror = write_provider_mirror(directory / "providers") if null_provider_source() else None
     path = directory / "terraform.rc"
     path.touch(mode=0o600)
-    path.write_text(render_cli_config(hostname, token, mirror.resolve()))
+    path.write_text(render_cli_config(hostname, token, mirror.resolve() if mirror else None))
     return path
 
 

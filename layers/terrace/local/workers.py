@@ -3,7 +3,6 @@ the scaler (runner processes instead of Fargate tasks), the reaper and the event
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -12,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from terrace.adapters.runner_launchers import LocalProcessLauncher
-from terrace.local.terraform_config import MIRRORED, write_provider_mirror
+from terrace.local.terraform_config import null_provider_source, render_provider_installation, write_provider_mirror
 
 if TYPE_CHECKING:
     from terrace.local.stack import LocalStack
@@ -22,16 +21,11 @@ TICK_S = 1.0
 
 
 def operator_cli_config(state_dir: Path) -> Path:
-    """Provider installation from the local mirror, handed to runners as the operator's CLI config."""
-    mirror = write_provider_mirror(state_dir / "providers").resolve()
+    """Provider installation from the local mirror (if this install has one), handed to runners as the
+    operator's CLI config."""
+    mirror = write_provider_mirror(state_dir / "providers").resolve() if null_provider_source() else None
     path = state_dir / "runner.rc"
-    quoted = json.dumps
-    path.write_text(
-        "provider_installation {\n"
-        f"  filesystem_mirror {{\n    path    = {quoted(str(mirror))}\n    include = [{quoted(MIRRORED)}]\n  }}\n"
-        f"  direct {{\n    exclude = [{quoted(MIRRORED)}]\n  }}\n"
-        "}\n"
-    )
+    path.write_text(render_provider_installation(mirror))
     return path
 
 
