@@ -84,11 +84,25 @@ def serve(
     fresh: Annotated[
         bool, typer.Option("--fresh", help="Start with empty data (DIR's data files are removed).")
     ] = False,
+    tls_cert: Annotated[
+        Path | None, typer.Option(envvar="TERRACE_TLS_CERT", help="PEM certificate chain (else a local CA's).")
+    ] = None,
+    tls_key: Annotated[Path | None, typer.Option(envvar="TERRACE_TLS_KEY", help="PEM key of --tls-cert.")] = None,
+    tls_ca: Annotated[
+        Path | None, typer.Option(envvar="TERRACE_TLS_CA", help="CA bundle runners trust (default: public roots).")
+    ] = None,
 ) -> None:
     """Run Terrace on one machine until SIGTERM/Ctrl-C: API, UI, runners, reaper and events in one process,
     everything kept in DATA (SQLite, blobs, keys)."""
+    from terrace.local import tls
     from terrace.local.stack import LocalStack
 
+    if bool(tls_cert) != bool(tls_key):
+        raise _fail("--tls-cert and --tls-key go together")
+    try:
+        files = tls.operator_certificate(tls_cert, tls_key, tls_ca) if tls_cert and tls_key else None
+    except RuntimeError as exc:
+        raise _fail(str(exc)) from exc
     if fresh:
         _remove_data(data)
     _run(
@@ -100,6 +114,7 @@ def serve(
             data_dir=data,
             host=host,
             public_url=public_url or None,
+            tls_files=files,
         )
     )
 

@@ -74,7 +74,9 @@ class LocalStack:
         data_dir: Path | str | None = None,  # embedded mode (SQLite, blobs, key) when set; moto when None
         host: str = "127.0.0.1",
         public_url: str | None = None,  # how clients reach it; https://localhost:<port> by default
+        tls_files: tls.TlsFiles | None = None,  # the operator's certificate (else a local CA's, made once)
     ) -> None:
+        self.tls_files = tls_files
         self.port = port
         self.data_dir = Path(data_dir).resolve() if data_dir is not None else None
         self.host = host
@@ -114,7 +116,8 @@ class LocalStack:
         # Job uids may pass through to the provider mirror only: not list the folder, nor read the admin
         # token (dev.json, terraform.rc) or the CA key (tls/).
         self.state_dir.chmod(0o711)
-        (self.state_dir / "tls").chmod(0o700)
+        if (self.state_dir / "tls").is_dir():
+            (self.state_dir / "tls").chmod(0o700)
         for task in self.background_tasks:
             self._spawn(task)
         return self.info
@@ -133,7 +136,7 @@ class LocalStack:
             embedded.save_admin_token(self.data_dir, self.seeded.token)
             # the runner processes of the previous server died with it: their jobs go back (retried or errored)
             embedded.hand_back(container, "the server restarted while the job ran")
-            files = tls.ensure_certificates(self.state_dir / "tls")
+            files = self.tls_files or tls.ensure_certificates(self.state_dir / "tls")
         else:
             container = self.container = self._build_moto(public_url)
             self.seeded = seed_admin(container, self.organization)

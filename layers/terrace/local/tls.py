@@ -69,3 +69,16 @@ def ensure_certificates(directory: Path) -> TlsFiles:
     if all(path.is_file() and path.stat().st_size for path in (files.ca, files.ca_bundle, files.cert_chain, files.key)):
         return files
     return write_certificates(directory)
+
+
+def operator_certificate(cert_chain: Path, key: Path, ca_bundle: Path | None = None) -> TlsFiles:
+    """An operator's own certificate (PEM chain and key); clients and runners trust `ca_bundle`, by default the
+    public roots (a certificate from a public CA)."""
+    for path in (cert_chain, key, *([ca_bundle] if ca_bundle else [])):
+        if not path.is_file():
+            raise RuntimeError(f"no such file: {path}")
+    if ca_bundle is None:
+        import certifi
+
+        ca_bundle = Path(certifi.where())
+    return TlsFiles(ca=ca_bundle, ca_bundle=ca_bundle, cert_chain=cert_chain, key=key)
