@@ -95,6 +95,10 @@ class SqliteDatabase:
             self.path.touch(mode=0o600)
         self._idle: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        # SQLite has one writer at a time: this process's writers queue here (woken in turn) rather than in
+        # SQLite's busy handler (which sleeps and retries, so a busy moment gives some writers long tails);
+        # another process (the admin CLI, a backup) still meets the busy timeout
+        self._writer = threading.Lock()
         self._closed = False
 
     @contextmanager
@@ -123,7 +127,7 @@ class SqliteDatabase:
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
         """An immediate (write-locked) transaction: committed when the block ends, rolled back on an error."""
-        with self.connection() as conn:
+        with self._writer, self.connection() as conn:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
