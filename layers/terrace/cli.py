@@ -35,7 +35,8 @@ app.add_typer(user_app, name="user")
 def _container() -> Container:
     from terrace.bootstrap import build_aws, build_embedded
     from terrace.config import Settings
-    from terrace.local.stack import DUMMY_AWS_ENV, dev_stack_running, read_dev_env
+    from terrace.local.dev_file import dev_stack_running, read_dev_env
+    from terrace.local.stack import DUMMY_AWS_ENV
 
     env = dict(os.environ)
     if "TERRACE_TABLE" not in env and "TERRACE_DATA_DIR" not in env:

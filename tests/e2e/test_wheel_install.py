@@ -31,8 +31,13 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copy2(HTMX, VENDOR / HTMX.name)  # what `make wheel` does
     out = tmp_path_factory.mktemp("dist")
     build = tmp_path_factory.mktemp("build")
+    source = tmp_path_factory.mktemp("source")  # a copy: setuptools leaves build/ where it builds
+    shutil.copy2(REPOSITORY / "pyproject.toml", source)
+    shutil.copytree(
+        REPOSITORY / "layers", source / "layers", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
+    )
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(REPOSITORY)],
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(source)],
         check=True,
         env={**_clean_env(), "TMPDIR": str(build)},
         timeout=300,

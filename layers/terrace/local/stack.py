@@ -32,13 +32,13 @@ from typing import Any
 from terrace.config import Settings
 from terrace.local import embedded, tls
 from terrace.local import workers as local_workers
+from terrace.local.dev_file import DEV_FILE
 from terrace.local.resources import LOCAL_REGION, LocalResources, create_resources
 from terrace.local.seed import Seeded, seed_admin
 from terrace.local.terraform_config import write_cli_config
 
 DEFAULT_PORT = 8443
 DEFAULT_ORGANIZATION = "acme"
-DEV_FILE = "dev.json"
 STOP_RUNNERS_S = 1.0  # a runner gets this long to finish after SIGTERM at stop; its job is handed back
 STOP_THREADS_S = 3.0
 DUMMY_AWS_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": LOCAL_REGION}
@@ -298,30 +298,3 @@ def _listen(port: int, host: str = "127.0.0.1") -> socket.socket:
     sock.listen(128)
     sock.set_inheritable(True)
     return sock
-
-
-def read_dev_env(state_dir: Path | str = ".terrace") -> dict[str, str]:
-    """TERRACE_* variables of the running dev stack (from its dev.json), or {} when there is none."""
-    path = Path(state_dir) / DEV_FILE
-    if not path.exists():
-        return {}
-    env = json.loads(path.read_text()).get("env")
-    return dict(env) if isinstance(env, dict) else {}
-
-
-def dev_stack_running(state_dir: Path | str = ".terrace") -> bool:
-    """Whether the process that wrote dev.json is still alive (a stale file names a dead pid)."""
-    path = Path(state_dir) / DEV_FILE
-    try:
-        pid = int(json.loads(path.read_text()).get("pid", 0))
-    except (OSError, ValueError):
-        return False
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
