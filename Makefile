@@ -7,7 +7,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export JSII_RUNTIME_PACKAGE_CACHE_ROOT := $(CURDIR)/.build/jsii-cache
 
-.PHONY: install dev test unit integration e2e infra-test fuzz conformance lint format typecheck synth bench clean
+.PHONY: install dev dev-moto dev-fresh wheel test unit integration e2e infra-test fuzz conformance lint format typecheck synth bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,8 +33,24 @@ $(STAMP)/node: package.json package-lock.json
 
 install: $(STAMP)/python $(STAMP)/node
 
+# The embedded server (SQLite + files in .terrace/data, kept across restarts); dev-fresh starts empty;
+# dev-moto runs the AWS adapters against a fresh moto server instead (data lost at every stop).
 dev: install
 	$(BIN)/terrace dev
+
+dev-fresh: install
+	$(BIN)/terrace dev --fresh
+
+dev-moto: install
+	$(BIN)/terrace dev --moto
+
+# An installable wheel in dist/ (htmx copied in from node_modules): `pip install dist/terrace-*.whl`, then
+# `terrace serve --data DIR` anywhere (terraform or tofu from PATH or TERRACE_TF_BINARY).
+wheel: install
+	mkdir -p layers/terrace/web/static/vendor
+	cp node_modules/htmx.org/dist/htmx.min.js layers/terrace/web/static/vendor/
+	rm -rf build dist
+	$(BIN)/pip wheel -q --no-deps -w dist .
 
 test: install /usr/bin/chromium
 	$(BIN)/pytest -q

@@ -15,7 +15,7 @@ from typing import Any
 
 from bench.common import BENCH_DIR, Outcome
 
-BENCHMARKS = ("state_roundtrip", "api_latency", "run_overhead", "queue_throughput", "lock_contention")
+BENCHMARKS = ("state_roundtrip", "api_latency", "run_overhead", "queue_throughput", "lock_contention", "embedded")
 
 
 def _fmt(value: Any, unit: str = "") -> str:

@@ -80,13 +80,19 @@ class Stack:
     def api(self, **kwargs: Any) -> Api:
         return Api(self, **kwargs)
 
+    stopped: bool = False
+
     def stop(self) -> None:
         self.local.stop()
+        self.stopped = True
 
 
 @contextmanager
-def local_stack(*, workers: bool = True, execution_mode: str = "local", **overrides: Any) -> Iterator[Stack]:
-    """A fresh in-process LocalStack (moto + HTTPS API + runners) on a free port, stopped afterwards."""
+def local_stack(
+    *, workers: bool = True, execution_mode: str = "local", backend: str = "moto", **overrides: Any
+) -> Iterator[Stack]:
+    """A fresh in-process LocalStack (HTTPS API + runners; on moto, or `backend="embedded"` on SQLite and files)
+    on a free port, stopped afterwards."""
     from terrace.local.stack import LocalStack
 
     with tempfile.TemporaryDirectory(prefix="terrace-bench-") as tmp:
@@ -97,6 +103,7 @@ def local_stack(*, workers: bool = True, execution_mode: str = "local", **overri
             state_dir=Path(tmp) / "terrace",
             prefix=f"bench-{uuid.uuid4().hex[:8]}",
             workers=workers,
+            data_dir=Path(tmp) / "terrace" / "data" if backend == "embedded" else None,
         )
         local.settings_overrides.update(overrides)
         info = local.start()
@@ -109,7 +116,8 @@ def local_stack(*, workers: bool = True, execution_mode: str = "local", **overri
             )
             yield stack
         finally:
-            local.stop()
+            if not stack.stopped:
+                local.stop()
 
 
 class Api:

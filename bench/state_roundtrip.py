@@ -17,6 +17,7 @@ import gc
 import hashlib
 import io
 import json
+import os
 import pstats
 import time
 import uuid
@@ -65,14 +66,16 @@ def make_state(size: int, serial: int, lineage: str) -> bytes:
 
 class RoundTrip:
     def __init__(self, stack: Stack) -> None:
-        from terrace.local.resources import local_clients
-
-        assert stack.local.resources is not None
         self.stack = stack
         self.api = Api(stack)
-        self.plain = httpx.Client(timeout=300)  # presigned URLs go straight to the blob store
-        self.s3 = local_clients(stack.local.settings.aws_endpoint_url)["s3"]
-        self.bucket = stack.local.settings.blob_bucket
+        self.embedded = stack.local.data_dir is not None
+        # presigned URLs go to the blob store: S3 (moto), or Terrace's own blob URLs (embedded, its CA)
+        self.plain = httpx.Client(timeout=300, verify=stack.ca_bundle)
+        if not self.embedded:
+            from terrace.local.resources import local_clients
+
+            self.s3 = local_clients(stack.local.settings.aws_endpoint_url)["s3"]
+            self.bucket = stack.local.settings.blob_bucket
         self.ws_id = self.api.create_workspace(unique("state"), **{"execution-mode": "local"})["id"]
         self.api.lock(self.ws_id)
         self.lineage = str(uuid.uuid4())
@@ -141,6 +144,8 @@ class RoundTrip:
         index.replace_resources = wrapped
 
     def baseline(self, raw: bytes) -> float:
+        if self.embedded:
+            return self.file_copy(raw)
         key = f"bench/{uuid.uuid4().hex}"
         with timed(steps := {}, "total"):
             self.s3.put_object(Bucket=self.bucket, Key=key, Body=raw)
@@ -148,6 +153,21 @@ class RoundTrip:
         if len(body) != len(raw):
             raise RuntimeError("baseline download differs")
         self.s3.delete_object(Bucket=self.bucket, Key=key)
+        return steps["total"]
+
+    def file_copy(self, raw: bytes) -> float:
+        """The embedded baseline: write the bytes to a file in the data directory (fsynced, as a blob is) and
+        read them back."""
+        path = self.stack.local.data_dir / f"bench-{uuid.uuid4().hex}"
+        with timed(steps := {}, "total"):
+            with path.open("wb") as out:
+                out.write(raw)
+                out.flush()
+                os.fsync(out.fileno())
+            body = path.read_bytes()
+        path.unlink()
+        if len(body) != len(raw):
+            raise RuntimeError("baseline read differs")
         return steps["total"]
 
     def close(self) -> None:

@@ -27,6 +27,12 @@ PLATFORM = "manylinux2014_aarch64"
 # boto3 is bundled too (the runtime has one, but the X-Ray SDK pulls in botocore, and a layer botocore
 # must match its boto3): the pinned pair from pyproject wins. The tracer extra brings the X-Ray SDK.
 RUNTIME_PROVIDED: set[str] = set()
+SERVER_ONLY = {
+    "uvicorn",
+    "httptools",
+    "typer",
+    "trustme",
+}  # the embedded server's; no Lambda imports them (cryptography stays: PyJWT verifies OIDC ID tokens with it)
 EXTRAS = {"aws-lambda-powertools": "tracer"}
 SOURCE_EXCLUDES = ["**/__pycache__", "**/*.pyc", "*.egg-info", "**/.mypy_cache"]
 
@@ -37,7 +43,7 @@ def layer_requirements(pyproject: Path = REPO / "pyproject.toml") -> list[str]:
     requirements = []
     for dep in deps:
         name = dep.split("==")[0].split(">")[0].split("<")[0].split("[")[0].strip()
-        if name.lower() in RUNTIME_PROVIDED:
+        if name.lower() in RUNTIME_PROVIDED or name.lower() in SERVER_ONLY:
             continue
         extra = EXTRAS.get(name.lower())
         requirements.append(dep.replace(name, f"{name}[{extra}]", 1) if extra else dep)

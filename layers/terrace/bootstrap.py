@@ -1,7 +1,8 @@
-"""The one composition root: builds the container of services for AWS, local mode and tests.
+"""The one composition root: builds the container of services for AWS, the embedded server and tests.
 
-Local mode and AWS differ only in where the boto3 clients point (moto server vs AWS); unit tests
-swap the adapters for in-memory twins. The services are the same objects in every case.
+`build_aws` wires DynamoDB/S3/SQS/KMS (real AWS or the moto server: only the endpoint differs),
+`build_embedded` one SQLite file, a blob folder and a key file in a data directory (`terrace serve`,
+`make dev`), `build_memory` in-memory twins for unit tests. The services are the same objects in every case.
 """
 
 from __future__ import annotations
@@ -14,7 +15,14 @@ from typing import Any
 
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.kms import Encryptor, MemoryEncryptor
-from terrace.adapters.queues import EventPublisher, JobQueue, KickingJobQueue, MemoryEventPublisher, TableJobQueue
+from terrace.adapters.queues import (
+    EventPublisher,
+    EventQueue,
+    JobQueue,
+    KickingJobQueue,
+    MemoryEventPublisher,
+    TableJobQueue,
+)
 from terrace.adapters.runner_launchers import RunnerLauncher
 from terrace.adapters.table import Table
 from terrace.config import Settings
@@ -59,6 +67,13 @@ class Container:
     publisher: EventPublisher = field(default_factory=MemoryEventPublisher)
     launcher: RunnerLauncher | None = None  # starts runners: ECS tasks on AWS, processes locally
     scaler_kick: Callable[[], None] | None = None  # on AWS: wakes the scaler after a job is queued
+    event_queue: EventQueue | None = None  # the consumer side of `publisher` (SQS, or SQLite when embedded)
+    database: Any = None  # the embedded server's SqliteDatabase (backups, closing)
+
+    def close(self) -> None:
+        """Release what the adapters hold open (the embedded database's connections)."""
+        if self.database is not None:
+            self.database.close()
 
     @cached_property
     def job_queue(self) -> JobQueue:
@@ -213,13 +228,12 @@ class Container:
         )
 
     @cached_property
+    def job_retries(self) -> JobRetries:
+        return JobRetries(self.run_store, self.scheduler, self.logs, self.settings)
+
+    @cached_property
     def reaper(self) -> Reaper:
-        return Reaper(
-            self.run_store,
-            self.scheduler,
-            JobRetries(self.run_store, self.scheduler, self.logs, self.settings),
-            self.settings,
-        )
+        return Reaper(self.run_store, self.scheduler, self.job_retries, self.settings)
 
     @cached_property
     def scaler(self) -> Scaler:
@@ -276,14 +290,53 @@ def build_aws(settings: Settings) -> Container:
             security_groups=settings.runner_security_groups,
             assign_public_ip=settings.runner_assign_public_ip,
         )
+    events = SqsEventPublisher(clients["sqs"], settings.queue_urls.get("events", ""))
     return Container(
         settings=settings,
         table=DynamoTable(clients["dynamodb"], settings.table_name),
         blobs=S3Blobs(clients["s3"], settings.blob_bucket),
         encryptor=KmsEncryptor(clients["kms"], settings.kms_key_id or "alias/terrace"),
         scaler_kick=kick,
-        publisher=SqsEventPublisher(clients["sqs"], settings.queue_urls.get("events", "")),
+        publisher=events,
+        event_queue=events,
         launcher=launcher,
+    )
+
+
+EMBEDDED_DATABASE = "terrace.db"  # table and events queue
+EMBEDDED_BLOBS = "blobs"
+EMBEDDED_KEY = "master.key"  # the envelope-encryption key of sensitive values (0600)
+
+
+def build_embedded(settings: Settings) -> Container:
+    """Wiring for one machine: everything in `settings.data_dir` (SQLite in WAL mode, a blob folder whose
+    presigned-style URLs the app serves itself, AES-GCM envelope encryption). Runners are local processes
+    that the caller (`terrace.local`) attaches as the launcher."""
+    from pathlib import Path
+
+    from terrace.adapters.definitions import EVENTS_QUEUE
+    from terrace.adapters.fs_blobs import FsBlobs, UrlSigner
+    from terrace.adapters.local_crypto import LocalEncryptor
+    from terrace.adapters.sqlite_events import SqliteEventQueue
+    from terrace.adapters.sqlite_table import SqliteDatabase, SqliteTable
+
+    if not settings.data_dir:
+        raise ValueError("build_embedded needs settings.data_dir")
+    settings.require_url_signing_secret()  # the blob URLs are signed with it
+    data = Path(settings.data_dir)
+    data.mkdir(parents=True, exist_ok=True, mode=0o700)
+    database = SqliteDatabase(data / EMBEDDED_DATABASE)
+    events = SqliteEventQueue(database, visibility_s=EVENTS_QUEUE.visibility_timeout_s)
+    signer = UrlSigner(settings.url_signing_secret, settings.public_url)
+    max_put = max(settings.max_config_bytes, settings.max_inline_state_bytes)
+    return Container(
+        settings=settings,
+        table=SqliteTable(database),
+        blobs=FsBlobs(data / EMBEDDED_BLOBS, signer, max_put_bytes=max_put),
+        encryptor=LocalEncryptor(data / EMBEDDED_KEY),
+        publisher=events,
+        event_queue=events,
+        database=database,
     )
 
 

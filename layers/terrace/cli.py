@@ -1,7 +1,9 @@
-"""The `terrace` operator CLI: run the local stack, and administer users, tokens and organizations.
+"""The `terrace` operator CLI: run the server (`serve`, `dev`), back it up, and administer users, tokens and
+organizations.
 
-Admin commands act on the table named by the TERRACE_* environment (Settings.from_env); with none
-set they use the dev stack described by .terrace/dev.json. Every command delegates to the services.
+Admin commands act on what the TERRACE_* environment names (Settings.from_env: a data directory, or an AWS
+table); with none set they use the running dev stack described by .terrace/dev.json. Every command delegates
+to the services.
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -17,6 +21,7 @@ from terrace.domain.errors import Conflict, Invalid, NotFound
 
 if TYPE_CHECKING:
     from terrace.bootstrap import Container
+    from terrace.local.stack import LocalStack
 
 app = typer.Typer(help="Terrace: a self-hosted Terraform Cloud.", no_args_is_help=True, add_completion=False)
 org_app = typer.Typer(help="Organizations.", no_args_is_help=True)
@@ -28,18 +33,22 @@ app.add_typer(user_app, name="user")
 
 
 def _container() -> Container:
-    from terrace.bootstrap import build_aws
+    from terrace.bootstrap import build_aws, build_embedded
     from terrace.config import Settings
-    from terrace.local.stack import DUMMY_AWS_ENV, read_dev_env
+    from terrace.local.dev_file import dev_stack_running, read_dev_env
+    from terrace.local.stack import DUMMY_AWS_ENV
 
     env = dict(os.environ)
-    if "TERRACE_TABLE" not in env:
+    if "TERRACE_TABLE" not in env and "TERRACE_DATA_DIR" not in env:
         dev_env = read_dev_env()
         if not dev_env:
-            raise _fail("no TERRACE_TABLE in the environment and no running dev stack (.terrace/dev.json)")
+            raise _fail("no TERRACE_DATA_DIR or TERRACE_TABLE in the environment and no dev stack (.terrace/dev.json)")
+        if not dev_stack_running():
+            raise _fail("the dev stack in .terrace/dev.json is not running; start it with 'make dev'")
         os.environ.update({k: v for k, v in DUMMY_AWS_ENV.items() if k not in os.environ})
         env.update(dev_env)
-    return build_aws(Settings.from_env(env))
+    settings = Settings.from_env(env)
+    return build_embedded(settings) if settings.data_dir else build_aws(settings)
 
 
 def _fail(message: str) -> typer.Exit:
@@ -51,25 +60,106 @@ def _fail(message: str) -> typer.Exit:
 def dev(
     port: Annotated[int, typer.Option(envvar="TERRACE_PORT", help="HTTPS port of the API.")] = 8443,
     organization: Annotated[str, typer.Option(envvar="TERRACE_ORGANIZATION")] = "acme",
+    moto: Annotated[bool, typer.Option("--moto", help="Run on a fresh moto (the AWS adapters); data is lost.")] = False,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Start with empty data (.terrace/data is removed).")] = False,
 ) -> None:
-    """Run the whole system locally (moto + API over HTTPS) until Ctrl-C."""
+    """Run the whole system locally until Ctrl-C: the embedded server on .terrace/data (kept across restarts),
+    or with --moto the AWS adapters against a moto server."""
     from terrace.local.stack import LocalStack
+
+    data_dir = None if moto else Path(".terrace") / "data"
+    if fresh and data_dir is not None:
+        _remove_data(data_dir)
+    _run(LocalStack(port=port, organization=organization, access_log=True, data_dir=data_dir))
+
+
+@app.command()
+def serve(
+    data: Annotated[Path, typer.Option("--data", help="Data directory (created if missing).")],
+    port: Annotated[int, typer.Option(envvar="TERRACE_PORT", help="HTTPS port.")] = 8443,
+    host: Annotated[str, typer.Option(envvar="TERRACE_HOST", help="Address to listen on.")] = "127.0.0.1",
+    public_url: Annotated[
+        str, typer.Option(envvar="TERRACE_PUBLIC_URL", help="How clients reach it (default https://localhost:PORT).")
+    ] = "",
+    organization: Annotated[str, typer.Option(envvar="TERRACE_ORGANIZATION")] = "acme",
+    fresh: Annotated[
+        bool, typer.Option("--fresh", help="Start with empty data (DIR's data files are removed).")
+    ] = False,
+    tls_cert: Annotated[
+        Path | None, typer.Option(envvar="TERRACE_TLS_CERT", help="PEM certificate chain (else a local CA's).")
+    ] = None,
+    tls_key: Annotated[Path | None, typer.Option(envvar="TERRACE_TLS_KEY", help="PEM key of --tls-cert.")] = None,
+    tls_ca: Annotated[
+        Path | None, typer.Option(envvar="TERRACE_TLS_CA", help="CA bundle runners trust (default: public roots).")
+    ] = None,
+) -> None:
+    """Run Terrace on one machine until SIGTERM/Ctrl-C: API, UI, runners, reaper and events in one process,
+    everything kept in DATA (SQLite, blobs, keys)."""
+    from terrace.local import tls
+    from terrace.local.stack import LocalStack
+
+    if bool(tls_cert) != bool(tls_key):
+        raise _fail("--tls-cert and --tls-key go together")
+    try:
+        files = tls.operator_certificate(tls_cert, tls_key, tls_ca) if tls_cert and tls_key else None
+    except RuntimeError as exc:
+        raise _fail(str(exc)) from exc
+    if fresh:
+        _remove_data(data)
+    _run(
+        LocalStack(
+            port=port,
+            organization=organization,
+            access_log=True,
+            state_dir=data,
+            data_dir=data,
+            host=host,
+            public_url=public_url or None,
+            tls_files=files,
+        )
+    )
+
+
+@app.command()
+def backup(
+    data: Annotated[Path, typer.Option("--data", help="Data directory of the server (it may be serving).")],
+    out: Annotated[Path, typer.Argument(help="A new directory for the copy.")],
+) -> None:
+    """A consistent copy of a data directory while it serves: SQLite's online backup, then the blobs and keys.
+    Start a server on the copy with `terrace serve --data OUT`."""
+    from terrace.local.backup import BackupError, backup_data
+
+    try:
+        summary = backup_data(data, out)
+    except BackupError as exc:
+        raise _fail(str(exc)) from exc
+    typer.echo(summary)
+
+
+def _remove_data(data_dir: Path) -> None:
+    from terrace.local.backup import remove_data
+
+    remove_data(data_dir)
+
+
+def _run(stack: LocalStack) -> None:
     from terrace.local.usage import usage
 
-    stack = LocalStack(port=port, organization=organization, access_log=True)
     try:
         info = stack.start()
     except RuntimeError as exc:
         stack.stop()
         raise _fail(str(exc)) from exc
-    os.environ.update(stack.env())  # child processes (runners) see the same stack
-    typer.echo(usage(info, str(stack.dev_file)))
+    os.environ.update(stack.env())  # child processes see the same stack
+    typer.echo(usage(info, str(stack.dev_file), kept=stack.data_dir is not None))
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
     done.wait()
+    started = time.monotonic()
     typer.echo("stopping...")
     stack.stop()
+    typer.echo(f"stopped in {time.monotonic() - started:.1f} s")
 
 
 @user_app.command("create")

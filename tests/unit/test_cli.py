@@ -80,14 +80,75 @@ def test_admin_commands_need_a_stack(tmp_path, monkeypatch):
         if key.startswith("TERRACE_"):
             monkeypatch.delenv(key)
     result = CliRunner().invoke(app, ["user", "create", "someone"])
-    assert result.exit_code == 1 and "no TERRACE_TABLE" in result.output
+    assert result.exit_code == 1 and "no TERRACE_DATA_DIR or TERRACE_TABLE" in result.output
+
+
+def _admin(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(TERRACE), *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in env.items() if not k.startswith("TERRACE_")},
+    )
+
+
+def _dev(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.Popen[str]:
+    process = subprocess.Popen(
+        [str(TERRACE), "dev", *args], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    dev_file = tmp_path / ".terrace" / "dev.json"
+    deadline = time.monotonic() + 60
+    while process.poll() is None and time.monotonic() < deadline:
+        if dev_file.exists() and json.loads(dev_file.read_text() or "{}").get("pid") == process.pid:
+            return process
+        time.sleep(0.05)
+    process.kill()
+    raise AssertionError(process.communicate(timeout=5)[0])
+
+
+def _stop(process: subprocess.Popen[str]) -> str:
+    process.send_signal(signal.SIGTERM)
+    output, _ = process.communicate(timeout=30)
+    assert process.returncode == 0 and "Traceback" not in output, output
+    return output
+
+
+def test_make_dev_keeps_its_data_across_restarts_and_fresh_empties_it(tmp_path, free_port):
+    env = {**os.environ, "TERRACE_PORT": str(free_port), "TERRACE_ORGANIZATION": "devorg"}
+    first = _dev(tmp_path, env)
+    try:
+        assert _admin(tmp_path, env, "user", "create", "keeper").returncode == 0
+    finally:
+        _stop(first)
+    assert (tmp_path / ".terrace" / "data" / "terrace.db").exists()
+    stale = _admin(tmp_path, env, "user", "create", "nobody")  # dev.json names a server that is gone
+    assert stale.returncode == 1 and "Traceback" not in stale.stderr
+    assert stale.stderr.strip().count("\n") == 0 and "not running" in stale.stderr
+
+    second = _dev(tmp_path, env)
+    try:
+        again = _admin(tmp_path, env, "user", "create", "keeper")
+        assert again.returncode == 1 and "taken" in again.stderr  # the user survived the restart
+    finally:
+        _stop(second)
+    third = _dev(tmp_path, env, "--fresh")
+    try:
+        assert _admin(tmp_path, env, "user", "create", "keeper").returncode == 0  # empty again
+    finally:
+        _stop(third)
 
 
 def test_terrace_dev_writes_dev_json_and_stops_on_sigterm(tmp_path, free_port):
     port = free_port
     env = {**os.environ, "TERRACE_PORT": str(port), "TERRACE_ORGANIZATION": "devorg"}
     process = subprocess.Popen(
-        [str(TERRACE), "dev"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        [str(TERRACE), "dev", "--moto"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     dev_file = tmp_path / ".terrace" / "dev.json"
     try:

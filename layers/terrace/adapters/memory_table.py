@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import threading
+import time
 from collections.abc import Sequence
 
 from terrace.adapters.table import Check, ConditionFailed, Delete, Item, Put, WriteOp
@@ -24,7 +25,7 @@ class MemoryTable:
 
     def batch_get(self, keys: Sequence[tuple[str, str]]) -> list[Item]:
         with self._lock:
-            return [copy.deepcopy(self._items[k]) for k in keys if k in self._items]
+            return [copy.deepcopy(self._items[k]) for k in dict.fromkeys(keys) if k in self._items]  # as DynamoDB
 
     def put(self, item: Item, *, if_absent: bool = False, if_version: int | None = None) -> None:
         self.transact([Put(item, if_absent=if_absent, if_version=if_version)])
@@ -62,6 +63,19 @@ class MemoryTable:
             ]
         found.sort(key=lambda item: (item[sk_name], item["pk"], item["sk"]), reverse=reverse)
         return found[:limit] if limit is not None else found
+
+    def purge_expired(self, now: float | None = None) -> int:
+        """The TTL sweep, as `SqliteTable.purge_expired` (DynamoDB's own sweep runs on its schedule)."""
+        cutoff = int(time.time() if now is None else now)
+        with self._lock:
+            expired = [
+                k
+                for k, item in self._items.items()
+                if isinstance(item.get("expires_at"), int | float) and item["expires_at"] < cutoff
+            ]
+            for key in expired:
+                del self._items[key]
+        return len(expired)
 
     def transact(self, ops: Sequence[WriteOp]) -> None:
         for op in ops:

@@ -54,6 +54,28 @@ class EventPublisher(Protocol):
     def publish(self, event: dict[str, Any]) -> None: ...
 
 
+@dataclass(frozen=True)
+class ReceivedEvent:
+    body: dict[str, Any]
+    receipt: str  # acknowledges this delivery only
+    receive_count: int  # deliveries so far, this one included
+
+
+class EventQueue(EventPublisher, Protocol):
+    """The events queue seen by its consumer (SQS semantics): a received event is invisible for `visibility_s`,
+    then delivered again unless acknowledged; past `max_receives` deliveries it moves to the dead letters."""
+
+    def publish(self, event: dict[str, Any], delay_s: int = 0) -> None: ...
+
+    def receive(
+        self, max_events: int = 10, wait_s: float = 0, visibility_s: int | None = None
+    ) -> list[ReceivedEvent]: ...
+
+    def ack(self, receipt: str) -> None: ...
+
+    def dead_letters(self) -> list[dict[str, Any]]: ...
+
+
 def _partition(organization: str) -> str:
     return f"org#{organization}#jobs"
 
@@ -138,12 +160,43 @@ class KickingJobQueue:
 
 
 class SqsEventPublisher:
-    def __init__(self, client: Any, queue_url: str) -> None:
+    def __init__(self, client: Any, queue_url: str, dead_letter_url: str | None = None) -> None:
         self._client = client
         self._url = queue_url
+        self._dead_letter_url = dead_letter_url  # the queue's redrive target, if it has one
 
-    def publish(self, event: dict[str, Any]) -> None:
-        self._client.send_message(QueueUrl=self._url, MessageBody=json.dumps(event))
+    def publish(self, event: dict[str, Any], delay_s: int = 0) -> None:
+        extra = {"DelaySeconds": delay_s} if delay_s else {}
+        self._client.send_message(QueueUrl=self._url, MessageBody=json.dumps(event), **extra)
+
+    def receive(self, max_events: int = 10, wait_s: float = 0, visibility_s: int | None = None) -> list[ReceivedEvent]:
+        extra = {"VisibilityTimeout": visibility_s} if visibility_s is not None else {}
+        response = self._client.receive_message(
+            QueueUrl=self._url,
+            MaxNumberOfMessages=max_events,
+            WaitTimeSeconds=int(wait_s),
+            AttributeNames=["ApproximateReceiveCount"],
+            **extra,
+        )
+        return [
+            ReceivedEvent(
+                json.loads(m["Body"]),
+                m["ReceiptHandle"],
+                int(m.get("Attributes", {}).get("ApproximateReceiveCount", 1)),
+            )
+            for m in response.get("Messages", [])
+        ]
+
+    def ack(self, receipt: str) -> None:
+        self._client.delete_message(QueueUrl=self._url, ReceiptHandle=receipt)
+
+    def dead_letters(self) -> list[dict[str, Any]]:
+        if not self._dead_letter_url:
+            return []
+        response = self._client.receive_message(
+            QueueUrl=self._dead_letter_url, MaxNumberOfMessages=10, VisibilityTimeout=0
+        )
+        return [json.loads(m["Body"]) for m in response.get("Messages", [])]
 
 
 class MemoryEventPublisher:

@@ -7,6 +7,7 @@ which runners are alive (and for which organization) and starts more, one organi
 from __future__ import annotations
 
 import logging
+import signal
 import subprocess
 import sys
 from collections import deque
@@ -63,6 +64,15 @@ def runner_environment(credential: RunnerCredential) -> dict[str, str]:
     }
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL when the server that started it dies (a crash leaves no runner
+    working for a server that is gone; the restarted server hands its job back)."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+
 @dataclass
 class LocalRunner:
     process: subprocess.Popen[bytes]
@@ -110,6 +120,7 @@ class LocalProcessLauncher:
                 [self.python, "-m", "terrace.runner", *self.args],
                 env={**self.env, **runner_environment(credential)},
                 stdin=subprocess.DEVNULL,
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None,  # noqa: PLW1509
             )
             runner = LocalRunner(process, credential.organization, credential.token_id, credential.runner_id)
             self.runners.append(runner)

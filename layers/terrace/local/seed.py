@@ -20,14 +20,18 @@ class Seeded:
     organization: str
 
 
-def seed_admin(container: Container, organization: str, *, username: str = ADMIN_USERNAME) -> Seeded:
+def seed_admin(
+    container: Container, organization: str, *, username: str = ADMIN_USERNAME, token: str | None = None
+) -> Seeded:
+    """The admin user, its organization and a token: `token` (one that still works, kept by the embedded
+    server across restarts) or a new one."""
     user = container.accounts.find_user(username) or container.accounts.create_user(
         username, ADMIN_EMAIL, site_admin=True
     )
-    issued = container.accounts.issue_token(PrincipalKind.USER, user.id, description="local dev stack")
+    secret = token or container.accounts.issue_token(PrincipalKind.USER, user.id, description="local dev stack").secret
     principal = Principal(PrincipalKind.USER, user.id, user.username, site_admin=user.site_admin)
     try:
         container.organizations.create(principal, organization, ADMIN_EMAIL)
     except Conflict:
         container.organizations.add_owner(organization, user.id)
-    return Seeded(user.id, user.username, issued.secret, organization)
+    return Seeded(user.id, user.username, secret, organization)

@@ -1,9 +1,13 @@
-"""The local stack behind `make dev`: moto server + seeded resources + the API over HTTPS, in one process.
+"""The local stack: the API over HTTPS with its runners, reaper and events worker, in one process.
 
-    stack = LocalStack(port=8443)
-    info = stack.start()          # fresh moto, fresh data, writes <state_dir>/dev.json
+    stack = LocalStack(port=8443, data_dir=".terrace/data")   # embedded: SQLite + files, data kept
+    stack = LocalStack(port=8443)                              # moto: a fresh AWS twin, data lost at stop
+    info = stack.start()          # writes <state_dir>/dev.json
     ...
-    stack.stop()
+    stack.stop()                  # a few seconds, even with a run in flight
+
+`terrace serve --data DIR` and `make dev` (`terrace dev`) run the embedded stack (`bootstrap.build_embedded`);
+`terrace dev --moto` the moto one (`bootstrap.build_aws` against a moto server), for the AWS wiring.
 
 Everything runs on daemon threads, so tests start the same stack in-process. Later pieces (runner
 processes, reaper and scaler timers) plug in through `background_tasks`: callables taking the stack,
@@ -12,6 +16,7 @@ started on daemon threads once the API answers; they should return when `stack.s
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -25,15 +30,17 @@ from pathlib import Path
 from typing import Any
 
 from terrace.config import API_RATE_LIMIT_PER_S, Settings
-from terrace.local import tls
+from terrace.local import embedded, tls
 from terrace.local import workers as local_workers
+from terrace.local.dev_file import DEV_FILE
 from terrace.local.resources import LOCAL_REGION, LocalResources, create_resources
 from terrace.local.seed import Seeded, seed_admin
 from terrace.local.terraform_config import write_cli_config
 
 DEFAULT_PORT = 8443
 DEFAULT_ORGANIZATION = "acme"
-DEV_FILE = "dev.json"
+STOP_RUNNERS_S = 1.0  # a runner gets this long to finish after SIGTERM at stop; its job is handed back
+STOP_THREADS_S = 3.0
 DUMMY_AWS_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": LOCAL_REGION}
 
 BackgroundTask = Callable[["LocalStack"], None]
@@ -64,8 +71,16 @@ class LocalStack:
         prefix: str = "terrace",
         access_log: bool = False,
         workers: bool = True,
+        data_dir: Path | str | None = None,  # embedded mode (SQLite, blobs, key) when set; moto when None
+        host: str = "127.0.0.1",
+        public_url: str | None = None,  # how clients reach it; https://localhost:<port> by default
+        tls_files: tls.TlsFiles | None = None,  # the operator's certificate (else a local CA's, made once)
     ) -> None:
+        self.tls_files = tls_files
         self.port = port
+        self.data_dir = Path(data_dir).resolve() if data_dir is not None else None
+        self.host = host
+        self.public_url = public_url.rstrip("/") if public_url else None
         self.organization = organization
         self.state_dir = Path(state_dir).resolve()
         self.prefix = prefix
@@ -89,55 +104,44 @@ class LocalStack:
         for key, value in DUMMY_AWS_ENV.items():
             os.environ.setdefault(key, value)  # boto3 needs some credentials; moto accepts any
         self.stopping.clear()
-        listener = _listen(self.port)  # first: a busy port fails before anything else starts
+        listener = _listen(self.port, self.host)  # first: a busy port fails before anything else starts
         try:
             self.info = self._start(listener)
         except BaseException:
             listener.close()
             self.stop()
             raise
-        self.dev_file.write_text(json.dumps({**self.info.as_dict(), "env": self.env()}, indent=2) + "\n")
-        self.dev_file.chmod(0o600)
+        described = {**self.info.as_dict(), "pid": os.getpid(), "backend": self.backend, "env": self.env()}
+        embedded.write_private(self.dev_file, json.dumps(described, indent=2) + "\n")
         # Job uids may pass through to the provider mirror only: not list the folder, nor read the admin
         # token (dev.json, terraform.rc) or the CA key (tls/).
         self.state_dir.chmod(0o711)
-        (self.state_dir / "tls").chmod(0o700)
+        if (self.state_dir / "tls").is_dir():
+            (self.state_dir / "tls").chmod(0o700)
         for task in self.background_tasks:
             self._spawn(task)
         return self.info
 
+    @property
+    def backend(self) -> str:
+        return "embedded" if self.data_dir is not None else "moto"
+
     def _start(self, listener: socket.socket) -> DevInfo:
-        from moto.server import ThreadedMotoServer
-
-        from terrace.bootstrap import build_aws
-        from terrace.local import tool_catalog
-        from terrace.runner import catalog as runner_catalog
-
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request lines drown the API's
-        self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        self._moto.start()
-        host, moto_port = self._moto.get_host_and_port()
-        endpoint = f"http://{host}:{moto_port}"
-        self.resources = create_resources(endpoint, self.prefix)
-
-        hostname = f"localhost:{listener.getsockname()[1]}"
-        tools = tool_catalog.build(self.state_dir / "tools")
-        overrides = {
-            "tool_catalog": runner_catalog.describe(tools),
-            "api_rate_limit_per_s": API_RATE_LIMIT_PER_S,
-            **self.settings_overrides,
-        }
-        self.settings = Settings(
-            **self.resources.settings_fields(),
-            public_url=f"https://{hostname}",
-            region=LOCAL_REGION,
-            aws_endpoint_url=endpoint,
-            url_signing_secret=os.environ.get("TERRACE_URL_SIGNING_SECRET") or secrets.token_urlsafe(32),
-            **overrides,
-        )
-        container = self.container = build_aws(self.settings)
-        self.seeded = seed_admin(container, self.organization)
-        files = tls.write_certificates(self.state_dir / "tls")
+        public_url = self.public_url or f"https://localhost:{listener.getsockname()[1]}"
+        hostname = public_url.split("://", 1)[1]
+        if self.data_dir is not None:
+            container = self.container = self._build_embedded(public_url, self.data_dir)
+            saved = embedded.saved_admin_token(container, self.data_dir)
+            self.seeded = seed_admin(container, self.organization, token=saved)
+            embedded.save_admin_token(self.data_dir, self.seeded.token)
+            # the runner processes of the previous server died with it: their jobs go back (retried or errored)
+            embedded.hand_back(container, "the server restarted while the job ran")
+            files = self.tls_files or tls.ensure_certificates(self.state_dir / "tls")
+        else:
+            container = self.container = self._build_moto(public_url)
+            self.seeded = seed_admin(container, self.organization)
+            files = tls.write_certificates(self.state_dir / "tls")
+        self.settings = container.settings
         cli_config = write_cli_config(self.state_dir, hostname, self.seeded.token)
         self._serve(container, listener, files)
         return DevInfo(
@@ -149,17 +153,74 @@ class LocalStack:
             cli_config=str(cli_config),
         )
 
+    def _build_embedded(self, public_url: str, data_dir: Path) -> Any:
+        from terrace.bootstrap import build_embedded
+
+        data_dir.mkdir(parents=True, exist_ok=True)
+        data_dir.chmod(0o700 if data_dir != self.state_dir else 0o711)
+        settings = Settings(
+            table_name="embedded",
+            blob_bucket="embedded",
+            data_dir=str(data_dir),
+            public_url=public_url,
+            url_signing_secret=embedded.url_signing_secret(data_dir),
+            **self._overrides(),
+        )
+        return build_embedded(settings)
+
+    def _build_moto(self, public_url: str) -> Any:
+        from moto.server import ThreadedMotoServer
+
+        from terrace.bootstrap import build_aws
+
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request lines drown the API's
+        self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        self._moto.start()
+        host, moto_port = self._moto.get_host_and_port()
+        endpoint = f"http://{host}:{moto_port}"
+        self.resources = create_resources(endpoint, self.prefix)
+        settings = Settings(
+            **self.resources.settings_fields(),
+            public_url=public_url,
+            region=LOCAL_REGION,
+            aws_endpoint_url=endpoint,
+            url_signing_secret=os.environ.get("TERRACE_URL_SIGNING_SECRET") or secrets.token_urlsafe(32),
+            **self._overrides(),
+        )
+        return build_aws(settings)
+
+    def _overrides(self) -> dict[str, Any]:
+        """Settings both backends share: the tool versions the local runners hold, TFC's rate limit, then the
+        caller's own."""
+        from terrace.local import tool_catalog
+        from terrace.runner import catalog as runner_catalog
+
+        tools = tool_catalog.build(self.state_dir / "tools")
+        return {
+            "tool_catalog": runner_catalog.describe(tools),
+            "api_rate_limit_per_s": API_RATE_LIMIT_PER_S,
+            **self.settings_overrides,
+        }
+
     def stop(self) -> None:
+        """Stop in a few seconds: runners get STOP_RUNNERS_S to finish, then are killed and their jobs handed
+        back (retried, or errored if an apply had started), as the reaper does for a lost runner on AWS."""
         self.stopping.set()
+        ran = {runner.token_id for launcher in self.launchers for runner in launcher.started}
         for launcher in self.launchers:
-            launcher.stop_all()
+            launcher.stop_all(timeout_s=STOP_RUNNERS_S)
         self.launchers.clear()
+        if ran and self.container is not None:
+            embedded.hand_back(self.container, "the server stopped", lambda ref: ref.rpartition("@")[2] in ran)
         if self._server is not None:
             self._server.should_exit = True
+        deadline = time.monotonic() + STOP_THREADS_S
         for thread in self._threads:
-            thread.join(timeout=10)
+            thread.join(timeout=max(0.1, deadline - time.monotonic()))
         self._threads.clear()
         self._server = None
+        if self.container is not None:
+            self.container.close()
         if self._moto is not None:
             self._moto.stop()
             self._moto = None
@@ -177,9 +238,17 @@ class LocalStack:
 
     def env(self) -> dict[str, str]:
         """TERRACE_* variables under which Settings.from_env() sees this stack (for child processes)."""
-        if self.settings is None or self.resources is None:
+        if self.settings is None:
             raise RuntimeError("the stack is not started")
         s = self.settings
+        if self.data_dir is not None:
+            return {
+                "TERRACE_DATA_DIR": str(self.data_dir),
+                "TERRACE_PUBLIC_URL": s.public_url,
+                "TERRACE_URL_SIGNING_SECRET": s.url_signing_secret,
+            }
+        if self.resources is None:
+            raise RuntimeError("the stack is not started")
         return {
             **self.resources.env(),
             "TERRACE_PUBLIC_URL": s.public_url,
@@ -202,7 +271,9 @@ class LocalStack:
             log_level="info" if self.access_log else "warning",
             access_log=self.access_log,
             lifespan="off",
+            timeout_graceful_shutdown=2,
         )
+        logging.getLogger("uvicorn.error").addFilter(_not_cancelled_at_shutdown)
         self._server = uvicorn.Server(config)
         thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [listener]}, name="terrace-api", daemon=True
@@ -222,23 +293,21 @@ class LocalStack:
         self._threads.append(thread)
 
 
-def _listen(port: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+def _not_cancelled_at_shutdown(record: logging.LogRecord) -> bool:
+    """A request still open when the graceful-shutdown timeout passes (a runner's long-poll) is cancelled:
+    that is the stop working, not an error worth a traceback."""
+    error = record.exc_info[1] if record.exc_info else None
+    return not isinstance(error, asyncio.CancelledError)
+
+
+def _listen(port: int, host: str = "127.0.0.1") -> socket.socket:
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind(("127.0.0.1", port))
+        sock.bind((host, port))
     except OSError as exc:
         sock.close()
         raise RuntimeError(f"port {port} is busy; set TERRACE_PORT or pass --port") from exc
     sock.listen(128)
     sock.set_inheritable(True)
     return sock
-
-
-def read_dev_env(state_dir: Path | str = ".terrace") -> dict[str, str]:
-    """TERRACE_* variables of the running dev stack (from its dev.json), or {} when there is none."""
-    path = Path(state_dir) / DEV_FILE
-    if not path.exists():
-        return {}
-    env = json.loads(path.read_text()).get("env")
-    return dict(env) if isinstance(env, dict) else {}

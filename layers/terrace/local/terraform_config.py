@@ -49,8 +49,11 @@ def mirrored_providers(mirror: Path) -> list[str]:
     )
 
 
-def render_provider_installation(mirror: Path) -> str:
-    """The mirror serves exactly what it holds; every other provider installs from its registry as usual."""
+def render_provider_installation(mirror: Path | None) -> str:
+    """The mirror serves exactly what it holds; every other provider installs from its registry as usual (an
+    installed wheel has no mirror: everything installs from the registries)."""
+    if mirror is None:
+        return ""
     quoted = json.dumps  # HCL strings share JSON's quoting rules for these values
     held = ", ".join(quoted(p) for p in mirrored_providers(mirror))
     if not held:
@@ -63,7 +66,7 @@ def render_provider_installation(mirror: Path) -> str:
     )
 
 
-def render_cli_config(hostname: str, token: str, mirror: Path) -> str:
+def render_cli_config(hostname: str, token: str, mirror: Path | None) -> str:
     quoted = json.dumps
     return f"credentials {quoted(hostname)} {{\n  token = {quoted(token)}\n}}\n\n" + render_provider_installation(
         mirror
@@ -72,10 +75,10 @@ def render_cli_config(hostname: str, token: str, mirror: Path) -> str:
 
 def write_cli_config(directory: Path, hostname: str, token: str) -> Path:
     """Write `terraform.rc` (0600: it holds a token) next to a provider mirror; return its path."""
-    mirror = write_provider_mirror(directory / "providers")
+    mirror = write_provider_mirror(directory / "providers") if null_provider_source() else None
     path = directory / "terraform.rc"
     path.touch(mode=0o600)
-    path.write_text(render_cli_config(hostname, token, mirror.resolve()))
+    path.write_text(render_cli_config(hostname, token, mirror.resolve() if mirror else None))
     return path
 
 

@@ -56,3 +56,29 @@ def write_certificates(directory: Path) -> TlsFiles:
     files.key.touch(mode=0o600)
     files.key.write_bytes(leaf.private_key_pem.bytes())
     return files
+
+
+def ensure_certificates(directory: Path) -> TlsFiles:
+    """The certificates made by an earlier start (clients keep trusting the same CA), or new ones."""
+    files = TlsFiles(
+        ca=directory / "ca.pem",
+        ca_bundle=directory / "ca-bundle.pem",
+        cert_chain=directory / "localhost.pem",
+        key=directory / "localhost-key.pem",
+    )
+    if all(path.is_file() and path.stat().st_size for path in (files.ca, files.ca_bundle, files.cert_chain, files.key)):
+        return files
+    return write_certificates(directory)
+
+
+def operator_certificate(cert_chain: Path, key: Path, ca_bundle: Path | None = None) -> TlsFiles:
+    """An operator's own certificate (PEM chain and key); clients and runners trust `ca_bundle`, by default the
+    public roots (a certificate from a public CA)."""
+    for path in (cert_chain, key, *([ca_bundle] if ca_bundle else [])):
+        if not path.is_file():
+            raise RuntimeError(f"no such file: {path}")
+    if ca_bundle is None:
+        import certifi
+
+        ca_bundle = Path(certifi.where())
+    return TlsFiles(ca=ca_bundle, ca_bundle=ca_bundle, cert_chain=cert_chain, key=key)

@@ -5,7 +5,12 @@ from __future__ import annotations
 from terrace.local.stack import DevInfo
 
 
-def usage(info: DevInfo, dev_file: str) -> str:
+def usage(info: DevInfo, dev_file: str, kept: bool = False) -> str:
+    lifetime = (
+        "Data is kept across restarts (terrace backup copies it while it runs)."
+        if kept
+        else "Every start is fresh: data lives only as long as this process."
+    )
     return f"""
 Terrace is running at {info.url}  (organization {info.organization!r}, user 'admin')
 Connection details: {dev_file}
@@ -36,5 +41,5 @@ or the http backend (any username, the token as password):
   export TF_HTTP_PASSWORD=$(python3 -c 'import json; print(json.load(open("{dev_file}"))["token"])')
 
 API token (admin, site admin): {info.token}
-Press Ctrl-C to stop. Every start is fresh: data lives only as long as this process.
+Press Ctrl-C to stop. {lifetime}
 """

@@ -3,15 +3,15 @@ the scaler (runner processes instead of Fargate tasks), the reaper and the event
 
 from __future__ import annotations
 
-import json
 import logging
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from terrace.adapters.runner_launchers import LocalProcessLauncher
-from terrace.local.terraform_config import render_provider_installation, write_provider_mirror
+from terrace.local.terraform_config import null_provider_source, render_provider_installation, write_provider_mirror
 
 if TYPE_CHECKING:
     from terrace.local.stack import LocalStack
@@ -21,14 +21,27 @@ TICK_S = 1.0
 
 
 def operator_cli_config(state_dir: Path) -> Path:
-    """Provider installation from the local mirror, handed to runners as the operator's CLI config."""
-    mirror = write_provider_mirror(state_dir / "providers").resolve()
+    """Provider installation from the local mirror (if this install has one), handed to runners as the
+    operator's CLI config."""
+    mirror = write_provider_mirror(state_dir / "providers").resolve() if null_provider_source() else None
     path = state_dir / "runner.rc"
     path.write_text(render_provider_installation(mirror))
     return path
 
 
 RUNNER_IDLE_EXIT_S = 60  # an idle local runner exits (its organization may get no more jobs)
+
+
+def tool_binary(venv_bin: str) -> str:
+    """TERRACE_TF_BINARY, else the terraform beside this Python (the repository's venv), else tofu or terraform
+    on PATH (an installed wheel)."""
+    configured = os.environ.get("TERRACE_TF_BINARY")
+    if configured:
+        return configured
+    beside = Path(venv_bin) / "terraform"
+    if beside.exists():
+        return str(beside)
+    return shutil.which("tofu") or shutil.which("terraform") or "terraform"
 
 
 def runner_env(stack: LocalStack) -> dict[str, str]:
@@ -42,7 +55,7 @@ def runner_env(stack: LocalStack) -> dict[str, str]:
         "TERRACE_API_URL": stack.settings.public_url,
         "SSL_CERT_FILE": stack.info.ca_bundle,
         "TERRACE_OPERATOR_CLI_CONFIG": str(operator_cli_config(stack.state_dir)),
-        "TERRACE_TF_BINARY": os.environ.get("TERRACE_TF_BINARY") or str(Path(venv_bin) / "terraform"),
+        "TERRACE_TF_BINARY": tool_binary(venv_bin),
         "TERRACE_TOOLS_DIR": str(stack.state_dir / "tools"),
         "TERRACE_RUNNER_IDLE_EXIT_S": str(RUNNER_IDLE_EXIT_S),
         "TERRACE_WORK_DIR": str(stack.state_dir / "runner-work"),
@@ -63,27 +76,42 @@ def reaper(stack: LocalStack) -> None:
 
 
 def events(stack: LocalStack) -> None:
-    """Consume the events queue (the events Lambda's local twin)."""
-    import boto3
-
-    container, settings = stack.container, stack.container.settings
-    sqs = boto3.client("sqs", endpoint_url=settings.aws_endpoint_url, region_name=settings.region)
-    url = settings.queue_urls["events"]
+    """Consume the events queue (the events Lambda's local twin): SQS on moto, the SQLite queue when embedded.
+    A failed event comes back after its visibility timeout (and goes to the dead letters after a few tries)."""
+    container = stack.container
+    queue = container.event_queue
     while not stack.stopping.is_set():
         try:
-            received = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1)
+            received = queue.receive(10, wait_s=1)
         except Exception:
             if stack.stopping.is_set():
                 return
             log.exception("events queue receive failed")
             stack.stopping.wait(TICK_S)
             continue
-        for message in received.get("Messages", []):
+        for event in received:
             try:
-                container.events.handle(json.loads(message["Body"]))
-                sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+                container.events.handle(event.body)
+                queue.ack(event.receipt)
             except Exception:
                 log.exception("event handling failed; it will be retried")
+
+
+TTL_SWEEP_S = 60.0
+
+
+def ttl_sweeper(stack: LocalStack) -> None:
+    """Delete expired table items (what DynamoDB's TTL does on AWS); only tables that need it have the method."""
+    purge = getattr(stack.container.table, "purge_expired", None)
+    if purge is None:
+        return
+    while not stack.stopping.wait(TTL_SWEEP_S):
+        try:
+            purge()
+        except Exception:
+            if stack.stopping.is_set():
+                return
+            log.exception("TTL sweep failed")
 
 
 def _loop(stack: LocalStack, tick: Any) -> None:
@@ -96,4 +124,4 @@ def _loop(stack: LocalStack, tick: Any) -> None:
             log.exception("background tick failed")
 
 
-ALL = (scaler, reaper, events)
+ALL = (scaler, reaper, events, ttl_sweeper)

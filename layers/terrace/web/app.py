@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
+from terrace.adapters.fs_blobs import URL_PREFIX, FsBlobs
 from terrace.bootstrap import Container
-from terrace.web import errors, static_assets
+from terrace.web import blob_urls, errors, static_assets
 from terrace.web.middleware import BodyLimit, ExtraHeaders, TrailingSlash
 from terrace.web.rate_limit import RateLimit, TokenBuckets, limited_headers
 from terrace.web.routers import (
@@ -70,7 +71,15 @@ def create_app(container: Container) -> FastAPI:
     )
     # outermost: bodies are counted as they stream in (Content-Length or chunked), 413 past the limit
     too_large = lambda detail: errors.error_response(413, "payload too large", detail)  # noqa: E731
-    app.add_middleware(BodyLimit, max_bytes=container.settings.max_request_bytes, respond=too_large)
+    serves_blobs = isinstance(container.blobs, FsBlobs)  # embedded mode: Terrace serves its own blob URLs
+    app.add_middleware(
+        BodyLimit,
+        max_bytes=container.settings.max_request_bytes,
+        respond=too_large,
+        exempt_prefixes=(URL_PREFIX,) if serves_blobs else (),
+    )
+    if serves_blobs:
+        app.router.routes.extend(blob_urls.routes)
     app.add_middleware(TrailingSlash)  # outermost of all: routing and every prefix check see `/path`
     for module in (discovery, organizations, workspaces, workspace_relations, accounts, ssh_keys, oauth):
         app.include_router(module.router)

@@ -24,13 +24,18 @@ class BodyTooLarge(TooLarge):
 
 
 class BodyLimit:
-    def __init__(self, app: ASGIApp, max_bytes: int, respond: RespondTooLarge) -> None:
+    def __init__(
+        self, app: ASGIApp, max_bytes: int, respond: RespondTooLarge, exempt_prefixes: tuple[str, ...] = ()
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
         self.respond = respond
+        self.exempt_prefixes = exempt_prefixes  # paths that enforce a limit of their own (signed blob URLs)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or (
+            self.exempt_prefixes and str(scope.get("path", "")).startswith(self.exempt_prefixes)
+        ):
             await self.app(scope, receive, send)
             return
         detail = f"the request body is larger than the limit of {self.max_bytes} bytes"

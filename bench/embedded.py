@@ -1,0 +1,228 @@
+"""The embedded server (SQLite + files, `terrace serve`) against moto (the AWS adapters), in the same run:
+
+- API latency of workspace read, lock+unlock and current-state-version, p50/p99 at 1 and 20 clients;
+- RSS growth of the server process over state writes (10 KB inline states; target: flat within 50 MB);
+- stop time with a run in flight (a remote apply whose provisioner never ends; target: under 5 s);
+- state round trip (two-step upload, finalize, download) of 1/10/100 MB against a direct copy of the same
+  bytes: a file written (fsynced) and read back for embedded, an S3 put+get for moto (target: <= 1.3x).
+
+Both servers run in this process (moto too), so RSS is the whole server's.
+"""
+
+from __future__ import annotations
+
+import base64
+import gc
+import hashlib
+import json
+import signal
+import subprocess
+import time
+import uuid
+from typing import Any
+
+from bench.api_latency import OPERATIONS, concurrently, operation, prepare_workspace
+from bench.common import MB, TERRAFORM, Api, Outcome, local_stack, median, percentile, rss_bytes, unique
+from bench.run_overhead import remote_backend, terraform_env
+from bench.state_roundtrip import TARGET_RATIO, RoundTrip
+
+BACKENDS = ("embedded", "moto")
+RSS_TARGET_MB = 50
+STOP_TARGET_S = 5.0
+
+
+def latency(backend: str, quick: bool) -> dict[str, list[float]]:
+    levels = {1: 10 if quick else 30, 20: 2 if quick else 5}
+    found: dict[str, list[float]] = {}
+    with local_stack(workers=False, backend=backend) as stack:
+        setup = Api(stack)
+        workspaces = [prepare_workspace(setup) for _ in range(max(levels))]
+        apis = [Api(stack) for _ in range(max(levels))]
+        try:
+            for name in OPERATIONS:
+                for clients, per_client in levels.items():
+                    found[f"{name} x{clients}"] = concurrently(
+                        clients, per_client, lambda i, n=name: operation(apis[i], n, workspaces[i])
+                    )
+        finally:
+            for api in (*apis, setup):
+                api.close()
+    return found
+
+
+def _state(serial: int, lineage: str, size: int = 10 * 1024) -> bytes:
+    doc = {"version": 4, "terraform_version": "1.0.3", "serial": serial, "lineage": lineage, "outputs": {}}
+    doc["resources"] = [
+        {
+            "mode": "managed",
+            "type": "null_resource",
+            "name": "r",
+            "provider": 'provider["registry.terraform.io/hashicorp/null"]',
+            "instances": [{"schema_version": 0, "attributes": {"id": "1", "triggers": {"pad": "x" * size}}}],
+        }
+    ]
+    return json.dumps(doc).encode()
+
+
+def rss_over_writes(backend: str, writes: int, warmup: int = 50) -> dict[str, Any]:
+    """RSS (MB) after `warmup` state writes and every 100 after, to `writes`."""
+    samples: dict[int, float] = {}
+    with local_stack(workers=False, backend=backend) as stack:
+        api = Api(stack)
+        try:
+            ws_id = api.create_workspace(unique("rss"), **{"execution-mode": "local"})["id"]
+            api.lock(ws_id)
+            lineage = str(uuid.uuid4())
+            started = time.perf_counter()
+            for serial in range(1, writes + 1):
+                raw = _state(serial, lineage)
+                attributes = {
+                    "serial": serial,
+                    "lineage": lineage,
+                    "md5": hashlib.md5(raw).hexdigest(),  # noqa: S324 - the protocol's checksum
+                    "state": base64.b64encode(raw).decode(),
+                }
+                body = {"data": {"type": "state-versions", "attributes": attributes}}
+                api.request("POST", f"/api/v2/workspaces/{ws_id}/state-versions", body)
+                if serial == warmup or serial % 100 == 0 or serial == writes:
+                    gc.collect()
+                    samples[serial] = rss_bytes() / MB
+            elapsed = time.perf_counter() - started
+        finally:
+            api.close()
+    return {
+        "writes": writes,
+        "rss_mb": samples,
+        "growth_mb": samples[writes] - samples[warmup],
+        "per_write_ms": elapsed / writes * 1000,
+    }
+
+
+TICKING = """
+resource "null_resource" "slow" {
+  provisioner "local-exec" {
+    command = "while true; do sleep 0.2; done"
+  }
+}
+"""
+
+
+def stop_with_a_run_in_flight(backend: str) -> dict[str, Any]:
+    with local_stack(workers=True, backend=backend, execution_mode="remote") as stack:
+        api = Api(stack)
+        name = unique("stop")
+        ws_id = api.create_workspace(name)["id"]
+        work = stack.state_dir / "stop-work"
+        work.mkdir()
+        (work / "main.tf").write_text(remote_backend(stack, name) + TICKING)
+        env = terraform_env(stack)
+        subprocess.run(
+            [str(TERRAFORM), "init", "-input=false", "-no-color"],
+            cwd=work,
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
+        apply = subprocess.Popen(
+            [str(TERRAFORM), "apply", "-auto-approve", "-input=false", "-no-color"],
+            cwd=work,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 300
+            status = ""
+            while status != "applying":
+                if time.monotonic() > deadline or apply.poll() is not None:
+                    raise RuntimeError(f"the run did not reach applying (last status {status!r})")
+                time.sleep(0.5)
+                listed = api.request("GET", f"/api/v2/workspaces/{ws_id}/runs").json()["data"]
+                status = listed[0]["attributes"]["status"] if listed else ""
+            time.sleep(2)  # the provisioner is running
+            api.close()
+            started = time.perf_counter()
+            stack.stop()
+            stop_s = time.perf_counter() - started
+        finally:
+            apply.send_signal(signal.SIGKILL)
+            apply.wait()
+    return {"stop_s": stop_s}
+
+
+def round_trips(backend: str, quick: bool) -> dict[str, Any]:
+    plan = [(1, 2), (10, 1), (100, 1)] if quick else [(1, 5), (10, 3), (100, 2)]
+    found: dict[str, Any] = {}
+    with local_stack(workers=False, backend=backend) as stack:
+        trip = RoundTrip(stack)
+        try:
+            trip.terrace(trip.next_state(64 * 1024))
+            trip.baseline(b"x" * 1024)
+            for size_mb, repeats in plan:
+                runs, bases = [], []
+                for _ in range(repeats):
+                    raw = trip.next_state(size_mb * MB)
+                    gc.collect()
+                    bases.append(trip.baseline(raw))
+                    gc.collect()
+                    runs.append(trip.terrace(raw))
+                found[f"{size_mb}"] = {
+                    "terrace_s": median([r["total"] for r in runs]),
+                    "baseline_s": median(bases),
+                    "steps": {k: median([r[k] for r in runs]) for k in runs[0]},
+                }
+        finally:
+            trip.close()
+    return found
+
+
+def run(quick: bool = False) -> Outcome:
+    outcome = Outcome("embedded_vs_moto")
+    results: dict[str, dict[str, Any]] = {b: {} for b in BACKENDS}
+    writes = {"embedded": 300 if quick else 1000, "moto": 100 if quick else 300}
+    for backend in BACKENDS:
+        results[backend]["latency"] = latency(backend, quick)
+        results[backend]["rss"] = rss_over_writes(backend, writes[backend])
+        results[backend]["stop"] = stop_with_a_run_in_flight(backend)
+        results[backend]["round_trip"] = round_trips(backend, quick)
+    emb, moto = results["embedded"], results["moto"]
+    for label in emb["latency"]:
+        for p in (50, 99):
+            outcome.row(
+                f"{label} p{p}",
+                percentile(emb["latency"][label], p),
+                percentile(moto["latency"][label], p),
+                note="terrace = embedded, baseline = moto",
+            )
+    outcome.row(
+        f"RSS growth over {writes['embedded']} (embedded) / {writes['moto']} (moto) state writes",
+        emb["rss"]["growth_mb"],
+        moto["rss"]["growth_mb"],
+        unit="MB",
+        target=f"embedded <= {RSS_TARGET_MB} MB",
+    )
+    outcome.row(
+        "state write (POST inline 10 KB)", emb["rss"]["per_write_ms"] / 1000, moto["rss"]["per_write_ms"] / 1000
+    )
+    outcome.row(
+        "stop with a run in flight", emb["stop"]["stop_s"], moto["stop"]["stop_s"], target=f"< {STOP_TARGET_S} s"
+    )
+    for size, trip in emb["round_trip"].items():
+        outcome.row(
+            f"{size} MB round trip, embedded vs file copy",
+            trip["terrace_s"],
+            trip["baseline_s"],
+            target=f"<= {TARGET_RATIO}x",
+        )
+    for size, trip in moto["round_trip"].items():
+        outcome.row(f"{size} MB round trip, moto vs S3 put+get", trip["terrace_s"], trip["baseline_s"])
+    outcome.details = results
+    outcome.notes.append(
+        "RSS (MB) by state writes: " + "; ".join(f"{b}: {results[b]['rss']['rss_mb']}" for b in BACKENDS)
+    )
+    for backend in BACKENDS:
+        for size, trip in results[backend]["round_trip"].items():
+            steps = ", ".join(f"{k}={v:.3f}" for k, v in trip["steps"].items())
+            outcome.notes.append(f"{backend} {size} MB steps (median s): {steps}")
+    return outcome

@@ -1,0 +1,245 @@
+"""Filesystem implementation of the blob store, with presigned-style URLs that Terrace itself serves.
+
+Objects live under `<root>/data/<key>`; a sidecar under `<root>/meta/<key>` keeps the MD5 (the ETag the
+services compare with a client's md5) and the size and mtime it was computed for, so `head` never reads
+the body unless the sidecar is missing or stale. Every write goes to a temporary file in `<root>/tmp`,
+is fsynced and renamed into place: a reader sees the old object or the new one, never half of one.
+
+`presign_put`/`presign_get` return `<public url>/blobs/<key>?method=…&expires=…&max=…&signature=…`: an
+HMAC-SHA256 (the URL-signing secret) over method, key, expiry and size limit. `web/blob_urls.py` serves
+them (PUT streamed to disk, refused past `max`; GET streamed from disk), the way clients use S3's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from urllib.parse import quote, urlencode
+
+from terrace.adapters.blobs import BlobInfo
+
+CHUNK = 1024 * 1024
+URL_PREFIX = "/blobs/"
+
+
+class BlobUrlRefused(Exception):
+    """A blob URL that is not valid for this request: `status` is what the client gets."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status, self.detail = status, detail
+
+
+def check_key(key: str) -> str:
+    parts = key.split("/")
+    if not key or key.startswith("/") or "\x00" in key or any(p in ("", ".", "..") for p in parts):
+        raise ValueError(f"not a blob key: {key!r}")
+    return key
+
+
+class UrlSigner:
+    def __init__(self, secret: str, base_url: str, now: Callable[[], float] = time.time) -> None:
+        self._secret = secret.encode()
+        self._base = base_url.rstrip("/") + URL_PREFIX.rstrip("/")
+        self._now = now
+
+    def _signature(self, method: str, key: str, expires: int, max_bytes: int) -> str:
+        message = f"{method}\n{key}\n{expires}\n{max_bytes}".encode()
+        return hmac.new(self._secret, message, hashlib.sha256).hexdigest()
+
+    def sign(self, method: str, key: str, ttl_s: int, max_bytes: int = 0) -> str:
+        expires = int(self._now()) + ttl_s
+        query = {
+            "method": method,
+            "expires": str(expires),
+            "max": str(max_bytes),
+            "signature": self._signature(method, key, expires, max_bytes),
+        }
+        return f"{self._base}/{quote(key)}?{urlencode(query)}"
+
+    def verify(self, request_method: str, key: str, query: dict[str, str]) -> int:
+        """The URL's size limit if it allows `request_method` on `key` now; else BlobUrlRefused (403)."""
+        try:
+            method, expires, max_bytes = query["method"], int(query["expires"]), int(query["max"])
+            signature = query["signature"]
+        except (KeyError, ValueError):
+            raise BlobUrlRefused(403, "not a signed blob URL") from None
+        if not hmac.compare_digest(signature, self._signature(method, key, expires, max_bytes)):
+            raise BlobUrlRefused(403, "the blob URL's signature does not match")
+        if request_method != method and not (request_method == "HEAD" and method == "GET"):
+            raise BlobUrlRefused(403, f"this blob URL allows {method}, not {request_method}")
+        if expires < self._now():
+            raise BlobUrlRefused(403, "the blob URL has expired")
+        return max_bytes
+
+
+class FsBlobs:
+    def __init__(self, root: Path | str, signer: UrlSigner, max_put_bytes: int) -> None:
+        self.root = Path(root)
+        self.signer = signer
+        self.max_put_bytes = max_put_bytes
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for sub in ("data", "meta", "tmp"):
+            (self.root / sub).mkdir(parents=True, exist_ok=True, mode=0o700)
+
+    # paths ---------------------------------------------------------------------------------
+    def path_of(self, key: str) -> Path:
+        return self.root / "data" / check_key(key)
+
+    def _meta_path(self, key: str) -> Path:
+        return self.root / "meta" / check_key(key)
+
+    # writes --------------------------------------------------------------------------------
+    def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
+        self.write_stream(key, [data])
+
+    def write_stream(self, key: str, chunks: Iterable[bytes], max_bytes: int | None = None) -> BlobInfo:
+        """Write an object from `chunks` (atomically); BlobUrlRefused(413) past `max_bytes`, nothing written."""
+        writer = self.open_writer(key, max_bytes)
+        try:
+            for chunk in chunks:
+                writer.write(chunk)
+        except BaseException:
+            writer.abort()
+            raise
+        return writer.commit()
+
+    def open_writer(self, key: str, max_bytes: int | None = None) -> BlobWriter:
+        return BlobWriter(self, check_key(key), max_bytes)
+
+    def _install(self, key: str, temp: Path, digest: str, size: int) -> BlobInfo:
+        target = self.path_of(key)
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.replace(temp, target)
+        _fsync_dir(target.parent)
+        self._write_meta(key, target, digest)
+        return BlobInfo(size=size, etag=digest)
+
+    def _write_meta(self, key: str, target: Path, digest: str) -> None:
+        stat = target.stat()
+        meta = self._meta_path(key)
+        meta.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, temp = tempfile.mkstemp(dir=self.root / "tmp")
+        with os.fdopen(fd, "w") as out:
+            json.dump({"md5": digest, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}, out)
+        os.replace(temp, meta)
+
+    def delete(self, key: str) -> None:
+        for path in (self.path_of(key), self._meta_path(key)):
+            path.unlink(missing_ok=True)
+
+    def copy(self, source_key: str, target_key: str) -> None:
+        self.write_stream(target_key, self.iter_chunks(source_key))
+
+    # reads ---------------------------------------------------------------------------------
+    def get(self, key: str) -> bytes:
+        try:
+            return self.path_of(key).read_bytes()
+        except FileNotFoundError:
+            raise KeyError(key) from None
+
+    def iter_chunks(self, key: str, chunk_size: int = CHUNK) -> Iterator[bytes]:
+        try:
+            source = self.path_of(key).open("rb")
+        except FileNotFoundError:
+            raise KeyError(key) from None
+        with source:
+            while chunk := source.read(chunk_size):
+                yield chunk
+
+    def get_range(self, key: str, start: int, end: int) -> bytes:
+        if end <= start:
+            return b""
+        try:
+            with self.path_of(key).open("rb") as source:
+                source.seek(start)
+                return source.read(end - start)
+        except FileNotFoundError:
+            raise KeyError(key) from None
+
+    def head(self, key: str) -> BlobInfo | None:
+        path = self.path_of(key)
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            return None
+        try:
+            meta = json.loads(self._meta_path(key).read_text())
+            if meta["size"] == stat.st_size and meta["mtime_ns"] == stat.st_mtime_ns:
+                return BlobInfo(size=stat.st_size, etag=str(meta["md5"]))
+        except (FileNotFoundError, ValueError, KeyError):
+            pass
+        digest = hashlib.md5()  # the sidecar is missing or stale (a crash between rename and sidecar)
+        with path.open("rb") as source:
+            while chunk := source.read(CHUNK):
+                digest.update(chunk)
+        self._write_meta(key, path, digest.hexdigest())
+        return BlobInfo(size=stat.st_size, etag=digest.hexdigest())
+
+    # URLs ----------------------------------------------------------------------------------
+    def presign_put(self, key: str, ttl_s: int) -> str:
+        return self.signer.sign("PUT", check_key(key), ttl_s, self.max_put_bytes)
+
+    def presign_get(self, key: str, ttl_s: int) -> str:
+        return self.signer.sign("GET", check_key(key), ttl_s)
+
+    def backup(self, target: Path) -> int:
+        """Copy every object and sidecar to `target` (objects are immutable once renamed in); returns the count."""
+        copied = 0
+        for sub in ("data", "meta"):
+            source_root = self.root / sub
+            for dirpath, _dirs, files in os.walk(source_root):
+                for name in files:
+                    source = Path(dirpath) / name
+                    dest = target / sub / source.relative_to(source_root)
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    try:
+                        shutil.copy2(source, dest)
+                    except FileNotFoundError:
+                        continue  # deleted meanwhile
+                    copied += sub == "data"
+        return copied
+
+
+class BlobWriter:
+    """One object being written: to a temporary file, MD5 and size counted as it goes."""
+
+    def __init__(self, blobs: FsBlobs, key: str, max_bytes: int | None) -> None:
+        self._blobs, self._key, self._max = blobs, key, max_bytes
+        fd, name = tempfile.mkstemp(dir=blobs.root / "tmp", prefix="upload-")
+        self._temp = Path(name)
+        self._out = os.fdopen(fd, "wb")
+        self._md5 = hashlib.md5()
+        self.size = 0
+
+    def write(self, chunk: bytes) -> None:
+        self.size += len(chunk)
+        if self._max is not None and self.size > self._max:
+            raise BlobUrlRefused(413, f"the object is larger than {self._max} bytes")
+        self._md5.update(chunk)
+        self._out.write(chunk)
+
+    def commit(self) -> BlobInfo:
+        self._out.flush()
+        os.fsync(self._out.fileno())
+        self._out.close()
+        return self._blobs._install(self._key, self._temp, self._md5.hexdigest(), self.size)
+
+    def abort(self) -> None:
+        self._out.close()
+        self._temp.unlink(missing_ok=True)
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,90 @@
+"""What the embedded server (`terrace serve`, `make dev`) keeps in its data directory besides the adapters'
+files, and what it does at start and stop:
+
+- `url-signing.secret` (0600): the HMAC key of blob URLs, log URLs and web sessions, kept across restarts so
+  links and sessions survive them; `admin.token` (0600): the seeded admin's token, reused while it works.
+- `hand_back`: phases that were running on this server's runner processes when they died (a stop, a crash)
+  go back through `JobRetries.retry_or_fail`, the rules the reaper applies on AWS to a runner that stopped
+  heartbeating: a plan or a not-yet-applying apply is retried, an apply that had started ends `errored`
+  (lock released, tokens revoked).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from terrace.domain import runs as rs
+from terrace.domain.errors import Unauthenticated
+from terrace.services.runs.runs import retrying
+
+if TYPE_CHECKING:
+    from terrace.bootstrap import Container
+
+log = logging.getLogger("terrace.local")
+SECRET_FILE = "url-signing.secret"
+ADMIN_TOKEN_FILE = "admin.token"
+
+
+def write_private(path: Path, text: str) -> None:
+    """Create `path` with mode 0600 from the start (never world-readable, not even for an instant)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
+    path.chmod(0o600)
+
+
+def url_signing_secret(data_dir: Path) -> str:
+    path = data_dir / SECRET_FILE
+    if path.exists() and path.read_text().strip():
+        return path.read_text().strip()
+    secret = os.environ.get("TERRACE_URL_SIGNING_SECRET") or secrets.token_urlsafe(32)
+    write_private(path, secret + "\n")
+    return secret
+
+
+def saved_admin_token(container: Container, data_dir: Path) -> str | None:
+    """The admin token saved by an earlier start, if it still authenticates."""
+    path = data_dir / ADMIN_TOKEN_FILE
+    if not path.exists():
+        return None
+    raw = path.read_text().strip()
+    try:
+        container.accounts.authenticate(raw)
+    except Unauthenticated:
+        return None
+    return raw
+
+
+def save_admin_token(data_dir: Path, token: str) -> None:
+    write_private(data_dir / ADMIN_TOKEN_FILE, token + "\n")
+
+
+def _retry(container: Container, run_id: str, name: str, reason: str) -> object:
+    return container.job_retries.retry_or_fail(container.run_store.load(run_id), name, reason)
+
+
+def hand_back(container: Container, reason: str, ran_on: Callable[[str], bool] = lambda _ref: True) -> list[str]:
+    """Retry or fail every running phase whose runner (`<runner id>@<token id>`) satisfies `ran_on`;
+    returns the run ids handed back."""
+    handed: list[str] = []
+    for entry in container.run_store.open_runs():
+        run_id = entry["run_id"]
+        try:
+            run = container.run_store.load(run_id)
+            name = "plan" if run.status == rs.PLANNING else "apply"
+            state = run.phase(name)
+            if run.status not in rs.RUNNING or state.status != rs.P_RUNNING or not ran_on(state.runner_id or ""):
+                continue
+            retrying(functools.partial(_retry, container, run_id, name, reason))
+            handed.append(run_id)
+        except Exception:
+            log.exception("could not hand back the job of %s", run_id)
+    if handed:
+        log.warning("handed back the jobs of %s: %s", ", ".join(handed), reason)
+    return handed

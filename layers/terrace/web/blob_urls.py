@@ -1,0 +1,90 @@
+"""The blob URLs of the embedded server (`adapters/fs_blobs.py`), mounted only when the blobs are on the
+filesystem: clients PUT and GET them as they do S3 presigned URLs. The URL's own signature authorizes the
+request (no bearer token); its method, expiry and size limit are checked before a byte is written.
+
+These two routes are `async` (unlike every API endpoint) because they stream bodies: file writes run in the
+thread pool chunk by chunk, and a download streams from disk, so a 100 MB state never sits in memory.
+"""
+
+from __future__ import annotations
+
+import anyio.to_thread
+from starlette.requests import Request
+from starlette.responses import FileResponse, Response
+from starlette.routing import Route
+
+from terrace.adapters.fs_blobs import URL_PREFIX, BlobUrlRefused, FsBlobs, check_key
+from terrace.web.errors import error_response
+
+PATH = URL_PREFIX + "{key:path}"
+WRITE_BATCH = 1024 * 1024  # request chunks are gathered to this size before a write in the thread pool
+
+
+class _BlobFile(FileResponse):
+    chunk_size = 1024 * 1024  # fewer thread-pool round trips than Starlette's 64 KiB
+
+
+def _refused(exc: BlobUrlRefused) -> Response:
+    title = "payload too large" if exc.status == 413 else "forbidden" if exc.status == 403 else "not found"
+    return error_response(exc.status, title, exc.detail)
+
+
+def _blobs(request: Request) -> FsBlobs:
+    blobs = request.app.state.container.blobs
+    assert isinstance(blobs, FsBlobs)
+    return blobs
+
+
+def _key(request: Request) -> str:
+    try:
+        return check_key(str(request.path_params["key"]))
+    except ValueError as exc:
+        raise BlobUrlRefused(404, str(exc)) from None
+
+
+async def download(request: Request) -> Response:
+    blobs = _blobs(request)
+    try:
+        key = _key(request)
+        blobs.signer.verify(request.method, key, dict(request.query_params))
+    except BlobUrlRefused as exc:
+        return _refused(exc)
+    path = blobs.path_of(key)
+    if not await anyio.to_thread.run_sync(path.is_file):
+        return _refused(BlobUrlRefused(404, "no such object"))
+    return _BlobFile(path, media_type="application/octet-stream")
+
+
+async def upload(request: Request) -> Response:
+    blobs = _blobs(request)
+    try:
+        key = _key(request)
+        max_bytes = blobs.signer.verify("PUT", key, dict(request.query_params))
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > max_bytes:
+            raise BlobUrlRefused(413, f"the object is larger than {max_bytes} bytes")
+    except BlobUrlRefused as exc:
+        return _refused(exc)
+    writer = await anyio.to_thread.run_sync(blobs.open_writer, key, max_bytes)
+    try:
+        pending: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            pending.append(chunk)
+            size += len(chunk)
+            if size >= WRITE_BATCH:
+                await anyio.to_thread.run_sync(writer.write, b"".join(pending))
+                pending, size = [], 0
+        if pending:
+            await anyio.to_thread.run_sync(writer.write, b"".join(pending))
+        info = await anyio.to_thread.run_sync(writer.commit)
+    except BlobUrlRefused as exc:
+        await anyio.to_thread.run_sync(writer.abort)
+        return _refused(exc)
+    except BaseException:
+        await anyio.to_thread.run_sync(writer.abort)
+        raise
+    return Response(status_code=200, headers={"ETag": f'"{info.etag}"'})
+
+
+routes = [Route(PATH, download, methods=["GET", "HEAD"]), Route(PATH, upload, methods=["PUT"])]

@@ -1,0 +1,52 @@
+"""The events worker of the embedded server reads the SQLite events queue through the EventQueue port: handled
+events are acknowledged, a failing one comes back after its visibility timeout and ends in the dead letters."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from terrace.adapters.sqlite_events import SqliteEventQueue
+from terrace.adapters.sqlite_table import SqliteDatabase
+from terrace.local import workers
+from terrace.services.events import EventService
+
+
+def wait_for(probe: Any, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not probe():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_the_events_worker_acknowledges_handled_events_and_redrives_failing_ones(tmp_path: Path) -> None:
+    database = SqliteDatabase(tmp_path / "terrace.db")
+    queue = SqliteEventQueue(database, visibility_s=0, max_receives=3)
+    handled: list[dict[str, Any]] = []
+    attempts: list[int] = []
+    events = EventService()
+    events.subscribe("ok", handled.append)
+
+    def failing(event: dict[str, Any]) -> None:
+        attempts.append(1)
+        raise RuntimeError("handler failed")
+
+    events.subscribe("poison", failing)
+    stack = SimpleNamespace(container=SimpleNamespace(event_queue=queue, events=events), stopping=threading.Event())
+    thread = threading.Thread(target=workers.events, args=(stack,))
+    thread.start()
+    try:
+        queue.publish({"type": "ok", "n": 1})
+        queue.publish({"type": "poison"})
+        wait_for(lambda: handled == [{"type": "ok", "n": 1}])
+        wait_for(lambda: queue.dead_letters() == [{"type": "poison"}])
+    finally:
+        stack.stopping.set()
+        thread.join(10)
+    assert not thread.is_alive()
+    assert len(attempts) == 3  # delivered max_receives times, then moved aside
+    assert queue.receive(10) == []  # the handled event was acknowledged
+    database.close()
