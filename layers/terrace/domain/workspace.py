@@ -104,6 +104,7 @@ class Workspace:
     current_run_id: str | None = None
     latest_run_id: str | None = None
     resource_count: int = 0
+    project_id: str | None = None  # None: the organization's Default Project
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -128,6 +129,7 @@ _SIMPLE = (
     "current_run_id",
     "latest_run_id",
     "resource_count",
+    "project_id",
 )
 
 

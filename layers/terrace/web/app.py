@@ -6,19 +6,22 @@ from fastapi import FastAPI
 
 from terrace.bootstrap import Container
 from terrace.web import errors, static_assets
-from terrace.web.middleware import BodyLimit, ExtraHeaders
+from terrace.web.middleware import BodyLimit, ExtraHeaders, RequestGrants
 from terrace.web.routers import (
     accounts,
     configuration_versions,
     discovery,
     http_backend,
+    memberships,
     oauth,
     organizations,
     phases,
+    projects,
     resources,
     runner_api,
     runs,
     state_versions,
+    teams,
     workspaces,
 )
 from terrace.web.routers.discovery import api_headers
@@ -48,11 +51,14 @@ def create_app(container: Container) -> FastAPI:
         headers=api_headers(),
         per_path=lambda path: state_versions.snapshot_headers(path, snapshot_interval_s),
     )
+    app.add_middleware(RequestGrants)
     # outermost: bodies are counted as they stream in (Content-Length or chunked), 413 past the limit
     too_large = lambda detail: errors.error_response(413, "payload too large", detail)  # noqa: E731
     app.add_middleware(BodyLimit, max_bytes=container.settings.max_request_bytes, respond=too_large)
     for module in (discovery, organizations, workspaces, accounts, oauth):
         app.include_router(module.router)
+    for access_module in (teams, memberships, projects):
+        app.include_router(access_module.router)
     for state_module in (state_versions, resources, http_backend):
         app.include_router(state_module.router)
     for run_module in (configuration_versions, runs, phases, runner_api):

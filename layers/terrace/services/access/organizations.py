@@ -7,11 +7,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from terrace.adapters.table import ConditionFailed, Table
+from terrace.adapters.table import ConditionFailed, Put, Table
 from terrace.domain import clock, limits
 from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal, PrincipalKind
+from terrace.services.access import org_defaults
 from terrace.services.access.authz import Action, Authorizer, OrgView
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
@@ -71,6 +72,14 @@ class OrganizationService:
     def _forget(self, name: str) -> None:
         self._cache.pop(name, None)
 
+    def forget(self, name: str) -> None:
+        """Drop a cached organization after its owners changed (the owners team's service calls this)."""
+        self._forget(name)
+
+    def ensure_defaults(self, org: Organization) -> None:
+        """Owners team, memberships and Default Project for an organization created before teams."""
+        org_defaults.ensure(self._table, org.name, list(org.owners), {})
+
     def _item(self, name: str) -> dict[str, Any]:
         item = self._table.get(*_key(name)) if NAME_RE.match(name or "") else None
         if item is None:
@@ -115,8 +124,9 @@ class OrganizationService:
             "gsi1sk": name,
             "version": 1,
         }
+        seeded = org_defaults.creation_items(name, principal.subject_id, "")
         try:
-            self._table.put(item, if_absent=True)
+            self._table.transact([Put(item, if_absent=True), *(Put(i, if_absent=True) for i in seeded)])
         except ConditionFailed as exc:
             raise Conflict(f"organization {name} already exists") from exc
         return _org(item)
@@ -153,17 +163,24 @@ class OrganizationService:
         if has_workspaces:
             raise Conflict(f"organization {name} still has workspaces; delete them first")
         self._table.delete(item["pk"], item["sk"], if_version=item["version"])
+        org_defaults.remove_all(self._table, name)
         self._forget(item["name"])
 
     def add_owner(self, name: str, user_id: str) -> Organization:
-        """Operator path (CLI/bootstrap): make a user an owner of an organization."""
+        """Operator path (CLI/bootstrap): make a user an owner of an organization (and of its owners team)."""
         item = self._item(name)
+        org_defaults.ensure(self._table, name, list(item["owners"]), {})
         if user_id not in item["owners"]:
             item["owners"].append(user_id)
             version = item["version"]
             item["version"] = version + 1
-            self._table.put(item, if_version=version)
+            team = org_defaults.owners_team(self._table, name)
+            team["users"] = sorted(set(team["users"]) | {user_id})
+            team_version = team["version"]
+            team["version"] = team_version + 1
+            self._table.transact([Put(item, if_version=version), Put(team, if_version=team_version)])
             self._forget(item["name"])
+        org_defaults.ensure(self._table, name, list(item["owners"]), {})
         return _org(item)
 
 

@@ -16,6 +16,7 @@ from terrace.domain.principal import Principal
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action, Authorizer, WorkspaceView
 from terrace.services.access.organizations import Organization, OrganizationService
+from terrace.services.access.permissions import default_project_id
 
 # API attribute -> (field, validator)
 _BOOL = lambda key: lambda v: _require_bool(key, v)  # noqa: E731
@@ -64,7 +65,7 @@ def _require_choice(key: str, value: Any, choices: tuple[str, ...]) -> str:
 
 
 def view(ws: Workspace) -> WorkspaceView:
-    return WorkspaceView(ws.id, ws.global_remote_state)
+    return WorkspaceView(ws.id, ws.global_remote_state, ws.project_id)
 
 
 class WorkspaceService:
@@ -125,6 +126,13 @@ class WorkspaceService:
         orgs = {name: self._orgs.lookup(name) for name in {ws.organization for ws in workspaces}}
         return [ws for ws in workspaces if self._authz.can(principal, action, orgs[ws.organization].view, view(ws))]
 
+    def in_project(self, organization: str, project_id: str) -> builtins.list[Workspace]:
+        """The workspaces of a project (no permission check: for counting before a project is deleted)."""
+        ids = [c["workspace_id"] for c in self._table.query(f"org#{organization}#wsnames")]
+        found = [model.from_item(item) for item in self._table.batch_get([model.workspace_key(i) for i in ids])]
+        default = default_project_id(organization)
+        return [ws for ws in found if (ws.project_id or default) == project_id]
+
     def count(self, organization: str) -> int:
         return len(self._table.query(f"org#{organization}#wsnames"))
 
@@ -161,6 +169,7 @@ class WorkspaceService:
         organization: str,
         attributes: dict[str, Any],
         tag_names: builtins.list[str] | None = None,
+        project_id: str | None = None,
     ) -> Workspace:
         org = self._orgs.get(principal, organization, Action.CREATE_WORKSPACE)
         name = model.validate_name(attributes.get("name"))
@@ -174,6 +183,7 @@ class WorkspaceService:
             version=1,
             execution_mode=org.default_execution_mode,
             tag_names=tuple(_tags(tag_names or [])),
+            project_id=project_id,
         )
         ws = _apply_attributes(ws, {k: v for k, v in attributes.items() if k != "name"})
         claim = {"pk": model.name_claim_key(org.name, name)[0], "sk": name, "workspace_id": ws.id}
@@ -191,6 +201,11 @@ class WorkspaceService:
         if new_name != ws.name:
             return self._rename(ws, model.validate_name(new_name), attributes)
         return self.mutate(ws.id, lambda current: _apply_attributes(current, attributes))
+
+    def move(self, principal: Principal, ws: Workspace, project_id: str) -> Workspace:
+        """Put a workspace in another project of its organization (the caller checked the project's)."""
+        self.authorize(principal, Action.UPDATE_WORKSPACE, ws)
+        return self.mutate(ws.id, lambda current: dataclasses.replace(current, project_id=project_id))
 
     def add_tags(self, principal: Principal, ws: Workspace, names: builtins.list[str]) -> Workspace:
         self.authorize(principal, Action.UPDATE_WORKSPACE, ws)

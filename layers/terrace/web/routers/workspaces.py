@@ -11,15 +11,40 @@ from terrace.domain import limits
 from terrace.domain.errors import Invalid
 from terrace.domain.principal import Principal
 from terrace.domain.workspace import Workspace
-from terrace.web import bodies, serializers
+from terrace.services.access.permissions import default_project_id
+from terrace.web import access_serializers, bodies, serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
-from terrace.web.jsonapi import JSONAPIResponse, JSONBody, attributes, read_document, respond, respond_page
+from terrace.web.jsonapi import (
+    JSONAPIResponse,
+    JSONBody,
+    attributes,
+    read_document,
+    relationship_id,
+    respond,
+    respond_page,
+)
 
 router = APIRouter(prefix="/api/v2")
 
 
 def serialize(container: Container, principal: Principal, ws: Workspace) -> dict[str, Any]:
     return serializers.workspace(ws, container.workspaces.permissions(principal, ws))
+
+
+def _project_id(container: Container, organization: str, data: dict[str, Any]) -> str | None:
+    """The project a create or update names (`relationships.project`), checked to be the organization's."""
+    project_id = relationship_id(data, "project", "projects")
+    return container.projects.in_organization(organization, project_id).id if project_id else None
+
+
+def _respond(
+    request: Request, container: Container, principal: Principal, ws: Workspace, status: int = 200
+) -> JSONAPIResponse:
+    included = None
+    if "project" in (request.query_params.get("include") or "").split(","):
+        project = container.projects.load(ws.project_id or default_project_id(ws.organization))
+        included = [access_serializers.project(project)]
+    return respond(serialize(container, principal, ws), status, included=included)
 
 
 def _names(items: Any, pointer: str) -> list[str]:
@@ -50,24 +75,36 @@ def list_workspaces(org: str, request: Request, container: ContainerDep, princip
     search = params.get("search[name]") or params.get("search[wildcard-name]", "").strip("*") or None
     tags = [t for t in (params.get("search[tags]") or params.get("filter[tagged][0][key]") or "").split(",") if t]
     workspaces = container.workspaces.list(principal, org, search=search, tags=tags or None)
+    project = params.get("filter[project][id]")
+    if project:
+        workspaces = [ws for ws in workspaces if (ws.project_id or default_project_id(ws.organization)) == project]
     return respond_page(request, workspaces, lambda ws: serialize(container, principal, ws))
 
 
 @router.post("/organizations/{org}/workspaces", openapi_extra=bodies.WORKSPACE)
-def create_workspace(org: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+def create_workspace(
+    org: str, body: JSONBody, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
     data = read_document(body, "workspaces")
-    ws = container.workspaces.create(principal, org, attributes(data), _tag_names(data))
-    return respond(serialize(container, principal, ws), 201)
+    project_id = _project_id(container, container.organizations.get(principal, org).name, data)
+    ws = container.workspaces.create(principal, org, attributes(data), _tag_names(data), project_id)
+    return _respond(request, container, principal, ws, 201)
 
 
 @router.get("/organizations/{org}/workspaces/{name}")
-def read_workspace_by_name(org: str, name: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-    return respond(serialize(container, principal, container.workspaces.get_by_name(principal, org, name)))
+def read_workspace_by_name(
+    org: str, name: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
+    ws = container.workspaces.get_by_name(principal, org, name)
+    return _respond(request, container, principal, ws)
 
 
 @router.get("/workspaces/{workspace_id}")
-def read_workspace(workspace_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-    return respond(serialize(container, principal, container.workspaces.get(principal, workspace_id)))
+def read_workspace(
+    workspace_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
+    ws = container.workspaces.get(principal, workspace_id)
+    return _respond(request, container, principal, ws)
 
 
 def _update(ws: Workspace, body: Any, container: Container, principal: Principal) -> JSONAPIResponse:
@@ -75,6 +112,9 @@ def _update(ws: Workspace, body: Any, container: Container, principal: Principal
     attrs = attributes(data)
     if _tag_names(data):
         attrs["tag-names"] = _tag_names(data)
+    project_id = _project_id(container, ws.organization, data)
+    if project_id and project_id != (ws.project_id or default_project_id(ws.organization)):
+        ws = container.workspaces.move(principal, ws, project_id)
     return respond(serialize(container, principal, container.workspaces.update(principal, ws, attrs)))
 
 
