@@ -42,7 +42,10 @@ def _project(item: dict[str, Any]) -> Project:
 
 def _name(value: Any) -> str:
     if not isinstance(value, str) or not NAME_RE.match(value):
-        raise Invalid("name must be 3-40 letters, digits, spaces, - or _", pointer="/data/attributes/name")
+        raise Invalid(
+            "Name may only contain letters, numbers, spaces, `-`, and `_`, and must be 3 to 40 characters long",
+            pointer="/data/attributes/name",
+        )
     return value
 
 

@@ -18,7 +18,8 @@ from terrace.services.access.teams import TeamService
 
 
 def ttl_of(expired_at: Any) -> int | None:
-    """Seconds until `expired-at` (an RFC 3339 time in the future), or None for no expiry."""
+    """Seconds until `expired-at` (an RFC 3339 time), or None for no expiry. A time already past is taken,
+    as HCP Terraform does: the token is issued expired and never authenticates."""
     if expired_at in (None, ""):
         return None
     try:
@@ -27,10 +28,7 @@ def ttl_of(expired_at: Any) -> int | None:
         raise Invalid("expired-at must be an RFC 3339 time", pointer="/data/attributes/expired-at") from exc
     if moment.tzinfo is None:
         raise Invalid("expired-at needs a time zone", pointer="/data/attributes/expired-at")
-    seconds = math.ceil(moment.timestamp() - clock.epoch())
-    if seconds <= 0:
-        raise Invalid("expired-at must be in the future", pointer="/data/attributes/expired-at")
-    return seconds
+    return math.ceil(moment.timestamp() - clock.epoch())
 
 
 class ServiceTokenService:

@@ -180,6 +180,14 @@ class TeamAccessService:
             raise Invalid(f"access must be one of {', '.join(WORKSPACE_LEVELS)}", pointer="/data/attributes/access")
         given = _choices({k: v for k, v in attrs.items() if k in FIELD_CHOICES}, FIELD_CHOICES, "/data/attributes")
         if access != "custom":
+            for key in given:
+                if given[key] != WORKSPACE_FIELDS[access][key]:
+                    label = key.replace("-", " ").capitalize()
+                    raise Invalid(
+                        f"{label} is read-only when access level is '{access}'; use the 'custom' access level to "
+                        "set this attribute.",
+                        pointer=f"/data/attributes/{key}",
+                    )
             return access, {}
         return access, {**(current.fields if current and current.access == "custom" else {}), **given}
 

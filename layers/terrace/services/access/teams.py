@@ -137,6 +137,8 @@ class TeamService:
         fields = self._fields(attrs)
         if team.owners and "org_access" in fields:
             fields.pop("org_access")  # owners may do everything, always
+        if "org_access" in fields:  # a partial organization-access changes the keys it names
+            fields["org_access"] = {**item.get("org_access", {}), **fields["org_access"]}
         item.update(fields)
         item["version"] = team.version + 1
         try:

@@ -22,6 +22,7 @@ from terrace.web.jsonapi import (
     respond,
 )
 from terrace.web.routers.teams import serialize as serialize_team
+from terrace.web.routers.teams import token_options
 
 router = APIRouter(prefix="/api/v2")
 INCLUDES = ("user", "teams")
@@ -31,7 +32,7 @@ def _includes(request: Request) -> set[str]:
     wanted = {part.strip() for part in (request.query_params.get("include") or "").split(",") if part.strip()}
     unknown = wanted - set(INCLUDES)
     if unknown:
-        raise BadRequest(f"include takes {', '.join(INCLUDES)}, not {', '.join(sorted(unknown))}")
+        raise BadRequest(f"Invalid include parameter: {', '.join(sorted(unknown))} (takes {', '.join(INCLUDES)})")
     return wanted
 
 
@@ -94,7 +95,7 @@ def delete_membership(membership_id: str, container: ContainerDep, principal: Pr
 # organization token ----------------------------------------------------------------------------
 @router.post("/organizations/{org}/authentication-token")
 def create_organization_token(org: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Any:
-    attrs = attributes(read_document(body, "authentication-tokens", required=False)) if body else {}
+    attrs = token_options(body)
     issued = container.service_tokens.create_organization_token(principal, org, attrs.get("expired-at"))
     return respond(serializers.token(issued.token, issued.secret), 201)
 

@@ -147,9 +147,20 @@ def remove_memberships(team_id: str, body: JSONBody, container: ContainerDep, pr
 
 
 # team token ------------------------------------------------------------------------------------
+def token_options(body: Any) -> dict[str, Any]:
+    """The attributes of a team or organization token request; go-tfe sends no `type` there (or none at all)."""
+    if body is None:
+        return {}
+    data = body.get("data") if isinstance(body, dict) else None
+    attrs = data.get("attributes") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or not isinstance(attrs or {}, dict):
+        raise Invalid("request body must be a JSON:API document with a data object", pointer="/data")
+    return dict(attrs or {})
+
+
 @router.post("/teams/{team_id}/authentication-token")
 def create_team_token(team_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Any:
-    attrs = attributes(read_document(body, "authentication-tokens", required=False)) if body else {}
+    attrs = token_options(body)
     issued = container.service_tokens.create_team_token(principal, team_id, attrs.get("expired-at"))
     return respond(serializers.token(issued.token, issued.secret), 201)
 
