@@ -115,7 +115,9 @@ def world() -> World:
     projects = env.api("GET", "/organizations/acme/projects").json()["data"]
     project = ("project", next(p["id"] for p in projects if p["attributes"]["name"] == "Default Project"))
     for level in ("read", "plan", "write", "admin"):
-        _grant(env, "team-workspaces", _team(env, f"ws-{level}", members=member_of(f"ws-{level}")), ws, {"access": level})
+        _grant(
+            env, "team-workspaces", _team(env, f"ws-{level}", members=member_of(f"ws-{level}")), ws, {"access": level}
+        )
     custom = {"access": "custom", "runs": "plan", "variables": "none", "state-versions": "read-outputs"}
     _grant(env, "team-workspaces", _team(env, "ws-custom", members=member_of("ws-custom")), ws, custom)
     for level in ("write", "maintain"):
@@ -177,14 +179,20 @@ def _create_var(w: World, token: str, t: dict[str, str]) -> int:
     body = {"data": {"type": "vars", "attributes": {"key": "k", "value": "v", "category": "env"}}}
     response = _api(w.env, token, "POST", f"/workspaces/{t['ws']}/vars", body)
     if response.status_code == 201:
-        assert _api(w.env, w.tokens["owner"], "DELETE", f"/workspaces/{t['ws']}/vars/{response.json()['data']['id']}").status_code == 204
+        assert (
+            _api(
+                w.env, w.tokens["owner"], "DELETE", f"/workspaces/{t['ws']}/vars/{response.json()['data']['id']}"
+            ).status_code
+            == 204
+        )
     return int(response.status_code)
 
 
 def _queue_run(w: World, token: str, t: dict[str, str]) -> int:
     cvs = _api(w.env, w.tokens["owner"], "GET", f"/workspaces/{w.targets['own']['ws']}/configuration-versions")
+    cv = cvs.json()["data"][0]["id"]
     rel = {"workspace": {"data": {"type": "workspaces", "id": t["ws"]}},
-           "configuration-version": {"data": {"type": "configuration-versions", "id": cvs.json()["data"][0]["id"]}}}  # fmt: skip
+           "configuration-version": {"data": {"type": "configuration-versions", "id": cv}}}  # fmt: skip
     response = _api(w.env, token, "POST", "/runs", {"data": {"type": "runs", "attributes": {"plan-only": True},
                                                              "relationships": rel}})  # fmt: skip
     return int(response.status_code)
@@ -213,7 +221,8 @@ OPERATIONS: dict[str, tuple[Action, int, Callable[[World, str, dict[str, str]], 
     "api: read outputs": (Action.READ_STATE_OUTPUTS, 200, _get("/workspaces/{ws}/current-state-version-outputs")),
     "api: queue run": (Action.QUEUE_RUN, 201, _queue_run),
     "api: lock": (Action.LOCK_WORKSPACE, 200, _lock),
-    "api: team access of workspace": (Action.MANAGE_WORKSPACE_ACCESS, 200, _get("/team-workspaces?filter[workspace][id]={ws}")),
+    "api: team access of workspace": (
+        Action.MANAGE_WORKSPACE_ACCESS, 200, _get("/team-workspaces?filter[workspace][id]={ws}")),
     "http backend: read state": (Action.READ_STATE, 200, lambda w, tok, t: int(w.env.client.get(
         f"/state/v1/{t['org']}/app", headers={"Authorization": f"Bearer {tok}"}).status_code)),  # fmt: skip
     "http backend: lock": (Action.LOCK_WORKSPACE, 200, _http_lock),
