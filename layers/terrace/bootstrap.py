@@ -26,6 +26,7 @@ from terrace.services.access.oidc import CALLBACK_PATH, OidcConfig, OidcSignIn
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.access.projects import ProjectService
 from terrace.services.access.service_tokens import ServiceTokenService
+from terrace.services.access.sso_teams import SsoTeamSync
 from terrace.services.access.team_access import TeamAccessService
 from terrace.services.access.teams import TeamService
 from terrace.services.access.terraform_login import TerraformLoginService
@@ -84,7 +85,7 @@ class Container:
         config = OidcConfig(
             s.oidc_issuer, s.oidc_client_id, s.oidc_client_secret, s.public_url + CALLBACK_PATH, s.oidc_groups_claim
         )
-        return OidcSignIn(self.table, self.accounts, self.web_sessions, config)
+        return OidcSignIn(self.table, self.accounts, self.web_sessions, config, on_groups=self.sso_teams.sync)
 
     @cached_property
     def terraform_login(self) -> TerraformLoginService:
@@ -110,6 +111,10 @@ class Container:
     @cached_property
     def team_access(self) -> TeamAccessService:
         return TeamAccessService(self.table, self.teams, self.workspaces, self.projects)
+
+    @cached_property
+    def sso_teams(self) -> SsoTeamSync:
+        return SsoTeamSync(self.table, self.accounts, self.teams, self.memberships)
 
     @cached_property
     def service_tokens(self) -> ServiceTokenService:

@@ -56,3 +56,8 @@ def team_projects_index(organization: str) -> str:
 def grant_claim_key(target_id: str, team_id: str) -> tuple[str, str]:
     """One grant per team and workspace (or project)."""
     return f"{target_id}#team-grants", team_id
+
+
+def sso_team_key(sso_team_id: str, team_id: str) -> tuple[str, str]:
+    """Teams by their sso-team-id (an identity provider group), across organizations."""
+    return f"ssoteam#{sso_team_id}", team_id

@@ -111,6 +111,7 @@ def remove_all(table: Table, organization: str) -> None:
     doomed: list[tuple[str, str]] = []
     for team in table.query(keys.teams_index(organization), index="gsi1"):
         doomed += [keys.team_key(team["id"]), keys.team_name_key(organization, team["name"])]
+        doomed += [keys.sso_team_key(team["sso_team_id"], team["id"])] if team.get("sso_team_id") else []
     for project in table.query(keys.projects_index(organization), index="gsi1"):
         doomed += [keys.project_key(project["id"]), keys.project_name_key(organization, project["name"])]
     for member in table.query(keys.membership_key(organization, "")[0]):

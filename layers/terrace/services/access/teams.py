@@ -113,6 +113,7 @@ class TeamService:
             raise Conflict("the owners team exists already")
         fields = self._fields(attrs)
         items = org_defaults.team_items(org.name, new_id("team"), name, **fields)
+        items += _sso_items(items[0])
         try:
             self._table.transact([Put(item, if_absent=True) for item in items])
         except ConditionFailed as exc:
@@ -139,6 +140,9 @@ class TeamService:
             fields.pop("org_access")  # owners may do everything, always
         if "org_access" in fields:  # a partial organization-access changes the keys it names
             fields["org_access"] = {**item.get("org_access", {}), **fields["org_access"]}
+        if "sso_team_id" in fields and fields["sso_team_id"] != team.sso_team_id:
+            ops += [Delete(*keys.sso_team_key(team.sso_team_id, team.id))] if team.sso_team_id else []
+            ops += [Put(i) for i in _sso_items({**item, **fields})]
         item.update(fields)
         item["version"] = team.version + 1
         try:
@@ -153,6 +157,7 @@ class TeamService:
         if team.owners:
             raise Forbidden("the owners team cannot be deleted")
         doomed = [keys.team_key(team.id), keys.team_name_key(team.organization, team.name)]
+        doomed += [keys.sso_team_key(team.sso_team_id, team.id)] if team.sso_team_id else []
         for index, key in ((keys.team_workspaces_index, "workspace_id"), (keys.team_projects_index, "project_id")):
             for g in self._table.query(index(team.organization), index="gsi1"):
                 if g["team_id"] == team.id:
@@ -164,8 +169,17 @@ class TeamService:
         """Replace a team's members (the callers check who they are); owners keep at least one."""
         if team.owners:
             self._orgs.get(principal, team.organization, Action.MANAGE_ORGANIZATION)
-            if not users:
-                raise Conflict("the owners team cannot be emptied: an organization needs an owner")
+        return self.write_members(team, users)
+
+    def sso_teams(self, group: str) -> builtins.list[Team]:
+        """The teams, in any organization, whose sso-team-id is `group` (an identity provider's group)."""
+        pointers = self._table.query(keys.sso_team_key(group, "")[0])
+        return [team_from_item(i) for i in self._table.batch_get([keys.team_key(p["sk"]) for p in pointers])]
+
+    def write_members(self, team: Team, users: set[str]) -> Team:
+        """Store a team's members without a permission check (single sign-on's group mapping)."""
+        if team.owners and not users:
+            raise Conflict("the owners team cannot be emptied: an organization needs an owner")
         item = self._table.get(*keys.team_key(team.id))
         assert item is not None
         item["users"] = sorted(users)
@@ -204,3 +218,10 @@ class TeamService:
                               pointer="/data/attributes/allow-member-token-management")  # fmt: skip
             fields["allow_member_token_management"] = attrs["allow-member-token-management"]
         return fields
+
+
+def _sso_items(team: dict[str, Any]) -> builtins.list[dict[str, Any]]:
+    if not team.get("sso_team_id"):
+        return []
+    pk, sk = keys.sso_team_key(team["sso_team_id"], team["id"])
+    return [{"pk": pk, "sk": sk, "organization": team["organization"]}]
