@@ -46,8 +46,11 @@ def test_the_creator_is_an_owner_and_a_member_and_the_owners_team_cannot_go() ->
     assert [m["attributes"]["status"] for m in memberships] == ["active"]
     assert env.api("DELETE", f"/teams/{owners['id']}").status_code == 403
     assert _members(env, owners["id"], "DELETE", "alice").status_code == 409  # never emptied
+    devs = _team(env, "devs")
+    assert _members(env, devs["id"], "POST", "alice").status_code == 204
     me = memberships[0]["id"]
-    assert env.api("DELETE", f"/organization-memberships/{me}").status_code == 409  # the last owner stays
+    assert env.api("DELETE", f"/organization-memberships/{me}").status_code == 409  # the last owner stays...
+    assert env.api("GET", f"/teams/{devs['id']}").json()["data"]["attributes"]["users-count"] == 1  # ...whole
     assert env.api("GET", "/workspaces/" + env.workspace_id).status_code == 200
 
 

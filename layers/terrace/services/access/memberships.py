@@ -116,7 +116,8 @@ class MembershipService:
 
     def delete(self, principal: Principal, membership_id: str) -> None:
         member = self.get(principal, membership_id, Action.MANAGE_MEMBERSHIP)
-        for team in self._teams.of_user(member.organization, member.user_id):
+        teams = sorted(self._teams.of_user(member.organization, member.user_id), key=lambda t: not t.owners)
+        for team in teams:  # the owners team first: refusing to drop the last owner leaves everything as it was
             self._teams.set_members(principal, team, set(team.users) - {member.user_id})
         self._table.transact(
             [Delete(*keys.membership_key(member.organization, member.user_id)),

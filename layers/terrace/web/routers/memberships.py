@@ -7,8 +7,9 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from terrace.bootstrap import Container
-from terrace.domain.errors import BadRequest
+from terrace.domain.errors import BadRequest, Invalid, NotFound
 from terrace.domain.principal import Principal
+from terrace.services.access.authz import Action
 from terrace.services.access.memberships import Membership
 from terrace.web import access_serializers, serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
@@ -69,9 +70,15 @@ def invite(org: str, body: JSONBody, container: ContainerDep, principal: Princip
     data = read_document(body, "organization-memberships")
     attrs = attributes(data)
     username = relationship_id(data, "user", "users")
+    teams_rel = (data.get("relationships") or {}).get("teams")
+    refs = teams_rel.get("data") if isinstance(teams_rel, dict) else None
+    if refs is not None and not (isinstance(refs, list) and all(isinstance(r, dict) for r in refs)):
+        raise Invalid("relationships.teams must be {data: [{type: teams, id}]}", pointer="/data/relationships/teams")
+    teams = [container.teams.get(principal, str(ref.get("id")), Action.MANAGE_MEMBERSHIP) for ref in refs or []]
+    if any(team.organization != org for team in teams):
+        raise NotFound("team not found")
     member = container.memberships.invite(principal, org, attrs.get("email"), username)
-    for team_id in [t.get("id") for t in ((data.get("relationships") or {}).get("teams") or {}).get("data") or []]:
-        team = container.teams.get(principal, str(team_id))
+    for team in teams:
         container.teams.set_members(principal, team, set(team.users) | {member.user_id})
     docs, included = _documents(container, principal, [member], {"user"})
     return respond(docs[0], 201, included=included)
