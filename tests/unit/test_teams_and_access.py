@@ -163,3 +163,18 @@ def test_other_organizations_teams_projects_and_grants_are_not_found() -> None:
     grant = {"data": {"type": "team-workspaces", "attributes": {"access": "admin"}, "relationships": rel}}
     assert env.api("POST", "/team-workspaces", grant).status_code == 404  # their team, my workspace
     assert _call(env, olga, "POST", "/team-workspaces", grant).status_code == 404  # my workspace, to them
+
+
+def test_secret_teams_are_seen_by_their_members_and_team_managers_only() -> None:
+    env = make_run_env()
+    _, erin = _user(env, "erin")
+    secret = _team(env, "secret-team")
+    shown = _team(env, "open-team", visibility="organization")
+    assert _members(env, shown["id"], "POST", "erin").status_code == 204
+    names = lambda token: {t["attributes"]["name"] for t in _call(env, token, "GET", "/organizations/acme/teams")  # noqa: E731
+                           .json()["data"]}  # fmt: skip
+    assert names(erin) == {"open-team"}
+    assert _call(env, erin, "GET", f"/teams/{secret['id']}").status_code == 404
+    assert {"owners", "secret-team", "open-team"} <= names(env.headers["Authorization"].split(" ", 1)[1])
+    assert _members(env, secret["id"], "POST", "erin").status_code == 204
+    assert _call(env, erin, "GET", f"/teams/{secret['id']}").status_code == 200

@@ -83,9 +83,11 @@ class TeamService:
     def get(self, principal: Principal, team_id: str, action: Action = Action.READ_TEAMS) -> Team:
         team = self.load(team_id)
         try:
-            self._orgs.get(principal, team.organization, Action.READ_TEAMS)
+            org = self._orgs.get(principal, team.organization, Action.READ_TEAMS)
         except NotFound as exc:
             raise NotFound(f"team {team_id} not found") from exc
+        if not self._visible(principal, org, team):
+            raise NotFound(f"team {team_id} not found")
         if action is not Action.READ_TEAMS:
             self._orgs.get(principal, team.organization, action)
         return team
@@ -93,7 +95,13 @@ class TeamService:
     def list(self, principal: Principal, organization: str, names: list[str] | None = None) -> list[Team]:
         org = self.organization(principal, organization)
         teams = [team_from_item(i) for i in self._table.query(keys.teams_index(org.name), index="gsi1")]
-        return [t for t in teams if not names or t.name in names]
+        return [t for t in teams if (not names or t.name in names) and self._visible(principal, org, t)]
+
+    def _visible(self, principal: Principal, org: Organization, team: Team) -> bool:
+        """A `secret` team is seen by its members and by those who manage teams or membership."""
+        if team.visibility == "organization" or principal.subject_id in team.users or principal.subject_id == team.id:
+            return True
+        return any(self._authz.can(principal, a, org.view) for a in (Action.MANAGE_TEAMS, Action.MANAGE_MEMBERSHIP))
 
     def of_user(self, organization: str, user_id: str) -> builtins.list[Team]:
         teams = [team_from_item(i) for i in self._table.query(keys.teams_index(organization), index="gsi1")]
