@@ -258,8 +258,13 @@ def test_permission_matrix(world: World, caller: str, operation: str, where: str
 @pytest.mark.parametrize("caller", list(CALLERS))
 def test_runner_protocol_refuses_every_caller_but_runner_tokens(world: World, caller: str) -> None:
     """The runner protocol is for runner tokens only, whatever a caller's access; another organization's
-    runner cannot work this organization's jobs."""
+    runner cannot touch this organization's job (404), its own can."""
     env = world.env
     assert env.runner("POST", "/jobs/next", json={"runner_id": "x"}, token=world.tokens[caller]).status_code == 403
+    _queue_run(world, world.tokens["owner"], world.targets["own"])
+    job = env.claim("r-own")["job_id"]
+    beat = {"runner_id": "r-own"}
+    assert env.runner("POST", f"/jobs/{job}/heartbeat", json=beat, token=world.tokens[caller]).status_code == 404
     other_runner = env.container.scaler.credential("other").token
-    assert env.runner("POST", "/jobs/no-such/heartbeat", json={"runner_id": "x"}, token=other_runner).status_code == 404
+    assert env.runner("POST", f"/jobs/{job}/heartbeat", json=beat, token=other_runner).status_code == 404
+    assert env.runner("POST", f"/jobs/{job}/heartbeat", json=beat).status_code == 200
