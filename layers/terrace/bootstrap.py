@@ -28,8 +28,15 @@ from terrace.adapters.table import Table
 from terrace.config import Settings
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.authz import Authorizer
+from terrace.services.access.grants import TableAccessResolver
+from terrace.services.access.memberships import MembershipService
 from terrace.services.access.oidc import CALLBACK_PATH, OidcConfig, OidcSignIn
 from terrace.services.access.organizations import OrganizationService
+from terrace.services.access.projects import ProjectService
+from terrace.services.access.service_tokens import ServiceTokenService
+from terrace.services.access.sso_teams import SsoTeamSync
+from terrace.services.access.team_access import TeamAccessService
+from terrace.services.access.teams import TeamService
 from terrace.services.access.terraform_login import TerraformLoginService
 from terrace.services.access.users import UserService
 from terrace.services.access.web_sessions import WebSessionService
@@ -82,7 +89,7 @@ class Container:
 
     @cached_property
     def authz(self) -> Authorizer:
-        return Authorizer()
+        return Authorizer(TableAccessResolver(self.table))
 
     @cached_property
     def accounts(self) -> AccountService:
@@ -113,7 +120,7 @@ class Container:
         config = OidcConfig(
             s.oidc_issuer, s.oidc_client_id, s.oidc_client_secret, s.public_url + CALLBACK_PATH, s.oidc_groups_claim
         )
-        return OidcSignIn(self.table, self.accounts, self.web_sessions, config)
+        return OidcSignIn(self.table, self.accounts, self.web_sessions, config, on_groups=self.sso_teams.sync)
 
     @cached_property
     def terraform_login(self) -> TerraformLoginService:
@@ -122,6 +129,31 @@ class Container:
     @cached_property
     def organizations(self) -> OrganizationService:
         return OrganizationService(self.table, self.authz)
+
+    # teams and access (services/access/) ------------------------------------------------
+    @cached_property
+    def teams(self) -> TeamService:
+        return TeamService(self.table, self.authz, self.organizations)
+
+    @cached_property
+    def memberships(self) -> MembershipService:
+        return MembershipService(self.table, self.organizations, self.accounts, self.teams)
+
+    @cached_property
+    def projects(self) -> ProjectService:
+        return ProjectService(self.table, self.teams)
+
+    @cached_property
+    def team_access(self) -> TeamAccessService:
+        return TeamAccessService(self.table, self.teams, self.workspaces, self.projects)
+
+    @cached_property
+    def sso_teams(self) -> SsoTeamSync:
+        return SsoTeamSync(self.table, self.accounts, self.teams, self.memberships)
+
+    @cached_property
+    def service_tokens(self) -> ServiceTokenService:
+        return ServiceTokenService(self.accounts, self.teams, self.organizations)
 
     @cached_property
     def workspaces(self) -> WorkspaceService:

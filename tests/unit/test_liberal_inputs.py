@@ -16,7 +16,7 @@ def _ws_body(**attributes: object) -> dict[str, object]:
 def test_unknown_attributes_and_relationships_are_ignored_on_workspace_create_and_update(state_env: Env) -> None:
     env = state_env
     body = _ws_body(name="liberal", type="workspaces", **{"vcs-repo": {}, "no-such-attribute": [1, 2]})
-    body["data"]["relationships"] = {"project": {"data": {"type": "projects", "id": "prj-x"}}}  # type: ignore[index]
+    body["data"]["relationships"] = {"agent-pool": {"data": {"type": "agent-pools", "id": "apool-x"}}}  # type: ignore[index]
     created = env.client.post(f"/api/v2/organizations/{env.org}/workspaces", headers=env.auth, json=body)
     assert created.status_code == 201, created.text
     ws_id = created.json()["data"]["id"]

@@ -149,3 +149,33 @@ def test_without_an_issuer_there_is_no_sso(app: tuple[Any, TestClient]) -> None:
     assert client.get("/app/sign-in/oidc").status_code == 404
     assert "single sign-on" not in client.get("/app/sign-in").text
     assert "single sign-on" in TestClient(create_app(container), base_url="https://testserver").get("/app/sign-in").text
+
+
+def test_groups_claim_maps_people_into_teams_with_that_sso_team_id(app: tuple[Any, TestClient], issuer: str) -> None:
+    """A team whose sso-team-id is a group of the person gets them at sign-in (with a membership of its
+    organization), and loses them at the first sign-in without that group."""
+    from terrace.domain.principal import Principal, PrincipalKind
+
+    container, client = app
+    owner = container.accounts.create_user("olivia")
+    principal = Principal(PrincipalKind.USER, owner.id, owner.username)
+    container.organizations.create(principal, "acme", "ops@example.com")
+    ws = container.workspaces.create(principal, "acme", {"name": "web"})
+    team = container.teams.create(principal, "acme", {"name": "platform", "sso-team-id": "platform-admins"})
+    grant = {"access": "write"}
+    container.team_access.add_workspace(principal, team.id, ws.id, grant)
+    untouched = container.teams.create(principal, "acme", {"name": "manual"})
+
+    person(issuer, "sub-pat", preferred_username="pat", groups=["platform-admins", "other"])
+    assert sign_in(client, "sub-pat").status_code == 303
+    pat = container.accounts.find_user("pat")
+    assert pat is not None and pat.id in container.teams.load(team.id).users
+    assert pat.id not in container.teams.load(untouched.id).users
+    assert [m.user_id for m in container.memberships.list(principal, "acme") if m.user_id == pat.id]
+    assert client.get("/app/acme/workspaces/web").status_code == 200
+
+    person(issuer, "sub-pat", preferred_username="pat", groups=["other"])
+    later = TestClient(client.app, base_url="https://testserver", follow_redirects=False)
+    assert sign_in(later, "sub-pat").status_code == 303
+    assert pat.id not in container.teams.load(team.id).users
+    assert later.get("/app/acme/workspaces/web").status_code == 404  # no cache: gone at the next request

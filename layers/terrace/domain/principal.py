@@ -9,6 +9,7 @@ from enum import StrEnum
 class PrincipalKind(StrEnum):
     USER = "user"
     ORGANIZATION = "organization"  # an organization token: acts for the whole organization
+    TEAM = "team"  # a team token: acts with its team's access in the team's organization
     RUN = "run"  # a short-lived token scoped to one run of one workspace
     RUNNER = "runner"  # a runner process's token: takes and works jobs of one organization, nothing else
 
@@ -16,11 +17,11 @@ class PrincipalKind(StrEnum):
 @dataclass(frozen=True)
 class Principal:
     kind: PrincipalKind
-    subject_id: str  # user id, organization name or run id
+    subject_id: str  # user id, organization name, team id or run id
     username: str
     token_id: str | None = None
     site_admin: bool = False
-    organization: str | None = None  # set for organization, run and runner tokens
+    organization: str | None = None  # set for organization, team, run and runner tokens
     workspace_id: str | None = None  # set for run tokens
 
     @property

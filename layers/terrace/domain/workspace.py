@@ -114,6 +114,7 @@ class Workspace:
     resource_count: int = 0
     runs_count: int = 0
     created_ns: int = 0  # creation time in ns: orders workspaces created within the same millisecond
+    project_id: str | None = None  # None: the organization's Default Project
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -151,6 +152,7 @@ _SIMPLE = (
     "runs_count",
     "created_ns",
     "execution_mode_overwritten",
+    "project_id",
 )
 
 

@@ -7,7 +7,7 @@ from fastapi import FastAPI
 from terrace.adapters.fs_blobs import URL_PREFIX, FsBlobs
 from terrace.bootstrap import Container
 from terrace.web import blob_urls, errors, static_assets
-from terrace.web.middleware import BodyLimit, ExtraHeaders, TrailingSlash
+from terrace.web.middleware import BodyLimit, ExtraHeaders, RequestGrants, TrailingSlash
 from terrace.web.rate_limit import RateLimit, TokenBuckets, limited_headers
 from terrace.web.routers import (
     accounts,
@@ -17,14 +17,17 @@ from terrace.web.routers import (
     configuration_versions,
     discovery,
     http_backend,
+    memberships,
     oauth,
     organizations,
     phases,
+    projects,
     resources,
     runner_api,
     runs,
     ssh_keys,
     state_versions,
+    teams,
     workspace_relations,
     workspaces,
 )
@@ -69,6 +72,7 @@ def create_app(container: Container) -> FastAPI:
         headers=api_headers(rate_limit),
         per_path=lambda path: state_versions.snapshot_headers(path, snapshot_interval_s),
     )
+    app.add_middleware(RequestGrants)
     # outermost: bodies are counted as they stream in (Content-Length or chunked), 413 past the limit
     too_large = lambda detail: errors.error_response(413, "payload too large", detail)  # noqa: E731
     serves_blobs = isinstance(container.blobs, FsBlobs)  # embedded mode: Terrace serves its own blob URLs
@@ -83,6 +87,8 @@ def create_app(container: Container) -> FastAPI:
     app.add_middleware(TrailingSlash)  # outermost of all: routing and every prefix check see `/path`
     for module in (discovery, organizations, workspaces, workspace_relations, accounts, ssh_keys, oauth):
         app.include_router(module.router)
+    for access_module in (teams, memberships, projects):
+        app.include_router(access_module.router)
     for state_module in (state_versions, resources, http_backend):
         app.include_router(state_module.router)
     for run_module in (configuration_versions, runs, phases, runner_api):

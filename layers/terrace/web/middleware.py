@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from terrace.domain.errors import TooLarge
+from terrace.services.access.grants import request_scope
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -121,3 +122,14 @@ class TrailingSlash:
             if isinstance(raw, bytes | bytearray):
                 scope["raw_path"] = bytes(raw).rstrip(b"/") or b"/"
         await self.app(scope, receive, send)
+
+
+class RequestGrants:
+    """Remember each caller's team grants for one request only (`services/access/grants.py`)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        with request_scope():
+            await self.app(scope, receive, send)

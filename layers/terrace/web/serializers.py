@@ -8,6 +8,7 @@ from terrace.domain.principal import Principal
 from terrace.domain.workspace import Workspace
 from terrace.services.access.accounts import Token, User
 from terrace.services.access.organizations import Organization
+from terrace.services.access.permissions import default_project_id
 from terrace.services.state.index import StoredOutput
 from terrace.services.workspaces.locking import describe_holder
 from terrace.services.workspaces.tags import Tag
@@ -125,13 +126,13 @@ def workspace(ws: Workspace, permissions: dict[str, bool], org: Organization) ->
         locked_by = {"data": {"type": kind, "id": lock.holder_id}, "meta": {"holder": describe_holder(lock)}}
     relationships = {
         "organization": ref("organizations", org.name),
+        "project": ref("projects", ws.project_id or default_project_id(ws.organization)),
         "current-run": ref("runs", ws.current_run_id),
         "latest-run": ref("runs", ws.latest_run_id),
         "current-state-version": ref("state-versions", ws.current_state_version_id),
         "current-configuration-version": ref("configuration-versions", ws.extra.get("current_cv_id")),
         "ssh-key": ref("ssh-keys", ws.extra.get("ssh_key_id")),
         "locked-by": locked_by,
-        "project": {"data": None},
         "agent-pool": {"data": None},
         "readme": {"data": None},
         "outputs": {"data": []},

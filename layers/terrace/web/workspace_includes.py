@@ -1,4 +1,4 @@
-"""`include=` on workspace reads and lists: organization, current_run, current_state_version, outputs.
+"""`include=` on workspace reads and lists: organization, current_run, current_state_version, outputs, project.
 
 Each related object appears once in `included`, serialized as its own endpoint serializes it; what the
 caller may not read is left out (the relationship still names it). Unknown names are ignored, and an
@@ -16,9 +16,10 @@ from terrace.bootstrap import Container
 from terrace.domain.errors import Forbidden, NotFound
 from terrace.domain.principal import Principal
 from terrace.domain.workspace import Workspace
-from terrace.web import serializers
+from terrace.services.access.permissions import default_project_id
+from terrace.web import access_serializers, serializers
 
-SUPPORTED = ("organization", "current_run", "current_state_version", "outputs")
+SUPPORTED = ("organization", "current_run", "current_state_version", "outputs", "project")
 
 
 def requested(request: Request) -> set[str]:
@@ -39,6 +40,9 @@ def included(
     for ws, resource in zip(workspaces, data, strict=True):
         if "organization" in names:
             add(_organization(container, principal, ws))
+        if "project" in names:
+            project = container.projects.load(ws.project_id or default_project_id(ws.organization))
+            add(access_serializers.project(project))
         if "current_run" in names and ws.current_run_id:
             for run in _readable(_run, container, principal, ws.current_run_id):
                 add(run)

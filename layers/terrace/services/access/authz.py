@@ -1,40 +1,23 @@
 """The one place where permissions are decided.
 
 Every service asks `Authorizer.require(...)` before it reads or changes anything. Callers with
-no access to an organization at all get NotFound (its existence is not revealed); callers who can
-see it but may not do the action get Forbidden.
+no access to an organization at all get NotFound (its existence is not revealed), so do callers
+who cannot read the workspace they ask about; callers who can see it but may not do the action get
+Forbidden. A user's permissions are the owners team's (everything) or the union of their teams'
+grants (`permissions.py`, read by an `AccessResolver`); a team token has its team's.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
+from typing import Protocol
 
 from terrace.domain.errors import Forbidden, NotFound
 from terrace.domain.principal import Principal, PrincipalKind
+from terrace.services.access.actions import Action
+from terrace.services.access.permissions import NOT_A_MEMBER, Grants, default_project_id, owners_team_id
 
-
-class Action(StrEnum):
-    READ_ORGANIZATION = "read-organization"
-    MANAGE_ORGANIZATION = "manage-organization"
-    DELETE_ORGANIZATION = "delete-organization"
-    CREATE_WORKSPACE = "create-workspace"
-    READ_WORKSPACE = "read-workspace"
-    READ_RUNS = "read-runs"  # runs, plans, applies, their logs, configuration versions
-    UPDATE_WORKSPACE = "update-workspace"
-    DELETE_WORKSPACE = "delete-workspace"
-    LOCK_WORKSPACE = "lock-workspace"
-    FORCE_UNLOCK = "force-unlock"
-    READ_STATE = "read-state"
-    READ_STATE_OUTPUTS = "read-state-outputs"
-    WRITE_STATE = "write-state"
-    QUEUE_RUN = "queue-run"
-    APPLY_RUN = "apply-run"
-    CANCEL_RUN = "cancel-run"
-    READ_VARIABLES = "read-variables"
-    WRITE_VARIABLES = "write-variables"
-    RUN_JOBS = "run-jobs"  # take, heartbeat, log and finish jobs (the runner protocol)
-    ADMINISTER_SITE = "administer-site"  # the /api/v2/admin API: every organization, user and tool version
+__all__ = ["Action", "AccessResolver", "Authorizer", "OrgView", "WorkspaceView"]
 
 
 # What a run token may do in the workspace its run belongs to.
@@ -58,7 +41,7 @@ _RUN_SHARED_STATE = frozenset({Action.READ_WORKSPACE, Action.READ_STATE, Action.
 @dataclass(frozen=True)
 class OrgView:
     """The facts about an organization that permissions depend on. `key` is its storage key: the name it was
-    created with, which tokens and workspaces are bound to and which a rename does not change."""
+    created with, which tokens, workspaces, teams and projects are bound to and which a rename does not change."""
 
     key: str
     owners: tuple[str, ...]
@@ -69,13 +52,41 @@ class OrgView:
 class WorkspaceView:
     id: str
     global_remote_state: bool
+    project_id: str | None = None  # None: the organization's Default Project
     remote_state_consumers: frozenset[str] = frozenset()
 
     def shares_state_with(self, workspace_id: str | None) -> bool:
         return self.global_remote_state or (workspace_id is not None and workspace_id in self.remote_state_consumers)
 
 
+class AccessResolver(Protocol):
+    """Reads what a caller holds in an organization (`services/access/grants.py`)."""
+
+    def user_grants(self, user_id: str, organization: str) -> Grants: ...
+
+    def team_grants(self, team_id: str, organization: str) -> Grants: ...
+
+
+# Organization-level actions and the organization access that grants each to a non-owner member.
+_ORG_LEVEL: dict[Action, tuple[str, ...]] = {
+    Action.READ_ORGANIZATION: (),
+    Action.READ_TEAMS: (),
+    Action.READ_PROJECTS: (),
+    Action.MANAGE_TEAMS: ("manage-teams",),
+    Action.MANAGE_MEMBERSHIP: ("manage-membership", "manage-teams"),
+    Action.MANAGE_PROJECTS: ("manage-projects",),
+    Action.CREATE_WORKSPACE: ("manage-workspaces",),
+    Action.MANAGE_ORGANIZATION: (),
+    Action.DELETE_ORGANIZATION: (),
+}
+_OWNERS_ONLY = frozenset({Action.MANAGE_ORGANIZATION, Action.DELETE_ORGANIZATION})
+_OPEN_TO_MEMBERS = frozenset({Action.READ_ORGANIZATION, Action.READ_TEAMS, Action.READ_PROJECTS})
+
+
 class Authorizer:
+    def __init__(self, access: AccessResolver | None = None) -> None:
+        self._access = access
+
     def can(self, principal: Principal, action: Action, org: OrgView, workspace: WorkspaceView | None = None) -> bool:
         try:
             self.require(principal, action, org, workspace)
@@ -96,14 +107,48 @@ class Authorizer:
         if principal.kind is PrincipalKind.USER:
             if principal.subject_id in org.owners:
                 return
-            raise NotFound("organization not found")
+            grants = self._access.user_grants(principal.subject_id, org.key) if self._access else NOT_A_MEMBER
+            self._decide(grants, action, org, workspace)
+            return
         if principal.organization != org.key:
             raise NotFound("organization not found")
+        if principal.kind is PrincipalKind.TEAM:
+            if principal.subject_id == owners_team_id(org.key):
+                return
+            grants = self._access.team_grants(principal.subject_id, org.key) if self._access else NOT_A_MEMBER
+            self._decide(grants, action, org, workspace)
+            return
         if principal.kind is PrincipalKind.ORGANIZATION:
             if action is Action.DELETE_ORGANIZATION:
                 raise Forbidden("organization tokens cannot delete their organization")
             return
         self._require_run_token(principal, action, workspace)
+
+    @staticmethod
+    def _decide(grants: Grants, action: Action, org: OrgView, workspace: WorkspaceView | None) -> None:
+        """A member's permission: organization access, then project and workspace access."""
+        if not grants.member:
+            raise NotFound("organization not found")
+        if grants.owner or action in _OPEN_TO_MEMBERS:
+            return
+        if action in _ORG_LEVEL:
+            if action in _OWNERS_ONLY:
+                raise Forbidden(f"only owners may {action.value}")
+            if grants.org_access & set(_ORG_LEVEL[action]):
+                return
+            if action is Action.CREATE_WORKSPACE and grants.creates_workspaces:
+                return
+            raise Forbidden(f"your teams may not {action.value} in this organization")
+        if workspace is None:  # a workspace action asked of the whole organization
+            if action in grants.workspace_actions("", ""):
+                return
+            raise Forbidden(f"your teams may not {action.value} in every workspace of this organization")
+        actions = grants.workspace_actions(workspace.id, workspace.project_id or default_project_id(org.key))
+        if action in actions:
+            return
+        if Action.READ_WORKSPACE in actions:
+            raise Forbidden(f"your teams may not {action.value} in workspace {workspace.id}")
+        raise NotFound(f"workspace {workspace.id} not found")
 
     @staticmethod
     def require_site_admin(principal: Principal) -> None:

@@ -11,6 +11,7 @@ import base64
 import hashlib
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -52,7 +53,15 @@ def _username_base(claims: dict[str, Any]) -> str:
 
 
 class OidcSignIn:
-    def __init__(self, table: Table, accounts: AccountService, sessions: WebSessionService, config: OidcConfig) -> None:
+    def __init__(
+        self,
+        table: Table,
+        accounts: AccountService,
+        sessions: WebSessionService,
+        config: OidcConfig,
+        on_groups: Callable[[str, list[str]], object] | None = None,
+    ) -> None:
+        self._on_groups = on_groups  # team mapping (services/access/sso_teams.py), after each sign-in
         self._table = table
         self._accounts = accounts
         self._sessions = sessions
@@ -188,6 +197,8 @@ class OidcSignIn:
                 "signed_in_at": clock.now_iso(),
             }
         )
+        if self._on_groups is not None:
+            self._on_groups(user_id, groups[:100])
         return user_id
 
     def _create_user(self, claims: dict[str, Any]) -> str:

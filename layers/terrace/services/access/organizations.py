@@ -20,6 +20,7 @@ from terrace.domain import clock, limits
 from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal, PrincipalKind
+from terrace.services.access import org_defaults
 from terrace.services.access.authz import Action, Authorizer, OrgView
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
@@ -119,6 +120,16 @@ class OrganizationService:
         self._cache.pop(org.name, None)
         self._by_key.pop(org.key, None)
 
+    def forget(self, key: str) -> None:
+        """Drop a cached organization (by storage key) after its owners changed (the owners team's service)."""
+        self._by_key.pop(key, None)
+        for name in [name for name, (_, org) in self._cache.items() if org.key == key]:
+            self._cache.pop(name, None)
+
+    def ensure_defaults(self, org: Organization) -> None:
+        """Owners team, memberships and Default Project for an organization created before teams."""
+        org_defaults.ensure(self._table, org.key, list(org.owners), {})
+
     def _item(self, name: str) -> dict[str, Any]:
         if not NAME_RE.match(name or ""):
             raise NotFound(f"organization {name} not found")
@@ -189,8 +200,11 @@ class OrganizationService:
             "version": 1,
         }
         claim = {"pk": _name_claim(name)[0], "sk": _name_claim(name)[1], "key": key}
+        seeded = org_defaults.creation_items(key, principal.subject_id, "")  # owners team, membership, project
         try:
-            self._table.transact([Put(claim, if_absent=True), Put(item, if_absent=True)])
+            self._table.transact(
+                [Put(claim, if_absent=True), Put(item, if_absent=True), *(Put(i, if_absent=True) for i in seeded)]
+            )
         except ConditionFailed as exc:
             raise Conflict(f"organization {name} already exists") from exc
         return _org(item)
@@ -234,22 +248,31 @@ class OrganizationService:
         return _org(item)
 
     def delete(self, principal: Principal, org: Organization) -> None:
-        """Remove the organization item and its name claim (what it held is deleted first: `OrganizationDeletion`)."""
+        """Remove the organization item, its name claim, teams, memberships and projects (what it held is deleted
+        first: `OrganizationDeletion`)."""
         self._authz.require(principal, Action.DELETE_ORGANIZATION, org.view)
         try:
             self._table.transact([Delete(*_key(org.key)), Delete(*_name_claim(org.name))])
+            org_defaults.remove_all(self._table, org.key)
         finally:
             self._forget(org)
 
     def add_owner(self, name: str, user_id: str) -> Organization:
-        """Operator path (CLI/bootstrap): make a user an owner of an organization."""
+        """Operator path (CLI/bootstrap): make a user an owner of an organization (and of its owners team)."""
         item = self._item(name)
+        key = _org(item).key
+        org_defaults.ensure(self._table, key, list(item["owners"]), {})
         if user_id not in item["owners"]:
             item["owners"].append(user_id)
             version = item["version"]
             item["version"] = version + 1
-            self._table.put(item, if_version=version)
+            team = org_defaults.owners_team(self._table, key)
+            team["users"] = sorted(set(team["users"]) | {user_id})
+            team_version = team["version"]
+            team["version"] = team_version + 1
+            self._table.transact([Put(item, if_version=version), Put(team, if_version=team_version)])
             self._forget(_org(item))
+        org_defaults.ensure(self._table, key, list(item["owners"]), {})
         return _org(item)
 
 

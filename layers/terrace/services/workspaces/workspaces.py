@@ -17,11 +17,12 @@ from terrace.domain.principal import Principal
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action, Authorizer, WorkspaceView
 from terrace.services.access.organizations import Organization, OrganizationService
+from terrace.services.access.permissions import default_project_id
 from terrace.services.workspaces.attributes import apply_attributes, tag_names
 
 
 def view(ws: Workspace) -> WorkspaceView:
-    return WorkspaceView(ws.id, ws.global_remote_state, frozenset(ws.remote_state_consumers))
+    return WorkspaceView(ws.id, ws.global_remote_state, ws.project_id, frozenset(ws.remote_state_consumers))
 
 
 class WorkspaceService:
@@ -106,6 +107,16 @@ class WorkspaceService:
         orgs = {key: self._orgs.by_key(key) for key in {ws.organization for ws in workspaces}}
         return [ws for ws in workspaces if self._authz.can(principal, action, orgs[ws.organization].view, view(ws))]
 
+    def in_project(self, organization: str, project_id: str) -> builtins.list[Workspace]:
+        """The workspaces of a project (no permission check: for counting before a project is deleted)."""
+        ids = [c["workspace_id"] for c in self._table.query(f"org#{organization}#wsnames")]
+        found = [model.from_item(item) for item in self._table.batch_get([model.workspace_key(i) for i in ids])]
+        default = default_project_id(organization)
+        return [ws for ws in found if (ws.project_id or default) == project_id]
+
+    def count(self, organization: str) -> int:
+        return len(self._table.query(f"org#{organization}#wsnames"))
+
     def permissions(self, principal: Principal, ws: Workspace) -> dict[str, bool]:
         org = self._orgs.by_key(ws.organization)
         can = lambda action: self._authz.can(principal, action, org.view, view(ws))  # noqa: E731
@@ -140,6 +151,7 @@ class WorkspaceService:
         attributes: dict[str, Any],
         tags: builtins.list[str] | None = None,
         bindings: tuple[tuple[str, str], ...] = (),
+        project_id: str | None = None,
     ) -> Workspace:
         org = self._orgs.get(principal, organization, Action.CREATE_WORKSPACE)
         name = model.validate_name(attributes.get("name"))
@@ -156,6 +168,7 @@ class WorkspaceService:
             created_ns=time.time_ns(),
             tag_names=tuple(tag_names(tags or [])),
             tag_bindings=bindings,
+            project_id=project_id,
         )
         ws = apply_attributes(ws, self._settled({k: v for k, v in attributes.items() if k != "name"}))
         claim = {"pk": model.name_claim_key(org.key, name)[0], "sk": name, "workspace_id": ws.id}
@@ -179,6 +192,11 @@ class WorkspaceService:
         if "terraform-version" not in attributes:
             return attributes
         return {**attributes, "terraform-version": self.settle_terraform_version(attributes["terraform-version"])}
+
+    def move(self, principal: Principal, ws: Workspace, project_id: str) -> Workspace:
+        """Put a workspace in another project of its organization (the caller checked the project's)."""
+        self.authorize(principal, Action.UPDATE_WORKSPACE, ws)
+        return self.mutate(ws.id, lambda current: dataclasses.replace(current, project_id=project_id))
 
     def delete(
         self,

@@ -12,10 +12,11 @@ from terrace.domain import limits
 from terrace.domain.errors import Invalid
 from terrace.domain.principal import Principal
 from terrace.domain.workspace import Workspace
+from terrace.services.access.permissions import default_project_id
 from terrace.services.workspaces.attributes import tag_bindings
 from terrace.web import bodies, serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
-from terrace.web.jsonapi import JSONAPIResponse, JSONBody, attributes, paginate, read_document, respond
+from terrace.web.jsonapi import JSONAPIResponse, JSONBody, attributes, paginate, read_document, relationship_id, respond
 from terrace.web.workspace_includes import included, requested
 
 router = APIRouter(prefix="/api/v2")
@@ -32,6 +33,12 @@ def _respond(
     data = serialize(container, principal, ws)
     extra = included(container, principal, [ws], [data], requested(request))
     return respond(data, status_code, included=extra)
+
+
+def _project_id(container: Container, organization: str, data: dict[str, Any]) -> str | None:
+    """The project a create or update names (`relationships.project`), checked to be the organization's."""
+    project_id = relationship_id(data, "project", "projects")
+    return container.projects.in_organization(organization, project_id).id if project_id else None
 
 
 def _names(items: Any, pointer: str) -> list[str]:
@@ -95,6 +102,9 @@ def list_workspaces(org: str, request: Request, container: ContainerDep, princip
     workspaces = container.workspaces.list(
         principal, org, search=search, tags=tags, exclude_tags=exclude, bindings=_tagged_filters(params)
     )
+    project = params.get("filter[project][id]")
+    if project:
+        workspaces = [ws for ws in workspaces if (ws.project_id or default_project_id(ws.organization)) == project]
     page, meta, links = paginate(request, _sorted(workspaces, params.get("sort") or ""))
     data = [serialize(container, principal, ws) for ws in page]
     extra = included(container, principal, page, data, requested(request))
@@ -107,8 +117,14 @@ def create_workspace(
 ) -> JSONAPIResponse:
     data = read_document(body, "workspaces")
     bindings = _relationship_list(data, "tag-bindings")
+    project_id = _project_id(container, container.organizations.get(principal, org).key, data)
     ws = container.workspaces.create(
-        principal, org, attributes(data), _tag_names(data), tag_bindings(bindings) if bindings else ()
+        principal,
+        org,
+        attributes(data),
+        _tag_names(data),
+        tag_bindings(bindings) if bindings else (),
+        project_id=project_id,
     )
     return _respond(request, container, principal, ws, 201)
 
@@ -135,6 +151,9 @@ def _update(request: Request, ws: Workspace, body: Any, container: Container, pr
     bindings = _relationship_list(data, "tag-bindings")
     if bindings is not None:
         attrs["tag-bindings"] = bindings
+    project_id = _project_id(container, ws.organization, data)
+    if project_id and project_id != (ws.project_id or default_project_id(ws.organization)):
+        ws = container.workspaces.move(principal, ws, project_id)
     return _respond(request, container, principal, container.workspaces.update(principal, ws, attrs))
 
 

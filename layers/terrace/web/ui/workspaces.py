@@ -47,8 +47,10 @@ def overview(request: Request, container: ContainerDep, session: SessionDep, org
     ws = container.workspaces.get_by_name(session.principal, organization, name)
     outputs: list[Any] = []
     resources: list[Any] = []
-    if ws.current_state_version_id:
+    can = container.workspaces.permissions(session.principal, ws)  # a team may read a workspace but not its state
+    if ws.current_state_version_id and can["can-read-state-outputs"]:
         outputs = container.state_versions.current_outputs(session.principal, ws.id)
+    if ws.current_state_version_id and can["can-read-state-versions"]:
         resources = container.state_versions.resources(session.principal, ws.id)
     latest_run = container.runs.get(session.principal, ws.latest_run_id) if ws.latest_run_id else None
     return render(

@@ -1,0 +1,63 @@
+"""Table keys of memberships, teams, projects and team access (one place, shared by their services)."""
+
+from __future__ import annotations
+
+
+def membership_key(organization: str, user_id: str) -> tuple[str, str]:
+    """A user's membership in an organization: all of an organization's are one query."""
+    return f"org#{organization}#members", user_id
+
+
+def membership_pointer_key(membership_id: str) -> tuple[str, str]:
+    return membership_id, "om"
+
+
+def team_key(team_id: str) -> tuple[str, str]:
+    return team_id, "team"
+
+
+def teams_index(organization: str) -> str:
+    return f"org#{organization}#teams"
+
+
+def team_name_key(organization: str, name: str) -> tuple[str, str]:
+    return f"org#{organization}#teamnames", name.lower()
+
+
+def project_key(project_id: str) -> tuple[str, str]:
+    return project_id, "prj"
+
+
+def projects_index(organization: str) -> str:
+    return f"org#{organization}#projects"
+
+
+def project_name_key(organization: str, name: str) -> tuple[str, str]:
+    return f"org#{organization}#projectnames", name.lower()
+
+
+def team_workspace_key(access_id: str) -> tuple[str, str]:
+    return access_id, "tws"
+
+
+def team_workspaces_index(organization: str) -> str:
+    """gsi1 of every team-workspace grant of an organization, sorted by `<workspace>#<team>`."""
+    return f"org#{organization}#team-workspaces"
+
+
+def team_project_key(access_id: str) -> tuple[str, str]:
+    return access_id, "tprj"
+
+
+def team_projects_index(organization: str) -> str:
+    return f"org#{organization}#team-projects"
+
+
+def grant_claim_key(target_id: str, team_id: str) -> tuple[str, str]:
+    """One grant per team and workspace (or project)."""
+    return f"{target_id}#team-grants", team_id
+
+
+def sso_team_key(sso_team_id: str, team_id: str) -> tuple[str, str]:
+    """Teams by their sso-team-id (an identity provider group), across organizations."""
+    return f"ssoteam#{sso_team_id}", team_id

@@ -1,0 +1,34 @@
+"""Everything a caller may be allowed to do (decided in `authz.py`)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Action(StrEnum):
+    READ_ORGANIZATION = "read-organization"
+    MANAGE_ORGANIZATION = "manage-organization"
+    DELETE_ORGANIZATION = "delete-organization"
+    CREATE_WORKSPACE = "create-workspace"
+    READ_WORKSPACE = "read-workspace"
+    READ_RUNS = "read-runs"  # runs, plans, applies, their logs, configuration versions
+    UPDATE_WORKSPACE = "update-workspace"
+    DELETE_WORKSPACE = "delete-workspace"
+    LOCK_WORKSPACE = "lock-workspace"
+    FORCE_UNLOCK = "force-unlock"
+    READ_STATE = "read-state"
+    READ_STATE_OUTPUTS = "read-state-outputs"
+    WRITE_STATE = "write-state"
+    QUEUE_RUN = "queue-run"
+    APPLY_RUN = "apply-run"
+    CANCEL_RUN = "cancel-run"
+    READ_VARIABLES = "read-variables"
+    WRITE_VARIABLES = "write-variables"
+    RUN_JOBS = "run-jobs"  # take, heartbeat, log and finish jobs (the runner protocol)
+    # teams and access (organization level unless noted)
+    READ_TEAMS = "read-teams"
+    MANAGE_TEAMS = "manage-teams"
+    MANAGE_MEMBERSHIP = "manage-membership"
+    READ_PROJECTS = "read-projects"
+    MANAGE_PROJECTS = "manage-projects"
+    MANAGE_WORKSPACE_ACCESS = "manage-workspace-access"  # a workspace's team access (workspace admins too)

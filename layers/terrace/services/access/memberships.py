@@ -1,0 +1,139 @@
+"""Organization memberships: what lets a user see an organization at all. Invite by email or user;
+removing a membership takes the user out of every team of the organization (never the last owner)."""
+
+from __future__ import annotations
+
+import re
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from terrace.adapters.table import ConditionFailed, Delete, Put, Table
+from terrace.domain import limits
+from terrace.domain.errors import Conflict, Invalid, NotFound
+from terrace.domain.ids import looks_like
+from terrace.domain.principal import Principal
+from terrace.services.access import access_keys as keys
+from terrace.services.access import grants, org_defaults
+from terrace.services.access.accounts import AccountService, User
+from terrace.services.access.authz import Action
+from terrace.services.access.organizations import OrganizationService
+from terrace.services.access.teams import TeamService
+
+EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+STATUSES = ("invited", "active")
+
+
+@dataclass(frozen=True)
+class Membership:
+    id: str
+    organization: str
+    user_id: str
+    email: str
+    status: str
+    created_at: str
+
+
+def _membership(item: dict[str, Any]) -> Membership:
+    return Membership(item["id"], item["organization"], item["user_id"], item.get("email", ""),
+                      item.get("status", "active"), item["created_at"])  # fmt: skip
+
+
+def check_email(value: Any) -> str:
+    if not isinstance(value, str) or not EMAIL_RE.match(value):
+        raise Invalid("email must be an email address", pointer="/data/attributes/email")
+    return limits.text(value, "email", limits.EMAIL_MAX).lower()
+
+
+class MembershipService:
+    def __init__(
+        self, table: Table, organizations: OrganizationService, accounts: AccountService, teams: TeamService
+    ) -> None:
+        self._table = table
+        self._orgs = organizations
+        self._accounts = accounts
+        self._teams = teams
+
+    def invite(self, principal: Principal, organization: str, email: Any = None, username: Any = None) -> Membership:
+        org = self._teams.organization(principal, organization, Action.MANAGE_MEMBERSHIP)
+        if username is not None:
+            named = self._accounts.find_user(str(username)) or self._accounts_user(str(username))
+            return self.ensure(org.key, named, "active", must_be_new=True)
+        address = check_email(email)
+        user = self._user_by_email(address)
+        if user is not None:
+            return self.ensure(org.key, user, "active", must_be_new=True)
+        local = re.sub(r"[^A-Za-z0-9_-]", "-", address.split("@")[0])[:40].strip("-") or "user"
+        user = self._accounts.create_user(f"{local}-{secrets.token_hex(3)}", address)
+        self._table.put({"pk": f"useremail#{address}", "sk": "claim", "user_id": user.id})
+        return self.ensure(org.key, user, "invited", must_be_new=True)
+
+    def ensure(self, organization: str, user: User, status: str = "active", must_be_new: bool = False) -> Membership:
+        """The user's membership in the organization, created when missing."""
+        existing = self._table.get(*keys.membership_key(organization, user.id))
+        if existing is not None:
+            if must_be_new:
+                raise Conflict(f"{user.username} is already a member of {organization}")
+            return _membership(existing)
+        items = org_defaults.membership_items(organization, user.id, user.email, status)
+        try:
+            self._table.transact([Put(item, if_absent=True) for item in items])
+        except ConditionFailed as exc:
+            raise Conflict(f"{user.username} is already a member of {organization}") from exc
+        grants.forget()
+        return _membership(items[0])
+
+    def list(
+        self, principal: Principal, organization: str, emails: list[str] | None = None, status: str | None = None,
+        query: str | None = None,
+    ) -> list[Membership]:  # fmt: skip
+        org = self._teams.organization(principal, organization, Action.READ_ORGANIZATION)
+        for email in emails or []:
+            check_email(email)
+        if status is not None and status not in STATUSES:
+            raise Invalid("filter[status] must be invited or active", pointer="/filter/status")
+        wanted = {e.lower() for e in emails or []}
+        found = [_membership(i) for i in self._table.query(keys.membership_key(org.key, "")[0])]
+        found = [m for m in found if (not wanted or m.email.lower() in wanted) and (not status or m.status == status)]
+        if query:
+            found = [m for m in found if query.lower() in m.email.lower()]
+        return sorted(found, key=lambda m: m.created_at)
+
+    def get(self, principal: Principal, membership_id: str, action: Action = Action.READ_ORGANIZATION) -> Membership:
+        pointer = (
+            self._table.get(*keys.membership_pointer_key(membership_id)) if looks_like(membership_id, "ou") else None
+        )
+        item = self._table.get(*keys.membership_key(pointer["organization"], pointer["user_id"])) if pointer else None
+        if item is None:
+            raise NotFound(f"organization membership {membership_id} not found")
+        try:
+            self._orgs.get(principal, item["organization"], Action.READ_ORGANIZATION)
+        except NotFound as exc:
+            raise NotFound(f"organization membership {membership_id} not found") from exc
+        if action is not Action.READ_ORGANIZATION:
+            self._orgs.get(principal, item["organization"], action)
+        return _membership(item)
+
+    def delete(self, principal: Principal, membership_id: str) -> None:
+        member = self.get(principal, membership_id, Action.MANAGE_MEMBERSHIP)
+        teams = sorted(self._teams.of_user(member.organization, member.user_id), key=lambda t: not t.owners)
+        for team in teams:  # the owners team first: refusing to drop the last owner leaves everything as it was
+            self._teams.set_members(principal, team, set(team.users) - {member.user_id})
+        self._table.transact(
+            [Delete(*keys.membership_key(member.organization, member.user_id)),
+             Delete(*keys.membership_pointer_key(member.id))]
+        )  # fmt: skip
+        grants.forget()
+
+    def _user_by_email(self, email: str) -> User | None:
+        claim = self._table.get(f"useremail#{email}", "claim")
+        return (
+            self._accounts.get_user(claim["user_id"])
+            if claim and self._accounts.user_exists(claim["user_id"])
+            else None
+        )
+
+    def _accounts_user(self, user_ref: str) -> User:
+        if looks_like(user_ref, "user") and self._accounts.user_exists(user_ref):
+            return self._accounts.get_user(user_ref)
+        raise NotFound(f"user {user_ref} not found")

@@ -1,0 +1,92 @@
+"""Team tokens and organization tokens: one live token per team and per organization (a new one
+replaces the old), optional `expired-at`. Revoked or expired tokens fail on the very next request:
+authentication reads the token's lookup item every time."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Any
+
+from terrace.domain import clock
+from terrace.domain.errors import Invalid, NotFound
+from terrace.domain.principal import Principal, PrincipalKind
+from terrace.services.access.accounts import AccountService, IssuedToken, Token
+from terrace.services.access.authz import Action
+from terrace.services.access.organizations import OrganizationService
+from terrace.services.access.teams import TeamService
+
+
+def ttl_of(expired_at: Any) -> int | None:
+    """Seconds until `expired-at` (an RFC 3339 time), or None for no expiry. A time already past is taken,
+    as HCP Terraform does: the token is issued expired and never authenticates."""
+    if expired_at in (None, ""):
+        return None
+    try:
+        moment = datetime.fromisoformat(str(expired_at).replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise Invalid("expired-at must be an RFC 3339 time", pointer="/data/attributes/expired-at") from exc
+    if moment.tzinfo is None:
+        raise Invalid("expired-at needs a time zone", pointer="/data/attributes/expired-at")
+    return math.ceil(moment.timestamp() - clock.epoch())
+
+
+class ServiceTokenService:
+    def __init__(self, accounts: AccountService, teams: TeamService, organizations: OrganizationService) -> None:
+        self._accounts = accounts
+        self._teams = teams
+        self._orgs = organizations
+
+    # team tokens -------------------------------------------------------------------------
+    def create_team_token(self, principal: Principal, team_id: str, expired_at: Any = None) -> IssuedToken:
+        team = self._teams.get(principal, team_id, Action.MANAGE_TEAMS)
+        ttl = ttl_of(expired_at)
+        self._revoke_all(team.id)
+        return self._accounts.issue_token(
+            PrincipalKind.TEAM, team.id, organization=team.organization, ttl_s=ttl, description=f"team {team.name}"
+        )
+
+    def team_token(self, principal: Principal, team_id: str) -> Token:
+        team = self._teams.get(principal, team_id, Action.MANAGE_TEAMS)
+        return self._latest(team.id, f"team {team_id} has no token")
+
+    def delete_team_token(self, principal: Principal, team_id: str) -> None:
+        team = self._teams.get(principal, team_id, Action.MANAGE_TEAMS)
+        self._latest(team.id, f"team {team_id} has no token")
+        self._revoke_all(team.id)
+
+    def revoke_team_tokens(self, team_id: str) -> None:
+        """When a team is deleted its tokens die with it."""
+        self._revoke_all(team_id)
+
+    # organization tokens -----------------------------------------------------------------
+    def create_organization_token(self, principal: Principal, organization: str, expired_at: Any = None) -> IssuedToken:
+        org = self._orgs.get(principal, organization, Action.MANAGE_ORGANIZATION)
+        ttl = ttl_of(expired_at)
+        self._revoke_all(org.key)
+        return self._accounts.issue_token(
+            PrincipalKind.ORGANIZATION, org.key, organization=org.key, ttl_s=ttl, description="organization token"
+        )
+
+    def organization_token(self, principal: Principal, organization: str) -> Token:
+        org = self._orgs.get(principal, organization, Action.MANAGE_ORGANIZATION)
+        return self._latest(org.key, f"organization {organization} has no token")
+
+    def delete_organization_token(self, principal: Principal, organization: str) -> None:
+        org = self._orgs.get(principal, organization, Action.MANAGE_ORGANIZATION)
+        self._latest(org.key, f"organization {organization} has no token")
+        self._revoke_all(org.key)
+
+    # helpers -----------------------------------------------------------------------------
+    def _latest(self, subject_id: str, missing: str) -> Token:
+        tokens = self._accounts.list_tokens(subject_id)
+        if not tokens:
+            raise NotFound(missing)
+        return tokens[-1]
+
+    def _revoke_all(self, subject_id: str) -> None:
+        for token in self._accounts.list_tokens(subject_id):
+            try:
+                self._accounts.revoke_token(token.id)
+            except NotFound:
+                pass

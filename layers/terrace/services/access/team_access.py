@@ -1,0 +1,204 @@
+"""Team access to workspaces (`team-workspaces`) and to projects (`team-projects`): one grant per
+team and workspace or project, with TFC's levels and custom fields (`permissions.py` says what each allows)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from terrace.adapters.table import ConditionFailed, Delete, Put, Table
+from terrace.domain.errors import Conflict, Invalid, NotFound
+from terrace.domain.ids import looks_like, new_id
+from terrace.domain.principal import Principal
+from terrace.services.access import access_keys as keys
+from terrace.services.access import grants
+from terrace.services.access.authz import Action
+from terrace.services.access.permissions import FIELD_CHOICES, PROJECT_LEVELS, WORKSPACE_FIELDS, WORKSPACE_LEVELS
+from terrace.services.access.projects import ProjectService
+from terrace.services.access.teams import TeamService
+from terrace.services.workspaces.workspaces import WorkspaceService
+
+CUSTOM_DEFAULTS = {"runs": "read", "variables": "none", "state-versions": "none", "sentinel-mocks": "none",
+                   "workspace-locking": False, "run-tasks": False}  # fmt: skip
+PROJECT_ACCESS_CHOICES: dict[str, tuple[Any, ...]] = {"settings": ("read", "update", "delete"),
+                                                      "teams": ("none", "read", "manage")}  # fmt: skip
+PROJECT_WS_CHOICES: dict[str, tuple[Any, ...]] = {
+    "runs": ("read", "plan", "apply"), "sentinel-mocks": ("none", "read"),
+    "state-versions": ("none", "read-outputs", "read", "write"), "variables": ("none", "read", "write"),
+    **dict.fromkeys(("create", "locking", "delete", "move", "run-tasks"), (True, False)),
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Grant:
+    id: str
+    kind: str  # "workspace" or "project"
+    team_id: str
+    target_id: str  # workspace or project id
+    organization: str
+    access: str
+    fields: dict[str, Any]  # workspace grants: runs, variables...; project grants: project-access/workspace-access
+
+    @property
+    def workspace_fields(self) -> dict[str, Any]:
+        return dict(WORKSPACE_FIELDS.get(self.access) or {**CUSTOM_DEFAULTS, **self.fields})
+
+
+def _grant(item: dict[str, Any]) -> Grant:
+    if item["sk"] == "tws":
+        return Grant(item["id"], "workspace", item["team_id"], item["workspace_id"], item["organization"],
+                     item["access"], dict(item.get("fields", {})))  # fmt: skip
+    fields = {"project-access": item.get("project_access", {}), "workspace-access": item.get("workspace_access", {})}
+    return Grant(
+        item["id"], "project", item["team_id"], item["project_id"], item["organization"], item["access"], fields
+    )
+
+
+def _choices(values: Any, choices: dict[str, tuple[Any, ...]], pointer: str) -> dict[str, Any]:
+    if values is None:
+        return {}
+    if not isinstance(values, dict):
+        raise Invalid("must be an object", pointer=pointer)
+    for key, value in values.items():
+        if key not in choices or value not in choices[key] or type(value) is not type(choices[key][0]):
+            raise Invalid(
+                f"{key} must be one of {', '.join(map(str, choices.get(key, ())))}", pointer=f"{pointer}/{key}"
+            )
+    return dict(values)
+
+
+class TeamAccessService:
+    def __init__(
+        self, table: Table, teams: TeamService, workspaces: WorkspaceService, projects: ProjectService
+    ) -> None:
+        self._table = table
+        self._teams = teams
+        self._workspaces = workspaces
+        self._projects = projects
+
+    # workspaces --------------------------------------------------------------------------
+    def list_for_workspace(self, principal: Principal, workspace_id: str) -> list[Grant]:
+        ws = self._workspaces.get(principal, workspace_id, Action.MANAGE_WORKSPACE_ACCESS)
+        items = self._table.query(keys.team_workspaces_index(ws.organization), index="gsi1")
+        return [_grant(i) for i in items if i["workspace_id"] == ws.id]
+
+    def add_workspace(self, principal: Principal, team_id: str, workspace_id: str, attrs: dict[str, Any]) -> Grant:
+        ws = self._workspaces.get(principal, workspace_id, Action.MANAGE_WORKSPACE_ACCESS)
+        team = self._team_of(ws.organization, team_id)
+        access, fields = self._workspace_level(attrs, None)
+        item = {"pk": new_id("tws"), "sk": "tws", "team_id": team.id, "workspace_id": ws.id,
+                "organization": ws.organization, "access": access, "fields": fields, "version": 1,
+                "gsi1pk": keys.team_workspaces_index(ws.organization), "gsi1sk": f"{ws.id}#{team.id}"}  # fmt: skip
+        item["id"] = item["pk"]
+        return self._add(item, keys.grant_claim_key(ws.id, team.id), f"team {team.name} has access already")
+
+    def get(self, principal: Principal, grant_id: str, kind: str) -> Grant:
+        prefix, sk = ("tws", "tws") if kind == "workspace" else ("tprj", "tprj")
+        item = self._table.get(grant_id, sk) if looks_like(grant_id, prefix) else None
+        if item is None:
+            raise NotFound(f"team access {grant_id} not found")
+        grant = _grant(item)
+        try:
+            if kind == "workspace":
+                self._workspaces.get(principal, grant.target_id, Action.MANAGE_WORKSPACE_ACCESS)
+            else:
+                self._projects.get(principal, grant.target_id, Action.MANAGE_PROJECTS)
+        except NotFound as exc:
+            raise NotFound(f"team access {grant_id} not found") from exc
+        return grant
+
+    def update(self, principal: Principal, grant_id: str, kind: str, attrs: dict[str, Any]) -> Grant:
+        grant = self.get(principal, grant_id, kind)
+        item = self._table.get(grant.id, "tws" if kind == "workspace" else "tprj")
+        assert item is not None
+        if kind == "workspace":
+            item["access"], item["fields"] = self._workspace_level(attrs, grant)
+        else:
+            item["access"], item["project_access"], item["workspace_access"] = self._project_level(attrs, grant)
+        version = int(item.get("version", 1))
+        item["version"] = version + 1
+        try:
+            self._table.put(item, if_version=version)
+        except ConditionFailed as exc:
+            raise Conflict("team access changed concurrently; retry") from exc
+        grants.forget()
+        return _grant(item)
+
+    def remove(self, principal: Principal, grant_id: str, kind: str) -> None:
+        grant = self.get(principal, grant_id, kind)
+        sk = "tws" if kind == "workspace" else "tprj"
+        self._table.transact([Delete(grant.id, sk), Delete(*keys.grant_claim_key(grant.target_id, grant.team_id))])
+        grants.forget()
+
+    # projects ----------------------------------------------------------------------------
+    def list_for_project(self, principal: Principal, project_id: str) -> list[Grant]:
+        project = self._projects.get(principal, project_id, Action.MANAGE_PROJECTS)
+        items = self._table.query(keys.team_projects_index(project.organization), index="gsi1")
+        return [_grant(i) for i in items if i["project_id"] == project.id]
+
+    def add_project(self, principal: Principal, team_id: str, project_id: str, attrs: dict[str, Any]) -> Grant:
+        project = self._projects.get(principal, project_id, Action.MANAGE_PROJECTS)
+        team = self._team_of(project.organization, team_id)
+        access, project_access, workspace_access = self._project_level(attrs, None)
+        item = {"pk": new_id("tprj"), "sk": "tprj", "team_id": team.id, "project_id": project.id,
+                "organization": project.organization, "access": access, "project_access": project_access,
+                "workspace_access": workspace_access, "version": 1,
+                "gsi1pk": keys.team_projects_index(project.organization),
+                "gsi1sk": f"{project.id}#{team.id}"}  # fmt: skip
+        item["id"] = item["pk"]
+        return self._add(item, keys.grant_claim_key(project.id, team.id), f"team {team.name} has access already")
+
+    # helpers -----------------------------------------------------------------------------
+    def _add(self, item: dict[str, Any], claim: tuple[str, str], taken: str) -> Grant:
+        try:
+            self._table.transact(
+                [
+                    Put({"pk": claim[0], "sk": claim[1], "grant_id": item["id"]}, if_absent=True),
+                    Put(item, if_absent=True),
+                ]
+            )
+        except ConditionFailed as exc:
+            raise Conflict(taken) from exc
+        grants.forget()
+        return _grant(item)
+
+    def _team_of(self, organization: str, team_id: Any) -> Any:
+        if not isinstance(team_id, str):
+            raise Invalid("relationships.team is required", pointer="/data/relationships/team")
+        try:
+            team = self._teams.load(team_id)
+        except NotFound:
+            team = None
+        if team is None or team.organization != organization:
+            raise NotFound(f"team {team_id} not found")
+        return team
+
+    @staticmethod
+    def _workspace_level(attrs: dict[str, Any], current: Grant | None) -> tuple[str, dict[str, Any]]:
+        access = attrs.get("access", current.access if current else None)
+        if access not in WORKSPACE_LEVELS:
+            raise Invalid(f"access must be one of {', '.join(WORKSPACE_LEVELS)}", pointer="/data/attributes/access")
+        given = _choices({k: v for k, v in attrs.items() if k in FIELD_CHOICES}, FIELD_CHOICES, "/data/attributes")
+        if access != "custom":
+            for key in given:
+                if given[key] != WORKSPACE_FIELDS[access][key]:
+                    label = key.replace("-", " ").capitalize()
+                    raise Invalid(
+                        f"{label} is read-only when access level is '{access}'; use the 'custom' access level to "
+                        "set this attribute.",
+                        pointer=f"/data/attributes/{key}",
+                    )
+            return access, {}
+        return access, {**(current.fields if current and current.access == "custom" else {}), **given}
+
+    @staticmethod
+    def _project_level(attrs: dict[str, Any], current: Grant | None) -> tuple[str, dict[str, Any], dict[str, Any]]:
+        access = attrs.get("access", current.access if current else None)
+        if access not in PROJECT_LEVELS:
+            raise Invalid(f"access must be one of {', '.join(PROJECT_LEVELS)}", pointer="/data/attributes/access")
+        pa = _choices(attrs.get("project-access"), PROJECT_ACCESS_CHOICES, "/data/attributes/project-access")
+        wa = _choices(attrs.get("workspace-access"), PROJECT_WS_CHOICES, "/data/attributes/workspace-access")
+        if access != "custom":
+            return access, {}, {}
+        old = current.fields if current and current.access == "custom" else {}
+        return access, {**old.get("project-access", {}), **pa}, {**old.get("workspace-access", {}), **wa}

@@ -1,0 +1,95 @@
+"""JSON:API documents of teams, memberships, projects and team access (go-tfe's shapes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from terrace.services.access.memberships import Membership
+from terrace.services.access.projects import Project
+from terrace.services.access.team_access import Grant
+from terrace.services.access.teams import Team
+from terrace.web.jsonapi import ref, refs, resource
+
+
+def team(t: Team, membership_ids: list[str], can_manage: bool) -> dict[str, Any]:
+    return resource(
+        "teams",
+        t.id,
+        {
+            "name": t.name,
+            "organization-access": t.org_access,
+            "visibility": t.visibility,
+            "sso-team-id": t.sso_team_id or None,
+            "users-count": len(t.users),
+            "is-unified": False,
+            "allow-member-token-management": t.allow_member_token_management,
+            "permissions": {
+                "can-update-membership": can_manage,
+                "can-destroy": can_manage and not t.owners,
+                "can-update-organization-access": can_manage and not t.owners,
+                "can-update-api-token": can_manage,
+                "can-update-visibility": can_manage,
+                "can-update-name": can_manage and not t.owners,
+                "can-update-sso-team-id": can_manage,
+                "can-update-member-token-management": can_manage,
+                "can-view-api-token": can_manage,
+            },
+        },
+        relationships={
+            "organization": ref("organizations", t.organization),
+            "users": refs("users", list(t.users)),
+            "organization-memberships": refs("organization-memberships", membership_ids),
+        },
+        links={"self": f"/api/v2/teams/{t.id}"},
+    )
+
+
+def membership(m: Membership, team_ids: list[str]) -> dict[str, Any]:
+    return resource(
+        "organization-memberships",
+        m.id,
+        {"status": m.status, "email": m.email},
+        relationships={
+            "organization": ref("organizations", m.organization),
+            "user": ref("users", m.user_id),
+            "teams": refs("teams", team_ids),
+        },
+    )
+
+
+def project(p: Project) -> dict[str, Any]:
+    return resource(
+        "projects",
+        p.id,
+        {"name": p.name, "description": p.description, "created-at": p.created_at, "is-default": p.is_default,
+         "auto-destroy-activity-duration": None,
+         "permissions": {"can-read": True, "can-update": True, "can-destroy": not p.is_default,
+                         "can-create-workspace": True, "can-move-workspace": True}},
+        relationships={"organization": ref("organizations", p.organization)},
+        links={"self": f"/api/v2/projects/{p.id}"},
+    )  # fmt: skip
+
+
+def team_workspace(g: Grant) -> dict[str, Any]:
+    return resource(
+        "team-workspaces",
+        g.id,
+        {"access": g.access, **g.workspace_fields},
+        relationships={"team": ref("teams", g.team_id), "workspace": ref("workspaces", g.target_id)},
+        links={"self": f"/api/v2/team-workspaces/{g.id}"},
+    )
+
+
+def team_project(g: Grant) -> dict[str, Any]:
+    custom = g.access == "custom"
+    return resource(
+        "team-projects",
+        g.id,
+        {
+            "access": g.access,
+            "project-access": g.fields["project-access"] if custom else None,
+            "workspace-access": g.fields["workspace-access"] if custom else None,
+        },
+        relationships={"team": ref("teams", g.team_id), "project": ref("projects", g.target_id)},
+        links={"self": f"/api/v2/team-projects/{g.id}"},
+    )

@@ -1,0 +1,118 @@
+"""/api/v2 organization memberships and organization tokens."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+
+from terrace.bootstrap import Container
+from terrace.domain.errors import BadRequest, Invalid, NotFound
+from terrace.domain.principal import Principal
+from terrace.services.access.authz import Action
+from terrace.services.access.memberships import Membership
+from terrace.web import access_serializers, serializers
+from terrace.web.deps import ContainerDep, PrincipalDep
+from terrace.web.jsonapi import (
+    JSONAPIResponse,
+    JSONBody,
+    attributes,
+    paginate,
+    read_document,
+    relationship_id,
+    respond,
+)
+from terrace.web.routers.teams import serialize as serialize_team
+from terrace.web.routers.teams import token_options
+
+router = APIRouter(prefix="/api/v2")
+INCLUDES = ("user", "teams")
+
+
+def _includes(request: Request) -> set[str]:
+    wanted = {part.strip() for part in (request.query_params.get("include") or "").split(",") if part.strip()}
+    unknown = wanted - set(INCLUDES)
+    if unknown:
+        raise BadRequest(f"Invalid include parameter: {', '.join(sorted(unknown))} (takes {', '.join(INCLUDES)})")
+    return wanted
+
+
+def _documents(
+    container: Container, principal: Principal, members: list[Membership], wanted: set[str]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    if not members:
+        return [], []
+    teams = container.teams.list(principal, members[0].organization)
+    data = [access_serializers.membership(m, [t.id for t in teams if m.user_id in t.users]) for m in members]
+    included: list[dict[str, Any]] = []
+    if "user" in wanted:
+        included += [serializers.user(container.accounts.get_user(m.user_id)) for m in members]
+    if "teams" in wanted:
+        users = {m.user_id for m in members}
+        included += [serialize_team(container, principal, t) for t in teams if users & set(t.users)]
+    return data, included
+
+
+@router.get("/organizations/{org}/organization-memberships")
+def list_memberships(org: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    params = request.query_params
+    emails = [e for e in (params.get("filter[email]") or "").split(",") if e]
+    members = container.memberships.list(
+        principal, org, emails or None, params.get("filter[status]") or None, params.get("q") or None
+    )
+    page, meta, links = paginate(request, members)
+    data, included = _documents(container, principal, page, _includes(request))
+    return respond(data, meta=meta, links=links, included=included)
+
+
+@router.post("/organizations/{org}/organization-memberships")
+def invite(org: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    data = read_document(body, "organization-memberships")
+    attrs = attributes(data)
+    username = relationship_id(data, "user", "users")
+    teams_rel = (data.get("relationships") or {}).get("teams")
+    refs = teams_rel.get("data") if isinstance(teams_rel, dict) else None
+    if refs is not None and not (isinstance(refs, list) and all(isinstance(r, dict) for r in refs)):
+        raise Invalid("relationships.teams must be {data: [{type: teams, id}]}", pointer="/data/relationships/teams")
+    teams = [container.teams.get(principal, str(ref.get("id")), Action.MANAGE_MEMBERSHIP) for ref in refs or []]
+    if any(team.organization != org for team in teams):
+        raise NotFound("team not found")
+    member = container.memberships.invite(principal, org, attrs.get("email"), username)
+    for team in teams:
+        container.teams.set_members(principal, team, set(team.users) | {member.user_id})
+    docs, included = _documents(container, principal, [member], {"user"})
+    return respond(docs[0], 201, included=included)
+
+
+@router.get("/organization-memberships/{membership_id}")
+def read_membership(
+    membership_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
+    member = container.memberships.get(principal, membership_id)
+    docs, included = _documents(container, principal, [member], _includes(request))
+    return respond(docs[0], included=included)
+
+
+@router.delete("/organization-memberships/{membership_id}")
+def delete_membership(membership_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
+    container.memberships.delete(principal, membership_id)
+    return Response(status_code=204)
+
+
+# organization token ----------------------------------------------------------------------------
+@router.post("/organizations/{org}/authentication-token")
+def create_organization_token(org: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Any:
+    attrs = token_options(body)
+    issued = container.service_tokens.create_organization_token(principal, org, attrs.get("expired-at"))
+    return respond(serializers.token(issued.token, issued.secret), 201)
+
+
+@router.get("/organizations/{org}/authentication-token")
+def read_organization_token(org: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    return respond(serializers.token(container.service_tokens.organization_token(principal, org)))
+
+
+@router.delete("/organizations/{org}/authentication-token")
+def delete_organization_token(org: str, container: ContainerDep, principal: PrincipalDep) -> Response:
+    container.service_tokens.delete_organization_token(principal, org)
+    return Response(status_code=204)

@@ -1,0 +1,176 @@
+"""/api/v2 teams: CRUD, members (by username or organization membership), team tokens."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+
+from terrace.bootstrap import Container
+from terrace.domain.errors import Invalid, NotFound
+from terrace.domain.principal import Principal
+from terrace.services.access.authz import Action
+from terrace.services.access.teams import Team
+from terrace.web import access_serializers, serializers
+from terrace.web.deps import ContainerDep, PrincipalDep
+from terrace.web.jsonapi import JSONAPIResponse, JSONBody, attributes, read_document, respond, respond_page
+
+router = APIRouter(prefix="/api/v2")
+
+
+def _includes(request: Request) -> set[str]:
+    return {part.strip() for part in (request.query_params.get("include") or "").split(",") if part.strip()}
+
+
+def serialize(container: Container, principal: Principal, team: Team, members: dict[str, str] | None = None) -> Any:
+    if members is None:
+        members = {m.user_id: m.id for m in container.memberships.list(principal, team.organization)}
+    can = container.authz.can(principal, Action.MANAGE_TEAMS, container.organizations.lookup(team.organization).view)
+    return access_serializers.team(team, [members[u] for u in team.users if u in members], can)
+
+
+def _respond_team(request: Request, container: Container, principal: Principal, team: Team, status: int = 200) -> Any:
+    memberships = container.memberships.list(principal, team.organization)
+    included: list[dict[str, Any]] = []
+    wanted = _includes(request)
+    if "users" in wanted:
+        included += [serializers.user(container.accounts.get_user(u)) for u in team.users]
+    if "organization-memberships" in wanted:
+        teams = container.teams.list(principal, team.organization)
+        included += [
+            access_serializers.membership(m, [t.id for t in teams if m.user_id in t.users])
+            for m in memberships
+            if m.user_id in team.users
+        ]
+    data = serialize(container, principal, team, {m.user_id: m.id for m in memberships})
+    return respond(data, status, included=included)
+
+
+@router.get("/organizations/{org}/teams")
+def list_teams(org: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    names = [n for n in (request.query_params.get("filter[names]") or "").split(",") if n]
+    teams = container.teams.list(principal, org, names or None)
+    query = request.query_params.get("q")
+    if query:
+        teams = [t for t in teams if query.lower() in t.name.lower()]
+    members = {m.user_id: m.id for m in container.memberships.list(principal, org)}
+    return respond_page(request, teams, lambda t: serialize(container, principal, t, members))
+
+
+@router.post("/organizations/{org}/teams")
+def create_team(org: str, body: JSONBody, request: Request, container: ContainerDep, principal: PrincipalDep) -> Any:
+    team = container.teams.create(principal, org, attributes(read_document(body, "teams")))
+    return _respond_team(request, container, principal, team, 201)
+
+
+@router.get("/teams/{team_id}")
+def read_team(team_id: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> Any:
+    return _respond_team(request, container, principal, container.teams.get(principal, team_id))
+
+
+@router.patch("/teams/{team_id}")
+def update_team(
+    team_id: str, body: JSONBody, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> Any:
+    team = container.teams.update(principal, team_id, attributes(read_document(body, "teams")))
+    return _respond_team(request, container, principal, team)
+
+
+@router.delete("/teams/{team_id}")
+def delete_team(team_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
+    container.teams.delete(principal, team_id)
+    container.service_tokens.revoke_team_tokens(team_id)
+    return Response(status_code=204)
+
+
+# members ---------------------------------------------------------------------------------------
+def _refs(body: Any, type_: str) -> list[str]:
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, list) or not data:
+        raise Invalid(f"data must be a non-empty list of {{type: {type_}, id}}", pointer="/data")
+    ids = []
+    for ref in data:
+        if not isinstance(ref, dict) or ref.get("type") != type_ or not isinstance(ref.get("id"), str):
+            raise Invalid(f"each member must be {{type: {type_}, id}}", pointer="/data")
+        ids.append(ref["id"])
+    return ids
+
+
+def _user_ids(container: Container, principal: Principal, team: Team, body: Any, by: str) -> set[str]:
+    """The users a member list names: usernames, or organization membership ids of the team's organization."""
+    if by == "users":
+        users = []
+        for username in _refs(body, "users"):
+            user = container.accounts.find_user(username)
+            if user is None:
+                raise NotFound(f"user {username} not found")
+            users.append(user)
+        for user in users:
+            container.memberships.ensure(team.organization, user)
+        return {u.id for u in users}
+    ids = set()
+    for membership_id in _refs(body, "organization-memberships"):
+        member = container.memberships.get(principal, membership_id)
+        if member.organization != team.organization:
+            raise NotFound(f"organization membership {membership_id} not found")
+        ids.add(member.user_id)
+    return ids
+
+
+def _change_members(
+    team_id: str, body: Any, container: Container, principal: Principal, by: str, add: bool
+) -> Response:
+    team = container.teams.get(principal, team_id, Action.MANAGE_MEMBERSHIP)
+    users = _user_ids(container, principal, team, body, by)
+    container.teams.set_members(principal, team, set(team.users) | users if add else set(team.users) - users)
+    return Response(status_code=204)
+
+
+@router.post("/teams/{team_id}/relationships/users")
+def add_users(team_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Response:
+    return _change_members(team_id, body, container, principal, "users", add=True)
+
+
+@router.delete("/teams/{team_id}/relationships/users")
+def remove_users(team_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Response:
+    return _change_members(team_id, body, container, principal, "users", add=False)
+
+
+@router.post("/teams/{team_id}/relationships/organization-memberships")
+def add_memberships(team_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Response:
+    return _change_members(team_id, body, container, principal, "memberships", add=True)
+
+
+@router.delete("/teams/{team_id}/relationships/organization-memberships")
+def remove_memberships(team_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Response:
+    return _change_members(team_id, body, container, principal, "memberships", add=False)
+
+
+# team token ------------------------------------------------------------------------------------
+def token_options(body: Any) -> dict[str, Any]:
+    """The attributes of a team or organization token request; go-tfe sends no `type` there (or none at all)."""
+    if body is None:
+        return {}
+    data = body.get("data") if isinstance(body, dict) else None
+    attrs = data.get("attributes") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or not isinstance(attrs or {}, dict):
+        raise Invalid("request body must be a JSON:API document with a data object", pointer="/data")
+    return dict(attrs or {})
+
+
+@router.post("/teams/{team_id}/authentication-token")
+def create_team_token(team_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Any:
+    attrs = token_options(body)
+    issued = container.service_tokens.create_team_token(principal, team_id, attrs.get("expired-at"))
+    return respond(serializers.token(issued.token, issued.secret), 201)
+
+
+@router.get("/teams/{team_id}/authentication-token")
+def read_team_token(team_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    return respond(serializers.token(container.service_tokens.team_token(principal, team_id)))
+
+
+@router.delete("/teams/{team_id}/authentication-token")
+def delete_team_token(team_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
+    container.service_tokens.delete_team_token(principal, team_id)
+    return Response(status_code=204)

@@ -1,0 +1,270 @@
+"""The permission matrix: every endpoint family (API, http backend, log URLs, runner protocol, UI pages)
+x every access level (team workspace access read/plan/write/admin/custom, project access, organization
+access, owners, a team token, a member without grants, a stranger) x own organization / other organization.
+
+Each cell is one request by a real caller through the app. Expected: the action's status when the caller's
+grants include it, 403 when they can read the workspace but not do this, 404 when they cannot read it;
+in another organization always 404. Grants are set up through the API itself (teams, memberships,
+team-workspaces, team-projects, team tokens).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from run_helpers import RunEnv, make_run_env
+from state_helpers import state_bytes
+from terrace.domain.principal import PrincipalKind
+from terrace.services.access.actions import Action
+from terrace.services.access.permissions import WS_ADMIN, WS_PLAN, WS_READ, WS_WRITE
+from terrace.web.app import create_app
+
+EVERYTHING = frozenset(Action)
+CUSTOM = frozenset({Action.READ_WORKSPACE, Action.READ_RUNS, Action.QUEUE_RUN, Action.READ_STATE_OUTPUTS})
+MEMBER = frozenset({Action.READ_ORGANIZATION})
+
+# caller -> (how they get access, what they may do in workspace `app` of `acme`)
+CALLERS: dict[str, frozenset[Action]] = {
+    "owner": EVERYTHING,
+    "ws-read": WS_READ | MEMBER,
+    "ws-plan": WS_PLAN | MEMBER,
+    "ws-write": WS_WRITE | MEMBER,
+    "ws-admin": WS_ADMIN | MEMBER,
+    "ws-custom": CUSTOM | MEMBER,
+    "project-write": WS_WRITE | MEMBER,
+    "project-maintain": WS_ADMIN | MEMBER,
+    "org-read-workspaces": WS_READ | MEMBER,
+    "org-manage-workspaces": WS_ADMIN | MEMBER,
+    "team-token-write": WS_WRITE | MEMBER,
+    "member-no-grants": MEMBER,
+    "stranger": frozenset(),
+}
+
+
+@dataclass
+class World:
+    env: RunEnv
+    tokens: dict[str, str]
+    targets: dict[str, dict[str, str]]  # "own"/"other" -> workspace id, name, org, plan id
+
+
+def _api(env: RunEnv, token: str, method: str, path: str, body: Any = None) -> Any:
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/vnd.api+json"}
+    return env.client.request(method, f"/api/v2{path}", json=body, headers=headers)
+
+
+def _ok(response: Any, status: int = 200) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    return dict(response.json()["data"]) if response.content else {}
+
+
+def _user(env: RunEnv, name: str) -> str:
+    user = env.container.accounts.create_user(name, f"{name}@example.com")
+    return env.container.accounts.issue_token(PrincipalKind.USER, user.id).secret
+
+
+def _team(env: RunEnv, name: str, org_access: dict[str, bool] | None = None, members: tuple[str, ...] = ()) -> str:
+    attrs: dict[str, Any] = {"name": name, "organization-access": org_access or {}}
+    team = _ok(env.api("POST", "/organizations/acme/teams", {"data": {"type": "teams", "attributes": attrs}}), 201)
+    users = {"data": [{"type": "users", "id": member} for member in members]}
+    if members:
+        assert env.api("POST", f"/teams/{team['id']}/relationships/users", users).status_code == 204
+    return str(team["id"])
+
+
+def _grant(env: RunEnv, collection: str, team: str, target: tuple[str, str], attrs: dict[str, Any]) -> None:
+    kind, target_id = target
+    rel = {"team": {"data": {"type": "teams", "id": team}}, kind: {"data": {"type": f"{kind}s", "id": target_id}}}
+    body = {"data": {"type": collection, "attributes": attrs, "relationships": rel}}
+    _ok(env.api("POST", f"/{collection}", body), 201)
+
+
+def _seed_workspace(env: RunEnv, token: str, org: str, ws_id: str, runner: str) -> str:
+    """A state and a planned run in the workspace; returns the plan id."""
+    env.client.post(f"/state/v1/{org}/app", content=state_bytes(1), headers={"Authorization": f"Bearer {token}"})
+    cv = _ok(_api(env, token, "POST", f"/workspaces/{ws_id}/configuration-versions", {"data": {
+        "type": "configuration-versions", "attributes": {"auto-queue-runs": False}}}), 201)  # fmt: skip
+    key = cv["attributes"]["upload-url"].split("memory://blobs/")[1].split("?")[0]
+    from run_helpers import tarball
+
+    env.blobs.put(key, tarball({"main.tf": 'output "x" { value = 1 }'}))
+    rel = {"workspace": {"data": {"type": "workspaces", "id": ws_id}},
+           "configuration-version": {"data": {"type": "configuration-versions", "id": cv["id"]}}}  # fmt: skip
+    run = {"data": {"type": "runs", "attributes": {"plan-only": True}, "relationships": rel}}  # holds no lock
+    run = _ok(_api(env, token, "POST", "/runs", run), 201)
+    spec = env.claim("r-" + org, token=runner)
+    done = {"runner_id": "r-" + org, "status": "finished", "has_changes": True, "resource_additions": 0}
+    env.runner("PUT", f"/jobs/{spec['job_id']}/logs?offset=0", content=b"plan log\n", token=runner)
+    assert env.runner("POST", f"/jobs/{spec['job_id']}/finish", json=done, token=runner).status_code == 200
+    return str(run["relationships"]["plan"]["data"]["id"])
+
+
+@pytest.fixture(scope="module")
+def world() -> World:
+    env = make_run_env()
+    tokens = {"owner": env.headers["Authorization"].split(" ", 1)[1]}
+    names = {caller: caller.replace("-", "_") for caller in CALLERS if caller not in ("owner", "team-token-write")}
+    for caller, username in names.items():
+        tokens[caller] = _user(env, username)
+    member_of = lambda caller: (names[caller],)  # noqa: E731
+    ws = ("workspace", env.workspace_id)
+    projects = env.api("GET", "/organizations/acme/projects").json()["data"]
+    project = ("project", next(p["id"] for p in projects if p["attributes"]["name"] == "Default Project"))
+    for level in ("read", "plan", "write", "admin"):
+        _grant(
+            env, "team-workspaces", _team(env, f"ws-{level}", members=member_of(f"ws-{level}")), ws, {"access": level}
+        )
+    custom = {"access": "custom", "runs": "plan", "variables": "none", "state-versions": "read-outputs"}
+    _grant(env, "team-workspaces", _team(env, "ws-custom", members=member_of("ws-custom")), ws, custom)
+    for level in ("write", "maintain"):
+        team = _team(env, f"project-{level}", members=member_of(f"project-{level}"))
+        _grant(env, "team-projects", team, project, {"access": level})
+    _team(env, "org-read", {"read-workspaces": True}, member_of("org-read-workspaces"))
+    _team(env, "org-manage", {"manage-workspaces": True}, member_of("org-manage-workspaces"))
+    invite = {"data": {"type": "organization-memberships", "attributes": {"email": "member_no_grants@example.com"}}}
+    invited = _ok(env.api("POST", "/organizations/acme/organization-memberships", invite), 201)
+    member = env.container.accounts.get_user(invited["relationships"]["user"]["data"]["id"])
+    tokens["member-no-grants"] = env.container.accounts.issue_token(PrincipalKind.USER, member.id).secret
+    writers = env.api("GET", "/organizations/acme/teams?filter[names]=ws-write").json()["data"][0]["id"]
+    tokens["team-token-write"] = _ok(env.api("POST", f"/teams/{writers}/authentication-token", None), 201)[
+        "attributes"
+    ]["token"]
+    own_plan = _seed_workspace(env, tokens["owner"], "acme", env.workspace_id, env.runner_token)
+    # another organization, owned by someone else, with a workspace of the same name
+    olga = _user(env, "olga")
+    org = {"data": {"type": "organizations", "attributes": {"name": "other", "email": "o@example.com"}}}
+    _ok(_api(env, olga, "POST", "/organizations", org), 201)
+    body = {"data": {"type": "workspaces", "attributes": {"name": "app", "execution-mode": "remote"}}}
+    other_ws = _ok(_api(env, olga, "POST", "/organizations/other/workspaces", body), 201)["id"]
+    other_plan = _seed_workspace(env, olga, "other", other_ws, env.container.scaler.credential("other").token)
+    targets = {
+        "own": {"org": "acme", "ws": env.workspace_id, "plan": own_plan},
+        "other": {"org": "other", "ws": other_ws, "plan": other_plan},
+    }
+    return World(env, tokens, targets)
+
+
+# operations: (family, action needed, status when allowed, call(world, token, target) -> status) ----------
+def _log_url(w: World, token: str, t: dict[str, str]) -> int:
+    plan = _api(w.env, token, "GET", f"/plans/{t['plan']}")
+    if plan.status_code != 200:
+        return int(plan.status_code)
+    url = plan.json()["data"]["attributes"]["log-read-url"]
+    log = w.env.client.get(url)
+    assert b"plan log" in log.content
+    return int(log.status_code)
+
+
+def _lock(w: World, token: str, t: dict[str, str]) -> int:
+    status = int(_api(w.env, token, "POST", f"/workspaces/{t['ws']}/actions/lock", {"reason": "m"}).status_code)
+    if status == 200:
+        _ok(_api(w.env, w.tokens["owner"], "POST", f"/workspaces/{t['ws']}/actions/force-unlock"))
+    return status
+
+
+def _http_lock(w: World, token: str, t: dict[str, str]) -> int:
+    info = {"ID": "matrix-lock", "Operation": "OperationTypeApply", "Who": "matrix"}
+    headers = {"Authorization": f"Bearer {token}"}
+    status = int(w.env.client.request("LOCK", f"/state/v1/{t['org']}/app", json=info, headers=headers).status_code)
+    if status == 200:
+        _ok(_api(w.env, w.tokens["owner"], "POST", f"/workspaces/{t['ws']}/actions/force-unlock"))
+    return status
+
+
+def _create_var(w: World, token: str, t: dict[str, str]) -> int:
+    body = {"data": {"type": "vars", "attributes": {"key": "k", "value": "v", "category": "env"}}}
+    response = _api(w.env, token, "POST", f"/workspaces/{t['ws']}/vars", body)
+    if response.status_code == 201:
+        assert (
+            _api(
+                w.env, w.tokens["owner"], "DELETE", f"/workspaces/{t['ws']}/vars/{response.json()['data']['id']}"
+            ).status_code
+            == 204
+        )
+    return int(response.status_code)
+
+
+def _queue_run(w: World, token: str, t: dict[str, str]) -> int:
+    cvs = _api(w.env, w.tokens["owner"], "GET", f"/workspaces/{w.targets['own']['ws']}/configuration-versions")
+    cv = cvs.json()["data"][0]["id"]
+    rel = {"workspace": {"data": {"type": "workspaces", "id": t["ws"]}},
+           "configuration-version": {"data": {"type": "configuration-versions", "id": cv}}}  # fmt: skip
+    response = _api(w.env, token, "POST", "/runs", {"data": {"type": "runs", "attributes": {"plan-only": True},
+                                                             "relationships": rel}})  # fmt: skip
+    return int(response.status_code)
+
+
+def _ui(path: str) -> Callable[[World, str, dict[str, str]], int]:
+    def call(w: World, token: str, t: dict[str, str]) -> int:
+        browser = TestClient(create_app(w.env.container), base_url="https://testserver", follow_redirects=False)
+        assert browser.post("/app/sign-in", data={"token": token}).status_code == 303
+        return int(browser.get(path.format(**t)).status_code)
+
+    return call
+
+
+def _get(path: str) -> Callable[[World, str, dict[str, str]], int]:
+    return lambda w, token, t: int(_api(w.env, token, "GET", path.format(**t)).status_code)
+
+
+OPERATIONS: dict[str, tuple[Action, int, Callable[[World, str, dict[str, str]], int]]] = {
+    "api: read organization": (Action.READ_ORGANIZATION, 200, _get("/organizations/{org}")),
+    "api: read workspace": (Action.READ_WORKSPACE, 200, _get("/workspaces/{ws}")),
+    "api: list runs": (Action.READ_RUNS, 200, _get("/workspaces/{ws}/runs")),
+    "api: read variables": (Action.READ_VARIABLES, 200, _get("/workspaces/{ws}/vars")),
+    "api: create variable": (Action.WRITE_VARIABLES, 201, _create_var),
+    "api: read state version": (Action.READ_STATE, 200, _get("/workspaces/{ws}/current-state-version")),
+    "api: read outputs": (Action.READ_STATE_OUTPUTS, 200, _get("/workspaces/{ws}/current-state-version-outputs")),
+    "api: queue run": (Action.QUEUE_RUN, 201, _queue_run),
+    "api: lock": (Action.LOCK_WORKSPACE, 200, _lock),
+    "api: team access of workspace": (
+        Action.MANAGE_WORKSPACE_ACCESS, 200, _get("/team-workspaces?filter[workspace][id]={ws}")),
+    "http backend: read state": (Action.READ_STATE, 200, lambda w, tok, t: int(w.env.client.get(
+        f"/state/v1/{t['org']}/app", headers={"Authorization": f"Bearer {tok}"}).status_code)),  # fmt: skip
+    "http backend: lock": (Action.LOCK_WORKSPACE, 200, _http_lock),
+    "log url: plan log": (Action.READ_RUNS, 200, _log_url),
+    "ui: workspace page": (Action.READ_WORKSPACE, 200, _ui("/app/{org}/workspaces/app")),
+    "ui: variables page": (Action.READ_VARIABLES, 200, _ui("/app/{org}/workspaces/app/variables")),
+}  # fmt: skip
+
+
+def expected(caller: str, action: Action, allowed: int, family: str, where: str) -> int:
+    grants = CALLERS[caller]
+    if where == "other":
+        return 404
+    if action in grants:
+        return allowed
+    if Action.READ_WORKSPACE in grants and action is not Action.READ_ORGANIZATION:
+        return 404 if family == "ui" else 403  # the UI shows a refusal as not found
+    return 404
+
+
+@pytest.mark.parametrize("where", ["own", "other"])
+@pytest.mark.parametrize("operation", list(OPERATIONS))
+@pytest.mark.parametrize("caller", list(CALLERS))
+def test_permission_matrix(world: World, caller: str, operation: str, where: str) -> None:
+    action, allowed, call = OPERATIONS[operation]
+    family = operation.split(":")[0]
+    if family == "ui" and caller == "team-token-write":
+        pytest.skip("the web UI signs in people (user tokens), not team tokens")
+    got = call(world, world.tokens[caller], world.targets[where])
+    assert got == expected(caller, action, allowed, family, where), f"{caller} {operation} in {where} org"
+
+
+@pytest.mark.parametrize("caller", list(CALLERS))
+def test_runner_protocol_refuses_every_caller_but_runner_tokens(world: World, caller: str) -> None:
+    """The runner protocol is for runner tokens only, whatever a caller's access; another organization's
+    runner cannot touch this organization's job (404), its own can."""
+    env = world.env
+    assert env.runner("POST", "/jobs/next", json={"runner_id": "x"}, token=world.tokens[caller]).status_code == 403
+    _queue_run(world, world.tokens["owner"], world.targets["own"])
+    job = env.claim("r-own")["job_id"]
+    beat = {"runner_id": "r-own"}
+    assert env.runner("POST", f"/jobs/{job}/heartbeat", json=beat, token=world.tokens[caller]).status_code == 404
+    other_runner = env.container.scaler.credential("other").token
+    assert env.runner("POST", f"/jobs/{job}/heartbeat", json=beat, token=other_runner).status_code == 404
+    assert env.runner("POST", f"/jobs/{job}/heartbeat", json=beat).status_code == 200
