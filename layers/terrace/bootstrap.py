@@ -23,7 +23,9 @@ from terrace.services.access.authz import Authorizer
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.access.web_sessions import WebSessionService
 from terrace.services.events import EventService
+from terrace.services.runs.comments import CommentService
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
+from terrace.services.runs.cost_estimates import CostEstimateService
 from terrace.services.runs.job_retries import JobRetries
 from terrace.services.runs.jobs import JobService
 from terrace.services.runs.logs import LogService
@@ -96,6 +98,7 @@ class Container:
     def configuration_versions(self) -> ConfigurationVersionService:
         versions = ConfigurationVersionService(self.table, self.blobs, self.workspaces, self.settings)
         versions.on_uploaded.append(lambda cv: self.runs.queue_for_upload(cv))
+        versions.in_use.append(lambda cv: self.runs.uses_configuration(cv.workspace_id, cv.id))
         return versions
 
     @cached_property
@@ -112,7 +115,22 @@ class Container:
 
     @cached_property
     def runs(self) -> RunService:
-        return RunService(self.run_store, self.scheduler, self.workspaces, self.configuration_versions, self.settings)
+        return RunService(
+            self.run_store,
+            self.scheduler,
+            self.workspaces,
+            self.configuration_versions,
+            self.settings,
+            organizations=self.organizations,
+        )
+
+    @cached_property
+    def cost_estimates(self) -> CostEstimateService:
+        return CostEstimateService(self.runs, self.blobs)
+
+    @cached_property
+    def comments(self) -> CommentService:
+        return CommentService(self.table, self.run_store, self.runs, self.workspaces)
 
     @cached_property
     def plans(self) -> PlanService:
@@ -144,6 +162,8 @@ class Container:
             self.settings,
             queue=self.job_queue,
             authz=self.authz,
+            plans=self.plans,
+            costs=self.cost_estimates,
         )
 
     @cached_property

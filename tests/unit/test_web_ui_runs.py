@@ -127,7 +127,7 @@ def test_plan_summary_and_actions_follow_the_run(env: RunEnv) -> None:
     assert "Plan queued" in page and "Planned" in page  # the timeline
     token = csrf_of(page)
     assert client.post(f"{BASE}/runs/{run['id']}/actions/apply", data={}).status_code == 403
-    assert env.container.run_store.load(run["id"]).status == "planned"
+    assert env.container.run_store.load(run["id"]).status == "cost_estimated"
     r = client.post(f"{BASE}/runs/{run['id']}/actions/apply", data={"csrf_token": token})
     assert r.status_code == 303 and env.container.run_store.load(run["id"]).status == "apply_queued"
     live = client.get(f"{BASE}/runs/{run['id']}/live").text

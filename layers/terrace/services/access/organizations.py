@@ -15,7 +15,14 @@ from terrace.domain.principal import Principal, PrincipalKind
 from terrace.services.access.authz import Action, Authorizer, OrgView
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
-UPDATABLE = ("email", "session-timeout", "session-remember", "collaborator-auth-policy", "default-execution-mode")
+UPDATABLE = (
+    "email",
+    "session-timeout",
+    "session-remember",
+    "collaborator-auth-policy",
+    "default-execution-mode",
+    "cost-estimation-enabled",
+)
 
 
 @dataclass(frozen=True)
@@ -31,6 +38,11 @@ class Organization:
     @property
     def view(self) -> OrgView:
         return OrgView(self.name, self.owners)
+
+    @property
+    def cost_estimation_enabled(self) -> bool:
+        """Runs get a cost estimate (on unless the organization turned it off, as go-tfe expects)."""
+        return self.settings.get("cost-estimation-enabled", True) is not False
 
 
 def _key(name: str) -> tuple[str, str]:
@@ -97,6 +109,8 @@ class OrganizationService:
         email = _email(email)
         mode = settings.pop("default-execution-mode", "remote")
         _check_mode(mode)
+        if "cost-estimation-enabled" in settings:
+            _check_bool(settings, "cost-estimation-enabled")
         settings = {
             key: limits.bounded_json(value, key, limits.EXTRA_ATTRIBUTE_MAX_BYTES) for key, value in settings.items()
         }
@@ -134,7 +148,9 @@ class OrganizationService:
         if "default-execution-mode" in changes:
             _check_mode(changes["default-execution-mode"])
             item["default_execution_mode"] = changes["default-execution-mode"]
-        for key in ("session-timeout", "session-remember", "collaborator-auth-policy"):
+        if "cost-estimation-enabled" in changes:
+            _check_bool(changes, "cost-estimation-enabled")
+        for key in ("session-timeout", "session-remember", "collaborator-auth-policy", "cost-estimation-enabled"):
             if key in changes:
                 value = limits.bounded_json(changes[key], key, limits.EXTRA_ATTRIBUTE_MAX_BYTES)
                 item.setdefault("settings", {})[key] = value
@@ -171,6 +187,11 @@ def _email(value: Any) -> str:
     if not isinstance(value, str) or "@" not in value:
         raise Invalid("email is required: an address", pointer="/data/attributes/email")
     return limits.text(value, "email", limits.EMAIL_MAX)
+
+
+def _check_bool(attrs: dict[str, Any], key: str) -> None:
+    if not isinstance(attrs[key], bool):
+        raise Invalid(f"{key} must be true or false", pointer=f"/data/attributes/{key}")
 
 
 def _check_mode(mode: Any) -> None:
