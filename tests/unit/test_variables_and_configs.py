@@ -72,6 +72,10 @@ def test_archive_and_backing_data_follow_hcp_transitions() -> None:
     pending = env.api(
         "POST", f"/workspaces/{env.workspace_id}/configuration-versions", {"data": {"type": "configuration-versions"}}
     ).json()["data"]["id"]
+    provisional = {"data": {"type": "configuration-versions", "attributes": {"provisional": True}}}
+    assert env.api("POST", f"/workspaces/{env.workspace_id}/configuration-versions", provisional).status_code == 201
+    ws = env.api("GET", f"/workspaces/{env.workspace_id}").json()["data"]
+    assert ws["relationships"]["current-configuration-version"]["data"]["id"] == pending  # not the provisional one
 
     def act(cv_id: str, action: str) -> Any:
         return env.api("POST", f"/configuration-versions/{cv_id}/actions/{action}", {})

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from terrace.config import Settings
-from terrace.local import tls
+from terrace.local import presigned_check, tls
 from terrace.local import workers as local_workers
 from terrace.local.resources import LOCAL_REGION, LocalResources, create_resources
 from terrace.local.seed import Seeded, seed_admin
@@ -107,12 +107,10 @@ class LocalStack:
         return self.info
 
     def _start(self, listener: socket.socket) -> DevInfo:
-        from moto.server import ThreadedMotoServer
-
         from terrace.bootstrap import build_aws
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request lines drown the API's
-        self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        self._moto = presigned_check.moto_server("127.0.0.1", 0)  # checks presigned URLs as S3 does
         self._moto.start()
         host, moto_port = self._moto.get_host_and_port()
         endpoint = f"http://{host}:{moto_port}"

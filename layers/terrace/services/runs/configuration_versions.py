@@ -22,6 +22,7 @@ from terrace.services.workspaces.workspaces import WorkspaceService
 log = logging.getLogger("terrace.configuration_versions")
 
 PENDING, UPLOADED, ERRORED, ARCHIVED = "pending", "uploaded", "errored", "archived"
+CURRENT = "current_cv_id"  # in Workspace.extra: the latest non-provisional version
 # Backing data (the uploaded archive): present, soft-deleted (restorable) or deleted for good.
 DATA_PRESENT, DATA_SOFT_DELETED, DATA_DELETED = "present", "soft_deleted", "deleted"
 
@@ -92,6 +93,8 @@ class ConfigurationVersionService:
         )
         cv.status_timestamps["pending-at"] = cv.created_at
         self._table.put(_to_item(cv), if_absent=True)
+        if not cv.provisional:  # the workspace's current-configuration-version (a provisional one is not)
+            self._workspaces.mutate(ws.id, lambda cur: dataclasses.replace(cur, extra={**cur.extra, CURRENT: cv.id}))
         return cv
 
     def load(self, cv_id: str) -> ConfigurationVersion:
