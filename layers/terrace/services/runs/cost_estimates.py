@@ -51,6 +51,9 @@ class CostEstimateService:
             return
         now = clock.now_iso()
         estimate.mark(ce.CE_QUEUED, now)
+        if run.target_addrs:  # a targeted plan leaves out what it does not target: no estimate, as in HCP
+            estimate.mark(ce.CE_SKIPPED, now)
+            return
         try:
             ce.apply_estimate(estimate, ce.estimate(self._plan_json(run)), now)
         except ValueError as exc:
