@@ -168,6 +168,7 @@ def test_include_brings_the_related_objects(env: RunEnv) -> None:
     assert "included" not in env.api("GET", f"/runs/{run['id']}?include=").json()
     listed = env.api("GET", f"/workspaces/{env.workspace_id}/runs?include=workspace").json()
     assert [i["type"] for i in listed["included"]] == ["workspaces"]
+    assert "data" not in listed["data"][0]["relationships"]["run-events"]  # lists link to a run's events
 
 
 def test_organization_runs_and_list_filters(env: RunEnv) -> None:

@@ -6,13 +6,14 @@ task_stages; unknown names are ignored, as an empty `include=` is)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextlib import suppress
 from typing import Any
 
 from fastapi import Request
 
 from terrace.bootstrap import Container
 from terrace.domain import runs as rs
-from terrace.domain.errors import NotFound
+from terrace.domain.errors import Forbidden, NotFound
 from terrace.domain.principal import Principal
 from terrace.domain.runs import PhaseState, Run
 from terrace.web import run_serializers as rser
@@ -51,7 +52,9 @@ def public_user(container: Container, user_id: str) -> dict[str, Any] | None:
     return document
 
 
-def runs(container: Container, principal: Principal, page: list[Run]) -> list[dict[str, Any]]:
+def runs(container: Container, principal: Principal, page: list[Run], *, events: bool = False) -> list[dict[str, Any]]:
+    """Run resources; `events` lists each run's run events in its relationship (one read per run: single
+    runs only; lists link to them)."""
     positions = container.runs.queue_positions(page)
     permissions: dict[str, dict[str, bool]] = {}
     for run in page:
@@ -66,7 +69,7 @@ def runs(container: Container, principal: Principal, page: list[Run]) -> list[di
             permissions=permissions[run.workspace_id],
             cooloff_s=container.settings.force_cancel_cooloff_s,
             users=users,
-            event_ids=[e["id"] for e in container.run_store.events(run.id)],
+            event_ids=[e["id"] for e in container.run_store.events(run.id)] if events else None,
         )
         for run in page
     ]
@@ -92,11 +95,13 @@ def included(container: Container, principal: Principal, page: list[Run], names:
         if "confirmed_by" in names and (run.confirmed_by or "") in users:
             add(public_user(container, users[run.confirmed_by or ""]))
         if "workspace" in names:
-            ws = container.workspaces.load(run.workspace_id)
-            add(serializers.workspace(ws, container.workspaces.permissions(principal, ws)))
+            with suppress(NotFound, Forbidden):
+                ws = container.workspaces.get(principal, run.workspace_id)
+                add(serializers.workspace(ws, container.workspaces.permissions(principal, ws)))
         if "configuration_version" in names:
-            cv = container.configuration_versions.load(run.configuration_version_id)
-            add(rser.configuration_version(cv, None))
+            with suppress(NotFound, Forbidden):
+                cv = container.configuration_versions.get(principal, run.configuration_version_id)
+                add(rser.configuration_version(cv, None))
         if "comments" in names:
             for comment in container.comments.list(principal, run.id):
                 add(comment_document(comment))

@@ -25,7 +25,8 @@ def run(
     users: dict[str, str] | None = None,
     event_ids: list[str] | None = None,
 ) -> dict[str, Any]:
-    """A run; `users` maps usernames to user ids (created-by, confirmed-by), `event_ids` its run events."""
+    """A run; `users` maps usernames to user ids (created-by, confirmed-by), `event_ids` its run events
+    (when given: lists only link to them)."""
     actions = r.actions(cooloff_s, clock.epoch())
     users = users or {}
     return resource(
@@ -82,7 +83,7 @@ def run(
             "policy-checks": {"data": []},
             "task-stages": {"data": []},
             "run-events": {
-                **refs("run-events", event_ids or []),
+                **(refs("run-events", event_ids) if event_ids is not None else {}),
                 "links": {"related": f"/api/v2/runs/{r.id}/run-events"},
             },
             "comments": {**refs("comments", r.comment_ids), "links": {"related": f"/api/v2/runs/{r.id}/comments"}},

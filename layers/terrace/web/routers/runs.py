@@ -43,7 +43,8 @@ def respond_run(
     request: Request, container: Container, principal: Principal, run: Run, status_code: int = 200
 ) -> JSONAPIResponse:
     included = run_documents.included(container, principal, [run], run_documents.include_names(request))
-    return respond(run_documents.runs(container, principal, [run])[0], status_code, included=included)
+    document = run_documents.runs(container, principal, [run], events=True)[0]
+    return respond(document, status_code, included=included)
 
 
 @router.post("/runs", openapi_extra=bodies.RUN)
