@@ -31,6 +31,7 @@ from terrace.services.runs.jobs import JobService
 from terrace.services.runs.logs import LogService
 from terrace.services.runs.plans import PlanService
 from terrace.services.runs.reaper import Reaper
+from terrace.services.runs.run_queries import RunQueries
 from terrace.services.runs.runs import RunService
 from terrace.services.runs.scaler import Scaler
 from terrace.services.runs.scheduler import RunScheduler
@@ -98,7 +99,7 @@ class Container:
     def configuration_versions(self) -> ConfigurationVersionService:
         versions = ConfigurationVersionService(self.table, self.blobs, self.workspaces, self.settings)
         versions.on_uploaded.append(lambda cv: self.runs.queue_for_upload(cv))
-        versions.in_use.append(lambda cv: self.runs.uses_configuration(cv.workspace_id, cv.id))
+        versions.in_use.append(lambda cv: self.run_queries.uses_configuration(cv.workspace_id, cv.id))
         return versions
 
     @cached_property
@@ -123,6 +124,10 @@ class Container:
             self.settings,
             organizations=self.organizations,
         )
+
+    @cached_property
+    def run_queries(self) -> RunQueries:
+        return RunQueries(self.run_store, self.workspaces)
 
     @cached_property
     def cost_estimates(self) -> CostEstimateService:

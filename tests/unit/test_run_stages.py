@@ -208,8 +208,31 @@ def test_apply_with_a_comment_records_who_confirmed(env: RunEnv) -> None:
     run = env.create_run(env.upload_config())
     env.work_next()
     assert env.run(run["id"])["relationships"]["confirmed-by"]["data"] is None
+    too_long = env.api("POST", f"/runs/{run['id']}/actions/apply", {"comment": "x" * 5000})
+    assert too_long.status_code == 422 and env.run(run["id"])["attributes"]["status"] == "cost_estimated"  # no apply
     assert env.api("POST", f"/runs/{run['id']}/actions/apply", {"comment": "Hello"}).status_code == 202
     relationships = env.run(run["id"])["relationships"]
     assert relationships["confirmed-by"]["data"]["type"] == "users"
     (comment,) = relationships["comments"]["data"]
     assert env.api("GET", f"/comments/{comment['id']}").json()["data"]["attributes"]["body"] == "Hello"
+
+
+def test_deleting_a_workspace_ends_its_runs_and_their_lock(env: RunEnv) -> None:
+    running = env.create_run(env.upload_config())
+    spec = env.claim()  # planning on a runner, holding the workspace lock
+    pending = env.create_run(env.upload_config())
+    assert env.api("GET", f"/workspaces/{env.workspace_id}").json()["data"]["attributes"]["locked"] is True
+    assert env.api("DELETE", f"/workspaces/{env.workspace_id}").status_code == 204
+    assert env.container.run_store.load(running["id"]).status == "canceled"
+    assert env.container.run_store.load(pending["id"]).status == "canceled"
+    assert env.container.run_store.load(pending["id"]).error_message == "its workspace was deleted"
+    beat = env.runner("POST", f"/jobs/{spec['job_id']}/heartbeat", json={"runner_id": "r1"})
+    assert beat.status_code == 200 and beat.json()["cancel"] is True  # the runner stops
+    assert env.container.run_store.open_runs() == []
+
+
+def test_a_user_lock_still_refuses_the_delete_and_ends_no_run(env: RunEnv) -> None:
+    assert env.api("POST", f"/workspaces/{env.workspace_id}/actions/lock", {}).status_code == 200
+    run = env.create_run(env.upload_config())
+    assert env.api("DELETE", f"/workspaces/{env.workspace_id}").status_code == 409
+    assert env.run(run["id"])["attributes"]["status"] == "pending"

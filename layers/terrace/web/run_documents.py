@@ -55,7 +55,7 @@ def public_user(container: Container, user_id: str) -> dict[str, Any] | None:
 def runs(container: Container, principal: Principal, page: list[Run], *, events: bool = False) -> list[dict[str, Any]]:
     """Run resources; `events` lists each run's run events in its relationship (one read per run: single
     runs only; lists link to them)."""
-    positions = container.runs.queue_positions(page)
+    positions = container.run_queries.queue_positions(page)
     permissions: dict[str, dict[str, bool]] = {}
     for run in page:
         if run.workspace_id not in permissions:

@@ -44,6 +44,13 @@ def _from_item(item: dict[str, Any]) -> Comment:
     return Comment(**{k: v for k, v in item.items() if k in names})
 
 
+def checked_body(body: Any, field: str = "body") -> str:
+    text = limits.text(body, field, COMMENT_MAX)
+    if not text.strip():
+        raise Invalid(f"{field} must not be empty", pointer=f"/data/attributes/{field}")
+    return text
+
+
 class CommentService:
     def __init__(self, table: Table, store: RunStore, runs: RunService, workspaces: WorkspaceService) -> None:
         self._table, self._store, self._runs, self._workspaces = table, store, runs, workspaces
@@ -67,9 +74,7 @@ class CommentService:
         """Comment on a run (whoever may queue its runs), with its `commented` run event, in one write."""
         run = self._runs.get(principal, run_id)
         self._workspaces.authorize(principal, Action.QUEUE_RUN, self._workspaces.load(run.workspace_id))
-        text = limits.text(body, "body", COMMENT_MAX)
-        if not text.strip():
-            raise Invalid("body must not be empty", pointer="/data/attributes/body")
+        text = checked_body(body)
         comment_id, now = new_id("cm"), clock.now_iso()
         event = event_item(run.id, now, "commented", "commented", actor=principal.username, comment_id=comment_id)
         comment = Comment(comment_id, run.id, text, principal.username, now, event["id"])

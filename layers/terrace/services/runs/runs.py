@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import builtins
 import dataclasses
 import functools
 import time
@@ -39,6 +38,12 @@ def retrying(step: Callable[[], T], attempts: int = 8) -> T:
     raise Conflict("the run changed concurrently; retry")
 
 
+def _cancel_started_phases(run: Run) -> None:
+    for phase in (run.plan, run.apply):
+        if not phase.final and phase.status != rs.P_PENDING:
+            phase.mark(rs.P_CANCELED, clock.now_iso())
+
+
 class RunService:
     def __init__(
         self,
@@ -69,44 +74,6 @@ class RunService:
     def list(self, principal: Principal, ws: Workspace) -> list[Run]:
         self._workspaces.authorize(principal, Action.READ_RUNS, ws)
         return self._store.list_for_workspace(ws.id)
-
-    def uses_configuration(self, workspace_id: str, cv_id: str) -> bool:
-        """A run of the workspace that has not ended still needs this configuration version."""
-        return any(
-            r.configuration_version_id == cv_id and not r.final for r in self._store.list_for_workspace(workspace_id)
-        )
-
-    def latest_of(self, principal: Principal, workspaces: builtins.list[Workspace]) -> dict[str, Run]:
-        """workspace id -> its latest run, for the workspaces whose runs the caller may read (one batch read)."""
-        readable = self._workspaces.allowed(principal, Action.READ_RUNS, workspaces)
-        runs = self._store.load_many([ws.latest_run_id for ws in readable if ws.latest_run_id])
-        return {run.workspace_id: run for run in runs}
-
-    def organization_queue(self, organization: str) -> builtins.list[Run]:
-        """Runs of the organization queued for or holding a runner, in queue order (caller checks access)."""
-        entries = [e for e in self._store.open_runs() if e["organization"] == organization and e["status"] in rs.ACTIVE]
-        runs = self._store.load_many([e["run_id"] for e in entries])
-        return sorted(runs, key=lambda r: (r.queued_at or r.created_at, r.id))
-
-    def queue_positions(self, runs: builtins.list[Run]) -> dict[str, int]:
-        """position-in-queue of each run, from one read of the open-runs index: pending runs count within
-        their workspace queue, queued runs within their organization's queue, others are 0."""
-        entries = self._store.open_runs()  # oldest first
-        positions: dict[str, int] = {}
-        for run in runs:
-            if run.status == rs.PENDING:
-                ahead = [
-                    e["run_id"] for e in entries if e["status"] == rs.PENDING and e["workspace_id"] == run.workspace_id
-                ]
-            elif run.status in rs.QUEUED:
-                queued = [e for e in entries if e["status"] in rs.QUEUED and e["organization"] == run.organization]
-                ahead = [
-                    e["run_id"] for e in sorted(queued, key=lambda e: (e.get("queued_at") or e["sk"], e["run_id"]))
-                ]
-            else:
-                ahead = []
-            positions[run.id] = ahead.index(run.id) + 1 if run.id in ahead else 0
-        return positions
 
     # create ------------------------------------------------------------------------------
     def create(self, principal: Principal, ws: Workspace, attrs: dict[str, Any], cv_id: str | None) -> Run:
@@ -242,9 +209,7 @@ class RunService:
                 expected = run.version
                 self._store.save([(run, expected)], None, {run.id: run.status})
                 return run
-            for phase in (run.plan, run.apply):
-                if not phase.final and phase.status != rs.P_PENDING:
-                    phase.mark(rs.P_CANCELED, clock.now_iso())
+            _cancel_started_phases(run)
             return self._scheduler.finish(run, run.version, rs.CANCELED)
 
         return retrying(step)
@@ -260,9 +225,7 @@ class RunService:
                     f"{self._settings.force_cancel_cooloff_s} s"
                 )
             run.force_cancel_requested = True
-            for phase in (run.plan, run.apply):
-                if not phase.final and phase.status != rs.P_PENDING:
-                    phase.mark(rs.P_CANCELED, clock.now_iso())
+            _cancel_started_phases(run)
             return self._scheduler.finish(run, run.version, rs.FORCE_CANCELED)
 
         return retrying(step)
@@ -281,21 +244,25 @@ class RunService:
                 continue
             if ahead.status not in (rs.PENDING, *rs.AWAITING_CONFIRMATION):
                 raise Conflict(f"run {ahead.id} ahead of {run_id} is {ahead.status}; cancel it first")
-            retrying(functools.partial(self._discard_ahead, ahead.id))
+            retrying(functools.partial(self._end_now, ahead.id, rs.DISCARDED))
         self._scheduler.promote(run.workspace_id)
         return self._store.load(run_id)
 
-    def _discard_ahead(self, run_id: str) -> Run:
+    def end_for_deletion(self, principal: Principal, ws: Workspace, *, safe: bool) -> None:
+        """Cancel every run of a workspace about to be deleted (HCP Terraform deletes a workspace whatever
+        its runs do), newest first so no pending run is promoted; the head's run lock goes with it. Nothing
+        is ended when the deletion will be refused anyway (a user's lock, or a safe delete of resources)."""
+        self._workspaces.authorize(principal, Action.DELETE_WORKSPACE, ws)
+        if (safe and ws.resource_count > 0) or (ws.lock is not None and not ws.lock.holder.startswith("run:")):
+            return
+        for run in self._store.list_for_workspace(ws.id):  # newest first
+            if not run.final:
+                retrying(functools.partial(self._end_now, run.id, rs.CANCELED, "its workspace was deleted"))
+
+    def _end_now(self, run_id: str, status: str, error: str | None = None) -> Run:
+        """End a run that has not ended yet; the phases it started are canceled."""
         run = self._store.load(run_id)
         if run.final:
             return run
-        run.require(rs.PENDING, *rs.AWAITING_CONFIRMATION, action="discard")
-        return self._scheduler.finish(run, run.version, rs.DISCARDED)
-
-    def list_for_organization(self, principal: Principal, organization: str) -> builtins.list[Run]:
-        """Runs of the organization's workspaces the caller may read, newest first."""
-        workspaces = self._workspaces.allowed(
-            principal, Action.READ_RUNS, self._workspaces.list(principal, organization)
-        )
-        runs = [run for ws in workspaces for run in self._store.list_for_workspace(ws.id)]
-        return sorted(runs, key=lambda r: (r.created_at, r.id), reverse=True)
+        _cancel_started_phases(run)
+        return self._scheduler.finish(run, run.version, status, error)

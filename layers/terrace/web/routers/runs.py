@@ -13,6 +13,7 @@ from terrace.domain.errors import Invalid
 from terrace.domain.principal import Principal
 from terrace.domain.runs import Run
 from terrace.services.access.authz import Action
+from terrace.services.runs.comments import checked_body
 from terrace.web import bodies, run_documents
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import (
@@ -76,7 +77,7 @@ def list_organization_runs(
     org: str, request: Request, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
     names = {ws.id: ws.name for ws in container.workspaces.list(principal, org)}
-    runs = run_filters.select(container.runs.list_for_organization(principal, org), request.query_params, names)
+    runs = run_filters.select(container.run_queries.list_for_organization(principal, org), request.query_params, names)
     return respond_runs(request, container, principal, runs)
 
 
@@ -84,14 +85,14 @@ def list_organization_runs(
 def organization_queue(org: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     organization = container.organizations.get(principal, org)
     allowed = container.authz.can(principal, Action.READ_WORKSPACE, organization.view)
-    runs = container.runs.organization_queue(organization.name) if allowed else []
+    runs = container.run_queries.organization_queue(organization.name) if allowed else []
     return respond_runs(request, container, principal, runs)
 
 
 @router.get("/organizations/{org}/capacity")
 def capacity(org: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     organization = container.organizations.get(principal, org)
-    runs = container.runs.organization_queue(organization.name)
+    runs = container.run_queries.organization_queue(organization.name)
     return respond(
         resource(
             "organization-capacity",
@@ -104,40 +105,41 @@ def capacity(org: str, container: ContainerDep, principal: PrincipalDep) -> JSON
     )
 
 
-def _comment(container: Container, principal: Principal, run_id: str, body: Any) -> None:
-    """An action's optional {"comment": "..."} becomes a run comment, as in HCP Terraform."""
+def _comment_of(body: Any) -> str | None:
+    """An action's optional {"comment": "..."}, checked before the action runs (it becomes a run comment)."""
     comment = body.get("comment") if isinstance(body, dict) else None
-    if isinstance(comment, str) and comment.strip():
+    if not isinstance(comment, str) or not comment.strip():
+        return None  # as before comments were kept: anything else is ignored
+    return checked_body(comment, "comment")
+
+
+def _act(container: Container, principal: Principal, run_id: str, body: Any, action: Any) -> Response:
+    comment = _comment_of(body)
+    action(principal, run_id)
+    if comment is not None:
         container.comments.create(principal, run_id, comment)
+    return Response(status_code=202)
 
 
 # Clients send {}, {"comment": …} or a JSON:API-ish body: any JSON (or none) is accepted; a comment is kept.
 @router.post("/runs/{run_id}/actions/apply", openapi_extra=bodies.RUN_ACTION)
 def apply_run(run_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Response:
-    container.runs.apply(principal, run_id)
-    _comment(container, principal, run_id, body)
-    return Response(status_code=202)
+    return _act(container, principal, run_id, body, container.runs.apply)
 
 
 @router.post("/runs/{run_id}/actions/discard", openapi_extra=bodies.RUN_ACTION)
 def discard_run(run_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Response:
-    container.runs.discard(principal, run_id)
-    _comment(container, principal, run_id, body)
-    return Response(status_code=202)
+    return _act(container, principal, run_id, body, container.runs.discard)
 
 
 @router.post("/runs/{run_id}/actions/cancel", openapi_extra=bodies.RUN_ACTION)
 def cancel_run(run_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Response:
-    container.runs.cancel(principal, run_id)
-    _comment(container, principal, run_id, body)
-    return Response(status_code=202)
+    return _act(container, principal, run_id, body, container.runs.cancel)
 
 
 @router.post("/runs/{run_id}/actions/force-cancel", openapi_extra=bodies.RUN_ACTION)
 def force_cancel_run(run_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Response:
-    container.runs.force_cancel(principal, run_id)
-    _comment(container, principal, run_id, body)
-    return Response(status_code=202)
+    return _act(container, principal, run_id, body, container.runs.force_cancel)
 
 
 @router.post("/runs/{run_id}/actions/force-execute", openapi_extra=bodies.RUN_ACTION)
