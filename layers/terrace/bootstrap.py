@@ -43,12 +43,15 @@ from terrace.services.access.web_sessions import WebSessionService
 from terrace.services.admin.site import SiteAdminService
 from terrace.services.admin.tool_versions import ToolVersionService
 from terrace.services.events import EventService
+from terrace.services.runs.comments import CommentService
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
+from terrace.services.runs.cost_estimates import CostEstimateService
 from terrace.services.runs.job_retries import JobRetries
 from terrace.services.runs.jobs import JobService
 from terrace.services.runs.logs import LogService
 from terrace.services.runs.plans import PlanService
 from terrace.services.runs.reaper import Reaper
+from terrace.services.runs.run_queries import RunQueries
 from terrace.services.runs.runs import RunService
 from terrace.services.runs.scaler import Scaler
 from terrace.services.runs.scheduler import RunScheduler
@@ -202,6 +205,7 @@ class Container:
     def configuration_versions(self) -> ConfigurationVersionService:
         versions = ConfigurationVersionService(self.table, self.blobs, self.workspaces, self.settings)
         versions.on_uploaded.append(lambda cv: self.runs.queue_for_upload(cv))
+        versions.in_use.append(lambda cv: self.run_queries.uses_configuration(cv.workspace_id, cv.id))
         return versions
 
     @cached_property
@@ -222,9 +226,28 @@ class Container:
 
     @cached_property
     def runs(self) -> RunService:
-        runs = RunService(self.run_store, self.scheduler, self.workspaces, self.configuration_versions, self.settings)
+        runs = RunService(
+            self.run_store,
+            self.scheduler,
+            self.workspaces,
+            self.configuration_versions,
+            self.settings,
+            organizations=self.organizations,
+        )
         runs.resolve_version = lambda requested: self.tool_versions.resolve(requested)
         return runs
+
+    @cached_property
+    def run_queries(self) -> RunQueries:
+        return RunQueries(self.run_store, self.workspaces)
+
+    @cached_property
+    def cost_estimates(self) -> CostEstimateService:
+        return CostEstimateService(self.runs, self.blobs)
+
+    @cached_property
+    def comments(self) -> CommentService:
+        return CommentService(self.table, self.run_store, self.runs, self.workspaces)
 
     @cached_property
     def plans(self) -> PlanService:
@@ -257,6 +280,8 @@ class Container:
             queue=self.job_queue,
             authz=self.authz,
             ssh_keys=self.ssh_keys,
+            plans=self.plans,
+            costs=self.cost_estimates,
         )
 
     @cached_property

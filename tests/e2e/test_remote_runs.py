@@ -51,9 +51,11 @@ def test_apply_confirmed_with_yes_on_stdin(run_stack, run_api, run_terraform, un
     assert code == 0, output
     assert "Do you want to perform these actions in workspace" in output
     assert "Apply complete! Resources: 2 added, 0 changed, 0 destroyed." in output
+    # the cost estimate stage, as terraform prints it: null_resources have no price
+    assert "Cost estimation:" in output and "Resources: 0 of 2 estimated" in output and "$0.00/mo +$0.00" in output
     (only,) = runs(run_api, ws_id)
     assert only["attributes"]["status"] == "applied"
-    assert "confirmed-at" in only["attributes"]["status-timestamps"]
+    assert {"confirmed-at", "cost-estimated-at"} <= set(only["attributes"]["status-timestamps"])
     state = current_state(run_api, ws_id)
     assert state["resources"] == {"null_resource.a": 1, "null_resource.b": 1}
     assert state["outputs"]["greeting"] == "hello"
@@ -109,6 +111,7 @@ def test_target_replace_and_refresh_only(run_stack, run_api, run_terraform, uniq
     targeted = tf.apply("-target=null_resource.a", timeout=RUN_TIMEOUT_S)
 
     assert "Apply complete! Resources: 1 added, 0 changed, 0 destroyed." in targeted.output
+    assert "Not available for this plan, because it was created with the -target option." in targeted.output
     assert current_state(run_api, ws_id)["resources"] == {"null_resource.a": 1}
     first_id = current_state(run_api, ws_id)["outputs"].get("a_id")
 

@@ -127,3 +127,19 @@ def test_a_busy_port_is_a_clear_error(tmp_path):
         with pytest.raises(RuntimeError, match="busy"):
             stack.start()
         stack.stop()
+
+
+def test_the_local_s3_checks_presigned_urls_as_s3_does(started):
+    stack, _, _ = started
+    blobs = stack.container.blobs
+    url = blobs.presign_put("config/ws-x/cv-y.tar.gz", 60)
+    assert httpx.put(url, content=b"archive").status_code == 200
+    got = httpx.get(blobs.presign_get("config/ws-x/cv-y.tar.gz", 60))
+    assert got.status_code == 200 and got.content == b"archive"
+    mangled = httpx.put(url[:-10] + "nonexisting", content=b"other")  # as go-tfe's invalid-URL test sends
+    assert mangled.status_code == 403 and b"SignatureDoesNotMatch" in mangled.content
+    other_key = httpx.put(url.replace("cv-y", "cv-z"), content=b"other")
+    assert other_key.status_code == 403
+    expired = httpx.get(blobs.presign_get("config/ws-x/cv-y.tar.gz", -1))
+    assert expired.status_code == 403 and b"expired" in expired.content
+    assert blobs.get("config/ws-x/cv-y.tar.gz") == b"archive"  # the API's own signed calls pass

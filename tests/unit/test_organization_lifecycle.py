@@ -38,7 +38,7 @@ def test_rename_keeps_workspaces_runs_runner_and_run_tokens_and_frees_the_old_na
     ws = env.api("GET", "/organizations/globex/workspaces/app").json()["data"]
     assert ws["relationships"]["organization"]["data"]["id"] == "globex"
     assert ws["links"]["self"] == "/api/v2/organizations/globex/workspaces/app"
-    assert env.run(before["id"])["attributes"]["status"] == "planned"
+    assert env.run(before["id"])["attributes"]["status"] == "cost_estimated"
     # the runner token minted before the rename still works the organization's jobs, and the job it claims
     # addresses the workspace by the new name (the runner's backend override)
     assert env.api("POST", f"/runs/{before['id']}/actions/discard").status_code == 202

@@ -80,7 +80,7 @@ def test_run_token_dies_when_its_phase_finishes() -> None:
     finish = {"runner_id": "r1", "status": "finished", "has_changes": True}
     done = env.runner("POST", f"/jobs/{spec['job_id']}/finish", json=finish)
     assert done.status_code == 200, done.text
-    assert env.run(run["id"])["attributes"]["status"] == "planned"  # the run goes on, the plan's token does not
+    assert env.run(run["id"])["attributes"]["status"] == "cost_estimated"  # the run goes on, the plan's token does not
     assert _as(env, token, f"/workspaces/{env.workspace_id}") == 401
 
 

@@ -18,7 +18,7 @@ def test_plan_then_confirm_then_apply(env: RunEnv) -> None:
     spec = env.work_next()
     assert spec["phase"] == "plan" and spec["workspace_name"] == "app" and spec["run_token"]
     planned = env.run(run["id"])
-    assert planned["attributes"]["status"] == "planned"
+    assert planned["attributes"]["status"] == "cost_estimated"
     assert planned["attributes"]["has-changes"] is True
     assert planned["attributes"]["actions"]["is-confirmable"] is True
     assert env.api("POST", f"/runs/{run['id']}/actions/apply", {}).status_code == 202

@@ -26,7 +26,7 @@ def test_missed_heartbeat_is_retried_with_backoff_then_completes() -> None:
     late = env.runner("POST", f"/jobs/{spec['job_id']}/finish", json={"runner_id": "r1", "status": "finished"})
     assert late.status_code == 409
     env.work_next(runner_id="r2", log=b"second attempt\n")
-    assert env.run(run["id"])["attributes"]["status"] == "planned"
+    assert env.run(run["id"])["attributes"]["status"] == "cost_estimated"
     body = env.container.logs.read(spec["job_id"], 0, 10_000, final=True, archived=True)
     assert b"first attempt" in body and b"retrying (2 of 5)" in body and body.endswith(b"second attempt\n\x03")
 

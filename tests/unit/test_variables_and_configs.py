@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from run_helpers import make_run_env, tarball
 from terrace.adapters.memory_table import MemoryTable
 
@@ -56,11 +58,58 @@ def test_configuration_version_moves_to_uploaded_once_the_object_exists() -> Non
     body = {"data": {"type": "configuration-versions", "attributes": {"auto-queue-runs": False}}}
     cv = env.api("POST", f"/workspaces/{env.workspace_id}/configuration-versions", body).json()["data"]
     assert cv["attributes"]["status"] == "pending" and cv["attributes"]["upload-url"]
-    assert env.api("GET", f"/configuration-versions/{cv['id']}").json()["data"]["attributes"]["status"] == "pending"
+    pending = env.api("GET", f"/configuration-versions/{cv['id']}").json()["data"]["attributes"]
+    assert pending["status"] == "pending" and pending["upload-url"] is None  # only the creation answer has it
     key = cv["attributes"]["upload-url"].split("memory://blobs/")[1].split("?")[0]
     env.blobs.put(key, tarball({"main.tf": ""}))
     read = env.api("GET", f"/configuration-versions/{cv['id']}").json()["data"]["attributes"]
     assert read["status"] == "uploaded" and read["upload-url"] is None
+
+
+def test_archive_and_backing_data_follow_hcp_transitions() -> None:
+    env = make_run_env()
+    old, current = env.upload_config(), env.upload_config()
+    pending = env.api(
+        "POST", f"/workspaces/{env.workspace_id}/configuration-versions", {"data": {"type": "configuration-versions"}}
+    ).json()["data"]["id"]
+    provisional = {"data": {"type": "configuration-versions", "attributes": {"provisional": True}}}
+    assert env.api("POST", f"/workspaces/{env.workspace_id}/configuration-versions", provisional).status_code == 201
+    ws = env.api("GET", f"/workspaces/{env.workspace_id}").json()["data"]
+    assert ws["relationships"]["current-configuration-version"]["data"]["id"] == pending  # not the provisional one
+
+    def act(cv_id: str, action: str) -> Any:
+        return env.api("POST", f"/configuration-versions/{cv_id}/actions/{action}", {})
+
+    refused = act(current, "archive")
+    assert refused.status_code == 409
+    assert refused.json()["errors"][0]["title"] == "transition not allowed"
+    assert "because it is current" in refused.json()["errors"][0]["detail"]
+    assert act(pending, "archive").status_code == 409
+    run = env.create_run(old)  # a run that has not ended still needs its configuration
+    assert "a run still uses it" in act(old, "archive").json()["errors"][0]["detail"]
+    assert act(old, "soft_delete_backing_data").status_code == 409
+    assert env.api("POST", f"/runs/{run['id']}/actions/cancel", {}).status_code == 202
+
+    assert act(old, "soft_delete_backing_data").status_code == 204
+    assert env.api("GET", f"/configuration-versions/{old}/download").status_code == 404
+    assert act(old, "restore_backing_data").status_code == 204
+    assert env.api("GET", f"/configuration-versions/{old}/download", follow_redirects=False).status_code == 302
+    assert act(old, "permanently_delete_backing_data").status_code == 409  # not soft-deleted
+    assert act(old, "soft_delete_backing_data").status_code == 204
+    assert act(old, "permanently_delete_backing_data").status_code == 204
+    assert act(old, "restore_backing_data").json()["errors"][0]["title"] == "transition not allowed"
+    assert env.api("GET", f"/configuration-versions/{old}/download").status_code == 404
+    assert act(old, "unknown_action").status_code == 404
+
+    assert act(current, "soft_delete_backing_data").status_code == 204  # not used by a run
+    assert act(current, "restore_backing_data").status_code == 204
+    newest = env.upload_config()
+    assert act(current, "archive").status_code == 202
+    archived = env.api("GET", f"/configuration-versions/{current}").json()["data"]["attributes"]
+    assert archived["status"] == "archived" and "archived-at" in archived["status-timestamps"]
+    assert act(current, "archive").status_code == 202  # already archived
+    assert act("cv-nothing", "archive").status_code == 404
+    assert act(newest, "archive").status_code == 409
 
 
 def test_oversize_configuration_errors_with_a_clear_message() -> None:

@@ -115,6 +115,12 @@ def test_plan_summary_and_actions_follow_the_run(env: RunEnv) -> None:
             {"address": "null_resource.b", "change": {"actions": ["delete", "create"]}},
             {"address": "null_resource.c", "change": {"actions": ["no-op"]}},
             {"address": "null_resource.d", "change": {"actions": ["delete"]}},
+            {
+                "address": "aws_instance.web",
+                "type": "aws_instance",
+                "provider_name": "registry.terraform.io/hashicorp/aws",
+                "change": {"actions": ["create"], "before": None, "after": {"instance_type": "t3.micro"}},
+            },
         ]
     }
     env.blobs.put(spec["plan_json_upload_url"].split("memory://blobs/")[1].split("?")[0], json.dumps(plan).encode())
@@ -124,10 +130,11 @@ def test_plan_summary_and_actions_follow_the_run(env: RunEnv) -> None:
     assert re.search(r'class="change-create">.*\+.*null_resource.a', page)
     assert re.search(r'class="change-replace">.*−/\+.*null_resource.b', page)
     assert re.search(r'class="change-delete">.*−.*null_resource.d', page) and "null_resource.c" not in page
-    assert "Plan queued" in page and "Planned" in page  # the timeline
+    assert "Plan queued" in page and "Planned" in page and "Cost estimated" in page  # the timeline
+    assert "1 of 5 resources estimated: $7.59/month (+$7.59 from $0.00)" in page
     token = csrf_of(page)
     assert client.post(f"{BASE}/runs/{run['id']}/actions/apply", data={}).status_code == 403
-    assert env.container.run_store.load(run["id"]).status == "planned"
+    assert env.container.run_store.load(run["id"]).status == "cost_estimated"
     r = client.post(f"{BASE}/runs/{run['id']}/actions/apply", data={"csrf_token": token})
     assert r.status_code == 303 and env.container.run_store.load(run["id"]).status == "apply_queued"
     live = client.get(f"{BASE}/runs/{run['id']}/live").text
@@ -213,6 +220,7 @@ def test_workspaces_list_shows_each_latest_run_with_a_fixed_number_of_reads(env:
         monkeypatch.setattr(table, method, lambda *a, _o=original, _m=method, **k: (calls.append(_m), _o(*a, **k))[1])
 
     def reads_for_the_page() -> int:
+        env.container.organizations.forget("acme")  # the same start each time, whatever its 2 s cache holds
         calls.clear()
         assert client.get("/app/acme/workspaces").status_code == 200
         return len(calls)

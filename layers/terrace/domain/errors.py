@@ -30,6 +30,12 @@ class Conflict(TerraceError):
     title = "conflict"
 
 
+class TransitionNotAllowed(Conflict):
+    """The resource is not in a state that allows the action (HCP Terraform's wording)."""
+
+    title = "transition not allowed"
+
+
 class Locked(Conflict):
     """The workspace is locked by someone else. meta may carry the holder's lock."""
 

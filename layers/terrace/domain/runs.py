@@ -6,12 +6,15 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from terrace.domain.cost_estimation import CostEstimate
 from terrace.domain.errors import Conflict
 
 PENDING = "pending"
 PLAN_QUEUED = "plan_queued"
 PLANNING = "planning"
 PLANNED = "planned"
+COST_ESTIMATING = "cost_estimating"
+COST_ESTIMATED = "cost_estimated"
 CONFIRMED = "confirmed"
 APPLY_QUEUED = "apply_queued"
 APPLYING = "applying"
@@ -24,7 +27,7 @@ CANCELED = "canceled"
 FORCE_CANCELED = "force_canceled"
 
 FINAL = frozenset({APPLIED, PLANNED_AND_FINISHED, DISCARDED, ERRORED, CANCELED, FORCE_CANCELED})
-AWAITING_CONFIRMATION = frozenset({PLANNED, PLANNED_AND_SAVED})
+AWAITING_CONFIRMATION = frozenset({PLANNED, COST_ESTIMATED, PLANNED_AND_SAVED})
 QUEUED = frozenset({PLAN_QUEUED, APPLY_QUEUED})
 RUNNING = frozenset({PLANNING, APPLYING})
 # Runs that sit in the organization's run queue (queued for or holding a runner).
@@ -107,6 +110,11 @@ class Run:
     apply: PhaseState = field(default_factory=lambda: PhaseState(id=""))
     queued_at: str | None = None  # when it entered the organization queue
     token_ids: list[str] = field(default_factory=list)  # run tokens to revoke when the run ends
+    cost_estimate: CostEstimate | None = None  # when its organization estimates costs (from creation on)
+    comment_ids: list[str] = field(default_factory=list)
+    confirmed_by: str | None = None
+    # Statuses passed since the run was loaded (each becomes a run event when saved); never stored.
+    trail: list[str] = field(default_factory=list)
 
     @property
     def final(self) -> bool:
@@ -126,6 +134,24 @@ class Run:
     def transition(self, status: str, at: str) -> None:
         self.status = status
         self.status_timestamps[f"{status.replace('_', '-')}-at"] = at
+        self.trail.append(status)
+
+    def after_plan(self, at: str, *, estimated: bool) -> str:
+        """Record the statuses a finished plan passes through (planned; then cost_estimating and
+        cost_estimated when its costs were estimated) and return where the run goes next:
+        planned_and_finished (speculative, or nothing to apply), planned_and_saved (save-plan),
+        confirmed (auto-apply) or its current status (it awaits confirmation)."""
+        self.transition(PLANNED, at)
+        if estimated:
+            self.transition(COST_ESTIMATING, at)
+            self.transition(COST_ESTIMATED, at)
+        if self.plan_only or (not self.has_changes and not self.allow_empty_apply):
+            return PLANNED_AND_FINISHED
+        if self.save_plan:
+            return PLANNED_AND_SAVED
+        if self.auto_apply:
+            return CONFIRMED
+        return self.status
 
     def require(self, *statuses: str, action: str) -> None:
         if self.status not in statuses:
@@ -144,6 +170,7 @@ class Run:
 
 def run_to_item(run: Run) -> dict[str, Any]:
     item = dataclasses.asdict(run)
+    del item["trail"]
     item.update({"pk": run.id, "sk": "run", "gsi1pk": f"{run.workspace_id}#runs", "gsi1sk": run.created_at + run.id})
     return item
 
@@ -152,5 +179,8 @@ def run_from_item(item: dict[str, Any]) -> Run:
     data = {k: v for k, v in item.items() if k not in ("pk", "sk", "gsi1pk", "gsi1sk")}
     data["plan"] = PhaseState(**data["plan"])
     data["apply"] = PhaseState(**data["apply"])
+    if data.get("cost_estimate"):
+        data["cost_estimate"] = CostEstimate(**data["cost_estimate"])
+    data.pop("trail", None)
     names = {f.name for f in dataclasses.fields(Run)}
     return Run(**{k: v for k, v in data.items() if k in names})

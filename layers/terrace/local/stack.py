@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from terrace.config import API_RATE_LIMIT_PER_S, Settings
-from terrace.local import embedded, tls
+from terrace.local import embedded, presigned_check, tls
 from terrace.local import workers as local_workers
 from terrace.local.dev_file import DEV_FILE
 from terrace.local.resources import LOCAL_REGION, LocalResources, create_resources
@@ -169,12 +169,10 @@ class LocalStack:
         return build_embedded(settings)
 
     def _build_moto(self, public_url: str) -> Any:
-        from moto.server import ThreadedMotoServer
-
         from terrace.bootstrap import build_aws
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request lines drown the API's
-        self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        self._moto = presigned_check.moto_server("127.0.0.1", 0)  # checks presigned URLs as S3 does
         self._moto.start()
         host, moto_port = self._moto.get_host_and_port()
         endpoint = f"http://{host}:{moto_port}"

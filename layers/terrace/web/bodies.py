@@ -171,6 +171,7 @@ RUN = document(
     {"workspace": "workspaces", "configuration-version": "configuration-versions"},
 )
 RUN_ACTION = raw_json({"type": "object", "properties": {"comment": STRING}}, required=False)
+COMMENT = document("comments", {"body": _text(limits.RUN_MESSAGE_MAX)}, required=["body"])
 STATE_VERSION = document(
     "state-versions",
     {

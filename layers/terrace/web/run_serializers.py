@@ -2,17 +2,33 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from terrace.domain import clock
 from terrace.domain.runs import PhaseState, Run
 from terrace.services.runs.configuration_versions import ConfigurationVersion
 from terrace.services.workspaces.variables import Variable
-from terrace.web.jsonapi import ref, resource
+from terrace.web.jsonapi import ref, refs, resource
 
 
-def run(r: Run, *, position: int, permissions: dict[str, bool], cooloff_s: float) -> dict[str, Any]:
+def _moment(epoch_s: float | None) -> str | None:
+    return None if epoch_s is None else clock.iso(datetime.fromtimestamp(epoch_s, UTC))
+
+
+def run(
+    r: Run,
+    *,
+    position: int,
+    permissions: dict[str, bool],
+    cooloff_s: float,
+    users: dict[str, str] | None = None,
+    event_ids: list[str] | None = None,
+) -> dict[str, Any]:
+    """A run; `users` maps usernames to user ids (created-by, confirmed-by), `event_ids` its run events
+    (when given: lists only link to them)."""
     actions = r.actions(cooloff_s, clock.epoch())
+    users = users or {}
     return resource(
         "runs",
         r.id,
@@ -35,9 +51,12 @@ def run(r: Run, *, position: int, permissions: dict[str, bool], cooloff_s: float
             "allow-empty-apply": r.allow_empty_apply,
             "allow-config-generation": False,
             "terraform-version": r.terraform_version,
-            "variables": r.variables,
+            "variables": r.variables or None,
             "position-in-queue": position,
             "canceled-at": r.status_timestamps.get("canceled-at"),
+            "force-cancel-available-at": _moment(
+                None if r.cancel_requested_at is None else r.cancel_requested_at + cooloff_s
+            ),
             "error-message": r.error_message,
             "actions": actions,
             "permissions": {
@@ -45,8 +64,8 @@ def run(r: Run, *, position: int, permissions: dict[str, bool], cooloff_s: float
                 "can-cancel": permissions.get("can-queue-run", False),
                 "can-discard": permissions.get("can-queue-apply", False),
                 "can-force-cancel": permissions.get("can-queue-run", False),
-                "can-force-execute": False,
-                "can-comment": False,
+                "can-force-execute": permissions.get("can-queue-apply", False),
+                "can-comment": permissions.get("can-queue-run", False),
             },
             "resource-additions": r.plan.additions,
             "resource-changes": r.plan.changes,
@@ -58,14 +77,40 @@ def run(r: Run, *, position: int, permissions: dict[str, bool], cooloff_s: float
             "configuration-version": ref("configuration-versions", r.configuration_version_id),
             "plan": ref("plans", r.plan.id),
             "apply": ref("applies", r.apply.id),
-            "created-by": {"data": None, "meta": {"username": r.created_by}},
-            "cost-estimate": {"data": None},
+            "created-by": {**ref("users", users.get(r.created_by)), "meta": {"username": r.created_by}},
+            "confirmed-by": ref("users", users.get(r.confirmed_by or "")),
+            "cost-estimate": ref("cost-estimates", r.cost_estimate.id if r.cost_estimate else None),
             "policy-checks": {"data": []},
             "task-stages": {"data": []},
-            "run-events": {"links": {"related": f"/api/v2/runs/{r.id}/run-events"}},
-            "comments": {"data": []},
+            "run-events": {
+                **(refs("run-events", event_ids) if event_ids is not None else {}),
+                "links": {"related": f"/api/v2/runs/{r.id}/run-events"},
+            },
+            "comments": {**refs("comments", r.comment_ids), "links": {"related": f"/api/v2/runs/{r.id}/comments"}},
         },
         links={"self": f"/api/v2/runs/{r.id}"},
+    )
+
+
+def cost_estimate(r: Run) -> dict[str, Any]:
+    assert r.cost_estimate is not None
+    ce = r.cost_estimate
+    return resource(
+        "cost-estimates",
+        ce.id,
+        {
+            "status": ce.status,
+            "status-timestamps": ce.timestamps,
+            "error-message": ce.error_message,
+            "resources-count": ce.resources_count,
+            "matched-resources-count": ce.matched_resources_count,
+            "unmatched-resources-count": ce.unmatched_resources_count,
+            "prior-monthly-cost": ce.prior_monthly_cost,
+            "proposed-monthly-cost": ce.proposed_monthly_cost,
+            "delta-monthly-cost": ce.delta_monthly_cost,
+        },
+        {"run": ref("runs", r.id)},
+        links={"self": f"/api/v2/cost-estimates/{ce.id}"},
     )
 
 

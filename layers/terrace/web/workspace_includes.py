@@ -72,9 +72,9 @@ def _organization(container: Container, principal: Principal, ws: Workspace) -> 
 
 
 def _run(container: Container, principal: Principal, run_id: str) -> dict[str, Any]:
-    from terrace.web.routers.runs import serialize
+    from terrace.web import run_documents
 
-    return serialize(container, principal, container.runs.get(principal, run_id))
+    return run_documents.runs(container, principal, [container.runs.get(principal, run_id)])[0]
 
 
 def _state_version(container: Container, principal: Principal, sv_id: str) -> dict[str, Any]:

@@ -107,11 +107,11 @@ class MembershipService:
         if item is None:
             raise NotFound(f"organization membership {membership_id} not found")
         try:
-            self._orgs.get(principal, item["organization"], Action.READ_ORGANIZATION)
+            self._orgs.get_by_key(principal, item["organization"], Action.READ_ORGANIZATION)
         except NotFound as exc:
             raise NotFound(f"organization membership {membership_id} not found") from exc
         if action is not Action.READ_ORGANIZATION:
-            self._orgs.get(principal, item["organization"], action)
+            self._orgs.get_by_key(principal, item["organization"], action)
         return _membership(item)
 
     def delete(self, principal: Principal, membership_id: str) -> None:

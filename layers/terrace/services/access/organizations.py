@@ -31,9 +31,10 @@ UPDATABLE = (
     "collaborator-auth-policy",
     "default-execution-mode",
     "allow-force-delete-workspaces",
+    "cost-estimation-enabled",
 )
 # Settings Terrace keeps and returns (with their default); the booleans are checked to be booleans.
-BOOLEAN_SETTINGS = {"allow-force-delete-workspaces": False}
+BOOLEAN_SETTINGS = {"allow-force-delete-workspaces": False, "cost-estimation-enabled": True}
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,11 @@ class Organization:
     @property
     def allow_force_delete_workspaces(self) -> bool:
         return bool(self.settings.get("allow-force-delete-workspaces", False))
+
+    @property
+    def cost_estimation_enabled(self) -> bool:
+        """Runs get a cost estimate (on unless the organization turned it off, as go-tfe expects)."""
+        return self.settings.get("cost-estimation-enabled", True) is not False
 
 
 def _key(key: str) -> tuple[str, str]:
@@ -138,6 +144,12 @@ class OrganizationService:
         if item is None or item["name"] != name:  # no claim: stored before claims existed, or renamed away
             raise NotFound(f"organization {name} not found")
         return item
+
+    def get_by_key(self, principal: Principal, key: str, action: Action = Action.READ_ORGANIZATION) -> Organization:
+        """As `get`, for what is stored under the organization's key (teams, memberships, projects, tokens)."""
+        org = self.by_key(key)
+        self._authz.require(principal, action, org.view)
+        return org
 
     def get(self, principal: Principal, name: str, action: Action = Action.READ_ORGANIZATION) -> Organization:
         org = self.lookup(name)
@@ -286,6 +298,11 @@ def _setting(key: str, value: Any) -> Any:
     if key in BOOLEAN_SETTINGS and not isinstance(value, bool):
         raise Invalid(f"{key} must be true or false", pointer=f"/data/attributes/{key}")
     return limits.bounded_json(value, key, limits.EXTRA_ATTRIBUTE_MAX_BYTES)
+
+
+def _check_bool(attrs: dict[str, Any], key: str) -> None:
+    if not isinstance(attrs[key], bool):
+        raise Invalid(f"{key} must be true or false", pointer=f"/data/attributes/{key}")
 
 
 def _check_mode(mode: Any) -> None:

@@ -83,13 +83,13 @@ class TeamService:
     def get(self, principal: Principal, team_id: str, action: Action = Action.READ_TEAMS) -> Team:
         team = self.load(team_id)
         try:
-            org = self._orgs.get(principal, team.organization, Action.READ_TEAMS)
+            org = self._orgs.get_by_key(principal, team.organization, Action.READ_TEAMS)
         except NotFound as exc:
             raise NotFound(f"team {team_id} not found") from exc
         if not self._visible(principal, org, team):
             raise NotFound(f"team {team_id} not found")
         if action is not Action.READ_TEAMS:
-            self._orgs.get(principal, team.organization, action)
+            self._orgs.get_by_key(principal, team.organization, action)
         return team
 
     def list(self, principal: Principal, organization: str, names: list[str] | None = None) -> list[Team]:
@@ -176,7 +176,7 @@ class TeamService:
     def set_members(self, principal: Principal, team: Team, users: set[str]) -> Team:
         """Replace a team's members (the callers check who they are); owners keep at least one."""
         if team.owners:
-            self._orgs.get(principal, team.organization, Action.MANAGE_ORGANIZATION)
+            self._orgs.get_by_key(principal, team.organization, Action.MANAGE_ORGANIZATION)
         return self.write_members(team, users)
 
     def sso_teams(self, group: str) -> builtins.list[Team]:

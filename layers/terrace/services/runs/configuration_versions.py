@@ -12,7 +12,7 @@ from terrace.adapters.blobs import BlobStore
 from terrace.adapters.table import ConditionFailed, Table
 from terrace.config import Settings
 from terrace.domain import clock
-from terrace.domain.errors import Invalid, NotFound
+from terrace.domain.errors import Conflict, Invalid, NotFound, TransitionNotAllowed
 from terrace.domain.ids import looks_like, new_id
 from terrace.domain.principal import Principal
 from terrace.domain.workspace import Workspace
@@ -21,7 +21,10 @@ from terrace.services.workspaces.workspaces import WorkspaceService
 
 log = logging.getLogger("terrace.configuration_versions")
 
-PENDING, UPLOADED, ERRORED = "pending", "uploaded", "errored"
+PENDING, UPLOADED, ERRORED, ARCHIVED = "pending", "uploaded", "errored", "archived"
+CURRENT = "current_cv_id"  # in Workspace.extra: the latest non-provisional version
+# Backing data (the uploaded archive): present, soft-deleted (restorable) or deleted for good.
+DATA_PRESENT, DATA_SOFT_DELETED, DATA_DELETED = "present", "soft_deleted", "deleted"
 
 
 @dataclass
@@ -38,6 +41,7 @@ class ConfigurationVersion:
     size: int | None = None
     error_message: str | None = None
     created_by: str = ""
+    backing_data: str = DATA_PRESENT
     version: int = 1
     status_timestamps: dict[str, str] = field(default_factory=dict)
 
@@ -72,6 +76,8 @@ class ConfigurationVersionService:
         self._settings = settings
         # Called once when a version becomes `uploaded` (e.g. to queue a run when auto-queue-runs).
         self.on_uploaded: list[Callable[[ConfigurationVersion], object]] = []
+        # Whether a run that has not ended still needs the version's archive.
+        self.in_use: list[Callable[[ConfigurationVersion], bool]] = []
 
     def create(self, principal: Principal, ws: Workspace, attrs: dict[str, Any]) -> ConfigurationVersion:
         self._workspaces.authorize(principal, Action.QUEUE_RUN, ws)
@@ -87,6 +93,8 @@ class ConfigurationVersionService:
         )
         cv.status_timestamps["pending-at"] = cv.created_at
         self._table.put(_to_item(cv), if_absent=True)
+        if not cv.provisional:  # the workspace's current-configuration-version (a provisional one is not)
+            self._workspaces.mutate(ws.id, lambda cur: dataclasses.replace(cur, extra={**cur.extra, CURRENT: cv.id}))
         return cv
 
     def load(self, cv_id: str) -> ConfigurationVersion:
@@ -121,7 +129,7 @@ class ConfigurationVersionService:
         return self._blobs.presign_put(cv.blob_key, self._settings.presign_ttl_s)
 
     def download_url(self, cv: ConfigurationVersion, ttl_s: int | None = None) -> str:
-        if cv.status != UPLOADED:
+        if cv.status != UPLOADED or cv.backing_data != DATA_PRESENT:
             raise NotFound(f"configuration version {cv.id} has no uploaded configuration")
         return self._blobs.presign_get(cv.blob_key, ttl_s or self._settings.presign_ttl_s)
 
@@ -155,4 +163,53 @@ class ConfigurationVersionService:
                     hook(updated)
                 except Exception:  # a hook's failure must not hide the upload
                     log.exception("on_uploaded hook failed for %s", updated.id)
+        return updated
+
+    # archive and backing data --------------------------------------------------------------
+    def archive(self, principal: Principal, cv_id: str) -> ConfigurationVersion:
+        """Drop an uploaded version's archive; not the workspace's current one, nor one a run still needs."""
+        cv = self.get(principal, cv_id, Action.QUEUE_RUN)
+        if cv.status == ARCHIVED:
+            return cv
+        if cv.status != UPLOADED:
+            raise TransitionNotAllowed(f"configuration version {cv.id} is {cv.status}; only uploaded ones are archived")
+        current = self.latest_uploaded(self._workspaces.load(cv.workspace_id))
+        if current is not None and current.id == cv.id:
+            raise TransitionNotAllowed("configuration could not be archived because it is current")
+        if any(check(cv) for check in self.in_use):
+            raise TransitionNotAllowed("configuration could not be archived because a run still uses it")
+        archived = self._save(cv, status=ARCHIVED, backing_data=DATA_DELETED)
+        self._blobs.delete(cv.blob_key)
+        return archived
+
+    def soft_delete_backing_data(self, principal: Principal, cv_id: str) -> ConfigurationVersion:
+        cv = self.get(principal, cv_id, Action.UPDATE_WORKSPACE)
+        if cv.status != UPLOADED or cv.backing_data != DATA_PRESENT:
+            raise TransitionNotAllowed(f"configuration version {cv.id} has no backing data to delete")
+        if any(check(cv) for check in self.in_use):
+            raise TransitionNotAllowed("the backing data cannot be deleted while a run uses it")
+        return self._save(cv, backing_data=DATA_SOFT_DELETED)
+
+    def restore_backing_data(self, principal: Principal, cv_id: str) -> ConfigurationVersion:
+        cv = self.get(principal, cv_id, Action.UPDATE_WORKSPACE)
+        if cv.backing_data != DATA_SOFT_DELETED:
+            raise TransitionNotAllowed(f"configuration version {cv.id} has no soft-deleted backing data to restore")
+        return self._save(cv, backing_data=DATA_PRESENT)
+
+    def permanently_delete_backing_data(self, principal: Principal, cv_id: str) -> ConfigurationVersion:
+        cv = self.get(principal, cv_id, Action.UPDATE_WORKSPACE)
+        if cv.backing_data != DATA_SOFT_DELETED:
+            raise TransitionNotAllowed("only soft-deleted backing data can be deleted permanently")
+        deleted = self._save(cv, backing_data=DATA_DELETED)
+        self._blobs.delete(cv.blob_key)
+        return deleted
+
+    def _save(self, cv: ConfigurationVersion, **changes: Any) -> ConfigurationVersion:
+        updated = dataclasses.replace(cv, version=cv.version + 1, status_timestamps={**cv.status_timestamps}, **changes)
+        if updated.status != cv.status:
+            updated.status_timestamps[f"{updated.status}-at"] = clock.now_iso()
+        try:
+            self._table.put(_to_item(updated), if_version=cv.version)
+        except ConditionFailed as exc:
+            raise Conflict(f"configuration version {cv.id} changed concurrently; retry") from exc
         return updated

@@ -6,7 +6,6 @@ queued -> claimed/running (heartbeats) -> finished | errored | canceled. A lost 
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -28,13 +27,14 @@ from terrace.domain.jobs import (
     RunVariable,
 )
 from terrace.domain.masking import Masker
-from terrace.domain.plan_json import hide_secrets
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.runs import Run, run_id_of
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.authz import Action, Authorizer, OrgView
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
+from terrace.services.runs.cost_estimates import CostEstimateService
 from terrace.services.runs.logs import LogService
+from terrace.services.runs.plans import PlanService
 from terrace.services.runs.runs import RunService, retrying
 from terrace.services.runs.scheduler import RunScheduler
 from terrace.services.runs.store import RunStore
@@ -74,9 +74,12 @@ class JobService:
         *,
         queue: JobQueue,
         authz: Authorizer,
+        plans: PlanService,
+        costs: CostEstimateService,
         ssh_keys: SSHKeyService | None = None,
     ) -> None:
         self._queue, self._authz, self._ssh_keys = queue, authz, ssh_keys
+        self._plans, self._costs = plans, costs
         self._store, self._scheduler, self._runs = store, scheduler, runs
         self._workspaces, self._cvs, self._variables = workspaces, cvs, variables
         self._accounts, self._logs, self._blobs, self._settings = accounts, logs, blobs, settings
@@ -280,7 +283,7 @@ class JobService:
             state.additions, state.changes = request.resource_additions, request.resource_changes
             state.destructions, state.imports = request.resource_destructions, request.resource_imports
             if name == "plan" and status == "finished":
-                self._hide_secrets_in_plan_json(run, state.json_key)
+                self._plans.hide_secrets_in_json(run)
             self._logs.archive(state.id)
             state.log_archived = True
             if status == "errored":
@@ -298,32 +301,15 @@ class JobService:
         self._logs.purge(job_id)
         return run
 
-    def _hide_secrets_in_plan_json(self, run: Run, key: str | None) -> None:
-        """Defence in depth: the stored plan JSON (json-output) holds no sensitive variable value,
-        whatever the runner uploaded."""
-        sensitive = self._variables.sensitive_values(run.workspace_id)
-        if not sensitive.values or not key or self._blobs.head(key) is None:
-            return
-        raw = self._blobs.get(key)
-        try:
-            plan = json.loads(raw)
-        except ValueError:
-            return
-        if isinstance(plan, dict):
-            hidden = json.dumps(hide_secrets(plan, sensitive.values, sensitive.terraform_keys)).encode()
-            if hidden != raw:
-                self._blobs.put(key, hidden, content_type="application/json")
-
     def _after_plan(self, run: Run, expected: int) -> Run:
-        if run.plan_only or (not run.plan.has_changes and not run.allow_empty_apply):
-            return self._scheduler.finish(run, expected, rs.PLANNED_AND_FINISHED)
-        previous = {run.id: run.status}
-        if run.save_plan:
-            run.transition(rs.PLANNED_AND_SAVED, clock.now_iso())
-        elif run.auto_apply:
-            run.transition(rs.PLANNED, clock.now_iso())
+        self._costs.estimate(run)
+        previous, now = {run.id: run.status}, clock.now_iso()
+        outcome = run.after_plan(now, estimated=run.cost_estimate is not None)
+        if outcome == rs.PLANNED_AND_FINISHED:
+            return self._scheduler.finish(run, expected, outcome)
+        if outcome == rs.CONFIRMED:
             return self._runs.confirm(run, expected)
-        else:
-            run.transition(rs.PLANNED, clock.now_iso())
+        if outcome != run.status:
+            run.transition(outcome, now)
         self._store.save([(run, expected)], None, previous)
         return run

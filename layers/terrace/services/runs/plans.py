@@ -51,3 +51,20 @@ class PlanService:
         plan = redact(json.loads(self._blobs.get(key)))
         sensitive = self._variables.sensitive_values(run.workspace_id)
         return hide_secrets(plan, sensitive.values, sensitive.terraform_keys)
+
+    def hide_secrets_in_json(self, run: Run) -> None:
+        """Defence in depth: the stored plan JSON (json-output) holds no sensitive variable value,
+        whatever the runner uploaded."""
+        key = run.plan.json_key
+        sensitive = self._variables.sensitive_values(run.workspace_id)
+        if not sensitive.values or not key or self._blobs.head(key) is None:
+            return
+        raw = self._blobs.get(key)
+        try:
+            plan = json.loads(raw)
+        except ValueError:
+            return
+        if isinstance(plan, dict):
+            hidden = json.dumps(hide_secrets(plan, sensitive.values, sensitive.terraform_keys)).encode()
+            if hidden != raw:
+                self._blobs.put(key, hidden, content_type="application/json")

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import builtins
 import dataclasses
+import functools
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from terrace.adapters.table import ConditionFailed
 from terrace.config import Settings
-from terrace.domain import clock, limits
+from terrace.domain import clock, cost_estimation, limits
 from terrace.domain import runs as rs
 from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import new_id
@@ -18,6 +18,8 @@ from terrace.domain.principal import Principal
 from terrace.domain.runs import PhaseState, Run
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action
+from terrace.services.access.organizations import OrganizationService
+from terrace.services.runs import run_attributes
 from terrace.services.runs.configuration_versions import UPLOADED, ConfigurationVersion, ConfigurationVersionService
 from terrace.services.runs.scheduler import RunScheduler, queue_phase
 from terrace.services.runs.store import RunStore
@@ -36,55 +38,10 @@ def retrying(step: Callable[[], T], attempts: int = 8) -> T:
     raise Conflict("the run changed concurrently; retry")
 
 
-def _bool(attrs: dict[str, Any], key: str, default: bool) -> bool:
-    value = attrs.get(key)
-    if value is None:
-        return default
-    if not isinstance(value, bool):
-        raise Invalid(f"{key} must be true or false", pointer=f"/data/attributes/{key}")
-    return value
-
-
-def _addrs(attrs: dict[str, Any], key: str) -> list[str]:
-    value = attrs.get(key) or []
-    if (
-        not isinstance(value, list)
-        or len(value) > limits.RUN_ADDRS_MAX
-        or not all(isinstance(a, str) and a.strip() and len(a) <= limits.RUN_ADDR_MAX for a in value)
-    ):
-        raise Invalid(
-            f"{key} must be a list of at most {limits.RUN_ADDRS_MAX} resource addresses "
-            f"of at most {limits.RUN_ADDR_MAX} characters",
-            pointer=f"/data/attributes/{key}",
-        )
-    return list(limits.bounded_json(value, key, limits.RUN_LIST_MAX_BYTES))
-
-
-def _variables(attrs: dict[str, Any]) -> list[dict[str, str]]:
-    value = attrs.get("variables") or []
-    if not isinstance(value, list) or len(value) > limits.RUN_VARIABLES_MAX:
-        raise Invalid(
-            f"variables must be a list of at most {limits.RUN_VARIABLES_MAX} {{key, value}}",
-            pointer="/data/attributes/variables",
-        )
-    found = []
-    for entry in value:
-        if (
-            not isinstance(entry, dict)
-            or not isinstance(entry.get("key"), str)
-            or not isinstance(entry.get("value"), str)
-        ):
-            raise Invalid(
-                "each variable needs a string key and an HCL string value", pointer="/data/attributes/variables"
-            )
-        limits.text(entry["key"], "variables", limits.RUN_VARIABLE_KEY_MAX)
-        if len(entry["value"].encode("utf-8", "surrogatepass")) > limits.RUN_VARIABLE_VALUE_MAX:
-            raise Invalid(
-                f"a run variable's value is longer than {limits.RUN_VARIABLE_VALUE_MAX} bytes",
-                pointer="/data/attributes/variables",
-            )
-        found.append({"key": entry["key"], "value": entry["value"]})
-    return list(limits.bounded_json(found, "variables", limits.RUN_LIST_MAX_BYTES))
+def _cancel_started_phases(run: Run) -> None:
+    for phase in (run.plan, run.apply):
+        if not phase.final and phase.status != rs.P_PENDING:
+            phase.mark(rs.P_CANCELED, clock.now_iso())
 
 
 class RunService:
@@ -95,7 +52,10 @@ class RunService:
         workspaces: WorkspaceService,
         configuration_versions: ConfigurationVersionService,
         settings: Settings,
+        *,
+        organizations: OrganizationService,
     ) -> None:
+        self._organizations = organizations
         self._store = store
         self._scheduler = scheduler
         self._workspaces = workspaces
@@ -117,38 +77,6 @@ class RunService:
     def list(self, principal: Principal, ws: Workspace) -> list[Run]:
         self._workspaces.authorize(principal, Action.READ_RUNS, ws)
         return self._store.list_for_workspace(ws.id)
-
-    def latest_of(self, principal: Principal, workspaces: builtins.list[Workspace]) -> dict[str, Run]:
-        """workspace id -> its latest run, for the workspaces whose runs the caller may read (one batch read)."""
-        readable = self._workspaces.allowed(principal, Action.READ_RUNS, workspaces)
-        runs = self._store.load_many([ws.latest_run_id for ws in readable if ws.latest_run_id])
-        return {run.workspace_id: run for run in runs}
-
-    def organization_queue(self, organization: str) -> builtins.list[Run]:
-        """Runs of the organization queued for or holding a runner, in queue order (caller checks access)."""
-        entries = [e for e in self._store.open_runs() if e["organization"] == organization and e["status"] in rs.ACTIVE]
-        runs = self._store.load_many([e["run_id"] for e in entries])
-        return sorted(runs, key=lambda r: (r.queued_at or r.created_at, r.id))
-
-    def queue_positions(self, runs: builtins.list[Run]) -> dict[str, int]:
-        """position-in-queue of each run, from one read of the open-runs index: pending runs count within
-        their workspace queue, queued runs within their organization's queue, others are 0."""
-        entries = self._store.open_runs()  # oldest first
-        positions: dict[str, int] = {}
-        for run in runs:
-            if run.status == rs.PENDING:
-                ahead = [
-                    e["run_id"] for e in entries if e["status"] == rs.PENDING and e["workspace_id"] == run.workspace_id
-                ]
-            elif run.status in rs.QUEUED:
-                queued = [e for e in entries if e["status"] in rs.QUEUED and e["organization"] == run.organization]
-                ahead = [
-                    e["run_id"] for e in sorted(queued, key=lambda e: (e.get("queued_at") or e["sk"], e["run_id"]))
-                ]
-            else:
-                ahead = []
-            positions[run.id] = ahead.index(run.id) + 1 if run.id in ahead else 0
-        return positions
 
     # create ------------------------------------------------------------------------------
     def create(self, principal: Principal, ws: Workspace, attrs: dict[str, Any], cv_id: str | None) -> Run:
@@ -175,9 +103,9 @@ class RunService:
         return self._create(self._workspaces.load(cv.workspace_id), {}, cv, cv.created_by)
 
     def _create(self, ws: Workspace, attrs: dict[str, Any], cv: ConfigurationVersion, created_by: str) -> Run:
-        plan_only = _bool(attrs, "plan-only", cv.speculative)
-        is_destroy = _bool(attrs, "is-destroy", False)
-        refresh_only = _bool(attrs, "refresh-only", False)
+        plan_only = run_attributes.boolean(attrs, "plan-only", cv.speculative)
+        is_destroy = run_attributes.boolean(attrs, "is-destroy", False)
+        refresh_only = run_attributes.boolean(attrs, "refresh-only", False)
         if is_destroy and refresh_only:
             raise Invalid("a run cannot be both destroy and refresh-only", pointer="/data/attributes/refresh-only")
         if is_destroy and not ws.allow_destroy_plan:
@@ -199,20 +127,23 @@ class RunService:
             created_by=created_by,
             message=message,
             is_destroy=is_destroy,
-            refresh=_bool(attrs, "refresh", True),
+            refresh=run_attributes.boolean(attrs, "refresh", True),
             refresh_only=refresh_only,
-            target_addrs=_addrs(attrs, "target-addrs"),
-            replace_addrs=_addrs(attrs, "replace-addrs"),
-            auto_apply=_bool(attrs, "auto-apply", ws.auto_apply),
+            target_addrs=run_attributes.addresses(attrs, "target-addrs"),
+            replace_addrs=run_attributes.addresses(attrs, "replace-addrs"),
+            auto_apply=run_attributes.boolean(attrs, "auto-apply", ws.auto_apply),
             plan_only=plan_only,
-            save_plan=_bool(attrs, "save-plan", False),
-            allow_empty_apply=_bool(attrs, "allow-empty-apply", False),
+            save_plan=run_attributes.boolean(attrs, "save-plan", False),
+            allow_empty_apply=run_attributes.boolean(attrs, "allow-empty-apply", False),
             terraform_version=version,
-            variables=_variables(attrs),
+            variables=run_attributes.variables(attrs),
             plan=PhaseState(id=f"plan-{suffix}"),
             apply=PhaseState(id=f"apply-{suffix}"),
         )
         run.transition(rs.PENDING, now)
+        run.status_timestamps["plan-queueable-at"] = now
+        if self._organizations.by_key(ws.organization).cost_estimation_enabled:
+            run.cost_estimate = cost_estimation.for_run(run.id, now)
         run.plan.mark(rs.P_PENDING, now)
         run.apply.mark(rs.P_PENDING, now)
         if plan_only:
@@ -250,6 +181,7 @@ class RunService:
             run.require(*rs.AWAITING_CONFIRMATION, action="apply (it is not awaiting confirmation)")
             if run.plan_only:
                 raise Conflict(f"run {run_id} is plan-only and cannot be applied")
+            run.confirmed_by = principal.username
             return self.confirm(run, run.version)
 
         return retrying(step)
@@ -280,14 +212,12 @@ class RunService:
         def step() -> Run:
             run = self._store.load(run_id)
             run.require(*rs.CANCELABLE, action="cancel")
+            run.cancel_requested_at = run.cancel_requested_at or clock.epoch()  # force-cancel counts from here
             if run.status in rs.RUNNING:
                 expected = run.version
-                run.cancel_requested_at = run.cancel_requested_at or clock.epoch()
                 self._store.save([(run, expected)], None, {run.id: run.status})
                 return run
-            for phase in (run.plan, run.apply):
-                if not phase.final and phase.status != rs.P_PENDING:
-                    phase.mark(rs.P_CANCELED, clock.now_iso())
+            _cancel_started_phases(run)
             return self._scheduler.finish(run, run.version, rs.CANCELED)
 
         return retrying(step)
@@ -303,9 +233,46 @@ class RunService:
                     f"{self._settings.force_cancel_cooloff_s} s"
                 )
             run.force_cancel_requested = True
-            for phase in (run.plan, run.apply):
-                if not phase.final and phase.status != rs.P_PENDING:
-                    phase.mark(rs.P_CANCELED, clock.now_iso())
+            _cancel_started_phases(run)
             return self._scheduler.finish(run, run.version, rs.FORCE_CANCELED)
 
         return retrying(step)
+
+    def force_execute(self, principal: Principal, run_id: str) -> Run:
+        """Start a pending run now: the runs ahead of it in its workspace's queue that await confirmation
+        or are pending are discarded (HCP Terraform's force-execute); a run ahead that is still planning or
+        applying is a conflict (cancel it first)."""
+        self._act(principal, run_id, Action.APPLY_RUN)
+        run = self._store.load(run_id)
+        run.require(rs.PENDING, action="force-execute (it is not pending)")
+        for ahead in reversed(self._store.list_for_workspace(run.workspace_id)):  # oldest first
+            if ahead.id == run.id:
+                break
+            if ahead.final or ahead.plan_only:
+                continue
+            if ahead.status not in (rs.PENDING, *rs.AWAITING_CONFIRMATION):
+                raise Conflict(f"run {ahead.id} ahead of {run_id} is {ahead.status}; cancel it first")
+            retrying(functools.partial(self._end_now, ahead.id, rs.DISCARDED))
+        self._scheduler.promote(run.workspace_id)
+        return self._store.load(run_id)
+
+    def end_for_deletion(self, principal: Principal, ws: Workspace, *, safe: bool) -> None:
+        """Cancel every run of a workspace about to be deleted (HCP Terraform deletes a workspace whatever
+        its runs do, and a user's lock too), newest first so no pending run is promoted; the head's run lock goes
+        with it. Nothing is ended when a safe delete will be refused anyway (resources under management, or a
+        user's lock)."""
+        self._workspaces.authorize(principal, Action.DELETE_WORKSPACE, ws)
+        user_locked = ws.lock is not None and not ws.lock.holder.startswith("run:")
+        if safe and (ws.resource_count > 0 or user_locked):
+            return
+        for run in self._store.list_for_workspace(ws.id):  # newest first
+            if not run.final:
+                retrying(functools.partial(self._end_now, run.id, rs.CANCELED, "its workspace was deleted"))
+
+    def _end_now(self, run_id: str, status: str, error: str | None = None) -> Run:
+        """End a run that has not ended yet; the phases it started are canceled."""
+        run = self._store.load(run_id)
+        if run.final:
+            return run
+        _cancel_started_phases(run)
+        return self._scheduler.finish(run, run.version, status, error)

@@ -16,6 +16,7 @@ from terrace.adapters.table import ConditionFailed
 from terrace.config import Settings
 from terrace.domain import clock
 from terrace.domain import runs as rs
+from terrace.domain.cost_estimation import CE_CANCELED
 from terrace.domain.errors import Conflict, NotFound
 from terrace.domain.jobs import JobMessage
 from terrace.domain.runs import Run
@@ -145,6 +146,8 @@ class RunScheduler:
             if not phase.final:  # a phase that will never run or was cut short
                 ended = rs.P_ERRORED if status == rs.ERRORED else rs.P_CANCELED
                 phase.mark(rs.P_UNREACHABLE if phase.status == rs.P_PENDING else ended, now)
+        if run.cost_estimate is not None and not run.cost_estimate.final:  # it ended before its estimate
+            run.cost_estimate.mark(CE_CANCELED, now)
         if error:
             run.error_message = error
         ws = self._workspaces.load(run.workspace_id)

@@ -12,12 +12,42 @@ from terrace.adapters.table import Delete, Put, Table, WriteOp
 from terrace.domain import clock
 from terrace.domain.errors import NotFound
 from terrace.domain.ids import looks_like, new_id
-from terrace.domain.runs import FINAL, Run, run_from_item, run_to_item
+from terrace.domain.runs import FINAL, Run, run_from_item, run_to_item, suffix
 from terrace.domain.workspace import Workspace
 from terrace.domain.workspace import to_item as workspace_item
 
 log = logging.getLogger("terrace.runs")
 OPEN_RUNS = "runs#open"
+
+
+def event_item(
+    run_id: str,
+    at: str,
+    action: str,
+    description: str,
+    *,
+    order: int = 0,
+    actor: str | None = None,
+    comment_id: str | None = None,
+) -> dict[str, Any]:
+    """A run event row (`<run>#events`, ordered by time, then by `order` within one write)."""
+    event_id = f"re-{suffix(run_id)}-{new_id('re')[3:11]}"
+    return {
+        "pk": f"{run_id}#events",
+        "sk": f"{at}#{order:02d}#{event_id}",
+        "id": event_id,
+        "action": action,
+        "description": description,
+        "created_at": at,
+        "actor": actor,
+        "comment_id": comment_id,
+    }
+
+
+def run_of_event(event_id: str) -> str | None:
+    if not looks_like(event_id, "re") or event_id.count("-") != 2:
+        return None
+    return "run-" + event_id.split("-")[1]
 
 
 @dataclass(frozen=True)
@@ -51,13 +81,23 @@ class RunStore:
     def events(self, run_id: str) -> list[dict[str, Any]]:
         return self._table.query(f"{run_id}#events")
 
+    def event(self, event_id: str) -> dict[str, Any]:
+        """One run event by id (its id names its run: `re-<run suffix>-<random>`)."""
+        run_id = run_of_event(event_id)
+        found = [e for e in self.events(run_id) if e["id"] == event_id] if run_id else []
+        if not found:
+            raise NotFound(f"run event {event_id} not found")
+        return {**found[0], "run_id": run_id}
+
     def save(
         self,
         runs: list[tuple[Run, int | None]],
         workspace: WorkspaceWrite | None = None,
         previous: dict[str, str] | None = None,
+        extra: list[WriteOp] | None = None,
     ) -> None:
-        """Write runs (new ones with expected version None) and the workspace in one transaction.
+        """Write runs (new ones with expected version None), the workspace and `extra` rows in one
+        transaction.
 
         `previous` maps run id -> status before the change, for the emitted events.
         Raises ConditionFailed when anything changed since it was read.
@@ -87,33 +127,27 @@ class RunStore:
                         }
                     )
                 )
-            if before != run.status:
-                event = {
-                    "type": "run.status_changed",
-                    "run_id": run.id,
-                    "workspace_id": run.workspace_id,
-                    "organization": run.organization,
-                    "from": before,
-                    "to": run.status,
-                    "at": now,
-                }
-                event_id = new_id("re")
-                ops.append(
-                    Put(
-                        {
-                            "pk": f"{run.id}#events",
-                            "sk": f"{now}#{event_id}",
-                            "id": event_id,
-                            "action": run.status,
-                            "description": f"run {before or 'created'} -> {run.status}",
-                            "created_at": now,
-                        }
-                    )
+            steps = list(run.trail) or ([run.status] if before != run.status else [])
+            run.trail.clear()
+            for order, status in enumerate(steps):
+                description = f"run {before or 'created'} -> {status}"
+                ops.append(Put(event_item(run.id, now, status, description, order=order)))
+                before = status
+            if steps:
+                emitted.append(
+                    {
+                        "type": "run.status_changed",
+                        "run_id": run.id,
+                        "workspace_id": run.workspace_id,
+                        "organization": run.organization,
+                        "from": (previous or {}).get(run.id),
+                        "to": run.status,
+                        "at": now,
+                    }
                 )
-                emitted.append(event)
         if workspace is not None:
             ops.append(Put(workspace_item(workspace.workspace), if_version=workspace.expected_version))
-        self._table.transact(ops)
+        self._table.transact(ops + list(extra or []))
         for event in emitted:
             try:
                 self._events.publish(event)

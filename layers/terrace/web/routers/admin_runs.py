@@ -8,10 +8,9 @@ from fastapi import APIRouter, Request, Response
 
 from terrace.domain.errors import Invalid
 from terrace.web import admin_serializers as aser
-from terrace.web import serializers
+from terrace.web import run_documents, serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONAPIResponse, JSONBody, paginate, respond
-from terrace.web.routers import runs as run_routes
 from terrace.web.routers import workspaces as workspace_routes
 from terrace.web.routers.admin import includes
 
@@ -44,7 +43,7 @@ def list_workspaces(request: Request, container: ContainerDep, principal: Princi
         included += [aser.organization(o) for o in container.organizations.all() if o.key in orgs]
     runs = [current[ws.id] for ws in page if ws.id in current]
     if "current_run" in wanted or sort.startswith(("current-run", "-current-run")):
-        included += run_routes.serialize_many(container, principal, runs)
+        included += run_documents.runs(container, principal, runs)
     return respond(
         [aser.workspace(ws, container.organizations.name_of(ws.organization)) for ws in page],
         meta=meta,
@@ -83,7 +82,7 @@ def list_runs(request: Request, container: ContainerDep, principal: PrincipalDep
         if "workspace.organization" in wanted:
             names = {ws.organization for ws in workspaces}
             included += [aser.organization(o) for o in container.organizations.all() if o.key in names]
-    return respond(run_routes.serialize_many(container, principal, page), meta=meta, links=links, included=included)
+    return respond(run_documents.runs(container, principal, page), meta=meta, links=links, included=included)
 
 
 @router.post("/runs/{run_id}/actions/force-cancel")

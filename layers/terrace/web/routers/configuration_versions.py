@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
 
+from terrace.domain.errors import NotFound
 from terrace.services.access.authz import Action
 from terrace.web import bodies
 from terrace.web import run_serializers as rser
@@ -30,13 +31,38 @@ def list_configuration_versions(
 ) -> JSONAPIResponse:
     ws = container.workspaces.get(principal, workspace_id)
     cvs = container.configuration_versions
-    return respond_page(request, cvs.list(principal, ws), lambda cv: rser.configuration_version(cv, cvs.upload_url(cv)))
+    return respond_page(request, cvs.list(principal, ws), lambda cv: rser.configuration_version(cv, None))
 
 
 @router.get("/configuration-versions/{cv_id}")
 def read_configuration_version(cv_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-    cv = container.configuration_versions.get(principal, cv_id)
-    return respond(rser.configuration_version(cv, container.configuration_versions.upload_url(cv)))
+    # As in HCP Terraform, the upload URL is only given when the version is created.
+    return respond(rser.configuration_version(container.configuration_versions.get(principal, cv_id), None))
+
+
+@router.post("/configuration-versions/{cv_id}/actions/archive", openapi_extra=bodies.RUN_ACTION)
+def archive_configuration_version(
+    cv_id: str, _body: JSONBody, container: ContainerDep, principal: PrincipalDep
+) -> Response:
+    container.configuration_versions.archive(principal, cv_id)
+    return Response(status_code=202)
+
+
+@router.post("/configuration-versions/{cv_id}/actions/{action}", openapi_extra=bodies.RUN_ACTION)
+def manage_backing_data(
+    cv_id: str, action: str, _body: JSONBody, container: ContainerDep, principal: PrincipalDep
+) -> Response:
+    """Terraform Enterprise's backing-data actions: soft delete, restore, permanently delete."""
+    cvs = container.configuration_versions
+    actions = {
+        "soft_delete_backing_data": cvs.soft_delete_backing_data,
+        "restore_backing_data": cvs.restore_backing_data,
+        "permanently_delete_backing_data": cvs.permanently_delete_backing_data,
+    }
+    if action not in actions:
+        raise NotFound(f"no action {action} on configuration versions")
+    actions[action](principal, cv_id)
+    return Response(status_code=204)
 
 
 @router.get("/configuration-versions/{cv_id}/download")

@@ -6,10 +6,10 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, RedirectResponse
 
 from terrace.bootstrap import Container
-from terrace.domain import runs as rs
 from terrace.domain.errors import BadRequest
 from terrace.domain.principal import Principal
 from terrace.domain.runs import PhaseState, Run
+from terrace.web import run_documents
 from terrace.web import run_serializers as rser
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import respond
@@ -18,9 +18,7 @@ router = APIRouter(prefix="/api/v2")
 
 
 def _log_url(container: Container, phase: PhaseState) -> str | None:
-    if phase.status == rs.P_PENDING:
-        return None
-    return container.settings.public_url + container.logs.signed_path(phase.id)
+    return run_documents.log_url(container, phase)
 
 
 def _run_of(container: Container, principal: Principal, phase_id: str, prefix: str) -> Run:

@@ -7,13 +7,14 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from terrace.bootstrap import Container
+from terrace.domain import run_filters
 from terrace.domain import runs as rs
 from terrace.domain.errors import Invalid
 from terrace.domain.principal import Principal
 from terrace.domain.runs import Run
 from terrace.services.access.authz import Action
-from terrace.web import bodies
-from terrace.web import run_serializers as rser
+from terrace.services.runs.comments import checked_body
+from terrace.web import bodies, run_documents
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import (
     JSONAPIResponse,
@@ -24,38 +25,31 @@ from terrace.web.jsonapi import (
     relationship_id,
     resource,
     respond,
-    respond_page,
 )
 
 router = APIRouter(prefix="/api/v2")
 
 
-def serialize(container: Container, principal: Principal, run: Run) -> dict[str, Any]:
-    return serialize_many(container, principal, [run])[0]
-
-
-def serialize_many(container: Container, principal: Principal, runs: list[Run]) -> list[dict[str, Any]]:
-    """Runs as resources; positions and permissions are worked out once for the whole list."""
-    positions = container.runs.queue_positions(runs)
-    permissions: dict[str, dict[str, bool]] = {}
-    for run in runs:
-        if run.workspace_id not in permissions:
-            ws = container.workspaces.load(run.workspace_id)
-            permissions[ws.id] = container.workspaces.permissions(principal, ws)
-    cooloff = container.settings.force_cancel_cooloff_s
-    return [
-        rser.run(run, position=positions[run.id], permissions=permissions[run.workspace_id], cooloff_s=cooloff)
-        for run in runs
-    ]
-
-
-def respond_runs(request: Request, container: Container, principal: Principal, runs: list[Run]) -> JSONAPIResponse:
+def respond_runs(
+    request: Request, container: Container, principal: Principal, runs: list[Run], status_code: int = 200
+) -> JSONAPIResponse:
     page, meta, links = paginate(request, runs)
-    return respond(serialize_many(container, principal, page), meta=meta, links=links)
+    included = run_documents.included(container, principal, page, run_documents.include_names(request))
+    return respond(
+        run_documents.runs(container, principal, page), status_code, meta=meta, links=links, included=included
+    )
+
+
+def respond_run(
+    request: Request, container: Container, principal: Principal, run: Run, status_code: int = 200
+) -> JSONAPIResponse:
+    included = run_documents.included(container, principal, [run], run_documents.include_names(request))
+    document = run_documents.runs(container, principal, [run], events=True)[0]
+    return respond(document, status_code, included=included)
 
 
 @router.post("/runs", openapi_extra=bodies.RUN)
-def create_run(body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+def create_run(body: JSONBody, request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     data = read_document(body, "runs")
     workspace_id = relationship_id(data, "workspace", "workspaces")
     if not workspace_id:
@@ -63,21 +57,27 @@ def create_run(body: JSONBody, container: ContainerDep, principal: PrincipalDep)
     ws = container.workspaces.get(principal, workspace_id)
     cv_id = relationship_id(data, "configuration-version", "configuration-versions")
     run = container.runs.create(principal, ws, attributes(data), cv_id)
-    return respond(serialize(container, principal, run), 201)
+    return respond_run(request, container, principal, run, 201)
 
 
 @router.get("/runs/{run_id}")
-def read_run(run_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-    return respond(serialize(container, principal, container.runs.get(principal, run_id)))
+def read_run(run_id: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    return respond_run(request, container, principal, container.runs.get(principal, run_id))
 
 
 @router.get("/workspaces/{workspace_id}/runs")
 def list_runs(workspace_id: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     ws = container.workspaces.get(principal, workspace_id)
-    runs = container.runs.list(principal, ws)
-    statuses = [s for s in (request.query_params.get("filter[status]") or "").split(",") if s]
-    if statuses:
-        runs = [r for r in runs if r.status in statuses]
+    runs = run_filters.select(container.runs.list(principal, ws), request.query_params, {ws.id: ws.name})
+    return respond_runs(request, container, principal, runs)
+
+
+@router.get("/organizations/{org}/runs")
+def list_organization_runs(
+    org: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
+    names = {ws.id: ws.name for ws in container.workspaces.list(principal, org)}
+    runs = run_filters.select(container.run_queries.list_for_organization(principal, org), request.query_params, names)
     return respond_runs(request, container, principal, runs)
 
 
@@ -85,14 +85,14 @@ def list_runs(workspace_id: str, request: Request, container: ContainerDep, prin
 def organization_queue(org: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     organization = container.organizations.get(principal, org)
     allowed = container.authz.can(principal, Action.READ_WORKSPACE, organization.view)
-    runs = container.runs.organization_queue(organization.name) if allowed else []
+    runs = container.run_queries.organization_queue(organization.name) if allowed else []
     return respond_runs(request, container, principal, runs)
 
 
 @router.get("/organizations/{org}/capacity")
 def capacity(org: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     organization = container.organizations.get(principal, org)
-    runs = container.runs.organization_queue(organization.name)
+    runs = container.run_queries.organization_queue(organization.name)
     return respond(
         resource(
             "organization-capacity",
@@ -105,46 +105,44 @@ def capacity(org: str, container: ContainerDep, principal: PrincipalDep) -> JSON
     )
 
 
-@router.get("/runs/{run_id}/run-events")
-def run_events(run_id: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-    run = container.runs.get(principal, run_id)
-    events = container.run_store.events(run.id)
-    return respond_page(
-        request,
-        events,
-        lambda e: resource(
-            "run-events",
-            e["id"],
-            {
-                "action": e["action"],
-                "created-at": e["created_at"],
-                "description": e["description"],
-            },
-            {"actor": {"data": None}, "target": {"data": {"type": "runs", "id": run.id}}},
-        ),
-    )
+def _comment_of(body: Any) -> str | None:
+    """An action's optional {"comment": "..."}, checked before the action runs (it becomes a run comment)."""
+    comment = body.get("comment") if isinstance(body, dict) else None
+    if not isinstance(comment, str) or not comment.strip():
+        return None  # as before comments were kept: anything else is ignored
+    return checked_body(comment, "comment")
 
 
-# Clients send {}, {"comment": …} or a JSON:API-ish body: any JSON (or none) is accepted and ignored.
-@router.post("/runs/{run_id}/actions/apply", openapi_extra=bodies.RUN_ACTION)
-def apply_run(run_id: str, _body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Response:
-    container.runs.apply(principal, run_id)
+def _act(container: Container, principal: Principal, run_id: str, body: Any, action: Any) -> Response:
+    comment = _comment_of(body)
+    action(principal, run_id)
+    if comment is not None:
+        container.comments.create(principal, run_id, comment)
     return Response(status_code=202)
+
+
+# Clients send {}, {"comment": …} or a JSON:API-ish body: any JSON (or none) is accepted; a comment is kept.
+@router.post("/runs/{run_id}/actions/apply", openapi_extra=bodies.RUN_ACTION)
+def apply_run(run_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Response:
+    return _act(container, principal, run_id, body, container.runs.apply)
 
 
 @router.post("/runs/{run_id}/actions/discard", openapi_extra=bodies.RUN_ACTION)
-def discard_run(run_id: str, _body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Response:
-    container.runs.discard(principal, run_id)
-    return Response(status_code=202)
+def discard_run(run_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Response:
+    return _act(container, principal, run_id, body, container.runs.discard)
 
 
 @router.post("/runs/{run_id}/actions/cancel", openapi_extra=bodies.RUN_ACTION)
-def cancel_run(run_id: str, _body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Response:
-    container.runs.cancel(principal, run_id)
-    return Response(status_code=202)
+def cancel_run(run_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Response:
+    return _act(container, principal, run_id, body, container.runs.cancel)
 
 
 @router.post("/runs/{run_id}/actions/force-cancel", openapi_extra=bodies.RUN_ACTION)
-def force_cancel_run(run_id: str, _body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Response:
-    container.runs.force_cancel(principal, run_id)
+def force_cancel_run(run_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Response:
+    return _act(container, principal, run_id, body, container.runs.force_cancel)
+
+
+@router.post("/runs/{run_id}/actions/force-execute", openapi_extra=bodies.RUN_ACTION)
+def force_execute_run(run_id: str, _body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Response:
+    container.runs.force_execute(principal, run_id)
     return Response(status_code=202)

@@ -25,7 +25,7 @@ def _includes(request: Request) -> set[str]:
 def serialize(container: Container, principal: Principal, team: Team, members: dict[str, str] | None = None) -> Any:
     if members is None:
         members = {m.user_id: m.id for m in container.memberships.list(principal, team.organization)}
-    can = container.authz.can(principal, Action.MANAGE_TEAMS, container.organizations.lookup(team.organization).view)
+    can = container.authz.can(principal, Action.MANAGE_TEAMS, container.organizations.by_key(team.organization).view)
     return access_serializers.team(team, [members[u] for u in team.users if u in members], can)
 
 

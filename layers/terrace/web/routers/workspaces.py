@@ -172,7 +172,8 @@ def update_workspace(
 
 
 def _delete(container: Container, principal: Principal, ws: Workspace, *, safe: bool = False) -> None:
-    container.workspaces.delete(principal, ws, safe=safe)
+    container.runs.end_for_deletion(principal, ws, safe=safe)  # its runs end, and their lock with them
+    container.workspaces.delete(principal, container.workspaces.load(ws.id), safe=safe)
     container.purge.workspace_contents(ws.id)
 
 

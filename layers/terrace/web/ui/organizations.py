@@ -24,7 +24,7 @@ def workspaces(
 ) -> Any:
     tags = [t.strip() for t in tag.split(",") if t.strip()]
     found = container.workspaces.list(session.principal, organization, search=search or None, tags=tags or None)
-    latest = container.runs.latest_of(session.principal, found)
+    latest = container.run_queries.latest_of(session.principal, found)
     return render(
         request,
         "workspaces.html",

@@ -1,0 +1,63 @@
+"""Reads across runs: the organization's run list and queue, queue positions, the latest run of
+workspaces, whether a configuration version is still needed. Callers check access unless noted."""
+
+from __future__ import annotations
+
+from terrace.domain import runs as rs
+from terrace.domain.principal import Principal
+from terrace.domain.runs import Run
+from terrace.domain.workspace import Workspace
+from terrace.services.access.authz import Action
+from terrace.services.runs.store import RunStore
+from terrace.services.workspaces.workspaces import WorkspaceService
+
+
+class RunQueries:
+    def __init__(self, store: RunStore, workspaces: WorkspaceService) -> None:
+        self._store, self._workspaces = store, workspaces
+
+    def uses_configuration(self, workspace_id: str, cv_id: str) -> bool:
+        """A run of the workspace that has not ended still needs this configuration version."""
+        return any(
+            r.configuration_version_id == cv_id and not r.final for r in self._store.list_for_workspace(workspace_id)
+        )
+
+    def latest_of(self, principal: Principal, workspaces: list[Workspace]) -> dict[str, Run]:
+        """workspace id -> its latest run, for the workspaces whose runs the caller may read (one batch read)."""
+        readable = self._workspaces.allowed(principal, Action.READ_RUNS, workspaces)
+        runs = self._store.load_many([ws.latest_run_id for ws in readable if ws.latest_run_id])
+        return {run.workspace_id: run for run in runs}
+
+    def organization_queue(self, organization: str) -> list[Run]:
+        """Runs of the organization queued for or holding a runner, in queue order (caller checks access)."""
+        entries = [e for e in self._store.open_runs() if e["organization"] == organization and e["status"] in rs.ACTIVE]
+        runs = self._store.load_many([e["run_id"] for e in entries])
+        return sorted(runs, key=lambda r: (r.queued_at or r.created_at, r.id))
+
+    def queue_positions(self, runs: list[Run]) -> dict[str, int]:
+        """position-in-queue of each run, from one read of the open-runs index: pending runs count within
+        their workspace queue, queued runs within their organization's queue, others are 0."""
+        entries = self._store.open_runs()  # oldest first
+        positions: dict[str, int] = {}
+        for run in runs:
+            if run.status == rs.PENDING:
+                ahead = [
+                    e["run_id"] for e in entries if e["status"] == rs.PENDING and e["workspace_id"] == run.workspace_id
+                ]
+            elif run.status in rs.QUEUED:
+                queued = [e for e in entries if e["status"] in rs.QUEUED and e["organization"] == run.organization]
+                ahead = [
+                    e["run_id"] for e in sorted(queued, key=lambda e: (e.get("queued_at") or e["sk"], e["run_id"]))
+                ]
+            else:
+                ahead = []
+            positions[run.id] = ahead.index(run.id) + 1 if run.id in ahead else 0
+        return positions
+
+    def list_for_organization(self, principal: Principal, organization: str) -> list[Run]:
+        """Runs of the organization's workspaces the caller may read, newest first."""
+        workspaces = self._workspaces.allowed(
+            principal, Action.READ_RUNS, self._workspaces.list(principal, organization)
+        )
+        runs = [run for ws in workspaces for run in self._store.list_for_workspace(ws.id)]
+        return sorted(runs, key=lambda r: (r.created_at, r.id), reverse=True)

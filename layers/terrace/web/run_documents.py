@@ -1,0 +1,122 @@
+"""Runs as JSON:API documents: the run resources of a page, worked out once for the whole page
+(queue positions, permissions, users, run events), and the related objects `include=` asks for
+(plan, apply, created_by, confirmed_by, configuration_version, workspace, cost_estimate, comments,
+task_stages; unknown names are ignored, as an empty `include=` is)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from contextlib import suppress
+from typing import Any
+
+from fastapi import Request
+
+from terrace.bootstrap import Container
+from terrace.domain import runs as rs
+from terrace.domain.errors import Forbidden, NotFound
+from terrace.domain.principal import Principal
+from terrace.domain.runs import PhaseState, Run
+from terrace.web import run_serializers as rser
+from terrace.web import serializers
+from terrace.web.jsonapi import resource
+
+
+def log_url(container: Container, phase: PhaseState) -> str | None:
+    """A phase's signed log-read URL (none before it is queued)."""
+    if phase.status == rs.P_PENDING:
+        return None
+    return container.settings.public_url + container.logs.signed_path(phase.id)
+
+
+def include_names(request: Request) -> set[str]:
+    return {name.strip() for name in (request.query_params.get("include") or "").split(",") if name.strip()}
+
+
+def user_ids(container: Container, usernames: Iterable[str]) -> dict[str, str]:
+    """username -> user id, for the usernames that name a user."""
+    found: dict[str, str] = {}
+    for name in set(usernames):
+        user = container.accounts.find_user(name) if name else None
+        if user is not None:
+            found[name] = user.id
+    return found
+
+
+def public_user(container: Container, user_id: str) -> dict[str, Any] | None:
+    """A user as another user sees it (no email)."""
+    try:
+        document = serializers.user(container.accounts.get_user(user_id))
+    except NotFound:
+        return None
+    document["attributes"].pop("email", None)
+    return document
+
+
+def runs(container: Container, principal: Principal, page: list[Run], *, events: bool = False) -> list[dict[str, Any]]:
+    """Run resources; `events` lists each run's run events in its relationship (one read per run: single
+    runs only; lists link to them)."""
+    positions = container.run_queries.queue_positions(page)
+    permissions: dict[str, dict[str, bool]] = {}
+    for run in page:
+        if run.workspace_id not in permissions:
+            ws = container.workspaces.load(run.workspace_id)
+            permissions[ws.id] = container.workspaces.permissions(principal, ws)
+    users = user_ids(container, [u for r in page for u in (r.created_by, r.confirmed_by or "")])
+    return [
+        rser.run(
+            run,
+            position=positions[run.id],
+            permissions=permissions[run.workspace_id],
+            cooloff_s=container.settings.force_cancel_cooloff_s,
+            users=users,
+            event_ids=[e["id"] for e in container.run_store.events(run.id)] if events else None,
+        )
+        for run in page
+    ]
+
+
+def included(container: Container, principal: Principal, page: list[Run], names: set[str]) -> list[dict[str, Any]]:
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def add(document: dict[str, Any] | None) -> None:
+        if document is not None:
+            found.setdefault((document["type"], document["id"]), document)
+
+    users = user_ids(container, [u for r in page for u in (r.created_by, r.confirmed_by or "")])
+    for run in page:
+        if "plan" in names:
+            add(rser.plan(run, log_url(container, run.plan)))
+        if "apply" in names:
+            add(rser.apply(run, log_url(container, run.apply)))
+        if "cost_estimate" in names and run.cost_estimate is not None:
+            add(rser.cost_estimate(run))
+        if "created_by" in names and run.created_by in users:
+            add(public_user(container, users[run.created_by]))
+        if "confirmed_by" in names and (run.confirmed_by or "") in users:
+            add(public_user(container, users[run.confirmed_by or ""]))
+        if "workspace" in names:
+            with suppress(NotFound, Forbidden):
+                ws = container.workspaces.get(principal, run.workspace_id)
+                add(
+                    serializers.workspace(
+                        ws, container.workspaces.permissions(principal, ws), container.workspaces.organization_of(ws)
+                    )
+                )
+        if "configuration_version" in names:
+            with suppress(NotFound, Forbidden):
+                cv = container.configuration_versions.get(principal, run.configuration_version_id)
+                add(rser.configuration_version(cv, None))
+        if "comments" in names:
+            for comment in container.comments.list(principal, run.id):
+                add(comment_document(comment))
+    return list(found.values())
+
+
+def comment_document(comment: Any) -> dict[str, Any]:
+    return resource(
+        "comments",
+        comment.id,
+        {"body": comment.body},
+        {"run-event": {"data": {"type": "run-events", "id": comment.event_id} if comment.event_id else None}},
+        links={"self": f"/api/v2/comments/{comment.id}"},
+    )
