@@ -142,14 +142,19 @@ class LocalStack:
         )
 
     def stop(self) -> None:
+        """Workers first (a scaler tick cannot start runners after they were stopped), then runner processes,
+        the API, moto. Each waits for the one before: nothing polls a stopped server or a deleted queue."""
         self.stopping.set()
+        workers = [thread for thread in self._threads if thread.name != "terrace-api"]
+        for thread in workers:
+            thread.join(timeout=60)
         for launcher in self.launchers:
             launcher.stop_all()
         self.launchers.clear()
         if self._server is not None:
             self._server.should_exit = True
         for thread in self._threads:
-            thread.join(timeout=10)
+            thread.join(timeout=60)
         self._threads.clear()
         self._server = None
         if self._moto is not None:

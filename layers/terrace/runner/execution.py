@@ -20,6 +20,7 @@ from terrace.domain.jobs import FinishRequest, JobSpec
 from terrace.domain.plan_json import hide_secrets
 from terrace.runner import commands, sandbox
 from terrace.runner.client import ApiError, RunnerApi, Transfers
+from terrace.runner.cloud_block import strip_cloud_blocks
 from terrace.runner.config import RunnerConfig
 from terrace.runner.logstream import LogStream
 from terrace.runner.process import CancelControl, Heartbeat, run_child
@@ -203,6 +204,7 @@ class JobExecutor:
         )
         archive.unlink()
         job.cwd = working_dir(config_root, spec.working_directory)
+        strip_cloud_blocks(job.cwd)  # the backend override below takes its place (and 1.0 cannot parse one)
         operator = self.config.operator_cli_config.read_text() if self.config.operator_cli_config else ""
         cli_config = write_run_files(spec, job.cwd, job.run_dir, operator, self.backend_override)
         home, tmp = job.run_dir / "home", job.run_dir / "tmp"
