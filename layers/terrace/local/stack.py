@@ -206,7 +206,7 @@ class LocalStack:
         )
         thread.start()
         self._threads.append(thread)
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 60  # generous: a loaded machine starts slowly
         while not self._server.started:
             if not thread.is_alive() or time.monotonic() > deadline:
                 raise RuntimeError("the API server did not start; see the log above")
