@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -146,6 +147,11 @@ def test_remote_plan_is_speculative(client, run_api, work, unique):
     assert only["attributes"]["status"] == "planned_and_finished"
     assert only["attributes"]["plan-only"] is True
     assert run_api.workspace(name)["relationships"]["current-state-version"]["data"] is None
+    link = re.search(r"https://\S+/app/\S+/runs/run-\w+", output)  # "To view this run in a browser, visit:"
+    assert link, output
+    shown = run_api.http.get(link.group(0), follow_redirects=False)
+    assert shown.status_code == 307
+    assert shown.headers["location"] == f"/app/{run_api.stack.organization}/workspaces/{name}/runs/{only['id']}"
 
 
 @pytest.mark.parametrize("client", CLIENTS)
@@ -298,6 +304,35 @@ def test_terraform_remote_state_is_refused_without_global_remote_state(client, r
 
     assert "error loading the remote state" in output
     assert "shared" not in output
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.xfail(
+    strict=True, reason="needs orgs: remote state consumers (/relationships/remote-state-consumers) are not served"
+)
+def test_terraform_remote_state_for_a_listed_remote_state_consumer(client, run_stack, run_api, work, unique):
+    source, consumer = unique("cshared"), unique("cconsumer")
+    source_id = workspace(run_api, source, **{"global-remote-state": False})
+    consumer_id = workspace(run_api, consumer)
+    run_api.request(
+        "POST",
+        f"/api/v2/workspaces/{source_id}/relationships/remote-state-consumers",
+        {"data": [{"type": "workspaces", "id": consumer_id}]},
+        expect=204,
+    )
+    work(client, f'name = "{source}"', name="source").run(
+        "apply", "-auto-approve", "-input=false", "-var", "greeting=for consumers"
+    )
+    body = (
+        REMOTE_STATE.replace("{hostname}", run_stack.hostname)
+        .replace("{organization}", run_stack.organization)
+        .replace("{source}", source)
+    )
+    reader = work(client, f'name = "{consumer}"', body, name="consumer")
+
+    reader.run("apply", "-auto-approve", "-input=false")
+
+    assert outputs(reader) == {"from_source": "for consumers"}
 
 
 @pytest.mark.parametrize("client", CLIENTS)
