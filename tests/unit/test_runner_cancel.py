@@ -14,7 +14,11 @@ from terrace.runner.logstream import LogStream
 from terrace.runner.process import CancelControl, run_child
 
 TRAPS_INT = 'trap \'echo "got SIGINT"; kill $!; exit 130\' INT; echo started; sleep 30 & wait $!; echo "not canceled"'
-IGNORES_INT = "trap 'echo ignoring SIGINT' INT; echo started; for i in $(seq 60); do sleep 0.5; done"
+# No command substitution (`for i in $(seq 60)`): a SIGINT landing in its subshell ended the loop at once.
+IGNORES_INT = (
+    "trap 'echo ignoring SIGINT' INT; i=0; "
+    "while [ $i -lt 60 ]; do [ $i = 0 ] && echo started; sleep 0.5; i=$((i+1)); done"
+)
 WAIT_S = 25  # below the children's 30 s: a child that ends by itself is told apart by its output/exit code
 
 
@@ -69,7 +73,7 @@ def test_force_cancel_kills_a_child_that_ignores_sigint(tmp_path: Path) -> None:
     while b"ignoring SIGINT" not in result["out"]:  # type: ignore[operator]
         assert time.monotonic() < deadline, "SIGINT never reached the child"
         time.sleep(0.02)
-    assert thread.is_alive()  # SIGINT ignored
+    assert thread.is_alive(), result  # SIGINT ignored
     control.force_cancel()
     assert stopped(thread)
     assert result["code"] == -9  # killed, not ended by itself (exit 0)

@@ -40,6 +40,12 @@ class JobCanceled(Exception):
     pass
 
 
+# Providers and plugins listen on a unix socket in TMPDIR ("<TMPDIR>/plugin<up to 10 digits>"), whose path may
+# not pass 107 bytes: past it they die before their handshake ("Unrecognized remote plugin message", "Plugin
+# reinitialization required"). A run folder deeper than this (a long work dir) gets a TMPDIR elsewhere.
+SOCKET_DIR_MAX = 80
+
+
 @dataclass
 class _Job:
     spec: JobSpec
@@ -50,6 +56,7 @@ class _Job:
     env: dict[str, str] = field(default_factory=dict)
     cwd: Path = Path(".")
     identity: sandbox.JobIdentity | None = None
+    short_tmp: Path | None = None  # TMPDIR outside run_dir when run_dir's path is too long (SOCKET_DIR_MAX)
 
 
 class JobExecutor:
@@ -101,6 +108,8 @@ class JobExecutor:
             if identity is not None:
                 sandbox.kill_uid(identity.uid)  # before the folder goes: nothing of the job writes to it anymore
             shutil.rmtree(run_dir, ignore_errors=True)
+            if job.short_tmp is not None:
+                shutil.rmtree(job.short_tmp, ignore_errors=True)
             if identity is not None:
                 identity.release()
         if job.control.requested and report.status != "finished":
@@ -210,6 +219,8 @@ class JobExecutor:
         home, tmp = job.run_dir / "home", job.run_dir / "tmp"
         home.mkdir()
         tmp.mkdir()
+        if len(str(tmp)) > SOCKET_DIR_MAX:
+            tmp = job.short_tmp = self._short_tmp(job)
         job.env = child_env(
             path=os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
             home=home,
@@ -224,6 +235,14 @@ class JobExecutor:
         if code != 0:
             job.log.write(bytes(init_output[-256 * 1024 :]))
             raise JobFailed(f"init failed (exit code {code})")
+
+    @staticmethod
+    def _short_tmp(job: _Job) -> Path:
+        """A private TMPDIR in the system's temporary folder, owned by the job uid like run_dir."""
+        short = Path(tempfile.mkdtemp(prefix="terrace-job-"))
+        if job.identity is not None:
+            os.chown(short, job.identity.uid, job.identity.uid)
+        return short
 
     def _run(
         self,
