@@ -58,8 +58,12 @@ def free_port() -> int:
 LEFTOVER_GRACE_S = 30  # stopped processes and threads may take a moment to go; generous under load
 
 
+# Library singletons that live as long as the interpreter, by design: the CDK's jsii kernel (node).
+INTERPRETER_LIFETIME = ("jsii-runtime",)
+
+
 def _descendants() -> dict[int, str]:
-    """Live processes under this one (zombies excluded): pid -> command line."""
+    """Live processes under this one (zombies excluded; not the INTERPRETER_LIFETIME trees): pid -> command line."""
     parents: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -71,12 +75,17 @@ def _descendants() -> dict[int, str]:
             continue  # gone meanwhile
         if fields[0] not in ("Z", "X"):
             parents[int(entry)] = int(fields[1])
-    found: set[int] = set()
+    found: dict[int, str] = {}
     frontier = {os.getpid()}
     while frontier:
-        frontier = {pid for pid, parent in parents.items() if parent in frontier and pid not in found}
-        found |= frontier
-    return {pid: _command_line(pid) for pid in found}
+        children = {pid: _command_line(pid) for pid, parent in parents.items() if parent in frontier}
+        frontier = {
+            pid
+            for pid, cmd in children.items()
+            if pid not in found and not any(name in cmd for name in INTERPRETER_LIFETIME)
+        }
+        found.update((pid, children[pid]) for pid in frontier)
+    return found
 
 
 def _command_line(pid: int) -> str:

@@ -20,9 +20,10 @@ from typing import Any
 
 import pytest
 from conftest import client_env
-from e2e_runs import RUN_TIMEOUT_S, current_state, runs, wait_for
+from e2e_runs import current_state, runs, wait_for
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200)]  # several remote runs per test
+CLIENT_TIMEOUT_S = 300  # one client command, a remote run included (seconds on an idle machine, minutes when loaded)
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ class Work:
     def __init__(self, client: Client, path: Path, env: dict[str, str]) -> None:
         self.client, self.path, self.env = client, path, env
 
-    def run(self, *args: str, stdin: str | None = None, check: bool = True, timeout: float = RUN_TIMEOUT_S) -> str:
+    def run(self, *args: str, stdin: str | None = None, check: bool = True, timeout: float = CLIENT_TIMEOUT_S) -> str:
         env = {**self.env, "TF_INPUT": "1"} if stdin is not None else self.env
         done = subprocess.run(
             [str(self.client.binary), *args, "-no-color"],
