@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -16,9 +21,152 @@ for _key, _value in {
     os.environ[_key] = _value
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Each session's temporary folders live in a base folder of its own, not in /tmp/pytest-of-<user>.
+
+    As root the runner's terraform children run as job uids that must pass through the test's folders
+    (`job_uids.traversable`), and every pytest session starting on the machine (another xdist worker, another
+    checkout's `make test`) resets /tmp/pytest-of-<user> to 0700: a job then failed at random, e.g. "plugin
+    reinitialization required" or an errored run, when its provider mirror or fake terraform became
+    unreachable mid-test. xdist workers get their own folder under this one from the controller.
+    """
+    if config.option.basetemp is None and not hasattr(config, "workerinput"):
+        config.option.basetemp = tempfile.mkdtemp(prefix="terrace-pytest-")
+        config.stash[_OWN_BASETEMP] = config.option.basetemp
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    own = config.stash.get(_OWN_BASETEMP, None)
+    if own is not None:
+        shutil.rmtree(own, ignore_errors=True)
+
+
+_OWN_BASETEMP = pytest.StashKey[str]()
+
+
 @pytest.fixture
 def free_port() -> int:
     """A TCP port nobody listens on right now (for servers that cannot be handed a socket)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+# leak guard ------------------------------------------------------------------------------------------------
+# A test (with its function fixtures) stops every process and thread it starts; a module or session fixture
+# stops its own by the end of the session. Leftovers fail the test (or the session's last test), naming them.
+LEFTOVER_GRACE_S = 30  # stopped processes and threads may take a moment to go; generous under load
+
+
+# Library singletons that live as long as the interpreter, by design: the CDK's jsii kernel (node).
+INTERPRETER_LIFETIME = ("jsii-runtime",)
+
+
+def _descendants() -> dict[int, str]:
+    """Live processes under this one (zombies excluded; not the INTERPRETER_LIFETIME trees): pid -> command line."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if fields[0] not in ("Z", "X"):
+            parents[int(entry)] = int(fields[1])
+    found: dict[int, str] = {}
+    frontier = {os.getpid()}
+    while frontier:
+        children = {pid: _command_line(pid) for pid, parent in parents.items() if parent in frontier}
+        frontier = {
+            pid
+            for pid, cmd in children.items()
+            if pid not in found and not any(name in cmd for name in INTERPRETER_LIFETIME)
+        }
+        found.update((pid, children[pid]) for pid in frontier)
+    return found
+
+
+def _command_line(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return cmdline.read().replace(b"\0", b" ").decode(errors="replace").strip()[:200]
+    except OSError:
+        return "?"
+
+
+def _is_runner(pid: int) -> bool:
+    """A runner process of a LocalStack (or one of its terraform children): the stack fixture stops them."""
+    for candidate in (pid, *_ancestors(pid)):
+        try:
+            with open(f"/proc/{candidate}/environ", "rb") as environ:
+                if b"\0TERRACE_RUNNER_TOKEN=" in b"\0" + environ.read():
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def _ancestors(pid: int) -> list[int]:
+    chain: list[int] = []
+    while pid > 1 and pid != os.getpid():
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                pid = int(stat.read().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            break
+        chain.append(pid)
+    return chain
+
+
+def _threads() -> set[threading.Thread]:
+    """Threads that would keep working after a test: non-daemon ones, and Terrace's own workers."""
+    return {
+        thread
+        for thread in threading.enumerate()
+        if thread is not threading.main_thread() and (not thread.daemon or thread.name.startswith("terrace-"))
+    }
+
+
+def _uses_shared_fixtures(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.values() if info is not None else []
+    return any(fixturedef.scope != "function" for fixturedefs in defs for fixturedef in fixturedefs)
+
+
+def _wait_for_leftovers(probe: Callable[[], list[str]]) -> list[str]:
+    deadline = time.monotonic() + LEFTOVER_GRACE_S
+    while (left := probe()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
+@pytest.fixture(autouse=True)
+def _stops_what_it_starts(request: pytest.FixtureRequest) -> Iterator[None]:
+    processes, threads = set(_descendants()), _threads()
+    yield
+    shared = _uses_shared_fixtures(request.node)  # a shared stack's runners start on demand during tests
+
+    def probe() -> list[str]:
+        left = [
+            f"process {pid}: {cmd}"
+            for pid, cmd in _descendants().items()
+            if pid not in processes and not (shared and _is_runner(pid))
+        ]
+        return left + [f"thread {t.name!r}" for t in _threads() - threads]
+
+    if left := _wait_for_leftovers(probe):
+        pytest.fail("the test left behind:\n  " + "\n  ".join(left), pytrace=False)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_stops_what_it_starts() -> Iterator[None]:
+    yield  # torn down last: every other session fixture has stopped what it started
+
+    def probe() -> list[str]:
+        left = [f"process {pid}: {cmd}" for pid, cmd in _descendants().items()]
+        return left + [f"thread {t.name!r}" for t in _threads()]
+
+    if left := _wait_for_leftovers(probe):
+        pytest.fail("the session's fixtures left behind:\n  " + "\n  ".join(left), pytrace=False)

@@ -16,7 +16,7 @@ Api = StackInfo = Terraform = Any  # the conftest classes (importing conftest by
 
 
 TERRAFORM = Path(sys.executable).parent / "terraform"
-RUN_TIMEOUT_S = 90  # one terraform command against the run stack (a remote run takes ~7-9 s)
+RUN_TIMEOUT_S = 240  # one terraform command against the run stack (a remote run: ~7-9 s idle, minutes loaded)
 FINAL = {"applied", "planned_and_finished", "discarded", "errored", "canceled", "force_canceled"}
 
 TWO_RESOURCES = """

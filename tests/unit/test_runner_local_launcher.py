@@ -8,8 +8,10 @@ import stat
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
 from terrace.adapters.runner_launchers import LocalProcessLauncher, RunnerCredential
 
 
@@ -17,21 +19,38 @@ def credential(org: str, n: int) -> RunnerCredential:
     return RunnerCredential(f"runner-{org}-{n}", org, f"at-{org}-{n}", f"secret-{org}-{n}", retire_at=1234)
 
 
+WAIT_S = 30  # generous: a loaded machine starts processes slowly
+
+
+@pytest.fixture
+def launchers() -> Iterator[Callable[..., LocalProcessLauncher]]:
+    """launchers(python, max_processes) -> a LocalProcessLauncher whose processes are stopped after the test."""
+    made: list[LocalProcessLauncher] = []
+
+    def make(python: str, max_processes: int) -> LocalProcessLauncher:
+        made.append(LocalProcessLauncher({"PATH": os.environ["PATH"]}, max_processes=max_processes, python=python))
+        return made[-1]
+
+    yield make
+    for launcher in made:
+        launcher.stop_all(timeout_s=10)
+
+
 def _wait_lines(path: Path, count: int) -> list[str]:
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + WAIT_S
     while (not path.exists() or len(path.read_text().splitlines()) < count) and time.monotonic() < deadline:
         time.sleep(0.02)
     return sorted(path.read_text().splitlines())
 
 
-def test_launch_per_organization_up_to_the_maximum_and_stop_all(tmp_path: Path) -> None:
+def test_launch_per_organization_up_to_the_maximum_and_stop_all(tmp_path: Path, launchers) -> None:
     fake_python = tmp_path / "python"
     fake_python.write_text(
         f'#!/bin/sh\necho "$@ $TERRACE_RUNNER_ORGANIZATION $TERRACE_RUNNER_TOKEN $TERRACE_RUNNER_RETIRE_AT" '
         f">> {tmp_path}/argv\nexec sleep 30\n"
     )
     fake_python.chmod(fake_python.stat().st_mode | stat.S_IEXEC)
-    launcher = LocalProcessLauncher({"PATH": os.environ["PATH"]}, max_processes=2, python=str(fake_python))
+    launcher = launchers(str(fake_python), 2)
     assert launcher.launch([credential("a", 1), credential("b", 1), credential("b", 2)]) == ["at-a-1", "at-b-1"]
     assert launcher.launch([credential("a", 2)]) == []
     assert Counter(r.organization for r in launcher.live()) == {"a": 1, "b": 1}
@@ -44,28 +63,26 @@ def test_launch_per_organization_up_to_the_maximum_and_stop_all(tmp_path: Path) 
     assert launcher.live_count() == 0
 
 
-def test_retire_stops_runners_of_one_organization(tmp_path: Path) -> None:
+def test_retire_stops_runners_of_one_organization(tmp_path: Path, launchers) -> None:
     script = tmp_path / "python"
     script.write_text("#!/bin/sh\nexec sleep 30\n")
     script.chmod(0o755)
-    launcher = LocalProcessLauncher({"PATH": os.environ["PATH"]}, max_processes=3, python=str(script))
+    launcher = launchers(str(script), 3)
     launcher.launch([credential("a", 1), credential("a", 2), credential("b", 1)])
     assert launcher.retire("a", 1) == 1
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + WAIT_S
     while len(launcher.live()) > 2 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert Counter(r.organization for r in launcher.live()) == {"a": 1, "b": 1}
-    launcher.stop_all(timeout_s=5)
 
 
-def test_exited_runners_are_reaped() -> None:
+def test_exited_runners_are_reaped(launchers) -> None:
     # A real runner with a token but no API URL exits at once (exit code 2, clear message).
-    launcher = LocalProcessLauncher({"PATH": os.environ["PATH"]}, max_processes=3, python=sys.executable)
+    launcher = launchers(sys.executable, 3)
     assert len(launcher.launch([credential("a", 1)])) == 1
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + WAIT_S
     while launcher.live_count() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert launcher.live_count() == 0
     assert len(launcher.launch([credential("a", n) for n in range(3)])) == 3
     assert [r.runner_id for r in launcher.started][-3:] == ["runner-a-0", "runner-a-1", "runner-a-2"]
-    launcher.stop_all()

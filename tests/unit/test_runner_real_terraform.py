@@ -55,7 +55,12 @@ def test_plan_then_apply_with_real_terraform(tmp_path: Path) -> None:
     ]
     fake = FakeApi(blobs={"config.tar.gz": tarball({"main.tf": MAIN_TF})})
     api, transfers = fake.clients()
-    config = runner_config(tmp_path, TERRAFORM, operator_cli_config=operator, tf_binaries={"1.0.3": str(TERRAFORM)})
+    # A deep work dir: the provider's unix socket must not land in it (past 107 bytes the provider dies, the
+    # fate of this test under xdist's longer folders: "Plugin reinitialization required").
+    deep = tmp_path / ("a-deep-work-dir-" * 5) / "work"
+    config = runner_config(
+        tmp_path, TERRAFORM, operator_cli_config=operator, tf_binaries={"1.0.3": str(TERRAFORM)}, work_dir=deep
+    )
     executor = JobExecutor(config, api, transfers, backend_override=local_backend, echo_to=io.StringIO())
 
     plan = executor.execute(make_spec("plan", variables=variables, terraform_version="1.0.3", heartbeat_interval_s=5))

@@ -82,6 +82,10 @@ def test_queue_plan_uses_the_latest_configuration_and_shows_the_run(env: RunEnv)
     listing = client.get(f"{BASE}/runs").text
     assert run_id in listing and "No runs yet" not in listing
 
+    # the link the `cloud` block prints (HCP Terraform's form, without /workspaces/) leads to the run page
+    link = client.get(f"/app/acme/app/runs/{run_id}")
+    assert link.status_code == 307 and link.headers["location"] == r.headers["location"]
+
 
 def test_run_page_logs_tail_by_offset_with_whole_lines(env: RunEnv) -> None:
     run = env.create_run(env.upload_config())

@@ -201,9 +201,13 @@ class LocalStack:
         }
 
     def stop(self) -> None:
-        """Stop in a few seconds: runners get STOP_RUNNERS_S to finish, then are killed and their jobs handed
-        back (retried, or errored if an apply had started), as the reaper does for a lost runner on AWS."""
+        """Stop in a few seconds. Workers first (a scaler tick cannot start runners after they were stopped), then
+        runner processes (STOP_RUNNERS_S to finish, then killed and their jobs handed back: retried, or errored if an
+        apply had started, as the reaper does for a lost runner on AWS), the API, moto."""
         self.stopping.set()
+        deadline = time.monotonic() + STOP_THREADS_S
+        for thread in [thread for thread in self._threads if thread.name != "terrace-api"]:
+            thread.join(timeout=max(0.1, deadline - time.monotonic()))
         ran = {runner.token_id for launcher in self.launchers for runner in launcher.started}
         for launcher in self.launchers:
             launcher.stop_all(timeout_s=STOP_RUNNERS_S)
@@ -278,7 +282,7 @@ class LocalStack:
         )
         thread.start()
         self._threads.append(thread)
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 60  # generous: a loaded machine starts slowly
         while not self._server.started:
             if not thread.is_alive() or time.monotonic() > deadline:
                 raise RuntimeError("the API server did not start; see the log above")

@@ -21,6 +21,7 @@ from terrace.domain.plan_json import hide_secrets
 from terrace.runner import catalog as runner_catalog
 from terrace.runner import commands, sandbox, ssh_key
 from terrace.runner.client import ApiError, RunnerApi, Transfers
+from terrace.runner.cloud_block import strip_cloud_blocks
 from terrace.runner.config import RunnerConfig
 from terrace.runner.logstream import LogStream
 from terrace.runner.process import CancelControl, Heartbeat, run_child
@@ -40,6 +41,12 @@ class JobCanceled(Exception):
     pass
 
 
+# Providers and plugins listen on a unix socket in TMPDIR ("<TMPDIR>/plugin<up to 10 digits>"), whose path may
+# not pass 107 bytes: past it they die before their handshake ("Unrecognized remote plugin message", "Plugin
+# reinitialization required"). A run folder deeper than this (a long work dir) gets a TMPDIR elsewhere.
+SOCKET_DIR_MAX = 80
+
+
 @dataclass
 class _Job:
     spec: JobSpec
@@ -50,6 +57,7 @@ class _Job:
     env: dict[str, str] = field(default_factory=dict)
     cwd: Path = Path(".")
     identity: sandbox.JobIdentity | None = None
+    short_tmp: Path | None = None  # TMPDIR outside run_dir when run_dir's path is too long (SOCKET_DIR_MAX)
 
 
 class JobExecutor:
@@ -102,6 +110,8 @@ class JobExecutor:
             if identity is not None:
                 sandbox.kill_uid(identity.uid)  # before the folder goes: nothing of the job writes to it anymore
             shutil.rmtree(run_dir, ignore_errors=True)
+            if job.short_tmp is not None:
+                shutil.rmtree(job.short_tmp, ignore_errors=True)
             if identity is not None:
                 identity.release()
         if job.control.requested and report.status != "finished":
@@ -211,11 +221,14 @@ class JobExecutor:
         )
         archive.unlink()
         job.cwd = working_dir(config_root, spec.working_directory)
+        strip_cloud_blocks(job.cwd)  # the backend override below takes its place (and 1.0 cannot parse one)
         operator = self.config.operator_cli_config.read_text() if self.config.operator_cli_config else ""
         cli_config = write_run_files(spec, job.cwd, job.run_dir, operator, self.backend_override)
         home, tmp = job.run_dir / "home", job.run_dir / "tmp"
         home.mkdir()
         tmp.mkdir()
+        if len(str(tmp)) > SOCKET_DIR_MAX:
+            tmp = job.short_tmp = self._short_tmp(job)
         job.env = child_env(
             path=os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
             home=home,
@@ -239,6 +252,14 @@ class JobExecutor:
         if code != 0:
             job.log.write(bytes(init_output[-256 * 1024 :]))
             raise JobFailed(f"init failed (exit code {code})")
+
+    @staticmethod
+    def _short_tmp(job: _Job) -> Path:
+        """A private TMPDIR in the system's temporary folder, owned by the job uid like run_dir."""
+        short = Path(tempfile.mkdtemp(prefix="terrace-job-"))
+        if job.identity is not None:
+            os.chown(short, job.identity.uid, job.identity.uid)
+        return short
 
     def _run(
         self,

@@ -179,3 +179,10 @@ def run_action(
             error=exc.detail,
         )
     return RedirectResponse(f"/app/{organization}/workspaces/{name}/runs/{run.id}", status_code=303)
+
+
+@router.get("/{organization}/{name}/runs/{run_id}")
+def client_run_link(organization: str, name: str, run_id: str) -> RedirectResponse:
+    """The run URL the `cloud` block prints (`/app/<org>/<workspace>/runs/<run>`, as HCP Terraform's) goes to
+    the run page; signing in and permissions are that page's."""
+    return RedirectResponse(f"/app/{organization}/workspaces/{name}/runs/{run_id}", status_code=307)

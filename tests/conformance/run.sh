@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# `make conformance`: go-tfe's own integration suites (v1.41.0 and 0.11.1, from ../shared/conformance)
+# against a FRESH local stack on a port of its own (never the developer's `make dev`), then the stack stops.
+#
+# Usage: tests/conformance/run.sh [CONFORMANCE_DIR]   (default ../shared/conformance)
+# Environment: GOTFE_RUN=REGEX runs a subset of both suites; CONFORMANCE_PORT picks the port (default: a free
+# one); CONFORMANCE_SUITES="v1 v0" picks the suites; CONFORMANCE_OUT=DIR keeps the server log and the per-test
+# TSVs there (default: a temp dir, removed). Every other GOTFE_* variable passes through to the scripts.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+CONF=$(cd "${1:-$ROOT/../shared/conformance}" 2>/dev/null && pwd) || CONF=""
+TERRACE=$ROOT/.venv/bin/terrace
+PYTHON=$ROOT/.venv/bin/python
+if [ -z "$CONF" ] || [ ! -f "$CONF/gotfe-v1.sh" ]; then
+    echo "conformance: skipped: no go-tfe suites at ${1:-$ROOT/../shared/conformance} (gotfe-v1.sh, gotfe.sh)"
+    exit 0
+fi
+[ -x "$TERRACE" ] || { echo "conformance: $TERRACE is missing: run 'make install'" >&2; exit 2; }
+
+WORK=$(mktemp -d -t terrace-conformance-XXXXXX)
+OUT=${CONFORMANCE_OUT:-$WORK/out}
+mkdir -p "$OUT"
+PORT=${CONFORMANCE_PORT:-$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
+STACK_PID=""
+
+stop_stack() {
+    if [ -n "$STACK_PID" ] && kill -0 "$STACK_PID" 2>/dev/null; then
+        kill -TERM "$STACK_PID" 2>/dev/null
+        for _ in $(seq 150); do kill -0 "$STACK_PID" 2>/dev/null || break; sleep 0.2; done
+        kill -0 "$STACK_PID" 2>/dev/null && kill -KILL "$STACK_PID" 2>/dev/null
+        wait "$STACK_PID" 2>/dev/null
+    fi
+    STACK_PID=""
+    [ -n "${CONFORMANCE_OUT:-}" ] || rm -rf "$WORK"
+}
+trap stop_stack EXIT
+trap 'exit 130' INT TERM
+
+# The stack runs in its own folder (its .terrace/dev.json is not the developer's) on its own port.
+(cd "$WORK" && TERRACE_PORT=$PORT exec "$TERRACE" dev >"$OUT/server.log" 2>&1) &
+STACK_PID=$!
+DEV_JSON=$WORK/.terrace/dev.json
+for _ in $(seq 600); do
+    [ -s "$DEV_JSON" ] && break
+    kill -0 "$STACK_PID" 2>/dev/null || { echo "conformance: the stack did not start:" >&2; tail -20 "$OUT/server.log" >&2; exit 2; }
+    sleep 0.2
+done
+[ -s "$DEV_JSON" ] || { echo "conformance: the stack did not write $DEV_JSON in 120 s" >&2; exit 2; }
+echo "conformance: fresh stack on https://localhost:$PORT (log: $OUT/server.log)"
+
+status=0
+for suite in ${CONFORMANCE_SUITES:-v1 v0}; do
+    case "$suite" in
+    v1) script=gotfe-v1.sh title="go-tfe v1.41.0" ;;
+    v0) script=gotfe.sh title="go-tfe 0.11.1" ;;
+    *) echo "conformance: unknown suite $suite (v1, v0)" >&2; exit 2 ;;
+    esac
+    echo
+    echo "== $title ($CONF/$script) =="
+    GOTFE_SERVER_LOG=$OUT/server.log GOTFE_TSV=$OUT/$suite.tsv bash "$CONF/$script" "$DEV_JSON" || status=1
+done
+exit $status
