@@ -334,11 +334,6 @@ def test_terraform_remote_state_for_a_listed_remote_state_consumer(client, run_s
 
 
 @pytest.mark.parametrize("client", CLIENTS)
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs admin: a workspace created by a newer client is pinned to its version (1.11.4 / 1.9.4), "
-    "which no runner has; runs must use the newest binary satisfying it or the runner's",
-)
 def test_a_workspace_created_by_init_runs_remotely(client, run_api, work, unique):
     name = unique("cnew")
     tf = work(client, f'name = "{name}"')  # init creates the workspace
