@@ -42,9 +42,10 @@ def page() -> Iterator[Any]:
         browser.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def run_stack() -> Iterator[Any]:
-    """A LocalStack with runner processes, reaper and scaler; yields the LocalStack (its `info` and `container`)."""
+    """A LocalStack with runner processes, reaper and scaler; yields the LocalStack (its `info` and `container`).
+    Module-scoped: moto's backends are process-wide, and later tests' `mock_aws` resets them."""
     from terrace.local.stack import LocalStack
 
     state_dir = traversable(Path(tempfile.mkdtemp(prefix="terrace-browser-runs-")))

@@ -68,7 +68,8 @@ def test_cli_login_obtains_and_saves_a_working_token(stack: StackInfo, tmp_path:
             assert approved.status_code == 303
             callback = approved.headers["location"]
             assert callback.startswith("http://localhost:")
-        httpx.get(callback, timeout=30)  # the browser follows the redirect to the CLI's listener
+        # the browser follows the redirect to the CLI's listener (on 127.0.0.1: `localhost` may resolve to ::1 first)
+        httpx.get(callback.replace("http://localhost:", "http://127.0.0.1:", 1), timeout=30)
 
         rest, _ = cli.communicate(timeout=120)
         output = "".join(said) + rest

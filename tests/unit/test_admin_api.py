@@ -136,6 +136,12 @@ def test_admin_users_list_filters_suspend_and_grant(site: Site) -> None:
     alice = next(u for u in users["data"] if u["attributes"]["username"] == "alice")
     assert alice["relationships"]["organizations"]["data"] == [{"type": "organizations", "id": "acme"}]
     assert alice["attributes"]["avatar-url"].startswith("https://")
+    invite = {"data": {"type": "organization-memberships", "attributes": {"email": "bob@example.com"}}}
+    r = site.client.post("/api/v2/organizations/globex/organization-memberships", json=invite, headers=site.admin)
+    assert r.status_code == 201, r.text  # an invited member, not an owner, of globex: listed with it
+    users = site.client.get("/api/v2/admin/users?include=organizations", headers=site.admin).json()
+    bob = next(u for u in users["data"] if u["attributes"]["email"] == "bob@example.com")
+    assert bob["relationships"]["organizations"]["data"] == [{"type": "organizations", "id": "globex"}]
     admins = site.client.get("/api/v2/admin/users?filter[admin]=true", headers=site.admin).json()["data"]
     assert [u["attributes"]["username"] for u in admins] == ["root"]
     found = site.client.get("/api/v2/admin/users?q=alice@example", headers=site.admin).json()

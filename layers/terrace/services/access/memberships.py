@@ -83,6 +83,14 @@ class MembershipService:
         grants.forget()
         return _membership(items[0])
 
+    def member_keys(self, user_ids: list[str], org_keys: list[str]) -> dict[str, set[str]]:
+        """Operator path (the site admin API, which checks first): the organization keys each user is a member of."""
+        wanted = [keys.membership_key(org, user) for user in user_ids for org in org_keys]
+        found: dict[str, set[str]] = {user: set() for user in user_ids}
+        for item in self._table.batch_get(wanted) if wanted else []:
+            found.setdefault(item["user_id"], set()).add(item["organization"])
+        return found
+
     def list(
         self, principal: Principal, organization: str, emails: list[str] | None = None, status: str | None = None,
         query: str | None = None,

@@ -90,9 +90,10 @@ def list_users(request: Request, container: ContainerDep, principal: PrincipalDe
     if "organizations" not in includes(request, frozenset({"organizations"})):
         return respond([aser.user(u) for u in page], meta=meta, links=links)
     orgs = container.organizations.all()
-    owned = {u.id: [o.name for o in orgs if u.id in o.owners] for u in page}
-    included = [aser.organization(o) for o in orgs if any(o.name in names for names in owned.values())]
-    return respond([aser.user(u, owned[u.id]) for u in page], meta=meta, links=links, included=included)
+    members = container.memberships.member_keys([u.id for u in page], [o.key for o in orgs])
+    of_user = {u.id: [o.name for o in orgs if u.id in o.owners or o.key in members.get(u.id, set())] for u in page}
+    included = [aser.organization(o) for o in orgs if any(o.name in names for names in of_user.values())]
+    return respond([aser.user(u, of_user[u.id]) for u in page], meta=meta, links=links, included=included)
 
 
 @router.delete("/users/{user_id}")
