@@ -17,7 +17,12 @@ from conftest import TERRAFORM, StackInfo
 
 URL = re.compile(r"(https://\S+/app/oauth/authorize\?\S+)")
 TOFU = Path(__file__).resolve().parents[3] / "shared" / "tools" / "opentofu" / "tofu"  # ../shared beside the clone
-CLIENTS = {"terraform-1.0.3": (TERRAFORM, ".terraform.d"), "tofu-1.9.4": (TOFU, ".terraform.d")}
+TERRAFORM_NEW = Path("/usr/local/bin/terraform")  # a current terraform some machines carry (1.11 here)
+CLIENTS = {
+    "terraform-1.0.3": (TERRAFORM, ".terraform.d"),
+    "terraform-on-path": (TERRAFORM_NEW, ".terraform.d"),
+    "tofu-1.9.4": (TOFU, ".terraform.d"),
+}
 
 
 @pytest.mark.parametrize("client", list(CLIENTS))

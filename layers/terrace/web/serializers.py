@@ -55,14 +55,14 @@ def entitlement_set(org: Organization) -> dict[str, Any]:
             "sentinel": False,
             "run-tasks": False,
             "state-storage": True,
-            "teams": False,
+            "teams": True,
             "vcs-integrations": False,
             "usage-reporting": False,
             "user-limit": None,
             "self-serve-billing": False,
             "audit-logging": False,
-            "agents": True,
-            "sso": False,
+            "agents": False,  # no agent pools yet
+            "sso": True,  # OpenID Connect single sign-on (services/access/oidc.py)
             "cost-estimation": True,
             "configuration-designer": False,
             "module-tests-generation": False,
