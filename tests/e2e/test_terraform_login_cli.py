@@ -4,6 +4,7 @@ own listener receives the code and the CLI trades it for a token that it saves a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import ssl
@@ -73,8 +74,11 @@ def test_cli_login_obtains_and_saves_a_working_token(stack: StackInfo, tmp_path:
             assert approved.status_code == 303
             callback = approved.headers["location"]
             assert callback.startswith("http://localhost:")
-        # the browser follows the redirect to the CLI's listener (on 127.0.0.1: `localhost` may resolve to ::1 first)
-        httpx.get(callback.replace("http://localhost:", "http://127.0.0.1:", 1), timeout=30)
+        # the browser follows the redirect to the CLI's listener (on 127.0.0.1: `localhost` may resolve to ::1 first).
+        # Terraform 1.0.3 closes its listener as soon as it has the code, sometimes before its answer is written:
+        # a dropped connection there is the CLI's, and what counts is that the CLI goes on to finish the login.
+        with contextlib.suppress(httpx.RemoteProtocolError, httpx.ReadError):
+            httpx.get(callback.replace("http://localhost:", "http://127.0.0.1:", 1), timeout=30)
 
         rest, _ = cli.communicate(timeout=120)
         output = "".join(said) + rest
