@@ -300,11 +300,6 @@ def _setting(key: str, value: Any) -> Any:
     return limits.bounded_json(value, key, limits.EXTRA_ATTRIBUTE_MAX_BYTES)
 
 
-def _check_bool(attrs: dict[str, Any], key: str) -> None:
-    if not isinstance(attrs[key], bool):
-        raise Invalid(f"{key} must be true or false", pointer=f"/data/attributes/{key}")
-
-
 def _check_mode(mode: Any) -> None:
     if mode not in ("remote", "local", "agent"):
         raise Invalid(
