@@ -117,9 +117,6 @@ class AccountService:
             raise NotFound(f"user {user_id} not found")
         return _user(item)
 
-    def user_exists(self, user_id: str) -> bool:
-        return self._table.get(user_id, "user") is not None
-
     def user_is_active(self, user_id: str) -> bool:
         """The user exists and is not suspended (what a single sign-on session needs to stay alive)."""
         item = self._table.get(user_id, "user")

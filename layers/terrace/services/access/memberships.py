@@ -135,13 +135,14 @@ class MembershipService:
 
     def _user_by_email(self, email: str) -> User | None:
         claim = self._table.get(f"useremail#{email}", "claim")
-        return (
-            self._accounts.get_user(claim["user_id"])
-            if claim and self._accounts.user_exists(claim["user_id"])
-            else None
-        )
+        if claim is None:
+            return None
+        try:
+            return self._accounts.get_user(claim["user_id"])
+        except NotFound:
+            return None
 
     def _accounts_user(self, user_ref: str) -> User:
-        if looks_like(user_ref, "user") and self._accounts.user_exists(user_ref):
-            return self._accounts.get_user(user_ref)
-        raise NotFound(f"user {user_ref} not found")
+        if not looks_like(user_ref, "user"):
+            raise NotFound(f"user {user_ref} not found")
+        return self._accounts.get_user(user_ref)  # NotFound "user <id> not found" when it is gone
