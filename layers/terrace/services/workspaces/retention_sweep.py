@@ -158,4 +158,3 @@ class RetentionSweep:
             return False
         self._blobs.put(key, framed, content_type="text/plain")
         return True
-
