@@ -9,8 +9,12 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
+from job_uids import job_uids_in_use, untraversable
+
+CHECKOUT = Path(__file__).resolve().parent.parent
 
 # boto3 needs credentials even against moto; tests never use real ones.
 for _key, _value in {
@@ -22,7 +26,10 @@ for _key, _value in {
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Each session's temporary folders live in a base folder of its own, not in /tmp/pytest-of-<user>.
+    """A checkout the runner's job uids cannot reach stops the session at once, with one line saying which
+    folder to fix (else 18 tests failed with "Permission denied" running `.venv/bin/terraform`).
+
+    Each session's temporary folders live in a base folder of its own, not in /tmp/pytest-of-<user>.
 
     As root the runner's terraform children run as job uids that must pass through the test's folders
     (`job_uids.traversable`), and every pytest session starting on the machine (another xdist worker, another
@@ -30,6 +37,14 @@ def pytest_configure(config: pytest.Config) -> None:
     reinitialization required" or an errored run, when its provider mirror or fake terraform became
     unreachable mid-test. xdist workers get their own folder under this one from the controller.
     """
+    if not hasattr(config, "workerinput") and job_uids_in_use():
+        blocked = untraversable(CHECKOUT)
+        if blocked:
+            pytest.exit(
+                f"tests need {CHECKOUT}/.venv/bin/terraform reachable by the runner's job uids, but {blocked[0]} is "
+                f"not traversable by other users: run `chmod o+x {blocked[0]}` or clone somewhere traversable",
+                returncode=4,
+            )
     if config.option.basetemp is None and not hasattr(config, "workerinput"):
         config.option.basetemp = tempfile.mkdtemp(prefix="terrace-pytest-")
         config.stash[_OWN_BASETEMP] = config.option.basetemp

@@ -62,6 +62,8 @@ from terrace.services.state.versions import StateVersionService
 from terrace.services.workspaces.locking import LockService
 from terrace.services.workspaces.purge import OrganizationDeletion, Purge
 from terrace.services.workspaces.remote_state import RemoteStateConsumers
+from terrace.services.workspaces.retention import RetentionPolicyService
+from terrace.services.workspaces.retention_sweep import RetentionSweep
 from terrace.services.workspaces.ssh_keys import SSHKeyService
 from terrace.services.workspaces.tags import TagService
 from terrace.services.workspaces.variables import VariableService
@@ -290,7 +292,23 @@ class Container:
 
     @cached_property
     def reaper(self) -> Reaper:
-        return Reaper(self.run_store, self.scheduler, self.job_retries, self.settings)
+        return Reaper(self.run_store, self.scheduler, self.job_retries, self.settings, self.retention_sweep)
+
+    @cached_property
+    def retention_policies(self) -> RetentionPolicyService:
+        return RetentionPolicyService(self.authz, self.organizations, self.workspaces)
+
+    @cached_property
+    def retention_sweep(self) -> RetentionSweep:
+        return RetentionSweep(
+            self.table,
+            self.blobs,
+            self.organizations,
+            self.workspaces,
+            self.retention_policies,
+            self.configuration_versions,
+            self.run_store,
+        )
 
     @cached_property
     def scaler(self) -> Scaler:

@@ -142,6 +142,12 @@ def test_admin_users_list_filters_suspend_and_grant(site: Site) -> None:
     users = site.client.get("/api/v2/admin/users?include=organizations", headers=site.admin).json()
     bob = next(u for u in users["data"] if u["attributes"]["email"] == "bob@example.com")
     assert bob["relationships"]["organizations"]["data"] == [{"type": "organizations", "id": "globex"}]
+    early = site.container.accounts.create_user("zz-early", "early@example.com")  # last by name
+    item = site.container.table.get(early.id, "user")
+    assert item is not None
+    site.container.table.put({**item, "created_at": "2001-01-01T00:00:00.000Z"})  # the oldest user
+    listed = site.client.get("/api/v2/admin/users", headers=site.admin).json()["data"]
+    assert listed[0]["attributes"]["username"] == "zz-early"  # oldest first, whatever the names
     admins = site.client.get("/api/v2/admin/users?filter[admin]=true", headers=site.admin).json()["data"]
     assert [u["attributes"]["username"] for u in admins] == ["root"]
     found = site.client.get("/api/v2/admin/users?q=alice@example", headers=site.admin).json()

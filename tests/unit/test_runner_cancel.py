@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import stat
+import sys
 import threading
 import time
 from pathlib import Path
@@ -20,22 +21,34 @@ IGNORES_INT = (
     "while [ $i -lt 60 ]; do [ $i = 0 ] && echo started; sleep 0.5; i=$((i+1)); done"
 )
 WAIT_S = 25  # below the children's 30 s: a child that ends by itself is told apart by its output/exit code
+# One process that ignores SIGINT and runs until killed (up to 10 minutes): no shell forking a `sleep` that a SIGINT
+# can catch half-started, and no self-imposed end racing the test's deadlines on a loaded machine.
+IGNORES_INT_PY = """
+import signal, time
+signal.signal(signal.SIGINT, lambda *_: print("ignoring SIGINT", flush=True))
+print("started", flush=True)
+end = time.monotonic() + 600
+while time.monotonic() < end:
+    time.sleep(0.1)
+"""
 
 
-def script(tmp_path: Path, body: str) -> Path:
+def script(tmp_path: Path, body: str, interpreter: str = "/bin/bash") -> Path:
     path = tmp_path / "child.sh"
-    path.write_text(f"#!/bin/bash\n{body}\n")
+    path.write_text(f"#!{interpreter}\n{body}\n")
     path.chmod(path.stat().st_mode | stat.S_IEXEC)
     return path
 
 
-def start(tmp_path: Path, body: str) -> tuple[CancelControl, threading.Thread, dict[str, object]]:
+def start(
+    tmp_path: Path, body: str, interpreter: str = "/bin/bash"
+) -> tuple[CancelControl, threading.Thread, dict[str, object]]:
     control = CancelControl()
     result: dict[str, object] = {"out": bytearray()}
 
     def go() -> None:
         result["code"] = run_child(
-            [str(script(tmp_path, body))],
+            [str(script(tmp_path, body, interpreter))],
             cwd=tmp_path,
             env={"PATH": "/usr/bin:/bin"},
             sink=result["out"].extend,
@@ -67,16 +80,20 @@ def test_cancel_sends_sigint_once(tmp_path: Path) -> None:
 
 
 def test_force_cancel_kills_a_child_that_ignores_sigint(tmp_path: Path) -> None:
-    control, thread, result = start(tmp_path, IGNORES_INT)
-    control.cancel()
-    deadline = time.monotonic() + WAIT_S
-    while b"ignoring SIGINT" not in result["out"]:  # type: ignore[operator]
-        assert time.monotonic() < deadline, "SIGINT never reached the child"
-        time.sleep(0.02)
-    assert thread.is_alive(), result  # SIGINT ignored
-    control.force_cancel()
-    assert stopped(thread)
-    assert result["code"] == -9  # killed, not ended by itself (exit 0)
+    control, thread, result = start(tmp_path, IGNORES_INT_PY, interpreter=sys.executable)
+    try:
+        control.cancel()
+        deadline = time.monotonic() + WAIT_S
+        while b"ignoring SIGINT" not in result["out"]:  # type: ignore[operator]
+            assert time.monotonic() < deadline, "SIGINT never reached the child"
+            time.sleep(0.02)
+        assert thread.is_alive(), result  # SIGINT ignored: the child runs on until killed
+        control.force_cancel()
+        assert stopped(thread)
+        assert result["code"] == -9  # killed
+    finally:
+        control.force_cancel()  # a failed assertion leaves no child behind
+        thread.join(WAIT_S)
 
 
 def test_job_canceled_by_heartbeat(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from terrace.web.routers import (
     phases,
     projects,
     resources,
+    retention,
     run_stages,
     runner_api,
     runs,
@@ -86,7 +87,7 @@ def create_app(container: Container) -> FastAPI:
     if serves_blobs:
         app.router.routes.extend(blob_urls.routes)
     app.add_middleware(TrailingSlash)  # outermost of all: routing and every prefix check see `/path`
-    for module in (discovery, organizations, workspaces, workspace_relations, accounts, ssh_keys, oauth):
+    for module in (discovery, organizations, workspaces, workspace_relations, accounts, ssh_keys, oauth, retention):
         app.include_router(module.router)
     for access_module in (teams, memberships, projects):
         app.include_router(access_module.router)

@@ -10,6 +10,7 @@ from terrace.services.access.accounts import Token, User
 from terrace.services.access.organizations import Organization
 from terrace.services.access.permissions import default_project_id
 from terrace.services.state.index import StoredOutput
+from terrace.services.workspaces import retention
 from terrace.services.workspaces.locking import describe_holder
 from terrace.services.workspaces.tags import Tag
 from terrace.web.admin_serializers import avatar_url
@@ -40,9 +41,16 @@ def organization(org: Organization, permissions: dict[str, bool]) -> dict[str, A
             "plan-identifier": "terrace",
             "permissions": permissions,
         },
-        relationships={},
+        relationships=retention_relationship(retention.of_organization(org)),
         links={"self": f"/api/v2/organizations/{org.name}"},
     )
+
+
+def retention_relationship(policy: retention.RetentionPolicy | None) -> dict[str, Any]:
+    """The `data-retention-policy` relationship, only when a policy is set (go-tfe reads its absence as none)."""
+    if policy is None:
+        return {}
+    return {"data-retention-policy": {"data": {"type": policy.resource_type, "id": policy.id}}}
 
 
 def entitlement_set(org: Organization) -> dict[str, Any]:
@@ -142,6 +150,7 @@ def workspace(ws: Workspace, permissions: dict[str, bool], org: Organization) ->
         "tags": {"links": {"related": f"/api/v2/workspaces/{ws.id}/relationships/tags"}},
         "tag-bindings": {"links": {"related": f"/api/v2/workspaces/{ws.id}/tag-bindings"}},
         "effective-tag-bindings": {"links": {"related": f"/api/v2/workspaces/{ws.id}/effective-tag-bindings"}},
+        **retention_relationship(retention.of_workspace(ws)),
     }
     return resource(
         "workspaces",

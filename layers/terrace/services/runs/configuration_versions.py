@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import logging
 from collections.abc import Callable
@@ -203,6 +204,22 @@ class ConfigurationVersionService:
         deleted = self._save(cv, backing_data=DATA_DELETED)
         self._blobs.delete(cv.blob_key)
         return deleted
+
+    def created_before(self, workspace_id: str, cutoff_iso: str) -> builtins.list[ConfigurationVersion]:
+        """A workspace's configuration versions created before `cutoff_iso`, oldest first (the retention sweep)."""
+        items = self._table.query(f"{workspace_id}#cvs", index="gsi1")
+        return [self.refresh(_from_item(item)) for item in items if item["created_at"] < cutoff_iso]
+
+    def expire_backing_data(self, cv: ConfigurationVersion) -> bool:
+        """The retention sweep's delete (no caller to check): not one a run still uses. False when refused."""
+        if any(check(cv) for check in self.in_use):
+            return False
+        try:
+            self._save(cv, backing_data=DATA_DELETED)
+        except Conflict:
+            return False
+        self._blobs.delete(cv.blob_key)
+        return True
 
     def _save(self, cv: ConfigurationVersion, **changes: Any) -> ConfigurationVersion:
         updated = dataclasses.replace(cv, version=cv.version + 1, status_timestamps={**cv.status_timestamps}, **changes)

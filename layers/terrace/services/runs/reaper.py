@@ -4,7 +4,8 @@ Every tick (a Lambda schedule on AWS, a timer locally) it walks the open runs an
 - promotes pending runs whose workspace head is free (a stuck workspace queue),
 - re-indexes queued jobs missing from their organization's queue, and errors jobs nobody claimed in time,
 - retries phases whose runner stopped heartbeating (or cancels them if a cancel was asked),
-- errors phases past their deadline and discards plans left unconfirmed too long.
+- errors phases past their deadline and discards plans left unconfirmed too long,
+and, at most hourly, runs the data retention sweep (`services/workspaces/retention_sweep.py`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from terrace.services.runs.job_retries import JobRetries
 from terrace.services.runs.runs import retrying
 from terrace.services.runs.scheduler import RunScheduler
 from terrace.services.runs.store import RunStore
+from terrace.services.workspaces.retention_sweep import RetentionSweep
 
 log = logging.getLogger("terrace.reaper")
 
@@ -32,8 +34,16 @@ def _age(iso_time: str | None, now: float) -> float:
 
 
 class Reaper:
-    def __init__(self, store: RunStore, scheduler: RunScheduler, retries: JobRetries, settings: Settings) -> None:
+    def __init__(
+        self,
+        store: RunStore,
+        scheduler: RunScheduler,
+        retries: JobRetries,
+        settings: Settings,
+        retention: RetentionSweep | None = None,
+    ) -> None:
         self._store, self._scheduler, self._retries, self._settings = store, scheduler, retries, settings
+        self._retention = retention
 
     def reap_once(self) -> dict[str, Any]:
         summary = {"checked": 0, "promoted": 0, "resent": 0, "retried": 0, "errored": 0, "discarded": 0}
@@ -47,6 +57,14 @@ class Reaper:
                 continue
             if outcome:
                 summary[outcome] += 1
+        if self._retention is not None:
+            try:
+                swept = self._retention.sweep_if_due()
+            except Exception:
+                log.exception("the data retention sweep failed")
+            else:
+                if swept:
+                    log.info("data retention sweep: %s", swept)
         return summary
 
     def _check(self, run_id: str, workspace_id: str, seen_workspaces: set[str]) -> str | None:

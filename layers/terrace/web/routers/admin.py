@@ -83,9 +83,10 @@ def update_module_consumers(name: str, body: JSONBody, container: ContainerDep, 
 @router.get("/users")
 def list_users(request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     container.authz.require_site_admin(principal)
-    users = container.users.list(
+    found = container.users.list(
         request.query_params.get("q") or "", admin=flag(request, "admin"), suspended=flag(request, "suspended")
     )
+    users = sorted(found, key=lambda u: (u.created_at, u.username))  # oldest first: the first site admin leads
     page, meta, links = paginate(request, users)
     if "organizations" not in includes(request, frozenset({"organizations"})):
         return respond([aser.user(u) for u in page], meta=meta, links=links)

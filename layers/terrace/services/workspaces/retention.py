@@ -1,0 +1,153 @@
+"""Data retention policies of organizations and workspaces (TFE's `relationships/data-retention-policy`).
+
+A policy is `delete-older` (backing data older than `delete-older-than-n-days` is deleted by the sweep,
+`services/workspaces/retention_sweep.py`) or `dont-delete`. A workspace's own policy overrides its
+organization's; without either nothing is deleted. A policy lives inside its owner's item (the organization's
+`settings`, the workspace's `extra`), so deleting the owner deletes it and reading the owner costs nothing more.
+
+Two API shapes exist and both are served: TFE v202311/v202312 (go-tfe ≤ 1.41) set a policy with
+`PATCH` of a `data-retention-policies` resource; TFE v202401+ `POST`s a `data-retention-policy-delete-olders`
+or `data-retention-policy-dont-deletes` resource. A policy is shown in the shape it was set in, so each client
+reads back what it wrote (go-tfe's legacy reader refuses the newer types).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from terrace.domain.errors import Invalid, NotFound
+from terrace.domain.ids import new_id
+from terrace.domain.principal import Principal
+from terrace.domain.workspace import Workspace
+from terrace.services.access.authz import Action, Authorizer
+from terrace.services.access.organizations import Organization, OrganizationService
+from terrace.services.workspaces.workspaces import WorkspaceService
+
+DELETE_OLDER, DONT_DELETE = "delete-older", "dont-delete"
+LEGACY_TYPE = "data-retention-policies"
+TYPES = {
+    LEGACY_TYPE: DELETE_OLDER,
+    "data-retention-policy-delete-olders": DELETE_OLDER,
+    "data-retention-policy-dont-deletes": DONT_DELETE,
+}
+ORG_SETTING = "data-retention-policy"  # in `Organization.settings`
+WORKSPACE_FIELD = "data_retention_policy"  # in `Workspace.extra`
+MAX_DAYS = 36_500
+DAYS = "delete-older-than-n-days"
+
+
+@dataclass(frozen=True)
+class RetentionPolicy:
+    id: str
+    kind: str  # DELETE_OLDER | DONT_DELETE
+    days: int | None  # for DELETE_OLDER
+    legacy: bool = False  # set through the v202311 API: shown as `data-retention-policies`
+
+    @property
+    def resource_type(self) -> str:
+        if self.legacy:
+            return LEGACY_TYPE
+        return (
+            "data-retention-policy-delete-olders" if self.kind == DELETE_OLDER else "data-retention-policy-dont-deletes"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def policy_from(value: Any) -> RetentionPolicy | None:
+    """The policy stored in an organization's settings or a workspace's extra (None: none set)."""
+    if not isinstance(value, dict) or value.get("kind") not in (DELETE_OLDER, DONT_DELETE):
+        return None
+    return RetentionPolicy(str(value["id"]), value["kind"], value.get("days"), bool(value.get("legacy")))
+
+
+def of_organization(org: Organization) -> RetentionPolicy | None:
+    return policy_from(org.settings.get(ORG_SETTING))
+
+
+def of_workspace(ws: Workspace) -> RetentionPolicy | None:
+    return policy_from(ws.extra.get(WORKSPACE_FIELD))
+
+
+def _parse(resource_type: str, attrs: dict[str, Any], previous: RetentionPolicy | None) -> RetentionPolicy:
+    kind = TYPES.get(resource_type)
+    if kind is None:
+        raise Invalid(f"type must be one of {', '.join(TYPES)}", pointer="/data/type")
+    days: int | None = None
+    if kind == DELETE_OLDER:
+        days = attrs.get(DAYS)
+        if not isinstance(days, int) or isinstance(days, bool) or not 1 <= days <= MAX_DAYS:
+            raise Invalid(
+                f"{DAYS} must be a whole number of days from 1 to {MAX_DAYS}", pointer=f"/data/attributes/{DAYS}"
+            )
+    # the id survives a change of days; a change of kind is a new policy, as in TFE
+    same_kind = previous is not None and previous.kind == kind
+    policy_id = previous.id if same_kind and previous is not None else new_id("drp")
+    return RetentionPolicy(policy_id, kind, days, legacy=resource_type == LEGACY_TYPE)
+
+
+class RetentionPolicyService:
+    def __init__(self, authz: Authorizer, organizations: OrganizationService, workspaces: WorkspaceService) -> None:
+        self._authz, self._orgs, self._workspaces = authz, organizations, workspaces
+
+    # organizations: members read, owners change (as the organization's other settings) --------------
+    def organization_policy(self, principal: Principal, org_name: str) -> RetentionPolicy:
+        policy = of_organization(self._orgs.get(principal, org_name))
+        if policy is None:
+            raise NotFound(f"organization {org_name} has no data retention policy")
+        return policy
+
+    def set_organization_policy(
+        self, principal: Principal, org_name: str, resource_type: str, attrs: dict[str, Any]
+    ) -> RetentionPolicy:
+        org = self._orgs.get(principal, org_name, Action.MANAGE_ORGANIZATION)
+        policy = _parse(resource_type, attrs, of_organization(org))
+        self._orgs.set_settings(org.name, {ORG_SETTING: policy.to_dict()})
+        return policy
+
+    def delete_organization_policy(self, principal: Principal, org_name: str) -> None:
+        org = self._orgs.get(principal, org_name, Action.MANAGE_ORGANIZATION)
+        if of_organization(org) is not None:
+            self._orgs.set_settings(org.name, {ORG_SETTING: None})
+
+    # workspaces: readers read, admins change (UPDATE_WORKSPACE, as the workspace's settings) ----------
+    def workspace_policy(self, principal: Principal, workspace_id: str) -> RetentionPolicy:
+        policy = of_workspace(self._workspaces.get(principal, workspace_id))
+        if policy is None:
+            raise NotFound(f"workspace {workspace_id} has no data retention policy")
+        return policy
+
+    def set_workspace_policy(
+        self, principal: Principal, workspace_id: str, resource_type: str, attrs: dict[str, Any]
+    ) -> RetentionPolicy:
+        ws = self._workspaces.get(principal, workspace_id, Action.UPDATE_WORKSPACE)
+        policy = _parse(resource_type, attrs, of_workspace(ws))
+        self._workspaces.mutate(ws.id, lambda w: _with_policy(w, policy))
+        return policy
+
+    def delete_workspace_policy(self, principal: Principal, workspace_id: str) -> None:
+        ws = self._workspaces.get(principal, workspace_id, Action.UPDATE_WORKSPACE)
+        if of_workspace(ws) is not None:
+            self._workspaces.mutate(ws.id, lambda w: _with_policy(w, None))
+
+    def effective(self, ws: Workspace) -> RetentionPolicy | None:
+        """The policy the sweep applies to `ws` (no permission check: the sweep is the operator's)."""
+        own = of_workspace(ws)
+        if own is not None:
+            return own
+        try:
+            return of_organization(self._orgs.by_key(ws.organization))
+        except NotFound:
+            return None
+
+
+def _with_policy(ws: Workspace, policy: RetentionPolicy | None) -> Workspace:
+    extra = dict(ws.extra)
+    if policy is None:
+        extra.pop(WORKSPACE_FIELD, None)
+    else:
+        extra[WORKSPACE_FIELD] = policy.to_dict()
+    return dataclasses.replace(ws, extra=extra)
