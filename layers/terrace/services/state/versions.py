@@ -16,12 +16,13 @@ from terrace.adapters.blobs import BlobStore
 from terrace.adapters.queues import EventPublisher
 from terrace.adapters.table import ConditionFailed, Put, Table, WriteOp
 from terrace.config import Settings
-from terrace.domain import clock
+from terrace.domain import clock, state_versions
 from terrace.domain import state as st
 from terrace.domain.errors import Conflict, Forbidden, Invalid, NotFound, TooLarge
 from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal, PrincipalKind
-from terrace.domain.state import FINALIZED, PENDING, ParsedState, StateVersion
+from terrace.domain.state import ParsedState
+from terrace.domain.state_versions import FINALIZED, PENDING, StateVersion
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
@@ -64,8 +65,8 @@ class StateVersionService:
         self._require_lock(principal)(ws)
         if principal.kind is PrincipalKind.RUN:
             run_id = principal.subject_id  # a run's terraform writes for its own run, whatever it names
-        serial, md5 = st.require_serial(attrs), st.require_md5(attrs)
-        lineage = st.optional_lineage(attrs)
+        serial, md5 = state_versions.require_serial(attrs), state_versions.require_md5(attrs)
+        lineage = state_versions.optional_lineage(attrs)
         force = bool(attrs.get("force", False))
         if attrs.get("state") in (None, ""):
             json_outputs = attrs.get("json-state-outputs") or None
@@ -119,7 +120,7 @@ class StateVersionService:
 
         def cleanup() -> None:
             if written:
-                self._blobs.delete(st.state_blob_key(workspace_id, sv_id))
+                self._blobs.delete(state_versions.state_blob_key(workspace_id, sv_id))
                 self._index.delete_outputs(sv_id)
 
         stored: StateVersion | None = None
@@ -127,12 +128,12 @@ class StateVersionService:
             for _ in range(ATTEMPTS):
                 ws = self._workspaces.load(workspace_id)
                 lock_rule(ws)
-                if st.decide(ws, parsed.serial, parsed.lineage, md5, force):
+                if state_versions.decide(ws, parsed.serial, parsed.lineage, md5, force):
                     cleanup()
                     return self._find(str(ws.current_state_version_id))
                 if output_ids is None:
                     written = True
-                    self._blobs.put(st.state_blob_key(ws.id, sv_id), raw, "application/json")
+                    self._blobs.put(state_versions.state_blob_key(ws.id, sv_id), raw, "application/json")
                     output_ids = self._index.write_outputs(sv_id, ws, parsed.outputs)
                 sv = StateVersion(
                     id=sv_id,
@@ -155,7 +156,7 @@ class StateVersionService:
                 )
                 ops: list[WriteOp] = [
                     self._workspaces.write_op(with_current(ws, sv, managed_count(parsed)), ws.version),
-                    Put(st.sv_to_item(sv), if_absent=True),
+                    Put(state_versions.sv_to_item(sv), if_absent=True),
                     *discard_pending_ops(self._table, ws),
                 ]
                 try:
@@ -220,7 +221,7 @@ class StateVersionService:
     def list_for(self, principal: Principal, ws: Workspace, status: str | None = None) -> list[StateVersion]:
         self._workspaces.authorize(principal, Action.READ_STATE, ws)
         items = self._table.query(f"{ws.id}#state-versions", index="gsi1", reverse=True)
-        found = [self.finalize(st.sv_from_item(item)) for item in items]
+        found = [self.finalize(state_versions.sv_from_item(item)) for item in items]
         return [sv for sv in found if not status or sv.status == status]
 
     def upload_urls(self, sv: StateVersion) -> tuple[str | None, str | None]:
@@ -327,7 +328,7 @@ class StateVersionService:
     def purge(self, workspace_id: str) -> None:
         """Delete the stored versions, outputs, blobs and index of a workspace (after deletion or a reset)."""
         for item in self._table.query(f"{workspace_id}#state-versions", index="gsi1"):
-            sv = st.sv_from_item(item)
+            sv = state_versions.sv_from_item(item)
             self._index.delete_outputs(sv.id)
             self._blobs.delete(sv.blob_key)
             self._blobs.delete(sv.json_blob_key)
