@@ -27,17 +27,17 @@ from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.state import http_backend as state_http
-from terrace.services.state.http_backend import LockRule
-from terrace.services.state.index import IndexedResource, StateIndex, StoredOutput
-from terrace.services.state.uploads import (
+from terrace.services.state.current import (
     ATTEMPTS,
     PENDING_KEY,
-    StateUploads,
     discard_pending_ops,
     find_version,
     managed_count,
     with_current,
 )
+from terrace.services.state.http_backend import LockRule
+from terrace.services.state.index import IndexedResource, StateIndex, StoredOutput
+from terrace.services.state.uploads import StateUploads
 from terrace.services.workspaces.locking import LockService
 from terrace.services.workspaces.workspaces import WorkspaceService
 
