@@ -34,7 +34,7 @@ app.add_typer(user_app, name="user")
 
 def _container() -> Container:
     from terrace.bootstrap import build_aws, build_embedded
-    from terrace.config import Settings
+    from terrace.config import ConfigurationError, Settings
     from terrace.local.dev_file import dev_stack_running, read_dev_env
     from terrace.local.stack import DUMMY_AWS_ENV
 
@@ -47,7 +47,10 @@ def _container() -> Container:
             raise _fail("the dev stack in .terrace/dev.json is not running; start it with 'make dev'")
         os.environ.update({k: v for k, v in DUMMY_AWS_ENV.items() if k not in os.environ})
         env.update(dev_env)
-    settings = Settings.from_env(env)
+    try:
+        settings = Settings.from_env(env)
+    except ConfigurationError as exc:
+        raise _fail(str(exc)) from None
     return build_embedded(settings) if settings.data_dir else build_aws(settings)
 
 

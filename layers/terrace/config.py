@@ -1,93 +1,141 @@
-"""Settings read once from the environment by the composition root (never at import time elsewhere)."""
+"""Settings read once from the environment by the composition root (never at import time elsewhere).
+
+`Settings` is a pydantic-settings model: each field names the environment variable it is read from
+(`validation_alias`). `Settings(...)` takes only what it is given (tests, the local stack); `Settings.from_env()`
+reads the TERRACE_* environment and refuses a bad value with a one-line `ConfigurationError`.
+"""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+from pydantic import AliasChoices, Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings.sources.utils import parse_env_vars
 
 
 class ConfigurationError(Exception):
     """A setting the process cannot run without is missing or wrong: it refuses to start."""
 
 
-def _env_int(env: dict[str, str], name: str, default: int) -> int:
-    raw = env.get(name)
-    return int(raw) if raw else default
-
-
 API_RATE_LIMIT_PER_S = 30  # TFC's limit per token
-
-_TIMINGS = {
-    "job_heartbeat_s": 10,
-    "job_heartbeat_timeout_s": 45,
-    "job_max_attempts": 5,
-    "job_retry_base_s": 2,
-    "queued_deadline_s": 3600,
-    "queued_resend_s": 120,
-    "phase_deadline_s": 4 * 3600,
-    "confirm_deadline_s": 14 * 24 * 3600,
-    "force_cancel_cooloff_s": 10,
-    "run_token_ttl_s": 6 * 3600,
-    "runner_token_ttl_s": 24 * 3600,
-    "log_url_ttl_s": 5 * 60,
-    "state_snapshot_interval_s": 300,
-}
+QUEUE_URL_PREFIX = "TERRACE_QUEUE_URL_"  # TERRACE_QUEUE_URL_<NAME>: one variable per logical queue
 
 
-@dataclass(frozen=True)
-class Settings:
+def _optional(name: str) -> Any:
+    """A setting that is None unless the variable `name` is set (and not empty)."""
+    return Field(default=None, validation_alias=name)
+
+
+class Settings(BaseSettings):
     """Where Terrace's resources are and how it behaves. The same fields exist locally and on AWS."""
 
-    table_name: str
-    blob_bucket: str
-    queue_urls: dict[str, str] = field(default_factory=dict)  # logical queue name -> URL
-    public_url: str = "https://localhost:8443"  # how clients reach the API (used in absolute links)
-    region: str = "us-east-1"
-    aws_endpoint_url: str | None = None  # moto server in local mode
-    data_dir: str | None = None  # the embedded server's data (SQLite, blobs, key): bootstrap.build_embedded
-    kms_key_id: str | None = None
-    url_signing_secret: str = ""  # HMAC key for log-read and other signed URLs
-    presign_ttl_s: int = 900
-    max_request_bytes: int = 6 * 1024 * 1024  # the Lambda payload limit
-    max_inline_state_bytes: int = 4 * 1024 * 1024  # raw bytes; base64 of this fits the payload limit
-    max_config_bytes: int = 512 * 1024 * 1024
-    bootstrap_token_secret_arn: str | None = None
-    url_signing_secret_arn: str | None = None  # on AWS: resolved into url_signing_secret by the composition root
-    scaler_function: str | None = None  # on AWS: the api invokes this Lambda after enqueueing a job
-    ecs_cluster: str | None = None
-    runner_task_definition: str | None = None
-    runner_container_name: str = "runner"
-    runner_subnets: tuple[str, ...] = ()
-    runner_security_groups: tuple[str, ...] = ()
-    runner_assign_public_ip: bool = True
-    runner_log_group: str | None = None  # CloudWatch log group of the Fargate runners (AWS only): UI links
-    max_runners: int = 4
+    model_config = SettingsConfigDict(
+        frozen=True,
+        case_sensitive=True,
+        env_ignore_empty=True,  # an empty variable is an unset one: the default applies
+        extra="ignore",
+        validate_by_name=True,
+        validate_by_alias=True,
+    )
+
+    table_name: str = Field(validation_alias="TERRACE_TABLE")
+    blob_bucket: str = Field(validation_alias="TERRACE_BLOB_BUCKET")
+    # logical queue name -> URL, from the TERRACE_QUEUE_URL_<NAME> variables
+    queue_urls: Annotated[dict[str, str], NoDecode] = Field(default_factory=dict, validation_alias="TERRACE_QUEUE_URLS")
+    public_url: str = Field(default="https://localhost:8443", validation_alias="TERRACE_PUBLIC_URL")  # absolute links
+    region: str = Field(default="us-east-1", validation_alias=AliasChoices("AWS_REGION", "AWS_DEFAULT_REGION"))
+    aws_endpoint_url: str | None = _optional("TERRACE_AWS_ENDPOINT_URL")  # moto server in local mode
+    # the embedded server's data (SQLite, blobs, key): bootstrap.build_embedded
+    data_dir: str | None = _optional("TERRACE_DATA_DIR")
+    kms_key_id: str | None = _optional("TERRACE_KMS_KEY_ID")
+    url_signing_secret: str = Field(
+        default="", validation_alias="TERRACE_URL_SIGNING_SECRET", repr=False
+    )  # HMAC key of signed URLs
+    presign_ttl_s: int = Field(default=900, validation_alias="TERRACE_PRESIGN_TTL_S")
+    max_request_bytes: int = Field(
+        default=6 * 1024 * 1024, validation_alias="TERRACE_MAX_REQUEST_BYTES"
+    )  # Lambda's limit
+    # raw bytes; base64 of this fits the payload limit
+    max_inline_state_bytes: int = Field(default=4 * 1024 * 1024, validation_alias="TERRACE_MAX_INLINE_STATE_BYTES")
+    max_config_bytes: int = Field(default=512 * 1024 * 1024, validation_alias="TERRACE_MAX_CONFIG_BYTES")
+    bootstrap_token_secret_arn: str | None = _optional("TERRACE_BOOTSTRAP_SECRET_ARN")
+    # on AWS: resolved into url_signing_secret by the composition root
+    url_signing_secret_arn: str | None = _optional("TERRACE_URL_SIGNING_SECRET_ARN")
+    scaler_function: str | None = _optional("TERRACE_SCALER_FUNCTION")  # on AWS: invoked after enqueueing a job
+    ecs_cluster: str | None = _optional("TERRACE_ECS_CLUSTER")
+    runner_task_definition: str | None = _optional("TERRACE_RUNNER_TASK_DEFINITION")
+    runner_container_name: str = Field(default="runner", validation_alias="TERRACE_RUNNER_CONTAINER")
+    runner_subnets: Annotated[tuple[str, ...], NoDecode] = Field(default=(), validation_alias="TERRACE_RUNNER_SUBNETS")
+    runner_security_groups: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=(), validation_alias="TERRACE_RUNNER_SECURITY_GROUPS"
+    )
+    runner_assign_public_ip: bool = Field(default=True, validation_alias="TERRACE_RUNNER_PUBLIC_IP")
+    # CloudWatch log group of the Fargate runners (AWS only): UI links
+    runner_log_group: str | None = _optional("TERRACE_RUNNER_LOG_GROUP")
+    max_runners: int = Field(default=4, validation_alias="TERRACE_MAX_RUNNERS")
     # people sign in to the UI through this OpenID Connect issuer when set (services/access/oidc.py)
-    oidc_issuer: str | None = None
-    oidc_client_id: str = ""
-    oidc_client_secret: str = ""
-    oidc_client_secret_arn: str | None = None  # on AWS: resolved into oidc_client_secret by the composition root
-    oidc_groups_claim: str = "groups"
+    oidc_issuer: str | None = _optional("TERRACE_OIDC_ISSUER")
+    oidc_client_id: str = Field(default="", validation_alias="TERRACE_OIDC_CLIENT_ID")
+    oidc_client_secret: str = Field(default="", validation_alias="TERRACE_OIDC_CLIENT_SECRET", repr=False)
+    # on AWS: resolved into oidc_client_secret by the composition root
+    oidc_client_secret_arn: str | None = _optional("TERRACE_OIDC_CLIENT_SECRET_ARN")
+    oidc_groups_claim: str = Field(default="groups", validation_alias="TERRACE_OIDC_GROUPS_CLAIM")
     # job state machine timings (seconds); tests and local mode shorten them
-    job_heartbeat_s: int = 10
-    job_heartbeat_timeout_s: int = 45
-    job_max_attempts: int = 5
-    job_retry_base_s: int = 2
-    queued_deadline_s: int = 3600
-    queued_resend_s: int = 120
-    phase_deadline_s: int = 4 * 3600
-    confirm_deadline_s: int = 14 * 24 * 3600
-    force_cancel_cooloff_s: int = 10
-    run_token_ttl_s: int = 6 * 3600
-    runner_token_ttl_s: int = 24 * 3600  # a runner's token; it takes no new job in its last phase_deadline_s
-    log_url_ttl_s: int = 5 * 60  # a log-read URL works this long, or until its phase ended this long ago
+    job_heartbeat_s: int = Field(default=10, validation_alias="TERRACE_JOB_HEARTBEAT_S")
+    job_heartbeat_timeout_s: int = Field(default=45, validation_alias="TERRACE_JOB_HEARTBEAT_TIMEOUT_S")
+    job_max_attempts: int = Field(default=5, validation_alias="TERRACE_JOB_MAX_ATTEMPTS")
+    job_retry_base_s: int = Field(default=2, validation_alias="TERRACE_JOB_RETRY_BASE_S")
+    queued_deadline_s: int = Field(default=3600, validation_alias="TERRACE_QUEUED_DEADLINE_S")
+    queued_resend_s: int = Field(default=120, validation_alias="TERRACE_QUEUED_RESEND_S")
+    phase_deadline_s: int = Field(default=4 * 3600, validation_alias="TERRACE_PHASE_DEADLINE_S")
+    confirm_deadline_s: int = Field(default=14 * 24 * 3600, validation_alias="TERRACE_CONFIRM_DEADLINE_S")
+    force_cancel_cooloff_s: int = Field(default=10, validation_alias="TERRACE_FORCE_CANCEL_COOLOFF_S")
+    run_token_ttl_s: int = Field(default=6 * 3600, validation_alias="TERRACE_RUN_TOKEN_TTL_S")
+    # a runner's token; it takes no new job in its last phase_deadline_s
+    runner_token_ttl_s: int = Field(default=24 * 3600, validation_alias="TERRACE_RUNNER_TOKEN_TTL_S")
+    # a log-read URL works this long, or until its phase ended this long ago
+    log_url_ttl_s: int = Field(default=5 * 60, validation_alias="TERRACE_LOG_URL_TTL_S")
     # X-Terraform-Snapshot-Interval on state-version responses: clients with a `cloud` block save intermediate
     # state snapshots at most this often during an apply; 0 disables them
-    state_snapshot_interval_s: int = 300
+    state_snapshot_interval_s: int = Field(default=300, validation_alias="TERRACE_STATE_SNAPSHOT_INTERVAL_S")
     # the versions runners hold, `terraform=1.11.4,opentofu=1.9.4,...` (TERRACE_TOOL_CATALOG): on AWS the
     # versions the runner image bakes, locally the versions found in the local catalog
-    tool_catalog: str = ""
-    default_tool: str = "terraform"  # TERRACE_DEFAULT_TOOL: the tool runs use when both hold a satisfying version
+    tool_catalog: str = Field(default="", validation_alias="TERRACE_TOOL_CATALOG")
+    # the tool runs use when both hold a satisfying version
+    default_tool: str = Field(default="terraform", validation_alias="TERRACE_DEFAULT_TOOL")
+    # requests per second per API token under /api/v2 (`X-RateLimit-Limit`); 0 = no limit. The processes that
+    # serve clients (`from_env` on AWS, the local stack) use TFC's 30; Settings built in tests have none
+    api_rate_limit_per_s: int = Field(default=0, validation_alias="TERRACE_API_RATE_LIMIT_PER_S")
+
+    @field_validator("runner_subnets", "runner_security_groups", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        return tuple(part for part in value.split(",") if part) if isinstance(value, str) else value
+
+    @field_validator("public_url")
+    @classmethod
+    def _no_trailing_slash(cls, value: str) -> str:
+        return value.rstrip("/")
+
+    @field_validator("oidc_issuer")
+    @classmethod
+    def _issuer(cls, value: str | None) -> str | None:
+        return (value or "").rstrip("/") or None
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """`Settings(...)` is what it is given and the defaults: only `from_env` reads the environment."""
+        return (init_settings,)
 
     def tool_versions(self) -> dict[str, list[str]]:
         """tool_catalog as {tool: [versions]} (unknown tools and malformed entries are skipped)."""
@@ -98,10 +146,6 @@ class Settings:
                 catalog[tool].append(version.strip())
         return catalog
 
-    # requests per second per API token under /api/v2 (`X-RateLimit-Limit`); 0 = no limit. The processes that
-    # serve clients (`from_env` on AWS, the local stack) use TFC's 30; Settings built in tests have none
-    api_rate_limit_per_s: int = 0
-
     def require_url_signing_secret(self) -> None:
         """The API signs log-read URLs and web sessions: it never starts with an empty key."""
         if not self.url_signing_secret.strip():
@@ -109,47 +153,46 @@ class Settings:
                 "no URL-signing secret: set TERRACE_URL_SIGNING_SECRET, or TERRACE_URL_SIGNING_SECRET_ARN on AWS"
             )
 
+    def replace(self, **changes: Any) -> Settings:
+        """A copy with some fields changed (validated as at construction)."""
+        return type(self)(**{**self.model_dump(), **changes})
+
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None) -> Settings:
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        """The settings the TERRACE_* variables of `env` (the process environment by default) describe."""
         env = dict(os.environ if env is None else env)
-        queue_urls = {
-            key.removeprefix("TERRACE_QUEUE_URL_").lower().replace("_", "-"): value
+        values = _Environment(cls, env)()
+        values["TERRACE_QUEUE_URLS"] = {
+            key.removeprefix(QUEUE_URL_PREFIX).lower().replace("_", "-"): value
             for key, value in env.items()
-            if key.startswith("TERRACE_QUEUE_URL_")
+            if key.startswith(QUEUE_URL_PREFIX)
         }
-        data_dir = env.get("TERRACE_DATA_DIR") or None
-        return cls(
-            table_name=env.get("TERRACE_TABLE") or ("embedded" if data_dir else env["TERRACE_TABLE"]),
-            blob_bucket=env.get("TERRACE_BLOB_BUCKET") or ("embedded" if data_dir else env["TERRACE_BLOB_BUCKET"]),
-            data_dir=data_dir,
-            queue_urls=queue_urls,
-            public_url=env.get("TERRACE_PUBLIC_URL", "https://localhost:8443").rstrip("/"),
-            region=env.get("AWS_REGION", env.get("AWS_DEFAULT_REGION", "us-east-1")),
-            aws_endpoint_url=env.get("TERRACE_AWS_ENDPOINT_URL") or None,
-            kms_key_id=env.get("TERRACE_KMS_KEY_ID") or None,
-            url_signing_secret=env.get("TERRACE_URL_SIGNING_SECRET", ""),
-            presign_ttl_s=_env_int(env, "TERRACE_PRESIGN_TTL_S", 900),
-            max_request_bytes=_env_int(env, "TERRACE_MAX_REQUEST_BYTES", 6 * 1024 * 1024),
-            max_inline_state_bytes=_env_int(env, "TERRACE_MAX_INLINE_STATE_BYTES", 4 * 1024 * 1024),
-            max_config_bytes=_env_int(env, "TERRACE_MAX_CONFIG_BYTES", 512 * 1024 * 1024),
-            bootstrap_token_secret_arn=env.get("TERRACE_BOOTSTRAP_SECRET_ARN") or None,
-            url_signing_secret_arn=env.get("TERRACE_URL_SIGNING_SECRET_ARN") or None,
-            scaler_function=env.get("TERRACE_SCALER_FUNCTION") or None,
-            ecs_cluster=env.get("TERRACE_ECS_CLUSTER") or None,
-            runner_task_definition=env.get("TERRACE_RUNNER_TASK_DEFINITION") or None,
-            runner_container_name=env.get("TERRACE_RUNNER_CONTAINER", "runner"),
-            runner_subnets=tuple(s for s in env.get("TERRACE_RUNNER_SUBNETS", "").split(",") if s),
-            runner_security_groups=tuple(s for s in env.get("TERRACE_RUNNER_SECURITY_GROUPS", "").split(",") if s),
-            runner_assign_public_ip=env.get("TERRACE_RUNNER_PUBLIC_IP", "true").lower() == "true",
-            runner_log_group=env.get("TERRACE_RUNNER_LOG_GROUP") or None,
-            max_runners=_env_int(env, "TERRACE_MAX_RUNNERS", 4),
-            oidc_issuer=(env.get("TERRACE_OIDC_ISSUER") or "").rstrip("/") or None,
-            oidc_client_id=env.get("TERRACE_OIDC_CLIENT_ID", ""),
-            oidc_client_secret=env.get("TERRACE_OIDC_CLIENT_SECRET", ""),
-            oidc_client_secret_arn=env.get("TERRACE_OIDC_CLIENT_SECRET_ARN") or None,
-            oidc_groups_claim=env.get("TERRACE_OIDC_GROUPS_CLAIM", "groups"),
-            tool_catalog=env.get("TERRACE_TOOL_CATALOG", ""),
-            default_tool=env.get("TERRACE_DEFAULT_TOOL") or "terraform",
-            api_rate_limit_per_s=_env_int(env, "TERRACE_API_RATE_LIMIT_PER_S", API_RATE_LIMIT_PER_S),
-            **{name: _env_int(env, f"TERRACE_{name.upper()}", default) for name, default in _TIMINGS.items()},
-        )
+        if values.get("TERRACE_DATA_DIR"):  # the embedded server names no table or bucket
+            values.setdefault("TERRACE_TABLE", "embedded")
+            values.setdefault("TERRACE_BLOB_BUCKET", "embedded")
+        values.setdefault("TERRACE_API_RATE_LIMIT_PER_S", API_RATE_LIMIT_PER_S)
+        try:
+            return cls(**values)
+        except ValidationError as exc:
+            raise ConfigurationError(_one_line(exc)) from None
+
+
+class _Environment(EnvSettingsSource):
+    """pydantic-settings' environment source over a given mapping rather than os.environ."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return parse_env_vars(self._environ, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str)
+
+
+def _one_line(exc: ValidationError) -> str:
+    """`TERRACE_MAX_RUNNERS: Input should be a valid integer (got 'many'); ...`: each bad variable once."""
+    problems = []
+    for error in exc.errors():
+        name = ".".join(str(part) for part in error["loc"]) or "settings"
+        got = f" (got {error['input']!r})" if error["type"] != "missing" else ""
+        problems.append(f"{name}: {error['msg']}{got}")
+    return "invalid settings: " + "; ".join(problems)

@@ -146,11 +146,14 @@ def test_batch_get_put_and_delete(table: Table) -> None:
         table.put({"pk": f"k{i}", "sk": "x", "i": i})
     got = table.batch_get([(f"k{i}", "x") for i in range(135)] + [("k0", "x")])
     assert sorted(item["i"] for item in got) == list(range(130))
-    items = [{"pk": "bulk", "sk": f"{i:03}", "n": i} for i in range(60)]
-    table.batch_put([*items, {"pk": "bulk", "sk": "000", "n": -1}])  # a repeated key: the last one wins
-    assert [item["n"] for item in table.query("bulk")] == [-1, *range(1, 60)]
-    table.batch_delete([("bulk", f"{i:03}") for i in range(0, 60, 2)] + [("bulk", "missing")])
+    items = [{"pk": "bulk", "sk": f"{i:03}", "n": i, "tags": ["a", i]} for i in range(60)]
+    table.batch_put([*items, {"pk": "bulk", "sk": "000", "n": -1, "tags": []}])  # a repeated key: the last one wins
+    got = table.query("bulk")
+    assert [item["n"] for item in got] == [-1, *range(1, 60)] and got[1]["tags"] == ["a", 1]
+    table.batch_delete([("bulk", f"{i:03}") for i in range(0, 60, 2)] + [("bulk", "missing"), ("bulk", "002")])
     assert [item["n"] for item in table.query("bulk")] == list(range(1, 60, 2))
+    table.batch_put([])
+    table.batch_delete([])
 
 
 def test_concurrent_conditional_writers_one_wins_each_round(table: Table) -> None:

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.infra
 def test_layer_requirements_come_from_pyproject_with_the_tracer_extra():
     requirements = bundling.layer_requirements()
     names = {r.split("==")[0] for r in requirements}
-    assert {"aws-lambda-powertools[tracer]", "fastapi", "mangum", "pydantic", "jinja2"} <= names
+    assert {"aws-lambda-powertools[tracer]", "fastapi", "mangum", "pydantic", "pydantic-settings", "jinja2"} <= names
     assert all("==" in r for r in requirements), "every layer dependency is pinned"
 
 

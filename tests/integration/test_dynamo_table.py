@@ -1,4 +1,6 @@
-"""DynamoTable against moto: conditions, transactions, gsi queries, batch_get, number round trips."""
+"""DynamoTable against moto, what is DynamoDB's own: batch writes that DynamoDB leaves unprocessed are retried.
+The Table port's semantics (conditions, transactions, gsi queries, batches, round trips) are checked over moto
+by tests/contract/test_table_contract.py."""
 
 from __future__ import annotations
 
@@ -8,7 +10,6 @@ from typing import Any
 import pytest
 from aws import clients, create_table_and_bucket, moto_server
 from terrace.adapters.dynamo_table import DynamoTable
-from terrace.adapters.table import Check, ConditionFailed, Delete, Put
 
 
 @pytest.fixture(scope="module")
@@ -21,83 +22,6 @@ def endpoint() -> Iterator[str]:
 def table(endpoint: str) -> DynamoTable:
     made = clients(endpoint)
     return DynamoTable(made["dynamodb"], create_table_and_bucket(made).table_name)
-
-
-def test_put_get_conditions(table: DynamoTable) -> None:
-    table.put({"pk": "a", "sk": "x", "version": 1, "n": 5})
-    with pytest.raises(ConditionFailed):
-        table.put({"pk": "a", "sk": "x", "version": 2}, if_absent=True)
-    with pytest.raises(ConditionFailed):
-        table.put({"pk": "a", "sk": "x", "version": 2}, if_version=7)
-    table.put({"pk": "a", "sk": "x", "version": 2, "n": 6}, if_version=1)
-    assert table.get("a", "x") == {"pk": "a", "sk": "x", "version": 2, "n": 6}
-    with pytest.raises(ConditionFailed):
-        table.delete("a", "x", if_version=1)
-    table.delete("a", "x", if_version=2)
-    assert table.get("a", "x") is None
-
-
-def test_number_and_nested_round_trip(table: DynamoTable) -> None:
-    item: dict[str, Any] = {
-        "pk": "n",
-        "sk": "n",
-        "int": 42,
-        "float": 1.5,
-        "big": 2**53,
-        "flag": True,
-        "none": None,
-        "nested": {"list": [1, 2.25, "s", {"deep": 0}], "empty": ""},
-    }
-    table.put(item)
-    got = table.get("n", "n")
-    assert got == item
-    assert isinstance(got["int"], int) and isinstance(got["float"], float)
-
-
-def test_transactions_are_all_or_nothing(table: DynamoTable) -> None:
-    table.put({"pk": "ws", "sk": "ws", "version": 1})
-    with pytest.raises(ConditionFailed):
-        table.transact(
-            [
-                Put({"pk": "ws", "sk": "ws", "version": 2}, if_version=1),
-                Put({"pk": "sv", "sk": "sv"}, if_absent=True),
-                Check("missing", "x"),
-            ]
-        )
-    assert table.get("ws", "ws")["version"] == 1 and table.get("sv", "sv") is None  # type: ignore[index]
-    table.transact(
-        [Put({"pk": "ws", "sk": "ws", "version": 2}, if_version=1), Put({"pk": "sv", "sk": "sv"}, if_absent=True)]
-    )
-    assert table.get("ws", "ws")["version"] == 2 and table.get("sv", "sv") is not None  # type: ignore[index]
-    table.transact([Delete("sv", "sv"), Check("ws", "ws", if_version=2), Check("gone", "x", must_exist=False)])
-    assert table.get("sv", "sv") is None
-
-
-def test_gsi_queries_in_order_with_prefix_reverse_and_limit(table: DynamoTable) -> None:
-    for i in (3, 1, 2):
-        table.put({"pk": f"sv-{i}", "sk": "sv", "gsi1pk": "ws#state-versions", "gsi1sk": f"2024-01-0{i}#sv-{i}"})
-        table.put({"pk": "ws#resources", "sk": f"null_resource.r{i}"})
-    assert [i["pk"] for i in table.query("ws#state-versions", index="gsi1")] == ["sv-1", "sv-2", "sv-3"]
-    assert [i["pk"] for i in table.query("ws#state-versions", index="gsi1", reverse=True, limit=2)] == ["sv-3", "sv-2"]
-    assert [i["sk"] for i in table.query("ws#resources", prefix="null_resource.r2")] == ["null_resource.r2"]
-
-
-def test_batch_get_many_keys(table: DynamoTable) -> None:
-    for i in range(130):
-        table.put({"pk": f"k{i}", "sk": "x", "i": i})
-    got = table.batch_get([(f"k{i}", "x") for i in range(135)] + [("k0", "x")])
-    assert sorted(item["i"] for item in got) == list(range(130))
-
-
-def test_batch_put_and_delete_in_chunks(table: DynamoTable) -> None:
-    items = [{"pk": "bulk", "sk": f"{i:03}", "n": i, "tags": ["a", i]} for i in range(60)]
-    table.batch_put([*items, {"pk": "bulk", "sk": "000", "n": -1, "tags": []}])  # a repeated key: last one wins
-    got = table.query("bulk")
-    assert [item["n"] for item in got] == [-1, *range(1, 60)] and got[1]["tags"] == ["a", 1]
-    table.batch_delete([("bulk", f"{i:03}") for i in range(0, 60, 2)] + [("bulk", "missing"), ("bulk", "002")])
-    assert [item["n"] for item in table.query("bulk")] == list(range(1, 60, 2))
-    table.batch_put([])
-    table.batch_delete([])
 
 
 class _Throttling:

@@ -3,7 +3,6 @@ discovery, JWKS, authorization-code flow with PKCE, RS256-signed ID tokens)."""
 
 from __future__ import annotations
 
-import dataclasses
 import time
 import warnings
 from collections.abc import Iterator
@@ -144,7 +143,7 @@ def test_an_id_token_signed_by_another_key_is_refused(app: tuple[Any, TestClient
 
 def test_without_an_issuer_there_is_no_sso(app: tuple[Any, TestClient]) -> None:
     container, _ = app
-    plain = build_memory(dataclasses.replace(container.settings, oidc_issuer=None))
+    plain = build_memory(container.settings.replace(oidc_issuer=None))
     client = TestClient(create_app(plain), base_url="https://testserver", follow_redirects=False)
     assert client.get("/app/sign-in/oidc").status_code == 404
     assert "single sign-on" not in client.get("/app/sign-in").text

@@ -3,7 +3,6 @@ get ARNs, never values). Each secret is fetched once per process."""
 
 from __future__ import annotations
 
-import dataclasses
 from functools import cache
 from typing import Any
 
@@ -19,7 +18,7 @@ def resolve_secrets(settings: Settings, client: Any = None) -> Settings:
         for value_field, arn_field in SECRET_FIELDS.items()
         if not getattr(settings, value_field) and (arn := getattr(settings, arn_field))
     }
-    return dataclasses.replace(settings, **changes) if changes else settings
+    return settings.replace(**changes) if changes else settings
 
 
 def fetch_secret(arn: str, region: str, endpoint_url: str | None = None, client: Any = None) -> str:

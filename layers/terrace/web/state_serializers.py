@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from terrace.domain.state import DATA_DELETED, DATA_PRESENT, DATA_SOFT_DELETED, FINALIZED, StateVersion
+from terrace.domain.state_versions import DATA_DELETED, DATA_PRESENT, DATA_SOFT_DELETED, FINALIZED, StateVersion
 from terrace.services.state.index import IndexedResource, StoredOutput
 from terrace.web.jsonapi import ref, refs, resource
 

@@ -10,17 +10,24 @@ import dataclasses
 
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.table import ConditionFailed, Table
-from terrace.domain import state as st
 from terrace.domain.errors import Conflict
 from terrace.domain.principal import Principal
+from terrace.domain.state_versions import (
+    DATA_DELETED,
+    DATA_PRESENT,
+    DATA_SOFT_DELETED,
+    FINALIZED,
+    StateVersion,
+    sv_to_item,
+)
 from terrace.services.access.authz import Action
 from terrace.services.state.versions import StateVersionService
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 TRANSITIONS = {
-    "soft_delete": (st.DATA_PRESENT, st.DATA_SOFT_DELETED),
-    "restore": (st.DATA_SOFT_DELETED, st.DATA_PRESENT),
-    "permanently_delete": (st.DATA_SOFT_DELETED, st.DATA_DELETED),
+    "soft_delete": (DATA_PRESENT, DATA_SOFT_DELETED),
+    "restore": (DATA_SOFT_DELETED, DATA_PRESENT),
+    "permanently_delete": (DATA_SOFT_DELETED, DATA_DELETED),
 }
 
 
@@ -30,20 +37,20 @@ class BackingDataService:
     ) -> None:
         self._table, self._blobs, self._versions, self._workspaces = table, blobs, versions, workspaces
 
-    def change(self, principal: Principal, sv_id: str, action: str) -> st.StateVersion:
+    def change(self, principal: Principal, sv_id: str, action: str) -> StateVersion:
         """`action` is one of TRANSITIONS; owners (DELETE_WORKSPACE on its workspace) only."""
         sv = self._versions.get(principal, sv_id, Action.DELETE_WORKSPACE)
         before, after = TRANSITIONS[action]
-        if sv.status != st.FINALIZED or sv.backing_data != before:
+        if sv.status != FINALIZED or sv.backing_data != before:
             raise Conflict(f"transition not allowed: the backing data of {sv_id} is {sv.backing_data}, not {before}")
-        if after != st.DATA_PRESENT and self._workspaces.load(sv.workspace_id).current_state_version_id == sv.id:
+        if after != DATA_PRESENT and self._workspaces.load(sv.workspace_id).current_state_version_id == sv.id:
             raise Conflict(f"transition not allowed: {sv_id} is its workspace's current state version")
         updated = dataclasses.replace(sv, backing_data=after, version=sv.version + 1)
         try:
-            self._table.put(st.sv_to_item(updated), if_version=sv.version)
+            self._table.put(sv_to_item(updated), if_version=sv.version)
         except ConditionFailed as exc:
             raise Conflict(f"state version {sv_id} changed concurrently; retry") from exc
-        if after == st.DATA_DELETED:
+        if after == DATA_DELETED:
             for key in (sv.blob_key, sv.json_blob_key):
                 self._blobs.delete(key)
         return updated

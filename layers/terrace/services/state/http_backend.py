@@ -11,7 +11,7 @@ from terrace.domain.errors import Conflict, Invalid, Locked
 from terrace.domain.principal import Principal
 from terrace.domain.workspace import Workspace
 from terrace.services.access.organizations import OrganizationService
-from terrace.services.state.uploads import PENDING_KEY
+from terrace.services.state.current import PENDING_KEY
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 LockRule = Callable[[Workspace], None]

@@ -20,60 +20,28 @@ from typing import Any
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.queues import EventPublisher
 from terrace.adapters.table import ConditionFailed, Put, Table, WriteOp
-from terrace.domain import clock
+from terrace.domain import clock, state_versions
 from terrace.domain import state as st
 from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import looks_like, new_id
 from terrace.domain.principal import Principal, PrincipalKind
-from terrace.domain.state import DISCARDED, FINALIZED, PENDING, OutputValue, ParsedState, StateVersion
+from terrace.domain.state import OutputValue, ParsedState
+from terrace.domain.state_versions import DISCARDED, FINALIZED, PENDING, StateVersion
 from terrace.domain.workspace import Workspace
+from terrace.services.state.current import (
+    ATTEMPTS,
+    PENDING_KEY,
+    discard_pending_ops,
+    find_version,
+    managed_count,
+    with_current,
+)
 from terrace.services.state.index import StateIndex
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 log = logging.getLogger("terrace.state")
 
-PENDING_KEY = "pending_state_version_id"  # in Workspace.extra while a two-step upload is outstanding
-ATTEMPTS = 8
 UPLOADED_EVENT = "state.uploaded"
-
-
-def with_current(ws: Workspace, sv: StateVersion, resource_count: int) -> Workspace:
-    extra = {k: v for k, v in ws.extra.items() if k != PENDING_KEY}
-    return dataclasses.replace(
-        ws,
-        current_state_version_id=sv.id,
-        state_serial=sv.serial,
-        state_lineage=sv.lineage or None,  # unknown until the events worker parses an undeclared one
-        state_md5=sv.md5,
-        resource_count=resource_count,
-        extra=extra,
-        version=ws.version + 1,
-        updated_at=clock.now_iso(),
-    )
-
-
-def managed_count(parsed: ParsedState) -> int:
-    return sum(1 for r in parsed.resources if r.mode == "managed")
-
-
-def find_version(table: Table, sv_id: str) -> StateVersion:
-    item = table.get(sv_id, "sv") if looks_like(sv_id, "sv") else None
-    if item is None:
-        raise NotFound(f"state version {sv_id} not found")
-    return st.sv_from_item(item)
-
-
-def discard_pending_ops(table: Table, ws: Workspace) -> list[WriteOp]:
-    """Transaction items that discard the workspace's outstanding pending version (a newer write supersedes it)."""
-    pending_id = ws.extra.get(PENDING_KEY)
-    item = table.get(pending_id, "sv") if pending_id else None
-    if item is None or item["status"] != PENDING:
-        return []
-    old = st.sv_from_item(item)
-    gone = dataclasses.replace(
-        old, status=DISCARDED, error="superseded by a newer state version", version=old.version + 1
-    )
-    return [Put(st.sv_to_item(gone), if_version=old.version)]
 
 
 class StateUploads:
@@ -107,7 +75,9 @@ class StateUploads:
             ws = self._workspaces.load(ws.id)
             lock_rule(ws)
             if not (serial == ws.state_serial and md5 == ws.state_md5):
-                st.decide(ws, serial, lineage, md5, force)  # refuses lower serials and foreign lineages early
+                state_versions.decide(
+                    ws, serial, lineage, md5, force
+                )  # refuses lower serials and foreign lineages early
             sv = StateVersion(
                 id=sv_id,
                 workspace_id=ws.id,
@@ -129,7 +99,7 @@ class StateUploads:
                 self._table.transact(
                     [
                         self._workspaces.write_op(updated, ws.version),
-                        Put(st.sv_to_item(sv), if_absent=True),
+                        Put(state_versions.sv_to_item(sv), if_absent=True),
                         *discard_pending_ops(self._table, ws),
                     ]
                 )
@@ -164,7 +134,7 @@ class StateUploads:
             if ws.extra.get(PENDING_KEY) != sv.id:
                 return self.discard(current, "superseded by a newer state version")
             try:
-                st.decide(ws, sv.serial, sv.lineage or None, sv.md5, sv.force)
+                state_versions.decide(ws, sv.serial, sv.lineage or None, sv.md5, sv.force)
             except Conflict as exc:
                 return self.discard(current, exc.detail)
             if outputs is not None and output_ids is None:
@@ -184,7 +154,7 @@ class StateUploads:
                 self._table.transact(
                     [
                         self._workspaces.write_op(with_current(ws, final, ws.resource_count), ws.version),
-                        Put(st.sv_to_item(final), if_version=current.version),
+                        Put(state_versions.sv_to_item(final), if_version=current.version),
                     ]
                 )
             except ConditionFailed:
@@ -204,7 +174,7 @@ class StateUploads:
         """An object landed in the blob store; finalize the version it belongs to."""
         name = blob_key.rsplit("/", 1)[-1].split(".", 1)[0]
         item = self._table.get(name, "sv") if blob_key.startswith("state/") and looks_like(name, "sv") else None
-        return self.finalize(st.sv_from_item(item)) if item else None
+        return self.finalize(state_versions.sv_from_item(item)) if item else None
 
     def discard(self, sv: StateVersion, reason: str) -> StateVersion:
         for _ in range(ATTEMPTS):
@@ -214,7 +184,7 @@ class StateUploads:
             gone = dataclasses.replace(
                 current, status=DISCARDED, error=reason, json_outputs=None, version=current.version + 1
             )
-            ops: list[WriteOp] = [Put(st.sv_to_item(gone), if_version=current.version)]
+            ops: list[WriteOp] = [Put(state_versions.sv_to_item(gone), if_version=current.version)]
             if ws.extra.get(PENDING_KEY) == sv.id:
                 extra = {k: v for k, v in ws.extra.items() if k != PENDING_KEY}
                 cleared = dataclasses.replace(ws, extra=extra, version=ws.version + 1, updated_at=clock.now_iso())
@@ -281,7 +251,7 @@ class StateUploads:
                     outputs_pending=False,
                     output_ids=current.output_ids if output_ids is None else output_ids,
                 )
-            ops: list[WriteOp] = [Put(st.sv_to_item(updated), if_version=current.version)]
+            ops: list[WriteOp] = [Put(state_versions.sv_to_item(updated), if_version=current.version)]
             if parsed is not None and ws.current_state_version_id == sv.id:
                 counted = dataclasses.replace(
                     ws,

@@ -1,9 +1,9 @@
 """State versions: create (inline or two-step upload), read, roll back, and the http backend's writes.
 
-A new current version and the workspace's state fields change in ONE transaction (the workspace item's
-version guards it); on a lost race the decision is made again from a fresh read. Raw state lives in the
-blob store; its metadata, outputs and the resource index live in the table. Inline states are parsed and
-indexed in the request (they are small); two-step uploads are finalized and indexed by `state_uploads`.
+A new current version and the workspace's state fields change in ONE transaction (`writes.py`: the
+workspace item's version guards it). Raw state lives in the blob store; its metadata, outputs and the
+resource index live in the table. Inline states are parsed and indexed in the request (they are small);
+two-step uploads are finalized and indexed by `uploads.py`.
 """
 
 from __future__ import annotations
@@ -14,29 +14,22 @@ from typing import Any
 
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.queues import EventPublisher
-from terrace.adapters.table import ConditionFailed, Put, Table, WriteOp
+from terrace.adapters.table import Table
 from terrace.config import Settings
-from terrace.domain import clock
 from terrace.domain import state as st
+from terrace.domain import state_versions
 from terrace.domain.errors import Conflict, Forbidden, Invalid, NotFound, TooLarge
-from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal, PrincipalKind
-from terrace.domain.state import FINALIZED, PENDING, ParsedState, StateVersion
+from terrace.domain.state_versions import FINALIZED, PENDING, StateVersion
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.state import http_backend as state_http
+from terrace.services.state.current import PENDING_KEY, find_version
 from terrace.services.state.http_backend import LockRule
 from terrace.services.state.index import IndexedResource, StateIndex, StoredOutput
-from terrace.services.state.uploads import (
-    ATTEMPTS,
-    PENDING_KEY,
-    StateUploads,
-    discard_pending_ops,
-    find_version,
-    managed_count,
-    with_current,
-)
+from terrace.services.state.uploads import StateUploads
+from terrace.services.state.writes import StateWriter
 from terrace.services.workspaces.locking import LockService
 from terrace.services.workspaces.workspaces import WorkspaceService
 
@@ -55,6 +48,7 @@ class StateVersionService:
         self._table, self._blobs, self._settings = table, blobs, settings
         self._workspaces, self._index, self._orgs = workspaces, index, organizations
         self._uploads = StateUploads(table, blobs, workspaces, index, publisher)
+        self._writer = StateWriter(table, blobs, workspaces, index, self._uploads)
 
     # creating ----------------------------------------------------------------------------
     def create(
@@ -64,8 +58,8 @@ class StateVersionService:
         self._require_lock(principal)(ws)
         if principal.kind is PrincipalKind.RUN:
             run_id = principal.subject_id  # a run's terraform writes for its own run, whatever it names
-        serial, md5 = st.require_serial(attrs), st.require_md5(attrs)
-        lineage = st.optional_lineage(attrs)
+        serial, md5 = state_versions.require_serial(attrs), state_versions.require_md5(attrs)
+        lineage = state_versions.optional_lineage(attrs)
         force = bool(attrs.get("force", False))
         if attrs.get("state") in (None, ""):
             json_outputs = attrs.get("json-state-outputs") or None
@@ -85,7 +79,7 @@ class StateVersionService:
         # own tests send one fixture file under several serials); serials still never go backwards and a foreign
         # lineage is still refused unless forced.
         parsed = dataclasses.replace(parsed, serial=serial, lineage=lineage or parsed.lineage)
-        return self._store(principal, ws.id, raw, parsed, force, run_id, self._require_lock(principal))
+        return self._writer.store(principal, ws.id, raw, parsed, force, run_id, self._require_lock(principal))
 
     def _check_size(self, size: int) -> None:
         limit = self._settings.max_inline_state_bytes
@@ -102,76 +96,6 @@ class StateVersionService:
                 raise Conflict(f"workspace {ws.name} must be locked by you before writing state")
 
         return rule
-
-    def _store(
-        self,
-        principal: Principal,
-        workspace_id: str,
-        raw: bytes,
-        parsed: ParsedState,
-        force: bool,
-        run_id: str | None,
-        lock_rule: LockRule,
-    ) -> StateVersion:
-        sv_id, md5 = new_id("sv"), st.md5_hex(raw)
-        output_ids: tuple[str, ...] | None = None
-        written = False  # the blob and outputs, from the first put on: a refused write removes them
-
-        def cleanup() -> None:
-            if written:
-                self._blobs.delete(st.state_blob_key(workspace_id, sv_id))
-                self._index.delete_outputs(sv_id)
-
-        stored: StateVersion | None = None
-        try:
-            for _ in range(ATTEMPTS):
-                ws = self._workspaces.load(workspace_id)
-                lock_rule(ws)
-                if st.decide(ws, parsed.serial, parsed.lineage, md5, force):
-                    cleanup()
-                    return self._find(str(ws.current_state_version_id))
-                if output_ids is None:
-                    written = True
-                    self._blobs.put(st.state_blob_key(ws.id, sv_id), raw, "application/json")
-                    output_ids = self._index.write_outputs(sv_id, ws, parsed.outputs)
-                sv = StateVersion(
-                    id=sv_id,
-                    workspace_id=ws.id,
-                    organization=ws.organization,
-                    serial=parsed.serial,
-                    lineage=parsed.lineage,
-                    md5=md5,
-                    status=FINALIZED,
-                    created_at=clock.now_iso(),
-                    size=len(raw),
-                    created_by=principal.subject_id if principal.kind is PrincipalKind.USER else None,
-                    run_id=run_id,
-                    force=force,
-                    terraform_version=parsed.terraform_version,
-                    format_version=parsed.format_version,
-                    resources_processed=True,
-                    summary=parsed.summary,
-                    output_ids=output_ids,
-                )
-                ops: list[WriteOp] = [
-                    self._workspaces.write_op(with_current(ws, sv, managed_count(parsed)), ws.version),
-                    Put(st.sv_to_item(sv), if_absent=True),
-                    *discard_pending_ops(self._table, ws),
-                ]
-                try:
-                    self._table.transact(ops)
-                except ConditionFailed:
-                    continue
-                stored = sv
-                break
-        except BaseException:
-            cleanup()
-            raise
-        if stored is None:
-            cleanup()
-            raise Conflict("the workspace changed repeatedly while storing state; retry")
-        self._uploads.reindex(workspace_id, sv_id, parsed)
-        return stored
 
     # two-step uploads (state_uploads) ----------------------------------------------------
     def finalize(self, sv: StateVersion) -> StateVersion:
@@ -220,7 +144,7 @@ class StateVersionService:
     def list_for(self, principal: Principal, ws: Workspace, status: str | None = None) -> list[StateVersion]:
         self._workspaces.authorize(principal, Action.READ_STATE, ws)
         items = self._table.query(f"{ws.id}#state-versions", index="gsi1", reverse=True)
-        found = [self.finalize(st.sv_from_item(item)) for item in items]
+        found = [self.finalize(state_versions.sv_from_item(item)) for item in items]
         return [sv for sv in found if not status or sv.status == status]
 
     def upload_urls(self, sv: StateVersion) -> tuple[str | None, str | None]:
@@ -298,7 +222,7 @@ class StateVersionService:
             raise Conflict(f"state version {target_id} is {target.status}; only finalized versions can be restored")
         target.require_data()
         raw = st.with_serial(self._blobs.get(target.blob_key), (ws.state_serial or 0) + 1)
-        return self._store(principal, ws.id, raw, st.parse_state(raw), True, None, self._require_lock(principal))
+        return self._writer.store(principal, ws.id, raw, st.parse_state(raw), True, None, self._require_lock(principal))
 
     def resolve_workspace(
         self, principal: Principal, organization: str, name: str, create: bool = False
@@ -315,7 +239,9 @@ class StateVersionService:
         ws = self.resolve_workspace(principal, organization, name, create=True)
         assert ws is not None
         self._workspaces.authorize(principal, Action.WRITE_STATE, ws)
-        return self._store(principal, ws.id, raw, parsed, False, None, state_http.http_lock_rule(principal, lock_id))
+        return self._writer.store(
+            principal, ws.id, raw, parsed, False, None, state_http.http_lock_rule(principal, lock_id)
+        )
 
     def delete_history(self, principal: Principal, ws: Workspace) -> None:
         """Forget every state version of a workspace (http backend DELETE). Refused while it is locked."""
@@ -327,7 +253,7 @@ class StateVersionService:
     def purge(self, workspace_id: str) -> None:
         """Delete the stored versions, outputs, blobs and index of a workspace (after deletion or a reset)."""
         for item in self._table.query(f"{workspace_id}#state-versions", index="gsi1"):
-            sv = st.sv_from_item(item)
+            sv = state_versions.sv_from_item(item)
             self._index.delete_outputs(sv.id)
             self._blobs.delete(sv.blob_key)
             self._blobs.delete(sv.json_blob_key)

@@ -11,7 +11,7 @@ from fastapi.responses import RedirectResponse
 from terrace.bootstrap import Container
 from terrace.domain.errors import Invalid, NotFound
 from terrace.domain.principal import Principal
-from terrace.domain.state import StateVersion
+from terrace.domain.state_versions import StateVersion
 from terrace.services.state.backing_data import TRANSITIONS
 from terrace.web import bodies, state_serializers
 from terrace.web.deps import ContainerDep, PrincipalDep

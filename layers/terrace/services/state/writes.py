@@ -1,0 +1,108 @@
+"""Writing a whole state as a workspace's new current version: inline uploads, rollbacks, the http backend.
+
+The state version, its blob and outputs, and the workspace's state fields change in ONE transaction (the
+workspace item's version guards it); on a lost race the decision is made again from a fresh read. A refused
+or failed write removes the blob and outputs it had put.
+"""
+
+from __future__ import annotations
+
+from terrace.adapters.blobs import BlobStore
+from terrace.adapters.table import ConditionFailed, Put, Table, WriteOp
+from terrace.domain import clock, state_versions
+from terrace.domain import state as st
+from terrace.domain.errors import Conflict
+from terrace.domain.ids import new_id
+from terrace.domain.principal import Principal, PrincipalKind
+from terrace.domain.state import ParsedState
+from terrace.domain.state_versions import FINALIZED, StateVersion
+from terrace.services.state.current import ATTEMPTS, discard_pending_ops, find_version, managed_count, with_current
+from terrace.services.state.http_backend import LockRule
+from terrace.services.state.index import StateIndex
+from terrace.services.state.uploads import StateUploads
+from terrace.services.workspaces.workspaces import WorkspaceService
+
+
+class StateWriter:
+    def __init__(
+        self,
+        table: Table,
+        blobs: BlobStore,
+        workspaces: WorkspaceService,
+        index: StateIndex,
+        uploads: StateUploads,
+    ) -> None:
+        self._table, self._blobs, self._workspaces = table, blobs, workspaces
+        self._index, self._uploads = index, uploads
+
+    def store(
+        self,
+        principal: Principal,
+        workspace_id: str,
+        raw: bytes,
+        parsed: ParsedState,
+        force: bool,
+        run_id: str | None,
+        lock_rule: LockRule,
+    ) -> StateVersion:
+        """Make `raw` (already parsed and checked) the workspace's current state; an equal state is
+        idempotent (the current version is returned), a lower serial or foreign lineage is refused unless forced."""
+        sv_id, md5 = new_id("sv"), st.md5_hex(raw)
+        output_ids: tuple[str, ...] | None = None
+        written = False  # the blob and outputs, from the first put on: a refused write removes them
+
+        def cleanup() -> None:
+            if written:
+                self._blobs.delete(state_versions.state_blob_key(workspace_id, sv_id))
+                self._index.delete_outputs(sv_id)
+
+        stored: StateVersion | None = None
+        try:
+            for _ in range(ATTEMPTS):
+                ws = self._workspaces.load(workspace_id)
+                lock_rule(ws)
+                if state_versions.decide(ws, parsed.serial, parsed.lineage, md5, force):
+                    cleanup()
+                    return find_version(self._table, str(ws.current_state_version_id))
+                if output_ids is None:
+                    written = True
+                    self._blobs.put(state_versions.state_blob_key(ws.id, sv_id), raw, "application/json")
+                    output_ids = self._index.write_outputs(sv_id, ws, parsed.outputs)
+                sv = StateVersion(
+                    id=sv_id,
+                    workspace_id=ws.id,
+                    organization=ws.organization,
+                    serial=parsed.serial,
+                    lineage=parsed.lineage,
+                    md5=md5,
+                    status=FINALIZED,
+                    created_at=clock.now_iso(),
+                    size=len(raw),
+                    created_by=principal.subject_id if principal.kind is PrincipalKind.USER else None,
+                    run_id=run_id,
+                    force=force,
+                    terraform_version=parsed.terraform_version,
+                    format_version=parsed.format_version,
+                    resources_processed=True,
+                    summary=parsed.summary,
+                    output_ids=output_ids,
+                )
+                ops: list[WriteOp] = [
+                    self._workspaces.write_op(with_current(ws, sv, managed_count(parsed)), ws.version),
+                    Put(state_versions.sv_to_item(sv), if_absent=True),
+                    *discard_pending_ops(self._table, ws),
+                ]
+                try:
+                    self._table.transact(ops)
+                except ConditionFailed:
+                    continue
+                stored = sv
+                break
+        except BaseException:
+            cleanup()
+            raise
+        if stored is None:
+            cleanup()
+            raise Conflict("the workspace changed repeatedly while storing state; retry")
+        self._uploads.reindex(workspace_id, sv_id, parsed)
+        return stored

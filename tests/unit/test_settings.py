@@ -1,0 +1,143 @@
+"""terrace.config.Settings: the TERRACE_* environment as pydantic-settings reads it, the same names and defaults
+as before the move, keyword construction that ignores the environment, and one-line errors for bad values."""
+
+from __future__ import annotations
+
+import pytest
+from terrace.cli import app
+from terrace.config import ConfigurationError, Settings
+from typer.testing import CliRunner
+
+BASE = {"TERRACE_TABLE": "t", "TERRACE_BLOB_BUCKET": "b"}
+
+# field -> (variable, value set, value read, default): every variable Settings reads, by its exact name, and
+# what from_env gives when it is unset (TERRACE_TABLE and TERRACE_BLOB_BUCKET are required)
+VARIABLES = {
+    "table_name": ("TERRACE_TABLE", "tbl", "tbl", "t"),
+    "blob_bucket": ("TERRACE_BLOB_BUCKET", "bkt", "bkt", "b"),
+    "public_url": ("TERRACE_PUBLIC_URL", "https://tf.example.com/", "https://tf.example.com", "https://localhost:8443"),
+    "region": ("AWS_REGION", "eu-west-1", "eu-west-1", "us-east-1"),
+    "aws_endpoint_url": ("TERRACE_AWS_ENDPOINT_URL", "http://moto:5000", "http://moto:5000", None),
+    "data_dir": ("TERRACE_DATA_DIR", "/srv/terrace", "/srv/terrace", None),
+    "kms_key_id": ("TERRACE_KMS_KEY_ID", "key-1", "key-1", None),
+    "url_signing_secret": ("TERRACE_URL_SIGNING_SECRET", "s3cret", "s3cret", ""),
+    "presign_ttl_s": ("TERRACE_PRESIGN_TTL_S", "60", 60, 900),
+    "max_request_bytes": ("TERRACE_MAX_REQUEST_BYTES", "1000", 1000, 6 * 1024 * 1024),
+    "max_inline_state_bytes": ("TERRACE_MAX_INLINE_STATE_BYTES", "2000", 2000, 4 * 1024 * 1024),
+    "max_config_bytes": ("TERRACE_MAX_CONFIG_BYTES", "3000", 3000, 512 * 1024 * 1024),
+    "bootstrap_token_secret_arn": ("TERRACE_BOOTSTRAP_SECRET_ARN", "arn:b", "arn:b", None),
+    "url_signing_secret_arn": ("TERRACE_URL_SIGNING_SECRET_ARN", "arn:u", "arn:u", None),
+    "scaler_function": ("TERRACE_SCALER_FUNCTION", "scaler", "scaler", None),
+    "ecs_cluster": ("TERRACE_ECS_CLUSTER", "cluster", "cluster", None),
+    "runner_task_definition": ("TERRACE_RUNNER_TASK_DEFINITION", "td:1", "td:1", None),
+    "runner_container_name": ("TERRACE_RUNNER_CONTAINER", "box", "box", "runner"),
+    "runner_subnets": ("TERRACE_RUNNER_SUBNETS", "subnet-a,subnet-b", ("subnet-a", "subnet-b"), ()),
+    "runner_security_groups": ("TERRACE_RUNNER_SECURITY_GROUPS", "sg-1,", ("sg-1",), ()),
+    "runner_assign_public_ip": ("TERRACE_RUNNER_PUBLIC_IP", "false", False, True),
+    "runner_log_group": ("TERRACE_RUNNER_LOG_GROUP", "/ecs/runner", "/ecs/runner", None),
+    "max_runners": ("TERRACE_MAX_RUNNERS", "9", 9, 4),
+    "oidc_issuer": ("TERRACE_OIDC_ISSUER", "https://idp.example.com/", "https://idp.example.com", None),
+    "oidc_client_id": ("TERRACE_OIDC_CLIENT_ID", "cid", "cid", ""),
+    "oidc_client_secret": ("TERRACE_OIDC_CLIENT_SECRET", "csec", "csec", ""),
+    "oidc_client_secret_arn": ("TERRACE_OIDC_CLIENT_SECRET_ARN", "arn:o", "arn:o", None),
+    "oidc_groups_claim": ("TERRACE_OIDC_GROUPS_CLAIM", "roles", "roles", "groups"),
+    "job_heartbeat_s": ("TERRACE_JOB_HEARTBEAT_S", "1", 1, 10),
+    "job_heartbeat_timeout_s": ("TERRACE_JOB_HEARTBEAT_TIMEOUT_S", "2", 2, 45),
+    "job_max_attempts": ("TERRACE_JOB_MAX_ATTEMPTS", "3", 3, 5),
+    "job_retry_base_s": ("TERRACE_JOB_RETRY_BASE_S", "4", 4, 2),
+    "queued_deadline_s": ("TERRACE_QUEUED_DEADLINE_S", "5", 5, 3600),
+    "queued_resend_s": ("TERRACE_QUEUED_RESEND_S", "6", 6, 120),
+    "phase_deadline_s": ("TERRACE_PHASE_DEADLINE_S", "7", 7, 4 * 3600),
+    "confirm_deadline_s": ("TERRACE_CONFIRM_DEADLINE_S", "8", 8, 14 * 24 * 3600),
+    "force_cancel_cooloff_s": ("TERRACE_FORCE_CANCEL_COOLOFF_S", "9", 9, 10),
+    "run_token_ttl_s": ("TERRACE_RUN_TOKEN_TTL_S", "10", 10, 6 * 3600),
+    "runner_token_ttl_s": ("TERRACE_RUNNER_TOKEN_TTL_S", "11", 11, 24 * 3600),
+    "log_url_ttl_s": ("TERRACE_LOG_URL_TTL_S", "12", 12, 5 * 60),
+    "state_snapshot_interval_s": ("TERRACE_STATE_SNAPSHOT_INTERVAL_S", "13", 13, 300),
+    "tool_catalog": ("TERRACE_TOOL_CATALOG", "terraform=1.0.3", "terraform=1.0.3", ""),
+    "default_tool": ("TERRACE_DEFAULT_TOOL", "opentofu", "opentofu", "terraform"),
+    "api_rate_limit_per_s": ("TERRACE_API_RATE_LIMIT_PER_S", "7", 7, 30),
+}
+
+
+def test_every_field_is_read_from_its_variable() -> None:
+    assert set(VARIABLES) | {"queue_urls"} == set(Settings.model_fields)
+    settings = Settings.from_env({variable: raw for variable, raw, _, _ in VARIABLES.values()})
+    for name, (variable, _, expected, _) in VARIABLES.items():
+        assert getattr(settings, name) == expected, variable
+
+
+def test_defaults_are_the_documented_ones() -> None:
+    settings = Settings.from_env(BASE)
+    assert settings.queue_urls == {}
+    assert {name: getattr(settings, name) for name in VARIABLES} == {name: row[3] for name, row in VARIABLES.items()}
+
+
+def test_an_empty_variable_is_an_unset_one() -> None:
+    settings = Settings.from_env(
+        {**BASE, "TERRACE_KMS_KEY_ID": "", "TERRACE_MAX_RUNNERS": "", "TERRACE_OIDC_ISSUER": ""}
+    )
+    assert (settings.kms_key_id, settings.max_runners, settings.oidc_issuer) == (None, 4, None)
+
+
+def test_queue_urls_come_one_variable_a_queue() -> None:
+    env = {**BASE, "TERRACE_QUEUE_URL_JOBS": "https://q/jobs", "TERRACE_QUEUE_URL_RUN_EVENTS": "https://q/events"}
+    assert Settings.from_env(env).queue_urls == {"jobs": "https://q/jobs", "run-events": "https://q/events"}
+
+
+def test_aws_region_wins_over_the_default_region() -> None:
+    assert Settings.from_env({**BASE, "AWS_DEFAULT_REGION": "eu-central-1"}).region == "eu-central-1"
+    both = {**BASE, "AWS_REGION": "ap-south-1", "AWS_DEFAULT_REGION": "eu-central-1"}
+    assert Settings.from_env(both).region == "ap-south-1"
+
+
+def test_a_data_directory_needs_no_table_or_bucket() -> None:
+    settings = Settings.from_env({"TERRACE_DATA_DIR": "/srv/terrace"})
+    assert (settings.table_name, settings.blob_bucket) == ("embedded", "embedded")
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({}, "invalid settings: TERRACE_TABLE: Field required; TERRACE_BLOB_BUCKET: Field required"),
+        ({**BASE, "TERRACE_MAX_RUNNERS": "many"}, "TERRACE_MAX_RUNNERS: Input should be a valid integer"),
+        ({**BASE, "TERRACE_RUNNER_PUBLIC_IP": "maybe"}, "TERRACE_RUNNER_PUBLIC_IP: Input should be a valid boolean"),
+    ],
+)
+def test_a_bad_environment_is_refused_in_one_line_naming_the_variable(env: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigurationError) as refused:
+        Settings.from_env(env)
+    assert message in str(refused.value)
+    assert "\n" not in str(refused.value)
+
+
+def test_keyword_construction_ignores_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for variable, value in {**BASE, "TERRACE_MAX_RUNNERS": "77", "TERRACE_PUBLIC_URL": "https://elsewhere"}.items():
+        monkeypatch.setenv(variable, value)
+    settings = Settings(table_name="m", blob_bucket="m")
+    assert (settings.max_runners, settings.public_url, settings.api_rate_limit_per_s) == (
+        4,
+        "https://localhost:8443",
+        0,
+    )
+    assert (Settings.from_env().max_runners, Settings.from_env().public_url) == (77, "https://elsewhere")
+
+
+def test_settings_are_frozen_and_replace_validates() -> None:
+    settings = Settings(table_name="m", blob_bucket="m", url_signing_secret="s")
+    with pytest.raises(ValueError):
+        settings.max_runners = 2  # type: ignore[misc]
+    assert settings.replace(max_runners=2).max_runners == 2
+    assert settings.max_runners == 4
+    with pytest.raises(ValueError):
+        settings.replace(max_runners="many")
+    assert "s3cret" not in repr(Settings(table_name="m", blob_bucket="m", url_signing_secret="s3cret"))
+
+
+def test_the_cli_refuses_a_bad_environment_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TERRACE_TABLE", "t")
+    monkeypatch.setenv("TERRACE_BLOB_BUCKET", "b")
+    monkeypatch.setenv("TERRACE_JOB_HEARTBEAT_S", "soon")
+    result = CliRunner().invoke(app, ["user", "create", "someone"])
+    assert result.exit_code == 1
+    assert "error: invalid settings: TERRACE_JOB_HEARTBEAT_S: Input should be a valid integer" in result.output
