@@ -16,7 +16,7 @@ from terrace.adapters.dynamo_table import DynamoTable
 from terrace.adapters.s3_blobs import S3Blobs
 from terrace.bootstrap import Container
 from terrace.config import Settings
-from terrace.domain import state as st
+from terrace.domain import state_versions as st
 from terrace.domain.principal import PrincipalKind
 from terrace.services.workspaces.retention_sweep import RetentionSweep
 from terrace.web.app import create_app

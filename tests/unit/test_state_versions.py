@@ -64,13 +64,17 @@ def _first(env: Env, serial: int = 5) -> bytes:
     return raw
 
 
-def test_same_serial_same_content_is_idempotent(state_env: Env) -> None:
+def test_same_serial_same_content_is_a_new_version_as_in_tfc(state_env: Env) -> None:
     raw = _first(state_env)
-    before = state_env.stored()
+    first = state_env.ws().current_state_version_id
     r = state_env.push(raw, 5)
     assert r.status_code == 201
-    assert r.json()["data"]["id"] == state_env.ws().current_state_version_id
-    assert state_env.stored() == before
+    second = r.json()["data"]["id"]
+    assert second != first and second == state_env.ws().current_state_version_id
+    listed = state_env.client.get(f"/api/v2/workspaces/{state_env.ws_id}/state-versions", headers=state_env.auth)
+    ids = [v["id"] for v in listed.json()["data"]]
+    assert first in ids and second in ids
+    assert state_env.ws().state_serial == 5
 
 
 def test_rejections_change_nothing(state_env: Env) -> None:

@@ -79,7 +79,9 @@ class StateVersionService:
         # own tests send one fixture file under several serials); serials still never go backwards and a foreign
         # lineage is still refused unless forced.
         parsed = dataclasses.replace(parsed, serial=serial, lineage=lineage or parsed.lineage)
-        return self._writer.store(principal, ws.id, raw, parsed, force, run_id, self._require_lock(principal))
+        # A state equal to the current one is a version of its own, as in TFC (and as the two-step upload does).
+        lock_rule = self._require_lock(principal)
+        return self._writer.store(principal, ws.id, raw, parsed, force, run_id, lock_rule, repeat_creates=True)
 
     def _check_size(self, size: int) -> None:
         limit = self._settings.max_inline_state_bytes

@@ -44,9 +44,11 @@ class StateWriter:
         force: bool,
         run_id: str | None,
         lock_rule: LockRule,
+        repeat_creates: bool = False,
     ) -> StateVersion:
-        """Make `raw` (already parsed and checked) the workspace's current state; an equal state is
-        idempotent (the current version is returned), a lower serial or foreign lineage is refused unless forced."""
+        """Make `raw` (already parsed and checked) the workspace's current state; a lower serial or foreign lineage
+        is refused unless forced. A state equal to the current one returns the current version, or, with
+        `repeat_creates` (the state-versions API, as TFC), becomes a new version of its own."""
         sv_id, md5 = new_id("sv"), st.md5_hex(raw)
         output_ids: tuple[str, ...] | None = None
         written = False  # the blob and outputs, from the first put on: a refused write removes them
@@ -61,7 +63,7 @@ class StateWriter:
             for _ in range(ATTEMPTS):
                 ws = self._workspaces.load(workspace_id)
                 lock_rule(ws)
-                if state_versions.decide(ws, parsed.serial, parsed.lineage, md5, force):
+                if state_versions.decide(ws, parsed.serial, parsed.lineage, md5, force) and not repeat_creates:
                     cleanup()
                     return find_version(self._table, str(ws.current_state_version_id))
                 if output_ids is None:

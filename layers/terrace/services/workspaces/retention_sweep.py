@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.table import ConditionFailed, Table
 from terrace.domain import clock
-from terrace.domain import state as st
+from terrace.domain import state_versions as st
 from terrace.domain.errors import NotFound
 from terrace.domain.workspace import Workspace
 from terrace.services.access.organizations import OrganizationService
