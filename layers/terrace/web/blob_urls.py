@@ -20,7 +20,7 @@ from terrace.adapters.fs_blobs import URL_PREFIX, BlobUrlRefused, BlobWriter, Fs
 from terrace.web.errors import error_response
 
 PATH = URL_PREFIX + "{key:path}"
-WRITE_BATCH = 1024 * 1024  # request chunks are gathered to this size before a write in the thread pool
+WRITE_BATCH = 1024 * 1024  # request chunks are gathered to this size before they go to the thread pool
 
 
 class _BlobFile(FileResponse):
@@ -72,7 +72,7 @@ async def _receive_into(request: Request, writer: BlobWriter) -> None:
             if size >= WRITE_BATCH:
                 if in_flight is not None:
                     await in_flight  # a refusal (413 past the URL's limit) surfaces here
-                in_flight = loop.run_in_executor(None, writer.write, b"".join(pending))
+                in_flight = loop.run_in_executor(None, _write_all, writer, pending)
                 pending, size = [], 0
     except BaseException:
         if in_flight is not None:
@@ -83,7 +83,12 @@ async def _receive_into(request: Request, writer: BlobWriter) -> None:
     if in_flight is not None:
         await in_flight
     if pending:
-        await anyio.to_thread.run_sync(writer.write, b"".join(pending))
+        await anyio.to_thread.run_sync(_write_all, writer, pending)
+
+
+def _write_all(writer: BlobWriter, chunks: list[bytes]) -> None:
+    for chunk in chunks:  # chunk by chunk: joining them first would copy every byte once more
+        writer.write(chunk)
 
 
 async def upload(request: Request) -> Response:
