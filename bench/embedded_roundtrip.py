@@ -11,7 +11,9 @@ For 1/10/100 MB states, each repeat measures, interleaved on the same machine:
   fsync, rename; no framework): what moving these bytes over HTTPS costs here at the least.
 
 `round trip` rows compare the whole round trip; `transfer` rows compare only its two bulk steps (the state's
-PUT, the download with its redirect) with the raw server's PUT+GET of the same bytes.
+PUT, the download with its redirect) with the raw server's PUT+GET of the same bytes; `process CPU` rows the CPU
+this process spent (with curl as the client: the servers' alone, the API calls' small client part aside), which a
+loaded machine disturbs far less than wall time.
 """
 
 from __future__ import annotations
@@ -85,7 +87,13 @@ def rows(found: dict[str, Any], outcome: Outcome) -> None:
                 target=f"<= {TARGET_RATIO}x at 100 MB",
             )
             outcome.row(f"{size} MB transfer, {client}, vs raw HTTPS PUT+GET", transfer, raw["total"])
-            steps = ", ".join(f"{k}={v * 1000:.0f}" for k, v in terrace.items() if not k.startswith("of which"))
+            outcome.row(
+                f"{size} MB process CPU, {client}, vs raw HTTPS PUT+GET",
+                terrace["process cpu"],
+                raw["process cpu"],
+                note="this process's CPU: the servers, and the client when in-process",
+            )
+            steps = ", ".join(f"{k}={v * 1000:.0f}" for k, v in terrace.items() if not k.startswith("of which "))
             outcome.notes.append(
                 f"{size} MB, {client}: terrace steps (ms) {steps}; raw HTTPS put={raw['upload'] * 1000:.0f} "
                 f"get={raw['download'] * 1000:.0f}; file copy {copy * 1000:.0f}"
