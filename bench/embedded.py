@@ -31,12 +31,13 @@ from bench.state_roundtrip import RoundTrip
 BACKENDS = ("embedded", "moto")
 RSS_TARGET_MB = 50
 STOP_TARGET_S = 5.0
+UNLIMITED = 0  # api_rate_limit_per_s: the benchmark measures the server, not TFC's per-token limit (30/s)
 
 
 def latency(backend: str, quick: bool) -> dict[str, list[float]]:
     levels = {1: 10 if quick else 30, 20: 2 if quick else 5}
     found: dict[str, list[float]] = {}
-    with local_stack(workers=False, backend=backend) as stack:
+    with local_stack(workers=False, backend=backend, api_rate_limit_per_s=UNLIMITED) as stack:
         setup = Api(stack)
         workspaces = [prepare_workspace(setup) for _ in range(max(levels))]
         apis = [Api(stack) for _ in range(max(levels))]
@@ -69,7 +70,7 @@ def _state(serial: int, lineage: str, size: int = 10 * 1024) -> bytes:
 def rss_over_writes(backend: str, writes: int, warmup: int = 50) -> dict[str, Any]:
     """RSS (MB) after `warmup` state writes and every 100 after, to `writes`."""
     samples: dict[int, float] = {}
-    with local_stack(workers=False, backend=backend) as stack:
+    with local_stack(workers=False, backend=backend, api_rate_limit_per_s=UNLIMITED) as stack:
         api = Api(stack)
         try:
             ws_id = api.create_workspace(unique("rss"), **{"execution-mode": "local"})["id"]
@@ -110,7 +111,7 @@ resource "null_resource" "slow" {
 
 
 def stop_with_a_run_in_flight(backend: str) -> dict[str, Any]:
-    with local_stack(workers=True, backend=backend, execution_mode="remote") as stack:
+    with local_stack(workers=True, backend=backend, execution_mode="remote", api_rate_limit_per_s=UNLIMITED) as stack:
         api = Api(stack)
         name = unique("stop")
         ws_id = api.create_workspace(name)["id"]
@@ -156,7 +157,7 @@ def stop_with_a_run_in_flight(backend: str) -> dict[str, Any]:
 def round_trips(backend: str, quick: bool) -> dict[str, Any]:
     plan = [(1, 2), (10, 1), (100, 1)] if quick else [(1, 5), (10, 3), (100, 2)]
     found: dict[str, Any] = {}
-    with local_stack(workers=False, backend=backend) as stack:
+    with local_stack(workers=False, backend=backend, api_rate_limit_per_s=UNLIMITED) as stack:
         trip = RoundTrip(stack)
         try:
             trip.terrace(trip.next_state(64 * 1024))

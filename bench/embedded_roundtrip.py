@@ -27,6 +27,8 @@ from bench.common import MB, Outcome, local_stack, median
 from bench.raw_https import Client, CurlClient, HttpxClient, RawHttpsServer
 from bench.state_roundtrip import TARGET_RATIO, RoundTrip
 
+UNLIMITED = 0  # api_rate_limit_per_s: the benchmark measures the server, not TFC's per-token limit (30/s)
+
 
 def _clients(ca_bundle: str) -> list[Client]:
     tls_dir = Path(ca_bundle).parent
@@ -40,7 +42,7 @@ def measure(quick: bool) -> dict[str, Any]:
     """{size_mb: {"file_copy_s": [...], client name: {"terrace": [steps...], "raw": [steps...]}}}"""
     plan = [(1, 3), (10, 2), (100, 1)] if quick else [(1, 7), (10, 5), (100, 3)]
     found: dict[str, Any] = {}
-    with local_stack(workers=False, backend="embedded") as stack:
+    with local_stack(workers=False, backend="embedded", api_rate_limit_per_s=UNLIMITED) as stack:
         tls_dir = Path(stack.ca_bundle).parent
         raw_root = stack.local.data_dir / "raw-https"
         with RawHttpsServer(raw_root, tls_dir / "localhost.pem", tls_dir / "localhost-key.pem") as raw_url:
