@@ -25,9 +25,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import httpx
-
 from bench.common import MB, Api, Outcome, RssSampler, Stack, local_stack, median, timed, unique
+from bench.raw_https import Client, HttpxClient
 
 INSTANCES = 200  # resource index entries stay few; the size comes from large attributes (like real big states)
 TARGET_RATIO = 1.3
@@ -65,12 +64,13 @@ def make_state(size: int, serial: int, lineage: str) -> bytes:
 
 
 class RoundTrip:
-    def __init__(self, stack: Stack) -> None:
+    def __init__(self, stack: Stack, client: Client | None = None) -> None:
         self.stack = stack
         self.api = Api(stack)
         self.embedded = stack.local.data_dir is not None
-        # presigned URLs go to the blob store: S3 (moto), or Terrace's own blob URLs (embedded, its CA)
-        self.plain = httpx.Client(timeout=300, verify=stack.ca_bundle)
+        # presigned URLs go to the blob store: S3 (moto), or Terrace's own blob URLs (embedded, its CA); the
+        # client moves the state's bytes (httpx in this process unless told otherwise)
+        self.client = client or HttpxClient(stack.ca_bundle)
         if not self.embedded:
             from terrace.local.resources import local_clients
 
@@ -92,6 +92,8 @@ class RoundTrip:
         """One round trip; step times in seconds (and, with `memory`, each step's RSS growth in MB)."""
         steps: dict[str, float] = {}
         md5 = hashlib.md5(raw).hexdigest()  # noqa: S324 - the protocol's checksum
+        self.client.prepare(raw, self.json_state)
+        cpu = time.process_time()  # this process's CPU (all threads): the server's, and an in-process client's
         body = {
             "data": {
                 "type": "state-versions",
@@ -102,21 +104,22 @@ class RoundTrip:
             sv = self.api.data("POST", f"/api/v2/workspaces/{self.ws_id}/state-versions", body)
         attrs = sv["attributes"]
         with self._step("upload", steps, memory):
-            self.plain.put(attrs["hosted-state-upload-url"], content=raw).raise_for_status()
-            self.plain.put(attrs["hosted-json-state-upload-url"], content=self.json_state).raise_for_status()
+            self.client.put(attrs["hosted-state-upload-url"], raw)
+            self.client.put(attrs["hosted-json-state-upload-url"], self.json_state)
         index_before = self.index_s
         with self._step("finalize", steps, memory):
             final = self.api.data("GET", f"/api/v2/state-versions/{sv['id']}")
         steps["of which resource index"] = self.index_s - index_before
         if final["attributes"]["status"] != "finalized":
             raise RuntimeError(f"state version not finalized: {final['attributes']}")
-        with self._step("download", steps, memory):
-            response = self.api.http.get(final["attributes"]["hosted-state-download-url"], follow_redirects=True)
-            response.raise_for_status()
-            downloaded = response.content
-        if hashlib.md5(downloaded).hexdigest() != md5:  # noqa: S324
+        with self._step("download", steps, memory):  # the API's URL, which redirects to the blob's
+            downloaded = self.client.get(
+                final["attributes"]["hosted-state-download-url"], {"Authorization": f"Bearer {self.stack.token}"}
+            )
+        if downloaded() != md5:
             raise RuntimeError("downloaded state differs from the uploaded one")
         steps["total"] = sum(v for k, v in steps.items() if not k.startswith("of which"))
+        steps["process cpu"] = time.process_time() - cpu
         return steps
 
     @contextmanager
@@ -170,9 +173,25 @@ class RoundTrip:
             raise RuntimeError("baseline read differs")
         return steps["total"]
 
+    def raw_https(self, raw: bytes, server_url: str) -> dict[str, float]:
+        """The same bytes PUT to and read back from a raw HTTPS file server (`bench/raw_https.py`), same client."""
+        name = uuid.uuid4().hex
+        steps: dict[str, float] = {}
+        self.client.prepare(raw)
+        cpu = time.process_time()
+        with timed(steps, "upload"):
+            self.client.put(f"{server_url}/{name}", raw)
+        with timed(steps, "download"):
+            downloaded = self.client.get(f"{server_url}/{name}")
+        if downloaded() != hashlib.md5(raw).hexdigest():  # noqa: S324
+            raise RuntimeError("the raw server's copy differs")
+        steps["total"] = steps["upload"] + steps["download"]
+        steps["process cpu"] = time.process_time() - cpu
+        return steps
+
     def close(self) -> None:
         self.api.close()
-        self.plain.close()
+        self.client.close()
 
 
 def profile_finalize(trip: RoundTrip, raw: bytes) -> list[str]:

@@ -30,6 +30,7 @@ RUNTIME_PROVIDED: set[str] = set()
 SERVER_ONLY = {
     "uvicorn",
     "httptools",
+    "uvloop",
     "typer",
     "trustme",
 }  # the embedded server's; no Lambda imports them (cryptography stays: PyJWT verifies OIDC ID tokens with it)

@@ -2,22 +2,25 @@
 filesystem: clients PUT and GET them as they do S3 presigned URLs. The URL's own signature authorizes the
 request (no bearer token); its method, expiry and size limit are checked before a byte is written.
 
-These two routes are `async` (unlike every API endpoint) because they stream bodies: file writes run in the
-thread pool chunk by chunk, and a download streams from disk, so a 100 MB state never sits in memory.
+These two routes are `async` (unlike every API endpoint) because they stream bodies: an upload is hashed and
+written in 1 MiB batches in the thread pool while the next batch arrives, and a download streams from disk in
+1 MiB reads, so a 100 MB state never sits in memory.
 """
 
 from __future__ import annotations
+
+import asyncio
 
 import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 from starlette.routing import Route
 
-from terrace.adapters.fs_blobs import URL_PREFIX, BlobUrlRefused, FsBlobs, check_key
+from terrace.adapters.fs_blobs import URL_PREFIX, BlobUrlRefused, BlobWriter, FsBlobs, check_key
 from terrace.web.errors import error_response
 
 PATH = URL_PREFIX + "{key:path}"
-WRITE_BATCH = 1024 * 1024  # request chunks are gathered to this size before a write in the thread pool
+WRITE_BATCH = 1024 * 1024  # request chunks are gathered to this size before they go to the thread pool
 
 
 class _BlobFile(FileResponse):
@@ -55,6 +58,39 @@ async def download(request: Request) -> Response:
     return _BlobFile(path, media_type="application/octet-stream")
 
 
+async def _receive_into(request: Request, writer: BlobWriter) -> None:
+    """The request body into `writer` in WRITE_BATCH batches: each batch is hashed and written in a worker thread
+    while the event loop decrypts and parses the next one (at most one write in flight: ~2 batches in memory)."""
+    loop = asyncio.get_running_loop()
+    in_flight: asyncio.Future[None] | None = None
+    pending: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in request.stream():
+            pending.append(chunk)
+            size += len(chunk)
+            if size >= WRITE_BATCH:
+                if in_flight is not None:
+                    await in_flight  # a refusal (413 past the URL's limit) surfaces here
+                in_flight = loop.run_in_executor(None, _write_all, writer, pending)
+                pending, size = [], 0
+    except BaseException:
+        if in_flight is not None:
+            await asyncio.wait([in_flight])  # the caller aborts the writer: not under a write
+            if not in_flight.cancelled():
+                in_flight.exception()  # retrieved: this request's own error is the one to report
+        raise
+    if in_flight is not None:
+        await in_flight
+    if pending:
+        await anyio.to_thread.run_sync(_write_all, writer, pending)
+
+
+def _write_all(writer: BlobWriter, chunks: list[bytes]) -> None:
+    for chunk in chunks:  # chunk by chunk: joining them first would copy every byte once more
+        writer.write(chunk)
+
+
 async def upload(request: Request) -> Response:
     blobs = _blobs(request)
     try:
@@ -67,16 +103,7 @@ async def upload(request: Request) -> Response:
         return _refused(exc)
     writer = await anyio.to_thread.run_sync(blobs.open_writer, key, max_bytes)
     try:
-        pending: list[bytes] = []
-        size = 0
-        async for chunk in request.stream():
-            pending.append(chunk)
-            size += len(chunk)
-            if size >= WRITE_BATCH:
-                await anyio.to_thread.run_sync(writer.write, b"".join(pending))
-                pending, size = [], 0
-        if pending:
-            await anyio.to_thread.run_sync(writer.write, b"".join(pending))
+        await _receive_into(request, writer)
         info = await anyio.to_thread.run_sync(writer.commit)
     except BlobUrlRefused as exc:
         await anyio.to_thread.run_sync(writer.abort)
