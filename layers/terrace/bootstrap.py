@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import Any
 
 from terrace.adapters.blobs import BlobStore
+from terrace.adapters.job_signal import LAMBDA_RECHECK_S, JobSignal
 from terrace.adapters.kms import Encryptor, MemoryEncryptor
 from terrace.adapters.queues import (
     EventPublisher,
@@ -79,6 +80,7 @@ class Container:
     scaler_kick: Callable[[], None] | None = None  # on AWS: wakes the scaler after a job is queued
     event_queue: EventQueue | None = None  # the consumer side of `publisher` (SQS, or SQLite when embedded)
     database: Any = None  # the embedded server's SqliteDatabase (backups, closing)
+    job_signal: JobSignal = field(default_factory=JobSignal)  # wakes waiting runners; in-process by default
 
     def close(self) -> None:
         """Release what the adapters hold open (the embedded database's connections)."""
@@ -87,7 +89,7 @@ class Container:
 
     @cached_property
     def job_queue(self) -> JobQueue:
-        queue: JobQueue = TableJobQueue(self.table)
+        queue: JobQueue = TableJobQueue(self.table, signal=self.job_signal)
         return KickingJobQueue(queue, self.scaler_kick) if self.scaler_kick else queue
 
     @cached_property
@@ -282,6 +284,7 @@ class Container:
             ssh_keys=self.ssh_keys,
             plans=self.plans,
             costs=self.cost_estimates,
+            signal=self.job_signal,
         )
 
     @cached_property
@@ -357,6 +360,7 @@ def build_aws(settings: Settings) -> Container:
         publisher=events,
         event_queue=events,
         launcher=launcher,
+        job_signal=JobSignal(recheck_s=LAMBDA_RECHECK_S),  # enqueues may happen in other Lambdas
     )
 
 

@@ -130,18 +130,43 @@ def test_next_through_the_api_claims_once_for_concurrent_runners() -> None:
     assert sorted(codes) == [200, 204, 204, 204]
 
 
-def test_next_long_polls_until_a_job_is_queued() -> None:
+def test_a_waiting_next_is_woken_by_an_enqueue_of_its_organization(monkeypatch: Any) -> None:
+    """The long-poll sleeps on the job signal: one look before it waits, one after the enqueue woke it (no
+    polling in between); an enqueue of another organization does not make it look."""
     env = make_run_env()
-    waits: list[float] = []
+    globex_ws = _second_org(env)
+    looks: list[str] = []
+    take = env.queue.take
+    monkeypatch.setattr(env.queue, "take", lambda org: (looks.append(org), take(org))[1])
+    waiting = threading.Event()
+    signal_wait = env.container.job_signal.wait
 
-    def sleep(seconds: float) -> None:  # a run is created while the runner waits
-        waits.append(seconds)
-        if len(waits) == 2:
-            env.create_run(env.upload_config())
+    def wait(organization: str, mark: int, timeout_s: float) -> bool:
+        waiting.set()
+        return signal_wait(organization, mark, timeout_s)
 
+    monkeypatch.setattr(env.container.job_signal, "wait", wait)
     principal = env.container.accounts.authenticate(env.runner_token)
-    spec = env.container.jobs.next(principal, "r1", wait_s=60, sleep=sleep)
-    assert spec is not None and spec.phase == "plan" and len(waits) == 2
+    got: list[Any] = []
+    waiter = threading.Thread(target=lambda: got.append(env.container.jobs.next(principal, "r1", wait_s=300)))
+    waiter.start()
+    try:
+        assert waiting.wait(60), "next never started waiting"
+        env.create_run(env.upload_config(workspace_id=globex_ws), workspace_id=globex_ws)  # another organization
+        env.create_run(env.upload_config())
+        waiter.join(60)
+        assert not waiter.is_alive(), "an enqueue did not wake the waiting next"
+    finally:
+        env.container.job_signal.notify("acme")  # never leave the thread behind, even when the test fails
+        waiter.join(60)
+    assert got[0] is not None and got[0].phase == "plan" and got[0].organization == "acme"
+    assert looks == ["acme", "acme"]
+
+
+def test_a_waiting_next_that_nothing_wakes_answers_none_at_its_deadline() -> None:
+    env = make_run_env()
+    principal = env.container.accounts.authenticate(env.runner_token)
+    assert env.container.jobs.next(principal, "r1", wait_s=0.05) is None
 
 
 class FakeLauncher:
