@@ -62,6 +62,8 @@ class Settings:
     runner_assign_public_ip: bool = True
     runner_log_group: str | None = None  # CloudWatch log group of the Fargate runners (AWS only): UI links
     max_runners: int = 4
+    max_runners_per_organization: int = 0  # 0: only max_runners limits an organization
+    warm_runners_per_organization: int = 0  # runners kept alive per organization with no job (they never idle out)
     # people sign in to the UI through this OpenID Connect issuer when set (services/access/oidc.py)
     oidc_issuer: str | None = None
     oidc_client_id: str = ""
@@ -143,6 +145,8 @@ class Settings:
             runner_assign_public_ip=env.get("TERRACE_RUNNER_PUBLIC_IP", "true").lower() == "true",
             runner_log_group=env.get("TERRACE_RUNNER_LOG_GROUP") or None,
             max_runners=_env_int(env, "TERRACE_MAX_RUNNERS", 4),
+            max_runners_per_organization=_env_int(env, "TERRACE_MAX_RUNNERS_PER_ORGANIZATION", 0),
+            warm_runners_per_organization=_env_int(env, "TERRACE_WARM_RUNNERS_PER_ORGANIZATION", 0),
             oidc_issuer=(env.get("TERRACE_OIDC_ISSUER") or "").rstrip("/") or None,
             oidc_client_id=env.get("TERRACE_OIDC_CLIENT_ID", ""),
             oidc_client_secret=env.get("TERRACE_OIDC_CLIENT_SECRET", ""),

@@ -117,6 +117,39 @@ def test_short_polls_pause_between_empty_answers(tmp_path: Path) -> None:
     assert pauses == [2]  # asked, paused, asked again, idle long enough: exit
 
 
+def test_an_idle_runner_waits_in_back_to_back_long_polls_then_exits(tmp_path: Path) -> None:
+    """Idle, the runner only sits in the API's long-poll (the server wakes it for a job): no pause, no busy loop
+    between two asks, and the last wait ends when the idle time does."""
+    fake = FakeApi()
+    api, transfers = fake.clients()
+    now = [0.0]
+    asked: list[float] = []
+    ask = api.next
+
+    def next_job(wait_s: float) -> Any:
+        asked.append(wait_s)
+        now[0] += wait_s  # the API answers 204 when the wait is over
+        return ask(wait_s)
+
+    api.next = next_job  # type: ignore[method-assign]
+    config = runner_config(tmp_path, fake_terraform(tmp_path / "bin"), wait_s=20, idle_exit_s=50)
+    pauses: list[float] = []
+    runner = Runner(config, api, JobExecutor(config, api, transfers), clock=lambda: now[0], sleep=pauses.append)
+    assert runner.loop() == 0
+    assert asked == [20, 20, 10] and pauses == []
+
+
+def test_a_runner_that_neither_long_polls_nor_paces_itself_still_pauses(tmp_path: Path) -> None:
+    fake = FakeApi()
+    api, transfers = fake.clients()
+    config = runner_config(tmp_path, fake_terraform(tmp_path / "bin"), wait_s=0, poll_interval_s=0, idle_exit_s=3)
+    ticks = iter(range(100))
+    pauses: list[float] = []
+    runner = Runner(config, api, JobExecutor(config, api, transfers), clock=lambda: next(ticks), sleep=pauses.append)
+    assert runner.loop() == 0
+    assert pauses == [1.0, 1.0]  # asked three times, paused between
+
+
 def test_a_refused_runner_token_stops_the_runner(tmp_path: Path) -> None:
     fake = FakeApi()
     api, transfers = fake.clients()

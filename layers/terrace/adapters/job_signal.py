@@ -28,6 +28,7 @@ class JobSignal:
         self._changed = threading.Condition()
         self._marks: dict[str, int] = {}
         self._due: dict[str, list[float]] = {}  # when delayed jobs of an organization become available
+        self.listeners: list[Callable[[str], object]] = []  # told of every enqueue (the local scaler's wake-up)
 
     def mark(self, organization: str) -> int:
         """The organization's position now; jobs delayed until now are visible to the look that follows."""
@@ -43,6 +44,8 @@ class JobSignal:
             else:
                 self._marks[organization] = self._marks.get(organization, 0) + 1
             self._changed.notify_all()
+        for listener in self.listeners:
+            listener(organization)
 
     def wait(self, organization: str, mark: int, timeout_s: float) -> bool:
         """Block until something may be new for `organization` since `mark` (True: look again) or until

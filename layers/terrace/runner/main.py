@@ -17,6 +17,7 @@ from terrace.runner.config import ConfigError, RunnerConfig
 from terrace.runner.execution import JobExecutor
 
 log = logging.getLogger("terrace.runner")
+ERROR_PAUSE_S = 1.0  # after a failed ask, and between empty answers when nothing else paces the loop
 
 
 class Runner:
@@ -45,23 +46,26 @@ class Runner:
         log.info("job %s %s", spec.job_id, report.status)
 
     def loop(self, once: bool = False) -> int:
+        """Ask for jobs until stopped, retired or idle for `idle_exit_s`. Idle, the runner sits in the API's
+        long-poll (woken server-side when a job of its organization is queued) and uses no CPU; with short polls
+        (`wait_s` 0, on AWS) it pauses `poll_interval_s` between empty answers."""
         idle_since = self.clock()
         while not self.stopping:
             if self.config.retire_at and self.wall_clock() >= self.config.retire_at:
                 log.info("retiring: this runner's token expires soon; the scaler starts a fresh one")
                 return 0
             try:
-                spec = self.api.next(self.config.wait_s)
+                spec = self.api.next(self._wait_s(idle_since))
             except ApiError as exc:
                 if exc.status in (401, 403):
                     log.error("the runner API refused this runner's token: %s", exc)
                     return 3
                 log.warning("asking for the next job failed: %s", exc)
-                time.sleep(1.0)
+                self.sleep(ERROR_PAUSE_S)
                 spec = None
             except Exception as exc:
                 log.warning("asking for the next job failed: %s", exc)
-                time.sleep(1.0)
+                self.sleep(ERROR_PAUSE_S)
                 spec = None
             if spec is not None:
                 try:
@@ -75,9 +79,16 @@ class Runner:
             if self.config.idle_exit_s and self.clock() - idle_since >= self.config.idle_exit_s:
                 log.info("idle for %.0f s: exiting", self.config.idle_exit_s)
                 return 0
-            if self.config.poll_interval_s:
-                self.sleep(self.config.poll_interval_s)
+            if self.config.poll_interval_s or not self.config.wait_s:
+                self.sleep(self.config.poll_interval_s or ERROR_PAUSE_S)  # never a busy loop of empty answers
         return 0
+
+    def _wait_s(self, idle_since: float) -> float:
+        """The long-poll's wait: `wait_s`, but not past the moment the runner would exit for being idle."""
+        if not (self.config.idle_exit_s and self.config.wait_s):
+            return self.config.wait_s
+        left = self.config.idle_exit_s - (self.clock() - idle_since)
+        return max(0.0, min(self.config.wait_s, left))
 
 
 class _JsonFormatter(logging.Formatter):
