@@ -178,3 +178,13 @@ def test_the_runner_imports_only_what_the_runner_image_installs(tmp_path):
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+def test_warm_runners_and_the_per_organization_maximum_are_deploy_options(synth, synth_options):
+    """Off by default (runners start on demand, overlapping the upload); `terrace:warmRunnersPerOrganization`
+    keeps that many per organization alive."""
+    for stack, per_org, warm in ((synth, "0", "0"), (synth_options, "3", "1")):
+        _, scaler = stack.by_path("/Functions/Scaler/Resource")
+        env = scaler["Properties"]["Environment"]["Variables"]
+        assert env["TERRACE_MAX_RUNNERS_PER_ORGANIZATION"] == per_org
+        assert env["TERRACE_WARM_RUNNERS_PER_ORGANIZATION"] == warm

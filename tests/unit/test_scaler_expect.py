@@ -102,3 +102,12 @@ def test_real_demand_takes_the_room_before_warm_runners() -> None:
     env.create_run(env.upload_config(workspace_id=ws), workspace_id=ws)
     assert env.container.scaler.scale_once()["retired"] == 1  # globex waits: acme's idle warm runner goes
     assert launcher.retired == [("acme", 1)]
+
+
+def test_the_maxima_and_warm_runners_come_from_the_environment() -> None:
+    from terrace.config import Settings
+
+    env = {"TERRACE_TABLE": "t", "TERRACE_BLOB_BUCKET": "b", "TERRACE_MAX_RUNNERS_PER_ORGANIZATION": "3"}
+    settings = Settings.from_env({**env, "TERRACE_WARM_RUNNERS_PER_ORGANIZATION": "1"})
+    assert (settings.max_runners_per_organization, settings.warm_runners_per_organization) == (3, 1)
+    assert Settings.from_env({"TERRACE_TABLE": "t", "TERRACE_BLOB_BUCKET": "b"}).warm_runners_per_organization == 0
