@@ -150,6 +150,32 @@ def test_a_runner_that_neither_long_polls_nor_paces_itself_still_pauses(tmp_path
     assert pauses == [1.0, 1.0]  # asked three times, paused between
 
 
+def test_sigterm_ends_an_idle_wait_at_once_but_lets_a_job_finish(tmp_path: Path) -> None:
+    from terrace.runner.main import StopIdle
+
+    fake = FakeApi(blobs={"config.tar.gz": tarball({"main.tf": ""})})
+    api, transfers = fake.clients()
+    config = runner_config(tmp_path, fake_terraform(tmp_path / "bin"), wait_s=20)
+    runner = Runner(config, api, JobExecutor(config, api, transfers, echo_to=io.StringIO()))
+    ask = api.next
+
+    def signalled_while_waiting(wait_s: float) -> Any:
+        runner.request_stop()  # what the SIGTERM handler does, arriving during the long-poll
+        return ask(wait_s)
+
+    api.next = signalled_while_waiting  # type: ignore[method-assign]
+    with pytest.raises(StopIdle):
+        runner.loop()
+    spec = make_spec("plan")
+    fake.specs[spec.job_id] = spec
+    fake.queued.append(spec.job_id)
+    busy = Runner(config, api, JobExecutor(config, api, transfers, echo_to=io.StringIO()))
+    busy.handle = lambda claimed: (busy.request_stop(), Runner.handle(busy, claimed))[1]  # type: ignore[method-assign]
+    api.next = ask  # type: ignore[method-assign]
+    assert busy.loop() == 0  # signalled during its job: the job ends and is reported, then the runner exits
+    assert fake.finished[spec.job_id].status == "finished"
+
+
 def test_a_refused_runner_token_stops_the_runner(tmp_path: Path) -> None:
     fake = FakeApi()
     api, transfers = fake.clients()

@@ -51,3 +51,15 @@ def test_with_a_recheck_interval_a_wait_looks_again_without_a_notify() -> None:
     """On AWS (another Lambda may enqueue) a waiter looks again every `recheck_s`."""
     signal = JobSignal(recheck_s=0.01)
     assert signal.wait("acme", signal.mark("acme"), 300) is True
+
+
+def test_closing_ends_every_wait_with_nothing_new() -> None:
+    signal = JobSignal()
+    mark = signal.mark("acme")
+    ended: list[bool] = []
+    waiter = threading.Thread(target=lambda: ended.append(signal.wait("acme", mark, 300)))
+    waiter.start()
+    signal.close()
+    waiter.join(60)
+    assert not waiter.is_alive() and ended == [False]
+    assert signal.wait("acme", signal.mark("acme"), 300) is False  # and any later wait returns at once

@@ -29,6 +29,7 @@ class JobSignal:
         self._marks: dict[str, int] = {}
         self._due: dict[str, list[float]] = {}  # when delayed jobs of an organization become available
         self.listeners: list[Callable[[str], object]] = []  # told of every enqueue (the local scaler's wake-up)
+        self._closed = False
 
     def mark(self, organization: str) -> int:
         """The organization's position now; jobs delayed until now are visible to the look that follows."""
@@ -47,6 +48,12 @@ class JobSignal:
         for listener in self.listeners:
             listener(organization)
 
+    def close(self) -> None:
+        """The server stops: every wait ends now with nothing new (its runner gets a 204 and goes)."""
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
+
     def wait(self, organization: str, mark: int, timeout_s: float) -> bool:
         """Block until something may be new for `organization` since `mark` (True: look again) or until
         `timeout_s` passed with nothing new (False)."""
@@ -55,6 +62,8 @@ class JobSignal:
             end = now + max(0.0, timeout_s)
             recheck_at = now + self.recheck_s if self.recheck_s is not None else end
             while self._marks.get(organization, 0) == mark:
+                if self._closed:
+                    return False
                 now = self._clock()
                 due = min(self._due.get(organization) or [end])
                 if due <= now and due < end:

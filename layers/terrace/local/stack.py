@@ -215,6 +215,8 @@ class LocalStack:
         for launcher in self.launchers:
             launcher.stop_all(timeout_s=STOP_RUNNERS_S)
         self.launchers.clear()
+        if self.container is not None:
+            self.container.job_signal.close()  # long-polls of runners now gone end at once
         if ran and self.container is not None:
             try:
                 embedded.hand_back(self.container, "the server stopped", lambda ref: ref.rpartition("@")[2] in ran)

@@ -33,6 +33,13 @@ class Runner:
         self.config, self.api, self.executor, self.clock, self.wall_clock = config, api, executor, clock, wall_clock
         self.sleep = sleep
         self.stopping = False
+        self.idle = False  # waiting for a job (no job of ours would be cut short)
+
+    def request_stop(self) -> None:
+        """SIGTERM: finish the current job, then exit; an idle runner leaves its long-poll at once."""
+        self.stopping = True
+        if self.idle:
+            raise StopIdle
 
     def handle(self, spec: JobSpec) -> None:
         """Runs one claimed job and reports how it ended."""
@@ -55,7 +62,11 @@ class Runner:
                 log.info("retiring: this runner's token expires soon; the scaler starts a fresh one")
                 return 0
             try:
-                spec = self.api.next(self._wait_s(idle_since))
+                self.idle = True
+                try:
+                    spec = self.api.next(self._wait_s(idle_since))
+                finally:
+                    self.idle = False
             except ApiError as exc:
                 if exc.status in (401, 403):
                     log.error("the runner API refused this runner's token: %s", exc)
@@ -91,6 +102,10 @@ class Runner:
         return max(0.0, min(self.config.wait_s, left))
 
 
+class StopIdle(BaseException):  # noqa: N818 -- not an error: skips the loop's `except Exception`
+    """Raised by the SIGTERM handler while the runner waits for a job: the wait is abandoned."""
+
+
 class _JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         doc: dict[str, Any] = {"level": record.levelname, "logger": record.name, "message": record.getMessage()}
@@ -122,9 +137,12 @@ def main(argv: list[str] | None = None) -> int:
     runner = build_runner(config)
 
     def stop(signum: int, _frame: object) -> None:
-        log.info("signal %d: finishing the current job, then exiting", signum)
-        runner.stopping = True
+        log.info("signal %d: finishing the current job (if any), then exiting", signum)
+        runner.request_stop()
 
     signal.signal(signal.SIGTERM, stop)
     log.info("runner %s serving organization %s", config.runner_id, config.organization or "(of its token)")
-    return runner.loop(once=args.once)
+    try:
+        return runner.loop(once=args.once)
+    except StopIdle:
+        return 0
