@@ -176,6 +176,36 @@ def test_sigterm_ends_an_idle_wait_at_once_but_lets_a_job_finish(tmp_path: Path)
     assert fake.finished[spec.job_id].status == "finished"
 
 
+def test_the_runner_asks_for_its_next_job_while_its_last_report_is_in_flight(tmp_path: Path) -> None:
+    """The finish call runs on its own thread: the next job is claimed before the last one's report returns (an
+    auto-applied run's apply is picked up as soon as the plan's report queued it), and every report is sent
+    before the loop returns."""
+    fake = FakeApi(blobs={"config.tar.gz": tarball({"main.tf": ""})})
+    for job_id in ("plan-one", "plan-two"):
+        fake.specs[job_id] = make_spec("plan", job_id=job_id)
+        fake.queued.append(job_id)
+    api, transfers = fake.clients()
+    asked_again = threading.Event()
+    asks: list[float] = []
+    ask, finish = api.next, api.finish
+
+    def next_job(wait_s: float) -> Any:
+        asks.append(wait_s)
+        if len(asks) == 2:
+            asked_again.set()
+        return ask(wait_s)
+
+    def slow_finish(request: Any, job_id: str) -> None:
+        if job_id == "plan-one":
+            assert asked_again.wait(60), "the runner waited for the report before asking for its next job"
+        finish(request, job_id)
+
+    api.next, api.finish = next_job, slow_finish  # type: ignore[method-assign]
+    config = runner_config(tmp_path, fake_terraform(tmp_path / "bin"), idle_exit_s=0.01, wait_s=0)
+    assert Runner(config, api, JobExecutor(config, api, transfers, echo_to=io.StringIO())).loop() == 0
+    assert set(fake.finished) == {"plan-one", "plan-two"}
+
+
 def test_a_refused_runner_token_stops_the_runner(tmp_path: Path) -> None:
     fake = FakeApi()
     api, transfers = fake.clients()

@@ -7,11 +7,12 @@ import json
 import logging
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from terrace.domain.jobs import JobSpec
+from terrace.domain.jobs import FinishRequest, JobSpec
 from terrace.runner.client import ApiError, RunnerApi, Transfers
 from terrace.runner.config import ConfigError, RunnerConfig
 from terrace.runner.execution import JobExecutor
@@ -34,6 +35,7 @@ class Runner:
         self.sleep = sleep
         self.stopping = False
         self.idle = False  # waiting for a job (no job of ours would be cut short)
+        self._reports: list[threading.Thread] = []  # finish calls still in flight
 
     def request_stop(self) -> None:
         """SIGTERM: finish the current job, then exit; an idle runner leaves its long-poll at once."""
@@ -42,9 +44,18 @@ class Runner:
             raise StopIdle
 
     def handle(self, spec: JobSpec) -> None:
-        """Runs one claimed job and reports how it ended."""
+        """Runs one claimed job, then reports how it ended on a thread of its own: the runner asks for its next
+        job meanwhile (the server's work to close a phase — archiving its log, queueing what follows, revoking its
+        token — is then off the way to the next job; an auto-applied run's apply is claimed the moment the plan's
+        report queues it). `loop` waits for every report before it returns."""
         log.info("running job %s (%s of run %s, attempt %d)", spec.job_id, spec.phase, spec.run_id, spec.attempt)
         report = self.executor.execute(spec)
+        self._reports = [thread for thread in self._reports if thread.is_alive()]
+        thread = threading.Thread(target=self._report, args=(spec, report), name=f"report-{spec.job_id}")
+        thread.start()
+        self._reports.append(thread)
+
+    def _report(self, spec: JobSpec, report: FinishRequest) -> None:
         try:
             self.api.finish(report, spec.job_id)
         except Exception as exc:  # the API's heartbeat deadline decides what happens next
@@ -52,7 +63,18 @@ class Runner:
             return
         log.info("job %s %s", spec.job_id, report.status)
 
+    def wait_for_reports(self) -> None:
+        for thread in self._reports:
+            thread.join()
+        self._reports.clear()
+
     def loop(self, once: bool = False) -> int:
+        try:
+            return self._loop(once)
+        finally:
+            self.wait_for_reports()
+
+    def _loop(self, once: bool) -> int:
         """Ask for jobs until stopped, retired or idle for `idle_exit_s`. Idle, the runner sits in the API's
         long-poll (woken server-side when a job of its organization is queued) and uses no CPU; with short polls
         (`wait_s` 0, on AWS) it pauses `poll_interval_s` between empty answers."""
