@@ -186,16 +186,18 @@ def run(quick: bool = False) -> Outcome:
 def runner_time_lost(phases: list[tuple[float, float, float]], runners: int) -> dict[str, float]:
     """Runner-seconds lost while a queued phase waited and a runner was not running one (pick-up, the server's
     work around a phase: finish, claim), against runner-seconds with no phase to run (workspace queues, the
-    tail). From the phases' own stamps: the sum of both is where runs/min falls short of the ideal."""
+    tail). From the phases' own stamps: the sum of both is where runs/min falls short of the ideal. `overlap`
+    counts more phases running than there are runners (a finish stamped late would flatter the ratio)."""
     moments = sorted({t for phase in phases for t in phase})
-    lost = starved = 0.0
+    lost = starved = overlap = 0.0
     for start, end in zip(moments, moments[1:], strict=False):
         running = sum(1 for _q, r, f in phases if r <= start < f)
         waiting = sum(1 for q, r, _f in phases if q <= start < r)
         free = max(0, runners - running)
         lost += (end - start) * min(free, waiting)
         starved += (end - start) * max(0, free - waiting)
-    return {"pick-up (runner-s)": lost, "no work queued (runner-s)": starved}
+        overlap += (end - start) * max(0, running - runners)  # a phase's end stamped after its runner moved on
+    return {"pick-up (runner-s)": lost, "no work queued (runner-s)": starved, "overlap (runner-s)": overlap}
 
 
 def _completed_in_order(runs: list[dict[str, Any]]) -> bool:
