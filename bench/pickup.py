@@ -9,13 +9,14 @@ the client's clock (the stack runs in this process, so clocks agree).
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
 import httpx
 
 from bench.common import Api, Outcome, Stack, local_stack, median, parse_iso, unique
-from bench.queue_throughput import upload_configuration
+from bench.queue_throughput import FINAL, upload_configuration
 
 MODES = ("warm", "cold, runner started at enqueue", "cold, runner started at configuration upload")
 
@@ -39,6 +40,15 @@ def wait_plan_running(api: Api, run_id: str, timeout_s: float = 120) -> dict[str
     raise RuntimeError(f"the plan of {run_id} never started")
 
 
+def wait_run_final(api: Api, run_id: str, timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    while api.data("GET", f"/api/v2/runs/{run_id}")["attributes"]["status"] not in FINAL:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{run_id} never ended")
+        time.sleep(0.1)
+    time.sleep(0.5)  # the runner's report and clean-up after the run's end
+
+
 def one_plan(api: Api, plain: httpx.Client) -> dict[str, float]:
     ws = api.create_workspace(unique("pickup"), **{"execution-mode": "remote"})["id"]
     started = time.time()
@@ -57,6 +67,7 @@ def one_plan(api: Api, plain: httpx.Client) -> dict[str, float]:
     stamps = wait_plan_running(api, run["id"])["attributes"]["status-timestamps"]
     queued, running = parse_iso(stamps.get("queued-at")), parse_iso(stamps.get("running-at"))
     assert queued is not None and running is not None
+    wait_run_final(api, run["id"])  # the runner is idle again before the next repetition
     return {"queued -> running": running - queued, "upload start -> running": running - started}
 
 
@@ -64,7 +75,8 @@ def run(quick: bool = False) -> Outcome:
     outcome = Outcome("pickup")
     repeats = 2 if quick else 4
     results: dict[str, list[dict[str, float]]] = {mode: [] for mode in MODES}
-    with local_stack(execution_mode="remote", max_runners=2) as stack:
+    backend = os.environ.get("TERRACE_BENCH_BACKEND", "embedded")
+    with local_stack(execution_mode="remote", max_runners=2, backend=backend) as stack:
         api, plain = Api(stack), httpx.Client(timeout=60, verify=stack.ca_bundle)
         container = stack.local.container
         try:
@@ -87,5 +99,5 @@ def run(quick: bool = False) -> Outcome:
             f"{mode}: upload start -> plan running", median([r["upload start -> running"] for r in results[mode]])
         )
     outcome.details = {"results": results, "repeats": repeats}
-    outcome.notes.append("medians; each repetition a fresh workspace and a speculative plan without providers")
+    outcome.notes.append(f"{backend}: medians; each repetition a fresh workspace, a speculative plan, no providers")
     return outcome
