@@ -5,6 +5,7 @@ per organization, each with a token of its own."""
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -245,3 +246,51 @@ def test_the_scaler_revokes_the_tokens_of_runners_that_are_gone(monkeypatch: pyt
     launcher.runners.clear()  # the task stopped
     env.container.scaler.scale_once()
     assert env.runner("POST", "/jobs/next", json={"runner_id": "x"}, token=credential.token).status_code == 401
+
+
+def test_a_runner_gone_during_its_wait_is_handed_no_job() -> None:
+    """The woken long-poll of a runner whose connection closed (stopped, killed) claims nothing: the job stays
+    queued for a live runner instead of waiting for a dead one's heartbeat deadline."""
+    env = make_run_env()
+    principal = env.container.accounts.authenticate(env.runner_token)
+    waiting = threading.Event()
+    got: list[Any] = []
+
+    def gone() -> bool:
+        return False
+
+    signal = env.container.job_signal
+    original_wait = signal.wait
+
+    def wait(organization: str, mark: int, timeout_s: float) -> bool:
+        waiting.set()
+        return original_wait(organization, mark, timeout_s)
+
+    signal.wait = wait  # type: ignore[method-assign]
+    waiter = threading.Thread(target=lambda: got.append(env.container.jobs.next(principal, "r1", 300, gone)))
+    waiter.start()
+    try:
+        assert waiting.wait(60)
+        env.create_run(env.upload_config())
+        waiter.join(60)
+    finally:
+        signal.notify("acme")
+        waiter.join(60)
+    assert got == [None]
+    assert [job.phase for job in env.queued()] == ["plan"]  # still there for the next runner
+    assert env.claim("r2")["phase"] == "plan"
+
+
+def test_a_long_poll_over_http_is_answered_when_its_job_comes() -> None:
+    env = make_run_env()
+    answered: list[Any] = []
+    waiter = threading.Thread(
+        target=lambda: answered.append(env.runner("POST", "/jobs/next?wait=20", json={"runner_id": "r1"}))
+    )
+    waiter.start()
+    deadline = time.monotonic() + 60
+    while not env.container.job_signal._changed._waiters and time.monotonic() < deadline:  # noqa: SLF001
+        time.sleep(0.01)  # until the request sleeps on the signal
+    env.create_run(env.upload_config())
+    waiter.join(60)
+    assert answered and answered[0].status_code == 200 and answered[0].json()["phase"] == "plan"

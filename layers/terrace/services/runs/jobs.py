@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from terrace.adapters.blobs import BlobStore
@@ -94,12 +95,19 @@ class JobService:
         return run, name
 
     # next: take + claim ------------------------------------------------------------------
-    def next(self, principal: Principal, runner_id: str, wait_s: float = 0.0) -> JobSpec | None:
+    def next(
+        self,
+        principal: Principal,
+        runner_id: str,
+        wait_s: float = 0.0,
+        still_asking: Callable[[], bool] = lambda: True,
+    ) -> JobSpec | None:
         """Claim the next job of the runner's organization, waiting up to `wait_s` for one to come.
 
         A wait sleeps on the job signal (`adapters/job_signal.py`): an enqueue of the organization wakes it at
         once; one table query per look, none while it waits (in one process; on AWS it looks again every
-        `recheck_s`)."""
+        `recheck_s`). After a wait, a runner no longer `still_asking` (its connection closed: it was stopped or
+        killed meanwhile) gets nothing, so no job is claimed for a runner that is gone."""
         organization = self._authz.runner_organization(principal)
         deadline = time.monotonic() + max(0.0, wait_s)
         while True:
@@ -108,6 +116,8 @@ class JobService:
             remaining = deadline - time.monotonic()
             if spec is not None or remaining <= 0 or not self._signal.wait(organization, mark, remaining):
                 return spec
+            if not still_asking():
+                return None
 
     def _take_and_claim(self, principal: Principal, organization: str, runner_id: str) -> JobSpec | None:
         while (queued := self._queue.take(organization)) is not None:
