@@ -15,7 +15,15 @@ from typing import Any
 
 from bench.common import BENCH_DIR, Outcome
 
-BENCHMARKS = ("state_roundtrip", "api_latency", "run_overhead", "queue_throughput", "lock_contention", "embedded")
+BENCHMARKS = (
+    "state_roundtrip",
+    "api_latency",
+    "run_overhead",
+    "queue_throughput",
+    "lock_contention",
+    "embedded",
+    "pickup",
+)
 
 
 def _fmt(value: Any, unit: str = "") -> str:

@@ -1,5 +1,7 @@
 """Where runner tasks run: a VPC without NAT, an ECS cluster with no service, and the Fargate task
-definition built from runner-container/. The scaler starts tasks with ecs:RunTask; idle tasks exit."""
+definition built from runner-container/. The scaler starts tasks with ecs:RunTask (also when a configuration
+version is created, before its run exists); idle tasks exit, except the warm ones
+(`terrace:warmRunnersPerOrganization`, default 0)."""
 
 from __future__ import annotations
 
@@ -48,6 +50,7 @@ class Runner(Construct):
         api_url: str,
     ) -> None:
         super().__init__(scope, construct_id)
+        self.settings = settings
         self.private = settings.private_subnets
         subnet_type = ec2.SubnetType.PRIVATE_ISOLATED if self.private else ec2.SubnetType.PUBLIC
         self.vpc = ec2.Vpc(
@@ -144,6 +147,9 @@ class Runner(Construct):
             "TERRACE_RUNNER_SECURITY_GROUPS": self.security_group.security_group_id,
             "TERRACE_RUNNER_PUBLIC_IP": "false" if self.private else "true",
             "TERRACE_RUNNER_LOG_GROUP": self.log_group.log_group_name,  # the run page's CloudWatch links
+            "TERRACE_MAX_RUNNERS_PER_ORGANIZATION": str(self.settings.max_runners_per_organization),
+            # warm runners poll every RUNNER_POLL_INTERVAL_S and never idle out (cost: docs/performance.md)
+            "TERRACE_WARM_RUNNERS_PER_ORGANIZATION": str(self.settings.warm_runners_per_organization),
         }
 
     def grant_run_task(self, grantee: iam.IGrantable) -> None:

@@ -23,6 +23,8 @@ class DeploySettings:
     certificate_arn: str | None = None  # ACM certificate in us-east-1 for domain_name
     max_runners: int = 4
     runner_idle_exit_s: int = 60
+    max_runners_per_organization: int = 0  # 0: max_runners is the only limit
+    warm_runners_per_organization: int = 0  # kept alive per organization with no job (see docs/performance.md)
     alarm_email: str | None = None
     api_rate_limit: int = 50  # requests per second, steady state
     api_burst_limit: int = 100
@@ -54,6 +56,8 @@ class DeploySettings:
             certificate_arn=certificate,
             max_runners=int(ctx("maxRunners") or cls.max_runners),
             runner_idle_exit_s=int(ctx("runnerIdleExitSeconds") or cls.runner_idle_exit_s),
+            max_runners_per_organization=int(ctx("maxRunnersPerOrganization") or 0),
+            warm_runners_per_organization=int(ctx("warmRunnersPerOrganization") or 0),
             alarm_email=ctx("alarmEmail") or None,
             api_rate_limit=int(ctx("apiRateLimit") or cls.api_rate_limit),
             api_burst_limit=int(ctx("apiBurstLimit") or cls.api_burst_limit),

@@ -1,5 +1,6 @@
-"""Lambda "scaler": every minute (EventBridge) and on demand (the api invokes it after enqueueing a job),
-starts Fargate runners for the backlog."""
+"""Lambda "scaler": every minute (EventBridge) and on demand (the api invokes it after enqueueing a job, and with
+`{"expect": <organization key>}` when a configuration version is created, before its run exists), starts Fargate
+runners for the backlog."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ _get_container = aws_container  # built once per execution environment
 @metrics.log_metrics
 @tracer.capture_lambda_handler
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    summary: dict[str, Any] = _get_container().scaler.scale_once()
+    expect = event.get("expect") if isinstance(event, dict) else None
+    summary: dict[str, Any] = _get_container().scaler.scale_once(expect=[expect] if isinstance(expect, str) else [])
     metrics.add_metric(name="RunnersStarted", unit=MetricUnit.Count, value=int(summary.get("started") or 0))
     metrics.add_metric(name="Backlog", unit=MetricUnit.Count, value=int(summary.get("backlog") or 0))
     logger.info("scaled", extra={"summary": summary})

@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import Any
 
 from terrace.adapters.blobs import BlobStore
+from terrace.adapters.job_signal import LAMBDA_RECHECK_S, JobSignal
 from terrace.adapters.kms import Encryptor, MemoryEncryptor
 from terrace.adapters.queues import (
     EventPublisher,
@@ -26,6 +27,7 @@ from terrace.adapters.queues import (
 from terrace.adapters.runner_launchers import RunnerLauncher
 from terrace.adapters.table import Table
 from terrace.config import Settings
+from terrace.domain.workspace import Workspace
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.authz import Authorizer
 from terrace.services.access.grants import TableAccessResolver
@@ -78,9 +80,10 @@ class Container:
     encryptor: Encryptor = field(default_factory=MemoryEncryptor)
     publisher: EventPublisher = field(default_factory=MemoryEventPublisher)
     launcher: RunnerLauncher | None = None  # starts runners: ECS tasks on AWS, processes locally
-    scaler_kick: Callable[[], None] | None = None  # on AWS: wakes the scaler after a job is queued
+    scaler_kick: Callable[..., None] | None = None  # on AWS: wakes the scaler (kick(), or kick(expect=org))
     event_queue: EventQueue | None = None  # the consumer side of `publisher` (SQS, or SQLite when embedded)
     database: Any = None  # the embedded server's SqliteDatabase (backups, closing)
+    job_signal: JobSignal = field(default_factory=JobSignal)  # wakes waiting runners; in-process by default
 
     def close(self) -> None:
         """Release what the adapters hold open (the embedded database's connections)."""
@@ -89,8 +92,18 @@ class Container:
 
     @cached_property
     def job_queue(self) -> JobQueue:
-        queue: JobQueue = TableJobQueue(self.table)
+        queue: JobQueue = TableJobQueue(self.table, signal=self.job_signal)
         return KickingJobQueue(queue, self.scaler_kick) if self.scaler_kick else queue
+
+    def expect_runner(self, ws: Workspace) -> None:
+        """A configuration version of `ws` was created: its run comes once the upload ends. Start a runner now
+        (remote execution only), so its start overlaps the upload."""
+        if ws.effective_execution_mode(self.organizations.by_key(ws.organization).default_execution_mode) == "local":
+            return
+        if self.scaler_kick is not None:
+            self.scaler_kick(expect=ws.organization)  # AWS: the scaler Lambda, invoked asynchronously
+        else:
+            self.scaler.expect(ws.organization)  # one process: the local scaler loop wakes at once
 
     @cached_property
     def authz(self) -> Authorizer:
@@ -207,6 +220,7 @@ class Container:
     def configuration_versions(self) -> ConfigurationVersionService:
         versions = ConfigurationVersionService(self.table, self.blobs, self.workspaces, self.settings)
         versions.on_uploaded.append(lambda cv: self.runs.queue_for_upload(cv))
+        versions.on_created.append(lambda cv, ws: self.expect_runner(ws))
         versions.in_use.append(lambda cv: self.run_queries.uses_configuration(cv.workspace_id, cv.id))
         return versions
 
@@ -284,6 +298,7 @@ class Container:
             ssh_keys=self.ssh_keys,
             plans=self.plans,
             costs=self.cost_estimates,
+            signal=self.job_signal,
         )
 
     @cached_property
@@ -312,7 +327,13 @@ class Container:
 
     @cached_property
     def scaler(self) -> Scaler:
-        return Scaler(self.run_store, self.accounts, self.launcher, self.settings)
+        return Scaler(
+            self.run_store,
+            self.accounts,
+            self.launcher,
+            self.settings,
+            organizations=lambda: [org.key for org in self.organizations.all()],
+        )
 
     @cached_property
     def events(self) -> EventService:
@@ -375,6 +396,7 @@ def build_aws(settings: Settings) -> Container:
         publisher=events,
         event_queue=events,
         launcher=launcher,
+        job_signal=JobSignal(recheck_s=LAMBDA_RECHECK_S),  # enqueues may happen in other Lambdas
     )
 
 
@@ -415,11 +437,15 @@ def build_embedded(settings: Settings) -> Container:
     )
 
 
-def _invoke_async(settings: Settings, function_name: str) -> None:
+def _invoke_async(settings: Settings, function_name: str, expect: str | None = None) -> None:
+    """Invoke the scaler without waiting; `expect`: the organization a configuration version was created in."""
+    import json
+
     import boto3
 
     client = boto3.client("lambda", region_name=settings.region, endpoint_url=settings.aws_endpoint_url)
-    client.invoke(FunctionName=function_name, InvocationType="Event", Payload=b"{}")
+    payload = {"expect": expect} if expect else {}
+    client.invoke(FunctionName=function_name, InvocationType="Event", Payload=json.dumps(payload).encode())
 
 
 @functools.cache

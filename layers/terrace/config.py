@@ -76,6 +76,10 @@ class Settings(BaseSettings):
     # CloudWatch log group of the Fargate runners (AWS only): UI links
     runner_log_group: str | None = _optional("TERRACE_RUNNER_LOG_GROUP")
     max_runners: int = Field(default=4, validation_alias="TERRACE_MAX_RUNNERS")
+    # 0: only max_runners limits an organization
+    max_runners_per_organization: int = Field(default=0, validation_alias="TERRACE_MAX_RUNNERS_PER_ORGANIZATION")
+    # runners kept alive per organization with no job (they never idle out)
+    warm_runners_per_organization: int = Field(default=0, validation_alias="TERRACE_WARM_RUNNERS_PER_ORGANIZATION")
     # people sign in to the UI through this OpenID Connect issuer when set (services/access/oidc.py)
     oidc_issuer: str | None = _optional("TERRACE_OIDC_ISSUER")
     oidc_client_id: str = Field(default="", validation_alias="TERRACE_OIDC_CLIENT_ID")

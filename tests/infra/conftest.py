@@ -96,6 +96,8 @@ def synth_options(tmp_path_factory: pytest.TempPathFactory) -> Synth:
             "terrace:certificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/abc",
             "terrace:alarmEmail": "ops@example.com",
             "terrace:maxRunners": "7",
+            "terrace:maxRunnersPerOrganization": "3",
+            "terrace:warmRunnersPerOrganization": "1",
             "terrace:cognito": "true",
         },
     )

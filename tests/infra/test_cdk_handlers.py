@@ -153,9 +153,20 @@ def test_events_handler_counts_run_transitions_for_the_dashboard(monkeypatch):
 def test_scheduled_handlers_return_the_service_summary(monkeypatch, name, service, method):
     module = load(name)
     summary = {"backlog": 2, "started": 1}
-    fake = SimpleNamespace(**{service: SimpleNamespace(**{method: lambda: summary})})
+    fake = SimpleNamespace(**{service: SimpleNamespace(**{method: lambda **_: summary})})
     monkeypatch.setattr(module, "_get_container", lambda: fake)
     assert module.lambda_handler({"source": "aws.events"}, context()) == summary
+
+
+def test_the_scaler_handler_passes_an_expected_organization_on(monkeypatch):
+    """The api invokes the scaler with {"expect": org} when a configuration version is created."""
+    module = load("scaler")
+    asked: list[list[str]] = []
+    fake = SimpleNamespace(scaler=SimpleNamespace(scale_once=lambda expect: (asked.append(expect), {})[1]))
+    monkeypatch.setattr(module, "_get_container", lambda: fake)
+    module.lambda_handler({"expect": "org-key"}, context())
+    module.lambda_handler({"source": "aws.events"}, context())
+    assert asked == [["org-key"], []]
 
 
 # api ----------------------------------------------------------------------------------------------

@@ -42,7 +42,7 @@ def test_dockerfile_pins_and_verifies_opentofu_and_can_sandbox_each_job():
     from infra.bundling import REPO
 
     text = (REPO / "runner-container" / "Dockerfile").read_text()
-    assert "FROM python:3.11-slim" in text
+    assert "ARG PYTHON_IMAGE=python:3.11-slim" in text
     assert "ARG TOFU_VERSION=1." in text
     assert "sha256sum -c" in text and "ARG TOFU_SHA256=" in text
     assert "linux_arm64" in text
@@ -130,10 +130,61 @@ def test_image_bakes_a_tool_catalog_and_the_api_lists_exactly_its_versions(synth
     assert "/opt/terrace/tools/tofu/${TOFU_VERSION}" in text
     assert "/opt/terrace/tools/terraform/${TERRAFORM_VERSION}" in text
     assert "TERRACE_TOOLS_DIR=/opt/terrace/tools" in text
-    versions = dict(line.removeprefix("ARG ").split("=", 1) for line in text.splitlines() if line.startswith("ARG "))
+    versions = dict(
+        line.removeprefix("ARG ").split("=", 1) for line in text.splitlines() if line.startswith("ARG ") and "=" in line
+    )
     _, api = synth.by_path("/Api/Handler/Resource")
     env = api["Properties"]["Environment"]["Variables"]
     assert env["TERRACE_TOOL_CATALOG"] == (
         f"terraform={versions['TERRAFORM_VERSION']},opentofu={versions['TOFU_VERSION']}"
     )
     assert env["TERRACE_DEFAULT_TOOL"] == "opentofu"
+
+
+def _final_stage(text: str) -> str:
+    return text[text.rindex("\nFROM ") :]
+
+
+def test_the_final_image_has_no_build_tools_and_bakes_the_tools_in():
+    """Multi-stage: curl, the downloaded archives and pip's installers stay in the build stages; the final stage
+    copies the verified binaries and the runner's virtual environment (a job downloads no tool)."""
+    from infra.bundling import REPO
+
+    text = (REPO / "runner-container" / "Dockerfile").read_text()
+    assert text.count("\nFROM ") == 3
+    final = _final_stage(text)
+    assert final.startswith("\nFROM ${PYTHON_IMAGE}\n")
+    for absent in ("curl", "unzip", "pip install", "build-essential", "gcc", ".tar.gz", ".zip"):
+        assert absent not in final, absent
+    assert "COPY --from=tools /opt/terrace/tools /opt/terrace/tools" in final
+    assert "COPY --from=python /opt/terrace/venv /opt/terrace/venv" in final
+    assert "--no-deps ." in text and "pip uninstall -y" in text  # no server libraries, no pip in the image
+
+
+def test_the_runner_imports_only_what_the_runner_image_installs(tmp_path):
+    """The image installs the package without its dependencies plus httpx and pydantic: importing the runner
+    must not need boto3, FastAPI, cryptography or any other library of the API."""
+    import subprocess
+    import sys
+
+    blocked = ["boto3", "botocore", "fastapi", "starlette", "mangum", "aws_lambda_powertools", "jinja2", "jwt",
+               "uvicorn", "httptools", "typer", "trustme", "cryptography", "moto", "click", "rich"]  # fmt: skip
+    script = (
+        "import sys\n"
+        f"for name in {blocked!r}:\n"
+        "    sys.modules[name] = None  # an import of it raises ImportError\n"
+        "import terrace.runner.main, terrace.runner.execution, terrace.runner.sandbox, terrace.runner.catalog\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+def test_warm_runners_and_the_per_organization_maximum_are_deploy_options(synth, synth_options):
+    """Off by default (runners start on demand, overlapping the upload); `terrace:warmRunnersPerOrganization`
+    keeps that many per organization alive."""
+    for stack, per_org, warm in ((synth, "0", "0"), (synth_options, "3", "1")):
+        _, scaler = stack.by_path("/Functions/Scaler/Resource")
+        env = scaler["Properties"]["Environment"]["Variables"]
+        assert env["TERRACE_MAX_RUNNERS_PER_ORGANIZATION"] == per_org
+        assert env["TERRACE_WARM_RUNNERS_PER_ORGANIZATION"] == warm

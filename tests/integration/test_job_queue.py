@@ -117,6 +117,95 @@ def test_short_polls_pause_between_empty_answers(tmp_path: Path) -> None:
     assert pauses == [2]  # asked, paused, asked again, idle long enough: exit
 
 
+def test_an_idle_runner_waits_in_back_to_back_long_polls_then_exits(tmp_path: Path) -> None:
+    """Idle, the runner only sits in the API's long-poll (the server wakes it for a job): no pause, no busy loop
+    between two asks, and the last wait ends when the idle time does."""
+    fake = FakeApi()
+    api, transfers = fake.clients()
+    now = [0.0]
+    asked: list[float] = []
+    ask = api.next
+
+    def next_job(wait_s: float) -> Any:
+        asked.append(wait_s)
+        now[0] += wait_s  # the API answers 204 when the wait is over
+        return ask(wait_s)
+
+    api.next = next_job  # type: ignore[method-assign]
+    config = runner_config(tmp_path, fake_terraform(tmp_path / "bin"), wait_s=20, idle_exit_s=50)
+    pauses: list[float] = []
+    runner = Runner(config, api, JobExecutor(config, api, transfers), clock=lambda: now[0], sleep=pauses.append)
+    assert runner.loop() == 0
+    assert asked == [20, 20, 10] and pauses == []
+
+
+def test_a_runner_that_neither_long_polls_nor_paces_itself_still_pauses(tmp_path: Path) -> None:
+    fake = FakeApi()
+    api, transfers = fake.clients()
+    config = runner_config(tmp_path, fake_terraform(tmp_path / "bin"), wait_s=0, poll_interval_s=0, idle_exit_s=3)
+    ticks = iter(range(100))
+    pauses: list[float] = []
+    runner = Runner(config, api, JobExecutor(config, api, transfers), clock=lambda: next(ticks), sleep=pauses.append)
+    assert runner.loop() == 0
+    assert pauses == [1.0, 1.0]  # asked three times, paused between
+
+
+def test_sigterm_ends_an_idle_wait_at_once_but_lets_a_job_finish(tmp_path: Path) -> None:
+    from terrace.runner.main import StopIdle
+
+    fake = FakeApi(blobs={"config.tar.gz": tarball({"main.tf": ""})})
+    api, transfers = fake.clients()
+    config = runner_config(tmp_path, fake_terraform(tmp_path / "bin"), wait_s=20)
+    runner = Runner(config, api, JobExecutor(config, api, transfers, echo_to=io.StringIO()))
+    ask = api.next
+
+    def signalled_while_waiting(wait_s: float) -> Any:
+        runner.request_stop()  # what the SIGTERM handler does, arriving during the long-poll
+        return ask(wait_s)
+
+    api.next = signalled_while_waiting  # type: ignore[method-assign]
+    with pytest.raises(StopIdle):
+        runner.loop()
+    spec = make_spec("plan")
+    fake.specs[spec.job_id] = spec
+    fake.queued.append(spec.job_id)
+    busy = Runner(config, api, JobExecutor(config, api, transfers, echo_to=io.StringIO()))
+    busy.handle = lambda claimed: (busy.request_stop(), Runner.handle(busy, claimed))[1]  # type: ignore[method-assign]
+    api.next = ask  # type: ignore[method-assign]
+    assert busy.loop() == 0  # signalled during its job: the job ends and is reported, then the runner exits
+    assert fake.finished[spec.job_id].status == "finished"
+
+
+def test_the_runner_asks_for_its_next_job_while_its_last_report_is_in_flight(tmp_path: Path) -> None:
+    """The finish call runs on its own thread: the next job is claimed before the last one's report returns (an
+    auto-applied run's apply is picked up as soon as the plan's report queued it), and every report is sent
+    before the loop returns."""
+    fake = FakeApi(blobs={"config.tar.gz": tarball({"main.tf": ""})})
+    for job_id in ("plan-one", "plan-two"):
+        fake.specs[job_id] = make_spec("plan", job_id=job_id)
+        fake.queued.append(job_id)
+    api, transfers = fake.clients()
+    asked_again = threading.Event()
+    asks: list[float] = []
+    ask, finish = api.next, api.finish
+
+    def next_job(wait_s: float) -> Any:
+        asks.append(wait_s)
+        if len(asks) == 2:
+            asked_again.set()
+        return ask(wait_s)
+
+    def slow_finish(request: Any, job_id: str) -> None:
+        if job_id == "plan-one":
+            assert asked_again.wait(60), "the runner waited for the report before asking for its next job"
+        finish(request, job_id)
+
+    api.next, api.finish = next_job, slow_finish  # type: ignore[method-assign]
+    config = runner_config(tmp_path, fake_terraform(tmp_path / "bin"), idle_exit_s=0.01, wait_s=0)
+    assert Runner(config, api, JobExecutor(config, api, transfers, echo_to=io.StringIO())).loop() == 0
+    assert set(fake.finished) == {"plan-one", "plan-two"}
+
+
 def test_a_refused_runner_token_stops_the_runner(tmp_path: Path) -> None:
     fake = FakeApi()
     api, transfers = fake.clients()

@@ -5,6 +5,7 @@ per organization, each with a token of its own."""
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -130,18 +131,43 @@ def test_next_through_the_api_claims_once_for_concurrent_runners() -> None:
     assert sorted(codes) == [200, 204, 204, 204]
 
 
-def test_next_long_polls_until_a_job_is_queued() -> None:
+def test_a_waiting_next_is_woken_by_an_enqueue_of_its_organization(monkeypatch: Any) -> None:
+    """The long-poll sleeps on the job signal: one look before it waits, one after the enqueue woke it (no
+    polling in between); an enqueue of another organization does not make it look."""
     env = make_run_env()
-    waits: list[float] = []
+    globex_ws = _second_org(env)
+    looks: list[str] = []
+    take = env.queue.take
+    monkeypatch.setattr(env.queue, "take", lambda org: (looks.append(org), take(org))[1])
+    waiting = threading.Event()
+    signal_wait = env.container.job_signal.wait
 
-    def sleep(seconds: float) -> None:  # a run is created while the runner waits
-        waits.append(seconds)
-        if len(waits) == 2:
-            env.create_run(env.upload_config())
+    def wait(organization: str, mark: int, timeout_s: float) -> bool:
+        waiting.set()
+        return signal_wait(organization, mark, timeout_s)
 
+    monkeypatch.setattr(env.container.job_signal, "wait", wait)
     principal = env.container.accounts.authenticate(env.runner_token)
-    spec = env.container.jobs.next(principal, "r1", wait_s=60, sleep=sleep)
-    assert spec is not None and spec.phase == "plan" and len(waits) == 2
+    got: list[Any] = []
+    waiter = threading.Thread(target=lambda: got.append(env.container.jobs.next(principal, "r1", wait_s=300)))
+    waiter.start()
+    try:
+        assert waiting.wait(60), "next never started waiting"
+        env.create_run(env.upload_config(workspace_id=globex_ws), workspace_id=globex_ws)  # another organization
+        env.create_run(env.upload_config())
+        waiter.join(60)
+        assert not waiter.is_alive(), "an enqueue did not wake the waiting next"
+    finally:
+        env.container.job_signal.notify("acme")  # never leave the thread behind, even when the test fails
+        waiter.join(60)
+    assert got[0] is not None and got[0].phase == "plan" and got[0].organization == "acme"
+    assert looks == ["acme", "acme"]
+
+
+def test_a_waiting_next_that_nothing_wakes_answers_none_at_its_deadline() -> None:
+    env = make_run_env()
+    principal = env.container.accounts.authenticate(env.runner_token)
+    assert env.container.jobs.next(principal, "r1", wait_s=0.05) is None
 
 
 class FakeLauncher:
@@ -220,3 +246,51 @@ def test_the_scaler_revokes_the_tokens_of_runners_that_are_gone(monkeypatch: pyt
     launcher.runners.clear()  # the task stopped
     env.container.scaler.scale_once()
     assert env.runner("POST", "/jobs/next", json={"runner_id": "x"}, token=credential.token).status_code == 401
+
+
+def test_a_runner_gone_during_its_wait_is_handed_no_job() -> None:
+    """The woken long-poll of a runner whose connection closed (stopped, killed) claims nothing: the job stays
+    queued for a live runner instead of waiting for a dead one's heartbeat deadline."""
+    env = make_run_env()
+    principal = env.container.accounts.authenticate(env.runner_token)
+    waiting = threading.Event()
+    got: list[Any] = []
+
+    def gone() -> bool:
+        return False
+
+    signal = env.container.job_signal
+    original_wait = signal.wait
+
+    def wait(organization: str, mark: int, timeout_s: float) -> bool:
+        waiting.set()
+        return original_wait(organization, mark, timeout_s)
+
+    signal.wait = wait  # type: ignore[method-assign]
+    waiter = threading.Thread(target=lambda: got.append(env.container.jobs.next(principal, "r1", 300, gone)))
+    waiter.start()
+    try:
+        assert waiting.wait(60)
+        env.create_run(env.upload_config())
+        waiter.join(60)
+    finally:
+        signal.notify("acme")
+        waiter.join(60)
+    assert got == [None]
+    assert [job.phase for job in env.queued()] == ["plan"]  # still there for the next runner
+    assert env.claim("r2")["phase"] == "plan"
+
+
+def test_a_long_poll_over_http_is_answered_when_its_job_comes() -> None:
+    env = make_run_env()
+    answered: list[Any] = []
+    waiter = threading.Thread(
+        target=lambda: answered.append(env.runner("POST", "/jobs/next?wait=20", json={"runner_id": "r1"}))
+    )
+    waiter.start()
+    deadline = time.monotonic() + 60
+    while not env.container.job_signal._changed._waiters and time.monotonic() < deadline:  # noqa: SLF001
+        time.sleep(0.01)  # until the request sleeps on the signal
+    env.create_run(env.upload_config())
+    waiter.join(60)
+    assert answered and answered[0].status_code == 200 and answered[0].json()["phase"] == "plan"

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from terrace.adapters.definitions import LANE_PRIORITY
+from terrace.adapters.job_signal import JobSignal
 from terrace.adapters.table import ConditionFailed, Put, Table
 from terrace.domain import clock
 
@@ -94,9 +95,12 @@ def _from_item(item: dict[str, Any]) -> QueuedJob:
 
 
 class TableJobQueue:
-    def __init__(self, table: Table, now_ms: Callable[[], int] | None = None) -> None:
+    """`signal` (if any) hears of every enqueue: waiting runners of the organization wake at once."""
+
+    def __init__(self, table: Table, now_ms: Callable[[], int] | None = None, signal: JobSignal | None = None) -> None:
         self._table = table
         self._now_ms = now_ms or (lambda: int(clock.epoch() * 1000))
+        self.signal = signal
 
     def enqueue(self, organization: str, lane: str, job: dict[str, Any], delay_s: int = 0) -> None:
         if lane not in LANE_PRIORITY:
@@ -120,6 +124,8 @@ class TableJobQueue:
             "expires_at": available // 1000 + STALE_AFTER_S,
         }
         self._table.transact([Put(item)])
+        if self.signal is not None:
+            self.signal.notify(organization, delay_s)
 
     def take(self, organization: str) -> QueuedJob | None:
         now = self._now_ms()

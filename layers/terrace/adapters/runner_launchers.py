@@ -32,6 +32,7 @@ class RunnerCredential:
     token_id: str
     token: str
     retire_at: int  # epoch seconds: take no new job after this (the token expires a phase deadline later)
+    keep_warm: bool = False  # a warm runner: waits for jobs until it retires, never exits for being idle
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ def runner_environment(credential: RunnerCredential) -> dict[str, str]:
         "TERRACE_RUNNER_ORGANIZATION": credential.organization,
         "TERRACE_RUNNER_ID": credential.runner_id,
         "TERRACE_RUNNER_RETIRE_AT": str(credential.retire_at),
+        **({"TERRACE_RUNNER_IDLE_EXIT_S": "0"} if credential.keep_warm else {}),
     }
 
 

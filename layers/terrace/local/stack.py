@@ -206,6 +206,8 @@ class LocalStack:
         runner processes (STOP_RUNNERS_S to finish, then killed and their jobs handed back: retried, or errored if an
         apply had started, as the reaper does for a lost runner on AWS), the API, moto."""
         self.stopping.set()
+        if self.container is not None and "scaler" in vars(self.container):
+            self.container.scaler.wake.set()  # the scaler loop sleeps on its wake-up, not on `stopping`
         deadline = time.monotonic() + STOP_THREADS_S
         for thread in [thread for thread in self._threads if thread.name != "terrace-api"]:
             thread.join(timeout=max(0.1, deadline - time.monotonic()))
@@ -213,6 +215,8 @@ class LocalStack:
         for launcher in self.launchers:
             launcher.stop_all(timeout_s=STOP_RUNNERS_S)
         self.launchers.clear()
+        if self.container is not None:
+            self.container.job_signal.close()  # long-polls of runners now gone end at once
         if ran and self.container is not None:
             try:
                 embedded.hand_back(self.container, "the server stopped", lambda ref: ref.rpartition("@")[2] in ran)

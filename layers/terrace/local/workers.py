@@ -30,6 +30,7 @@ def operator_cli_config(state_dir: Path) -> Path:
 
 
 RUNNER_IDLE_EXIT_S = 60  # an idle local runner exits (its organization may get no more jobs)
+RUNNER_WAIT_S = 20  # an idle local runner's long-poll: the server wakes it when a job comes, so wait long
 
 
 def tool_binary(venv_bin: str) -> str:
@@ -58,17 +59,32 @@ def runner_env(stack: LocalStack) -> dict[str, str]:
         "TERRACE_TF_BINARY": tool_binary(venv_bin),
         "TERRACE_TOOLS_DIR": str(stack.state_dir / "tools"),
         "TERRACE_RUNNER_IDLE_EXIT_S": str(RUNNER_IDLE_EXIT_S),
+        "TERRACE_RUNNER_WAIT_S": str(RUNNER_WAIT_S),
         "TERRACE_WORK_DIR": str(stack.state_dir / "runner-work"),
     }
 
 
 def scaler(stack: LocalStack) -> None:
-    """Start runner processes for the backlog (the scaler Lambda's local twin)."""
+    """Start runner processes for the backlog (the scaler Lambda's local twin). It ticks as soon as a job is
+    enqueued (the job signal) or a configuration version is created (`Scaler.expect`), and every `TICK_S` to
+    notice runners that exited."""
     container = stack.container
+    scaler = container.scaler
     launcher = LocalProcessLauncher(runner_env(stack), max_processes=container.settings.max_runners)
-    container.launcher = container.scaler.launcher = launcher
+    container.launcher = scaler.launcher = launcher
     stack.launchers.append(launcher)
-    _loop(stack, lambda: container.scaler.scale_once())
+    container.job_signal.listeners.append(lambda _organization: scaler.wake.set())
+    while not stack.stopping.is_set():
+        scaler.wake.wait(TICK_S)
+        scaler.wake.clear()
+        if stack.stopping.is_set():
+            return
+        try:
+            scaler.scale_once()
+        except Exception:
+            if stack.stopping.is_set():
+                return
+            log.exception("scaler tick failed")
 
 
 def reaper(stack: LocalStack) -> None:

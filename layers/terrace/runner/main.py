@@ -7,16 +7,18 @@ import json
 import logging
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from terrace.domain.jobs import JobSpec
+from terrace.domain.jobs import FinishRequest, JobSpec
 from terrace.runner.client import ApiError, RunnerApi, Transfers
 from terrace.runner.config import ConfigError, RunnerConfig
 from terrace.runner.execution import JobExecutor
 
 log = logging.getLogger("terrace.runner")
+ERROR_PAUSE_S = 1.0  # after a failed ask, and between empty answers when nothing else paces the loop
 
 
 class Runner:
@@ -32,11 +34,28 @@ class Runner:
         self.config, self.api, self.executor, self.clock, self.wall_clock = config, api, executor, clock, wall_clock
         self.sleep = sleep
         self.stopping = False
+        self.idle = False  # waiting for a job (no job of ours would be cut short)
+        self._reports: list[threading.Thread] = []  # finish calls still in flight
+
+    def request_stop(self) -> None:
+        """SIGTERM: finish the current job, then exit; an idle runner leaves its long-poll at once."""
+        self.stopping = True
+        if self.idle:
+            raise StopIdle
 
     def handle(self, spec: JobSpec) -> None:
-        """Runs one claimed job and reports how it ended."""
+        """Runs one claimed job, then reports how it ended on a thread of its own: the runner asks for its next
+        job meanwhile (the server's work to close a phase — archiving its log, queueing what follows, revoking its
+        token — is then off the way to the next job; an auto-applied run's apply is claimed the moment the plan's
+        report queues it). `loop` waits for every report before it returns."""
         log.info("running job %s (%s of run %s, attempt %d)", spec.job_id, spec.phase, spec.run_id, spec.attempt)
         report = self.executor.execute(spec)
+        self._reports = [thread for thread in self._reports if thread.is_alive()]
+        thread = threading.Thread(target=self._report, args=(spec, report), name=f"report-{spec.job_id}")
+        thread.start()
+        self._reports.append(thread)
+
+    def _report(self, spec: JobSpec, report: FinishRequest) -> None:
         try:
             self.api.finish(report, spec.job_id)
         except Exception as exc:  # the API's heartbeat deadline decides what happens next
@@ -44,24 +63,42 @@ class Runner:
             return
         log.info("job %s %s", spec.job_id, report.status)
 
+    def wait_for_reports(self) -> None:
+        for thread in self._reports:
+            thread.join()
+        self._reports.clear()
+
     def loop(self, once: bool = False) -> int:
+        try:
+            return self._loop(once)
+        finally:
+            self.wait_for_reports()
+
+    def _loop(self, once: bool) -> int:
+        """Ask for jobs until stopped, retired or idle for `idle_exit_s`. Idle, the runner sits in the API's
+        long-poll (woken server-side when a job of its organization is queued) and uses no CPU; with short polls
+        (`wait_s` 0, on AWS) it pauses `poll_interval_s` between empty answers."""
         idle_since = self.clock()
         while not self.stopping:
             if self.config.retire_at and self.wall_clock() >= self.config.retire_at:
                 log.info("retiring: this runner's token expires soon; the scaler starts a fresh one")
                 return 0
             try:
-                spec = self.api.next(self.config.wait_s)
+                self.idle = True
+                try:
+                    spec = self.api.next(self._wait_s(idle_since))
+                finally:
+                    self.idle = False
             except ApiError as exc:
                 if exc.status in (401, 403):
                     log.error("the runner API refused this runner's token: %s", exc)
                     return 3
                 log.warning("asking for the next job failed: %s", exc)
-                time.sleep(1.0)
+                self.sleep(ERROR_PAUSE_S)
                 spec = None
             except Exception as exc:
                 log.warning("asking for the next job failed: %s", exc)
-                time.sleep(1.0)
+                self.sleep(ERROR_PAUSE_S)
                 spec = None
             if spec is not None:
                 try:
@@ -75,9 +112,20 @@ class Runner:
             if self.config.idle_exit_s and self.clock() - idle_since >= self.config.idle_exit_s:
                 log.info("idle for %.0f s: exiting", self.config.idle_exit_s)
                 return 0
-            if self.config.poll_interval_s:
-                self.sleep(self.config.poll_interval_s)
+            if self.config.poll_interval_s or not self.config.wait_s:
+                self.sleep(self.config.poll_interval_s or ERROR_PAUSE_S)  # never a busy loop of empty answers
         return 0
+
+    def _wait_s(self, idle_since: float) -> float:
+        """The long-poll's wait: `wait_s`, but not past the moment the runner would exit for being idle."""
+        if not (self.config.idle_exit_s and self.config.wait_s):
+            return self.config.wait_s
+        left = self.config.idle_exit_s - (self.clock() - idle_since)
+        return max(0.0, min(self.config.wait_s, left))
+
+
+class StopIdle(BaseException):  # noqa: N818 -- not an error: skips the loop's `except Exception`
+    """Raised by the SIGTERM handler while the runner waits for a job: the wait is abandoned."""
 
 
 class _JsonFormatter(logging.Formatter):
@@ -111,9 +159,12 @@ def main(argv: list[str] | None = None) -> int:
     runner = build_runner(config)
 
     def stop(signum: int, _frame: object) -> None:
-        log.info("signal %d: finishing the current job, then exiting", signum)
-        runner.stopping = True
+        log.info("signal %d: finishing the current job (if any), then exiting", signum)
+        runner.request_stop()
 
     signal.signal(signal.SIGTERM, stop)
     log.info("runner %s serving organization %s", config.runner_id, config.organization or "(of its token)")
-    return runner.loop(once=args.once)
+    try:
+        return runner.loop(once=args.once)
+    except StopIdle:
+        return 0

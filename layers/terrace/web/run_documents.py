@@ -16,6 +16,7 @@ from terrace.domain import runs as rs
 from terrace.domain.errors import Forbidden, NotFound
 from terrace.domain.principal import Principal
 from terrace.domain.runs import PhaseState, Run
+from terrace.domain.workspace import Workspace
 from terrace.web import run_serializers as rser
 from terrace.web import serializers
 from terrace.web.jsonapi import resource
@@ -33,12 +34,12 @@ def include_names(request: Request) -> set[str]:
 
 
 def user_ids(container: Container, usernames: Iterable[str]) -> dict[str, str]:
-    """username -> user id, for the usernames that name a user."""
+    """username -> user id, for the usernames that name a user (one read each: the username claim)."""
     found: dict[str, str] = {}
     for name in set(usernames):
-        user = container.accounts.find_user(name) if name else None
-        if user is not None:
-            found[name] = user.id
+        user_id = container.accounts.user_id_of(name) if name else None
+        if user_id is not None:
+            found[name] = user_id
     return found
 
 
@@ -52,14 +53,22 @@ def public_user(container: Container, user_id: str) -> dict[str, Any] | None:
     return document
 
 
-def runs(container: Container, principal: Principal, page: list[Run], *, events: bool = False) -> list[dict[str, Any]]:
+def runs(
+    container: Container,
+    principal: Principal,
+    page: list[Run],
+    *,
+    events: bool = False,
+    workspaces: Iterable[Workspace] = (),
+) -> list[dict[str, Any]]:
     """Run resources; `events` lists each run's run events in its relationship (one read per run: single
-    runs only; lists link to them)."""
+    runs only; lists link to them). `workspaces` already read are not read again."""
     positions = container.run_queries.queue_positions(page)
+    known = {ws.id: ws for ws in workspaces}
     permissions: dict[str, dict[str, bool]] = {}
     for run in page:
         if run.workspace_id not in permissions:
-            ws = container.workspaces.load(run.workspace_id)
+            ws = known.get(run.workspace_id) or container.workspaces.load(run.workspace_id)
             permissions[ws.id] = container.workspaces.permissions(principal, ws)
     users = user_ids(container, [u for r in page for u in (r.created_by, r.confirmed_by or "")])
     return [
@@ -82,7 +91,11 @@ def included(container: Container, principal: Principal, page: list[Run], names:
         if document is not None:
             found.setdefault((document["type"], document["id"]), document)
 
-    users = user_ids(container, [u for r in page for u in (r.created_by, r.confirmed_by or "")])
+    users = (
+        user_ids(container, [u for r in page for u in (r.created_by, r.confirmed_by or "")])
+        if names & {"created_by", "confirmed_by"}
+        else {}
+    )
     for run in page:
         if "plan" in names:
             add(rser.plan(run, log_url(container, run.plan)))

@@ -126,8 +126,13 @@ class AccountService:
         return [_user(item) for item in self._table.batch_get([(i, "user") for i in user_ids])]
 
     def find_user(self, username: str) -> User | None:
+        user_id = self.user_id_of(username)
+        return self.get_user(user_id) if user_id else None
+
+    def user_id_of(self, username: str) -> str | None:
+        """The id of the user named `username` (one read: its name claim), or None."""
         claim = self._table.get(f"username#{username}", "claim")
-        return self.get_user(claim["user_id"]) if claim else None
+        return str(claim["user_id"]) if claim else None
 
     # tokens ------------------------------------------------------------------------------
     def issue_token(

@@ -77,6 +77,7 @@ class ConfigurationVersionService:
         self._settings = settings
         # Called once when a version becomes `uploaded` (e.g. to queue a run when auto-queue-runs).
         self.on_uploaded: list[Callable[[ConfigurationVersion], object]] = []
+        self.on_created: list[Callable[[ConfigurationVersion, Workspace], object]] = []  # e.g. start a runner
         # Whether a run that has not ended still needs the version's archive.
         self.in_use: list[Callable[[ConfigurationVersion], bool]] = []
 
@@ -96,6 +97,11 @@ class ConfigurationVersionService:
         self._table.put(_to_item(cv), if_absent=True)
         if not cv.provisional:  # the workspace's current-configuration-version (a provisional one is not)
             self._workspaces.mutate(ws.id, lambda cur: dataclasses.replace(cur, extra={**cur.extra, CURRENT: cv.id}))
+        for hook in self.on_created:
+            try:
+                hook(cv, ws)
+            except Exception:  # a hook's failure must not fail the creation (the enqueue wakes the scaler too)
+                log.exception("on_created hook failed for %s", cv.id)
         return cv
 
     def load(self, cv_id: str) -> ConfigurationVersion:

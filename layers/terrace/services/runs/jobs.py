@@ -12,6 +12,7 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from terrace.adapters.blobs import BlobStore
+from terrace.adapters.job_signal import JobSignal
 from terrace.adapters.queues import JobQueue
 from terrace.config import Settings
 from terrace.domain import clock
@@ -77,8 +78,10 @@ class JobService:
         plans: PlanService,
         costs: CostEstimateService,
         ssh_keys: SSHKeyService | None = None,
+        signal: JobSignal | None = None,
     ) -> None:
         self._queue, self._authz, self._ssh_keys = queue, authz, ssh_keys
+        self._signal = signal or JobSignal(recheck_s=0.25)  # wakes a waiting `next` (the queue notifies it)
         self._plans, self._costs = plans, costs
         self._store, self._scheduler, self._runs = store, scheduler, runs
         self._workspaces, self._cvs, self._variables = workspaces, cvs, variables
@@ -97,17 +100,24 @@ class JobService:
         principal: Principal,
         runner_id: str,
         wait_s: float = 0.0,
-        poll_s: float = 0.25,
-        sleep: Callable[[float], None] = time.sleep,
+        still_asking: Callable[[], bool] = lambda: True,
     ) -> JobSpec | None:
-        """Claim the next job of the runner's organization, waiting up to `wait_s` for one to come."""
+        """Claim the next job of the runner's organization, waiting up to `wait_s` for one to come.
+
+        A wait sleeps on the job signal (`adapters/job_signal.py`): an enqueue of the organization wakes it at
+        once; one table query per look, none while it waits (in one process; on AWS it looks again every
+        `recheck_s`). After a wait, a runner no longer `still_asking` (its connection closed: it was stopped or
+        killed meanwhile) gets nothing, so no job is claimed for a runner that is gone."""
         organization = self._authz.runner_organization(principal)
         deadline = time.monotonic() + max(0.0, wait_s)
         while True:
+            mark = self._signal.mark(organization)
             spec = self._take_and_claim(principal, organization, runner_id)
-            if spec is not None or time.monotonic() >= deadline:
+            remaining = deadline - time.monotonic()
+            if spec is not None or remaining <= 0 or not self._signal.wait(organization, mark, remaining):
                 return spec
-            sleep(poll_s)
+            if not still_asking():
+                return None
 
     def _take_and_claim(self, principal: Principal, organization: str, runner_id: str) -> JobSpec | None:
         while (queued := self._queue.take(organization)) is not None:

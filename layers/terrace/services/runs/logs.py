@@ -103,7 +103,10 @@ class LogService:
         """`run` None: the archive (masked when written); else the live chunks, masked now."""
         if run is None:
             return self._blobs.get_range(archive_key(phase_id), offset, offset + limit)
-        masker, body = self._masker(run), self._raw_body(phase_id)
+        body = self._raw_body(phase_id)
+        if not final and len(STX) + len(body) <= offset:
+            return b""  # nothing past what the poller has (masking never lengthens): no variables read
+        masker = self._masker(run)
         framed = STX + (masker.mask(body) + ETX if final else masker.safe_prefix(body)[0])
         return framed[offset : offset + limit]
 

@@ -4,6 +4,7 @@ workspaces, whether a configuration version is still needed. Callers check acces
 from __future__ import annotations
 
 from terrace.domain import runs as rs
+from terrace.domain.errors import NotFound
 from terrace.domain.principal import Principal
 from terrace.domain.runs import Run
 from terrace.domain.workspace import Workspace
@@ -15,6 +16,16 @@ from terrace.services.workspaces.workspaces import WorkspaceService
 class RunQueries:
     def __init__(self, store: RunStore, workspaces: WorkspaceService) -> None:
         self._store, self._workspaces = store, workspaces
+
+    def readable(self, principal: Principal, run_id: str) -> tuple[Run, Workspace]:
+        """A run the caller may read and its workspace, as `RunService.get` decides (the workspace read once:
+        a run poll's document needs it for its permissions too)."""
+        run = self._store.load(run_id)
+        try:
+            ws = self._workspaces.get(principal, run.workspace_id, Action.READ_RUNS)
+        except NotFound as exc:
+            raise NotFound(f"run {run_id} not found") from exc
+        return run, ws
 
     def uses_configuration(self, workspace_id: str, cv_id: str) -> bool:
         """A run of the workspace that has not ended still needs this configuration version."""
@@ -37,6 +48,8 @@ class RunQueries:
     def queue_positions(self, runs: list[Run]) -> dict[str, int]:
         """position-in-queue of each run, from one read of the open-runs index: pending runs count within
         their workspace queue, queued runs within their organization's queue, others are 0."""
+        if not any(run.status == rs.PENDING or run.status in rs.QUEUED for run in runs):
+            return {run.id: 0 for run in runs}  # a running or ended run has no position: no index read
         entries = self._store.open_runs()  # oldest first
         positions: dict[str, int] = {}
         for run in runs:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import anyio.from_thread
 from fastapi import APIRouter, Depends, Query, Request, Response
 
 from terrace.domain.errors import BadRequest, Invalid
@@ -39,13 +40,18 @@ def _heartbeat_body(raw: JSONBody) -> HeartbeatRequest:
 
 @router.post("/jobs/next", response_model=None)
 def next_job(
+    request: Request,
     container: ContainerDep,
     principal: PrincipalDep,
     body: Annotated[NextRequest, Depends(_next_body)],
     wait: Annotated[float, Query(ge=0, le=MAX_WAIT_S)] = 0.0,
 ) -> JobSpec | Response:
     """Long-poll: the next job of the runner's organization, claimed for it (200), or 204 after `wait` s."""
-    spec = container.jobs.next(principal, body.runner_id, wait_s=wait)
+
+    def still_asking() -> bool:  # a runner stopped or killed during its wait must not be handed a job
+        return not anyio.from_thread.run(request.is_disconnected)
+
+    spec = container.jobs.next(principal, body.runner_id, wait_s=wait, still_asking=still_asking)
     return spec if spec is not None else Response(status_code=204)
 
 

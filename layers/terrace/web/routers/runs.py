@@ -12,6 +12,7 @@ from terrace.domain import runs as rs
 from terrace.domain.errors import Invalid
 from terrace.domain.principal import Principal
 from terrace.domain.runs import Run
+from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action
 from terrace.services.runs.comments import checked_body
 from terrace.web import bodies, run_documents
@@ -41,10 +42,15 @@ def respond_runs(
 
 
 def respond_run(
-    request: Request, container: Container, principal: Principal, run: Run, status_code: int = 200
+    request: Request,
+    container: Container,
+    principal: Principal,
+    run: Run,
+    status_code: int = 200,
+    ws: Workspace | None = None,
 ) -> JSONAPIResponse:
     included = run_documents.included(container, principal, [run], run_documents.include_names(request))
-    document = run_documents.runs(container, principal, [run], events=True)[0]
+    document = run_documents.runs(container, principal, [run], events=True, workspaces=[ws] if ws else ())[0]
     return respond(document, status_code, included=included)
 
 
@@ -62,7 +68,8 @@ def create_run(body: JSONBody, request: Request, container: ContainerDep, princi
 
 @router.get("/runs/{run_id}")
 def read_run(run_id: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-    return respond_run(request, container, principal, container.runs.get(principal, run_id))
+    run, ws = container.run_queries.readable(principal, run_id)  # the CLI polls this: see test_run_poll_reads
+    return respond_run(request, container, principal, run, ws=ws)
 
 
 @router.get("/workspaces/{workspace_id}/runs")
