@@ -36,6 +36,8 @@ VARIABLES = {
     "runner_assign_public_ip": ("TERRACE_RUNNER_PUBLIC_IP", "false", False, True),
     "runner_log_group": ("TERRACE_RUNNER_LOG_GROUP", "/ecs/runner", "/ecs/runner", None),
     "max_runners": ("TERRACE_MAX_RUNNERS", "9", 9, 4),
+    "max_runners_per_organization": ("TERRACE_MAX_RUNNERS_PER_ORGANIZATION", "2", 2, 0),
+    "warm_runners_per_organization": ("TERRACE_WARM_RUNNERS_PER_ORGANIZATION", "1", 1, 0),
     "oidc_issuer": ("TERRACE_OIDC_ISSUER", "https://idp.example.com/", "https://idp.example.com", None),
     "oidc_client_id": ("TERRACE_OIDC_CLIENT_ID", "cid", "cid", ""),
     "oidc_client_secret": ("TERRACE_OIDC_CLIENT_SECRET", "csec", "csec", ""),
