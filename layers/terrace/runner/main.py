@@ -34,15 +34,21 @@ class Runner:
         self.stopping = False
 
     def handle(self, spec: JobSpec) -> None:
-        """Runs one claimed job and reports how it ended."""
-        log.info("running job %s (%s of run %s, attempt %d)", spec.job_id, spec.phase, spec.run_id, spec.attempt)
-        report = self.executor.execute(spec)
-        try:
-            self.api.finish(report, spec.job_id)
-        except Exception as exc:  # the API's heartbeat deadline decides what happens next
-            log.error("reporting job %s as %s failed: %s", spec.job_id, report.status, exc)
-            return
-        log.info("job %s %s", spec.job_id, report.status)
+        """Runs one claimed job and reports how it ended; then the same run's apply if the API hands it over."""
+        job: JobSpec | None = spec
+        while job is not None:
+            log.info("running job %s (%s of run %s, attempt %d)", job.job_id, job.phase, job.run_id, job.attempt)
+            retiring = self.stopping or bool(self.config.retire_at and self.wall_clock() >= self.config.retire_at)
+            report = self.executor.execute(job, keep_for_apply=not retiring)
+            try:
+                answer = self.api.finish(report, job.job_id)
+            except Exception as exc:  # the API's heartbeat deadline decides what happens next
+                log.error("reporting job %s as %s failed: %s", job.job_id, report.status, exc)
+                self.executor.settled(job, None)
+                return
+            self.executor.settled(job, answer)
+            log.info("job %s %s", job.job_id, report.status)
+            job = answer.next_job if answer is not None else None
 
     def loop(self, once: bool = False) -> int:
         idle_since = self.clock()
@@ -72,6 +78,7 @@ class Runner:
                 if once:
                     return 0
                 continue
+            self.executor.tidy()
             if self.config.idle_exit_s and self.clock() - idle_since >= self.config.idle_exit_s:
                 log.info("idle for %.0f s: exiting", self.config.idle_exit_s)
                 return 0
@@ -116,4 +123,7 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     log.info("runner %s serving organization %s", config.runner_id, config.organization or "(of its token)")
-    return runner.loop(once=args.once)
+    try:
+        return runner.loop(once=args.once)
+    finally:
+        runner.executor.close()  # held plan folders do not outlive the runner
