@@ -4,6 +4,7 @@ folder when the stored plan differs, isolation from other job uids, and nothing 
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -13,6 +14,7 @@ from runner_fakes import FakeApi, fake_terraform, make_spec, runner_config, tarb
 from terrace.domain.jobs import FinishResponse, Operation
 from terrace.runner import sandbox
 from terrace.runner.execution import JobExecutor
+from terrace.runner.main import Runner
 from terrace.runner.plan_cache import PlanCache
 from terrace.runner.rundir import OVERRIDE_FILE
 
@@ -221,3 +223,36 @@ def test_a_held_folder_is_the_runners_not_readable_by_job_uids_and_gone_when_the
         other.release()
     executor.close()  # what the runner does when it exits
     assert not held.run_dir.exists() and list((tmp_path / "work").iterdir()) == []
+
+
+def test_the_runner_applies_what_the_finish_answer_hands_it(tmp_path: Path) -> None:
+    fake = FakeApi(blobs={"config.tar.gz": tarball({"main.tf": ""})})
+    plan, apply = make_spec("plan"), make_spec("apply")
+    fake.specs = {plan.job_id: plan, apply.job_id: apply}
+    fake.queued.append(plan.job_id)
+    fake.finish_answers[plan.job_id] = {"run_status": "applying", "next_job": json.loads(apply.model_dump_json())}
+    executor, _ = _executor(tmp_path, fake)
+    assert Runner(executor.config, executor.api, executor).loop(once=True) == 0
+    assert (fake.finished[plan.job_id].status, fake.finished[apply.job_id].status) == ("finished", "finished")
+    assert fake.finished[plan.job_id].keep_for_apply
+    assert _calls(tmp_path / "bin") == ["init", "plan", "show", "apply"]
+    assert list((tmp_path / "work").iterdir()) == []
+
+
+def test_an_idle_runner_drops_the_folders_the_api_says_it_will_not_apply(tmp_path: Path) -> None:
+    fake = FakeApi(blobs={"config.tar.gz": tarball({"main.tf": ""})})
+    for run in ("run-a", "run-b"):
+        spec = make_spec("plan", job_id=f"plan-{run[4:]}", run_id=run)
+        fake.specs[spec.job_id] = spec
+        fake.queued.append(spec.job_id)
+        fake.finish_answers[spec.job_id] = {"run_status": "cost_estimated", "next_job": None}  # awaits a human
+    fake.held_keep = {"run-b"}  # run-a was discarded meanwhile
+    executor, script = _executor(tmp_path, fake)
+    config = runner_config(tmp_path, script, idle_exit_s=0.5, wait_s=0)
+    ticks = iter(range(1000))
+    runner = Runner(config, executor.api, executor, clock=lambda: next(ticks) * 0.1)
+    assert runner.loop() == 0  # two plans, then idle: asks which folders to keep, then exits
+    assert fake.held_asked and fake.held_asked[0] == ["run-a", "run-b"]
+    assert executor.cache.run_ids() == ["run-b"]
+    executor.close()
+    assert list((tmp_path / "work").iterdir()) == []
