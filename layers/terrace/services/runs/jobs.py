@@ -20,7 +20,6 @@ from terrace.domain.errors import Conflict, NotFound
 from terrace.domain.jobs import (
     ClaimRequest,
     FinishRequest,
-    FinishResponse,
     HeartbeatRequest,
     HeartbeatResponse,
     JobSpec,
@@ -34,6 +33,7 @@ from terrace.services.access.accounts import AccountService
 from terrace.services.access.authz import Action, Authorizer, OrgView
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.runs.cost_estimates import CostEstimateService
+from terrace.services.runs.job_handoff import ApplyHandoff, runner_ref
 from terrace.services.runs.logs import LogService
 from terrace.services.runs.plans import PlanService
 from terrace.services.runs.runs import RunService, retrying
@@ -54,12 +54,7 @@ def _phase_name(job_id: str) -> str:
     raise NotFound(f"job {job_id} not found")
 
 
-def runner_ref(principal: Principal, runner_id: str) -> str:
-    """Who works a job: the runner's own name and the id of the token it authenticated with."""
-    return f"{runner_id}@{principal.token_id}"
-
-
-class JobService:
+class JobService(ApplyHandoff):
     def __init__(
         self,
         store: RunStore,
@@ -301,36 +296,6 @@ class JobService:
         self._scheduler.revoke_tokens(run)  # the phase is over: its token stops working now
         self._logs.purge(job_id)
         return run
-
-    def finish_and_continue(self, principal: Principal, job_id: str, request: FinishRequest) -> FinishResponse:
-        """`finish`; a plan whose runner kept its folder and whose run went on to apply (auto-apply) gets
-        that apply claimed for the same runner. Another runner may have taken it first: then it runs there."""
-        run = self.finish(principal, job_id, request)
-        if not (request.keep_for_apply and _phase_name(job_id) == "plan" and run.status == rs.APPLY_QUEUED):
-            return FinishResponse(run_status=run.status)
-        claim = ClaimRequest(runner_id=request.runner_id, attempt=run.apply.attempt)
-        try:
-            spec = self.claim(principal, run.apply.id, claim)
-        except (Conflict, NotFound) as exc:
-            log.info("the apply of %s went to another runner: %s", run.id, exc)
-            return FinishResponse(run_status=run.status)
-        return FinishResponse(run_status=rs.APPLYING, next_job=spec)
-
-    def held_runs(self, principal: Principal, runner_id: str, run_ids: list[str]) -> list[str]:
-        """Of the runs whose plan folder a runner holds, those it may still apply: planned by it (this
-        runner and token), not speculative, and confirmable or confirmed but not yet applying."""
-        organization = self._authz.runner_organization(principal)
-        me = runner_ref(principal, runner_id)
-        keep = []
-        for run_id in dict.fromkeys(run_ids):
-            try:
-                run = self._store.load(run_id)
-            except NotFound:
-                continue
-            may_apply = run.status in rs.AWAITING_CONFIRMATION or run.status in (rs.CONFIRMED, rs.APPLY_QUEUED)
-            if run.organization == organization and run.plan.runner_id == me and not run.plan_only and may_apply:
-                keep.append(run_id)
-        return keep
 
     def _after_plan(self, run: Run, expected: int) -> Run:
         self._costs.estimate(run)
