@@ -70,6 +70,9 @@ class Runner:
                 time.sleep(1.0)
                 spec = None
             if spec is not None:
+                self.executor.cache.drop(
+                    spec.run_id
+                )  # only an apply handed over by the plan's finish reuses its folder
                 try:
                     self.handle(spec)
                 except Exception:
