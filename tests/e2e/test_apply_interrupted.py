@@ -95,6 +95,8 @@ def test_a_runner_killed_mid_apply_errors_the_run_and_never_applies_again(
     assert not _processes_mentioning(str(marker))
     shutil.rmtree(marker_dir, ignore_errors=True)
     # the killed runner could not remove its job folder (a dead Fargate task takes its disk along): do it here,
-    # so later tests sharing the stack see a clean work dir
-    for left in (run_local_stack.state_dir / "runner-work").glob(f"{apply_id}-*"):
+    # so later tests sharing the stack see a clean work dir (an apply in its plan's folder works in `plan-…-*`)
+    plan_id = run(run_api, applying["id"])["relationships"]["plan"]["data"]["id"]
+    work_dir = run_local_stack.state_dir / "runner-work"
+    for left in [*work_dir.glob(f"{apply_id}-*"), *work_dir.glob(f"{plan_id}-*")]:
         shutil.rmtree(left)

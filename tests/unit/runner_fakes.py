@@ -48,6 +48,9 @@ class FakeApi:
     applying: list[str] = field(default_factory=list)  # jobs announced with POST .../applying
     applying_status: int = 200  # what .../applying answers (409: the API refuses the apply)
     s3_auth_headers: list[str] = field(default_factory=list)
+    finish_answers: dict[str, dict[str, Any]] = field(default_factory=dict)  # job id -> FinishResponse JSON
+    held_keep: set[str] = field(default_factory=set)  # what /held-runs answers may still be applied
+    held_asked: list[list[str]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def handler(self, request: httpx.Request) -> httpx.Response:
@@ -63,6 +66,10 @@ class FakeApi:
         if request.headers.get("authorization") != f"Bearer {SECRET}":
             return httpx.Response(401)
         parts = request.url.path.split("/")  # /api/runner/jobs/{id}/{verb} or /api/runner/jobs/next
+        if parts[3] == "held-runs":
+            asked = json.loads(request.read())["run_ids"]
+            self.held_asked.append(asked)
+            return httpx.Response(200, json={"runner_id": "x", "run_ids": [r for r in asked if r in self.held_keep]})
         if parts[4] == "next":
             with self.lock:
                 if not self.queued:
@@ -90,6 +97,8 @@ class FakeApi:
                 return httpx.Response(204)
             if verb == "finish":
                 self.finished[job_id] = FinishRequest.model_validate_json(request.read())
+                if job_id in self.finish_answers:
+                    return httpx.Response(200, json=self.finish_answers[job_id])
                 return httpx.Response(204)
         return httpx.Response(404)
 

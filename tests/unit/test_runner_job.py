@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from runner_fakes import FakeApi, fake_terraform, make_spec, runner_config, tarball
-from terrace.domain.jobs import Operation
+from terrace.domain.jobs import FinishResponse, Operation
 from terrace.runner.execution import JobExecutor
 from terrace.runner.rundir import OVERRIDE_FILE, TFVARS_FILE
 
@@ -115,5 +115,8 @@ def test_working_directory_is_honoured(tmp_path: Path) -> None:
 
 def test_work_dir_is_cleaned_up(tmp_path: Path) -> None:
     fake = FakeApi(blobs={"config.tar.gz": tarball({"main.tf": ""})})
-    run_job(tmp_path, fake, make_spec("plan"))
+    spec = make_spec("plan")
+    report, _, _, executor = run_job(tmp_path, fake, spec)
+    assert report.keep_for_apply  # held for the same run's apply until the API's answer says otherwise
+    executor.settled(spec, FinishResponse(run_status="planned_and_finished"))
     assert list((tmp_path / "work").iterdir()) == []

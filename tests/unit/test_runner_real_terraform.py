@@ -30,7 +30,8 @@ output "greeting" { value = var.greeting }
 """
 
 
-def test_plan_then_apply_with_real_terraform(tmp_path: Path) -> None:
+@pytest.mark.parametrize("same_runner", [True, False], ids=["same-runner-reuses-the-plan-folder", "fresh-runner"])
+def test_plan_then_apply_with_real_terraform(tmp_path: Path, same_runner: bool) -> None:
     mirror = tmp_path / "mirror"
     target = mirror / "registry.terraform.io/hashicorp/null/2.1.2/linux_amd64"
     target.mkdir(parents=True)
@@ -71,9 +72,16 @@ def test_plan_then_apply_with_real_terraform(tmp_path: Path) -> None:
     assert json.loads(fake.blobs["plan.json"])["format_version"]
     assert fake.blobs["plan.tfplan"][:2] == b"PK"  # a plan file is a zip
 
+    if not same_runner:  # the planning runner is gone: a fresh one applies from a fresh folder
+        executor.close()
+        config = runner_config(tmp_path, TERRAFORM, operator_cli_config=operator, work_dir=tmp_path / "other")
+        executor = JobExecutor(config, api, transfers, backend_override=local_backend, echo_to=io.StringIO())
     apply = executor.execute(make_spec("apply", variables=variables, heartbeat_interval_s=5))
     apply_log = bytes(fake.logs["apply-abc"]).decode()
     assert apply.status == "finished", apply_log
+    assert ("Initializing plugins and modules..." in apply_log) is not same_runner
+    assert ("Reusing the plan's working directory" in apply_log) is same_runner
+    assert list(config.work_dir.iterdir()) == []
     assert apply_log.splitlines()[0] == "Terraform v1.0.3"
     assert (apply.resource_additions, apply.resource_destructions) == (2, 0)
     saved = json.loads(state.read_text())

@@ -20,7 +20,11 @@ A job is one phase (plan or apply) of one run; its id is the phase id (`plan-…
    this attempt). The server owns the STX/ETX framing. An apply log must begin with three banner lines
    (the CLI skips them).
 6. Artifacts go straight to S3 with the presigned URLs of the spec (plan file and plan JSON).
-7. `POST /api/runner/jobs/{job_id}/finish` with `FinishRequest`.
+7. `POST /api/runner/jobs/{job_id}/finish` with `FinishRequest` -> `FinishResponse`. A plan finished with
+   `keep_for_apply` (the runner holds its working folder) whose run goes straight on to apply (auto-apply)
+   gets that apply claimed for the same runner in `next_job`: it applies in the plan's folder, no second init.
+8. A runner holding plan folders asks `POST /api/runner/held-runs` (`HeldRuns`) which of those runs may still
+   be applied by it, and drops the others (discarded, canceled, applied elsewhere).
 All /api/runner calls carry `Authorization: Bearer <runner token>`: a token the scaler minted for this
 runner, bound to one organization (another organization's job is 404), revoked when the runner is gone.
 """
@@ -110,3 +114,14 @@ class FinishRequest(BaseModel):
     resource_destructions: int = 0
     resource_imports: int = 0
     error_message: str | None = None
+    keep_for_apply: bool = False  # plan: this runner holds the plan's folder and would apply it now
+
+
+class FinishResponse(BaseModel):
+    run_status: str
+    next_job: JobSpec | None = None  # the same run's apply, claimed for this runner (auto-apply)
+
+
+class HeldRuns(BaseModel):
+    runner_id: str = Field(min_length=1, max_length=200)
+    run_ids: list[str] = Field(default_factory=list, max_length=100)

@@ -10,7 +10,15 @@ from typing import TypeVar
 
 import httpx
 
-from terrace.domain.jobs import FinishRequest, HeartbeatRequest, HeartbeatResponse, JobSpec, NextRequest
+from terrace.domain.jobs import (
+    FinishRequest,
+    FinishResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    HeldRuns,
+    JobSpec,
+    NextRequest,
+)
 
 log = logging.getLogger("terrace.runner.client")
 T = TypeVar("T")
@@ -125,12 +133,23 @@ class RunnerApi:
         )
         self._check(response, f"logs {job_id}@{offset}")
 
-    def finish(self, request: FinishRequest, job_id: str) -> None:
+    def finish(self, request: FinishRequest, job_id: str) -> FinishResponse | None:
+        """The run's status and maybe the same run's apply claimed for this runner; None when not told."""
         response = self._post(f"/jobs/{job_id}/finish", request.model_dump_json(), f"finish {job_id}")
         if response.status_code == 409:
             log.warning("finish %s: the API already closed this job (409)", job_id)
-            return
+            return None
         self._check(response, f"finish {job_id}")
+        if response.status_code == 204 or not response.content:
+            return None
+        return FinishResponse.model_validate_json(response.content)
+
+    def held_runs(self, run_ids: list[str]) -> set[str]:
+        """Of these runs (whose plan folder this runner holds), those it may still apply."""
+        body = HeldRuns(runner_id=self.runner_id, run_ids=run_ids).model_dump_json()
+        response = self._post("/held-runs", body, "held runs")
+        self._check(response, "held runs")
+        return set(HeldRuns.model_validate_json(response.content).run_ids)
 
     def close(self) -> None:
         self._http.close()

@@ -1,63 +1,49 @@
-"""Executes one claimed job (a plan or apply phase) and returns what to report to the API."""
+"""Executes one claimed job (a plan or apply phase) and returns what to report to the API.
+
+A finished plan that may be applied leaves its folder in the runner's `PlanCache` (root-owned, 0700); the
+same run's apply on this runner works there (no download, no init) when the stored plan file is byte-identical
+to the one in the folder; otherwise, and on any other runner, it starts from a fresh folder.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
 import re
 import shutil
+import stat
 import tempfile
+import time
 from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TextIO
 
 import httpx
 
-from terrace.domain.jobs import FinishRequest, JobSpec
+from terrace.domain import runs as rs
+from terrace.domain.jobs import FinishRequest, FinishResponse, JobSpec
 from terrace.domain.plan_json import hide_secrets
-from terrace.runner import catalog as runner_catalog
-from terrace.runner import commands, sandbox, ssh_key
+from terrace.runner import commands, sandbox
 from terrace.runner.client import ApiError, RunnerApi, Transfers
-from terrace.runner.cloud_block import strip_cloud_blocks
 from terrace.runner.config import RunnerConfig
+from terrace.runner.job_setup import Job, JobCanceled, JobFailed, JobSteps, check_cancel, intact, replace_entry
 from terrace.runner.logstream import LogStream
-from terrace.runner.process import CancelControl, Heartbeat, run_child
-from terrace.runner.rundir import BackendOverride, RunSetupError, child_env, remote_backend_override, write_run_files
-from terrace.runner.safe_tar import UnsafeArchive, extract, working_dir
+from terrace.runner.plan_cache import HeldPlan, PlanCache
+from terrace.runner.process import CancelControl, Heartbeat
+from terrace.runner.rundir import BackendOverride, RunSetupError, remote_backend_override
+from terrace.runner.safe_tar import UnsafeArchive
 
 log = logging.getLogger("terrace.runner.execution")
 APPLY_SUMMARY = re.compile(rb"Resources: (\d+) added, (\d+) changed, (\d+) destroyed")
 MAX_PLAN_BYTES = 1024 * 1024 * 1024
+PLAN_FILE = "plan.tfplan"
+MAY_STILL_APPLY = rs.AWAITING_CONFIRMATION | {rs.CONFIRMED, rs.APPLY_QUEUED}
+HELD_CHECK_S = 5.0  # how often an idle runner asks the API which held plan folders may still be applied
 
-
-class JobFailed(Exception):
-    """The job ends errored with this message (shown in the log and the finish report)."""
-
-
-class JobCanceled(Exception):
-    pass
-
-
-# Providers and plugins listen on a unix socket in TMPDIR ("<TMPDIR>/plugin<up to 10 digits>"), whose path may
-# not pass 107 bytes: past it they die before their handshake ("Unrecognized remote plugin message", "Plugin
-# reinitialization required"). A run folder deeper than this (a long work dir) gets a TMPDIR elsewhere.
-SOCKET_DIR_MAX = 80
-
-
-@dataclass
-class _Job:
-    spec: JobSpec
-    run_dir: Path
-    log: LogStream
-    control: CancelControl
-    binary: commands.Binary | None = None
-    env: dict[str, str] = field(default_factory=dict)
-    cwd: Path = Path(".")
-    identity: sandbox.JobIdentity | None = None
-    short_tmp: Path | None = None  # TMPDIR outside run_dir when run_dir's path is too long (SOCKET_DIR_MAX)
+__all__ = ["JobCanceled", "JobExecutor", "JobFailed"]
 
 
 class JobExecutor:
@@ -68,14 +54,22 @@ class JobExecutor:
         transfers: Transfers,
         backend_override: BackendOverride = remote_backend_override,
         echo_to: TextIO | None = None,
+        cache: PlanCache | None = None,
     ) -> None:
         self.config, self.api, self.transfers = config, api, transfers
-        self.backend_override = backend_override
         self.echo_to = echo_to
+        self.cache = cache if cache is not None else PlanCache()
+        self.steps = JobSteps(config, api.runner_id, transfers, backend_override)
+        self._held_checked = 0.0
 
-    def execute(self, spec: JobSpec) -> FinishRequest:
+    def execute(self, spec: JobSpec, keep_for_apply: bool = True) -> FinishRequest:
+        """Runs the job; a finished plan that may be applied stays held when `keep_for_apply`."""
+        started = time.monotonic()
         sandbox.prepare_work_dir(self.config.work_dir)
-        run_dir = Path(tempfile.mkdtemp(prefix=f"{spec.job_id}-", dir=self.config.work_dir))
+        if spec.phase == "plan":
+            self.cache.drop(spec.run_id)  # a plan retried here starts afresh
+        held = self.cache.take(spec.run_id) if spec.phase == "apply" else None
+        run_dir = held.run_dir if held else Path(tempfile.mkdtemp(prefix=f"{spec.job_id}-", dir=self.config.work_dir))
         identity = sandbox.allocate()
         secrets = [spec.run_token, *(v.value for v in spec.variables if v.sensitive)]
         secrets += [spec.ssh_private_key] if spec.ssh_private_key else []
@@ -85,7 +79,8 @@ class JobExecutor:
             redact=secrets,
             echo_to=self.echo_to,
         )
-        job = _Job(spec=spec, run_dir=run_dir, log=stream, control=CancelControl(), identity=identity)
+        job = Job(spec=spec, run_dir=run_dir, log=stream, control=CancelControl(), identity=identity)
+        job.short_tmp = held.short_tmp if held else None
 
         def beat() -> object:
             return self.api.heartbeat(spec.job_id)
@@ -94,7 +89,7 @@ class JobExecutor:
         try:
             with Heartbeat(beat, job.control, spec.heartbeat_interval_s):  # type: ignore[arg-type]
                 try:
-                    report = self._plan(job) if spec.phase == "plan" else self._apply(job)
+                    report = self._plan(job) if spec.phase == "plan" else self._apply(job, held)
                 except JobCanceled:
                     stream.line("\nThe run was canceled.")
                     report = FinishRequest(runner_id=self.api.runner_id, status="canceled")
@@ -109,40 +104,79 @@ class JobExecutor:
             stream.close()
             if identity is not None:
                 sandbox.kill_uid(identity.uid)  # before the folder goes: nothing of the job writes to it anymore
-            shutil.rmtree(run_dir, ignore_errors=True)
-            if job.short_tmp is not None:
-                shutil.rmtree(job.short_tmp, ignore_errors=True)
+            keep = keep_for_apply and self._may_be_applied(job, report)
+            if keep:  # back to the runner: the next job may get the same uid and must not read it
+                sandbox.reclaim([p for p in (job.run_dir, job.short_tmp) if p is not None])
+                self.cache.hold(spec.run_id, job.run_dir, job.cwd, job.run_dir / PLAN_FILE, job.short_tmp)
+            else:
+                shutil.rmtree(job.run_dir, ignore_errors=True)
+                if job.short_tmp is not None:
+                    shutil.rmtree(job.short_tmp, ignore_errors=True)
             if identity is not None:
                 identity.release()
         if job.control.requested and report.status != "finished":
             report = report.model_copy(update={"status": "canceled"})
-        return report
+        log.info(
+            "job %s %s in %.2f s (%s folder)",
+            spec.job_id,
+            report.status,
+            time.monotonic() - started,
+            "the plan's" if job.resumed else "a fresh",
+        )
+        return report.model_copy(update={"keep_for_apply": keep})
+
+    def settled(self, spec: JobSpec, answer: FinishResponse | None) -> None:
+        """After the finish report: a held plan folder stays only while its run may still be applied here."""
+        if spec.phase != "plan" or spec.run_id not in self.cache.run_ids():
+            return
+        handed = answer is not None and answer.next_job is not None and answer.next_job.run_id == spec.run_id
+        if not handed and (answer is None or answer.run_status not in MAY_STILL_APPLY):
+            self.cache.drop(spec.run_id)
+
+    def tidy(self, clock: float | None = None) -> None:
+        """While idle: drops held folders past their bounds or whose run the API says will not apply here."""
+        self.cache.expire()
+        now = time.monotonic() if clock is None else clock
+        if not len(self.cache) or now - self._held_checked < HELD_CHECK_S:
+            return
+        self._held_checked = now
+        try:
+            self.cache.keep_only(self.api.held_runs(self.cache.run_ids()))
+        except Exception as exc:  # the age bound still applies
+            log.warning("asking which held plan folders may still be applied failed: %s", exc)
+
+    def close(self) -> None:
+        """The runner exits: nothing of a job outlives it."""
+        self.cache.clear()
 
     # -- phases ---------------------------------------------------------------------------------
 
-    def _plan(self, job: _Job) -> FinishRequest:
+    def _plan(self, job: Job) -> FinishRequest:
         spec = job.spec
-        self._prepare(job, f"planning run {spec.run_id}")
-        plan_file = job.run_dir / "plan.tfplan"
-        plan_code = self._run(job, commands.plan_args(spec.operation, plan_file))
+        self.steps.banner(job, f"planning run {spec.run_id}")
+        self.steps.prepare(job)
+        plan_file = job.run_dir / PLAN_FILE
+        plan_code = self.steps.run(job, commands.plan_args(spec.operation, plan_file))
         if plan_code not in (0, 2):
             raise JobFailed(f"plan failed (exit code {plan_code})")
         plan_json_file = job.run_dir / "plan.json"
         counts = commands.ChangeCounts()
         if plan_file.exists():
-            code = self._run(job, commands.show_json_args(plan_file), stdout_file=plan_json_file)
-            if code != 0:
-                raise JobFailed(f"reading the plan as JSON failed (exit code {code})")
-            try:
-                plan_json = json.loads(plan_json_file.read_bytes())
-                counts = commands.count_changes(plan_json)
-            except ValueError as exc:
-                raise JobFailed("the JSON plan could not be parsed") from exc
-            self._hide_secrets(spec, plan_json, plan_json_file)
-            if spec.plan_json_upload_url:
-                self.transfers.upload(spec.plan_json_upload_url, plan_json_file, "JSON plan")
-            if spec.plan_upload_url:
-                self.transfers.upload(spec.plan_upload_url, plan_file, "plan file")
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="plan-upload") as uploads:
+                plan_upload = self._upload(uploads, spec.plan_upload_url, plan_file, "plan file")  # while show runs
+                code = self.steps.run(job, commands.show_json_args(plan_file), stdout_file=plan_json_file)
+                if code != 0:
+                    raise JobFailed(f"reading the plan as JSON failed (exit code {code})")
+                try:
+                    plan_json = json.loads(plan_json_file.read_bytes())
+                    counts = commands.count_changes(plan_json)
+                except ValueError as exc:
+                    raise JobFailed("the JSON plan could not be parsed") from exc
+                self._hide_secrets(spec, plan_json, plan_json_file)
+                if spec.plan_json_upload_url:
+                    self.transfers.upload(spec.plan_json_upload_url, plan_json_file, "JSON plan")
+                if plan_upload is not None:
+                    plan_upload.result()  # the finish report claims both are stored
         return FinishRequest(
             runner_id=self.api.runner_id,
             status="finished",
@@ -153,13 +187,27 @@ class JobExecutor:
             resource_imports=counts.imports,
         )
 
-    def _apply(self, job: _Job) -> FinishRequest:
+    def _upload(self, pool: ThreadPoolExecutor, url: str | None, path: Path, what: str) -> Future[None] | None:
+        return pool.submit(self.transfers.upload, url, path, what) if url else None
+
+    def _apply(self, job: Job, held: HeldPlan | None) -> FinishRequest:
         spec = job.spec
         if not spec.plan_file_url:
             raise JobFailed("the apply job has no saved plan to apply")
-        self._prepare(job, f"applying run {spec.run_id}")
-        plan_file = job.run_dir / "plan.tfplan"
-        self.transfers.download(spec.plan_file_url, plan_file, MAX_PLAN_BYTES, "saved plan")
+        self.steps.banner(job, f"applying run {spec.run_id}")
+        stored = job.run_dir / "plan.stored"
+        if held is not None:
+            replace_entry(stored)  # the runner writes it as root: not through a link the plan's job left
+            self.transfers.download(spec.plan_file_url, stored, MAX_PLAN_BYTES, "saved plan")
+            if intact(held.run_dir, held.cwd) and _same_file(stored, held.plan_file):
+                self.steps.resume(job, held.cwd)
+            else:
+                job.log.line("The plan's working directory does not hold the stored plan: starting afresh.")
+                self._fresh(job, held)
+                stored = job.run_dir / "plan.stored"
+        if not job.resumed:
+            self.steps.prepare(job)
+            self.transfers.download(spec.plan_file_url, stored, MAX_PLAN_BYTES, "saved plan")
         tail: deque[bytes] = deque(maxlen=64)
 
         def sink(chunk: bytes) -> None:
@@ -167,7 +215,7 @@ class JobExecutor:
             job.log.write(chunk)
 
         self._announce_apply(job)
-        code = self._run(job, commands.apply_args(plan_file), sink=sink)
+        code = self.steps.run(job, commands.apply_args(stored), sink=sink)
         if code != 0:
             raise JobFailed(f"apply failed (exit code {code})")
         matches = APPLY_SUMMARY.findall(b"".join(tail))
@@ -179,6 +227,24 @@ class JobExecutor:
             resource_additions=added,
             resource_changes=changed,
             resource_destructions=destroyed,
+        )
+
+    def _fresh(self, job: Job, held: HeldPlan) -> None:
+        """Leaves the held folder for a new one (the job's own, removed when it ends)."""
+        held.remove()
+        job.short_tmp = None
+        job.run_dir = Path(tempfile.mkdtemp(prefix=f"{job.spec.job_id}-", dir=self.config.work_dir))
+
+    def _may_be_applied(self, job: Job, report: FinishRequest) -> bool:
+        spec = job.spec
+        return (
+            spec.phase == "plan"
+            and report.status == "finished"
+            and report.has_changes
+            and not spec.operation.speculative
+            and not job.control.requested
+            and (job.run_dir / PLAN_FILE).is_file()
+            and self.cache.max_entries > 0
         )
 
     @staticmethod
@@ -194,100 +260,9 @@ class JobExecutor:
         )
         plan_json_file.write_bytes(json.dumps(hidden).encode())
 
-    # -- steps ----------------------------------------------------------------------------------
-
-    def _prepare(self, job: _Job, doing: str) -> None:
-        """Banner, binary, configuration, run files, init."""
-        spec = job.spec
-        job.binary = commands.select_binary(
-            spec.terraform_version,
-            self.config.tf_binary,
-            self.config.tf_binaries,
-            runner_catalog.scan(self.config.tools_dir),  # per job: a folder an operator adds counts at once
-            self.config.default_tool,
-        )
-        job.log.line(f"{job.binary.product} v{job.binary.version or 'unknown'}")
-        job.log.line("on linux_amd64")
-        job.log.line(f"Terrace runner {self.api.runner_id}: {doing}")
-        self._check_cancel(job)
-        archive = job.run_dir / "configuration.tar.gz"
-        self.transfers.download(spec.configuration_url, archive, self.config.max_config_bytes, "configuration")
-        config_root = job.run_dir / "config"
-        extract(
-            archive,
-            config_root,
-            max_entries=self.config.max_config_entries,
-            max_bytes=self.config.max_config_expanded_bytes,
-        )
-        archive.unlink()
-        job.cwd = working_dir(config_root, spec.working_directory)
-        strip_cloud_blocks(job.cwd)  # the backend override below takes its place (and 1.0 cannot parse one)
-        operator = self.config.operator_cli_config.read_text() if self.config.operator_cli_config else ""
-        cli_config = write_run_files(spec, job.cwd, job.run_dir, operator, self.backend_override)
-        home, tmp = job.run_dir / "home", job.run_dir / "tmp"
-        home.mkdir()
-        tmp.mkdir()
-        if len(str(tmp)) > SOCKET_DIR_MAX:
-            tmp = job.short_tmp = self._short_tmp(job)
-        job.env = child_env(
-            path=os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
-            home=home,
-            cli_config=cli_config,
-            ssl_cert_file=self._ca_bundle_copy(job),
-            variables=spec.variables,
-            tmp_dir=tmp,
-        )
-        job.log.line("Initializing plugins and modules...")
-        init_output = bytearray()
-        init_env = dict(job.env)
-        if spec.ssh_private_key:  # for git::ssh:// module sources; gone once init ends
-            init_env.update(ssh_key.install(job.run_dir, spec.ssh_private_key))
-            uid = job.identity.uid if job.identity else None
-            if not ssh_key.usable_by(uid):
-                job.log.line(f"Warning: uid {uid} has no passwd entry on this runner: ssh (git::ssh:// sources) fails")
-        try:
-            code = self._run(job, commands.INIT_ARGS, sink=init_output.extend, env=init_env)
-        finally:
-            ssh_key.remove(job.run_dir)
-        if code != 0:
-            job.log.write(bytes(init_output[-256 * 1024 :]))
-            raise JobFailed(f"init failed (exit code {code})")
-
-    @staticmethod
-    def _short_tmp(job: _Job) -> Path:
-        """A private TMPDIR in the system's temporary folder, owned by the job uid like run_dir."""
-        short = Path(tempfile.mkdtemp(prefix="terrace-job-"))
-        if job.identity is not None:
-            os.chown(short, job.identity.uid, job.identity.uid)
-        return short
-
-    def _run(
-        self,
-        job: _Job,
-        args: list[str],
-        *,
-        sink: Callable[[bytes], object] | None = None,
-        stdout_file: Path | None = None,
-        env: dict[str, str] | None = None,
-    ) -> int:
-        self._check_cancel(job)
-        assert job.binary is not None
-        sandbox.hand_over(job.run_dir, job.identity)
-        code = run_child(
-            [job.binary.path, *args],
-            identity=job.identity,
-            cwd=job.cwd,
-            env=env or job.env,
-            control=job.control,
-            sink=sink or job.log.write,
-            stdout_file=stdout_file,
-        )
-        self._check_cancel(job)
-        return code
-
-    def _announce_apply(self, job: _Job) -> None:
+    def _announce_apply(self, job: Job) -> None:
         """Nothing applies unless the API recorded that it starts: a lost apply is then never run twice."""
-        self._check_cancel(job)
+        check_cancel(job)
         try:
             answer = self.api.start_apply(job.spec.job_id)
         except ApiError as exc:
@@ -295,22 +270,26 @@ class JobExecutor:
         except httpx.TransportError as exc:
             raise JobFailed(f"the API could not be told that the apply starts; nothing was applied ({exc})") from exc
         job.control.apply(answer)
-        self._check_cancel(job)
+        check_cancel(job)
 
-    def _ca_bundle_copy(self, job: _Job) -> str | None:
-        """The CA bundle copied into the job folder: readable by the job uid wherever the original lives."""
-        if not self.config.ssl_cert_file:
-            return None
-        copy = job.run_dir / "ca-bundle.pem"
-        shutil.copyfile(self.config.ssl_cert_file, copy)
-        return str(copy)
-
-    @staticmethod
-    def _check_cancel(job: _Job) -> None:
-        if job.control.requested:
-            raise JobCanceled()
-
-    def _errored(self, job: _Job, message: str) -> FinishRequest:
+    def _errored(self, job: Job, message: str) -> FinishRequest:
         tail = job.log.tail(15)
         detail = f"{message}\n{tail}" if tail else message
         return FinishRequest(runner_id=self.api.runner_id, status="errored", error_message=detail[-4000:])
+
+
+def _same_file(stored: Path, kept: Path) -> bool:
+    """True when the folder's plan file (a regular file, not a link a job left) has the stored plan's bytes."""
+    try:
+        fd = os.open(kept, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    with os.fdopen(fd, "rb") as kept_file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode) or os.fstat(fd).st_size != stored.stat().st_size:
+            return False
+        return hashlib.file_digest(kept_file, "sha256").digest() == _digest(stored)
+
+
+def _digest(path: Path) -> bytes:
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").digest()

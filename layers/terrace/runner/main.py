@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from terrace.domain.jobs import FinishRequest, JobSpec
+from terrace.domain.jobs import FinishRequest, FinishResponse, JobSpec
 from terrace.runner.client import ApiError, RunnerApi, Transfers
 from terrace.runner.config import ConfigError, RunnerConfig
 from terrace.runner.execution import JobExecutor
@@ -44,24 +44,37 @@ class Runner:
             raise StopIdle
 
     def handle(self, spec: JobSpec) -> None:
-        """Runs one claimed job, then reports how it ended on a thread of its own: the runner asks for its next
-        job meanwhile (the server's work to close a phase — archiving its log, queueing what follows, revoking its
-        token — is then off the way to the next job; an auto-applied run's apply is claimed the moment the plan's
-        report queues it). `loop` waits for every report before it returns."""
-        log.info("running job %s (%s of run %s, attempt %d)", spec.job_id, spec.phase, spec.run_id, spec.attempt)
-        report = self.executor.execute(spec)
+        """Runs one claimed job and reports how it ended. A plan whose folder this runner holds for its apply reports
+        at once and follows the answer: the API may hand over the same run's apply (claimed), which then runs in that
+        folder. Every other report goes out on a thread of its own while the runner asks for its next job (the
+        server's work to close a phase, archiving its log, queueing what follows, revoking its token, is then off the
+        way); `loop` waits for every report before it returns."""
+        job: JobSpec | None = spec
+        while job is not None:
+            log.info("running job %s (%s of run %s, attempt %d)", job.job_id, job.phase, job.run_id, job.attempt)
+            retiring = self.stopping or bool(self.config.retire_at and self.wall_clock() >= self.config.retire_at)
+            report = self.executor.execute(job, keep_for_apply=not retiring)
+            if job.run_id not in self.executor.cache.run_ids():
+                self._report_in_background(job, report)
+                return
+            answer = self._report(job, report)
+            self.executor.settled(job, answer)
+            job = answer.next_job if answer is not None else None
+
+    def _report_in_background(self, spec: JobSpec, report: FinishRequest) -> None:
         self._reports = [thread for thread in self._reports if thread.is_alive()]
         thread = threading.Thread(target=self._report, args=(spec, report), name=f"report-{spec.job_id}")
         thread.start()
         self._reports.append(thread)
 
-    def _report(self, spec: JobSpec, report: FinishRequest) -> None:
+    def _report(self, spec: JobSpec, report: FinishRequest) -> FinishResponse | None:
         try:
-            self.api.finish(report, spec.job_id)
+            answer = self.api.finish(report, spec.job_id)
         except Exception as exc:  # the API's heartbeat deadline decides what happens next
             log.error("reporting job %s as %s failed: %s", spec.job_id, report.status, exc)
-            return
+            return None
         log.info("job %s %s", spec.job_id, report.status)
+        return answer
 
     def wait_for_reports(self) -> None:
         for thread in self._reports:
@@ -101,6 +114,9 @@ class Runner:
                 self.sleep(ERROR_PAUSE_S)
                 spec = None
             if spec is not None:
+                self.executor.cache.drop(
+                    spec.run_id
+                )  # only an apply handed over by the plan's finish reuses its folder
                 try:
                     self.handle(spec)
                 except Exception:
@@ -109,6 +125,7 @@ class Runner:
                 if once:
                     return 0
                 continue
+            self.executor.tidy()
             if self.config.idle_exit_s and self.clock() - idle_since >= self.config.idle_exit_s:
                 log.info("idle for %.0f s: exiting", self.config.idle_exit_s)
                 return 0
@@ -168,3 +185,5 @@ def main(argv: list[str] | None = None) -> int:
         return runner.loop(once=args.once)
     except StopIdle:
         return 0
+    finally:
+        runner.executor.close()  # held plan folders do not outlive the runner

@@ -136,6 +136,16 @@ def hand_over(run_dir: Path, identity: JobIdentity | None) -> None:
         os.lchown(path, identity.uid, identity.uid)
 
 
+def reclaim(folders: list[Path]) -> None:
+    """Back to the runner once the job uid's processes are gone: owned by the runner and 0700, so no job uid
+    (the next job may get the same one) reads them. Links are re-owned, never followed."""
+    for top in folders:
+        if probe().switch_uid:
+            for path in [top, *top.rglob("*")]:
+                os.lchown(path, os.geteuid(), os.getegid())
+        os.chmod(top, 0o700)
+
+
 def prepare_work_dir(work_dir: Path) -> None:
     """Root-owned and not listable by job uids: they reach their own folder only."""
     work_dir.mkdir(parents=True, exist_ok=True)

@@ -34,6 +34,7 @@ from terrace.services.access.accounts import AccountService
 from terrace.services.access.authz import Action, Authorizer, OrgView
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.runs.cost_estimates import CostEstimateService
+from terrace.services.runs.job_handoff import ApplyHandoff, runner_ref
 from terrace.services.runs.logs import LogService
 from terrace.services.runs.plans import PlanService
 from terrace.services.runs.runs import RunService, retrying
@@ -54,12 +55,7 @@ def _phase_name(job_id: str) -> str:
     raise NotFound(f"job {job_id} not found")
 
 
-def runner_ref(principal: Principal, runner_id: str) -> str:
-    """Who works a job: the runner's own name and the id of the token it authenticated with."""
-    return f"{runner_id}@{principal.token_id}"
-
-
-class JobService:
+class JobService(ApplyHandoff):
     def __init__(
         self,
         store: RunStore,

@@ -9,7 +9,15 @@ import anyio.from_thread
 from fastapi import APIRouter, Depends, Query, Request, Response
 
 from terrace.domain.errors import BadRequest, Invalid
-from terrace.domain.jobs import FinishRequest, HeartbeatRequest, HeartbeatResponse, JobSpec, NextRequest
+from terrace.domain.jobs import (
+    FinishRequest,
+    FinishResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    HeldRuns,
+    JobSpec,
+    NextRequest,
+)
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONBody, RawBody
 
@@ -91,8 +99,17 @@ def append_log(
 
 
 @router.post("/jobs/{job_id}/finish")
-def finish(job_id: str, raw: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Response:
+def finish(job_id: str, raw: JSONBody, container: ContainerDep, principal: PrincipalDep) -> FinishResponse:
+    """The run's status; with `keep_for_apply`, maybe the same run's apply claimed for this runner."""
     body = _model(raw, FinishRequest)
     assert isinstance(body, FinishRequest)
-    run = container.jobs.finish(principal, job_id, body)
-    return Response(content=f'{{"run_status": "{run.status}"}}', media_type="application/json")
+    return container.jobs.finish_and_continue(principal, job_id, body)
+
+
+@router.post("/held-runs")
+def held_runs(raw: JSONBody, container: ContainerDep, principal: PrincipalDep) -> HeldRuns:
+    """Which of the runs whose plan folder this runner holds it may still apply (it drops the others)."""
+    body = _model(raw, HeldRuns)
+    assert isinstance(body, HeldRuns)
+    kept = container.jobs.held_runs(principal, body.runner_id, body.run_ids)
+    return HeldRuns(runner_id=body.runner_id, run_ids=kept)
