@@ -51,6 +51,12 @@ def _provisioner(marker: Path) -> str:
     return f'resource "null_resource" "slow" {{\n  provisioner "local-exec" {{\n    command = "{command}"\n  }}\n}}\n'
 
 
+def _apply_log(run_api, run_stack, run_id: str) -> str:
+    apply_id = run(run_api, run_id)["relationships"]["apply"]["data"]["id"]
+    log_url = run_api.request("GET", f"/api/v2/applies/{apply_id}").json()["data"]["attributes"]["log-read-url"]
+    return httpx.get(log_url, verify=ssl.create_default_context(cafile=run_stack.ca_bundle), timeout=30).text
+
+
 def test_a_runner_killed_mid_apply_errors_the_run_and_never_applies_again(
     run_local_stack, run_stack, run_api, run_terraform, unique
 ):
@@ -66,6 +72,9 @@ def test_a_runner_killed_mid_apply_errors_the_run_and_never_applies_again(
     try:
         applying = wait_run(run_api, ws_id, {"applying"}, timeout=RUN_TIMEOUT_S, process=process)
         wait_for(lambda: marker.exists() and "tick" in marker.read_text(), 60, interval=0.1, what="the provisioner")
+        # the runner sends its log in batches (at most 1 s apart): kill it only once the server has the apply's
+        # start, which the CLI must then show with the interruption
+        wait_for(lambda: "Provisioning with" in _apply_log(run_api, run_stack, applying["id"]), 60, what="the log")
         busy = [r.process for r in list(launcher.runners) if r.process.poll() is None and _children(r.process.pid)]
         assert len(busy) == 1, "one runner is applying"
         busy[0].send_signal(signal.SIGKILL)  # only the runner: its job's processes must die with it
@@ -84,8 +93,7 @@ def test_a_runner_killed_mid_apply_errors_the_run_and_never_applies_again(
     assert "the apply was interrupted" in result.output and "state may be incomplete" in result.output
     assert not run_api.workspace(name)["attributes"]["locked"]
     apply_id = run(run_api, applying["id"])["relationships"]["apply"]["data"]["id"]
-    log_url = run_api.request("GET", f"/api/v2/applies/{apply_id}").json()["data"]["attributes"]["log-read-url"]
-    log = httpx.get(log_url, verify=ssl.create_default_context(cafile=run_stack.ca_bundle), timeout=30).text
+    log = _apply_log(run_api, run_stack, applying["id"])
     assert "check it before running again" in log and log.endswith("\x03")
     ticks = marker.read_text().count("tick")
     time.sleep(3)  # were any process of the dead attempt alive, it would tick ~15 more times

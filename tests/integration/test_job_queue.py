@@ -17,6 +17,7 @@ from terrace.adapters.memory_table import MemoryTable
 from terrace.adapters.queues import TableJobQueue
 from terrace.adapters.sqlite_table import SqliteDatabase, SqliteTable
 from terrace.adapters.table import Table
+from terrace.domain.jobs import Operation
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 from runner_fakes import FakeApi, fake_terraform, make_spec, runner_config, tarball  # noqa: E402
@@ -177,12 +178,13 @@ def test_sigterm_ends_an_idle_wait_at_once_but_lets_a_job_finish(tmp_path: Path)
 
 
 def test_the_runner_asks_for_its_next_job_while_its_last_report_is_in_flight(tmp_path: Path) -> None:
-    """The finish call runs on its own thread: the next job is claimed before the last one's report returns (an
-    auto-applied run's apply is picked up as soon as the plan's report queued it), and every report is sent
-    before the loop returns."""
+    """The finish call runs on its own thread: the next job is claimed before the last one's report returns, and
+    every report is sent before the loop returns. (A plan whose folder the runner holds for its apply reports at
+    once instead, to follow the hand-off in the answer: tests/unit/test_runner_plan_cache.py; these are
+    speculative plans, never applied.)"""
     fake = FakeApi(blobs={"config.tar.gz": tarball({"main.tf": ""})})
     for job_id in ("plan-one", "plan-two"):
-        fake.specs[job_id] = make_spec("plan", job_id=job_id)
+        fake.specs[job_id] = make_spec("plan", job_id=job_id, operation=Operation(speculative=True))
         fake.queued.append(job_id)
     api, transfers = fake.clients()
     asked_again = threading.Event()

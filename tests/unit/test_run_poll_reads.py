@@ -40,6 +40,8 @@ def test_run_plan_and_log_polls_read_the_table_a_fixed_number_of_times(env: RunE
     # a server answering polls has its organization cached (counting turns the 2 s cache off; here it never expires,
     # so the counts do not depend on how long the test takes)
     monkeypatch.setattr(env.container.organizations, "_cache_ttl_s", float("inf"))
+    # one look per log poll: an empty read of a running phase is otherwise held and repeated (test_log_read_wait.py)
+    monkeypatch.setattr(env.container.logs, "_read_wait_s", 0.0)
 
     count, response = reads(env, calls, f"/api/v2/runs/{run_id}")
     assert response.json()["data"]["attributes"]["status"] == "plan_queued"

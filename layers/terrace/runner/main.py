@@ -114,9 +114,6 @@ class Runner:
                 self.sleep(ERROR_PAUSE_S)
                 spec = None
             if spec is not None:
-                self.executor.cache.drop(
-                    spec.run_id
-                )  # only an apply handed over by the plan's finish reuses its folder
                 try:
                     self.handle(spec)
                 except Exception:

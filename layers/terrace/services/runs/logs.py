@@ -9,6 +9,10 @@ Sensitive values: the runner masks them before it sends a byte; this service mas
 sensitive variable values again when it archives a log and when it serves live chunks (defence in
 depth: every reader, the API and the UI, reads through here). A live read stops short of a possible
 split secret at the end of what has arrived, so what a reader saw never changes as the log grows.
+
+A log-read URL that has nothing new for a phase still running holds the request up to `read_wait_s`, re-reading
+every `READ_POLL_S`, and answers as soon as bytes (or the phase's end, ETX) arrive: the CLI's reader (go-tfe)
+otherwise sleeps 0.5-2 s between empty answers, and would see a phase's end that much later.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import time
+from collections.abc import Callable
 from datetime import datetime
 
 from terrace.adapters.blobs import BlobStore
@@ -29,6 +34,8 @@ from terrace.services.workspaces.variables import VariableService
 STX, ETX = b"\x02", b"\x03"
 MAX_CHUNK = 256 * 1024
 MAX_READ = 1024 * 1024
+READ_WAIT_S = 2.0  # the longest a log-read URL holds a read that has nothing new while its phase runs
+READ_POLL_S = 0.1
 
 
 def archive_key(phase_id: str) -> str:
@@ -48,6 +55,8 @@ class LogService:
         store: RunStore,
         variables: VariableService,
         link_ttl_s: int,
+        read_wait_s: float = READ_WAIT_S,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         if not signing_secret.strip():
             raise ValueError("log-read URLs need a signing secret (TERRACE_URL_SIGNING_SECRET)")
@@ -57,6 +66,7 @@ class LogService:
         self._store = store
         self._variables = variables
         self._link_ttl_s = link_ttl_s
+        self._read_wait_s, self._sleep = read_wait_s, sleep
 
     def _masker(self, run: Run) -> Masker:
         return Masker(self._variables.sensitive_values(run.workspace_id).values)
@@ -150,8 +160,17 @@ class LogService:
             ended = self._ended_at(run, phase)
             if ended is not None and now > ended + self._link_ttl_s:
                 raise gone
-        live = None if phase.log_archived else run
-        return self._read(live, phase_id, offset, min(limit, MAX_READ), final=phase.final)
+        data = self._read(
+            None if phase.log_archived else run, phase_id, offset, min(limit, MAX_READ), final=phase.final
+        )
+        deadline = time.monotonic() + self._read_wait_s
+        while not data and limit > 0 and not (phase.final or run.final) and time.monotonic() < deadline:
+            self._sleep(READ_POLL_S)
+            run = self._store.load(run.id)
+            phase = run.plan if phase_id.startswith("plan-") else run.apply
+            live = None if phase.log_archived else run
+            data = self._read(live, phase_id, offset, min(limit, MAX_READ), final=phase.final)
+        return data
 
     @staticmethod
     def _ended_at(run: Run, phase: PhaseState) -> float | None:
