@@ -38,6 +38,10 @@ READ_WAIT_S = 2.0  # the longest a log-read URL holds a read that has nothing ne
 READ_POLL_S = 0.1
 
 
+def _phase_of(run: Run, phase_id: str) -> PhaseState:
+    return run.plan if phase_id.startswith("plan-") else run.apply
+
+
 def archive_key(phase_id: str) -> str:
     return f"logs/{phase_id}.log"
 
@@ -152,7 +156,7 @@ class LogService:
             run = self._store.load(run_id_of(phase_id))
         except NotFound:
             raise gone from None
-        phase = run.plan if phase_id.startswith("plan-") else run.apply
+        phase = _phase_of(run, phase_id)
         if phase.id != phase_id:
             raise gone
         now = time.time()
@@ -160,17 +164,15 @@ class LogService:
             ended = self._ended_at(run, phase)
             if ended is not None and now > ended + self._link_ttl_s:
                 raise gone
-        data = self._read(
-            None if phase.log_archived else run, phase_id, offset, min(limit, MAX_READ), final=phase.final
-        )
         deadline = time.monotonic() + self._read_wait_s
-        while not data and limit > 0 and not (phase.final or run.final) and time.monotonic() < deadline:
-            self._sleep(READ_POLL_S)
-            run = self._store.load(run.id)
-            phase = run.plan if phase_id.startswith("plan-") else run.apply
+        while True:
             live = None if phase.log_archived else run
             data = self._read(live, phase_id, offset, min(limit, MAX_READ), final=phase.final)
-        return data
+            if data or limit <= 0 or phase.final or run.final or time.monotonic() >= deadline:
+                return data
+            self._sleep(READ_POLL_S)
+            run = self._store.load(run.id)
+            phase = _phase_of(run, phase_id)
 
     @staticmethod
     def _ended_at(run: Run, phase: PhaseState) -> float | None:
