@@ -36,10 +36,7 @@ def log_path(document: dict[str, Any]) -> str:
 
 def test_run_plan_and_log_polls_read_the_table_a_fixed_number_of_times(env: RunEnv, monkeypatch: Any) -> None:
     run_id = env.create_run(env.upload_config())["id"]
-    calls = counting(env.container, monkeypatch)
-    # a server answering polls has its organization cached (counting turns the 2 s cache off; here it never expires,
-    # so the counts do not depend on how long the test takes)
-    monkeypatch.setattr(env.container.organizations, "_cache_ttl_s", float("inf"))
+    calls = counting(env.container, monkeypatch, org_cache_s=float("inf"))  # a polled server has its org cached
     # one look per log poll: an empty read of a running phase is otherwise held and repeated (test_log_read_wait.py)
     monkeypatch.setattr(env.container.logs, "_read_wait_s", 0.0)
 

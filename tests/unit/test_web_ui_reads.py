@@ -16,12 +16,12 @@ from test_web_ui_runs import ui
 READS = ("get", "query", "batch_get", "scan", "iter_chunks", "get_range", "head")
 
 
-def counting(container: Any, monkeypatch: Any) -> list[str]:
-    """Every table and blob read the page makes, by method name."""
+def counting(container: Any, monkeypatch: Any, org_cache_s: float = 0.0) -> list[str]:
+    """Every table and blob read the page makes, by method name. Organizations are cached per process for a short
+    while; the cache is pinned (off by default: every page load reads them) so that counts compared with each other
+    do not depend on how long the test took between them."""
     calls: list[str] = []
-    # Organizations are cached per process for a short while: with the cache off, every page load reads them, so
-    # the two counts compared below do not depend on how long the test took between them.
-    monkeypatch.setattr(container.organizations, "_cache_ttl_s", 0.0)
+    monkeypatch.setattr(container.organizations, "_cache_ttl_s", org_cache_s)
     for store in (container.table, container.blobs):
         for method in READS:
             if hasattr(store, method):
