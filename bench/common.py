@@ -89,10 +89,15 @@ class Stack:
 
 @contextmanager
 def local_stack(
-    *, workers: bool = True, execution_mode: str = "local", backend: str = "moto", **overrides: Any
+    *,
+    workers: bool = True,
+    execution_mode: str = "local",
+    backend: str = "moto",
+    wrap_app: Any = None,
+    **overrides: Any,
 ) -> Iterator[Stack]:
     """A fresh in-process LocalStack (HTTPS API + runners; on moto, or `backend="embedded"` on SQLite and files)
-    on a free port, stopped afterwards."""
+    on a free port, stopped afterwards. `wrap_app` wraps the ASGI app (e.g. `client_timeline.Recorder.wrap`)."""
     from terrace.local.stack import LocalStack
 
     with tempfile.TemporaryDirectory(prefix="terrace-bench-") as tmp:
@@ -104,6 +109,7 @@ def local_stack(
             prefix=f"bench-{uuid.uuid4().hex[:8]}",
             workers=workers,
             data_dir=Path(tmp) / "terrace" / "data" if backend == "embedded" else None,
+            wrap_app=wrap_app,
         )
         local.settings_overrides.update(overrides)
         info = local.start()

@@ -8,13 +8,18 @@ status timestamps (the stack runs on this machine, so server timestamps and clie
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
+from terrace.local import tool_catalog
 from terrace.local.terraform_config import terraform_env as client_env
+from terrace.runner.commands import detect_version
 
+from bench.client_timeline import Recorder, split
 from bench.common import TERRAFORM, Api, Outcome, Stack, local_stack, median, parse_iso, unique
 
 CONFIG = """
@@ -35,14 +40,14 @@ TARGET_PLAN_ADDED_S = 1.5
 
 
 class WorkDir:
-    def __init__(self, path: Path, env: dict[str, str], backend: str = "") -> None:
-        self.path, self.env, self.backend = path, env, backend
+    def __init__(self, path: Path, env: dict[str, str], backend: str = "", binary: Path = TERRAFORM) -> None:
+        self.path, self.env, self.backend, self.binary = path, env, backend, binary
         path.mkdir(parents=True)
 
     def terraform(self, *args: str, timeout: float = 300) -> float:
         start = time.perf_counter()
         done = subprocess.run(
-            [str(TERRAFORM), *args, "-no-color"],
+            [str(self.binary), *args, "-no-color"],
             cwd=self.path,
             env=self.env,
             text=True,
@@ -77,6 +82,19 @@ def terraform_env(stack: Stack) -> dict[str, str]:
 def remote_backend(stack: Stack, name: str) -> str:
     return (
         'terraform {\n  backend "remote" {\n'
+        f'    hostname     = "{stack.hostname}"\n    organization = "{stack.organization}"\n'
+        f'    workspaces {{\n      name = "{name}"\n    }}\n  }}\n}}\n'
+    )
+
+
+# an explicit source: OpenTofu would look for hashicorp/null in its own registry, and the stack's CLI configuration
+# mirrors registry.terraform.io only (the benchmark runs offline)
+PROVIDERS = '  required_providers {\n    null = { source = "registry.terraform.io/hashicorp/null" }\n  }\n'
+
+
+def cloud_block(stack: Stack, name: str) -> str:
+    return (
+        "terraform {\n" + PROVIDERS + "  cloud {\n"
         f'    hostname     = "{stack.hostname}"\n    organization = "{stack.organization}"\n'
         f'    workspaces {{\n      name = "{name}"\n    }}\n  }}\n}}\n'
     )
@@ -132,10 +150,30 @@ def plan_breakdown(api: Api, ws_id: str, started: float, elapsed: float) -> dict
     return out
 
 
+def clients() -> list[tuple[str, Path]]:
+    """(label, binary) of each client this machine has: terraform 1.0.3 (the venv's, `remote` backend) always; a
+    current terraform on PATH and OpenTofu (`cloud` block) when present."""
+    found = [("terraform 1.0.3 (remote backend)", TERRAFORM)]
+    path_without_venv = os.pathsep.join(
+        p for p in os.environ.get("PATH", "").split(os.pathsep) if Path(p) != TERRAFORM.parent
+    )
+    for tool, path in (
+        ("terraform", shutil.which("terraform", path=path_without_venv) or ""),
+        ("tofu", tool_catalog.tofu_path()),
+    ):
+        if path and os.access(path, os.X_OK):
+            version = detect_version(path)
+            if version and version != "1.0.3":
+                found.append((f"{tool} {version} (cloud block)", Path(path)))
+    return found
+
+
 def run(quick: bool = False) -> Outcome:
     outcome = Outcome("run_overhead")
     repeats = 2 if quick else 4
-    with local_stack(execution_mode="remote") as stack:
+    recorder = Recorder()
+    with local_stack(execution_mode="remote", backend="embedded", wrap_app=recorder.wrap) as stack:
+        recorder.cli_token(stack.token)
         api = Api(stack)
         env = terraform_env(stack)
         name = unique("overhead")
@@ -149,46 +187,121 @@ def run(quick: bool = False) -> Outcome:
         local.apply("warm-up")
         remote_s: list[float] = []
         local_s: list[float] = []
+        shares: list[dict[str, float]] = []
         last: dict[str, Any] = {}
         for n in range(repeats):
             local_s.append(local.apply(f"local-{n}")[1])
             started, elapsed = remote.apply(f"remote-{n}")
             remote_s.append(elapsed)
+            shares.append(split(recorder, started, elapsed))
             last = breakdown(api, ws_id, started, elapsed)
         plan_remote_s: list[float] = []
         plan_local_s: list[float] = []
+        plan_shares: list[dict[str, float]] = []
         last_plan: dict[str, float] = {}
         for n in range(repeats):
             plan_local_s.append(local.plan(f"plan-{n}")[1])
             started, elapsed = remote.plan(f"plan-{n}")
             plan_remote_s.append(elapsed)
+            plan_shares.append(split(recorder, started, elapsed))
             last_plan = plan_breakdown(api, ws_id, started, elapsed)
+        others = [_other_client(stack, api, recorder, label, binary) for label, binary in clients()[1:]]
         # the same plans without a cost estimate: terraform's remote backend waits >= 1 s before its first read
         # of a run's cost estimate, a client-side wait no server speed removes
         settings = {"data": {"type": "organizations", "attributes": {"cost-estimation-enabled": False}}}
         api.data("PATCH", f"/api/v2/organizations/{stack.organization}", settings)
         plan_no_ce_s = [remote.plan(f"plan-no-ce-{n}")[1] for n in range(repeats)]
+        apply_no_ce_s = [remote.apply(f"apply-no-ce-{n}")[1] for n in range(repeats)]
         api.close()
+    moto = _moto_applies(2 if quick else 3)
     r, b = median(remote_s), median(local_s)
+    mid = {k: median([s[k] for s in shares]) for k in shares[0]}
     outcome.row("terraform apply (2 null_resources)", r, b, target="")
-    outcome.row("apply added seconds", r - b, target=f"<= {TARGET_ADDED_S:.1f} s")
+    outcome.row("apply added seconds", r - b, target=f"<= {TARGET_ADDED_S:.1f} s", note="embedded server")
+    outcome.row("  of which Terrace's share", mid["terrace_s"], target="", note=SHARE_NOTE)
+    outcome.row("  the CLI's own time (startup, upload, fixed poll sleeps)", mid["cli_own_s"], b, target="")
+    outcome.row("  polls that found nothing new", mid["unready_polls"], unit="", target="0")
+    outcome.row("apply added seconds, no cost estimate", median(apply_no_ce_s) - b, target="")
     pr, pb = median(plan_remote_s), median(plan_local_s)
+    plan_mid = {k: median([s[k] for s in plan_shares]) for k in plan_shares[0]}
     outcome.row("speculative terraform plan", pr, pb, target="")
     outcome.row("plan added seconds", pr - pb, target=f"<= {TARGET_PLAN_ADDED_S:.1f} s")
+    outcome.row("  of which Terrace's share", plan_mid["terrace_s"], target="", note=SHARE_NOTE)
+    outcome.row("  polls that found nothing new", plan_mid["unready_polls"], unit="", target="0")
     outcome.row("plan added seconds, no cost estimate", median(plan_no_ce_s) - pb, target="")
+    for label, other in others:
+        outcome.row(f"apply added seconds, {label}", other["added_s"], target="")
+        outcome.row(f"  of which Terrace's share, {label}", other["terrace_s"], target="")
+    outcome.row("apply added seconds, moto backend", moto["added_s"], target="", note="the AWS adapters on moto")
+    outcome.row("  of which Terrace's share, moto backend", moto["terrace_s"], target="")
     raw = last.pop("_raw")
     outcome.details = {
         "remote_s": remote_s,
         "local_s": local_s,
+        "apply_shares": shares,
         "breakdown_last_run_s": last,
         "timestamps": raw,
         "plan_remote_s": plan_remote_s,
         "plan_local_s": plan_local_s,
+        "plan_shares": plan_shares,
         "plan_breakdown_last_run_s": last_plan,
         "plan_no_cost_estimate_s": plan_no_ce_s,
+        "apply_no_cost_estimate_s": apply_no_ce_s,
+        "other_clients": dict(others),
+        "moto": moto,
     }
     outcome.notes.append("where one remote apply's time goes: " + "; ".join(f"{k}: {v:.2f}s" for k, v in last.items()))
     outcome.notes.append(
         "where one speculative plan's time goes: " + "; ".join(f"{k}: {v:.2f}s" for k, v in last_plan.items())
     )
     return outcome
+
+
+SHARE_NOTE = "the CLI's requests in flight + its sleeps after polls that found nothing new"
+
+
+def _other_client(stack: Stack, api: Api, recorder: Recorder, label: str, binary: Path) -> tuple[str, dict[str, float]]:
+    """A current client with the `cloud` block: median added seconds over 2 applies, and Terrace's share."""
+    env = terraform_env(stack)
+    name = unique("overhead-cloud")
+    api.create_workspace(name, **{"execution-mode": "remote", "auto-apply": True})
+    remote = WorkDir(stack.state_dir / f"remote-{name}", env, cloud_block(stack, name), binary)
+    local = WorkDir(stack.state_dir / f"local-{name}", env, "terraform {\n" + PROVIDERS + "}\n", binary)
+    for wd in (remote, local):
+        (wd.path / "main.tf").write_text(wd.backend + CONFIG % {"stamp": "init"})
+        wd.terraform("init", "-input=false")
+        wd.apply("warm-up")
+    added: list[float] = []
+    terrace: list[float] = []
+    for n in range(2):
+        base = local.apply(f"local-{n}")[1]
+        started, elapsed = remote.apply(f"remote-{n}")
+        added.append(elapsed - base)
+        terrace.append(split(recorder, started, elapsed)["terrace_s"])
+    return label, {"added_s": median(added), "terrace_s": median(terrace)}
+
+
+def _moto_applies(repeats: int) -> dict[str, float]:
+    """The same applies on the AWS adapters over moto (every table and bucket call is an HTTP call to moto)."""
+    recorder = Recorder()
+    with local_stack(execution_mode="remote", wrap_app=recorder.wrap) as stack:
+        recorder.cli_token(stack.token)
+        api = Api(stack)
+        env = terraform_env(stack)
+        name = unique("overhead-moto")
+        api.create_workspace(name, **{"execution-mode": "remote", "auto-apply": True})
+        remote = WorkDir(stack.state_dir / "remote", env, remote_backend(stack, name))
+        local = WorkDir(stack.state_dir / "local", env)
+        for wd in (remote, local):
+            (wd.path / "main.tf").write_text(wd.backend + CONFIG % {"stamp": "init"})
+            wd.terraform("init", "-input=false")
+            wd.apply("warm-up")
+        added: list[float] = []
+        terrace: list[float] = []
+        for n in range(repeats):
+            base = local.apply(f"local-{n}")[1]
+            started, elapsed = remote.apply(f"remote-{n}")
+            added.append(elapsed - base)
+            terrace.append(split(recorder, started, elapsed)["terrace_s"])
+        api.close()
+    return {"added_s": median(added), "terrace_s": median(terrace)}

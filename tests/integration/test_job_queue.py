@@ -110,12 +110,48 @@ def test_the_runner_runs_the_job_it_is_handed_then_idles_out(tmp_path: Path) -> 
 def test_short_polls_pause_between_empty_answers(tmp_path: Path) -> None:
     fake = FakeApi()
     api, transfers = fake.clients()
-    config = runner_config(tmp_path, fake_terraform(tmp_path / "bin"), wait_s=0, poll_interval_s=2, idle_exit_s=2)
+    config = runner_config(
+        tmp_path, fake_terraform(tmp_path / "bin"), wait_s=0, poll_interval_s=2, idle_exit_s=2, brisk_window_s=0
+    )
     ticks = iter(range(100))
     pauses: list[float] = []
     runner = Runner(config, api, JobExecutor(config, api, transfers), clock=lambda: next(ticks), sleep=pauses.append)
     assert runner.loop() == 0
     assert pauses == [2]  # asked, paused, asked again, idle long enough: exit
+
+
+def test_short_polls_are_brisk_right_after_the_start_and_after_each_job(tmp_path: Path) -> None:
+    """What follows a job (its plan's confirmed apply, the workspace's next run) usually comes within seconds: for
+    `brisk_window_s` after the start and after each job the pause is `brisk_poll_s`, then `poll_interval_s`."""
+    fake = FakeApi(blobs={"config.tar.gz": tarball({"main.tf": ""})})
+    api, transfers = fake.clients()
+    now = [0.0]
+    pauses: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        pauses.append(seconds)
+        now[0] += seconds
+
+    spec = make_spec("plan")
+    fake.specs[spec.job_id] = spec
+    ask = api.next
+
+    def next_job(wait_s: float) -> Any:
+        if now[0] >= 5 and spec.job_id not in fake.finished and spec.job_id not in fake.queued:
+            fake.queued.append(spec.job_id)  # a job comes 5 s after the start
+        return ask(wait_s)
+
+    api.next = next_job  # type: ignore[method-assign]
+    config = runner_config(
+        tmp_path, fake_terraform(tmp_path / "bin"), wait_s=0, poll_interval_s=2, idle_exit_s=20, brisk_poll_s=0.5
+    )
+    runner = Runner(
+        config, api, JobExecutor(config, api, transfers, echo_to=io.StringIO()), clock=lambda: now[0], sleep=sleep
+    )
+    assert runner.loop() == 0
+    assert fake.finished[spec.job_id].status == "finished"
+    # 10 brisk pauses until the job at 5 s; after it, 20 brisk pauses (10 s), then 2 s pauses until idle for 20 s
+    assert pauses == [0.5] * 10 + [0.5] * 20 + [2] * 5
 
 
 def test_an_idle_runner_waits_in_back_to_back_long_polls_then_exits(tmp_path: Path) -> None:
@@ -143,7 +179,9 @@ def test_an_idle_runner_waits_in_back_to_back_long_polls_then_exits(tmp_path: Pa
 def test_a_runner_that_neither_long_polls_nor_paces_itself_still_pauses(tmp_path: Path) -> None:
     fake = FakeApi()
     api, transfers = fake.clients()
-    config = runner_config(tmp_path, fake_terraform(tmp_path / "bin"), wait_s=0, poll_interval_s=0, idle_exit_s=3)
+    config = runner_config(
+        tmp_path, fake_terraform(tmp_path / "bin"), wait_s=0, poll_interval_s=0, idle_exit_s=3, brisk_window_s=0
+    )
     ticks = iter(range(100))
     pauses: list[float] = []
     runner = Runner(config, api, JobExecutor(config, api, transfers), clock=lambda: next(ticks), sleep=pauses.append)

@@ -76,8 +76,10 @@ class LocalStack:
         host: str = "127.0.0.1",
         public_url: str | None = None,  # how clients reach it; https://localhost:<port> by default
         tls_files: tls.TlsFiles | None = None,  # the operator's certificate (else a local CA's, made once)
+        wrap_app: Callable[[Any], Any] | None = None,  # an ASGI wrapper around the app (bench/ records requests)
     ) -> None:
         self.tls_files = tls_files
+        self.wrap_app = wrap_app
         self.port = port
         self.data_dir = Path(data_dir).resolve() if data_dir is not None else None
         self.host = host
@@ -274,8 +276,9 @@ class LocalStack:
 
         from terrace.web.app import create_app
 
+        app = create_app(container)
         config = uvicorn.Config(
-            create_app(container),
+            self.wrap_app(app) if self.wrap_app else app,
             ssl_certfile=str(files.cert_chain),
             ssl_keyfile=str(files.key),
             # uvloop (~17% less CPU per small request than asyncio's loop) and httptools' C parser, both pinned

@@ -26,9 +26,13 @@ def _candidates() -> list[tuple[str, str]]:
         on_path = shutil.which(binary, path=path_without_venv)
         if on_path:
             found.append((tool, on_path))
-    tofu = os.environ.get("TERRACE_LOCAL_TOFU") or str(REPO_ROOT.parent / "shared" / "tools" / "opentofu" / "tofu")
-    found.append(("opentofu", tofu))
+    found.append(("opentofu", tofu_path()))
     return found
+
+
+def tofu_path() -> str:
+    """Where `make dev` looks for OpenTofu: $TERRACE_LOCAL_TOFU, else the workplace's `../shared/tools`."""
+    return os.environ.get("TERRACE_LOCAL_TOFU") or str(REPO_ROOT.parent / "shared" / "tools" / "opentofu" / "tofu")
 
 
 def build(tools_dir: Path) -> catalog.Catalog:

@@ -39,6 +39,10 @@ class RunnerConfig:
     idle_exit_s: float = 0.0
     wait_s: float = 5.0  # how long one /jobs/next long-poll waits on the API for a job
     poll_interval_s: float = 0.0  # pause after an empty answer (on Lambda: short polls are cheaper than waits)
+    # short polls within `brisk_window_s` of the runner's start or its last job pause at most `brisk_poll_s`: what
+    # follows a job (the confirmed apply of its plan, the workspace's next run) usually comes within seconds
+    brisk_window_s: float = 10.0
+    brisk_poll_s: float = 0.5
     retire_at: float = 0.0  # epoch seconds: take no new job after this (0 = never)
     runner_id: str = ""
     ssl_cert_file: str | None = None
@@ -61,6 +65,7 @@ class RunnerConfig:
             idle = float(env.get("TERRACE_RUNNER_IDLE_EXIT_S") or 0)
             wait = float(env.get("TERRACE_RUNNER_WAIT_S") or 5)
             pause = float(env.get("TERRACE_RUNNER_POLL_INTERVAL_S") or 0)
+            brisk = float(env.get("TERRACE_RUNNER_BRISK_WINDOW_S") or 10)
             retire_at = float(env.get("TERRACE_RUNNER_RETIRE_AT") or 0)
             max_bytes = int(env.get("TERRACE_RUNNER_MAX_CONFIG_BYTES") or 512 * 1024 * 1024)
             max_expanded = int(env.get("TERRACE_RUNNER_MAX_CONFIG_EXPANDED_BYTES") or 512 * 1024 * 1024)
@@ -79,6 +84,7 @@ class RunnerConfig:
             idle_exit_s=max(idle, 0.0),
             wait_s=min(max(wait, 0.0), 20.0),
             poll_interval_s=min(max(pause, 0.0), 60.0),
+            brisk_window_s=min(max(brisk, 0.0), 300.0),
             retire_at=max(retire_at, 0.0),
             runner_id=env.get("TERRACE_RUNNER_ID") or f"{socket.gethostname()}-{os.getpid()}",
             ssl_cert_file=env.get("SSL_CERT_FILE") or None,

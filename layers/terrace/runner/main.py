@@ -90,7 +90,7 @@ class Runner:
     def _loop(self, once: bool) -> int:
         """Ask for jobs until stopped, retired or idle for `idle_exit_s`. Idle, the runner sits in the API's
         long-poll (woken server-side when a job of its organization is queued) and uses no CPU; with short polls
-        (`wait_s` 0, on AWS) it pauses `poll_interval_s` between empty answers."""
+        (`wait_s` 0, on AWS) it pauses between empty answers (`_pause_s`)."""
         idle_since = self.clock()
         while not self.stopping:
             if self.config.retire_at and self.wall_clock() >= self.config.retire_at:
@@ -123,12 +123,21 @@ class Runner:
                     return 0
                 continue
             self.executor.tidy()
-            if self.config.idle_exit_s and self.clock() - idle_since >= self.config.idle_exit_s:
+            idle_for = self.clock() - idle_since
+            if self.config.idle_exit_s and idle_for >= self.config.idle_exit_s:
                 log.info("idle for %.0f s: exiting", self.config.idle_exit_s)
                 return 0
             if self.config.poll_interval_s or not self.config.wait_s:
-                self.sleep(self.config.poll_interval_s or ERROR_PAUSE_S)  # never a busy loop of empty answers
+                self.sleep(self._pause_s(idle_for))  # never a busy loop of empty answers
         return 0
+
+    def _pause_s(self, idle_for: float) -> float:
+        """The pause between two short polls: `poll_interval_s`, briefer within `brisk_window_s` of the start or the
+        last job (a confirmed apply then starts within `brisk_poll_s`, not within the whole interval)."""
+        pause = self.config.poll_interval_s or ERROR_PAUSE_S
+        if idle_for < self.config.brisk_window_s:
+            return min(pause, self.config.brisk_poll_s)
+        return pause
 
     def _wait_s(self, idle_since: float) -> float:
         """The long-poll's wait: `wait_s`, but not past the moment the runner would exit for being idle."""
