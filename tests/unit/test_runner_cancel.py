@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import signal
 import stat
 import sys
 import threading
@@ -77,6 +78,41 @@ def test_cancel_sends_sigint_once(tmp_path: Path) -> None:
     assert stopped(thread)
     assert b"got SIGINT" in result["out"] and b"not canceled" not in result["out"]  # type: ignore[operator]
     assert result["code"] == 130
+
+
+SIGNAL_STATE = "grep -E '^Sig(Blk|Ign):' /proc/self/status; echo started"
+
+
+def _sigint_in(mask_hex: str) -> bool:
+    return bool(int(mask_hex, 16) & (1 << (signal.SIGINT - 1)))
+
+
+def test_children_start_interruptible_whatever_the_runner_inherited(tmp_path: Path) -> None:
+    """A runner started in the background by a shell has SIGINT ignored (and a thread may have it blocked): its
+    children must not inherit that, or terraform (Go keeps an ignored SIGINT ignored) never sees a cancel."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        outcome: dict[str, object] = {}
+
+        def blocked_thread() -> None:
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            outcome["state"] = start(tmp_path, SIGNAL_STATE)
+            control, thread, result = start(tmp_path / "trap", TRAPS_INT)
+            control.cancel()
+            outcome["trap"] = (stopped(thread), result)
+
+        (tmp_path / "trap").mkdir()
+        worker = threading.Thread(target=blocked_thread)
+        worker.start()
+        worker.join(WAIT_S * 2)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    _control, state_thread, state = outcome["state"]  # type: ignore[misc]
+    assert stopped(state_thread)
+    lines = dict(line.split(":") for line in bytes(state["out"]).decode().splitlines() if line.startswith("Sig"))
+    assert not _sigint_in(lines["SigBlk"].strip()) and not _sigint_in(lines["SigIgn"].strip()), lines
+    was_stopped, result = outcome["trap"]  # type: ignore[misc]
+    assert was_stopped and b"got SIGINT" in result["out"], result  # the cancel interrupted it
 
 
 def test_force_cancel_kills_a_child_that_ignores_sigint(tmp_path: Path) -> None:

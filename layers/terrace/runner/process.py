@@ -103,7 +103,7 @@ def run_child(
             stderr=subprocess.PIPE if out_handle is not None else subprocess.STDOUT,
             start_new_session=True,
             close_fds=True,
-            preexec_fn=sandbox.die_with_parent if sandbox.probe().namespace_prefix else None,
+            preexec_fn=_namespaced_child_setup if sandbox.probe().namespace_prefix else sandbox.interruptible,
         )
     except OSError:
         if out_handle is not None:
@@ -124,6 +124,12 @@ def run_child(
             sandbox.kill_uid(identity.uid)  # also what left the group (setsid, double fork)
         if out_handle is not None:
             out_handle.close()
+
+
+def _namespaced_child_setup() -> None:
+    """preexec: signals as a cancel expects them, and the namespace's first process dies with the runner."""
+    sandbox.interruptible()
+    sandbox.die_with_parent()
 
 
 def _pump(proc: subprocess.Popen[bytes], fd: int, sink: Callable[[bytes], object]) -> None:

@@ -100,6 +100,15 @@ def die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
+def interruptible() -> None:
+    """preexec: the child starts with no signal blocked and SIGINT at its default, whatever the runner inherited.
+    A process started in the background by a shell (`terrace dev &`, a service manager) has SIGINT ignored, and an
+    ignored signal stays ignored across exec: terraform (Go keeps an ignored SIGINT ignored) and a shell's `trap`
+    would then never see the cancel."""
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def uid_pids(uid: int) -> list[int]:
     pids = []
     for entry in os.listdir("/proc"):
