@@ -45,6 +45,12 @@ __all__ = [
 # which mypy calls a read-only property overriding a writable attribute (hence the ignore; types still checked).
 @dataclass
 class Container(AccessServices, WorkspaceServices, StateServices, RunServices):  # type: ignore[override]
+    """The adapters (these fields) and every service, built from them on first use by the areas mixed in:
+    `AccessServices` (authz, accounts, organizations, teams, sign-in, site admin, tool versions),
+    `WorkspaceServices` (workspaces, variables, SSH keys, locks, purge, retention), `StateServices` (state
+    versions, their index, events) and `RunServices` (job queue, configuration versions, runs, scheduler, jobs,
+    logs, reaper, scaler)."""
+
     settings: Settings
     table: Table
     blobs: BlobStore
