@@ -73,6 +73,18 @@ def test_keep_only_hold_again_and_clear(tmp_path: Path) -> None:
     assert len(cache) == 0 and not b2.exists()
 
 
+def test_holds_answers_for_the_runs_held_until_taken_or_dropped(tmp_path: Path) -> None:
+    cache = PlanCache(max_entries=4, max_age_s=60, clock=Clock())
+    assert not cache.holds("run-a")
+    _hold(cache, tmp_path, "run-a")
+    _hold(cache, tmp_path, "run-b")
+    assert cache.holds("run-a") and cache.holds("run-b") and not cache.holds("run-c")
+    assert cache.take("run-a") is not None
+    assert not cache.holds("run-a") and cache.holds("run-b")
+    cache.drop("run-b")
+    assert not cache.holds("run-b")
+
+
 def test_a_cache_of_no_entries_holds_nothing(tmp_path: Path) -> None:
     cache = PlanCache(max_entries=0, max_age_s=60, clock=Clock())
     folder = _hold(cache, tmp_path, "run-x")

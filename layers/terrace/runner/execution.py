@@ -127,7 +127,7 @@ class JobExecutor:
 
     def settled(self, spec: JobSpec, answer: FinishResponse | None) -> None:
         """After the finish report: a held plan folder stays only while its run may still be applied here."""
-        if spec.phase != "plan" or spec.run_id not in self.cache.run_ids():
+        if spec.phase != "plan" or not self.cache.holds(spec.run_id):
             return
         handed = answer is not None and answer.next_job is not None and answer.next_job.run_id == spec.run_id
         if not handed and (answer is None or answer.run_status not in MAY_STILL_APPLY):

@@ -54,7 +54,7 @@ class Runner:
             log.info("running job %s (%s of run %s, attempt %d)", job.job_id, job.phase, job.run_id, job.attempt)
             retiring = self.stopping or bool(self.config.retire_at and self.wall_clock() >= self.config.retire_at)
             report = self.executor.execute(job, keep_for_apply=not retiring)
-            if job.run_id not in self.executor.cache.run_ids():
+            if not self.executor.cache.holds(job.run_id):
                 self._report_in_background(job, report)
                 return
             answer = self._report(job, report)

@@ -56,6 +56,10 @@ class PlanCache:
     def run_ids(self) -> list[str]:
         return list(self._held)
 
+    def holds(self, run_id: str) -> bool:
+        """Whether the run's plan folder is held (as `run_ids`: without expiring anything first)."""
+        return run_id in self._held
+
     def hold(self, run_id: str, run_dir: Path, cwd: Path, plan_file: Path, short_tmp: Path | None) -> None:
         """Keeps a plan's folder (replacing an older one of the same run), then enforces the bounds."""
         self.drop(run_id)

@@ -10,31 +10,25 @@ under a name still used as another's key gets its external id as key.
 from __future__ import annotations
 
 import builtins
-import re
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from terrace.adapters.table import ConditionFailed, Delete, Put, Table, WriteOp
-from terrace.domain import clock, limits
-from terrace.domain.errors import Conflict, Invalid, NotFound
+from terrace.domain import clock
+from terrace.domain.errors import Conflict, NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.services.access import org_defaults
 from terrace.services.access.authz import Action, Authorizer, OrgView
-
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
-UPDATABLE = (
-    "email",
-    "session-timeout",
-    "session-remember",
-    "collaborator-auth-policy",
-    "default-execution-mode",
-    "allow-force-delete-workspaces",
-    "cost-estimation-enabled",
+from terrace.services.access.organization_attributes import (
+    BOOLEAN_SETTINGS,
+    NAME_RE,
+    check_email,
+    check_mode,
+    check_name,
+    check_setting,
 )
-# Settings Terrace keeps and returns (with their default); the booleans are checked to be booleans.
-BOOLEAN_SETTINGS = {"allow-force-delete-workspaces": False, "cost-estimation-enabled": True}
 
 
 @dataclass(frozen=True)
@@ -181,15 +175,11 @@ class OrganizationService:
     def create(self, principal: Principal, name: str, email: str, **settings: Any) -> Organization:
         if principal.kind is not PrincipalKind.USER:
             raise NotFound("only users can create organizations")
-        if not isinstance(name, str) or not NAME_RE.match(name):
-            raise Invalid(
-                "name must start with a letter or digit and hold only letters, digits, - and _ (max 63)",
-                pointer="/data/attributes/name",
-            )
-        email = _email(email)
+        check_name(name)
+        email = check_email(email)
         mode = settings.pop("default-execution-mode", "remote")
-        _check_mode(mode)
-        settings = {key: _setting(key, value) for key, value in settings.items()}
+        check_mode(mode)
+        settings = {key: check_setting(key, value) for key, value in settings.items()}
         org_id = new_id("org")
         legacy = self._table.get(*_key(name))
         if legacy is not None and legacy["name"] == name:
@@ -226,20 +216,16 @@ class OrganizationService:
         self._authz.require(principal, Action.MANAGE_ORGANIZATION, _org(item).view)
         old_name = item["name"]
         new_name = changes.get("name", old_name)
-        if not isinstance(new_name, str) or not NAME_RE.match(new_name):
-            raise Invalid(
-                "name must start with a letter or digit and hold only letters, digits, - and _ (max 63)",
-                pointer="/data/attributes/name",
-            )
+        check_name(new_name)
         # other attributes (read-only ones, unknown ones) are ignored, as TFC does
         if "email" in changes:
-            item["email"] = _email(changes["email"])
+            item["email"] = check_email(changes["email"])
         if "default-execution-mode" in changes:
-            _check_mode(changes["default-execution-mode"])
+            check_mode(changes["default-execution-mode"])
             item["default_execution_mode"] = changes["default-execution-mode"]
         for key in ("session-timeout", "session-remember", "collaborator-auth-policy", *BOOLEAN_SETTINGS):
             if key in changes:
-                item.setdefault("settings", {})[key] = _setting(key, changes[key])
+                item.setdefault("settings", {})[key] = check_setting(key, changes[key])
         before = _org(item)
         version = item["version"]
         item["version"] = version + 1
@@ -286,22 +272,3 @@ class OrganizationService:
             self._forget(_org(item))
         org_defaults.ensure(self._table, key, list(item["owners"]), {})
         return _org(item)
-
-
-def _email(value: Any) -> str:
-    if not isinstance(value, str) or "@" not in value:
-        raise Invalid("email is required: an address", pointer="/data/attributes/email")
-    return limits.text(value, "email", limits.EMAIL_MAX)
-
-
-def _setting(key: str, value: Any) -> Any:
-    if key in BOOLEAN_SETTINGS and not isinstance(value, bool):
-        raise Invalid(f"{key} must be true or false", pointer=f"/data/attributes/{key}")
-    return limits.bounded_json(value, key, limits.EXTRA_ATTRIBUTE_MAX_BYTES)
-
-
-def _check_mode(mode: Any) -> None:
-    if mode not in ("remote", "local", "agent"):
-        raise Invalid(
-            "execution mode must be remote, local or agent", pointer="/data/attributes/default-execution-mode"
-        )

@@ -1,7 +1,7 @@
 """The job state machine seen from the runner: next (take + claim), heartbeat, applying, logs, finish.
 
 queued -> claimed/running (heartbeats) -> finished | errored | canceled. A lost attempt is the reaper's
-(`job_retries.py`).
+(`job_retries.py`); what a claim hands the runner is built in `job_specs.py`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from urllib.parse import urlsplit
 
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.job_signal import JobSignal
@@ -18,15 +17,7 @@ from terrace.config import Settings
 from terrace.domain import clock
 from terrace.domain import runs as rs
 from terrace.domain.errors import Conflict, NotFound
-from terrace.domain.jobs import (
-    ClaimRequest,
-    FinishRequest,
-    HeartbeatRequest,
-    HeartbeatResponse,
-    JobSpec,
-    Operation,
-    RunVariable,
-)
+from terrace.domain.jobs import ClaimRequest, FinishRequest, HeartbeatRequest, HeartbeatResponse, JobSpec
 from terrace.domain.masking import Masker
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.runs import Run, run_id_of
@@ -35,6 +26,7 @@ from terrace.services.access.authz import Action, Authorizer, OrgView
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.runs.cost_estimates import CostEstimateService
 from terrace.services.runs.job_handoff import ApplyHandoff, runner_ref
+from terrace.services.runs.job_specs import JobSpecs
 from terrace.services.runs.logs import LogService
 from terrace.services.runs.plans import PlanService
 from terrace.services.runs.runs import RunService, retrying
@@ -76,12 +68,12 @@ class JobService(ApplyHandoff):
         ssh_keys: SSHKeyService | None = None,
         signal: JobSignal | None = None,
     ) -> None:
-        self._queue, self._authz, self._ssh_keys = queue, authz, ssh_keys
+        self._queue, self._authz = queue, authz
         self._signal = signal or JobSignal(recheck_s=0.25)  # wakes a waiting `next` (the queue notifies it)
         self._plans, self._costs = plans, costs
         self._store, self._scheduler, self._runs = store, scheduler, runs
-        self._workspaces, self._cvs, self._variables = workspaces, cvs, variables
-        self._accounts, self._logs, self._blobs, self._settings = accounts, logs, blobs, settings
+        self._variables, self._accounts, self._logs, self._settings = variables, accounts, logs, settings
+        self._specs = JobSpecs(workspaces, cvs, variables, blobs, settings, ssh_keys)
 
     def _load(self, principal: Principal, job_id: str) -> tuple[Run, str]:
         """The job's run, if the runner may work it (another organization's job is NotFound)."""
@@ -165,56 +157,7 @@ class JobService(ApplyHandoff):
             return run, issued.secret
 
         run, secret = retrying(step)
-        return self._spec(run, _phase_name(job_id), secret)
-
-    def _spec(self, run: Run, name: str, run_token: str) -> JobSpec:
-        ws = self._workspaces.load(run.workspace_id)
-        cv = self._cvs.load(run.configuration_version_id)
-        state = run.phase(name)
-        ttl = self._settings.phase_deadline_s
-        variables = [
-            v
-            for v in self._variables.for_run(ws.id)
-            if not (v.category == "terraform" and any(rv["key"] == v.key for rv in run.variables))
-        ]
-        variables += [
-            RunVariable(key=v["key"], value=v["value"], category="terraform", hcl=True) for v in run.variables
-        ]
-        return JobSpec(
-            job_id=state.id,
-            run_id=run.id,
-            phase="plan" if name == "plan" else "apply",
-            attempt=state.attempt,
-            organization=self._workspaces.organization_of(ws).name,  # the backend override addresses it by name
-            workspace_id=ws.id,
-            workspace_name=ws.name,
-            terraform_version=run.terraform_version,
-            working_directory=ws.working_directory,
-            operation=Operation(
-                is_destroy=run.is_destroy,
-                refresh=run.refresh,
-                refresh_only=run.refresh_only,
-                target_addrs=run.target_addrs,
-                replace_addrs=run.replace_addrs,
-                speculative=run.plan_only,
-                save_plan=run.save_plan,
-            ),
-            hostname=urlsplit(self._settings.public_url).netloc,
-            run_token=run_token,
-            configuration_url=self._cvs.download_url(cv, ttl),
-            plan_file_url=self._blobs.presign_get(run.plan.artifact_key, ttl)
-            if name == "apply" and run.plan.artifact_key
-            else None,
-            plan_upload_url=self._blobs.presign_put(state.artifact_key, ttl)
-            if name == "plan" and state.artifact_key
-            else None,
-            plan_json_upload_url=self._blobs.presign_put(state.json_key, ttl)
-            if name == "plan" and state.json_key
-            else None,
-            variables=variables,
-            ssh_private_key=self._ssh_keys.for_run(ws) if self._ssh_keys else None,
-            heartbeat_interval_s=self._settings.job_heartbeat_s,
-        )
+        return self._specs.build(run, _phase_name(job_id), secret)
 
     # heartbeat ---------------------------------------------------------------------------
     def heartbeat(self, principal: Principal, job_id: str, request: HeartbeatRequest) -> HeartbeatResponse:

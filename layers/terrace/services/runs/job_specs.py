@@ -1,0 +1,80 @@
+"""What a runner gets with the job it claimed (`JobSpec`): the run's operation and tool version, its workspace's
+variables (a run variable wins over the workspace's terraform variable of the same key), presigned URLs for the
+configuration and the plan files (valid for the phase's deadline), and the workspace's SSH key."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from terrace.adapters.blobs import BlobStore
+from terrace.config import Settings
+from terrace.domain.jobs import JobSpec, Operation, RunVariable
+from terrace.domain.runs import Run
+from terrace.services.runs.configuration_versions import ConfigurationVersionService
+from terrace.services.workspaces.ssh_keys import SSHKeyService
+from terrace.services.workspaces.variables import VariableService
+from terrace.services.workspaces.workspaces import WorkspaceService
+
+
+class JobSpecs:
+    def __init__(
+        self,
+        workspaces: WorkspaceService,
+        cvs: ConfigurationVersionService,
+        variables: VariableService,
+        blobs: BlobStore,
+        settings: Settings,
+        ssh_keys: SSHKeyService | None = None,
+    ) -> None:
+        self._workspaces, self._cvs, self._variables = workspaces, cvs, variables
+        self._blobs, self._settings, self._ssh_keys = blobs, settings, ssh_keys
+
+    def build(self, run: Run, name: str, run_token: str) -> JobSpec:
+        """The spec of the run's `name` phase ("plan" or "apply"), just claimed with `run_token`."""
+        ws = self._workspaces.load(run.workspace_id)
+        cv = self._cvs.load(run.configuration_version_id)
+        state = run.phase(name)
+        ttl = self._settings.phase_deadline_s
+        variables = [
+            v
+            for v in self._variables.for_run(ws.id)
+            if not (v.category == "terraform" and any(rv["key"] == v.key for rv in run.variables))
+        ]
+        variables += [
+            RunVariable(key=v["key"], value=v["value"], category="terraform", hcl=True) for v in run.variables
+        ]
+        return JobSpec(
+            job_id=state.id,
+            run_id=run.id,
+            phase="plan" if name == "plan" else "apply",
+            attempt=state.attempt,
+            organization=self._workspaces.organization_of(ws).name,  # the backend override addresses it by name
+            workspace_id=ws.id,
+            workspace_name=ws.name,
+            terraform_version=run.terraform_version,
+            working_directory=ws.working_directory,
+            operation=Operation(
+                is_destroy=run.is_destroy,
+                refresh=run.refresh,
+                refresh_only=run.refresh_only,
+                target_addrs=run.target_addrs,
+                replace_addrs=run.replace_addrs,
+                speculative=run.plan_only,
+                save_plan=run.save_plan,
+            ),
+            hostname=urlsplit(self._settings.public_url).netloc,
+            run_token=run_token,
+            configuration_url=self._cvs.download_url(cv, ttl),
+            plan_file_url=self._blobs.presign_get(run.plan.artifact_key, ttl)
+            if name == "apply" and run.plan.artifact_key
+            else None,
+            plan_upload_url=self._blobs.presign_put(state.artifact_key, ttl)
+            if name == "plan" and state.artifact_key
+            else None,
+            plan_json_upload_url=self._blobs.presign_put(state.json_key, ttl)
+            if name == "plan" and state.json_key
+            else None,
+            variables=variables,
+            ssh_private_key=self._ssh_keys.for_run(ws) if self._ssh_keys else None,
+            heartbeat_interval_s=self._settings.job_heartbeat_s,
+        )

@@ -1,0 +1,108 @@
+"""Access and administration (services/access/, services/admin/): permissions, accounts and tokens, sign-in,
+organizations, teams, memberships, projects, team access; the site admin API and the tool versions.
+
+Mixed into `bootstrap.Container`: each service is built on first use from the container's adapters and its
+other services (what this area takes from the others is declared below as plain attributes)."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from terrace.adapters.table import Table
+from terrace.config import Settings
+from terrace.services.access.accounts import AccountService
+from terrace.services.access.authz import Authorizer
+from terrace.services.access.grants import TableAccessResolver
+from terrace.services.access.memberships import MembershipService
+from terrace.services.access.oidc import CALLBACK_PATH, OidcConfig, OidcSignIn
+from terrace.services.access.organizations import OrganizationService
+from terrace.services.access.projects import ProjectService
+from terrace.services.access.service_tokens import ServiceTokenService
+from terrace.services.access.sso_teams import SsoTeamSync
+from terrace.services.access.team_access import TeamAccessService
+from terrace.services.access.teams import TeamService
+from terrace.services.access.terraform_login import TerraformLoginService
+from terrace.services.access.users import UserService
+from terrace.services.access.web_sessions import WebSessionService
+from terrace.services.admin.site import SiteAdminService
+from terrace.services.admin.tool_versions import ToolVersionService
+from terrace.services.runs.scheduler import RunScheduler
+from terrace.services.runs.store import RunStore
+from terrace.services.workspaces.workspaces import WorkspaceService
+
+
+class AccessServices:
+    settings: Settings
+    table: Table
+    # from the other areas
+    workspaces: WorkspaceService
+    run_store: RunStore
+    scheduler: RunScheduler
+
+    @cached_property
+    def authz(self) -> Authorizer:
+        return Authorizer(TableAccessResolver(self.table))
+
+    @cached_property
+    def accounts(self) -> AccountService:
+        return AccountService(self.table)
+
+    @cached_property
+    def users(self) -> UserService:
+        return UserService(self.table, self.accounts)
+
+    @cached_property
+    def site_admin(self) -> SiteAdminService:
+        return SiteAdminService(self.authz, self.organizations, self.workspaces, self.run_store, self.scheduler)
+
+    @cached_property
+    def tool_versions(self) -> ToolVersionService:
+        return ToolVersionService(self.table, self.settings.tool_versions(), self.settings.default_tool)
+
+    @cached_property
+    def web_sessions(self) -> WebSessionService:
+        return WebSessionService(self.table, self.accounts, self.settings.url_signing_secret)
+
+    @cached_property
+    def oidc(self) -> OidcSignIn | None:
+        """UI sign-in through the operator's OpenID Connect issuer, when one is configured."""
+        s = self.settings
+        if not s.oidc_issuer:
+            return None
+        config = OidcConfig(
+            s.oidc_issuer, s.oidc_client_id, s.oidc_client_secret, s.public_url + CALLBACK_PATH, s.oidc_groups_claim
+        )
+        return OidcSignIn(self.table, self.accounts, self.web_sessions, config, on_groups=self.sso_teams.sync)
+
+    @cached_property
+    def terraform_login(self) -> TerraformLoginService:
+        return TerraformLoginService(self.table, self.accounts)
+
+    @cached_property
+    def organizations(self) -> OrganizationService:
+        return OrganizationService(self.table, self.authz)
+
+    # teams and access -------------------------------------------------------------------
+    @cached_property
+    def teams(self) -> TeamService:
+        return TeamService(self.table, self.authz, self.organizations)
+
+    @cached_property
+    def memberships(self) -> MembershipService:
+        return MembershipService(self.table, self.organizations, self.accounts, self.teams)
+
+    @cached_property
+    def projects(self) -> ProjectService:
+        return ProjectService(self.table, self.teams)
+
+    @cached_property
+    def team_access(self) -> TeamAccessService:
+        return TeamAccessService(self.table, self.teams, self.workspaces, self.projects)
+
+    @cached_property
+    def sso_teams(self) -> SsoTeamSync:
+        return SsoTeamSync(self.table, self.accounts, self.teams, self.memberships)
+
+    @cached_property
+    def service_tokens(self) -> ServiceTokenService:
+        return ServiceTokenService(self.accounts, self.teams, self.organizations)

@@ -1,0 +1,81 @@
+"""The AWS adapters: DynamoDB table, S3 blobs, KMS encryption, the SQS events queue, ECS runners and the scaler
+Lambda's kick. Real AWS or the moto server: only the endpoint (`settings.aws_endpoint_url`) differs.
+
+Imported by `bootstrap.build_aws` when it runs, so boto3 stays out of the embedded server and the unit tests."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+from terrace.adapters.dynamo_table import DynamoTable
+from terrace.adapters.kms import KmsEncryptor
+from terrace.adapters.queues import SqsEventPublisher
+from terrace.adapters.runner_launchers import EcsLauncher
+from terrace.adapters.s3_blobs import S3Blobs
+from terrace.config import Settings
+
+
+@dataclass
+class AwsAdapters:
+    table: DynamoTable
+    blobs: S3Blobs
+    encryptor: KmsEncryptor
+    events: SqsEventPublisher  # publishes to the events queue and consumes it
+    launcher: EcsLauncher | None  # runners as ECS tasks, when a cluster and a task definition are configured
+    scaler_kick: Callable[..., None] | None  # wakes the scaler Lambda, when one is configured
+
+
+def connect(settings: Settings) -> AwsAdapters:
+    """The adapters over one set of boto3 clients (`settings` with its secrets resolved)."""
+    clients = boto_clients(settings)
+    kick = None
+    if settings.scaler_function:
+        kick = functools.partial(invoke_scaler, settings, settings.scaler_function)
+    launcher = None
+    if settings.ecs_cluster and settings.runner_task_definition:
+        launcher = EcsLauncher(
+            clients["ecs"],
+            settings.ecs_cluster,
+            settings.runner_task_definition,
+            container_name=settings.runner_container_name,
+            subnets=settings.runner_subnets,
+            security_groups=settings.runner_security_groups,
+            assign_public_ip=settings.runner_assign_public_ip,
+        )
+    return AwsAdapters(
+        table=DynamoTable(clients["dynamodb"], settings.table_name),
+        blobs=S3Blobs(clients["s3"], settings.blob_bucket),
+        encryptor=KmsEncryptor(clients["kms"], settings.kms_key_id or "alias/terrace"),
+        events=SqsEventPublisher(clients["sqs"], settings.queue_urls.get("events", "")),
+        launcher=launcher,
+        scaler_kick=kick,
+    )
+
+
+def boto_clients(settings: Settings) -> dict[str, Any]:
+    """boto3 clients, created once per process (cold start matters on Lambda)."""
+    session = boto3.session.Session(region_name=settings.region)
+    common: dict[str, Any] = {"endpoint_url": settings.aws_endpoint_url} if settings.aws_endpoint_url else {}
+    s3_config = Config(signature_version="s3v4", s3={"addressing_style": "path"})
+    retry = Config(retries={"max_attempts": 5, "mode": "adaptive"})
+    return {
+        "dynamodb": session.client("dynamodb", config=retry, **common),
+        "s3": session.client("s3", config=s3_config, **common),
+        "sqs": session.client("sqs", config=retry, **common),
+        "kms": session.client("kms", config=retry, **common),
+        "ecs": session.client("ecs", config=retry, **common),
+    }
+
+
+def invoke_scaler(settings: Settings, function_name: str, expect: str | None = None) -> None:
+    """Invoke the scaler without waiting; `expect`: the organization a configuration version was created in."""
+    client = boto3.client("lambda", region_name=settings.region, endpoint_url=settings.aws_endpoint_url)
+    payload = {"expect": expect} if expect else {}
+    client.invoke(FunctionName=function_name, InvocationType="Event", Payload=json.dumps(payload).encode())

@@ -1,0 +1,59 @@
+"""The embedded server's adapters, everything in `settings.data_dir`: one SQLite file in WAL mode (the table and
+the events queue), a blob folder whose presigned-style URLs the app serves itself, and the AES-GCM
+envelope-encryption key of sensitive values (0600). `terrace serve`, `make dev`; `local/backup.py` copies
+these files.
+
+The adapters' modules are imported when `open_data_dir` runs (`bootstrap` re-exports the file names)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from terrace.config import Settings
+
+if TYPE_CHECKING:
+    from terrace.adapters.fs_blobs import FsBlobs
+    from terrace.adapters.local_crypto import LocalEncryptor
+    from terrace.adapters.sqlite_events import SqliteEventQueue
+    from terrace.adapters.sqlite_table import SqliteDatabase, SqliteTable
+
+EMBEDDED_DATABASE = "terrace.db"  # table and events queue
+EMBEDDED_BLOBS = "blobs"
+EMBEDDED_KEY = "master.key"  # the envelope-encryption key of sensitive values (0600)
+
+
+@dataclass
+class EmbeddedAdapters:
+    database: SqliteDatabase  # the container closes it (and backups read it)
+    table: SqliteTable
+    blobs: FsBlobs
+    encryptor: LocalEncryptor
+    events: SqliteEventQueue  # publishes to the events queue and consumes it
+
+
+def open_data_dir(settings: Settings) -> EmbeddedAdapters:
+    """The adapters over `settings.data_dir` (created 0700 when missing)."""
+    from terrace.adapters.definitions import EVENTS_QUEUE
+    from terrace.adapters.fs_blobs import FsBlobs, UrlSigner
+    from terrace.adapters.local_crypto import LocalEncryptor
+    from terrace.adapters.sqlite_events import SqliteEventQueue
+    from terrace.adapters.sqlite_table import SqliteDatabase, SqliteTable
+
+    if not settings.data_dir:
+        raise ValueError("build_embedded needs settings.data_dir")
+    settings.require_url_signing_secret()  # the blob URLs are signed with it
+    data = Path(settings.data_dir)
+    data.mkdir(parents=True, exist_ok=True, mode=0o700)
+    database = SqliteDatabase(data / EMBEDDED_DATABASE)
+    events = SqliteEventQueue(database, visibility_s=EVENTS_QUEUE.visibility_timeout_s)
+    signer = UrlSigner(settings.url_signing_secret, settings.public_url)
+    max_put = max(settings.max_config_bytes, settings.max_inline_state_bytes)
+    return EmbeddedAdapters(
+        database=database,
+        table=SqliteTable(database),
+        blobs=FsBlobs(data / EMBEDDED_BLOBS, signer, max_put_bytes=max_put),
+        encryptor=LocalEncryptor(data / EMBEDDED_KEY),
+        events=events,
+    )

@@ -1,0 +1,169 @@
+"""Runs (services/runs/): the job queue, configuration versions, runs and the workspace queue (scheduler),
+reads across runs, cost estimates, comments, plans, logs, the runner's jobs and their retries, the reaper and
+the scaler that starts runners.
+
+Mixed into `bootstrap.Container`: each service is built on first use from the container's adapters and its
+other services (what this area takes from the others is declared below as plain attributes)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cached_property
+
+from terrace.adapters.blobs import BlobStore
+from terrace.adapters.job_signal import JobSignal
+from terrace.adapters.queues import EventPublisher, JobQueue, KickingJobQueue, TableJobQueue
+from terrace.adapters.runner_launchers import RunnerLauncher
+from terrace.adapters.table import Table
+from terrace.config import Settings
+from terrace.domain.workspace import Workspace
+from terrace.services.access.accounts import AccountService
+from terrace.services.access.authz import Authorizer
+from terrace.services.access.organizations import OrganizationService
+from terrace.services.admin.tool_versions import ToolVersionService
+from terrace.services.runs.comments import CommentService
+from terrace.services.runs.configuration_versions import ConfigurationVersionService
+from terrace.services.runs.cost_estimates import CostEstimateService
+from terrace.services.runs.job_retries import JobRetries
+from terrace.services.runs.jobs import JobService
+from terrace.services.runs.logs import LogService
+from terrace.services.runs.plans import PlanService
+from terrace.services.runs.reaper import Reaper
+from terrace.services.runs.run_queries import RunQueries
+from terrace.services.runs.runs import RunService
+from terrace.services.runs.scaler import Scaler
+from terrace.services.runs.scheduler import RunScheduler
+from terrace.services.runs.store import RunStore
+from terrace.services.workspaces.retention_sweep import RetentionSweep
+from terrace.services.workspaces.ssh_keys import SSHKeyService
+from terrace.services.workspaces.variables import VariableService
+from terrace.services.workspaces.workspaces import WorkspaceService
+
+
+class RunServices:
+    settings: Settings
+    table: Table
+    blobs: BlobStore
+    publisher: EventPublisher
+    launcher: RunnerLauncher | None
+    scaler_kick: Callable[..., None] | None
+    job_signal: JobSignal
+    # from the other areas
+    authz: Authorizer
+    accounts: AccountService
+    organizations: OrganizationService
+    tool_versions: ToolVersionService
+    workspaces: WorkspaceService
+    variables: VariableService
+    ssh_keys: SSHKeyService
+    retention_sweep: RetentionSweep
+
+    @cached_property
+    def job_queue(self) -> JobQueue:
+        queue: JobQueue = TableJobQueue(self.table, signal=self.job_signal)
+        return KickingJobQueue(queue, self.scaler_kick) if self.scaler_kick else queue
+
+    def expect_runner(self, ws: Workspace) -> None:
+        """A configuration version of `ws` was created: its run comes once the upload ends. Start a runner now
+        (remote execution only), so its start overlaps the upload."""
+        if ws.effective_execution_mode(self.organizations.by_key(ws.organization).default_execution_mode) == "local":
+            return
+        if self.scaler_kick is not None:
+            self.scaler_kick(expect=ws.organization)  # AWS: the scaler Lambda, invoked asynchronously
+        else:
+            self.scaler.expect(ws.organization)  # one process: the local scaler loop wakes at once
+
+    @cached_property
+    def configuration_versions(self) -> ConfigurationVersionService:
+        versions = ConfigurationVersionService(self.table, self.blobs, self.workspaces, self.settings)
+        versions.on_uploaded.append(lambda cv: self.runs.queue_for_upload(cv))
+        versions.on_created.append(lambda cv, ws: self.expect_runner(ws))
+        versions.in_use.append(lambda cv: self.run_queries.uses_configuration(cv.workspace_id, cv.id))
+        return versions
+
+    @cached_property
+    def run_store(self) -> RunStore:
+        return RunStore(self.table, self.publisher)
+
+    @cached_property
+    def scheduler(self) -> RunScheduler:
+        return RunScheduler(self.run_store, self.workspaces, self.job_queue, self.accounts, self.settings)
+
+    @cached_property
+    def runs(self) -> RunService:
+        runs = RunService(
+            self.run_store,
+            self.scheduler,
+            self.workspaces,
+            self.configuration_versions,
+            self.settings,
+            organizations=self.organizations,
+        )
+        runs.resolve_version = lambda requested: self.tool_versions.resolve(requested)
+        return runs
+
+    @cached_property
+    def run_queries(self) -> RunQueries:
+        return RunQueries(self.run_store, self.workspaces)
+
+    @cached_property
+    def cost_estimates(self) -> CostEstimateService:
+        return CostEstimateService(self.runs, self.blobs)
+
+    @cached_property
+    def comments(self) -> CommentService:
+        return CommentService(self.table, self.run_store, self.runs, self.workspaces)
+
+    @cached_property
+    def plans(self) -> PlanService:
+        return PlanService(self.runs, self.workspaces, self.variables, self.blobs)
+
+    @cached_property
+    def logs(self) -> LogService:
+        return LogService(
+            self.table,
+            self.blobs,
+            self.settings.url_signing_secret,
+            self.run_store,
+            self.variables,
+            self.settings.log_url_ttl_s,
+        )
+
+    @cached_property
+    def jobs(self) -> JobService:
+        return JobService(
+            self.run_store,
+            self.scheduler,
+            self.runs,
+            self.workspaces,
+            self.configuration_versions,
+            self.variables,
+            self.accounts,
+            self.logs,
+            self.blobs,
+            self.settings,
+            queue=self.job_queue,
+            authz=self.authz,
+            ssh_keys=self.ssh_keys,
+            plans=self.plans,
+            costs=self.cost_estimates,
+            signal=self.job_signal,
+        )
+
+    @cached_property
+    def job_retries(self) -> JobRetries:
+        return JobRetries(self.run_store, self.scheduler, self.logs, self.settings)
+
+    @cached_property
+    def reaper(self) -> Reaper:
+        return Reaper(self.run_store, self.scheduler, self.job_retries, self.settings, self.retention_sweep)
+
+    @cached_property
+    def scaler(self) -> Scaler:
+        return Scaler(
+            self.run_store,
+            self.accounts,
+            self.launcher,
+            self.settings,
+            organizations=lambda: [org.key for org in self.organizations.all()],
+        )

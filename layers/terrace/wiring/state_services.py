@@ -1,0 +1,49 @@
+"""State (services/state/): state versions, their index and backing data, and the events that index uploads.
+
+Mixed into `bootstrap.Container`: each service is built on first use from the container's adapters and its
+other services (what this area takes from the others is declared below as plain attributes)."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from terrace.adapters.blobs import BlobStore
+from terrace.adapters.queues import EventPublisher
+from terrace.adapters.table import Table
+from terrace.config import Settings
+from terrace.services.access.organizations import OrganizationService
+from terrace.services.events import EventService
+from terrace.services.state.backing_data import BackingDataService
+from terrace.services.state.index import StateIndex
+from terrace.services.state.versions import StateVersionService
+from terrace.services.workspaces.workspaces import WorkspaceService
+
+
+class StateServices:
+    settings: Settings
+    table: Table
+    blobs: BlobStore
+    publisher: EventPublisher
+    # from the other areas
+    organizations: OrganizationService
+    workspaces: WorkspaceService
+
+    @cached_property
+    def state_index(self) -> StateIndex:
+        return StateIndex(self.table, self.blobs)
+
+    @cached_property
+    def state_versions(self) -> StateVersionService:
+        return StateVersionService(
+            self.table, self.blobs, self.settings, self.workspaces, self.state_index, self.organizations, self.publisher
+        )
+
+    @cached_property
+    def state_backing_data(self) -> BackingDataService:
+        return BackingDataService(self.table, self.blobs, self.state_versions, self.workspaces)
+
+    @cached_property
+    def events(self) -> EventService:
+        events = EventService()
+        events.subscribe("state.uploaded", lambda event: self.state_versions.index_uploaded(event))
+        return events
