@@ -1,20 +1,25 @@
 """Two first sign-ins of one person (same issuer and subject) that race: exactly one Terrace user survives and both
 sign-ins get it. The race is made deterministic by a table that runs the competing sign-in to its end between the
-loser's read of the link and its write (on the in-memory table and on the embedded server's SQLite table)."""
+loser's read of the link and its write, on each table: in-memory, the embedded server's SQLite, DynamoDB (moto)."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from terrace.adapters.dynamo_table import DynamoTable
 from terrace.adapters.memory_table import MemoryTable
 from terrace.adapters.sqlite_table import SqliteDatabase, SqliteTable
 from terrace.adapters.table import Delete, Item, Table
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.oidc import OidcConfig, OidcSignIn, _link_key
 from terrace.services.access.web_sessions import WebSessionService
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+from aws import clients, create_table_and_bucket, moto_server  # noqa: E402
 
 ISSUER = "https://idp.example.com"
 CLAIMS = {"sub": "sub-race", "preferred_username": "rita", "email": "rita@example.com", "groups": ["ops"]}
@@ -37,14 +42,23 @@ class CompetingSignIn:
         return getattr(self.inner, name)
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(scope="module")
+def moto_endpoint() -> Iterator[str]:
+    with moto_server() as url:
+        yield url
+
+
+@pytest.fixture(params=["memory", "sqlite", "moto"])
 def table(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Table]:
     if request.param == "memory":
         yield MemoryTable()
-    else:
+    elif request.param == "sqlite":
         database = SqliteDatabase(tmp_path / "terrace.db")
         yield SqliteTable(database)
         database.close()
+    else:
+        made = clients(request.getfixturevalue("moto_endpoint"))
+        yield DynamoTable(made["dynamodb"], create_table_and_bucket(made).table_name)
 
 
 def sign_in_service(table: Any) -> tuple[OidcSignIn, AccountService]:
