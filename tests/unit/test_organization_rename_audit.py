@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from typing import Any
 
 import pytest
@@ -202,6 +203,12 @@ def walk_ui(a: Audit, env: RunEnv, run_id: str) -> None:
     ):
         response = browser.get(path)
         a.check(f"UI {path}", response.status_code, response.text)
+    csrf = re.search(r'name="csrf_token" value="([^"]+)"', browser.get(f"{base}/new").text)
+    assert csrf is not None
+    made = browser.post(f"{base}/new", data={"csrf_token": csrf.group(1), "name": "from-ui", "execution_mode": "local"})
+    a.check("UI create workspace", made.status_code, made.headers.get("location", ""), expect=303)
+    assert made.headers["location"] == f"{base}/from-ui"
+    a.check("UI new workspace", *_status_text(browser.get(f"{base}/from-ui")))
 
 
 def test_a_twice_renamed_organization_is_shown_by_its_current_name_everywhere(renamed: Any) -> None:
