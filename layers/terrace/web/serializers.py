@@ -226,9 +226,8 @@ def user(u: User) -> dict[str, Any]:
 def principal_as_user(p: Principal, organization: Organization | None = None) -> dict[str, Any]:
     """account/details for a non-user token: a service account. An organization token's is `api-org-<current
     name>`, as TFC names it (the token's subject is the organization's storage key, never shown)."""
-    subject_id = username = f"api-org-{organization.name}" if organization else ""
-    if organization is None:
-        subject_id, username = p.subject_id, p.username
+    username = p.username if organization is None else f"api-org-{organization.name}"
+    subject_id = p.subject_id if organization is None else username
     return resource(
         "users",
         subject_id,
