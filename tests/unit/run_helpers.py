@@ -113,7 +113,7 @@ class RunEnv:
         return spec
 
 
-def make_run_env(**settings: Any) -> RunEnv:
+def make_run_env(organization: str = "acme", **settings: Any) -> RunEnv:
     container = build_memory(
         Settings(
             table_name="memory",
@@ -130,13 +130,13 @@ def make_run_env(**settings: Any) -> RunEnv:
     client.post(
         "/api/v2/organizations",
         headers=headers,
-        json={"data": {"type": "organizations", "attributes": {"name": "acme", "email": "a@example.com"}}},
+        json={"data": {"type": "organizations", "attributes": {"name": organization, "email": "a@example.com"}}},
     )
     response = client.post(
-        "/api/v2/organizations/acme/workspaces",
+        f"/api/v2/organizations/{organization}/workspaces",
         headers=headers,
         json={"data": {"type": "workspaces", "attributes": {"name": "app", "execution-mode": "remote"}}},
     )
     assert response.status_code == 201, response.text
-    runner_token = container.scaler.credential("acme").token
-    return RunEnv(container, client, headers, response.json()["data"]["id"], runner_token)
+    runner_token = container.scaler.credential(organization).token
+    return RunEnv(container, client, headers, response.json()["data"]["id"], runner_token, organization)

@@ -1,4 +1,7 @@
-"""JSON:API documents of teams, memberships, projects and team access (go-tfe's shapes)."""
+"""JSON:API documents of teams, memberships, projects and team access (go-tfe's shapes).
+
+Teams, memberships and projects store their organization's key; `organization` is its current name (what
+`OrganizationService.name_of` answers), the only thing documents show."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from terrace.services.access.teams import Team
 from terrace.web.jsonapi import ref, refs, resource
 
 
-def team(t: Team, membership_ids: list[str], can_manage: bool) -> dict[str, Any]:
+def team(t: Team, organization: str, membership_ids: list[str], can_manage: bool) -> dict[str, Any]:
     return resource(
         "teams",
         t.id,
@@ -36,7 +39,7 @@ def team(t: Team, membership_ids: list[str], can_manage: bool) -> dict[str, Any]
             },
         },
         relationships={
-            "organization": ref("organizations", t.organization),
+            "organization": ref("organizations", organization),
             "users": refs("users", list(t.users)),
             "organization-memberships": refs("organization-memberships", membership_ids),
         },
@@ -44,20 +47,20 @@ def team(t: Team, membership_ids: list[str], can_manage: bool) -> dict[str, Any]
     )
 
 
-def membership(m: Membership, team_ids: list[str]) -> dict[str, Any]:
+def membership(m: Membership, organization: str, team_ids: list[str]) -> dict[str, Any]:
     return resource(
         "organization-memberships",
         m.id,
         {"status": m.status, "email": m.email},
         relationships={
-            "organization": ref("organizations", m.organization),
+            "organization": ref("organizations", organization),
             "user": ref("users", m.user_id),
             "teams": refs("teams", team_ids),
         },
     )
 
 
-def project(p: Project) -> dict[str, Any]:
+def project(p: Project, organization: str) -> dict[str, Any]:
     return resource(
         "projects",
         p.id,
@@ -65,7 +68,7 @@ def project(p: Project) -> dict[str, Any]:
          "auto-destroy-activity-duration": None,
          "permissions": {"can-read": True, "can-update": True, "can-destroy": not p.is_default,
                          "can-create-workspace": True, "can-move-workspace": True}},
-        relationships={"organization": ref("organizations", p.organization)},
+        relationships={"organization": ref("organizations", organization)},
         links={"self": f"/api/v2/projects/{p.id}"},
     )  # fmt: skip
 

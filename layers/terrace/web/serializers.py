@@ -223,22 +223,25 @@ def user(u: User) -> dict[str, Any]:
     )
 
 
-def principal_as_user(p: Principal) -> dict[str, Any]:
-    """account/details for a non-user token: a service account."""
+def principal_as_user(p: Principal, organization: Organization | None = None) -> dict[str, Any]:
+    """account/details for a non-user token: a service account. An organization token's is `api-org-<current
+    name>`, as TFC names it (the token's subject is the organization's storage key, never shown)."""
+    username = p.username if organization is None else f"api-org-{organization.name}"
+    subject_id = p.subject_id if organization is None else username
     return resource(
         "users",
-        p.subject_id,
+        subject_id,
         {
-            "username": p.username,
+            "username": username,
             "email": "",
             "is-service-account": True,
             "is-site-admin": p.site_admin,
-            "avatar-url": avatar_url(p.username),
+            "avatar-url": avatar_url(username),
             "two-factor": {"enabled": False, "verified": False},
             "v2-only": True,
             "permissions": {"can-create-organizations": False, "can-manage-user-tokens": False},
         },
-        links={"self": f"/api/v2/users/{p.subject_id}"},
+        links={"self": f"/api/v2/users/{subject_id}"},
     )
 
 

@@ -7,7 +7,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from terrace.adapters.table import ConditionFailed, Put, Table
+from terrace.adapters.table import ConditionFailed, Delete, Put, Table
 from terrace.domain import clock, limits
 from terrace.domain.errors import Conflict, Invalid, NotFound, Unauthenticated
 from terrace.domain.ids import new_id
@@ -110,6 +110,11 @@ class AccountService:
         except ConditionFailed as exc:
             raise Conflict(f"username {username!r} is taken") from exc
         return _user(item)
+
+    def discard_new_user(self, user: User) -> None:
+        """Undo `create_user` for a user nothing refers to yet (a first sign-in that lost a race): the user and
+        its name claim, only while the user is unchanged since its creation."""
+        self._table.transact([Delete(user.id, "user", if_version=1), Delete(f"username#{user.username}", "claim")])
 
     def get_user(self, user_id: str) -> User:
         item = self._table.get(user_id, "user")

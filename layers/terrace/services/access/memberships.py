@@ -3,6 +3,7 @@ removing a membership takes the user out of every team of the organization (neve
 
 from __future__ import annotations
 
+import builtins
 import re
 import secrets
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from terrace.services.access import access_keys as keys
 from terrace.services.access import grants, org_defaults
 from terrace.services.access.accounts import AccountService, User
 from terrace.services.access.authz import Action
-from terrace.services.access.organizations import OrganizationService
+from terrace.services.access.organizations import Organization, OrganizationService
 from terrace.services.access.teams import TeamService
 
 EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
@@ -69,17 +70,18 @@ class MembershipService:
         return self.ensure(org.key, user, "invited", must_be_new=True)
 
     def ensure(self, organization: str, user: User, status: str = "active", must_be_new: bool = False) -> Membership:
-        """The user's membership in the organization, created when missing."""
+        """The user's membership in the organization stored under the key `organization`, created when missing."""
         existing = self._table.get(*keys.membership_key(organization, user.id))
+        taken = f"{user.username} is already a member of {self._orgs.name_of(organization)}"
         if existing is not None:
             if must_be_new:
-                raise Conflict(f"{user.username} is already a member of {organization}")
+                raise Conflict(taken)
             return _membership(existing)
         items = org_defaults.membership_items(organization, user.id, user.email, status)
         try:
             self._table.transact([Put(item, if_absent=True) for item in items])
         except ConditionFailed as exc:
-            raise Conflict(f"{user.username} is already a member of {organization}") from exc
+            raise Conflict(taken) from exc
         grants.forget()
         return _membership(items[0])
 
@@ -96,6 +98,16 @@ class MembershipService:
         query: str | None = None,
     ) -> list[Membership]:  # fmt: skip
         org = self._teams.organization(principal, organization, Action.READ_ORGANIZATION)
+        return self.list_of(org, emails, status, query)
+
+    def list_of(
+        self,
+        org: Organization,
+        emails: builtins.list[str] | None = None,
+        status: str | None = None,
+        query: str | None = None,
+    ) -> builtins.list[Membership]:
+        """The memberships of `org`, read with a permission check (`TeamService.organization[_by_key]`)."""
         for email in emails or []:
             check_email(email)
         if status is not None and status not in STATUSES:

@@ -22,11 +22,12 @@ import jwt
 from terrace.adapters.table import ConditionFailed, Table
 from terrace.domain import clock
 from terrace.domain.errors import Conflict, NotFound, Unauthenticated
-from terrace.services.access.accounts import AccountService
+from terrace.services.access.accounts import AccountService, User
 from terrace.services.access.web_sessions import WebSession, WebSessionService
 
 STATE_TTL_S = 600
 CALLBACK_PATH = "/app/sign-in/oidc/callback"
+LINK_ATTEMPTS = 5  # a sign-in whose link write loses looks again; only a storm of sign-ins of one person loses 5 times
 ALGORITHMS = ["RS256", "RS384", "RS512", "ES256", "ES384", "PS256"]
 
 
@@ -173,41 +174,60 @@ class OidcSignIn:
 
     def _user_for(self, claims: dict[str, Any]) -> str:
         """The Terrace user linked to (issuer, subject), created on first sign-in; records the groups claim."""
-        key = _link_key(self.config.issuer, str(claims["sub"]))
         groups = claims.get(self.config.groups_claim) or []
-        groups = [str(g) for g in groups] if isinstance(groups, list) else [str(groups)]
+        groups = [str(g) for g in groups][:100] if isinstance(groups, list) else [str(groups)]
+        for _ in range(LINK_ATTEMPTS):
+            user_id = self._linked_user(claims, groups)
+            if user_id is not None:
+                if self._on_groups is not None:
+                    self._on_groups(user_id, groups)
+                return user_id
+        raise Conflict("this person is signing in elsewhere at the same moment; try again")
+
+    def _linked_user(self, claims: dict[str, Any], groups: list[str]) -> str | None:
+        """One attempt: the link is written conditionally (absent for a first link, its version otherwise), so of
+        two sign-ins of one person that race, one link wins; the loser deletes the user it has just created and
+        answers None (look again). A link whose user was deleted is replaced the same way: the person starts over."""
+        key = _link_key(self.config.issuer, str(claims["sub"]))
         link = self._table.get(*key)
-        if link is not None:
-            try:
-                self._accounts.get_user(link["user_id"])
-            except NotFound:
-                link = None  # the user was deleted: the person starts over as a new user
-        if link is None:
-            user_id = self._create_user(claims)
+        created: User | None = None
+        if link is not None and self._user_exists(link["user_id"]):
+            user_id = str(link["user_id"])
         else:
-            user_id = link["user_id"]
-        self._table.put(
-            {
-                "pk": key[0],
-                "sk": "link",
-                "user_id": user_id,
-                "issuer": self.config.issuer,
-                "subject": claims["sub"],
-                "groups": groups[:100],
-                "signed_in_at": clock.now_iso(),
-            }
-        )
-        if self._on_groups is not None:
-            self._on_groups(user_id, groups[:100])
+            created = self._create_user(claims)
+            user_id = created.id
+        item = {
+            "pk": key[0],
+            "sk": "link",
+            "user_id": user_id,
+            "issuer": self.config.issuer,
+            "subject": claims["sub"],
+            "groups": groups,
+            "signed_in_at": clock.now_iso(),
+            "version": (link or {}).get("version", 0) + 1,
+        }
+        try:  # a link from before links had versions is replaced unconditionally, once
+            self._table.put(item, if_absent=link is None, if_version=None if link is None else link.get("version"))
+        except ConditionFailed:
+            if created is not None:
+                self._accounts.discard_new_user(created)
+            return None
         return user_id
 
-    def _create_user(self, claims: dict[str, Any]) -> str:
+    def _user_exists(self, user_id: str) -> bool:
+        try:
+            self._accounts.get_user(user_id)
+        except NotFound:
+            return False
+        return True
+
+    def _create_user(self, claims: dict[str, Any]) -> User:
         base = _username_base(claims)
         email = str(claims.get("email", "")) if claims.get("email_verified", True) else ""
         for attempt in range(20):
             username = base if attempt == 0 else f"{base}-{secrets.token_hex(2)}"
             try:
-                return self._accounts.create_user(username, email).id
+                return self._accounts.create_user(username, email)
             except Conflict:
                 continue
         raise Conflict("could not find a free username for this person; ask an administrator")

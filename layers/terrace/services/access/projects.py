@@ -63,11 +63,11 @@ class ProjectService:
     def get(self, principal: Principal, project_id: str, action: Action = Action.READ_PROJECTS) -> Project:
         project = self.load(project_id)
         try:
-            self._teams.organization(principal, project.organization)
+            self._teams.organization_by_key(principal, project.organization)
         except NotFound as exc:
             raise NotFound(f"project {project_id} not found") from exc
         if action is not Action.READ_PROJECTS:
-            self._teams.organization(principal, project.organization, action)
+            self._teams.organization_by_key(principal, project.organization, action)
         return project
 
     def in_organization(self, organization: str, project_id: str) -> Project:

@@ -74,6 +74,13 @@ class TeamService:
         self._orgs.ensure_defaults(org)
         return org
 
+    def organization_by_key(self, principal: Principal, key: str, action: Action = Action.READ_TEAMS) -> Organization:
+        """As `organization`, for the key stored on a team, membership or project (never a name: a renamed
+        organization's key may since have become another organization's name)."""
+        org = self._orgs.get_by_key(principal, key, action)
+        self._orgs.ensure_defaults(org)
+        return org
+
     def load(self, team_id: str) -> Team:
         item = self._table.get(*keys.team_key(team_id)) if looks_like(team_id, "team") else None
         if item is None:
@@ -93,7 +100,12 @@ class TeamService:
         return team
 
     def list(self, principal: Principal, organization: str, names: list[str] | None = None) -> list[Team]:
-        org = self.organization(principal, organization)
+        return self.list_of(principal, self.organization(principal, organization), names)
+
+    def list_of(
+        self, principal: Principal, org: Organization, names: builtins.list[str] | None = None
+    ) -> builtins.list[Team]:
+        """The teams of `org` the principal may see (`org` read with a permission check)."""
         teams = [team_from_item(i) for i in self._table.query(keys.teams_index(org.key), index="gsi1")]
         return [t for t in teams if (not names or t.name in names) and self._visible(principal, org, t)]
 

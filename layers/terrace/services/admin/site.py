@@ -84,12 +84,12 @@ class SiteAdminService:
         return self._orgs.set_settings(name, org_settings(attrs))
 
     def set_module_consumers(self, principal: Principal, name: str, consumers: list[str]) -> Organization:
-        """Share `name`'s private modules with exactly these organizations (turns global sharing off)."""
+        """Share `name`'s private modules with exactly these organizations (turns global sharing off). Kept by
+        storage key, so a consumer renamed later stays one and a new organization under its old name does not."""
         self.organization(principal, name)
-        for consumer in consumers:
-            self._orgs.lookup(consumer)  # each must exist: a 404 names the missing one
+        consumer_keys = {self._orgs.lookup(consumer).key for consumer in consumers}  # a 404 names a missing one
         return self._orgs.set_settings(
-            name, {"module-consumers": sorted(set(consumers)), "global-module-sharing": False}
+            name, {"module-consumers": sorted(consumer_keys), "global-module-sharing": False}
         )
 
     def module_consumers(self, principal: Principal, name: str) -> list[Organization]:
@@ -97,7 +97,7 @@ class SiteAdminService:
         found = []
         for consumer in org.settings.get("module-consumers", []):
             try:
-                found.append(self._orgs.lookup(consumer))
+                found.append(self._orgs.by_key(consumer))
             except NotFound:
                 continue  # deleted since: no longer a consumer
         return found

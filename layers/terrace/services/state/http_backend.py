@@ -60,9 +60,10 @@ def lock_reason(info: dict[str, Any]) -> str:
     return (reason if isinstance(reason, str) else str(reason))[: limits.LOCK_REASON_MAX]
 
 
-def http_lock_rule(principal: Principal, lock_id: str | None) -> LockRule:
-    """Who may POST state through the http backend: `?ID=` must name the lock held; without it, only
-    the lock's holder (or anyone while the workspace is unlocked) may write."""
+def http_lock_rule(principal: Principal, lock_id: str | None, organization: str) -> LockRule:
+    """Who may POST state through the http backend: `?ID=` must name the lock held (a lock taken through the TFC
+    API is named `<organization>/<workspace>`, by the organization's current name, as the backend's lock
+    info shows it); without it, only the lock's holder (or anyone while the workspace is unlocked) may write."""
 
     def rule(ws: Workspace) -> None:
         held = ws.lock
@@ -71,7 +72,7 @@ def http_lock_rule(principal: Principal, lock_id: str | None) -> LockRule:
                 raise Conflict(f"lock {lock_id!r} is no longer held on workspace {ws.name}")
             return
         if lock_id is not None:
-            if lock_id not in (held.lock_id, f"{ws.organization}/{ws.name}") or held.holder != principal.lock_holder:
+            if lock_id not in (held.lock_id, f"{organization}/{ws.name}") or held.holder != principal.lock_holder:
                 raise Conflict(f"lock ID {lock_id!r} does not match the lock held", meta={"lock": held})
         elif held.holder != principal.lock_holder:
             raise Locked(f"workspace {ws.name} is locked by {held.username}", meta={"lock": held})

@@ -242,7 +242,7 @@ class StateVersionService:
         assert ws is not None
         self._workspaces.authorize(principal, Action.WRITE_STATE, ws)
         return self._writer.store(
-            principal, ws.id, raw, parsed, False, None, state_http.http_lock_rule(principal, lock_id)
+            principal, ws.id, raw, parsed, False, None, state_http.http_lock_rule(principal, lock_id, organization)
         )
 
     def delete_history(self, principal: Principal, ws: Workspace) -> None:

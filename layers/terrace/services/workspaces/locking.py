@@ -103,7 +103,7 @@ class LockService:
                 lock_id
                 and held.lock_id
                 and lock_id != held.lock_id
-                and lock_id != f"{current.organization}/{current.name}"
+                and lock_id != f"{self._workspaces.organization_of(current).name}/{current.name}"
             ):
                 raise Locked(
                     f"lock ID {lock_id!r} does not match the lock held ({held.lock_id!r})", meta={"lock": held}

@@ -73,11 +73,7 @@ class SSHKeyService:
     def _item(self, principal: Principal, key_id: str) -> dict[str, Any]:
         item = self._table.get(key_id, SORT_KEY) if looks_like(key_id, "sshkey") else None
         try:
-            org = (
-                self._orgs.get(principal, self._orgs.name_of(item["organization"]), Action.MANAGE_ORGANIZATION)
-                if item
-                else None
-            )
+            org = self._orgs.get_by_key(principal, item["organization"], Action.MANAGE_ORGANIZATION) if item else None
         except NotFound:
             org = None
         if item is None or org is None or not _belongs(item, org.id):

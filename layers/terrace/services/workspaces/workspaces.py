@@ -259,7 +259,8 @@ class WorkspaceService:
                 ]
             )
         except ConditionFailed as exc:
-            raise Conflict(f"workspace {ws.organization}/{name} already exists or changed; retry") from exc
+            org_name = self._orgs.name_of(ws.organization)
+            raise Conflict(f"workspace {org_name}/{name} already exists or changed; retry") from exc
         return updated
 
 

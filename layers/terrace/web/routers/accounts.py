@@ -26,6 +26,8 @@ def _own_user(principal: Principal, user_id: str) -> None:
 def account_details(container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     if principal.kind is PrincipalKind.USER:
         return respond(serializers.user(container.accounts.get_user(principal.subject_id)))
+    if principal.kind is PrincipalKind.ORGANIZATION and principal.organization:
+        return respond(serializers.principal_as_user(principal, container.organizations.by_key(principal.organization)))
     return respond(serializers.principal_as_user(principal))
 
 

@@ -42,8 +42,9 @@ def _documents(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     if not members:
         return [], []
-    teams = container.teams.list(principal, members[0].organization)
-    data = [access_serializers.membership(m, [t.id for t in teams if m.user_id in t.users]) for m in members]
+    org = container.teams.organization_by_key(principal, members[0].organization)
+    teams = container.teams.list_of(principal, org)
+    data = [access_serializers.membership(m, org.name, [t.id for t in teams if m.user_id in t.users]) for m in members]
     included: list[dict[str, Any]] = []
     if "user" in wanted:
         included += [serializers.user(container.accounts.get_user(m.user_id)) for m in members]
@@ -75,7 +76,7 @@ def invite(org: str, body: JSONBody, container: ContainerDep, principal: Princip
     if refs is not None and not (isinstance(refs, list) and all(isinstance(r, dict) for r in refs)):
         raise Invalid("relationships.teams must be {data: [{type: teams, id}]}", pointer="/data/relationships/teams")
     teams = [container.teams.get(principal, str(ref.get("id")), Action.MANAGE_MEMBERSHIP) for ref in refs or []]
-    if any(team.organization != org for team in teams):
+    if any(team.organization != container.organizations.lookup(org).key for team in teams):
         raise NotFound("team not found")
     member = container.memberships.invite(principal, org, attrs.get("email"), username)
     for team in teams:

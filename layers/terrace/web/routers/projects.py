@@ -6,7 +6,9 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
+from terrace.bootstrap import Container
 from terrace.domain.errors import BadRequest
+from terrace.services.access.projects import Project
 from terrace.web import access_serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import (
@@ -22,28 +24,32 @@ from terrace.web.jsonapi import (
 router = APIRouter(prefix="/api/v2")
 
 
+def _project(container: Container, project: Project) -> dict[str, Any]:
+    return access_serializers.project(project, container.organizations.name_of(project.organization))
+
+
 @router.get("/organizations/{org}/projects")
 def list_projects(org: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     names = [n for n in (request.query_params.get("filter[names]") or "").split(",") if n]
     projects = container.projects.list(principal, org, names or None, request.query_params.get("q") or None)
-    return respond_page(request, projects, access_serializers.project)
+    return respond_page(request, projects, lambda p: _project(container, p))
 
 
 @router.post("/organizations/{org}/projects")
 def create_project(org: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     project = container.projects.create(principal, org, attributes(read_document(body, "projects")))
-    return respond(access_serializers.project(project), 201)
+    return respond(_project(container, project), 201)
 
 
 @router.get("/projects/{project_id}")
 def read_project(project_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-    return respond(access_serializers.project(container.projects.get(principal, project_id)))
+    return respond(_project(container, container.projects.get(principal, project_id)))
 
 
 @router.patch("/projects/{project_id}")
 def update_project(project_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Any:
     project = container.projects.update(principal, project_id, attributes(read_document(body, "projects")))
-    return respond(access_serializers.project(project))
+    return respond(_project(container, project))
 
 
 @router.delete("/projects/{project_id}")

@@ -22,23 +22,27 @@ def _includes(request: Request) -> set[str]:
     return {part.strip() for part in (request.query_params.get("include") or "").split(",") if part.strip()}
 
 
-def serialize(container: Container, principal: Principal, team: Team, members: dict[str, str] | None = None) -> Any:
+def serialize(
+    container: Container, principal: Principal, team: Team, members: dict[str, str] | None = None
+) -> dict[str, Any]:
+    org = container.teams.organization_by_key(principal, team.organization)
     if members is None:
-        members = {m.user_id: m.id for m in container.memberships.list(principal, team.organization)}
-    can = container.authz.can(principal, Action.MANAGE_TEAMS, container.organizations.by_key(team.organization).view)
-    return access_serializers.team(team, [members[u] for u in team.users if u in members], can)
+        members = {m.user_id: m.id for m in container.memberships.list_of(org)}
+    can = container.authz.can(principal, Action.MANAGE_TEAMS, org.view)
+    return access_serializers.team(team, org.name, [members[u] for u in team.users if u in members], can)
 
 
 def _respond_team(request: Request, container: Container, principal: Principal, team: Team, status: int = 200) -> Any:
-    memberships = container.memberships.list(principal, team.organization)
+    org = container.teams.organization_by_key(principal, team.organization)
+    memberships = container.memberships.list_of(org)
     included: list[dict[str, Any]] = []
     wanted = _includes(request)
     if "users" in wanted:
         included += [serializers.user(container.accounts.get_user(u)) for u in team.users]
     if "organization-memberships" in wanted:
-        teams = container.teams.list(principal, team.organization)
+        teams = container.teams.list_of(principal, org)
         included += [
-            access_serializers.membership(m, [t.id for t in teams if m.user_id in t.users])
+            access_serializers.membership(m, org.name, [t.id for t in teams if m.user_id in t.users])
             for m in memberships
             if m.user_id in team.users
         ]
