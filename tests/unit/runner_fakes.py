@@ -44,6 +44,7 @@ class FakeApi:
     heartbeats: int = 0
     cancel_after: int | None = None  # heartbeat count after which cancel is returned
     force_after: int | None = None
+    cancel_when_logged: bytes | None = None  # heartbeats answer cancel once the job's log holds these bytes
     queued: list[str] = field(default_factory=list)  # job ids /jobs/next hands out, in order
     applying: list[str] = field(default_factory=list)  # jobs announced with POST .../applying
     applying_status: int = 200  # what .../applying answers (409: the API refuses the apply)
@@ -81,6 +82,8 @@ class FakeApi:
                 self.heartbeats += 1
                 force = self.force_after is not None and self.heartbeats >= self.force_after
                 cancel = self.cancel_after is not None and self.heartbeats >= self.cancel_after
+                if self.cancel_when_logged is not None:
+                    cancel = cancel or self.cancel_when_logged in bytes(self.logs.get(job_id, b""))
                 return httpx.Response(200, json={"cancel": cancel or force, "force_cancel": force})
             if verb == "applying":
                 self.applying.append(job_id)

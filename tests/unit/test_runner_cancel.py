@@ -15,7 +15,12 @@ from terrace.runner.execution import JobExecutor
 from terrace.runner.logstream import LogStream
 from terrace.runner.process import CancelControl, run_child
 
-TRAPS_INT = 'trap \'echo "got SIGINT"; kill $!; exit 130\' INT; echo started; sleep 30 & wait $!; echo "not canceled"'
+# Waits in 0.1 s slices: bash runs a trap whose signal arrived between forking a background job and `wait` only once
+# that job ends, so one `sleep 30 & wait $!` sat out its 30 s when the SIGINT landed in that gap on a loaded machine.
+TRAPS_INT = (
+    "trap 'echo \"got SIGINT\"; kill $! 2>/dev/null; exit 130' INT; echo started; "
+    "i=0; while [ $i -lt 300 ]; do sleep 0.1 & wait $!; i=$((i+1)); done; echo \"not canceled\""
+)
 # No command substitution (`for i in $(seq 60)`): a SIGINT landing in its subshell ended the loop at once.
 IGNORES_INT = (
     "trap 'echo ignoring SIGINT' INT; i=0; "
@@ -133,7 +138,9 @@ def test_force_cancel_kills_a_child_that_ignores_sigint(tmp_path: Path) -> None:
 
 
 def test_job_canceled_by_heartbeat(tmp_path: Path) -> None:
-    fake = FakeApi(blobs={"config.tar.gz": tarball({"main.tf": ""})}, cancel_after=1)
+    # cancel once the plan's trap is set (its "started" reached the API): a SIGINT that lands before it is lost on a
+    # process that is the first of its PID namespace and has no handler yet
+    fake = FakeApi(blobs={"config.tar.gz": tarball({"main.tf": ""})}, cancel_when_logged=b"started")
     spec = make_spec("plan")
     fake.specs[spec.job_id] = spec
     binary = fake_terraform(tmp_path / "bin", plan_body=TRAPS_INT.replace("exit 130", "exit 1"))
