@@ -19,7 +19,7 @@ from terrace.runner.process import CancelControl, run_child
 # that job ends, so one `sleep 30 & wait $!` sat out its 30 s when the SIGINT landed in that gap on a loaded machine.
 TRAPS_INT = (
     "trap 'echo \"got SIGINT\"; kill $! 2>/dev/null; exit 130' INT; echo started; "
-    "i=0; while [ $i -lt 300 ]; do sleep 0.1 & wait $!; i=$((i+1)); done; echo \"not canceled\""
+    'i=0; while [ $i -lt 300 ]; do sleep 0.1 & wait $!; i=$((i+1)); done; echo "not canceled"'
 )
 # No command substitution (`for i in $(seq 60)`): a SIGINT landing in its subshell ended the loop at once.
 IGNORES_INT = (
