@@ -116,14 +116,7 @@ def breakdown(api: Api, ws_id: str, started: float, elapsed: float) -> dict[str,
         ("apply running -> finished (terraform apply on runner)", parse_iso(at.get("finished-at"))),
         ("apply finished -> run applied", parse_iso(rt.get("applied-at"))),
     ]
-    out: dict[str, float] = {}
-    previous = started
-    for label, moment in points:
-        if moment is None:
-            continue
-        out[label] = moment - previous
-        previous = moment
-    out["run applied -> client exits (log/state polling)"] = started + elapsed - previous
+    out = _stretches(points, started, elapsed, "run applied -> client exits (log/state polling)")
     out["_raw"] = {"run": rt, "plan": pt, "apply": at}  # type: ignore[assignment]
     return out
 
@@ -140,13 +133,18 @@ def plan_breakdown(api: Api, ws_id: str, started: float, elapsed: float) -> dict
         ("plan running -> finished (terraform plan on runner)", parse_iso(pt.get("finished-at"))),
         ("plan finished -> run planned_and_finished", parse_iso(rt.get("planned-and-finished-at"))),
     ]
+    return _stretches(points, started, elapsed, "run finished -> client exits (log polling)")
+
+
+def _stretches(points: list[tuple[str, float | None]], started: float, elapsed: float, last: str) -> dict[str, float]:
+    """Seconds from each stamped moment to the next (moments not reached are skipped), then to the client's exit."""
     out: dict[str, float] = {}
     previous = started
     for label, moment in points:
         if moment is not None:
             out[label] = moment - previous
             previous = moment
-    out["run finished -> client exits (log polling)"] = started + elapsed - previous
+    out[last] = started + elapsed - previous
     return out
 
 
@@ -262,23 +260,9 @@ SHARE_NOTE = "the CLI's requests in flight + its sleeps after polls that found n
 
 def _other_client(stack: Stack, api: Api, recorder: Recorder, label: str, binary: Path) -> tuple[str, dict[str, float]]:
     """A current client with the `cloud` block: median added seconds over 2 applies, and Terrace's share."""
-    env = terraform_env(stack)
     name = unique("overhead-cloud")
-    api.create_workspace(name, **{"execution-mode": "remote", "auto-apply": True})
-    remote = WorkDir(stack.state_dir / f"remote-{name}", env, cloud_block(stack, name), binary)
-    local = WorkDir(stack.state_dir / f"local-{name}", env, "terraform {\n" + PROVIDERS + "}\n", binary)
-    for wd in (remote, local):
-        (wd.path / "main.tf").write_text(wd.backend + CONFIG % {"stamp": "init"})
-        wd.terraform("init", "-input=false")
-        wd.apply("warm-up")
-    added: list[float] = []
-    terrace: list[float] = []
-    for n in range(2):
-        base = local.apply(f"local-{n}")[1]
-        started, elapsed = remote.apply(f"remote-{n}")
-        added.append(elapsed - base)
-        terrace.append(split(recorder, started, elapsed)["terrace_s"])
-    return label, {"added_s": median(added), "terrace_s": median(terrace)}
+    local_block = "terraform {\n" + PROVIDERS + "}\n"
+    return label, _paired_applies(stack, api, recorder, name, cloud_block(stack, name), local_block, binary, 2)
 
 
 def _moto_applies(repeats: int) -> dict[str, float]:
@@ -287,21 +271,31 @@ def _moto_applies(repeats: int) -> dict[str, float]:
     with local_stack(execution_mode="remote", wrap_app=recorder.wrap) as stack:
         recorder.cli_token(stack.token)
         api = Api(stack)
-        env = terraform_env(stack)
         name = unique("overhead-moto")
-        api.create_workspace(name, **{"execution-mode": "remote", "auto-apply": True})
-        remote = WorkDir(stack.state_dir / "remote", env, remote_backend(stack, name))
-        local = WorkDir(stack.state_dir / "local", env)
-        for wd in (remote, local):
-            (wd.path / "main.tf").write_text(wd.backend + CONFIG % {"stamp": "init"})
-            wd.terraform("init", "-input=false")
-            wd.apply("warm-up")
-        added: list[float] = []
-        terrace: list[float] = []
-        for n in range(repeats):
-            base = local.apply(f"local-{n}")[1]
-            started, elapsed = remote.apply(f"remote-{n}")
-            added.append(elapsed - base)
-            terrace.append(split(recorder, started, elapsed)["terrace_s"])
-        api.close()
+        try:
+            return _paired_applies(stack, api, recorder, name, remote_backend(stack, name), "", TERRAFORM, repeats)
+        finally:
+            api.close()
+
+
+def _paired_applies(
+    stack: Stack, api: Api, recorder: Recorder, name: str, backend: str, local_block: str, binary: Path, repeats: int
+) -> dict[str, float]:
+    """Warm remote and local working directories of one client, then `repeats` local/remote apply pairs: median
+    added seconds and Terrace's share."""
+    env = terraform_env(stack)
+    api.create_workspace(name, **{"execution-mode": "remote", "auto-apply": True})
+    remote = WorkDir(stack.state_dir / f"remote-{name}", env, backend, binary)
+    local = WorkDir(stack.state_dir / f"local-{name}", env, local_block, binary)
+    for wd in (remote, local):
+        (wd.path / "main.tf").write_text(wd.backend + CONFIG % {"stamp": "init"})
+        wd.terraform("init", "-input=false")
+        wd.apply("warm-up")
+    added: list[float] = []
+    terrace: list[float] = []
+    for n in range(repeats):
+        base = local.apply(f"local-{n}")[1]
+        started, elapsed = remote.apply(f"remote-{n}")
+        added.append(elapsed - base)
+        terrace.append(split(recorder, started, elapsed)["terrace_s"])
     return {"added_s": median(added), "terrace_s": median(terrace)}
