@@ -9,12 +9,13 @@ status timestamps (the stack runs on this machine, so server timestamps and clie
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from terrace.domain import tool_versions
 from terrace.local import tool_catalog
 from terrace.local.terraform_config import terraform_env as client_env
 from terrace.runner.commands import detect_version
@@ -149,20 +150,18 @@ def _stretches(points: list[tuple[str, float | None]], started: float, elapsed: 
 
 
 def clients() -> list[tuple[str, Path]]:
-    """(label, binary) of each client this machine has: terraform 1.0.3 (the venv's, `remote` backend) always; a
-    current terraform on PATH and OpenTofu (`cloud` block) when present."""
+    """(label, binary) of each client this machine has: terraform 1.0.3 (the venv's, `remote` backend) always; the
+    other binaries `make dev`'s tool catalog finds (a current terraform on PATH, OpenTofu) with the `cloud` block."""
     found = [("terraform 1.0.3 (remote backend)", TERRAFORM)]
-    path_without_venv = os.pathsep.join(
-        p for p in os.environ.get("PATH", "").split(os.pathsep) if Path(p) != TERRAFORM.parent
-    )
-    for tool, path in (
-        ("terraform", shutil.which("terraform", path=path_without_venv) or ""),
-        ("tofu", tool_catalog.tofu_path()),
-    ):
-        if path and os.access(path, os.X_OK):
-            version = detect_version(path)
-            if version and version != "1.0.3":
-                found.append((f"{tool} {version} (cloud block)", Path(path)))
+    seen = {TERRAFORM.resolve()}
+    for tool, path in tool_catalog.candidates():
+        binary = Path(path)
+        if not os.access(binary, os.X_OK) or binary.resolve() in seen:
+            continue
+        seen.add(binary.resolve())
+        version = detect_version(path)
+        if version and version != "1.0.3":
+            found.append((f"{tool_versions.BINARY_NAMES[tool]} {version} (cloud block)", binary))
     return found
 
 
@@ -178,31 +177,11 @@ def run(quick: bool = False) -> Outcome:
         ws_id = api.create_workspace(name, **{"execution-mode": "remote", "auto-apply": True})["id"]
         remote = WorkDir(stack.state_dir / "remote", env, remote_backend(stack, name))
         local = WorkDir(stack.state_dir / "local", env)
-        for wd in (remote, local):
-            (wd.path / "main.tf").write_text(wd.backend + CONFIG % {"stamp": "init"})
-            wd.terraform("init", "-input=false")
-        remote.apply("warm-up")  # starts the runner process; the measured runs find it warm
-        local.apply("warm-up")
-        remote_s: list[float] = []
-        local_s: list[float] = []
-        shares: list[dict[str, float]] = []
-        last: dict[str, Any] = {}
-        for n in range(repeats):
-            local_s.append(local.apply(f"local-{n}")[1])
-            started, elapsed = remote.apply(f"remote-{n}")
-            remote_s.append(elapsed)
-            shares.append(split(recorder, started, elapsed))
-            last = breakdown(api, ws_id, started, elapsed)
-        plan_remote_s: list[float] = []
-        plan_local_s: list[float] = []
-        plan_shares: list[dict[str, float]] = []
-        last_plan: dict[str, float] = {}
-        for n in range(repeats):
-            plan_local_s.append(local.plan(f"plan-{n}")[1])
-            started, elapsed = remote.plan(f"plan-{n}")
-            plan_remote_s.append(elapsed)
-            plan_shares.append(split(recorder, started, elapsed))
-            last_plan = plan_breakdown(api, ws_id, started, elapsed)
+        warm(remote, local)  # the remote warm-up starts the runner process; the measured runs find it warm
+        applies = measure_pairs(recorder, local.apply, remote.apply, repeats, "apply")
+        last = breakdown(api, ws_id, *applies.last)
+        plans = measure_pairs(recorder, local.plan, remote.plan, repeats, "plan")
+        last_plan = plan_breakdown(api, ws_id, *plans.last)
         others = [_other_client(stack, api, recorder, label, binary) for label, binary in clients()[1:]]
         # the same plans without a cost estimate: terraform's remote backend waits >= 1 s before its first read
         # of a run's cost estimate, a client-side wait no server speed removes
@@ -212,20 +191,18 @@ def run(quick: bool = False) -> Outcome:
         apply_no_ce_s = [remote.apply(f"apply-no-ce-{n}")[1] for n in range(repeats)]
         api.close()
     moto = _moto_applies(2 if quick else 3)
-    r, b = median(remote_s), median(local_s)
-    mid = {k: median([s[k] for s in shares]) for k in shares[0]}
+    r, b = median(applies.remote_s), median(applies.local_s)
     outcome.row("terraform apply (2 null_resources)", r, b, target="")
     outcome.row("apply added seconds", r - b, target=f"<= {TARGET_ADDED_S:.1f} s", note="embedded server")
-    outcome.row("  of which Terrace's share", mid["terrace_s"], target="", note=SHARE_NOTE)
-    outcome.row("  the CLI's own time (startup, upload, fixed poll sleeps)", mid["cli_own_s"], b, target="")
-    outcome.row("  polls that found nothing new", mid["unready_polls"], unit="", target="0")
+    outcome.row("  of which Terrace's share", applies.share("terrace_s"), target="", note=SHARE_NOTE)
+    outcome.row("  the CLI's own time (startup, upload, fixed poll sleeps)", applies.share("cli_own_s"), b, target="")
+    outcome.row("  polls that found nothing new", applies.share("unready_polls"), unit="", target="0")
     outcome.row("apply added seconds, no cost estimate", median(apply_no_ce_s) - b, target="")
-    pr, pb = median(plan_remote_s), median(plan_local_s)
-    plan_mid = {k: median([s[k] for s in plan_shares]) for k in plan_shares[0]}
+    pr, pb = median(plans.remote_s), median(plans.local_s)
     outcome.row("speculative terraform plan", pr, pb, target="")
     outcome.row("plan added seconds", pr - pb, target=f"<= {TARGET_PLAN_ADDED_S:.1f} s")
-    outcome.row("  of which Terrace's share", plan_mid["terrace_s"], target="", note=SHARE_NOTE)
-    outcome.row("  polls that found nothing new", plan_mid["unready_polls"], unit="", target="0")
+    outcome.row("  of which Terrace's share", plans.share("terrace_s"), target="", note=SHARE_NOTE)
+    outcome.row("  polls that found nothing new", plans.share("unready_polls"), unit="", target="0")
     outcome.row("plan added seconds, no cost estimate", median(plan_no_ce_s) - pb, target="")
     for label, other in others:
         outcome.row(f"apply added seconds, {label}", other["added_s"], target="")
@@ -234,14 +211,14 @@ def run(quick: bool = False) -> Outcome:
     outcome.row("  of which Terrace's share, moto backend", moto["terrace_s"], target="")
     raw = last.pop("_raw")
     outcome.details = {
-        "remote_s": remote_s,
-        "local_s": local_s,
-        "apply_shares": shares,
+        "remote_s": applies.remote_s,
+        "local_s": applies.local_s,
+        "apply_shares": applies.shares,
         "breakdown_last_run_s": last,
         "timestamps": raw,
-        "plan_remote_s": plan_remote_s,
-        "plan_local_s": plan_local_s,
-        "plan_shares": plan_shares,
+        "plan_remote_s": plans.remote_s,
+        "plan_local_s": plans.local_s,
+        "plan_shares": plans.shares,
         "plan_breakdown_last_run_s": last_plan,
         "plan_no_cost_estimate_s": plan_no_ce_s,
         "apply_no_cost_estimate_s": apply_no_ce_s,
@@ -287,15 +264,46 @@ def _paired_applies(
     api.create_workspace(name, **{"execution-mode": "remote", "auto-apply": True})
     remote = WorkDir(stack.state_dir / f"remote-{name}", env, backend, binary)
     local = WorkDir(stack.state_dir / f"local-{name}", env, local_block, binary)
-    for wd in (remote, local):
+    warm(remote, local)
+    pairs = measure_pairs(recorder, local.apply, remote.apply, repeats, "apply")
+    return {
+        "added_s": median([r - b for r, b in zip(pairs.remote_s, pairs.local_s, strict=True)]),
+        "terrace_s": pairs.share("terrace_s"),
+    }
+
+
+Operation = Callable[[str], tuple[float, float]]  # WorkDir.apply / .plan: stamp -> (epoch at start, seconds)
+
+
+@dataclass
+class Pairs:
+    """Local/remote pairs of one operation: their seconds, Terrace's share of each remote one, the last one's window."""
+
+    local_s: list[float] = field(default_factory=list)
+    remote_s: list[float] = field(default_factory=list)
+    shares: list[dict[str, float]] = field(default_factory=list)
+    last: tuple[float, float] = (0.0, 0.0)  # (epoch at start, seconds) of the last remote one
+
+    def share(self, key: str) -> float:
+        return median([share[key] for share in self.shares])
+
+
+def measure_pairs(recorder: Recorder, local: Operation, remote: Operation, repeats: int, what: str) -> Pairs:
+    """`repeats` times the local operation, then the remote one (each with a new trigger)."""
+    pairs = Pairs()
+    for n in range(repeats):
+        pairs.local_s.append(local(f"local-{what}-{n}")[1])
+        started, elapsed = remote(f"remote-{what}-{n}")
+        pairs.remote_s.append(elapsed)
+        pairs.shares.append(split(recorder, started, elapsed))
+        pairs.last = (started, elapsed)
+    return pairs
+
+
+def warm(*workdirs: WorkDir) -> None:
+    """Each working directory initialized, then one apply in each (a remote one starts the runner process)."""
+    for wd in workdirs:
         (wd.path / "main.tf").write_text(wd.backend + CONFIG % {"stamp": "init"})
         wd.terraform("init", "-input=false")
+    for wd in workdirs:
         wd.apply("warm-up")
-    added: list[float] = []
-    terrace: list[float] = []
-    for n in range(repeats):
-        base = local.apply(f"local-{n}")[1]
-        started, elapsed = remote.apply(f"remote-{n}")
-        added.append(elapsed - base)
-        terrace.append(split(recorder, started, elapsed)["terrace_s"])
-    return {"added_s": median(added), "terrace_s": median(terrace)}

@@ -16,7 +16,8 @@ from terrace.runner.commands import detect_version
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
-def _candidates() -> list[tuple[str, str]]:
+def candidates() -> list[tuple[str, str]]:
+    """(tool, path) of the binaries to look at: the virtualenv's terraform first, then those on PATH, then OpenTofu."""
     venv_terraform = Path(sys.prefix) / "bin" / "terraform"
     found = [("terraform", str(venv_terraform))]
     path_without_venv = os.pathsep.join(
@@ -26,20 +27,16 @@ def _candidates() -> list[tuple[str, str]]:
         on_path = shutil.which(binary, path=path_without_venv)
         if on_path:
             found.append((tool, on_path))
-    found.append(("opentofu", tofu_path()))
+    tofu = os.environ.get("TERRACE_LOCAL_TOFU") or str(REPO_ROOT.parent / "shared" / "tools" / "opentofu" / "tofu")
+    found.append(("opentofu", tofu))
     return found
-
-
-def tofu_path() -> str:
-    """Where `make dev` looks for OpenTofu: $TERRACE_LOCAL_TOFU, else the workplace's `../shared/tools`."""
-    return os.environ.get("TERRACE_LOCAL_TOFU") or str(REPO_ROOT.parent / "shared" / "tools" / "opentofu" / "tofu")
 
 
 def build(tools_dir: Path) -> catalog.Catalog:
     """Link the binaries found on this host into `tools_dir` (0755: job uids run them) and scan it."""
     tools_dir.mkdir(parents=True, exist_ok=True)
     tools_dir.chmod(0o755)
-    for tool, path in _candidates():
+    for tool, path in candidates():
         if not os.access(path, os.X_OK):
             continue
         version = detect_version(path)
