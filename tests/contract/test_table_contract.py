@@ -10,11 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aws import clients, create_table_and_bucket
-from implementations import IMPLEMENTATIONS
-from terrace.adapters.dynamo_table import DynamoTable
-from terrace.adapters.memory_table import MemoryTable
-from terrace.adapters.sqlite_table import SqliteDatabase, SqliteTable
+from implementations import IMPLEMENTATIONS, open_table
 from terrace.adapters.table import Check, ConditionFailed, Delete, Put, Table
 from terrace.domain.errors import TooLarge
 from terrace.domain.limits import ITEM_MAX_BYTES
@@ -22,15 +18,8 @@ from terrace.domain.limits import ITEM_MAX_BYTES
 
 @pytest.fixture(params=IMPLEMENTATIONS)
 def table(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Table]:
-    if request.param == "memory":
-        yield MemoryTable()
-    elif request.param == "sqlite":
-        database = SqliteDatabase(tmp_path / "terrace.db")
-        yield SqliteTable(database)
-        database.close()
-    else:
-        made = clients(request.getfixturevalue("moto_endpoint"))
-        yield DynamoTable(made["dynamodb"], create_table_and_bucket(made).table_name)
+    with open_table(request.param, tmp_path, lambda: str(request.getfixturevalue("moto_endpoint"))) as made:
+        yield made
 
 
 def test_conditional_puts_and_deletes(table: Table) -> None:

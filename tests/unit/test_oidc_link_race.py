@@ -10,16 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from terrace.adapters.dynamo_table import DynamoTable
-from terrace.adapters.memory_table import MemoryTable
-from terrace.adapters.sqlite_table import SqliteDatabase, SqliteTable
 from terrace.adapters.table import Delete, Item, Table
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.oidc import OidcConfig, OidcSignIn, _link_key
 from terrace.services.access.web_sessions import WebSessionService
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from aws import clients, create_table_and_bucket, moto_server  # noqa: E402
+TESTS = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(TESTS / "integration"), str(TESTS / "contract")]
+from aws import moto_server  # noqa: E402
+from implementations import IMPLEMENTATIONS, open_table  # noqa: E402
 
 ISSUER = "https://idp.example.com"
 CLAIMS = {"sub": "sub-race", "preferred_username": "rita", "email": "rita@example.com", "groups": ["ops"]}
@@ -48,17 +47,10 @@ def moto_endpoint() -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(params=["memory", "sqlite", "moto"])
+@pytest.fixture(params=IMPLEMENTATIONS)
 def table(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Table]:
-    if request.param == "memory":
-        yield MemoryTable()
-    elif request.param == "sqlite":
-        database = SqliteDatabase(tmp_path / "terrace.db")
-        yield SqliteTable(database)
-        database.close()
-    else:
-        made = clients(request.getfixturevalue("moto_endpoint"))
-        yield DynamoTable(made["dynamodb"], create_table_and_bucket(made).table_name)
+    with open_table(request.param, tmp_path, lambda: str(request.getfixturevalue("moto_endpoint"))) as made:
+        yield made
 
 
 def sign_in_service(table: Any) -> tuple[OidcSignIn, AccountService]:
