@@ -5,6 +5,7 @@ that deletes old backing data, run by the reaper with an injected clock (nothing
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from run_helpers import RunEnv, make_run_env
@@ -103,9 +104,14 @@ def test_other_organizations_see_nothing_and_readers_cannot_change(state_env: En
 
 def _sweep(env: RunEnv, days_from_now: float) -> dict[str, int]:
     """One sweep with the clock moved `days_from_now` ahead (the data was written at the real now)."""
-    c = env.container
     later = time.time() + days_from_now * DAY
-    sweep = RetentionSweep(
+    return _sweeper(env, lambda: later).sweep_once()
+
+
+def _sweeper(env: RunEnv, now: Callable[[], float]) -> RetentionSweep:
+    """The container's sweep as wired, on the given clock."""
+    c = env.container
+    return RetentionSweep(
         c.table,
         c.blobs,
         c.organizations,
@@ -113,9 +119,8 @@ def _sweep(env: RunEnv, days_from_now: float) -> dict[str, int]:
         c.retention_policies,
         c.configuration_versions,
         c.run_store,
-        now=lambda: later,
+        now=now,
     )
-    return sweep.sweep_once()
 
 
 def _push_states(env: RunEnv, count: int) -> list[str]:
@@ -183,16 +188,7 @@ def test_the_reaper_sweeps_at_most_once_an_interval() -> None:
     env = make_run_env()
     c = env.container
     clock = [time.time()]
-    sweep = RetentionSweep(
-        c.table,
-        c.blobs,
-        c.organizations,
-        c.workspaces,
-        c.retention_policies,
-        c.configuration_versions,
-        c.run_store,
-        now=lambda: clock[0],
-    )
+    sweep = _sweeper(env, lambda: clock[0])
     assert sweep.sweep_if_due(3600) is not None
     assert sweep.sweep_if_due(3600) is None  # claimed a moment ago (by any process: the claim is in the table)
     clock[0] += 3601
