@@ -14,6 +14,7 @@ from runner_fakes import FakeApi, fake_terraform, make_spec, runner_config, tarb
 from terrace.domain.jobs import FinishResponse, Operation
 from terrace.runner import sandbox
 from terrace.runner.execution import JobExecutor
+from terrace.runner.job_folder import JobFolder
 from terrace.runner.main import Runner
 from terrace.runner.plan_cache import PlanCache
 from terrace.runner.rundir import OVERRIDE_FILE
@@ -36,8 +37,12 @@ def _folder(tmp_path: Path, name: str) -> Path:
 
 def _hold(cache: PlanCache, tmp_path: Path, run_id: str) -> Path:
     folder = _folder(tmp_path, run_id)
-    cache.hold(run_id, folder, folder / "config", folder / "plan.tfplan", None)
+    cache.hold(run_id, _job_folder(folder), folder / "config", folder / "plan.tfplan")
     return folder
+
+
+def _job_folder(path: Path) -> JobFolder:
+    return JobFolder(path, os.geteuid(), os.getegid())
 
 
 def test_the_cache_keeps_at_most_max_entries_dropping_the_oldest(tmp_path: Path) -> None:
@@ -56,7 +61,7 @@ def test_the_cache_drops_folders_older_than_max_age(tmp_path: Path) -> None:
     clock.now += 31  # run-old is 61 s old, run-young 31 s
     assert cache.take("run-old") is None and not old.exists()
     held = cache.take("run-young")
-    assert held is not None and held.run_dir == young and young.exists()  # taken: now the caller's
+    assert held is not None and held.folder.path == young and young.exists()  # taken: now the caller's
     assert len(cache) == 0
 
 
@@ -67,7 +72,7 @@ def test_keep_only_hold_again_and_clear(tmp_path: Path) -> None:
     assert cache.run_ids() == ["run-b"] and not a.exists() and b.exists()
     b2 = tmp_path / "run-b2"
     b2.mkdir()
-    cache.hold("run-b", b2, b2, b2 / "plan.tfplan", None)  # a second plan of the same run replaces the first
+    cache.hold("run-b", _job_folder(b2), b2, b2 / "plan.tfplan")  # a second plan of the same run replaces the first
     assert not b.exists() and cache.run_ids() == ["run-b"]
     cache.clear()
     assert len(cache) == 0 and not b2.exists()
@@ -198,8 +203,8 @@ def test_links_a_plan_job_left_are_replaced_not_written_through(tmp_path: Path) 
     victim.write_text("untouched")
     (held.cwd / OVERRIDE_FILE).unlink()
     (held.cwd / OVERRIDE_FILE).symlink_to(victim)
-    (held.run_dir / "plan.stored").symlink_to(victim)
-    executor.cache.hold("run-abc", held.run_dir, held.cwd, held.plan_file, held.short_tmp)
+    (held.folder.path / "plan.stored").symlink_to(victim)
+    executor.cache.hold("run-abc", held.folder, held.cwd, held.plan_file)
     applied = executor.execute(make_spec("apply"))
     assert applied.status == "finished", applied.error_message
     assert victim.read_text() == "untouched"
@@ -215,14 +220,13 @@ def test_a_held_folder_is_the_runners_not_readable_by_job_uids_and_gone_when_the
     (run_id,) = executor.cache.run_ids()
     held = executor.cache.take(run_id)
     assert held is not None
-    executor.cache.hold(run_id, held.run_dir, held.cwd, held.plan_file, held.short_tmp)
-    info = held.run_dir.stat()
+    executor.cache.hold(run_id, held.folder, held.cwd, held.plan_file)
+    info = held.folder.path.stat()
     assert (info.st_uid, info.st_mode & 0o777) == (os.geteuid(), 0o700)
-    assert all(p.lstat().st_uid == os.geteuid() for p in held.run_dir.rglob("*"))
     other = sandbox.allocate()  # the next job's uid (maybe the plan's own, now free)
     assert other is not None
     try:
-        for target in (held.run_dir, held.plan_file, held.cwd / "main.tf"):
+        for target in (held.folder.path, held.plan_file, held.cwd / "main.tf"):
             read = subprocess.run(
                 sandbox.wrap(["cat" if target.is_file() else "ls", str(target)], other),
                 capture_output=True,
@@ -234,7 +238,7 @@ def test_a_held_folder_is_the_runners_not_readable_by_job_uids_and_gone_when_the
         sandbox.kill_uid(other.uid)
         other.release()
     executor.close()  # what the runner does when it exits
-    assert not held.run_dir.exists() and list((tmp_path / "work").iterdir()) == []
+    assert not held.folder.path.exists() and list((tmp_path / "work").iterdir()) == []
 
 
 def test_the_runner_applies_what_the_finish_answer_hands_it(tmp_path: Path) -> None:

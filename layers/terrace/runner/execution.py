@@ -12,9 +12,6 @@ import json
 import logging
 import os
 import re
-import shutil
-import stat
-import tempfile
 import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -29,7 +26,8 @@ from terrace.domain.plan_json import hide_secrets
 from terrace.runner import commands, sandbox
 from terrace.runner.client import ApiError, RunnerApi, Transfers
 from terrace.runner.config import RunnerConfig
-from terrace.runner.job_setup import Job, JobCanceled, JobFailed, JobSteps, check_cancel, intact, replace_entry
+from terrace.runner.job_folder import JobFolder, UnsafeJobFile
+from terrace.runner.job_setup import Job, JobCanceled, JobFailed, JobSteps, check_cancel, intact
 from terrace.runner.logstream import LogStream
 from terrace.runner.plan_cache import HeldPlan, PlanCache
 from terrace.runner.process import CancelControl, Heartbeat
@@ -40,6 +38,7 @@ log = logging.getLogger("terrace.runner.execution")
 APPLY_SUMMARY = re.compile(rb"Resources: (\d+) added, (\d+) changed, (\d+) destroyed")
 MAX_PLAN_BYTES = 1024 * 1024 * 1024
 PLAN_FILE = "plan.tfplan"
+PLAN_JSON_FILE = "plan.json"
 MAY_STILL_APPLY = rs.AWAITING_CONFIRMATION | {rs.CONFIRMED, rs.APPLY_QUEUED}
 HELD_CHECK_S = 5.0  # how often an idle runner asks the API which held plan folders may still be applied
 
@@ -69,8 +68,8 @@ class JobExecutor:
         if spec.phase == "plan":
             self.cache.drop(spec.run_id)  # a plan retried here starts afresh
         held = self.cache.take(spec.run_id) if spec.phase == "apply" else None
-        run_dir = held.run_dir if held else Path(tempfile.mkdtemp(prefix=f"{spec.job_id}-", dir=self.config.work_dir))
         identity = sandbox.allocate()
+        folder = held.folder if held else JobFolder.new(self.config.work_dir, f"{spec.job_id}-", identity)
         secrets = [spec.run_token, *(v.value for v in spec.variables if v.sensitive)]
         secrets += [spec.ssh_private_key] if spec.ssh_private_key else []
         stream = LogStream(  # masks `secrets` in what it sends and what it prints
@@ -79,8 +78,7 @@ class JobExecutor:
             redact=secrets,
             echo_to=self.echo_to,
         )
-        job = Job(spec=spec, run_dir=run_dir, log=stream, control=CancelControl(), identity=identity)
-        job.short_tmp = held.short_tmp if held else None
+        job = Job(spec=spec, folder=folder, log=stream, control=CancelControl(), identity=identity)
 
         def beat() -> object:
             return self.api.heartbeat(spec.job_id)
@@ -93,7 +91,7 @@ class JobExecutor:
                 except JobCanceled:
                     stream.line("\nThe run was canceled.")
                     report = FinishRequest(runner_id=self.api.runner_id, status="canceled")
-                except (JobFailed, RunSetupError, UnsafeArchive, ApiError) as exc:
+                except (JobFailed, RunSetupError, UnsafeArchive, UnsafeJobFile, ApiError) as exc:
                     stream.line(f"\nError: {exc}")
                     report = self._errored(job, str(exc))
                 except Exception as exc:
@@ -104,14 +102,13 @@ class JobExecutor:
             stream.close()
             if identity is not None:
                 sandbox.kill_uid(identity.uid)  # before the folder goes: nothing of the job writes to it anymore
+                sandbox.sweep_temp(identity.uid)
             keep = keep_for_apply and self._may_be_applied(job, report)
-            if keep:  # back to the runner: the next job may get the same uid and must not read it
-                sandbox.reclaim([p for p in (job.run_dir, job.short_tmp) if p is not None])
-                self.cache.hold(spec.run_id, job.run_dir, job.cwd, job.run_dir / PLAN_FILE, job.short_tmp)
+            if keep:  # closed to every job uid: the next job may get the same uid and must not read it
+                job.folder.hold()
+                self.cache.hold(spec.run_id, job.folder, job.cwd, job.folder.path / PLAN_FILE)
             else:
-                shutil.rmtree(job.run_dir, ignore_errors=True)
-                if job.short_tmp is not None:
-                    shutil.rmtree(job.short_tmp, ignore_errors=True)
+                job.folder.remove()
             if identity is not None:
                 identity.release()
         if job.control.requested and report.status != "finished":
@@ -152,27 +149,31 @@ class JobExecutor:
     # -- phases ---------------------------------------------------------------------------------
 
     def _plan(self, job: Job) -> FinishRequest:
-        spec = job.spec
+        spec, folder = job.spec, job.folder
         self.steps.banner(job, f"planning run {spec.run_id}")
         self.steps.prepare(job)
-        plan_file = job.run_dir / PLAN_FILE
-        plan_code = self.steps.run(job, commands.plan_args(spec.operation, plan_file))
+        written = folder.path / "out" / PLAN_FILE  # the job's; the runner reads it once, through a checked descriptor
+        plan_code = self.steps.run(job, commands.plan_args(spec.operation, written))
         if plan_code not in (0, 2):
             raise JobFailed(f"plan failed (exit code {plan_code})")
-        plan_json_file = job.run_dir / "plan.json"
         counts = commands.ChangeCounts()
-        if plan_file.exists():
+        if os.path.lexists(written):
+            plan_file = folder.copy_from_job(written, PLAN_FILE, MAX_PLAN_BYTES, job_reads=True)
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="plan-upload") as uploads:
                 plan_upload = self._upload(uploads, spec.plan_upload_url, plan_file, "plan file")  # while show runs
-                code = self.steps.run(job, commands.show_json_args(plan_file), stdout_file=plan_json_file)
+                with folder.create(PLAN_JSON_FILE) as stdout:  # the child writes to the descriptor only
+                    code = self.steps.run(job, commands.show_json_args(plan_file), stdout=stdout)
                 if code != 0:
                     raise JobFailed(f"reading the plan as JSON failed (exit code {code})")
+                plan_json_file = folder.path / PLAN_JSON_FILE
+                if plan_json_file.stat().st_size > MAX_PLAN_BYTES:
+                    raise JobFailed(f"the JSON plan is larger than {MAX_PLAN_BYTES} bytes")
                 try:
                     plan_json = json.loads(plan_json_file.read_bytes())
                     counts = commands.count_changes(plan_json)
                 except ValueError as exc:
                     raise JobFailed("the JSON plan could not be parsed") from exc
-                self._hide_secrets(spec, plan_json, plan_json_file)
+                self._hide_secrets(spec, plan_json, folder)
                 if spec.plan_json_upload_url:
                     self.transfers.upload(spec.plan_json_upload_url, plan_json_file, "JSON plan")
                 if plan_upload is not None:
@@ -195,19 +196,16 @@ class JobExecutor:
         if not spec.plan_file_url:
             raise JobFailed("the apply job has no saved plan to apply")
         self.steps.banner(job, f"applying run {spec.run_id}")
-        stored = job.run_dir / "plan.stored"
         if held is not None:
-            replace_entry(stored)  # the runner writes it as root: not through a link the plan's job left
-            self.transfers.download(spec.plan_file_url, stored, MAX_PLAN_BYTES, "saved plan")
-            if intact(held.run_dir, held.cwd) and _same_file(stored, held.plan_file):
+            stored = self._download_plan(job)
+            if intact(held.folder, held.cwd) and _same_file(stored, held.plan_file):
                 self.steps.resume(job, held.cwd)
             else:
                 job.log.line("The plan's working directory does not hold the stored plan: starting afresh.")
                 self._fresh(job, held)
-                stored = job.run_dir / "plan.stored"
         if not job.resumed:
             self.steps.prepare(job)
-            self.transfers.download(spec.plan_file_url, stored, MAX_PLAN_BYTES, "saved plan")
+            stored = self._download_plan(job)
         tail: deque[bytes] = deque(maxlen=64)
 
         def sink(chunk: bytes) -> None:
@@ -229,11 +227,17 @@ class JobExecutor:
             resource_destructions=destroyed,
         )
 
+    def _download_plan(self, job: Job) -> Path:
+        """The stored plan, into the runner's folder (the job reads it, cannot replace it)."""
+        stored = job.folder.write("plan.stored", b"", job_reads=True)
+        assert job.spec.plan_file_url
+        self.transfers.download(job.spec.plan_file_url, stored, MAX_PLAN_BYTES, "saved plan")
+        return stored
+
     def _fresh(self, job: Job, held: HeldPlan) -> None:
         """Leaves the held folder for a new one (the job's own, removed when it ends)."""
         held.remove()
-        job.short_tmp = None
-        job.run_dir = Path(tempfile.mkdtemp(prefix=f"{job.spec.job_id}-", dir=self.config.work_dir))
+        job.folder = JobFolder.new(self.config.work_dir, f"{job.spec.job_id}-", job.identity)
 
     def _may_be_applied(self, job: Job, report: FinishRequest) -> bool:
         spec = job.spec
@@ -243,12 +247,12 @@ class JobExecutor:
             and report.has_changes
             and not spec.operation.speculative
             and not job.control.requested
-            and (job.run_dir / PLAN_FILE).is_file()
+            and (job.folder.path / PLAN_FILE).is_file()
             and self.cache.max_entries > 0
         )
 
     @staticmethod
-    def _hide_secrets(spec: JobSpec, plan_json: object, plan_json_file: Path) -> None:
+    def _hide_secrets(spec: JobSpec, plan_json: object, folder: JobFolder) -> None:
         """The uploaded plan JSON holds no sensitive variable value (nor the run token)."""
         sensitive = [v for v in spec.variables if v.sensitive]
         if not isinstance(plan_json, dict):
@@ -258,7 +262,7 @@ class JobExecutor:
             [spec.run_token, *(v.value for v in sensitive)],
             {v.key for v in sensitive if v.category == "terraform"},
         )
-        plan_json_file.write_bytes(json.dumps(hidden).encode())
+        folder.write(PLAN_JSON_FILE, json.dumps(hidden).encode())
 
     def _announce_apply(self, job: Job) -> None:
         """Nothing applies unless the API recorded that it starts: a lost apply is then never run twice."""
@@ -279,15 +283,10 @@ class JobExecutor:
 
 
 def _same_file(stored: Path, kept: Path) -> bool:
-    """True when the folder's plan file (a regular file, not a link a job left) has the stored plan's bytes."""
-    try:
-        fd = os.open(kept, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
+    """True when the held plan (the runner's copy, in its own folder) has the stored plan's bytes."""
+    if not kept.is_file() or kept.stat().st_size != stored.stat().st_size:
         return False
-    with os.fdopen(fd, "rb") as kept_file:
-        if not stat.S_ISREG(os.fstat(fd).st_mode) or os.fstat(fd).st_size != stored.stat().st_size:
-            return False
-        return hashlib.file_digest(kept_file, "sha256").digest() == _digest(stored)
+    return _digest(kept) == _digest(stored)
 
 
 def _digest(path: Path) -> bytes:

@@ -1,22 +1,20 @@
-"""A job's working folder and its steps: banner, binary, configuration, run files, init, and each terraform child.
+"""A job's steps in its folder (`job_folder.py`): banner, binary, configuration, run files, init, each child.
 
 A fresh folder is built from the configuration and `init`; a folder the same run's plan left (`plan_cache.py`)
-is resumed: new run files (the apply's run token), no download, no init. The runner writes into a resumed
-folder as root after the plan's uid wrote there, so it refuses a path that is a symlink on the way and
-replaces files instead of writing through them.
+is resumed: new run files (the apply's run token), no download, no init. Files in the job's folders are
+written through `JobFolder` only, which never follows what a job left there.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import shutil
 import stat
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from terrace.domain.jobs import JobSpec
 from terrace.runner import catalog as runner_catalog
@@ -24,17 +22,13 @@ from terrace.runner import commands, sandbox, ssh_key
 from terrace.runner.client import Transfers
 from terrace.runner.cloud_block import strip_cloud_blocks
 from terrace.runner.config import RunnerConfig
+from terrace.runner.job_folder import JobFolder
 from terrace.runner.logstream import LogStream
 from terrace.runner.process import CancelControl, run_child
-from terrace.runner.rundir import OVERRIDE_FILE, TFVARS_FILE, BackendOverride, child_env, write_run_files
+from terrace.runner.rundir import BackendOverride, child_env, write_run_files
 from terrace.runner.safe_tar import extract, working_dir
 
 log = logging.getLogger("terrace.runner.job_setup")
-# Providers and plugins listen on a unix socket in TMPDIR ("<TMPDIR>/plugin<up to 10 digits>"), whose path may
-# not pass 107 bytes: past it they die before their handshake ("Unrecognized remote plugin message", "Plugin
-# reinitialization required"). A run folder deeper than this (a long work dir) gets a TMPDIR elsewhere.
-SOCKET_DIR_MAX = 80
-RUN_FILES = ("terraform.tfrc", "ca-bundle.pem")
 
 
 class JobFailed(Exception):
@@ -48,14 +42,13 @@ class JobCanceled(Exception):
 @dataclass
 class Job:
     spec: JobSpec
-    run_dir: Path
+    folder: JobFolder
     log: LogStream
     control: CancelControl
     binary: commands.Binary | None = None
     env: dict[str, str] = field(default_factory=dict)
     cwd: Path = Path(".")
     identity: sandbox.JobIdentity | None = None
-    short_tmp: Path | None = None  # TMPDIR outside run_dir when run_dir's path is too long (SOCKET_DIR_MAX)
     resumed: bool = False  # works in the folder the same run's plan left
 
 
@@ -82,34 +75,32 @@ class JobSteps:
 
     def prepare(self, job: Job) -> None:
         """Configuration, run files, init, in a fresh folder."""
-        spec = job.spec
-        archive = job.run_dir / "configuration.tar.gz"
+        spec, folder = job.spec, job.folder
+        archive = folder.path / "configuration.tar.gz"
         self.transfers.download(spec.configuration_url, archive, self.config.max_config_bytes, "configuration")
-        config_root = job.run_dir / "config"
         extract(
             archive,
-            config_root,
+            folder.config,
             max_entries=self.config.max_config_entries,
             max_bytes=self.config.max_config_expanded_bytes,
         )
         archive.unlink()
-        job.cwd = working_dir(config_root, spec.working_directory)
+        job.cwd = working_dir(folder.config, spec.working_directory)
         strip_cloud_blocks(job.cwd)  # the backend override below takes its place (and 1.0 cannot parse one)
-        (job.run_dir / "home").mkdir()
-        (job.run_dir / "tmp").mkdir()
         self._run_files(job)
         job.log.line("Initializing plugins and modules...")
         init_output = bytearray()
         init_env = dict(job.env)
         if spec.ssh_private_key:  # for git::ssh:// module sources; gone once init ends
-            init_env.update(ssh_key.install(job.run_dir, spec.ssh_private_key))
+            init_env.update(ssh_key.install(folder.path, spec.ssh_private_key))
             uid = job.identity.uid if job.identity else None
             if not ssh_key.usable_by(uid):
                 job.log.line(f"Warning: uid {uid} has no passwd entry on this runner: ssh (git::ssh:// sources) fails")
+        folder.hand_over()  # nothing of the job has run yet: all in its folders is the runner's making
         try:
             code = self.run(job, commands.INIT_ARGS, sink=init_output.extend, env=init_env)
         finally:
-            ssh_key.remove(job.run_dir)
+            ssh_key.remove(folder.path)
         if code != 0:
             job.log.write(bytes(init_output[-256 * 1024 :]))
             raise JobFailed(f"init failed (exit code {code})")
@@ -117,28 +108,20 @@ class JobSteps:
     def resume(self, job: Job, cwd: Path) -> None:
         """The plan's folder with this job's run files: no download, no init (`.terraform` is the plan's)."""
         job.cwd, job.resumed = cwd, True
-        for path in [*(job.run_dir / n for n in RUN_FILES), *(cwd / n for n in (OVERRIDE_FILE, TFVARS_FILE))]:
-            replace_entry(path)
+        job.folder.adopt(job.identity)
         self._run_files(job)
         job.log.line("Reusing the plan's working directory: providers and modules are installed (no init).")
 
     def _run_files(self, job: Job) -> None:
         operator = self.config.operator_cli_config.read_text() if self.config.operator_cli_config else ""
-        cli_config = write_run_files(job.spec, job.cwd, job.run_dir, operator, self.backend_override)
-        tmp = job.run_dir / "tmp"
-        if len(str(tmp)) > SOCKET_DIR_MAX:
-            if job.short_tmp is None:
-                job.short_tmp = Path(tempfile.mkdtemp(prefix="terrace-job-"))
-            tmp = job.short_tmp
-            if job.identity is not None:  # owned by the job uid like run_dir
-                os.chown(tmp, job.identity.uid, job.identity.uid)
+        cli_config = write_run_files(job.spec, job.folder, job.cwd, operator, self.backend_override)
         job.env = child_env(
             path=os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
-            home=job.run_dir / "home",
+            home=job.folder.home,
             cli_config=cli_config,
             ssl_cert_file=self._ca_bundle_copy(job),
             variables=job.spec.variables,
-            tmp_dir=tmp,
+            tmp_dir=job.folder.tmp_dir,
         )
 
     def run(
@@ -147,13 +130,12 @@ class JobSteps:
         args: list[str],
         *,
         sink: Callable[[bytes], object] | None = None,
-        stdout_file: Path | None = None,
+        stdout: BinaryIO | None = None,
         env: dict[str, str] | None = None,
     ) -> int:
         check_cancel(job)
         assert job.binary is not None
         started = time.monotonic()
-        sandbox.hand_over(job.run_dir, job.identity)
         code = run_child(
             [job.binary.path, *args],
             identity=job.identity,
@@ -161,7 +143,7 @@ class JobSteps:
             env=env or job.env,
             control=job.control,
             sink=sink or job.log.write,
-            stdout_file=stdout_file,
+            stdout=stdout,
         )
         log.info("job %s: %s exited %d after %.2f s", job.spec.job_id, args[0], code, time.monotonic() - started)
         check_cancel(job)
@@ -171,9 +153,7 @@ class JobSteps:
         """The CA bundle copied into the job folder: readable by the job uid wherever the original lives."""
         if not self.config.ssl_cert_file:
             return None
-        copy = job.run_dir / "ca-bundle.pem"
-        shutil.copyfile(self.config.ssl_cert_file, copy)
-        return str(copy)
+        return str(job.folder.write("ca-bundle.pem", Path(self.config.ssl_cert_file).read_bytes(), job_reads=True))
 
 
 def check_cancel(job: Job) -> None:
@@ -181,26 +161,15 @@ def check_cancel(job: Job) -> None:
         raise JobCanceled()
 
 
-def intact(run_dir: Path, cwd: Path) -> bool:
-    """Every folder from `run_dir` down to `cwd`, `home` and `tmp` is a real folder, not a link a job left."""
+def intact(folder: JobFolder, cwd: Path) -> bool:
+    """Every folder from the job folder down to `cwd`, `home` and `tmp` is a real folder, not a link a job left."""
     try:
-        for path in (cwd, run_dir / "home", run_dir / "tmp"):
-            parts = path.relative_to(run_dir).parts
+        for path in (cwd, folder.home, folder.tmp_dir):
+            top = folder.short_tmp if folder.short_tmp is not None and path == folder.tmp_dir else folder.path
+            parts = path.relative_to(top).parts
             for depth in range(len(parts) + 1):
-                if not stat.S_ISDIR(os.lstat(run_dir.joinpath(*parts[:depth])).st_mode):
+                if not stat.S_ISDIR(os.lstat(top.joinpath(*parts[:depth])).st_mode):
                     return False
     except (OSError, ValueError):
         return False
     return True
-
-
-def replace_entry(path: Path) -> None:
-    """Removes whatever a job left at `path` (a link included) so the runner writes a new file, not through it."""
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return
-    if stat.S_ISDIR(info.st_mode):
-        shutil.rmtree(path)
-    else:
-        path.unlink()

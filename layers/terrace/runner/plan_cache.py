@@ -2,7 +2,7 @@
 
 A plan's folder (configuration, `.terraform` with its providers and lock file, the plan file) is kept only
 when its run may go on to apply: not speculative, finished with a plan file. It is handed back to the runner
-(root-owned, 0700: no job uid reads it; the next job may get the same uid) the moment its plan job ends, and
+(closed to every job uid, `JobFolder.hold`: the next job may get the same uid) the moment its plan job ends, and
 dropped when the apply takes it, when the API says the run will not apply on it (discarded, canceled,
 planned and finished, applied by another runner), when it is older than `max_age_s`, when more than
 `max_entries` are held (oldest first), and when the runner exits. The plan file on the server stays the
@@ -13,12 +13,13 @@ source of truth: the apply reuses a folder only when the plan it holds is byte-i
 from __future__ import annotations
 
 import logging
-import shutil
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from terrace.runner.job_folder import JobFolder
 
 log = logging.getLogger("terrace.runner.plan_cache")
 MAX_ENTRIES = 4
@@ -28,16 +29,13 @@ MAX_AGE_S = 15 * 60.0
 @dataclass
 class HeldPlan:
     run_id: str
-    run_dir: Path
-    cwd: Path  # the configuration's working directory inside run_dir
-    plan_file: Path
-    short_tmp: Path | None
+    folder: JobFolder
+    cwd: Path  # the configuration's working directory inside the folder
+    plan_file: Path  # the runner's copy of the plan, in the folder
     held_at: float
 
     def remove(self) -> None:
-        shutil.rmtree(self.run_dir, ignore_errors=True)
-        if self.short_tmp is not None:
-            shutil.rmtree(self.short_tmp, ignore_errors=True)
+        self.folder.remove()
 
 
 class PlanCache:
@@ -60,10 +58,10 @@ class PlanCache:
         """Whether the run's plan folder is held (as `run_ids`: without expiring anything first)."""
         return run_id in self._held
 
-    def hold(self, run_id: str, run_dir: Path, cwd: Path, plan_file: Path, short_tmp: Path | None) -> None:
+    def hold(self, run_id: str, folder: JobFolder, cwd: Path, plan_file: Path) -> None:
         """Keeps a plan's folder (replacing an older one of the same run), then enforces the bounds."""
         self.drop(run_id)
-        self._held[run_id] = HeldPlan(run_id, run_dir, cwd, plan_file, short_tmp, self._clock())
+        self._held[run_id] = HeldPlan(run_id, folder, cwd, plan_file, self._clock())
         self.expire()
 
     def take(self, run_id: str) -> HeldPlan | None:

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 from terrace.domain.jobs import HeartbeatResponse
 from terrace.runner import sandbox
@@ -86,32 +87,27 @@ def run_child(
     env: dict[str, str],
     sink: Callable[[bytes], object],
     control: CancelControl,
-    stdout_file: Path | None = None,
+    stdout: BinaryIO | None = None,
     identity: JobIdentity | None = None,
 ) -> int:
     """Runs argv (as the job's uid, in a PID namespace when the runner can); every process it leaves is killed.
 
-    Runs argv; stdout+stderr go to `sink` (or stdout to `stdout_file` and stderr to `sink`). Returns the code."""
-    out_handle = stdout_file.open("wb") if stdout_file is not None else None
-    try:
-        proc = subprocess.Popen(
-            sandbox.wrap(argv, identity),
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out_handle if out_handle is not None else subprocess.PIPE,
-            stderr=subprocess.PIPE if out_handle is not None else subprocess.STDOUT,
-            start_new_session=True,
-            close_fds=True,
-            preexec_fn=_namespaced_child_setup if sandbox.probe().namespace_prefix else sandbox.interruptible,
-        )
-    except OSError:
-        if out_handle is not None:
-            out_handle.close()
-        raise
+    stdout+stderr go to `sink` (or stdout to `stdout`, a file the runner opened in its own folder: the child gets
+    the descriptor, never a path, and stderr to `sink`). Returns the code."""
+    proc = subprocess.Popen(
+        sandbox.wrap(argv, identity),
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=stdout if stdout is not None else subprocess.PIPE,
+        stderr=subprocess.PIPE if stdout is not None else subprocess.STDOUT,
+        start_new_session=True,
+        close_fds=True,
+        preexec_fn=_namespaced_child_setup if sandbox.probe().namespace_prefix else sandbox.interruptible,
+    )
     control.attach(proc)
     try:
-        stream = proc.stderr if out_handle is not None else proc.stdout
+        stream = proc.stderr if stdout is not None else proc.stdout
         assert stream is not None
         _pump(proc, stream.fileno(), sink)
         stream.close()
@@ -122,8 +118,6 @@ def run_child(
         proc.wait()
         if identity is not None:
             sandbox.kill_uid(identity.uid)  # also what left the group (setsid, double fork)
-        if out_handle is not None:
-            out_handle.close()
 
 
 def _namespaced_child_setup() -> None:

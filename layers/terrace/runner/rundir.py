@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from terrace.domain.jobs import JobSpec, RunVariable
+from terrace.runner.job_folder import JobFolder
 
 OVERRIDE_FILE = "zz_terrace_backend_override.tf"
 TFVARS_FILE = "zz_terrace.auto.tfvars"
@@ -167,14 +169,13 @@ def child_env(
 
 
 def write_run_files(
-    spec: JobSpec, config_dir: Path, run_dir: Path, operator_config: str, backend_override: BackendOverride
+    spec: JobSpec, folder: JobFolder, config_dir: Path, operator_config: str, backend_override: BackendOverride
 ) -> Path:
-    """Writes the override and tfvars into the configuration, the CLI config into run_dir; returns its path."""
-    (config_dir / OVERRIDE_FILE).write_text(backend_override(spec))
+    """Writes the override and tfvars into the configuration (the job's) and the CLI config into the runner's
+    folder (the job reads it, cannot replace it); returns its path."""
+    folder.write_to_job(config_dir / OVERRIDE_FILE, backend_override(spec))
     tfvars = render_tfvars(spec.variables)
-    if tfvars:
-        (config_dir / TFVARS_FILE).write_text(tfvars)
-    cli_config = run_dir / "terraform.tfrc"
-    cli_config.write_text(render_cli_config(spec.hostname, spec.run_token, operator_config))
-    cli_config.chmod(0o600)
-    return cli_config
+    if tfvars or os.path.lexists(config_dir / TFVARS_FILE):  # a resumed folder's older one is replaced
+        folder.write_to_job(config_dir / TFVARS_FILE, tfvars)
+    cli_config = render_cli_config(spec.hostname, spec.run_token, operator_config)
+    return folder.write("terraform.tfrc", cli_config.encode(), job_reads=True)

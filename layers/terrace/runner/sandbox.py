@@ -6,16 +6,23 @@ no_new_privs, inside `unshare --pid --fork --mount-proc --kill-child` when names
 every child and every job all processes of that uid are killed (`kill -9 -1` run as the uid), which
 `setsid` or a double fork cannot escape. Not root: no uid switch (one loud warning); a user+PID namespace
 when unprivileged user namespaces are allowed.
+
+Temporary files: a job's TMPDIR is a folder of its job folder (removed with it); children start with umask 077, so
+what they create anywhere else is theirs alone; and once a job's processes are gone `sweep_temp` removes whatever
+its uid left in /tmp, /var/tmp and /dev/shm, before the uid is free for another job. The same on every host
+(Fargate grants no mount namespace).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import fcntl
 import logging
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import time
 from dataclasses import dataclass
@@ -86,6 +93,9 @@ def allocate(lock_dir: Path = LOCK_DIR, uid_range: tuple[int, int] = UID_RANGE) 
     raise RuntimeError(f"no free job uid in {uid_range[0]}-{uid_range[1]}")
 
 
+SHARED_TEMP = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"))
+
+
 def wrap(argv: list[str], identity: JobIdentity | None) -> list[str]:
     """argv prefixed with the namespace and identity switch the runner can make."""
     wrapped = list(argv)
@@ -95,18 +105,40 @@ def wrap(argv: list[str], identity: JobIdentity | None) -> list[str]:
     return [*probe().namespace_prefix, *wrapped]
 
 
+def sweep_temp(uid: int, roots: tuple[Path, ...] = SHARED_TEMP) -> None:
+    """Removes what `uid` left in the shared temporary folders (its processes are gone): every entry it owns in
+    them or in a world-writable folder below them (the only places it could create one)."""
+    for root in roots:
+        for folder, dirs, files in os.walk(root, followlinks=False):
+            for name in (*dirs, *files):
+                path = os.path.join(folder, name)
+                try:
+                    info = os.lstat(path)
+                except FileNotFoundError:
+                    continue
+                if info.st_uid == uid:
+                    if stat.S_ISDIR(info.st_mode):
+                        shutil.rmtree(path, ignore_errors=True)
+                    else:
+                        with contextlib.suppress(FileNotFoundError):
+                            os.unlink(path)
+            dirs[:] = [d for d in dirs if _world_writable(os.path.join(folder, d))]
+
+
 def die_with_parent() -> None:
     """preexec: the namespace's first process is SIGKILLed when the runner dies, taking the namespace down."""
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def interruptible() -> None:
-    """preexec: the child starts with no signal blocked and SIGINT at its default, whatever the runner inherited.
+    """preexec: the child starts with no signal blocked, SIGINT at its default, whatever the runner inherited, and
+    umask 077.
     A process started in the background by a shell (`terrace dev &`, a service manager) has SIGINT ignored, and an
     ignored signal stays ignored across exec: terraform (Go keeps an ignored SIGINT ignored) and a shell's `trap`
     would then never see the cancel."""
     signal.pthread_sigmask(signal.SIG_SETMASK, set())
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.umask(0o077)  # what a job creates in shared places (/tmp, /dev/shm) no other job uid can read
 
 
 def uid_pids(uid: int) -> list[int]:
@@ -136,23 +168,12 @@ def kill_uid(uid: int, deadline_s: float = 10.0) -> None:
         time.sleep(0.02)
 
 
-def hand_over(run_dir: Path, identity: JobIdentity | None) -> None:
-    """The job folder 0700 and owned by the job uid (the runner wrote it as root)."""
-    os.chmod(run_dir, 0o700)
-    if identity is None:
-        return
-    for path in [run_dir, *run_dir.rglob("*")]:
-        os.lchown(path, identity.uid, identity.uid)
-
-
-def reclaim(folders: list[Path]) -> None:
-    """Back to the runner once the job uid's processes are gone: owned by the runner and 0700, so no job uid
-    (the next job may get the same one) reads them. Links are re-owned, never followed."""
-    for top in folders:
-        if probe().switch_uid:
-            for path in [top, *top.rglob("*")]:
-                os.lchown(path, os.geteuid(), os.getegid())
-        os.chmod(top, 0o700)
+def _world_writable(path: str) -> bool:
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and bool(info.st_mode & stat.S_IWOTH)
 
 
 def prepare_work_dir(work_dir: Path) -> None:
