@@ -60,10 +60,13 @@ def _apply_log(run_api, run_stack, run_id: str) -> str:
 def test_a_runner_killed_mid_apply_errors_the_run_and_never_applies_again(
     run_local_stack, run_stack, run_api, run_terraform, unique
 ):
-    # outside pytest's 0700 base folder: the job uid must reach and write it
+    # outside pytest's 0700 base folder (the job uid must reach and write it), below a folder that is not
+    # world-writable (the runner removes what a job uid left in world-writable temporary folders)
     marker_dir = Path(tempfile.mkdtemp(prefix="terrace-e2e-marker-"))
-    marker_dir.chmod(0o1777)
-    marker = marker_dir / f"provisioner-{uuid.uuid4().hex[:8]}.log"
+    marker_dir.chmod(0o711)
+    (marker_dir / "w").mkdir(mode=0o1777)
+    (marker_dir / "w").chmod(0o1777)
+    marker = marker_dir / "w" / f"provisioner-{uuid.uuid4().hex[:8]}.log"
     name = unique("interrupted")
     ws_id = remote_workspace(run_api, name)
     tf = remote_dir(run_stack, run_terraform, name, _provisioner(marker))

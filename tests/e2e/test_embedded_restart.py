@@ -184,9 +184,12 @@ def test_a_server_stopped_mid_apply_ends_the_run_and_releases_the_lock(
 ) -> None:
     """SIGKILL: the restarted server hands the job back. SIGTERM: the stopping server does (no traceback)."""
     assert TERRAFORM.exists(), f"the terraform test client is not installed at {TERRAFORM}"
+    # below a folder that is not world-writable: the runner removes what a job uid left in world-writable
+    # temporary folders (`sandbox.sweep_temp`)
     marker_dir = traversable(Path(tempfile.mkdtemp(prefix="terrace-e2e-marker-")))
-    marker_dir.chmod(0o1777)
-    marker = marker_dir / f"provisioner-{uuid.uuid4().hex[:8]}.log"
+    (marker_dir / "w").mkdir()
+    (marker_dir / "w").chmod(0o1777)
+    marker = marker_dir / "w" / f"provisioner-{uuid.uuid4().hex[:8]}.log"
     stack = server.start()
     api, make = connect(stack, tmp_path / "home", tmp_path, "work")
     ws_id = remote_workspace(api, "crashed")

@@ -64,7 +64,11 @@ def _runner_environ(pid: int) -> dict[str, str]:
 def test_a_lingering_malicious_run_steals_nothing_from_the_next_run_of_another_organization(
     run_local_stack, run_stack, run_api, run_terraform, unique
 ):
-    loot = run_local_stack.state_dir.parent / f"{run_local_stack.state_dir.name}-loot"  # outside pytest's 0700 base
+    # Outside pytest's 0700 base, in a folder that is not world-writable: the runner removes what a job uid left in
+    # the shared temporary folders and the world-writable folders in them (`sandbox.sweep_temp`).
+    loot_base = run_local_stack.state_dir.parent / f"{run_local_stack.state_dir.name}-loot"
+    loot_base.mkdir(mode=0o711, exist_ok=True)
+    loot = loot_base / "loot"
     for sub in ("", "work", "state"):
         (loot / sub).mkdir(parents=True, exist_ok=True)
         (loot / sub).chmod(0o1777)
@@ -172,4 +176,4 @@ def test_a_lingering_malicious_run_steals_nothing_from_the_next_run_of_another_o
             org = runner_api.get(f"{run_stack.url}/api/v2/organizations/{victim_org}")
             assert org.status_code == 404
     victim_api.http.close()
-    shutil.rmtree(loot)
+    shutil.rmtree(loot_base)

@@ -1,6 +1,6 @@
 """The workspace's SSH key for `terraform init` (git::ssh:// module sources): a file of the job, never the runner's.
 
-The key is written 0600 into `<job dir>/ssh/` (the job dir is 0700 and owned by the job uid; `sandbox.hand_over`),
+The key is written 0600 into `<job folder>/ssh/` (handed to the job uid before init: `JobFolder.hand_over`),
 `GIT_SSH_COMMAND` points git's ssh at it for the init child only, and the folder is removed as soon as init ends
 (and with the job dir in any case). Host keys: `StrictHostKeyChecking=accept-new` with a known_hosts file of the
 job: the first connection of a job trusts the host key it is shown (as TFC's runners do) and a changed key within
