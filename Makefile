@@ -53,7 +53,7 @@ wheel: install
 	$(BIN)/pip wheel -q --no-deps -w dist .
 
 test: install /usr/bin/chromium
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n auto
 
 unit: install
 	$(BIN)/pytest -q tests/unit
