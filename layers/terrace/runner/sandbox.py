@@ -107,22 +107,25 @@ def wrap(argv: list[str], identity: JobIdentity | None) -> list[str]:
 
 def sweep_temp(uid: int, roots: tuple[Path, ...] = SHARED_TEMP) -> None:
     """Removes what `uid` left in the shared temporary folders (its processes are gone): every entry it owns in
-    them or in a world-writable folder below them (the only places it could create one)."""
+    them or in a world-writable folder below them (the only places it could create one). Descriptor-based
+    (`os.fwalk`, `dir_fd`): another job's uid that swaps a folder for a link meanwhile cannot redirect a removal."""
     for root in roots:
-        for folder, dirs, files in os.walk(root, followlinks=False):
+        if not root.is_dir():
+            continue
+        for _folder, dirs, files, dir_fd in os.fwalk(root, follow_symlinks=False):
             for name in (*dirs, *files):
-                path = os.path.join(folder, name)
                 try:
-                    info = os.lstat(path)
+                    info = os.lstat(name, dir_fd=dir_fd)
                 except FileNotFoundError:
                     continue
-                if info.st_uid == uid:
+                if info.st_uid != uid:
+                    continue
+                with contextlib.suppress(FileNotFoundError):
                     if stat.S_ISDIR(info.st_mode):
-                        shutil.rmtree(path, ignore_errors=True)
+                        shutil.rmtree(name, dir_fd=dir_fd, ignore_errors=True)
                     else:
-                        with contextlib.suppress(FileNotFoundError):
-                            os.unlink(path)
-            dirs[:] = [d for d in dirs if _world_writable(os.path.join(folder, d))]
+                        os.unlink(name, dir_fd=dir_fd)
+            dirs[:] = [d for d in dirs if _world_writable(d, dir_fd)]
 
 
 def die_with_parent() -> None:
@@ -168,9 +171,9 @@ def kill_uid(uid: int, deadline_s: float = 10.0) -> None:
         time.sleep(0.02)
 
 
-def _world_writable(path: str) -> bool:
+def _world_writable(name: str, dir_fd: int) -> bool:
     try:
-        info = os.lstat(path)
+        info = os.lstat(name, dir_fd=dir_fd)
     except FileNotFoundError:
         return False
     return stat.S_ISDIR(info.st_mode) and bool(info.st_mode & stat.S_IWOTH)
