@@ -19,6 +19,7 @@ fi
 [ -x "$TERRACE" ] || { echo "conformance: $TERRACE is missing: run 'make install'" >&2; exit 2; }
 
 WORK=$(mktemp -d -t terrace-conformance-XXXXXX)
+chmod 711 "$WORK"  # a root runner's job uids pass through it to their job folders (mktemp makes it 0700)
 OUT=${CONFORMANCE_OUT:-$WORK/out}
 mkdir -p "$OUT"
 PORT=${CONFORMANCE_PORT:-$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
