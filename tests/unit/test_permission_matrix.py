@@ -268,3 +268,66 @@ def test_runner_protocol_refuses_every_caller_but_runner_tokens(world: World, ca
     other_runner = env.container.scaler.credential("other").token
     assert env.runner("POST", f"/jobs/{job}/heartbeat", json=beat, token=other_runner).status_code == 404
     assert env.runner("POST", f"/jobs/{job}/heartbeat", json=beat).status_code == 200
+
+
+# run options: the permission a run amounts to (`authz.run_action`), for every caller ------------------------
+APPLIES = {"auto-apply": True}
+RUN_OPTIONS: dict[str, tuple[dict[str, Any], Action, bool]] = {
+    # option -> (attributes, action the run needs, whether it auto-applies once created)
+    "plain": ({}, Action.QUEUE_RUN, False),
+    "plan-only": ({"plan-only": True}, Action.QUEUE_RUN, False),
+    "plan-only with auto-apply": ({"plan-only": True, **APPLIES}, Action.QUEUE_RUN, True),
+    "destroy": ({"is-destroy": True}, Action.QUEUE_RUN, False),
+    "refresh-only": ({"refresh-only": True}, Action.QUEUE_RUN, False),
+    "targets": ({"target-addrs": ["null_resource.a"]}, Action.QUEUE_RUN, False),
+    "replace": ({"replace-addrs": ["null_resource.a"]}, Action.QUEUE_RUN, False),
+    "allow-empty-apply": ({"allow-empty-apply": True}, Action.QUEUE_RUN, False),
+    "variables": ({"variables": [{"key": "x", "value": '"1"'}]}, Action.QUEUE_RUN, False),
+    "save-plan with auto-apply": ({"save-plan": True, **APPLIES}, Action.QUEUE_RUN, True),
+    "auto-apply": (APPLIES, Action.APPLY_RUN, True),
+    "destroy with auto-apply": ({"is-destroy": True, **APPLIES}, Action.APPLY_RUN, True),
+    "refresh-only with auto-apply": ({"refresh-only": True, **APPLIES}, Action.APPLY_RUN, True),
+    "targets with auto-apply": ({"target-addrs": ["null_resource.a"], **APPLIES}, Action.APPLY_RUN, True),
+    "replace with auto-apply": ({"replace-addrs": ["null_resource.a"], **APPLIES}, Action.APPLY_RUN, True),
+    "empty apply with auto-apply": ({"allow-empty-apply": True, **APPLIES}, Action.APPLY_RUN, True),
+    "variables with auto-apply": ({"variables": [{"key": "x", "value": '"1"'}], **APPLIES}, Action.APPLY_RUN, True),
+    "the workspace's auto-apply": ({}, Action.QUEUE_RUN, True),  # applies only the runs of those who may apply
+}  # fmt: skip
+
+
+def _workspace_auto_apply(w: World, on: bool) -> None:
+    body = {"data": {"type": "workspaces", "attributes": {"auto-apply": on}}}
+    _ok(_api(w.env, w.tokens["owner"], "PATCH", f"/workspaces/{w.targets['own']['ws']}", body))
+
+
+@pytest.mark.parametrize("option", list(RUN_OPTIONS))
+@pytest.mark.parametrize("caller", list(CALLERS))
+def test_run_options_need_the_permission_the_run_amounts_to(world: World, caller: str, option: str) -> None:
+    """A run that applies without a later confirmation needs permission to apply; one that waits for a
+    confirmation (or never applies) needs permission to queue plans. The workspace's own auto-apply
+    applies only the runs of callers who may apply: the others' runs wait for someone who may."""
+    attrs, action, auto_apply = RUN_OPTIONS[option]
+    ws, owner = world.targets["own"]["ws"], world.tokens["owner"]
+    grants = CALLERS[caller]
+    lock = _api(world.env, owner, "POST", f"/workspaces/{ws}/actions/lock", {"reason": "runs stay pending"})
+    assert lock.status_code == 200, lock.text
+    workspace_default = option == "the workspace's auto-apply"
+    try:
+        if workspace_default:
+            _workspace_auto_apply(world, True)
+        cvs = _api(world.env, owner, "GET", f"/workspaces/{ws}/configuration-versions").json()["data"]
+        rel = {"workspace": {"data": {"type": "workspaces", "id": ws}},
+               "configuration-version": {"data": {"type": "configuration-versions", "id": cvs[-1]["id"]}}}  # fmt: skip
+        body = {"data": {"type": "runs", "attributes": attrs, "relationships": rel}}
+        response = _api(world.env, world.tokens[caller], "POST", "/runs", body)
+        run = response.json()["data"] if response.status_code == 201 else None
+        if run is not None and not run["attributes"]["plan-only"]:  # never left to take the workspace's lock
+            _ok(_api(world.env, owner, "POST", f"/runs/{run['id']}/actions/discard", {}), 202)
+        assert response.status_code == expected(caller, action, 201, "api", "own"), f"{caller} {option}"
+        if run is not None:
+            applies = auto_apply and (not workspace_default or Action.APPLY_RUN in grants)
+            assert run["attributes"]["auto-apply"] is applies, f"{caller} {option}"
+    finally:
+        if workspace_default:
+            _workspace_auto_apply(world, False)
+        _ok(_api(world.env, owner, "POST", f"/workspaces/{ws}/actions/unlock"))

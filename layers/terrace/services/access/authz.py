@@ -17,7 +17,7 @@ from terrace.domain.principal import Principal, PrincipalKind
 from terrace.services.access.actions import Action
 from terrace.services.access.permissions import NOT_A_MEMBER, Grants, default_project_id, owners_team_id
 
-__all__ = ["Action", "AccessResolver", "Authorizer", "OrgView", "WorkspaceView"]
+__all__ = ["Action", "AccessResolver", "Authorizer", "OrgView", "WorkspaceView", "run_action"]
 
 
 # What a run token may do in the workspace its run belongs to.
@@ -36,6 +36,16 @@ _RUN_OWN_WORKSPACE = frozenset(
 # What a run token may do in another workspace that shares its state with it (terraform_remote_state): one
 # with `global-remote-state`, or one that lists the run's workspace among its remote state consumers.
 _RUN_SHARED_STATE = frozenset({Action.READ_WORKSPACE, Action.READ_STATE, Action.READ_STATE_OUTPUTS})
+
+
+def run_action(*, plan_only: bool, save_plan: bool, auto_apply: bool) -> Action:
+    """The permission a run amounts to, decided when it is created. A run that applies with no later
+    confirmation (auto-apply, whatever else it asks: destroy, refresh-only, target or replace addresses, an
+    empty apply, run variables) is an apply; every other run only plans: a speculative one, a saved plan
+    (applying it later is a confirmation, checked then) or one that waits for someone who may apply."""
+    if auto_apply and not plan_only and not save_plan:
+        return Action.APPLY_RUN
+    return Action.QUEUE_RUN
 
 
 @dataclass(frozen=True)

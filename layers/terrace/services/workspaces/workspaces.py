@@ -52,6 +52,9 @@ class WorkspaceService:
             raise NotFound(f"workspace {ws.id} not found") from exc
         return org
 
+    def can(self, principal: Principal, action: Action, ws: Workspace) -> bool:
+        return self._authz.can(principal, action, self._orgs.by_key(ws.organization).view, view(ws))
+
     def get(self, principal: Principal, workspace_id: str, action: Action = Action.READ_WORKSPACE) -> Workspace:
         ws = self.load(workspace_id)
         self.authorize(principal, action, ws)
