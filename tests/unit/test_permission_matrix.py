@@ -145,7 +145,23 @@ def world() -> World:
         "own": {"org": "acme", "ws": env.workspace_id, "plan": own_plan},
         "other": {"org": "other", "ws": other_ws, "plan": other_plan},
     }
+    _team_callers(env, tokens, targets, olga)
     return World(env, tokens, targets)
+
+
+def _team_callers(env: RunEnv, tokens: dict[str, str], targets: dict[str, dict[str, str]], olga: str) -> None:
+    """The callers of the team matrix (organization access on teams) and its targets in both organizations."""
+    for caller, access in TEAM_CALLER_ACCESS.items():
+        tokens[caller] = _user(env, caller.replace("-", "_"))
+        _team(env, caller, dict.fromkeys(access, True), (caller.replace("-", "_"),))
+    org_token = _ok(env.api("POST", "/organizations/acme/authentication-token", None), 201)
+    tokens["organization-token"] = org_token["attributes"]["token"]
+    for where, owner in (("own", tokens["owner"]), ("other", olga)):
+        org = targets[where]["org"]
+        teams = _api(env, owner, "GET", f"/organizations/{org}/teams?filter[names]=owners").json()["data"]
+        body = {"data": {"type": "teams", "attributes": {"name": "devs"}}}
+        devs = _ok(_api(env, owner, "POST", f"/organizations/{org}/teams", body), 201)
+        targets[where].update(owner=owner, owners=teams[0]["id"], devs=devs["id"])
 
 
 # operations: (family, action needed, status when allowed, call(world, token, target) -> status) ----------
@@ -331,3 +347,103 @@ def test_run_options_need_the_permission_the_run_amounts_to(world: World, caller
         if workspace_default:
             _workspace_auto_apply(world, False)
         _ok(_api(world.env, owner, "POST", f"/workspaces/{ws}/actions/unlock"))
+
+
+# teams: the owners team is an owner's; organization access is granted by those who may, up to what they hold ----
+TEAM_CALLER_ACCESS: dict[str, tuple[str, ...]] = {
+    "manage-teams": ("manage-teams",),
+    "manage-org-access": ("manage-teams", "manage-organization-access"),
+    "manage-org-access-and-workspaces": ("manage-teams", "manage-organization-access", "manage-workspaces"),
+}
+TEAM_CALLERS = ["owner", "organization-token", *TEAM_CALLER_ACCESS, "member-no-grants", "stranger"]
+MEMBER_NAME = "ws_read"  # a member of acme (through a team)
+
+
+def _members_of(w: World, token: str, t: dict[str, str], method: str) -> int:
+    body = {"data": [{"type": "users", "id": MEMBER_NAME}]}
+    return int(_api(w.env, token, method, f"/teams/{t['owners']}/relationships/users", body).status_code)
+
+
+def _owners_add(w: World, token: str, t: dict[str, str]) -> int:
+    status = _members_of(w, token, t, "POST")
+    _members_of(w, t["owner"], t, "DELETE")
+    return status
+
+
+def _owners_remove(w: World, token: str, t: dict[str, str]) -> int:
+    _members_of(w, t["owner"], t, "POST")
+    status = _members_of(w, token, t, "DELETE")
+    _members_of(w, t["owner"], t, "DELETE")
+    return status
+
+
+def _owners_token(method: str) -> Callable[[World, str, dict[str, str]], int]:
+    def call(w: World, token: str, t: dict[str, str]) -> int:
+        if method != "POST":
+            _ok(_api(w.env, t["owner"], "POST", f"/teams/{t['owners']}/authentication-token"), 201)
+        return int(_api(w.env, token, method, f"/teams/{t['owners']}/authentication-token").status_code)
+
+    return call
+
+
+def _patch_team(
+    team: str, attrs: dict[str, Any], restore: dict[str, Any]
+) -> Callable[[World, str, dict[str, str]], int]:
+    def call(w: World, token: str, t: dict[str, str]) -> int:
+        body = {"data": {"type": "teams", "attributes": attrs}}
+        status = int(_api(w.env, token, "PATCH", f"/teams/{t[team]}", body).status_code)
+        _ok(_api(w.env, t["owner"], "PATCH", f"/teams/{t[team]}", {"data": {"type": "teams", "attributes": restore}}))
+        return status
+
+    return call
+
+
+def _create_team_with(access: dict[str, bool]) -> Callable[[World, str, dict[str, str]], int]:
+    def call(w: World, token: str, t: dict[str, str]) -> int:
+        body = {"data": {"type": "teams", "attributes": {"name": "made", "organization-access": access}}}
+        response = _api(w.env, token, "POST", f"/organizations/{t['org']}/teams", body)
+        if response.status_code == 201:
+            assert _api(w.env, t["owner"], "DELETE", f"/teams/{response.json()['data']['id']}").status_code == 204
+        return int(response.status_code)
+
+    return call
+
+
+GRANT = {"organization-access": {"manage-workspaces": True}}
+NO_GRANT = {"organization-access": {"manage-workspaces": False}}
+OWNER_ONLY = {"owner": 0, "organization-token": 403, "manage-teams": 403, "manage-org-access": 403,
+              "manage-org-access-and-workspaces": 403, "member-no-grants": 404, "stranger": 404}  # fmt: skip
+GRANTERS = {**OWNER_ONLY, "organization-token": 0, "manage-org-access-and-workspaces": 0}
+TEAM_MANAGERS = {**GRANTERS, "manage-teams": 0, "manage-org-access": 0}
+# operation -> (call, status when allowed, who is allowed (0) or what they get instead)
+TEAM_OPERATIONS: dict[str, tuple[Callable[[World, str, dict[str, str]], int], int, dict[str, int]]] = {
+    "owners team: create its token": (_owners_token("POST"), 201, OWNER_ONLY),
+    "owners team: read its token": (_owners_token("GET"), 200, OWNER_ONLY),
+    "owners team: delete its token": (_owners_token("DELETE"), 204, OWNER_ONLY),
+    "owners team: add a member": (_owners_add, 204, OWNER_ONLY),
+    "owners team: remove a member": (_owners_remove, 204, OWNER_ONLY),
+    "owners team: set its sso-team-id": (_patch_team("owners", {"sso-team-id": "grp"}, {"sso-team-id": ""}), 200,
+                                         OWNER_ONLY),
+    "owners team: change its visibility": (_patch_team("owners", {"visibility": "organization"},
+                                                       {"visibility": "secret"}), 200, OWNER_ONLY),
+    "owners team: delete it": (lambda w, tok, t: int(_api(w.env, tok, "DELETE", f"/teams/{t['owners']}").status_code),
+                               403, OWNER_ONLY),
+    "team: grant organization access": (_patch_team("devs", GRANT, NO_GRANT), 200, GRANTERS),
+    "team: create with organization access": (_create_team_with({"manage-workspaces": True}), 201,
+                                              {**GRANTERS, "member-no-grants": 403}),  # it sees its organization
+    "team: revoke organization access": (_patch_team("devs", NO_GRANT, NO_GRANT), 200, TEAM_MANAGERS),
+    "team: rename": (_patch_team("devs", {"name": "devs2", **NO_GRANT}, {"name": "devs"}), 200, TEAM_MANAGERS),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("where", ["own", "other"])
+@pytest.mark.parametrize("operation", list(TEAM_OPERATIONS))
+@pytest.mark.parametrize("caller", TEAM_CALLERS)
+def test_team_matrix(world: World, caller: str, operation: str, where: str) -> None:
+    """Everything done to the owners team is an owner's (tokens, members, settings, sso-team-id); changing a
+    team's organization access needs manage-organization-access and grants no more than the caller holds;
+    organization access sent back unchanged is no change."""
+    call, allowed, who = TEAM_OPERATIONS[operation]
+    got = call(world, world.tokens[caller], world.targets[where])
+    want = 404 if where == "other" else (who[caller] or allowed)
+    assert got == want, f"{caller} {operation} in {where} org"

@@ -14,7 +14,7 @@ from terrace.domain.ids import looks_like, new_id
 from terrace.domain.principal import Principal
 from terrace.services.access import access_keys as keys
 from terrace.services.access import grants, org_defaults
-from terrace.services.access.authz import Action, Authorizer
+from terrace.services.access.authz import Action, Authorizer, team_action
 from terrace.services.access.organizations import Organization, OrganizationService
 from terrace.services.access.permissions import ORG_ACCESS_KEYS
 
@@ -96,7 +96,7 @@ class TeamService:
         if not self._visible(principal, org, team):
             raise NotFound(f"team {team_id} not found")
         if action is not Action.READ_TEAMS:
-            self._orgs.get_by_key(principal, team.organization, action)
+            self._orgs.get_by_key(principal, team.organization, team_action(action, owners=team.owners))
         return team
 
     def list(self, principal: Principal, organization: str, names: list[str] | None = None) -> list[Team]:
@@ -132,6 +132,7 @@ class TeamService:
         if name.lower() == org_defaults.OWNERS:
             raise Conflict("the owners team exists already")
         fields = self._fields(attrs)
+        self._authz.require_granting(principal, org.view, {}, fields.get("org_access", {}))
         items = org_defaults.team_items(org.key, new_id("team"), name, **fields)
         items += _sso_items(items[0])
         try:
@@ -159,6 +160,9 @@ class TeamService:
         if team.owners and "org_access" in fields:
             fields.pop("org_access")  # owners may do everything, always
         if "org_access" in fields:  # a partial organization-access changes the keys it names
+            current = {key: bool(value) for key, value in item.get("org_access", {}).items()}
+            org = self._orgs.by_key(team.organization)
+            self._authz.require_granting(principal, org.view, current, fields["org_access"])
             fields["org_access"] = {**item.get("org_access", {}), **fields["org_access"]}
         if "sso_team_id" in fields and fields["sso_team_id"] != team.sso_team_id:
             ops += [Delete(*keys.sso_team_key(team.sso_team_id, team.id))] if team.sso_team_id else []
@@ -188,7 +192,7 @@ class TeamService:
     def set_members(self, principal: Principal, team: Team, users: set[str]) -> Team:
         """Replace a team's members (the callers check who they are); owners keep at least one."""
         if team.owners:
-            self._orgs.get_by_key(principal, team.organization, Action.MANAGE_ORGANIZATION)
+            self._orgs.get_by_key(principal, team.organization, team_action(Action.MANAGE_MEMBERSHIP, owners=True))
         return self.write_members(team, users)
 
     def sso_teams(self, group: str) -> builtins.list[Team]:
