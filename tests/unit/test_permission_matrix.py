@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from run_helpers import RunEnv, make_run_env
+from run_helpers import RunEnv, join, make_run_env
 from state_helpers import state_bytes
 from terrace.domain.principal import PrincipalKind
 from terrace.services.access.actions import Action
@@ -62,9 +62,13 @@ def _ok(response: Any, status: int = 200) -> dict[str, Any]:
     return dict(response.json()["data"]) if response.content else {}
 
 
-def _user(env: RunEnv, name: str) -> str:
+def _user(env: RunEnv, name: str, organization: str | None = "acme") -> str:
+    """A user with a token; a member of `organization` (invited and accepted) unless None."""
     user = env.container.accounts.create_user(name, f"{name}@example.com")
-    return env.container.accounts.issue_token(PrincipalKind.USER, user.id).secret
+    token = env.container.accounts.issue_token(PrincipalKind.USER, user.id).secret
+    if organization:
+        join(env, token, name, organization)
+    return token
 
 
 def _team(env: RunEnv, name: str, org_access: dict[str, bool] | None = None, members: tuple[str, ...] = ()) -> str:
@@ -107,9 +111,10 @@ def _seed_workspace(env: RunEnv, token: str, org: str, ws_id: str, runner: str) 
 def world() -> World:
     env = make_run_env()
     tokens = {"owner": env.headers["Authorization"].split(" ", 1)[1]}
-    names = {caller: caller.replace("-", "_") for caller in CALLERS if caller not in ("owner", "team-token-write")}
+    skip = ("owner", "team-token-write", "member-no-grants")
+    names = {caller: caller.replace("-", "_") for caller in CALLERS if caller not in skip}
     for caller, username in names.items():
-        tokens[caller] = _user(env, username)
+        tokens[caller] = _user(env, username, None if caller == "stranger" else "acme")
     member_of = lambda caller: (names[caller],)  # noqa: E731
     ws = ("workspace", env.workspace_id)
     projects = env.api("GET", "/organizations/acme/projects").json()["data"]
@@ -129,13 +134,15 @@ def world() -> World:
     invited = _ok(env.api("POST", "/organizations/acme/organization-memberships", invite), 201)
     member = env.container.accounts.get_user(invited["relationships"]["user"]["data"]["id"])
     tokens["member-no-grants"] = env.container.accounts.issue_token(PrincipalKind.USER, member.id).secret
+    assert _api(env, tokens["member-no-grants"], "GET", "/organizations/acme").status_code == 404  # invited only
+    _ok(_api(env, tokens["member-no-grants"], "POST", f"/organization-memberships/{invited['id']}/actions/accept"))
     writers = env.api("GET", "/organizations/acme/teams?filter[names]=ws-write").json()["data"][0]["id"]
     tokens["team-token-write"] = _ok(env.api("POST", f"/teams/{writers}/authentication-token", None), 201)[
         "attributes"
     ]["token"]
     own_plan = _seed_workspace(env, tokens["owner"], "acme", env.workspace_id, env.runner_token)
     # another organization, owned by someone else, with a workspace of the same name
-    olga = _user(env, "olga")
+    olga = _user(env, "olga", None)
     org = {"data": {"type": "organizations", "attributes": {"name": "other", "email": "o@example.com"}}}
     _ok(_api(env, olga, "POST", "/organizations", org), 201)
     body = {"data": {"type": "workspaces", "attributes": {"name": "app", "execution-mode": "remote"}}}

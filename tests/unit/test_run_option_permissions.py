@@ -39,7 +39,10 @@ def _planner(env: RunEnv) -> str:
     member = env.api("POST", "/organizations/acme/organization-memberships", invite)
     assert member.status_code == 201, member.text
     user_id = member.json()["data"]["relationships"]["user"]["data"]["id"]
-    return env.container.accounts.issue_token(PrincipalKind.USER, user_id).secret
+    token = env.container.accounts.issue_token(PrincipalKind.USER, user_id).secret
+    accept = _as(env, token, "POST", f"/organization-memberships/{member.json()['data']['id']}/actions/accept")
+    assert accept.status_code == 200, accept.text
+    return token
 
 
 def _auto_apply_workspace(env: RunEnv) -> None:

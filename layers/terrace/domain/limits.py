@@ -21,6 +21,9 @@ DESCRIPTION_MAX = 2000  # workspace and token descriptions
 VARIABLE_DESCRIPTION_MAX = 512  # as TFC (go-tfe checks that a longer one is refused)
 LOCK_REASON_MAX = 2000
 EMAIL_MAX = 254
+PENDING_INVITATIONS_MAX = (
+    100  # invited, not yet accepted memberships of one organization (each e-mail one is an account)
+)
 RUN_MESSAGE_MAX = 4000
 RUN_VARIABLES_MAX = 100  # run-specific variables per run
 RUN_VARIABLE_KEY_MAX = 128
