@@ -10,6 +10,7 @@ team-workspaces, team-projects, team tokens).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -454,3 +455,28 @@ def test_team_matrix(world: World, caller: str, operation: str, where: str) -> N
     got = call(world, world.tokens[caller], world.targets[where])
     want = 404 if where == "other" else (who[caller] or allowed)
     assert got == want, f"{caller} {operation} in {where} org"
+
+
+# hidden answers as absent, in the same words ---------------------------------------------------------------------
+def _same_404(hidden: Any, absent: Any, hidden_ref: str, absent_ref: str) -> None:
+    assert hidden.status_code == absent.status_code == 404
+    assert hidden.json() == json.loads(absent.text.replace(absent_ref, hidden_ref))
+
+
+@pytest.mark.parametrize("caller", [c for c in CALLERS if Action.READ_WORKSPACE not in CALLERS[c]])
+def test_a_hidden_workspace_organization_or_token_answers_as_an_absent_one(world: World, caller: str) -> None:
+    w, token, t = world, world.tokens[caller], world.targets["other"]
+    get = lambda path: _api(w.env, token, "GET", path)  # noqa: E731
+    _same_404(get(f"/organizations/{t['org']}/workspaces/app"), get(f"/organizations/{t['org']}/workspaces/nope"),
+              "app", "nope")  # fmt: skip
+    _same_404(get(f"/organizations/{t['org']}"), get("/organizations/nopeorg"), t["org"], "nopeorg")
+    _same_404(get(f"/workspaces/{t['ws']}"), get("/workspaces/ws-nope0000000000"), t["ws"], "ws-nope0000000000")
+    if caller != "stranger":  # members of acme: its workspace `app` is hidden from them
+        own = world.targets["own"]
+        _same_404(get(f"/organizations/{own['org']}/workspaces/app"), get(f"/organizations/{own['org']}/workspaces/x"),
+                  "app", "x")  # fmt: skip
+    alice = w.env.container.accounts.user_id_of("alice")
+    assert alice is not None
+    owner_token = w.env.container.accounts.list_tokens(alice)[0].id
+    _same_404(get(f"/authentication-tokens/{owner_token}"), get("/authentication-tokens/at-nope00000000"),
+              owner_token, "at-nope00000000")  # fmt: skip

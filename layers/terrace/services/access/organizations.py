@@ -147,7 +147,10 @@ class OrganizationService:
 
     def get(self, principal: Principal, name: str, action: Action = Action.READ_ORGANIZATION) -> Organization:
         org = self.lookup(name)
-        self._authz.require(principal, action, org.view)
+        try:
+            self._authz.require(principal, action, org.view)
+        except NotFound as exc:  # hidden answers as absent, in the same words
+            raise NotFound(f"organization {name} not found") from exc
         return org
 
     def list(self, principal: Principal) -> list[Organization]:
