@@ -125,3 +125,21 @@ def test_pending_invitations_are_bounded_per_organization() -> None:
     refused = env.api("POST", "/organizations/acme/organization-memberships", invite)
     assert refused.status_code == 429 and refused.json()["errors"][0]["status"] == "429"
     assert env.container.table.get("useremail#one-more@example.com", "claim") is None  # no account made for it
+
+
+def test_an_invitee_in_the_owners_team_owns_nothing_until_accepting() -> None:
+    env = make_run_env()
+    owners = env.api("GET", "/organizations/acme/teams?filter[names]=owners").json()["data"][0]["id"]
+    invite = {"data": {"type": "organization-memberships", "attributes": {"email": "heir@example.com"},
+                       "relationships": {"teams": {"data": [{"type": "teams", "id": owners}]}}}}  # fmt: skip
+    member = env.api("POST", "/organizations/acme/organization-memberships", invite).json()
+    heir = member["data"]["relationships"]["user"]["data"]["id"]
+    token = env.container.accounts.issue_token(PrincipalKind.USER, heir)
+    patch = {"data": {"type": "organizations", "attributes": {"email": "heir@example.com"}}}
+    assert _as(env, token.secret, "PATCH", "/organizations/acme", patch).status_code == 404
+    alice = {"data": [{"type": "users", "id": "alice"}]}
+    assert env.api("DELETE", f"/teams/{owners}/relationships/users", alice).status_code == 409  # no owner left
+    accept = f"/organization-memberships/{member['data']['id']}/actions/accept"
+    assert _as(env, token.secret, "POST", accept).status_code == 200
+    assert _as(env, token.secret, "PATCH", "/organizations/acme", patch).status_code == 200
+    assert env.api("DELETE", f"/teams/{owners}/relationships/users", alice).status_code == 204

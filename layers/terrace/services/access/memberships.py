@@ -106,6 +106,9 @@ class MembershipService:
         except ConditionFailed as exc:
             raise Conflict("the membership changed concurrently; retry") from exc
         grants.forget()
+        for team in self._teams.of_user(member.organization, member.user_id):
+            if team.owners:  # an owner from now on
+                self._teams.write_members(team, set(team.users))
         return _membership(item)
 
     def own(self, principal: Principal) -> builtins.list[Membership]:

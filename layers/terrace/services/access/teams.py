@@ -202,7 +202,8 @@ class TeamService:
 
     def write_members(self, team: Team, users: set[str]) -> Team:
         """Store a team's members without a permission check (single sign-on's group mapping)."""
-        if team.owners and not users:
+        owners = self._accepted(team.organization, users) if team.owners else set()
+        if team.owners and not owners:
             raise Conflict("the owners team cannot be emptied: an organization needs an owner")
         item = self._table.get(*keys.team_key(team.id))
         assert item is not None
@@ -213,7 +214,7 @@ class TeamService:
             org = self._table.get(f"org#{team.organization}", "org")
             assert org is not None
             version = org["version"]
-            org.update(owners=sorted(users), version=version + 1)
+            org.update(owners=sorted(owners), version=version + 1)  # an invited member owns once accepted
             ops.append(Put(org, if_version=version))
         try:
             self._table.transact(ops)
@@ -223,6 +224,14 @@ class TeamService:
             self._orgs.forget(team.organization)
         grants.forget()
         return team_from_item(item)
+
+    def _accepted(self, organization: str, users: set[str]) -> set[str]:
+        """The users whose membership of the organization is not a pending invitation."""
+        wanted = [keys.membership_key(organization, user) for user in sorted(users)]
+        invited = (
+            {i["user_id"] for i in self._table.batch_get(wanted) if i.get("status") == "invited"} if wanted else set()
+        )
+        return users - invited
 
     @staticmethod
     def _fields(attrs: dict[str, Any]) -> dict[str, Any]:
