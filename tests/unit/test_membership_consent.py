@@ -143,3 +143,27 @@ def test_an_invitee_in_the_owners_team_owns_nothing_until_accepting() -> None:
     assert _as(env, token.secret, "POST", accept).status_code == 200
     assert _as(env, token.secret, "PATCH", "/organizations/acme", patch).status_code == 200
     assert env.api("DELETE", f"/teams/{owners}/relationships/users", alice).status_code == 204
+
+
+def test_a_caller_sends_a_bounded_number_of_invitations_a_day_in_all_organizations(monkeypatch: Any) -> None:
+    """Each e-mail invitation makes an account, and anyone may create organizations: the count is per caller."""
+    from terrace.domain import clock
+
+    env = make_run_env()
+    mallory, _ = _mallory(env)
+    monkeypatch.setattr(limits, "INVITATIONS_PER_DAY", 3)
+    monkeypatch.setattr(clock, "now_iso", lambda: "2026-01-01T12:00:00.000Z")
+    for org in ("evil", "evil2"):
+        body = {"data": {"type": "organizations", "attributes": {"name": org, "email": "m@example.com"}}}
+        _as(env, mallory, "POST", "/organizations", body)
+    sent = []
+    for n, org in enumerate(("evil", "evil", "evil2", "evil2")):
+        invite = {"data": {"type": "organization-memberships", "attributes": {"email": f"v{n}@example.com"}}}
+        sent.append(_as(env, mallory, "POST", f"/organizations/{org}/organization-memberships", invite).status_code)
+    assert sent == [201, 201, 201, 429]
+    assert _invite_user(env, mallory, "alice").status_code == 429  # by username too, before any name is looked up
+    assert _invite_user(env, mallory, "nobody-at-all").status_code == 429
+    assert env.container.table.get("useremail#v3@example.com", "claim") is None
+    monkeypatch.setattr(clock, "now_iso", lambda: "2026-01-02T12:00:00.000Z")  # the next day
+    invite = {"data": {"type": "organization-memberships", "attributes": {"email": "v3@example.com"}}}
+    assert _as(env, mallory, "POST", "/organizations/evil2/organization-memberships", invite).status_code == 201

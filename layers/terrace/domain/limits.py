@@ -21,9 +21,8 @@ DESCRIPTION_MAX = 2000  # workspace and token descriptions
 VARIABLE_DESCRIPTION_MAX = 512  # as TFC (go-tfe checks that a longer one is refused)
 LOCK_REASON_MAX = 2000
 EMAIL_MAX = 254
-PENDING_INVITATIONS_MAX = (
-    100  # invited, not yet accepted memberships of one organization (each e-mail one is an account)
-)
+INVITATIONS_PER_DAY = 200  # invitations one caller sends a day, in all organizations (site admins: no limit)
+PENDING_INVITATIONS_MAX = 100  # invited, not yet accepted memberships of one organization
 RUN_MESSAGE_MAX = 4000
 RUN_VARIABLES_MAX = 100  # run-specific variables per run
 RUN_VARIABLE_KEY_MAX = 128

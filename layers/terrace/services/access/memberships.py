@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from terrace.adapters.table import ConditionFailed, Delete, Put, Table
-from terrace.domain import limits
+from terrace.domain import clock, limits
 from terrace.domain.errors import Conflict, Invalid, NotFound, TooManyRequests
 from terrace.domain.ids import looks_like
 from terrace.domain.principal import Principal, PrincipalKind
@@ -69,6 +69,7 @@ class MembershipService:
         user = self._user_by_email(address)
         if user is None or self._table.get(*keys.membership_key(org.key, user.id)) is None:
             self._check_pending(org)
+            self._count_invitation(principal)
         if user is None:
             local = re.sub(r"[^A-Za-z0-9_-]", "-", address.split("@")[0])[:40].strip("-") or "user"
             user = self._accounts.create_user(f"{local}-{secrets.token_hex(3)}", address)
@@ -79,10 +80,11 @@ class MembershipService:
         """Invite an existing account by its username (or id). Nothing tells whether it exists: the invitation
         is the invitee's to see (`own`) and accept, and nobody in the organization sees it before."""
         org = self._teams.organization(principal, organization, Action.MANAGE_MEMBERSHIP)
+        self._check_pending(org)  # before the name is looked up: the same answer whether it exists or not
+        self._count_invitation(principal)
         user = self._accounts.find_user(username) or self._user_by_id(username)
         if user is None or self._table.get(*keys.membership_key(org.key, user.id)) is not None:
             return
-        self._check_pending(org)
         items = org_defaults.membership_items(org.key, user.id, "", "invited")
         items[0]["hidden"] = True
         try:
@@ -141,6 +143,29 @@ class MembershipService:
                 f"{org.name} has {limits.PENDING_INVITATIONS_MAX} pending invitations: wait until some are "
                 "accepted, or delete some"
             )
+
+    def _count_invitation(self, principal: Principal) -> None:
+        """At most `limits.INVITATIONS_PER_DAY` invitations a day by one caller, in all organizations (each
+        e-mail invitation makes an account); site admins are not counted."""
+        if principal.site_admin:
+            return
+        pk, sk, today = f"invitations#{principal.subject_id}", "day", clock.now_iso()[:10]
+        for _ in range(8):
+            item = self._table.get(pk, sk)
+            count = int(item["count"]) if item is not None and item.get("day") == today else 0
+            if count >= limits.INVITATIONS_PER_DAY:
+                raise TooManyRequests(f"at most {limits.INVITATIONS_PER_DAY} invitations a day; try again tomorrow")
+            version = int(item["version"]) if item is not None else 0
+            updated = {"pk": pk, "sk": sk, "day": today, "count": count + 1, "version": version + 1,
+                       "expires_at": int(clock.epoch()) + 2 * 86400}  # fmt: skip
+            try:
+                self._table.put(updated, if_absent=True) if item is None else self._table.put(
+                    updated, if_version=version
+                )
+                return
+            except ConditionFailed:
+                continue  # another invitation counted meanwhile: count again
+        raise Conflict("invitations are being counted concurrently; retry")
 
     def ensure(
         self, organization: str, user: User, status: str = "active", must_be_new: bool = False, who: str = ""
