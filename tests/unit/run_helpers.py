@@ -113,6 +113,21 @@ class RunEnv:
         return spec
 
 
+def join(env: RunEnv, token: str, username: str, organization: str = "acme") -> str:
+    """`username` (whose token is `token`) joins the organization: an owner invites them, they accept.
+    Returns the membership id."""
+    invite = {"data": {"type": "organization-memberships", "relationships": {"user": {"data": {"type": "users",
+              "id": username}}}}}  # fmt: skip
+    response = env.api("POST", f"/organizations/{organization}/organization-memberships", invite)
+    assert response.status_code == 202, response.text
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/vnd.api+json"}
+    own = env.client.get("/api/v2/organization-memberships", headers=headers).json()["data"]
+    [mine] = [m["id"] for m in own if m["relationships"]["organization"]["data"]["id"] == organization]
+    accepted = env.client.post(f"/api/v2/organization-memberships/{mine}/actions/accept", headers=headers)
+    assert accepted.status_code == 200, accepted.text
+    return str(mine)
+
+
 def make_run_env(organization: str = "acme", **settings: Any) -> RunEnv:
     container = build_memory(
         Settings(

@@ -91,8 +91,12 @@ def test_other_organizations_see_nothing_and_readers_cannot_change(state_env: En
         assert env.client.get(path, headers=env.auth).json()["data"]["type"] == LEGACY
     # a member of the organization who is not an owner reads the organization's policy but cannot change it
     member = env.container.accounts.create_user("bob", "bob@example.com")
-    env.container.memberships.invite(env.principal, env.org, username="bob")
+    env.container.memberships.invite_user(env.principal, env.org, "bob")
     token = env.container.accounts.issue_token(PrincipalKind.USER, member.id).secret
+    bob = {"Authorization": f"Bearer {token}"}
+    [invitation] = env.client.get("/api/v2/organization-memberships", headers=bob).json()["data"]
+    accepted = env.client.post(f"/api/v2/organization-memberships/{invitation['id']}/actions/accept", headers=bob)
+    assert accepted.status_code == 200, accepted.text
     path = f"/api/v2/organizations/{env.org}/relationships/data-retention-policy"
     assert env.client.get(path, headers={"Authorization": f"Bearer {token}"}).status_code == 200
     refused = env.client.post(path, headers={"Authorization": f"Bearer {token}"}, json=_policy(KEEP))

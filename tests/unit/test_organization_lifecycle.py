@@ -125,3 +125,36 @@ def test_allow_force_delete_workspaces_and_avatar_url_are_stored_and_returned() 
     assert env.api("GET", "/organizations/o2").json()["data"]["attributes"]["allow-force-delete-workspaces"] is False
     bad = env.api("PATCH", "/organizations/o2", _org_body(**{"allow-force-delete-workspaces": "yes"}))
     assert bad.status_code == 422
+
+
+def test_names_differing_only_in_case_are_one_name() -> None:
+    """As HCP Terraform: `ACME` beside `acme` is refused, on create and on rename; an organization may change
+    the case of its own name; an organization stored before (its claim on the exact name) still holds it."""
+    env = make_run_env()
+    for name in ("ACME", "Acme"):
+        refused = env.api("POST", "/organizations", _org_body(name=name, email="x@example.com"))
+        assert refused.status_code == 409, refused.text
+        assert refused.json()["errors"][0]["status"] == "409"
+    assert env.api("POST", "/organizations", _org_body(name="other", email="o@example.com")).status_code == 201
+    assert _rename(env, "other", "aCmE").status_code == 409
+    assert env.api("GET", "/organizations/other").status_code == 200  # unchanged
+    assert _rename(env, "acme", "Acme").status_code == 200  # its own name, another case
+    assert env.api("GET", "/organizations/Acme/workspaces/app").status_code == 200
+    assert env.api("POST", "/organizations", _org_body(name="acme", email="x@example.com")).status_code == 409
+    assert _rename(env, "Acme", "acme").status_code == 200
+    # an organization whose claim was written before (on its exact name): found, and its name still taken
+    table = env.container.table
+    claim = table.get("orgname#other", "orgname")
+    assert claim is not None
+    table.delete("orgname#other", "orgname")
+    rename = _rename(env, "other", "Legacy")
+    assert rename.status_code == 200
+    table.put({**claim, "pk": "orgname#Legacy"})  # as stored before: the exact name
+    table.delete("orgname#legacy", "orgname")
+    env.container.organizations.forget(claim["key"])
+    assert env.api("GET", "/organizations/Legacy").status_code == 200
+    assert env.api("POST", "/organizations", _org_body(name="LEGACY", email="x@example.com")).status_code == 409
+    assert env.api("POST", "/organizations", _org_body(name="legacy", email="x@example.com")).status_code == 409
+    assert _rename(env, "Legacy", "fresh").status_code == 200
+    assert table.get("orgname#Legacy", "orgname") is None  # the old claim goes with its name
+    assert env.api("POST", "/organizations", _org_body(name="legacy", email="x@example.com")).status_code == 201

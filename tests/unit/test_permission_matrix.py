@@ -10,13 +10,14 @@ team-workspaces, team-projects, team tokens).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from run_helpers import RunEnv, make_run_env
+from run_helpers import RunEnv, join, make_run_env
 from state_helpers import state_bytes
 from terrace.domain.principal import PrincipalKind
 from terrace.services.access.actions import Action
@@ -62,9 +63,13 @@ def _ok(response: Any, status: int = 200) -> dict[str, Any]:
     return dict(response.json()["data"]) if response.content else {}
 
 
-def _user(env: RunEnv, name: str) -> str:
+def _user(env: RunEnv, name: str, organization: str | None = "acme") -> str:
+    """A user with a token; a member of `organization` (invited and accepted) unless None."""
     user = env.container.accounts.create_user(name, f"{name}@example.com")
-    return env.container.accounts.issue_token(PrincipalKind.USER, user.id).secret
+    token = env.container.accounts.issue_token(PrincipalKind.USER, user.id).secret
+    if organization:
+        join(env, token, name, organization)
+    return token
 
 
 def _team(env: RunEnv, name: str, org_access: dict[str, bool] | None = None, members: tuple[str, ...] = ()) -> str:
@@ -107,9 +112,10 @@ def _seed_workspace(env: RunEnv, token: str, org: str, ws_id: str, runner: str) 
 def world() -> World:
     env = make_run_env()
     tokens = {"owner": env.headers["Authorization"].split(" ", 1)[1]}
-    names = {caller: caller.replace("-", "_") for caller in CALLERS if caller not in ("owner", "team-token-write")}
+    skip = ("owner", "team-token-write", "member-no-grants")
+    names = {caller: caller.replace("-", "_") for caller in CALLERS if caller not in skip}
     for caller, username in names.items():
-        tokens[caller] = _user(env, username)
+        tokens[caller] = _user(env, username, None if caller == "stranger" else "acme")
     member_of = lambda caller: (names[caller],)  # noqa: E731
     ws = ("workspace", env.workspace_id)
     projects = env.api("GET", "/organizations/acme/projects").json()["data"]
@@ -129,13 +135,15 @@ def world() -> World:
     invited = _ok(env.api("POST", "/organizations/acme/organization-memberships", invite), 201)
     member = env.container.accounts.get_user(invited["relationships"]["user"]["data"]["id"])
     tokens["member-no-grants"] = env.container.accounts.issue_token(PrincipalKind.USER, member.id).secret
+    assert _api(env, tokens["member-no-grants"], "GET", "/organizations/acme").status_code == 404  # invited only
+    _ok(_api(env, tokens["member-no-grants"], "POST", f"/organization-memberships/{invited['id']}/actions/accept"))
     writers = env.api("GET", "/organizations/acme/teams?filter[names]=ws-write").json()["data"][0]["id"]
     tokens["team-token-write"] = _ok(env.api("POST", f"/teams/{writers}/authentication-token", None), 201)[
         "attributes"
     ]["token"]
     own_plan = _seed_workspace(env, tokens["owner"], "acme", env.workspace_id, env.runner_token)
     # another organization, owned by someone else, with a workspace of the same name
-    olga = _user(env, "olga")
+    olga = _user(env, "olga", None)
     org = {"data": {"type": "organizations", "attributes": {"name": "other", "email": "o@example.com"}}}
     _ok(_api(env, olga, "POST", "/organizations", org), 201)
     body = {"data": {"type": "workspaces", "attributes": {"name": "app", "execution-mode": "remote"}}}
@@ -145,7 +153,23 @@ def world() -> World:
         "own": {"org": "acme", "ws": env.workspace_id, "plan": own_plan},
         "other": {"org": "other", "ws": other_ws, "plan": other_plan},
     }
+    _team_callers(env, tokens, targets, olga)
     return World(env, tokens, targets)
+
+
+def _team_callers(env: RunEnv, tokens: dict[str, str], targets: dict[str, dict[str, str]], olga: str) -> None:
+    """The callers of the team matrix (organization access on teams) and its targets in both organizations."""
+    for caller, access in TEAM_CALLER_ACCESS.items():
+        tokens[caller] = _user(env, caller.replace("-", "_"))
+        _team(env, caller, dict.fromkeys(access, True), (caller.replace("-", "_"),))
+    org_token = _ok(env.api("POST", "/organizations/acme/authentication-token", None), 201)
+    tokens["organization-token"] = org_token["attributes"]["token"]
+    for where, owner in (("own", tokens["owner"]), ("other", olga)):
+        org = targets[where]["org"]
+        teams = _api(env, owner, "GET", f"/organizations/{org}/teams?filter[names]=owners").json()["data"]
+        body = {"data": {"type": "teams", "attributes": {"name": "devs"}}}
+        devs = _ok(_api(env, owner, "POST", f"/organizations/{org}/teams", body), 201)
+        targets[where].update(owner=owner, owners=teams[0]["id"], devs=devs["id"])
 
 
 # operations: (family, action needed, status when allowed, call(world, token, target) -> status) ----------
@@ -268,3 +292,191 @@ def test_runner_protocol_refuses_every_caller_but_runner_tokens(world: World, ca
     other_runner = env.container.scaler.credential("other").token
     assert env.runner("POST", f"/jobs/{job}/heartbeat", json=beat, token=other_runner).status_code == 404
     assert env.runner("POST", f"/jobs/{job}/heartbeat", json=beat).status_code == 200
+
+
+# run options: the permission a run amounts to (`authz.run_action`), for every caller ------------------------
+APPLIES = {"auto-apply": True}
+RUN_OPTIONS: dict[str, tuple[dict[str, Any], Action, bool]] = {
+    # option -> (attributes, action the run needs, whether it auto-applies once created)
+    "plain": ({}, Action.QUEUE_RUN, False),
+    "plan-only": ({"plan-only": True}, Action.QUEUE_RUN, False),
+    "plan-only with auto-apply": ({"plan-only": True, **APPLIES}, Action.QUEUE_RUN, True),
+    "destroy": ({"is-destroy": True}, Action.QUEUE_RUN, False),
+    "refresh-only": ({"refresh-only": True}, Action.QUEUE_RUN, False),
+    "targets": ({"target-addrs": ["null_resource.a"]}, Action.QUEUE_RUN, False),
+    "replace": ({"replace-addrs": ["null_resource.a"]}, Action.QUEUE_RUN, False),
+    "allow-empty-apply": ({"allow-empty-apply": True}, Action.QUEUE_RUN, False),
+    "variables": ({"variables": [{"key": "x", "value": '"1"'}]}, Action.QUEUE_RUN, False),
+    "save-plan with auto-apply": ({"save-plan": True, **APPLIES}, Action.QUEUE_RUN, True),
+    "auto-apply": (APPLIES, Action.APPLY_RUN, True),
+    "destroy with auto-apply": ({"is-destroy": True, **APPLIES}, Action.APPLY_RUN, True),
+    "refresh-only with auto-apply": ({"refresh-only": True, **APPLIES}, Action.APPLY_RUN, True),
+    "targets with auto-apply": ({"target-addrs": ["null_resource.a"], **APPLIES}, Action.APPLY_RUN, True),
+    "replace with auto-apply": ({"replace-addrs": ["null_resource.a"], **APPLIES}, Action.APPLY_RUN, True),
+    "empty apply with auto-apply": ({"allow-empty-apply": True, **APPLIES}, Action.APPLY_RUN, True),
+    "variables with auto-apply": ({"variables": [{"key": "x", "value": '"1"'}], **APPLIES}, Action.APPLY_RUN, True),
+    "the workspace's auto-apply": ({}, Action.QUEUE_RUN, True),  # applies only the runs of those who may apply
+}  # fmt: skip
+
+
+def _workspace_auto_apply(w: World, on: bool) -> None:
+    body = {"data": {"type": "workspaces", "attributes": {"auto-apply": on}}}
+    _ok(_api(w.env, w.tokens["owner"], "PATCH", f"/workspaces/{w.targets['own']['ws']}", body))
+
+
+@pytest.mark.parametrize("option", list(RUN_OPTIONS))
+@pytest.mark.parametrize("caller", list(CALLERS))
+def test_run_options_need_the_permission_the_run_amounts_to(world: World, caller: str, option: str) -> None:
+    """A run that applies without a later confirmation needs permission to apply; one that waits for a
+    confirmation (or never applies) needs permission to queue plans. The workspace's own auto-apply
+    applies only the runs of callers who may apply: the others' runs wait for someone who may."""
+    attrs, action, auto_apply = RUN_OPTIONS[option]
+    ws, owner = world.targets["own"]["ws"], world.tokens["owner"]
+    grants = CALLERS[caller]
+    lock = _api(world.env, owner, "POST", f"/workspaces/{ws}/actions/lock", {"reason": "runs stay pending"})
+    assert lock.status_code == 200, lock.text
+    workspace_default = option == "the workspace's auto-apply"
+    try:
+        if workspace_default:
+            _workspace_auto_apply(world, True)
+        cvs = _api(world.env, owner, "GET", f"/workspaces/{ws}/configuration-versions").json()["data"]
+        rel = {"workspace": {"data": {"type": "workspaces", "id": ws}},
+               "configuration-version": {"data": {"type": "configuration-versions", "id": cvs[-1]["id"]}}}  # fmt: skip
+        body = {"data": {"type": "runs", "attributes": attrs, "relationships": rel}}
+        response = _api(world.env, world.tokens[caller], "POST", "/runs", body)
+        run = response.json()["data"] if response.status_code == 201 else None
+        if run is not None and not run["attributes"]["plan-only"]:  # never left to take the workspace's lock
+            _ok(_api(world.env, owner, "POST", f"/runs/{run['id']}/actions/discard", {}), 202)
+        assert response.status_code == expected(caller, action, 201, "api", "own"), f"{caller} {option}"
+        if run is not None:
+            applies = auto_apply and (not workspace_default or Action.APPLY_RUN in grants)
+            assert run["attributes"]["auto-apply"] is applies, f"{caller} {option}"
+    finally:
+        if workspace_default:
+            _workspace_auto_apply(world, False)
+        _ok(_api(world.env, owner, "POST", f"/workspaces/{ws}/actions/unlock"))
+
+
+# teams: the owners team is an owner's; organization access is granted by those who may, up to what they hold ----
+TEAM_CALLER_ACCESS: dict[str, tuple[str, ...]] = {
+    "manage-teams": ("manage-teams",),
+    "manage-org-access": ("manage-teams", "manage-organization-access"),
+    "manage-org-access-and-workspaces": ("manage-teams", "manage-organization-access", "manage-workspaces"),
+}
+TEAM_CALLERS = ["owner", "organization-token", *TEAM_CALLER_ACCESS, "member-no-grants", "stranger"]
+MEMBER_NAME = "ws_read"  # a member of acme (through a team)
+
+
+def _members_of(w: World, token: str, t: dict[str, str], method: str) -> int:
+    body = {"data": [{"type": "users", "id": MEMBER_NAME}]}
+    return int(_api(w.env, token, method, f"/teams/{t['owners']}/relationships/users", body).status_code)
+
+
+def _owners_add(w: World, token: str, t: dict[str, str]) -> int:
+    status = _members_of(w, token, t, "POST")
+    _members_of(w, t["owner"], t, "DELETE")
+    return status
+
+
+def _owners_remove(w: World, token: str, t: dict[str, str]) -> int:
+    _members_of(w, t["owner"], t, "POST")
+    status = _members_of(w, token, t, "DELETE")
+    _members_of(w, t["owner"], t, "DELETE")
+    return status
+
+
+def _owners_token(method: str) -> Callable[[World, str, dict[str, str]], int]:
+    def call(w: World, token: str, t: dict[str, str]) -> int:
+        if method != "POST":
+            _ok(_api(w.env, t["owner"], "POST", f"/teams/{t['owners']}/authentication-token"), 201)
+        return int(_api(w.env, token, method, f"/teams/{t['owners']}/authentication-token").status_code)
+
+    return call
+
+
+def _patch_team(
+    team: str, attrs: dict[str, Any], restore: dict[str, Any]
+) -> Callable[[World, str, dict[str, str]], int]:
+    def call(w: World, token: str, t: dict[str, str]) -> int:
+        body = {"data": {"type": "teams", "attributes": attrs}}
+        status = int(_api(w.env, token, "PATCH", f"/teams/{t[team]}", body).status_code)
+        _ok(_api(w.env, t["owner"], "PATCH", f"/teams/{t[team]}", {"data": {"type": "teams", "attributes": restore}}))
+        return status
+
+    return call
+
+
+def _create_team_with(access: dict[str, bool]) -> Callable[[World, str, dict[str, str]], int]:
+    def call(w: World, token: str, t: dict[str, str]) -> int:
+        body = {"data": {"type": "teams", "attributes": {"name": "made", "organization-access": access}}}
+        response = _api(w.env, token, "POST", f"/organizations/{t['org']}/teams", body)
+        if response.status_code == 201:
+            assert _api(w.env, t["owner"], "DELETE", f"/teams/{response.json()['data']['id']}").status_code == 204
+        return int(response.status_code)
+
+    return call
+
+
+GRANT = {"organization-access": {"manage-workspaces": True}}
+NO_GRANT = {"organization-access": {"manage-workspaces": False}}
+OWNER_ONLY = {"owner": 0, "organization-token": 403, "manage-teams": 403, "manage-org-access": 403,
+              "manage-org-access-and-workspaces": 403, "member-no-grants": 404, "stranger": 404}  # fmt: skip
+GRANTERS = {**OWNER_ONLY, "organization-token": 0, "manage-org-access-and-workspaces": 0}
+TEAM_MANAGERS = {**GRANTERS, "manage-teams": 0, "manage-org-access": 0}
+# operation -> (call, status when allowed, who is allowed (0) or what they get instead)
+TEAM_OPERATIONS: dict[str, tuple[Callable[[World, str, dict[str, str]], int], int, dict[str, int]]] = {
+    "owners team: create its token": (_owners_token("POST"), 201, OWNER_ONLY),
+    "owners team: read its token": (_owners_token("GET"), 200, OWNER_ONLY),
+    "owners team: delete its token": (_owners_token("DELETE"), 204, OWNER_ONLY),
+    "owners team: add a member": (_owners_add, 204, OWNER_ONLY),
+    "owners team: remove a member": (_owners_remove, 204, OWNER_ONLY),
+    "owners team: set its sso-team-id": (_patch_team("owners", {"sso-team-id": "grp"}, {"sso-team-id": ""}), 200,
+                                         OWNER_ONLY),
+    "owners team: change its visibility": (_patch_team("owners", {"visibility": "organization"},
+                                                       {"visibility": "secret"}), 200, OWNER_ONLY),
+    "owners team: delete it": (lambda w, tok, t: int(_api(w.env, tok, "DELETE", f"/teams/{t['owners']}").status_code),
+                               403, OWNER_ONLY),
+    "team: grant organization access": (_patch_team("devs", GRANT, NO_GRANT), 200, GRANTERS),
+    "team: create with organization access": (_create_team_with({"manage-workspaces": True}), 201,
+                                              {**GRANTERS, "member-no-grants": 403}),  # it sees its organization
+    "team: revoke organization access": (_patch_team("devs", NO_GRANT, NO_GRANT), 200, TEAM_MANAGERS),
+    "team: rename": (_patch_team("devs", {"name": "devs2", **NO_GRANT}, {"name": "devs"}), 200, TEAM_MANAGERS),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("where", ["own", "other"])
+@pytest.mark.parametrize("operation", list(TEAM_OPERATIONS))
+@pytest.mark.parametrize("caller", TEAM_CALLERS)
+def test_team_matrix(world: World, caller: str, operation: str, where: str) -> None:
+    """Everything done to the owners team is an owner's (tokens, members, settings, sso-team-id); changing a
+    team's organization access needs manage-organization-access and grants no more than the caller holds;
+    organization access sent back unchanged is no change."""
+    call, allowed, who = TEAM_OPERATIONS[operation]
+    got = call(world, world.tokens[caller], world.targets[where])
+    want = 404 if where == "other" else (who[caller] or allowed)
+    assert got == want, f"{caller} {operation} in {where} org"
+
+
+# hidden answers as absent, in the same words ---------------------------------------------------------------------
+def _same_404(hidden: Any, absent: Any, hidden_ref: str, absent_ref: str) -> None:
+    assert hidden.status_code == absent.status_code == 404
+    assert hidden.json() == json.loads(absent.text.replace(absent_ref, hidden_ref))
+
+
+@pytest.mark.parametrize("caller", [c for c in CALLERS if Action.READ_WORKSPACE not in CALLERS[c]])
+def test_a_hidden_workspace_organization_or_token_answers_as_an_absent_one(world: World, caller: str) -> None:
+    w, token, t = world, world.tokens[caller], world.targets["other"]
+    get = lambda path: _api(w.env, token, "GET", path)  # noqa: E731
+    _same_404(get(f"/organizations/{t['org']}/workspaces/app"), get(f"/organizations/{t['org']}/workspaces/nope"),
+              "app", "nope")  # fmt: skip
+    _same_404(get(f"/organizations/{t['org']}"), get("/organizations/nopeorg"), t["org"], "nopeorg")
+    _same_404(get(f"/workspaces/{t['ws']}"), get("/workspaces/ws-nope0000000000"), t["ws"], "ws-nope0000000000")
+    if caller != "stranger":  # members of acme: its workspace `app` is hidden from them
+        own = world.targets["own"]
+        _same_404(get(f"/organizations/{own['org']}/workspaces/app"), get(f"/organizations/{own['org']}/workspaces/x"),
+                  "app", "x")  # fmt: skip
+    alice = w.env.container.accounts.user_id_of("alice")
+    assert alice is not None
+    owner_token = w.env.container.accounts.list_tokens(alice)[0].id
+    _same_404(get(f"/authentication-tokens/{owner_token}"), get("/authentication-tokens/at-nope00000000"),
+              owner_token, "at-nope00000000")  # fmt: skip

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from run_helpers import RunEnv, make_run_env
+from run_helpers import RunEnv, join, make_run_env
 from terrace.domain.principal import PrincipalKind
 
 
@@ -14,9 +14,13 @@ def _call(env: RunEnv, token: str, method: str, path: str, body: Any = None) -> 
     return env.client.request(method, f"/api/v2{path}", json=body, headers=headers)
 
 
-def _user(env: RunEnv, name: str) -> tuple[str, str]:
+def _user(env: RunEnv, name: str, *, member: bool = True) -> tuple[str, str]:
+    """A user with a token; a member of acme (invited and accepted) unless `member` is False."""
     user = env.container.accounts.create_user(name, f"{name}@example.com")
-    return user.id, env.container.accounts.issue_token(PrincipalKind.USER, user.id).secret
+    token = env.container.accounts.issue_token(PrincipalKind.USER, user.id).secret
+    if member:
+        join(env, token, name)
+    return user.id, token
 
 
 def _team(env: RunEnv, name: str, **attrs: Any) -> dict[str, Any]:
@@ -56,9 +60,11 @@ def test_the_creator_is_an_owner_and_a_member_and_the_owners_team_cannot_go() ->
 
 def test_a_second_owner_may_leave_the_first_and_owners_powers_follow_the_team() -> None:
     env = make_run_env()
-    bob_id, bob = _user(env, "bob")
+    bob_id, bob = _user(env, "bob", member=False)
     owners = _owners(env)
     assert _call(env, bob, "GET", "/organizations/acme").status_code == 404  # not a member yet
+    assert _members(env, owners["id"], "POST", "bob").status_code == 404  # nor added before joining
+    join(env, bob, "bob")
     assert _members(env, owners["id"], "POST", "bob").status_code == 204
     assert _call(env, bob, "PATCH", "/organizations/acme", {"data": {"type": "organizations",
                  "attributes": {"email": "new@example.com"}}}).status_code == 200  # fmt: skip
@@ -148,7 +154,7 @@ def test_projects_hold_workspaces_and_the_default_one_stays() -> None:
 
 def test_other_organizations_teams_projects_and_grants_are_not_found() -> None:
     env = make_run_env()
-    _, olga = _user(env, "olga")
+    _, olga = _user(env, "olga", member=False)
     org = {"data": {"type": "organizations", "attributes": {"name": "other", "email": "o@example.com"}}}
     assert _call(env, olga, "POST", "/organizations", org).status_code == 201
     body = {"data": {"type": "teams", "attributes": {"name": "theirs"}}}

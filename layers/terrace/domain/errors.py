@@ -60,5 +60,9 @@ class TooLarge(TerraceError):
     title = "payload too large"
 
 
+class TooManyRequests(TerraceError):
+    title = "too many requests"
+
+
 class BadRequest(TerraceError):
     title = "bad request"

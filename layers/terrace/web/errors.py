@@ -22,6 +22,7 @@ STATUS: list[tuple[type[errors.TerraceError], int]] = [
     (errors.PreconditionFailed, 412),
     (errors.TooLarge, 413),
     (errors.Invalid, 422),
+    (errors.TooManyRequests, 429),
     (errors.BadRequest, 400),
 ]
 

@@ -29,6 +29,8 @@ class Action(StrEnum):
     READ_TEAMS = "read-teams"
     MANAGE_TEAMS = "manage-teams"
     MANAGE_MEMBERSHIP = "manage-membership"
+    MANAGE_ORGANIZATION_ACCESS = "manage-organization-access"  # change what a team may do in the organization
+    MANAGE_OWNERS_TEAM = "manage-owners-team"  # anything done to the owners team: its members, tokens, settings
     READ_PROJECTS = "read-projects"
     MANAGE_PROJECTS = "manage-projects"
     MANAGE_WORKSPACE_ACCESS = "manage-workspace-access"  # a workspace's team access (workspace admins too)

@@ -9,6 +9,7 @@ grants (`permissions.py`, read by an `AccessResolver`); a team token has its tea
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -17,7 +18,7 @@ from terrace.domain.principal import Principal, PrincipalKind
 from terrace.services.access.actions import Action
 from terrace.services.access.permissions import NOT_A_MEMBER, Grants, default_project_id, owners_team_id
 
-__all__ = ["Action", "AccessResolver", "Authorizer", "OrgView", "WorkspaceView"]
+__all__ = ["Action", "AccessResolver", "Authorizer", "OrgView", "WorkspaceView", "run_action", "team_action"]
 
 
 # What a run token may do in the workspace its run belongs to.
@@ -36,6 +37,22 @@ _RUN_OWN_WORKSPACE = frozenset(
 # What a run token may do in another workspace that shares its state with it (terraform_remote_state): one
 # with `global-remote-state`, or one that lists the run's workspace among its remote state consumers.
 _RUN_SHARED_STATE = frozenset({Action.READ_WORKSPACE, Action.READ_STATE, Action.READ_STATE_OUTPUTS})
+
+
+def run_action(*, plan_only: bool, save_plan: bool, auto_apply: bool) -> Action:
+    """The permission a run amounts to, decided when it is created. A run that applies with no later
+    confirmation (auto-apply, whatever else it asks: destroy, refresh-only, target or replace addresses, an
+    empty apply, run variables) is an apply; every other run only plans: a speculative one, a saved plan
+    (applying it later is a confirmation, checked then) or one that waits for someone who may apply."""
+    if auto_apply and not plan_only and not save_plan:
+        return Action.APPLY_RUN
+    return Action.QUEUE_RUN
+
+
+def team_action(action: Action, *, owners: bool) -> Action:
+    """What is done to a team needs `action`, unless the team is the owners team: reading it is open as any
+    team's, everything else (members, tokens, settings, sso-team-id) is an owner's."""
+    return Action.MANAGE_OWNERS_TEAM if owners and action is not Action.READ_TEAMS else action
 
 
 @dataclass(frozen=True)
@@ -75,11 +92,15 @@ _ORG_LEVEL: dict[Action, tuple[str, ...]] = {
     Action.MANAGE_TEAMS: ("manage-teams",),
     Action.MANAGE_MEMBERSHIP: ("manage-membership", "manage-teams"),
     Action.MANAGE_PROJECTS: ("manage-projects",),
+    Action.MANAGE_ORGANIZATION_ACCESS: ("manage-organization-access",),
+    Action.MANAGE_OWNERS_TEAM: (),
     Action.CREATE_WORKSPACE: ("manage-workspaces",),
     Action.MANAGE_ORGANIZATION: (),
     Action.DELETE_ORGANIZATION: (),
 }
-_OWNERS_ONLY = frozenset({Action.MANAGE_ORGANIZATION, Action.DELETE_ORGANIZATION})
+_OWNERS_ONLY = frozenset({Action.MANAGE_ORGANIZATION, Action.DELETE_ORGANIZATION, Action.MANAGE_OWNERS_TEAM})
+# What an organization token may not do: it acts for the organization, it is not one of its owners.
+_NOT_FOR_ORGANIZATION_TOKENS = frozenset({Action.DELETE_ORGANIZATION, Action.MANAGE_OWNERS_TEAM})
 _OPEN_TO_MEMBERS = frozenset({Action.READ_ORGANIZATION, Action.READ_TEAMS, Action.READ_PROJECTS})
 
 
@@ -119,8 +140,8 @@ class Authorizer:
             self._decide(grants, action, org, workspace)
             return
         if principal.kind is PrincipalKind.ORGANIZATION:
-            if action is Action.DELETE_ORGANIZATION:
-                raise Forbidden("organization tokens cannot delete their organization")
+            if action in _NOT_FOR_ORGANIZATION_TOKENS:
+                raise Forbidden(f"organization tokens may not {action.value}")
             return
         self._require_run_token(principal, action, workspace)
 
@@ -149,6 +170,32 @@ class Authorizer:
         if Action.READ_WORKSPACE in actions:
             raise Forbidden(f"your teams may not {action.value} in workspace {workspace.id}")
         raise NotFound(f"workspace {workspace.id} not found")
+
+    def require_granting(
+        self, principal: Principal, org: OrgView, current: Mapping[str, bool], wanted: Mapping[str, bool]
+    ) -> None:
+        """Changing a team's organization access (from `current` to `wanted`) needs manage-organization-access,
+        and grants nothing the caller does not hold themselves. Keys sent back unchanged change nothing."""
+        changed = {key for key, value in wanted.items() if bool(current.get(key, False)) != value}
+        if not changed:
+            return
+        self.require(principal, Action.MANAGE_ORGANIZATION_ACCESS, org)
+        held = self._org_access_held(principal, org)
+        beyond = sorted(key for key in changed if wanted[key] and held is not None and key not in held)
+        if beyond:
+            raise Forbidden(f"you cannot grant organization access you do not hold: {', '.join(beyond)}")
+
+    def _org_access_held(self, principal: Principal, org: OrgView) -> frozenset[str] | None:
+        """The organization access a caller holds (None: all of it)."""
+        if principal.site_admin or principal.kind is PrincipalKind.ORGANIZATION:
+            return None
+        if principal.kind is PrincipalKind.USER and principal.subject_id not in org.owners:
+            grants = self._access.user_grants(principal.subject_id, org.key) if self._access else NOT_A_MEMBER
+        elif principal.kind is PrincipalKind.TEAM and principal.subject_id != owners_team_id(org.key):
+            grants = self._access.team_grants(principal.subject_id, org.key) if self._access else NOT_A_MEMBER
+        else:
+            return None
+        return None if grants.owner else grants.org_access
 
     @staticmethod
     def require_site_admin(principal: Principal) -> None:

@@ -67,7 +67,8 @@ class TableAccessResolver:
         return grants
 
     def _user(self, user_id: str, organization: str) -> Grants:
-        if self._table.get(*keys.membership_key(organization, user_id)) is None:
+        membership = self._table.get(*keys.membership_key(organization, user_id))
+        if membership is None or membership.get("status", "active") != "active":  # invited: not before accepting
             return NOT_A_MEMBER
         teams = [t for t in self._table.query(keys.teams_index(organization), index="gsi1") if user_id in t["users"]]
         return self._grants(organization, teams)

@@ -1,5 +1,10 @@
-"""Organization memberships: what lets a user see an organization at all. Invite by email or user;
-removing a membership takes the user out of every team of the organization (never the last owner)."""
+"""Organization memberships: what lets a user see an organization at all. Removing a membership takes the
+user out of every team of the organization (never the last owner).
+
+Nobody joins without consent: a membership is `invited` until its user accepts it (`accept`), and only an
+`active` one counts for permissions (`grants.py`). An invitation by e-mail (HCP Terraform's) is listed with
+the address the inviter typed; an invitation of an existing account by its username (`invite_user`) is seen
+by nobody in the organization until accepted, and answers the same whether the username exists or not."""
 
 from __future__ import annotations
 
@@ -10,10 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from terrace.adapters.table import ConditionFailed, Delete, Put, Table
-from terrace.domain import limits
-from terrace.domain.errors import Conflict, Invalid, NotFound
+from terrace.domain import clock, limits
+from terrace.domain.errors import Conflict, Invalid, NotFound, TooManyRequests
 from terrace.domain.ids import looks_like
-from terrace.domain.principal import Principal
+from terrace.domain.principal import Principal, PrincipalKind
 from terrace.services.access import access_keys as keys
 from terrace.services.access import grants, org_defaults
 from terrace.services.access.accounts import AccountService, User
@@ -33,11 +38,12 @@ class Membership:
     email: str
     status: str
     created_at: str
+    hidden: bool = False  # an invitation of an existing account: nobody in the organization sees it until accepted
 
 
 def _membership(item: dict[str, Any]) -> Membership:
     return Membership(item["id"], item["organization"], item["user_id"], item.get("email", ""),
-                      item.get("status", "active"), item["created_at"])  # fmt: skip
+                      item.get("status", "active"), item["created_at"], bool(item.get("hidden")))  # fmt: skip
 
 
 def check_email(value: Any) -> str:
@@ -55,24 +61,118 @@ class MembershipService:
         self._accounts = accounts
         self._teams = teams
 
-    def invite(self, principal: Principal, organization: str, email: Any = None, username: Any = None) -> Membership:
+    def invite(self, principal: Principal, organization: str, email: Any) -> Membership:
+        """Invite someone by e-mail address: an `invited` membership of the account that address was invited
+        with before, else of a new one (at most `limits.PENDING_INVITATIONS_MAX` pending per organization)."""
         org = self._teams.organization(principal, organization, Action.MANAGE_MEMBERSHIP)
-        if username is not None:
-            named = self._accounts.find_user(str(username)) or self._accounts_user(str(username))
-            return self.ensure(org.key, named, "active", must_be_new=True)
         address = check_email(email)
         user = self._user_by_email(address)
-        if user is not None:
-            return self.ensure(org.key, user, "active", must_be_new=True)
-        local = re.sub(r"[^A-Za-z0-9_-]", "-", address.split("@")[0])[:40].strip("-") or "user"
-        user = self._accounts.create_user(f"{local}-{secrets.token_hex(3)}", address)
-        self._table.put({"pk": f"useremail#{address}", "sk": "claim", "user_id": user.id})
-        return self.ensure(org.key, user, "invited", must_be_new=True)
+        if user is None or self._table.get(*keys.membership_key(org.key, user.id)) is None:
+            self._check_pending(org)
+            self._count_invitation(principal)
+        if user is None:
+            local = re.sub(r"[^A-Za-z0-9_-]", "-", address.split("@")[0])[:40].strip("-") or "user"
+            user = self._accounts.create_user(f"{local}-{secrets.token_hex(3)}", address)
+            self._table.put({"pk": f"useremail#{address}", "sk": "claim", "user_id": user.id})
+        return self.ensure(org.key, user, "invited", must_be_new=True, who=address)
 
-    def ensure(self, organization: str, user: User, status: str = "active", must_be_new: bool = False) -> Membership:
+    def invite_user(self, principal: Principal, organization: str, username: str) -> None:
+        """Invite an existing account by its username (or id). Nothing tells whether it exists: the invitation
+        is the invitee's to see (`own`) and accept, and nobody in the organization sees it before."""
+        org = self._teams.organization(principal, organization, Action.MANAGE_MEMBERSHIP)
+        self._check_pending(org)  # before the name is looked up: the same answer whether it exists or not
+        self._count_invitation(principal)
+        user = self._accounts.find_user(username) or self._user_by_id(username)
+        if user is None or self._table.get(*keys.membership_key(org.key, user.id)) is not None:
+            return
+        items = org_defaults.membership_items(org.key, user.id, "", "invited")
+        items[0]["hidden"] = True
+        try:
+            self._table.transact([Put(item, if_absent=True) for item in items])
+        except ConditionFailed:
+            return  # invited (or joined) meanwhile
+        grants.forget()
+
+    def accept(self, principal: Principal, membership_id: str) -> Membership:
+        """The invitee accepts an invitation: the membership becomes active (and visible with their e-mail)."""
+        member = self._own(principal, membership_id)
+        if member.status == "active":
+            return member
+        user = self._accounts.get_user(member.user_id)
+        item = self._table.get(*keys.membership_key(member.organization, member.user_id))
+        assert item is not None
+        version = int(item.get("version", 1))
+        item.update(status="active", hidden=False, email=item.get("email") or user.email, version=version + 1)
+        try:
+            self._table.put(item, if_version=version)
+        except ConditionFailed as exc:
+            raise Conflict("the membership changed concurrently; retry") from exc
+        grants.forget()
+        for team in self._teams.of_user(member.organization, member.user_id):
+            if team.owners:  # an owner from now on
+                self._teams.write_members(team, set(team.users))
+        return _membership(item)
+
+    def own(self, principal: Principal) -> builtins.list[Membership]:
+        """The calling user's memberships and invitations, in every organization."""
+        if principal.kind is not PrincipalKind.USER:
+            return []
+        org_keys = [org.key for org in self._orgs.all()]
+        wanted = [keys.membership_key(org, principal.subject_id) for org in org_keys]
+        found = [_membership(item) for item in self._table.batch_get(wanted)] if wanted else []
+        return sorted(found, key=lambda m: m.created_at)
+
+    def _own(self, principal: Principal, membership_id: str) -> Membership:
+        missing = NotFound(f"organization membership {membership_id} not found")
+        if principal.kind is not PrincipalKind.USER:
+            raise missing
+        pointer = (
+            self._table.get(*keys.membership_pointer_key(membership_id)) if looks_like(membership_id, "ou") else None
+        )
+        if pointer is None or pointer["user_id"] != principal.subject_id:
+            raise missing
+        item = self._table.get(*keys.membership_key(pointer["organization"], pointer["user_id"]))
+        if item is None:
+            raise missing
+        return _membership(item)
+
+    def _check_pending(self, org: Organization) -> None:
+        items = self._table.query(keys.membership_key(org.key, "")[0])
+        if sum(1 for i in items if i.get("status") == "invited") >= limits.PENDING_INVITATIONS_MAX:
+            raise TooManyRequests(
+                f"{org.name} has {limits.PENDING_INVITATIONS_MAX} pending invitations: wait until some are "
+                "accepted, or delete some"
+            )
+
+    def _count_invitation(self, principal: Principal) -> None:
+        """At most `limits.INVITATIONS_PER_DAY` invitations a day by one caller, in all organizations (each
+        e-mail invitation makes an account); site admins are not counted."""
+        if principal.site_admin:
+            return
+        pk, sk, today = f"invitations#{principal.subject_id}", "day", clock.now_iso()[:10]
+        for _ in range(8):
+            item = self._table.get(pk, sk)
+            count = int(item["count"]) if item is not None and item.get("day") == today else 0
+            if count >= limits.INVITATIONS_PER_DAY:
+                raise TooManyRequests(f"at most {limits.INVITATIONS_PER_DAY} invitations a day; try again tomorrow")
+            version = int(item["version"]) if item is not None else 0
+            updated = {"pk": pk, "sk": sk, "day": today, "count": count + 1, "version": version + 1,
+                       "expires_at": int(clock.epoch()) + 2 * 86400}  # fmt: skip
+            try:
+                self._table.put(updated, if_absent=True) if item is None else self._table.put(
+                    updated, if_version=version
+                )
+                return
+            except ConditionFailed:
+                continue  # another invitation counted meanwhile: count again
+        raise Conflict("invitations are being counted concurrently; retry")
+
+    def ensure(
+        self, organization: str, user: User, status: str = "active", must_be_new: bool = False, who: str = ""
+    ) -> Membership:
         """The user's membership in the organization stored under the key `organization`, created when missing."""
         existing = self._table.get(*keys.membership_key(organization, user.id))
-        taken = f"{user.username} is already a member of {self._orgs.name_of(organization)}"
+        taken = f"{who or user.username} is already a member of {self._orgs.name_of(organization)}"
         if existing is not None:
             if must_be_new:
                 raise Conflict(taken)
@@ -84,6 +184,15 @@ class MembershipService:
             raise Conflict(taken) from exc
         grants.forget()
         return _membership(items[0])
+
+    def visible_member(self, organization: str, username: str) -> str:
+        """The id of the user named `username` whose membership of the organization the organization sees
+        (active, or invited by e-mail). Anyone else answers as a username that does not exist."""
+        user = self._accounts.find_user(username)
+        item = self._table.get(*keys.membership_key(organization, user.id)) if user else None
+        if user is None or item is None or item.get("hidden"):
+            raise NotFound(f"user {username} not found")
+        return user.id
 
     def member_keys(self, user_ids: list[str], org_keys: list[str]) -> dict[str, set[str]]:
         """Operator path (the site admin API, which checks first): the organization keys each user is a member of."""
@@ -114,6 +223,7 @@ class MembershipService:
             raise Invalid("filter[status] must be invited or active", pointer="/filter/status")
         wanted = {e.lower() for e in emails or []}
         found = [_membership(i) for i in self._table.query(keys.membership_key(org.key, "")[0])]
+        found = [m for m in found if not m.hidden]
         found = [m for m in found if (not wanted or m.email.lower() in wanted) and (not status or m.status == status)]
         if query:
             found = [m for m in found if query.lower() in m.email.lower()]
@@ -124,7 +234,7 @@ class MembershipService:
             self._table.get(*keys.membership_pointer_key(membership_id)) if looks_like(membership_id, "ou") else None
         )
         item = self._table.get(*keys.membership_key(pointer["organization"], pointer["user_id"])) if pointer else None
-        if item is None:
+        if item is None or item.get("hidden"):
             raise NotFound(f"organization membership {membership_id} not found")
         try:
             self._orgs.get_by_key(principal, item["organization"], Action.READ_ORGANIZATION)
@@ -154,7 +264,10 @@ class MembershipService:
         except NotFound:
             return None
 
-    def _accounts_user(self, user_ref: str) -> User:
+    def _user_by_id(self, user_ref: str) -> User | None:
         if not looks_like(user_ref, "user"):
-            raise NotFound(f"user {user_ref} not found")
-        return self._accounts.get_user(user_ref)  # NotFound "user <id> not found" when it is gone
+            return None
+        try:
+            return self._accounts.get_user(user_ref)
+        except NotFound:
+            return None

@@ -61,6 +61,12 @@ def _key(key: str) -> tuple[str, str]:
 
 
 def _name_claim(name: str) -> tuple[str, str]:
+    """Names are unique whatever their case (HCP Terraform's): the claim is on the lower-cased name."""
+    return f"orgname#{name.lower()}", "orgname"
+
+
+def _exact_claim(name: str) -> tuple[str, str]:
+    """The claim as stored before names were unique whatever their case (still read, deleted with its name)."""
     return f"orgname#{name}", "orgname"
 
 
@@ -133,7 +139,7 @@ class OrganizationService:
     def _item(self, name: str) -> dict[str, Any]:
         if not NAME_RE.match(name or ""):
             raise NotFound(f"organization {name} not found")
-        claim = self._table.get(*_name_claim(name))
+        claim = self._table.get(*_name_claim(name)) or self._table.get(*_exact_claim(name))
         item = self._table.get(*_key(claim["key"] if claim else name))
         if item is None or item["name"] != name:  # no claim: stored before claims existed, or renamed away
             raise NotFound(f"organization {name} not found")
@@ -147,7 +153,10 @@ class OrganizationService:
 
     def get(self, principal: Principal, name: str, action: Action = Action.READ_ORGANIZATION) -> Organization:
         org = self.lookup(name)
-        self._authz.require(principal, action, org.view)
+        try:
+            self._authz.require(principal, action, org.view)
+        except NotFound as exc:  # hidden answers as absent, in the same words
+            raise NotFound(f"organization {name} not found") from exc
         return org
 
     def list(self, principal: Principal) -> list[Organization]:
@@ -181,9 +190,8 @@ class OrganizationService:
         check_mode(mode)
         settings = {key: check_setting(key, value) for key, value in settings.items()}
         org_id = new_id("org")
+        self._refuse_taken(name, None)
         legacy = self._table.get(*_key(name))
-        if legacy is not None and legacy["name"] == name:
-            raise Conflict(f"organization {name} already exists")
         key = name if legacy is None else org_id  # the name is some renamed organization's key
         pk, sk = _key(key)
         item = {
@@ -211,6 +219,21 @@ class OrganizationService:
             raise Conflict(f"organization {name} already exists") from exc
         return _org(item)
 
+    def _refuse_taken(self, name: str, own_key: str | None) -> None:
+        """A name another organization holds in any case is taken. Its claim says so for names claimed since
+        names are unique whatever their case; older organizations are found by name (creations are rare)."""
+        claim = self._table.get(*_name_claim(name))
+        taken = claim is not None and claim["key"] != own_key
+        if not taken:
+            lowered = name.lower()
+            taken = any(i["name"].lower() == lowered and _org(i).key != own_key
+                        for i in self._table.query("orgs", index="gsi1"))  # fmt: skip
+        if not taken:
+            legacy = self._table.get(*_key(name))  # stored before name claims existed
+            taken = legacy is not None and legacy["name"] == name and _org(legacy).key != own_key
+        if taken:
+            raise Conflict(f"organization {name} already exists", meta={"pointer": "/data/attributes/name"})
+
     def update(self, principal: Principal, name: str, changes: dict[str, Any]) -> Organization:
         item = self._item(name)
         self._authz.require(principal, Action.MANAGE_ORGANIZATION, _org(item).view)
@@ -233,10 +256,11 @@ class OrganizationService:
         ops: list[WriteOp] = [Put(item, if_version=version)]
         if new_name != old_name:
             claim = {"pk": _name_claim(new_name)[0], "sk": _name_claim(new_name)[1], "key": before.key}
-            legacy = self._table.get(*_key(new_name))
-            if legacy is not None and legacy["name"] == new_name:
-                raise Conflict(f"organization {new_name} already exists", meta={"pointer": "/data/attributes/name"})
-            ops += [Put(claim, if_absent=True), Delete(*_name_claim(old_name))]
+            self._refuse_taken(new_name, before.key)
+            same_claim = _name_claim(new_name) == _name_claim(old_name)  # only the case changes: its own claim
+            ops += [Put(claim) if same_claim else Put(claim, if_absent=True)]
+            ops += [] if same_claim else [Delete(*_name_claim(old_name))]
+            ops += [Delete(*_exact_claim(old_name))] if _exact_claim(old_name) != _name_claim(old_name) else []
         try:
             self._table.transact(ops)
         except ConditionFailed as exc:
@@ -250,7 +274,8 @@ class OrganizationService:
         first: `OrganizationDeletion`)."""
         self._authz.require(principal, Action.DELETE_ORGANIZATION, org.view)
         try:
-            self._table.transact([Delete(*_key(org.key)), Delete(*_name_claim(org.name))])
+            legacy = [Delete(*_exact_claim(org.name))] if _exact_claim(org.name) != _name_claim(org.name) else []
+            self._table.transact([Delete(*_key(org.key)), Delete(*_name_claim(org.name)), *legacy])
             org_defaults.remove_all(self._table, org.key)
         finally:
             self._forget(org)

@@ -14,7 +14,7 @@ from terrace.domain.ids import looks_like, new_id
 from terrace.domain.principal import Principal
 from terrace.services.access import access_keys as keys
 from terrace.services.access import grants, org_defaults
-from terrace.services.access.authz import Action, Authorizer
+from terrace.services.access.authz import Action, Authorizer, team_action
 from terrace.services.access.organizations import Organization, OrganizationService
 from terrace.services.access.permissions import ORG_ACCESS_KEYS
 
@@ -96,7 +96,7 @@ class TeamService:
         if not self._visible(principal, org, team):
             raise NotFound(f"team {team_id} not found")
         if action is not Action.READ_TEAMS:
-            self._orgs.get_by_key(principal, team.organization, action)
+            self._orgs.get_by_key(principal, team.organization, team_action(action, owners=team.owners))
         return team
 
     def list(self, principal: Principal, organization: str, names: list[str] | None = None) -> list[Team]:
@@ -132,6 +132,7 @@ class TeamService:
         if name.lower() == org_defaults.OWNERS:
             raise Conflict("the owners team exists already")
         fields = self._fields(attrs)
+        self._authz.require_granting(principal, org.view, {}, fields.get("org_access", {}))
         items = org_defaults.team_items(org.key, new_id("team"), name, **fields)
         items += _sso_items(items[0])
         try:
@@ -159,6 +160,9 @@ class TeamService:
         if team.owners and "org_access" in fields:
             fields.pop("org_access")  # owners may do everything, always
         if "org_access" in fields:  # a partial organization-access changes the keys it names
+            current = {key: bool(value) for key, value in item.get("org_access", {}).items()}
+            org = self._orgs.by_key(team.organization)
+            self._authz.require_granting(principal, org.view, current, fields["org_access"])
             fields["org_access"] = {**item.get("org_access", {}), **fields["org_access"]}
         if "sso_team_id" in fields and fields["sso_team_id"] != team.sso_team_id:
             ops += [Delete(*keys.sso_team_key(team.sso_team_id, team.id))] if team.sso_team_id else []
@@ -188,7 +192,7 @@ class TeamService:
     def set_members(self, principal: Principal, team: Team, users: set[str]) -> Team:
         """Replace a team's members (the callers check who they are); owners keep at least one."""
         if team.owners:
-            self._orgs.get_by_key(principal, team.organization, Action.MANAGE_ORGANIZATION)
+            self._orgs.get_by_key(principal, team.organization, team_action(Action.MANAGE_MEMBERSHIP, owners=True))
         return self.write_members(team, users)
 
     def sso_teams(self, group: str) -> builtins.list[Team]:
@@ -198,7 +202,8 @@ class TeamService:
 
     def write_members(self, team: Team, users: set[str]) -> Team:
         """Store a team's members without a permission check (single sign-on's group mapping)."""
-        if team.owners and not users:
+        owners = self._accepted(team.organization, users) if team.owners else set()
+        if team.owners and not owners:
             raise Conflict("the owners team cannot be emptied: an organization needs an owner")
         item = self._table.get(*keys.team_key(team.id))
         assert item is not None
@@ -209,7 +214,7 @@ class TeamService:
             org = self._table.get(f"org#{team.organization}", "org")
             assert org is not None
             version = org["version"]
-            org.update(owners=sorted(users), version=version + 1)
+            org.update(owners=sorted(owners), version=version + 1)  # an invited member owns once accepted
             ops.append(Put(org, if_version=version))
         try:
             self._table.transact(ops)
@@ -219,6 +224,14 @@ class TeamService:
             self._orgs.forget(team.organization)
         grants.forget()
         return team_from_item(item)
+
+    def _accepted(self, organization: str, users: set[str]) -> set[str]:
+        """The users whose membership of the organization is not a pending invitation."""
+        wanted = [keys.membership_key(organization, user) for user in sorted(users)]
+        invited = (
+            {i["user_id"] for i in self._table.batch_get(wanted) if i.get("status") == "invited"} if wanted else set()
+        )
+        return users - invited
 
     @staticmethod
     def _fields(attrs: dict[str, Any]) -> dict[str, Any]:

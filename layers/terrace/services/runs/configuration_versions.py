@@ -42,6 +42,7 @@ class ConfigurationVersion:
     size: int | None = None
     error_message: str | None = None
     created_by: str = ""
+    may_apply: bool = True  # its creator could apply runs (the workspace's auto-apply applies its auto-queued run)
     backing_data: str = DATA_PRESENT
     version: int = 1
     status_timestamps: dict[str, str] = field(default_factory=dict)
@@ -92,6 +93,7 @@ class ConfigurationVersionService:
             provisional=_bool(attrs, "provisional", False),
             auto_queue_runs=_bool(attrs, "auto-queue-runs", True),
             created_by=principal.username,
+            may_apply=self._workspaces.can(principal, Action.APPLY_RUN, ws),
         )
         cv.status_timestamps["pending-at"] = cv.created_at
         self._table.put(_to_item(cv), if_absent=True)

@@ -12,12 +12,12 @@ from terrace.adapters.table import ConditionFailed
 from terrace.config import Settings
 from terrace.domain import clock, cost_estimation, limits
 from terrace.domain import runs as rs
-from terrace.domain.errors import Conflict, Invalid, NotFound
+from terrace.domain.errors import Conflict, Forbidden, Invalid, NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal
 from terrace.domain.runs import PhaseState, Run
 from terrace.domain.workspace import Workspace
-from terrace.services.access.authz import Action
+from terrace.services.access.authz import Action, run_action
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.runs import run_attributes
 from terrace.services.runs.configuration_versions import UPLOADED, ConfigurationVersion, ConfigurationVersionService
@@ -94,15 +94,18 @@ class RunService:
                 f"configuration version {cv.id} is {cv.status}, not uploaded",
                 pointer="/data/relationships/configuration-version",
             )
-        return self._create(ws, attrs, cv, principal.username)
+        return self._create(ws, attrs, cv, principal.username, self._workspaces.can(principal, Action.APPLY_RUN, ws))
 
     def queue_for_upload(self, cv: ConfigurationVersion) -> Run | None:
-        """auto-queue-runs: a configuration version's upload queues a run (its creator could queue runs)."""
+        """auto-queue-runs: a configuration version's upload queues a run (its creator could queue runs; the
+        workspace's auto-apply applies it only if they could apply, as decided when the version was created)."""
         if not cv.auto_queue_runs or cv.provisional:
             return None
-        return self._create(self._workspaces.load(cv.workspace_id), {}, cv, cv.created_by)
+        return self._create(self._workspaces.load(cv.workspace_id), {}, cv, cv.created_by, cv.may_apply)
 
-    def _create(self, ws: Workspace, attrs: dict[str, Any], cv: ConfigurationVersion, created_by: str) -> Run:
+    def _create(
+        self, ws: Workspace, attrs: dict[str, Any], cv: ConfigurationVersion, created_by: str, may_apply: bool
+    ) -> Run:
         plan_only = run_attributes.boolean(attrs, "plan-only", cv.speculative)
         is_destroy = run_attributes.boolean(attrs, "is-destroy", False)
         refresh_only = run_attributes.boolean(attrs, "refresh-only", False)
@@ -131,7 +134,8 @@ class RunService:
             refresh_only=refresh_only,
             target_addrs=run_attributes.addresses(attrs, "target-addrs"),
             replace_addrs=run_attributes.addresses(attrs, "replace-addrs"),
-            auto_apply=run_attributes.boolean(attrs, "auto-apply", ws.auto_apply),
+            # the workspace's auto-apply applies the runs of those who may apply; the others' runs wait
+            auto_apply=run_attributes.boolean(attrs, "auto-apply", ws.auto_apply and may_apply),
             plan_only=plan_only,
             save_plan=run_attributes.boolean(attrs, "save-plan", False),
             allow_empty_apply=run_attributes.boolean(attrs, "allow-empty-apply", False),
@@ -140,6 +144,12 @@ class RunService:
             plan=PhaseState(id=f"plan-{suffix}"),
             apply=PhaseState(id=f"apply-{suffix}"),
         )
+        if run_action(plan_only=plan_only, save_plan=run.save_plan, auto_apply=run.auto_apply) is Action.APPLY_RUN:
+            if not may_apply:
+                raise Forbidden(
+                    "a run that applies without confirmation (auto-apply) needs permission to apply runs "
+                    f"in workspace {ws.id}"
+                )
         run.transition(rs.PENDING, now)
         run.status_timestamps["plan-queueable-at"] = now
         if self._organizations.by_key(ws.organization).cost_estimation_enabled:

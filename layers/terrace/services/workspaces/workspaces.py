@@ -52,6 +52,9 @@ class WorkspaceService:
             raise NotFound(f"workspace {ws.id} not found") from exc
         return org
 
+    def can(self, principal: Principal, action: Action, ws: Workspace) -> bool:
+        return self._authz.can(principal, action, self._orgs.by_key(ws.organization).view, view(ws))
+
     def get(self, principal: Principal, workspace_id: str, action: Action = Action.READ_WORKSPACE) -> Workspace:
         ws = self.load(workspace_id)
         self.authorize(principal, action, ws)
@@ -62,9 +65,13 @@ class WorkspaceService:
     ) -> Workspace:
         org = self._orgs.get(principal, organization)
         claim = self._table.get(*model.name_claim_key(org.key, name)) if model.NAME_RE.match(name or "") else None
+        missing = NotFound(f"workspace {organization}/{name} not found")
         if claim is None:
-            raise NotFound(f"workspace {organization}/{name} not found")
-        return self.get(principal, claim["workspace_id"], action)
+            raise missing
+        try:
+            return self.get(principal, claim["workspace_id"], action)
+        except NotFound as exc:  # hidden answers as absent: the same words, never the workspace's id
+            raise missing from exc
 
     def find_id(self, organization: str, name: str) -> str | None:
         """The id of workspace `name` of the organization named `organization` (None when either is unknown)."""

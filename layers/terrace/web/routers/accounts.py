@@ -7,9 +7,11 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
+from terrace.bootstrap import Container
 from terrace.domain import limits
 from terrace.domain.errors import Invalid, NotFound
 from terrace.domain.principal import Principal, PrincipalKind
+from terrace.services.access.accounts import Token
 from terrace.web import bodies, serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONAPIResponse, JSONBody, body_attributes, respond, respond_page
@@ -20,6 +22,16 @@ router = APIRouter(prefix="/api/v2")
 def _own_user(principal: Principal, user_id: str) -> None:
     if principal.kind is not PrincipalKind.USER or (principal.subject_id != user_id and not principal.site_admin):
         raise NotFound(f"user {user_id} not found")
+
+
+def _own_token(container: Container, principal: Principal, token_id: str) -> Token:
+    """A token of the caller's own (any, for a site admin); anyone else's answers as one that does not exist."""
+    token = container.accounts.get_token(token_id)
+    try:
+        _own_user(principal, token.subject_id)
+    except NotFound as exc:
+        raise NotFound(f"authentication token {token_id} not found") from exc
+    return token
 
 
 @router.get("/account/details")
@@ -83,14 +95,11 @@ def _expiry(expired_at: Any) -> int | None:
 
 @router.get("/authentication-tokens/{token_id}")
 def read_token(token_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-    token = container.accounts.get_token(token_id)
-    _own_user(principal, token.subject_id)
-    return respond(serializers.token(token))
+    return respond(serializers.token(_own_token(container, principal, token_id)))
 
 
 @router.delete("/authentication-tokens/{token_id}")
 def delete_token(token_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
-    token = container.accounts.get_token(token_id)
-    _own_user(principal, token.subject_id)
+    _own_token(container, principal, token_id)
     container.accounts.revoke_token(token_id)
     return Response(status_code=204)

@@ -75,14 +75,35 @@ def invite(org: str, body: JSONBody, container: ContainerDep, principal: Princip
     refs = teams_rel.get("data") if isinstance(teams_rel, dict) else None
     if refs is not None and not (isinstance(refs, list) and all(isinstance(r, dict) for r in refs)):
         raise Invalid("relationships.teams must be {data: [{type: teams, id}]}", pointer="/data/relationships/teams")
+    if username is not None:  # an existing account: invited unseen, whether it exists or not
+        if refs:
+            raise Invalid("an invitation by username joins no team before it is accepted",
+                          pointer="/data/relationships/teams")  # fmt: skip
+        container.memberships.invite_user(principal, org, username)
+        return respond(None, 202, meta={"detail": f"if {username} names an account, it is invited to {org} "
+                                                  "and joins when it accepts"})  # fmt: skip
     teams = [container.teams.get(principal, str(ref.get("id")), Action.MANAGE_MEMBERSHIP) for ref in refs or []]
     if any(team.organization != container.organizations.lookup(org).key for team in teams):
         raise NotFound("team not found")
-    member = container.memberships.invite(principal, org, attrs.get("email"), username)
+    member = container.memberships.invite(principal, org, attrs.get("email"))
     for team in teams:
         container.teams.set_members(principal, team, set(team.users) | {member.user_id})
     docs, included = _documents(container, principal, [member], {"user"})
     return respond(docs[0], 201, included=included)
+
+
+@router.get("/organization-memberships")
+def own_memberships(container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    """The caller's own memberships and invitations, in every organization (HCP Terraform's list of a user's)."""
+    members = container.memberships.own(principal)
+    names = {key: container.organizations.name_of(key) for key in {m.organization for m in members}}
+    return respond([access_serializers.membership(m, names[m.organization], []) for m in members])
+
+
+@router.post("/organization-memberships/{membership_id}/actions/accept")
+def accept_membership(membership_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    member = container.memberships.accept(principal, membership_id)
+    return respond(access_serializers.membership(member, container.organizations.name_of(member.organization), []))
 
 
 @router.get("/organization-memberships/{membership_id}")

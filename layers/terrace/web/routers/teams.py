@@ -102,16 +102,8 @@ def _refs(body: Any, type_: str) -> list[str]:
 
 def _user_ids(container: Container, principal: Principal, team: Team, body: Any, by: str) -> set[str]:
     """The users a member list names: usernames, or organization membership ids of the team's organization."""
-    if by == "users":
-        users = []
-        for username in _refs(body, "users"):
-            user = container.accounts.find_user(username)
-            if user is None:
-                raise NotFound(f"user {username} not found")
-            users.append(user)
-        for user in users:
-            container.memberships.ensure(team.organization, user)
-        return {u.id for u in users}
+    if by == "users":  # members of the organization (invited ones too), never anyone else
+        return {container.memberships.visible_member(team.organization, name) for name in _refs(body, "users")}
     ids = set()
     for membership_id in _refs(body, "organization-memberships"):
         member = container.memberships.get(principal, membership_id)
