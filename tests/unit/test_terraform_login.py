@@ -16,6 +16,7 @@ from state_helpers import Env, make_env
 from terrace.domain import clock
 from terrace.web.app import create_app
 from terrace.web.ui.auth import local_next
+from ui_helpers import sign_in
 
 REDIRECT = "http://localhost:10003/login"
 
@@ -65,7 +66,7 @@ def approve(env: Env, client: TestClient, challenge: str, decision: str = "appro
 
 def signed_in(env: Env) -> TestClient:
     client = browser(env)
-    assert client.post("/app/sign-in", data={"token": env.token}).status_code == 303
+    assert sign_in(client, env.token).status_code == 303
     return client
 
 
@@ -108,7 +109,7 @@ def test_without_a_session_the_page_asks_to_sign_in_and_comes_back(env: Env) -> 
     sign_in_page = client.get(r.headers["location"])
     back = hidden_fields(sign_in_page.text)["next"].replace("&amp;", "&")
     assert back.startswith("/app/oauth/authorize?")
-    r = client.post("/app/sign-in", data={"token": env.token, "next": back})
+    r = sign_in(client, env.token, next=back)
     assert r.status_code == 303 and r.headers["location"] == back
     assert "Approve" in client.get(back).text
 

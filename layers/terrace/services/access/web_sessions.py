@@ -1,22 +1,26 @@
 """Browser sessions for the web UI: a server-side record per sign-in, with an expiry and a CSRF token.
 
-The cookie carries only the random session id signed with HMAC; the record holds the principal and the
-CSRF token, so sign-out (deleting the record) and expiry are real.
+The cookie carries only the random session id, signed (itsdangerous, HMAC-SHA256 under the URL-signing secret
+with the purpose `SALT`, so no other signature of that secret passes for a cookie); the record holds the principal
+and the CSRF token, so sign-out (deleting the record) and expiry are real.
 """
 
 from __future__ import annotations
 
 import hashlib
-import hmac
 import secrets
 from dataclasses import dataclass
 from typing import Any
+
+from itsdangerous import BadSignature, Signer
 
 from terrace.adapters.table import Table
 from terrace.domain import clock
 from terrace.domain.errors import Invalid, Unauthenticated
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.services.access.accounts import AccountService
+
+SALT = "terrace.web-session"  # the purpose of the signature: a session cookie
 
 
 @dataclass(frozen=True)
@@ -37,11 +41,8 @@ class WebSessionService:
             raise Invalid("web sessions need a signing secret (TERRACE_URL_SIGNING_SECRET)")
         self._table = table
         self._accounts = accounts
-        self._secret = signing_secret.encode()
+        self._signer = Signer(signing_secret, salt=SALT, digest_method=hashlib.sha256)
         self._ttl_s = ttl_s
-
-    def _sign(self, session_id: str) -> str:
-        return hmac.new(self._secret, session_id.encode(), hashlib.sha256).hexdigest()
 
     def sign_in(self, raw_token: str) -> tuple[str, WebSession]:
         """Authenticate an API token; returns the cookie value and the session. Only user tokens sign in."""
@@ -75,13 +76,16 @@ class WebSessionService:
         if issuer:
             item["issuer"] = issuer
         self._table.put(item, if_absent=True)
-        return f"{session_id}.{self._sign(session_id)}", self._session(session_id, item)
+        return self._signer.sign(session_id).decode(), self._session(session_id, item)
 
     def resolve(self, cookie: str | None) -> WebSession | None:
         """The live session a cookie names, or None when it is missing, forged, signed out or expired, or
         when the API token it signed in with has been revoked or has expired since."""
-        session_id, _, signature = (cookie or "").partition(".")
-        if not session_id or not hmac.compare_digest(signature, self._sign(session_id)):
+        try:  # bytes compared, whatever the cookie holds (non-ASCII included)
+            session_id = self._signer.unsign(cookie or "").decode()
+        except (BadSignature, UnicodeError):
+            return None
+        if not session_id:
             return None
         item = self._table.get(*_key(session_id))
         if item is None or int(item["expires_at"]) <= clock.epoch():

@@ -9,8 +9,7 @@ from fastapi.responses import RedirectResponse
 
 from terrace.domain.errors import NotFound, Unauthenticated
 from terrace.web.deps import ContainerDep
-from terrace.web.ui.auth import local_next, session_cookie
-from terrace.web.ui.session import render
+from terrace.web.ui.auth import local_next, session_cookie, sign_in_form
 
 router = APIRouter(prefix="/app", include_in_schema=False)
 
@@ -29,5 +28,5 @@ def callback(request: Request, container: ContainerDep) -> Any:
     try:
         cookie, _, target = container.oidc.finish(dict(request.query_params))
     except Unauthenticated as exc:
-        return render(request, "sign_in.html", None, status=401, error=exc.detail, next="/app", sso=True)
+        return sign_in_form(request, container, status=401, error=exc.detail)
     return session_cookie(RedirectResponse(local_next(target), status_code=303), cookie)
