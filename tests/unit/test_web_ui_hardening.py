@@ -132,3 +132,12 @@ def test_a_session_cookie_is_signed_for_sessions_only(env: Env) -> None:
     forged = browser(env)
     assert forged.get("/app", headers={"cookie": f"terrace_session={session_id}.{bare}"}).status_code == 303
     assert forged.get("/app", headers={"cookie": f"terrace_session={value}"}).status_code == 200
+
+
+def test_the_page_that_shows_a_new_token_is_never_stored(env: Env) -> None:
+    client = signed_in(env)
+    page = client.get("/app/account/tokens")
+    csrf = sign_in_token(page.text)  # the first CSRF field of the page: the session's
+    r = client.post("/app/account/tokens", data={"description": "ci", "csrf_token": csrf})
+    assert r.status_code == 200 and 'id="new-token"' in r.text
+    assert r.headers["cache-control"] == "no-store"
