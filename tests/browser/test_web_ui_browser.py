@@ -124,7 +124,24 @@ def test_sign_in_create_workspace_lock_and_sign_out(stack: tuple[str, str, Any],
     page.goto(f"{base}/app/nobody/workspaces")
     expect(page.get_by_role("heading", name="Not found")).to_be_visible()
     shoot(page, "not-found")
+    page.goto(f"{base}/app/acme/workspaces/web-prod/settings")  # its checkboxes' labels once had inline styles
+    expect(page.get_by_role("heading", name="Settings")).to_be_visible()
     page.get_by_role("button", name="Sign out").click()
     expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
     page.goto(f"{base}/app")
     expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+
+
+INJECTED = '<img src="/nothing" onerror="window.ran = 1">'
+
+
+def test_the_csp_refuses_inline_code_and_the_check_sees_it(stack: tuple[str, str, Any], page: Any) -> None:
+    """The control of the CSP check every browser test ends with: an inline handler put in a page is refused."""
+    base, _, _ = stack
+    page.goto(f"{base}/app/sign-in")
+    playwright_api.expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    assert page.csp_violations == []
+    with page.expect_console_message(lambda message: "Content Security Policy" in message.text):
+        page.evaluate("html => document.body.insertAdjacentHTML('beforeend', html)", INJECTED)
+    assert page.evaluate("window.ran") is None and page.csp_violations
+    page.csp_violations.clear()  # seen and expected: the fixture's own check passes
