@@ -19,7 +19,7 @@ CONTENT_SECURITY_POLICY = "; ".join(
         "default-src 'none'",
         "script-src 'self'",
         "style-src 'self'",
-        "img-src 'self' data:",
+        "img-src 'self'",
         "connect-src 'self'",
         "form-action 'self' http://localhost:* http://127.0.0.1:*",
         "frame-ancestors 'none'",
