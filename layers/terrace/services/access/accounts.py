@@ -148,24 +148,6 @@ class AccountService:
         secret: str | None = None,
         expires_epoch: int | None = None,
     ) -> IssuedToken:
-        for _ in range(ISSUE_ATTEMPTS):  # the user changed between our read and the write: decide again
-            try:
-                return self._issue(kind, subject_id, description, organization, workspace_id, ttl_s, secret, expires_epoch)
-            except ConditionFailed:
-                continue
-        raise Conflict("the user changed while the token was issued; retry")
-
-    def _issue(
-        self,
-        kind: PrincipalKind,
-        subject_id: str,
-        description: str,
-        organization: str | None,
-        workspace_id: str | None,
-        ttl_s: int | None,
-        secret: str | None,
-        expires_epoch: int | None,
-    ) -> IssuedToken:
         raw = secret or _new_secret()
         token_id = new_id("at")
         now = clock.utcnow()
@@ -193,11 +175,14 @@ class AccountService:
         lookup.update(
             {k: item[k] for k in ("kind", "subject_id", "organization", "workspace_id", "expires_at") if k in item}
         )
-        ops: list[WriteOp] = [Put(item, if_absent=True)]
-        if kind is PrincipalKind.USER:
-            ops.append(self._user_unchanged(subject_id, lookup))
-        self._table.transact([*ops, Put(lookup, if_absent=True)])
-        return IssuedToken(_token(item), raw)
+        for _ in range(ISSUE_ATTEMPTS):  # the user changed between our read and the write: decide again
+            ops: list[WriteOp] = [self._user_unchanged(subject_id, lookup)] if kind is PrincipalKind.USER else []
+            try:
+                self._table.transact([*ops, Put(item, if_absent=True), Put(lookup, if_absent=True)])
+            except ConditionFailed:
+                continue
+            return IssuedToken(_token(item), raw)
+        raise Conflict("the user changed while the token was issued; retry")
 
     def _user_unchanged(self, user_id: str, lookup: dict[str, Any]) -> Check:
         """Copy the user's name and flags into a new token's lookup; refuse a suspended user (a token minted while

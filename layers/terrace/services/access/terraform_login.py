@@ -18,7 +18,7 @@ from urllib.parse import urlencode, urlsplit
 
 from terrace.adapters.table import ConditionFailed, Table
 from terrace.domain import clock
-from terrace.domain.errors import Invalid, TerraceError
+from terrace.domain.errors import Conflict, Invalid, NotFound, TerraceError
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.services.access.accounts import AccountService, IssuedToken
 
@@ -147,6 +147,9 @@ class TerraformLoginService:
         if redirect_uri != item["redirect_uri"]:
             raise OAuthError("invalid_grant", "redirect_uri differs from the authorization request's")
         stamp = clock.iso(clock.utcnow())[:16].replace("T", " ")
-        return self._accounts.issue_token(
-            PrincipalKind.USER, item["user_id"], description=f"terraform login ({stamp} UTC)"
-        )
+        try:  # the user may have been suspended or deleted since they approved
+            return self._accounts.issue_token(
+                PrincipalKind.USER, item["user_id"], description=f"terraform login ({stamp} UTC)"
+            )
+        except (Conflict, NotFound) as exc:
+            raise OAuthError("invalid_grant", exc.detail) from exc
