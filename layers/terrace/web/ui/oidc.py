@@ -4,7 +4,8 @@ The start binds the sign-in to this browser: a random secret in a short-lived co
 SameSite=Lax: the issuer's redirect back is a top-level cross-site GET, which Strict would send without it; its path
 is the callback's only) that the callback must bring back. The start writes a state row per request and needs no
 sign-in, so it is rate-limited per client address (an in-process token bucket, as `web/rate_limit.py`'s: exact
-for the one-process server; on AWS per Lambda instance, with the API Gateway stage throttle as the global backstop).
+for the one-process server; on AWS per Lambda instance, and the address is the CloudFront edge's, so the API Gateway
+stage throttle is the global backstop there). A refused start writes nothing and answers a 429 page.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ router = APIRouter(prefix="/app", include_in_schema=False)
 
 BROWSER_COOKIE = "terrace_oidc_browser"
 START_BURST = 20  # sign-ins a client address may start at once ...
-START_PER_S = 10 / 60  # ... and then ten a minute
+START_PER_S = 0.5  # ... and then thirty a minute
 
 
 class StartLimit:
