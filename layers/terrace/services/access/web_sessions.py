@@ -45,7 +45,8 @@ def _index(user_id: str) -> str:
 def end_sessions(table: Table, user_id: str) -> int:
     """Delete every web session of a user (suspended, site-admin right revoked, deleted); returns how many."""
     keys = [(item["pk"], item["sk"]) for item in table.query(_index(user_id), index="gsi1")]
-    table.batch_delete(keys)
+    if keys:
+        table.batch_delete(keys)
     return len(keys)
 
 
