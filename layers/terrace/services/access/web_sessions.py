@@ -5,7 +5,7 @@ with the purpose `SALT`, so no other signature of that secret passes for a cooki
 and the CSRF token, so sign-out (deleting the record) and expiry are real. The user's name, site-admin right and
 suspension are re-read on every request (a token session: its token's lookup item; a single sign-on session: the
 user item), never kept from the sign-in. A user's sessions are listed in `gsi1` (`<user>#websessions`), so a
-suspension or a revoked site-admin right deletes them all (`end_sessions`).
+suspension, a revoked site-admin right or a deletion deletes them all (`end_sessions`).
 """
 
 from __future__ import annotations
