@@ -191,7 +191,10 @@ def token_create(
     found = container.accounts.find_user(user)
     if found is None:
         raise _fail(f"no user named {user!r}")
-    issued = container.accounts.issue_token(PrincipalKind.USER, found.id, description=description)
+    try:  # a suspended user gets no token
+        issued = container.accounts.issue_token(PrincipalKind.USER, found.id, description=description)
+    except Conflict as exc:
+        raise _fail(str(exc)) from exc
     typer.echo(f"token {issued.token.id} for {found.username} (shown once):", err=True)
     typer.echo(issued.secret)
 

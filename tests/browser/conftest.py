@@ -38,8 +38,20 @@ def page() -> Iterator[Any]:
             ],
         )
         context = browser.new_context(viewport=PHONE, ignore_https_errors=True)
-        yield context.new_page()
+        page = context.new_page()
+        page.csp_violations = watch_csp(page)
+        yield page
         browser.close()
+    # every page the test visited rendered and ran with nothing the Content-Security-Policy refused
+    assert not page.csp_violations, "the CSP refused:\n" + "\n".join(page.csp_violations)
+
+
+def watch_csp(page: Any) -> list[str]:
+    """The CSP violations chromium reports on `page` (console messages such as "Refused to execute inline
+    script because it violates the following Content Security Policy directive ..."), as they arrive."""
+    seen: list[str] = []
+    page.on("console", lambda message: seen.append(message.text) if "Content Security Policy" in message.text else None)
+    return seen
 
 
 @pytest.fixture(scope="module")

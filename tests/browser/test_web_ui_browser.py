@@ -6,10 +6,14 @@ Screenshots of each page go to .build/screenshots.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import secrets
 import threading
 import time
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 import uvicorn
@@ -124,7 +128,49 @@ def test_sign_in_create_workspace_lock_and_sign_out(stack: tuple[str, str, Any],
     page.goto(f"{base}/app/nobody/workspaces")
     expect(page.get_by_role("heading", name="Not found")).to_be_visible()
     shoot(page, "not-found")
+    page.goto(f"{base}/app/acme/workspaces/web-prod/settings")  # its checkboxes' labels once had inline styles
+    expect(page.get_by_role("heading", name="Settings")).to_be_visible()
     page.get_by_role("button", name="Sign out").click()
     expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
     page.goto(f"{base}/app")
     expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+
+
+INJECTED = '<img src="/nothing" onerror="window.ran = 1">'
+
+
+def test_the_csp_refuses_inline_code_and_the_check_sees_it(stack: tuple[str, str, Any], page: Any) -> None:
+    """The control of the CSP check every browser test ends with: an inline handler put in a page is refused."""
+    base, _, _ = stack
+    page.goto(f"{base}/app/sign-in")
+    playwright_api.expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    assert page.csp_violations == []
+    with page.expect_console_message(lambda message: "Content Security Policy" in message.text):
+        page.evaluate("html => document.body.insertAdjacentHTML('beforeend', html)", INJECTED)
+    assert page.evaluate("window.ran") is None and page.csp_violations
+    page.csp_violations.clear()  # seen and expected: the fixture's own check passes
+
+
+def test_terraform_login_approval_reaches_the_clis_listener(stack: tuple[str, str, Any], page: Any) -> None:
+    """The approval redirects the browser to the CLI's listener on localhost: the CSP's form-action allows it."""
+    base, token, _ = stack
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    query = urlencode(
+        {
+            "client_id": "terraform-cli",
+            "response_type": "code",
+            "redirect_uri": "http://localhost:10003/login",
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+            "state": "st-browser",
+        }
+    )
+    page.goto(f"{base}/app/oauth/authorize?{query}")
+    page.get_by_label("API token").fill(token)
+    page.get_by_role("button", name="Sign in").click()
+    playwright_api.expect(page.get_by_role("button", name="Approve")).to_be_visible()
+    # nothing listens there: the browser's request to it is what counts, refused connection or not
+    with page.expect_request(lambda request: request.url.startswith("http://localhost:10003/login?")) as sent:
+        page.get_by_role("button", name="Approve").click(no_wait_after=True)
+    assert "state=st-browser" in sent.value.url and "code=" in sent.value.url

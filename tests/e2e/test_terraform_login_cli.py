@@ -66,7 +66,10 @@ def test_cli_login_obtains_and_saves_a_working_token(stack: StackInfo, tmp_path:
 
         tls = ssl.create_default_context(cafile=stack.ca_bundle)
         with httpx.Client(base_url=stack.url, verify=tls, follow_redirects=False, timeout=30) as browser:
-            assert browser.post("/app/sign-in", data={"token": stack.token}).status_code == 303
+            form = re.search(r'name="csrf_token" value="([^"]+)"', browser.get("/app/sign-in").text)
+            assert form, "the sign-in page has no CSRF field"
+            signed_in = browser.post("/app/sign-in", data={"token": stack.token, "csrf_token": form.group(1)})
+            assert signed_in.status_code == 303
             page = browser.get(url)
             assert page.status_code == 200, page.text
             fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', page.text))

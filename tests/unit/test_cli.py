@@ -74,6 +74,17 @@ def test_errors_are_messages_not_tracebacks(cli):
     assert bad_email.exit_code == 1 and "email" in bad_email.output
 
 
+def test_a_suspended_user_gets_no_token(cli, aws_env):
+    name = f"u{uuid.uuid4().hex[:6]}"
+    assert cli("user", "create", name).exit_code == 0
+    container = build_aws(Settings.from_env(aws_env))
+    user = container.accounts.find_user(name)
+    container.users.set_flags(user.id, suspended=True)
+    refused = cli("token", "create", "--user", name)
+    assert refused.exit_code == 1 and "suspended" in refused.output
+    assert container.accounts.list_tokens(user.id) == []
+
+
 def test_admin_commands_need_a_stack(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     for key in list(os.environ):

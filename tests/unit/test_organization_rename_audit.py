@@ -17,6 +17,7 @@ from run_helpers import RunEnv, make_run_env
 from state_helpers import state_bytes, sv_body
 from terrace.domain.principal import PrincipalKind
 from terrace.web.app import create_app
+from ui_helpers import sign_in
 
 KEY = "keyorg-qx"  # the name it is created with: its storage key for life
 MIDDLE = "midorg-qx"
@@ -184,7 +185,7 @@ def walk_api(a: Audit, made: dict[str, dict[str, str]], run_id: str, ws_id: str)
 def walk_ui(a: Audit, env: RunEnv, run_id: str) -> None:
     browser = TestClient(create_app(env.container), base_url="https://testserver", follow_redirects=False)
     token = env.headers["Authorization"].removeprefix("Bearer ")
-    assert browser.post("/app/sign-in", data={"token": token}).status_code == 303
+    assert sign_in(browser, token).status_code == 303
     base = f"/app/{a.name}/workspaces"
     for path in (
         "/app",

@@ -23,6 +23,7 @@ from terrace.domain.principal import PrincipalKind
 from terrace.services.access.actions import Action
 from terrace.services.access.permissions import WS_ADMIN, WS_PLAN, WS_READ, WS_WRITE
 from terrace.web.app import create_app
+from ui_helpers import sign_in
 
 EVERYTHING = frozenset(Action)
 CUSTOM = frozenset({Action.READ_WORKSPACE, Action.READ_RUNS, Action.QUEUE_RUN, Action.READ_STATE_OUTPUTS})
@@ -225,7 +226,7 @@ def _queue_run(w: World, token: str, t: dict[str, str]) -> int:
 def _ui(path: str) -> Callable[[World, str, dict[str, str]], int]:
     def call(w: World, token: str, t: dict[str, str]) -> int:
         browser = TestClient(create_app(w.env.container), base_url="https://testserver", follow_redirects=False)
-        assert browser.post("/app/sign-in", data={"token": token}).status_code == 303
+        assert sign_in(browser, token).status_code == 303
         return int(browser.get(path.format(**t)).status_code)
 
     return call

@@ -16,6 +16,7 @@ from state_helpers import Env, make_env
 from terrace.domain import clock
 from terrace.web.app import create_app
 from terrace.web.ui.auth import local_next
+from ui_helpers import sign_in
 
 REDIRECT = "http://localhost:10003/login"
 
@@ -65,7 +66,7 @@ def approve(env: Env, client: TestClient, challenge: str, decision: str = "appro
 
 def signed_in(env: Env) -> TestClient:
     client = browser(env)
-    assert client.post("/app/sign-in", data={"token": env.token}).status_code == 303
+    assert sign_in(client, env.token).status_code == 303
     return client
 
 
@@ -108,7 +109,7 @@ def test_without_a_session_the_page_asks_to_sign_in_and_comes_back(env: Env) -> 
     sign_in_page = client.get(r.headers["location"])
     back = hidden_fields(sign_in_page.text)["next"].replace("&amp;", "&")
     assert back.startswith("/app/oauth/authorize?")
-    r = client.post("/app/sign-in", data={"token": env.token, "next": back})
+    r = sign_in(client, env.token, next=back)
     assert r.status_code == 303 and r.headers["location"] == back
     assert "Approve" in client.get(back).text
 
@@ -147,7 +148,11 @@ def test_an_expired_code_is_refused(env: Env, monkeypatch: pytest.MonkeyPatch) -
             401,
         ),
         ({"grant_type": "authorization_code"}, "invalid_request", 400),
-        ({"grant_type": "authorization_code", "code": "nope", "code_verifier": "y" * 43}, "invalid_grant", 400),
+        (
+            {"grant_type": "authorization_code", "code": "nope", "code_verifier": "y" * 43, "redirect_uri": REDIRECT},
+            "invalid_grant",
+            400,
+        ),
     ],
 )
 def test_bad_token_requests_get_oauth_errors(env: Env, form: dict[str, str], error: str, status: int) -> None:
@@ -190,3 +195,54 @@ def test_approval_needs_the_session_csrf_token(env: Env) -> None:
 @pytest.mark.parametrize("target", ["//evil.example/app/", "https://evil.example/app/x", "/app\\@evil", "/elsewhere"])
 def test_sign_in_never_redirects_off_the_ui(target: str) -> None:
     assert local_next(target) == "/app"
+
+
+@pytest.mark.parametrize(
+    "redirect",
+    [
+        "http://user@localhost:10001/login",  # userinfo
+        "http://user:pw@localhost:10001/login",
+        "http://localhost:10001\\@evil.example/login",  # a backslash some parsers read as a path
+        "http://localhost:10001/login\\..",
+        "http://localhost:10001/login\t",  # control characters
+        "http://local\nhost:10001/login",
+        "http://localhost:10001/login\r\nSet-Cookie: x=y",
+        "http://localhost:10001/login\x00",
+        "http://localhost:10001/login?x=1",  # not what a CLI sends
+        "http://localhost:10001/login#frag",
+        "http://localhost:010001/login",
+        "http://localhost:１0001/login",  # a non-ASCII digit
+        "http://localhost:10011/login",
+    ],
+)
+def test_a_redirect_uri_with_userinfo_backslash_or_control_characters_is_refused(env: Env, redirect: str) -> None:
+    r = signed_in(env).get(authorize_url(pkce()[1], redirect))
+    assert r.status_code == 400 and "location" not in r.headers
+
+
+@pytest.mark.parametrize("redirect", ["http://localhost:10000/login", "http://127.0.0.1:10010/login"])
+def test_the_clis_own_redirect_uris_are_accepted(env: Env, redirect: str) -> None:
+    assert signed_in(env).get(authorize_url(pkce()[1], redirect)).status_code == 200
+
+
+@pytest.mark.parametrize("challenge", ["a" * 42, "a" * 44, "a" * 42 + "=", "é" * 43, "a" * 42 + "+"])
+def test_a_challenge_that_no_s256_verifier_gives_is_refused(env: Env, challenge: str) -> None:
+    r = signed_in(env).get(authorize_url(challenge))
+    assert r.status_code == 400 and "location" not in r.headers
+
+
+def test_the_token_endpoint_requires_the_redirect_uri_and_keeps_the_code_without_it(env: Env) -> None:
+    verifier, challenge = pkce()
+    code = approve(env, signed_in(env), challenge)["code"][0]
+    form = {"grant_type": "authorization_code", "code": code, "code_verifier": verifier, "client_id": "terraform-cli"}
+    r = browser(env).post("/oauth/token", data=form)
+    assert r.status_code == 400 and r.json()["error"] == "invalid_request" and "redirect_uri" in r.text
+    assert exchange(env, code, verifier).status_code == 200  # a malformed request spent nothing
+
+
+@pytest.mark.parametrize("verifier", ["v" * 42, "v" * 129, "é" * 43, "v" * 42 + " ", "v" * 42 + "+"])
+def test_a_verifier_outside_rfc_7636_is_an_invalid_request(env: Env, verifier: str) -> None:
+    _, challenge = pkce()
+    code = approve(env, signed_in(env), challenge)["code"][0]
+    r = exchange(env, code, verifier)
+    assert r.status_code == 400 and r.json()["error"] == "invalid_request"

@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 from state_helpers import Env, make_env, null_resource, other_user, state_bytes
 from terrace.domain import clock
 from terrace.web.app import create_app
+from ui_helpers import sign_in
 
 
 @pytest.fixture
@@ -23,7 +24,7 @@ def browser(env: Env) -> TestClient:
 
 def signed_in(env: Env) -> TestClient:
     client = browser(env)
-    r = client.post("/app/sign-in", data={"token": env.token})
+    r = sign_in(client, env.token)
     assert r.status_code == 303 and r.headers["location"] == "/app"
     return client
 
@@ -40,15 +41,17 @@ def test_pages_redirect_to_sign_in_without_a_session(env: Env) -> None:
 
 
 def test_sign_in_sets_a_secure_http_only_same_site_cookie(env: Env) -> None:
-    r = browser(env).post("/app/sign-in", data={"token": env.token})
+    r = sign_in(browser(env), env.token)
     cookie = r.headers["set-cookie"].lower()
     assert "httponly" in cookie and "secure" in cookie and "samesite=lax" in cookie
     assert env.token not in r.headers["set-cookie"]  # the cookie names a session, never the API token
 
 
 def test_bad_token_shows_an_inline_error(env: Env) -> None:
-    r = browser(env).post("/app/sign-in", data={"token": "nope"})
-    assert r.status_code == 401 and 'role="alert"' in r.text and "set-cookie" not in r.headers
+    r = sign_in(browser(env), "nope")
+    assert (
+        r.status_code == 401 and 'role="alert"' in r.text and "terrace_session" not in r.headers.get("set-cookie", "")
+    )
 
 
 def test_signed_in_user_sees_organizations_and_workspaces(env: Env) -> None:
@@ -198,7 +201,7 @@ def test_edit_a_variable_and_keep_a_sensitive_value_write_only(env: Env) -> None
     assert "where" in listing and "correct-horse" not in listing and "hunter2" not in listing
     assert client.get(f"{url}/var-doesnotexist1234").status_code == 404
     mallory = browser(env)
-    assert mallory.post("/app/sign-in", data={"token": other_user(env)[0]}).status_code == 303
+    assert sign_in(mallory, other_user(env)[0]).status_code == 303
     assert mallory.get(f"{url}/{secret.id}").status_code == 404
     theirs = csrf_of(mallory.get("/app").text)
     assert mallory.post(f"{url}/{plain.id}", data={"key": "x", "csrf_token": theirs}).status_code == 404

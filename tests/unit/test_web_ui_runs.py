@@ -12,6 +12,7 @@ from run_helpers import RunEnv, make_run_env
 from terrace.domain.principal import PrincipalKind
 from terrace.web.app import create_app
 from terrace.web.ui.ansi import ansi_to_html
+from ui_helpers import sign_in
 
 BASE = "/app/acme/workspaces/app"
 
@@ -24,7 +25,7 @@ def env() -> RunEnv:
 def ui(env: RunEnv, token: str | None = None) -> TestClient:
     client = TestClient(create_app(env.container), base_url="https://testserver", follow_redirects=False)
     raw = token or env.headers["Authorization"].removeprefix("Bearer ")
-    assert client.post("/app/sign-in", data={"token": raw}).status_code == 303
+    assert sign_in(client, raw).status_code == 303
     return client
 
 

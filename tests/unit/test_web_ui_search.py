@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from state_helpers import Env, make_env, null_resource, other_user, state_bytes
 from test_web_ui import browser, signed_in
+from ui_helpers import sign_in
 
 
 @pytest.fixture
@@ -49,6 +50,6 @@ def test_no_match_says_so(env: Env) -> None:
 def test_another_organizations_user_gets_404(env: Env) -> None:
     token, _ = other_user(env)
     client = browser(env)
-    assert client.post("/app/sign-in", data={"token": token}).status_code == 303
+    assert sign_in(client, token).status_code == 303
     r = client.get("/app/acme/search", params={"q": "i-0abc"})
     assert r.status_code == 404 and "i-0abc" not in r.text

@@ -9,6 +9,7 @@ import pytest
 from state_helpers import Env, make_env, null_resource, other_user, state_bytes
 from terrace.domain.state_diff import SENSITIVE, diff
 from test_web_ui import browser, csrf_of, signed_in
+from ui_helpers import sign_in
 
 WS = "/app/acme/workspaces/prod"
 
@@ -122,7 +123,7 @@ def test_another_organizations_user_gets_404_for_states(env: Env) -> None:
     first, _ = two_versions(env)
     token, _ = other_user(env)
     client = browser(env)
-    assert client.post("/app/sign-in", data={"token": token}).status_code == 303
+    assert sign_in(client, token).status_code == 303
     for path in ("/states", f"/states/{first}", f"/states/{first}/download", f"/states/{first}/rollback"):
         r = client.get(WS + path)
         assert r.status_code == 404 and "text/html" in r.headers["content-type"], path

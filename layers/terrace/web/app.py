@@ -34,6 +34,7 @@ from terrace.web.routers import (
     workspaces,
 )
 from terrace.web.routers.discovery import api_headers
+from terrace.web.security_headers import SecurityHeaders
 from terrace.web.ui import auth as ui_auth
 from terrace.web.ui import oidc as ui_oidc
 from terrace.web.ui import organizations as ui_organizations
@@ -86,7 +87,8 @@ def create_app(container: Container) -> FastAPI:
     )
     if serves_blobs:
         app.router.routes.extend(blob_urls.routes)
-    app.add_middleware(TrailingSlash)  # outermost of all: routing and every prefix check see `/path`
+    app.add_middleware(TrailingSlash)  # routing and every prefix check see `/path`
+    app.add_middleware(SecurityHeaders)  # outermost of all: every response, a 413 too, gets them
     for module in (discovery, organizations, workspaces, workspace_relations, accounts, ssh_keys, oauth, retention):
         app.include_router(module.router)
     for access_module in (teams, memberships, projects):

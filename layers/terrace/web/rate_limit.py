@@ -26,11 +26,12 @@ MAX_CALLERS = 10_000  # buckets kept; the least recently seen go first (a full b
 
 
 class TokenBuckets:
-    """`rate` requests per second per key, bursting up to `rate`. Not thread-safe: used from the event loop."""
+    """`rate` requests per second per key, bursting up to `burst` (default: `rate`). Not thread-safe: used from the
+    event loop (or under a lock)."""
 
-    def __init__(self, rate: float, clock: Callable[[], float] | None = None) -> None:
+    def __init__(self, rate: float, clock: Callable[[], float] | None = None, *, burst: float | None = None) -> None:
         self.rate = rate
-        self.capacity = rate
+        self.capacity = burst if burst is not None else rate
         self._clock = clock
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # key -> (tokens, at)
 

@@ -7,13 +7,14 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from terrace.adapters.table import ConditionFailed, Delete, Put, Table
+from terrace.adapters.table import Check, ConditionFailed, Delete, Put, Table, WriteOp
 from terrace.domain import clock, limits
 from terrace.domain.errors import Conflict, Invalid, NotFound, Unauthenticated
 from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal, PrincipalKind
 
 TOKEN_PREFIX = "terrace"
+ISSUE_ATTEMPTS = 3
 
 
 def hash_token(raw: str) -> str:
@@ -122,11 +123,6 @@ class AccountService:
             raise NotFound(f"user {user_id} not found")
         return _user(item)
 
-    def user_is_active(self, user_id: str) -> bool:
-        """The user exists and is not suspended (what a single sign-on session needs to stay alive)."""
-        item = self._table.get(user_id, "user")
-        return item is not None and not item.get("suspended")
-
     def get_users(self, user_ids: list[str]) -> list[User]:
         return [_user(item) for item in self._table.batch_get([(i, "user") for i in user_ids])]
 
@@ -179,16 +175,36 @@ class AccountService:
         lookup.update(
             {k: item[k] for k in ("kind", "subject_id", "organization", "workspace_id", "expires_at") if k in item}
         )
-        if kind is PrincipalKind.USER:
-            user = self.get_user(subject_id)
-            lookup.update(username=user.username, site_admin=user.site_admin, suspended=user.suspended)
-        self._table.transact([Put(item, if_absent=True), Put(lookup, if_absent=True)])
-        return IssuedToken(_token(item), raw)
+        for _ in range(ISSUE_ATTEMPTS):  # the user changed between our read and the write: decide again
+            ops: list[WriteOp] = [self._user_unchanged(subject_id, lookup)] if kind is PrincipalKind.USER else []
+            try:
+                self._table.transact([*ops, Put(item, if_absent=True), Put(lookup, if_absent=True)])
+            except ConditionFailed:
+                continue
+            return IssuedToken(_token(item), raw)
+        raise Conflict("the user changed while the token was issued; retry")
+
+    def _user_unchanged(self, user_id: str, lookup: dict[str, Any]) -> Check:
+        """Copy the user's name and flags into a new token's lookup; refuse a suspended user (a token minted while
+        suspended would start working when they are unsuspended). The returned check makes the token's write fail
+        if the user changed since this read, so a suspension between the two cannot be missed."""
+        user_item = self._table.get(user_id, "user")
+        if user_item is None:
+            raise NotFound(f"user {user_id} not found")
+        user = _user(user_item)
+        if user.suspended:
+            raise Conflict(f"user {user.username} is suspended: no token can be issued until they are unsuspended")
+        lookup.update(username=user.username, site_admin=user.site_admin, suspended=False)
+        return Check(user_id, "user", if_version=user_item.get("version"))
 
     def authenticate(self, raw: str) -> Principal:
         if not raw:
             raise Unauthenticated("missing bearer token")
-        lookup = self._table.get(f"tokenhash#{hash_token(raw)}", "lookup")
+        return self.authenticate_hash(hash_token(raw))
+
+    def authenticate_hash(self, token_hash: str) -> Principal:
+        """The principal of the token with this SHA-256 hash, as it is now: one read of its lookup item."""
+        lookup = self._table.get(f"tokenhash#{token_hash}", "lookup")
         if lookup is None or ("expires_at" in lookup and lookup["expires_at"] < clock.epoch()):
             raise Unauthenticated("invalid or expired token")
         kind = PrincipalKind(lookup["kind"])
@@ -219,11 +235,6 @@ class AccountService:
         if item is None:
             raise NotFound(f"authentication token {token_id} not found")
         return _token(item)
-
-    def token_is_live(self, token_id: str) -> bool:
-        """Whether a token still authenticates (not revoked, not expired): one read."""
-        item = self._table.get(token_id, "token")
-        return item is not None and ("expires_at" not in item or int(item["expires_at"]) >= clock.epoch())
 
     def revoke_token(self, token_id: str) -> None:
         item = self._table.get(token_id, "token")

@@ -3,12 +3,19 @@ Google, Keycloak, Dex, ...): the authorization-code flow with PKCE, state and no
 
 A person is matched by (issuer, subject), never by e-mail or name, and gets a Terrace user on first sign-in. The
 groups claim is recorded on that link at every sign-in, for team mapping.
+
+A sign-in is bound to the browser that started it: `start` gives a random browser secret (the UI keeps it in a
+short-lived HttpOnly cookie scoped to the callback) and the state row keeps its hash; `finish` refuses a callback
+without it, so a callback URL of someone else's sign-in (an attacker's, to sign a victim in as the attacker; or a
+leaked one of a victim's) signs nobody in. Such a refusal leaves the state unspent: the browser that did start
+that sign-in can still finish it.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import re
 import secrets
 from collections.abc import Callable
@@ -38,6 +45,14 @@ class OidcConfig:
     client_secret: str
     redirect_uri: str
     groups_claim: str = "groups"
+
+
+class NotThisBrowser(Unauthenticated):
+    """A callback whose browser did not start this sign-in (no binding cookie, or another sign-in's)."""
+
+
+def _digest(value: str) -> str:
+    return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _state_key(state: str) -> tuple[str, str]:
@@ -100,15 +115,18 @@ class OidcSignIn:
         raise Unauthenticated("the ID token is signed with a key the identity provider does not publish")
 
     # the flow -------------------------------------------------------------------------------
-    def start(self, next_page: str) -> str:
-        """Where to send the browser to sign in; remembers state, nonce and PKCE verifier for ten minutes."""
-        state, nonce, verifier = (secrets.token_urlsafe(32) for _ in range(3))
+    def start(self, next_page: str) -> tuple[str, str]:
+        """Where to send the browser to sign in, and the browser secret it must bring back to the callback;
+        remembers state, nonce, PKCE verifier and the secret's hash for `STATE_TTL_S`."""
+        endpoint = self.metadata()["authorization_endpoint"]  # an unreachable issuer writes no state
+        state, nonce, verifier, browser = (secrets.token_urlsafe(32) for _ in range(4))
         self._table.put(
             {
                 "pk": _state_key(state)[0],
                 "sk": "state",
                 "nonce": nonce,
                 "verifier": verifier,
+                "browser": _digest(browser),
                 "next": next_page,
                 "expires_at": int(clock.epoch()) + STATE_TTL_S,
                 "version": 1,
@@ -126,17 +144,24 @@ class OidcSignIn:
             "code_challenge": challenge,
             "code_challenge_method": "S256",
         }
-        return f"{self.metadata()['authorization_endpoint']}?{urlencode(query)}"
+        return f"{endpoint}?{urlencode(query)}", browser
 
-    def finish(self, params: dict[str, str]) -> tuple[str, WebSession, str]:
-        """The issuer sent the browser back: returns the session cookie, the session and the page to show."""
-        remembered = self._table.get(*_state_key(params.get("state", "")))
-        try:  # single use: spent before anything else is decided
-            self._table.delete(*_state_key(params.get("state", "")), if_version=1)
-        except ConditionFailed:
-            remembered = None
+    def finish(self, params: dict[str, str], browser: str | None) -> tuple[str, WebSession, str]:
+        """The issuer sent the browser back: returns the session cookie, the session and the page to show.
+        `browser` is the secret `start` gave the browser that began this sign-in (NotThisBrowser without it)."""
+        key = _state_key(params.get("state", ""))
+        remembered = self._table.get(*key)
         if remembered is None or int(remembered["expires_at"]) <= clock.epoch():
             raise Unauthenticated("this sign-in has expired or was already used; start again")
+        if not browser:
+            raise NotThisBrowser("this sign-in was not started in this browser, or took too long; start again")
+        if not hmac.compare_digest(_digest(browser).encode(), str(remembered.get("browser", "")).encode()):
+            # left unspent: the browser that started it may still come back with it
+            raise NotThisBrowser("this sign-in was started in another browser or tab; start again")
+        try:  # single use: spent before anything else is decided
+            self._table.delete(*key, if_version=1)
+        except ConditionFailed as exc:
+            raise Unauthenticated("this sign-in has expired or was already used; start again") from exc
         if params.get("error"):
             raise Unauthenticated(f"the identity provider refused the sign-in: {params['error']}")
         tokens = self._http(

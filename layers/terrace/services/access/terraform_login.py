@@ -11,13 +11,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import re
 import secrets
 from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit
 
 from terrace.adapters.table import ConditionFailed, Table
 from terrace.domain import clock
-from terrace.domain.errors import Invalid, TerraceError
+from terrace.domain.errors import Conflict, Invalid, NotFound, TerraceError
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.services.access.accounts import AccountService, IssuedToken
 
@@ -64,19 +65,16 @@ def _s256(verifier: str) -> str:
     return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
 
 
+# exactly what the CLIs send (`http://localhost:%d/login`): no userinfo, query, fragment, backslash or control
+# character that a browser or the CLI might read differently from this check
+_REDIRECT = re.compile(r"http://(?:localhost|127\.0\.0\.1):([0-9]{5})/login")
+_CHALLENGE = re.compile(r"[A-Za-z0-9_-]{43}")  # BASE64URL(SHA-256(verifier)), unpadded (RFC 7636 4.2)
+_VERIFIER = re.compile(r"[A-Za-z0-9._~-]{43,128}")  # RFC 7636 4.1
+
+
 def _redirect_ok(uri: str) -> bool:
-    try:
-        parts = urlsplit(uri)
-        port = parts.port
-    except ValueError:
-        return False
-    return (
-        parts.scheme == "http"
-        and parts.hostname in ("localhost", "127.0.0.1")
-        and port is not None
-        and PORTS[0] <= port <= PORTS[1]
-        and parts.path == "/login"
-    )
+    match = _REDIRECT.fullmatch(uri)
+    return match is not None and PORTS[0] <= int(match.group(1)) <= PORTS[1]
 
 
 class TerraformLoginService:
@@ -95,7 +93,7 @@ class TerraformLoginService:
                 f"redirect_uri must be http://localhost:<port>/login with a port in {PORTS[0]}-{PORTS[1]}",
                 pointer="redirect_uri",
             )
-        if params.get("code_challenge_method") != "S256" or not 43 <= len(params.get("code_challenge", "")) <= 128:
+        if params.get("code_challenge_method") != "S256" or not _CHALLENGE.fullmatch(params.get("code_challenge", "")):
             raise Invalid("a PKCE code_challenge with method S256 is required", pointer="code_challenge")
         state = params.get("state", "")
         if not state or len(state) > 512:
@@ -132,9 +130,11 @@ class TerraformLoginService:
             raise OAuthError("unsupported_grant_type", "grant_type must be authorization_code")
         if form.get("client_id", CLIENT_ID) != CLIENT_ID:
             raise OAuthError("invalid_client", f"unknown client_id; expected '{CLIENT_ID}'")
-        code, verifier = form.get("code", ""), form.get("code_verifier", "")
-        if not code or not verifier:
-            raise OAuthError("invalid_request", "code and code_verifier are required")
+        code, verifier, redirect_uri = form.get("code", ""), form.get("code_verifier", ""), form.get("redirect_uri", "")
+        if not code or not verifier or not redirect_uri:
+            raise OAuthError("invalid_request", "code, code_verifier and redirect_uri are required")
+        if not _VERIFIER.fullmatch(verifier):
+            raise OAuthError("invalid_request", "code_verifier must be 43 to 128 of A-Z a-z 0-9 - . _ ~ (RFC 7636)")
         item = self._table.get(*_code_key(code))
         try:  # spend it first: two exchanges of one code never both win
             self._table.delete(*_code_key(code), if_version=1)
@@ -142,11 +142,14 @@ class TerraformLoginService:
             item = None
         if item is None or int(item["expires_at"]) <= clock.epoch():
             raise OAuthError("invalid_grant", "the authorization code is unknown, used or expired")
-        if not hmac.compare_digest(_s256(verifier), item["challenge"]):
+        if not hmac.compare_digest(_s256(verifier).encode(), str(item["challenge"]).encode()):
             raise OAuthError("invalid_grant", "the code_verifier does not match the code_challenge")
-        if form.get("redirect_uri", item["redirect_uri"]) != item["redirect_uri"]:
+        if redirect_uri != item["redirect_uri"]:
             raise OAuthError("invalid_grant", "redirect_uri differs from the authorization request's")
         stamp = clock.iso(clock.utcnow())[:16].replace("T", " ")
-        return self._accounts.issue_token(
-            PrincipalKind.USER, item["user_id"], description=f"terraform login ({stamp} UTC)"
-        )
+        try:  # the user may have been suspended or deleted since they approved
+            return self._accounts.issue_token(
+                PrincipalKind.USER, item["user_id"], description=f"terraform login ({stamp} UTC)"
+            )
+        except (Conflict, NotFound) as exc:
+            raise OAuthError("invalid_grant", exc.detail) from exc

@@ -1,6 +1,6 @@
 """Changing users: a user's own name and email, and the site admin's user management (list, suspend,
 grant or revoke admin, delete). Every change re-writes the user's token lookups, so it takes effect on
-the next request."""
+the next request; a suspension, a revoked site-admin right and a deletion also delete the user's web sessions."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from terrace.adapters.table import ConditionFailed, Delete, Put, Table, WriteOp
 from terrace.domain import limits
 from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.services.access.accounts import AccountService, User, check_username
+from terrace.services.access.web_sessions import end_sessions
 
 EMAIL_POINTER = "/data/attributes/email"
 
@@ -56,11 +57,15 @@ class UserService:
 
     def set_flags(self, user_id: str, *, site_admin: bool | None = None, suspended: bool | None = None) -> User:
         item = self._item(user_id)
+        cut = suspended is True or (site_admin is False and bool(item.get("site_admin")))
         if site_admin is not None:
             item["site_admin"] = site_admin
         if suspended is not None:
             item["suspended"] = suspended
-        return self._write(item, [], "user changed concurrently; retry")
+        user = self._write(item, [], "user changed concurrently; retry")
+        if cut:  # sessions re-read the user on every request anyway; these are gone outright
+            end_sessions(self._table, user_id)
+        return user
 
     def delete(self, user_id: str) -> None:
         item = self._item(user_id)
@@ -69,6 +74,7 @@ class UserService:
         self._table.transact(
             [Delete(user_id, "user", if_version=item.get("version")), Delete(f"username#{item['username']}", "claim")]
         )
+        end_sessions(self._table, user_id)
 
     def _item(self, user_id: str) -> dict[str, Any]:
         item = self._table.get(user_id, "user") if user_id.startswith("user-") else None

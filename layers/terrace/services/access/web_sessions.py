@@ -1,22 +1,29 @@
 """Browser sessions for the web UI: a server-side record per sign-in, with an expiry and a CSRF token.
 
-The cookie carries only the random session id signed with HMAC; the record holds the principal and the
-CSRF token, so sign-out (deleting the record) and expiry are real.
+The cookie carries only the random session id, signed (itsdangerous, HMAC-SHA256 under the URL-signing secret
+with the purpose `SALT`, so no other signature of that secret passes for a cookie); the record holds who signed in
+and the CSRF token, so sign-out (deleting the record) and expiry are real. The user's name, site-admin right and
+suspension are re-read on every request (a token session: its token's lookup item; a single sign-on session: the
+user item), never kept from the sign-in. A user's sessions are listed in `gsi1` (`<user>#websessions`), so a
+suspension, a revoked site-admin right or a deletion deletes them all (`end_sessions`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import hmac
 import secrets
 from dataclasses import dataclass
 from typing import Any
 
+from itsdangerous import BadSignature, Signer
+
 from terrace.adapters.table import Table
 from terrace.domain import clock
-from terrace.domain.errors import Invalid, Unauthenticated
+from terrace.domain.errors import Invalid, NotFound, Unauthenticated
 from terrace.domain.principal import Principal, PrincipalKind
-from terrace.services.access.accounts import AccountService
+from terrace.services.access.accounts import AccountService, hash_token
+
+SALT = "terrace.web-session"  # the purpose of the signature: a session cookie
 
 
 @dataclass(frozen=True)
@@ -31,24 +38,34 @@ def _key(session_id: str) -> tuple[str, str]:
     return f"websession#{hashlib.sha256(session_id.encode()).hexdigest()}", "session"
 
 
+def _index(user_id: str) -> str:
+    return f"{user_id}#websessions"
+
+
+def end_sessions(table: Table, user_id: str) -> int:
+    """Delete every web session of a user (suspended, site-admin right revoked, deleted); returns how many."""
+    keys = [(item["pk"], item["sk"]) for item in table.query(_index(user_id), index="gsi1")]
+    if keys:
+        table.batch_delete(keys)
+    return len(keys)
+
+
 class WebSessionService:
     def __init__(self, table: Table, accounts: AccountService, signing_secret: str, ttl_s: int = 8 * 3600) -> None:
         if not signing_secret:
             raise Invalid("web sessions need a signing secret (TERRACE_URL_SIGNING_SECRET)")
         self._table = table
         self._accounts = accounts
-        self._secret = signing_secret.encode()
+        self._signer = Signer(signing_secret, salt=SALT, digest_method=hashlib.sha256)
         self._ttl_s = ttl_s
-
-    def _sign(self, session_id: str) -> str:
-        return hmac.new(self._secret, session_id.encode(), hashlib.sha256).hexdigest()
 
     def sign_in(self, raw_token: str) -> tuple[str, WebSession]:
         """Authenticate an API token; returns the cookie value and the session. Only user tokens sign in."""
+        token_hash = hash_token(raw_token.strip())
         principal = self._accounts.authenticate(raw_token.strip())
         if principal.kind is not PrincipalKind.USER:
             raise Unauthenticated("only a user API token can sign in to the web UI")
-        return self._start(principal, token_id=principal.token_id)
+        return self._start(principal, token_hash=token_hash)
 
     def sign_in_federated(self, user_id: str, issuer: str) -> tuple[str, WebSession]:
         """A session for a user an identity provider vouched for (OIDC): alive while the user exists, unsuspended."""
@@ -58,56 +75,62 @@ class WebSessionService:
         principal = Principal(PrincipalKind.USER, user.id, user.username, site_admin=user.site_admin)
         return self._start(principal, issuer=issuer)
 
-    def _start(self, principal: Principal, *, token_id: str | None = None, issuer: str = "") -> tuple[str, WebSession]:
+    def _start(self, principal: Principal, *, token_hash: str = "", issuer: str = "") -> tuple[str, WebSession]:
         session_id = secrets.token_urlsafe(32)
         expires_at = int(clock.epoch()) + self._ttl_s
+        pk = _key(session_id)[0]
         item: dict[str, Any] = {
-            "pk": _key(session_id)[0],
+            "pk": pk,
             "sk": "session",
             "subject_id": principal.subject_id,
-            "username": principal.username,
-            "site_admin": principal.site_admin,
             "csrf": secrets.token_urlsafe(32),
-            "expires_at": expires_at,
+            "expires_at": expires_at,  # also the table's TTL attribute
+            "gsi1pk": _index(principal.subject_id),
+            "gsi1sk": f"{expires_at:012d}#{pk}",
         }
-        if token_id:
-            item["token_id"] = token_id
+        if token_hash:
+            item.update(token_id=principal.token_id, token_hash=token_hash)
         if issuer:
             item["issuer"] = issuer
         self._table.put(item, if_absent=True)
-        return f"{session_id}.{self._sign(session_id)}", self._session(session_id, item)
+        return self._signer.sign(session_id).decode(), WebSession(session_id, principal, item["csrf"], expires_at)
 
     def resolve(self, cookie: str | None) -> WebSession | None:
-        """The live session a cookie names, or None when it is missing, forged, signed out or expired, or
-        when the API token it signed in with has been revoked or has expired since."""
-        session_id, _, signature = (cookie or "").partition(".")
-        if not session_id or not hmac.compare_digest(signature, self._sign(session_id)):
+        """The live session a cookie names, with its user as they are now; None when the cookie is missing or
+        forged, the session signed out or expired, its token revoked or expired, or its user suspended or gone."""
+        try:  # bytes compared, whatever the cookie holds (non-ASCII included)
+            session_id = self._signer.unsign(cookie or "").decode()
+        except (BadSignature, UnicodeError):
+            return None
+        if not session_id:
             return None
         item = self._table.get(*_key(session_id))
         if item is None or int(item["expires_at"]) <= clock.epoch():
             return None
-        if not self._still_vouched_for(item):
-            self._table.delete(*_key(session_id))  # its token was revoked or expired, or its user is gone
+        principal = self._current(item)
+        if principal is None:
+            self._table.delete(*_key(session_id))  # nobody vouches for it any more
             return None
-        return self._session(session_id, item)
+        return WebSession(session_id, principal, item["csrf"], int(item["expires_at"]))
 
-    def _still_vouched_for(self, item: dict[str, Any]) -> bool:
-        if item.get("token_id"):
-            return self._accounts.token_is_live(item["token_id"])
+    def _current(self, item: dict[str, Any]) -> Principal | None:
+        """Who the session acts as now (one read), or None when that is nobody. A session from before sessions
+        kept their token's hash has nothing to re-read: it ends."""
+        if item.get("token_hash"):
+            try:  # the token's lookup item: gone when revoked; it carries expiry, suspension and site admin
+                principal = self._accounts.authenticate_hash(item["token_hash"])
+            except Unauthenticated:
+                return None
+            return principal if principal.token_id == item.get("token_id") else None
         if item.get("issuer"):
-            return self._accounts.user_is_active(item["subject_id"])
-        return False
+            try:
+                user = self._accounts.get_user(item["subject_id"])
+            except NotFound:
+                return None
+            if user.suspended:
+                return None
+            return Principal(PrincipalKind.USER, user.id, user.username, site_admin=user.site_admin)
+        return None
 
     def sign_out(self, session: WebSession) -> None:
         self._table.delete(*_key(session.id))
-
-    @staticmethod
-    def _session(session_id: str, item: dict[str, Any]) -> WebSession:
-        principal = Principal(
-            PrincipalKind.USER,
-            item["subject_id"],
-            item["username"],
-            token_id=item.get("token_id"),
-            site_admin=bool(item.get("site_admin")),
-        )
-        return WebSession(session_id, principal, item["csrf"], int(item["expires_at"]))

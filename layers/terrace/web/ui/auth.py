@@ -12,6 +12,7 @@ from starlette.concurrency import run_in_threadpool
 from terrace.domain import errors
 from terrace.web.deps import ContainerDep, FormDep
 from terrace.web.errors import status_of
+from terrace.web.ui import sign_in_guard
 from terrace.web.ui.session import COOKIE, CheckedFormDep, CsrfRejected, SessionDep, SignInRequired, render
 
 router = APIRouter(prefix="/app", include_in_schema=False)
@@ -30,20 +31,31 @@ def session_cookie(response: Response, cookie: str) -> Response:
     return response
 
 
+def sign_in_form(request: Request, container: Any, *, next: str = "/app", status: int = 200, error: str = "") -> Any:
+    """The sign-in page, with the form's login-CSRF token in it and in its pre-session cookie."""
+    token = sign_in_guard.form_token(request)
+    sso = container.oidc is not None
+    page = render(request, "sign_in.html", None, status=status, error=error, next=next, sso=sso, sign_in_token=token)
+    return sign_in_guard.set_cookie(page, token)
+
+
 @router.get("/sign-in")
 def sign_in_page(request: Request, container: ContainerDep, next: str = "") -> Any:
-    return render(request, "sign_in.html", None, next=local_next(next), sso=container.oidc is not None)
+    return sign_in_form(request, container, next=local_next(next))
 
 
 @router.post("/sign-in")
 def sign_in(request: Request, container: ContainerDep, form: FormDep) -> Any:
     target = local_next(form.get("next"))
+    refusal = sign_in_guard.refusal(request, form, container.settings.public_url)
+    if refusal:
+        return sign_in_form(request, container, next=target, status=403, error=refusal)
     try:
         cookie, _ = container.web_sessions.sign_in(form.get("token", ""))
     except errors.Unauthenticated as exc:
-        sso = container.oidc is not None
-        return render(request, "sign_in.html", None, status=401, error=exc.detail, next=target, sso=sso)
-    return session_cookie(RedirectResponse(target, status_code=303), cookie)
+        return sign_in_form(request, container, next=target, status=401, error=exc.detail)
+    response = session_cookie(RedirectResponse(target, status_code=303), cookie)
+    return sign_in_guard.drop_cookie(response)
 
 
 @router.post("/sign-out")

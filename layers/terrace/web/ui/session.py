@@ -34,6 +34,15 @@ class CsrfRejected(Exception):
     """A form POST without the session's CSRF token."""
 
 
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+def same_token(given: str, expected: str) -> bool:
+    """A constant-time comparison of a token a client sent (any text, non-ASCII too) with the expected one."""
+    return bool(expected) and secrets.compare_digest(_utf8(given), _utf8(expected))
+
+
 def optional_session(request: Request, container: ContainerDep) -> WebSession | None:
     return container.web_sessions.resolve(request.cookies.get(COOKIE))
 
@@ -49,7 +58,7 @@ SessionDep = Annotated[WebSession, Depends(require_session)]
 
 def checked_form(session: SessionDep, form: FormDep) -> dict[str, str]:
     """A form from a signed-in session whose CSRF token matches; every UI POST depends on this."""
-    if not secrets.compare_digest(form.get("csrf_token", ""), session.csrf_token):
+    if not same_token(form.get("csrf_token", ""), session.csrf_token):
         raise CsrfRejected()
     return form
 

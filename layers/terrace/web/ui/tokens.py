@@ -32,7 +32,9 @@ def tokens(request: Request, container: ContainerDep, session: SessionDep) -> An
 def create_token(request: Request, container: ContainerDep, session: SessionDep, form: CheckedFormDep) -> Any:
     description = form.get("description", "").strip()[:200]
     issued = container.accounts.issue_token(PrincipalKind.USER, session.principal.subject_id, description=description)
-    return _page(request, container, session, new_secret=issued.secret)
+    page = _page(request, container, session, new_secret=issued.secret)
+    page.headers["Cache-Control"] = "no-store"  # the secret is shown once: no cache keeps a copy
+    return page
 
 
 @router.post("/account/tokens/{token_id}/revoke")
