@@ -123,8 +123,13 @@ def test_children_start_interruptible_whatever_the_runner_inherited(tmp_path: Pa
 def test_force_cancel_kills_a_child_that_ignores_sigint(tmp_path: Path) -> None:
     control, thread, result = start(tmp_path, IGNORES_INT_PY, interpreter=sys.executable)
     try:
-        control.cancel()
+        # its handler is set and its own print is done: a SIGINT that lands earlier is lost (the first process of a
+        # PID namespace without a handler) or breaks into that print (Python: a reentrant write to stdout)
         deadline = time.monotonic() + WAIT_S
+        while b"started" not in result["out"]:  # type: ignore[operator]
+            assert time.monotonic() < deadline, "the child never started"
+            time.sleep(0.02)
+        control.cancel()
         while b"ignoring SIGINT" not in result["out"]:  # type: ignore[operator]
             assert time.monotonic() < deadline, "SIGINT never reached the child"
             time.sleep(0.02)
