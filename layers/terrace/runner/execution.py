@@ -7,13 +7,10 @@ to the one in the folder; otherwise, and on any other runner, it starts from a f
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import os
 import re
 import shutil
-import stat
 import tempfile
 import time
 from collections import deque
@@ -32,6 +29,7 @@ from terrace.runner.config import RunnerConfig
 from terrace.runner.job_setup import Job, JobCanceled, JobFailed, JobSteps, check_cancel, intact, replace_entry
 from terrace.runner.logstream import LogStream
 from terrace.runner.plan_cache import HeldPlan, PlanCache
+from terrace.runner.plan_files import check_recorded, md5_of, same_file
 from terrace.runner.process import CancelControl, Heartbeat
 from terrace.runner.rundir import BackendOverride, RunSetupError, remote_backend_override
 from terrace.runner.safe_tar import UnsafeArchive
@@ -180,6 +178,8 @@ class JobExecutor:
         return FinishRequest(
             runner_id=self.api.runner_id,
             status="finished",
+            plan_md5=md5_of(plan_file) if spec.plan_upload_url and plan_file.exists() else None,
+            plan_json_md5=md5_of(plan_json_file) if spec.plan_json_upload_url and plan_json_file.exists() else None,
             has_changes=plan_code == 2,
             resource_additions=counts.additions,
             resource_changes=counts.changes,
@@ -199,7 +199,7 @@ class JobExecutor:
         if held is not None:
             replace_entry(stored)  # the runner writes it as root: not through a link the plan's job left
             self.transfers.download(spec.plan_file_url, stored, MAX_PLAN_BYTES, "saved plan")
-            if intact(held.run_dir, held.cwd) and _same_file(stored, held.plan_file):
+            if intact(held.run_dir, held.cwd) and same_file(stored, held.plan_file):
                 self.steps.resume(job, held.cwd)
             else:
                 job.log.line("The plan's working directory does not hold the stored plan: starting afresh.")
@@ -208,6 +208,7 @@ class JobExecutor:
         if not job.resumed:
             self.steps.prepare(job)
             self.transfers.download(spec.plan_file_url, stored, MAX_PLAN_BYTES, "saved plan")
+        check_recorded(spec, stored)
         tail: deque[bytes] = deque(maxlen=64)
 
         def sink(chunk: bytes) -> None:
@@ -276,20 +277,3 @@ class JobExecutor:
         tail = job.log.tail(15)
         detail = f"{message}\n{tail}" if tail else message
         return FinishRequest(runner_id=self.api.runner_id, status="errored", error_message=detail[-4000:])
-
-
-def _same_file(stored: Path, kept: Path) -> bool:
-    """True when the folder's plan file (a regular file, not a link a job left) has the stored plan's bytes."""
-    try:
-        fd = os.open(kept, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return False
-    with os.fdopen(fd, "rb") as kept_file:
-        if not stat.S_ISREG(os.fstat(fd).st_mode) or os.fstat(fd).st_size != stored.stat().st_size:
-            return False
-        return hashlib.file_digest(kept_file, "sha256").digest() == _digest(stored)
-
-
-def _digest(path: Path) -> bytes:
-    with path.open("rb") as f:
-        return hashlib.file_digest(f, "sha256").digest()

@@ -8,6 +8,7 @@ replaces files instead of writing through them.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import shutil
@@ -85,6 +86,10 @@ class JobSteps:
         spec = job.spec
         archive = job.run_dir / "configuration.tar.gz"
         self.transfers.download(spec.configuration_url, archive, self.config.max_config_bytes, "configuration")
+        if spec.configuration_md5 is not None:
+            with archive.open("rb") as stored:
+                if hashlib.file_digest(stored, "md5").hexdigest() != spec.configuration_md5.lower():
+                    raise JobFailed("the stored configuration is not the one uploaded (MD5 differs): not run")
         config_root = job.run_dir / "config"
         extract(
             archive,
