@@ -34,7 +34,9 @@ class BlobStore(Protocol):
 
     def delete(self, key: str) -> None: ...
 
-    def copy(self, source_key: str, target_key: str) -> None: ...
+    def copy(self, source_key: str, target_key: str, source_version: str | None = None) -> str | None:
+        """The new object's version (S3, a versioned bucket), else None."""
+        ...
 
     def presign_put(self, key: str, ttl_s: int, exclusive: bool = False) -> str:
         """A URL that uploads `key` once. `exclusive`: the URL also requires `If-None-Match: *` where the store

@@ -153,8 +153,9 @@ class FsBlobs:
         for path in (self.path_of(key), self._meta_path(key)):
             path.unlink(missing_ok=True)
 
-    def copy(self, source_key: str, target_key: str) -> None:
+    def copy(self, source_key: str, target_key: str, source_version: str | None = None) -> str | None:
         self.write_stream(target_key, self.iter_chunks(source_key))
+        return None
 
     # reads ---------------------------------------------------------------------------------
     def get(self, key: str, version: str | None = None) -> bytes:

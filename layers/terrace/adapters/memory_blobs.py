@@ -39,8 +39,9 @@ class MemoryBlobs:
         with self._lock:
             self.objects.pop(key, None)
 
-    def copy(self, source_key: str, target_key: str) -> None:
+    def copy(self, source_key: str, target_key: str, source_version: str | None = None) -> str | None:
         self.put(target_key, self.get(source_key))
+        return None
 
     def presign_put(self, key: str, ttl_s: int, exclusive: bool = False) -> str:
         return f"memory://blobs/{key}?op=put&ttl={ttl_s}"

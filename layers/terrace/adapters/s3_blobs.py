@@ -66,10 +66,11 @@ class S3Blobs:
     def delete(self, key: str) -> None:
         self._client.delete_object(Bucket=self._bucket, Key=key)
 
-    def copy(self, source_key: str, target_key: str) -> None:
-        self._client.copy_object(
-            Bucket=self._bucket, Key=target_key, CopySource={"Bucket": self._bucket, "Key": source_key}
-        )
+    def copy(self, source_key: str, target_key: str, source_version: str | None = None) -> str | None:
+        source = self._object(source_key, source_version)
+        response = self._client.copy_object(Bucket=self._bucket, Key=target_key, CopySource=source)
+        version = response.get("VersionId")
+        return str(version) if version and version != "null" else None
 
     def presign_put(self, key: str, ttl_s: int, exclusive: bool = False) -> str:
         params = self._object(key, None)

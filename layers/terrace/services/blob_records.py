@@ -9,6 +9,12 @@ from terrace.adapters.blobs import BlobInfo, BlobStore
 from terrace.domain.errors import Conflict
 
 
+def md5_of(info: BlobInfo) -> str | None:
+    """The object's MD5 when its ETag is one (a single-part upload, SSE-S3; a multipart ETag is not)."""
+    etag = info.etag.lower()
+    return etag if len(etag) == 32 and all(c in "0123456789abcdef" for c in etag) else None
+
+
 def matches(info: BlobInfo | None, md5: str | None, size: int | None) -> bool:
     if info is None:
         return False

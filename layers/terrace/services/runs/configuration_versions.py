@@ -18,7 +18,7 @@ from terrace.domain.ids import looks_like, new_id
 from terrace.domain.principal import Principal
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action
-from terrace.services.blob_records import require_recorded
+from terrace.services.blob_records import md5_of, require_recorded
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 log = logging.getLogger("terrace.configuration_versions")
@@ -157,7 +157,7 @@ class ConfigurationVersionService:
         updated = dataclasses.replace(
             cv,
             size=info.size,
-            md5=info.etag.lower(),
+            md5=md5_of(info),
             version=cv.version + 1,
             status_timestamps={**cv.status_timestamps},
         )

@@ -13,7 +13,7 @@ from terrace.domain.plan_json import hide_secrets, redact
 from terrace.domain.principal import Principal
 from terrace.domain.runs import PhaseState, Run, run_id_of
 from terrace.services.access.authz import Action
-from terrace.services.blob_records import require_recorded
+from terrace.services.blob_records import md5_of, require_recorded
 from terrace.services.runs.runs import RunService
 from terrace.services.workspaces.variables import VariableService
 from terrace.services.workspaces.workspaces import WorkspaceService
@@ -95,7 +95,7 @@ class PlanService:
             if key and reported:
                 require_recorded(self._blobs, key, reported, None, f"{what} of {plan.id}")
         if plan.artifact_key and (info := self._blobs.head(plan.artifact_key)) is not None:
-            plan.artifact_md5, plan.artifact_size = info.etag.lower(), info.size
+            plan.artifact_md5, plan.artifact_size = md5_of(info), info.size
         self.hide_secrets_in_json(run)
         if plan.json_key and (info := self._blobs.head(plan.json_key)) is not None:
-            plan.json_md5, plan.json_size = info.etag.lower(), info.size
+            plan.json_md5, plan.json_size = md5_of(info), info.size

@@ -28,6 +28,7 @@ from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.state import OutputValue, ParsedState
 from terrace.domain.state_versions import DISCARDED, FINALIZED, PENDING, StateVersion
 from terrace.domain.workspace import Workspace
+from terrace.services.blob_records import md5_of
 from terrace.services.state.current import (
     ATTEMPTS,
     PENDING_KEY,
@@ -159,7 +160,7 @@ class StateUploads:
                 output_ids=output_ids or (),
                 json_outputs=None,
                 has_json_state=json_info is not None,
-                json_md5=json_info.etag.lower() if json_info else None,
+                json_md5=md5_of(json_info) if json_info else None,
                 json_size=json_info.size if json_info else None,
                 blob_version=info.version,
                 json_version=json_info.version if json_info else None,

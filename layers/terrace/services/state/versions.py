@@ -24,11 +24,11 @@ from terrace.domain.state_versions import FINALIZED, PENDING, StateVersion
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
-from terrace.services.blob_records import require_recorded
 from terrace.services.state import http_backend as state_http
 from terrace.services.state.current import PENDING_KEY, find_version
 from terrace.services.state.http_backend import LockRule
 from terrace.services.state.index import IndexedResource, StateIndex, StoredOutput
+from terrace.services.state.stored import StoredState
 from terrace.services.state.uploads import StateUploads, verified_state
 from terrace.services.state.writes import StateWriter
 from terrace.services.workspaces.locking import LockService
@@ -50,6 +50,7 @@ class StateVersionService:
         self._workspaces, self._index, self._orgs = workspaces, index, organizations
         self._uploads = StateUploads(table, blobs, workspaces, index, publisher)
         self._writer = StateWriter(table, blobs, workspaces, index, self._uploads)
+        self._stored = StoredState(table, blobs)
 
     # creating ----------------------------------------------------------------------------
     def create(
@@ -163,17 +164,10 @@ class StateVersionService:
         sv.require_data()
         ttl = self._settings.presign_ttl_s
         if json_state:
-            if sv.json_version is None:
-                require_recorded(self._blobs, sv.json_blob_key, sv.json_md5, sv.json_size, f"JSON state of {sv.id}")
+            sv = self._stored.json_state(sv)
             return self._blobs.presign_get(sv.json_blob_key, ttl, sv.json_version)
-        self._check_stored(sv)
+        sv = self._stored.state(sv)
         return self._blobs.presign_get(sv.blob_key, ttl, sv.blob_version)
-
-    def _check_stored(self, sv: StateVersion) -> None:
-        """Conflict unless the state object still has the md5 and size recorded when it was finalized (a pinned S3
-        object version needs no look: it never changes)."""
-        if sv.blob_version is None:
-            require_recorded(self._blobs, sv.blob_key, sv.md5, sv.size or None, f"state of {sv.id}")
 
     def document(self, principal: Principal, sv_id: str) -> dict[str, Any]:
         """The parsed state of a finalized version (READ_STATE): the web UI's view and diff."""
@@ -185,8 +179,8 @@ class StateVersionService:
         return doc if isinstance(doc, dict) else {}
 
     def iter_state(self, sv: StateVersion) -> Iterator[bytes]:
-        """The state's bytes, streamed, if the object still has the recorded md5 and size (else Conflict)."""
-        self._check_stored(sv)
+        """The state's bytes as finalized, streamed (`stored.py`; Conflict when they are not there)."""
+        sv = self._stored.state(sv)
         return self._blobs.iter_chunks(sv.blob_key, version=sv.blob_version)
 
     def _can(self, principal: Principal, action: Action, ws: Workspace) -> bool:
