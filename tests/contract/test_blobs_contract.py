@@ -148,3 +148,14 @@ def test_an_interrupted_write_leaves_the_previous_object_whole(store: Store) -> 
         store.blobs.write_stream("state/ws-1/sv-9.tfstate", failing())  # type: ignore[attr-defined]
     assert store.blobs.get("state/ws-1/sv-9.tfstate") == b"old"
     assert list((Path(store.blobs.root) / "tmp").iterdir()) == []  # type: ignore[attr-defined]
+
+
+def test_an_upload_url_never_replaces_an_object(store: Store) -> None:
+    """The embedded server refuses any URL PUT to an existing object (409); S3 one signed `If-None-Match: *` (412)."""
+    _needs_http(store)
+    url = store.blobs.presign_put("plans/run-2/plan.bin", 60, exclusive=True)
+    headers = {"If-None-Match": "*"}
+    assert store.http.put(url, content=b"first", headers=headers).status_code == 200
+    replay = store.http.put(url, content=b"second", headers=headers)
+    assert replay.status_code == (409 if store.kind == "fs" else 412), replay.text
+    assert store.blobs.get("plans/run-2/plan.bin") == b"first"

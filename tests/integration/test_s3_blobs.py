@@ -43,3 +43,26 @@ def test_presigned_put_then_get_over_http(blobs: S3Blobs) -> None:
     got = requests.get(blobs.presign_get("state/ws/upload.tfstate", 60), timeout=10)
     assert got.status_code == 200 and got.content == data
     assert "Signature" in put_url or "X-Amz-Signature" in put_url
+
+
+def test_an_exclusive_upload_url_creates_its_object_once(blobs: S3Blobs) -> None:
+    """The runner's plan URLs: `If-None-Match: *` is signed in; S3 refuses (412) a second upload of the key."""
+    url = blobs.presign_put("plans/run-x/plan.bin", 60, exclusive=True)
+    assert "if-none-match" in url.lower()  # a signed header: a PUT without it does not match the signature on S3
+    headers = {"Content-Type": "application/octet-stream", "If-None-Match": "*"}
+    assert requests.put(url, data=b"the plan", headers=headers, timeout=10).status_code == 200
+    replay = requests.put(url, data=b"a swapped plan", headers=headers, timeout=10)
+    assert replay.status_code == 412, replay.text
+    assert blobs.get("plans/run-x/plan.bin") == b"the plan"
+
+
+def test_a_head_names_the_object_version_and_reads_can_pin_it(blobs: S3Blobs) -> None:
+    blobs.put("state/ws/pinned.tfstate", b"first")
+    info = blobs.head("state/ws/pinned.tfstate")
+    assert info is not None and info.version  # the blob bucket is versioned
+    blobs.put("state/ws/pinned.tfstate", b"written over")
+    assert blobs.get("state/ws/pinned.tfstate", info.version) == b"first"
+    assert b"".join(blobs.iter_chunks("state/ws/pinned.tfstate", version=info.version)) == b"first"
+    got = requests.get(blobs.presign_get("state/ws/pinned.tfstate", 60, info.version), timeout=10)
+    assert got.status_code == 200 and got.content == b"first"
+    assert blobs.get("state/ws/pinned.tfstate") == b"written over"

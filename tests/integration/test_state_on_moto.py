@@ -120,6 +120,20 @@ def test_two_step_upload_download_outputs_and_search(app: tuple[Container, TestC
     assert got.status_code == 200 and got.content == raw
     assert client.post(f"/api/v2/workspaces/{ws_id}/actions/unlock", headers=headers).status_code == 200
 
+    # a replayed upload URL (S3 cannot refuse it: terraform sends no If-None-Match) writes a version nobody reads
+    forged = _state(1).replace(b'"h"', b'"forged"')
+    replay = requests.put(attrs["hosted-state-upload-url"], data=forged, timeout=10)
+    assert replay.status_code == 200
+    dl = client.get(f"/api/v2/state-versions/{sv['id']}/download", headers=headers, follow_redirects=False)
+    assert requests.get(dl.headers["location"], timeout=10).content == raw
+    backend = client.get("/state/v1/acme/prod", auth=("user", headers["Authorization"].split()[1]))
+    assert backend.status_code == 200 and backend.content == raw
+    s3, bucket = container.blobs._client, container.blobs._bucket  # type: ignore[attr-defined]
+    key = f"state/{ws_id}/{sv['id']}.tfstate"
+    assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == raw  # the finalized state is current again
+    versions = s3.list_object_versions(Bucket=bucket, Prefix=key)["Versions"]
+    assert sorted(v["IsLatest"] for v in versions) == [False, False, True]  # the replay is noncurrent: it expires
+
     outs = client.get(f"/api/v2/workspaces/{ws_id}/current-state-version-outputs", headers=headers).json()["data"]
     assert [(o["attributes"]["name"], o["attributes"]["value"]) for o in outs] == [("pw", None)]
     assert final["resources-processed"] is False  # the events worker parses and indexes the upload

@@ -49,6 +49,7 @@ class FakeApi:
     applying: list[str] = field(default_factory=list)  # jobs announced with POST .../applying
     applying_status: int = 200  # what .../applying answers (409: the API refuses the apply)
     s3_auth_headers: list[str] = field(default_factory=list)
+    s3_put_headers: list[dict[str, str]] = field(default_factory=list)
     finish_answers: dict[str, dict[str, Any]] = field(default_factory=dict)  # job id -> FinishResponse JSON
     held_keep: set[str] = field(default_factory=set)  # what /held-runs answers may still be applied
     held_asked: list[list[str]] = field(default_factory=list)
@@ -62,6 +63,9 @@ class FakeApi:
             key = url.removeprefix(S3 + "/").split("?")[0]
             if request.method == "GET":
                 return httpx.Response(200, content=self.blobs[key]) if key in self.blobs else httpx.Response(404)
+            if request.headers.get("if-none-match") == "*" and key in self.blobs:
+                return httpx.Response(412)  # as S3: an upload that would replace an object is refused
+            self.s3_put_headers.append(dict(request.headers))
             self.blobs[key] = request.read()
             return httpx.Response(200)
         if request.headers.get("authorization") != f"Bearer {SECRET}":

@@ -76,3 +76,25 @@ def test_servers_limit_at_tfc_s_rate_unless_configured() -> None:
     base = {"TERRACE_TABLE": "t", "TERRACE_BLOB_BUCKET": "b"}
     assert Settings.from_env(base).api_rate_limit_per_s == 30
     assert Settings.from_env({**base, "TERRACE_API_RATE_LIMIT_PER_S": "0"}).api_rate_limit_per_s == 0
+
+
+def test_spaces_around_a_token_do_not_make_a_fresh_bucket(limited: tuple[Env, list[float]]) -> None:
+    env, _ = limited
+    url = f"/api/v2/workspaces/{env.ws_id}"
+    for spaces in range(3):
+        padded = {"Authorization": "Bearer " + " " * spaces + env.token + " " * spaces}
+        assert env.client.get(url, headers=padded).status_code == 200
+    for spaces in range(3, 8):  # the same token, however padded: its bucket is empty
+        padded = {"Authorization": "Bearer " + " " * spaces + env.token}
+        assert env.client.get(url, headers=padded).status_code == 429
+
+
+def test_garbage_tokens_share_their_address_bucket(limited: tuple[Env, list[float]]) -> None:
+    env, _ = limited
+    url = f"/api/v2/workspaces/{env.ws_id}"
+    assert env.client.get(url, headers=env.auth).status_code == 200  # valid: its own bucket from now on
+    answers = [env.client.get(url, headers={"Authorization": f"Bearer garbage-{n}"}).status_code for n in range(5)]
+    assert answers == [401, 401, 429, 429, 429]  # the address's bucket (its first request counted there too)
+    assert env.client.get(url, headers={"Authorization": "Basic Zm9vOmJhcg=="}).status_code == 429
+    assert env.client.get(url).status_code == 429
+    assert env.client.get(url, headers=env.auth).status_code == 200  # the known token is not held back

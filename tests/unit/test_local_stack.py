@@ -143,3 +143,8 @@ def test_the_local_s3_checks_presigned_urls_as_s3_does(started):
     expired = httpx.get(blobs.presign_get("config/ws-x/cv-y.tar.gz", -1))
     assert expired.status_code == 403 and b"expired" in expired.content
     assert blobs.get("config/ws-x/cv-y.tar.gz") == b"archive"  # the API's own signed calls pass
+    plan_url = blobs.presign_put("plans/run-x/plan.bin", 60, exclusive=True)  # the runner's: single-use
+    assert httpx.put(plan_url, content=b"plan").status_code == 403  # without the signed If-None-Match
+    assert httpx.put(plan_url, content=b"plan", headers={"If-None-Match": "*"}).status_code == 200
+    assert httpx.put(plan_url, content=b"swapped", headers={"If-None-Match": "*"}).status_code == 412
+    assert blobs.get("plans/run-x/plan.bin") == b"plan"

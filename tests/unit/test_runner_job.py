@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 from pathlib import Path
@@ -120,3 +121,31 @@ def test_work_dir_is_cleaned_up(tmp_path: Path) -> None:
     assert report.keep_for_apply  # held for the same run's apply until the API's answer says otherwise
     executor.settled(spec, FinishResponse(run_status="planned_and_finished"))
     assert list((tmp_path / "work").iterdir()) == []
+
+
+def test_a_plan_uploads_once_and_reports_what_it_uploaded(tmp_path: Path) -> None:
+    fake = FakeApi(blobs={"config.tar.gz": tarball({"main.tf": ""})})
+    report, _, _, _ = run_job(tmp_path, fake, make_spec("plan"))
+    assert report.status == "finished", report.error_message
+    assert [h.get("if-none-match") for h in fake.s3_put_headers] == ["*", "*"]  # never replaces an object
+    assert report.plan_md5 == hashlib.md5(fake.blobs["plan.tfplan"]).hexdigest()
+    assert report.plan_json_md5 == hashlib.md5(fake.blobs["plan.json"]).hexdigest()
+
+
+def test_an_apply_refuses_a_plan_other_than_the_recorded_one(tmp_path: Path) -> None:
+    fake = FakeApi(blobs={"config.tar.gz": tarball({"main.tf": ""}), "plan.tfplan": b"a swapped plan"})
+    spec = make_spec("apply", plan_file_md5=hashlib.md5(b"saved-plan").hexdigest(), plan_file_size=10)
+    report, rec, _, _ = run_job(tmp_path, fake, spec)
+    assert report.status == "errored" and "not the plan recorded" in str(report.error_message)
+    assert "apply" not in [c[0] for c in calls(rec)] and fake.applying == []
+
+
+def test_a_configuration_other_than_the_uploaded_one_is_not_run(tmp_path: Path) -> None:
+    archive = tarball({"main.tf": ""})
+    fake = FakeApi(blobs={"config.tar.gz": archive})
+    spec = make_spec("plan", configuration_md5=hashlib.md5(b"another archive").hexdigest())
+    report, rec, _, _ = run_job(tmp_path, fake, spec)
+    assert report.status == "errored" and "configuration is not the one uploaded" in str(report.error_message)
+    assert "plan" not in [c[0] for c in calls(rec)]
+    ok, _, _, _ = run_job(tmp_path / "ok", fake, make_spec("plan", configuration_md5=hashlib.md5(archive).hexdigest()))
+    assert ok.status == "finished", ok.error_message

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from runner_fakes import FakeApi, fake_terraform, make_spec, runner_config, tarball
+from runner_fakes import S3, FakeApi, fake_terraform, make_spec, runner_config, tarball
 from terrace.domain.jobs import FinishResponse, Operation
 from terrace.runner import sandbox
 from terrace.runner.execution import JobExecutor
@@ -258,7 +258,8 @@ def test_the_runner_applies_what_the_finish_answer_hands_it(tmp_path: Path) -> N
 def test_an_idle_runner_drops_the_folders_the_api_says_it_will_not_apply(tmp_path: Path) -> None:
     fake = FakeApi(blobs={"config.tar.gz": tarball({"main.tf": ""})})
     for run in ("run-a", "run-b"):
-        spec = make_spec("plan", job_id=f"plan-{run[4:]}", run_id=run)
+        urls = {"plan_upload_url": f"{S3}/{run}/plan.tfplan", "plan_json_upload_url": f"{S3}/{run}/plan.json"}
+        spec = make_spec("plan", job_id=f"plan-{run[4:]}", run_id=run, **urls)  # each run's plan has its own keys
         fake.specs[spec.job_id] = spec
         fake.queued.append(spec.job_id)
         fake.finish_answers[spec.job_id] = {"run_status": "cost_estimated", "next_job": None}  # awaits a human

@@ -22,13 +22,13 @@ def body_reads(state_env: Env, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     blobs, reads = state_env.container.blobs, []
     get, iter_chunks, get_range = blobs.get, blobs.iter_chunks, blobs.get_range
 
-    def spy_get(key: str) -> bytes:
+    def spy_get(key: str, version: str | None = None) -> bytes:
         reads.append(key)
-        return get(key)
+        return get(key, version)
 
-    def spy_iter(key: str, chunk_size: int = 1024 * 1024) -> Iterator[bytes]:
+    def spy_iter(key: str, chunk_size: int = 1024 * 1024, version: str | None = None) -> Iterator[bytes]:
         reads.append(key)
-        return iter_chunks(key, chunk_size)
+        return iter_chunks(key, chunk_size, version)
 
     def spy_range(key: str, start: int, end: int) -> bytes:
         reads.append(key)

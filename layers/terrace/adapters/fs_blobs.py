@@ -6,14 +6,16 @@ the body unless the sidecar is missing or stale. Every write goes to a temporary
 is fsynced and renamed into place: a reader sees the old object or the new one, never half of one.
 
 `presign_put`/`presign_get` return `<public url>/blobs/<key>?method=…&expires=…&max=…&signature=…`: an
-HMAC-SHA256 (the URL-signing secret) over method, key, expiry and size limit. `web/blob_urls.py` serves
-them (PUT streamed to disk, refused past `max`; GET streamed from disk), the way clients use S3's.
+HMAC-SHA256 (the URL-signing secret, `domain/url_signing.py`, purpose blob PUT or blob GET) over key, expiry
+and size limit. `web/blob_urls.py` serves them (PUT streamed to disk, refused past `max`; GET streamed from
+disk), the way clients use S3's. A PUT through a URL is single-use: it creates its object or is refused (409)
+when the object exists (`os.link` of the finished temporary file, which never replaces a target), so a replayed
+upload URL can never replace what was uploaded, finalized and recorded.
 """
 
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import os
 import shutil
@@ -24,6 +26,7 @@ from pathlib import Path
 from urllib.parse import quote, urlencode
 
 from terrace.adapters.blobs import BlobInfo
+from terrace.domain.url_signing import Purpose, UrlSigning
 
 CHUNK = 1024 * 1024
 URL_PREFIX = "/blobs/"
@@ -44,15 +47,14 @@ def check_key(key: str) -> str:
     return key
 
 
+_PURPOSES = {"PUT": Purpose.BLOB_PUT, "GET": Purpose.BLOB_GET}
+
+
 class UrlSigner:
     def __init__(self, secret: str, base_url: str, now: Callable[[], float] = time.time) -> None:
-        self._secret = secret.encode()
+        self._signing = UrlSigning(secret)
         self._base = base_url.rstrip("/") + URL_PREFIX.rstrip("/")
         self._now = now
-
-    def _signature(self, method: str, key: str, expires: int, max_bytes: int) -> str:
-        message = f"{method}\n{key}\n{expires}\n{max_bytes}".encode()
-        return hmac.new(self._secret, message, hashlib.sha256).hexdigest()
 
     def sign(self, method: str, key: str, ttl_s: int, max_bytes: int = 0) -> str:
         expires = int(self._now()) + ttl_s
@@ -60,7 +62,7 @@ class UrlSigner:
             "method": method,
             "expires": str(expires),
             "max": str(max_bytes),
-            "signature": self._signature(method, key, expires, max_bytes),
+            "signature": self._signing.sign(_PURPOSES[method], key, expires, max_bytes),
         }
         return f"{self._base}/{quote(key)}?{urlencode(query)}"
 
@@ -71,7 +73,8 @@ class UrlSigner:
             signature = query["signature"]
         except (KeyError, ValueError):
             raise BlobUrlRefused(403, "not a signed blob URL") from None
-        if not hmac.compare_digest(signature, self._signature(method, key, expires, max_bytes)):
+        purpose = _PURPOSES.get(method)
+        if purpose is None or not self._signing.verify(signature, purpose, key, expires, max_bytes):
             raise BlobUrlRefused(403, "the blob URL's signature does not match")
         if request_method != method and not (request_method == "HEAD" and method == "GET"):
             raise BlobUrlRefused(403, f"this blob URL allows {method}, not {request_method}")
@@ -111,13 +114,28 @@ class FsBlobs:
             raise
         return writer.commit()
 
-    def open_writer(self, key: str, max_bytes: int | None = None) -> BlobWriter:
-        return BlobWriter(self, check_key(key), max_bytes)
+    def open_writer(self, key: str, max_bytes: int | None = None, exclusive: bool = False) -> BlobWriter:
+        """`exclusive` (uploads through URLs): the commit creates the object, or is refused (409) if it exists."""
+        return BlobWriter(self, check_key(key), max_bytes, exclusive)
 
-    def _install(self, key: str, temp: Path, digest: str, size: int) -> BlobInfo:
+    def refuse_existing(self, key: str) -> None:
+        """BlobUrlRefused (409) when `key` exists: an upload URL is good for one upload."""
+        if self.path_of(key).exists():
+            raise BlobUrlRefused(409, "this upload URL has been used: the object exists and cannot be replaced")
+
+    def _install(self, key: str, temp: Path, digest: str, size: int, exclusive: bool = False) -> BlobInfo:
         target = self.path_of(key)
         target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        os.replace(temp, target)
+        if exclusive:
+            try:
+                os.link(temp, target)  # never replaces: of two uploads to one key, one creates it
+            except FileExistsError:
+                raise BlobUrlRefused(
+                    409, "this upload URL has been used: the object exists and cannot be replaced"
+                ) from None
+            temp.unlink()
+        else:
+            os.replace(temp, target)
         _fsync_dir(target.parent)
         self._write_meta(key, target, digest)
         return BlobInfo(size=size, etag=digest)
@@ -135,17 +153,18 @@ class FsBlobs:
         for path in (self.path_of(key), self._meta_path(key)):
             path.unlink(missing_ok=True)
 
-    def copy(self, source_key: str, target_key: str) -> None:
+    def copy(self, source_key: str, target_key: str, source_version: str | None = None) -> str | None:
         self.write_stream(target_key, self.iter_chunks(source_key))
+        return None
 
     # reads ---------------------------------------------------------------------------------
-    def get(self, key: str) -> bytes:
+    def get(self, key: str, version: str | None = None) -> bytes:
         try:
             return self.path_of(key).read_bytes()
         except FileNotFoundError:
             raise KeyError(key) from None
 
-    def iter_chunks(self, key: str, chunk_size: int = CHUNK) -> Iterator[bytes]:
+    def iter_chunks(self, key: str, chunk_size: int = CHUNK, version: str | None = None) -> Iterator[bytes]:
         try:
             source = self.path_of(key).open("rb")
         except FileNotFoundError:
@@ -184,10 +203,10 @@ class FsBlobs:
         return BlobInfo(size=stat.st_size, etag=digest.hexdigest())
 
     # URLs ----------------------------------------------------------------------------------
-    def presign_put(self, key: str, ttl_s: int) -> str:
+    def presign_put(self, key: str, ttl_s: int, exclusive: bool = False) -> str:  # every URL PUT is exclusive
         return self.signer.sign("PUT", check_key(key), ttl_s, self.max_put_bytes)
 
-    def presign_get(self, key: str, ttl_s: int) -> str:
+    def presign_get(self, key: str, ttl_s: int, version: str | None = None) -> str:
         return self.signer.sign("GET", check_key(key), ttl_s)
 
     def backup(self, target: Path) -> int:
@@ -211,8 +230,8 @@ class FsBlobs:
 class BlobWriter:
     """One object being written: to a temporary file, MD5 and size counted as it goes."""
 
-    def __init__(self, blobs: FsBlobs, key: str, max_bytes: int | None) -> None:
-        self._blobs, self._key, self._max = blobs, key, max_bytes
+    def __init__(self, blobs: FsBlobs, key: str, max_bytes: int | None, exclusive: bool = False) -> None:
+        self._blobs, self._key, self._max, self._exclusive = blobs, key, max_bytes, exclusive
         fd, name = tempfile.mkstemp(dir=blobs.root / "tmp", prefix="upload-")
         self._temp = Path(name)
         self._out = os.fdopen(fd, "wb")
@@ -230,7 +249,7 @@ class BlobWriter:
         self._out.flush()
         os.fsync(self._out.fileno())
         self._out.close()
-        return self._blobs._install(self._key, self._temp, self._md5.hexdigest(), self.size)
+        return self._blobs._install(self._key, self._temp, self._md5.hexdigest(), self.size, self._exclusive)
 
     def abort(self) -> None:
         self._out.close()

@@ -18,11 +18,11 @@ class MemoryBlobs:
         with self._lock:
             self.objects[key] = bytes(data)
 
-    def get(self, key: str) -> bytes:
+    def get(self, key: str, version: str | None = None) -> bytes:
         with self._lock:
             return self.objects[key]
 
-    def iter_chunks(self, key: str, chunk_size: int = 1024 * 1024) -> Iterator[bytes]:
+    def iter_chunks(self, key: str, chunk_size: int = 1024 * 1024, version: str | None = None) -> Iterator[bytes]:
         data = self.get(key)
         for start in range(0, len(data), chunk_size):
             yield data[start : start + chunk_size]
@@ -39,11 +39,12 @@ class MemoryBlobs:
         with self._lock:
             self.objects.pop(key, None)
 
-    def copy(self, source_key: str, target_key: str) -> None:
+    def copy(self, source_key: str, target_key: str, source_version: str | None = None) -> str | None:
         self.put(target_key, self.get(source_key))
+        return None
 
-    def presign_put(self, key: str, ttl_s: int) -> str:
+    def presign_put(self, key: str, ttl_s: int, exclusive: bool = False) -> str:
         return f"memory://blobs/{key}?op=put&ttl={ttl_s}"
 
-    def presign_get(self, key: str, ttl_s: int) -> str:
+    def presign_get(self, key: str, ttl_s: int, version: str | None = None) -> str:
         return f"memory://blobs/{key}?op=get&ttl={ttl_s}"

@@ -19,7 +19,9 @@ A job is one phase (plan or apply) of one run; its id is the phase id (`plan-…
 5. Log bytes go to `PUT /api/runner/jobs/{job_id}/logs?offset=N` (raw bytes; N = bytes already sent in
    this attempt). The server owns the STX/ETX framing. An apply log must begin with three banner lines
    (the CLI skips them).
-6. Artifacts go straight to S3 with the presigned URLs of the spec (plan file and plan JSON).
+6. Artifacts go straight to S3 with the presigned URLs of the spec (plan file and plan JSON), each PUT once with
+   `If-None-Match: *`; the finish report names their MD5s, the API records the stored objects' MD5 and size and
+   an apply's spec carries them (`plan_file_md5`, `plan_file_size`): the runner applies no other file.
 7. `POST /api/runner/jobs/{job_id}/finish` with `FinishRequest` -> `FinishResponse`. A plan finished with
    `keep_for_apply` (the runner holds its working folder) whose run goes straight on to apply (auto-apply)
    gets that apply claimed for the same runner in `next_job`: it applies in the plan's folder, no second init.
@@ -87,9 +89,14 @@ class JobSpec(BaseModel):
     hostname: str  # e.g. "localhost:8443": where the backend override points
     run_token: str  # short-lived, may read/lock/write this workspace's state only
     configuration_url: str  # presigned GET of the configuration tarball (.tar.gz)
+    configuration_md5: str | None = None  # its MD5 recorded when it was uploaded: the runner runs no other
     plan_file_url: str | None = None  # apply phase: presigned GET of the saved plan file
-    plan_upload_url: str | None = None  # plan phase: presigned PUT for the binary plan file
-    plan_json_upload_url: str | None = None  # plan phase: presigned PUT for `show -json` of the plan
+    plan_file_md5: str | None = None  # apply phase: the plan file's MD5 recorded when its plan finished
+    plan_file_size: int | None = None  # apply phase: and its size; the runner applies no other file
+    # plan phase: presigned PUTs (single-use: sent with `If-None-Match: *`) for the binary plan file and for
+    # `show -json` of the plan
+    plan_upload_url: str | None = None
+    plan_json_upload_url: str | None = None
     variables: list[RunVariable] = Field(default_factory=list)
     # the workspace's SSH key (a private key), for `git::ssh://` module sources during init; this job only
     ssh_private_key: str | None = Field(default=None, repr=False)
@@ -115,6 +122,9 @@ class FinishRequest(BaseModel):
     resource_imports: int = 0
     error_message: str | None = None
     keep_for_apply: bool = False  # plan: this runner holds the plan's folder and would apply it now
+    # plan: the MD5 of the plan file and of the plan JSON it uploaded; the API checks the stored objects against them
+    plan_md5: str | None = Field(default=None, pattern="^[0-9a-f]{32}$")
+    plan_json_md5: str | None = Field(default=None, pattern="^[0-9a-f]{32}$")
 
 
 class FinishResponse(BaseModel):

@@ -67,6 +67,10 @@ class PhaseState:
     log_archived: bool = False
     artifact_key: str | None = None  # plan file blob
     json_key: str | None = None  # plan JSON blob
+    artifact_md5: str | None = None  # the plan file's MD5 and size, recorded when the plan finished
+    artifact_size: int | None = None
+    json_md5: str | None = None  # the stored plan JSON's (after the API hid secrets in it)
+    json_size: int | None = None
     apply_started_at: str | None = None  # apply phase: terraform apply was about to start (never retried after)
     timestamps: dict[str, str] = field(default_factory=dict)
 

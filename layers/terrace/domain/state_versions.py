@@ -48,6 +48,12 @@ class StateVersion:
     output_ids: tuple[str, ...] = ()
     json_outputs: str | None = None  # the client's base64 json-state-outputs, until finalized
     has_json_state: bool = False
+    json_md5: str | None = None  # the JSON state's MD5 and size when it was finalized (what reads check)
+    json_size: int | None = None
+    # S3 (a versioned bucket): the object versions finalized; reads read those, whatever a replayed upload URL
+    # wrote over them since
+    blob_version: str | None = None
+    json_version: str | None = None
     error: str | None = None
     outputs_pending: bool = False  # a two-step upload without json-state-outputs: the events worker extracts them
     index_error: str | None = None  # the events worker found the uploaded state disagreeing with its declaration

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from terrace.config import API_RATE_LIMIT_PER_S, Settings
-from terrace.local import embedded, presigned_check, tls
+from terrace.local import access_log, embedded, presigned_check, tls
 from terrace.local import workers as local_workers
 from terrace.local.dev_file import DEV_FILE
 from terrace.local.resources import LOCAL_REGION, LocalResources, create_resources
@@ -291,6 +291,7 @@ class LocalStack:
             timeout_graceful_shutdown=2,
         )
         logging.getLogger("uvicorn.error").addFilter(_not_cancelled_at_shutdown)
+        access_log.install()  # after uvicorn configured its loggers: no query string or log-read signature
         self._server = uvicorn.Server(config)
         thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [listener]}, name="terrace-api", daemon=True

@@ -195,9 +195,11 @@ class Transfers:
         raise AssertionError("unreachable")
 
     def upload(self, url: str, source: Path, what: str) -> None:
+        """PUT once: `If-None-Match: *` (signed into the runner's S3 URLs) never replaces an object."""
         data = source.read_bytes()
+        headers = {"Content-Type": "application/octet-stream", "If-None-Match": "*"}
         response = with_retries(
-            lambda: self._http.put(url, content=data, headers={"Content-Type": "application/octet-stream"}),
+            lambda: self._http.put(url, content=data, headers=headers),
             f"upload {what}",
             self._delays,
         )

@@ -7,7 +7,6 @@ to the one in the folder; otherwise, and on any other runner, it starts from a f
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -30,6 +29,7 @@ from terrace.runner.job_folder import JobFolder, UnsafeJobFile
 from terrace.runner.job_setup import Job, JobCanceled, JobFailed, JobSteps, check_cancel, intact
 from terrace.runner.logstream import LogStream
 from terrace.runner.plan_cache import HeldPlan, PlanCache
+from terrace.runner.plan_files import check_recorded, md5_of, same_file
 from terrace.runner.process import CancelControl, Heartbeat
 from terrace.runner.rundir import BackendOverride, RunSetupError, remote_backend_override
 from terrace.runner.safe_tar import UnsafeArchive
@@ -157,6 +157,7 @@ class JobExecutor:
         if plan_code not in (0, 2):
             raise JobFailed(f"plan failed (exit code {plan_code})")
         counts = commands.ChangeCounts()
+        plan_md5 = plan_json_md5 = None
         if os.path.lexists(written):
             plan_file = folder.copy_from_job(written, PLAN_FILE, MAX_PLAN_BYTES, job_reads=True)
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="plan-upload") as uploads:
@@ -178,9 +179,13 @@ class JobExecutor:
                     self.transfers.upload(spec.plan_json_upload_url, plan_json_file, "JSON plan")
                 if plan_upload is not None:
                     plan_upload.result()  # the finish report claims both are stored
+            plan_md5 = md5_of(plan_file) if spec.plan_upload_url else None
+            plan_json_md5 = md5_of(plan_json_file) if spec.plan_json_upload_url else None
         return FinishRequest(
             runner_id=self.api.runner_id,
             status="finished",
+            plan_md5=plan_md5,
+            plan_json_md5=plan_json_md5,
             has_changes=plan_code == 2,
             resource_additions=counts.additions,
             resource_changes=counts.changes,
@@ -198,7 +203,7 @@ class JobExecutor:
         self.steps.banner(job, f"applying run {spec.run_id}")
         if held is not None:
             stored = self._download_plan(job)
-            if intact(held.folder, held.cwd) and _same_file(stored, held.plan_file):
+            if intact(held.folder, held.cwd) and same_file(stored, held.plan_file):
                 self.steps.resume(job, held.cwd)
             else:
                 job.log.line("The plan's working directory does not hold the stored plan: starting afresh.")
@@ -206,6 +211,7 @@ class JobExecutor:
         if not job.resumed:
             self.steps.prepare(job)
             stored = self._download_plan(job)
+        check_recorded(spec, stored)
         tail: deque[bytes] = deque(maxlen=64)
 
         def sink(chunk: bytes) -> None:
@@ -280,15 +286,3 @@ class JobExecutor:
         tail = job.log.tail(15)
         detail = f"{message}\n{tail}" if tail else message
         return FinishRequest(runner_id=self.api.runner_id, status="errored", error_message=detail[-4000:])
-
-
-def _same_file(stored: Path, kept: Path) -> bool:
-    """True when the held plan (the runner's copy, in its own folder) has the stored plan's bytes."""
-    if not kept.is_file() or kept.stat().st_size != stored.stat().st_size:
-        return False
-    return _digest(kept) == _digest(stored)
-
-
-def _digest(path: Path) -> bytes:
-    with path.open("rb") as f:
-        return hashlib.file_digest(f, "sha256").digest()

@@ -7,6 +7,7 @@ written through `JobFolder` only, which never follows what a job left there.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import stat
@@ -78,6 +79,10 @@ class JobSteps:
         spec, folder = job.spec, job.folder
         archive = folder.path / "configuration.tar.gz"
         self.transfers.download(spec.configuration_url, archive, self.config.max_config_bytes, "configuration")
+        if spec.configuration_md5 is not None:
+            with archive.open("rb") as stored:
+                if hashlib.file_digest(stored, "md5").hexdigest() != spec.configuration_md5.lower():
+                    raise JobFailed("the stored configuration is not the one uploaded (MD5 differs): not run")
         extract(
             archive,
             folder.config,

@@ -1,6 +1,8 @@
 """The blob URLs of the embedded server (`adapters/fs_blobs.py`), mounted only when the blobs are on the
 filesystem: clients PUT and GET them as they do S3 presigned URLs. The URL's own signature authorizes the
-request (no bearer token); its method, expiry and size limit are checked before a byte is written.
+request (no bearer token); its method, expiry and size limit are checked before a byte is written. An upload
+URL is single-use: a PUT to an object that exists is refused (409), before its body is read and again,
+atomically, when the upload is put in place (`FsBlobs.open_writer(exclusive=True)`).
 
 These two routes are `async` (unlike every API endpoint) because they stream bodies: an upload is hashed and
 written in 1 MiB batches in the thread pool while the next batch arrives, and a download streams from disk in
@@ -28,7 +30,8 @@ class _BlobFile(FileResponse):
 
 
 def _refused(exc: BlobUrlRefused) -> Response:
-    title = "payload too large" if exc.status == 413 else "forbidden" if exc.status == 403 else "not found"
+    titles = {413: "payload too large", 403: "forbidden", 409: "conflict"}
+    title = titles.get(exc.status, "not found")
     return error_response(exc.status, title, exc.detail)
 
 
@@ -99,9 +102,10 @@ async def upload(request: Request) -> Response:
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > max_bytes:
             raise BlobUrlRefused(413, f"the object is larger than {max_bytes} bytes")
+        await anyio.to_thread.run_sync(blobs.refuse_existing, key)  # single-use: before a byte is read
     except BlobUrlRefused as exc:
         return _refused(exc)
-    writer = await anyio.to_thread.run_sync(blobs.open_writer, key, max_bytes)
+    writer = await anyio.to_thread.run_sync(blobs.open_writer, key, max_bytes, True)
     try:
         await _receive_into(request, writer)
         info = await anyio.to_thread.run_sync(writer.commit)

@@ -10,6 +10,7 @@ from fastapi import Depends, Request
 from terrace.bootstrap import Container
 from terrace.domain.errors import Unauthenticated
 from terrace.domain.principal import Principal
+from terrace.web.rate_limit import AUTHENTICATED, bearer_of
 
 
 def get_container(request: Request) -> Container:
@@ -18,15 +19,16 @@ def get_container(request: Request) -> Container:
 
 
 def bearer_token(request: Request) -> str:
-    header = request.headers.get("authorization", "")
-    scheme, _, value = header.partition(" ")
-    if scheme.lower() != "bearer" or not value.strip():
+    token = bearer_of(request.headers.get("authorization", ""))
+    if token is None:
         raise Unauthenticated("an API token is required: send Authorization: Bearer <token>")
-    return value.strip()
+    return token
 
 
 def get_principal(request: Request, container: Annotated[Container, Depends(get_container)]) -> Principal:
-    return container.accounts.authenticate(bearer_token(request))
+    principal = container.accounts.authenticate(bearer_token(request))
+    setattr(request.state, AUTHENTICATED, True)  # the rate limit keys this token's next requests on it
+    return principal
 
 
 ContainerDep = Annotated[Container, Depends(get_container)]

@@ -1,4 +1,5 @@
-"""Rate limiting per API token, as TFC does (30 requests per second per token): a token bucket per caller.
+"""Rate limiting per API token, as TFC does (30 requests per second per token): a token bucket per caller, the
+token once it has authenticated a request, else the client's address (`RateLimit`).
 
 The buckets live in the process: exact for the one-process local server; on AWS each Lambda instance keeps its
 own, so a caller spread over N warm instances may reach N times the limit there, and the API Gateway stage's
@@ -51,12 +52,22 @@ class TokenBuckets:
         return wait
 
 
-def caller_key(scope: Scope) -> str:
-    """The token a request carries (hashed: no secret is kept), else the client's address."""
-    headers = dict(scope.get("headers") or [])
-    authorization = headers.get(b"authorization", b"")
-    if authorization:
-        return "token:" + hashlib.sha256(authorization).hexdigest()[:32]
+AUTHENTICATED = "terrace.authenticated"  # set in the request's state by `web/deps.py` once its token is valid
+
+
+def bearer_of(header: str) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header, as `web/deps.py: bearer_token` reads it."""
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    return value.strip() or None
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", "surrogateescape")).hexdigest()[:32]  # no secret is kept
+
+
+def _client(scope: Scope) -> str:
     client = scope.get("client") or ("", 0)
     return f"addr:{client[0]}"
 
@@ -65,7 +76,12 @@ RespondLimited = Callable[[float], Any]  # seconds to wait -> a Starlette respon
 
 
 class RateLimit:
-    """Answers `respond(wait)` instead of the app when the caller's bucket under `prefix` is empty."""
+    """Answers `respond(wait)` instead of the app when the caller's bucket under `prefix` is empty.
+
+    The caller is its token once that token has authenticated a request (the token as the API reads it, so
+    spaces around it change nothing), else its client address: garbage tokens, however many, share their
+    address's bucket. A token's first request counts in both.
+    """
 
     def __init__(
         self, app: ASGIApp, prefix: str, buckets: TokenBuckets, respond: RespondLimited, exempt: tuple[str, ...] = ()
@@ -75,15 +91,35 @@ class RateLimit:
         self.exempt = exempt
         self.buckets = buckets
         self.respond = respond
+        self.known: OrderedDict[str, None] = OrderedDict()  # hashes of tokens that authenticated, most recent last
+
+    def caller_key(self, scope: Scope) -> tuple[str, str | None]:
+        """The bucket to charge, and the hash of the request's token when it is not yet known to be valid."""
+        headers = dict(scope.get("headers") or [])
+        token = bearer_of(headers.get(b"authorization", b"").decode("latin-1"))
+        hashed = token_hash(token) if token else None
+        if hashed is not None and hashed in self.known:
+            self.known.move_to_end(hashed)
+            return f"token:{hashed}", None
+        return _client(scope), hashed
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = str(scope.get("path", ""))
-        if scope["type"] == "http" and path.startswith(self.prefix) and not path.startswith(self.exempt):
-            wait = self.buckets.take(caller_key(scope))
-            if wait > 0:
-                await self.respond(wait)(scope, receive, send)
-                return
+        if not (scope["type"] == "http" and path.startswith(self.prefix) and not path.startswith(self.exempt)):
+            await self.app(scope, receive, send)
+            return
+        key, unknown = self.caller_key(scope)
+        wait = self.buckets.take(key)
+        if wait > 0:
+            await self.respond(wait)(scope, receive, send)
+            return
+        state = scope.setdefault("state", {})
         await self.app(scope, receive, send)
+        if unknown is not None and state.get(AUTHENTICATED):
+            self.known[unknown] = None
+            self.buckets.take(f"token:{unknown}")  # its first request counts for the token too
+            while len(self.known) > MAX_CALLERS:
+                self.known.popitem(last=False)
 
 
 def limited_headers(limit: float, wait: float) -> dict[str, str]:

@@ -18,6 +18,7 @@ from terrace.domain.ids import looks_like, new_id
 from terrace.domain.principal import Principal
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action
+from terrace.services.blob_records import md5_of, require_recorded
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 log = logging.getLogger("terrace.configuration_versions")
@@ -40,6 +41,7 @@ class ConfigurationVersion:
     auto_queue_runs: bool = True
     source: str = "tfe-api"
     size: int | None = None
+    md5: str | None = None  # the uploaded archive's, recorded when it arrived (what downloads check)
     error_message: str | None = None
     created_by: str = ""
     may_apply: bool = True  # its creator could apply runs (the workspace's auto-apply applies its auto-queued run)
@@ -137,9 +139,13 @@ class ConfigurationVersionService:
             return None
         return self._blobs.presign_put(cv.blob_key, self._settings.presign_ttl_s)
 
-    def download_url(self, cv: ConfigurationVersion, ttl_s: int | None = None) -> str:
+    def download_url(self, cv: ConfigurationVersion, ttl_s: int | None = None, *, checked: bool = True) -> str:
+        """`checked`: Conflict unless the archive still has the MD5 and size recorded when it arrived (a runner's
+        spec is not checked here: it carries the MD5 and the runner checks what it downloaded)."""
         if cv.status != UPLOADED or cv.backing_data != DATA_PRESENT:
             raise NotFound(f"configuration version {cv.id} has no uploaded configuration")
+        if checked:
+            require_recorded(self._blobs, cv.blob_key, cv.md5, cv.size, f"configuration of {cv.id}")
         return self._blobs.presign_get(cv.blob_key, ttl_s or self._settings.presign_ttl_s)
 
     def refresh(self, cv: ConfigurationVersion) -> ConfigurationVersion:
@@ -151,7 +157,11 @@ class ConfigurationVersionService:
             return cv
         now = clock.now_iso()
         updated = dataclasses.replace(
-            cv, size=info.size, version=cv.version + 1, status_timestamps={**cv.status_timestamps}
+            cv,
+            size=info.size,
+            md5=md5_of(info),
+            version=cv.version + 1,
+            status_timestamps={**cv.status_timestamps},
         )
         if info.size > self._settings.max_config_bytes:
             updated.status = ERRORED

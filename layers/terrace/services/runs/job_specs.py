@@ -1,6 +1,8 @@
 """What a runner gets with the job it claimed (`JobSpec`): the run's operation and tool version, its workspace's
 variables (a run variable wins over the workspace's terraform variable of the same key), presigned URLs for the
-configuration and the plan files (valid for the phase's deadline), and the workspace's SSH key."""
+configuration and the plan files (valid for the phase's deadline; the plan's upload URLs create their objects once:
+`If-None-Match: *` signed in on S3, exclusive creation on the embedded server), the MD5 and size recorded for
+the plan file an apply must apply, and the workspace's SSH key."""
 
 from __future__ import annotations
 
@@ -64,14 +66,17 @@ class JobSpecs:
             ),
             hostname=urlsplit(self._settings.public_url).netloc,
             run_token=run_token,
-            configuration_url=self._cvs.download_url(cv, ttl),
+            configuration_url=self._cvs.download_url(cv, ttl, checked=False),
+            configuration_md5=cv.md5,
             plan_file_url=self._blobs.presign_get(run.plan.artifact_key, ttl)
             if name == "apply" and run.plan.artifact_key
             else None,
-            plan_upload_url=self._blobs.presign_put(state.artifact_key, ttl)
+            plan_file_md5=run.plan.artifact_md5 if name == "apply" else None,
+            plan_file_size=run.plan.artifact_size if name == "apply" else None,
+            plan_upload_url=self._blobs.presign_put(state.artifact_key, ttl, exclusive=True)
             if name == "plan" and state.artifact_key
             else None,
-            plan_json_upload_url=self._blobs.presign_put(state.json_key, ttl)
+            plan_json_upload_url=self._blobs.presign_put(state.json_key, ttl, exclusive=True)
             if name == "plan" and state.json_key
             else None,
             variables=variables,

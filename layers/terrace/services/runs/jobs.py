@@ -145,10 +145,10 @@ class JobService(ApplyHandoff):
             state.started_at = state.started_at or now
             state.runner_id = runner_ref(principal, request.runner_id)
             state.heartbeat_at = clock.epoch()
-            state.artifact_key = f"plans/{run.id}/plan.bin"
-            state.json_key = f"plans/{run.id}/plan.json"
-            if name == "apply":
-                state.artifact_key = run.plan.artifact_key
+            if name == "plan":  # each attempt uploads to keys of its own: its URLs create them once
+                state.artifact_key, state.json_key = self._plans.keys_for_attempt(state)
+            else:
+                state.artifact_key, state.json_key = run.plan.artifact_key, run.plan.json_key
             try:
                 self._store.save([(run, expected)], None, {run.id: expected_status})
             except Exception:
@@ -222,21 +222,24 @@ class JobService(ApplyHandoff):
             if state.status != rs.P_RUNNING or state.runner_id != runner_ref(principal, request.runner_id):
                 raise Conflict(f"job {job_id} is not running on {request.runner_id}")
             expected, now = run.version, clock.now_iso()
-            status = request.status
+            status, error = request.status, request.error_message
             if status == "finished" and run.cancel_requested_at is not None and name == "plan":
                 status = "canceled"
+            if name == "plan" and status == "finished":
+                try:
+                    self._plans.record(run, request)
+                except Conflict as exc:
+                    status, error = "errored", exc.detail
             state.mark({"finished": rs.P_FINISHED, "errored": rs.P_ERRORED, "canceled": rs.P_CANCELED}[status], now)
             state.finished_at = now
             if name == "plan":
                 state.has_changes = request.has_changes
             state.additions, state.changes = request.resource_additions, request.resource_changes
             state.destructions, state.imports = request.resource_destructions, request.resource_imports
-            if name == "plan" and status == "finished":
-                self._plans.hide_secrets_in_json(run)
             self._logs.archive(state.id)
             state.log_archived = True
             if status == "errored":
-                detail = request.error_message or f"the {name} failed; see its log"
+                detail = error or f"the {name} failed; see its log"
                 detail = Masker(self._variables.sensitive_values(run.workspace_id).values).mask_text(detail)
                 return self._scheduler.finish(run, expected, rs.ERRORED, detail)
             if status == "canceled":

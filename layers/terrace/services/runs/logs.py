@@ -17,8 +17,6 @@ otherwise sleeps 0.5-2 s between empty answers, and would see a phase's end that
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -28,12 +26,14 @@ from terrace.adapters.table import Table
 from terrace.domain.errors import NotFound
 from terrace.domain.masking import Masker
 from terrace.domain.runs import PhaseState, Run, run_id_of
+from terrace.domain.url_signing import Purpose, UrlSigning
 from terrace.services.runs.store import RunStore
 from terrace.services.workspaces.variables import VariableService
 
 STX, ETX = b"\x02", b"\x03"
 MAX_CHUNK = 256 * 1024
 MAX_READ = 1024 * 1024
+MAX_OFFSET = 1 << 40  # no log is a TiB: a read past this is empty (and a log-read URL refuses it, 400)
 READ_WAIT_S = 2.0  # the longest a log-read URL holds a read that has nothing new while its phase runs
 READ_POLL_S = 0.1
 
@@ -62,11 +62,9 @@ class LogService:
         read_wait_s: float = READ_WAIT_S,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        if not signing_secret.strip():
-            raise ValueError("log-read URLs need a signing secret (TERRACE_URL_SIGNING_SECRET)")
         self._table = table
         self._blobs = blobs
-        self._secret = signing_secret.encode()
+        self._signing = UrlSigning(signing_secret)
         self._store = store
         self._variables = variables
         self._link_ttl_s = link_ttl_s
@@ -115,6 +113,9 @@ class LogService:
 
     def _read(self, run: Run | None, phase_id: str, offset: int, limit: int, *, final: bool) -> bytes:
         """`run` None: the archive (masked when written); else the live chunks, masked now."""
+        if not 0 <= offset <= MAX_OFFSET or limit <= 0:
+            return b""  # nothing is there (a file offset past int64 would fail the read)
+        limit = min(limit, MAX_READ)
         if run is None:
             return self._blobs.get_range(archive_key(phase_id), offset, offset + limit)
         body = self._raw_body(phase_id)
@@ -132,24 +133,16 @@ class LogService:
         return data[-max_bytes:].decode(errors="replace")
 
     # signed URLs -------------------------------------------------------------------------
-    def _signature(self, phase_id: str, expires: int) -> bytes:
-        message = f"log-read:{phase_id}:{expires}".encode()  # the phase id (plan-… / apply-…) is bound
-        return hmac.new(self._secret, message, hashlib.sha256).hexdigest().encode()
-
     def signed_path(self, phase_id: str) -> str:
         expires = int(time.time()) + self._link_ttl_s
-        return f"/api/v2/logs/{phase_id}/{expires}/{self._signature(phase_id, expires).decode()}"
+        return f"/api/v2/logs/{phase_id}/{expires}/{self._signing.sign(Purpose.LOG_READ, phase_id, expires)}"
 
     def read_signed(self, phase_id: str, expires: int, signature: str, offset: int, limit: int) -> bytes:
         """A log-read URL's bytes. It works until `expires`, and while its phase has not ended; once the
         phase ended, for at most `link_ttl_s` after that (a reader started during a long phase finishes)."""
         gone = NotFound("log not found or link expired")
-        try:
-            given = signature.encode("ascii")
-        except UnicodeEncodeError:
-            raise gone from None
-        if not phase_id.startswith(("plan-", "apply-")) or not hmac.compare_digest(
-            self._signature(phase_id, expires), given
+        if not phase_id.startswith(("plan-", "apply-")) or not self._signing.verify(
+            signature, Purpose.LOG_READ, phase_id, expires
         ):
             raise gone
         try:

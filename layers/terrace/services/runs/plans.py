@@ -8,10 +8,12 @@ from typing import Any
 from terrace.adapters.blobs import BlobStore
 from terrace.domain import runs as rs
 from terrace.domain.errors import NotFound
+from terrace.domain.jobs import FinishRequest
 from terrace.domain.plan_json import hide_secrets, redact
 from terrace.domain.principal import Principal
-from terrace.domain.runs import Run, run_id_of
+from terrace.domain.runs import PhaseState, Run, run_id_of
 from terrace.services.access.authz import Action
+from terrace.services.blob_records import md5_of, require_recorded
 from terrace.services.runs.runs import RunService
 from terrace.services.workspaces.variables import VariableService
 from terrace.services.workspaces.workspaces import WorkspaceService
@@ -42,6 +44,8 @@ class PlanService:
         key = run.plan.json_key
         if run.plan.status != rs.P_FINISHED or not key or self._blobs.head(key) is None:
             raise NotFound(f"plan {plan_id} has no JSON output")
+        if run.plan.json_md5 is not None:  # recorded by every finish since plans were recorded
+            require_recorded(self._blobs, key, run.plan.json_md5, run.plan.json_size, f"JSON of plan {plan_id}")
         return run, key
 
     def redacted(self, principal: Principal, plan_id: str) -> dict[str, Any]:
@@ -68,3 +72,30 @@ class PlanService:
             hidden = json.dumps(hide_secrets(plan, sensitive.values, sensitive.terraform_keys)).encode()
             if hidden != raw:
                 self._blobs.put(key, hidden, content_type="application/json")
+
+    def keys_for_attempt(self, plan: PhaseState) -> tuple[str, str]:
+        """The plan file and JSON keys of the plan's current attempt (the first's are `plans/<run>/plan.bin|json`);
+        an earlier attempt's objects are deleted: nothing reads them, and no URL may create these twice."""
+        for key in (plan.artifact_key, plan.json_key):
+            if key:
+                self._blobs.delete(key)
+        plan.artifact_md5 = plan.artifact_size = plan.json_md5 = plan.json_size = None
+        run_id, suffix = run_id_of(plan.id), "" if plan.attempt <= 1 else f".{plan.attempt}"
+        return f"plans/{run_id}/plan{suffix}.bin", f"plans/{run_id}/plan{suffix}.json"
+
+    def record(self, run: Run, report: FinishRequest) -> None:
+        """A plan finished: check the stored plan file and JSON against the MD5s the runner says it uploaded,
+        hide secrets in the JSON, and record both objects' MD5 and size (what an apply and json-output check).
+        Conflict when a stored object is not what the runner uploaded."""
+        plan = run.plan
+        for key, reported, what in (
+            (plan.artifact_key, report.plan_md5, "plan file"),
+            (plan.json_key, report.plan_json_md5, "plan JSON"),
+        ):
+            if key and reported:
+                require_recorded(self._blobs, key, reported, None, f"{what} of {plan.id}")
+        if plan.artifact_key and (info := self._blobs.head(plan.artifact_key)) is not None:
+            plan.artifact_md5, plan.artifact_size = md5_of(info), info.size
+        self.hide_secrets_in_json(run)
+        if plan.json_key and (info := self._blobs.head(plan.json_key)) is not None:
+            plan.json_md5, plan.json_size = md5_of(info), info.size

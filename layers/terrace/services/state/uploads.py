@@ -28,6 +28,7 @@ from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.state import OutputValue, ParsedState
 from terrace.domain.state_versions import DISCARDED, FINALIZED, PENDING, StateVersion
 from terrace.domain.workspace import Workspace
+from terrace.services.blob_records import md5_of
 from terrace.services.state.current import (
     ATTEMPTS,
     PENDING_KEY,
@@ -40,6 +41,15 @@ from terrace.services.state.index import StateIndex
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 log = logging.getLogger("terrace.state")
+
+
+def verified_state(blobs: BlobStore, sv: StateVersion) -> bytes:
+    """The state of a finalized version, if it still is what was recorded (md5); else Conflict, nothing read on."""
+    raw = blobs.get(sv.blob_key, sv.blob_version)
+    if st.md5_hex(raw) != sv.md5:
+        raise Conflict(f"the stored state of {sv.id} does not match its record (md5 {sv.md5}); it is not served")
+    return raw
+
 
 UPLOADED_EVENT = "state.uploaded"
 
@@ -126,6 +136,7 @@ class StateUploads:
                 outputs = st.parse_outputs(st.load_json(base64.b64decode(sv.json_outputs), "json-state-outputs"))
             except Invalid as exc:
                 return self.discard(sv, exc.detail)
+        json_info = self._blobs.head(sv.json_blob_key)
         output_ids: tuple[str, ...] | None = None
         for _ in range(ATTEMPTS):
             ws, current = self._workspaces.load(sv.workspace_id), find_version(self._table, sv.id)
@@ -148,7 +159,11 @@ class StateUploads:
                 outputs_pending=outputs is None,
                 output_ids=output_ids or (),
                 json_outputs=None,
-                has_json_state=self._blobs.head(sv.json_blob_key) is not None,
+                has_json_state=json_info is not None,
+                json_md5=md5_of(json_info) if json_info else None,
+                json_size=json_info.size if json_info else None,
+                blob_version=info.version,
+                json_version=json_info.version if json_info else None,
             )
             try:
                 self._table.transact(
@@ -210,8 +225,13 @@ class StateUploads:
         if self._blobs.head(sv.blob_key) is None:
             log.warning("%s: the state of %s is gone (purged?)", UPLOADED_EVENT, sv.id)
             return
+        raw = self._blobs.get(sv.blob_key, sv.blob_version)
+        if st.md5_hex(raw) != sv.md5:
+            log.warning("state version %s: the stored state is not the one finalized (md5 differs)", sv.id)
+            self._record(sv, None, None, "the stored state does not match the md5 recorded when it was finalized")
+            return
         try:
-            parsed = st.parse_state(self._blobs.get(sv.blob_key))
+            parsed = st.parse_state(raw)
         except Invalid as exc:
             log.warning("state version %s is not a valid state: %s", sv.id, exc.detail)
             self._record(sv, None, None, f"the uploaded state could not be parsed: {exc.detail}")
@@ -273,6 +293,6 @@ class StateUploads:
         def instances_of(target: str) -> tuple[st.ResourceInstance, ...]:
             if target == sv_id:
                 return parsed.resources
-            return st.parse_state(self._blobs.get(find_version(self._table, target).blob_key)).resources
+            return st.parse_state(verified_state(self._blobs, find_version(self._table, target))).resources
 
         self._index.replace_resources(lambda: self._workspaces.load(workspace_id), instances_of)

@@ -28,7 +28,8 @@ from terrace.services.state import http_backend as state_http
 from terrace.services.state.current import PENDING_KEY, find_version
 from terrace.services.state.http_backend import LockRule
 from terrace.services.state.index import IndexedResource, StateIndex, StoredOutput
-from terrace.services.state.uploads import StateUploads
+from terrace.services.state.stored import StoredState
+from terrace.services.state.uploads import StateUploads, verified_state
 from terrace.services.state.writes import StateWriter
 from terrace.services.workspaces.locking import LockService
 from terrace.services.workspaces.workspaces import WorkspaceService
@@ -49,6 +50,7 @@ class StateVersionService:
         self._workspaces, self._index, self._orgs = workspaces, index, organizations
         self._uploads = StateUploads(table, blobs, workspaces, index, publisher)
         self._writer = StateWriter(table, blobs, workspaces, index, self._uploads)
+        self._stored = StoredState(table, blobs)
 
     # creating ----------------------------------------------------------------------------
     def create(
@@ -160,7 +162,12 @@ class StateVersionService:
         if sv.status != FINALIZED or (json_state and not sv.has_json_state):
             raise NotFound(f"state version {sv_id} has no {'JSON ' if json_state else ''}state to download")
         sv.require_data()
-        return self._blobs.presign_get(sv.json_blob_key if json_state else sv.blob_key, self._settings.presign_ttl_s)
+        ttl = self._settings.presign_ttl_s
+        if json_state:
+            sv = self._stored.json_state(sv)
+            return self._blobs.presign_get(sv.json_blob_key, ttl, sv.json_version)
+        sv = self._stored.state(sv)
+        return self._blobs.presign_get(sv.blob_key, ttl, sv.blob_version)
 
     def document(self, principal: Principal, sv_id: str) -> dict[str, Any]:
         """The parsed state of a finalized version (READ_STATE): the web UI's view and diff."""
@@ -168,11 +175,13 @@ class StateVersionService:
         if sv.status != FINALIZED:
             raise NotFound(f"state version {sv_id} is {sv.status}; it has no state yet")
         sv.require_data()
-        doc = st.load_json(self._blobs.get(sv.blob_key))
+        doc = st.load_json(verified_state(self._blobs, sv))
         return doc if isinstance(doc, dict) else {}
 
     def iter_state(self, sv: StateVersion) -> Iterator[bytes]:
-        return self._blobs.iter_chunks(sv.blob_key)
+        """The state's bytes as finalized, streamed (`stored.py`; Conflict when they are not there)."""
+        sv = self._stored.state(sv)
+        return self._blobs.iter_chunks(sv.blob_key, version=sv.blob_version)
 
     def _can(self, principal: Principal, action: Action, ws: Workspace) -> bool:
         try:
@@ -223,7 +232,7 @@ class StateVersionService:
         if target.status != FINALIZED:
             raise Conflict(f"state version {target_id} is {target.status}; only finalized versions can be restored")
         target.require_data()
-        raw = st.with_serial(self._blobs.get(target.blob_key), (ws.state_serial or 0) + 1)
+        raw = st.with_serial(verified_state(self._blobs, target), (ws.state_serial or 0) + 1)
         return self._writer.store(principal, ws.id, raw, st.parse_state(raw), True, None, self._require_lock(principal))
 
     def resolve_workspace(

@@ -9,6 +9,7 @@ from terrace.bootstrap import Container
 from terrace.domain.errors import BadRequest
 from terrace.domain.principal import Principal
 from terrace.domain.runs import PhaseState, Run
+from terrace.services.runs.logs import MAX_OFFSET
 from terrace.web import run_documents
 from terrace.web import run_serializers as rser
 from terrace.web.deps import ContainerDep, PrincipalDep
@@ -68,7 +69,7 @@ def read_log(phase_id: str, expires: int, signature: str, request: Request, cont
         limit = int(request.query_params.get("limit", "65536"))
     except ValueError as exc:
         raise BadRequest("offset and limit must be integers") from exc
-    if offset < 0 or limit < 0:
-        raise BadRequest("offset and limit must not be negative")
+    if not (0 <= offset <= MAX_OFFSET and 0 <= limit <= MAX_OFFSET):
+        raise BadRequest(f"offset and limit must be integers from 0 to {MAX_OFFSET}")
     data = container.logs.read_signed(phase_id, expires, signature, offset, limit)
     return Response(data, media_type="text/plain")

@@ -1,0 +1,114 @@
+"""Terrace's own signed URLs (`domain/url_signing.py`): one signer, a purpose per kind of URL, and no 500 for
+anything an unauthenticated client puts in one (non-ASCII signatures, offsets and limits past any log)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import terrace
+from fastapi.testclient import TestClient
+from run_helpers import make_run_env
+from terrace.bootstrap import Container, build_embedded
+from terrace.config import Settings
+from terrace.web.app import create_app
+
+PACKAGE = Path(terrace.__file__).parent
+# the session cookie's signer is the web sessions' own; presigned_check recomputes S3's SigV4 for the local S3 twin
+NOT_URL_SIGNERS = {"services/access/web_sessions.py", "local/presigned_check.py"}
+
+
+@pytest.fixture
+def embedded(tmp_path: Path) -> Iterator[tuple[Container, TestClient]]:
+    settings = Settings(
+        table_name="embedded",
+        blob_bucket="embedded",
+        data_dir=str(tmp_path / "data"),
+        public_url="https://testserver",
+        url_signing_secret="signing-secret",
+    )
+    container = build_embedded(settings)
+    try:
+        with TestClient(create_app(container)) as client:
+            yield container, client
+    finally:
+        container.close()
+
+
+def test_every_url_is_signed_by_the_one_helper() -> None:
+    signers = {
+        str(path.relative_to(PACKAGE))
+        for path in PACKAGE.rglob("*.py")
+        if re.search(r"\bhmac\.(new|digest)\(", path.read_text())
+    }
+    assert signers - NOT_URL_SIGNERS == {"domain/url_signing.py"}
+
+
+def test_a_signature_verifies_for_its_own_purpose_only() -> None:
+    from terrace.domain.url_signing import Purpose, UrlSigning
+
+    signing = UrlSigning("secret")
+    signature = signing.sign(Purpose.BLOB_GET, "plans/run-1/plan.bin", 100, 0)
+    assert signing.verify(signature, Purpose.BLOB_GET, "plans/run-1/plan.bin", 100, 0)
+    assert not signing.verify(signature, Purpose.BLOB_PUT, "plans/run-1/plan.bin", 100, 0)
+    assert not signing.verify(signature, Purpose.LOG_READ, "plans/run-1/plan.bin", 100, 0)
+    # parts cannot run into each other
+    assert not signing.verify(signature, Purpose.BLOB_GET, "plans/run-1/plan.bin\n100", 0)
+    assert not signing.verify("é" * 64, Purpose.BLOB_GET, "plans/run-1/plan.bin", 100, 0)
+
+
+def test_blob_urls_minted_for_one_method_never_serve_another(embedded: tuple[Container, TestClient]) -> None:
+    container, client = embedded
+    blobs = container.blobs
+    blobs.put("state/ws-1/sv-1.tfstate", b"kept")
+    get_url = blobs.presign_get("state/ws-1/sv-1.tfstate", 60)  # type: ignore[union-attr]
+    as_put = get_url.replace("method=GET", "method=PUT").split("://", 1)[1].split("/", 1)[1]
+    refused = client.put("/" + as_put, content=b"evil")
+    assert refused.status_code == 403 and refused.json()["errors"][0]["status"] == "403"
+    assert blobs.get("state/ws-1/sv-1.tfstate") == b"kept"
+
+
+@pytest.mark.parametrize("signature", ["%C3%A9", "%C3%A9" * 64, "%00", "%F0%9F%98%80" * 16])
+def test_a_non_ascii_blob_signature_is_a_403(embedded: tuple[Container, TestClient], signature: str) -> None:
+    container, client = embedded
+    container.blobs.put("state/ws-1/sv-1.tfstate", b"kept")
+    for method in ("GET", "PUT"):
+        url = f"/blobs/state/ws-1/sv-1.tfstate?method={method}&expires=99999999999&max=10&signature={signature}"
+        response = client.request(method, url, content=b"x" if method == "PUT" else None)
+        assert response.status_code == 403, (method, response.status_code, response.text)
+        assert response.json()["errors"][0]["status"] == "403"
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "offset=9223372036854775807&limit=10",
+        "offset=9223372036854775808&limit=10",
+        "offset=-1&limit=10",
+        "offset=0&limit=9223372036854775807",
+        "offset=0&limit=-9223372036854775808",
+        "offset=1e3",
+        "offset=%C3%A9",
+    ],
+)
+def test_log_reads_past_any_log_are_a_400(query: str) -> None:
+    env = make_run_env()
+    run = env.create_run(env.upload_config())
+    env.work_next(log=b"hello\n")
+    plan = env.api("GET", f"/plans/{run['relationships']['plan']['data']['id']}").json()["data"]["attributes"]
+    path = "/" + plan["log-read-url"].split("://", 1)[1].split("/", 1)[1]
+    response = env.client.get(f"{path}?{query}")
+    assert response.status_code == 400, (query, response.status_code, response.text)
+    assert response.json()["errors"][0]["status"] == "400"
+    assert env.client.get(f"{path}?offset=1&limit=5").content == b"hello"
+
+
+def test_an_archived_log_read_at_any_offset_answers_nothing(embedded: tuple[Container, TestClient]) -> None:
+    container, _ = embedded
+    container.blobs.put("logs/plan-abc.log", b"\x02hello\n\x03")
+    for offset in (9223372036854775807, 1 << 62, 1 << 41, 10**30):
+        assert container.logs.read("plan-abc", offset, 10, final=True, archived=True) == b""
+    assert container.logs.read("plan-abc", 1, 5, final=True, archived=True) == b"hello"
+    assert container.logs.read("plan-abc", 0, 10**30, final=True, archived=True) == b"\x02hello\n\x03"
