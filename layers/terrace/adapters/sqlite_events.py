@@ -1,4 +1,4 @@
-"""The events queue in the embedded server's SQLite file, with SQS's semantics (`queues.EventQueue`).
+"""The events queue in the embedded server's SQLite file, with SQS's semantics (`events.EventQueue`).
 
 An event becomes visible at `visible_at` (delayed delivery); a receive makes it invisible for the visibility
 timeout, counts the delivery and hands out a new receipt (an older receipt no longer acknowledges it); an
@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from terrace.adapters.queues import ReceivedEvent
+from terrace.adapters.events import ReceivedEvent
 from terrace.adapters.sqlite_table import SqliteDatabase
 
 SCHEMA = """
