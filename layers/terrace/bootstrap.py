@@ -18,9 +18,10 @@ from typing import Any
 
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.condition_job_signal import LAMBDA_RECHECK_S, ConditionJobSignal
+from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.events import EventPublisher, EventQueue
 from terrace.adapters.job_signal import JobSignal
-from terrace.adapters.kms import Encryptor, MemoryEncryptor
+from terrace.adapters.memory_encryptor import MemoryEncryptor
 from terrace.adapters.memory_events import MemoryEventPublisher
 from terrace.adapters.runner_launcher import RunnerLauncher
 from terrace.adapters.table import Table
