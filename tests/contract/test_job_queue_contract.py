@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 from implementations import IMPLEMENTATIONS, open_table
 from terrace.adapters.condition_job_signal import ConditionJobSignal
-from terrace.adapters.job_queue import JobQueue
+from terrace.adapters.job_queue import JobQueue, QueuedJob
 from terrace.adapters.kicking_job_queue import KickingJobQueue
+from terrace.adapters.table import Item, Table
 from terrace.adapters.table_job_queue import TableJobQueue
 
 START_MS = 5_000_000
@@ -32,11 +33,32 @@ class Clock:
         return self.ms / 1000
 
 
+class Rendezvous:
+    """Around a table: each taker's first read of the queue waits until every taker has read it, so all of them
+    saw the same jobs before any of them takes one (the race a conditional take must win for exactly one)."""
+
+    def __init__(self, table: Table, takers: int) -> None:
+        self._table = table
+        self._all_read = threading.Barrier(takers)
+        self._waited: set[int] = set()
+
+    def query(self, pk: str, **kwargs: Any) -> list[Item]:
+        items = self._table.query(pk, **kwargs)
+        if threading.get_ident() not in self._waited:
+            self._waited.add(threading.get_ident())
+            self._all_read.wait(60)
+        return items
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._table, name)
+
+
 @dataclass
 class Subject:
     queue: JobQueue
     clock: Clock
     signal: ConditionJobSignal
+    table: Table
 
 
 @pytest.fixture(params=[*IMPLEMENTATIONS, "kicking"])
@@ -49,7 +71,7 @@ def subject(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Subject]
         queue: JobQueue = TableJobQueue(table, now_ms=clock.now_ms, signal=signal)
         if request.param == "kicking":
             queue = KickingJobQueue(queue, kick=lambda: None)
-        yield Subject(queue, clock, signal)
+        yield Subject(queue, clock, signal, table)
 
 
 def job(job_id: str, phase: str = "plan", attempt: int = 1, run_id: str = "run-1") -> dict[str, Any]:
@@ -144,6 +166,19 @@ def test_each_organization_sees_only_its_own_jobs(subject: Subject) -> None:
     assert take_all(queue, "globex") == ["apply-globex"]
     assert take_all(queue, "acme-2") == ["apply-acme-2"]
     assert take_all(queue, "nobody") == []
+
+
+def test_of_two_takers_that_saw_the_same_job_exactly_one_gets_it(subject: Subject) -> None:
+    subject.queue.enqueue("acme", "plan", job("plan-1"))
+    queue = TableJobQueue(Rendezvous(subject.table, takers=2), now_ms=subject.clock.now_ms)  # type: ignore[arg-type]
+    got: list[QueuedJob | None] = []
+    takers = [threading.Thread(target=lambda: got.append(queue.take("acme"))) for _ in range(2)]
+    for taker in takers:
+        taker.start()
+    for taker in takers:
+        taker.join(120)
+    assert not any(t.is_alive() for t in takers) and len(got) == 2
+    assert sorted(q.job_id if q else "nothing" for q in got) == ["nothing", "plan-1"]
 
 
 def test_of_concurrent_takers_exactly_one_gets_each_job(subject: Subject) -> None:
