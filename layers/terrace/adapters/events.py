@@ -8,6 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+DEFAULT_VISIBILITY_S = 60  # the SQLite and memory queues' defaults (SQS's: the queue's, `definitions.py`)
+DEFAULT_MAX_RECEIVES = 5
+
 
 class EventPublisher(Protocol):
     def publish(self, event: dict[str, Any]) -> None: ...

@@ -12,8 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from terrace.adapters.events import ReceivedEvent
-from terrace.adapters.sqlite_events import DEFAULT_MAX_RECEIVES, DEFAULT_VISIBILITY_S
+from terrace.adapters.events import DEFAULT_MAX_RECEIVES, DEFAULT_VISIBILITY_S, ReceivedEvent
 
 
 @dataclass
