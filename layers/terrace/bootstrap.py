@@ -17,10 +17,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from terrace.adapters.blobs import BlobStore
-from terrace.adapters.job_signal import LAMBDA_RECHECK_S, JobSignal
-from terrace.adapters.kms import Encryptor, MemoryEncryptor
-from terrace.adapters.queues import EventPublisher, EventQueue, MemoryEventPublisher
-from terrace.adapters.runner_launchers import RunnerLauncher
+from terrace.adapters.condition_job_signal import LAMBDA_RECHECK_S, ConditionJobSignal
+from terrace.adapters.encryptor import Encryptor
+from terrace.adapters.events import EventPublisher, EventQueue
+from terrace.adapters.job_signal import JobSignal
+from terrace.adapters.memory_encryptor import MemoryEncryptor
+from terrace.adapters.memory_events import MemoryEventPublisher
+from terrace.adapters.runner_launcher import RunnerLauncher
 from terrace.adapters.table import Table
 from terrace.config import Settings
 from terrace.wiring.access_services import AccessServices
@@ -60,7 +63,7 @@ class Container(AccessServices, WorkspaceServices, StateServices, RunServices): 
     scaler_kick: Callable[..., None] | None = None  # on AWS: wakes the scaler (kick(), or kick(expect=org))
     event_queue: EventQueue | None = None  # the consumer side of `publisher` (SQS, or SQLite when embedded)
     database: Any = None  # the embedded server's SqliteDatabase (backups, closing)
-    job_signal: JobSignal = field(default_factory=JobSignal)  # wakes waiting runners; in-process by default
+    job_signal: JobSignal = field(default_factory=ConditionJobSignal)  # wakes waiting runners; in-process by default
 
     def close(self) -> None:
         """Release what the adapters hold open (the embedded database's connections)."""
@@ -84,7 +87,7 @@ def build_aws(settings: Settings) -> Container:
         publisher=aws.events,
         event_queue=aws.events,
         launcher=aws.launcher,
-        job_signal=JobSignal(recheck_s=LAMBDA_RECHECK_S),  # enqueues may happen in other Lambdas
+        job_signal=ConditionJobSignal(recheck_s=LAMBDA_RECHECK_S),  # enqueues may happen in other Lambdas
     )
 
 

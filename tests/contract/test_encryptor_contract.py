@@ -1,4 +1,4 @@
-"""The Encryptor port (`adapters/kms.py`) on KMS (moto), local AES-GCM envelopes and the memory twin: values
+"""The Encryptor port (`adapters/encryptor.py`) on KMS (moto), local AES-GCM envelopes and the memory twin: values
 round-trip, and a ciphertext opens only with the encryption context it was made with."""
 
 from __future__ import annotations
@@ -10,8 +10,10 @@ from pathlib import Path
 import boto3
 import pytest
 from implementations import IMPLEMENTATIONS
-from terrace.adapters.kms import Encryptor, KmsEncryptor, MemoryEncryptor
-from terrace.adapters.local_crypto import LocalEncryptor
+from terrace.adapters.encryptor import Encryptor
+from terrace.adapters.kms_encryptor import KmsEncryptor
+from terrace.adapters.local_encryptor import LocalEncryptor
+from terrace.adapters.memory_encryptor import MemoryEncryptor
 
 
 @pytest.fixture(params=IMPLEMENTATIONS)

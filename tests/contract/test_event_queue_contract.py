@@ -1,4 +1,4 @@
-"""The events queue (`adapters/queues.py: EventQueue`) on SQS (moto), SQLite and memory: at-least-once delivery,
+"""The events queue (`adapters/events.py: EventQueue`) on SQS (moto), SQLite and memory: at-least-once delivery,
 visibility timeouts, receive counts, redrive to the dead letters after N receives, delayed delivery."""
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ from pathlib import Path
 import boto3
 import pytest
 from implementations import IMPLEMENTATIONS
+from terrace.adapters.events import EventQueue, ReceivedEvent
 from terrace.adapters.memory_events import MemoryEventQueue
-from terrace.adapters.queues import EventQueue, ReceivedEvent, SqsEventPublisher
 from terrace.adapters.sqlite_events import SqliteEventQueue
 from terrace.adapters.sqlite_table import SqliteDatabase
+from terrace.adapters.sqs_events import SqsEventPublisher
 
 MAX_RECEIVES = 2
 DEADLINE_S = 30.0

@@ -9,7 +9,8 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
-from terrace.adapters.runner_launchers import STARTED_BY, EcsLauncher, RunnerCredential
+from terrace.adapters.ecs_runner_launcher import STARTED_BY, EcsLauncher
+from terrace.adapters.runner_launcher import RunnerCredential
 
 SUBNET = GROUP = ""
 

@@ -1,4 +1,4 @@
-"""The job queue port (adapters/queues.py) on the in-memory table and on DynamoDB (moto): one contract.
+"""The job queue port (adapters/job_queue.py) on the in-memory table and on DynamoDB (moto): one contract.
 And the runner loop over /api/runner/jobs/next (a fake API): it runs what it is handed, stops on a refused token."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import pytest
 from aws import clients, create_table_and_bucket, moto_server
 from terrace.adapters.dynamo_table import DynamoTable
 from terrace.adapters.memory_table import MemoryTable
-from terrace.adapters.queues import TableJobQueue
 from terrace.adapters.sqlite_table import SqliteDatabase, SqliteTable
 from terrace.adapters.table import Table
+from terrace.adapters.table_job_queue import TableJobQueue
 from terrace.domain.jobs import Operation
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))

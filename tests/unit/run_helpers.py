@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastapi.testclient import TestClient
+from terrace.adapters.job_queue import QueuedJob
 from terrace.adapters.memory_blobs import MemoryBlobs
-from terrace.adapters.queues import QueuedJob, TableJobQueue
+from terrace.adapters.table_job_queue import TableJobQueue
 from terrace.bootstrap import Container, build_memory
 from terrace.config import Settings
 from terrace.domain.principal import PrincipalKind

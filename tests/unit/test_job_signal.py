@@ -1,10 +1,10 @@
-"""The job signal (adapters/job_signal.py): what wakes a runner's long-poll, per organization."""
+"""The job signal (adapters/condition_job_signal.py): what wakes a runner's long-poll, per organization."""
 
 from __future__ import annotations
 
 import threading
 
-from terrace.adapters.job_signal import JobSignal
+from terrace.adapters.condition_job_signal import ConditionJobSignal as JobSignal
 
 
 class Clock:

@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from terrace.adapters.runner_launchers import LocalProcessLauncher, RunnerCredential
+from terrace.adapters.local_runner_launcher import LocalProcessLauncher
+from terrace.adapters.runner_launcher import RunnerCredential
 
 
 def credential(org: str, n: int) -> RunnerCredential:

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from run_helpers import RunEnv, make_run_env
 from terrace.adapters.memory_table import MemoryTable
-from terrace.adapters.queues import TableJobQueue
-from terrace.adapters.runner_launchers import LiveRunner, RunnerCredential
+from terrace.adapters.runner_launcher import LiveRunner, RunnerCredential
+from terrace.adapters.table_job_queue import TableJobQueue
 from terrace.domain.principal import PrincipalKind
 from terrace.services.runs.scaler import RUNNER_TOKEN_SUBJECT
 

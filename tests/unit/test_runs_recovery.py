@@ -113,8 +113,9 @@ def test_queue_and_capacity_report_the_real_queue() -> None:
 
 
 def test_enqueue_wakes_the_scaler_and_survives_its_failure() -> None:
+    from terrace.adapters.kicking_job_queue import KickingJobQueue
     from terrace.adapters.memory_table import MemoryTable
-    from terrace.adapters.queues import KickingJobQueue, TableJobQueue
+    from terrace.adapters.table_job_queue import TableJobQueue
 
     kicks: list[int] = []
     inner = TableJobQueue(MemoryTable())

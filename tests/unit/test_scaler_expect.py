@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from run_helpers import RunEnv, make_run_env
-from terrace.adapters.runner_launchers import runner_environment
+from terrace.adapters.runner_launcher import runner_environment
 from terrace.domain.principal import PrincipalKind
 from test_runner_tenancy import FakeLauncher, _second_org
 

@@ -64,7 +64,7 @@ BLOB_BUCKET = BucketDefinition(
 ASSETS_BUCKET = BucketDefinition(logical_name="assets", versioned=False, purpose="static web UI assets")
 BUCKETS = (BLOB_BUCKET, ASSETS_BUCKET)
 
-# Run phases queue per organization (an index in the table, adapters/queues.py) on one lane per priority;
+# Run phases queue per organization (an index in the table, adapters/table_job_queue.py) on one lane per priority;
 # a runner always takes its organization's highest lane first.
 LANE_PRIORITY = ("apply", "plan", "speculative")
 

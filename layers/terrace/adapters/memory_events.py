@@ -1,4 +1,5 @@
-"""In-memory twin of the events queue (`queues.EventQueue`), with the same semantics as SQS and SQLite."""
+"""In-memory twins of the events port (`events.py`): `MemoryEventQueue`, with the same semantics as SQS and SQLite,
+and `MemoryEventPublisher`, which only records what was published."""
 
 from __future__ import annotations
 
@@ -11,8 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from terrace.adapters.queues import ReceivedEvent
-from terrace.adapters.sqlite_events import DEFAULT_MAX_RECEIVES, DEFAULT_VISIBILITY_S
+from terrace.adapters.events import DEFAULT_MAX_RECEIVES, DEFAULT_VISIBILITY_S, ReceivedEvent
 
 
 @dataclass
@@ -82,3 +82,11 @@ class MemoryEventQueue:
     def dead_letters(self) -> list[dict[str, Any]]:
         with self._changed:
             return copy.deepcopy(self._dead)
+
+
+class MemoryEventPublisher:
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+
+    def publish(self, event: dict[str, Any]) -> None:
+        self.events.append(dict(event))

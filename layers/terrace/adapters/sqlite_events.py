@@ -1,4 +1,4 @@
-"""The events queue in the embedded server's SQLite file, with SQS's semantics (`queues.EventQueue`).
+"""The events queue in the embedded server's SQLite file, with SQS's semantics (`events.EventQueue`).
 
 An event becomes visible at `visible_at` (delayed delivery); a receive makes it invisible for the visibility
 timeout, counts the delivery and hands out a new receipt (an older receipt no longer acknowledges it); an
@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from terrace.adapters.queues import ReceivedEvent
+from terrace.adapters.events import DEFAULT_MAX_RECEIVES, DEFAULT_VISIBILITY_S, ReceivedEvent
 from terrace.adapters.sqlite_table import SqliteDatabase
 
 SCHEMA = """
@@ -28,8 +28,6 @@ CREATE TABLE IF NOT EXISTS events (
 );
 CREATE INDEX IF NOT EXISTS events_visible ON events (dead, visible_at, id);
 """
-DEFAULT_VISIBILITY_S = 60
-DEFAULT_MAX_RECEIVES = 5
 POLL_S = 0.1
 
 

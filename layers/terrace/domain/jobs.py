@@ -3,7 +3,7 @@
 A job is one phase (plan or apply) of one run; its id is the phase id (`plan-…` / `apply-…`).
 
 1. The API queues `JobMessage` in the run's organization's job queue, on the lane of its priority
-   (apply ▸ plan ▸ speculative; `adapters/queues.py`).
+   (apply ▸ plan ▸ speculative; `adapters/table_job_queue.py`).
 2. A runner serves one organization for its life. It long-polls `POST /api/runner/jobs/next?wait=S`
    with `NextRequest`: the API takes its organization's next job (highest lane first, delayed retries
    once due) and claims it in the same call -> 200 `JobSpec` (with a fresh run token), or 204 when

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from terrace.adapters.runner_launchers import LocalProcessLauncher
+from terrace.adapters.local_runner_launcher import LocalProcessLauncher
 from terrace.local.terraform_config import null_provider_source, render_provider_installation, write_provider_mirror
 
 if TYPE_CHECKING:

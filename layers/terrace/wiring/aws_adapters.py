@@ -15,10 +15,10 @@ import boto3
 from botocore.config import Config
 
 from terrace.adapters.dynamo_table import DynamoTable
-from terrace.adapters.kms import KmsEncryptor
-from terrace.adapters.queues import SqsEventPublisher
-from terrace.adapters.runner_launchers import EcsLauncher
+from terrace.adapters.ecs_runner_launcher import EcsLauncher
+from terrace.adapters.kms_encryptor import KmsEncryptor
 from terrace.adapters.s3_blobs import S3Blobs
+from terrace.adapters.sqs_events import SqsEventPublisher
 from terrace.config import Settings
 
 

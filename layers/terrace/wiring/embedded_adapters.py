@@ -15,7 +15,7 @@ from terrace.config import Settings
 
 if TYPE_CHECKING:
     from terrace.adapters.fs_blobs import FsBlobs
-    from terrace.adapters.local_crypto import LocalEncryptor
+    from terrace.adapters.local_encryptor import LocalEncryptor
     from terrace.adapters.sqlite_events import SqliteEventQueue
     from terrace.adapters.sqlite_table import SqliteDatabase, SqliteTable
 
@@ -37,7 +37,7 @@ def open_data_dir(settings: Settings) -> EmbeddedAdapters:
     """The adapters over `settings.data_dir` (created 0700 when missing)."""
     from terrace.adapters.definitions import EVENTS_QUEUE
     from terrace.adapters.fs_blobs import FsBlobs, UrlSigner
-    from terrace.adapters.local_crypto import LocalEncryptor
+    from terrace.adapters.local_encryptor import LocalEncryptor
     from terrace.adapters.sqlite_events import SqliteEventQueue
     from terrace.adapters.sqlite_table import SqliteDatabase, SqliteTable
 

@@ -11,10 +11,13 @@ from collections.abc import Callable
 from functools import cached_property
 
 from terrace.adapters.blobs import BlobStore
+from terrace.adapters.events import EventPublisher
+from terrace.adapters.job_queue import JobQueue
 from terrace.adapters.job_signal import JobSignal
-from terrace.adapters.queues import EventPublisher, JobQueue, KickingJobQueue, TableJobQueue
-from terrace.adapters.runner_launchers import RunnerLauncher
+from terrace.adapters.kicking_job_queue import KickingJobQueue
+from terrace.adapters.runner_launcher import RunnerLauncher
 from terrace.adapters.table import Table
+from terrace.adapters.table_job_queue import TableJobQueue
 from terrace.config import Settings
 from terrace.domain.workspace import Workspace
 from terrace.services.access.accounts import AccountService

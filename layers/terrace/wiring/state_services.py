@@ -8,7 +8,7 @@ from __future__ import annotations
 from functools import cached_property
 
 from terrace.adapters.blobs import BlobStore
-from terrace.adapters.queues import EventPublisher
+from terrace.adapters.events import EventPublisher
 from terrace.adapters.table import Table
 from terrace.config import Settings
 from terrace.services.access.organizations import OrganizationService

@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import cached_property
 
 from terrace.adapters.blobs import BlobStore
-from terrace.adapters.kms import Encryptor
+from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.table import Table
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.authz import Authorizer

@@ -11,8 +11,9 @@ import time
 from collections.abc import Callable
 
 from terrace.adapters.blobs import BlobStore
+from terrace.adapters.condition_job_signal import ConditionJobSignal
+from terrace.adapters.job_queue import JobQueue
 from terrace.adapters.job_signal import JobSignal
-from terrace.adapters.queues import JobQueue
 from terrace.config import Settings
 from terrace.domain import clock
 from terrace.domain import runs as rs
@@ -69,7 +70,7 @@ class JobService(ApplyHandoff):
         signal: JobSignal | None = None,
     ) -> None:
         self._queue, self._authz = queue, authz
-        self._signal = signal or JobSignal(recheck_s=0.25)  # wakes a waiting `next` (the queue notifies it)
+        self._signal = signal or ConditionJobSignal(recheck_s=0.25)  # wakes a waiting `next` (the queue notifies it)
         self._plans, self._costs = plans, costs
         self._store, self._scheduler, self._runs = store, scheduler, runs
         self._variables, self._accounts, self._logs, self._settings = variables, accounts, logs, settings

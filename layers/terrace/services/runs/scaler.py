@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
-from terrace.adapters.runner_launchers import RunnerCredential, RunnerLauncher
+from terrace.adapters.runner_launcher import RunnerCredential, RunnerLauncher
 from terrace.config import Settings
 from terrace.domain import clock
 from terrace.domain import runs as rs

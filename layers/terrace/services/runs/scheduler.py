@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 
-from terrace.adapters.queues import JobQueue
+from terrace.adapters.job_queue import JobQueue
 from terrace.adapters.table import ConditionFailed
 from terrace.config import Settings
 from terrace.domain import clock

@@ -7,7 +7,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from terrace.adapters.queues import EventPublisher
+from terrace.adapters.events import EventPublisher
 from terrace.adapters.table import Delete, Put, Table, WriteOp
 from terrace.domain import clock
 from terrace.domain.errors import NotFound

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from terrace.adapters.blobs import BlobStore
-from terrace.adapters.queues import EventPublisher
+from terrace.adapters.events import EventPublisher
 from terrace.adapters.table import ConditionFailed, Put, Table, WriteOp
 from terrace.domain import clock, state_versions
 from terrace.domain import state as st

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from terrace.adapters.blobs import BlobStore
-from terrace.adapters.queues import EventPublisher
+from terrace.adapters.events import EventPublisher
 from terrace.adapters.table import Table
 from terrace.config import Settings
 from terrace.domain import state as st

@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from terrace.adapters.kms import Encryptor
+from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.table import ConditionFailed, Table
 from terrace.domain import clock, limits
 from terrace.domain.errors import Conflict, Invalid, NotFound

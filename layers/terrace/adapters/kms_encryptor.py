@@ -1,17 +1,9 @@
-"""Encryption of sensitive values: KMS with an encryption context; a reversible twin in unit tests."""
+"""The encryptor (`encryptor.Encryptor`) on KMS, with the encryption context as KMS's EncryptionContext."""
 
 from __future__ import annotations
 
 import base64
-import json
-from typing import Any, Protocol
-
-
-class Encryptor(Protocol):
-    def encrypt(self, plaintext: str, context: dict[str, str]) -> str: ...
-
-    def decrypt(self, ciphertext: str, context: dict[str, str]) -> str: ...
-
+from typing import Any
 
 _EMPTY = "e:"  # KMS refuses an empty plaintext: "" is sealed as a marker (base64 never holds a colon)
 _EMPTY_MARKER = b"terrace:empty-value"
@@ -37,16 +29,3 @@ class KmsEncryptor:
                 raise ValueError("not an empty-value ciphertext")
             return ""
         return plaintext.decode()
-
-
-class MemoryEncryptor:
-    """Not secret: only checks that callers pass the same context both ways."""
-
-    def encrypt(self, plaintext: str, context: dict[str, str]) -> str:
-        return base64.b64encode(json.dumps([plaintext, context], sort_keys=True).encode()).decode()
-
-    def decrypt(self, ciphertext: str, context: dict[str, str]) -> str:
-        plaintext, stored = json.loads(base64.b64decode(ciphertext))
-        if stored != context:
-            raise ValueError("encryption context mismatch")
-        return str(plaintext)

@@ -1,4 +1,4 @@
-"""Envelope encryption of sensitive values on one machine (the Encryptor port without KMS).
+"""Envelope encryption of sensitive values on one machine (`encryptor.Encryptor` without KMS).
 
 Each value gets a fresh 256-bit data key: AES-GCM encrypts the value under it, and AES-GCM encrypts the data
 key under the master key. The encryption context is the associated data of both, so a ciphertext decrypts

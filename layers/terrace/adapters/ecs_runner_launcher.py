@@ -1,0 +1,111 @@
+"""Runners as Fargate tasks started by `terrace-scaler` (`ecs:RunTask`): the runner launcher
+(`runner_launcher.py`) on AWS, tagged with each runner's organization and token id."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from terrace.adapters.runner_launcher import LiveRunner, RunnerCredential, runner_environment
+
+log = logging.getLogger("terrace.adapters.runner_launchers")
+STARTED_BY = "terrace-scaler"
+ORG_TAG = "terrace:organization"
+TOKEN_TAG = "terrace:runner-token"
+
+
+class EcsLauncher:
+    """Fargate runner tasks started by `terrace-scaler`, tagged with their organization and runner token id."""
+
+    def __init__(
+        self,
+        ecs_client: Any,
+        cluster: str,
+        task_definition: str,
+        subnets: Sequence[str],
+        security_groups: Sequence[str],
+        assign_public_ip: bool,
+        container_name: str,
+        *,
+        platform_version: str = "LATEST",
+        max_tasks: int | None = None,
+        environment: Mapping[str, str] | None = None,
+    ) -> None:
+        self.ecs = ecs_client
+        self.cluster, self.task_definition, self.container_name = cluster, task_definition, container_name
+        self.subnets, self.security_groups = list(subnets), list(security_groups)
+        self.assign_public_ip = assign_public_ip
+        self.platform_version = platform_version
+        self.max_tasks = max_tasks
+        self.environment = dict(environment or {})
+
+    def _tasks(self) -> list[dict[str, Any]]:
+        """Described tasks of the scaler whose desired status is RUNNING (this includes tasks still provisioning)."""
+        arns: list[str] = []
+        paginator = self.ecs.get_paginator("list_tasks")
+        for page in paginator.paginate(cluster=self.cluster, startedBy=STARTED_BY, desiredStatus="RUNNING"):
+            arns.extend(page.get("taskArns", []))
+        tasks: list[dict[str, Any]] = []
+        for start in range(0, len(arns), 100):
+            reply = self.ecs.describe_tasks(cluster=self.cluster, tasks=arns[start : start + 100], include=["TAGS"])
+            tasks.extend(reply.get("tasks", []))
+        return tasks
+
+    def live(self) -> list[LiveRunner]:
+        found = []
+        for task in self._tasks():
+            tags = {tag["key"]: tag["value"] for tag in task.get("tags", [])}
+            found.append(LiveRunner(tags.get(ORG_TAG, ""), tags.get(TOKEN_TAG, "")))
+        return found
+
+    def live_count(self) -> int:
+        return len(self._tasks())
+
+    def launch(self, credentials: list[RunnerCredential]) -> list[str]:
+        if self.max_tasks is not None:
+            credentials = credentials[: max(0, self.max_tasks - self.live_count())]
+        started = []
+        for credential in credentials:  # one task per credential: each has its own token
+            reply = self.ecs.run_task(**self._run_task_args(credential))
+            for failure in reply.get("failures", []):
+                log.warning("RunTask failure: %s %s", failure.get("reason"), failure.get("detail", ""))
+            if not reply.get("tasks"):
+                break  # capacity or quota: the scaler will try again on its next tick
+            started.append(credential.token_id)
+        return started
+
+    def retire(self, organization: str, count: int) -> int:
+        """StopTask: the runner gets SIGTERM, finishes its job if it has one (within the stop timeout), exits."""
+        retired = 0
+        for task in self._tasks():
+            tags = {tag["key"]: tag["value"] for tag in task.get("tags", [])}
+            if retired < count and tags.get(ORG_TAG) == organization:
+                self.ecs.stop_task(cluster=self.cluster, task=task["taskArn"], reason="idle: room for another org")
+                retired += 1
+        return retired
+
+    def _run_task_args(self, credential: RunnerCredential) -> dict[str, Any]:
+        args: dict[str, Any] = {
+            "cluster": self.cluster,
+            "taskDefinition": self.task_definition,
+            "count": 1,
+            "launchType": "FARGATE",
+            "platformVersion": self.platform_version,
+            "startedBy": STARTED_BY,
+            "tags": [
+                {"key": ORG_TAG, "value": credential.organization},
+                {"key": TOKEN_TAG, "value": credential.token_id},
+            ],
+            "networkConfiguration": {
+                "awsvpcConfiguration": {
+                    "subnets": self.subnets,
+                    "securityGroups": self.security_groups,
+                    "assignPublicIp": "ENABLED" if self.assign_public_ip else "DISABLED",
+                }
+            },
+        }
+        env = {**self.environment, **runner_environment(credential)}
+        variables = [{"name": k, "value": v} for k, v in sorted(env.items())]
+        args["overrides"] = {"containerOverrides": [{"name": self.container_name, "environment": variables}]}
+        return args

@@ -1,0 +1,104 @@
+"""Runners as local processes (`python -m terrace.runner`): the runner launcher (`runner_launcher.py`) of the
+embedded server and `make dev`."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import subprocess
+import sys
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from terrace.adapters.runner_launcher import LiveRunner, RunnerCredential, runner_environment
+
+log = logging.getLogger("terrace.adapters.runner_launchers")
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL when the server that started it dies (a crash leaves no runner
+    working for a server that is gone; the restarted server hands its job back)."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+
+@dataclass
+class LocalRunner:
+    process: subprocess.Popen[bytes]
+    organization: str
+    token_id: str
+    runner_id: str
+
+
+class LocalProcessLauncher:
+    """Runner processes (`python -m terrace.runner`) on this machine, at most `max_processes` at once.
+    Each serves one organization: `runners` keeps which (tests read it)."""
+
+    def __init__(
+        self, env: Mapping[str, str], max_processes: int, python: str = sys.executable, args: Sequence[str] = ()
+    ) -> None:
+        self.env = dict(env)
+        self.max_processes = max_processes
+        self.python = python
+        self.args = list(args)
+        self.runners: list[LocalRunner] = []  # alive ones
+        self.started: deque[LocalRunner] = deque(maxlen=1000)  # the runners started lately, for bookkeeping
+
+    def _reap(self) -> None:
+        alive = []
+        for runner in self.runners:
+            code = runner.process.poll()
+            if code is None:
+                alive.append(runner)
+            elif code != 0:
+                log.warning("runner process %d exited with %d", runner.process.pid, code)
+        self.runners = alive
+
+    def live(self) -> list[LiveRunner]:
+        self._reap()
+        return [LiveRunner(r.organization, r.token_id) for r in self.runners]
+
+    def live_count(self) -> int:
+        return len(self.live())
+
+    def launch(self, credentials: list[RunnerCredential]) -> list[str]:
+        room = max(0, self.max_processes - self.live_count())
+        started = []
+        for credential in credentials[:room]:
+            process = subprocess.Popen(
+                [self.python, "-m", "terrace.runner", *self.args],
+                env={**self.env, **runner_environment(credential)},
+                stdin=subprocess.DEVNULL,
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None,  # noqa: PLW1509
+            )
+            runner = LocalRunner(process, credential.organization, credential.token_id, credential.runner_id)
+            self.runners.append(runner)
+            self.started.append(runner)
+            started.append(credential.token_id)
+        return started
+
+    def retire(self, organization: str, count: int) -> int:
+        """SIGTERM: the runner finishes the job it has (if any) and exits."""
+        self._reap()
+        retired = 0
+        for runner in self.runners:
+            if retired < count and runner.organization == organization and runner.process.poll() is None:
+                runner.process.terminate()
+                retired += 1
+        return retired
+
+    def stop_all(self, timeout_s: float = 10.0) -> None:
+        """SIGTERM (a runner finishes its current job), then SIGKILL whatever is left after the timeout."""
+        for runner in self.runners:
+            if runner.process.poll() is None:
+                runner.process.terminate()
+        for runner in self.runners:
+            try:
+                runner.process.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                runner.process.kill()
+                runner.process.wait()
+        self.runners = []
