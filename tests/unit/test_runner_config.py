@@ -18,6 +18,8 @@ def test_keyword_construction_reads_no_environment(monkeypatch: pytest.MonkeyPat
     config = RunnerConfig(api_url="https://x", runner_token="t")
     assert (config.wait_s, config.work_dir, config.runner_id) == (5.0, Path("/tmp/terrace-runner"), "")
     assert (config.default_tool, config.brisk_poll_s, config.max_config_entries) == ("terraform", 0.5, 100_000)
+    with pytest.raises(ValueError, match="wiat_s"):
+        RunnerConfig(api_url="https://x", runner_token="t", wiat_s=1)  # a typo is no silent default
 
 
 def test_from_env_reads_each_variable_and_the_defaults_the_runner_always_had() -> None:

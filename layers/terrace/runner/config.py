@@ -61,7 +61,7 @@ class RunnerConfig(BaseSettings):
     model_config = SettingsConfigDict(
         case_sensitive=True,
         env_ignore_empty=True,  # an empty variable is an unset one: the default applies
-        extra="ignore",
+        extra="forbid",  # RunnerConfig(typo=...) is an error, as it was for the dataclass
         validate_by_name=True,  # RunnerConfig(api_url=...) in tests
         validate_by_alias=True,  # RunnerConfig.from_env: the variables
     )
