@@ -161,23 +161,89 @@ def test_the_final_image_has_no_build_tools_and_bakes_the_tools_in():
     assert "--no-deps ." in text and "pip uninstall -y" in text  # no server libraries, no pip in the image
 
 
+RUNNER_LIBRARIES = ("httpx", "pydantic", "pydantic-settings", "typer")  # what terrace.runner imports itself
+SERVER_LIBRARIES = ("boto3", "botocore", "fastapi", "starlette", "mangum", "aws_lambda_powertools", "jinja2", "jwt",
+                    "uvicorn", "httptools", "uvloop", "trustme", "cryptography", "moto", "click")  # fmt: skip
+
+
+def _normalized(name: str) -> str:
+    import re
+
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _image_requirements() -> dict[str, str]:
+    from infra.bundling import REPO
+
+    lines = (REPO / "runner-container" / "requirements.txt").read_text().splitlines()
+    pins = [line.split("==") for line in lines if line.strip() and not line.startswith("#")]
+    return {_normalized(name): version for name, version in pins}
+
+
+def _closure(roots: tuple[str, ...]) -> dict[str, str]:
+    """The installed distributions `roots` need (markers evaluated here: Linux, CPython 3.11), at their versions."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    found: dict[str, str] = {}
+    todo = list(roots)
+    while todo:
+        name = _normalized(todo.pop())
+        if name not in found:
+            dist = metadata.distribution(name)
+            found[name] = dist.version
+            for line in dist.requires or []:
+                requirement = Requirement(line)
+                if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                    todo.append(requirement.name)
+    return found
+
+
+def test_the_runner_image_installs_its_libraries_and_their_dependencies_pinned():
+    """requirements.txt is exactly the closure of the runner's libraries, at server-container/constraints.txt's
+    versions (the ones the tests run on); the Dockerfile installs it beside the package, installed without its
+    dependencies."""
+    from infra.bundling import REPO
+
+    constraints = dict(
+        line.split("==")
+        for line in (REPO / "server-container" / "constraints.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    )
+    pins = _image_requirements()
+    assert pins == {name: constraints[name] for name in _closure(RUNNER_LIBRARIES)}
+    assert not {_normalized(name) for name in SERVER_LIBRARIES} & set(pins)
+    text = (REPO / "runner-container" / "Dockerfile").read_text()
+    assert "COPY pyproject.toml runner-container/requirements.txt ./" in text
+    assert "--no-deps ." in text and "-r requirements.txt" in text
+
+
 def test_the_runner_imports_only_what_the_runner_image_installs(tmp_path):
-    """The image installs the package without its dependencies plus httpx and pydantic: importing the runner
-    must not need boto3, FastAPI, cryptography or any other library of the API."""
+    """The image installs the package without its dependencies plus requirements.txt: importing the runner must need
+    no other installed library (boto3, FastAPI, cryptography or any other of the API's, nor any test tool)."""
     import subprocess
     import sys
+    from importlib import metadata
 
-    blocked = ["boto3", "botocore", "fastapi", "starlette", "mangum", "aws_lambda_powertools", "jinja2", "jwt",
-               "uvicorn", "httptools", "typer", "trustme", "cryptography", "moto", "click", "rich"]  # fmt: skip
+    image = set(_image_requirements())
+    blocked = sorted(
+        module
+        for module, dists in metadata.packages_distributions().items()
+        if not module.startswith("_") and not {_normalized(d) for d in dists} & (image | {"terrace"})
+    )
+    assert set(SERVER_LIBRARIES) <= set(blocked)
     script = (
         "import sys\n"
         f"for name in {blocked!r}:\n"
         "    sys.modules[name] = None  # an import of it raises ImportError\n"
         "import terrace.runner.main, terrace.runner.execution, terrace.runner.sandbox, terrace.runner.catalog\n"
+        "from terrace.runner.main import main\n"
+        "assert main(['--help']) == 0 and main(['--bogus']) == 2  # typer renders help and usage errors\n"
         "print('ok')\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr
 
 
 def test_warm_runners_and_the_per_organization_maximum_are_deploy_options(synth, synth_options):

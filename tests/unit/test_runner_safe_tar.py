@@ -170,3 +170,43 @@ def test_the_expansion_limit_is_a_runner_setting() -> None:
     assert RunnerConfig.from_env(env).max_config_expanded_bytes == 512 * 1024 * 1024
     env["TERRACE_RUNNER_MAX_CONFIG_EXPANDED_BYTES"] = "1000"
     assert RunnerConfig.from_env(env).max_config_expanded_bytes == 1000
+
+
+@pytest.mark.parametrize(
+    "entries",
+    [
+        # the link is checked while `d` is no link yet; `d` made a link later must not let it climb out
+        [link("evil", "d/../x"), link("d", ".")],
+        [link("up/evil", "../x"), link("up", ".")],
+        [link("d", "."), link("d/d2", "."), link("d/d2/evil", "../../x")],
+    ],
+    ids=["dotdot-through-a-later-link", "name-through-a-later-link", "chained-links"],
+)
+def test_links_cannot_escape_whatever_order_they_come_in(tmp_path: Path, entries: list[tarfile.TarInfo]) -> None:
+    archive = build(tmp_path, entries)
+    with pytest.raises(UnsafeArchive, match="outside|'..' after|replace a folder"):
+        extract(archive, tmp_path / "a" / "b" / "out")
+    assert not (tmp_path / "a" / "b" / "x").exists()
+
+
+def test_special_bits_and_ownership_are_dropped(tmp_path: Path) -> None:
+    entry = file("run.sh")
+    entry.mode, entry.uid, entry.gid = 0o6777, 0, 0
+    dest = tmp_path / "out"
+    extract(build(tmp_path, [entry], {"run.sh": b"#!/bin/sh\n"}), dest)
+    assert (dest / "run.sh").stat().st_mode & 0o7777 == 0o755
+
+
+def test_it_refuses_to_extract_into_a_link(tmp_path: Path) -> None:
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "out").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(UnsafeArchive, match="destination is a link"):
+        extract(build(tmp_path, [file("main.tf")], {"main.tf": b"#\n"}), tmp_path / "out")
+    assert list((tmp_path / "elsewhere").iterdir()) == []
+
+
+def test_a_file_over_a_folder_is_an_unsafe_archive(tmp_path: Path) -> None:
+    folder = tarfile.TarInfo("modules/")
+    folder.type = tarfile.DIRTYPE
+    with pytest.raises(UnsafeArchive, match="would replace a folder"):
+        extract(build(tmp_path, [folder, file("modules")], {"modules": b"x"}), tmp_path / "out")

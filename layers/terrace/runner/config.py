@@ -1,94 +1,169 @@
-"""The runner's settings, read once from the environment at start-up."""
+"""The runner's settings, read once from the environment at start-up.
+
+`RunnerConfig` is a pydantic-settings model, in the style of the server's `terrace.config.Settings`: each field
+names the environment variable it is read from (`validation_alias`). `RunnerConfig(...)` takes only what it is given
+(tests) and reads no environment; `RunnerConfig.from_env()` reads the runner's environment and refuses a bad value
+with a one-line `ConfigError` naming the variable.
+"""
 
 from __future__ import annotations
 
 import os
 import socket
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings.sources.utils import parse_env_vars
 
 
 class ConfigError(ValueError):
     """The runner's environment is incomplete or malformed."""
 
 
-def parse_binaries(raw: str) -> dict[str, str]:
-    """`1.0.3=/opt/tf/1.0.3/terraform,1.6.2=/opt/tofu` -> {version: path}."""
+_HINTS = {  # what a missing required variable's line adds
+    "TERRACE_API_URL": "e.g. https://localhost:8443",
+    "TERRACE_RUNNER_TOKEN": "the scaler mints one per runner",
+}
+
+
+def _binaries(raw: str) -> dict[str, str]:
     binaries: dict[str, str] = {}
     for item in (part.strip() for part in raw.split(",")):
         if not item:
             continue
         version, sep, path = item.partition("=")
         if not sep or not version.strip() or not path.strip():
-            raise ConfigError(f"TERRACE_TF_BINARIES: expected version=path, got {item!r}")
+            raise ValueError(f"expected version=path, got {item!r}")
         binaries[version.strip().removeprefix("v")] = path.strip()
     return binaries
 
 
-@dataclass
-class RunnerConfig:
-    api_url: str
-    runner_token: str = field(default="", repr=False)  # minted by the scaler for this runner: one organization
-    organization: str = ""  # informational: the token decides
-    tf_binary: str = "terraform"
-    tf_binaries: dict[str, str] = field(default_factory=dict)
-    tools_dir: Path | None = None  # the catalog: <tools>/terraform/<version>/terraform, <tools>/tofu/<version>/tofu
-    default_tool: str = "terraform"  # which tool a run uses when both hold a satisfying version
-    operator_cli_config: Path | None = None
-    idle_exit_s: float = 0.0
-    wait_s: float = 5.0  # how long one /jobs/next long-poll waits on the API for a job
-    poll_interval_s: float = 0.0  # pause after an empty answer (on Lambda: short polls are cheaper than waits)
-    # short polls within `brisk_window_s` of the runner's start or its last job pause at most `brisk_poll_s`: what
-    # follows a job (the confirmed apply of its plan, the workspace's next run) usually comes within seconds
-    brisk_window_s: float = 10.0
-    brisk_poll_s: float = 0.5
-    retire_at: float = 0.0  # epoch seconds: take no new job after this (0 = never)
-    runner_id: str = ""
-    ssl_cert_file: str | None = None
-    work_dir: Path = Path("/tmp/terrace-runner")
-    max_config_bytes: int = 512 * 1024 * 1024
-    max_config_entries: int = 100_000
-    max_config_expanded_bytes: int = 512 * 1024 * 1024  # the configuration once unpacked
+def parse_binaries(raw: str) -> dict[str, str]:
+    """`1.0.3=/opt/tf/1.0.3/terraform,1.6.2=/opt/tofu` -> {version: path}."""
+    try:
+        return _binaries(raw)
+    except ValueError as exc:
+        raise ConfigError(f"TERRACE_TF_BINARIES: {exc}") from None
+
+
+def _clamped(low: float, high: float = float("inf")) -> AfterValidator:
+    """A number brought into [low, high] rather than refused (as the runner always did)."""
+    return AfterValidator(lambda value: min(max(value, low), high))
+
+
+_NotNegative = Annotated[float, _clamped(0.0)]
+
+
+class RunnerConfig(BaseSettings):
+    model_config = SettingsConfigDict(
+        case_sensitive=True,
+        env_ignore_empty=True,  # an empty variable is an unset one: the default applies
+        extra="forbid",  # RunnerConfig(typo=...) is an error, as it was for the dataclass
+        validate_by_name=True,  # RunnerConfig(api_url=...) in tests
+        validate_by_alias=True,  # RunnerConfig.from_env: the variables
+    )
+
+    api_url: str = Field(validation_alias="TERRACE_API_URL")
+    # minted by the scaler for this runner: one organization
+    runner_token: str = Field(validation_alias="TERRACE_RUNNER_TOKEN", repr=False)
+    organization: str = Field(default="", validation_alias="TERRACE_RUNNER_ORGANIZATION")  # informational
+    tf_binary: str = Field(default="terraform", validation_alias="TERRACE_TF_BINARY")
+    # `version=path,...`
+    tf_binaries: Annotated[dict[str, str], NoDecode] = Field(
+        default_factory=dict, validation_alias="TERRACE_TF_BINARIES"
+    )
+    # the catalog: <tools>/terraform/<version>/terraform, <tools>/tofu/<version>/tofu
+    tools_dir: Path | None = Field(default=None, validation_alias="TERRACE_TOOLS_DIR")
+    # which tool a run uses when both hold a satisfying version (from_env: opentofu when TERRACE_TF_BINARY is tofu)
+    default_tool: str = Field(default="terraform", validation_alias="TERRACE_DEFAULT_TOOL")
+    operator_cli_config: Path | None = Field(default=None, validation_alias="TERRACE_OPERATOR_CLI_CONFIG")
+    idle_exit_s: _NotNegative = Field(default=0.0, validation_alias="TERRACE_RUNNER_IDLE_EXIT_S")
+    # how long one /jobs/next long-poll waits on the API for a job (at most 20 s)
+    wait_s: Annotated[float, _clamped(0.0, 20.0)] = Field(default=5.0, validation_alias="TERRACE_RUNNER_WAIT_S")
+    # pause after an empty answer (on Lambda: short polls are cheaper than waits; at most 60 s)
+    poll_interval_s: Annotated[float, _clamped(0.0, 60.0)] = Field(
+        default=0.0, validation_alias="TERRACE_RUNNER_POLL_INTERVAL_S"
+    )
+    # short polls within `brisk_window_s` (at most 300 s) of the runner's start or its last job pause at most
+    # `brisk_poll_s`: what follows a job (the confirmed apply of its plan, the workspace's next run) usually comes
+    # within seconds
+    brisk_window_s: Annotated[float, _clamped(0.0, 300.0)] = Field(
+        default=10.0, validation_alias="TERRACE_RUNNER_BRISK_WINDOW_S"
+    )
+    brisk_poll_s: float = 0.5  # no variable
+    # epoch seconds: take no new job after this (0 = never)
+    retire_at: _NotNegative = Field(default=0.0, validation_alias="TERRACE_RUNNER_RETIRE_AT")
+    runner_id: str = Field(default="", validation_alias="TERRACE_RUNNER_ID")  # from_env: <hostname>-<pid>
+    ssl_cert_file: str | None = Field(default=None, validation_alias="SSL_CERT_FILE")
+    work_dir: Path = Field(default=Path("/tmp/terrace-runner"), validation_alias="TERRACE_WORK_DIR")
+    max_config_bytes: int = Field(default=512 * 1024 * 1024, validation_alias="TERRACE_RUNNER_MAX_CONFIG_BYTES")
+    max_config_entries: int = 100_000  # no variable
+    # the configuration once unpacked
+    max_config_expanded_bytes: int = Field(
+        default=512 * 1024 * 1024, validation_alias="TERRACE_RUNNER_MAX_CONFIG_EXPANDED_BYTES"
+    )
+
+    @field_validator("api_url")
+    @classmethod
+    def _no_trailing_slash(cls, value: str) -> str:
+        return value.rstrip("/")
+
+    @field_validator("tf_binaries", mode="before")
+    @classmethod
+    def _version_equals_path(cls, value: Any) -> Any:
+        return _binaries(value) if isinstance(value, str) else value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """`RunnerConfig(...)` is what it is given and the defaults: only `from_env` reads the environment."""
+        return (init_settings,)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> RunnerConfig:
+        """The settings the variables of `env` (the process environment by default) describe."""
         env = dict(os.environ if env is None else env)
-        api_url = env.get("TERRACE_API_URL", "").rstrip("/")
-        if not api_url:
-            raise ConfigError("TERRACE_API_URL is required (e.g. https://localhost:8443)")
-        token = env.get("TERRACE_RUNNER_TOKEN", "")
-        if not token:
-            raise ConfigError("TERRACE_RUNNER_TOKEN is required (the scaler mints one per runner)")
-        operator_cfg = env.get("TERRACE_OPERATOR_CLI_CONFIG") or None
+        named = {str(f.validation_alias) for f in cls.model_fields.values() if isinstance(f.validation_alias, str)}
+        values = {key: value for key, value in _Environment(cls, env)().items() if key in named}
+        binary = values.get("TERRACE_TF_BINARY") or "terraform"
+        values.setdefault("TERRACE_DEFAULT_TOOL", "opentofu" if "tofu" in Path(binary).name else "terraform")
+        values.setdefault("TERRACE_RUNNER_ID", f"{socket.gethostname()}-{os.getpid()}")
         try:
-            idle = float(env.get("TERRACE_RUNNER_IDLE_EXIT_S") or 0)
-            wait = float(env.get("TERRACE_RUNNER_WAIT_S") or 5)
-            pause = float(env.get("TERRACE_RUNNER_POLL_INTERVAL_S") or 0)
-            brisk = float(env.get("TERRACE_RUNNER_BRISK_WINDOW_S") or 10)
-            retire_at = float(env.get("TERRACE_RUNNER_RETIRE_AT") or 0)
-            max_bytes = int(env.get("TERRACE_RUNNER_MAX_CONFIG_BYTES") or 512 * 1024 * 1024)
-            max_expanded = int(env.get("TERRACE_RUNNER_MAX_CONFIG_EXPANDED_BYTES") or 512 * 1024 * 1024)
-        except ValueError as exc:
-            raise ConfigError(f"malformed number in the runner environment: {exc}") from exc
-        return cls(
-            api_url=api_url,
-            runner_token=token,
-            organization=env.get("TERRACE_RUNNER_ORGANIZATION", ""),
-            tf_binary=env.get("TERRACE_TF_BINARY") or "terraform",
-            tf_binaries=parse_binaries(env.get("TERRACE_TF_BINARIES", "")),
-            tools_dir=Path(env["TERRACE_TOOLS_DIR"]) if env.get("TERRACE_TOOLS_DIR") else None,
-            default_tool=env.get("TERRACE_DEFAULT_TOOL")
-            or ("opentofu" if "tofu" in Path(env.get("TERRACE_TF_BINARY") or "terraform").name else "terraform"),
-            operator_cli_config=Path(operator_cfg) if operator_cfg else None,
-            idle_exit_s=max(idle, 0.0),
-            wait_s=min(max(wait, 0.0), 20.0),
-            poll_interval_s=min(max(pause, 0.0), 60.0),
-            brisk_window_s=min(max(brisk, 0.0), 300.0),
-            retire_at=max(retire_at, 0.0),
-            runner_id=env.get("TERRACE_RUNNER_ID") or f"{socket.gethostname()}-{os.getpid()}",
-            ssl_cert_file=env.get("SSL_CERT_FILE") or None,
-            work_dir=Path(env.get("TERRACE_WORK_DIR") or "/tmp/terrace-runner"),
-            max_config_bytes=max_bytes,
-            max_config_expanded_bytes=max_expanded,
-        )
+            return cls(**values)
+        except ValidationError as exc:
+            raise ConfigError(_one_line(exc)) from None
+
+
+class _Environment(EnvSettingsSource):
+    """pydantic-settings' environment source over a given mapping rather than os.environ."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return parse_env_vars(self._environ, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str)
+
+
+def _one_line(exc: ValidationError) -> str:
+    """`TERRACE_RUNNER_WAIT_S: Input should be a valid number (got 'soon'); ...`: each bad variable once."""
+    problems = []
+    for error in exc.errors():
+        name = ".".join(str(part) for part in error["loc"]) or "settings"
+        if error["type"] == "missing":
+            hint = _HINTS.get(name)
+            problems.append(f"{name} is required" + (f" ({hint})" if hint else ""))
+        else:
+            mine = error["type"] == "value_error"  # ours (TERRACE_TF_BINARIES) names what it got
+            got = "" if mine else f" (got {error['input']!r})"
+            problems.append(f"{name}: {error['msg'].removeprefix('Value error, ')}{got}")
+    return "invalid runner settings: " + "; ".join(problems)

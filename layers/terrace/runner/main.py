@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import signal
@@ -10,7 +9,9 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
+
+import typer
 
 from terrace.domain.jobs import FinishRequest, FinishResponse, JobSpec
 from terrace.runner.client import ApiError, RunnerApi, Transfers
@@ -165,10 +166,33 @@ def build_runner(config: RunnerConfig) -> Runner:
     return Runner(config, api, JobExecutor(config, api, transfers))
 
 
+app = typer.Typer(
+    help="Terrace job runner",
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},  # as argparse had
+)
+
+
+@app.command()
+def _runner(
+    once: Annotated[bool, typer.Option("--once", help="process at most one job, then exit")] = False,
+) -> None:
+    raise typer.Exit(serve(once=once))
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m terrace.runner", description="Terrace job runner")
-    parser.add_argument("--once", action="store_true", help="process at most one job, then exit")
-    args = parser.parse_args(argv)
+    """`python -m terrace.runner [--once]`: 0 when the runner stopped (idle, retired, SIGTERM), 2 for a bad command
+    line or environment, 3 when the API refused the runner's token."""
+    try:
+        app(args=argv, prog_name="python -m terrace.runner")
+    except SystemExit as exc:  # typer (click) ends with one, carrying the exit code
+        return exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+    return 0
+
+
+def serve(once: bool = False) -> int:
+    """The runner process: JSON logs on stdout, settings from the environment, jobs until stopped."""
     handler = logging.StreamHandler(sys.stdout)
     handler.setFormatter(_JsonFormatter())
     logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
@@ -188,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, stop)
     log.info("runner %s serving organization %s", config.runner_id, config.organization or "(of its token)")
     try:
-        return runner.loop(once=args.once)
+        return runner.loop(once=once)
     except StopIdle:
         return 0
     finally:
