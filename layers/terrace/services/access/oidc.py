@@ -1,13 +1,11 @@
 """Sign-in to the web UI through an OpenID Connect issuer the operator configured (Cognito, Okta, Entra ID,
 Google, Keycloak, Dex, ...): the authorization-code flow with PKCE, state and nonce, and a verified ID token.
 
-The protocol is Authlib's OpenID Connect client, built as its Flask and Django integrations build it (over
-requests; routes are plain `def`, so its blocking calls run in the thread pool): discovery (cached), the
-authorization URL with a PKCE S256 challenge, the token exchange (client_secret_basic), the JWKS (cached, fetched
-again once for a key id it does not hold) and the ID token's signature and claims (iss, aud, azp, exp/iat/nbf with
-a minute's leeway, nonce, at_hash). This module keeps what is Terrace's: the discovery document must name the
-configured issuer, only asymmetric algorithms are accepted, and every refusal of the issuer or its tokens is an
-`Unauthenticated` (a sign-in page, never a 500).
+The protocol is Authlib's OpenID Connect client, as its Flask and Django integrations build it (over requests; the
+routes are plain `def`, so its blocking calls run in the thread pool): discovery, the authorization URL with a PKCE
+S256 challenge, the token exchange, the JWKS (fetched once more for a key id it lacks) and the ID token's checks
+(signature; iss, aud, azp, exp/iat/nbf with a minute's leeway, nonce, at_hash). Terrace adds: the discovery document
+must name the configured issuer, only asymmetric algorithms are accepted, and any refusal is `Unauthenticated`.
 
 A person is matched by (issuer, subject), never by e-mail or name, and gets a Terrace user on first sign-in. The
 groups claim is recorded on that link at every sign-in, for team mapping.
@@ -82,13 +80,10 @@ def _username_base(claims: dict[str, Any]) -> str:
 
 @contextmanager
 def _refusals() -> Iterator[None]:
-    """Whatever the issuer or its documents do wrong is a refused sign-in, never a 500: unreachable or an error
-    status (requests), an OAuth error answer (OAuthError), a token that fails a check (JoseError), a document that
-    is not JSON or lacks an endpoint (ValueError, KeyError, TypeError, RuntimeError)."""
+    """Whatever the issuer does wrong is a refused sign-in, never a 500: unreachable or an error status, an OAuth
+    error, a token failing a check, a document that is not a JSON object or lacks an endpoint."""
     try:
         yield
-    except Unauthenticated:
-        raise
     except InvalidKeyIdError as exc:
         raise Unauthenticated("the ID token is signed with a key the identity provider does not publish") from exc
     except JoseError as exc:
@@ -96,7 +91,8 @@ def _refusals() -> Iterator[None]:
     except OAuthError as exc:
         raise Unauthenticated(f"the identity provider refused the sign-in: {exc.error}") from exc
     except requests.HTTPError as exc:
-        raise Unauthenticated(f"the identity provider answered {exc.response.status_code}") from exc
+        status = exc.response.status_code if exc.response is not None else "an error"
+        raise Unauthenticated(f"the identity provider answered {status}") from exc
     except requests.RequestException as exc:
         raise Unauthenticated(f"the identity provider could not be reached: {exc}") from exc
     except (ValueError, KeyError, TypeError, RuntimeError) as exc:
@@ -122,6 +118,7 @@ class _Issuer(OAuth2Mixin, OpenIDMixin, BaseApp):
     def load_server_metadata(self) -> dict[str, Any]:
         metadata: dict[str, Any] = super().load_server_metadata()
         if str(metadata.get("issuer", "")).rstrip("/") != self.issuer:
+            metadata.pop("_loaded_at", None)  # not kept: fetched again at the next sign-in
             raise Unauthenticated("the identity provider's metadata names another issuer")
         offered = metadata.get("id_token_signing_alg_values_supported") or ALGORITHMS
         metadata["id_token_signing_alg_values_supported"] = [alg for alg in offered if alg in ALGORITHMS]
@@ -143,10 +140,6 @@ class OidcSignIn:
         self._sessions = sessions
         self.config = config
         self._issuer = _Issuer(config)
-
-    def metadata(self) -> dict[str, Any]:
-        with _refusals():
-            return self._issuer.load_server_metadata()
 
     # the flow -------------------------------------------------------------------------------
     def start(self, next_page: str) -> tuple[str, str]:
@@ -200,18 +193,14 @@ class OidcSignIn:
         return cookie, session, str(remembered["next"])
 
     def _verified(self, id_token: str, nonce: str, access_token: str | None = None) -> dict[str, Any]:
-        """The ID token's claims, once Authlib has checked its signature against the issuer's JWKS and its claims:
-        iss (the discovery document's), aud (our client id, essential), exp/iat/nbf, nonce, and at_hash if it
-        came with an access token."""
+        """The ID token's claims once Authlib has checked them (iss and aud essential) and its signature."""
         if not id_token:
             raise Unauthenticated("the identity provider answered without an ID token")
         token = {"id_token": id_token} | ({"access_token": access_token} if access_token else {})
-        options = {
-            "iss": {"essential": True, "values": [self.metadata()["issuer"]]},
-            "aud": {"essential": True, "values": [self.config.client_id]},
-            "sub": {"essential": True},
-        }
         with _refusals():
+            issuer = self._issuer.load_server_metadata()["issuer"]
+            options = {"iss": {"essential": True, "values": [issuer]}, "sub": {"essential": True},
+                       "aud": {"essential": True, "values": [self.config.client_id]}}  # fmt: skip
             claims = self._issuer.parse_id_token(token, nonce, options, CodeIDToken, leeway=LEEWAY_S)
         return dict(claims)
 
