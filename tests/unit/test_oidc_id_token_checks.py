@@ -75,6 +75,8 @@ def issuer() -> Iterator[Issuer]:
             status, body = served.answer(urlsplit(self.path).path)
             data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
             self.send_response(status)
+            if status == 302:
+                self.send_header("Location", f"{served.url}/jwks")
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
@@ -193,6 +195,14 @@ def test_a_bad_discovery_document_is_a_sign_in_page_and_writes_no_state(
     r = client.get("/app/sign-in/oidc")
     assert r.status_code == 401 and r.headers["content-type"].startswith("text/html")
     assert states(container) == 0
+
+
+def test_an_issuers_redirect_is_not_followed(app: tuple[Any, TestClient], issuer: Issuer) -> None:
+    container, client = app
+    original = issuer.answer
+    issuer.answer = lambda path: (302, "") if path.startswith("/.well-known") else original(path)  # type: ignore[method-assign]
+    assert client.get("/app/sign-in/oidc").status_code == 401
+    assert issuer.jwks_fetches == 0 and states(container) == 0
 
 
 def test_an_unreachable_issuer_is_a_sign_in_page(app: tuple[Any, TestClient]) -> None:

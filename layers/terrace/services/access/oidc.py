@@ -111,7 +111,7 @@ class _Issuer(OAuth2Mixin, OpenIDMixin, BaseApp):
             client_secret=config.client_secret,
             server_metadata_url=f"{config.issuer}/.well-known/openid-configuration",
             client_kwargs={"scope": "openid profile email", "code_challenge_method": "S256",
-                           "default_timeout": HTTP_TIMEOUT_S},
+                           "default_timeout": HTTP_TIMEOUT_S, "max_redirects": 0},  # an issuer's redirect: refused
         )  # fmt: skip
         self.issuer = config.issuer
 
