@@ -33,7 +33,7 @@ SERVER_ONLY = {
     "uvloop",
     "typer",
     "trustme",
-}  # the embedded server's; no Lambda imports them (cryptography stays: PyJWT verifies OIDC ID tokens with it)
+}  # the embedded server's; no Lambda imports them (cryptography stays: joserfc verifies OIDC ID tokens with it)
 EXTRAS = {"aws-lambda-powertools": "tracer"}
 SOURCE_EXCLUDES = ["**/__pycache__", "**/*.pyc", "*.egg-info", "**/.mypy_cache"]
 

@@ -1,6 +1,12 @@
 """Sign-in to the web UI through an OpenID Connect issuer the operator configured (Cognito, Okta, Entra ID,
 Google, Keycloak, Dex, ...): the authorization-code flow with PKCE, state and nonce, and a verified ID token.
 
+The protocol is Authlib's OpenID Connect client, as its Flask and Django integrations build it (over requests; the
+routes are plain `def`, so its blocking calls run in the thread pool): discovery, the authorization URL with a PKCE
+S256 challenge, the token exchange, the JWKS (fetched once more for a key id it lacks) and the ID token's checks
+(signature; iss, aud, azp, exp/iat/nbf with a minute's leeway, nonce, at_hash). Terrace adds: the discovery document
+must name the configured issuer, only asymmetric algorithms are accepted, and any refusal is `Unauthenticated`.
+
 A person is matched by (issuer, subject), never by e-mail or name, and gets a Terrace user on first sign-in. The
 groups claim is recorded on that link at every sign-in, for team mapping.
 
@@ -13,18 +19,20 @@ that sign-in can still finish it.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import hmac
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode
 
-import httpx
-import jwt
+import requests
+from authlib.integrations.base_client import BaseApp, OAuth2Mixin, OAuthError, OpenIDMixin
+from authlib.integrations.requests_client import OAuth2Session
+from authlib.oidc.core import CodeIDToken
+from joserfc.errors import InvalidKeyIdError, JoseError
 
 from terrace.adapters.table import ConditionFailed, Table
 from terrace.domain import clock
@@ -36,6 +44,8 @@ STATE_TTL_S = 600
 CALLBACK_PATH = "/app/sign-in/oidc/callback"
 LINK_ATTEMPTS = 5  # a sign-in whose link write loses looks again; only a storm of sign-ins of one person loses 5 times
 ALGORITHMS = ["RS256", "RS384", "RS512", "ES256", "ES384", "PS256"]
+LEEWAY_S = 60
+HTTP_TIMEOUT_S = 10
 
 
 @dataclass(frozen=True)
@@ -68,6 +78,53 @@ def _username_base(claims: dict[str, Any]) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "-", wanted).strip("-")[:40] or "user"
 
 
+@contextmanager
+def _refusals() -> Iterator[None]:
+    """Whatever the issuer does wrong is a refused sign-in, never a 500: unreachable or an error status, an OAuth
+    error, a token failing a check, a document that is not a JSON object or lacks an endpoint."""
+    try:
+        yield
+    except InvalidKeyIdError as exc:
+        raise Unauthenticated("the ID token is signed with a key the identity provider does not publish") from exc
+    except JoseError as exc:
+        raise Unauthenticated(f"the ID token was refused: {exc.description or exc.error}") from exc
+    except OAuthError as exc:
+        raise Unauthenticated(f"the identity provider refused the sign-in: {exc.error}") from exc
+    except requests.HTTPError as exc:
+        status = exc.response.status_code if exc.response is not None else "an error"
+        raise Unauthenticated(f"the identity provider answered {status}") from exc
+    except requests.RequestException as exc:
+        raise Unauthenticated(f"the identity provider could not be reached: {exc}") from exc
+    except (ValueError, KeyError, TypeError, RuntimeError) as exc:
+        raise Unauthenticated(f"the identity provider's answer is not usable: {exc}") from exc
+
+
+class _Issuer(OAuth2Mixin, OpenIDMixin, BaseApp):
+    """Authlib's OpenID Connect client of one issuer (its discovery document and JWKS cached for the process)."""
+
+    client_cls = OAuth2Session
+
+    def __init__(self, config: OidcConfig) -> None:
+        super().__init__(
+            None,  # no web framework: the state lives in the table, not in a framework session
+            client_id=config.client_id,
+            client_secret=config.client_secret,
+            server_metadata_url=f"{config.issuer}/.well-known/openid-configuration",
+            client_kwargs={"scope": "openid profile email", "code_challenge_method": "S256",
+                           "default_timeout": HTTP_TIMEOUT_S, "max_redirects": 0},  # an issuer's redirect: refused
+        )  # fmt: skip
+        self.issuer = config.issuer
+
+    def load_server_metadata(self) -> dict[str, Any]:
+        metadata: dict[str, Any] = super().load_server_metadata()
+        if str(metadata.get("issuer", "")).rstrip("/") != self.issuer:
+            metadata.pop("_loaded_at", None)  # not kept: fetched again at the next sign-in
+            raise Unauthenticated("the identity provider's metadata names another issuer")
+        offered = metadata.get("id_token_signing_alg_values_supported") or ALGORITHMS
+        metadata["id_token_signing_alg_values_supported"] = [alg for alg in offered if alg in ALGORITHMS]
+        return metadata
+
+
 class OidcSignIn:
     def __init__(
         self,
@@ -82,44 +139,17 @@ class OidcSignIn:
         self._accounts = accounts
         self._sessions = sessions
         self.config = config
-        self._metadata: dict[str, Any] | None = None
-        self._jwks: jwt.PyJWKSet | None = None
-
-    # the issuer ---------------------------------------------------------------------------
-    def _http(self, method: str, url: str, **kwargs: Any) -> dict[str, Any]:
-        try:
-            response = httpx.request(method, url, timeout=10, **kwargs)
-        except httpx.HTTPError as exc:
-            raise Unauthenticated(f"the identity provider could not be reached: {exc}") from exc
-        if response.status_code != 200:
-            raise Unauthenticated(f"the identity provider answered {response.status_code} at {url}")
-        body: dict[str, Any] = response.json()
-        return body
-
-    def metadata(self) -> dict[str, Any]:
-        if self._metadata is None:
-            meta = self._http("GET", f"{self.config.issuer}/.well-known/openid-configuration")
-            if meta.get("issuer", "").rstrip("/") != self.config.issuer:
-                raise Unauthenticated("the identity provider's metadata names another issuer")
-            self._metadata = meta
-        return self._metadata
-
-    def _signing_key(self, token: str) -> Any:
-        kid = jwt.get_unverified_header(token).get("kid")
-        for refresh in (False, True):  # a key we do not know yet: the issuer may have rotated its keys
-            if self._jwks is None or refresh:
-                self._jwks = jwt.PyJWKSet.from_dict(self._http("GET", self.metadata()["jwks_uri"]))
-            for key in self._jwks.keys:
-                if kid is None or key.key_id == kid:
-                    return key.key
-        raise Unauthenticated("the ID token is signed with a key the identity provider does not publish")
+        self._issuer = _Issuer(config)
 
     # the flow -------------------------------------------------------------------------------
     def start(self, next_page: str) -> tuple[str, str]:
         """Where to send the browser to sign in, and the browser secret it must bring back to the callback;
         remembers state, nonce, PKCE verifier and the secret's hash for `STATE_TTL_S`."""
-        endpoint = self.metadata()["authorization_endpoint"]  # an unreachable issuer writes no state
         state, nonce, verifier, browser = (secrets.token_urlsafe(32) for _ in range(4))
+        with _refusals():  # an unreachable issuer writes no state
+            target = self._issuer.create_authorization_url(
+                self.config.redirect_uri, state=state, nonce=nonce, code_verifier=verifier
+            )["url"]
         self._table.put(
             {
                 "pk": _state_key(state)[0],
@@ -133,18 +163,7 @@ class OidcSignIn:
             },
             if_absent=True,
         )
-        challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
-        query = {
-            "response_type": "code",
-            "client_id": self.config.client_id,
-            "redirect_uri": self.config.redirect_uri,
-            "scope": "openid profile email",
-            "state": state,
-            "nonce": nonce,
-            "code_challenge": challenge,
-            "code_challenge_method": "S256",
-        }
-        return f"{endpoint}?{urlencode(query)}", browser
+        return str(target), browser
 
     def finish(self, params: dict[str, str], browser: str | None) -> tuple[str, WebSession, str]:
         """The issuer sent the browser back: returns the session cookie, the session and the page to show.
@@ -164,38 +183,26 @@ class OidcSignIn:
             raise Unauthenticated("this sign-in has expired or was already used; start again") from exc
         if params.get("error"):
             raise Unauthenticated(f"the identity provider refused the sign-in: {params['error']}")
-        tokens = self._http(
-            "POST",
-            self.metadata()["token_endpoint"],
-            data={
-                "grant_type": "authorization_code",
-                "code": params.get("code", ""),
-                "redirect_uri": self.config.redirect_uri,
-                "code_verifier": remembered["verifier"],
-            },
-            auth=(self.config.client_id, self.config.client_secret),
-        )
-        claims = self._verified(tokens.get("id_token", ""), remembered["nonce"])
+        with _refusals():
+            tokens = self._issuer.fetch_access_token(
+                self.config.redirect_uri, code=params.get("code", ""), code_verifier=remembered["verifier"]
+            )
+        claims = self._verified(tokens.get("id_token", ""), remembered["nonce"], tokens.get("access_token"))
         user_id = self._user_for(claims)
         cookie, session = self._sessions.sign_in_federated(user_id, self.config.issuer)
         return cookie, session, str(remembered["next"])
 
-    def _verified(self, id_token: str, nonce: str) -> dict[str, Any]:
-        try:
-            claims: dict[str, Any] = jwt.decode(
-                id_token,
-                self._signing_key(id_token),
-                algorithms=ALGORITHMS,
-                audience=self.config.client_id,
-                issuer=self.metadata()["issuer"],
-                options={"require": ["exp", "iat", "iss", "aud", "sub"]},
-                leeway=60,
-            )
-        except jwt.PyJWTError as exc:
-            raise Unauthenticated(f"the ID token was refused: {exc}") from exc
-        if claims.get("nonce") != nonce:
-            raise Unauthenticated("the ID token was refused: its nonce is not this sign-in's")
-        return claims
+    def _verified(self, id_token: str, nonce: str, access_token: str | None = None) -> dict[str, Any]:
+        """The ID token's claims once Authlib has checked them (iss and aud essential) and its signature."""
+        if not id_token:
+            raise Unauthenticated("the identity provider answered without an ID token")
+        token = {"id_token": id_token} | ({"access_token": access_token} if access_token else {})
+        with _refusals():
+            issuer = self._issuer.load_server_metadata()["issuer"]
+            options = {"iss": {"essential": True, "values": [issuer]}, "sub": {"essential": True},
+                       "aud": {"essential": True, "values": [self.config.client_id]}}  # fmt: skip
+            claims = self._issuer.parse_id_token(token, nonce, options, CodeIDToken, leeway=LEEWAY_S)
+        return dict(claims)
 
     def _user_for(self, claims: dict[str, Any]) -> str:
         """The Terrace user linked to (issuer, subject), created on first sign-in; records the groups claim."""
