@@ -12,7 +12,7 @@ from terrace.adapters.events import EventPublisher
 from terrace.adapters.table import Table
 from terrace.config import Settings
 from terrace.services.access.organizations import OrganizationService
-from terrace.services.events import EventService
+from terrace.services.events import BLOB_LANDED, EventService
 from terrace.services.state.backing_data import BackingDataService
 from terrace.services.state.index import StateIndex
 from terrace.services.state.versions import StateVersionService
@@ -45,5 +45,6 @@ class StateServices:
     @cached_property
     def events(self) -> EventService:
         events = EventService()
+        events.subscribe(BLOB_LANDED, lambda event: self.state_versions.finalize_uploaded(str(event.get("key", ""))))
         events.subscribe("state.uploaded", lambda event: self.state_versions.index_uploaded(event))
         return events
