@@ -142,7 +142,8 @@ def test_the_embedded_servers_put_finalizes_and_reads_write_nothing(
     raw = state_bytes(1, outputs={"o": {"value": 1, "type": "number"}})
     sv = env.push(None, 1, md5_hex=md5(raw)).json()["data"]
     attrs = sv["attributes"]
-    puts = [(attrs["hosted-state-upload-url"], raw), (attrs["hosted-json-state-upload-url"], b'{"format_version":"1.0"}')]
+    json_state = b'{"format_version":"1.0"}'
+    puts = [(attrs["hosted-state-upload-url"], raw), (attrs["hosted-json-state-upload-url"], json_state)]
     for url, body in reversed(puts) if json_first else puts:  # go-tfe PUTs both at once: either lands first
         assert env.client.put(_path(url), content=body).status_code == 200
     assert env.ws().current_state_version_id == sv["id"]  # finalized by the PUT, before any read

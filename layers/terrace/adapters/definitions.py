@@ -82,9 +82,7 @@ class NotificationDefinition:
 
 
 # A two-step state upload is finalized when its object lands (services/state/landed.py): S3 tells the events queue.
-STATE_LANDED = NotificationDefinition(
-    bucket=BLOB_BUCKET.logical_name, queue=EVENTS_QUEUE.logical_name, prefix="state/"
-)
+STATE_LANDED = NotificationDefinition(bucket=BLOB_BUCKET.logical_name, queue=EVENTS_QUEUE.logical_name, prefix="state/")
 NOTIFICATIONS = (STATE_LANDED,)
 
 

@@ -3,9 +3,9 @@
 Finalizing runs on a write only, never on a read: when the uploaded object lands (`landed.py`: the embedded blob
 server's PUT, S3's event notification) or on the client's unlock (`versions.py`); until then reads show the
 version `pending` and the workspace's current version unchanged. It never reads the state body: it heads the
-uploaded object, compares its ETag with the md5 declared at creation, trusts the serial/lineage declared then (checked again against the
-workspace in the transaction that makes the version current), takes outputs from the client's
-`json-state-outputs` when it sent them, and publishes `state.uploaded`. The events worker (the `events`
+uploaded object, compares its ETag with the md5 declared at creation, trusts the serial/lineage declared then
+(checked again against the workspace in the transaction that makes the version current), takes outputs from the
+client's `json-state-outputs` when it sent them, and publishes `state.uploaded`. The events worker (the `events`
 Lambda on AWS, the events consumer thread locally) parses the state, extracts outputs when none were sent,
 rebuilds the resource index and marks the version `resources_processed`. A state whose serial/lineage
 disagree with the declaration is marked with `index_error`; the current pointer is left alone.
