@@ -6,6 +6,7 @@ other services (what this area takes from the others is declared below as plain 
 from __future__ import annotations
 
 from functools import cached_property
+from typing import Any
 
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.events import EventPublisher
@@ -45,6 +46,10 @@ class StateServices:
     @cached_property
     def events(self) -> EventService:
         events = EventService()
-        events.subscribe(BLOB_LANDED, lambda event: self.state_versions.finalize_uploaded(str(event.get("key", ""))))
+
+        def landed(event: dict[str, Any]) -> None:
+            self.state_versions.finalize_uploaded(str(event.get("key", "")))
+
+        events.subscribe(BLOB_LANDED, landed)
         events.subscribe("state.uploaded", lambda event: self.state_versions.index_uploaded(event))
         return events
