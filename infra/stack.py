@@ -157,7 +157,7 @@ def notify_landed(blobs: s3.Bucket, queues: dict[str, sqs.Queue]) -> None:
     configurations = []
     for spec in definitions.NOTIFICATIONS:
         queue = queues[spec.queue]
-        queue.add_to_resource_policy(
+        granted = queue.add_to_resource_policy(
             iam.PolicyStatement(
                 principals=[iam.ServicePrincipal("s3.amazonaws.com")],
                 actions=["sqs:SendMessage"],
@@ -165,8 +165,8 @@ def notify_landed(blobs: s3.Bucket, queues: dict[str, sqs.Queue]) -> None:
                 conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}},
             )
         )
-        assert queue.policy is not None
-        cfn.node.add_dependency(queue.policy)
+        assert granted.policy_dependable is not None
+        cfn.node.add_dependency(granted.policy_dependable)
         rule = s3.CfnBucket.FilterRuleProperty(name="prefix", value=spec.prefix)
         configurations.append(
             s3.CfnBucket.QueueConfigurationProperty(
