@@ -16,6 +16,7 @@ from terrace.bootstrap import build_embedded
 from terrace.config import Settings
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.web.app import create_app
+from test_web_ui import signed_in
 
 WRITES = ("put", "delete", "transact", "batch_put", "batch_delete")
 
@@ -70,9 +71,13 @@ def test_a_landed_upload_reads_pending_without_a_write_until_its_event(
     sv = env.push(None, 2, md5_hex=md5(raw)).json()["data"]
     key = f"state/{env.ws_id}/{sv['id']}.tfstate"
     env.container.blobs.put(key, raw)  # landed; its event not handled yet
+    browser = signed_in(env)
 
     writes = spy_writes(env, monkeypatch)
     attrs = _read_everything(env, sv["id"])
+    pages = ("", "/states", f"/states/{sv['id']}")
+    for page in pages:  # the UI's workspace and state pages
+        assert browser.get(f"/acme/workspaces/{env.ws().name}{page}").status_code in (200, 404), page
     assert writes == []
     assert attrs["status"] == "pending" and attrs["hosted-state-download-url"] is None
     assert _current(env) == first and env.ws().state_serial == 1
