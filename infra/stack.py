@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from aws_cdk import CfnOutput, Fn, Stack
+from aws_cdk import Aws, CfnOutput, Fn, Stack
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
+from terrace.adapters import definitions
 
 from infra import nag
 from infra.api import Api
@@ -27,6 +31,7 @@ class TerraceStack(Stack):
 
         data = Data(self, "Data")
         queues = Queues(self, "Queues")
+        notify_landed(data.blobs, queues.by_name)
         secrets = Secrets(self, "Secrets")
         api = Api(self, "Api", settings=settings)
         web = Web(
@@ -141,3 +146,33 @@ class TerraceStack(Stack):
                 assets=data.assets,
             ),
         )
+
+
+def notify_landed(blobs: s3.Bucket, queues: dict[str, sqs.Queue]) -> None:
+    """The blob bucket's event notifications (`definitions.NOTIFICATIONS`: a landed state upload is finalized by the
+    events function), set on the bucket itself (no notifications custom resource). S3 may send to the queue from
+    this account; the bucket waits for that policy, as S3 checks the destination when it is configured."""
+    cfn = blobs.node.default_child
+    assert isinstance(cfn, s3.CfnBucket)
+    configurations = []
+    for spec in definitions.NOTIFICATIONS:
+        queue = queues[spec.queue]
+        granted = queue.add_to_resource_policy(
+            iam.PolicyStatement(
+                principals=[iam.ServicePrincipal("s3.amazonaws.com")],
+                actions=["sqs:SendMessage"],
+                resources=[queue.queue_arn],
+                conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}},
+            )
+        )
+        assert granted.policy_dependable is not None
+        cfn.node.add_dependency(granted.policy_dependable)
+        rule = s3.CfnBucket.FilterRuleProperty(name="prefix", value=spec.prefix)
+        configurations.append(
+            s3.CfnBucket.QueueConfigurationProperty(
+                event="s3:ObjectCreated:*",
+                queue=queue.queue_arn,
+                filter=s3.CfnBucket.NotificationFilterProperty(s3_key=s3.CfnBucket.S3KeyFilterProperty(rules=[rule])),
+            )
+        )
+    cfn.notification_configuration = s3.CfnBucket.NotificationConfigurationProperty(queue_configurations=configurations)

@@ -1,5 +1,6 @@
 """Lambda "events": batches from the events queue. Each record body is a JSON event handed to
-container.events.handle; failed records are reported back so only they are retried."""
+container.events.handle (Terrace's own events, and the blob bucket's S3 notifications of landed state uploads,
+which it finalizes); failed records are reported back so only they are retried."""
 
 from __future__ import annotations
 

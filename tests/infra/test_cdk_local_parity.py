@@ -28,7 +28,11 @@ def local():
             logical: clients["sqs"].get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
             for logical, url in created.queue_urls.items()
         }
-        yield {"table": table, "ttl": ttl, "versioning": versioning, "queues": queues}
+        notifications = {
+            logical: clients["s3"].get_bucket_notification_configuration(Bucket=name).get("QueueConfigurations", [])
+            for logical, name in created.buckets.items()
+        }
+        yield {"table": table, "ttl": ttl, "versioning": versioning, "queues": queues, "notifications": notifications}
 
 
 def _queue_construct(logical_name: str) -> str:
@@ -77,3 +81,31 @@ def test_queues_match(synth, local):
             assert props["RedrivePolicy"]["maxReceiveCount"] == int(local_redrive["maxReceiveCount"])
         else:
             assert "RedrivePolicy" not in props, logical_name
+
+
+def test_blob_notifications_match(synth, local):
+    """A state upload landing in the blob bucket notifies the events queue, on AWS as on moto."""
+    for bucket in definitions.BUCKETS:
+        _, resource = synth.by_path(f"/Data/{bucket.logical_name.capitalize()}Bucket/Resource")
+        cdk = resource["Properties"].get("NotificationConfiguration", {}).get("QueueConfigurations", [])
+        cdk_shape = sorted((c["Event"], c["Filter"]["S3Key"]["Rules"][0]["Value"]) for c in cdk)
+        local_shape = sorted(
+            (event, rule["Value"])
+            for c in local["notifications"][bucket.logical_name]
+            for event in c["Events"]
+            for rule in c["Filter"]["Key"]["FilterRules"]
+        )
+        wanted = sorted(
+            ("s3:ObjectCreated:*", n.prefix) for n in definitions.NOTIFICATIONS if n.bucket == bucket.logical_name
+        )
+        assert cdk_shape == local_shape == wanted, bucket.logical_name
+    _, blobs = synth.by_path(f"/Data/{definitions.BLOB_BUCKET.logical_name.capitalize()}Bucket/Resource")
+    [queue_config] = blobs["Properties"]["NotificationConfiguration"]["QueueConfigurations"]
+    queue_id, _ = synth.by_path("/Queues/EventsQueue/Resource")
+    policy_id, policy = synth.by_path("/Queues/EventsQueue/Policy/Resource")
+    assert queue_config["Queue"] == {"Fn::GetAtt": [queue_id, "Arn"]}
+    assert policy_id in blobs["DependsOn"]  # S3 checks it may send when the notification is configured
+    assert any(
+        st.get("Principal") == {"Service": "s3.amazonaws.com"} and st["Action"] == "sqs:SendMessage"
+        for st in policy["Properties"]["PolicyDocument"]["Statement"]
+    )

@@ -17,6 +17,7 @@ from terrace.adapters.s3_blobs import S3Blobs
 from terrace.bootstrap import Container
 from terrace.config import Settings
 from terrace.domain.principal import Principal, PrincipalKind
+from terrace.services.events import landed_event
 from terrace.web.app import create_app
 
 
@@ -109,6 +110,8 @@ def test_two_step_upload_download_outputs_and_search(app: tuple[Container, TestC
     for url, data in ((attrs["hosted-state-upload-url"], raw), (attrs["hosted-json-state-upload-url"], b"{}")):
         put = requests.put(url, data=data, headers={"Content-Type": "application/octet-stream"}, timeout=10)
         assert put.status_code == 200, put.text
+    for suffix in (".tfstate", ".json"):  # S3's notifications, as the events worker hands them over
+        container.events.handle(landed_event(f"state/{ws_id}/{sv['id']}{suffix}"))  # test_state_landed_on_moto.py
 
     r = client.get(f"/api/v2/state-versions/{sv['id']}", headers=headers)
     final = r.json()["data"]["attributes"]

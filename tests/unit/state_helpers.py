@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from terrace.bootstrap import Container, build_memory
 from terrace.config import Settings
 from terrace.domain.principal import Principal, PrincipalKind
+from terrace.services.events import landed_event
 from terrace.web.app import create_app
 
 LINEAGE = "5f8e3c1a-0000-4000-8000-000000000001"
@@ -102,6 +103,12 @@ class Env:
             headers=self.auth,
             json=sv_body(raw, serial, **kw),
         )
+
+    def land(self, key: str, data: bytes) -> None:
+        """A client's PUT to an upload URL of the memory blob store, then the `blob.landed` event the events worker
+        handles (S3's event notification; the embedded blob server hands it over in the PUT itself)."""
+        self.container.blobs.put(key, data)
+        self.container.events.handle(landed_event(key))
 
     def drain_events(self) -> list[dict[str, Any]]:
         """Hand every published event to the events service (what the events worker does); returns them."""

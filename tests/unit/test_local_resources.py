@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import unquote_plus
 
 import pytest
 from moto.server import ThreadedMotoServer
@@ -69,6 +71,19 @@ def test_only_the_events_queue_jobs_queue_in_the_table(seeded):
     attrs = sqs.get_queue_attributes(QueueUrl=resources.queue_urls["events"], AttributeNames=["All"])["Attributes"]
     assert int(attrs["VisibilityTimeout"]) == defs.EVENTS_QUEUE.visibility_timeout_s
     assert "RedrivePolicy" not in attrs
+
+
+def test_a_state_object_landing_in_the_blob_bucket_notifies_the_events_queue(seeded):
+    """`defs.STATE_LANDED`: the notification that finalizes a two-step state upload (on AWS, `infra/stack.py`)."""
+    _, resources, clients = seeded
+    s3, sqs, url = clients["s3"], clients["sqs"], resources.queue_urls["events"]
+    bucket = resources.buckets[defs.BLOB_BUCKET.logical_name]
+    sqs.purge_queue(QueueUrl=url)  # S3's s3:TestEvent
+    s3.put_object(Bucket=bucket, Key="config/ws-1/cv-1.tar.gz", Body=b"x")  # not under state/: no notification
+    s3.put_object(Bucket=bucket, Key="state/ws-1/sv-1.tfstate", Body=b"{}")
+    messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    keys = [unquote_plus(r["s3"]["object"]["key"]) for m in messages for r in json.loads(m["Body"])["Records"]]
+    assert keys == ["state/ws-1/sv-1.tfstate"]
 
 
 def test_kms_key_usable(seeded):

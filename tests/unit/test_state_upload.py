@@ -1,4 +1,5 @@
-"""Two-step state uploads: pending versions, presigned PUT URLs, lazy finalization, unlock refusal."""
+"""Two-step state uploads: pending versions, presigned PUT URLs, finalization when the upload lands (or on
+unlock), unlock refusal."""
 
 from __future__ import annotations
 
@@ -6,12 +7,17 @@ import base64
 import json
 
 from state_helpers import LINEAGE, Env, md5, null_resource, state_bytes, sv_body
+from terrace.services.events import landed_event
 
 
-def _put(env: Env, url: str, data: bytes) -> None:
-    """What a client's PUT to a presigned URL does, for the memory blob store."""
+def _put(env: Env, url: str, data: bytes, landed: bool = True) -> None:
+    """What a client's PUT to a presigned URL does, for the memory blob store, and the `blob.landed` event the
+    events worker then handles (S3's notification; the embedded blob server hands it over in the PUT)."""
     assert url.startswith("memory://blobs/") and "op=put" in url
-    env.container.blobs.put(url.removeprefix("memory://blobs/").split("?", 1)[0], data)
+    key = url.removeprefix("memory://blobs/").split("?", 1)[0]
+    env.container.blobs.put(key, data)
+    if landed:
+        env.container.events.handle(landed_event(key))
 
 
 def _pending(env: Env, raw: bytes, serial: int, **kw: object) -> dict:
@@ -20,7 +26,7 @@ def _pending(env: Env, raw: bytes, serial: int, **kw: object) -> dict:
     return r.json()["data"]
 
 
-def test_two_step_upload_finalizes_when_read(state_env: Env) -> None:
+def test_two_step_upload_finalizes_when_it_lands(state_env: Env) -> None:
     env = state_env
     env.lock()
     raw = state_bytes(
@@ -72,7 +78,7 @@ def test_unlock_finalizes_an_uploaded_pending_version(state_env: Env) -> None:
     env.lock()
     raw = state_bytes(1)
     data = _pending(env, raw, 1)
-    _put(env, data["attributes"]["hosted-state-upload-url"], raw)
+    _put(env, data["attributes"]["hosted-state-upload-url"], raw, landed=False)  # its event not handled yet
     assert env.client.post(f"/api/v2/workspaces/{env.ws_id}/actions/unlock", headers=env.auth).status_code == 200
     assert env.ws().current_state_version_id == data["id"]
 

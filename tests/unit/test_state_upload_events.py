@@ -12,7 +12,7 @@ from state_helpers import LINEAGE, Env, md5, null_resource, state_bytes
 def _upload(env: Env, raw: bytes, serial: int, **kw: Any) -> str:
     r = env.push(None, serial, md5_hex=md5(raw), **kw)
     assert r.status_code == 201, r.text
-    env.container.blobs.put(f"state/{env.ws_id}/{r.json()['data']['id']}.tfstate", raw)
+    env.land(f"state/{env.ws_id}/{r.json()['data']['id']}.tfstate", raw)
     return str(r.json()["data"]["id"])
 
 

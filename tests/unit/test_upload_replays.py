@@ -156,7 +156,7 @@ def test_a_state_replaced_behind_its_record_is_not_served(state_env: Env) -> Non
     raw = state_bytes(1)
     sv = env.push(None, 1, md5_hex=md5(raw)).json()["data"]
     key = sv["attributes"]["hosted-state-upload-url"].removeprefix("memory://blobs/").split("?", 1)[0]
-    env.container.blobs.put(key, raw)
+    env.land(key, raw)
     assert env.client.get(f"/api/v2/state-versions/{sv['id']}", headers=env.auth).json()["data"]["attributes"][
         "status"
     ] == ("finalized")

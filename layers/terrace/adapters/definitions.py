@@ -72,6 +72,20 @@ EVENTS_QUEUE = QueueDefinition(logical_name="events", visibility_timeout_s=60)
 QUEUES = (EVENTS_QUEUE,)
 
 
+@dataclass(frozen=True)
+class NotificationDefinition:
+    """A bucket's S3 event notification of created objects under `prefix`, sent to a queue."""
+
+    bucket: str
+    queue: str
+    prefix: str
+
+
+# A two-step state upload is finalized when its object lands (services/state/landed.py): S3 tells the events queue.
+STATE_LANDED = NotificationDefinition(bucket=BLOB_BUCKET.logical_name, queue=EVENTS_QUEUE.logical_name, prefix="state/")
+NOTIFICATIONS = (STATE_LANDED,)
+
+
 def physical_name(prefix: str, logical_name: str) -> str:
     """Name used for a resource in local mode (on AWS, CloudFormation names them)."""
     return f"{prefix}-{logical_name}"

@@ -67,6 +67,7 @@ def create_resources(clients_or_endpoint: str | Mapping[str, Any], prefix: str) 
     table_name = _create_table(clients["dynamodb"], defs.TABLE, prefix)
     buckets = {b.logical_name: _create_bucket(clients["s3"], b, prefix) for b in defs.BUCKETS}
     queue_urls = _create_queues(clients["sqs"], prefix)
+    _notify(clients["s3"], clients["sqs"], buckets, queue_urls)
     key = clients["kms"].create_key(Description=f"{prefix} sensitive variables")["KeyMetadata"]["KeyId"]
     return LocalResources(table_name=table_name, buckets=buckets, queue_urls=queue_urls, kms_key_id=key)
 
@@ -109,6 +110,27 @@ def _create_bucket(s3: Any, bucket: defs.BucketDefinition, prefix: str) -> str:
     if bucket.versioned:
         s3.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": "Enabled"})
     return name
+
+
+def _notify(s3: Any, sqs: Any, buckets: dict[str, str], queue_urls: dict[str, str]) -> None:
+    """The buckets' event notifications of definitions.py (on AWS: `infra/stack.py`)."""
+    for bucket in defs.BUCKETS:
+        wanted = [n for n in defs.NOTIFICATIONS if n.bucket == bucket.logical_name]
+        if not wanted:
+            continue
+        configurations = [
+            {
+                "QueueArn": sqs.get_queue_attributes(QueueUrl=queue_urls[n.queue], AttributeNames=["QueueArn"])[
+                    "Attributes"
+                ]["QueueArn"],
+                "Events": ["s3:ObjectCreated:*"],
+                "Filter": {"Key": {"FilterRules": [{"Name": "prefix", "Value": n.prefix}]}},
+            }
+            for n in wanted
+        ]
+        s3.put_bucket_notification_configuration(
+            Bucket=buckets[bucket.logical_name], NotificationConfiguration={"QueueConfigurations": configurations}
+        )
 
 
 def _create_queues(sqs: Any, prefix: str) -> dict[str, str]:

@@ -2,7 +2,9 @@
 filesystem: clients PUT and GET them as they do S3 presigned URLs. The URL's own signature authorizes the
 request (no bearer token); its method, expiry and size limit are checked before a byte is written. An upload
 URL is single-use: a PUT to an object that exists is refused (409), before its body is read and again,
-atomically, when the upload is put in place (`FsBlobs.open_writer(exclusive=True)`).
+atomically, when the upload is put in place (`FsBlobs.open_writer(exclusive=True)`). Once an upload is in place,
+the PUT hands the `blob.landed` event to the events service before it answers (what S3's event notification does
+on AWS): a two-step state upload is finalized by this write, so the client's next read already sees it.
 
 These two routes are `async` (unlike every API endpoint) because they stream bodies: an upload is hashed and
 written in 1 MiB batches in the thread pool while the next batch arrives, and a download streams from disk in
@@ -12,6 +14,7 @@ written in 1 MiB batches in the thread pool while the next batch arrives, and a 
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import anyio.to_thread
 from starlette.requests import Request
@@ -19,7 +22,10 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import Route
 
 from terrace.adapters.fs_blobs import URL_PREFIX, BlobUrlRefused, BlobWriter, FsBlobs, check_key
+from terrace.services.events import landed_event
 from terrace.web.errors import error_response
+
+log = logging.getLogger("terrace.blobs")
 
 PATH = URL_PREFIX + "{key:path}"
 WRITE_BATCH = 1024 * 1024  # request chunks are gathered to this size before they go to the thread pool
@@ -115,7 +121,23 @@ async def upload(request: Request) -> Response:
     except BaseException:
         await anyio.to_thread.run_sync(writer.abort)
         raise
+    await anyio.to_thread.run_sync(_landed, request, key)
     return Response(status_code=200, headers={"ETag": f'"{info.etag}"'})
+
+
+def _landed(request: Request, key: str) -> None:
+    """The landing's effects (finalizing a state upload); on a failure the event goes to the events queue, whose
+    worker retries it (the object is in place either way, and the client's unlock finalizes too)."""
+    container = request.app.state.container
+    event = landed_event(key)
+    try:
+        container.events.handle(event)
+    except Exception:
+        log.exception("handling %s failed; queued for the events worker", event)
+        try:
+            container.publisher.publish(event)
+        except Exception:
+            log.exception("could not queue %s", event)
 
 
 routes = [Route(PATH, download, methods=["GET", "HEAD"]), Route(PATH, upload, methods=["PUT"])]

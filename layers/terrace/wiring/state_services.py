@@ -6,13 +6,14 @@ other services (what this area takes from the others is declared below as plain 
 from __future__ import annotations
 
 from functools import cached_property
+from typing import Any
 
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.events import EventPublisher
 from terrace.adapters.table import Table
 from terrace.config import Settings
 from terrace.services.access.organizations import OrganizationService
-from terrace.services.events import EventService
+from terrace.services.events import BLOB_LANDED, EventService
 from terrace.services.state.backing_data import BackingDataService
 from terrace.services.state.index import StateIndex
 from terrace.services.state.versions import StateVersionService
@@ -45,5 +46,10 @@ class StateServices:
     @cached_property
     def events(self) -> EventService:
         events = EventService()
+
+        def landed(event: dict[str, Any]) -> None:
+            self.state_versions.finalize_uploaded(str(event.get("key", "")))
+
+        events.subscribe(BLOB_LANDED, landed)
         events.subscribe("state.uploaded", lambda event: self.state_versions.index_uploaded(event))
         return events

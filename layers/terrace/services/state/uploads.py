@@ -1,9 +1,11 @@
-"""Two-step state uploads: a cheap finalize in the API, then parsing and indexing in the events worker.
+"""Two-step state uploads: a cheap finalize when the upload lands, then parsing and indexing in the events worker.
 
-Finalizing (the API request path) never reads the state body: it heads the uploaded object, compares its
-ETag with the md5 declared at creation, trusts the serial/lineage declared then (checked again against the
-workspace in the transaction that makes the version current), takes outputs from the client's
-`json-state-outputs` when it sent them, and publishes `state.uploaded`. The events worker (the `events`
+Finalizing runs on a write only, never on a read: when the uploaded object lands (`landed.py`: the embedded blob
+server's PUT, S3's event notification) or on the client's unlock (`versions.py`); until then reads show the
+version `pending` and the workspace's current version unchanged. It never reads the state body: it heads the
+uploaded object, compares its ETag with the md5 declared at creation, trusts the serial/lineage declared then
+(checked again against the workspace in the transaction that makes the version current), takes outputs from the
+client's `json-state-outputs` when it sent them, and publishes `state.uploaded`. The events worker (the `events`
 Lambda on AWS, the events consumer thread locally) parses the state, extracts outputs when none were sent,
 rebuilds the resource index and marks the version `resources_processed`. A state whose serial/lineage
 disagree with the declaration is marked with `index_error`; the current pointer is left alone.
@@ -23,7 +25,7 @@ from terrace.adapters.table import ConditionFailed, Put, Table, WriteOp
 from terrace.domain import clock, state_versions
 from terrace.domain import state as st
 from terrace.domain.errors import Conflict, Invalid, NotFound
-from terrace.domain.ids import looks_like, new_id
+from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.state import OutputValue, ParsedState
 from terrace.domain.state_versions import DISCARDED, FINALIZED, PENDING, StateVersion
@@ -184,12 +186,6 @@ class StateUploads:
             self._publisher.publish(event)
         except Exception:  # the version is current either way; only its index waits for a re-drive
             log.exception("could not publish %s for %s", UPLOADED_EVENT, sv.id)
-
-    def finalize_uploaded(self, blob_key: str) -> StateVersion | None:
-        """An object landed in the blob store; finalize the version it belongs to."""
-        name = blob_key.rsplit("/", 1)[-1].split(".", 1)[0]
-        item = self._table.get(name, "sv") if blob_key.startswith("state/") and looks_like(name, "sv") else None
-        return self.finalize(state_versions.sv_from_item(item)) if item else None
 
     def discard(self, sv: StateVersion, reason: str) -> StateVersion:
         for _ in range(ATTEMPTS):

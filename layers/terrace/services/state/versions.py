@@ -3,7 +3,8 @@
 A new current version and the workspace's state fields change in ONE transaction (`writes.py`: the
 workspace item's version guards it). Raw state lives in the blob store; its metadata, outputs and the
 resource index live in the table. Inline states are parsed and indexed in the request (they are small);
-two-step uploads are finalized and indexed by `uploads.py`.
+two-step uploads are finalized when the upload lands (`landed.py`) or on unlock, never on a read, and indexed by
+`uploads.py`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from terrace.services.state import http_backend as state_http
 from terrace.services.state.current import PENDING_KEY, find_version
 from terrace.services.state.http_backend import LockRule
 from terrace.services.state.index import IndexedResource, StateIndex, StoredOutput
+from terrace.services.state.landed import LandedState
 from terrace.services.state.stored import StoredState
 from terrace.services.state.uploads import StateUploads, verified_state
 from terrace.services.state.writes import StateWriter
@@ -51,6 +53,7 @@ class StateVersionService:
         self._uploads = StateUploads(table, blobs, workspaces, index, publisher)
         self._writer = StateWriter(table, blobs, workspaces, index, self._uploads)
         self._stored = StoredState(table, blobs)
+        self._landed = LandedState(table, blobs, self._uploads)
 
     # creating ----------------------------------------------------------------------------
     def create(
@@ -101,21 +104,20 @@ class StateVersionService:
 
         return rule
 
-    # two-step uploads (state_uploads) ----------------------------------------------------
-    def finalize(self, sv: StateVersion) -> StateVersion:
-        return self._uploads.finalize(sv)
-
+    # two-step uploads (state_uploads): finalized by writes only ----------------------------
     def finalize_uploaded(self, blob_key: str) -> StateVersion | None:
-        return self._uploads.finalize_uploaded(blob_key)
+        """The `blob.landed` event's handler: an uploaded object is there (`landed.py`)."""
+        return self._landed.landed(blob_key)
 
     def index_uploaded(self, event: dict[str, Any]) -> None:
         """The events worker's handler for `state.uploaded`."""
         self._uploads.index_uploaded(event)
 
     def ensure_not_pending(self, ws: Workspace) -> None:
-        """LockService unlock check: a workspace with an outstanding upload stays locked."""
+        """LockService unlock check (the client's next write, so it may finalize an upload that landed before its
+        event was handled): a workspace with an outstanding upload stays locked."""
         pending_id = ws.extra.get(PENDING_KEY)
-        if pending_id and self.finalize(self._find(pending_id)).status == PENDING:
+        if pending_id and self._uploads.finalize(self._find(pending_id)).status == PENDING:
             raise Conflict(
                 f"cannot unlock workspace {ws.name}: latest state version is still pending "
                 f"({pending_id}); upload it or force-unlock"
@@ -131,13 +133,10 @@ class StateVersionService:
             self._workspaces.get(principal, sv.workspace_id, action)
         except NotFound as exc:
             raise NotFound(f"state version {sv_id} not found") from exc
-        return self.finalize(sv)
+        return sv  # as recorded: an upload that landed but is not finalized yet reads `pending`
 
     def current(self, principal: Principal, workspace_id: str, action: Action = Action.READ_STATE) -> StateVersion:
         ws = self._workspaces.get(principal, workspace_id, action)
-        if ws.extra.get(PENDING_KEY):
-            self.finalize(self._find(ws.extra[PENDING_KEY]))
-            ws = self._workspaces.load(ws.id)
         if not ws.current_state_version_id:
             raise NotFound(f"workspace {ws.name} has no current state version")
         return self._find(ws.current_state_version_id)
@@ -148,7 +147,7 @@ class StateVersionService:
     def list_for(self, principal: Principal, ws: Workspace, status: str | None = None) -> list[StateVersion]:
         self._workspaces.authorize(principal, Action.READ_STATE, ws)
         items = self._table.query(f"{ws.id}#state-versions", index="gsi1", reverse=True)
-        found = [self.finalize(state_versions.sv_from_item(item)) for item in items]
+        found = [state_versions.sv_from_item(item) for item in items]
         return [sv for sv in found if not status or sv.status == status]
 
     def upload_urls(self, sv: StateVersion) -> tuple[str | None, str | None]:

@@ -1,0 +1,72 @@
+"""An uploaded state object landed: the write that finalizes a two-step upload (`uploads.py`).
+
+The `blob.landed` event (`services/events.py`) comes from the embedded blob server right after a PUT (in the
+request, so a client sees `finalized` as soon as its PUT returns) and from the blob bucket's S3 event
+notifications through the events worker (AWS and moto). State and JSON state land in either order (go-tfe PUTs
+them concurrently): the state's landing finalizes, recording the JSON state if it is there; a JSON state that
+lands after that is recorded on the finalized version then, once (a later object under that key is a replayed
+URL, which `stored.py` answers). Landings of other objects, and repeated landings, change nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from terrace.adapters.blobs import BlobStore
+from terrace.adapters.table import ConditionFailed, Table
+from terrace.domain import state_versions
+from terrace.domain.ids import looks_like
+from terrace.domain.state_versions import FINALIZED, StateVersion
+from terrace.services.blob_records import md5_of
+from terrace.services.state.current import ATTEMPTS, find_version
+from terrace.services.state.uploads import StateUploads
+
+
+def version_of(key: str) -> str | None:
+    """The state version a blob key belongs to (`state/<workspace>/<sv>.tfstate|.json`), if it is one."""
+    parts = key.split("/")
+    if len(parts) != 3 or parts[0] != "state":
+        return None
+    name = parts[2].split(".", 1)[0]
+    return name if looks_like(name, "sv") else None
+
+
+class LandedState:
+    def __init__(self, table: Table, blobs: BlobStore, uploads: StateUploads) -> None:
+        self._table, self._blobs, self._uploads = table, blobs, uploads
+
+    def landed(self, key: str) -> StateVersion | None:
+        """Finalize the version `key` belongs to (or record its JSON state); None when it is no state's."""
+        sv_id = version_of(key)
+        item = self._table.get(sv_id, "sv") if sv_id else None
+        if item is None:
+            return None
+        sv = state_versions.sv_from_item(item)
+        if key not in (sv.blob_key, sv.json_blob_key):
+            return None
+        sv = self._uploads.finalize(sv)
+        if key == sv.json_blob_key and sv.status == FINALIZED and not sv.has_json_state:
+            return self._record_json(sv)
+        return sv
+
+    def _record_json(self, sv: StateVersion) -> StateVersion:
+        info = self._blobs.head(sv.json_blob_key)
+        if info is None:
+            return sv
+        for _ in range(ATTEMPTS):
+            if sv.has_json_state or sv.status != FINALIZED:
+                return sv
+            recorded = dataclasses.replace(
+                sv,
+                version=sv.version + 1,
+                has_json_state=True,
+                json_md5=md5_of(info),
+                json_size=info.size,
+                json_version=info.version,
+            )
+            try:
+                self._table.put(state_versions.sv_to_item(recorded), if_version=sv.version)
+                return recorded
+            except ConditionFailed:
+                sv = find_version(self._table, sv.id)
+        return find_version(self._table, sv.id)

@@ -1,0 +1,102 @@
+"""On moto, as on AWS: a two-step state upload PUT straight to S3 is finalized by the bucket's event notification
+(`definitions.STATE_LANDED`, seeded by `local/resources.py`) through the events queue and its worker, never by a
+read; until then the version reads `pending` and no read writes the table."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import requests
+from aws import moto_server
+from fastapi.testclient import TestClient
+from terrace.bootstrap import Container, build_aws
+from terrace.config import Settings
+from terrace.domain.principal import Principal, PrincipalKind
+from terrace.local.resources import create_resources
+from terrace.web.app import create_app
+
+WRITES = ("put", "delete", "transact", "batch_put", "batch_delete")
+
+
+@pytest.fixture(scope="module")
+def endpoint() -> Iterator[str]:
+    with moto_server() as url:
+        yield url
+
+
+def _state(serial: int) -> bytes:
+    doc = {"version": 4, "terraform_version": "1.9.0", "serial": serial, "lineage": "lin-1", "outputs": {}}
+    return json.dumps({**doc, "resources": []}).encode()
+
+
+def _work_the_queue(container: Container) -> int:
+    """What the events worker does (`local/workers.py`, the events Lambda): hand every queued event over."""
+    queue, handled = container.event_queue, 0
+    assert queue is not None
+    while received := queue.receive(max_events=10):
+        for event in received:
+            container.events.handle(event.body)
+            queue.ack(event.receipt)
+            handled += 1
+    return handled
+
+
+def test_an_upload_put_to_s3_is_finalized_by_its_notification_not_by_a_read(
+    endpoint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    resources = create_resources(endpoint, f"l{uuid.uuid4().hex[:8]}")
+    settings = Settings(
+        **resources.settings_fields(),
+        aws_endpoint_url=endpoint,
+        url_signing_secret="s",
+        public_url="https://terrace.test",
+    )
+    container = build_aws(settings)
+    _work_the_queue(container)  # S3's s3:TestEvent, sent when the notification was configured: ignored
+    user = container.accounts.create_user("alice")
+    principal = Principal(PrincipalKind.USER, user.id, user.username)
+    container.organizations.create(principal, "acme", "ops@example.com")
+    ws = container.workspaces.create(principal, "acme", {"name": "prod", "execution-mode": "local"})
+    token = container.accounts.issue_token(PrincipalKind.USER, user.id).secret
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/vnd.api+json"}
+    client = TestClient(create_app(container))
+    assert client.post(f"/api/v2/workspaces/{ws.id}/actions/lock", headers=headers).status_code == 200
+    raw = _state(1)
+    body = {"data": {"type": "state-versions", "attributes": {"serial": 1, "md5": hashlib.md5(raw).hexdigest()}}}
+    created = client.post(f"/api/v2/workspaces/{ws.id}/state-versions", headers=headers, json=body)
+    assert created.status_code == 201, created.text
+    sv = created.json()["data"]
+    for url, data in (
+        (sv["attributes"]["hosted-state-upload-url"], raw),
+        (sv["attributes"]["hosted-json-state-upload-url"], b"{}"),
+    ):
+        assert requests.put(url, data=data, timeout=10).status_code == 200
+
+    writes: list[str] = []
+    for name in WRITES:
+        original = getattr(container.table, name)
+
+        def spy(*args: Any, _name: str = name, _original: Any = original, **kwargs: Any) -> Any:
+            writes.append(_name)
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(container.table, name, spy)
+    read = client.get(f"/api/v2/state-versions/{sv['id']}", headers=headers).json()["data"]["attributes"]
+    current = client.get(f"/api/v2/workspaces/{ws.id}/current-state-version", headers=headers)
+    listed = client.get(f"/api/v2/workspaces/{ws.id}/state-versions", headers=headers)
+    assert writes == [] and read["status"] == "pending"
+    assert current.status_code == 404 and listed.json()["data"][0]["attributes"]["status"] == "pending"
+
+    assert _work_the_queue(container) >= 2  # the two objects' notifications, then `state.uploaded` published
+    read = client.get(f"/api/v2/state-versions/{sv['id']}", headers=headers).json()["data"]["attributes"]
+    assert read["status"] == "finalized" and read["hosted-json-state-download-url"] is not None
+    assert (
+        client.get(f"/api/v2/workspaces/{ws.id}/current-state-version", headers=headers).json()["data"]["id"]
+        == sv["id"]
+    )
+    assert read["resources-processed"] is True  # the worker indexed it too (state.uploaded came through the queue)
