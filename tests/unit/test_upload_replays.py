@@ -6,6 +6,7 @@ by writing the memory twin directly), reads refuse (409) instead of serving anot
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import tarfile
@@ -26,8 +27,9 @@ from terrace.web.app import create_app
 
 
 def _tarball(text: str) -> bytes:
+    """The same bytes for the same text (gzip's header time is fixed: a second boundary never changes them)."""
     buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+    with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as zipped, tarfile.open(fileobj=zipped, mode="w") as tar:
         data = text.encode()
         info = tarfile.TarInfo("main.tf")
         info.size = len(data)
@@ -84,19 +86,57 @@ def test_a_state_upload_url_replayed_after_finalization_is_refused(embedded: Env
     assert list((Path(env.container.blobs.root) / "tmp").iterdir()) == []  # type: ignore[attr-defined]
 
 
-def test_a_configuration_upload_url_is_good_for_one_upload(embedded: Env) -> None:
+def test_a_configuration_upload_url_uploads_again_only_until_a_run_is_created_from_it(embedded: Env) -> None:
+    """As HCP Terraform's (go-tfe's `TestConfigurationVersionsUploadTarGzip` uploads twice to one URL), until a run
+    is created from the version: then its archive is final, and a replayed PUT is refused."""
     env = embedded
     body = {"data": {"type": "configuration-versions", "attributes": {"auto-queue-runs": False}}}
     cv = env.client.post(f"/api/v2/workspaces/{env.ws_id}/configuration-versions", json=body, headers=env.auth)
     assert cv.status_code == 201, cv.text
-    url = _path(cv.json()["data"]["attributes"]["upload-url"])
-    archive = _tarball('output "x" { value = 1 }')
-    assert env.client.put(url, content=archive).status_code == 200
+    cv_id, url = cv.json()["data"]["id"], _path(cv.json()["data"]["attributes"]["upload-url"])
+    first, second = _tarball('output "x" { value = 1 }'), _tarball('output "x" { value = 2 }')
+    assert env.client.put(url, content=first).status_code == 200
+    assert env.client.put(url, content=second).status_code == 200  # no run yet: the last upload counts
+    download = env.client.get(f"/api/v2/configuration-versions/{cv_id}/download", headers=env.auth)
+    assert download.status_code == 200 and download.content == second
+
+    run_body = {
+        "data": {
+            "type": "runs",
+            "relationships": {
+                "workspace": {"data": {"type": "workspaces", "id": env.ws_id}},
+                "configuration-version": {"data": {"type": "configuration-versions", "id": cv_id}},
+            },
+        }
+    }
+    assert env.client.post("/api/v2/runs", json=run_body, headers=env.auth).status_code == 201
     replay = env.client.put(url, content=_tarball('output "x" { value = "forged" }'))
     assert replay.status_code == 409, replay.text
-    cv_id = cv.json()["data"]["id"]
     download = env.client.get(f"/api/v2/configuration-versions/{cv_id}/download", headers=env.auth)
-    assert download.status_code == 200 and download.content == archive
+    assert download.status_code == 200 and download.content == second
+    runner = {"Authorization": f"Bearer {env.container.scaler.credential('acme').token}"}
+    spec = JobSpec.model_validate(
+        env.client.post("/api/runner/jobs/next", json={"runner_id": "r1"}, headers=runner).json()
+    )
+    assert spec.configuration_md5 == hashlib.md5(second).hexdigest()
+
+
+def test_a_sealed_configuration_replaced_behind_its_record_is_neither_served_nor_run() -> None:
+    """Where the store cannot refuse a replayed PUT (S3 without If-None-Match, here the memory store), the record
+    taken when the first run was created decides: the download is refused and the job spec names the recorded MD5
+    (the runner refuses another archive: `test_runner_job`)."""
+    env = make_run_env()
+    cv_id = env.upload_config()
+    cv = env.container.configuration_versions.load(cv_id)
+    assert not cv.sealed
+    assert env.api("GET", f"/configuration-versions/{cv_id}/download", follow_redirects=False).is_redirect
+    env.create_run(cv_id)
+    cv = env.container.configuration_versions.load(cv_id)
+    assert cv.sealed and cv.md5
+    env.blobs.put(cv.blob_key, _tarball('output "x" { value = "forged" }'))
+    download = env.api("GET", f"/configuration-versions/{cv_id}/download", follow_redirects=False)
+    assert download.status_code == 409, download.text
+    assert env.claim()["configuration_md5"] == cv.md5
 
 
 def test_a_plans_upload_urls_create_once_and_the_apply_gets_the_recorded_plan(embedded: Env) -> None:

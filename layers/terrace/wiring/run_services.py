@@ -12,6 +12,7 @@ from functools import cached_property
 
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.events import EventPublisher
+from terrace.adapters.fs_blobs import FsBlobs
 from terrace.adapters.job_queue import JobQueue
 from terrace.adapters.job_signal import JobSignal
 from terrace.adapters.kicking_job_queue import KickingJobQueue
@@ -82,6 +83,8 @@ class RunServices:
         versions.on_uploaded.append(lambda cv: self.runs.queue_for_upload(cv))
         versions.on_created.append(lambda cv, ws: self.expect_runner(ws))
         versions.in_use.append(lambda cv: self.run_queries.uses_configuration(cv.workspace_id, cv.id))
+        if isinstance(self.blobs, FsBlobs):  # S3 cannot refuse a replaced archive: reads and runs check the record
+            self.blobs.replaceable = versions.accepts_upload
         return versions
 
     @cached_property

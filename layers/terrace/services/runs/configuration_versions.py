@@ -45,6 +45,10 @@ class ConfigurationVersion:
     error_message: str | None = None
     created_by: str = ""
     may_apply: bool = True  # its creator could apply runs (the workspace's auto-apply applies its auto-queued run)
+    # A run was created from it: its archive (md5, size) is final. Until then its upload URL may upload again, as
+    # HCP Terraform's does (go-tfe uploads twice to one URL); from then on the embedded store refuses a PUT and
+    # every read and run checks the archive against the record.
+    sealed: bool = False
     backing_data: str = DATA_PRESENT
     version: int = 1
     status_timestamps: dict[str, str] = field(default_factory=dict)
@@ -144,9 +148,40 @@ class ConfigurationVersionService:
         spec is not checked here: it carries the MD5 and the runner checks what it downloaded)."""
         if cv.status != UPLOADED or cv.backing_data != DATA_PRESENT:
             raise NotFound(f"configuration version {cv.id} has no uploaded configuration")
-        if checked:
+        if checked and cv.sealed:
             require_recorded(self._blobs, cv.blob_key, cv.md5, cv.size, f"configuration of {cv.id}")
         return self._blobs.presign_get(cv.blob_key, ttl_s or self._settings.presign_ttl_s)
+
+    def seal(self, cv: ConfigurationVersion) -> ConfigurationVersion:
+        """A run is created from `cv`: its archive as it is now (the last upload) becomes final."""
+        for _ in range(3):
+            if cv.sealed:
+                return cv
+            info = self._blobs.head(cv.blob_key)
+            if info is None:
+                raise Conflict(f"configuration version {cv.id} has no uploaded configuration")
+            try:
+                return self._save(cv, sealed=True, size=info.size, md5=md5_of(info))
+            except Conflict:
+                cv = _from_item(self._table.get(cv.id, "cv") or _to_item(cv))
+        raise Conflict(f"configuration version {cv.id} changed concurrently; retry")
+
+    def accepts_upload(self, key: str) -> bool:
+        """Whether an upload URL's PUT may replace `key` (the embedded blob server asks): a configuration archive
+        of a version no run was created from."""
+        parts = key.split("/")
+        if len(parts) != 3 or parts[0] != "config" or not parts[2].endswith(".tar.gz"):
+            return False
+        item = self._table.get(parts[2].removesuffix(".tar.gz"), "cv")
+        if item is None:
+            return False
+        cv = _from_item(item)
+        return (
+            cv.blob_key == key
+            and not cv.sealed
+            and cv.status in (PENDING, UPLOADED)
+            and cv.backing_data == DATA_PRESENT
+        )
 
     def refresh(self, cv: ConfigurationVersion) -> ConfigurationVersion:
         """Move a pending version to uploaded (or errored when too large) once its object exists."""

@@ -150,6 +150,7 @@ class RunService:
                     "a run that applies without confirmation (auto-apply) needs permission to apply runs "
                     f"in workspace {ws.id}"
                 )
+        self._cvs.seal(cv)  # the archive this run plans is final from here
         run.transition(rs.PENDING, now)
         run.status_timestamps["plan-queueable-at"] = now
         if self._organizations.by_key(ws.organization).cost_estimation_enabled:
