@@ -31,12 +31,13 @@ from terrace.services.runs.job_retries import JobRetries
 from terrace.services.runs.jobs import JobService
 from terrace.services.runs.logs import LogService
 from terrace.services.runs.plans import PlanService
-from terrace.services.runs.reaper import Reaper, Sweep
+from terrace.services.runs.reaper import Reaper
 from terrace.services.runs.run_queries import RunQueries
 from terrace.services.runs.runs import RunService
 from terrace.services.runs.scaler import Scaler
 from terrace.services.runs.scheduler import RunScheduler
 from terrace.services.runs.store import RunStore
+from terrace.services.workflows.retention_sweep import RetentionSweep
 from terrace.services.workspaces.ssh_keys import SSHKeyService
 from terrace.services.workspaces.variables import VariableService
 from terrace.services.workspaces.workspaces import WorkspaceService
@@ -58,7 +59,7 @@ class RunServices:
     workspaces: WorkspaceService
     variables: VariableService
     ssh_keys: SSHKeyService
-    retention_sweep: Sweep  # the use case `services/workflows/retention_sweep.py` (wiring/workflow_services.py)
+    retention_sweep: RetentionSweep  # a use case (wiring/workflow_services.py); the reaper takes it as a `Sweep`
 
     @cached_property
     def job_queue(self) -> JobQueue:

@@ -20,6 +20,7 @@ from terrace.services.workflows.purge import Purge
 from terrace.services.workflows.retention_sweep import RetentionSweep
 from terrace.services.workflows.state_rollback import StateRollback
 from terrace.services.workflows.workspace_deletion import WorkspaceDeletion
+from terrace.services.workflows.workspace_overview import WorkspaceOverview
 from terrace.services.workspaces.locking import LockService
 from terrace.services.workspaces.retention import RetentionPolicyService
 from terrace.services.workspaces.workspaces import WorkspaceService
@@ -51,6 +52,10 @@ class WorkflowServices:
     @cached_property
     def organization_deletion(self) -> OrganizationDeletion:
         return OrganizationDeletion(self.organizations, self.workspaces, self.purge)
+
+    @cached_property
+    def workspace_overview(self) -> WorkspaceOverview:
+        return WorkspaceOverview(self.workspaces, self.state_versions, self.runs)
 
     @cached_property
     def state_rollback(self) -> StateRollback:
