@@ -51,7 +51,7 @@ class WorkflowServices:
 
     @cached_property
     def organization_deletion(self) -> OrganizationDeletion:
-        return OrganizationDeletion(self.organizations, self.workspaces, self.purge)
+        return OrganizationDeletion(self.organizations, self.workspaces, self.purge, self.site_admin)
 
     @cached_property
     def workspace_overview(self) -> WorkspaceOverview:

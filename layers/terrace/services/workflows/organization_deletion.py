@@ -7,6 +7,7 @@ from terrace.domain.errors import Conflict
 from terrace.domain.principal import Principal
 from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
+from terrace.services.admin.site import SiteAdminService
 from terrace.services.workflows.purge import Purge
 from terrace.services.workspaces.workspaces import WorkspaceService
 
@@ -18,10 +19,22 @@ class OrganizationDeletion:
     them, and last the organization itself. Cut short, it leaves the organization in place; deleting it again
     finishes the job."""
 
-    def __init__(self, organizations: OrganizationService, workspaces: WorkspaceService, purge: Purge) -> None:
+    def __init__(
+        self,
+        organizations: OrganizationService,
+        workspaces: WorkspaceService,
+        purge: Purge,
+        site_admin: SiteAdminService,
+    ) -> None:
         self._orgs = organizations
         self._workspaces = workspaces
         self._purge = purge
+        self._site_admin = site_admin
+
+    def delete_as_site_admin(self, principal: Principal, name: str) -> None:
+        """The site admin API's delete: any organization (404 to anyone not a site admin), as its owners would."""
+        self._site_admin.organization(principal, name)
+        self.delete(principal, name)
 
     def delete(self, principal: Principal, name: str) -> None:
         org = self._orgs.get(principal, name, Action.DELETE_ORGANIZATION)
