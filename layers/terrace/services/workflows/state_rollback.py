@@ -24,11 +24,17 @@ class StateRollback:
             raise NotFound(f"state version {sv_id} not found")
         return sv
 
+    def confirmation(
+        self, principal: Principal, organization: str, name: str, sv_id: str
+    ) -> tuple[Workspace, StateVersion]:
+        """The workspace (as it is now) and the state version a rollback would restore: what its page shows."""
+        ws = self._workspaces.get_by_name(principal, organization, name)
+        return ws, self.target(principal, ws, sv_id)
+
     def rollback_under_lock(self, principal: Principal, organization: str, name: str, sv_id: str) -> StateVersion:
         """Lock the workspace if nobody holds it, roll back to `sv_id`, release the lock taken here (a lock
         held by the caller is used and kept; anyone else's refuses: `Conflict`). Returns the restored version."""
-        ws = self._workspaces.get_by_name(principal, organization, name)
-        sv = self.target(principal, ws, sv_id)
+        ws, sv = self.confirmation(principal, organization, name, sv_id)
         took_lock = ws.lock is None
         if took_lock:
             self._locks.lock(principal, ws, f"rolling back to state serial {sv.serial} (web UI)")

@@ -86,8 +86,7 @@ def download(container: ContainerDep, session: SessionDep, organization: str, na
 def confirm_rollback(
     request: Request, container: ContainerDep, session: SessionDep, organization: str, name: str, sv_id: str
 ) -> Any:
-    ws = _workspace(container, session, organization, name)
-    sv = _in_workspace(container, session, ws, sv_id)
+    ws, sv = container.state_rollback.confirmation(session.principal, organization, name, sv_id)
     return render(request, "state_rollback.html", session, organization=organization, ws=ws, sv=sv)
 
 
@@ -105,8 +104,7 @@ def rollback(
     try:
         restored = container.state_rollback.rollback_under_lock(session.principal, organization, name, sv_id)
     except errors.Conflict as exc:  # the confirmation page again, with the reason and the workspace as it is now
-        ws = _workspace(container, session, organization, name)
-        sv = _in_workspace(container, session, ws, sv_id)
+        ws, sv = container.state_rollback.confirmation(session.principal, organization, name, sv_id)
         return render(
             request,
             "state_rollback.html",
