@@ -149,7 +149,7 @@ def concurrently(clients: int, per_client: int, make: Callable[[int], Callable[[
 
 
 def run(quick: bool = False) -> Outcome:
-    from terrace.local.resources import local_clients
+    from terrace.wiring.local_resources import local_clients
 
     outcome = Outcome("api_latency")
     levels = {1: 10 if quick else 30, 20: 2 if quick else 5}  # concurrency -> calls per client

@@ -72,7 +72,7 @@ class RoundTrip:
         # client moves the state's bytes (httpx in this process unless told otherwise)
         self.client = client or HttpxClient(stack.ca_bundle)
         if not self.embedded:
-            from terrace.local.resources import local_clients
+            from terrace.wiring.local_resources import local_clients
 
             self.s3 = local_clients(stack.local.settings.aws_endpoint_url)["s3"]
             self.bucket = stack.local.settings.blob_bucket
@@ -215,7 +215,7 @@ def profile_finalize(trip: RoundTrip, raw: bytes) -> list[str]:
 
 def moto_transact_cost(trip: RoundTrip) -> float:
     """Seconds for one 25-put transact_write_items straight to the same moto (what the index replace issues)."""
-    from terrace.local.resources import local_clients
+    from terrace.wiring.local_resources import local_clients
 
     client = local_clients(trip.stack.local.settings.aws_endpoint_url)["dynamodb"]
     table = trip.stack.local.settings.table_name

@@ -2,7 +2,8 @@
 
 `Container` holds the adapters (its fields) and builds every service from them on first use: the services of
 each area are the cached properties of its part in `terrace/wiring/` (`access_services.py`,
-`workspace_services.py`, `state_services.py`, `run_services.py`). The builders choose the adapters:
+`workspace_services.py`, `state_services.py`, `run_services.py`) and the use cases spanning them
+(`workflow_services.py`). The builders choose the adapters:
 `build_aws` DynamoDB/S3/SQS/KMS/ECS (real AWS or the moto server: only the endpoint differs;
 `wiring/aws_adapters.py`), `build_embedded` one SQLite file, a blob folder and a key file in a data directory
 (`terrace serve`, `make dev`; `wiring/embedded_adapters.py`), `build_memory` in-memory twins for unit tests.
@@ -30,6 +31,7 @@ from terrace.wiring.access_services import AccessServices
 from terrace.wiring.embedded_adapters import EMBEDDED_BLOBS, EMBEDDED_DATABASE, EMBEDDED_KEY
 from terrace.wiring.run_services import RunServices
 from terrace.wiring.state_services import StateServices
+from terrace.wiring.workflow_services import WorkflowServices
 from terrace.wiring.workspace_services import WorkspaceServices
 
 __all__ = [
@@ -47,12 +49,13 @@ __all__ = [
 # The areas declare what they take from one another as plain attributes; here those are cached properties,
 # which mypy calls a read-only property overriding a writable attribute (hence the ignore; types still checked).
 @dataclass
-class Container(AccessServices, WorkspaceServices, StateServices, RunServices):  # type: ignore[override]
+class Container(AccessServices, WorkspaceServices, StateServices, RunServices, WorkflowServices):  # type: ignore[override]
     """The adapters (these fields) and every service, built from them on first use by the areas mixed in:
     `AccessServices` (authz, accounts, organizations, teams, sign-in, site admin, tool versions),
-    `WorkspaceServices` (workspaces, variables, SSH keys, locks, purge, retention), `StateServices` (state
+    `WorkspaceServices` (workspaces, variables, SSH keys, locks, retention policies), `StateServices` (state
     versions, their index, events) and `RunServices` (job queue, configuration versions, runs, scheduler, jobs,
-    logs, reaper, scaler)."""
+    logs, reaper, scaler); and the use cases across them, `WorkflowServices` (workspace and organization deletion,
+    purge, state rollback under lock, the retention sweep)."""
 
     settings: Settings
     table: Table

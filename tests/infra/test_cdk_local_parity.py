@@ -12,7 +12,7 @@ pytestmark = pytest.mark.infra
 def local():
     import boto3
     from moto import mock_aws
-    from terrace.local.resources import create_resources
+    from terrace.wiring.local_resources import create_resources
 
     with mock_aws():
         session = boto3.session.Session(aws_access_key_id="x", aws_secret_access_key="x", region_name="us-east-1")

@@ -18,7 +18,7 @@ from terrace.bootstrap import Container
 from terrace.config import Settings
 from terrace.domain import state_versions as st
 from terrace.domain.principal import PrincipalKind
-from terrace.services.workspaces.retention_sweep import RetentionSweep
+from terrace.services.workflows.retention_sweep import RetentionSweep
 from terrace.web.app import create_app
 
 

@@ -17,7 +17,7 @@ from moto.server import ThreadedMotoServer
 from terrace.bootstrap import build_aws
 from terrace.cli import app
 from terrace.config import Settings
-from terrace.local.resources import create_resources
+from terrace.wiring.local_resources import create_resources
 from typer.testing import CliRunner
 
 TERRACE = Path(sys.executable).parent / "terrace"

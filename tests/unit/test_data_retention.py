@@ -12,7 +12,7 @@ from run_helpers import RunEnv, make_run_env
 from state_helpers import Env, other_user, state_bytes, sv_body
 from terrace.domain.principal import PrincipalKind
 from terrace.services.runs.logs import archive_key
-from terrace.services.workspaces.retention_sweep import RetentionSweep
+from terrace.services.workflows.retention_sweep import RetentionSweep
 
 DAY = 86400.0
 LEGACY, OLDER, KEEP = (

@@ -12,7 +12,7 @@ import pytest
 from moto.server import ThreadedMotoServer
 from terrace.adapters import definitions as defs
 from terrace.config import Settings
-from terrace.local.resources import LocalResources, create_resources, local_clients
+from terrace.wiring.local_resources import LocalResources, create_resources, local_clients
 
 
 @pytest.fixture(scope="module")

@@ -33,9 +33,9 @@ from terrace.config import API_RATE_LIMIT_PER_S, Settings
 from terrace.local import access_log, embedded, presigned_check, tls
 from terrace.local import workers as local_workers
 from terrace.local.dev_file import DEV_FILE
-from terrace.local.resources import LOCAL_REGION, LocalResources, create_resources
 from terrace.local.seed import Seeded, seed_admin
 from terrace.local.terraform_config import write_cli_config
+from terrace.wiring.local_resources import LOCAL_REGION, LocalResources, create_resources
 
 DEFAULT_PORT = 8443
 DEFAULT_ORGANIZATION = "acme"

@@ -69,6 +69,7 @@ def runs(
     for run in page:
         if run.workspace_id not in permissions:
             ws = known.get(run.workspace_id) or container.workspaces.load(run.workspace_id)
+            known[ws.id] = ws
             permissions[ws.id] = container.workspaces.permissions(principal, ws)
     users = user_ids(container, [u for r in page for u in (r.created_by, r.confirmed_by or "")])
     return [
@@ -78,7 +79,7 @@ def runs(
             permissions=permissions[run.workspace_id],
             cooloff_s=container.settings.force_cancel_cooloff_s,
             users=users,
-            event_ids=[e["id"] for e in container.run_store.events(run.id)] if events else None,
+            event_ids=container.run_queries.event_ids(principal, run, known[run.workspace_id]) if events else None,
         )
         for run in page
     ]

@@ -26,6 +26,7 @@ from terrace.services.access.users import UserService
 from terrace.services.access.web_sessions import WebSessionService
 from terrace.services.admin.site import SiteAdminService
 from terrace.services.admin.tool_versions import ToolVersionService
+from terrace.services.admin.users import SiteAdminUsers
 from terrace.services.runs.scheduler import RunScheduler
 from terrace.services.runs.store import RunStore
 from terrace.services.workspaces.workspaces import WorkspaceService
@@ -54,6 +55,10 @@ class AccessServices:
     @cached_property
     def site_admin(self) -> SiteAdminService:
         return SiteAdminService(self.authz, self.organizations, self.workspaces, self.run_store, self.scheduler)
+
+    @cached_property
+    def admin_users(self) -> SiteAdminUsers:
+        return SiteAdminUsers(self.authz, self.accounts, self.users, self.organizations, self.memberships)
 
     @cached_property
     def tool_versions(self) -> ToolVersionService:

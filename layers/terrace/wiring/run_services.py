@@ -38,7 +38,7 @@ from terrace.services.runs.runs import RunService
 from terrace.services.runs.scaler import Scaler
 from terrace.services.runs.scheduler import RunScheduler
 from terrace.services.runs.store import RunStore
-from terrace.services.workspaces.retention_sweep import RetentionSweep
+from terrace.services.workflows.retention_sweep import RetentionSweep
 from terrace.services.workspaces.ssh_keys import SSHKeyService
 from terrace.services.workspaces.variables import VariableService
 from terrace.services.workspaces.workspaces import WorkspaceService
@@ -60,7 +60,7 @@ class RunServices:
     workspaces: WorkspaceService
     variables: VariableService
     ssh_keys: SSHKeyService
-    retention_sweep: RetentionSweep
+    retention_sweep: RetentionSweep  # a use case (wiring/workflow_services.py); the reaper takes it as a `Sweep`
 
     @cached_property
     def job_queue(self) -> JobQueue:

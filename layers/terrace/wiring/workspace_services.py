@@ -1,5 +1,5 @@
 """Workspaces (services/workspaces/): workspaces and their tags, remote state consumers, variables, SSH keys,
-locks, purge and organization deletion, data retention policies and their sweep.
+locks and data retention policies (their sweep, and purge and deletion, are use cases: `workflow_services.py`).
 
 Mixed into `bootstrap.Container`: each service is built on first use from the container's adapters and its
 other services (what this area takes from the others is declared below as plain attributes)."""
@@ -8,22 +8,16 @@ from __future__ import annotations
 
 from functools import cached_property
 
-from terrace.adapters.blobs import BlobStore
 from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.table import Table
-from terrace.services.access.accounts import AccountService
 from terrace.services.access.authz import Authorizer
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.admin.tool_versions import ToolVersionService
-from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.runs.scheduler import RunScheduler
-from terrace.services.runs.store import RunStore
 from terrace.services.state.versions import StateVersionService
 from terrace.services.workspaces.locking import LockService
-from terrace.services.workspaces.purge import OrganizationDeletion, Purge
 from terrace.services.workspaces.remote_state import RemoteStateConsumers
 from terrace.services.workspaces.retention import RetentionPolicyService
-from terrace.services.workspaces.retention_sweep import RetentionSweep
 from terrace.services.workspaces.ssh_keys import SSHKeyService
 from terrace.services.workspaces.tags import TagService
 from terrace.services.workspaces.variables import VariableService
@@ -32,16 +26,12 @@ from terrace.services.workspaces.workspaces import WorkspaceService
 
 class WorkspaceServices:
     table: Table
-    blobs: BlobStore
     encryptor: Encryptor
     # from the other areas
     authz: Authorizer
-    accounts: AccountService
     organizations: OrganizationService
     tool_versions: ToolVersionService
     state_versions: StateVersionService
-    configuration_versions: ConfigurationVersionService
-    run_store: RunStore
     scheduler: RunScheduler
 
     @cached_property
@@ -73,25 +63,5 @@ class WorkspaceServices:
         return locks
 
     @cached_property
-    def purge(self) -> Purge:
-        return Purge(self.table, self.blobs, self.accounts, self.state_versions)
-
-    @cached_property
-    def organization_deletion(self) -> OrganizationDeletion:
-        return OrganizationDeletion(self.organizations, self.workspaces, self.purge)
-
-    @cached_property
     def retention_policies(self) -> RetentionPolicyService:
         return RetentionPolicyService(self.authz, self.organizations, self.workspaces)
-
-    @cached_property
-    def retention_sweep(self) -> RetentionSweep:
-        return RetentionSweep(
-            self.table,
-            self.blobs,
-            self.organizations,
-            self.workspaces,
-            self.retention_policies,
-            self.configuration_versions,
-            self.run_store,
-        )

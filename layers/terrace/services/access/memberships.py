@@ -76,6 +76,17 @@ class MembershipService:
             self._table.put({"pk": f"useremail#{address}", "sk": "claim", "user_id": user.id})
         return self.ensure(org.key, user, "invited", must_be_new=True, who=address)
 
+    def invite_into_teams(self, principal: Principal, organization: str, email: Any, team_ids: list[str]) -> Membership:
+        """Invite by e-mail address (`invite`) into teams of the organization, each checked first (another
+        organization's team is as absent as an unknown one): the new member is in them from the start."""
+        teams = [self._teams.get(principal, team_id, Action.MANAGE_MEMBERSHIP) for team_id in team_ids]
+        if any(team.organization != self._orgs.lookup(organization).key for team in teams):
+            raise NotFound("team not found")
+        member = self.invite(principal, organization, email)
+        for team in teams:
+            self._teams.set_members(principal, team, set(team.users) | {member.user_id})
+        return member
+
     def invite_user(self, principal: Principal, organization: str, username: str) -> None:
         """Invite an existing account by its username (or id). Nothing tells whether it exists: the invitation
         is the invitee's to see (`own`) and accept, and nobody in the organization sees it before."""

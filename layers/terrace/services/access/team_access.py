@@ -4,19 +4,19 @@ team and workspace or project, with TFC's levels and custom fields (`permissions
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from terrace.adapters.table import ConditionFailed, Delete, Put, Table
 from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import looks_like, new_id
 from terrace.domain.principal import Principal
+from terrace.domain.workspace import Workspace
 from terrace.services.access import access_keys as keys
 from terrace.services.access import grants
 from terrace.services.access.authz import Action
 from terrace.services.access.permissions import FIELD_CHOICES, PROJECT_LEVELS, WORKSPACE_FIELDS, WORKSPACE_LEVELS
 from terrace.services.access.projects import ProjectService
 from terrace.services.access.teams import TeamService
-from terrace.services.workspaces.workspaces import WorkspaceService
 
 CUSTOM_DEFAULTS = {"runs": "read", "variables": "none", "state-versions": "none", "sentinel-mocks": "none",
                    "workspace-locking": False, "run-tasks": False}  # fmt: skip
@@ -67,10 +67,16 @@ def _choices(values: Any, choices: dict[str, tuple[Any, ...]], pointer: str) -> 
     return dict(values)
 
 
+class WorkspaceReader(Protocol):
+    """What team access needs of the workspaces area (`WorkspaceService.get`, wired in `wiring/access_services.py`):
+    a workspace the caller may act on, as absent (`NotFound`) otherwise. A port, so that this area, below the
+    workspaces area, imports nothing from it."""
+
+    def get(self, principal: Principal, workspace_id: str, action: Action = ...) -> Workspace: ...
+
+
 class TeamAccessService:
-    def __init__(
-        self, table: Table, teams: TeamService, workspaces: WorkspaceService, projects: ProjectService
-    ) -> None:
+    def __init__(self, table: Table, teams: TeamService, workspaces: WorkspaceReader, projects: ProjectService) -> None:
         self._table = table
         self._teams = teams
         self._workspaces = workspaces

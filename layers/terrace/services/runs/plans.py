@@ -38,6 +38,10 @@ class PlanService:
         """The blob key of a finished plan's JSON; the caller must also be able to read the state."""
         return self._finished(principal, plan_id)[1]
 
+    def json_url(self, principal: Principal, plan_id: str, ttl_s: int) -> str:
+        """A presigned GET of a finished plan's JSON (json-output's redirect); as `json_key` checks."""
+        return self._blobs.presign_get(self.json_key(principal, plan_id), ttl_s)
+
     def _finished(self, principal: Principal, plan_id: str) -> tuple[Run, str]:
         run = self.run_of(principal, plan_id, "plan-")
         self._workspaces.get(principal, run.workspace_id, Action.READ_STATE)

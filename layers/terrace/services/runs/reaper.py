@@ -5,14 +5,15 @@ Every tick (a Lambda schedule on AWS, a timer locally) it walks the open runs an
 - re-indexes queued jobs missing from their organization's queue, and errors jobs nobody claimed in time,
 - retries phases whose runner stopped heartbeating (or cancels them if a cancel was asked),
 - errors phases past their deadline and discards plans left unconfirmed too long,
-and, at most hourly, runs the data retention sweep (`services/workspaces/retention_sweep.py`).
+and, at most hourly, runs the data retention sweep it is given (`services/workflows/retention_sweep.py`, a
+workflow above the runs area: this module knows it only as a `Sweep`).
 """
 
 from __future__ import annotations
 
 import logging
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from terrace.config import Settings
 from terrace.domain import clock
@@ -22,9 +23,14 @@ from terrace.services.runs.job_retries import JobRetries
 from terrace.services.runs.runs import retrying
 from terrace.services.runs.scheduler import RunScheduler
 from terrace.services.runs.store import RunStore
-from terrace.services.workspaces.retention_sweep import RetentionSweep
 
 log = logging.getLogger("terrace.reaper")
+
+
+class Sweep(Protocol):
+    """A periodic sweep the reaper runs each tick; it decides itself whether it is due (None: not run)."""
+
+    def sweep_if_due(self) -> dict[str, int] | None: ...
 
 
 def _age(iso_time: str | None, now: float) -> float:
@@ -40,7 +46,7 @@ class Reaper:
         scheduler: RunScheduler,
         retries: JobRetries,
         settings: Settings,
-        retention: RetentionSweep | None = None,
+        retention: Sweep | None = None,
     ) -> None:
         self._store, self._scheduler, self._retries, self._settings = store, scheduler, retries, settings
         self._retention = retention

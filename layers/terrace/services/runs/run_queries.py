@@ -3,6 +3,8 @@ workspaces, whether a configuration version is still needed. Callers check acces
 
 from __future__ import annotations
 
+from typing import Any
+
 from terrace.domain import runs as rs
 from terrace.domain.errors import NotFound
 from terrace.domain.principal import Principal
@@ -26,6 +28,31 @@ class RunQueries:
         except NotFound as exc:
             raise NotFound(f"run {run_id} not found") from exc
         return run, ws
+
+    def events(self, principal: Principal, run_id: str) -> tuple[Run, list[dict[str, Any]]]:
+        """A run the caller may read and its run events, oldest first."""
+        run, _ = self.readable(principal, run_id)
+        return run, self._store.events(run.id)
+
+    def event(self, principal: Principal, event_id: str) -> tuple[Run, dict[str, Any]]:
+        """One run event and its run, when the caller may read the run; otherwise as absent as an unknown id."""
+        event = self._store.event(event_id)
+        try:
+            run, _ = self.readable(principal, event["run_id"])
+        except NotFound as exc:
+            raise NotFound(f"run event {event_id} not found") from exc
+        return run, event
+
+    def event_ids(self, principal: Principal, run: Run, ws: Workspace) -> list[str]:
+        """The ids of the run events of a run already read with its workspace `ws` (checked again here: the
+        grants read for this request are reused)."""
+        if ws.id != run.workspace_id:
+            raise NotFound(f"run {run.id} not found")
+        try:
+            self._workspaces.authorize(principal, Action.READ_RUNS, ws)
+        except NotFound as exc:
+            raise NotFound(f"run {run.id} not found") from exc
+        return [e["id"] for e in self._store.events(run.id)]
 
     def uses_configuration(self, workspace_id: str, cv_id: str) -> bool:
         """A run of the workspace that has not ended still needs this configuration version."""

@@ -1,7 +1,7 @@
 """Data retention policies of organizations and workspaces (TFE's `relationships/data-retention-policy`).
 
 A policy is `delete-older` (backing data older than `delete-older-than-n-days` is deleted by the sweep,
-`services/workspaces/retention_sweep.py`) or `dont-delete`. A workspace's own policy overrides its
+`services/workflows/retention_sweep.py`) or `dont-delete`. A workspace's own policy overrides its
 organization's; without either nothing is deleted. A policy lives inside its owner's item (the organization's
 `settings`, the workspace's `extra`), so deleting the owner deletes it and reading the owner costs nothing more.
 

@@ -10,7 +10,6 @@ from terrace.domain.errors import BadRequest, Invalid
 from terrace.web import admin_serializers as aser
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONAPIResponse, JSONBody, body_attributes, paginate, respond
-from terrace.web.routers import organizations as org_routes
 
 router = APIRouter(prefix="/api/v2/admin")
 
@@ -21,16 +20,6 @@ def includes(request: Request, allowed: frozenset[str]) -> set[str]:
     if wanted - allowed:
         raise BadRequest(f"Invalid include parameter: {', '.join(sorted(wanted - allowed))}")
     return wanted
-
-
-def flag(request: Request, name: str) -> bool | None:
-    """`filter[name]=true|false` as a bool; absent = None."""
-    raw = request.query_params.get(f"filter[{name}]")
-    if raw in (None, ""):
-        return None
-    if raw not in ("true", "false"):
-        raise Invalid(f"filter[{name}] must be true or false", pointer=f"/filter[{name}]")
-    return raw == "true"
 
 
 # organizations ---------------------------------------------------------------------------
@@ -58,8 +47,8 @@ def update_organization(name: str, body: JSONBody, container: ContainerDep, prin
 
 @router.delete("/organizations/{name}")
 def delete_organization(name: str, container: ContainerDep, principal: PrincipalDep) -> Response:
-    container.site_admin.organization(principal, name)
-    return org_routes.delete_organization(name, container, principal)  # what an owner's delete does
+    container.organization_deletion.delete_as_site_admin(principal, name)  # what an owner's delete does
+    return Response(status_code=204)
 
 
 @router.get("/organizations/{name}/relationships/module-consumers")
@@ -82,45 +71,24 @@ def update_module_consumers(name: str, body: JSONBody, container: ContainerDep, 
 # users -----------------------------------------------------------------------------------
 @router.get("/users")
 def list_users(request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-    container.authz.require_site_admin(principal)
-    found = container.users.list(
-        request.query_params.get("q") or "", admin=flag(request, "admin"), suspended=flag(request, "suspended")
+    query = request.query_params
+    users = container.admin_users.list(
+        principal, query.get("q") or "", admin=query.get("filter[admin]"), suspended=query.get("filter[suspended]")
     )
-    users = sorted(found, key=lambda u: (u.created_at, u.username))  # oldest first: the first site admin leads
     page, meta, links = paginate(request, users)
     if "organizations" not in includes(request, frozenset({"organizations"})):
         return respond([aser.user(u) for u in page], meta=meta, links=links)
-    orgs = container.organizations.all()
-    members = container.memberships.member_keys([u.id for u in page], [o.key for o in orgs])
-    of_user = {u.id: [o.name for o in orgs if u.id in o.owners or o.key in members.get(u.id, set())] for u in page}
-    included = [aser.organization(o) for o in orgs if any(o.name in names for names in of_user.values())]
+    of_user, orgs = container.admin_users.organizations_of(principal, page)
+    included = [aser.organization(o) for o in orgs]
     return respond([aser.user(u, of_user[u.id]) for u in page], meta=meta, links=links, included=included)
 
 
 @router.delete("/users/{user_id}")
 def delete_user(user_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
-    container.authz.require_site_admin(principal)
-    if user_id == principal.subject_id:
-        raise Invalid("a site admin cannot delete their own user", pointer="/id")
-    container.users.delete(user_id)
+    container.admin_users.delete(principal, user_id)
     return Response(status_code=204)
-
-
-_FLAGS: dict[str, dict[str, bool]] = {
-    "suspend": {"suspended": True},
-    "unsuspend": {"suspended": False},
-    "grant_admin": {"site_admin": True},
-    "revoke_admin": {"site_admin": False},
-}
 
 
 @router.post("/users/{user_id}/actions/{action}")
 def user_action(user_id: str, action: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-    container.authz.require_site_admin(principal)
-    if action == "disable_two_factor":  # Terrace users have no second factor: nothing to disable
-        return respond(aser.user(container.accounts.get_user(user_id)))
-    if action not in _FLAGS:
-        raise Invalid(f"unknown user action {action!r}", pointer="/action")
-    if user_id == principal.subject_id and action in ("suspend", "revoke_admin"):
-        raise Invalid(f"a site admin cannot {action.replace('_', ' ')} themselves", pointer="/id")
-    return respond(aser.user(container.users.set_flags(user_id, **_FLAGS[action])))
+    return respond(aser.user(container.admin_users.act(principal, user_id, action)))

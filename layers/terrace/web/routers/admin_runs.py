@@ -11,7 +11,6 @@ from terrace.web import admin_serializers as aser
 from terrace.web import run_documents, serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONAPIResponse, JSONBody, paginate, respond
-from terrace.web.routers import workspaces as workspace_routes
 from terrace.web.routers.admin import includes
 
 router = APIRouter(prefix="/api/v2/admin")
@@ -60,8 +59,8 @@ def read_workspace(workspace_id: str, container: ContainerDep, principal: Princi
 
 @router.delete("/workspaces/{workspace_id}")
 def delete_workspace(workspace_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
-    container.site_admin.workspace(principal, workspace_id)
-    return workspace_routes.delete_workspace(workspace_id, container, principal)  # what an owner's delete does
+    container.workspace_deletion.delete_as_site_admin(principal, workspace_id)  # what an owner's delete does
+    return Response(status_code=204)
 
 
 @router.get("/runs")

@@ -7,9 +7,8 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from terrace.bootstrap import Container
-from terrace.domain.errors import BadRequest, Invalid, NotFound
+from terrace.domain.errors import BadRequest, Invalid
 from terrace.domain.principal import Principal
-from terrace.services.access.authz import Action
 from terrace.services.access.memberships import Membership
 from terrace.web import access_serializers, serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
@@ -82,12 +81,8 @@ def invite(org: str, body: JSONBody, container: ContainerDep, principal: Princip
         container.memberships.invite_user(principal, org, username)
         return respond(None, 202, meta={"detail": f"if {username} names an account, it is invited to {org} "
                                                   "and joins when it accepts"})  # fmt: skip
-    teams = [container.teams.get(principal, str(ref.get("id")), Action.MANAGE_MEMBERSHIP) for ref in refs or []]
-    if any(team.organization != container.organizations.lookup(org).key for team in teams):
-        raise NotFound("team not found")
-    member = container.memberships.invite(principal, org, attrs.get("email"))
-    for team in teams:
-        container.teams.set_members(principal, team, set(team.users) | {member.user_id})
+    team_ids = [str(ref.get("id")) for ref in refs or []]
+    member = container.memberships.invite_into_teams(principal, org, attrs.get("email"), team_ids)
     docs, included = _documents(container, principal, [member], {"user"})
     return respond(docs[0], 201, included=included)
 

@@ -52,8 +52,8 @@ def read_run_apply(run_id: str, container: ContainerDep, principal: PrincipalDep
 
 @router.get("/plans/{plan_id}/json-output")
 def plan_json(plan_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
-    key = container.plans.json_key(principal, plan_id)
-    return RedirectResponse(container.blobs.presign_get(key, container.settings.presign_ttl_s), status_code=307)
+    url = container.plans.json_url(principal, plan_id, container.settings.presign_ttl_s)
+    return RedirectResponse(url, status_code=307)
 
 
 @router.get("/plans/{plan_id}/json-output-redacted")

@@ -80,19 +80,15 @@ def _respond_events(
 
 @router.get("/runs/{run_id}/run-events")
 def list_run_events(run_id: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-    run = container.runs.get(principal, run_id)
-    return _respond_events(request, container, principal, run.id, container.run_store.events(run.id), one=False)
+    run, events = container.run_queries.events(principal, run_id)
+    return _respond_events(request, container, principal, run.id, events, one=False)
 
 
 @router.get("/run-events/{event_id}")
 def read_run_event(
     event_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
-    event = container.run_store.event(event_id)
-    try:
-        run = container.runs.get(principal, event["run_id"])
-    except NotFound as exc:
-        raise NotFound(f"run event {event_id} not found") from exc
+    run, event = container.run_queries.event(principal, event_id)
     return _respond_events(request, container, principal, run.id, [event], one=True)
 
 

@@ -171,33 +171,27 @@ def update_workspace(
     return _update(request, container.workspaces.get(principal, workspace_id), body, container, principal)
 
 
-def _delete(container: Container, principal: Principal, ws: Workspace, *, safe: bool = False) -> None:
-    container.runs.end_for_deletion(principal, ws, safe=safe)  # its runs end, and their lock with them
-    container.workspaces.delete(principal, container.workspaces.load(ws.id), safe=safe)
-    container.purge.workspace_contents(ws.id)
-
-
 @router.delete("/organizations/{org}/workspaces/{name}")
 def delete_workspace_by_name(org: str, name: str, container: ContainerDep, principal: PrincipalDep) -> Response:
-    _delete(container, principal, container.workspaces.get_by_name(principal, org, name))
+    container.workspace_deletion.delete_by_name(principal, org, name)
     return Response(status_code=204)
 
 
 @router.delete("/workspaces/{workspace_id}")
 def delete_workspace(workspace_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
-    _delete(container, principal, container.workspaces.get(principal, workspace_id))
+    container.workspace_deletion.delete_by_id(principal, workspace_id)
     return Response(status_code=204)
 
 
 @router.post("/organizations/{org}/workspaces/{name}/actions/safe-delete")
 def safe_delete_by_name(org: str, name: str, container: ContainerDep, principal: PrincipalDep) -> Response:
-    _delete(container, principal, container.workspaces.get_by_name(principal, org, name), safe=True)
+    container.workspace_deletion.delete_by_name(principal, org, name, safe=True)
     return Response(status_code=204)
 
 
 @router.post("/workspaces/{workspace_id}/actions/safe-delete")
 def safe_delete(workspace_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
-    _delete(container, principal, container.workspaces.get(principal, workspace_id), safe=True)
+    container.workspace_deletion.delete_by_id(principal, workspace_id, safe=True)
     return Response(status_code=204)
 
 

@@ -11,7 +11,6 @@ from fastapi.responses import RedirectResponse
 from terrace.domain import errors
 from terrace.domain.workspace import EXECUTION_MODES
 from terrace.web.deps import ContainerDep
-from terrace.web.routers.workspaces import _delete  # the API's deletion (workspace, then its state), not a second one
 from terrace.web.ui.session import CheckedFormDep, SessionDep, render
 
 router = APIRouter(prefix="/app", include_in_schema=False)
@@ -74,7 +73,7 @@ def delete_workspace(
         message = f"Type the workspace's name, {ws.name}, to delete it."
         return _page(request, session, organization, ws, status=422, delete_error=message)
     try:
-        _delete(container, session.principal, ws, safe=form.get("force") != "on")
+        container.workspace_deletion.delete(session.principal, ws, safe=form.get("force") != "on")  # as the API
     except errors.Conflict as exc:
         return _page(request, session, organization, ws, status=409, delete_error=exc.detail)
     return RedirectResponse(f"/app/{organization}/workspaces?deleted={ws.name}", status_code=303)

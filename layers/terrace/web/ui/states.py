@@ -86,8 +86,7 @@ def download(container: ContainerDep, session: SessionDep, organization: str, na
 def confirm_rollback(
     request: Request, container: ContainerDep, session: SessionDep, organization: str, name: str, sv_id: str
 ) -> Any:
-    ws = _workspace(container, session, organization, name)
-    sv = _in_workspace(container, session, ws, sv_id)
+    ws, sv = container.state_rollback.confirmation(session.principal, organization, name, sv_id)
     return render(request, "state_rollback.html", session, organization=organization, ws=ws, sv=sv)
 
 
@@ -101,26 +100,18 @@ def rollback(
     sv_id: str,
     form: CheckedFormDep,
 ) -> Any:
-    """Lock the workspace if nobody holds it, roll back, release the lock taken here."""
-    ws = _workspace(container, session, organization, name)
-    sv = _in_workspace(container, session, ws, sv_id)
-    took_lock = ws.lock is None
+    """Lock the workspace if nobody holds it, roll back, release the lock taken here (`StateRollback`)."""
     try:
-        if took_lock:
-            container.locks.lock(session.principal, ws, f"rolling back to state serial {sv.serial} (web UI)")
-        try:
-            restored = container.state_versions.rollback(session.principal, ws.id, sv.id)
-        finally:
-            if took_lock:
-                container.locks.unlock(session.principal, container.workspaces.load(ws.id))
-    except errors.Conflict as exc:
+        restored = container.state_rollback.rollback_under_lock(session.principal, organization, name, sv_id)
+    except errors.Conflict as exc:  # the confirmation page again, with the reason and the workspace as it is now
+        ws, sv = container.state_rollback.confirmation(session.principal, organization, name, sv_id)
         return render(
             request,
             "state_rollback.html",
             session,
             status=409,
             organization=organization,
-            ws=container.workspaces.load(ws.id),
+            ws=ws,
             sv=sv,
             error=exc.detail,
         )

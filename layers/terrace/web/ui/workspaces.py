@@ -44,24 +44,16 @@ def create_workspace(
 
 @router.get("/{organization}/workspaces/{name}")
 def overview(request: Request, container: ContainerDep, session: SessionDep, organization: str, name: str) -> Any:
-    ws = container.workspaces.get_by_name(session.principal, organization, name)
-    outputs: list[Any] = []
-    resources: list[Any] = []
-    can = container.workspaces.permissions(session.principal, ws)  # a team may read a workspace but not its state
-    if ws.current_state_version_id and can["can-read-state-outputs"]:
-        outputs = container.state_versions.current_outputs(session.principal, ws.id)
-    if ws.current_state_version_id and can["can-read-state-versions"]:
-        resources = container.state_versions.resources(session.principal, ws.id)
-    latest_run = container.runs.get(session.principal, ws.latest_run_id) if ws.latest_run_id else None
+    view = container.workspace_overview.read(session.principal, organization, name)
     return render(
         request,
         "workspace.html",
         session,
         organization=organization,
-        ws=ws,
-        outputs=outputs,
-        resources=resources,
-        latest_run=latest_run,
+        ws=view.ws,
+        outputs=view.outputs,
+        resources=view.resources,
+        latest_run=view.latest_run,
     )
 
 

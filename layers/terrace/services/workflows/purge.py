@@ -15,19 +15,14 @@ from typing import Any
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.table import Table
 from terrace.domain import runs as run_model
-from terrace.domain.errors import Conflict, NotFound
-from terrace.domain.principal import Principal
+from terrace.domain.errors import NotFound
 from terrace.services.access.accounts import AccountService
-from terrace.services.access.authz import Action
-from terrace.services.access.organizations import OrganizationService
 from terrace.services.state.versions import StateVersionService
-from terrace.services.workspaces.workspaces import WorkspaceService
 
 log = logging.getLogger(__name__)
 
 OPEN_RUNS = "runs#open"  # services/runs/store.py
 RUNNER_TOKENS = "#runners#tokens"  # services/runs/scaler.py: RUNNER_TOKEN_SUBJECT + "#tokens"
-MAX_SWEEPS = 5
 
 
 class Purge:
@@ -85,31 +80,3 @@ class Purge:
     def _delete_all(self, items: list[dict[str, Any]]) -> None:
         if items:
             self._table.batch_delete([(item["pk"], item["sk"]) for item in items])
-
-
-class OrganizationDeletion:
-    """DELETE /organizations/:name: every workspace with what it holds, then what the organization holds beside
-    them, and last the organization itself. Cut short, it leaves the organization in place; deleting it again
-    finishes the job."""
-
-    def __init__(self, organizations: OrganizationService, workspaces: WorkspaceService, purge: Purge) -> None:
-        self._orgs = organizations
-        self._workspaces = workspaces
-        self._purge = purge
-
-    def delete(self, principal: Principal, name: str) -> None:
-        org = self._orgs.get(principal, name, Action.DELETE_ORGANIZATION)
-        for _ in range(MAX_SWEEPS):
-            remaining = self._workspaces.all_in(org.key)
-            if not remaining:
-                break
-            for ws in remaining:
-                try:
-                    self._workspaces.delete(principal, ws)
-                except Conflict:
-                    continue  # changed meanwhile: the next sweep reads it again
-                self._purge.workspace_contents(ws.id)
-        else:
-            raise Conflict(f"organization {name} keeps changing while it is deleted; retry")
-        self._purge.organization_contents(org.key)
-        self._orgs.delete(principal, org)

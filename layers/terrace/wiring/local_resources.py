@@ -1,8 +1,8 @@
 """Seed the local AWS twin (moto server) with the resources of terrace.adapters.definitions.
 
 The CDK app builds the same table, buckets and queues on AWS from the same definitions, so the
-two cannot drift. Local mode is the only place outside the adapters that talks to boto3 directly,
-because it plays the part CloudFormation plays on AWS.
+two cannot drift. It talks to boto3 directly because it plays the part CloudFormation plays on AWS; like
+`aws_adapters.py` it is wiring (used by `terrace.local.stack`), so boto3 stays in `adapters/` and `wiring/`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
 """The data retention sweep: deletes backing data older than each workspace's effective `delete-older` policy.
+A workflow across the workspaces area (policies, locks), the state area (state versions) and the runs area
+(configuration versions, plan files, logs).
 
 Run by the reaper (`services/runs/reaper.py`: every minute on AWS, every second locally), at most once per
 `SWEEP_INTERVAL_S` across all processes (a conditional write on one table item claims each sweep). For every

@@ -1,0 +1,40 @@
+"""A workspace's overview page (web UI): one read across the workspaces area (the workspace and what the
+caller may do in it), the state area (its current outputs and resources, when the caller may read them) and
+the runs area (its latest run)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from terrace.domain.principal import Principal
+from terrace.domain.runs import Run
+from terrace.domain.workspace import Workspace
+from terrace.services.runs.runs import RunService
+from terrace.services.state.index import IndexedResource, StoredOutput
+from terrace.services.state.versions import StateVersionService
+from terrace.services.workspaces.workspaces import WorkspaceService
+
+
+@dataclass(frozen=True)
+class Overview:
+    ws: Workspace
+    latest_run: Run | None
+    outputs: list[StoredOutput] = field(default_factory=list)
+    resources: list[IndexedResource] = field(default_factory=list)
+
+
+class WorkspaceOverview:
+    def __init__(self, workspaces: WorkspaceService, state_versions: StateVersionService, runs: RunService) -> None:
+        self._workspaces, self._state_versions, self._runs = workspaces, state_versions, runs
+
+    def read(self, principal: Principal, organization: str, name: str) -> Overview:
+        ws = self._workspaces.get_by_name(principal, organization, name)
+        outputs: list[StoredOutput] = []
+        resources: list[IndexedResource] = []
+        can = self._workspaces.permissions(principal, ws)  # a team may read a workspace but not its state
+        if ws.current_state_version_id and can["can-read-state-outputs"]:
+            outputs = self._state_versions.current_outputs(principal, ws.id)
+        if ws.current_state_version_id and can["can-read-state-versions"]:
+            resources = self._state_versions.resources(principal, ws.id)
+        latest_run = self._runs.get(principal, ws.latest_run_id) if ws.latest_run_id else None
+        return Overview(ws, latest_run, outputs, resources)

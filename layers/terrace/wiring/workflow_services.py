@@ -1,0 +1,74 @@
+"""Use cases (services/workflows/): the workflows that span service areas, built on first use from the areas'
+services. Mixed into `bootstrap.Container`; no area's service takes one of these except through a port of its
+own (the reaper's `Sweep`)."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from terrace.adapters.blobs import BlobStore
+from terrace.adapters.table import Table
+from terrace.services.access.accounts import AccountService
+from terrace.services.access.organizations import OrganizationService
+from terrace.services.admin.site import SiteAdminService
+from terrace.services.runs.configuration_versions import ConfigurationVersionService
+from terrace.services.runs.runs import RunService
+from terrace.services.runs.store import RunStore
+from terrace.services.state.versions import StateVersionService
+from terrace.services.workflows.organization_deletion import OrganizationDeletion
+from terrace.services.workflows.purge import Purge
+from terrace.services.workflows.retention_sweep import RetentionSweep
+from terrace.services.workflows.state_rollback import StateRollback
+from terrace.services.workflows.workspace_deletion import WorkspaceDeletion
+from terrace.services.workflows.workspace_overview import WorkspaceOverview
+from terrace.services.workspaces.locking import LockService
+from terrace.services.workspaces.retention import RetentionPolicyService
+from terrace.services.workspaces.workspaces import WorkspaceService
+
+
+class WorkflowServices:
+    table: Table
+    blobs: BlobStore
+    # from the areas
+    accounts: AccountService
+    organizations: OrganizationService
+    site_admin: SiteAdminService
+    workspaces: WorkspaceService
+    locks: LockService
+    retention_policies: RetentionPolicyService
+    state_versions: StateVersionService
+    configuration_versions: ConfigurationVersionService
+    runs: RunService
+    run_store: RunStore
+
+    @cached_property
+    def purge(self) -> Purge:
+        return Purge(self.table, self.blobs, self.accounts, self.state_versions)
+
+    @cached_property
+    def workspace_deletion(self) -> WorkspaceDeletion:
+        return WorkspaceDeletion(self.workspaces, self.runs, self.purge, self.site_admin)
+
+    @cached_property
+    def organization_deletion(self) -> OrganizationDeletion:
+        return OrganizationDeletion(self.organizations, self.workspaces, self.purge, self.site_admin)
+
+    @cached_property
+    def workspace_overview(self) -> WorkspaceOverview:
+        return WorkspaceOverview(self.workspaces, self.state_versions, self.runs)
+
+    @cached_property
+    def state_rollback(self) -> StateRollback:
+        return StateRollback(self.workspaces, self.locks, self.state_versions)
+
+    @cached_property
+    def retention_sweep(self) -> RetentionSweep:
+        return RetentionSweep(
+            self.table,
+            self.blobs,
+            self.organizations,
+            self.workspaces,
+            self.retention_policies,
+            self.configuration_versions,
+            self.run_store,
+        )

@@ -1,0 +1,126 @@
+"""Routes decode, call one use case or service, and serialize: a workflow that spans services is a use case
+(`services/workflows/`) or a service method, not a sequence of calls in a router.
+
+Measured as the architecture review (issue 21) measured it: the distinct services of the container (`container.<name>`,
+not `settings`) that a route's endpoint and the helpers of its own module use. Three or more fails, except for
+the routes listed below, each with why it still does (reads that compose a page or a document of one area and
+the permissions shown with it). The list may only shrink: a listed route that no longer calls three fails too.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+import types
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+from starlette.routing import Mount, Route
+from terrace.bootstrap import build_memory
+from terrace.web.app import create_app
+
+MAX_SERVICES = 2
+_RUN_PAGE = "the UI's run pages: the run, its workspace's permissions, the plan summary and the logs (runs area)"
+_TEAM_DOCUMENT = "a team document: the team, its members (users) and the caller's permissions on it (access area)"
+_TOOL_VERSION = "a tool version document and the site-admin check of the admin API (admin area)"
+_MEMBERSHIP_DOCUMENT = "a membership document: the membership, its user and teams (access area)"
+STILL_COMPOSED = {
+    "terrace.web.ui.runs.run_page": _RUN_PAGE,
+    "terrace.web.ui.runs.run_action": _RUN_PAGE,
+    "terrace.web.ui.runs.run_live": _RUN_PAGE,
+    "terrace.web.ui.runs.run_log": _RUN_PAGE,
+    "terrace.web.routers.teams.create_team": _TEAM_DOCUMENT,
+    "terrace.web.routers.teams.read_team": _TEAM_DOCUMENT,
+    "terrace.web.routers.teams.update_team": _TEAM_DOCUMENT,
+    "terrace.web.routers.teams.list_teams": _TEAM_DOCUMENT,
+    "terrace.web.routers.admin_tools.list_versions": _TOOL_VERSION,
+    "terrace.web.routers.admin_tools.read_version": _TOOL_VERSION,
+    "terrace.web.routers.admin_tools.update_version": _TOOL_VERSION,
+    "terrace.web.routers.memberships.invite": _MEMBERSHIP_DOCUMENT,
+    "terrace.web.routers.memberships.list_memberships": _MEMBERSHIP_DOCUMENT,
+    "terrace.web.routers.memberships.read_membership": _MEMBERSHIP_DOCUMENT,
+    "terrace.web.routers.admin_runs.list_runs": "the admin run list: runs, their workspaces and organizations",
+    "terrace.web.routers.runs.organization_queue": "the organization's queue: organization check, then run reads",
+    "terrace.web.routers.workspaces.create_workspace": "the project a create names is checked (projects) first",
+    # the http backend's LOCK/UNLOCK resolve (or create) the workspace by name through the state service, then
+    # lock: left while the state area's upload finalization is reworked (it touches the unlock path)
+    "terrace.web.routers.http_backend.lock_state": "http backend LOCK: resolve or create, then lock",
+    "terrace.web.routers.http_backend.unlock_state": "http backend UNLOCK: resolve, then unlock",
+}
+
+
+def _name(func: Any) -> str:
+    func = inspect.unwrap(func)
+    return f"{func.__module__}.{func.__qualname__}"
+
+
+def _routes(routes: list[Any]) -> Iterator[Route]:
+    for route in routes:
+        if isinstance(route, Mount):
+            yield from _routes(route.routes)
+        elif (included := getattr(route, "original_router", None)) is not None:
+            yield from _routes(included.routes)
+        elif isinstance(route, Route):
+            yield route
+
+
+def services_used(func: Any, seen: set[Any] | None = None) -> set[str]:
+    """`container.<name>` used by `func` and by the functions of its own module it calls."""
+    seen = set() if seen is None else seen
+    func = inspect.unwrap(func)
+    if func in seen or not inspect.isfunction(func):
+        return set()
+    seen.add(func)
+    tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+    used: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "container":
+            used.add(node.attr)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            callee = func.__globals__.get(node.func.id)
+            if isinstance(callee, types.FunctionType) and callee.__module__ == func.__module__:
+                used |= services_used(callee, seen)
+    return used - {"settings"}
+
+
+@pytest.fixture(scope="module")
+def app() -> FastAPI:
+    return create_app(build_memory())
+
+
+def _counts(app: FastAPI) -> dict[str, set[str]]:
+    return {
+        _name(route.endpoint): services_used(route.endpoint)
+        for route in _routes(app.router.routes)
+        if _name(route.endpoint).startswith(("terrace.web.routers.", "terrace.web.ui."))
+    }
+
+
+def test_routes_call_at_most_two_services(app: FastAPI) -> None:
+    counts = _counts(app)
+    assert len(counts) > 100
+    over = {name: sorted(used) for name, used in counts.items() if len(used) > MAX_SERVICES}
+    assert {name: used for name, used in over.items() if name not in STILL_COMPOSED} == {}
+
+
+def test_the_list_only_shrinks(app: FastAPI) -> None:
+    counts = _counts(app)
+    assert [name for name in STILL_COMPOSED if len(counts.get(name, set())) <= MAX_SERVICES] == []
+
+
+def test_the_workflows_are_one_call(app: FastAPI) -> None:
+    counts = _counts(app)
+    one_call = {
+        "terrace.web.routers.workspaces.delete_workspace": {"workspace_deletion"},
+        "terrace.web.routers.workspaces.safe_delete_by_name": {"workspace_deletion"},
+        "terrace.web.routers.admin_runs.delete_workspace": {"workspace_deletion"},
+        "terrace.web.routers.organizations.delete_organization": {"organization_deletion"},
+        "terrace.web.routers.admin.delete_organization": {"organization_deletion"},
+        "terrace.web.routers.admin.delete_user": {"admin_users"},
+        "terrace.web.ui.states.rollback": {"state_rollback"},
+        "terrace.web.ui.workspaces.overview": {"workspace_overview"},
+    }
+    assert {name: counts[name] for name in one_call} == one_call
