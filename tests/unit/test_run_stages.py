@@ -4,10 +4,12 @@ force-execute, include= and the organization's run list."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from run_helpers import RunEnv, make_run_env
+from terrace.domain import clock
 
 
 @pytest.fixture
@@ -124,7 +126,11 @@ def test_a_canceled_run_ends_its_estimate(env: RunEnv) -> None:
     assert env.api("POST", f"/runs/{pending['id']}/actions/cancel", {"comment": "not now"}).status_code == 202
     run = env.run(pending["id"])
     attrs = run["attributes"]
-    assert attrs["status"] == "canceled" and attrs["force-cancel-available-at"] >= attrs["canceled-at"]
+    requested = env.container.run_store.load(pending["id"]).cancel_requested_at
+    assert attrs["status"] == "canceled" and attrs["canceled-at"] and requested is not None
+    # counted from the cancel request (the cool-off is 0 here): not from `canceled-at`, which comes a moment later
+    expected = clock.iso(datetime.fromtimestamp(requested + env.container.settings.force_cancel_cooloff_s, UTC))
+    assert attrs["force-cancel-available-at"] == expected
     ce_id = run["relationships"]["cost-estimate"]["data"]["id"]
     assert env.api("GET", f"/cost-estimates/{ce_id}").json()["data"]["attributes"]["status"] == "canceled"
     (comment,) = run["relationships"]["comments"]["data"]
