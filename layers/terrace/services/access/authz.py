@@ -21,7 +21,7 @@ from terrace.domain.workspace import WorkspaceView
 from terrace.services.access.actions import Action
 from terrace.services.access.permissions import NOT_A_MEMBER, Grants
 
-__all__ = ["Action", "AccessResolver", "Authorizer", "OrgView", "WorkspaceView", "run_action", "team_action"]
+__all__ = ["Action", "AccessResolver", "Authorizer", "run_action", "team_action"]
 
 
 # What a run token may do in the workspace its run belongs to.
