@@ -13,9 +13,10 @@ import pytest
 from terrace.adapters.table import Item, Put, Table, WriteOp
 from terrace.domain.errors import Conflict
 from terrace.domain.principal import PrincipalKind
+from terrace.domain.web_sessions import WebSession
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.users import UserService
-from terrace.services.access.web_sessions import WebSession, WebSessionService, _key
+from terrace.services.access.web_sessions import WebSessionService, _key
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(TESTS / "integration"), str(TESTS / "contract")]

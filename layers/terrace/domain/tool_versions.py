@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from terrace.domain.errors import Invalid
 
@@ -92,3 +93,20 @@ def newest(constraint: str, versions: Iterable[str]) -> str | None:
 
 def ordered(versions: Iterable[str]) -> list[str]:
     return sorted({v for v in versions if is_version(v)}, key=parse)
+
+
+@dataclass(frozen=True)
+class ToolVersion:
+    id: str
+    tool: str
+    version: str
+    url: str
+    sha: str
+    official: bool
+    enabled: bool
+    beta: bool
+    deprecated: bool
+    deprecated_reason: str | None
+    created_at: str
+    usable: bool
+    archs: list[dict[str, str]] = field(default_factory=list)

@@ -198,3 +198,14 @@ def to_item(ws: Workspace) -> dict[str, Any]:
     if ws.lock is not None:
         item["lock"] = ws.lock.to_item()
     return item
+
+
+@dataclass(frozen=True)
+class WorkspaceView:
+    id: str
+    global_remote_state: bool
+    project_id: str | None = None  # None: the organization's Default Project
+    remote_state_consumers: frozenset[str] = frozenset()
+
+    def shares_state_with(self, workspace_id: str | None) -> bool:
+        return self.global_remote_state or (workspace_id is not None and workspace_id in self.remote_state_consumers)

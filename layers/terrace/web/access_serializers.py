@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from terrace.services.access.memberships import Membership
-from terrace.services.access.projects import Project
-from terrace.services.access.team_access import Grant
-from terrace.services.access.teams import Team
+from terrace.domain.memberships import Membership
+from terrace.domain.projects import Project
+from terrace.domain.team_access import Grant
+from terrace.domain.teams import Team
 from terrace.web.jsonapi import ref, refs, resource
 
 

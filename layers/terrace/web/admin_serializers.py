@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from terrace.domain.organizations import Organization
+from terrace.domain.users import User
 from terrace.domain.workspace import Workspace
-from terrace.services.access.accounts import User
-from terrace.services.access.organizations import Organization
 from terrace.web.jsonapi import ref, refs, resource
 
 

@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from terrace.domain import clock
+from terrace.domain.configuration_versions import ConfigurationVersion
 from terrace.domain.runs import PhaseState, Run
-from terrace.services.runs.configuration_versions import ConfigurationVersion
-from terrace.services.workspaces.variables import Variable
+from terrace.domain.variables import Variable
 from terrace.web.jsonapi import ref, refs, resource
 
 

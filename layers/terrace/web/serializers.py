@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from terrace.domain import retention
+from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal
+from terrace.domain.projects import default_project_id
+from terrace.domain.state_index import StoredOutput
+from terrace.domain.tags import Tag
+from terrace.domain.tokens import Token
+from terrace.domain.users import User
 from terrace.domain.workspace import Workspace
-from terrace.services.access.accounts import Token, User
-from terrace.services.access.organizations import Organization
-from terrace.services.access.permissions import default_project_id
-from terrace.services.state.index import StoredOutput
-from terrace.services.workspaces import retention
 from terrace.services.workspaces.locking import describe_holder
-from terrace.services.workspaces.tags import Tag
 from terrace.web.admin_serializers import avatar_url
 from terrace.web.jsonapi import ref, resource
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from terrace.domain.state_index import IndexedResource, StoredOutput
 from terrace.domain.state_versions import DATA_DELETED, DATA_PRESENT, DATA_SOFT_DELETED, FINALIZED, StateVersion
-from terrace.services.state.index import IndexedResource, StoredOutput
 from terrace.web.jsonapi import ref, refs, resource
 
 # TFE's statuses of a version whose backing data is not present

@@ -15,8 +15,8 @@ from fastapi import Request
 from terrace.bootstrap import Container
 from terrace.domain.errors import Forbidden, NotFound
 from terrace.domain.principal import Principal
+from terrace.domain.projects import default_project_id
 from terrace.domain.workspace import Workspace
-from terrace.services.access.permissions import default_project_id
 from terrace.web import access_serializers, serializers
 
 SUPPORTED = ("organization", "current_run", "current_state_version", "outputs", "project")

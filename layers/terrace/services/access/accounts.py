@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from dataclasses import dataclass
 from typing import Any
 
 from terrace.adapters.table import Check, ConditionFailed, Delete, Put, Table, WriteOp
-from terrace.domain import clock, limits
-from terrace.domain.errors import Conflict, Invalid, NotFound, Unauthenticated
+from terrace.domain import clock
+from terrace.domain.errors import Conflict, NotFound, Unauthenticated
 from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal, PrincipalKind
+from terrace.domain.tokens import IssuedToken, Token
+from terrace.domain.users import User, check_username
 
 TOKEN_PREFIX = "terrace"
 ISSUE_ATTEMPTS = 3
@@ -25,35 +26,6 @@ def _new_secret() -> str:
     return f"{secrets.token_hex(7)}.{TOKEN_PREFIX}.{secrets.token_urlsafe(40)}"
 
 
-@dataclass(frozen=True)
-class User:
-    id: str
-    username: str
-    email: str
-    site_admin: bool
-    created_at: str
-    suspended: bool = False
-
-
-@dataclass(frozen=True)
-class Token:
-    id: str
-    kind: PrincipalKind
-    subject_id: str
-    description: str
-    created_at: str
-    last_used_at: str | None
-    expires_at: str | None
-    organization: str | None = None
-    workspace_id: str | None = None
-
-
-@dataclass(frozen=True)
-class IssuedToken:
-    token: Token
-    secret: str  # shown once, never stored
-
-
 def _user(item: dict[str, Any]) -> User:
     return User(
         item["id"],
@@ -63,12 +35,6 @@ def _user(item: dict[str, Any]) -> User:
         item["created_at"],
         bool(item.get("suspended")),
     )
-
-
-def check_username(username: Any) -> str:
-    if not isinstance(username, str) or not username or not username.replace("-", "").replace("_", "").isalnum():
-        raise Invalid("username must be letters, digits, - and _", pointer="/data/attributes/username")
-    return limits.text(username, "username", 64)
 
 
 def _token(item: dict[str, Any]) -> Token:

@@ -10,15 +10,18 @@ grants (`permissions.py`, read by an `AccessResolver`); a team token has its tea
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Protocol
 
 from terrace.domain.errors import Forbidden, NotFound
+from terrace.domain.organizations import OrgView
 from terrace.domain.principal import Principal, PrincipalKind
+from terrace.domain.projects import default_project_id
+from terrace.domain.teams import owners_team_id
+from terrace.domain.workspace import WorkspaceView
 from terrace.services.access.actions import Action
-from terrace.services.access.permissions import NOT_A_MEMBER, Grants, default_project_id, owners_team_id
+from terrace.services.access.permissions import NOT_A_MEMBER, Grants
 
-__all__ = ["Action", "AccessResolver", "Authorizer", "OrgView", "WorkspaceView", "run_action", "team_action"]
+__all__ = ["Action", "AccessResolver", "Authorizer", "run_action", "team_action"]
 
 
 # What a run token may do in the workspace its run belongs to.
@@ -53,27 +56,6 @@ def team_action(action: Action, *, owners: bool) -> Action:
     """What is done to a team needs `action`, unless the team is the owners team: reading it is open as any
     team's, everything else (members, tokens, settings, sso-team-id) is an owner's."""
     return Action.MANAGE_OWNERS_TEAM if owners and action is not Action.READ_TEAMS else action
-
-
-@dataclass(frozen=True)
-class OrgView:
-    """The facts about an organization that permissions depend on. `key` is its storage key: the name it was
-    created with, which tokens, workspaces, teams and projects are bound to and which a rename does not change."""
-
-    key: str
-    owners: tuple[str, ...]
-    disabled: bool = False  # a site admin disabled it: only site admins reach it
-
-
-@dataclass(frozen=True)
-class WorkspaceView:
-    id: str
-    global_remote_state: bool
-    project_id: str | None = None  # None: the organization's Default Project
-    remote_state_consumers: frozenset[str] = frozenset()
-
-    def shares_state_with(self, workspace_id: str | None) -> bool:
-        return self.global_remote_state or (workspace_id is not None and workspace_id in self.remote_state_consumers)
 
 
 class AccessResolver(Protocol):

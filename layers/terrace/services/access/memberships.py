@@ -11,45 +11,27 @@ from __future__ import annotations
 import builtins
 import re
 import secrets
-from dataclasses import dataclass
 from typing import Any
 
 from terrace.adapters.table import ConditionFailed, Delete, Put, Table
 from terrace.domain import clock, limits
 from terrace.domain.errors import Conflict, Invalid, NotFound, TooManyRequests
 from terrace.domain.ids import looks_like
+from terrace.domain.memberships import STATUSES, Membership, check_email
+from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal, PrincipalKind
+from terrace.domain.users import User
 from terrace.services.access import access_keys as keys
 from terrace.services.access import grants, org_defaults
-from terrace.services.access.accounts import AccountService, User
+from terrace.services.access.accounts import AccountService
 from terrace.services.access.authz import Action
-from terrace.services.access.organizations import Organization, OrganizationService
+from terrace.services.access.organizations import OrganizationService
 from terrace.services.access.teams import TeamService
-
-EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
-STATUSES = ("invited", "active")
-
-
-@dataclass(frozen=True)
-class Membership:
-    id: str
-    organization: str
-    user_id: str
-    email: str
-    status: str
-    created_at: str
-    hidden: bool = False  # an invitation of an existing account: nobody in the organization sees it until accepted
 
 
 def _membership(item: dict[str, Any]) -> Membership:
     return Membership(item["id"], item["organization"], item["user_id"], item.get("email", ""),
                       item.get("status", "active"), item["created_at"], bool(item.get("hidden")))  # fmt: skip
-
-
-def check_email(value: Any) -> str:
-    if not isinstance(value, str) or not EMAIL_RE.match(value):
-        raise Invalid("email must be an email address", pointer="/data/attributes/email")
-    return limits.text(value, "email", limits.EMAIL_MAX).lower()
 
 
 class MembershipService:

@@ -37,8 +37,10 @@ from joserfc.errors import InvalidKeyIdError, JoseError
 from terrace.adapters.table import ConditionFailed, Table
 from terrace.domain import clock
 from terrace.domain.errors import Conflict, NotFound, Unauthenticated
-from terrace.services.access.accounts import AccountService, User
-from terrace.services.access.web_sessions import WebSession, WebSessionService
+from terrace.domain.users import User
+from terrace.domain.web_sessions import WebSession
+from terrace.services.access.accounts import AccountService
+from terrace.services.access.web_sessions import WebSessionService
 
 STATE_TTL_S = 600
 CALLBACK_PATH = "/app/sign-in/oidc/callback"

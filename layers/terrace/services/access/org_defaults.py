@@ -8,8 +8,10 @@ from typing import Any
 from terrace.adapters.table import ConditionFailed, Put, Table
 from terrace.domain import clock
 from terrace.domain.ids import new_id
+from terrace.domain.projects import default_project_id
+from terrace.domain.teams import owners_team_id
 from terrace.services.access import access_keys as keys
-from terrace.services.access.permissions import ORG_ACCESS_KEYS, default_project_id, owners_team_id
+from terrace.services.access.permissions import ORG_ACCESS_KEYS
 
 OWNERS = "owners"
 DEFAULT_PROJECT = "Default Project"

@@ -11,49 +11,24 @@ from __future__ import annotations
 
 import builtins
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from terrace.adapters.table import ConditionFailed, Delete, Put, Table, WriteOp
 from terrace.domain import clock
 from terrace.domain.errors import Conflict, NotFound
 from terrace.domain.ids import new_id
-from terrace.domain.principal import Principal, PrincipalKind
-from terrace.services.access import org_defaults
-from terrace.services.access.authz import Action, Authorizer, OrgView
-from terrace.services.access.organization_attributes import (
+from terrace.domain.organizations import (
     BOOLEAN_SETTINGS,
     NAME_RE,
+    Organization,
     check_email,
     check_mode,
     check_name,
     check_setting,
 )
-
-
-@dataclass(frozen=True)
-class Organization:
-    id: str
-    key: str  # the storage key (see the module docstring); equal to `name` until a rename
-    name: str
-    email: str
-    created_at: str
-    owners: tuple[str, ...]
-    default_execution_mode: str
-    settings: dict[str, Any]
-
-    @property
-    def view(self) -> OrgView:
-        return OrgView(self.key, self.owners, bool(self.settings.get("is-disabled")))
-
-    @property
-    def allow_force_delete_workspaces(self) -> bool:
-        return bool(self.settings.get("allow-force-delete-workspaces", False))
-
-    @property
-    def cost_estimation_enabled(self) -> bool:
-        """Runs get a cost estimate (on unless the organization turned it off, as go-tfe expects)."""
-        return self.settings.get("cost-estimation-enabled", True) is not False
+from terrace.domain.principal import Principal, PrincipalKind
+from terrace.services.access import org_defaults
+from terrace.services.access.authz import Action, Authorizer
 
 
 def _key(key: str) -> tuple[str, str]:

@@ -7,7 +7,6 @@ access, project access (for the workspaces of a project) and workspace access; o
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,17 +34,6 @@ WS_ADMIN = WS_WRITE | {
 WORKSPACE_LEVELS = ("read", "plan", "write", "admin", "custom")
 PROJECT_LEVELS = ("read", "write", "maintain", "admin", "custom")
 
-# TFC's fields for each fixed workspace access level (what `/team-workspaces` shows for it).
-WORKSPACE_FIELDS: dict[str, dict[str, Any]] = {
-    "read": {"runs": "read", "variables": "read", "state-versions": "read", "sentinel-mocks": "none",
-             "workspace-locking": False, "run-tasks": False},
-    "plan": {"runs": "plan", "variables": "read", "state-versions": "read", "sentinel-mocks": "none",
-             "workspace-locking": False, "run-tasks": False},
-    "write": {"runs": "apply", "variables": "write", "state-versions": "write", "sentinel-mocks": "read",
-              "workspace-locking": True, "run-tasks": False},
-    "admin": {"runs": "apply", "variables": "write", "state-versions": "write", "sentinel-mocks": "read",
-              "workspace-locking": True, "run-tasks": True},
-}  # fmt: skip
 FIELD_CHOICES: dict[str, tuple[Any, ...]] = {
     "runs": ("read", "plan", "apply"),
     "variables": ("none", "read", "write"),
@@ -71,16 +59,6 @@ ORG_ACCESS_KEYS = (
     "access-secret-teams",
     "manage-agent-pools",
 )
-
-
-def owners_team_id(organization: str) -> str:
-    """The owners team's id is derived from its organization: every organization has exactly one."""
-    return "team-" + hashlib.sha256(f"owners#{organization}".encode()).hexdigest()[:16]
-
-
-def default_project_id(organization: str) -> str:
-    """The Default Project's id; workspaces without a project belong to it."""
-    return "prj-" + hashlib.sha256(f"default#{organization}".encode()).hexdigest()[:16]
 
 
 def custom_actions(fields: Mapping[str, Any]) -> frozenset[Action]:

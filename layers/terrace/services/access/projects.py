@@ -3,8 +3,6 @@ Default Project (workspaces without a project are in it); it cannot be deleted o
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from typing import Any
 
 from terrace.adapters.table import ConditionFailed, Delete, Put, Table, WriteOp
@@ -12,41 +10,17 @@ from terrace.domain import limits
 from terrace.domain.errors import Conflict, Forbidden, Invalid, NotFound
 from terrace.domain.ids import looks_like, new_id
 from terrace.domain.principal import Principal
+from terrace.domain.projects import Project
+from terrace.domain.projects import check_name as _name
 from terrace.services.access import access_keys as keys
 from terrace.services.access import grants, org_defaults
 from terrace.services.access.authz import Action
-from terrace.services.access.permissions import default_project_id
 from terrace.services.access.teams import TeamService
-
-NAME_RE = re.compile(r"^[A-Za-z0-9 _-]{3,40}$")
-
-
-@dataclass(frozen=True)
-class Project:
-    id: str
-    name: str
-    organization: str
-    description: str
-    created_at: str
-    version: int
-
-    @property
-    def is_default(self) -> bool:
-        return self.id == default_project_id(self.organization)
 
 
 def _project(item: dict[str, Any]) -> Project:
     return Project(item["id"], item["name"], item["organization"], item.get("description", ""), item["created_at"],
                    int(item["version"]))  # fmt: skip
-
-
-def _name(value: Any) -> str:
-    if not isinstance(value, str) or not NAME_RE.match(value):
-        raise Invalid(
-            "Name may only contain letters, numbers, spaces, `-`, and `_`, and must be 3 to 40 characters long",
-            pointer="/data/attributes/name",
-        )
-    return value
 
 
 class ProjectService:

@@ -11,7 +11,8 @@ from typing import Any
 from terrace.domain import clock
 from terrace.domain.errors import Invalid, NotFound
 from terrace.domain.principal import Principal, PrincipalKind
-from terrace.services.access.accounts import AccountService, IssuedToken, Token
+from terrace.domain.tokens import IssuedToken, Token
+from terrace.services.access.accounts import AccountService
 from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.access.teams import TeamService

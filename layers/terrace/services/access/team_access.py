@@ -3,23 +3,21 @@ team and workspace or project, with TFC's levels and custom fields (`permissions
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from terrace.adapters.table import ConditionFailed, Delete, Put, Table
 from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import looks_like, new_id
 from terrace.domain.principal import Principal
+from terrace.domain.team_access import WORKSPACE_FIELDS, Grant
 from terrace.domain.workspace import Workspace
 from terrace.services.access import access_keys as keys
 from terrace.services.access import grants
 from terrace.services.access.authz import Action
-from terrace.services.access.permissions import FIELD_CHOICES, PROJECT_LEVELS, WORKSPACE_FIELDS, WORKSPACE_LEVELS
+from terrace.services.access.permissions import FIELD_CHOICES, PROJECT_LEVELS, WORKSPACE_LEVELS
 from terrace.services.access.projects import ProjectService
 from terrace.services.access.teams import TeamService
 
-CUSTOM_DEFAULTS = {"runs": "read", "variables": "none", "state-versions": "none", "sentinel-mocks": "none",
-                   "workspace-locking": False, "run-tasks": False}  # fmt: skip
 PROJECT_ACCESS_CHOICES: dict[str, tuple[Any, ...]] = {"settings": ("read", "update", "delete"),
                                                       "teams": ("none", "read", "manage")}  # fmt: skip
 PROJECT_WS_CHOICES: dict[str, tuple[Any, ...]] = {
@@ -27,21 +25,6 @@ PROJECT_WS_CHOICES: dict[str, tuple[Any, ...]] = {
     "state-versions": ("none", "read-outputs", "read", "write"), "variables": ("none", "read", "write"),
     **dict.fromkeys(("create", "locking", "delete", "move", "run-tasks"), (True, False)),
 }  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Grant:
-    id: str
-    kind: str  # "workspace" or "project"
-    team_id: str
-    target_id: str  # workspace or project id
-    organization: str
-    access: str
-    fields: dict[str, Any]  # workspace grants: runs, variables...; project grants: project-access/workspace-access
-
-    @property
-    def workspace_fields(self) -> dict[str, Any]:
-        return dict(WORKSPACE_FIELDS.get(self.access) or {**CUSTOM_DEFAULTS, **self.fields})
 
 
 def _grant(item: dict[str, Any]) -> Grant:

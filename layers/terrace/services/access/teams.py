@@ -3,37 +3,20 @@
 from __future__ import annotations
 
 import builtins
-import re
-from dataclasses import dataclass
 from typing import Any
 
 from terrace.adapters.table import ConditionFailed, Delete, Put, Table, WriteOp
 from terrace.domain import limits
 from terrace.domain.errors import Conflict, Forbidden, Invalid, NotFound
 from terrace.domain.ids import looks_like, new_id
+from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal
+from terrace.domain.teams import NAME_RE, VISIBILITIES, Team
 from terrace.services.access import access_keys as keys
 from terrace.services.access import grants, org_defaults
 from terrace.services.access.authz import Action, Authorizer, team_action
-from terrace.services.access.organizations import Organization, OrganizationService
+from terrace.services.access.organizations import OrganizationService
 from terrace.services.access.permissions import ORG_ACCESS_KEYS
-
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._-]{0,127}$")
-VISIBILITIES = ("secret", "organization")
-
-
-@dataclass(frozen=True)
-class Team:
-    id: str
-    name: str
-    organization: str
-    org_access: dict[str, bool]
-    visibility: str
-    sso_team_id: str
-    users: tuple[str, ...]
-    owners: bool
-    allow_member_token_management: bool
-    version: int
 
 
 def team_from_item(item: dict[str, Any]) -> Team:

@@ -13,14 +13,15 @@ import hashlib
 import hmac
 import re
 import secrets
-from dataclasses import dataclass
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 from terrace.adapters.table import ConditionFailed, Table
 from terrace.domain import clock
 from terrace.domain.errors import Conflict, Invalid, NotFound, TerraceError
 from terrace.domain.principal import Principal, PrincipalKind
-from terrace.services.access.accounts import AccountService, IssuedToken
+from terrace.domain.terraform_login import LoginRequest
+from terrace.domain.tokens import IssuedToken
+from terrace.services.access.accounts import AccountService
 
 CLIENT_ID = "terraform-cli"
 PORTS = (10000, 10010)  # the listener ports the CLI may use (advertised in discovery)
@@ -42,19 +43,6 @@ class OAuthError(TerraceError):
     def __init__(self, code: str, detail: str) -> None:
         super().__init__(detail)
         self.code = code
-
-
-@dataclass(frozen=True)
-class LoginRequest:
-    """An authorization request the CLI sent, checked: what the approval page shows and signs off."""
-
-    redirect_uri: str
-    state: str
-    code_challenge: str
-
-    @property
-    def port(self) -> int:
-        return urlsplit(self.redirect_uri).port or 0
 
 
 def _code_key(code: str) -> tuple[str, str]:

@@ -11,7 +11,8 @@ from typing import Any
 from terrace.adapters.table import ConditionFailed, Delete, Put, Table, WriteOp
 from terrace.domain import limits
 from terrace.domain.errors import Conflict, Invalid, NotFound
-from terrace.services.access.accounts import AccountService, User, check_username
+from terrace.domain.users import User, check_username
+from terrace.services.access.accounts import AccountService
 from terrace.services.access.web_sessions import end_sessions
 
 EMAIL_POINTER = "/data/attributes/email"

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from dataclasses import dataclass
 from typing import Any
 
 from itsdangerous import BadSignature, Signer
@@ -21,17 +20,10 @@ from terrace.adapters.table import Table
 from terrace.domain import clock
 from terrace.domain.errors import Invalid, NotFound, Unauthenticated
 from terrace.domain.principal import Principal, PrincipalKind
+from terrace.domain.web_sessions import WebSession
 from terrace.services.access.accounts import AccountService, hash_token
 
 SALT = "terrace.web-session"  # the purpose of the signature: a session cookie
-
-
-@dataclass(frozen=True)
-class WebSession:
-    id: str
-    principal: Principal
-    csrf_token: str
-    expires_at: int
 
 
 def _key(session_id: str) -> tuple[str, str]:

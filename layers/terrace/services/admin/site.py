@@ -13,11 +13,12 @@ from typing import Any
 from terrace.domain import clock
 from terrace.domain import runs as rs
 from terrace.domain.errors import Invalid, NotFound
+from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal
 from terrace.domain.runs import Run
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Authorizer
-from terrace.services.access.organizations import Organization, OrganizationService
+from terrace.services.access.organizations import OrganizationService
 from terrace.services.runs.runs import retrying
 from terrace.services.runs.scheduler import RunScheduler
 from terrace.services.runs.store import RunStore

@@ -8,7 +8,6 @@ runner holds the binary: runs resolve a workspace's terraform-version among usab
 from __future__ import annotations
 
 import builtins
-from dataclasses import dataclass, field
 from typing import Any
 
 from terrace.adapters.table import ConditionFailed, Delete, Put, Table
@@ -16,29 +15,13 @@ from terrace.domain import clock, limits
 from terrace.domain import tool_versions as tv
 from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import looks_like, new_id
+from terrace.domain.tool_versions import ToolVersion
 
 FLAGS = ("official", "enabled", "beta", "deprecated")
 OFFICIAL_URLS = {
     "terraform": "https://releases.hashicorp.com/terraform/{v}/terraform_{v}_linux_amd64.zip",
     "opentofu": "https://github.com/opentofu/opentofu/releases/download/v{v}/tofu_{v}_linux_amd64.zip",
 }
-
-
-@dataclass(frozen=True)
-class ToolVersion:
-    id: str
-    tool: str
-    version: str
-    url: str
-    sha: str
-    official: bool
-    enabled: bool
-    beta: bool
-    deprecated: bool
-    deprecated_reason: str | None
-    created_at: str
-    usable: bool
-    archs: list[dict[str, str]] = field(default_factory=list)
 
 
 def _claim(tool: str, version: str) -> tuple[str, str]:

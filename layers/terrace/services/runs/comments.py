@@ -4,12 +4,12 @@ run lists its comments. A comment is one row (`cm-…`), listed per run through 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
 from terrace.adapters.table import Put, Table
-from terrace.domain import clock, limits
-from terrace.domain.errors import Invalid, NotFound
+from terrace.domain import clock
+from terrace.domain.comments import Comment, checked_body
+from terrace.domain.errors import NotFound
 from terrace.domain.ids import looks_like, new_id
 from terrace.domain.principal import Principal
 from terrace.domain.runs import Run
@@ -17,18 +17,6 @@ from terrace.services.access.authz import Action
 from terrace.services.runs.runs import RunService, retrying
 from terrace.services.runs.store import RunStore, event_item
 from terrace.services.workspaces.workspaces import WorkspaceService
-
-COMMENT_MAX = limits.RUN_MESSAGE_MAX  # characters
-
-
-@dataclass(frozen=True)
-class Comment:
-    id: str
-    run_id: str
-    body: str
-    author: str  # username
-    created_at: str
-    event_id: str = ""  # its `commented` run event
 
 
 def _to_item(comment: Comment) -> dict[str, Any]:
@@ -42,13 +30,6 @@ def _to_item(comment: Comment) -> dict[str, Any]:
 def _from_item(item: dict[str, Any]) -> Comment:
     names = {f.name for f in dataclasses.fields(Comment)}
     return Comment(**{k: v for k, v in item.items() if k in names})
-
-
-def checked_body(body: Any, field: str = "body") -> str:
-    text = limits.text(body, field, COMMENT_MAX)
-    if not text.strip():
-        raise Invalid(f"{field} must not be empty", pointer=f"/data/attributes/{field}")
-    return text
 
 
 class CommentService:

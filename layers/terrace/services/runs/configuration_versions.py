@@ -6,13 +6,22 @@ import builtins
 import dataclasses
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.table import ConditionFailed, Table
 from terrace.config import Settings
 from terrace.domain import clock
+from terrace.domain.configuration_versions import (
+    ARCHIVED,
+    DATA_DELETED,
+    DATA_PRESENT,
+    DATA_SOFT_DELETED,
+    ERRORED,
+    PENDING,
+    UPLOADED,
+    ConfigurationVersion,
+)
 from terrace.domain.errors import Conflict, Invalid, NotFound, TransitionNotAllowed
 from terrace.domain.ids import looks_like, new_id
 from terrace.domain.principal import Principal
@@ -23,39 +32,7 @@ from terrace.services.workspaces.workspaces import WorkspaceService
 
 log = logging.getLogger("terrace.configuration_versions")
 
-PENDING, UPLOADED, ERRORED, ARCHIVED = "pending", "uploaded", "errored", "archived"
 CURRENT = "current_cv_id"  # in Workspace.extra: the latest non-provisional version
-# Backing data (the uploaded archive): present, soft-deleted (restorable) or deleted for good.
-DATA_PRESENT, DATA_SOFT_DELETED, DATA_DELETED = "present", "soft_deleted", "deleted"
-
-
-@dataclass
-class ConfigurationVersion:
-    id: str
-    workspace_id: str
-    organization: str
-    created_at: str
-    status: str = PENDING
-    speculative: bool = False
-    provisional: bool = False
-    auto_queue_runs: bool = True
-    source: str = "tfe-api"
-    size: int | None = None
-    md5: str | None = None  # the uploaded archive's, recorded when it arrived (what downloads check)
-    error_message: str | None = None
-    created_by: str = ""
-    may_apply: bool = True  # its creator could apply runs (the workspace's auto-apply applies its auto-queued run)
-    # A run was created from it: its archive (md5, size) is final. Until then its upload URL may upload again, as
-    # HCP Terraform's does (go-tfe uploads twice to one URL); from then on the embedded store refuses a PUT and
-    # every read and run checks the archive against the record.
-    sealed: bool = False
-    backing_data: str = DATA_PRESENT
-    version: int = 1
-    status_timestamps: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def blob_key(self) -> str:
-        return f"config/{self.workspace_id}/{self.id}.tar.gz"
 
 
 def _to_item(cv: ConfigurationVersion) -> dict[str, Any]:

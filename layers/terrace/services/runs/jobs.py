@@ -20,10 +20,11 @@ from terrace.domain import runs as rs
 from terrace.domain.errors import Conflict, NotFound
 from terrace.domain.jobs import ClaimRequest, FinishRequest, HeartbeatRequest, HeartbeatResponse, JobSpec
 from terrace.domain.masking import Masker
+from terrace.domain.organizations import OrgView
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.runs import Run, run_id_of
 from terrace.services.access.accounts import AccountService
-from terrace.services.access.authz import Action, Authorizer, OrgView
+from terrace.services.access.authz import Action, Authorizer
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.runs.cost_estimates import CostEstimateService
 from terrace.services.runs.job_handoff import ApplyHandoff, runner_ref

@@ -12,6 +12,7 @@ from terrace.adapters.table import ConditionFailed
 from terrace.config import Settings
 from terrace.domain import clock, cost_estimation, limits
 from terrace.domain import runs as rs
+from terrace.domain.configuration_versions import UPLOADED, ConfigurationVersion
 from terrace.domain.errors import Conflict, Forbidden, Invalid, NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal
@@ -20,7 +21,7 @@ from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action, run_action
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.runs import run_attributes
-from terrace.services.runs.configuration_versions import UPLOADED, ConfigurationVersion, ConfigurationVersionService
+from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.runs.scheduler import RunScheduler, queue_phase
 from terrace.services.runs.store import RunStore
 from terrace.services.workspaces.workspaces import WorkspaceService

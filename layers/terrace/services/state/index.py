@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from terrace.adapters.blobs import BlobStore
@@ -20,43 +19,10 @@ from terrace.domain import clock
 from terrace.domain.errors import NotFound
 from terrace.domain.ids import looks_like, new_id
 from terrace.domain.state import OutputValue, ResourceInstance
+from terrace.domain.state_index import IndexedResource, StoredOutput
 from terrace.domain.workspace import Workspace
 
 MAX_INLINE_OUTPUT_BYTES = 300 * 1024  # larger values go to the blob store (DynamoDB items stop at 400 KB)
-
-
-@dataclass(frozen=True)
-class StoredOutput:
-    id: str
-    state_version_id: str
-    workspace_id: str
-    organization: str
-    name: str
-    sensitive: bool
-    type: str
-    detailed_type: Any
-    value: Any
-
-
-@dataclass(frozen=True)
-class IndexedResource:
-    workspace_id: str
-    workspace_name: str
-    address: str
-    name: str
-    type: str
-    module: str
-    provider: str
-    name_index: str | None
-    ids: tuple[str, ...]
-    created_at: str
-    updated_at: str
-    modified_by: str
-    indexed_from: str
-
-    def matches(self, text: str) -> bool:
-        fields = (self.address, self.type, self.provider, self.module, *self.ids)
-        return any(text in f.lower() for f in fields)
 
 
 def _resource(item: dict[str, Any]) -> IndexedResource:

@@ -21,6 +21,7 @@ from terrace.domain import state as st
 from terrace.domain import state_versions
 from terrace.domain.errors import Conflict, Forbidden, Invalid, NotFound, TooLarge
 from terrace.domain.principal import Principal, PrincipalKind
+from terrace.domain.state_index import IndexedResource, StoredOutput
 from terrace.domain.state_versions import FINALIZED, PENDING, StateVersion
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action
@@ -28,7 +29,7 @@ from terrace.services.access.organizations import OrganizationService
 from terrace.services.state import http_backend as state_http
 from terrace.services.state.current import PENDING_KEY, find_version
 from terrace.services.state.http_backend import LockRule
-from terrace.services.state.index import IndexedResource, StateIndex, StoredOutput
+from terrace.services.state.index import StateIndex
 from terrace.services.state.landed import LandedState
 from terrace.services.state.stored import StoredState
 from terrace.services.state.uploads import StateUploads, verified_state

@@ -27,13 +27,15 @@ from terrace.adapters.blobs import BlobStore
 from terrace.adapters.table import ConditionFailed, Table
 from terrace.domain import clock
 from terrace.domain import state_versions as st
+from terrace.domain.configuration_versions import UPLOADED
 from terrace.domain.errors import NotFound
+from terrace.domain.retention import DELETE_OLDER
 from terrace.domain.workspace import Workspace
 from terrace.services.access.organizations import OrganizationService
-from terrace.services.runs.configuration_versions import UPLOADED, ConfigurationVersionService
+from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.runs.logs import ETX, STX, archive_key
 from terrace.services.runs.store import RunStore
-from terrace.services.workspaces.retention import DELETE_OLDER, RetentionPolicyService
+from terrace.services.workspaces.retention import RetentionPolicyService
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 log = logging.getLogger("terrace.retention")

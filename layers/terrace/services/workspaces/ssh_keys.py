@@ -9,54 +9,28 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
 from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.table import ConditionFailed, Table
-from terrace.domain import clock, limits
+from terrace.domain import clock
 from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import looks_like, new_id
 from terrace.domain.principal import Principal
+from terrace.domain.ssh_keys import SSHKey
+from terrace.domain.ssh_keys import check_name as _name
+from terrace.domain.ssh_keys import check_value as _value
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 SORT_KEY = "sshkey"
-NAME_MAX = 255
-VALUE_MAX_BYTES = 4096  # one KMS Encrypt call; an RSA-4096 private key is about 3.3 KB
 WORKSPACE_FIELD = "ssh_key_id"  # in `Workspace.extra`
-
-
-@dataclass(frozen=True)
-class SSHKey:
-    id: str
-    organization: str
-    name: str
-    created_at: str
 
 
 def _public(item: dict[str, Any]) -> SSHKey:
     return SSHKey(id=item["pk"], organization=item["organization"], name=item["name"], created_at=item["created_at"])
-
-
-def _name(attrs: dict[str, Any]) -> str:
-    value = attrs.get("name")
-    if not isinstance(value, str) or not value.strip():
-        raise Invalid("name is required: a non-empty string", pointer="/data/attributes/name")
-    return limits.text(value, "name", NAME_MAX)
-
-
-def _value(attrs: dict[str, Any]) -> str:
-    value = attrs.get("value")
-    if not isinstance(value, str) or not value.strip():
-        raise Invalid("value is required: the private key", pointer="/data/attributes/value")
-    if len(value.encode()) > VALUE_MAX_BYTES or "\x00" in value:
-        raise Invalid(
-            f"value must be a private key of at most {VALUE_MAX_BYTES} bytes", pointer="/data/attributes/value"
-        )
-    return value
 
 
 class SSHKeyService:

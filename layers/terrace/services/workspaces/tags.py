@@ -9,45 +9,20 @@ and the other reads the winner's id); deleting a tag takes it off every workspac
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
 from terrace.adapters.table import ConditionFailed, Table
 from terrace.domain import clock
 from terrace.domain.errors import Invalid, NotFound
 from terrace.domain.ids import looks_like, new_id
+from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal
-from terrace.domain.workspace import NAME_RE, Workspace
+from terrace.domain.tags import Tag, TagRef, all_bindings, model_name
+from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action
-from terrace.services.access.organizations import Organization, OrganizationService
+from terrace.services.access.organizations import OrganizationService
 from terrace.services.workspaces.attributes import tag_bindings, tag_names
 from terrace.services.workspaces.workspaces import WorkspaceService
-
-
-@dataclass(frozen=True)
-class Tag:
-    id: str
-    name: str
-    organization: str  # the organization's current name
-    created_at: str
-    instance_count: int = 0
-
-
-@dataclass(frozen=True)
-class TagRef:
-    """A tag as a request names it: by id, by name, or both."""
-
-    id: str | None = None
-    name: str | None = None
-
-
-def model_name(key: str) -> bool:
-    return bool(NAME_RE.match(key.replace(":", "-")))
-
-
-def all_bindings(ws: Workspace) -> list[tuple[str, str]]:
-    keys = {key for key, _ in ws.tag_bindings}
-    return sorted([*ws.tag_bindings, *((name, "") for name in ws.tag_names if name not in keys)])
 
 
 def _registry(org_key: str) -> str:

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import builtins
-import re
 import secrets
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
 from typing import Any
 
 from terrace.adapters.encryptor import Encryptor
@@ -17,41 +15,13 @@ from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import looks_like, new_id
 from terrace.domain.jobs import RunVariable
 from terrace.domain.principal import Principal
+from terrace.domain.variables import ENV_KEY, KEY_MAX, MAX_VALUE_BYTES, TERRAFORM_KEY, SensitiveValues, Variable
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 CATEGORIES = ("terraform", "env")
-# TFC documents a key as a string and accepts any (go-tfe's tests use random UUIDs). Terrace refuses only what
-# cannot reach terraform at all: control characters, and `=` in an environment variable's name. A terraform
-# variable whose key is not an identifier is stored; its run errors naming it (`runner/rundir.py`).
-KEY_MAX = 128
-TERRAFORM_KEY = re.compile(r"^[^\x00-\x1f\x7f]+$")
-ENV_KEY = re.compile(r"^[^\x00-\x1f\x7f=]+$")
-MAX_VALUE_BYTES = 4096  # one KMS Encrypt call
 DECRYPTED_CACHE = 512  # sensitive values kept per process, by ciphertext (masking reads logs often)
-
-
-@dataclass(frozen=True)
-class SensitiveValues:
-    """What to mask in a workspace's run output: the values, and which terraform variables they are."""
-
-    values: tuple[str, ...]
-    terraform_keys: frozenset[str]
-
-
-@dataclass(frozen=True)
-class Variable:
-    id: str
-    workspace_id: str
-    key: str
-    category: str
-    hcl: bool
-    sensitive: bool
-    description: str
-    created_at: str
-    value: str | None  # None when sensitive
-    version_id: str
 
 
 def _public(item: dict[str, Any]) -> Variable:

@@ -13,11 +13,12 @@ from terrace.domain import clock
 from terrace.domain import workspace as model
 from terrace.domain.errors import Conflict, NotFound
 from terrace.domain.ids import looks_like, new_id
+from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal
-from terrace.domain.workspace import Workspace
-from terrace.services.access.authz import Action, Authorizer, WorkspaceView
-from terrace.services.access.organizations import Organization, OrganizationService
-from terrace.services.access.permissions import default_project_id
+from terrace.domain.projects import default_project_id
+from terrace.domain.workspace import Workspace, WorkspaceView
+from terrace.services.access.authz import Action, Authorizer
+from terrace.services.access.organizations import OrganizationService
 from terrace.services.workspaces.attributes import apply_attributes, tag_names
 
 

@@ -11,7 +11,7 @@ from terrace.bootstrap import Container
 from terrace.domain import limits
 from terrace.domain.errors import Invalid, NotFound
 from terrace.domain.principal import Principal, PrincipalKind
-from terrace.services.access.accounts import Token
+from terrace.domain.tokens import Token
 from terrace.web import bodies, serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONAPIResponse, JSONBody, body_attributes, respond, respond_page

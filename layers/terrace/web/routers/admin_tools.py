@@ -10,7 +10,7 @@ from fastapi import APIRouter, Request, Response
 from terrace.bootstrap import Container
 from terrace.domain.errors import NotFound
 from terrace.domain.principal import Principal
-from terrace.services.admin.tool_versions import ToolVersion
+from terrace.domain.tool_versions import ToolVersion
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONAPIResponse, JSONBody, body_attributes, resource, respond, respond_page
 

@@ -8,8 +8,8 @@ from fastapi import APIRouter, Request, Response
 
 from terrace.bootstrap import Container
 from terrace.domain.errors import BadRequest, Invalid
+from terrace.domain.memberships import Membership
 from terrace.domain.principal import Principal
-from terrace.services.access.memberships import Membership
 from terrace.web import access_serializers, serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import (

@@ -7,9 +7,9 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from terrace.bootstrap import Container
+from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal
 from terrace.services.access.authz import Action
-from terrace.services.access.organizations import Organization
 from terrace.web import bodies, serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONAPIResponse, JSONBody, attributes, read_document, respond, respond_page

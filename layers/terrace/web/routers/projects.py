@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request, Response
 
 from terrace.bootstrap import Container
 from terrace.domain.errors import BadRequest
-from terrace.services.access.projects import Project
+from terrace.domain.projects import Project
 from terrace.web import access_serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import (

@@ -9,7 +9,7 @@ from typing import Any
 
 from fastapi import APIRouter, Response
 
-from terrace.services.workspaces.retention import DAYS, DELETE_OLDER, TYPES, RetentionPolicy
+from terrace.domain.retention import DAYS, DELETE_OLDER, TYPES, RetentionPolicy
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONAPIResponse, JSONBody, attributes, read_document, resource, respond
 

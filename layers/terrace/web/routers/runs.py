@@ -9,12 +9,12 @@ from fastapi import APIRouter, Request, Response
 from terrace.bootstrap import Container
 from terrace.domain import run_filters
 from terrace.domain import runs as rs
+from terrace.domain.comments import checked_body
 from terrace.domain.errors import Invalid
 from terrace.domain.principal import Principal
 from terrace.domain.runs import Run
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action
-from terrace.services.runs.comments import checked_body
 from terrace.web import bodies, run_documents
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import (

@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
-from terrace.services.workspaces.ssh_keys import SSHKey
+from terrace.domain.ssh_keys import SSHKey
 from terrace.web import bodies
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONAPIResponse, JSONBody, attributes, read_document, resource, respond, respond_page

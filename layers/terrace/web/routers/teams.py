@@ -9,8 +9,8 @@ from fastapi import APIRouter, Request, Response
 from terrace.bootstrap import Container
 from terrace.domain.errors import Invalid, NotFound
 from terrace.domain.principal import Principal
+from terrace.domain.teams import Team
 from terrace.services.access.authz import Action
-from terrace.services.access.teams import Team
 from terrace.web import access_serializers, serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONAPIResponse, JSONBody, attributes, read_document, respond, respond_page

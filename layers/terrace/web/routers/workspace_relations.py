@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from terrace.domain.errors import Invalid
-from terrace.services.workspaces.tags import TagRef, all_bindings
+from terrace.domain.tags import TagRef, all_bindings
 from terrace.web import bodies, serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONAPIResponse, JSONBody, respond, respond_page

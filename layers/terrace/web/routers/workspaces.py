@@ -11,8 +11,8 @@ from terrace.bootstrap import Container
 from terrace.domain import limits
 from terrace.domain.errors import Invalid
 from terrace.domain.principal import Principal
+from terrace.domain.projects import default_project_id
 from terrace.domain.workspace import Workspace
-from terrace.services.access.permissions import default_project_id
 from terrace.services.workspaces.attributes import tag_bindings
 from terrace.web import bodies, serializers
 from terrace.web.deps import ContainerDep, PrincipalDep

@@ -15,8 +15,8 @@ from terrace.domain import runs as rs
 from terrace.domain.plan_json import SYMBOLS, resource_changes
 from terrace.domain.principal import Principal
 from terrace.domain.runs import Run
+from terrace.domain.web_sessions import WebSession
 from terrace.domain.workspace import Workspace
-from terrace.services.access.web_sessions import WebSession
 from terrace.web.deps import ContainerDep
 from terrace.web.ui.cloudwatch import job_links
 from terrace.web.ui.run_logs import FIRST_LIMIT, LIVE_LIMIT, read_chunk

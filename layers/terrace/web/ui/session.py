@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 from fastapi.templating import Jinja2Templates
 
-from terrace.services.access.web_sessions import WebSession
+from terrace.domain.web_sessions import WebSession
 from terrace.web.deps import ContainerDep, FormDep
 
 COOKIE = "terrace_session"

@@ -10,8 +10,8 @@ from fastapi.responses import RedirectResponse, StreamingResponse
 
 from terrace.bootstrap import Container
 from terrace.domain import errors, state_diff
+from terrace.domain.web_sessions import WebSession
 from terrace.domain.workspace import Workspace
-from terrace.services.access.web_sessions import WebSession
 from terrace.web.deps import ContainerDep
 from terrace.web.ui.session import CheckedFormDep, SessionDep, render
 

@@ -1,16 +1,54 @@
-"""What an organization's attributes may be: its name, email, default execution mode and the settings Terrace
-keeps for it. Each check raises `Invalid` pointing at the attribute; `check_email` and `check_setting` return the
-value to store."""
+"""Organizations, the tenant boundary, and what their attributes may be: their name, email, default
+execution mode and the settings Terrace keeps for them. Each check raises `Invalid` pointing at the attribute;
+`check_email` and `check_setting` return the value to store. `OrgView` is what permissions depend on."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from terrace.domain import limits
 from terrace.domain.errors import Invalid
 
+
+@dataclass(frozen=True)
+class OrgView:
+    """The facts about an organization that permissions depend on. `key` is its storage key: the name it was
+    created with, which tokens, workspaces, teams and projects are bound to and which a rename does not change."""
+
+    key: str
+    owners: tuple[str, ...]
+    disabled: bool = False  # a site admin disabled it: only site admins reach it
+
+
+@dataclass(frozen=True)
+class Organization:
+    id: str
+    key: str  # the storage key (see the module docstring); equal to `name` until a rename
+    name: str
+    email: str
+    created_at: str
+    owners: tuple[str, ...]
+    default_execution_mode: str
+    settings: dict[str, Any]
+
+    @property
+    def view(self) -> OrgView:
+        return OrgView(self.key, self.owners, bool(self.settings.get("is-disabled")))
+
+    @property
+    def allow_force_delete_workspaces(self) -> bool:
+        return bool(self.settings.get("allow-force-delete-workspaces", False))
+
+    @property
+    def cost_estimation_enabled(self) -> bool:
+        """Runs get a cost estimate (on unless the organization turned it off, as go-tfe expects)."""
+        return self.settings.get("cost-estimation-enabled", True) is not False
+
+
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
+
 UPDATABLE = (
     "email",
     "session-timeout",
@@ -20,6 +58,7 @@ UPDATABLE = (
     "allow-force-delete-workspaces",
     "cost-estimation-enabled",
 )
+
 # Settings Terrace keeps and returns (with their default); the booleans are checked to be booleans.
 BOOLEAN_SETTINGS = {"allow-force-delete-workspaces": False, "cost-estimation-enabled": True}
 

@@ -1,0 +1,25 @@
+"""Users: who signs in and owns user tokens. A username is letters, digits, - and _."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from terrace.domain import limits
+from terrace.domain.errors import Invalid
+
+
+@dataclass(frozen=True)
+class User:
+    id: str
+    username: str
+    email: str
+    site_admin: bool
+    created_at: str
+    suspended: bool = False
+
+
+def check_username(username: Any) -> str:
+    if not isinstance(username, str) or not username or not username.replace("-", "").replace("_", "").isalnum():
+        raise Invalid("username must be letters, digits, - and _", pointer="/data/attributes/username")
+    return limits.text(username, "username", 64)

@@ -1,0 +1,39 @@
+"""Workspace variables (a sensitive one's value is never shown) and what to mask in run output."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# TFC documents a key as a string and accepts any (go-tfe's tests use random UUIDs). Terrace refuses only what
+# cannot reach terraform at all: control characters, and `=` in an environment variable's name. A terraform
+# variable whose key is not an identifier is stored; its run errors naming it (`runner/rundir.py`).
+KEY_MAX = 128
+
+TERRAFORM_KEY = re.compile(r"^[^\x00-\x1f\x7f]+$")
+
+ENV_KEY = re.compile(r"^[^\x00-\x1f\x7f=]+$")
+
+MAX_VALUE_BYTES = 4096  # one KMS Encrypt call
+
+
+@dataclass(frozen=True)
+class SensitiveValues:
+    """What to mask in a workspace's run output: the values, and which terraform variables they are."""
+
+    values: tuple[str, ...]
+    terraform_keys: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Variable:
+    id: str
+    workspace_id: str
+    key: str
+    category: str
+    hcl: bool
+    sensitive: bool
+    description: str
+    created_at: str
+    value: str | None  # None when sensitive
+    version_id: str

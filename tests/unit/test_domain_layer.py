@@ -1,0 +1,62 @@
+"""The layer rule for entities: they live in `domain/`, which is pure Python and depends on nothing above it."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import terrace
+
+PACKAGE = Path(terrace.__file__).parent
+# Allowed outside the standard library and `terrace.domain`: pydantic (the runner protocol models).
+ALLOWED_THIRD_PARTY = {"pydantic"}
+# Value types that stay beside their service on purpose: the authorization policy's grants (decided in
+# `services/access/`), the single sign-on client's configuration, and the run store's write request.
+SERVICE_VALUE_TYPES = {
+    "access/permissions.py:Grants",
+    "access/oidc.py:OidcConfig",
+    "runs/store.py:WorkspaceWrite",
+}
+
+
+def _imported_modules(tree: ast.Module) -> list[str]:
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append(node.module)
+    return found
+
+
+def test_domain_imports_only_the_standard_library_pydantic_and_itself() -> None:
+    offending = []
+    for path in sorted((PACKAGE / "domain").rglob("*.py")):
+        for module in _imported_modules(ast.parse(path.read_text())):
+            top = module.split(".")[0]
+            if module == "terrace.domain" or module.startswith("terrace.domain."):
+                continue
+            if top in sys.stdlib_module_names or top == "__future__" or top in ALLOWED_THIRD_PARTY:
+                continue
+            offending.append(f"{path.name}: {module}")
+    assert offending == []
+
+
+def _is_value_type(node: ast.ClassDef) -> bool:
+    decorators = [ast.unparse(d) for d in node.decorator_list]
+    bases = [ast.unparse(b) for b in node.bases]
+    return any("dataclass" in d for d in decorators) or any(
+        b.endswith(("BaseModel", "NamedTuple", "TypedDict")) for b in bases
+    )
+
+
+def test_services_define_no_entities() -> None:
+    services = PACKAGE / "services"
+    found = {
+        f"{path.relative_to(services).as_posix()}:{node.name}"
+        for path in services.rglob("*.py")
+        for node in ast.parse(path.read_text()).body
+        if isinstance(node, ast.ClassDef) and _is_value_type(node)
+    }
+    assert found == SERVICE_VALUE_TYPES
