@@ -12,11 +12,13 @@ PACKAGE = Path(terrace.__file__).parent
 # Allowed outside the standard library and `terrace.domain`: pydantic (the runner protocol models).
 ALLOWED_THIRD_PARTY = {"pydantic"}
 # Value types that stay beside their service on purpose: the authorization policy's grants (decided in
-# `services/access/`), the single sign-on client's configuration, and the run store's write request.
+# `services/access/`), the single sign-on client's configuration, the run store's write request, and what a
+# use case answers (a read model of several aggregates, not an entity).
 SERVICE_VALUE_TYPES = {
     "access/permissions.py:Grants",
     "access/oidc.py:OidcConfig",
     "runs/store.py:WorkspaceWrite",
+    "workflows/workspace_overview.py:Overview",
 }
 
 
