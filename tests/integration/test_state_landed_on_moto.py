@@ -17,8 +17,8 @@ from fastapi.testclient import TestClient
 from terrace.bootstrap import Container, build_aws
 from terrace.config import Settings
 from terrace.domain.principal import Principal, PrincipalKind
-from terrace.local.resources import create_resources
 from terrace.web.app import create_app
+from terrace.wiring.local_resources import create_resources
 
 WRITES = ("put", "delete", "transact", "batch_put", "batch_delete")
 
