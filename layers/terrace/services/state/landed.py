@@ -13,11 +13,12 @@ from __future__ import annotations
 import dataclasses
 
 from terrace.adapters.blobs import BlobStore
-from terrace.adapters.table import ConditionFailed, Table
+from terrace.adapters.table import Table
 from terrace.domain import state_versions
 from terrace.domain.ids import looks_like
 from terrace.domain.state_versions import FINALIZED, StateVersion
 from terrace.services.blob_records import md5_of
+from terrace.services.optimistic import optimistic
 from terrace.services.state.current import ATTEMPTS, find_version
 from terrace.services.state.uploads import StateUploads
 
@@ -53,20 +54,20 @@ class LandedState:
         info = self._blobs.head(sv.json_blob_key)
         if info is None:
             return sv
-        for _ in range(ATTEMPTS):
-            if sv.has_json_state or sv.status != FINALIZED:
-                return sv
+
+        def step() -> StateVersion:
+            current = find_version(self._table, sv.id)
+            if current.has_json_state or current.status != FINALIZED:
+                return current
             recorded = dataclasses.replace(
-                sv,
-                version=sv.version + 1,
+                current,
+                version=current.version + 1,
                 has_json_state=True,
                 json_md5=md5_of(info),
                 json_size=info.size,
                 json_version=info.version,
             )
-            try:
-                self._table.put(state_versions.sv_to_item(recorded), if_version=sv.version)
-                return recorded
-            except ConditionFailed:
-                sv = find_version(self._table, sv.id)
-        return find_version(self._table, sv.id)
+            self._table.put(state_versions.sv_to_item(recorded), if_version=current.version)
+            return recorded
+
+        return optimistic(step, attempts=ATTEMPTS, exhausted=lambda: find_version(self._table, sv.id))
