@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 from terrace.bootstrap import Container, build_aws
 from terrace.config import Settings
 from terrace.domain.principal import Principal, PrincipalKind
+from terrace.services.events import landed_event
 from terrace.web.app import create_app
 from terrace.wiring.local_resources import create_resources
 
@@ -100,3 +101,78 @@ def test_an_upload_put_to_s3_is_finalized_by_its_notification_not_by_a_read(
         == sv["id"]
     )
     assert read["resources-processed"] is True  # the worker indexed it too (state.uploaded came through the queue)
+
+
+def test_a_replayed_state_upload_is_undone_by_its_landing_and_reads_never_write(
+    endpoint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replayed upload URL writes over a finalized state object (S3 cannot refuse it). Reads keep serving the
+    recorded object version and write nothing; the replay's notification copies the recorded version back (and
+    that copy's own notification changes nothing), even when a second delivery of it races the first."""
+    resources = create_resources(endpoint, f"r{uuid.uuid4().hex[:8]}")
+    settings = Settings(
+        **resources.settings_fields(), aws_endpoint_url=endpoint, url_signing_secret="s", public_url="https://t.test"
+    )
+    container = build_aws(settings)
+    user = container.accounts.create_user("alice")
+    principal = Principal(PrincipalKind.USER, user.id, user.username)
+    container.organizations.create(principal, "acme", "ops@example.com")
+    ws = container.workspaces.create(principal, "acme", {"name": "prod", "execution-mode": "local"})
+    token = container.accounts.issue_token(PrincipalKind.USER, user.id).secret
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/vnd.api+json"}
+    client = TestClient(create_app(container))
+    assert client.post(f"/api/v2/workspaces/{ws.id}/actions/lock", headers=headers).status_code == 200
+    raw = _state(1)
+    body = {"data": {"type": "state-versions", "attributes": {"serial": 1, "md5": hashlib.md5(raw).hexdigest()}}}
+    sv = client.post(f"/api/v2/workspaces/{ws.id}/state-versions", headers=headers, json=body).json()["data"]
+    url = sv["attributes"]["hosted-state-upload-url"]
+    assert requests.put(url, data=raw, timeout=10).status_code == 200
+    _work_the_queue(container)
+    s3, bucket = container.blobs._client, container.blobs._bucket  # type: ignore[attr-defined]
+    key = f"state/{ws.id}/{sv['id']}.tfstate"
+    finalized = container.table.get(sv["id"], "sv")
+    assert finalized is not None and finalized["status"] == "finalized"
+
+    forged = _state(1).replace(b'"lin-1"', b'"lin-1", "forged": true')
+    assert requests.put(url, data=forged, timeout=10).status_code == 200  # the replay
+    writes: list[str] = []
+    for name in WRITES:
+        original = getattr(container.table, name)
+
+        def spy(*args: Any, _name: str = name, _original: Any = original, **kwargs: Any) -> Any:
+            writes.append(_name)
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(container.table, name, spy)
+    download = client.get(f"/api/v2/state-versions/{sv['id']}/download", headers=headers, follow_redirects=False)
+    assert requests.get(download.headers["location"], timeout=10).content == raw
+    backend = client.get("/state/v1/acme/prod", auth=("user", token))
+    assert backend.status_code == 200 and backend.content == raw
+    assert client.get(f"/api/v2/state-versions/{sv['id']}", headers=headers).status_code == 200
+    assert writes == [] and container.table.get(sv["id"], "sv") == finalized  # no read wrote anything
+    assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == forged
+    monkeypatch.undo()
+
+    # a second delivery of the replay's notification runs to its end between the first's copy and its record
+    original_put = container.table.put
+    competitor: list[Any] = [lambda: container.events.handle(landed_event(key))]
+
+    def racing_put(item: dict[str, Any], **conditions: Any) -> None:
+        if item["sk"] == "sv" and competitor:
+            competitor.pop()()
+        original_put(item, **conditions)
+
+    monkeypatch.setattr(container.table, "put", racing_put)
+    assert _work_the_queue(container) >= 1
+    monkeypatch.undo()
+    assert competitor == []  # the race happened
+    assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == raw  # the finalized state is current again
+    versions = s3.list_object_versions(Bucket=bucket, Prefix=key)["Versions"]
+    assert len(versions) == 4  # finalized, replay, and one copy of each delivery: the loser's copy is noncurrent
+    current = [v["VersionId"] for v in versions if v["IsLatest"]]
+    restored = container.table.get(sv["id"], "sv")
+    assert restored is not None and [restored["blob_version"]] == current  # what is recorded is what is current
+    assert _work_the_queue(container) == 0  # the copies' notifications (handled above) changed nothing more
+    assert container.table.get(sv["id"], "sv") == restored
+    download = client.get(f"/api/v2/state-versions/{sv['id']}/download", headers=headers, follow_redirects=False)
+    assert requests.get(download.headers["location"], timeout=10).content == raw

@@ -127,15 +127,29 @@ def test_two_step_upload_download_outputs_and_search(app: tuple[Container, TestC
     forged = _state(1).replace(b'"h"', b'"forged"')
     replay = requests.put(attrs["hosted-state-upload-url"], data=forged, timeout=10)
     assert replay.status_code == 200
+    s3, bucket = container.blobs._client, container.blobs._bucket  # type: ignore[attr-defined]
+    key = f"state/{ws_id}/{sv['id']}.tfstate"
+    record = container.table.get(sv["id"], "sv")
     dl = client.get(f"/api/v2/state-versions/{sv['id']}/download", headers=headers, follow_redirects=False)
     assert requests.get(dl.headers["location"], timeout=10).content == raw
     backend = client.get("/state/v1/acme/prod", auth=("user", headers["Authorization"].split()[1]))
     assert backend.status_code == 200 and backend.content == raw
-    s3, bucket = container.blobs._client, container.blobs._bucket  # type: ignore[attr-defined]
-    key = f"state/{ws_id}/{sv['id']}.tfstate"
+    client.get(f"/api/v2/state-versions/{sv['id']}", headers=headers)
+    client.get(f"/api/v2/workspaces/{ws_id}/current-state-version", headers=headers)
+    assert container.table.get(sv["id"], "sv") == record  # reads serve the recorded version and never write
+    assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == forged
+    assert len(s3.list_object_versions(Bucket=bucket, Prefix=key)["Versions"]) == 2
+    container.events.handle(landed_event(key))  # the replay's landing puts the finalized state back
     assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == raw  # the finalized state is current again
     versions = s3.list_object_versions(Bucket=bucket, Prefix=key)["Versions"]
     assert sorted(v["IsLatest"] for v in versions) == [False, False, True]  # the replay is noncurrent: it expires
+    restored = container.table.get(sv["id"], "sv")
+    assert restored is not None and restored["blob_version"] == s3.head_object(Bucket=bucket, Key=key)["VersionId"]
+    container.events.handle(landed_event(key))  # the copy's own landing changes nothing
+    assert container.table.get(sv["id"], "sv") == restored
+    assert len(s3.list_object_versions(Bucket=bucket, Prefix=key)["Versions"]) == 3
+    dl = client.get(f"/api/v2/state-versions/{sv['id']}/download", headers=headers, follow_redirects=False)
+    assert requests.get(dl.headers["location"], timeout=10).content == raw
 
     outs = client.get(f"/api/v2/workspaces/{ws_id}/current-state-version-outputs", headers=headers).json()["data"]
     assert [(o["attributes"]["name"], o["attributes"]["value"]) for o in outs] == [("pw", None)]

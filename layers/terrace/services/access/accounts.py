@@ -13,6 +13,7 @@ from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.tokens import IssuedToken, Token
 from terrace.domain.users import User, check_username
+from terrace.services.optimistic import optimistic
 
 TOKEN_PREFIX = "terrace"
 ISSUE_ATTEMPTS = 3
@@ -141,14 +142,13 @@ class AccountService:
         lookup.update(
             {k: item[k] for k in ("kind", "subject_id", "organization", "workspace_id", "expires_at") if k in item}
         )
-        for _ in range(ISSUE_ATTEMPTS):  # the user changed between our read and the write: decide again
+
+        def step() -> IssuedToken:  # the user changed between our read and the write: decide again
             ops: list[WriteOp] = [self._user_unchanged(subject_id, lookup)] if kind is PrincipalKind.USER else []
-            try:
-                self._table.transact([*ops, Put(item, if_absent=True), Put(lookup, if_absent=True)])
-            except ConditionFailed:
-                continue
+            self._table.transact([*ops, Put(item, if_absent=True), Put(lookup, if_absent=True)])
             return IssuedToken(_token(item), raw)
-        raise Conflict("the user changed while the token was issued; retry")
+
+        return optimistic(step, attempts=ISSUE_ATTEMPTS, exhausted="the user changed while the token was issued; retry")
 
     def _user_unchanged(self, user_id: str, lookup: dict[str, Any]) -> Check:
         """Copy the user's name and flags into a new token's lookup; refuse a suspended user (a token minted while

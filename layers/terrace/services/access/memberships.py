@@ -27,6 +27,7 @@ from terrace.services.access.accounts import AccountService
 from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.access.teams import TeamService
+from terrace.services.optimistic import optimistic
 
 
 def _membership(item: dict[str, Any]) -> Membership:
@@ -143,7 +144,8 @@ class MembershipService:
         if principal.site_admin:
             return
         pk, sk, today = f"invitations#{principal.subject_id}", "day", clock.now_iso()[:10]
-        for _ in range(8):
+
+        def step() -> None:  # another invitation counted meanwhile: count again
             item = self._table.get(pk, sk)
             count = int(item["count"]) if item is not None and item.get("day") == today else 0
             if count >= limits.INVITATIONS_PER_DAY:
@@ -151,14 +153,12 @@ class MembershipService:
             version = int(item["version"]) if item is not None else 0
             updated = {"pk": pk, "sk": sk, "day": today, "count": count + 1, "version": version + 1,
                        "expires_at": int(clock.epoch()) + 2 * 86400}  # fmt: skip
-            try:
-                self._table.put(updated, if_absent=True) if item is None else self._table.put(
-                    updated, if_version=version
-                )
-                return
-            except ConditionFailed:
-                continue  # another invitation counted meanwhile: count again
-        raise Conflict("invitations are being counted concurrently; retry")
+            if item is None:
+                self._table.put(updated, if_absent=True)
+            else:
+                self._table.put(updated, if_version=version)
+
+        optimistic(step, attempts=8, exhausted="invitations are being counted concurrently; retry")
 
     def ensure(
         self, organization: str, user: User, status: str = "active", must_be_new: bool = False, who: str = ""

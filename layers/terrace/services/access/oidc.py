@@ -41,6 +41,7 @@ from terrace.domain.users import User
 from terrace.domain.web_sessions import WebSession
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.web_sessions import WebSessionService
+from terrace.services.optimistic import optimistic
 
 STATE_TTL_S = 600
 CALLBACK_PATH = "/app/sign-in/oidc/callback"
@@ -210,18 +211,20 @@ class OidcSignIn:
         """The Terrace user linked to (issuer, subject), created on first sign-in; records the groups claim."""
         groups = claims.get(self.config.groups_claim) or []
         groups = [str(g) for g in groups][:100] if isinstance(groups, list) else [str(groups)]
-        for _ in range(LINK_ATTEMPTS):
-            user_id = self._linked_user(claims, groups)
-            if user_id is not None:
-                if self._on_groups is not None:
-                    self._on_groups(user_id, groups)
-                return user_id
-        raise Conflict("this person is signing in elsewhere at the same moment; try again")
+        user_id = optimistic(
+            lambda: self._linked_user(claims, groups),
+            attempts=LINK_ATTEMPTS,
+            exhausted="this person is signing in elsewhere at the same moment; try again",
+        )
+        if self._on_groups is not None:
+            self._on_groups(user_id, groups)
+        return user_id
 
-    def _linked_user(self, claims: dict[str, Any], groups: list[str]) -> str | None:
+    def _linked_user(self, claims: dict[str, Any], groups: list[str]) -> str:
         """One attempt: the link is written conditionally (absent for a first link, its version otherwise), so of
         two sign-ins of one person that race, one link wins; the loser deletes the user it has just created and
-        answers None (look again). A link whose user was deleted is replaced the same way: the person starts over."""
+        lets ConditionFailed through (look again). A link whose user was deleted is replaced the same way: the
+        person starts over."""
         key = _link_key(self.config.issuer, str(claims["sub"]))
         link = self._table.get(*key)
         created: User | None = None
@@ -245,7 +248,7 @@ class OidcSignIn:
         except ConditionFailed:
             if created is not None:
                 self._accounts.discard_new_user(created)
-            return None
+            raise
         return user_id
 
     def _user_exists(self, user_id: str) -> bool:

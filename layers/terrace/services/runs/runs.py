@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from terrace.adapters.table import ConditionFailed
 from terrace.config import Settings
 from terrace.domain import clock, cost_estimation, limits
 from terrace.domain import runs as rs
@@ -20,6 +18,7 @@ from terrace.domain.runs import PhaseState, Run
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action, run_action
 from terrace.services.access.organizations import OrganizationService
+from terrace.services.optimistic import optimistic
 from terrace.services.runs import run_attributes
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.runs.scheduler import RunScheduler, queue_phase
@@ -30,13 +29,9 @@ T = TypeVar("T")
 
 
 def retrying(step: Callable[[], T], attempts: int = 8) -> T:
-    """Run a load-decide-write step again when its conditional write loses a race."""
-    for attempt in range(attempts):
-        try:
-            return step()
-        except ConditionFailed:
-            time.sleep(0.01 * (attempt + 1))
-    raise Conflict("the run changed concurrently; retry")
+    """Run a load-decide-write step on runs again when its conditional write loses a race (runners' reports race
+    users' actions: a short growing pause between attempts)."""
+    return optimistic(step, attempts=attempts, backoff_s=0.01, exhausted="the run changed concurrently; retry")
 
 
 def _cancel_started_phases(run: Run) -> None:

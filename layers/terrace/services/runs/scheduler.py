@@ -12,16 +12,16 @@ import dataclasses
 import logging
 
 from terrace.adapters.job_queue import JobQueue
-from terrace.adapters.table import ConditionFailed
 from terrace.config import Settings
 from terrace.domain import clock
 from terrace.domain import runs as rs
 from terrace.domain.cost_estimation import CE_CANCELED
-from terrace.domain.errors import Conflict, NotFound
+from terrace.domain.errors import NotFound
 from terrace.domain.jobs import JobMessage
 from terrace.domain.runs import Run
 from terrace.domain.workspace import Workspace, WorkspaceLock
 from terrace.services.access.accounts import AccountService
+from terrace.services.optimistic import optimistic
 from terrace.services.runs.store import RunStore, WorkspaceWrite
 from terrace.services.workspaces.workspaces import WorkspaceService
 
@@ -112,7 +112,8 @@ class RunScheduler:
 
     def promote(self, workspace_id: str) -> Run | None:
         """Start the oldest pending run if the workspace is free. Safe to call any time, from anywhere."""
-        for _ in range(8):
+
+        def step() -> Run | None:
             ws = self._workspaces.load(workspace_id)
             if self._head_is_busy(ws):
                 return None
@@ -129,13 +130,13 @@ class RunScheduler:
                 version=ws.version + 1,
                 updated_at=now,
             )
-            try:
-                self._store.save([(run, expected)], WorkspaceWrite(taken, ws.version), {run.id: rs.PENDING})
-            except ConditionFailed:
-                continue
-            self.enqueue(run, "plan")
+            self._store.save([(run, expected)], WorkspaceWrite(taken, ws.version), {run.id: rs.PENDING})
             return run
-        raise Conflict(f"workspace {workspace_id} queue is busy; retry")
+
+        promoted = optimistic(step, attempts=8, exhausted=f"workspace {workspace_id} queue is busy; retry")
+        if promoted is not None:
+            self.enqueue(promoted, "plan")
+        return promoted
 
     def finish(self, run: Run, expected: int, status: str, error: str | None = None) -> Run:
         """Put `run` in a final status, release its workspace and promote the next run, atomically."""

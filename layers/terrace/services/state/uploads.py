@@ -21,7 +21,7 @@ from typing import Any
 
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.events import EventPublisher
-from terrace.adapters.table import ConditionFailed, Put, Table, WriteOp
+from terrace.adapters.table import Put, Table, WriteOp
 from terrace.domain import clock, state_versions
 from terrace.domain import state as st
 from terrace.domain.errors import Conflict, Invalid, NotFound
@@ -31,6 +31,7 @@ from terrace.domain.state import OutputValue, ParsedState
 from terrace.domain.state_versions import DISCARDED, FINALIZED, PENDING, StateVersion
 from terrace.domain.workspace import Workspace
 from terrace.services.blob_records import md5_of
+from terrace.services.optimistic import optimistic
 from terrace.services.state.current import (
     ATTEMPTS,
     PENDING_KEY,
@@ -82,9 +83,10 @@ class StateUploads:
         lock_rule: Callable[[Workspace], None],
     ) -> StateVersion:
         """A pending version the client uploads to with presigned URLs; the workspace remembers it."""
-        sv_id = new_id("sv")
-        for _ in range(ATTEMPTS):
-            ws = self._workspaces.load(ws.id)
+        sv_id, workspace_id = new_id("sv"), ws.id
+
+        def step() -> StateVersion:
+            ws = self._workspaces.load(workspace_id)
             lock_rule(ws)
             if not (serial == ws.state_serial and md5 == ws.state_md5):
                 state_versions.decide(
@@ -107,18 +109,17 @@ class StateUploads:
             updated = dataclasses.replace(
                 ws, extra={**ws.extra, PENDING_KEY: sv_id}, version=ws.version + 1, updated_at=clock.now_iso()
             )
-            try:
-                self._table.transact(
-                    [
-                        self._workspaces.write_op(updated, ws.version),
-                        Put(state_versions.sv_to_item(sv), if_absent=True),
-                        *discard_pending_ops(self._table, ws),
-                    ]
-                )
-                return sv
-            except ConditionFailed:
-                continue
-        raise Conflict("the workspace changed repeatedly while creating the state version; retry")
+            self._table.transact(
+                [
+                    self._workspaces.write_op(updated, ws.version),
+                    Put(state_versions.sv_to_item(sv), if_absent=True),
+                    *discard_pending_ops(self._table, ws),
+                ]
+            )
+            return sv
+
+        busy = "the workspace changed repeatedly while creating the state version; retry"
+        return optimistic(step, attempts=ATTEMPTS, exhausted=busy)
 
     def finalize(self, sv: StateVersion) -> StateVersion:
         """Turn an uploaded pending version into the current one (or discard it). Safe to call repeatedly;
@@ -140,7 +141,9 @@ class StateUploads:
                 return self.discard(sv, exc.detail)
         json_info = self._blobs.head(sv.json_blob_key)
         output_ids: tuple[str, ...] | None = None
-        for _ in range(ATTEMPTS):
+
+        def step() -> StateVersion:
+            nonlocal output_ids
             ws, current = self._workspaces.load(sv.workspace_id), find_version(self._table, sv.id)
             if current.status != PENDING:
                 return current
@@ -167,18 +170,16 @@ class StateUploads:
                 blob_version=info.version,
                 json_version=json_info.version if json_info else None,
             )
-            try:
-                self._table.transact(
-                    [
-                        self._workspaces.write_op(with_current(ws, final, ws.resource_count), ws.version),
-                        Put(state_versions.sv_to_item(final), if_version=current.version),
-                    ]
-                )
-            except ConditionFailed:
-                continue
+            self._table.transact(
+                [
+                    self._workspaces.write_op(with_current(ws, final, ws.resource_count), ws.version),
+                    Put(state_versions.sv_to_item(final), if_version=current.version),
+                ]
+            )
             self._announce(final)
             return final
-        return find_version(self._table, sv.id)
+
+        return optimistic(step, attempts=ATTEMPTS, exhausted=lambda: find_version(self._table, sv.id))
 
     def _announce(self, sv: StateVersion) -> None:
         event = {"type": UPLOADED_EVENT, "state_version_id": sv.id, "workspace_id": sv.workspace_id}
@@ -188,7 +189,7 @@ class StateUploads:
             log.exception("could not publish %s for %s", UPLOADED_EVENT, sv.id)
 
     def discard(self, sv: StateVersion, reason: str) -> StateVersion:
-        for _ in range(ATTEMPTS):
+        def step() -> StateVersion:
             ws, current = self._workspaces.load(sv.workspace_id), find_version(self._table, sv.id)
             if current.status != PENDING:
                 return current
@@ -200,12 +201,10 @@ class StateUploads:
                 extra = {k: v for k, v in ws.extra.items() if k != PENDING_KEY}
                 cleared = dataclasses.replace(ws, extra=extra, version=ws.version + 1, updated_at=clock.now_iso())
                 ops.append(self._workspaces.write_op(cleared, ws.version))
-            try:
-                self._table.transact(ops)
-                return gone
-            except ConditionFailed:
-                continue
-        return find_version(self._table, sv.id)
+            self._table.transact(ops)
+            return gone
+
+        return optimistic(step, attempts=ATTEMPTS, exhausted=lambda: find_version(self._table, sv.id))
 
     # the events worker -------------------------------------------------------------------
     def index_uploaded(self, event: dict[str, Any]) -> None:
@@ -249,10 +248,10 @@ class StateUploads:
     def _record(
         self, sv: StateVersion, parsed: ParsedState | None, output_ids: tuple[str, ...] | None, error: str | None
     ) -> None:
-        for _ in range(ATTEMPTS):
+        def step() -> bool:
             ws, current = self._workspaces.load(sv.workspace_id), find_version(self._table, sv.id)
             if current.resources_processed or current.index_error:
-                break  # a concurrent delivery of the same event got there first
+                return False  # a concurrent delivery of the same event got there first
             if parsed is None:
                 updated = dataclasses.replace(current, index_error=error, version=current.version + 1)
             else:
@@ -277,12 +276,11 @@ class StateUploads:
                     updated_at=clock.now_iso(),
                 )
                 ops.append(self._workspaces.write_op(counted, ws.version))
-            try:
-                self._table.transact(ops)
-                return
-            except ConditionFailed:
-                continue
-        if output_ids:  # not recorded: drop the outputs this delivery wrote
+            self._table.transact(ops)
+            return True
+
+        recorded = optimistic(step, attempts=ATTEMPTS, exhausted=lambda: False)
+        if not recorded and output_ids:  # not recorded: drop the outputs this delivery wrote
             self._table.batch_delete([(wos_id, "wos") for wos_id in output_ids])
 
     def reindex(self, workspace_id: str, sv_id: str, parsed: ParsedState) -> None:

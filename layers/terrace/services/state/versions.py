@@ -53,7 +53,7 @@ class StateVersionService:
         self._workspaces, self._index, self._orgs = workspaces, index, organizations
         self._uploads = StateUploads(table, blobs, workspaces, index, publisher)
         self._writer = StateWriter(table, blobs, workspaces, index, self._uploads)
-        self._stored = StoredState(table, blobs)
+        self._stored = StoredState(blobs)
         self._landed = LandedState(table, blobs, self._uploads)
 
     # creating ----------------------------------------------------------------------------

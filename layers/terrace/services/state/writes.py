@@ -8,14 +8,14 @@ or failed write removes the blob and outputs it had put.
 from __future__ import annotations
 
 from terrace.adapters.blobs import BlobStore
-from terrace.adapters.table import ConditionFailed, Put, Table, WriteOp
+from terrace.adapters.table import Put, Table, WriteOp
 from terrace.domain import clock, state_versions
 from terrace.domain import state as st
-from terrace.domain.errors import Conflict
 from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.state import ParsedState
 from terrace.domain.state_versions import FINALIZED, StateVersion
+from terrace.services.optimistic import optimistic
 from terrace.services.state.current import ATTEMPTS, discard_pending_ops, find_version, managed_count, with_current
 from terrace.services.state.http_backend import LockRule
 from terrace.services.state.index import StateIndex
@@ -58,53 +58,52 @@ class StateWriter:
                 self._blobs.delete(state_versions.state_blob_key(workspace_id, sv_id))
                 self._index.delete_outputs(sv_id)
 
-        stored: StateVersion | None = None
+        def step() -> tuple[StateVersion, bool]:
+            nonlocal output_ids, written
+            ws = self._workspaces.load(workspace_id)
+            lock_rule(ws)
+            if state_versions.decide(ws, parsed.serial, parsed.lineage, md5, force) and not repeat_creates:
+                return find_version(self._table, str(ws.current_state_version_id)), False
+            if output_ids is None:
+                written = True
+                self._blobs.put(state_versions.state_blob_key(ws.id, sv_id), raw, "application/json")
+                output_ids = self._index.write_outputs(sv_id, ws, parsed.outputs)
+            sv = StateVersion(
+                id=sv_id,
+                workspace_id=ws.id,
+                organization=ws.organization,
+                serial=parsed.serial,
+                lineage=parsed.lineage,
+                md5=md5,
+                status=FINALIZED,
+                created_at=clock.now_iso(),
+                size=len(raw),
+                created_by=principal.subject_id if principal.kind is PrincipalKind.USER else None,
+                run_id=run_id,
+                force=force,
+                terraform_version=parsed.terraform_version,
+                format_version=parsed.format_version,
+                resources_processed=True,
+                summary=parsed.summary,
+                output_ids=output_ids,
+            )
+            ops: list[WriteOp] = [
+                self._workspaces.write_op(with_current(ws, sv, managed_count(parsed)), ws.version),
+                Put(state_versions.sv_to_item(sv), if_absent=True),
+                *discard_pending_ops(self._table, ws),
+            ]
+            self._table.transact(ops)
+            return sv, True
+
         try:
-            for _ in range(ATTEMPTS):
-                ws = self._workspaces.load(workspace_id)
-                lock_rule(ws)
-                if state_versions.decide(ws, parsed.serial, parsed.lineage, md5, force) and not repeat_creates:
-                    cleanup()
-                    return find_version(self._table, str(ws.current_state_version_id))
-                if output_ids is None:
-                    written = True
-                    self._blobs.put(state_versions.state_blob_key(ws.id, sv_id), raw, "application/json")
-                    output_ids = self._index.write_outputs(sv_id, ws, parsed.outputs)
-                sv = StateVersion(
-                    id=sv_id,
-                    workspace_id=ws.id,
-                    organization=ws.organization,
-                    serial=parsed.serial,
-                    lineage=parsed.lineage,
-                    md5=md5,
-                    status=FINALIZED,
-                    created_at=clock.now_iso(),
-                    size=len(raw),
-                    created_by=principal.subject_id if principal.kind is PrincipalKind.USER else None,
-                    run_id=run_id,
-                    force=force,
-                    terraform_version=parsed.terraform_version,
-                    format_version=parsed.format_version,
-                    resources_processed=True,
-                    summary=parsed.summary,
-                    output_ids=output_ids,
-                )
-                ops: list[WriteOp] = [
-                    self._workspaces.write_op(with_current(ws, sv, managed_count(parsed)), ws.version),
-                    Put(state_versions.sv_to_item(sv), if_absent=True),
-                    *discard_pending_ops(self._table, ws),
-                ]
-                try:
-                    self._table.transact(ops)
-                except ConditionFailed:
-                    continue
-                stored = sv
-                break
+            stored, new = optimistic(
+                step, attempts=ATTEMPTS, exhausted="the workspace changed repeatedly while storing state; retry"
+            )
         except BaseException:
             cleanup()
             raise
-        if stored is None:
+        if not new:  # the same state as the current one: that version is the answer
             cleanup()
-            raise Conflict("the workspace changed repeatedly while storing state; retry")
+            return stored
         self._uploads.reindex(workspace_id, sv_id, parsed)
         return stored

@@ -19,6 +19,7 @@ from terrace.domain.projects import default_project_id
 from terrace.domain.workspace import Workspace, WorkspaceView
 from terrace.services.access.authz import Action, Authorizer
 from terrace.services.access.organizations import OrganizationService
+from terrace.services.optimistic import optimistic
 from terrace.services.workspaces.attributes import apply_attributes, tag_names
 
 
@@ -233,15 +234,14 @@ class WorkspaceService:
 
     def mutate(self, workspace_id: str, change: Callable[[Workspace], Workspace], attempts: int = 8) -> Workspace:
         """Apply `change` to the latest copy with optimistic concurrency; `change` may raise to refuse."""
-        for _ in range(attempts):
+
+        def step() -> Workspace:
             current = self.load(workspace_id)
             updated = dataclasses.replace(change(current), version=current.version + 1, updated_at=clock.now_iso())
-            try:
-                self._table.put(model.to_item(updated), if_version=current.version)
-                return updated
-            except ConditionFailed:
-                continue
-        raise Conflict(f"workspace {workspace_id} is busy; retry")
+            self._table.put(model.to_item(updated), if_version=current.version)
+            return updated
+
+        return optimistic(step, attempts=attempts, exhausted=f"workspace {workspace_id} is busy; retry")
 
     def write_if_unchanged(self, current: Workspace, updated: Workspace) -> Workspace:
         """Store `updated` (a change of the loaded `current`) in one conditional write; ConditionFailed when
