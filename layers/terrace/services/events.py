@@ -1,7 +1,8 @@
-"""Consumer of the events queue (run transitions, landed uploads). Notifications and run triggers attach here.
+"""Consumer of the events queue (run transitions, landed uploads): `EventService` hands each event to the handlers
+subscribed to its type (the composition root subscribes them, `wiring/`).
 
 Besides Terrace's own events (`{"type": ...}`), the queue carries the blob bucket's S3 event notifications
-(`{"Records": [...]}`, `infra/stack.py`; the moto twin's bucket is configured alike by `local/resources.py`):
+(`{"Records": [...]}`, `infra/stack.py`; the moto twin's bucket is configured alike by `wiring/local_resources.py`):
 each created object becomes a `blob.landed` event (`landed_event`), the event the embedded blob server hands
 over directly after a PUT (`web/blob_urls.py`). S3's `s3:TestEvent` and other records are ignored.
 """
