@@ -149,9 +149,10 @@ class TerraceStack(Stack):
 
 
 def notify_landed(blobs: s3.Bucket, queues: dict[str, sqs.Queue]) -> None:
-    """The blob bucket's event notifications (`definitions.NOTIFICATIONS`: a landed state upload is finalized by the
-    events function), set on the bucket itself (no notifications custom resource). S3 may send to the queue from
-    this account; the bucket waits for that policy, as S3 checks the destination when it is configured."""
+    """The blob bucket's event notifications (`definitions.NOTIFICATIONS`: a landed state upload or configuration
+    archive is finalized by the events function), set on the bucket itself (no notifications custom resource). S3
+    may send to the queue from this account; the bucket waits for that policy, as S3 checks the destination when it
+    is configured."""
     cfn = blobs.node.default_child
     assert isinstance(cfn, s3.CfnBucket)
     configurations = []

@@ -84,7 +84,8 @@ def test_queues_match(synth, local):
 
 
 def test_blob_notifications_match(synth, local):
-    """A state upload landing in the blob bucket notifies the events queue, on AWS as on moto."""
+    """A state upload or a configuration archive landing in the blob bucket notifies the events queue, on AWS as on
+    moto."""
     for bucket in definitions.BUCKETS:
         _, resource = synth.by_path(f"/Data/{bucket.logical_name.capitalize()}Bucket/Resource")
         cdk = resource["Properties"].get("NotificationConfiguration", {}).get("QueueConfigurations", [])
@@ -100,10 +101,11 @@ def test_blob_notifications_match(synth, local):
         )
         assert cdk_shape == local_shape == wanted, bucket.logical_name
     _, blobs = synth.by_path(f"/Data/{definitions.BLOB_BUCKET.logical_name.capitalize()}Bucket/Resource")
-    [queue_config] = blobs["Properties"]["NotificationConfiguration"]["QueueConfigurations"]
+    queue_configs = blobs["Properties"]["NotificationConfiguration"]["QueueConfigurations"]
     queue_id, _ = synth.by_path("/Queues/EventsQueue/Resource")
     policy_id, policy = synth.by_path("/Queues/EventsQueue/Policy/Resource")
-    assert queue_config["Queue"] == {"Fn::GetAtt": [queue_id, "Arn"]}
+    assert len(queue_configs) == len(definitions.NOTIFICATIONS)
+    assert all(c["Queue"] == {"Fn::GetAtt": [queue_id, "Arn"]} for c in queue_configs)
     assert policy_id in blobs["DependsOn"]  # S3 checks it may send when the notification is configured
     assert any(
         st.get("Principal") == {"Service": "s3.amazonaws.com"} and st["Action"] == "sqs:SendMessage"

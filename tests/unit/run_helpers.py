@@ -14,6 +14,7 @@ from terrace.adapters.table_job_queue import TableJobQueue
 from terrace.bootstrap import Container, build_memory
 from terrace.config import Settings
 from terrace.domain.principal import PrincipalKind
+from terrace.services.events import landed_event
 from terrace.web.app import create_app
 
 
@@ -65,8 +66,14 @@ class RunEnv:
         assert response.status_code == 201, response.text
         cv = response.json()["data"]
         key = cv["attributes"]["upload-url"].split("memory://blobs/")[1].split("?")[0]
-        self.blobs.put(key, tarball({"main.tf": 'output "x" { value = 1 }'}))
+        self.land(key, tarball({"main.tf": 'output "x" { value = 1 }'}))
         return str(cv["id"])
+
+    def land(self, key: str, data: bytes) -> None:
+        """A client's PUT to an upload URL of the memory blob store, then the `blob.landed` event the events worker
+        handles (S3's event notification; the embedded blob server hands it over in the PUT itself)."""
+        self.blobs.put(key, data)
+        self.container.events.handle(landed_event(key))
 
     def create_run(self, cv_id: str, workspace_id: str | None = None, **attributes: Any) -> dict[str, Any]:
         body = {

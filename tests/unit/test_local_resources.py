@@ -73,17 +73,19 @@ def test_only_the_events_queue_jobs_queue_in_the_table(seeded):
     assert "RedrivePolicy" not in attrs
 
 
-def test_a_state_object_landing_in_the_blob_bucket_notifies_the_events_queue(seeded):
-    """`defs.STATE_LANDED`: the notification that finalizes a two-step state upload (on AWS, `infra/stack.py`)."""
+def test_state_and_configuration_objects_landing_in_the_blob_bucket_notify_the_events_queue(seeded):
+    """`defs.STATE_LANDED`, `defs.CONFIG_LANDED`: the notifications that finalize a two-step state upload and a
+    configuration version's archive (on AWS, `infra/stack.py`); other keys notify nothing."""
     _, resources, clients = seeded
     s3, sqs, url = clients["s3"], clients["sqs"], resources.queue_urls["events"]
     bucket = resources.buckets[defs.BLOB_BUCKET.logical_name]
     sqs.purge_queue(QueueUrl=url)  # S3's s3:TestEvent
-    s3.put_object(Bucket=bucket, Key="config/ws-1/cv-1.tar.gz", Body=b"x")  # not under state/: no notification
+    s3.put_object(Bucket=bucket, Key="plans/ws-1/run-1.json", Body=b"x")  # not under state/ or config/
+    s3.put_object(Bucket=bucket, Key="config/ws-1/cv-1.tar.gz", Body=b"x")
     s3.put_object(Bucket=bucket, Key="state/ws-1/sv-1.tfstate", Body=b"{}")
     messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
     keys = [unquote_plus(r["s3"]["object"]["key"]) for m in messages for r in json.loads(m["Body"])["Records"]]
-    assert keys == ["state/ws-1/sv-1.tfstate"]
+    assert sorted(keys) == ["config/ws-1/cv-1.tar.gz", "state/ws-1/sv-1.tfstate"]
 
 
 def test_kms_key_usable(seeded):

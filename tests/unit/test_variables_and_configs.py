@@ -53,7 +53,7 @@ def test_variable_rejections_lose_nothing() -> None:
     assert env.container.variables.for_run(ws)[0].value == "s3cr3t"
 
 
-def test_configuration_version_moves_to_uploaded_once_the_object_exists() -> None:
+def test_configuration_version_moves_to_uploaded_once_the_object_lands() -> None:
     env = make_run_env()
     body = {"data": {"type": "configuration-versions", "attributes": {"auto-queue-runs": False}}}
     cv = env.api("POST", f"/workspaces/{env.workspace_id}/configuration-versions", body).json()["data"]
@@ -61,7 +61,7 @@ def test_configuration_version_moves_to_uploaded_once_the_object_exists() -> Non
     pending = env.api("GET", f"/configuration-versions/{cv['id']}").json()["data"]["attributes"]
     assert pending["status"] == "pending" and pending["upload-url"] is None  # only the creation answer has it
     key = cv["attributes"]["upload-url"].split("memory://blobs/")[1].split("?")[0]
-    env.blobs.put(key, tarball({"main.tf": ""}))
+    env.land(key, tarball({"main.tf": ""}))  # the PUT and its `blob.landed` event
     read = env.api("GET", f"/configuration-versions/{cv['id']}").json()["data"]["attributes"]
     assert read["status"] == "uploaded" and read["upload-url"] is None
 
@@ -118,7 +118,7 @@ def test_oversize_configuration_errors_with_a_clear_message() -> None:
         "POST", f"/workspaces/{env.workspace_id}/configuration-versions", {"data": {"type": "configuration-versions"}}
     ).json()["data"]
     key = cv["attributes"]["upload-url"].split("memory://blobs/")[1].split("?")[0]
-    env.blobs.put(key, b"x" * 11)
+    env.land(key, b"x" * 11)
     read = env.api("GET", f"/configuration-versions/{cv['id']}").json()["data"]["attributes"]
     assert read["status"] == "errored" and "limit is 10 bytes" in read["error-message"]
     body = {
@@ -141,8 +141,7 @@ def test_auto_queue_runs_creates_a_run_on_upload() -> None:
         {"data": {"type": "configuration-versions", "attributes": {"auto-queue-runs": True}}},
     ).json()["data"]
     key = cv["attributes"]["upload-url"].split("memory://blobs/")[1].split("?")[0]
-    env.blobs.put(key, tarball({"main.tf": ""}))
-    env.api("GET", f"/configuration-versions/{cv['id']}")
+    env.land(key, tarball({"main.tf": ""}))  # the landing queues the run
     runs = env.api("GET", f"/workspaces/{env.workspace_id}/runs").json()["data"]
     assert len(runs) == 1 and runs[0]["attributes"]["status"] == "plan_queued"
 

@@ -83,7 +83,11 @@ class NotificationDefinition:
 
 # A two-step state upload is finalized when its object lands (services/state/landed.py): S3 tells the events queue.
 STATE_LANDED = NotificationDefinition(bucket=BLOB_BUCKET.logical_name, queue=EVENTS_QUEUE.logical_name, prefix="state/")
-NOTIFICATIONS = (STATE_LANDED,)
+# A configuration version's archive is finalized when it lands (services/runs/configuration_versions.py).
+CONFIG_LANDED = NotificationDefinition(
+    bucket=BLOB_BUCKET.logical_name, queue=EVENTS_QUEUE.logical_name, prefix="config/"
+)
+NOTIFICATIONS = (STATE_LANDED, CONFIG_LANDED)
 
 
 def physical_name(prefix: str, logical_name: str) -> str:

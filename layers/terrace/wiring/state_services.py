@@ -14,6 +14,7 @@ from terrace.adapters.table import Table
 from terrace.config import Settings
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.events import BLOB_LANDED, EventService
+from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.state.backing_data import BackingDataService
 from terrace.services.state.index import StateIndex
 from terrace.services.state.versions import StateVersionService
@@ -28,6 +29,7 @@ class StateServices:
     # from the other areas
     organizations: OrganizationService
     workspaces: WorkspaceService
+    configuration_versions: ConfigurationVersionService
 
     @cached_property
     def state_index(self) -> StateIndex:
@@ -48,7 +50,11 @@ class StateServices:
         events = EventService()
 
         def landed(event: dict[str, Any]) -> None:
-            self.state_versions.finalize_uploaded(str(event.get("key", "")))
+            key = str(event.get("key", ""))
+            if key.startswith("config/"):
+                self.configuration_versions.landed(key)
+            else:
+                self.state_versions.finalize_uploaded(key)
 
         events.subscribe(BLOB_LANDED, landed)
         events.subscribe("state.uploaded", lambda event: self.state_versions.index_uploaded(event))

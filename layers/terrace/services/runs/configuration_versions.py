@@ -1,4 +1,8 @@
-"""Configuration versions: the tarballs runs execute. Uploads go straight to S3 by presigned PUT."""
+"""Configuration versions: the tarballs runs execute. Uploads go straight to S3 by presigned PUT.
+
+Reads never write: a pending version becomes `uploaded` (or `errored` when too large) when its archive lands
+(`landed`, on the `blob.landed` event: the embedded server's PUT, S3's notification through the events worker),
+or when a run is created from it (`finalize`: the landing event was lost or is not delivered yet)."""
 
 from __future__ import annotations
 
@@ -93,7 +97,7 @@ class ConfigurationVersionService:
         item = self._table.get(cv_id, "cv") if looks_like(cv_id, "cv") else None
         if item is None:
             raise NotFound(f"configuration version {cv_id} not found")
-        return self.refresh(_from_item(item))
+        return _from_item(item)
 
     def get(self, principal: Principal, cv_id: str, action: Action = Action.READ_RUNS) -> ConfigurationVersion:
         cv = self.load(cv_id)
@@ -106,11 +110,15 @@ class ConfigurationVersionService:
     def list(self, principal: Principal, ws: Workspace) -> list[ConfigurationVersion]:
         self._workspaces.authorize(principal, Action.READ_RUNS, ws)
         items = self._table.query(f"{ws.id}#cvs", index="gsi1", reverse=True)
-        return [self.refresh(_from_item(item)) for item in items]
+        return [_from_item(item) for item in items]
 
-    def latest_uploaded(self, ws: Workspace) -> ConfigurationVersion | None:
+    def latest_uploaded(self, ws: Workspace, *, finalize: bool = False) -> ConfigurationVersion | None:
+        """The workspace's latest uploaded version; `finalize` (a run's creation, a write): pending ones whose
+        archive is there are finalized first."""
         for item in self._table.query(f"{ws.id}#cvs", index="gsi1", reverse=True):
-            cv = self.refresh(_from_item(item))
+            cv = _from_item(item)
+            if finalize:
+                cv = self.finalize(cv)
             if cv.status == UPLOADED and not cv.speculative and not cv.provisional:
                 return cv
         return None
@@ -160,8 +168,23 @@ class ConfigurationVersionService:
             and cv.backing_data == DATA_PRESENT
         )
 
-    def refresh(self, cv: ConfigurationVersion) -> ConfigurationVersion:
-        """Move a pending version to uploaded (or errored when too large) once its object exists."""
+    def landed(self, key: str) -> ConfigurationVersion | None:
+        """An object landed under `key` (the `blob.landed` event): finalize the version whose archive it is. None
+        when it is no version's archive. Only a pending version changes: a repeated landing, or one on a version
+        already uploaded (sealed or not: a seal records the archive itself), changes nothing."""
+        parts = key.split("/")
+        if len(parts) != 3 or parts[0] != "config" or not parts[2].endswith(".tar.gz"):
+            return None
+        cv_id = parts[2].removesuffix(".tar.gz")
+        item = self._table.get(cv_id, "cv") if looks_like(cv_id, "cv") else None
+        if item is None:
+            return None
+        cv = _from_item(item)
+        return self.finalize(cv) if cv.blob_key == key else None
+
+    def finalize(self, cv: ConfigurationVersion) -> ConfigurationVersion:
+        """Move a pending version to uploaded (or errored when too large) once its object exists (a write: the
+        landing, or a run's creation; never a read)."""
         if cv.status != PENDING:
             return cv
         info = self._blobs.head(cv.blob_key)
@@ -238,7 +261,7 @@ class ConfigurationVersionService:
     def created_before(self, workspace_id: str, cutoff_iso: str) -> builtins.list[ConfigurationVersion]:
         """A workspace's configuration versions created before `cutoff_iso`, oldest first (the retention sweep)."""
         items = self._table.query(f"{workspace_id}#cvs", index="gsi1")
-        return [self.refresh(_from_item(item)) for item in items if item["created_at"] < cutoff_iso]
+        return [_from_item(item) for item in items if item["created_at"] < cutoff_iso]
 
     def expire_backing_data(self, cv: ConfigurationVersion) -> bool:
         """The retention sweep's delete (no caller to check): not one a run still uses. False when refused."""

@@ -77,7 +77,12 @@ class RunService:
     # create ------------------------------------------------------------------------------
     def create(self, principal: Principal, ws: Workspace, attrs: dict[str, Any], cv_id: str | None) -> Run:
         self._workspaces.authorize(principal, Action.QUEUE_RUN, ws)
-        cv = self._cvs.get(principal, cv_id) if cv_id else self._cvs.latest_uploaded(ws)
+        # a write: a version whose archive is there but whose landing event is not handled yet is finalized here
+        cv = (
+            self._cvs.finalize(self._cvs.get(principal, cv_id))
+            if cv_id
+            else self._cvs.latest_uploaded(ws, finalize=True)
+        )
         if cv is None:
             raise Invalid(
                 "the workspace has no uploaded configuration version; upload one first",

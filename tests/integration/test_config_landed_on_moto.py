@@ -1,0 +1,81 @@
+"""On moto, as on AWS: a configuration archive PUT straight to S3 makes its version `uploaded` through the bucket's
+event notification (`definitions.CONFIG_LANDED`) through the events queue and its worker, never through a read;
+until then the version reads `pending` and no read writes the table."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import requests
+from aws import moto_server
+from fastapi.testclient import TestClient
+from terrace.bootstrap import build_aws
+from terrace.config import Settings
+from terrace.domain.principal import Principal, PrincipalKind
+from terrace.web.app import create_app
+from terrace.wiring.local_resources import create_resources
+from test_state_landed_on_moto import WRITES, _work_the_queue
+
+
+@pytest.fixture(scope="module")
+def endpoint() -> Iterator[str]:
+    with moto_server() as url:
+        yield url
+
+
+def _tarball() -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as tar:
+        data = b'output "x" { value = 1 }'
+        info = tarfile.TarInfo("main.tf")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+def test_an_archive_put_to_s3_is_finalized_by_its_notification_not_by_a_read(
+    endpoint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    resources = create_resources(endpoint, f"c{uuid.uuid4().hex[:8]}")
+    settings = Settings(
+        **resources.settings_fields(), aws_endpoint_url=endpoint, url_signing_secret="s", public_url="https://t.test"
+    )
+    container = build_aws(settings)
+    _work_the_queue(container)  # S3's s3:TestEvent: ignored
+    user = container.accounts.create_user("alice")
+    principal = Principal(PrincipalKind.USER, user.id, user.username)
+    container.organizations.create(principal, "acme", "ops@example.com")
+    ws = container.workspaces.create(principal, "acme", {"name": "prod", "execution-mode": "local"})
+    token = container.accounts.issue_token(PrincipalKind.USER, user.id).secret
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/vnd.api+json"}
+    client = TestClient(create_app(container))
+    body = {"data": {"type": "configuration-versions", "attributes": {"auto-queue-runs": False}}}
+    created = client.post(f"/api/v2/workspaces/{ws.id}/configuration-versions", headers=headers, json=body)
+    assert created.status_code == 201, created.text
+    cv = created.json()["data"]
+    assert requests.put(cv["attributes"]["upload-url"], data=_tarball(), timeout=10).status_code == 200
+
+    writes: list[str] = []
+    for name in WRITES:
+        original = getattr(container.table, name)
+
+        def spy(*args: Any, _name: str = name, _original: Any = original, **kwargs: Any) -> Any:
+            writes.append(_name)
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(container.table, name, spy)
+    read = client.get(f"/api/v2/configuration-versions/{cv['id']}", headers=headers).json()["data"]["attributes"]
+    listed = client.get(f"/api/v2/workspaces/{ws.id}/configuration-versions", headers=headers).json()["data"]
+    assert writes == [] and read["status"] == "pending" and listed[0]["attributes"]["status"] == "pending"
+    monkeypatch.undo()
+
+    assert _work_the_queue(container) >= 1  # the archive's notification
+    read = client.get(f"/api/v2/configuration-versions/{cv['id']}", headers=headers).json()["data"]["attributes"]
+    assert read["status"] == "uploaded"
+    recorded = container.table.get(cv["id"], "cv")
+    assert recorded is not None and recorded["size"] == len(_tarball()) and recorded["md5"]
