@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from typing import Annotated, Any
 
 from pydantic import AliasChoices, Field, ValidationError, field_validator
-from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
-from pydantic_settings.sources.utils import parse_env_vars
+from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
+
+from terrace.settings_source import environment_values
 
 
 class ConfigurationError(Exception):
@@ -165,7 +166,7 @@ class Settings(BaseSettings):
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         """The settings the TERRACE_* variables of `env` (the process environment by default) describe."""
         env = dict(os.environ if env is None else env)
-        values = _Environment(cls, env)()
+        values = environment_values(cls, env)
         values["TERRACE_QUEUE_URLS"] = {
             key.removeprefix(QUEUE_URL_PREFIX).lower().replace("_", "-"): value
             for key, value in env.items()
@@ -179,17 +180,6 @@ class Settings(BaseSettings):
             return cls(**values)
         except ValidationError as exc:
             raise ConfigurationError(_one_line(exc)) from None
-
-
-class _Environment(EnvSettingsSource):
-    """pydantic-settings' environment source over a given mapping rather than os.environ."""
-
-    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
-        self._environ = environ
-        super().__init__(settings_cls)
-
-    def _load_env_vars(self) -> Mapping[str, str | None]:
-        return parse_env_vars(self._environ, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str)
 
 
 def _one_line(exc: ValidationError) -> str:

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, ValidationError, field_validator
-from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
-from pydantic_settings.sources.utils import parse_env_vars
+from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
+
+from terrace.settings_source import environment_values
 
 
 class ConfigError(ValueError):
@@ -133,7 +134,7 @@ class RunnerConfig(BaseSettings):
         """The settings the variables of `env` (the process environment by default) describe."""
         env = dict(os.environ if env is None else env)
         named = {str(f.validation_alias) for f in cls.model_fields.values() if isinstance(f.validation_alias, str)}
-        values = {key: value for key, value in _Environment(cls, env)().items() if key in named}
+        values = {key: value for key, value in environment_values(cls, env).items() if key in named}
         binary = values.get("TERRACE_TF_BINARY") or "terraform"
         values.setdefault("TERRACE_DEFAULT_TOOL", "opentofu" if "tofu" in Path(binary).name else "terraform")
         values.setdefault("TERRACE_RUNNER_ID", f"{socket.gethostname()}-{os.getpid()}")
@@ -141,17 +142,6 @@ class RunnerConfig(BaseSettings):
             return cls(**values)
         except ValidationError as exc:
             raise ConfigError(_one_line(exc)) from None
-
-
-class _Environment(EnvSettingsSource):
-    """pydantic-settings' environment source over a given mapping rather than os.environ."""
-
-    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
-        self._environ = environ
-        super().__init__(settings_cls)
-
-    def _load_env_vars(self) -> Mapping[str, str | None]:
-        return parse_env_vars(self._environ, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str)
 
 
 def _one_line(exc: ValidationError) -> str:
