@@ -5,11 +5,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
-from terrace.bootstrap import Container, build_memory
+from terrace.bootstrap import Container, build_embedded, build_memory
 from terrace.config import Settings
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.services.events import landed_event
@@ -150,3 +153,33 @@ def other_user(env: Env, name: str = "mallory", org: str = "evil") -> tuple[str,
     principal = Principal(PrincipalKind.USER, user.id, user.username)
     env.container.organizations.create(principal, org, f"{name}@example.com")
     return env.container.accounts.issue_token(PrincipalKind.USER, user.id).secret, principal
+
+
+@contextmanager
+def embedded_env(data_dir: Path, execution_mode: str, **settings: Any) -> Iterator[Env]:
+    """A user `alice` owning organization `acme` and workspace `prod`, on the embedded server's adapters (SQLite,
+    files and its blob URLs) in `data_dir`, served in-process."""
+    container = build_embedded(
+        Settings(
+            table_name="embedded",
+            blob_bucket="embedded",
+            data_dir=str(data_dir),
+            public_url="https://testserver",
+            **settings,
+        )
+    )
+    try:
+        user = container.accounts.create_user("alice", "alice@example.com")
+        principal = Principal(PrincipalKind.USER, user.id, user.username)
+        container.organizations.create(principal, "acme", "ops@example.com")
+        ws = container.workspaces.create(principal, "acme", {"name": "prod", "execution-mode": execution_mode})
+        token = container.accounts.issue_token(PrincipalKind.USER, user.id).secret
+        with TestClient(create_app(container)) as client:
+            yield Env(container, client, "acme", ws.id, token, principal)
+    finally:
+        container.close()
+
+
+def blob_url_path(url: str) -> str:
+    """The path (and query) of a blob URL, for the in-process client."""
+    return "/" + url.split("://", 1)[1].split("/", 1)[1]

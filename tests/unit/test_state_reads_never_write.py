@@ -10,12 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
-from state_helpers import Env, md5, null_resource, state_bytes
-from terrace.bootstrap import build_embedded
-from terrace.config import Settings
-from terrace.domain.principal import Principal, PrincipalKind
-from terrace.web.app import create_app
+from state_helpers import Env, blob_url_path, embedded_env, md5, null_resource, state_bytes
 from test_web_ui import signed_in
 
 WRITES = ("put", "delete", "transact", "batch_put", "batch_delete")
@@ -114,28 +109,11 @@ def test_an_s3_notification_finalizes_like_the_landed_event(state_env: Env) -> N
 
 @pytest.fixture
 def embedded(tmp_path: Path) -> Iterator[Env]:
-    settings = Settings(
-        table_name="embedded",
-        blob_bucket="embedded",
-        data_dir=str(tmp_path / "data"),
-        public_url="https://testserver",
-        url_signing_secret="landed-secret",
-    )
-    container = build_embedded(settings)
-    try:
-        user = container.accounts.create_user("alice", "alice@example.com")
-        principal = Principal(PrincipalKind.USER, user.id, user.username)
-        container.organizations.create(principal, "acme", "ops@example.com")
-        ws = container.workspaces.create(principal, "acme", {"name": "prod", "execution-mode": "local"})
-        token = container.accounts.issue_token(PrincipalKind.USER, user.id).secret
-        with TestClient(create_app(container)) as client:
-            yield Env(container, client, "acme", ws.id, token, principal)
-    finally:
-        container.close()
+    with embedded_env(tmp_path / "data", "local", url_signing_secret="landed-secret") as env:
+        yield env
 
 
-def _path(url: str) -> str:
-    return "/" + url.split("://", 1)[1].split("/", 1)[1]
+_path = blob_url_path
 
 
 @pytest.mark.parametrize("json_first", [False, True])

@@ -15,15 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
 from run_helpers import RunEnv, make_run_env
-from state_helpers import Env, md5, state_bytes
-from terrace.bootstrap import build_embedded
-from terrace.config import Settings
+from state_helpers import Env, blob_url_path, embedded_env, md5, state_bytes
 from terrace.domain.jobs import JobSpec
-from terrace.domain.principal import Principal, PrincipalKind
 from terrace.runner.job_setup import JobFailed
-from terrace.web.app import create_app
 
 
 def _tarball(text: str) -> bytes:
@@ -37,31 +32,13 @@ def _tarball(text: str) -> bytes:
     return buffer.getvalue()
 
 
-def _path(url: str) -> str:
-    return "/" + url.split("://", 1)[1].split("/", 1)[1]
+_path = blob_url_path
 
 
 @pytest.fixture
 def embedded(tmp_path: Path) -> Iterator[Env]:
-    settings = Settings(
-        table_name="embedded",
-        blob_bucket="embedded",
-        data_dir=str(tmp_path / "data"),
-        public_url="https://testserver",
-        url_signing_secret="replay-secret",
-        force_cancel_cooloff_s=0,
-    )
-    container = build_embedded(settings)
-    try:
-        user = container.accounts.create_user("alice", "alice@example.com")
-        principal = Principal(PrincipalKind.USER, user.id, user.username)
-        container.organizations.create(principal, "acme", "ops@example.com")
-        ws = container.workspaces.create(principal, "acme", {"name": "app", "execution-mode": "remote"})
-        token = container.accounts.issue_token(PrincipalKind.USER, user.id).secret
-        with TestClient(create_app(container)) as client:
-            yield Env(container, client, "acme", ws.id, token, principal)
-    finally:
-        container.close()
+    with embedded_env(tmp_path / "data", "remote", url_signing_secret="replay-secret", force_cancel_cooloff_s=0) as env:
+        yield env
 
 
 def test_a_state_upload_url_replayed_after_finalization_is_refused(embedded: Env) -> None:
