@@ -8,18 +8,18 @@ import io
 import tarfile
 import uuid
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 import requests
 from aws import moto_server
 from fastapi.testclient import TestClient
+from table_writes import spy_writes
 from terrace.bootstrap import build_aws
 from terrace.config import Settings
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.web.app import create_app
 from terrace.wiring.local_resources import create_resources
-from test_state_landed_on_moto import WRITES, _work_the_queue
+from test_state_landed_on_moto import _work_the_queue
 
 
 @pytest.fixture(scope="module")
@@ -60,15 +60,7 @@ def test_an_archive_put_to_s3_is_finalized_by_its_notification_not_by_a_read(
     cv = created.json()["data"]
     assert requests.put(cv["attributes"]["upload-url"], data=_tarball(), timeout=10).status_code == 200
 
-    writes: list[str] = []
-    for name in WRITES:
-        original = getattr(container.table, name)
-
-        def spy(*args: Any, _name: str = name, _original: Any = original, **kwargs: Any) -> Any:
-            writes.append(_name)
-            return _original(*args, **kwargs)
-
-        monkeypatch.setattr(container.table, name, spy)
+    writes = spy_writes(container.table, monkeypatch)
     read = client.get(f"/api/v2/configuration-versions/{cv['id']}", headers=headers).json()["data"]["attributes"]
     listed = client.get(f"/api/v2/workspaces/{ws.id}/configuration-versions", headers=headers).json()["data"]
     assert writes == [] and read["status"] == "pending" and listed[0]["attributes"]["status"] == "pending"

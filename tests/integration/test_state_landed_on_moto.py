@@ -14,14 +14,13 @@ import pytest
 import requests
 from aws import moto_server
 from fastapi.testclient import TestClient
+from table_writes import spy_writes
 from terrace.bootstrap import Container, build_aws
 from terrace.config import Settings
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.services.events import landed_event
 from terrace.web.app import create_app
 from terrace.wiring.local_resources import create_resources
-
-WRITES = ("put", "delete", "transact", "batch_put", "batch_delete")
 
 
 @pytest.fixture(scope="module")
@@ -78,15 +77,7 @@ def test_an_upload_put_to_s3_is_finalized_by_its_notification_not_by_a_read(
     ):
         assert requests.put(url, data=data, timeout=10).status_code == 200
 
-    writes: list[str] = []
-    for name in WRITES:
-        original = getattr(container.table, name)
-
-        def spy(*args: Any, _name: str = name, _original: Any = original, **kwargs: Any) -> Any:
-            writes.append(_name)
-            return _original(*args, **kwargs)
-
-        monkeypatch.setattr(container.table, name, spy)
+    writes = spy_writes(container.table, monkeypatch)
     read = client.get(f"/api/v2/state-versions/{sv['id']}", headers=headers).json()["data"]["attributes"]
     current = client.get(f"/api/v2/workspaces/{ws.id}/current-state-version", headers=headers)
     listed = client.get(f"/api/v2/workspaces/{ws.id}/state-versions", headers=headers)
@@ -135,15 +126,7 @@ def test_a_replayed_state_upload_is_undone_by_its_landing_and_reads_never_write(
 
     forged = _state(1).replace(b'"lin-1"', b'"lin-1", "forged": true')
     assert requests.put(url, data=forged, timeout=10).status_code == 200  # the replay
-    writes: list[str] = []
-    for name in WRITES:
-        original = getattr(container.table, name)
-
-        def spy(*args: Any, _name: str = name, _original: Any = original, **kwargs: Any) -> Any:
-            writes.append(_name)
-            return _original(*args, **kwargs)
-
-        monkeypatch.setattr(container.table, name, spy)
+    writes = spy_writes(container.table, monkeypatch)
     download = client.get(f"/api/v2/state-versions/{sv['id']}/download", headers=headers, follow_redirects=False)
     assert requests.get(download.headers["location"], timeout=10).content == raw
     backend = client.get("/state/v1/acme/prod", auth=("user", token))

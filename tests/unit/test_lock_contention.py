@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from table_writes import WRITE_METHODS
 from terrace.adapters.memory_blobs import MemoryBlobs
 from terrace.adapters.memory_table import MemoryTable
 from terrace.adapters.table import ConditionFailed, Delete, Put, WriteOp
@@ -20,8 +21,6 @@ from terrace.domain.errors import Locked
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.workspace import WorkspaceLock
 from terrace.web.app import create_app
-
-WRITES = ("put", "delete", "transact", "batch_put", "batch_delete")
 
 
 class CountingTable(MemoryTable):
@@ -99,7 +98,7 @@ def test_a_refused_tfc_lock_is_one_workspace_read_and_no_write() -> None:
     refused = env.tfc_lock(env.poller_token)
 
     assert refused.status_code == 409 and "already locked" in refused.text
-    assert not [op for op in WRITES if env.table.ops[op]], env.table.ops
+    assert not [op for op in WRITE_METHODS if env.table.ops[op]], env.table.ops
     assert env.table.gets[env.ws.id] == 1, env.table.gets  # the workspace, read once
     assert env.table.ops["query"] == 0 and env.table.ops["batch_get"] == 0, env.table.ops
 
@@ -112,7 +111,7 @@ def test_a_refused_http_backend_lock_is_one_workspace_read_and_no_write() -> Non
     refused = env.http_lock("lock-poller")
 
     assert refused.status_code == 423 and refused.json()["ID"] == "lock-holder"
-    assert not [op for op in WRITES if env.table.ops[op]], env.table.ops
+    assert not [op for op in WRITE_METHODS if env.table.ops[op]], env.table.ops
     assert env.table.gets[env.ws.id] == 1, env.table.gets
 
 

@@ -11,23 +11,13 @@ from typing import Any
 
 import pytest
 from state_helpers import Env, blob_url_path, embedded_env, md5, null_resource, state_bytes
+from table_writes import spy_writes as spy_table_writes
 from test_web_ui import signed_in
-
-WRITES = ("put", "delete", "transact", "batch_put", "batch_delete")
 
 
 def spy_writes(env: Env, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every call of the table port's write methods, by name."""
-    table, calls = env.container.table, []
-    for name in WRITES:
-        original = getattr(table, name)
-
-        def spy(*args: Any, _name: str = name, _original: Any = original, **kwargs: Any) -> Any:
-            calls.append(_name)
-            return _original(*args, **kwargs)
-
-        monkeypatch.setattr(table, name, spy)
-    return calls
+    return spy_table_writes(env.container.table, monkeypatch)
 
 
 def _read_everything(env: Env, sv_id: str) -> dict[str, Any]:
