@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from app_routes import dependencies as _dependencies
+from app_routes import qualified_name as _name
+from app_routes import routes as _routes
 from fastapi import FastAPI
-from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
-from starlette.routing import Mount, Route
 from terrace.bootstrap import build_embedded, build_memory
 from terrace.config import Settings
 from terrace.web.app import create_app
@@ -49,35 +50,11 @@ ASYNC_EXCEPTION_HANDLERS = {
 }
 
 
-def _name(func: Any) -> str:
-    func = inspect.unwrap(func)
-    return f"{func.__module__}.{func.__qualname__}"
-
-
 def _is_async(func: Any) -> bool:
     call = inspect.unwrap(func)
     if inspect.isroutine(call) or inspect.isclass(call):
         return inspect.iscoroutinefunction(call)
     return inspect.iscoroutinefunction(type(call).__call__)  # a callable instance: its __call__ decides
-
-
-def _routes(routes: list[Any]) -> Iterator[Route]:
-    """Every route, through mounts and included routers (FastAPI keeps an included router whole, as
-    `original_router`)."""
-    for route in routes:
-        if isinstance(route, Mount):
-            yield from _routes(route.routes)
-        elif (included := getattr(route, "original_router", None)) is not None:
-            yield from _routes(included.routes)
-        elif isinstance(route, Route):
-            yield route
-
-
-def _dependencies(dependant: Dependant) -> Iterator[Any]:
-    for sub in dependant.dependencies:
-        if sub.call is not None:
-            yield sub.call
-        yield from _dependencies(sub)
 
 
 def _async_parts(app: FastAPI) -> tuple[set[str], set[str], set[str]]:

@@ -13,12 +13,12 @@ import ast
 import inspect
 import textwrap
 import types
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from app_routes import qualified_name as _name
+from app_routes import routes as _routes
 from fastapi import FastAPI
-from starlette.routing import Mount, Route
 from terrace.bootstrap import build_memory
 from terrace.web.app import create_app
 
@@ -50,21 +50,6 @@ STILL_COMPOSED = {
     "terrace.web.routers.http_backend.lock_state": "http backend LOCK: resolve or create, then lock",
     "terrace.web.routers.http_backend.unlock_state": "http backend UNLOCK: resolve, then unlock",
 }
-
-
-def _name(func: Any) -> str:
-    func = inspect.unwrap(func)
-    return f"{func.__module__}.{func.__qualname__}"
-
-
-def _routes(routes: list[Any]) -> Iterator[Route]:
-    for route in routes:
-        if isinstance(route, Mount):
-            yield from _routes(route.routes)
-        elif (included := getattr(route, "original_router", None)) is not None:
-            yield from _routes(included.routes)
-        elif isinstance(route, Route):
-            yield route
 
 
 def services_used(func: Any, seen: set[Any] | None = None) -> set[str]:

@@ -24,10 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from app_routes import dependencies as _dependencies
+from app_routes import qualified_name as _name
+from app_routes import routes as _routes
 from fastapi import FastAPI
-from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
-from starlette.routing import Mount, Route
 from terrace.bootstrap import Container, build_embedded
 from terrace.config import Settings
 from terrace.web.app import create_app
@@ -49,28 +50,6 @@ def store_and_adapter_attributes() -> set[str]:
         if module.startswith("terrace.adapters") or getattr(returned, "__name__", "").endswith("Store"):
             names.add(name)
     return names
-
-
-def _name(func: Any) -> str:
-    func = inspect.unwrap(func)
-    return f"{func.__module__}.{func.__qualname__}"
-
-
-def _routes(routes: list[Any]) -> Iterator[Route]:
-    for route in routes:
-        if isinstance(route, Mount):
-            yield from _routes(route.routes)
-        elif (included := getattr(route, "original_router", None)) is not None:
-            yield from _routes(included.routes)
-        elif isinstance(route, Route):
-            yield route
-
-
-def _dependencies(dependant: Dependant) -> Iterator[Callable[..., Any]]:
-    for sub in dependant.dependencies:
-        if sub.call is not None:
-            yield sub.call
-        yield from _dependencies(sub)
 
 
 def _containers(tree: ast.AST) -> set[str]:
