@@ -21,12 +21,16 @@ from terrace.adapters.blobs import BlobStore
 from terrace.adapters.condition_job_signal import LAMBDA_RECHECK_S, ConditionJobSignal
 from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.events import EventPublisher, EventQueue
+from terrace.adapters.httpx_outbound import HttpxOutbound
 from terrace.adapters.job_signal import JobSignal
 from terrace.adapters.memory_encryptor import MemoryEncryptor
 from terrace.adapters.memory_events import MemoryEventPublisher
+from terrace.adapters.memory_outbound import MemoryOutbound
+from terrace.adapters.outbound import Outbound
 from terrace.adapters.runner_launcher import RunnerLauncher
 from terrace.adapters.table import Table
 from terrace.config import Settings
+from terrace.domain.destinations import Allowance
 from terrace.wiring.access_services import AccessServices
 from terrace.wiring.embedded_adapters import EMBEDDED_BLOBS, EMBEDDED_DATABASE, EMBEDDED_KEY
 from terrace.wiring.run_services import RunServices
@@ -67,6 +71,12 @@ class Container(AccessServices, WorkspaceServices, StateServices, RunServices, W
     event_queue: EventQueue | None = None  # the consumer side of `publisher` (SQS, or SQLite when embedded)
     database: Any = None  # the embedded server's SqliteDatabase (backups, closing)
     job_signal: JobSignal = field(default_factory=ConditionJobSignal)  # wakes waiting runners; in-process by default
+    outbound: Outbound = field(default_factory=MemoryOutbound)  # notifications, run tasks (memory: tests)
+
+    @functools.cached_property
+    def outbound_allowance(self) -> Allowance:
+        """Where, beyond public addresses, the server may send requests users configure."""
+        return Allowance.parse(self.settings.outbound_allow)
 
     def close(self) -> None:
         """Release what the adapters hold open (the embedded database's connections)."""
@@ -91,6 +101,7 @@ def build_aws(settings: Settings) -> Container:
         event_queue=aws.events,
         launcher=aws.launcher,
         job_signal=ConditionJobSignal(recheck_s=LAMBDA_RECHECK_S),  # enqueues may happen in other Lambdas
+        outbound=HttpxOutbound(Allowance.parse(settings.outbound_allow)),
     )
 
 
@@ -109,6 +120,7 @@ def build_embedded(settings: Settings) -> Container:
         publisher=data.events,
         event_queue=data.events,
         database=data.database,
+        outbound=HttpxOutbound(Allowance.parse(settings.outbound_allow)),
     )
 
 
