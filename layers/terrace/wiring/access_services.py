@@ -12,6 +12,7 @@ from terrace.adapters.table import Table
 from terrace.config import Settings
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.authz import Authorizer
+from terrace.services.access.documents import AccessDocuments
 from terrace.services.access.grants import TableAccessResolver
 from terrace.services.access.memberships import MembershipService
 from terrace.services.access.oidc import CALLBACK_PATH, OidcConfig, OidcSignIn
@@ -91,6 +92,10 @@ class AccessServices:
     @cached_property
     def teams(self) -> TeamService:
         return TeamService(self.table, self.authz, self.organizations)
+
+    @cached_property
+    def access_documents(self) -> AccessDocuments:
+        return AccessDocuments(self.authz, self.teams, self.memberships, self.accounts)
 
     @cached_property
     def memberships(self) -> MembershipService:

@@ -6,10 +6,8 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
-from terrace.bootstrap import Container
 from terrace.domain.errors import BadRequest, Invalid
-from terrace.domain.memberships import Membership
-from terrace.domain.principal import Principal
+from terrace.services.access.documents import MembershipDocuments
 from terrace.web import access_serializers, serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import (
@@ -36,20 +34,10 @@ def _includes(request: Request) -> set[str]:
     return wanted
 
 
-def _documents(
-    container: Container, principal: Principal, members: list[Membership], wanted: set[str]
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    if not members:
-        return [], []
-    org = container.teams.organization_by_key(principal, members[0].organization)
-    teams = container.teams.list_of(principal, org)
-    data = [access_serializers.membership(m, org.name, [t.id for t in teams if m.user_id in t.users]) for m in members]
-    included: list[dict[str, Any]] = []
-    if "user" in wanted:
-        included += [serializers.user(container.accounts.get_user(m.user_id)) for m in members]
-    if "teams" in wanted:
-        users = {m.user_id for m in members}
-        included += [serialize_team(container, principal, t) for t in teams if users & set(t.users)]
+def _documents(documents: MembershipDocuments) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    org = documents.organization
+    data = [access_serializers.membership(i.membership, org, i.team_ids) for i in documents.memberships]
+    included = [serializers.user(u) for u in documents.users] + [serialize_team(t) for t in documents.teams]
     return data, included
 
 
@@ -61,7 +49,7 @@ def list_memberships(org: str, request: Request, container: ContainerDep, princi
         principal, org, emails or None, params.get("filter[status]") or None, params.get("q") or None
     )
     page, meta, links = paginate(request, members)
-    data, included = _documents(container, principal, page, _includes(request))
+    data, included = _documents(container.access_documents.of_memberships(principal, page, _includes(request)))
     return respond(data, meta=meta, links=links, included=included)
 
 
@@ -83,7 +71,7 @@ def invite(org: str, body: JSONBody, container: ContainerDep, principal: Princip
                                                   "and joins when it accepts"})  # fmt: skip
     team_ids = [str(ref.get("id")) for ref in refs or []]
     member = container.memberships.invite_into_teams(principal, org, attrs.get("email"), team_ids)
-    docs, included = _documents(container, principal, [member], {"user"})
+    docs, included = _documents(container.access_documents.of_memberships(principal, [member], {"user"}))
     return respond(docs[0], 201, included=included)
 
 
@@ -106,7 +94,7 @@ def read_membership(
     membership_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
     member = container.memberships.get(principal, membership_id)
-    docs, included = _documents(container, principal, [member], _includes(request))
+    docs, included = _documents(container.access_documents.of_memberships(principal, [member], _includes(request)))
     return respond(docs[0], included=included)
 
 

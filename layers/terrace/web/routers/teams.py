@@ -11,6 +11,7 @@ from terrace.domain.errors import Invalid, NotFound
 from terrace.domain.principal import Principal
 from terrace.domain.teams import Team
 from terrace.services.access.authz import Action
+from terrace.services.access.documents import TeamDocument, TeamDocuments
 from terrace.web import access_serializers, serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONAPIResponse, JSONBody, attributes, read_document, respond, respond_page
@@ -22,54 +23,38 @@ def _includes(request: Request) -> set[str]:
     return {part.strip() for part in (request.query_params.get("include") or "").split(",") if part.strip()}
 
 
-def serialize(
-    container: Container, principal: Principal, team: Team, members: dict[str, str] | None = None
-) -> dict[str, Any]:
-    org = container.teams.organization_by_key(principal, team.organization)
-    if members is None:
-        members = {m.user_id: m.id for m in container.memberships.list_of(org)}
-    can = container.authz.can(principal, Action.MANAGE_TEAMS, org.view)
-    return access_serializers.team(team, org.name, [members[u] for u in team.users if u in members], can)
+def serialize(document: TeamDocument) -> dict[str, Any]:
+    d = document
+    return access_serializers.team(d.team, d.organization, d.membership_ids, d.can_manage)
 
 
-def _respond_team(request: Request, container: Container, principal: Principal, team: Team, status: int = 200) -> Any:
-    org = container.teams.organization_by_key(principal, team.organization)
-    memberships = container.memberships.list_of(org)
-    included: list[dict[str, Any]] = []
-    wanted = _includes(request)
-    if "users" in wanted:
-        included += [serializers.user(container.accounts.get_user(u)) for u in team.users]
-    if "organization-memberships" in wanted:
-        teams = container.teams.list_of(principal, org)
-        included += [
-            access_serializers.membership(m, org.name, [t.id for t in teams if m.user_id in t.users])
-            for m in memberships
-            if m.user_id in team.users
-        ]
-    data = serialize(container, principal, team, {m.user_id: m.id for m in memberships})
-    return respond(data, status, included=included)
+def respond_team(documents: TeamDocuments, status: int = 200) -> JSONAPIResponse:
+    included = [serializers.user(u) for u in documents.users] + [
+        access_serializers.membership(i.membership, documents.documents[0].organization, i.team_ids)
+        for i in documents.memberships
+    ]
+    return respond(serialize(documents.documents[0]), status, included=included)
 
 
 @router.get("/organizations/{org}/teams")
 def list_teams(org: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     names = [n for n in (request.query_params.get("filter[names]") or "").split(",") if n]
-    teams = container.teams.list(principal, org, names or None)
-    query = request.query_params.get("q")
-    if query:
-        teams = [t for t in teams if query.lower() in t.name.lower()]
-    members = {m.user_id: m.id for m in container.memberships.list(principal, org)}
-    return respond_page(request, teams, lambda t: serialize(container, principal, t, members))
+    documents = container.access_documents.of_organization(
+        principal, org, names or None, request.query_params.get("q") or None
+    )
+    return respond_page(request, documents.documents, serialize)
 
 
 @router.post("/organizations/{org}/teams")
 def create_team(org: str, body: JSONBody, request: Request, container: ContainerDep, principal: PrincipalDep) -> Any:
     team = container.teams.create(principal, org, attributes(read_document(body, "teams")))
-    return _respond_team(request, container, principal, team, 201)
+    return respond_team(container.access_documents.of_team(principal, team, _includes(request)), 201)
 
 
 @router.get("/teams/{team_id}")
 def read_team(team_id: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> Any:
-    return _respond_team(request, container, principal, container.teams.get(principal, team_id))
+    team = container.teams.get(principal, team_id)
+    return respond_team(container.access_documents.of_team(principal, team, _includes(request)))
 
 
 @router.patch("/teams/{team_id}")
@@ -77,7 +62,7 @@ def update_team(
     team_id: str, body: JSONBody, request: Request, container: ContainerDep, principal: PrincipalDep
 ) -> Any:
     team = container.teams.update(principal, team_id, attributes(read_document(body, "teams")))
-    return _respond_team(request, container, principal, team)
+    return respond_team(container.access_documents.of_team(principal, team, _includes(request)))
 
 
 @router.delete("/teams/{team_id}")
