@@ -24,15 +24,11 @@ from terrace.web.app import create_app
 
 MAX_SERVICES = 2
 _RUN_PAGE = "the UI's run pages: the run, its workspace's permissions, the plan summary and the logs (runs area)"
-_TOOL_VERSION = "a tool version document and the site-admin check of the admin API (admin area)"
 STILL_COMPOSED = {
     "terrace.web.ui.runs.run_page": _RUN_PAGE,
     "terrace.web.ui.runs.run_action": _RUN_PAGE,
     "terrace.web.ui.runs.run_live": _RUN_PAGE,
     "terrace.web.ui.runs.run_log": _RUN_PAGE,
-    "terrace.web.routers.admin_tools.list_versions": _TOOL_VERSION,
-    "terrace.web.routers.admin_tools.read_version": _TOOL_VERSION,
-    "terrace.web.routers.admin_tools.update_version": _TOOL_VERSION,
     "terrace.web.routers.admin_runs.list_runs": "the admin run list: runs, their workspaces and organizations",
     "terrace.web.routers.runs.organization_queue": "the organization's queue: organization check, then run reads",
     "terrace.web.routers.workspaces.create_workspace": "the project a create names is checked (projects) first",

@@ -26,6 +26,7 @@ from terrace.services.access.terraform_login import TerraformLoginService
 from terrace.services.access.users import UserService
 from terrace.services.access.web_sessions import WebSessionService
 from terrace.services.admin.site import SiteAdminService
+from terrace.services.admin.tool_version_admin import ToolVersionAdmin
 from terrace.services.admin.tool_versions import ToolVersionService
 from terrace.services.admin.users import SiteAdminUsers
 from terrace.services.runs.scheduler import RunScheduler
@@ -60,6 +61,10 @@ class AccessServices:
     @cached_property
     def admin_users(self) -> SiteAdminUsers:
         return SiteAdminUsers(self.authz, self.accounts, self.users, self.organizations, self.memberships)
+
+    @cached_property
+    def tool_version_admin(self) -> ToolVersionAdmin:
+        return ToolVersionAdmin(self.authz, self.tool_versions, self.site_admin)
 
     @cached_property
     def tool_versions(self) -> ToolVersionService:
