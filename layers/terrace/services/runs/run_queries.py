@@ -66,6 +66,12 @@ class RunQueries:
         runs = self._store.load_many([ws.latest_run_id for ws in readable if ws.latest_run_id])
         return {run.workspace_id: run for run in runs}
 
+    def organization_queue_for(self, principal: Principal, organization: str) -> list[Run]:
+        """The organization's queue as the caller sees it: NotFound unless they may read the organization, empty
+        unless it lets them read its workspaces."""
+        name, allowed = self._workspaces.organization_grant(principal, organization, Action.READ_WORKSPACE)
+        return self.organization_queue(name) if allowed else []
+
     def organization_queue(self, organization: str) -> list[Run]:
         """Runs of the organization queued for or holding a runner, in queue order (caller checks access)."""
         entries = [e for e in self._store.open_runs() if e["organization"] == organization and e["status"] in rs.ACTIVE]

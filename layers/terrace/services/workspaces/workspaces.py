@@ -102,6 +102,12 @@ class WorkspaceService:
         found = [ws for ws in found if all(_bound(ws, key, value) for key, value in bindings or [])]
         return [ws for ws in found if self._authz.can(principal, Action.READ_WORKSPACE, org.view, view(ws))]
 
+    def organization_grant(self, principal: Principal, organization: str, action: Action) -> tuple[str, bool]:
+        """The organization's name (NotFound unless the principal may read it) and whether it grants `action` on
+        its workspaces at organization level."""
+        org = self._orgs.get(principal, organization)
+        return org.name, self._authz.can(principal, action, org.view)
+
     def all_in(self, org_key: str, search: str | None = None) -> builtins.list[Workspace]:
         """Every workspace of an organization (by storage key), sorted by name; no permission check."""
         claims = self._table.query(f"org#{org_key}#wsnames")

@@ -14,7 +14,6 @@ from terrace.domain.errors import Invalid
 from terrace.domain.principal import Principal
 from terrace.domain.runs import Run
 from terrace.domain.workspace import Workspace
-from terrace.services.access.authz import Action
 from terrace.web import bodies, run_documents
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import (
@@ -90,10 +89,7 @@ def list_organization_runs(
 
 @router.get("/organizations/{org}/runs/queue")
 def organization_queue(org: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-    organization = container.organizations.get(principal, org)
-    allowed = container.authz.can(principal, Action.READ_WORKSPACE, organization.view)
-    runs = container.run_queries.organization_queue(organization.name) if allowed else []
-    return respond_runs(request, container, principal, runs)
+    return respond_runs(request, container, principal, container.run_queries.organization_queue_for(principal, org))
 
 
 @router.get("/organizations/{org}/capacity")
