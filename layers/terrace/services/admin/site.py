@@ -140,6 +140,20 @@ class SiteAdminService:
         found.sort(key=lambda r: (r.created_at, r.id), reverse=True)
         return found
 
+    def workspaces_of(
+        self, principal: Principal, runs: list[Run]
+    ) -> list[tuple[Workspace, dict[str, bool], Organization]]:
+        """The workspaces of `runs` (each once, by id), with the caller's permissions on each and its organization:
+        what a run list includes (`include=workspace`)."""
+        self._authz.require_site_admin(principal)
+        found = [self._workspaces.load(i) for i in sorted({r.workspace_id for r in runs})]
+        return [(ws, self._workspaces.permissions(principal, ws), self._orgs.by_key(ws.organization)) for ws in found]
+
+    def organizations_of(self, principal: Principal, keys: set[str]) -> list[Organization]:
+        """The organizations stored under `keys`, in the installation's order."""
+        self._authz.require_site_admin(principal)
+        return [org for org in self._orgs.all() if org.key in keys]
+
     def force_cancel(self, principal: Principal, run_id: str) -> Run:
         """End a run that is not final at once, whatever its state: its runner is told to kill terraform."""
         self._authz.require_site_admin(principal)

@@ -71,16 +71,11 @@ def list_runs(request: Request, container: ContainerDep, principal: PrincipalDep
     wanted = includes(request, frozenset({"workspace", "workspace.organization"}))
     included: list[dict[str, Any]] = []
     if wanted & {"workspace", "workspace.organization"}:
-        workspaces = [container.workspaces.load(i) for i in sorted({r.workspace_id for r in page})]
-        included += [
-            serializers.workspace(
-                ws, container.workspaces.permissions(principal, ws), container.organizations.by_key(ws.organization)
-            )
-            for ws in workspaces
-        ]
+        workspaces = container.site_admin.workspaces_of(principal, page)
+        included += [serializers.workspace(ws, permissions, org) for ws, permissions, org in workspaces]
         if "workspace.organization" in wanted:
-            names = {ws.organization for ws in workspaces}
-            included += [aser.organization(o) for o in container.organizations.all() if o.key in names]
+            keys = {ws.organization for ws, _, _ in workspaces}
+            included += [aser.organization(o) for o in container.site_admin.organizations_of(principal, keys)]
     return respond(run_documents.runs(container, principal, page), meta=meta, links=links, included=included)
 
 
