@@ -29,7 +29,6 @@ STILL_COMPOSED = {
     "terrace.web.ui.runs.run_action": _RUN_PAGE,
     "terrace.web.ui.runs.run_live": _RUN_PAGE,
     "terrace.web.ui.runs.run_log": _RUN_PAGE,
-    "terrace.web.routers.workspaces.create_workspace": "the project a create names is checked (projects) first",
     # the http backend's LOCK/UNLOCK resolve (or create) the workspace by name through the state service, then
     # lock: left while the state area's upload finalization is reworked (it touches the unlock path)
     "terrace.web.routers.http_backend.lock_state": "http backend LOCK: resolve or create, then lock",

@@ -12,6 +12,7 @@ from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.table import Table
 from terrace.services.access.authz import Authorizer
 from terrace.services.access.organizations import OrganizationService
+from terrace.services.access.projects import ProjectService
 from terrace.services.admin.tool_versions import ToolVersionService
 from terrace.services.runs.scheduler import RunScheduler
 from terrace.services.state.versions import StateVersionService
@@ -30,13 +31,14 @@ class WorkspaceServices:
     # from the other areas
     authz: Authorizer
     organizations: OrganizationService
+    projects: ProjectService
     tool_versions: ToolVersionService
     state_versions: StateVersionService
     scheduler: RunScheduler
 
     @cached_property
     def workspaces(self) -> WorkspaceService:
-        workspaces = WorkspaceService(self.table, self.authz, self.organizations)
+        workspaces = WorkspaceService(self.table, self.authz, self.organizations, self.projects)
         workspaces.settle_terraform_version = lambda requested: self.tool_versions.settle(requested)
         return workspaces
 

@@ -19,6 +19,7 @@ from terrace.domain.projects import default_project_id
 from terrace.domain.workspace import Workspace, WorkspaceView
 from terrace.services.access.authz import Action, Authorizer
 from terrace.services.access.organizations import OrganizationService
+from terrace.services.access.projects import ProjectService
 from terrace.services.optimistic import optimistic
 from terrace.services.workspaces.attributes import apply_attributes, tag_names
 
@@ -28,10 +29,13 @@ def view(ws: Workspace) -> WorkspaceView:
 
 
 class WorkspaceService:
-    def __init__(self, table: Table, authz: Authorizer, organizations: OrganizationService) -> None:
+    def __init__(
+        self, table: Table, authz: Authorizer, organizations: OrganizationService, projects: ProjectService
+    ) -> None:
         self._table = table
         self._authz = authz
         self._orgs = organizations
+        self._projects = projects
         # the terraform-version to store for what a client asks (bootstrap: ToolVersionService.settle)
         self.settle_terraform_version: Callable[[Any], Any] = lambda requested: requested
 
@@ -169,6 +173,8 @@ class WorkspaceService:
         project_id: str | None = None,
     ) -> Workspace:
         org = self._orgs.get(principal, organization, Action.CREATE_WORKSPACE)
+        if project_id is not None:  # one of its organization's, or not found
+            project_id = self._projects.in_organization(org.key, project_id).id
         name = model.validate_name(attributes.get("name"))
         now = clock.now_iso()
         ws = Workspace(
@@ -209,8 +215,9 @@ class WorkspaceService:
         return {**attributes, "terraform-version": self.settle_terraform_version(attributes["terraform-version"])}
 
     def move(self, principal: Principal, ws: Workspace, project_id: str) -> Workspace:
-        """Put a workspace in another project of its organization (the caller checked the project's)."""
+        """Put a workspace in another project of its organization (another organization's is not found)."""
         self.authorize(principal, Action.UPDATE_WORKSPACE, ws)
+        project_id = self._projects.in_organization(ws.organization, project_id).id
         return self.mutate(ws.id, lambda current: dataclasses.replace(current, project_id=project_id))
 
     def delete(

@@ -35,10 +35,9 @@ def _respond(
     return respond(data, status_code, included=extra)
 
 
-def _project_id(container: Container, organization: str, data: dict[str, Any]) -> str | None:
-    """The project a create or update names (`relationships.project`), checked to be the organization's."""
-    project_id = relationship_id(data, "project", "projects")
-    return container.projects.in_organization(organization, project_id).id if project_id else None
+def _project_id(data: dict[str, Any]) -> str | None:
+    """The project a create or update names (`relationships.project`); the workspace service checks it."""
+    return relationship_id(data, "project", "projects")
 
 
 def _names(items: Any, pointer: str) -> list[str]:
@@ -117,7 +116,7 @@ def create_workspace(
 ) -> JSONAPIResponse:
     data = read_document(body, "workspaces")
     bindings = _relationship_list(data, "tag-bindings")
-    project_id = _project_id(container, container.organizations.get(principal, org).key, data)
+    project_id = _project_id(data)
     ws = container.workspaces.create(
         principal,
         org,
@@ -151,7 +150,7 @@ def _update(request: Request, ws: Workspace, body: Any, container: Container, pr
     bindings = _relationship_list(data, "tag-bindings")
     if bindings is not None:
         attrs["tag-bindings"] = bindings
-    project_id = _project_id(container, ws.organization, data)
+    project_id = _project_id(data)
     if project_id and project_id != (ws.project_id or default_project_id(ws.organization)):
         ws = container.workspaces.move(principal, ws, project_id)
     return _respond(request, container, principal, container.workspaces.update(principal, ws, attrs))
