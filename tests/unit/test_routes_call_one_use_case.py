@@ -29,10 +29,6 @@ STILL_COMPOSED = {
     "terrace.web.ui.runs.run_action": _RUN_PAGE,
     "terrace.web.ui.runs.run_live": _RUN_PAGE,
     "terrace.web.ui.runs.run_log": _RUN_PAGE,
-    # the http backend's LOCK/UNLOCK resolve (or create) the workspace by name through the state service, then
-    # lock: left while the state area's upload finalization is reworked (it touches the unlock path)
-    "terrace.web.routers.http_backend.lock_state": "http backend LOCK: resolve or create, then lock",
-    "terrace.web.routers.http_backend.unlock_state": "http backend UNLOCK: resolve, then unlock",
 }
 
 

@@ -16,8 +16,10 @@ from terrace.services.access.organizations import OrganizationService
 from terrace.services.events import BLOB_LANDED, EventService
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.state.backing_data import BackingDataService
+from terrace.services.state.http_backend import HttpBackendLocks
 from terrace.services.state.index import StateIndex
 from terrace.services.state.versions import StateVersionService
+from terrace.services.workspaces.locking import LockService
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 
@@ -29,6 +31,7 @@ class StateServices:
     # from the other areas
     organizations: OrganizationService
     workspaces: WorkspaceService
+    locks: LockService
     configuration_versions: ConfigurationVersionService
 
     @cached_property
@@ -40,6 +43,10 @@ class StateServices:
         return StateVersionService(
             self.table, self.blobs, self.settings, self.workspaces, self.state_index, self.organizations, self.publisher
         )
+
+    @cached_property
+    def http_backend_locks(self) -> HttpBackendLocks:
+        return HttpBackendLocks(self.organizations, self.workspaces, self.locks)
 
     @cached_property
     def state_backing_data(self) -> BackingDataService:

@@ -7,11 +7,12 @@ from collections.abc import Callable
 from typing import Any
 
 from terrace.domain import limits
-from terrace.domain.errors import Conflict, Invalid, Locked
+from terrace.domain.errors import Conflict, Invalid, Locked, NotFound
 from terrace.domain.principal import Principal
 from terrace.domain.workspace import Workspace
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.state.current import PENDING_KEY
+from terrace.services.workspaces.locking import LockService
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 LockRule = Callable[[Workspace], None]
@@ -94,3 +95,39 @@ def forget_state(ws: Workspace) -> Workspace:
         resource_count=0,
         extra=extra,
     )
+
+
+LOCK_INFO_FIELDS = ("ID", "Operation", "Info", "Who", "Version", "Created", "Path")
+
+
+class HttpBackendLocks:
+    """The http backend's LOCK and UNLOCK on a workspace named by organization and name (the first LOCK creates
+    it, in local execution mode)."""
+
+    def __init__(self, orgs: OrganizationService, workspaces: WorkspaceService, locks: LockService) -> None:
+        self._orgs = orgs
+        self._workspaces = workspaces
+        self._locks = locks
+
+    def lock(self, principal: Principal, organization: str, name: str, raw: bytes) -> dict[str, Any]:
+        """Lock with the client's LockInfo (checked before the workspace is created); the LockInfo answers."""
+        info = parse_lock_info(raw)
+        ws = resolve_workspace(self._orgs, self._workspaces, principal, organization, name, create=True)
+        assert ws is not None
+        self._locks.lock(principal, ws, lock_reason(info), lock_id=info["ID"], info=info)
+        return info
+
+    def unlock(self, principal: Principal, organization: str, name: str, raw: bytes) -> None:
+        """Unlock the lock the LockInfo's ID names. Terraform's force-unlock sends no body, OpenTofu's
+        `force-unlock <id>` a LockInfo with the ID alone: both force."""
+        ws = resolve_workspace(self._orgs, self._workspaces, principal, organization, name)
+        if ws is None:
+            raise NotFound(f"workspace {organization}/{name} not found")
+        if not raw.strip():
+            self._locks.force_unlock(principal, ws)
+            return
+        info = parse_lock_info(raw)
+        if not any(info.get(key) for key in LOCK_INFO_FIELDS if key != "ID"):
+            self._locks.force_unlock(principal, ws, lock_id=info["ID"])
+        else:
+            self._locks.unlock(principal, ws, lock_id=info["ID"])

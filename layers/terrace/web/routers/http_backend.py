@@ -20,14 +20,12 @@ from terrace.bootstrap import Container
 from terrace.domain import errors
 from terrace.domain.principal import Principal
 from terrace.domain.workspace import WorkspaceLock
-from terrace.services.state import http_backend as state_http
 from terrace.web import bodies
 from terrace.web.deps import ContainerDep
 from terrace.web.jsonapi import RawBody
 
 router = APIRouter(prefix="/state/v1")
 PATH = "/{org}/{name}"
-LOCKINFO_FIELDS = ("ID", "Operation", "Info", "Who", "Version", "Created", "Path")
 
 STATUS: list[tuple[type[errors.TerraceError], int]] = [
     (errors.Unauthenticated, 401),
@@ -147,11 +145,7 @@ def delete_state(org: str, name: str, request: Request, container: ContainerDep)
 @router.api_route(PATH, methods=["LOCK"], openapi_extra=bodies.LOCK_INFO)
 def lock_state(org: str, name: str, request: Request, body: RawBody, container: ContainerDep) -> Response:
     def action(principal: Principal, body: bytes) -> Response:
-        info = state_http.parse_lock_info(body)  # before the first LOCK creates the workspace
-        ws = container.state_versions.resolve_workspace(principal, org, name, create=True)
-        assert ws is not None
-        container.locks.lock(principal, ws, state_http.lock_reason(info), lock_id=info["ID"], info=info)
-        return JSONResponse(info, status_code=200)
+        return JSONResponse(container.http_backend_locks.lock(principal, org, name, body), status_code=200)
 
     return handle(request, body, container, org, name, action)
 
@@ -160,18 +154,7 @@ def lock_state(org: str, name: str, request: Request, body: RawBody, container: 
 @router.api_route(PATH, methods=["UNLOCK"], openapi_extra=bodies.UNLOCK_INFO)
 def unlock_state(org: str, name: str, request: Request, body: RawBody, container: ContainerDep) -> Response:
     def action(principal: Principal, body: bytes) -> Response:
-        ws = container.state_versions.resolve_workspace(principal, org, name)
-        if ws is None:
-            raise errors.NotFound(f"workspace {org}/{name} not found")
-        if not body.strip():
-            container.locks.force_unlock(principal, ws)  # Terraform's force-unlock sends no body
-            return Response(status_code=200)
-        info = state_http.parse_lock_info(body)
-        lock_id = info["ID"]
-        if not any(info.get(key) for key in LOCKINFO_FIELDS if key != "ID"):
-            container.locks.force_unlock(principal, ws, lock_id=lock_id)  # OpenTofu's force-unlock <id>
-        else:
-            container.locks.unlock(principal, ws, lock_id=lock_id)
+        container.http_backend_locks.unlock(principal, org, name, body)
         return Response(status_code=200)
 
     return handle(request, body, container, org, name, action)
