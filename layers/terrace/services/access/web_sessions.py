@@ -100,8 +100,7 @@ class WebSessionService:
         if item is None or int(item["expires_at"]) <= clock.epoch():
             return None
         principal = self._current(item)
-        if principal is None:
-            self._table.delete(*_key(session_id))  # nobody vouches for it any more
+        if principal is None:  # nobody vouches for it any more; a read leaves the item to its expiry
             return None
         return WebSession(session_id, principal, item["csrf"], int(item["expires_at"]))
 
