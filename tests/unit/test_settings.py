@@ -32,6 +32,7 @@ VARIABLES = {
     "runner_task_definition": ("TERRACE_RUNNER_TASK_DEFINITION", "td:1", "td:1", None),
     "runner_container_name": ("TERRACE_RUNNER_CONTAINER", "box", "box", "runner"),
     "runner_subnets": ("TERRACE_RUNNER_SUBNETS", "subnet-a,subnet-b", ("subnet-a", "subnet-b"), ()),
+    "outbound_allow": ("TERRACE_OUTBOUND_ALLOW", "127.0.0.0/8,hooks.internal", ("127.0.0.0/8", "hooks.internal"), ()),
     "runner_security_groups": ("TERRACE_RUNNER_SECURITY_GROUPS", "sg-1,", ("sg-1",), ()),
     "runner_assign_public_ip": ("TERRACE_RUNNER_PUBLIC_IP", "false", False, True),
     "runner_log_group": ("TERRACE_RUNNER_LOG_GROUP", "/ecs/runner", "/ecs/runner", None),
