@@ -14,6 +14,7 @@ from terrace.services.access.authz import Action
 from terrace.services.access.documents import TeamDocument, TeamDocuments
 from terrace.web import access_serializers, serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
+from terrace.web.documents import resource_ids
 from terrace.web.jsonapi import JSONAPIResponse, JSONBody, attributes, read_document, respond, respond_page
 
 router = APIRouter(prefix="/api/v2")
@@ -74,15 +75,7 @@ def delete_team(team_id: str, container: ContainerDep, principal: PrincipalDep) 
 
 # members ---------------------------------------------------------------------------------------
 def _refs(body: Any, type_: str) -> list[str]:
-    data = body.get("data") if isinstance(body, dict) else None
-    if not isinstance(data, list) or not data:
-        raise Invalid(f"data must be a non-empty list of {{type: {type_}, id}}", pointer="/data")
-    ids = []
-    for ref in data:
-        if not isinstance(ref, dict) or ref.get("type") != type_ or not isinstance(ref.get("id"), str):
-            raise Invalid(f"each member must be {{type: {type_}, id}}", pointer="/data")
-        ids.append(ref["id"])
-    return ids
+    return resource_ids(body, type_, untyped=False)
 
 
 def _user_ids(container: Container, principal: Principal, team: Team, body: Any, by: str) -> set[str]:

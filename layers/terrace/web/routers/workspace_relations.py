@@ -10,6 +10,7 @@ from terrace.domain.errors import Invalid
 from terrace.domain.tags import TagRef, all_bindings
 from terrace.web import bodies, serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
+from terrace.web.documents import resource_ids, tag_entries
 from terrace.web.jsonapi import JSONAPIResponse, JSONBody, respond, respond_page
 from terrace.web.routers.workspaces import serialize
 
@@ -24,27 +25,11 @@ def _data_list(body: Any) -> list[Any]:
 
 
 def _tag_refs(body: Any) -> list[TagRef]:
-    refs = []
-    for item in _data_list(body):
-        if not isinstance(item, dict):
-            raise Invalid("each tag is {type: tags, id} or {type: tags, attributes: {name}}", pointer="/data")
-        attrs = item.get("attributes")
-        tag_id, name = item.get("id"), attrs.get("name") if isinstance(attrs, dict) else None
-        if not isinstance(tag_id, str | None) or not isinstance(name, str | None):
-            raise Invalid("a tag's id and attributes.name are strings", pointer="/data")
-        refs.append(TagRef(id=tag_id or None, name=name or None))
-    return refs
+    return [TagRef(id=tag_id, name=name) for tag_id, name in tag_entries(body)]
 
 
 def _ids(body: Any, type_: str) -> list[str]:
-    ids = []
-    for item in _data_list(body):
-        if not isinstance(item, dict) or not isinstance(item.get("id"), str) or item.get("type") not in (type_, None):
-            raise Invalid(f"each entry is {{type: {type_}, id}}", pointer="/data")
-        ids.append(item["id"])
-    if not ids:
-        raise Invalid(f"at least one of {type_} is required", pointer="/data")
-    return ids
+    return resource_ids(body, type_)
 
 
 # organization tags -----------------------------------------------------------------------------
