@@ -88,6 +88,16 @@ class RoundTrip:
         self.serial += 1
         return make_state(size, self.serial, self.lineage)
 
+    def _finalized(self, sv_id: str, deadline_s: float = 60.0) -> dict[str, Any]:
+        """The state version once its upload's landing was handled (S3's notification through the events queue on
+        moto; the embedded blob server hands it over before its PUT answers), as a client's poll sees it."""
+        deadline = time.monotonic() + deadline_s
+        while True:
+            final = self.api.data("GET", f"/api/v2/state-versions/{sv_id}")
+            if final["attributes"]["status"] != "pending" or time.monotonic() > deadline:
+                return final
+            time.sleep(0.01)
+
     def terrace(self, raw: bytes, memory: dict[str, float] | None = None) -> dict[str, float]:
         """One round trip; step times in seconds (and, with `memory`, each step's RSS growth in MB)."""
         steps: dict[str, float] = {}
@@ -107,8 +117,8 @@ class RoundTrip:
             self.client.put(attrs["hosted-state-upload-url"], raw)
             self.client.put(attrs["hosted-json-state-upload-url"], self.json_state)
         index_before = self.index_s
-        with self._step("finalize", steps, memory):
-            final = self.api.data("GET", f"/api/v2/state-versions/{sv['id']}")
+        with self._step("finalize", steps, memory):  # the landing event finalizes it (reads never write): poll
+            final = self._finalized(sv["id"])
         steps["of which resource index"] = self.index_s - index_before
         if final["attributes"]["status"] != "finalized":
             raise RuntimeError(f"state version not finalized: {final['attributes']}")

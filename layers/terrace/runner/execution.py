@@ -26,7 +26,7 @@ from terrace.runner import commands, sandbox
 from terrace.runner.client import ApiError, RunnerApi, Transfers
 from terrace.runner.config import RunnerConfig
 from terrace.runner.job_folder import JobFolder, UnsafeJobFile
-from terrace.runner.job_setup import Job, JobCanceled, JobFailed, JobSteps, check_cancel, intact
+from terrace.runner.job_setup import Job, JobCanceled, JobFailed, JobSteps, check_cancel
 from terrace.runner.logstream import LogStream
 from terrace.runner.plan_cache import HeldPlan, PlanCache
 from terrace.runner.plan_files import check_recorded, md5_of, same_file
@@ -203,7 +203,7 @@ class JobExecutor:
         self.steps.banner(job, f"applying run {spec.run_id}")
         if held is not None:
             stored = self._download_plan(job)
-            if intact(held.folder, held.cwd) and same_file(stored, held.plan_file):
+            if held.folder.intact(held.cwd) and same_file(stored, held.plan_file):
                 self.steps.resume(job, held.cwd)
             else:
                 job.log.line("The plan's working directory does not hold the stored plan: starting afresh.")

@@ -213,6 +213,20 @@ class JobFolder:
         for top in self._tops():
             os.chmod(top, 0o711)
 
+    def intact(self, cwd: Path) -> bool:
+        """Every folder from this one down to `cwd` (the job's working directory), `home` and `tmp` is a real
+        folder, not a link the job left: a held folder is reused for its apply only then."""
+        try:
+            for path in (cwd, self.home, self.tmp_dir):
+                top = self.short_tmp if self.short_tmp is not None and path == self.tmp_dir else self.path
+                parts = path.relative_to(top).parts
+                for depth in range(len(parts) + 1):
+                    if not stat.S_ISDIR(os.lstat(top.joinpath(*parts[:depth])).st_mode):
+                        return False
+        except (OSError, ValueError):
+            return False
+        return True
+
     def remove(self) -> None:
         for top in self._tops():
             shutil.rmtree(top, ignore_errors=True)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import stat
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -164,17 +163,3 @@ class JobSteps:
 def check_cancel(job: Job) -> None:
     if job.control.requested:
         raise JobCanceled()
-
-
-def intact(folder: JobFolder, cwd: Path) -> bool:
-    """Every folder from the job folder down to `cwd`, `home` and `tmp` is a real folder, not a link a job left."""
-    try:
-        for path in (cwd, folder.home, folder.tmp_dir):
-            top = folder.short_tmp if folder.short_tmp is not None and path == folder.tmp_dir else folder.path
-            parts = path.relative_to(top).parts
-            for depth in range(len(parts) + 1):
-                if not stat.S_ISDIR(os.lstat(top.joinpath(*parts[:depth])).st_mode):
-                    return False
-    except (OSError, ValueError):
-        return False
-    return True
