@@ -113,6 +113,10 @@ def local_stack(
         )
         # the benches measure the server: TFC's per-token request limit (which one token shared by many benchmark
         # clients exceeds at once) is off unless a benchmark asks for it
+        if not workers:  # the events consumer is on the data path (an upload's landing finalizes its version)
+            from terrace.local import workers as local_workers
+
+            local.background_tasks = [local_workers.events]
         local.settings_overrides.update({"api_rate_limit_per_s": 0, **overrides})
         info = local.start()
         stack = Stack(local=local, state_dir=Path(tmp), **info.as_dict())

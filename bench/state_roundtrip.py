@@ -119,7 +119,6 @@ class RoundTrip:
         index_before = self.index_s
         with self._step("finalize", steps, memory):  # the landing event finalizes it (reads never write): poll
             final = self._finalized(sv["id"])
-        steps["of which resource index"] = self.index_s - index_before
         if final["attributes"]["status"] != "finalized":
             raise RuntimeError(f"state version not finalized: {final['attributes']}")
         with self._step("download", steps, memory):  # the API's URL, which redirects to the blob's
@@ -130,7 +129,19 @@ class RoundTrip:
             raise RuntimeError("downloaded state differs from the uploaded one")
         steps["total"] = sum(v for k, v in steps.items() if not k.startswith("of which"))
         steps["process cpu"] = time.process_time() - cpu
+        # the resource index is built after finalization (`state.uploaded`), off the client's path: waited for
+        # here, outside the round trip, so that it never runs into the next one
+        self._indexed(sv["id"])
+        steps["of which resource index"] = 0.0
+        steps["resource index, after the trip"] = self.index_s - index_before
         return steps
+
+    def _indexed(self, sv_id: str, deadline_s: float = 120.0) -> None:
+        deadline = time.monotonic() + deadline_s
+        while not self.api.data("GET", f"/api/v2/state-versions/{sv_id}")["attributes"]["resources-processed"]:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"state version {sv_id} was not indexed in {deadline_s} s")
+            time.sleep(0.01)
 
     @contextmanager
     def _step(self, name: str, steps: dict[str, float], memory: dict[str, float] | None) -> Iterator[None]:
@@ -273,7 +284,7 @@ def run(quick: bool = False) -> Outcome:
                     steps["total"] - steps["of which resource index"],
                     base,
                     target=f"<= {TARGET_RATIO}x",
-                    note="moto transact_write_items cost removed",
+                    note="the index is built after the round trip (state.uploaded), off the client's path",
                 )
                 outcome.details[f"{size_mb}MB"] = {
                     "size_bytes": len(raw),
