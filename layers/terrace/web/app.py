@@ -30,6 +30,7 @@ from terrace.web.routers import (
     ssh_keys,
     state_versions,
     teams,
+    varsets,
     workspace_relations,
     workspaces,
 )
@@ -89,7 +90,8 @@ def create_app(container: Container) -> FastAPI:
         app.router.routes.extend(blob_urls.routes)
     app.add_middleware(TrailingSlash)  # routing and every prefix check see `/path`
     app.add_middleware(SecurityHeaders)  # outermost of all: every response, a 413 too, gets them
-    for module in (discovery, organizations, workspaces, workspace_relations, accounts, ssh_keys, oauth, retention):
+    for module in (discovery, organizations, workspaces, workspace_relations, varsets, accounts, ssh_keys, oauth,
+                   retention):  # fmt: skip
         app.include_router(module.router)
     for access_module in (teams, memberships, projects):
         app.include_router(access_module.router)
