@@ -46,6 +46,7 @@ from terrace.web.ui import states as ui_states
 from terrace.web.ui import terraform_login as ui_terraform_login
 from terrace.web.ui import tokens as ui_tokens
 from terrace.web.ui import variables as ui_variables
+from terrace.web.ui import varsets as ui_varsets
 from terrace.web.ui import workspaces as ui_workspaces
 
 
@@ -100,7 +101,7 @@ def create_app(container: Container) -> FastAPI:
     for run_module in (configuration_versions, runs, run_stages, phases, runner_api):
         app.include_router(run_module.router)
     ui_auth.install(app)
-    for ui_module in (ui_auth, ui_tokens, ui_organizations, ui_workspaces, ui_variables):
+    for ui_module in (ui_auth, ui_tokens, ui_organizations, ui_workspaces, ui_variables, ui_varsets):
         app.include_router(ui_module.router)
     for ui_page in (ui_runs, ui_states, ui_search, ui_settings, ui_terraform_login, ui_oidc):
         app.include_router(ui_page.router)

@@ -60,6 +60,10 @@ class VarsetViews:
         project = self._projects.get(principal, project_id)
         return [self.present(vs, include) for vs in self._varsets.of_project(principal, project, query)]
 
+    def choices(self, principal: Principal, organization: str) -> tuple[list[Workspace], list[Project]]:
+        """What the UI offers to apply a set to: the organization's workspaces the caller can see, its projects."""
+        return self._workspaces.list(principal, organization), self._projects.list(principal, organization)
+
     def _workspace(self, workspace_id: str) -> Workspace | None:
         try:
             return self._workspaces.load(workspace_id)
