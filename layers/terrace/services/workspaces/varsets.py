@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from terrace.adapters.table import ConditionFailed, Delete, Put, Table, WriteOp
@@ -19,7 +20,7 @@ from terrace.domain.ids import looks_like, new_id
 from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal
 from terrace.domain.projects import Project, default_project_id
-from terrace.domain.varsets import VariableSet
+from terrace.domain.varsets import VariableSet, from_item, index_of, to_item
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action, Authorizer
 from terrace.services.access.organizations import OrganizationService
@@ -28,10 +29,6 @@ from terrace.services.optimistic import optimistic
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 MAX_ATTACHMENTS = 1000  # workspaces (and, apart, projects) one set may apply to: the item stays far below 400 KB
-
-
-def index_of(org_key: str) -> str:
-    return f"org#{org_key}#varsets"
 
 
 def _names(org_key: str) -> str:
@@ -44,42 +41,6 @@ def vars_index(varset_id: str) -> str:
 
 def key_claims(varset_id: str) -> str:
     return f"{varset_id}#varkeys"
-
-
-def from_item(item: dict[str, Any]) -> VariableSet:
-    return VariableSet(
-        id=item["id"],
-        organization=item["organization"],
-        name=item["name"],
-        description=item.get("description", ""),
-        global_=bool(item.get("global", False)),
-        priority=bool(item.get("priority", False)),
-        workspace_ids=tuple(item.get("workspace_ids", [])),
-        project_ids=tuple(item.get("project_ids", [])),
-        created_at=item["created_at"],
-        updated_at=item.get("updated_at", item["created_at"]),
-        version=int(item["version"]),
-    )
-
-
-def _item(vs: VariableSet) -> dict[str, Any]:
-    return {
-        "pk": vs.id,
-        "sk": "varset",
-        "gsi1pk": index_of(vs.organization),
-        "gsi1sk": vs.name,
-        "id": vs.id,
-        "organization": vs.organization,
-        "name": vs.name,
-        "description": vs.description,
-        "global": vs.global_,
-        "priority": vs.priority,
-        "workspace_ids": list(vs.workspace_ids),
-        "project_ids": list(vs.project_ids),
-        "created_at": vs.created_at,
-        "updated_at": vs.updated_at,
-        "version": vs.version,
-    }
 
 
 class VariableSetService:
@@ -169,7 +130,7 @@ class VariableSetService:
         extra = more(vs) if more else []
         claim = {"pk": _names(org.key), "sk": vs.name, "varset_id": vs.id}
         try:
-            self._table.transact([Put(claim, if_absent=True), Put(_item(vs), if_absent=True), *extra])
+            self._table.transact([Put(claim, if_absent=True), Put(to_item(vs), if_absent=True), *extra])
         except ConditionFailed as exc:
             raise _name_taken(vs.name) from exc
         return vs
@@ -187,18 +148,15 @@ class VariableSetService:
 
         def change(vs: VariableSet) -> VariableSet:
             name = model.check_name(attrs["name"]) if "name" in attrs else vs.name
-            changed = VariableSet(
-                **{
-                    **vs.__dict__,
-                    "name": name,
-                    "description": model.check_description(attrs.get("description", vs.description)),
-                    "global_": model.check_flag(attrs, "global", vs.global_),
-                    "priority": model.check_flag(attrs, "priority", vs.priority),
-                }
+            changed = replace(
+                vs,
+                name=name,
+                description=model.check_description(attrs.get("description", vs.description)),
+                global_=model.check_flag(attrs, "global", vs.global_),
+                priority=model.check_flag(attrs, "priority", vs.priority),
             )
             if workspace_ids is not None:
-                changed = self._attached(VariableSet(**{**changed.__dict__, "workspace_ids": ()}), workspace_ids, [],
-                                         add=True)  # fmt: skip
+                changed = self._attached(replace(changed, workspace_ids=()), workspace_ids, [], add=True)
             return changed
 
         return self._write(varset_id, change)
@@ -268,7 +226,7 @@ class VariableSetService:
         if len(ws_ids) > MAX_ATTACHMENTS or len(prj_ids) > MAX_ATTACHMENTS:
             raise Invalid(f"a variable set applies to at most {MAX_ATTACHMENTS} workspaces and projects",
                           pointer="/data")  # fmt: skip
-        return VariableSet(**{**vs.__dict__, "workspace_ids": tuple(ws_ids), "project_ids": tuple(prj_ids)})
+        return replace(vs, workspace_ids=tuple(ws_ids), project_ids=tuple(prj_ids))
 
     def _workspace_org(self, ws_id: str) -> str | None:
         try:
@@ -280,9 +238,8 @@ class VariableSetService:
         def step() -> VariableSet:
             current = self.load(varset_id)
             changed = change(current)
-            changed = VariableSet(**{**changed.__dict__, "version": current.version + 1,
-                                     "updated_at": clock.now_iso()})  # fmt: skip
-            ops: builtins.list[WriteOp] = [Put(_item(changed), if_version=current.version)]
+            changed = replace(changed, version=current.version + 1, updated_at=clock.now_iso())
+            ops: builtins.list[WriteOp] = [Put(to_item(changed), if_version=current.version)]
             if changed.name != current.name:
                 claim = {"pk": _names(current.organization), "sk": changed.name, "varset_id": varset_id}
                 ops += [Put(claim, if_absent=True), Delete(_names(current.organization), current.name)]
@@ -301,12 +258,10 @@ class VariableSetService:
 
 
 def _detached(vs: VariableSet, workspaces: builtins.list[str], projects: builtins.list[str]) -> VariableSet:
-    return VariableSet(
-        **{
-            **vs.__dict__,
-            "workspace_ids": tuple(w for w in vs.workspace_ids if w not in workspaces),
-            "project_ids": tuple(p for p in vs.project_ids if p not in projects),
-        }
+    return replace(
+        vs,
+        workspace_ids=tuple(w for w in vs.workspace_ids if w not in workspaces),
+        project_ids=tuple(p for p in vs.project_ids if p not in projects),
     )
 
 
