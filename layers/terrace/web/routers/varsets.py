@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from terrace.domain.errors import Invalid
+from terrace.web import bodies
 from terrace.web import varset_serializers as ser
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONAPIResponse, JSONBody, attributes, includes, paginate, read_document, respond
@@ -60,7 +61,7 @@ def list_varsets(org: str, request: Request, container: ContainerDep, principal:
     return _page(request, container.varset_views.of_organization(principal, org, _query(request), includes(request)))
 
 
-@router.post("/organizations/{org}/varsets")
+@router.post("/organizations/{org}/varsets", openapi_extra=bodies.VARSET)
 def create_varset(org: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     data = read_document(body, "varsets")
     variables = [attributes(v) for v in _related(data, "vars", "vars") or []]
@@ -81,7 +82,7 @@ def read_varset(varset_id: str, request: Request, container: ContainerDep, princ
     return respond(ser.varset(view), included=ser.included([view]))
 
 
-@router.patch("/varsets/{varset_id}")
+@router.patch("/varsets/{varset_id}", openapi_extra=bodies.VARSET)
 def update_varset(
     varset_id: str, request: Request, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
@@ -105,24 +106,24 @@ def _apply(varset_id: str, body: Any, container: Any, principal: Any, kind: str,
     return Response(status_code=204)
 
 
-@router.post("/varsets/{varset_id}/relationships/workspaces")
+@router.post("/varsets/{varset_id}/relationships/workspaces", openapi_extra=bodies.WORKSPACE_REFS)
 def apply_to_workspaces(varset_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Response:
     return _apply(varset_id, body, container, principal, "workspaces", True)
 
 
-@router.delete("/varsets/{varset_id}/relationships/workspaces")
+@router.delete("/varsets/{varset_id}/relationships/workspaces", openapi_extra=bodies.WORKSPACE_REFS)
 def remove_from_workspaces(
     varset_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> Response:
     return _apply(varset_id, body, container, principal, "workspaces", False)
 
 
-@router.post("/varsets/{varset_id}/relationships/projects")
+@router.post("/varsets/{varset_id}/relationships/projects", openapi_extra=bodies.PROJECT_REFS)
 def apply_to_projects(varset_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Response:
     return _apply(varset_id, body, container, principal, "projects", True)
 
 
-@router.delete("/varsets/{varset_id}/relationships/projects")
+@router.delete("/varsets/{varset_id}/relationships/projects", openapi_extra=bodies.PROJECT_REFS)
 def remove_from_projects(varset_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Response:
     return _apply(varset_id, body, container, principal, "projects", False)
 
@@ -162,7 +163,7 @@ def list_set_variables(
     return respond([ser.set_variable(v) for v in page], meta=meta, links=links)
 
 
-@router.post("/varsets/{varset_id}/relationships/vars")
+@router.post("/varsets/{varset_id}/relationships/vars", openapi_extra=bodies.VARIABLE)
 def create_set_variable(
     varset_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
@@ -175,7 +176,7 @@ def read_set_variable(varset_id: str, var_id: str, container: ContainerDep, prin
     return respond(ser.set_variable(container.set_variables.get(principal, varset_id, var_id)))
 
 
-@router.patch("/varsets/{varset_id}/relationships/vars/{var_id}")
+@router.patch("/varsets/{varset_id}/relationships/vars/{var_id}", openapi_extra=bodies.VARIABLE)
 def update_set_variable(
     varset_id: str, var_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
