@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from terrace.domain.principal import Principal
-from terrace.domain.runs import Run
 from terrace.domain.varsets import RUN, WORKSPACE, Candidate, EffectiveVariable, Source, effective
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action
@@ -71,7 +70,7 @@ class EffectiveVariables:
                 "name": source.name,
                 "scope": source.scope,
                 "priority": source.priority,
-            },  # fmt: skip
+            },
         }
         if entry["sensitive"]:
             context = (
@@ -83,13 +82,6 @@ class EffectiveVariables:
         else:
             entry["value"] = item.get("value", "")
         return entry
-
-    @staticmethod
-    def recorded_sources(run: Run) -> list[dict[str, Any]]:
-        """What a run's page shows of the variables it recorded: key, category, sensitivity and source, no value."""
-        return [
-            {k: entry[k] for k in ("key", "category", "sensitive", "source")} for entry in run.resolved_variables or []
-        ]
 
 
 def _effective(item: dict[str, Any], source: Source) -> EffectiveVariable:
