@@ -242,6 +242,8 @@ OPERATIONS: dict[str, tuple[Action, int, Callable[[World, str, dict[str, str]], 
     "api: list runs": (Action.READ_RUNS, 200, _get("/workspaces/{ws}/runs")),
     "api: read variables": (Action.READ_VARIABLES, 200, _get("/workspaces/{ws}/vars")),
     "api: create variable": (Action.WRITE_VARIABLES, 201, _create_var),
+    "api: effective variables": (Action.READ_VARIABLES, 200, _get("/workspaces/{ws}/all-vars")),
+    "api: workspace's variable sets": (Action.READ_VARIABLES, 200, _get("/workspaces/{ws}/varsets")),
     "api: read state version": (Action.READ_STATE, 200, _get("/workspaces/{ws}/current-state-version")),
     "api: read outputs": (Action.READ_STATE_OUTPUTS, 200, _get("/workspaces/{ws}/current-state-version-outputs")),
     "api: queue run": (Action.QUEUE_RUN, 201, _queue_run),
@@ -254,6 +256,8 @@ OPERATIONS: dict[str, tuple[Action, int, Callable[[World, str, dict[str, str]], 
     "log url: plan log": (Action.READ_RUNS, 200, _log_url),
     "ui: workspace page": (Action.READ_WORKSPACE, 200, _ui("/app/{org}/workspaces/app")),
     "ui: variables page": (Action.READ_VARIABLES, 200, _ui("/app/{org}/workspaces/app/variables")),
+    "ui: effective variables page": (
+        Action.READ_VARIABLES, 200, _ui("/app/{org}/workspaces/app/effective-variables")),
 }  # fmt: skip
 
 

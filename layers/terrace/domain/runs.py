@@ -106,6 +106,11 @@ class Run:
     allow_empty_apply: bool = False
     terraform_version: str = "latest"
     variables: list[dict[str, str]] = field(default_factory=list)
+    # The variables the run resolved when it was created, after precedence, each with its source (a variable set,
+    # the workspace, the run) and its value, a sensitive one only as the ciphertext it was stored with and that
+    # ciphertext's encryption context (`services/workspaces/effective_variables.py`). None: created before runs
+    # recorded them (the workspace's current variables are used).
+    resolved_variables: list[dict[str, Any]] | None = None
     cancel_requested_at: float | None = None
     force_cancel_requested: bool = False
     error_message: str | None = None

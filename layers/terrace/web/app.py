@@ -30,6 +30,7 @@ from terrace.web.routers import (
     ssh_keys,
     state_versions,
     teams,
+    varsets,
     workspace_relations,
     workspaces,
 )
@@ -45,6 +46,7 @@ from terrace.web.ui import states as ui_states
 from terrace.web.ui import terraform_login as ui_terraform_login
 from terrace.web.ui import tokens as ui_tokens
 from terrace.web.ui import variables as ui_variables
+from terrace.web.ui import varsets as ui_varsets
 from terrace.web.ui import workspaces as ui_workspaces
 
 
@@ -89,7 +91,8 @@ def create_app(container: Container) -> FastAPI:
         app.router.routes.extend(blob_urls.routes)
     app.add_middleware(TrailingSlash)  # routing and every prefix check see `/path`
     app.add_middleware(SecurityHeaders)  # outermost of all: every response, a 413 too, gets them
-    for module in (discovery, organizations, workspaces, workspace_relations, accounts, ssh_keys, oauth, retention):
+    for module in (discovery, organizations, workspaces, workspace_relations, varsets, accounts, ssh_keys, oauth,
+                   retention):  # fmt: skip
         app.include_router(module.router)
     for access_module in (teams, memberships, projects):
         app.include_router(access_module.router)
@@ -98,7 +101,7 @@ def create_app(container: Container) -> FastAPI:
     for run_module in (configuration_versions, runs, run_stages, phases, runner_api):
         app.include_router(run_module.router)
     ui_auth.install(app)
-    for ui_module in (ui_auth, ui_tokens, ui_organizations, ui_workspaces, ui_variables):
+    for ui_module in (ui_auth, ui_tokens, ui_organizations, ui_workspaces, ui_variables, ui_varsets):
         app.include_router(ui_module.router)
     for ui_page in (ui_runs, ui_states, ui_search, ui_settings, ui_terraform_login, ui_oidc):
         app.include_router(ui_page.router)

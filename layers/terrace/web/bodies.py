@@ -106,17 +106,30 @@ TAGS = raw_json(
     },
     "application/vnd.api+json",
 )
-WORKSPACE_REFS = raw_json(
-    {
-        "type": "object",
-        "properties": {
-            "data": {
-                "type": "array",
-                "items": {"type": "object", "properties": {"type": {"enum": ["workspaces"]}, "id": STRING}},
-            }
+
+
+def _refs(type_: str) -> dict[str, Any]:
+    """`openapi_extra` for a to-many relationship document `{data: [{type, id}, ...]}`."""
+    return raw_json(
+        {
+            "type": "object",
+            "properties": {
+                "data": {
+                    "type": "array",
+                    "items": {"type": "object", "properties": {"type": {"enum": [type_]}, "id": STRING}},
+                }
+            },
         },
-    },
-    "application/vnd.api+json",
+        "application/vnd.api+json",
+    )
+
+
+WORKSPACE_REFS = _refs("workspaces")
+PROJECT_REFS = _refs("projects")
+VARSET = document(
+    "varsets",
+    {"name": _text(128), "description": _text(512), "global": BOOL, "priority": BOOL},
+    required=["name"],
 )
 TAG_BINDINGS = raw_json(
     {

@@ -39,6 +39,7 @@ from terrace.services.runs.scaler import Scaler
 from terrace.services.runs.scheduler import RunScheduler
 from terrace.services.runs.store import RunStore
 from terrace.services.workflows.retention_sweep import RetentionSweep
+from terrace.services.workspaces.effective_variables import EffectiveVariables
 from terrace.services.workspaces.ssh_keys import SSHKeyService
 from terrace.services.workspaces.variables import VariableService
 from terrace.services.workspaces.workspaces import WorkspaceService
@@ -59,6 +60,7 @@ class RunServices:
     tool_versions: ToolVersionService
     workspaces: WorkspaceService
     variables: VariableService
+    effective_variables: EffectiveVariables
     ssh_keys: SSHKeyService
     retention_sweep: RetentionSweep  # a use case (wiring/workflow_services.py); the reaper takes it as a `Sweep`
 
@@ -106,6 +108,7 @@ class RunServices:
             organizations=self.organizations,
         )
         runs.resolve_version = lambda requested: self.tool_versions.resolve(requested)
+        runs.resolve_variables = lambda ws, run_variables: self.effective_variables.resolve_for_run(ws, run_variables)
         return runs
 
     @cached_property

@@ -10,12 +10,14 @@ from terrace.adapters.blobs import BlobStore
 from terrace.adapters.table import Table
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.organizations import OrganizationService
+from terrace.services.access.projects import ProjectService
 from terrace.services.admin.site import SiteAdminService
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.runs.runs import RunService
 from terrace.services.runs.store import RunStore
 from terrace.services.state.versions import StateVersionService
 from terrace.services.workflows.organization_deletion import OrganizationDeletion
+from terrace.services.workflows.project_deletion import ProjectDeletion
 from terrace.services.workflows.purge import Purge
 from terrace.services.workflows.retention_sweep import RetentionSweep
 from terrace.services.workflows.state_rollback import StateRollback
@@ -23,6 +25,7 @@ from terrace.services.workflows.workspace_deletion import WorkspaceDeletion
 from terrace.services.workflows.workspace_overview import WorkspaceOverview
 from terrace.services.workspaces.locking import LockService
 from terrace.services.workspaces.retention import RetentionPolicyService
+from terrace.services.workspaces.varsets import VariableSetService
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 
@@ -37,13 +40,15 @@ class WorkflowServices:
     locks: LockService
     retention_policies: RetentionPolicyService
     state_versions: StateVersionService
+    varsets: VariableSetService
+    projects: ProjectService
     configuration_versions: ConfigurationVersionService
     runs: RunService
     run_store: RunStore
 
     @cached_property
     def purge(self) -> Purge:
-        return Purge(self.table, self.blobs, self.accounts, self.state_versions)
+        return Purge(self.table, self.blobs, self.accounts, self.state_versions, self.varsets)
 
     @cached_property
     def workspace_deletion(self) -> WorkspaceDeletion:
@@ -52,6 +57,10 @@ class WorkflowServices:
     @cached_property
     def organization_deletion(self) -> OrganizationDeletion:
         return OrganizationDeletion(self.organizations, self.workspaces, self.purge, self.site_admin)
+
+    @cached_property
+    def project_deletion(self) -> ProjectDeletion:
+        return ProjectDeletion(self.projects, self.workspaces, self.varsets)
 
     @cached_property
     def workspace_overview(self) -> WorkspaceOverview:

@@ -1,4 +1,5 @@
-"""Workspaces (services/workspaces/): workspaces and their tags, remote state consumers, variables, SSH keys,
+"""Workspaces (services/workspaces/): workspaces and their tags, remote state consumers, variables, variable sets
+(their variables, and what reaches a run: `effective_variables`), SSH keys,
 locks and data retention policies (their sweep, and purge and deletion, are use cases: `workflow_services.py`).
 
 Mixed into `bootstrap.Container`: each service is built on first use from the container's adapters and its
@@ -16,12 +17,16 @@ from terrace.services.access.projects import ProjectService
 from terrace.services.admin.tool_versions import ToolVersionService
 from terrace.services.runs.scheduler import RunScheduler
 from terrace.services.state.versions import StateVersionService
+from terrace.services.workspaces.effective_variables import EffectiveVariables
 from terrace.services.workspaces.locking import LockService
 from terrace.services.workspaces.remote_state import RemoteStateConsumers
 from terrace.services.workspaces.retention import RetentionPolicyService
 from terrace.services.workspaces.ssh_keys import SSHKeyService
 from terrace.services.workspaces.tags import TagService
 from terrace.services.workspaces.variables import VariableService
+from terrace.services.workspaces.varset_variables import SetVariableService
+from terrace.services.workspaces.varset_views import VarsetViews
+from terrace.services.workspaces.varsets import VariableSetService
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 
@@ -53,6 +58,22 @@ class WorkspaceServices:
     @cached_property
     def variables(self) -> VariableService:
         return VariableService(self.table, self.encryptor, self.workspaces)
+
+    @cached_property
+    def varsets(self) -> VariableSetService:
+        return VariableSetService(self.table, self.authz, self.organizations, self.workspaces, self.projects)
+
+    @cached_property
+    def set_variables(self) -> SetVariableService:
+        return SetVariableService(self.table, self.encryptor, self.varsets)
+
+    @cached_property
+    def varset_views(self) -> VarsetViews:
+        return VarsetViews(self.organizations, self.workspaces, self.projects, self.varsets, self.set_variables)
+
+    @cached_property
+    def effective_variables(self) -> EffectiveVariables:
+        return EffectiveVariables(self.workspaces, self.variables, self.varsets, self.set_variables)
 
     @cached_property
     def ssh_keys(self) -> SSHKeyService:

@@ -34,3 +34,5 @@ class Action(StrEnum):
     READ_PROJECTS = "read-projects"
     MANAGE_PROJECTS = "manage-projects"
     MANAGE_WORKSPACE_ACCESS = "manage-workspace-access"  # a workspace's team access (workspace admins too)
+    READ_VARSETS = "read-varsets"  # an organization's variable sets (with their non-sensitive values)
+    MANAGE_VARSETS = "manage-varsets"  # create, change, delete and apply variable sets

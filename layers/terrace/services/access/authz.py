@@ -77,6 +77,11 @@ _ORG_LEVEL: dict[Action, tuple[str, ...]] = {
     Action.MANAGE_ORGANIZATION_ACCESS: ("manage-organization-access",),
     Action.MANAGE_OWNERS_TEAM: (),
     Action.CREATE_WORKSPACE: ("manage-workspaces",),
+    # HCP Terraform: "Manage all workspaces" (and "Manage all projects", which includes it) lets a team manage
+    # variable sets; "Read all workspaces" lets it read them. A workspace's readers see the sets that reach it
+    # through the workspace (READ_VARIABLES there), never the organization's other sets.
+    Action.READ_VARSETS: ("manage-workspaces", "manage-projects", "read-workspaces"),
+    Action.MANAGE_VARSETS: ("manage-workspaces", "manage-projects"),
     Action.MANAGE_ORGANIZATION: (),
     Action.DELETE_ORGANIZATION: (),
 }

@@ -1,5 +1,6 @@
-"""What a runner gets with the job it claimed (`JobSpec`): the run's operation and tool version, its workspace's
-variables (a run variable wins over the workspace's terraform variable of the same key), presigned URLs for the
+"""What a runner gets with the job it claimed (`JobSpec`): the run's operation and tool version, the variables the
+run recorded when it was created (its workspace's, its variable sets' and its own, after precedence:
+`services/workspaces/effective_variables.py`; sensitive ones decrypted only here), presigned URLs for the
 configuration and the plan files (valid for the phase's deadline; the plan's upload URLs create their objects once:
 `If-None-Match: *` signed in on S3, exclusive creation on the embedded server), the MD5 and size recorded for
 the plan file an apply must apply, and the workspace's SSH key."""
@@ -10,7 +11,7 @@ from urllib.parse import urlsplit
 
 from terrace.adapters.blobs import BlobStore
 from terrace.config import Settings
-from terrace.domain.jobs import JobSpec, Operation, RunVariable
+from terrace.domain.jobs import JobSpec, Operation
 from terrace.domain.runs import Run
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.workspaces.ssh_keys import SSHKeyService
@@ -37,14 +38,7 @@ class JobSpecs:
         cv = self._cvs.load(run.configuration_version_id)
         state = run.phase(name)
         ttl = self._settings.phase_deadline_s
-        variables = [
-            v
-            for v in self._variables.for_run(ws.id)
-            if not (v.category == "terraform" and any(rv["key"] == v.key for rv in run.variables))
-        ]
-        variables += [
-            RunVariable(key=v["key"], value=v["value"], category="terraform", hcl=True) for v in run.variables
-        ]
+        variables = self._variables.recorded(run)
         return JobSpec(
             job_id=state.id,
             run_id=run.id,

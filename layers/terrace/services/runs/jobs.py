@@ -242,7 +242,7 @@ class JobService(ApplyHandoff):
             state.log_archived = True
             if status == "errored":
                 detail = error or f"the {name} failed; see its log"
-                detail = Masker(self._variables.sensitive_values(run.workspace_id).values).mask_text(detail)
+                detail = Masker(self._variables.sensitive_values_of(run).values).mask_text(detail)
                 return self._scheduler.finish(run, expected, rs.ERRORED, detail)
             if status == "canceled":
                 return self._scheduler.finish(run, expected, rs.CANCELED)

@@ -71,7 +71,7 @@ class LogService:
         self._read_wait_s, self._sleep = read_wait_s, sleep
 
     def _masker(self, run: Run) -> Masker:
-        return Masker(self._variables.sensitive_values(run.workspace_id).values)
+        return Masker(self._variables.sensitive_values_of(run).values)
 
     # writing -----------------------------------------------------------------------------
     def append(self, phase_id: str, attempt: int, offset: int, data: bytes) -> None:

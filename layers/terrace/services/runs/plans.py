@@ -57,14 +57,14 @@ class PlanService:
         the workspace's sensitive terraform variables, and any string holding a sensitive value (masked)."""
         run, key = self._finished(principal, plan_id)
         plan = redact(json.loads(self._blobs.get(key)))
-        sensitive = self._variables.sensitive_values(run.workspace_id)
+        sensitive = self._variables.sensitive_values_of(run)
         return hide_secrets(plan, sensitive.values, sensitive.terraform_keys)
 
     def hide_secrets_in_json(self, run: Run) -> None:
         """Defence in depth: the stored plan JSON (json-output) holds no sensitive variable value,
         whatever the runner uploaded."""
         key = run.plan.json_key
-        sensitive = self._variables.sensitive_values(run.workspace_id)
+        sensitive = self._variables.sensitive_values_of(run)
         if not sensitive.values or not key or self._blobs.head(key) is None:
             return
         raw = self._blobs.get(key)

@@ -60,6 +60,12 @@ class RunService:
         # a run's terraform-version -> (the exact version it runs with, or why no runner can run it)
         # (bootstrap: ToolVersionService.resolve; unset, the runner decides)
         self.resolve_version: Callable[[str], tuple[str, str | None]] = lambda requested: (requested, None)
+        # the variables a new run records: its workspace's, its variable sets' and its own, after precedence
+        # (bootstrap: EffectiveVariables.resolve_for_run; unset, the run records none and its job spec reads
+        # the workspace's variables when it runs)
+        self.resolve_variables: Callable[[Workspace, list[dict[str, str]]], list[dict[str, Any]] | None] = (
+            lambda ws, run_variables: None
+        )
 
     # reads -------------------------------------------------------------------------------
     def get(self, principal: Principal, run_id: str) -> Run:
@@ -151,6 +157,7 @@ class RunService:
                     "a run that applies without confirmation (auto-apply) needs permission to apply runs "
                     f"in workspace {ws.id}"
                 )
+        run.resolved_variables = self.resolve_variables(ws, run.variables)  # once: a run keeps what it was given
         self._cvs.seal(cv)  # the archive this run plans is final from here
         run.transition(rs.PENDING, now)
         run.status_timestamps["plan-queueable-at"] = now

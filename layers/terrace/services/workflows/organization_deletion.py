@@ -47,7 +47,7 @@ class OrganizationDeletion:
                     self._workspaces.delete(principal, ws)
                 except Conflict:
                     continue  # changed meanwhile: the next sweep reads it again
-                self._purge.workspace_contents(ws.id)
+                self._purge.workspace_contents(ws.id, ws.organization)
         else:
             raise Conflict(f"organization {name} keeps changing while it is deleted; retry")
         self._purge.organization_contents(org.key)

@@ -1,6 +1,6 @@
 """Deleting what a workspace or an organization holds: their runs (events, logs, plans, run tokens, open-run
-index entries), configuration versions, variables, state versions (blobs, outputs, resource index), tags,
-queued jobs and runner tokens.
+index entries), configuration versions, variables, state versions (blobs, outputs, resource index), variable sets
+(a workspace leaves those applied to it), tags, queued jobs and runner tokens.
 
 Deletion goes from the leaves up and ends with the item that makes a thing reachable (the workspace, the
 organization), so a deletion cut short leaves the thing in place, still addressable, and is finished by
@@ -18,6 +18,7 @@ from terrace.domain import runs as run_model
 from terrace.domain.errors import NotFound
 from terrace.services.access.accounts import AccountService
 from terrace.services.state.versions import StateVersionService
+from terrace.services.workspaces.varsets import VariableSetService
 
 log = logging.getLogger(__name__)
 
@@ -27,15 +28,23 @@ RUNNER_TOKENS = "#runners#tokens"  # services/runs/scaler.py: RUNNER_TOKEN_SUBJE
 
 class Purge:
     def __init__(
-        self, table: Table, blobs: BlobStore, accounts: AccountService, state_versions: StateVersionService
+        self,
+        table: Table,
+        blobs: BlobStore,
+        accounts: AccountService,
+        state_versions: StateVersionService,
+        varsets: VariableSetService,
     ) -> None:
+        self._varsets = varsets
         self._table = table
         self._blobs = blobs
         self._accounts = accounts
         self._state_versions = state_versions
 
-    def workspace_contents(self, workspace_id: str) -> None:
-        """Everything stored under a workspace, except the workspace item and its name claim."""
+    def workspace_contents(self, workspace_id: str, org_key: str) -> None:
+        """Everything stored under a workspace, except the workspace item and its name claim; and the workspace
+        leaves the variable sets applied to it."""
+        self._varsets.forget_workspace(org_key, workspace_id)
         for item in self._table.query(f"{workspace_id}#runs", index="gsi1"):
             self._run(run_model.run_from_item(item))
         for item in self._table.query(f"{workspace_id}#cvs", index="gsi1"):
@@ -46,8 +55,9 @@ class Purge:
         self._state_versions.purge(workspace_id)
 
     def organization_contents(self, org_key: str) -> None:
-        """What an organization holds beside its workspaces: queued jobs, SSH keys, tags, runner and organization
-        tokens."""
+        """What an organization holds beside its workspaces: variable sets, queued jobs, SSH keys, tags, runner and
+        organization tokens."""
+        self._varsets.purge_organization(org_key)
         self._delete_all(self._table.query(f"org#{org_key}#jobs"))
         self._delete_all(self._table.query(f"org#{org_key}#ssh-keys", index="gsi1"))  # services/workspaces/ssh_keys.py
         for tag in self._table.query(f"org#{org_key}#tags"):

@@ -35,4 +35,4 @@ class WorkspaceDeletion:
         what it held. `safe` refuses while it manages resources or a user holds its lock (`Conflict`)."""
         self._runs.end_for_deletion(principal, ws, safe=safe)
         self._workspaces.delete(principal, self._workspaces.load(ws.id), safe=safe)
-        self._purge.workspace_contents(ws.id)
+        self._purge.workspace_contents(ws.id, ws.organization)

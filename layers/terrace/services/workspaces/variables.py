@@ -6,6 +6,7 @@ import builtins
 import secrets
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from terrace.adapters.encryptor import Encryptor
@@ -15,6 +16,7 @@ from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import looks_like, new_id
 from terrace.domain.jobs import RunVariable
 from terrace.domain.principal import Principal
+from terrace.domain.runs import Run
 from terrace.domain.variables import ENV_KEY, KEY_MAX, MAX_VALUE_BYTES, TERRAFORM_KEY, SensitiveValues, Variable
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action
@@ -68,6 +70,13 @@ class VariableService:
 
     def _items(self, ws_id: str) -> list[dict[str, Any]]:
         return self._table.query(f"{ws_id}#vars", index="gsi1")
+
+    def items(self, ws_id: str) -> list[dict[str, Any]]:
+        """The workspace's stored variables, sensitive ones as ciphertext (no permission check)."""
+        return self._items(ws_id)
+
+    def context(self, ws_id: str, var_id: str) -> dict[str, str]:
+        return self._context(ws_id, var_id)
 
     def list(self, principal: Principal, ws: Workspace) -> list[Variable]:
         self._workspaces.authorize(principal, Action.READ_VARIABLES, ws)
@@ -127,19 +136,27 @@ class VariableService:
         item = self._item(ws, var_id)
         self._table.transact([Delete(var_id, "var"), Delete(f"{ws.id}#varkeys", f"{item['category']}#{item['key']}")])
 
-    def _decrypt(self, workspace_id: str, item: dict[str, Any]) -> str:
-        ciphertext = item["ciphertext"]
-        key = f"{workspace_id}:{item['id']}:{ciphertext}"  # the same KMS context, or a fresh decrypt
+    def _fill(self, item: dict[str, Any], attrs: dict[str, Any], *, creating: bool) -> None:
+        context = self._context(item["workspace_id"], item["id"])
+        fill_variable(item, attrs, creating=creating, encrypt=lambda value: self._encryptor.encrypt(value, context))
+        item["gsi1pk"], item["gsi1sk"] = f"{item['workspace_id']}#vars", f"{item['category']}#{item['key']}"
+
+    def decrypt(self, ciphertext: str, context: dict[str, str]) -> str:
+        """A sensitive value (a workspace's, a variable set's, or one a run recorded), kept a while per process."""
+        key = f"{sorted(context.items())}:{ciphertext}"  # the same KMS context, or a fresh decrypt
         with self._decrypted_lock:
             if key in self._decrypted:
                 self._decrypted.move_to_end(key)
                 return self._decrypted[key]
-        value = self._encryptor.decrypt(ciphertext, self._context(workspace_id, item["id"]))
+        value = self._encryptor.decrypt(ciphertext, context)
         with self._decrypted_lock:
             self._decrypted[key] = value
             while len(self._decrypted) > DECRYPTED_CACHE:
                 self._decrypted.popitem(last=False)
         return value
+
+    def _decrypt(self, workspace_id: str, item: dict[str, Any]) -> str:
+        return self.decrypt(item["ciphertext"], self._context(workspace_id, item["id"]))
 
     def sensitive_values(self, workspace_id: str) -> SensitiveValues:
         """The workspace's sensitive values, to mask in its logs and plans (never returned by the API)."""
@@ -147,6 +164,36 @@ class VariableService:
         return SensitiveValues(
             values=tuple(self._decrypt(workspace_id, item) for item in items),
             terraform_keys=frozenset(item["key"] for item in items if item["category"] == "terraform"),
+        )
+
+    def recorded(self, run: Run) -> builtins.list[RunVariable]:
+        """The variables a run recorded when it was created (`effective_variables.py`), decrypted for its runner;
+        a run created before runs recorded them gets the workspace's variables and its own, as then."""
+        if run.resolved_variables is None:
+            own = [v for v in self.for_run(run.workspace_id)
+                   if not (v.category == "terraform" and any(rv["key"] == v.key for rv in run.variables))]  # fmt: skip
+            return own + [RunVariable(key=v["key"], value=v["value"], category="terraform", hcl=True)
+                          for v in run.variables]  # fmt: skip
+        return [
+            RunVariable(
+                key=entry["key"],
+                value=self.decrypt(entry["ciphertext"], entry["context"]) if entry["sensitive"] else entry["value"],
+                category=entry["category"],
+                hcl=entry["hcl"],
+                sensitive=entry["sensitive"],
+            )
+            for entry in run.resolved_variables
+        ]
+
+    def sensitive_values_of(self, run: Run) -> SensitiveValues:
+        """What to mask in a run's logs and plans: the sensitive values it recorded, and its workspace's."""
+        own = self.sensitive_values(run.workspace_id)
+        recorded = [entry for entry in run.resolved_variables or [] if entry["sensitive"]]
+        return SensitiveValues(
+            values=tuple(
+                dict.fromkeys([*own.values, *(self.decrypt(e["ciphertext"], e["context"]) for e in recorded)])
+            ),
+            terraform_keys=own.terraform_keys | frozenset(e["key"] for e in recorded if e["category"] == "terraform"),
         )
 
     def for_run(self, workspace_id: str) -> builtins.list[RunVariable]:
@@ -167,44 +214,48 @@ class VariableService:
             )
         return found
 
-    def _fill(self, item: dict[str, Any], attrs: dict[str, Any], *, creating: bool) -> None:
-        # attributes other than these (TFC's read-only ones, `type`, anything new) are ignored, as TFC does
-        category = attrs.get("category", item.get("category"))
-        if category not in CATEGORIES:
-            raise Invalid("category must be terraform or env", pointer="/data/attributes/category")
-        key = _str(attrs, "key", item.get("key", ""))
-        pattern = TERRAFORM_KEY if category == "terraform" else ENV_KEY
-        if not key or len(key) > KEY_MAX or not pattern.match(key):
-            raise Invalid(f"{key!r} is not a valid {category} variable name", pointer="/data/attributes/key")
-        was_sensitive = bool(item.get("sensitive", False))
-        sensitive = _bool(attrs, "sensitive", was_sensitive)
-        if was_sensitive and not sensitive:
-            raise Invalid(
-                "a sensitive variable cannot be made non-sensitive; delete and re-create it",
-                pointer="/data/attributes/sensitive",
-            )
-        item.update(
-            key=key,
-            category=category,
-            sensitive=sensitive,
-            hcl=_bool(attrs, "hcl", item.get("hcl", False)),
-            description=limits.text(
-                _str(attrs, "description", item.get("description", "")), "description", limits.VARIABLE_DESCRIPTION_MAX
-            ),
+
+def fill_variable(
+    item: dict[str, Any], attrs: dict[str, Any], *, creating: bool, encrypt: Callable[[str], str]
+) -> None:
+    """Validate `attrs` and apply them to a stored variable `item` (a workspace's or a variable set's): the same
+    rules for both. A sensitive value is stored only as `encrypt(value)`; a sensitive variable stays sensitive."""
+    # attributes other than these (TFC's read-only ones, `type`, anything new) are ignored, as TFC does
+    category = attrs.get("category", item.get("category"))
+    if category not in CATEGORIES:
+        raise Invalid("category must be terraform or env", pointer="/data/attributes/category")
+    key = _str(attrs, "key", item.get("key", ""))
+    pattern = TERRAFORM_KEY if category == "terraform" else ENV_KEY
+    if not key or len(key) > KEY_MAX or not pattern.match(key):
+        raise Invalid(f"{key!r} is not a valid {category} variable name", pointer="/data/attributes/key")
+    was_sensitive = bool(item.get("sensitive", False))
+    sensitive = _bool(attrs, "sensitive", was_sensitive)
+    if was_sensitive and not sensitive:
+        raise Invalid(
+            "a sensitive variable cannot be made non-sensitive; delete and re-create it",
+            pointer="/data/attributes/sensitive",
         )
-        if "value" in attrs or creating:
-            value = _str(attrs, "value")
-        elif sensitive and not was_sensitive:
-            value = item.get("value", "")
+    item.update(
+        key=key,
+        category=category,
+        sensitive=sensitive,
+        hcl=_bool(attrs, "hcl", item.get("hcl", False)),
+        description=limits.text(
+            _str(attrs, "description", item.get("description", "")), "description", limits.VARIABLE_DESCRIPTION_MAX
+        ),
+    )
+    if "value" in attrs or creating:
+        value = _str(attrs, "value")
+    elif sensitive and not was_sensitive:
+        value = item.get("value", "")
+    else:
+        value = None
+    if value is not None:
+        if len(value.encode()) > MAX_VALUE_BYTES:
+            raise Invalid(f"value is longer than {MAX_VALUE_BYTES} bytes", pointer="/data/attributes/value")
+        if sensitive:
+            item["ciphertext"] = encrypt(value)
+            item.pop("value", None)
         else:
-            value = None
-        if value is not None:
-            if len(value.encode()) > MAX_VALUE_BYTES:
-                raise Invalid(f"value is longer than {MAX_VALUE_BYTES} bytes", pointer="/data/attributes/value")
-            if sensitive:
-                item["ciphertext"] = self._encryptor.encrypt(value, self._context(item["workspace_id"], item["id"]))
-                item.pop("value", None)
-            else:
-                item["value"] = value
-        item["version_id"] = secrets.token_hex(16)  # random: reveals nothing about the value; new on every change
-        item["gsi1pk"], item["gsi1sk"] = f"{item['workspace_id']}#vars", f"{category}#{key}"
+            item["value"] = value
+    item["version_id"] = secrets.token_hex(16)  # random: reveals nothing about the value; new on every change

@@ -54,9 +54,7 @@ def update_project(project_id: str, body: JSONBody, container: ContainerDep, pri
 
 @router.delete("/projects/{project_id}")
 def delete_project(project_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
-    project = container.projects.get(principal, project_id)
-    count = len(container.workspaces.in_project(project.organization, project.id))
-    container.projects.delete(principal, project_id, count)
+    container.project_deletion.delete(principal, project_id)
     return Response(status_code=204)
 
 

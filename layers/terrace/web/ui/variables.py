@@ -19,7 +19,8 @@ def _page(request: Request, container: Any, session: Any, organization: str, ws:
     return render(request, "variables.html", session, organization=organization, ws=ws, variables=variables, **extra)
 
 
-def _attributes(form: dict[str, str]) -> dict[str, Any]:
+def variable_attributes(form: dict[str, str]) -> dict[str, Any]:
+    """A variable form's fields as the API's attributes (the variable sets' page uses them too)."""
     return {
         "key": form.get("key", "").strip(),
         "value": form.get("value", ""),
@@ -42,7 +43,7 @@ def create_variable(
 ) -> Any:
     ws = container.workspaces.get_by_name(session.principal, organization, name)
     try:
-        container.variables.create(session.principal, ws, _attributes(form))
+        container.variables.create(session.principal, ws, variable_attributes(form))
     except (errors.Invalid, errors.Conflict) as exc:
         kept = {k: v for k, v in form.items() if k != "value"}  # a rejected value is never echoed back
         return _page(
@@ -87,7 +88,7 @@ def update_variable(
     """The API's PATCH through the form: a sensitive variable stays sensitive, and a blank value keeps its value."""
     ws = container.workspaces.get_by_name(session.principal, organization, name)
     var = container.variables.get(session.principal, ws, var_id)
-    attrs = _attributes(form)
+    attrs = variable_attributes(form)
     attrs["sensitive"] = attrs["sensitive"] or var.sensitive
     if var.sensitive and not attrs["value"]:
         del attrs["value"]  # write-only: the form never shows it, so blank means "keep"
