@@ -92,6 +92,7 @@ class Workspace:
     description: str = ""
     execution_mode: str = "remote"
     auto_apply: bool = False
+    auto_apply_run_trigger: bool = False  # runs its run triggers queue apply without confirmation
     terraform_version: str = "latest"
     working_directory: str = ""
     global_remote_state: bool = False
@@ -136,6 +137,7 @@ _SIMPLE = (
     "description",
     "execution_mode",
     "auto_apply",
+    "auto_apply_run_trigger",
     "terraform_version",
     "working_directory",
     "global_remote_state",

@@ -18,6 +18,7 @@ from terrace.services.state.versions import StateVersionService
 from terrace.services.workspaces.locking import LockService
 from terrace.services.workspaces.remote_state import RemoteStateConsumers
 from terrace.services.workspaces.retention import RetentionPolicyService
+from terrace.services.workspaces.run_triggers import RunTriggerService
 from terrace.services.workspaces.ssh_keys import SSHKeyService
 from terrace.services.workspaces.tags import TagService
 from terrace.services.workspaces.variables import VariableService
@@ -51,6 +52,10 @@ class WorkspaceServices:
     @cached_property
     def variables(self) -> VariableService:
         return VariableService(self.table, self.encryptor, self.workspaces)
+
+    @cached_property
+    def run_triggers(self) -> RunTriggerService:
+        return RunTriggerService(self.table, self.workspaces)
 
     @cached_property
     def ssh_keys(self) -> SSHKeyService:

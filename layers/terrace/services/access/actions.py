@@ -34,3 +34,4 @@ class Action(StrEnum):
     READ_PROJECTS = "read-projects"
     MANAGE_PROJECTS = "manage-projects"
     MANAGE_WORKSPACE_ACCESS = "manage-workspace-access"  # a workspace's team access (workspace admins too)
+    MANAGE_RUN_TRIGGERS = "manage-run-triggers"  # a workspace's source workspaces (its admins)
