@@ -38,6 +38,15 @@ class RunTriggerView:
     sourceable: Workspace
 
 
+@dataclass(frozen=True)
+class SourcesPanel:
+    """The UI's run triggers of a workspace: its sources, the workspaces the caller may add, whether they may."""
+
+    sources: builtins.list[RunTriggerView]
+    candidates: builtins.list[Workspace]
+    can_manage: bool
+
+
 class RunTriggerService:
     def __init__(self, table: Table, workspaces: WorkspaceService) -> None:
         self._table, self._workspaces = table, workspaces
@@ -87,12 +96,15 @@ class RunTriggerService:
         items = self._table.batch_get([model.trigger_key(link["run_trigger_id"]) for link in links])
         return sorted((model.from_item(item) for item in items), key=lambda t: (t.created_at, t.id))
 
-    def candidates(self, principal: Principal, ws: Workspace) -> builtins.list[Workspace]:
-        """Workspaces the caller could add as sources of `ws` (the UI's select): of its organization, whose runs
-        they read, not `ws` and not already a source."""
+    def panel(self, principal: Principal, ws: Workspace) -> SourcesPanel:
+        """The settings page's run triggers: `ws`'s sources and, for its admins, the workspaces they could add
+        (of its organization, whose runs they read, not `ws` and not already a source)."""
+        sources = self.list(principal, ws.id, model.INBOUND)
+        if not self._workspaces.can(principal, Action.MANAGE_RUN_TRIGGERS, ws):
+            return SourcesPanel(sources, [], False)
         taken = {t.sourceable_id for t in self.inbound(ws.id)} | {ws.id}
         found = [w for w in self._workspaces.all_in(ws.organization) if w.id not in taken]
-        return self._workspaces.allowed(principal, Action.READ_RUNS, found)
+        return SourcesPanel(sources, self._workspaces.allowed(principal, Action.READ_RUNS, found), True)
 
     # writes ------------------------------------------------------------------------------
     def create(self, principal: Principal, workspace_id: str, sourceable_id: str | None) -> RunTriggerView:
