@@ -78,7 +78,11 @@ def test_bad_requests_are_tfc_errors_and_write_nothing() -> None:
     assert _trigger(env, target, "ws-doesnotexist1234").status_code == 404
     assert _trigger(env, "ws-doesnotexist1234", source).status_code == 404
     assert env.api("GET", "/run-triggers/nonexisting").status_code == 404
-    assert _trigger(env, target, source).status_code == 201
+    untyped = {"data": {"relationships": {"sourceable": {"data": {"type": "workspaces", "id": source}}}}}
+    assert env.api("POST", f"/workspaces/{target}/run-triggers", untyped).status_code == 201  # TFC's docs' body
+    wrong = {"data": {"type": "workspaces", "relationships": untyped["data"]["relationships"]}}
+    refused = env.api("POST", f"/workspaces/{target}/run-triggers", wrong)
+    assert refused.status_code == 422 and refused.json()["errors"][0]["source"]["pointer"] == "/data/type"
     duplicate = _trigger(env, target, source)
     assert duplicate.status_code == 422 and "already a source" in duplicate.json()["errors"][0]["detail"]
     assert _listed(env, target, "inbound").json()["meta"]["pagination"]["total-count"] == 1

@@ -106,10 +106,8 @@ class RunService:
         return self._create(self._workspaces.load(cv.workspace_id), {}, cv, cv.created_by, cv.may_apply)
 
     def queue_triggered(self, ws: Workspace, cv: ConfigurationVersion, origin: Origin, created_by: str) -> Run:
-        """A run a source workspace's apply queues through a run trigger (`services/workflows/run_trigger_fanout.py`);
-        it applies unconfirmed when the workspace sets `auto-apply-run-trigger`. Its id derives from the source run
-        and the workspace: a second queueing of the same pair is refused by the run's conditional write
-        (`ConditionFailed`)."""
+        """A run queued by a run trigger (`workflows/run_trigger_fanout.py`), auto-applied by `auto-apply-run-trigger`;
+        its id derives from the source run and `ws`: queued twice, the run's write raises `ConditionFailed`."""
         message = f"Triggered by run {origin.source_run_id} of workspace {origin.source_workspace_name}"
         attrs = {"message": message, "auto-apply": ws.auto_apply_run_trigger, "plan-only": False}
         trigger = (triggered_run_id(origin.source_run_id, ws.id), origin.to_dict())

@@ -65,6 +65,8 @@ def list_run_triggers(
 def create_run_trigger(
     workspace_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
+    if isinstance(body, dict) and isinstance(body.get("data"), dict) and not body["data"].get("type"):
+        body["data"]["type"] = "run-triggers"  # HCP Terraform's documented payload names no type
     data = read_document(body, "run-triggers")
     view = container.run_triggers.create(principal, workspace_id, relationship_id(data, "sourceable", "workspaces"))
     return respond(serialize(view), 201)
