@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from terrace.domain.ids import looks_like
+from terrace.domain.workspace import Workspace
 
 MAX_SOURCES = 20  # HCP Terraform's limit of source workspaces per workspace
 RUN_SOURCE = "tfe-run-trigger"  # a triggered run's `source`, as HCP Terraform names it
@@ -26,6 +27,24 @@ class RunTrigger:
     workspace_id: str  # the target: where runs are queued
     sourceable_id: str  # the source workspace whose applies queue them
     created_at: str
+
+
+@dataclass(frozen=True)
+class RunTriggerView:
+    """A trigger with both its workspaces (their names are the API's `workspace-name`, `sourceable-name`)."""
+
+    trigger: RunTrigger
+    workspace: Workspace
+    sourceable: Workspace
+
+
+@dataclass(frozen=True)
+class SourcesPanel:
+    """The UI's run triggers of a workspace: its sources, the workspaces the caller may add, whether they may."""
+
+    sources: list[RunTriggerView]
+    candidates: list[Workspace]
+    can_manage: bool
 
 
 def trigger_key(trigger_id: str) -> tuple[str, str]:

@@ -10,7 +10,6 @@ trigger queues are a use case of their own (`services/workflows/run_trigger_fano
 from __future__ import annotations
 
 import builtins
-from dataclasses import dataclass
 from typing import Any
 
 from terrace.adapters.table import Delete, Put, Table, WriteOp
@@ -19,7 +18,7 @@ from terrace.domain import run_triggers as model
 from terrace.domain.errors import BadRequest, Invalid, NotFound
 from terrace.domain.ids import looks_like, new_id
 from terrace.domain.principal import Principal
-from terrace.domain.run_triggers import RunTrigger
+from terrace.domain.run_triggers import RunTrigger, RunTriggerView, SourcesPanel
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action
 from terrace.services.optimistic import optimistic
@@ -27,24 +26,6 @@ from terrace.services.workspaces.workspaces import WorkspaceService
 
 TYPE_REQUIRED = "Filter parameter run-trigger type is required and must be either 'inbound' or 'outbound'"
 SOURCEABLE = "/data/relationships/sourceable"
-
-
-@dataclass(frozen=True)
-class RunTriggerView:
-    """A trigger with both its workspaces (their names are the API's `workspace-name`, `sourceable-name`)."""
-
-    trigger: RunTrigger
-    workspace: Workspace
-    sourceable: Workspace
-
-
-@dataclass(frozen=True)
-class SourcesPanel:
-    """The UI's run triggers of a workspace: its sources, the workspaces the caller may add, whether they may."""
-
-    sources: builtins.list[RunTriggerView]
-    candidates: builtins.list[Workspace]
-    can_manage: bool
 
 
 class RunTriggerService:

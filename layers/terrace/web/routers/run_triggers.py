@@ -9,8 +9,8 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
+from terrace.domain.run_triggers import RunTriggerView
 from terrace.domain.workspace import Workspace
-from terrace.services.workspaces.run_triggers import RunTriggerView
 from terrace.web import bodies
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import (
