@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from fastapi.testclient import TestClient
 from run_helpers import RunEnv, make_run_env
 from terrace.adapters.memory_events import MemoryEventPublisher
 from terrace.domain.principal import PrincipalKind
+from terrace.web.app import create_app
+from ui_helpers import sign_in, sign_in_token
 
 TYPE_REQUIRED = "Filter parameter run-trigger type is required and must be either 'inbound' or 'outbound'"
 
@@ -231,3 +234,25 @@ def test_deleting_a_workspace_removes_its_triggers_both_ways() -> None:
     assert _listed(env, up, "outbound").json()["data"] == []
     assert _listed(env, down, "inbound").json()["data"] == []
     assert env.container.run_triggers.outbound(up) == [] and env.container.run_triggers.inbound(down) == []
+
+
+def test_the_settings_section_refuses_bad_sources_and_forged_forms() -> None:
+    env = make_run_env()
+    source = _workspace(env, "source")
+    browser = TestClient(create_app(env.container), base_url="https://testserver", follow_redirects=False)
+    assert sign_in(browser, env.headers["Authorization"].split()[1]).status_code == 303
+    page = browser.get("/app/acme/workspaces/app/settings/run-triggers")
+    assert page.status_code == 200 and '<option value="' + source + '">source</option>' in page.text
+    fragment = browser.get("/app/acme/workspaces/app/settings/run-triggers", headers={"HX-Request": "true"})
+    assert "<html" not in fragment.text and "Add source" in fragment.text
+    csrf = sign_in_token(page.text)
+    path = "/app/acme/workspaces/app/settings/run-triggers"
+    assert browser.post(path, data={"csrf_token": "forged", "sourceable_id": source}).status_code == 403
+    refused = browser.post(path, data={"csrf_token": csrf, "sourceable_id": env.workspace_id})
+    assert refused.status_code == 422 and "cannot be its own source" in refused.text
+    assert browser.post(path, data={"csrf_token": csrf, "sourceable_id": source}).status_code == 303
+    [view] = env.container.run_triggers.inbound(env.workspace_id)
+    forged = browser.post(f"{path}/{view.id}/delete", data={"csrf_token": "forged"})
+    assert forged.status_code == 403 and env.container.run_triggers.inbound(env.workspace_id) == [view]
+    assert browser.post(f"{path}/{view.id}/delete", data={"csrf_token": csrf}).status_code == 303
+    assert env.container.run_triggers.inbound(env.workspace_id) == []
