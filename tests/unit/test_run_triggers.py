@@ -4,8 +4,10 @@ attempt that stops, at-least-once delivery that queues one run, and a workspace'
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from run_helpers import RunEnv, make_run_env
 from terrace.adapters.memory_events import MemoryEventPublisher
@@ -179,7 +181,8 @@ def _runs(env: RunEnv, ws: str) -> list[dict[str, Any]]:
     return list(env.api("GET", f"/workspaces/{ws}/runs").json()["data"])
 
 
-def test_an_apply_queues_runs_along_the_chain_and_a_loop_stops() -> None:
+def test_an_apply_queues_runs_along_the_chain_and_a_loop_stops(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="terrace.run_triggers")
     env = make_run_env()
     a = env.workspace_id
     b = _workspace(env, "b", **{"auto-apply-run-trigger": True})
@@ -204,10 +207,14 @@ def test_an_apply_queues_runs_along_the_chain_and_a_loop_stops() -> None:
     assert c_run["attributes"]["message"].startswith(f"Triggered by run {b_run['id']} of workspace b")
     _finish(env, c_run["id"], seen)  # confirmed by hand: C→A comes back to A, in the chain: nothing queued
     assert [r["id"] for r in _runs(env, a)] == [source_run]
+    assert f"would queue a run in workspace {a}, already in its chain {a} -> {b} -> {c}; stopped" in caplog.text
     assert env.container.run_store.load(c_run["id"]).trigger["chain"] == [a, b]  # type: ignore[index]
 
 
-def test_the_same_applied_event_twice_queues_one_run_and_a_workspace_without_configuration_none() -> None:
+def test_the_same_applied_event_twice_queues_one_run_and_a_workspace_without_configuration_none(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="terrace.run_triggers")
     env = make_run_env()
     target, empty = _workspace(env, "target"), _workspace(env, "empty")
     for ws in (target, empty):
@@ -219,8 +226,10 @@ def test_the_same_applied_event_twice_queues_one_run_and_a_workspace_without_con
     assert isinstance(publisher, MemoryEventPublisher)
     [applied] = [e for e in publisher.events if e.get("run_id") == source_run and e.get("to") == "applied"]
     assert env.container.run_trigger_fanout.handle(applied) == []  # delivered again: refused by the run's write
+    assert f"run {source_run} already queued its run in {target}" in caplog.text
     assert len(_runs(env, target)) == 1
     assert _runs(env, empty) == []
+    assert f"workspace {empty} has no configuration version; no run queued for run {source_run}" in caplog.text
 
 
 def test_deleting_a_workspace_removes_its_triggers_both_ways() -> None:
