@@ -39,19 +39,18 @@ class RunTriggerService:
         if kind not in (model.INBOUND, model.OUTBOUND):
             raise BadRequest(TYPE_REQUIRED)
         ws = self._workspaces.get(principal, workspace_id)
-        triggers = self.inbound(ws.id) if kind == model.INBOUND else self.outbound(ws.id)
-        others = {
-            w.id: w
-            for w in self._load_many([t.sourceable_id if kind == model.INBOUND else t.workspace_id for t in triggers])
-        }
-        readable = {w.id for w in self._workspaces.allowed(principal, Action.READ_WORKSPACE, list(others.values()))}
-        views = []
-        for t in triggers:
-            other = t.sourceable_id if kind == model.INBOUND else t.workspace_id
-            if other in readable:
-                pair = (ws, others[other]) if kind == model.INBOUND else (others[other], ws)
-                views.append(RunTriggerView(t, *pair))
-        return views
+        inbound = kind == model.INBOUND
+        triggers = self.inbound(ws.id) if inbound else self.outbound(ws.id)
+        other = (lambda t: t.sourceable_id) if inbound else (lambda t: t.workspace_id)
+        loaded = self._load_many([other(t) for t in triggers])
+        readable = {w.id: w for w in self._workspaces.allowed(principal, Action.READ_WORKSPACE, loaded)}
+        return [
+            RunTriggerView(t, ws, readable[t.sourceable_id])
+            if inbound
+            else RunTriggerView(t, readable[t.workspace_id], ws)
+            for t in triggers
+            if other(t) in readable
+        ]
 
     def get(self, principal: Principal, trigger_id: str) -> RunTriggerView:
         item = self._table.get(*model.trigger_key(trigger_id)) if model.is_trigger_id(trigger_id) else None
