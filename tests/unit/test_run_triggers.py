@@ -139,6 +139,12 @@ def test_strangers_see_nothing_and_readers_cannot_manage() -> None:
 def test_auto_apply_run_trigger_is_a_workspace_attribute() -> None:
     env = make_run_env()
     path = f"/workspaces/{env.workspace_id}"
+    stored = env.container.table.get(env.workspace_id, "ws")
+    assert stored is not None
+    before = {k: v for k, v in stored.items() if k != "auto_apply_run_trigger"}  # as stored before it was a field
+    env.container.table.put({**before, "extra": {"auto-apply-run-trigger": True}})
+    assert env.api("GET", path).json()["data"]["attributes"]["auto-apply-run-trigger"] is True
+    env.container.table.put(stored)
     assert env.api("GET", path).json()["data"]["attributes"]["auto-apply-run-trigger"] is False
     on = {"data": {"type": "workspaces", "attributes": {"auto-apply-run-trigger": True}}}
     assert env.api("PATCH", path, on).json()["data"]["attributes"]["auto-apply-run-trigger"] is True

@@ -159,6 +159,8 @@ _SIMPLE = (
 
 
 def from_item(item: dict[str, Any]) -> Workspace:
+    if "auto_apply_run_trigger" not in item:  # stored before it was a field: kept as sent, in `extra`
+        item = {**item, "auto_apply_run_trigger": (item.get("extra") or {}).get("auto-apply-run-trigger") is True}
     return Workspace(
         id=item["id"],
         name=item["name"],
