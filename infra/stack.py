@@ -83,6 +83,10 @@ class TerraceStack(Stack):
         runner.grant_run_task(functions.scaler)
         runner.grant_run_task(functions.reaper)
         functions.scaler.grant_invoke(api_fn)
+        # the events function queues the runs run triggers start (services/workflows/run_trigger_fanout.py): it wakes
+        # the scaler as the api does, rather than leaving the run to the scaler's next minute
+        functions.events.add_environment("TERRACE_SCALER_FUNCTION", functions.scaler.function_name)
+        functions.scaler.grant_invoke(functions.events)
         secrets.bootstrap_token.grant_read(functions.bootstrap)
 
         self.monitoring = Monitoring(

@@ -52,11 +52,13 @@ def test_events_function_consumes_the_events_queue_with_partial_failures(synth):
     assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
 
 
-def test_api_may_invoke_the_scaler_and_knows_its_name(synth):
+@pytest.mark.parametrize("path", ["/Api/Handler/Resource", "/Functions/Events/Resource"])
+def test_api_and_events_may_invoke_the_scaler_and_know_its_name(synth, path):
+    """The api enqueues runs' jobs; the events function too, for the runs run triggers queue."""
     scaler_id, _ = synth.by_path("/Functions/Scaler/Resource")
-    _, api = synth.by_path("/Api/Handler/Resource")
-    assert api["Properties"]["Environment"]["Variables"]["TERRACE_SCALER_FUNCTION"] == {"Ref": scaler_id}
-    invoke = [s for s in _statements(synth, "/Api/Handler/Resource") if "lambda:InvokeFunction" in str(s["Action"])]
+    _, fn = synth.by_path(path)
+    assert fn["Properties"]["Environment"]["Variables"]["TERRACE_SCALER_FUNCTION"] == {"Ref": scaler_id}
+    invoke = [s for s in _statements(synth, path) if "lambda:InvokeFunction" in str(s["Action"])]
     assert invoke and {"Fn::GetAtt": [scaler_id, "Arn"]} in invoke[0]["Resource"]
 
 

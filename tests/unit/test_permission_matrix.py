@@ -223,6 +223,13 @@ def _queue_run(w: World, token: str, t: dict[str, str]) -> int:
     return int(response.status_code)
 
 
+def _add_itself_as_source(w: World, token: str, t: dict[str, str]) -> int:
+    """A workspace as its own source: refused (422) once the caller may manage its run triggers, not before."""
+    rel = {"sourceable": {"data": {"type": "workspaces", "id": t["ws"]}}}
+    body = {"data": {"type": "run-triggers", "relationships": rel}}
+    return int(_api(w.env, token, "POST", f"/workspaces/{t['ws']}/run-triggers", body).status_code)
+
+
 def _ui(path: str) -> Callable[[World, str, dict[str, str]], int]:
     def call(w: World, token: str, t: dict[str, str]) -> int:
         browser = TestClient(create_app(w.env.container), base_url="https://testserver", follow_redirects=False)
@@ -254,7 +261,11 @@ OPERATIONS: dict[str, tuple[Action, int, Callable[[World, str, dict[str, str]], 
         f"/state/v1/{t['org']}/app", headers={"Authorization": f"Bearer {tok}"}).status_code)),  # fmt: skip
     "http backend: lock": (Action.LOCK_WORKSPACE, 200, _http_lock),
     "log url: plan log": (Action.READ_RUNS, 200, _log_url),
+    "api: list run triggers": (
+        Action.READ_WORKSPACE, 200, _get("/workspaces/{ws}/run-triggers?filter[run-trigger][type]=inbound")),
+    "api: add run trigger": (Action.MANAGE_RUN_TRIGGERS, 422, _add_itself_as_source),
     "ui: workspace page": (Action.READ_WORKSPACE, 200, _ui("/app/{org}/workspaces/app")),
+    "ui: run triggers": (Action.READ_WORKSPACE, 200, _ui("/app/{org}/workspaces/app/settings/run-triggers")),
     "ui: variables page": (Action.READ_VARIABLES, 200, _ui("/app/{org}/workspaces/app/variables")),
     "ui: effective variables page": (
         Action.READ_VARIABLES, 200, _ui("/app/{org}/workspaces/app/effective-variables")),

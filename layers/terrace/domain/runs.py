@@ -122,6 +122,8 @@ class Run:
     cost_estimate: CostEstimate | None = None  # when its organization estimates costs (from creation on)
     comment_ids: list[str] = field(default_factory=list)
     confirmed_by: str | None = None
+    # what queued it when a run trigger did (`domain/run_triggers.py: Origin.to_dict`); None otherwise
+    trigger: dict[str, Any] | None = None
     # Statuses passed since the run was loaded (each becomes a run event when saved); never stored.
     trail: list[str] = field(default_factory=list)
 

@@ -92,6 +92,7 @@ class Workspace:
     description: str = ""
     execution_mode: str = "remote"
     auto_apply: bool = False
+    auto_apply_run_trigger: bool = False  # runs its run triggers queue apply without confirmation
     terraform_version: str = "latest"
     working_directory: str = ""
     global_remote_state: bool = False
@@ -136,6 +137,7 @@ _SIMPLE = (
     "description",
     "execution_mode",
     "auto_apply",
+    "auto_apply_run_trigger",
     "terraform_version",
     "working_directory",
     "global_remote_state",
@@ -157,6 +159,8 @@ _SIMPLE = (
 
 
 def from_item(item: dict[str, Any]) -> Workspace:
+    if "auto_apply_run_trigger" not in item:  # stored before it was a field: kept as sent, in `extra`
+        item = {**item, "auto_apply_run_trigger": (item.get("extra") or {}).get("auto-apply-run-trigger") is True}
     return Workspace(
         id=item["id"],
         name=item["name"],

@@ -77,6 +77,7 @@ WORKSPACE = document(
         "description": _text(limits.DESCRIPTION_MAX),
         "execution-mode": {"type": "string", "enum": ["remote", "local", "agent"]},
         "auto-apply": BOOL,
+        "auto-apply-run-trigger": BOOL,
         "terraform-version": STRING,
         "working-directory": _text(limits.WORKING_DIRECTORY_MAX),
         "global-remote-state": BOOL,
@@ -224,3 +225,4 @@ UNLOCK_INFO = raw_json(LOCK_INFO["requestBody"]["content"]["application/json"]["
 SSH_KEY = document("ssh-keys", {"name": _text(255), "value": _text(4096)}, required=["name", "value"])
 SSH_KEY_UPDATE = document("ssh-keys", {"name": _text(255), "value": _text(4096)})
 SSH_KEY_ASSIGNMENT = document("workspaces", {"id": {"type": ["string", "null"]}})
+RUN_TRIGGER = document("run-triggers", {}, {"sourceable": "workspaces"})

@@ -94,7 +94,7 @@ def workspace(ws: Workspace, permissions: dict[str, bool], org: Organization) ->
         "execution-mode": ws.effective_execution_mode(org.default_execution_mode),
         "operations": ws.effective_execution_mode(org.default_execution_mode) != "local",
         "auto-apply": ws.auto_apply,
-        "auto-apply-run-trigger": bool(ws.extra.get("auto-apply-run-trigger", False)),
+        "auto-apply-run-trigger": ws.auto_apply_run_trigger,
         "terraform-version": ws.terraform_version,
         "working-directory": ws.working_directory,
         "global-remote-state": ws.global_remote_state,

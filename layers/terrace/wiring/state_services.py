@@ -19,6 +19,7 @@ from terrace.services.state.backing_data import BackingDataService
 from terrace.services.state.http_backend import HttpBackendLocks
 from terrace.services.state.index import StateIndex
 from terrace.services.state.versions import StateVersionService
+from terrace.services.workflows.run_trigger_fanout import RUN_STATUS_CHANGED, RunTriggerFanout
 from terrace.services.workspaces.locking import LockService
 from terrace.services.workspaces.workspaces import WorkspaceService
 
@@ -33,6 +34,7 @@ class StateServices:
     workspaces: WorkspaceService
     locks: LockService
     configuration_versions: ConfigurationVersionService
+    run_trigger_fanout: RunTriggerFanout  # a use case (workflow_services.py)
 
     @cached_property
     def state_index(self) -> StateIndex:
@@ -65,4 +67,5 @@ class StateServices:
 
         events.subscribe(BLOB_LANDED, landed)
         events.subscribe("state.uploaded", lambda event: self.state_versions.index_uploaded(event))
+        events.subscribe(RUN_STATUS_CHANGED, lambda event: self.run_trigger_fanout.on_event(event))
         return events

@@ -20,11 +20,13 @@ from terrace.services.workflows.organization_deletion import OrganizationDeletio
 from terrace.services.workflows.project_deletion import ProjectDeletion
 from terrace.services.workflows.purge import Purge
 from terrace.services.workflows.retention_sweep import RetentionSweep
+from terrace.services.workflows.run_trigger_fanout import RunTriggerFanout
 from terrace.services.workflows.state_rollback import StateRollback
 from terrace.services.workflows.workspace_deletion import WorkspaceDeletion
 from terrace.services.workflows.workspace_overview import WorkspaceOverview
 from terrace.services.workspaces.locking import LockService
 from terrace.services.workspaces.retention import RetentionPolicyService
+from terrace.services.workspaces.run_triggers import RunTriggerService
 from terrace.services.workspaces.varsets import VariableSetService
 from terrace.services.workspaces.workspaces import WorkspaceService
 
@@ -45,10 +47,11 @@ class WorkflowServices:
     configuration_versions: ConfigurationVersionService
     runs: RunService
     run_store: RunStore
+    run_triggers: RunTriggerService
 
     @cached_property
     def purge(self) -> Purge:
-        return Purge(self.table, self.blobs, self.accounts, self.state_versions, self.varsets)
+        return Purge(self.table, self.blobs, self.accounts, self.state_versions, self.varsets, self.run_triggers)
 
     @cached_property
     def workspace_deletion(self) -> WorkspaceDeletion:
@@ -61,6 +64,13 @@ class WorkflowServices:
     @cached_property
     def project_deletion(self) -> ProjectDeletion:
         return ProjectDeletion(self.projects, self.workspaces, self.varsets)
+
+    @cached_property
+    def run_trigger_fanout(self) -> RunTriggerFanout:
+        """Subscribed to `run.status_changed` with the other events (`state_services.py: events`)."""
+        return RunTriggerFanout(
+            self.run_store, self.runs, self.workspaces, self.configuration_versions, self.run_triggers
+        )
 
     @cached_property
     def workspace_overview(self) -> WorkspaceOverview:

@@ -21,6 +21,7 @@ from terrace.services.workspaces.effective_variables import EffectiveVariables
 from terrace.services.workspaces.locking import LockService
 from terrace.services.workspaces.remote_state import RemoteStateConsumers
 from terrace.services.workspaces.retention import RetentionPolicyService
+from terrace.services.workspaces.run_triggers import RunTriggerService
 from terrace.services.workspaces.ssh_keys import SSHKeyService
 from terrace.services.workspaces.tags import TagService
 from terrace.services.workspaces.variables import VariableService
@@ -74,6 +75,10 @@ class WorkspaceServices:
     @cached_property
     def effective_variables(self) -> EffectiveVariables:
         return EffectiveVariables(self.workspaces, self.variables, self.varsets, self.set_variables)
+
+    @cached_property
+    def run_triggers(self) -> RunTriggerService:
+        return RunTriggerService(self.table, self.workspaces)
 
     @cached_property
     def ssh_keys(self) -> SSHKeyService:

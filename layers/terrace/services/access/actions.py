@@ -36,3 +36,4 @@ class Action(StrEnum):
     MANAGE_WORKSPACE_ACCESS = "manage-workspace-access"  # a workspace's team access (workspace admins too)
     READ_VARSETS = "read-varsets"  # an organization's variable sets (with their non-sensitive values)
     MANAGE_VARSETS = "manage-varsets"  # create, change, delete and apply variable sets
+    MANAGE_RUN_TRIGGERS = "manage-run-triggers"  # a workspace's source workspaces (its admins)

@@ -14,6 +14,7 @@ from terrace.domain.configuration_versions import UPLOADED, ConfigurationVersion
 from terrace.domain.errors import Conflict, Forbidden, Invalid, NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal
+from terrace.domain.run_triggers import RUN_SOURCE, Origin, triggered_run_id
 from terrace.domain.runs import PhaseState, Run
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action, run_action
@@ -22,7 +23,7 @@ from terrace.services.optimistic import optimistic
 from terrace.services.runs import run_attributes
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.runs.scheduler import RunScheduler, queue_phase
-from terrace.services.runs.store import RunStore
+from terrace.services.runs.store import RunStore, triggered_event
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 T = TypeVar("T")
@@ -110,8 +111,23 @@ class RunService:
             return None
         return self._create(self._workspaces.load(cv.workspace_id), {}, cv, cv.created_by, cv.may_apply)
 
+    def queue_triggered(self, ws: Workspace, cv: ConfigurationVersion, origin: Origin, created_by: str) -> Run:
+        """A run queued by a run trigger (`workflows/run_trigger_fanout.py`), auto-applied by `auto-apply-run-trigger`;
+        its id derives from the source run and `ws`: queued twice, the run's write raises `ConditionFailed`."""
+        message = f"Triggered by run {origin.source_run_id} of workspace {origin.source_workspace_name}"
+        attrs = {"message": message, "auto-apply": ws.auto_apply_run_trigger, "plan-only": False}
+        trigger = (triggered_run_id(origin.source_run_id, ws.id), origin.to_dict())
+        return self._create(ws, attrs, cv, created_by, True, trigger=trigger)
+
     def _create(
-        self, ws: Workspace, attrs: dict[str, Any], cv: ConfigurationVersion, created_by: str, may_apply: bool
+        self,
+        ws: Workspace,
+        attrs: dict[str, Any],
+        cv: ConfigurationVersion,
+        created_by: str,
+        may_apply: bool,
+        *,
+        trigger: tuple[str, dict[str, Any]] | None = None,
     ) -> Run:
         plan_only = run_attributes.boolean(attrs, "plan-only", cv.speculative)
         is_destroy = run_attributes.boolean(attrs, "is-destroy", False)
@@ -126,7 +142,7 @@ class RunService:
         if not isinstance(version, str) or len(version) > 64:
             raise Invalid("terraform-version must be a string", pointer="/data/attributes/terraform-version")
         version, problem = self.resolve_version(version)
-        suffix = new_id("run").split("-", 1)[1]
+        suffix = (trigger[0] if trigger else new_id("run")).split("-", 1)[1]
         now = clock.now_iso()
         run = Run(
             id=f"run-{suffix}",
@@ -150,6 +166,8 @@ class RunService:
             variables=run_attributes.variables(attrs),
             plan=PhaseState(id=f"plan-{suffix}"),
             apply=PhaseState(id=f"apply-{suffix}"),
+            source=RUN_SOURCE if trigger else "tfe-api",
+            trigger=trigger[1] if trigger else None,
         )
         if run_action(plan_only=plan_only, save_plan=run.save_plan, auto_apply=run.auto_apply) is Action.APPLY_RUN:
             if not may_apply:
@@ -167,7 +185,7 @@ class RunService:
         run.apply.mark(rs.P_PENDING, now)
         if plan_only:
             queue_phase(run, "plan", now)  # speculative runs never wait in the workspace queue
-        self._store.save([(run, None)], None, {})
+        self._store.save([(run, None)], None, {}, extra=triggered_event(run, now))
         self._workspaces.mutate(
             ws.id,
             lambda cur: dataclasses.replace(

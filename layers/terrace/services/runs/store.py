@@ -44,6 +44,18 @@ def event_item(
     }
 
 
+def triggered_event(run: Run, at: str) -> list[WriteOp]:
+    """The run event naming the run trigger that queued `run` (none for other runs)."""
+    if not run.trigger:
+        return []
+    t = run.trigger
+    description = (
+        f"queued by run trigger {t['run_trigger_id']}: run {t['source_run_id']} applied in workspace "
+        f"{t['source_workspace_name']} ({t['source_workspace_id']})"
+    )
+    return [Put(event_item(run.id, at, "queued_by_run_trigger", description))]
+
+
 def run_of_event(event_id: str) -> str | None:
     if not looks_like(event_id, "re") or event_id.count("-") != 2:
         return None

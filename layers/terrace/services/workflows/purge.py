@@ -1,6 +1,6 @@
 """Deleting what a workspace or an organization holds: their runs (events, logs, plans, run tokens, open-run
 index entries), configuration versions, variables, state versions (blobs, outputs, resource index), variable sets
-(a workspace leaves those applied to it), tags, queued jobs and runner tokens.
+(a workspace leaves those applied to it), run triggers (both ways), tags, queued jobs and runner tokens.
 
 Deletion goes from the leaves up and ends with the item that makes a thing reachable (the workspace, the
 organization), so a deletion cut short leaves the thing in place, still addressable, and is finished by
@@ -18,6 +18,7 @@ from terrace.domain import runs as run_model
 from terrace.domain.errors import NotFound
 from terrace.services.access.accounts import AccountService
 from terrace.services.state.versions import StateVersionService
+from terrace.services.workspaces.run_triggers import RunTriggerService
 from terrace.services.workspaces.varsets import VariableSetService
 
 log = logging.getLogger(__name__)
@@ -34,8 +35,10 @@ class Purge:
         accounts: AccountService,
         state_versions: StateVersionService,
         varsets: VariableSetService,
+        run_triggers: RunTriggerService,
     ) -> None:
         self._varsets = varsets
+        self._run_triggers = run_triggers
         self._table = table
         self._blobs = blobs
         self._accounts = accounts
@@ -53,6 +56,7 @@ class Purge:
         self._delete_all(self._table.query(f"{workspace_id}#vars", index="gsi1"))
         self._delete_all(self._table.query(f"{workspace_id}#varkeys"))
         self._state_versions.purge(workspace_id)
+        self._run_triggers.remove_for_workspace(workspace_id)  # both ways: as a source and as a target
 
     def organization_contents(self, org_key: str) -> None:
         """What an organization holds beside its workspaces: variable sets, queued jobs, SSH keys, tags, runner and

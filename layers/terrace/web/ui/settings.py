@@ -21,6 +21,7 @@ def _form_of(ws: Any) -> dict[str, str]:
     return {
         "execution_mode": ws.execution_mode,
         "auto_apply": "on" if ws.auto_apply else "",
+        "auto_apply_run_trigger": "on" if ws.auto_apply_run_trigger else "",
         "terraform_version": ws.terraform_version,
         "working_directory": ws.working_directory,
     }
@@ -54,6 +55,7 @@ def update_settings(
     attributes = {
         "execution-mode": form.get("execution_mode", ""),
         "auto-apply": form.get("auto_apply") == "on",
+        "auto-apply-run-trigger": form.get("auto_apply_run_trigger") == "on",
         "terraform-version": form.get("terraform_version", "").strip(),
         "working-directory": form.get("working_directory", "").strip(),
     }

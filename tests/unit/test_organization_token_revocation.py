@@ -1,0 +1,30 @@
+"""`DELETE /organizations/:org/authentication-token` (go-tfe `OrganizationTokens.Delete`): owners revoke the
+organization token (204, it stops authenticating at once); without one it is a 404; members who are not owners
+are refused as they are when creating one, and strangers do not see the organization."""
+
+from __future__ import annotations
+
+from run_helpers import join, make_run_env
+from terrace.domain.principal import PrincipalKind
+
+PATH = "/organizations/acme/authentication-token"
+
+
+def test_owners_revoke_the_organization_token_once() -> None:
+    env = make_run_env()
+    secret = env.api("POST", PATH, None).json()["data"]["attributes"]["token"]
+    bob = env.container.accounts.create_user("bob", "bob@example.com")
+    bob_token = env.container.accounts.issue_token(PrincipalKind.USER, bob.id).secret
+    as_bob = {"Authorization": f"Bearer {bob_token}"}
+    assert env.client.delete(f"/api/v2{PATH}", headers=as_bob).status_code == 404  # not a member
+    join(env, bob_token, "bob")
+    assert env.client.delete(f"/api/v2{PATH}", headers=as_bob).status_code == 403  # a member, not an owner
+    assert env.client.post(f"/api/v2{PATH}", headers=as_bob).status_code == 403  # as creating one is
+    as_org = {"Authorization": f"Bearer {secret}"}
+    assert env.client.get("/api/v2/organizations/acme", headers=as_org).status_code == 200
+
+    assert env.api("DELETE", PATH).status_code == 204
+    assert env.client.get("/api/v2/organizations/acme", headers=as_org).status_code == 401
+    missing = env.api("DELETE", PATH)
+    assert missing.status_code == 404 and missing.json()["errors"][0]["status"] == "404"
+    assert env.api("GET", PATH).status_code == 404

@@ -1,0 +1,66 @@
+"""Run triggers' rows on each table (in-memory, the embedded server's SQLite, DynamoDB on moto): the trigger, the
+source's link and the target's versioned count are written in one transaction; a duplicate and a 21st source are
+refused whatever the table, and deletion leaves none of the three rows behind."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from terrace.adapters.memory_blobs import MemoryBlobs
+from terrace.adapters.table import Table
+from terrace.bootstrap import Container
+from terrace.config import Settings
+from terrace.domain import run_triggers as model
+from terrace.domain.errors import Invalid
+from terrace.domain.principal import PrincipalKind
+from terrace.services.access.accounts import AccountService
+
+TESTS = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(TESTS / "integration"), str(TESTS / "contract")]
+from aws import moto_server  # noqa: E402
+from implementations import IMPLEMENTATIONS, open_table  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def moto_endpoint() -> Iterator[str]:
+    with moto_server() as url:
+        yield url
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
+def table(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Table]:
+    with open_table(request.param, tmp_path, lambda: str(request.getfixturevalue("moto_endpoint"))) as made:
+        yield made
+
+
+def test_triggers_limit_and_removal_on_each_table(table: Table) -> None:
+    settings = Settings(table_name="t", blob_bucket="b", url_signing_secret="s")
+    container = Container(settings=settings, table=table, blobs=MemoryBlobs())
+    accounts: AccountService = container.accounts
+    alice = accounts.create_user("alice")
+    principal = accounts.authenticate(accounts.issue_token(PrincipalKind.USER, alice.id).secret)
+    container.organizations.create(principal, "acme", "a@example.com")
+    made = [container.workspaces.create(principal, "acme", {"name": f"w{i}"}) for i in range(22)]
+    target, sources = made[0], made[1:]
+
+    for source in sources[:20]:
+        container.run_triggers.create(principal, target.id, source.id)
+    with pytest.raises(Invalid, match="already a source"):
+        container.run_triggers.create(principal, target.id, sources[0].id)
+    with pytest.raises(Invalid, match="20 source workspaces"):
+        container.run_triggers.create(principal, target.id, sources[20].id)
+    inbound = container.run_triggers.list(principal, target.id, "inbound")
+    assert sorted(v.sourceable.id for v in inbound) == sorted(s.id for s in sources[:20])
+    assert [t.workspace_id for t in container.run_triggers.outbound(sources[3].id)] == [target.id]
+    assert table.get(*model.count_key(target.id))["count"] == 20  # type: ignore[index]
+
+    container.run_triggers.delete(principal, inbound[0].trigger.id)
+    container.run_triggers.create(principal, target.id, sources[20].id)
+    container.run_triggers.remove_for_workspace(target.id)
+    assert container.run_triggers.inbound(target.id) == []
+    assert all(container.run_triggers.outbound(s.id) == [] for s in sources)
+    assert table.get(*model.count_key(target.id)) is None
+    assert all(table.get(*model.trigger_key(v.trigger.id)) is None for v in inbound)
