@@ -117,7 +117,7 @@ def test_a_session_ends_when_its_user_is_deleted(app: tuple[Any, TestClient], is
     assert sign_in(client, "sub-dave").status_code == 303
     assert client.get("/app/account/tokens").status_code == 200
     container.table.delete(container.accounts.find_user("dave").id, "user")
-    assert client.get("/app/account/tokens").headers["location"] == "/app/sign-in"
+    assert client.get("/app/account/tokens").headers["location"] == "/app/sign-in?next=%2Fapp%2Faccount%2Ftokens"
 
 
 def test_a_suspended_user_is_signed_out_and_cannot_sign_in(app: tuple[Any, TestClient], issuer: str) -> None:
@@ -126,7 +126,7 @@ def test_a_suspended_user_is_signed_out_and_cannot_sign_in(app: tuple[Any, TestC
     assert sign_in(client, "sub-erin").status_code == 303
     item = container.table.get(container.accounts.find_user("erin").id, "user")
     container.table.put({**item, "suspended": True})
-    assert client.get("/app/account/tokens").headers["location"] == "/app/sign-in"
+    assert client.get("/app/account/tokens").headers["location"] == "/app/sign-in?next=%2Fapp%2Faccount%2Ftokens"
     again = sign_in(TestClient(client.app, base_url="https://testserver", follow_redirects=False), "sub-erin")
     assert again.status_code == 401 and "suspended" in again.text
 

@@ -5,11 +5,26 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Request
+from fastapi.responses import RedirectResponse
 
 from terrace.web.deps import ContainerDep
 from terrace.web.ui.session import SessionDep, render
 
 router = APIRouter(prefix="/app", include_in_schema=False)
+# Included after every other router (web/app.py): a catch of one path segment must not shadow another page's.
+redirects = APIRouter(include_in_schema=False)
+
+
+@redirects.get("/")
+def root() -> RedirectResponse:
+    """The server's address goes to the UI (the list of your organizations and their workspaces)."""
+    return RedirectResponse("/app", status_code=303)
+
+
+@redirects.get("/app/{organization}")
+def organization_home(organization: str) -> RedirectResponse:
+    """An organization's address goes to its workspace list (whose page checks the organization and the caller)."""
+    return RedirectResponse(f"/app/{organization}/workspaces", status_code=303)
 
 
 @router.get("")

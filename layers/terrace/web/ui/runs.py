@@ -80,7 +80,10 @@ def _list_page(
     request: Request, container: Container, session: WebSession, organization: str, ws: Workspace, **extra: Any
 ) -> Any:
     runs = sorted(container.runs.list(session.principal, ws), key=lambda r: (r.created_at, r.id), reverse=True)
-    return render(request, "runs.html", session, organization=organization, ws=ws, runs=runs, **extra)
+    mode = container.workspaces.execution_mode(ws)
+    return render(
+        request, "runs.html", session, organization=organization, ws=ws, runs=runs, execution_mode=mode, **extra
+    )
 
 
 @router.post("/{organization}/workspaces/{name}/runs")
