@@ -155,7 +155,9 @@ def other_user(env: Env, name: str = "mallory", org: str = "evil") -> tuple[str,
     user = env.container.accounts.create_user(name)
     principal = Principal(PrincipalKind.USER, user.id, user.username)
     env.container.organizations.create(principal, org, f"{name}@example.com")
-    return env.container.accounts.issue_token(PrincipalKind.USER, user.id).secret, principal
+    secret = env.container.accounts.issue_token(PrincipalKind.USER, user.id).secret
+    env.container.accounts.authenticate(secret)  # its first use recorded now, as make_env's token
+    return secret, principal
 
 
 @contextmanager

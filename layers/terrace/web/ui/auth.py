@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import logging
 from typing import Any
 from urllib.parse import urlencode
 
@@ -19,6 +20,7 @@ from terrace.web.ui import sign_in_guard
 from terrace.web.ui.session import COOKIE, CheckedFormDep, CsrfRejected, SessionDep, SignInRequired, render
 
 router = APIRouter(prefix="/app", include_in_schema=False)
+log = logging.getLogger("terrace.web")
 
 
 def local_next(target: str | None) -> str:
@@ -114,7 +116,13 @@ def install(app: FastAPI) -> None:
             if request.url.path != "/app" and not request.url.path.startswith("/app/"):
                 answer = api(request, exc)
                 return await answer if inspect.isawaitable(answer) else answer
-            status = exc.status_code if isinstance(exc, StarletteHTTPException) else 422
+            if isinstance(exc, StarletteHTTPException):
+                status = exc.status_code
+            elif isinstance(exc, RequestValidationError):
+                status = 422
+            else:
+                log.exception("unhandled error on %s %s", request.method, request.url.path)
+                status = 500
             title, detail = PAGE_ERRORS.get(status, ("error", "This request could not be handled."))
             return await _page(request, status, title, detail)
 
@@ -125,10 +133,12 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(errors.TerraceError, _domain)
     _html_under_app(StarletteHTTPException)
     _html_under_app(RequestValidationError)
+    _html_under_app(Exception)
 
 
 PAGE_ERRORS = {
     404: ("not found", "There is no such page. Check the address, or find it from your organizations."),
     405: ("method not allowed", "This address answers a form's button, not a visit: go back to the page with it."),
     422: ("invalid request", "The address has a malformed parameter. Check the link you followed."),
+    500: ("internal error", "Something went wrong on the server (it is logged). Try again, or tell your operator."),
 }

@@ -26,6 +26,7 @@ class LogChunk:
     next_offset: int
     done: bool
     started: bool
+    text: str = ""  # the bytes read, as text (terminal codes kept): what the errored run's summary reads
     note: str = ""  # what the log box says while it has no line: waiting, running, or why the phase will not run
 
 
@@ -37,7 +38,7 @@ def read_chunk(logs: LogService, run: Run, phase_name: str, offset: int, limit: 
         if not skipped and phase_name == "apply" and run.status in rs.AWAITING_CONFIRMATION:
             note = "The apply waits for a confirmation of the plan."
         done = run.final or phase.final or (phase_name == "apply" and run.plan_only)  # a cancel still lands
-        return LogChunk(phase_name, Markup(""), offset, done, False, note)
+        return LogChunk(phase_name, Markup(""), offset, done, False, note=note)
     data = logs.read(phase.id, offset, limit, final=phase.final, archived=phase.log_archived)
     done = phase.final and len(data) < limit
     if phase.final or len(data) == limit and b"\n" not in data:
@@ -45,8 +46,10 @@ def read_chunk(logs: LogService, run: Run, phase_name: str, offset: int, limit: 
     else:
         used = data.rfind(b"\n") + 1  # whole lines only while the phase writes
     text = data[:used].replace(STX, b"").replace(ETX, b"").decode("utf-8", errors="replace")
-    note = "" if done else f"The {phase_name} is running; its log appears here as terraform writes it…"
-    return LogChunk(phase_name, ansi_to_html(text), offset + used, done, True, note)
+    note = f"The {phase_name} is running; its log appears here as terraform writes it…"
+    if done:
+        note = f"The {phase_name} ({phase.status}) wrote no log." if offset + used == 0 else ""
+    return LogChunk(phase_name, ansi_to_html(text), offset + used, done, True, text=text, note=note)
 
 
 def not_running(run: Run, phase_name: str) -> str:

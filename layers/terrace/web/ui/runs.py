@@ -19,6 +19,7 @@ from terrace.domain.web_sessions import WebSession
 from terrace.domain.workspace import Workspace
 from terrace.web.deps import ContainerDep
 from terrace.web.ui.cloudwatch import job_links
+from terrace.web.ui.log_errors import error_blocks
 from terrace.web.ui.run_logs import FIRST_LIMIT, LIVE_LIMIT, read_chunk
 from terrace.web.ui.session import CheckedFormDep, SessionDep, render
 
@@ -120,8 +121,18 @@ def _run_page(
     logs = [read_chunk(container.logs, run, phase, 0, FIRST_LIMIT) for phase in ("plan", "apply")]
     cloudwatch = {log.phase: job_links(container.settings, run.phase(log.phase).id) for log in logs if log.started}
     context = live_context(container, session, ws, run)
+    # an errored run shows terraform's `Error:` blocks above the logs (from what the page read of them)
+    failures = [block for log in logs for block in error_blocks(log.text)] if run.status == rs.ERRORED else []
     return render(
-        request, "run.html", session, organization=organization, logs=logs, cloudwatch=cloudwatch, **context, **extra
+        request,
+        "run.html",
+        session,
+        organization=organization,
+        logs=logs,
+        cloudwatch=cloudwatch,
+        failures=failures,
+        **context,
+        **extra,
     )
 
 
