@@ -3,6 +3,8 @@ discovery, JWKS, authorization-code flow with PKCE, RS256-signed ID tokens)."""
 
 from __future__ import annotations
 
+import html
+import re
 import time
 import warnings
 from collections.abc import Iterator
@@ -178,3 +180,20 @@ def test_groups_claim_maps_people_into_teams_with_that_sso_team_id(app: tuple[An
     assert sign_in(later, "sub-pat").status_code == 303
     assert pat.id not in container.teams.load(team.id).users
     assert later.get("/app/acme/workspaces/web").status_code == 404  # no cache: gone at the next request
+
+
+def test_a_deep_link_survives_single_sign_on_and_only_to_this_ui(app: tuple[Any, TestClient], issuer: str) -> None:
+    container, client = app
+    person(issuer, "sub-dora", preferred_username="dora")
+    asked = client.get("/app/dora-org/workspaces?search=web")  # a link opened while signed out
+    assert asked.status_code == 303
+    sign_in_page = client.get(asked.headers["location"]).text
+    sso = re.search(r'href="(/app/sign-in/oidc\?next=[^"]+)"', sign_in_page)
+    assert sso, "the single sign-on link carries the deep link"
+    next_page = parse_qs(urlsplit(html.unescape(sso.group(1))).query)["next"][0]
+    assert next_page == "/app/dora-org/workspaces?search=web"
+    back = sign_in(client, "sub-dora", next_page=next_page)
+    assert back.status_code == 303 and back.headers["location"] == "/app/dora-org/workspaces?search=web"
+    for target in ("//evil.example/app/", "https://evil.example/app/", "/\\evil.example", "/app/\\evil"):
+        fresh = TestClient(client.app, base_url="https://testserver", follow_redirects=False)
+        assert sign_in(fresh, "sub-dora", next_page=target).headers["location"] == "/app", target
