@@ -427,3 +427,22 @@ def test_an_errored_run_shows_its_errors_above_the_log(ui: UI, page: Any) -> Non
     above = "([a, b]) => !!(a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING)"
     assert page.evaluate(above, [summary.element_handle(), page.locator("#plan-log").element_handle()])
     shoot(page, "first-day-run-errored")
+
+
+def test_a_new_workspace_says_how_to_use_it_and_pages_have_a_skip_link_and_breadcrumb(ui: UI, page: Any) -> None:
+    ui.workspace("web")
+    ui.sign_in(page)
+    page.goto(f"{ui.base}/app/acme/workspaces/web")
+    block = page.locator("#cloud-block")
+    expect(block).to_contain_text('hostname     = "localhost:8443"')  # the public URL's host and its port
+    expect(block).to_contain_text('organization = "acme"')
+    expect(block).to_contain_text('name = "web"')
+    expect(page.get_by_text("export SSL_CERT_FILE=")).to_be_visible()
+    expect(page.get_by_role("navigation", name="Breadcrumb").get_by_role("link", name="acme")).to_be_visible()
+    page.keyboard.press("Tab")  # the first stop of the keyboard: the skip link, visible when focused
+    skip = page.get_by_role("link", name="Skip to content")
+    expect(skip).to_be_focused()
+    expect(skip).to_be_in_viewport()
+    shoot(page, "first-day-first-use")
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.activeElement.id") == "main"

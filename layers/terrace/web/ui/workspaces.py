@@ -11,6 +11,7 @@ from terrace.domain import errors
 from terrace.web.deps import ContainerDep
 from terrace.web.errors import status_of
 from terrace.web.ui.session import CheckedFormDep, SessionDep, field_of, render
+from terrace.web.ui.tokens import cli_host
 
 router = APIRouter(prefix="/app", include_in_schema=False)
 
@@ -64,6 +65,7 @@ def _overview_page(
         latest_run=view.latest_run,
         execution_mode=view.execution_mode,
         can=view.permissions,
+        cloud_host=cli_host(container.settings.public_url),
         **extra,
     )
 
