@@ -446,3 +446,13 @@ def test_a_new_workspace_says_how_to_use_it_and_pages_have_a_skip_link_and_bread
     shoot(page, "first-day-first-use")
     page.keyboard.press("Enter")
     assert page.evaluate("document.activeElement.id") == "main"
+
+
+def test_a_live_page_whose_session_ends_goes_to_sign_in_and_back(ui: UI, page: Any) -> None:
+    run_id, _ = planning(ui, page)  # the run page polls every 2 s
+    page.context.clear_cookies()  # the session ends (signed out elsewhere, expired)
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible(timeout=DEADLINE_S * 1000)
+    page.get_by_label("API token").fill(ui.token)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.locator("#run-status")).to_have_text("planning")
+    assert page.url == f"{ui.base}/app/acme/workspaces/web/runs/{run_id}"  # the page, not the fragment it polled

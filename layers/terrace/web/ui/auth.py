@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import logging
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -35,11 +35,12 @@ def local_next(target: str | None) -> str:
 
 def sign_in_url(request: Request) -> str:
     """The sign-in page, carrying the page a signed-out GET asked for (a deep link: the run URL terraform prints)
-    as its `next`; a POST cannot be replayed, and `/app` is where signing in goes anyway."""
+    as its `next`; a POST cannot be replayed, and `/app` is where signing in goes anyway. An htmx poll's page is
+    the one the browser shows (`HX-Current-URL`), not the fragment it polls."""
     if request.method != "GET":
         return "/app/sign-in"
-    wanted = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-    target = local_next(wanted)
+    url = urlsplit(request.headers["hx-current-url"]) if "hx-current-url" in request.headers else request.url
+    target = local_next(url.path + (f"?{url.query}" if url.query else ""))
     return "/app/sign-in" if target == "/app" else f"/app/sign-in?{urlencode({'next': target})}"
 
 
@@ -88,6 +89,8 @@ def install(app: FastAPI) -> None:
     api_handler = app.exception_handlers[errors.TerraceError]
 
     async def _sign_in(request: Request, exc: Exception) -> Response:
+        if request.headers.get("hx-request"):  # a poll of a page whose session ended: the whole page goes there
+            return Response(status_code=204, headers={"HX-Redirect": sign_in_url(request)})
         return RedirectResponse(sign_in_url(request), status_code=303)
 
     async def _csrf(request: Request, exc: Exception) -> Response:
