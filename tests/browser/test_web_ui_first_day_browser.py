@@ -5,6 +5,7 @@ at phone and desktop width, go to .build/screenshots."""
 from __future__ import annotations
 
 import io
+import json
 import re
 import tarfile
 import threading
@@ -456,3 +457,32 @@ def test_a_live_page_whose_session_ends_goes_to_sign_in_and_back(ui: UI, page: A
     page.get_by_role("button", name="Sign in").click()
     expect(page.locator("#run-status")).to_have_text("planning")
     assert page.url == f"{ui.base}/app/acme/workspaces/web/runs/{run_id}"  # the page, not the fragment it polled
+
+
+def test_a_large_plan_is_grouped_by_action_collapsed_and_stays_as_the_reader_left_it(ui: UI, page: Any) -> None:
+    ws_id = ui.workspace("web")
+    ui.upload_config(ws_id)
+    run_id = ui.create_run(ws_id).json()["data"]["id"]
+    spec = ui.claim()
+    changes = [{"address": f"null_resource.new[{i}]", "change": {"actions": ["create"]}} for i in range(40)]
+    changes += [{"address": "null_resource.old", "change": {"actions": ["delete"]}}]
+    key = spec["plan_json_upload_url"].split("memory://blobs/")[1].split("?")[0]
+    ui.container.blobs.put(key, json.dumps({"resource_changes": changes}).encode())
+    finish = {"runner_id": "r1", "status": "finished", "has_changes": True, "resource_additions": 40}
+    assert ui.runner.post(f"/api/runner/jobs/{spec['job_id']}/finish", json=finish | {"resource_destructions": 1})
+    ui.sign_in(page)
+    page.goto(f"{ui.base}/app/acme/workspaces/web/runs/{run_id}")
+    additions = page.locator("#changes-create")
+    expect(additions.locator("summary")).to_have_text("40 to add")
+    expect(page.locator("#changes-delete summary")).to_have_text("1 to destroy")
+    expect(additions.get_by_text("null_resource.new[0]")).to_be_hidden()  # a large plan starts collapsed
+    page.evaluate(
+        """() => { window.liveSwaps = 0;
+           document.body.addEventListener('htmx:afterSettle', (e) => {
+             if (e.detail.target && e.detail.target.id === 'run-live') window.liveSwaps += 1; }); }"""
+    )
+    additions.locator("summary").click()
+    expect(additions.get_by_text("null_resource.new[39]")).to_be_visible()
+    wait_for(lambda: page.evaluate("window.liveSwaps") >= 1, "a swap of the live header")
+    expect(page.locator("#changes-create").get_by_text("null_resource.new[39]")).to_be_visible()  # still open
+    shoot(page, "first-day-large-plan")

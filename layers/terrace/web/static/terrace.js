@@ -34,3 +34,27 @@
     if (log.dataset.atEnd) follow(log);
   });
 })();
+
+// The live run header (#run-live) is swapped every few seconds: which resource groups a reader opened or closed
+// (<details id=...>) is carried over to the new copy.
+(function () {
+  "use strict";
+  var opened = null;
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    if (!event.detail.target || event.detail.target.id !== "run-live") return;
+    opened = {};
+    event.detail.target.querySelectorAll("details[id]").forEach(function (details) {
+      opened[details.id] = details.open;
+    });
+  });
+  document.addEventListener("htmx:afterSettle", function () {
+    if (!opened) return;
+    var live = document.getElementById("run-live");
+    if (live) {
+      live.querySelectorAll("details[id]").forEach(function (details) {
+        if (Object.prototype.hasOwnProperty.call(opened, details.id)) details.open = opened[details.id];
+      });
+    }
+    opened = null;
+  });
+})();

@@ -61,6 +61,7 @@ def live_context(container: Container, session: WebSession, ws: Workspace, run: 
         "run": run,
         "timeline": timeline(run),
         "changes": changes,
+        "change_groups": grouped(changes or []),
         "symbols": SYMBOLS,
         "can": {
             "apply": allowed["is-confirmable"] and perms["can-queue-apply"],
@@ -69,6 +70,19 @@ def live_context(container: Container, session: WebSession, ws: Workspace, run: 
             "force-cancel": allowed["is-force-cancelable"] and perms["can-queue-run"],
         },
     }
+
+
+CHANGE_ORDER = ("create", "update", "replace", "delete", "read")
+CHANGE_TITLES = {"create": "to add", "update": "to change", "replace": "to replace", "delete": "to destroy",
+                 "read": "to read"}  # fmt: skip
+
+
+def grouped(changes: list[tuple[str, str]]) -> list[tuple[str, str, list[str]]]:
+    """The plan's resource changes by action (kind, title, addresses), in the order a reader checks them."""
+    by_kind: dict[str, list[str]] = {}
+    for kind, address in changes:
+        by_kind.setdefault(kind, []).append(address)
+    return [(kind, CHANGE_TITLES[kind], by_kind[kind]) for kind in CHANGE_ORDER if kind in by_kind]
 
 
 @router.get("/{organization}/workspaces/{name}/runs")
