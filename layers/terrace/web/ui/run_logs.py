@@ -48,7 +48,7 @@ def read_chunk(logs: LogService, run: Run, phase_name: str, offset: int, limit: 
     text = data[:used].replace(STX, b"").replace(ETX, b"").decode("utf-8", errors="replace")
     note = f"The {phase_name} is running; its log appears here as terraform writes it…"
     if done:
-        note = f"The {phase_name} ({phase.status}) wrote no log." if offset + used == 0 else ""
+        note = f"The {phase_name} ({phase.status}) wrote no log." if offset == 0 and not text.strip() else ""
     return LogChunk(phase_name, ansi_to_html(text), offset + used, done, True, text=text, note=note)
 
 
