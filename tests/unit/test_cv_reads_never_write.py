@@ -14,6 +14,12 @@ from test_state_reads_never_write import _path, embedded, spy_writes
 __all__ = ["embedded"]  # the embedded server's fixture
 
 
+def _remote(env: Env) -> None:
+    """The fixture's workspace runs remotely: a local-execution workspace queues no run (RunService.create)."""
+    body = {"data": {"type": "workspaces", "attributes": {"execution-mode": "remote"}}}
+    assert env.client.patch(f"/api/v2/workspaces/{env.ws_id}", headers=env.auth, json=body).status_code == 200
+
+
 def _create(env: Env, auto_queue: bool = False) -> dict:
     body = {"data": {"type": "configuration-versions", "attributes": {"auto-queue-runs": auto_queue}}}
     got = env.client.post(f"/api/v2/workspaces/{env.ws_id}/configuration-versions", headers=env.auth, json=body)
@@ -37,6 +43,7 @@ def test_a_landed_archive_reads_pending_without_a_write_until_its_event(
     state_env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     env = state_env
+    _remote(env)
     cv = _create(env, auto_queue=True)
     key = f"config/{env.ws_id}/{cv['id']}.tar.gz"
     env.container.blobs.put(key, tarball({"main.tf": ""}))  # landed; its event not handled yet
@@ -65,6 +72,7 @@ def test_a_too_large_archive_errors_on_its_landing(state_env: Env) -> None:
 def test_a_run_created_from_a_landed_version_finalizes_it(state_env: Env) -> None:
     """The landing event lost or not delivered yet: the run's creation (a write) finalizes the version."""
     env = state_env
+    _remote(env)
     cv = _create(env)
     env.container.blobs.put(f"config/{env.ws_id}/{cv['id']}.tar.gz", tarball({"main.tf": ""}))
     body = {

@@ -39,9 +39,9 @@ ASYNC_DEPENDENCIES = {
 }
 # exception handler -> why it never blocks
 ASYNC_EXCEPTION_HANDLERS = {
-    "terrace.web.errors.install.<locals>._validation": "builds a JSON:API error",
-    "terrace.web.errors.install.<locals>._http": "builds a JSON:API error",
-    "terrace.web.errors.install.<locals>._unexpected": "logs and builds a JSON:API error",
+    # (replaces errors.install's _validation, _http and _unexpected, which it calls outside /app: JSON:API errors)
+    "terrace.web.ui.auth.install.<locals>._html_under_app.<locals>.handler": "reads the session in the thread pool,"
+    " then renders",
     "terrace.web.ui.auth.install.<locals>._sign_in": "a redirect",
     "terrace.web.ui.auth.install.<locals>._csrf": "renders a template",
     # (replaces errors.install's own, which it calls outside /app: that one builds a JSON:API error)

@@ -120,5 +120,5 @@ def test_a_single_sign_on_session_re_reads_suspension_and_site_admin(app: tuple[
     later = browser(client)
     assert sign_in(later, "sub-sam").status_code == 303
     container.users.set_flags(sam.id, suspended=True)
-    assert later.get("/app/account/tokens").headers["location"] == "/app/sign-in"
+    assert later.get("/app/account/tokens").headers["location"] == "/app/sign-in?next=%2Fapp%2Faccount%2Ftokens"
     assert [i for i in container.table._items.values() if i["sk"] == "session" and i["subject_id"] == sam.id] == []

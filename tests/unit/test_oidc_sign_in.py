@@ -3,6 +3,8 @@ discovery, JWKS, authorization-code flow with PKCE, RS256-signed ID tokens)."""
 
 from __future__ import annotations
 
+import html
+import re
 import time
 import warnings
 from collections.abc import Iterator
@@ -117,7 +119,7 @@ def test_a_session_ends_when_its_user_is_deleted(app: tuple[Any, TestClient], is
     assert sign_in(client, "sub-dave").status_code == 303
     assert client.get("/app/account/tokens").status_code == 200
     container.table.delete(container.accounts.find_user("dave").id, "user")
-    assert client.get("/app/account/tokens").headers["location"] == "/app/sign-in"
+    assert client.get("/app/account/tokens").headers["location"] == "/app/sign-in?next=%2Fapp%2Faccount%2Ftokens"
 
 
 def test_a_suspended_user_is_signed_out_and_cannot_sign_in(app: tuple[Any, TestClient], issuer: str) -> None:
@@ -126,7 +128,7 @@ def test_a_suspended_user_is_signed_out_and_cannot_sign_in(app: tuple[Any, TestC
     assert sign_in(client, "sub-erin").status_code == 303
     item = container.table.get(container.accounts.find_user("erin").id, "user")
     container.table.put({**item, "suspended": True})
-    assert client.get("/app/account/tokens").headers["location"] == "/app/sign-in"
+    assert client.get("/app/account/tokens").headers["location"] == "/app/sign-in?next=%2Fapp%2Faccount%2Ftokens"
     again = sign_in(TestClient(client.app, base_url="https://testserver", follow_redirects=False), "sub-erin")
     assert again.status_code == 401 and "suspended" in again.text
 
@@ -178,3 +180,20 @@ def test_groups_claim_maps_people_into_teams_with_that_sso_team_id(app: tuple[An
     assert sign_in(later, "sub-pat").status_code == 303
     assert pat.id not in container.teams.load(team.id).users
     assert later.get("/app/acme/workspaces/web").status_code == 404  # no cache: gone at the next request
+
+
+def test_a_deep_link_survives_single_sign_on_and_only_to_this_ui(app: tuple[Any, TestClient], issuer: str) -> None:
+    container, client = app
+    person(issuer, "sub-dora", preferred_username="dora")
+    asked = client.get("/app/dora-org/workspaces?search=web")  # a link opened while signed out
+    assert asked.status_code == 303
+    sign_in_page = client.get(asked.headers["location"]).text
+    sso = re.search(r'href="(/app/sign-in/oidc\?next=[^"]+)"', sign_in_page)
+    assert sso, "the single sign-on link carries the deep link"
+    next_page = parse_qs(urlsplit(html.unescape(sso.group(1))).query)["next"][0]
+    assert next_page == "/app/dora-org/workspaces?search=web"
+    back = sign_in(client, "sub-dora", next_page=next_page)
+    assert back.status_code == 303 and back.headers["location"] == "/app/dora-org/workspaces?search=web"
+    for target in ("//evil.example/app/", "https://evil.example/app/", "/\\evil.example", "/app/\\evil"):
+        fresh = TestClient(client.app, base_url="https://testserver", follow_redirects=False)
+        assert sign_in(fresh, "sub-dora", next_page=target).headers["location"] == "/app", target

@@ -83,8 +83,10 @@ def test_a_session_re_reads_its_user_even_when_its_record_was_not_deleted(env: E
     env.container.table.put({**item, "suspended": True})
     env.container.accounts.refresh_lookups(env.container.accounts.get_user(env.principal.subject_id))
     assert sessions_of(env, env.principal.subject_id)  # still there
-    assert ui.get("/app/account/tokens").headers["location"] == "/app/sign-in"
-    assert ui.get("/app/account/tokens").headers["location"] == "/app/sign-in"  # every time: reads never write,
+    assert ui.get("/app/account/tokens").headers["location"] == "/app/sign-in?next=%2Fapp%2Faccount%2Ftokens"
+    assert (
+        ui.get("/app/account/tokens").headers["location"].startswith("/app/sign-in")
+    )  # every time: reads never write,
     assert sessions_of(env, env.principal.subject_id)  # so the dead session's record is left to its expiry
 
 
@@ -98,7 +100,9 @@ def test_a_revoked_site_admin_loses_admin_reach_at_the_next_request(env: Env) ->
     action(env, admin_headers(env, "boss"), root.id, "revoke_admin")
 
     assert env.client.get("/api/v2/admin/users", headers=bearer(root_token)).status_code == 404
-    assert ui.get("/app/acme/workspaces/prod").headers["location"] == "/app/sign-in"  # the session was deleted
+    assert (
+        ui.get("/app/acme/workspaces/prod").headers["location"] == "/app/sign-in?next=%2Fapp%2Facme%2Fworkspaces%2Fprod"
+    )  # the session was deleted
     assert sign_in(ui, root_token).status_code == 303
     assert ui.get("/app/acme/workspaces/prod").status_code == 404
 

@@ -213,8 +213,10 @@ def test_create_and_revoke_a_token(env: Env) -> None:
     token = csrf_of(client.get(url).text)
     assert client.post(url, data={"description": "ci"}).status_code == 403
     made = client.post(url, data={"description": "ci", "csrf_token": token})
-    assert made.status_code == 200 and "TF_TOKEN_localhost" in made.text
-    secret = re.search(r'<code id="new-token">([^<]+)</code>', made.text)
+    assert made.status_code == 303 and made.headers["location"] == url  # post/redirect/get
+    shown = client.get(url)
+    assert "terraform login localhost:8443" in shown.text  # the public URL's host and port
+    secret = re.search(r'<code id="new-token">([^<]+)</code>', shown.text)
     assert secret
     assert env.container.accounts.authenticate(secret.group(1)).username == "alice"
     ci = next(t for t in env.container.accounts.list_tokens(env.principal.subject_id) if t.description == "ci")

@@ -138,6 +138,11 @@ def test_the_page_that_shows_a_new_token_is_never_stored(env: Env) -> None:
     client = signed_in(env)
     page = client.get("/app/account/tokens")
     csrf = sign_in_token(page.text)  # the first CSRF field of the page: the session's
-    r = client.post("/app/account/tokens", data={"description": "ci", "csrf_token": csrf})
+    posted = client.post("/app/account/tokens", data={"description": "ci", "csrf_token": csrf})
+    assert posted.status_code == 303 and posted.headers["cache-control"] == "no-store"
+    assert "terrace_new_token" in posted.headers["set-cookie"] and "httponly" in posted.headers["set-cookie"].lower()
+    r = client.get("/app/account/tokens")  # the redirect's page shows the secret, once
     assert r.status_code == 200 and 'id="new-token"' in r.text
     assert r.headers["cache-control"] == "no-store"
+    again = client.get("/app/account/tokens")
+    assert 'id="new-token"' not in again.text and "no-store" not in again.headers.get("cache-control", "")

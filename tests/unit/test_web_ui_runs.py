@@ -155,7 +155,7 @@ def test_discard_and_final_runs_stop_polling(env: RunEnv) -> None:
     token = csrf_of(client.get(f"{BASE}/runs/{run['id']}").text)
     assert client.post(f"{BASE}/runs/{run['id']}/actions/discard", data={"csrf_token": token}).status_code == 303
     page = client.get(f"{BASE}/runs/{run['id']}").text
-    assert "discarded" in page and "hx-trigger" not in page and "The apply did not run" in page
+    assert "discarded" in page and "hx-trigger" not in page and "The apply will not run: the run was discarded." in page
     for label in ("Confirm &amp; apply", "Discard</button>", "Cancel run"):
         assert label not in page
 
@@ -217,7 +217,7 @@ def test_workspaces_list_shows_each_latest_run_with_a_fixed_number_of_reads(env:
     run = env.create_run(env.upload_config())
     client = ui(env)
     page = client.get("/app/acme/workspaces").text
-    assert f'href="{BASE}/runs/{run["id"]}"' in page and "plan queued" in page
+    assert f'href="{BASE}/runs/{run["id"]}"' in page and "Plan queued" in page  # its plain label
     table = env.container.table
     calls: list[str] = []
     for method in ("get", "query", "batch_get"):

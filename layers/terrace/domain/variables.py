@@ -37,3 +37,13 @@ class Variable:
     created_at: str
     value: str | None  # None when sensitive
     version_id: str
+
+    @property
+    def unreadable_by_terraform(self) -> bool:
+        """A terraform variable whose key terraform cannot read as a name: the API stores it (TFC accepts any key),
+        but every run of its workspace errors naming it (`runner/rundir.py`) until it is renamed or deleted."""
+        return self.category == "terraform" and not TERRAFORM_NAME.match(self.key)
+
+
+# What terraform reads as a variable name (an identifier; hyphens allowed after the first character).
+TERRAFORM_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")

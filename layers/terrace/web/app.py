@@ -110,4 +110,5 @@ def create_app(container: Container) -> FastAPI:
     for admin_module in (admin, admin_runs, admin_tools):  # the site admin API (/api/v2/admin)
         app.include_router(admin_module.router)
     app.include_router(static_assets.router)
+    app.include_router(ui_organizations.redirects)  # last: `/app/<org>` must not shadow a page of one segment
     return app

@@ -17,6 +17,9 @@ from terrace.services.optimistic import optimistic
 
 TOKEN_PREFIX = "terrace"
 ISSUE_ATTEMPTS = 3
+# A token's last use is recorded at most once per this many seconds: a busy token (a runner's heartbeat, a CI
+# loop) costs one conditional write per period, not one per request.
+LAST_USED_EVERY_S = 300
 
 
 def hash_token(raw: str) -> str:
@@ -138,7 +141,12 @@ class AccountService:
             item["expires_at"] = expires_epoch if expires_epoch is not None else int(now.timestamp()) + (ttl_s or 0)
             item["expires_at_iso"] = clock.iso(now.fromtimestamp(item["expires_at"], now.tzinfo))
         # The hash lookup carries the whole principal, so authenticating a request is one read.
-        lookup: dict[str, Any] = {"pk": f"tokenhash#{item['hash']}", "sk": "lookup", "token_id": token_id}
+        lookup: dict[str, Any] = {
+            "pk": f"tokenhash#{item['hash']}",
+            "sk": "lookup",
+            "token_id": token_id,
+            "version": 1,
+        }
         lookup.update(
             {k: item[k] for k in ("kind", "subject_id", "organization", "workspace_id", "expires_at") if k in item}
         )
@@ -164,15 +172,45 @@ class AccountService:
         return Check(user_id, "user", if_version=user_item.get("version"))
 
     def authenticate(self, raw: str) -> Principal:
+        """The principal of a token a client presented (a bearer token, a sign-in), recording its use."""
         if not raw:
             raise Unauthenticated("missing bearer token")
-        return self.authenticate_hash(hash_token(raw))
+        lookup = self._lookup(hash_token(raw))
+        self._record_use(lookup)
+        return self._principal(lookup)
 
     def authenticate_hash(self, token_hash: str) -> Principal:
-        """The principal of the token with this SHA-256 hash, as it is now: one read of its lookup item."""
+        """The principal of the token with this SHA-256 hash, as it is now: one read of its lookup item (a web
+        session's token, checked on each page: not a use of the token by a client)."""
+        return self._principal(self._lookup(token_hash))
+
+    def _lookup(self, token_hash: str) -> dict[str, Any]:
         lookup = self._table.get(f"tokenhash#{token_hash}", "lookup")
         if lookup is None or ("expires_at" in lookup and lookup["expires_at"] < clock.epoch()):
             raise Unauthenticated("invalid or expired token")
+        return lookup
+
+    def _record_use(self, lookup: dict[str, Any]) -> None:
+        """Write the token's `last_used_at` (shown on the tokens page and the API's `last-used-at`) when it was not
+        written in the last LAST_USED_EVERY_S: no write at all otherwise, so this stays one read per request. The
+        write is conditional on the lookup read: a concurrent use, a revocation (the lookup is gone: never
+        re-created) or a change of the user's flags (`refresh_lookups` bumps the version) wins, and this use is
+        then simply not recorded. It is the authentication of the request, not a write of what it reads: a GET
+        stays free of writes to the resources it reads."""
+        now = clock.epoch()
+        if now - float(lookup.get("last_used_epoch", 0)) < LAST_USED_EVERY_S:
+            return
+        version = lookup.get("version")
+        if version is None:  # a lookup written before uses were recorded: recorded once it carries a version
+            return
+        when = clock.now_iso()
+        try:
+            used = {"last_used_epoch": int(now), "last_used_at": when, "version": version + 1}
+            self._table.put({**lookup, **used}, if_version=version)
+        except ConditionFailed:
+            pass
+
+    def _principal(self, lookup: dict[str, Any]) -> Principal:
         kind = PrincipalKind(lookup["kind"])
         if kind is PrincipalKind.USER and lookup.get("suspended"):
             raise Unauthenticated("this user is suspended")
@@ -194,13 +232,18 @@ class AccountService:
         )
 
     def list_tokens(self, subject_id: str) -> list[Token]:
-        return [_token(item) for item in self._table.query(f"{subject_id}#tokens", index="gsi1")]
+        """The subject's tokens, each with its last use (recorded on its lookup, the item authentication reads)."""
+        items = self._table.query(f"{subject_id}#tokens", index="gsi1")
+        lookups = self._table.batch_get([(f"tokenhash#{item['hash']}", "lookup") for item in items])
+        used = {lookup["token_id"]: lookup.get("last_used_at") for lookup in lookups}
+        return [_token({**item, "last_used_at": used.get(item["id"]) or item.get("last_used_at")}) for item in items]
 
     def get_token(self, token_id: str) -> Token:
         item = self._table.get(token_id, "token")
         if item is None:
             raise NotFound(f"authentication token {token_id} not found")
-        return _token(item)
+        lookup = self._table.get(f"tokenhash#{item['hash']}", "lookup") or {}
+        return _token({**item, "last_used_at": lookup.get("last_used_at") or item.get("last_used_at")})
 
     def revoke_token(self, token_id: str) -> None:
         item = self._table.get(token_id, "token")
@@ -214,5 +257,5 @@ class AccountService:
         changes = {"username": user.username, "site_admin": user.site_admin, "suspended": user.suspended}
         for token in self._table.query(f"{user.id}#tokens", index="gsi1"):
             lookup = self._table.get(f"tokenhash#{token['hash']}", "lookup")
-            if lookup is not None:
-                self._table.put({**lookup, **changes})
+            if lookup is not None:  # a new version: a last-use write that read the old flags cannot restore them
+                self._table.put({**lookup, **changes, "version": int(lookup.get("version", 0)) + 1})

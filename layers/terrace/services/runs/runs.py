@@ -84,6 +84,7 @@ class RunService:
     # create ------------------------------------------------------------------------------
     def create(self, principal: Principal, ws: Workspace, attrs: dict[str, Any], cv_id: str | None) -> Run:
         self._workspaces.authorize(principal, Action.QUEUE_RUN, ws)
+        self._require_remote_execution(ws)  # before any write: a refused run leaves nothing behind
         # a write: a version whose archive is there but whose landing event is not handled yet is finalized here
         cv = (
             self._cvs.finalize(self._cvs.get(principal, cv_id))
@@ -109,7 +110,19 @@ class RunService:
         workspace's auto-apply applies it only if they could apply, as decided when the version was created)."""
         if not cv.auto_queue_runs or cv.provisional:
             return None
-        return self._create(self._workspaces.load(cv.workspace_id), {}, cv, cv.created_by, cv.may_apply)
+        ws = self._workspaces.load(cv.workspace_id)
+        if self._workspaces.execution_mode(ws) == "local":  # the upload stands; the server runs nothing of it
+            return None
+        return self._create(ws, {}, cv, cv.created_by, cv.may_apply)
+
+    def _require_remote_execution(self, ws: Workspace) -> None:
+        """A workspace in the `local` execution mode keeps only state: its plans and applies run on the machine of
+        whoever runs terraform, and the server's runners run none of them."""
+        if self._workspaces.execution_mode(ws) == "local":
+            raise Conflict(
+                f"workspace {ws.name} uses the local execution mode: its runs execute where terraform is run, not on"
+                " this server. Change its execution mode to remote to queue runs here."
+            )
 
     def queue_triggered(self, ws: Workspace, cv: ConfigurationVersion, origin: Origin, created_by: str) -> Run:
         """A run queued by a run trigger (`workflows/run_trigger_fanout.py`), auto-applied by `auto-apply-run-trigger`;

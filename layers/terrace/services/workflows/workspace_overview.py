@@ -21,11 +21,17 @@ class Overview:
     latest_run: Run | None
     outputs: list[StoredOutput] = field(default_factory=list)
     resources: list[IndexedResource] = field(default_factory=list)
+    execution_mode: str = "remote"  # the effective one (the organization's default unless the workspace overwrote it)
+    permissions: dict[str, bool] = field(default_factory=dict)  # the caller's, as the API's workspace document
 
 
 class WorkspaceOverview:
     def __init__(self, workspaces: WorkspaceService, state_versions: StateVersionService, runs: RunService) -> None:
         self._workspaces, self._state_versions, self._runs = workspaces, state_versions, runs
+
+    def workspace(self, principal: Principal, organization: str, name: str) -> Workspace:
+        """The workspace alone (what the overview's forms act on), checked as the overview's read."""
+        return self._workspaces.get_by_name(principal, organization, name)
 
     def read(self, principal: Principal, organization: str, name: str) -> Overview:
         ws = self._workspaces.get_by_name(principal, organization, name)
@@ -37,4 +43,4 @@ class WorkspaceOverview:
         if ws.current_state_version_id and can["can-read-state-versions"]:
             resources = self._state_versions.resources(principal, ws.id)
         latest_run = self._runs.get(principal, ws.latest_run_id) if ws.latest_run_id else None
-        return Overview(ws, latest_run, outputs, resources)
+        return Overview(ws, latest_run, outputs, resources, self._workspaces.execution_mode(ws), can)

@@ -58,6 +58,10 @@ class WorkspaceService:
             raise NotFound(f"workspace {ws.id} not found") from exc
         return org
 
+    def execution_mode(self, ws: Workspace) -> str:
+        """Where `ws`'s runs execute: its own mode when it overwrote it, else its organization's default."""
+        return ws.effective_execution_mode(self._orgs.by_key(ws.organization).default_execution_mode)
+
     def can(self, principal: Principal, action: Action, ws: Workspace) -> bool:
         return self._authz.can(principal, action, self._orgs.by_key(ws.organization).view, view(ws))
 

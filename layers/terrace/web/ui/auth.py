@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import inspect
+import logging
 from typing import Any
+from urllib.parse import urlencode, urlsplit
 
 from fastapi import APIRouter, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from terrace.domain import errors
 from terrace.web.deps import ContainerDep, FormDep
@@ -16,14 +20,28 @@ from terrace.web.ui import sign_in_guard
 from terrace.web.ui.session import COOKIE, CheckedFormDep, CsrfRejected, SessionDep, SignInRequired, render
 
 router = APIRouter(prefix="/app", include_in_schema=False)
+log = logging.getLogger("terrace.web")
 
 
 def local_next(target: str | None) -> str:
-    """Where to go after signing in: a page of this UI, never another site (no open redirect)."""
+    """Where to go after signing in: a page of this UI, never another site (no open redirect). Only a path under
+    `/app/` of this origin passes: no scheme or scheme-relative URL (`//host`), no backslash (browsers read `/\\`
+    as `//`), no control character or space (stripped by browsers, or splitting a header); anything else is `/app`."""
     target = target or ""
-    if target.startswith("/app/") and not target.startswith("//") and "\\" not in target and "\n" not in target:
+    if target.startswith("/app/") and "\\" not in target and not any(c <= " " or c == "\x7f" for c in target):
         return target
     return "/app"
+
+
+def sign_in_url(request: Request) -> str:
+    """The sign-in page, carrying the page a signed-out GET asked for (a deep link: the run URL terraform prints)
+    as its `next`; a POST cannot be replayed, and `/app` is where signing in goes anyway. An htmx poll's page is
+    the one the browser shows (`HX-Current-URL`), not the fragment it polls."""
+    if request.method != "GET":
+        return "/app/sign-in"
+    url = urlsplit(request.headers["hx-current-url"]) if "hx-current-url" in request.headers else request.url
+    target = local_next(url.path + (f"?{url.query}" if url.query else ""))
+    return "/app/sign-in" if target == "/app" else f"/app/sign-in?{urlencode({'next': target})}"
 
 
 def session_cookie(response: Response, cookie: str) -> Response:
@@ -71,11 +89,17 @@ def install(app: FastAPI) -> None:
     api_handler = app.exception_handlers[errors.TerraceError]
 
     async def _sign_in(request: Request, exc: Exception) -> Response:
-        return RedirectResponse("/app/sign-in", status_code=303)
+        if request.headers.get("hx-request"):  # a poll of a page whose session ended: the whole page goes there
+            return Response(status_code=204, headers={"HX-Redirect": sign_in_url(request)})
+        return RedirectResponse(sign_in_url(request), status_code=303)
 
     async def _csrf(request: Request, exc: Exception) -> Response:
         detail = "The form was missing its security token. Reload the page and try again."
         return render(request, "error.html", None, status=403, title="Forbidden", detail=detail)
+
+    async def _page(request: Request, status: int, title: str, detail: str) -> Response:
+        session = await run_in_threadpool(request.app.state.container.web_sessions.resolve, request.cookies.get(COOKIE))
+        return render(request, "error.html", session, status=status, title=title, detail=detail)
 
     async def _domain(request: Request, exc: Exception) -> Response:
         if not request.url.path.startswith("/app") or not isinstance(exc, errors.TerraceError):
@@ -84,9 +108,40 @@ def install(app: FastAPI) -> None:
         status = status_of(exc)
         if status == 403:  # pages never reveal that something exists to someone who may not read it
             status, exc = 404, errors.NotFound("not found")
-        session = await run_in_threadpool(request.app.state.container.web_sessions.resolve, request.cookies.get(COOKIE))
-        return render(request, "error.html", session, status=status, title=exc.title, detail=exc.detail)
+        return await _page(request, status, exc.title, exc.detail)
+
+    def _html_under_app(exc_type: type[Exception]) -> None:
+        """No page under /app answers JSON: an unknown page (404), a GET of a form's POST (405) or a malformed query
+        (422) is an HTML page in the app's layout; the API keeps its JSON:API errors."""
+        api = app.exception_handlers[exc_type]
+
+        async def handler(request: Request, exc: Exception) -> Response:
+            if request.url.path != "/app" and not request.url.path.startswith("/app/"):
+                answer = api(request, exc)
+                return await answer if inspect.isawaitable(answer) else answer
+            if isinstance(exc, StarletteHTTPException):
+                status = exc.status_code
+            elif isinstance(exc, RequestValidationError):
+                status = 422
+            else:
+                log.exception("unhandled error on %s %s", request.method, request.url.path)
+                status = 500
+            title, detail = PAGE_ERRORS.get(status, ("error", "This request could not be handled."))
+            return await _page(request, status, title, detail)
+
+        app.add_exception_handler(exc_type, handler)
 
     app.add_exception_handler(SignInRequired, _sign_in)
     app.add_exception_handler(CsrfRejected, _csrf)
     app.add_exception_handler(errors.TerraceError, _domain)
+    _html_under_app(StarletteHTTPException)
+    _html_under_app(RequestValidationError)
+    _html_under_app(Exception)
+
+
+PAGE_ERRORS = {
+    404: ("not found", "There is no such page. Check the address, or find it from your organizations."),
+    405: ("method not allowed", "This address answers a form's button, not a visit: go back to the page with it."),
+    422: ("invalid request", "The address has a malformed parameter. Check the link you followed."),
+    500: ("internal error", "Something went wrong on the server (it is logged). Try again, or tell your operator."),
+}

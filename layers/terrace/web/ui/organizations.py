@@ -2,14 +2,33 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, Request
+from fastapi.responses import RedirectResponse
 
+from terrace.domain.runs import Run
+from terrace.domain.workspace import Workspace
 from terrace.web.deps import ContainerDep
+from terrace.web.ui import run_labels
 from terrace.web.ui.session import SessionDep, render
 
 router = APIRouter(prefix="/app", include_in_schema=False)
+# Included after every other router (web/app.py): a catch of one path segment must not shadow another page's.
+redirects = APIRouter(include_in_schema=False)
+
+
+@redirects.get("/")
+def root() -> RedirectResponse:
+    """The server's address goes to the UI (the list of your organizations and their workspaces)."""
+    return RedirectResponse("/app", status_code=303)
+
+
+@redirects.get("/app/{organization}")
+def organization_home(organization: str) -> RedirectResponse:
+    """An organization's address goes to its workspace list (whose page checks the organization and the caller)."""
+    return RedirectResponse(f"/app/{organization}/workspaces", status_code=303)
 
 
 @router.get("")
@@ -20,18 +39,46 @@ def organizations(request: Request, container: ContainerDep, session: SessionDep
 
 @router.get("/{organization}/workspaces")
 def workspaces(
-    request: Request, container: ContainerDep, session: SessionDep, organization: str, search: str = "", tag: str = ""
+    request: Request,
+    container: ContainerDep,
+    session: SessionDep,
+    organization: str,
+    search: str = "",
+    tag: str = "",
+    status: str = "",
+    sort: str = "name",
 ) -> Any:
     tags = [t.strip() for t in tag.split(",") if t.strip()]
     found = container.workspaces.list(session.principal, organization, search=search or None, tags=tags or None)
     latest = container.run_queries.latest_of(session.principal, found)
+    rows = [Row(ws, latest.get(ws.id)) for ws in found]
+    if status in run_labels.GROUPS:
+        rows = [row for row in rows if run_labels.group(row.run.status if row.run else None) == status]
+    if sort == "changed":
+        rows.sort(key=lambda row: row.changed_at, reverse=True)
     return render(
         request,
         "workspaces.html",
         session,
         organization=organization,
-        workspaces=found,
-        latest=latest,
+        rows=rows,
         search=search,
         tag=tag,
+        status_filter=status if status in run_labels.GROUPS else "",
+        sort="changed" if sort == "changed" else "name",
+        groups=run_labels.GROUPS,
     )
+
+
+@dataclass(frozen=True)
+class Row:
+    """A workspace in the list, with its latest run (None: none, or the caller may not read runs)."""
+
+    ws: Workspace
+    run: Run | None
+
+    @property
+    def changed_at(self) -> str:
+        """When it last changed: its latest run's latest status, else the workspace's own update."""
+        stamps = list(self.run.status_timestamps.values()) if self.run else []
+        return max([*stamps, self.ws.updated_at])

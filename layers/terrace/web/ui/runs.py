@@ -19,6 +19,7 @@ from terrace.domain.web_sessions import WebSession
 from terrace.domain.workspace import Workspace
 from terrace.web.deps import ContainerDep
 from terrace.web.ui.cloudwatch import job_links
+from terrace.web.ui.log_errors import error_blocks
 from terrace.web.ui.run_logs import FIRST_LIMIT, LIVE_LIMIT, read_chunk
 from terrace.web.ui.session import CheckedFormDep, SessionDep, render
 
@@ -60,6 +61,7 @@ def live_context(container: Container, session: WebSession, ws: Workspace, run: 
         "run": run,
         "timeline": timeline(run),
         "changes": changes,
+        "change_groups": grouped(changes or []),
         "symbols": SYMBOLS,
         "can": {
             "apply": allowed["is-confirmable"] and perms["can-queue-apply"],
@@ -68,6 +70,19 @@ def live_context(container: Container, session: WebSession, ws: Workspace, run: 
             "force-cancel": allowed["is-force-cancelable"] and perms["can-queue-run"],
         },
     }
+
+
+CHANGE_ORDER = ("create", "update", "replace", "delete", "read")
+CHANGE_TITLES = {"create": "to add", "update": "to change", "replace": "to replace", "delete": "to destroy",
+                 "read": "to read"}  # fmt: skip
+
+
+def grouped(changes: list[tuple[str, str]]) -> list[tuple[str, str, list[str]]]:
+    """The plan's resource changes by action (kind, title, addresses), in the order a reader checks them."""
+    by_kind: dict[str, list[str]] = {}
+    for kind, address in changes:
+        by_kind.setdefault(kind, []).append(address)
+    return [(kind, CHANGE_TITLES[kind], by_kind[kind]) for kind in CHANGE_ORDER if kind in by_kind]
 
 
 @router.get("/{organization}/workspaces/{name}/runs")
@@ -80,7 +95,10 @@ def _list_page(
     request: Request, container: Container, session: WebSession, organization: str, ws: Workspace, **extra: Any
 ) -> Any:
     runs = sorted(container.runs.list(session.principal, ws), key=lambda r: (r.created_at, r.id), reverse=True)
-    return render(request, "runs.html", session, organization=organization, ws=ws, runs=runs, **extra)
+    mode = container.workspaces.execution_mode(ws)
+    return render(
+        request, "runs.html", session, organization=organization, ws=ws, runs=runs, execution_mode=mode, **extra
+    )
 
 
 @router.post("/{organization}/workspaces/{name}/runs")
@@ -117,8 +135,18 @@ def _run_page(
     logs = [read_chunk(container.logs, run, phase, 0, FIRST_LIMIT) for phase in ("plan", "apply")]
     cloudwatch = {log.phase: job_links(container.settings, run.phase(log.phase).id) for log in logs if log.started}
     context = live_context(container, session, ws, run)
+    # an errored run shows terraform's `Error:` blocks above the logs (from what the page read of them)
+    failures = [block for log in logs for block in error_blocks(log.text)] if run.status == rs.ERRORED else []
     return render(
-        request, "run.html", session, organization=organization, logs=logs, cloudwatch=cloudwatch, **context, **extra
+        request,
+        "run.html",
+        session,
+        organization=organization,
+        logs=logs,
+        cloudwatch=cloudwatch,
+        failures=failures,
+        **context,
+        **extra,
     )
 
 

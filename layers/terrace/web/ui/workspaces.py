@@ -9,7 +9,9 @@ from fastapi.responses import RedirectResponse
 
 from terrace.domain import errors
 from terrace.web.deps import ContainerDep
+from terrace.web.errors import status_of
 from terrace.web.ui.session import CheckedFormDep, SessionDep, field_of, render
+from terrace.web.ui.tokens import cli_host
 
 router = APIRouter(prefix="/app", include_in_schema=False)
 
@@ -44,26 +46,51 @@ def create_workspace(
 
 @router.get("/{organization}/workspaces/{name}")
 def overview(request: Request, container: ContainerDep, session: SessionDep, organization: str, name: str) -> Any:
+    return _overview_page(request, container, session, organization, name)
+
+
+def _overview_page(
+    request: Request, container: Any, session: Any, organization: str, name: str, status: int = 200, **extra: Any
+) -> Any:
     view = container.workspace_overview.read(session.principal, organization, name)
     return render(
         request,
         "workspace.html",
         session,
+        status=status,
         organization=organization,
         ws=view.ws,
         outputs=view.outputs,
         resources=view.resources,
         latest_run=view.latest_run,
+        execution_mode=view.execution_mode,
+        can=view.permissions,
+        cloud_host=cli_host(container.settings.public_url),
+        **extra,
     )
 
 
+LOCK_ACTIONS = ("lock", "unlock", "force-unlock")
+
+
 @router.post("/{organization}/workspaces/{name}/lock")
-def toggle_lock(
-    container: ContainerDep, session: SessionDep, organization: str, name: str, form: CheckedFormDep
+def lock_action(
+    request: Request, container: ContainerDep, session: SessionDep, organization: str, name: str, form: CheckedFormDep
 ) -> Any:
-    ws = container.workspaces.get_by_name(session.principal, organization, name)
-    if ws.lock is None:
-        container.locks.lock(session.principal, ws, form.get("reason", "") or "locked from the web UI")
-    else:
-        container.locks.unlock(session.principal, ws)
+    """Lock, unlock (your own lock) or force-unlock (anyone's, for those allowed) as the page's button says; a form
+    without `action` toggles. A refusal (someone else took or holds the lock meanwhile, a pending state upload)
+    is shown on the workspace page itself."""
+    ws = container.workspace_overview.workspace(session.principal, organization, name)
+    action = form.get("action") or ("unlock" if ws.lock else "lock")
+    if action not in LOCK_ACTIONS:
+        raise errors.NotFound(f"no lock action {action}")
+    try:
+        if action == "lock":
+            container.locks.lock(session.principal, ws, form.get("reason", "") or "locked from the web UI")
+        elif action == "unlock":
+            container.locks.unlock(session.principal, ws)
+        else:
+            container.locks.force_unlock(session.principal, ws)
+    except (errors.Conflict, errors.Invalid) as exc:
+        return _overview_page(request, container, session, organization, name, status=status_of(exc), error=exc.detail)
     return RedirectResponse(f"/app/{organization}/workspaces/{name}", status_code=303)
