@@ -34,3 +34,5 @@ class Action(StrEnum):
     READ_PROJECTS = "read-projects"
     MANAGE_PROJECTS = "manage-projects"
     MANAGE_WORKSPACE_ACCESS = "manage-workspace-access"  # a workspace's team access (workspace admins too)
+    MANAGE_RUN_TASKS = "manage-run-tasks"  # the organization's run tasks and their workspace attachments
+    MANAGE_POLICY_OVERRIDES = "manage-policy-overrides"  # override a task stage that awaits an override

@@ -75,6 +75,8 @@ _ORG_LEVEL: dict[Action, tuple[str, ...]] = {
     Action.MANAGE_MEMBERSHIP: ("manage-membership", "manage-teams"),
     Action.MANAGE_PROJECTS: ("manage-projects",),
     Action.MANAGE_ORGANIZATION_ACCESS: ("manage-organization-access",),
+    Action.MANAGE_RUN_TASKS: ("manage-run-tasks",),
+    Action.MANAGE_POLICY_OVERRIDES: ("manage-policy-overrides",),
     Action.MANAGE_OWNERS_TEAM: (),
     Action.CREATE_WORKSPACE: ("manage-workspaces",),
     Action.MANAGE_ORGANIZATION: (),
