@@ -25,6 +25,7 @@ from terrace.web.routers import (
     resources,
     retention,
     run_stages,
+    run_tasks,
     runner_api,
     runs,
     ssh_keys,
@@ -96,7 +97,7 @@ def create_app(container: Container) -> FastAPI:
         app.include_router(access_module.router)
     for state_module in (state_versions, resources, http_backend):
         app.include_router(state_module.router)
-    for run_module in (configuration_versions, runs, run_stages, task_stages, phases, runner_api):
+    for run_module in (configuration_versions, runs, run_stages, task_stages, run_tasks, phases, runner_api):
         app.include_router(run_module.router)
     ui_auth.install(app)
     for ui_module in (ui_auth, ui_tokens, ui_organizations, ui_workspaces, ui_variables):

@@ -36,3 +36,6 @@ class Action(StrEnum):
     MANAGE_WORKSPACE_ACCESS = "manage-workspace-access"  # a workspace's team access (workspace admins too)
     MANAGE_RUN_TASKS = "manage-run-tasks"  # the organization's run tasks and their workspace attachments
     MANAGE_POLICY_OVERRIDES = "manage-policy-overrides"  # override a task stage that awaits an override
+    MANAGE_WORKSPACE_RUN_TASKS = "manage-workspace-run-tasks"  # attach run tasks to a workspace
+    READ_PLAN_JSON = "read-plan-json"  # a plan's JSON (json-output): read runs and read state
+    DOWNLOAD_CONFIGURATION = "download-configuration"  # a configuration version's archive: queue runs
