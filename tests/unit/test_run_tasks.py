@@ -12,6 +12,7 @@ import pytest
 from run_helpers import RunEnv, make_run_env
 from terrace.adapters.memory_events import MemoryEventPublisher
 from terrace.adapters.memory_outbound import MemoryOutbound
+from terrace.adapters.memory_table import MemoryTable
 from terrace.adapters.outbound import OutboundResponse
 from terrace.domain.principal import PrincipalKind
 
@@ -280,3 +281,18 @@ def test_task_results_and_stages_of_hidden_runs_are_404(env: RunEnv) -> None:
     for path in (f"/task-results/{result_id}", f"/task-stages/{stage['id']}", "/task-results/taskrs-nope"):
         assert env.client.get(f"/api/v2{path}", headers=bearer).status_code == 404
     assert env.client.get(f"/api/v2/organizations/{env.organization}/tasks", headers=bearer).status_code == 404
+
+
+def test_deleting_the_organization_deletes_its_tasks_attachments_stages_and_results(env: RunEnv) -> None:
+    task = create_task(env, **{"hmac-key": "k"})
+    attach(env, task["id"], "mandatory", stages=["pre_plan", "post_plan"])
+    run = env.create_run(env.upload_config())
+    deliver(env)  # a result holds an access token now
+    [first, _] = env.api("GET", f"/runs/{run['id']}/task-stages").json()["data"]
+    ids = {task["id"], run["id"], first["id"], *[r["id"] for r in first["relationships"]["task-results"]["data"]]}
+    table = env.container.table
+    assert isinstance(table, MemoryTable)
+    assert env.api("DELETE", f"/organizations/{env.organization}").status_code == 204
+    left = [item for item in table._items.values() if any(i in json.dumps(item) for i in ids)]
+    assert left == []
+    assert [item for item in table._items.values() if item.get("kind") == "run-task"] == []
