@@ -201,6 +201,15 @@ class RunTaskService:
             raise NotFound(f"workspace run task {attachment_id} not found")
         return model.workspace_task_from_item(item)
 
+    def workspace_view(self, principal: Principal, organization: str, name: str) -> dict[str, Any]:
+        """The UI's workspace page: the workspace, its attachments with their tasks, the organization's tasks, and
+        whether the caller may change them."""
+        ws = self._workspaces.get_by_name(principal, organization, name)
+        tasks = {t.id: t for t in self.of_organization(ws.organization)}
+        attached = [(wt, tasks.get(wt.task_id)) for wt in self.attached_to(ws.id)]
+        can = self._workspaces.can(principal, Action.MANAGE_WORKSPACE_RUN_TASKS, ws)
+        return {"ws": ws, "attached": attached, "tasks": list(tasks.values()), "can_manage": can}
+
     def attach(self, principal: Principal, workspace_id: str, task_id: Any, attrs: dict[str, Any]) -> WorkspaceTask:
         ws = self._manageable(principal, workspace_id)
         if not isinstance(task_id, str):
