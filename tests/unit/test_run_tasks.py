@@ -296,3 +296,25 @@ def test_deleting_the_organization_deletes_its_tasks_attachments_stages_and_resu
     left = [item for item in table._items.values() if any(i in json.dumps(item) for i in ids)]
     assert left == []
     assert [item for item in table._items.values() if item.get("kind") == "run-task"] == []
+
+
+def test_a_speculative_run_passes_its_pre_plan_task_and_finishes(env: RunEnv) -> None:
+    attach(env, create_task(env)["id"], "mandatory", stages=["pre_plan", "post_plan"])
+    run = env.create_run(env.upload_config(speculative=True))
+    assert status(env, run) == "pre_plan_running" and env.queued() == []
+    deliver(env)
+    payload, _, _ = sent_payload(env)
+    assert payload["is_speculative"] is True
+    assert callback(env, payload, "passed").status_code == 200
+    deliver(env)
+    (queued,) = env.queued()
+    assert queued.lane == "speculative"
+    env.work_next()
+    assert status(env, run) == "post_plan_running"
+    deliver(env)
+    payload, _, _ = sent_payload(env)
+    assert callback(env, payload, "passed").status_code == 200
+    deliver(env)
+    assert status(env, run) == "planned_and_finished"
+    ws = env.api("GET", f"/workspaces/{env.workspace_id}").json()["data"]
+    assert ws["attributes"]["locked"] is False

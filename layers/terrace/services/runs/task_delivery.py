@@ -62,7 +62,11 @@ class TaskDelivery:
             return  # decided, or the service already answered
         try:
             run = self._store.load(result.run_id)
-        except NotFound:
+        except NotFound:  # a run begun before its first write (a speculative run's pre-plan stage): soon there
+            if attempt <= len(RETRY_DELAYS_S):
+                self._later({"type": DELIVER, "result_id": result.id, "attempt": attempt + 1}, RETRY_DELAYS_S[0])
+            else:
+                self._results.finished(result.id, model.TR_ERRORED, "the run of this task result is gone")
             return
         if run.final:
             self._results.finished(result.id, model.TR_UNREACHABLE, f"the run ended ({run.status}) before its request")
