@@ -1,7 +1,7 @@
 """Run tasks end to end: a real HTTP receiver on loopback (the run stack allows it, as `terrace dev` does) checks each
 request's X-TFC-Task-Signature, reads the plan JSON with the access token it was given and calls back; Terraform
 1.0.3 drives remote runs through its `remote` backend (auto-apply workspaces: the backend waits on the apply's log
-while the post-plan stage decides)."""
+while the post-plan stage decides); Terraform 1.11's and OpenTofu 1.9's `cloud` block print the post-plan tasks."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ from typing import Any
 import httpx
 import pytest
 from e2e_runs import RUN_TIMEOUT_S, TWO_RESOURCES, remote_dir, remote_workspace, runs, wait_final
+from test_cloud_block import CLIENTS
+from test_cloud_block import work as work  # noqa: F401 (the `cloud` block working directories, a fixture)
 
 Api = StackInfo = Terraform = Any
 
@@ -176,4 +178,24 @@ def test_a_failing_mandatory_task_stops_the_run_an_advisory_one_does_not(
     assert wait_final(run_api, run2["id"])["attributes"]["status"] == "applied"
     [advice] = stage_results(run_api, run2["id"])["post_plan"]
     assert advice["status"] == "failed" and advice["message"] == "receiver says failed"
+    assert receiver.problems == []
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_the_cloud_block_waits_for_the_tasks_and_applies(
+    client: Any,
+    run_api: Api,
+    work: Any,
+    unique: Callable[[str], str],
+    receiver: Receiver,  # noqa: F811
+) -> None:
+    name = unique("tasks-cloud")
+    ws = str(run_api.create_workspace(name, **{"execution-mode": "remote"})["id"])
+    attach(run_api, ws, task(run_api, receiver, unique("cloud"), "/pass"), "mandatory", ["post_plan"])
+    done = work(client, f'name = "{name}"')
+    output = done.run("apply", "-auto-approve")
+    assert "Post-plan Tasks:" in output and "All tasks completed! 1 passed, 0 failed" in output
+    assert "receiver says passed" in output and "Overall Result: Passed" in output
+    [run] = runs(run_api, ws)
+    assert wait_final(run_api, run["id"])["attributes"]["status"] == "applied"
     assert receiver.problems == []
