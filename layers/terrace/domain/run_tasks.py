@@ -11,6 +11,7 @@ or does not answer in time stops the run; an advisory one is reported only.
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,6 +118,24 @@ def stages_of(attrs: dict[str, Any], default: list[str] | None) -> list[str] | N
             raise Invalid(f"stage must be one of {', '.join(STAGES)}", pointer="/data/attributes/stage")
         return [attrs["stage"]]
     return default
+
+
+def outcomes_of(relationships: Any) -> list[dict[str, Any]] | None:
+    """TFC's `relationships.outcomes.data`: task-result-outcomes (outcome-id, description, body, url, tags)."""
+    if not isinstance(relationships, dict) or not isinstance(relationships.get("outcomes"), dict):
+        return None
+    data = relationships["outcomes"].get("data")
+    if not isinstance(data, list) or len(data) > OUTCOMES_MAX:
+        raise Invalid(f"outcomes must be a list of at most {OUTCOMES_MAX}", pointer="/data/relationships/outcomes")
+    found = []
+    for index, entry in enumerate(data):
+        attrs = entry.get("attributes") if isinstance(entry, dict) else None
+        if not isinstance(attrs, dict):
+            raise Invalid("each outcome needs attributes", pointer=f"/data/relationships/outcomes/data/{index}")
+        found.append({k: attrs.get(k) for k in ("outcome-id", "description", "body", "url", "tags") if k in attrs})
+    if len(json.dumps(found)) > OUTCOMES_MAX_BYTES:
+        raise Invalid(f"outcomes are larger than {OUTCOMES_MAX_BYTES} bytes", pointer="/data/relationships/outcomes")
+    return found
 
 
 def to_item(entity: RunTask | WorkspaceTask | TaskResult, **keys: str) -> dict[str, Any]:

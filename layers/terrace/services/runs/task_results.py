@@ -13,7 +13,6 @@ ones are only reported.
 from __future__ import annotations
 
 import builtins
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -259,7 +258,7 @@ class TaskResultService:
         url = attrs.get("url")
         if url is not None:
             url = limits.text(url, "url", model.URL_MAX)
-        outcomes = _outcomes(data.get("relationships"))
+        outcomes = model.outcomes_of(data.get("relationships"))
 
         def record(current: TaskResult) -> bool:
             if current.final:
@@ -282,25 +281,3 @@ class TaskResultService:
                 self._accounts.revoke_token(result.token_id)
             except NotFound:
                 pass
-
-
-def _outcomes(relationships: Any) -> builtins.list[dict[str, Any]] | None:
-    """TFC's `relationships.outcomes.data`: task-result-outcomes (outcome-id, description, body, url, tags)."""
-    if not isinstance(relationships, dict) or not isinstance(relationships.get("outcomes"), dict):
-        return None
-    data = relationships["outcomes"].get("data")
-    if not isinstance(data, list) or len(data) > model.OUTCOMES_MAX:
-        raise Invalid(
-            f"outcomes must be a list of at most {model.OUTCOMES_MAX}", pointer="/data/relationships/outcomes"
-        )
-    found = []
-    for index, entry in enumerate(data):
-        attrs = entry.get("attributes") if isinstance(entry, dict) else None
-        if not isinstance(attrs, dict):
-            raise Invalid("each outcome needs attributes", pointer=f"/data/relationships/outcomes/data/{index}")
-        found.append({k: attrs.get(k) for k in ("outcome-id", "description", "body", "url", "tags") if k in attrs})
-    if len(json.dumps(found)) > model.OUTCOMES_MAX_BYTES:
-        raise Invalid(
-            f"outcomes are larger than {model.OUTCOMES_MAX_BYTES} bytes", pointer="/data/relationships/outcomes"
-        )
-    return found
