@@ -18,13 +18,13 @@ SERVICE_VALUE_TYPES = {
     "access/permissions.py:Grants",
     "access/oidc.py:OidcConfig",
     "runs/store.py:WorkspaceWrite",
+    "runs/stage_participants.py:StageContext",  # the task stage port's value type
     "workflows/workspace_overview.py:Overview",
     # read models: what one API document shows, read in one call
     "access/documents.py:TeamDocument",
     "access/documents.py:IncludedMembership",
     "access/documents.py:TeamDocuments",
-    "access/documents.py:MembershipDocuments",
-    "runs/stage_participants.py:StageContext",  # the value the task stage port passes its participants
+    "access/documents.py:MembershipDocuments",  # the value the task stage port passes its participants
 }
 
 

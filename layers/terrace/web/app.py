@@ -25,11 +25,13 @@ from terrace.web.routers import (
     resources,
     retention,
     run_stages,
+    run_tasks,
     run_triggers,
     runner_api,
     runs,
     ssh_keys,
     state_versions,
+    task_stages,
     teams,
     varsets,
     workspace_relations,
@@ -40,6 +42,7 @@ from terrace.web.security_headers import SecurityHeaders
 from terrace.web.ui import auth as ui_auth
 from terrace.web.ui import oidc as ui_oidc
 from terrace.web.ui import organizations as ui_organizations
+from terrace.web.ui import run_tasks as ui_run_tasks
 from terrace.web.ui import run_triggers as ui_run_triggers
 from terrace.web.ui import runs as ui_runs
 from terrace.web.ui import search as ui_search
@@ -100,12 +103,30 @@ def create_app(container: Container) -> FastAPI:
         app.include_router(access_module.router)
     for state_module in (state_versions, resources, http_backend):
         app.include_router(state_module.router)
-    for run_module in (configuration_versions, runs, run_stages, run_triggers, phases, runner_api):
+    for run_module in (
+        configuration_versions,
+        runs,
+        run_stages,
+        run_triggers,
+        task_stages,
+        run_tasks,
+        phases,
+        runner_api,
+    ):
         app.include_router(run_module.router)
     ui_auth.install(app)
     for ui_module in (ui_auth, ui_tokens, ui_organizations, ui_workspaces, ui_variables, ui_varsets):
         app.include_router(ui_module.router)
-    for ui_page in (ui_runs, ui_states, ui_search, ui_settings, ui_run_triggers, ui_terraform_login, ui_oidc):
+    for ui_page in (
+        ui_runs,
+        ui_run_tasks,
+        ui_states,
+        ui_search,
+        ui_settings,
+        ui_run_triggers,
+        ui_terraform_login,
+        ui_oidc,
+    ):
         app.include_router(ui_page.router)
     for admin_module in (admin, admin_runs, admin_tools):  # the site admin API (/api/v2/admin)
         app.include_router(admin_module.router)

@@ -37,7 +37,9 @@ from terrace.services.runs.run_queries import RunQueries
 from terrace.services.runs.runs import RunService
 from terrace.services.runs.scaler import Scaler
 from terrace.services.runs.scheduler import RunScheduler
+from terrace.services.runs.stage_progress import StageProgress
 from terrace.services.runs.store import RunStore
+from terrace.services.runs.task_stages import TaskStages
 from terrace.services.workflows.retention_sweep import RetentionSweep
 from terrace.services.workspaces.effective_variables import EffectiveVariables
 from terrace.services.workspaces.ssh_keys import SSHKeyService
@@ -62,6 +64,8 @@ class RunServices:
     variables: VariableService
     effective_variables: EffectiveVariables
     ssh_keys: SSHKeyService
+    task_stages: TaskStages  # wiring/task_stage_services.py
+    stage_progress: StageProgress
     retention_sweep: RetentionSweep  # a use case (wiring/workflow_services.py); the reaper takes it as a `Sweep`
 
     @cached_property
@@ -85,6 +89,7 @@ class RunServices:
         versions.on_uploaded.append(lambda cv: self.runs.queue_for_upload(cv))
         versions.on_created.append(lambda cv, ws: self.expect_runner(ws))
         versions.in_use.append(lambda cv: self.run_queries.uses_configuration(cv.workspace_id, cv.id))
+        versions.configuration_of_run = self.run_queries.configuration_of
         if isinstance(self.blobs, FsBlobs):  # S3 cannot refuse a replaced archive: reads and runs check the record
             self.blobs.replaceable = versions.accepts_upload
         return versions
@@ -95,7 +100,9 @@ class RunServices:
 
     @cached_property
     def scheduler(self) -> RunScheduler:
-        return RunScheduler(self.run_store, self.workspaces, self.job_queue, self.accounts, self.settings)
+        return RunScheduler(
+            self.run_store, self.workspaces, self.job_queue, self.accounts, self.settings, self.task_stages
+        )
 
     @cached_property
     def runs(self) -> RunService:
@@ -165,7 +172,14 @@ class RunServices:
 
     @cached_property
     def reaper(self) -> Reaper:
-        return Reaper(self.run_store, self.scheduler, self.job_retries, self.settings, self.retention_sweep)
+        return Reaper(
+            self.run_store,
+            self.scheduler,
+            self.job_retries,
+            self.settings,
+            self.retention_sweep,
+            stages=self.stage_progress,
+        )
 
     @cached_property
     def scaler(self) -> Scaler:

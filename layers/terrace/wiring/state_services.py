@@ -5,6 +5,7 @@ other services (what this area takes from the others is declared below as plain 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
@@ -35,6 +36,7 @@ class StateServices:
     locks: LockService
     configuration_versions: ConfigurationVersionService
     run_trigger_fanout: RunTriggerFanout  # a use case (workflow_services.py)
+    subscribe_task_stages: Callable[[EventService], None]
 
     @cached_property
     def state_index(self) -> StateIndex:
@@ -68,4 +70,5 @@ class StateServices:
         events.subscribe(BLOB_LANDED, landed)
         events.subscribe("state.uploaded", lambda event: self.state_versions.index_uploaded(event))
         events.subscribe(RUN_STATUS_CHANGED, lambda event: self.run_trigger_fanout.on_event(event))
+        self.subscribe_task_stages(events)  # wiring/task_stage_services.py
         return events

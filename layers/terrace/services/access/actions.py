@@ -37,3 +37,8 @@ class Action(StrEnum):
     READ_VARSETS = "read-varsets"  # an organization's variable sets (with their non-sensitive values)
     MANAGE_VARSETS = "manage-varsets"  # create, change, delete and apply variable sets
     MANAGE_RUN_TRIGGERS = "manage-run-triggers"  # a workspace's source workspaces (its admins)
+    MANAGE_RUN_TASKS = "manage-run-tasks"  # the organization's run tasks and their workspace attachments
+    MANAGE_POLICY_OVERRIDES = "manage-policy-overrides"  # override a task stage that awaits an override
+    MANAGE_WORKSPACE_RUN_TASKS = "manage-workspace-run-tasks"  # attach run tasks to a workspace
+    READ_PLAN_JSON = "read-plan-json"  # a plan's JSON (json-output): read runs and read state
+    DOWNLOAD_CONFIGURATION = "download-configuration"  # a configuration version's archive: queue runs
