@@ -5,6 +5,7 @@ other services (what this area takes from the others is declared below as plain 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
@@ -30,6 +31,7 @@ class StateServices:
     organizations: OrganizationService
     workspaces: WorkspaceService
     configuration_versions: ConfigurationVersionService
+    subscribe_notifications: Callable[[EventService], None]
 
     @cached_property
     def state_index(self) -> StateIndex:
@@ -58,4 +60,5 @@ class StateServices:
 
         events.subscribe(BLOB_LANDED, landed)
         events.subscribe("state.uploaded", lambda event: self.state_versions.index_uploaded(event))
+        self.subscribe_notifications(events)  # wiring/notification_services.py
         return events

@@ -11,6 +11,7 @@ from terrace.adapters.table import Table
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.admin.site import SiteAdminService
+from terrace.services.notifications.configurations import NotificationConfigurations
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.runs.runs import RunService
 from terrace.services.runs.store import RunStore
@@ -40,10 +41,11 @@ class WorkflowServices:
     configuration_versions: ConfigurationVersionService
     runs: RunService
     run_store: RunStore
+    notification_configurations: NotificationConfigurations
 
     @cached_property
     def purge(self) -> Purge:
-        return Purge(self.table, self.blobs, self.accounts, self.state_versions)
+        return Purge(self.table, self.blobs, self.accounts, self.state_versions, self.notification_configurations)
 
     @cached_property
     def workspace_deletion(self) -> WorkspaceDeletion:

@@ -29,6 +29,7 @@ WS_ADMIN = WS_WRITE | {
     Action.DELETE_WORKSPACE,
     Action.FORCE_UNLOCK,
     Action.MANAGE_WORKSPACE_ACCESS,
+    Action.MANAGE_NOTIFICATIONS,
 }
 
 WORKSPACE_LEVELS = ("read", "plan", "write", "admin", "custom")

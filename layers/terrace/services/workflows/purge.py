@@ -1,6 +1,6 @@
 """Deleting what a workspace or an organization holds: their runs (events, logs, plans, run tokens, open-run
-index entries), configuration versions, variables, state versions (blobs, outputs, resource index), tags,
-queued jobs and runner tokens.
+index entries), configuration versions, variables, state versions (blobs, outputs, resource index), notification
+configurations (the workspace's, and its teams' for an organization), tags, queued jobs and runner tokens.
 
 Deletion goes from the leaves up and ends with the item that makes a thing reachable (the workspace, the
 organization), so a deletion cut short leaves the thing in place, still addressable, and is finished by
@@ -16,7 +16,9 @@ from terrace.adapters.blobs import BlobStore
 from terrace.adapters.table import Table
 from terrace.domain import runs as run_model
 from terrace.domain.errors import NotFound
+from terrace.services.access.access_keys import teams_index
 from terrace.services.access.accounts import AccountService
+from terrace.services.notifications.configurations import NotificationConfigurations
 from terrace.services.state.versions import StateVersionService
 
 log = logging.getLogger(__name__)
@@ -27,12 +29,18 @@ RUNNER_TOKENS = "#runners#tokens"  # services/runs/scaler.py: RUNNER_TOKEN_SUBJE
 
 class Purge:
     def __init__(
-        self, table: Table, blobs: BlobStore, accounts: AccountService, state_versions: StateVersionService
+        self,
+        table: Table,
+        blobs: BlobStore,
+        accounts: AccountService,
+        state_versions: StateVersionService,
+        notifications: NotificationConfigurations,
     ) -> None:
         self._table = table
         self._blobs = blobs
         self._accounts = accounts
         self._state_versions = state_versions
+        self._notifications = notifications
 
     def workspace_contents(self, workspace_id: str) -> None:
         """Everything stored under a workspace, except the workspace item and its name claim."""
@@ -44,11 +52,14 @@ class Purge:
         self._delete_all(self._table.query(f"{workspace_id}#vars", index="gsi1"))
         self._delete_all(self._table.query(f"{workspace_id}#varkeys"))
         self._state_versions.purge(workspace_id)
+        self._notifications.delete_all(workspace_id)
 
     def organization_contents(self, org_key: str) -> None:
         """What an organization holds beside its workspaces: queued jobs, SSH keys, tags, runner and organization
         tokens."""
         self._delete_all(self._table.query(f"org#{org_key}#jobs"))
+        for team in self._table.query(teams_index(org_key), index="gsi1"):
+            self._notifications.delete_all(team["id"])
         self._delete_all(self._table.query(f"org#{org_key}#ssh-keys", index="gsi1"))  # services/workspaces/ssh_keys.py
         for tag in self._table.query(f"org#{org_key}#tags"):
             self._table.delete(tag["id"], "tag")
