@@ -18,6 +18,7 @@ from terrace.web.routers import (
     discovery,
     http_backend,
     memberships,
+    notifications,
     oauth,
     organizations,
     phases,
@@ -91,6 +92,7 @@ def create_app(container: Container) -> FastAPI:
     app.add_middleware(SecurityHeaders)  # outermost of all: every response, a 413 too, gets them
     for module in (discovery, organizations, workspaces, workspace_relations, accounts, ssh_keys, oauth, retention):
         app.include_router(module.router)
+    app.include_router(notifications.router)  # workspaces' and teams'
     for access_module in (teams, memberships, projects):
         app.include_router(access_module.router)
     for state_module in (state_versions, resources, http_backend):

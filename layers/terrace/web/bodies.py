@@ -211,3 +211,36 @@ UNLOCK_INFO = raw_json(LOCK_INFO["requestBody"]["content"]["application/json"]["
 SSH_KEY = document("ssh-keys", {"name": _text(255), "value": _text(4096)}, required=["name", "value"])
 SSH_KEY_UPDATE = document("ssh-keys", {"name": _text(255), "value": _text(4096)})
 SSH_KEY_ASSIGNMENT = document("workspaces", {"id": {"type": ["string", "null"]}})
+_USERS = {
+    "type": "object",
+    "properties": {
+        "data": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"type": {"type": "string", "enum": ["users"]}, "id": STRING},
+                "required": ["type", "id"],
+            },
+        }
+    },
+}
+_NOTIFICATION_ATTRIBUTES = {
+    "name": _text(255),
+    "destination-type": {"type": "string", "enum": ["generic", "slack", "microsoft-teams", "email"]},
+    "enabled": BOOL,
+    "url": _text(2048),
+    "token": _text(1024),
+    "triggers": {"type": "array", "items": STRING},
+    "email-addresses": {"type": "array", "items": _text(254)},
+}
+
+
+def _notification(required: list[str]) -> dict[str, Any]:
+    body = document("notification-configurations", _NOTIFICATION_ATTRIBUTES, required=required)
+    data = body["requestBody"]["content"]["application/vnd.api+json"]["schema"]["properties"]["data"]
+    data["properties"]["relationships"] = {"type": "object", "properties": {"users": _USERS}}
+    return body
+
+
+NOTIFICATION_CONFIGURATION = _notification(["name", "destination-type", "enabled"])
+NOTIFICATION_CONFIGURATION_UPDATE = _notification([])

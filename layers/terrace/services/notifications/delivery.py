@@ -108,17 +108,11 @@ class NotificationDelivery:
             run_url=f"{self._public_url}/app/{org.name}/workspaces/{ws.name}/runs/{run.id}",
             message=run.message,
             created_at=run.created_at,
-            created_by=self._username(run.created_by),
+            created_by=run.created_by or None,  # a username
             workspace_id=ws.id,
             workspace_name=ws.name,
             organization_name=org.name,
         )
-
-    def _username(self, user_id: str) -> str | None:
-        try:
-            return self._accounts.get_user(user_id).username
-        except NotFound:
-            return None
 
     def _subscribable(self, nc: NotificationConfiguration) -> dict[str, str]:
         try:
