@@ -37,6 +37,7 @@ from terrace.web.routers import (
 from terrace.web.routers.discovery import api_headers
 from terrace.web.security_headers import SecurityHeaders
 from terrace.web.ui import auth as ui_auth
+from terrace.web.ui import notifications as ui_notifications
 from terrace.web.ui import oidc as ui_oidc
 from terrace.web.ui import organizations as ui_organizations
 from terrace.web.ui import runs as ui_runs
@@ -102,7 +103,7 @@ def create_app(container: Container) -> FastAPI:
     ui_auth.install(app)
     for ui_module in (ui_auth, ui_tokens, ui_organizations, ui_workspaces, ui_variables):
         app.include_router(ui_module.router)
-    for ui_page in (ui_runs, ui_states, ui_search, ui_settings, ui_terraform_login, ui_oidc):
+    for ui_page in (ui_runs, ui_states, ui_search, ui_settings, ui_terraform_login, ui_oidc, ui_notifications):
         app.include_router(ui_page.router)
     for admin_module in (admin, admin_runs, admin_tools):  # the site admin API (/api/v2/admin)
         app.include_router(admin_module.router)
