@@ -168,3 +168,36 @@ def test_only_workspace_admins_manage_notifications_and_strangers_get_404() -> N
     assert hidden.json()["errors"][0]["detail"].replace(nc["id"], "X") == absent.json()["errors"][0]["detail"].replace(
         "nc-doesnotexist00", "X"
     )
+
+
+def test_deleting_the_organization_deletes_its_workspaces_and_teams_configurations() -> None:
+    env = notification_env()
+    ws_nc = create(env)
+    team = env.api("POST", "/organizations/acme/teams", {"data": {"type": "teams", "attributes": {"name": "ops"}}})
+    team_nc = env.api(
+        "POST", f"/teams/{team.json()['data']['id']}/notification-configurations",
+        body(triggers=["change_request:created"]),
+    ).json()["data"]  # fmt: skip
+    assert env.api("DELETE", "/organizations/acme").status_code == 204
+    store = env.container.notification_store
+    assert store.find(ws_nc["id"]) is None and store.find(team_nc["id"]) is None
+
+
+def test_hostile_bodies_are_4xx() -> None:
+    env = notification_env()
+    path = f"/workspaces/{env.workspace_id}/notification-configurations"
+    good = body()["data"]["attributes"]
+    nc_doc = lambda **attrs: {"data": {"type": "notification-configurations", "attributes": {**good, **attrs}}}  # noqa: E731
+    users = {"users": {"data": [{"type": "teams", "id": "x"}]}}
+    for doc in (
+        nc_doc(name=3),
+        nc_doc(triggers="run:created"),
+        nc_doc(token=7),
+        nc_doc(url=["x"]),
+        {"data": {"type": "workspaces", "attributes": good}},
+        {"data": {**nc_doc(**{"destination-type": "email"})["data"], "relationships": users}},
+        {"data": []},
+    ):  # fmt: skip
+        answer = env.api("POST", path, doc)
+        assert 400 <= answer.status_code < 500 and answer.json()["errors"], (doc, answer.text)
+    assert env.api("GET", path).json()["data"] == []
