@@ -62,8 +62,9 @@ class Container(  # type: ignore[override]
     """The adapters (these fields) and every service, built from them on first use by the areas mixed in:
     `AccessServices` (authz, accounts, organizations, teams, sign-in, site admin, tool versions),
     `WorkspaceServices` (workspaces, variables, SSH keys, locks, retention policies), `StateServices` (state
-    versions, their index, events) and `RunServices` (job queue, configuration versions, runs, scheduler, jobs,
-    logs, reaper, scaler); and the use cases across them, `WorkflowServices` (workspace and organization deletion,
+    versions, their index, events), `RunServices` (job queue, configuration versions, runs, scheduler, jobs,
+    logs, reaper, scaler) and `NotificationServices` (notification configurations, their delivery); and the use
+    cases across them, `WorkflowServices` (workspace and organization deletion,
     purge, state rollback under lock, the retention sweep)."""
 
     settings: Settings
