@@ -127,7 +127,7 @@ class Settings(BaseSettings):
     smtp_starttls: bool = Field(default=False, validation_alias="TERRACE_SMTP_STARTTLS")
     mail_from: str = Field(default="terrace@localhost", validation_alias="TERRACE_MAIL_FROM")
     # a failed notification delivery is tried again after base, 2*base, 4*base, 8*base seconds (5 attempts)
-    notification_retry_base_s: int = Field(default=10, validation_alias="TERRACE_NOTIFICATION_RETRY_BASE_S")
+    notification_retry_base_s: int = Field(default=10, ge=0, validation_alias="TERRACE_NOTIFICATION_RETRY_BASE_S")
 
     @field_validator("runner_subnets", "runner_security_groups", "outbound_allow", mode="before")
     @classmethod

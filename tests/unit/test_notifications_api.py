@@ -5,14 +5,18 @@ them, and deletion with their workspace or team."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from fastapi.testclient import TestClient
 from notification_helpers import body, create, notification_env, outbound
 from run_helpers import join
 from terrace.adapters.memory_mail import MemoryMail
 from terrace.adapters.memory_table import MemoryTable
 from terrace.adapters.outbound import OutboundResponse
 from terrace.domain.principal import PrincipalKind
+from terrace.web.app import create_app
+from ui_helpers import sign_in
 
 
 def test_crud_in_go_tfe_shape_and_the_token_never_comes_back() -> None:
@@ -201,3 +205,25 @@ def test_hostile_bodies_are_4xx() -> None:
         answer = env.api("POST", path, doc)
         assert 400 <= answer.status_code < 500 and answer.json()["errors"], (doc, answer.text)
     assert env.api("GET", path).json()["data"] == []
+
+
+def test_the_page_keeps_email_users_that_only_the_api_sets() -> None:
+    env = notification_env()
+    bob = env.container.accounts.create_user("bob", "bob@example.com")
+    join(env, env.container.accounts.issue_token(PrincipalKind.USER, bob.id).secret, "bob")
+    doc = body(**{"destination-type": "email", "url": None})
+    doc["data"]["relationships"] = {"users": {"data": [{"type": "users", "id": bob.id}]}}
+    nc = env.api("POST", f"/workspaces/{env.workspace_id}/notification-configurations", doc).json()["data"]
+    browser = TestClient(create_app(env.container), base_url="https://testserver", follow_redirects=False)
+    assert sign_in(browser, env.headers["Authorization"].split()[1]).status_code == 303
+    page = browser.get("/app/acme/workspaces/app/notifications")
+    assert page.status_code == 200 and "organization members" in page.text
+    csrf = re.search(r'name="csrf_token" value="([^"]+)"', page.text)
+    assert csrf is not None
+    base = f"/app/acme/workspaces/app/notifications/{nc['id']}"
+    assert browser.post(f"{base}/enable", data={"csrf_token": csrf.group(1)}).status_code == 303
+    edited = {"csrf_token": csrf.group(1), "name": "renamed", "email-addresses": "ops@example.com", "enabled": "on"}
+    assert browser.post(base, data=edited).status_code == 303
+    kept = env.container.notification_store.load(nc["id"])
+    assert kept.email_user_ids == [bob.id] and kept.name == "renamed" and kept.email_addresses == ["ops@example.com"]
+    assert browser.post(f"{base}/explode", data={"csrf_token": csrf.group(1)}).status_code == 404

@@ -52,6 +52,11 @@ def _page(request: Request, container: Any, session: Any, organization: str, ws:
                   **context)  # fmt: skip
 
 
+def _users(nc: NotificationConfiguration) -> dict[str, Any]:
+    """The e-mail users as they are (an API update that names none empties them, as TFC's does; the page keeps them)."""
+    return {"users": {"data": [{"type": "users", "id": u} for u in nc.email_user_ids]}}
+
+
 def _owned(container: Any, session: Any, ws: Any, nc_id: str) -> NotificationConfiguration:
     nc: NotificationConfiguration = container.notification_configurations.get(session.principal, nc_id)
     if nc.subscribable_id != ws.id:
@@ -109,7 +114,7 @@ def update_notification(
     nc = _owned(container, session, ws, nc_id)
     try:
         attrs = _attributes({**form, "destination-type": nc.destination_type}, editing=True)
-        container.notification_configurations.update(session.principal, nc.id, attrs, {})
+        container.notification_configurations.update(session.principal, nc.id, attrs, _users(nc))
     except (errors.Invalid, errors.NotFound) as exc:
         kept = {k: v for k, v in form.items() if k != "token"}
         return _edit_page(request, session, organization, ws, nc, kept, status=422, error=exc.detail,
@@ -132,7 +137,7 @@ def act_on_notification(
     nc = _owned(container, session, ws, nc_id)
     service = container.notification_configurations
     if action in ("enable", "disable"):
-        service.update(session.principal, nc.id, {"enabled": action == "enable"}, {})
+        service.update(session.principal, nc.id, {"enabled": action == "enable"}, _users(nc))
     elif action == "verify":
         service.verify(session.principal, nc.id)
     elif action == "delete":
