@@ -19,6 +19,7 @@ SERVICE_VALUE_TYPES = {
     "access/oidc.py:OidcConfig",
     "runs/store.py:WorkspaceWrite",
     "workflows/workspace_overview.py:Overview",
+    "runs/stage_participants.py:StageContext",  # the value the task stage port passes its participants
 }
 
 
