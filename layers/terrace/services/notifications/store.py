@@ -3,16 +3,17 @@ already recorded (`<nc>#attempts`, kept a week), so a redelivered event records 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
 from typing import Any
 
-from terrace.adapters.table import ConditionFailed, Put, Table
+from terrace.adapters.table import Put, Table
 from terrace.domain import clock
 from terrace.domain.errors import NotFound
 from terrace.domain.ids import looks_like
 from terrace.domain.notifications import NotificationConfiguration, from_item, kept, to_item
 from terrace.services.optimistic import optimistic
 
+log = logging.getLogger("terrace.notifications")
 SORT_KEY = "nc"
 ATTEMPT_TTL_S = 7 * 24 * 3600
 
@@ -78,8 +79,10 @@ class NotificationStore:
             self._table.transact([*ops, Put(to_item(nc), if_version=expected)])
             return nc
 
-        gone: Callable[[], NotificationConfiguration | None] = lambda: None  # noqa: E731
-        try:
-            return optimistic(step, exhausted=gone)
-        except ConditionFailed:  # pragma: no cover - optimistic catches it
+        def lost() -> NotificationConfiguration | None:
+            log.warning(
+                "notification %s: the answer was not recorded (the configuration kept changing)", configuration_id
+            )
             return None
+
+        return optimistic(step, exhausted=lost)
