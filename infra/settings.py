@@ -34,6 +34,8 @@ class DeploySettings:
     oidc_client_id: str | None = None
     oidc_client_secret_arn: str | None = None  # Secrets Manager secret holding the client secret
     oidc_groups_claim: str = "groups"
+    # notification e-mails through SES: a verified sender (an address, or an address of a verified domain)
+    mail_from: str | None = None
 
     @classmethod
     def from_context(cls, scope: Construct) -> DeploySettings:
@@ -66,4 +68,5 @@ class DeploySettings:
             oidc_client_id=ctx("oidcClientId") or None,
             oidc_client_secret_arn=ctx("oidcClientSecretArn") or None,
             oidc_groups_claim=ctx("oidcGroupsClaim") or ("cognito:groups" if _flag(ctx("cognito")) else "groups"),
+            mail_from=ctx("mailFrom") or None,
         )

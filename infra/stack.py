@@ -57,6 +57,7 @@ class TerraceStack(Stack):
             **queues.url_environment(),
             **secrets.environment(),
             **runner.environment(),
+            **({"TERRACE_MAIL_FROM": settings.mail_from} if settings.mail_from else {}),
         }
         layer = terrace_layer(self, settings.skip_bundling)
         functions = Functions(self, "Functions", layer=layer, environment=environment, events_queue=queues.events)
@@ -88,6 +89,12 @@ class TerraceStack(Stack):
         functions.events.add_environment("TERRACE_SCALER_FUNCTION", functions.scaler.function_name)
         functions.scaler.grant_invoke(functions.events)
         secrets.bootstrap_token.grant_read(functions.bootstrap)
+        if settings.mail_from:  # notification e-mails: verifications (api) and deliveries (events)
+            domain = settings.mail_from.rsplit("@", 1)[-1]
+            identities = [f"arn:{Aws.PARTITION}:ses:{Aws.REGION}:{Aws.ACCOUNT_ID}:identity/{name}"
+                          for name in (settings.mail_from, domain)]  # fmt: skip
+            for fn in (api_fn, functions.events):
+                fn.add_to_role_policy(iam.PolicyStatement(actions=["ses:SendEmail"], resources=identities))
 
         self.monitoring = Monitoring(
             self,

@@ -23,8 +23,10 @@ from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.events import EventPublisher, EventQueue
 from terrace.adapters.httpx_outbound import HttpxOutbound
 from terrace.adapters.job_signal import JobSignal
+from terrace.adapters.mail import Mail
 from terrace.adapters.memory_encryptor import MemoryEncryptor
 from terrace.adapters.memory_events import MemoryEventPublisher
+from terrace.adapters.memory_mail import MemoryMail
 from terrace.adapters.memory_outbound import MemoryOutbound
 from terrace.adapters.outbound import Outbound
 from terrace.adapters.runner_launcher import RunnerLauncher
@@ -33,6 +35,7 @@ from terrace.config import Settings
 from terrace.domain.destinations import Allowance
 from terrace.wiring.access_services import AccessServices
 from terrace.wiring.embedded_adapters import EMBEDDED_BLOBS, EMBEDDED_DATABASE, EMBEDDED_KEY
+from terrace.wiring.notification_services import NotificationServices
 from terrace.wiring.run_services import RunServices
 from terrace.wiring.state_services import StateServices
 from terrace.wiring.task_stage_services import TaskStageServices
@@ -55,13 +58,20 @@ __all__ = [
 # which mypy calls a read-only property overriding a writable attribute (hence the ignore; types still checked).
 @dataclass
 class Container(  # type: ignore[override]
-    AccessServices, WorkspaceServices, StateServices, RunServices, TaskStageServices, WorkflowServices
+    AccessServices,
+    WorkspaceServices,
+    StateServices,
+    RunServices,
+    TaskStageServices,
+    NotificationServices,
+    WorkflowServices,
 ):
     """The adapters (these fields) and every service, built from them on first use by the areas mixed in:
     `AccessServices` (authz, accounts, organizations, teams, sign-in, site admin, tool versions),
     `WorkspaceServices` (workspaces, variables, SSH keys, locks, retention policies), `StateServices` (state
-    versions, their index, events) and `RunServices` (job queue, configuration versions, runs, scheduler, jobs,
-    logs, reaper, scaler); and the use cases across them, `WorkflowServices` (workspace and organization deletion,
+    versions, their index, events), `RunServices` (job queue, configuration versions, runs, scheduler, jobs,
+    logs, reaper, scaler) and `NotificationServices` (notification configurations, their delivery); and the use
+    cases across them, `WorkflowServices` (workspace and organization deletion,
     purge, state rollback under lock, the retention sweep)."""
 
     settings: Settings
@@ -75,6 +85,7 @@ class Container(  # type: ignore[override]
     database: Any = None  # the embedded server's SqliteDatabase (backups, closing)
     job_signal: JobSignal = field(default_factory=ConditionJobSignal)  # wakes waiting runners; in-process by default
     outbound: Outbound = field(default_factory=MemoryOutbound)  # notifications, run tasks (memory: tests)
+    mail: Mail = field(default_factory=MemoryMail)  # notification e-mails: SES on AWS, SMTP embedded
 
     @functools.cached_property
     def outbound_allowance(self) -> Allowance:
@@ -105,6 +116,7 @@ def build_aws(settings: Settings) -> Container:
         launcher=aws.launcher,
         job_signal=ConditionJobSignal(recheck_s=LAMBDA_RECHECK_S),  # enqueues may happen in other Lambdas
         outbound=HttpxOutbound(Allowance.parse(settings.outbound_allow)),
+        mail=aws.mail,
     )
 
 
@@ -124,6 +136,21 @@ def build_embedded(settings: Settings) -> Container:
         event_queue=data.events,
         database=data.database,
         outbound=HttpxOutbound(Allowance.parse(settings.outbound_allow)),
+        mail=smtp_mail(settings),
+    )
+
+
+def smtp_mail(settings: Settings) -> Mail:
+    """Notification e-mails through the SMTP server of the settings (`TERRACE_SMTP_*`)."""
+    from terrace.adapters.smtp_mail import SmtpMail
+
+    return SmtpMail(
+        settings.smtp_host,
+        settings.smtp_port,
+        settings.mail_from,
+        starttls=settings.smtp_starttls,
+        username=settings.smtp_username,
+        password=settings.smtp_password,
     )
 
 

@@ -118,6 +118,16 @@ class Settings(BaseSettings):
     # notifications and run task requests to although they are loopback, private or link-local
     # (domain/destinations.py); `terrace dev` allows loopback
     outbound_allow: Annotated[tuple[str, ...], NoDecode] = Field(default=(), validation_alias="TERRACE_OUTBOUND_ALLOW")
+    # notification e-mails: SMTP on the embedded server (no host: e-mail deliveries fail, saying so), SES on AWS;
+    # the sender is TERRACE_MAIL_FROM (on SES a verified identity)
+    smtp_host: str = Field(default="", validation_alias="TERRACE_SMTP_HOST")
+    smtp_port: int = Field(default=25, validation_alias="TERRACE_SMTP_PORT")
+    smtp_username: str = Field(default="", validation_alias="TERRACE_SMTP_USERNAME")
+    smtp_password: str = Field(default="", validation_alias="TERRACE_SMTP_PASSWORD", repr=False)
+    smtp_starttls: bool = Field(default=False, validation_alias="TERRACE_SMTP_STARTTLS")
+    mail_from: str = Field(default="terrace@localhost", validation_alias="TERRACE_MAIL_FROM")
+    # a failed notification delivery is tried again after base, 2*base, 4*base, 8*base seconds (5 attempts)
+    notification_retry_base_s: int = Field(default=10, ge=0, validation_alias="TERRACE_NOTIFICATION_RETRY_BASE_S")
 
     @field_validator("runner_subnets", "runner_security_groups", "outbound_allow", mode="before")
     @classmethod

@@ -52,6 +52,7 @@ def _serve(receiver: Receiver, context: ssl.SSLContext | None) -> Iterator[Threa
                 self.end_headers()
                 return
             self.send_response(receiver.answer_status)
+            self.send_header("X-Receiver", "terrace-test")
             self.end_headers()
             self.wfile.write(b"thanks")
 
@@ -81,7 +82,7 @@ def pair(request: pytest.FixtureRequest) -> Iterator[tuple[Outbound, Receiver]]:
         def answer(url: str, body: bytes) -> OutboundResponse:
             sent = memory.sent[-1]
             receiver.received.append({"path": "/" + url.split("/", 3)[3], "body": body, "headers": sent.headers})
-            return OutboundResponse(receiver.answer_status, "thanks")
+            return OutboundResponse(receiver.answer_status, "thanks", headers={"X-Receiver": ["terrace-test"]})
 
         memory.answer = answer
         yield memory, receiver
@@ -104,6 +105,7 @@ def test_delivers_the_body_and_headers_and_returns_the_answer(pair: tuple[Outbou
     outbound, receiver = pair
     answer = outbound.post(receiver.url + "/hook", b'{"a":1}', {"X-Signature": "abc"}, timeout_s=10)
     assert answer.status == 202 and answer.ok and answer.body == "thanks" and answer.error is None
+    assert {k.lower(): v for k, v in answer.headers.items()}["x-receiver"] == ["terrace-test"]  # kept with it
     [got] = receiver.received
     assert got["path"] == "/hook" and got["body"] == b'{"a":1}'
     headers = {k.lower(): v for k, v in got["headers"].items()}

@@ -86,8 +86,8 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 
 @pytest.fixture(scope="session")
 def synth_options(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    """Private subnets with interface endpoints, a custom domain with its certificate, alarm e-mails, and a
-    Cognito user pool for single sign-on."""
+    """Private subnets with interface endpoints, a custom domain with its certificate, alarm e-mails, a
+    Cognito user pool for single sign-on, and an SES sender for notification e-mails."""
     return synthesize(
         tmp_path_factory.mktemp("cdk-options"),
         {
@@ -99,6 +99,7 @@ def synth_options(tmp_path_factory: pytest.TempPathFactory) -> Synth:
             "terrace:maxRunnersPerOrganization": "3",
             "terrace:warmRunnersPerOrganization": "1",
             "terrace:cognito": "true",
+            "terrace:mailFrom": "terrace@example.com",
         },
     )
 

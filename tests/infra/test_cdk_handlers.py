@@ -220,3 +220,23 @@ def test_secret_arns_resolve_into_values_once():
              "TERRACE_URL_SIGNING_SECRET_ARN": signing_arn}
         )  # fmt: skip
         assert resolve_secrets(explicit, client).url_signing_secret == "plain"
+
+
+def test_events_handler_puts_back_a_delivery_it_has_no_time_for(monkeypatch):
+    events = load("events")
+    handled: list[dict[str, Any]] = []
+    published: list[dict[str, Any]] = []
+    container = SimpleNamespace(
+        events=SimpleNamespace(handle=handled.append), publisher=SimpleNamespace(publish=published.append)
+    )
+    monkeypatch.setattr(events, "_get_container", lambda: container)
+    left = [40_000]
+    lambda_context = SimpleNamespace(**vars(context()), get_remaining_time_in_millis=lambda: left[0])
+    delivery = {"type": "notification.delivery", "configuration_id": "nc-1", "attempt": 1}
+    batch = {"Records": [_sqs_record("a", json.dumps(delivery)), _sqs_record("b", json.dumps({"type": "x"}))]}
+    assert events.lambda_handler(batch, lambda_context)["batchItemFailures"] == []
+    assert handled == [delivery, {"type": "x"}] and published == []
+    left[0] = 5_000  # too little for a 10 s request: back on the queue, acknowledged here; other events go on
+    handled.clear()
+    assert events.lambda_handler(batch, lambda_context)["batchItemFailures"] == []
+    assert handled == [{"type": "x"}] and published == [delivery]

@@ -24,7 +24,7 @@ SERVICE_VALUE_TYPES = {
     "access/documents.py:TeamDocument",
     "access/documents.py:IncludedMembership",
     "access/documents.py:TeamDocuments",
-    "access/documents.py:MembershipDocuments",  # the value the task stage port passes its participants
+    "access/documents.py:MembershipDocuments",
 }
 
 

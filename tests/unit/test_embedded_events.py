@@ -24,7 +24,9 @@ def wait_for(probe: Any, timeout: float = 30) -> None:
 
 def test_the_events_worker_acknowledges_handled_events_and_redrives_failing_ones(tmp_path: Path) -> None:
     database = SqliteDatabase(tmp_path / "terrace.db")
-    queue = SqliteEventQueue(database, visibility_s=0, max_receives=3)
+    # 1 s, not 0: the worker handles events concurrently, and a 0 s visibility would hand an event out again
+    # while its handler still runs (as SQS does after a visibility timeout)
+    queue = SqliteEventQueue(database, visibility_s=1, max_receives=3)
     handled: list[dict[str, Any]] = []
     attempts: list[int] = []
     events = EventService()

@@ -257,6 +257,8 @@ OPERATIONS: dict[str, tuple[Action, int, Callable[[World, str, dict[str, str]], 
     "api: lock": (Action.LOCK_WORKSPACE, 200, _lock),
     "api: team access of workspace": (
         Action.MANAGE_WORKSPACE_ACCESS, 200, _get("/team-workspaces?filter[workspace][id]={ws}")),
+    "api: notification configurations": (
+        Action.MANAGE_NOTIFICATIONS, 200, _get("/workspaces/{ws}/notification-configurations")),
     "http backend: read state": (Action.READ_STATE, 200, lambda w, tok, t: int(w.env.client.get(
         f"/state/v1/{t['org']}/app", headers={"Authorization": f"Bearer {tok}"}).status_code)),  # fmt: skip
     "http backend: lock": (Action.LOCK_WORKSPACE, 200, _http_lock),
@@ -269,6 +271,7 @@ OPERATIONS: dict[str, tuple[Action, int, Callable[[World, str, dict[str, str]], 
     "ui: variables page": (Action.READ_VARIABLES, 200, _ui("/app/{org}/workspaces/app/variables")),
     "ui: effective variables page": (
         Action.READ_VARIABLES, 200, _ui("/app/{org}/workspaces/app/effective-variables")),
+    "ui: notifications page": (Action.MANAGE_NOTIFICATIONS, 200, _ui("/app/{org}/workspaces/app/notifications")),
 }  # fmt: skip
 
 

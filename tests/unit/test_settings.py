@@ -60,6 +60,13 @@ VARIABLES = {
     "tool_catalog": ("TERRACE_TOOL_CATALOG", "terraform=1.0.3", "terraform=1.0.3", ""),
     "default_tool": ("TERRACE_DEFAULT_TOOL", "opentofu", "opentofu", "terraform"),
     "api_rate_limit_per_s": ("TERRACE_API_RATE_LIMIT_PER_S", "7", 7, 30),
+    "smtp_host": ("TERRACE_SMTP_HOST", "mail.internal", "mail.internal", ""),
+    "smtp_port": ("TERRACE_SMTP_PORT", "587", 587, 25),
+    "smtp_username": ("TERRACE_SMTP_USERNAME", "terrace", "terrace", ""),
+    "smtp_password": ("TERRACE_SMTP_PASSWORD", "pw", "pw", ""),
+    "smtp_starttls": ("TERRACE_SMTP_STARTTLS", "true", True, False),
+    "mail_from": ("TERRACE_MAIL_FROM", "tf@example.com", "tf@example.com", "terrace@localhost"),
+    "notification_retry_base_s": ("TERRACE_NOTIFICATION_RETRY_BASE_S", "3", 3, 10),
 }
 
 

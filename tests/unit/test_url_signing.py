@@ -21,6 +21,7 @@ NOT_URL_SIGNERS = {
     "services/access/web_sessions.py",
     "local/presigned_check.py",
     "services/runs/task_delivery.py",  # signs a run task request's body (X-TFC-Task-Signature), not a URL
+    "domain/notification_payloads.py",  # signs notification bodies with their configuration's token (TFC's header)
 }
 
 

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from terrace.adapters.outbound import BODY_KEPT, OutboundResponse
+from terrace.adapters.outbound import BODY_KEPT, OutboundResponse, kept_headers
 from terrace.domain.destinations import Allowance, IPAddress, address_class, blocked_address, check_url
 from terrace.domain.errors import Invalid
 
@@ -79,7 +79,9 @@ class HttpxOutbound:
                     headers={**headers, "Host": host_header},
                     extensions={"sni_hostname": host},
                 )
-                return OutboundResponse(answer.status_code, answer.text[:BODY_KEPT])
+                return OutboundResponse(
+                    answer.status_code, answer.text[:BODY_KEPT], headers=kept_headers(list(answer.headers.items()))
+                )
         except httpx.TimeoutException:
             return OutboundResponse(None, error="timeout")
         except httpx.HTTPError as exc:

@@ -8,10 +8,20 @@ never follows redirects) and `memory_outbound.py` (records, for unit tests; the 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 BODY_KEPT = 2048  # characters of a receiver's answer kept with a delivery
+HEADERS_KEPT = 32  # headers of a receiver's answer kept, each value cut to 512 characters
+
+
+def kept_headers(pairs: list[tuple[str, str]]) -> dict[str, list[str]]:
+    """A receiver's headers as TFC shows them (name -> values), bounded."""
+    found: dict[str, list[str]] = {}
+    for name, value in pairs:
+        if name in found or len(found) < HEADERS_KEPT:
+            found.setdefault(name, []).append(value[:512])
+    return found
 
 
 @dataclass(frozen=True)
@@ -19,6 +29,7 @@ class OutboundResponse:
     status: int | None  # the receiver's HTTP status; None when there was no answer
     body: str = ""  # its first BODY_KEPT characters
     error: str | None = None  # why there was no answer: "blocked: ...", "timeout", "connection: ..."
+    headers: dict[str, list[str]] = field(default_factory=dict)  # the answer's headers (HEADERS_KEPT at most)
 
     @property
     def ok(self) -> bool:

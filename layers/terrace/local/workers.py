@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import logging
 import os
+import queue as queue_module
 import shutil
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -91,26 +93,62 @@ def reaper(stack: LocalStack) -> None:
     _loop(stack, lambda: stack.container.reaper.reap_once())
 
 
+EVENT_HANDLERS = 8  # events handled at once: a slow notification receiver holds one, never the others
+
+
 def events(stack: LocalStack) -> None:
     """Consume the events queue (the events Lambda's local twin): SQS on moto, the SQLite queue when embedded.
-    A failed event comes back after its visibility timeout (and goes to the dead letters after a few tries)."""
+    Up to EVENT_HANDLERS events are handled at once, each acknowledged when its handler returns, so a delivery
+    waiting on a slow receiver delays no other event. A failed event comes back after its visibility timeout
+    (and goes to the dead letters after a few tries)."""
     container = stack.container
     queue = container.event_queue
-    while not stack.stopping.is_set():
+    slots = threading.BoundedSemaphore(EVENT_HANDLERS)
+
+    def handle(event: Any) -> None:
         try:
-            received = queue.receive(10, wait_s=1)
+            container.events.handle(event.body)
+            queue.ack(event.receipt)
         except Exception:
-            if stack.stopping.is_set():
-                return
-            log.exception("events queue receive failed")
-            stack.stopping.wait(TICK_S)
-            continue
-        for event in received:
+            log.exception("event handling failed; it will be retried")
+        finally:
+            slots.release()
+
+    inbox: queue_module.Queue[Any] = queue_module.Queue()
+
+    def handler_loop() -> None:
+        while (event := inbox.get()) is not None:
+            handle(event)
+
+    # started with the worker (not on demand), stopped with it
+    handlers = [
+        threading.Thread(target=handler_loop, name=f"terrace-events-{n}", daemon=True) for n in range(EVENT_HANDLERS)
+    ]
+    for thread in handlers:
+        thread.start()
+    try:
+        while not stack.stopping.is_set():
+            if not slots.acquire(timeout=TICK_S):
+                continue
+            free = 1
+            while free < 10 and slots.acquire(blocking=False):
+                free += 1
             try:
-                container.events.handle(event.body)
-                queue.ack(event.receipt)
+                received = queue.receive(free, wait_s=1)
             except Exception:
-                log.exception("event handling failed; it will be retried")
+                received = []
+                if not stack.stopping.is_set():
+                    log.exception("events queue receive failed")
+                    stack.stopping.wait(TICK_S)
+            for _ in range(free - len(received)):
+                slots.release()
+            for event in received:
+                inbox.put(event)
+    finally:
+        for _ in handlers:
+            inbox.put(None)
+        for thread in handlers:
+            thread.join(15)
 
 
 TTL_SWEEP_S = 60.0

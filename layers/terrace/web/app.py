@@ -18,6 +18,7 @@ from terrace.web.routers import (
     discovery,
     http_backend,
     memberships,
+    notifications,
     oauth,
     organizations,
     phases,
@@ -40,6 +41,7 @@ from terrace.web.routers import (
 from terrace.web.routers.discovery import api_headers
 from terrace.web.security_headers import SecurityHeaders
 from terrace.web.ui import auth as ui_auth
+from terrace.web.ui import notifications as ui_notifications
 from terrace.web.ui import oidc as ui_oidc
 from terrace.web.ui import organizations as ui_organizations
 from terrace.web.ui import run_tasks as ui_run_tasks
@@ -99,6 +101,7 @@ def create_app(container: Container) -> FastAPI:
     for module in (discovery, organizations, workspaces, workspace_relations, varsets, accounts, ssh_keys, oauth,
                    retention):  # fmt: skip
         app.include_router(module.router)
+    app.include_router(notifications.router)  # workspaces' and teams'
     for access_module in (teams, memberships, projects):
         app.include_router(access_module.router)
     for state_module in (state_versions, resources, http_backend):
@@ -126,6 +129,7 @@ def create_app(container: Container) -> FastAPI:
         ui_run_triggers,
         ui_terraform_login,
         ui_oidc,
+        ui_notifications,
     ):
         app.include_router(ui_page.router)
     for admin_module in (admin, admin_runs, admin_tools):  # the site admin API (/api/v2/admin)

@@ -252,3 +252,36 @@ TASK_RESULT = document(
     "task-results",
     {"status": {"type": "string", "enum": ["running", "passed", "failed"]}, "message": _text(2000), "url": _text(2048)},
 )
+_USERS = {
+    "type": "object",
+    "properties": {
+        "data": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"type": {"type": "string", "enum": ["users"]}, "id": STRING},
+                "required": ["type", "id"],
+            },
+        }
+    },
+}
+_NOTIFICATION_ATTRIBUTES = {
+    "name": _text(255),
+    "destination-type": {"type": "string", "enum": ["generic", "slack", "microsoft-teams", "email"]},
+    "enabled": BOOL,
+    "url": _text(2048),
+    "token": _text(1024),
+    "triggers": {"type": "array", "items": STRING},
+    "email-addresses": {"type": "array", "items": _text(254)},
+}
+
+
+def _notification(required: list[str]) -> dict[str, Any]:
+    body = document("notification-configurations", _NOTIFICATION_ATTRIBUTES, required=required)
+    data = body["requestBody"]["content"]["application/vnd.api+json"]["schema"]["properties"]["data"]
+    data["properties"]["relationships"] = {"type": "object", "properties": {"users": _USERS}}
+    return body
+
+
+NOTIFICATION_CONFIGURATION = _notification(["name", "destination-type", "enabled"])
+NOTIFICATION_CONFIGURATION_UPDATE = _notification([])

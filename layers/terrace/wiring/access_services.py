@@ -29,6 +29,7 @@ from terrace.services.admin.site import SiteAdminService
 from terrace.services.admin.tool_version_admin import ToolVersionAdmin
 from terrace.services.admin.tool_versions import ToolVersionService
 from terrace.services.admin.users import SiteAdminUsers
+from terrace.services.notifications.configurations import NotificationConfigurations
 from terrace.services.runs.scheduler import RunScheduler
 from terrace.services.runs.store import RunStore
 from terrace.services.workspaces.workspaces import WorkspaceService
@@ -41,6 +42,7 @@ class AccessServices:
     workspaces: WorkspaceService
     run_store: RunStore
     scheduler: RunScheduler
+    notification_configurations: NotificationConfigurations
 
     @cached_property
     def authz(self) -> Authorizer:
@@ -96,7 +98,9 @@ class AccessServices:
     # teams and access -------------------------------------------------------------------
     @cached_property
     def teams(self) -> TeamService:
-        return TeamService(self.table, self.authz, self.organizations)
+        teams = TeamService(self.table, self.authz, self.organizations)
+        teams.after_delete.append(lambda team: self.notification_configurations.delete_all(team.id))
+        return teams
 
     @cached_property
     def access_documents(self) -> AccessDocuments:

@@ -18,6 +18,7 @@ from terrace.adapters.dynamo_table import DynamoTable
 from terrace.adapters.ecs_runner_launcher import EcsLauncher
 from terrace.adapters.kms_encryptor import KmsEncryptor
 from terrace.adapters.s3_blobs import S3Blobs
+from terrace.adapters.ses_mail import SesMail
 from terrace.adapters.sqs_events import SqsEventPublisher
 from terrace.config import Settings
 
@@ -30,6 +31,7 @@ class AwsAdapters:
     events: SqsEventPublisher  # publishes to the events queue and consumes it
     launcher: EcsLauncher | None  # runners as ECS tasks, when a cluster and a task definition are configured
     scaler_kick: Callable[..., None] | None  # wakes the scaler Lambda, when one is configured
+    mail: SesMail  # notification e-mails
 
 
 def connect(settings: Settings) -> AwsAdapters:
@@ -56,6 +58,7 @@ def connect(settings: Settings) -> AwsAdapters:
         events=SqsEventPublisher(clients["sqs"], settings.queue_urls.get("events", "")),
         launcher=launcher,
         scaler_kick=kick,
+        mail=SesMail(clients["ses"], settings.mail_from),
     )
 
 
@@ -71,6 +74,7 @@ def boto_clients(settings: Settings) -> dict[str, Any]:
         "sqs": session.client("sqs", config=retry, **common),
         "kms": session.client("kms", config=retry, **common),
         "ecs": session.client("ecs", config=retry, **common),
+        "ses": session.client("ses", config=retry, **common),
     }
 
 

@@ -37,6 +37,7 @@ class StateServices:
     configuration_versions: ConfigurationVersionService
     run_trigger_fanout: RunTriggerFanout  # a use case (workflow_services.py)
     subscribe_task_stages: Callable[[EventService], None]
+    subscribe_notifications: Callable[[EventService], None]
 
     @cached_property
     def state_index(self) -> StateIndex:
@@ -71,4 +72,5 @@ class StateServices:
         events.subscribe("state.uploaded", lambda event: self.state_versions.index_uploaded(event))
         events.subscribe(RUN_STATUS_CHANGED, lambda event: self.run_trigger_fanout.on_event(event))
         self.subscribe_task_stages(events)  # wiring/task_stage_services.py
+        self.subscribe_notifications(events)  # wiring/notification_services.py
         return events

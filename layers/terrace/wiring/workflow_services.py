@@ -12,6 +12,7 @@ from terrace.services.access.accounts import AccountService
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.access.projects import ProjectService
 from terrace.services.admin.site import SiteAdminService
+from terrace.services.notifications.configurations import NotificationConfigurations
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.runs.runs import RunService
 from terrace.services.runs.store import RunStore
@@ -48,10 +49,19 @@ class WorkflowServices:
     runs: RunService
     run_store: RunStore
     run_triggers: RunTriggerService
+    notification_configurations: NotificationConfigurations
 
     @cached_property
     def purge(self) -> Purge:
-        return Purge(self.table, self.blobs, self.accounts, self.state_versions, self.varsets, self.run_triggers)
+        return Purge(
+            self.table,
+            self.blobs,
+            self.accounts,
+            self.state_versions,
+            self.varsets,
+            self.run_triggers,
+            self.notification_configurations,
+        )
 
     @cached_property
     def workspace_deletion(self) -> WorkspaceDeletion:

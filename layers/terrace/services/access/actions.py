@@ -24,6 +24,7 @@ class Action(StrEnum):
     CANCEL_RUN = "cancel-run"
     READ_VARIABLES = "read-variables"
     WRITE_VARIABLES = "write-variables"
+    MANAGE_NOTIFICATIONS = "manage-notifications"  # a workspace's notification configurations (its admins)
     RUN_JOBS = "run-jobs"  # take, heartbeat, log and finish jobs (the runner protocol)
     # teams and access (organization level unless noted)
     READ_TEAMS = "read-teams"

@@ -31,6 +31,7 @@ WS_ADMIN = WS_WRITE | {
     Action.MANAGE_WORKSPACE_ACCESS,
     Action.MANAGE_RUN_TRIGGERS,
     Action.MANAGE_WORKSPACE_RUN_TASKS,
+    Action.MANAGE_NOTIFICATIONS,
 }
 
 WORKSPACE_LEVELS = ("read", "plan", "write", "admin", "custom")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+from collections.abc import Callable
 from typing import Any
 
 from terrace.adapters.table import ConditionFailed, Delete, Put, Table, WriteOp
@@ -50,6 +51,7 @@ class TeamService:
         self._table = table
         self._authz = authz
         self._orgs = organizations
+        self.after_delete: list[Callable[[Team], None]] = []  # filled by the composition root
 
     # reads -------------------------------------------------------------------------------
     def organization(self, principal: Principal, name: str, action: Action = Action.READ_TEAMS) -> Organization:
@@ -171,6 +173,8 @@ class TeamService:
                     doomed += [(g["pk"], g["sk"]), keys.grant_claim_key(g[key], team.id)]
         self._table.batch_delete(doomed)
         grants.forget()
+        for hook in self.after_delete:  # what other areas keep of a team (its notification configurations)
+            hook(team)
 
     def set_members(self, principal: Principal, team: Team, users: set[str]) -> Team:
         """Replace a team's members (the callers check who they are); owners keep at least one."""

@@ -154,6 +154,7 @@ class RunStore:
                         "organization": run.organization,
                         "from": (previous or {}).get(run.id),
                         "to": run.status,
+                        "statuses": list(steps),  # every status this write passed, in order (`to` is the last)
                         "at": now,
                     }
                 )

@@ -1,7 +1,8 @@
 """Deleting what a workspace or an organization holds: their runs (events, logs, plans, run tokens, open-run
 index entries, task stages and task results), configuration versions, variables, run task attachments, state
 versions (blobs, outputs, resource index), variable sets (a workspace leaves those applied to it), run triggers (both
-ways), tags, run tasks, queued jobs and runner tokens.
+ways), notification configurations (the workspace's, and its teams' for an organization), tags, run tasks, queued
+jobs and runner tokens.
 
 Deletion goes from the leaves up and ends with the item that makes a thing reachable (the workspace, the
 organization), so a deletion cut short leaves the thing in place, still addressable, and is finished by
@@ -17,7 +18,9 @@ from terrace.adapters.blobs import BlobStore
 from terrace.adapters.table import Table
 from terrace.domain import runs as run_model
 from terrace.domain.errors import NotFound
+from terrace.services.access.access_keys import teams_index
 from terrace.services.access.accounts import AccountService
+from terrace.services.notifications.configurations import NotificationConfigurations
 from terrace.services.state.versions import StateVersionService
 from terrace.services.workspaces.run_triggers import RunTriggerService
 from terrace.services.workspaces.varsets import VariableSetService
@@ -37,6 +40,7 @@ class Purge:
         state_versions: StateVersionService,
         varsets: VariableSetService,
         run_triggers: RunTriggerService,
+        notifications: NotificationConfigurations,
     ) -> None:
         self._varsets = varsets
         self._run_triggers = run_triggers
@@ -44,6 +48,7 @@ class Purge:
         self._blobs = blobs
         self._accounts = accounts
         self._state_versions = state_versions
+        self._notifications = notifications
 
     def workspace_contents(self, workspace_id: str, org_key: str) -> None:
         """Everything stored under a workspace, except the workspace item and its name claim; and the workspace
@@ -61,12 +66,15 @@ class Purge:
         self._delete_all(self._table.query(f"{workspace_id}#varkeys"))
         self._state_versions.purge(workspace_id)
         self._run_triggers.remove_for_workspace(workspace_id)  # both ways: as a source and as a target
+        self._notifications.delete_all(workspace_id)
 
     def organization_contents(self, org_key: str) -> None:
         """What an organization holds beside its workspaces: variable sets, queued jobs, SSH keys, tags, runner and
         organization tokens."""
         self._varsets.purge_organization(org_key)
         self._delete_all(self._table.query(f"org#{org_key}#jobs"))
+        for team in self._table.query(teams_index(org_key), index="gsi1"):
+            self._notifications.delete_all(team["id"])
         self._delete_all(self._table.query(f"org#{org_key}#ssh-keys", index="gsi1"))  # services/workspaces/ssh_keys.py
         for task in self._table.query(f"org#{org_key}#tasks", index="gsi1"):  # services/runs/run_tasks.py
             self._delete_all(self._table.query(f"{task['pk']}#workspaces"))
