@@ -23,13 +23,7 @@ from terrace.bootstrap import build_memory
 from terrace.web.app import create_app
 
 MAX_SERVICES = 2
-_RUN_PAGE = "the UI's run pages: the run, its workspace's permissions, the plan summary and the logs (runs area)"
-STILL_COMPOSED = {
-    "terrace.web.ui.runs.run_page": _RUN_PAGE,
-    "terrace.web.ui.runs.run_action": _RUN_PAGE,
-    "terrace.web.ui.runs.run_live": _RUN_PAGE,
-    "terrace.web.ui.runs.run_log": _RUN_PAGE,
-}
+STILL_COMPOSED: dict[str, str] = {}
 
 
 def services_used(func: Any, seen: set[Any] | None = None) -> set[str]:

@@ -21,6 +21,8 @@ from terrace.domain.destinations import Allowance
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.events import EventService
+from terrace.services.runs.plans import PlanService
+from terrace.services.runs.run_pages import RunPages
 from terrace.services.runs.run_tasks import RunTaskService
 from terrace.services.runs.runs import RunService
 from terrace.services.runs.scheduler import RunScheduler
@@ -49,6 +51,7 @@ class TaskStageServices:
     scheduler: RunScheduler
     runs: RunService
     workspaces: WorkspaceService
+    plans: PlanService
 
     @cached_property
     def stage_participants(self) -> list[StageParticipant]:
@@ -59,6 +62,11 @@ class TaskStageServices:
     @cached_property
     def task_stages(self) -> TaskStages:
         return TaskStages(self.table, lambda: self.stage_participants)
+
+    @cached_property
+    def run_pages(self) -> RunPages:
+        """What the UI's run pages show (services/runs/run_pages.py)."""
+        return RunPages(self.workspaces, self.runs, self.plans, self.stage_progress)
 
     @cached_property
     def stage_progress(self) -> StageProgress:

@@ -3,7 +3,6 @@ and its actions (Confirm & apply, Discard, Cancel), which appear only when the r
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -12,12 +11,12 @@ from fastapi.responses import RedirectResponse
 from terrace.bootstrap import Container
 from terrace.domain import clock, errors
 from terrace.domain import runs as rs
-from terrace.domain.plan_json import SYMBOLS, resource_changes
-from terrace.domain.principal import Principal
+from terrace.domain.plan_json import SYMBOLS
 from terrace.domain.runs import Run
 from terrace.domain.task_stages import TS_AWAITING_OVERRIDE
 from terrace.domain.web_sessions import WebSession
 from terrace.domain.workspace import Workspace
+from terrace.services.runs.run_pages import RunHeader
 from terrace.web import task_stage_documents
 from terrace.web.deps import ContainerDep
 from terrace.web.ui.cloudwatch import job_links
@@ -26,20 +25,10 @@ from terrace.web.ui.run_logs import FIRST_LIMIT, LIVE_LIMIT, read_chunk
 from terrace.web.ui.session import CheckedFormDep, SessionDep, render
 
 router = APIRouter(prefix="/app", include_in_schema=False)
-ACTIONS: dict[str, Callable[[Container, Principal, str], Run]] = {
-    "apply": lambda c, p, r: c.runs.apply(p, r),
-    "discard": lambda c, p, r: c.runs.discard(p, r),
-    "cancel": lambda c, p, r: c.runs.cancel(p, r),
-    "force-cancel": lambda c, p, r: c.runs.force_cancel(p, r),
-}
 
 
 def load(container: Container, session: WebSession, organization: str, name: str, run_id: str) -> tuple[Workspace, Run]:
-    ws = container.workspaces.get_by_name(session.principal, organization, name)
-    run = container.runs.get(session.principal, run_id)
-    if run.workspace_id != ws.id:
-        raise errors.NotFound(f"run {run_id} not found")
-    return ws, run
+    return container.run_pages.load(session.principal, organization, name, run_id)
 
 
 def timeline(run: Run) -> list[tuple[str, str]]:
@@ -61,11 +50,8 @@ def _result_row(document: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def stage_views(container: Container, session: WebSession, run: Run) -> list[dict[str, Any]]:
-    """The run's task stages with their results (no read for a run without stages)."""
-    if not run.task_stage_ids:
-        return []
-    can = container.stage_progress.can_override(session.principal, run)
+def stage_views(container: Container, session: WebSession, header: RunHeader) -> list[dict[str, Any]]:
+    """The run's task stages with their results (read only for a run with stages)."""
     names = set(task_stage_documents.STAGE_INCLUDES)
     return [
         {
@@ -73,30 +59,25 @@ def stage_views(container: Container, session: WebSession, run: Run) -> list[dic
             "results": [
                 _result_row(d) for d in task_stage_documents.included(container, session.principal, [stage], names)
             ],
-            "can_override": can and stage.status == TS_AWAITING_OVERRIDE,
+            "can_override": header.can_override and stage.status == TS_AWAITING_OVERRIDE,
         }
-        for stage in container.stage_progress.of_run(run)
+        for stage in header.stages
     ]
 
 
 def live_context(container: Container, session: WebSession, ws: Workspace, run: Run) -> dict[str, Any]:
     """What the run's live header shows: status, timeline, allowed actions, plan summary."""
-    changes = None
-    if run.plan.status == rs.P_FINISHED and run.plan.json_key:
-        try:
-            changes = resource_changes(container.plans.redacted(session.principal, run.plan.id))
-        except errors.NotFound:  # no JSON plan, or the caller may not read state
-            changes = None
-    perms = container.workspaces.permissions(session.principal, ws)
+    header = container.run_pages.header(session.principal, ws, run)
+    perms = header.permissions
     allowed = run.actions(container.settings.force_cancel_cooloff_s, clock.epoch())
     return {
         "ws": ws,
         "run": run,
         "timeline": timeline(run),
-        "changes": changes,
-        "change_groups": grouped(changes or []),
+        "changes": header.changes,
+        "change_groups": grouped(header.changes or []),
         "symbols": SYMBOLS,
-        "stages": stage_views(container, session, run),
+        "stages": stage_views(container, session, header),
         "can": {
             "apply": allowed["is-confirmable"] and perms["can-queue-apply"],
             "discard": allowed["is-discardable"] and perms["can-queue-apply"],
@@ -224,22 +205,14 @@ def run_action(
     action: str,
     form: CheckedFormDep,
 ) -> Any:
-    if action not in ACTIONS:
+    if action not in container.run_pages.actions:
         raise errors.NotFound(f"no run action {action}")
     ws, run = load(container, session, organization, name, run_id)
     try:
-        ACTIONS[action](container, session.principal, run.id)
+        container.run_pages.act(session.principal, run, action)
     except errors.Conflict as exc:
-        return _run_page(
-            request,
-            container,
-            session,
-            organization,
-            ws,
-            container.runs.get(session.principal, run.id),
-            status=409,
-            error=exc.detail,
-        )
+        run = container.run_pages.reread(session.principal, run)
+        return _run_page(request, container, session, organization, ws, run, status=409, error=exc.detail)
     return RedirectResponse(f"/app/{organization}/workspaces/{name}/runs/{run.id}", status_code=303)
 
 

@@ -1,0 +1,79 @@
+"""What the UI's run pages show, read in one place: the run of a workspace named in the page's path, the header's
+facts (the caller's permissions, the plan's resource changes, the task stages and whether the caller may override
+one that waits) and the run actions its buttons post. The UI's routes render these; the logs are the log
+service's."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from terrace.domain import errors
+from terrace.domain import runs as rs
+from terrace.domain.plan_json import resource_changes
+from terrace.domain.principal import Principal
+from terrace.domain.runs import Run
+from terrace.domain.task_stages import TaskStage
+from terrace.domain.workspace import Workspace
+from terrace.services.runs.plans import PlanService
+from terrace.services.runs.runs import RunService
+from terrace.services.runs.stage_progress import StageProgress
+from terrace.services.workspaces.workspaces import WorkspaceService
+
+
+@dataclass(frozen=True)
+class RunHeader:
+    permissions: dict[str, bool]
+    changes: list[tuple[str, str]] | None  # (action, address) of the plan's resource changes, when readable
+    stages: list[TaskStage] = field(default_factory=list)
+    can_override: bool = False  # a stage that awaits an override may be overridden by the caller
+
+
+class RunPages:
+    def __init__(
+        self, workspaces: WorkspaceService, runs: RunService, plans: PlanService, stages: StageProgress
+    ) -> None:
+        self._workspaces = workspaces
+        self._runs = runs
+        self._plans = plans
+        self._stages = stages
+        self._actions: dict[str, Callable[[Principal, str], Run]] = {
+            "apply": runs.apply,
+            "discard": runs.discard,
+            "cancel": runs.cancel,
+            "force-cancel": runs.force_cancel,
+        }
+
+    @property
+    def actions(self) -> frozenset[str]:
+        return frozenset(self._actions)
+
+    def load(self, principal: Principal, organization: str, name: str, run_id: str) -> tuple[Workspace, Run]:
+        """The workspace `organization`/`name` and its run `run_id` (another workspace's run is not found)."""
+        ws = self._workspaces.get_by_name(principal, organization, name)
+        run = self._runs.get(principal, run_id)
+        if run.workspace_id != ws.id:
+            raise errors.NotFound(f"run {run_id} not found")
+        return ws, run
+
+    def header(self, principal: Principal, ws: Workspace, run: Run) -> RunHeader:
+        changes = None
+        if run.plan.status == rs.P_FINISHED and run.plan.json_key:
+            try:
+                changes = resource_changes(self._plans.redacted(principal, run.plan.id))
+            except errors.NotFound:  # no JSON plan, or the caller may not read state
+                changes = None
+        permissions = self._workspaces.permissions(principal, ws)
+        if not run.task_stage_ids:  # no read for a run without stages
+            return RunHeader(permissions, changes)
+        return RunHeader(permissions, changes, self._stages.of_run(run), self._stages.can_override(principal, run))
+
+    def act(self, principal: Principal, run: Run, action: str) -> Run:
+        """Apply, discard, cancel or force-cancel `run` as its page's buttons do; the run as it is after."""
+        if action not in self._actions:
+            raise errors.NotFound(f"no run action {action}")
+        self._actions[action](principal, run.id)
+        return self._runs.get(principal, run.id)
+
+    def reread(self, principal: Principal, run: Run) -> Run:
+        return self._runs.get(principal, run.id)
