@@ -31,7 +31,7 @@ WRITES_BY_PROTOCOL = {
     "/app/sign-in/oidc/callback": "the identity provider's redirect ends a sign-in: it creates the web session",
 }
 PLACEHOLDER = "does-not-exist"
-MIN_ANSWERED = 85  # GET routes that must answer 200 (or a redirect) over the seeded data: the walk reached them
+MIN_ANSWERED = 110  # GET routes that must answer 200 (or a redirect) over the seeded data: the walk reached them
 
 STATE = {
     "version": 4,
@@ -119,6 +119,30 @@ def _seed(env: RunEnv) -> dict[str, str]:
     estimate = _ok(api("GET", f"/runs/{run['id']}?include=cost_estimate"))
     cost = (estimate["data"]["relationships"].get("cost-estimate") or {}).get("data") or {}
     ids["cost_estimate_id"] = cost.get("id") or PLACEHOLDER
+    varset = {"data": {"type": "varsets", "attributes": {"name": "shared", "global": False}}}
+    ids["varset_id"] = _ok(api("POST", f"/organizations/{org}/varsets", varset))["data"]["id"]
+    var = {"data": {"type": "vars", "attributes": {"key": "team", "value": "ops", "category": "terraform"}}}
+    ids["varset_var_id"] = _ok(api("POST", f"/varsets/{ids['varset_id']}/relationships/vars", var))["data"]["id"]
+    hook_attributes = {
+        "name": "deploys",
+        "destination-type": "generic",
+        "enabled": False,
+        "url": "https://hooks.x.io/t",
+    }
+    hook = {"data": {"type": "notification-configurations", "attributes": hook_attributes}}
+    ids["configuration_id"] = ids["nc_id"] = _ok(
+        api("POST", f"/workspaces/{env.workspace_id}/notification-configurations", hook)
+    )["data"]["id"]
+    source = {"data": {"type": "workspaces", "attributes": {"name": "network", "execution-mode": "remote"}}}
+    source_id = _ok(api("POST", f"/organizations/{org}/workspaces", source))["data"]["id"]
+    trigger = {"data": {"relationships": {"sourceable": {"data": {"type": "workspaces", "id": source_id}}}}}
+    ids["trigger_id"] = _ok(api("POST", f"/workspaces/{env.workspace_id}/run-triggers", trigger))["data"]["id"]
+    task = {"data": {"type": "tasks", "attributes": {
+        "name": "checks", "url": "https://checks.example.com/hook", "category": "task"}}}  # fmt: skip
+    ids["task_id"] = _ok(api("POST", f"/organizations/{org}/tasks", task))["data"]["id"]
+    attach = {"data": {"type": "workspace-tasks", "attributes": {"enforcement-level": "advisory", "stages": [
+        "post_plan"]}, "relationships": {"task": {"data": {"type": "tasks", "id": ids["task_id"]}}}}}  # fmt: skip
+    ids["attachment_id"] = _ok(api("POST", f"/workspaces/{env.workspace_id}/tasks", attach))["data"]["id"]
     ids["kind"] = "terraform-versions"
     versions = _ok(env.client.get("/api/v2/admin/terraform-versions", headers=env.headers))
     ids["record_id"] = versions["data"][0]["id"] if versions["data"] else PLACEHOLDER
@@ -130,6 +154,8 @@ def _value(path: str, param: str, ids: dict[str, str]) -> str:
     if param == "name":  # a workspace's name after an organization in the path, else an organization's
         before = path[: path.index("{name}")]
         return ids["ws_name"] if re.search(r"\{(org|organization)\}", before) else ids["org"]
+    if param == "var_id" and "/varsets/" in path:
+        return ids["varset_var_id"]
     if param == "grant_id":
         return ids["team_project_id"] if "team-projects" in path else ids["team_workspace_id"]
     return ids.get(param, PLACEHOLDER)
