@@ -25,6 +25,7 @@ SERVICE_VALUE_TYPES = {
     "access/documents.py:IncludedMembership",
     "access/documents.py:TeamDocuments",
     "access/documents.py:MembershipDocuments",
+    "runs/run_pages.py:RunHeader",
 }
 
 
