@@ -29,6 +29,7 @@ from terrace.adapters.table import Table
 from terrace.config import Settings
 from terrace.wiring.access_services import AccessServices
 from terrace.wiring.embedded_adapters import EMBEDDED_BLOBS, EMBEDDED_DATABASE, EMBEDDED_KEY
+from terrace.wiring.policy_services import PolicyServices
 from terrace.wiring.run_services import RunServices
 from terrace.wiring.state_services import StateServices
 from terrace.wiring.workflow_services import WorkflowServices
@@ -49,7 +50,9 @@ __all__ = [
 # The areas declare what they take from one another as plain attributes; here those are cached properties,
 # which mypy calls a read-only property overriding a writable attribute (hence the ignore; types still checked).
 @dataclass
-class Container(AccessServices, WorkspaceServices, StateServices, RunServices, WorkflowServices):  # type: ignore[override]
+class Container(  # type: ignore[override]
+    AccessServices, WorkspaceServices, StateServices, RunServices, PolicyServices, WorkflowServices
+):
     """The adapters (these fields) and every service, built from them on first use by the areas mixed in:
     `AccessServices` (authz, accounts, organizations, teams, sign-in, site admin, tool versions),
     `WorkspaceServices` (workspaces, variables, SSH keys, locks, retention policies), `StateServices` (state

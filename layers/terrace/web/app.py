@@ -13,6 +13,7 @@ from terrace.web.routers import (
     accounts,
     admin,
     admin_runs,
+    admin_subscriptions,
     admin_tools,
     configuration_versions,
     discovery,
@@ -21,6 +22,8 @@ from terrace.web.routers import (
     oauth,
     organizations,
     phases,
+    policies,
+    policy_evaluations,
     projects,
     resources,
     retention,
@@ -97,12 +100,19 @@ def create_app(container: Container) -> FastAPI:
         app.include_router(state_module.router)
     for run_module in (configuration_versions, runs, run_stages, phases, runner_api):
         app.include_router(run_module.router)
+    for policy_module in (policies, policy_evaluations):
+        app.include_router(policy_module.router)
     ui_auth.install(app)
     for ui_module in (ui_auth, ui_tokens, ui_organizations, ui_workspaces, ui_variables):
         app.include_router(ui_module.router)
     for ui_page in (ui_runs, ui_states, ui_search, ui_settings, ui_terraform_login, ui_oidc):
         app.include_router(ui_page.router)
-    for admin_module in (admin, admin_runs, admin_tools):  # the site admin API (/api/v2/admin)
+    for admin_module in (
+        admin,
+        admin_runs,
+        admin_subscriptions,
+        admin_tools,
+    ):  # admin_tools' /{kind} last  # the site admin API (/api/v2/admin)
         app.include_router(admin_module.router)
     app.include_router(static_assets.router)
     return app

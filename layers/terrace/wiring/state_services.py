@@ -5,6 +5,7 @@ other services (what this area takes from the others is declared below as plain 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
@@ -14,6 +15,7 @@ from terrace.adapters.table import Table
 from terrace.config import Settings
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.events import BLOB_LANDED, EventService
+from terrace.services.policies.versions import UPLOAD_PREFIX, PolicySetVersionService
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.state.backing_data import BackingDataService
 from terrace.services.state.index import StateIndex
@@ -30,6 +32,8 @@ class StateServices:
     organizations: OrganizationService
     workspaces: WorkspaceService
     configuration_versions: ConfigurationVersionService
+    policy_set_versions: PolicySetVersionService
+    subscribe_policies: Callable[[EventService], None]
 
     @cached_property
     def state_index(self) -> StateIndex:
@@ -53,9 +57,12 @@ class StateServices:
             key = str(event.get("key", ""))
             if key.startswith("config/"):
                 self.configuration_versions.landed(key)
+            elif key.startswith(UPLOAD_PREFIX):
+                self.policy_set_versions.landed(key)
             else:
                 self.state_versions.finalize_uploaded(key)
 
         events.subscribe(BLOB_LANDED, landed)
         events.subscribe("state.uploaded", lambda event: self.state_versions.index_uploaded(event))
+        self.subscribe_policies(events)
         return events

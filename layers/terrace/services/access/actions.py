@@ -34,3 +34,7 @@ class Action(StrEnum):
     READ_PROJECTS = "read-projects"
     MANAGE_PROJECTS = "manage-projects"
     MANAGE_WORKSPACE_ACCESS = "manage-workspace-access"  # a workspace's team access (workspace admins too)
+    # policy as code (organization level)
+    READ_POLICIES = "read-policies"  # policies, policy sets and their versions (parameter values stay hidden)
+    MANAGE_POLICIES = "manage-policies"
+    MANAGE_POLICY_OVERRIDES = "manage-policy-overrides"  # override a run's failed mandatory policies

@@ -79,11 +79,14 @@ _ORG_LEVEL: dict[Action, tuple[str, ...]] = {
     Action.CREATE_WORKSPACE: ("manage-workspaces",),
     Action.MANAGE_ORGANIZATION: (),
     Action.DELETE_ORGANIZATION: (),
+    Action.READ_POLICIES: (),
+    Action.MANAGE_POLICIES: ("manage-policies",),
+    Action.MANAGE_POLICY_OVERRIDES: ("manage-policy-overrides",),
 }
 _OWNERS_ONLY = frozenset({Action.MANAGE_ORGANIZATION, Action.DELETE_ORGANIZATION, Action.MANAGE_OWNERS_TEAM})
 # What an organization token may not do: it acts for the organization, it is not one of its owners.
 _NOT_FOR_ORGANIZATION_TOKENS = frozenset({Action.DELETE_ORGANIZATION, Action.MANAGE_OWNERS_TEAM})
-_OPEN_TO_MEMBERS = frozenset({Action.READ_ORGANIZATION, Action.READ_TEAMS, Action.READ_PROJECTS})
+_OPEN_TO_MEMBERS = frozenset({Action.READ_ORGANIZATION, Action.READ_TEAMS, Action.READ_PROJECTS, Action.READ_POLICIES})
 
 
 class Authorizer:
