@@ -67,8 +67,8 @@ def test_sentinel_policies_are_stored_as_go_tfe_sends_them() -> None:
         {"path": "s1.sentinel", "mode": "soft-mandatory"}]}}}  # fmt: skip
     created = env.api("POST", "/organizations/acme/policies", body).json()["data"]
     assert created["attributes"]["kind"] == "sentinel" and created["attributes"]["enforce"] == []
-    put = env.client.put(f"/api/v2/policies/{created['id']}/upload", content=b"main = rule { true }", headers=env.headers)
-    assert put.status_code == 200
+    path = f"/api/v2/policies/{created['id']}/upload"
+    assert env.client.put(path, content=b"main = rule { true }", headers=env.headers).status_code == 200
     enforce = env.api("GET", f"/policies/{created['id']}").json()["data"]["attributes"]["enforce"]
     assert enforce == [{"path": "s1.sentinel", "mode": "soft-mandatory"}]
 
@@ -84,7 +84,8 @@ def test_policy_sets_members_and_includes() -> None:
     assert ps["relationships"]["policies"]["data"] == [{"type": "policies", "id": policy_id}]
     assert env.api("GET", f"/policies/{policy_id}").json()["data"]["attributes"]["policy-set-count"] == 1
     read = env.api("GET", f"/policy-sets/{ps['id']}?include=workspaces,policies").json()
-    assert {(i["type"], i["id"]) for i in read["included"]} == {("workspaces", env.workspace_id), ("policies", policy_id)}
+    included = {(i["type"], i["id"]) for i in read["included"]}
+    assert included == {("workspaces", env.workspace_id), ("policies", policy_id)}
     assert read["included"][0]["attributes"]["name"] in ("app", "no_null")
     removed = env.api("DELETE", f"/policy-sets/{ps['id']}/relationships/workspaces",
                       {"data": [{"type": "workspaces", "id": env.workspace_id}]})  # fmt: skip
@@ -160,8 +161,13 @@ def test_feature_sets_and_subscriptions_answer_site_admins_only() -> None:
     token = env.container.accounts.issue_token(PrincipalKind.USER, admin.id).secret
     sets = call(env, token, "GET", "/admin/feature-sets?q=Business").json()["data"]
     assert [(s["type"], s["attributes"]["name"]) for s in sets] == [("feature-sets", "Business")]
-    body = {"data": {"type": "subscription", "attributes": {"runs-ceiling": 10},
-                     "relationships": {"feature-set": {"data": {"type": "feature-sets", "id": sets[0]["id"]}}}}}
+    body = {
+        "data": {
+            "type": "subscription",
+            "attributes": {"runs-ceiling": 10},
+            "relationships": {"feature-set": {"data": {"type": "feature-sets", "id": sets[0]["id"]}}},
+        }
+    }
     upgraded = call(env, token, "POST", "/admin/organizations/acme/subscription", body)
     assert upgraded.status_code == 201 and upgraded.json()["data"]["attributes"]["is-active"] is True
     assert call(env, token, "POST", "/admin/organizations/nosuch/subscription", body).status_code == 404

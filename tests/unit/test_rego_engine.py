@@ -7,7 +7,6 @@ import platform
 
 import pytest
 import regopy
-
 from terrace.adapters.rego_policy_engine import RegoPolicyEngine
 
 DENY_NULL = """package terraform.policies.no_null
@@ -52,7 +51,8 @@ def test_the_engine_is_the_pinned_regopy_for_this_machine() -> None:
 
 
 def test_current_rego_denies_with_its_messages(engine: RegoPolicyEngine) -> None:
-    answer = engine.evaluate({"no_null.rego": DENY_NULL}, ["data.terraform.policies.no_null.deny"], plan("null_resource"))
+    query = "data.terraform.policies.no_null.deny"
+    answer = engine.evaluate({"no_null.rego": DENY_NULL}, [query], plan("null_resource"))
     assert answer.error is None
     (result,) = answer.results
     assert result.defined and result.value == ["null_resource.x0 may not be created (run run-abc)"]
