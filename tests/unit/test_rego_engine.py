@@ -28,6 +28,7 @@ deny contains "never" if {
     i == j + 100000000
 }
 """
+SLOW = "data.terraform.policies.slow.deny"
 EXPLODE = """package terraform.policies.big
 import rego.v1
 
@@ -73,15 +74,16 @@ def test_a_syntax_error_is_the_engines_message(engine: RegoPolicyEngine) -> None
     message = engine.check({"bad.rego": "package bad\nimport rego.v1\ndeny contains msg if {\n  msg :=\n}\n"})
     assert message is not None and "bad.rego:4" in message and "Invalid assignment" in message
     assert engine.check({"good.rego": DENY_NULL}) is None
+    assert engine.check({"slow.rego": LOOP}) is None  # compiling evaluates nothing
 
 
 def test_a_policy_that_loops_is_stopped_at_the_time_limit() -> None:
-    answer = RegoPolicyEngine(timeout_s=1, cpu_s=30, memory_bytes=1024**3).evaluate({"s.rego": LOOP}, ["data.x"], {})
+    answer = RegoPolicyEngine(timeout_s=1, cpu_s=30, memory_bytes=1024**3).evaluate({"s.rego": LOOP}, [SLOW], {})
     assert answer.error == "the policy evaluation took longer than 1 s and was stopped"
 
 
 def test_a_policy_that_loops_is_stopped_at_the_cpu_limit() -> None:
-    answer = RegoPolicyEngine(timeout_s=60, cpu_s=1, memory_bytes=1024**3).evaluate({"s.rego": LOOP}, ["data.x"], {})
+    answer = RegoPolicyEngine(timeout_s=60, cpu_s=1, memory_bytes=1024**3).evaluate({"s.rego": LOOP}, [SLOW], {})
     assert answer.error == "the policy evaluation used more CPU time than allowed and was stopped"
 
 

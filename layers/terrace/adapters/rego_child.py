@@ -54,7 +54,7 @@ def run(request: dict[str, Any], log: Any) -> dict[str, Any]:
         if request.get("data") is not None:
             rego.add_data_json(json.dumps(request["data"]))
         rego.set_input_term(json.dumps(request.get("input")))
-        rego.query("data")  # compiles every module: a compile error is the whole evaluation's
+        rego.build("data")  # compiles every module without evaluating: a compile error is the whole evaluation's
     except Exception as exc:  # regopy raises RegoError (and prints the readable message)
         return {"error": _diagnostics(log, exc)}
     results = []
