@@ -21,17 +21,22 @@ from terrace.adapters.blobs import BlobStore
 from terrace.adapters.condition_job_signal import LAMBDA_RECHECK_S, ConditionJobSignal
 from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.events import EventPublisher, EventQueue
+from terrace.adapters.httpx_outbound import HttpxOutbound
 from terrace.adapters.job_signal import JobSignal
 from terrace.adapters.memory_encryptor import MemoryEncryptor
 from terrace.adapters.memory_events import MemoryEventPublisher
+from terrace.adapters.memory_outbound import MemoryOutbound
+from terrace.adapters.outbound import Outbound
 from terrace.adapters.runner_launcher import RunnerLauncher
 from terrace.adapters.table import Table
 from terrace.config import Settings
+from terrace.domain.destinations import Allowance
 from terrace.wiring.access_services import AccessServices
 from terrace.wiring.embedded_adapters import EMBEDDED_BLOBS, EMBEDDED_DATABASE, EMBEDDED_KEY
 from terrace.wiring.policy_services import PolicyServices
 from terrace.wiring.run_services import RunServices
 from terrace.wiring.state_services import StateServices
+from terrace.wiring.task_stage_services import TaskStageServices
 from terrace.wiring.workflow_services import WorkflowServices
 from terrace.wiring.workspace_services import WorkspaceServices
 
@@ -51,7 +56,13 @@ __all__ = [
 # which mypy calls a read-only property overriding a writable attribute (hence the ignore; types still checked).
 @dataclass
 class Container(  # type: ignore[override]
-    AccessServices, WorkspaceServices, StateServices, RunServices, PolicyServices, WorkflowServices
+    AccessServices,
+    WorkspaceServices,
+    StateServices,
+    RunServices,
+    TaskStageServices,
+    PolicyServices,
+    WorkflowServices,
 ):
     """The adapters (these fields) and every service, built from them on first use by the areas mixed in:
     `AccessServices` (authz, accounts, organizations, teams, sign-in, site admin, tool versions),
@@ -70,6 +81,12 @@ class Container(  # type: ignore[override]
     event_queue: EventQueue | None = None  # the consumer side of `publisher` (SQS, or SQLite when embedded)
     database: Any = None  # the embedded server's SqliteDatabase (backups, closing)
     job_signal: JobSignal = field(default_factory=ConditionJobSignal)  # wakes waiting runners; in-process by default
+    outbound: Outbound = field(default_factory=MemoryOutbound)  # notifications, run tasks (memory: tests)
+
+    @functools.cached_property
+    def outbound_allowance(self) -> Allowance:
+        """Where, beyond public addresses, the server may send requests users configure."""
+        return Allowance.parse(self.settings.outbound_allow)
 
     def close(self) -> None:
         """Release what the adapters hold open (the embedded database's connections)."""
@@ -94,6 +111,7 @@ def build_aws(settings: Settings) -> Container:
         event_queue=aws.events,
         launcher=aws.launcher,
         job_signal=ConditionJobSignal(recheck_s=LAMBDA_RECHECK_S),  # enqueues may happen in other Lambdas
+        outbound=HttpxOutbound(Allowance.parse(settings.outbound_allow)),
     )
 
 
@@ -112,6 +130,7 @@ def build_embedded(settings: Settings) -> Container:
         publisher=data.events,
         event_queue=data.events,
         database=data.database,
+        outbound=HttpxOutbound(Allowance.parse(settings.outbound_allow)),
     )
 
 

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from terrace.bootstrap import Container
     from terrace.local.stack import LocalStack
 
+DEV_OUTBOUND_ALLOW = ("127.0.0.0/8", "::1", "localhost")  # `terrace dev`: notifications may reach this machine
+
 app = typer.Typer(help="Terrace: a self-hosted Terraform Cloud.", no_args_is_help=True, add_completion=False)
 org_app = typer.Typer(help="Organizations.", no_args_is_help=True)
 token_app = typer.Typer(help="API tokens.", no_args_is_help=True)
@@ -73,7 +75,9 @@ def dev(
     data_dir = None if moto else Path(".terrace") / "data"
     if fresh and data_dir is not None:
         _remove_data(data_dir)
-    _run(LocalStack(port=port, organization=organization, access_log=True, data_dir=data_dir))
+    stack = LocalStack(port=port, organization=organization, access_log=True, data_dir=data_dir)
+    stack.settings_overrides["outbound_allow"] = DEV_OUTBOUND_ALLOW  # a receiver on this machine works
+    _run(stack)
 
 
 @app.command()
@@ -95,6 +99,13 @@ def serve(
     tls_ca: Annotated[
         Path | None, typer.Option(envvar="TERRACE_TLS_CA", help="CA bundle runners trust (default: public roots).")
     ] = None,
+    outbound_allow: Annotated[
+        str,
+        typer.Option(
+            envvar="TERRACE_OUTBOUND_ALLOW",
+            help="Hosts and networks (comma-separated) notifications and run tasks may reach although private.",
+        ),
+    ] = "",
 ) -> None:
     """Run Terrace on one machine until SIGTERM/Ctrl-C: API, UI, runners, reaper and events in one process,
     everything kept in DATA (SQLite, blobs, keys)."""
@@ -109,18 +120,18 @@ def serve(
         raise _fail(str(exc)) from exc
     if fresh:
         _remove_data(data)
-    _run(
-        LocalStack(
-            port=port,
-            organization=organization,
-            access_log=True,
-            state_dir=data,
-            data_dir=data,
-            host=host,
-            public_url=public_url or None,
-            tls_files=files,
-        )
+    stack = LocalStack(
+        port=port,
+        organization=organization,
+        access_log=True,
+        state_dir=data,
+        data_dir=data,
+        host=host,
+        public_url=public_url or None,
+        tls_files=files,
     )
+    stack.settings_overrides["outbound_allow"] = tuple(entry for entry in outbound_allow.split(",") if entry.strip())
+    _run(stack)
 
 
 @app.command()

@@ -117,8 +117,12 @@ class Settings(BaseSettings):
     # requests per second per API token under /api/v2 (`X-RateLimit-Limit`); 0 = no limit. The processes that
     # serve clients (`from_env` on AWS, the local stack) use TFC's 30; Settings built in tests have none
     api_rate_limit_per_s: int = Field(default=0, validation_alias="TERRACE_API_RATE_LIMIT_PER_S")
+    # hosts, addresses and networks (comma-separated: `127.0.0.0/8,::1,hooks.internal`) the server may send
+    # notifications and run task requests to although they are loopback, private or link-local
+    # (domain/destinations.py); `terrace dev` allows loopback
+    outbound_allow: Annotated[tuple[str, ...], NoDecode] = Field(default=(), validation_alias="TERRACE_OUTBOUND_ALLOW")
 
-    @field_validator("runner_subnets", "runner_security_groups", mode="before")
+    @field_validator("runner_subnets", "runner_security_groups", "outbound_allow", mode="before")
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
         return tuple(part for part in value.split(",") if part) if isinstance(value, str) else value

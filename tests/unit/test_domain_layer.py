@@ -18,6 +18,7 @@ SERVICE_VALUE_TYPES = {
     "access/permissions.py:Grants",
     "access/oidc.py:OidcConfig",
     "runs/store.py:WorkspaceWrite",
+    "runs/stage_participants.py:StageContext",  # the task stage port's value type
     "workflows/workspace_overview.py:Overview",
 }
 

@@ -28,7 +28,7 @@ def operation(run: Run) -> str:
 STATUS_GROUPS: dict[str, Callable[[Run], bool]] = {
     "final": lambda run: run.final,
     "non_final": lambda run: not run.final,
-    "discardable": lambda run: run.status in rs.AWAITING_CONFIRMATION or run.status == rs.PENDING,
+    "discardable": lambda run: run.status in rs.DISCARDABLE,
 }
 
 

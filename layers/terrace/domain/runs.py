@@ -25,14 +25,37 @@ DISCARDED = "discarded"
 ERRORED = "errored"
 CANCELED = "canceled"
 FORCE_CANCELED = "force_canceled"
+# Task stages (HCP Terraform's run tasks and policy evaluations; `domain/task_stages.py`): the run waits in
+# `<stage>_running` while the features taking part decide, then passes `<stage>_completed`.
+PRE_PLAN_RUNNING = "pre_plan_running"
+PRE_PLAN_COMPLETED = "pre_plan_completed"
+POST_PLAN_RUNNING = "post_plan_running"
+POST_PLAN_COMPLETED = "post_plan_completed"
+POST_PLAN_AWAITING_DECISION = "post_plan_awaiting_decision"  # a failure an override may pass ("needs attention")
+PRE_APPLY_RUNNING = "pre_apply_running"
+PRE_APPLY_COMPLETED = "pre_apply_completed"
+STAGE_RUNNING = {"pre_plan": PRE_PLAN_RUNNING, "post_plan": POST_PLAN_RUNNING, "pre_apply": PRE_APPLY_RUNNING}
+STAGE_COMPLETED = {"pre_plan": PRE_PLAN_COMPLETED, "post_plan": POST_PLAN_COMPLETED, "pre_apply": PRE_APPLY_COMPLETED}
 
 FINAL = frozenset({APPLIED, PLANNED_AND_FINISHED, DISCARDED, ERRORED, CANCELED, FORCE_CANCELED})
-AWAITING_CONFIRMATION = frozenset({PLANNED, COST_ESTIMATED, PLANNED_AND_SAVED})
+AWAITING_CONFIRMATION = frozenset({PLANNED, COST_ESTIMATED, PLANNED_AND_SAVED, POST_PLAN_COMPLETED})
 QUEUED = frozenset({PLAN_QUEUED, APPLY_QUEUED})
 RUNNING = frozenset({PLANNING, APPLYING})
+# A task stage underway: no runner works the run, the features taking part decide (`services/runs/task_stages.py`).
+IN_STAGE = frozenset(STAGE_RUNNING.values()) | {PRE_PLAN_COMPLETED, PRE_APPLY_COMPLETED}
 # Runs that sit in the organization's run queue (queued for or holding a runner).
 ACTIVE = QUEUED | RUNNING | frozenset({CONFIRMED})
-CANCELABLE = frozenset({PENDING, PLAN_QUEUED, PLANNING, APPLY_QUEUED, APPLYING})
+CANCELABLE = frozenset({PENDING, PLAN_QUEUED, PLANNING, APPLY_QUEUED, APPLYING}) | IN_STAGE
+DISCARDABLE = AWAITING_CONFIRMATION | {PENDING, POST_PLAN_AWAITING_DECISION}
+# A planned run whose apply may still come (the runner that planned it keeps its folder for it).
+APPLY_AHEAD = AWAITING_CONFIRMATION | {
+    CONFIRMED,
+    APPLY_QUEUED,
+    POST_PLAN_RUNNING,
+    POST_PLAN_AWAITING_DECISION,
+    PRE_APPLY_RUNNING,
+    PRE_APPLY_COMPLETED,
+}
 
 # Phase (plan/apply) statuses
 P_PENDING, P_QUEUED, P_RUNNING = "pending", "queued", "running"
@@ -116,6 +139,7 @@ class Run:
     token_ids: list[str] = field(default_factory=list)  # run tokens to revoke when the run ends
     cost_estimate: CostEstimate | None = None  # when its organization estimates costs (from creation on)
     comment_ids: list[str] = field(default_factory=list)
+    task_stage_ids: list[str] = field(default_factory=list)  # its task stages, in stage order
     confirmed_by: str | None = None
     # Statuses passed since the run was loaded (each becomes a run event when saved); never stored.
     trail: list[str] = field(default_factory=list)
@@ -149,6 +173,10 @@ class Run:
         if estimated:
             self.transition(COST_ESTIMATING, at)
             self.transition(COST_ESTIMATED, at)
+        return self.continuation()
+
+    def continuation(self) -> str:
+        """Where a planned run goes (after its post-plan task stage, if it has one): see `after_plan`."""
         if self.plan_only or (not self.has_changes and not self.allow_empty_apply):
             return PLANNED_AND_FINISHED
         if self.save_plan:
@@ -165,7 +193,7 @@ class Run:
         return {
             "is-cancelable": self.status in CANCELABLE,
             "is-confirmable": self.status in AWAITING_CONFIRMATION and not self.plan_only,
-            "is-discardable": self.status in AWAITING_CONFIRMATION or self.status == PENDING,
+            "is-discardable": self.status in DISCARDABLE,
             "is-force-cancelable": self.status in CANCELABLE
             and self.cancel_requested_at is not None
             and now - self.cancel_requested_at >= cooloff_s,

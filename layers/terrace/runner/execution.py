@@ -39,7 +39,7 @@ APPLY_SUMMARY = re.compile(rb"Resources: (\d+) added, (\d+) changed, (\d+) destr
 MAX_PLAN_BYTES = 1024 * 1024 * 1024
 PLAN_FILE = "plan.tfplan"
 PLAN_JSON_FILE = "plan.json"
-MAY_STILL_APPLY = rs.AWAITING_CONFIRMATION | {rs.CONFIRMED, rs.APPLY_QUEUED}
+MAY_STILL_APPLY = rs.APPLY_AHEAD
 HELD_CHECK_S = 5.0  # how often an idle runner asks the API which held plan folders may still be applied
 
 __all__ = ["JobCanceled", "JobExecutor", "JobFailed"]

@@ -32,6 +32,7 @@ from terrace.web.routers import (
     runs,
     ssh_keys,
     state_versions,
+    task_stages,
     teams,
     workspace_relations,
     workspaces,
@@ -98,7 +99,7 @@ def create_app(container: Container) -> FastAPI:
         app.include_router(access_module.router)
     for state_module in (state_versions, resources, http_backend):
         app.include_router(state_module.router)
-    for run_module in (configuration_versions, runs, run_stages, phases, runner_api):
+    for run_module in (configuration_versions, runs, run_stages, task_stages, phases, runner_api):
         app.include_router(run_module.router)
     for policy_module in (policies, policy_evaluations):
         app.include_router(policy_module.router)

@@ -211,3 +211,4 @@ UNLOCK_INFO = raw_json(LOCK_INFO["requestBody"]["content"]["application/json"]["
 SSH_KEY = document("ssh-keys", {"name": _text(255), "value": _text(4096)}, required=["name", "value"])
 SSH_KEY_UPDATE = document("ssh-keys", {"name": _text(255), "value": _text(4096)})
 SSH_KEY_ASSIGNMENT = document("workspaces", {"id": {"type": ["string", "null"]}})
+OVERRIDE = raw_json({"type": "object", "properties": {"comment": _text(limits.RUN_MESSAGE_MAX)}}, required=False)

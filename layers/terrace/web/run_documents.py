@@ -18,7 +18,7 @@ from terrace.domain.principal import Principal
 from terrace.domain.runs import PhaseState, Run
 from terrace.domain.workspace import Workspace
 from terrace.web import run_serializers as rser
-from terrace.web import serializers
+from terrace.web import serializers, task_stage_documents
 from terrace.web.jsonapi import resource
 
 
@@ -123,6 +123,10 @@ def included(container: Container, principal: Principal, page: list[Run], names:
         if "comments" in names:
             for comment in container.comments.list(principal, run.id):
                 add(comment_document(comment))
+        if "task_stages" in names and run.task_stage_ids:
+            can = container.stage_progress.can_override(principal, run)
+            for stage in container.stage_progress.of_run(run):
+                add(task_stage_documents.stage(stage, can_override=can))
     return list(found.values())
 
 

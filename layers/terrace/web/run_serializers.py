@@ -81,7 +81,10 @@ def run(
             "confirmed-by": ref("users", users.get(r.confirmed_by or "")),
             "cost-estimate": ref("cost-estimates", r.cost_estimate.id if r.cost_estimate else None),
             "policy-checks": {"data": []},
-            "task-stages": {"data": []},
+            "task-stages": {
+                **refs("task-stages", r.task_stage_ids),
+                "links": {"related": f"/api/v2/runs/{r.id}/task-stages"},
+            },
             "run-events": {
                 **(refs("run-events", event_ids) if event_ids is not None else {}),
                 "links": {"related": f"/api/v2/runs/{r.id}/run-events"},

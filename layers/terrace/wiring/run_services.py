@@ -37,7 +37,9 @@ from terrace.services.runs.run_queries import RunQueries
 from terrace.services.runs.runs import RunService
 from terrace.services.runs.scaler import Scaler
 from terrace.services.runs.scheduler import RunScheduler
+from terrace.services.runs.stage_progress import StageProgress
 from terrace.services.runs.store import RunStore
+from terrace.services.runs.task_stages import TaskStages
 from terrace.services.workflows.retention_sweep import RetentionSweep
 from terrace.services.workspaces.ssh_keys import SSHKeyService
 from terrace.services.workspaces.variables import VariableService
@@ -60,6 +62,8 @@ class RunServices:
     workspaces: WorkspaceService
     variables: VariableService
     ssh_keys: SSHKeyService
+    task_stages: TaskStages  # wiring/task_stage_services.py
+    stage_progress: StageProgress
     retention_sweep: RetentionSweep  # a use case (wiring/workflow_services.py); the reaper takes it as a `Sweep`
 
     @cached_property
@@ -93,7 +97,9 @@ class RunServices:
 
     @cached_property
     def scheduler(self) -> RunScheduler:
-        return RunScheduler(self.run_store, self.workspaces, self.job_queue, self.accounts, self.settings)
+        return RunScheduler(
+            self.run_store, self.workspaces, self.job_queue, self.accounts, self.settings, self.task_stages
+        )
 
     @cached_property
     def runs(self) -> RunService:
@@ -162,7 +168,14 @@ class RunServices:
 
     @cached_property
     def reaper(self) -> Reaper:
-        return Reaper(self.run_store, self.scheduler, self.job_retries, self.settings, self.retention_sweep)
+        return Reaper(
+            self.run_store,
+            self.scheduler,
+            self.job_retries,
+            self.settings,
+            self.retention_sweep,
+            stages=self.stage_progress,
+        )
 
     @cached_property
     def scaler(self) -> Scaler:

@@ -34,6 +34,7 @@ class StateServices:
     configuration_versions: ConfigurationVersionService
     policy_set_versions: PolicySetVersionService
     subscribe_policies: Callable[[EventService], None]
+    subscribe_task_stages: Callable[[EventService], None]
 
     @cached_property
     def state_index(self) -> StateIndex:
@@ -65,4 +66,5 @@ class StateServices:
         events.subscribe(BLOB_LANDED, landed)
         events.subscribe("state.uploaded", lambda event: self.state_versions.index_uploaded(event))
         self.subscribe_policies(events)
+        self.subscribe_task_stages(events)  # wiring/task_stage_services.py
         return events

@@ -34,7 +34,8 @@ class Action(StrEnum):
     READ_PROJECTS = "read-projects"
     MANAGE_PROJECTS = "manage-projects"
     MANAGE_WORKSPACE_ACCESS = "manage-workspace-access"  # a workspace's team access (workspace admins too)
+    MANAGE_RUN_TASKS = "manage-run-tasks"  # the organization's run tasks and their workspace attachments
+    MANAGE_POLICY_OVERRIDES = "manage-policy-overrides"  # override a task stage that awaits an override
     # policy as code (organization level)
     READ_POLICIES = "read-policies"  # policies, policy sets and their versions (parameter values stay hidden)
     MANAGE_POLICIES = "manage-policies"
-    MANAGE_POLICY_OVERRIDES = "manage-policy-overrides"  # override a run's failed mandatory policies

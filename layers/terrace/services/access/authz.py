@@ -75,13 +75,14 @@ _ORG_LEVEL: dict[Action, tuple[str, ...]] = {
     Action.MANAGE_MEMBERSHIP: ("manage-membership", "manage-teams"),
     Action.MANAGE_PROJECTS: ("manage-projects",),
     Action.MANAGE_ORGANIZATION_ACCESS: ("manage-organization-access",),
+    Action.MANAGE_RUN_TASKS: ("manage-run-tasks",),
+    Action.MANAGE_POLICY_OVERRIDES: ("manage-policy-overrides",),
     Action.MANAGE_OWNERS_TEAM: (),
     Action.CREATE_WORKSPACE: ("manage-workspaces",),
     Action.MANAGE_ORGANIZATION: (),
     Action.DELETE_ORGANIZATION: (),
     Action.READ_POLICIES: (),
     Action.MANAGE_POLICIES: ("manage-policies",),
-    Action.MANAGE_POLICY_OVERRIDES: ("manage-policy-overrides",),
 }
 _OWNERS_ONLY = frozenset({Action.MANAGE_ORGANIZATION, Action.DELETE_ORGANIZATION, Action.MANAGE_OWNERS_TEAM})
 # What an organization token may not do: it acts for the organization, it is not one of its owners.

@@ -245,6 +245,11 @@ class PolicyEvaluationService:
     def of_stage(self, stage_id: str) -> builtins.list[PolicyEvaluation]:
         return [_evaluation(i) for i in self._table.query(f"{stage_id}#policy-evaluations", index="gsi1")]
 
+    def by_ids(self, evaluation_ids: builtins.list[str]) -> builtins.list[PolicyEvaluation]:
+        """Evaluations a checked read of their task stage named (`include=policy_evaluations`)."""
+        items = self._table.batch_get([(i, EVAL_KEY) for i in evaluation_ids if looks_like(i, "poleval")])
+        return sorted((_evaluation(i) for i in items), key=lambda e: (e.created_at, e.id))
+
     def of_run(self, run_id: str) -> builtins.list[PolicyEvaluation]:
         refs = self._table.query(f"{run_id}#policy-evaluations")
         items = [self._table.get(r["sk"], EVAL_KEY) for r in refs]
@@ -259,12 +264,6 @@ class PolicyEvaluationService:
         if evaluation is None:
             raise NotFound(f"{what} not found")
         return evaluation
-
-    def for_stage(self, principal: Principal, stage_id: str) -> builtins.list[PolicyEvaluation]:
-        found = self.of_stage(stage_id)
-        for evaluation in found[:1]:
-            self._readable(principal, evaluation, f"task stage {stage_id}")
-        return found
 
     def get(self, principal: Principal, evaluation_id: str) -> PolicyEvaluation:
         item = self._table.get(evaluation_id, EVAL_KEY) if looks_like(evaluation_id, "poleval") else None

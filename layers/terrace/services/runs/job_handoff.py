@@ -63,7 +63,7 @@ class ApplyHandoff:
                 run = self._store.load(run_id)
             except NotFound:
                 continue
-            may_apply = run.status in rs.AWAITING_CONFIRMATION or run.status in (rs.CONFIRMED, rs.APPLY_QUEUED)
+            may_apply = run.status in rs.APPLY_AHEAD
             if run.organization == organization and run.plan.runner_id == me and not run.plan_only and may_apply:
                 keep.append(run_id)
         return keep

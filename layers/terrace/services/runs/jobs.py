@@ -23,6 +23,7 @@ from terrace.domain.masking import Masker
 from terrace.domain.organizations import OrgView
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.runs import Run, run_id_of
+from terrace.domain.task_stages import POST_PLAN
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.authz import Action, Authorizer
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
@@ -259,6 +260,9 @@ class JobService(ApplyHandoff):
         self._costs.estimate(run)
         previous, now = {run.id: run.status}, clock.now_iso()
         outcome = run.after_plan(now, estimated=run.cost_estimate is not None)
+        if self._scheduler.hold(run, POST_PLAN, now):  # its post-plan task stage decides where it goes
+            self._store.save([(run, expected)], None, previous)
+            return run
         if outcome == rs.PLANNED_AND_FINISHED:
             return self._scheduler.finish(run, expected, outcome)
         if outcome == rs.CONFIRMED:

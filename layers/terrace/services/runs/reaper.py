@@ -4,7 +4,8 @@ Every tick (a Lambda schedule on AWS, a timer locally) it walks the open runs an
 - promotes pending runs whose workspace head is free (a stuck workspace queue),
 - re-indexes queued jobs missing from their organization's queue, and errors jobs nobody claimed in time,
 - retries phases whose runner stopped heartbeating (or cancels them if a cancel was asked),
-- errors phases past their deadline and discards plans left unconfirmed too long,
+- errors phases past their deadline and discards plans left unconfirmed (or awaiting an override) too long,
+- looks again at runs waiting in a task stage (`stage_progress.py`: participants report what outlived its limit),
 and, at most hourly, runs the data retention sweep it is given (`services/workflows/retention_sweep.py`, a
 workflow above the runs area: this module knows it only as a `Sweep`).
 """
@@ -19,12 +20,19 @@ from terrace.config import Settings
 from terrace.domain import clock
 from terrace.domain import runs as rs
 from terrace.domain.runs import Run
+from terrace.domain.task_stages import stage_id
 from terrace.services.runs.job_retries import JobRetries
 from terrace.services.runs.runs import retrying
 from terrace.services.runs.scheduler import RunScheduler
 from terrace.services.runs.store import RunStore
 
 log = logging.getLogger("terrace.reaper")
+
+
+class StageCheck(Protocol):
+    """Looks again at a run waiting in a task stage (`stage_progress.py`: its participants' verdicts, time limits)."""
+
+    def advance(self, stage_id: str) -> object: ...
 
 
 class Sweep(Protocol):
@@ -47,12 +55,13 @@ class Reaper:
         retries: JobRetries,
         settings: Settings,
         retention: Sweep | None = None,
+        stages: StageCheck | None = None,
     ) -> None:
         self._store, self._scheduler, self._retries, self._settings = store, scheduler, retries, settings
-        self._retention = retention
+        self._retention, self._stages = retention, stages
 
     def reap_once(self) -> dict[str, Any]:
-        summary = {"checked": 0, "promoted": 0, "resent": 0, "retried": 0, "errored": 0, "discarded": 0}
+        summary = {"checked": 0, "promoted": 0, "resent": 0, "retried": 0, "errored": 0, "discarded": 0, "staged": 0}
         seen_workspaces: set[str] = set()
         for entry in self._store.open_runs():
             summary["checked"] += 1
@@ -110,7 +119,11 @@ class Reaper:
                 )
                 return "retried"
             return None
-        if run.status in rs.AWAITING_CONFIRMATION:
+        for name, running in rs.STAGE_RUNNING.items():
+            if run.status == running and self._stages is not None:
+                self._stages.advance(stage_id(run.id, name))  # a lost event, or a participant's time limit
+                return "staged"
+        if run.status in rs.AWAITING_CONFIRMATION or run.status == rs.POST_PLAN_AWAITING_DECISION:
             done_at = run.plan.finished_at
             if _age(done_at, now) > s.confirm_deadline_s:
                 self._fail(run, rs.DISCARDED, None)

@@ -15,6 +15,7 @@ from terrace.domain.errors import Conflict, Forbidden, Invalid, NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal
 from terrace.domain.runs import PhaseState, Run
+from terrace.domain.task_stages import PRE_APPLY
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action, run_action
 from terrace.services.access.organizations import OrganizationService
@@ -158,8 +159,9 @@ class RunService:
             run.cost_estimate = cost_estimation.for_run(run.id, now)
         run.plan.mark(rs.P_PENDING, now)
         run.apply.mark(rs.P_PENDING, now)
-        if plan_only:
-            queue_phase(run, "plan", now)  # speculative runs never wait in the workspace queue
+        if self._scheduler.stages is not None:
+            self._scheduler.stages.prepare(run)  # the task stages its participants prepare (none: nothing written)
+        queued = plan_only and self._scheduler.start_plan(run, now)  # speculative runs never wait in the queue
         self._store.save([(run, None)], None, {})
         self._workspaces.mutate(
             ws.id,
@@ -173,9 +175,9 @@ class RunService:
         if problem:  # errored at once, not after a runner's timeout
             created = self._store.load(run.id)
             return self._scheduler.finish(created, created.version, rs.ERRORED, problem)
-        if plan_only:
+        if queued:
             self._scheduler.enqueue(run, "plan")
-        else:
+        elif not plan_only:
             self._scheduler.promote(ws.id)
         return self._store.load(run.id)
 
@@ -199,13 +201,16 @@ class RunService:
         return retrying(step)
 
     def confirm(self, run: Run, expected: int) -> Run:
+        """Confirmed: the apply is queued, or the run waits in its pre-apply task stage."""
         previous = {run.id: run.status}
         now = clock.now_iso()
         run.transition(rs.CONFIRMED, now)
-        queue_phase(run, "apply", now)
-        run.status_timestamps["confirmed-at"] = now
+        held = self._scheduler.hold(run, PRE_APPLY, now)
+        if not held:
+            queue_phase(run, "apply", now)
         self._store.save([(run, expected)], None, previous)
-        self._scheduler.enqueue(run, "apply")
+        if not held:
+            self._scheduler.enqueue(run, "apply")
         return run
 
     def discard(self, principal: Principal, run_id: str) -> Run:
@@ -213,7 +218,7 @@ class RunService:
 
         def step() -> Run:
             run = self._store.load(run_id)
-            run.require(rs.PENDING, *rs.AWAITING_CONFIRMATION, action="discard")
+            run.require(*rs.DISCARDABLE, action="discard")
             return self._scheduler.finish(run, run.version, rs.DISCARDED)
 
         return retrying(step)
@@ -262,7 +267,7 @@ class RunService:
                 break
             if ahead.final or ahead.plan_only:
                 continue
-            if ahead.status not in (rs.PENDING, *rs.AWAITING_CONFIRMATION):
+            if ahead.status not in rs.DISCARDABLE:
                 raise Conflict(f"run {ahead.id} ahead of {run_id} is {ahead.status}; cancel it first")
             retrying(functools.partial(self._end_now, ahead.id, rs.DISCARDED))
         self._scheduler.promote(run.workspace_id)

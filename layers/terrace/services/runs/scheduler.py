@@ -19,10 +19,12 @@ from terrace.domain.cost_estimation import CE_CANCELED
 from terrace.domain.errors import NotFound
 from terrace.domain.jobs import JobMessage
 from terrace.domain.runs import Run
+from terrace.domain.task_stages import PRE_PLAN
 from terrace.domain.workspace import Workspace, WorkspaceLock
 from terrace.services.access.accounts import AccountService
 from terrace.services.optimistic import optimistic
 from terrace.services.runs.store import RunStore, WorkspaceWrite
+from terrace.services.runs.task_stages import TaskStages
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 log = logging.getLogger("terrace.scheduler")
@@ -60,12 +62,29 @@ class RunScheduler:
         queue: JobQueue,
         accounts: AccountService,
         settings: Settings,
+        stages: TaskStages | None = None,
     ) -> None:
         self._store = store
         self._workspaces = workspaces
         self._queue = queue
         self._accounts = accounts
         self._settings = settings
+        self.stages = stages
+
+    def hold(self, run: Run, stage: str, at: str) -> bool:
+        """The run reached task stage `stage`: True when something takes part in it (the run then waits in
+        `<stage>_running`; the caller writes it and queues nothing), False to go on as without stages."""
+        if self.stages is None or self.stages.enter(run, stage) is None:
+            return False
+        run.transition(rs.STAGE_RUNNING[stage], at)
+        return True
+
+    def start_plan(self, run: Run, at: str) -> bool:
+        """Queue the run's plan (True: enqueue it once written), or hold it in its pre-plan task stage."""
+        if self.hold(run, PRE_PLAN, at):
+            return False
+        queue_phase(run, "plan", at)
+        return True
 
     def enqueue(self, run: Run, phase: str, delay_s: int = 0) -> None:
         state = run.phase(phase)
@@ -113,7 +132,7 @@ class RunScheduler:
     def promote(self, workspace_id: str) -> Run | None:
         """Start the oldest pending run if the workspace is free. Safe to call any time, from anywhere."""
 
-        def step() -> Run | None:
+        def step() -> tuple[Run, bool] | None:
             ws = self._workspaces.load(workspace_id)
             if self._head_is_busy(ws):
                 return None
@@ -121,7 +140,7 @@ class RunScheduler:
             if run is None:
                 return None
             expected, now = run.version, clock.now_iso()
-            queue_phase(run, "plan", now)
+            queued = self.start_plan(run, now)
             taken = dataclasses.replace(
                 ws,
                 current_run_id=run.id,
@@ -131,12 +150,14 @@ class RunScheduler:
                 updated_at=now,
             )
             self._store.save([(run, expected)], WorkspaceWrite(taken, ws.version), {run.id: rs.PENDING})
-            return run
+            return run, queued
 
         promoted = optimistic(step, attempts=8, exhausted=f"workspace {workspace_id} queue is busy; retry")
-        if promoted is not None:
-            self.enqueue(promoted, "plan")
-        return promoted
+        if promoted is None:
+            return None
+        if promoted[1]:
+            self.enqueue(promoted[0], "plan")
+        return promoted[0]
 
     def finish(self, run: Run, expected: int, status: str, error: str | None = None) -> Run:
         """Put `run` in a final status, release its workspace and promote the next run, atomically."""
@@ -161,16 +182,16 @@ class RunScheduler:
         released = ws.lock is not None and ws.lock.holder == f"run:{run.id}"
         updated = dataclasses.replace(ws, lock=None if released else ws.lock, version=ws.version + 1, updated_at=now)
         writes: list[tuple[Run, int | None]] = [(run, expected)]
-        promoted = None
+        promoted, queued = None, False
         if updated.lock is None:
             promoted = self._next_pending(ws.id, after=run.id)
             if promoted is not None:
                 previous[promoted.id] = promoted.status
                 writes.append((promoted, promoted.version))
-                queue_phase(promoted, "plan", now)
+                queued = self.start_plan(promoted, now)
                 updated = dataclasses.replace(updated, current_run_id=promoted.id, lock=run_lock(promoted))
         self._store.save(writes, WorkspaceWrite(updated, ws.version), previous)
-        if promoted is not None:
+        if promoted is not None and queued:
             self.enqueue(promoted, "plan")
         self.revoke_tokens(run)
         return run

@@ -9,7 +9,10 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
+from terrace.bootstrap import Container
+from terrace.domain.principal import Principal
 from terrace.web import policy_serializers as ser
+from terrace.web import task_stage_documents
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONAPIResponse, respond, respond_page
 
@@ -17,11 +20,20 @@ router = APIRouter(prefix="/api/v2")
 _FILTER = re.compile(r"^filter\[(\d+)\]\[(status|enforcement_level)\]$")
 
 
+def _evaluations(container: Container, principal: Principal, ids: list[str]) -> list[dict[str, Any]]:
+    """`include=policy_evaluations` of task stages a checked call of the same request returned."""
+    return [ser.evaluation(e) for e in container.policy_evaluations.by_ids(ids)]
+
+
+task_stage_documents.STAGE_INCLUDES["policy_evaluations"] = ("policy-evaluations", _evaluations)
+
+
 @router.get("/task-stages/{stage_id}/policy-evaluations")
 def list_policy_evaluations(
     stage_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
-    return respond_page(request, container.policy_evaluations.for_stage(principal, stage_id), ser.evaluation)
+    stage, _ = container.stage_progress.get(principal, stage_id)  # the same 404 for hidden and absent stages
+    return respond_page(request, container.policy_evaluations.of_stage(stage.id), ser.evaluation)
 
 
 def _filters(request: Request) -> list[dict[str, str]]:
@@ -64,6 +76,14 @@ def list_policy_checks(
 
 @router.get("/policy-checks/{check_id}")
 def read_policy_check(check_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    return respond(ser.policy_check(container.policy_checks.get(principal, check_id)))
+
+
+@router.post("/policy-checks/{check_id}/actions/override")
+def override_policy_check(check_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    """An older client's override: the override of the task stage the check stands for."""
+    check = container.policy_checks.get(principal, check_id)
+    container.stage_progress.override(principal, check.evaluation.stage_id)
     return respond(ser.policy_check(container.policy_checks.get(principal, check_id)))
 
 
