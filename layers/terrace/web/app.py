@@ -42,6 +42,7 @@ from terrace.web.security_headers import SecurityHeaders
 from terrace.web.ui import auth as ui_auth
 from terrace.web.ui import oidc as ui_oidc
 from terrace.web.ui import organizations as ui_organizations
+from terrace.web.ui import policies as ui_policies
 from terrace.web.ui import runs as ui_runs
 from terrace.web.ui import search as ui_search
 from terrace.web.ui import settings as ui_settings
@@ -106,7 +107,7 @@ def create_app(container: Container) -> FastAPI:
     ui_auth.install(app)
     for ui_module in (ui_auth, ui_tokens, ui_organizations, ui_workspaces, ui_variables):
         app.include_router(ui_module.router)
-    for ui_page in (ui_runs, ui_states, ui_search, ui_settings, ui_terraform_login, ui_oidc):
+    for ui_page in (ui_runs, ui_states, ui_search, ui_settings, ui_terraform_login, ui_oidc, ui_policies):
         app.include_router(ui_page.router)
     for admin_module in (
         admin,

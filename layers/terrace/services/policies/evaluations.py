@@ -89,14 +89,38 @@ class PolicyEvaluationService:
         self._sets, self._versions, self._parameters, self._engine = policy_sets, versions, parameters, engine
 
     # the task stage's side -------------------------------------------------------------------------
+    def prepare(self, context: StageContext) -> list[str]:
+        """At the run's creation: its evaluation, `pending` (HCP lists it, and terraform's `cloud` block waits for
+        the stages it sees then)."""
+        item = self._record(context)
+        return [item["pk"]] if item else []
+
     def begin(self, context: StageContext) -> list[str]:
-        existing = self.of_stage(context.stage_id)
-        if existing:
-            return [e.id for e in existing]
+        """The run reached the stage: its evaluation (recorded now if it was not prepared) is queued, once."""
+        item = self._record(context)
+        if item is None:
+            return []
+        if not item.get("queued"):
+            version, now = item["version"], clock.now_iso()
+            item.update(queued=True, plan_json_key=context.plan_json_key, updated_at=now, version=version + 1)
+            item["status_timestamps"] = {**item.get("status_timestamps", {}), "queued-at": now}
+            try:
+                self._table.put(item, if_version=version)
+                self._publisher.publish({"type": QUEUED, "evaluation_id": item["pk"]})
+            except ConditionFailed:
+                pass  # queued by a concurrent call
+        return [item["pk"]]
+
+    def _record(self, context: StageContext) -> dict[str, Any] | None:
+        """The stage's one evaluation (its id derived from the stage's), written when a policy set applies."""
+        evaluation_id = "poleval-" + context.stage_id.removeprefix("ts-")
+        found = self._table.get(evaluation_id, EVAL_KEY)
+        if found is not None:
+            return found
         ws = self._workspaces.load(context.run.workspace_id)
         sets = self._sets.applying_to(ws)
         if not sets:
-            return []
+            return None
         org = self._orgs.by_key(ws.organization)
         project_name = None
         if ws.project_id:
@@ -104,7 +128,7 @@ class PolicyEvaluationService:
                 project_name = self._projects.load(ws.project_id).name
             except NotFound:
                 project_name = None
-        now, evaluation_id = clock.now_iso(), new_id("poleval")
+        now = clock.now_iso()
         item = {
             "pk": evaluation_id,
             "sk": EVAL_KEY,
@@ -114,22 +138,25 @@ class PolicyEvaluationService:
             "workspace_id": ws.id,
             "organization": ws.organization,
             "status": pe.PENDING,
+            "queued": False,
             "policy_set_ids": [s.id for s in sets],
             "plan_json_key": context.plan_json_key,
             "run_input": evaluation_input.run_input(context.run, ws, org, project_name),
             "created_at": now,
             "updated_at": now,
-            "status_timestamps": {"queued-at": now},
+            "status_timestamps": {},
             "version": 1,
             "gsi1pk": f"{context.stage_id}#policy-evaluations",
             "gsi1sk": f"{now}#{evaluation_id}",
         }
-        self._table.put(item, if_absent=True)
+        try:
+            self._table.put(item, if_absent=True)
+        except ConditionFailed:
+            return self._table.get(evaluation_id, EVAL_KEY)
         self._table.put(
             {"pk": f"{context.run.id}#policy-evaluations", "sk": evaluation_id, "stage_id": context.stage_id}
         )
-        self._publisher.publish({"type": QUEUED, "evaluation_id": evaluation_id})
-        return [evaluation_id]
+        return item
 
     def verdict(self, context: StageContext) -> pe.Verdict:
         return pe.verdict(self.of_stage(context.stage_id))
@@ -143,7 +170,7 @@ class PolicyEvaluationService:
     def run(self, event: dict[str, Any]) -> None:
         evaluation_id = str(event.get("evaluation_id", ""))
         item = self._table.get(evaluation_id, EVAL_KEY) if looks_like(evaluation_id, "poleval") else None
-        if item is None or item["status"] != pe.PENDING:
+        if item is None or item["status"] != pe.PENDING or not item.get("queued"):
             return  # unknown, or already taken by an earlier delivery
         version, now = item["version"], clock.now_iso()
         item.update(status=pe.RUNNING, updated_at=now, version=version + 1)

@@ -13,6 +13,11 @@ class PolicyStageParticipant:
     def __init__(self, evaluations: PolicyEvaluationService) -> None:
         self._evaluations = evaluations
 
+    def prepare(self, context: StageContext) -> list[str]:
+        if context.stage != "post_plan":
+            return []
+        return self._evaluations.prepare(context)
+
     def begin(self, context: StageContext) -> list[str]:
         if context.stage != "post_plan":  # OPA policies read the plan: HCP evaluates them after it
             return []

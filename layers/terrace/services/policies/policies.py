@@ -131,6 +131,17 @@ class PolicyService:
             raise Invalid(f"name {name} has already been taken", pointer="/data/attributes/name") from exc
         return self._public(item)
 
+    def create_with_content(self, principal: Principal, organization: str, attrs: dict[str, Any], text: str) -> Policy:
+        """The UI's form: the Rego is compiled first, so a policy that does not compile leaves nothing behind."""
+        self._orgs.get(principal, organization, Action.MANAGE_POLICIES)
+        if attrs.get("kind") == "opa":
+            error = self._engine.check({f"{attrs.get('name')}.rego": text})
+            if error:
+                raise Invalid(f"the policy does not compile: {error}", pointer="/data/attributes/content")
+        policy = self.create(principal, organization, attrs)
+        self.upload(principal, policy.id, text.encode())
+        return self.get(principal, policy.id)
+
     def update(self, principal: Principal, policy_id: str, attrs: dict[str, Any]) -> Policy:
         item, _ = self._item(principal, policy_id, Action.MANAGE_POLICIES)
         version = item["version"]
