@@ -50,6 +50,7 @@ def test_policies_from_the_ui_stop_a_run_until_overridden(run_stack: Any, page: 
     expect(page.get_by_role("alert")).to_contain_text("does not compile")
     expect(page.get_by_role("alert")).to_contain_text("Invalid assignment")
     shoot(page, "policies-refused")
+    expect(page.get_by_label("Enforcement", exact=True)).to_have_value("mandatory")  # the form is kept
     page.get_by_label("Rego", exact=True).fill(REGO)
     page.get_by_role("button", name="Create policy", exact=True).click()
     expect(page.get_by_role("cell", name="data.terraform.policies.no_null.deny")).to_be_visible()
@@ -67,7 +68,7 @@ def test_policies_from_the_ui_stop_a_run_until_overridden(run_stack: Any, page: 
     run_id = page.url.rsplit("/", 1)[1]
     deadline = time.monotonic() + DEADLINE_S
     while (status := run_status(api, run_id)) != "post_plan_awaiting_decision":
-        assert time.monotonic() < deadline and status not in ("errored", "planned", "cost_estimated"), status
+        assert status not in ("errored", "post_plan_completed") and time.monotonic() < deadline, status
         time.sleep(0.25)
     page.reload()
     section = page.locator("#run-policies")
