@@ -28,6 +28,7 @@ def test_policy_crud_upload_and_download() -> None:
     assert (patched["enforcement-level"], patched["description"]) == ("advisory", "now advisory")
     listed = env.api("GET", "/organizations/acme/policies?search[name]=no_").json()
     assert [p["id"] for p in listed["data"]] == [policy_id] and listed["meta"]["pagination"]["total-count"] == 1
+    assert env.api("GET", "/organizations/acme/policies?filter[kind]=sentinel").json()["data"] == []
     assert env.api("DELETE", f"/policies/{policy_id}").status_code == 204
     assert env.api("GET", f"/policies/{policy_id}").status_code == 404
 

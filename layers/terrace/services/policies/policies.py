@@ -69,11 +69,13 @@ class PolicyService:
     def get(self, principal: Principal, policy_id: str) -> Policy:
         return self._public(self._item(principal, policy_id, Action.READ_POLICIES)[0])
 
-    def list(self, principal: Principal, organization: str, search: str | None = None) -> builtins.list[Policy]:
+    def list(
+        self, principal: Principal, organization: str, search: str | None = None, kind: str | None = None
+    ) -> builtins.list[Policy]:
         org = self._orgs.get(principal, organization, Action.READ_POLICIES)
         items = [i for i in self._table.query(_index(org), index="gsi1") if i.get("organization_id") == org.id]
         found = [self._public(i) for i in items]
-        return [p for p in found if not search or search.lower() in p.name.lower()]
+        return [p for p in found if (not search or search.lower() in p.name.lower()) and (not kind or p.kind == kind)]
 
     def in_organization(self, org: Organization, policy_ids: builtins.list[str]) -> builtins.list[Policy]:
         """The named policies of `org` (NotFound naming the first that is not one of its policies)."""

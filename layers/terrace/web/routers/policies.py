@@ -50,7 +50,8 @@ SET_INCLUDES = ("policies", "workspaces", "projects", "workspace_exclusions")
 # policies ---------------------------------------------------------------------------------------------
 @router.get("/organizations/{org}/policies")
 def list_policies(org: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-    found = container.policies.list(principal, org, request.query_params.get("search[name]"))
+    q = request.query_params
+    found = container.policies.list(principal, org, q.get("search[name]"), q.get("filter[kind]"))
     counts = container.policy_sets.policy_set_count(principal, org)
     return respond_page(request, found, lambda p: ser.policy(p, counts.get(p.id, 0)))
 
