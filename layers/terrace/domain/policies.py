@@ -105,6 +105,16 @@ class PolicySetVersion:
     blob_key: str = ""
 
 
+@dataclass(frozen=True)
+class Bundle:
+    """What a policy set is evaluated with: its Rego modules, data documents and the policies (queries) to ask."""
+
+    modules: dict[str, str] = field(default_factory=dict)  # path -> Rego
+    data: dict[str, Any] = field(default_factory=dict)  # merged data.json documents
+    policies: tuple[VersionPolicy, ...] = ()
+    files: tuple[str, ...] = ()
+
+
 def check_name(value: Any, what: str = "name") -> str:
     if not isinstance(value, str) or not value:
         raise Invalid(f"{what} is required", pointer=f"/data/attributes/{what}")

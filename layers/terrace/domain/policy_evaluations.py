@@ -148,3 +148,17 @@ def verdict(evaluations: list[PolicyEvaluation]) -> Verdict:
     if all(e.status == FAILED and e.overridable for e in failed):
         return "awaiting_override"
     return "errored" if all(e.status == ERRORED for e in failed) else "failed"
+
+
+@dataclass(frozen=True)
+class PolicyCheck:
+    """A policy evaluation as the policy checks of older clients show it (`services/policies/policy_checks.py`)."""
+
+    id: str
+    run_id: str
+    status: str
+    result: dict[str, object]
+    overridable: bool
+    can_override: bool
+    status_timestamps: dict[str, str]
+    evaluation: PolicyEvaluation

@@ -6,10 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from terrace.domain.policies import Policy, PolicySet, PolicySetParameter, PolicySetVersion
-from terrace.domain.policy_evaluations import PolicyEvaluation, PolicySetOutcome
+from terrace.domain.policy_evaluations import PolicyCheck, PolicyEvaluation, PolicySetOutcome
 from terrace.domain.projects import Project
 from terrace.domain.workspace import Workspace
-from terrace.services.policies.policy_checks import PolicyCheck
 from terrace.web.jsonapi import ref, refs, resource
 
 

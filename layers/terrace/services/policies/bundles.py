@@ -13,26 +13,17 @@ import io
 import json
 import posixpath
 import tarfile
-from dataclasses import dataclass, field
 from typing import Any
 
 from terrace.domain import policies as rules
 from terrace.domain.errors import Invalid
-from terrace.domain.policies import VersionPolicy
+from terrace.domain.policies import Bundle, VersionPolicy
 
 ARCHIVE_MAX_BYTES = 1024 * 1024  # the compressed tarball
 FILES_MAX = 200
 FILE_MAX_BYTES = 256 * 1024
 TOTAL_MAX_BYTES = 4 * 1024 * 1024  # uncompressed, all files
 ROOT = "/policy-set-version"
-
-
-@dataclass(frozen=True)
-class Bundle:
-    modules: dict[str, str] = field(default_factory=dict)  # path -> Rego
-    data: dict[str, Any] = field(default_factory=dict)  # merged data.json documents
-    policies: tuple[VersionPolicy, ...] = ()
-    files: tuple[str, ...] = ()
 
 
 def read_tarball(raw: bytes) -> Bundle:

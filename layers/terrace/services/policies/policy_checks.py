@@ -3,12 +3,10 @@ of a run's policy evaluations seen as a policy check, its output a readable repo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from terrace.domain import policy_evaluations as pe
 from terrace.domain.errors import NotFound
 from terrace.domain.ids import looks_like
-from terrace.domain.policy_evaluations import PolicyEvaluation, PolicySetOutcome
+from terrace.domain.policy_evaluations import PolicyCheck, PolicyEvaluation, PolicySetOutcome
 from terrace.domain.principal import Principal
 from terrace.services.access.authz import Action
 from terrace.services.policies.evaluations import PolicyEvaluationService
@@ -25,18 +23,6 @@ STATUS = {
     pe.OVERRIDDEN: "overridden",
 }
 PREFIX = "polchk-"
-
-
-@dataclass(frozen=True)
-class PolicyCheck:
-    id: str
-    run_id: str
-    status: str
-    result: dict[str, object]
-    overridable: bool
-    can_override: bool
-    status_timestamps: dict[str, str]
-    evaluation: PolicyEvaluation
 
 
 def check_id(evaluation_id: str) -> str:

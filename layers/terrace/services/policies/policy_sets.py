@@ -142,6 +142,10 @@ class PolicySetService:
                 continue
         return found
 
+    def workspace_ids(self, principal: Principal, organization: str, names: builtins.list[str]) -> builtins.list[str]:
+        """The ids of workspaces named in a form (the UI's policy set form); NotFound for one the caller cannot see."""
+        return [self._workspaces.get_by_name(principal, organization, name).id for name in names]
+
     # changes -----------------------------------------------------------------------------------
     def create(
         self, principal: Principal, organization: str, attrs: dict[str, Any], members: dict[str, builtins.list[str]]

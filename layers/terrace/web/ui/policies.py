@@ -83,9 +83,7 @@ def create_policy_set(
     members = {"policies": [p for p in form.get("policies", "").split(",") if p]}
     workspace_names = [w.strip() for w in form.get("workspaces", "").split(",") if w.strip()]
     try:
-        members["workspaces"] = [
-            container.workspaces.get_by_name(session.principal, organization, w).id for w in workspace_names
-        ]
+        members["workspaces"] = container.policy_sets.workspace_ids(session.principal, organization, workspace_names)
         container.policy_sets.create(session.principal, organization, attrs, members)
     except (errors.Invalid, errors.NotFound) as exc:
         return _page(request, container, session, organization, status=422, error=exc.detail)
