@@ -77,7 +77,7 @@ def test_policies_from_the_ui_stop_a_run_until_overridden(run_stack: Any, page: 
     expect(section.locator("#policy-status")).to_have_text("failed")
     shoot(page, "run-policy-failed")
     page.get_by_label("Reason").fill("reviewed by the platform team")
-    page.get_by_role("button", name="Override").click()
+    page.get_by_role("button", name="Override and continue").click()
     confirm = page.get_by_role("button", name="Confirm & apply")
     expect(confirm).to_be_visible(timeout=DEADLINE_S * 1000)
     expect(page.locator("#run-policies #policy-status")).to_have_text("overridden")

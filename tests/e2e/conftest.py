@@ -249,7 +249,13 @@ def terraform(tmp_path: Path, terraform_env: dict[str, str]) -> Callable[..., Te
 
 
 # remote runs: a second stack with short job timings ------------------------------------------
-RUN_SETTINGS = {"job_heartbeat_s": 1, "job_heartbeat_timeout_s": 4, "max_runners": 3, "force_cancel_cooloff_s": 1}
+RUN_SETTINGS = {
+    "job_heartbeat_s": 1,
+    "job_heartbeat_timeout_s": 4,
+    "max_runners": 3,
+    "force_cancel_cooloff_s": 1,
+    "outbound_allow": ("127.0.0.0/8",),  # run task receivers on loopback, as `terrace dev` allows
+}
 
 
 @pytest.fixture(scope="session")

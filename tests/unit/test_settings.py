@@ -61,6 +61,7 @@ VARIABLES = {
     "tool_catalog": ("TERRACE_TOOL_CATALOG", "terraform=1.0.3", "terraform=1.0.3", ""),
     "default_tool": ("TERRACE_DEFAULT_TOOL", "opentofu", "opentofu", "terraform"),
     "api_rate_limit_per_s": ("TERRACE_API_RATE_LIMIT_PER_S", "7", 7, 30),
+    "outbound_allow": ("TERRACE_OUTBOUND_ALLOW", "127.0.0.0/8,hooks.internal", ("127.0.0.0/8", "hooks.internal"), ()),
 }
 
 

@@ -43,6 +43,7 @@ QUEUED = frozenset({PLAN_QUEUED, APPLY_QUEUED})
 RUNNING = frozenset({PLANNING, APPLYING})
 # A task stage underway: no runner works the run, the features taking part decide (`services/runs/task_stages.py`).
 IN_STAGE = frozenset(STAGE_RUNNING.values()) | {PRE_PLAN_COMPLETED, PRE_APPLY_COMPLETED}
+STAGE_WAITING = IN_STAGE | {POST_PLAN_AWAITING_DECISION}  # the next phase waits on a task stage
 # Runs that sit in the organization's run queue (queued for or holding a runner).
 ACTIVE = QUEUED | RUNNING | frozenset({CONFIRMED})
 CANCELABLE = frozenset({PENDING, PLAN_QUEUED, PLANNING, APPLY_QUEUED, APPLYING}) | IN_STAGE

@@ -28,6 +28,7 @@ from terrace.web.routers import (
     resources,
     retention,
     run_stages,
+    run_tasks,
     runner_api,
     runs,
     ssh_keys,
@@ -43,6 +44,7 @@ from terrace.web.ui import auth as ui_auth
 from terrace.web.ui import oidc as ui_oidc
 from terrace.web.ui import organizations as ui_organizations
 from terrace.web.ui import policies as ui_policies
+from terrace.web.ui import run_tasks as ui_run_tasks
 from terrace.web.ui import runs as ui_runs
 from terrace.web.ui import search as ui_search
 from terrace.web.ui import settings as ui_settings
@@ -100,14 +102,14 @@ def create_app(container: Container) -> FastAPI:
         app.include_router(access_module.router)
     for state_module in (state_versions, resources, http_backend):
         app.include_router(state_module.router)
-    for run_module in (configuration_versions, runs, run_stages, task_stages, phases, runner_api):
+    for run_module in (configuration_versions, runs, run_stages, task_stages, run_tasks, phases, runner_api):
         app.include_router(run_module.router)
     for policy_module in (policies, policy_evaluations):
         app.include_router(policy_module.router)
     ui_auth.install(app)
     for ui_module in (ui_auth, ui_tokens, ui_organizations, ui_workspaces, ui_variables):
         app.include_router(ui_module.router)
-    for ui_page in (ui_runs, ui_states, ui_search, ui_settings, ui_terraform_login, ui_oidc, ui_policies):
+    for ui_page in (ui_runs, ui_run_tasks, ui_states, ui_search, ui_settings, ui_terraform_login, ui_oidc, ui_policies):
         app.include_router(ui_page.router)
     for admin_module in (
         admin,

@@ -212,3 +212,28 @@ SSH_KEY = document("ssh-keys", {"name": _text(255), "value": _text(4096)}, requi
 SSH_KEY_UPDATE = document("ssh-keys", {"name": _text(255), "value": _text(4096)})
 SSH_KEY_ASSIGNMENT = document("workspaces", {"id": {"type": ["string", "null"]}})
 OVERRIDE = raw_json({"type": "object", "properties": {"comment": _text(limits.RUN_MESSAGE_MAX)}}, required=False)
+RUN_TASK = document(
+    "tasks",
+    {
+        "name": _text(128),
+        "url": _text(2048),
+        "description": _text(2000),
+        "category": {"type": "string", "enum": ["task"]},
+        "hmac-key": _text(1024),
+        "enabled": BOOL,
+    },
+)
+_STAGES = {"type": "string", "enum": ["pre_plan", "post_plan", "pre_apply"]}
+WORKSPACE_TASK = document(
+    "workspace-tasks",
+    {
+        "enforcement-level": {"type": "string", "enum": ["advisory", "mandatory"]},
+        "stage": _STAGES,
+        "stages": {"type": "array", "items": _STAGES},
+    },
+    {"task": "tasks"},
+)
+TASK_RESULT = document(
+    "task-results",
+    {"status": {"type": "string", "enum": ["running", "passed", "failed"]}, "message": _text(2000), "url": _text(2048)},
+)

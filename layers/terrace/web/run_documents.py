@@ -22,9 +22,10 @@ from terrace.web import serializers, task_stage_documents
 from terrace.web.jsonapi import resource
 
 
-def log_url(container: Container, phase: PhaseState) -> str | None:
-    """A phase's signed log-read URL (none before it is queued)."""
-    if phase.status == rs.P_PENDING:
+def log_url(container: Container, phase: PhaseState, run: Run | None = None) -> str | None:
+    """A phase's signed log-read URL (none before it is queued, unless its run waits in a task stage: clients that
+    wait on the next phase's log, terraform's `remote` backend, then wait there)."""
+    if phase.status == rs.P_PENDING and not (run is not None and run.status in rs.STAGE_WAITING):
         return None
     return container.settings.public_url + container.logs.signed_path(phase.id)
 
@@ -99,9 +100,9 @@ def included(container: Container, principal: Principal, page: list[Run], names:
     )
     for run in page:
         if "plan" in names:
-            add(rser.plan(run, log_url(container, run.plan)))
+            add(rser.plan(run, log_url(container, run.plan, run)))
         if "apply" in names:
-            add(rser.apply(run, log_url(container, run.apply)))
+            add(rser.apply(run, log_url(container, run.apply, run)))
         if "cost_estimate" in names and run.cost_estimate is not None:
             add(rser.cost_estimate(run))
         if "created_by" in names and run.created_by in users:

@@ -62,7 +62,7 @@ def entitlement_set(org: Organization) -> dict[str, Any]:
             "operations": True,
             "private-module-registry": False,
             "sentinel": False,
-            "run-tasks": False,
+            "run-tasks": True,  # services/runs/run_tasks.py
             "state-storage": True,
             "teams": True,
             "vcs-integrations": False,

@@ -87,6 +87,7 @@ class RunServices:
         versions.on_uploaded.append(lambda cv: self.runs.queue_for_upload(cv))
         versions.on_created.append(lambda cv, ws: self.expect_runner(ws))
         versions.in_use.append(lambda cv: self.run_queries.uses_configuration(cv.workspace_id, cv.id))
+        versions.configuration_of_run = self.run_queries.configuration_of
         if isinstance(self.blobs, FsBlobs):  # S3 cannot refuse a replaced archive: reads and runs check the record
             self.blobs.replaceable = versions.accepts_upload
         return versions

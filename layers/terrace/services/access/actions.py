@@ -36,6 +36,9 @@ class Action(StrEnum):
     MANAGE_WORKSPACE_ACCESS = "manage-workspace-access"  # a workspace's team access (workspace admins too)
     MANAGE_RUN_TASKS = "manage-run-tasks"  # the organization's run tasks and their workspace attachments
     MANAGE_POLICY_OVERRIDES = "manage-policy-overrides"  # override a task stage that awaits an override
+    MANAGE_WORKSPACE_RUN_TASKS = "manage-workspace-run-tasks"  # attach run tasks to a workspace
+    READ_PLAN_JSON = "read-plan-json"  # a plan's JSON (json-output): read runs and read state
+    DOWNLOAD_CONFIGURATION = "download-configuration"  # a configuration version's archive: queue runs
     # policy as code (organization level)
     READ_POLICIES = "read-policies"  # policies, policy sets and their versions (parameter values stay hidden)
     MANAGE_POLICIES = "manage-policies"

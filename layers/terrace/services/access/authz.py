@@ -9,7 +9,7 @@ grants (`permissions.py`, read by an `AccessResolver`); a team token has its tea
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from terrace.domain.errors import Forbidden, NotFound
@@ -88,6 +88,14 @@ _OWNERS_ONLY = frozenset({Action.MANAGE_ORGANIZATION, Action.DELETE_ORGANIZATION
 # What an organization token may not do: it acts for the organization, it is not one of its owners.
 _NOT_FOR_ORGANIZATION_TOKENS = frozenset({Action.DELETE_ORGANIZATION, Action.MANAGE_OWNERS_TEAM})
 _OPEN_TO_MEMBERS = frozenset({Action.READ_ORGANIZATION, Action.READ_TEAMS, Action.READ_PROJECTS, Action.READ_POLICIES})
+# Workspace actions that amount to others for members: reading a plan's JSON reads runs and state (it shows state
+# values), downloading a configuration is what queueing a run needs.
+_NEEDS = {
+    Action.READ_PLAN_JSON: frozenset({Action.READ_RUNS, Action.READ_STATE}),
+    Action.DOWNLOAD_CONFIGURATION: frozenset({Action.QUEUE_RUN}),
+}
+# What a run task's access token may do, in its run's workspace only (and only for its run: `require_own_run`).
+_RUN_TASK_ACTIONS = frozenset({Action.READ_PLAN_JSON, Action.DOWNLOAD_CONFIGURATION})
 
 
 class Authorizer:
@@ -129,7 +137,31 @@ class Authorizer:
             if action in _NOT_FOR_ORGANIZATION_TOKENS:
                 raise Forbidden(f"organization tokens may not {action.value}")
             return
+        if principal.kind is PrincipalKind.RUN_TASK:
+            if action in _RUN_TASK_ACTIONS and workspace is not None and workspace.id == principal.workspace_id:
+                return
+            raise NotFound("not found")  # it sees nothing else
         self._require_run_token(principal, action, workspace)
+
+    @staticmethod
+    def require_own_run(principal: Principal, run_id: str, what: str) -> None:
+        """A run task's access token reaches its own run only (`what` is the 404's subject)."""
+        if principal.kind is PrincipalKind.RUN_TASK and principal.subject_id != run_id:
+            raise NotFound(f"{what} not found")
+
+    @staticmethod
+    def require_own_configuration(
+        principal: Principal, cv_id: str, configuration_of_run: Callable[[str], str | None]
+    ) -> None:
+        """A run task's access token downloads its own run's configuration version only."""
+        if principal.kind is PrincipalKind.RUN_TASK and configuration_of_run(principal.subject_id) != cv_id:
+            raise NotFound(f"configuration version {cv_id} not found")
+
+    @staticmethod
+    def require_task_callback(principal: Principal, token_id: str | None, what: str) -> None:
+        """A task result's callback is the access token given with that result's request, and nothing else."""
+        if principal.kind is not PrincipalKind.RUN_TASK or token_id is None or principal.token_id != token_id:
+            raise NotFound(f"{what} not found")
 
     @staticmethod
     def _decide(grants: Grants, action: Action, org: OrgView, workspace: WorkspaceView | None) -> None:
@@ -147,11 +179,11 @@ class Authorizer:
                 return
             raise Forbidden(f"your teams may not {action.value} in this organization")
         if workspace is None:  # a workspace action asked of the whole organization
-            if action in grants.workspace_actions("", ""):
+            if _NEEDS.get(action, {action}) <= grants.workspace_actions("", ""):
                 return
             raise Forbidden(f"your teams may not {action.value} in every workspace of this organization")
         actions = grants.workspace_actions(workspace.id, workspace.project_id or default_project_id(org.key))
-        if action in actions:
+        if _NEEDS.get(action, {action}) <= actions:
             return
         if Action.READ_WORKSPACE in actions:
             raise Forbidden(f"your teams may not {action.value} in workspace {workspace.id}")

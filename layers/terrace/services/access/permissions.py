@@ -29,6 +29,7 @@ WS_ADMIN = WS_WRITE | {
     Action.DELETE_WORKSPACE,
     Action.FORCE_UNLOCK,
     Action.MANAGE_WORKSPACE_ACCESS,
+    Action.MANAGE_WORKSPACE_RUN_TASKS,
 }
 
 WORKSPACE_LEVELS = ("read", "plan", "write", "admin", "custom")
@@ -86,6 +87,8 @@ def custom_actions(fields: Mapping[str, Any]) -> frozenset[Action]:
         actions.add(Action.LOCK_WORKSPACE)
     if fields.get("delete"):
         actions.add(Action.DELETE_WORKSPACE)
+    if fields.get("run-tasks"):
+        actions.add(Action.MANAGE_WORKSPACE_RUN_TASKS)
     return frozenset(actions)
 
 
@@ -122,6 +125,8 @@ class Grants:
             actions |= WS_ADMIN
         if "read-workspaces" in self.org_access:
             actions |= WS_READ
+        if "manage-run-tasks" in self.org_access:
+            actions |= {Action.MANAGE_WORKSPACE_RUN_TASKS}
         actions |= self.projects.get(project_id, frozenset())
         actions |= self.workspaces.get(workspace_id, frozenset())
         return actions

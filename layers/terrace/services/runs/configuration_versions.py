@@ -30,7 +30,7 @@ from terrace.domain.errors import Conflict, Invalid, NotFound, TransitionNotAllo
 from terrace.domain.ids import looks_like, new_id
 from terrace.domain.principal import Principal
 from terrace.domain.workspace import Workspace
-from terrace.services.access.authz import Action
+from terrace.services.access.authz import Action, Authorizer
 from terrace.services.blob_records import md5_of, require_recorded
 from terrace.services.workspaces.workspaces import WorkspaceService
 
@@ -68,6 +68,8 @@ class ConfigurationVersionService:
         self.on_created: list[Callable[[ConfigurationVersion, Workspace], object]] = []  # e.g. start a runner
         # Whether a run that has not ended still needs the version's archive.
         self.in_use: list[Callable[[ConfigurationVersion], bool]] = []
+        # a run's configuration version id (the composition root: the run store), for run task access tokens
+        self.configuration_of_run: Callable[[str], str | None] = lambda run_id: None
 
     def create(self, principal: Principal, ws: Workspace, attrs: dict[str, Any]) -> ConfigurationVersion:
         self._workspaces.authorize(principal, Action.QUEUE_RUN, ws)
@@ -103,6 +105,7 @@ class ConfigurationVersionService:
         cv = self.load(cv_id)
         try:
             self._workspaces.get(principal, cv.workspace_id, action)
+            Authorizer.require_own_configuration(principal, cv.id, self.configuration_of_run)
         except NotFound as exc:
             raise NotFound(f"configuration version {cv_id} not found") from exc
         return cv

@@ -43,8 +43,12 @@ class PlanService:
         return self._blobs.presign_get(self.json_key(principal, plan_id), ttl_s)
 
     def _finished(self, principal: Principal, plan_id: str) -> tuple[Run, str]:
-        run = self.run_of(principal, plan_id, "plan-")
-        self._workspaces.get(principal, run.workspace_id, Action.READ_STATE)
+        if not plan_id.startswith("plan-"):
+            raise NotFound(f"{plan_id} not found")
+        try:  # reads runs and state; a run task's access token reads its own run's only
+            run = self._runs.get(principal, run_id_of(plan_id), Action.READ_PLAN_JSON)
+        except NotFound as exc:
+            raise NotFound(f"{plan_id} not found") from exc
         key = run.plan.json_key
         if run.plan.status != rs.P_FINISHED or not key or self._blobs.head(key) is None:
             raise NotFound(f"plan {plan_id} has no JSON output")

@@ -54,6 +54,13 @@ class RunQueries:
             raise NotFound(f"run {run.id} not found") from exc
         return [e["id"] for e in self._store.events(run.id)]
 
+    def configuration_of(self, run_id: str) -> str | None:
+        """A run's configuration version id (None for an unknown run); no permission check."""
+        try:
+            return self._store.load(run_id).configuration_version_id
+        except NotFound:
+            return None
+
     def uses_configuration(self, workspace_id: str, cv_id: str) -> bool:
         """A run of the workspace that has not ended still needs this configuration version."""
         return any(

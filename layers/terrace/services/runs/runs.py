@@ -17,7 +17,7 @@ from terrace.domain.principal import Principal
 from terrace.domain.runs import PhaseState, Run
 from terrace.domain.task_stages import PRE_APPLY
 from terrace.domain.workspace import Workspace
-from terrace.services.access.authz import Action, run_action
+from terrace.services.access.authz import Action, Authorizer, run_action
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.optimistic import optimistic
 from terrace.services.runs import run_attributes
@@ -63,10 +63,11 @@ class RunService:
         self.resolve_version: Callable[[str], tuple[str, str | None]] = lambda requested: (requested, None)
 
     # reads -------------------------------------------------------------------------------
-    def get(self, principal: Principal, run_id: str) -> Run:
+    def get(self, principal: Principal, run_id: str, action: Action = Action.READ_RUNS) -> Run:
         run = self._store.load(run_id)
         try:
-            self._workspaces.get(principal, run.workspace_id, Action.READ_RUNS)
+            self._workspaces.get(principal, run.workspace_id, action)
+            Authorizer.require_own_run(principal, run.id, f"run {run_id}")
         except NotFound as exc:
             raise NotFound(f"run {run_id} not found") from exc
         return run

@@ -11,6 +11,10 @@ knows no feature: the composition root registers each feature's `StageParticipan
    events queue (and when the reaper looks at a stage that outlived its time limit), and moves the run on once no
    participant is `pending`;
 3. calls `overridden(context)` when an allowed user overrides the stage (`task-stages/:id/actions/override`).
+
+Optionally, a participant may also have `prepare(context) -> ids`: asked for each stage when the run is created,
+what it returns is listed as a `pending` stage from then on (HCP Terraform lists a run's stages and their pending
+task results at once; run tasks prepare theirs); `begin` is still asked when the run reaches the stage.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Deleting what a workspace or an organization holds: their runs (events, logs, plans, run tokens, open-run
-index entries), configuration versions, variables, state versions (blobs, outputs, resource index), tags,
-queued jobs and runner tokens.
+index entries, task stages and task results), configuration versions, variables, run task attachments, state
+versions (blobs, outputs, resource index), tags, run tasks, queued jobs and runner tokens.
 
 Deletion goes from the leaves up and ends with the item that makes a thing reachable (the workspace, the
 organization), so a deletion cut short leaves the thing in place, still addressable, and is finished by
@@ -41,6 +41,9 @@ class Purge:
         for item in self._table.query(f"{workspace_id}#cvs", index="gsi1"):
             self._blobs.delete(f"config/{workspace_id}/{item['id']}.tar.gz")
             self._table.delete(item["pk"], item["sk"])
+        for attached in self._table.query(f"{workspace_id}#tasks", index="gsi1"):  # services/runs/run_tasks.py
+            self._table.delete(f"{attached['task_id']}#workspaces", workspace_id)
+            self._table.delete(attached["pk"], attached["sk"])
         self._delete_all(self._table.query(f"{workspace_id}#vars", index="gsi1"))
         self._delete_all(self._table.query(f"{workspace_id}#varkeys"))
         self._state_versions.purge(workspace_id)
@@ -50,6 +53,10 @@ class Purge:
         tokens."""
         self._delete_all(self._table.query(f"org#{org_key}#jobs"))
         self._delete_all(self._table.query(f"org#{org_key}#ssh-keys", index="gsi1"))  # services/workspaces/ssh_keys.py
+        for task in self._table.query(f"org#{org_key}#tasks", index="gsi1"):  # services/runs/run_tasks.py
+            self._delete_all(self._table.query(f"{task['pk']}#workspaces"))
+            self._table.delete(task["pk"], task["sk"])
+        self._delete_all(self._table.query(f"org#{org_key}#tasknames"))
         for tag in self._table.query(f"org#{org_key}#tags"):
             self._table.delete(tag["id"], "tag")
             self._table.delete(tag["pk"], tag["sk"])
@@ -68,6 +75,13 @@ class Purge:
                 if key and key.startswith(f"plans/{run.id}/"):
                     self._blobs.delete(key)
         self._delete_all(self._table.query(f"{run.id}#events"))
+        for stage in self._table.query(f"{run.id}#task-stages", index="gsi1"):  # services/runs/task_stages.py
+            for result in self._table.query(f"{stage['pk']}#task-results", index="gsi1"):  # task_results.py
+                if result.get("token_id"):
+                    self._revoke(result["token_id"])
+                self._table.delete(result["pk"], "taskrs#token")
+                self._table.delete(result["pk"], result["sk"])
+            self._table.delete(stage["pk"], stage["sk"])
         self._table.delete(OPEN_RUNS, f"{run.created_at}#{run.id}")
         self._table.delete(run.id, "run")
 

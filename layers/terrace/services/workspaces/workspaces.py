@@ -146,7 +146,7 @@ class WorkspaceService:
             "can-read-state-outputs": can(Action.READ_STATE_OUTPUTS),
             "can-create-state-versions": can(Action.WRITE_STATE),
             "can-manage-tags": can(Action.UPDATE_WORKSPACE),
-            "can-manage-run-tasks": False,
+            "can-manage-run-tasks": can(Action.MANAGE_WORKSPACE_RUN_TASKS),
             "can-manage-assessments": False,
             "can-read-assessment-results": False,
             "can-change-settings": can(Action.UPDATE_WORKSPACE),

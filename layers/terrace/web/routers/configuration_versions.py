@@ -67,7 +67,7 @@ def manage_backing_data(
 
 @router.get("/configuration-versions/{cv_id}/download")
 def download_configuration_version(cv_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
-    cv = container.configuration_versions.get(principal, cv_id, Action.QUEUE_RUN)
+    cv = container.configuration_versions.get(principal, cv_id, Action.DOWNLOAD_CONFIGURATION)
     return RedirectResponse(container.configuration_versions.download_url(cv), status_code=302)
 
 

@@ -43,8 +43,8 @@ def _org_permissions(container: Container, principal: Principal, org: Organizati
         "can-create-provider": False,
         "can-manage-public-modules": False,
         "can-manage-custom-providers": False,
-        "can-manage-run-tasks": False,
-        "can-read-run-tasks": False,
+        "can-manage-run-tasks": can(Action.MANAGE_RUN_TASKS),
+        "can-read-run-tasks": can(Action.READ_ORGANIZATION),
         "can-create-project": False,
     }
 

@@ -18,8 +18,8 @@ from terrace.web.jsonapi import respond
 router = APIRouter(prefix="/api/v2")
 
 
-def _log_url(container: Container, phase: PhaseState) -> str | None:
-    return run_documents.log_url(container, phase)
+def _log_url(container: Container, phase: PhaseState, run: Run) -> str | None:
+    return run_documents.log_url(container, phase, run)
 
 
 def _run_of(container: Container, principal: Principal, phase_id: str, prefix: str) -> Run:
@@ -29,25 +29,25 @@ def _run_of(container: Container, principal: Principal, phase_id: str, prefix: s
 @router.get("/plans/{plan_id}")
 def read_plan(plan_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
     run = _run_of(container, principal, plan_id, "plan-")
-    return respond(rser.plan(run, _log_url(container, run.plan)))
+    return respond(rser.plan(run, _log_url(container, run.plan, run)))
 
 
 @router.get("/applies/{apply_id}")
 def read_apply(apply_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
     run = _run_of(container, principal, apply_id, "apply-")
-    return respond(rser.apply(run, _log_url(container, run.apply)))
+    return respond(rser.apply(run, _log_url(container, run.apply, run)))
 
 
 @router.get("/runs/{run_id}/plan")
 def read_run_plan(run_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
     run = container.runs.get(principal, run_id)
-    return respond(rser.plan(run, _log_url(container, run.plan)))
+    return respond(rser.plan(run, _log_url(container, run.plan, run)))
 
 
 @router.get("/runs/{run_id}/apply")
 def read_run_apply(run_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
     run = container.runs.get(principal, run_id)
-    return respond(rser.apply(run, _log_url(container, run.apply)))
+    return respond(rser.apply(run, _log_url(container, run.apply, run)))
 
 
 @router.get("/plans/{plan_id}/json-output")

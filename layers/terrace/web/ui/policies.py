@@ -1,6 +1,6 @@
 """Policy as code in the UI: an organization's policies and policy sets (create, upload Rego, set enforcement), and
-a run's policy stage (each policy's result and messages; Override for those allowed), the same service calls as the
-API's."""
+a run's policy evaluations (each policy's result and messages; the stage and its Override button are the run page's,
+`web/ui/run_tasks.py`), the same service calls as the API's."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse
 
 from terrace.domain import errors
-from terrace.domain.task_stages import TS_AWAITING_OVERRIDE
 from terrace.web.deps import ContainerDep
 from terrace.web.ui.session import CheckedFormDep, SessionDep, render
 
@@ -102,7 +101,6 @@ def run_policies(
             evaluation = container.policy_evaluations.get(session.principal, evaluation_id)
             outcomes = container.policy_evaluations.outcomes(session.principal, evaluation_id)
             evaluations.append({"stage": stage, "evaluation": evaluation, "outcomes": outcomes})
-    awaiting = [s for s in stages if s.status == TS_AWAITING_OVERRIDE and s.ids("policy-evaluations")]
     return render(
         request,
         "run_policies.html",
@@ -111,15 +109,4 @@ def run_policies(
         ws_name=name,
         run=run,
         evaluations=evaluations,
-        awaiting=awaiting[0] if awaiting else None,
-        can_override=bool(awaiting) and container.stage_progress.can_override(session.principal, run),
     )
-
-
-@router.post("/{organization}/workspaces/{name}/runs/{run_id}/task-stages/{stage_id}/override")
-def override_stage(
-    container: ContainerDep, session: SessionDep, organization: str, name: str, run_id: str, stage_id: str,
-    form: CheckedFormDep,
-) -> Any:  # fmt: skip
-    container.stage_progress.override(session.principal, stage_id, form.get("comment") or None)
-    return RedirectResponse(f"/app/{organization}/workspaces/{name}/runs/{run_id}", status_code=303)

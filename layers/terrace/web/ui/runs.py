@@ -15,8 +15,10 @@ from terrace.domain import runs as rs
 from terrace.domain.plan_json import SYMBOLS, resource_changes
 from terrace.domain.principal import Principal
 from terrace.domain.runs import Run
+from terrace.domain.task_stages import TS_AWAITING_OVERRIDE
 from terrace.domain.web_sessions import WebSession
 from terrace.domain.workspace import Workspace
+from terrace.web import task_stage_documents
 from terrace.web.deps import ContainerDep
 from terrace.web.ui.cloudwatch import job_links
 from terrace.web.ui.run_logs import FIRST_LIMIT, LIVE_LIMIT, read_chunk
@@ -45,6 +47,37 @@ def timeline(run: Run) -> list[tuple[str, str]]:
     return [(key.removesuffix("-at").replace("-", " ").capitalize(), at) for key, at in steps]
 
 
+def _result_row(document: dict[str, Any]) -> dict[str, Any]:
+    """One result a stage's participant reported (a task result, a policy evaluation), as the run page shows it."""
+    attrs = document.get("attributes") or {}
+    return {
+        "name": attrs.get("task-name") or attrs.get("policy-set-name") or attrs.get("name") or document["id"],
+        "kind": str(document["type"]).replace("-", " ").removesuffix("s"),
+        "status": attrs.get("status") or "",
+        "message": attrs.get("message") or "",
+        "url": attrs.get("url") if str(attrs.get("url") or "").startswith(("https://", "http://")) else None,
+        "enforcement": attrs.get("workspace-task-enforcement-level") or attrs.get("enforcement-level") or "",
+    }
+
+
+def stage_views(container: Container, session: WebSession, run: Run) -> list[dict[str, Any]]:
+    """The run's task stages with their results (no read for a run without stages)."""
+    if not run.task_stage_ids:
+        return []
+    can = container.stage_progress.can_override(session.principal, run)
+    names = set(task_stage_documents.STAGE_INCLUDES)
+    return [
+        {
+            "stage": stage,
+            "results": [
+                _result_row(d) for d in task_stage_documents.included(container, session.principal, [stage], names)
+            ],
+            "can_override": can and stage.status == TS_AWAITING_OVERRIDE,
+        }
+        for stage in container.stage_progress.of_run(run)
+    ]
+
+
 def live_context(container: Container, session: WebSession, ws: Workspace, run: Run) -> dict[str, Any]:
     """What the run's live header shows: status, timeline, allowed actions, plan summary."""
     changes = None
@@ -61,6 +94,7 @@ def live_context(container: Container, session: WebSession, ws: Workspace, run: 
         "timeline": timeline(run),
         "changes": changes,
         "symbols": SYMBOLS,
+        "stages": stage_views(container, session, run),
         "can": {
             "apply": allowed["is-confirmable"] and perms["can-queue-apply"],
             "discard": allowed["is-discardable"] and perms["can-queue-apply"],
@@ -178,6 +212,29 @@ def run_action(
             status=409,
             error=exc.detail,
         )
+    return RedirectResponse(f"/app/{organization}/workspaces/{name}/runs/{run.id}", status_code=303)
+
+
+@router.post("/{organization}/workspaces/{name}/runs/{run_id}/task-stages/{stage_id}/override")
+def override_stage(
+    request: Request,
+    container: ContainerDep,
+    session: SessionDep,
+    organization: str,
+    name: str,
+    run_id: str,
+    stage_id: str,
+    form: CheckedFormDep,
+) -> Any:
+    """The Override button of a task stage that awaits an override (manage-policy-overrides)."""
+    ws, run = load(container, session, organization, name, run_id)
+    if stage_id not in run.task_stage_ids:
+        raise errors.NotFound(f"task stage {stage_id} not found")
+    try:
+        container.stage_progress.override(session.principal, stage_id, form.get("comment") or None)
+    except (errors.Conflict, errors.Invalid) as exc:
+        current = container.runs.get(session.principal, run.id)
+        return _run_page(request, container, session, organization, ws, current, status=409, error=exc.detail)
     return RedirectResponse(f"/app/{organization}/workspaces/{name}/runs/{run.id}", status_code=303)
 
 

@@ -1,0 +1,306 @@
+"""Run tasks in a run: its task results, the run tasks' `StageParticipant` (kind `task-results`) and the callback.
+
+When a run is created, each enabled task attached to its workspace at a stage gets a `pending` result in that
+stage (`prepare`; HCP Terraform lists them from the run's creation on). When the run reaches the stage, `begin`
+issues each result an access token (`PrincipalKind.RUN_TASK`: its run's plan JSON and configuration version, and its
+own callback; it expires after the task's time limit) and queues its request (`task_delivery.py`, an events-queue
+event). The service answers through `PATCH /task-results/:id/callback` with that token: `running`, then `passed` or
+`failed` (message, url, outcomes). `verdict` is `pending` while a result is not final; a result that outlived
+`TASK_TIMEOUT_S` (10 minutes, TFC's) is `errored` then. Mandatory results that did not pass fail the stage; advisory
+ones are only reported.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+from collections.abc import Callable
+from typing import Any
+
+from terrace.adapters.encryptor import Encryptor
+from terrace.adapters.events import EventPublisher
+from terrace.adapters.table import ConditionFailed, Table
+from terrace.domain import clock, limits
+from terrace.domain import run_tasks as model
+from terrace.domain.errors import Invalid, NotFound
+from terrace.domain.ids import looks_like, new_id
+from terrace.domain.principal import Principal, PrincipalKind
+from terrace.domain.run_tasks import TaskResult
+from terrace.services.access.accounts import AccountService
+from terrace.services.access.authz import Authorizer
+from terrace.services.optimistic import optimistic
+from terrace.services.runs.run_tasks import RunTaskService
+from terrace.services.runs.runs import RunService
+from terrace.services.runs.stage_participants import StageContext, Verdict, stage_progressed
+
+DELIVER = "run_task.deliver"  # the events-queue event that sends one result's request (task_delivery.py)
+KIND = "task-results"
+
+
+def _keys(result: TaskResult) -> dict[str, str]:
+    order = f"{result.created_at}#{result.id}"
+    return {"pk": result.id, "sk": "taskrs", "gsi1pk": f"{result.stage_id}#task-results", "gsi1sk": order}
+
+
+class TaskResultService:
+    kind = KIND
+
+    def __init__(
+        self,
+        table: Table,
+        tasks: RunTaskService,
+        runs: RunService,
+        accounts: AccountService,
+        encryptor: Encryptor,
+        publisher: EventPublisher,
+        *,
+        timeout_s: int = model.TASK_TIMEOUT_S,
+    ) -> None:
+        self._table, self._tasks, self._runs, self._accounts = table, tasks, runs, accounts
+        self._encryptor, self._publisher, self._timeout_s = encryptor, publisher, timeout_s
+        self.now: Callable[[], float] = clock.epoch
+
+    # storage -----------------------------------------------------------------------------
+    def load(self, result_id: str) -> TaskResult | None:
+        item = self._table.get(result_id, "taskrs") if looks_like(result_id, "taskrs") else None
+        return model.result_from_item(item) if item else None
+
+    def of_stage(self, stage_id: str) -> builtins.list[TaskResult]:
+        return [model.result_from_item(i) for i in self._table.query(f"{stage_id}#task-results", index="gsi1")]
+
+    def save(self, result: TaskResult, *, new: bool = False) -> None:
+        expected = result.version
+        if not new:
+            result.version = expected + 1
+        try:
+            self._table.put(model.to_item(result, **_keys(result)), if_absent=new, if_version=None if new else expected)
+        except ConditionFailed:
+            result.version = expected
+            raise
+
+    def change(self, result_id: str, change: Callable[[TaskResult], bool]) -> TaskResult | None:
+        """Apply `change` to the stored result (it returns False to write nothing), again on a lost race."""
+
+        def step() -> TaskResult | None:
+            result = self.load(result_id)
+            if result is None or not change(result):
+                return result
+            self.save(result)
+            return result
+
+        return optimistic(step, attempts=8, backoff_s=0.01, exhausted=f"task result {result_id} is busy; retry")
+
+    # reads -------------------------------------------------------------------------------
+    def get(self, principal: Principal, result_id: str) -> TaskResult:
+        """A result whose run the caller may read (the same 404 for hidden and absent results)."""
+        result = self.load(result_id)
+        missing = NotFound(f"task result {result_id} not found")
+        if result is None:
+            raise missing
+        try:
+            self._runs.get(principal, result.run_id)
+        except NotFound as exc:
+            raise missing from exc
+        return result
+
+    def of_ids(self, principal: Principal, result_ids: builtins.list[str]) -> builtins.list[TaskResult]:
+        """Results of stages the caller already read (`include=task_results`): only those of runs it may read."""
+        items = self._table.batch_get([(i, "taskrs") for i in result_ids if looks_like(i, "taskrs")])
+        found = {item["pk"]: model.result_from_item(item) for item in items}
+        readable: dict[str, bool] = {}
+        shown = []
+        for result_id in result_ids:
+            result = found.get(result_id)
+            if result is None:
+                continue
+            if result.run_id not in readable:
+                try:
+                    self._runs.get(principal, result.run_id)
+                    readable[result.run_id] = True
+                except NotFound:
+                    readable[result.run_id] = False
+            if readable[result.run_id]:
+                shown.append(result)
+        return shown
+
+    # the participant ---------------------------------------------------------------------
+    def prepare(self, context: StageContext) -> builtins.list[str]:
+        return [r.id for r in self._create(context)]
+
+    def _create(self, context: StageContext) -> builtins.list[TaskResult]:
+        run = context.run
+        attached = [wt for wt in self._tasks.attached_to(run.workspace_id) if context.stage in wt.stages]
+        created = []
+        for wt in attached:
+            task = self._tasks.load(wt.task_id)
+            if task is None or not task.enabled:
+                continue
+            now = clock.now_iso()
+            result = TaskResult(
+                id=new_id("taskrs"),
+                run_id=run.id,
+                organization=run.organization,
+                workspace_id=run.workspace_id,
+                stage_id=context.stage_id,
+                stage=context.stage,
+                task_id=task.id,
+                task_name=task.name,
+                task_url=task.url,
+                workspace_task_id=wt.id,
+                enforcement_level=wt.enforcement_level,
+                created_at=now,
+                updated_at=now,
+            )
+            result.status_timestamps["pending-at"] = now
+            self.save(result, new=True)
+            created.append(result)
+        return created
+
+    def begin(self, context: StageContext) -> builtins.list[str]:
+        results = self.of_stage(context.stage_id) or self._create(context)
+        for result in results:
+            if result.status == model.TR_PENDING and result.token_id is None:
+                self._start(result)
+        return [r.id for r in results]
+
+    def _start(self, result: TaskResult) -> None:
+        issued = self._accounts.issue_token(
+            PrincipalKind.RUN_TASK,
+            result.run_id,
+            description=f"run task access token for {result.id}",
+            organization=result.organization,
+            workspace_id=result.workspace_id,
+            ttl_s=self._timeout_s + 60,
+        )
+        result.token_id = issued.token.id
+        result.started_at_epoch = self.now()
+        ciphertext = self._encryptor.encrypt(issued.secret, {"task-result": result.id})
+        self._table.put({"pk": result.id, "sk": "taskrs#token", "ciphertext": ciphertext})
+        self.save(result)
+        self._publisher.publish({"type": DELIVER, "result_id": result.id, "attempt": 1})
+
+    def access_token(self, result: TaskResult) -> str:
+        """The access token given with a result's request (kept encrypted beside it)."""
+        item = self._table.get(result.id, "taskrs#token")
+        if item is None:
+            raise NotFound(f"task result {result.id} has no access token")
+        return self._encryptor.decrypt(item["ciphertext"], {"task-result": result.id})
+
+    def verdict(self, context: StageContext) -> Verdict:
+        results = [self._timed_out(r) for r in self.of_stage(context.stage_id)]
+        if any(not r.final for r in results):
+            return "pending"
+        if any(r.mandatory and r.status != model.TR_PASSED for r in results):
+            return "failed"
+        return "passed"
+
+    def _timed_out(self, result: TaskResult) -> TaskResult:
+        started = result.started_at_epoch
+        if result.final or started is None or self.now() - started <= self._timeout_s:
+            return result
+        message = f"the task did not answer within {self._timeout_s // 60} minutes"
+
+        def expire(current: TaskResult) -> bool:
+            if current.final:
+                return False
+            current.mark(model.TR_ERRORED, clock.now_iso(), message)
+            return True
+
+        changed = self.change(result.id, expire) or result
+        self._revoke(changed)
+        return changed
+
+    def overridden(self, context: StageContext) -> None:
+        """Run tasks never await an override (a mandatory failure fails the stage)."""
+
+    # results changing --------------------------------------------------------------------
+    def finished(self, result_id: str, status: str, message: str) -> TaskResult | None:
+        """A result the delivery decided (errored: the service could not be reached, or refused the request)."""
+
+        def decide(current: TaskResult) -> bool:
+            if current.final:
+                return False
+            current.mark(status, clock.now_iso(), message)
+            return True
+
+        result = self.change(result_id, decide)
+        if result is not None and result.final:
+            self._revoke(result)
+            self._publisher.publish(stage_progressed(result.stage_id, result.run_id))
+        return result
+
+    def acknowledged(self, result_id: str) -> None:
+        """The service accepted the request (a 2xx): the result is running until its callback."""
+
+        def running(current: TaskResult) -> bool:
+            if current.status != model.TR_PENDING:
+                return False
+            current.mark(model.TR_RUNNING, clock.now_iso())
+            return True
+
+        self.change(result_id, running)
+
+    def callback(self, principal: Principal, result_id: str, body: Any) -> TaskResult:
+        """`PATCH /task-results/:id/callback` with the result's access token: status, message, url, outcomes."""
+        result = self.load(result_id)
+        Authorizer.require_task_callback(principal, result.token_id if result else None, f"task result {result_id}")
+        assert result is not None
+        data = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(data, dict) or data.get("type") != "task-results":
+            raise Invalid("request body must be a task-results document", pointer="/data/type")
+        raw = data.get("attributes")
+        attrs: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        status = attrs.get("status")
+        if status not in model.CALLBACK_STATUSES:
+            raise Invalid(
+                f"status must be one of {', '.join(model.CALLBACK_STATUSES)}", pointer="/data/attributes/status"
+            )
+        message = limits.text(attrs.get("message") or "", "message", model.MESSAGE_MAX)
+        url = attrs.get("url")
+        if url is not None:
+            url = limits.text(url, "url", model.URL_MAX)
+        outcomes = _outcomes(data.get("relationships"))
+
+        def record(current: TaskResult) -> bool:
+            if current.final:
+                raise Invalid(f"task result {result_id} is already {current.status}", pointer="/data/attributes/status")
+            current.mark(status, clock.now_iso(), message)
+            current.url = url or current.url
+            if outcomes is not None:
+                current.outcomes = outcomes
+            return True
+
+        changed = self.change(result_id, record) or result
+        if changed.final:
+            self._revoke(changed)
+        self._publisher.publish(stage_progressed(changed.stage_id, changed.run_id))
+        return changed
+
+    def _revoke(self, result: TaskResult) -> None:
+        if result.token_id:
+            try:
+                self._accounts.revoke_token(result.token_id)
+            except NotFound:
+                pass
+
+
+def _outcomes(relationships: Any) -> builtins.list[dict[str, Any]] | None:
+    """TFC's `relationships.outcomes.data`: task-result-outcomes (outcome-id, description, body, url, tags)."""
+    if not isinstance(relationships, dict) or not isinstance(relationships.get("outcomes"), dict):
+        return None
+    data = relationships["outcomes"].get("data")
+    if not isinstance(data, list) or len(data) > model.OUTCOMES_MAX:
+        raise Invalid(
+            f"outcomes must be a list of at most {model.OUTCOMES_MAX}", pointer="/data/relationships/outcomes"
+        )
+    found = []
+    for index, entry in enumerate(data):
+        attrs = entry.get("attributes") if isinstance(entry, dict) else None
+        if not isinstance(attrs, dict):
+            raise Invalid("each outcome needs attributes", pointer=f"/data/relationships/outcomes/data/{index}")
+        found.append({k: attrs.get(k) for k in ("outcome-id", "description", "body", "url", "tags") if k in attrs})
+    if len(json.dumps(found)) > model.OUTCOMES_MAX_BYTES:
+        raise Invalid(
+            f"outcomes are larger than {model.OUTCOMES_MAX_BYTES} bytes", pointer="/data/relationships/outcomes"
+        )
+    return found
