@@ -188,12 +188,16 @@ class StageProgress:
         return run
 
     # overriding --------------------------------------------------------------------------
-    def override(self, principal: Principal, stage_id: str, comment: str | None = None) -> TaskStage:
+    def override(
+        self, principal: Principal, stage_id: str, comment: str | None = None, *, run_id: str | None = None
+    ) -> TaskStage:
         if comment is not None:
             comment = limits.text(comment, "comment", limits.RUN_MESSAGE_MAX, pointer_base="")
         """An owner or a team with manage-policy-overrides passes a stage that awaits an override: each participant
         records it (`overridden`), then the run goes on as if the stage had passed."""
         stage, run = self.get(principal, stage_id)
+        if run_id is not None and run.id != run_id:  # the UI's URL names the run too
+            raise NotFound(f"task stage {stage_id} not found")
         self._workspaces.authorize(principal, Action.MANAGE_POLICY_OVERRIDES, self._workspaces.load(run.workspace_id))
 
         def step() -> TaskStage:

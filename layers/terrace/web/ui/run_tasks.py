@@ -1,5 +1,6 @@
-"""Run tasks in the web UI: the organization's tasks (list, add, delete; `manage-run-tasks`) and a workspace's
-attachments (attach at stages with an enforcement level, detach). The same service calls as the API."""
+"""Run tasks in the web UI: the organization's tasks (list, add, delete; `manage-run-tasks`), a workspace's
+attachments (attach at stages with an enforcement level, detach), and the run page's Override button of a task stage.
+The same service calls as the API."""
 
 from __future__ import annotations
 
@@ -101,3 +102,19 @@ def detach_task(
     ws = container.workspaces.get_by_name(session.principal, organization, name)
     container.run_tasks.detach(session.principal, ws.id, attachment_id)
     return RedirectResponse(f"/app/{organization}/workspaces/{name}/tasks", status_code=303)
+
+
+@router.post("/{organization}/workspaces/{name}/runs/{run_id}/task-stages/{stage_id}/override")
+def override_stage(
+    container: ContainerDep,
+    session: SessionDep,
+    organization: str,
+    name: str,
+    run_id: str,
+    stage_id: str,
+    form: CheckedFormDep,
+) -> Any:
+    """The run page's Override button (a stage that awaits an override; manage-policy-overrides). A stage that no
+    longer awaits one is the 409 error page."""
+    container.stage_progress.override(session.principal, stage_id, form.get("comment") or None, run_id=run_id)
+    return RedirectResponse(f"/app/{organization}/workspaces/{name}/runs/{run_id}", status_code=303)

@@ -215,29 +215,6 @@ def run_action(
     return RedirectResponse(f"/app/{organization}/workspaces/{name}/runs/{run.id}", status_code=303)
 
 
-@router.post("/{organization}/workspaces/{name}/runs/{run_id}/task-stages/{stage_id}/override")
-def override_stage(
-    request: Request,
-    container: ContainerDep,
-    session: SessionDep,
-    organization: str,
-    name: str,
-    run_id: str,
-    stage_id: str,
-    form: CheckedFormDep,
-) -> Any:
-    """The Override button of a task stage that awaits an override (manage-policy-overrides)."""
-    ws, run = load(container, session, organization, name, run_id)
-    if stage_id not in run.task_stage_ids:
-        raise errors.NotFound(f"task stage {stage_id} not found")
-    try:
-        container.stage_progress.override(session.principal, stage_id, form.get("comment") or None)
-    except (errors.Conflict, errors.Invalid) as exc:
-        current = container.runs.get(session.principal, run.id)
-        return _run_page(request, container, session, organization, ws, current, status=409, error=exc.detail)
-    return RedirectResponse(f"/app/{organization}/workspaces/{name}/runs/{run.id}", status_code=303)
-
-
 @router.get("/{organization}/{name}/runs/{run_id}")
 def client_run_link(organization: str, name: str, run_id: str) -> RedirectResponse:
     """The run URL the `cloud` block prints (`/app/<org>/<workspace>/runs/<run>`, as HCP Terraform's) goes to
