@@ -10,6 +10,7 @@ from typing import Any
 from policy_helpers import call, create_policy, create_set, member
 from run_helpers import RunEnv, make_run_env
 from terrace.adapters.memory_events import MemoryEventPublisher
+from terrace.adapters.memory_table import MemoryTable
 from terrace.domain.principal import PrincipalKind
 
 LOOP = """package terraform.policies.slow
@@ -158,3 +159,21 @@ def test_results_are_hidden_from_strangers() -> None:
                  f"/task-stages/{stage['id']}/policy-evaluations", "/task-stages/ts-nosuchstage1234-2"):  # fmt: skip
         assert call(env, token, "GET", path).status_code == 404
     assert env.api("GET", "/task-stages/ts-nosuchstage1234-2/policy-evaluations").status_code == 404
+
+
+def test_deleting_the_organization_deletes_its_policies_sets_versions_and_evaluations() -> None:
+    env = make_run_env()
+    policy_id = create_policy(env, "no_null")
+    ps = create_set(env, "guard", policies=(policy_id,), workspaces=(env.workspace_id,))
+    param = {"data": {"type": "vars", "attributes": {"key": "k", "value": "v", "category": "policy-set"}}}
+    param_id = env.api("POST", f"/policy-sets/{ps['id']}/parameters", param).json()["data"]["id"]
+    version = env.api("POST", f"/policy-sets/{ps['id']}/versions").json()["data"]
+    run = _plan_run(env, "null_resource")
+    [ref] = _stage(env, run)["relationships"]["policy-evaluations"]["data"]
+    [outcome] = env.api("GET", f"/policy-evaluations/{ref['id']}/policy-set-outcomes").json()["data"]
+    ids = {policy_id, ps["id"], param_id, version["id"], ref["id"], outcome["id"]}
+    table = env.container.table
+    assert isinstance(table, MemoryTable)
+    assert env.api("DELETE", "/organizations/acme").status_code == 204
+    assert [item for item in table._items.values() if any(i in json.dumps(item) for i in ids)] == []
+    assert [k for k in table._items if "policynames" in str(k) or "polsetnames" in str(k)] == []

@@ -78,6 +78,8 @@ class PolicySetVersionService:
             "status_timestamps": {"pending-at": now},
             "blob_key": f"{UPLOAD_PREFIX}{ps.id}/{version_id}.tar.gz",
             "version": 1,
+            "gsi1pk": f"{ps.id}#versions",
+            "gsi1sk": f"{now}#{version_id}",
         }
         self._table.put(item, if_absent=True)
         self._sets.record_version(ps.id, version_id, current=False)
