@@ -28,6 +28,7 @@ from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.access.projects import ProjectService
 from terrace.services.policies import evaluation_input
+from terrace.services.policies.evaluation_items import evaluation_of, outcome_item, outcome_of
 from terrace.services.policies.parameters import PolicySetParameterService
 from terrace.services.policies.policy_sets import PolicySetService
 from terrace.services.policies.versions import PolicySetVersionService
@@ -37,37 +38,6 @@ from terrace.services.workspaces.workspaces import WorkspaceService
 QUEUED = "policy_evaluation.queued"
 EVAL_KEY, OUTCOME_KEY = "poleval", "psout"
 PLAN_MAX_BYTES = 32 * 1024 * 1024  # a plan JSON larger than this errors the evaluation
-
-
-def _evaluation(item: dict[str, Any]) -> PolicyEvaluation:
-    return PolicyEvaluation(
-        id=item["pk"],
-        run_id=item["run_id"],
-        stage_id=item["stage_id"],
-        workspace_id=item["workspace_id"],
-        organization=item["organization"],
-        status=item["status"],
-        result_count=dict(item.get("result_count") or pe.empty_count()),
-        status_timestamps=dict(item.get("status_timestamps", {})),
-        outcome_ids=tuple(item.get("outcome_ids", [])),
-        created_at=item["created_at"],
-        updated_at=item["updated_at"],
-        overridable=bool(item.get("overridable")),
-    )
-
-
-def _outcome(item: dict[str, Any]) -> PolicySetOutcome:
-    return PolicySetOutcome(
-        id=item["pk"],
-        evaluation_id=item["evaluation_id"],
-        policy_set_id=item["policy_set_id"],
-        policy_set_name=item["policy_set_name"],
-        policy_set_description=item.get("policy_set_description", ""),
-        overridable=bool(item.get("overridable")),
-        outcomes=tuple(item.get("outcomes", [])),
-        error=item.get("error", ""),
-        result_count=dict(item.get("result_count") or pe.empty_count()),
-    )
 
 
 class PolicyEvaluationService:
@@ -186,7 +156,7 @@ class PolicyEvaluationService:
             if ps is None:
                 continue
             outcome = self._evaluate_set(evaluation_id, ps, plan, plan_error, item["run_input"])
-            self._table.put({**self._outcome_item(outcome), "pk": outcome.id, "sk": OUTCOME_KEY})
+            self._table.put({**outcome_item(outcome), "pk": outcome.id, "sk": OUTCOME_KEY})
             outcomes.append(outcome)
         status, counts, overridable = pe.conclude(outcomes)
         self._finish(evaluation_id, status, counts, [o.id for o in outcomes], overridable)
@@ -226,21 +196,6 @@ class PolicyEvaluationService:
             result_count=pe.count(outcomes),
         )
 
-    @staticmethod
-    def _outcome_item(outcome: PolicySetOutcome) -> dict[str, Any]:
-        return {
-            "evaluation_id": outcome.evaluation_id,
-            "policy_set_id": outcome.policy_set_id,
-            "policy_set_name": outcome.policy_set_name,
-            "policy_set_description": outcome.policy_set_description,
-            "overridable": outcome.overridable,
-            "outcomes": list(outcome.outcomes),
-            "error": outcome.error,
-            "result_count": outcome.result_count,
-            "gsi1pk": f"{outcome.evaluation_id}#outcomes",
-            "gsi1sk": outcome.id,
-        }
-
     def _finish(
         self,
         evaluation_id: str,
@@ -270,17 +225,17 @@ class PolicyEvaluationService:
 
     # reads -----------------------------------------------------------------------------------------
     def of_stage(self, stage_id: str) -> builtins.list[PolicyEvaluation]:
-        return [_evaluation(i) for i in self._table.query(f"{stage_id}#policy-evaluations", index="gsi1")]
+        return [evaluation_of(i) for i in self._table.query(f"{stage_id}#policy-evaluations", index="gsi1")]
 
     def by_ids(self, evaluation_ids: builtins.list[str]) -> builtins.list[PolicyEvaluation]:
         """Evaluations a checked read of their task stage named (`include=policy_evaluations`)."""
         items = self._table.batch_get([(i, EVAL_KEY) for i in evaluation_ids if looks_like(i, "poleval")])
-        return sorted((_evaluation(i) for i in items), key=lambda e: (e.created_at, e.id))
+        return sorted((evaluation_of(i) for i in items), key=lambda e: (e.created_at, e.id))
 
     def of_run(self, run_id: str) -> builtins.list[PolicyEvaluation]:
         refs = self._table.query(f"{run_id}#policy-evaluations")
         items = [self._table.get(r["sk"], EVAL_KEY) for r in refs]
-        return [_evaluation(i) for i in items if i is not None]
+        return [evaluation_of(i) for i in items if i is not None]
 
     def _readable(self, principal: Principal, evaluation: PolicyEvaluation | None, what: str) -> PolicyEvaluation:
         try:
@@ -294,12 +249,12 @@ class PolicyEvaluationService:
 
     def get(self, principal: Principal, evaluation_id: str) -> PolicyEvaluation:
         item = self._table.get(evaluation_id, EVAL_KEY) if looks_like(evaluation_id, "poleval") else None
-        return self._readable(principal, _evaluation(item) if item else None, f"policy evaluation {evaluation_id}")
+        return self._readable(principal, evaluation_of(item) if item else None, f"policy evaluation {evaluation_id}")
 
     def outcomes(self, principal: Principal, evaluation_id: str) -> builtins.list[PolicySetOutcome]:
         evaluation = self.get(principal, evaluation_id)
         items = self._table.query(f"{evaluation.id}#outcomes", index="gsi1")
-        return [_outcome(i) for i in items]
+        return [outcome_of(i) for i in items]
 
     def outcome(self, principal: Principal, outcome_id: str) -> PolicySetOutcome:
         item = self._table.get(outcome_id, OUTCOME_KEY) if looks_like(outcome_id, "psout") else None
@@ -309,4 +264,4 @@ class PolicyEvaluationService:
             self.get(principal, item["evaluation_id"])
         except NotFound as exc:
             raise NotFound(f"policy set outcome {outcome_id} not found") from exc
-        return _outcome(item)
+        return outcome_of(item)
