@@ -24,6 +24,8 @@ from infra.settings import LAMBDA_PYTHON_VERSION
 REPO = Path(__file__).resolve().parent.parent
 CACHE = REPO / ".build" / "lambda-deps"
 PLATFORM = "manylinux2014_aarch64"
+# The Lambda's Python 3.12 runs on Amazon Linux 2023 (glibc 2.34): regopy ships manylinux_2_34 wheels only.
+PLATFORMS = (PLATFORM, "manylinux_2_34_aarch64")
 # boto3 is bundled too (the runtime has one, but the X-Ray SDK pulls in botocore, and a layer botocore
 # must match its boto3): the pinned pair from pyproject wins. The tracer extra brings the X-Ray SDK.
 RUNTIME_PROVIDED: set[str] = set()
@@ -54,7 +56,8 @@ def layer_requirements(pyproject: Path = REPO / "pyproject.toml") -> list[str]:
 def pip_command(target: Path, requirements: list[str]) -> list[str]:
     return [
         sys.executable, "-m", "pip", "install", "-qq", "--disable-pip-version-check",
-        "--platform", PLATFORM, "--implementation", "cp", "--python-version", LAMBDA_PYTHON_VERSION,
+        *(arg for platform in PLATFORMS for arg in ("--platform", platform)),
+        "--implementation", "cp", "--python-version", LAMBDA_PYTHON_VERSION,
         "--only-binary=:all:", "--cache-dir", str(REPO / ".build" / "pip-cache"),
         "--target", str(target), *requirements,
     ]  # fmt: skip
@@ -79,7 +82,7 @@ class LayerBundling:
         self._run = run
 
     def deps_dir(self) -> Path:
-        key = hashlib.sha256(" ".join([PLATFORM, LAMBDA_PYTHON_VERSION, *self.requirements]).encode()).hexdigest()
+        key = hashlib.sha256(" ".join([*PLATFORMS, LAMBDA_PYTHON_VERSION, *self.requirements]).encode()).hexdigest()
         return CACHE / key[:16]
 
     def try_bundle(self, output_dir: str, *, image: DockerImage = None, **_: object) -> bool:  # noqa: ARG002
@@ -106,7 +109,7 @@ def layer_code(skip_bundling: bool) -> lambda_.Code:
     requirements = layer_requirements()
     sources = [REPO / "layers" / "terrace"] + ([REPO / "templates"] if (REPO / "templates").is_dir() else [])
     asset_hash = hashlib.sha256(
-        " ".join([PLATFORM, LAMBDA_PYTHON_VERSION, *requirements, _tree_digest(*sources)]).encode()
+        " ".join([*PLATFORMS, LAMBDA_PYTHON_VERSION, *requirements, _tree_digest(*sources)]).encode()
     ).hexdigest()
     return lambda_.Code.from_asset(
         str(REPO / "layers"),

@@ -41,7 +41,8 @@ class Functions(Construct):
 
         self.scaler = function("scaler", 50)
         self.reaper = function("reaper", 50)
-        self.events = function("events", 30)  # below the events queue's visibility timeout
+        # below the events queue's visibility timeout; room for an OPA evaluation's child process (512 MiB at most)
+        self.events = function("events", 30, memory_mb=1024)
         self.bootstrap = function("bootstrap", 60)
 
         for fn, rule_id in ((self.scaler, "ScalerSchedule"), (self.reaper, "ReaperSchedule")):

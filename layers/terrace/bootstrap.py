@@ -36,6 +36,7 @@ from terrace.domain.destinations import Allowance
 from terrace.wiring.access_services import AccessServices
 from terrace.wiring.embedded_adapters import EMBEDDED_BLOBS, EMBEDDED_DATABASE, EMBEDDED_KEY
 from terrace.wiring.notification_services import NotificationServices
+from terrace.wiring.policy_services import PolicyServices
 from terrace.wiring.run_services import RunServices
 from terrace.wiring.state_services import StateServices
 from terrace.wiring.task_stage_services import TaskStageServices
@@ -64,6 +65,7 @@ class Container(  # type: ignore[override]
     RunServices,
     TaskStageServices,
     NotificationServices,
+    PolicyServices,
     WorkflowServices,
 ):
     """The adapters (these fields) and every service, built from them on first use by the areas mixed in:

@@ -1,10 +1,10 @@
 """The layer rule of ARCHITECTURE.md, read from the imports of the code (every import, also those inside
 functions and under TYPE_CHECKING):
 
-- service areas depend downward only: access <- workspaces <- {state, runs} <- admin, and runs <- notifications;
-  state and runs are siblings and import nothing of each other; the use cases (`services/workflows/`) sit above
-  every area and no area imports them; the shared modules at the top of `services/` (`events.py`,
-  `blob_records.py`) import no area;
+- service areas depend downward only: access <- workspaces <- {state, runs} <- admin, and runs <- notifications,
+  runs <- policies; state and runs are siblings and import nothing of each other; the use cases
+  (`services/workflows/`) sit above every area and no area imports them; the shared modules at the top of
+  `services/` (`events.py`, `blob_records.py`) import no area;
 - `services/` and `domain/` import nothing of the entrypoints or the web framework (`terrace.web`, fastapi,
   starlette), nor the composition root (`terrace.bootstrap`, `terrace.wiring`); `domain/` imports no service;
 - boto3 and botocore are imported only in `adapters/` and `wiring/`.
@@ -28,7 +28,8 @@ AREAS: dict[str, set[str]] = {
     "runs": {"access", "workspaces"},
     "admin": {"access", "workspaces", "state", "runs"},
     "notifications": {"access", "workspaces", "runs"},
-    "workflows": {"access", "workspaces", "state", "runs", "admin", "notifications"},
+    "policies": {"access", "workspaces", "runs"},  # policy as code reads runs (their task stages, policy checks)
+    "workflows": {"access", "workspaces", "state", "runs", "admin", "notifications", "policies"},
 }
 NOT_BELOW_ENTRYPOINTS = ("terrace.web", "fastapi", "starlette", "terrace.bootstrap", "terrace.wiring")
 AWS_SDK = ("boto3", "botocore")

@@ -87,7 +87,11 @@ STATE_LANDED = NotificationDefinition(bucket=BLOB_BUCKET.logical_name, queue=EVE
 CONFIG_LANDED = NotificationDefinition(
     bucket=BLOB_BUCKET.logical_name, queue=EVENTS_QUEUE.logical_name, prefix="config/"
 )
-NOTIFICATIONS = (STATE_LANDED, CONFIG_LANDED)
+# A policy set version's tarball is read when it lands (services/policies/versions.py).
+POLICY_LANDED = NotificationDefinition(
+    bucket=BLOB_BUCKET.logical_name, queue=EVENTS_QUEUE.logical_name, prefix="policy-uploads/"
+)
+NOTIFICATIONS = (STATE_LANDED, CONFIG_LANDED, POLICY_LANDED)
 
 
 def physical_name(prefix: str, logical_name: str) -> str:

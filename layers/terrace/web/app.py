@@ -13,6 +13,7 @@ from terrace.web.routers import (
     accounts,
     admin,
     admin_runs,
+    admin_subscriptions,
     admin_tools,
     configuration_versions,
     discovery,
@@ -22,6 +23,8 @@ from terrace.web.routers import (
     oauth,
     organizations,
     phases,
+    policies,
+    policy_evaluations,
     projects,
     resources,
     retention,
@@ -44,6 +47,7 @@ from terrace.web.ui import auth as ui_auth
 from terrace.web.ui import notifications as ui_notifications
 from terrace.web.ui import oidc as ui_oidc
 from terrace.web.ui import organizations as ui_organizations
+from terrace.web.ui import policies as ui_policies
 from terrace.web.ui import run_tasks as ui_run_tasks
 from terrace.web.ui import run_triggers as ui_run_triggers
 from terrace.web.ui import runs as ui_runs
@@ -117,6 +121,8 @@ def create_app(container: Container) -> FastAPI:
         runner_api,
     ):
         app.include_router(run_module.router)
+    for policy_module in (policies, policy_evaluations):
+        app.include_router(policy_module.router)
     ui_auth.install(app)
     for ui_module in (ui_auth, ui_tokens, ui_organizations, ui_workspaces, ui_variables, ui_varsets):
         app.include_router(ui_module.router)
@@ -130,9 +136,15 @@ def create_app(container: Container) -> FastAPI:
         ui_terraform_login,
         ui_oidc,
         ui_notifications,
+        ui_policies,
     ):
         app.include_router(ui_page.router)
-    for admin_module in (admin, admin_runs, admin_tools):  # the site admin API (/api/v2/admin)
+    for admin_module in (
+        admin,
+        admin_runs,
+        admin_subscriptions,
+        admin_tools,
+    ):  # admin_tools' /{kind} last  # the site admin API (/api/v2/admin)
         app.include_router(admin_module.router)
     app.include_router(static_assets.router)
     app.include_router(ui_organizations.redirects)  # last: `/app/<org>` must not shadow a page of one segment

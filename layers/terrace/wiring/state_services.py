@@ -15,6 +15,7 @@ from terrace.adapters.table import Table
 from terrace.config import Settings
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.events import BLOB_LANDED, EventService
+from terrace.services.policies.versions import UPLOAD_PREFIX, PolicySetVersionService
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.state.backing_data import BackingDataService
 from terrace.services.state.http_backend import HttpBackendLocks
@@ -36,6 +37,8 @@ class StateServices:
     locks: LockService
     configuration_versions: ConfigurationVersionService
     run_trigger_fanout: RunTriggerFanout  # a use case (workflow_services.py)
+    policy_set_versions: PolicySetVersionService
+    subscribe_policies: Callable[[EventService], None]
     subscribe_task_stages: Callable[[EventService], None]
     subscribe_notifications: Callable[[EventService], None]
 
@@ -65,12 +68,15 @@ class StateServices:
             key = str(event.get("key", ""))
             if key.startswith("config/"):
                 self.configuration_versions.landed(key)
+            elif key.startswith(UPLOAD_PREFIX):
+                self.policy_set_versions.landed(key)
             else:
                 self.state_versions.finalize_uploaded(key)
 
         events.subscribe(BLOB_LANDED, landed)
         events.subscribe("state.uploaded", lambda event: self.state_versions.index_uploaded(event))
         events.subscribe(RUN_STATUS_CHANGED, lambda event: self.run_trigger_fanout.on_event(event))
+        self.subscribe_policies(events)
         self.subscribe_task_stages(events)  # wiring/task_stage_services.py
         self.subscribe_notifications(events)  # wiring/notification_services.py
         return events

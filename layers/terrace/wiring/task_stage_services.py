@@ -21,6 +21,7 @@ from terrace.domain.destinations import Allowance
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.events import EventService
+from terrace.services.policies.participant import PolicyStageParticipant
 from terrace.services.runs.plans import PlanService
 from terrace.services.runs.run_pages import RunPages
 from terrace.services.runs.run_tasks import RunTaskService
@@ -52,11 +53,12 @@ class TaskStageServices:
     runs: RunService
     workspaces: WorkspaceService
     plans: PlanService
+    policy_participant: PolicyStageParticipant  # wiring/policy_services.py
 
     @cached_property
     def stage_participants(self) -> list[StageParticipant]:
         """The registry of the features that take part in task stages, asked in this order."""
-        participants: list[StageParticipant] = [self.task_results]
+        participants: list[StageParticipant] = [self.task_results, self.policy_participant]
         return participants
 
     @cached_property

@@ -43,3 +43,6 @@ class Action(StrEnum):
     MANAGE_WORKSPACE_RUN_TASKS = "manage-workspace-run-tasks"  # attach run tasks to a workspace
     READ_PLAN_JSON = "read-plan-json"  # a plan's JSON (json-output): read runs and read state
     DOWNLOAD_CONFIGURATION = "download-configuration"  # a configuration version's archive: queue runs
+    # policy as code (organization level)
+    READ_POLICIES = "read-policies"  # policies, policy sets and their versions (parameter values stay hidden)
+    MANAGE_POLICIES = "manage-policies"

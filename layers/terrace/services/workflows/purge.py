@@ -1,8 +1,8 @@
 """Deleting what a workspace or an organization holds: their runs (events, logs, plans, run tokens, open-run
 index entries, task stages and task results), configuration versions, variables, run task attachments, state
 versions (blobs, outputs, resource index), variable sets (a workspace leaves those applied to it), run triggers (both
-ways), notification configurations (the workspace's, and its teams' for an organization), tags, run tasks, queued
-jobs and runner tokens.
+ways), notification configurations (the workspace's, and its teams' for an organization), tags, run tasks, policies
+and policy sets (with their parameters and versions) and runs' policy evaluations, queued jobs and runner tokens.
 
 Deletion goes from the leaves up and ends with the item that makes a thing reachable (the workspace, the
 organization), so a deletion cut short leaves the thing in place, still addressable, and is finished by
@@ -80,6 +80,7 @@ class Purge:
             self._delete_all(self._table.query(f"{task['pk']}#workspaces"))
             self._table.delete(task["pk"], task["sk"])
         self._delete_all(self._table.query(f"org#{org_key}#tasknames"))
+        self._policies(org_key)
         for tag in self._table.query(f"org#{org_key}#tags"):
             self._table.delete(tag["id"], "tag")
             self._table.delete(tag["pk"], tag["sk"])
@@ -105,8 +106,26 @@ class Purge:
                 self._table.delete(result["pk"], "taskrs#token")
                 self._table.delete(result["pk"], result["sk"])
             self._table.delete(stage["pk"], stage["sk"])
+        for pointer in self._table.query(f"{run.id}#policy-evaluations"):  # services/policies/evaluations.py
+            self._delete_all(self._table.query(f"{pointer['sk']}#outcomes", index="gsi1"))
+            self._table.delete(pointer["sk"], "poleval")
+            self._table.delete(pointer["pk"], pointer["sk"])
         self._table.delete(OPEN_RUNS, f"{run.created_at}#{run.id}")
         self._table.delete(run.id, "run")
+
+    def _policies(self, org_key: str) -> None:
+        """Policies, policy sets, their parameters and versions (services/policies/)."""
+        self._delete_all(self._table.query(f"org#{org_key}#policies", index="gsi1"))
+        self._delete_all(self._table.query(f"org#{org_key}#policynames"))
+        for policy_set in self._table.query(f"org#{org_key}#policy-sets", index="gsi1"):
+            self._delete_all(self._table.query(f"{policy_set['pk']}#params", index="gsi1"))
+            for version in self._table.query(f"{policy_set['pk']}#versions", index="gsi1"):
+                for key in (version.get("blob_key"), version.get("bundle_key")):
+                    if key:
+                        self._blobs.delete(key)
+                self._table.delete(version["pk"], version["sk"])
+            self._table.delete(policy_set["pk"], policy_set["sk"])
+        self._delete_all(self._table.query(f"org#{org_key}#polsetnames"))
 
     def _revoke(self, token_id: str) -> None:
         try:

@@ -1,0 +1,90 @@
+"""The child process of `rego_policy_engine.py`: limits itself, then compiles and evaluates with `regopy`.
+
+Reads one JSON request on stdin (`modules`, `queries`, `input`, `data`, `limits`: its CPU seconds), writes one
+JSON answer on the stdout it was given. The engine's own diagnostics (it prints compile errors) go to a
+temporary file, kept as the message of a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import tempfile
+from typing import Any
+
+MESSAGE_MAX = 4000
+
+
+def _limit(limits: dict[str, int]) -> None:
+    """CPU time (SIGXCPU, then SIGKILL) and no core dump. Memory is watched by the parent: the engine's allocator
+    (snmalloc) reserves hundreds of GiB of address space up front, so RLIMIT_AS/RLIMIT_DATA cannot bound it."""
+    cpu = int(limits["cpu_s"])
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _value(raw: str) -> tuple[bool, Any]:
+    text = raw.strip()
+    if not text or text == "undefined":
+        return False, None
+    parsed = json.loads(text)
+    expressions = parsed.get("expressions") if isinstance(parsed, dict) else None
+    if not expressions:
+        return False, None
+    return True, expressions[0]
+
+
+def _diagnostics(log: Any, exc: BaseException) -> str:
+    log.flush()
+    log.seek(0)
+    printed = log.read().decode(errors="replace").strip()
+    message = printed or str(exc).strip() or type(exc).__name__
+    return message[:MESSAGE_MAX]
+
+
+def run(request: dict[str, Any], log: Any) -> dict[str, Any]:
+    from regopy import Interpreter  # imported under the limits
+
+    rego = Interpreter()
+    try:
+        for name, text in sorted(request["modules"].items()):
+            rego.add_module(name, text)
+        if request.get("data") is not None:
+            rego.add_data_json(json.dumps(request["data"]))
+        rego.set_input_term(json.dumps(request.get("input")))
+        rego.build("data")  # compiles every module without evaluating: a compile error is the whole evaluation's
+    except Exception as exc:  # regopy raises RegoError (and prints the readable message)
+        return {"error": _diagnostics(log, exc)}
+    results = []
+    for query in request.get("queries", []):
+        try:
+            output = rego.query(query)
+            if not output.ok():
+                results.append({"query": query, "defined": False, "error": str(output)[:MESSAGE_MAX]})
+                continue
+            defined, value = _value(str(output))
+            results.append({"query": query, "defined": defined, "value": value})
+        except Exception as exc:
+            results.append({"query": query, "defined": False, "error": _diagnostics(log, exc)})
+    return {"results": results}
+
+
+def main() -> None:
+    request = json.loads(sys.stdin.buffer.read())
+    _limit(request["limits"])
+    answer = os.fdopen(os.dup(1), "w")
+    log = tempfile.TemporaryFile()
+    os.dup2(log.fileno(), 1)
+    os.dup2(log.fileno(), 2)
+    try:
+        result = run(request, log)
+    except MemoryError:
+        result = {"error": "the policy evaluation ran out of memory"}
+    answer.write(json.dumps(result))
+    answer.flush()
+
+
+if __name__ == "__main__":
+    main()

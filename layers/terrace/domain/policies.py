@@ -1,0 +1,194 @@
+"""Policies and policy sets (HCP Terraform's policy as code): the entities and their input rules.
+
+A policy is `opa` (Rego, evaluated by Terrace) or `sentinel` (stored and listed for API compatibility, never
+evaluated: Terrace has no Sentinel runtime). A policy set groups individually managed policies, or carries policy
+set versions (a tarball of `.rego` files and a `policies.hcl`), and applies to every workspace (`global`) or to its
+workspaces and the workspaces of its projects, less its workspace exclusions.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from terrace.domain import limits
+from terrace.domain.errors import Invalid
+
+KINDS = ("sentinel", "opa")
+OPA_LEVELS = ("advisory", "mandatory")
+SENTINEL_LEVELS = ("advisory", "soft-mandatory", "hard-mandatory")
+NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+DESCRIPTION_MAX = 2000
+QUERY_MAX = 1024
+CONTENT_MAX_BYTES = 128 * 1024  # one policy's Rego (stored in its item)
+MEMBERS_MAX = 500  # policies, workspaces, projects or exclusions of one policy set
+POLICY_SETS_MAX = 200  # policy sets of one organization
+
+
+@dataclass(frozen=True)
+class Policy:
+    id: str
+    organization: str  # the organization's name
+    name: str
+    kind: str
+    description: str
+    query: str | None
+    enforcement_level: str
+    enforce_path: str
+    has_content: bool
+    policy_set_ids: tuple[str, ...]
+    updated_at: str
+
+
+@dataclass(frozen=True)
+class PolicySet:
+    id: str
+    organization: str
+    name: str
+    description: str
+    kind: str
+    global_: bool
+    overridable: bool
+    agent_enabled: bool
+    policy_tool_version: str
+    policies_path: str
+    policy_update_pattern: tuple[str, ...]
+    policy_ids: tuple[str, ...]
+    workspace_ids: tuple[str, ...]
+    project_ids: tuple[str, ...]
+    exclusion_ids: tuple[str, ...]
+    current_version_id: str | None
+    newest_version_id: str | None
+    created_at: str
+    updated_at: str
+
+    def applies_to(self, workspace_id: str, project_id: str) -> bool:
+        if workspace_id in self.exclusion_ids:
+            return False
+        return self.global_ or workspace_id in self.workspace_ids or project_id in self.project_ids
+
+
+@dataclass(frozen=True)
+class PolicySetParameter:
+    id: str
+    policy_set_id: str
+    key: str
+    value: str  # "" when sensitive (never shown)
+    sensitive: bool
+    category: str = "policy-set"
+
+
+@dataclass(frozen=True)
+class VersionPolicy:
+    """One policy of a policy set version's policies.hcl."""
+
+    name: str
+    query: str
+    enforcement_level: str
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class PolicySetVersion:
+    id: str
+    policy_set_id: str
+    organization: str
+    source: str
+    status: str  # pending | ready | errored
+    error: str | None
+    error_message: str | None
+    created_at: str
+    updated_at: str
+    status_timestamps: dict[str, str] = field(default_factory=dict)
+    policies: tuple[VersionPolicy, ...] = ()
+    blob_key: str = ""
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """What a policy set is evaluated with: its Rego modules, data documents and the policies (queries) to ask."""
+
+    modules: dict[str, str] = field(default_factory=dict)  # path -> Rego
+    data: dict[str, Any] = field(default_factory=dict)  # merged data.json documents
+    policies: tuple[VersionPolicy, ...] = ()
+    files: tuple[str, ...] = ()
+
+
+def check_name(value: Any, what: str = "name") -> str:
+    if not isinstance(value, str) or not value:
+        raise Invalid(f"{what} is required", pointer=f"/data/attributes/{what}")
+    if not NAME_RE.match(value):
+        raise Invalid(
+            f"{what} may contain only letters, numbers, '-', '_' and '.' (at most 128)",
+            pointer=f"/data/attributes/{what}",
+        )
+    return value
+
+
+def check_kind(value: Any) -> str:
+    kind = value or "sentinel"
+    if kind not in KINDS:
+        raise Invalid("kind must be 'opa' or 'sentinel'", pointer="/data/attributes/kind")
+    return str(kind)
+
+
+def check_description(attrs: dict[str, Any], current: str = "") -> str:
+    value = attrs.get("description", current)
+    return "" if value is None else limits.text(value, "description", DESCRIPTION_MAX)
+
+
+def check_level(kind: str, value: Any) -> str:
+    levels = OPA_LEVELS if kind == "opa" else SENTINEL_LEVELS
+    if value not in levels:
+        raise Invalid(
+            f"enforcement-level of a {kind} policy must be one of {', '.join(levels)}",
+            pointer="/data/attributes/enforcement-level",
+        )
+    return str(value)
+
+
+def check_query(value: Any) -> str:
+    query = limits.text(value, "query", QUERY_MAX) if value is not None else ""
+    if not query.strip():
+        raise Invalid(
+            "query is required for an opa policy (e.g. data.terraform.policies.<name>.deny)",
+            pointer="/data/attributes/query",
+        )
+    return query.strip()
+
+
+def enforcement(kind: str, attrs: dict[str, Any], default_path: str) -> tuple[str | None, str | None]:
+    """(level, path) from `enforcement-level`, else from the deprecated `enforce` list ([{path, mode}])."""
+    level = attrs.get("enforcement-level")
+    path: str | None = None
+    enforce = attrs.get("enforce")
+    if enforce is not None:
+        if not isinstance(enforce, list) or not enforce or not all(isinstance(e, dict) for e in enforce):
+            raise Invalid("enforce must be a list of {path, mode}", pointer="/data/attributes/enforce")
+        first = enforce[0]
+        path = limits.text(first.get("path") or default_path, "enforce path", 256)
+        level = level or first.get("mode")
+    return (check_level(kind, level) if level is not None else None), path
+
+
+def overridable_for(kind: str, value: Any, current: bool = False) -> bool:
+    if value is None:
+        return current
+    if not isinstance(value, bool):
+        raise Invalid("overridable must be a boolean", pointer="/data/attributes/overridable")
+    return value if kind == "opa" else False
+
+
+def check_bool(attrs: dict[str, Any], key: str, current: bool) -> bool:
+    value = attrs.get(key, current)
+    if value is None:
+        return current
+    if not isinstance(value, bool):
+        raise Invalid(f"{key} must be a boolean", pointer=f"/data/attributes/{key}")
+    return value
+
+
+def failing_level(level: str) -> str:
+    """HCP's result-count buckets: advisory failures, and mandatory ones (soft/hard-mandatory count as mandatory)."""
+    return "advisory" if level == "advisory" else "mandatory"

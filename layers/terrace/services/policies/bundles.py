@@ -1,0 +1,121 @@
+"""Reading a policy set version's tarball the way HCP Terraform reads one: `.rego` files anywhere in it, a
+`policies.hcl` at its root naming each policy (`policy "name" { query = "...", enforcement_level = "..." }`) and
+optional `data.json` files (rooted under `data` at their folder's path, as OPA bundles are).
+
+Nothing is written to disk: each member passes tarfile's `data` filter against a notional root (absolute paths,
+`..` escapes, links leading outside and special files are refused, and refuse the whole tarball), then regular
+files are read in memory within the size and count bounds below.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import posixpath
+import tarfile
+from typing import Any
+
+from terrace.domain import policies as rules
+from terrace.domain.errors import Invalid
+from terrace.domain.policies import Bundle, VersionPolicy
+
+ARCHIVE_MAX_BYTES = 1024 * 1024  # the compressed tarball
+FILES_MAX = 200
+FILE_MAX_BYTES = 256 * 1024
+TOTAL_MAX_BYTES = 4 * 1024 * 1024  # uncompressed, all files
+ROOT = "/policy-set-version"
+
+
+def read_tarball(raw: bytes) -> Bundle:
+    """The bundle of a `.tar.gz`, or Invalid naming what is wrong with it."""
+    if len(raw) > ARCHIVE_MAX_BYTES:
+        raise Invalid(f"a policy set version is at most {ARCHIVE_MAX_BYTES} bytes compressed")
+    files: dict[str, bytes] = {}
+    total = 0
+    try:
+        with tarfile.open(fileobj=io.BytesIO(raw), mode="r:*") as tar:
+            for count, member in enumerate(tar, start=1):
+                if count > FILES_MAX:
+                    raise Invalid(f"a policy set version has at most {FILES_MAX} files")
+                try:
+                    member = tarfile.data_filter(member, ROOT)
+                except tarfile.FilterError as exc:
+                    raise Invalid(f"refused: {member.name}: {exc}") from exc
+                if not member.isfile():
+                    continue
+                if member.size > FILE_MAX_BYTES:
+                    raise Invalid(f"{member.name} is larger than {FILE_MAX_BYTES} bytes")
+                total += member.size
+                if total > TOTAL_MAX_BYTES:
+                    raise Invalid(f"a policy set version holds at most {TOTAL_MAX_BYTES} bytes")
+                extracted = tar.extractfile(member)
+                name = posixpath.normpath(member.name.lstrip("./") or member.name)
+                files[name] = extracted.read(FILE_MAX_BYTES + 1) if extracted else b""
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        raise Invalid(f"not a readable .tar.gz: {exc}") from exc
+    return _bundle(files)
+
+
+def _bundle(files: dict[str, bytes]) -> Bundle:
+    modules: dict[str, str] = {}
+    data: dict[str, Any] = {}
+    for name, body in sorted(files.items()):
+        if name.endswith(".rego"):
+            modules[name] = _text(name, body)
+        elif posixpath.basename(name) == "data.json":
+            data = _merge(data, posixpath.dirname(name), name, body)
+    policies = parse_policies_hcl(_text("policies.hcl", files["policies.hcl"])) if "policies.hcl" in files else ()
+    return Bundle(modules=modules, data=data, policies=policies, files=tuple(sorted(files)))
+
+
+def _text(name: str, body: bytes) -> str:
+    try:
+        return body.decode()
+    except UnicodeDecodeError as exc:
+        raise Invalid(f"{name} is not UTF-8 text") from exc
+
+
+def _merge(data: dict[str, Any], folder: str, name: str, body: bytes) -> dict[str, Any]:
+    try:
+        document = json.loads(body)
+    except ValueError as exc:
+        raise Invalid(f"{name} is not JSON: {exc}") from exc
+    node = data
+    for part in [p for p in folder.split("/") if p]:
+        node = node.setdefault(part, {})
+    if isinstance(document, dict):
+        node.update(document)
+    return data
+
+
+def parse_policies_hcl(text: str) -> tuple[VersionPolicy, ...]:
+    """The `policy` blocks of a policies.hcl."""
+    import hcl2  # python-hcl2 (lark): imported when a policies.hcl is read, not by every process
+
+    try:
+        document = hcl2.loads(text)
+    except Exception as exc:  # lark's parse errors have no common base class worth naming here
+        raise Invalid(f"policies.hcl: {str(exc).strip().splitlines()[0] if str(exc).strip() else exc}") from exc
+    found: list[VersionPolicy] = []
+    for block in document.get("policy", []) if isinstance(document, dict) else []:
+        for raw_name, body in block.items():
+            name = rules.check_name(_unquote(raw_name), "policy name")
+            if not isinstance(body, dict):
+                raise Invalid(f"policies.hcl: policy {name} has no body")
+            level = _unquote(body.get("enforcement_level", "advisory"))
+            found.append(
+                VersionPolicy(
+                    name=name,
+                    query=rules.check_query(_unquote(body.get("query"))),
+                    enforcement_level=rules.check_level("opa", level),
+                    description=_unquote(body.get("description", "")),
+                )
+            )
+    if len({p.name for p in found}) != len(found):
+        raise Invalid("policies.hcl names a policy twice")
+    return tuple(found)
+
+
+def _unquote(value: Any) -> str:
+    text = "" if value is None else str(value)
+    return text[1:-1] if len(text) >= 2 and text[0] == text[-1] == '"' else text

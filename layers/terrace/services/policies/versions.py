@@ -1,0 +1,163 @@
+"""Policy set versions (`POST /policy-sets/:id/versions`, `GET /policy-set-versions/:id`) and the bundle each
+policy set is evaluated with.
+
+A version is created `pending` with a single-use upload URL; its tarball's landing (`blob.landed` under
+`UPLOAD_PREFIX`) reads it (`bundles.py`), compiles an OPA set's modules with the policy engine and leaves it
+`ready` (the set's current version) or `errored` with the reason. The extracted modules are kept as one JSON
+object under `BUNDLE_PREFIX` (outside the upload prefix: writing it notifies nothing).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from terrace.adapters.blobs import BlobStore
+from terrace.adapters.policy_engine import PolicyEngine
+from terrace.adapters.table import Table
+from terrace.config import Settings
+from terrace.domain import clock
+from terrace.domain.errors import Invalid, NotFound
+from terrace.domain.ids import looks_like, new_id
+from terrace.domain.policies import PolicySet, PolicySetVersion, VersionPolicy
+from terrace.domain.principal import Principal
+from terrace.services.access.authz import Action
+from terrace.services.policies.bundles import ARCHIVE_MAX_BYTES, Bundle, read_tarball
+from terrace.services.policies.policies import PolicyService
+from terrace.services.policies.policy_sets import PolicySetService
+
+SORT_KEY = "psv"
+UPLOAD_PREFIX = "policy-uploads/"
+BUNDLE_PREFIX = "policy-bundles/"
+
+
+class PolicySetVersionService:
+    def __init__(
+        self,
+        table: Table,
+        blobs: BlobStore,
+        settings: Settings,
+        policy_sets: PolicySetService,
+        policies: PolicyService,
+        engine: PolicyEngine,
+    ) -> None:
+        self._table, self._blobs, self._settings = table, blobs, settings
+        self._sets, self._policies, self._engine = policy_sets, policies, engine
+
+    @staticmethod
+    def _public(item: dict[str, Any]) -> PolicySetVersion:
+        return PolicySetVersion(
+            id=item["pk"],
+            policy_set_id=item["policy_set_id"],
+            organization=item["organization"],
+            source=item.get("source", "tfe-api"),
+            status=item["status"],
+            error=item.get("error"),
+            error_message=item.get("error"),
+            created_at=item["created_at"],
+            updated_at=item["updated_at"],
+            status_timestamps=dict(item.get("status_timestamps", {})),
+            policies=tuple(VersionPolicy(**p) for p in item.get("policies", [])),
+            blob_key=item["blob_key"],
+        )
+
+    def create(self, principal: Principal, set_id: str) -> PolicySetVersion:
+        ps = self._sets.get(principal, set_id, Action.MANAGE_POLICIES)
+        now, version_id = clock.now_iso(), new_id("polsetver")
+        item = {
+            "pk": version_id,
+            "sk": SORT_KEY,
+            "policy_set_id": ps.id,
+            "organization": ps.organization,
+            "kind": ps.kind,
+            "source": "tfe-api",
+            "status": "pending",
+            "created_at": now,
+            "updated_at": now,
+            "status_timestamps": {"pending-at": now},
+            "blob_key": f"{UPLOAD_PREFIX}{ps.id}/{version_id}.tar.gz",
+            "version": 1,
+            "gsi1pk": f"{ps.id}#versions",
+            "gsi1sk": f"{now}#{version_id}",
+        }
+        self._table.put(item, if_absent=True)
+        self._sets.record_version(ps.id, version_id, current=False)
+        return self._public(item)
+
+    def get(self, principal: Principal, version_id: str) -> PolicySetVersion:
+        item = self._table.get(version_id, SORT_KEY) if looks_like(version_id, "polsetver") else None
+        try:
+            if item is not None:
+                self._sets.get(principal, item["policy_set_id"])
+        except NotFound:
+            item = None
+        if item is None:
+            raise NotFound(f"policy set version {version_id} not found")
+        return self._public(item)
+
+    def upload_url(self, version: PolicySetVersion) -> str | None:
+        if version.status != "pending":
+            return None
+        return self._blobs.presign_put(version.blob_key, self._settings.presign_ttl_s)
+
+    # the upload's landing (events worker) ----------------------------------------------------------
+    def landed(self, key: str) -> PolicySetVersion | None:
+        version_id = key.rsplit("/", 1)[-1].removesuffix(".tar.gz")
+        item = self._table.get(version_id, SORT_KEY) if looks_like(version_id, "polsetver") else None
+        if item is None or item["blob_key"] != key or item["status"] != "pending":
+            return None
+        now = clock.now_iso()
+        try:
+            info = self._blobs.head(key)
+            if info is None or info.size > ARCHIVE_MAX_BYTES:
+                raise Invalid(f"a policy set version is at most {ARCHIVE_MAX_BYTES} bytes compressed")
+            bundle = read_tarball(self._blobs.get(key))
+            if item.get("kind") == "opa":
+                _check_opa(bundle, self._engine)
+        except Invalid as exc:
+            item.update(status="errored", error=exc.detail, updated_at=now)
+            item["status_timestamps"] = {**item["status_timestamps"], "errored-at": now}
+            self._table.put(item)
+            return self._public(item)
+        bundle_key = f"{BUNDLE_PREFIX}{item['policy_set_id']}/{version_id}.json"
+        self._blobs.put(bundle_key, json.dumps({"modules": bundle.modules, "data": bundle.data}).encode())
+        item.update(status="ready", updated_at=now, bundle_key=bundle_key)
+        item["policies"] = [asdict(p) for p in bundle.policies]
+        item["status_timestamps"] = {**item["status_timestamps"], "ready-at": now}
+        self._table.put(item)
+        self._sets.record_version(item["policy_set_id"], version_id, current=True)
+        return self._public(item)
+
+    # what an evaluation runs ------------------------------------------------------------------------
+    def bundle_of(self, ps: PolicySet) -> Bundle:
+        """The set's current version's bundle, else its individually managed policies (those with content)."""
+        if ps.current_version_id:
+            item = self._table.get(ps.current_version_id, SORT_KEY)
+            if item is not None and item.get("bundle_key"):
+                stored = json.loads(self._blobs.get(item["bundle_key"]))
+                policies = tuple(VersionPolicy(**p) for p in item.get("policies", []))
+                return Bundle(modules=stored["modules"], data=stored.get("data", {}), policies=policies)
+        modules: dict[str, str] = {}
+        found: list[VersionPolicy] = []
+        org = self._sets_org(ps)
+        for policy in self._policies.in_organization(org, list(ps.policy_ids)) if org else []:
+            text = self._policies.content(policy.id)
+            if text is None or policy.query is None:
+                continue
+            modules[policy.enforce_path] = text
+            found.append(VersionPolicy(policy.name, policy.query, policy.enforcement_level, policy.description))
+        return Bundle(modules=modules, policies=tuple(found))
+
+    def _sets_org(self, ps: PolicySet) -> Any:
+        return self._sets.organization_of(ps)
+
+
+def _check_opa(bundle: Bundle, engine: PolicyEngine) -> None:
+    if not bundle.policies:
+        raise Invalid("an OPA policy set version needs a policies.hcl naming at least one policy")
+    if not bundle.modules:
+        raise Invalid("an OPA policy set version needs at least one .rego file")
+    error = engine.check(bundle.modules)
+    if error:
+        raise Invalid(f"the policies do not compile: {error}")

@@ -1,0 +1,92 @@
+"""/api/v2 results of a run's OPA policies: `task-stages/:id/policy-evaluations`, `policy-evaluations/:id/
+policy-set-outcomes`, `policy-set-outcomes/:id`, and the policy checks older clients read (`runs/:id/policy-checks`,
+`policy-checks/:id`, its `output`)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+
+from terrace.bootstrap import Container
+from terrace.domain.principal import Principal
+from terrace.web import policy_serializers as ser
+from terrace.web import task_stage_documents
+from terrace.web.deps import ContainerDep, PrincipalDep
+from terrace.web.jsonapi import JSONAPIResponse, respond, respond_page
+
+router = APIRouter(prefix="/api/v2")
+_FILTER = re.compile(r"^filter\[(\d+)\]\[(status|enforcement_level)\]$")
+
+
+def _evaluations(container: Container, principal: Principal, ids: list[str]) -> list[dict[str, Any]]:
+    """`include=policy_evaluations` of task stages a checked call of the same request returned."""
+    return [ser.evaluation(e) for e in container.policy_evaluations.by_ids(ids)]
+
+
+task_stage_documents.STAGE_INCLUDES["policy_evaluations"] = ("policy-evaluations", _evaluations)
+
+
+@router.get("/task-stages/{stage_id}/policy-evaluations")
+def list_policy_evaluations(
+    stage_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
+    stage, _ = container.stage_progress.get(principal, stage_id)  # the same 404 for hidden and absent stages
+    return respond_page(request, container.policy_evaluations.of_stage(stage.id), ser.evaluation)
+
+
+def _filters(request: Request) -> list[dict[str, str]]:
+    """go-tfe's `filter[n][status]` / `filter[n][enforcement_level]`: an outcome set matches any numbered filter."""
+    filters: dict[str, dict[str, str]] = {}
+    for key, value in request.query_params.multi_items():
+        match = _FILTER.match(key)
+        if match:
+            filters.setdefault(match.group(1), {})[match.group(2)] = value
+    return list(filters.values())
+
+
+def _matching(outcome: Any, filters: list[dict[str, str]]) -> Any:
+    if not filters:
+        return outcome
+    kept = [o for o in outcome.outcomes if any(all(o.get(k) == v for k, v in f.items()) for f in filters)]
+    return type(outcome)(**{**outcome.__dict__, "outcomes": tuple(kept)})
+
+
+@router.get("/policy-evaluations/{evaluation_id}/policy-set-outcomes")
+def list_policy_set_outcomes(
+    evaluation_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
+    filters = _filters(request)
+    found = [_matching(o, filters) for o in container.policy_evaluations.outcomes(principal, evaluation_id)]
+    return respond_page(request, found, ser.outcome)
+
+
+@router.get("/policy-set-outcomes/{outcome_id}")
+def read_policy_set_outcome(outcome_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    return respond(ser.outcome(container.policy_evaluations.outcome(principal, outcome_id)))
+
+
+@router.get("/runs/{run_id}/policy-checks")
+def list_policy_checks(
+    run_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
+    return respond_page(request, container.policy_checks.for_run(principal, run_id), ser.policy_check)
+
+
+@router.get("/policy-checks/{check_id}")
+def read_policy_check(check_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    return respond(ser.policy_check(container.policy_checks.get(principal, check_id)))
+
+
+@router.post("/policy-checks/{check_id}/actions/override")
+def override_policy_check(check_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    """An older client's override: the override of the task stage the check stands for."""
+    check = container.policy_checks.get(principal, check_id)
+    container.stage_progress.override(principal, check.evaluation.stage_id)
+    return respond(ser.policy_check(container.policy_checks.get(principal, check_id)))
+
+
+@router.get("/policy-checks/{check_id}/output")
+def policy_check_output(check_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
+    return Response(container.policy_checks.output(principal, check_id), media_type="text/plain; charset=utf-8")

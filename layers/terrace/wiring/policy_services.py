@@ -1,0 +1,97 @@
+"""Policy as code (services/policies/): policies, policy sets, their parameters and versions, the runs' OPA
+policy evaluations (a task stage participant) and the policy checks older clients read.
+
+Mixed into `bootstrap.Container`: each service is built on first use from the container's adapters and its
+other services (what this area takes from the others is declared below as plain attributes)."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from terrace.adapters.blobs import BlobStore
+from terrace.adapters.encryptor import Encryptor
+from terrace.adapters.events import EventPublisher
+from terrace.adapters.policy_engine import PolicyEngine
+from terrace.adapters.rego_policy_engine import RegoPolicyEngine
+from terrace.adapters.table import Table
+from terrace.config import Settings
+from terrace.services.access.organizations import OrganizationService
+from terrace.services.access.projects import ProjectService
+from terrace.services.events import EventService
+from terrace.services.policies.evaluations import QUEUED, PolicyEvaluationService
+from terrace.services.policies.parameters import PolicySetParameterService
+from terrace.services.policies.participant import PolicyStageParticipant
+from terrace.services.policies.policies import PolicyService
+from terrace.services.policies.policy_checks import PolicyCheckService
+from terrace.services.policies.policy_sets import PolicySetService
+from terrace.services.policies.versions import PolicySetVersionService
+from terrace.services.runs.run_queries import RunQueries
+from terrace.services.workspaces.workspaces import WorkspaceService
+
+
+class PolicyServices:
+    settings: Settings
+    table: Table
+    blobs: BlobStore
+    encryptor: Encryptor
+    publisher: EventPublisher
+    # from the other areas
+    organizations: OrganizationService
+    projects: ProjectService
+    workspaces: WorkspaceService
+    run_queries: RunQueries
+
+    @cached_property
+    def policy_engine(self) -> PolicyEngine:
+        timeout = self.settings.policy_timeout_s
+        return RegoPolicyEngine(
+            timeout_s=timeout, cpu_s=max(1, int(timeout)), memory_bytes=self.settings.policy_memory_mb * 1024 * 1024
+        )
+
+    @cached_property
+    def policies(self) -> PolicyService:
+        policies = PolicyService(self.table, self.organizations, self.policy_engine)
+        policies.on_delete = lambda org, policy_id: self.policy_sets.forget_policy(org, policy_id)
+        return policies
+
+    @cached_property
+    def policy_sets(self) -> PolicySetService:
+        return PolicySetService(self.table, self.organizations, self.workspaces, self.projects, self.policies)
+
+    @cached_property
+    def policy_set_parameters(self) -> PolicySetParameterService:
+        return PolicySetParameterService(self.table, self.encryptor, self.policy_sets)
+
+    @cached_property
+    def policy_set_versions(self) -> PolicySetVersionService:
+        return PolicySetVersionService(
+            self.table, self.blobs, self.settings, self.policy_sets, self.policies, self.policy_engine
+        )
+
+    @cached_property
+    def policy_evaluations(self) -> PolicyEvaluationService:
+        return PolicyEvaluationService(
+            self.table,
+            self.blobs,
+            self.publisher,
+            self.organizations,
+            self.workspaces,
+            self.projects,
+            self.policy_sets,
+            self.policy_set_versions,
+            self.policy_set_parameters,
+            self.policy_engine,
+        )
+
+    @cached_property
+    def policy_checks(self) -> PolicyCheckService:
+        return PolicyCheckService(self.policy_evaluations, self.run_queries, self.workspaces)
+
+    @cached_property
+    def policy_participant(self) -> PolicyStageParticipant:
+        """Registered with the run's task stages."""
+        return PolicyStageParticipant(self.policy_evaluations)
+
+    def subscribe_policies(self, events: EventService) -> None:
+        """The events worker evaluates queued policy evaluations (tarball landings are routed by `landed`)."""
+        events.subscribe(QUEUED, self.policy_evaluations.run)

@@ -1,0 +1,95 @@
+"""OPA policies on remote runs of terraform's `cloud` block (1.11): a mandatory policy's failure stops the run
+before its apply, an advisory one is reported and the apply goes on; terraform prints the evaluation as it does
+for HCP Terraform (its "OPA Policy Evaluation" summary, read from the task stage and its policy set outcomes).
+Skips with its reason when terraform 1.11 is absent (TERRACE_TEST_TERRAFORM_CLOUD overrides the path)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from e2e_runs import runs
+from test_cloud_block import TERRAFORM_111, work, workspace  # noqa: F401 - `work` is a fixture
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.timeout(900),
+    pytest.mark.skipif(
+        not TERRAFORM_111.available(), reason=f"terraform 1.11 is not installed at {TERRAFORM_111.binary}"
+    ),
+]
+
+REGO = """package terraform.policies.{name}
+import rego.v1
+
+deny contains msg if {{
+    some rc in input.plan.resource_changes
+    rc.type == "null_resource"
+    "create" in rc.change.actions
+    msg := sprintf("%s may not be created in %s", [rc.address, input.run.workspace.name])
+}}
+"""
+
+
+def policy_set(run_api: Any, name: str, level: str, ws_id: str) -> str:
+    """An OPA policy `name` (denying new null resources) in a set of its own applied to one workspace."""
+    org = run_api.stack.organization
+    body = {
+        "data": {
+            "type": "policies",
+            "attributes": {
+                "name": name,
+                "kind": "opa",
+                "query": f"data.terraform.policies.{name}.deny",
+                "enforcement-level": level,
+            },
+        }
+    }
+    policy = run_api.request("POST", f"/api/v2/organizations/{org}/policies", body, expect=201).json()["data"]
+    uploaded = run_api.http.put(f"/api/v2/policies/{policy['id']}/upload", content=REGO.format(name=name).encode())
+    assert uploaded.status_code == 200, uploaded.text
+    relationships = {
+        "policies": {"data": [{"type": "policies", "id": policy["id"]}]},
+        "workspaces": {"data": [{"type": "workspaces", "id": ws_id}]},
+    }
+    body = {"data": {"type": "policy-sets", "attributes": {"name": f"set-{name}", "kind": "opa"},
+                     "relationships": relationships}}  # fmt: skip
+    return str(
+        run_api.request("POST", f"/api/v2/organizations/{org}/policy-sets", body, expect=201).json()["data"]["id"]
+    )
+
+
+def test_a_mandatory_policy_stops_the_apply(run_api, work, unique):  # noqa: F811
+    name = unique("opamand").replace("-", "_")
+    ws_id = workspace(run_api, name)
+    policy_set(run_api, name, "mandatory", ws_id)
+    tf = work(TERRAFORM_111, f'name = "{name}"')
+
+    output = tf.run("apply", "-auto-approve", "-input=false", check=False)
+
+    assert "OPA Policy Evaluation" in output, output
+    assert "Overall Result: FAILED" in output, output
+    assert f"Policy name: {name}" in output and "Failed" in output, output
+    assert "Apply complete" not in output
+    (only,) = runs(run_api, ws_id)
+    assert only["attributes"]["status"] == "errored"
+    assert run_api.workspace(name)["relationships"]["current-state-version"]["data"] is None
+    [check] = run_api.request("GET", f"/api/v2/runs/{only['id']}/policy-checks").json()["data"]
+    report = run_api.request("GET", f"/api/v2/policy-checks/{check['id']}/output").text
+    assert f"- null_resource.a may not be created in {name}" in report
+
+
+def test_an_advisory_policy_reports_and_the_apply_goes_on(run_api, work, unique):  # noqa: F811
+    name = unique("opaadv").replace("-", "_")
+    ws_id = workspace(run_api, name)
+    policy_set(run_api, name, "advisory", ws_id)
+    tf = work(TERRAFORM_111, f'name = "{name}"')
+
+    output = tf.run("apply", "-auto-approve", "-input=false")
+
+    assert "OPA Policy Evaluation" in output, output
+    assert "Overall Result: PASSED (with advisory)" in output, output
+    assert "Advisory" in output
+    assert "Apply complete! Resources: 1 added, 0 changed, 0 destroyed." in output
+    (only,) = runs(run_api, ws_id)
+    assert only["attributes"]["status"] == "applied"

@@ -1,0 +1,179 @@
+"""A run's OPA policy evaluation as a post_plan task stage (the events worker's job): deny/allow, advisory reported,
+mandatory stops the run (an override allowed when its set is overridable, to those with manage-policy-overrides),
+errors from the engine, and the results as HCP and older clients (policy checks) read them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from policy_helpers import call, create_policy, create_set, member
+from run_helpers import RunEnv, make_run_env
+from terrace.adapters.memory_events import MemoryEventPublisher
+from terrace.adapters.memory_table import MemoryTable
+from terrace.domain.principal import PrincipalKind
+
+LOOP = """package terraform.policies.slow
+import rego.v1
+deny contains "never" if {
+    some i in numbers.range(1, 100000)
+    some j in numbers.range(1, 100000)
+    i == j + 100000000
+}
+"""
+
+
+def _plan_run(env: RunEnv, *types: str) -> dict[str, Any]:
+    """A run whose plan (by the scripted runner) proposes creating one resource of each type; the events worker then
+    handles what was published (the policy evaluation, the stage's progress). Returns the run."""
+    run = env.create_run(env.upload_config())
+    spec = env.claim()
+    changes = [{"address": f"{t}.r{i}", "type": t, "change": {"actions": ["create"]}} for i, t in enumerate(types)]
+    key = spec["plan_json_upload_url"].split("memory://blobs/")[1].split("?")[0]
+    env.blobs.put(key, json.dumps({"format_version": "1.2", "resource_changes": changes}).encode())
+    assert env.runner("PUT", f"/jobs/{spec['job_id']}/logs?offset=0", content=b"planned\n").status_code == 204
+    finish = {"runner_id": "r1", "status": "finished", "has_changes": True, "resource_additions": len(types)}
+    assert env.runner("POST", f"/jobs/{spec['job_id']}/finish", json=finish).status_code == 200
+    deliver(env)
+    return run
+
+
+def deliver(env: RunEnv) -> None:
+    """The events worker: every published event to its subscriptions, until none is left."""
+    publisher = env.container.publisher
+    assert isinstance(publisher, MemoryEventPublisher)
+    while publisher.events:
+        pending, publisher.events[:] = list(publisher.events), []
+        for event in pending:
+            env.container.events.handle(event)
+
+
+def _stage(env: RunEnv, run: dict[str, Any]) -> dict[str, Any]:
+    [stage] = env.api("GET", f"/runs/{run['id']}/task-stages?include=policy_evaluations").json()["data"]
+    return dict(stage)
+
+
+def _status(env: RunEnv, run: dict[str, Any]) -> str:
+    return str(env.run(run["id"])["attributes"]["status"])
+
+
+def test_a_mandatory_failure_stops_the_run_and_its_messages_are_shown() -> None:
+    env = make_run_env()
+    create_set(env, "guard", policies=(create_policy(env, "no_null"),), workspaces=(env.workspace_id,))
+    run = _plan_run(env, "null_resource", "aws_s3_bucket")
+    assert _status(env, run) == "errored"  # the set is not overridable
+    stage = _stage(env, run)
+    assert stage["attributes"]["stage"] == "post_plan" and stage["attributes"]["status"] == "failed"
+    [ref] = stage["relationships"]["policy-evaluations"]["data"]
+    listed = env.api("GET", f"/task-stages/{stage['id']}/policy-evaluations").json()["data"]
+    assert [e["id"] for e in listed] == [ref["id"]]
+    attrs = listed[0]["attributes"]
+    assert attrs["status"] == "failed" and attrs["policy-kind"] == "opa"
+    assert attrs["result-count"] == {"advisory-failed": 0, "mandatory-failed": 1, "passed": 0, "errored": 0}
+    assert listed[0]["relationships"]["policy-attachable"]["data"] == {"id": stage["id"], "type": "task-stages"}
+    [outcome] = env.api("GET", f"/policy-evaluations/{ref['id']}/policy-set-outcomes").json()["data"]
+    [policy] = outcome["attributes"]["outcomes"]
+    assert (policy["policy_name"], policy["status"], policy["enforcement_level"]) == ("no_null", "failed", "mandatory")
+    assert policy["output"] == [{"result": ["null_resource.r0 is a null_resource (workspace app)"]}]
+    assert outcome["attributes"]["policy-set-name"] == "guard" and outcome["attributes"]["overridable"] is False
+    assert env.api("GET", f"/policy-set-outcomes/{outcome['id']}").json()["data"]["id"] == outcome["id"]
+    passed_only = env.api("GET", f"/policy-evaluations/{ref['id']}/policy-set-outcomes?filter[0][status]=passed")
+    assert passed_only.json()["data"][0]["attributes"]["outcomes"] == []
+    [check] = env.api("GET", f"/runs/{run['id']}/policy-checks").json()["data"]
+    assert check["attributes"]["status"] == "hard_failed" and check["attributes"]["result"]["result"] is False
+
+
+def test_an_overridable_failure_awaits_an_allowed_override() -> None:
+    env = make_run_env()
+    policy_id = create_policy(env, "no_null")
+    create_set(env, "guard", policies=(policy_id,), workspaces=(env.workspace_id,), overridable=True)
+    run = _plan_run(env, "null_resource")
+    assert _status(env, run) == "post_plan_awaiting_decision"
+    stage = _stage(env, run)
+    assert stage["attributes"]["status"] == "awaiting_override"
+    [check] = env.api("GET", f"/runs/{run['id']}/policy-checks").json()["data"]
+    assert check["attributes"]["status"] == "soft_failed"
+    assert check["attributes"]["actions"] == {"is-overridable": True}
+    assert check["attributes"]["permissions"] == {"can-override": True}  # alice owns acme
+    reader = member(env, "reader", **{"read-workspaces": True})
+    as_reader = call(env, reader, "GET", f"/policy-checks/{check['id']}").json()["data"]
+    assert as_reader["attributes"]["permissions"] == {"can-override": False}
+    assert call(env, reader, "POST", f"/task-stages/{stage['id']}/actions/override", {}).status_code == 403
+    output = env.api("GET", f"/policy-checks/{check['id']}/output").text
+    assert "no_null (mandatory): failed" in output and "- null_resource.r0 is a null_resource" in output
+    overrider = member(env, "overrider", **{"read-workspaces": True, "manage-policy-overrides": True})
+    assert call(env, overrider, "POST", f"/policy-checks/{check['id']}/actions/override").status_code == 200
+    deliver(env)
+    assert env.api("GET", f"/policy-checks/{check['id']}").json()["data"]["attributes"]["status"] == "overridden"
+    assert _status(env, run) == "post_plan_completed"  # awaiting its confirmation, as any planned run
+    assert env.api("POST", f"/runs/{run['id']}/actions/apply", {}).status_code == 202
+
+
+def test_advisory_failures_are_reported_and_the_run_goes_on() -> None:
+    env = make_run_env()
+    ps = create_set(env, "advice", policies=(create_policy(env, "no_null", "advisory"),), **{"global": True})
+    assert ps["attributes"]["global"] is True
+    run = _plan_run(env, "null_resource")
+    assert _status(env, run) == "post_plan_completed"
+    [evaluation] = env.api("GET", f"/task-stages/{_stage(env, run)['id']}/policy-evaluations").json()["data"]
+    assert evaluation["attributes"]["status"] == "passed"
+    assert evaluation["attributes"]["result-count"]["advisory-failed"] == 1
+
+
+def test_an_allowed_plan_passes_and_an_excluded_workspace_is_not_evaluated() -> None:
+    env = make_run_env()
+    ps = create_set(env, "guard", policies=(create_policy(env, "no_null"),), workspaces=(env.workspace_id,))
+    run = _plan_run(env, "aws_s3_bucket")
+    assert _status(env, run) == "post_plan_completed" and _stage(env, run)["attributes"]["status"] == "passed"
+    body = {"data": [{"type": "workspaces", "id": env.workspace_id}]}
+    env.api("POST", f"/policy-sets/{ps['id']}/relationships/workspace-exclusions", body)
+    assert env.api("POST", f"/runs/{run['id']}/actions/discard", {}).status_code == 202
+    excluded = _plan_run(env, "null_resource")
+    assert _status(env, excluded) == "cost_estimated"  # nothing took part: the run is as without stages
+    assert env.api("GET", f"/runs/{excluded['id']}/task-stages").json()["data"] == []
+    assert env.api("GET", f"/runs/{excluded['id']}/policy-checks").json()["data"] == []
+
+
+def test_a_policy_that_loops_errors_its_evaluation_not_the_server() -> None:
+    env = make_run_env(policy_timeout_s=1.0)
+    policy_id = create_policy(env, "slow", rego=LOOP)
+    create_set(env, "guard", policies=(policy_id,), workspaces=(env.workspace_id,), overridable=True)
+    run = _plan_run(env, "null_resource")
+    assert _status(env, run) == "errored"  # a mandatory policy that could not decide: no override
+    [ref] = _stage(env, run)["relationships"]["policy-evaluations"]["data"]
+    [outcome] = env.api("GET", f"/policy-evaluations/{ref['id']}/policy-set-outcomes").json()["data"]
+    assert outcome["attributes"]["error"] == "the policy evaluation took longer than 1 s and was stopped"
+    assert outcome["attributes"]["outcomes"][0]["status"] == "errored"
+    assert outcome["attributes"]["result_count"]["errored"] == 1
+
+
+def test_results_are_hidden_from_strangers() -> None:
+    env = make_run_env()
+    create_set(env, "guard", policies=(create_policy(env, "no_null"),), workspaces=(env.workspace_id,))
+    run = _plan_run(env, "null_resource")
+    stage = _stage(env, run)
+    [ref] = stage["relationships"]["policy-evaluations"]["data"]
+    stranger = env.container.accounts.create_user("stranger", "s@example.com")
+    token = env.container.accounts.issue_token(PrincipalKind.USER, stranger.id).secret
+    for path in (f"/policy-evaluations/{ref['id']}/policy-set-outcomes", f"/runs/{run['id']}/policy-checks",
+                 f"/task-stages/{stage['id']}/policy-evaluations", "/task-stages/ts-nosuchstage1234-2"):  # fmt: skip
+        assert call(env, token, "GET", path).status_code == 404
+    assert env.api("GET", "/task-stages/ts-nosuchstage1234-2/policy-evaluations").status_code == 404
+
+
+def test_deleting_the_organization_deletes_its_policies_sets_versions_and_evaluations() -> None:
+    env = make_run_env()
+    policy_id = create_policy(env, "no_null")
+    ps = create_set(env, "guard", policies=(policy_id,), workspaces=(env.workspace_id,))
+    param = {"data": {"type": "vars", "attributes": {"key": "k", "value": "v", "category": "policy-set"}}}
+    param_id = env.api("POST", f"/policy-sets/{ps['id']}/parameters", param).json()["data"]["id"]
+    version = env.api("POST", f"/policy-sets/{ps['id']}/versions").json()["data"]
+    run = _plan_run(env, "null_resource")
+    [ref] = _stage(env, run)["relationships"]["policy-evaluations"]["data"]
+    [outcome] = env.api("GET", f"/policy-evaluations/{ref['id']}/policy-set-outcomes").json()["data"]
+    ids = {policy_id, ps["id"], param_id, version["id"], ref["id"], outcome["id"]}
+    table = env.container.table
+    assert isinstance(table, MemoryTable)
+    assert env.api("DELETE", "/organizations/acme").status_code == 204
+    assert [item for item in table._items.values() if any(i in json.dumps(item) for i in ids)] == []
+    assert [k for k in table._items if "policynames" in str(k) or "polsetnames" in str(k)] == []
