@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from terrace.domain.principal import Principal
+from terrace.domain.variables import stored_fields
 from terrace.domain.varsets import RUN, WORKSPACE, Candidate, EffectiveVariable, Source, effective
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action
@@ -85,15 +86,4 @@ class EffectiveVariables:
 
 
 def _effective(item: dict[str, Any], source: Source) -> EffectiveVariable:
-    return EffectiveVariable(
-        id=item["id"],
-        key=item["key"],
-        category=item["category"],
-        hcl=bool(item["hcl"]),
-        sensitive=bool(item["sensitive"]),
-        description=item.get("description", ""),
-        created_at=item["created_at"],
-        value=None if item["sensitive"] else item.get("value", ""),
-        version_id=item["version_id"],
-        source=source,
-    )
+    return EffectiveVariable(source=source, **stored_fields(item))

@@ -17,7 +17,15 @@ from terrace.domain.ids import looks_like, new_id
 from terrace.domain.jobs import RunVariable
 from terrace.domain.principal import Principal
 from terrace.domain.runs import Run
-from terrace.domain.variables import ENV_KEY, KEY_MAX, MAX_VALUE_BYTES, TERRAFORM_KEY, SensitiveValues, Variable
+from terrace.domain.variables import (
+    ENV_KEY,
+    KEY_MAX,
+    MAX_VALUE_BYTES,
+    TERRAFORM_KEY,
+    SensitiveValues,
+    Variable,
+    stored_fields,
+)
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action
 from terrace.services.workspaces.workspaces import WorkspaceService
@@ -27,18 +35,7 @@ DECRYPTED_CACHE = 512  # sensitive values kept per process, by ciphertext (maski
 
 
 def _public(item: dict[str, Any]) -> Variable:
-    return Variable(
-        id=item["id"],
-        workspace_id=item["workspace_id"],
-        key=item["key"],
-        category=item["category"],
-        hcl=bool(item["hcl"]),
-        sensitive=bool(item["sensitive"]),
-        description=item.get("description", ""),
-        created_at=item["created_at"],
-        value=None if item["sensitive"] else item.get("value", ""),
-        version_id=item["version_id"],
-    )
+    return Variable(workspace_id=item["workspace_id"], **stored_fields(item))
 
 
 def _str(attrs: dict[str, Any], key: str, default: str = "") -> str:

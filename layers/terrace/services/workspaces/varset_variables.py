@@ -12,6 +12,7 @@ from terrace.domain import clock
 from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import looks_like, new_id
 from terrace.domain.principal import Principal
+from terrace.domain.variables import stored_fields
 from terrace.domain.varsets import SetVariable, VariableSet
 from terrace.services.access.authz import Action
 from terrace.services.workspaces.variables import fill_variable
@@ -22,18 +23,7 @@ MAX_VARS_AT_CREATION = 40  # one transaction: two writes each, within DynamoDB's
 
 
 def public(item: dict[str, Any]) -> SetVariable:
-    return SetVariable(
-        id=item["id"],
-        varset_id=item["varset_id"],
-        key=item["key"],
-        category=item["category"],
-        hcl=bool(item["hcl"]),
-        sensitive=bool(item["sensitive"]),
-        description=item.get("description", ""),
-        created_at=item["created_at"],
-        value=None if item["sensitive"] else item.get("value", ""),
-        version_id=item["version_id"],
-    )
+    return SetVariable(varset_id=item["varset_id"], **stored_fields(item))
 
 
 def context(varset_id: str, var_id: str) -> dict[str, str]:
