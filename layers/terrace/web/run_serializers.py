@@ -180,20 +180,26 @@ def configuration_version(cv: ConfigurationVersion, upload_url: str | None) -> d
     )
 
 
+def variable_attributes(v: Any) -> dict[str, Any]:
+    """A variable's attributes as TFC shows them (a workspace's, a set's, an effective one): `value` is None when
+    sensitive."""
+    return {
+        "key": v.key,
+        "value": v.value,
+        "sensitive": v.sensitive,
+        "category": v.category,
+        "hcl": v.hcl,
+        "description": v.description,
+        "created-at": v.created_at,
+        "version-id": v.version_id,
+    }
+
+
 def variable(v: Variable) -> dict[str, Any]:
     return resource(
         "vars",
         v.id,
-        {
-            "key": v.key,
-            "value": v.value,
-            "sensitive": v.sensitive,
-            "category": v.category,
-            "hcl": v.hcl,
-            "description": v.description,
-            "created-at": v.created_at,
-            "version-id": v.version_id,
-        },
+        variable_attributes(v),
         {
             "configurable": {
                 "data": {"type": "workspaces", "id": v.workspace_id},

@@ -7,22 +7,14 @@ from typing import Any
 
 from terrace.domain.varsets import EffectiveVariable, SetVariable, VarsetView
 from terrace.web.jsonapi import ref, refs, resource
+from terrace.web.run_serializers import variable_attributes
 
 
 def set_variable(v: SetVariable) -> dict[str, Any]:
     return resource(
         "vars",
         v.id,
-        {
-            "key": v.key,
-            "value": v.value,
-            "sensitive": v.sensitive,
-            "category": v.category,
-            "hcl": v.hcl,
-            "description": v.description,
-            "created-at": v.created_at,
-            "version-id": v.version_id,
-        },
+        variable_attributes(v),
         {"varset": {**ref("varsets", v.varset_id), "links": {"related": f"/api/v2/varsets/{v.varset_id}"}}},
         links={"self": f"/api/v2/varsets/{v.varset_id}/relationships/vars/{v.id}"},
     )
@@ -86,16 +78,7 @@ def effective_variable(v: EffectiveVariable, workspace_id: str) -> dict[str, Any
     return resource(
         "vars",
         v.id,
-        {
-            "key": v.key,
-            "value": v.value,
-            "sensitive": v.sensitive,
-            "category": v.category,
-            "hcl": v.hcl,
-            "description": v.description,
-            "created-at": v.created_at,
-            "version-id": v.version_id,
-        },
+        variable_attributes(v),
         relationships,
         links={"self": self_link},
     )
