@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import threading
+import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+import uvicorn
 from job_uids import traversable
+from terrace.web.app import create_app
 
 CHROMIUM = Path("/usr/bin/chromium")
 SHOTS = Path(__file__).resolve().parents[2] / ".build" / "screenshots"
@@ -83,3 +88,20 @@ def shoot(page: Any, name: str) -> None:
         page.screenshot(path=str(SHOTS / f"{name}-desktop.png"), full_page=True)
     finally:
         page.set_viewport_size(PHONE)
+
+
+@contextmanager
+def serve_app(container: Any, port: int) -> Iterator[str]:
+    """The app over `container` served on `port` (plain HTTP, in a thread) until the block ends: its base URL."""
+    server = uvicorn.Server(uvicorn.Config(create_app(container), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 15
+    while not server.started:
+        assert time.monotonic() < deadline, "web server did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://localhost:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)

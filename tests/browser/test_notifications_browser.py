@@ -4,20 +4,16 @@ it, verify it on demand, delete it. The real app on memory adapters (the outboun
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import uvicorn
 from terrace.adapters.memory_outbound import MemoryOutbound
 from terrace.adapters.outbound import OutboundResponse
 from terrace.bootstrap import build_memory
 from terrace.domain.principal import Principal, PrincipalKind
-from terrace.web.app import create_app
 
-from .conftest import shoot
+from .conftest import serve_app, shoot
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 
@@ -30,18 +26,8 @@ def stack(free_port: int) -> Iterator[tuple[str, str, Any]]:
     container.organizations.create(principal, "acme", "ops@example.com")
     container.workspaces.create(principal, "acme", {"name": "web"})
     token = container.accounts.issue_token(PrincipalKind.USER, user.id).secret
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(container), host="127.0.0.1", port=free_port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 15
-    while not server.started:
-        assert time.monotonic() < deadline, "web server did not start"
-        time.sleep(0.05)
-    yield f"http://localhost:{free_port}", token, container
-    server.should_exit = True
-    thread.join(timeout=15)
+    with serve_app(container, free_port) as base:
+        yield base, token, container
 
 
 def test_notifications_page(stack: tuple[str, str, Any], page: Any) -> None:

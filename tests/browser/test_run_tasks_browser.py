@@ -10,14 +10,11 @@ from __future__ import annotations
 import io
 import json
 import tarfile
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
-import uvicorn
 from terrace.adapters.memory_events import MemoryEventPublisher
 from terrace.adapters.memory_outbound import MemoryOutbound
 from terrace.bootstrap import build_memory
@@ -25,9 +22,8 @@ from terrace.domain.jobs import FinishRequest
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.services.events import landed_event
 from terrace.services.runs.stage_participants import StageContext, Verdict
-from terrace.web.app import create_app
 
-from .conftest import shoot
+from .conftest import serve_app, shoot
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 
@@ -57,18 +53,8 @@ def stack(free_port: int) -> Iterator[tuple[str, str, Any]]:
     container.organizations.create(owner, "acme", "ops@example.com")
     container.workspaces.create(owner, "acme", {"name": "app", "execution-mode": "remote"})
     token = container.accounts.issue_token(PrincipalKind.USER, user.id).secret
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(container), host="127.0.0.1", port=free_port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 15
-    while not server.started:
-        assert time.monotonic() < deadline, "web server did not start"
-        time.sleep(0.05)
-    yield f"http://localhost:{free_port}", token, container
-    server.should_exit = True
-    thread.join(timeout=15)
+    with serve_app(container, free_port) as base:
+        yield base, token, container
 
 
 def handle_events(container: Any, publisher: MemoryEventPublisher) -> None:

@@ -9,19 +9,15 @@ from __future__ import annotations
 import base64
 import hashlib
 import secrets
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlencode
 
 import pytest
-import uvicorn
 from terrace.bootstrap import build_memory
 from terrace.domain.principal import Principal, PrincipalKind
-from terrace.web.app import create_app
 
-from .conftest import shoot
+from .conftest import serve_app, shoot
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 
@@ -32,18 +28,8 @@ def stack(free_port: int) -> Iterator[tuple[str, str, Any]]:
     user = container.accounts.create_user("alice", "alice@example.com")
     container.organizations.create(Principal(PrincipalKind.USER, user.id, user.username), "acme", "ops@example.com")
     token = container.accounts.issue_token(PrincipalKind.USER, user.id).secret
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(container), host="127.0.0.1", port=free_port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 15
-    while not server.started:
-        assert time.monotonic() < deadline, "web server did not start"
-        time.sleep(0.05)
-    yield f"http://localhost:{free_port}", token, container
-    server.should_exit = True
-    thread.join(timeout=15)
+    with serve_app(container, free_port) as base:
+        yield base, token, container
 
 
 def test_sign_in_create_workspace_lock_and_sign_out(stack: tuple[str, str, Any], page: Any) -> None:

@@ -39,7 +39,7 @@ def seeded(locked: bool = False) -> tuple[Container, str, str]:
     user = container.accounts.create_user("alice", "alice@example.com")
     principal = Principal(PrincipalKind.USER, user.id, user.username)
     container.organizations.create(principal, "acme", "ops@example.com")
-    ws = container.workspaces.create(principal, "acme", {"name": "prod", "execution-mode": "local"})
+    ws = container.workspaces.create(principal, "acme", {"name": "prod", "execution-mode": "remote"})
     issued = container.accounts.issue_token(PrincipalKind.USER, user.id)
     token = issued.secret
     if locked:

@@ -142,7 +142,10 @@ def test_a_policy_that_loops_errors_its_evaluation_not_the_server() -> None:
     assert _status(env, run) == "errored"  # a mandatory policy that could not decide: no override
     [ref] = _stage(env, run)["relationships"]["policy-evaluations"]["data"]
     [outcome] = env.api("GET", f"/policy-evaluations/{ref['id']}/policy-set-outcomes").json()["data"]
-    assert outcome["attributes"]["error"] == "the policy evaluation took longer than 1 s and was stopped"
+    assert outcome["attributes"]["error"] in (  # whichever limit a loaded machine reaches first
+        "the policy evaluation took longer than 1 s and was stopped",
+        "the policy evaluation used more CPU time than allowed and was stopped",
+    )
     assert outcome["attributes"]["outcomes"][0]["status"] == "errored"
     assert outcome["attributes"]["result_count"]["errored"] == 1
 
