@@ -236,3 +236,31 @@ def test_workspaces_list_shows_each_latest_run_with_a_fixed_number_of_reads(env:
         ws_id = env.api("POST", "/organizations/acme/workspaces", body).json()["data"]["id"]
         env.create_run(env.upload_config(workspace_id=ws_id), workspace_id=ws_id)
     assert reads_for_the_page() == with_one  # no per-row reads
+
+
+def test_confirm_and_discard_take_a_comment_the_run_page_shows(env: RunEnv) -> None:
+    """As the API's actions do: the comment is checked before the action, and kept as the run's comment."""
+    client = ui(env)
+    discarded = env.create_run(env.upload_config())
+    finish(env, claim_next(env))
+    page = client.get(f"{BASE}/runs/{discarded['id']}").text
+    assert 'id="run-comment-discard"' in page and 'id="run-comments"' not in page
+    token = csrf_of(page)
+    data = {"csrf_token": token, "comment": "not today"}
+    assert client.post(f"{BASE}/runs/{discarded['id']}/actions/discard", data=data).status_code == 303
+    assert env.container.run_store.load(discarded["id"]).status == "discarded"
+    assert "not today" in client.get(f"{BASE}/runs/{discarded['id']}").text
+
+    applied = env.create_run(env.upload_config())
+    finish(env, claim_next(env))
+    too_long = {"csrf_token": token, "comment": "x" * 5000}
+    refused = client.post(f"{BASE}/runs/{applied['id']}/actions/apply", data=too_long)
+    assert refused.status_code == 422 and "longer than" in refused.text
+    assert env.container.run_store.load(applied["id"]).status in ("planned", "cost_estimated")  # not applied
+    data = {"csrf_token": token, "comment": "ship it <b>now</b>"}
+    assert client.post(f"{BASE}/runs/{applied['id']}/actions/apply", data=data).status_code == 303
+    assert env.container.run_store.load(applied["id"]).status == "apply_queued"
+    comments = env.api("GET", f"/runs/{applied['id']}/comments").json()["data"]
+    assert [c["attributes"]["body"] for c in comments] == ["ship it <b>now</b>"]
+    page = client.get(f"{BASE}/runs/{applied['id']}").text
+    assert 'id="run-comments"' in page and "ship it &lt;b&gt;now&lt;/b&gt;" in page

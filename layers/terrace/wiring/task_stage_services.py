@@ -22,6 +22,7 @@ from terrace.services.access.accounts import AccountService
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.events import EventService
 from terrace.services.policies.participant import PolicyStageParticipant
+from terrace.services.runs.comments import CommentService
 from terrace.services.runs.plans import PlanService
 from terrace.services.runs.run_pages import RunPages
 from terrace.services.runs.run_tasks import RunTaskService
@@ -53,6 +54,7 @@ class TaskStageServices:
     runs: RunService
     workspaces: WorkspaceService
     plans: PlanService
+    comments: CommentService
     policy_participant: PolicyStageParticipant  # wiring/policy_services.py
 
     @cached_property
@@ -68,7 +70,7 @@ class TaskStageServices:
     @cached_property
     def run_pages(self) -> RunPages:
         """What the UI's run pages show (services/runs/run_pages.py)."""
-        return RunPages(self.workspaces, self.runs, self.plans, self.stage_progress)
+        return RunPages(self.workspaces, self.runs, self.plans, self.stage_progress, self.comments)
 
     @cached_property
     def stage_progress(self) -> StageProgress:

@@ -10,11 +10,13 @@ from dataclasses import dataclass, field
 
 from terrace.domain import errors
 from terrace.domain import runs as rs
+from terrace.domain.comments import Comment, checked_body
 from terrace.domain.plan_json import resource_changes
 from terrace.domain.principal import Principal
 from terrace.domain.runs import Run
 from terrace.domain.task_stages import TaskStage
 from terrace.domain.workspace import Workspace
+from terrace.services.runs.comments import CommentService
 from terrace.services.runs.plans import PlanService
 from terrace.services.runs.runs import RunService
 from terrace.services.runs.stage_progress import StageProgress
@@ -31,12 +33,18 @@ class RunHeader:
 
 class RunPages:
     def __init__(
-        self, workspaces: WorkspaceService, runs: RunService, plans: PlanService, stages: StageProgress
+        self,
+        workspaces: WorkspaceService,
+        runs: RunService,
+        plans: PlanService,
+        stages: StageProgress,
+        comments: CommentService,
     ) -> None:
         self._workspaces = workspaces
         self._runs = runs
         self._plans = plans
         self._stages = stages
+        self._comments = comments
         self._actions: dict[str, Callable[[Principal, str], Run]] = {
             "apply": runs.apply,
             "discard": runs.discard,
@@ -68,11 +76,20 @@ class RunPages:
             return RunHeader(permissions, changes)
         return RunHeader(permissions, changes, self._stages.of_run(run), self._stages.can_override(principal, run))
 
-    def act(self, principal: Principal, run: Run, action: str) -> Run:
-        """Apply, discard, cancel or force-cancel `run` as its page's buttons do; the run as it is after."""
+    def comments(self, principal: Principal, run: Run) -> list[Comment]:
+        """The run's comments, oldest first (no read for a run without any)."""
+        return self._comments.list(principal, run.id) if run.comment_ids else []
+
+    def act(self, principal: Principal, run: Run, action: str, comment: str | None = None) -> Run:
+        """Apply, discard, cancel or force-cancel `run` as its page's buttons do, with an optional comment (checked
+        before the action, kept as the run's comment after it, as the API's actions do); the run as it is after."""
         if action not in self._actions:
             raise errors.NotFound(f"no run action {action}")
+        if comment is not None:
+            checked_body(comment, "comment")
         self._actions[action](principal, run.id)
+        if comment is not None:
+            self._comments.create(principal, run.id, comment)
         return self._runs.get(principal, run.id)
 
     def reread(self, principal: Principal, run: Run) -> Run:

@@ -160,6 +160,7 @@ def _run_page(
         logs=logs,
         cloudwatch=cloudwatch,
         failures=failures,
+        comments=container.run_pages.comments(session.principal, run),
         **context,
         **extra,
     )
@@ -208,11 +209,13 @@ def run_action(
     if action not in container.run_pages.actions:
         raise errors.NotFound(f"no run action {action}")
     ws, run = load(container, session, organization, name, run_id)
+    comment = form.get("comment", "").strip() or None
     try:
-        container.run_pages.act(session.principal, run, action)
-    except errors.Conflict as exc:
+        container.run_pages.act(session.principal, run, action, comment)
+    except (errors.Conflict, errors.Invalid) as exc:
+        status = 422 if isinstance(exc, errors.Invalid) else 409
         run = container.run_pages.reread(session.principal, run)
-        return _run_page(request, container, session, organization, ws, run, status=409, error=exc.detail)
+        return _run_page(request, container, session, organization, ws, run, status=status, error=exc.detail)
     return RedirectResponse(f"/app/{organization}/workspaces/{name}/runs/{run.id}", status_code=303)
 
 
