@@ -109,6 +109,7 @@ def test_sign_in_create_workspace_lock_and_sign_out(stack: tuple[str, str, Any],
     secret = page.locator("#new-token").inner_text()
     assert container.accounts.authenticate(secret).username == "alice"
     shoot(page, "tokens")
+    page.once("dialog", lambda dialog: dialog.accept())  # revoking asks first
     page.get_by_role("button", name="Revoke laptop").click()
     expect(page.get_by_role("button", name="Revoke laptop")).to_have_count(0)
     page.goto(f"{base}/app/nobody/workspaces")

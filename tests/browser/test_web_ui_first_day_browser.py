@@ -360,3 +360,25 @@ def test_a_live_page_whose_session_ends_goes_to_sign_in_and_back(ui: UI, page: A
     page.get_by_role("button", name="Sign in").click()
     expect(page.locator("#run-status")).to_have_text("planning")
     assert page.url == f"{ui.base}/app/acme/workspaces/web/runs/{run_id}"  # the page, not the fragment it polled
+
+
+def test_deleting_a_variable_asks_first(ui: UI, page: Any) -> None:
+    ws_id = ui.workspace("web")
+    body = {"data": {"type": "vars", "attributes": {"key": "region", "value": "eu-west-1", "category": "terraform"}}}
+    assert ui.api.post(f"/api/v2/workspaces/{ws_id}/vars", json=body).status_code == 201
+    ui.sign_in(page)
+    page.goto(f"{ui.base}/app/acme/workspaces/web/variables")
+    questions: list[str] = []
+
+    def answer(dialog: Any, accept: bool) -> None:
+        questions.append(dialog.message)
+        dialog.accept() if accept else dialog.dismiss()
+
+    page.once("dialog", lambda dialog: answer(dialog, False))
+    page.get_by_role("button", name="Delete region").click()
+    expect(page.get_by_role("cell", name="eu-west-1")).to_be_visible()  # declined: nothing was posted
+    assert questions and "Delete the variable region?" in questions[0]
+    page.once("dialog", lambda dialog: answer(dialog, True))
+    page.get_by_role("button", name="Delete region").click()
+    expect(page.get_by_role("cell", name="eu-west-1")).to_have_count(0)
+    assert len(ui.api.get(f"/api/v2/workspaces/{ws_id}/vars").json()["data"]) == 0

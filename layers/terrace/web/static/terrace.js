@@ -58,3 +58,15 @@
     opened = null;
   });
 })();
+
+// A risky action (deleting a variable, revoking a token, discarding a run) asks first: a form with data-confirm
+// submits only once the person confirms its question.
+(function () {
+  "use strict";
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (form && form.dataset && form.dataset.confirm && !window.confirm(form.dataset.confirm)) {
+      event.preventDefault();
+    }
+  }, true);
+})();
