@@ -1,7 +1,8 @@
-"""OPA policies on remote runs of terraform's `cloud` block (1.11): a mandatory policy's failure stops the run
-before its apply, an advisory one is reported and the apply goes on; terraform prints the evaluation as it does
-for HCP Terraform (its "OPA Policy Evaluation" summary, read from the task stage and its policy set outcomes).
-Skips with its reason when terraform 1.11 is absent (TERRACE_TEST_TERRAFORM_CLOUD overrides the path)."""
+"""OPA policies on remote runs of the `cloud` block of terraform 1.11 and OpenTofu 1.9: a mandatory policy's
+failure stops the run before its apply, an advisory one is reported and the apply goes on; both clients print the
+evaluation as they do for HCP Terraform (the "OPA Policy Evaluation" summary, read from the task stage and its
+policy set outcomes). Skips with its reason when terraform 1.11 is absent (TERRACE_TEST_TERRAFORM_CLOUD overrides the
+path)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 import pytest
 from e2e_runs import runs
-from test_cloud_block import TERRAFORM_111, work, workspace  # noqa: F401 - `work` is a fixture
+from test_cloud_block import CLIENTS, TERRAFORM_111, work, workspace  # noqa: F401 - `work` is a fixture
 
 pytestmark = [
     pytest.mark.e2e,
@@ -59,11 +60,12 @@ def policy_set(run_api: Any, name: str, level: str, ws_id: str) -> str:
     )
 
 
-def test_a_mandatory_policy_stops_the_apply(run_api, work, unique):  # noqa: F811
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_mandatory_policy_stops_the_apply(run_api, work, unique, client):  # noqa: F811
     name = unique("opamand").replace("-", "_")
     ws_id = workspace(run_api, name)
     policy_set(run_api, name, "mandatory", ws_id)
-    tf = work(TERRAFORM_111, f'name = "{name}"')
+    tf = work(client, f'name = "{name}"')
 
     output = tf.run("apply", "-auto-approve", "-input=false", check=False)
 
@@ -79,11 +81,12 @@ def test_a_mandatory_policy_stops_the_apply(run_api, work, unique):  # noqa: F81
     assert f"- null_resource.a may not be created in {name}" in report
 
 
-def test_an_advisory_policy_reports_and_the_apply_goes_on(run_api, work, unique):  # noqa: F811
+@pytest.mark.parametrize("client", CLIENTS)
+def test_an_advisory_policy_reports_and_the_apply_goes_on(run_api, work, unique, client):  # noqa: F811
     name = unique("opaadv").replace("-", "_")
     ws_id = workspace(run_api, name)
     policy_set(run_api, name, "advisory", ws_id)
-    tf = work(TERRAFORM_111, f'name = "{name}"')
+    tf = work(client, f'name = "{name}"')
 
     output = tf.run("apply", "-auto-approve", "-input=false")
 
