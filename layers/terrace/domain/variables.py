@@ -27,9 +27,10 @@ class SensitiveValues:
 
 
 @dataclass(frozen=True)
-class Variable:
+class StoredVariable:
+    """What every stored variable shows its readers (a workspace's, a variable set's, an effective one)."""
+
     id: str
-    workspace_id: str
     key: str
     category: str
     hcl: bool
@@ -38,6 +39,11 @@ class Variable:
     created_at: str
     value: str | None  # None when sensitive
     version_id: str
+
+
+@dataclass(frozen=True)
+class Variable(StoredVariable):
+    workspace_id: str
 
     @property
     def unreadable_by_terraform(self) -> bool:

@@ -25,6 +25,7 @@ from typing import Any
 from terrace.domain import limits
 from terrace.domain.errors import Invalid
 from terrace.domain.projects import Project
+from terrace.domain.variables import StoredVariable
 from terrace.domain.workspace import Workspace
 
 NAME_MAX = 128  # TFC does not document one; a name is a sort key and a line of the UI
@@ -68,19 +69,10 @@ class VariableSet:
 
 
 @dataclass(frozen=True)
-class SetVariable:
+class SetVariable(StoredVariable):
     """A variable of a set, as readers see it."""
 
-    id: str
     varset_id: str
-    key: str
-    category: str
-    hcl: bool
-    sensitive: bool
-    description: str
-    created_at: str
-    value: str | None  # None when sensitive
-    version_id: str
 
 
 @dataclass(frozen=True)
@@ -108,18 +100,9 @@ class Source:
 
 
 @dataclass(frozen=True)
-class EffectiveVariable:
+class EffectiveVariable(StoredVariable):
     """A variable that reaches a workspace after precedence (`all-vars`)."""
 
-    id: str
-    key: str
-    category: str
-    hcl: bool
-    sensitive: bool
-    description: str
-    created_at: str
-    value: str | None  # None when sensitive
-    version_id: str
     source: Source
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from terrace.domain import clock
 from terrace.domain.configuration_versions import ConfigurationVersion
 from terrace.domain.runs import PhaseState, Run
-from terrace.domain.variables import Variable
+from terrace.domain.variables import StoredVariable, Variable
 from terrace.web.jsonapi import ref, refs, resource
 
 
@@ -180,7 +180,7 @@ def configuration_version(cv: ConfigurationVersion, upload_url: str | None) -> d
     )
 
 
-def variable_attributes(v: Any) -> dict[str, Any]:
+def variable_attributes(v: StoredVariable) -> dict[str, Any]:
     """A variable's attributes as TFC shows them (a workspace's, a set's, an effective one): `value` is None when
     sensitive."""
     return {
