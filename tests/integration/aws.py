@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import socket
+import tarfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -85,3 +87,14 @@ def create_table_and_bucket(made: dict[str, Any], prefix: str | None = None) -> 
     if defs.BLOB_BUCKET.versioned:
         made["s3"].put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
     return Created(name, bucket)
+
+
+def config_archive() -> bytes:
+    """A configuration version's archive: one main.tf with one output."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as tar:
+        data = b'output "x" { value = 1 }'
+        info = tarfile.TarInfo("main.tf")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()

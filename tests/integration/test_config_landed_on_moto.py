@@ -4,14 +4,11 @@ until then the version reads `pending` and no read writes the table."""
 
 from __future__ import annotations
 
-import io
-import tarfile
 import uuid
-from collections.abc import Iterator
 
 import pytest
 import requests
-from aws import moto_server
+from aws import config_archive
 from fastapi.testclient import TestClient
 from table_writes import spy_writes
 from terrace.bootstrap import build_aws
@@ -20,22 +17,6 @@ from terrace.domain.principal import Principal, PrincipalKind
 from terrace.web.app import create_app
 from terrace.wiring.local_resources import create_resources
 from test_state_landed_on_moto import _work_the_queue
-
-
-@pytest.fixture(scope="module")
-def endpoint() -> Iterator[str]:
-    with moto_server() as url:
-        yield url
-
-
-def _tarball() -> bytes:
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w:gz") as tar:
-        data = b'output "x" { value = 1 }'
-        info = tarfile.TarInfo("main.tf")
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
-    return out.getvalue()
 
 
 def test_an_archive_put_to_s3_is_finalized_by_its_notification_not_by_a_read(
@@ -58,7 +39,7 @@ def test_an_archive_put_to_s3_is_finalized_by_its_notification_not_by_a_read(
     created = client.post(f"/api/v2/workspaces/{ws.id}/configuration-versions", headers=headers, json=body)
     assert created.status_code == 201, created.text
     cv = created.json()["data"]
-    assert requests.put(cv["attributes"]["upload-url"], data=_tarball(), timeout=10).status_code == 200
+    assert requests.put(cv["attributes"]["upload-url"], data=config_archive(), timeout=10).status_code == 200
 
     writes = spy_writes(container.table, monkeypatch)
     read = client.get(f"/api/v2/configuration-versions/{cv['id']}", headers=headers).json()["data"]["attributes"]
@@ -70,4 +51,4 @@ def test_an_archive_put_to_s3_is_finalized_by_its_notification_not_by_a_read(
     read = client.get(f"/api/v2/configuration-versions/{cv['id']}", headers=headers).json()["data"]["attributes"]
     assert read["status"] == "uploaded"
     recorded = container.table.get(cv["id"], "cv")
-    assert recorded is not None and recorded["size"] == len(_tarball()) and recorded["md5"]
+    assert recorded is not None and recorded["size"] == len(config_archive()) and recorded["md5"]

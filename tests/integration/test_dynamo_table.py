@@ -4,18 +4,11 @@ by tests/contract/test_table_contract.py."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from aws import clients, create_table_and_bucket, moto_server
+from aws import clients, create_table_and_bucket
 from terrace.adapters.dynamo_table import DynamoTable
-
-
-@pytest.fixture(scope="module")
-def endpoint() -> Iterator[str]:
-    with moto_server() as url:
-        yield url
 
 
 @pytest.fixture

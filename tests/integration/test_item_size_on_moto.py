@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from aws import clients, create_table_and_bucket, moto_server
+from aws import clients, create_table_and_bucket
 from fastapi.testclient import TestClient
 from terrace.adapters.dynamo_table import DynamoTable
 from terrace.adapters.s3_blobs import S3Blobs
@@ -19,12 +18,6 @@ from terrace.config import Settings
 from terrace.domain.limits import ITEM_MAX_BYTES, ItemTooLarge
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.web.app import create_app
-
-
-@pytest.fixture(scope="module")
-def endpoint() -> Iterator[str]:
-    with moto_server() as url:
-        yield url
 
 
 @pytest.fixture

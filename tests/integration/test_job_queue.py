@@ -6,12 +6,11 @@ from __future__ import annotations
 import io
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aws import clients, create_table_and_bucket, moto_server
+from aws import clients, create_table_and_bucket
 from terrace.adapters.dynamo_table import DynamoTable
 from terrace.adapters.memory_table import MemoryTable
 from terrace.adapters.sqlite_table import SqliteDatabase, SqliteTable
@@ -23,12 +22,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 from runner_fakes import FakeApi, fake_terraform, make_spec, runner_config, tarball  # noqa: E402
 from terrace.runner.execution import JobExecutor  # noqa: E402
 from terrace.runner.main import Runner  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def endpoint() -> Iterator[str]:
-    with moto_server() as url:
-        yield url
 
 
 @pytest.fixture(params=["memory", "sqlite", "dynamodb"])

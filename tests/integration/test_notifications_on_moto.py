@@ -4,16 +4,12 @@ the configuration in DynamoDB, and an e-mail configuration's verification goes t
 
 from __future__ import annotations
 
-import io
 import json
-import tarfile
 import uuid
-from collections.abc import Iterator
 
 import boto3
-import pytest
 import requests
-from aws import moto_server
+from aws import config_archive
 from fastapi.testclient import TestClient
 from terrace.adapters.memory_outbound import MemoryOutbound
 from terrace.adapters.outbound import OutboundResponse
@@ -23,22 +19,6 @@ from terrace.domain.principal import Principal, PrincipalKind
 from terrace.web.app import create_app
 from terrace.wiring.local_resources import create_resources
 from test_state_landed_on_moto import _work_the_queue
-
-
-@pytest.fixture(scope="module")
-def endpoint() -> Iterator[str]:
-    with moto_server() as url:
-        yield url
-
-
-def _tarball() -> bytes:
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w:gz") as tar:
-        data = b'output "x" { value = 1 }'
-        info = tarfile.TarInfo("main.tf")
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
-    return out.getvalue()
 
 
 def test_a_run_notifies_through_sqs_with_a_retry_and_mail_goes_through_ses(endpoint: str) -> None:
@@ -70,7 +50,7 @@ def test_a_run_notifies_through_sqs_with_a_retry_and_mail_goes_through_ses(endpo
     nc_id = nc.json()["data"]["id"]
     body = {"data": {"type": "configuration-versions", "attributes": {"auto-queue-runs": False}}}
     cv = client.post(f"/api/v2/workspaces/{ws.id}/configuration-versions", headers=headers, json=body).json()["data"]
-    assert requests.put(cv["attributes"]["upload-url"], data=_tarball(), timeout=10).status_code == 200
+    assert requests.put(cv["attributes"]["upload-url"], data=config_archive(), timeout=10).status_code == 200
     _work_the_queue(container)
     rel = {"workspace": {"data": {"type": "workspaces", "id": ws.id}},
            "configuration-version": {"data": {"type": "configuration-versions", "id": cv["id"]}}}  # fmt: skip

@@ -7,10 +7,8 @@ import base64
 import hashlib
 import json
 import time
-from collections.abc import Iterator
 
-import pytest
-from aws import clients, create_table_and_bucket, moto_server
+from aws import clients, create_table_and_bucket
 from fastapi.testclient import TestClient
 from terrace.adapters.dynamo_table import DynamoTable
 from terrace.adapters.s3_blobs import S3Blobs
@@ -20,12 +18,6 @@ from terrace.domain import state_versions as st
 from terrace.domain.principal import PrincipalKind
 from terrace.services.workflows.retention_sweep import RetentionSweep
 from terrace.web.app import create_app
-
-
-@pytest.fixture(scope="module")
-def endpoint() -> Iterator[str]:
-    with moto_server() as url:
-        yield url
 
 
 def test_the_sweep_on_dynamodb_and_s3(endpoint: str) -> None:

@@ -7,12 +7,10 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import requests
-from aws import moto_server
 from fastapi.testclient import TestClient
 from table_writes import spy_writes
 from terrace.bootstrap import Container, build_aws
@@ -21,12 +19,6 @@ from terrace.domain.principal import Principal, PrincipalKind
 from terrace.services.events import landed_event
 from terrace.web.app import create_app
 from terrace.wiring.local_resources import create_resources
-
-
-@pytest.fixture(scope="module")
-def endpoint() -> Iterator[str]:
-    with moto_server() as url:
-        yield url
 
 
 def _state(serial: int) -> bytes:
