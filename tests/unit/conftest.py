@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from terrace.adapters.table import Table
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1] / "contract"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "integration"))
 
+from aws import moto_server  # noqa: E402
+from implementations import IMPLEMENTATIONS, open_table  # noqa: E402
 from state_helpers import Env, make_env  # noqa: E402
 
 
@@ -16,3 +22,17 @@ from state_helpers import Env, make_env  # noqa: E402
 def state_env() -> Env:
     """A user who owns organization `acme` with a local-execution workspace `prod`, and a TestClient."""
     return make_env()
+
+
+@pytest.fixture(scope="module")
+def moto_endpoint() -> Iterator[str]:
+    """One moto server per module, started only when a test asks for the moto table."""
+    with moto_server() as url:
+        yield url
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
+def table(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Table]:
+    """The same test over each table: memory, SQLite and DynamoDB on moto. A module's own `table` overrides it."""
+    with open_table(request.param, tmp_path, lambda: str(request.getfixturevalue("moto_endpoint"))) as made:
+        yield made

@@ -4,21 +4,12 @@ loser's read of the link and its write, on each table: in-memory, the embedded s
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
 from terrace.adapters.table import Delete, Item, Table
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.oidc import OidcConfig, OidcSignIn, _link_key
 from terrace.services.access.web_sessions import WebSessionService
-
-TESTS = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(TESTS / "integration"), str(TESTS / "contract")]
-from aws import moto_server  # noqa: E402
-from implementations import IMPLEMENTATIONS, open_table  # noqa: E402
 
 ISSUER = "https://idp.example.com"
 CLAIMS = {"sub": "sub-race", "preferred_username": "rita", "email": "rita@example.com", "groups": ["ops"]}
@@ -39,18 +30,6 @@ class CompetingSignIn:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
-
-
-@pytest.fixture(scope="module")
-def moto_endpoint() -> Iterator[str]:
-    with moto_server() as url:
-        yield url
-
-
-@pytest.fixture(params=IMPLEMENTATIONS)
-def table(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Table]:
-    with open_table(request.param, tmp_path, lambda: str(request.getfixturevalue("moto_endpoint"))) as made:
-        yield made
 
 
 def sign_in_service(table: Any) -> tuple[OidcSignIn, AccountService]:

@@ -4,10 +4,6 @@ refused whatever the table, and deletion leaves none of the three rows behind.""
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from terrace.adapters.memory_blobs import MemoryBlobs
 from terrace.adapters.table import Table
@@ -17,23 +13,6 @@ from terrace.domain import run_triggers as model
 from terrace.domain.errors import Invalid
 from terrace.domain.principal import PrincipalKind
 from terrace.services.access.accounts import AccountService
-
-TESTS = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(TESTS / "integration"), str(TESTS / "contract")]
-from aws import moto_server  # noqa: E402
-from implementations import IMPLEMENTATIONS, open_table  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def moto_endpoint() -> Iterator[str]:
-    with moto_server() as url:
-        yield url
-
-
-@pytest.fixture(params=IMPLEMENTATIONS)
-def table(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Table]:
-    with open_table(request.param, tmp_path, lambda: str(request.getfixturevalue("moto_endpoint"))) as made:
-        yield made
 
 
 def test_triggers_limit_and_removal_on_each_table(table: Table) -> None:

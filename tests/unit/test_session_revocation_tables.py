@@ -4,9 +4,7 @@ suspension that lands between a token's issuance reading the user and writing th
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -17,23 +15,6 @@ from terrace.domain.web_sessions import WebSession
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.users import UserService
 from terrace.services.access.web_sessions import WebSessionService, _key
-
-TESTS = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(TESTS / "integration"), str(TESTS / "contract")]
-from aws import moto_server  # noqa: E402
-from implementations import IMPLEMENTATIONS, open_table  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def moto_endpoint() -> Iterator[str]:
-    with moto_server() as url:
-        yield url
-
-
-@pytest.fixture(params=IMPLEMENTATIONS)
-def table(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Table]:
-    with open_table(request.param, tmp_path, lambda: str(request.getfixturevalue("moto_endpoint"))) as made:
-        yield made
 
 
 def stored(table: Table, session: WebSession) -> bool:

@@ -5,12 +5,12 @@ resolves through the same reads; and deleting the organization leaves no item of
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from implementations import IMPLEMENTATIONS, open_table
 from terrace.adapters.memory_blobs import MemoryBlobs
 from terrace.adapters.table import Table, WriteOp
 from terrace.bootstrap import Container
@@ -18,17 +18,6 @@ from terrace.config import Settings
 from terrace.domain.errors import Invalid, NotFound
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.services.workspaces.varsets import index_of, key_claims, vars_index
-
-TESTS = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(TESTS / "integration"), str(TESTS / "contract")]
-from aws import moto_server  # noqa: E402
-from implementations import IMPLEMENTATIONS, open_table  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def moto_endpoint() -> Iterator[str]:
-    with moto_server() as url:
-        yield url
 
 
 class Meanwhile:
