@@ -204,7 +204,7 @@ def test_a_resources_history_from_the_search(ui: UI, page: Any, monkeypatch: pyt
     ui.sign_in(page)
     page.set_viewport_size(PHONE)
     page.goto(f"{ui.base}/app/acme/search?q=logs-bucket")
-    page.get_by_role("link", name="History of aws_s3_bucket.logs in web").click()
+    page.get_by_role("link", name="aws_s3_bucket.logs").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("History of aws_s3_bucket.logs")
     entries = page.locator("section.history-entry")
     expect(entries).to_have_count(2)  # serial 5 and 3 changed its acl; serial 4 did not
