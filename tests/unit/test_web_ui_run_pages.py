@@ -9,12 +9,13 @@ from datetime import UTC, datetime
 import pytest
 from fastapi.testclient import TestClient
 from run_helpers import RunEnv, make_run_env
-from state_helpers import make_env, null_resource, state_bytes
+from state_helpers import make_env, null_resource, other_user, state_bytes
 from terrace.domain import run_timing
 from terrace.domain.principal import PrincipalKind
 from terrace.services.state import resource_history
-from test_web_ui import signed_in
+from test_web_ui import browser, signed_in
 from test_web_ui_runs import claim_next, finish, put_log, ui
+from ui_helpers import sign_in
 
 BASE = "/app/acme/workspaces/app"
 
@@ -86,7 +87,7 @@ def test_a_run_says_which_client_queued_it(env: RunEnv) -> None:
     assert listed.count('class="muted run-meta">CLI · ') == 2 and 'class="muted run-meta">UI · ' in listed
 
 
-def _reader(env: RunEnv) -> TestClient:
+def _reader(env: RunEnv) -> tuple[TestClient, str]:
     """A member whose team may read the workspace's runs but not its state (custom access)."""
     team = env.api("POST", "/organizations/acme/teams", {"data": {"type": "teams", "attributes": {"name": "ops"}}})
     team_id = team.json()["data"]["id"]
@@ -115,7 +116,7 @@ def _reader(env: RunEnv) -> TestClient:
     headers = {"Authorization": f"Bearer {secret}"}
     accept = env.client.post(f"/api/v2/organization-memberships/{member['id']}/actions/accept", headers=headers)
     assert accept.status_code == 200, accept.text
-    return ui(env, secret)
+    return ui(env, secret), secret
 
 
 def test_raw_logs_and_plan_json_download_as_the_api_serves_them(env: RunEnv) -> None:
@@ -138,10 +139,14 @@ def test_raw_logs_and_plan_json_download_as_the_api_serves_them(env: RunEnv) -> 
     assert got.status_code == 200 and json.loads(got.content) == plan
     assert got.headers["content-disposition"] == f'attachment; filename="{run["id"]}-plan.json"'
     # a reader of runs who may not read state: the log as the API's log-read URL, no plan JSON (json-output: 404)
-    reader = _reader(env)
+    reader, secret = _reader(env)
     assert reader.get(f"{BASE}/runs/{run['id']}/logs/plan/raw").text == raw.text
     refused = reader.get(f"{BASE}/runs/{run['id']}/plan.json")
     assert refused.status_code == 404 and "text/html" in refused.headers["content-type"]
+    plan_id = "plan-" + run["id"].removeprefix("run-")
+    api_refused = env.client.get(f"/api/v2/plans/{plan_id}/json-output", headers={"Authorization": f"Bearer {secret}"})
+    assert api_refused.status_code == 403  # the API refuses this reader too (the UI shows every 403 as its 404 page)
+    assert env.api("GET", f"/plans/{plan_id}/json-output", follow_redirects=False).status_code == 307  # the owner's
     assert 'id="plan-json-download"' not in reader.get(f"{BASE}/runs/{run['id']}").text
 
 
@@ -199,3 +204,8 @@ def test_a_resources_history_lists_the_versions_that_changed_it(monkeypatch: pyt
     assert client.get(link.replace("web", "nothing")).status_code == 200
     assert client.get(link + "&before=sv-unknown").status_code == 404
     assert client.get("/app/acme/workspaces/prod/resources/history?address=").status_code == 422
+    stranger = browser(env)  # another organization's owner: the workspace is not there for them
+    assert sign_in(stranger, other_user(env)[0]).status_code == 303
+    hidden = stranger.get(link)
+    absent = stranger.get(link.replace("/prod/", "/nowhere/"))
+    assert hidden.status_code == absent.status_code == 404 and "i-2" not in hidden.text
