@@ -147,6 +147,7 @@ def test_remote_plan_is_speculative(client, run_api, work, unique):
     (only,) = runs(run_api, ws_id)
     assert only["attributes"]["status"] == "planned_and_finished"
     assert only["attributes"]["plan-only"] is True
+    assert only["attributes"]["source"] == "terraform+cloud"  # its Terraform-Version and X-Terraform-Integration
     assert run_api.workspace(name)["relationships"]["current-state-version"]["data"] is None
     link = re.search(r"https://\S+/app/\S+/runs/run-\w+", output)  # "To view this run in a browser, visit:"
     assert link, output

@@ -39,6 +39,7 @@ def test_plan_streams_the_runner_output(run_stack, run_api, run_terraform, uniqu
     (only,) = runs(run_api, ws_id)
     assert only["attributes"]["status"] == "planned_and_finished"
     assert only["attributes"]["plan-only"] is True
+    assert only["attributes"]["source"] == "terraform"  # the `remote` backend: Terraform-Version, no integration
 
 
 def test_apply_confirmed_with_yes_on_stdin(run_stack, run_api, run_terraform, unique):

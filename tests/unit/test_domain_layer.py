@@ -26,6 +26,9 @@ SERVICE_VALUE_TYPES = {
     "access/documents.py:TeamDocuments",
     "access/documents.py:MembershipDocuments",
     "runs/run_pages.py:RunHeader",
+    "runs/run_pages.py:RunWait",
+    "state/resource_history.py:HistoryEntry",
+    "state/resource_history.py:HistoryPage",
 }
 
 

@@ -66,14 +66,14 @@ def _flatten(value: Any, prefix: str, into: dict[str, str]) -> None:
         into[prefix] = json.dumps(value)
 
 
-def instances(doc: dict[str, Any]) -> dict[str, dict[str, str]]:
-    """address -> flattened attributes (path -> JSON value), sensitive ones masked."""
+def instances(doc: dict[str, Any], only: str | None = None) -> dict[str, dict[str, str]]:
+    """address -> flattened attributes (path -> JSON value), sensitive ones masked; `only`: that address alone."""
     found: dict[str, dict[str, str]] = {}
     for res in doc.get("resources") or []:
         if not isinstance(res, dict):
             continue
         for inst in res.get("instances") or []:
-            if not isinstance(inst, dict):
+            if not isinstance(inst, dict) or (only is not None and _address(res, inst.get("index_key")) != only):
                 continue
             flat: dict[str, str] = {}
             sensitive = _sensitive_roots(inst)
@@ -118,3 +118,19 @@ def diff(before: dict[str, Any], after: dict[str, Any]) -> StateDiff:
         ),
         outputs=_changes(_outputs(before), _outputs(after)),
     )
+
+
+def resource_change(
+    before: dict[str, Any] | None, after: dict[str, Any], address: str
+) -> tuple[str, ResourceDiff] | None:
+    """How the resource instance at `address` changed from state `before` (None: there was none before) to state
+    `after`: ("added" | "removed" | "changed", its attribute changes), or None when it did not."""
+    old = instances(before, address).get(address) if before is not None else None
+    new = instances(after, address).get(address)
+    if old == new:
+        return None
+    if old is None:
+        return "added", ResourceDiff(address, _changes({}, new or {}))
+    if new is None:
+        return "removed", ResourceDiff(address, _changes(old, {}))
+    return "changed", ResourceDiff(address, _changes(old, new))

@@ -20,6 +20,7 @@ from terrace.services.runs.configuration_versions import ConfigurationVersionSer
 from terrace.services.state.backing_data import BackingDataService
 from terrace.services.state.http_backend import HttpBackendLocks
 from terrace.services.state.index import StateIndex
+from terrace.services.state.resource_history import ResourceHistory
 from terrace.services.state.versions import StateVersionService
 from terrace.services.workflows.run_trigger_fanout import RUN_STATUS_CHANGED, RunTriggerFanout
 from terrace.services.workspaces.locking import LockService
@@ -41,6 +42,11 @@ class StateServices:
     subscribe_policies: Callable[[EventService], None]
     subscribe_task_stages: Callable[[EventService], None]
     subscribe_notifications: Callable[[EventService], None]
+
+    @cached_property
+    def resource_history(self) -> ResourceHistory:
+        """A resource's changes across its workspace's state versions (the UI's resource history)."""
+        return ResourceHistory(self.workspaces, self.state_versions)
 
     @cached_property
     def state_index(self) -> StateIndex:

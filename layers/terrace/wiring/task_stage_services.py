@@ -25,6 +25,7 @@ from terrace.services.policies.participant import PolicyStageParticipant
 from terrace.services.runs.comments import CommentService
 from terrace.services.runs.plans import PlanService
 from terrace.services.runs.run_pages import RunPages
+from terrace.services.runs.run_queries import RunQueries
 from terrace.services.runs.run_tasks import RunTaskService
 from terrace.services.runs.runs import RunService
 from terrace.services.runs.scheduler import RunScheduler
@@ -55,6 +56,7 @@ class TaskStageServices:
     workspaces: WorkspaceService
     plans: PlanService
     comments: CommentService
+    run_queries: RunQueries
     policy_participant: PolicyStageParticipant  # wiring/policy_services.py
 
     @cached_property
@@ -70,7 +72,7 @@ class TaskStageServices:
     @cached_property
     def run_pages(self) -> RunPages:
         """What the UI's run pages show (services/runs/run_pages.py)."""
-        return RunPages(self.workspaces, self.runs, self.plans, self.stage_progress, self.comments)
+        return RunPages(self.workspaces, self.runs, self.plans, self.stage_progress, self.comments, self.run_queries)
 
     @cached_property
     def stage_progress(self) -> StageProgress:

@@ -107,3 +107,8 @@ class PlanService:
         self.hide_secrets_in_json(run)
         if plan.json_key and (info := self._blobs.head(plan.json_key)) is not None:
             plan.json_md5, plan.json_size = md5_of(info), info.size
+
+    def json_output(self, principal: Principal, plan_id: str) -> bytes:
+        """A finished plan's JSON as json-output serves it (stored with its sensitive variable values hidden), for
+        whoever json-output serves (`json_key`): the UI's download."""
+        return self._blobs.get(self.json_key(principal, plan_id))

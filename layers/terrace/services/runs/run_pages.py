@@ -15,9 +15,10 @@ from terrace.domain.plan_json import resource_changes
 from terrace.domain.principal import Principal
 from terrace.domain.runs import Run
 from terrace.domain.task_stages import TaskStage
-from terrace.domain.workspace import Workspace
+from terrace.domain.workspace import Workspace, WorkspaceLock
 from terrace.services.runs.comments import CommentService
 from terrace.services.runs.plans import PlanService
+from terrace.services.runs.run_queries import RunQueries
 from terrace.services.runs.runs import RunService
 from terrace.services.runs.stage_progress import StageProgress
 from terrace.services.workspaces.workspaces import WorkspaceService
@@ -31,6 +32,24 @@ class RunHeader:
     can_override: bool = False  # a stage that awaits an override may be overridden by the caller
 
 
+@dataclass(frozen=True)
+class RunWait:
+    """Why a run that has not ended does not move on, as the run page's "why is this run waiting?" panel says it.
+    `kind`: "workspace" (pending: behind the run ahead in its workspace's queue or a lock), "executor" (its job
+    waits in the organization's queue for `executor`) or "claimed" (a runner works its job)."""
+
+    kind: str
+    position: int = 0  # 1-based, in the workspace's queue (its current run first) or the organization's job queue
+    queued: int = 0  # runs in the workspace's queue (kind "workspace")
+    ahead: Run | None = None  # the run just ahead of it in its workspace's queue
+    lock: WorkspaceLock | None = None  # the workspace's lock, unless this run holds it
+    executor: str = ""  # who takes its jobs, e.g. "a runner of this organization"
+    phase: str = ""  # the phase whose job waits or runs: plan or apply
+    runner: str | None = None  # the runner that claimed the job (`name@token-id`)
+    since: str | None = None  # when it was queued (kind "executor") or claimed (kind "claimed")
+    heard_at: float | None = None  # the runner's last heartbeat (epoch seconds)
+
+
 class RunPages:
     def __init__(
         self,
@@ -39,12 +58,14 @@ class RunPages:
         plans: PlanService,
         stages: StageProgress,
         comments: CommentService,
+        queries: RunQueries,
     ) -> None:
         self._workspaces = workspaces
         self._runs = runs
         self._plans = plans
         self._stages = stages
         self._comments = comments
+        self._queries = queries
         self._actions: dict[str, Callable[[Principal, str], Run]] = {
             "apply": runs.apply,
             "discard": runs.discard,
@@ -75,6 +96,32 @@ class RunPages:
         if not run.task_stage_ids:  # no read for a run without stages
             return RunHeader(permissions, changes)
         return RunHeader(permissions, changes, self._stages.of_run(run), self._stages.can_override(principal, run))
+
+    def waiting(self, ws: Workspace, run: Run) -> RunWait | None:
+        """Why `run` (of `ws`, both read by `load`) waits or who works it, or None when it neither waits in a
+        queue nor runs on a runner (ended, awaiting confirmation, in a task stage)."""
+        if run.status == rs.PENDING and not run.plan_only:
+            queue = self._queries.workspace_queue(ws)  # one read of the workspace's runs
+            ids = [r.id for r in queue]
+            index = ids.index(run.id) if run.id in ids else 0
+            held = ws.lock if ws.lock is not None and ws.lock.holder != f"run:{run.id}" else None
+            ahead = queue[index - 1] if index > 0 else None
+            return RunWait("workspace", index + 1, len(queue), ahead, held)
+        phase = "apply" if run.status in (rs.CONFIRMED, rs.APPLY_QUEUED, rs.APPLYING) else "plan"
+        state = run.phase(phase)
+        if run.status in rs.QUEUED or run.status == rs.CONFIRMED:
+            position = self._queries.queue_positions([run]).get(run.id, 0)
+            since = state.queued_at or run.queued_at
+            return RunWait("executor", position, executor=self.executor_of(ws, run), phase=phase, since=since)
+        if run.status in rs.RUNNING:
+            since = state.timestamps.get(f"{rs.P_RUNNING}-at") or state.started_at
+            return RunWait("claimed", phase=phase, runner=state.runner_id, since=since, heard_at=state.heartbeat_at)
+        return None
+
+    def executor_of(self, ws: Workspace, run: Run) -> str:
+        """Who takes the jobs of `ws`'s runs, as the waiting panel names them. The one place another executor
+        (an agent pool of a workspace in the `agent` execution mode) names itself."""
+        return "a runner of this organization"
 
     def comments(self, principal: Principal, run: Run) -> list[Comment]:
         """The run's comments, oldest first (no read for a run without any)."""

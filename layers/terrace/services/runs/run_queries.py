@@ -107,6 +107,13 @@ class RunQueries:
             positions[run.id] = ahead.index(run.id) + 1 if run.id in ahead else 0
         return positions
 
+    def workspace_queue(self, ws: Workspace) -> list[Run]:
+        """The workspace's queue, of a workspace the caller already read: its current run while it has not ended,
+        then the runs waiting for it (pending, not speculative), oldest first (caller checks access)."""
+        runs = list(reversed(self._store.list_for_workspace(ws.id)))  # oldest first
+        head = [r for r in runs if r.id == ws.current_run_id and not r.final and r.status != rs.PENDING]
+        return head + [r for r in runs if r.status == rs.PENDING and not r.plan_only]
+
     def list_for_organization(self, principal: Principal, organization: str) -> list[Run]:
         """Runs of the organization's workspaces the caller may read, newest first."""
         workspaces = self._workspaces.allowed(

@@ -14,6 +14,7 @@ from terrace.domain.configuration_versions import UPLOADED, ConfigurationVersion
 from terrace.domain.errors import Conflict, Forbidden, Invalid, NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal
+from terrace.domain.run_timing import API, CONFIGURATION_VERSION
 from terrace.domain.run_triggers import RUN_SOURCE, Origin, triggered_run_id
 from terrace.domain.runs import PhaseState, Run
 from terrace.domain.task_stages import PRE_APPLY
@@ -84,7 +85,10 @@ class RunService:
         return self._store.list_for_workspace(ws.id)
 
     # create ------------------------------------------------------------------------------
-    def create(self, principal: Principal, ws: Workspace, attrs: dict[str, Any], cv_id: str | None) -> Run:
+    def create(
+        self, principal: Principal, ws: Workspace, attrs: dict[str, Any], cv_id: str | None, source: str = API
+    ) -> Run:
+        """A run of `cv_id` (else the latest uploaded version); `source` says where it came from (`run_timing`)."""
         self._workspaces.authorize(principal, Action.QUEUE_RUN, ws)
         self._require_remote_execution(ws)  # before any write: a refused run leaves nothing behind
         # a write: a version whose archive is there but whose landing event is not handled yet is finalized here
@@ -105,7 +109,8 @@ class RunService:
                 f"configuration version {cv.id} is {cv.status}, not uploaded",
                 pointer="/data/relationships/configuration-version",
             )
-        return self._create(ws, attrs, cv, principal.username, self._workspaces.can(principal, Action.APPLY_RUN, ws))
+        may_apply = self._workspaces.can(principal, Action.APPLY_RUN, ws)
+        return self._create(ws, attrs, cv, principal.username, may_apply, source=source)
 
     def queue_for_upload(self, cv: ConfigurationVersion) -> Run | None:
         """auto-queue-runs: a configuration version's upload queues a run (its creator could queue runs; the
@@ -115,7 +120,7 @@ class RunService:
         ws = self._workspaces.load(cv.workspace_id)
         if self._workspaces.execution_mode(ws) == "local":  # the upload stands; the server runs nothing of it
             return None
-        return self._create(ws, {}, cv, cv.created_by, cv.may_apply)
+        return self._create(ws, {}, cv, cv.created_by, cv.may_apply, source=CONFIGURATION_VERSION)
 
     def _require_remote_execution(self, ws: Workspace) -> None:
         """A workspace in the `local` execution mode keeps only state: its plans and applies run on the machine of
@@ -143,6 +148,7 @@ class RunService:
         may_apply: bool,
         *,
         trigger: tuple[str, dict[str, Any]] | None = None,
+        source: str = API,
     ) -> Run:
         plan_only = run_attributes.boolean(attrs, "plan-only", cv.speculative)
         is_destroy = run_attributes.boolean(attrs, "is-destroy", False)
@@ -181,7 +187,7 @@ class RunService:
             variables=run_attributes.variables(attrs),
             plan=PhaseState(id=f"plan-{suffix}"),
             apply=PhaseState(id=f"apply-{suffix}"),
-            source=RUN_SOURCE if trigger else "tfe-api",
+            source=RUN_SOURCE if trigger else source,
             trigger=trigger[1] if trigger else None,
         )
         if run_action(plan_only=plan_only, save_plan=run.save_plan, auto_apply=run.auto_apply) is Action.APPLY_RUN:

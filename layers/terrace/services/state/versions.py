@@ -171,9 +171,13 @@ class StateVersionService:
 
     def document(self, principal: Principal, sv_id: str) -> dict[str, Any]:
         """The parsed state of a finalized version (READ_STATE): the web UI's view and diff."""
-        sv = self.get(principal, sv_id)
+        return self.parsed(self.get(principal, sv_id))
+
+    def parsed(self, sv: StateVersion) -> dict[str, Any]:
+        """The parsed state of a version a checked call returned (`get`, `list_for`); NotFound until it is
+        finalized or once its data is deleted."""
         if sv.status != FINALIZED:
-            raise NotFound(f"state version {sv_id} is {sv.status}; it has no state yet")
+            raise NotFound(f"state version {sv.id} is {sv.status}; it has no state yet")
         sv.require_data()
         doc = st.load_json(verified_state(self._blobs, sv))
         return doc if isinstance(doc, dict) else {}

@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from terrace.bootstrap import Container
-from terrace.domain import run_filters
+from terrace.domain import run_filters, run_timing
 from terrace.domain import runs as rs
 from terrace.domain.comments import checked_body
 from terrace.domain.errors import Invalid
@@ -61,7 +61,10 @@ def create_run(body: JSONBody, request: Request, container: ContainerDep, princi
         raise Invalid("relationships.workspace is required", pointer="/data/relationships/workspace")
     ws = container.workspaces.get(principal, workspace_id)
     cv_id = relationship_id(data, "configuration-version", "configuration-versions")
-    run = container.runs.create(principal, ws, attributes(data), cv_id)
+    source = run_timing.source_of_client(
+        request.headers.get("terraform-version"), request.headers.get("x-terraform-integration")
+    )
+    run = container.runs.create(principal, ws, attributes(data), cv_id, source)
     return respond_run(request, container, principal, run, 201)
 
 

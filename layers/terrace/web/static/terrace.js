@@ -70,3 +70,15 @@
     }
   }, true);
 })();
+
+// The run page's one live region (#run-status-line, role=status) is never swapped: after each swap of the polled
+// header (#run-live) it takes the header's status line, and only when it changed, so it is announced once.
+(function () {
+  "use strict";
+  document.addEventListener("htmx:afterSettle", function () {
+    var live = document.getElementById("run-live");
+    var line = document.getElementById("run-status-line");
+    if (!live || !line || !live.dataset.statusLine) return;
+    if (line.textContent !== live.dataset.statusLine) line.textContent = live.dataset.statusLine;
+  });
+})();

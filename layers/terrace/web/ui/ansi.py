@@ -77,3 +77,9 @@ def ansi_to_html(text: str) -> Markup:
             index += 1
     emit(text[position:])
     return Markup("".join(out))
+
+
+def plain(text: str) -> str:
+    """`text` without any escape sequence or control character (tabs and newlines kept): the raw log view."""
+    text = _ESCAPE.sub("", text).replace("\r\n", "\n").replace("\r", "\n")
+    return _CONTROL.sub("", text)

@@ -10,9 +10,10 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
+from terrace.domain import errors
 from terrace.domain import runs as rs
 from terrace.domain.runs import Run
-from terrace.services.runs.logs import ETX, STX, LogService
+from terrace.services.runs.logs import ETX, MAX_READ, STX, LogService
 from terrace.web.ui.ansi import ansi_to_html
 
 LIVE_LIMIT = 64 * 1024  # bytes per poll
@@ -50,6 +51,22 @@ def read_chunk(logs: LogService, run: Run, phase_name: str, offset: int, limit: 
     if done:
         note = f"The {phase_name} ({phase.status}) wrote no log." if offset == 0 and not text.strip() else ""
     return LogChunk(phase_name, ansi_to_html(text), offset + used, done, True, text=text, note=note)
+
+
+def whole_log(logs: LogService, run: Run, phase_name: str) -> bytes:
+    """Every byte of the phase's log written so far (masked as the API's log-read URLs serve it), without the
+    stream's start and end markers; NotFound before the phase started."""
+    phase = run.phase(phase_name)
+    if phase.started_at is None:  # no runner has started it: there is no log
+        raise errors.NotFound(f"the {phase_name} of run {run.id} has no log")
+    parts: list[bytes] = []
+    offset = 0
+    while data := logs.read(phase.id, offset, MAX_READ, final=phase.final, archived=phase.log_archived):
+        parts.append(data)
+        offset += len(data)
+        if len(data) < MAX_READ:
+            break
+    return b"".join(parts).replace(STX, b"").replace(ETX, b"")
 
 
 def not_running(run: Run, phase_name: str) -> str:

@@ -3,13 +3,14 @@ and its actions (Confirm & apply, Discard, Cancel), which appear only when the r
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse
 
 from terrace.bootstrap import Container
-from terrace.domain import clock, errors
+from terrace.domain import clock, errors, run_timing
 from terrace.domain import runs as rs
 from terrace.domain.plan_json import SYMBOLS
 from terrace.domain.runs import Run
@@ -19,12 +20,14 @@ from terrace.domain.workspace import Workspace
 from terrace.services.runs.run_pages import RunHeader
 from terrace.web import task_stage_documents
 from terrace.web.deps import ContainerDep
+from terrace.web.ui import run_downloads, run_labels
 from terrace.web.ui.cloudwatch import job_links
 from terrace.web.ui.log_errors import error_blocks
 from terrace.web.ui.run_logs import FIRST_LIMIT, LIVE_LIMIT, read_chunk
 from terrace.web.ui.session import CheckedFormDep, SessionDep, render
 
 router = APIRouter(prefix="/app", include_in_schema=False)
+router.include_router(run_downloads.router)
 
 
 def load(container: Container, session: WebSession, organization: str, name: str, run_id: str) -> tuple[Workspace, Run]:
@@ -69,10 +72,18 @@ def live_context(container: Container, session: WebSession, ws: Workspace, run: 
     """What the run's live header shows: status, timeline, allowed actions, plan summary."""
     header = container.run_pages.header(session.principal, ws, run)
     perms = header.permissions
-    allowed = run.actions(container.settings.force_cancel_cooloff_s, clock.epoch())
+    now = clock.utcnow()
+    allowed = run.actions(container.settings.force_cancel_cooloff_s, now.timestamp())
+    wait = container.run_pages.waiting(ws, run)
     return {
         "ws": ws,
         "run": run,
+        "status_line": f"Run status: {run_labels.label(run.status)}",
+        "wait": wait,
+        "heard_s": int(now.timestamp() - wait.heard_at) if wait and wait.heard_at else None,
+        "source": run_timing.source_label(run.source),
+        "phase_times": run_timing.phase_times(run.status_timestamps, run.status, now),
+        "duration": run_timing.duration,
         "timeline": timeline(run),
         "changes": header.changes,
         "change_groups": grouped(header.changes or []),
@@ -111,9 +122,25 @@ def _list_page(
 ) -> Any:
     runs = sorted(container.runs.list(session.principal, ws), key=lambda r: (r.created_at, r.id), reverse=True)
     mode = container.workspaces.execution_mode(ws)
+    now = clock.utcnow()
+    meta = {run.id: compact(run, now) for run in runs}
     return render(
-        request, "runs.html", session, organization=organization, ws=ws, runs=runs, execution_mode=mode, **extra
+        request,
+        "runs.html",
+        session,
+        organization=organization,
+        ws=ws,
+        runs=runs,
+        meta=meta,
+        execution_mode=mode,
+        **extra,
     )
+
+
+def compact(run: Run, now: datetime) -> str:
+    """The runs list's label of where a run came from and how long it took (so far): "CLI · 1m 4s"."""
+    took = run_timing.duration(run_timing.total_seconds(run.status_timestamps, run.status, now))
+    return f"{run_timing.source_label(run.source)} · {took}"
 
 
 @router.post("/{organization}/workspaces/{name}/runs")
@@ -124,7 +151,7 @@ def queue_plan(
     ws = container.workspaces.get_by_name(session.principal, organization, name)
     message = form.get("message", "").strip()[:500] or "Queued from the web UI"
     try:
-        run = container.runs.create(session.principal, ws, {"message": message}, None)
+        run = container.runs.create(session.principal, ws, {"message": message}, None, run_timing.UI)
     except (errors.Invalid, errors.Conflict) as exc:
         return _list_page(request, container, session, organization, ws, status=422, error=exc.detail)
     return RedirectResponse(f"/app/{organization}/workspaces/{name}/runs/{run.id}", status_code=303)

@@ -7,9 +7,11 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 from terrace.web.deps import ContainerDep
+from terrace.web.ui import resource_history
 from terrace.web.ui.session import SessionDep, render
 
 router = APIRouter(prefix="/app", include_in_schema=False)
+router.include_router(resource_history.router)  # a hit's history
 MAX_SHOWN = 500
 
 
