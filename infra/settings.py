@@ -18,7 +18,9 @@ def _flag(value: Any) -> bool:
 @dataclass(frozen=True)
 class DeploySettings:
     skip_bundling: bool = False  # tests: stage the sources as they are, download nothing
-    private_subnets: bool = False  # runners in isolated subnets reaching AWS through interface endpoints
+    # runners in private subnets behind one NAT gateway (~$33 a month + $0.045/GB): the CloudFront URL and the
+    # provider registries are on the internet, so isolated subnets with endpoints only could not run a job
+    private_subnets: bool = False
     domain_name: str | None = None  # custom hostname served by CloudFront
     certificate_arn: str | None = None  # ACM certificate in us-east-1 for domain_name
     max_runners: int = 4
@@ -36,6 +38,13 @@ class DeploySettings:
     oidc_groups_claim: str = "groups"
     # notification e-mails through SES: a verified sender (an address, or an address of a verified domain)
     mail_from: str | None = None
+    # opt-in, each with a monthly cost (README "What it costs"): a dashboard and alarms; X-Ray traces of the API
+    # (Lambda samples 1 request a second and 5% beyond); a customer-managed KMS key sealing sensitive values
+    monitoring: bool = False
+    tracing: bool = False
+    kms_key: bool = False
+    legacy_kms_key_arn: str | None = None  # the KMS key of a stack from before the data key: opens old values
+    rotate_secrets: str = ""  # a new value replaces the admin token and the URL-signing key on the next deploy
 
     @classmethod
     def from_context(cls, scope: Construct) -> DeploySettings:
@@ -69,4 +78,9 @@ class DeploySettings:
             oidc_client_secret_arn=ctx("oidcClientSecretArn") or None,
             oidc_groups_claim=ctx("oidcGroupsClaim") or ("cognito:groups" if _flag(ctx("cognito")) else "groups"),
             mail_from=ctx("mailFrom") or None,
+            monitoring=_flag(ctx("monitoring")) or bool(ctx("alarmEmail")),
+            tracing=_flag(ctx("tracing")),
+            kms_key=_flag(ctx("kmsKey")),
+            legacy_kms_key_arn=ctx("legacyKmsKeyArn") or None,
+            rotate_secrets=str(ctx("rotateSecrets") or ""),
         )

@@ -53,12 +53,19 @@ def test_ensure_admin_creates_a_site_admin_whose_token_is_the_secret_and_is_idem
     assert len(container.accounts.list_tokens(user_id)) == 1
 
 
-def test_ensure_admin_registers_a_rotated_secret():
+def test_ensure_admin_registers_a_rotated_secret_and_revokes_the_old_one():
+    from terrace.domain.errors import Unauthenticated
+    from terrace.domain.principal import PrincipalKind
+
     bootstrap = load("bootstrap")
     container = memory_container()
     user_id = bootstrap.ensure_admin(container, "admin", "first")
+    other = container.accounts.issue_token(PrincipalKind.USER, user_id, description="laptop")
     assert bootstrap.ensure_admin(container, "admin", "second") == user_id
     assert container.accounts.authenticate("second").subject_id == user_id
+    with pytest.raises(Unauthenticated):
+        container.accounts.authenticate("first")  # a replaced admin secret no longer works
+    assert container.accounts.authenticate(other.secret).subject_id == user_id, "the admin's own tokens stay"
 
 
 def _cfn_event(request_type: str) -> dict[str, Any]:
@@ -202,6 +209,24 @@ def test_api_handler_serves_the_app_through_mangum_built_once(monkeypatch):
 
 
 # secrets resolution (terrace.adapters.secrets, used by build_aws) -------------------------------
+def test_ssm_parameter_arns_resolve_through_ssm():
+    import boto3
+    from moto import mock_aws
+    from terrace.adapters.secrets import parameter_name, resolve_secrets
+    from terrace.config import Settings
+
+    arn = "arn:aws:ssm:us-east-1:123456789012:parameter/terrace/T/url-signing-key"
+    assert parameter_name(arn) == "/terrace/T/url-signing-key"
+    assert parameter_name("arn:aws:secretsmanager:us-east-1:1:secret:x") is None
+    with mock_aws():
+        ssm = boto3.client("ssm", region_name="us-east-1")
+        ssm.put_parameter(Name="/terrace/T/url-signing-key", Value="from-ssm", Type="SecureString")
+        settings = Settings.from_env(
+            {"TERRACE_TABLE": "t", "TERRACE_BLOB_BUCKET": "b", "TERRACE_URL_SIGNING_SECRET_ARN": arn}
+        )
+        assert resolve_secrets(settings, ssm).url_signing_secret == "from-ssm"
+
+
 def test_secret_arns_resolve_into_values_once():
     import boto3
     from moto import mock_aws
@@ -220,6 +245,31 @@ def test_secret_arns_resolve_into_values_once():
              "TERRACE_URL_SIGNING_SECRET_ARN": signing_arn}
         )  # fmt: skip
         assert resolve_secrets(explicit, client).url_signing_secret == "plain"
+
+
+def test_bootstrap_creates_secret_parameters_once_and_rotates_tokens_but_never_the_data_key():
+    import boto3
+    from moto import mock_aws
+
+    bootstrap = load("bootstrap")
+    names = {"/t/admin-token": "token", "/t/url-signing-key": "signing-key", "/t/data-key": "data-key"}
+    with mock_aws():
+        ssm = boto3.client("ssm", region_name="us-east-1")
+
+        def values() -> dict[str, str]:
+            return {n: ssm.get_parameter(Name=n, WithDecryption=True)["Parameter"]["Value"] for n in names}
+
+        bootstrap.ensure_parameters(ssm, names, rotate=False)
+        first = values()
+        assert all(ssm.get_parameter(Name=n)["Parameter"]["Type"] == "SecureString" for n in names)
+        assert len(__import__("base64").b64decode(first["/t/data-key"])) == 32
+        bootstrap.ensure_parameters(ssm, names, rotate=False)
+        assert values() == first, "a redeploy changes nothing"
+        bootstrap.ensure_parameters(ssm, names, rotate=True)
+        rotated = values()
+        assert rotated["/t/admin-token"] != first["/t/admin-token"]
+        assert rotated["/t/url-signing-key"] != first["/t/url-signing-key"]
+        assert rotated["/t/data-key"] == first["/t/data-key"]
 
 
 def test_events_handler_puts_back_a_delivery_it_has_no_time_for(monkeypatch):
