@@ -22,8 +22,6 @@ GENERAL = {
     "AwsSolutions-CFR1": "Terrace serves its own users wherever they are; geo restriction is a per-deployment choice",
     "AwsSolutions-CFR2": "WAF has a fixed monthly cost that breaks the near-zero idle target; the HTTP API throttles "
     "and the application authenticates every request",
-    "AwsSolutions-SQS3": "the events queue is retried by the events function until its retention ends; a DLQ would "
-    "cut notification retries short (jobs do not travel on SQS)",
     "AwsSolutions-COG8": "Cognito's Plus feature plan (threat protection) is a per-user monthly cost; operators who "
     "need it switch the optional user pool to it (or bring their own issuer)",
     "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]": (

@@ -88,6 +88,33 @@ def ensure_admin(container: Any, username: str, token_secret: str) -> str:
     return str(user.id)
 
 
+def stop_runner_tasks(ecs: Any, cluster: str) -> int:
+    """Stop every task of the runners' cluster and wait until they have stopped (the cluster cannot be deleted
+    while it runs tasks); the number stopped."""
+    arns: list[str] = []
+    for page in ecs.get_paginator("list_tasks").paginate(cluster=cluster):
+        arns += page["taskArns"]
+    for arn in arns:
+        ecs.stop_task(cluster=cluster, task=arn, reason="Terrace stack deleted")
+    for at in range(0, len(arns), 100):
+        ecs.get_waiter("tasks_stopped").wait(
+            cluster=cluster, tasks=arns[at : at + 100], WaiterConfig={"Delay": 6, "MaxAttempts": 40}
+        )
+    return len(arns)
+
+
+def _teardown(event: dict[str, Any]) -> dict[str, str]:
+    """Custom::TerraceRunnerTasks: nothing on create/update; on delete, stop the cluster's runner tasks."""
+    if event["RequestType"] != "Delete":
+        return {}
+    import boto3
+
+    ecs = boto3.client("ecs", endpoint_url=os.environ.get("TERRACE_AWS_ENDPOINT_URL") or None)
+    stopped = stop_runner_tasks(ecs, event["ResourceProperties"]["Cluster"])
+    logger.info("runner tasks stopped", extra={"stopped": stopped})
+    return {"Stopped": str(stopped)}
+
+
 def _respond(event: dict[str, Any], status: str, reason: str, physical_id: str, data: dict[str, str]) -> None:
     body = json.dumps(
         {
@@ -114,6 +141,9 @@ def lambda_handler(event: dict[str, Any], context: Any) -> None:
     physical_id = event.get("PhysicalResourceId") or f"terrace-admin-{username}"
     try:
         data: dict[str, str] = {}
+        if event.get("ResourceType") == "Custom::TerraceRunnerTasks":
+            _respond(event, "SUCCESS", "ok", event.get("PhysicalResourceId") or "terrace-runner-tasks", _teardown(event))
+            return
         if event["RequestType"] in ("Create", "Update"):
             old = event.get("OldResourceProperties") or {}
             rotate = event["RequestType"] == "Update" and old.get("Rotation") != properties.get("Rotation")

@@ -290,3 +290,27 @@ def test_events_handler_puts_back_a_delivery_it_has_no_time_for(monkeypatch):
     handled.clear()
     assert events.lambda_handler(batch, lambda_context)["batchItemFailures"] == []
     assert handled == [{"type": "x"}] and published == [delivery]
+
+
+def test_teardown_stops_running_runner_tasks_before_the_cluster_goes(monkeypatch):
+    import boto3
+    from moto import mock_aws
+
+    bootstrap = load("bootstrap")
+    answers: list[tuple[str, dict[str, str]]] = []
+    monkeypatch.setattr(bootstrap, "_respond", lambda event, status, reason, pid, data: answers.append((status, data)))
+    with mock_aws():
+        ecs = boto3.client("ecs", region_name="us-east-1")
+        monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        ecs.create_cluster(clusterName="runners")
+        ecs.register_task_definition(
+            family="runner", containerDefinitions=[{"name": "runner", "image": "runner", "memory": 512}]
+        )
+        ecs.run_task(cluster="runners", taskDefinition="runner", count=2, launchType="FARGATE")
+        event = {**_cfn_event("Create"), "ResourceType": "Custom::TerraceRunnerTasks",
+                 "ResourceProperties": {"Cluster": "runners"}}  # fmt: skip
+        bootstrap.lambda_handler(event, context())
+        assert answers[-1] == ("SUCCESS", {}) and len(ecs.list_tasks(cluster="runners")["taskArns"]) == 2
+        bootstrap.lambda_handler({**event, "RequestType": "Delete"}, context())
+        assert answers[-1] == ("SUCCESS", {"Stopped": "2"})
+        assert ecs.list_tasks(cluster="runners", desiredStatus="RUNNING")["taskArns"] == []
