@@ -33,6 +33,7 @@ class Functions(Construct):
         events_queue: sqs.IQueue,
         parameters: dict[str, str],
         rotation: str,
+        monitoring: bool,
     ) -> None:
         super().__init__(scope, construct_id)
 
@@ -45,7 +46,7 @@ class Functions(Construct):
                 environment=environment,
                 timeout=Duration.seconds(timeout_s),
                 memory_mb=memory_mb,
-                metrics=METRICS.get(name, ()),
+                metrics=METRICS.get(name, ()) if monitoring else (),
             )
 
         self.scaler = function("scaler", 50)

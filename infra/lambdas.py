@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+import jsii
+from aws_cdk import CfnResource, Duration, IAspect, RemovalPolicy
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 from infra.bundling import function_code, layer_code
 from infra.settings import LAMBDA_PYTHON_VERSION
@@ -41,8 +42,8 @@ def terrace_function(
 ) -> lambda_.Function:
     """`tracing`: X-Ray active tracing (Lambda samples 1 request a second and 5% beyond: at Terrace's rates nearly
     every request, $5 a million), otherwise pass-through (no trace unless a caller sampled one). `metrics`: the
-    custom metrics the handler publishes ($0.30 each a month, prorated by the hours they are published), recorded
-    on the template for bench/cost.py."""
+    custom metrics the handler publishes ($0.30 each a month, prorated by the hours they are published): none at
+    all unless given (`terrace:monitoring`: they feed the dashboard), recorded on the template for bench/cost.py."""
     log_group = logs.LogGroup(
         scope, f"{construct_id}Logs", retention=LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY
     )
@@ -63,6 +64,7 @@ def terrace_function(
             "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",
             "POWERTOOLS_TRACE_DISABLED": "false" if tracing else "true",
+            "POWERTOOLS_METRICS_DISABLED": "false" if metrics else "true",
             "TERRACE_TEMPLATES_DIR": "/opt/python/templates",
             **environment,
         },
@@ -72,3 +74,12 @@ def terrace_function(
         assert isinstance(cfn, lambda_.CfnFunction)
         cfn.add_metadata(CUSTOM_METRICS_METADATA, list(metrics))
     return fn
+
+
+@jsii.implements(IAspect)
+class Graviton:
+    """Every Lambda function of the stack on arm64, the CDK's own deploy-time providers too (they pick x86)."""
+
+    def visit(self, node: IConstruct) -> None:
+        if isinstance(node, CfnResource) and node.cfn_resource_type == "AWS::Lambda::Function":
+            node.add_property_override("Architectures", ["arm64"])

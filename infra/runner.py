@@ -23,8 +23,6 @@ from infra.settings import DeploySettings
 
 CONTAINER_NAME = "runner"
 RUNNER_POLL_INTERVAL_S = 2
-CPU_UNITS = 1024  # 1 vCPU
-MEMORY_MIB = 2048
 # The image is built from the repository root (it pip-installs the terrace package); only these are sent.
 IMAGE_CONTEXT = ["*", "!pyproject.toml", "!layers", "!layers/**", "!runner-container", "!runner-container/**",
                  "**/__pycache__", "**/*.pyc", "**/*.egg-info"]  # fmt: skip
@@ -100,8 +98,8 @@ class Runner(Construct):
         self.task_definition = ecs.FargateTaskDefinition(
             self,
             "TaskDefinition",
-            cpu=CPU_UNITS,
-            memory_limit_mib=MEMORY_MIB,
+            cpu=settings.runner_cpu,
+            memory_limit_mib=settings.runner_memory_mib,
             runtime_platform=ecs.RuntimePlatform(
                 cpu_architecture=ecs.CpuArchitecture.ARM64,
                 operating_system_family=ecs.OperatingSystemFamily.LINUX,

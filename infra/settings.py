@@ -24,7 +24,10 @@ class DeploySettings:
     domain_name: str | None = None  # custom hostname served by CloudFront
     certificate_arn: str | None = None  # ACM certificate in us-east-1 for domain_name
     max_runners: int = 4
-    runner_idle_exit_s: int = 60
+    # an idle runner exits after its brisk polls (10 s: the apply that follows its plan comes within them)
+    runner_idle_exit_s: int = 10
+    runner_cpu: int = 512  # Fargate CPU units (Graviton): half a vCPU; plans and applies wait on the network
+    runner_memory_mib: int = 2048
     max_runners_per_organization: int = 0  # 0: max_runners is the only limit
     warm_runners_per_organization: int = 0  # kept alive per organization with no job (see docs/performance.md)
     alarm_email: str | None = None
@@ -67,6 +70,8 @@ class DeploySettings:
             certificate_arn=certificate,
             max_runners=int(ctx("maxRunners") or cls.max_runners),
             runner_idle_exit_s=int(ctx("runnerIdleExitSeconds") or cls.runner_idle_exit_s),
+            runner_cpu=int(ctx("runnerCpu") or cls.runner_cpu),
+            runner_memory_mib=int(ctx("runnerMemoryMiB") or cls.runner_memory_mib),
             max_runners_per_organization=int(ctx("maxRunnersPerOrganization") or 0),
             warm_runners_per_organization=int(ctx("warmRunnersPerOrganization") or 0),
             alarm_email=ctx("alarmEmail") or None,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import Aws, CfnOutput, Fn, Stack
+from aws_cdk import Aspects, Aws, CfnOutput, Fn, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
@@ -14,7 +14,7 @@ from infra import least_privilege, nag
 from infra.api import Api
 from infra.data import Data
 from infra.functions import Functions
-from infra.lambdas import terrace_layer
+from infra.lambdas import Graviton, terrace_layer
 from infra.monitoring import Monitoring
 from infra.origin_verify import ENV as ORIGIN_VERIFY_ENV
 from infra.origin_verify import OriginVerify
@@ -72,6 +72,7 @@ class TerraceStack(Stack):
             events_queue=queues.events,
             parameters=secrets.parameters,
             rotation=settings.rotate_secrets,
+            monitoring=settings.monitoring,
         )
         sso = SingleSignOn(self, "SingleSignOn", settings=settings, public_url=web.url)
         api_fn = api.add_handler(
@@ -163,6 +164,7 @@ class TerraceStack(Stack):
         self.data = data
         self.queues = queues
         self.web = web
+        Aspects.of(self).add(Graviton())
         nag.acknowledge(self, nag.GENERAL)
         if not settings.domain_name:
             nag.acknowledge(self, nag.DEFAULT_DOMAIN)

@@ -19,13 +19,14 @@ def test_task_definition_is_fargate_arm64_from_the_runner_image(synth):
     props = task["Properties"]
     assert props["RequiresCompatibilities"] == ["FARGATE"]
     assert props["RuntimePlatform"] == {"CpuArchitecture": "ARM64", "OperatingSystemFamily": "LINUX"}
-    assert (props["Cpu"], props["Memory"]) == ("1024", "2048")
+    assert (props["Cpu"], props["Memory"]) == ("512", "2048")  # terrace:runnerCpu, terrace:runnerMemoryMiB
     [container] = props["ContainerDefinitions"]
     assert container["Name"] == CONTAINER_NAME
     assert container["LogConfiguration"]["LogDriver"] == "awslogs"
     env = _env(container)
     assert env["TERRACE_TF_BINARY"] == "tofu"
-    assert env["TERRACE_RUNNER_IDLE_EXIT_S"] == "60"
+    assert env["TERRACE_RUNNER_IDLE_EXIT_S"] == "10"
+    assert env["TERRACE_RUNNER_ECHO_OUTPUT"] == "false"  # job output reaches Terrace's log API only
     assert (env["TERRACE_RUNNER_WAIT_S"], env["TERRACE_RUNNER_POLL_INTERVAL_S"]) == ("0", "2")  # no Lambda held
     assert not {k for k in env if k.startswith(("TERRACE_QUEUE_URL_", "TERRACE_RUNNER_SECRET", "TERRACE_TABLE"))}
     assert "TERRACE_API_URL" in env and "TERRACE_RUNNER_TOKEN" not in env  # the scaler passes a token per task
