@@ -14,6 +14,7 @@ from infra.settings import LAMBDA_PYTHON_VERSION
 RUNTIME: lambda_.Runtime = getattr(lambda_.Runtime, "PYTHON_" + LAMBDA_PYTHON_VERSION.replace(".", "_"))
 METRICS_NAMESPACE = "Terrace"
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
+LOG_RETENTION_DAYS = 30
 CUSTOM_METRICS_METADATA = "terrace:customMetrics"
 
 
@@ -83,3 +84,16 @@ class Graviton:
     def visit(self, node: IConstruct) -> None:
         if isinstance(node, CfnResource) and node.cfn_resource_type == "AWS::Lambda::Function":
             node.add_property_override("Architectures", ["arm64"])
+
+
+@jsii.implements(IAspect)
+class LogGroupsGoWithTheStack:
+    """Every log group of the stack is deleted with it and kept a month at most, the log groups the CDK makes for
+    its own providers too (they default to two years, retained): README's teardown promise."""
+
+    def visit(self, node: IConstruct) -> None:
+        if isinstance(node, logs.CfnLogGroup):
+            node.apply_removal_policy(RemovalPolicy.DESTROY)
+            days = node.retention_in_days
+            if not isinstance(days, int | float) or days > LOG_RETENTION_DAYS:
+                node.retention_in_days = LOG_RETENTION_DAYS

@@ -14,7 +14,7 @@ from infra import least_privilege, nag
 from infra.api import Api
 from infra.data import Data
 from infra.functions import Functions
-from infra.lambdas import Graviton, terrace_layer
+from infra.lambdas import Graviton, LogGroupsGoWithTheStack, terrace_layer
 from infra.monitoring import Monitoring
 from infra.origin_verify import ENV as ORIGIN_VERIFY_ENV
 from infra.origin_verify import OriginVerify
@@ -165,6 +165,7 @@ class TerraceStack(Stack):
         self.queues = queues
         self.web = web
         Aspects.of(self).add(Graviton())
+        Aspects.of(self).add(LogGroupsGoWithTheStack())
         nag.acknowledge(self, nag.GENERAL)
         if not settings.domain_name:
             nag.acknowledge(self, nag.DEFAULT_DOMAIN)
