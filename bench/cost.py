@@ -87,10 +87,8 @@ class Resources:
         return found
 
     def custom_metrics(self) -> list[tuple[str, str]]:
-        return [
-            (self.service_of(k), m) for k, fn in self.functions().items() for m in fn.get("Metadata", {}).get(
-                "terrace:customMetrics", [])
-        ]  # fmt: skip
+        declared = {k: fn.get("Metadata", {}).get("terrace:customMetrics", []) for k, fn in self.functions().items()}
+        return [(self.service_of(k), metric) for k, metrics in declared.items() for metric in metrics]
 
 
 def unpriced(template: dict[str, Any]) -> set[str]:
@@ -103,7 +101,8 @@ def idle_lines(r: Resources, idle: IdleProfile, run: RunProfile) -> list[Line]:
     lines = []
     for key in r.of("AWS::KMS::Key"):
         rotation = 2 * p["kms_rotation_month"] if key["Properties"].get("EnableKeyRotation") else 0
-        lines.append(Line("KMS key (+ rotated versions)", p["kms_key_month"] + rotation, 0, "$1, $2 in year 2, then $3"))
+        note = "$1, $2 in year 2, then $3"
+        lines.append(Line("KMS key (+ rotated versions)", p["kms_key_month"] + rotation, 0, note))
     lines.append(Line("Secrets Manager secrets", len(r.of("AWS::SecretsManager::Secret")) * p["secret_month"], 0))
     lines.append(Line("CloudWatch alarms", len(r.of("AWS::CloudWatch::Alarm")) * p["alarm_month"], 0))
     lines.append(Line("CloudWatch dashboard", len(r.of("AWS::CloudWatch::Dashboard")) * p["dashboard_month"], 0))
@@ -181,9 +180,7 @@ def run_lines(r: Resources, run: RunProfile) -> tuple[list[Line], dict[str, floa
     return lines, {"task_seconds_per_run": task_s, "api_requests_per_run": requests, "runner_polls_per_run": polls}
 
 
-def estimate(
-    template: dict[str, Any], run: RunProfile = RunProfile(), idle: IdleProfile = IdleProfile()
-) -> list[Line]:
+def estimate(template: dict[str, Any], run: RunProfile = RunProfile(), idle: IdleProfile = IdleProfile()) -> list[Line]:
     r = Resources(template)
     return idle_lines(r, idle, run) + run_lines(r, run)[0]
 

@@ -10,7 +10,13 @@ from __future__ import annotations
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 
-BLOB_OBJECT_ACTIONS = ("s3:GetObject", "s3:GetObjectVersion", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload")
+BLOB_OBJECT_ACTIONS = (
+    "s3:GetObject",
+    "s3:GetObjectVersion",
+    "s3:PutObject",
+    "s3:DeleteObject",
+    "s3:AbortMultipartUpload",
+)
 BLOB_BUCKET_ACTIONS = ("s3:ListBucket", "s3:GetBucketLocation")
 
 

@@ -57,9 +57,7 @@ class Runner(Construct):
         subnets = [ec2.SubnetConfiguration(name="runners", subnet_type=subnet_type, cidr_mask=22)]
         if self.private:
             subnets.insert(0, ec2.SubnetConfiguration(name="nat", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=26))
-        self.flow_logs = logs.LogGroup(
-            self, "FlowLogs", retention=LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY
-        )
+        self.flow_logs = logs.LogGroup(self, "FlowLogs", retention=LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY)
         self.vpc = ec2.Vpc(
             self,
             "Vpc",

@@ -142,7 +142,8 @@ def lambda_handler(event: dict[str, Any], context: Any) -> None:
     try:
         data: dict[str, str] = {}
         if event.get("ResourceType") == "Custom::TerraceRunnerTasks":
-            _respond(event, "SUCCESS", "ok", event.get("PhysicalResourceId") or "terrace-runner-tasks", _teardown(event))
+            physical_id = event.get("PhysicalResourceId") or "terrace-runner-tasks"
+            _respond(event, "SUCCESS", "ok", physical_id, _teardown(event))
             return
         if event["RequestType"] in ("Create", "Update"):
             old = event.get("OldResourceProperties") or {}

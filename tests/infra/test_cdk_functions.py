@@ -81,8 +81,10 @@ def _readers(synth, parameter: str, action: str = "ssm:GetParameter") -> list[st
     return [
         path
         for path in FUNCTIONS
-        if any(action in _listify(s["Action"]) and f"parameter/terrace/Terrace/{parameter}" in str(s["Resource"])
-               for s in _statements(synth, path))  # fmt: skip
+        if any(
+            action in _listify(s["Action"]) and f"parameter/terrace/Terrace/{parameter}" in str(s["Resource"])
+            for s in _statements(synth, path)
+        )  # fmt: skip
     ]
 
 

@@ -8,7 +8,6 @@ to the one in the folder; otherwise, and on any other runner, it starts from a f
 from __future__ import annotations
 
 import io
-
 import json
 import logging
 import os

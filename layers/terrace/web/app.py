@@ -8,6 +8,7 @@ from terrace.adapters.fs_blobs import URL_PREFIX, FsBlobs
 from terrace.bootstrap import Container
 from terrace.web import blob_urls, errors, static_assets
 from terrace.web.middleware import BodyLimit, ExtraHeaders, RequestGrants, TrailingSlash
+from terrace.web.origin_verify import OriginVerify
 from terrace.web.rate_limit import RateLimit, TokenBuckets, limited_headers
 from terrace.web.routers import (
     accounts,
@@ -42,7 +43,6 @@ from terrace.web.routers import (
     workspaces,
 )
 from terrace.web.routers.discovery import api_headers
-from terrace.web.origin_verify import OriginVerify
 from terrace.web.security_headers import SecurityHeaders
 from terrace.web.ui import auth as ui_auth
 from terrace.web.ui import notifications as ui_notifications

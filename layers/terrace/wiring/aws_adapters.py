@@ -16,8 +16,8 @@ from botocore.config import Config
 
 from terrace.adapters.data_key_encryptor import DataKeyEncryptor, decode_key
 from terrace.adapters.dynamo_table import DynamoTable
-from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.ecs_runner_launcher import EcsLauncher
+from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.kms_encryptor import KmsEncryptor
 from terrace.adapters.s3_blobs import S3Blobs
 from terrace.adapters.ses_mail import SesMail
