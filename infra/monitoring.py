@@ -100,6 +100,19 @@ class Monitoring(Construct):
                 treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
             )
         )
+        for name, queue in queues.items():
+            if name.endswith("-dlq"):  # a message parked there is an event the events function gave up on
+                self.alarms.append(
+                    queue.metric_approximate_number_of_messages_visible(period=PERIOD).create_alarm(
+                        self,
+                        "".join(part.capitalize() for part in name.split("-")) + "Messages",
+                        alarm_description=f"Terrace: messages in the {name} dead-letter queue",
+                        threshold=1,
+                        evaluation_periods=1,
+                        comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                        treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                    )
+                )
         if alarm_email:
             topic = sns.Topic(self, "AlarmTopic", enforce_ssl=True)
             topic.add_subscription(subscriptions.EmailSubscription(alarm_email))

@@ -101,7 +101,9 @@ class TerraceStack(Stack):
         secrets.grant_bootstrap(functions.bootstrap)
         runner.grant_run_task(functions.scaler)
         runner.grant_stop_tasks(functions.bootstrap)  # the teardown custom resource
+        # deletion order: the scaler (and what invokes it) first, then the teardown stops the tasks, then the cluster
         functions.runner_teardown.node.add_dependency(runner.cluster)
+        functions.scaler.node.add_dependency(functions.runner_teardown)
         functions.scaler.grant_invoke(api_fn)
         # the events function queues the runs run triggers start (services/workflows/run_trigger_fanout.py): it wakes
         # the scaler as the api does, rather than leaving the run to the scaler's next minute

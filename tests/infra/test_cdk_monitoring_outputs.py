@@ -31,6 +31,8 @@ def test_alarms_on_function_errors_and_api_5xx(synth_options):
     assert metrics.count("Errors") == 4
     assert "5xx" in metrics
     assert "DashboardName" in synth_options.template["Outputs"]
+    [dlq] = [a for a in alarms if a["Properties"]["MetricName"] == "ApproximateNumberOfMessagesVisible"]
+    assert "events-dlq" in dlq["Properties"]["AlarmDescription"]
 
 
 def test_alarm_email_option_notifies_through_an_ssl_only_topic(synth_options):

@@ -129,6 +129,9 @@ def test_runner_tasks_are_stopped_before_the_cluster_is_deleted(synth):
     assert teardown["Properties"]["ServiceToken"] == {"Fn::GetAtt": [bootstrap_id, "Arn"]}
     assert teardown["Properties"]["Cluster"] == {"Ref": cluster_id}
     assert cluster_id in teardown["DependsOn"]  # deleted (tasks stopped) before the cluster
+    [(teardown_id, _)] = synth.resources("Custom::TerraceRunnerTasks").items()
+    _, scaler = synth.by_path("/Functions/Scaler/Resource")
+    assert teardown_id in scaler["DependsOn"]  # ... and after the scaler, which could start new ones
     assert {"ecs:ListTasks", "ecs:StopTask", "ecs:DescribeTasks"} <= _actions(
         _role_statements(synth, "/Functions/Bootstrap/Resource")
     )
