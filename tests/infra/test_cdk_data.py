@@ -81,3 +81,22 @@ def test_kms_key_option_rotates_is_kept_and_is_what_functions_seal_with(synth_op
 def test_table_has_deletion_protection(synth):
     [table] = synth.resources("AWS::DynamoDB::GlobalTable").values()
     assert table["Properties"]["Replicas"][0]["DeletionProtectionEnabled"] is True
+
+
+def test_a_stack_from_before_the_data_key_still_opens_its_kms_values(tmp_path):
+    """`terrace:legacyKmsKeyArn`: new values under the data key, old ones open with the kept key (decrypt only)."""
+    from conftest import synthesize
+
+    arn = "arn:aws:kms:eu-west-1:123456789012:key/0b1e7e55-0000-4000-8000-000000000000"
+    upgraded = synthesize(tmp_path, {"terrace:legacyKmsKeyArn": arn, "terrace:nag": "false"})
+    assert not upgraded.resources("AWS::KMS::Key")
+    _, api = upgraded.by_path("/Api/Handler/Resource")
+    variables = api["Properties"]["Environment"]["Variables"]
+    assert variables["TERRACE_KMS_KEY_ID"] == arn and "TERRACE_DATA_KEY_ARN" in variables
+    kms = [
+        s
+        for p in upgraded.resources("AWS::IAM::Policy").values()
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+        if "kms:" in str(s["Action"])
+    ]
+    assert kms and all(s["Action"] == "kms:Decrypt" and s["Resource"] == arn for s in kms)
