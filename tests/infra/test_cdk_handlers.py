@@ -314,3 +314,42 @@ def test_teardown_stops_running_runner_tasks_before_the_cluster_goes(monkeypatch
         bootstrap.lambda_handler({**event, "RequestType": "Delete"}, context())
         assert answers[-1] == ("SUCCESS", {"Stopped": "2"})
         assert ecs.list_tasks(cluster="runners", desiredStatus="RUNNING")["taskArns"] == []
+
+
+def test_a_new_rotation_value_replaces_the_admin_token_and_the_old_one_stops_working(monkeypatch):
+    """The whole custom resource as CloudFormation drives it: create, then update with `terrace:rotateSecrets`."""
+    import boto3
+    from moto import mock_aws
+    from terrace.domain.errors import Unauthenticated
+
+    bootstrap = load("bootstrap")
+    container = memory_container()
+    answers: list[tuple[str, dict[str, str]]] = []
+    monkeypatch.setattr(bootstrap, "_get_container", lambda: container)
+    monkeypatch.setattr(bootstrap, "_respond", lambda event, status, reason, pid, data: answers.append((status, data)))
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    names = {"/terrace/T/admin-token": "token", "/terrace/T/url-signing-key": "signing-key"}
+    properties = {"Username": "admin", "Parameters": names, "Rotation": "",
+                  "SecretArn": "arn:aws:ssm:us-east-1:123456789012:parameter/terrace/T/admin-token"}  # fmt: skip
+    with mock_aws():
+        ssm = boto3.client("ssm", region_name="us-east-1")
+
+        def token() -> str:
+            return ssm.get_parameter(Name="/terrace/T/admin-token", WithDecryption=True)["Parameter"]["Value"]
+
+        bootstrap.lambda_handler({**_cfn_event("Create"), "ResourceProperties": properties}, context())
+        first = token()
+        assert answers[-1][0] == "SUCCESS"
+        assert container.accounts.authenticate(first).subject_id == answers[-1][1]["UserId"]
+        update = {
+            **_cfn_event("Update"),
+            "PhysicalResourceId": "terrace-admin-admin",
+            "ResourceProperties": {**properties, "Rotation": "2026-11"},
+            "OldResourceProperties": properties,
+        }
+        bootstrap.lambda_handler(update, context())
+        second = token()
+        assert answers[-1][0] == "SUCCESS" and second != first
+        assert container.accounts.authenticate(second).subject_id == answers[-1][1]["UserId"]
+        with pytest.raises(Unauthenticated):
+            container.accounts.authenticate(first)
