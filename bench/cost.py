@@ -1,70 +1,26 @@
-"""What a deployed Terrace costs: idle per month, and per 1,000 runs.
+"""What a deployed Terrace costs: idle per month (before storage), and per 1,000 runs.
 
-Prices the resources of the synthesized CloudFormation template (`python -m bench.cost` synthesizes it
-in-process, without bundling; `--template cdk.out/Terrace.template.json` reads a synthesized one) with
-the us-east-1 list prices below. Free tiers are ignored (a first-year account pays less).
+Prices every billable resource of the synthesized CloudFormation template (`python -m bench.cost` synthesizes it
+in-process, without bundling; `--template cdk.out/Terrace.template.json` reads a synthesized one;
+`-c terrace:monitoring=true` and the like synthesize with options) with the us-east-1 list prices of
+bench/cost_catalog.py. Free tiers are ignored (a first-year account pays less); storage (S3, DynamoDB, log
+retention, backups) is left out: it grows with use, not with time. The assumptions are printed with the table.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.cost_catalog import FREE, MONTH_HOURS, MONTH_MINUTES, PRICED, PRICES, PRICES_AS_OF, IdleProfile, RunProfile
+
 REPO = Path(__file__).resolve().parent.parent
-
-# us-east-1 on-demand list prices in USD, as published on the AWS pricing pages (recorded 2025-06, the latest
-# the authors could read; this machine is offline). Update PRICES_AS_OF with the numbers.
-PRICES_AS_OF = "2025-06"
-PRICES = {
-    "lambda_arm_gb_s": 0.0000133334,
-    "lambda_request": 0.20 / 1e6,
-    "fargate_arm_vcpu_h": 0.03238,
-    "fargate_arm_gb_h": 0.00356,
-    "public_ipv4_h": 0.005,
-    "interface_endpoint_az_h": 0.01,
-    "ddb_write_request_unit": 0.625 / 1e6,
-    "ddb_read_request_unit": 0.125 / 1e6,
-    "s3_put": 0.005 / 1000,
-    "s3_get": 0.0004 / 1000,
-    "sqs_request": 0.40 / 1e6,
-    "http_api_request": 1.00 / 1e6,
-    "cloudfront_https_request": 0.01 / 10000,
-    "logs_ingest_gb": 0.50,
-    "alarm_month": 0.10,
-    "dashboard_month": 3.00,
-    "kms_key_month": 1.00,
-    "secret_month": 0.40,
-    "secrets_api_call": 0.05 / 10000,
-    "ecr_gb_month": 0.10,
-    "xray_trace": 5.00 / 1e6,
-}
-MONTH_MINUTES = 30 * 24 * 60
-
-
-@dataclass(frozen=True)
-class RunProfile:
-    """What one run does (a plan and an apply). Round numbers from the design; edit to taste."""
-
-    phases: int = 2
-    phase_seconds: int = 60  # Fargate time of one phase, image pull included
-    client_requests: int = 100  # terraform/tofu calls: uploads, run creation, status and log polling
-    runner_requests_per_phase: int = 20  # next (claim), ~6 heartbeats, log chunks, finish
-    runner_poll_s: float = 2.0  # an idle runner asks /jobs/next this often (short polls: no Lambda held waiting)
-    api_ms: int = 60  # average api Lambda duration per request
-    ddb_reads_per_request: float = 2.0
-    ddb_writes_per_request: float = 0.6
-    s3_puts: int = 6  # configuration, state, plan, plan JSON, two log archives
-    s3_gets: int = 6
-    events_sqs_requests_per_run: int = 4  # status-change and state events (jobs queue in the table)
-    scaler_invocations: int = 2  # on enqueue
-    events_invocations: int = 2
-    log_kb_per_phase: int = 200
-    lambda_log_kb_per_request: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -79,94 +35,158 @@ class Resources:
     """The facts of a template the estimate needs."""
 
     def __init__(self, template: dict[str, Any]) -> None:
-        self.resources = template["Resources"]
+        self.resources: dict[str, dict[str, Any]] = template["Resources"]
 
     def of(self, resource_type: str) -> list[dict[str, Any]]:
         return [r for r in self.resources.values() if r["Type"] == resource_type]
 
-    def function(self, service_name: str) -> dict[str, Any]:
-        for fn in self.of("AWS::Lambda::Function"):
-            props = fn["Properties"]
-            if props.get("Environment", {}).get("Variables", {}).get("POWERTOOLS_SERVICE_NAME") == service_name:
-                return dict(props)
-        raise KeyError(service_name)
+    def functions(self) -> dict[str, dict[str, Any]]:
+        return {k: r for k, r in self.resources.items() if r["Type"] == "AWS::Lambda::Function"}
 
-    def memory_gb(self, service_name: str) -> float:
-        return int(self.function(service_name).get("MemorySize", 128)) / 1024
+    def service_of(self, logical_id: str) -> str:
+        variables = self.resources[logical_id]["Properties"].get("Environment", {}).get("Variables", {})
+        return str(variables.get("POWERTOOLS_SERVICE_NAME", logical_id)).removeprefix("terrace-")
 
-    def task(self) -> tuple[float, float, int]:
+    def function(self, service: str) -> dict[str, Any]:
+        for logical_id, fn in self.functions().items():
+            if self.service_of(logical_id) == service:
+                return fn
+        raise KeyError(service)
+
+    def memory_gb(self, fn: dict[str, Any]) -> float:
+        return int(fn["Properties"].get("MemorySize", 128)) / 1024
+
+    @staticmethod
+    def traced(fn: dict[str, Any]) -> bool:
+        return fn["Properties"].get("TracingConfig", {}).get("Mode") == "Active"
+
+    def task(self) -> tuple[float, float, dict[str, str]]:
         [task] = self.of("AWS::ECS::TaskDefinition")
         props = task["Properties"]
-        assert props["RuntimePlatform"]["CpuArchitecture"] == "ARM64", "prices below are for arm64"
-        env = {e["Name"]: e["Value"] for e in props["ContainerDefinitions"][0]["Environment"]}
-        return int(props["Cpu"]) / 1024, int(props["Memory"]) / 1024, int(env.get("TERRACE_RUNNER_IDLE_EXIT_S", 0))
+        assert props["RuntimePlatform"]["CpuArchitecture"] == "ARM64", "Fargate prices below are for Graviton"
+        env = {e["Name"]: e["Value"] for e in props["ContainerDefinitions"][0].get("Environment", [])}
+        return int(props["Cpu"]) / 1024, int(props["Memory"]) / 1024, env
 
     def public_runners(self) -> bool:
-        return any(s["Properties"].get("MapPublicIpOnLaunch") for s in self.of("AWS::EC2::Subnet"))
+        """Runner tasks get a public IPv4 when the scaler is told so (public subnets, no NAT)."""
+        scaler = self.function("scaler")["Properties"]["Environment"]["Variables"]
+        return str(scaler.get("TERRACE_RUNNER_PUBLIC_IP", "true")) == "true"
+
+    def schedules(self) -> list[tuple[str, float, dict[str, Any]]]:
+        """(service, invocations a month, function) for each scheduled rule."""
+        found = []
+        for rule in self.of("AWS::Events::Rule"):
+            expression = rule["Properties"].get("ScheduleExpression", "")
+            match = re.fullmatch(r"rate\((\d+) (minute|minutes|hour|hours)\)", expression)
+            if not match:
+                continue
+            every_min = int(match[1]) * (60 if match[2].startswith("hour") else 1)
+            for target in rule["Properties"]["Targets"]:
+                logical_id = target["Arn"]["Fn::GetAtt"][0]
+                found.append((self.service_of(logical_id), MONTH_MINUTES / every_min, self.resources[logical_id]))
+        return found
+
+    def custom_metrics(self) -> list[tuple[str, str]]:
+        declared = {k: fn.get("Metadata", {}).get("terrace:customMetrics", []) for k, fn in self.functions().items()}
+        return [(self.service_of(k), metric) for k, metrics in declared.items() for metric in metrics]
 
 
-def estimate(template: dict[str, Any], run: RunProfile = RunProfile()) -> list[Line]:
-    p, r = PRICES, Resources(template)
-    lines: list[Line] = []
-    per_k = 1000
+def unpriced(template: dict[str, Any]) -> set[str]:
+    """Resource types of the template that the catalog neither prices nor knows to be free."""
+    return {r["Type"] for r in template["Resources"].values()} - set(PRICED) - set(FREE)
 
-    # Always there, used or not.
-    lines.append(Line("KMS key", len(r.of("AWS::KMS::Key")) * p["kms_key_month"], 0))
+
+def idle_lines(r: Resources, idle: IdleProfile, run: RunProfile) -> list[Line]:
+    p = PRICES
+    lines = []
+    for key in r.of("AWS::KMS::Key"):
+        rotation = 2 * p["kms_rotation_month"] if key["Properties"].get("EnableKeyRotation") else 0
+        note = "$1, $2 in year 2, then $3"
+        lines.append(Line("KMS key (+ rotated versions)", p["kms_key_month"] + rotation, 0, note))
     lines.append(Line("Secrets Manager secrets", len(r.of("AWS::SecretsManager::Secret")) * p["secret_month"], 0))
     lines.append(Line("CloudWatch alarms", len(r.of("AWS::CloudWatch::Alarm")) * p["alarm_month"], 0))
-    lines.append(
-        Line("CloudWatch dashboard", len(r.of("AWS::CloudWatch::Dashboard")) * p["dashboard_month"], 0, "free if <3")
+    lines.append(Line("CloudWatch dashboard", len(r.of("AWS::CloudWatch::Dashboard")) * p["dashboard_month"], 0))
+    endpoint_azs = sum(
+        len(e["Properties"].get("SubnetIds", []))
+        for e in r.of("AWS::EC2::VPCEndpoint")
+        if e["Properties"].get("VpcEndpointType") == "Interface"
     )
-    endpoints = [e for e in r.of("AWS::EC2::VPCEndpoint") if e["Properties"].get("VpcEndpointType") == "Interface"]
-    azs = len(r.of("AWS::EC2::Subnet"))
-    lines.append(
-        Line("Interface endpoints", len(endpoints) * azs * p["interface_endpoint_az_h"] * 720, 0, "private option")
-    )
-    lines.append(Line("ECR image (~0.3 GB)", 0.3 * p["ecr_gb_month"], 0))
+    lines.append(Line("Interface endpoints", endpoint_azs * p["interface_endpoint_az_h"] * MONTH_HOURS, 0))
+    lines.append(Line("NAT gateway", len(r.of("AWS::EC2::NatGateway")) * p["nat_gateway_h"] * MONTH_HOURS, 0))
+    lines.append(Line("Elastic IP (NAT)", len(r.of("AWS::EC2::EIP")) * p["public_ipv4_h"] * MONTH_HOURS, 0))
+    if r.of("AWS::ECS::TaskDefinition"):
+        lines.append(Line(f"ECR image (~{run.ecr_image_gb:g} GB)", run.ecr_image_gb * p["ecr_gb_month"], 0))
+    for service, ticks, fn in r.schedules():
+        gb_s = ticks * run.background_ms / 1000 * r.memory_gb(fn)
+        cost = ticks * p["lambda_request"] + gb_s * p["lambda_arm_gb_s"]
+        cost += ticks * idle.tick_ddb_reads * p["ddb_read_request_unit"]
+        cost += ticks * idle.tick_log_kb / 1024 / 1024 * p["logs_ingest_gb"]
+        xray = ticks * p["xray_trace"] if r.traced(fn) else 0.0
+        lines.append(Line(f"Schedule: {service}", cost, 0, f"{ticks:,.0f} invocations/month"))
+        lines.append(Line(f"  X-Ray on {service}'s schedule", xray, 0))
+    polls = len(r.of("AWS::Lambda::EventSourceMapping")) * idle.event_source_long_polls_per_minute * MONTH_MINUTES
+    lines.append(Line("SQS event source polling", polls * p["sqs_request"], 0, f"{polls:,.0f} long polls"))
+    return lines
 
-    # Schedules: scaler and reaper every minute, each a short invocation that reads queues / the table.
-    ticks = len(r.of("AWS::Events::Rule")) * MONTH_MINUTES
-    tick_gb_s = ticks * 0.2 * (r.memory_gb("terrace-scaler") + r.memory_gb("terrace-reaper")) / 2
-    lines.append(Line("Scheduled scaler + reaper", ticks * p["lambda_request"] + tick_gb_s * p["lambda_arm_gb_s"], 0))
-    idle_requests = MONTH_MINUTES * 4 * p["sqs_request"] + MONTH_MINUTES * 3 * p["ddb_read_request_unit"]
-    idle_logs = ticks * 1.0 / 1024 / 1024 * p["logs_ingest_gb"]
-    lines.append(Line("  their SQS/DynamoDB reads + logs", idle_requests + idle_logs, 0))
-    # Lambda's event source mapping long-polls the events queue (5 pollers, 20 s polls) all month.
-    pollers = len(r.of("AWS::Lambda::EventSourceMapping")) * 5 * 3 * MONTH_MINUTES
-    lines.append(Line("Events queue polling", pollers * p["sqs_request"], 0))
 
-    # Per run.
-    vcpu, mem_gb, idle_tail_s = r.task()
-    task_seconds = run.phases * (run.phase_seconds + idle_tail_s)
-    fargate = task_seconds / 3600 * (vcpu * p["fargate_arm_vcpu_h"] + mem_gb * p["fargate_arm_gb_h"])
-    lines.append(Line(f"Fargate arm64 {vcpu:g} vCPU/{mem_gb:g} GB", 0, fargate * per_k, f"{task_seconds}s/run"))
+def polls_per_phase(tail_s: float, env: dict[str, str], run: RunProfile) -> float:
+    interval = float(env.get("TERRACE_RUNNER_POLL_INTERVAL_S", run.runner_poll_s)) or run.runner_poll_s
+    brisk = min(tail_s, float(env.get("TERRACE_RUNNER_BRISK_WINDOW_S", run.brisk_window_s)))
+    return brisk / run.brisk_poll_s + max(tail_s - brisk, 0) / interval
+
+
+def run_lines(r: Resources, run: RunProfile) -> tuple[list[Line], dict[str, float]]:
+    p, k = PRICES, 1000
+    lines: list[Line] = []
+    vcpu, mem_gb, env = r.task()
+    tail = float(env.get("TERRACE_RUNNER_IDLE_EXIT_S", 0))
+    task_s = run.phases * (run.phase_seconds + tail)
+    fargate = task_s / 3600 * (vcpu * p["fargate_arm_vcpu_h"] + mem_gb * p["fargate_arm_gb_h"])
+    lines.append(Line(f"Fargate Graviton {vcpu:g} vCPU/{mem_gb:g} GB", 0, fargate * k, f"{task_s:g} task-s/run"))
     if r.public_runners():
-        lines.append(Line("Runner public IPv4", 0, task_seconds / 3600 * p["public_ipv4_h"] * per_k))
-    idle_polls = run.phases * idle_tail_s / run.runner_poll_s  # a runner's polls until it idles out
-    requests = int(run.client_requests + run.phases * run.runner_requests_per_phase + idle_polls)
-    api_gb_s = requests * run.api_ms / 1000 * r.memory_gb("terrace-api")
-    side_gb_s = (run.scaler_invocations + run.events_invocations) * 0.2 * r.memory_gb("terrace-scaler")
-    lambda_cost = (requests + run.scaler_invocations + run.events_invocations) * p["lambda_request"]
-    lambda_cost += (api_gb_s + side_gb_s) * p["lambda_arm_gb_s"]
-    lines.append(Line("Lambda (api, scaler, events)", 0, lambda_cost * per_k, f"{requests} API requests/run"))
-    lines.append(Line("HTTP API", 0, requests * p["http_api_request"] * per_k))
-    lines.append(Line("CloudFront requests", 0, requests * p["cloudfront_https_request"] * per_k))
+        lines.append(Line("Runner public IPv4", 0, task_s / 3600 * p["public_ipv4_h"] * k))
+    if r.of("AWS::EC2::NatGateway"):
+        nat_gb = run.phases * run.runner_download_mb_per_phase / 1024
+        lines.append(Line("NAT gateway data", 0, nat_gb * p["nat_gateway_gb"] * k, f"{nat_gb:.2f} GB/run"))
+    polls = run.phases * polls_per_phase(tail, env, run)
+    requests = run.client_requests + run.phases * run.runner_requests_per_phase + polls
+    api = r.function("api")
+    background = run.scaler_invocations + run.events_invocations
+    gb_s = requests * run.api_ms / 1000 * r.memory_gb(api)
+    gb_s += background * run.background_ms / 1000 * r.memory_gb(r.function("events"))
+    lambda_cost = (requests + background) * p["lambda_request"] + gb_s * p["lambda_arm_gb_s"]
+    lines.append(Line("Lambda (api, scaler, events)", 0, lambda_cost * k, f"{requests:.0f} API requests/run"))
+    lines.append(Line("HTTP API", 0, requests * p["http_api_request"] * k))
+    lines.append(Line("CloudFront requests", 0, requests * p["cloudfront_https_request"] * k))
     ddb = requests * (
         run.ddb_reads_per_request * p["ddb_read_request_unit"]
         + run.ddb_writes_per_request * p["ddb_write_request_unit"]
     )
-    lines.append(Line("DynamoDB on-demand", 0, ddb * per_k))
-    lines.append(Line("S3 requests", 0, (run.s3_puts * p["s3_put"] + run.s3_gets * p["s3_get"]) * per_k))
-    sqs = run.events_sqs_requests_per_run * p["sqs_request"]
-    lines.append(Line("SQS requests (events)", 0, sqs * per_k))
-    log_gb = (run.phases * run.log_kb_per_phase + requests * run.lambda_log_kb_per_request) / 1024 / 1024
-    lines.append(Line("CloudWatch Logs ingestion", 0, log_gb * p["logs_ingest_gb"] * per_k))
-    lines.append(Line("X-Ray traces", 0, requests * p["xray_trace"] * per_k, "every request sampled"))
-    return lines
+    lines.append(Line("DynamoDB on-demand", 0, ddb * k))
+    lines.append(Line("S3 requests", 0, (run.s3_puts * p["s3_put"] + run.s3_gets * p["s3_get"]) * k))
+    lines.append(Line("SQS requests (events)", 0, run.events_sqs_requests_per_run * p["sqs_request"] * k))
+    log_kb = run.phases * run.runner_log_kb_per_phase + requests * run.lambda_log_kb_per_request
+    log_kb += run.phases * run.flow_log_kb_per_phase * len(r.of("AWS::EC2::FlowLog"))
+    lines.append(Line("CloudWatch Logs ingestion", 0, log_kb / 1024 / 1024 * p["logs_ingest_gb"] * k))
+    traces = (requests if r.traced(api) else 0) + sum(
+        n for n, service in ((run.scaler_invocations, "scaler"), (run.events_invocations, "events"))
+        if r.traced(r.function(service))
+    )  # fmt: skip
+    lines.append(Line("X-Ray traces", 0, traces * p["xray_trace"] * k, "terrace:tracing" if traces else ""))
+    metrics = r.custom_metrics()
+    # a metric is billed for the hours it is published in: 1,000 runs a month touch nearly every hour
+    hours = min(k, MONTH_HOURS) / MONTH_HOURS
+    lines.append(Line("Custom metrics", 0, len(metrics) * p["custom_metric_month"] * hours, f"{len(metrics)} metrics"))
+    return lines, {"task_seconds_per_run": task_s, "api_requests_per_run": requests, "runner_polls_per_run": polls}
 
 
-def synthesize() -> dict[str, Any]:
-    """The default stack's template, synthesized in-process (no bundling, no downloads)."""
+def estimate(template: dict[str, Any], run: RunProfile = RunProfile(), idle: IdleProfile = IdleProfile()) -> list[Line]:
+    r = Resources(template)
+    return idle_lines(r, idle, run) + run_lines(r, run)[0]
+
+
+def synthesize(context: dict[str, str] | None = None) -> dict[str, Any]:
+    """The stack's template (default settings, or `context`), synthesized in-process (no bundling, no downloads)."""
     import os
 
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
@@ -175,35 +195,49 @@ def synthesize() -> dict[str, Any]:
 
     from infra.app import build
 
-    context = json.loads((REPO / "cdk.json").read_text())["context"]
+    defaults = json.loads((REPO / "cdk.json").read_text())["context"]
+    extra = {"terrace:skipBundling": "true", "terrace:nag": "false", **(context or {})}
     with tempfile.TemporaryDirectory() as outdir:
-        app = cdk.App(outdir=outdir, context={**context, "terrace:skipBundling": "true", "terrace:nag": "false"})
+        app = cdk.App(outdir=outdir, context={**defaults, **extra})
         stack = build(app)
         app.synth()
         return json.loads((Path(outdir) / f"{stack.stack_name}.template.json").read_text())
 
 
-def render(lines: list[Line]) -> str:
+def render(template: dict[str, Any], run: RunProfile = RunProfile(), idle: IdleProfile = IdleProfile()) -> str:
+    r = Resources(template)
+    per_run, derived = run_lines(r, run)
+    lines = idle_lines(r, idle, run) + per_run
     width = max(len(line.item) for line in lines)
     out = [
-        f"Terrace on AWS, us-east-1 list prices as of {PRICES_AS_OF} (free tiers ignored)",
+        f"Terrace on AWS, us-east-1 list prices as of {PRICES_AS_OF} (free tiers ignored, storage left out)",
         f"{'item':<{width}}  {'idle $/month':>12}  {'$/1,000 runs':>12}  note",
     ]
     for line in lines:
         if line.idle_month or line.per_1000_runs:
             out.append(f"{line.item:<{width}}  {line.idle_month:>12.2f}  {line.per_1000_runs:>12.2f}  {line.note}")
-    idle, runs = sum(x.idle_month for x in lines), sum(x.per_1000_runs for x in lines)
-    out.append(f"{'total':<{width}}  {idle:>12.2f}  {runs:>12.2f}")
+    idle_total, runs_total = sum(x.idle_month for x in lines), sum(x.per_1000_runs for x in lines)
+    out.append(f"{'total':<{width}}  {idle_total:>12.2f}  {runs_total:>12.2f}")
+    out.append("")
+    out.append("Assumptions (bench/cost_catalog.py):")
+    out.append("  a run: " + ", ".join(f"{k}={v}" for k, v in asdict(run).items()))
+    out.append("  idle: " + ", ".join(f"{k}={v}" for k, v in asdict(idle).items()))
+    out.append("  derived from the template: " + ", ".join(f"{k}={v:g}" for k, v in derived.items()))
+    missing = unpriced(template)
+    if missing:
+        out.append("UNPRICED resource types (add them to bench/cost_catalog.py): " + ", ".join(sorted(missing)))
     return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.cost", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.cost", description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--template", type=Path, help="a synthesized template (default: synthesize now)")
+    parser.add_argument("-c", "--context", action="append", default=[], help="key=value CDK context when synthesizing")
     args = parser.parse_args(argv)
-    template = json.loads(args.template.read_text()) if args.template else synthesize()
-    print(render(estimate(template)))
-    return 0
+    context = dict(item.split("=", 1) for item in args.context)
+    template = json.loads(args.template.read_text()) if args.template else synthesize(context)
+    print(render(template))
+    return 1 if unpriced(template) else 0
 
 
 if __name__ == "__main__":

@@ -53,7 +53,9 @@ class Api(Construct):
         )
         self.function: lambda_.Function | None = None
 
-    def add_handler(self, *, layer: lambda_.ILayerVersion, environment: dict[str, str]) -> lambda_.Function:
+    def add_handler(
+        self, *, layer: lambda_.ILayerVersion, environment: dict[str, str], tracing: bool = False
+    ) -> lambda_.Function:
         self.function = terrace_function(
             self,
             "Handler",
@@ -62,6 +64,7 @@ class Api(Construct):
             environment=environment,
             timeout=Duration.seconds(29),  # the HTTP API integration limit
             memory_mb=1024,
+            tracing=tracing,
         )
         apigw.HttpRoute(
             self,

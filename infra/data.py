@@ -25,16 +25,20 @@ def _attr(key: definitions.KeyAttr) -> dynamodb.Attribute:
 
 
 class Data(Construct):
-    def __init__(self, scope: Construct, construct_id: str) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, kms_key: bool = False) -> None:
         super().__init__(scope, construct_id)
 
-        self.key = kms.Key(
-            self,
-            "SensitiveValuesKey",
-            description="Terrace: envelope encryption of sensitive variables",
-            enable_key_rotation=True,
-            removal_policy=RemovalPolicy.RETAIN,
-        )
+        # Opt-in (`terrace:kmsKey`): $1 a month, and $1 more for each of its first two yearly rotations. By default
+        # sensitive values are sealed under a data key held in SSM (infra/secrets.py; README "Secrets and keys").
+        self.key: kms.Key | None = None
+        if kms_key:
+            self.key = kms.Key(
+                self,
+                "SensitiveValuesKey",
+                description="Terrace: envelope encryption of sensitive variables",
+                enable_key_rotation=True,
+                removal_policy=RemovalPolicy.RETAIN,
+            )
 
         spec = definitions.TABLE
         self.table = dynamodb.TableV2(
@@ -56,6 +60,7 @@ class Data(Construct):
                 for index in spec.global_indexes
             ],
             removal_policy=RemovalPolicy.RETAIN,
+            deletion_protection=True,  # a `cdk destroy` or a replacement never drops the data
         )
 
         self.access_logs = s3.Bucket(

@@ -1,5 +1,6 @@
-"""The background functions: scaler and reaper (every minute), events (SQS batches), and the bootstrap
-custom resource that creates the site admin and its token on first deploy."""
+"""The background functions: scaler (woken on every enqueue; every 5 minutes as a backstop) and reaper (every
+minute), events (SQS batches), the bootstrap custom resource that makes the stack's secrets and the site admin,
+and the teardown custom resource (the same function) that stops runner tasks before the cluster is deleted."""
 
 from __future__ import annotations
 
@@ -13,7 +14,12 @@ from constructs import Construct
 
 from infra.lambdas import terrace_function
 
-EVERY_MINUTE = events.Schedule.rate(Duration.minutes(1))
+SCHEDULES = {  # the scaler is woken on every enqueue: its schedule only catches a lost wake-up and warm runners
+    "scaler": events.Schedule.rate(Duration.minutes(5)),
+    "reaper": events.Schedule.rate(Duration.minutes(1)),  # heartbeats and deadlines
+}
+# Custom metrics each handler publishes (functions/<name>/handler.py; tests/infra checks the two agree).
+METRICS = {"scaler": ("RunnersStarted", "Backlog"), "events": ("RunsStarted", "RunsFinished", "RunsErrored")}
 
 
 class Functions(Construct):
@@ -25,6 +31,9 @@ class Functions(Construct):
         layer: lambda_.ILayerVersion,
         environment: dict[str, str],
         events_queue: sqs.IQueue,
+        parameters: dict[str, str],
+        rotation: str,
+        monitoring: bool,
     ) -> None:
         super().__init__(scope, construct_id)
 
@@ -37,16 +46,20 @@ class Functions(Construct):
                 environment=environment,
                 timeout=Duration.seconds(timeout_s),
                 memory_mb=memory_mb,
+                metrics=METRICS.get(name, ()) if monitoring else (),
             )
 
         self.scaler = function("scaler", 50)
         self.reaper = function("reaper", 50)
         # below the events queue's visibility timeout; room for an OPA evaluation's child process (512 MiB at most)
         self.events = function("events", 30, memory_mb=1024)
-        self.bootstrap = function("bootstrap", 60)
+        self.bootstrap = function("bootstrap", 300)  # the teardown waits for runner tasks to stop
+        # the scaler never decrypts a sensitive value: it does not read the data key
+        self.scaler.add_environment("TERRACE_DATA_KEY_ARN", "")
 
         for fn, rule_id in ((self.scaler, "ScalerSchedule"), (self.reaper, "ReaperSchedule")):
-            events.Rule(self, rule_id, schedule=EVERY_MINUTE, targets=[targets.LambdaFunction(fn, retry_attempts=0)])
+            schedule = SCHEDULES[rule_id.removesuffix("Schedule").lower()]
+            events.Rule(self, rule_id, schedule=schedule, targets=[targets.LambdaFunction(fn, retry_attempts=0)])
 
         self.events.add_event_source(
             sources.SqsEventSource(events_queue, batch_size=10, report_batch_item_failures=True)
@@ -57,7 +70,19 @@ class Functions(Construct):
             "BootstrapAdmin",
             service_token=self.bootstrap.function_arn,
             resource_type="Custom::TerraceBootstrapAdmin",
-            properties={"Username": "admin", "SecretArn": environment["TERRACE_BOOTSTRAP_SECRET_ARN"]},
+            properties={
+                "Username": "admin",
+                "SecretArn": environment["TERRACE_BOOTSTRAP_SECRET_ARN"],
+                "Parameters": parameters,
+                "Rotation": rotation,
+            },
+        )
+        self.runner_teardown = CustomResource(
+            self,
+            "RunnerTeardown",
+            service_token=self.bootstrap.function_arn,
+            resource_type="Custom::TerraceRunnerTasks",
+            properties={"Cluster": environment["TERRACE_ECS_CLUSTER"]},
         )
 
     @property

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+import jsii
+from aws_cdk import CfnResource, Duration, IAspect, RemovalPolicy
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 from infra.bundling import function_code, layer_code
 from infra.settings import LAMBDA_PYTHON_VERSION
@@ -13,6 +14,8 @@ from infra.settings import LAMBDA_PYTHON_VERSION
 RUNTIME: lambda_.Runtime = getattr(lambda_.Runtime, "PYTHON_" + LAMBDA_PYTHON_VERSION.replace(".", "_"))
 METRICS_NAMESPACE = "Terrace"
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
+LOG_RETENTION_DAYS = 30
+CUSTOM_METRICS_METADATA = "terrace:customMetrics"
 
 
 def terrace_layer(scope: Construct, skip_bundling: bool) -> lambda_.LayerVersion:
@@ -35,11 +38,17 @@ def terrace_function(
     environment: dict[str, str],
     timeout: Duration = Duration.seconds(30),
     memory_mb: int = 512,
+    tracing: bool = False,
+    metrics: tuple[str, ...] = (),
 ) -> lambda_.Function:
+    """`tracing`: X-Ray active tracing (Lambda samples 1 request a second and 5% beyond: at Terrace's rates nearly
+    every request, $5 a million), otherwise pass-through (no trace unless a caller sampled one). `metrics`: the
+    custom metrics the handler publishes ($0.30 each a month, prorated by the hours they are published): none at
+    all unless given (`terrace:monitoring`: they feed the dashboard), recorded on the template for bench/cost.py."""
     log_group = logs.LogGroup(
         scope, f"{construct_id}Logs", retention=LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY
     )
-    return lambda_.Function(
+    fn = lambda_.Function(
         scope,
         construct_id,
         runtime=RUNTIME,
@@ -49,13 +58,42 @@ def terrace_function(
         layers=[layer],
         timeout=timeout,
         memory_size=memory_mb,
-        tracing=lambda_.Tracing.ACTIVE,
+        tracing=lambda_.Tracing.ACTIVE if tracing else lambda_.Tracing.PASS_THROUGH,
         log_group=log_group,
         environment={
             "POWERTOOLS_SERVICE_NAME": f"terrace-{folder}",
             "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",
+            "POWERTOOLS_TRACE_DISABLED": "false" if tracing else "true",
+            "POWERTOOLS_METRICS_DISABLED": "false" if metrics else "true",
             "TERRACE_TEMPLATES_DIR": "/opt/python/templates",
             **environment,
         },
     )
+    if metrics:
+        cfn = fn.node.default_child
+        assert isinstance(cfn, lambda_.CfnFunction)
+        cfn.add_metadata(CUSTOM_METRICS_METADATA, list(metrics))
+    return fn
+
+
+@jsii.implements(IAspect)
+class Graviton:
+    """Every Lambda function of the stack on arm64, the CDK's own deploy-time providers too (they pick x86)."""
+
+    def visit(self, node: IConstruct) -> None:
+        if isinstance(node, CfnResource) and node.cfn_resource_type == "AWS::Lambda::Function":
+            node.add_property_override("Architectures", ["arm64"])
+
+
+@jsii.implements(IAspect)
+class LogGroupsGoWithTheStack:
+    """Every log group of the stack is deleted with it and kept a month at most, the log groups the CDK makes for
+    its own providers too (they default to two years, retained): README's teardown promise."""
+
+    def visit(self, node: IConstruct) -> None:
+        if isinstance(node, logs.CfnLogGroup):
+            node.apply_removal_policy(RemovalPolicy.DESTROY)
+            days = node.retention_in_days
+            if not isinstance(days, int | float) or days > LOG_RETENTION_DAYS:
+                node.retention_in_days = LOG_RETENTION_DAYS

@@ -1,5 +1,7 @@
-"""A CloudWatch dashboard (runs, queue depth, errors, latency), alarms on errors and the API's 5xx, and saved
-Logs Insights queries ("a run's logs" on the runners' log group, "API errors" on the api function's)."""
+"""Saved Logs Insights queries ("runner events" on the runners' log group, "API errors" on the api function's:
+free), and, opt-in (`terrace:monitoring=true`, implied by `terrace:alarmEmail`: $3 a month for the dashboard and
+$0.10 per alarm), a CloudWatch dashboard (runs, queue depth, errors, latency) with alarms on errors and the API's
+5xx."""
 
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ class Monitoring(Construct):
         scope: Construct,
         construct_id: str,
         *,
+        enabled: bool,
         http_api: apigw.HttpApi,
         functions: dict[str, lambda_.Function],
         queues: dict[str, sqs.Queue],
@@ -41,10 +44,10 @@ class Monitoring(Construct):
             logs.QueryDefinition(
                 self,
                 "RunLogsQuery",
-                query_definition_name="Terrace/A run's logs",
+                query_definition_name="Terrace/Runner events",  # job output is not here: Terrace's log API has it
                 query_string=logs.QueryString(
-                    fields=["@timestamp", "job_id", "line", "@logStream"],
-                    filter_statements=["job_id like /REPLACE-WITH-THE-RUN-ID-SUFFIX/"],
+                    fields=["@timestamp", "level", "message", "@logStream"],
+                    filter_statements=["message like /REPLACE-WITH-A-JOB-ID/"],
                     sort="@timestamp asc",
                     limit=10000,
                 ),
@@ -64,6 +67,17 @@ class Monitoring(Construct):
             ),
         ]
         self.alarms: list[cloudwatch.Alarm] = list(extra_alarms)
+        self.dashboard: cloudwatch.Dashboard | None = None
+        if enabled:
+            self._alarms_and_dashboard(http_api, functions, queues, alarm_email)
+
+    def _alarms_and_dashboard(
+        self,
+        http_api: apigw.HttpApi,
+        functions: dict[str, lambda_.Function],
+        queues: dict[str, sqs.Queue],
+        alarm_email: str | None,
+    ) -> None:
         for name, fn in functions.items():
             self.alarms.append(
                 fn.metric_errors(period=PERIOD).create_alarm(
@@ -86,6 +100,19 @@ class Monitoring(Construct):
                 treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
             )
         )
+        for name, queue in queues.items():
+            if name.endswith("-dlq"):  # a message parked there is an event the events function gave up on
+                self.alarms.append(
+                    queue.metric_approximate_number_of_messages_visible(period=PERIOD).create_alarm(
+                        self,
+                        "".join(part.capitalize() for part in name.split("-")) + "Messages",
+                        alarm_description=f"Terrace: messages in the {name} dead-letter queue",
+                        threshold=1,
+                        evaluation_periods=1,
+                        comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                        treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                    )
+                )
         if alarm_email:
             topic = sns.Topic(self, "AlarmTopic", enforce_ssl=True)
             topic.add_subscription(subscriptions.EmailSubscription(alarm_email))

@@ -9,8 +9,9 @@ from aws_cdk import Acknowledgment, CfnElement, Stack, Validations
 from constructs import Construct
 
 GENERAL = {
-    "AwsSolutions-SMG4": "generated tokens and keys are rotated by redeploying (a changed secret would log out every "
-    "runner and the admin at once); rotation Lambdas would add always-on cost",
+    "AwsSolutions-SMG4": "the only Secrets Manager secret is the optional Cognito app client's secret, which Cognito "
+    "owns (rotating it means a new app client); the stack's own secrets are SSM parameters the bootstrap replaces "
+    "when terrace:rotateSecrets changes (README: Secrets and keys)",
     "AwsSolutions-APIG4": "authentication is the TFC bearer token, checked by the application on every request "
     "(terraform and tofu cannot sign requests for IAM or Cognito authorizers)",
     "AwsSolutions-L1": "the Lambda runtime is pinned to the Python version the layer's wheels are built for "
@@ -22,8 +23,6 @@ GENERAL = {
     "AwsSolutions-CFR1": "Terrace serves its own users wherever they are; geo restriction is a per-deployment choice",
     "AwsSolutions-CFR2": "WAF has a fixed monthly cost that breaks the near-zero idle target; the HTTP API throttles "
     "and the application authenticates every request",
-    "AwsSolutions-SQS3": "the events queue is retried by the events function until its retention ends; a DLQ would "
-    "cut notification retries short (jobs do not travel on SQS)",
     "AwsSolutions-COG8": "Cognito's Plus feature plan (threat protection) is a per-user monthly cost; operators who "
     "need it switch the optional user pool to it (or bring their own issuer)",
     "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]": (
@@ -53,7 +52,7 @@ CDK_ASSETS = "arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-<AWS::AccountId>-<A
 def granular_findings(
     *, table: Construct, blobs: Construct, scaler: Construct, cluster: Construct, assets: Construct
 ) -> dict[str, str]:
-    blob_grant = "grant_read_write on the one blob bucket; objects are keyed by organization/workspace/run ids"
+    blob_grant = "objects of the one blob bucket (keyed by organization/workspace/run ids), no version deletes"
     key_grant = "grant_encrypt_decrypt on the one KMS key for sensitive variables"
     findings = {
         f"AwsSolutions-IAM5[Resource::<{_ref(table)}.Arn>/index/*]": "queries on the table's own GSIs",
@@ -71,8 +70,9 @@ def granular_findings(
         "AwsSolutions-IAM5[Action::kms:ReEncrypt*]": key_grant,
         "AwsSolutions-IAM5[Action::kms:GenerateDataKey*]": key_grant,
     }
+    deployment = "the static-files deployment (CDK BucketDeployment) syncs the assets bucket's static/ folder"
     for action in ("s3:GetObject*", "s3:GetBucket*", "s3:List*", "s3:DeleteObject*", "s3:Abort*"):
-        findings[f"AwsSolutions-IAM5[Action::{action}]"] = blob_grant
+        findings[f"AwsSolutions-IAM5[Action::{action}]"] = deployment
     return findings
 
 

@@ -1,7 +1,12 @@
-"""Where runner tasks run: a VPC without NAT, an ECS cluster with no service, and the Fargate task
-definition built from runner-container/. The scaler starts tasks with ecs:RunTask (also when a configuration
-version is created, before its run exists); idle tasks exit, except the warm ones
-(`terrace:warmRunnersPerOrganization`, default 0)."""
+"""Where runner tasks run: a VPC (public subnets by default; `terrace:privateSubnets` puts runners in private
+subnets behind one NAT gateway), an ECS cluster with no service, and the Fargate task definition built from
+runner-container/. The scaler starts tasks with ecs:RunTask (also when a configuration version is created, before
+its run exists); idle tasks exit, except the warm ones (`terrace:warmRunnersPerOrganization`, default 0). On stack
+deletion a custom resource stops the cluster's tasks first (functions/bootstrap), so `cdk destroy` does not fail on
+a cluster with running tasks.
+
+Job output goes to Terrace's log API only (TERRACE_RUNNER_ECHO_OUTPUT=false): the runners' one log group holds the
+runner's own lines (job ids, errors), never an organization's output."""
 
 from __future__ import annotations
 
@@ -18,16 +23,10 @@ from infra.settings import DeploySettings
 
 CONTAINER_NAME = "runner"
 RUNNER_POLL_INTERVAL_S = 2
-CPU_UNITS = 1024  # 1 vCPU
-MEMORY_MIB = 2048
 # The image is built from the repository root (it pip-installs the terrace package); only these are sent.
 IMAGE_CONTEXT = ["*", "!pyproject.toml", "!layers", "!layers/**", "!runner-container", "!runner-container/**",
                  "**/__pycache__", "**/*.pyc", "**/*.egg-info"]  # fmt: skip
-INTERFACE_ENDPOINTS = {  # pulling the image and shipping logs; a runner calls no other AWS API
-    "EcrApi": ec2.InterfaceVpcEndpointAwsService.ECR,
-    "EcrDocker": ec2.InterfaceVpcEndpointAwsService.ECR_DOCKER,
-    "Logs": ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS,
-}
+LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 
 
 def baked_tool_catalog() -> str:
@@ -52,17 +51,28 @@ class Runner(Construct):
         super().__init__(scope, construct_id)
         self.settings = settings
         self.private = settings.private_subnets
-        subnet_type = ec2.SubnetType.PRIVATE_ISOLATED if self.private else ec2.SubnetType.PUBLIC
+        # Runners reach the CloudFront URL, provider registries and ECR over the internet: private subnets need
+        # a NAT gateway (one, in one AZ: ~$33 a month + $0.045/GB; README "Private subnets").
+        subnet_type = ec2.SubnetType.PRIVATE_WITH_EGRESS if self.private else ec2.SubnetType.PUBLIC
+        subnets = [ec2.SubnetConfiguration(name="runners", subnet_type=subnet_type, cidr_mask=22)]
+        if self.private:
+            subnets.insert(0, ec2.SubnetConfiguration(name="nat", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=26))
+        self.flow_logs = logs.LogGroup(self, "FlowLogs", retention=LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY)
         self.vpc = ec2.Vpc(
             self,
             "Vpc",
             max_azs=2,
-            nat_gateways=0,
-            subnet_configuration=[ec2.SubnetConfiguration(name="runners", subnet_type=subnet_type, cidr_mask=22)],
+            nat_gateways=1 if self.private else 0,
+            subnet_configuration=subnets,
             gateway_endpoints={  # presigned URLs (configurations, plans) and image layers
                 "S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3),
             },
-            flow_logs={"Rejected": ec2.FlowLogOptions(traffic_type=ec2.FlowLogTrafficType.REJECT)},
+            flow_logs={
+                "Rejected": ec2.FlowLogOptions(
+                    traffic_type=ec2.FlowLogTrafficType.REJECT,
+                    destination=ec2.FlowLogDestination.to_cloud_watch_logs(self.flow_logs),
+                )
+            },
         )
         self.security_group = ec2.SecurityGroup(
             self,
@@ -71,29 +81,10 @@ class Runner(Construct):
             description="Terrace runners: outbound only (the API, AWS APIs, provider registries)",
             allow_all_outbound=True,
         )
-        if self.private:
-            endpoints_sg = ec2.SecurityGroup(
-                self,
-                "EndpointSecurityGroup",
-                vpc=self.vpc,
-                description="Terrace interface endpoints: HTTPS from runners only",
-                allow_all_outbound=False,
-            )
-            endpoints_sg.add_ingress_rule(self.security_group, ec2.Port.tcp(443), "runners")
-            for name, service in INTERFACE_ENDPOINTS.items():
-                self.vpc.add_interface_endpoint(
-                    f"{name}Endpoint",
-                    service=service,
-                    private_dns_enabled=True,
-                    open=False,
-                    security_groups=[endpoints_sg],
-                )
         self.subnets = self.vpc.select_subnets(subnet_type=subnet_type)
 
         self.cluster = ecs.Cluster(self, "Cluster", vpc=self.vpc, enable_fargate_capacity_providers=True)
-        self.log_group = logs.LogGroup(
-            self, "Logs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY
-        )
+        self.log_group = logs.LogGroup(self, "Logs", retention=LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY)
 
         self.task_role = iam.Role(
             self,
@@ -105,8 +96,8 @@ class Runner(Construct):
         self.task_definition = ecs.FargateTaskDefinition(
             self,
             "TaskDefinition",
-            cpu=CPU_UNITS,
-            memory_limit_mib=MEMORY_MIB,
+            cpu=settings.runner_cpu,
+            memory_limit_mib=settings.runner_memory_mib,
             runtime_platform=ecs.RuntimePlatform(
                 cpu_architecture=ecs.CpuArchitecture.ARM64,
                 operating_system_family=ecs.OperatingSystemFamily.LINUX,
@@ -131,6 +122,7 @@ class Runner(Construct):
                 "TERRACE_RUNNER_WAIT_S": "0",
                 "TERRACE_RUNNER_POLL_INTERVAL_S": str(RUNNER_POLL_INTERVAL_S),
                 "TERRACE_TF_BINARY": "tofu",
+                "TERRACE_RUNNER_ECHO_OUTPUT": "false",
             },
             readonly_root_filesystem=False,
         )
@@ -146,15 +138,16 @@ class Runner(Construct):
             "TERRACE_RUNNER_SUBNETS": ",".join(s.subnet_id for s in self.subnets.subnets),
             "TERRACE_RUNNER_SECURITY_GROUPS": self.security_group.security_group_id,
             "TERRACE_RUNNER_PUBLIC_IP": "false" if self.private else "true",
-            "TERRACE_RUNNER_LOG_GROUP": self.log_group.log_group_name,  # the run page's CloudWatch links
             "TERRACE_MAX_RUNNERS_PER_ORGANIZATION": str(self.settings.max_runners_per_organization),
             # warm runners poll every RUNNER_POLL_INTERVAL_S and never idle out (cost: docs/performance.md)
             "TERRACE_WARM_RUNNERS_PER_ORGANIZATION": str(self.settings.warm_runners_per_organization),
         }
 
     def grant_run_task(self, grantee: iam.IGrantable) -> None:
-        """ecs:RunTask on this task definition in this cluster (tagging the task with its organization), and
-        handing over its two roles."""
+        """ecs:RunTask on this task definition in this cluster (tagging the task with its organization), listing,
+        describing and stopping its tasks, and handing its two roles to ECS tasks only."""
+        stack = Stack.of(self)
+        tasks = stack.format_arn(service="ecs", resource="task", resource_name=f"{self.cluster.cluster_name}/*")
         iam.Grant.add_to_principal(
             grantee=grantee,
             actions=["ecs:RunTask"],
@@ -164,13 +157,20 @@ class Runner(Construct):
         iam.Grant.add_to_principal(
             grantee=grantee,
             actions=["ecs:TagResource"],
-            resource_arns=[
-                Stack.of(self).format_arn(
-                    service="ecs", resource="task", resource_name=f"{self.cluster.cluster_name}/*"
-                )
-            ],
+            resource_arns=[tasks],
             conditions={"StringEquals": {"ecs:CreateAction": "RunTask"}},
         )
+        self.grant_stop_tasks(grantee)
+        roles = [self.task_role.role_arn, self.task_definition.obtain_execution_role().role_arn]
+        iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["iam:PassRole"],
+            resource_arns=roles,
+            conditions={"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}},
+        )
+
+    def grant_stop_tasks(self, grantee: iam.IGrantable) -> None:
+        """List, describe and stop the cluster's tasks (the scaler; the teardown custom resource)."""
         # ListTasks has no resource-level permission (AWS requires "*"); the condition pins the cluster.
         iam.Grant.add_to_principal(
             grantee=grantee,
@@ -184,5 +184,3 @@ class Runner(Construct):
         iam.Grant.add_to_principal(
             grantee=grantee, actions=["ecs:DescribeTasks", "ecs:StopTask"], resource_arns=[tasks]
         )
-        roles = [self.task_role.role_arn, self.task_definition.obtain_execution_role().role_arn]
-        iam.Grant.add_to_principal(grantee=grantee, actions=["iam:PassRole"], resource_arns=roles)

@@ -18,11 +18,16 @@ def _flag(value: Any) -> bool:
 @dataclass(frozen=True)
 class DeploySettings:
     skip_bundling: bool = False  # tests: stage the sources as they are, download nothing
-    private_subnets: bool = False  # runners in isolated subnets reaching AWS through interface endpoints
+    # runners in private subnets behind one NAT gateway (~$33 a month + $0.045/GB): the CloudFront URL and the
+    # provider registries are on the internet, so isolated subnets with endpoints only could not run a job
+    private_subnets: bool = False
     domain_name: str | None = None  # custom hostname served by CloudFront
     certificate_arn: str | None = None  # ACM certificate in us-east-1 for domain_name
     max_runners: int = 4
-    runner_idle_exit_s: int = 60
+    # an idle runner exits after its brisk polls (10 s: the apply that follows its plan comes within them)
+    runner_idle_exit_s: int = 10
+    runner_cpu: int = 512  # Fargate CPU units (Graviton): half a vCPU; plans and applies wait on the network
+    runner_memory_mib: int = 2048
     max_runners_per_organization: int = 0  # 0: max_runners is the only limit
     warm_runners_per_organization: int = 0  # kept alive per organization with no job (see docs/performance.md)
     alarm_email: str | None = None
@@ -36,6 +41,13 @@ class DeploySettings:
     oidc_groups_claim: str = "groups"
     # notification e-mails through SES: a verified sender (an address, or an address of a verified domain)
     mail_from: str | None = None
+    # opt-in, each with a monthly cost (README "What it costs"): a dashboard and alarms; X-Ray traces of the API
+    # (Lambda samples 1 request a second and 5% beyond); a customer-managed KMS key sealing sensitive values
+    monitoring: bool = False
+    tracing: bool = False
+    kms_key: bool = False
+    legacy_kms_key_arn: str | None = None  # the KMS key of a stack from before the data key: opens old values
+    rotate_secrets: str = ""  # a new value replaces the admin token and the URL-signing key on the next deploy
 
     @classmethod
     def from_context(cls, scope: Construct) -> DeploySettings:
@@ -58,6 +70,8 @@ class DeploySettings:
             certificate_arn=certificate,
             max_runners=int(ctx("maxRunners") or cls.max_runners),
             runner_idle_exit_s=int(ctx("runnerIdleExitSeconds") or cls.runner_idle_exit_s),
+            runner_cpu=int(ctx("runnerCpu") or cls.runner_cpu),
+            runner_memory_mib=int(ctx("runnerMemoryMiB") or cls.runner_memory_mib),
             max_runners_per_organization=int(ctx("maxRunnersPerOrganization") or 0),
             warm_runners_per_organization=int(ctx("warmRunnersPerOrganization") or 0),
             alarm_email=ctx("alarmEmail") or None,
@@ -69,4 +83,9 @@ class DeploySettings:
             oidc_client_secret_arn=ctx("oidcClientSecretArn") or None,
             oidc_groups_claim=ctx("oidcGroupsClaim") or ("cognito:groups" if _flag(ctx("cognito")) else "groups"),
             mail_from=ctx("mailFrom") or None,
+            monitoring=_flag(ctx("monitoring")) or bool(ctx("alarmEmail")),
+            tracing=_flag(ctx("tracing")),
+            kms_key=_flag(ctx("kmsKey")),
+            legacy_kms_key_arn=ctx("legacyKmsKeyArn") or None,
+            rotate_secrets=str(ctx("rotateSecrets") or ""),
         )

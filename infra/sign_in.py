@@ -4,7 +4,7 @@ The API function gets the issuer, the client id and the ARN of the client secret
 
 from __future__ import annotations
 
-from aws_cdk import Names, RemovalPolicy, Stack
+from aws_cdk import Aws, Fn, RemovalPolicy, Stack
 from aws_cdk import aws_cognito as cognito
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_secretsmanager as secretsmanager
@@ -49,7 +49,7 @@ class SingleSignOn(Construct):
         )
         self.user_pool.add_domain(
             "Domain",
-            cognito_domain=cognito.CognitoDomainOptions(domain_prefix=f"terrace-{Names.unique_id(self)[-12:].lower()}"),
+            cognito_domain=cognito.CognitoDomainOptions(domain_prefix=domain_prefix()),
         )
         client = self.user_pool.add_client(
             "Terrace",
@@ -82,3 +82,9 @@ class SingleSignOn(Construct):
     def grant_read(self, grantee: iam.IGrantable) -> None:
         if self.secret is not None:
             self.secret.grant_read(grantee)
+
+
+def domain_prefix() -> str:
+    """`terrace-<the stack's UUID>`: Cognito domain prefixes are global to a region across every account, so one
+    derived from the construct path (the same in every account) is taken by the first deployment."""
+    return Fn.join("", ["terrace-", Fn.select(2, Fn.split("/", Aws.STACK_ID))])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import Aws, CfnOutput, Fn, Stack
+from aws_cdk import Aspects, Aws, CfnOutput, Fn, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
@@ -10,12 +10,14 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 from terrace.adapters import definitions
 
-from infra import nag
+from infra import least_privilege, nag
 from infra.api import Api
 from infra.data import Data
 from infra.functions import Functions
-from infra.lambdas import terrace_layer
+from infra.lambdas import Graviton, LogGroupsGoWithTheStack, terrace_layer
 from infra.monitoring import Monitoring
+from infra.origin_verify import ENV as ORIGIN_VERIFY_ENV
+from infra.origin_verify import OriginVerify
 from infra.queues import Queues
 from infra.runner import Runner
 from infra.secrets import Secrets
@@ -29,11 +31,12 @@ class TerraceStack(Stack):
         super().__init__(scope, construct_id, description="Terrace: serverless Terraform Cloud", **kwargs)
         settings = DeploySettings.from_context(self)
 
-        data = Data(self, "Data")
+        data = Data(self, "Data", kms_key=settings.kms_key)
         queues = Queues(self, "Queues")
         notify_landed(data.blobs, queues.by_name)
-        secrets = Secrets(self, "Secrets")
+        secrets = Secrets(self, "Secrets", data_key=not settings.kms_key)
         api = Api(self, "Api", settings=settings)
+        origin_verify = OriginVerify(self, "OriginVerify", rotation=settings.rotate_secrets)
         web = Web(
             self,
             "Web",
@@ -41,6 +44,7 @@ class TerraceStack(Stack):
             api_endpoint=api.http_api.api_endpoint,
             assets=data.assets,
             log_bucket=data.access_logs,
+            origin_verify=origin_verify.value,
         )
         runner = Runner(
             self,
@@ -52,7 +56,7 @@ class TerraceStack(Stack):
             "TERRACE_TABLE": data.table.table_name,
             "TERRACE_BLOB_BUCKET": data.blobs.bucket_name,
             "TERRACE_PUBLIC_URL": web.url,
-            "TERRACE_KMS_KEY_ID": data.key.key_arn,
+            **({"TERRACE_KMS_KEY_ID": key_arn} if (key_arn := kms_key_arn(data, settings)) else {}),
             "TERRACE_MAX_RUNNERS": str(settings.max_runners),
             **queues.url_environment(),
             **secrets.environment(),
@@ -60,7 +64,16 @@ class TerraceStack(Stack):
             **({"TERRACE_MAIL_FROM": settings.mail_from} if settings.mail_from else {}),
         }
         layer = terrace_layer(self, settings.skip_bundling)
-        functions = Functions(self, "Functions", layer=layer, environment=environment, events_queue=queues.events)
+        functions = Functions(
+            self,
+            "Functions",
+            layer=layer,
+            environment=environment,
+            events_queue=queues.events,
+            parameters=secrets.parameters,
+            rotation=settings.rotate_secrets,
+            monitoring=settings.monitoring,
+        )
         sso = SingleSignOn(self, "SingleSignOn", settings=settings, public_url=web.url)
         api_fn = api.add_handler(
             layer=layer,
@@ -68,7 +81,9 @@ class TerraceStack(Stack):
                 **environment,
                 **sso.environment(),
                 "TERRACE_SCALER_FUNCTION": functions.scaler.function_name,
+                ORIGIN_VERIFY_ENV: origin_verify.value,
             },
+            tracing=settings.tracing,
         )
         sso.grant_read(api_fn)
 
@@ -76,19 +91,24 @@ class TerraceStack(Stack):
         every = [api_fn, *functions.all]
         for fn in every:
             data.table.grant_read_write_data(fn)
-            secrets.url_signing.grant_read(fn)
+            secrets.grant_read(fn, "signing-key")
+        for fn in (api_fn, functions.reaper, functions.events, functions.bootstrap):
+            secrets.grant_read(fn, "data-key")
+            grant_sealing(fn, data, settings)
         for fn in (api_fn, functions.reaper, functions.events):
-            data.blobs.grant_read_write(fn)
-            data.key.grant_encrypt_decrypt(fn)
+            least_privilege.grant_blobs(data.blobs, fn)
             queues.events.grant_send_messages(fn)
+        secrets.grant_bootstrap(functions.bootstrap)
         runner.grant_run_task(functions.scaler)
-        runner.grant_run_task(functions.reaper)
+        runner.grant_stop_tasks(functions.bootstrap)  # the teardown custom resource
+        # deletion order: the scaler (and what invokes it) first, then the teardown stops the tasks, then the cluster
+        functions.runner_teardown.node.add_dependency(runner.cluster)
+        functions.scaler.node.add_dependency(functions.runner_teardown)
         functions.scaler.grant_invoke(api_fn)
         # the events function queues the runs run triggers start (services/workflows/run_trigger_fanout.py): it wakes
         # the scaler as the api does, rather than leaving the run to the scaler's next minute
         functions.events.add_environment("TERRACE_SCALER_FUNCTION", functions.scaler.function_name)
         functions.scaler.grant_invoke(functions.events)
-        secrets.bootstrap_token.grant_read(functions.bootstrap)
         if settings.mail_from:  # notification e-mails: verifications (api) and deliveries (events)
             domain = settings.mail_from.rsplit("@", 1)[-1]
             identities = [f"arn:{Aws.PARTITION}:ses:{Aws.REGION}:{Aws.ACCOUNT_ID}:identity/{name}"
@@ -99,6 +119,7 @@ class TerraceStack(Stack):
         self.monitoring = Monitoring(
             self,
             "Monitoring",
+            enabled=settings.monitoring,
             http_api=api.http_api,
             functions={
                 "api": api_fn,
@@ -117,9 +138,9 @@ class TerraceStack(Stack):
         CfnOutput(self, "Hostname", value=web.hostname, description="hostname for the tofu/terraform cloud block")
         CfnOutput(
             self,
-            "AdminTokenSecretArn",
-            value=secrets.bootstrap_token.secret_arn,
-            description="Secrets Manager secret holding the site admin's API token",
+            "AdminTokenParameter",
+            value=secrets.admin_token_name,
+            description="SSM SecureString parameter holding the site admin's API token",
         )
         CfnOutput(
             self,
@@ -130,13 +151,14 @@ class TerraceStack(Stack):
                 [
                     "export TF_TOKEN_",
                     Fn.join("_", Fn.split(".", web.hostname)),
-                    "=$(aws secretsmanager get-secret-value --secret-id ",
-                    secrets.bootstrap_token.secret_arn,
-                    " --query SecretString --output text)",
+                    "=$(aws ssm get-parameter --with-decryption --name ",
+                    secrets.admin_token_name,
+                    " --query Parameter.Value --output text)",
                 ],
             ),
         )
-        CfnOutput(self, "DashboardName", value=self.monitoring.dashboard.dashboard_name)
+        if self.monitoring.dashboard is not None:
+            CfnOutput(self, "DashboardName", value=self.monitoring.dashboard.dashboard_name)
 
         self.api_function: lambda_.Function = api_fn
         self.functions = functions
@@ -144,6 +166,8 @@ class TerraceStack(Stack):
         self.data = data
         self.queues = queues
         self.web = web
+        Aspects.of(self).add(Graviton())
+        Aspects.of(self).add(LogGroupsGoWithTheStack())
         nag.acknowledge(self, nag.GENERAL)
         if not settings.domain_name:
             nag.acknowledge(self, nag.DEFAULT_DOMAIN)
@@ -157,6 +181,18 @@ class TerraceStack(Stack):
                 assets=data.assets,
             ),
         )
+
+
+def kms_key_arn(data: Data, settings: DeploySettings) -> str | None:
+    """The KMS key the functions seal with (`terrace:kmsKey`) or open older values with (`terrace:legacyKmsKeyArn`)."""
+    return data.key.key_arn if data.key is not None else settings.legacy_kms_key_arn
+
+
+def grant_sealing(fn: lambda_.Function, data: Data, settings: DeploySettings) -> None:
+    if data.key is not None:
+        data.key.grant_encrypt_decrypt(fn)
+    elif settings.legacy_kms_key_arn:  # only opens what an older stack sealed
+        fn.add_to_role_policy(iam.PolicyStatement(actions=["kms:Decrypt"], resources=[settings.legacy_kms_key_arn]))
 
 
 def notify_landed(blobs: s3.Bucket, queues: dict[str, sqs.Queue]) -> None:

@@ -10,15 +10,17 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from aws_cdk import Fn
+from aws_cdk import Duration, Fn, RemovalPolicy
 from aws_cdk import aws_certificatemanager as acm
 from aws_cdk import aws_cloudfront as cloudfront
 from aws_cdk import aws_cloudfront_origins as origins
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 from terrace.web.static_files import static_files
 
+from infra.origin_verify import HEADER
 from infra.settings import DeploySettings
 
 STAGED = Path(__file__).resolve().parents[1] / ".build" / "static-assets"
@@ -45,6 +47,7 @@ class Web(Construct):
         api_endpoint: str,
         assets: s3.IBucket,
         log_bucket: s3.IBucket,
+        origin_verify: str,
     ) -> None:
         super().__init__(scope, construct_id)
         api_domain = Fn.select(2, Fn.split("/", api_endpoint))  # https://<id>.execute-api.<region>.amazonaws.com
@@ -52,7 +55,9 @@ class Web(Construct):
             api_domain,
             protocol_policy=cloudfront.OriginProtocolPolicy.HTTPS_ONLY,
             origin_ssl_protocols=[cloudfront.OriginSslPolicy.TLS_V1_2],
+            custom_headers={HEADER: origin_verify},
         )
+        self.headers = security_headers(self)
         certificate = (
             acm.Certificate.from_certificate_arn(self, "Certificate", settings.certificate_arn)
             if settings.certificate_arn
@@ -70,6 +75,7 @@ class Web(Construct):
                 # Every viewer header (Authorization included), cookie and query string; Host is
                 # API Gateway's own, so the public URL comes from TERRACE_PUBLIC_URL instead.
                 origin_request_policy=cloudfront.OriginRequestPolicy.ALL_VIEWER_EXCEPT_HOST_HEADER,
+                response_headers_policy=self.headers,
                 compress=False,
             ),
             additional_behaviors={
@@ -77,6 +83,7 @@ class Web(Construct):
                     origin=origins.S3BucketOrigin.with_origin_access_control(assets),
                     viewer_protocol_policy=cloudfront.ViewerProtocolPolicy.HTTPS_ONLY,
                     cache_policy=cloudfront.CachePolicy.CACHING_OPTIMIZED,
+                    response_headers_policy=self.headers,
                     compress=True,
                 )
             },
@@ -97,6 +104,34 @@ class Web(Construct):
             destination_key_prefix="static/",
             cache_control=[s3deploy.CacheControl.from_string("public, max-age=300")],  # no invalidation needed
             memory_limit=256,
+            log_group=logs.LogGroup(
+                self, "StaticFilesLogs", retention=logs.RetentionDays.ONE_WEEK, removal_policy=RemovalPolicy.DESTROY
+            ),
         )
         self.hostname = settings.domain_name or self.distribution.distribution_domain_name
         self.url = f"https://{self.hostname}"
+
+
+def security_headers(scope: Construct) -> cloudfront.ResponseHeadersPolicy:
+    """HSTS (two years, subdomains), nosniff, no framing by other sites (X-Frame-Options and CSP
+    frame-ancestors; a CSP the application sends itself is kept), and a strict referrer policy."""
+    return cloudfront.ResponseHeadersPolicy(
+        scope,
+        "SecurityHeaders",
+        comment="Terrace: security headers",
+        security_headers_behavior=cloudfront.ResponseSecurityHeadersBehavior(
+            strict_transport_security=cloudfront.ResponseHeadersStrictTransportSecurity(
+                access_control_max_age=Duration.days(730), include_subdomains=True, override=True
+            ),
+            content_type_options=cloudfront.ResponseHeadersContentTypeOptions(override=True),
+            frame_options=cloudfront.ResponseHeadersFrameOptions(
+                frame_option=cloudfront.HeadersFrameOption.DENY, override=True
+            ),
+            content_security_policy=cloudfront.ResponseHeadersContentSecurityPolicy(
+                content_security_policy="frame-ancestors 'none'", override=False
+            ),
+            referrer_policy=cloudfront.ResponseHeadersReferrerPolicy(
+                referrer_policy=cloudfront.HeadersReferrerPolicy.STRICT_ORIGIN_WHEN_CROSS_ORIGIN, override=False
+            ),
+        ),
+    )

@@ -23,7 +23,9 @@ _get_container = aws_container  # built once per execution environment
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     expect = event.get("expect") if isinstance(event, dict) else None
     summary: dict[str, Any] = _get_container().scaler.scale_once(expect=[expect] if isinstance(expect, str) else [])
-    metrics.add_metric(name="RunnersStarted", unit=MetricUnit.Count, value=int(summary.get("started") or 0))
-    metrics.add_metric(name="Backlog", unit=MetricUnit.Count, value=int(summary.get("backlog") or 0))
+    # only non-zero values: a metric published every tick costs $0.30 a month even while nothing happens
+    for name, key in (("RunnersStarted", "started"), ("Backlog", "backlog")):
+        if value := int(summary.get(key) or 0):
+            metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
     logger.info("scaled", extra={"summary": summary})
     return summary

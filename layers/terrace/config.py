@@ -52,6 +52,12 @@ class Settings(BaseSettings):
     # the embedded server's data (SQLite, blobs, key): bootstrap.build_embedded
     data_dir: str | None = _optional("TERRACE_DATA_DIR")
     kms_key_id: str | None = _optional("TERRACE_KMS_KEY_ID")
+    # on AWS without a customer-managed key: the base64 AES key sealing sensitive values, read from an SSM
+    # SecureString parameter (data_key_arn) by the composition root; KMS (kms_key_id) then only opens old values
+    data_key: str = Field(default="", validation_alias="TERRACE_DATA_KEY", repr=False)
+    data_key_arn: str | None = _optional("TERRACE_DATA_KEY_ARN")
+    # on AWS: the header value CloudFront adds to every request (web/origin_verify.py); empty: no check
+    origin_verify: str = Field(default="", validation_alias="TERRACE_ORIGIN_VERIFY", repr=False)
     url_signing_secret: str = Field(
         default="", validation_alias="TERRACE_URL_SIGNING_SECRET", repr=False
     )  # HMAC key of signed URLs

@@ -86,8 +86,9 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 
 @pytest.fixture(scope="session")
 def synth_options(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    """Private subnets with interface endpoints, a custom domain with its certificate, alarm e-mails, a
-    Cognito user pool for single sign-on, and an SES sender for notification e-mails."""
+    """Private subnets behind a NAT gateway, a custom domain with its certificate, alarm e-mails (so the dashboard
+    and alarms), a Cognito user pool for single sign-on, an SES sender for notification e-mails, X-Ray tracing of
+    the API and a customer-managed KMS key."""
     return synthesize(
         tmp_path_factory.mktemp("cdk-options"),
         {
@@ -100,6 +101,8 @@ def synth_options(tmp_path_factory: pytest.TempPathFactory) -> Synth:
             "terrace:warmRunnersPerOrganization": "1",
             "terrace:cognito": "true",
             "terrace:mailFrom": "terrace@example.com",
+            "terrace:tracing": "true",
+            "terrace:kmsKey": "true",
         },
     )
 

@@ -26,7 +26,8 @@ def test_api_function_is_arm64_python_with_the_layer_and_powertools(synth):
     assert props["Architectures"] == ["arm64"]
     assert props["Runtime"] == f"python{LAMBDA_PYTHON_VERSION}"
     assert props["Handler"] == "handler.lambda_handler"
-    assert props["TracingConfig"] == {"Mode": "Active"}
+    assert props["TracingConfig"] == {"Mode": "PassThrough"}  # X-Ray is an option (terrace:tracing)
+    assert props["Environment"]["Variables"]["POWERTOOLS_TRACE_DISABLED"] == "true"
     layer_id, _ = synth.by_path("/TerraceLayer/Resource")
     assert props["Layers"] == [{"Ref": layer_id}]
     variables = props["Environment"]["Variables"]

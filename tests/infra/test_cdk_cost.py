@@ -1,41 +1,98 @@
-"""bench/cost.py prices what the template actually contains."""
+"""bench/cost.py prices what the template actually contains, every billable resource of it, and the default
+deployment meets the issue's budget: at most $1.00 a month idle (before storage), $2.00 per 1,000 runs."""
 
 from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
 
 import pytest
 
 from bench import cost
+from bench.cost_catalog import FREE, MONTH_MINUTES, PRICED, PRICES, RunProfile
 
 pytestmark = pytest.mark.infra
+FUNCTIONS = Path(__file__).resolve().parents[2] / "functions"
 
 
 def _lines(template):
     return {line.item: line for line in cost.estimate(template)}
 
 
-def test_idle_cost_is_small_and_runs_are_priced(synth):
+def _totals(template):
+    lines = cost.estimate(template)
+    return sum(x.idle_month for x in lines), sum(x.per_1000_runs for x in lines)
+
+
+def test_the_default_deployment_meets_the_budget(synth):
+    idle, runs = _totals(synth.template)
+    assert 0 < idle <= 1.00, idle
+    assert 0 < runs <= 2.00, runs
     lines = _lines(synth.template)
-    idle = sum(line.idle_month for line in lines.values())
-    assert 0 < idle < 10, "idle is storage-class money, no servers"
-    assert lines["KMS key"].idle_month == cost.PRICES["kms_key_month"]
-    assert lines["Secrets Manager secrets"].idle_month == pytest.approx(
-        2 * cost.PRICES["secret_month"]
-    )  # admin token, URL signing
-    fargate = lines["Fargate arm64 1 vCPU/2 GB"]
-    # 2 phases x (60 s of work + 60 s idle tail from the task definition) of 1 vCPU + 2 GB
-    expected = 240 / 3600 * (cost.PRICES["fargate_arm_vcpu_h"] + 2 * cost.PRICES["fargate_arm_gb_h"]) * 1000
+    assert "KMS key (+ rotated versions)" not in lines
+    assert lines["Secrets Manager secrets"].idle_month == 0
+    assert lines["CloudWatch dashboard"].idle_month == lines["CloudWatch alarms"].idle_month == 0
+    assert lines["X-Ray traces"].per_1000_runs == 0 and lines["Custom metrics"].per_1000_runs == 0
+
+
+def test_every_resource_type_of_every_template_is_priced_or_known_free(synth, synth_options):
+    assert not set(PRICED) & set(FREE)
+    for template in (synth.template, synth_options.template):
+        assert cost.unpriced(template) == set()
+    with_new = copy.deepcopy(synth.template)
+    with_new["Resources"]["Extra"] = {"Type": "AWS::RDS::DBInstance", "Properties": {}}
+    assert cost.unpriced(with_new) == {"AWS::RDS::DBInstance"}  # a new billable type fails this test
+    assert "UNPRICED resource types" in cost.render(with_new)
+
+
+def test_fargate_is_priced_from_the_task_definition_with_its_idle_tail(synth):
+    fargate = _lines(synth.template)["Fargate Graviton 0.5 vCPU/2 GB"]
+    run = RunProfile()
+    task_s = 2 * (run.phase_seconds + 10)  # the idle tail from TERRACE_RUNNER_IDLE_EXIT_S
+    expected = task_s / 3600 * (0.5 * PRICES["fargate_arm_vcpu_h"] + 2 * PRICES["fargate_arm_gb_h"]) * 1000
     assert fargate.per_1000_runs == pytest.approx(expected)
-    assert lines["Interface endpoints"].idle_month == 0
 
 
-def test_private_subnets_option_shows_its_endpoint_cost(synth_options):
+def test_options_show_their_cost(synth_options):
+    """NAT gateway and its address, the KMS key with its rotated versions, dashboard and alarms, X-Ray on the API,
+    the custom metrics the handlers publish."""
     lines = _lines(synth_options.template)
-    assert lines["Interface endpoints"].idle_month == pytest.approx(
-        3 * 2 * cost.PRICES["interface_endpoint_az_h"] * 720
-    )
+    assert lines["NAT gateway"].idle_month == pytest.approx(PRICES["nat_gateway_h"] * 720)
+    assert lines["Elastic IP (NAT)"].idle_month == pytest.approx(PRICES["public_ipv4_h"] * 720)
+    assert lines["NAT gateway data"].per_1000_runs > 0
     assert "Runner public IPv4" not in lines
+    assert lines["KMS key (+ rotated versions)"].idle_month == 3 * PRICES["kms_key_month"]
+    assert lines["CloudWatch dashboard"].idle_month == PRICES["dashboard_month"]
+    assert lines["X-Ray traces"].per_1000_runs > 0
+    assert lines["Custom metrics"].per_1000_runs == pytest.approx(5 * PRICES["custom_metric_month"])
 
 
-def test_render_prints_a_dated_table(synth):
-    text = cost.render(cost.estimate(synth.template))
+def test_x_ray_on_a_traced_schedule_is_priced(synth):
+    template = copy.deepcopy(synth.template)
+    [reaper] = [r for r in template["Resources"].values() if r.get("Metadata", {}).get(
+        "aws:cdk:path", "").endswith("/Functions/Reaper/Resource")]  # fmt: skip
+    assert _lines(template)["  X-Ray on reaper's schedule"].idle_month == 0
+    reaper["Properties"]["TracingConfig"] = {"Mode": "Active"}
+    assert _lines(template)["  X-Ray on reaper's schedule"].idle_month == pytest.approx(
+        MONTH_MINUTES * PRICES["xray_trace"]
+    )
+
+
+def test_declared_custom_metrics_are_the_ones_the_handlers_publish(synth_options):
+    """The template's `terrace:customMetrics` (what the bench prices) matches the handlers' add_metric calls."""
+    from infra.functions import METRICS
+
+    for name, declared in METRICS.items():
+        source = (FUNCTIONS / name / "handler.py").read_text()
+        published = set(re.findall(r'add_metric\(name="(\w+)"', source))
+        published |= set(re.findall(r'\("(\w+)", "\w+"\)', source))  # the scaler's (name, summary key) pairs
+        assert published == set(declared), name
+    declared_in_template = {m for _, m in cost.Resources(synth_options.template).custom_metrics()}
+    assert declared_in_template == {m for ms in METRICS.values() for m in ms}
+
+
+def test_render_prints_a_dated_table_and_its_assumptions(synth):
+    text = cost.render(synth.template)
     assert cost.PRICES_AS_OF in text and "total" in text and "$/1,000 runs" in text
+    assert "Assumptions" in text and "phase_seconds=60" in text and "api_requests_per_run=" in text

@@ -56,15 +56,47 @@ def test_every_bucket_blocks_public_access_and_enforces_tls(synth):
         ), logical_id
 
 
-def test_kms_key_for_sensitive_values_rotates_and_is_kept(synth):
-    keys = synth.resources("AWS::KMS::Key")
+def test_no_kms_key_by_default_the_data_key_parameter_instead(synth):
+    """A customer-managed key costs $1-3 a month at rest: by default values are sealed under a data key held in an
+    SSM SecureString parameter (README "Secrets and keys")."""
+    assert not synth.resources("AWS::KMS::Key")
+    _, api = synth.by_path("/Api/Handler/Resource")
+    variables = api["Properties"]["Environment"]["Variables"]
+    assert "TERRACE_KMS_KEY_ID" not in variables
+    assert "parameter/terrace/Terrace/data-key" in str(variables["TERRACE_DATA_KEY_ARN"])
+
+
+def test_kms_key_option_rotates_is_kept_and_is_what_functions_seal_with(synth_options):
+    keys = synth_options.resources("AWS::KMS::Key")
     assert len(keys) == 1
-    key = next(iter(keys.values()))
+    key_id, key = next(iter(keys.items()))
     assert key["Properties"]["EnableKeyRotation"] is True
     assert key["DeletionPolicy"] == "Retain"
+    _, api = synth_options.by_path("/Api/Handler/Resource")
+    variables = api["Properties"]["Environment"]["Variables"]
+    assert variables["TERRACE_KMS_KEY_ID"] == {"Fn::GetAtt": [key_id, "Arn"]}
+    assert "TERRACE_DATA_KEY_ARN" not in variables
 
 
-def test_functions_get_the_kms_key(synth):
-    _, api = synth.by_path("/Api/Handler/Resource")
-    key_id = next(iter(synth.resources("AWS::KMS::Key")))
-    assert api["Properties"]["Environment"]["Variables"]["TERRACE_KMS_KEY_ID"] == {"Fn::GetAtt": [key_id, "Arn"]}
+def test_table_has_deletion_protection(synth):
+    [table] = synth.resources("AWS::DynamoDB::GlobalTable").values()
+    assert table["Properties"]["Replicas"][0]["DeletionProtectionEnabled"] is True
+
+
+def test_a_stack_from_before_the_data_key_still_opens_its_kms_values(tmp_path):
+    """`terrace:legacyKmsKeyArn`: new values under the data key, old ones open with the kept key (decrypt only)."""
+    from conftest import synthesize
+
+    arn = "arn:aws:kms:eu-west-1:123456789012:key/0b1e7e55-0000-4000-8000-000000000000"
+    upgraded = synthesize(tmp_path, {"terrace:legacyKmsKeyArn": arn, "terrace:nag": "false"})
+    assert not upgraded.resources("AWS::KMS::Key")
+    _, api = upgraded.by_path("/Api/Handler/Resource")
+    variables = api["Properties"]["Environment"]["Variables"]
+    assert variables["TERRACE_KMS_KEY_ID"] == arn and "TERRACE_DATA_KEY_ARN" in variables
+    kms = [
+        s
+        for p in upgraded.resources("AWS::IAM::Policy").values()
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+        if "kms:" in str(s["Action"])
+    ]
+    assert kms and all(s["Action"] == "kms:Decrypt" and s["Resource"] == arn for s in kms)

@@ -34,11 +34,11 @@ def test_background_functions_are_arm64_with_the_layer(synth, name):
     assert fn["Properties"]["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"] == f"terrace-{name.lower()}"
 
 
-@pytest.mark.parametrize("name", ["Scaler", "Reaper"])
-def test_scaler_and_reaper_run_every_minute(synth, name):
+@pytest.mark.parametrize(("name", "rate"), [("Scaler", "rate(5 minutes)"), ("Reaper", "rate(1 minute)")])
+def test_scaler_every_5_minutes_as_a_backstop_and_reaper_every_minute(synth, name, rate):
     fn_id, _ = synth.by_path(f"/Functions/{name}/Resource")
     _, rule = synth.by_path(f"/Functions/{name}Schedule/Resource")
-    assert rule["Properties"]["ScheduleExpression"] == "rate(1 minute)"
+    assert rule["Properties"]["ScheduleExpression"] == rate
     assert rule["Properties"]["Targets"][0]["Arn"] == {"Fn::GetAtt": [fn_id, "Arn"]}
 
 
@@ -73,29 +73,62 @@ def test_scaler_may_run_only_the_runner_task_and_pass_only_its_roles(synth):
     assert not {a for a in _actions(statements) if a.startswith("sqs:")}  # demand comes from the table
 
 
-def test_only_the_bootstrap_function_reads_the_admin_token(synth):
-    secret_id, _ = synth.by_path("/Secrets/BootstrapAdminToken/Resource")
-    readers = []
-    for path in ("/Api/Handler/Resource", "/Functions/Scaler/Resource", "/Functions/Reaper/Resource",
-                 "/Functions/Events/Resource", "/Functions/Bootstrap/Resource"):  # fmt: skip
-        if any({"Ref": secret_id} in _listify(s["Resource"]) for s in _statements(synth, path)):
-            readers.append(path)
-    assert readers == ["/Functions/Bootstrap/Resource"]
+FUNCTIONS = ("/Api/Handler/Resource", "/Functions/Scaler/Resource", "/Functions/Reaper/Resource",
+             "/Functions/Events/Resource", "/Functions/Bootstrap/Resource")  # fmt: skip
+
+
+def _readers(synth, parameter: str, action: str = "ssm:GetParameter") -> list[str]:
+    return [
+        path
+        for path in FUNCTIONS
+        if any(
+            action in _listify(s["Action"]) and f"parameter/terrace/Terrace/{parameter}" in str(s["Resource"])
+            for s in _statements(synth, path)
+        )  # fmt: skip
+    ]
+
+
+def test_only_the_bootstrap_function_reads_or_writes_the_admin_token(synth):
+    assert _readers(synth, "admin-token") == ["/Functions/Bootstrap/Resource"]
+    assert _readers(synth, "admin-token", "ssm:PutParameter") == ["/Functions/Bootstrap/Resource"]
+
+
+def test_the_data_key_is_read_by_the_functions_that_seal_or_open_values_only(synth):
+    assert "/Functions/Scaler/Resource" not in _readers(synth, "data-key")
+    assert set(_readers(synth, "data-key")) == set(FUNCTIONS) - {"/Functions/Scaler/Resource"}
+    _, scaler = synth.by_path("/Functions/Scaler/Resource")
+    assert scaler["Properties"]["Environment"]["Variables"]["TERRACE_DATA_KEY_ARN"] == ""
+    assert set(_readers(synth, "url-signing-key")) == set(FUNCTIONS)
 
 
 def test_bootstrap_custom_resource_is_backed_by_the_bootstrap_function(synth):
     fn_id, _ = synth.by_path("/Functions/Bootstrap/Resource")
-    secret_id, _ = synth.by_path("/Secrets/BootstrapAdminToken/Resource")
     [resource] = synth.resources("Custom::TerraceBootstrapAdmin").values()
     props = resource["Properties"]
     assert props["ServiceToken"] == {"Fn::GetAtt": [fn_id, "Arn"]}
     assert props["Username"] == "admin"
-    assert props["SecretArn"] == {"Ref": secret_id}
+    assert "parameter/terrace/Terrace/admin-token" in str(props["SecretArn"])
+    assert props["Parameters"] == {
+        "/terrace/Terrace/admin-token": "token",
+        "/terrace/Terrace/url-signing-key": "signing-key",
+        "/terrace/Terrace/data-key": "data-key",
+    }
+    assert props["Rotation"] == ""
 
 
-def test_secrets_are_generated_not_written_in_the_template(synth):
-    secrets = synth.resources("AWS::SecretsManager::Secret").values()
-    assert len(secrets) == 2  # the admin token, the URL-signing key: no runner secret
-    for secret in secrets:
-        assert "SecretString" not in secret["Properties"]
-        assert secret["Properties"]["GenerateSecretString"]["PasswordLength"] >= 32
+def test_secrets_cost_nothing_at_rest_and_are_generated_not_written_in_the_template(synth, synth_options):
+    """No Secrets Manager secret ($0.40 a month each) and no value in the template: the bootstrap generates SSM
+    SecureString parameters; a Cognito client secret (an option) is the one Secrets Manager secret."""
+    assert not synth.resources("AWS::SecretsManager::Secret")
+    assert not synth.resources("AWS::SSM::Parameter")
+    assert len(synth_options.resources("AWS::SecretsManager::Secret")) == 1
+
+
+def test_rotate_secrets_context_reaches_the_bootstrap(tmp_path):
+    from conftest import synthesize
+
+    rotated = synthesize(tmp_path, {"terrace:rotateSecrets": "2026-11", "terrace:nag": "false"})
+    [resource] = rotated.resources("Custom::TerraceBootstrapAdmin").values()
+    assert resource["Properties"]["Rotation"] == "2026-11"
+    [origin] = rotated.resources("Custom::TerraceOriginVerify").values()
+    assert origin["Properties"]["Rotation"] == "2026-11"

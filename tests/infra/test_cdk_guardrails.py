@@ -24,9 +24,9 @@ def _types(synth) -> set[str]:
     return {r["Type"] for r in synth.template["Resources"].values()}
 
 
-def test_no_nat_gateway_or_load_balancer(any_synth):
+def test_no_nat_gateway_by_default_and_no_load_balancer(any_synth, synth):
     types = _types(any_synth)
-    assert "AWS::EC2::NatGateway" not in types
+    assert "AWS::EC2::NatGateway" not in _types(synth)  # only the private-subnets option pays for one
     assert not {t for t in types if t.startswith("AWS::ElasticLoadBalancing")}
 
 

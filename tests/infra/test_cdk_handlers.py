@@ -53,12 +53,19 @@ def test_ensure_admin_creates_a_site_admin_whose_token_is_the_secret_and_is_idem
     assert len(container.accounts.list_tokens(user_id)) == 1
 
 
-def test_ensure_admin_registers_a_rotated_secret():
+def test_ensure_admin_registers_a_rotated_secret_and_revokes_the_old_one():
+    from terrace.domain.errors import Unauthenticated
+    from terrace.domain.principal import PrincipalKind
+
     bootstrap = load("bootstrap")
     container = memory_container()
     user_id = bootstrap.ensure_admin(container, "admin", "first")
+    other = container.accounts.issue_token(PrincipalKind.USER, user_id, description="laptop")
     assert bootstrap.ensure_admin(container, "admin", "second") == user_id
     assert container.accounts.authenticate("second").subject_id == user_id
+    with pytest.raises(Unauthenticated):
+        container.accounts.authenticate("first")  # a replaced admin secret no longer works
+    assert container.accounts.authenticate(other.secret).subject_id == user_id, "the admin's own tokens stay"
 
 
 def _cfn_event(request_type: str) -> dict[str, Any]:
@@ -202,6 +209,24 @@ def test_api_handler_serves_the_app_through_mangum_built_once(monkeypatch):
 
 
 # secrets resolution (terrace.adapters.secrets, used by build_aws) -------------------------------
+def test_ssm_parameter_arns_resolve_through_ssm():
+    import boto3
+    from moto import mock_aws
+    from terrace.adapters.secrets import parameter_name, resolve_secrets
+    from terrace.config import Settings
+
+    arn = "arn:aws:ssm:us-east-1:123456789012:parameter/terrace/T/url-signing-key"
+    assert parameter_name(arn) == "/terrace/T/url-signing-key"
+    assert parameter_name("arn:aws:secretsmanager:us-east-1:1:secret:x") is None
+    with mock_aws():
+        ssm = boto3.client("ssm", region_name="us-east-1")
+        ssm.put_parameter(Name="/terrace/T/url-signing-key", Value="from-ssm", Type="SecureString")
+        settings = Settings.from_env(
+            {"TERRACE_TABLE": "t", "TERRACE_BLOB_BUCKET": "b", "TERRACE_URL_SIGNING_SECRET_ARN": arn}
+        )
+        assert resolve_secrets(settings, ssm).url_signing_secret == "from-ssm"
+
+
 def test_secret_arns_resolve_into_values_once():
     import boto3
     from moto import mock_aws
@@ -222,6 +247,31 @@ def test_secret_arns_resolve_into_values_once():
         assert resolve_secrets(explicit, client).url_signing_secret == "plain"
 
 
+def test_bootstrap_creates_secret_parameters_once_and_rotates_tokens_but_never_the_data_key():
+    import boto3
+    from moto import mock_aws
+
+    bootstrap = load("bootstrap")
+    names = {"/t/admin-token": "token", "/t/url-signing-key": "signing-key", "/t/data-key": "data-key"}
+    with mock_aws():
+        ssm = boto3.client("ssm", region_name="us-east-1")
+
+        def values() -> dict[str, str]:
+            return {n: ssm.get_parameter(Name=n, WithDecryption=True)["Parameter"]["Value"] for n in names}
+
+        bootstrap.ensure_parameters(ssm, names, rotate=False)
+        first = values()
+        assert all(ssm.get_parameter(Name=n)["Parameter"]["Type"] == "SecureString" for n in names)
+        assert len(__import__("base64").b64decode(first["/t/data-key"])) == 32
+        bootstrap.ensure_parameters(ssm, names, rotate=False)
+        assert values() == first, "a redeploy changes nothing"
+        bootstrap.ensure_parameters(ssm, names, rotate=True)
+        rotated = values()
+        assert rotated["/t/admin-token"] != first["/t/admin-token"]
+        assert rotated["/t/url-signing-key"] != first["/t/url-signing-key"]
+        assert rotated["/t/data-key"] == first["/t/data-key"]
+
+
 def test_events_handler_puts_back_a_delivery_it_has_no_time_for(monkeypatch):
     events = load("events")
     handled: list[dict[str, Any]] = []
@@ -240,3 +290,66 @@ def test_events_handler_puts_back_a_delivery_it_has_no_time_for(monkeypatch):
     handled.clear()
     assert events.lambda_handler(batch, lambda_context)["batchItemFailures"] == []
     assert handled == [{"type": "x"}] and published == [delivery]
+
+
+def test_teardown_stops_running_runner_tasks_before_the_cluster_goes(monkeypatch):
+    import boto3
+    from moto import mock_aws
+
+    bootstrap = load("bootstrap")
+    answers: list[tuple[str, dict[str, str]]] = []
+    monkeypatch.setattr(bootstrap, "_respond", lambda event, status, reason, pid, data: answers.append((status, data)))
+    with mock_aws():
+        ecs = boto3.client("ecs", region_name="us-east-1")
+        monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        ecs.create_cluster(clusterName="runners")
+        ecs.register_task_definition(
+            family="runner", containerDefinitions=[{"name": "runner", "image": "runner", "memory": 512}]
+        )
+        ecs.run_task(cluster="runners", taskDefinition="runner", count=2, launchType="FARGATE")
+        event = {**_cfn_event("Create"), "ResourceType": "Custom::TerraceRunnerTasks",
+                 "ResourceProperties": {"Cluster": "runners"}}  # fmt: skip
+        bootstrap.lambda_handler(event, context())
+        assert answers[-1] == ("SUCCESS", {}) and len(ecs.list_tasks(cluster="runners")["taskArns"]) == 2
+        bootstrap.lambda_handler({**event, "RequestType": "Delete"}, context())
+        assert answers[-1] == ("SUCCESS", {"Stopped": "2"})
+        assert ecs.list_tasks(cluster="runners", desiredStatus="RUNNING")["taskArns"] == []
+
+
+def test_a_new_rotation_value_replaces_the_admin_token_and_the_old_one_stops_working(monkeypatch):
+    """The whole custom resource as CloudFormation drives it: create, then update with `terrace:rotateSecrets`."""
+    import boto3
+    from moto import mock_aws
+    from terrace.domain.errors import Unauthenticated
+
+    bootstrap = load("bootstrap")
+    container = memory_container()
+    answers: list[tuple[str, dict[str, str]]] = []
+    monkeypatch.setattr(bootstrap, "_get_container", lambda: container)
+    monkeypatch.setattr(bootstrap, "_respond", lambda event, status, reason, pid, data: answers.append((status, data)))
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    names = {"/terrace/T/admin-token": "token", "/terrace/T/url-signing-key": "signing-key"}
+    properties = {"Username": "admin", "Parameters": names, "Rotation": "",
+                  "SecretArn": "arn:aws:ssm:us-east-1:123456789012:parameter/terrace/T/admin-token"}  # fmt: skip
+    with mock_aws():
+        ssm = boto3.client("ssm", region_name="us-east-1")
+
+        def token() -> str:
+            return ssm.get_parameter(Name="/terrace/T/admin-token", WithDecryption=True)["Parameter"]["Value"]
+
+        bootstrap.lambda_handler({**_cfn_event("Create"), "ResourceProperties": properties}, context())
+        first = token()
+        assert answers[-1][0] == "SUCCESS"
+        assert container.accounts.authenticate(first).subject_id == answers[-1][1]["UserId"]
+        update = {
+            **_cfn_event("Update"),
+            "PhysicalResourceId": "terrace-admin-admin",
+            "ResourceProperties": {**properties, "Rotation": "2026-11"},
+            "OldResourceProperties": properties,
+        }
+        bootstrap.lambda_handler(update, context())
+        second = token()
+        assert answers[-1][0] == "SUCCESS" and second != first
+        assert container.accounts.authenticate(second).subject_id == answers[-1][1]["UserId"]
+        with pytest.raises(Unauthenticated):
+            container.accounts.authenticate(first)

@@ -16,14 +16,12 @@ def test_one_queue_per_definition_encrypted(synth):
     assert all(q["Properties"]["SqsManagedSseEnabled"] for q in queues.values())
 
 
-def test_no_job_lanes_or_their_dead_letter_queue(synth):
-    assert [q.logical_name for q in definitions.QUEUES] == ["events"]
-    paths = {q["Metadata"]["aws:cdk:path"].split("/", 1)[1] for q in synth.resources("AWS::SQS::Queue").values()}
-    assert paths == {"Queues/EventsQueue/Resource"}
-    assert not synth.resources("AWS::CloudWatch::Alarm") or all(
-        "dead-letter" not in str(a["Properties"].get("AlarmDescription", ""))
-        for a in synth.resources("AWS::CloudWatch::Alarm").values()
-    )
+def test_the_events_queue_parks_poison_messages_in_its_dead_letter_queue(synth):
+    dlq_id, dlq = synth.by_path("/Queues/EventsDlqQueue/Resource")
+    _, events = synth.by_path("/Queues/EventsQueue/Resource")
+    policy = events["Properties"]["RedrivePolicy"]
+    assert policy == {"deadLetterTargetArn": {"Fn::GetAtt": [dlq_id, "Arn"]}, "maxReceiveCount": 20}
+    assert dlq["Properties"]["MessageRetentionPeriod"] == 14 * 24 * 3600
 
 
 def test_every_function_knows_every_queue_url(synth):

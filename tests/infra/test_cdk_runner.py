@@ -19,13 +19,14 @@ def test_task_definition_is_fargate_arm64_from_the_runner_image(synth):
     props = task["Properties"]
     assert props["RequiresCompatibilities"] == ["FARGATE"]
     assert props["RuntimePlatform"] == {"CpuArchitecture": "ARM64", "OperatingSystemFamily": "LINUX"}
-    assert (props["Cpu"], props["Memory"]) == ("1024", "2048")
+    assert (props["Cpu"], props["Memory"]) == ("512", "2048")  # terrace:runnerCpu, terrace:runnerMemoryMiB
     [container] = props["ContainerDefinitions"]
     assert container["Name"] == CONTAINER_NAME
     assert container["LogConfiguration"]["LogDriver"] == "awslogs"
     env = _env(container)
     assert env["TERRACE_TF_BINARY"] == "tofu"
-    assert env["TERRACE_RUNNER_IDLE_EXIT_S"] == "60"
+    assert env["TERRACE_RUNNER_IDLE_EXIT_S"] == "10"
+    assert env["TERRACE_RUNNER_ECHO_OUTPUT"] == "false"  # job output reaches Terrace's log API only
     assert (env["TERRACE_RUNNER_WAIT_S"], env["TERRACE_RUNNER_POLL_INTERVAL_S"]) == ("0", "2")  # no Lambda held
     assert not {k for k in env if k.startswith(("TERRACE_QUEUE_URL_", "TERRACE_RUNNER_SECRET", "TERRACE_TABLE"))}
     assert "TERRACE_API_URL" in env and "TERRACE_RUNNER_TOKEN" not in env  # the scaler passes a token per task
@@ -101,20 +102,23 @@ def test_runner_security_group_has_no_ingress(synth, synth_options):
         _, sg = s.by_path("/Runner/RunnerSecurityGroup/Resource")
         assert not sg["Properties"].get("SecurityGroupIngress")
     assert not synth.resources("AWS::EC2::SecurityGroupIngress")
-    # the private option's endpoints accept HTTPS from runners only
-    runner_sg, _ = synth_options.by_path("/Runner/RunnerSecurityGroup/Resource")
-    [ingress] = synth_options.resources("AWS::EC2::SecurityGroupIngress").values()
-    assert ingress["Properties"]["SourceSecurityGroupId"] == {"Fn::GetAtt": [runner_sg, "GroupId"]}
-    assert (ingress["Properties"]["FromPort"], ingress["Properties"]["ToPort"]) == (443, 443)
+    assert not synth_options.resources("AWS::EC2::SecurityGroupIngress")
 
 
-def test_private_option_uses_isolated_subnets_and_interface_endpoints(synth_options):
-    assert not synth_options.resources("AWS::EC2::NatGateway")
-    assert not synth_options.resources("AWS::EC2::InternetGateway")
-    subnets = synth_options.resources("AWS::EC2::Subnet").values()
-    assert all(s["Properties"]["MapPublicIpOnLaunch"] is False for s in subnets)
+def test_private_option_puts_runners_behind_one_nat_gateway(synth_options):
+    """Runners in isolated subnets could not reach the CloudFront URL they are given (nor provider registries):
+    the private option routes them through one NAT gateway in a small public subnet."""
+    [nat] = synth_options.resources("AWS::EC2::NatGateway").values()
+    subnets = synth_options.resources("AWS::EC2::Subnet")
+    runner_subnets = {k for k, s in subnets.items() if "/runnersSubnet" in s["Metadata"]["aws:cdk:path"]}
+    assert len(runner_subnets) == 2
+    assert all(subnets[k]["Properties"]["MapPublicIpOnLaunch"] is False for k in runner_subnets)
+    nat_subnet = nat["Properties"]["SubnetId"]["Ref"]
+    assert nat_subnet not in runner_subnets and subnets[nat_subnet]["Properties"]["MapPublicIpOnLaunch"] is True
+    routes = [r["Properties"] for r in synth_options.resources("AWS::EC2::Route").values()]
+    assert sum(1 for r in routes if r.get("NatGatewayId") and r["DestinationCidrBlock"] == "0.0.0.0/0") == 2
     kinds = [e["Properties"]["VpcEndpointType"] for e in synth_options.resources("AWS::EC2::VPCEndpoint").values()]
-    assert kinds.count("Gateway") == 1 and kinds.count("Interface") == 3  # S3; ECR api + docker, logs
+    assert kinds == ["Gateway"]  # S3 (free; keeps presigned URL traffic off the NAT)
     _, scaler = synth_options.by_path("/Functions/Scaler/Resource")
     env = scaler["Properties"]["Environment"]["Variables"]
     assert env["TERRACE_RUNNER_PUBLIC_IP"] == "false"

@@ -62,15 +62,18 @@ def test_buckets_with_versioning_as_declared(seeded):
         assert (status == "Enabled") is bucket.versioned, bucket.logical_name
 
 
-def test_only_the_events_queue_jobs_queue_in_the_table(seeded):
+def test_only_the_events_queue_and_its_dead_letter_queue_jobs_queue_in_the_table(seeded):
     prefix, resources, clients = seeded
     sqs = clients["sqs"]
     urls = sqs.list_queues(QueueNamePrefix=prefix + "-")["QueueUrls"]
-    assert [u.rsplit("/", 1)[1] for u in urls] == [defs.physical_name(prefix, defs.EVENTS_QUEUE.logical_name)]
-    assert set(resources.queue_urls) == {"events"}
+    assert sorted(u.rsplit("/", 1)[1] for u in urls) == sorted(
+        defs.physical_name(prefix, q.logical_name) for q in (defs.EVENTS_QUEUE, defs.EVENTS_DLQ)
+    )
+    assert set(resources.queue_urls) == {"events", "events-dlq"}
     attrs = sqs.get_queue_attributes(QueueUrl=resources.queue_urls["events"], AttributeNames=["All"])["Attributes"]
     assert int(attrs["VisibilityTimeout"]) == defs.EVENTS_QUEUE.visibility_timeout_s
-    assert "RedrivePolicy" not in attrs
+    redrive = json.loads(attrs["RedrivePolicy"])
+    assert int(redrive["maxReceiveCount"]) == 20 and redrive["deadLetterTargetArn"].endswith("-events-dlq")
 
 
 def test_state_and_configuration_objects_landing_in_the_blob_bucket_notify_the_events_queue(seeded):

@@ -149,3 +149,20 @@ def test_a_configuration_other_than_the_uploaded_one_is_not_run(tmp_path: Path) 
     assert "plan" not in [c[0] for c in calls(rec)]
     ok, _, _, _ = run_job(tmp_path / "ok", fake, make_spec("plan", configuration_md5=hashlib.md5(archive).hexdigest()))
     assert ok.status == "finished", ok.error_message
+
+
+def test_output_echo_can_be_turned_off_and_the_api_still_gets_every_line(tmp_path: Path) -> None:
+    """On Fargate (`TERRACE_RUNNER_ECHO_OUTPUT=false`, infra/runner.py) job output reaches Terrace's log API only,
+    never the runners' shared CloudWatch log group."""
+    for echo, expect_echo in ((True, True), (False, False)):
+        folder = tmp_path / str(echo)
+        fake = FakeApi(blobs={"config.tar.gz": tarball({"main.tf": ""})})
+        spec = make_spec("plan")
+        fake.specs[spec.job_id] = spec
+        api, transfers = fake.clients()
+        config = runner_config(folder, fake_terraform(folder / "bin")).model_copy(update={"echo_output": echo})
+        out = io.StringIO()
+        report = JobExecutor(config, api, transfers, echo_to=out).execute(spec)
+        assert report.status == "finished", report.error_message
+        assert "Plan: 2 to add" in bytes(fake.logs[spec.job_id]).decode()
+        assert ("Plan: 2 to add" in out.getvalue()) is expect_echo

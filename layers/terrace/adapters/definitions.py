@@ -68,8 +68,13 @@ BUCKETS = (BLOB_BUCKET, ASSETS_BUCKET)
 # a runner always takes its organization's highest lane first.
 LANE_PRIORITY = ("apply", "plan", "speculative")
 
-EVENTS_QUEUE = QueueDefinition(logical_name="events", visibility_timeout_s=60)
-QUEUES = (EVENTS_QUEUE,)
+# An event the events function fails 20 times (20 minutes or more of retries) is parked in its dead-letter queue
+# (14 days) instead of being retried until the queue's retention drops it: a poison message is kept, not lost.
+EVENTS_DLQ = QueueDefinition(logical_name="events-dlq", visibility_timeout_s=60, retention_s=14 * 24 * 3600)
+EVENTS_QUEUE = QueueDefinition(
+    logical_name="events", visibility_timeout_s=60, dead_letter=EVENTS_DLQ.logical_name, max_receive_count=20
+)
+QUEUES = (EVENTS_QUEUE, EVENTS_DLQ)
 
 
 @dataclass(frozen=True)

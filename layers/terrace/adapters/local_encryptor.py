@@ -48,8 +48,15 @@ def _associated(context: dict[str, str]) -> bytes:
 
 
 class LocalEncryptor:
-    def __init__(self, key_file: Path | str) -> None:
-        self._master = AESGCM(load_or_create_key(Path(key_file)))
+    def __init__(self, key_file: Path | str | None = None, *, key: bytes | None = None) -> None:
+        """The master key from `key_file` (created when missing), or given as `key` (32 bytes)."""
+        if key is None:
+            if key_file is None:
+                raise ValueError("a key file or a key")
+            key = load_or_create_key(Path(key_file))
+        if len(key) != 32:
+            raise ValueError(f"the master key is not a 256-bit key ({len(key)} bytes)")
+        self._master = AESGCM(key)
 
     def encrypt(self, plaintext: str, context: dict[str, str]) -> str:
         aad = _associated(context)

@@ -82,6 +82,9 @@ class RunnerConfig(BaseSettings):
     default_tool: str = Field(default="terraform", validation_alias="TERRACE_DEFAULT_TOOL")
     operator_cli_config: Path | None = Field(default=None, validation_alias="TERRACE_OPERATOR_CLI_CONFIG")
     idle_exit_s: _NotNegative = Field(default=0.0, validation_alias="TERRACE_RUNNER_IDLE_EXIT_S")
+    # echo each job output line to stdout as JSON; off on Fargate (infra/runner.py): the runners' one CloudWatch
+    # log group would hold every organization's output outside Terrace's access control and retention
+    echo_output: bool = Field(default=True, validation_alias="TERRACE_RUNNER_ECHO_OUTPUT")
     # how long one /jobs/next long-poll waits on the API for a job (at most 20 s)
     wait_s: Annotated[float, _clamped(0.0, 20.0)] = Field(default=5.0, validation_alias="TERRACE_RUNNER_WAIT_S")
     # pause after an empty answer (on Lambda: short polls are cheaper than waits; at most 60 s)

@@ -7,6 +7,7 @@ to the one in the folder; otherwise, and on any other runner, it starts from a f
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -45,6 +46,16 @@ HELD_CHECK_S = 5.0  # how often an idle runner asks the API which held plan fold
 __all__ = ["JobCanceled", "JobExecutor", "JobFailed"]
 
 
+class _Discard(io.StringIO):
+    """Where job output goes when the runner does not echo it (`echo_output` off): nowhere."""
+
+    def write(self, s: str) -> int:
+        return len(s)
+
+
+_DISCARD = _Discard()
+
+
 class JobExecutor:
     def __init__(
         self,
@@ -76,7 +87,7 @@ class JobExecutor:
             lambda offset, chunk: self.api.put_logs(spec.job_id, offset, chunk),
             job_id=spec.job_id,
             redact=secrets,
-            echo_to=self.echo_to,
+            echo_to=self.echo_to if self.config.echo_output else _DISCARD,
         )
         job = Job(spec=spec, folder=folder, log=stream, control=CancelControl(), identity=identity)
 

@@ -8,6 +8,7 @@ from terrace.adapters.fs_blobs import URL_PREFIX, FsBlobs
 from terrace.bootstrap import Container
 from terrace.web import blob_urls, errors, static_assets
 from terrace.web.middleware import BodyLimit, ExtraHeaders, RequestGrants, TrailingSlash
+from terrace.web.origin_verify import OriginVerify
 from terrace.web.rate_limit import RateLimit, TokenBuckets, limited_headers
 from terrace.web.routers import (
     accounts,
@@ -101,6 +102,9 @@ def create_app(container: Container) -> FastAPI:
     if serves_blobs:
         app.router.routes.extend(blob_urls.routes)
     app.add_middleware(TrailingSlash)  # routing and every prefix check see `/path`
+    if container.settings.origin_verify:  # on AWS: only CloudFront may call the API
+        refuse = lambda: errors.error_response(403, "forbidden", "requests must come through the public URL")  # noqa: E731
+        app.add_middleware(OriginVerify, secret=container.settings.origin_verify, respond=refuse)
     app.add_middleware(SecurityHeaders)  # outermost of all: every response, a 413 too, gets them
     for module in (discovery, organizations, workspaces, workspace_relations, varsets, accounts, ssh_keys, oauth,
                    retention):  # fmt: skip

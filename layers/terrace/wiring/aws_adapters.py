@@ -14,8 +14,10 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
+from terrace.adapters.data_key_encryptor import DataKeyEncryptor, decode_key
 from terrace.adapters.dynamo_table import DynamoTable
 from terrace.adapters.ecs_runner_launcher import EcsLauncher
+from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.kms_encryptor import KmsEncryptor
 from terrace.adapters.s3_blobs import S3Blobs
 from terrace.adapters.ses_mail import SesMail
@@ -27,7 +29,7 @@ from terrace.config import Settings
 class AwsAdapters:
     table: DynamoTable
     blobs: S3Blobs
-    encryptor: KmsEncryptor
+    encryptor: Encryptor  # the SSM-held data key (KMS only for values sealed before), or KMS
     events: SqsEventPublisher  # publishes to the events queue and consumes it
     launcher: EcsLauncher | None  # runners as ECS tasks, when a cluster and a task definition are configured
     scaler_kick: Callable[..., None] | None  # wakes the scaler Lambda, when one is configured
@@ -54,12 +56,20 @@ def connect(settings: Settings) -> AwsAdapters:
     return AwsAdapters(
         table=DynamoTable(clients["dynamodb"], settings.table_name),
         blobs=S3Blobs(clients["s3"], settings.blob_bucket),
-        encryptor=KmsEncryptor(clients["kms"], settings.kms_key_id or "alias/terrace"),
+        encryptor=encryptor(settings, clients),
         events=SqsEventPublisher(clients["sqs"], settings.queue_urls.get("events", "")),
         launcher=launcher,
         scaler_kick=kick,
         mail=SesMail(clients["ses"], settings.mail_from),
     )
+
+
+def encryptor(settings: Settings, clients: dict[str, Any]) -> Encryptor:
+    """The data key when the deployment has one (the default stack), KMS otherwise (local mode, `terrace:kmsKey`)."""
+    kms = KmsEncryptor(clients["kms"], settings.kms_key_id) if settings.kms_key_id else None
+    if settings.data_key:
+        return DataKeyEncryptor(decode_key(settings.data_key), legacy=kms)
+    return kms or KmsEncryptor(clients["kms"], "alias/terrace")
 
 
 def boto_clients(settings: Settings) -> dict[str, Any]:

@@ -1,0 +1,136 @@
+"""What bench/cost.py knows about prices: the list prices, what one run does, and every CloudFormation resource type
+the stack may contain, priced or free (with why). tests/infra/test_cdk_cost.py fails when a template holds a type
+that is in neither list, so a new billable resource cannot slip into the stack unpriced."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# us-east-1 on-demand list prices in USD, as published on the AWS pricing pages (recorded 2025-06, the latest
+# the authors could read; this machine is offline). Update PRICES_AS_OF with the numbers.
+PRICES_AS_OF = "2025-06"
+PRICES = {
+    "lambda_arm_gb_s": 0.0000133334,
+    "lambda_request": 0.20 / 1e6,
+    "fargate_arm_vcpu_h": 0.03238,
+    "fargate_arm_gb_h": 0.00356,
+    "public_ipv4_h": 0.005,  # also an Elastic IP (the NAT gateway's)
+    "interface_endpoint_az_h": 0.01,
+    "nat_gateway_h": 0.045,
+    "nat_gateway_gb": 0.045,
+    "ddb_write_request_unit": 0.625 / 1e6,
+    "ddb_read_request_unit": 0.125 / 1e6,
+    "s3_put": 0.005 / 1000,
+    "s3_get": 0.0004 / 1000,
+    "sqs_request": 0.40 / 1e6,
+    "http_api_request": 1.00 / 1e6,
+    "cloudfront_https_request": 0.01 / 10000,
+    "logs_ingest_gb": 0.50,
+    "alarm_month": 0.10,
+    "dashboard_month": 3.00,
+    "custom_metric_month": 0.30,  # prorated by the hours a metric is published in
+    "kms_key_month": 1.00,
+    "kms_rotation_month": 1.00,  # each of a key's first two rotations adds a version billed $1 a month
+    "secret_month": 0.40,
+    "ecr_gb_month": 0.10,
+    "xray_trace": 5.00 / 1e6,
+}
+MONTH_MINUTES = 30 * 24 * 60
+MONTH_HOURS = 30 * 24
+
+
+@dataclass(frozen=True)
+class RunProfile:
+    """What one run does (a plan and an apply). Round numbers from the design; edit to taste. Printed by the bench."""
+
+    phases: int = 2  # each on a task of its own (the worst case: a confirmed apply comes after the runner left)
+    phase_seconds: int = 60  # Fargate time of one phase, task start and image pull included
+    client_requests: int = 100  # terraform/tofu calls: uploads, run creation, status and log polling
+    runner_requests_per_phase: int = 20  # next (claim), ~6 heartbeats, log chunks, finish
+    runner_poll_s: float = 2.0  # an idle runner asks /jobs/next this often (short polls: no Lambda held waiting)
+    brisk_window_s: float = 10.0  # ... and every brisk_poll_s within this window after a job (runner/config.py)
+    brisk_poll_s: float = 0.5
+    api_ms: int = 60  # average api Lambda duration per request
+    ddb_reads_per_request: float = 2.0
+    ddb_writes_per_request: float = 0.6
+    s3_puts: int = 6  # configuration, state, plan, plan JSON, two log archives
+    s3_gets: int = 6
+    events_sqs_requests_per_run: int = 4  # status-change and state events (jobs queue in the table)
+    scaler_invocations: int = 2  # on enqueue
+    events_invocations: int = 2
+    background_ms: int = 200  # a scaler, reaper or events invocation
+    runner_log_kb_per_phase: int = 5  # the runner's own lines (job output goes to Terrace's log API, not here)
+    lambda_log_kb_per_request: float = 1.0
+    runner_download_mb_per_phase: int = 100  # providers and modules (through the NAT gateway when private)
+    flow_log_kb_per_phase: int = 10  # rejected packets only
+    ecr_image_gb: float = 0.3
+
+
+@dataclass(frozen=True)
+class IdleProfile:
+    """What a deployment does with nobody using it."""
+
+    tick_ddb_reads: float = 3.0  # a scheduled invocation's table reads
+    tick_log_kb: float = 1.0
+    event_source_long_polls_per_minute: float = 15.0  # Lambda's SQS pollers: 5 long polls of 20 s
+
+
+# Every resource type the stack may contain that bench/cost.py prices (one line or more each).
+PRICED = {
+    "AWS::KMS::Key": "$1 a month, +$1 for each of the first two yearly rotations",
+    "AWS::SecretsManager::Secret": "$0.40 a month each",
+    "AWS::CloudWatch::Alarm": "$0.10 a month each",
+    "AWS::CloudWatch::Dashboard": "$3 a month each (an account's first 3 are free)",
+    "AWS::EC2::VPCEndpoint": "interface endpoints by the AZ-hour (gateway endpoints are free)",
+    "AWS::EC2::NatGateway": "by the hour and the GB",
+    "AWS::EC2::EIP": "a public IPv4 address by the hour",
+    "AWS::EC2::Subnet": "public subnets: each runner task's public IPv4 by the hour",
+    "AWS::EC2::FlowLog": "CloudWatch Logs ingestion of rejected packets",
+    "AWS::ECS::TaskDefinition": "Fargate by the second; the image in ECR by the GB-month",
+    "AWS::Events::Rule": "each scheduled invocation (Lambda, X-Ray when traced, table reads, logs)",
+    "AWS::Lambda::EventSourceMapping": "SQS long polls all month",
+    "AWS::Lambda::Function": "requests, GB-seconds, X-Ray traces when active, custom metrics, logs",
+    "AWS::ApiGatewayV2::Api": "per request",
+    "AWS::CloudFront::Distribution": "per request (standard logs to S3: storage only)",
+    "AWS::DynamoDB::GlobalTable": "per request unit (storage and PITR are storage)",
+    "AWS::S3::Bucket": "per request (storage is storage)",
+    "AWS::SQS::Queue": "per request",
+}
+# Every other resource type the stack may contain, and why it costs nothing at rest or per run.
+FREE = {
+    "AWS::ApiGatewayV2::Integration": "configuration",
+    "AWS::ApiGatewayV2::Route": "configuration",
+    "AWS::ApiGatewayV2::Stage": "configuration (its access logs are priced as Logs ingestion per request)",
+    "AWS::CloudFront::OriginAccessControl": "configuration",
+    "AWS::CloudFront::ResponseHeadersPolicy": "configuration",
+    "AWS::Cognito::UserPool": "the first 10,000 monthly active users are free (option)",
+    "AWS::Cognito::UserPoolClient": "configuration",
+    "AWS::Cognito::UserPoolDomain": "configuration",
+    "AWS::EC2::InternetGateway": "free (data transfer out is priced with the NAT gateway or not at all)",
+    "AWS::EC2::Route": "configuration",
+    "AWS::EC2::RouteTable": "configuration",
+    "AWS::EC2::SecurityGroup": "configuration",
+    "AWS::EC2::SecurityGroupIngress": "configuration",
+    "AWS::EC2::SubnetRouteTableAssociation": "configuration",
+    "AWS::EC2::VPC": "free",
+    "AWS::EC2::VPCGatewayAttachment": "configuration",
+    "AWS::ECS::Cluster": "free without Container Insights",
+    "AWS::ECS::ClusterCapacityProviderAssociations": "configuration",
+    "AWS::IAM::Policy": "free",
+    "AWS::IAM::Role": "free",
+    "AWS::Lambda::LayerVersion": "free (its storage counts against a free 75 GB)",
+    "AWS::Lambda::Permission": "configuration",
+    "AWS::Logs::LogGroup": "storage only ($0.03/GB-month, retention-bounded); ingestion priced per source",
+    "AWS::Logs::QueryDefinition": "free",
+    "AWS::S3::BucketPolicy": "configuration",
+    "AWS::SNS::Subscription": "the first 1,000 e-mail notifications a month are free (alarm option)",
+    "AWS::SNS::Topic": "free at rest",
+    "AWS::SNS::TopicPolicy": "configuration",
+    "AWS::SQS::QueuePolicy": "configuration",
+    "Custom::CDKBucketDeployment": "runs at deploy time only",
+    "Custom::DescribeCognitoUserPoolClient": "runs at deploy time only (Cognito option)",
+    "Custom::TerraceBootstrapAdmin": "runs at deploy time only",
+    "Custom::TerraceOriginVerify": "runs at deploy time only",
+    "Custom::TerraceRunnerTasks": "runs at stack deletion only",
+    "Custom::VpcRestrictDefaultSG": "runs at deploy time only",
+}
