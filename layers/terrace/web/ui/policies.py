@@ -58,12 +58,13 @@ def change_policy(
     request: Request, container: ContainerDep, session: SessionDep, organization: str, policy_id: str,
     form: CheckedFormDep,
 ) -> Any:  # fmt: skip
-    """Its enforcement level, and its Rego when some is sent."""
+    """Its enforcement level, and its Rego when some is sent (both checked before either is written)."""
+    rego = form.get("rego", "")
     try:
-        container.policies.update(session.principal, policy_id, {"enforcement-level": form.get("enforcement_level")})
-        if form.get("rego", "").strip():
-            container.policies.upload(session.principal, policy_id, form["rego"].encode())
-    except errors.Invalid as exc:
+        container.policies.change(
+            session.principal, policy_id, form.get("enforcement_level"), rego if rego.strip() else None
+        )
+    except (errors.Invalid, errors.TooLarge) as exc:
         return _page(request, container, session, organization, status=422, error=exc.detail)
     return RedirectResponse(f"/app/{organization}/policies", status_code=303)
 
