@@ -133,6 +133,7 @@ def test_set_enforcement_upload_rego_and_override_only_when_allowed(
     shoot(page, "policy-changed")
 
     page.locator("#set-name").fill("guard")
+    expect(page.locator("#set-policies").get_by_label("no_null", exact=True)).to_be_checked()  # its policies
     page.get_by_label("Workspaces (names, comma-separated)").fill("app")
     page.get_by_label("Mandatory failures may be overridden").check()
     page.get_by_role("button", name="Create policy set").click()

@@ -80,7 +80,8 @@ def create_policy_set(
         "overridable": form.get("overridable") == "on",
         "description": form.get("description", ""),
     }
-    members = {"policies": [p for p in form.get("policies", "").split(",") if p]}
+    chosen = [key.removeprefix("policy-") for key, on in form.items() if key.startswith("policy-") and on]
+    members = {"policies": chosen}
     workspace_names = [w.strip() for w in form.get("workspaces", "").split(",") if w.strip()]
     try:
         members["workspaces"] = container.policy_sets.workspace_ids(session.principal, organization, workspace_names)
