@@ -155,3 +155,14 @@ def test_an_evaluation_whose_events_were_lost_is_concluded_at_its_deadline(monke
     assert by_set["first"]["error"] == "" and by_set["first"]["outcomes"][0]["status"] == "passed"
     assert by_set["lost"]["error"] == "the policy set was not evaluated within 600 s"
     assert by_set["lost"]["outcomes"][0]["status"] == "errored"
+
+
+def test_a_policy_time_limit_must_leave_room_in_one_invocation() -> None:
+    """A set's evaluation and the work around it fit in the events function's 30 s: at most 20 s."""
+    from pydantic import ValidationError
+    from terrace.config import Settings
+
+    assert Settings(table_name="t", blob_bucket="b", policy_timeout_s=20).policy_timeout_s == 20
+    for bad in (25, 0):
+        with pytest.raises(ValidationError):
+            Settings(table_name="t", blob_bucket="b", policy_timeout_s=bad)
