@@ -7,7 +7,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export JSII_RUNTIME_PACKAGE_CACHE_ROOT := $(CURDIR)/.build/jsii-cache
 
-.PHONY: install dev dev-moto dev-fresh wheel test unit integration e2e infra-test fuzz conformance lint format typecheck synth bench clean
+.PHONY: install dev dev-moto dev-fresh wheel test unit integration e2e infra-test fuzz conformance lint format typecheck synth bench arm64-rego-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -79,12 +79,12 @@ infra-test: install /usr/bin/chromium
 	$(BIN)/pytest -q tests/infra
 
 lint: install
-	$(BIN)/ruff check layers functions infra tests bench
-	$(BIN)/ruff format --check layers functions infra tests bench
+	$(BIN)/ruff check layers functions infra tests bench tools
+	$(BIN)/ruff format --check layers functions infra tests bench tools
 
 format: install
-	$(BIN)/ruff format layers functions infra tests bench
-	$(BIN)/ruff check --fix layers functions infra tests bench
+	$(BIN)/ruff format layers functions infra tests bench tools
+	$(BIN)/ruff check --fix layers functions infra tests bench tools
 
 typecheck: install
 	$(BIN)/mypy
@@ -94,6 +94,11 @@ synth: install
 
 bench: install
 	$(BIN)/python -m bench
+
+# regopy on arm64 (the Lambda's) under qemu user emulation: Debian arm64 packages and regopy's aarch64 wheels,
+# downloaded into .build/arm64-rego/; needs qemu-user-static. Not part of `make test`.
+arm64-rego-check: install
+	$(BIN)/python tools/arm64_rego_check.py
 
 clean:
 	rm -rf $(VENV) .build cdk.out node_modules .terrace

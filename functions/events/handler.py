@@ -1,8 +1,9 @@
 """Lambda "events": batches from the events queue. Each record body is a JSON event handed to
 container.events.handle (Terrace's own events, and the blob bucket's S3 notifications of landed state uploads,
 which it finalizes); failed records are reported back so only they are retried. A notification delivery (up to
-10 s on a slow receiver) that would not fit in the invocation's remaining time goes back on the queue as it is,
-so a batch of slow receivers never times the function out."""
+10 s on a slow receiver), or an event that says how long it may take (`needs_ms`: one policy set's OPA evaluation,
+bounded by the engine's time limit), that would not fit in the invocation's remaining time goes back on the queue
+as it is, so a batch of slow receivers or slow policies never times the function out."""
 
 from __future__ import annotations
 
@@ -45,8 +46,9 @@ def record_handler(record: SQSRecord, lambda_context: Any = None) -> None:
     if not isinstance(message, dict):
         raise ValueError(f"event {record.message_id} is not a JSON object")
     remaining = getattr(lambda_context, "get_remaining_time_in_millis", None)
-    if message.get("type") == DELIVERY and remaining is not None and remaining() < DELIVERY_BUDGET_MS:
-        _get_container().publisher.publish(message)  # the next invocation sends it
+    needs = DELIVERY_BUDGET_MS if message.get("type") == DELIVERY else message.get("needs_ms")
+    if isinstance(needs, int) and remaining is not None and remaining() < needs:
+        _get_container().publisher.publish(message)  # the next invocation handles it
         return
     _get_container().events.handle(message)
     count_run(message)

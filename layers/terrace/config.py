@@ -68,8 +68,9 @@ class Settings(BaseSettings):
     # raw bytes; base64 of this fits the payload limit
     max_inline_state_bytes: int = Field(default=4 * 1024 * 1024, validation_alias="TERRACE_MAX_INLINE_STATE_BYTES")
     max_config_bytes: int = Field(default=512 * 1024 * 1024, validation_alias="TERRACE_MAX_CONFIG_BYTES")
-    # an OPA policy evaluation (a child process per policy set): wall-clock and CPU seconds, resident memory
-    policy_timeout_s: float = Field(default=10.0, validation_alias="TERRACE_POLICY_TIMEOUT_S")
+    # an OPA policy evaluation (a child process per policy set): wall-clock and CPU seconds, resident memory; at
+    # most 20 s, so one set and the work around it fit in one invocation of the events function (30 s on AWS)
+    policy_timeout_s: float = Field(default=10.0, gt=0, le=20, validation_alias="TERRACE_POLICY_TIMEOUT_S")
     policy_memory_mb: int = Field(default=512, validation_alias="TERRACE_POLICY_MEMORY_MB")
     bootstrap_token_secret_arn: str | None = _optional("TERRACE_BOOTSTRAP_SECRET_ARN")
     # on AWS: resolved into url_signing_secret by the composition root

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from run_helpers import RunEnv, join
+from terrace.adapters.memory_events import MemoryEventPublisher
 from terrace.domain.principal import PrincipalKind
 
 DENY_NULL = """package terraform.policies.no_null
@@ -60,3 +62,30 @@ def create_set(env: RunEnv, name: str, *, kind: str = "opa", policies: tuple[str
     created = env.api("POST", "/organizations/acme/policy-sets", body)
     assert created.status_code == 201, created.text
     return dict(created.json()["data"])
+
+
+def plan_run(env: RunEnv, *types: str, handle: bool = True) -> dict[str, Any]:
+    """A run whose plan (by the scripted runner) proposes creating one resource of each type; the events worker then
+    handles what was published (the policy evaluation, the stage's progress) unless `handle` is False. Returns the
+    run."""
+    run = env.create_run(env.upload_config())
+    spec = env.claim()
+    changes = [{"address": f"{t}.r{i}", "type": t, "change": {"actions": ["create"]}} for i, t in enumerate(types)]
+    key = spec["plan_json_upload_url"].split("memory://blobs/")[1].split("?")[0]
+    env.blobs.put(key, json.dumps({"format_version": "1.2", "resource_changes": changes}).encode())
+    assert env.runner("PUT", f"/jobs/{spec['job_id']}/logs?offset=0", content=b"planned\n").status_code == 204
+    finish = {"runner_id": "r1", "status": "finished", "has_changes": True, "resource_additions": len(types)}
+    assert env.runner("POST", f"/jobs/{spec['job_id']}/finish", json=finish).status_code == 200
+    if handle:
+        deliver(env)
+    return run
+
+
+def deliver(env: RunEnv) -> None:
+    """The events worker: every published event to its subscriptions, until none is left."""
+    publisher = env.container.publisher
+    assert isinstance(publisher, MemoryEventPublisher)
+    while publisher.events:
+        pending, publisher.events[:] = list(publisher.events), []
+        for event in pending:
+            env.container.events.handle(event)

@@ -11,7 +11,7 @@ from typing import Any
 
 from policy_helpers import create_set
 from run_helpers import RunEnv, make_run_env, tarball
-from terrace.services.policies.evaluations import QUEUED
+from terrace.services.policies.evaluation_worker import QUEUED, SET_QUEUED
 from terrace.services.runs.stage_participants import StageContext
 
 POLICIES_HCL = """
@@ -81,8 +81,10 @@ def test_a_version_becomes_current_and_its_policies_are_evaluated() -> None:
         run=run, stage_id="ts-version123456789a", stage="post_plan", plan_json_key="plans/v/plan.json"
     )
     [evaluation_id] = env.container.policy_participant.begin(context)
-    for event in [e for e in env.container.publisher.events if e["type"] == QUEUED]:  # type: ignore[attr-defined]
-        env.container.events.handle(event)
+    published: list[dict[str, Any]] = env.container.publisher.events  # type: ignore[attr-defined]
+    for kind in (QUEUED, SET_QUEUED):  # the evaluation starts, then one event per policy set
+        for event in [e for e in published if e["type"] == kind]:
+            env.container.events.handle(event)
     [outcome] = env.api("GET", f"/policy-evaluations/{evaluation_id}/policy-set-outcomes").json()["data"]
     by_name = {o["policy_name"]: o for o in outcome["attributes"]["outcomes"]}
     assert by_name["no_null"]["status"] == "failed" and by_name["no_null"]["description"] == "no null resources"

@@ -33,8 +33,17 @@ def _resident_bytes(pid: int) -> int:
 
 
 class RegoPolicyEngine:
-    def __init__(self, *, timeout_s: float = 10.0, memory_bytes: int = 512 * 1024 * 1024, cpu_s: int = 10) -> None:
-        self.timeout_s, self.memory_bytes, self.cpu_s = timeout_s, memory_bytes, cpu_s
+    def __init__(
+        self,
+        *,
+        timeout_s: float = 10.0,
+        memory_bytes: int = 512 * 1024 * 1024,
+        cpu_s: int = 10,
+        child: Sequence[str] = tuple(CHILD),
+    ) -> None:
+        """`child`: the command that runs `rego_child.py` (this interpreter; `tools/arm64_rego_check.py` runs it on an
+        emulated arm64 one)."""
+        self.timeout_s, self.memory_bytes, self.cpu_s, self.child = timeout_s, memory_bytes, cpu_s, list(child)
 
     def check(self, modules: Mapping[str, str]) -> str | None:
         return self._run(modules, [], None, None).error
@@ -55,7 +64,7 @@ class RegoPolicyEngine:
             }
         ).encode()
         child = subprocess.Popen(  # noqa: S603 - this interpreter and our own module
-            CHILD, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+            self.child, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
         )
         try:
             stdout, stopped = self._watch(child, request)

@@ -63,6 +63,7 @@ class PolicyEvaluation:
     created_at: str
     updated_at: str
     overridable: bool = False  # every policy set with a mandatory failure allows an override
+    queued_epoch: float | None = None  # when the run reached the stage (its deadline counts from here)
 
     @property
     def open(self) -> bool:

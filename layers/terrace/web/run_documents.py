@@ -30,6 +30,14 @@ def log_url(container: Container, phase: PhaseState, run: Run | None = None) -> 
     return container.settings.public_url + container.logs.signed_path(phase.id)
 
 
+def lists_policy_checks(request: Request) -> bool:
+    """Whether a run's OPA evaluations are listed as its `policy-checks` too. terraform's and OpenTofu's `cloud`
+    block (`X-Terraform-Integration: cloud`) print them from the run's task stages, then print any policy check
+    again; HCP shows OPA only as task stages. Older clients (the `remote` backend, which reads policy checks only)
+    and API clients get both."""
+    return request.headers.get("x-terraform-integration", "").strip().lower() != "cloud"
+
+
 def include_names(request: Request) -> set[str]:
     return {name.strip() for name in (request.query_params.get("include") or "").split(",") if name.strip()}
 
@@ -61,9 +69,11 @@ def runs(
     *,
     events: bool = False,
     workspaces: Iterable[Workspace] = (),
+    policy_checks: bool = True,
 ) -> list[dict[str, Any]]:
     """Run resources; `events` lists each run's run events in its relationship (one read per run: single
-    runs only; lists link to them). `workspaces` already read are not read again."""
+    runs only; lists link to them). `workspaces` already read are not read again. `policy_checks`: list each
+    run's policy checks (`lists_policy_checks`; one read for the page when a run has a post-plan stage)."""
     positions = container.run_queries.queue_positions(page)
     known = {ws.id: ws for ws in workspaces}
     permissions: dict[str, dict[str, bool]] = {}
@@ -73,6 +83,7 @@ def runs(
             known[ws.id] = ws
             permissions[ws.id] = container.workspaces.permissions(principal, ws)
     users = user_ids(container, [u for r in page for u in (r.created_by, r.confirmed_by or "")])
+    checks = container.policy_checks.ids_of(page) if policy_checks else {}
     return [
         rser.run(
             run,
@@ -81,6 +92,7 @@ def runs(
             cooloff_s=container.settings.force_cancel_cooloff_s,
             users=users,
             event_ids=container.run_queries.event_ids(principal, run, known[run.workspace_id]) if events else None,
+            policy_check_ids=checks.get(run.id, []),
         )
         for run in page
     ]

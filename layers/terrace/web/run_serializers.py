@@ -24,9 +24,10 @@ def run(
     cooloff_s: float,
     users: dict[str, str] | None = None,
     event_ids: list[str] | None = None,
+    policy_check_ids: list[str] | None = None,
 ) -> dict[str, Any]:
     """A run; `users` maps usernames to user ids (created-by, confirmed-by), `event_ids` its run events
-    (when given: lists only link to them)."""
+    (when given: lists only link to them), `policy_check_ids` its policy checks."""
     actions = r.actions(cooloff_s, clock.epoch())
     users = users or {}
     return resource(
@@ -80,7 +81,10 @@ def run(
             "created-by": {**ref("users", users.get(r.created_by)), "meta": {"username": r.created_by}},
             "confirmed-by": ref("users", users.get(r.confirmed_by or "")),
             "cost-estimate": ref("cost-estimates", r.cost_estimate.id if r.cost_estimate else None),
-            "policy-checks": {"data": []},
+            "policy-checks": {
+                **refs("policy-checks", policy_check_ids or []),
+                "links": {"related": f"/api/v2/runs/{r.id}/policy-checks"},
+            },
             "task-stages": {
                 **refs("task-stages", r.task_stage_ids),
                 "links": {"related": f"/api/v2/runs/{r.id}/task-stages"},

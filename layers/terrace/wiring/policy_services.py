@@ -18,7 +18,8 @@ from terrace.config import Settings
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.access.projects import ProjectService
 from terrace.services.events import EventService
-from terrace.services.policies.evaluations import QUEUED, PolicyEvaluationService
+from terrace.services.policies.evaluation_worker import QUEUED, SET_QUEUED, EvaluationWorker
+from terrace.services.policies.evaluations import PolicyEvaluationService
 from terrace.services.policies.parameters import PolicySetParameterService
 from terrace.services.policies.participant import PolicyStageParticipant
 from terrace.services.policies.policies import PolicyService
@@ -69,18 +70,28 @@ class PolicyServices:
         )
 
     @cached_property
+    def policy_evaluation_worker(self) -> EvaluationWorker:
+        return EvaluationWorker(
+            self.table,
+            self.blobs,
+            self.publisher,
+            self.policy_sets,
+            self.policy_set_versions,
+            self.policy_set_parameters,
+            self.policy_engine,
+            engine_timeout_s=self.settings.policy_timeout_s,
+        )
+
+    @cached_property
     def policy_evaluations(self) -> PolicyEvaluationService:
         return PolicyEvaluationService(
             self.table,
-            self.blobs,
             self.publisher,
             self.organizations,
             self.workspaces,
             self.projects,
             self.policy_sets,
-            self.policy_set_versions,
-            self.policy_set_parameters,
-            self.policy_engine,
+            self.policy_evaluation_worker,
         )
 
     @cached_property
@@ -93,5 +104,7 @@ class PolicyServices:
         return PolicyStageParticipant(self.policy_evaluations)
 
     def subscribe_policies(self, events: EventService) -> None:
-        """The events worker evaluates queued policy evaluations (tarball landings are routed by `landed`)."""
-        events.subscribe(QUEUED, self.policy_evaluations.run)
+        """The events worker evaluates queued policy evaluations, one policy set per event (tarball landings are
+        routed by `landed`)."""
+        events.subscribe(QUEUED, self.policy_evaluation_worker.queued)
+        events.subscribe(SET_QUEUED, self.policy_evaluation_worker.run_set)

@@ -7,6 +7,8 @@ from typing import Any
 from terrace.domain import policy_evaluations as pe
 from terrace.domain.policy_evaluations import PolicyEvaluation, PolicySetOutcome
 
+EVAL_KEY, OUTCOME_KEY = "poleval", "psout"
+
 
 def evaluation_of(item: dict[str, Any]) -> PolicyEvaluation:
     return PolicyEvaluation(
@@ -22,6 +24,7 @@ def evaluation_of(item: dict[str, Any]) -> PolicyEvaluation:
         created_at=item["created_at"],
         updated_at=item["updated_at"],
         overridable=bool(item.get("overridable")),
+        queued_epoch=float(item["queued_epoch"]) if item.get("queued_epoch") is not None else None,
     )
 
 

@@ -2,61 +2,55 @@
 as HCP's `policy-evaluations` and `policy-set-outcomes`.
 
 `begin` records one `pending` evaluation for the stage (with the input it will read: the stored plan JSON's key
-and the run's facts) and queues `policy_evaluation.queued`; the events worker's `run` evaluates each policy set
-that applies to the workspace with the policy engine (a child process bounded in time and memory), stores one
-outcome per set, concludes (`domain/policy_evaluations.py`) and publishes `task_stage.progressed`.
+and the run's facts) and queues `policy_evaluation.queued`; the events worker (`evaluation_worker.py`) evaluates
+each policy set that applies to the workspace, one event per set, stores one outcome per set, concludes
+(`domain/policy_evaluations.py`) and publishes `task_stage.progressed`. An evaluation still open
+`DEADLINE_S` after it was queued is concluded with its missing sets errored when the stage asks for its verdict
+(on each reaper tick), so a lost event or a dead worker never holds a run.
 """
 
 from __future__ import annotations
 
 import builtins
-import json
 from typing import Any
 
-from terrace.adapters.blobs import BlobStore
 from terrace.adapters.events import EventPublisher
-from terrace.adapters.policy_engine import PolicyEngine
 from terrace.adapters.table import ConditionFailed, Table
 from terrace.domain import clock
 from terrace.domain import policy_evaluations as pe
 from terrace.domain.errors import NotFound
-from terrace.domain.ids import looks_like, new_id
-from terrace.domain.policies import PolicySet
+from terrace.domain.ids import looks_like
 from terrace.domain.policy_evaluations import PolicyEvaluation, PolicySetOutcome
 from terrace.domain.principal import Principal
 from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.access.projects import ProjectService
 from terrace.services.policies import evaluation_input
-from terrace.services.policies.evaluation_items import evaluation_of, outcome_item, outcome_of
-from terrace.services.policies.parameters import PolicySetParameterService
+from terrace.services.policies.evaluation_items import EVAL_KEY, OUTCOME_KEY, evaluation_of, outcome_of
+from terrace.services.policies.evaluation_worker import QUEUED, EvaluationWorker
 from terrace.services.policies.policy_sets import PolicySetService
-from terrace.services.policies.versions import PolicySetVersionService
-from terrace.services.runs.stage_participants import StageContext, stage_progressed
+from terrace.services.runs.stage_participants import StageContext
 from terrace.services.workspaces.workspaces import WorkspaceService
 
-QUEUED = "policy_evaluation.queued"
-EVAL_KEY, OUTCOME_KEY = "poleval", "psout"
-PLAN_MAX_BYTES = 32 * 1024 * 1024  # a plan JSON larger than this errors the evaluation
+DEADLINE_S = 600  # an evaluation not concluded 10 minutes after it was queued errors its missing sets
 
 
 class PolicyEvaluationService:
     def __init__(
         self,
         table: Table,
-        blobs: BlobStore,
         publisher: EventPublisher,
         organizations: OrganizationService,
         workspaces: WorkspaceService,
         projects: ProjectService,
         policy_sets: PolicySetService,
-        versions: PolicySetVersionService,
-        parameters: PolicySetParameterService,
-        engine: PolicyEngine,
+        worker: EvaluationWorker,
+        *,
+        deadline_s: float = DEADLINE_S,
     ) -> None:
-        self._table, self._blobs, self._publisher = table, blobs, publisher
+        self._table, self._publisher = table, publisher
         self._orgs, self._workspaces, self._projects = organizations, workspaces, projects
-        self._sets, self._versions, self._parameters, self._engine = policy_sets, versions, parameters, engine
+        self._sets, self._worker, self._deadline_s = policy_sets, worker, deadline_s
 
     # the task stage's side -------------------------------------------------------------------------
     def prepare(self, context: StageContext) -> list[str]:
@@ -73,6 +67,7 @@ class PolicyEvaluationService:
         if not item.get("queued"):
             version, now = item["version"], clock.now_iso()
             item.update(queued=True, plan_json_key=context.plan_json_key, updated_at=now, version=version + 1)
+            item["queued_epoch"] = clock.epoch()
             item["status_timestamps"] = {**item.get("status_timestamps", {}), "queued-at": now}
             try:
                 self._table.put(item, if_version=version)
@@ -129,72 +124,24 @@ class PolicyEvaluationService:
         return item
 
     def verdict(self, context: StageContext) -> pe.Verdict:
-        return pe.verdict(self.of_stage(context.stage_id))
+        evaluations = self.of_stage(context.stage_id)
+        if any(self._expire(e) for e in evaluations):
+            evaluations = self.of_stage(context.stage_id)
+        return pe.verdict(evaluations)
+
+    def _expire(self, evaluation: PolicyEvaluation) -> bool:
+        """An open evaluation past its deadline is concluded, its missing sets errored (True when it was)."""
+        if not evaluation.open or evaluation.queued_epoch is None:
+            return False
+        if clock.epoch() - evaluation.queued_epoch <= self._deadline_s:
+            return False
+        self._worker.expire(evaluation.id, f"the policy set was not evaluated within {self._deadline_s:g} s")
+        return True
 
     def overridden(self, context: StageContext) -> None:
         for evaluation in self.of_stage(context.stage_id):
             if evaluation.status == pe.FAILED:
                 self._finish(evaluation.id, pe.OVERRIDDEN, None, None)
-
-    # the events worker's job ------------------------------------------------------------------------
-    def run(self, event: dict[str, Any]) -> None:
-        evaluation_id = str(event.get("evaluation_id", ""))
-        item = self._table.get(evaluation_id, EVAL_KEY) if looks_like(evaluation_id, "poleval") else None
-        if item is None or item["status"] != pe.PENDING or not item.get("queued"):
-            return  # unknown, or already taken by an earlier delivery
-        version, now = item["version"], clock.now_iso()
-        item.update(status=pe.RUNNING, updated_at=now, version=version + 1)
-        item["status_timestamps"] = {**item["status_timestamps"], "running-at": now}
-        try:
-            self._table.put(item, if_version=version)
-        except ConditionFailed:
-            return
-        plan, plan_error = self._plan(item.get("plan_json_key"))
-        outcomes = []
-        for set_id in item["policy_set_ids"]:
-            ps = self._sets.load(set_id)
-            if ps is None:
-                continue
-            outcome = self._evaluate_set(evaluation_id, ps, plan, plan_error, item["run_input"])
-            self._table.put({**outcome_item(outcome), "pk": outcome.id, "sk": OUTCOME_KEY})
-            outcomes.append(outcome)
-        status, counts, overridable = pe.conclude(outcomes)
-        self._finish(evaluation_id, status, counts, [o.id for o in outcomes], overridable)
-        self._publisher.publish(stage_progressed(item["stage_id"], item["run_id"]))
-
-    def _plan(self, key: str | None) -> tuple[Any, str | None]:
-        if not key:
-            return None, None
-        info = self._blobs.head(key)
-        if info is None:
-            return None, "the run's JSON plan is missing"
-        if info.size > PLAN_MAX_BYTES:
-            return None, f"the run's JSON plan is larger than {PLAN_MAX_BYTES} bytes"
-        return json.loads(self._blobs.get(key)), None
-
-    def _evaluate_set(
-        self, evaluation_id: str, ps: PolicySet, plan: Any, plan_error: str | None, run: dict[str, Any]
-    ) -> PolicySetOutcome:
-        bundle = self._versions.bundle_of(ps)
-        error = plan_error
-        results: dict[str, pe.QueryResult] = {}
-        if error is None and bundle.policies:
-            doc = evaluation_input.document(plan, run, self._parameters.values(ps.id))
-            answer = self._engine.evaluate(bundle.modules, [p.query for p in bundle.policies], doc, bundle.data)
-            error = answer.error
-            results = {r.query: r for r in answer.results}
-        outcomes = [pe.policy_outcome(p, results.get(p.query), error) for p in bundle.policies]
-        return PolicySetOutcome(
-            id=new_id("psout"),
-            evaluation_id=evaluation_id,
-            policy_set_id=ps.id,
-            policy_set_name=ps.name,
-            policy_set_description=ps.description,
-            overridable=ps.overridable,
-            outcomes=tuple(outcomes),
-            error=error or "",
-            result_count=pe.count(outcomes),
-        )
 
     def _finish(
         self,

@@ -157,8 +157,29 @@ class PolicyService:
             item["query"] = rules.check_query(attrs.get("query"))
         return self._write(item, version)
 
+    def change(self, principal: Principal, policy_id: str, level: str | None, rego: str | None) -> Policy:
+        """The UI's form: the enforcement level and, when given, new Rego, checked both before one write (a refused
+        change changes nothing)."""
+        item, _ = self._item(principal, policy_id, Action.MANAGE_POLICIES)
+        version = item["version"]
+        new_level, path = rules.enforcement(item["kind"], {"enforcement-level": level}, item["enforce_path"])
+        if new_level is not None:
+            item["enforcement_level"] = new_level
+        if path is not None:
+            item["enforce_path"] = path
+        if rego is not None:
+            item["content"] = self._checked(item, rego.encode())
+        return self._write(item, version)
+
     def upload(self, principal: Principal, policy_id: str, body: bytes) -> None:
         item, _ = self._item(principal, policy_id, Action.MANAGE_POLICIES)
+        text = self._checked(item, body)
+        version = item["version"]
+        item["content"] = text
+        self._write(item, version)
+
+    def _checked(self, item: dict[str, Any], body: bytes) -> str:
+        """A policy's new text: UTF-8, bounded, and (OPA) compiling."""
         if len(body) > rules.CONTENT_MAX_BYTES:
             raise TooLarge(f"a policy is at most {rules.CONTENT_MAX_BYTES} bytes")
         try:
@@ -169,9 +190,7 @@ class PolicyService:
             error = self._engine.check({item["enforce_path"]: text})
             if error:
                 raise Invalid(f"the policy does not compile: {error}")
-        version = item["version"]
-        item["content"] = text
-        self._write(item, version)
+        return text
 
     def delete(self, principal: Principal, policy_id: str) -> Policy:
         item, org = self._item(principal, policy_id, Action.MANAGE_POLICIES)

@@ -35,9 +35,9 @@ def respond_runs(
 ) -> JSONAPIResponse:
     page, meta, links = paginate(request, runs)
     included = run_documents.included(container, principal, page, run_documents.include_names(request))
-    return respond(
-        run_documents.runs(container, principal, page), status_code, meta=meta, links=links, included=included
-    )
+    checks = run_documents.lists_policy_checks(request)
+    document = run_documents.runs(container, principal, page, policy_checks=checks)
+    return respond(document, status_code, meta=meta, links=links, included=included)
 
 
 def respond_run(
@@ -49,7 +49,14 @@ def respond_run(
     ws: Workspace | None = None,
 ) -> JSONAPIResponse:
     included = run_documents.included(container, principal, [run], run_documents.include_names(request))
-    document = run_documents.runs(container, principal, [run], events=True, workspaces=[ws] if ws else ())[0]
+    document = run_documents.runs(
+        container,
+        principal,
+        [run],
+        events=True,
+        workspaces=[ws] if ws else (),
+        policy_checks=run_documents.lists_policy_checks(request),
+    )[0]
     return respond(document, status_code, included=included)
 
 

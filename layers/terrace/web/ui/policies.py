@@ -58,12 +58,13 @@ def change_policy(
     request: Request, container: ContainerDep, session: SessionDep, organization: str, policy_id: str,
     form: CheckedFormDep,
 ) -> Any:  # fmt: skip
-    """Its enforcement level, and its Rego when some is sent."""
+    """Its enforcement level, and its Rego when some is sent (both checked before either is written)."""
+    rego = form.get("rego", "")
     try:
-        container.policies.update(session.principal, policy_id, {"enforcement-level": form.get("enforcement_level")})
-        if form.get("rego", "").strip():
-            container.policies.upload(session.principal, policy_id, form["rego"].encode())
-    except errors.Invalid as exc:
+        container.policies.change(
+            session.principal, policy_id, form.get("enforcement_level"), rego if rego.strip() else None
+        )
+    except (errors.Invalid, errors.TooLarge) as exc:
         return _page(request, container, session, organization, status=422, error=exc.detail)
     return RedirectResponse(f"/app/{organization}/policies", status_code=303)
 
@@ -79,7 +80,8 @@ def create_policy_set(
         "overridable": form.get("overridable") == "on",
         "description": form.get("description", ""),
     }
-    members = {"policies": [p for p in form.get("policies", "").split(",") if p]}
+    chosen = [key.removeprefix("policy-") for key, on in form.items() if key.startswith("policy-") and on]
+    members = {"policies": chosen}
     workspace_names = [w.strip() for w in form.get("workspaces", "").split(",") if w.strip()]
     try:
         members["workspaces"] = container.policy_sets.workspace_ids(session.principal, organization, workspace_names)
