@@ -72,9 +72,13 @@ def test_organization_settings_owners_change_and_members_see(ui: UI, page: Any) 
     page.get_by_role("button", name="Save settings").click()
     expect(page.get_by_text("Settings saved.")).to_be_visible()
     org = ui.container.organizations.lookup("acme")
-    assert (org.email, org.default_execution_mode, org.cost_estimation_enabled) == ("platform@example.com", "local", False)
+    assert (org.email, org.default_execution_mode, org.cost_estimation_enabled) == (
+        "platform@example.com",
+        "local",
+        False,
+    )
     assert org.settings["session-timeout"] == 60
-    answer = send_curl(page, "this form", ui.token)  # the PATCH it shows, sent as shown
+    answer = send_curl(page, "saving the settings", ui.token)  # the PATCH it shows, sent as shown
     assert answer.status_code == 200, answer.text
     assert answer.json()["data"]["attributes"]["default-execution-mode"] == "local"
     shoot(page, "settings")
@@ -179,6 +183,7 @@ def test_team_access_to_a_workspace(ui: UI, page: Any) -> None:
     page.goto(f"{ui.base}/app/acme/workspaces/web")
     page.get_by_role("link", name="Team access").click()
     expect(page.get_by_role("heading", name="Team access", level=1)).to_be_visible()
+    expect(page.get_by_label("Team", exact=True).locator("option")).to_have_text(["devs"])  # owners may do all
     page.get_by_label("Team", exact=True).select_option(label="devs")
     page.get_by_label("Access level").select_option("write")
     page.get_by_role("button", name="Add access").click()
@@ -196,6 +201,7 @@ def test_team_access_to_a_workspace(ui: UI, page: Any) -> None:
     assert grant.access == "custom" and grant.workspace_fields["runs"] == "plan"
     assert grant.workspace_fields["workspace-locking"] is True
     shoot(page, "workspace-access")
+    page.once("dialog", lambda dialog: dialog.accept())  # removing asks first
     page.get_by_role("button", name="Remove the access of devs").click()
     expect(page.get_by_text("Access removed.")).to_be_visible()
     assert ui.container.team_access.list_for_workspace(ui_owner(ui), ws_id) == []
@@ -226,11 +232,23 @@ def test_projects_their_workspaces_and_team_access(ui: UI, page: Any) -> None:
     expect(page.get_by_text("Access added.")).to_be_visible()
     (grant,) = ui.container.team_access.list_for_project(ui_owner(ui), project_id)
     assert grant.access == "maintain"
+    page.get_by_label("Access of devs", exact=True).select_option("custom")
+    page.get_by_text("Custom permissions").first.click()
+    page.locator(f"#{grant.id}-project-access-settings").select_option("update")
+    page.locator(f"#{grant.id}-workspace-access-runs").select_option("apply")
+    page.locator(f"#{grant.id}-workspace-access-create").check()
+    page.get_by_role("button", name="Save the access of devs").click()
+    expect(page.get_by_text("Access changed.")).to_be_visible()
+    (grant,) = ui.container.team_access.list_for_project(ui_owner(ui), project_id)
+    assert grant.access == "custom" and grant.fields["project-access"]["settings"] == "update"
+    assert grant.fields["workspace-access"]["runs"] == "apply" and grant.fields["workspace-access"]["create"] is True
     page.get_by_label("Name", exact=True).fill("platform-core")
     page.get_by_role("button", name="Save project").click()
     expect(page.get_by_role("heading", name="Project platform-core")).to_be_visible()
 
-    move = {"data": {"type": "workspaces", "relationships": {"project": {"data": {"type": "projects", "id": project_id}}}}}
+    move = {
+        "data": {"type": "workspaces", "relationships": {"project": {"data": {"type": "projects", "id": project_id}}}}
+    }
     assert ui.api.patch(f"/api/v2/workspaces/{ws_id}", json=move).status_code == 200
     page.reload()
     expect(page.get_by_role("listitem").get_by_role("link", name="web")).to_be_visible()

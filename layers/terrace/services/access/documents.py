@@ -1,6 +1,7 @@
-"""What the access area's API documents and the UI's team page show, each read in one call (the routes serialize them; nothing here writes):
-a team (its members' memberships, whether the caller may manage teams, the users and memberships a client asked to
-include) and organization memberships (their teams, the users and teams asked to include)."""
+"""What the access area's API documents and the UI's team page show, each read in one call (the routes serialize
+them; nothing here writes): a team (its members' memberships, whether the caller may manage teams, the users and
+memberships a client asked to include), the team page (members, who can be added, what the caller may change) and
+organization memberships (their teams, the users and teams asked to include)."""
 
 from __future__ import annotations
 

@@ -55,7 +55,8 @@ def _choices(values: Any, choices: dict[str, tuple[Any, ...]], pointer: str) -> 
 @dataclass(frozen=True)
 class AccessPage:
     """A workspace's or a project's team access as the UI shows it: each grant with its team, and the teams of
-    the organization the caller sees that have none yet (the ones a grant can be added for)."""
+    the organization the caller sees that have none yet (the ones a grant can be added for; not the owners team,
+    which may do everything)."""
 
     grants: list[tuple[Grant, Team]]
     teams: list[Team]
@@ -168,7 +169,9 @@ class TeamAccessService:
         granted = {g.team_id for g in found}
         return AccessPage(
             sorted(with_team, key=lambda pair: pair[1].name.lower()),
-            sorted((t for t in everyone.values() if t.id not in granted), key=lambda t: t.name.lower()),
+            sorted(
+                (t for t in everyone.values() if t.id not in granted and not t.owners), key=lambda t: t.name.lower()
+            ),
         )
 
     # helpers -----------------------------------------------------------------------------

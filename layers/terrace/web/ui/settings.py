@@ -9,8 +9,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse
 
 from terrace.domain import errors
-from terrace.domain.workspace import EXECUTION_MODES
 from terrace.domain.tags import TagRef
+from terrace.domain.workspace import EXECUTION_MODES
 from terrace.web.deps import ContainerDep
 from terrace.web.errors import status_of
 from terrace.web.ui.session import CheckedFormDep, SessionDep, field_of, render

@@ -57,9 +57,7 @@ def create_team(
     return RedirectResponse(f"/app/{organization}/teams/{team.id}?created=1", status_code=303)
 
 
-def _team_page(
-    request: Request, container: Any, session: Any, organization: str, team_id: str, **extra: Any
-) -> Any:
+def _team_page(request: Request, container: Any, session: Any, organization: str, team_id: str, **extra: Any) -> Any:
     view = container.access_documents.team_page(session.principal, organization, team_id)
     return render(request, "team.html", session, organization=organization, view=view, team=view.team,
                   org_tab="/teams", access_keys=ORG_ACCESS_KEYS, visibilities=VISIBILITIES, **extra)  # fmt: skip
