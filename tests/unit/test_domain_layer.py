@@ -26,6 +26,12 @@ SERVICE_VALUE_TYPES = {
     "access/documents.py:TeamDocuments",
     "access/documents.py:MembershipDocuments",
     "runs/run_pages.py:RunHeader",
+    # read models: what one UI page shows, read in one call
+    "access/documents.py:TeamPage",
+    "access/team_access.py:AccessPage",
+    "workflows/project_pages.py:ProjectsPage",
+    "workflows/project_pages.py:ProjectPage",
+    "workflows/project_pages.py:ProjectRow",
 }
 
 

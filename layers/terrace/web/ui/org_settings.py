@@ -51,7 +51,7 @@ def _attributes(form: dict[str, str]) -> dict[str, Any]:
 
 
 def _page(request: Request, session: Any, org: Organization, can_manage: bool, status: int = 200, **extra: Any) -> Any:
-    extra.setdefault("form", _form_of(org))
+    extra["form"] = extra.get("form") or _form_of(org)
     return render(request, "org_settings.html", session, status=status, organization=org.name, org=org,
                   can_manage=can_manage, modes=EXECUTION_MODES, org_tab="/settings", **extra)  # fmt: skip
 
@@ -71,7 +71,8 @@ def update_organization(
         org = container.organizations.update(session.principal, organization, _attributes(form))
     except (errors.Invalid, errors.Conflict, errors.Forbidden) as exc:
         org = container.organizations.get(session.principal, organization)
-        return _page(request, session, org, isinstance(exc, (errors.Invalid, errors.Conflict)),
-                     status=status_of(exc), form=form, error=exc.detail, error_field=field_of(exc))  # fmt: skip
+        can_manage = container.authz.can(session.principal, Action.MANAGE_ORGANIZATION, org.view)
+        return _page(request, session, org, can_manage, status=status_of(exc), form=form if can_manage else None,
+                     error=exc.detail, error_field=field_of(exc))  # fmt: skip
     renamed = "&renamed=" + organization if org.name != organization else ""
     return RedirectResponse(f"/app/{org.name}/settings?saved=1{renamed}", status_code=303)
