@@ -34,7 +34,9 @@ def _access(form: dict[str, str]) -> dict[str, bool]:
 def _teams_page(request: Request, container: Any, session: Any, organization: str, **extra: Any) -> Any:
     documents = container.access_documents.of_organization(session.principal, organization).documents
     teams = sorted(documents, key=lambda d: (not d.team.owners, d.team.name.lower()))
+    can_manage = bool(teams) and teams[0].can_manage  # who manages teams sees the owners team, always there
     return render(request, "teams.html", session, organization=organization, teams=teams, org_tab="/teams",
+                  can_manage=can_manage,
                   access_keys=ORG_ACCESS_KEYS, visibilities=VISIBILITIES, **{"form": {}, **extra})  # fmt: skip
 
 
