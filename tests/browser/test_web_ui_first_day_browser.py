@@ -207,7 +207,7 @@ def test_no_page_under_app_answers_json(ui: UI, page: Any) -> None:
     page.goto(f"{ui.base}/")
     expect(page.get_by_role("heading", name="Organizations")).to_be_visible()
     pages = {
-        "/app/acme/settings": 404,
+        "/app/acme/nothing": 404,  # (an organization page that does not exist; /settings now does)
         "/app/acme/workspaces/wbe": 404,  # a typo'd workspace
         "/app/acme/workspaces/web/runs/run-nope/logs/plan": 404,
         "/app/acme/workspaces/web/nothing/here": 404,

@@ -29,6 +29,12 @@ SERVICE_VALUE_TYPES = {
     "runs/run_pages.py:RunWait",
     "state/resource_history.py:HistoryEntry",
     "state/resource_history.py:HistoryPage",
+    # read models: what one UI page shows, read in one call
+    "access/documents.py:TeamPage",
+    "access/team_access.py:AccessPage",
+    "workflows/project_pages.py:ProjectsPage",
+    "workflows/project_pages.py:ProjectPage",
+    "workflows/project_pages.py:ProjectRow",
 }
 
 

@@ -47,14 +47,18 @@ from terrace.web.security_headers import SecurityHeaders
 from terrace.web.ui import auth as ui_auth
 from terrace.web.ui import notifications as ui_notifications
 from terrace.web.ui import oidc as ui_oidc
+from terrace.web.ui import org_settings as ui_org_settings
 from terrace.web.ui import organizations as ui_organizations
 from terrace.web.ui import policies as ui_policies
+from terrace.web.ui import projects as ui_projects
 from terrace.web.ui import run_tasks as ui_run_tasks
 from terrace.web.ui import run_triggers as ui_run_triggers
 from terrace.web.ui import runs as ui_runs
 from terrace.web.ui import search as ui_search
 from terrace.web.ui import settings as ui_settings
 from terrace.web.ui import states as ui_states
+from terrace.web.ui import team_access as ui_team_access
+from terrace.web.ui import teams as ui_teams
 from terrace.web.ui import terraform_login as ui_terraform_login
 from terrace.web.ui import tokens as ui_tokens
 from terrace.web.ui import variables as ui_variables
@@ -141,6 +145,10 @@ def create_app(container: Container) -> FastAPI:
         ui_oidc,
         ui_notifications,
         ui_policies,
+        ui_org_settings,
+        ui_teams,
+        ui_projects,
+        ui_team_access,
     ):
         app.include_router(ui_page.router)
     for admin_module in (

@@ -21,6 +21,7 @@ from terrace.services.access.projects import ProjectService
 from terrace.services.access.service_tokens import ServiceTokenService
 from terrace.services.access.sso_teams import SsoTeamSync
 from terrace.services.access.team_access import TeamAccessService
+from terrace.services.access.team_members import TeamMembers
 from terrace.services.access.teams import TeamService
 from terrace.services.access.terraform_login import TerraformLoginService
 from terrace.services.access.users import UserService
@@ -100,11 +101,16 @@ class AccessServices:
     def teams(self) -> TeamService:
         teams = TeamService(self.table, self.authz, self.organizations)
         teams.after_delete.append(lambda team: self.notification_configurations.delete_all(team.id))
+        teams.after_delete.append(lambda team: self.service_tokens.revoke_team_tokens(team.id))  # its tokens die too
         return teams
 
     @cached_property
     def access_documents(self) -> AccessDocuments:
         return AccessDocuments(self.authz, self.teams, self.memberships, self.accounts)
+
+    @cached_property
+    def team_members(self) -> TeamMembers:
+        return TeamMembers(self.teams, self.memberships)
 
     @cached_property
     def memberships(self) -> MembershipService:

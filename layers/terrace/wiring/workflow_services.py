@@ -9,8 +9,11 @@ from functools import cached_property
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.table import Table
 from terrace.services.access.accounts import AccountService
+from terrace.services.access.authz import Authorizer
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.access.projects import ProjectService
+from terrace.services.access.team_access import TeamAccessService
+from terrace.services.access.teams import TeamService
 from terrace.services.admin.site import SiteAdminService
 from terrace.services.notifications.configurations import NotificationConfigurations
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
@@ -19,6 +22,7 @@ from terrace.services.runs.store import RunStore
 from terrace.services.state.versions import StateVersionService
 from terrace.services.workflows.organization_deletion import OrganizationDeletion
 from terrace.services.workflows.project_deletion import ProjectDeletion
+from terrace.services.workflows.project_pages import ProjectPages
 from terrace.services.workflows.purge import Purge
 from terrace.services.workflows.retention_sweep import RetentionSweep
 from terrace.services.workflows.run_trigger_fanout import RunTriggerFanout
@@ -45,6 +49,9 @@ class WorkflowServices:
     state_versions: StateVersionService
     varsets: VariableSetService
     projects: ProjectService
+    authz: Authorizer
+    teams: TeamService
+    team_access: TeamAccessService
     configuration_versions: ConfigurationVersionService
     runs: RunService
     run_store: RunStore
@@ -74,6 +81,10 @@ class WorkflowServices:
     @cached_property
     def project_deletion(self) -> ProjectDeletion:
         return ProjectDeletion(self.projects, self.workspaces, self.varsets)
+
+    @cached_property
+    def project_pages(self) -> ProjectPages:
+        return ProjectPages(self.authz, self.teams, self.projects, self.workspaces, self.team_access)
 
     @cached_property
     def run_trigger_fanout(self) -> RunTriggerFanout:

@@ -1,12 +1,14 @@
-"""What the access area's API documents show, each read in one call (the routes serialize them; nothing here writes):
-a team (its members' memberships, whether the caller may manage teams, the users and memberships a client asked to
-include) and organization memberships (their teams, the users and teams asked to include)."""
+"""What the access area's API documents and the UI's team page show, each read in one call (the routes serialize
+them; nothing here writes): a team (its members' memberships, whether the caller may manage teams, the users and
+memberships a client asked to include), the team page (members, who can be added, what the caller may change) and
+organization memberships (their teams, the users and teams asked to include)."""
 
 from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
+from terrace.domain.errors import NotFound
 from terrace.domain.memberships import Membership
 from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal
@@ -40,6 +42,19 @@ class TeamDocuments:
 
 
 @dataclass(frozen=True)
+class TeamPage:
+    """The UI's team page: the team, its members and the organization's other active members (who can be added),
+    and what the caller may change."""
+
+    team: Team
+    organization: str  # its name
+    members: list[User]
+    candidates: list[User]
+    can_manage_teams: bool
+    can_manage_membership: bool
+
+
+@dataclass(frozen=True)
 class MembershipDocuments:
     organization: str  # its name ("" when there are no memberships)
     memberships: list[IncludedMembership]
@@ -70,6 +85,19 @@ class AccessDocuments:
                 if m.user_id in team.users
             ]
         return TeamDocuments([self._document(principal, org, team, memberships)], users, included)
+
+    def team_page(self, principal: Principal, organization: str, team_id: str) -> TeamPage:
+        """The team `team_id` of the organization named `organization` (another organization's is not found)."""
+        team = self._teams.get(principal, team_id)
+        org = self._teams.organization_by_key(principal, team.organization)
+        if org.name != organization:
+            raise NotFound(f"team {team_id} not found")
+        active = [m.user_id for m in self._memberships.list_of(org, status="active") if m.user_id not in team.users]
+        users = {u.id: u for u in self._accounts.get_users(sorted({*team.users, *active}))}
+        members = sorted((users[u] for u in team.users if u in users), key=lambda u: u.username)
+        candidates = sorted((users[u] for u in active if u in users), key=lambda u: u.username)
+        can = lambda action: self._authz.can(principal, action, org.view)  # noqa: E731
+        return TeamPage(team, org.name, members, candidates, can(Action.MANAGE_TEAMS), can(Action.MANAGE_MEMBERSHIP))
 
     def of_organization(
         self, principal: Principal, organization: str, names: list[str] | None = None, query: str | None = None

@@ -3,6 +3,7 @@ team and workspace or project, with TFC's levels and custom fields (`permissions
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from terrace.adapters.table import ConditionFailed, Delete, Put, Table
@@ -10,6 +11,7 @@ from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import looks_like, new_id
 from terrace.domain.principal import Principal
 from terrace.domain.team_access import WORKSPACE_FIELDS, Grant
+from terrace.domain.teams import Team
 from terrace.domain.workspace import Workspace
 from terrace.services.access import access_keys as keys
 from terrace.services.access import grants
@@ -48,6 +50,16 @@ def _choices(values: Any, choices: dict[str, tuple[Any, ...]], pointer: str) -> 
                 f"{key} must be one of {', '.join(map(str, choices.get(key, ())))}", pointer=f"{pointer}/{key}"
             )
     return dict(values)
+
+
+@dataclass(frozen=True)
+class AccessPage:
+    """A workspace's or a project's team access as the UI shows it: each grant with its team, and the teams of
+    the organization the caller sees that have none yet (the ones a grant can be added for; not the owners team,
+    which may do everything)."""
+
+    grants: list[tuple[Grant, Team]]
+    teams: list[Team]
 
 
 class WorkspaceReader(Protocol):
@@ -136,6 +148,31 @@ class TeamAccessService:
                 "gsi1sk": f"{project.id}#{team.id}"}  # fmt: skip
         item["id"] = item["pk"]
         return self._add(item, keys.grant_claim_key(project.id, team.id), f"team {team.name} has access already")
+
+    # the UI's pages ------------------------------------------------------------------------
+    def workspace_page(self, principal: Principal, workspace_id: str) -> AccessPage:
+        return self._page(principal, self.list_for_workspace(principal, workspace_id), workspace_id, "workspace")
+
+    def project_page(self, principal: Principal, project_id: str) -> AccessPage:
+        return self._page(principal, self.list_for_project(principal, project_id), project_id, "project")
+
+    def _page(self, principal: Principal, found: list[Grant], target_id: str, kind: str) -> AccessPage:
+        """`found` (the grants of `target_id`, read with the permission check) with their teams."""
+        organization = (
+            self._workspaces.get(principal, target_id, Action.MANAGE_WORKSPACE_ACCESS).organization
+            if kind == "workspace"
+            else self._projects.get(principal, target_id, Action.MANAGE_PROJECTS).organization
+        )
+        org = self._teams.organization_by_key(principal, organization)
+        everyone = {t.id: t for t in self._teams.list_of(principal, org)}
+        with_team = [(g, everyone.get(g.team_id) or self._teams.load(g.team_id)) for g in found]
+        granted = {g.team_id for g in found}
+        return AccessPage(
+            sorted(with_team, key=lambda pair: pair[1].name.lower()),
+            sorted(
+                (t for t in everyone.values() if t.id not in granted and not t.owners), key=lambda t: t.name.lower()
+            ),
+        )
 
     # helpers -----------------------------------------------------------------------------
     def _add(self, item: dict[str, Any], claim: tuple[str, str], taken: str) -> Grant:

@@ -68,8 +68,7 @@ def update_team(
 
 @router.delete("/teams/{team_id}")
 def delete_team(team_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
-    container.teams.delete(principal, team_id)
-    container.service_tokens.revoke_team_tokens(team_id)
+    container.teams.delete(principal, team_id)  # its tokens die with it (`TeamService.after_delete`)
     return Response(status_code=204)
 
 

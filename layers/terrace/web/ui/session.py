@@ -12,6 +12,7 @@ from fastapi.templating import Jinja2Templates
 from terrace.domain.web_sessions import WebSession
 from terrace.web.deps import ContainerDep, FormDep
 from terrace.web.ui import run_labels
+from terrace.web.ui.curl import curl_command
 
 COOKIE = "terrace_session"
 templates = Jinja2Templates(directory=str(Path(__file__).parent.parent / "templates"))
@@ -26,6 +27,7 @@ def when(iso: str | None) -> str:
 
 templates.env.filters["when"] = when
 templates.env.filters.update(run_label=run_labels.label, run_tone=run_labels.tone, ago=run_labels.ago)
+templates.env.globals["curl_command"] = curl_command  # `_curl.html`
 
 
 class SignInRequired(Exception):

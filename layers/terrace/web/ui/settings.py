@@ -1,5 +1,5 @@
-"""Workspace settings (execution mode, auto-apply, terraform version, working directory) and deletion
-(after typing the workspace's name), through the same service calls as the API."""
+"""Workspace settings (name, execution mode, auto-apply, terraform version, working directory), tags (add,
+remove) and deletion (after typing the workspace's name), through the same service calls as the API."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse
 
 from terrace.domain import errors
+from terrace.domain.tags import TagRef
 from terrace.domain.workspace import EXECUTION_MODES
 from terrace.web.deps import ContainerDep
-from terrace.web.ui.session import CheckedFormDep, SessionDep, render
+from terrace.web.errors import status_of
+from terrace.web.ui.session import CheckedFormDep, SessionDep, field_of, render
 
 router = APIRouter(prefix="/app", include_in_schema=False)
 SETTINGS = "/{organization}/workspaces/{name}/settings"
@@ -19,6 +21,7 @@ SETTINGS = "/{organization}/workspaces/{name}/settings"
 
 def _form_of(ws: Any) -> dict[str, str]:
     return {
+        "name": ws.name,
         "execution_mode": ws.execution_mode,
         "auto_apply": "on" if ws.auto_apply else "",
         "auto_apply_run_trigger": "on" if ws.auto_apply_run_trigger else "",
@@ -53,6 +56,7 @@ def update_settings(
 ) -> Any:
     ws = container.workspaces.get_by_name(session.principal, organization, name)
     attributes = {
+        "name": form.get("name", ws.name).strip(),
         "execution-mode": form.get("execution_mode", ""),
         "auto-apply": form.get("auto_apply") == "on",
         "auto-apply-run-trigger": form.get("auto_apply_run_trigger") == "on",
@@ -60,10 +64,30 @@ def update_settings(
         "working-directory": form.get("working_directory", "").strip(),
     }
     try:
-        container.workspaces.update(session.principal, ws, attributes)
+        updated = container.workspaces.update(session.principal, ws, attributes)
     except (errors.Invalid, errors.Conflict) as exc:
-        return _page(request, session, organization, ws, status=422, form=form, error=exc.detail)
-    return RedirectResponse(f"/app/{organization}/workspaces/{name}/settings?saved=1", status_code=303)
+        return _page(request, session, organization, ws, status=422, form=form, error=exc.detail,
+                     error_field=field_of(exc))  # fmt: skip
+    renamed = f"&renamed={name}" if updated.name != name else ""  # a new name is a new address
+    return RedirectResponse(f"/app/{organization}/workspaces/{updated.name}/settings?saved=1{renamed}", status_code=303)
+
+
+@router.post(SETTINGS + "/tags")
+def change_tags(
+    request: Request, container: ContainerDep, session: SessionDep, organization: str, name: str, form: CheckedFormDep
+) -> Any:
+    """Add the tags a form names (comma-separated), or remove the one it names (`remove`)."""
+    ws = container.workspaces.get_by_name(session.principal, organization, name)
+    try:
+        if form.get("remove"):
+            container.tags.remove_from_workspace(session.principal, ws, [TagRef(name=form["remove"])])
+        else:
+            names = [t.strip() for t in form.get("tags", "").split(",") if t.strip()]
+            container.tags.add_to_workspace(session.principal, ws, [TagRef(name=t) for t in names])
+    except (errors.Invalid, errors.Forbidden) as exc:
+        return _page(request, session, organization, ws, status=status_of(exc), tags_error=exc.detail,
+                     tags_form=form)  # fmt: skip
+    return RedirectResponse(f"/app/{organization}/workspaces/{name}/settings?tagged=1#workspace-tags", status_code=303)
 
 
 @router.post(SETTINGS + "/delete")

@@ -1,0 +1,304 @@
+"""The organization pages HCP Terraform users look for (issue 24), in chromium against the real app (in-memory
+adapters, the `ui` fixture of test_web_ui_first_day_browser): organization settings, teams and their members and
+organization access, team access to a workspace and to a project, projects, and a workspace's name and tags. Each
+form's `curl` equivalent is checked by sending it. Screenshots at 375 px and desktop width go to
+.build/screenshots (and /tmp/orgui-*.png)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from typing import Any
+
+import httpx
+import pytest
+from terrace.domain.principal import Principal, PrincipalKind
+
+from .conftest import DESKTOP, SHOTS
+from .test_web_ui_first_day_browser import UI, ui
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+expect = playwright_api.expect
+__all__ = ["ui"]  # the fixture
+PHONE = {"width": 375, "height": 812}
+
+
+def shoot(page: Any, name: str) -> None:
+    """The page at 375 px and at desktop width, full height."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for suffix, size in (("", PHONE), ("-desktop", DESKTOP)):
+        page.set_viewport_size(size)
+        page.screenshot(path=str(SHOTS / f"org-{name}{suffix}.png"), full_page=True)
+        page.screenshot(path=f"/tmp/orgui-{name}{suffix}.png", full_page=True)
+    page.set_viewport_size(PHONE)
+
+
+def member(ui: UI, username: str) -> str:
+    """A user with an active membership of acme (no team), and their API token."""
+    user = ui.container.accounts.create_user(username, f"{username}@example.com")
+    ui.container.memberships.ensure(ui.container.organizations.lookup("acme").key, user)
+    return ui.container.accounts.issue_token(PrincipalKind.USER, user.id, description="laptop").secret
+
+
+def send_curl(page: Any, what: str, token: str) -> httpx.Response:
+    """Open the `curl` equivalent under the form `what` names and send what it says, as curl would."""
+    page.get_by_text(f"API equivalent of {what} (curl)").click()
+    command = page.locator("details.curl[open] pre").last.inner_text()
+    words = shlex.split(command.replace("$TOKEN", token))
+    method = words[words.index("-X") + 1] if "-X" in words else "GET"
+    url = next(w for w in words if w.startswith("http"))
+    body = json.loads(words[words.index("-d") + 1]) if "-d" in words else None
+    headers = dict(words[i + 1].split(": ", 1) for i, w in enumerate(words) if w == "-H")
+    return httpx.request(method, url, json=body, headers=headers, timeout=30)
+
+
+def test_organization_settings_owners_change_and_members_see(ui: UI, page: Any) -> None:
+    page.set_viewport_size(PHONE)
+    ui.workspace("web")
+    bob = member(ui, "bob")
+    ui.sign_in(page)
+    page.goto(f"{ui.base}/app/acme/workspaces")
+    page.get_by_role("link", name="Organization settings").click()
+    expect(page.get_by_role("heading", name="Organization settings")).to_be_visible()
+    page.get_by_label("Notification e-mail").fill("not-an-address")
+    page.get_by_role("button", name="Save settings").click()
+    expect(page.get_by_role("alert")).to_contain_text("email")  # on the page it came from, not JSON
+    expect(page.get_by_label("Notification e-mail")).to_have_attribute("aria-invalid", "true")
+    page.get_by_label("Notification e-mail").fill("platform@example.com")
+    page.get_by_label("Default execution mode").select_option("local")
+    page.get_by_label("Cost estimation").uncheck()
+    page.get_by_label("Session timeout").fill("60")
+    page.get_by_role("button", name="Save settings").click()
+    expect(page.get_by_text("Settings saved.")).to_be_visible()
+    org = ui.container.organizations.lookup("acme")
+    assert (org.email, org.default_execution_mode, org.cost_estimation_enabled) == (
+        "platform@example.com",
+        "local",
+        False,
+    )
+    assert org.settings["session-timeout"] == 60
+    answer = send_curl(page, "saving the settings", ui.token)  # the PATCH it shows, sent as shown
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["data"]["attributes"]["default-execution-mode"] == "local"
+    shoot(page, "settings")
+
+    page.get_by_label("Name", exact=True).fill("acme-platform")
+    page.get_by_role("button", name="Save settings").click()
+    expect(page.get_by_text("renamed from acme")).to_be_visible()
+    assert page.url.startswith(f"{ui.base}/app/acme-platform/settings")
+    assert page.goto(f"{ui.base}/app/acme/settings").status == 404  # the old address is gone at once
+    expect(page.get_by_role("heading", level=1)).to_be_visible()
+    page.goto(f"{ui.base}/app/acme-platform/settings")
+    page.get_by_role("button", name="Sign out").click()
+
+    page.get_by_label("API token").fill(bob)  # a member, not an owner: sees the settings, cannot change them
+    page.get_by_role("button", name="Sign in").click()
+    page.goto(f"{ui.base}/app/acme-platform/settings")
+    expect(page.get_by_text("Only the organization's owners can change these settings.")).to_be_visible()
+    expect(page.get_by_role("button", name="Save settings")).to_be_disabled()
+    expect(page.get_by_label("Notification e-mail")).to_have_value("platform@example.com")
+    shoot(page, "settings-member")
+
+
+def test_teams_members_and_organization_access(ui: UI, page: Any) -> None:
+    page.set_viewport_size(PHONE)
+    member(ui, "bob")
+    carol = member(ui, "carol")
+    ui.sign_in(page)
+    page.goto(f"{ui.base}/app/acme/teams")
+    expect(page.get_by_role("link", name="owners")).to_be_visible()
+    page.get_by_label("Name").fill("devs")
+    page.get_by_label("manage-workspaces").check()
+    page.get_by_role("button", name="Create team").click()
+    expect(page.get_by_role("heading", name="Team devs")).to_be_visible()
+    team_id = page.url.split("/teams/")[1].split("?")[0]
+
+    page.get_by_label("Add a member").fill("nobody")
+    page.get_by_role("button", name="Add member").click()
+    expect(page.get_by_role("alert")).to_contain_text("user nobody not found")
+    page.get_by_label("Add a member").fill("bob")
+    page.get_by_role("button", name="Add member").click()
+    expect(page.get_by_text("Member added.")).to_be_visible()
+    page.get_by_label("Add a member").fill("carol@example.com")  # by the e-mail address of the membership
+    page.get_by_role("button", name="Add member").click()
+    expect(page.get_by_role("cell", name="carol", exact=True)).to_be_visible()
+    team = ui.container.teams.load(team_id)
+    assert {u.username for u in ui.container.accounts.get_users(list(team.users))} == {"bob", "carol"}
+
+    page.get_by_label("manage-projects").check()
+    page.get_by_role("button", name="Save team").click()
+    expect(page.get_by_text("Team saved.")).to_be_visible()
+    team = ui.container.teams.load(team_id)
+    assert team.org_access["manage-projects"] and team.org_access["manage-workspaces"]
+    assert not team.org_access["manage-teams"]
+    page.once("dialog", lambda dialog: dialog.accept())  # removing asks first
+    page.get_by_role("button", name="Remove bob").click()
+    expect(page.get_by_text("Member removed.")).to_be_visible()
+    assert {u.username for u in ui.container.accounts.get_users(list(ui.container.teams.load(team_id).users))} == {
+        "carol"
+    }
+    answer = send_curl(page, "saving the team", ui.token)
+    assert answer.status_code == 200 and answer.json()["data"]["attributes"]["organization-access"]["manage-projects"]
+    shoot(page, "team")
+
+    page.goto(f"{ui.base}/app/acme/teams")
+    page.get_by_role("link", name="owners").click()  # protected as the API protects it
+    expect(page.get_by_label("Name", exact=True)).to_have_attribute("readonly", "")
+    expect(page.get_by_label("manage-teams")).to_be_checked()
+    expect(page.get_by_label("manage-teams")).to_be_disabled()
+    expect(page.get_by_role("button", name="Delete team")).to_have_count(0)
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Remove alice").click()
+    expect(page.get_by_role("alert")).to_contain_text("cannot be emptied")
+
+    page.goto(f"{ui.base}/app/acme/teams/{team_id}")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Delete team").click()
+    expect(page.get_by_text("Team devs was deleted.")).to_be_visible()
+    page.get_by_role("button", name="Sign out").click()
+
+    page.get_by_label("API token").fill(carol)  # a member without manage-teams: told, and refused on the page
+    page.get_by_role("button", name="Sign in").click()
+    page.goto(f"{ui.base}/app/acme/teams")
+    expect(page.get_by_text("No team you can see")).to_be_visible()
+    expect(page.get_by_text("Only owners and members of a team with manage-teams create teams.")).to_be_visible()
+    expect(page.get_by_role("button", name="Create team")).to_have_count(0)
+    csrf = page.locator("input[name=csrf_token]").first.input_value()
+    refused = page.request.post(f"{ui.base}/app/acme/teams", form={"name": "mine", "csrf_token": csrf})
+    assert refused.status == 403 and 'role="alert"' in refused.text() and '"errors"' not in refused.text()
+    assert [t.name for t in ui.container.teams.list(ui_owner(ui), "acme")] == ["owners"]
+    shoot(page, "teams-member")
+
+
+def ui_owner(ui: UI) -> Principal:
+    alice = ui.container.accounts.find_user("alice")
+    assert alice is not None
+    return Principal(PrincipalKind.USER, alice.id, alice.username)
+
+
+def test_team_access_to_a_workspace(ui: UI, page: Any) -> None:
+    page.set_viewport_size(PHONE)
+    ws_id = ui.workspace("web")
+    ui.container.teams.create(ui_owner(ui), "acme", {"name": "devs"})
+    ui.sign_in(page)
+    page.goto(f"{ui.base}/app/acme/workspaces/web")
+    page.get_by_role("link", name="Team access").click()
+    expect(page.get_by_role("heading", name="Team access", level=1)).to_be_visible()
+    expect(page.get_by_label("Team", exact=True).locator("option")).to_have_text(["devs"])  # owners may do all
+    page.get_by_label("Team", exact=True).select_option(label="devs")
+    page.get_by_label("Access level").select_option("write")
+    page.get_by_role("button", name="Add access").click()
+    expect(page.get_by_text("Access added.")).to_be_visible()
+    (grant,) = ui.container.team_access.list_for_workspace(ui_owner(ui), ws_id)
+    assert grant.access == "write"
+
+    page.get_by_label("Access of devs", exact=True).select_option("custom")
+    page.get_by_text("Custom permissions").first.click()
+    page.locator(f"#{grant.id}-ws-runs").select_option("plan")
+    page.locator(f"#{grant.id}-ws-workspace-locking").check()
+    page.get_by_role("button", name="Save the access of devs").click()
+    expect(page.get_by_text("Access changed.")).to_be_visible()
+    (grant,) = ui.container.team_access.list_for_workspace(ui_owner(ui), ws_id)
+    assert grant.access == "custom" and grant.workspace_fields["runs"] == "plan"
+    assert grant.workspace_fields["workspace-locking"] is True
+    shoot(page, "workspace-access")
+    page.once("dialog", lambda dialog: dialog.accept())  # removing asks first
+    page.get_by_role("button", name="Remove the access of devs").click()
+    expect(page.get_by_text("Access removed.")).to_be_visible()
+    assert ui.container.team_access.list_for_workspace(ui_owner(ui), ws_id) == []
+    answer = send_curl(page, "adding team access", ui.token)
+    assert answer.status_code == 404  # the TEAM_ID placeholder: the shape is the API's, the id is yours
+    assert "team TEAM_ID not found" in answer.text
+
+
+def test_projects_their_workspaces_and_team_access(ui: UI, page: Any) -> None:
+    page.set_viewport_size(PHONE)
+    ws_id = ui.workspace("web")
+    ui.container.teams.create(ui_owner(ui), "acme", {"name": "devs"})
+    ui.sign_in(page)
+    page.goto(f"{ui.base}/app/acme/workspaces")
+    page.get_by_role("link", name="Projects").click()
+    expect(page.get_by_role("row", name=re.compile("Default Project.*web"))).to_be_visible()
+    page.get_by_label("Name").fill("Default Project")
+    page.get_by_role("button", name="Create project").click()
+    expect(page.get_by_role("alert")).to_contain_text("already exists")
+    page.get_by_label("Name").fill("platform")
+    page.get_by_role("button", name="Create project").click()
+    expect(page.get_by_role("heading", name="Project platform")).to_be_visible()
+    project_id = page.url.split("/projects/")[1].split("?")[0]
+
+    page.get_by_label("Team", exact=True).select_option(label="devs")
+    page.get_by_label("Access level").select_option("maintain")
+    page.get_by_role("button", name="Add access").click()
+    expect(page.get_by_text("Access added.")).to_be_visible()
+    (grant,) = ui.container.team_access.list_for_project(ui_owner(ui), project_id)
+    assert grant.access == "maintain"
+    page.get_by_label("Access of devs", exact=True).select_option("custom")
+    page.get_by_text("Custom permissions").first.click()
+    page.locator(f"#{grant.id}-project-access-settings").select_option("update")
+    page.locator(f"#{grant.id}-workspace-access-runs").select_option("apply")
+    page.locator(f"#{grant.id}-workspace-access-create").check()
+    page.get_by_role("button", name="Save the access of devs").click()
+    expect(page.get_by_text("Access changed.")).to_be_visible()
+    (grant,) = ui.container.team_access.list_for_project(ui_owner(ui), project_id)
+    assert grant.access == "custom" and grant.fields["project-access"]["settings"] == "update"
+    assert grant.fields["workspace-access"]["runs"] == "apply" and grant.fields["workspace-access"]["create"] is True
+    page.get_by_label("Name", exact=True).fill("platform-core")
+    page.get_by_role("button", name="Save project").click()
+    expect(page.get_by_role("heading", name="Project platform-core")).to_be_visible()
+
+    move = {
+        "data": {"type": "workspaces", "relationships": {"project": {"data": {"type": "projects", "id": project_id}}}}
+    }
+    assert ui.api.patch(f"/api/v2/workspaces/{ws_id}", json=move).status_code == 200
+    page.reload()
+    expect(page.get_by_role("listitem").get_by_role("link", name="web")).to_be_visible()
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Delete project").click()  # not empty: the API's error, on the page
+    expect(page.get_by_role("alert")).to_contain_text("still holds 1 workspaces")
+    shoot(page, "project")
+
+    default = next(p for p in ui.container.projects.list(ui_owner(ui), "acme") if p.is_default)
+    move["data"]["relationships"]["project"]["data"]["id"] = default.id
+    assert ui.api.patch(f"/api/v2/workspaces/{ws_id}", json=move).status_code == 200
+    page.goto(f"{ui.base}/app/acme/projects/{project_id}")  # (the refusal answered the form's POST)
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Delete project").click()
+    expect(page.get_by_text("Project platform-core was deleted.")).to_be_visible()
+    assert [p.name for p in ui.container.projects.list(ui_owner(ui), "acme")] == ["Default Project"]
+    shoot(page, "projects")
+    answer = send_curl(page, "creating a project", ui.token)
+    assert answer.status_code == 201, answer.text
+
+
+def test_a_workspace_is_renamed_and_tagged_in_its_settings(ui: UI, page: Any) -> None:
+    page.set_viewport_size(PHONE)
+    ws_id = ui.workspace("web")
+    ui.workspace("db")
+    ui.sign_in(page)
+    page.goto(f"{ui.base}/app/acme/workspaces/web/settings")
+    page.get_by_label("Add tags").fill("prod, eu-west")
+    page.get_by_role("button", name="Add tags").click()
+    expect(page.get_by_text("Tags saved.")).to_be_visible()
+    assert ui.container.workspaces.load(ws_id).tag_names == ("eu-west", "prod")
+    page.get_by_label("Add tags").fill("Not A Tag!")
+    page.get_by_role("button", name="Add tags").click()
+    expect(page.get_by_role("alert")).to_be_visible()
+    page.get_by_role("button", name="Remove tag prod").click()
+    expect(page.get_by_role("button", name="Remove tag prod")).to_have_count(0)
+    assert ui.container.workspaces.load(ws_id).tag_names == ("eu-west",)
+
+    page.get_by_label("Name", exact=True).fill("db")
+    page.get_by_role("button", name="Save settings").click()
+    expect(page.get_by_role("alert")).to_contain_text("already exists")  # taken: said on the settings page
+    page.get_by_label("Name", exact=True).fill("web-eu")
+    page.get_by_role("button", name="Save settings").click()
+    expect(page.get_by_text("renamed from web")).to_be_visible()
+    assert page.url.startswith(f"{ui.base}/app/acme/workspaces/web-eu/settings")
+    assert ui.container.workspaces.load(ws_id).name == "web-eu"
+    assert page.goto(f"{ui.base}/app/acme/workspaces/web").status == 404
+    page.goto(f"{ui.base}/app/acme/workspaces/web-eu/settings")
+    shoot(page, "workspace-settings")
+    answer = send_curl(page, "saving the settings", ui.token)
+    assert answer.status_code == 200 and answer.json()["data"]["attributes"]["name"] == "web-eu"
