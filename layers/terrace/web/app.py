@@ -15,6 +15,7 @@ from terrace.web.routers import (
     admin_runs,
     admin_subscriptions,
     admin_tools,
+    agent_pools,
     configuration_versions,
     discovery,
     http_backend,
@@ -103,8 +104,9 @@ def create_app(container: Container) -> FastAPI:
     app.add_middleware(TrailingSlash)  # routing and every prefix check see `/path`
     app.add_middleware(SecurityHeaders)  # outermost of all: every response, a 413 too, gets them
     for module in (discovery, organizations, workspaces, workspace_relations, varsets, accounts, ssh_keys, oauth,
-                   retention):  # fmt: skip
+                   retention, agent_pools):  # fmt: skip
         app.include_router(module.router)
+    app.include_router(agent_pools.agent_router)
     app.include_router(notifications.router)  # workspaces' and teams'
     for access_module in (teams, memberships, projects):
         app.include_router(access_module.router)

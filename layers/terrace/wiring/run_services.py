@@ -41,6 +41,7 @@ from terrace.services.runs.stage_progress import StageProgress
 from terrace.services.runs.store import RunStore
 from terrace.services.runs.task_stages import TaskStages
 from terrace.services.workflows.retention_sweep import RetentionSweep
+from terrace.services.workspaces.agents import AgentService
 from terrace.services.workspaces.effective_variables import EffectiveVariables
 from terrace.services.workspaces.ssh_keys import SSHKeyService
 from terrace.services.workspaces.variables import VariableService
@@ -64,6 +65,7 @@ class RunServices:
     variables: VariableService
     effective_variables: EffectiveVariables
     ssh_keys: SSHKeyService
+    agents: AgentService
     task_stages: TaskStages  # wiring/task_stage_services.py
     stage_progress: StageProgress
     retention_sweep: RetentionSweep  # a use case (wiring/workflow_services.py); the reaper takes it as a `Sweep`
@@ -164,6 +166,7 @@ class RunServices:
             plans=self.plans,
             costs=self.cost_estimates,
             signal=self.job_signal,
+            agents=self.agents,
         )
 
     @cached_property
