@@ -66,7 +66,9 @@ def start_agent(run_local_stack: Any) -> Iterator[Any]:
     for process in started:
         if process.poll() is None:
             process.kill()
-        process.communicate()
+        process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
 
 
 def _plan_log(api: Any, plan_id: str) -> str:
@@ -134,7 +136,8 @@ def test_sigterm_mid_plan_hands_the_plan_back(run_stack, run_api, run_terraform,
 
         wait_for(plan_log_started, RUN_TIMEOUT_S, what="the agent's plan under way")
         agent.send_signal(signal.SIGTERM)
-        assert agent.wait(timeout=60) == 0
+        said, _ = agent.communicate(timeout=60)
+        assert agent.returncode == 0, said
 
         handed_back = run(run_api, first["id"])
         assert handed_back["attributes"]["status"] == "plan_queued"  # back in the pool's queue, for another agent
@@ -143,4 +146,4 @@ def test_sigterm_mid_plan_hands_the_plan_back(run_stack, run_api, run_terraform,
         wait_for(lambda: run(run_api, first["id"])["attributes"]["status"] == "canceled", 60, what="the cancel")
     finally:
         planning.kill()
-        planning.communicate()
+        planning.wait()

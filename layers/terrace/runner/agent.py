@@ -16,6 +16,7 @@ import logging
 import os
 import signal
 import socket
+import threading
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -118,7 +119,9 @@ class AgentRunner(Runner):
         job, control = self.running, self.executor.current
         if job is not None and job.phase == "plan" and control is not None:
             self.handing_back = True
-            control.cancel()  # terraform is interrupted; the plan goes back to the pool's queue
+            # a plan changes nothing: terraform is killed at once (off the signal handler, which may have interrupted
+            # a holder of the control's lock) and the plan goes back to the pool's queue
+            threading.Thread(target=control.force_cancel, name="hand-back").start()
         if self.idle:
             raise StopIdle
 
