@@ -16,8 +16,8 @@ import logging
 import os
 import signal
 import socket
-import threading
 import sys
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 
