@@ -180,3 +180,7 @@ def test_a_run_of_another_organizations_pool_is_never_offered() -> None:
     # their token is an agent's only: it reads nothing of the API
     assert env.client.get("/api/v2/organizations/globex/workspaces",
                           headers={"Authorization": f"Bearer {secret}"}).status_code in (403, 404)  # fmt: skip
+    # deleting the organization deletes its pools and revokes their tokens
+    assert env.api("DELETE", "/organizations/globex").status_code == 204
+    assert _register_status(env, secret) == 401
+    assert env.api("GET", f"/agent-pools/{theirs['id']}").status_code == 404
