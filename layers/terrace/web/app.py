@@ -44,6 +44,7 @@ from terrace.web.routers import (
 )
 from terrace.web.routers.discovery import api_headers
 from terrace.web.security_headers import SecurityHeaders
+from terrace.web.ui import agent_pools as ui_agent_pools
 from terrace.web.ui import auth as ui_auth
 from terrace.web.ui import notifications as ui_notifications
 from terrace.web.ui import oidc as ui_oidc
@@ -139,6 +140,7 @@ def create_app(container: Container) -> FastAPI:
         ui_oidc,
         ui_notifications,
         ui_policies,
+        ui_agent_pools,
     ):
         app.include_router(ui_page.router)
     for admin_module in (

@@ -17,7 +17,7 @@ from terrace.adapters.table import ConditionFailed, Table
 from terrace.domain import agent_pools as model
 from terrace.domain import clock
 from terrace.domain.agent_pools import Agent, AgentPool
-from terrace.domain.errors import Conflict, Invalid, NotFound
+from terrace.domain.errors import Conflict, Forbidden, Invalid, NotFound
 from terrace.domain.ids import looks_like, new_id
 from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal, PrincipalKind
@@ -223,6 +223,21 @@ class AgentPoolService:
         except NotFound as exc:
             raise NotFound(f"authentication token {token.id} not found") from exc
         return token
+
+    def may_manage(self, principal: Principal, organization: str) -> bool:
+        """Whether the caller may change the organization's pools and their tokens (the UI shows the forms)."""
+        org = self._orgs.get(principal, organization, Action.READ_AGENT_POOLS)
+        try:
+            self._orgs.get_by_key(principal, org.key, Action.MANAGE_AGENT_POOLS)
+        except (Forbidden, NotFound):
+            return False
+        return True
+
+    def revoke_token_by_id(self, principal: Principal, token_id: str) -> None:
+        token = self._accounts.get_token(token_id)
+        if token.kind is not PrincipalKind.AGENT:
+            raise NotFound(f"authentication token {token_id} not found")
+        self.revoke_token(principal, token)
 
     def revoke_token(self, principal: Principal, token: Token) -> None:
         self._accounts.revoke_token(self.token(principal, token).id)

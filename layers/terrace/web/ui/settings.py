@@ -20,6 +20,7 @@ SETTINGS = "/{organization}/workspaces/{name}/settings"
 def _form_of(ws: Any) -> dict[str, str]:
     return {
         "execution_mode": ws.execution_mode,
+        "agent_pool_id": ws.agent_pool_id or "",
         "auto_apply": "on" if ws.auto_apply else "",
         "auto_apply_run_trigger": "on" if ws.auto_apply_run_trigger else "",
         "terraform_version": ws.terraform_version,
@@ -44,7 +45,7 @@ def _page(request: Request, session: Any, organization: str, ws: Any, status: in
 @router.get(SETTINGS)
 def settings(request: Request, container: ContainerDep, session: SessionDep, organization: str, name: str) -> Any:
     ws = container.workspaces.get_by_name(session.principal, organization, name)
-    return _page(request, session, organization, ws)
+    return _page(request, session, organization, ws, pools=container.agent_pools.list(session.principal, organization))
 
 
 @router.post(SETTINGS)
@@ -59,10 +60,13 @@ def update_settings(
         "terraform-version": form.get("terraform_version", "").strip(),
         "working-directory": form.get("working_directory", "").strip(),
     }
+    if attributes["execution-mode"] == "agent":  # the pool it runs on (422 when absent or it does not allow it)
+        attributes["agent-pool-id"] = form.get("agent_pool_id") or None
     try:
         container.workspaces.update(session.principal, ws, attributes)
     except (errors.Invalid, errors.Conflict) as exc:
-        return _page(request, session, organization, ws, status=422, form=form, error=exc.detail)
+        pools = container.agent_pools.list(session.principal, organization)
+        return _page(request, session, organization, ws, status=422, form=form, error=exc.detail, pools=pools)
     return RedirectResponse(f"/app/{organization}/workspaces/{name}/settings?saved=1", status_code=303)
 
 
