@@ -184,3 +184,24 @@ def test_a_run_of_another_organizations_pool_is_never_offered() -> None:
     assert env.api("DELETE", "/organizations/globex").status_code == 204
     assert _register_status(env, secret) == 401
     assert env.api("GET", f"/agent-pools/{theirs['id']}").status_code == 404
+
+
+def test_the_reaper_treats_an_agents_jobs_as_a_runners() -> None:
+    env = make_run_env(job_heartbeat_timeout_s=0, queued_deadline_s=-1, queued_resend_s=-1)
+    pool = _pool(env)
+    assert _agent_mode(env, pool["id"]).status_code == 200
+    run = env.create_run(env.upload_config())
+    queue = f"acme#agent-pool#{pool['id']}"
+    assert env.container.job_queue.take(queue) is not None  # taken, then lost before its claim
+    summary = env.container.reaper.reap_once()
+    assert summary.get("errored", 0) == 0 and summary["resent"] == 1  # it waits for an agent: re-indexed, no deadline
+    assert [q.attempt for q in env.container.job_queue.queued(queue)] == [1] and env.queued() == []
+    secret = _token(env, pool["id"])["attributes"]["token"]
+    agent = _register(env, secret)
+    spec = env.claim(agent, token=secret)
+    assert env.container.reaper.reap_once()["retried"] == 1  # its agent stopped heartbeating: retried, in its pool
+    assert env.run(run["id"])["attributes"]["status"] == "plan_queued"
+    assert [q.attempt for q in env.container.job_queue.queued(queue)] == [2] and env.queued() == []
+    late = env.runner("POST", f"/jobs/{spec['job_id']}/finish", json={"runner_id": agent, "status": "finished"},
+                      token=secret)  # fmt: skip
+    assert late.status_code == 409
