@@ -81,6 +81,31 @@ def dev(
 
 
 @app.command()
+def agent(
+    token: Annotated[str, typer.Option("--token", help="An agent pool token (TFC_AGENT_TOKEN).")] = "",
+    address: Annotated[str, typer.Option("--address", help="Terrace's URL (TFC_ADDRESS).")] = "",
+    name: Annotated[str, typer.Option("--name", help="This agent's name (TFC_AGENT_NAME; the host name).")] = "",
+    single: Annotated[bool, typer.Option("--single", help="Run one job, then exit (TFC_AGENT_SINGLE).")] = False,
+    log_level: Annotated[str, typer.Option("--log-level", help="trace, debug, info, warn, error.")] = "",
+    auto_update: Annotated[str, typer.Option("--auto-update", help="Accepted and ignored (tfc-agent's).")] = "",
+) -> None:
+    """Run a self-hosted agent of an agent pool: it executes the runs of the pool's workspaces on this machine,
+    reaching Terrace's URL outbound only; settings as tfc-agent's (TFC_AGENT_TOKEN, TFC_ADDRESS, ...)."""
+    from terrace.runner import agent as agent_program
+    from terrace.runner.config import ConfigError
+
+    del auto_update  # the agent is upgraded with Terrace's package or image
+    try:
+        options = agent_program.options_from(
+            os.environ, token=token, address=address, name=name, single=single or None, log_level=log_level
+        )
+    except ConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(code=2) from None
+    raise typer.Exit(agent_program.serve(options))
+
+
+@app.command()
 def serve(
     data: Annotated[Path, typer.Option("--data", help="Data directory (created if missing).")],
     port: Annotated[int, typer.Option(envvar="TERRACE_PORT", help="HTTPS port.")] = 8443,

@@ -116,6 +116,11 @@ def _seed(env: RunEnv) -> dict[str, str]:
     ids["membership_id"] = members["data"][0]["id"]
     key = {"data": {"type": "ssh-keys", "attributes": {"name": "deploy", "value": "-----BEGIN KEY-----\nx\n"}}}
     ids["key_id"] = _ok(api("POST", f"/organizations/{org}/ssh-keys", key))["data"]["id"]
+    pool = {"data": {"type": "agent-pools", "attributes": {"name": "vpc"}}}
+    ids["pool_id"] = _ok(api("POST", f"/organizations/{org}/agent-pools", pool))["data"]["id"]
+    secret = _ok(api("POST", f"/agent-pools/{ids['pool_id']}/authentication-tokens", token))["data"]["attributes"]
+    agent = env.client.post("/api/agent/register", headers={"Authorization": f"Bearer {secret['token']}"}, json={})
+    ids["agent_id"] = agent.json()["agent_id"]
     estimate = _ok(api("GET", f"/runs/{run['id']}?include=cost_estimate"))
     cost = (estimate["data"]["relationships"].get("cost-estimate") or {}).get("data") or {}
     ids["cost_estimate_id"] = cost.get("id") or PLACEHOLDER

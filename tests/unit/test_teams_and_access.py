@@ -186,8 +186,9 @@ def test_secret_teams_are_seen_by_their_members_and_team_managers_only() -> None
     assert _call(env, erin, "GET", f"/teams/{secret['id']}").status_code == 200
 
 
-def test_the_entitlement_set_reports_teams_and_sso_and_no_agents() -> None:
+def test_the_entitlement_set_reports_teams_sso_and_agents() -> None:
     env = make_run_env()
     attrs = env.api("GET", "/organizations/acme/entitlement-set").json()["data"]["attributes"]
     assert (attrs["teams"], attrs["sso"], attrs["state-storage"], attrs["operations"]) == (True, True, True, True)
-    assert (attrs["agents"], attrs["private-module-registry"], attrs["sentinel"]) == (False, False, False)
+    assert attrs["agents"] is True  # agent pools and `terrace agent`
+    assert (attrs["private-module-registry"], attrs["sentinel"]) == (False, False)

@@ -12,17 +12,18 @@ class PrincipalKind(StrEnum):
     TEAM = "team"  # a team token: acts with its team's access in the team's organization
     RUN = "run"  # a short-lived token scoped to one run of one workspace
     RUNNER = "runner"  # a runner process's token: takes and works jobs of one organization, nothing else
+    AGENT = "agent"  # an agent pool's token (`terrace agent`): takes and works the jobs of its one pool
     RUN_TASK = "run-task"  # a run task's access token: its run's plan JSON and configuration version, its callback
 
 
 @dataclass(frozen=True)
 class Principal:
     kind: PrincipalKind
-    subject_id: str  # user id, organization name, team id or run id (run and run task tokens)
+    subject_id: str  # user id, organization name, team id, run id (run and run task tokens) or agent pool id
     username: str
     token_id: str | None = None
     site_admin: bool = False
-    organization: str | None = None  # set for organization, team, run and runner tokens
+    organization: str | None = None  # set for organization, team, run, runner and agent tokens
     workspace_id: str | None = None  # set for run tokens
 
     @property

@@ -149,6 +149,9 @@ class Run:
     confirmed_by: str | None = None
     # what queued it when a run trigger did (`domain/run_triggers.py: Origin.to_dict`); None otherwise
     trigger: dict[str, Any] | None = None
+    # the agent pool whose agents execute it (its workspace's execution mode was `agent` when it was created);
+    # None: Terrace's own runners execute it
+    agent_pool_id: str | None = None
     # Statuses passed since the run was loaded (each becomes a run event when saved); never stored.
     trail: list[str] = field(default_factory=list)
 

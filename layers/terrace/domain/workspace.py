@@ -116,6 +116,7 @@ class Workspace:
     runs_count: int = 0
     created_ns: int = 0  # creation time in ns: orders workspaces created within the same millisecond
     project_id: str | None = None  # None: the organization's Default Project
+    agent_pool_id: str | None = None  # the pool its runs execute on, in the `agent` execution mode it overwrote
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -155,6 +156,7 @@ _SIMPLE = (
     "created_ns",
     "execution_mode_overwritten",
     "project_id",
+    "agent_pool_id",
 )
 
 

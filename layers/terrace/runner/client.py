@@ -124,6 +124,12 @@ class RunnerApi:
         self._check(response, f"applying {job_id}")
         return HeartbeatResponse.model_validate_json(response.content)
 
+    def release(self, job_id: str) -> None:
+        """Hands the job back (this runner stops): another one runs it again, under the lost-attempt rules."""
+        body = HeartbeatRequest(runner_id=self.runner_id).model_dump_json()
+        response = self._post(f"/jobs/{job_id}/release", body, f"release {job_id}")
+        self._check(response, f"release {job_id}")
+
     def put_logs(self, job_id: str, offset: int, chunk: bytes) -> None:
         headers = {**self._headers(), "Content-Type": "application/octet-stream"}
         response = with_retries(

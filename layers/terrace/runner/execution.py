@@ -71,6 +71,7 @@ class JobExecutor:
         self.cache = cache if cache is not None else PlanCache()
         self.steps = JobSteps(config, api.runner_id, transfers, backend_override)
         self._held_checked = 0.0
+        self.current: CancelControl | None = None  # the running job's cancel control
 
     def execute(self, spec: JobSpec, keep_for_apply: bool = True) -> FinishRequest:
         """Runs the job; a finished plan that may be applied stays held when `keep_for_apply`."""
@@ -90,6 +91,7 @@ class JobExecutor:
             echo_to=self.echo_to if self.config.echo_output else _DISCARD,
         )
         job = Job(spec=spec, folder=folder, log=stream, control=CancelControl(), identity=identity)
+        self.current = job.control  # `terrace agent`'s SIGTERM interrupts a plan through it (hand-back)
 
         def beat() -> object:
             return self.api.heartbeat(spec.job_id)
@@ -110,6 +112,7 @@ class JobExecutor:
                     stream.line(f"\nError: the runner failed: {type(exc).__name__}")
                     report = self._errored(job, f"the runner failed: {type(exc).__name__}")
         finally:
+            self.current = None
             stream.close()
             if identity is not None:
                 sandbox.kill_uid(identity.uid)  # before the folder goes: nothing of the job writes to it anymore

@@ -16,6 +16,7 @@ from terrace.web.routers import (
     admin_runs,
     admin_subscriptions,
     admin_tools,
+    agent_pools,
     configuration_versions,
     discovery,
     http_backend,
@@ -44,6 +45,7 @@ from terrace.web.routers import (
 )
 from terrace.web.routers.discovery import api_headers
 from terrace.web.security_headers import SecurityHeaders
+from terrace.web.ui import agent_pools as ui_agent_pools
 from terrace.web.ui import auth as ui_auth
 from terrace.web.ui import notifications as ui_notifications
 from terrace.web.ui import oidc as ui_oidc
@@ -111,8 +113,9 @@ def create_app(container: Container) -> FastAPI:
         app.add_middleware(OriginVerify, secret=container.settings.origin_verify, respond=refuse)
     app.add_middleware(SecurityHeaders)  # outermost of all: every response, a 413 too, gets them
     for module in (discovery, organizations, workspaces, workspace_relations, varsets, accounts, ssh_keys, oauth,
-                   retention):  # fmt: skip
+                   retention, agent_pools):  # fmt: skip
         app.include_router(module.router)
+    app.include_router(agent_pools.agent_router)
     app.include_router(notifications.router)  # workspaces' and teams'
     for access_module in (teams, memberships, projects):
         app.include_router(access_module.router)
@@ -149,6 +152,7 @@ def create_app(container: Container) -> FastAPI:
         ui_teams,
         ui_projects,
         ui_team_access,
+        ui_agent_pools,
     ):
         app.include_router(ui_page.router)
     for admin_module in (

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from terrace.domain import retention
+from terrace.domain.agent_pools import DEFAULT_POOL_SETTING, pool_of
 from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal
 from terrace.domain.projects import default_project_id
@@ -42,7 +43,10 @@ def organization(org: Organization, permissions: dict[str, bool]) -> dict[str, A
             "plan-identifier": "terrace",
             "permissions": permissions,
         },
-        relationships=retention_relationship(retention.of_organization(org)),
+        relationships={
+            **retention_relationship(retention.of_organization(org)),
+            "default-agent-pool": ref("agent-pools", org.settings.get(DEFAULT_POOL_SETTING) or None),
+        },
         links={"self": f"/api/v2/organizations/{org.name}"},
     )
 
@@ -70,7 +74,7 @@ def entitlement_set(org: Organization) -> dict[str, Any]:
             "user-limit": None,
             "self-serve-billing": False,
             "audit-logging": False,
-            "agents": False,  # no agent pools yet
+            "agents": True,  # agent pools and `terrace agent` (services/workspaces/agent_pools.py)
             "sso": True,  # OpenID Connect single sign-on (services/access/oidc.py)
             "cost-estimation": True,
             "configuration-designer": False,
@@ -92,6 +96,7 @@ def workspace(ws: Workspace, permissions: dict[str, bool], org: Organization) ->
         "updated-at": ws.updated_at,
         "environment": "default",
         "execution-mode": ws.effective_execution_mode(org.default_execution_mode),
+        "agent-pool-id": pool_of(ws, org),
         "operations": ws.effective_execution_mode(org.default_execution_mode) != "local",
         "auto-apply": ws.auto_apply,
         "auto-apply-run-trigger": ws.auto_apply_run_trigger,
@@ -142,7 +147,7 @@ def workspace(ws: Workspace, permissions: dict[str, bool], org: Organization) ->
         "current-configuration-version": ref("configuration-versions", ws.extra.get("current_cv_id")),
         "ssh-key": ref("ssh-keys", ws.extra.get("ssh_key_id")),
         "locked-by": locked_by,
-        "agent-pool": {"data": None},
+        "agent-pool": ref("agent-pools", pool_of(ws, org)),
         "readme": {"data": None},
         "outputs": {"data": []},
         "remote-state-consumers": {

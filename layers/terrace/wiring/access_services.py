@@ -33,6 +33,7 @@ from terrace.services.admin.users import SiteAdminUsers
 from terrace.services.notifications.configurations import NotificationConfigurations
 from terrace.services.runs.scheduler import RunScheduler
 from terrace.services.runs.store import RunStore
+from terrace.services.workspaces.agent_pools import AgentPoolService
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 
@@ -41,6 +42,7 @@ class AccessServices:
     table: Table
     # from the other areas
     workspaces: WorkspaceService
+    agent_pools: AgentPoolService
     run_store: RunStore
     scheduler: RunScheduler
     notification_configurations: NotificationConfigurations
@@ -94,7 +96,9 @@ class AccessServices:
 
     @cached_property
     def organizations(self) -> OrganizationService:
-        return OrganizationService(self.table, self.authz)
+        organizations = OrganizationService(self.table, self.authz)
+        organizations.check_default_agent_pool = lambda org, mode, pool: self.agent_pools.check_default(org, mode, pool)
+        return organizations
 
     # teams and access -------------------------------------------------------------------
     @cached_property

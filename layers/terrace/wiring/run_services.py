@@ -25,6 +25,7 @@ from terrace.services.access.accounts import AccountService
 from terrace.services.access.authz import Authorizer
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.admin.tool_versions import ToolVersionService
+from terrace.services.runs.agent_waits import AgentWaits
 from terrace.services.runs.comments import CommentService
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.runs.cost_estimates import CostEstimateService
@@ -41,6 +42,8 @@ from terrace.services.runs.stage_progress import StageProgress
 from terrace.services.runs.store import RunStore
 from terrace.services.runs.task_stages import TaskStages
 from terrace.services.workflows.retention_sweep import RetentionSweep
+from terrace.services.workspaces.agent_pools import AgentPoolService
+from terrace.services.workspaces.agents import AgentService
 from terrace.services.workspaces.effective_variables import EffectiveVariables
 from terrace.services.workspaces.ssh_keys import SSHKeyService
 from terrace.services.workspaces.variables import VariableService
@@ -64,9 +67,15 @@ class RunServices:
     variables: VariableService
     effective_variables: EffectiveVariables
     ssh_keys: SSHKeyService
+    agents: AgentService
+    agent_pools: AgentPoolService
     task_stages: TaskStages  # wiring/task_stage_services.py
     stage_progress: StageProgress
     retention_sweep: RetentionSweep  # a use case (wiring/workflow_services.py); the reaper takes it as a `Sweep`
+
+    @cached_property
+    def agent_waits(self) -> AgentWaits:
+        return AgentWaits(self.agent_pools)
 
     @cached_property
     def job_queue(self) -> JobQueue:
@@ -75,8 +84,10 @@ class RunServices:
 
     def expect_runner(self, ws: Workspace) -> None:
         """A configuration version of `ws` was created: its run comes once the upload ends. Start a runner now
-        (remote execution only), so its start overlaps the upload."""
-        if ws.effective_execution_mode(self.organizations.by_key(ws.organization).default_execution_mode) == "local":
+        (remote execution only: local runs run nowhere here, agent runs on their pool's agents), so its start
+        overlaps the upload."""
+        mode = ws.effective_execution_mode(self.organizations.by_key(ws.organization).default_execution_mode)
+        if mode in ("local", "agent"):
             return
         if self.scaler_kick is not None:
             self.scaler_kick(expect=ws.organization)  # AWS: the scaler Lambda, invoked asynchronously
@@ -164,6 +175,7 @@ class RunServices:
             plans=self.plans,
             costs=self.cost_estimates,
             signal=self.job_signal,
+            agents=self.agents,
         )
 
     @cached_property

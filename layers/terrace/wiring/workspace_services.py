@@ -11,12 +11,15 @@ from functools import cached_property
 
 from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.table import Table
+from terrace.services.access.accounts import AccountService
 from terrace.services.access.authz import Authorizer
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.access.projects import ProjectService
 from terrace.services.admin.tool_versions import ToolVersionService
 from terrace.services.runs.scheduler import RunScheduler
 from terrace.services.state.versions import StateVersionService
+from terrace.services.workspaces.agent_pools import AgentPoolService
+from terrace.services.workspaces.agents import AgentService
 from terrace.services.workspaces.effective_variables import EffectiveVariables
 from terrace.services.workspaces.locking import LockService
 from terrace.services.workspaces.remote_state import RemoteStateConsumers
@@ -38,6 +41,7 @@ class WorkspaceServices:
     authz: Authorizer
     organizations: OrganizationService
     projects: ProjectService
+    accounts: AccountService
     tool_versions: ToolVersionService
     state_versions: StateVersionService
     scheduler: RunScheduler
@@ -46,7 +50,16 @@ class WorkspaceServices:
     def workspaces(self) -> WorkspaceService:
         workspaces = WorkspaceService(self.table, self.authz, self.organizations, self.projects)
         workspaces.settle_terraform_version = lambda requested: self.tool_versions.settle(requested)
+        workspaces.check_agent_pool = lambda ws: self.agent_pools.check_workspace(ws)
         return workspaces
+
+    @cached_property
+    def agent_pools(self) -> AgentPoolService:
+        return AgentPoolService(self.table, self.accounts, self.organizations, self.projects, self.workspaces)
+
+    @cached_property
+    def agents(self) -> AgentService:
+        return AgentService(self.table)
 
     @cached_property
     def tags(self) -> TagService:

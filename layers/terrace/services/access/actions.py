@@ -46,3 +46,6 @@ class Action(StrEnum):
     # policy as code (organization level)
     READ_POLICIES = "read-policies"  # policies, policy sets and their versions (parameter values stay hidden)
     MANAGE_POLICIES = "manage-policies"
+    # agent pools, their tokens and agents (organization level)
+    READ_AGENT_POOLS = "read-agent-pools"  # pools and their agents: every member (a workspace's setting picks one)
+    MANAGE_AGENT_POOLS = "manage-agent-pools"  # create, change, delete pools; issue and revoke their tokens

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
+from terrace.domain.agent_pools import queue_key as agent_queue_key
 from terrace.domain.errors import Forbidden, NotFound
 from terrace.domain.organizations import OrgView
 from terrace.domain.principal import Principal, PrincipalKind
@@ -88,17 +89,23 @@ _ORG_LEVEL: dict[Action, tuple[str, ...]] = {
     Action.DELETE_ORGANIZATION: (),
     Action.READ_POLICIES: (),
     Action.MANAGE_POLICIES: ("manage-policies",),
+    Action.READ_AGENT_POOLS: (),
+    Action.MANAGE_AGENT_POOLS: ("manage-agent-pools",),
 }
 _OWNERS_ONLY = frozenset({Action.MANAGE_ORGANIZATION, Action.DELETE_ORGANIZATION, Action.MANAGE_OWNERS_TEAM})
 # What an organization token may not do: it acts for the organization, it is not one of its owners.
 _NOT_FOR_ORGANIZATION_TOKENS = frozenset({Action.DELETE_ORGANIZATION, Action.MANAGE_OWNERS_TEAM})
-_OPEN_TO_MEMBERS = frozenset({Action.READ_ORGANIZATION, Action.READ_TEAMS, Action.READ_PROJECTS, Action.READ_POLICIES})
+_OPEN_TO_MEMBERS = frozenset(
+    {Action.READ_ORGANIZATION, Action.READ_TEAMS, Action.READ_PROJECTS, Action.READ_POLICIES, Action.READ_AGENT_POOLS}
+)
 # Workspace actions that amount to others for members: reading a plan's JSON reads runs and state (it shows state
 # values), downloading a configuration is what queueing a run needs.
 _NEEDS = {
     Action.READ_PLAN_JSON: frozenset({Action.READ_RUNS, Action.READ_STATE}),
     Action.DOWNLOAD_CONFIGURATION: frozenset({Action.QUEUE_RUN}),
 }
+# Who works jobs: Terrace's runners (their organization's queue) and agents (their pool's queue).
+_JOB_TAKERS = frozenset({PrincipalKind.RUNNER, PrincipalKind.AGENT})
 # What a run task's access token may do, in its run's workspace only (and only for its run: `require_own_run`).
 _RUN_TASK_ACTIONS = frozenset({Action.READ_PLAN_JSON, Action.DOWNLOAD_CONFIGURATION})
 
@@ -117,7 +124,7 @@ class Authorizer:
     def require(
         self, principal: Principal, action: Action, org: OrgView, workspace: WorkspaceView | None = None
     ) -> None:
-        if action is Action.RUN_JOBS or principal.kind is PrincipalKind.RUNNER:
+        if action is Action.RUN_JOBS or principal.kind in _JOB_TAKERS:
             self._require_runner(principal, action, org)
             return
         if principal.site_admin:
@@ -228,20 +235,37 @@ class Authorizer:
 
     @staticmethod
     def runner_organization(principal: Principal) -> str:
-        """The one organization whose jobs a runner token works (asking for jobs needs a runner token)."""
-        if principal.kind is not PrincipalKind.RUNNER or not principal.organization:
-            raise Forbidden("only a runner token may ask for jobs")
+        """The one organization whose jobs a runner or agent token works (asking for jobs needs one of them)."""
+        if principal.kind not in _JOB_TAKERS or not principal.organization:
+            raise Forbidden("only a runner or agent token may ask for jobs")
         return principal.organization
+
+    @classmethod
+    def job_queue(cls, principal: Principal) -> str:
+        """The job queue a runner or agent token takes from: a runner its organization's, an agent its pool's."""
+        organization = cls.runner_organization(principal)
+        if principal.kind is PrincipalKind.AGENT:
+            return agent_queue_key(organization, principal.subject_id)
+        return organization
+
+    def require_job(self, principal: Principal, org: OrgView, agent_pool_id: str | None, what: str) -> None:
+        """A job is worked by a runner of its organization when its run executes on Terrace, by an agent of its
+        pool when it executes on agents; anyone else (another pool's agent, a runner asking for an agent's job)
+        gets the same NotFound as for a job that does not exist."""
+        self.require(principal, Action.RUN_JOBS, org)
+        mine = principal.subject_id if principal.kind is PrincipalKind.AGENT else None
+        if agent_pool_id != mine:
+            raise NotFound(f"{what} not found")
 
     @staticmethod
     def _require_runner(principal: Principal, action: Action, org: OrgView) -> None:
-        """Only a runner token works jobs, and only its own organization's; it can do nothing else."""
-        if principal.kind is not PrincipalKind.RUNNER:
+        """Only a runner or agent token works jobs, and only its own organization's; it can do nothing else."""
+        if principal.kind not in _JOB_TAKERS:
             raise NotFound("job not found")  # jobs exist for runners only
         if principal.organization != org.key:
             raise NotFound("organization not found")
         if action is not Action.RUN_JOBS:
-            raise Forbidden(f"a runner token may not {action.value}")
+            raise Forbidden(f"a {principal.kind.value} token may not {action.value}")
 
     @staticmethod
     def _require_run_token(principal: Principal, action: Action, workspace: WorkspaceView | None) -> None:

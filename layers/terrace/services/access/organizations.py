@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import builtins
 import time
+from collections.abc import Callable
 from typing import Any
 
 from terrace.adapters.table import ConditionFailed, Delete, Put, Table, WriteOp
 from terrace.domain import clock
-from terrace.domain.errors import Conflict, NotFound
+from terrace.domain.agent_pools import DEFAULT_POOL_SETTING as DEFAULT_AGENT_POOL
+from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.organizations import (
     BOOLEAN_SETTINGS,
@@ -68,6 +70,9 @@ class OrganizationService:
         self._cache_ttl_s = cache_ttl_s
         self._cache: dict[str, tuple[float, Organization]] = {}  # by name
         self._by_key: dict[str, tuple[float, Organization]] = {}
+        # the default agent pool an update leaves (`AgentPoolService.check_default`: required with the agent mode,
+        # refused without it); None here: no pools are known, so none may be named
+        self.check_default_agent_pool: Callable[[Organization, str, str | None], str | None] | None = None
 
     def lookup(self, name: str) -> Organization:
         """Read by name without a permission check: for services that check permissions themselves."""
@@ -224,6 +229,8 @@ class OrganizationService:
         for key in ("session-timeout", "session-remember", "collaborator-auth-policy", *BOOLEAN_SETTINGS):
             if key in changes:
                 item.setdefault("settings", {})[key] = check_setting(key, changes[key])
+        if DEFAULT_AGENT_POOL in changes or "default-execution-mode" in changes:
+            self._default_agent_pool(item, changes)
         before = _org(item)
         version = item["version"]
         item["version"] = version + 1
@@ -243,6 +250,20 @@ class OrganizationService:
         finally:
             self._forget(before)
         return _org(item)
+
+    def _default_agent_pool(self, item: dict[str, Any], changes: dict[str, Any]) -> None:
+        """The default agent pool goes with the agent execution mode: kept while the mode stays `agent`."""
+        settings = item.setdefault("settings", {})
+        mode = item.get("default_execution_mode", "remote")
+        wanted = changes.get(DEFAULT_AGENT_POOL, settings.get(DEFAULT_AGENT_POOL) if mode == "agent" else None)
+        if self.check_default_agent_pool is not None:
+            wanted = self.check_default_agent_pool(_org(item), mode, wanted)
+        elif wanted:
+            raise Invalid("agent pool not found", pointer="/data/relationships/default-agent-pool")
+        if wanted:
+            settings[DEFAULT_AGENT_POOL] = wanted
+        else:
+            settings.pop(DEFAULT_AGENT_POOL, None)
 
     def delete(self, principal: Principal, org: Organization) -> None:
         """Remove the organization item, its name claim, teams, memberships and projects (what it held is deleted

@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING
 
 from terrace.domain import runs as rs
 from terrace.domain.errors import Conflict, NotFound
-from terrace.domain.jobs import ClaimRequest, FinishRequest, FinishResponse, JobSpec
+from terrace.domain.jobs import ClaimRequest, FinishRequest, FinishResponse, HeartbeatRequest, JobSpec
 from terrace.domain.principal import Principal
 from terrace.domain.runs import Run
 
 if TYPE_CHECKING:
     from terrace.services.access.authz import Authorizer
+    from terrace.services.runs.job_retries import JobRetries
     from terrace.services.runs.store import RunStore
 
 log = logging.getLogger("terrace.jobs")
@@ -31,6 +32,21 @@ def runner_ref(principal: Principal, runner_id: str) -> str:
 class ApplyHandoff:
     _store: RunStore
     _authz: Authorizer
+    _retries: JobRetries
+
+    def _load(self, principal: Principal, job_id: str) -> tuple[Run, str]:
+        raise NotImplementedError
+
+    def release(self, principal: Principal, job_id: str, request: HeartbeatRequest) -> str:
+        """A runner or agent that stops hands its job back (`terrace agent` on SIGTERM mid-plan): the attempt is
+        lost as if its heartbeats had stopped, under the same rules (`JobRetries`: a plan, or an apply before
+        terraform started applying, is queued again for another; an apply that started ends the run errored).
+        Returns the run's status."""
+        run, name = self._load(principal, job_id)
+        state = run.phase(name)
+        if run.final or state.status != rs.P_RUNNING or state.runner_id != runner_ref(principal, request.runner_id):
+            raise Conflict(f"job {job_id} is not running on {request.runner_id}")
+        return self._retries.retry_or_fail(run, name, f"{request.runner_id} stopped and handed the {name} back").status
 
     def finish(self, principal: Principal, job_id: str, request: FinishRequest) -> Run:
         raise NotImplementedError

@@ -15,7 +15,7 @@ from terrace.adapters.condition_job_signal import ConditionJobSignal
 from terrace.adapters.job_queue import JobQueue
 from terrace.adapters.job_signal import JobSignal
 from terrace.config import Settings
-from terrace.domain import clock
+from terrace.domain import agent_pools, clock
 from terrace.domain import runs as rs
 from terrace.domain.errors import Conflict, NotFound
 from terrace.domain.jobs import ClaimRequest, FinishRequest, HeartbeatRequest, HeartbeatResponse, JobSpec
@@ -25,16 +25,18 @@ from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.runs import Run, run_id_of
 from terrace.domain.task_stages import POST_PLAN
 from terrace.services.access.accounts import AccountService
-from terrace.services.access.authz import Action, Authorizer
+from terrace.services.access.authz import Authorizer
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.runs.cost_estimates import CostEstimateService
 from terrace.services.runs.job_handoff import ApplyHandoff, runner_ref
+from terrace.services.runs.job_retries import JobRetries
 from terrace.services.runs.job_specs import JobSpecs
 from terrace.services.runs.logs import LogService
 from terrace.services.runs.plans import PlanService
 from terrace.services.runs.runs import RunService, retrying
 from terrace.services.runs.scheduler import RunScheduler
 from terrace.services.runs.store import RunStore
+from terrace.services.workspaces.agents import AgentService
 from terrace.services.workspaces.ssh_keys import SSHKeyService
 from terrace.services.workspaces.variables import VariableService
 from terrace.services.workspaces.workspaces import WorkspaceService
@@ -70,20 +72,32 @@ class JobService(ApplyHandoff):
         costs: CostEstimateService,
         ssh_keys: SSHKeyService | None = None,
         signal: JobSignal | None = None,
+        agents: AgentService | None = None,
     ) -> None:
         self._queue, self._authz = queue, authz
+        self.agents = agents  # the pings of `terrace agent` processes (their status, last ping)
         self._signal = signal or ConditionJobSignal(recheck_s=0.25)  # wakes a waiting `next` (the queue notifies it)
         self._plans, self._costs = plans, costs
         self._store, self._scheduler, self._runs = store, scheduler, runs
         self._variables, self._accounts, self._logs, self._settings = variables, accounts, logs, settings
         self._specs = JobSpecs(workspaces, cvs, variables, blobs, settings, ssh_keys)
+        self._retries = JobRetries(store, scheduler, logs, settings)  # a job handed back (`release`)
 
     def _load(self, principal: Principal, job_id: str) -> tuple[Run, str]:
-        """The job's run, if the runner may work it (another organization's job is NotFound)."""
+        """The job's run, if the runner or agent may work it (another organization's or pool's job, and an agent
+        pool's job asked by a runner, are NotFound)."""
         name = _phase_name(job_id)
-        run = self._store.load(run_id_of(job_id))
-        self._authz.require(principal, Action.RUN_JOBS, OrgView(run.organization, ()))
+        try:
+            run = self._store.load(run_id_of(job_id))
+        except NotFound as exc:
+            raise NotFound(f"job {job_id} not found") from exc
+        self._authz.require_job(principal, OrgView(run.organization, ()), run.agent_pool_id, f"job {job_id}")
         return run, name
+
+    def _seen(self, principal: Principal, runner_id: str, status: str) -> None:
+        """An agent asked for a job or worked one: its ping (an unregistered agent id is refused)."""
+        if principal.kind is PrincipalKind.AGENT and self.agents is not None:
+            self.agents.seen(principal, runner_id, status)
 
     # next: take + claim ------------------------------------------------------------------
     def next(
@@ -99,13 +113,16 @@ class JobService(ApplyHandoff):
         once; one table query per look, none while it waits (in one process; on AWS it looks again every
         `recheck_s`). After a wait, a runner no longer `still_asking` (its connection closed: it was stopped or
         killed meanwhile) gets nothing, so no job is claimed for a runner that is gone."""
-        organization = self._authz.runner_organization(principal)
+        queue = self._authz.job_queue(principal)  # a runner's organization, an agent's pool
+        self._seen(principal, runner_id, agent_pools.IDLE)
         deadline = time.monotonic() + max(0.0, wait_s)
         while True:
-            mark = self._signal.mark(organization)
-            spec = self._take_and_claim(principal, organization, runner_id)
+            mark = self._signal.mark(queue)
+            spec = self._take_and_claim(principal, queue, runner_id)
             remaining = deadline - time.monotonic()
-            if spec is not None or remaining <= 0 or not self._signal.wait(organization, mark, remaining):
+            if spec is not None or remaining <= 0 or not self._signal.wait(queue, mark, remaining):
+                if spec is not None:
+                    self._seen(principal, runner_id, agent_pools.BUSY)
                 return spec
             if not still_asking():
                 return None
@@ -180,7 +197,9 @@ class JobService(ApplyHandoff):
                 cancel=run.cancel_requested_at is not None, force_cancel=run.force_cancel_requested
             )
 
-        return retrying(step)
+        answer = retrying(step)
+        self._seen(principal, request.runner_id, agent_pools.BUSY)
+        return answer
 
     # applying ----------------------------------------------------------------------------
     def start_apply(self, principal: Principal, job_id: str, request: HeartbeatRequest) -> HeartbeatResponse:

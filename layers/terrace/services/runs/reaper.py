@@ -94,7 +94,8 @@ class Reaper:
         if run.status in rs.QUEUED:
             name = "plan" if run.status == rs.PLAN_QUEUED else "apply"
             state = run.phase(name)
-            if _age(state.queued_at, now) > s.queued_deadline_s:
+            # a run of an agent pool waits for one of its agents as long as it takes (as in HCP Terraform)
+            if not run.agent_pool_id and _age(state.queued_at, now) > s.queued_deadline_s:
                 self._fail(run, rs.ERRORED, f"no runner claimed the {name} within {s.queued_deadline_s} s")
                 return "errored"
             sent = state.timestamps.get("resent-at") or state.queued_at

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from terrace.config import Settings
-from terrace.domain import clock, cost_estimation, limits
+from terrace.domain import agent_pools, clock, cost_estimation, limits
 from terrace.domain import runs as rs
 from terrace.domain.configuration_versions import UPLOADED, ConfigurationVersion
 from terrace.domain.errors import Conflict, Forbidden, Invalid, NotFound
@@ -131,6 +131,19 @@ class RunService:
                 " this server. Change its execution mode to remote to queue runs here."
             )
 
+    def _agent_pool(self, ws: Workspace) -> str | None:
+        """The agent pool a new run of `ws` waits for (None: Terrace's runners execute it)."""
+        org = self._organizations.by_key(ws.organization)
+        if ws.effective_execution_mode(org.default_execution_mode) != "agent":
+            return None
+        pool = agent_pools.pool_of(ws, org)
+        if pool is None:
+            raise Conflict(
+                f"workspace {ws.name} uses the agent execution mode without an agent pool: choose one in its settings"
+                " (or the organization's default) to queue runs"
+            )
+        return pool
+
     def queue_triggered(self, ws: Workspace, cv: ConfigurationVersion, origin: Origin, created_by: str) -> Run:
         """A run queued by a run trigger (`workflows/run_trigger_fanout.py`), auto-applied by `auto-apply-run-trigger`;
         its id derives from the source run and `ws`: queued twice, the run's write raises `ConditionFailed`."""
@@ -196,6 +209,7 @@ class RunService:
                     "a run that applies without confirmation (auto-apply) needs permission to apply runs "
                     f"in workspace {ws.id}"
                 )
+        run.agent_pool_id = self._agent_pool(ws)
         run.resolved_variables = self.resolve_variables(ws, run.variables)  # once: a run keeps what it was given
         self._cvs.seal(cv)  # the archive this run plans is final from here
         run.transition(rs.PENDING, now)

@@ -72,9 +72,13 @@ class Scaler:
                 demand[organization] = 1
 
     def demand(self) -> Counter[str]:
-        """Per organization: phases queued or running (each needs a runner)."""
+        """Per organization: phases queued or running (each needs a runner); agent pools' runs need none."""
         busy = rs.QUEUED | rs.RUNNING
-        return Counter(entry["organization"] for entry in self._store.open_runs() if entry["status"] in busy)
+        return Counter(
+            entry["organization"]
+            for entry in self._store.open_runs()
+            if entry["status"] in busy and not entry.get("agent_pool_id")
+        )
 
     def scale_once(self, expect: Iterable[str] = ()) -> dict[str, Any]:
         """One tick; `expect`: organizations whose configuration version was just created."""

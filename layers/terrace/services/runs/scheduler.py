@@ -15,6 +15,7 @@ from terrace.adapters.job_queue import JobQueue
 from terrace.config import Settings
 from terrace.domain import clock
 from terrace.domain import runs as rs
+from terrace.domain.agent_pools import queue_key as agent_queue_key
 from terrace.domain.cost_estimation import CE_CANCELED
 from terrace.domain.errors import NotFound
 from terrace.domain.jobs import JobMessage
@@ -34,6 +35,11 @@ def lane_of(run: Run, phase: str) -> str:
     if phase == "apply":
         return "apply"
     return "speculative" if run.plan_only else "plan"
+
+
+def queue_of(run: Run) -> str:
+    """The job queue a run's phases wait in: its organization's (Terrace's runners), or its agent pool's."""
+    return agent_queue_key(run.organization, run.agent_pool_id) if run.agent_pool_id else run.organization
 
 
 def run_lock(run: Run) -> WorkspaceLock:
@@ -91,13 +97,13 @@ class RunScheduler:
         message = JobMessage(
             job_id=state.id, run_id=run.id, phase="apply" if phase == "apply" else "plan", attempt=state.attempt
         )
-        self._queue.enqueue(run.organization, lane_of(run, phase), message.model_dump(), delay_s)
+        self._queue.enqueue(queue_of(run), lane_of(run, phase), message.model_dump(), delay_s)
 
     def ensure_queued(self, run: Run, phase: str) -> bool:
         """Re-index a queued job missing from its organization's queue (lost between a take and its claim,
         or between a transition and its enqueue); True when it had to."""
         state = run.phase(phase)
-        if any(q.job_id == state.id and q.attempt == state.attempt for q in self._queue.queued(run.organization)):
+        if any(q.job_id == state.id and q.attempt == state.attempt for q in self._queue.queued(queue_of(run))):
             return False
         self.enqueue(run, phase)
         return True

@@ -136,6 +136,7 @@ class RunStore:
                             "organization": run.organization,
                             "workspace_id": run.workspace_id,
                             "queued_at": run.queued_at or "",
+                            "agent_pool_id": run.agent_pool_id or "",  # its agents', not the scaler's runners'
                         }
                     )
                 )

@@ -69,13 +69,19 @@ class Purge:
         self._notifications.delete_all(workspace_id)
 
     def organization_contents(self, org_key: str) -> None:
-        """What an organization holds beside its workspaces: variable sets, queued jobs, SSH keys, tags, runner and
-        organization tokens."""
+        """What an organization holds beside its workspaces: variable sets, queued jobs, SSH keys, agent pools (their
+        tokens, agents and queued jobs), tags, runner and organization tokens."""
         self._varsets.purge_organization(org_key)
         self._delete_all(self._table.query(f"org#{org_key}#jobs"))
         for team in self._table.query(teams_index(org_key), index="gsi1"):
             self._notifications.delete_all(team["id"])
         self._delete_all(self._table.query(f"org#{org_key}#ssh-keys", index="gsi1"))  # services/workspaces/ssh_keys.py
+        for pool in self._table.query(f"org#{org_key}#agent-pools", index="gsi1"):  # services/workspaces/agent_pools.py
+            for token in self._table.query(f"{pool['pk']}#tokens", index="gsi1"):
+                self._revoke(token["id"])
+            self._delete_all(self._table.query(f"{pool['pk']}#agents", index="gsi1"))
+            self._delete_all(self._table.query(f"org#{org_key}#agent-pool#{pool['pk']}#jobs"))
+            self._table.delete(pool["pk"], pool["sk"])
         for task in self._table.query(f"org#{org_key}#tasks", index="gsi1"):  # services/runs/run_tasks.py
             self._delete_all(self._table.query(f"{task['pk']}#workspaces"))
             self._table.delete(task["pk"], task["sk"])

@@ -101,6 +101,12 @@ def apply_attributes(ws: Workspace, attributes: dict[str, Any]) -> Workspace:
             changes["tag_names"] = tuple(tag_names(value if isinstance(value, list) else [value]))
         elif key == "tag-bindings":
             changes["tag_bindings"] = tag_bindings(value, "/data/attributes/tag-bindings")
+        elif key == "agent-pool-id":
+            if value is not None and not (isinstance(value, str) and len(value) <= 80):
+                raise Invalid(
+                    "agent-pool-id must be an agent pool id or null", pointer="/data/attributes/agent-pool-id"
+                )
+            changes["agent_pool_id"] = value or None
         elif key == "setting-overwrites":
             continue  # below: it decides whether the execution mode is inherited
         elif key in ACCEPTED_EXTRA:
@@ -119,4 +125,7 @@ def apply_attributes(ws: Workspace, attributes: dict[str, Any]) -> Workspace:
             changes["execution_mode_overwritten"] = _require_bool(
                 "setting-overwrites.execution-mode", overwrites["execution-mode"]
             )
-    return dataclasses.replace(ws, extra=extra, **changes)
+    updated = dataclasses.replace(ws, extra=extra, **changes)
+    if "agent_pool_id" not in changes and (updated.execution_mode != "agent" or not updated.overwrites_execution_mode):
+        updated = dataclasses.replace(updated, agent_pool_id=None)  # leaving the agent mode leaves its pool
+    return updated

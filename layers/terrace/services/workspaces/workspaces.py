@@ -38,6 +38,8 @@ class WorkspaceService:
         self._projects = projects
         # the terraform-version to store for what a client asks (bootstrap: ToolVersionService.settle)
         self.settle_terraform_version: Callable[[Any], Any] = lambda requested: requested
+        # refuses (422) an agent-mode workspace whose pool is absent or does not allow it (AgentPoolService)
+        self.check_agent_pool: Callable[[Workspace], None] = lambda ws: None
 
     # reads -------------------------------------------------------------------------------
     def load(self, workspace_id: str) -> Workspace:
@@ -195,7 +197,7 @@ class WorkspaceService:
             tag_bindings=bindings,
             project_id=project_id,
         )
-        ws = apply_attributes(ws, self._settled({k: v for k, v in attributes.items() if k != "name"}))
+        ws = self._checked(apply_attributes(ws, self._settled({k: v for k, v in attributes.items() if k != "name"})))
         claim = {"pk": model.name_claim_key(org.key, name)[0], "sk": name, "workspace_id": ws.id}
         try:
             self._table.transact([Put(claim, if_absent=True), Put(model.to_item(ws), if_absent=True)])
@@ -211,7 +213,12 @@ class WorkspaceService:
         new_name = attributes.get("name", ws.name)
         if new_name != ws.name:
             return self._rename(ws, model.validate_name(new_name), attributes)
-        return self.mutate(ws.id, lambda current: apply_attributes(current, attributes))
+        return self.mutate(ws.id, lambda current: self._checked(apply_attributes(current, attributes)))
+
+    def _checked(self, ws: Workspace) -> Workspace:
+        if ws.agent_pool_id or ws.execution_mode == "agent":
+            self.check_agent_pool(ws)
+        return ws
 
     def _settled(self, attributes: dict[str, Any]) -> dict[str, Any]:
         if "terraform-version" not in attributes:
@@ -272,7 +279,7 @@ class WorkspaceService:
         return Put(model.to_item(ws), if_version=expected_version)
 
     def _rename(self, ws: Workspace, name: str, attributes: dict[str, Any]) -> Workspace:
-        updated = apply_attributes(ws, {k: v for k, v in attributes.items() if k != "name"})
+        updated = self._checked(apply_attributes(ws, {k: v for k, v in attributes.items() if k != "name"}))
         updated = dataclasses.replace(updated, name=name, version=ws.version + 1, updated_at=clock.now_iso())
         claim = {"pk": model.name_claim_key(ws.organization, name)[0], "sk": name, "workspace_id": ws.id}
         try:

@@ -15,6 +15,7 @@ from terrace.domain.tokens import Token
 from terrace.web import bodies, serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONAPIResponse, JSONBody, body_attributes, respond, respond_page
+from terrace.web.routers.agent_pools import serialize_token as serialize_agent_token
 
 router = APIRouter(prefix="/api/v2")
 
@@ -95,11 +96,18 @@ def _expiry(expired_at: Any) -> int | None:
 
 @router.get("/authentication-tokens/{token_id}")
 def read_token(token_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    token = container.accounts.get_token(token_id)
+    if token.kind is PrincipalKind.AGENT:  # an agent pool's: to those who manage the pool
+        return respond(serialize_agent_token(container.agent_pools.token(principal, token)))
     return respond(serializers.token(_own_token(container, principal, token_id)))
 
 
 @router.delete("/authentication-tokens/{token_id}")
 def delete_token(token_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
+    token = container.accounts.get_token(token_id)
+    if token.kind is PrincipalKind.AGENT:
+        container.agent_pools.revoke_token(principal, token)
+        return Response(status_code=204)
     _own_token(container, principal, token_id)
     container.accounts.revoke_token(token_id)
     return Response(status_code=204)

@@ -7,12 +7,21 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from terrace.bootstrap import Container
+from terrace.domain.agent_pools import DEFAULT_POOL_SETTING
 from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal
 from terrace.services.access.authz import Action
 from terrace.web import bodies, serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
-from terrace.web.jsonapi import JSONAPIResponse, JSONBody, attributes, read_document, respond, respond_page
+from terrace.web.jsonapi import (
+    JSONAPIResponse,
+    JSONBody,
+    attributes,
+    read_document,
+    relationship_id,
+    respond,
+    respond_page,
+)
 
 router = APIRouter(prefix="/api/v2")
 
@@ -80,7 +89,10 @@ def read_organization(name: str, container: ContainerDep, principal: PrincipalDe
 
 @router.patch("/organizations/{name}", openapi_extra=bodies.ORGANIZATION)
 def update_organization(name: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-    attrs = attributes(read_document(body, "organizations"))
+    data = read_document(body, "organizations")
+    attrs = attributes(data)
+    if "default-agent-pool" in data["relationships"]:  # `data: null` clears it
+        attrs[DEFAULT_POOL_SETTING] = relationship_id(data, "default-agent-pool", "agent-pools")
     org = container.organizations.update(principal, name, attrs)
     return respond(_serialize(container, principal, org))
 

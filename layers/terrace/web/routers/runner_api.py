@@ -84,6 +84,17 @@ def applying(
     return container.jobs.start_apply(principal, job_id, body)
 
 
+@router.post("/jobs/{job_id}/release")
+def release(
+    job_id: str,
+    body: Annotated[HeartbeatRequest, Depends(_heartbeat_body)],
+    container: ContainerDep,
+    principal: PrincipalDep,
+) -> dict[str, str]:
+    """A stopping runner or agent hands its job back: retried elsewhere under the lost-attempt rules."""
+    return {"run_status": container.jobs.release(principal, job_id, body)}
+
+
 @router.put("/jobs/{job_id}/logs")
 def append_log(
     job_id: str, request: Request, data: RawBody, container: ContainerDep, principal: PrincipalDep

@@ -23,6 +23,7 @@ def _form_of(ws: Any) -> dict[str, str]:
     return {
         "name": ws.name,
         "execution_mode": ws.execution_mode,
+        "agent_pool_id": ws.agent_pool_id or "",
         "auto_apply": "on" if ws.auto_apply else "",
         "auto_apply_run_trigger": "on" if ws.auto_apply_run_trigger else "",
         "terraform_version": ws.terraform_version,
@@ -47,7 +48,7 @@ def _page(request: Request, session: Any, organization: str, ws: Any, status: in
 @router.get(SETTINGS)
 def settings(request: Request, container: ContainerDep, session: SessionDep, organization: str, name: str) -> Any:
     ws = container.workspaces.get_by_name(session.principal, organization, name)
-    return _page(request, session, organization, ws)
+    return _page(request, session, organization, ws, pools=container.agent_pools.list(session.principal, organization))
 
 
 @router.post(SETTINGS)
@@ -63,11 +64,14 @@ def update_settings(
         "terraform-version": form.get("terraform_version", "").strip(),
         "working-directory": form.get("working_directory", "").strip(),
     }
+    if attributes["execution-mode"] == "agent":  # the pool it runs on (422 when absent or it does not allow it)
+        attributes["agent-pool-id"] = form.get("agent_pool_id") or None
     try:
         updated = container.workspaces.update(session.principal, ws, attributes)
     except (errors.Invalid, errors.Conflict) as exc:
+        pools = container.agent_pools.list(session.principal, organization)
         return _page(request, session, organization, ws, status=422, form=form, error=exc.detail,
-                     error_field=field_of(exc))  # fmt: skip
+                     error_field=field_of(exc), pools=pools)  # fmt: skip
     renamed = f"&renamed={name}" if updated.name != name else ""  # a new name is a new address
     return RedirectResponse(f"/app/{organization}/workspaces/{updated.name}/settings?saved=1{renamed}", status_code=303)
 

@@ -1,0 +1,302 @@
+"""Agent pools of an organization (TFC's `/organizations/:org/agent-pools`, `/agent-pools/:id`), their tokens
+(`/agent-pools/:id/authentication-tokens`) and agents (`/agent-pools/:id/agents`, `/agents/:id`), and the rules that
+bind a workspace or an organization's default to a pool.
+
+Every member reads pools and agents; owners and teams with `manage-agent-pools` change them and issue or revoke
+their tokens (`authz.py`). A token is an API token of kind `agent` whose subject is the pool: hashed like every
+token, its secret shown once, its last use recorded by `AccountService.authenticate`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+from typing import Any
+
+from terrace.adapters.table import ConditionFailed, Table
+from terrace.domain import agent_pools as model
+from terrace.domain import clock
+from terrace.domain.agent_pools import Agent, AgentPool
+from terrace.domain.errors import Conflict, Forbidden, Invalid, NotFound
+from terrace.domain.ids import looks_like, new_id
+from terrace.domain.organizations import Organization
+from terrace.domain.principal import Principal, PrincipalKind
+from terrace.domain.projects import default_project_id
+from terrace.domain.tokens import IssuedToken, Token
+from terrace.domain.workspace import Workspace
+from terrace.services.access.accounts import AccountService
+from terrace.services.access.authz import Action
+from terrace.services.access.organizations import OrganizationService
+from terrace.services.access.projects import ProjectService
+from terrace.services.workspaces.agents import POOL_SORT_KEY, agent_from_item, agents_index
+from terrace.services.workspaces.workspaces import WorkspaceService
+
+DEFAULT_POOL = model.DEFAULT_POOL_SETTING
+
+
+def _pool(item: dict[str, Any]) -> AgentPool:
+    return AgentPool(
+        id=item["pk"],
+        organization=item["organization"],
+        name=item["name"],
+        created_at=item["created_at"],
+        organization_scoped=bool(item.get("organization_scoped", True)),
+        allowed_workspaces=tuple(item.get("allowed_workspaces", [])),
+        allowed_projects=tuple(item.get("allowed_projects", [])),
+        version=int(item["version"]),
+    )
+
+
+def _item(pool: AgentPool, organization_id: str) -> dict[str, Any]:
+    return {
+        "pk": pool.id,
+        "sk": POOL_SORT_KEY,
+        "organization": pool.organization,
+        "organization_id": organization_id,  # a later organization of the same name never gets this pool
+        "name": pool.name,
+        "created_at": pool.created_at,
+        "organization_scoped": pool.organization_scoped,
+        "allowed_workspaces": list(pool.allowed_workspaces),
+        "allowed_projects": list(pool.allowed_projects),
+        "version": pool.version,
+        "gsi1pk": f"org#{pool.organization}#agent-pools",
+        "gsi1sk": f"{pool.created_at}#{pool.id}",
+    }
+
+
+class AgentPoolService:
+    def __init__(
+        self,
+        table: Table,
+        accounts: AccountService,
+        organizations: OrganizationService,
+        projects: ProjectService,
+        workspaces: WorkspaceService,
+    ) -> None:
+        self._table, self._accounts, self._orgs = table, accounts, organizations
+        self._projects, self._workspaces = projects, workspaces
+
+    # reads -------------------------------------------------------------------------------
+    def load(self, pool_id: str | None, organization: str) -> AgentPool | None:
+        """The pool when it exists in `organization` (no permission check: for the binding rules)."""
+        item = self._table.get(pool_id, POOL_SORT_KEY) if pool_id and looks_like(pool_id, "apool") else None
+        if item is None or item["organization"] != organization:
+            return None
+        return _pool(item) if item.get("organization_id") == self._orgs.by_key(organization).id else None
+
+    def get(self, principal: Principal, pool_id: str, action: Action = Action.READ_AGENT_POOLS) -> AgentPool:
+        item = self._table.get(pool_id, POOL_SORT_KEY) if looks_like(pool_id, "apool") else None
+        try:
+            org = self._orgs.get_by_key(principal, item["organization"]) if item else None
+        except NotFound:
+            org = None
+        if item is None or org is None or item.get("organization_id") != org.id:
+            raise NotFound(f"agent pool {pool_id} not found")
+        if action is not Action.READ_AGENT_POOLS:
+            self._orgs.get_by_key(principal, org.key, action)
+        return _pool(item)
+
+    def list(
+        self,
+        principal: Principal,
+        organization: str,
+        query: str | None = None,
+        allowed_workspace: str | None = None,
+        allowed_project: str | None = None,
+    ) -> builtins.list[AgentPool]:
+        """Oldest first; `q` a part of the name; `filter[allowed_workspaces][name]` (`[allowed_projects][name]`):
+        the pools a workspace (project) of that name may use."""
+        org = self._orgs.get(principal, organization, Action.READ_AGENT_POOLS)
+        items = self._table.query(f"org#{org.key}#agent-pools", index="gsi1")
+        pools = [_pool(i) for i in items if i.get("organization_id") == org.id]
+        if query:
+            pools = [p for p in pools if query.lower() in p.name.lower()]
+        if allowed_workspace:
+            ws_id = self._workspaces.find_id(org.key, allowed_workspace)
+            ws = self._workspaces.load(ws_id) if ws_id else None
+            pools = [
+                p for p in pools if ws is not None and p.allows(ws.id, ws.project_id or default_project_id(org.key))
+            ]
+        if allowed_project:
+            ids = {p.id for p in self._projects.list(principal, organization, names=[allowed_project])}
+            pools = [p for p in pools if p.organization_scoped or ids & set(p.allowed_projects)]
+        return pools
+
+    def workspaces_of(self, pool: AgentPool) -> builtins.list[Workspace]:
+        """The workspaces whose runs this pool executes (their own choice or the organization's default)."""
+        org = self._orgs.by_key(pool.organization)
+        return [ws for ws in self._workspaces.all_in(pool.organization) if model.pool_of(ws, org) == pool.id]
+
+    # writes ------------------------------------------------------------------------------
+    def create(
+        self, principal: Principal, organization: str, attrs: dict[str, Any], relations: dict[str, builtins.list[str]]
+    ) -> AgentPool:
+        org = self._orgs.get(principal, organization, Action.MANAGE_AGENT_POOLS)
+        scoped = model.check_bool(attrs.get("organization-scoped", True), "organization-scoped")
+        pool = AgentPool(
+            id=new_id("apool"),
+            organization=org.key,
+            name=model.check_name(attrs.get("name")),
+            created_at=clock.now_iso(),
+            organization_scoped=scoped,
+        )
+        pool = self._related(pool, relations)
+        self._refuse_taken(pool)
+        self._table.put(_item(pool, org.id), if_absent=True)
+        return pool
+
+    def update(
+        self, principal: Principal, pool_id: str, attrs: dict[str, Any], relations: dict[str, builtins.list[str]]
+    ) -> AgentPool:
+        """Only what is sent changes; a relationship sent with `data: []` is emptied."""
+        pool = self.get(principal, pool_id, Action.MANAGE_AGENT_POOLS)
+        changed = pool
+        if "name" in attrs:
+            changed = dataclasses.replace(changed, name=model.check_name(attrs["name"]))
+        if "organization-scoped" in attrs:
+            scoped = model.check_bool(attrs["organization-scoped"], "organization-scoped")
+            changed = dataclasses.replace(changed, organization_scoped=scoped)
+        changed = self._related(changed, relations)
+        if changed.name != pool.name:
+            self._refuse_taken(changed)
+        changed = dataclasses.replace(changed, version=pool.version + 1)
+        org = self._orgs.by_key(pool.organization)
+        try:
+            self._table.put(_item(changed, org.id), if_version=pool.version)
+        except ConditionFailed as exc:
+            raise Conflict(f"agent pool {pool_id} changed concurrently; retry") from exc
+        return changed
+
+    def delete(self, principal: Principal, pool_id: str) -> None:
+        """A pool some workspace (or the organization's default) still uses cannot be deleted (as in TFC)."""
+        pool = self.get(principal, pool_id, Action.MANAGE_AGENT_POOLS)
+        org = self._orgs.by_key(pool.organization)
+        if org.settings.get(DEFAULT_POOL) == pool.id or self.workspaces_of(pool):
+            raise Conflict(
+                f"agent pool {pool.name} is in use by workspaces or as the organization's default; "
+                "change their execution mode first"
+            )
+        for token in self._accounts.list_tokens(pool.id):
+            self._accounts.revoke_token(token.id)
+        self._table.delete(pool.id, POOL_SORT_KEY)
+
+    def _related(self, pool: AgentPool, relations: dict[str, builtins.list[str]]) -> AgentPool:
+        if "allowed-workspaces" in relations:
+            ids = relations["allowed-workspaces"][: model.ALLOWED_MAX]
+            for ws_id in ids:
+                try:
+                    ws = self._workspaces.load(ws_id)
+                except NotFound:
+                    ws = None
+                if ws is None or ws.organization != pool.organization:
+                    raise NotFound(f"workspace {ws_id} not found")
+            pool = dataclasses.replace(pool, allowed_workspaces=tuple(dict.fromkeys(ids)))
+        if "allowed-projects" in relations:
+            ids = relations["allowed-projects"][: model.ALLOWED_MAX]
+            for project_id in ids:
+                self._projects.in_organization(pool.organization, project_id)
+            pool = dataclasses.replace(pool, allowed_projects=tuple(dict.fromkeys(ids)))
+        return pool
+
+    def _refuse_taken(self, pool: AgentPool) -> None:
+        for item in self._table.query(f"org#{pool.organization}#agent-pools", index="gsi1"):
+            if item["name"] == pool.name and item["pk"] != pool.id:
+                raise Invalid("name has already been taken", pointer="/data/attributes/name")
+
+    # tokens ------------------------------------------------------------------------------
+    def tokens(self, principal: Principal, pool_id: str) -> builtins.list[Token]:
+        pool = self.get(principal, pool_id, Action.MANAGE_AGENT_POOLS)
+        return self._accounts.list_tokens(pool.id)
+
+    def issue_token(self, principal: Principal, pool_id: str, description: Any) -> IssuedToken:
+        pool = self.get(principal, pool_id, Action.MANAGE_AGENT_POOLS)
+        if not isinstance(description, str) or not description.strip() or len(description) > 2000:
+            raise Invalid("description is required (at most 2000 characters)", pointer="/data/attributes/description")
+        return self._accounts.issue_token(
+            PrincipalKind.AGENT, pool.id, description=description, organization=pool.organization
+        )
+
+    def token(self, principal: Principal, token: Token) -> Token:
+        """An agent token, to those who manage its pool (to others it does not exist)."""
+        try:
+            self.get(principal, token.subject_id, Action.MANAGE_AGENT_POOLS)
+        except NotFound as exc:
+            raise NotFound(f"authentication token {token.id} not found") from exc
+        return token
+
+    def may_manage(self, principal: Principal, organization: str) -> bool:
+        """Whether the caller may change the organization's pools and their tokens (the UI shows the forms)."""
+        org = self._orgs.get(principal, organization, Action.READ_AGENT_POOLS)
+        try:
+            self._orgs.get_by_key(principal, org.key, Action.MANAGE_AGENT_POOLS)
+        except (Forbidden, NotFound):
+            return False
+        return True
+
+    def revoke_token_by_id(self, principal: Principal, token_id: str) -> None:
+        token = self._accounts.get_token(token_id)
+        if token.kind is not PrincipalKind.AGENT:
+            raise NotFound(f"authentication token {token_id} not found")
+        self.revoke_token(principal, token)
+
+    def revoke_token(self, principal: Principal, token: Token) -> None:
+        self._accounts.revoke_token(self.token(principal, token).id)
+
+    # agents ------------------------------------------------------------------------------
+    def agents(self, principal: Principal, pool_id: str, last_ping_since: str | None = None) -> builtins.list[Agent]:
+        found = self.agents_of(self.get(principal, pool_id))
+        return [a for a in found if not last_ping_since or a.last_ping_at >= last_ping_since]
+
+    def agents_of(self, pool: AgentPool) -> builtins.list[Agent]:
+        """The agents of a pool a checked call of the same request returned (its `agent-count`)."""
+        return [agent_from_item(i) for i in self._table.query(agents_index(pool.id), index="gsi1")]
+
+    def agent(self, principal: Principal, agent_id: str) -> Agent:
+        item = self._table.get(agent_id, "agent") if looks_like(agent_id, "agent") else None
+        try:
+            if item is not None:
+                self.get(principal, item["pool_id"])
+        except NotFound:
+            item = None
+        if item is None:
+            raise NotFound(f"agent {agent_id} not found")
+        return agent_from_item(item)
+
+    # bindings ----------------------------------------------------------------------------
+    def check_workspace(self, ws: Workspace) -> None:
+        """A workspace in the agent mode names a pool of its organization that allows it (422 otherwise); one in
+        another mode names none."""
+        org = self._orgs.by_key(ws.organization)
+        if not ws.overwrites_execution_mode or ws.execution_mode != "agent":
+            if ws.overwrites_execution_mode and ws.agent_pool_id:
+                raise Invalid(
+                    "Agent pool must not be specified unless using 'agent' execution mode",
+                    pointer="/data/attributes/agent-pool-id",
+                )
+            return
+        if not ws.agent_pool_id:
+            raise Invalid("Agent pool must be specified when using 'agent' execution mode",
+                          pointer="/data/attributes/agent-pool-id")  # fmt: skip
+        pool = self.load(ws.agent_pool_id, org.key)
+        if pool is None:
+            raise Invalid(f"agent pool {ws.agent_pool_id} not found", pointer="/data/attributes/agent-pool-id")
+        if not pool.allows(ws.id, ws.project_id or default_project_id(org.key)):
+            raise Invalid(
+                f"agent pool {pool.name} does not allow workspace {ws.name}", pointer="/data/attributes/agent-pool-id"
+            )
+
+    def check_default(self, org: Organization, mode: str, pool_id: str | None) -> str | None:
+        """The organization's default pool after an update: required with the agent mode, refused without."""
+        if mode != "agent":
+            if pool_id:
+                raise Invalid(
+                    "Default agent pool must not be specified unless using 'agent' execution mode",
+                    pointer="/data/relationships/default-agent-pool",
+                )
+            return None
+        if not pool_id or self.load(pool_id, org.key) is None:
+            raise Invalid(
+                "Default agent pool must be an agent pool of the organization when using 'agent' execution mode",
+                pointer="/data/relationships/default-agent-pool",
+            )
+        return pool_id
