@@ -31,6 +31,11 @@ def _agent_mode(env: RunEnv, pool_id: str | None, ws: str | None = None) -> Any:
     return env.api("PATCH", f"/workspaces/{ws or env.workspace_id}", body)
 
 
+def _workspace(env: RunEnv) -> Any:
+    owner = env.container.accounts.authenticate(env.headers["Authorization"].removeprefix("Bearer "))
+    return env.container.workspaces.get(owner, env.workspace_id)
+
+
 def _register(env: RunEnv, secret: str, name: str = "a") -> str:
     answer = env.client.post("/api/agent/register", json={"name": name}, headers={"Authorization": f"Bearer {secret}"})
     assert answer.status_code == 200, answer.text
@@ -139,6 +144,8 @@ def test_an_agent_pools_run_goes_to_its_agents_only() -> None:
     assert env.runner("POST", "/jobs/next", json={"runner_id": "r1"}).status_code == 204
     waiting = env.container.agent_waits.waiting_for(env.container.run_store.load(run["id"]))
     assert waiting == "waiting for an agent of pool vpc (no agent of it is connected)"
+    panel = env.container.run_pages.waiting(_workspace(env), env.container.run_store.load(run["id"]))
+    assert panel is not None and panel.executor == "an agent of pool vpc (no agent of it is connected)"
     other_secret = _token(env, other["id"])["attributes"]["token"]
     other_agent = _register(env, other_secret)
     assert env.runner("POST", "/jobs/next", json={"runner_id": other_agent}, token=other_secret).status_code == 204

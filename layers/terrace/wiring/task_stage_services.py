@@ -72,7 +72,9 @@ class TaskStageServices:
     @cached_property
     def run_pages(self) -> RunPages:
         """What the UI's run pages show (services/runs/run_pages.py)."""
-        return RunPages(self.workspaces, self.runs, self.plans, self.stage_progress, self.comments, self.run_queries)
+        return RunPages(
+            self.workspaces, self.runs, self.plans, self.stage_progress, self.comments, self.run_queries, self.agent_waits
+        )
 
     @cached_property
     def stage_progress(self) -> StageProgress:

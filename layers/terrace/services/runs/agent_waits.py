@@ -16,13 +16,19 @@ class AgentWaits:
 
     def waiting_for(self, run: Run) -> str | None:
         """What a queued run of an agent pool waits for (None: it is not one, or an agent has it). Reads only."""
-        if not run.agent_pool_id or run.status not in rs.QUEUED:
+        executor = self.executor(run)
+        return None if executor is None or run.status not in rs.QUEUED else f"waiting for {executor}"
+
+    def executor(self, run: Run) -> str | None:
+        """Who takes `run`'s jobs when that is an agent pool, with whether any of its agents is connected (None: the
+        run is not an agent pool's). Reads only."""
+        if not run.agent_pool_id:
             return None
         pool = self._pools.load(run.agent_pool_id, run.organization)
         if pool is None:
-            return f"waiting for an agent of pool {run.agent_pool_id}, which no longer exists"
+            return f"an agent of pool {run.agent_pool_id}, which no longer exists"
         now = clock.epoch()
         live = [a for a in self._pools.agents_of(pool) if a.status_at(now) in (model.IDLE, model.BUSY)]
         if not live:
-            return f"waiting for an agent of pool {pool.name} (no agent of it is connected)"
-        return f"waiting for an agent of pool {pool.name} ({len(live)} connected, all busy)"
+            return f"an agent of pool {pool.name} (no agent of it is connected)"
+        return f"an agent of pool {pool.name} ({len(live)} connected, all busy)"

@@ -16,6 +16,7 @@ from terrace.domain.principal import Principal
 from terrace.domain.runs import Run
 from terrace.domain.task_stages import TaskStage
 from terrace.domain.workspace import Workspace, WorkspaceLock
+from terrace.services.runs.agent_waits import AgentWaits
 from terrace.services.runs.comments import CommentService
 from terrace.services.runs.plans import PlanService
 from terrace.services.runs.run_queries import RunQueries
@@ -59,6 +60,7 @@ class RunPages:
         stages: StageProgress,
         comments: CommentService,
         queries: RunQueries,
+        agent_waits: AgentWaits | None = None,
     ) -> None:
         self._workspaces = workspaces
         self._runs = runs
@@ -66,6 +68,7 @@ class RunPages:
         self._stages = stages
         self._comments = comments
         self._queries = queries
+        self._agent_waits = agent_waits
         self._actions: dict[str, Callable[[Principal, str], Run]] = {
             "apply": runs.apply,
             "discard": runs.discard,
@@ -121,7 +124,8 @@ class RunPages:
     def executor_of(self, ws: Workspace, run: Run) -> str:
         """Who takes the jobs of `ws`'s runs, as the waiting panel names them. The one place another executor
         (an agent pool of a workspace in the `agent` execution mode) names itself."""
-        return "a runner of this organization"
+        by_agent = self._agent_waits.executor(run) if self._agent_waits else None
+        return by_agent or "a runner of this organization"
 
     def comments(self, principal: Principal, run: Run) -> list[Comment]:
         """The run's comments, oldest first (no read for a run without any)."""
