@@ -38,6 +38,7 @@ from terrace.web.routers import (
     task_stages,
     teams,
     varsets,
+    workload_identity,
     workspace_relations,
     workspaces,
 )
@@ -103,7 +104,7 @@ def create_app(container: Container) -> FastAPI:
     app.add_middleware(TrailingSlash)  # routing and every prefix check see `/path`
     app.add_middleware(SecurityHeaders)  # outermost of all: every response, a 413 too, gets them
     for module in (discovery, organizations, workspaces, workspace_relations, varsets, accounts, ssh_keys, oauth,
-                   retention):  # fmt: skip
+                   retention, workload_identity):  # fmt: skip
         app.include_router(module.router)
     app.include_router(notifications.router)  # workspaces' and teams'
     for access_module in (teams, memberships, projects):

@@ -35,6 +35,7 @@ from terrace.services.runs.plans import PlanService
 from terrace.services.runs.runs import RunService, retrying
 from terrace.services.runs.scheduler import RunScheduler
 from terrace.services.runs.store import RunStore
+from terrace.services.runs.workload_identity import WorkloadTokens
 from terrace.services.workspaces.ssh_keys import SSHKeyService
 from terrace.services.workspaces.variables import VariableService
 from terrace.services.workspaces.workspaces import WorkspaceService
@@ -70,13 +71,14 @@ class JobService(ApplyHandoff):
         costs: CostEstimateService,
         ssh_keys: SSHKeyService | None = None,
         signal: JobSignal | None = None,
+        workload: WorkloadTokens | None = None,
     ) -> None:
         self._queue, self._authz = queue, authz
         self._signal = signal or ConditionJobSignal(recheck_s=0.25)  # wakes a waiting `next` (the queue notifies it)
         self._plans, self._costs = plans, costs
         self._store, self._scheduler, self._runs = store, scheduler, runs
         self._variables, self._accounts, self._logs, self._settings = variables, accounts, logs, settings
-        self._specs = JobSpecs(workspaces, cvs, variables, blobs, settings, ssh_keys)
+        self._specs = JobSpecs(workspaces, cvs, variables, blobs, settings, ssh_keys, workload)
 
     def _load(self, principal: Principal, job_id: str) -> tuple[Run, str]:
         """The job's run, if the runner may work it (another organization's job is NotFound)."""
