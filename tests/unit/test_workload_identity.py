@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import stat
 import time
 from pathlib import Path
@@ -15,12 +16,16 @@ import jwt
 import pytest
 from run_helpers import RunEnv, make_run_env
 from terrace.adapters.memory_signing_keys import MemorySigningKeys
+from terrace.bootstrap import EMBEDDED_KEY, EMBEDDED_SIGNING_KEYS, build_embedded
+from terrace.cli import app
+from terrace.config import Settings
 from terrace.domain import workload_identity as wid
 from terrace.domain.jobs import WorkloadCredential
 from terrace.runner import workload_identity as runner_identity
 from terrace.runner.job_folder import JobFolder
 from terrace.runner.rundir import RunSetupError
 from terrace.services.access.workload_issuer import PUBLISH_LEAD_S, WorkloadIssuer
+from typer.testing import CliRunner
 
 ISSUER = "https://terrace.example.com"
 ROLE = "arn:aws:iam::123456789012:role/terrace-app"
@@ -211,3 +216,29 @@ def test_the_runner_hands_tokens_over_in_files_of_the_job(tmp_path: Path) -> Non
     assert runner_identity.tokens(credentials) == ["aws.jwt.token", "gcp.jwt.token", "generic.jwt.token"]
     with pytest.raises(RunSetupError, match="TFC_AWS_RUN_ROLE_ARN"):
         runner_identity.install(folder, [WorkloadCredential(kind="aws", error="no TFC_AWS_RUN_ROLE_ARN")])
+
+
+def test_the_cli_rotates_the_embedded_servers_keys_in_a_private_file_beside_master_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key in [k for k in os.environ if k.startswith("TERRACE_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("TERRACE_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("TERRACE_URL_SIGNING_SECRET", "s" * 32)
+    server = build_embedded(Settings.from_env())
+    try:
+        first = server.workload_issuer.sign({"sub": "s", "aud": "a"})
+        rotated = CliRunner().invoke(app, ["workload-identity", "rotate"])
+        assert rotated.exit_code == 0, rotated.output
+        old_kid = jwt.get_unverified_header(first)["kid"]
+        assert "new signing key" in rotated.output and f"key {old_kid} retires at" in rotated.output
+        keys = tmp_path / EMBEDDED_SIGNING_KEYS
+        assert keys.parent == (tmp_path / EMBEDDED_KEY).parent and stat.S_IMODE(keys.stat().st_mode) == 0o600
+        assert "PRIVATE KEY" in keys.read_text() and "PRIVATE KEY" not in rotated.output
+        listed = CliRunner().invoke(app, ["workload-identity", "keys"])
+        assert listed.exit_code == 0 and listed.output.count("key ") == 2 and "PRIVATE" not in listed.output
+        restarted = build_embedded(Settings.from_env())  # a new process reads the rotation
+        assert len(restarted.workload_issuer.jwks()["keys"]) == 2
+        restarted.close()
+    finally:
+        server.close()
