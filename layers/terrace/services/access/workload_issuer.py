@@ -7,7 +7,8 @@ file beside `master.key`, SSM SecureString on AWS), never in the table or a log.
 Rotation (`rotate`, `terrace workload-identity rotate`): a new key is published at once and signs from
 `PUBLISH_LEAD_S` later (every process's cache, and verifiers' copies of the JWKS, have seen it by then); the keys
 it supersedes keep being published until their tokens have expired (`retire_at`: the lead, the longest token
-life and the grace asked for), then they drop out of the JWKS and are deleted (`retire`, on the next rotation).
+life and the grace asked for), then they drop out of the JWKS and are deleted (`retire`: by the next signature or
+rotation, or `terrace workload-identity keys`).
 So while a rotation runs two keys are published and tokens of both verify.
 """
 
@@ -75,6 +76,8 @@ class WorkloadIssuer:
 
     def _signer(self) -> SigningKey:
         now = self._clock()
+        if any(k.retire_at is not None and k.retire_at <= now for k in self._keys()):
+            self.retire()  # a claim (a write) deletes the keys past retirement; reads only stop publishing them
         usable = [k for k in self._keys() if k.signs_from <= now and (k.retire_at is None or k.retire_at > now)]
         if usable:
             return usable[0]
@@ -116,7 +119,7 @@ class WorkloadIssuer:
     def _keys(self, fresh: bool = False) -> list[SigningKey]:
         now = time.monotonic()
         cached = self._cached
-        if fresh or cached is None or now - cached[0] >= self._cache_s:
+        if fresh or cached is None or not cached[1] or now - cached[0] >= self._cache_s:  # none yet: look again
             keys = sorted(self._store.load(), key=lambda k: (k.signs_from, k.created_at, k.kid), reverse=True)
             self._cached = cached = (now, keys)
         return cached[1]

@@ -22,8 +22,9 @@ def openid_configuration(container: ContainerDep) -> JSONResponse:
 
 @router.get("/.well-known/jwks")
 def jwks(container: ContainerDep) -> JSONResponse:
-    return _json(container.workload_issuer.jwks())
+    keys = container.workload_issuer.jwks()
+    return _json(keys, CACHE if keys["keys"] else "no-store")  # the first key signs as soon as it is made
 
 
-def _json(document: dict[str, Any]) -> JSONResponse:
-    return JSONResponse(document, headers={"Cache-Control": CACHE})
+def _json(document: dict[str, Any], cache: str = CACHE) -> JSONResponse:
+    return JSONResponse(document, headers={"Cache-Control": cache})
