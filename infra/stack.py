@@ -10,7 +10,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 from terrace.adapters import definitions
 
-from infra import least_privilege, nag
+from infra import least_privilege, nag, workload_identity
 from infra.api import Api
 from infra.data import Data
 from infra.functions import Functions
@@ -86,6 +86,7 @@ class TerraceStack(Stack):
             tracing=settings.tracing,
         )
         sso.grant_read(api_fn)
+        workload_identity.grant_signing_keys(self, api_fn)  # dynamic provider credentials: SSM SecureString keys
 
         # Grants: each function gets what its job needs.
         every = [api_fn, *functions.all]

@@ -28,13 +28,15 @@ from terrace.adapters.memory_encryptor import MemoryEncryptor
 from terrace.adapters.memory_events import MemoryEventPublisher
 from terrace.adapters.memory_mail import MemoryMail
 from terrace.adapters.memory_outbound import MemoryOutbound
+from terrace.adapters.memory_signing_keys import MemorySigningKeys
 from terrace.adapters.outbound import Outbound
 from terrace.adapters.runner_launcher import RunnerLauncher
+from terrace.adapters.signing_keys import SigningKeyStore
 from terrace.adapters.table import Table
 from terrace.config import Settings
 from terrace.domain.destinations import Allowance
 from terrace.wiring.access_services import AccessServices
-from terrace.wiring.embedded_adapters import EMBEDDED_BLOBS, EMBEDDED_DATABASE, EMBEDDED_KEY
+from terrace.wiring.embedded_adapters import EMBEDDED_BLOBS, EMBEDDED_DATABASE, EMBEDDED_KEY, EMBEDDED_SIGNING_KEYS
 from terrace.wiring.notification_services import NotificationServices
 from terrace.wiring.policy_services import PolicyServices
 from terrace.wiring.run_services import RunServices
@@ -47,6 +49,7 @@ __all__ = [
     "EMBEDDED_BLOBS",
     "EMBEDDED_DATABASE",
     "EMBEDDED_KEY",
+    "EMBEDDED_SIGNING_KEYS",
     "Container",
     "aws_container",
     "build_aws",
@@ -88,6 +91,7 @@ class Container(  # type: ignore[override]
     job_signal: JobSignal = field(default_factory=ConditionJobSignal)  # wakes waiting runners; in-process by default
     outbound: Outbound = field(default_factory=MemoryOutbound)  # notifications, run tasks (memory: tests)
     mail: Mail = field(default_factory=MemoryMail)  # notification e-mails: SES on AWS, SMTP embedded
+    signing_keys: SigningKeyStore = field(default_factory=MemorySigningKeys)  # workload identity: SSM / a 0600 file
 
     @functools.cached_property
     def outbound_allowance(self) -> Allowance:
@@ -119,6 +123,7 @@ def build_aws(settings: Settings) -> Container:
         job_signal=ConditionJobSignal(recheck_s=LAMBDA_RECHECK_S),  # enqueues may happen in other Lambdas
         outbound=HttpxOutbound(Allowance.parse(settings.outbound_allow)),
         mail=aws.mail,
+        signing_keys=aws.signing_keys,
     )
 
 
@@ -139,6 +144,7 @@ def build_embedded(settings: Settings) -> Container:
         database=data.database,
         outbound=HttpxOutbound(Allowance.parse(settings.outbound_allow)),
         mail=smtp_mail(settings),
+        signing_keys=data.signing_keys,
     )
 
 

@@ -32,6 +32,8 @@ user_app = typer.Typer(help="Users.", no_args_is_help=True)
 app.add_typer(org_app, name="org")
 app.add_typer(token_app, name="token")
 app.add_typer(user_app, name="user")
+identity_app = typer.Typer(help="The workload identity issuer's signing keys.", no_args_is_help=True)
+app.add_typer(identity_app, name="workload-identity")
 
 
 def _container() -> Container:
@@ -254,6 +256,31 @@ def org_create(
     except (Conflict, Invalid, NotFound) as exc:
         raise _fail(str(exc)) from exc
     typer.echo(f"created organization {org.name} ({org.id}) owned by {found.username}")
+
+
+@identity_app.command("rotate")
+def identity_rotate(
+    grace_hours: Annotated[float, typer.Option(help="Keep the old keys published this much longer.")] = 0.0,
+) -> None:
+    """Start a key rotation: a new key is published now and signs two minutes later; the old keys stay published
+    until every token they signed has expired (the phase deadline, plus the grace), then they are deleted."""
+    issuer = _container().workload_issuer
+    key = issuer.rotate(grace_s=grace_hours * 3600)
+    typer.echo(f"new signing key {key.kid}: published now, signs from {time.ctime(key.signs_from)}")
+    for old in issuer.keys():
+        if old.retire_at is not None:
+            typer.echo(f"key {old.kid} retires at {time.ctime(old.retire_at)}")
+
+
+@identity_app.command("keys")
+def identity_keys() -> None:
+    """List the signing keys (ids and dates; never their private half) and delete those past retirement."""
+    issuer = _container().workload_issuer
+    for kid in issuer.retire():
+        typer.echo(f"key {kid} retired and deleted")
+    for key in issuer.keys():
+        retires = f", retires {time.ctime(key.retire_at)}" if key.retire_at is not None else ""
+        typer.echo(f"key {key.kid}: signs from {time.ctime(key.signs_from)}{retires}")
 
 
 def main() -> None:

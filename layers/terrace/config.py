@@ -106,6 +106,10 @@ class Settings(BaseSettings):
     queued_deadline_s: int = Field(default=3600, validation_alias="TERRACE_QUEUED_DEADLINE_S")
     queued_resend_s: int = Field(default=120, validation_alias="TERRACE_QUEUED_RESEND_S")
     phase_deadline_s: int = Field(default=4 * 3600, validation_alias="TERRACE_PHASE_DEADLINE_S")
+    # AWS: the SSM path whose SecureString parameters hold the workload identity signing keys (one per key)
+    workload_identity_keys_path: str = Field(
+        default="/terrace/workload-identity", validation_alias="TERRACE_WORKLOAD_IDENTITY_KEYS_PATH"
+    )
     confirm_deadline_s: int = Field(default=14 * 24 * 3600, validation_alias="TERRACE_CONFIRM_DEADLINE_S")
     force_cancel_cooloff_s: int = Field(default=10, validation_alias="TERRACE_FORCE_CANCEL_COOLOFF_S")
     run_token_ttl_s: int = Field(default=6 * 3600, validation_alias="TERRACE_RUN_TOKEN_TTL_S")

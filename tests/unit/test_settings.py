@@ -56,6 +56,12 @@ VARIABLES = {
     "queued_deadline_s": ("TERRACE_QUEUED_DEADLINE_S", "5", 5, 3600),
     "queued_resend_s": ("TERRACE_QUEUED_RESEND_S", "6", 6, 120),
     "phase_deadline_s": ("TERRACE_PHASE_DEADLINE_S", "7", 7, 4 * 3600),
+    "workload_identity_keys_path": (
+        "TERRACE_WORKLOAD_IDENTITY_KEYS_PATH",
+        "/t/wid",
+        "/t/wid",
+        "/terrace/workload-identity",
+    ),
     "confirm_deadline_s": ("TERRACE_CONFIRM_DEADLINE_S", "8", 8, 14 * 24 * 3600),
     "force_cancel_cooloff_s": ("TERRACE_FORCE_CANCEL_COOLOFF_S", "9", 9, 10),
     "run_token_ttl_s": ("TERRACE_RUN_TOKEN_TTL_S", "10", 10, 6 * 3600),

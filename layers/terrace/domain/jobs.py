@@ -33,7 +33,7 @@ runner, bound to one organization (another organization's job is 404), revoked w
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -75,6 +75,19 @@ class RunVariable(BaseModel):
     sensitive: bool = False
 
 
+class WorkloadCredential(BaseModel):
+    """A workload identity token of this phase (`domain/workload_identity.py`) and how the child gets it: the
+    runner writes it to a file only the job's uid reads (`runner/workload_identity.py`)."""
+
+    kind: str
+    token: str = Field(default="", repr=False)
+    env: dict[str, str] = Field(default_factory=dict)
+    token_file_env: list[str] = Field(default_factory=list)
+    token_env: list[str] = Field(default_factory=list)
+    gcp_credentials: dict[str, Any] | None = None
+    error: str | None = None  # the job fails with this message (a TFC_* variable is missing)
+
+
 class JobSpec(BaseModel):
     job_id: str
     run_id: str
@@ -101,6 +114,7 @@ class JobSpec(BaseModel):
     # the workspace's SSH key (a private key), for `git::ssh://` module sources during init; this job only
     ssh_private_key: str | None = Field(default=None, repr=False)
     heartbeat_interval_s: int = 10
+    workload_credentials: list[WorkloadCredential] = Field(default_factory=list)  # dynamic provider credentials
 
 
 class HeartbeatRequest(BaseModel):

@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import terrace
 from terrace.adapters.local_runner_launcher import LocalProcessLauncher
 from terrace.local.terraform_config import null_provider_source, render_provider_installation, write_provider_mirror
 
@@ -53,6 +54,7 @@ def runner_env(stack: LocalStack) -> dict[str, str]:
     assert stack.info is not None and stack.settings is not None
     venv_bin = str(Path(sys.prefix) / "bin")
     return {
+        "PYTHONPATH": str(Path(terrace.__file__).resolve().parents[1]),  # the runners run the server's own code
         "PATH": venv_bin + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": os.environ.get("HOME", "/tmp"),
         "TERRACE_API_URL": stack.settings.public_url,

@@ -23,7 +23,7 @@ import httpx
 from terrace.domain import runs as rs
 from terrace.domain.jobs import FinishRequest, FinishResponse, JobSpec
 from terrace.domain.plan_json import hide_secrets
-from terrace.runner import commands, sandbox
+from terrace.runner import commands, sandbox, workload_identity
 from terrace.runner.client import ApiError, RunnerApi, Transfers
 from terrace.runner.config import RunnerConfig
 from terrace.runner.job_folder import JobFolder, UnsafeJobFile
@@ -84,6 +84,7 @@ class JobExecutor:
         folder = held.folder if held else JobFolder.new(self.config.work_dir, f"{spec.job_id}-", identity)
         secrets = [spec.run_token, *(v.value for v in spec.variables if v.sensitive)]
         secrets += [spec.ssh_private_key] if spec.ssh_private_key else []
+        secrets += workload_identity.tokens(spec.workload_credentials)
         stream = LogStream(  # masks `secrets` in what it sends and what it prints
             lambda offset, chunk: self.api.put_logs(spec.job_id, offset, chunk),
             job_id=spec.job_id,
@@ -279,7 +280,7 @@ class JobExecutor:
             return
         hidden = hide_secrets(
             plan_json,
-            [spec.run_token, *(v.value for v in sensitive)],
+            [spec.run_token, *(v.value for v in sensitive), *workload_identity.tokens(spec.workload_credentials)],
             {v.key for v in sensitive if v.category == "terraform"},
         )
         folder.write(PLAN_JSON_FILE, json.dumps(hidden).encode())

@@ -18,7 +18,7 @@ from typing import BinaryIO
 
 from terrace.domain.jobs import JobSpec
 from terrace.runner import catalog as runner_catalog
-from terrace.runner import commands, sandbox, ssh_key
+from terrace.runner import commands, sandbox, ssh_key, workload_identity
 from terrace.runner.client import Transfers
 from terrace.runner.cloud_block import strip_cloud_blocks
 from terrace.runner.config import RunnerConfig
@@ -127,6 +127,7 @@ class JobSteps:
             variables=job.spec.variables,
             tmp_dir=job.folder.tmp_dir,
         )
+        job.env.update(workload_identity.install(job.folder, job.spec.workload_credentials))
 
     def run(
         self,

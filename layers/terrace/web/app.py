@@ -40,6 +40,7 @@ from terrace.web.routers import (
     task_stages,
     teams,
     varsets,
+    workload_identity,
     workspace_relations,
     workspaces,
 )
@@ -113,7 +114,7 @@ def create_app(container: Container) -> FastAPI:
         app.add_middleware(OriginVerify, secret=container.settings.origin_verify, respond=refuse)
     app.add_middleware(SecurityHeaders)  # outermost of all: every response, a 413 too, gets them
     for module in (discovery, organizations, workspaces, workspace_relations, varsets, accounts, ssh_keys, oauth,
-                   retention, agent_pools):  # fmt: skip
+                   retention, agent_pools, workload_identity):  # fmt: skip
         app.include_router(module.router)
     app.include_router(agent_pools.agent_router)
     app.include_router(notifications.router)  # workspaces' and teams'

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from functools import cached_property
 
+from terrace.adapters.signing_keys import SigningKeyStore
 from terrace.adapters.table import Table
 from terrace.config import Settings
 from terrace.services.access.accounts import AccountService
@@ -26,6 +27,7 @@ from terrace.services.access.teams import TeamService
 from terrace.services.access.terraform_login import TerraformLoginService
 from terrace.services.access.users import UserService
 from terrace.services.access.web_sessions import WebSessionService
+from terrace.services.access.workload_issuer import WorkloadIssuer
 from terrace.services.admin.site import SiteAdminService
 from terrace.services.admin.tool_version_admin import ToolVersionAdmin
 from terrace.services.admin.tool_versions import ToolVersionService
@@ -40,12 +42,18 @@ from terrace.services.workspaces.workspaces import WorkspaceService
 class AccessServices:
     settings: Settings
     table: Table
+    signing_keys: SigningKeyStore
     # from the other areas
     workspaces: WorkspaceService
     agent_pools: AgentPoolService
     run_store: RunStore
     scheduler: RunScheduler
     notification_configurations: NotificationConfigurations
+
+    @cached_property
+    def workload_issuer(self) -> WorkloadIssuer:
+        """The OIDC issuer of workload identity tokens (dynamic provider credentials)."""
+        return WorkloadIssuer(self.signing_keys, self.settings.public_url, token_ttl_s=self.settings.phase_deadline_s)
 
     @cached_property
     def authz(self) -> Authorizer:

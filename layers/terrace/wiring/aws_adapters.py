@@ -22,6 +22,7 @@ from terrace.adapters.kms_encryptor import KmsEncryptor
 from terrace.adapters.s3_blobs import S3Blobs
 from terrace.adapters.ses_mail import SesMail
 from terrace.adapters.sqs_events import SqsEventPublisher
+from terrace.adapters.ssm_signing_keys import SsmSigningKeys
 from terrace.config import Settings
 
 
@@ -34,6 +35,7 @@ class AwsAdapters:
     launcher: EcsLauncher | None  # runners as ECS tasks, when a cluster and a task definition are configured
     scaler_kick: Callable[..., None] | None  # wakes the scaler Lambda, when one is configured
     mail: SesMail  # notification e-mails
+    signing_keys: SsmSigningKeys  # workload identity keys, SSM SecureString parameters
 
 
 def connect(settings: Settings) -> AwsAdapters:
@@ -61,6 +63,7 @@ def connect(settings: Settings) -> AwsAdapters:
         launcher=launcher,
         scaler_kick=kick,
         mail=SesMail(clients["ses"], settings.mail_from),
+        signing_keys=SsmSigningKeys(clients["ssm"], settings.workload_identity_keys_path),
     )
 
 
@@ -85,6 +88,7 @@ def boto_clients(settings: Settings) -> dict[str, Any]:
         "kms": session.client("kms", config=retry, **common),
         "ecs": session.client("ecs", config=retry, **common),
         "ses": session.client("ses", config=retry, **common),
+        "ssm": session.client("ssm", config=retry, **common),
     }
 
 

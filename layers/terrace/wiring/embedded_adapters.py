@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from terrace.config import Settings
 
 if TYPE_CHECKING:
+    from terrace.adapters.file_signing_keys import FileSigningKeys
     from terrace.adapters.fs_blobs import FsBlobs
     from terrace.adapters.local_encryptor import LocalEncryptor
     from terrace.adapters.sqlite_events import SqliteEventQueue
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 EMBEDDED_DATABASE = "terrace.db"  # table and events queue
 EMBEDDED_BLOBS = "blobs"
 EMBEDDED_KEY = "master.key"  # the envelope-encryption key of sensitive values (0600)
+EMBEDDED_SIGNING_KEYS = "workload-identity.keys"  # the workload identity issuer's private keys (0600)
 
 
 @dataclass
@@ -31,11 +33,13 @@ class EmbeddedAdapters:
     blobs: FsBlobs
     encryptor: LocalEncryptor
     events: SqliteEventQueue  # publishes to the events queue and consumes it
+    signing_keys: FileSigningKeys
 
 
 def open_data_dir(settings: Settings) -> EmbeddedAdapters:
     """The adapters over `settings.data_dir` (created 0700 when missing)."""
     from terrace.adapters.definitions import EVENTS_QUEUE
+    from terrace.adapters.file_signing_keys import FileSigningKeys
     from terrace.adapters.fs_blobs import FsBlobs, UrlSigner
     from terrace.adapters.local_encryptor import LocalEncryptor
     from terrace.adapters.sqlite_events import SqliteEventQueue
@@ -56,4 +60,5 @@ def open_data_dir(settings: Settings) -> EmbeddedAdapters:
         blobs=FsBlobs(data / EMBEDDED_BLOBS, signer, max_put_bytes=max_put),
         encryptor=LocalEncryptor(data / EMBEDDED_KEY),
         events=events,
+        signing_keys=FileSigningKeys(data / EMBEDDED_SIGNING_KEYS),
     )

@@ -24,6 +24,8 @@ from terrace.domain.workspace import Workspace
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.authz import Authorizer
 from terrace.services.access.organizations import OrganizationService
+from terrace.services.access.projects import ProjectService
+from terrace.services.access.workload_issuer import WorkloadIssuer
 from terrace.services.admin.tool_versions import ToolVersionService
 from terrace.services.runs.agent_waits import AgentWaits
 from terrace.services.runs.comments import CommentService
@@ -41,6 +43,7 @@ from terrace.services.runs.scheduler import RunScheduler
 from terrace.services.runs.stage_progress import StageProgress
 from terrace.services.runs.store import RunStore
 from terrace.services.runs.task_stages import TaskStages
+from terrace.services.runs.workload_identity import WorkloadTokens
 from terrace.services.workflows.retention_sweep import RetentionSweep
 from terrace.services.workspaces.agent_pools import AgentPoolService
 from terrace.services.workspaces.agents import AgentService
@@ -62,6 +65,8 @@ class RunServices:
     authz: Authorizer
     accounts: AccountService
     organizations: OrganizationService
+    projects: ProjectService
+    workload_issuer: WorkloadIssuer
     tool_versions: ToolVersionService
     workspaces: WorkspaceService
     variables: VariableService
@@ -176,6 +181,13 @@ class RunServices:
             costs=self.cost_estimates,
             signal=self.job_signal,
             agents=self.agents,
+            workload=self.workload_tokens,
+        )
+
+    @cached_property
+    def workload_tokens(self) -> WorkloadTokens:
+        return WorkloadTokens(
+            self.workload_issuer, self.organizations, self.projects, ttl_s=self.settings.phase_deadline_s
         )
 
     @cached_property

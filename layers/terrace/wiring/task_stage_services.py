@@ -22,6 +22,7 @@ from terrace.services.access.accounts import AccountService
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.events import EventService
 from terrace.services.policies.participant import PolicyStageParticipant
+from terrace.services.runs.agent_waits import AgentWaits
 from terrace.services.runs.comments import CommentService
 from terrace.services.runs.plans import PlanService
 from terrace.services.runs.run_pages import RunPages
@@ -57,6 +58,7 @@ class TaskStageServices:
     plans: PlanService
     comments: CommentService
     run_queries: RunQueries
+    agent_waits: AgentWaits  # wiring/run_services.py
     policy_participant: PolicyStageParticipant  # wiring/policy_services.py
 
     @cached_property
@@ -73,7 +75,13 @@ class TaskStageServices:
     def run_pages(self) -> RunPages:
         """What the UI's run pages show (services/runs/run_pages.py)."""
         return RunPages(
-            self.workspaces, self.runs, self.plans, self.stage_progress, self.comments, self.run_queries, self.agent_waits
+            self.workspaces,
+            self.runs,
+            self.plans,
+            self.stage_progress,
+            self.comments,
+            self.run_queries,
+            self.agent_waits,
         )
 
     @cached_property

@@ -3,7 +3,8 @@ run recorded when it was created (its workspace's, its variable sets' and its ow
 `services/workspaces/effective_variables.py`; sensitive ones decrypted only here), presigned URLs for the
 configuration and the plan files (valid for the phase's deadline; the plan's upload URLs create their objects once:
 `If-None-Match: *` signed in on S3, exclusive creation on the embedded server), the MD5 and size recorded for
-the plan file an apply must apply, and the workspace's SSH key."""
+the plan file an apply must apply, the workspace's SSH key, and the phase's workload identity tokens
+(`workload_identity.py`)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from urllib.parse import urlsplit
 
 from terrace.adapters.blobs import BlobStore
 from terrace.config import Settings
-from terrace.domain.jobs import JobSpec, Operation
+from terrace.domain.jobs import JobSpec, Operation, Phase
 from terrace.domain.runs import Run
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
+from terrace.services.runs.workload_identity import WorkloadTokens
 from terrace.services.workspaces.ssh_keys import SSHKeyService
 from terrace.services.workspaces.variables import VariableService
 from terrace.services.workspaces.workspaces import WorkspaceService
@@ -28,9 +30,11 @@ class JobSpecs:
         blobs: BlobStore,
         settings: Settings,
         ssh_keys: SSHKeyService | None = None,
+        workload: WorkloadTokens | None = None,
     ) -> None:
         self._workspaces, self._cvs, self._variables = workspaces, cvs, variables
         self._blobs, self._settings, self._ssh_keys = blobs, settings, ssh_keys
+        self._workload = workload
 
     def build(self, run: Run, name: str, run_token: str) -> JobSpec:
         """The spec of the run's `name` phase ("plan" or "apply"), just claimed with `run_token`."""
@@ -39,10 +43,12 @@ class JobSpecs:
         state = run.phase(name)
         ttl = self._settings.phase_deadline_s
         variables = self._variables.recorded(run)
+        phase: Phase = "plan" if name == "plan" else "apply"
+        credentials = self._workload.for_job(run, ws, phase, variables) if self._workload else []
         return JobSpec(
             job_id=state.id,
             run_id=run.id,
-            phase="plan" if name == "plan" else "apply",
+            phase=phase,
             attempt=state.attempt,
             organization=self._workspaces.organization_of(ws).name,  # the backend override addresses it by name
             workspace_id=ws.id,
@@ -76,4 +82,5 @@ class JobSpecs:
             variables=variables,
             ssh_private_key=self._ssh_keys.for_run(ws) if self._ssh_keys else None,
             heartbeat_interval_s=self._settings.job_heartbeat_s,
+            workload_credentials=credentials,
         )

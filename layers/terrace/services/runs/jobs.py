@@ -36,6 +36,7 @@ from terrace.services.runs.plans import PlanService
 from terrace.services.runs.runs import RunService, retrying
 from terrace.services.runs.scheduler import RunScheduler
 from terrace.services.runs.store import RunStore
+from terrace.services.runs.workload_identity import WorkloadTokens
 from terrace.services.workspaces.agents import AgentService
 from terrace.services.workspaces.ssh_keys import SSHKeyService
 from terrace.services.workspaces.variables import VariableService
@@ -73,6 +74,7 @@ class JobService(ApplyHandoff):
         ssh_keys: SSHKeyService | None = None,
         signal: JobSignal | None = None,
         agents: AgentService | None = None,
+        workload: WorkloadTokens | None = None,
     ) -> None:
         self._queue, self._authz = queue, authz
         self.agents = agents  # the pings of `terrace agent` processes (their status, last ping)
@@ -80,7 +82,7 @@ class JobService(ApplyHandoff):
         self._plans, self._costs = plans, costs
         self._store, self._scheduler, self._runs = store, scheduler, runs
         self._variables, self._accounts, self._logs, self._settings = variables, accounts, logs, settings
-        self._specs = JobSpecs(workspaces, cvs, variables, blobs, settings, ssh_keys)
+        self._specs = JobSpecs(workspaces, cvs, variables, blobs, settings, ssh_keys, workload)
         self._retries = JobRetries(store, scheduler, logs, settings)  # a job handed back (`release`)
 
     def _load(self, principal: Principal, job_id: str) -> tuple[Run, str]:
