@@ -23,6 +23,7 @@ BENCHMARKS = (
     "lock_contention",
     "embedded",
     "pickup",
+    "cold_start",
 )
 
 
