@@ -24,6 +24,7 @@ BENCHMARKS = (
     "embedded",
     "pickup",
     "cold_start",
+    "call_counts",
 )
 
 

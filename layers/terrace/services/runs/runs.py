@@ -7,6 +7,7 @@ import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from terrace.adapters.held_reads import held_reads
 from terrace.config import Settings
 from terrace.domain import clock, cost_estimation, limits
 from terrace.domain import runs as rs
@@ -85,6 +86,10 @@ class RunService:
 
     # create ------------------------------------------------------------------------------
     def create(self, principal: Principal, ws: Workspace, attrs: dict[str, Any], cv_id: str | None) -> Run:
+        with held_reads():  # the workspace, version, run tasks and policy sets are read once for all its steps
+            return self._create_checked(principal, ws, attrs, cv_id)
+
+    def _create_checked(self, principal: Principal, ws: Workspace, attrs: dict[str, Any], cv_id: str | None) -> Run:
         self._workspaces.authorize(principal, Action.QUEUE_RUN, ws)
         self._require_remote_execution(ws)  # before any write: a refused run leaves nothing behind
         # a write: a version whose archive is there but whose landing event is not handled yet is finalized here
