@@ -77,7 +77,9 @@ def test_tofu_installs_hashicorp_null_from_the_mirror_offline(tmp_path: Path) ->
     rc.write_text(render_provider_installation(mirror.resolve()))
     work = tmp_path / "work"
     work.mkdir()
-    (work / "main.tf").write_text('terraform {\n  required_providers {\n    null = { source = "hashicorp/null" }\n  }\n}\n')
+    (work / "main.tf").write_text(
+        'terraform {\n  required_providers {\n    null = { source = "hashicorp/null" }\n  }\n}\n'
+    )
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(tmp_path),
