@@ -29,6 +29,7 @@ from terrace.services.runs.comments import CommentService
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.runs.cost_estimates import CostEstimateService
 from terrace.services.runs.job_retries import JobRetries
+from terrace.services.runs.job_uploads import JobUploads
 from terrace.services.runs.jobs import JobService
 from terrace.services.runs.logs import LogService
 from terrace.services.runs.plans import PlanService
@@ -165,6 +166,10 @@ class RunServices:
             costs=self.cost_estimates,
             signal=self.job_signal,
         )
+
+    @cached_property
+    def job_uploads(self) -> JobUploads:
+        return JobUploads(self.run_store, self.blobs, self.authz, self.settings)
 
     @cached_property
     def job_retries(self) -> JobRetries:
