@@ -1,8 +1,9 @@
 """Lambda "api": the FastAPI app behind the HTTP API, through Mangum. Built once per container.
 
 The cold start is kept near that of importing FastAPI, Mangum, boto3 and pydantic alone (`python -m bench --only
-cold_start`): nothing is built at import, the app on the first request, and the X-Ray SDK (~0.4 s of imports and a
-sampling client) only when `TERRACE_XRAY_SDK=true` asks for subsegments of each AWS call. Lambda's active tracing
+cold_start`): nothing is built at import, the app on the first request (the UI's and the site admin API's routes
+on their own first request), the X-Ray SDK (~0.4 s of imports and a sampling client) only when
+`TERRACE_XRAY_SDK=true` asks for subsegments of each AWS call. Lambda's active tracing
 records every sampled invocation's segment (and its initialization) without it.
 """
 
@@ -26,7 +27,7 @@ def _mangum() -> Any:
         from terrace.bootstrap import aws_container
         from terrace.web.app import create_app
 
-        _handler = Mangum(create_app(aws_container()), lifespan="off")
+        _handler = Mangum(create_app(aws_container(), lazy=True), lifespan="off")
     return _handler
 
 
