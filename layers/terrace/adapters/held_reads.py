@@ -6,11 +6,11 @@ tasks in several of them; each read is a DynamoDB request on AWS. `HeldReadsTabl
 already answered from what it read; outside one it passes every call through.
 
 What is held stays true to the scope's own writes: a write holds what it wrote (the item, or its absence) and
-forgets the queries of its partitions and every index query (an index may list any item); a write that fails (a
-lost conditional write, whose caller re-reads and decides again) forgets everything. Writes of other requests
-are not seen until the scope ends, which is what a read-decide-write step needs anyway: its conditional write
-refuses a stale decision. A scope never holds a read that polls (the runner's long-poll for a job, a log read
-waiting for its output): only use cases that read, decide and write open one.
+forgets the queries of its partitions, of the index partitions its items enter and those that list its items; a
+write that fails (a lost conditional write, whose caller re-reads and decides again) forgets everything. Writes
+of other requests are not seen until the scope ends, which is what a read-decide-write step needs anyway: its
+conditional write refuses a stale decision. A scope never holds a read that polls (the runner's long-poll for a
+job, a log read waiting for its output): only use cases that read, decide and write open one.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from terrace.adapters import definitions as defs
 from terrace.adapters.table import Check, Delete, Item, Put, Table, WriteOp
 
 
@@ -30,10 +31,26 @@ class _Held:
     items: dict[tuple[str, str], Item | None] = field(default_factory=dict)
     queries: dict[tuple[Any, ...], list[Item]] = field(default_factory=dict)
 
-    def forget(self, keys: Sequence[tuple[str, str]]) -> None:
-        """Before a write of `keys`: their items, the queries of their partitions and every index query."""
+    def forget(self, ops: Sequence[WriteOp]) -> None:
+        """Before writes: the items they touch, the queries of their partitions, and the index queries that list one
+        of those items (it may leave) or of an index partition a written item enters."""
+        keys = {_op_key(op) for op in ops}
         partitions = {pk for pk, _ in keys}
-        self.queries = {q: found for q, found in self.queries.items() if q[2] is None and q[0] not in partitions}
+        entered = {
+            (index, str(op.item[attr]))
+            for op in ops
+            if isinstance(op, Put)
+            for index, attr in INDEX_PARTITION_KEYS.items()
+            if attr in op.item
+        }
+
+        def kept(query: tuple[Any, ...], found: list[Item]) -> bool:
+            pk, index = query[0], query[2]
+            if index is None:
+                return pk not in partitions
+            return (index, pk) not in entered and not any((i.get("pk"), i.get("sk")) in keys for i in found)
+
+        self.queries = {q: found for q, found in self.queries.items() if kept(q, found)}
         for key in keys:
             self.items.pop(key, None)
 
@@ -46,6 +63,7 @@ class _Held:
                 self.items[_op_key(op)] = None
 
 
+INDEX_PARTITION_KEYS = {index.name: index.partition_key.name for index in defs.TABLE.global_indexes}
 _scope: ContextVar[_Held | None] = ContextVar("terrace_held_reads", default=None)
 
 
@@ -123,10 +141,10 @@ class HeldReadsTable:
         return copy.deepcopy(held.queries[key])
 
     # writes ------------------------------------------------------------------------------------
-    def _writing(self, keys: Sequence[tuple[str, str]]) -> _Held | None:
+    def _writing(self, ops: Sequence[WriteOp]) -> _Held | None:
         held = _scope.get()
         if held is not None:
-            held.forget(keys)
+            held.forget([op for op in ops if not isinstance(op, Check)])
         return held
 
     def _failed(self, held: _Held | None) -> None:
@@ -135,7 +153,7 @@ class HeldReadsTable:
             held.queries.clear()
 
     def put(self, item: Item, *, if_absent: bool = False, if_version: int | None = None) -> None:
-        held = self._writing([(str(item["pk"]), str(item["sk"]))])
+        held = self._writing([Put(item, if_absent=if_absent)])
         try:
             self._inner.put(item, if_absent=if_absent, if_version=if_version)
         except Exception:
@@ -145,7 +163,7 @@ class HeldReadsTable:
             held.wrote([Put(item)])
 
     def delete(self, pk: str, sk: str, *, if_version: int | None = None) -> None:
-        held = self._writing([(pk, sk)])
+        held = self._writing([Delete(pk, sk)])
         try:
             self._inner.delete(pk, sk, if_version=if_version)
         except Exception:
@@ -155,7 +173,7 @@ class HeldReadsTable:
             held.wrote([Delete(pk, sk)])
 
     def transact(self, ops: Sequence[WriteOp]) -> None:
-        held = self._writing([_op_key(op) for op in ops if not isinstance(op, Check)])
+        held = self._writing(ops)
         try:
             self._inner.transact(ops)
         except Exception:
@@ -165,7 +183,7 @@ class HeldReadsTable:
             held.wrote(ops)
 
     def batch_put(self, items: Sequence[Item]) -> None:
-        held = self._writing([(str(i["pk"]), str(i["sk"])) for i in items])
+        held = self._writing([Put(i) for i in items])
         try:
             self._inner.batch_put(items)
         except Exception:
@@ -173,7 +191,7 @@ class HeldReadsTable:
             raise
 
     def batch_delete(self, keys: Sequence[tuple[str, str]]) -> None:
-        held = self._writing(list(keys))
+        held = self._writing([Delete(pk, sk) for pk, sk in keys])
         try:
             self._inner.batch_delete(keys)
         except Exception:
