@@ -65,3 +65,22 @@ def test_held_reads_answer_a_repeated_read_once_and_see_the_scopes_own_writes():
     table.get("a", "x")
     assert counts["table.get"] == before + 2, "outside a scope every read is a request"
     assert isinstance(HeldReadsTable(inner), MemoryTable)  # the composition root wraps any table
+
+
+def test_held_index_queries_are_forgotten_when_a_write_enters_or_leaves_them_only():
+    from terrace.adapters.held_reads import HeldReadsTable, held_reads
+    from terrace.adapters.memory_table import MemoryTable
+    from terrace.adapters.table import Delete, Put
+
+    inner = MemoryTable()
+    table = HeldReadsTable(inner)
+    inner.put({"pk": "a", "sk": "1", "gsi1pk": "list", "gsi1sk": "1"})
+    with held_reads():
+        assert [i["sk"] for i in table.query("list", index="gsi1")] == ["1"]
+        table.put({"pk": "other", "sk": "x"})  # neither enters nor leaves the index partition: still held
+        inner.put({"pk": "b", "sk": "0", "gsi1pk": "list", "gsi1sk": "0"})  # another writer: not seen in the scope
+        assert [i["sk"] for i in table.query("list", index="gsi1")] == ["1"]
+        table.transact([Put({"pk": "c", "sk": "2", "gsi1pk": "list", "gsi1sk": "2"})])  # enters it: read again
+        assert [i["sk"] for i in table.query("list", index="gsi1")] == ["0", "1", "2"]
+        table.transact([Delete("a", "1")])  # an item it lists leaves: read again
+        assert [i["sk"] for i in table.query("list", index="gsi1")] == ["0", "2"]
