@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import os
 import tarfile
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -137,7 +138,7 @@ def run(quick: bool = False) -> Outcome:  # noqa: ARG001 (one pass: counts do no
     server.start()
     try:
         endpoint = f"http://127.0.0.1:{port}"
-        resources = create_resources(endpoint, "counts")
+        resources = create_resources(endpoint, f"counts{uuid.uuid4().hex[:6]}")  # moto's backends outlive a server
         settings = Settings(**resources.settings_fields(), aws_endpoint_url=endpoint, url_signing_secret="bench")
         container = build_aws(settings)
 

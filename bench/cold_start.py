@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import uuid
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -114,7 +115,7 @@ def seed(endpoint: str) -> tuple[dict[str, str], str]:
     from terrace.local.seed import seed_admin
     from terrace.wiring.local_resources import create_resources
 
-    resources = create_resources(endpoint, "cold")
+    resources = create_resources(endpoint, f"cold{uuid.uuid4().hex[:6]}")  # moto's backends outlive a server
     settings = Settings(**resources.settings_fields(), aws_endpoint_url=endpoint, url_signing_secret="bench")
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
