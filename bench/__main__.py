@@ -23,6 +23,8 @@ BENCHMARKS = (
     "lock_contention",
     "embedded",
     "pickup",
+    "cold_start",
+    "call_counts",
 )
 
 

@@ -100,7 +100,25 @@ class LayerBundling:
         shutil.copytree(REPO / "layers" / "terrace", site / "terrace", dirs_exist_ok=True, ignore=ignore)
         if (REPO / "templates").is_dir():
             shutil.copytree(REPO / "templates", site / "templates", dirs_exist_ok=True, ignore=ignore)
+        compile_bytecode(site)
         return True
+
+
+def compile_bytecode(site: Path) -> None:
+    """Bytecode for the Lambda's Python, so a cold start does not compile every module it imports (the layer is
+    read-only there: without it, each cold start compiled terrace and every dependency, pip's own bytecode being
+    the synthesizing Python's). Hash-checked-never bytecode, as the zip does not keep modification times. Skipped
+    when that Python is not installed here."""
+    python = shutil.which(f"python{LAMBDA_PYTHON_VERSION}")
+    if python is None or subprocess.run([python, "-c", ""], check=False, capture_output=True).returncode != 0:
+        return  # (a pyenv shim of a version not selected here answers 127)
+    for stale in site.rglob("__pycache__"):
+        shutil.rmtree(stale, ignore_errors=True)
+    subprocess.run(
+        [python, "-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "unchecked-hash", str(site)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 def layer_code(skip_bundling: bool) -> lambda_.Code:

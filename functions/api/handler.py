@@ -1,14 +1,21 @@
-"""Lambda "api": the FastAPI app behind the HTTP API, through Mangum. Built once per container."""
+"""Lambda "api": the FastAPI app behind the HTTP API, through Mangum. Built once per container.
+
+The cold start is kept near that of importing FastAPI, Mangum, boto3 and pydantic alone (`python -m bench --only
+cold_start`): nothing is built at import, the app on the first request (the UI's and the site admin API's routes
+on their own first request), the X-Ray SDK (~0.4 s of imports and a sampling client) only when
+`TERRACE_XRAY_SDK=true` asks for subsegments of each AWS call. Lambda's active tracing
+records every sampled invocation's segment (and its initialization) without it.
+"""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger
 
 logger = Logger()
-metrics = Metrics()
-tracer = Tracer()  # disabled by POWERTOOLS_TRACE_DISABLED (local runs and tests)
 
 _handler: Any = None
 
@@ -20,13 +27,30 @@ def _mangum() -> Any:
         from terrace.bootstrap import aws_container
         from terrace.web.app import create_app
 
-        _handler = Mangum(create_app(aws_container()), lifespan="off")
+        _handler = Mangum(create_app(aws_container(), lazy=True), lifespan="off")
     return _handler
 
 
-@logger.inject_lambda_context(clear_state=True)
-@metrics.log_metrics
-@tracer.capture_lambda_handler(capture_response=False)
-def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+def _serve(event: dict[str, Any], context: Any) -> dict[str, Any]:
     response: dict[str, Any] = _mangum()(event, context)
     return response
+
+
+def _traced(serve: Callable[[dict[str, Any], Any], dict[str, Any]]) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    """`serve` under the Powertools tracer (the X-Ray SDK, patching boto3), when the environment asks for it."""
+    if os.environ.get("TERRACE_XRAY_SDK", "").lower() not in ("1", "true"):
+        return serve
+    from aws_lambda_powertools import Tracer
+
+    return Tracer().capture_lambda_handler(capture_response=False)(serve)  # type: ignore[no-any-return]
+
+
+_entry: Callable[[dict[str, Any], Any], dict[str, Any]] | None = None
+
+
+@logger.inject_lambda_context(clear_state=True)
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    global _entry
+    if _entry is None:
+        _entry = _traced(_serve)
+    return _entry(event, context)

@@ -21,6 +21,7 @@ from terrace.adapters.blobs import BlobStore
 from terrace.adapters.condition_job_signal import LAMBDA_RECHECK_S, ConditionJobSignal
 from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.events import EventPublisher, EventQueue
+from terrace.adapters.held_reads import HeldReadsTable
 from terrace.adapters.httpx_outbound import HttpxOutbound
 from terrace.adapters.job_signal import JobSignal
 from terrace.adapters.mail import Mail
@@ -113,7 +114,7 @@ def build_aws(settings: Settings) -> Container:
     aws = connect(settings)
     return Container(
         settings=settings,
-        table=aws.table,
+        table=HeldReadsTable(aws.table),
         blobs=aws.blobs,
         encryptor=aws.encryptor,
         scaler_kick=aws.scaler_kick,
@@ -136,7 +137,7 @@ def build_embedded(settings: Settings) -> Container:
     data = open_data_dir(settings)
     return Container(
         settings=settings,
-        table=data.table,
+        table=HeldReadsTable(data.table),
         blobs=data.blobs,
         encryptor=data.encryptor,
         publisher=data.events,
@@ -174,4 +175,4 @@ def build_memory(settings: Settings | None = None) -> Container:
     from terrace.adapters.memory_table import MemoryTable
 
     settings = settings or Settings(table_name="memory", blob_bucket="memory", url_signing_secret="test-secret")
-    return Container(settings=settings, table=MemoryTable(), blobs=MemoryBlobs())
+    return Container(settings=settings, table=HeldReadsTable(MemoryTable()), blobs=MemoryBlobs())

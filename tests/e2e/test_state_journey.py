@@ -199,3 +199,20 @@ def test_http_backend_locks_and_shares_state_with_the_tfc_api(stack, api, terraf
         downloaded = api.http.get(current["hosted-state-download-url"], follow_redirects=True)
         assert downloaded.status_code == 200
         assert json.loads(downloaded.content)["lineage"] == state["lineage"]
+
+
+def test_http_backend_answers_a_large_state_with_a_redirect_terraform_follows(stack, api, terraform, unique):
+    """A state above TERRACE_HTTP_STATE_REDIRECT_BYTES (1 MB) is not streamed through the API (a Lambda answer holds
+    6 MB): the GET is a 307 to a presigned URL of the blob store, which terraform's http backend follows."""
+    name = unique("http-large")
+    big = 'output "big" {\n  value = format("%01200000d", 7)\n}\n'  # a 1.2 MB string of zeros and a 7
+    tf = terraform(stack.http_backend(name) + big)
+    tf.init()
+    tf.apply()
+    with http_client(stack) as http:
+        answer = http.get(stack.state_url(name), follow_redirects=False)
+        assert answer.status_code == 307, answer.text
+        assert "/state/v1/" not in answer.headers["location"]
+    state = pull(tf)  # through the redirect
+    assert state["outputs"]["big"]["value"] == "0" * 1199999 + "7"
+    assert api.current_state_version(api.workspace(name)["id"])["attributes"]["serial"] == state["serial"]

@@ -53,6 +53,9 @@ class FakeApi:
     finish_answers: dict[str, dict[str, Any]] = field(default_factory=dict)  # job id -> FinishResponse JSON
     held_keep: set[str] = field(default_factory=set)  # what /held-runs answers may still be applied
     held_asked: list[list[str]] = field(default_factory=list)
+    # what POST .../upload-urls answers (None: 404, an API without it); the jobs it was asked for
+    fresh_upload_urls: dict[str, str] | None = None
+    upload_url_asks: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def handler(self, request: httpx.Request) -> httpx.Response:
@@ -63,6 +66,8 @@ class FakeApi:
             key = url.removeprefix(S3 + "/").split("?")[0]
             if request.method == "GET":
                 return httpx.Response(200, content=self.blobs[key]) if key in self.blobs else httpx.Response(404)
+            if key.startswith("expired/"):
+                return httpx.Response(403)  # as S3: a URL signed by a session that has ended
             if request.headers.get("if-none-match") == "*" and key in self.blobs:
                 return httpx.Response(412)  # as S3: an upload that would replace an object is refused
             self.s3_put_headers.append(dict(request.headers))
@@ -102,6 +107,9 @@ class FakeApi:
                 self.log_offsets.setdefault(job_id, []).append(offset)
                 buf += request.read()
                 return httpx.Response(204)
+            if verb == "upload-urls" and self.fresh_upload_urls is not None:
+                self.upload_url_asks.append(job_id)
+                return httpx.Response(200, json=self.fresh_upload_urls)
             if verb == "finish":
                 self.finished[job_id] = FinishRequest.model_validate_json(request.read())
                 if job_id in self.finish_answers:

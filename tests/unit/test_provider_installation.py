@@ -60,3 +60,36 @@ def test_terraform_installs_mirrored_null_and_looks_up_random_in_its_registry(tm
     assert "could not connect to registry.terraform.io" in out, out
     assert "not found in any of the search locations" not in out, out
     shutil.rmtree(work / ".terraform", ignore_errors=True)
+
+
+TOFU = Path(os.environ.get("TERRACE_TOFU_BINARY", "/work/shared/tools/opentofu/tofu"))
+
+
+@pytest.mark.skipif(not TOFU.exists(), reason=f"needs OpenTofu at {TOFU} (TERRACE_TOFU_BINARY)")
+@pytest.mark.skipif(null_provider_source() is None, reason="needs the venv's null provider")
+def test_tofu_installs_hashicorp_null_from_the_mirror_offline(tmp_path: Path) -> None:
+    """OpenTofu reads `hashicorp/null` as registry.opentofu.org/hashicorp/null: the mirror holds it there too."""
+    mirror = write_provider_mirror(tmp_path / "providers")
+    assert {"registry.opentofu.org/hashicorp/null", "registry.terraform.io/hashicorp/null"} <= set(
+        mirrored_providers(mirror)
+    )
+    rc = tmp_path / "tofu.rc"
+    rc.write_text(render_provider_installation(mirror.resolve()))
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "main.tf").write_text(
+        'terraform {\n  required_providers {\n    null = { source = "hashicorp/null" }\n  }\n}\n'
+    )
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "TF_CLI_CONFIG_FILE": str(rc),
+        "CHECKPOINT_DISABLE": "1",
+        "HTTPS_PROXY": "http://127.0.0.1:9",  # offline: a registry lookup would fail
+    }
+    done = subprocess.run(
+        [str(TOFU), "init", "-input=false", "-no-color"], cwd=work, env=env, capture_output=True, timeout=300
+    )
+    out = done.stdout.decode() + done.stderr.decode()
+    assert done.returncode == 0, out
+    assert "Installing hashicorp/null v2.1.2" in out, out

@@ -12,7 +12,7 @@ from test_web_ui_reads import counting
 
 # token + run + workspace (+ the username claim of created-by, + its run events; + the open-runs index while
 # the run has a queue position)
-RUN_POLL_READS = {"plan_queued": 6, "planning": 5}
+RUN_POLL_READS = {"plan_queued": 5, "planning": 4}  # the caller's own username is not looked up
 PHASE_POLL_READS = 3  # token + run + workspace
 # run + (variables) + chunks; archived: run + the archive's range (the in-memory blob store reads it through get)
 LOG_POLL_READS = {"new bytes": 3, "nothing new": 2, "archived": 3}

@@ -11,8 +11,6 @@ import ssl
 from collections.abc import Callable, Mapping, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
-import httpx
-
 from terrace.adapters.outbound import BODY_KEPT, OutboundResponse, kept_headers
 from terrace.domain.destinations import Allowance, IPAddress, address_class, blocked_address, check_url
 from terrace.domain.errors import Invalid
@@ -69,6 +67,8 @@ class HttpxOutbound:
         pinned = urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))
         named = f"[{host}]" if ":" in host else host  # an IPv6 literal keeps its brackets in Host
         host_header = f"{named}:{parts.port}" if parts.port else named
+        import httpx  # on the first delivery, not on the API Lambda's cold start
+
         try:
             with httpx.Client(
                 follow_redirects=False, timeout=timeout_s, trust_env=False, verify=self._verify

@@ -146,6 +146,14 @@ class FinishResponse(BaseModel):
     next_job: JobSpec | None = None  # the same run's apply, claimed for this runner (auto-apply)
 
 
+class UploadUrls(BaseModel):
+    """A running plan's PUT URLs, signed when its runner asks, just before it uploads (`JobSpec`'s may have
+    expired with the session that signed them)."""
+
+    plan_upload_url: str | None = None
+    plan_json_upload_url: str | None = None
+
+
 class HeldRuns(BaseModel):
     runner_id: str = Field(min_length=1, max_length=200)
     run_ids: list[str] = Field(default_factory=list, max_length=100)

@@ -23,14 +23,20 @@ def null_provider_source() -> Path | None:
     return candidate if candidate.exists() else None
 
 
+# terraform reads `hashicorp/null` as registry.terraform.io's, OpenTofu as registry.opentofu.org's (the same build)
+MIRROR_HOSTS = ("registry.terraform.io", "registry.opentofu.org")
+
+
 def write_provider_mirror(directory: Path) -> Path:
-    """Lay the null provider out as <mirror>/registry.terraform.io/hashicorp/null/<v>/linux_amd64/<binary>."""
-    target_dir = directory / "registry.terraform.io" / "hashicorp" / "null" / NULL_PROVIDER_VERSION / "linux_amd64"
-    target_dir.mkdir(parents=True, exist_ok=True)
+    """Lay the null provider out as <mirror>/<host>/hashicorp/null/<v>/linux_amd64/<binary> for both registries'
+    hosts, so `hashicorp/null` installs offline with terraform and with OpenTofu."""
     source = null_provider_source()
-    target = target_dir / NULL_PROVIDER_BINARY
-    if source is not None and not (target.exists() and target.stat().st_size == source.stat().st_size):
-        shutil.copy2(source, target)
+    for host in MIRROR_HOSTS:
+        target_dir = directory / host / "hashicorp" / "null" / NULL_PROVIDER_VERSION / "linux_amd64"
+        target_dir.mkdir(parents=True, exist_ok=True)
+        target = target_dir / NULL_PROVIDER_BINARY
+        if source is not None and not (target.exists() and target.stat().st_size == source.stat().st_size):
+            shutil.copy2(source, target)
     return directory
 
 

@@ -18,6 +18,7 @@ from terrace.domain.jobs import (
     HeldRuns,
     JobSpec,
     NextRequest,
+    UploadUrls,
 )
 
 log = logging.getLogger("terrace.runner.client")
@@ -149,6 +150,13 @@ class RunnerApi:
         if response.status_code == 204 or not response.content:
             return None
         return FinishResponse.model_validate_json(response.content)
+
+    def upload_urls(self, job_id: str) -> UploadUrls:
+        """The running plan's upload URLs, signed now (the spec's may have expired with the API's session)."""
+        body = HeartbeatRequest(runner_id=self.runner_id).model_dump_json()
+        response = self._post(f"/jobs/{job_id}/upload-urls", body, f"upload URLs {job_id}")
+        self._check(response, f"upload URLs {job_id}")
+        return UploadUrls.model_validate_json(response.content)
 
     def held_runs(self, run_ids: list[str]) -> set[str]:
         """Of these runs (whose plan folder this runner holds), those it may still apply."""

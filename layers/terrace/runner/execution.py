@@ -21,7 +21,7 @@ from typing import TextIO
 import httpx
 
 from terrace.domain import runs as rs
-from terrace.domain.jobs import FinishRequest, FinishResponse, JobSpec
+from terrace.domain.jobs import FinishRequest, FinishResponse, JobSpec, UploadUrls
 from terrace.domain.plan_json import hide_secrets
 from terrace.runner import commands, sandbox, workload_identity
 from terrace.runner.client import ApiError, RunnerApi, Transfers
@@ -176,7 +176,8 @@ class JobExecutor:
         if os.path.lexists(written):
             plan_file = folder.copy_from_job(written, PLAN_FILE, MAX_PLAN_BYTES, job_reads=True)
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="plan-upload") as uploads:
-                plan_upload = self._upload(uploads, spec.plan_upload_url, plan_file, "plan file")  # while show runs
+                plan_url = self._upload_urls(spec).plan_upload_url if spec.plan_upload_url else None
+                plan_upload = self._upload(uploads, plan_url, plan_file, "plan file")  # while show runs
                 with folder.create(PLAN_JSON_FILE) as stdout:  # the child writes to the descriptor only
                     code = self.steps.run(job, commands.show_json_args(plan_file), stdout=stdout)
                 if code != 0:
@@ -190,8 +191,9 @@ class JobExecutor:
                 except ValueError as exc:
                     raise JobFailed("the JSON plan could not be parsed") from exc
                 self._hide_secrets(spec, plan_json, folder)
-                if spec.plan_json_upload_url:
-                    self.transfers.upload(spec.plan_json_upload_url, plan_json_file, "JSON plan")
+                json_url = self._upload_urls(spec).plan_json_upload_url if spec.plan_json_upload_url else None
+                if json_url:
+                    self.transfers.upload(json_url, plan_json_file, "JSON plan")
                 if plan_upload is not None:
                     plan_upload.result()  # the finish report claims both are stored
             plan_md5 = md5_of(plan_file) if spec.plan_upload_url else None
@@ -207,6 +209,17 @@ class JobExecutor:
             resource_destructions=counts.destructions,
             resource_imports=counts.imports,
         )
+
+    def _upload_urls(self, spec: JobSpec) -> UploadUrls:
+        """Upload URLs signed now, asked for just before an upload: the spec's were signed at the claim, on AWS
+        with a session that may end before a long plan does. An API without the endpoint: the spec's."""
+        try:
+            return self.api.upload_urls(spec.job_id)
+        except ApiError as exc:
+            if exc.status not in (404, 405):  # a job that is gone: its finish is refused anyway
+                raise
+            log.warning("fresh upload URLs unavailable (%s): using the job's", exc)
+            return UploadUrls(plan_upload_url=spec.plan_upload_url, plan_json_upload_url=spec.plan_json_upload_url)
 
     def _upload(self, pool: ThreadPoolExecutor, url: str | None, path: Path, what: str) -> Future[None] | None:
         return pool.submit(self.transfers.upload, url, path, what) if url else None

@@ -7,15 +7,12 @@ from fastapi import FastAPI
 from terrace.adapters.fs_blobs import URL_PREFIX, FsBlobs
 from terrace.bootstrap import Container
 from terrace.web import blob_urls, errors, static_assets
+from terrace.web.lazy_routes import LazyRoutes
 from terrace.web.middleware import BodyLimit, ExtraHeaders, RequestGrants, TrailingSlash
 from terrace.web.origin_verify import OriginVerify
 from terrace.web.rate_limit import RateLimit, TokenBuckets, limited_headers
 from terrace.web.routers import (
     accounts,
-    admin,
-    admin_runs,
-    admin_subscriptions,
-    admin_tools,
     agent_pools,
     configuration_versions,
     discovery,
@@ -46,30 +43,13 @@ from terrace.web.routers import (
 )
 from terrace.web.routers.discovery import api_headers
 from terrace.web.security_headers import SecurityHeaders
-from terrace.web.ui import agent_pools as ui_agent_pools
 from terrace.web.ui import auth as ui_auth
-from terrace.web.ui import notifications as ui_notifications
-from terrace.web.ui import oidc as ui_oidc
-from terrace.web.ui import org_settings as ui_org_settings
-from terrace.web.ui import organizations as ui_organizations
-from terrace.web.ui import policies as ui_policies
-from terrace.web.ui import projects as ui_projects
-from terrace.web.ui import run_tasks as ui_run_tasks
-from terrace.web.ui import run_triggers as ui_run_triggers
-from terrace.web.ui import runs as ui_runs
-from terrace.web.ui import search as ui_search
-from terrace.web.ui import settings as ui_settings
-from terrace.web.ui import states as ui_states
-from terrace.web.ui import team_access as ui_team_access
-from terrace.web.ui import teams as ui_teams
-from terrace.web.ui import terraform_login as ui_terraform_login
-from terrace.web.ui import tokens as ui_tokens
-from terrace.web.ui import variables as ui_variables
-from terrace.web.ui import varsets as ui_varsets
-from terrace.web.ui import workspaces as ui_workspaces
 
 
-def create_app(container: Container) -> FastAPI:
+def create_app(container: Container, lazy: bool = False) -> FastAPI:
+    """The app over `container`. `lazy` (the API Lambda): the UI's and the site admin API's routes are built on
+    the first request that may need them (their URL spaces are disjoint from the rest), not on a cold start that
+    serves the TFC API."""
     container.settings.require_url_signing_secret()
     app = FastAPI(
         title="Terrace", docs_url=None, redoc_url=None, openapi_url="/api/openapi.json", redirect_slashes=False
@@ -136,6 +116,45 @@ def create_app(container: Container) -> FastAPI:
     for policy_module in (policies, policy_evaluations):
         app.include_router(policy_module.router)
     ui_auth.install(app)
+    if lazy:
+        groups = [
+            (lambda path: path.startswith(ADMIN_PREFIX), include_admin),
+            (lambda path: not path.startswith(API_PREFIXES), include_ui),
+        ]
+        app.add_middleware(LazyRoutes, fastapi_app=app, groups=groups)
+    else:
+        include_ui(app)
+        include_admin(app)
+    return app
+
+
+ADMIN_PREFIX = "/api/v2/admin"
+API_PREFIXES = ("/api/", "/state/", "/.well-known/", "/oauth/")  # include_ui's pages and assets are elsewhere
+
+
+def include_ui(app: FastAPI) -> None:
+    """The web UI's pages, its static assets and the redirects of `/` and `/app/<org>` (last)."""
+    from terrace.web.ui import agent_pools as ui_agent_pools
+    from terrace.web.ui import notifications as ui_notifications
+    from terrace.web.ui import oidc as ui_oidc
+    from terrace.web.ui import org_settings as ui_org_settings
+    from terrace.web.ui import organizations as ui_organizations
+    from terrace.web.ui import policies as ui_policies
+    from terrace.web.ui import projects as ui_projects
+    from terrace.web.ui import run_tasks as ui_run_tasks
+    from terrace.web.ui import run_triggers as ui_run_triggers
+    from terrace.web.ui import runs as ui_runs
+    from terrace.web.ui import search as ui_search
+    from terrace.web.ui import settings as ui_settings
+    from terrace.web.ui import states as ui_states
+    from terrace.web.ui import team_access as ui_team_access
+    from terrace.web.ui import teams as ui_teams
+    from terrace.web.ui import terraform_login as ui_terraform_login
+    from terrace.web.ui import tokens as ui_tokens
+    from terrace.web.ui import variables as ui_variables
+    from terrace.web.ui import varsets as ui_varsets
+    from terrace.web.ui import workspaces as ui_workspaces
+
     for ui_module in (ui_auth, ui_tokens, ui_organizations, ui_workspaces, ui_variables, ui_varsets):
         app.include_router(ui_module.router)
     for ui_page in (
@@ -156,13 +175,13 @@ def create_app(container: Container) -> FastAPI:
         ui_agent_pools,
     ):
         app.include_router(ui_page.router)
-    for admin_module in (
-        admin,
-        admin_runs,
-        admin_subscriptions,
-        admin_tools,
-    ):  # admin_tools' /{kind} last  # the site admin API (/api/v2/admin)
-        app.include_router(admin_module.router)
     app.include_router(static_assets.router)
     app.include_router(ui_organizations.redirects)  # last: `/app/<org>` must not shadow a page of one segment
-    return app
+
+
+def include_admin(app: FastAPI) -> None:
+    """The site admin API (/api/v2/admin)."""
+    from terrace.web.routers import admin, admin_runs, admin_subscriptions, admin_tools
+
+    for admin_module in (admin, admin_runs, admin_subscriptions, admin_tools):  # admin_tools' /{kind} last
+        app.include_router(admin_module.router)

@@ -14,7 +14,7 @@ from fastapi import Request
 from terrace.bootstrap import Container
 from terrace.domain import runs as rs
 from terrace.domain.errors import Forbidden, NotFound
-from terrace.domain.principal import Principal
+from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.runs import PhaseState, Run
 from terrace.domain.workspace import Workspace
 from terrace.web import run_serializers as rser
@@ -42,10 +42,13 @@ def include_names(request: Request) -> set[str]:
     return {name.strip() for name in (request.query_params.get("include") or "").split(",") if name.strip()}
 
 
-def user_ids(container: Container, usernames: Iterable[str]) -> dict[str, str]:
-    """username -> user id, for the usernames that name a user (one read each: the username claim)."""
+def user_ids(container: Container, usernames: Iterable[str], caller: Principal | None = None) -> dict[str, str]:
+    """username -> user id, for the usernames that name a user (one read each: the username claim; none for the
+    calling user's own name, which the request holds)."""
     found: dict[str, str] = {}
-    for name in set(usernames):
+    if caller is not None and caller.kind == PrincipalKind.USER:
+        found[caller.username] = caller.subject_id
+    for name in set(usernames) - set(found):
         user_id = container.accounts.user_id_of(name) if name else None
         if user_id is not None:
             found[name] = user_id
@@ -82,7 +85,7 @@ def runs(
             ws = known.get(run.workspace_id) or container.workspaces.load(run.workspace_id)
             known[ws.id] = ws
             permissions[ws.id] = container.workspaces.permissions(principal, ws)
-    users = user_ids(container, [u for r in page for u in (r.created_by, r.confirmed_by or "")])
+    users = user_ids(container, [u for r in page for u in (r.created_by, r.confirmed_by or "")], principal)
     checks = container.policy_checks.ids_of(page) if policy_checks else {}
     return [
         rser.run(

@@ -32,6 +32,7 @@ from terrace.services.runs.comments import CommentService
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.runs.cost_estimates import CostEstimateService
 from terrace.services.runs.job_retries import JobRetries
+from terrace.services.runs.job_uploads import JobUploads
 from terrace.services.runs.jobs import JobService
 from terrace.services.runs.logs import LogService
 from terrace.services.runs.plans import PlanService
@@ -189,6 +190,10 @@ class RunServices:
         return WorkloadTokens(
             self.workload_issuer, self.organizations, self.projects, ttl_s=self.settings.phase_deadline_s
         )
+
+    @cached_property
+    def job_uploads(self) -> JobUploads:
+        return JobUploads(self.run_store, self.blobs, self.authz, self.settings)
 
     @cached_property
     def job_retries(self) -> JobRetries:

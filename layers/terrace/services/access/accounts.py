@@ -249,8 +249,8 @@ class AccountService:
         item = self._table.get(token_id, "token")
         if item is None:
             raise NotFound(f"authentication token {token_id} not found")
-        self._table.delete(f"tokenhash#{item['hash']}", "lookup")
-        self._table.delete(token_id, "token")
+        # one transaction: the lookup (what authenticates) and the token go together
+        self._table.transact([Delete(f"tokenhash#{item['hash']}", "lookup"), Delete(token_id, "token")])
 
     def refresh_lookups(self, user: User) -> None:
         """Re-write the lookups of a user's tokens after a change of name, admin flag or suspension."""

@@ -23,16 +23,9 @@ import hashlib
 import hmac
 import re
 import secrets
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-
-import requests
-from authlib.integrations.base_client import BaseApp, OAuth2Mixin, OAuthError, OpenIDMixin
-from authlib.integrations.requests_client import OAuth2Session
-from authlib.oidc.core import CodeIDToken
-from joserfc.errors import InvalidKeyIdError, JoseError
 
 from terrace.adapters.table import ConditionFailed, Table
 from terrace.domain import clock
@@ -46,9 +39,6 @@ from terrace.services.optimistic import optimistic
 STATE_TTL_S = 600
 CALLBACK_PATH = "/app/sign-in/oidc/callback"
 LINK_ATTEMPTS = 5  # a sign-in whose link write loses looks again; only a storm of sign-ins of one person loses 5 times
-ALGORITHMS = ["RS256", "RS384", "RS512", "ES256", "ES384", "PS256"]
-LEEWAY_S = 60
-HTTP_TIMEOUT_S = 10
 
 
 @dataclass(frozen=True)
@@ -81,53 +71,6 @@ def _username_base(claims: dict[str, Any]) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "-", wanted).strip("-")[:40] or "user"
 
 
-@contextmanager
-def _refusals() -> Iterator[None]:
-    """Whatever the issuer does wrong is a refused sign-in, never a 500: unreachable or an error status, an OAuth
-    error, a token failing a check, a document that is not a JSON object or lacks an endpoint."""
-    try:
-        yield
-    except InvalidKeyIdError as exc:
-        raise Unauthenticated("the ID token is signed with a key the identity provider does not publish") from exc
-    except JoseError as exc:
-        raise Unauthenticated(f"the ID token was refused: {exc.description or exc.error}") from exc
-    except OAuthError as exc:
-        raise Unauthenticated(f"the identity provider refused the sign-in: {exc.error}") from exc
-    except requests.HTTPError as exc:
-        status = exc.response.status_code if exc.response is not None else "an error"
-        raise Unauthenticated(f"the identity provider answered {status}") from exc
-    except requests.RequestException as exc:
-        raise Unauthenticated(f"the identity provider could not be reached: {exc}") from exc
-    except (ValueError, KeyError, TypeError, RuntimeError) as exc:
-        raise Unauthenticated(f"the identity provider's answer is not usable: {exc}") from exc
-
-
-class _Issuer(OAuth2Mixin, OpenIDMixin, BaseApp):
-    """Authlib's OpenID Connect client of one issuer (its discovery document and JWKS cached for the process)."""
-
-    client_cls = OAuth2Session
-
-    def __init__(self, config: OidcConfig) -> None:
-        super().__init__(
-            None,  # no web framework: the state lives in the table, not in a framework session
-            client_id=config.client_id,
-            client_secret=config.client_secret,
-            server_metadata_url=f"{config.issuer}/.well-known/openid-configuration",
-            client_kwargs={"scope": "openid profile email", "code_challenge_method": "S256",
-                           "default_timeout": HTTP_TIMEOUT_S, "max_redirects": 0},  # an issuer's redirect: refused
-        )  # fmt: skip
-        self.issuer = config.issuer
-
-    def load_server_metadata(self) -> dict[str, Any]:
-        metadata: dict[str, Any] = super().load_server_metadata()
-        if str(metadata.get("issuer", "")).rstrip("/") != self.issuer:
-            metadata.pop("_loaded_at", None)  # not kept: fetched again at the next sign-in
-            raise Unauthenticated("the identity provider's metadata names another issuer")
-        offered = metadata.get("id_token_signing_alg_values_supported") or ALGORITHMS
-        metadata["id_token_signing_alg_values_supported"] = [alg for alg in offered if alg in ALGORITHMS]
-        return metadata
-
-
 class OidcSignIn:
     def __init__(
         self,
@@ -142,14 +85,18 @@ class OidcSignIn:
         self._accounts = accounts
         self._sessions = sessions
         self.config = config
-        self._issuer = _Issuer(config)
+        # Authlib, joserfc and requests are loaded when single sign-on is configured, not on every cold start
+        from terrace.services.access.oidc_issuer import Issuer, refusals
+
+        self._issuer = Issuer(config)
+        self._refusals = refusals
 
     # the flow -------------------------------------------------------------------------------
     def start(self, next_page: str) -> tuple[str, str]:
         """Where to send the browser to sign in, and the browser secret it must bring back to the callback;
         remembers state, nonce, PKCE verifier and the secret's hash for `STATE_TTL_S`."""
         state, nonce, verifier, browser = (secrets.token_urlsafe(32) for _ in range(4))
-        with _refusals():  # an unreachable issuer writes no state
+        with self._refusals():  # an unreachable issuer writes no state
             target = self._issuer.create_authorization_url(
                 self.config.redirect_uri, state=state, nonce=nonce, code_verifier=verifier
             )["url"]
@@ -186,7 +133,7 @@ class OidcSignIn:
             raise Unauthenticated("this sign-in has expired or was already used; start again") from exc
         if params.get("error"):
             raise Unauthenticated(f"the identity provider refused the sign-in: {params['error']}")
-        with _refusals():
+        with self._refusals():
             tokens = self._issuer.fetch_access_token(
                 self.config.redirect_uri, code=params.get("code", ""), code_verifier=remembered["verifier"]
             )
@@ -200,11 +147,11 @@ class OidcSignIn:
         if not id_token:
             raise Unauthenticated("the identity provider answered without an ID token")
         token = {"id_token": id_token} | ({"access_token": access_token} if access_token else {})
-        with _refusals():
+        with self._refusals():
             issuer = self._issuer.load_server_metadata()["issuer"]
             options = {"iss": {"essential": True, "values": [issuer]}, "sub": {"essential": True},
                        "aud": {"essential": True, "values": [self.config.client_id]}}  # fmt: skip
-            claims = self._issuer.parse_id_token(token, nonce, options, CodeIDToken, leeway=LEEWAY_S)
+            claims = self._issuer.verify_id_token(token, nonce, options)
         return dict(claims)
 
     def _user_for(self, claims: dict[str, Any]) -> str:

@@ -7,6 +7,7 @@ import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from terrace.adapters.held_reads import held_reads
 from terrace.config import Settings
 from terrace.domain import agent_pools, clock, cost_estimation, limits
 from terrace.domain import runs as rs
@@ -89,6 +90,12 @@ class RunService:
         self, principal: Principal, ws: Workspace, attrs: dict[str, Any], cv_id: str | None, source: str = API
     ) -> Run:
         """A run of `cv_id` (else the latest uploaded version); `source` says where it came from (`run_timing`)."""
+        with held_reads():  # the workspace, version, run tasks and policy sets are read once for all its steps
+            return self._create_checked(principal, ws, attrs, cv_id, source)
+
+    def _create_checked(
+        self, principal: Principal, ws: Workspace, attrs: dict[str, Any], cv_id: str | None, source: str
+    ) -> Run:
         self._workspaces.authorize(principal, Action.QUEUE_RUN, ws)
         self._require_remote_execution(ws)  # before any write: a refused run leaves nothing behind
         # a write: a version whose archive is there but whose landing event is not handled yet is finalized here

@@ -65,9 +65,11 @@ class StateUploads:
         workspaces: WorkspaceService,
         index: StateIndex,
         publisher: EventPublisher,
+        max_indexed_bytes: int = 48 * 1024 * 1024,
     ) -> None:
         self._table, self._blobs, self._workspaces = table, blobs, workspaces
         self._index, self._publisher = index, publisher
+        self._max_indexed_bytes = max_indexed_bytes  # a parsed state takes several times its size in memory
 
     # the API request path ----------------------------------------------------------------
     def create_pending(
@@ -216,6 +218,11 @@ class StateUploads:
             log.warning("%s for unknown state version %r", UPLOADED_EVENT, sv_id)
             return
         if sv.status != FINALIZED or sv.resources_processed or sv.index_error:
+            return
+        if sv.size > self._max_indexed_bytes:
+            log.warning("state version %s: %d bytes, not indexed", sv.id, sv.size)
+            self._record(sv, None, None, f"the state is {sv.size} bytes: states above {self._max_indexed_bytes}"
+                         " bytes are not indexed (TERRACE_MAX_INDEXED_STATE_BYTES)")  # fmt: skip
             return
         if self._blobs.head(sv.blob_key) is None:
             log.warning("%s: the state of %s is gone (purged?)", UPLOADED_EVENT, sv.id)

@@ -51,7 +51,9 @@ class StateVersionService:
     ) -> None:
         self._table, self._blobs, self._settings = table, blobs, settings
         self._workspaces, self._index, self._orgs = workspaces, index, organizations
-        self._uploads = StateUploads(table, blobs, workspaces, index, publisher)
+        self._uploads = StateUploads(
+            table, blobs, workspaces, index, publisher, max_indexed_bytes=settings.max_indexed_state_bytes
+        )
         self._writer = StateWriter(table, blobs, workspaces, index, self._uploads)
         self._stored = StoredState(blobs)
         self._landed = LandedState(table, blobs, self._uploads)
@@ -89,12 +91,18 @@ class StateVersionService:
         lock_rule = self._require_lock(principal)
         return self._writer.store(principal, ws.id, raw, parsed, force, run_id, lock_rule, repeat_creates=True)
 
-    def _check_size(self, size: int) -> None:
+    def _check_size(self, size: int, http_backend: bool = False) -> None:
         limit = self._settings.max_inline_state_bytes
+        if size > limit and http_backend:
+            raise TooLarge(
+                f"the state is {size} bytes; the http backend takes states of up to {limit} bytes (its body passes "
+                "through the API's request limit). Larger states: the `cloud` block or the `remote` backend "
+                "(Terraform/OpenTofu >= 1.6 upload state straight to storage)"
+            )
         if size > limit:
             raise TooLarge(
                 f"inline state is {size} bytes; the limit is {limit}. Use a client that uploads state "
-                "through hosted-state-upload-url (Terraform/OpenTofu >= 1.6) or the http backend"
+                "through hosted-state-upload-url (Terraform/OpenTofu >= 1.6)"
             )
 
     @staticmethod
@@ -182,6 +190,12 @@ class StateVersionService:
         doc = st.load_json(verified_state(self._blobs, sv))
         return doc if isinstance(doc, dict) else {}
 
+    def state_url(self, sv: StateVersion) -> str:
+        """A presigned GET of the state of a version a checked call returned (the http backend's 307 for a state
+        too large for a Lambda answer)."""
+        sv = self._stored.state(sv)
+        return self._blobs.presign_get(sv.blob_key, self._settings.presign_ttl_s, sv.blob_version)
+
     def iter_state(self, sv: StateVersion) -> Iterator[bytes]:
         """The state's bytes as finalized, streamed (`stored.py`; Conflict when they are not there)."""
         sv = self._stored.state(sv)
@@ -249,7 +263,7 @@ class StateVersionService:
     ) -> StateVersion:
         """The http backend's POST: the body is the raw state, checked before the first POST creates the
         workspace; `?ID=` (`lock_id`) must name the lock held (see `state_http.http_lock_rule`)."""
-        self._check_size(len(raw))
+        self._check_size(len(raw), http_backend=True)
         parsed = st.parse_state(raw)
         ws = self.resolve_workspace(principal, organization, name, create=True)
         assert ws is not None

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, RedirectResponse, StreamingResponse
 
 from terrace.bootstrap import Container
 from terrace.domain import errors
@@ -106,6 +106,8 @@ def read_state(org: str, name: str, request: Request, container: ContainerDep) -
                 sv = None
         if sv is None:
             return Response(status_code=204)
+        if sv.size > container.settings.http_state_redirect_bytes:  # straight from storage, past Lambda's 6 MB
+            return RedirectResponse(container.state_versions.state_url(sv), status_code=307)
         md5 = base64.b64encode(bytes.fromhex(sv.md5)).decode()
         return StreamingResponse(
             container.state_versions.iter_state(sv),

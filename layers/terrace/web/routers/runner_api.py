@@ -17,6 +17,7 @@ from terrace.domain.jobs import (
     HeldRuns,
     JobSpec,
     NextRequest,
+    UploadUrls,
 )
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONBody, RawBody
@@ -107,6 +108,13 @@ def append_log(
         raise BadRequest(f"offset must be >= 0 and a log PUT at most {MAX_LOG_PUT} bytes")
     container.jobs.append_log(principal, job_id, offset, data)
     return Response(status_code=204)
+
+
+@router.post("/jobs/{job_id}/upload-urls")
+def upload_urls(job_id: str, raw: JSONBody, container: ContainerDep, principal: PrincipalDep) -> UploadUrls:
+    """The running plan's upload URLs, signed now: the runner asks just before each upload."""
+    body = _heartbeat_body(raw)
+    return container.job_uploads.upload_urls(principal, job_id, body.runner_id)
 
 
 @router.post("/jobs/{job_id}/finish")

@@ -1,0 +1,197 @@
+"""The API Lambda's cold start: importing `functions/api/handler.py` and serving its first request, in a fresh
+interpreter, against importing FastAPI, Mangum, boto3 and pydantic alone (what any FastAPI-on-Lambda pays).
+
+Each repetition is a new `python` process (no warm bytecode of the run before counts for more than on Lambda:
+both sides read the same `.pyc` files). The handler's process has the API function's environment (Lambda's
+variables, tracing on as the CDK app deploys it) and the table, bucket and queues of `definitions.py` on a moto
+server this process runs; its first request is an authenticated `GET /api/v2/account/details` in an HTTP API
+(payload 2.0) event, through Mangum like on AWS. Both sides time themselves from their first import on, so the
+interpreter's own start-up (the same for both) is left out. Target: the handler's cold start within 1.3x.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import uuid
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from bench.common import Outcome, median
+
+ROOT = Path(__file__).resolve().parents[1]
+HANDLER = ROOT / "functions" / "api" / "handler.py"
+TARGET_RATIO = 1.3
+
+BASELINE = """
+import json, os, sys, time
+start = time.perf_counter()
+import fastapi, mangum, boto3, pydantic
+with os.fdopen(int(sys.argv[1]), "w") as out:
+    out.write(json.dumps({"import_s": time.perf_counter() - start}))
+"""
+
+# The handler, loaded as Lambda loads it, then one request; the timings go out on fd 3 (Powertools' metrics and
+# logs are printed to stdout, as on Lambda) to the descriptor named last.
+COLD = """
+import importlib.util, json, os, sys, time
+start = time.perf_counter()
+spec = importlib.util.spec_from_file_location("handler", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+imported = time.perf_counter()
+event = json.loads(sys.argv[2])
+context = type("Context", (), {"function_name": "terrace-api", "memory_limit_in_mb": 1024,
+    "aws_request_id": "r-1", "invoked_function_arn": "arn:aws:lambda:us-east-1:123456789012:function:terrace-api",
+    "get_remaining_time_in_millis": lambda self: 29000})()
+response = module.lambda_handler(event, context)
+served = time.perf_counter()
+heavy = sorted(m for m in ("aws_xray_sdk", "moto", "aws_cdk", "uvicorn", "regopy", "authlib") if m in sys.modules)
+with os.fdopen(int(sys.argv[3]), "w") as out:
+    out.write(json.dumps({"import_s": imported - start, "first_request_s": served - imported,
+        "status": response["statusCode"], "loaded": heavy}))
+"""
+
+
+def api_gateway_event(path: str, token: str) -> dict[str, Any]:
+    """An HTTP API (payload format 2.0) event as API Gateway hands it to the function behind CloudFront."""
+    return {
+        "version": "2.0", "routeKey": "$default", "rawPath": path, "rawQueryString": "", "isBase64Encoded": False,
+        "headers": {"host": "terrace.example.com", "authorization": f"Bearer {token}",
+                    "accept": "application/vnd.api+json", "user-agent": "go-tfe"},
+        "requestContext": {
+            "http": {"method": "GET", "path": path, "sourceIp": "192.0.2.1", "protocol": "HTTP/1.1",
+                     "userAgent": "go-tfe"},
+            "requestId": "r-1", "stage": "$default", "domainName": "terrace.example.com", "accountId": "123456789012",
+            "apiId": "api", "domainPrefix": "terrace", "time": "26/Nov/2026:09:00:00 +0000", "timeEpoch": 0,
+        },
+    }  # fmt: skip
+
+
+def lambda_environment(endpoint: str, resources_env: dict[str, str]) -> dict[str, str]:
+    """The API function's environment (infra/lambdas.py, infra/stack.py) with moto's endpoint and credentials."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TERRACE_", "POWERTOOLS_", "AWS_"))}
+    env.update(resources_env)
+    env.update(
+        {
+            "AWS_LAMBDA_FUNCTION_NAME": "terrace-api",
+            "AWS_REGION": "us-east-1",
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_SESSION_TOKEN": "testing",
+            "POWERTOOLS_SERVICE_NAME": "terrace-api",
+            "POWERTOOLS_METRICS_NAMESPACE": "Terrace",
+            "POWERTOOLS_LOG_LEVEL": "INFO",
+            "TERRACE_AWS_ENDPOINT_URL": endpoint,
+            "TERRACE_PUBLIC_URL": "https://terrace.example.com",
+            "TERRACE_URL_SIGNING_SECRET": "bench-signing-secret",
+        }
+    )
+    return env
+
+
+def layer_copy(into: Path) -> Path:
+    """The terrace package as the layer ships it: with bytecode for its Python, checked by hash only
+    (infra/bundling.py: compile_bytecode), since Lambda's /opt is read-only and a module without it is compiled
+    at every cold start."""
+    site = into / "python"
+    shutil.copytree(ROOT / "layers" / "terrace", site / "terrace", ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", "--invalidation-mode", "unchecked-hash", str(site)], check=True
+    )
+    return site
+
+
+def seed(endpoint: str) -> tuple[dict[str, str], str]:
+    """The resources of definitions.py on moto and an admin token; (their TERRACE_* variables, the token)."""
+    from terrace.bootstrap import build_aws
+    from terrace.config import Settings
+    from terrace.local.seed import seed_admin
+    from terrace.wiring.local_resources import create_resources
+
+    resources = create_resources(endpoint, f"cold{uuid.uuid4().hex[:6]}")  # moto's backends outlive a server
+    settings = Settings(**resources.settings_fields(), aws_endpoint_url=endpoint, url_signing_secret="bench")
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+    seeded = seed_admin(build_aws(settings), "cold")
+    return resources.env(), seeded.token
+
+
+def run_fresh(script: str, *args: str, env: dict[str, str]) -> dict[str, Any]:
+    """Run `script` in a new interpreter; its JSON result comes back on a pipe whose descriptor it is given last."""
+    read, write = os.pipe()
+    with os.fdopen(read) as reader:
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-c", script, *args, str(write)],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                pass_fds=(write,),
+                text=True,
+            )
+        finally:
+            os.close(write)
+        result = reader.read()
+        _, err = process.communicate(timeout=120)
+    if process.returncode != 0:
+        raise RuntimeError(f"a fresh interpreter failed ({process.returncode}):\n{err[-3000:]}")
+    found: dict[str, Any] = json.loads(result)
+    return found
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def run(quick: bool = False) -> Outcome:
+    from moto.server import ThreadedMotoServer
+
+    repetitions = 5 if quick else 11
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    stack = ExitStack()
+    try:
+        endpoint = f"http://127.0.0.1:{port}"
+        resources_env, token = seed(endpoint)
+        env = lambda_environment(endpoint, resources_env)
+        env["PYTHONPATH"] = str(layer_copy(Path(stack.enter_context(tempfile.TemporaryDirectory()))))
+        event = json.dumps(api_gateway_event("/api/v2/account/details", token))
+        base_env = {k: v for k, v in env.items() if k != "PYTHONPATH"}
+        baseline, cold = [], []
+        run_fresh(BASELINE, env=base_env)  # both sides start with their .pyc files written
+        run_fresh(COLD, str(HANDLER), event, env=env)
+        for _ in range(repetitions):  # interleaved, so a noisy neighbour weighs on both alike
+            baseline.append(run_fresh(BASELINE, env=base_env))
+            cold.append(run_fresh(COLD, str(HANDLER), event, env=env))
+    finally:
+        stack.close()
+        server.stop()
+    statuses = {c["status"] for c in cold}
+    if statuses != {200}:
+        raise RuntimeError(f"the first request answered {statuses}")
+    base = median([b["import_s"] for b in baseline])
+    imports = median([c["import_s"] for c in cold])
+    first = median([c["first_request_s"] for c in cold])
+    total = median([c["import_s"] + c["first_request_s"] for c in cold])
+    outcome = Outcome("cold_start")
+    outcome.row("handler import + first request", total, base, target=f"<= {TARGET_RATIO}x")
+    outcome.row("handler import", imports, base)
+    outcome.row("first request (app built on it)", first)
+    outcome.details = {"repetitions": repetitions, "baseline": baseline, "cold": cold}
+    outcome.notes.append(
+        f"import FastAPI+Mangum+boto3+pydantic {base * 1000:.0f} ms; handler import {imports * 1000:.0f} ms + first"
+        f" request {first * 1000:.0f} ms = {total * 1000:.0f} ms: ratio {total / base:.2f}x (target"
+        f" <= {TARGET_RATIO}x; medians of {repetitions} fresh interpreters; heavy modules loaded:"
+        f" {sorted({m for c in cold for m in c['loaded']}) or 'none'})"
+    )
+    return outcome

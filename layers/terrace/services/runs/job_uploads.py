@@ -1,0 +1,47 @@
+"""Upload URLs for a running plan, handed to its runner just before each upload.
+
+The URLs of a job's spec are signed when the job is claimed; on AWS they are signed with the API Lambda role's
+temporary session and die with it, whatever their TTL: a plan that runs longer than the session has left would
+find its upload URL expired. The runner asks for its plan file's and JSON plan's PUT URLs right before it
+uploads them (`POST /api/runner/jobs/:id/upload-urls`), signed now and good for `presign_ttl_s`."""
+
+from __future__ import annotations
+
+from terrace.adapters.blobs import BlobStore
+from terrace.config import Settings
+from terrace.domain import runs as rs
+from terrace.domain.errors import Conflict, NotFound
+from terrace.domain.jobs import UploadUrls
+from terrace.domain.organizations import OrgView
+from terrace.domain.principal import Principal
+from terrace.domain.runs import run_id_of
+from terrace.services.access.authz import Action, Authorizer
+from terrace.services.runs.job_handoff import runner_ref
+from terrace.services.runs.store import RunStore
+
+
+class JobUploads:
+    def __init__(self, store: RunStore, blobs: BlobStore, authz: Authorizer, settings: Settings) -> None:
+        self._store, self._blobs, self._authz, self._settings = store, blobs, authz, settings
+
+    def upload_urls(self, principal: Principal, job_id: str, runner_id: str) -> UploadUrls:
+        """Fresh single-use PUT URLs of the plan job `job_id`, for the runner working it (another
+        organization's job is NotFound; a job that is not running on this runner, a Conflict)."""
+        if not job_id.startswith(("plan-", "apply-")):
+            raise NotFound(f"job {job_id} not found")
+        run = self._store.load(run_id_of(job_id))
+        self._authz.require(principal, Action.RUN_JOBS, OrgView(run.organization, ()))
+        if job_id.startswith("apply-"):
+            raise Conflict(f"job {job_id} is an apply: it uploads no plan")
+        plan = run.plan
+        if run.final or plan.id != job_id or plan.status != rs.P_RUNNING:
+            raise Conflict(f"job {job_id} is not running")
+        if plan.runner_id != runner_ref(principal, runner_id):
+            raise Conflict(f"job {job_id} is not running on {runner_id}")
+        ttl = self._settings.presign_ttl_s
+        return UploadUrls(
+            plan_upload_url=self._blobs.presign_put(plan.artifact_key, ttl, exclusive=True)
+            if plan.artifact_key
+            else None,
+            plan_json_upload_url=self._blobs.presign_put(plan.json_key, ttl, exclusive=True) if plan.json_key else None,
+        )

@@ -1,0 +1,68 @@
+"""The API Lambda's cold path loads no heavy module it does not need (`python -m bench --only cold_start` times it).
+
+Checked in a fresh interpreter: importing `functions/api/handler.py` builds nothing, and building the app on the
+first request still leaves out the X-Ray SDK (opt-in, `TERRACE_XRAY_SDK`), single sign-on's Authlib, joserfc and
+requests (loaded when an issuer is configured), the outbound client httpx (at the first delivery), the policy
+engine and the embedded server's and tests' packages."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAVY = ("aws_xray_sdk", "authlib", "joserfc", "requests", "httpx", "regopy", "hcl2", "moto", "uvicorn", "aws_cdk")
+
+PROBE = """
+import importlib.util, json, sys
+heavy = json.loads(sys.argv[2])
+spec = importlib.util.spec_from_file_location("api_handler", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+at_import = sorted(m for m in sys.modules if m.split(".")[0] in heavy or m.startswith(("terrace", "fastapi")))
+from terrace.bootstrap import build_memory
+from terrace.web.app import create_app
+create_app(build_memory())
+at_app = sorted({m.split(".")[0] for m in sys.modules} & set(heavy))
+print(json.dumps({"import": at_import, "app": at_app}))
+"""
+
+
+def probe(extra_env: dict[str, str] | None = None) -> dict[str, list[str]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TERRACE_", "POWERTOOLS_"))}
+    env.update({"PYTHONPATH": str(ROOT / "layers"), "AWS_LAMBDA_FUNCTION_NAME": "terrace-api", **(extra_env or {})})
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, str(ROOT / "functions" / "api" / "handler.py"), json.dumps(HEAVY)],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    found: dict[str, list[str]] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
+
+
+def test_the_api_handler_imports_nothing_heavy_and_builds_nothing_at_import():
+    found = probe()
+    assert found["import"] == [], f"imported by functions/api/handler.py at import time: {found['import']}"
+    assert found["app"] == [], f"imported on the way to the first request: {found['app']}"
+
+
+def test_the_xray_sdk_is_loaded_only_when_asked_for(monkeypatch):
+    spec = importlib.util.spec_from_file_location("api_handler_traced", ROOT / "functions" / "api" / "handler.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    def serve(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        return {"statusCode": 200}
+
+    assert module._traced(serve) is serve
+    monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")  # the tracer is built, its recorder sends nothing
+    monkeypatch.setenv("TERRACE_XRAY_SDK", "true")
+    traced = module._traced(serve)
+    assert traced is not serve and traced({}, SimpleNamespace()) == {"statusCode": 200}

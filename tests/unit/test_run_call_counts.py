@@ -1,0 +1,86 @@
+"""Table and blob-store calls per run stay bounded (`python -m bench --only call_counts` prints them on moto).
+
+The same steps as the bench, on the memory adapters: creating a run (`POST /api/v2/runs`, its token look-up and
+response included) and finishing its plan (the runner's `POST /api/runner/jobs/:id/finish`). Upper bounds: a
+change that adds a read or a write to either path fails here and must say why in the bound."""
+
+from __future__ import annotations
+
+from terrace.bootstrap import build_memory
+from terrace.config import Settings
+from terrace.services.events import landed_event
+
+from bench.call_counts import BEFORE, measure, requests_of
+
+CREATE_MAX = 21  # token 1, workspace + version 2, tool versions 2, variables 2, archive head + version seal 2,
+# run tasks + policy sets + evaluation 3, run and workspace writes 2, the queue 6 (pending runs, pre-plan stage,
+# run, job), the answer 2 (queue positions, run events)
+FINISH_MAX = 19  # token 1, run 1, plan and log objects 5, variables 1, log 2, post-plan stage 3, policies 3, run 1,
+# the run token's revocation 2
+
+
+def test_creating_a_run_and_finishing_its_plan_stay_within_their_call_counts():
+    container = build_memory(Settings(table_name="memory", blob_bucket="memory", url_signing_secret="sign"))
+
+    def upload(url: str, data: bytes) -> None:
+        key = url.split("memory://blobs/")[1].split("?")[0]
+        container.blobs.put(key, data)
+        container.events.handle(landed_event(key))
+
+    steps = measure(container, upload)
+    create, finish = requests_of(steps["create"]), requests_of(steps["finish"])
+    assert create["table"] + create["blobs"] <= CREATE_MAX, dict(steps["create"])
+    assert finish["table"] + finish["blobs"] <= FINISH_MAX, dict(steps["finish"])
+    assert CREATE_MAX < BEFORE["create"] and FINISH_MAX < BEFORE["finish"]
+
+
+def test_held_reads_answer_a_repeated_read_once_and_see_the_scopes_own_writes():
+    from collections import Counter
+
+    from terrace.adapters.held_reads import HeldReadsTable, held_reads
+    from terrace.adapters.memory_table import MemoryTable
+    from terrace.adapters.table import ConditionFailed, Put
+
+    from bench.call_counts import Counting
+
+    counts: Counter[str] = Counter()
+    inner = MemoryTable()
+    table = HeldReadsTable(Counting(inner, "table", counts))  # type: ignore[arg-type]
+    inner.put({"pk": "a", "sk": "x", "version": 1})
+    with held_reads():
+        assert table.get("a", "x") == table.get("a", "x") == {"pk": "a", "sk": "x", "version": 1}
+        assert table.query("a") == table.query("a")
+        assert counts == Counter({"table.get": 1, "table.query": 1})
+        table.put({"pk": "a", "sk": "x", "version": 2}, if_version=1)
+        assert table.get("a", "x") == {"pk": "a", "sk": "x", "version": 2}  # what it wrote, not read again
+        assert [i["version"] for i in table.query("a")] == [2]  # its partition's queries forgotten
+        inner.put({"pk": "a", "sk": "x", "version": 3})  # another writer
+        try:
+            table.transact([Put({"pk": "a", "sk": "x", "version": 3}, if_version=2)])
+        except ConditionFailed:
+            pass
+        assert table.get("a", "x") == {"pk": "a", "sk": "x", "version": 3}  # a lost write forgets everything
+    before = counts["table.get"]
+    table.get("a", "x")
+    table.get("a", "x")
+    assert counts["table.get"] == before + 2, "outside a scope every read is a request"
+    assert isinstance(HeldReadsTable(inner), MemoryTable)  # the composition root wraps any table
+
+
+def test_held_index_queries_are_forgotten_when_a_write_enters_or_leaves_them_only():
+    from terrace.adapters.held_reads import HeldReadsTable, held_reads
+    from terrace.adapters.memory_table import MemoryTable
+    from terrace.adapters.table import Delete, Put
+
+    inner = MemoryTable()
+    table = HeldReadsTable(inner)
+    inner.put({"pk": "a", "sk": "1", "gsi1pk": "list", "gsi1sk": "1"})
+    with held_reads():
+        assert [i["sk"] for i in table.query("list", index="gsi1")] == ["1"]
+        table.put({"pk": "other", "sk": "x"})  # neither enters nor leaves the index partition: still held
+        inner.put({"pk": "b", "sk": "0", "gsi1pk": "list", "gsi1sk": "0"})  # another writer: not seen in the scope
+        assert [i["sk"] for i in table.query("list", index="gsi1")] == ["1"]
+        table.transact([Put({"pk": "c", "sk": "2", "gsi1pk": "list", "gsi1sk": "2"})])  # enters it: read again
+        assert [i["sk"] for i in table.query("list", index="gsi1")] == ["0", "1", "2"]
+        table.transact([Delete("a", "1")])  # an item it lists leaves: read again
+        assert [i["sk"] for i in table.query("list", index="gsi1")] == ["0", "2"]
