@@ -19,9 +19,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from joserfc import jwt
-from joserfc.jwk import RSAKey
-
 from terrace.adapters.signing_keys import SigningKey, SigningKeyStore
 
 ALGORITHM = "RS256"
@@ -72,6 +69,9 @@ class WorkloadIssuer:
     def sign(self, claims: dict[str, Any]) -> str:
         key = self._signer()
         header = {"alg": ALGORITHM, "typ": "JWT", "kid": key.kid}
+        from joserfc import jwt  # a cold start of the API does not load joserfc until a job is claimed
+        from joserfc.jwk import RSAKey
+
         return jwt.encode(header, claims, RSAKey.import_key(key.private_pem))
 
     def _signer(self) -> SigningKey:
@@ -126,6 +126,8 @@ class WorkloadIssuer:
 
 
 def _new_key(now: float, signs_from: float) -> SigningKey:
+    from joserfc.jwk import RSAKey
+
     key = RSAKey.generate_key(KEY_BITS, private=True)
     pem = key.as_pem(private=True)
     return SigningKey(
@@ -141,6 +143,8 @@ def _with_retirement(key: SigningKey, retire_at: float) -> SigningKey:
 
 
 def _public_jwk(key: SigningKey) -> dict[str, Any]:
+    from joserfc.jwk import RSAKey
+
     public = dict(RSAKey.import_key(key.private_pem).as_dict(private=False))
     public.update(kid=key.kid, use="sig", alg=ALGORITHM)
     return public
