@@ -23,9 +23,11 @@ from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.events import EventPublisher, EventQueue
 from terrace.adapters.httpx_outbound import HttpxOutbound
 from terrace.adapters.job_signal import JobSignal
+from terrace.adapters.lanes import Lanes
 from terrace.adapters.mail import Mail
 from terrace.adapters.memory_encryptor import MemoryEncryptor
 from terrace.adapters.memory_events import MemoryEventPublisher
+from terrace.adapters.memory_lanes import MemoryLanes
 from terrace.adapters.memory_mail import MemoryMail
 from terrace.adapters.memory_outbound import MemoryOutbound
 from terrace.adapters.outbound import Outbound
@@ -88,6 +90,7 @@ class Container(  # type: ignore[override]
     job_signal: JobSignal = field(default_factory=ConditionJobSignal)  # wakes waiting runners; in-process by default
     outbound: Outbound = field(default_factory=MemoryOutbound)  # notifications, run tasks (memory: tests)
     mail: Mail = field(default_factory=MemoryMail)  # notification e-mails: SES on AWS, SMTP embedded
+    lanes: Lanes = field(default_factory=MemoryLanes)  # priority lanes: SQS on AWS, SQLite embedded
 
     @functools.cached_property
     def outbound_allowance(self) -> Allowance:
@@ -119,6 +122,7 @@ def build_aws(settings: Settings) -> Container:
         job_signal=ConditionJobSignal(recheck_s=LAMBDA_RECHECK_S),  # enqueues may happen in other Lambdas
         outbound=HttpxOutbound(Allowance.parse(settings.outbound_allow)),
         mail=aws.mail,
+        lanes=aws.lanes,
     )
 
 
@@ -139,6 +143,7 @@ def build_embedded(settings: Settings) -> Container:
         database=data.database,
         outbound=HttpxOutbound(Allowance.parse(settings.outbound_allow)),
         mail=smtp_mail(settings),
+        lanes=data.lanes,
     )
 
 

@@ -14,12 +14,16 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
+from terrace.adapters.definitions import LANE_QUEUES
 from terrace.adapters.dynamo_table import DynamoTable
 from terrace.adapters.ecs_runner_launcher import EcsLauncher
 from terrace.adapters.kms_encryptor import KmsEncryptor
+from terrace.adapters.lanes import Lanes
+from terrace.adapters.memory_lanes import MemoryLanes
 from terrace.adapters.s3_blobs import S3Blobs
 from terrace.adapters.ses_mail import SesMail
 from terrace.adapters.sqs_events import SqsEventPublisher
+from terrace.adapters.sqs_lanes import SqsLanes
 from terrace.config import Settings
 
 
@@ -32,6 +36,7 @@ class AwsAdapters:
     launcher: EcsLauncher | None  # runners as ECS tasks, when a cluster and a task definition are configured
     scaler_kick: Callable[..., None] | None  # wakes the scaler Lambda, when one is configured
     mail: SesMail  # notification e-mails
+    lanes: Lanes  # the priority lanes (SQS; in memory when no lane queue is configured: one process only)
 
 
 def connect(settings: Settings) -> AwsAdapters:
@@ -59,7 +64,16 @@ def connect(settings: Settings) -> AwsAdapters:
         launcher=launcher,
         scaler_kick=kick,
         mail=SesMail(clients["ses"], settings.mail_from),
+        lanes=lanes(clients["sqs"], settings),
     )
+
+
+def lanes(sqs: Any, settings: Settings) -> Lanes:
+    """The SQS lanes of `definitions.LANE_QUEUES` (and their dead letters), when their URLs are configured."""
+    names = [q.logical_name for q in LANE_QUEUES] + [q.dead_letter for q in LANE_QUEUES if q.dead_letter]
+    if all(settings.queue_urls.get(name) for name in names):
+        return SqsLanes(sqs, {name: settings.queue_urls[name] for name in names})
+    return MemoryLanes()
 
 
 def boto_clients(settings: Settings) -> dict[str, Any]:

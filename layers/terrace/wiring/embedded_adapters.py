@@ -17,9 +17,10 @@ if TYPE_CHECKING:
     from terrace.adapters.fs_blobs import FsBlobs
     from terrace.adapters.local_encryptor import LocalEncryptor
     from terrace.adapters.sqlite_events import SqliteEventQueue
+    from terrace.adapters.sqlite_lanes import SqliteLanes
     from terrace.adapters.sqlite_table import SqliteDatabase, SqliteTable
 
-EMBEDDED_DATABASE = "terrace.db"  # table and events queue
+EMBEDDED_DATABASE = "terrace.db"  # table, events queue and lanes
 EMBEDDED_BLOBS = "blobs"
 EMBEDDED_KEY = "master.key"  # the envelope-encryption key of sensitive values (0600)
 
@@ -31,6 +32,7 @@ class EmbeddedAdapters:
     blobs: FsBlobs
     encryptor: LocalEncryptor
     events: SqliteEventQueue  # publishes to the events queue and consumes it
+    lanes: SqliteLanes  # the dispatcher's priority lanes
 
 
 def open_data_dir(settings: Settings) -> EmbeddedAdapters:
@@ -39,6 +41,7 @@ def open_data_dir(settings: Settings) -> EmbeddedAdapters:
     from terrace.adapters.fs_blobs import FsBlobs, UrlSigner
     from terrace.adapters.local_encryptor import LocalEncryptor
     from terrace.adapters.sqlite_events import SqliteEventQueue
+    from terrace.adapters.sqlite_lanes import SqliteLanes
     from terrace.adapters.sqlite_table import SqliteDatabase, SqliteTable
 
     if not settings.data_dir:
@@ -56,4 +59,5 @@ def open_data_dir(settings: Settings) -> EmbeddedAdapters:
         blobs=FsBlobs(data / EMBEDDED_BLOBS, signer, max_put_bytes=max_put),
         encryptor=LocalEncryptor(data / EMBEDDED_KEY),
         events=events,
+        lanes=SqliteLanes(database),
     )
