@@ -87,7 +87,7 @@ class Scaler:
         self.wake.set()
 
     def _still_expected(self, demand: Counter[str], extra: Iterable[str]) -> list[str]:
-        """The expected organizations, until their run shows up in `demand` (or `EXPECT_S` passed)."""
+        """The expected organizations, until a run of theirs is queued or running (or `EXPECT_S` passed)."""
         now = clock.epoch()
         with self._lock:
             for organization in extra:
@@ -123,9 +123,11 @@ class Scaler:
         live_ids = {runner.token_id for runner in live_runners}
         self._revoke_gone(live_ids)
         held = self._slots.reconcile(live_ids)
+        queued = Counter(e["organization"] for e in entries if e["status"] in rs.QUEUED)
+        expected = self._still_expected(running + queued, expect)
         waiting = self._drain({e["run_id"]: e["status"] for e in entries})
         try:
-            return self._dispatch(waiting, running, live_runners, held, expect)
+            return self._dispatch(waiting, running, live_runners, held, expected)
         finally:
             for delivery in waiting:  # the next tick sees what still waits (claimed ones are deleted then)
                 self._lanes.release(delivery)
@@ -136,11 +138,11 @@ class Scaler:
         running: Counter[str],
         live_runners: list[Any],
         held: int,
-        expect: Iterable[str],
+        expected: list[str],
     ) -> dict[str, Any]:
         assert self.launcher is not None
         demand = running + Counter(d.message.organization for d in waiting)
-        order = [d.message.organization for d in waiting] + self._still_expected(demand, expect)
+        order = [d.message.organization for d in waiting] + [org for org in expected if demand[org] == 0]
         demand.update({org: 1 for org in order if demand[org] == 0})
         live = Counter(runner.organization for runner in live_runners)
         idle = Counter({org: max(0, live[org] - running[org]) for org in live})
