@@ -81,6 +81,11 @@ class TerraceStack(Stack):
             data.blobs.grant_read_write(fn)
             data.key.grant_encrypt_decrypt(fn)
             queues.events.grant_send_messages(fn)
+        # the priority lanes: sent to wherever a run phase becomes runnable, drained by the scaler (the dispatcher)
+        for lane in queues.lanes:
+            for fn in (api_fn, functions.reaper, functions.events):
+                lane.grant_send_messages(fn)
+            lane.grant_consume_messages(functions.scaler)
         runner.grant_run_task(functions.scaler)
         runner.grant_run_task(functions.reaper)
         functions.scaler.grant_invoke(api_fn)

@@ -1,6 +1,10 @@
-"""Lambda "scaler": every minute (EventBridge) and on demand (the api invokes it after enqueueing a job, and with
-`{"expect": <organization key>}` when a configuration version is created, before its run exists), starts Fargate
-runners for the backlog."""
+"""Lambda "scaler", the dispatcher of the priority lanes: every minute (EventBridge) and on demand (the api invokes
+it after enqueueing a job, and with `{"expect": <organization key>}` when a configuration version is created, before
+its run exists), starts Fargate runners for the lanes' backlog in priority order (`services/runs/scaler.py`).
+
+Metrics (namespace `POWERTOOLS_METRICS_NAMESPACE`): `RunnersStarted`, `Backlog` (phases waiting on the lanes),
+`BacklogBlocked` (of those, left waiting for want of room) and `RunTaskFailures` (launches that failed after their
+retries): alarm on the last one, and on the lane queues' `ApproximateAgeOfOldestMessage`."""
 
 from __future__ import annotations
 
@@ -17,13 +21,22 @@ tracer = Tracer()
 _get_container = aws_container  # built once per execution environment
 
 
+def _count(value: Any) -> int:
+    """A count of the summary: a number, or a per-organization mapping of numbers (`started`)."""
+    if isinstance(value, dict):
+        return sum(int(v) for v in value.values())
+    return int(value or 0)
+
+
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 @tracer.capture_lambda_handler
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     expect = event.get("expect") if isinstance(event, dict) else None
     summary: dict[str, Any] = _get_container().scaler.scale_once(expect=[expect] if isinstance(expect, str) else [])
-    metrics.add_metric(name="RunnersStarted", unit=MetricUnit.Count, value=int(summary.get("started") or 0))
-    metrics.add_metric(name="Backlog", unit=MetricUnit.Count, value=int(summary.get("backlog") or 0))
+    metrics.add_metric(name="RunnersStarted", unit=MetricUnit.Count, value=_count(summary.get("started")))
+    metrics.add_metric(name="Backlog", unit=MetricUnit.Count, value=_count(summary.get("backlog")))
+    metrics.add_metric(name="BacklogBlocked", unit=MetricUnit.Count, value=_count(summary.get("blocked")))
+    metrics.add_metric(name="RunTaskFailures", unit=MetricUnit.Count, value=_count(summary.get("launch_failures")))
     logger.info("scaled", extra={"summary": summary})
     return summary

@@ -1,13 +1,13 @@
 """The runner launcher port (`adapters/runner_launcher.py: RunnerLauncher`) on local processes
 (`local_runner_launcher.py`, a stand-in `python` that records its environment and sleeps) and on ECS RunTask
-(`ecs_runner_launcher.py`, moto: tasks are recorded, no container runs).
-
-What both promise: one runner per credential, started with the launcher's environment and, over it, the runner's
-own (`runner_environment`: its enrollment code, never a token, its id, when to retire, keep-warm); `launch` answers
-the token ids it started, in order, each with what it started (an ECS task's ARN, to which the code is bound); `live` lists each live runner's organization and token id, and nothing it did not start;
-at most the maximum are alive, a launch past it starts only what fits; `retire` ends up to `count` runners of one
-organization and answers how many. A runner the launcher retired leaves `live` once it has exited: at once on ECS
-(the task's desired status), when the process is gone locally; the tests wait for that with a deadline."""
+(`ecs_runner_launcher.py`, moto: tasks are recorded, no container runs). What both promise: one runner per
+credential, started with the launcher's environment and, over it, the runner's own (`runner_environment`: its
+enrollment code, never a token, its id, when to retire, keep-warm); `launch` answers the token ids it started, in
+order, each with what it started (an ECS task's ARN, to which the code is bound); `live` lists each live runner's
+organization and token id, and nothing it did not start; at most the maximum are alive, a launch past it starts only
+what fits; `retire` ends up to `count` runners of one organization and answers how many. A runner the launcher
+retired leaves `live` once it has exited: at once on ECS (the task's desired status), when the process is gone
+locally; the tests wait for that with a deadline."""
 
 from __future__ import annotations
 

@@ -62,15 +62,23 @@ def test_buckets_with_versioning_as_declared(seeded):
         assert (status == "Enabled") is bucket.versioned, bucket.logical_name
 
 
-def test_only_the_events_queue_jobs_queue_in_the_table(seeded):
+def test_the_events_queue_and_the_priority_lanes_with_their_dead_letters(seeded):
     prefix, resources, clients = seeded
     sqs = clients["sqs"]
     urls = sqs.list_queues(QueueNamePrefix=prefix + "-")["QueueUrls"]
-    assert [u.rsplit("/", 1)[1] for u in urls] == [defs.physical_name(prefix, defs.EVENTS_QUEUE.logical_name)]
-    assert set(resources.queue_urls) == {"events"}
+    names = {q.logical_name for q in defs.QUEUES}
+    assert names == {"events"} | {f"lane-{lane}{dlq}" for lane in defs.LANE_PRIORITY for dlq in ("", "-dlq")}
+    assert sorted(u.rsplit("/", 1)[1] for u in urls) == sorted(defs.physical_name(prefix, n) for n in names)
+    assert set(resources.queue_urls) == names
     attrs = sqs.get_queue_attributes(QueueUrl=resources.queue_urls["events"], AttributeNames=["All"])["Attributes"]
     assert int(attrs["VisibilityTimeout"]) == defs.EVENTS_QUEUE.visibility_timeout_s
     assert "RedrivePolicy" not in attrs
+    for lane in defs.LANE_QUEUES:
+        url = resources.queue_urls[lane.logical_name]
+        attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+        redrive = json.loads(attrs["RedrivePolicy"])
+        assert redrive["deadLetterTargetArn"].endswith(defs.physical_name(prefix, f"{lane.logical_name}-dlq"))
+        assert int(redrive["maxReceiveCount"]) == defs.LANE_MAX_RECEIVES
 
 
 def test_state_and_configuration_objects_landing_in_the_blob_bucket_notify_the_events_queue(seeded):

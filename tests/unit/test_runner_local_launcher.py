@@ -47,7 +47,9 @@ def _wait_lines(path: Path, count: int) -> list[str]:
 def test_launch_per_organization_up_to_the_maximum_and_stop_all(tmp_path: Path, launchers) -> None:
     fake_python = tmp_path / "python"
     fake_python.write_text(
-        f'#!/bin/sh\necho "$@ $TERRACE_RUNNER_ORGANIZATION $TERRACE_RUNNER_ENROLLMENT_CODE $TERRACE_RUNNER_TOKEN $TERRACE_RUNNER_RETIRE_AT" '
+        "#!/bin/sh\n"
+        'echo "$@ $TERRACE_RUNNER_ORGANIZATION $TERRACE_RUNNER_ENROLLMENT_CODE $TERRACE_RUNNER_TOKEN '
+        '$TERRACE_RUNNER_RETIRE_AT" '
         f">> {tmp_path}/argv\nexec sleep 30\n"
     )
     fake_python.chmod(fake_python.stat().st_mode | stat.S_IEXEC)

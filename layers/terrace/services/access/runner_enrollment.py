@@ -99,8 +99,20 @@ class RunnerEnrollments:
             if enrollment.used:
                 self._revoke(enrollment.token_id)
             raise Unauthenticated(REFUSED)
+        spent = {  # what a reuse needs (the token to revoke), nothing of its organization: until the code expires
+            "pk": pk,
+            "sk": sk,
+            "runner_id": "",
+            "organization": "",
+            "token_id": enrollment.token_id,
+            "token_expires_at": 0,
+            "expires_at": enrollment.expires_at,
+            "binds": False,
+            "used": True,
+            "version": int(item["version"]) + 1,
+        }
         try:
-            self._table.put({**item, "used": True, "version": int(item["version"]) + 1}, if_version=item["version"])
+            self._table.put(spent, if_version=item["version"])
         except ConditionFailed:
             raise Unauthenticated(REFUSED) from None
         issued = self._accounts.issue_token(
