@@ -26,7 +26,6 @@ class ConfigError(ValueError):
 
 _HINTS = {  # what a missing required variable's line adds
     "TERRACE_API_URL": "e.g. https://localhost:8443",
-    "TERRACE_RUNNER_TOKEN": "the scaler mints one per runner",
 }
 ENROLLMENT_OR_TOKEN = "TERRACE_RUNNER_ENROLLMENT_CODE or TERRACE_RUNNER_TOKEN is required (the scaler gives a code)"
 
@@ -140,11 +139,12 @@ class RunnerConfig(BaseSettings):
         binary = values.get("TERRACE_TF_BINARY") or "terraform"
         values.setdefault("TERRACE_DEFAULT_TOOL", "opentofu" if "tofu" in Path(binary).name else "terraform")
         values.setdefault("TERRACE_RUNNER_ID", f"{socket.gethostname()}-{os.getpid()}")
+        credential = values.get("TERRACE_RUNNER_TOKEN") or values.get("TERRACE_RUNNER_ENROLLMENT_CODE")
         try:
             config = cls(**values)
         except ValidationError as exc:
-            raise ConfigError(_one_line(exc)) from None
-        if not config.runner_token and not config.enrollment_code:
+            raise ConfigError(_one_line(exc) + ("" if credential else f"; {ENROLLMENT_OR_TOKEN}")) from None
+        if not credential:
             raise ConfigError("invalid runner settings: " + ENROLLMENT_OR_TOKEN)
         return config
 
