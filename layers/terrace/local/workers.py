@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import terrace
 from terrace.adapters.local_runner_launcher import LocalProcessLauncher
 from terrace.local.terraform_config import null_provider_source, render_provider_installation, write_provider_mirror
 
@@ -54,6 +55,8 @@ def runner_env(stack: LocalStack) -> dict[str, str]:
     venv_bin = str(Path(sys.prefix) / "bin")
     return {
         "PATH": venv_bin + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin"),
+        # the runner is the server's own code (a worktree's, not whatever the interpreter would import first)
+        "PYTHONPATH": str(Path(terrace.__file__).resolve().parent.parent),
         "HOME": os.environ.get("HOME", "/tmp"),
         "TERRACE_API_URL": stack.settings.public_url,
         "SSL_CERT_FILE": stack.info.ca_bundle,

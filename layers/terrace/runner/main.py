@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Annotated, Any
 
+import httpx
 import typer
 
 from terrace.domain.jobs import FinishRequest, FinishResponse, JobSpec
@@ -210,6 +211,9 @@ def serve(once: bool = False) -> int:
         except ApiError as exc:
             log.error("the runner API refused this runner's enrollment code: %s", exc)
             return 3
+        except httpx.HTTPError as exc:
+            log.error("could not enroll (the API or the task metadata endpoint is unreachable): %s", exc)
+            return 1
         config = config.model_copy(update={"runner_token": enrolled.token, "enrollment_code": ""})
         log.info("enrolled as runner %s of %s", enrolled.runner_id, enrolled.organization)
     runner = build_runner(config)
