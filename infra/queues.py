@@ -1,5 +1,7 @@
-"""The events queue (run transitions, state uploads) consumed by the events function. Jobs do not travel on
-SQS: they queue per organization in the table and runners ask the API for them.
+"""The events queue (run transitions, state uploads) consumed by the events function, and the three priority lanes
+(apply, plan, speculative, each with its dead-letter queue) on which every runnable run phase goes to the scaler,
+which drains them in order and starts runners (`services/runs/scaler.py`). Runners never read SQS: they claim their
+organization's jobs through the API.
 
 Shapes come from terrace.adapters.definitions, the module local mode creates its moto queues from.
 """
@@ -40,6 +42,7 @@ class Queues(Construct):
             )
 
         self.events = self.by_name[definitions.EVENTS_QUEUE.logical_name]
+        self.lanes = [self.by_name[spec.logical_name] for spec in definitions.LANE_QUEUES]
 
     def url_environment(self) -> dict[str, str]:
         return {env_name(name): queue.queue_url for name, queue in self.by_name.items()}

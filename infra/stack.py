@@ -100,6 +100,11 @@ class TerraceStack(Stack):
             least_privilege.grant_blobs(data.blobs, fn)
             queues.events.grant_send_messages(fn)
         secrets.grant_bootstrap(functions.bootstrap)
+        # the priority lanes: sent to wherever a run phase becomes runnable, drained by the scaler (the dispatcher)
+        for lane in queues.lanes:
+            for fn in (api_fn, functions.reaper, functions.events):
+                lane.grant_send_messages(fn)
+            lane.grant_consume_messages(functions.scaler)
         runner.grant_run_task(functions.scaler)
         runner.grant_stop_tasks(functions.bootstrap)  # the teardown custom resource
         # deletion order: the scaler (and what invokes it) first, then the teardown stops the tasks, then the cluster

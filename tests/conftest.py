@@ -116,7 +116,8 @@ def _is_runner(pid: int) -> bool:
     for candidate in (pid, *_ancestors(pid)):
         try:
             with open(f"/proc/{candidate}/environ", "rb") as environ:
-                if b"\0TERRACE_RUNNER_TOKEN=" in b"\0" + environ.read():
+                found = b"\0" + environ.read()
+                if b"\0TERRACE_RUNNER_TOKEN=" in found or b"\0TERRACE_RUNNER_ENROLLMENT_CODE=" in found:
                     return True
         except OSError:
             continue

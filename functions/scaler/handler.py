@@ -1,6 +1,10 @@
-"""Lambda "scaler": every minute (EventBridge) and on demand (the api invokes it after enqueueing a job, and with
-`{"expect": <organization key>}` when a configuration version is created, before its run exists), starts Fargate
-runners for the backlog."""
+"""Lambda "scaler", the dispatcher of the priority lanes: every minute (EventBridge) and on demand (the api invokes
+it after enqueueing a job, and with `{"expect": <organization key>}` when a configuration version is created, before
+its run exists), starts Fargate runners for the lanes' backlog in priority order (`services/runs/scaler.py`).
+
+Metrics (namespace `POWERTOOLS_METRICS_NAMESPACE`): `RunnersStarted`, `Backlog` (phases waiting on the lanes),
+`BacklogBlocked` (of those, left waiting for want of room) and `RunTaskFailures` (launches that failed after their
+retries): alarm on the last one, and on the lane queues' `ApproximateAgeOfOldestMessage`."""
 
 from __future__ import annotations
 
@@ -17,6 +21,13 @@ tracer = Tracer()
 _get_container = aws_container  # built once per execution environment
 
 
+def _count(value: Any) -> int:
+    """A count of the summary: a number, or a per-organization mapping of numbers (`started`)."""
+    if isinstance(value, dict):
+        return sum(int(v) for v in value.values())
+    return int(value or 0)
+
+
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 @tracer.capture_lambda_handler
@@ -24,8 +35,13 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     expect = event.get("expect") if isinstance(event, dict) else None
     summary: dict[str, Any] = _get_container().scaler.scale_once(expect=[expect] if isinstance(expect, str) else [])
     # only non-zero values: a metric published every tick costs $0.30 a month even while nothing happens
-    for name, key in (("RunnersStarted", "started"), ("Backlog", "backlog")):
-        if value := int(summary.get(key) or 0):
+    for name, key in (
+        ("RunnersStarted", "started"),
+        ("Backlog", "backlog"),
+        ("BacklogBlocked", "blocked"),
+        ("RunTaskFailures", "launch_failures"),
+    ):
+        if value := _count(summary.get(key)):
             metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
     logger.info("scaled", extra={"summary": summary})
     return summary

@@ -24,9 +24,11 @@ from terrace.adapters.events import EventPublisher, EventQueue
 from terrace.adapters.held_reads import HeldReadsTable
 from terrace.adapters.httpx_outbound import HttpxOutbound
 from terrace.adapters.job_signal import JobSignal
+from terrace.adapters.lanes import Lanes
 from terrace.adapters.mail import Mail
 from terrace.adapters.memory_encryptor import MemoryEncryptor
 from terrace.adapters.memory_events import MemoryEventPublisher
+from terrace.adapters.memory_lanes import MemoryLanes
 from terrace.adapters.memory_mail import MemoryMail
 from terrace.adapters.memory_outbound import MemoryOutbound
 from terrace.adapters.memory_signing_keys import MemorySigningKeys
@@ -93,6 +95,7 @@ class Container(  # type: ignore[override]
     outbound: Outbound = field(default_factory=MemoryOutbound)  # notifications, run tasks (memory: tests)
     mail: Mail = field(default_factory=MemoryMail)  # notification e-mails: SES on AWS, SMTP embedded
     signing_keys: SigningKeyStore = field(default_factory=MemorySigningKeys)  # workload identity: SSM / a 0600 file
+    lanes: Lanes = field(default_factory=MemoryLanes)  # priority lanes: SQS on AWS, SQLite embedded
 
     @functools.cached_property
     def outbound_allowance(self) -> Allowance:
@@ -125,6 +128,7 @@ def build_aws(settings: Settings) -> Container:
         outbound=HttpxOutbound(Allowance.parse(settings.outbound_allow)),
         mail=aws.mail,
         signing_keys=aws.signing_keys,
+        lanes=aws.lanes,
     )
 
 
@@ -146,6 +150,7 @@ def build_embedded(settings: Settings) -> Container:
         outbound=HttpxOutbound(Allowance.parse(settings.outbound_allow)),
         mail=smtp_mail(settings),
         signing_keys=data.signing_keys,
+        lanes=data.lanes,
     )
 
 

@@ -1,13 +1,13 @@
 """The runner launcher port (`adapters/runner_launcher.py: RunnerLauncher`) on local processes
 (`local_runner_launcher.py`, a stand-in `python` that records its environment and sleeps) and on ECS RunTask
-(`ecs_runner_launcher.py`, moto: tasks are recorded, no container runs).
-
-What both promise: one runner per credential, started with the launcher's environment and, over it, the runner's
-own (`runner_environment`: its organization's token, its id, when to retire, keep-warm); `launch` answers the token
-ids it started, in order; `live` lists each live runner's organization and token id, and nothing it did not start;
-at most the maximum are alive, a launch past it starts only what fits; `retire` ends up to `count` runners of one
-organization and answers how many. A runner the launcher retired leaves `live` once it has exited: at once on ECS
-(the task's desired status), when the process is gone locally; the tests wait for that with a deadline."""
+(`ecs_runner_launcher.py`, moto: tasks are recorded, no container runs). What both promise: one runner per
+credential, started with the launcher's environment and, over it, the runner's own (`runner_environment`: its
+enrollment code, never a token, its id, when to retire, keep-warm); `launch` answers the token ids it started, in
+order, each with what it started (an ECS task's ARN, to which the code is bound); `live` lists each live runner's
+organization and token id, and nothing it did not start; at most the maximum are alive, a launch past it starts only
+what fits; `retire` ends up to `count` runners of one organization and answers how many. A runner the launcher
+retired leaves `live` once it has exited: at once on ECS (the task's desired status), when the process is gone
+locally; the tests wait for that with a deadline."""
 
 from __future__ import annotations
 
@@ -151,7 +151,7 @@ def credential(organization: str, n: int, keep_warm: bool = False) -> RunnerCred
         f"runner-{organization}-{n}",
         organization,
         f"at-{organization}-{n}",
-        f"secret-{organization}-{n}",
+        f"tre.code-{organization}-{n}",
         retire_at=1234 + n,
         keep_warm=keep_warm,
     )
@@ -164,19 +164,20 @@ def organizations(launcher: RunnerLauncher) -> Counter[str]:
 def test_nothing_is_live_before_a_launch(subject: Subject) -> None:
     launcher = subject.make(3)
     assert launcher.live() == []
-    assert launcher.launch([]) == []
+    assert launcher.launch([]) == {}
     assert launcher.live() == []
 
 
 def test_one_runner_per_credential_each_with_its_own_environment_over_the_launchers(subject: Subject) -> None:
     launcher = subject.make(5)
     started = [credential("acme", 1), credential("acme", 2, keep_warm=True), credential("globex", 1)]
-    assert launcher.launch(started) == ["at-acme-1", "at-acme-2", "at-globex-1"]
+    assert list(launcher.launch(started)) == ["at-acme-1", "at-acme-2", "at-globex-1"]
     environments = subject.environments(3)
     assert sorted(environments) == sorted(c.runner_id for c in started)
     for c in started:
         env = environments[c.runner_id]
-        assert {k: env.get(k) for k in runner_environment(c)} == runner_environment(c)  # its token, id, retirement
+        assert {k: env.get(k) for k in runner_environment(c)} == runner_environment(c)  # its code, id, retirement
+        assert "TERRACE_RUNNER_TOKEN" not in env and env["TERRACE_RUNNER_ENROLLMENT_CODE"] == c.enrollment_code
         assert env["TERRACE_API_URL"] == BASE_ENV["TERRACE_API_URL"]  # and the launcher's environment
         assert env["TERRACE_RUNNER_IDLE_EXIT_S"] == ("0" if c.keep_warm else "60")  # its own wins
 
@@ -194,11 +195,11 @@ def test_live_lists_each_runners_organization_and_token_and_nothing_else(subject
 
 def test_a_launch_past_the_maximum_starts_only_what_fits(subject: Subject) -> None:
     launcher = subject.make(2)
-    assert launcher.launch([credential("acme", 1), credential("globex", 1), credential("globex", 2)]) == [
+    assert list(launcher.launch([credential("acme", 1), credential("globex", 1), credential("globex", 2)])) == [
         "at-acme-1",
         "at-globex-1",
     ]
-    assert launcher.launch([credential("acme", 2)]) == []
+    assert launcher.launch([credential("acme", 2)]) == {}
     assert organizations(launcher) == {"acme": 1, "globex": 1}
 
 
@@ -214,8 +215,19 @@ def test_retire_ends_runners_of_one_organization_only(subject: Subject) -> None:
 
 def test_a_retired_runner_makes_room_under_the_maximum(subject: Subject) -> None:
     launcher = subject.make(1)
-    assert launcher.launch([credential("acme", 1)]) == ["at-acme-1"]
+    assert list(launcher.launch([credential("acme", 1)])) == ["at-acme-1"]
     assert launcher.retire("acme", 1) == 1
     assert eventually(lambda: launcher.live() == [])
-    assert launcher.launch([credential("globex", 1)]) == ["at-globex-1"]
+    assert list(launcher.launch([credential("globex", 1)])) == ["at-globex-1"]
     assert organizations(launcher) == {"globex": 1}
+
+
+def test_launch_names_what_it_started_when_its_launcher_binds_codes(subject: Subject) -> None:
+    """ECS answers each task's ARN (the enrollment code is bound to it, and the runner reads it from its metadata
+    endpoint); local processes have no identity a runner could prove, so they answer None."""
+    launcher = subject.make(2)
+    started = launcher.launch([credential("acme", 1)])
+    if launcher.binds_identity:
+        assert (started["at-acme-1"] or "").startswith("arn:aws:ecs:") and ":task/" in (started["at-acme-1"] or "")
+    else:
+        assert started == {"at-acme-1": None}

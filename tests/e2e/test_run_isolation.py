@@ -81,12 +81,13 @@ def test_a_lingering_malicious_run_steals_nothing_from_the_next_run_of_another_o
     tf = remote_dir(run_stack, run_terraform, attacker, body, name="attacker")
     assert "Apply complete!" in tf.apply(timeout=RUN_TIMEOUT_S).output
     (launcher,) = run_local_stack.launchers
-    attacker_runner_tokens = {  # as root reads them: what the attacker would love to learn
-        _runner_environ(r.process.pid)["TERRACE_RUNNER_TOKEN"]
+    attacker_runner_codes = {  # as root reads them: a runner's environment holds its spent enrollment code only
+        _runner_environ(r.process.pid)["TERRACE_RUNNER_ENROLLMENT_CODE"]
         for r in launcher.runners
         if r.organization == run_stack.organization and r.process.poll() is None
     }
-    assert attacker_runner_tokens
+    assert attacker_runner_codes
+    assert not any("TERRACE_RUNNER_TOKEN" in _runner_environ(r.process.pid) for r in launcher.runners)
 
     victim_org = unique("victim-org")
     run_api.request(
@@ -137,14 +138,14 @@ def test_a_lingering_malicious_run_steals_nothing_from_the_next_run_of_another_o
     assert attacker_tokens and victim_tokens and not attacker_tokens & victim_tokens
     assert {org_of_token[t] for t in attacker_tokens} == {run_stack.organization}
     assert {org_of_token[t] for t in victim_tokens} == {victim_org}
-    victim_runner_tokens = {
-        _runner_environ(r.process.pid)["TERRACE_RUNNER_TOKEN"]
+    victim_runner_codes = {
+        _runner_environ(r.process.pid)["TERRACE_RUNNER_ENROLLMENT_CODE"]
         for r in launcher.runners
         if r.organization == victim_org and r.process.poll() is None
     }
 
     settings = run_local_stack.settings
-    secrets = [env_secret, tf_secret, settings.url_signing_secret, *victim_runner_tokens, *attacker_runner_tokens]
+    secrets = [env_secret, tf_secret, settings.url_signing_secret, *victim_runner_codes, *attacker_runner_codes]
     for secret in secrets:
         assert secret and secret.encode() not in stolen
     assert b"dev.json" not in stolen or run_local_stack.info.token.encode() not in stolen
@@ -159,8 +160,9 @@ def test_a_lingering_malicious_run_steals_nothing_from_the_next_run_of_another_o
     for token_id in victim_run.token_ids:
         with pytest.raises(NotFound):
             run_local_stack.container.accounts.get_token(token_id)
-    # had the attacker learnt its own runner's token, the victim's jobs would not exist for it
-    for attacker_runner_token in attacker_runner_tokens:
+    # had the attacker learnt its own runner's token (a runner token of its organization), the victim's jobs would not
+    # exist for it
+    for attacker_runner_token in [run_local_stack.container.scaler.runner_token(run_stack.organization)]:
         runner_api = httpx.Client(
             base_url=f"{run_stack.url}/api/runner",
             verify=ssl.create_default_context(cafile=run_stack.ca_bundle),

@@ -70,7 +70,11 @@ def test_scaler_may_run_only_the_runner_task_and_pass_only_its_roles(synth):
     assert "ecs:cluster" in str(run["Condition"])
     [pass_role] = [s for s in statements if s["Action"] == "iam:PassRole"]
     assert len(pass_role["Resource"]) == 2
-    assert not {a for a in _actions(statements) if a.startswith("sqs:")}  # demand comes from the table
+    # it drains the priority lanes (never sends to a queue, never reads the events queue)
+    sqs = [s for s in statements if any(a.startswith("sqs:") for a in _actions([s]))]
+    assert "sqs:SendMessage" not in _actions(sqs) and "sqs:ReceiveMessage" in _actions(sqs)
+    events_id, _ = synth.by_path("/Queues/EventsQueue/Resource")
+    assert events_id not in str([s["Resource"] for s in sqs])
 
 
 FUNCTIONS = ("/Api/Handler/Resource", "/Functions/Scaler/Resource", "/Functions/Reaper/Resource",

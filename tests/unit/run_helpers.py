@@ -161,5 +161,5 @@ def make_run_env(organization: str = "acme", **settings: Any) -> RunEnv:
         json={"data": {"type": "workspaces", "attributes": {"name": "app", "execution-mode": "remote"}}},
     )
     assert response.status_code == 201, response.text
-    runner_token = container.scaler.credential(organization).token
+    runner_token = container.scaler.runner_token(organization)
     return RunEnv(container, client, headers, response.json()["data"]["id"], runner_token, organization)

@@ -62,18 +62,26 @@ def test_buckets_with_versioning_as_declared(seeded):
         assert (status == "Enabled") is bucket.versioned, bucket.logical_name
 
 
-def test_only_the_events_queue_and_its_dead_letter_queue_jobs_queue_in_the_table(seeded):
+def test_the_events_queue_and_the_priority_lanes_with_their_dead_letters(seeded):
     prefix, resources, clients = seeded
     sqs = clients["sqs"]
     urls = sqs.list_queues(QueueNamePrefix=prefix + "-")["QueueUrls"]
-    assert sorted(u.rsplit("/", 1)[1] for u in urls) == sorted(
-        defs.physical_name(prefix, q.logical_name) for q in (defs.EVENTS_QUEUE, defs.EVENTS_DLQ)
-    )
-    assert set(resources.queue_urls) == {"events", "events-dlq"}
+    names = {q.logical_name for q in defs.QUEUES}
+    assert names == {"events", "events-dlq"} | {
+        f"lane-{lane}{dlq}" for lane in defs.LANE_PRIORITY for dlq in ("", "-dlq")
+    }
+    assert sorted(u.rsplit("/", 1)[1] for u in urls) == sorted(defs.physical_name(prefix, n) for n in names)
+    assert set(resources.queue_urls) == names
     attrs = sqs.get_queue_attributes(QueueUrl=resources.queue_urls["events"], AttributeNames=["All"])["Attributes"]
     assert int(attrs["VisibilityTimeout"]) == defs.EVENTS_QUEUE.visibility_timeout_s
     redrive = json.loads(attrs["RedrivePolicy"])
     assert int(redrive["maxReceiveCount"]) == 20 and redrive["deadLetterTargetArn"].endswith("-events-dlq")
+    for lane in defs.LANE_QUEUES:
+        url = resources.queue_urls[lane.logical_name]
+        attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+        redrive = json.loads(attrs["RedrivePolicy"])
+        assert redrive["deadLetterTargetArn"].endswith(defs.physical_name(prefix, f"{lane.logical_name}-dlq"))
+        assert int(redrive["maxReceiveCount"]) == defs.LANE_MAX_RECEIVES
 
 
 def test_state_and_configuration_objects_landing_in_the_blob_bucket_notify_the_events_queue(seeded):

@@ -149,7 +149,7 @@ def world() -> World:
     _ok(_api(env, olga, "POST", "/organizations", org), 201)
     body = {"data": {"type": "workspaces", "attributes": {"name": "app", "execution-mode": "remote"}}}
     other_ws = _ok(_api(env, olga, "POST", "/organizations/other/workspaces", body), 201)["id"]
-    other_plan = _seed_workspace(env, olga, "other", other_ws, env.container.scaler.credential("other").token)
+    other_plan = _seed_workspace(env, olga, "other", other_ws, env.container.scaler.runner_token("other"))
     targets = {
         "own": {"org": "acme", "ws": env.workspace_id, "plan": own_plan},
         "other": {"org": "other", "ws": other_ws, "plan": other_plan},
@@ -304,11 +304,13 @@ def test_runner_protocol_refuses_every_caller_but_runner_tokens(world: World, ca
     runner cannot touch this organization's job (404), its own can."""
     env = world.env
     assert env.runner("POST", "/jobs/next", json={"runner_id": "x"}, token=world.tokens[caller]).status_code == 403
+    # enrollment takes a code, not a caller: no token of any kind turns a wrong code into a runner token
+    assert env.runner("POST", "/enroll", json={"code": "tre.guess"}, token=world.tokens[caller]).status_code == 401
     _queue_run(world, world.tokens["owner"], world.targets["own"])
     job = env.claim("r-own")["job_id"]
     beat = {"runner_id": "r-own"}
     assert env.runner("POST", f"/jobs/{job}/heartbeat", json=beat, token=world.tokens[caller]).status_code == 404
-    other_runner = env.container.scaler.credential("other").token
+    other_runner = env.container.scaler.runner_token("other")
     assert env.runner("POST", f"/jobs/{job}/heartbeat", json=beat, token=other_runner).status_code == 404
     assert env.runner("POST", f"/jobs/{job}/heartbeat", json=beat).status_code == 200
 

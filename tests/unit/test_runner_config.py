@@ -79,7 +79,7 @@ def test_timings_are_clamped_not_refused(name: str, raw: str, clamped: float) ->
         (
             {},
             "invalid runner settings: TERRACE_API_URL is required (e.g. https://localhost:8443); "
-            "TERRACE_RUNNER_TOKEN is required (the scaler mints one per runner)",
+            "TERRACE_RUNNER_ENROLLMENT_CODE or TERRACE_RUNNER_TOKEN is required (the scaler gives a code)",
         ),
         (
             {**BASE, "TERRACE_RUNNER_WAIT_S": "soon"},

@@ -47,18 +47,23 @@ def _wait_lines(path: Path, count: int) -> list[str]:
 def test_launch_per_organization_up_to_the_maximum_and_stop_all(tmp_path: Path, launchers) -> None:
     fake_python = tmp_path / "python"
     fake_python.write_text(
-        f'#!/bin/sh\necho "$@ $TERRACE_RUNNER_ORGANIZATION $TERRACE_RUNNER_TOKEN $TERRACE_RUNNER_RETIRE_AT" '
+        "#!/bin/sh\n"
+        'echo "$@ $TERRACE_RUNNER_ORGANIZATION $TERRACE_RUNNER_ENROLLMENT_CODE $TERRACE_RUNNER_TOKEN '
+        '$TERRACE_RUNNER_RETIRE_AT" '
         f">> {tmp_path}/argv\nexec sleep 30\n"
     )
     fake_python.chmod(fake_python.stat().st_mode | stat.S_IEXEC)
     launcher = launchers(str(fake_python), 2)
-    assert launcher.launch([credential("a", 1), credential("b", 1), credential("b", 2)]) == ["at-a-1", "at-b-1"]
-    assert launcher.launch([credential("a", 2)]) == []
+    assert launcher.launch([credential("a", 1), credential("b", 1), credential("b", 2)]) == {
+        "at-a-1": None,
+        "at-b-1": None,
+    }
+    assert launcher.launch([credential("a", 2)]) == {}
     assert Counter(r.organization for r in launcher.live()) == {"a": 1, "b": 1}
     assert {r.token_id for r in launcher.live()} == {"at-a-1", "at-b-1"}
     assert _wait_lines(tmp_path / "argv", 2) == [
-        "-m terrace.runner a secret-a-1 1234",
-        "-m terrace.runner b secret-b-1 1234",
+        "-m terrace.runner a secret-a-1  1234",  # the code, no token
+        "-m terrace.runner b secret-b-1  1234",
     ]
     launcher.stop_all(timeout_s=5)
     assert launcher.live_count() == 0
@@ -78,7 +83,7 @@ def test_retire_stops_runners_of_one_organization(tmp_path: Path, launchers) -> 
 
 
 def test_exited_runners_are_reaped(launchers) -> None:
-    # A real runner with a token but no API URL exits at once (exit code 2, clear message).
+    # A real runner with a code but no API URL exits at once (exit code 2, clear message).
     launcher = launchers(sys.executable, 3)
     assert len(launcher.launch([credential("a", 1)])) == 1
     deadline = time.monotonic() + WAIT_S

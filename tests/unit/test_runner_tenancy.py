@@ -31,7 +31,7 @@ def _second_org(env: RunEnv, name: str = "globex") -> str:
 def test_a_runner_of_another_organization_cannot_take_or_touch_a_job() -> None:
     env = make_run_env()
     _second_org(env)
-    globex_token = env.container.scaler.credential("globex").token
+    globex_token = env.container.scaler.runner_token("globex")
     env.create_run(env.upload_config())
     # globex's runner is never handed acme's job ...
     assert env.runner("POST", "/jobs/next", json={"runner_id": "g1"}, token=globex_token).status_code == 204
@@ -44,7 +44,7 @@ def test_a_runner_of_another_organization_cannot_take_or_touch_a_job() -> None:
     assert (beat.status_code, log.status_code, done.status_code) == (404, 404, 404)
     assert env.run(spec["run_id"])["attributes"]["status"] == "planning"
     # another runner of the same organization cannot write the job's log or finish it either
-    sibling = env.container.scaler.credential("acme").token
+    sibling = env.container.scaler.runner_token("acme")
     assert env.runner("PUT", f"/jobs/{job}/logs?offset=0", content=b"x", token=sibling).status_code == 409
     finish = {"runner_id": "a1", "status": "errored"}
     assert env.runner("POST", f"/jobs/{job}/finish", json=finish, token=sibling).status_code == 409
@@ -61,9 +61,10 @@ def test_a_runner_of_another_organization_cannot_take_or_touch_a_job() -> None:
 def test_revoked_and_expired_runner_tokens_are_refused() -> None:
     env = make_run_env()
     credential = env.container.scaler.credential("acme")
-    assert env.runner("POST", "/jobs/next", json={"runner_id": "r"}, token=credential.token).status_code == 204
+    token = enrolled(env, credential)
+    assert env.runner("POST", "/jobs/next", json={"runner_id": "r"}, token=token).status_code == 204
     env.container.accounts.revoke_token(credential.token_id)
-    assert env.runner("POST", "/jobs/next", json={"runner_id": "r"}, token=credential.token).status_code == 401
+    assert env.runner("POST", "/jobs/next", json={"runner_id": "r"}, token=token).status_code == 401
     expired = env.container.accounts.issue_token(
         PrincipalKind.RUNNER, RUNNER_TOKEN_SUBJECT, organization="acme", ttl_s=-1
     ).secret
@@ -170,7 +171,17 @@ def test_a_waiting_next_that_nothing_wakes_answers_none_at_its_deadline() -> Non
     assert env.container.jobs.next(principal, "r1", wait_s=0.05) is None
 
 
+def enrolled(env: RunEnv, credential: RunnerCredential) -> str:
+    """What the runner `credential` starts does first: exchange its enrollment code for its token."""
+    response = env.client.post("/api/runner/enroll", json={"code": credential.enrollment_code})
+    assert response.status_code == 200, response.text
+    assert response.json()["token_id"] == credential.token_id
+    return str(response.json()["token"])
+
+
 class FakeLauncher:
+    binds_identity = False
+
     def __init__(self, capacity: int = 100) -> None:
         self.runners: list[RunnerCredential] = []
         self.retired: list[tuple[str, int]] = []
@@ -179,10 +190,10 @@ class FakeLauncher:
     def live(self) -> list[LiveRunner]:
         return [LiveRunner(c.organization, c.token_id) for c in self.runners]
 
-    def launch(self, credentials: list[RunnerCredential]) -> list[str]:
+    def launch(self, credentials: list[RunnerCredential]) -> dict[str, str | None]:
         started = credentials[: self.capacity - len(self.runners)]
         self.runners.extend(started)
-        return [c.token_id for c in started]
+        return {c.token_id: None for c in started}
 
     def retire(self, organization: str, count: int) -> int:
         self.retired.append((organization, count))
@@ -205,16 +216,17 @@ def test_the_scaler_starts_runners_per_organization_with_their_own_tokens() -> N
     summary = env.container.scaler.scale_once()
     assert summary["demand"] == {"acme": 2, "globex": 1} and summary["started"] == {"acme": 2, "globex": 1}
     assert sorted(c.organization for c in launcher.runners) == ["acme", "acme", "globex"]
-    assert len({c.token for c in launcher.runners}) == 3
+    assert len({c.enrollment_code for c in launcher.runners}) == 3
+    tokens = {c.token_id: enrolled(env, c) for c in launcher.runners}
     for credential in launcher.runners:
-        principal = env.container.accounts.authenticate(credential.token)
+        principal = env.container.accounts.authenticate(tokens[credential.token_id])
         assert principal.kind is PrincipalKind.RUNNER and principal.organization == credential.organization
     assert env.container.scaler.scale_once()["started"] == {}  # enough runners live
     # the globex runner gets globex's job, never acme's
     globex = next(c for c in launcher.runners if c.organization == "globex")
-    spec = env.claim("g1", token=globex.token)
+    spec = env.claim("g1", token=tokens[globex.token_id])
     assert spec["organization"] == "globex" and spec["workspace_id"] == globex_ws
-    assert env.runner("POST", "/jobs/next", json={"runner_id": "g1"}, token=globex.token).status_code == 204
+    assert env.runner("POST", "/jobs/next", json={"runner_id": "g1"}, token=tokens[globex.token_id]).status_code == 204
 
 
 def test_the_scaler_shares_the_maximum_and_retires_idle_organizations() -> None:
@@ -240,12 +252,13 @@ def test_the_scaler_revokes_the_tokens_of_runners_that_are_gone(monkeypatch: pyt
     env.create_run(env.upload_config())
     env.container.scaler.scale_once()
     (credential,) = launcher.runners
+    token = enrolled(env, credential)
     monkeypatch.setattr(scaler_module, "REVOKE_GRACE_S", -1)
     env.container.scaler.scale_once()  # still alive: kept
-    assert env.runner("POST", "/jobs/next", json={"runner_id": "x"}, token=credential.token).status_code == 200
+    assert env.runner("POST", "/jobs/next", json={"runner_id": "x"}, token=token).status_code == 200
     launcher.runners.clear()  # the task stopped
     env.container.scaler.scale_once()
-    assert env.runner("POST", "/jobs/next", json={"runner_id": "x"}, token=credential.token).status_code == 401
+    assert env.runner("POST", "/jobs/next", json={"runner_id": "x"}, token=token).status_code == 401
 
 
 def test_a_runner_gone_during_its_wait_is_handed_no_job() -> None:

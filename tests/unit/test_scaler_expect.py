@@ -8,7 +8,7 @@ from typing import Any
 from run_helpers import RunEnv, make_run_env
 from terrace.adapters.runner_launcher import runner_environment
 from terrace.domain.principal import PrincipalKind
-from test_runner_tenancy import FakeLauncher, _second_org
+from test_runner_tenancy import FakeLauncher, _second_org, enrolled
 
 
 def scaler_env(**settings: Any) -> tuple[RunEnv, str, FakeLauncher]:
@@ -38,11 +38,12 @@ def test_creating_a_configuration_version_starts_a_runner_before_the_run_exists(
     assert scaler.wake.is_set()  # the local scaler loop ticks at once
     assert scaler.scale_once()["started"] == {"acme": 1}
     (credential,) = launcher.runners
-    principal = env.container.accounts.authenticate(credential.token)
+    token = enrolled(env, credential)
+    principal = env.container.accounts.authenticate(token)
     assert principal.kind is PrincipalKind.RUNNER and principal.organization == "acme"
     env.create_run(cv_id)  # the run comes: the runner already there serves it, no second one
     assert scaler.scale_once()["started"] == {}
-    assert env.claim("r1", token=credential.token)["organization"] == "acme"
+    assert env.claim("r1", token=token)["organization"] == "acme"
 
 
 def test_an_expectation_ends_when_its_run_came_and_went() -> None:

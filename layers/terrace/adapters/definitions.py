@@ -74,7 +74,35 @@ EVENTS_DLQ = QueueDefinition(logical_name="events-dlq", visibility_timeout_s=60,
 EVENTS_QUEUE = QueueDefinition(
     logical_name="events", visibility_timeout_s=60, dead_letter=EVENTS_DLQ.logical_name, max_receive_count=20
 )
-QUEUES = (EVENTS_QUEUE, EVENTS_DLQ)
+
+# Every runnable phase is also sent to the SQS lane of its priority (adapters/lanes.py); the dispatcher
+# (services/runs/scaler.py) drains them in LANE_PRIORITY order. A waiting message is received on every tick and
+# released, so only a message received LANE_MAX_RECEIVES times without its job being claimed or gone (a dispatcher
+# failing on it again and again) moves to its lane's dead letters; the reaper sends a queued phase again anyway.
+LANE_MAX_RECEIVES = 1000  # SQS's maximum maxReceiveCount
+LANE_VISIBILITY_S = 30  # a tick hides what it received this long at most: it releases what still waits when it ends
+
+
+def lane_queue(lane: str) -> str:
+    return f"lane-{lane}"
+
+
+LANE_DEAD_LETTERS = tuple(
+    QueueDefinition(
+        logical_name=f"{lane_queue(lane)}-dlq", visibility_timeout_s=LANE_VISIBILITY_S, retention_s=14 * 24 * 3600
+    )
+    for lane in LANE_PRIORITY
+)
+LANE_QUEUES = tuple(
+    QueueDefinition(
+        logical_name=lane_queue(lane),
+        visibility_timeout_s=LANE_VISIBILITY_S,
+        dead_letter=f"{lane_queue(lane)}-dlq",
+        max_receive_count=LANE_MAX_RECEIVES,
+    )
+    for lane in LANE_PRIORITY
+)
+QUEUES = (EVENTS_QUEUE, EVENTS_DLQ, *LANE_DEAD_LETTERS, *LANE_QUEUES)
 
 
 @dataclass(frozen=True)

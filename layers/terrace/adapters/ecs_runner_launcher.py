@@ -1,9 +1,15 @@
 """Runners as Fargate tasks started by `terrace-scaler` (`ecs:RunTask`): the runner launcher
-(`runner_launcher.py`) on AWS, tagged with each runner's organization and token id."""
+(`runner_launcher.py`) on AWS, tagged with each runner's organization and token id.
+
+A task's environment carries its enrollment code, never a token; `launch` names each started task by its ARN, to
+which the scaler binds the code. A RunTask that fails (a `failures` entry, a throttled or refused call) is tried
+again `RUN_TASK_ATTEMPTS` times with a back-off; what still fails is counted in `failures` (the scaler Lambda
+publishes it as the `RunTaskFailures` metric) and logged."""
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -13,10 +19,14 @@ log = logging.getLogger("terrace.adapters.runner_launchers")
 STARTED_BY = "terrace-scaler"
 ORG_TAG = "terrace:organization"
 TOKEN_TAG = "terrace:runner-token"
+RUN_TASK_ATTEMPTS = 3
+RUN_TASK_BACKOFF_S = 0.5
 
 
 class EcsLauncher:
     """Fargate runner tasks started by `terrace-scaler`, tagged with their organization and runner token id."""
+
+    binds_identity = True  # a runner reads its task ARN from the ECS container metadata endpoint
 
     def __init__(
         self,
@@ -39,6 +49,8 @@ class EcsLauncher:
         self.platform_version = platform_version
         self.max_tasks = max_tasks
         self.environment = dict(environment or {})
+        self.failures = 0  # RunTask calls that failed after their retries, since this launcher was made
+        self.backoff_s = RUN_TASK_BACKOFF_S
 
     def _tasks(self) -> list[dict[str, Any]]:
         """Described tasks of the scaler whose desired status is RUNNING (this includes tasks still provisioning)."""
@@ -62,18 +74,37 @@ class EcsLauncher:
     def live_count(self) -> int:
         return len(self._tasks())
 
-    def launch(self, credentials: list[RunnerCredential]) -> list[str]:
+    def launch(self, credentials: list[RunnerCredential]) -> dict[str, str | None]:
         if self.max_tasks is not None:
             credentials = credentials[: max(0, self.max_tasks - self.live_count())]
-        started = []
-        for credential in credentials:  # one task per credential: each has its own token
-            reply = self.ecs.run_task(**self._run_task_args(credential))
-            for failure in reply.get("failures", []):
-                log.warning("RunTask failure: %s %s", failure.get("reason"), failure.get("detail", ""))
-            if not reply.get("tasks"):
+        started: dict[str, str | None] = {}
+        for credential in credentials:  # one task per credential: each has its own enrollment code
+            arn = self._run_task(credential)
+            if arn is None:
+                self.failures += 1
                 break  # capacity or quota: the scaler will try again on its next tick
-            started.append(credential.token_id)
+            started[credential.token_id] = arn
         return started
+
+    def _run_task(self, credential: RunnerCredential) -> str | None:
+        """The started task's ARN, after up to RUN_TASK_ATTEMPTS tries; None when every try failed."""
+        for attempt in range(1, RUN_TASK_ATTEMPTS + 1):
+            try:
+                reply = self.ecs.run_task(**self._run_task_args(credential))
+            except Exception as exc:  # throttled, refused, unreachable: botocore's own retries are spent
+                log.warning("RunTask attempt %d for %s failed: %s", attempt, credential.organization, exc)
+            else:
+                tasks = reply.get("tasks") or []
+                if tasks:
+                    return str(tasks[0]["taskArn"])
+                for failure in reply.get("failures", []):
+                    log.warning(
+                        "RunTask attempt %d failure: %s %s", attempt, failure.get("reason"), failure.get("detail", "")
+                    )
+            if attempt < RUN_TASK_ATTEMPTS:
+                time.sleep(self.backoff_s * attempt)
+        log.error("RunTask failed %d times for a runner of %s", RUN_TASK_ATTEMPTS, credential.organization)
+        return None
 
     def retire(self, organization: str, count: int) -> int:
         """StopTask: the runner gets SIGTERM, finishes its job if it has one (within the stop timeout), exits."""

@@ -35,7 +35,13 @@ class LocalRunner:
 
 class LocalProcessLauncher:
     """Runner processes (`python -m terrace.runner`) on this machine, at most `max_processes` at once.
-    Each serves one organization: `runners` keeps which (tests read it)."""
+    Each serves one organization: `runners` keeps which (tests read it).
+
+    Enrollment codes are not bound to an identity here: the code reaches the child only through its environment,
+    which only the server's own user can read (`/proc/<pid>/environ` is 0400), and a process identity the runner
+    reported (its pid) could be forged by any process of that user, who can read the server's data anyway."""
+
+    binds_identity = False
 
     def __init__(
         self, env: Mapping[str, str], max_processes: int, python: str = sys.executable, args: Sequence[str] = ()
@@ -64,9 +70,9 @@ class LocalProcessLauncher:
     def live_count(self) -> int:
         return len(self.live())
 
-    def launch(self, credentials: list[RunnerCredential]) -> list[str]:
+    def launch(self, credentials: list[RunnerCredential]) -> dict[str, str | None]:
         room = max(0, self.max_processes - self.live_count())
-        started = []
+        started: dict[str, str | None] = {}
         for credential in credentials[:room]:
             process = subprocess.Popen(
                 [self.python, "-m", "terrace.runner", *self.args],
@@ -77,7 +83,7 @@ class LocalProcessLauncher:
             runner = LocalRunner(process, credential.organization, credential.token_id, credential.runner_id)
             self.runners.append(runner)
             self.started.append(runner)
-            started.append(credential.token_id)
+            started[credential.token_id] = None
         return started
 
     def retire(self, organization: str, count: int) -> int:

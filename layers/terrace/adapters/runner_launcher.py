@@ -1,9 +1,10 @@
 """The runner launcher port: starting runners for the backlog, one organization per runner.
 
-The scaler decides how many it wants per organization and mints each runner's token; a launcher reports
-which runners are alive (and for which organization) and starts more, each with `runner_environment` of its
-credential. Implementations: `local_runner_launcher.py` (processes on this machine: the embedded server and
-`make dev`) and `ecs_runner_launcher.py` (Fargate tasks, `ecs:RunTask`);
+The scaler decides how many it wants per organization and records each runner's enrollment code; a launcher
+reports which runners are alive (and for which organization) and starts more, each with `runner_environment` of
+its credential: the code, never a token (a task's environment is visible to anyone who may describe it).
+Implementations: `local_runner_launcher.py` (processes on this machine: the embedded server and `make dev`) and
+`ecs_runner_launcher.py` (Fargate tasks, `ecs:RunTask`);
 `tests/contract/test_runner_launcher_contract.py` is the contract.
 """
 
@@ -15,12 +16,13 @@ from typing import Protocol
 
 @dataclass(frozen=True)
 class RunnerCredential:
-    """What one runner is started with: its token (bound to `organization`) and when to stop taking jobs."""
+    """What one runner is started with: a single-use enrollment code it exchanges at start for its token (bound to
+    `organization`; `token_id` names it already) and when to stop taking jobs."""
 
     runner_id: str
     organization: str
     token_id: str
-    token: str
+    enrollment_code: str
     retire_at: int  # epoch seconds: take no new job after this (the token expires a phase deadline later)
     keep_warm: bool = False  # a warm runner: waits for jobs until it retires, never exits for being idle
 
@@ -32,12 +34,17 @@ class LiveRunner:
 
 
 class RunnerLauncher(Protocol):
+    # True when `launch` names what it started (an ECS task ARN) and a runner can tell its own: the enrollment
+    # code is then good only for that identity
+    binds_identity: bool
+
     def live(self) -> list[LiveRunner]:
         """Runners started by this launcher that are still alive (or starting)."""
         ...
 
-    def launch(self, credentials: list[RunnerCredential]) -> list[str]:
-        """Starts one runner per credential; returns the token ids of those started."""
+    def launch(self, credentials: list[RunnerCredential]) -> dict[str, str | None]:
+        """Starts one runner per credential; returns the token ids of those started, each with the identity of
+        what was started (None when the launcher has none a runner could report)."""
         ...
 
     def retire(self, organization: str, count: int) -> int:
@@ -46,9 +53,9 @@ class RunnerLauncher(Protocol):
 
 
 def runner_environment(credential: RunnerCredential) -> dict[str, str]:
-    """What distinguishes one runner from another: its organization's token, its id, when to retire."""
+    """What distinguishes one runner from another: its enrollment code, its id, when to retire."""
     return {
-        "TERRACE_RUNNER_TOKEN": credential.token,
+        "TERRACE_RUNNER_ENROLLMENT_CODE": credential.enrollment_code,
         "TERRACE_RUNNER_ORGANIZATION": credential.organization,
         "TERRACE_RUNNER_ID": credential.runner_id,
         "TERRACE_RUNNER_RETIRE_AT": str(credential.retire_at),

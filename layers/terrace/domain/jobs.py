@@ -27,7 +27,11 @@ A job is one phase (plan or apply) of one run; its id is the phase id (`plan-…
    gets that apply claimed for the same runner in `next_job`: it applies in the plan's folder, no second init.
 8. A runner holding plan folders asks `POST /api/runner/held-runs` (`HeldRuns`) which of those runs may still
    be applied by it, and drops the others (discarded, canceled, applied elsewhere).
-All /api/runner calls carry `Authorization: Bearer <runner token>`: a token the scaler minted for this
+0. A runner started by the scaler holds no token, only a single-use enrollment code
+   (`TERRACE_RUNNER_ENROLLMENT_CODE`): it first calls `POST /api/runner/enroll` with `EnrollRequest` (the code and,
+   on ECS, its task ARN from the container metadata endpoint) -> `EnrollResponse`, its token. A used, expired or
+   unknown code, or one presented for another task, is 401; a code whose task is not registered yet, 409 (retry).
+All other /api/runner calls carry `Authorization: Bearer <runner token>`: a token the scaler minted for this
 runner, bound to one organization (another organization's job is 404), revoked when the runner is gone.
 """
 
@@ -46,6 +50,18 @@ class JobMessage(BaseModel):
     run_id: str
     phase: Phase
     attempt: int = 1
+
+
+class EnrollRequest(BaseModel):
+    code: str = Field(min_length=1, max_length=200)
+    task_arn: str | None = Field(default=None, max_length=2048)  # the runner's own ECS task, if it has one
+
+
+class EnrollResponse(BaseModel):
+    token: str
+    token_id: str
+    organization: str
+    runner_id: str
 
 
 class NextRequest(BaseModel):

@@ -26,8 +26,8 @@ class ConfigError(ValueError):
 
 _HINTS = {  # what a missing required variable's line adds
     "TERRACE_API_URL": "e.g. https://localhost:8443",
-    "TERRACE_RUNNER_TOKEN": "the scaler mints one per runner",
 }
+ENROLLMENT_OR_TOKEN = "TERRACE_RUNNER_ENROLLMENT_CODE or TERRACE_RUNNER_TOKEN is required (the scaler gives a code)"
 
 
 def _binaries(raw: str) -> dict[str, str]:
@@ -68,8 +68,9 @@ class RunnerConfig(BaseSettings):
     )
 
     api_url: str = Field(validation_alias="TERRACE_API_URL")
-    # minted by the scaler for this runner: one organization
-    runner_token: str = Field(validation_alias="TERRACE_RUNNER_TOKEN", repr=False)
+    # one organization's runner token: exchanged at start for `enrollment_code` (what the scaler gives), or given
+    runner_token: str = Field(default="", validation_alias="TERRACE_RUNNER_TOKEN", repr=False)
+    enrollment_code: str = Field(default="", validation_alias="TERRACE_RUNNER_ENROLLMENT_CODE", repr=False)
     organization: str = Field(default="", validation_alias="TERRACE_RUNNER_ORGANIZATION")  # informational
     tf_binary: str = Field(default="terraform", validation_alias="TERRACE_TF_BINARY")
     # `version=path,...`
@@ -141,10 +142,14 @@ class RunnerConfig(BaseSettings):
         binary = values.get("TERRACE_TF_BINARY") or "terraform"
         values.setdefault("TERRACE_DEFAULT_TOOL", "opentofu" if "tofu" in Path(binary).name else "terraform")
         values.setdefault("TERRACE_RUNNER_ID", f"{socket.gethostname()}-{os.getpid()}")
+        credential = values.get("TERRACE_RUNNER_TOKEN") or values.get("TERRACE_RUNNER_ENROLLMENT_CODE")
         try:
-            return cls(**values)
+            config = cls(**values)
         except ValidationError as exc:
-            raise ConfigError(_one_line(exc)) from None
+            raise ConfigError(_one_line(exc) + ("" if credential else f"; {ENROLLMENT_OR_TOKEN}")) from None
+        if not credential:
+            raise ConfigError("invalid runner settings: " + ENROLLMENT_OR_TOKEN)
+        return config
 
 
 def _one_line(exc: ValidationError) -> str:

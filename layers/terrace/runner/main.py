@@ -11,11 +11,13 @@ import time
 from collections.abc import Callable
 from typing import Annotated, Any
 
+import httpx
 import typer
 
 from terrace.domain.jobs import FinishRequest, FinishResponse, JobSpec
 from terrace.runner.client import ApiError, RunnerApi, Transfers
 from terrace.runner.config import ConfigError, RunnerConfig
+from terrace.runner.enrollment import enroll, own_task_arn
 from terrace.runner.execution import JobExecutor
 
 log = logging.getLogger("terrace.runner")
@@ -203,6 +205,17 @@ def serve(once: bool = False) -> int:
     except ConfigError as exc:
         log.error("%s", exc)
         return 2
+    if not config.runner_token:
+        try:
+            enrolled = enroll(config.api_url, config.enrollment_code, own_task_arn(), config.ssl_cert_file)
+        except ApiError as exc:
+            log.error("the runner API refused this runner's enrollment code: %s", exc)
+            return 3
+        except httpx.HTTPError as exc:
+            log.error("could not enroll (the API or the task metadata endpoint is unreachable): %s", exc)
+            return 1
+        config = config.model_copy(update={"runner_token": enrolled.token, "enrollment_code": ""})
+        log.info("enrolled as runner %s of %s", enrolled.runner_id, enrolled.organization)
     runner = build_runner(config)
 
     def stop(signum: int, _frame: object) -> None:

@@ -16,13 +16,17 @@ import boto3
 from botocore.config import Config
 
 from terrace.adapters.data_key_encryptor import DataKeyEncryptor, decode_key
+from terrace.adapters.definitions import LANE_QUEUES
 from terrace.adapters.dynamo_table import DynamoTable
 from terrace.adapters.ecs_runner_launcher import EcsLauncher
 from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.kms_encryptor import KmsEncryptor
+from terrace.adapters.lanes import Lanes
+from terrace.adapters.memory_lanes import MemoryLanes
 from terrace.adapters.s3_blobs import S3Blobs
 from terrace.adapters.ses_mail import SesMail
 from terrace.adapters.sqs_events import SqsEventPublisher
+from terrace.adapters.sqs_lanes import SqsLanes
 from terrace.adapters.ssm_signing_keys import SsmSigningKeys
 from terrace.config import Settings
 
@@ -37,6 +41,7 @@ class AwsAdapters:
     scaler_kick: Callable[..., None] | None  # wakes the scaler Lambda, when one is configured
     mail: SesMail  # notification e-mails
     signing_keys: SsmSigningKeys  # workload identity keys, SSM SecureString parameters
+    lanes: Lanes  # the priority lanes (SQS; in memory when no lane queue is configured: one process only)
 
 
 def connect(settings: Settings) -> AwsAdapters:
@@ -65,6 +70,7 @@ def connect(settings: Settings) -> AwsAdapters:
         scaler_kick=kick,
         mail=SesMail(clients["ses"], settings.mail_from),
         signing_keys=SsmSigningKeys(clients["ssm"], settings.workload_identity_keys_path),
+        lanes=lanes(clients["sqs"], settings),
     )
 
 
@@ -91,6 +97,14 @@ class LazyClient:
                 if self._client is None:
                     self._client = self._session.client(self._service, **self._kwargs)
         return getattr(self._client, name)
+
+
+def lanes(sqs: Any, settings: Settings) -> Lanes:
+    """The SQS lanes of `definitions.LANE_QUEUES` (and their dead letters), when their URLs are configured."""
+    names = [q.logical_name for q in LANE_QUEUES] + [q.dead_letter for q in LANE_QUEUES if q.dead_letter]
+    if all(settings.queue_urls.get(name) for name in names):
+        return SqsLanes(sqs, {name: settings.queue_urls[name] for name in names})
+    return MemoryLanes()
 
 
 def boto_clients(settings: Settings) -> dict[str, Any]:

@@ -18,9 +18,10 @@ if TYPE_CHECKING:
     from terrace.adapters.fs_blobs import FsBlobs
     from terrace.adapters.local_encryptor import LocalEncryptor
     from terrace.adapters.sqlite_events import SqliteEventQueue
+    from terrace.adapters.sqlite_lanes import SqliteLanes
     from terrace.adapters.sqlite_table import SqliteDatabase, SqliteTable
 
-EMBEDDED_DATABASE = "terrace.db"  # table and events queue
+EMBEDDED_DATABASE = "terrace.db"  # table, events queue and lanes
 EMBEDDED_BLOBS = "blobs"
 EMBEDDED_KEY = "master.key"  # the envelope-encryption key of sensitive values (0600)
 EMBEDDED_SIGNING_KEYS = "workload-identity.keys"  # the workload identity issuer's private keys (0600)
@@ -34,6 +35,7 @@ class EmbeddedAdapters:
     encryptor: LocalEncryptor
     events: SqliteEventQueue  # publishes to the events queue and consumes it
     signing_keys: FileSigningKeys
+    lanes: SqliteLanes  # the dispatcher's priority lanes
 
 
 def open_data_dir(settings: Settings) -> EmbeddedAdapters:
@@ -43,6 +45,7 @@ def open_data_dir(settings: Settings) -> EmbeddedAdapters:
     from terrace.adapters.fs_blobs import FsBlobs, UrlSigner
     from terrace.adapters.local_encryptor import LocalEncryptor
     from terrace.adapters.sqlite_events import SqliteEventQueue
+    from terrace.adapters.sqlite_lanes import SqliteLanes
     from terrace.adapters.sqlite_table import SqliteDatabase, SqliteTable
 
     if not settings.data_dir:
@@ -61,4 +64,5 @@ def open_data_dir(settings: Settings) -> EmbeddedAdapters:
         encryptor=LocalEncryptor(data / EMBEDDED_KEY),
         events=events,
         signing_keys=FileSigningKeys(data / EMBEDDED_SIGNING_KEYS),
+        lanes=SqliteLanes(database),
     )

@@ -16,6 +16,7 @@ from terrace.adapters.fs_blobs import FsBlobs
 from terrace.adapters.job_queue import JobQueue
 from terrace.adapters.job_signal import JobSignal
 from terrace.adapters.kicking_job_queue import KickingJobQueue
+from terrace.adapters.lanes import Lanes
 from terrace.adapters.runner_launcher import RunnerLauncher
 from terrace.adapters.table import Table
 from terrace.adapters.table_job_queue import TableJobQueue
@@ -25,6 +26,7 @@ from terrace.services.access.accounts import AccountService
 from terrace.services.access.authz import Authorizer
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.access.projects import ProjectService
+from terrace.services.access.runner_enrollment import RunnerEnrollments
 from terrace.services.access.workload_issuer import WorkloadIssuer
 from terrace.services.admin.tool_versions import ToolVersionService
 from terrace.services.runs.agent_waits import AgentWaits
@@ -38,6 +40,7 @@ from terrace.services.runs.logs import LogService
 from terrace.services.runs.plans import PlanService
 from terrace.services.runs.reaper import Reaper
 from terrace.services.runs.run_queries import RunQueries
+from terrace.services.runs.runner_slots import RunnerSlots
 from terrace.services.runs.runs import RunService
 from terrace.services.runs.scaler import Scaler
 from terrace.services.runs.scheduler import RunScheduler
@@ -62,6 +65,7 @@ class RunServices:
     launcher: RunnerLauncher | None
     scaler_kick: Callable[..., None] | None
     job_signal: JobSignal
+    lanes: Lanes  # the dispatcher's priority lanes: SQS on AWS, SQLite embedded, memory in unit tests
     # from the other areas
     authz: Authorizer
     accounts: AccountService
@@ -118,7 +122,13 @@ class RunServices:
     @cached_property
     def scheduler(self) -> RunScheduler:
         return RunScheduler(
-            self.run_store, self.workspaces, self.job_queue, self.accounts, self.settings, self.task_stages
+            self.run_store,
+            self.workspaces,
+            self.job_queue,
+            self.accounts,
+            self.settings,
+            self.task_stages,
+            lanes=self.lanes,
         )
 
     @cached_property
@@ -208,6 +218,7 @@ class RunServices:
             self.settings,
             self.retention_sweep,
             stages=self.stage_progress,
+            slots=self.runner_slots,
         )
 
     @cached_property
@@ -217,5 +228,16 @@ class RunServices:
             self.accounts,
             self.launcher,
             self.settings,
+            self.lanes,
+            self.runner_slots,
+            self.runner_enrollments,
             organizations=lambda: [org.key for org in self.organizations.all()],
         )
+
+    @cached_property
+    def runner_slots(self) -> RunnerSlots:
+        return RunnerSlots(self.table, self.settings.max_runners)
+
+    @cached_property
+    def runner_enrollments(self) -> RunnerEnrollments:
+        return RunnerEnrollments(self.table, self.accounts)

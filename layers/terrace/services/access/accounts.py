@@ -117,9 +117,10 @@ class AccountService:
         ttl_s: int | None = None,
         secret: str | None = None,
         expires_epoch: int | None = None,
+        token_id: str | None = None,  # chosen beforehand (a runner's, named when its task was started)
     ) -> IssuedToken:
         raw = secret or _new_secret()
-        token_id = new_id("at")
+        token_id = token_id or new_id("at")
         now = clock.utcnow()
         item: dict[str, Any] = {
             "pk": token_id,

@@ -2,7 +2,10 @@
 
 Every tick (a Lambda schedule on AWS, a timer locally) it walks the open runs and
 - promotes pending runs whose workspace head is free (a stuck workspace queue),
-- re-indexes queued jobs missing from their organization's queue, and errors jobs nobody claimed in time,
+- re-indexes queued jobs missing from their organization's queue (and sends their lane message again), and errors
+  jobs nobody claimed in time: the queued deadline counts from when the phase was queued or, if later, from when
+  the dispatcher last had to leave phases waiting for want of room (`RunnerSlots.saturated_at`), so it follows the
+  backlog of a burst instead of failing the runs that merely waited behind it,
 - retries phases whose runner stopped heartbeating (or cancels them if a cancel was asked),
 - errors phases past their deadline and discards plans left unconfirmed (or awaiting an override) too long,
 - looks again at runs waiting in a task stage (`stage_progress.py`: participants report what outlived its limit),
@@ -22,6 +25,7 @@ from terrace.domain import runs as rs
 from terrace.domain.runs import Run
 from terrace.domain.task_stages import stage_id
 from terrace.services.runs.job_retries import JobRetries
+from terrace.services.runs.runner_slots import RunnerSlots
 from terrace.services.runs.runs import retrying
 from terrace.services.runs.scheduler import RunScheduler
 from terrace.services.runs.store import RunStore
@@ -56,13 +60,16 @@ class Reaper:
         settings: Settings,
         retention: Sweep | None = None,
         stages: StageCheck | None = None,
+        slots: RunnerSlots | None = None,
     ) -> None:
         self._store, self._scheduler, self._retries, self._settings = store, scheduler, retries, settings
-        self._retention, self._stages = retention, stages
+        self._retention, self._stages, self._slots = retention, stages, slots
+        self._saturated_at: float | None = None  # read once per tick, when a queued phase is past its deadline
 
     def reap_once(self) -> dict[str, Any]:
         summary = {"checked": 0, "promoted": 0, "resent": 0, "retried": 0, "errored": 0, "discarded": 0, "staged": 0}
         seen_workspaces: set[str] = set()
+        self._saturated_at = None
         for entry in self._store.open_runs():
             summary["checked"] += 1
             try:
@@ -95,7 +102,11 @@ class Reaper:
             name = "plan" if run.status == rs.PLAN_QUEUED else "apply"
             state = run.phase(name)
             # a run of an agent pool waits for one of its agents as long as it takes (as in HCP Terraform)
-            if not run.agent_pool_id and _age(state.queued_at, now) > s.queued_deadline_s:
+            if (
+                not run.agent_pool_id
+                and _age(state.queued_at, now) > s.queued_deadline_s
+                and now - self._saturated() > s.queued_deadline_s
+            ):
                 self._fail(run, rs.ERRORED, f"no runner claimed the {name} within {s.queued_deadline_s} s")
                 return "errored"
             sent = state.timestamps.get("resent-at") or state.queued_at
@@ -130,6 +141,12 @@ class Reaper:
                 self._fail(run, rs.DISCARDED, None)
                 return "discarded"
         return None
+
+    def _saturated(self) -> float:
+        """When the dispatcher last left phases waiting for want of room (0: never, or no dispatcher)."""
+        if self._saturated_at is None:
+            self._saturated_at = float(self._slots.saturated_at()) if self._slots is not None else 0.0
+        return self._saturated_at
 
     def _fail(self, run: Run, status: str, error: str | None) -> None:
         def step() -> Run:

@@ -1,17 +1,23 @@
-"""The scaler: starts runners per organization for its jobs, within a global maximum.
+"""The scaler, the dispatcher of the lanes: starts runners per organization for the runnable phases, in
+priority order, within a global maximum.
 
-A runner serves one organization for its life. Each tick compares, per organization, the jobs that
-need a runner (queued or running phases, from the open-runs index) with the runners alive for it;
-mints a runner token bound to that organization for every runner it starts; retires idle runners of
-organizations with nothing to do when others wait for room; and revokes the tokens of runners that
-are gone.
+Every phase that becomes runnable is sent to its lane (`RunScheduler.send_to_lane`; `adapters/lanes.py`). Each
+tick drains the lanes strictly in order, apply ▸ plan ▸ speculative (within a lane, organizations take turns), and
+for each phase still queued makes sure a runner of its organization will take it: an idle live runner of that
+organization (live, not running a phase, not already counted for another waiting phase), else a new one, within
+`max_runners` (held in the table by `RunnerSlots`, so concurrent ticks cannot overshoot) and
+`max_runners_per_organization`. When there is no room it stops taking from the lanes: under contention an apply
+of any organization gets the next runner before a plan, and a plan before a speculative plan. It asks idle runners
+of organizations with nothing to do to go, to make room; records the saturation (the reaper's queued deadline
+follows the backlog); and releases the messages that still wait, so the next tick sees them again. A message is
+deleted once its job is claimed or gone (a duplicate is deleted too), so stale messages are harmless; runners
+never read the lanes: they claim their organization's jobs through the runner API (`JobService.next`).
 
 A tick runs on a schedule and whenever something may need a runner: after every enqueue, and when a
 configuration version is created (`expect`): its run does not exist yet, but the runner's start (a Fargate
-task, a Python process) then overlaps the upload. An organization expected so counts as needing one runner
-until its run is queued (at most `EXPECT_S`). Every organization keeps `warm_runners_per_organization`
-runners alive with the room real demand leaves; no organization gets more than `max_runners_per_organization`,
-and all together no more than `max_runners`.
+task, a Python process) then overlaps the upload. An expected organization counts, after the lanes, as needing
+one runner until its run is queued (at most `EXPECT_S`). Every organization keeps
+`warm_runners_per_organization` runners alive with the room real demand leaves.
 """
 
 from __future__ import annotations
@@ -23,19 +29,35 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
+from terrace.adapters.definitions import LANE_PRIORITY, LANE_VISIBILITY_S
+from terrace.adapters.lanes import LaneDelivery, Lanes
 from terrace.adapters.runner_launcher import RunnerCredential, RunnerLauncher
 from terrace.config import Settings
 from terrace.domain import clock
 from terrace.domain import runs as rs
 from terrace.domain.ids import new_id
-from terrace.domain.principal import PrincipalKind
 from terrace.services.access.accounts import AccountService
+from terrace.services.access.runner_enrollment import RUNNER_TOKEN_SUBJECT, RunnerEnrollments
+from terrace.services.runs.runner_slots import RunnerSlots
 from terrace.services.runs.store import RunStore
 
 log = logging.getLogger("terrace.scaler")
-RUNNER_TOKEN_SUBJECT = "#runners"  # not a valid organization name: runner tokens list apart from any org's
 REVOKE_GRACE_S = 120  # a task just started may not be listed yet
 EXPECT_S = 120  # how long a created configuration version counts as a run to come (its upload may be slow)
+DRAIN_MAX = 1000  # messages read from one lane per tick
+
+__all__ = ["RUNNER_TOKEN_SUBJECT", "Scaler"]
+
+
+def _take_turns(deliveries: list[LaneDelivery]) -> list[LaneDelivery]:
+    """One lane's waiting phases, organizations taking turns (each one's first, then each one's second, ...)."""
+    rounds: dict[str, int] = Counter()
+    ranked = []
+    for position, delivery in enumerate(deliveries):
+        organization = delivery.message.organization
+        ranked.append((rounds[organization], position, delivery))
+        rounds[organization] += 1
+    return [delivery for _, _, delivery in sorted(ranked, key=lambda r: (r[0], r[1]))]
 
 
 class Scaler:
@@ -45,9 +67,13 @@ class Scaler:
         accounts: AccountService,
         launcher: RunnerLauncher | None,
         settings: Settings,
+        lanes: Lanes,
+        slots: RunnerSlots,
+        enrollments: RunnerEnrollments,
         organizations: Callable[[], Iterable[str]] = tuple,
     ) -> None:
         self._store, self._accounts, self._settings = store, accounts, settings
+        self._lanes, self._slots, self._enrollments = lanes, slots, enrollments
         self._organizations = organizations  # every organization's key (warm runners)
         self.launcher = launcher  # set late locally: the launcher is made once the stack is up
         self.wake = threading.Event()  # set by `expect`: the local scaler loop ticks at once (AWS: an invoke)
@@ -60,63 +86,120 @@ class Scaler:
             self._expected[organization] = clock.epoch() + EXPECT_S
         self.wake.set()
 
-    def _add_expected(self, demand: Counter[str], extra: Iterable[str]) -> None:
-        """Count each expected organization as needing a runner, until its run shows up in `demand` (or
-        `EXPECT_S` passed)."""
+    def _still_expected(self, demand: Counter[str], extra: Iterable[str]) -> list[str]:
+        """The expected organizations, until a run of theirs is queued or running (or `EXPECT_S` passed)."""
         now = clock.epoch()
         with self._lock:
             for organization in extra:
                 self._expected[organization] = now + EXPECT_S
             self._expected = {org: until for org, until in self._expected.items() if until > now and demand[org] == 0}
-            for organization in self._expected:
-                demand[organization] = 1
+            return sorted(self._expected)
+
+    def _drain(self, open_runs: dict[str, str]) -> list[LaneDelivery]:
+        """The lanes' phases still queued, in dispatch order; messages of claimed, gone or duplicate jobs deleted."""
+        waiting: list[LaneDelivery] = []
+        seen: set[str] = set()
+        for lane in LANE_PRIORITY:
+            kept = []
+            for delivery in self._lanes.receive(lane, DRAIN_MAX, hide_s=LANE_VISIBILITY_S):
+                message = delivery.message
+                wanted = rs.PLAN_QUEUED if message.phase == "plan" else rs.APPLY_QUEUED
+                if message.job_id in seen or open_runs.get(message.run_id) != wanted:
+                    self._lanes.delete(delivery)  # claimed, gone, or a duplicate of one kept
+                    continue
+                seen.add(message.job_id)
+                kept.append(delivery)
+            waiting.extend(_take_turns(kept))
+        return waiting
+
+    def _runner_entries(self) -> list[dict[str, Any]]:
+        """The open runs Terrace's runners serve: an agent pool's runs are its agents' (they neither need a runner
+        nor make an idle one look busy)."""
+        return [entry for entry in self._store.open_runs() if not entry.get("agent_pool_id")]
 
     def demand(self) -> Counter[str]:
-        """Per organization: phases queued or running (each needs a runner); agent pools' runs need none."""
-        busy = rs.QUEUED | rs.RUNNING
-        return Counter(
-            entry["organization"]
-            for entry in self._store.open_runs()
-            if entry["status"] in busy and not entry.get("agent_pool_id")
-        )
+        """Per organization: phases queued or running on Terrace's runners (each needs a runner)."""
+        return Counter(e["organization"] for e in self._runner_entries() if e["status"] in rs.QUEUED | rs.RUNNING)
 
     def scale_once(self, expect: Iterable[str] = ()) -> dict[str, Any]:
         """One tick; `expect`: organizations whose configuration version was just created."""
-        demand = self.demand()
-        self._add_expected(demand, expect)
+        entries = self._runner_entries()
+        running = Counter(e["organization"] for e in entries if e["status"] in rs.RUNNING)
         if self.launcher is None:
-            return {"demand": dict(demand), "live": None, "started": 0, "reason": "no launcher configured"}
+            queued = Counter(e["organization"] for e in entries if e["status"] in rs.QUEUED)
+            return {"demand": dict(running + queued), "live": None, "started": {}, "reason": "no launcher configured"}
         live_runners = self.launcher.live()
-        self._revoke_gone({runner.token_id for runner in live_runners})
+        live_ids = {runner.token_id for runner in live_runners}
+        self._revoke_gone(live_ids)
+        held = self._slots.reconcile(live_ids)
+        queued = Counter(e["organization"] for e in entries if e["status"] in rs.QUEUED)
+        expected = self._still_expected(running + queued, expect)
+        waiting = self._drain({e["run_id"]: e["status"] for e in entries})
+        try:
+            return self._dispatch(waiting, running, live_runners, held, expected)
+        finally:
+            for delivery in waiting:  # the next tick sees what still waits (claimed ones are deleted then)
+                self._lanes.release(delivery)
+
+    def _dispatch(
+        self,
+        waiting: list[LaneDelivery],
+        running: Counter[str],
+        live_runners: list[Any],
+        held: int,
+        expected: list[str],
+    ) -> dict[str, Any]:
+        assert self.launcher is not None
+        demand = running + Counter(d.message.organization for d in waiting)
+        order = [d.message.organization for d in waiting] + [org for org in expected if demand[org] == 0]
+        demand.update({org: 1 for org in order if demand[org] == 0})
         live = Counter(runner.organization for runner in live_runners)
+        idle = Counter({org: max(0, live[org] - running[org]) for org in live})
         per_org = self._settings.max_runners_per_organization or self._settings.max_runners
-        needs = {
-            org: min(wanted, per_org) - live[org]
-            for org, wanted in sorted(demand.items())
-            if min(wanted, per_org) > live[org]
-        }
-        room = max(0, self._settings.max_runners - sum(live.values()))
-        short = sum(needs.values()) - room
-        retired = 0
-        for org in sorted(live):
-            if short - retired <= 0:
-                break
-            if demand[org] == 0:  # nothing queued or running: its runners are idle
-                retired += self.launcher.retire(org, min(live[org], short - retired))
+        room = max(0, self._settings.max_runners - max(held, sum(live.values())))
         started: dict[str, int] = {}
-        while room > 0 and needs:
-            for org in list(needs):  # round-robin: every waiting organization gets a runner before any gets two
-                if room == 0:
-                    break
-                started[org] = started.get(org, 0) + self._start(org)
-                room -= 1
-                needs[org] -= 1
-                if needs[org] == 0:
-                    del needs[org]
-        warm = self._keep_warm(room, live, started, per_org)
+        failures = retired = 0
+        blocked = 0  # phases left waiting for want of room
+        for position, org in enumerate(order):
+            if idle[org] > 0:
+                idle[org] -= 1  # an idle runner of the organization will take it
+                continue
+            if live[org] + started.get(org, 0) >= per_org:
+                continue  # its organization's own maximum: it waits for one of its runners
+            launched = self._start(org) if room > 0 else None
+            if launched is None:  # no room: stop taking from the lanes
+                blocked = len(order) - position
+                retired = self._make_room(blocked, idle, demand)
+                self._slots.saturated()
+                break
+            if not launched:
+                failures += 1
+                continue
+            started[org] = started.get(org, 0) + 1
+            room -= 1
+        warm = self._keep_warm(room, live, started, per_org) if not blocked else {}
         if started or warm:
             log.info("started runners %s (warm %s) for demand %s (live %s)", started, warm, dict(demand), dict(live))
-        return {"demand": dict(demand), "live": dict(live), "started": started, "warm": warm, "retired": retired}
+        return {
+            "demand": dict(demand),
+            "live": dict(live),
+            "started": started,
+            "warm": warm,
+            "retired": retired,
+            "backlog": len(waiting),
+            "blocked": blocked,
+            "launch_failures": failures,
+        }
+
+    def _make_room(self, wanted: int, idle: Counter[str], demand: Counter[str]) -> int:
+        """Ask up to `wanted` idle runners of organizations with nothing to do to go: their slots come back."""
+        retired = 0
+        for org in sorted(idle):
+            if retired >= wanted:
+                break
+            if demand[org] == 0 and idle[org] > 0:
+                retired += self.launcher.retire(org, min(idle[org], wanted - retired)) if self.launcher else 0
+        return retired
 
     def _keep_warm(self, room: int, live: Counter[str], started: dict[str, int], per_org: int) -> dict[str, int]:
         """With the room real demand left: top every organization up to its warm runners."""
@@ -126,31 +209,48 @@ class Scaler:
             return warm
         for org in sorted(self._organizations()):
             while room > 0 and live[org] + started.get(org, 0) + warm.get(org, 0) < wanted:
-                warm[org] = warm.get(org, 0) + self._start(org, keep_warm=True)
+                if not self._start(org, keep_warm=True):
+                    return warm
+                warm[org] = warm.get(org, 0) + 1
                 room -= 1
         return warm
 
-    def _start(self, organization: str, keep_warm: bool = False) -> int:
+    def _start(self, organization: str, keep_warm: bool = False) -> bool | None:
+        """Launch one runner of `organization`: True when started, False when the launch failed, None when no
+        slot was free."""
         assert self.launcher is not None
         credential = self.credential(organization, keep_warm)
+        if not self._slots.acquire(credential.token_id):
+            self._enrollments.cancel(credential.enrollment_code)
+            return None
         started = self.launcher.launch([credential])
         if credential.token_id not in started:
-            self._accounts.revoke_token(credential.token_id)
-        return len(started)
+            log.warning("could not start a runner for %s", organization)
+            self._slots.release(credential.token_id)
+            self._enrollments.cancel(credential.enrollment_code)
+            return False
+        identity = started.get(credential.token_id)
+        if identity:
+            self._enrollments.bind(credential.enrollment_code, identity)
+        return True
 
     def credential(self, organization: str, keep_warm: bool = False) -> RunnerCredential:
-        """A runner token for one runner of `organization` (revoked once the runner is gone, else it expires)."""
+        """What one runner of `organization` starts with: a single-use enrollment code it exchanges for its
+        token at start (`RunnerEnrollments.exchange`; revoked once the runner is gone, else it expires)."""
         runner_id = new_id("runner")
         ttl = self._settings.runner_token_ttl_s
-        issued = self._accounts.issue_token(
-            PrincipalKind.RUNNER,
-            RUNNER_TOKEN_SUBJECT,
-            description=runner_id,
-            organization=organization,
-            ttl_s=ttl,
-        )
+        expires = int(clock.epoch()) + ttl
+        binds = bool(getattr(self.launcher, "binds_identity", False))
+        code, token_id = self._enrollments.create(runner_id, organization, expires, bound=binds)
         retire_at = int(clock.epoch()) + max(60, ttl - self._settings.phase_deadline_s)
-        return RunnerCredential(runner_id, organization, issued.token.id, issued.secret, retire_at, keep_warm)
+        return RunnerCredential(runner_id, organization, token_id, code, retire_at, keep_warm)
+
+    def runner_token(self, organization: str) -> str:
+        """A runner token of `organization` enrolled at once: for a runner started by hand (tests, an operator)."""
+        runner_id = new_id("runner")
+        expires = int(clock.epoch()) + self._settings.runner_token_ttl_s
+        code, _ = self._enrollments.create(runner_id, organization, expires, bound=False)
+        return self._enrollments.exchange(code, None)[1].secret
 
     def _revoke_gone(self, live_token_ids: set[str]) -> None:
         now = clock.epoch()

@@ -12,6 +12,7 @@ import dataclasses
 import logging
 
 from terrace.adapters.job_queue import JobQueue
+from terrace.adapters.lanes import LaneMessage, Lanes
 from terrace.config import Settings
 from terrace.domain import clock
 from terrace.domain import runs as rs
@@ -69,7 +70,9 @@ class RunScheduler:
         accounts: AccountService,
         settings: Settings,
         stages: TaskStages | None = None,
+        lanes: Lanes | None = None,
     ) -> None:
+        self._lanes = lanes  # the dispatcher's lanes (`scaler.py`): every runnable phase is sent to its own
         self._store = store
         self._workspaces = workspaces
         self._queue = queue
@@ -97,13 +100,28 @@ class RunScheduler:
         message = JobMessage(
             job_id=state.id, run_id=run.id, phase="apply" if phase == "apply" else "plan", attempt=state.attempt
         )
+        self.send_to_lane(
+            run, lane_of(run, phase), message, delay_s
+        )  # first: a dispatcher woken by the enqueue sees it
         self._queue.enqueue(queue_of(run), lane_of(run, phase), message.model_dump(), delay_s)
+
+    def send_to_lane(self, run: Run, lane: str, message: JobMessage, delay_s: int = 0) -> None:
+        """The one place a runnable phase goes to the dispatcher's lanes, so a runner of its organization is made
+        sure of. An agent pool's phase is not sent: its agents long-poll for it, no runner is started for it."""
+        if self._lanes is None or run.agent_pool_id:
+            return
+        body = LaneMessage(run.organization, message.job_id, message.run_id, message.phase, message.attempt)
+        self._lanes.send(lane, body, delay_s)
 
     def ensure_queued(self, run: Run, phase: str) -> bool:
         """Re-index a queued job missing from its organization's queue (lost between a take and its claim,
-        or between a transition and its enqueue); True when it had to."""
+        or between a transition and its enqueue); True when it had to. Its lane message is sent again either way
+        (it may have been lost; a duplicate is deleted by the dispatcher)."""
         state = run.phase(phase)
         if any(q.job_id == state.id and q.attempt == state.attempt for q in self._queue.queued(queue_of(run))):
+            message = JobMessage(job_id=state.id, run_id=run.id, phase="apply" if phase == "apply" else "plan",
+                                 attempt=state.attempt)  # fmt: skip
+            self.send_to_lane(run, lane_of(run, phase), message)
             return False
         self.enqueue(run, phase)
         return True

@@ -1,5 +1,6 @@
 """/api/runner: the runner protocol (see terrace.domain.jobs). Authenticated by a runner token, which
-works the jobs of its one organization only (decided in services/access/authz.py)."""
+works the jobs of its one organization only (decided in services/access/authz.py); `enroll` by the runner's
+single-use enrollment code, which it exchanges for that token."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 
 from terrace.domain.errors import BadRequest, Invalid
 from terrace.domain.jobs import (
+    EnrollRequest,
+    EnrollResponse,
     FinishRequest,
     FinishResponse,
     HeartbeatRequest,
@@ -45,6 +48,24 @@ def _heartbeat_body(raw: JSONBody) -> HeartbeatRequest:
     body = _model(raw, HeartbeatRequest)
     assert isinstance(body, HeartbeatRequest)
     return body
+
+
+def _enroll_body(raw: JSONBody) -> EnrollRequest:
+    body = _model(raw, EnrollRequest)
+    assert isinstance(body, EnrollRequest)
+    return body
+
+
+@router.post("/enroll")
+def enroll(body: Annotated[EnrollRequest, Depends(_enroll_body)], container: ContainerDep) -> EnrollResponse:
+    """A runner's enrollment code (and its task ARN) for its token: once, before the code expires."""
+    enrollment, issued = container.runner_enrollments.exchange(body.code, body.task_arn)
+    return EnrollResponse(
+        token=issued.secret,
+        token_id=issued.token.id,
+        organization=enrollment.organization,
+        runner_id=enrollment.runner_id,
+    )
 
 
 @router.post("/jobs/next", response_model=None)

@@ -1,0 +1,98 @@
+"""Runner capacity held in the table: one item whose leases are the runners alive or starting, written
+conditionally, so concurrent dispatcher ticks (two scaler Lambdas woken by one burst) never start more than
+`max_runners` between them, whatever a lagging `ListTasks` says.
+
+A lease is taken before a runner is launched (a conditional write on the item's version: of two ticks that
+both see the last free slot, one wins, the other re-reads and finds none), given back when its launch failed,
+and dropped by `reconcile` once its runner is no longer live (after a grace: a task just started may not be
+listed yet). The item also records when the dispatcher last stopped for want of room (`saturated_at`): the
+reaper's queued deadline counts from then, so a run that merely waited behind a burst is not errored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from terrace.adapters.table import Table
+from terrace.domain import clock
+from terrace.services.optimistic import optimistic
+
+PK, SK = "runners#capacity", "slots"
+GRACE_S = 120  # a lease without a live runner is kept this long (the task may not be listed yet)
+SATURATED_WRITE_S = 30  # `saturated_at` is written at most this often
+
+
+class RunnerSlots:
+    def __init__(self, table: Table, max_runners: int) -> None:
+        self._table, self._max = table, max_runners
+
+    def _read(self) -> tuple[dict[str, Any], int | None]:
+        item = self._table.get(PK, SK)
+        if item is None:
+            return {"pk": PK, "sk": SK, "leases": {}, "saturated_at": 0, "version": 0}, None
+        return dict(item), int(item["version"])
+
+    def _write(self, item: dict[str, Any], version: int | None) -> None:
+        item = {**item, "version": (version or 0) + 1}
+        if version is None:
+            self._table.put(item, if_absent=True)
+        else:
+            self._table.put(item, if_version=version)
+
+    def held(self) -> int:
+        return len(self._read()[0]["leases"])
+
+    def acquire(self, lease: str) -> bool:
+        """Take a slot for the runner `lease` names (its token id); False when every slot is held."""
+
+        def step() -> bool:
+            item, version = self._read()
+            leases = dict(item["leases"])
+            if lease in leases:
+                return True
+            if len(leases) >= self._max:
+                return False
+            leases[lease] = int(clock.epoch())
+            self._write({**item, "leases": leases}, version)
+            return True
+
+        return optimistic(step, attempts=16, exhausted=lambda: False)
+
+    def release(self, lease: str) -> None:
+        def step() -> None:
+            item, version = self._read()
+            if lease in item["leases"]:
+                self._write({**item, "leases": {k: v for k, v in item["leases"].items() if k != lease}}, version)
+
+        optimistic(step, attempts=16, exhausted=lambda: None)
+
+    def reconcile(self, live: Iterable[str]) -> int:
+        """Leases of the live runners plus those taken in the last GRACE_S; returns how many slots are held."""
+        alive = set(live)
+
+        def step() -> int:
+            item, version = self._read()
+            now = int(clock.epoch())
+            leases = {k: v for k, v in item["leases"].items() if k in alive or now - int(v) <= GRACE_S}
+            leases.update({k: now for k in alive if k not in leases})  # started before the counter, or by hand
+            if leases != item["leases"]:
+                self._write({**item, "leases": leases}, version)
+            return len(leases)
+
+        return optimistic(step, attempts=16, exhausted=lambda: self.held())
+
+    def saturated(self) -> None:
+        """The dispatcher left phases waiting for want of room (recorded at most every SATURATED_WRITE_S)."""
+
+        def step() -> None:
+            item, version = self._read()
+            now = int(clock.epoch())
+            if now - int(item.get("saturated_at", 0)) >= SATURATED_WRITE_S:
+                self._write({**item, "saturated_at": now}, version)
+
+        optimistic(step, attempts=4, exhausted=lambda: None)
+
+    def saturated_at(self) -> int:
+        """When the dispatcher last left phases waiting for want of room (epoch seconds; 0: never)."""
+        return int(self._read()[0].get("saturated_at", 0))
