@@ -94,7 +94,7 @@ def measure(container: Any, upload: Callable[[str, bytes], None]) -> dict[str, C
     cv = {"data": {"type": "configuration-versions", "attributes": {"auto-queue-runs": False}}}
     created = api("POST", f"/api/v2/workspaces/{workspace_id}/configuration-versions", cv, expect=201)["data"]
     upload(created["attributes"]["upload-url"], tarball())
-    runner = {"Authorization": f"Bearer {container.scaler.credential('counts').token}"}
+    runner = {"Authorization": f"Bearer {container.scaler.runner_token('counts')}"}
     api("GET", f"/api/v2/configuration-versions/{created['id']}")  # reads `uploaded` now
 
     steps: dict[str, Counter[str]] = {}

@@ -18,6 +18,7 @@ from constructs import Construct
 
 from infra.lambdas import METRICS_NAMESPACE
 
+LANE_BACKLOG_AGE_S = 900  # seconds a lane's oldest phase may wait before the backlog alarm
 PERIOD = Duration.minutes(5)
 # Custom metrics the runtime publishes with Powertools Metrics (namespace Terrace).
 RUN_METRICS = ("RunsStarted", "RunsFinished", "RunsErrored")
@@ -113,6 +114,35 @@ class Monitoring(Construct):
                         treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
                     )
                 )
+            elif name.startswith("lane-"):  # the backlog's age: phases wait for a runner longer than a start takes
+                self.alarms.append(
+                    queue.metric_approximate_age_of_oldest_message(period=PERIOD).create_alarm(
+                        self,
+                        "".join(part.capitalize() for part in name.split("-")) + "BacklogAge",
+                        alarm_description=f"Terrace: a run phase has waited in {name} for over 15 minutes",
+                        threshold=LANE_BACKLOG_AGE_S,
+                        evaluation_periods=1,
+                        comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                        treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                    )
+                )
+        self.alarms.append(
+            cloudwatch.Metric(
+                namespace=METRICS_NAMESPACE,
+                metric_name="RunTaskFailures",
+                dimensions_map={"service": "terrace-scaler"},  # published by the scaler function
+                statistic="Sum",
+                period=PERIOD,
+            ).create_alarm(
+                self,
+                "RunTaskFailures",
+                alarm_description="Terrace: the scaler could not start runner tasks (ECS RunTask failed three times)",
+                threshold=1,
+                evaluation_periods=1,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+        )
         if alarm_email:
             topic = sns.Topic(self, "AlarmTopic", enforce_ssl=True)
             topic.add_subscription(subscriptions.EmailSubscription(alarm_email))

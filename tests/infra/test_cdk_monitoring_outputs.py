@@ -31,8 +31,16 @@ def test_alarms_on_function_errors_and_api_5xx(synth_options):
     assert metrics.count("Errors") == 4
     assert "5xx" in metrics
     assert "DashboardName" in synth_options.template["Outputs"]
-    [dlq] = [a for a in alarms if a["Properties"]["MetricName"] == "ApproximateNumberOfMessagesVisible"]
-    assert "events-dlq" in dlq["Properties"]["AlarmDescription"]
+    dlqs = [a for a in alarms if a["Properties"]["MetricName"] == "ApproximateNumberOfMessagesVisible"]
+    described = sorted(a["Properties"]["AlarmDescription"] for a in dlqs)
+    assert [d.split(" the ")[1].split(" ")[0] for d in described] == sorted(
+        ["events-dlq", "lane-apply-dlq", "lane-plan-dlq", "lane-speculative-dlq"]
+    )
+    ages = [a for a in alarms if a["Properties"]["MetricName"] == "ApproximateAgeOfOldestMessage"]
+    assert len(ages) == 3 and all(a["Properties"]["Threshold"] == 900 for a in ages)  # the three lanes' backlog
+    [failures] = [a for a in alarms if a["Properties"]["MetricName"] == "RunTaskFailures"]
+    assert failures["Properties"]["Namespace"] == "Terrace"
+    assert failures["Properties"]["Dimensions"] == [{"Name": "service", "Value": "terrace-scaler"}]
 
 
 def test_alarm_email_option_notifies_through_an_ssl_only_topic(synth_options):
