@@ -119,7 +119,8 @@ class Counting:
 def test_the_sweep_costs_one_query_when_nothing_is_due() -> None:
     env = make_run_env()
     for i in range(20):
-        env.api("POST", "/organizations/acme/workspaces", {"data": {"type": "workspaces", "attributes": {"name": f"w{i}"}}})
+        body = {"data": {"type": "workspaces", "attributes": {"name": f"w{i}"}}}
+        assert env.api("POST", "/organizations/acme/workspaces", body).status_code == 201
     assert _patch(env, {"auto-destroy-at": IN_TWO_DAYS}).status_code == 200  # one ephemeral, not due for a day
     markers = env.container.workspaces.markers
     counting = Counting(markers._table)
@@ -148,7 +149,7 @@ def test_a_due_workspace_gets_one_auto_applied_destroy_run_and_its_end_clears_th
     clock[0] = due - 11 * 3600
     sweep.sweep_if_due()
     pump(env)
-    reminders = [b for b in map(_body, outbound(env).sent)]
+    reminders = [_body(request) for request in outbound(env).sent]
     assert [(b["notifications"][0]["trigger"], b["workspace_name"]) for b in reminders] == [
         ("workspace:auto_destroy_reminder", "app")
     ] * 2
@@ -159,8 +160,8 @@ def test_a_due_workspace_gets_one_auto_applied_destroy_run_and_its_end_clears_th
     clock[0] = due + 1
     assert sweep.sweep_if_due() == {"queued": 1, "reminded": 0, "resynced": 0}
     assert sweep.sweep_if_due() is None  # its marker went with the run
-    destroys = [r for r in env.api("GET", f"/workspaces/{env.workspace_id}/runs").json()["data"] if r["attributes"]["is-destroy"]]
-    [run] = destroys
+    listed = env.api("GET", f"/workspaces/{env.workspace_id}/runs").json()["data"]
+    [run] = [r for r in listed if r["attributes"]["is-destroy"]]
     assert run["attributes"]["source"] == "tfe-auto-destroy" and run["attributes"]["auto-apply"] is True
     env.work_next()  # the destroy plan
     env.work_next()  # its apply, unconfirmed
