@@ -1,5 +1,6 @@
 """Workspace settings (name, execution mode, auto-apply, terraform version, working directory), tags (add,
-remove), auto-destroy (a moment, a period of inactivity, or never) and deletion (after typing the workspace's name), through the same service calls as the API."""
+remove), auto-destroy (a moment, a period of inactivity, or never) and deletion (after typing the workspace's
+name), through the same service calls as the API."""
 
 from __future__ import annotations
 
@@ -114,9 +115,7 @@ def change_auto_destroy(
     except (errors.Invalid, errors.Forbidden) as exc:
         return _page(request, session, organization, ws, status=status_of(exc), auto_destroy_error=exc.detail,
                      auto_destroy_form=form)  # fmt: skip
-    return RedirectResponse(
-        f"/app/{organization}/workspaces/{name}/settings?scheduled=1#auto-destroy", status_code=303
-    )
+    return RedirectResponse(f"/app/{organization}/workspaces/{name}/settings?scheduled=1#auto-destroy", status_code=303)
 
 
 @router.post(SETTINGS + "/delete")
