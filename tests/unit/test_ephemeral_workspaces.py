@@ -189,3 +189,19 @@ def test_two_sweeps_of_the_same_due_time_queue_one_run() -> None:
 
 def _body(request: Any) -> dict[str, Any]:
     return dict(json.loads(request.body))
+
+
+def test_values_sent_back_as_read_change_nothing() -> None:
+    env = make_run_env()
+    assert _patch(env, {"auto-destroy-activity-duration": "3h"}).status_code == 200
+    read = _attributes(env)
+    again = _patch(env, {"auto-destroy-at": read["auto-destroy-at"], "auto-destroy-activity-duration": "3h"})
+    assert again.status_code == 200, again.text
+    assert _attributes(env)["auto-destroy-at"] == read["auto-destroy-at"]  # not rescheduled from now
+    beside_null = _patch(env, {"auto-destroy-at": None, "auto-destroy-activity-duration": "3h"})
+    assert beside_null.status_code == 200 and _attributes(env)["auto-destroy-at"] == read["auto-destroy-at"]
+    past = "2001-01-01T00:00:00.000Z"
+    env.container.workspaces.mutate(
+        env.workspace_id, lambda ws: dataclasses.replace(ws, auto_destroy_at=past, auto_destroy_activity_duration=None)
+    )
+    assert _patch(env, {"auto-destroy-at": past, "description": "x"}).status_code == 200  # due, not swept yet

@@ -78,7 +78,16 @@ def due_after_activity(duration: str, activity: datetime | None = None) -> str:
 
 def decide(attributes: dict[str, Any], current_at: str | None, current_duration: str | None) -> tuple[Any, Any]:
     """The (auto_destroy_at, auto_destroy_activity_duration) a workspace gets from `attributes` (unchanged when
-    neither is sent). A duration schedules from now; setting a moment leaves the activity-based schedule."""
+    neither is sent). A duration schedules from now; setting a moment leaves the activity-based schedule. A value
+    sent back as it was read changes nothing (clients send back what they read: a due time just past, or the
+    moment a duration gave beside that duration)."""
+    attributes = {k: v for k, v in attributes.items() if k in (AT, DURATION)}
+    if current_at is not None and _same_moment(attributes.get(AT), current_at):
+        del attributes[AT]
+    if current_duration is not None and attributes.get(DURATION) == current_duration:
+        del attributes[DURATION]  # the duration stays, and with it the moment it gave (a null moment beside it too)
+        if attributes.get(AT, "") is None:
+            del attributes[AT]
     sends_at, sends_duration = AT in attributes, DURATION in attributes
     if not sends_at and not sends_duration:
         return current_at, current_duration
@@ -93,6 +102,15 @@ def decide(attributes: dict[str, Any], current_at: str | None, current_duration:
     if sends_at:
         return None, None  # a cleared moment ends the schedule, an activity-based one too
     return (None if current_duration is not None else current_at), None  # the moment a duration gave goes with it
+
+
+def _same_moment(sent: Any, stored: str) -> bool:
+    if not isinstance(sent, str):
+        return False
+    try:
+        return datetime.fromisoformat(sent.strip().replace("Z", "+00:00")).timestamp() == _epoch(stored)
+    except ValueError:
+        return False
 
 
 def _epoch(iso_time: str) -> float:
