@@ -205,3 +205,10 @@ def test_values_sent_back_as_read_change_nothing() -> None:
         env.workspace_id, lambda ws: dataclasses.replace(ws, auto_destroy_at=past, auto_destroy_activity_duration=None)
     )
     assert _patch(env, {"auto-destroy-at": past, "description": "x"}).status_code == 200  # due, not swept yet
+
+
+def test_deleting_the_workspace_takes_its_marker() -> None:
+    env = make_run_env()
+    assert _patch(env, {"auto-destroy-at": IN_TWO_DAYS}).status_code == 200
+    assert env.api("DELETE", f"/workspaces/{env.workspace_id}").status_code in (200, 204)
+    assert env.container.table.get(env.workspace_id, "autodestroy") is None
