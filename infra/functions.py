@@ -19,7 +19,10 @@ SCHEDULES = {  # the scaler is woken on every enqueue: its schedule only catches
     "reaper": events.Schedule.rate(Duration.minutes(1)),  # heartbeats and deadlines
 }
 # Custom metrics each handler publishes (functions/<name>/handler.py; tests/infra checks the two agree).
-METRICS = {"scaler": ("RunnersStarted", "Backlog", "BacklogBlocked", "RunTaskFailures"), "events": ("RunsStarted", "RunsFinished", "RunsErrored")}
+METRICS = {
+    "scaler": ("RunnersStarted", "Backlog", "BacklogBlocked", "RunTaskFailures"),
+    "events": ("RunsStarted", "RunsFinished", "RunsErrored"),
+}
 
 
 class Functions(Construct):

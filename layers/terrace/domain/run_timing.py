@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from terrace.domain import runs as rs
+from terrace.domain.auto_destroy import SOURCE as AUTO_DESTROY
 from terrace.domain.run_triggers import RUN_SOURCE as RUN_TRIGGER
 
 # HCP Terraform's run sources (go-tfe's `RunSource`, and `tfe-run-trigger`: RUN_TRIGGER)
@@ -21,6 +22,7 @@ SOURCE_LABELS = {
     UI: "UI",
     CONFIGURATION_VERSION: "API (configuration upload)",
     RUN_TRIGGER: "Run trigger",
+    AUTO_DESTROY: "Auto-destroy",
     CLI_CLOUD: "CLI",
     CLI_REMOTE: "CLI",
 }

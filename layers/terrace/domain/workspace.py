@@ -117,6 +117,8 @@ class Workspace:
     created_ns: int = 0  # creation time in ns: orders workspaces created within the same millisecond
     project_id: str | None = None  # None: the organization's Default Project
     agent_pool_id: str | None = None  # the pool its runs execute on, in the `agent` execution mode it overwrote
+    auto_destroy_at: str | None = None  # when its resources are destroyed (`domain/auto_destroy.py`)
+    auto_destroy_activity_duration: str | None = None  # "14d", "3h": auto_destroy_at follows its last activity
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -157,6 +159,8 @@ _SIMPLE = (
     "execution_mode_overwritten",
     "project_id",
     "agent_pool_id",
+    "auto_destroy_at",
+    "auto_destroy_activity_duration",
 )
 
 

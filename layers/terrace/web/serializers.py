@@ -126,7 +126,8 @@ def workspace(ws: Workspace, permissions: dict[str, bool], org: Organization) ->
         "run-failures": None,
         "workspace-kpis-runs-count": ws.runs_count,  # go-tfe's Workspace.RunsCount
         "latest-change-at": ws.updated_at,
-        "auto-destroy-at": None,
+        "auto-destroy-at": ws.auto_destroy_at,
+        "auto-destroy-activity-duration": ws.auto_destroy_activity_duration,
         "setting-overwrites": {
             "execution-mode": ws.overwrites_execution_mode,
             "agent-pool": ws.overwrites_execution_mode,

@@ -15,6 +15,7 @@ from terrace.adapters.mail import Mail
 from terrace.adapters.outbound import Outbound
 from terrace.adapters.table import Table
 from terrace.config import Settings
+from terrace.domain.auto_destroy import REMINDER_EVENT, RESULT_EVENT
 from terrace.domain.destinations import Allowance
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.memberships import MembershipService
@@ -87,3 +88,5 @@ class NotificationServices:
     def subscribe_notifications(self, events: EventService) -> None:
         events.subscribe("run.status_changed", lambda event: self.notification_delivery.on_run_status(event))
         events.subscribe(DELIVERY, lambda event: self.notification_delivery.deliver(event))
+        for notice in (REMINDER_EVENT, RESULT_EVENT):  # ephemeral workspaces (workflows/auto_destroy.py)
+            events.subscribe(notice, lambda event: self.notification_delivery.on_auto_destroy(event))

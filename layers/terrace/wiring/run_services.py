@@ -48,6 +48,7 @@ from terrace.services.runs.stage_progress import StageProgress
 from terrace.services.runs.store import RunStore
 from terrace.services.runs.task_stages import TaskStages
 from terrace.services.runs.workload_identity import WorkloadTokens
+from terrace.services.workflows.auto_destroy import AutoDestroy
 from terrace.services.workflows.retention_sweep import RetentionSweep
 from terrace.services.workspaces.agent_pools import AgentPoolService
 from terrace.services.workspaces.agents import AgentService
@@ -82,6 +83,7 @@ class RunServices:
     task_stages: TaskStages  # wiring/task_stage_services.py
     stage_progress: StageProgress
     retention_sweep: RetentionSweep  # a use case (wiring/workflow_services.py); the reaper takes it as a `Sweep`
+    auto_destroy: AutoDestroy  # a use case (wiring/workflow_services.py); the reaper takes it as a `Sweep`
 
     @cached_property
     def agent_waits(self) -> AgentWaits:
@@ -219,6 +221,7 @@ class RunServices:
             self.retention_sweep,
             stages=self.stage_progress,
             slots=self.runner_slots,
+            sweeps=(self.auto_destroy,),
         )
 
     @cached_property

@@ -22,6 +22,7 @@ from terrace.services.state.http_backend import HttpBackendLocks
 from terrace.services.state.index import StateIndex
 from terrace.services.state.resource_history import ResourceHistory
 from terrace.services.state.versions import StateVersionService
+from terrace.services.workflows.auto_destroy import AutoDestroy
 from terrace.services.workflows.run_trigger_fanout import RUN_STATUS_CHANGED, RunTriggerFanout
 from terrace.services.workspaces.locking import LockService
 from terrace.services.workspaces.workspaces import WorkspaceService
@@ -38,6 +39,7 @@ class StateServices:
     locks: LockService
     configuration_versions: ConfigurationVersionService
     run_trigger_fanout: RunTriggerFanout  # a use case (workflow_services.py)
+    auto_destroy: AutoDestroy  # a use case (workflow_services.py)
     policy_set_versions: PolicySetVersionService
     subscribe_policies: Callable[[EventService], None]
     subscribe_task_stages: Callable[[EventService], None]
@@ -82,6 +84,7 @@ class StateServices:
         events.subscribe(BLOB_LANDED, landed)
         events.subscribe("state.uploaded", lambda event: self.state_versions.index_uploaded(event))
         events.subscribe(RUN_STATUS_CHANGED, lambda event: self.run_trigger_fanout.on_event(event))
+        events.subscribe(RUN_STATUS_CHANGED, lambda event: self.auto_destroy.on_run_status(event))
         self.subscribe_policies(events)
         self.subscribe_task_stages(events)  # wiring/task_stage_services.py
         self.subscribe_notifications(events)  # wiring/notification_services.py

@@ -7,6 +7,7 @@ from __future__ import annotations
 from functools import cached_property
 
 from terrace.adapters.blobs import BlobStore
+from terrace.adapters.events import EventPublisher
 from terrace.adapters.table import Table
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.authz import Authorizer
@@ -20,6 +21,7 @@ from terrace.services.runs.configuration_versions import ConfigurationVersionSer
 from terrace.services.runs.runs import RunService
 from terrace.services.runs.store import RunStore
 from terrace.services.state.versions import StateVersionService
+from terrace.services.workflows.auto_destroy import AutoDestroy
 from terrace.services.workflows.organization_deletion import OrganizationDeletion
 from terrace.services.workflows.project_deletion import ProjectDeletion
 from terrace.services.workflows.project_pages import ProjectPages
@@ -39,6 +41,7 @@ from terrace.services.workspaces.workspaces import WorkspaceService
 class WorkflowServices:
     table: Table
     blobs: BlobStore
+    publisher: EventPublisher
     # from the areas
     accounts: AccountService
     organizations: OrganizationService
@@ -85,6 +88,14 @@ class WorkflowServices:
     @cached_property
     def project_pages(self) -> ProjectPages:
         return ProjectPages(self.authz, self.teams, self.projects, self.workspaces, self.team_access)
+
+    @cached_property
+    def auto_destroy(self) -> AutoDestroy:
+        """The reaper's auto-destroy sweep (`run_services.py: reaper`), subscribed to `run.status_changed` with the
+        other events (`state_services.py: events`); its notices go out on the events queue."""
+        return AutoDestroy(
+            self.workspaces, self.runs, self.run_store, self.configuration_versions, self.publisher.publish
+        )
 
     @cached_property
     def run_trigger_fanout(self) -> RunTriggerFanout:

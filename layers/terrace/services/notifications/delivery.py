@@ -18,6 +18,7 @@ from typing import Any
 
 from terrace.adapters.mail import Mail
 from terrace.adapters.outbound import Outbound
+from terrace.domain import auto_destroy as ad
 from terrace.domain import clock
 from terrace.domain import notification_payloads as payloads
 from terrace.domain import notifications as model
@@ -88,6 +89,30 @@ class NotificationDelivery:
                     **self._content(nc, facts, notice),
                 }
                 self._publish(delivery, 0)
+
+    # an ephemeral workspace's reminder, or its auto-destroy run's result (`workflows/auto_destroy.py`) --------
+    def on_auto_destroy(self, event: dict[str, Any]) -> None:
+        reminder = event.get("type") == ad.REMINDER_EVENT
+        trigger = ad.REMINDER_TRIGGER if reminder else ad.RESULT_TRIGGER
+        configurations = self._store.of(str(event.get("workspace_id", "")))
+        wanted = [nc for nc in configurations if nc.enabled and trigger in nc.triggers]
+        if not wanted:
+            return
+        at = str(event.get("at") or clock.now_iso())
+        if reminder:
+            facts, status = None, None
+            message = f"Auto-destroy in {event.get('hours')} hours (at {event.get('auto_destroy_at')})"
+            delivery_id = f"{event.get('workspace_id')}:reminder:{event.get('auto_destroy_at')}:{event.get('hours')}"
+        else:
+            facts, status = self.run_facts(str(event.get("run_id", ""))), str(event.get("status", ""))
+            if facts is None:
+                return
+            message = f"Auto-destroy run {status.replace('_', ' ')}"
+            delivery_id = f"{facts.run_id}:auto-destroy:{status}"
+        for nc in wanted:
+            content = self._content(nc, facts, Notice(message, trigger, status, at))
+            self._publish({"type": DELIVERY, "configuration_id": nc.id, "delivery_id": delivery_id, "attempt": 1,
+                           **content}, 0)  # fmt: skip
 
     def _content(self, nc: NotificationConfiguration, run: RunFacts | None, notice: Notice) -> dict[str, Any]:
         if nc.destination_type == model.EMAIL:

@@ -10,7 +10,8 @@ Every tick (a Lambda schedule on AWS, a timer locally) it walks the open runs an
 - errors phases past their deadline and discards plans left unconfirmed (or awaiting an override) too long,
 - looks again at runs waiting in a task stage (`stage_progress.py`: participants report what outlived its limit),
 and, at most hourly, runs the data retention sweep it is given (`services/workflows/retention_sweep.py`, a
-workflow above the runs area: this module knows it only as a `Sweep`).
+workflow above the runs area: this module knows it only as a `Sweep`), and each tick the other sweeps it is
+given (the auto-destroy sweep of ephemeral workspaces, `services/workflows/auto_destroy.py`).
 """
 
 from __future__ import annotations
@@ -61,9 +62,10 @@ class Reaper:
         retention: Sweep | None = None,
         stages: StageCheck | None = None,
         slots: RunnerSlots | None = None,
+        sweeps: tuple[Sweep, ...] = (),
     ) -> None:
         self._store, self._scheduler, self._retries, self._settings = store, scheduler, retries, settings
-        self._retention, self._stages, self._slots = retention, stages, slots
+        self._retention, self._stages, self._slots, self._sweeps = retention, stages, slots, sweeps
         self._saturated_at: float | None = None  # read once per tick, when a queued phase is past its deadline
 
     def reap_once(self) -> dict[str, Any]:
@@ -87,6 +89,14 @@ class Reaper:
             else:
                 if swept:
                     log.info("data retention sweep: %s", swept)
+        for sweep in self._sweeps:  # each decides itself whether it is due (the auto-destroy sweep: one query)
+            try:
+                done = sweep.sweep_if_due()
+            except Exception:
+                log.exception("the sweep %s failed", type(sweep).__name__)
+            else:
+                if done:
+                    log.info("%s: %s", type(sweep).__name__, done)
         return summary
 
     def _check(self, run_id: str, workspace_id: str, seen_workspaces: set[str]) -> str | None:

@@ -11,6 +11,7 @@ from terrace.adapters.held_reads import held_reads
 from terrace.config import Settings
 from terrace.domain import agent_pools, clock, cost_estimation, limits
 from terrace.domain import runs as rs
+from terrace.domain.auto_destroy import SOURCE as AUTO_DESTROY_SOURCE
 from terrace.domain.configuration_versions import UPLOADED, ConfigurationVersion
 from terrace.domain.errors import Conflict, Forbidden, Invalid, NotFound
 from terrace.domain.ids import new_id
@@ -159,6 +160,18 @@ class RunService:
         trigger = (triggered_run_id(origin.source_run_id, ws.id), origin.to_dict())
         return self._create(ws, attrs, cv, created_by, True, trigger=trigger)
 
+    def queue_auto_destroy(self, ws: Workspace, cv: ConfigurationVersion, run_id: str, due_at: str) -> Run:
+        """The destroy run of an ephemeral workspace that came due (`workflows/auto_destroy.py`), applied without
+        confirmation as HCP's auto-destroy runs are; queued twice (same `run_id`), its write raises
+        `ConditionFailed`."""
+        attrs = {
+            "message": f"Triggered by auto-destroy (due at {due_at})",
+            "is-destroy": True,
+            "auto-apply": True,
+            "plan-only": False,
+        }
+        return self._create(ws, attrs, cv, "", True, source=AUTO_DESTROY_SOURCE, run_id=run_id)
+
     def _create(
         self,
         ws: Workspace,
@@ -169,6 +182,7 @@ class RunService:
         *,
         trigger: tuple[str, dict[str, Any]] | None = None,
         source: str = API,
+        run_id: str | None = None,
     ) -> Run:
         plan_only = run_attributes.boolean(attrs, "plan-only", cv.speculative)
         is_destroy = run_attributes.boolean(attrs, "is-destroy", False)
@@ -183,7 +197,7 @@ class RunService:
         if not isinstance(version, str) or len(version) > 64:
             raise Invalid("terraform-version must be a string", pointer="/data/attributes/terraform-version")
         version, problem = self.resolve_version(version)
-        suffix = (trigger[0] if trigger else new_id("run")).split("-", 1)[1]
+        suffix = (trigger[0] if trigger else run_id or new_id("run")).split("-", 1)[1]
         now = clock.now_iso()
         run = Run(
             id=f"run-{suffix}",

@@ -16,6 +16,7 @@ from typing import Any
 
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.table import Table
+from terrace.domain import auto_destroy
 from terrace.domain import runs as run_model
 from terrace.domain.errors import NotFound
 from terrace.services.access.access_keys import teams_index
@@ -67,6 +68,7 @@ class Purge:
         self._state_versions.purge(workspace_id)
         self._run_triggers.remove_for_workspace(workspace_id)  # both ways: as a source and as a target
         self._notifications.delete_all(workspace_id)
+        self._table.delete(*auto_destroy.marker_key(workspace_id))  # its place in the auto-destroy sweep's index
 
     def organization_contents(self, org_key: str) -> None:
         """What an organization holds beside its workspaces: variable sets, queued jobs, SSH keys, agent pools (their

@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from terrace.domain import limits
+from terrace.domain import auto_destroy, limits
 from terrace.domain import workspace as model
 from terrace.domain.errors import Invalid
 from terrace.domain.workspace import Workspace
@@ -31,13 +31,11 @@ ACCEPTED_EXTRA = (
     "file-triggers-enabled",
     "trigger-prefixes",
     "trigger-patterns",
-    "auto-destroy-activity-duration",
     "hyok-enabled",
     "source-name",
     "source-url",
     "assessments-enabled",
     "structured-run-output-enabled",
-    "auto-destroy-at",
     "operations",
 )
 TAG_KEY_MAX, TAG_VALUE_MAX = 128, 256
@@ -107,6 +105,8 @@ def apply_attributes(ws: Workspace, attributes: dict[str, Any]) -> Workspace:
                     "agent-pool-id must be an agent pool id or null", pointer="/data/attributes/agent-pool-id"
                 )
             changes["agent_pool_id"] = value or None
+        elif key in (auto_destroy.AT, auto_destroy.DURATION):
+            continue  # below: the two decide together
         elif key == "setting-overwrites":
             continue  # below: it decides whether the execution mode is inherited
         elif key in ACCEPTED_EXTRA:
@@ -115,6 +115,8 @@ def apply_attributes(ws: Workspace, attributes: dict[str, Any]) -> Workspace:
         # as TFC does: clients send back what they read and attributes newer than Terrace
     if "execution_mode" in changes:
         changes["execution_mode_overwritten"] = True
+    at, duration = auto_destroy.decide(attributes, ws.auto_destroy_at, ws.auto_destroy_activity_duration)
+    changes["auto_destroy_at"], changes["auto_destroy_activity_duration"] = at, duration
     overwrites = attributes.get("setting-overwrites")
     if overwrites is not None:
         if not isinstance(overwrites, dict) or not all(isinstance(v, bool) for v in overwrites.values()):

@@ -22,6 +22,7 @@ from terrace.services.access.organizations import OrganizationService
 from terrace.services.access.projects import ProjectService
 from terrace.services.optimistic import optimistic
 from terrace.services.workspaces.attributes import apply_attributes, tag_names
+from terrace.services.workspaces.auto_destroy import AutoDestroyMarkers
 
 
 def view(ws: Workspace) -> WorkspaceView:
@@ -36,6 +37,7 @@ class WorkspaceService:
         self._authz = authz
         self._orgs = organizations
         self._projects = projects
+        self.markers = AutoDestroyMarkers(table)
         # the terraform-version to store for what a client asks (bootstrap: ToolVersionService.settle)
         self.settle_terraform_version: Callable[[Any], Any] = lambda requested: requested
         # refuses (422) an agent-mode workspace whose pool is absent or does not allow it (AgentPoolService)
@@ -205,6 +207,8 @@ class WorkspaceService:
             raise Conflict(
                 f"workspace {org.name}/{name} already exists", meta={"pointer": "/data/attributes/name"}
             ) from exc
+        if ws.auto_destroy_at is not None:
+            self.markers.sync(ws)
         return ws
 
     def update(self, principal: Principal, ws: Workspace, attributes: dict[str, Any]) -> Workspace:
@@ -212,8 +216,12 @@ class WorkspaceService:
         attributes = self._settled(attributes)
         new_name = attributes.get("name", ws.name)
         if new_name != ws.name:
-            return self._rename(ws, model.validate_name(new_name), attributes)
-        return self.mutate(ws.id, lambda current: self._checked(apply_attributes(current, attributes)))
+            updated = self._rename(ws, model.validate_name(new_name), attributes)
+        else:
+            updated = self.mutate(ws.id, lambda current: self._checked(apply_attributes(current, attributes)))
+        if updated.auto_destroy_at != ws.auto_destroy_at:
+            self.markers.sync(updated)
+        return updated
 
     def _checked(self, ws: Workspace) -> Workspace:
         if ws.agent_pool_id or ws.execution_mode == "agent":

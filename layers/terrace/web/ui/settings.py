@@ -1,5 +1,6 @@
 """Workspace settings (name, execution mode, auto-apply, terraform version, working directory), tags (add,
-remove) and deletion (after typing the workspace's name), through the same service calls as the API."""
+remove), auto-destroy (a moment, a period of inactivity, or never) and deletion (after typing the workspace's
+name), through the same service calls as the API."""
 
 from __future__ import annotations
 
@@ -92,6 +93,29 @@ def change_tags(
         return _page(request, session, organization, ws, status=status_of(exc), tags_error=exc.detail,
                      tags_form=form)  # fmt: skip
     return RedirectResponse(f"/app/{organization}/workspaces/{name}/settings?tagged=1#workspace-tags", status_code=303)
+
+
+@router.post(SETTINGS + "/auto-destroy")
+def change_auto_destroy(
+    request: Request, container: ContainerDep, session: SessionDep, organization: str, name: str, form: CheckedFormDep
+) -> Any:
+    """Schedule the workspace's destroy at a moment (UTC), after a period of inactivity, or never (its admins)."""
+    ws = container.workspaces.get_by_name(session.principal, organization, name)
+    mode = form.get("auto_destroy_mode", "off")
+    at = form.get("auto_destroy_at", "").strip()
+    if mode == "at" and at and len(at) <= 16 and "T" in at:  # the datetime-local input: no seconds, no zone
+        at += ":00Z"
+    attributes: dict[str, Any] = {"auto-destroy-at": None, "auto-destroy-activity-duration": None}
+    if mode == "at":
+        attributes = {"auto-destroy-at": at or "(empty)"}
+    elif mode == "duration":
+        attributes = {"auto-destroy-activity-duration": form.get("auto_destroy_duration", "").strip() or "(empty)"}
+    try:
+        container.workspaces.update(session.principal, ws, attributes)
+    except (errors.Invalid, errors.Forbidden) as exc:
+        return _page(request, session, organization, ws, status=status_of(exc), auto_destroy_error=exc.detail,
+                     auto_destroy_form=form)  # fmt: skip
+    return RedirectResponse(f"/app/{organization}/workspaces/{name}/settings?scheduled=1#auto-destroy", status_code=303)
 
 
 @router.post(SETTINGS + "/delete")

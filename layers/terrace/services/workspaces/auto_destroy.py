@@ -1,0 +1,53 @@
+"""The auto-destroy markers of ephemeral workspaces (`domain/auto_destroy.py`): one item per workspace with a due
+time, in the sparse index the sweep reads (`services/workflows/auto_destroy.py`).
+
+The workspace item is the truth; a marker only says when to look. It is written after the workspace (a marker
+lost to a crash in between is written again by the next change; one left over is dropped by the sweep, which
+always re-reads the workspace)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from terrace.adapters.table import ConditionFailed, Table
+from terrace.domain import auto_destroy as ad
+from terrace.domain.workspace import Workspace
+
+
+class AutoDestroyMarkers:
+    def __init__(self, table: Table) -> None:
+        self._table = table
+
+    def sync(self, ws: Workspace) -> None:
+        """Make the marker say what the workspace says: its due time, reminders from scratch; none without one."""
+        current = self._table.get(*ad.marker_key(ws.id))
+        if ws.auto_destroy_at is None:
+            if current is not None:
+                self._table.delete(*ad.marker_key(ws.id))
+            return
+        if current is not None and current.get("due") == ws.auto_destroy_at:
+            return
+        version = int(current["version"]) + 1 if current else 1
+        self._table.put(ad.marker_item(ws.id, ws.auto_destroy_at, (), version))
+
+    def due(self, wake_before: str, limit: int = 100) -> list[dict[str, Any]]:
+        """The markers whose next look is at or before `wake_before` (ISO), earliest first: one query, which
+        returns nothing while no workspace is ephemeral."""
+        found = []
+        for item in self._table.query(ad.DUE_INDEX, index="gsi1", limit=limit):
+            if str(item["gsi1sk"]).split("#", 1)[0] > wake_before:
+                break
+            found.append(item)
+        return found
+
+    def advance(self, marker: dict[str, Any], reminded: tuple[int, ...]) -> bool:
+        """Record the reminders sent (False: another process changed the marker first)."""
+        updated = ad.marker_item(marker["workspace_id"], marker["due"], reminded, int(marker["version"]) + 1)
+        try:
+            self._table.put(updated, if_version=int(marker["version"]))
+        except ConditionFailed:
+            return False
+        return True
+
+    def drop(self, workspace_id: str) -> None:
+        self._table.delete(*ad.marker_key(workspace_id))
