@@ -17,6 +17,7 @@ from terrace.web.routers import (
     admin_subscriptions,
     admin_tools,
     agent_pools,
+    assessments,
     configuration_versions,
     discovery,
     http_backend,
@@ -131,6 +132,7 @@ def create_app(container: Container) -> FastAPI:
         run_tasks,
         phases,
         runner_api,
+        assessments,
     ):
         app.include_router(run_module.router)
     for policy_module in (policies, policy_evaluations):

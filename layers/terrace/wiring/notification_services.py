@@ -24,6 +24,7 @@ from terrace.services.events import EventService
 from terrace.services.notifications.configurations import NotificationConfigurations
 from terrace.services.notifications.delivery import DELIVERY, NotificationDelivery
 from terrace.services.notifications.store import NotificationStore
+from terrace.services.runs.assessments import COMPLETED as ASSESSMENT_COMPLETED
 from terrace.services.runs.store import RunStore
 from terrace.services.workspaces.workspaces import WorkspaceService
 
@@ -87,3 +88,4 @@ class NotificationServices:
     def subscribe_notifications(self, events: EventService) -> None:
         events.subscribe("run.status_changed", lambda event: self.notification_delivery.on_run_status(event))
         events.subscribe(DELIVERY, lambda event: self.notification_delivery.deliver(event))
+        events.subscribe(ASSESSMENT_COMPLETED, lambda event: self.notification_delivery.on_assessment(event))

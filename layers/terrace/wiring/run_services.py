@@ -28,6 +28,7 @@ from terrace.services.access.projects import ProjectService
 from terrace.services.access.workload_issuer import WorkloadIssuer
 from terrace.services.admin.tool_versions import ToolVersionService
 from terrace.services.runs.agent_waits import AgentWaits
+from terrace.services.runs.assessments import AssessmentService
 from terrace.services.runs.comments import CommentService
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.runs.cost_estimates import CostEstimateService
@@ -163,7 +164,7 @@ class RunServices:
 
     @cached_property
     def jobs(self) -> JobService:
-        return JobService(
+        jobs = JobService(
             self.run_store,
             self.scheduler,
             self.runs,
@@ -183,6 +184,8 @@ class RunServices:
             agents=self.agents,
             workload=self.workload_tokens,
         )
+        jobs.skip_assessment = self.assessments.skip_if_busy
+        return jobs
 
     @cached_property
     def workload_tokens(self) -> WorkloadTokens:
@@ -203,6 +206,21 @@ class RunServices:
             self.settings,
             self.retention_sweep,
             stages=self.stage_progress,
+            assessments=self.assessments,
+        )
+
+    @cached_property
+    def assessments(self) -> AssessmentService:
+        return AssessmentService(
+            self.table,
+            self.run_store,
+            self.scheduler,
+            self.runs,
+            self.workspaces,
+            self.configuration_versions,
+            self.blobs,
+            self.publisher,
+            self.settings,
         )
 
     @cached_property

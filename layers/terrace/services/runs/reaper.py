@@ -7,7 +7,8 @@ Every tick (a Lambda schedule on AWS, a timer locally) it walks the open runs an
 - errors phases past their deadline and discards plans left unconfirmed (or awaiting an override) too long,
 - looks again at runs waiting in a task stage (`stage_progress.py`: participants report what outlived its limit),
 and, at most hourly, runs the data retention sweep it is given (`services/workflows/retention_sweep.py`, a
-workflow above the runs area: this module knows it only as a `Sweep`).
+workflow above the runs area: this module knows it only as a `Sweep`), and the health assessment schedule's sweep
+(`assessments.py`: one query, empty while no workspace has assessments on).
 """
 
 from __future__ import annotations
@@ -56,9 +57,10 @@ class Reaper:
         settings: Settings,
         retention: Sweep | None = None,
         stages: StageCheck | None = None,
+        assessments: Sweep | None = None,
     ) -> None:
         self._store, self._scheduler, self._retries, self._settings = store, scheduler, retries, settings
-        self._retention, self._stages = retention, stages
+        self._retention, self._stages, self._assessments = retention, stages, assessments
 
     def reap_once(self) -> dict[str, Any]:
         summary = {"checked": 0, "promoted": 0, "resent": 0, "retried": 0, "errored": 0, "discarded": 0, "staged": 0}
@@ -72,14 +74,16 @@ class Reaper:
                 continue
             if outcome:
                 summary[outcome] += 1
-        if self._retention is not None:
+        for name, sweep in (("data retention", self._retention), ("health assessment", self._assessments)):
+            if sweep is None:
+                continue
             try:
-                swept = self._retention.sweep_if_due()
+                swept = sweep.sweep_if_due()
             except Exception:
-                log.exception("the data retention sweep failed")
+                log.exception("the %s sweep failed", name)
             else:
                 if swept:
-                    log.info("data retention sweep: %s", swept)
+                    log.info("%s sweep: %s", name, swept)
         return summary
 
     def _check(self, run_id: str, workspace_id: str, seen_workspaces: set[str]) -> str | None:
