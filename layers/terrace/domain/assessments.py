@@ -26,10 +26,14 @@ def schedule_key(workspace_id: str) -> tuple[str, str]:
     return SCHEDULE_PK, workspace_id
 
 
-def schedule_item(workspace_id: str, organization: str, due_at: float | None = None) -> dict[str, Any]:
-    """The index entry of a workspace with assessments on; `due_at` None: first due at its offset."""
+def schedule_item(workspace_id: str, organization: str, enabled_at: float, due_at: float | None = None
+                  ) -> dict[str, Any]:  # fmt: skip
+    """The index entry of a workspace with assessments on since `enabled_at`; `due_at` None: first due at the
+    first slot of its grid after `enabled_at`."""
     pk, sk = schedule_key(workspace_id)
-    item: dict[str, Any] = {"pk": pk, "sk": sk, "workspace_id": workspace_id, "organization": organization}
+    item: dict[str, Any] = {
+        "pk": pk, "sk": sk, "workspace_id": workspace_id, "organization": organization, "enabled_at": enabled_at,
+    }  # fmt: skip
     if due_at is not None:
         item["due_at"] = due_at
     return item
@@ -49,9 +53,11 @@ def first_due(workspace_id: str, now: float, interval_s: int) -> float:
     return base + ((now - base) // interval_s + 1) * interval_s
 
 
-def due_at(item: dict[str, Any], now: float, interval_s: int) -> float:
+def due_at(item: dict[str, Any], interval_s: int) -> float:
     stored = item.get("due_at")
-    return float(stored) if stored is not None else first_due(str(item["workspace_id"]), now, interval_s)
+    if stored is not None:
+        return float(stored)
+    return first_due(str(item["workspace_id"]), float(item.get("enabled_at") or 0), interval_s)
 
 
 def next_due(workspace_id: str, now: float, interval_s: int) -> float:

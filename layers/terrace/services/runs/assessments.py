@@ -67,7 +67,7 @@ class AssessmentService:
             return None
         summary = {"started": 0, "skipped": 0}
         for entry in entries:
-            if model.due_at(entry, now, self._interval) > now:
+            if model.due_at(entry, self._interval) > now:
                 continue
             try:
                 outcome = self._assess(entry, now)
@@ -88,13 +88,14 @@ class AssessmentService:
             self._table.delete(*model.schedule_key(workspace_id))
             return "removed"
         started = "skipped" if self.busy(ws) else self.start(ws)
-        self._table.put(model.schedule_item(ws.id, ws.organization, model.next_due(ws.id, now, self._interval)))
+        due = model.next_due(ws.id, now, self._interval)
+        self._table.put(model.schedule_item(ws.id, ws.organization, float(entry.get("enabled_at") or now), due))
         return started
 
     @staticmethod
     def busy(ws: Workspace) -> bool:
-        """A run holds the workspace (its head run, which takes the lock)."""
-        return ws.current_run_id is not None or (ws.lock is not None and ws.lock.holder_kind == "run")
+        """A run holds the workspace: its head run holds the lock until it ends (`current_run_id` stays after)."""
+        return ws.lock is not None and ws.lock.holder_kind == "run"
 
     def start(self, ws: Workspace) -> str:
         """Queue an assessment of `ws` ("started"), or "skipped" when there is nothing to assess."""

@@ -200,7 +200,9 @@ class WorkspaceService:
         ws = self._checked(apply_attributes(ws, self._settled({k: v for k, v in attributes.items() if k != "name"})))
         claim = {"pk": model.name_claim_key(org.key, name)[0], "sk": name, "workspace_id": ws.id}
         try:
-            schedule = [Put(assessments.schedule_item(ws.id, org.key))] if assessments.enabled(ws.extra) else []
+            schedule = (
+                [Put(assessments.schedule_item(ws.id, org.key, clock.epoch()))] if assessments.enabled(ws.extra) else []
+            )
             self._table.transact([Put(claim, if_absent=True), Put(model.to_item(ws), if_absent=True), *schedule])
         except ConditionFailed as exc:
             raise Conflict(
@@ -226,7 +228,7 @@ class WorkspaceService:
         if not assessments.enabled(ws.extra):
             self._table.delete(*key)
         elif self._table.get(*key) is None:
-            self._table.put(assessments.schedule_item(ws.id, ws.organization))
+            self._table.put(assessments.schedule_item(ws.id, ws.organization, clock.epoch()))
 
     def _checked(self, ws: Workspace) -> Workspace:
         if ws.agent_pool_id or ws.execution_mode == "agent":
