@@ -9,9 +9,12 @@ import json
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 from run_helpers import RunEnv, make_run_env
 from terrace.domain import assessments as model
 from terrace.domain.runs import run_id_of
+from terrace.web.app import create_app
+from ui_helpers import sign_in
 
 INTERVAL = 3600
 DRIFTED_PLAN = {
@@ -129,6 +132,11 @@ def test_an_assessment_is_a_refresh_only_plan_in_the_lowest_lane_reported_as_hcp
     assert out.status_code == 307
     listed = env.api("GET", f"/workspaces/{env.workspace_id}/runs").json()["data"]
     assert run.id not in [r["id"] for r in listed]  # an assessment is not one of the workspace's runs
+    token = env.headers["Authorization"].removeprefix("Bearer ")
+    browser = TestClient(create_app(env.container), base_url="https://testserver", follow_redirects=False)
+    assert sign_in(browser, token).status_code == 303
+    html = browser.get("/app/acme/workspaces").text  # the list (the workspace's page includes the same badges)
+    assert ">Drifted</span>" in html and ">Checks failing</span>" in html
 
 
 def test_a_failed_assessment_is_reported_with_its_error(env):

@@ -117,6 +117,9 @@ class Workspace:
     created_ns: int = 0  # creation time in ns: orders workspaces created within the same millisecond
     project_id: str | None = None  # None: the organization's Default Project
     agent_pool_id: str | None = None  # the pool its runs execute on, in the `agent` execution mode it overwrote
+    # its current health assessment, for badges: {result_id, drifted, checks_failing, succeeded}
+    # (`services/runs/assessments.py`)
+    health: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -157,6 +160,7 @@ _SIMPLE = (
     "execution_mode_overwritten",
     "project_id",
     "agent_pool_id",
+    "health",
 )
 
 

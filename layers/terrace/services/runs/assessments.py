@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from typing import Any
@@ -162,6 +163,12 @@ class AssessmentService:
             )  # fmt: skip
         except ConditionFailed:
             return  # redelivered: recorded already
+        health = {"result_id": result.id, "drifted": result.drifted, "succeeded": result.succeeded,
+                  "checks_failing": bool(result.checks.get("fail") or result.checks.get("error"))}  # fmt: skip
+        try:
+            self._workspaces.mutate(run.workspace_id, lambda ws: dataclasses.replace(ws, health=health))
+        except NotFound:
+            return
         self._events.publish(
             {
                 "type": COMPLETED,
