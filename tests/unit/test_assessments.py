@@ -175,3 +175,20 @@ def test_results_of_a_hidden_workspace_are_not_found_alike(env):
     absent = env.api("GET", "/assessment-results/asmtres-nothere")
     assert absent.status_code == 404
     assert env.api("GET", f"/workspaces/{env.workspace_id}/current-assessment-result").status_code == 404
+
+
+def test_an_organization_enforcing_assessments_assesses_every_workspace(env):
+    body = {"data": {"type": "organizations", "attributes": {"assessments-enforced": True}}}
+    answer = env.api("PATCH", "/organizations/acme", body)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["data"]["attributes"]["assessments-enforced"] is True
+    assert (
+        env.api("PATCH", "/organizations/acme", {"data": {"attributes": {"assessments-enforced": 1}}}).status_code
+        == 422
+    )
+    _sweep(env)  # the organization's entry gives each workspace one of its own
+    assert _sweep(env, 2) == {"started": 1, "skipped": 0}
+    off = {"data": {"type": "organizations", "attributes": {"assessments-enforced": False}}}
+    assert env.api("PATCH", "/organizations/acme", off).status_code == 200
+    assert _sweep(env, 3) == {"started": 0, "skipped": 0, "removed": 1}  # its workspace's entry goes
+    assert env.container.table.query(model.SCHEDULE_PK) == []

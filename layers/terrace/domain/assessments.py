@@ -26,6 +26,12 @@ def schedule_key(workspace_id: str) -> tuple[str, str]:
     return SCHEDULE_PK, workspace_id
 
 
+def organization_key(organization: str) -> tuple[str, str]:
+    """The schedule's entry of an organization that enforces assessments on all its workspaces
+    (`assessments-enforced`): the sweep gives each of its workspaces an entry of its own."""
+    return SCHEDULE_PK, f"org#{organization}"
+
+
 def schedule_item(workspace_id: str, organization: str, enabled_at: float, due_at: float | None = None
                   ) -> dict[str, Any]:  # fmt: skip
     """The index entry of a workspace with assessments on since `enabled_at`; `due_at` None: first due at the

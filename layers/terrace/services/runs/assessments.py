@@ -41,6 +41,7 @@ log = logging.getLogger("terrace.assessments")
 COMPLETED = "assessment.completed"
 ASSESSOR = "terrace-assessments"
 SKIPPED = "skipped: a run holds the workspace"
+EXPAND_S = 600  # how soon a new workspace of an organization enforcing assessments joins the schedule
 
 
 class AssessmentService:
@@ -68,6 +69,9 @@ class AssessmentService:
             return None
         summary = {"started": 0, "skipped": 0}
         for entry in entries:
+            if str(entry["sk"]).startswith("org#"):
+                self._expand(entry, now)
+                continue
             if model.due_at(entry, self._interval) > now:
                 continue
             try:
@@ -78,6 +82,21 @@ class AssessmentService:
             summary[outcome] = summary.get(outcome, 0) + 1
         return summary
 
+    def _expand(self, entry: dict[str, Any], now: float) -> None:
+        """An organization enforcing assessments: every workspace of it gets its entry (new ones within
+        `EXPAND_S`)."""
+        if float(entry.get("due_at") or 0) > now:
+            return
+        organization = str(entry["organization"])
+        scheduled = {str(e["sk"]) for e in self._table.query(model.SCHEDULE_PK)}
+        for ws in self._workspaces.all_in(organization):
+            if ws.id not in scheduled:
+                self._table.put(model.schedule_item(ws.id, organization, now))
+        self._table.put({**entry, "due_at": now + min(self._interval, EXPAND_S)})
+
+    def _enforced(self, organization: str) -> bool:
+        return self._table.get(*model.organization_key(organization)) is not None
+
     def _assess(self, entry: dict[str, Any], now: float) -> str:
         workspace_id = str(entry["workspace_id"])
         try:
@@ -85,7 +104,7 @@ class AssessmentService:
         except NotFound:
             self._table.delete(*model.schedule_key(workspace_id))
             return "removed"
-        if not model.enabled(ws.extra):
+        if not model.enabled(ws.extra) and not self._enforced(ws.organization):
             self._table.delete(*model.schedule_key(workspace_id))
             return "removed"
         started = "skipped" if self.busy(ws) else self.start(ws)
