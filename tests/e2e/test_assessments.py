@@ -102,7 +102,8 @@ def test_no_assessment_runs_while_a_run_holds_the_workspace(run_local_stack, run
     ws_id, _ = _applied(run_api, work, unique("busy"))
     (applied,) = runs(run_api, ws_id)
     cv_id = applied["relationships"]["configuration-version"]["data"]["id"]
-    body = {"data": {"type": "runs", "attributes": {"message": "holds the workspace"}, "relationships": {
+    body = {"data": {"type": "runs", "attributes": {"message": "holds the workspace", "is-destroy": True},
+                     "relationships": {
         "workspace": {"data": {"type": "workspaces", "id": ws_id}},
         "configuration-version": {"data": {"type": "configuration-versions", "id": cv_id}}}}}  # fmt: skip
     held = run_api.request("POST", "/api/v2/runs", body, expect=201).json()["data"]["id"]
