@@ -106,6 +106,7 @@ def test_an_assessment_is_a_refresh_only_plan_in_the_lowest_lane_reported_as_hcp
     assert _sweep(env) == {"started": 1, "skipped": 0}
     (job,) = env.queued()
     assert job.lane == "speculative"
+    assert _sweep(env, 2) == {"started": 0, "skipped": 1}  # the first one has not ended: none piles up
     spec = env.claim()
     assert spec["operation"]["refresh_only"] and spec["operation"]["speculative"]
     run = env.container.run_store.load(run_id_of(spec["job_id"]))

@@ -28,7 +28,7 @@ from terrace.domain.assessments import AssessmentResult
 from terrace.domain.errors import NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal
-from terrace.domain.runs import PhaseState, Run, suffix
+from terrace.domain.runs import PhaseState, Run, run_from_item, suffix
 from terrace.domain.workspace import Workspace
 from terrace.services.access.actions import Action
 from terrace.services.runs.configuration_versions import UPLOADED, ConfigurationVersionService
@@ -107,10 +107,15 @@ class AssessmentService:
         if not model.enabled(ws.extra) and not self._enforced(ws.organization):
             self._table.delete(*model.schedule_key(workspace_id))
             return "removed"
-        started = "skipped" if self.busy(ws) else self.start(ws)
+        started = "skipped" if self.busy(ws) or self._assessing(ws) else self.start(ws)
         due = model.next_due(ws.id, now, self._interval)
         self._table.put(model.schedule_item(ws.id, ws.organization, float(entry.get("enabled_at") or now), due))
         return started
+
+    def _assessing(self, ws: Workspace) -> bool:
+        """Its previous assessment has not ended yet (slow runners): no second one piles up behind it."""
+        latest = self._table.query(f"{ws.id}#assessments", index="gsi1", reverse=True, limit=1)
+        return bool(latest) and not run_from_item(latest[0]).final
 
     @staticmethod
     def busy(ws: Workspace) -> bool:
