@@ -79,6 +79,8 @@ def dev(
         _remove_data(data_dir)
     stack = LocalStack(port=port, organization=organization, access_log=True, data_dir=data_dir)
     stack.settings_overrides["outbound_allow"] = DEV_OUTBOUND_ALLOW  # a receiver on this machine works
+    # health assessments every few minutes, not daily, so drift shows while trying it out
+    stack.settings_overrides["assessment_interval_s"] = int(os.environ.get("TERRACE_ASSESSMENT_INTERVAL_S", "300"))
     _run(stack)
 
 

@@ -110,6 +110,8 @@ class Settings(BaseSettings):
     queued_deadline_s: int = Field(default=3600, validation_alias="TERRACE_QUEUED_DEADLINE_S")
     queued_resend_s: int = Field(default=120, validation_alias="TERRACE_QUEUED_RESEND_S")
     phase_deadline_s: int = Field(default=4 * 3600, validation_alias="TERRACE_PHASE_DEADLINE_S")
+    # how often a workspace with health assessments on is assessed (each at its own offset in the interval)
+    assessment_interval_s: int = Field(default=24 * 3600, ge=1, validation_alias="TERRACE_ASSESSMENT_INTERVAL_S")
     # AWS: the SSM path whose SecureString parameters hold the workload identity signing keys (one per key)
     workload_identity_keys_path: str = Field(
         default="/terrace/workload-identity", validation_alias="TERRACE_WORKLOAD_IDENTITY_KEYS_PATH"

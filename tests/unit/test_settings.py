@@ -58,6 +58,7 @@ VARIABLES = {
     "queued_deadline_s": ("TERRACE_QUEUED_DEADLINE_S", "5", 5, 3600),
     "queued_resend_s": ("TERRACE_QUEUED_RESEND_S", "6", 6, 120),
     "phase_deadline_s": ("TERRACE_PHASE_DEADLINE_S", "7", 7, 4 * 3600),
+    "assessment_interval_s": ("TERRACE_ASSESSMENT_INTERVAL_S", "30", 30, 24 * 3600),
     "workload_identity_keys_path": (
         "TERRACE_WORKLOAD_IDENTITY_KEYS_PATH",
         "/t/wid",

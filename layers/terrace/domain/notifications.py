@@ -38,6 +38,11 @@ WORKSPACE_TRIGGERS = (
     "workspace:auto_destroy_run_results",
 )
 TEAM_TRIGGERS = ("change_request:created",)
+ASSESSMENT_MESSAGES = {  # the health assessment triggers' messages (`domain/assessments.py`)
+    "assessment:drifted": "Drift Detected",
+    "assessment:check_failure": "Check Failure",
+    "assessment:failed": "Health Assessment Failed",
+}
 
 NAME_MAX = 255
 TOKEN_MAX = 1024

@@ -57,10 +57,15 @@ UPDATABLE = (
     "default-execution-mode",
     "allow-force-delete-workspaces",
     "cost-estimation-enabled",
+    "assessments-enforced",
 )
 
 # Settings Terrace keeps and returns (with their default); the booleans are checked to be booleans.
-BOOLEAN_SETTINGS = {"allow-force-delete-workspaces": False, "cost-estimation-enabled": True}
+BOOLEAN_SETTINGS = {
+    "allow-force-delete-workspaces": False,
+    "cost-estimation-enabled": True,
+    "assessments-enforced": False,  # health assessments for every workspace (`domain/assessments.py`)
+}
 
 
 def check_name(name: Any) -> None:

@@ -152,6 +152,8 @@ class Run:
     # the agent pool whose agents execute it (its workspace's execution mode was `agent` when it was created);
     # None: Terrace's own runners execute it
     agent_pool_id: str | None = None
+    # a health assessment (`domain/assessments.py`): listed with the workspace's assessments, never its runs
+    assessment: bool = False
     # Statuses passed since the run was loaded (each becomes a run event when saved); never stored.
     trail: list[str] = field(default_factory=list)
 
@@ -214,7 +216,10 @@ class Run:
 def run_to_item(run: Run) -> dict[str, Any]:
     item = dataclasses.asdict(run)
     del item["trail"]
-    item.update({"pk": run.id, "sk": "run", "gsi1pk": f"{run.workspace_id}#runs", "gsi1sk": run.created_at + run.id})
+    listed = "assessments" if run.assessment else "runs"  # an assessment is not among the workspace's runs
+    item.update(
+        {"pk": run.id, "sk": "run", "gsi1pk": f"{run.workspace_id}#{listed}", "gsi1sk": run.created_at + run.id}
+    )
     return item
 
 

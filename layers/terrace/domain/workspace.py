@@ -119,6 +119,9 @@ class Workspace:
     agent_pool_id: str | None = None  # the pool its runs execute on, in the `agent` execution mode it overwrote
     auto_destroy_at: str | None = None  # when its resources are destroyed (`domain/auto_destroy.py`)
     auto_destroy_activity_duration: str | None = None  # "14d", "3h": auto_destroy_at follows its last activity
+    # its current health assessment, for badges: {result_id, drifted, checks_failing, succeeded}
+    # (`services/runs/assessments.py`)
+    health: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -161,6 +164,7 @@ _SIMPLE = (
     "agent_pool_id",
     "auto_destroy_at",
     "auto_destroy_activity_duration",
+    "health",
 )
 
 

@@ -14,6 +14,7 @@ from terrace.web.rate_limit import RateLimit, TokenBuckets, limited_headers
 from terrace.web.routers import (
     accounts,
     agent_pools,
+    assessments,
     configuration_versions,
     discovery,
     http_backend,
@@ -111,6 +112,7 @@ def create_app(container: Container, lazy: bool = False) -> FastAPI:
         run_tasks,
         phases,
         runner_api,
+        assessments,
     ):
         app.include_router(run_module.router)
     for policy_module in (policies, policy_evaluations):

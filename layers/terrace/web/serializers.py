@@ -33,7 +33,7 @@ def organization(org: Organization, permissions: dict[str, bool]) -> dict[str, A
             "session-timeout": org.settings.get("session-timeout"),
             "session-remember": org.settings.get("session-remember"),
             "cost-estimation-enabled": org.cost_estimation_enabled,
-            "assessments-enforced": False,
+            "assessments-enforced": org.settings.get("assessments-enforced", False) is True,
             "allow-force-delete-workspaces": org.allow_force_delete_workspaces,
             "avatar-url": None,
             "owners-team-saml-role-id": None,

@@ -25,6 +25,7 @@ from terrace.services.events import EventService
 from terrace.services.notifications.configurations import NotificationConfigurations
 from terrace.services.notifications.delivery import DELIVERY, NotificationDelivery
 from terrace.services.notifications.store import NotificationStore
+from terrace.services.runs.assessments import COMPLETED as ASSESSMENT_COMPLETED
 from terrace.services.runs.store import RunStore
 from terrace.services.workspaces.workspaces import WorkspaceService
 
@@ -90,3 +91,4 @@ class NotificationServices:
         events.subscribe(DELIVERY, lambda event: self.notification_delivery.deliver(event))
         for notice in (REMINDER_EVENT, RESULT_EVENT):  # ephemeral workspaces (workflows/auto_destroy.py)
             events.subscribe(notice, lambda event: self.notification_delivery.on_auto_destroy(event))
+        events.subscribe(ASSESSMENT_COMPLETED, lambda event: self.notification_delivery.on_assessment(event))

@@ -30,6 +30,7 @@ from terrace.services.access.runner_enrollment import RunnerEnrollments
 from terrace.services.access.workload_issuer import WorkloadIssuer
 from terrace.services.admin.tool_versions import ToolVersionService
 from terrace.services.runs.agent_waits import AgentWaits
+from terrace.services.runs.assessments import AssessmentService
 from terrace.services.runs.comments import CommentService
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.runs.cost_estimates import CostEstimateService
@@ -176,7 +177,7 @@ class RunServices:
 
     @cached_property
     def jobs(self) -> JobService:
-        return JobService(
+        jobs = JobService(
             self.run_store,
             self.scheduler,
             self.runs,
@@ -196,6 +197,8 @@ class RunServices:
             agents=self.agents,
             workload=self.workload_tokens,
         )
+        jobs.skip_assessment = self.assessments.skip_if_busy
+        return jobs
 
     @cached_property
     def workload_tokens(self) -> WorkloadTokens:
@@ -221,7 +224,21 @@ class RunServices:
             self.retention_sweep,
             stages=self.stage_progress,
             slots=self.runner_slots,
-            sweeps=(self.auto_destroy,),
+            sweeps=(self.auto_destroy, self.assessments),
+        )
+
+    @cached_property
+    def assessments(self) -> AssessmentService:
+        return AssessmentService(
+            self.table,
+            self.run_store,
+            self.scheduler,
+            self.runs,
+            self.workspaces,
+            self.configuration_versions,
+            self.blobs,
+            self.publisher,
+            self.settings,
         )
 
     @cached_property

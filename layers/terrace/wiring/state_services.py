@@ -16,6 +16,7 @@ from terrace.config import Settings
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.events import BLOB_LANDED, EventService
 from terrace.services.policies.versions import UPLOAD_PREFIX, PolicySetVersionService
+from terrace.services.runs.assessments import AssessmentService
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.state.backing_data import BackingDataService
 from terrace.services.state.http_backend import HttpBackendLocks
@@ -40,6 +41,7 @@ class StateServices:
     configuration_versions: ConfigurationVersionService
     run_trigger_fanout: RunTriggerFanout  # a use case (workflow_services.py)
     auto_destroy: AutoDestroy  # a use case (workflow_services.py)
+    assessments: AssessmentService  # wiring/run_services.py
     policy_set_versions: PolicySetVersionService
     subscribe_policies: Callable[[EventService], None]
     subscribe_task_stages: Callable[[EventService], None]
@@ -85,6 +87,7 @@ class StateServices:
         events.subscribe("state.uploaded", lambda event: self.state_versions.index_uploaded(event))
         events.subscribe(RUN_STATUS_CHANGED, lambda event: self.run_trigger_fanout.on_event(event))
         events.subscribe(RUN_STATUS_CHANGED, lambda event: self.auto_destroy.on_run_status(event))
+        events.subscribe(RUN_STATUS_CHANGED, lambda event: self.assessments.on_run_status(event))
         self.subscribe_policies(events)
         self.subscribe_task_stages(events)  # wiring/task_stage_services.py
         self.subscribe_notifications(events)  # wiring/notification_services.py

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from terrace.adapters.table import ConditionFailed, Delete, Put, Table, WriteOp
-from terrace.domain import clock
+from terrace.domain import assessments, clock
 from terrace.domain.agent_pools import DEFAULT_POOL_SETTING as DEFAULT_AGENT_POOL
 from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import new_id
@@ -236,6 +236,10 @@ class OrganizationService:
         item["version"] = version + 1
         item["name"] = item["gsi1sk"] = new_name
         ops: list[WriteOp] = [Put(item, if_version=version)]
+        if "assessments-enforced" in changes:  # the assessment schedule's entry of the whole organization
+            enforced = item["settings"]["assessments-enforced"]
+            pk, sk = assessments.organization_key(before.key)
+            ops += [Put({"pk": pk, "sk": sk, "organization": before.key})] if enforced else [Delete(pk, sk)]
         if new_name != old_name:
             claim = {"pk": _name_claim(new_name)[0], "sk": _name_claim(new_name)[1], "key": before.key}
             self._refuse_taken(new_name, before.key)

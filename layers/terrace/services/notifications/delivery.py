@@ -73,7 +73,7 @@ class NotificationDelivery:
         if not wanted or not pairs:
             return
         facts = self.run_facts(str(event["run_id"]))
-        if facts is None:
+        if facts is None:  # gone, or a health assessment (`on_assessment`)
             return
         at = str(event.get("at") or clock.now_iso())
         for nc in wanted:
@@ -114,6 +114,21 @@ class NotificationDelivery:
             self._publish({"type": DELIVERY, "configuration_id": nc.id, "delivery_id": delivery_id, "attempt": 1,
                            **content}, 0)  # fmt: skip
 
+    def on_assessment(self, event: dict[str, Any]) -> None:
+        """A health assessment ended (`assessment.completed`): its triggers, to the configurations that want them."""
+        fired = [str(t) for t in event.get("triggers") or []]
+        wanted = [nc for nc in self._store.of(str(event.get("workspace_id", ""))) if nc.enabled and nc.triggers]
+        if not fired or not wanted:
+            return
+        facts = self.run_facts(str(event["run_id"]), assessment=True)
+        at = str(event.get("at") or clock.now_iso())
+        for nc in wanted:
+            for trigger in (t for t in fired if t in nc.triggers):
+                notice = Notice(model.ASSESSMENT_MESSAGES.get(trigger, trigger), trigger, None, at)
+                delivery_id = f"{event.get('result_id')}:{trigger}"
+                self._publish({"type": DELIVERY, "configuration_id": nc.id, "delivery_id": delivery_id,
+                               "attempt": 1, **self._content(nc, facts, notice)}, 0)  # fmt: skip
+
     def _content(self, nc: NotificationConfiguration, run: RunFacts | None, notice: Notice) -> dict[str, Any]:
         if nc.destination_type == model.EMAIL:
             subject, text = payloads.email(nc.name, run, notice)
@@ -121,11 +136,14 @@ class NotificationDelivery:
         body = payloads.body_for(nc.destination_type, nc.id, nc.name, run, notice, self._subscribable(nc))
         return {"body": body.decode()}
 
-    def run_facts(self, run_id: str) -> RunFacts | None:
+    def run_facts(self, run_id: str, *, assessment: bool = False) -> RunFacts | None:
+        """What a notification says of a run (None: gone, or an assessment's run unless `assessment`)."""
         try:
             run = self._runs.load(run_id)
             ws = self._workspaces.load(run.workspace_id)
         except NotFound:
+            return None
+        if run.assessment and not assessment:
             return None
         org = self._orgs.by_key(run.organization)
         return RunFacts(

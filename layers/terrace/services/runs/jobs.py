@@ -84,6 +84,8 @@ class JobService(ApplyHandoff):
         self._variables, self._accounts, self._logs, self._settings = variables, accounts, logs, settings
         self._specs = JobSpecs(workspaces, cvs, variables, blobs, settings, ssh_keys, workload)
         self._retries = JobRetries(store, scheduler, logs, settings)  # a job handed back (`release`)
+        # an assessment claimed while a run holds its workspace ends unrun (`AssessmentService.skip_if_busy`)
+        self.skip_assessment: Callable[[Run], bool] = lambda run: False
 
     def _load(self, principal: Principal, job_id: str) -> tuple[Run, str]:
         """The job's run, if the runner or agent may work it (another organization's or pool's job, and an agent
@@ -152,6 +154,8 @@ class JobService(ApplyHandoff):
                     f"job {job_id} attempt {request.attempt} is not claimable (run {run.status}, "
                     f"phase {state.status}, attempt {state.attempt})"
                 )
+            if run.assessment and self.skip_assessment(run):
+                raise Conflict(f"job {job_id} is a health assessment and a run holds its workspace: skipped")
             expected, now = run.version, clock.now_iso()
             issued = self._accounts.issue_token(
                 PrincipalKind.RUN,

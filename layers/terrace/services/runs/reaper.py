@@ -11,7 +11,8 @@ Every tick (a Lambda schedule on AWS, a timer locally) it walks the open runs an
 - looks again at runs waiting in a task stage (`stage_progress.py`: participants report what outlived its limit),
 and, at most hourly, runs the data retention sweep it is given (`services/workflows/retention_sweep.py`, a
 workflow above the runs area: this module knows it only as a `Sweep`), and each tick the other sweeps it is
-given (the auto-destroy sweep of ephemeral workspaces, `services/workflows/auto_destroy.py`).
+given (the auto-destroy sweep of ephemeral workspaces, `services/workflows/auto_destroy.py`; the health
+assessment schedule's, `assessments.py`: one query, empty while no workspace has assessments on).
 """
 
 from __future__ import annotations

@@ -33,6 +33,8 @@ log = logging.getLogger("terrace.scheduler")
 
 
 def lane_of(run: Run, phase: str) -> str:
+    if run.assessment:
+        return "speculative"  # health assessments: always the lowest lane (`services/runs/assessments.py`)
     if phase == "apply":
         return "apply"
     return "speculative" if run.plan_only else "plan"

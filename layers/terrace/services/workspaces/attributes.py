@@ -107,6 +107,8 @@ def apply_attributes(ws: Workspace, attributes: dict[str, Any]) -> Workspace:
             changes["agent_pool_id"] = value or None
         elif key in (auto_destroy.AT, auto_destroy.DURATION):
             continue  # below: the two decide together
+        elif key == "assessments-enabled":  # health assessments (services/runs/assessments.py)
+            extra[key] = _require_bool(key, value)
         elif key == "setting-overwrites":
             continue  # below: it decides whether the execution mode is inherited
         elif key in ACCEPTED_EXTRA:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from terrace.adapters.table import ConditionFailed, Delete, Put, Table, WriteOp
-from terrace.domain import clock
+from terrace.domain import assessments, clock
 from terrace.domain import workspace as model
 from terrace.domain.errors import Conflict, NotFound
 from terrace.domain.ids import looks_like, new_id
@@ -202,7 +202,10 @@ class WorkspaceService:
         ws = self._checked(apply_attributes(ws, self._settled({k: v for k, v in attributes.items() if k != "name"})))
         claim = {"pk": model.name_claim_key(org.key, name)[0], "sk": name, "workspace_id": ws.id}
         try:
-            self._table.transact([Put(claim, if_absent=True), Put(model.to_item(ws), if_absent=True)])
+            schedule = (
+                [Put(assessments.schedule_item(ws.id, org.key, clock.epoch()))] if assessments.enabled(ws.extra) else []
+            )
+            self._table.transact([Put(claim, if_absent=True), Put(model.to_item(ws), if_absent=True), *schedule])
         except ConditionFailed as exc:
             raise Conflict(
                 f"workspace {org.name}/{name} already exists", meta={"pointer": "/data/attributes/name"}
@@ -221,7 +224,17 @@ class WorkspaceService:
             updated = self.mutate(ws.id, lambda current: self._checked(apply_attributes(current, attributes)))
         if updated.auto_destroy_at != ws.auto_destroy_at:
             self.markers.sync(updated)
+        if assessments.ENABLED_ATTRIBUTE in attributes:
+            self._schedule_assessments(updated)
         return updated
+
+    def _schedule_assessments(self, ws: Workspace) -> None:
+        """Keep the assessment schedule's sparse index (`domain/assessments.py`) in step with the attribute."""
+        key = assessments.schedule_key(ws.id)
+        if not assessments.enabled(ws.extra):
+            self._table.delete(*key)
+        elif self._table.get(*key) is None:
+            self._table.put(assessments.schedule_item(ws.id, ws.organization, clock.epoch()))
 
     def _checked(self, ws: Workspace) -> Workspace:
         if ws.agent_pool_id or ws.execution_mode == "agent":

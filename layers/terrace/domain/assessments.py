@@ -1,0 +1,155 @@
+"""Health assessments: drift detection and continuous validation, as HCP Terraform names them.
+
+An assessment is a refresh-only, plan-only run (`Run.assessment`) of a workspace's current configuration and
+state; its result is read from the run's JSON plan: `resource_drift` (what changed outside Terraform) and
+`checks` (the `check` blocks, preconditions and postconditions). The schedule is a sparse index: one item per
+workspace with assessments on (`SCHEDULE_PK`), holding when it is next due; each workspace gets its own offset
+inside the interval (`first_due`), so they are spread, not all at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+SCHEDULE_PK = "assessments#schedule"
+RESULT_PREFIX = "asmtres"
+ENABLED_ATTRIBUTE = "assessments-enabled"
+# notification triggers (`domain/notifications.py` lists them among a workspace's)
+DRIFTED, CHECK_FAILURE, FAILED = "assessment:drifted", "assessment:check_failure", "assessment:failed"
+CHECK_STATUSES = ("pass", "fail", "error", "unknown")
+
+
+def schedule_key(workspace_id: str) -> tuple[str, str]:
+    return SCHEDULE_PK, workspace_id
+
+
+def organization_key(organization: str) -> tuple[str, str]:
+    """The schedule's entry of an organization that enforces assessments on all its workspaces
+    (`assessments-enforced`): the sweep gives each of its workspaces an entry of its own."""
+    return SCHEDULE_PK, f"org#{organization}"
+
+
+def schedule_item(workspace_id: str, organization: str, enabled_at: float, due_at: float | None = None
+                  ) -> dict[str, Any]:  # fmt: skip
+    """The index entry of a workspace with assessments on since `enabled_at`; `due_at` None: first due at the
+    first slot of its grid after `enabled_at`."""
+    pk, sk = schedule_key(workspace_id)
+    item: dict[str, Any] = {
+        "pk": pk, "sk": sk, "workspace_id": workspace_id, "organization": organization, "enabled_at": enabled_at,
+    }  # fmt: skip
+    if due_at is not None:
+        item["due_at"] = due_at
+    return item
+
+
+def offset(workspace_id: str, interval_s: int) -> float:
+    """A workspace's own place in the interval, the same every time (a hash of its id)."""
+    digest = int.from_bytes(hashlib.sha256(workspace_id.encode()).digest()[:8], "big")
+    return float(digest % max(1, interval_s))
+
+
+def first_due(workspace_id: str, now: float, interval_s: int) -> float:
+    """The next time on the workspace's own grid (its offset plus whole intervals) after `now`."""
+    base = offset(workspace_id, interval_s)
+    if base > now:
+        return base
+    return base + ((now - base) // interval_s + 1) * interval_s
+
+
+def due_at(item: dict[str, Any], interval_s: int) -> float:
+    stored = item.get("due_at")
+    if stored is not None:
+        return float(stored)
+    return first_due(str(item["workspace_id"]), float(item.get("enabled_at") or 0), interval_s)
+
+
+def next_due(workspace_id: str, now: float, interval_s: int) -> float:
+    """After an assessment (or a skip): the next slot of the workspace's grid, at least half an interval away."""
+    due = first_due(workspace_id, now, interval_s)
+    return due if due - now >= interval_s / 2 else due + interval_s
+
+
+def enabled(extra: dict[str, Any]) -> bool:
+    return extra.get(ENABLED_ATTRIBUTE) is True
+
+
+@dataclass(frozen=True)
+class AssessmentResult:
+    id: str
+    workspace_id: str
+    organization: str
+    run_id: str
+    created_at: str
+    succeeded: bool
+    drifted: bool
+    error_msg: str | None = None
+    checks: dict[str, int] = dataclasses.field(default_factory=dict)  # status -> count
+    resources_drifted: int = 0
+    resources_undrifted: int = 0
+    json_key: str | None = None  # the run's JSON plan (`json-output`)
+
+    @property
+    def all_checks_succeeded(self) -> bool:
+        return self.succeeded and not any(self.checks.get(s, 0) for s in ("fail", "error", "unknown"))
+
+    def triggers(self) -> list[str]:
+        """The notification triggers this result fires."""
+        if not self.succeeded:
+            return [FAILED]
+        found = [DRIFTED] if self.drifted else []
+        return found + ([CHECK_FAILURE] if self.checks.get("fail", 0) or self.checks.get("error", 0) else [])
+
+
+def result_key(result_id: str) -> tuple[str, str]:
+    return result_id, "assessment-result"
+
+
+def current_key(workspace_id: str) -> tuple[str, str]:
+    return workspace_id, "assessment#current"
+
+
+def to_item(result: AssessmentResult) -> dict[str, Any]:
+    pk, sk = result_key(result.id)
+    return {"pk": pk, "sk": sk, **dataclasses.asdict(result)}
+
+
+def from_item(item: dict[str, Any]) -> AssessmentResult:
+    names = {f.name for f in dataclasses.fields(AssessmentResult)}
+    data = {k: v for k, v in item.items() if k in names}
+    data["checks"] = {str(k): int(v) for k, v in (data.get("checks") or {}).items()}
+    return AssessmentResult(**data)
+
+
+# reading a JSON plan --------------------------------------------------------------------------------------
+def _managed(module: dict[str, Any]) -> int:
+    own = sum(1 for r in module.get("resources") or [] if isinstance(r, dict) and r.get("mode", "managed") == "managed")
+    return own + sum(_managed(child) for child in module.get("child_modules") or [] if isinstance(child, dict))
+
+
+def drift_counts(plan: dict[str, Any]) -> tuple[int, int]:
+    """(drifted, undrifted) managed resources: `resource_drift` entries that are not no-ops, against the
+    resources of the prior state."""
+    drift = plan.get("resource_drift") or []
+    drifted = {
+        str(d.get("address"))
+        for d in drift
+        if isinstance(d, dict)
+        and d.get("mode", "managed") == "managed"
+        and (d.get("change") or {}).get("actions") not in (None, ["no-op"])
+    }
+    root = ((plan.get("prior_state") or {}).get("values") or {}).get("root_module") or {}
+    total = _managed(root) if isinstance(root, dict) else 0
+    return len(drifted), max(0, total - len(drifted))
+
+
+def check_counts(plan: dict[str, Any]) -> dict[str, int]:
+    """How many checkable objects (check blocks, conditions) passed, failed, errored or are unknown."""
+    counts = dict.fromkeys(CHECK_STATUSES, 0)
+    for check in plan.get("checks") or []:
+        status = check.get("status") if isinstance(check, dict) else None
+        if status in counts:
+            counts[str(status)] += 1
+    return counts
