@@ -21,6 +21,7 @@ from terrace.web.routers import (
     discovery,
     http_backend,
     memberships,
+    module_registry,
     notifications,
     oauth,
     organizations,
@@ -28,6 +29,7 @@ from terrace.web.routers import (
     policies,
     policy_evaluations,
     projects,
+    registry_modules,
     resources,
     retention,
     run_stages,
@@ -133,6 +135,8 @@ def create_app(container: Container) -> FastAPI:
         runner_api,
     ):
         app.include_router(run_module.router)
+    for registry_module in (registry_modules, module_registry):
+        app.include_router(registry_module.router)
     for policy_module in (policies, policy_evaluations):
         app.include_router(policy_module.router)
     ui_auth.install(app)
