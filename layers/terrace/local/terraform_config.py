@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 NULL_PROVIDER_VERSION = "2.1.2"
@@ -66,19 +67,30 @@ def render_provider_installation(mirror: Path | None) -> str:
     )
 
 
-def render_cli_config(hostname: str, token: str, mirror: Path | None) -> str:
+def render_cli_config(hostname: str, token: str, mirror: Path | None, aliases: Sequence[str] = ()) -> str:
+    """Credentials for `hostname` (and each of `aliases`: other names of the same server), then the mirror."""
     quoted = json.dumps
-    return f"credentials {quoted(hostname)} {{\n  token = {quoted(token)}\n}}\n\n" + render_provider_installation(
-        mirror
-    )
+    hosts = [hostname, *(alias for alias in aliases if alias != hostname)]
+    blocks = "".join(f"credentials {quoted(host)} {{\n  token = {quoted(token)}\n}}\n\n" for host in hosts)
+    return blocks + render_provider_installation(mirror)
 
 
-def write_cli_config(directory: Path, hostname: str, token: str) -> Path:
+def registry_hostname(hostname: str) -> str:
+    """The name terraform and OpenTofu accept as a module registry host for a server reached as `hostname`: they
+    read a module source's first part as a host only when it has a dot, so `localhost:8443` is written as
+    `127.0.0.1:8443` (the same server: the local certificate is valid for both)."""
+    host, _, port = hostname.rpartition(":") if ":" in hostname else (hostname, "", "")
+    if host.lower() == "localhost":
+        return f"127.0.0.1:{port}" if port else "127.0.0.1"
+    return hostname
+
+
+def write_cli_config(directory: Path, hostname: str, token: str, aliases: Sequence[str] = ()) -> Path:
     """Write `terraform.rc` (0600: it holds a token) next to a provider mirror; return its path."""
     mirror = write_provider_mirror(directory / "providers") if null_provider_source() else None
     path = directory / "terraform.rc"
     path.touch(mode=0o600)
-    path.write_text(render_cli_config(hostname, token, mirror.resolve() if mirror else None))
+    path.write_text(render_cli_config(hostname, token, mirror.resolve() if mirror else None, aliases))
     return path
 
 

@@ -1,0 +1,107 @@
+"""The private module registry with real clients: a module version published through the API (the tarball PUT to
+its upload URL, as go-tfe's `UploadTarGzip` does), then `terraform init` (1.0.3, a current terraform, OpenTofu)
+with `source = "127.0.0.1:<port>/<org>/<name>/<provider>"` and a version constraint downloads the newest matching
+version through the module registry protocol, and a local `apply` runs it."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import ssl
+import subprocess
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from conftest import TERRAFORM, client_env
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
+
+TERRAFORM_111 = Path(os.environ.get("TERRACE_TEST_TERRAFORM_CLOUD", "/usr/local/bin/terraform"))
+TOFU = Path(os.environ.get("TERRACE_TEST_TOFU", "/work/shared/tools/opentofu/tofu"))
+CLIENTS = [
+    pytest.param(binary, id=name, marks=pytest.mark.skipif(not binary.exists(), reason=f"{name} is not installed"))
+    for name, binary in (("terraform-1.0.3", TERRAFORM), ("terraform-1.11", TERRAFORM_111), ("tofu", TOFU))
+]
+
+MODULE = """
+variable "name" {
+  type = string
+}
+output "greeting" {
+  value = "hello ${var.name} from VERSION"
+}
+"""
+
+
+def _tarball(version: str) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, text in (("main.tf", MODULE.replace("VERSION", version)), ("README.md", f"# greeter {version}\n")):
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def _publish(run_api: Any, org: str, name: str, version: str) -> bytes:
+    body = {"data": {"type": "registry-module-versions", "attributes": {"version": version}}}
+    created = run_api.request("POST", f"/api/v2/registry-modules/{org}/{name}/greeter/versions", body, expect=201)
+    upload = created.json()["data"]["links"]["upload"]
+    data = _tarball(version)
+    put = run_api.http.put(upload, content=data, headers={"Content-Type": "application/octet-stream"})
+    assert put.status_code == 200, put.text
+    read = run_api.request(
+        "GET",
+        f"/api/v2/organizations/{org}/registry-modules/private/{org}/{name}/greeter/version?module_version={version}",
+    ).json()["data"]
+    assert read["attributes"]["status"] == "ok", read  # the embedded blob server hands the landing over in its PUT
+    return data
+
+
+@pytest.mark.parametrize("binary", CLIENTS)
+def test_init_downloads_a_published_module_by_constraint_and_apply_uses_it(
+    binary, run_stack, run_api, unique, tmp_path, tmp_path_factory
+):
+    org, name = run_stack.organization, unique("greet")
+    body = {"data": {"type": "registry-modules", "attributes": {"name": name, "provider": "greeter"}}}
+    run_api.request("POST", f"/api/v2/organizations/{org}/registry-modules", body, expect=201)
+    for version in ("1.0.0", "1.4.0", "2.0.0"):
+        _publish(run_api, org, name, version)
+
+    assert "." in run_stack.registry_hostname.split(":")[0]
+    source = f"{run_stack.registry_hostname}/{org}/{name}/greeter"
+    (tmp_path / "main.tf").write_text(
+        f'module "greeter" {{\n  source  = "{source}"\n  version = "~> 1.0"\n  name    = "world"\n}}\n'
+        'output "greeting" {\n  value = module.greeter.greeting\n}\n'
+    )
+    env = client_env(run_stack, tmp_path_factory.mktemp("home"))
+
+    def run(*args: str) -> str:
+        done = subprocess.run([str(binary), *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, f"{binary} {' '.join(args)} -> {done.returncode}\n{done.stdout}{done.stderr}"
+        return done.stdout
+
+    init = run("init", "-input=false", "-no-color")
+    assert "1.4.0" in init, init  # the newest version the constraint allows, not 2.0.0
+    run("apply", "-auto-approve", "-input=false", "-no-color")
+    outputs = json.loads(run("output", "-json"))
+    assert outputs["greeting"]["value"] == "hello world from 1.4.0"
+
+
+def test_the_protocol_answers_members_only(run_stack, run_api, unique):
+    org, name = run_stack.organization, unique("hidden")
+    body = {"data": {"type": "registry-modules", "attributes": {"name": name, "provider": "greeter"}}}
+    run_api.request("POST", f"/api/v2/organizations/{org}/registry-modules", body, expect=201)
+    published = _publish(run_api, org, name, "0.1.0")
+    url = f"https://{run_stack.registry_hostname}/api/registry/v1/modules/{org}/{name}/greeter/0.1.0/download"
+    with httpx.Client(verify=ssl.create_default_context(cafile=run_stack.ca_bundle)) as http:
+        assert http.get(url).status_code == 401
+        got = http.get(url, headers={"Authorization": f"Bearer {run_stack.token}"})
+        assert got.status_code == 204
+        tarball = http.get(got.headers["X-Terraform-Get"])
+        assert tarball.status_code == 200 and tarball.content == published
