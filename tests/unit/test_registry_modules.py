@@ -203,3 +203,21 @@ def test_members_read_and_install_manage_modules_publishes_strangers_see_404() -
     for seen, missing in zip(hidden, absent, strict=True):
         assert seen.status_code == missing.status_code == 404
         assert seen.json() == missing.json()
+
+
+def test_public_entries_point_at_a_public_module_and_the_older_delete_paths() -> None:
+    env = make_run_env()
+    public = _module(env, **{"registry-name": "public", "namespace": "terraform-aws-modules"})
+    assert public.status_code == 201, public.text
+    attrs = public.json()["data"]["attributes"]
+    assert (attrs["registry-name"], attrs["namespace"]) == ("public", "terraform-aws-modules")
+    assert attrs["permissions"] == {"can-delete": True, "can-resync": True, "can-retry": True}
+    path = "/organizations/acme/registry-modules/public/terraform-aws-modules/vpc/aws"
+    assert env.api("GET", path).status_code == 200
+    assert _version(env, "1.0.0").status_code == 404  # no private module vpc/aws: versions are private ones'
+    _module(env)
+    _publish(env, "1.0.0", tarball({"main.tf": MODULE_TF}))
+    assert env.api("POST", "/registry-modules/actions/delete/acme/vpc/aws/1.0.0").status_code == 204
+    assert _registry(env, "acme/vpc/aws/versions").json()["modules"][0]["versions"] == []
+    assert env.api("POST", "/registry-modules/actions/delete/acme/vpc").status_code == 204  # both registries
+    assert env.api("GET", "/organizations/acme/registry-modules").json()["data"] == []

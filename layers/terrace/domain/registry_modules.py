@@ -61,6 +61,7 @@ class RegistryModule:
     created_at: str
     updated_at: str
     versions: tuple[ModuleVersion, ...] = field(default=())
+    can_manage: bool = False  # whether the caller who read it may change it (its `permissions`)
 
     @property
     def status(self) -> str:

@@ -10,6 +10,7 @@ from functools import cached_property
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.table import Table
 from terrace.config import Settings
+from terrace.services.access.authz import Authorizer
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.registry.module_versions import ModuleVersionService
 from terrace.services.registry.modules import RegistryModuleService
@@ -21,10 +22,11 @@ class RegistryServices:
     blobs: BlobStore
     # from the other areas
     organizations: OrganizationService
+    authz: Authorizer
 
     @cached_property
     def registry_modules(self) -> RegistryModuleService:
-        modules = RegistryModuleService(self.table, self.organizations)
+        modules = RegistryModuleService(self.table, self.organizations, self.authz)
         modules.versions_of = lambda module_id: self.module_versions.of_module(module_id)
         modules.before_delete = lambda module_id: self.module_versions.delete_all(module_id)
         return modules

@@ -29,7 +29,7 @@ from terrace.domain.registry_modules import (
     check_provider,
     check_registry_name,
 )
-from terrace.services.access.authz import Action
+from terrace.services.access.authz import Action, Authorizer
 from terrace.services.access.organizations import OrganizationService
 
 SORT_KEY = "regmod"
@@ -47,14 +47,14 @@ def _address(registry: str, namespace: str, name: str, provider: str) -> str:
 
 
 class RegistryModuleService:
-    def __init__(self, table: Table, organizations: OrganizationService) -> None:
-        self._table, self._orgs = table, organizations
+    def __init__(self, table: Table, organizations: OrganizationService, authz: Authorizer) -> None:
+        self._table, self._orgs, self._authz = table, organizations, authz
         # a module's versions, newest first (the versions service, set by the composition root)
         self.versions_of: Callable[[str], builtins.list[ModuleVersion]] = lambda module_id: []
         # called before a module's (or a provider's) item goes: deletes its versions and their tarballs
         self.before_delete: Callable[[str], None] = lambda module_id: None
 
-    def _public(self, item: dict[str, Any], org: Organization) -> RegistryModule:
+    def _public(self, item: dict[str, Any], org: Organization, principal: Principal) -> RegistryModule:
         namespace = org.name if item["registry_name"] == PRIVATE else item["namespace"]
         return RegistryModule(
             id=item["pk"],
@@ -67,6 +67,7 @@ class RegistryModuleService:
             created_at=item["created_at"],
             updated_at=item["updated_at"],
             versions=tuple(self.versions_of(item["pk"])),
+            can_manage=self._authz.can(principal, Action.MANAGE_MODULES, org.view),
         )
 
     # reads ------------------------------------------------------------------------------------
@@ -84,7 +85,7 @@ class RegistryModuleService:
                 continue
             if filters.get("provider") and item["provider"] != filters["provider"]:
                 continue
-            module = self._public(item, org)
+            module = self._public(item, org, principal)
             if query and not any(query in v.lower() for v in (module.name, module.namespace, module.provider)):
                 continue
             found.append(module)
@@ -110,7 +111,7 @@ class RegistryModuleService:
         item = self._table.get(claim["module_id"], SORT_KEY) if claim else None
         if item is None or item.get("organization_id") != org.id:
             raise missing
-        return self._public(item, org)
+        return self._public(item, org, principal)
 
     def get_by_id(self, principal: Principal, module_id: str, action: Action = Action.READ_MODULES) -> RegistryModule:
         item = self._table.get(module_id, SORT_KEY) if looks_like(module_id, "mod") else None
@@ -120,7 +121,7 @@ class RegistryModuleService:
             org = None
         if item is None or org is None or item.get("organization_id") != org.id:
             raise NotFound(f"registry module {module_id} not found")
-        return self._public(item, org)
+        return self._public(item, org, principal)
 
     # writes -----------------------------------------------------------------------------------
     def create(self, principal: Principal, organization: str, attrs: dict[str, Any]) -> RegistryModule:
@@ -159,22 +160,25 @@ class RegistryModuleService:
             self._table.transact([Put(claim, if_absent=True), Put(item, if_absent=True)])
         except ConditionFailed as exc:
             raise Conflict(f"a module {address.split('/', 1)[1]} already exists in {org.name}") from exc
-        return self._public(item, org)
+        return self._public(item, org, principal)
 
     def delete(self, principal: Principal, organization: str, address: tuple[str, str, str, str]) -> None:
         """Deletes one provider of a module and its versions (`DELETE .../:namespace/:name/:provider`)."""
         self._delete(self.get(principal, organization, address, Action.MANAGE_MODULES))
 
-    def delete_named(self, principal: Principal, organization: str, registry: str, namespace: str, name: str) -> None:
-        """Deletes every provider of the module `name` (`DELETE .../:namespace/:name`); 404 when there is none."""
+    def delete_named(
+        self, principal: Principal, organization: str, registry: str | None, namespace: str | None, name: str
+    ) -> None:
+        """Deletes every provider of the module `name` (`DELETE .../:registry/:namespace/:name`; None for both:
+        go-tfe's older `actions/delete/:org/:name`, every module of that name); 404 when there is none."""
         org = self._orgs.get(principal, organization, Action.MANAGE_MODULES)
         found = [
             m
-            for m in self.list(principal, organization, {"registry_name": registry})
-            if m.name.lower() == name.lower() and m.namespace == namespace and m.organization == org.key
+            for m in self.list(principal, organization, {"registry_name": registry or ""})
+            if m.name.lower() == name.lower() and namespace in (None, m.namespace) and m.organization == org.key
         ]
         if not found:
-            raise NotFound(f"registry module {namespace}/{name} not found")
+            raise NotFound(f"registry module {namespace or org.name}/{name} not found")
         for module in found:
             self._delete(module)
 

@@ -28,7 +28,8 @@ def serialize(module: RegistryModule) -> dict[str, Any]:
             "registry-name": module.registry_name,
             "namespace": module.namespace,
             "no-code": False,
-            "permissions": {"can-delete": True, "can-resync": False, "can-retry": False},
+            # resync and retry (a VCS module's) amount to publishing again: the caller's `manage-modules`
+            "permissions": dict.fromkeys(("can-delete", "can-resync", "can-retry"), module.can_manage),
             "status": module.status,
             "vcs-repo": None,
             "version-statuses": statuses,
@@ -164,6 +165,24 @@ def delete_registry_module_version(
 
 @router.post("/registry-modules/actions/delete/{org}/{name}")
 def delete_registry_module_legacy(org: str, name: str, container: ContainerDep, principal: PrincipalDep) -> Response:
-    """go-tfe's deprecated `Delete` (a private module, every provider)."""
-    container.registry_modules.delete_named(principal, org, "private", org, name)
+    """go-tfe's deprecated `Delete`: every module of that name, every provider."""
+    container.registry_modules.delete_named(principal, org, None, None, name)
+    return Response(status_code=204)
+
+
+@router.post("/registry-modules/actions/delete/{org}/{name}/{provider}")
+def delete_registry_module_provider_legacy(
+    org: str, name: str, provider: str, container: ContainerDep, principal: PrincipalDep
+) -> Response:
+    """go-tfe's older `DeleteProvider` (a private module's provider and its versions)."""
+    container.registry_modules.delete(principal, org, ("private", org, name, provider))
+    return Response(status_code=204)
+
+
+@router.post("/registry-modules/actions/delete/{org}/{name}/{provider}/{version}")
+def delete_registry_module_version_legacy(
+    org: str, name: str, provider: str, version: str, container: ContainerDep, principal: PrincipalDep
+) -> Response:
+    """go-tfe's older `DeleteVersion`."""
+    container.module_versions.delete(principal, org, ("private", org, name, provider), version)
     return Response(status_code=204)
