@@ -17,6 +17,8 @@ from typing import Any
 import httpx
 import pytest
 from conftest import TERRAFORM, client_env
+from e2e_runs import RUN_TIMEOUT_S, remote_workspace, wait_final
+from test_run_trigger_chain import _upload as upload_configuration
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
@@ -105,3 +107,28 @@ def test_the_protocol_answers_members_only(run_stack, run_api, unique):
         assert got.status_code == 204
         tarball = http.get(got.headers["X-Terraform-Get"])
         assert tarball.status_code == 200 and tarball.content == published
+
+
+def test_a_remote_run_installs_a_private_module_with_its_own_token(run_stack, run_api, unique):
+    """The configuration is uploaded through the API (no `.terraform/modules` in it): the runner's `terraform init`
+    downloads the module from the registry with the run's token, and the apply uses it."""
+    org, name = run_stack.organization, unique("remote")
+    body = {"data": {"type": "registry-modules", "attributes": {"name": name, "provider": "greeter"}}}
+    run_api.request("POST", f"/api/v2/organizations/{org}/registry-modules", body, expect=201)
+    _publish(run_api, org, name, "3.1.0")
+    ws_id = remote_workspace(run_api, unique("mods"))
+    main_tf = (
+        f'module "greeter" {{\n  source  = "{run_stack.registry_hostname}/{org}/{name}/greeter"\n'
+        '  version = ">= 3.0"\n  name    = "remote"\n}\n'
+        'output "greeting" {\n  value = module.greeter.greeting\n}\n'
+    )
+    cv_id = upload_configuration(run_api, run_stack, ws_id, main_tf)
+    body = {"data": {"type": "runs", "attributes": {"auto-apply": True}, "relationships": {
+        "workspace": {"data": {"type": "workspaces", "id": ws_id}},
+        "configuration-version": {"data": {"type": "configuration-versions", "id": cv_id}}}}}  # fmt: skip
+    run_id = run_api.request("POST", "/api/v2/runs", body, expect=201).json()["data"]["id"]
+    final = wait_final(run_api, run_id, timeout=RUN_TIMEOUT_S)
+    assert final["attributes"]["status"] == "applied", final
+    outputs = run_api.request("GET", f"/api/v2/workspaces/{ws_id}/current-state-version?include=outputs").json()
+    values = {o["attributes"]["name"]: o["attributes"]["value"] for o in outputs.get("included", [])}
+    assert values == {"greeting": "hello remote from 3.1.0"}

@@ -129,3 +129,13 @@ def version_key(value: str) -> tuple[Any, ...]:
         return (major, minor, patch, 1, ())
     parts = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in pre.split("."))
     return (major, minor, patch, 0, parts)
+
+
+def registry_hostname(hostname: str) -> str:
+    """The name terraform and OpenTofu accept as a module registry host for a server reached as `hostname`: they
+    read a module source's first part as a host only when it has a dot, so `localhost:8443` is written as
+    `127.0.0.1:8443` (the same server: the local certificate is valid for both)."""
+    host, _, port = hostname.rpartition(":") if ":" in hostname else (hostname, "", "")
+    if host.lower() == "localhost":
+        return f"127.0.0.1:{port}" if port else "127.0.0.1"
+    return hostname

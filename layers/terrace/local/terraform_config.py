@@ -14,6 +14,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from terrace.domain.registry_modules import registry_hostname
+
+__all__ = ["registry_hostname"]  # where the local stack takes it from
+
 NULL_PROVIDER_VERSION = "2.1.2"
 NULL_PROVIDER_BINARY = f"terraform-provider-null_v{NULL_PROVIDER_VERSION}_x4"
 
@@ -73,16 +77,6 @@ def render_cli_config(hostname: str, token: str, mirror: Path | None, aliases: S
     hosts = [hostname, *(alias for alias in aliases if alias != hostname)]
     blocks = "".join(f"credentials {quoted(host)} {{\n  token = {quoted(token)}\n}}\n\n" for host in hosts)
     return blocks + render_provider_installation(mirror)
-
-
-def registry_hostname(hostname: str) -> str:
-    """The name terraform and OpenTofu accept as a module registry host for a server reached as `hostname`: they
-    read a module source's first part as a host only when it has a dot, so `localhost:8443` is written as
-    `127.0.0.1:8443` (the same server: the local certificate is valid for both)."""
-    host, _, port = hostname.rpartition(":") if ":" in hostname else (hostname, "", "")
-    if host.lower() == "localhost":
-        return f"127.0.0.1:{port}" if port else "127.0.0.1"
-    return hostname
 
 
 def write_cli_config(directory: Path, hostname: str, token: str, aliases: Sequence[str] = ()) -> Path:

@@ -278,8 +278,9 @@ class Authorizer:
 
     @staticmethod
     def _require_run_token(principal: Principal, action: Action, workspace: WorkspaceView | None) -> None:
-        """A run token acts on its own workspace; elsewhere it may only read shared state."""
-        if action is Action.READ_ORGANIZATION:
+        """A run token acts on its own workspace; elsewhere it may only read shared state, and install its
+        organization's private modules (`terraform init` in the run)."""
+        if action in (Action.READ_ORGANIZATION, Action.READ_MODULES):
             return
         if workspace is None:
             raise Forbidden(f"a run token may not {action.value} here")
