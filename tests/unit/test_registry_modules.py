@@ -221,3 +221,27 @@ def test_public_entries_point_at_a_public_module_and_the_older_delete_paths() ->
     assert _registry(env, "acme/vpc/aws/versions").json()["modules"][0]["versions"] == []
     assert env.api("POST", "/registry-modules/actions/delete/acme/vpc").status_code == 204  # both registries
     assert env.api("GET", "/organizations/acme/registry-modules").json()["data"] == []
+
+
+def test_the_registry_pages_show_versions_readme_inputs_outputs_and_usage() -> None:
+    from fastapi.testclient import TestClient
+    from terrace.web.app import create_app
+    from ui_helpers import sign_in
+
+    env = make_run_env()
+    _module(env)
+    _publish(env, "1.0.0", tarball({"main.tf": MODULE_TF, "README.md": "# VPC <script>x</script>\n"}))
+    _publish(env, "1.1.0", tarball({"README.md": "not a module"}))
+    browser = TestClient(create_app(env.container), base_url="https://localhost:8443", follow_redirects=False)
+    assert sign_in(browser, env.headers["Authorization"].split()[1]).status_code == 303
+    listed = browser.get("/app/acme/registry")
+    assert listed.status_code == 200 and "/app/acme/registry/vpc/aws" in listed.text and "1.0.0" in listed.text
+    page = browser.get("/app/acme/registry/vpc/aws")
+    assert page.status_code == 200
+    assert 'id="shown-version">1.0.0<' in page.text  # the newest version that is ok
+    assert 'source  = "127.0.0.1:8443/acme/vpc/aws"' in page.text.replace("&#34;", '"')
+    assert "What to call it" in page.text and "The resource&#39;s id" in page.text and "null_resource.this" in page.text
+    assert "&lt;script&gt;" in page.text and "<script>x" not in page.text  # the README is text, escaped
+    failed = browser.get("/app/acme/registry/vpc/aws?version=1.1.0")
+    assert "no .tf or .tf.json file" in failed.text and 'id="usage"' not in failed.text
+    assert browser.get("/app/acme/registry/nope/aws").status_code == 404

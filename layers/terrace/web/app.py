@@ -56,6 +56,7 @@ from terrace.web.ui import org_settings as ui_org_settings
 from terrace.web.ui import organizations as ui_organizations
 from terrace.web.ui import policies as ui_policies
 from terrace.web.ui import projects as ui_projects
+from terrace.web.ui import registry as ui_registry
 from terrace.web.ui import run_tasks as ui_run_tasks
 from terrace.web.ui import run_triggers as ui_run_triggers
 from terrace.web.ui import runs as ui_runs
@@ -153,6 +154,7 @@ def create_app(container: Container) -> FastAPI:
         ui_oidc,
         ui_notifications,
         ui_policies,
+        ui_registry,
         ui_org_settings,
         ui_teams,
         ui_projects,

@@ -175,11 +175,27 @@ class ModuleVersionService:
     def docs(self, version: ModuleVersion) -> dict[str, Any]:
         """README, inputs, outputs and resources of an `ok` version (empty for others)."""
         if version.status != VERSION_OK:
-            return {"readme": "", "inputs": [], "outputs": [], "resources": []}
+            return self.docs_of_nothing()
         try:
             return dict(json.loads(self._blobs.get(_docs_key(version))))
         except (KeyError, FileNotFoundError, ValueError):
-            return {"readme": "", "inputs": [], "outputs": [], "resources": []}
+            return self.docs_of_nothing()
+
+    def page(
+        self, principal: Principal, organization: str, address: tuple[str, str, str], version: str | None
+    ) -> tuple[RegistryModule, ModuleVersion | None, dict[str, Any]]:
+        """The UI's module page: the module, the version shown (`version`, else the newest `ok` one) and its docs."""
+        module = self._private(principal, organization, address, Action.READ_MODULES)
+        shown = (
+            self._one(module, version)
+            if version
+            else next((v for v in module.versions if v.status == VERSION_OK), None)
+        )
+        return module, shown, self.docs(shown) if shown else self.docs_of_nothing()
+
+    @staticmethod
+    def docs_of_nothing() -> dict[str, Any]:
+        return {"readme": "", "inputs": [], "outputs": [], "resources": []}
 
     # the module registry protocol -----------------------------------------------------------------
     def available(self, principal: Principal, namespace: str, name: str, provider: str) -> builtins.list[str]:
