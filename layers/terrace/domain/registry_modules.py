@@ -50,6 +50,16 @@ class ModuleVersion:
 
 
 @dataclass(frozen=True)
+class ModuleContents:
+    """What the UI shows of a module version, read from its tarball's root."""
+
+    readme: str = ""
+    inputs: list[dict[str, Any]] = field(default_factory=list)
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+    resources: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class RegistryModule:
     id: str
     organization: str  # the storage key of the organization

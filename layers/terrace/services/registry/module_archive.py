@@ -13,10 +13,10 @@ import io
 import json
 import posixpath
 import tarfile
-from dataclasses import dataclass, field
 from typing import Any
 
 from terrace.domain.errors import Invalid
+from terrace.domain.registry_modules import ModuleContents
 
 ARCHIVE_MAX_BYTES = 50 * 1024 * 1024  # the compressed tarball
 FILES_MAX = 5000
@@ -25,14 +25,6 @@ PARSED_MAX_BYTES = 512 * 1024  # a root .tf file larger than this is not parsed 
 README_MAX_CHARS = 64 * 1024
 ROOT = "/module"
 README_NAMES = ("README.md", "README", "readme.md", "Readme.md")
-
-
-@dataclass(frozen=True)
-class ModuleContents:
-    readme: str = ""
-    inputs: list[dict[str, Any]] = field(default_factory=list)
-    outputs: list[dict[str, Any]] = field(default_factory=list)
-    resources: list[dict[str, Any]] = field(default_factory=list)
 
 
 def read_module(raw: bytes) -> ModuleContents:
