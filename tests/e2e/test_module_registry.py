@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 from conftest import TERRAFORM, client_env
-from e2e_runs import RUN_TIMEOUT_S, remote_workspace, wait_final
+from e2e_runs import RUN_TIMEOUT_S, remote_workspace, wait_final, wait_for
 from test_run_trigger_chain import _upload as upload_configuration
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
@@ -57,11 +57,15 @@ def _publish(run_api: Any, org: str, name: str, version: str) -> bytes:
     data = _tarball(version)
     put = run_api.http.put(upload, content=data, headers={"Content-Type": "application/octet-stream"})
     assert put.status_code == 200, put.text
-    read = run_api.request(
-        "GET",
-        f"/api/v2/organizations/{org}/registry-modules/private/{org}/{name}/greeter/version?module_version={version}",
-    ).json()["data"]
-    assert read["attributes"]["status"] == "ok", read  # the embedded blob server hands the landing over in its PUT
+    path = f"/api/v2/organizations/{org}/registry-modules/private/{org}/{name}/greeter/version?module_version={version}"
+
+    def landed() -> dict[str, Any] | None:
+        read: dict[str, Any] = run_api.request("GET", path).json()["data"]
+        return read if read["attributes"]["status"] != "pending" else None
+
+    # embedded: the blob server hands the landing over in its PUT; on moto, S3's notification reaches the worker
+    read = wait_for(landed, 60, what=f"{name} {version} to be read")
+    assert read["attributes"]["status"] == "ok", read
     return data
 
 
