@@ -76,6 +76,7 @@ class Stack:
     ca_bundle: str
     cli_config: str
     state_dir: Path
+    registry_hostname: str = ""  # module sources' host (dev.json)
 
     def api(self, **kwargs: Any) -> Api:
         return Api(self, **kwargs)

@@ -42,6 +42,7 @@ from terrace.wiring.access_services import AccessServices
 from terrace.wiring.embedded_adapters import EMBEDDED_BLOBS, EMBEDDED_DATABASE, EMBEDDED_KEY, EMBEDDED_SIGNING_KEYS
 from terrace.wiring.notification_services import NotificationServices
 from terrace.wiring.policy_services import PolicyServices
+from terrace.wiring.registry_services import RegistryServices
 from terrace.wiring.run_services import RunServices
 from terrace.wiring.state_services import StateServices
 from terrace.wiring.task_stage_services import TaskStageServices
@@ -72,6 +73,7 @@ class Container(  # type: ignore[override]
     TaskStageServices,
     NotificationServices,
     PolicyServices,
+    RegistryServices,
     WorkflowServices,
 ):
     """The adapters (these fields) and every service, built from them on first use by the areas mixed in:

@@ -46,6 +46,7 @@ class StackInfo:
     organization: str
     ca_bundle: str
     cli_config: str
+    registry_hostname: str = ""  # module sources' host (127.0.0.1:<port>: terraform wants a dot in it)
 
     def state_url(self, workspace: str) -> str:
         """The http backend address of a workspace."""

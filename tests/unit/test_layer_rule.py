@@ -29,6 +29,7 @@ AREAS: dict[str, set[str]] = {
     "admin": {"access", "workspaces", "state", "runs"},
     "notifications": {"access", "workspaces", "runs"},
     "policies": {"access", "workspaces", "runs"},  # policy as code reads runs (their task stages, policy checks)
+    "registry": {"access"},  # the private registry: an organization's modules
     "workflows": {"access", "workspaces", "state", "runs", "admin", "notifications", "policies"},
 }
 NOT_BELOW_ENTRYPOINTS = ("terrace.web", "fastapi", "starlette", "terrace.bootstrap", "terrace.wiring")

@@ -15,7 +15,7 @@ from terrace.local.stack import LocalStack
 from terrace.local.terraform_config import NULL_PROVIDER_BINARY
 from terrace.local.workers import runner_env
 
-DEV_KEYS = {"url", "hostname", "token", "organization", "ca_bundle", "cli_config"}
+DEV_KEYS = {"url", "hostname", "token", "organization", "ca_bundle", "cli_config", "registry_hostname"}
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +48,7 @@ def test_dev_json_holds_what_clients_need(started):
     assert {k: written[k] for k in DEV_KEYS} == info.as_dict()
     port = int(info.hostname.rsplit(":", 1)[1])
     assert info.hostname == f"localhost:{port}" and info.url == f"https://localhost:{port}"
+    assert info.registry_hostname == f"127.0.0.1:{port}"  # a module source's host needs a dot
     assert info.organization == "widgets"
     assert Path(info.ca_bundle).is_absolute() and "BEGIN CERTIFICATE" in Path(info.ca_bundle).read_text()
     assert stack.dev_file.stat().st_mode & 0o077 == 0  # holds a token
@@ -57,6 +58,7 @@ def test_cli_config_has_credentials_and_an_offline_null_provider(started):
     _, info, _ = started
     text = Path(info.cli_config).read_text()
     assert f'credentials "{info.hostname}" {{\n  token = "{info.token}"\n}}' in text
+    assert f'credentials "{info.registry_hostname}" {{\n  token = "{info.token}"\n}}' in text
     assert "filesystem_mirror" in text and "direct" in text and "exclude" in text
     mirror = Path(text.split('path    = "', 1)[1].split('"', 1)[0])
     binary = mirror / "registry.terraform.io/hashicorp/null/2.1.2/linux_amd64" / NULL_PROVIDER_BINARY

@@ -67,6 +67,7 @@ plugin_cache_dir = "/opt/cache"
 """
     text = render_cli_config("localhost:8443", "tok-123", operator)
     assert text.startswith('credentials "localhost:8443" {\n  token = "tok-123"\n}\n')
+    assert 'credentials "127.0.0.1:8443" {\n  token = "tok-123"\n}\n' in text  # the module registry's host
     assert "operator-secret" not in text and "app.example" not in text
     assert 'path    = "/opt/mirror"' in text and "direct { exclude" in text
     assert 'plugin_cache_dir = "/opt/cache"' in text

@@ -124,7 +124,11 @@ CONFIG_LANDED = NotificationDefinition(
 POLICY_LANDED = NotificationDefinition(
     bucket=BLOB_BUCKET.logical_name, queue=EVENTS_QUEUE.logical_name, prefix="policy-uploads/"
 )
-NOTIFICATIONS = (STATE_LANDED, CONFIG_LANDED, POLICY_LANDED)
+# A module version's tarball is read when it lands (services/registry/modules.py).
+MODULE_LANDED = NotificationDefinition(
+    bucket=BLOB_BUCKET.logical_name, queue=EVENTS_QUEUE.logical_name, prefix="module-uploads/"
+)
+NOTIFICATIONS = (STATE_LANDED, CONFIG_LANDED, POLICY_LANDED, MODULE_LANDED)
 
 
 def physical_name(prefix: str, logical_name: str) -> str:

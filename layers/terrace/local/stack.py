@@ -34,7 +34,7 @@ from terrace.local import access_log, embedded, presigned_check, tls
 from terrace.local import workers as local_workers
 from terrace.local.dev_file import DEV_FILE
 from terrace.local.seed import Seeded, seed_admin
-from terrace.local.terraform_config import write_cli_config
+from terrace.local.terraform_config import registry_hostname, write_cli_config
 from terrace.wiring.local_resources import LOCAL_REGION, LocalResources, create_resources
 
 DEFAULT_PORT = 8443
@@ -57,6 +57,7 @@ class DevInfo:
     organization: str
     ca_bundle: str
     cli_config: str
+    registry_hostname: str  # the host of module sources (`<registry_hostname>/<org>/<name>/<provider>`)
 
     def as_dict(self) -> dict[str, str]:
         return dict(self.__dict__)
@@ -145,7 +146,8 @@ class LocalStack:
             self.seeded = seed_admin(container, self.organization)
             files = tls.write_certificates(self.state_dir / "tls")
         self.settings = container.settings
-        cli_config = write_cli_config(self.state_dir, hostname, self.seeded.token)
+        registry = registry_hostname(hostname)
+        cli_config = write_cli_config(self.state_dir, hostname, self.seeded.token, aliases=[registry])
         self._serve(container, listener, files)
         return DevInfo(
             url=f"https://{hostname}",
@@ -154,6 +156,7 @@ class LocalStack:
             organization=self.organization,
             ca_bundle=str(files.ca_bundle),
             cli_config=str(cli_config),
+            registry_hostname=registry,
         )
 
     def _build_embedded(self, public_url: str, data_dir: Path) -> Any:

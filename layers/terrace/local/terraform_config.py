@@ -11,7 +11,12 @@ import json
 import os
 import shutil
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+
+from terrace.domain.registry_modules import registry_hostname
+
+__all__ = ["registry_hostname"]  # where the local stack takes it from
 
 NULL_PROVIDER_VERSION = "2.1.2"
 NULL_PROVIDER_BINARY = f"terraform-provider-null_v{NULL_PROVIDER_VERSION}_x4"
@@ -72,19 +77,20 @@ def render_provider_installation(mirror: Path | None) -> str:
     )
 
 
-def render_cli_config(hostname: str, token: str, mirror: Path | None) -> str:
+def render_cli_config(hostname: str, token: str, mirror: Path | None, aliases: Sequence[str] = ()) -> str:
+    """Credentials for `hostname` (and each of `aliases`: other names of the same server), then the mirror."""
     quoted = json.dumps
-    return f"credentials {quoted(hostname)} {{\n  token = {quoted(token)}\n}}\n\n" + render_provider_installation(
-        mirror
-    )
+    hosts = [hostname, *(alias for alias in aliases if alias != hostname)]
+    blocks = "".join(f"credentials {quoted(host)} {{\n  token = {quoted(token)}\n}}\n\n" for host in hosts)
+    return blocks + render_provider_installation(mirror)
 
 
-def write_cli_config(directory: Path, hostname: str, token: str) -> Path:
+def write_cli_config(directory: Path, hostname: str, token: str, aliases: Sequence[str] = ()) -> Path:
     """Write `terraform.rc` (0600: it holds a token) next to a provider mirror; return its path."""
     mirror = write_provider_mirror(directory / "providers") if null_provider_source() else None
     path = directory / "terraform.rc"
     path.touch(mode=0o600)
-    path.write_text(render_cli_config(hostname, token, mirror.resolve() if mirror else None))
+    path.write_text(render_cli_config(hostname, token, mirror.resolve() if mirror else None, aliases))
     return path
 
 

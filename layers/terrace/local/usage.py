@@ -40,6 +40,14 @@ or the http backend (any username, the token as password):
   }}
   export TF_HTTP_PASSWORD=$(python3 -c 'import json; print(json.load(open("{dev_file}"))["token"])')
 
+Private modules (publish versions through the API or the UI; the registry's host has a dot, as terraform
+and tofu require of a module source):
+
+  module "vpc" {{
+    source  = "{info.registry_hostname}/{info.organization}/vpc/aws"
+    version = "~> 1.0"
+  }}
+
 API token (admin, site admin): {info.token}
 Press Ctrl-C to stop. {lifetime}
 """

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from terrace.domain.jobs import JobSpec, RunVariable
+from terrace.domain.registry_modules import registry_hostname
 from terrace.runner.job_folder import JobFolder
 
 OVERRIDE_FILE = "zz_terrace_backend_override.tf"
@@ -136,9 +137,11 @@ def operator_cli_blocks(text: str) -> str:
 
 
 def render_cli_config(hostname: str, run_token: str, operator_config: str = "") -> str:
-    return f"credentials {hcl_string(hostname)} {{\n  token = {hcl_string(run_token)}\n}}\n" + (
-        operator_cli_blocks(operator_config) if operator_config else ""
-    )
+    """The run token for Terrace's host, and for the name its module registry is reached by (a local server's
+    `127.0.0.1:<port>`): `terraform init` installs the organization's private modules with the run's token."""
+    hosts = dict.fromkeys((hostname, registry_hostname(hostname)))
+    credentials = "".join(f"credentials {hcl_string(h)} {{\n  token = {hcl_string(run_token)}\n}}\n" for h in hosts)
+    return credentials + (operator_cli_blocks(operator_config) if operator_config else "")
 
 
 def child_env(

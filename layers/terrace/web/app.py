@@ -19,6 +19,7 @@ from terrace.web.routers import (
     discovery,
     http_backend,
     memberships,
+    module_registry,
     notifications,
     oauth,
     organizations,
@@ -26,6 +27,7 @@ from terrace.web.routers import (
     policies,
     policy_evaluations,
     projects,
+    registry_modules,
     resources,
     retention,
     run_stages,
@@ -115,6 +117,8 @@ def create_app(container: Container, lazy: bool = False) -> FastAPI:
         assessments,
     ):
         app.include_router(run_module.router)
+    for registry_module in (registry_modules, module_registry):
+        app.include_router(registry_module.router)
     for policy_module in (policies, policy_evaluations):
         app.include_router(policy_module.router)
     ui_auth.install(app)
@@ -143,6 +147,7 @@ def include_ui(app: FastAPI) -> None:
     from terrace.web.ui import organizations as ui_organizations
     from terrace.web.ui import policies as ui_policies
     from terrace.web.ui import projects as ui_projects
+    from terrace.web.ui import registry as ui_registry
     from terrace.web.ui import run_tasks as ui_run_tasks
     from terrace.web.ui import run_triggers as ui_run_triggers
     from terrace.web.ui import runs as ui_runs
@@ -170,6 +175,7 @@ def include_ui(app: FastAPI) -> None:
         ui_oidc,
         ui_notifications,
         ui_policies,
+        ui_registry,
         ui_org_settings,
         ui_teams,
         ui_projects,

@@ -224,6 +224,14 @@ LOCK_INFO = raw_json(
 UNLOCK_INFO = raw_json(LOCK_INFO["requestBody"]["content"]["application/json"]["schema"], required=False)
 SSH_KEY = document("ssh-keys", {"name": _text(255), "value": _text(4096)}, required=["name", "value"])
 SSH_KEY_UPDATE = document("ssh-keys", {"name": _text(255), "value": _text(4096)})
+REGISTRY_MODULE = document(
+    "registry-modules",
+    {"name": _text(64), "provider": _text(64), "registry-name": _text(16), "namespace": _text(64)},
+    required=["name", "provider"],
+)
+REGISTRY_MODULE_VERSION = document(
+    "registry-module-versions", {"version": _text(128), "commit-sha": _text(128)}, required=["version"]
+)
 SSH_KEY_ASSIGNMENT = document("workspaces", {"id": {"type": ["string", "null"]}})
 RUN_TRIGGER = document("run-triggers", {}, {"sourceable": "workspaces"})
 OVERRIDE = raw_json({"type": "object", "properties": {"comment": _text(limits.RUN_MESSAGE_MAX)}}, required=False)

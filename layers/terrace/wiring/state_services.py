@@ -16,6 +16,8 @@ from terrace.config import Settings
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.events import BLOB_LANDED, EventService
 from terrace.services.policies.versions import UPLOAD_PREFIX, PolicySetVersionService
+from terrace.services.registry.module_versions import UPLOAD_PREFIX as MODULE_UPLOAD_PREFIX
+from terrace.services.registry.module_versions import ModuleVersionService
 from terrace.services.runs.assessments import AssessmentService
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.state.backing_data import BackingDataService
@@ -43,6 +45,7 @@ class StateServices:
     auto_destroy: AutoDestroy  # a use case (workflow_services.py)
     assessments: AssessmentService  # wiring/run_services.py
     policy_set_versions: PolicySetVersionService
+    module_versions: ModuleVersionService
     subscribe_policies: Callable[[EventService], None]
     subscribe_task_stages: Callable[[EventService], None]
     subscribe_notifications: Callable[[EventService], None]
@@ -80,6 +83,8 @@ class StateServices:
                 self.configuration_versions.landed(key)
             elif key.startswith(UPLOAD_PREFIX):
                 self.policy_set_versions.landed(key)
+            elif key.startswith(MODULE_UPLOAD_PREFIX):
+                self.module_versions.landed(key)
             else:
                 self.state_versions.finalize_uploaded(key)
 

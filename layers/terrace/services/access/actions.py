@@ -49,3 +49,6 @@ class Action(StrEnum):
     # agent pools, their tokens and agents (organization level)
     READ_AGENT_POOLS = "read-agent-pools"  # pools and their agents: every member (a workspace's setting picks one)
     MANAGE_AGENT_POOLS = "manage-agent-pools"  # create, change, delete pools; issue and revoke their tokens
+    # the private module registry (organization level)
+    READ_MODULES = "read-modules"  # modules, their versions and downloads: every member
+    MANAGE_MODULES = "manage-modules"  # create modules, publish and delete versions

@@ -91,12 +91,21 @@ _ORG_LEVEL: dict[Action, tuple[str, ...]] = {
     Action.MANAGE_POLICIES: ("manage-policies",),
     Action.READ_AGENT_POOLS: (),
     Action.MANAGE_AGENT_POOLS: ("manage-agent-pools",),
+    Action.READ_MODULES: (),
+    Action.MANAGE_MODULES: ("manage-modules",),
 }
 _OWNERS_ONLY = frozenset({Action.MANAGE_ORGANIZATION, Action.DELETE_ORGANIZATION, Action.MANAGE_OWNERS_TEAM})
 # What an organization token may not do: it acts for the organization, it is not one of its owners.
 _NOT_FOR_ORGANIZATION_TOKENS = frozenset({Action.DELETE_ORGANIZATION, Action.MANAGE_OWNERS_TEAM})
 _OPEN_TO_MEMBERS = frozenset(
-    {Action.READ_ORGANIZATION, Action.READ_TEAMS, Action.READ_PROJECTS, Action.READ_POLICIES, Action.READ_AGENT_POOLS}
+    {
+        Action.READ_ORGANIZATION,
+        Action.READ_TEAMS,
+        Action.READ_PROJECTS,
+        Action.READ_POLICIES,
+        Action.READ_AGENT_POOLS,
+        Action.READ_MODULES,
+    }
 )
 # Workspace actions that amount to others for members: reading a plan's JSON reads runs and state (it shows state
 # values), downloading a configuration is what queueing a run needs.
@@ -269,8 +278,9 @@ class Authorizer:
 
     @staticmethod
     def _require_run_token(principal: Principal, action: Action, workspace: WorkspaceView | None) -> None:
-        """A run token acts on its own workspace; elsewhere it may only read shared state."""
-        if action is Action.READ_ORGANIZATION:
+        """A run token acts on its own workspace; elsewhere it may only read shared state, and install its
+        organization's private modules (`terraform init` in the run)."""
+        if action in (Action.READ_ORGANIZATION, Action.READ_MODULES):
             return
         if workspace is None:
             raise Forbidden(f"a run token may not {action.value} here")

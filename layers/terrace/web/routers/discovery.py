@@ -7,6 +7,7 @@ from fastapi.responses import JSONResponse
 
 from terrace import __version__ as TERRACE_VERSION
 from terrace.services.access.terraform_login import LOGIN_SERVICE
+from terrace.web.routers.module_registry import MODULES_V1
 
 router = APIRouter()
 
@@ -21,6 +22,7 @@ DISCOVERY = {
     "tfe.v2.2": "/api/v2/",
     "state.v2": "/api/v2/",
     "login.v1": LOGIN_SERVICE,
+    "modules.v1": MODULES_V1,
 }
 
 

@@ -1,0 +1,1 @@
+"""The private registry: modules published to an organization and what terraform/tofu download of them."""

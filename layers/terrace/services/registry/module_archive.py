@@ -1,0 +1,148 @@
+"""Reading an uploaded module version's `.tar.gz`: is it a module, and what the UI shows of it.
+
+Nothing is written to disk: each member passes tarfile's `data` filter against a notional root (absolute paths,
+`..` escapes, links leading outside and special files refuse the whole tarball), then regular files are read in
+memory within the bounds below. A module has at least one `.tf` or `.tf.json` file at its root. Its README
+(`README.md` at the root) and the root's variables, outputs and resources are read for the UI (python-hcl2);
+a file python-hcl2 cannot read is left out of those lists, never a reason to refuse a module terraform reads.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import posixpath
+import tarfile
+from typing import Any
+
+from terrace.domain.errors import Invalid
+from terrace.domain.registry_modules import ModuleContents
+
+ARCHIVE_MAX_BYTES = 50 * 1024 * 1024  # the compressed tarball
+FILES_MAX = 5000
+TOTAL_MAX_BYTES = 200 * 1024 * 1024  # uncompressed, all files
+PARSED_MAX_BYTES = 512 * 1024  # a root .tf file larger than this is not parsed for the UI
+README_MAX_CHARS = 64 * 1024
+ROOT = "/module"
+README_NAMES = ("README.md", "README", "readme.md", "Readme.md")
+
+
+def read_module(raw: bytes) -> ModuleContents:
+    """What the module holds, or Invalid naming why the tarball is not a module."""
+    if len(raw) > ARCHIVE_MAX_BYTES:
+        raise Invalid(f"a module version is at most {ARCHIVE_MAX_BYTES} bytes compressed")
+    root_files: dict[str, bytes] = {}
+    total = 0
+    try:
+        with tarfile.open(fileobj=io.BytesIO(raw), mode="r:gz") as tar:
+            for count, member in enumerate(tar, start=1):
+                if count > FILES_MAX:
+                    raise Invalid(f"a module version has at most {FILES_MAX} files")
+                try:
+                    member = tarfile.data_filter(member, ROOT)
+                except tarfile.FilterError as exc:
+                    raise Invalid(f"refused: {member.name}: {exc}") from exc
+                if not member.isfile():
+                    continue
+                total += member.size
+                if total > TOTAL_MAX_BYTES:
+                    raise Invalid(f"a module version holds at most {TOTAL_MAX_BYTES} bytes uncompressed")
+                name = posixpath.normpath(member.name)
+                if "/" in name or not _interesting(name):
+                    continue
+                extracted = tar.extractfile(member)
+                root_files[name] = extracted.read(member.size) if extracted else b""
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        raise Invalid(f"not a readable .tar.gz: {exc}") from exc
+    if not any(name.endswith((".tf", ".tf.json")) for name in root_files):
+        raise Invalid("not a module: no .tf or .tf.json file at the archive's root")
+    return _contents(root_files)
+
+
+def _interesting(name: str) -> bool:
+    return name.endswith((".tf", ".tf.json")) or name in README_NAMES
+
+
+def _contents(files: dict[str, bytes]) -> ModuleContents:
+    readme = next((files[n] for n in README_NAMES if n in files), b"").decode("utf-8", "replace")
+    contents = ModuleContents(readme=readme[:README_MAX_CHARS])
+    for name in sorted(files):
+        body = files[name]
+        if not name.endswith((".tf", ".tf.json")) or len(body) > PARSED_MAX_BYTES:
+            continue
+        document = _parse(name, body)
+        _variables(document, contents.inputs)
+        _outputs(document, contents.outputs)
+        _resources(document, contents.resources)
+    return contents
+
+
+def _parse(name: str, body: bytes) -> dict[str, Any]:
+    try:
+        text = body.decode("utf-8")
+        if name.endswith(".json"):
+            document = json.loads(text)
+            return _json_blocks(document) if isinstance(document, dict) else {}
+        import hcl2  # python-hcl2 (lark): imported when a module is read, not by every process
+
+        parsed = hcl2.loads(text)
+        return parsed if isinstance(parsed, dict) else {}
+    except Exception:  # a file python-hcl2 cannot read only leaves the UI's lists shorter
+        return {}
+
+
+def _json_blocks(document: dict[str, Any]) -> dict[str, Any]:
+    """A `.tf.json` file's blocks in python-hcl2's shape (a list of one-key objects per block type)."""
+    shaped: dict[str, Any] = {}
+    for kind in ("variable", "output", "resource"):
+        value = document.get(kind)
+        if isinstance(value, dict):
+            shaped[kind] = [{key: body} for key, body in value.items()]
+    return shaped
+
+
+def _blocks(document: dict[str, Any], kind: str) -> list[tuple[str, Any]]:
+    found: list[tuple[str, Any]] = []
+    for block in document.get(kind, []) if isinstance(document.get(kind), list) else []:
+        if isinstance(block, dict):
+            found.extend((_unquote(key), body) for key, body in block.items())
+    return found
+
+
+def _variables(document: dict[str, Any], into: list[dict[str, Any]]) -> None:
+    for name, body in _blocks(document, "variable"):
+        body = body if isinstance(body, dict) else {}
+        into.append(
+            {
+                "name": name,
+                "type": _unquote(body.get("type", "any")),
+                "description": _unquote(body.get("description", "")),
+                "default": _display(body["default"]) if "default" in body else None,
+                "required": "default" not in body,
+                "sensitive": body.get("sensitive") is True,
+            }
+        )
+
+
+def _outputs(document: dict[str, Any], into: list[dict[str, Any]]) -> None:
+    for name, body in _blocks(document, "output"):
+        body = body if isinstance(body, dict) else {}
+        into.append({"name": name, "description": _unquote(body.get("description", ""))})
+
+
+def _resources(document: dict[str, Any], into: list[dict[str, Any]]) -> None:
+    for kind, body in _blocks(document, "resource"):
+        for name in body if isinstance(body, dict) else {}:
+            if not name.startswith("__"):  # python-hcl2's markers (`__is_block__`)
+                into.append({"type": kind, "name": _unquote(name)})
+
+
+def _display(value: Any) -> str:
+    if isinstance(value, str):
+        return _unquote(value)
+    return json.dumps(value)
+
+
+def _unquote(value: Any) -> str:
+    text = "" if value is None else str(value)
+    return text[1:-1] if len(text) >= 2 and text[0] == text[-1] == '"' else text

@@ -1,0 +1,216 @@
+"""Versions of a private registry module: publishing through the API and what terraform/tofu download.
+
+`create` records a `pending` version and its single-use upload URL (`module-uploads/<module>/<version id>.tar.gz`,
+the configuration versions' blob path); the tarball's landing (`blob.landed`) reads it (`module_archive.py`) and
+leaves the version `ok`, or `reg_ingress_failed` with the reason when it is too large or not a module. What the UI
+shows of an `ok` version (README, inputs, outputs, resources) is kept as one JSON object under `DOCS_PREFIX`
+(outside the upload prefix: writing it notifies nothing). Downloads are short-lived signed URLs of the tarball as
+it was when it was read (its MD5 and size are checked first, `blob_records.require_recorded`).
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import logging
+from typing import Any
+
+from terrace.adapters.blobs import BlobStore
+from terrace.adapters.table import ConditionFailed, Table
+from terrace.config import Settings
+from terrace.domain import clock
+from terrace.domain.errors import Conflict, Invalid, NotFound, TransitionNotAllowed
+from terrace.domain.ids import looks_like, new_id
+from terrace.domain.principal import Principal
+from terrace.domain.registry_modules import (
+    PRIVATE,
+    VERSION_FAILED,
+    VERSION_OK,
+    VERSION_PENDING,
+    ModuleVersion,
+    RegistryModule,
+    check_version,
+    is_version,
+    version_key,
+)
+from terrace.services.access.authz import Action
+from terrace.services.blob_records import md5_of, require_recorded
+from terrace.services.registry.module_archive import ARCHIVE_MAX_BYTES, read_module
+from terrace.services.registry.modules import RegistryModuleService
+
+log = logging.getLogger("terrace.registry")
+
+UPLOAD_PREFIX = "module-uploads/"
+DOCS_PREFIX = "module-docs/"
+DOWNLOAD_TTL_S = 300  # an X-Terraform-Get URL: terraform fetches it at once
+
+
+def _versions(module_id: str) -> str:
+    return f"{module_id}#versions"
+
+
+def _public(item: dict[str, Any]) -> ModuleVersion:
+    return ModuleVersion(
+        id=item["id"],
+        module_id=item["module_id"],
+        version=item["sk"],
+        status=item["status"],
+        created_at=item["created_at"],
+        updated_at=item["updated_at"],
+        error=item.get("error"),
+        blob_key=item["blob_key"],
+        size=item.get("size"),
+        md5=item.get("md5"),
+    )
+
+
+class ModuleVersionService:
+    def __init__(self, table: Table, blobs: BlobStore, settings: Settings, modules: RegistryModuleService) -> None:
+        self._table, self._blobs, self._settings, self._modules = table, blobs, settings, modules
+
+    def of_module(self, module_id: str) -> builtins.list[ModuleVersion]:
+        """A module's versions, newest first (semantic version order)."""
+        found = [_public(item) for item in self._table.query(_versions(module_id))]
+        return sorted(found, key=lambda v: version_key(v.version), reverse=True)
+
+    def _private(
+        self, principal: Principal, organization: str, address: tuple[str, str, str], action: Action
+    ) -> RegistryModule:
+        """The organization's private module at `address` (namespace, name, provider; the namespace is the
+        organization's name)."""
+        return self._modules.get(principal, organization, (PRIVATE, *address), action)
+
+    # publishing ------------------------------------------------------------------------------------
+    def create(
+        self, principal: Principal, organization: str, address: tuple[str, str, str], attrs: dict[str, Any]
+    ) -> tuple[RegistryModule, ModuleVersion]:
+        module = self._private(principal, organization, address, Action.MANAGE_MODULES)
+        version = check_version(attrs.get("version"))
+        commit = attrs.get("commit-sha")
+        if commit is not None and not isinstance(commit, str):
+            raise Invalid("commit-sha must be a string", pointer="/data/attributes/commit-sha")
+        now, version_id = clock.now_iso(), new_id("modver")
+        item = {
+            "pk": _versions(module.id),
+            "sk": version,
+            "id": version_id,
+            "module_id": module.id,
+            "status": VERSION_PENDING,
+            "created_at": now,
+            "updated_at": now,
+            "blob_key": f"{UPLOAD_PREFIX}{module.id}/{version_id}.tar.gz",
+            "version": 1,
+        }
+        try:
+            self._table.put(item, if_absent=True)
+        except ConditionFailed as exc:
+            raise Conflict(f"version {version} of {module.address} already exists") from exc
+        return module, _public(item)
+
+    def read(
+        self, principal: Principal, organization: str, address: tuple[str, str, str], version: str
+    ) -> tuple[RegistryModule, ModuleVersion]:
+        module = self._private(principal, organization, address, Action.READ_MODULES)
+        return module, self._one(module, version)
+
+    def _one(self, module: RegistryModule, version: str) -> ModuleVersion:
+        item = self._table.get(_versions(module.id), version) if is_version(version) else None
+        if item is None:
+            raise NotFound(f"version {version} of registry module {module.address} not found")
+        return _public(item)
+
+    def upload_url(self, version: ModuleVersion) -> str | None:
+        if version.status != VERSION_PENDING:
+            return None
+        return self._blobs.presign_put(version.blob_key, self._settings.presign_ttl_s)
+
+    def delete(self, principal: Principal, organization: str, address: tuple[str, str, str, str], version: str) -> None:
+        """Deletes one version and its tarball (`DELETE .../:provider/:version`)."""
+        module = self._modules.get(principal, organization, address, Action.MANAGE_MODULES)
+        if module.registry_name != PRIVATE:
+            raise NotFound(f"version {version} of registry module {module.address} not found")
+        self._drop(self._one(module, version))
+
+    def delete_all(self, module_id: str) -> None:
+        """Every version of a module being deleted (`RegistryModuleService.before_delete`)."""
+        for version in self.of_module(module_id):
+            self._drop(version)
+
+    def _drop(self, version: ModuleVersion) -> None:
+        self._table.delete(_versions(version.module_id), version.version)
+        self._blobs.delete(version.blob_key)
+        self._blobs.delete(_docs_key(version))
+
+    # the upload's landing (events worker) ---------------------------------------------------------
+    def landed(self, key: str) -> ModuleVersion | None:
+        parts = key.split("/")
+        if len(parts) != 3 or f"{parts[0]}/" != UPLOAD_PREFIX or not looks_like(parts[1], "mod"):
+            return None
+        item = next((i for i in self._table.query(_versions(parts[1])) if i["blob_key"] == key), None)
+        if item is None or item["status"] != VERSION_PENDING:
+            return None
+        now = clock.now_iso()
+        updated = {**item, "updated_at": now, "version": item["version"] + 1}
+        info = self._blobs.head(key)
+        if info is None:
+            return None
+        try:
+            if info.size > ARCHIVE_MAX_BYTES:
+                raise Invalid(f"a module version is at most {ARCHIVE_MAX_BYTES} bytes compressed")
+            contents = read_module(self._blobs.get(key))
+        except Invalid as exc:
+            updated.update(status=VERSION_FAILED, error=exc.detail)
+            self._blobs.delete(key)
+        else:
+            docs = {k: getattr(contents, k) for k in ("readme", "inputs", "outputs", "resources")}
+            self._blobs.put(_docs_key(_public(item)), json.dumps(docs).encode(), "application/json")
+            updated.update(status=VERSION_OK, size=info.size, md5=md5_of(info))
+        try:
+            self._table.put(updated, if_version=item["version"])
+        except ConditionFailed:
+            return None  # another landing of the same upload decided first
+        return _public(updated)
+
+    # what the UI shows -------------------------------------------------------------------------------
+    def docs(self, version: ModuleVersion) -> dict[str, Any]:
+        """README, inputs, outputs and resources of an `ok` version (empty for others)."""
+        if version.status != VERSION_OK:
+            return self.docs_of_nothing()
+        try:
+            return dict(json.loads(self._blobs.get(_docs_key(version))))
+        except (KeyError, FileNotFoundError, ValueError):
+            return self.docs_of_nothing()
+
+    def page(
+        self, principal: Principal, organization: str, address: tuple[str, str, str], version: str | None
+    ) -> tuple[RegistryModule, ModuleVersion | None, dict[str, Any]]:
+        """The UI's module page: the module, the version shown (`version`, else the newest `ok` one) and its docs."""
+        module = self._private(principal, organization, address, Action.READ_MODULES)
+        shown = (
+            self._one(module, version)
+            if version
+            else next((v for v in module.versions if v.status == VERSION_OK), None)
+        )
+        return module, shown, self.docs(shown) if shown else self.docs_of_nothing()
+
+    @staticmethod
+    def docs_of_nothing() -> dict[str, Any]:
+        return {"readme": "", "inputs": [], "outputs": [], "resources": []}
+
+    # the module registry protocol -----------------------------------------------------------------
+    def available(self, principal: Principal, namespace: str, name: str, provider: str) -> builtins.list[str]:
+        """`GET /api/registry/v1/modules/:namespace/:name/:provider/versions`: the versions one may install."""
+        module = self._private(principal, namespace, (namespace, name, provider), Action.READ_MODULES)
+        return [v.version for v in module.versions if v.status == VERSION_OK]
+
+    def download_url(self, principal: Principal, namespace: str, name: str, provider: str, version: str) -> str:
+        module = self._private(principal, namespace, (namespace, name, provider), Action.READ_MODULES)
+        found = self._one(module, version)
+        if found.status != VERSION_OK:
+            raise TransitionNotAllowed(f"version {version} of {module.address} is {found.status}, not ok")
+        require_recorded(self._blobs, found.blob_key, found.md5, found.size, f"module {module.address} {version}")
+        return self._blobs.presign_get(found.blob_key, min(DOWNLOAD_TTL_S, self._settings.presign_ttl_s))
+
+
+def _docs_key(version: ModuleVersion) -> str:
+    return f"{DOCS_PREFIX}{version.module_id}/{version.id}.json"

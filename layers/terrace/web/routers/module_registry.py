@@ -1,0 +1,32 @@
+"""The module registry protocol (`modules.v1` in service discovery): what `terraform init` and `tofu init` call
+for a module source `<host>/<organization>/<name>/<provider>`. Versions of the organization's private modules
+that were read as modules (`ok`); a download answers 204 with `X-Terraform-Get`, a short-lived signed URL of the
+tarball. The caller's token is the CLI's credentials for the host; members of the organization read, others 404.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+from fastapi.responses import JSONResponse
+
+from terrace.web.deps import ContainerDep, PrincipalDep
+
+MODULES_V1 = "/api/registry/v1/modules/"
+router = APIRouter(prefix=MODULES_V1.rstrip("/"))
+
+
+@router.get("/{namespace}/{name}/{provider}/versions")
+def module_versions(
+    namespace: str, name: str, provider: str, container: ContainerDep, principal: PrincipalDep
+) -> JSONResponse:
+    versions = container.module_versions.available(principal, namespace, name, provider)
+    source = f"{namespace}/{name}/{provider}"
+    return JSONResponse({"modules": [{"source": source, "versions": [{"version": v} for v in versions]}]})
+
+
+@router.get("/{namespace}/{name}/{provider}/{version}/download")
+def module_download(
+    namespace: str, name: str, provider: str, version: str, container: ContainerDep, principal: PrincipalDep
+) -> Response:
+    url = container.module_versions.download_url(principal, namespace, name, provider, version)
+    return Response(status_code=204, headers={"X-Terraform-Get": url})
