@@ -79,7 +79,7 @@ class Api:
         data: dict[str, Any] = document["data"]
         return data
 
-    def list(self, path: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    def pages(self, path: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Every item of a paginated collection (page[number]/page[size], as TFC pages)."""
         items: list[dict[str, Any]] = []
         page = 1
@@ -98,7 +98,7 @@ class Api:
     def try_list(self, path: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]] | None:
         """Like `list`, None when the server has no such collection or the token may not read it."""
         try:
-            return self.list(path, params)
+            return self.pages(path, params)
         except ApiError as exc:
             if exc.status in (401, 403, 404):
                 return None

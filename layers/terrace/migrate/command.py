@@ -32,8 +32,9 @@ def dev_target(state_dir: Path = Path(".terrace")) -> tuple[str, str, str]:
     return str(info.get("url") or ""), str(info.get("token") or ""), str(info.get("ca_bundle") or "")
 
 
-def migrate(endpoints: Endpoints, options: Options, report_path: Path | None, out: TextIO = sys.stdout) -> int:
+def migrate(endpoints: Endpoints, options: Options, report_path: Path | None, out: TextIO | None = None) -> int:
     """0 when everything moved (or the plan was printed), 1 when something failed (the report says what)."""
+    out = out or sys.stdout  # looked up per call: a test's captured stdout
     verify = ssl_context([b for b in endpoints.ca_bundles if b])
     source = Api("source", endpoints.source_url, endpoints.source_token, verify)
     target = Api("target", endpoints.target_url, endpoints.target_token, verify)

@@ -44,6 +44,7 @@ class Ids:
     workspaces: dict[str, str | None] = field(default_factory=dict)
     workspace_names: dict[str, str] = field(default_factory=dict)
     teams: dict[str, str | None] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)  # source project and team ids -> names
 
 
 def changed(source: dict[str, Any], target: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
@@ -91,7 +92,7 @@ class Migration:
         self, path: str, parent_id: str | None, params: dict[str, Any] | None = None
     ) -> list[dict[str, Any]]:
         """A target collection under a parent that may not exist yet (a dry run's create): empty then."""
-        return [] if parent_id is None else self.target.list(path, params)
+        return [] if parent_id is None else self.target.pages(path, params)
 
     # the run ------------------------------------------------------------------------------------
     def run(self) -> None:
@@ -132,6 +133,7 @@ class Migration:
             return dict(created["data"])
 
         self.sync("organization", self.org, attrs, existing, create, self.update_org, ORG_SETTINGS)
+        self.target_org_exists = existing is not None or not self.options.dry_run
 
     def update_org(self, _id: str, diff: dict[str, Any]) -> None:
         if diff:
@@ -142,8 +144,9 @@ class Migration:
         existing = {
             p["attributes"]["name"]: p for p in self.target_list(f"/organizations/{self.org}/projects", self.org_id)
         }
-        for project in self.source.list(f"/organizations/{self.org}/projects"):
+        for project in self.source.pages(f"/organizations/{self.org}/projects"):
             attrs, name = project["attributes"], project["attributes"]["name"]
+            self.ids.names[project["id"]] = name
             wanted = {"name": name, "description": attrs.get("description") or ""}
 
             def create(wanted: dict[str, Any] = wanted) -> dict[str, Any]:
@@ -164,7 +167,7 @@ class Migration:
         return self.org if self.target_org_exists else None
 
     def selected_workspaces(self) -> list[dict[str, Any]]:
-        found = self.source.list(f"/organizations/{self.org}/workspaces")
+        found = self.source.pages(f"/organizations/{self.org}/workspaces")
         for ws in found:
             self.ids.workspace_names[ws["id"]] = ws["attributes"]["name"]
         chosen = [ws for ws in found if fnmatch.fnmatchcase(ws["attributes"]["name"], self.options.workspaces)]
@@ -213,7 +216,7 @@ class Migration:
         name = ws["attributes"]["name"]
         self.sync_variables(
             f"workspace {name}",
-            self.source.list(f"/workspaces/{ws['id']}/vars"),
+            self.source.pages(f"/workspaces/{ws['id']}/vars"),
             self.target_list(f"/workspaces/{target_id}/vars", target_id),
             lambda: f"/workspaces/{target_id}/vars",
         )

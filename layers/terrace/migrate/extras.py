@@ -3,6 +3,7 @@ run triggers, notification configurations; and the list of what does not move.""
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 from terrace.migrate.client import ApiError
@@ -30,7 +31,7 @@ def _ids(item: dict[str, Any], relationship: str) -> list[str]:
 
 def varsets(m: Migration) -> None:
     existing = {v["attributes"]["name"]: v for v in m.target_list(f"/organizations/{m.org}/varsets", m.org_id)}
-    for varset in m.source.list(f"/organizations/{m.org}/varsets"):
+    for varset in m.source.pages(f"/organizations/{m.org}/varsets"):
         attrs, name = varset["attributes"], varset["attributes"]["name"]
         wanted = {k: attrs[k] for k in ("name", *VARSET_SETTINGS) if k in attrs}
 
@@ -44,9 +45,9 @@ def varsets(m: Migration) -> None:
         target_id = m.sync("variable set", name, wanted, existing.get(name), create, update, VARSET_SETTINGS)
         m.sync_variables(
             f"variable set {name}",
-            m.source.list(f"/varsets/{varset['id']}/relationships/vars"),
+            m.source.pages(f"/varsets/{varset['id']}/relationships/vars"),
             m.target_list(f"/varsets/{target_id}/relationships/vars", target_id),
-            lambda target_id=target_id: f"/varsets/{target_id}/relationships/vars",
+            functools.partial("/varsets/{}/relationships/vars".format, target_id),
         )
         have = existing.get(name) or {}
         for kind, mapping in (("workspaces", m.ids.workspaces), ("projects", m.ids.projects)):
@@ -64,7 +65,8 @@ def varsets(m: Migration) -> None:
 
 
 def _name(m: Migration, kind: str, source_id: str) -> str:
-    return m.ids.workspace_names.get(source_id, source_id) if kind == "workspaces" else source_id
+    names = m.ids.workspace_names if kind == "workspaces" else m.ids.names
+    return names.get(source_id, source_id)
 
 
 def teams(m: Migration) -> None:
@@ -76,6 +78,7 @@ def teams(m: Migration) -> None:
     emails = _member_emails(m)
     for team in source_teams:
         attrs, name = team["attributes"], team["attributes"]["name"]
+        m.ids.names[team["id"]] = name
         wanted = {k: attrs[k] for k in ("name", "visibility", "organization-access") if attrs.get(k) is not None}
 
         def create(wanted: dict[str, Any] = wanted) -> dict[str, Any]:
@@ -94,11 +97,11 @@ def teams(m: Migration) -> None:
     for source_ws, target_ws in m.ids.workspaces.items():
         _access(m, "workspace", source_ws, target_ws, m.ids.workspace_names.get(source_ws, source_ws))
     for source_project, target_project in m.ids.projects.items():
-        _access(m, "project", source_project, target_project, source_project)
+        _access(m, "project", source_project, target_project, m.ids.names.get(source_project, source_project))
 
 
 def _member_emails(m: Migration) -> dict[str, str]:
-    members = m.source.try_list(f"/organizations/{m.org}/organization-memberships") or []
+    members: list[dict[str, Any]] = m.source.try_list(f"/organizations/{m.org}/organization-memberships") or []
     found = {}
     for member in members:
         for user_id in _ids(member, "user"):
@@ -109,7 +112,7 @@ def _member_emails(m: Migration) -> dict[str, str]:
 def _access(m: Migration, kind: str, source_id: str, target_id: str | None, label: str) -> None:
     """Team grants on one workspace or project (team-workspaces / team-projects), matched by team."""
     collection = f"/team-{kind}s"
-    grants = m.source.try_list(collection, {f"filter[{kind}][id]": source_id}) or []
+    grants: list[dict[str, Any]] = m.source.try_list(collection, {f"filter[{kind}][id]": source_id}) or []
     have = {}
     for grant in m.target_list(collection, target_id, {f"filter[{kind}][id]": target_id}):
         for team_id in _ids(grant, "team"):
@@ -135,7 +138,7 @@ def _access(m: Migration, kind: str, source_id: str, target_id: str | None, labe
             m.target.request("PATCH", f"{collection}/{gid}", {"data": {"type": collection[1:], "attributes": diff}})
 
         existing = have.get(target_team) if target_team else None
-        m.sync(f"team {kind} access", f"{label}: team {source_team}", wanted, existing, create, update, keys)
+        m.sync(f"team {kind} access", f"{label}: team {m.ids.names.get(source_team, source_team)}", wanted, existing, create, update, keys)
 
 
 def run_triggers(m: Migration, source_id: str, target_id: str | None) -> None:
@@ -146,7 +149,7 @@ def run_triggers(m: Migration, source_id: str, target_id: str | None) -> None:
         for t in m.target_list(f"/workspaces/{target_id}/run-triggers", target_id, params)
         for ref in _ids(t, "sourceable")
     }
-    for trigger in m.source.list(f"/workspaces/{source_id}/run-triggers", params):
+    for trigger in m.source.pages(f"/workspaces/{source_id}/run-triggers", params):
         source_ref = (_ids(trigger, "sourceable") or [""])[0]
         label = f"{m.ids.workspace_names.get(source_ref, source_ref)} -> {name}"
         if source_ref not in m.ids.workspaces:
@@ -166,7 +169,8 @@ def notifications(m: Migration, source_id: str, target_id: str | None) -> None:
     name = m.ids.workspace_names.get(source_id, source_id)
     path = "/workspaces/{}/notification-configurations"
     existing = {n["attributes"]["name"]: n for n in m.target_list(path.format(target_id), target_id)}
-    for config in m.source.try_list(path.format(source_id)) or []:
+    configs: list[dict[str, Any]] = m.source.try_list(path.format(source_id)) or []
+    for config in configs:
         attrs = config["attributes"]
         keys = ("destination-type", "enabled", "url", "triggers", "email-addresses")
         wanted = {k: attrs[k] for k in ("name", *keys) if attrs.get(k) is not None}
@@ -197,7 +201,7 @@ def not_moved(m: Migration) -> None:
     ]
     for kind, path, why in listings:
         try:
-            items = m.source.try_list(path) or []
+            items: list[dict[str, Any]] = m.source.try_list(path) or []
         except ApiError as exc:
             m.report.warn(f"could not list {kind}s on the source: {exc}")
             continue

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -28,7 +28,7 @@ class Report:
     todo: list[dict[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     not_moved: list[dict[str, str]] = field(default_factory=lambda: list(STAYS_BEHIND))
-    out: TextIO = field(default=sys.stdout, repr=False)
+    out: TextIO = field(default_factory=lambda: sys.stdout, repr=False)
 
     def record(self, kind: str, name: str, action: str, detail: str = "") -> None:
         """One object's fate: create, update, skip (already equal) or fail."""
@@ -56,8 +56,7 @@ class Report:
         return found
 
     def as_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data.pop("out")
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "out"}
         data["counts"] = self.counts()
         return data
 

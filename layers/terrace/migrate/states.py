@@ -23,7 +23,7 @@ def history(migration: Migration, side: str, workspace_name: str) -> list[dict[s
     """A workspace's state versions, oldest first (the API lists them newest first)."""
     api = migration.source if side == "source" else migration.target
     params = {"filter[organization][name]": migration.org, "filter[workspace][name]": workspace_name}
-    versions = api.list("/state-versions", params)
+    versions = api.pages("/state-versions", params)
     return sorted(versions, key=lambda v: (int(v["attributes"]["serial"]), str(v["attributes"].get("created-at"))))
 
 
