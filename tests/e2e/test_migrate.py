@@ -134,6 +134,24 @@ def populate(src: Api, stack: StackInfo, base: Path) -> None:
     src.request("POST", "/api/v2/team-workspaces", {"data": {"type": "team-workspaces", **grant}}, expect=201)
     trigger = {"relationships": {"sourceable": {"data": {"type": "workspaces", "id": net["id"]}}}}
     src.request("POST", f"/api/v2/workspaces/{app_ws['id']}/run-triggers", {"data": trigger}, expect=201)
+    project_grant = {
+        "attributes": {"access": "maintain"},
+        "relationships": {
+            "team": {"data": {"type": "teams", "id": team["id"]}},
+            "project": {"data": {"type": "projects", "id": project["id"]}},
+        },
+    }
+    src.request("POST", "/api/v2/team-projects", {"data": {"type": "team-projects", **project_grant}}, expect=201)
+    consumers = {"data": [{"type": "workspaces", "id": app_ws["id"]}]}
+    src.request("POST", f"/api/v2/workspaces/{net['id']}/relationships/remote-state-consumers", consumers, 204)
+    hook = {"name": "deploys", "destination-type": "generic", "enabled": False, "url": "https://hooks.example.com/t"}
+    hook |= {"triggers": ["run:completed"], "token": "s3cret"}
+    body = {"data": {"type": "notification-configurations", "attributes": hook}}
+    src.request("POST", f"/api/v2/workspaces/{net['id']}/notification-configurations", body, 201)
+    pool = src.request(
+        "POST", f"{org}/agent-pools", {"data": {"type": "agent-pools", "attributes": {"name": "dc1"}}}, expect=201
+    ).json()["data"]
+    src.create_workspace("onprem", **{"execution-mode": "agent", "agent-pool-id": pool["id"]})
     tf = workdir(base, stack, "source-net", backend(stack, "net") + outputs(answer=1))
     tf.init()
     for answer in (1, 2, 3):  # three state versions
@@ -196,6 +214,15 @@ def test_migrate_an_organization_between_two_servers(servers: tuple[StackInfo, S
     assert len(serials) == 3 and {("state version", f"net #{n}") for n in serials} <= planned
     dst.request("GET", f"/api/v2/organizations/{ORG}", expect=404)
 
+    # --workspaces and --state current narrow the plan
+    code, output, narrow = cli(
+        source, target, tmp_path / "narrow.json", "--dry-run", "--workspaces", "n*", "--state", "current"
+    )
+    assert code == 0, output
+    kinds = {(a["kind"], a["name"]) for a in narrow["actions"]}
+    assert {n for k, n in kinds if k == "workspace"} == {"net"}
+    assert {n for k, n in kinds if k == "state version"} == {f"net #{serials[-1]}"}
+
     # a failure midway: the second state upload goes with a bad token; the report says what moved
     verify = ssl_context([source.ca_bundle, target.ca_bundle])
     failing = MigrateApi("target", target.url, target.token, verify)
@@ -215,6 +242,16 @@ def test_migrate_an_organization_between_two_servers(servers: tuple[StackInfo, S
     assert moved == [f"net #{serials[0]}"]
     assert workspace(dst, "net")["attributes"]["locked"] is False  # unlocked despite the failure
 
+    # a failure through the command: the target's workspace is locked; the report says what moved and what failed
+    dst.lock(workspace(dst, "net")["id"])
+    try:
+        code, output, failed = cli(source, target, tmp_path / "failed.json")
+    finally:
+        dst.unlock(workspace(dst, "net")["id"])
+    assert code == 1 and failed["status"] == "failed" and "locked on the target" in failed["error"], output
+    assert {"kind": "workspace", "name": "app", "action": "skip"} in failed["actions"]  # from the first try
+    assert any(a["name"] == "net" and a["action"] == "fail" for a in failed["actions"])
+
     # the re-run resumes: the first version is skipped, the rest uploaded
     code, output, done = cli(source, target, tmp_path / "report.json")
     assert code == 0, output
@@ -223,6 +260,7 @@ def test_migrate_an_organization_between_two_servers(servers: tuple[StackInfo, S
     assert states == dict(zip((f"net #{n}" for n in serials), ("skip", "create", "create"), strict=True))
     todo = {(t["kind"], t["name"]) for t in done["todo"]}
     assert ("sensitive variable", "workspace net: DB_PASSWORD (env)") in todo
+    assert ("notification", "net: deploys") in todo and ("agent pool", "onprem: dc1") in todo
 
     # terraform on the target reads the same state, byte for byte
     pulled = {}
@@ -251,6 +289,14 @@ def test_migrate_an_organization_between_two_servers(servers: tuple[StackInfo, S
     assert variables["DB_PASSWORD"]["sensitive"] is True and variables["DB_PASSWORD"]["category"] == "env"
     org = dst.request("GET", f"/api/v2/organizations/{ORG}").json()["data"]["attributes"]
     assert org["default-execution-mode"] == "local"
+    hooks = dst.request("GET", f"/api/v2/workspaces/{net['id']}/notification-configurations").json()["data"]
+    assert [(h["attributes"]["name"], h["attributes"]["enabled"]) for h in hooks] == [("deploys", False)]
+    assert hooks[0]["attributes"]["url"] == "https://hooks.example.com/t"
+    consumers = dst.request("GET", f"/api/v2/workspaces/{net['id']}/relationships/remote-state-consumers")
+    assert [c["id"] for c in consumers.json()["data"]] == [workspace(dst, "app")["id"]]
+    platform = next(p["id"] for p in projects if p["attributes"]["name"] == "platform")
+    grants = dst.request("GET", f"/api/v2/team-projects?filter[project][id]={platform}").json()["data"]
+    assert [g["attributes"]["access"] for g in grants] == ["maintain"]
     before = snapshot(dst)
     assert before["varsets"] == 1 and before["varset vars"] == 1 and before["team access"] == 1
     assert before["triggers"] == 1 and before["net states"] == 3
@@ -266,3 +312,17 @@ def test_migrate_an_organization_between_two_servers(servers: tuple[StackInfo, S
     assert {a["action"] for a in again["actions"]} == {"skip"}, output
     assert any("app is locked on the source" in w for w in again["warnings"])
     assert snapshot(dst) == before
+
+    # once the agent pool exists on the target, a re-run puts the workspace on it
+    pool = dst.request(
+        "POST",
+        f"/api/v2/organizations/{ORG}/agent-pools",
+        {"data": {"type": "agent-pools", "attributes": {"name": "dc1"}}},
+        expect=201,
+    ).json()["data"]
+    code, output, pooled = cli(source, target, tmp_path / "pooled.json", "--workspaces", "onprem")
+    assert code == 0, output
+    assert [a["action"] for a in pooled["actions"] if a["kind"] == "workspace"] == ["update"]
+    onprem = workspace(dst, "onprem")
+    assert onprem["attributes"]["execution-mode"] == "agent"
+    assert onprem["relationships"]["agent-pool"]["data"]["id"] == pool["id"]

@@ -24,6 +24,7 @@ WORKSPACE_SETTINGS = (
     "allow-destroy-plan",
     "file-triggers-enabled",
     "trigger-prefixes",
+    "assessments-enabled",
 )
 VARIABLE_FIELDS = ("description", "hcl")
 
@@ -45,6 +46,7 @@ class Ids:
     workspace_names: dict[str, str] = field(default_factory=dict)
     teams: dict[str, str | None] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)  # source project and team ids -> names
+    target_pools: dict[str, str] | None = None  # the target's agent pools: name -> id
 
 
 def changed(source: dict[str, Any], target: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
@@ -174,43 +176,9 @@ class Migration:
         return sorted(chosen, key=lambda ws: str(ws["attributes"]["name"]))
 
     def workspace(self, ws: dict[str, Any]) -> str | None:
-        attrs, name = ws["attributes"], ws["attributes"]["name"]
-        existing = self.target.get(f"/organizations/{self.org}/workspaces/{name}") if self.org_id else None
-        wanted = {k: attrs[k] for k in WORKSPACE_SETTINGS if attrs.get(k) is not None}
-        source_project = ((ws.get("relationships") or {}).get("project") or {}).get("data") or {}
-        project_id = self.ids.projects.get(source_project.get("id", ""))
-        relationships = {"project": {"data": {"type": "projects", "id": project_id}}} if project_id else {}
+        from terrace.migrate.workspaces import workspace  # noqa: PLC0415 (it builds on this module)
 
-        def create() -> dict[str, Any]:
-            body = {
-                "data": {"type": "workspaces", "attributes": {"name": name, **wanted}, "relationships": relationships}
-            }
-            return dict(self.target.request("POST", f"/organizations/{self.org}/workspaces", body)["data"])
-
-        def update(wid: str, diff: dict[str, Any]) -> None:
-            diff = {k: v for k, v in diff.items() if k != "project"}  # moved through the relationship
-            body = {"data": {"type": "workspaces", "attributes": diff, "relationships": relationships}}
-            self.target.request("PATCH", f"/workspaces/{wid}", body)
-
-        if existing is not None and project_id:  # a workspace in another project counts as a difference
-            current = ((existing.get("relationships") or {}).get("project") or {}).get("data") or {}
-            if current.get("id") != project_id:
-                existing = {**existing, "attributes": {**existing["attributes"], "project": None}}
-                wanted["project"] = project_id
-        target_id = self.sync("workspace", name, wanted, existing, create, update, (*WORKSPACE_SETTINGS, "project"))
-        wanted.pop("project", None)
-        self.ids.workspaces[ws["id"]] = target_id
-        self.tags(name, attrs.get("tag-names") or [], existing, target_id)
-        return target_id
-
-    def tags(self, name: str, tags: list[str], existing: dict[str, Any] | None, target_id: str | None) -> None:
-        have = set((existing or {}).get("attributes", {}).get("tag-names") or [])
-        missing = [t for t in tags if t not in have]
-        if missing:
-            self.report.record("workspace tags", name, "update" if existing else "create", ", ".join(missing))
-            if target_id is not None:
-                body = {"data": [{"type": "tags", "attributes": {"name": t}} for t in missing]}
-                self.write("POST", f"/workspaces/{target_id}/relationships/tags", body)
+        return workspace(self, ws)
 
     def variables(self, ws: dict[str, Any], target_id: str | None) -> None:
         name = ws["attributes"]["name"]

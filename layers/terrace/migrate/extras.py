@@ -7,6 +7,7 @@ import functools
 from typing import TYPE_CHECKING, Any
 
 from terrace.migrate.client import ApiError
+from terrace.migrate.workspaces import remote_state_consumers
 
 if TYPE_CHECKING:
     from terrace.migrate.engine import Migration
@@ -19,6 +20,7 @@ def run(m: Migration) -> None:
     varsets(m)
     teams(m)
     for source_id, target_id in list(m.ids.workspaces.items()):
+        remote_state_consumers(m, source_id, target_id)
         run_triggers(m, source_id, target_id)
         notifications(m, source_id, target_id)
     not_moved(m)
@@ -92,7 +94,7 @@ def teams(m: Migration) -> None:
             "team", name, wanted, existing.get(name), create, update, ("visibility", "organization-access")
         )
         for user_id in _ids(team, "users"):
-            who = emails.get(user_id, user_id)
+            who = emails.get(user_id) or _username(m, user_id)
             m.report.must("team membership", f"{name}: {who}", "invite this person to the team on the target")
     for source_ws, target_ws in m.ids.workspaces.items():
         _access(m, "workspace", source_ws, target_ws, m.ids.workspace_names.get(source_ws, source_ws))
@@ -107,6 +109,14 @@ def _member_emails(m: Migration) -> dict[str, str]:
         for user_id in _ids(member, "user"):
             found[user_id] = str(member["attributes"].get("email") or user_id)
     return found
+
+
+def _username(m: Migration, user_id: str) -> str:
+    try:
+        user = m.source.get(f"/users/{user_id}")
+    except ApiError:
+        user = None
+    return str((user or {}).get("attributes", {}).get("username") or user_id)
 
 
 def _access(m: Migration, kind: str, source_id: str, target_id: str | None, label: str) -> None:
@@ -138,7 +148,15 @@ def _access(m: Migration, kind: str, source_id: str, target_id: str | None, labe
             m.target.request("PATCH", f"{collection}/{gid}", {"data": {"type": collection[1:], "attributes": diff}})
 
         existing = have.get(target_team) if target_team else None
-        m.sync(f"team {kind} access", f"{label}: team {m.ids.names.get(source_team, source_team)}", wanted, existing, create, update, keys)
+        m.sync(
+            f"team {kind} access",
+            f"{label}: team {m.ids.names.get(source_team, source_team)}",
+            wanted,
+            existing,
+            create,
+            update,
+            keys,
+        )
 
 
 def run_triggers(m: Migration, source_id: str, target_id: str | None) -> None:

@@ -47,7 +47,13 @@ def content(migration: Migration, side: str, version: dict[str, Any], cache: dic
 
 def copy(migration: Migration, ws: dict[str, Any], target_id: str | None) -> None:
     name, report = ws["attributes"]["name"], migration.report
-    versions = [v for v in history(migration, "source", name) if v["attributes"].get("hosted-state-download-url")]
+    versions = []
+    for version in history(migration, "source", name):
+        if version["attributes"].get("hosted-state-download-url"):
+            versions.append(version)
+        else:  # pending, discarded, or its data deleted by a retention policy
+            serial = version["attributes"].get("serial")
+            report.warn(f"{name}: state version #{serial} ({version['id']}) has no file to download: left behind")
     if migration.options.state == "current" and versions:
         versions = versions[-1:]
     cache: dict[str, bytes] = {}
