@@ -248,9 +248,11 @@ def test_migrate_an_organization_between_two_servers(servers: tuple[StackInfo, S
         code, output, failed = cli(source, target, tmp_path / "failed.json")
     finally:
         dst.unlock(workspace(dst, "net")["id"])
-    assert code == 1 and failed["status"] == "failed" and "locked on the target" in failed["error"], output
+    assert code == 1 and failed["status"] == "failed" and "1 object(s) failed" in failed["error"], output
     assert {"kind": "workspace", "name": "app", "action": "skip"} in failed["actions"]  # from the first try
-    assert any(a["name"] == "net" and a["action"] == "fail" for a in failed["actions"])
+    fails = [a for a in failed["actions"] if a["action"] == "fail"]
+    assert [(a["name"], "locked on the target" in a["detail"]) for a in fails] == [("net", True)]
+    assert ("team", "devs") in {(a["kind"], a["name"]) for a in failed["actions"]}  # the rest went on
 
     # the re-run resumes: the first version is skipped, the rest uploaded
     code, output, done = cli(source, target, tmp_path / "report.json")

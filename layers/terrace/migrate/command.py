@@ -44,7 +44,10 @@ def migrate(endpoints: Endpoints, options: Options, report_path: Path | None, ou
     code = 0
     try:
         Migration(source, target, options, report).run()
-        report.status = "planned" if options.dry_run else "done"
+        failures = report.counts().get("fail", 0)
+        report.status = "failed" if failures else "planned" if options.dry_run else "done"
+        if failures:
+            report.error, code = f"{failures} object(s) failed: see the actions marked fail", 1
     except (ApiError, OSError, ValueError) as exc:  # httpx's transport errors are OSErrors' cousins below
         report.status, report.error, code = "failed", str(exc), 1
     except Exception as exc:  # noqa: BLE001 (an HTTP transport error: the report still records what moved)

@@ -27,6 +27,7 @@ WORKSPACE_SETTINGS = (
     "assessments-enabled",
 )
 VARIABLE_FIELDS = ("description", "hcl")
+REFUSALS = {400, 404, 409, 422}  # the target refuses one object: recorded, and the migration goes on
 
 
 @dataclass
@@ -72,19 +73,27 @@ class Migration:
         update: Callable[[str, dict[str, Any]], Any],
         keys: tuple[str, ...],
     ) -> str | None:
-        """Create `name` if the target lacks it, else update the differing `keys`: the target's id (None in a
-        dry run that would create it). A failure is recorded and re-raised only by callers that depend on it."""
-        if existing is None:
-            self.report.record(kind, name, "create")
-            return None if self.options.dry_run else str(create()["id"])
-        diff = changed(wanted, existing.get("attributes") or {}, keys)
-        if diff:
-            self.report.record(kind, name, "update", ", ".join(sorted(diff)))
-            if not self.options.dry_run:
+        """Create `name` if the target lacks it, else update the differing `keys`: the target's id, or None when a
+        dry run would create it or the target refused it (recorded as a failure; the migration goes on)."""
+        try:
+            if existing is None:
+                created = None if self.options.dry_run else str(create()["id"])
+                self.report.record(kind, name, "create")
+                return created
+            diff = changed(wanted, existing.get("attributes") or {}, keys)
+            if diff and not self.options.dry_run:
                 update(existing["id"], diff)
-        else:
-            self.report.record(kind, name, "skip")
-        return str(existing["id"])
+            self.report.record(kind, name, "update" if diff else "skip", ", ".join(sorted(diff)))
+            return str(existing["id"])
+        except ApiError as exc:
+            if exc.status not in REFUSALS:
+                raise  # a bad token, an outage: stop here, a re-run resumes
+            self.report.record(kind, name, "fail", str(exc))
+            return None
+
+    def failed(self, target_id: str | None) -> bool:
+        """Whether a parent the target refused leaves its children nowhere to go (not so in a dry run)."""
+        return target_id is None and not self.options.dry_run
 
     def write(self, method: str, path: str, body: Any = None) -> Any:
         """A write on the target; nothing in a dry run."""
@@ -109,13 +118,16 @@ class Migration:
                 )
                 self.report.record("workspace", ws["attributes"]["name"], "skip", "locked on the source")
                 continue
+            target_id = self.workspace(ws)
+            if self.failed(target_id):
+                continue
             try:
-                target_id = self.workspace(ws)
                 self.variables(ws, target_id)
                 states.copy(self, ws, target_id)
             except ApiError as exc:
                 self.report.record("workspace", ws["attributes"]["name"], "fail", str(exc))
-                raise
+                if exc.status not in REFUSALS:
+                    raise
         extras.run(self)
 
     def organization(self) -> None:
@@ -134,7 +146,9 @@ class Migration:
             self.update_org(self.org, changed(attrs, created["data"]["attributes"], ORG_SETTINGS))
             return dict(created["data"])
 
-        self.sync("organization", self.org, attrs, existing, create, self.update_org, ORG_SETTINGS)
+        found = self.sync("organization", self.org, attrs, existing, create, self.update_org, ORG_SETTINGS)
+        if existing is None and self.failed(found):
+            raise ApiError("target", "POST", "/organizations", 422, f"could not create {self.org}: see the report")
         self.target_org_exists = existing is not None or not self.options.dry_run
 
     def update_org(self, _id: str, diff: dict[str, Any]) -> None:

@@ -20,6 +20,8 @@ def run(m: Migration) -> None:
     varsets(m)
     teams(m)
     for source_id, target_id in list(m.ids.workspaces.items()):
+        if m.failed(target_id):
+            continue
         remote_state_consumers(m, source_id, target_id)
         run_triggers(m, source_id, target_id)
         notifications(m, source_id, target_id)
@@ -45,6 +47,8 @@ def varsets(m: Migration) -> None:
             m.target.request("PATCH", f"/varsets/{vid}", {"data": {"type": "varsets", "attributes": diff}})
 
         target_id = m.sync("variable set", name, wanted, existing.get(name), create, update, VARSET_SETTINGS)
+        if m.failed(target_id):
+            continue
         m.sync_variables(
             f"variable set {name}",
             m.source.pages(f"/varsets/{varset['id']}/relationships/vars"),
@@ -58,7 +62,7 @@ def varsets(m: Migration) -> None:
                 if source_ref not in mapping:
                     continue  # a workspace outside --workspaces
                 ref = mapping[source_ref]
-                if ref is not None and ref in present:
+                if m.failed(ref) or (ref is not None and ref in present):
                     continue
                 m.report.record("variable set scope", f"{name} -> {kind[:-1]} {_name(m, kind, source_ref)}", "create")
                 if ref is not None and target_id is not None:
@@ -132,6 +136,8 @@ def _access(m: Migration, kind: str, source_id: str, target_id: str | None, labe
         if source_team not in m.ids.teams:
             continue
         target_team = m.ids.teams[source_team]
+        if m.failed(target_team):
+            continue
         attrs = grant["attributes"]
         keys = TEAM_ACCESS if attrs.get("access") == "custom" else ("access",)
         wanted = {k: attrs[k] for k in keys if k in attrs}
@@ -174,6 +180,8 @@ def run_triggers(m: Migration, source_id: str, target_id: str | None) -> None:
             m.report.left("run trigger", label, "its source workspace is not migrated (outside --workspaces)")
             continue
         ref = m.ids.workspaces[source_ref]
+        if m.failed(ref):
+            continue
         if ref is not None and ref in have:
             m.report.record("run trigger", label, "skip")
             continue

@@ -97,6 +97,8 @@ def remote_state_consumers(m: Migration, source_id: str, target_id: str | None) 
             m.report.left("remote state consumer", label, "the consumer is not migrated (outside --workspaces)")
             continue
         ref = m.ids.workspaces[consumer["id"]]
+        if m.failed(ref):
+            continue
         if ref is not None and ref in have:
             m.report.record("remote state consumer", label, "skip")
             continue
