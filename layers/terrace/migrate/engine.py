@@ -213,7 +213,7 @@ class Migration:
             key, category, sensitive = attrs["key"], attrs["category"], bool(attrs.get("sensitive"))
             label = f"{owner}: {key} ({category})"
             wanted = {k: attrs.get(k) for k in ("key", "category", "description", "hcl", "sensitive")}
-            keys = VARIABLE_FIELDS if sensitive else (*VARIABLE_FIELDS, "value")
+            keys = (*VARIABLE_FIELDS, "sensitive") if sensitive else (*VARIABLE_FIELDS, "value")
             if not sensitive:
                 wanted["value"] = attrs.get("value")
             else:

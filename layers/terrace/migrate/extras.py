@@ -82,10 +82,14 @@ def teams(m: Migration) -> None:
         m.report.left("teams", "*", "the source token may not list teams (an owners' team token is needed)")
         return
     emails = _member_emails(m)
+    # the organization permissions the target knows (its teams show them all); a dry run's new org: the source's
+    known = {k for t in existing.values() for k in (t["attributes"].get("organization-access") or {})} or None
     for team in source_teams:
         attrs, name = team["attributes"], team["attributes"]["name"]
         m.ids.names[team["id"]] = name
-        wanted = {k: attrs[k] for k in ("name", "visibility", "organization-access") if attrs.get(k) is not None}
+        wanted = {k: attrs[k] for k in ("name", "visibility") if attrs.get(k) is not None}
+        if name != "owners":  # the owners team may do everything, everywhere
+            wanted["organization-access"] = _org_access(m, name, attrs.get("organization-access") or {}, known)
 
         def create(wanted: dict[str, Any] = wanted) -> dict[str, Any]:
             body = {"data": {"type": "teams", "attributes": wanted}}
@@ -104,6 +108,17 @@ def teams(m: Migration) -> None:
         _access(m, "workspace", source_ws, target_ws, m.ids.workspace_names.get(source_ws, source_ws))
     for source_project, target_project in m.ids.projects.items():
         _access(m, "project", source_project, target_project, m.ids.names.get(source_project, source_project))
+
+
+def _org_access(m: Migration, team: str, access: dict[str, Any], known: set[str] | None) -> dict[str, bool]:
+    """The permissions the target knows; one it does not know, granted on the source, is listed for review."""
+    kept = {}
+    for key, value in access.items():
+        if known is None or key in known:
+            kept[key] = bool(value)
+        elif value:
+            m.report.must("team permission", f"{team}: {key}", "the target has no such permission: review the team")
+    return kept
 
 
 def _member_emails(m: Migration) -> dict[str, str]:
