@@ -29,6 +29,20 @@ pytestmark = pytest.mark.e2e
 ORG = "acme"
 
 
+class WithoutLineage(httpx.HTTPTransport):
+    """Serves state versions as HCP Terraform does, without a `lineage` attribute (read from the file then)."""
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = super().handle_request(request)
+        if "state-versions" not in request.url.path or request.method != "GET" or response.status_code != 200:
+            return response
+        document = json.loads(response.read())
+        data = document["data"] if isinstance(document["data"], list) else [document["data"]]
+        for item in data:
+            item["attributes"].pop("lineage", None)
+        return httpx.Response(200, json=document)
+
+
 def outputs(**values: Any) -> str:
     return "".join(f'output "{k}" {{\n  value = {json.dumps(v)}\n}}\n' for k, v in values.items())
 
@@ -328,3 +342,14 @@ def test_migrate_an_organization_between_two_servers(servers: tuple[StackInfo, S
     onprem = workspace(dst, "onprem")
     assert onprem["attributes"]["execution-mode"] == "agent"
     assert onprem["relationships"]["agent-pool"]["data"]["id"] == pool["id"]
+
+    # against servers without the lineage attribute, versions are matched by the lineage in their files
+    bare = [
+        MigrateApi(side, stack.url, stack.token, verify, WithoutLineage(verify=verify))
+        for side, stack in (("source", source), ("target", target))
+    ]
+    check = Report(source.url, target.url, ORG, dry_run=True)
+    Migration(bare[0], bare[1], Options(ORG, workspaces="net", dry_run=True), check).run()
+    versions = [a for a in check.actions if a["kind"] == "state version"]
+    assert [a["action"] for a in versions] == ["skip"] * 3
+    assert {a["action"] for a in check.actions} == {"skip"}

@@ -32,7 +32,14 @@ def ssl_context(ca_bundles: list[str]) -> ssl.SSLContext:
 class Api:
     """One side of the migration (`side` is "source" or "target" in messages)."""
 
-    def __init__(self, side: str, url: str, token: str, verify: ssl.SSLContext | bool = True) -> None:
+    def __init__(
+        self,
+        side: str,
+        url: str,
+        token: str,
+        verify: ssl.SSLContext | bool = True,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
         self.side = side
         self.url = url.rstrip("/")
         self.origin = urlsplit(self.url)._replace(path="", query="", fragment="").geturl()
@@ -40,6 +47,7 @@ class Api:
         self.http = httpx.Client(
             base_url=self.url,
             verify=verify,
+            transport=transport,
             timeout=60,
             headers={"Authorization": f"Bearer {token}", "Accept": JSONAPI, "User-Agent": "terrace-migrate"},
         )

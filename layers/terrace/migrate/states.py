@@ -68,6 +68,7 @@ def copy(migration: Migration, ws: dict[str, Any], target_id: str | None) -> Non
     for version in versions:
         key = (int(version["attributes"]["serial"]), lineage_of(migration, "source", version, cache))
         if key in present:
+            cache.pop(version["id"], None)  # downloaded only to read its lineage (a server without the attribute)
             report.record("state version", f"{name} #{key[0]}", "skip")
         else:
             missing.append((version, key))
@@ -86,7 +87,10 @@ def copy(migration: Migration, ws: dict[str, Any], target_id: str | None) -> Non
                 report.record("state version", f"{name} #{serial}", "create", f"lineage {lineage}")
                 advance()
     finally:
-        migration.target.request("POST", f"/workspaces/{target_id}/actions/unlock", {})
+        try:
+            migration.target.request("POST", f"/workspaces/{target_id}/actions/unlock", {})
+        except ApiError as exc:  # the upload's own error, if any, is the one to report
+            report.warn(f"{name}: could not unlock the target workspace ({exc}): unlock it by hand")
 
 
 def lock(migration: Migration, target_id: str, name: str) -> None:
