@@ -343,13 +343,14 @@ def test_migrate_an_organization_between_two_servers(servers: tuple[StackInfo, S
     assert onprem["attributes"]["execution-mode"] == "agent"
     assert onprem["relationships"]["agent-pool"]["data"]["id"] == pool["id"]
 
-    # against servers without the lineage attribute, versions are matched by the lineage in their files
-    bare = [
-        MigrateApi(side, stack.url, stack.token, verify, WithoutLineage(verify=verify))
-        for side, stack in (("source", source), ("target", target))
-    ]
-    check = Report(source.url, target.url, ORG, dry_run=True)
-    Migration(bare[0], bare[1], Options(ORG, workspaces="net", dry_run=True), check).run()
-    versions = [a for a in check.actions if a["kind"] == "state version"]
-    assert [a["action"] for a in versions] == ["skip"] * 3
-    assert {a["action"] for a in check.actions} == {"skip"}
+    # against a server without the lineage attribute (either side), versions are matched by their files' lineage
+    for bare in ("source", "target"):
+        apis = [
+            MigrateApi(side, stack.url, stack.token, verify, WithoutLineage(verify=verify) if side == bare else None)
+            for side, stack in (("source", source), ("target", target))
+        ]
+        check = Report(source.url, target.url, ORG, dry_run=True)
+        Migration(apis[0], apis[1], Options(ORG, workspaces="net", dry_run=True), check).run()
+        versions = [a for a in check.actions if a["kind"] == "state version"]
+        assert [a["action"] for a in versions] == ["skip"] * 3, bare
+        assert {a["action"] for a in check.actions} == {"skip"}, bare
