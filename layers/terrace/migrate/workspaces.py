@@ -56,6 +56,11 @@ def workspace(m: Migration, ws: dict[str, Any]) -> str | None:
     target_id = m.sync("workspace", name, wanted, compared, create, update, keys)
     m.ids.workspaces[ws["id"]] = target_id
     tags(m, name, attrs.get("tag-names") or [], existing, target_id)
+    repo = attrs.get("vcs-repo") or {}
+    if repo:  # an OAuth connection is the source's own: it cannot be moved
+        m.report.must("VCS connection", f"{name}: {repo.get('identifier') or repo}", "connect the repository again")
+    if related(ws, "ssh-key"):
+        m.report.must("SSH key", name, "add the key on the target and assign it to the workspace")
     return target_id
 
 
