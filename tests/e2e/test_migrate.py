@@ -22,6 +22,7 @@ from terrace.migrate.client import Api as MigrateApi
 from terrace.migrate.client import ssl_context
 from terrace.migrate.engine import Migration, Options
 from terrace.migrate.report import Report
+from terrace.migrate.states import LOCK_REASON
 from typer.testing import CliRunner
 
 pytestmark = pytest.mark.e2e
@@ -268,11 +269,16 @@ def test_migrate_an_organization_between_two_servers(servers: tuple[StackInfo, S
     assert [(a["name"], "locked on the target" in a["detail"]) for a in fails] == [("net", True)]
     assert ("team", "devs") in {(a["kind"], a["name"]) for a in failed["actions"]}  # the rest went on
 
+    # a killed migration leaves its lock on the target: the re-run takes it over (and unlocks at the end)
+    dst.lock(workspace(dst, "net")["id"], reason=LOCK_REASON)
+
     # the re-run resumes: the first version is skipped, the rest uploaded
     code, output, done = cli(source, target, tmp_path / "report.json")
     assert code == 0, output
     assert done["status"] == "done"
     states = {a["name"]: a["action"] for a in done["actions"] if a["kind"] == "state version"}
+    assert any("resuming under the lock" in w for w in done["warnings"])
+    assert workspace(dst, "net")["attributes"]["locked"] is False
     assert states == dict(zip((f"net #{n}" for n in serials), ("skip", "create", "create"), strict=True))
     todo = {(t["kind"], t["name"]) for t in done["todo"]}
     assert ("sensitive variable", "workspace net: DB_PASSWORD (env)") in todo

@@ -94,6 +94,12 @@ def copy(migration: Migration, ws: dict[str, Any], target_id: str | None) -> Non
 
 
 def lock(migration: Migration, target_id: str, name: str) -> None:
+    """Lock the target workspace; a lock of a migration that was stopped (killed) is taken over."""
+    current = migration.target.get(f"/workspaces/{target_id}") or {}
+    attrs = current.get("attributes") or {}
+    if attrs.get("locked") and attrs.get("locked-reason") == LOCK_REASON:
+        migration.report.warn(f"{name}: resuming under the lock an interrupted migration left on the target")
+        return
     body = {"data": {"type": "workspaces", "attributes": {"reason": LOCK_REASON}}}
     try:
         migration.target.request("POST", f"/workspaces/{target_id}/actions/lock", body)
