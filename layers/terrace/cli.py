@@ -179,6 +179,41 @@ def backup(
     typer.echo(summary)
 
 
+@app.command()
+def migrate(
+    source: Annotated[str, typer.Option("--from", help="The source server's URL (https://app.terraform.io).")],
+    source_token: Annotated[str, typer.Option("--from-token", envvar="TERRACE_MIGRATE_FROM_TOKEN")],
+    organization: Annotated[str, typer.Option("--organization", help="The organization to move (same name).")],
+    target: Annotated[str, typer.Option("--to", help="The target's URL (default: the running dev stack).")] = "",
+    target_token: Annotated[str, typer.Option("--to-token", envvar="TERRACE_MIGRATE_TO_TOKEN")] = "",
+    workspaces: Annotated[str, typer.Option("--workspaces", help="Only workspaces matching this glob.")] = "*",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; write nothing.")] = False,
+    state: Annotated[str, typer.Option("--state", help="all: every state version; current: the latest.")] = "all",
+    report: Annotated[Path | None, typer.Option("--report", help="Write the JSON report to this file.")] = None,
+    ca_bundle: Annotated[list[str] | None, typer.Option("--ca-bundle", help="Extra CA (PEM) to trust.")] = None,
+) -> None:
+    """Copy an organization from any TFC-compatible server (HCP Terraform, TFE, OTF, Terrace) through the API:
+    settings, projects, workspaces, variables, state history, variable sets, teams, run triggers, notifications.
+    Idempotent: re-run it to resume after a failure."""
+    from terrace.migrate.command import Endpoints, dev_target
+    from terrace.migrate.command import migrate as run_migration
+    from terrace.migrate.engine import Options
+
+    if state not in ("all", "current"):
+        raise _fail("--state is all or current")
+    bundles = list(ca_bundle or [])
+    if not target:
+        target, dev_token, dev_ca = dev_target()
+        target_token, bundles = target_token or dev_token, [*bundles, dev_ca]
+        if not target:
+            raise _fail("no --to and no running dev stack (.terrace/dev.json)")
+    if not target_token:
+        raise _fail("--to-token is required")
+    endpoints = Endpoints(source, source_token, target, target_token, bundles)
+    options = Options(organization=organization, workspaces=workspaces, dry_run=dry_run, state=state)
+    raise typer.Exit(run_migration(endpoints, options, report))
+
+
 def _remove_data(data_dir: Path) -> None:
     from terrace.local.backup import remove_data
 

@@ -1,0 +1,142 @@
+"""A small JSON:API client of the TFC API: pagination, rate-limit retries, errors with their status."""
+
+from __future__ import annotations
+
+import ssl
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+JSONAPI = "application/vnd.api+json"
+PAGE_SIZE = 100
+
+
+class ApiError(Exception):
+    """A non-2xx answer: `status` and the server's error detail."""
+
+    def __init__(self, side: str, method: str, path: str, status: int, detail: str) -> None:
+        super().__init__(f"{side}: {method} {path} -> {status} {detail}")
+        self.status = status
+
+
+def ssl_context(ca_bundles: list[str]) -> ssl.SSLContext:
+    """The system's roots plus the given PEM bundles (a private CA of a Terrace, TFE or OTF)."""
+    context = ssl.create_default_context()
+    for bundle in ca_bundles:
+        context.load_verify_locations(cafile=bundle)
+    return context
+
+
+class Api:
+    """One side of the migration (`side` is "source" or "target" in messages)."""
+
+    def __init__(
+        self,
+        side: str,
+        url: str,
+        token: str,
+        verify: ssl.SSLContext | bool = True,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.side = side
+        self.url = url.rstrip("/")
+        self.origin = urlsplit(self.url)._replace(path="", query="", fragment="").geturl()
+        self.verify = verify
+        self.http = httpx.Client(
+            base_url=self.url,
+            verify=verify,
+            transport=transport,
+            timeout=60,
+            headers={"Authorization": f"Bearer {token}", "Accept": JSONAPI, "User-Agent": "terrace-migrate"},
+        )
+
+    def close(self) -> None:
+        self.http.close()
+
+    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        for attempt in range(30):
+            response = self.http.request(method, path, **kwargs)
+            if response.status_code != 429 or attempt == 29:
+                return response
+            time.sleep(
+                min(float(response.headers.get("Retry-After") or response.headers.get("X-RateLimit-Reset") or 1), 30)
+            )
+        raise AssertionError("unreachable")
+
+    def request(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None) -> Any:
+        """The decoded JSON body (None for an empty one); ApiError on a status >= 400."""
+        kwargs: dict[str, Any] = {"params": params}
+        if body is not None:
+            kwargs["json"] = body
+            kwargs["headers"] = {"Content-Type": JSONAPI}
+        response = self._send(method, path if path.startswith("http") else f"/api/v2{path}", **kwargs)
+        if response.status_code >= 400:
+            raise ApiError(self.side, method, path, response.status_code, _detail(response))
+        return response.json() if response.content else None
+
+    def get(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        """A resource's `data`, or None when it is absent (404)."""
+        try:
+            document = self.request("GET", path, params=params)
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        data: dict[str, Any] = document["data"]
+        return data
+
+    def pages(self, path: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Every item of a paginated collection (page[number]/page[size], as TFC pages)."""
+        items: list[dict[str, Any]] = []
+        page = 1
+        while True:
+            document = self.request(
+                "GET", path, params={**(params or {}), "page[number]": page, "page[size]": PAGE_SIZE}
+            )
+            data = document.get("data") or []
+            items.extend(data)
+            pagination = (document.get("meta") or {}).get("pagination") or {}
+            next_page = pagination.get("next-page")
+            if not data or not next_page or next_page == page:
+                return items
+            page = int(next_page)
+
+    def try_list(self, path: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]] | None:
+        """Like `list`, None when the server has no such collection or the token may not read it."""
+        try:
+            return self.pages(path, params)
+        except ApiError as exc:
+            if exc.status in (401, 403, 404):
+                return None
+            raise
+
+    def download(self, url: str) -> bytes:
+        """A state file's bytes: the token goes only to this server's own origin (not to a presigned store)."""
+        if url.startswith("/"):
+            url = self.origin + url
+        if url.startswith(self.origin + "/"):  # httpx drops the token on a redirect to another origin
+            response = self.http.get(url, follow_redirects=True)
+        else:
+            response = httpx.get(url, verify=self.verify, timeout=60, follow_redirects=True)
+        if response.status_code >= 400:
+            raise ApiError(self.side, "GET", url, response.status_code, _detail(response))
+        return response.content
+
+    def put_bytes(self, url: str, content: bytes) -> None:
+        """An upload to a `hosted-state-upload-url` (an archivist or presigned URL)."""
+        if url.startswith(self.origin + "/"):
+            response = self.http.put(url, content=content)
+        else:
+            response = httpx.put(url, content=content, verify=self.verify, timeout=60)
+        if response.status_code >= 400:
+            raise ApiError(self.side, "PUT", url, response.status_code, _detail(response))
+
+
+def _detail(response: httpx.Response) -> str:
+    try:
+        errors = response.json().get("errors") or []
+        return "; ".join(str(e.get("detail") or e.get("title") or e) for e in errors) or response.text[:300]
+    except ValueError:
+        return response.text[:300]
