@@ -245,3 +245,19 @@ def test_the_registry_pages_show_versions_readme_inputs_outputs_and_usage() -> N
     failed = browser.get("/app/acme/registry/vpc/aws?version=1.1.0")
     assert "no .tf or .tf.json file" in failed.text and 'id="usage"' not in failed.text
     assert browser.get("/app/acme/registry/nope/aws").status_code == 404
+
+
+def test_deleting_the_organization_deletes_its_modules_versions_and_archives() -> None:
+    env = make_run_env()
+    _module(env)
+    _publish(env, "1.0.0", tarball({"main.tf": MODULE_TF}))
+    assert [k for k in env.blobs.objects if k.startswith("module-")]
+    assert env.api("DELETE", "/organizations/acme").status_code == 204
+    assert not [k for k in env.blobs.objects if k.startswith("module-")]
+    stored = env.container.table._items.values()  # the memory table's items (the reference implementation)
+    assert [i for i in stored if "regmod" in f"{i['pk']} {i['sk']}" or str(i["pk"]).startswith("mod-")] == []
+    # a new organization of the same name starts without them
+    body = {"data": {"type": "organizations", "attributes": {"name": "acme", "email": "a@example.com"}}}
+    assert env.api("POST", "/organizations", body).status_code == 201
+    assert env.api("GET", "/organizations/acme/registry-modules").json()["data"] == []
+    assert _module(env).status_code == 201

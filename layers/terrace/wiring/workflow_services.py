@@ -17,6 +17,7 @@ from terrace.services.access.team_access import TeamAccessService
 from terrace.services.access.teams import TeamService
 from terrace.services.admin.site import SiteAdminService
 from terrace.services.notifications.configurations import NotificationConfigurations
+from terrace.services.registry.modules import RegistryModuleService
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.runs.runs import RunService
 from terrace.services.runs.store import RunStore
@@ -60,6 +61,7 @@ class WorkflowServices:
     run_store: RunStore
     run_triggers: RunTriggerService
     notification_configurations: NotificationConfigurations
+    registry_modules: RegistryModuleService  # wiring/registry_services.py
 
     @cached_property
     def purge(self) -> Purge:
@@ -71,6 +73,7 @@ class WorkflowServices:
             self.varsets,
             self.run_triggers,
             self.notification_configurations,
+            self.registry_modules,
         )
 
     @cached_property

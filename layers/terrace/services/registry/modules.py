@@ -184,7 +184,15 @@ class RegistryModuleService:
 
     def _delete(self, module: RegistryModule) -> None:
         item = self._table.get(module.id, SORT_KEY)
-        if item is None:
-            return
-        self.before_delete(module.id)
-        self._table.transact([Delete(_claims(item["organization"]), item["address"]), Delete(module.id, SORT_KEY)])
+        if item is not None:
+            self._delete_item(item)
+
+    def _delete_item(self, item: dict[str, Any]) -> None:
+        self.before_delete(item["pk"])  # its versions and their blobs first: a deletion cut short is finished again
+        self._table.transact([Delete(_claims(item["organization"]), item["address"]), Delete(item["pk"], SORT_KEY)])
+
+    def purge_organization(self, org_key: str) -> None:
+        """Every module of a deleted organization, with its versions and their blobs (`workflows/purge.py`; not
+        checked: the organization's deletion was)."""
+        for item in self._table.query(f"org#{org_key}#registry-modules", index="gsi1"):
+            self._delete_item(item)

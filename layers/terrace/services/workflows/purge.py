@@ -2,7 +2,8 @@
 index entries, task stages and task results), configuration versions, variables, run task attachments, state
 versions (blobs, outputs, resource index), variable sets (a workspace leaves those applied to it), run triggers (both
 ways), notification configurations (the workspace's, and its teams' for an organization), tags, run tasks, policies
-and policy sets (with their parameters and versions) and runs' policy evaluations, queued jobs and runner tokens.
+and policy sets (with their parameters and versions) and runs' policy evaluations, registry modules (with their
+versions and archives), queued jobs and runner tokens.
 
 Deletion goes from the leaves up and ends with the item that makes a thing reachable (the workspace, the
 organization), so a deletion cut short leaves the thing in place, still addressable, and is finished by
@@ -22,6 +23,7 @@ from terrace.domain.errors import NotFound
 from terrace.services.access.access_keys import teams_index
 from terrace.services.access.accounts import AccountService
 from terrace.services.notifications.configurations import NotificationConfigurations
+from terrace.services.registry.modules import RegistryModuleService
 from terrace.services.state.versions import StateVersionService
 from terrace.services.workspaces.run_triggers import RunTriggerService
 from terrace.services.workspaces.varsets import VariableSetService
@@ -42,7 +44,9 @@ class Purge:
         varsets: VariableSetService,
         run_triggers: RunTriggerService,
         notifications: NotificationConfigurations,
+        registry_modules: RegistryModuleService | None = None,
     ) -> None:
+        self._registry_modules = registry_modules
         self._varsets = varsets
         self._run_triggers = run_triggers
         self._table = table
@@ -72,7 +76,7 @@ class Purge:
 
     def organization_contents(self, org_key: str) -> None:
         """What an organization holds beside its workspaces: variable sets, queued jobs, SSH keys, agent pools (their
-        tokens, agents and queued jobs), tags, runner and organization tokens."""
+        tokens, agents and queued jobs), registry modules, tags, runner and organization tokens."""
         self._varsets.purge_organization(org_key)
         self._delete_all(self._table.query(f"org#{org_key}#jobs"))
         for team in self._table.query(teams_index(org_key), index="gsi1"):
@@ -89,6 +93,8 @@ class Purge:
             self._table.delete(task["pk"], task["sk"])
         self._delete_all(self._table.query(f"org#{org_key}#tasknames"))
         self._policies(org_key)
+        if self._registry_modules is not None:
+            self._registry_modules.purge_organization(org_key)  # services/registry/modules.py
         for tag in self._table.query(f"org#{org_key}#tags"):
             self._table.delete(tag["id"], "tag")
             self._table.delete(tag["pk"], tag["sk"])
