@@ -257,7 +257,7 @@ RUN_SETTINGS: dict[str, Any] = {
     "force_cancel_cooloff_s": 1,
     "outbound_allow": ("127.0.0.0/8",),  # run task and notification receivers of the tests listen on loopback
     "notification_retry_base_s": 1,
-    "assessment_interval_s": 3,  # health assessments (tests/e2e/test_assessments.py): each workspace every ~3 s
+    "assessment_interval_s": 3,  # health assessments (tests/e2e/test_assessment_runs.py): each workspace every ~3 s
 }
 
 

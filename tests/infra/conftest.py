@@ -110,3 +110,10 @@ def synth_options(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 @pytest.fixture(scope="session")
 def template(synth: Synth) -> dict[str, Any]:
     return synth.template
+
+
+@pytest.fixture
+def synthesize_with() -> Any:
+    """`synthesize` itself, for a test that synthesizes with context of its own (`from conftest import` would be
+    whichever test folder's conftest Python imported first)."""
+    return synthesize
