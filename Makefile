@@ -60,7 +60,7 @@ wheel: install
 	$(BIN)/pip wheel -q --no-deps -w dist .
 
 test: install /usr/bin/chromium
-	$(BIN)/pytest -q -n auto
+	$(BIN)/pytest -q -n auto --durations=15
 
 unit: install
 	$(BIN)/pytest -q tests/unit

@@ -2,58 +2,30 @@
 `policies.hcl` at its root naming each policy (`policy "name" { query = "...", enforcement_level = "..." }`) and
 optional `data.json` files (rooted under `data` at their folder's path, as OPA bundles are).
 
-Nothing is written to disk: each member passes tarfile's `data` filter against a notional root (absolute paths,
-`..` escapes, links leading outside and special files are refused, and refuse the whole tarball), then regular
-files are read in memory within the size and count bounds below.
+Nothing is written to disk: `domain/bounded_tar.py` reads the files in memory within the bounds below, each member
+through tarfile's `data` filter (a member it refuses refuses the whole tarball).
 """
 
 from __future__ import annotations
 
-import io
 import json
 import posixpath
-import tarfile
 from typing import Any
 
 from terrace.domain import policies as rules
+from terrace.domain.bounded_tar import TarBounds, read_files
 from terrace.domain.errors import Invalid
 from terrace.domain.policies import Bundle, VersionPolicy
 
 ARCHIVE_MAX_BYTES = 1024 * 1024  # the compressed tarball
-FILES_MAX = 200
-FILE_MAX_BYTES = 256 * 1024
-TOTAL_MAX_BYTES = 4 * 1024 * 1024  # uncompressed, all files
+BOUNDS = TarBounds("a policy set version", ARCHIVE_MAX_BYTES, files_max=200, total_max=4 * 1024 * 1024,
+                   file_max=256 * 1024)  # fmt: skip
 ROOT = "/policy-set-version"
 
 
 def read_tarball(raw: bytes) -> Bundle:
     """The bundle of a `.tar.gz`, or Invalid naming what is wrong with it."""
-    if len(raw) > ARCHIVE_MAX_BYTES:
-        raise Invalid(f"a policy set version is at most {ARCHIVE_MAX_BYTES} bytes compressed")
-    files: dict[str, bytes] = {}
-    total = 0
-    try:
-        with tarfile.open(fileobj=io.BytesIO(raw), mode="r:*") as tar:
-            for count, member in enumerate(tar, start=1):
-                if count > FILES_MAX:
-                    raise Invalid(f"a policy set version has at most {FILES_MAX} files")
-                try:
-                    member = tarfile.data_filter(member, ROOT)
-                except tarfile.FilterError as exc:
-                    raise Invalid(f"refused: {member.name}: {exc}") from exc
-                if not member.isfile():
-                    continue
-                if member.size > FILE_MAX_BYTES:
-                    raise Invalid(f"{member.name} is larger than {FILE_MAX_BYTES} bytes")
-                total += member.size
-                if total > TOTAL_MAX_BYTES:
-                    raise Invalid(f"a policy set version holds at most {TOTAL_MAX_BYTES} bytes")
-                extracted = tar.extractfile(member)
-                name = posixpath.normpath(member.name.lstrip("./") or member.name)
-                files[name] = extracted.read(FILE_MAX_BYTES + 1) if extracted else b""
-    except (tarfile.TarError, EOFError, OSError) as exc:
-        raise Invalid(f"not a readable .tar.gz: {exc}") from exc
-    return _bundle(files)
+    return _bundle(read_files(raw, BOUNDS, ROOT))
 
 
 def _bundle(files: dict[str, bytes]) -> Bundle:

@@ -1,26 +1,22 @@
 """Reading an uploaded module version's `.tar.gz`: is it a module, and what the UI shows of it.
 
-Nothing is written to disk: each member passes tarfile's `data` filter against a notional root (absolute paths,
-`..` escapes, links leading outside and special files refuse the whole tarball), then regular files are read in
-memory within the bounds below. A module has at least one `.tf` or `.tf.json` file at its root. Its README
+Nothing is written to disk: `domain/bounded_tar.py` reads the files in memory within the bounds below, each member
+through tarfile's `data` filter. A module has at least one `.tf` or `.tf.json` file at its root. Its README
 (`README.md` at the root) and the root's variables, outputs and resources are read for the UI (python-hcl2);
 a file python-hcl2 cannot read is left out of those lists, never a reason to refuse a module terraform reads.
 """
 
 from __future__ import annotations
 
-import io
 import json
-import posixpath
-import tarfile
 from typing import Any
 
+from terrace.domain.bounded_tar import TarBounds, read_files
 from terrace.domain.errors import Invalid
 from terrace.domain.registry_modules import ModuleContents
 
 ARCHIVE_MAX_BYTES = 50 * 1024 * 1024  # the compressed tarball
-FILES_MAX = 5000
-TOTAL_MAX_BYTES = 200 * 1024 * 1024  # uncompressed, all files
+BOUNDS = TarBounds("a module version", ARCHIVE_MAX_BYTES, files_max=5000, total_max=200 * 1024 * 1024)
 PARSED_MAX_BYTES = 512 * 1024  # a root .tf file larger than this is not parsed for the UI
 README_MAX_CHARS = 64 * 1024
 ROOT = "/module"
@@ -29,31 +25,7 @@ README_NAMES = ("README.md", "README", "readme.md", "Readme.md")
 
 def read_module(raw: bytes) -> ModuleContents:
     """What the module holds, or Invalid naming why the tarball is not a module."""
-    if len(raw) > ARCHIVE_MAX_BYTES:
-        raise Invalid(f"a module version is at most {ARCHIVE_MAX_BYTES} bytes compressed")
-    root_files: dict[str, bytes] = {}
-    total = 0
-    try:
-        with tarfile.open(fileobj=io.BytesIO(raw), mode="r:gz") as tar:
-            for count, member in enumerate(tar, start=1):
-                if count > FILES_MAX:
-                    raise Invalid(f"a module version has at most {FILES_MAX} files")
-                try:
-                    member = tarfile.data_filter(member, ROOT)
-                except tarfile.FilterError as exc:
-                    raise Invalid(f"refused: {member.name}: {exc}") from exc
-                if not member.isfile():
-                    continue
-                total += member.size
-                if total > TOTAL_MAX_BYTES:
-                    raise Invalid(f"a module version holds at most {TOTAL_MAX_BYTES} bytes uncompressed")
-                name = posixpath.normpath(member.name)
-                if "/" in name or not _interesting(name):
-                    continue
-                extracted = tar.extractfile(member)
-                root_files[name] = extracted.read(member.size) if extracted else b""
-    except (tarfile.TarError, EOFError, OSError) as exc:
-        raise Invalid(f"not a readable .tar.gz: {exc}") from exc
+    root_files = read_files(raw, BOUNDS, ROOT, lambda name: "/" not in name and _interesting(name), mode="r:gz")
     if not any(name.endswith((".tf", ".tf.json")) for name in root_files):
         raise Invalid("not a module: no .tf or .tf.json file at the archive's root")
     return _contents(root_files)
