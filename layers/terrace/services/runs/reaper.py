@@ -66,7 +66,8 @@ class Reaper:
         sweeps: tuple[Sweep, ...] = (),
     ) -> None:
         self._store, self._scheduler, self._retries, self._settings = store, scheduler, retries, settings
-        self._retention, self._stages, self._slots, self._sweeps = retention, stages, slots, sweeps
+        self._stages, self._slots = stages, slots
+        self._sweeps = (retention, *sweeps) if retention is not None else sweeps  # data retention first
         self._saturated_at: float | None = None  # read once per tick, when a queued phase is past its deadline
 
     def reap_once(self) -> dict[str, Any]:
@@ -82,15 +83,7 @@ class Reaper:
                 continue
             if outcome:
                 summary[outcome] += 1
-        if self._retention is not None:
-            try:
-                swept = self._retention.sweep_if_due()
-            except Exception:
-                log.exception("the data retention sweep failed")
-            else:
-                if swept:
-                    log.info("data retention sweep: %s", swept)
-        for sweep in self._sweeps:  # each decides itself whether it is due (the auto-destroy sweep: one query)
+        for sweep in self._sweeps:  # each decides itself whether it is due (retention hourly; the others one query)
             try:
                 done = sweep.sweep_if_due()
             except Exception:
