@@ -4,8 +4,10 @@ duplicates nothing, a failure midway (one call with a bad token) leaves a report
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
+import tarfile
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -163,6 +165,8 @@ def populate(src: Api, stack: StackInfo, base: Path) -> None:
     hook |= {"triggers": ["run:completed"], "token": "s3cret"}
     body = {"data": {"type": "notification-configurations", "attributes": hook}}
     src.request("POST", f"/api/v2/workspaces/{net['id']}/notification-configurations", body, 201)
+    policies_and_keys(src, net["id"], project["id"])
+    publish_module(src, ORG, "vpc", "aws", "1.2.0")
     pool = src.request(
         "POST", f"{org}/agent-pools", {"data": {"type": "agent-pools", "attributes": {"name": "dc1"}}}, expect=201
     ).json()["data"]
@@ -171,6 +175,126 @@ def populate(src: Api, stack: StackInfo, base: Path) -> None:
     tf.init()
     for answer in (1, 2, 3):  # three state versions
         tf.write(backend(stack, "net") + outputs(answer=answer, label=f"v{answer}")).apply()
+
+
+REGO = """package terraform.policies.buckets
+import rego.v1
+
+deny contains msg if {
+    some rc in input.plan.resource_changes
+    rc.type == "aws_s3_bucket_acl"
+    msg := sprintf("%s may not set an ACL", [rc.address])
+}
+"""
+SENTINEL = "main = rule { true }\n"
+
+
+def policies_and_keys(src: Api, net_id: str, project_id: str) -> None:
+    """An OPA policy in an overridable set scoped to workspace net and project platform (with a plain and a
+    sensitive parameter); a Sentinel policy in a global set; an SSH key assigned to net."""
+    org = f"/api/v2/organizations/{ORG}"
+    ids = {}
+    for name, kind, level, text, extra in (
+        ("buckets", "opa", "mandatory", REGO, {"query": "data.terraform.policies.buckets.deny"}),
+        ("always", "sentinel", "soft-mandatory", SENTINEL, {}),
+    ):
+        attrs = {"name": name, "kind": kind, "enforcement-level": level, "description": f"{name}!", **extra}
+        body = {"data": {"type": "policies", "attributes": attrs}}
+        ids[name] = src.request("POST", f"{org}/policies", body, expect=201).json()["data"]["id"]
+        uploaded = src.http.put(f"/api/v2/policies/{ids[name]}/upload", content=text.encode())
+        assert uploaded.status_code == 200, uploaded.text
+    guardrails = {
+        "data": {
+            "type": "policy-sets",
+            "attributes": {"name": "guardrails", "kind": "opa", "overridable": True, "description": "no ACLs"},
+            "relationships": {
+                "policies": {"data": [{"type": "policies", "id": ids["buckets"]}]},
+                "workspaces": {"data": [{"type": "workspaces", "id": net_id}]},
+                "projects": {"data": [{"type": "projects", "id": project_id}]},
+            },
+        }
+    }
+    set_id = src.request("POST", f"{org}/policy-sets", guardrails, expect=201).json()["data"]["id"]
+    for key, value, sensitive in (("env", "prod", False), ("api_key", "s3cret", True)):
+        param = {"key": key, "value": value, "category": "policy-set", "sensitive": sensitive}
+        body = {"data": {"type": "vars", "attributes": param}}
+        src.request("POST", f"/api/v2/policy-sets/{set_id}/parameters", body, 201)
+    legacy = {
+        "data": {
+            "type": "policy-sets",
+            "attributes": {"name": "legacy", "kind": "sentinel", "global": True},
+            "relationships": {"policies": {"data": [{"type": "policies", "id": ids["always"]}]}},
+        }
+    }
+    src.request("POST", f"{org}/policy-sets", legacy, expect=201)
+    value = "-----BEGIN OPENSSH PRIVATE KEY-----\nnot read back\n"
+    key = {"data": {"type": "ssh-keys", "attributes": {"name": "deploy", "value": value}}}
+    key_id = src.request("POST", f"{org}/ssh-keys", key, expect=201).json()["data"]["id"]
+    assign = {"data": {"type": "workspaces", "attributes": {"id": key_id}}}
+    src.request("PATCH", f"/api/v2/workspaces/{net_id}/relationships/ssh-key", assign)
+
+
+def module_tarball(version: str) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, text in (("main.tf", f'output "v" {{\n  value = "{version}"\n}}\n'), ("README.md", "# vpc\n")):
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def publish_module(api: Api, org: str, name: str, provider: str, version: str) -> None:
+    body = {"data": {"type": "registry-modules", "attributes": {"name": name, "provider": provider}}}
+    api.request("POST", f"/api/v2/organizations/{org}/registry-modules", body, expect=201)
+    body = {"data": {"type": "registry-module-versions", "attributes": {"version": version}}}
+    created = api.request("POST", f"/api/v2/registry-modules/{org}/{name}/{provider}/versions", body, expect=201)
+    put = api.http.put(created.json()["data"]["links"]["upload"], content=module_tarball(version))
+    assert put.status_code == 200, put.text
+
+
+def module_archive(api: Api, org: str, name: str, provider: str, version: str) -> bytes:
+    """A version's archive through the module registry protocol, as terraform downloads it."""
+    got = api.http.get(f"/api/registry/v1/modules/{org}/{name}/{provider}/{version}/download")
+    assert got.status_code == 204, got.text
+    archive = api.http.get(got.headers["X-Terraform-Get"])
+    assert archive.status_code == 200
+    return archive.content
+
+
+def by_name(api: Api, path: str) -> dict[str, dict[str, Any]]:
+    return {i["attributes"]["name"]: i for i in api.request("GET", path).json()["data"]}
+
+
+def policy_checks(src: Api, dst: Api, net_id: str, project_id: str, todo: set[tuple[str, str]]) -> None:
+    """Policies equal on both sides (settings, text byte for byte); sets with their scopes and parameters."""
+    path = f"/api/v2/organizations/{ORG}/policies"
+    before, after = by_name(src, path), by_name(dst, path)
+    assert set(after) == {"buckets", "always"}
+    for name, policy in before.items():
+        keys = ("kind", "enforcement-level", "query", "description")
+        assert {k: after[name]["attributes"][k] for k in keys} == {k: policy["attributes"][k] for k in keys}
+        text = src.request("GET", f"/api/v2/policies/{policy['id']}/download").content
+        assert dst.request("GET", f"/api/v2/policies/{after[name]['id']}/download").content == text
+    sets = by_name(dst, f"/api/v2/organizations/{ORG}/policy-sets")
+    guard, legacy = sets["guardrails"], sets["legacy"]
+    assert (guard["attributes"]["kind"], guard["attributes"]["overridable"]) == ("opa", True)
+    assert guard["attributes"]["description"] == "no ACLs"
+
+    def members(item: dict[str, Any], relation: str) -> list[str]:
+        return [r["id"] for r in item["relationships"][relation]["data"]]
+
+    assert members(guard, "policies") == [after["buckets"]["id"]]
+    assert (members(guard, "workspaces"), members(guard, "projects")) == ([net_id], [project_id])
+    assert (legacy["attributes"]["global"], members(legacy, "policies")) == (True, [after["always"]["id"]])
+    params = {
+        p["attributes"]["key"]: p["attributes"]
+        for p in dst.request("GET", f"/api/v2/policy-sets/{guard['id']}/parameters").json()["data"]
+    }
+    assert params["env"]["value"] == "prod" and params["env"]["sensitive"] is False
+    assert params["api_key"]["sensitive"] is True
+    assert ("sensitive policy set parameter", "guardrails: api_key") in todo
 
 
 def workspace(api: Api, name: str) -> dict[str, Any]:
@@ -227,6 +351,10 @@ def test_migrate_an_organization_between_two_servers(servers: tuple[StackInfo, S
     history = src.request("GET", f"/api/v2/state-versions?filter[organization][name]={ORG}&filter[workspace][name]=net")
     serials = sorted(v["attributes"]["serial"] for v in history.json()["data"])
     assert len(serials) == 3 and {("state version", f"net #{n}") for n in serials} <= planned
+    module = "private/acme/vpc/aws 1.2.0"
+    assert {("policy", "buckets (opa)"), ("policy set", "legacy (sentinel)")} <= planned
+    assert ("policy text", "always (sentinel)") in planned
+    assert ("registry module version", module) in planned
     dst.request("GET", f"/api/v2/organizations/{ORG}", expect=404)
 
     # --workspaces and --state current narrow the plan
@@ -319,6 +447,15 @@ def test_migrate_an_organization_between_two_servers(servers: tuple[StackInfo, S
     platform = next(p["id"] for p in projects if p["attributes"]["name"] == "platform")
     grants = dst.request("GET", f"/api/v2/team-projects?filter[project][id]={platform}").json()["data"]
     assert [g["attributes"]["access"] for g in grants] == ["maintain"]
+    policy_checks(src, dst, net["id"], platform, todo)
+    assert ("SSH key", "deploy") in todo and "re-enter the value" in next(
+        t["what"] for t in done["todo"] if t["kind"] == "SSH key"
+    )
+    assert dst.request("GET", f"/api/v2/organizations/{ORG}/ssh-keys").json()["data"] == []  # nothing made up
+    assert module_archive(dst, ORG, "vpc", "aws", "1.2.0") == module_archive(src, ORG, "vpc", "aws", "1.2.0")
+    assert {"kind": "registry module version", "name": module, "action": "create"} in [
+        {k: a[k] for k in ("kind", "name", "action")} for a in done["actions"] + failed["actions"]
+    ]
     before = snapshot(dst)
     assert before["varsets"] == 1 and before["varset vars"] == 1 and before["team access"] == 1
     assert before["triggers"] == 1 and before["net states"] == 3
@@ -335,16 +472,23 @@ def test_migrate_an_organization_between_two_servers(servers: tuple[StackInfo, S
     assert any("app is locked on the source" in w for w in again["warnings"])
     assert snapshot(dst) == before
 
-    # once the agent pool exists on the target, a re-run puts the workspace on it
+    # once the agent pool and the SSH key exist on the target, a re-run assigns them
+    key = {"data": {"type": "ssh-keys", "attributes": {"name": "deploy", "value": "re-entered by a person"}}}
+    key_id = dst.request("POST", f"/api/v2/organizations/{ORG}/ssh-keys", key, expect=201).json()["data"]["id"]
     pool = dst.request(
         "POST",
         f"/api/v2/organizations/{ORG}/agent-pools",
         {"data": {"type": "agent-pools", "attributes": {"name": "dc1"}}},
         expect=201,
     ).json()["data"]
-    code, output, pooled = cli(source, target, tmp_path / "pooled.json", "--workspaces", "onprem")
+    code, output, pooled = cli(source, target, tmp_path / "pooled.json", "--workspaces", "[no]*")
     assert code == 0, output
-    assert [a["action"] for a in pooled["actions"] if a["kind"] == "workspace"] == ["update"]
+    assert [(a["name"], a["action"]) for a in pooled["actions"] if a["kind"] == "workspace"] == [
+        ("net", "skip"),
+        ("onprem", "update"),
+    ]
+    assert {"kind": "workspace SSH key", "name": "net -> deploy", "action": "create"} in pooled["actions"]
+    assert workspace(dst, "net")["relationships"]["ssh-key"]["data"]["id"] == key_id
     onprem = workspace(dst, "onprem")
     assert onprem["attributes"]["execution-mode"] == "agent"
     assert onprem["relationships"]["agent-pool"]["data"]["id"] == pool["id"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ssl
 import time
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 import httpx
 
@@ -44,6 +44,7 @@ class Api:
         self.url = url.rstrip("/")
         self.origin = urlsplit(self.url)._replace(path="", query="", fragment="").geturl()
         self.verify = verify
+        self.services: dict[str, str] = {}
         self.http = httpx.Client(
             base_url=self.url,
             verify=verify,
@@ -51,13 +52,18 @@ class Api:
             timeout=60,
             headers={"Authorization": f"Bearer {token}", "Accept": JSONAPI, "User-Agent": "terrace-migrate"},
         )
+        self.bare = httpx.Client(verify=verify, timeout=60, headers={"User-Agent": "terrace-migrate"})
 
     def close(self) -> None:
         self.http.close()
+        self.bare.close()
 
     def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """A request, retried while the server answers 429 (after its Retry-After); the token goes only to this
+        server's own origin (a presigned store or archivist gets none: httpx drops it on a redirect too)."""
+        own = not path.startswith("http") or path.startswith(self.origin + "/")
         for attempt in range(30):
-            response = self.http.request(method, path, **kwargs)
+            response = (self.http if own else self.bare).request(method, path, **kwargs)
             if response.status_code != 429 or attempt == 29:
                 return response
             time.sleep(
@@ -113,23 +119,33 @@ class Api:
             raise
 
     def download(self, url: str) -> bytes:
-        """A state file's bytes: the token goes only to this server's own origin (not to a presigned store)."""
+        """A file's bytes (a state, a policy, a module archive), from this server or a store it points to."""
         if url.startswith("/"):
             url = self.origin + url
-        if url.startswith(self.origin + "/"):  # httpx drops the token on a redirect to another origin
-            response = self.http.get(url, follow_redirects=True)
-        else:
-            response = httpx.get(url, verify=self.verify, timeout=60, follow_redirects=True)
+        response = self._send("GET", url, follow_redirects=True)
         if response.status_code >= 400:
             raise ApiError(self.side, "GET", url, response.status_code, _detail(response))
         return response.content
 
+    def service(self, name: str, default: str) -> str:
+        """A service's base URL from the server's discovery document (`/.well-known/terraform.json`)."""
+        if name not in self.services:
+            response = self.http.get(self.origin + "/.well-known/terraform.json")
+            found = response.json().get(name) if response.status_code == 200 else None
+            self.services[name] = urljoin(self.origin + "/", str(found or default))
+        return self.services[name]
+
+    def terraform_get(self, url: str) -> str:
+        """The archive URL a module registry's `/download` names (`X-Terraform-Get`), made absolute."""
+        response = self._send("GET", url)
+        location = response.headers.get("X-Terraform-Get")
+        if response.status_code >= 400 or not location:
+            raise ApiError(self.side, "GET", url, response.status_code, _detail(response) or "no X-Terraform-Get")
+        return urljoin(url, location)
+
     def put_bytes(self, url: str, content: bytes) -> None:
-        """An upload to a `hosted-state-upload-url` (an archivist or presigned URL)."""
-        if url.startswith(self.origin + "/"):
-            response = self.http.put(url, content=content)
-        else:
-            response = httpx.put(url, content=content, verify=self.verify, timeout=60)
+        """An upload to a `hosted-state-upload-url` or `links.upload` (this server, an archivist, a presigned URL)."""
+        response = self._send("PUT", url, content=content)
         if response.status_code >= 400:
             raise ApiError(self.side, "PUT", url, response.status_code, _detail(response))
 

@@ -48,6 +48,8 @@ class Ids:
     teams: dict[str, str | None] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)  # source project and team ids -> names
     target_pools: dict[str, str] | None = None  # the target's agent pools: name -> id
+    # workspace name -> (its source SSH key id, its target id, the target's key id)
+    ssh_keys: dict[str, tuple[str, str | None, str | None]] = field(default_factory=dict)
 
 
 def changed(source: dict[str, Any], target: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:

@@ -1,13 +1,15 @@
 """Organization-wide objects after the workspaces: variable sets and their scopes, teams and their access,
-run triggers, notification configurations; and the list of what does not move."""
+run triggers, notification configurations, SSH keys (listed), policies and registry modules; and the list of
+what does not move."""
 
 from __future__ import annotations
 
 import functools
 from typing import TYPE_CHECKING, Any
 
+from terrace.migrate import modules, policies
 from terrace.migrate.client import ApiError
-from terrace.migrate.workspaces import remote_state_consumers
+from terrace.migrate.workspaces import remote_state_consumers, ssh_keys
 
 if TYPE_CHECKING:
     from terrace.migrate.engine import Migration
@@ -25,6 +27,9 @@ def run(m: Migration) -> None:
         remote_state_consumers(m, source_id, target_id)
         run_triggers(m, source_id, target_id)
         notifications(m, source_id, target_id)
+    ssh_keys(m)
+    policies.run(m)
+    modules.run(m)
     not_moved(m)
 
 
@@ -235,9 +240,6 @@ def notifications(m: Migration, source_id: str, target_id: str | None) -> None:
 def not_moved(m: Migration) -> None:
     """What this version does not copy, by name, so the report says what a person must recreate."""
     listings = [
-        ("policy set", f"/organizations/{m.org}/policy-sets", "recreate the policy set and its policies"),
-        ("SSH key", f"/organizations/{m.org}/ssh-keys", "key values cannot be read: add the key again"),
-        ("registry module", f"/organizations/{m.org}/registry-modules", "publish the module's versions again"),
         ("agent pool", f"/organizations/{m.org}/agent-pools", "create the pool and register its agents"),
     ]
     for kind, path, why in listings:

@@ -1,4 +1,4 @@
-"""A workspace's settings, project, agent pool (by name) and tags; its remote state consumers."""
+"""A workspace's settings, project, agent pool (by name) and tags; its remote state consumers; SSH keys."""
 
 from __future__ import annotations
 
@@ -59,8 +59,9 @@ def workspace(m: Migration, ws: dict[str, Any]) -> str | None:
     repo = attrs.get("vcs-repo") or {}
     if repo:  # an OAuth connection is the source's own: it cannot be moved
         m.report.must("VCS connection", f"{name}: {repo.get('identifier') or repo}", "connect the repository again")
-    if related(ws, "ssh-key"):
-        m.report.must("SSH key", name, "add the key on the target and assign it to the workspace")
+    ssh_key = related(ws, "ssh-key")
+    if ssh_key:  # assigned by the SSH keys step, once a key of that name exists on the target
+        m.ids.ssh_keys[name] = (ssh_key, target_id, related(existing, "ssh-key"))
     return target_id
 
 
@@ -110,3 +111,32 @@ def remote_state_consumers(m: Migration, source_id: str, target_id: str | None) 
         m.report.record("remote state consumer", label, "create")
         if ref is not None and target_id is not None:
             m.write("POST", path.format(target_id), {"data": [{"type": "workspaces", "id": ref}]})
+
+
+def ssh_keys(m: Migration) -> None:
+    """SSH keys by name, for a person to re-enter (no API reveals a key); a workspace's key is assigned on the
+    target once a key of that name exists there (a re-run after the person added it)."""
+    keys = m.source.try_list(f"/organizations/{m.org}/ssh-keys")
+    names = {k["id"]: str(k["attributes"].get("name") or k["id"]) for k in keys or []}
+    found = m.target.try_list(f"/organizations/{m.org}/ssh-keys") if m.org_id else []
+    on_target = {k["attributes"].get("name"): k["id"] for k in found or []}
+    for key_id, name in names.items():
+        users = sorted(ws for ws, (used, _t, _h) in m.ids.ssh_keys.items() if used == key_id)
+        then = f", then re-run to assign it to {', '.join(users)}" if users else ""
+        if name not in on_target:
+            m.report.must("SSH key", name, f"re-enter the value: add the key on the target (it cannot be read){then}")
+    for ws_name, (key_id, target_ws, held) in sorted(m.ids.ssh_keys.items()):
+        key_name = names.get(key_id, key_id)
+        ref = on_target.get(key_name)
+        if ref is None:
+            if keys is None:
+                m.report.must("SSH key", f"{ws_name}: {key_id}", "re-enter the key on the target and assign it")
+            continue
+        label = f"{ws_name} -> {key_name}"
+        if held == ref:
+            m.report.record("workspace SSH key", label, "skip")
+            continue
+        m.report.record("workspace SSH key", label, "update" if held else "create")
+        if target_ws is not None:
+            body = {"data": {"type": "workspaces", "attributes": {"id": ref}}}
+            m.write("PATCH", f"/workspaces/{target_ws}/relationships/ssh-key", body)
