@@ -1,14 +1,23 @@
 """`terrace migrate` between two embedded servers: the source populated through the API and terraform 1.0.3,
 the target checked with terraform (`state pull` byte for byte) and the API; a dry run writes nothing, a re-run
-duplicates nothing, a failure midway (one call with a bad token) leaves a report and a re-run resumes."""
+duplicates nothing, a failure midway (one call with a bad token) leaves a report and a re-run resumes; policies
+and a registry module version arrive byte for byte. Then a migration into the run stack, SIGKILLed midway through
+a state history, resumed, and planned on the target's runners through the remote backend: "No changes"."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import io
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
 import tarfile
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +25,9 @@ from typing import Any
 
 import httpx
 import pytest
+import terrace
 from conftest import Api, StackInfo, Terraform, client_env
+from e2e_runs import RUN_TIMEOUT_S
 from job_uids import traversable
 from terrace.cli import app
 from terrace.local.stack import LocalStack
@@ -504,3 +515,129 @@ def test_migrate_an_organization_between_two_servers(servers: tuple[StackInfo, S
         versions = [a for a in check.actions if a["kind"] == "state version"]
         assert [a["action"] for a in versions] == ["skip"] * 3, bare
         assert {a["action"] for a in check.actions} == {"skip"}, bare
+
+
+# an interrupted migration into the run stack: killed midway through a state history, resumed, then planned ---
+GATED = """
+import sys, time
+from pathlib import Path
+from terrace.cli import app
+from terrace.migrate import states
+
+gate, after, real, done = Path(sys.argv[1]), int(sys.argv[2]), states.upload, []
+
+
+def upload(*args, **kwargs):
+    real(*args, **kwargs)
+    done.append(1)
+    if len(done) == after:  # hold here, the state history half copied, until the test kills this process
+        gate.write_text(str(after))
+        time.sleep(600)
+
+
+states.upload = upload
+sys.argv = ["terrace", *sys.argv[3:]]
+app()
+"""
+VERSIONS, KILL_AFTER = 5, 2
+
+
+def state_file(serial: int, lineage: str) -> bytes:
+    state = {"version": 4, "terraform_version": "1.0.3", "serial": serial, "lineage": lineage, "resources": []}
+    state["outputs"] = {"answer": {"value": serial, "type": "number"}}
+    return (json.dumps(state, indent=2) + "\n").encode()
+
+
+def history(api: Api, org: str, name: str) -> list[tuple[int, str, bytes]]:
+    """(serial, lineage, file) of every state version, oldest first."""
+    path = f"/api/v2/state-versions?filter[organization][name]={org}&filter[workspace][name]={name}&page[size]=100"
+    found = []
+    for v in api.request("GET", path).json()["data"]:
+        attrs = v["attributes"]
+        found.append((attrs["serial"], attrs["lineage"], api.http.get(attrs["hosted-state-download-url"]).content))
+    return sorted(found)
+
+
+def workspace_in(api: Api, org: str, name: str) -> dict[str, Any]:
+    data: dict[str, Any] = api.request("GET", f"/api/v2/organizations/{org}/workspaces/{name}").json()["data"]
+    return data
+
+
+def test_a_killed_migration_resumes_and_a_remote_plan_on_the_target_shows_no_changes(
+    servers: tuple[StackInfo, StackInfo], run_stack: StackInfo, tmp_path: Path
+) -> None:
+    source = servers[0]
+    src, dst = Api(source), Api(run_stack)
+    org = f"move-{uuid.uuid4().hex[:8]}"
+    body = {"data": {"type": "organizations", "attributes": {"name": org, "email": "ops@example.com"}}}
+    src.request("POST", "/api/v2/organizations", body, expect=201)
+    attrs = {"name": "svc", "execution-mode": "remote", "terraform-version": "1.0.3"}
+    ws = src.request(
+        "POST", f"/api/v2/organizations/{org}/workspaces", {"data": {"type": "workspaces", "attributes": attrs}}, 201
+    ).json()["data"]
+    src.lock(ws["id"])
+    lineage = str(uuid.uuid4())
+    for serial in range(1, VERSIONS + 1):
+        state = state_file(serial, lineage)
+        version = {"serial": serial, "lineage": lineage, "md5": hashlib.md5(state).hexdigest()}  # noqa: S324
+        version["state"] = base64.b64encode(state).decode()
+        body = {"data": {"type": "state-versions", "attributes": version}}
+        src.request("POST", f"/api/v2/workspaces/{ws['id']}/state-versions", body, expect=201)
+    src.unlock(ws["id"])
+
+    # `terrace migrate` in its own process, SIGKILLed once the target holds some but not all of the versions
+    args = ["migrate", "--from", source.url, "--from-token", source.token, "--organization", org]
+    args += ["--to", run_stack.url, "--to-token", run_stack.token]
+    args += ["--ca-bundle", source.ca_bundle, "--ca-bundle", run_stack.ca_bundle]
+    gate = tmp_path / "gate"
+    env = {**os.environ, "PYTHONPATH": str(Path(terrace.__file__).parents[1])}
+    process = subprocess.Popen(
+        [sys.executable, "-c", GATED, str(gate), str(KILL_AFTER), *args],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not gate.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert gate.exists(), f"the migration never reached its state history: {process.poll()}"
+        assert len(history(dst, org, "svc")) == KILL_AFTER  # some, not all
+        process.send_signal(signal.SIGKILL)
+    finally:
+        process.kill()
+        output, _ = process.communicate(timeout=30)
+    assert process.returncode == -signal.SIGKILL, output
+    assert workspace_in(dst, org, "svc")["attributes"]["locked"] is True  # the killed migration's lock
+
+    # the re-run takes over the lock, uploads the rest, and leaves the history whole, in order, unduplicated
+    report = tmp_path / "resumed.json"
+    result = CliRunner().invoke(app, [*args, "--report", str(report)])
+    resumed = json.loads(report.read_text())
+    assert result.exit_code == 0 and resumed["status"] == "done", result.output
+    assert any("resuming under the lock" in w for w in resumed["warnings"])
+    states = [(a["name"], a["action"]) for a in resumed["actions"] if a["kind"] == "state version"]
+    expected = ["skip"] * KILL_AFTER + ["create"] * (VERSIONS - KILL_AFTER)
+    assert states == [(f"svc #{n}", action) for n, action in zip(range(1, VERSIONS + 1), expected, strict=True)]
+    assert history(dst, org, "svc") == history(src, org, "svc")
+    target_ws = workspace_in(dst, org, "svc")["attributes"]
+    assert (target_ws["locked"], target_ws["execution-mode"], target_ws["terraform-version"]) == (
+        False,
+        "remote",
+        "1.0.3",
+    )
+
+    # terraform reads the same state on both servers, and a remote plan on the target (its runners) changes nothing
+    pulled = {}
+    for side, stack in (("src", source), ("dst", run_stack)):
+        main_tf = StackInfo(**{**stack.__dict__, "organization": org}).remote_backend(name="svc")
+        tf = workdir(tmp_path, stack, f"svc-{side}", main_tf + outputs(answer=VERSIONS))
+        tf.init()
+        pulled[side] = tf.run("state", "pull").stdout
+        if side == "dst":
+            plan = tf.run("plan", "-input=false", "-no-color", timeout=RUN_TIMEOUT_S).output
+            assert "Running plan in the remote backend" in plan and "Terrace runner" in plan, plan
+            assert "No changes." in plan, plan
+    assert pulled["dst"] == pulled["src"] and json.loads(pulled["dst"])["serial"] == VERSIONS
