@@ -193,7 +193,8 @@ def migrate(
     ca_bundle: Annotated[list[str] | None, typer.Option("--ca-bundle", help="Extra CA (PEM) to trust.")] = None,
 ) -> None:
     """Copy an organization from any TFC-compatible server (HCP Terraform, TFE, OTF, Terrace) through the API:
-    settings, projects, workspaces, variables, state history, variable sets, teams, run triggers, notifications.
+    settings, projects, workspaces, variables, state history, variable sets, teams, run triggers, notifications,
+    policies and policy sets, registry modules and their versions (SSH keys are listed for re-entry).
     Idempotent: re-run it to resume after a failure."""
     from terrace.migrate.command import Endpoints, dev_target
     from terrace.migrate.command import migrate as run_migration
