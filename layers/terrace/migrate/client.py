@@ -141,7 +141,7 @@ class Api:
         location = response.headers.get("X-Terraform-Get")
         if response.status_code >= 400 or not location:
             raise ApiError(self.side, "GET", url, response.status_code, _detail(response) or "no X-Terraform-Get")
-        return urljoin(url, location)
+        return location if "::" in location.split("//")[0] else urljoin(url, location)
 
     def put_bytes(self, url: str, content: bytes) -> None:
         """An upload to a `hosted-state-upload-url` or `links.upload` (this server, an archivist, a presigned URL)."""

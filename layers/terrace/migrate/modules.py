@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from terrace.migrate.client import ApiError
+from terrace.migrate.engine import REFUSALS
 
 if TYPE_CHECKING:
     from terrace.migrate.engine import Migration
@@ -64,10 +65,16 @@ def _module(m: Migration, module: dict[str, Any], existing: dict[str, Any] | Non
         if m.options.dry_run or target_id is None:
             m.report.record("registry module version", f"{label} {version}", action)
             continue
-        archive = download(m, namespace, name, provider, version)
-        upload_url = _version_upload(m, (namespace, name, provider), version, created=held is None)
-        if upload_url:
-            m.target.put_bytes(upload_url, archive)
+        try:
+            archive = download(m, namespace, name, provider, version)
+            upload_url = _version_upload(m, (namespace, name, provider), version, created=held is None)
+            if upload_url:
+                m.target.put_bytes(upload_url, archive)
+        except ApiError as exc:  # one version the source will not hand over or the target refuses
+            if exc.status not in (*REFUSALS, 413):
+                raise
+            m.report.record("registry module version", f"{label} {version}", "fail", str(exc))
+            continue
         m.report.record("registry module version", f"{label} {version}", action, f"{len(archive)} bytes")
 
 
@@ -75,7 +82,10 @@ def download(m: Migration, namespace: str, name: str, provider: str, version: st
     """A version's archive from the source, through the module registry protocol."""
     base = m.source.service("modules.v1", "/api/registry/v1/modules/")
     path = "/".join(quote(p, safe="") for p in (namespace, name, provider, version))
-    location = m.source.terraform_get(f"{base.rstrip('/')}/{path}/download")
+    url = f"{base.rstrip('/')}/{path}/download"
+    location = m.source.terraform_get(url)
+    if not location.startswith(("https://", "http://")):  # a go-getter address (git::, s3::): no HTTP archive
+        raise ApiError("source", "GET", url, 409, f"the archive is at {location}: publish this version by hand")
     return m.source.download(location)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from terrace.migrate.client import ApiError
+from terrace.migrate.engine import REFUSALS
 from terrace.migrate.workspaces import related
 
 if TYPE_CHECKING:
@@ -67,9 +68,15 @@ def _policy(m: Migration, policy: dict[str, Any], existing: dict[str, Any] | Non
     if have == text:
         m.report.record("policy text", label, "skip")
         return target_id
-    m.report.record("policy text", label, "update" if have is not None else "create", f"{len(text)} bytes")
     if target_id is not None and not m.options.dry_run:
-        m.target.put_bytes(f"{m.target.url}/api/v2/policies/{target_id}/upload", text)
+        try:
+            m.target.put_bytes(f"{m.target.url}/api/v2/policies/{target_id}/upload", text)
+        except ApiError as exc:  # e.g. Rego the target's OPA does not compile: the rest goes on
+            if exc.status not in REFUSALS:
+                raise
+            m.report.record("policy text", label, "fail", str(exc))
+            return target_id
+    m.report.record("policy text", label, "update" if have is not None else "create", f"{len(text)} bytes")
     return target_id
 
 
