@@ -122,3 +122,42 @@ def test_a_module_version_at_a_go_getter_address_is_a_failure_and_the_next_versi
     assert "git::https://g.example/v" in versions["private/acme/vpc/aws 1.0.0"]["detail"]
     assert versions["private/acme/vpc/aws 1.1.0"]["action"] == "create"
     assert uploaded == [b"tarball"]
+
+
+def test_a_version_left_pending_on_the_target_gets_its_archive_again() -> None:
+    """A migration stopped between creating a version on the target and uploading its archive: the re-run reads the
+    pending version's upload link instead of creating it again."""
+    org = "/api/v2/organizations/acme"
+    attrs = {"name": "vpc", "provider": "aws", "registry-name": "private", "namespace": "acme"}
+    module = {"id": "mod-1", "type": "registry-modules", "attributes": attrs}
+    base = "/api/registry/v1/modules/acme/vpc/aws"
+    source = {
+        ("GET", f"{org}/registry-modules"): page(
+            [{**module, "attributes": {**attrs, "version-statuses": [{"version": "2.0.0", "status": "ok"}]}}]
+        ),
+        ("GET", f"{base}/2.0.0/download"): httpx.Response(204, headers={"X-Terraform-Get": "/archives/2.0.0.tgz"}),
+        ("GET", "/archives/2.0.0.tgz"): httpx.Response(200, content=b"two"),
+    }
+    uploaded: list[bytes] = []
+
+    def upload(request: httpx.Request) -> httpx.Response:
+        uploaded.append(request.content)
+        return httpx.Response(200)
+
+    pending = {"data": {"id": "modver-2", "type": "registry-module-versions", "links": {"upload": "/up/2.0.0"}}}
+    target = {
+        ("GET", f"{org}/registry-modules"): page(
+            [{**module, "attributes": {**attrs, "version-statuses": [{"version": "2.0.0", "status": "pending"}]}}]
+        ),
+        ("GET", f"{org}/registry-modules/private/acme/vpc/aws/version"): httpx.Response(200, json=pending),
+        ("PUT", "/up/2.0.0"): upload,
+    }
+    m, seen = migration(source, target)
+
+    modules.run(m)
+
+    assert not [s for s in seen if s.startswith("POST")]
+    assert uploaded == [b"two"]
+    assert [(a["name"], a["action"]) for a in m.report.actions if a["kind"] == "registry module version"] == [
+        ("private/acme/vpc/aws 2.0.0", "update")
+    ]

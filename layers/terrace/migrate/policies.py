@@ -106,6 +106,8 @@ def _policy_set(
     wanted = {k: attrs[k] for k in ("name", "kind", *SET_SETTINGS) if attrs.get(k) is not None}
     if kind != "opa":
         wanted.pop("overridable", None)
+    if not attrs.get("agent-enabled"):  # a tool version only matters for agent-evaluated sets (Terrace drops it)
+        wanted.pop("policy-tool-version", None)
 
     def create() -> dict[str, Any]:
         body = {"data": {"type": "policy-sets", "attributes": wanted}}
