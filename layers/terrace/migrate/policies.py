@@ -16,8 +16,11 @@ if TYPE_CHECKING:
     from terrace.migrate.engine import Migration
 
 POLICY_SETTINGS = ("description", "enforcement-level", "query")
-SET_SETTINGS = ("description", "global", "overridable", "agent-enabled", "policy-tool-version", "policies-path")
+# `policies-path` and `policy-update-pattern` belong to a VCS repository, which does not move
+SET_SETTINGS = ("description", "global", "overridable", "agent-enabled", "policy-tool-version")
 SCOPES = {"workspaces": "workspace", "workspace-exclusions": "workspace", "projects": "project"}
+MEMBER_TYPES = {"policies": "policies", "workspaces": "workspaces", "workspace-exclusions": "workspaces",
+                "projects": "projects"}  # fmt: skip
 
 
 def run(m: Migration) -> None:
@@ -140,7 +143,8 @@ def _policy_set(
                 continue
             m.report.record("policy set scope", f"{name} -> {what}", "create")
             if ref is not None and target_id is not None:
-                m.write("POST", f"/policy-sets/{target_id}/relationships/{relation}", {"data": [{"id": ref}]})
+                body = {"data": [{"type": MEMBER_TYPES[relation], "id": ref}]}
+                m.write("POST", f"/policy-sets/{target_id}/relationships/{relation}", body)
     _parameters(m, policy_set["id"], target_id, name)
 
 
