@@ -128,6 +128,8 @@ def ssh_keys(m: Migration) -> None:
     for ws_name, (key_id, target_ws, held) in sorted(m.ids.ssh_keys.items()):
         key_name = names.get(key_id, key_id)
         ref = on_target.get(key_name)
+        if m.failed(target_ws):
+            continue
         if ref is None:
             if keys is None:
                 m.report.must("SSH key", f"{ws_name}: {key_id}", "re-enter the key on the target and assign it")
