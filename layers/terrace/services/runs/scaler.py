@@ -117,10 +117,6 @@ class Scaler:
         nor make an idle one look busy)."""
         return [entry for entry in self._store.open_runs() if not entry.get("agent_pool_id")]
 
-    def demand(self) -> Counter[str]:
-        """Per organization: phases queued or running on Terrace's runners (each needs a runner)."""
-        return Counter(e["organization"] for e in self._runner_entries() if e["status"] in rs.QUEUED | rs.RUNNING)
-
     def scale_once(self, expect: Iterable[str] = ()) -> dict[str, Any]:
         """One tick; `expect`: organizations whose configuration version was just created."""
         entries = self._runner_entries()
