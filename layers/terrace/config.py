@@ -71,6 +71,8 @@ class Settings(BaseSettings):
     # the http backend answers a GET of a state larger than this with a 307 to a presigned URL (a Lambda answer
     # holds 6 MB); the indexer skips states larger than the other (it parses a whole state in its 512 MB)
     http_state_redirect_bytes: int = Field(default=1024 * 1024, validation_alias="TERRACE_HTTP_STATE_REDIRECT_BYTES")
+    # json-output-redacted of a plan JSON larger than this is stored at finish and answered with a 307 to it
+    plan_json_redirect_bytes: int = Field(default=1024 * 1024, validation_alias="TERRACE_PLAN_JSON_REDIRECT_BYTES")
     max_indexed_state_bytes: int = Field(default=48 * 1024 * 1024, validation_alias="TERRACE_MAX_INDEXED_STATE_BYTES")
     # an OPA policy evaluation (a child process per policy set): wall-clock and CPU seconds, resident memory; at
     # most 20 s, so one set and the work around it fit in one invocation of the events function (30 s on AWS)

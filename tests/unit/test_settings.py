@@ -29,6 +29,7 @@ VARIABLES = {
     "max_inline_state_bytes": ("TERRACE_MAX_INLINE_STATE_BYTES", "2000", 2000, 4 * 1024 * 1024),
     "max_config_bytes": ("TERRACE_MAX_CONFIG_BYTES", "3000", 3000, 512 * 1024 * 1024),
     "http_state_redirect_bytes": ("TERRACE_HTTP_STATE_REDIRECT_BYTES", "4000", 4000, 1024 * 1024),
+    "plan_json_redirect_bytes": ("TERRACE_PLAN_JSON_REDIRECT_BYTES", "4000", 4000, 1024 * 1024),
     "max_indexed_state_bytes": ("TERRACE_MAX_INDEXED_STATE_BYTES", "5000", 5000, 48 * 1024 * 1024),
     "policy_timeout_s": ("TERRACE_POLICY_TIMEOUT_S", "2.5", 2.5, 10.0),
     "policy_memory_mb": ("TERRACE_POLICY_MEMORY_MB", "256", 256, 512),

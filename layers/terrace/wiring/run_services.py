@@ -162,7 +162,9 @@ class RunServices:
 
     @cached_property
     def plans(self) -> PlanService:
-        return PlanService(self.runs, self.workspaces, self.variables, self.blobs)
+        return PlanService(
+            self.runs, self.workspaces, self.variables, self.blobs, self.settings.plan_json_redirect_bytes
+        )
 
     @cached_property
     def logs(self) -> LogService:
