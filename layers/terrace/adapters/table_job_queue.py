@@ -9,7 +9,7 @@ on moto, on SQLite and on the in-memory table.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from terrace.adapters.definitions import LANE_PRIORITY
@@ -72,11 +72,13 @@ class TableJobQueue:
         if self.signal is not None:
             self.signal.notify(organization, delay_s)
 
-    def take(self, organization: str) -> QueuedJob | None:
+    def take(self, organization: str, lanes: Collection[str] = ()) -> QueuedJob | None:
         now = self._now_ms()
         for item in self._table.query(_partition(organization), limit=TAKE_SCAN):
             if int(item["available_at_ms"]) > now:
                 continue  # still backing off; a lower lane may be ready
+            if lanes and item["lane"] not in lanes:
+                continue  # a lane this runner does not take (a Spot runner: speculative plans only)
             try:
                 self._table.delete(item["pk"], item["sk"], if_version=item["version"])
             except ConditionFailed:

@@ -60,6 +60,7 @@ def connect(settings: Settings) -> AwsAdapters:
             subnets=settings.runner_subnets,
             security_groups=settings.runner_security_groups,
             assign_public_ip=settings.runner_assign_public_ip,
+            spot_lanes=settings.runner_spot_lanes,
         )
     return AwsAdapters(
         table=DynamoTable(clients["dynamodb"], settings.table_name),

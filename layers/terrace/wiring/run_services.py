@@ -253,7 +253,6 @@ class RunServices:
             self.lanes,
             self.runner_slots,
             self.runner_enrollments,
-            organizations=lambda: [org.key for org in self.organizations.all()],
         )
 
     @cached_property
