@@ -80,7 +80,17 @@ def test_the_api_on_aws_invokes_the_scaler_with_the_expected_organization() -> N
     kicks: list[dict[str, Any]] = []
     env.container.scaler_kick = lambda **kwargs: kicks.append(kwargs)
     env.upload_config()
-    assert kicks == [{"expect": "acme"}]
+    env.upload_config(speculative=True)  # `terraform plan`: a runner of the speculative lane (Spot on AWS)
+    assert kicks == [{"expect": "acme", "speculative": False}, {"expect": "acme", "speculative": True}]
+
+
+def test_a_speculative_configuration_version_expects_a_runner_of_the_speculative_lane(monkeypatch: Any) -> None:
+    monkeypatch.setattr(FakeLauncher, "spot_lanes", ("speculative",))
+    env, _, launcher = scaler_env()
+    env.upload_config(speculative=True)
+    assert env.container.scaler.scale_once()["started_for_spot_lanes"] == 1
+    (credential,) = launcher.runners
+    assert credential.lanes == ("speculative",)
 
 
 def test_warm_runners_are_kept_for_the_organizations_that_ran_lately_within_the_maximum() -> None:

@@ -97,22 +97,27 @@ class Scaler:
         self._lanes, self._slots, self._enrollments = lanes, slots, enrollments
         self.launcher = launcher  # set late locally: the launcher is made once the stack is up
         self.wake = threading.Event()  # set by `expect`: the local scaler loop ticks at once (AWS: an invoke)
-        self._expected: dict[str, float] = {}  # organization -> until when it counts as needing a runner
+        # (organization, lane: "speculative" or "") -> until when it counts as needing a runner
+        self._expected: dict[tuple[str, str], float] = {}
         self._lock = threading.Lock()
 
-    def expect(self, organization: str) -> None:
-        """A run of `organization` is coming (its configuration is being uploaded): a runner should start now."""
+    def expect(self, organization: str, speculative: bool = False) -> None:
+        """A run of `organization` is coming (its configuration is being uploaded): a runner should start now; of
+        the speculative lane when the configuration version is speculative (`terraform plan`: Spot on AWS)."""
         with self._lock:
-            self._expected[organization] = clock.epoch() + EXPECT_S
+            self._expected[(organization, "speculative" if speculative else "")] = clock.epoch() + EXPECT_S
         self.wake.set()
 
-    def _still_expected(self, demand: Counter[str], extra: Iterable[str]) -> list[str]:
-        """The expected organizations, until a run of theirs is queued or running (or `EXPECT_S` passed)."""
+    def _still_expected(self, demand: Counter[str], extra: Iterable[str], lane: str) -> list[tuple[str, str]]:
+        """The expected organizations (with their lane), until a run of theirs is queued or running (or `EXPECT_S`
+        passed)."""
         now = clock.epoch()
         with self._lock:
             for organization in extra:
-                self._expected[organization] = now + EXPECT_S
-            self._expected = {org: until for org, until in self._expected.items() if until > now and demand[org] == 0}
+                self._expected[(organization, lane)] = now + EXPECT_S
+            self._expected = {
+                key: until for key, until in self._expected.items() if until > now and demand[key[0]] == 0
+            }
             return sorted(self._expected)
 
     def _drain(self, open_runs: dict[str, str]) -> list[LaneDelivery]:
@@ -137,8 +142,9 @@ class Scaler:
         nor make an idle one look busy)."""
         return [entry for entry in self._store.open_runs() if not entry.get("agent_pool_id")]
 
-    def scale_once(self, expect: Iterable[str] = ()) -> dict[str, Any]:
-        """One tick; `expect`: organizations whose configuration version was just created."""
+    def scale_once(self, expect: Iterable[str] = (), speculative: bool = False) -> dict[str, Any]:
+        """One tick; `expect`: organizations whose configuration version was just created (`speculative`: a
+        speculative one)."""
         entries = self._runner_entries()
         running = Counter(e["organization"] for e in entries if e["status"] in rs.RUNNING)
         if self.launcher is None:
@@ -149,7 +155,7 @@ class Scaler:
         self._revoke_gone(live_ids)
         held = self._slots.reconcile(live_ids)
         queued = Counter(e["organization"] for e in entries if e["status"] in rs.QUEUED)
-        expected = self._still_expected(running + queued, expect)
+        expected = self._still_expected(running + queued, expect, "speculative" if speculative else "")
         waiting = self._drain({e["run_id"]: e["status"] for e in entries})
         try:
             return self._dispatch(waiting, running, live_runners, held, expected)
@@ -163,12 +169,12 @@ class Scaler:
         running: Counter[str],
         live_runners: list[Any],
         held: int,
-        expected: list[str],
+        expected: list[tuple[str, str]],
     ) -> dict[str, Any]:
         assert self.launcher is not None
         demand = running + Counter(d.message.organization for d in waiting)
         order: list[tuple[str, str | None]] = [(d.message.organization, d.lane) for d in waiting]
-        order += [(org, None) for org in expected if demand[org] == 0]
+        order += [(org, lane or None) for org, lane in expected if demand[org] == 0]
         demand.update({org: 1 for org, _ in order if demand[org] == 0})
         if self._settings.warm_runners > 0:
             self._slots.touch(+demand)  # the organizations that keep warm runners
