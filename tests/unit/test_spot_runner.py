@@ -29,3 +29,18 @@ def test_a_spot_runner_asks_for_speculative_plans_only_and_hands_back_on_sigterm
         api = RunnerApi("https://terrace.example", "at-x", "r1", transport=httpx.MockTransport(answer), lanes=lanes)
         assert api.next(0) is None
     assert bodies == [{"runner_id": "r1", "lanes": ["speculative"]}, {"runner_id": "r1"}]
+
+
+def test_a_spot_runner_hands_its_plan_back_on_sigterm() -> None:
+    """SIGTERM mid-plan (an interruption's warning): terraform is killed and the plan released, not reported."""
+    from runner_fakes import make_spec
+    from test_agent_program import _Api, _Executor
+
+    holder: list[Runner] = []
+    api = _Api()
+    runner = build_runner(RunnerConfig.from_env({**BASE, "TERRACE_RUNNER_LANES": "speculative"}))
+    runner.api, runner.executor = api, _Executor(holder)  # type: ignore[assignment]
+    holder.append(runner)
+    runner.handle(make_spec("plan"))
+    runner.wait_for_reports()
+    assert (api.released, api.finished) == ([make_spec("plan").job_id], [])
