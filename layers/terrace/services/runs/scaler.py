@@ -180,7 +180,7 @@ class Scaler:
             self._slots.touch(+demand)  # the organizations that keep warm runners
         live = Counter(runner.organization for runner in live_runners)
         idle_any, idle_spot = _idle(running, live_runners)
-        spot_lanes = set(self.launcher.spot_lanes)
+        spot_lanes = set(getattr(self.launcher, "spot_lanes", ()))  # a launcher without Spot: none
         per_org = self._settings.max_runners_per_organization or self._settings.max_runners
         room = max(0, self._settings.max_runners - max(held, sum(live.values())))
         started: dict[str, int] = {}
