@@ -126,7 +126,56 @@ def idle_lines(r: Resources, idle: IdleProfile, run: RunProfile) -> list[Line]:
         lines.append(Line(f"  X-Ray on {service}'s schedule", xray, 0))
     polls = len(r.of("AWS::Lambda::EventSourceMapping")) * idle.event_source_long_polls_per_minute * MONTH_MINUTES
     lines.append(Line("SQS event source polling", polls * p["sqs_request"], 0, f"{polls:,.0f} long polls"))
+    lines.extend(warm_lines(r, idle, run))
     return lines
+
+
+def scaler_env(r: Resources) -> dict[str, Any]:
+    return dict(r.function("scaler")["Properties"]["Environment"]["Variables"])
+
+
+def fargate_hour(r: Resources) -> float:
+    vcpu, mem_gb, _ = r.task()
+    return vcpu * PRICES["fargate_arm_vcpu_h"] + mem_gb * PRICES["fargate_arm_gb_h"]
+
+
+def warm_lines(r: Resources, idle: IdleProfile, run: RunProfile) -> list[Line]:
+    """`terrace:warmRunners`: that many runners per organization with work within a day, all month, polling."""
+    if not r.of("AWS::ECS::TaskDefinition"):
+        return []
+    warm = int(scaler_env(r).get("TERRACE_WARM_RUNNERS", 0)) * idle.active_organizations
+    if warm <= 0:
+        return []
+    _, _, env = r.task()
+    interval = float(env.get("TERRACE_RUNNER_POLL_INTERVAL_S", run.runner_poll_s)) or run.runner_poll_s
+    polls = warm * MONTH_HOURS * 3600 / interval
+    p, api = PRICES, r.function("api")
+    per_poll = p["lambda_request"] + run.api_ms / 1000 * r.memory_gb(api) * p["lambda_arm_gb_s"]
+    per_poll += p["http_api_request"] + p["cloudfront_https_request"] + run.ddb_reads_per_request * p[
+        "ddb_read_request_unit"]  # fmt: skip
+    ipv4 = p["public_ipv4_h"] if r.public_runners() else 0.0
+    note = f"{warm} runner(s): terrace:warmRunners x {idle.active_organizations} active organization(s)"
+    return [
+        Line("Warm runners: Fargate (+ public IPv4)", warm * MONTH_HOURS * (fargate_hour(r) + ipv4), 0, note),
+        Line("Warm runners: their polls", polls * per_poll, 0, f"{polls:,.0f} polls/month"),
+    ]
+
+
+def speculative_line(r: Resources, run: RunProfile) -> str:
+    """What a speculative plan's runner costs, on FARGATE_SPOT when the scaler runs that lane there."""
+    if not r.of("AWS::ECS::TaskDefinition"):
+        return ""
+    _, _, env = r.task()
+    task_s = run.phase_seconds + float(env.get("TERRACE_RUNNER_IDLE_EXIT_S", 0))
+    on_demand = task_s / 3600 * fargate_hour(r) * 1000
+    if "speculative" not in str(scaler_env(r).get("TERRACE_RUNNER_SPOT_LANES", "")).split(","):
+        return f"a speculative plan (one phase, {task_s:g} task-s on FARGATE): ${on_demand:.2f} per 1,000"
+    spot = on_demand * (1 - PRICES["fargate_spot_discount"])
+    return (
+        f"a speculative plan (one phase, {task_s:g} task-s on FARGATE_SPOT): ${spot:.2f} per 1,000 instead of "
+        f"${on_demand:.2f} on FARGATE, assuming Spot {PRICES['fargate_spot_discount']:.0%} below on-demand (AWS says "
+        "'up to 70%'; the Spot price moves); FARGATE when Spot has no capacity, at the FARGATE price"
+    )
 
 
 def polls_per_phase(tail_s: float, env: dict[str, str], run: RunProfile) -> float:
@@ -218,6 +267,8 @@ def render(template: dict[str, Any], run: RunProfile = RunProfile(), idle: IdleP
             out.append(f"{line.item:<{width}}  {line.idle_month:>12.2f}  {line.per_1000_runs:>12.2f}  {line.note}")
     idle_total, runs_total = sum(x.idle_month for x in lines), sum(x.per_1000_runs for x in lines)
     out.append(f"{'total':<{width}}  {idle_total:>12.2f}  {runs_total:>12.2f}")
+    if speculative := speculative_line(r, run):
+        out.append(f"Runner time of {speculative}.")
     out.append("")
     out.append("Assumptions (bench/cost_catalog.py):")
     out.append("  a run: " + ", ".join(f"{k}={v}" for k, v in asdict(run).items()))

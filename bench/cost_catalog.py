@@ -14,6 +14,8 @@ PRICES = {
     "lambda_request": 0.20 / 1e6,
     "fargate_arm_vcpu_h": 0.03238,
     "fargate_arm_gb_h": 0.00356,
+    # Fargate Spot: AWS prices it "up to 70%" below Fargate and moves the price with supply; assumed 70% here
+    "fargate_spot_discount": 0.70,
     "public_ipv4_h": 0.005,  # also an Elastic IP (the NAT gateway's)
     "interface_endpoint_az_h": 0.01,
     "nat_gateway_h": 0.045,
@@ -72,6 +74,7 @@ class IdleProfile:
 
     tick_ddb_reads: float = 3.0  # a scheduled invocation's table reads
     tick_log_kb: float = 1.0
+    active_organizations: int = 1  # organizations with work every day (each keeps terrace:warmRunners runners)
     event_source_long_polls_per_minute: float = 15.0  # Lambda's SQS pollers: 5 long polls of 20 s
 
 

@@ -1,7 +1,10 @@
 """Where runner tasks run: a VPC (public subnets by default; `terrace:privateSubnets` puts runners in private
 subnets behind one NAT gateway), an ECS cluster with no service, and the Fargate task definition built from
 runner-container/. The scaler starts tasks with ecs:RunTask (also when a configuration version is created, before
-its run exists); idle tasks exit, except the warm ones (`terrace:warmRunnersPerOrganization`, default 0). On stack
+its run exists); idle tasks exit, except the warm ones (`terrace:warmRunners`, default 0, for each organization
+that had work within a day). The cluster has the FARGATE and FARGATE_SPOT capacity providers: speculative plans
+run on Spot (`terrace:speculativeOnSpot`, default true; the scaler falls back to FARGATE when Spot has no
+capacity). On stack
 deletion a custom resource stops the cluster's tasks first (functions/bootstrap), so `cdk destroy` does not fail on
 a cluster with running tasks.
 
@@ -10,7 +13,7 @@ runner's own lines (job ids, errors), never an organization's output."""
 
 from __future__ import annotations
 
-from aws_cdk import IgnoreMode, RemovalPolicy, Stack
+from aws_cdk import Duration, IgnoreMode, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_ecs as ecs
@@ -27,6 +30,11 @@ RUNNER_POLL_INTERVAL_S = 2
 IMAGE_CONTEXT = ["*", "!pyproject.toml", "!layers", "!layers/**", "!runner-container", "!runner-container/**",
                  "**/__pycache__", "**/*.pyc", "**/*.egg-info"]  # fmt: skip
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
+# SIGTERM to SIGKILL: Fargate's maximum, a Spot interruption's two minutes (a runner finishes its job meanwhile; a
+# Spot runner hands its plan back at once)
+STOP_TIMEOUT_S = 120
+# `docker build --output` for zstd layers (terrace:runnerImageZstd): Fargate extracts zstd faster than gzip
+ZSTD_OUTPUT = "type=image,oci-mediatypes=true,compression=zstd,compression-level=3,force-compression=true"
 
 
 def baked_tool_catalog() -> str:
@@ -113,7 +121,9 @@ class Runner(Construct):
                 platform=ecr_assets.Platform.LINUX_ARM64,
                 exclude=IMAGE_CONTEXT,
                 ignore_mode=IgnoreMode.DOCKER,
+                outputs=[ZSTD_OUTPUT] if settings.runner_image_zstd else None,
             ),
+            stop_timeout=Duration.seconds(STOP_TIMEOUT_S),
             logging=ecs.LogDrivers.aws_logs(stream_prefix="runner", log_group=self.log_group),
             environment={
                 "TERRACE_API_URL": api_url,
@@ -139,8 +149,9 @@ class Runner(Construct):
             "TERRACE_RUNNER_SECURITY_GROUPS": self.security_group.security_group_id,
             "TERRACE_RUNNER_PUBLIC_IP": "false" if self.private else "true",
             "TERRACE_MAX_RUNNERS_PER_ORGANIZATION": str(self.settings.max_runners_per_organization),
-            # warm runners poll every RUNNER_POLL_INTERVAL_S and never idle out (cost: docs/performance.md)
-            "TERRACE_WARM_RUNNERS_PER_ORGANIZATION": str(self.settings.warm_runners_per_organization),
+            # warm runners poll every RUNNER_POLL_INTERVAL_S and never idle out (cost: bench.cost prices them)
+            "TERRACE_WARM_RUNNERS": str(self.settings.warm_runners),
+            "TERRACE_RUNNER_SPOT_LANES": "speculative" if self.settings.speculative_on_spot else "",
         }
 
     def grant_run_task(self, grantee: iam.IGrantable) -> None:

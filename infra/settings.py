@@ -29,7 +29,13 @@ class DeploySettings:
     runner_cpu: int = 512  # Fargate CPU units (Graviton): half a vCPU; plans and applies wait on the network
     runner_memory_mib: int = 2048
     max_runners_per_organization: int = 0  # 0: max_runners is the only limit
-    warm_runners_per_organization: int = 0  # kept alive per organization with no job (see docs/performance.md)
+    # idle runners kept alive for each organization that had work within a day (docs/performance.md; bench.cost)
+    warm_runners: int = 0
+    # speculative plans run on FARGATE_SPOT (FARGATE when Spot has no capacity): ~70% cheaper, interruptible
+    speculative_on_spot: bool = True
+    # push the runner image with zstd-compressed layers (faster extraction on Fargate): needs a docker whose
+    # image store is containerd's (README "Faster runner starts")
+    runner_image_zstd: bool = False
     alarm_email: str | None = None
     api_rate_limit: int = 50  # requests per second, steady state
     api_burst_limit: int = 100
@@ -73,7 +79,12 @@ class DeploySettings:
             runner_cpu=int(ctx("runnerCpu") or cls.runner_cpu),
             runner_memory_mib=int(ctx("runnerMemoryMiB") or cls.runner_memory_mib),
             max_runners_per_organization=int(ctx("maxRunnersPerOrganization") or 0),
-            warm_runners_per_organization=int(ctx("warmRunnersPerOrganization") or 0),
+            warm_runners=int(ctx("warmRunners") or 0),
+            speculative_on_spot=str(
+                ctx("speculativeOnSpot") if ctx("speculativeOnSpot") is not None else "true"
+            ).lower()
+            in ("1", "true", "yes", "on"),
+            runner_image_zstd=_flag(ctx("runnerImageZstd")),
             alarm_email=ctx("alarmEmail") or None,
             api_rate_limit=int(ctx("apiRateLimit") or cls.api_rate_limit),
             api_burst_limit=int(ctx("apiBurstLimit") or cls.api_burst_limit),

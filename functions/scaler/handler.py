@@ -33,7 +33,10 @@ def _count(value: Any) -> int:
 @tracer.capture_lambda_handler
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     expect = event.get("expect") if isinstance(event, dict) else None
-    summary: dict[str, Any] = _get_container().scaler.scale_once(expect=[expect] if isinstance(expect, str) else [])
+    speculative = isinstance(event, dict) and event.get("speculative") is True
+    summary: dict[str, Any] = _get_container().scaler.scale_once(
+        expect=[expect] if isinstance(expect, str) else [], speculative=speculative
+    )
     # only non-zero values: a metric published every tick costs $0.30 a month even while nothing happens
     for name, key in (
         ("RunnersStarted", "started"),

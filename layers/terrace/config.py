@@ -71,6 +71,8 @@ class Settings(BaseSettings):
     # the http backend answers a GET of a state larger than this with a 307 to a presigned URL (a Lambda answer
     # holds 6 MB); the indexer skips states larger than the other (it parses a whole state in its 512 MB)
     http_state_redirect_bytes: int = Field(default=1024 * 1024, validation_alias="TERRACE_HTTP_STATE_REDIRECT_BYTES")
+    # json-output-redacted of a plan JSON larger than this is stored at finish and answered with a 307 to it
+    plan_json_redirect_bytes: int = Field(default=1024 * 1024, validation_alias="TERRACE_PLAN_JSON_REDIRECT_BYTES")
     max_indexed_state_bytes: int = Field(default=48 * 1024 * 1024, validation_alias="TERRACE_MAX_INDEXED_STATE_BYTES")
     # an OPA policy evaluation (a child process per policy set): wall-clock and CPU seconds, resident memory; at
     # most 20 s, so one set and the work around it fit in one invocation of the events function (30 s on AWS)
@@ -88,13 +90,17 @@ class Settings(BaseSettings):
         default=(), validation_alias="TERRACE_RUNNER_SECURITY_GROUPS"
     )
     runner_assign_public_ip: bool = Field(default=True, validation_alias="TERRACE_RUNNER_PUBLIC_IP")
+    # lanes whose runners start on Fargate Spot (AWS: "speculative"; FARGATE when Spot has no capacity)
+    runner_spot_lanes: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=(), validation_alias="TERRACE_RUNNER_SPOT_LANES"
+    )
     # CloudWatch log group of the Fargate runners (AWS only): UI links
     runner_log_group: str | None = _optional("TERRACE_RUNNER_LOG_GROUP")
     max_runners: int = Field(default=4, validation_alias="TERRACE_MAX_RUNNERS")
     # 0: only max_runners limits an organization
     max_runners_per_organization: int = Field(default=0, validation_alias="TERRACE_MAX_RUNNERS_PER_ORGANIZATION")
-    # runners kept alive per organization with no job (they never idle out)
-    warm_runners_per_organization: int = Field(default=0, validation_alias="TERRACE_WARM_RUNNERS_PER_ORGANIZATION")
+    # idle runners kept alive for each organization that ran in the last day (they never idle out)
+    warm_runners: int = Field(default=0, ge=0, validation_alias="TERRACE_WARM_RUNNERS")
     # people sign in to the UI through this OpenID Connect issuer when set (services/access/oidc.py)
     oidc_issuer: str | None = _optional("TERRACE_OIDC_ISSUER")
     oidc_client_id: str = Field(default="", validation_alias="TERRACE_OIDC_CLIENT_ID")
@@ -149,7 +155,7 @@ class Settings(BaseSettings):
     # a failed notification delivery is tried again after base, 2*base, 4*base, 8*base seconds (5 attempts)
     notification_retry_base_s: int = Field(default=10, ge=0, validation_alias="TERRACE_NOTIFICATION_RETRY_BASE_S")
 
-    @field_validator("runner_subnets", "runner_security_groups", "outbound_allow", mode="before")
+    @field_validator("runner_subnets", "runner_security_groups", "runner_spot_lanes", "outbound_allow", mode="before")
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
         return tuple(part for part in value.split(",") if part) if isinstance(value, str) else value

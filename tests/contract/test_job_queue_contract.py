@@ -136,6 +136,16 @@ def test_a_delayed_job_waits_while_a_lower_lane_is_taken(subject: Subject) -> No
     assert got is not None and (got.job_id, got.attempt, got.delay_s) == ("apply-1", 2, 4)
 
 
+def test_a_take_of_some_lanes_leaves_the_others(subject: Subject) -> None:
+    queue = subject.queue
+    queue.enqueue("acme", "apply", job("apply-1", "apply"))
+    queue.enqueue("acme", "speculative", job("plan-2", run_id="run-2"))
+    got = queue.take("acme", ("speculative",))  # a Spot runner's take: speculative plans only
+    assert got is not None and got.job_id == "plan-2"
+    assert queue.take("acme", ("speculative",)) is None
+    assert take_all(queue, "acme") == ["apply-1"]
+
+
 def test_a_negative_delay_is_none(subject: Subject) -> None:
     subject.queue.enqueue("acme", "plan", job("plan-1"), delay_s=-5)
     (queued,) = subject.queue.queued("acme")

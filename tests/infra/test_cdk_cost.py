@@ -97,3 +97,22 @@ def test_render_prints_a_dated_table_and_its_assumptions(synth):
     text = cost.render(synth.template)
     assert cost.PRICES_AS_OF in text and "total" in text and "$/1,000 runs" in text
     assert "Assumptions" in text and "phase_seconds=60" in text and "api_requests_per_run=" in text
+
+
+def test_speculative_plans_are_priced_at_the_spot_rate_with_the_assumption_printed(synth, synth_options):
+    text = cost.render(synth.template)
+    hour = 0.5 * PRICES["fargate_arm_vcpu_h"] + 2 * PRICES["fargate_arm_gb_h"]
+    on_demand = (RunProfile().phase_seconds + 10) / 3600 * hour * 1000
+    spot = on_demand * (1 - PRICES["fargate_spot_discount"])
+    assert f"on FARGATE_SPOT): ${spot:.2f} per 1,000 instead of ${on_demand:.2f} on FARGATE" in text
+    assert "assuming Spot 70% below on-demand" in text
+    assert "FARGATE_SPOT" not in cost.render(synth_options.template)  # terrace:speculativeOnSpot=false there
+
+
+def test_warm_runners_are_priced_per_active_organization(synth, synth_options):
+    assert not any(item.startswith("Warm runners") for item in _lines(synth.template))
+    lines = _lines(synth_options.template)  # terrace:warmRunners=1, private subnets (no public IPv4)
+    hour = 0.5 * PRICES["fargate_arm_vcpu_h"] + 2 * PRICES["fargate_arm_gb_h"]
+    assert lines["Warm runners: Fargate (+ public IPv4)"].idle_month == pytest.approx(720 * hour)
+    assert lines["Warm runners: their polls"].idle_month > 0
+    assert "1 active organization" in lines["Warm runners: Fargate (+ public IPv4)"].note

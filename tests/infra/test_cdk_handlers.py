@@ -166,14 +166,18 @@ def test_scheduled_handlers_return_the_service_summary(monkeypatch, name, servic
 
 
 def test_the_scaler_handler_passes_an_expected_organization_on(monkeypatch):
-    """The api invokes the scaler with {"expect": org} when a configuration version is created."""
+    """The api invokes the scaler with {"expect": org} when a configuration version is created (and
+    "speculative": true for a speculative one, whose runner is of the speculative lane)."""
     module = load("scaler")
-    asked: list[list[str]] = []
-    fake = SimpleNamespace(scaler=SimpleNamespace(scale_once=lambda expect: (asked.append(expect), {})[1]))
+    asked: list[tuple[list[str], bool]] = []
+    fake = SimpleNamespace(
+        scaler=SimpleNamespace(scale_once=lambda expect, speculative: (asked.append((expect, speculative)), {})[1])
+    )
     monkeypatch.setattr(module, "_get_container", lambda: fake)
     module.lambda_handler({"expect": "org-key"}, context())
+    module.lambda_handler({"expect": "org-key", "speculative": True}, context())
     module.lambda_handler({"source": "aws.events"}, context())
-    assert asked == [["org-key"], []]
+    assert asked == [(["org-key"], False), (["org-key"], True), ([], False)]
 
 
 # api ----------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from infra import runner
 from infra.runner import CONTAINER_NAME
 
 pytestmark = pytest.mark.infra
@@ -251,10 +252,39 @@ def test_the_runner_imports_only_what_the_runner_image_installs(tmp_path):
 
 
 def test_warm_runners_and_the_per_organization_maximum_are_deploy_options(synth, synth_options):
-    """Off by default (runners start on demand, overlapping the upload); `terrace:warmRunnersPerOrganization`
-    keeps that many per organization alive."""
+    """Off by default (runners start on demand, overlapping the upload); `terrace:warmRunners` keeps that many
+    alive for each organization that had work within a day."""
     for stack, per_org, warm in ((synth, "0", "0"), (synth_options, "3", "1")):
         _, scaler = stack.by_path("/Functions/Scaler/Resource")
         env = scaler["Properties"]["Environment"]["Variables"]
         assert env["TERRACE_MAX_RUNNERS_PER_ORGANIZATION"] == per_org
-        assert env["TERRACE_WARM_RUNNERS_PER_ORGANIZATION"] == warm
+        assert env["TERRACE_WARM_RUNNERS"] == warm
+
+
+def test_speculative_plans_run_on_fargate_spot_with_two_minutes_to_stop(synth, synth_options):
+    """The cluster has both Fargate capacity providers; the scaler is told to start speculative runners on Spot
+    (`terrace:speculativeOnSpot=false` turns it off); a task gets Fargate's longest stop timeout, a Spot
+    interruption's two minutes."""
+    (associations,) = synth.resources("AWS::ECS::ClusterCapacityProviderAssociations").values()
+    assert set(associations["Properties"]["CapacityProviders"]) == {"FARGATE", "FARGATE_SPOT"}
+    for stack, lanes in ((synth, "speculative"), (synth_options, "")):
+        _, scaler = stack.by_path("/Functions/Scaler/Resource")
+        assert scaler["Properties"]["Environment"]["Variables"]["TERRACE_RUNNER_SPOT_LANES"] == lanes
+    (task,) = synth.resources("AWS::ECS::TaskDefinition").values()
+    (container,) = task["Properties"]["ContainerDefinitions"]
+    assert container["StopTimeout"] == 120
+
+
+def test_the_runner_image_can_be_pushed_with_zstd_layers(synth, synth_options):
+    """`terrace:runnerImageZstd=true`: the image asset is built with `--output` for zstd-compressed OCI layers
+    (Fargate extracts them faster than gzip); off by default (it needs docker's containerd image store)."""
+    import json as json_module
+
+    def outputs(stack) -> list:  # type: ignore[no-untyped-def]
+        (manifest,) = stack.outdir.glob("*.assets.json")
+        images = json_module.loads(manifest.read_text()).get("dockerImages", {})
+        return [image["source"].get("dockerOutputs", []) for image in images.values()]
+
+    assert outputs(synth) == [[]]
+    (zstd,) = outputs(synth_options)
+    assert zstd == [runner.ZSTD_OUTPUT] and "compression=zstd" in zstd[0] and "oci-mediatypes=true" in zstd[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -25,6 +26,9 @@ def ecs() -> Iterator[tuple[Any, str]]:
         ec2.modify_vpc_attribute(VpcId=vpc, EnableDnsHostnames={"Value": True})  # moto's ENI needs a DNS name
         subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.1.0/24")["Subnet"]["SubnetId"]
         client.create_cluster(clusterName="terrace")
+        client.put_cluster_capacity_providers(  # as the stack's cluster (infra/runner.py)
+            cluster="terrace", capacityProviders=["FARGATE", "FARGATE_SPOT"], defaultCapacityProviderStrategy=[]
+        )
         arn = client.register_task_definition(
             family="terrace-runner",
             networkMode="awsvpc",
@@ -36,6 +40,14 @@ def ecs() -> Iterator[tuple[Any, str]]:
         SUBNET = subnet
         GROUP = ec2.create_security_group(GroupName="runners", Description="runners", VpcId=vpc)["GroupId"]
         yield client, arn
+
+
+def capacity_of(task_arn: str) -> str:
+    """The capacity provider moto recorded for a task (its DescribeTasks does not show it)."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.ecs.models import ecs_backends
+
+    return str(ecs_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].tasks["terrace"][task_arn].capacity_provider_name)
 
 
 def launcher(client: Any, arn: str, **kwargs: Any) -> EcsLauncher:
@@ -60,7 +72,7 @@ def test_launch_one_task_per_runner_tagged_with_its_organization_and_token(ecs: 
     tasks = client.describe_tasks(cluster="terrace", tasks=client.list_tasks(cluster="terrace")["taskArns"])["tasks"]
     assert sorted(started.values()) == sorted(t["taskArn"] for t in tasks)  # each started task named by its ARN
     assert all(t["startedBy"] == STARTED_BY for t in tasks)
-    assert all(t["launchType"] == "FARGATE" for t in tasks)
+    assert {capacity_of(t["taskArn"]) for t in tasks} == {"FARGATE"}  # a runner taking every lane: never Spot
     envs = [{e["name"]: e["value"] for e in t["overrides"]["containerOverrides"][0]["environment"]} for t in tasks]
     by_org = sorted((e["TERRACE_RUNNER_ORGANIZATION"], e["TERRACE_RUNNER_ENROLLMENT_CODE"]) for e in envs)
     assert by_org == [("acme", "tre.code-acme-0"), ("acme", "tre.code-acme-1"), ("globex", "tre.code-globex-0")]
@@ -95,10 +107,48 @@ def test_max_tasks_and_other_tasks_are_not_counted(ecs: tuple[Any, str]) -> None
     assert capped.live_count() == 3
 
 
+def test_a_speculative_runner_starts_on_fargate_spot_and_says_so_in_its_tags(ecs: tuple[Any, str]) -> None:
+    client, arn = ecs
+    ecs_launcher = launcher(client, arn, spot_lanes=("speculative",))
+    speculative = RunnerCredential("runner-s", "acme", "at-s", "tre.code-s", 1234, lanes=("speculative",))
+    started = ecs_launcher.launch([speculative, *creds("acme", 1)])
+    assert capacity_of(started["at-s"] or "") == "FARGATE_SPOT" and capacity_of(started["at-acme-0"] or "") == "FARGATE"
+    assert {r.token_id: r.lanes for r in ecs_launcher.live()} == {"at-s": ("speculative",), "at-acme-0": ()}
+    (task,) = client.describe_tasks(cluster="terrace", tasks=[started["at-s"]])["tasks"]
+    env = {e["name"]: e["value"] for e in task["overrides"]["containerOverrides"][0]["environment"]}
+    assert env["TERRACE_RUNNER_LANES"] == "speculative"  # the runner takes speculative plans only
+    plain = launcher(client, arn)  # a deployment without Spot lanes: FARGATE whatever the runner's lanes
+    assert capacity_of(plain.launch([speculative])["at-s"] or "") == "FARGATE"
+
+
+def test_when_fargate_spot_has_no_capacity_the_runner_starts_on_fargate_at_once(ecs: tuple[Any, str]) -> None:
+    """ECS has no fallback between capacity providers: RunTask answers a failure when Spot has no capacity (moto
+    never does, so a botocore hook answers it as AWS would) and the launcher asks FARGATE."""
+    client, arn = ecs
+    asked: list[str] = []
+
+    def no_spot(params: dict[str, Any], **_: Any) -> Any:
+        capacity = json.loads(params["body"])["capacityProviderStrategy"][0]["capacityProvider"]  # the request sent
+        asked.append(capacity)
+        if capacity != "FARGATE_SPOT":
+            return None  # on to moto
+        reason = "Capacity is unavailable at this time. Please try again later or in a different availability zone"
+        return type("Http", (), {"status_code": 200})(), {"tasks": [], "failures": [{"reason": reason}]}
+
+    client.meta.events.register("before-call.ecs.RunTask", no_spot)
+    ecs_launcher = launcher(client, arn, spot_lanes=("speculative",))
+    ecs_launcher.backoff_s = 0
+    credential = RunnerCredential("runner-s", "acme", "at-s", "tre.code-s", 1234, lanes=("speculative",))
+    started = ecs_launcher.launch([credential])
+    assert asked == ["FARGATE_SPOT", "FARGATE"]
+    assert capacity_of(started["at-s"] or "") == "FARGATE"
+    assert ecs_launcher.spot_fallbacks == 1 and ecs_launcher.failures == 0
+    assert [r.lanes for r in ecs_launcher.live()] == [("speculative",)]  # still a speculative-only runner
+
+
 @pytest.fixture()
 def metadata_endpoint() -> Iterator[tuple[str, list[str]]]:
     """An ECS container metadata endpoint (v4) on localhost: GET /task answers the task ARN `arns[0]`."""
-    import json
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 

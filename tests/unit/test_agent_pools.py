@@ -9,7 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from run_helpers import RunEnv, join, make_run_env
+from terrace.adapters.definitions import LANE_PRIORITY
+from terrace.adapters.memory_lanes import MemoryLanes
 from terrace.domain.principal import PrincipalKind
+from test_runner_tenancy import FakeLauncher
 
 
 def _pool(env: RunEnv, name: str = "vpc", org: str = "acme", **extra: Any) -> dict[str, Any]:
@@ -140,7 +143,11 @@ def test_an_agent_pools_run_goes_to_its_agents_only() -> None:
     assert _agent_mode(env, pool["id"]).status_code == 200
     run = env.create_run(env.upload_config())
     assert env.queued() == []  # not in the organization's queue: Terrace's runners never see it
-    assert env.container.scaler.demand()["acme"] == 0  # nor does the scaler start runners for it
+    launcher = FakeLauncher()  # nor does the scaler: a tick starts no runner and sends nothing on a lane
+    env.container.launcher = env.container.scaler.launcher = launcher
+    assert env.container.scaler.scale_once()["started"] == {} and launcher.runners == []
+    assert isinstance(env.container.lanes, MemoryLanes)
+    assert all(env.container.lanes.messages(lane) == [] for lane in LANE_PRIORITY)
     assert env.runner("POST", "/jobs/next", json={"runner_id": "r1"}).status_code == 204
     waiting = env.container.agent_waits.waiting_for(env.container.run_store.load(run["id"]))
     assert waiting == "waiting for an agent of pool vpc (no agent of it is connected)"

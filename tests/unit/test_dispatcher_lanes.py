@@ -12,7 +12,7 @@ from run_helpers import RunEnv
 from terrace.adapters.definitions import LANE_PRIORITY
 from terrace.adapters.lanes import LaneMessage
 from terrace.adapters.memory_lanes import MemoryLanes
-from terrace.adapters.runner_launcher import LiveRunner
+from terrace.adapters.runner_launcher import LiveRunner, runner_environment
 from terrace.domain import clock
 from terrace.services.runs import runner_slots
 from terrace.services.runs import scaler as scaler_module
@@ -175,3 +175,34 @@ def test_the_queued_deadline_follows_the_backlog(monkeypatch: pytest.MonkeyPatch
     assert status(env, run["id"]) == "plan_queued"
     monkeypatch.setattr(clock, "epoch", lambda: now + 901)
     assert env.container.reaper.reap_once()["errored"] == 1  # 600 s with room and still nobody took it
+
+
+def test_a_speculative_plan_gets_a_runner_of_its_lane_which_takes_no_other_job(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a launcher that runs the speculative lane on Spot (ECS: FARGATE_SPOT), a speculative plan gets a runner
+    restricted to that lane; an idle one of them does not count for a plan; it claims speculative plans only (the
+    runner API's real `next` with its lanes), and what it hands back on SIGTERM is queued again for another."""
+    monkeypatch.setattr(FakeLauncher, "spot_lanes", ("speculative",))
+    env, _, launcher = _scaler_env(max_runners=4, job_retry_base_s=0)
+    scaler = env.container.scaler
+    speculative = env.create_run(env.upload_config(speculative=True))
+    summary = scaler.scale_once()
+    assert summary["started"] == {"acme": 1} and summary["started_for_spot_lanes"] == 1
+    (spot,) = launcher.runners
+    assert spot.lanes == ("speculative",) and runner_environment(spot)["TERRACE_RUNNER_LANES"] == "speculative"
+    token = enrolled(env, spot)
+    assert scaler.scale_once()["started"] == {}  # the idle Spot runner covers the speculative plan
+    planned = env.create_run(env.upload_config())  # a plan (it may be applied): not for a Spot runner
+    summary = scaler.scale_once()
+    assert summary["started"] == {"acme": 1} and summary["started_for_spot_lanes"] == 0
+    assert launcher.runners[1].lanes == ()
+    ask = {"runner_id": "spot", "lanes": ["speculative"]}
+    spec = env.runner("POST", "/jobs/next", json=ask, token=token).json()
+    assert spec["run_id"] == speculative["id"]  # though the plan is on a higher lane
+    assert env.runner("POST", "/jobs/next", json=ask, token=token).status_code == 204  # never the plan
+    released = env.runner("POST", f"/jobs/{spec['job_id']}/release", json={"runner_id": "spot"}, token=token)
+    assert released.status_code == 200, released.text  # an interruption's hand-back: queued again, attempt 2
+    again = env.runner("POST", "/jobs/next", json=ask, token=token).json()
+    assert (again["run_id"], again["attempt"]) == (speculative["id"], 2)
+    assert env.claim("any", token=enrolled(env, launcher.runners[1]))["run_id"] == planned["id"]
+    bad = env.runner("POST", "/jobs/next", json={"runner_id": "x", "lanes": ["fast"]}, token=token)
+    assert bad.status_code == 422

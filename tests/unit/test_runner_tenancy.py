@@ -139,7 +139,7 @@ def test_a_waiting_next_is_woken_by_an_enqueue_of_its_organization(monkeypatch: 
     globex_ws = _second_org(env)
     looks: list[str] = []
     take = env.queue.take
-    monkeypatch.setattr(env.queue, "take", lambda org: (looks.append(org), take(org))[1])
+    monkeypatch.setattr(env.queue, "take", lambda org, lanes=(): (looks.append(org), take(org, lanes))[1])
     waiting = threading.Event()
     signal_wait = env.container.job_signal.wait
 
@@ -181,6 +181,7 @@ def enrolled(env: RunEnv, credential: RunnerCredential) -> str:
 
 class FakeLauncher:
     binds_identity = False
+    spot_lanes: tuple[str, ...] = ()
 
     def __init__(self, capacity: int = 100) -> None:
         self.runners: list[RunnerCredential] = []
@@ -188,7 +189,7 @@ class FakeLauncher:
         self.capacity = capacity
 
     def live(self) -> list[LiveRunner]:
-        return [LiveRunner(c.organization, c.token_id) for c in self.runners]
+        return [LiveRunner(c.organization, c.token_id, c.lanes) for c in self.runners]
 
     def launch(self, credentials: list[RunnerCredential]) -> dict[str, str | None]:
         started = credentials[: self.capacity - len(self.runners)]

@@ -17,8 +17,7 @@ def scaler_env(**settings: Any) -> tuple[RunEnv, str, FakeLauncher]:
     launcher = FakeLauncher()
     env.container.launcher = env.container.scaler.launcher = launcher
     env.container.scaler.scale_once()  # nothing to do yet (but keep warm runners)
-    if not settings.get("warm_runners_per_organization"):
-        assert launcher.runners == []
+    assert launcher.runners == []  # warm runners too wait for an organization to have had work
     return env, globex_ws, launcher
 
 
@@ -81,22 +80,68 @@ def test_the_api_on_aws_invokes_the_scaler_with_the_expected_organization() -> N
     kicks: list[dict[str, Any]] = []
     env.container.scaler_kick = lambda **kwargs: kicks.append(kwargs)
     env.upload_config()
-    assert kicks == [{"expect": "acme"}]
+    env.upload_config(speculative=True)  # `terraform plan`: a runner of the speculative lane (Spot on AWS)
+    assert kicks == [{"expect": "acme", "speculative": False}, {"expect": "acme", "speculative": True}]
 
 
-def test_warm_runners_are_kept_per_organization_within_the_maximum() -> None:
-    env, _, launcher = scaler_env(max_runners=3, warm_runners_per_organization=1)
-    assert sorted(c.organization for c in launcher.runners) == ["acme", "globex"]  # with no run at all
+def test_a_speculative_configuration_version_expects_a_runner_of_the_speculative_lane(monkeypatch: Any) -> None:
+    monkeypatch.setattr(FakeLauncher, "spot_lanes", ("speculative",))
+    env, _, launcher = scaler_env()
+    env.upload_config(speculative=True)
+    assert env.container.scaler.scale_once()["started_for_spot_lanes"] == 1
+    (credential,) = launcher.runners
+    assert credential.lanes == ("speculative",)
+
+
+def test_warm_runners_are_kept_for_the_organizations_that_ran_lately_within_the_maximum() -> None:
+    env, globex_ws, launcher = scaler_env(max_runners=3, warm_runners=1)
+    run = env.create_run(env.upload_config())  # acme has work: a runner for it; acme is now a recent organization
+    assert env.container.scaler.scale_once()["started"] == {"acme": 1}
+    stored = env.container.run_store.load(run["id"])
+    env.container.scheduler.finish(stored, stored.version, "discarded")
+    launcher.runners.clear()  # its runner finished and idled out
+    summary = env.container.scaler.scale_once()
+    assert summary["warm"] == {"acme": 1}  # acme keeps a warm runner; globex, which never ran, gets none
     assert all(c.keep_warm and runner_environment(c)["TERRACE_RUNNER_IDLE_EXIT_S"] == "0" for c in launcher.runners)
     assert env.container.scaler.scale_once()["warm"] == {}  # kept, not added to
-    env.create_run(env.upload_config())  # acme's warm runner covers its job
+    env.create_run(env.upload_config())  # acme's warm runner covers its next job
     assert env.container.scaler.scale_once()["started"] == {}
+    env.create_run(env.upload_config(workspace_id=globex_ws), workspace_id=globex_ws)
+    assert env.container.scaler.scale_once()["started"] == {"globex": 1}
+    assert set(env.container.runner_slots.recent()) == {
+        "acme", "globex"}  # fmt: skip
 
 
-def test_real_demand_takes_the_room_before_warm_runners() -> None:
-    env, _, launcher = scaler_env(max_runners=1, warm_runners_per_organization=1)
+def test_an_organization_without_work_for_a_day_loses_its_warm_runner(monkeypatch: Any) -> None:
+    from terrace.domain import clock
+    from terrace.services.runs import runner_slots
+
+    env, _, launcher = scaler_env(max_runners=3, warm_runners=1)
+    run = env.create_run(env.upload_config())
+    env.container.scaler.scale_once()
+    stored = env.container.run_store.load(run["id"])
+    env.container.scheduler.finish(stored, stored.version, "discarded")
+    launcher.runners.clear()
+    assert env.container.scaler.scale_once()["warm"] == {"acme": 1}  # within the day: kept warm
+    launcher.runners.clear()  # the warm runner retired with its token
+    now = clock.epoch()
+    monkeypatch.setattr(clock, "epoch", lambda: now + runner_slots.RECENT_S + 1)
+    assert env.container.scaler.scale_once()["warm"] == {} and launcher.runners == []
+
+
+def test_real_demand_takes_the_room_before_warm_runners(monkeypatch: Any) -> None:
+    from terrace.services.runs import runner_slots
+
+    monkeypatch.setattr(runner_slots, "GRACE_S", -1)  # a runner gone frees its slot at once
+    env, _, launcher = scaler_env(max_runners=1, warm_runners=1)
+    run = env.create_run(env.upload_config())
+    assert env.container.scaler.scale_once()["started"] == {"acme": 1}
+    stored = env.container.run_store.load(run["id"])
+    env.container.scheduler.finish(stored, stored.version, "discarded")
+    launcher.runners.clear()
+    assert env.container.scaler.scale_once()["warm"] == {"acme": 1}
     (warm,) = launcher.runners
-    assert warm.organization == "acme"  # one room: the first organization's warm runner
+    assert warm.organization == "acme"  # one room: acme's warm runner
     ws = env.api(
         "POST", "/organizations/globex/workspaces", {"data": {"type": "workspaces", "attributes": {"name": "b"}}}
     ).json()["data"]["id"]
@@ -109,6 +154,6 @@ def test_the_maxima_and_warm_runners_come_from_the_environment() -> None:
     from terrace.config import Settings
 
     env = {"TERRACE_TABLE": "t", "TERRACE_BLOB_BUCKET": "b", "TERRACE_MAX_RUNNERS_PER_ORGANIZATION": "3"}
-    settings = Settings.from_env({**env, "TERRACE_WARM_RUNNERS_PER_ORGANIZATION": "1"})
-    assert (settings.max_runners_per_organization, settings.warm_runners_per_organization) == (3, 1)
-    assert Settings.from_env({"TERRACE_TABLE": "t", "TERRACE_BLOB_BUCKET": "b"}).warm_runners_per_organization == 0
+    settings = Settings.from_env({**env, "TERRACE_WARM_RUNNERS": "1"})
+    assert (settings.max_runners_per_organization, settings.warm_runners) == (3, 1)
+    assert Settings.from_env({"TERRACE_TABLE": "t", "TERRACE_BLOB_BUCKET": "b"}).warm_runners == 0

@@ -4,7 +4,13 @@
 A task's environment carries its enrollment code, never a token; `launch` names each started task by its ARN, to
 which the scaler binds the code. A RunTask that fails (a `failures` entry, a throttled or refused call) is tried
 again `RUN_TASK_ATTEMPTS` times with a back-off; what still fails is counted in `failures` (the scaler Lambda
-publishes it as the `RunTaskFailures` metric) and logged."""
+publishes it as the `RunTaskFailures` metric) and logged.
+
+Capacity: a runner restricted to `spot_lanes` (the speculative lane: plans with no side effects) starts on
+FARGATE_SPOT; every other one on FARGATE (`capacityProviderStrategy`; the cluster has both providers). ECS has no
+fallback of its own between them (a strategy's weights share tasks out, they do not fail over), so when Spot refuses
+a task (`Capacity is unavailable at this time`, or any other failure or error) the launcher asks FARGATE at once.
+A task is tagged with its lanes, so `live` tells a Spot runner from one that takes any job."""
 
 from __future__ import annotations
 
@@ -19,6 +25,8 @@ log = logging.getLogger("terrace.adapters.runner_launchers")
 STARTED_BY = "terrace-scaler"
 ORG_TAG = "terrace:organization"
 TOKEN_TAG = "terrace:runner-token"
+LANES_TAG = "terrace:lanes"  # "speculative", or "all"
+FARGATE, FARGATE_SPOT = "FARGATE", "FARGATE_SPOT"
 RUN_TASK_ATTEMPTS = 3
 RUN_TASK_BACKOFF_S = 0.5
 
@@ -41,6 +49,7 @@ class EcsLauncher:
         platform_version: str = "LATEST",
         max_tasks: int | None = None,
         environment: Mapping[str, str] | None = None,
+        spot_lanes: Sequence[str] = (),
     ) -> None:
         self.ecs = ecs_client
         self.cluster, self.task_definition, self.container_name = cluster, task_definition, container_name
@@ -51,6 +60,8 @@ class EcsLauncher:
         self.environment = dict(environment or {})
         self.failures = 0  # RunTask calls that failed after their retries, since this launcher was made
         self.backoff_s = RUN_TASK_BACKOFF_S
+        self.spot_lanes = tuple(spot_lanes)
+        self.spot_fallbacks = 0  # Spot launches that went to FARGATE instead, since this launcher was made
 
     def _tasks(self) -> list[dict[str, Any]]:
         """Described tasks of the scaler whose desired status is RUNNING (this includes tasks still provisioning)."""
@@ -68,7 +79,12 @@ class EcsLauncher:
         found = []
         for task in self._tasks():
             tags = {tag["key"]: tag["value"] for tag in task.get("tags", [])}
-            found.append(LiveRunner(tags.get(ORG_TAG, ""), tags.get(TOKEN_TAG, "")))
+            lanes = tags.get(LANES_TAG, "all")
+            found.append(
+                LiveRunner(
+                    tags.get(ORG_TAG, ""), tags.get(TOKEN_TAG, ""), () if lanes == "all" else tuple(lanes.split(","))
+                )
+            )
         return found
 
     def live_count(self) -> int:
@@ -86,21 +102,36 @@ class EcsLauncher:
             started[credential.token_id] = arn
         return started
 
+    def capacity_of(self, credential: RunnerCredential) -> str:
+        """FARGATE_SPOT for a runner that takes only lanes run on Spot, FARGATE for any other."""
+        spot = bool(credential.lanes) and set(credential.lanes) <= set(self.spot_lanes)
+        return FARGATE_SPOT if spot else FARGATE
+
     def _run_task(self, credential: RunnerCredential) -> str | None:
-        """The started task's ARN, after up to RUN_TASK_ATTEMPTS tries; None when every try failed."""
+        """The started task's ARN, after up to RUN_TASK_ATTEMPTS tries; None when every try failed. A Spot
+        launch that fails goes to FARGATE at once (ECS would not fall back by itself)."""
+        capacity = self.capacity_of(credential)
         for attempt in range(1, RUN_TASK_ATTEMPTS + 1):
             try:
-                reply = self.ecs.run_task(**self._run_task_args(credential))
+                reply = self.ecs.run_task(**self._run_task_args(credential, capacity))
             except Exception as exc:  # throttled, refused, unreachable: botocore's own retries are spent
-                log.warning("RunTask attempt %d for %s failed: %s", attempt, credential.organization, exc)
+                log.warning(
+                    "RunTask attempt %d (%s) for %s failed: %s", attempt, capacity, credential.organization, exc
+                )
             else:
                 tasks = reply.get("tasks") or []
                 if tasks:
                     return str(tasks[0]["taskArn"])
                 for failure in reply.get("failures", []):
                     log.warning(
-                        "RunTask attempt %d failure: %s %s", attempt, failure.get("reason"), failure.get("detail", "")
-                    )
+                        "RunTask attempt %d (%s) failure: %s %s",
+                        attempt, capacity, failure.get("reason"), failure.get("detail", ""),
+                    )  # fmt: skip
+            if capacity == FARGATE_SPOT:
+                log.warning("no Fargate Spot task for a runner of %s: starting it on FARGATE", credential.organization)
+                capacity = FARGATE
+                self.spot_fallbacks += 1
+                continue  # at once: Spot capacity is not coming back within a back-off
             if attempt < RUN_TASK_ATTEMPTS:
                 time.sleep(self.backoff_s * attempt)
         log.error("RunTask failed %d times for a runner of %s", RUN_TASK_ATTEMPTS, credential.organization)
@@ -116,17 +147,18 @@ class EcsLauncher:
                 retired += 1
         return retired
 
-    def _run_task_args(self, credential: RunnerCredential) -> dict[str, Any]:
+    def _run_task_args(self, credential: RunnerCredential, capacity: str = FARGATE) -> dict[str, Any]:
         args: dict[str, Any] = {
             "cluster": self.cluster,
             "taskDefinition": self.task_definition,
             "count": 1,
-            "launchType": "FARGATE",
+            "capacityProviderStrategy": [{"capacityProvider": capacity, "weight": 1}],  # instead of a launchType
             "platformVersion": self.platform_version,
             "startedBy": STARTED_BY,
             "tags": [
                 {"key": ORG_TAG, "value": credential.organization},
                 {"key": TOKEN_TAG, "value": credential.token_id},
+                {"key": LANES_TAG, "value": ",".join(credential.lanes) or "all"},
             ],
             "networkConfiguration": {
                 "awsvpcConfiguration": {

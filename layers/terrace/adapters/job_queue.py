@@ -8,6 +8,7 @@ gets it. Implementations: `table_job_queue.py` (an index in the table, on any ta
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -29,8 +30,9 @@ class JobQueue(Protocol):
         """Queue `job` ({job_id, run_id, phase, attempt}) on `lane`, available after `delay_s`."""
         ...
 
-    def take(self, organization: str) -> QueuedJob | None:
-        """Remove and return the organization's next available job (highest lane first), or None."""
+    def take(self, organization: str, lanes: Collection[str] = ()) -> QueuedJob | None:
+        """Remove and return the organization's next available job (highest lane first; of `lanes` only, when
+        given), or None."""
         ...
 
     def queued(self, organization: str) -> list[QueuedJob]:

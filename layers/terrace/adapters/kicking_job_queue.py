@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from terrace.adapters.job_queue import JobQueue, QueuedJob
@@ -26,8 +26,8 @@ class KickingJobQueue:
         except Exception:  # the scheduled tick still starts a runner
             log.exception("could not wake the scaler")
 
-    def take(self, organization: str) -> QueuedJob | None:
-        return self._inner.take(organization)
+    def take(self, organization: str, lanes: Collection[str] = ()) -> QueuedJob | None:
+        return self._inner.take(organization, lanes)
 
     def queued(self, organization: str) -> list[QueuedJob]:
         return self._inner.queued(organization)

@@ -31,6 +31,7 @@ class LocalRunner:
     organization: str
     token_id: str
     runner_id: str
+    lanes: tuple[str, ...] = ()
 
 
 class LocalProcessLauncher:
@@ -42,6 +43,7 @@ class LocalProcessLauncher:
     reported (its pid) could be forged by any process of that user, who can read the server's data anyway."""
 
     binds_identity = False
+    spot_lanes: tuple[str, ...] = ()  # no interruptible capacity here: a runner takes every lane
 
     def __init__(
         self, env: Mapping[str, str], max_processes: int, python: str = sys.executable, args: Sequence[str] = ()
@@ -65,7 +67,7 @@ class LocalProcessLauncher:
 
     def live(self) -> list[LiveRunner]:
         self._reap()
-        return [LiveRunner(r.organization, r.token_id) for r in self.runners]
+        return [LiveRunner(r.organization, r.token_id, r.lanes) for r in self.runners]
 
     def live_count(self) -> int:
         return len(self.live())
@@ -80,7 +82,9 @@ class LocalProcessLauncher:
                 stdin=subprocess.DEVNULL,
                 preexec_fn=_die_with_parent if sys.platform == "linux" else None,  # noqa: PLW1509
             )
-            runner = LocalRunner(process, credential.organization, credential.token_id, credential.runner_id)
+            runner = LocalRunner(
+                process, credential.organization, credential.token_id, credential.runner_id, credential.lanes
+            )
             self.runners.append(runner)
             self.started.append(runner)
             started[credential.token_id] = None

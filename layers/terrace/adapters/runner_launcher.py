@@ -25,18 +25,25 @@ class RunnerCredential:
     enrollment_code: str
     retire_at: int  # epoch seconds: take no new job after this (the token expires a phase deadline later)
     keep_warm: bool = False  # a warm runner: waits for jobs until it retires, never exits for being idle
+    # the lanes whose jobs it takes (empty: every lane); a runner on interruptible capacity (Fargate Spot) takes
+    # speculative plans only, which have no side effects and are simply retried when it is interrupted
+    lanes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class LiveRunner:
     organization: str
     token_id: str
+    lanes: tuple[str, ...] = ()  # as its credential said (empty: every lane)
 
 
 class RunnerLauncher(Protocol):
     # True when `launch` names what it started (an ECS task ARN) and a runner can tell its own: the enrollment
     # code is then good only for that identity
     binds_identity: bool
+    # the lanes whose runners this launcher starts on interruptible, cheaper capacity (Fargate Spot: the
+    # speculative lane); the scaler starts a runner restricted to its lane for them. Empty: none
+    spot_lanes: tuple[str, ...]
 
     def live(self) -> list[LiveRunner]:
         """Runners started by this launcher that are still alive (or starting)."""
@@ -60,4 +67,5 @@ def runner_environment(credential: RunnerCredential) -> dict[str, str]:
         "TERRACE_RUNNER_ID": credential.runner_id,
         "TERRACE_RUNNER_RETIRE_AT": str(credential.retire_at),
         **({"TERRACE_RUNNER_IDLE_EXIT_S": "0"} if credential.keep_warm else {}),
+        **({"TERRACE_RUNNER_LANES": ",".join(credential.lanes)} if credential.lanes else {}),
     }

@@ -9,7 +9,7 @@ on moto, on SQLite and on the in-memory table.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from terrace.adapters.definitions import LANE_PRIORITY
@@ -72,9 +72,17 @@ class TableJobQueue:
         if self.signal is not None:
             self.signal.notify(organization, delay_s)
 
-    def take(self, organization: str) -> QueuedJob | None:
+    def take(self, organization: str, lanes: Collection[str] = ()) -> QueuedJob | None:
+        if lanes:  # a runner of some lanes (a Spot runner: speculative plans only) reads those lanes' items only
+            for lane in sorted(set(lanes) & set(LANE_PRIORITY), key=LANE_PRIORITY.index):
+                if (taken := self._take(organization, f"{LANE_PRIORITY.index(lane)}#")) is not None:
+                    return taken
+            return None
+        return self._take(organization, None)
+
+    def _take(self, organization: str, prefix: str | None) -> QueuedJob | None:
         now = self._now_ms()
-        for item in self._table.query(_partition(organization), limit=TAKE_SCAN):
+        for item in self._table.query(_partition(organization), prefix=prefix, limit=TAKE_SCAN):
             if int(item["available_at_ms"]) > now:
                 continue  # still backing off; a lower lane may be ready
             try:

@@ -66,6 +66,9 @@ class EnrollResponse(BaseModel):
 
 class NextRequest(BaseModel):
     runner_id: str = Field(min_length=1, max_length=200)
+    # only jobs of these lanes (`definitions.LANE_PRIORITY`; empty: any): a runner on Fargate Spot takes
+    # speculative plans only
+    lanes: list[Literal["apply", "plan", "speculative"]] = Field(default_factory=list, max_length=3)
 
 
 class ClaimRequest(BaseModel):

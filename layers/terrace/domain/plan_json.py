@@ -87,3 +87,13 @@ def resource_changes(plan: dict[str, Any]) -> list[tuple[str, str]]:
         if kind != "no-op":
             found.append((kind, str(change.get("address", ""))))
     return found
+
+
+def redacted_copy_key(json_key: str) -> str:
+    """Where a large plan's json-output-redacted document is stored beside its JSON (`PlanService.record`)."""
+    return json_key.removesuffix(".json") + ".redacted.json"
+
+
+def stored_plan_keys(artifact_key: str | None, json_key: str | None) -> list[str]:
+    """Every object a plan attempt may leave: its plan file, its JSON and the JSON's redacted copy."""
+    return [k for k in (artifact_key, json_key, redacted_copy_key(json_key) if json_key else None) if k]

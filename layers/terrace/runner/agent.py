@@ -17,17 +17,16 @@ import os
 import signal
 import socket
 import sys
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import httpx
 
-from terrace.domain.jobs import FinishRequest, FinishResponse, JobSpec
 from terrace.runner.client import RunnerApi, Transfers, with_retries
 from terrace.runner.config import ConfigError, RunnerConfig
 from terrace.runner.execution import JobExecutor
-from terrace.runner.main import Runner, StopIdle, _JsonFormatter
+from terrace.runner.hand_back import HandBackRunner
+from terrace.runner.main import StopIdle, _JsonFormatter
 
 log = logging.getLogger("terrace.agent")
 LEVELS = {"trace": "DEBUG", "debug": "DEBUG", "info": "INFO", "warn": "WARNING", "error": "ERROR"}
@@ -108,39 +107,9 @@ class AgentRegistry:
         self._http.close()
 
 
-class AgentRunner(Runner):
-    """The runner's loop; on SIGTERM a plan in flight is interrupted and handed back instead of reported."""
-
-    handing_back = False
-    running: JobSpec | None = None
-
-    def request_stop(self) -> None:
-        self.stopping = True
-        job, control = self.running, self.executor.current
-        if job is not None and job.phase == "plan" and control is not None:
-            self.handing_back = True
-            # a plan changes nothing: terraform is killed at once (off the signal handler, which may have interrupted
-            # a holder of the control's lock) and the plan goes back to the pool's queue
-            threading.Thread(target=control.force_cancel, name="hand-back").start()
-        if self.idle:
-            raise StopIdle
-
-    def handle(self, spec: JobSpec) -> None:
-        self.running = spec
-        try:
-            super().handle(spec)
-        finally:
-            self.running = None
-
-    def _report(self, spec: JobSpec, report: FinishRequest) -> FinishResponse | None:
-        if self.handing_back and spec.phase == "plan" and report.status == "canceled":
-            try:
-                self.api.release(spec.job_id)
-                log.info("handed job %s back: another agent of the pool runs it", spec.job_id)
-            except Exception as exc:  # its heartbeats stop: the reaper retries it all the same
-                log.error("handing job %s back failed: %s", spec.job_id, exc)
-            return None
-        return super()._report(spec, report)
+class AgentRunner(HandBackRunner):
+    """The runner's loop; on SIGTERM a plan in flight is interrupted and handed back (to another agent of the
+    pool) instead of reported."""
 
 
 def serve(options: AgentOptions, env: Mapping[str, str] | None = None) -> int:

@@ -68,8 +68,10 @@ class RunnerApi:
         ssl_cert_file: str | None = None,
         transport: httpx.BaseTransport | None = None,
         retry_delays: tuple[float, ...] = RETRY_DELAYS_S,
+        lanes: tuple[str, ...] = (),
     ) -> None:
         self.runner_id = runner_id
+        self.lanes = lanes  # only jobs of these lanes (empty: any)
         self._token = token
         self._delays = retry_delays
         self._http = httpx.Client(
@@ -93,7 +95,8 @@ class RunnerApi:
 
     def next(self, wait_s: float) -> JobSpec | None:
         """Long-polls the API for this runner's organization's next job, claimed for it; None when none came."""
-        body = NextRequest(runner_id=self.runner_id).model_dump_json()
+        asked = NextRequest.model_validate({"runner_id": self.runner_id, "lanes": list(self.lanes)})
+        body = asked.model_dump_json(exclude_defaults=True)
         headers = {**self._headers(), "Content-Type": "application/json"}
         timeout = httpx.Timeout(30.0 + wait_s, connect=10.0)
         response = with_retries(

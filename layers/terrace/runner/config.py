@@ -101,6 +101,9 @@ class RunnerConfig(BaseSettings):
     brisk_poll_s: float = 0.5  # no variable
     # epoch seconds: take no new job after this (0 = never)
     retire_at: _NotNegative = Field(default=0.0, validation_alias="TERRACE_RUNNER_RETIRE_AT")
+    # comma-separated lanes whose jobs this runner takes (empty: every lane); "speculative" on Fargate Spot, where
+    # SIGTERM (an interruption) hands the plan in flight back to be retried (runner/hand_back.py)
+    lanes: str = Field(default="", validation_alias="TERRACE_RUNNER_LANES")
     runner_id: str = Field(default="", validation_alias="TERRACE_RUNNER_ID")  # from_env: <hostname>-<pid>
     ssl_cert_file: str | None = Field(default=None, validation_alias="SSL_CERT_FILE")
     work_dir: Path = Field(default=Path("/tmp/terrace-runner"), validation_alias="TERRACE_WORK_DIR")

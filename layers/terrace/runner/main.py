@@ -163,8 +163,13 @@ class _JsonFormatter(logging.Formatter):
 
 
 def build_runner(config: RunnerConfig) -> Runner:
-    api = RunnerApi(config.api_url, config.runner_token, config.runner_id, config.ssl_cert_file)
+    lanes = tuple(lane for lane in config.lanes.split(",") if lane)
+    api = RunnerApi(config.api_url, config.runner_token, config.runner_id, config.ssl_cert_file, lanes=lanes)
     transfers = Transfers(config.ssl_cert_file)
+    if lanes == ("speculative",):  # on Fargate Spot: an interruption hands the plan in flight back
+        from terrace.runner.hand_back import HandBackRunner
+
+        return HandBackRunner(config, api, JobExecutor(config, api, transfers))
     return Runner(config, api, JobExecutor(config, api, transfers))
 
 

@@ -60,6 +60,7 @@ def connect(settings: Settings) -> AwsAdapters:
             subnets=settings.runner_subnets,
             security_groups=settings.runner_security_groups,
             assign_public_ip=settings.runner_assign_public_ip,
+            spot_lanes=settings.runner_spot_lanes,
         )
     return AwsAdapters(
         table=DynamoTable(clients["dynamodb"], settings.table_name),
@@ -124,8 +125,9 @@ def boto_clients(settings: Settings) -> dict[str, Any]:
     }
 
 
-def invoke_scaler(settings: Settings, function_name: str, expect: str | None = None) -> None:
-    """Invoke the scaler without waiting; `expect`: the organization a configuration version was created in."""
+def invoke_scaler(settings: Settings, function_name: str, expect: str | None = None, speculative: bool = False) -> None:
+    """Invoke the scaler without waiting; `expect`: the organization a configuration version was created in
+    (`speculative`: a speculative one, whose runner is one of the speculative lane)."""
     client = boto3.client("lambda", region_name=settings.region, endpoint_url=settings.aws_endpoint_url)
-    payload = {"expect": expect} if expect else {}
+    payload: dict[str, Any] = {"expect": expect, **({"speculative": True} if speculative else {})} if expect else {}
     client.invoke(FunctionName=function_name, InvocationType="Event", Payload=json.dumps(payload).encode())

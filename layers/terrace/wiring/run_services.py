@@ -95,23 +95,23 @@ class RunServices:
         queue: JobQueue = TableJobQueue(self.table, signal=self.job_signal)
         return KickingJobQueue(queue, self.scaler_kick) if self.scaler_kick else queue
 
-    def expect_runner(self, ws: Workspace) -> None:
+    def expect_runner(self, ws: Workspace, speculative: bool = False) -> None:
         """A configuration version of `ws` was created: its run comes once the upload ends. Start a runner now
         (remote execution only: local runs run nowhere here, agent runs on their pool's agents), so its start
-        overlaps the upload."""
+        overlaps the upload; a speculative configuration version's runner is one of the speculative lane."""
         mode = ws.effective_execution_mode(self.organizations.by_key(ws.organization).default_execution_mode)
         if mode in ("local", "agent"):
             return
         if self.scaler_kick is not None:
-            self.scaler_kick(expect=ws.organization)  # AWS: the scaler Lambda, invoked asynchronously
+            self.scaler_kick(expect=ws.organization, speculative=speculative)  # AWS: the scaler Lambda, async
         else:
-            self.scaler.expect(ws.organization)  # one process: the local scaler loop wakes at once
+            self.scaler.expect(ws.organization, speculative)  # one process: the local scaler loop wakes at once
 
     @cached_property
     def configuration_versions(self) -> ConfigurationVersionService:
         versions = ConfigurationVersionService(self.table, self.blobs, self.workspaces, self.settings)
         versions.on_uploaded.append(lambda cv: self.runs.queue_for_upload(cv))
-        versions.on_created.append(lambda cv, ws: self.expect_runner(ws))
+        versions.on_created.append(lambda cv, ws: self.expect_runner(ws, cv.speculative))
         versions.in_use.append(lambda cv: self.run_queries.uses_configuration(cv.workspace_id, cv.id))
         versions.configuration_of_run = self.run_queries.configuration_of
         if isinstance(self.blobs, FsBlobs):  # S3 cannot refuse a replaced archive: reads and runs check the record
@@ -162,7 +162,9 @@ class RunServices:
 
     @cached_property
     def plans(self) -> PlanService:
-        return PlanService(self.runs, self.workspaces, self.variables, self.blobs)
+        return PlanService(
+            self.runs, self.workspaces, self.variables, self.blobs, self.settings.plan_json_redirect_bytes
+        )
 
     @cached_property
     def logs(self) -> LogService:
@@ -251,7 +253,6 @@ class RunServices:
             self.lanes,
             self.runner_slots,
             self.runner_enrollments,
-            organizations=lambda: [org.key for org in self.organizations.all()],
         )
 
     @cached_property

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.condition_job_signal import ConditionJobSignal
@@ -110,19 +110,21 @@ class JobService(ApplyHandoff):
         runner_id: str,
         wait_s: float = 0.0,
         still_asking: Callable[[], bool] = lambda: True,
+        lanes: Collection[str] = (),
     ) -> JobSpec | None:
         """Claim the next job of the runner's organization, waiting up to `wait_s` for one to come.
 
         A wait sleeps on the job signal (`adapters/job_signal.py`): an enqueue of the organization wakes it at
         once; one table query per look, none while it waits (in one process; on AWS it looks again every
         `recheck_s`). After a wait, a runner no longer `still_asking` (its connection closed: it was stopped or
-        killed meanwhile) gets nothing, so no job is claimed for a runner that is gone."""
+        killed meanwhile) gets nothing, so no job is claimed for a runner that is gone. `lanes`: only jobs of these
+        lanes (a runner on Fargate Spot takes speculative plans only); empty: any."""
         queue = self._authz.job_queue(principal)  # a runner's organization, an agent's pool
         self._seen(principal, runner_id, agent_pools.IDLE)
         deadline = time.monotonic() + max(0.0, wait_s)
         while True:
             mark = self._signal.mark(queue)
-            spec = self._take_and_claim(principal, queue, runner_id)
+            spec = self._take_and_claim(principal, queue, runner_id, lanes)
             remaining = deadline - time.monotonic()
             if spec is not None or remaining <= 0 or not self._signal.wait(queue, mark, remaining):
                 if spec is not None:
@@ -131,8 +133,10 @@ class JobService(ApplyHandoff):
             if not still_asking():
                 return None
 
-    def _take_and_claim(self, principal: Principal, organization: str, runner_id: str) -> JobSpec | None:
-        while (queued := self._queue.take(organization)) is not None:
+    def _take_and_claim(
+        self, principal: Principal, organization: str, runner_id: str, lanes: Collection[str] = ()
+    ) -> JobSpec | None:
+        while (queued := self._queue.take(organization, lanes)) is not None:
             try:
                 return self.claim(principal, queued.job_id, ClaimRequest(runner_id=runner_id, attempt=queued.attempt))
             except (Conflict, NotFound) as exc:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from terrace.adapters.blobs import BlobStore
 from terrace.domain import runs as rs
 from terrace.domain.errors import NotFound
 from terrace.domain.jobs import FinishRequest
-from terrace.domain.plan_json import hide_secrets, redact
+from terrace.domain.plan_json import hide_secrets, redact, redacted_copy_key, stored_plan_keys
 from terrace.domain.principal import Principal
 from terrace.domain.runs import PhaseState, Run, run_id_of
 from terrace.services.access.authz import Action
@@ -19,11 +20,25 @@ from terrace.services.workspaces.variables import VariableService
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 
+@dataclass(frozen=True)
+class RedactedPlan:
+    """json-output-redacted: the document, or (a large plan's) a presigned URL of its stored copy."""
+
+    document: dict[str, Any] | None = None
+    url: str | None = None
+
+
 class PlanService:
     def __init__(
-        self, runs: RunService, workspaces: WorkspaceService, variables: VariableService, blobs: BlobStore
+        self,
+        runs: RunService,
+        workspaces: WorkspaceService,
+        variables: VariableService,
+        blobs: BlobStore,
+        redirect_bytes: int = 1024 * 1024,
     ) -> None:
         self._runs, self._workspaces, self._variables, self._blobs = runs, workspaces, variables, blobs
+        self._redirect_bytes = redirect_bytes  # a Lambda answer holds 6 MB: larger documents come from storage
 
     def run_of(self, principal: Principal, phase_id: str, prefix: str) -> Run:
         """The run a plan-… or apply-… id belongs to (READ_RUNS)."""
@@ -56,13 +71,38 @@ class PlanService:
             require_recorded(self._blobs, key, run.plan.json_md5, run.plan.json_size, f"JSON of plan {plan_id}")
         return run, key
 
-    def redacted(self, principal: Principal, plan_id: str) -> dict[str, Any]:
-        """The plan JSON with sensitive values nulled (json-output-redacted): what terraform marks sensitive,
-        the workspace's sensitive terraform variables, and any string holding a sensitive value (masked)."""
+    def redacted_output(self, principal: Principal, plan_id: str, ttl_s: int) -> RedactedPlan:
+        """json-output-redacted: the plan JSON with sensitive values nulled (what terraform marks sensitive, the
+        workspace's sensitive terraform variables, any string holding a sensitive value). A plan JSON above the
+        redirect size was redacted when the plan finished (`record`): a presigned URL of that copy, as the http
+        backend's state GET does, since a Lambda answer holds 6 MB."""
         run, key = self._finished(principal, plan_id)
+        copy = redacted_copy_key(key)
+        if (run.plan.json_size or 0) > self._redirect_bytes and self._blobs.head(copy) is not None:
+            return RedactedPlan(url=self._blobs.presign_get(copy, ttl_s))
+        return RedactedPlan(document=self._redact(run, key))
+
+    def redacted(self, principal: Principal, plan_id: str) -> dict[str, Any]:
+        """The redacted plan JSON itself (the run page's list of changes)."""
+        run, key = self._finished(principal, plan_id)
+        return self._redact(run, key)
+
+    def _redact(self, run: Run, key: str) -> dict[str, Any]:
         plan = redact(json.loads(self._blobs.get(key)))
         sensitive = self._variables.sensitive_values_of(run)
         return hide_secrets(plan, sensitive.values, sensitive.terraform_keys)
+
+    def _store_redacted(self, run: Run) -> None:
+        """A plan JSON above the redirect size: its redacted document is stored now, json-output-redacted
+        redirects to it (a read writes nothing)."""
+        key = run.plan.json_key
+        if not key or (run.plan.json_size or 0) <= self._redirect_bytes:
+            return
+        try:
+            document = self._redact(run, key)
+        except ValueError:
+            return  # not JSON: json-output-redacted answers what it answered before
+        self._blobs.put(redacted_copy_key(key), json.dumps(document).encode(), content_type="application/json")
 
     def hide_secrets_in_json(self, run: Run) -> None:
         """Defence in depth: the stored plan JSON (json-output) holds no sensitive variable value,
@@ -84,9 +124,8 @@ class PlanService:
     def keys_for_attempt(self, plan: PhaseState) -> tuple[str, str]:
         """The plan file and JSON keys of the plan's current attempt (the first's are `plans/<run>/plan.bin|json`);
         an earlier attempt's objects are deleted: nothing reads them, and no URL may create these twice."""
-        for key in (plan.artifact_key, plan.json_key):
-            if key:
-                self._blobs.delete(key)
+        for key in stored_plan_keys(plan.artifact_key, plan.json_key):
+            self._blobs.delete(key)
         plan.artifact_md5 = plan.artifact_size = plan.json_md5 = plan.json_size = None
         run_id, suffix = run_id_of(plan.id), "" if plan.attempt <= 1 else f".{plan.attempt}"
         return f"plans/{run_id}/plan{suffix}.bin", f"plans/{run_id}/plan{suffix}.json"
@@ -107,6 +146,7 @@ class PlanService:
         self.hide_secrets_in_json(run)
         if plan.json_key and (info := self._blobs.head(plan.json_key)) is not None:
             plan.json_md5, plan.json_size = md5_of(info), info.size
+            self._store_redacted(run)
 
     def json_output(self, principal: Principal, plan_id: str) -> bytes:
         """A finished plan's JSON as json-output serves it (stored with its sensitive variable values hidden), for

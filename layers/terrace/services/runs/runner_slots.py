@@ -6,7 +6,9 @@ A lease is taken before a runner is launched (a conditional write on the item's 
 both see the last free slot, one wins, the other re-reads and finds none), given back when its launch failed,
 and dropped by `reconcile` once its runner is no longer live (after a grace: a task just started may not be
 listed yet). The item also records when the dispatcher last stopped for want of room (`saturated_at`): the
-reaper's queued deadline counts from then, so a run that merely waited behind a burst is not errored.
+reaper's queued deadline counts from then, so a run that merely waited behind a burst is not errored. With warm
+runners configured it records when each organization last had work (`active`, at most every ACTIVE_WRITE_S): the
+organizations that ran within RECENT_S keep theirs.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from terrace.services.optimistic import optimistic
 PK, SK = "runners#capacity", "slots"
 GRACE_S = 120  # a lease without a live runner is kept this long (the task may not be listed yet)
 SATURATED_WRITE_S = 30  # `saturated_at` is written at most this often
+ACTIVE_WRITE_S = 600  # an organization's last activity is written at most this often
+RECENT_S = 24 * 3600  # an organization that had work this recently keeps its warm runners
 
 
 class RunnerSlots:
@@ -96,3 +100,25 @@ class RunnerSlots:
     def saturated_at(self) -> int:
         """When the dispatcher last left phases waiting for want of room (epoch seconds; 0: never)."""
         return int(self._read()[0].get("saturated_at", 0))
+
+    def touch(self, organizations: Iterable[str]) -> None:
+        """`organizations` have work now: record it (an entry older than ACTIVE_WRITE_S is rewritten, one older
+        than RECENT_S is dropped)."""
+        wanted = set(organizations)
+
+        def step() -> None:
+            item, version = self._read()
+            now = int(clock.epoch())
+            active = {org: int(at) for org, at in item.get("active", {}).items() if now - int(at) < RECENT_S}
+            stale = {org for org in wanted if now - active.get(org, 0) >= ACTIVE_WRITE_S}
+            if stale or len(active) != len(item.get("active", {})):
+                self._write({**item, "active": {**active, **dict.fromkeys(stale, now)}}, version)
+
+        if wanted:
+            optimistic(step, attempts=4, exhausted=lambda: None)
+
+    def recent(self) -> list[str]:
+        """The organizations that had work within RECENT_S, most recent first."""
+        now = int(clock.epoch())
+        active = self._read()[0].get("active", {})
+        return sorted((org for org, at in active.items() if now - int(at) < RECENT_S), key=lambda o: -int(active[o]))

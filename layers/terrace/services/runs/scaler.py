@@ -16,8 +16,18 @@ never read the lanes: they claim their organization's jobs through the runner AP
 A tick runs on a schedule and whenever something may need a runner: after every enqueue, and when a
 configuration version is created (`expect`): its run does not exist yet, but the runner's start (a Fargate
 task, a Python process) then overlaps the upload. An expected organization counts, after the lanes, as needing
-one runner until its run is queued (at most `EXPECT_S`). Every organization keeps
-`warm_runners_per_organization` runners alive with the room real demand leaves.
+one runner until its run is queued (at most `EXPECT_S`).
+
+Capacity per lane: a phase on one of the launcher's `spot_lanes` (on AWS the speculative lane: plans with no side
+effects) gets a runner restricted to that lane, which the launcher starts on Fargate Spot; an interrupted one hands
+its plan back to be retried (`runner/hand_back.py`). An idle restricted runner serves only its lanes; any other
+serves every lane. Which runner runs which phase is not known here: the running phases are counted against the
+runners that take every lane first (a plan may then get one runner too many, never one too few).
+
+Warm runners (`warm_runners`, `terrace:warmRunners`): with the room real demand leaves, every organization that had
+work within a day (`RunnerSlots.recent`) keeps that many idle runners alive, for teams that pay for instant starts.
+Runners serve one organization each, so there is no global pool that any organization could use; and warming
+every organization would bill the dormant ones too.
 """
 
 from __future__ import annotations
@@ -25,7 +35,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -60,6 +70,18 @@ def _take_turns(deliveries: list[LaneDelivery]) -> list[LaneDelivery]:
     return [delivery for _, _, delivery in sorted(ranked, key=lambda r: (r[0], r[1]))]
 
 
+def _idle(running: Counter[str], live_runners: list[Any]) -> tuple[Counter[str], Counter[str]]:
+    """Per organization: idle runners that take every lane, and idle ones restricted to some lanes. A running
+    phase is counted against the first kind first (pessimistic for it, exact in total)."""
+    any_lane = Counter(runner.organization for runner in live_runners if not runner.lanes)
+    restricted = Counter(runner.organization for runner in live_runners if runner.lanes)
+    idle_any = Counter({org: max(0, any_lane[org] - running[org]) for org in any_lane})
+    idle_restricted = Counter(
+        {org: max(0, restricted[org] - max(0, running[org] - any_lane[org])) for org in restricted}
+    )
+    return idle_any, idle_restricted
+
+
 class Scaler:
     def __init__(
         self,
@@ -70,29 +92,32 @@ class Scaler:
         lanes: Lanes,
         slots: RunnerSlots,
         enrollments: RunnerEnrollments,
-        organizations: Callable[[], Iterable[str]] = tuple,
     ) -> None:
         self._store, self._accounts, self._settings = store, accounts, settings
         self._lanes, self._slots, self._enrollments = lanes, slots, enrollments
-        self._organizations = organizations  # every organization's key (warm runners)
         self.launcher = launcher  # set late locally: the launcher is made once the stack is up
         self.wake = threading.Event()  # set by `expect`: the local scaler loop ticks at once (AWS: an invoke)
-        self._expected: dict[str, float] = {}  # organization -> until when it counts as needing a runner
+        # (organization, lane: "speculative" or "") -> until when it counts as needing a runner
+        self._expected: dict[tuple[str, str], float] = {}
         self._lock = threading.Lock()
 
-    def expect(self, organization: str) -> None:
-        """A run of `organization` is coming (its configuration is being uploaded): a runner should start now."""
+    def expect(self, organization: str, speculative: bool = False) -> None:
+        """A run of `organization` is coming (its configuration is being uploaded): a runner should start now; of
+        the speculative lane when the configuration version is speculative (`terraform plan`: Spot on AWS)."""
         with self._lock:
-            self._expected[organization] = clock.epoch() + EXPECT_S
+            self._expected[(organization, "speculative" if speculative else "")] = clock.epoch() + EXPECT_S
         self.wake.set()
 
-    def _still_expected(self, demand: Counter[str], extra: Iterable[str]) -> list[str]:
-        """The expected organizations, until a run of theirs is queued or running (or `EXPECT_S` passed)."""
+    def _still_expected(self, demand: Counter[str], extra: Iterable[str], lane: str) -> list[tuple[str, str]]:
+        """The expected organizations (with their lane), until a run of theirs is queued or running (or `EXPECT_S`
+        passed)."""
         now = clock.epoch()
         with self._lock:
             for organization in extra:
-                self._expected[organization] = now + EXPECT_S
-            self._expected = {org: until for org, until in self._expected.items() if until > now and demand[org] == 0}
+                self._expected[(organization, lane)] = now + EXPECT_S
+            self._expected = {
+                key: until for key, until in self._expected.items() if until > now and demand[key[0]] == 0
+            }
             return sorted(self._expected)
 
     def _drain(self, open_runs: dict[str, str]) -> list[LaneDelivery]:
@@ -117,12 +142,9 @@ class Scaler:
         nor make an idle one look busy)."""
         return [entry for entry in self._store.open_runs() if not entry.get("agent_pool_id")]
 
-    def demand(self) -> Counter[str]:
-        """Per organization: phases queued or running on Terrace's runners (each needs a runner)."""
-        return Counter(e["organization"] for e in self._runner_entries() if e["status"] in rs.QUEUED | rs.RUNNING)
-
-    def scale_once(self, expect: Iterable[str] = ()) -> dict[str, Any]:
-        """One tick; `expect`: organizations whose configuration version was just created."""
+    def scale_once(self, expect: Iterable[str] = (), speculative: bool = False) -> dict[str, Any]:
+        """One tick; `expect`: organizations whose configuration version was just created (`speculative`: a
+        speculative one)."""
         entries = self._runner_entries()
         running = Counter(e["organization"] for e in entries if e["status"] in rs.RUNNING)
         if self.launcher is None:
@@ -133,7 +155,7 @@ class Scaler:
         self._revoke_gone(live_ids)
         held = self._slots.reconcile(live_ids)
         queued = Counter(e["organization"] for e in entries if e["status"] in rs.QUEUED)
-        expected = self._still_expected(running + queued, expect)
+        expected = self._still_expected(running + queued, expect, "speculative" if speculative else "")
         waiting = self._drain({e["run_id"]: e["status"] for e in entries})
         try:
             return self._dispatch(waiting, running, live_runners, held, expected)
@@ -147,35 +169,44 @@ class Scaler:
         running: Counter[str],
         live_runners: list[Any],
         held: int,
-        expected: list[str],
+        expected: list[tuple[str, str]],
     ) -> dict[str, Any]:
         assert self.launcher is not None
         demand = running + Counter(d.message.organization for d in waiting)
-        order = [d.message.organization for d in waiting] + [org for org in expected if demand[org] == 0]
-        demand.update({org: 1 for org in order if demand[org] == 0})
+        order: list[tuple[str, str | None]] = [(d.message.organization, d.lane) for d in waiting]
+        order += [(org, lane or None) for org, lane in expected if demand[org] == 0]
+        demand.update({org: 1 for org, _ in order if demand[org] == 0})
+        if self._settings.warm_runners > 0:
+            self._slots.touch(+demand)  # the organizations that keep warm runners
         live = Counter(runner.organization for runner in live_runners)
-        idle = Counter({org: max(0, live[org] - running[org]) for org in live})
+        idle_any, idle_spot = _idle(running, live_runners)
+        spot_lanes = set(getattr(self.launcher, "spot_lanes", ()))  # a launcher without Spot: none
         per_org = self._settings.max_runners_per_organization or self._settings.max_runners
         room = max(0, self._settings.max_runners - max(held, sum(live.values())))
         started: dict[str, int] = {}
-        failures = retired = 0
+        failures = retired = spot = 0
         blocked = 0  # phases left waiting for want of room
-        for position, org in enumerate(order):
-            if idle[org] > 0:
-                idle[org] -= 1  # an idle runner of the organization will take it
+        for position, (org, lane) in enumerate(order):
+            on_spot = lane in spot_lanes
+            if on_spot and idle_spot[org] > 0:
+                idle_spot[org] -= 1  # an idle runner of its lane will take it
+                continue
+            if idle_any[org] > 0:
+                idle_any[org] -= 1  # an idle runner of the organization will take it
                 continue
             if live[org] + started.get(org, 0) >= per_org:
                 continue  # its organization's own maximum: it waits for one of its runners
-            launched = self._start(org) if room > 0 else None
+            launched = self._start(org, lanes=(lane,) if on_spot and lane else ()) if room > 0 else None
             if launched is None:  # no room: stop taking from the lanes
                 blocked = len(order) - position
-                retired = self._make_room(blocked, idle, demand)
+                retired = self._make_room(blocked, idle_any + idle_spot, demand)
                 self._slots.saturated()
                 break
             if not launched:
                 failures += 1
                 continue
             started[org] = started.get(org, 0) + 1
+            spot += int(on_spot)
             room -= 1
         warm = self._keep_warm(room, live, started, per_org) if not blocked else {}
         if started or warm:
@@ -184,6 +215,7 @@ class Scaler:
             "demand": dict(demand),
             "live": dict(live),
             "started": started,
+            "started_for_spot_lanes": spot,
             "warm": warm,
             "retired": retired,
             "backlog": len(waiting),
@@ -202,12 +234,13 @@ class Scaler:
         return retired
 
     def _keep_warm(self, room: int, live: Counter[str], started: dict[str, int], per_org: int) -> dict[str, int]:
-        """With the room real demand left: top every organization up to its warm runners."""
-        wanted = min(self._settings.warm_runners_per_organization, per_org)
+        """With the room real demand left: top every organization that had work within a day up to its warm
+        runners (the most recently active first)."""
+        wanted = min(self._settings.warm_runners, per_org)
         warm: dict[str, int] = {}
         if wanted <= 0:
             return warm
-        for org in sorted(self._organizations()):
+        for org in self._slots.recent():
             while room > 0 and live[org] + started.get(org, 0) + warm.get(org, 0) < wanted:
                 if not self._start(org, keep_warm=True):
                     return warm
@@ -215,11 +248,11 @@ class Scaler:
                 room -= 1
         return warm
 
-    def _start(self, organization: str, keep_warm: bool = False) -> bool | None:
-        """Launch one runner of `organization`: True when started, False when the launch failed, None when no
-        slot was free."""
+    def _start(self, organization: str, keep_warm: bool = False, lanes: tuple[str, ...] = ()) -> bool | None:
+        """Launch one runner of `organization` (taking only `lanes`' jobs, if any): True when started, False when
+        the launch failed, None when no slot was free."""
         assert self.launcher is not None
-        credential = self.credential(organization, keep_warm)
+        credential = self.credential(organization, keep_warm, lanes)
         if not self._slots.acquire(credential.token_id):
             self._enrollments.cancel(credential.enrollment_code)
             return None
@@ -234,7 +267,7 @@ class Scaler:
             self._enrollments.bind(credential.enrollment_code, identity)
         return True
 
-    def credential(self, organization: str, keep_warm: bool = False) -> RunnerCredential:
+    def credential(self, organization: str, keep_warm: bool = False, lanes: tuple[str, ...] = ()) -> RunnerCredential:
         """What one runner of `organization` starts with: a single-use enrollment code it exchanges for its
         token at start (`RunnerEnrollments.exchange`; revoked once the runner is gone, else it expires)."""
         runner_id = new_id("runner")
@@ -243,7 +276,7 @@ class Scaler:
         binds = bool(getattr(self.launcher, "binds_identity", False))
         code, token_id = self._enrollments.create(runner_id, organization, expires, bound=binds)
         retire_at = int(clock.epoch()) + max(60, ttl - self._settings.phase_deadline_s)
-        return RunnerCredential(runner_id, organization, token_id, code, retire_at, keep_warm)
+        return RunnerCredential(runner_id, organization, token_id, code, retire_at, keep_warm, lanes)
 
     def runner_token(self, organization: str) -> str:
         """A runner token of `organization` enrolled at once: for a runner started by hand (tests, an operator)."""

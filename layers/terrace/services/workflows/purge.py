@@ -20,6 +20,7 @@ from terrace.adapters.table import Table
 from terrace.domain import auto_destroy
 from terrace.domain import runs as run_model
 from terrace.domain.errors import NotFound
+from terrace.domain.plan_json import stored_plan_keys
 from terrace.services.access.access_keys import teams_index
 from terrace.services.access.accounts import AccountService
 from terrace.services.notifications.configurations import NotificationConfigurations
@@ -109,8 +110,8 @@ class Purge:
         for phase in (run.plan, run.apply):
             self._delete_all(self._table.query(f"{phase.id}#log"))
             self._blobs.delete(f"logs/{phase.id}.log")
-            for key in (phase.artifact_key, phase.json_key):
-                if key and key.startswith(f"plans/{run.id}/"):
+            for key in stored_plan_keys(phase.artifact_key, phase.json_key):
+                if key.startswith(f"plans/{run.id}/"):
                     self._blobs.delete(key)
         self._delete_all(self._table.query(f"{run.id}#events"))
         for stage in self._table.query(f"{run.id}#task-stages", index="gsi1"):  # services/runs/task_stages.py

@@ -29,6 +29,7 @@ from terrace.domain import clock
 from terrace.domain import state_versions as st
 from terrace.domain.configuration_versions import UPLOADED
 from terrace.domain.errors import NotFound
+from terrace.domain.plan_json import stored_plan_keys
 from terrace.domain.retention import DELETE_OLDER
 from terrace.domain.workspace import Workspace
 from terrace.services.access.organizations import OrganizationService
@@ -146,8 +147,8 @@ class RetentionSweep:
             if run.created_at >= cutoff_iso or not run.final:
                 continue
             touched = False
-            for key in (run.plan.artifact_key, run.plan.json_key):
-                if key and key.startswith(f"plans/{run.id}/") and self._blobs.head(key) is not None:
+            for key in stored_plan_keys(run.plan.artifact_key, run.plan.json_key):
+                if key.startswith(f"plans/{run.id}/") and self._blobs.head(key) is not None:
                     self._blobs.delete(key)
                     touched = True
             for phase in (run.plan, run.apply):

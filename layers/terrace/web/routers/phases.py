@@ -58,7 +58,10 @@ def plan_json(plan_id: str, container: ContainerDep, principal: PrincipalDep) ->
 
 @router.get("/plans/{plan_id}/json-output-redacted")
 def plan_json_redacted(plan_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
-    return JSONResponse(container.plans.redacted(principal, plan_id))
+    redacted = container.plans.redacted_output(principal, plan_id, container.settings.presign_ttl_s)
+    if redacted.url is not None:  # a large plan: straight from storage, past Lambda's 6 MB
+        return RedirectResponse(redacted.url, status_code=307)
+    return JSONResponse(redacted.document)
 
 
 @router.get("/logs/{phase_id}/{expires}/{signature}")

@@ -81,7 +81,7 @@ def next_job(
     def still_asking() -> bool:  # a runner stopped or killed during its wait must not be handed a job
         return not anyio.from_thread.run(request.is_disconnected)
 
-    spec = container.jobs.next(principal, body.runner_id, wait_s=wait, still_asking=still_asking)
+    spec = container.jobs.next(principal, body.runner_id, wait_s=wait, still_asking=still_asking, lanes=body.lanes)
     return spec if spec is not None else Response(status_code=204)
 
 
