@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx
 
+from bench import ratelimit
 from bench.api_latency import READS, Recorder
 from bench.common import Api, Outcome, local_stack, median, unique
 
@@ -71,7 +72,7 @@ def _write_state(http: httpx.Client, ws_id: str, serial: int, lineage: str) -> N
 
 
 def _client(url: str, token: str, ca_bundle: str) -> httpx.Client:
-    return httpx.Client(
+    return ratelimit.client(
         base_url=url,
         verify=ssl.create_default_context(cafile=ca_bundle),
         timeout=120,
