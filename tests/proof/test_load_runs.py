@@ -64,7 +64,7 @@ def run_stack() -> Iterator[Stack]:
 
 @pytest.mark.timeout(sized(400, 1500))
 def test_concurrent_runs_across_organizations_all_finish_in_lane_order(
-    run_stack: Stack, proof_rng: random.Random
+    run_stack: Stack, proof_rng: random.Random, proof_seed: int
 ) -> None:
     api = Api(run_stack)
     plain = honouring_client(timeout=60, verify=run_stack.ca_bundle)
@@ -108,6 +108,7 @@ def test_concurrent_runs_across_organizations_all_finish_in_lane_order(
         "load_runs",
         {
             "command": f"TERRACE_PROOF={'full' if FULL else 'quick'} pytest tests/proof/test_load_runs.py",
+            "seed": proof_seed,
             "runs": len(run_ids),
             "organizations": ORGANIZATIONS,
             "runners": RUNNERS,

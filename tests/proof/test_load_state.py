@@ -30,7 +30,9 @@ BACKENDS = ["embedded", "moto"] if FULL else ["embedded"]
 
 @pytest.mark.timeout(DURATION_S * 4 + 300)
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_concurrent_state_clients_lose_and_reorder_nothing(backend: str, proof_rng: random.Random) -> None:
+def test_concurrent_state_clients_lose_and_reorder_nothing(
+    backend: str, proof_rng: random.Random, proof_seed: int
+) -> None:
     with served(backend) as server:
         tokens = new_tokens(server, max(1, CLIENTS // CLIENTS_PER_TOKEN))
         with server.client() as http:
@@ -55,6 +57,7 @@ def test_concurrent_state_clients_lose_and_reorder_nothing(backend: str, proof_r
         f"load_state_{backend}",
         {
             "command": f"TERRACE_PROOF={'full' if FULL else 'quick'} pytest tests/proof/test_load_state.py",
+            "seed": proof_seed,
             "backend": backend,
             "clients": CLIENTS,
             "workspaces": WORKSPACES,
