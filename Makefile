@@ -7,7 +7,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export JSII_RUNTIME_PACKAGE_CACHE_ROOT := $(CURDIR)/.build/jsii-cache
 
-.PHONY: install dev dev-moto dev-fresh wheel test unit integration e2e infra-test fuzz conformance lint format typecheck synth bench arm64-rego-check clean
+.PHONY: install dev dev-moto dev-fresh wheel test unit integration e2e infra-test fuzz conformance lint format typecheck synth bench proof proof-quick proof-bench arm64-rego-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -59,8 +59,10 @@ wheel: install
 	rm -rf build dist
 	$(BIN)/pip wheel -q --no-deps -w dist .
 
+# tests/proof runs at its quick sizes inside this pytest; proof-bench is the rest of proof-quick.
 test: install /usr/bin/chromium
 	$(BIN)/pytest -q -n auto --durations=15
+	$(PROOF_BENCH)
 
 unit: install
 	$(BIN)/pytest -q tests/unit
@@ -101,6 +103,25 @@ synth: install
 
 bench: install
 	$(BIN)/python -m bench
+
+# The proof under faults and load (tests/proof, docs/reliability.md). `proof`: every scenario at its full size on
+# the embedded server and the AWS adapters (moto), about 30 minutes on 2 workers (the 30-minute soak beside the
+# rest); figures in .build/proof/*.json, summed up at the end with each test's seed (a failure prints its replay
+# command: TERRACE_PROOF_SEED=<seed> pytest <test>). `proof-quick` (about 3 minutes; `make test` holds it): the quick
+# sizes, then the benchmarks that met TFC's per-token limit (30 requests per second, on) at their quick sizes, whose
+# exit status counts. The whole `python -m bench --quick` takes over 10 minutes: `make bench` runs it.
+PROOF_BENCH = TERRACE_BENCH_RATE_LIMIT_PER_S=30 $(BIN)/python -m bench --quick --only queue_throughput --only lock_contention
+proof: install
+	rm -rf .build/proof
+	TERRACE_PROOF=full $(BIN)/pytest -q -n 2 --dist loadfile -m proof -p no:cacheprovider tests/proof; \
+	status=$$?; $(BIN)/python tools/proof_figures.py; exit $$status
+
+proof-quick: install
+	$(BIN)/pytest -q -n 2 --dist loadfile -m proof tests/proof
+	$(PROOF_BENCH)
+
+proof-bench: install
+	$(PROOF_BENCH)
 
 # regopy on arm64 (the Lambda's) under qemu user emulation: Debian arm64 packages and regopy's aarch64 wheels,
 # downloaded into .build/arm64-rego/; needs qemu-user-static. Not part of `make test`.

@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx
 
+from bench import ratelimit
 from bench.api_latency import READS, Recorder
 from bench.common import Api, Outcome, local_stack, median, unique
 
@@ -71,7 +72,7 @@ def _write_state(http: httpx.Client, ws_id: str, serial: int, lineage: str) -> N
 
 
 def _client(url: str, token: str, ca_bundle: str) -> httpx.Client:
-    return httpx.Client(
+    return ratelimit.client(
         base_url=url,
         verify=ssl.create_default_context(cafile=ca_bundle),
         timeout=120,
@@ -79,14 +80,17 @@ def _client(url: str, token: str, ca_bundle: str) -> httpx.Client:
     )
 
 
-def poll(url: str, token: str, ca_bundle: str, ws_id: str, contenders: int, run_s: float, results: Any) -> None:
+POLLERS_PER_TOKEN = 20  # 20 requests per second per token: under TFC's 30 (a 429 is honoured anyway)
+
+
+def poll(url: str, tokens: list[str], ca_bundle: str, ws_id: str, contenders: int, run_s: float, results: Any) -> None:
     """`contenders` pollers for `run_s` seconds (in a child process: their client work stays off the server's
-    CPU share, as on real machines); puts (refused, won, errors) on `results`."""
+    CPU share, as on real machines), POLLERS_PER_TOKEN per token; puts (refused, won, errors) on `results`."""
     stop = threading.Event()
     counts = {"refused": 0, "won": 0, "errors": 0}
     guard = threading.Lock()
 
-    def contender() -> None:
+    def contender(token: str) -> None:
         http = _client(url, token, ca_bundle)
         try:
             stop.wait(random.uniform(0, POLL_INTERVAL_S))  # pollers spread over the interval, not in bursts
@@ -102,7 +106,7 @@ def poll(url: str, token: str, ca_bundle: str, ws_id: str, contenders: int, run_
         finally:
             http.close()
 
-    threads = [threading.Thread(target=contender) for _ in range(contenders)]
+    threads = [threading.Thread(target=contender, args=(tokens[n // POLLERS_PER_TOKEN],)) for n in range(contenders)]
     for thread in threads:
         thread.start()
     time.sleep(run_s)
@@ -114,12 +118,15 @@ def poll(url: str, token: str, ca_bundle: str, ws_id: str, contenders: int, run_
 
 def measure(stack: Any, contenders: int, duration_s: float) -> dict[str, float]:
     """One holder (in this process, next to the server) and `contenders` pollers on a fresh workspace."""
-    ws_id = Api(stack).create_workspace(unique("contended"), **{"execution-mode": "local"})["id"]
+    api = Api(stack)
+    ws_id = api.create_workspace(unique("contended"), **{"execution-mode": "local"})["id"]
+    tokens = [api.new_token("lock contender") for _ in range(-(-contenders // POLLERS_PER_TOKEN))]
+    api.close()
     warmup = 2 * POLL_INTERVAL_S + 1  # the pollers are under way before the clock starts
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
     child = context.Process(
-        target=poll, args=(stack.url, stack.token, stack.ca_bundle, ws_id, contenders, warmup + duration_s, results)
+        target=poll, args=(stack.url, tokens, stack.ca_bundle, ws_id, contenders, warmup + duration_s, results)
     )
     child.start()
     time.sleep(warmup)

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from bench import ratelimit
 from bench.common import Api, Outcome, Stack, local_stack, median, parse_iso, unique
 from bench.queue_throughput import FINAL, upload_configuration
 
@@ -77,7 +78,7 @@ def run(quick: bool = False) -> Outcome:
     results: dict[str, list[dict[str, float]]] = {mode: [] for mode in MODES}
     backend = os.environ.get("TERRACE_BENCH_BACKEND", "embedded")
     with local_stack(execution_mode="remote", max_runners=2, backend=backend) as stack:
-        api, plain = Api(stack), httpx.Client(timeout=60, verify=stack.ca_bundle)
+        api, plain = Api(stack), ratelimit.client(timeout=60, verify=stack.ca_bundle)
         container = stack.local.container
         try:
             one_plan(api, plain)  # warm-up: a runner process exists afterwards

@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 
+from bench import ratelimit
 from bench.common import Api, Outcome, local_stack, median, parse_iso, unique
 
 RUNNERS = 2
@@ -113,7 +114,7 @@ def run(quick: bool = False) -> Outcome:
     n_workspaces, n_runs = (4, 8) if quick else (10, 50)
     backend = os.environ.get("TERRACE_BENCH_BACKEND", "embedded")
     with local_stack(execution_mode="remote", max_runners=RUNNERS, backend=backend) as stack:
-        api, plain = Api(stack), httpx.Client(timeout=60, verify=stack.ca_bundle)
+        api, plain = Api(stack), ratelimit.client(timeout=60, verify=stack.ca_bundle)
         try:
             workspaces = [
                 api.create_workspace(unique("queue"), **{"execution-mode": "remote"})["id"] for _ in range(n_workspaces)

@@ -206,3 +206,27 @@ def test_a_speculative_plan_gets_a_runner_of_its_lane_which_takes_no_other_job(m
     assert env.claim("any", token=enrolled(env, launcher.runners[1]))["run_id"] == planned["id"]
     bad = env.runner("POST", "/jobs/next", json={"runner_id": "x", "lanes": ["fast"]}, token=token)
     assert bad.status_code == 422
+
+
+def test_a_run_queued_while_a_tick_reads_the_open_runs_keeps_its_lane_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tick read the open runs, then the lanes: a run queued in between (its message sent after that read) looked
+    gone and its message was deleted, so no runner came until the reaper sent it again, minutes later, while room
+    was free (found by tests/proof/test_load_runs.py: the third organization waited two minutes)."""
+    monkeypatch.setattr(scaler_module, "EXPECT_S", -1)  # the configuration version's expectation plays no part
+    env, _, launcher = _scaler_env()
+    scaler = env.container.scaler
+    cv_id = env.upload_config()
+    read, created = scaler._runner_entries, []
+
+    def open_runs_then_a_run_comes() -> list[dict[str, Any]]:
+        entries = read()
+        if not created:
+            created.append(env.create_run(cv_id))  # queued (and sent to its lane) just after the tick's read
+        return entries
+
+    monkeypatch.setattr(scaler, "_runner_entries", open_runs_then_a_run_comes)
+    scaler.scale_once()
+    assert [m.run_id for m in lanes(env).messages("plan")] == [created[0]["id"]]
+    assert scaler.scale_once()["started"] == {"acme": 1}
+    spec = env.claim("r", token=enrolled(env, launcher.runners[0]))
+    assert spec["run_id"] == created[0]["id"]

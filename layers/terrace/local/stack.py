@@ -41,6 +41,10 @@ DEFAULT_PORT = 8443
 DEFAULT_ORGANIZATION = "acme"
 STOP_RUNNERS_S = 1.0  # a runner gets this long to finish after SIGTERM at stop; its job is handed back
 STOP_THREADS_S = 3.0
+# How long an idle client connection stays open: longer than Go's net/http keeps one (IdleConnTimeout, 90 s), so
+# terraform and go-tfe close an idle connection before the server does and a request never races the server's
+# close (uvicorn's 5 s default lost requests with "server disconnected" under load: docs/reliability.md).
+KEEP_ALIVE_S = 100
 log = logging.getLogger("terrace.local")
 DUMMY_AWS_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": LOCAL_REGION}
 
@@ -292,6 +296,7 @@ class LocalStack:
             access_log=self.access_log,
             lifespan="off",
             timeout_graceful_shutdown=2,
+            timeout_keep_alive=KEEP_ALIVE_S,
         )
         logging.getLogger("uvicorn.error").addFilter(_not_cancelled_at_shutdown)
         access_log.install()  # after uvicorn configured its loggers: no query string or log-read signature

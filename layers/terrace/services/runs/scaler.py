@@ -120,13 +120,19 @@ class Scaler:
             }
             return sorted(self._expected)
 
-    def _drain(self, open_runs: dict[str, str]) -> list[LaneDelivery]:
-        """The lanes' phases still queued, in dispatch order; messages of claimed, gone or duplicate jobs deleted."""
+    def _receive(self) -> list[LaneDelivery]:
+        """Every lane's waiting messages, hidden from other ticks until released, in LANE_PRIORITY order."""
+        return [d for lane in LANE_PRIORITY for d in self._lanes.receive(lane, DRAIN_MAX, hide_s=LANE_VISIBILITY_S)]
+
+    def _drain(self, received: list[LaneDelivery], open_runs: dict[str, str]) -> list[LaneDelivery]:
+        """The lanes' phases still queued, in dispatch order; messages of claimed, gone or duplicate jobs deleted.
+        `open_runs` must be read after `received`: a message is sent once its run is written, so a run read
+        before it might be missing or still pending, and its message taken for a gone job's."""
         waiting: list[LaneDelivery] = []
         seen: set[str] = set()
         for lane in LANE_PRIORITY:
             kept = []
-            for delivery in self._lanes.receive(lane, DRAIN_MAX, hide_s=LANE_VISIBILITY_S):
+            for delivery in (d for d in received if d.lane == lane):
                 message = delivery.message
                 wanted = rs.PLAN_QUEUED if message.phase == "plan" else rs.APPLY_QUEUED
                 if message.job_id in seen or open_runs.get(message.run_id) != wanted:
@@ -145,22 +151,26 @@ class Scaler:
     def scale_once(self, expect: Iterable[str] = (), speculative: bool = False) -> dict[str, Any]:
         """One tick; `expect`: organizations whose configuration version was just created (`speculative`: a
         speculative one)."""
-        entries = self._runner_entries()
-        running = Counter(e["organization"] for e in entries if e["status"] in rs.RUNNING)
         if self.launcher is None:
+            entries = self._runner_entries()
+            running = Counter(e["organization"] for e in entries if e["status"] in rs.RUNNING)
             queued = Counter(e["organization"] for e in entries if e["status"] in rs.QUEUED)
             return {"demand": dict(running + queued), "live": None, "started": {}, "reason": "no launcher configured"}
-        live_runners = self.launcher.live()
-        live_ids = {runner.token_id for runner in live_runners}
-        self._revoke_gone(live_ids)
-        held = self._slots.reconcile(live_ids)
-        queued = Counter(e["organization"] for e in entries if e["status"] in rs.QUEUED)
-        expected = self._still_expected(running + queued, expect, "speculative" if speculative else "")
-        waiting = self._drain({e["run_id"]: e["status"] for e in entries})
+        received = self._receive()  # before the open runs: each message names a run written before it was sent
+        waiting: list[LaneDelivery] | None = None
         try:
+            entries = self._runner_entries()
+            running = Counter(e["organization"] for e in entries if e["status"] in rs.RUNNING)
+            live_runners = self.launcher.live()
+            live_ids = {runner.token_id for runner in live_runners}
+            self._revoke_gone(live_ids)
+            held = self._slots.reconcile(live_ids)
+            queued = Counter(e["organization"] for e in entries if e["status"] in rs.QUEUED)
+            expected = self._still_expected(running + queued, expect, "speculative" if speculative else "")
+            waiting = self._drain(received, {e["run_id"]: e["status"] for e in entries})
             return self._dispatch(waiting, running, live_runners, held, expected)
         finally:
-            for delivery in waiting:  # the next tick sees what still waits (claimed ones are deleted then)
+            for delivery in received if waiting is None else waiting:  # the next tick sees what still waits
                 self._lanes.release(delivery)
 
     def _dispatch(

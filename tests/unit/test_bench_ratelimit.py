@@ -1,0 +1,60 @@
+"""Bench and proof clients honour a 429 as go-tfe does (`bench/ratelimit.py`): `make bench` died on TFC's per-token
+limit (queue_throughput, lock_contention) because its clients took a 429 for an answer."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+import httpx
+from state_helpers import make_env
+from terrace.config import Settings
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if REPO not in sys.path:  # bench/ is a top-level package of the repository, not of the installed project
+    sys.path.insert(0, REPO)
+
+from bench import ratelimit  # noqa: E402
+
+LIMIT = 10  # requests per second per token
+
+
+def test_a_client_over_the_per_token_limit_waits_and_every_request_passes() -> None:
+    env = make_env(
+        Settings(table_name="memory", blob_bucket="memory", url_signing_secret="s", api_rate_limit_per_s=LIMIT)
+    )
+    stats = ratelimit.RateLimitStats()
+    transport = ratelimit.HonouringTransport(inner=env.client._transport, stats=stats)
+    with httpx.Client(transport=transport, base_url=str(env.client.base_url)) as client:
+        statuses = [
+            client.get(f"/api/v2/workspaces/{env.ws_id}", headers=env.auth).status_code for _ in range(LIMIT * 2)
+        ]
+    assert statuses == [200] * (LIMIT * 2)
+    assert stats.limited >= 1  # past the burst the server said 429, and the client waited it out
+    assert 0 < stats.waited_s < 30
+
+
+def test_the_wait_is_the_servers_reset_with_go_tfes_jitter_else_a_back_off() -> None:
+    said = httpx.Response(429, headers={"X-RateLimit-Reset": "0.5"})
+    assert all(0.5 <= ratelimit.retry_wait(said, attempt) <= 0.65 for attempt in range(5))
+    retry_after = httpx.Response(429, headers={"Retry-After": "2"})
+    assert 2 <= ratelimit.retry_wait(retry_after, 0) <= 2.6
+    silent = httpx.Response(429)
+    assert 0.1 <= ratelimit.retry_wait(silent, 0) <= 0.13 and 0.8 <= ratelimit.retry_wait(silent, 3) <= 1.04
+
+
+def test_the_async_client_gives_up_after_go_tfes_thirty_retries() -> None:
+    calls = []
+
+    def always_limited(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        return httpx.Response(429, headers={"X-RateLimit-Reset": "0"})
+
+    async def ask() -> int:
+        transport = ratelimit.AsyncHonouringTransport(inner=httpx.MockTransport(always_limited))
+        async with httpx.AsyncClient(transport=transport, base_url="https://terrace.test") as client:
+            return (await client.get("/api/v2/ping")).status_code
+
+    assert asyncio.run(ask()) == 429
+    assert len(calls) == ratelimit.RETRY_MAX + 1
