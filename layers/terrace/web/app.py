@@ -7,12 +7,12 @@ from fastapi import FastAPI
 from terrace.adapters.fs_blobs import URL_PREFIX, FsBlobs
 from terrace.bootstrap import Container
 from terrace.web import blob_urls, errors
+from terrace.web.api_headers import api_headers
 from terrace.web.api_routes import api_groups, include_api
 from terrace.web.lazy_routes import LazyRoutes
 from terrace.web.middleware import BodyLimit, ExtraHeaders, RequestGrants, TrailingSlash
 from terrace.web.origin_verify import OriginVerify
 from terrace.web.rate_limit import RateLimit, TokenBuckets, limited_headers
-from terrace.web.routers.discovery import api_headers
 from terrace.web.security_headers import SecurityHeaders
 from terrace.web.snapshot_headers import snapshot_headers
 from terrace.web.ui import error_pages
