@@ -1,10 +1,10 @@
 """Lambda "api": the FastAPI app behind the HTTP API, through Mangum. Built once per container.
 
 The cold start is kept near that of importing FastAPI, Mangum, boto3 and pydantic alone (`python -m bench --only
-cold_start`): nothing is built at import, the app on the first request (the UI's and the site admin API's routes
-on their own first request), the X-Ray SDK (~0.4 s of imports and a sampling client) only when
-`TERRACE_XRAY_SDK=true` asks for subsegments of each AWS call. Lambda's active tracing
-records every sampled invocation's segment (and its initialization) without it.
+cold_start`): nothing is built at import, the app on the first request (each API router, the UI's and the site
+admin API's routes on the first request under their URL prefixes: `web/api_routes.py`), the X-Ray SDK (~0.4 s of
+imports and a sampling client) only when `TERRACE_XRAY_SDK=true` asks for subsegments of each AWS call. Lambda's
+active tracing records every sampled invocation's segment (and its initialization) without it.
 """
 
 from __future__ import annotations

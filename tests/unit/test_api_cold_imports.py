@@ -1,7 +1,8 @@
 """The API Lambda's cold path loads no heavy module it does not need (`python -m bench --only cold_start` times it).
 
-Checked in a fresh interpreter: importing `functions/api/handler.py` builds nothing, and building the app on the
-first request still leaves out the X-Ray SDK (opt-in, `TERRACE_XRAY_SDK`), single sign-on's Authlib, joserfc and
+Checked in a fresh interpreter: importing `functions/api/handler.py` builds nothing, building the Lambda's lazy app
+imports no router and no service (each is imported on the first request that needs it), and building the app still
+leaves out the X-Ray SDK (opt-in, `TERRACE_XRAY_SDK`), single sign-on's Authlib, joserfc and
 requests (loaded when an issuer is configured), the outbound client httpx (at the first delivery), the policy
 engine and the embedded server's and tests' packages."""
 
@@ -28,9 +29,12 @@ spec.loader.exec_module(module)
 at_import = sorted(m for m in sys.modules if m.split(".")[0] in heavy or m.startswith(("terrace", "fastapi")))
 from terrace.bootstrap import build_memory
 from terrace.web.app import create_app
+create_app(build_memory(), lazy=True)
+lazy = ("terrace.web.routers.", "terrace.web.ui.", "terrace.services.")
+at_lazy_app = sorted(m for m in sys.modules if m.startswith(lazy) and not m.endswith("__init__"))
 create_app(build_memory())
 at_app = sorted({m.split(".")[0] for m in sys.modules} & set(heavy))
-print(json.dumps({"import": at_import, "app": at_app}))
+print(json.dumps({"import": at_import, "lazy_app": at_lazy_app, "app": at_app}))
 """
 
 
@@ -50,6 +54,11 @@ def test_the_api_handler_imports_nothing_heavy_and_builds_nothing_at_import():
     found = probe()
     assert found["import"] == [], f"imported by functions/api/handler.py at import time: {found['import']}"
     assert found["app"] == [], f"imported on the way to the first request: {found['app']}"
+    # the lazy app imports a router, a page or a service when a request first needs it (the wiring imports each
+    # service where it builds it): building it imports only the UI's error pages and what its middleware uses
+    middleware = {"terrace.services.events", "terrace.services.access.grants", "terrace.services.access.access_keys",
+                  "terrace.services.access.actions", "terrace.services.access.permissions"}  # fmt: skip
+    assert set(found["lazy_app"]) - {"terrace.services.access"} == {"terrace.web.ui.error_pages"} | middleware, found
 
 
 def test_the_xray_sdk_is_loaded_only_when_asked_for(monkeypatch):

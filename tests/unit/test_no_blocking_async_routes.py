@@ -40,12 +40,12 @@ ASYNC_DEPENDENCIES = {
 # exception handler -> why it never blocks
 ASYNC_EXCEPTION_HANDLERS = {
     # (replaces errors.install's _validation, _http and _unexpected, which it calls outside /app: JSON:API errors)
-    "terrace.web.ui.auth.install.<locals>._html_under_app.<locals>.handler": "reads the session in the thread pool,"
-    " then renders",
-    "terrace.web.ui.auth.install.<locals>._sign_in": "a redirect",
-    "terrace.web.ui.auth.install.<locals>._csrf": "renders a template",
+    "terrace.web.ui.error_pages.install.<locals>._html_under_app.<locals>.handler": "reads the session in the"
+    " thread pool, then renders",
+    "terrace.web.ui.error_pages.install.<locals>._sign_in": "a redirect",
+    "terrace.web.ui.error_pages.install.<locals>._csrf": "renders a template",
     # (replaces errors.install's own, which it calls outside /app: that one builds a JSON:API error)
-    "terrace.web.ui.auth.install.<locals>._domain": "reads the session in the thread pool, then renders",
+    "terrace.web.ui.error_pages.install.<locals>._domain": "reads the session in the thread pool, then renders",
     "fastapi.exception_handlers.websocket_request_validation_exception_handler": "FastAPI's own; no websockets",
 }
 

@@ -16,6 +16,7 @@ import ast
 import dataclasses
 import functools
 import inspect
+import sys
 import textwrap
 import types
 import typing
@@ -40,12 +41,23 @@ ALLOWED = {
 }
 
 
+def _annotation_names(func: Callable[..., Any]) -> dict[str, Any]:
+    """The globals of `func`'s module and the names it imports for type checking only (the wiring imports each
+    service where it builds it: `if TYPE_CHECKING:` holds what its annotations name)."""
+    module = sys.modules[func.__module__]
+    names = dict(vars(module))
+    for node in ast.parse(inspect.getsource(module)).body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            exec(compile(ast.Module(body=node.body, type_ignores=[]), str(module.__file__), "exec"), names)
+    return names
+
+
 def store_and_adapter_attributes() -> set[str]:
     names = {f.name for f in dataclasses.fields(Container)} - {"settings"}
     for name, member in inspect.getmembers(Container):
         if not isinstance(member, functools.cached_property):
             continue
-        returned = typing.get_type_hints(member.func).get("return")
+        returned = typing.get_type_hints(member.func, globalns=_annotation_names(member.func)).get("return")
         module = getattr(returned, "__module__", "")
         if module.startswith("terrace.adapters") or getattr(returned, "__name__", "").endswith("Store"):
             names.add(name)

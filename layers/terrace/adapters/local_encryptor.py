@@ -9,12 +9,14 @@ with mode 0600 in the data folder, once; losing it loses every sensitive value (
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 FORMAT = b"\x01"  # version of the layout: format | nonce | wrapped data key | nonce | ciphertext
 NONCE = 12
@@ -34,7 +36,7 @@ def load_or_create_key(path: Path) -> bytes:
         if len(key) != 32:
             raise ValueError(f"{path} is not a 256-bit key ({len(key)} bytes)") from None
         return key
-    key = AESGCM.generate_key(bit_length=256)
+    key = _aesgcm().generate_key(bit_length=256)
     try:
         os.write(fd, key)
         os.fsync(fd)
@@ -47,6 +49,14 @@ def _associated(context: dict[str, str]) -> bytes:
     return json.dumps(context, sort_keys=True, separators=(",", ":")).encode()
 
 
+def _aesgcm() -> type[AESGCM]:
+    """AES-GCM (cryptography is loaded with the first key made or value sealed or opened: the API Lambda's cold
+    start does without it)."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    return AESGCM
+
+
 class LocalEncryptor:
     def __init__(self, key_file: Path | str | None = None, *, key: bytes | None = None) -> None:
         """The master key from `key_file` (created when missing), or given as `key` (32 bytes)."""
@@ -56,14 +66,18 @@ class LocalEncryptor:
             key = load_or_create_key(Path(key_file))
         if len(key) != 32:
             raise ValueError(f"the master key is not a 256-bit key ({len(key)} bytes)")
-        self._master = AESGCM(key)
+        self._key = key
+
+    @functools.cached_property
+    def _master(self) -> AESGCM:
+        return _aesgcm()(self._key)
 
     def encrypt(self, plaintext: str, context: dict[str, str]) -> str:
         aad = _associated(context)
-        data_key = AESGCM.generate_key(bit_length=256)
+        data_key = _aesgcm().generate_key(bit_length=256)
         key_nonce, value_nonce = os.urandom(NONCE), os.urandom(NONCE)
         wrapped = self._master.encrypt(key_nonce, data_key, aad)
-        sealed = AESGCM(data_key).encrypt(value_nonce, plaintext.encode(), aad)
+        sealed = _aesgcm()(data_key).encrypt(value_nonce, plaintext.encode(), aad)
         return base64.b64encode(FORMAT + key_nonce + wrapped + value_nonce + sealed).decode()
 
     def decrypt(self, ciphertext: str, context: dict[str, str]) -> str:
@@ -78,8 +92,10 @@ class LocalEncryptor:
         key_nonce, at = raw[at : at + NONCE], at + NONCE
         wrapped, at = raw[at : at + WRAPPED_KEY], at + WRAPPED_KEY
         value_nonce, sealed = raw[at : at + NONCE], raw[at + NONCE :]
+        from cryptography.exceptions import InvalidTag
+
         try:
             data_key = self._master.decrypt(key_nonce, wrapped, aad)
-            return AESGCM(data_key).decrypt(value_nonce, sealed, aad).decode()
+            return _aesgcm()(data_key).decrypt(value_nonce, sealed, aad).decode()
         except InvalidTag as exc:
             raise DecryptionFailed("the ciphertext does not match this key and context") from exc

@@ -6,53 +6,22 @@ from fastapi import FastAPI
 
 from terrace.adapters.fs_blobs import URL_PREFIX, FsBlobs
 from terrace.bootstrap import Container
-from terrace.web import blob_urls, errors, static_assets
+from terrace.web import blob_urls, errors
+from terrace.web.api_headers import api_headers
+from terrace.web.api_routes import api_groups, include_api
 from terrace.web.lazy_routes import LazyRoutes
 from terrace.web.middleware import BodyLimit, ExtraHeaders, RequestGrants, TrailingSlash
 from terrace.web.origin_verify import OriginVerify
 from terrace.web.rate_limit import RateLimit, TokenBuckets, limited_headers
-from terrace.web.routers import (
-    accounts,
-    agent_pools,
-    assessments,
-    configuration_versions,
-    discovery,
-    http_backend,
-    memberships,
-    module_registry,
-    notifications,
-    oauth,
-    organizations,
-    phases,
-    policies,
-    policy_evaluations,
-    projects,
-    registry_modules,
-    resources,
-    retention,
-    run_stages,
-    run_tasks,
-    run_triggers,
-    runner_api,
-    runs,
-    ssh_keys,
-    state_versions,
-    task_stages,
-    teams,
-    varsets,
-    workload_identity,
-    workspace_relations,
-    workspaces,
-)
-from terrace.web.routers.discovery import api_headers
 from terrace.web.security_headers import SecurityHeaders
-from terrace.web.ui import auth as ui_auth
+from terrace.web.snapshot_headers import snapshot_headers
+from terrace.web.ui import error_pages
 
 
 def create_app(container: Container, lazy: bool = False) -> FastAPI:
-    """The app over `container`. `lazy` (the API Lambda): the UI's and the site admin API's routes are built on
-    the first request that may need them (their URL spaces are disjoint from the rest), not on a cold start that
-    serves the TFC API."""
+    """The app over `container`. `lazy` (the API Lambda): each router of the API (`web/api_routes.py`), the UI's
+    routes and the site admin API's are built on the first request that may need them (`web/lazy_routes.py`), not
+    on a cold start that serves one request; the routes and their order end the same as the eager app's."""
     container.settings.require_url_signing_secret()
     app = FastAPI(
         title="Terrace", docs_url=None, redoc_url=None, openapi_url="/api/openapi.json", redirect_slashes=False
@@ -77,7 +46,7 @@ def create_app(container: Container, lazy: bool = False) -> FastAPI:
         ExtraHeaders,
         prefix="/api/v2",
         headers=api_headers(rate_limit),
-        per_path=lambda path: state_versions.snapshot_headers(path, snapshot_interval_s),
+        per_path=lambda path: snapshot_headers(path, snapshot_interval_s),
     )
     app.add_middleware(RequestGrants)
     # outermost: bodies are counted as they stream in (Content-Length or chunked), 413 past the limit
@@ -96,39 +65,16 @@ def create_app(container: Container, lazy: bool = False) -> FastAPI:
         refuse = lambda: errors.error_response(403, "forbidden", "requests must come through the public URL")  # noqa: E731
         app.add_middleware(OriginVerify, secret=container.settings.origin_verify, respond=refuse)
     app.add_middleware(SecurityHeaders)  # outermost of all: every response, a 413 too, gets them
-    for module in (discovery, organizations, workspaces, workspace_relations, varsets, accounts, ssh_keys, oauth,
-                   retention, agent_pools, workload_identity):  # fmt: skip
-        app.include_router(module.router)
-    app.include_router(agent_pools.agent_router)
-    app.include_router(notifications.router)  # workspaces' and teams'
-    for access_module in (teams, memberships, projects):
-        app.include_router(access_module.router)
-    for state_module in (state_versions, resources, http_backend):
-        app.include_router(state_module.router)
-    for run_module in (
-        configuration_versions,
-        runs,
-        run_stages,
-        run_triggers,
-        task_stages,
-        run_tasks,
-        phases,
-        runner_api,
-        assessments,
-    ):
-        app.include_router(run_module.router)
-    for registry_module in (registry_modules, module_registry):
-        app.include_router(registry_module.router)
-    for policy_module in (policies, policy_evaluations):
-        app.include_router(policy_module.router)
-    ui_auth.install(app)
-    if lazy:
+    error_pages.install(app)
+    if lazy:  # in the eager app's order: the API's routers, the UI, the site admin API
         groups = [
-            (lambda path: path.startswith(ADMIN_PREFIX), include_admin),
+            *api_groups(),
             (lambda path: not path.startswith(API_PREFIXES), include_ui),
+            (lambda path: path.startswith(ADMIN_PREFIX), include_admin),
         ]
         app.add_middleware(LazyRoutes, fastapi_app=app, groups=groups)
     else:
+        include_api(app)
         include_ui(app)
         include_admin(app)
     return app
@@ -140,7 +86,9 @@ API_PREFIXES = ("/api/", "/state/", "/.well-known/", "/oauth/")  # include_ui's 
 
 def include_ui(app: FastAPI) -> None:
     """The web UI's pages, its static assets and the redirects of `/` and `/app/<org>` (last)."""
+    from terrace.web import static_assets
     from terrace.web.ui import agent_pools as ui_agent_pools
+    from terrace.web.ui import auth as ui_auth
     from terrace.web.ui import notifications as ui_notifications
     from terrace.web.ui import oidc as ui_oidc
     from terrace.web.ui import org_settings as ui_org_settings

@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from terrace.domain import retention
-from terrace.domain.agent_pools import DEFAULT_POOL_SETTING, pool_of
-from terrace.domain.organizations import Organization
-from terrace.domain.principal import Principal
-from terrace.domain.projects import default_project_id
-from terrace.domain.state_index import StoredOutput
-from terrace.domain.tags import Tag
-from terrace.domain.tokens import Token
-from terrace.domain.users import User
-from terrace.domain.workspace import Workspace
-from terrace.services.workspaces.locking import describe_holder
+if TYPE_CHECKING:
+    from terrace.domain import retention
+    from terrace.domain.organizations import Organization
+    from terrace.domain.principal import Principal
+    from terrace.domain.state_index import StoredOutput
+    from terrace.domain.tags import Tag
+    from terrace.domain.tokens import Token
+    from terrace.domain.users import User
+    from terrace.domain.workspace import Workspace
+
 from terrace.web.admin_serializers import avatar_url
 from terrace.web.jsonapi import ref, resource
 
 
 def organization(org: Organization, permissions: dict[str, bool]) -> dict[str, Any]:
+    from terrace.domain import retention
+    from terrace.domain.agent_pools import DEFAULT_POOL_SETTING
+
     return resource(
         "organizations",
         org.name,
@@ -88,6 +90,11 @@ def entitlement_set(org: Organization) -> dict[str, Any]:
 
 def workspace(ws: Workspace, permissions: dict[str, bool], org: Organization) -> dict[str, Any]:
     """`org` is the workspace's organization: its current name and the execution mode it inherits."""
+    from terrace.domain import retention
+    from terrace.domain.agent_pools import pool_of
+    from terrace.domain.projects import default_project_id
+    from terrace.services.workspaces.locking import describe_holder
+
     lock = ws.lock
     attributes: dict[str, Any] = {
         "name": ws.name,

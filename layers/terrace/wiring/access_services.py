@@ -7,36 +7,38 @@ other services (what this area takes from the others is declared below as plain 
 from __future__ import annotations
 
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from terrace.adapters.signing_keys import SigningKeyStore
 from terrace.adapters.table import Table
 from terrace.config import Settings
-from terrace.services.access.accounts import AccountService
-from terrace.services.access.authz import Authorizer
-from terrace.services.access.documents import AccessDocuments
-from terrace.services.access.grants import TableAccessResolver
-from terrace.services.access.memberships import MembershipService
-from terrace.services.access.oidc import CALLBACK_PATH, OidcConfig, OidcSignIn
-from terrace.services.access.organizations import OrganizationService
-from terrace.services.access.projects import ProjectService
-from terrace.services.access.service_tokens import ServiceTokenService
-from terrace.services.access.sso_teams import SsoTeamSync
-from terrace.services.access.team_access import TeamAccessService
-from terrace.services.access.team_members import TeamMembers
-from terrace.services.access.teams import TeamService
-from terrace.services.access.terraform_login import TerraformLoginService
-from terrace.services.access.users import UserService
-from terrace.services.access.web_sessions import WebSessionService
-from terrace.services.access.workload_issuer import WorkloadIssuer
-from terrace.services.admin.site import SiteAdminService
-from terrace.services.admin.tool_version_admin import ToolVersionAdmin
-from terrace.services.admin.tool_versions import ToolVersionService
-from terrace.services.admin.users import SiteAdminUsers
-from terrace.services.notifications.configurations import NotificationConfigurations
-from terrace.services.runs.scheduler import RunScheduler
-from terrace.services.runs.store import RunStore
-from terrace.services.workspaces.agent_pools import AgentPoolService
-from terrace.services.workspaces.workspaces import WorkspaceService
+
+if TYPE_CHECKING:
+    from terrace.services.access.accounts import AccountService
+    from terrace.services.access.authz import Authorizer
+    from terrace.services.access.documents import AccessDocuments
+    from terrace.services.access.memberships import MembershipService
+    from terrace.services.access.oidc import OidcSignIn
+    from terrace.services.access.organizations import OrganizationService
+    from terrace.services.access.projects import ProjectService
+    from terrace.services.access.service_tokens import ServiceTokenService
+    from terrace.services.access.sso_teams import SsoTeamSync
+    from terrace.services.access.team_access import TeamAccessService
+    from terrace.services.access.team_members import TeamMembers
+    from terrace.services.access.teams import TeamService
+    from terrace.services.access.terraform_login import TerraformLoginService
+    from terrace.services.access.users import UserService
+    from terrace.services.access.web_sessions import WebSessionService
+    from terrace.services.access.workload_issuer import WorkloadIssuer
+    from terrace.services.admin.site import SiteAdminService
+    from terrace.services.admin.tool_version_admin import ToolVersionAdmin
+    from terrace.services.admin.tool_versions import ToolVersionService
+    from terrace.services.admin.users import SiteAdminUsers
+    from terrace.services.notifications.configurations import NotificationConfigurations
+    from terrace.services.runs.scheduler import RunScheduler
+    from terrace.services.runs.store import RunStore
+    from terrace.services.workspaces.agent_pools import AgentPoolService
+    from terrace.services.workspaces.workspaces import WorkspaceService
 
 
 class AccessServices:
@@ -53,43 +55,64 @@ class AccessServices:
     @cached_property
     def workload_issuer(self) -> WorkloadIssuer:
         """The OIDC issuer of workload identity tokens (dynamic provider credentials)."""
+        from terrace.services.access.workload_issuer import WorkloadIssuer
+
         return WorkloadIssuer(self.signing_keys, self.settings.public_url, token_ttl_s=self.settings.phase_deadline_s)
 
     @cached_property
     def authz(self) -> Authorizer:
+        from terrace.services.access.authz import Authorizer
+        from terrace.services.access.grants import TableAccessResolver
+
         return Authorizer(TableAccessResolver(self.table))
 
     @cached_property
     def accounts(self) -> AccountService:
+        from terrace.services.access.accounts import AccountService
+
         return AccountService(self.table)
 
     @cached_property
     def users(self) -> UserService:
+        from terrace.services.access.users import UserService
+
         return UserService(self.table, self.accounts)
 
     @cached_property
     def site_admin(self) -> SiteAdminService:
+        from terrace.services.admin.site import SiteAdminService
+
         return SiteAdminService(self.authz, self.organizations, self.workspaces, self.run_store, self.scheduler)
 
     @cached_property
     def admin_users(self) -> SiteAdminUsers:
+        from terrace.services.admin.users import SiteAdminUsers
+
         return SiteAdminUsers(self.authz, self.accounts, self.users, self.organizations, self.memberships)
 
     @cached_property
     def tool_version_admin(self) -> ToolVersionAdmin:
+        from terrace.services.admin.tool_version_admin import ToolVersionAdmin
+
         return ToolVersionAdmin(self.authz, self.tool_versions, self.site_admin)
 
     @cached_property
     def tool_versions(self) -> ToolVersionService:
+        from terrace.services.admin.tool_versions import ToolVersionService
+
         return ToolVersionService(self.table, self.settings.tool_versions(), self.settings.default_tool)
 
     @cached_property
     def web_sessions(self) -> WebSessionService:
+        from terrace.services.access.web_sessions import WebSessionService
+
         return WebSessionService(self.table, self.accounts, self.settings.url_signing_secret)
 
     @cached_property
     def oidc(self) -> OidcSignIn | None:
         """UI sign-in through the operator's OpenID Connect issuer, when one is configured."""
+        from terrace.services.access.oidc import CALLBACK_PATH, OidcConfig, OidcSignIn
+
         s = self.settings
         if not s.oidc_issuer:
             return None
@@ -100,10 +123,14 @@ class AccessServices:
 
     @cached_property
     def terraform_login(self) -> TerraformLoginService:
+        from terrace.services.access.terraform_login import TerraformLoginService
+
         return TerraformLoginService(self.table, self.accounts)
 
     @cached_property
     def organizations(self) -> OrganizationService:
+        from terrace.services.access.organizations import OrganizationService
+
         organizations = OrganizationService(self.table, self.authz)
         organizations.check_default_agent_pool = lambda org, mode, pool: self.agent_pools.check_default(org, mode, pool)
         return organizations
@@ -111,6 +138,8 @@ class AccessServices:
     # teams and access -------------------------------------------------------------------
     @cached_property
     def teams(self) -> TeamService:
+        from terrace.services.access.teams import TeamService
+
         teams = TeamService(self.table, self.authz, self.organizations)
         teams.after_delete.append(lambda team: self.notification_configurations.delete_all(team.id))
         teams.after_delete.append(lambda team: self.service_tokens.revoke_team_tokens(team.id))  # its tokens die too
@@ -118,28 +147,42 @@ class AccessServices:
 
     @cached_property
     def access_documents(self) -> AccessDocuments:
+        from terrace.services.access.documents import AccessDocuments
+
         return AccessDocuments(self.authz, self.teams, self.memberships, self.accounts)
 
     @cached_property
     def team_members(self) -> TeamMembers:
+        from terrace.services.access.team_members import TeamMembers
+
         return TeamMembers(self.teams, self.memberships)
 
     @cached_property
     def memberships(self) -> MembershipService:
+        from terrace.services.access.memberships import MembershipService
+
         return MembershipService(self.table, self.organizations, self.accounts, self.teams)
 
     @cached_property
     def projects(self) -> ProjectService:
+        from terrace.services.access.projects import ProjectService
+
         return ProjectService(self.table, self.teams)
 
     @cached_property
     def team_access(self) -> TeamAccessService:
+        from terrace.services.access.team_access import TeamAccessService
+
         return TeamAccessService(self.table, self.teams, self.workspaces, self.projects)
 
     @cached_property
     def sso_teams(self) -> SsoTeamSync:
+        from terrace.services.access.sso_teams import SsoTeamSync
+
         return SsoTeamSync(self.table, self.accounts, self.teams, self.memberships)
 
     @cached_property
     def service_tokens(self) -> ServiceTokenService:
+        from terrace.services.access.service_tokens import ServiceTokenService
+
         return ServiceTokenService(self.accounts, self.teams, self.organizations)

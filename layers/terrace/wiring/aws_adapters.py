@@ -85,7 +85,7 @@ def encryptor(settings: Settings, clients: dict[str, Any]) -> Encryptor:
 
 class LazyClient:
     """A boto3 client made on its first use: a cold start pays only for the services its request calls (each
-    client loads its service model, ~40 ms), not for all six."""
+    client loads its service model, ~40 ms), not for all seven."""
 
     def __init__(self, session: boto3.session.Session, service: str, **kwargs: Any) -> None:
         self._session, self._service, self._kwargs = session, service, kwargs
@@ -121,7 +121,7 @@ def boto_clients(settings: Settings) -> dict[str, Any]:
         "kms": LazyClient(session, "kms", config=retry, **common),
         "ecs": LazyClient(session, "ecs", config=retry, **common),
         "ses": LazyClient(session, "ses", config=retry, **common),
-        "ssm": session.client("ssm", config=retry, **common),
+        "ssm": LazyClient(session, "ssm", config=retry, **common),
     }
 
 

@@ -7,7 +7,7 @@ other services (what this area takes from the others is declared below as plain 
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.events import EventPublisher, EventQueue
@@ -15,19 +15,18 @@ from terrace.adapters.mail import Mail
 from terrace.adapters.outbound import Outbound
 from terrace.adapters.table import Table
 from terrace.config import Settings
-from terrace.domain.auto_destroy import REMINDER_EVENT, RESULT_EVENT
-from terrace.domain.destinations import Allowance
-from terrace.services.access.accounts import AccountService
-from terrace.services.access.memberships import MembershipService
-from terrace.services.access.organizations import OrganizationService
-from terrace.services.access.teams import TeamService
-from terrace.services.events import EventService
-from terrace.services.notifications.configurations import NotificationConfigurations
-from terrace.services.notifications.delivery import DELIVERY, NotificationDelivery
-from terrace.services.notifications.store import NotificationStore
-from terrace.services.runs.assessments import COMPLETED as ASSESSMENT_COMPLETED
-from terrace.services.runs.store import RunStore
-from terrace.services.workspaces.workspaces import WorkspaceService
+
+if TYPE_CHECKING:
+    from terrace.services.access.accounts import AccountService
+    from terrace.services.access.memberships import MembershipService
+    from terrace.services.access.organizations import OrganizationService
+    from terrace.services.access.teams import TeamService
+    from terrace.services.events import EventService
+    from terrace.services.notifications.configurations import NotificationConfigurations
+    from terrace.services.notifications.delivery import NotificationDelivery
+    from terrace.services.notifications.store import NotificationStore
+    from terrace.services.runs.store import RunStore
+    from terrace.services.workspaces.workspaces import WorkspaceService
 
 
 class NotificationServices:
@@ -48,10 +47,15 @@ class NotificationServices:
 
     @cached_property
     def notification_store(self) -> NotificationStore:
+        from terrace.services.notifications.store import NotificationStore
+
         return NotificationStore(self.table)
 
     @cached_property
     def notification_configurations(self) -> NotificationConfigurations:
+        from terrace.domain.destinations import Allowance
+        from terrace.services.notifications.configurations import NotificationConfigurations
+
         configurations = NotificationConfigurations(
             self.notification_store,
             self.encryptor,
@@ -65,6 +69,8 @@ class NotificationServices:
 
     @cached_property
     def notification_delivery(self) -> NotificationDelivery:
+        from terrace.services.notifications.delivery import NotificationDelivery
+
         return NotificationDelivery(
             self.notification_store,
             self.notification_configurations,
@@ -87,6 +93,10 @@ class NotificationServices:
             self.publisher.publish(event)
 
     def subscribe_notifications(self, events: EventService) -> None:
+        from terrace.domain.auto_destroy import REMINDER_EVENT, RESULT_EVENT
+        from terrace.services.notifications.delivery import DELIVERY
+        from terrace.services.runs.assessments import COMPLETED as ASSESSMENT_COMPLETED
+
         events.subscribe("run.status_changed", lambda event: self.notification_delivery.on_run_status(event))
         events.subscribe(DELIVERY, lambda event: self.notification_delivery.deliver(event))
         for notice in (REMINDER_EVENT, RESULT_EVENT):  # ephemeral workspaces (workflows/auto_destroy.py)

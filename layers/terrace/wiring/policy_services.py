@@ -7,27 +7,34 @@ other services (what this area takes from the others is declared below as plain 
 from __future__ import annotations
 
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.events import EventPublisher
-from terrace.adapters.policy_engine import PolicyEngine
-from terrace.adapters.rego_policy_engine import RegoPolicyEngine
+
+if TYPE_CHECKING:
+    from terrace.adapters.policy_engine import PolicyEngine
+    from terrace.services.access.organizations import OrganizationService
+    from terrace.services.access.projects import ProjectService
+    from terrace.services.events import EventService
+    from terrace.services.policies.evaluation_worker import EvaluationWorker
+    from terrace.services.policies.evaluations import PolicyEvaluationService
+    from terrace.services.policies.parameters import PolicySetParameterService
+    from terrace.services.policies.participant import PolicyStageParticipant
+    from terrace.services.policies.policies import PolicyService
+    from terrace.services.policies.policy_checks import PolicyCheckService
+    from terrace.services.policies.policy_sets import PolicySetService
+    from terrace.services.policies.versions import PolicySetVersionService
+    from terrace.services.runs.run_queries import RunQueries
+    from terrace.services.workspaces.workspaces import WorkspaceService
+
+
+if TYPE_CHECKING:
+    pass
+
 from terrace.adapters.table import Table
 from terrace.config import Settings
-from terrace.services.access.organizations import OrganizationService
-from terrace.services.access.projects import ProjectService
-from terrace.services.events import EventService
-from terrace.services.policies.evaluation_worker import QUEUED, SET_QUEUED, EvaluationWorker
-from terrace.services.policies.evaluations import PolicyEvaluationService
-from terrace.services.policies.parameters import PolicySetParameterService
-from terrace.services.policies.participant import PolicyStageParticipant
-from terrace.services.policies.policies import PolicyService
-from terrace.services.policies.policy_checks import PolicyCheckService
-from terrace.services.policies.policy_sets import PolicySetService
-from terrace.services.policies.versions import PolicySetVersionService
-from terrace.services.runs.run_queries import RunQueries
-from terrace.services.workspaces.workspaces import WorkspaceService
 
 
 class PolicyServices:
@@ -44,6 +51,8 @@ class PolicyServices:
 
     @cached_property
     def policy_engine(self) -> PolicyEngine:
+        from terrace.adapters.rego_policy_engine import RegoPolicyEngine
+
         timeout = self.settings.policy_timeout_s
         return RegoPolicyEngine(
             timeout_s=timeout, cpu_s=max(1, int(timeout)), memory_bytes=self.settings.policy_memory_mb * 1024 * 1024
@@ -51,26 +60,36 @@ class PolicyServices:
 
     @cached_property
     def policies(self) -> PolicyService:
+        from terrace.services.policies.policies import PolicyService
+
         policies = PolicyService(self.table, self.organizations, self.policy_engine)
         policies.on_delete = lambda org, policy_id: self.policy_sets.forget_policy(org, policy_id)
         return policies
 
     @cached_property
     def policy_sets(self) -> PolicySetService:
+        from terrace.services.policies.policy_sets import PolicySetService
+
         return PolicySetService(self.table, self.organizations, self.workspaces, self.projects, self.policies)
 
     @cached_property
     def policy_set_parameters(self) -> PolicySetParameterService:
+        from terrace.services.policies.parameters import PolicySetParameterService
+
         return PolicySetParameterService(self.table, self.encryptor, self.policy_sets)
 
     @cached_property
     def policy_set_versions(self) -> PolicySetVersionService:
+        from terrace.services.policies.versions import PolicySetVersionService
+
         return PolicySetVersionService(
             self.table, self.blobs, self.settings, self.policy_sets, self.policies, self.policy_engine
         )
 
     @cached_property
     def policy_evaluation_worker(self) -> EvaluationWorker:
+        from terrace.services.policies.evaluation_worker import EvaluationWorker
+
         return EvaluationWorker(
             self.table,
             self.blobs,
@@ -84,6 +103,8 @@ class PolicyServices:
 
     @cached_property
     def policy_evaluations(self) -> PolicyEvaluationService:
+        from terrace.services.policies.evaluations import PolicyEvaluationService
+
         return PolicyEvaluationService(
             self.table,
             self.publisher,
@@ -96,15 +117,21 @@ class PolicyServices:
 
     @cached_property
     def policy_checks(self) -> PolicyCheckService:
+        from terrace.services.policies.policy_checks import PolicyCheckService
+
         return PolicyCheckService(self.policy_evaluations, self.run_queries, self.workspaces)
 
     @cached_property
     def policy_participant(self) -> PolicyStageParticipant:
         """Registered with the run's task stages."""
+        from terrace.services.policies.participant import PolicyStageParticipant
+
         return PolicyStageParticipant(self.policy_evaluations)
 
     def subscribe_policies(self, events: EventService) -> None:
         """The events worker evaluates queued policy evaluations, one policy set per event (tarball landings are
         routed by `landed`)."""
+        from terrace.services.policies.evaluation_worker import QUEUED, SET_QUEUED
+
         events.subscribe(QUEUED, self.policy_evaluation_worker.queued)
         events.subscribe(SET_QUEUED, self.policy_evaluation_worker.run_set)

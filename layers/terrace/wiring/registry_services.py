@@ -6,14 +6,17 @@ other services (what this area takes from the others is declared below as plain 
 from __future__ import annotations
 
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.table import Table
 from terrace.config import Settings
-from terrace.services.access.authz import Authorizer
-from terrace.services.access.organizations import OrganizationService
-from terrace.services.registry.module_versions import ModuleVersionService
-from terrace.services.registry.modules import RegistryModuleService
+
+if TYPE_CHECKING:
+    from terrace.services.access.authz import Authorizer
+    from terrace.services.access.organizations import OrganizationService
+    from terrace.services.registry.module_versions import ModuleVersionService
+    from terrace.services.registry.modules import RegistryModuleService
 
 
 class RegistryServices:
@@ -26,6 +29,8 @@ class RegistryServices:
 
     @cached_property
     def registry_modules(self) -> RegistryModuleService:
+        from terrace.services.registry.modules import RegistryModuleService
+
         modules = RegistryModuleService(self.table, self.organizations, self.authz)
         modules.versions_of = lambda module_id: self.module_versions.of_module(module_id)
         modules.before_delete = lambda module_id: self.module_versions.delete_all(module_id)
@@ -33,4 +38,6 @@ class RegistryServices:
 
     @cached_property
     def module_versions(self) -> ModuleVersionService:
+        from terrace.services.registry.module_versions import ModuleVersionService
+
         return ModuleVersionService(self.table, self.blobs, self.settings, self.registry_modules)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.events import EventPublisher
@@ -21,42 +22,44 @@ from terrace.adapters.runner_launcher import RunnerLauncher
 from terrace.adapters.table import Table
 from terrace.adapters.table_job_queue import TableJobQueue
 from terrace.config import Settings
-from terrace.domain.workspace import Workspace
-from terrace.services.access.accounts import AccountService
-from terrace.services.access.authz import Authorizer
-from terrace.services.access.organizations import OrganizationService
-from terrace.services.access.projects import ProjectService
-from terrace.services.access.runner_enrollment import RunnerEnrollments
-from terrace.services.access.workload_issuer import WorkloadIssuer
-from terrace.services.admin.tool_versions import ToolVersionService
-from terrace.services.runs.agent_waits import AgentWaits
-from terrace.services.runs.assessments import AssessmentService
-from terrace.services.runs.comments import CommentService
-from terrace.services.runs.configuration_versions import ConfigurationVersionService
-from terrace.services.runs.cost_estimates import CostEstimateService
-from terrace.services.runs.job_retries import JobRetries
-from terrace.services.runs.job_uploads import JobUploads
-from terrace.services.runs.jobs import JobService
-from terrace.services.runs.logs import LogService
-from terrace.services.runs.plans import PlanService
-from terrace.services.runs.reaper import Reaper
-from terrace.services.runs.run_queries import RunQueries
-from terrace.services.runs.runner_slots import RunnerSlots
-from terrace.services.runs.runs import RunService
-from terrace.services.runs.scaler import Scaler
-from terrace.services.runs.scheduler import RunScheduler
-from terrace.services.runs.stage_progress import StageProgress
-from terrace.services.runs.store import RunStore
-from terrace.services.runs.task_stages import TaskStages
-from terrace.services.runs.workload_identity import WorkloadTokens
-from terrace.services.workflows.auto_destroy import AutoDestroy
-from terrace.services.workflows.retention_sweep import RetentionSweep
-from terrace.services.workspaces.agent_pools import AgentPoolService
-from terrace.services.workspaces.agents import AgentService
-from terrace.services.workspaces.effective_variables import EffectiveVariables
-from terrace.services.workspaces.ssh_keys import SSHKeyService
-from terrace.services.workspaces.variables import VariableService
-from terrace.services.workspaces.workspaces import WorkspaceService
+
+if TYPE_CHECKING:
+    from terrace.domain.workspace import Workspace
+    from terrace.services.access.accounts import AccountService
+    from terrace.services.access.authz import Authorizer
+    from terrace.services.access.organizations import OrganizationService
+    from terrace.services.access.projects import ProjectService
+    from terrace.services.access.runner_enrollment import RunnerEnrollments
+    from terrace.services.access.workload_issuer import WorkloadIssuer
+    from terrace.services.admin.tool_versions import ToolVersionService
+    from terrace.services.runs.agent_waits import AgentWaits
+    from terrace.services.runs.assessments import AssessmentService
+    from terrace.services.runs.comments import CommentService
+    from terrace.services.runs.configuration_versions import ConfigurationVersionService
+    from terrace.services.runs.cost_estimates import CostEstimateService
+    from terrace.services.runs.job_retries import JobRetries
+    from terrace.services.runs.job_uploads import JobUploads
+    from terrace.services.runs.jobs import JobService
+    from terrace.services.runs.logs import LogService
+    from terrace.services.runs.plans import PlanService
+    from terrace.services.runs.reaper import Reaper
+    from terrace.services.runs.run_queries import RunQueries
+    from terrace.services.runs.runner_slots import RunnerSlots
+    from terrace.services.runs.runs import RunService
+    from terrace.services.runs.scaler import Scaler
+    from terrace.services.runs.scheduler import RunScheduler
+    from terrace.services.runs.stage_progress import StageProgress
+    from terrace.services.runs.store import RunStore
+    from terrace.services.runs.task_stages import TaskStages
+    from terrace.services.runs.workload_identity import WorkloadTokens
+    from terrace.services.workflows.auto_destroy import AutoDestroy
+    from terrace.services.workflows.retention_sweep import RetentionSweep
+    from terrace.services.workspaces.agent_pools import AgentPoolService
+    from terrace.services.workspaces.agents import AgentService
+    from terrace.services.workspaces.effective_variables import EffectiveVariables
+    from terrace.services.workspaces.ssh_keys import SSHKeyService
+    from terrace.services.workspaces.variables import VariableService
+    from terrace.services.workspaces.workspaces import WorkspaceService
 
 
 class RunServices:
@@ -88,6 +91,8 @@ class RunServices:
 
     @cached_property
     def agent_waits(self) -> AgentWaits:
+        from terrace.services.runs.agent_waits import AgentWaits
+
         return AgentWaits(self.agent_pools)
 
     @cached_property
@@ -109,6 +114,8 @@ class RunServices:
 
     @cached_property
     def configuration_versions(self) -> ConfigurationVersionService:
+        from terrace.services.runs.configuration_versions import ConfigurationVersionService
+
         versions = ConfigurationVersionService(self.table, self.blobs, self.workspaces, self.settings)
         versions.on_uploaded.append(lambda cv: self.runs.queue_for_upload(cv))
         versions.on_created.append(lambda cv, ws: self.expect_runner(ws, cv.speculative))
@@ -120,10 +127,14 @@ class RunServices:
 
     @cached_property
     def run_store(self) -> RunStore:
+        from terrace.services.runs.store import RunStore
+
         return RunStore(self.table, self.publisher)
 
     @cached_property
     def scheduler(self) -> RunScheduler:
+        from terrace.services.runs.scheduler import RunScheduler
+
         return RunScheduler(
             self.run_store,
             self.workspaces,
@@ -136,6 +147,8 @@ class RunServices:
 
     @cached_property
     def runs(self) -> RunService:
+        from terrace.services.runs.runs import RunService
+
         runs = RunService(
             self.run_store,
             self.scheduler,
@@ -150,24 +163,34 @@ class RunServices:
 
     @cached_property
     def run_queries(self) -> RunQueries:
+        from terrace.services.runs.run_queries import RunQueries
+
         return RunQueries(self.run_store, self.workspaces)
 
     @cached_property
     def cost_estimates(self) -> CostEstimateService:
+        from terrace.services.runs.cost_estimates import CostEstimateService
+
         return CostEstimateService(self.runs, self.blobs)
 
     @cached_property
     def comments(self) -> CommentService:
+        from terrace.services.runs.comments import CommentService
+
         return CommentService(self.table, self.run_store, self.runs, self.workspaces)
 
     @cached_property
     def plans(self) -> PlanService:
+        from terrace.services.runs.plans import PlanService
+
         return PlanService(
             self.runs, self.workspaces, self.variables, self.blobs, self.settings.plan_json_redirect_bytes
         )
 
     @cached_property
     def logs(self) -> LogService:
+        from terrace.services.runs.logs import LogService
+
         return LogService(
             self.table,
             self.blobs,
@@ -179,6 +202,8 @@ class RunServices:
 
     @cached_property
     def jobs(self) -> JobService:
+        from terrace.services.runs.jobs import JobService
+
         jobs = JobService(
             self.run_store,
             self.scheduler,
@@ -204,20 +229,28 @@ class RunServices:
 
     @cached_property
     def workload_tokens(self) -> WorkloadTokens:
+        from terrace.services.runs.workload_identity import WorkloadTokens
+
         return WorkloadTokens(
             self.workload_issuer, self.organizations, self.projects, ttl_s=self.settings.phase_deadline_s
         )
 
     @cached_property
     def job_uploads(self) -> JobUploads:
+        from terrace.services.runs.job_uploads import JobUploads
+
         return JobUploads(self.run_store, self.blobs, self.authz, self.settings)
 
     @cached_property
     def job_retries(self) -> JobRetries:
+        from terrace.services.runs.job_retries import JobRetries
+
         return JobRetries(self.run_store, self.scheduler, self.logs, self.settings)
 
     @cached_property
     def reaper(self) -> Reaper:
+        from terrace.services.runs.reaper import Reaper
+
         return Reaper(
             self.run_store,
             self.scheduler,
@@ -231,6 +264,8 @@ class RunServices:
 
     @cached_property
     def assessments(self) -> AssessmentService:
+        from terrace.services.runs.assessments import AssessmentService
+
         return AssessmentService(
             self.table,
             self.run_store,
@@ -245,6 +280,8 @@ class RunServices:
 
     @cached_property
     def scaler(self) -> Scaler:
+        from terrace.services.runs.scaler import Scaler
+
         return Scaler(
             self.run_store,
             self.accounts,
@@ -257,8 +294,12 @@ class RunServices:
 
     @cached_property
     def runner_slots(self) -> RunnerSlots:
+        from terrace.services.runs.runner_slots import RunnerSlots
+
         return RunnerSlots(self.table, self.settings.max_runners)
 
     @cached_property
     def runner_enrollments(self) -> RunnerEnrollments:
+        from terrace.services.access.runner_enrollment import RunnerEnrollments
+
         return RunnerEnrollments(self.table, self.accounts)

@@ -7,28 +7,29 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.events import EventPublisher
 from terrace.adapters.table import Table
 from terrace.config import Settings
-from terrace.services.access.organizations import OrganizationService
-from terrace.services.events import BLOB_LANDED, EventService
-from terrace.services.policies.versions import UPLOAD_PREFIX, PolicySetVersionService
-from terrace.services.registry.module_versions import UPLOAD_PREFIX as MODULE_UPLOAD_PREFIX
-from terrace.services.registry.module_versions import ModuleVersionService
-from terrace.services.runs.assessments import AssessmentService
-from terrace.services.runs.configuration_versions import ConfigurationVersionService
-from terrace.services.state.backing_data import BackingDataService
-from terrace.services.state.http_backend import HttpBackendLocks
-from terrace.services.state.index import StateIndex
-from terrace.services.state.resource_history import ResourceHistory
-from terrace.services.state.versions import StateVersionService
-from terrace.services.workflows.auto_destroy import AutoDestroy
-from terrace.services.workflows.run_trigger_fanout import RUN_STATUS_CHANGED, RunTriggerFanout
-from terrace.services.workspaces.locking import LockService
-from terrace.services.workspaces.workspaces import WorkspaceService
+
+if TYPE_CHECKING:
+    from terrace.services.access.organizations import OrganizationService
+    from terrace.services.events import EventService
+    from terrace.services.policies.versions import PolicySetVersionService
+    from terrace.services.registry.module_versions import ModuleVersionService
+    from terrace.services.runs.assessments import AssessmentService
+    from terrace.services.runs.configuration_versions import ConfigurationVersionService
+    from terrace.services.state.backing_data import BackingDataService
+    from terrace.services.state.http_backend import HttpBackendLocks
+    from terrace.services.state.index import StateIndex
+    from terrace.services.state.resource_history import ResourceHistory
+    from terrace.services.state.versions import StateVersionService
+    from terrace.services.workflows.auto_destroy import AutoDestroy
+    from terrace.services.workflows.run_trigger_fanout import RunTriggerFanout
+    from terrace.services.workspaces.locking import LockService
+    from terrace.services.workspaces.workspaces import WorkspaceService
 
 
 class StateServices:
@@ -53,28 +54,43 @@ class StateServices:
     @cached_property
     def resource_history(self) -> ResourceHistory:
         """A resource's changes across its workspace's state versions (the UI's resource history)."""
+        from terrace.services.state.resource_history import ResourceHistory
+
         return ResourceHistory(self.workspaces, self.state_versions)
 
     @cached_property
     def state_index(self) -> StateIndex:
+        from terrace.services.state.index import StateIndex
+
         return StateIndex(self.table, self.blobs)
 
     @cached_property
     def state_versions(self) -> StateVersionService:
+        from terrace.services.state.versions import StateVersionService
+
         return StateVersionService(
             self.table, self.blobs, self.settings, self.workspaces, self.state_index, self.organizations, self.publisher
         )
 
     @cached_property
     def http_backend_locks(self) -> HttpBackendLocks:
+        from terrace.services.state.http_backend import HttpBackendLocks
+
         return HttpBackendLocks(self.organizations, self.workspaces, self.locks)
 
     @cached_property
     def state_backing_data(self) -> BackingDataService:
+        from terrace.services.state.backing_data import BackingDataService
+
         return BackingDataService(self.table, self.blobs, self.state_versions, self.workspaces)
 
     @cached_property
     def events(self) -> EventService:
+        from terrace.services.events import BLOB_LANDED, EventService
+        from terrace.services.policies.versions import UPLOAD_PREFIX
+        from terrace.services.registry.module_versions import UPLOAD_PREFIX as MODULE_UPLOAD_PREFIX
+        from terrace.services.workflows.run_trigger_fanout import RUN_STATUS_CHANGED
+
         events = EventService()
 
         def landed(event: dict[str, Any]) -> None:

@@ -5,38 +5,41 @@ own (the reaper's `Sweep`)."""
 from __future__ import annotations
 
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.events import EventPublisher
 from terrace.adapters.table import Table
-from terrace.services.access.accounts import AccountService
-from terrace.services.access.authz import Authorizer
-from terrace.services.access.organizations import OrganizationService
-from terrace.services.access.projects import ProjectService
-from terrace.services.access.team_access import TeamAccessService
-from terrace.services.access.teams import TeamService
-from terrace.services.admin.site import SiteAdminService
-from terrace.services.notifications.configurations import NotificationConfigurations
-from terrace.services.registry.modules import RegistryModuleService
-from terrace.services.runs.configuration_versions import ConfigurationVersionService
-from terrace.services.runs.runs import RunService
-from terrace.services.runs.store import RunStore
-from terrace.services.state.versions import StateVersionService
-from terrace.services.workflows.auto_destroy import AutoDestroy
-from terrace.services.workflows.organization_deletion import OrganizationDeletion
-from terrace.services.workflows.project_deletion import ProjectDeletion
-from terrace.services.workflows.project_pages import ProjectPages
-from terrace.services.workflows.purge import Purge
-from terrace.services.workflows.retention_sweep import RetentionSweep
-from terrace.services.workflows.run_trigger_fanout import RunTriggerFanout
-from terrace.services.workflows.state_rollback import StateRollback
-from terrace.services.workflows.workspace_deletion import WorkspaceDeletion
-from terrace.services.workflows.workspace_overview import WorkspaceOverview
-from terrace.services.workspaces.locking import LockService
-from terrace.services.workspaces.retention import RetentionPolicyService
-from terrace.services.workspaces.run_triggers import RunTriggerService
-from terrace.services.workspaces.varsets import VariableSetService
-from terrace.services.workspaces.workspaces import WorkspaceService
+
+if TYPE_CHECKING:
+    from terrace.services.access.accounts import AccountService
+    from terrace.services.access.authz import Authorizer
+    from terrace.services.access.organizations import OrganizationService
+    from terrace.services.access.projects import ProjectService
+    from terrace.services.access.team_access import TeamAccessService
+    from terrace.services.access.teams import TeamService
+    from terrace.services.admin.site import SiteAdminService
+    from terrace.services.notifications.configurations import NotificationConfigurations
+    from terrace.services.registry.modules import RegistryModuleService
+    from terrace.services.runs.configuration_versions import ConfigurationVersionService
+    from terrace.services.runs.runs import RunService
+    from terrace.services.runs.store import RunStore
+    from terrace.services.state.versions import StateVersionService
+    from terrace.services.workflows.auto_destroy import AutoDestroy
+    from terrace.services.workflows.organization_deletion import OrganizationDeletion
+    from terrace.services.workflows.project_deletion import ProjectDeletion
+    from terrace.services.workflows.project_pages import ProjectPages
+    from terrace.services.workflows.purge import Purge
+    from terrace.services.workflows.retention_sweep import RetentionSweep
+    from terrace.services.workflows.run_trigger_fanout import RunTriggerFanout
+    from terrace.services.workflows.state_rollback import StateRollback
+    from terrace.services.workflows.workspace_deletion import WorkspaceDeletion
+    from terrace.services.workflows.workspace_overview import WorkspaceOverview
+    from terrace.services.workspaces.locking import LockService
+    from terrace.services.workspaces.retention import RetentionPolicyService
+    from terrace.services.workspaces.run_triggers import RunTriggerService
+    from terrace.services.workspaces.varsets import VariableSetService
+    from terrace.services.workspaces.workspaces import WorkspaceService
 
 
 class WorkflowServices:
@@ -65,6 +68,8 @@ class WorkflowServices:
 
     @cached_property
     def purge(self) -> Purge:
+        from terrace.services.workflows.purge import Purge
+
         return Purge(
             self.table,
             self.blobs,
@@ -78,24 +83,34 @@ class WorkflowServices:
 
     @cached_property
     def workspace_deletion(self) -> WorkspaceDeletion:
+        from terrace.services.workflows.workspace_deletion import WorkspaceDeletion
+
         return WorkspaceDeletion(self.workspaces, self.runs, self.purge, self.site_admin)
 
     @cached_property
     def organization_deletion(self) -> OrganizationDeletion:
+        from terrace.services.workflows.organization_deletion import OrganizationDeletion
+
         return OrganizationDeletion(self.organizations, self.workspaces, self.purge, self.site_admin)
 
     @cached_property
     def project_deletion(self) -> ProjectDeletion:
+        from terrace.services.workflows.project_deletion import ProjectDeletion
+
         return ProjectDeletion(self.projects, self.workspaces, self.varsets)
 
     @cached_property
     def project_pages(self) -> ProjectPages:
+        from terrace.services.workflows.project_pages import ProjectPages
+
         return ProjectPages(self.authz, self.teams, self.projects, self.workspaces, self.team_access)
 
     @cached_property
     def auto_destroy(self) -> AutoDestroy:
         """The reaper's auto-destroy sweep (`run_services.py: reaper`), subscribed to `run.status_changed` with the
         other events (`state_services.py: events`); its notices go out on the events queue."""
+        from terrace.services.workflows.auto_destroy import AutoDestroy
+
         return AutoDestroy(
             self.workspaces, self.runs, self.run_store, self.configuration_versions, self.publisher.publish
         )
@@ -103,20 +118,28 @@ class WorkflowServices:
     @cached_property
     def run_trigger_fanout(self) -> RunTriggerFanout:
         """Subscribed to `run.status_changed` with the other events (`state_services.py: events`)."""
+        from terrace.services.workflows.run_trigger_fanout import RunTriggerFanout
+
         return RunTriggerFanout(
             self.run_store, self.runs, self.workspaces, self.configuration_versions, self.run_triggers
         )
 
     @cached_property
     def workspace_overview(self) -> WorkspaceOverview:
+        from terrace.services.workflows.workspace_overview import WorkspaceOverview
+
         return WorkspaceOverview(self.workspaces, self.state_versions, self.runs)
 
     @cached_property
     def state_rollback(self) -> StateRollback:
+        from terrace.services.workflows.state_rollback import StateRollback
+
         return StateRollback(self.workspaces, self.locks, self.state_versions)
 
     @cached_property
     def retention_sweep(self) -> RetentionSweep:
+        from terrace.services.workflows.retention_sweep import RetentionSweep
+
         return RetentionSweep(
             self.table,
             self.blobs,

@@ -8,30 +8,33 @@ other services (what this area takes from the others is declared below as plain 
 from __future__ import annotations
 
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.table import Table
-from terrace.services.access.accounts import AccountService
-from terrace.services.access.authz import Authorizer
-from terrace.services.access.organizations import OrganizationService
-from terrace.services.access.projects import ProjectService
-from terrace.services.admin.tool_versions import ToolVersionService
-from terrace.services.runs.scheduler import RunScheduler
-from terrace.services.state.versions import StateVersionService
-from terrace.services.workspaces.agent_pools import AgentPoolService
-from terrace.services.workspaces.agents import AgentService
-from terrace.services.workspaces.effective_variables import EffectiveVariables
-from terrace.services.workspaces.locking import LockService
-from terrace.services.workspaces.remote_state import RemoteStateConsumers
-from terrace.services.workspaces.retention import RetentionPolicyService
-from terrace.services.workspaces.run_triggers import RunTriggerService
-from terrace.services.workspaces.ssh_keys import SSHKeyService
-from terrace.services.workspaces.tags import TagService
-from terrace.services.workspaces.variables import VariableService
-from terrace.services.workspaces.varset_variables import SetVariableService
-from terrace.services.workspaces.varset_views import VarsetViews
-from terrace.services.workspaces.varsets import VariableSetService
-from terrace.services.workspaces.workspaces import WorkspaceService
+
+if TYPE_CHECKING:
+    from terrace.services.access.accounts import AccountService
+    from terrace.services.access.authz import Authorizer
+    from terrace.services.access.organizations import OrganizationService
+    from terrace.services.access.projects import ProjectService
+    from terrace.services.admin.tool_versions import ToolVersionService
+    from terrace.services.runs.scheduler import RunScheduler
+    from terrace.services.state.versions import StateVersionService
+    from terrace.services.workspaces.agent_pools import AgentPoolService
+    from terrace.services.workspaces.agents import AgentService
+    from terrace.services.workspaces.effective_variables import EffectiveVariables
+    from terrace.services.workspaces.locking import LockService
+    from terrace.services.workspaces.remote_state import RemoteStateConsumers
+    from terrace.services.workspaces.retention import RetentionPolicyService
+    from terrace.services.workspaces.run_triggers import RunTriggerService
+    from terrace.services.workspaces.ssh_keys import SSHKeyService
+    from terrace.services.workspaces.tags import TagService
+    from terrace.services.workspaces.variables import VariableService
+    from terrace.services.workspaces.varset_variables import SetVariableService
+    from terrace.services.workspaces.varset_views import VarsetViews
+    from terrace.services.workspaces.varsets import VariableSetService
+    from terrace.services.workspaces.workspaces import WorkspaceService
 
 
 class WorkspaceServices:
@@ -48,6 +51,8 @@ class WorkspaceServices:
 
     @cached_property
     def workspaces(self) -> WorkspaceService:
+        from terrace.services.workspaces.workspaces import WorkspaceService
+
         workspaces = WorkspaceService(self.table, self.authz, self.organizations, self.projects)
         workspaces.settle_terraform_version = lambda requested: self.tool_versions.settle(requested)
         workspaces.check_agent_pool = lambda ws: self.agent_pools.check_workspace(ws)
@@ -55,54 +60,80 @@ class WorkspaceServices:
 
     @cached_property
     def agent_pools(self) -> AgentPoolService:
+        from terrace.services.workspaces.agent_pools import AgentPoolService
+
         return AgentPoolService(self.table, self.accounts, self.organizations, self.projects, self.workspaces)
 
     @cached_property
     def agents(self) -> AgentService:
+        from terrace.services.workspaces.agents import AgentService
+
         return AgentService(self.table)
 
     @cached_property
     def tags(self) -> TagService:
+        from terrace.services.workspaces.tags import TagService
+
         return TagService(self.table, self.organizations, self.workspaces)
 
     @cached_property
     def remote_state_consumers(self) -> RemoteStateConsumers:
+        from terrace.services.workspaces.remote_state import RemoteStateConsumers
+
         return RemoteStateConsumers(self.workspaces)
 
     @cached_property
     def variables(self) -> VariableService:
+        from terrace.services.workspaces.variables import VariableService
+
         return VariableService(self.table, self.encryptor, self.workspaces)
 
     @cached_property
     def varsets(self) -> VariableSetService:
+        from terrace.services.workspaces.varsets import VariableSetService
+
         return VariableSetService(self.table, self.authz, self.organizations, self.workspaces, self.projects)
 
     @cached_property
     def set_variables(self) -> SetVariableService:
+        from terrace.services.workspaces.varset_variables import SetVariableService
+
         return SetVariableService(self.table, self.encryptor, self.varsets)
 
     @cached_property
     def varset_views(self) -> VarsetViews:
+        from terrace.services.workspaces.varset_views import VarsetViews
+
         return VarsetViews(self.organizations, self.workspaces, self.projects, self.varsets, self.set_variables)
 
     @cached_property
     def effective_variables(self) -> EffectiveVariables:
+        from terrace.services.workspaces.effective_variables import EffectiveVariables
+
         return EffectiveVariables(self.workspaces, self.variables, self.varsets, self.set_variables)
 
     @cached_property
     def run_triggers(self) -> RunTriggerService:
+        from terrace.services.workspaces.run_triggers import RunTriggerService
+
         return RunTriggerService(self.table, self.workspaces)
 
     @cached_property
     def ssh_keys(self) -> SSHKeyService:
+        from terrace.services.workspaces.ssh_keys import SSHKeyService
+
         return SSHKeyService(self.table, self.encryptor, self.organizations, self.workspaces)
 
     @cached_property
     def locks(self) -> LockService:
+        from terrace.services.workspaces.locking import LockService
+
         locks = LockService(self.workspaces, unlock_checks=[self.state_versions.ensure_not_pending])
         locks.after_release.append(lambda ws: self.scheduler.promote(ws.id))
         return locks
 
     @cached_property
     def retention_policies(self) -> RetentionPolicyService:
+        from terrace.services.workspaces.retention import RetentionPolicyService
+
         return RetentionPolicyService(self.authz, self.organizations, self.workspaces)

@@ -101,6 +101,8 @@ class ToolVersionService:
 
     def usable_versions(self, tool: str) -> builtins.list[str]:
         """Versions a run may use: held by the runners and not disabled by an admin, oldest first."""
+        if not self.catalog(tool):
+            return []  # the runners hold none: no record to read
         disabled = {r.version for r in self.list(tool) if not r.enabled}
         return [v for v in self.catalog(tool) if v not in disabled]
 
@@ -111,16 +113,17 @@ class ToolVersionService:
         """(the newest usable version satisfying `requested`, None), or (`requested`, why no runner can run it):
         of the default tool when it has one, else of the other (as the runner chooses its binary). A deployment
         that does not say what its runners hold leaves `requested` to the runner."""
-        held = self._held()
+        held: dict[str, builtins.list[str]] = {}
+        for tool in sorted(tv.TOOLS, key=lambda tool: tool != self._default_tool):  # the other tool read if needed
+            held[tool] = self.usable_versions(tool)
+            try:
+                found = tv.newest(requested, held[tool]) if held[tool] else None
+            except Invalid:
+                return requested, None  # not a constraint at all: the runner reports it
+            if found:
+                return found, None
         if not any(held.values()):
             return requested, None
-        try:
-            tools = sorted(tv.TOOLS, key=lambda tool: tool != self._default_tool)
-            found = [v for v in (tv.newest(requested, held[tool]) for tool in tools) if v]
-        except Invalid:
-            return requested, None  # not a constraint at all: the runner reports it
-        if found:
-            return found[0], None
         listed = ", ".join(
             f"{'OpenTofu' if tool == 'opentofu' else 'Terraform'} {v}" for tool in tv.TOOLS for v in held[tool]
         )

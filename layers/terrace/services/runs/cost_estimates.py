@@ -45,7 +45,7 @@ class CostEstimateService:
 
     def estimate(self, run: Run) -> None:
         """Fill in the run's cost estimate from its plan JSON: finished, or errored with the reason.
-        The caller saves the run."""
+        Called once the finished plan is recorded (`plans.record`: the JSON's size); the caller saves the run."""
         estimate = run.cost_estimate
         if estimate is None:
             return
@@ -62,10 +62,10 @@ class CostEstimateService:
 
     def _plan_json(self, run: Run) -> object:
         key = run.plan.json_key
-        info = self._blobs.head(key) if key else None
-        if key is None or info is None:
+        size = run.plan.json_size  # of the stored object, recorded as the plan finished (plans.record): None if none
+        if key is None or size is None:
             raise ValueError("the plan uploaded no JSON")
-        if info.size > MAX_PLAN_JSON_BYTES:
+        if size > MAX_PLAN_JSON_BYTES:
             raise ValueError(f"the plan JSON is larger than {MAX_PLAN_JSON_BYTES} bytes")
         try:
             return json.loads(self._blobs.get(key))

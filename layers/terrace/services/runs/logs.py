@@ -97,8 +97,10 @@ class LogService:
         return self._masker(self._store.load(run_id_of(phase_id))).mask(self._raw_body(phase_id))
 
     def archive(self, phase_id: str) -> None:
-        """Write the framed, masked log to S3. Idempotent; chunks stay until `purge` (after the phase is final)."""
-        if self._blobs.head(archive_key(phase_id)) is not None:
+        """Write the framed, masked log to S3. Idempotent: the chunks stay until `purge` (after the phase is final),
+        and while they are there the archive is their masked copy (written again as it was); once they are gone,
+        the archive written before them stands (only then is the bucket asked)."""
+        if not self._table.query(f"{phase_id}#log") and self._blobs.head(archive_key(phase_id)) is not None:
             return
         self._blobs.put(archive_key(phase_id), STX + self.body(phase_id) + ETX, content_type="text/plain")
 

@@ -15,7 +15,6 @@ from terrace.domain.tokens import Token
 from terrace.web import bodies, serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONAPIResponse, JSONBody, body_attributes, respond, respond_page
-from terrace.web.routers.agent_pools import serialize_token as serialize_agent_token
 
 router = APIRouter(prefix="/api/v2")
 
@@ -98,6 +97,8 @@ def _expiry(expired_at: Any) -> int | None:
 def read_token(token_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     token = container.accounts.get_token(token_id)
     if token.kind is PrincipalKind.AGENT:  # an agent pool's: to those who manage the pool
+        from terrace.web.routers.agent_pools import serialize_token as serialize_agent_token  # (its routes: lazy)
+
         return respond(serialize_agent_token(container.agent_pools.token(principal, token)))
     return respond(serializers.token(_own_token(container, principal, token_id)))
 

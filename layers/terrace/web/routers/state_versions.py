@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
@@ -28,19 +27,6 @@ from terrace.web.jsonapi import (
 )
 
 router = APIRouter(prefix="/api/v2")
-SNAPSHOT_INTERVAL_HEADER = "X-Terraform-Snapshot-Interval"
-# The responses a `cloud` client reads the header from (OpenTofu/Terraform `cloud/state.go`, through go-tfe's
-# response hook): the current state version (also its 404), creating one, and the read that ends an upload.
-_SNAPSHOT_PATHS = re.compile(
-    r"^/api/v2/(workspaces/[^/]+/(state-versions|current-state-version)|state-versions/[^/]+)$"
-)
-
-
-def snapshot_headers(path: str, interval_s: int) -> dict[str, str]:
-    """`X-Terraform-Snapshot-Interval: <seconds>` for the state-version responses clients read it from."""
-    if interval_s <= 0 or not _SNAPSHOT_PATHS.match(path):
-        return {}
-    return {SNAPSHOT_INTERVAL_HEADER: str(min(interval_s, 3600))}
 
 
 def serialize(container: Container, sv: StateVersion) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from terrace.domain.web_sessions import WebSession
 from terrace.web.deps import ContainerDep, FormDep
 from terrace.web.ui import run_labels
 from terrace.web.ui.curl import curl_command
+from terrace.web.ui.error_pages import CsrfRejected, SignInRequired
 
 COOKIE = "terrace_session"
 templates = Jinja2Templates(directory=str(Path(__file__).parent.parent / "templates"))
@@ -28,14 +29,6 @@ def when(iso: str | None) -> str:
 templates.env.filters["when"] = when
 templates.env.filters.update(run_label=run_labels.label, run_tone=run_labels.tone, ago=run_labels.ago)
 templates.env.globals["curl_command"] = curl_command  # `_curl.html`
-
-
-class SignInRequired(Exception):
-    """No live session: the UI redirects to the sign-in page."""
-
-
-class CsrfRejected(Exception):
-    """A form POST without the session's CSRF token."""
 
 
 def _utf8(text: str) -> bytes:
