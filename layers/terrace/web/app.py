@@ -17,6 +17,7 @@ from terrace.web.routers import (
     assessments,
     configuration_versions,
     discovery,
+    gpg_keys,
     http_backend,
     memberships,
     module_registry,
@@ -27,7 +28,9 @@ from terrace.web.routers import (
     policies,
     policy_evaluations,
     projects,
+    provider_registry,
     registry_modules,
+    registry_providers,
     resources,
     retention,
     run_stages,
@@ -117,7 +120,7 @@ def create_app(container: Container, lazy: bool = False) -> FastAPI:
         assessments,
     ):
         app.include_router(run_module.router)
-    for registry_module in (registry_modules, module_registry):
+    for registry_module in (registry_modules, module_registry, registry_providers, provider_registry, gpg_keys):
         app.include_router(registry_module.router)
     for policy_module in (policies, policy_evaluations):
         app.include_router(policy_module.router)

@@ -18,6 +18,7 @@ from terrace.services.events import BLOB_LANDED, EventService
 from terrace.services.policies.versions import UPLOAD_PREFIX, PolicySetVersionService
 from terrace.services.registry.module_versions import UPLOAD_PREFIX as MODULE_UPLOAD_PREFIX
 from terrace.services.registry.module_versions import ModuleVersionService
+from terrace.services.registry.provider_versions import UPLOAD_PREFIX as PROVIDER_UPLOAD_PREFIX
 from terrace.services.runs.assessments import AssessmentService
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.state.backing_data import BackingDataService
@@ -46,6 +47,7 @@ class StateServices:
     assessments: AssessmentService  # wiring/run_services.py
     policy_set_versions: PolicySetVersionService
     module_versions: ModuleVersionService
+    provider_file_landed: Callable[[str], None]  # wiring/registry_services.py
     subscribe_policies: Callable[[EventService], None]
     subscribe_task_stages: Callable[[EventService], None]
     subscribe_notifications: Callable[[EventService], None]
@@ -85,6 +87,8 @@ class StateServices:
                 self.policy_set_versions.landed(key)
             elif key.startswith(MODULE_UPLOAD_PREFIX):
                 self.module_versions.landed(key)
+            elif key.startswith(PROVIDER_UPLOAD_PREFIX):
+                self.provider_file_landed(key)  # wiring/registry_services.py
             else:
                 self.state_versions.finalize_uploaded(key)
 

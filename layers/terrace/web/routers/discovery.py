@@ -8,6 +8,7 @@ from fastapi.responses import JSONResponse
 from terrace import __version__ as TERRACE_VERSION
 from terrace.services.access.terraform_login import LOGIN_SERVICE
 from terrace.web.routers.module_registry import MODULES_V1
+from terrace.web.routers.provider_registry import PROVIDERS_V1
 
 router = APIRouter()
 
@@ -23,6 +24,7 @@ DISCOVERY = {
     "state.v2": "/api/v2/",
     "login.v1": LOGIN_SERVICE,
     "modules.v1": MODULES_V1,
+    "providers.v1": PROVIDERS_V1,
 }
 
 
