@@ -17,12 +17,12 @@ from terrace.web.jsonapi import (
     JSONBody,
     attributes,
     includes,
+    paginate,
     read_document,
     ref,
     refs,
     resource,
     respond,
-    respond_page,
 )
 
 router = APIRouter(prefix="/api/v2")
@@ -90,6 +90,21 @@ def serialize_platform(platform: ProviderPlatform, links: dict[str, str], can_ma
         relationships={"registry-provider-version": ref(INCLUDE_VERSIONS, platform.version_id)},
         links=links,
     )
+
+
+def _untyped(body: Any, type_: str) -> dict[str, Any]:
+    """go-tfe's version and platform create options have no JSON:API type (it sends `"type": ""`)."""
+    if isinstance(body, dict) and isinstance(body.get("data"), dict) and not body["data"].get("type"):
+        body["data"]["type"] = type_
+    return read_document(body, type_)
+
+
+def respond_page(request: Request, items: list[Any], serialize: Any, **extra: Any) -> JSONAPIResponse:
+    """A page; HCP Terraform's registry counts no pages when there is nothing (go-tfe's tests check it)."""
+    page, meta, links = paginate(request, items)
+    if not items:
+        meta["pagination"]["total-pages"] = 0
+    return respond([serialize(item) for item in page], meta=meta, links=links, **extra)
 
 
 def _with_versions(request: Request, container: Any, providers: list[RegistryProvider]) -> list[dict[str, Any]]:
@@ -164,7 +179,7 @@ def list_registry_provider_versions(
 def create_registry_provider_version(
     org: str, registry: str, namespace: str, name: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
-    data = read_document(body, INCLUDE_VERSIONS)
+    data = _untyped(body, INCLUDE_VERSIONS)
     provider, version = container.provider_versions.create(
         principal, org, (registry, namespace, name), attributes(data)
     )
@@ -221,7 +236,7 @@ def create_registry_provider_platform(
     container: ContainerDep,
     principal: PrincipalDep,
 ) -> JSONAPIResponse:
-    data = read_document(body, "registry-provider-platforms")
+    data = _untyped(body, "registry-provider-platforms")
     address = (registry, namespace, name)
     provider, platform = container.provider_platforms.create(principal, org, address, version, attributes(data))
     return respond(_platform_document(container, platform, provider.can_manage), 201)
