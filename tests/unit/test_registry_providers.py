@@ -42,7 +42,8 @@ def _upload_key(url: str) -> str:
 def _publish(env: RunEnv, version: str, key_id: str, zip_data: bytes = ZIP) -> dict[str, Any]:
     """A version with its SHA256SUMS, signature and a linux_amd64 zip, each landed."""
     attrs = {"version": version, "key-id": key_id, "protocols": ["5.0"]}
-    created = env.api("POST", f"{PRIVATE}/versions", {"data": {"type": "registry-provider-versions", "attributes": attrs}})
+    body = {"data": {"type": "registry-provider-versions", "attributes": attrs}}
+    created = env.api("POST", f"{PRIVATE}/versions", body)
     assert created.status_code == 201, created.text
     links = created.json()["data"]["links"]
     shasum = hashlib.sha256(zip_data).hexdigest()
@@ -92,8 +93,9 @@ def test_publish_a_version_and_download_it_through_the_protocol() -> None:
     assert set(version["links"]) == {"shasums-download", "shasums-sig-download"}  # no second upload
 
     listed = _registry(env, "acme/hello/versions").json()
-    assert listed["versions"] == [{"version": "1.0.0", "protocols": ["5.0"], "platforms": [{"os": "linux",
-                                                                                            "arch": "amd64"}]}]
+    assert listed["versions"] == [
+        {"version": "1.0.0", "protocols": ["5.0"], "platforms": [{"os": "linux", "arch": "amd64"}]}
+    ]
     download = _registry(env, "acme/hello/1.0.0/download/linux/amd64")
     assert download.status_code == 200, download.text
     found = download.json()
@@ -132,8 +134,9 @@ def test_a_zip_with_another_sha256_or_files_past_their_limits_are_refused() -> N
 
 def test_input_errors_are_422_with_hcp_terraform_texts() -> None:
     env = make_run_env()
-    missing = env.api("POST", BASE, {"data": {"type": "registry-providers", "attributes": {"name": "n",
-                                                                                           "namespace": "acme"}}})
+    missing = env.api(
+        "POST", BASE, {"data": {"type": "registry-providers", "attributes": {"name": "n", "namespace": "acme"}}}
+    )
     assert missing.status_code == 422
     assert [e["detail"] for e in missing.json()["errors"]] == [
         "Registry name can't be blank", "Registry name is not included in the list"]  # fmt: skip
@@ -154,7 +157,8 @@ def test_input_errors_are_422_with_hcp_terraform_texts() -> None:
         body = {"data": {"type": "registry-provider-platforms", "attributes": attrs}}
         assert env.api("POST", f"{PRIVATE}/versions/1.0.0/platforms", body).status_code == 422, attrs
     assert _add_key(env, "not a key").status_code == 422
-    assert _add_key(env, "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nxx\n-----END PGP PUBLIC KEY BLOCK-----\n").status_code == 422
+    broken = "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nxx\n-----END PGP PUBLIC KEY BLOCK-----\n"
+    assert _add_key(env, broken).status_code == 422
     secret = pysequoia.Tsk.generate("S <s@example.com>")
     refused = _add_key(env, str(secret))
     assert refused.status_code == 422 and "secret key" in refused.text

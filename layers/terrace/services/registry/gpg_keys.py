@@ -24,6 +24,7 @@ from terrace.domain.registry_providers import ARMOR_MAX_CHARS, PRIVATE, GPGKey
 from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
 
+SECRET = "ascii-armor holds a secret key: upload the public key only"
 NOT_AUTHORIZED = "namespace not authorized"  # go-tfe recognizes this text (ErrNamespaceNotAuthorized)
 
 
@@ -36,7 +37,7 @@ def key_id_of(ascii_armor: Any) -> str:
     if not isinstance(ascii_armor, str) or not ascii_armor.strip():
         raise Invalid("ascii-armor is required", pointer="/data/attributes/ascii-armor")
     if "PRIVATE KEY BLOCK" in ascii_armor:
-        raise Invalid("ascii-armor holds a secret key: upload the public key only", pointer="/data/attributes/ascii-armor")
+        raise Invalid(SECRET, pointer="/data/attributes/ascii-armor")
     if len(ascii_armor) > ARMOR_MAX_CHARS or "-----BEGIN PGP PUBLIC KEY BLOCK-----" not in ascii_armor:
         raise Invalid(
             f"ascii-armor must be one ASCII-armored PGP public key block of at most {ARMOR_MAX_CHARS} characters",
@@ -55,7 +56,7 @@ def key_id_of(ascii_armor: Any) -> str:
         warnings.simplefilter("ignore", DeprecationWarning)  # pysequoia points at its Tsk type for secret keys
         secret = certs[0].has_secret_keys
     if secret:
-        raise Invalid("ascii-armor holds a secret key: upload the public key only", pointer="/data/attributes/ascii-armor")
+        raise Invalid(SECRET, pointer="/data/attributes/ascii-armor")
     return str(certs[0].fingerprint).upper()[-16:]
 
 
