@@ -266,3 +266,28 @@ def test_members_read_and_install_manage_providers_publishes_strangers_see_404()
     for seen, missing in zip(hidden, absent, strict=True):
         assert seen.status_code == missing.status_code == 404
         assert seen.json() == missing.json()
+
+
+def test_the_registry_pages_list_providers_with_their_versions_and_platforms() -> None:
+    from fastapi.testclient import TestClient
+    from terrace.web.app import create_app
+    from ui_helpers import sign_in
+
+    env = make_run_env()
+    _provider(env)
+    _provider(env, name="aws", registry="public", namespace="hashicorp")
+    armor, key_id = _key()
+    _add_key(env, armor)
+    _publish(env, "1.0.0", key_id)
+    _publish(env, "1.1.0", key_id)
+    browser = TestClient(create_app(env.container), base_url="https://localhost:8443", follow_redirects=False)
+    assert sign_in(browser, env.headers["Authorization"].split()[1]).status_code == 303
+    listed = browser.get("/app/acme/registry")
+    assert listed.status_code == 200 and 'id="providers"' in listed.text
+    assert "/app/acme/registry-providers/hello" in listed.text and "hashicorp/aws" in listed.text
+    page = browser.get("/app/acme/registry-providers/hello")
+    assert page.status_code == 200
+    text = page.text.replace("&#34;", '"')
+    assert 'source  = "127.0.0.1:8443/acme/hello"' in text and 'version = "1.1.0"' in text
+    assert text.count("linux_amd64") == 2 and key_id in text and "signed" in text
+    assert browser.get("/app/acme/registry-providers/nope").status_code == 404

@@ -20,6 +20,7 @@ from terrace.domain.ids import looks_like, new_id
 from terrace.domain.principal import Principal
 from terrace.domain.registry_providers import (
     BINARY_MAX_BYTES,
+    PRIVATE,
     ProviderPlatform,
     ProviderVersion,
     RegistryProvider,
@@ -115,6 +116,13 @@ class ProviderPlatformService:
         if item is None:
             raise NotFound(f"platform {os_arch[0]}/{os_arch[1]} of {provider.address} {version.version} not found")
         return _public(item)
+
+    def page(
+        self, principal: Principal, organization: str, name: str
+    ) -> tuple[RegistryProvider, builtins.list[tuple[ProviderVersion, builtins.list[ProviderPlatform]]]]:
+        """The UI's provider page: a private provider and each version with its platforms, newest first."""
+        provider = self._versions.provider(principal, organization, (PRIVATE, organization, name))
+        return provider, [(v, self.of_version(v.id)) for v in provider.versions]
 
     def upload_link(self, platform: ProviderPlatform) -> dict[str, str]:
         if platform.uploaded:
