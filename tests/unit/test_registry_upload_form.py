@@ -53,6 +53,11 @@ def test_a_publisher_uploads_a_version_from_the_module_page() -> None:
     assert _upload(browser, csrf, "2.0.0", None).status_code == 422
     forged = _upload(browser, "not-the-token", "3.0.0", tarball({"main.tf": MAIN_TF}))
     assert forged.status_code in (400, 403)
+    headers = {"Content-Type": "multipart/form-data; boundary=zz"}
+    garbled = browser.post(f"{PAGE}/versions", content=b"--zz\r\nno headers end", headers=headers)
+    assert 400 <= garbled.status_code < 500
+    unbounded = browser.post(f"{PAGE}/versions", content=b"x", headers={"Content-Type": "multipart/form-data"})
+    assert 400 <= unbounded.status_code < 500
     listed = env.api("GET", "/organizations/acme/registry-modules").json()["data"][0]["attributes"]
     assert sorted(v["version"] for v in listed["version-statuses"]) == ["1.0.0", "1.1.0"]
 

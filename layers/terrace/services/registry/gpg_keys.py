@@ -47,7 +47,9 @@ def key_id_of(ascii_armor: Any) -> str:
 
     try:
         certs = pysequoia.Cert.split_bytes(ascii_armor.encode())
-    except Exception as exc:  # Sequoia's parse errors are plain exceptions; their first line is the reason
+    except BaseException as exc:  # Sequoia's parse errors (and a Rust panic, a BaseException); the first line says why
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise Invalid(f"ascii-armor is not an OpenPGP key: {reason}", pointer="/data/attributes/ascii-armor") from exc
     if len(certs) != 1:

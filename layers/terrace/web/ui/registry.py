@@ -9,11 +9,13 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import RedirectResponse
-from starlette.datastructures import UploadFile
+from python_multipart import create_form_parser
+from python_multipart.exceptions import FormParserError
 
 from terrace.domain import errors
 from terrace.domain.registry_modules import registry_hostname
 from terrace.web.deps import ContainerDep
+from terrace.web.jsonapi import RawBody
 from terrace.web.ui.session import CsrfRejected, SessionDep, render, same_token
 
 router = APIRouter(prefix="/app", include_in_schema=False)
@@ -68,14 +70,33 @@ def _module_page(
                   org_tab="/registry", error=error, form=form or {})  # fmt: skip
 
 
-async def module_upload(request: Request, session: SessionDep) -> dict[str, Any]:
-    """The upload form (multipart: a version and its `.tar.gz`, within the request size limit), CSRF checked."""
-    async with request.form(max_files=1, max_fields=4) as form:
-        if not same_token(str(form.get("csrf_token", "")), session.csrf_token):
-            raise CsrfRejected()
-        upload = form.get("tarball")
-        data = await upload.read() if isinstance(upload, UploadFile) else b""
-        return {"version": str(form.get("version", "")).strip(), "tarball": data}
+def module_upload(request: Request, session: SessionDep, body: RawBody) -> dict[str, Any]:
+    """The upload form (multipart: a version and its `.tar.gz`, within the request size limit the body middleware
+    enforces), parsed in memory by python-multipart, its CSRF token checked."""
+    fields: dict[str, bytes] = {}
+
+    def on_part(part: Any) -> None:
+        name = part.field_name.decode("utf-8", "replace")
+        if hasattr(part, "file_object"):
+            part.file_object.seek(0)
+            fields[name] = part.file_object.read()
+        else:
+            fields[name] = part.value or b""
+
+    config = {"MAX_MEMORY_FILE_SIZE": len(body) + 1, "MAX_FIELDS": 8, "MAX_HEADER_COUNT": 8}
+    try:
+        parser = create_form_parser({"Content-Type": request.headers.get("content-type", "").encode()}, on_part,
+                                    on_part, config)  # fmt: skip
+        parser.write(body)
+        parser.finalize()
+    except (ValueError, FormParserError) as exc:
+        raise errors.Invalid(f"the upload is not a multipart form: {exc}") from exc
+    if not same_token(fields.get("csrf_token", b"").decode("utf-8", "replace"), session.csrf_token):
+        raise CsrfRejected()
+    return {
+        "version": fields.get("version", b"").decode("utf-8", "replace").strip(),
+        "tarball": fields.get("tarball", b""),
+    }
 
 
 ModuleUploadDep = Annotated[dict[str, Any], Depends(module_upload)]
