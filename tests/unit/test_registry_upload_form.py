@@ -75,4 +75,5 @@ def test_members_without_manage_modules_see_no_form_and_cannot_post() -> None:
     token_field = page.text.split('name="csrf_token" value="')[1].split('"')[0]
     refused = _upload(browser, token_field, "1.0.0", tarball({"main.tf": MAIN_TF}))
     assert refused.status_code == 404  # the UI shows 403 as 404
-    assert env.api("GET", "/organizations/acme/registry-modules").json()["data"][0]["attributes"]["version-statuses"] == []
+    module = env.api("GET", "/organizations/acme/registry-modules").json()["data"][0]
+    assert module["attributes"]["version-statuses"] == []
