@@ -16,7 +16,7 @@ from terrace.web.app import create_app
 def test_discovery_advertises_only_services_that_exist(state_env: Env) -> None:
     services = state_env.client.get("/.well-known/terraform.json").json()
     assert services.pop("modules.v1") == "/api/registry/v1/modules/"  # the private module registry
-    assert "providers.v1" not in services  # no provider registry behind it
+    assert services.pop("providers.v1") == "/api/registry/v1/providers/"  # the private provider registry
     assert services.pop("login.v1")["token"] == "/oauth/token"  # terraform login (tests/unit/test_terraform_login.py)
     for name, url in services.items():
         assert url == "/api/v2/", name

@@ -128,7 +128,12 @@ POLICY_LANDED = NotificationDefinition(
 MODULE_LANDED = NotificationDefinition(
     bucket=BLOB_BUCKET.logical_name, queue=EVENTS_QUEUE.logical_name, prefix="module-uploads/"
 )
-NOTIFICATIONS = (STATE_LANDED, CONFIG_LANDED, POLICY_LANDED, MODULE_LANDED)
+# A provider version's SHA256SUMS, its signature and each platform's zip are recorded when they land
+# (services/registry/provider_versions.py, provider_platforms.py).
+PROVIDER_LANDED = NotificationDefinition(
+    bucket=BLOB_BUCKET.logical_name, queue=EVENTS_QUEUE.logical_name, prefix="provider-uploads/"
+)
+NOTIFICATIONS = (STATE_LANDED, CONFIG_LANDED, POLICY_LANDED, MODULE_LANDED, PROVIDER_LANDED)
 
 
 def physical_name(prefix: str, logical_name: str) -> str:

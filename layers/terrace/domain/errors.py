@@ -51,9 +51,17 @@ class Invalid(TerraceError):
 
     title = "invalid attribute"
 
-    def __init__(self, detail: str = "", *, pointer: str | None = None, meta: dict[str, object] | None = None) -> None:
+    def __init__(
+        self,
+        detail: str = "",
+        *,
+        pointer: str | None = None,
+        meta: dict[str, object] | None = None,
+        also: tuple[str, ...] = (),
+    ) -> None:
         super().__init__(detail, meta=meta)
         self.pointer = pointer
+        self.also = also  # further details about the same input, each its own error object
 
 
 class TooLarge(TerraceError):

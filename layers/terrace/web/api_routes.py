@@ -53,6 +53,9 @@ API_ROUTERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("assessments", "router", ("/api/v2/assessment-results/", WORKSPACES)),
     ("registry_modules", "router", (ORGS, "/api/v2/registry-modules/")),
     ("module_registry", "router", ("/api/registry/v1/modules/",)),
+    ("registry_providers", "router", (ORGS,)),
+    ("provider_registry", "router", ("/api/registry/v1/providers/",)),
+    ("gpg_keys", "router", ("/api/registry/",)),
     (
         "policies",
         "router",

@@ -232,6 +232,23 @@ REGISTRY_MODULE = document(
 REGISTRY_MODULE_VERSION = document(
     "registry-module-versions", {"version": _text(128), "commit-sha": _text(128)}, required=["version"]
 )
+REGISTRY_PROVIDER = document(
+    "registry-providers",
+    {"name": _text(64), "namespace": _text(64), "registry-name": _text(16)},
+    required=["name", "namespace", "registry-name"],
+)
+REGISTRY_PROVIDER_VERSION = document(
+    "registry-provider-versions",
+    {"version": _text(128), "key-id": _text(64), "protocols": {"type": "array", "items": _text(8), "maxItems": 8}},
+    required=["version", "key-id"],
+)
+REGISTRY_PROVIDER_PLATFORM = document(
+    "registry-provider-platforms",
+    {"os": _text(64), "arch": _text(64), "shasum": _text(128), "filename": _text(255)},
+    required=["os", "arch", "shasum", "filename"],
+)
+GPG_KEY = document("gpg-keys", {"namespace": _text(64), "ascii-armor": _text(256 * 1024)}, required=["namespace"])
+GPG_KEY_UPDATE = document("gpg-keys", {"namespace": _text(64)}, required=["namespace"])
 SSH_KEY_ASSIGNMENT = document("workspaces", {"id": {"type": ["string", "null"]}})
 RUN_TRIGGER = document("run-triggers", {}, {"sourceable": "workspaces"})
 OVERRIDE = raw_json({"type": "object", "properties": {"comment": _text(limits.RUN_MESSAGE_MAX)}}, required=False)

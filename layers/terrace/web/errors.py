@@ -34,25 +34,38 @@ def status_of(exc: errors.TerraceError) -> int:
     return 400
 
 
-def error_document(status: int, title: str, detail: str, pointer: str | None = None) -> dict[str, object]:
-    error: dict[str, object] = {"status": str(status), "title": title, "detail": detail}
-    if pointer:
-        error["source"] = {"pointer": pointer}
-    return {"errors": [error]}
+def error_document(
+    status: int, title: str, detail: str, pointer: str | None = None, also: tuple[str, ...] = ()
+) -> dict[str, object]:
+    found: list[dict[str, object]] = []
+    for one in (detail, *also):
+        error: dict[str, object] = {"status": str(status), "title": title, "detail": one}
+        if pointer:
+            error["source"] = {"pointer": pointer}
+        found.append(error)
+    return {"errors": found}
 
 
 def error_response(
-    status: int, title: str, detail: str, pointer: str | None = None, *, headers: dict[str, str] | None = None
+    status: int,
+    title: str,
+    detail: str,
+    pointer: str | None = None,
+    *,
+    headers: dict[str, str] | None = None,
+    also: tuple[str, ...] = (),
 ) -> JSONAPIResponse:
     if status == 401:
         headers = {**(headers or {}), "WWW-Authenticate": 'Bearer realm="terrace"'}
-    return JSONAPIResponse(error_document(status, title, detail, pointer), status_code=status, headers=headers)
+    document = error_document(status, title, detail, pointer, also)
+    return JSONAPIResponse(document, status_code=status, headers=headers)
 
 
 def install(app: FastAPI) -> None:
     @app.exception_handler(errors.TerraceError)
     async def _domain(request: Request, exc: errors.TerraceError) -> JSONAPIResponse:
-        return error_response(status_of(exc), exc.title, exc.detail, getattr(exc, "pointer", None))
+        pointer, also = getattr(exc, "pointer", None), getattr(exc, "also", ())
+        return error_response(status_of(exc), exc.title, exc.detail, pointer, also=also)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONAPIResponse:

@@ -1,4 +1,5 @@
-"""The private registry (services/registry/): modules and their versions.
+"""The private registry (services/registry/): modules and their versions; providers, their versions, platforms,
+GPG keys and downloads.
 
 Mixed into `bootstrap.Container`: each service is built on first use from the container's adapters and its
 other services (what this area takes from the others is declared below as plain attributes)."""
@@ -15,8 +16,13 @@ from terrace.config import Settings
 if TYPE_CHECKING:
     from terrace.services.access.authz import Authorizer
     from terrace.services.access.organizations import OrganizationService
+    from terrace.services.registry.gpg_keys import GPGKeyService
     from terrace.services.registry.module_versions import ModuleVersionService
     from terrace.services.registry.modules import RegistryModuleService
+    from terrace.services.registry.provider_downloads import ProviderDownloadService
+    from terrace.services.registry.provider_platforms import ProviderPlatformService
+    from terrace.services.registry.provider_versions import ProviderVersionService
+    from terrace.services.registry.providers import RegistryProviderService
 
 
 class RegistryServices:
@@ -41,3 +47,49 @@ class RegistryServices:
         from terrace.services.registry.module_versions import ModuleVersionService
 
         return ModuleVersionService(self.table, self.blobs, self.settings, self.registry_modules)
+
+    @cached_property
+    def registry_providers(self) -> RegistryProviderService:
+        from terrace.services.registry.providers import RegistryProviderService
+
+        providers = RegistryProviderService(self.table, self.organizations, self.authz)
+        providers.versions_of = lambda provider_id: self.provider_versions.of_provider(provider_id)
+        providers.before_delete = lambda provider_id: self.provider_versions.delete_all(provider_id)
+        providers.purge_keys = lambda org_key: self.gpg_keys.purge_organization(org_key)
+        return providers
+
+    @cached_property
+    def provider_versions(self) -> ProviderVersionService:
+        from terrace.services.registry.provider_versions import ProviderVersionService
+
+        versions = ProviderVersionService(self.table, self.blobs, self.settings, self.registry_providers)
+        versions.before_delete = lambda version: self.provider_platforms.delete_all(version)
+        return versions
+
+    @cached_property
+    def provider_platforms(self) -> ProviderPlatformService:
+        from terrace.services.registry.provider_platforms import ProviderPlatformService
+
+        return ProviderPlatformService(self.table, self.blobs, self.settings, self.provider_versions)
+
+    @cached_property
+    def gpg_keys(self) -> GPGKeyService:
+        from terrace.services.registry.gpg_keys import GPGKeyService
+
+        return GPGKeyService(self.table, self.organizations)
+
+    @cached_property
+    def provider_downloads(self) -> ProviderDownloadService:
+        from terrace.services.registry.provider_downloads import ProviderDownloadService
+
+        return ProviderDownloadService(
+            self.blobs, self.settings, self.provider_versions, self.provider_platforms, self.gpg_keys
+        )
+
+    def provider_file_landed(self, key: str) -> None:
+        """A file landed under `provider-uploads/` (the `blob.landed` event): a version's checksums or signature,
+        or a platform's zip."""
+        if key.endswith(".zip"):
+            self.provider_platforms.landed(key)
+        else:
+            self.provider_versions.landed(key)

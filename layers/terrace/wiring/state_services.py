@@ -47,6 +47,7 @@ class StateServices:
     assessments: AssessmentService  # wiring/run_services.py
     policy_set_versions: PolicySetVersionService
     module_versions: ModuleVersionService
+    provider_file_landed: Callable[[str], None]  # wiring/registry_services.py
     subscribe_policies: Callable[[EventService], None]
     subscribe_task_stages: Callable[[EventService], None]
     subscribe_notifications: Callable[[EventService], None]
@@ -89,6 +90,7 @@ class StateServices:
         from terrace.services.events import BLOB_LANDED, EventService
         from terrace.services.policies.versions import UPLOAD_PREFIX
         from terrace.services.registry.module_versions import UPLOAD_PREFIX as MODULE_UPLOAD_PREFIX
+        from terrace.services.registry.provider_versions import UPLOAD_PREFIX as PROVIDER_UPLOAD_PREFIX
         from terrace.services.workflows.run_trigger_fanout import RUN_STATUS_CHANGED
 
         events = EventService()
@@ -101,6 +103,8 @@ class StateServices:
                 self.policy_set_versions.landed(key)
             elif key.startswith(MODULE_UPLOAD_PREFIX):
                 self.module_versions.landed(key)
+            elif key.startswith(PROVIDER_UPLOAD_PREFIX):
+                self.provider_file_landed(key)  # wiring/registry_services.py
             else:
                 self.state_versions.finalize_uploaded(key)
 

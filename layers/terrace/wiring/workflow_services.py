@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from terrace.services.admin.site import SiteAdminService
     from terrace.services.notifications.configurations import NotificationConfigurations
     from terrace.services.registry.modules import RegistryModuleService
+    from terrace.services.registry.providers import RegistryProviderService
     from terrace.services.runs.configuration_versions import ConfigurationVersionService
     from terrace.services.runs.runs import RunService
     from terrace.services.runs.store import RunStore
@@ -65,6 +66,7 @@ class WorkflowServices:
     run_triggers: RunTriggerService
     notification_configurations: NotificationConfigurations
     registry_modules: RegistryModuleService  # wiring/registry_services.py
+    registry_providers: RegistryProviderService  # wiring/registry_services.py
 
     @cached_property
     def purge(self) -> Purge:
@@ -79,6 +81,7 @@ class WorkflowServices:
             self.run_triggers,
             self.notification_configurations,
             self.registry_modules,
+            self.registry_providers,
         )
 
     @cached_property

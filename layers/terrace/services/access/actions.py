@@ -52,3 +52,6 @@ class Action(StrEnum):
     # the private module registry (organization level)
     READ_MODULES = "read-modules"  # modules, their versions and downloads: every member
     MANAGE_MODULES = "manage-modules"  # create modules, publish and delete versions
+    # the private provider registry (organization level; GPG keys are the organization's namespace's)
+    READ_PROVIDERS = "read-providers"  # providers, versions, platforms, GPG keys and downloads: every member
+    MANAGE_PROVIDERS = "manage-providers"  # create providers, publish versions and platforms, manage GPG keys

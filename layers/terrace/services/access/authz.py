@@ -93,6 +93,8 @@ _ORG_LEVEL: dict[Action, tuple[str, ...]] = {
     Action.MANAGE_AGENT_POOLS: ("manage-agent-pools",),
     Action.READ_MODULES: (),
     Action.MANAGE_MODULES: ("manage-modules",),
+    Action.READ_PROVIDERS: (),
+    Action.MANAGE_PROVIDERS: ("manage-providers",),
 }
 _OWNERS_ONLY = frozenset({Action.MANAGE_ORGANIZATION, Action.DELETE_ORGANIZATION, Action.MANAGE_OWNERS_TEAM})
 # What an organization token may not do: it acts for the organization, it is not one of its owners.
@@ -105,6 +107,7 @@ _OPEN_TO_MEMBERS = frozenset(
         Action.READ_POLICIES,
         Action.READ_AGENT_POOLS,
         Action.READ_MODULES,
+        Action.READ_PROVIDERS,
     }
 )
 # Workspace actions that amount to others for members: reading a plan's JSON reads runs and state (it shows state
@@ -279,8 +282,8 @@ class Authorizer:
     @staticmethod
     def _require_run_token(principal: Principal, action: Action, workspace: WorkspaceView | None) -> None:
         """A run token acts on its own workspace; elsewhere it may only read shared state, and install its
-        organization's private modules (`terraform init` in the run)."""
-        if action in (Action.READ_ORGANIZATION, Action.READ_MODULES):
+        organization's private modules and providers (`terraform init` in the run)."""
+        if action in (Action.READ_ORGANIZATION, Action.READ_MODULES, Action.READ_PROVIDERS):
             return
         if workspace is None:
             raise Forbidden(f"a run token may not {action.value} here")

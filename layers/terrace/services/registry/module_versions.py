@@ -107,6 +107,21 @@ class ModuleVersionService:
             raise Conflict(f"version {version} of {module.address} already exists") from exc
         return module, _public(item)
 
+    def publish(
+        self, principal: Principal, organization: str, address: tuple[str, str, str], version: str, tarball: bytes
+    ) -> ModuleVersion:
+        """A version and its tarball at once (the UI's upload form): created, stored and read as an upload that
+        landed is; the version is `ok`, or `reg_ingress_failed` with the reason."""
+        if len(tarball) > ARCHIVE_MAX_BYTES:
+            raise Invalid(f"a module version is at most {ARCHIVE_MAX_BYTES} bytes compressed", pointer="/tarball")
+        if not tarball:
+            raise Invalid("choose the module's .tar.gz to upload", pointer="/tarball")
+        _, created = self.create(principal, organization, address, {"version": version})
+        self._blobs.put(created.blob_key, tarball, "application/gzip")
+        return self.landed(created.blob_key) or self._one(
+            self._private(principal, organization, address, Action.READ_MODULES), created.version
+        )
+
     def read(
         self, principal: Principal, organization: str, address: tuple[str, str, str], version: str
     ) -> tuple[RegistryModule, ModuleVersion]:

@@ -25,6 +25,7 @@ from terrace.services.access.access_keys import teams_index
 from terrace.services.access.accounts import AccountService
 from terrace.services.notifications.configurations import NotificationConfigurations
 from terrace.services.registry.modules import RegistryModuleService
+from terrace.services.registry.providers import RegistryProviderService
 from terrace.services.state.versions import StateVersionService
 from terrace.services.workspaces.run_triggers import RunTriggerService
 from terrace.services.workspaces.varsets import VariableSetService
@@ -46,8 +47,10 @@ class Purge:
         run_triggers: RunTriggerService,
         notifications: NotificationConfigurations,
         registry_modules: RegistryModuleService | None = None,
+        registry_providers: RegistryProviderService | None = None,
     ) -> None:
         self._registry_modules = registry_modules
+        self._registry_providers = registry_providers
         self._varsets = varsets
         self._run_triggers = run_triggers
         self._table = table
@@ -77,7 +80,8 @@ class Purge:
 
     def organization_contents(self, org_key: str) -> None:
         """What an organization holds beside its workspaces: variable sets, queued jobs, SSH keys, agent pools (their
-        tokens, agents and queued jobs), registry modules, tags, runner and organization tokens."""
+        tokens, agents and queued jobs), registry modules, providers and GPG keys, tags, runner and organization
+        tokens."""
         self._varsets.purge_organization(org_key)
         self._delete_all(self._table.query(f"org#{org_key}#jobs"))
         for team in self._table.query(teams_index(org_key), index="gsi1"):
@@ -96,6 +100,8 @@ class Purge:
         self._policies(org_key)
         if self._registry_modules is not None:
             self._registry_modules.purge_organization(org_key)  # services/registry/modules.py
+        if self._registry_providers is not None:
+            self._registry_providers.purge_organization(org_key)  # services/registry/providers.py (and GPG keys)
         for tag in self._table.query(f"org#{org_key}#tags"):
             self._table.delete(tag["id"], "tag")
             self._table.delete(tag["pk"], tag["sk"])

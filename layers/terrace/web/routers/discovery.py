@@ -8,6 +8,7 @@ from fastapi.responses import JSONResponse
 from terrace.services.access.terraform_login import LOGIN_SERVICE
 from terrace.web.api_headers import api_headers
 from terrace.web.routers.module_registry import MODULES_V1
+from terrace.web.routers.provider_registry import PROVIDERS_V1
 
 router = APIRouter()
 
@@ -18,6 +19,7 @@ DISCOVERY = {
     "state.v2": "/api/v2/",
     "login.v1": LOGIN_SERVICE,
     "modules.v1": MODULES_V1,
+    "providers.v1": PROVIDERS_V1,
 }
 
 

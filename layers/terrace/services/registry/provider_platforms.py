@@ -1,0 +1,192 @@
+"""Platforms of a private provider version (go-tfe's `registry_provider_platform.go`): an (os, arch) pair, its
+zip's file name and SHA-256, and the zip itself, uploaded to a single-use URL (`links.provider-binary-upload`,
+given while the zip is missing). The zip's landing (`blob.landed`) reads it once: past `BINARY_MAX_BYTES`, or with
+another SHA-256 than the platform declares, it is deleted and the platform says why (`error`); else its size and
+MD5 are recorded and downloads serve it only as recorded.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+from typing import Any
+
+from terrace.adapters.blobs import BlobStore
+from terrace.adapters.table import ConditionFailed, Table
+from terrace.config import Settings
+from terrace.domain import clock
+from terrace.domain.errors import Conflict, NotFound
+from terrace.domain.ids import looks_like, new_id
+from terrace.domain.principal import Principal
+from terrace.domain.registry_providers import (
+    BINARY_MAX_BYTES,
+    PRIVATE,
+    ProviderPlatform,
+    ProviderVersion,
+    RegistryProvider,
+    check_platform,
+    platform_key,
+)
+from terrace.services.access.authz import Action
+from terrace.services.blob_records import md5_of
+from terrace.services.registry.provider_versions import UPLOAD_PREFIX, ProviderVersionService
+
+
+def _platforms(version_id: str) -> str:
+    return f"{version_id}#platforms"
+
+
+def _public(item: dict[str, Any]) -> ProviderPlatform:
+    return ProviderPlatform(
+        id=item["id"],
+        version_id=item["version_id"],
+        os=item["os"],
+        arch=item["arch"],
+        filename=item["filename"],
+        shasum=item["shasum"],
+        blob_key=item["blob_key"],
+        created_at=item["created_at"],
+        uploaded=isinstance(item.get("binary"), dict),
+        error=item.get("error"),
+    )
+
+
+class ProviderPlatformService:
+    def __init__(self, table: Table, blobs: BlobStore, settings: Settings, versions: ProviderVersionService) -> None:
+        self._table, self._blobs, self._settings, self._versions = table, blobs, settings, versions
+
+    def of_version(self, version_id: str) -> builtins.list[ProviderPlatform]:
+        return [_public(item) for item in self._table.query(_platforms(version_id))]
+
+    def _version(
+        self, principal: Principal, organization: str, address: tuple[str, str, str], version: str, action: Action
+    ) -> tuple[RegistryProvider, ProviderVersion]:
+        provider = self._versions.provider(principal, organization, address, action)
+        return provider, self._versions.one(provider, version)
+
+    def list(
+        self, principal: Principal, organization: str, address: tuple[str, str, str], version: str
+    ) -> tuple[RegistryProvider, builtins.list[ProviderPlatform]]:
+        provider, found = self._version(principal, organization, address, version, Action.READ_PROVIDERS)
+        return provider, self.of_version(found.id)
+
+    def create(
+        self,
+        principal: Principal,
+        organization: str,
+        address: tuple[str, str, str],
+        version: str,
+        attrs: dict[str, Any],
+    ) -> tuple[RegistryProvider, ProviderPlatform]:
+        provider, found = self._version(principal, organization, address, version, Action.MANAGE_PROVIDERS)
+        os_name, arch, filename, shasum = check_platform(attrs)
+        platform_id = new_id("provpltfrm")
+        item = {
+            "pk": _platforms(found.id),
+            "sk": platform_key(os_name, arch),
+            "id": platform_id,
+            "version_id": found.id,
+            "os": os_name,
+            "arch": arch,
+            "filename": filename,
+            "shasum": shasum,
+            "blob_key": f"{UPLOAD_PREFIX}{provider.id}/{found.id}/{platform_id}.zip",
+            "created_at": clock.now_iso(),
+            "version": 1,
+        }
+        try:
+            self._table.put(item, if_absent=True)
+        except ConditionFailed as exc:
+            raise Conflict(f"version {version} of {provider.address} already has a platform {os_name}/{arch}") from exc
+        return provider, _public(item)
+
+    def read(
+        self,
+        principal: Principal,
+        organization: str,
+        address: tuple[str, str, str],
+        version: str,
+        os_arch: tuple[str, str],
+    ) -> tuple[RegistryProvider, ProviderPlatform]:
+        provider, found = self._version(principal, organization, address, version, Action.READ_PROVIDERS)
+        return provider, self.one(provider, found, os_arch)
+
+    def one(self, provider: RegistryProvider, version: ProviderVersion, os_arch: tuple[str, str]) -> ProviderPlatform:
+        item = self._table.get(_platforms(version.id), platform_key(*os_arch))
+        if item is None:
+            raise NotFound(f"platform {os_arch[0]}/{os_arch[1]} of {provider.address} {version.version} not found")
+        return _public(item)
+
+    def page(
+        self, principal: Principal, organization: str, name: str
+    ) -> tuple[RegistryProvider, builtins.list[tuple[ProviderVersion, builtins.list[ProviderPlatform]]]]:
+        """The UI's provider page: a private provider and each version with its platforms, newest first."""
+        provider = self._versions.provider(principal, organization, (PRIVATE, organization, name))
+        return provider, [(v, self.of_version(v.id)) for v in provider.versions]
+
+    def upload_link(self, platform: ProviderPlatform) -> dict[str, str]:
+        if platform.uploaded:
+            return {}
+        return {"provider-binary-upload": self._blobs.presign_put(platform.blob_key, self._settings.presign_ttl_s)}
+
+    def download_link(self, platform: ProviderPlatform) -> dict[str, str]:
+        if not platform.uploaded:
+            return {}
+        return {"provider-binary-download": self._blobs.presign_get(platform.blob_key, self._settings.presign_ttl_s)}
+
+    def delete(
+        self,
+        principal: Principal,
+        organization: str,
+        address: tuple[str, str, str],
+        version: str,
+        os_arch: tuple[str, str],
+    ) -> None:
+        provider, found = self._version(principal, organization, address, version, Action.MANAGE_PROVIDERS)
+        self._drop(self.one(provider, found, os_arch))
+
+    def delete_all(self, version: ProviderVersion) -> None:
+        """Every platform of a version being deleted (`ProviderVersionService.before_delete`)."""
+        for platform in self.of_version(version.id):
+            self._drop(platform)
+
+    def _drop(self, platform: ProviderPlatform) -> None:
+        self._blobs.delete(platform.blob_key)
+        self._table.delete(_platforms(platform.version_id), platform_key(platform.os, platform.arch))
+
+    def recorded_binary(self, platform: ProviderPlatform) -> tuple[int | None, str | None]:
+        item = self._table.get(_platforms(platform.version_id), platform_key(platform.os, platform.arch)) or {}
+        binary = item.get("binary") or {}
+        return binary.get("size"), binary.get("md5")
+
+    # the zip's landing (events worker) -------------------------------------------------------------
+    def landed(self, key: str) -> ProviderPlatform | None:
+        """A platform's zip landed under `provider-uploads/<provider>/<version id>/<platform id>.zip`."""
+        parts = key.split("/")
+        if len(parts) != 4 or not parts[3].endswith(".zip") or not looks_like(parts[2], "provver"):
+            return None
+        item = next((i for i in self._table.query(_platforms(parts[2])) if i["blob_key"] == key), None)
+        info = self._blobs.head(key)
+        if item is None or info is None or isinstance(item.get("binary"), dict):
+            return None
+        updated = {**item, "version": item["version"] + 1}
+        updated.pop("error", None)
+        if info.size > BINARY_MAX_BYTES:
+            updated["error"] = (
+                f"a provider zip is at most {BINARY_MAX_BYTES} bytes: the upload of {info.size} was refused"
+            )
+        else:
+            digest = hashlib.sha256()
+            for chunk in self._blobs.iter_chunks(key):
+                digest.update(chunk)
+            if digest.hexdigest() != item["shasum"].lower():
+                updated["error"] = f"the uploaded zip's SHA-256 is {digest.hexdigest()}, not the platform's shasum"
+            else:
+                updated["binary"] = {"size": info.size, "md5": md5_of(info)}
+        if "binary" not in updated:
+            self._blobs.delete(key)  # refused: a new upload link is given
+        try:
+            self._table.put(updated, if_version=item["version"])
+        except ConditionFailed:
+            return None  # another landing of the same upload decided first
+        return _public(updated)

@@ -1,0 +1,191 @@
+"""Versions of a private registry provider (go-tfe's `registry_provider_version.go`).
+
+A version names the GPG key that signs its checksums (`key-id`) and the plugin protocols it speaks. Its
+`SHA256SUMS` and `SHA256SUMS.sig` go to single-use upload URLs (`links.shasums-upload`, `links.shasums-sig-upload`,
+under `UPLOAD_PREFIX`, given while the file is missing); a file's landing (`blob.landed`) records its size and
+MD5, or deletes it when it is past its limit (`error`, shown in the UI). Downloads serve a file only as recorded
+(`blob_records.require_recorded`). Platforms and their zips are `provider_platforms.py`.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable
+from typing import Any
+
+from terrace.adapters.blobs import BlobStore
+from terrace.adapters.table import ConditionFailed, Table
+from terrace.config import Settings
+from terrace.domain import clock
+from terrace.domain.errors import Conflict, NotFound
+from terrace.domain.ids import looks_like, new_id
+from terrace.domain.principal import Principal
+from terrace.domain.registry_modules import is_version, version_key
+from terrace.domain.registry_providers import (
+    PRIVATE,
+    SHASUMS_MAX_BYTES,
+    SIGNATURE_MAX_BYTES,
+    ProviderVersion,
+    RegistryProvider,
+    check_key_id,
+    check_protocols,
+    check_version,
+)
+from terrace.services.access.authz import Action
+from terrace.services.blob_records import md5_of
+from terrace.services.registry.providers import RegistryProviderService
+
+UPLOAD_PREFIX = "provider-uploads/"
+SHASUMS, SIGNATURE = "SHA256SUMS", "SHA256SUMS.sig"
+_LIMITS = {SHASUMS: SHASUMS_MAX_BYTES, SIGNATURE: SIGNATURE_MAX_BYTES}
+_FIELDS = {SHASUMS: "shasums", SIGNATURE: "signature"}
+
+
+def _versions(provider_id: str) -> str:
+    return f"{provider_id}#versions"
+
+
+def _public(item: dict[str, Any]) -> ProviderVersion:
+    return ProviderVersion(
+        id=item["id"],
+        provider_id=item["provider_id"],
+        version=item["sk"],
+        key_id=item["key_id"],
+        protocols=tuple(item.get("protocols", ())),
+        created_at=item["created_at"],
+        updated_at=item["updated_at"],
+        shasums_key=item["shasums_key"],
+        signature_key=item["signature_key"],
+        shasums_uploaded="shasums" in item,
+        signature_uploaded="signature" in item,
+    )
+
+
+def recorded(item: dict[str, Any], field: str) -> dict[str, Any] | None:
+    value = item.get(field)
+    return value if isinstance(value, dict) else None
+
+
+class ProviderVersionService:
+    def __init__(self, table: Table, blobs: BlobStore, settings: Settings, providers: RegistryProviderService) -> None:
+        self._table, self._blobs, self._settings, self._providers = table, blobs, settings, providers
+        # called before a version's item goes: deletes its platforms and their zips (set by the composition root)
+        self.before_delete: Callable[[ProviderVersion], None] = lambda version: None
+
+    def of_provider(self, provider_id: str) -> builtins.list[ProviderVersion]:
+        """A provider's versions, newest first (semantic version order)."""
+        found = [_public(item) for item in self._table.query(_versions(provider_id))]
+        return sorted(found, key=lambda v: version_key(v.version), reverse=True)
+
+    def provider(
+        self,
+        principal: Principal,
+        organization: str,
+        address: tuple[str, str, str],
+        action: Action = Action.READ_PROVIDERS,
+    ) -> RegistryProvider:
+        """The organization's provider at `address` (registry name, namespace, name): versions are private ones'."""
+        provider = self._providers.get(principal, organization, address, action)
+        if provider.registry_name != PRIVATE:
+            raise NotFound(f"registry provider {provider.address} has no versions: it is not a private provider")
+        return provider
+
+    # publishing ------------------------------------------------------------------------------------
+    def create(
+        self, principal: Principal, organization: str, address: tuple[str, str, str], attrs: dict[str, Any]
+    ) -> tuple[RegistryProvider, ProviderVersion]:
+        provider = self.provider(principal, organization, address, Action.MANAGE_PROVIDERS)
+        version, key_id = check_version(attrs.get("version")), check_key_id(attrs.get("key-id"))
+        protocols = check_protocols(attrs.get("protocols"))
+        now, version_id = clock.now_iso(), new_id("provver")
+        prefix = f"{UPLOAD_PREFIX}{provider.id}/{version_id}/"
+        item = {
+            "pk": _versions(provider.id),
+            "sk": version,
+            "id": version_id,
+            "provider_id": provider.id,
+            "key_id": key_id,
+            "protocols": list(protocols),
+            "created_at": now,
+            "updated_at": now,
+            "shasums_key": prefix + SHASUMS,
+            "signature_key": prefix + SIGNATURE,
+            "version": 1,
+        }
+        try:
+            self._table.put(item, if_absent=True)
+        except ConditionFailed as exc:
+            raise Conflict(f"version {version} of {provider.address} already exists") from exc
+        return provider, _public(item)
+
+    def read(
+        self, principal: Principal, organization: str, address: tuple[str, str, str], version: str
+    ) -> tuple[RegistryProvider, ProviderVersion]:
+        provider = self.provider(principal, organization, address, Action.READ_PROVIDERS)
+        return provider, self.one(provider, version)
+
+    def one(self, provider: RegistryProvider, version: str) -> ProviderVersion:
+        item = self.item(provider.id, version)
+        if item is None:
+            raise NotFound(f"version {version} of registry provider {provider.address} not found")
+        return _public(item)
+
+    def item(self, provider_id: str, version: str) -> dict[str, Any] | None:
+        return self._table.get(_versions(provider_id), version) if is_version(version) else None
+
+    def upload_links(self, version: ProviderVersion) -> dict[str, str]:
+        ttl = self._settings.presign_ttl_s
+        links = {}
+        if not version.shasums_uploaded:
+            links["shasums-upload"] = self._blobs.presign_put(version.shasums_key, ttl)
+        if not version.signature_uploaded:
+            links["shasums-sig-upload"] = self._blobs.presign_put(version.signature_key, ttl)
+        return links
+
+    def download_links(self, version: ProviderVersion) -> dict[str, str]:
+        ttl = self._settings.presign_ttl_s
+        links = {}
+        if version.shasums_uploaded:
+            links["shasums-download"] = self._blobs.presign_get(version.shasums_key, ttl)
+        if version.signature_uploaded:
+            links["shasums-sig-download"] = self._blobs.presign_get(version.signature_key, ttl)
+        return links
+
+    def delete(self, principal: Principal, organization: str, address: tuple[str, str, str], version: str) -> None:
+        provider = self.provider(principal, organization, address, Action.MANAGE_PROVIDERS)
+        self._drop(self.one(provider, version))
+
+    def delete_all(self, provider_id: str) -> None:
+        """Every version of a provider being deleted (`RegistryProviderService.before_delete`)."""
+        for version in self.of_provider(provider_id):
+            self._drop(version)
+
+    def _drop(self, version: ProviderVersion) -> None:
+        self.before_delete(version)  # its platforms first: a deletion cut short is finished again
+        self._blobs.delete(version.shasums_key)
+        self._blobs.delete(version.signature_key)
+        self._table.delete(_versions(version.provider_id), version.version)
+
+    # a file's landing (events worker) --------------------------------------------------------------
+    def landed(self, key: str) -> ProviderVersion | None:
+        """`SHA256SUMS` or `SHA256SUMS.sig` landed under `provider-uploads/<provider>/<version id>/`."""
+        parts = key.split("/")
+        if len(parts) != 4 or parts[3] not in _FIELDS or not looks_like(parts[1], "prov"):
+            return None
+        info, name = self._blobs.head(key), parts[3]
+        for _ in range(5):  # the two files may land at once: each records its own field on the newest item
+            item = next((i for i in self._table.query(_versions(parts[1])) if i["id"] == parts[2]), None)
+            if item is None or info is None or recorded(item, _FIELDS[name]) is not None:
+                return None
+            updated = {**item, "updated_at": clock.now_iso(), "version": item["version"] + 1}
+            if info.size > _LIMITS[name]:
+                self._blobs.delete(key)
+                updated["error"] = f"{name} is at most {_LIMITS[name]} bytes: the upload of {info.size} was refused"
+            else:
+                updated[_FIELDS[name]] = {"size": info.size, "md5": md5_of(info)}
+            try:
+                self._table.put(updated, if_version=item["version"])
+            except ConditionFailed:
+                continue
+            return _public(updated)
+        return None
