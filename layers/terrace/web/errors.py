@@ -8,6 +8,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from terrace.adapters.storage_errors import storage_failure
 from terrace.domain import errors
 from terrace.web.jsonapi import JSONAPIResponse
 
@@ -67,5 +68,10 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONAPIResponse:
+        failure = storage_failure(exc)  # the table, the blob store or the disk under them: the client may retry
+        if failure is not None:
+            log.warning("storage failure on %s %s: %r", request.method, request.url.path, exc)
+            headers = {"Retry-After": "1"} if failure.status == 503 else None
+            return error_response(failure.status, failure.title, failure.detail, headers=headers)
         log.exception("unhandled error on %s %s", request.method, request.url.path)
         return error_response(500, "internal error", "an unexpected error occurred; it has been logged")
