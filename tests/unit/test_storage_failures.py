@@ -1,0 +1,99 @@
+"""Storage failing under a request (found by tests/proof/test_storage_*.py): the client gets a JSON:API error it
+retries, 503 with `Retry-After` (507 when the disk is full), not a 500; and a stored state whose bytes were damaged
+behind its record is refused (409) by the http backend and the embedded blob server, never served as good."""
+
+from __future__ import annotations
+
+import errno
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+from fastapi.testclient import TestClient
+from state_helpers import blob_url_path, embedded_env, make_env, state_bytes
+from terrace.web.app import create_app
+
+
+def _client_failing_with(exc: Exception, monkeypatch: pytest.MonkeyPatch) -> tuple[TestClient, dict[str, str], str]:
+    env = make_env()
+    inner: Any = env.container.table._inner  # type: ignore[attr-defined]
+    monkeypatch.setattr(inner, "get", lambda *_a, **_k: (_ for _ in ()).throw(exc))
+    client = TestClient(create_app(env.container), raise_server_exceptions=False)
+    return client, env.auth, env.ws_id
+
+
+def _aws_error(code: str, status: int) -> ClientError:
+    body: Any = {"Error": {"Code": code, "Message": "m"}, "ResponseMetadata": {"HTTPStatusCode": status}}
+    return ClientError(body, "GetItem")
+
+
+@pytest.mark.parametrize(
+    ("exc", "status"),
+    [
+        (sqlite3.OperationalError("disk I/O error"), 503),
+        (sqlite3.OperationalError("database is locked"), 503),
+        (sqlite3.OperationalError("database or disk is full"), 507),
+        (OSError(errno.EIO, "Input/output error"), 503),
+        (OSError(errno.ENOSPC, "No space left on device"), 507),
+        (_aws_error("ProvisionedThroughputExceededException", 400), 503),
+        (_aws_error("InternalServerError", 500), 503),
+        (_aws_error("SlowDown", 503), 503),
+    ],
+)
+def test_a_storage_failure_answers_a_json_api_error_the_client_retries(
+    exc: Exception, status: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client, auth, ws_id = _client_failing_with(exc, monkeypatch)
+    response = client.get(f"/api/v2/workspaces/{ws_id}", headers=auth)
+    assert response.status_code == status, response.text
+    error = response.json()["errors"][0]
+    assert error["status"] == str(status) and error["title"] in ("storage unavailable", "insufficient storage")
+    assert ("retry-after" in response.headers) == (status == 503)
+
+
+@pytest.mark.parametrize(
+    "exc", [ValueError("a bug"), _aws_error("AccessDenied", 403), OSError(errno.ENOENT, "No such file")]
+)
+def test_other_errors_stay_500(exc: Exception, monkeypatch: pytest.MonkeyPatch) -> None:
+    client, auth, ws_id = _client_failing_with(exc, monkeypatch)
+    response = client.get(f"/api/v2/workspaces/{ws_id}", headers=auth)
+    assert response.status_code == 500
+    assert response.json()["errors"][0]["title"] == "internal error"
+
+
+def _flip_byte_keeping_mtime(path: Path) -> None:
+    """Bit rot: one byte changed, size and modification time as they were (the blob's sidecar still looks fresh)."""
+    stat = path.stat()
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+def test_a_damaged_state_blob_is_refused_not_served(tmp_path: Path) -> None:
+    with embedded_env(tmp_path / "data", "local", url_signing_secret="test-secret") as env:
+        env.lock()
+        raw = state_bytes(1, outputs={"greeting": {"value": "hello", "type": "string"}})
+        created = env.push(raw, 1)
+        assert created.status_code == 201, created.text
+        sv = created.json()["data"]
+        download = sv["attributes"]["hosted-state-download-url"]
+        assert env.client.get(download, headers=env.auth).content == raw
+
+        stored = env.container.state_versions._find(sv["id"])  # type: ignore[attr-defined]
+        _flip_byte_keeping_mtime(env.container.blobs.path_of(stored.blob_key))  # type: ignore[attr-defined]
+
+        read = env.client.get("/state/v1/acme/prod", headers=env.auth)  # terraform's http backend
+        assert read.status_code == 409, read.text
+        assert b"hello" not in read.content and "does not match" in read.json()["detail"]
+        fetched = env.client.get(download, headers=env.auth, follow_redirects=False)
+        blob = env.client.get(blob_url_path(fetched.headers["location"])) if fetched.is_redirect else fetched
+        assert blob.status_code == 409 and b"hello" not in blob.content, blob.text
+
+        # the rest keeps working: a new version over the damaged one, read back whole
+        second = state_bytes(2)
+        assert env.push(second, 2).status_code == 201
+        assert env.client.get("/state/v1/acme/prod", headers=env.auth).content == second
