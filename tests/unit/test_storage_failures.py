@@ -97,3 +97,13 @@ def test_a_damaged_state_blob_is_refused_not_served(tmp_path: Path) -> None:
         second = state_bytes(2)
         assert env.push(second, 2).status_code == 201
         assert env.client.get("/state/v1/acme/prod", headers=env.auth).content == second
+
+
+def test_a_storage_failure_is_answered_inside_the_app(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The error does not escape the app after its answer (uvicorn closed the keep-alive connection then, and a
+    client's retry on it met "server disconnected"): the test client re-raises whatever escapes."""
+    env = make_env()
+    inner: Any = env.container.table._inner  # type: ignore[attr-defined]
+    monkeypatch.setattr(inner, "get", lambda *_a, **_k: (_ for _ in ()).throw(OSError(errno.ENOSPC, "full")))
+    response = TestClient(create_app(env.container)).get(f"/api/v2/workspaces/{env.ws_id}", headers=env.auth)
+    assert response.status_code == 507
