@@ -107,3 +107,29 @@ def test_a_storage_failure_is_answered_inside_the_app(monkeypatch: pytest.Monkey
     monkeypatch.setattr(inner, "get", lambda *_a, **_k: (_ for _ in ()).throw(OSError(errno.ENOSPC, "full")))
     response = TestClient(create_app(env.container)).get(f"/api/v2/workspaces/{env.ws_id}", headers=env.auth)
     assert response.status_code == 507
+
+
+def test_a_damaged_s3_object_is_refused_not_a_500(moto_endpoint: str) -> None:
+    """botocore checks S3's stored checksum as it reads and raised FlexibleChecksumError, which the http backend
+    answered with a 500; the blob store says `BlobDamaged` and the state read refuses it (409) as any mismatch."""
+    import boto3
+    from moto.s3.models import s3_backends
+    from terrace.adapters.blobs import BlobDamaged
+    from terrace.adapters.s3_blobs import S3Blobs
+    from terrace.domain.errors import Conflict
+    from terrace.services.state.uploads import verified_state
+
+    client = boto3.client("s3", endpoint_url=moto_endpoint, region_name="us-east-1")
+    bucket = f"damaged-{os.getpid()}"
+    client.create_bucket(Bucket=bucket)
+    blobs = S3Blobs(client, bucket)
+    raw = state_bytes(1)
+    blobs.put("state/sv-1.tfstate", raw)
+    stored = next(b for backend in s3_backends.values() for r in backend.values() for n, b in r.buckets.items() if n == bucket)
+    key = stored.keys["state/sv-1.tfstate"]
+    key.value = raw[:10] + bytes([raw[10] ^ 1]) + raw[11:]
+    with pytest.raises(BlobDamaged):
+        blobs.get("state/sv-1.tfstate")
+    sv: Any = type("Sv", (), {"id": "sv-1", "blob_key": "state/sv-1.tfstate", "blob_version": None, "md5": "0" * 32})
+    with pytest.raises(Conflict, match="does not match its record"):
+        verified_state(blobs, sv)
