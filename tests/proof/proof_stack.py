@@ -164,7 +164,9 @@ class Client:
             json={"data": {"type": "state-versions", "attributes": attributes}},
             headers={"Content-Type": JSONAPI},
         )
-        self.call("POST", f"/api/v2/workspaces/{workspace_id}/actions/unlock", json={}, headers={"Content-Type": JSONAPI})
+        self.call(
+            "POST", f"/api/v2/workspaces/{workspace_id}/actions/unlock", json={}, headers={"Content-Type": JSONAPI}
+        )
         return state if created.status_code == 201 else None
 
     def force_unlock(self, workspace_id: str) -> None:

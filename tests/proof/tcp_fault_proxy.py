@@ -37,7 +37,11 @@ class FaultProxy:
 
     def _draw(self) -> tuple[str, float, int]:
         with self._lock:
-            roll, delay, after = self.rng.random(), self.rng.uniform(0, self.max_delay_s), self.rng.randint(1, 64 * 1024)
+            roll, delay, after = (
+                self.rng.random(),
+                self.rng.uniform(0, self.max_delay_s),
+                self.rng.randint(1, 64 * 1024),
+            )
         if not self.faulty:
             return "pass", 0.0, 0
         for kind, rate in (("drop", self.drop_rate), ("reset", self.reset_rate), ("delay", self.delay_rate)):

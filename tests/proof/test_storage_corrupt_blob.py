@@ -37,8 +37,13 @@ def flip(stack: LocalStack, blob_key: str, rng: random.Random) -> None:
         return
     from moto.s3.models import s3_backends
 
-    bucket = next(b for backend in s3_backends.values() for r in backend.values() for n, b in r.buckets.items()
-                  if n == container.settings.blob_bucket)
+    bucket = next(
+        b
+        for backend in s3_backends.values()
+        for r in backend.values()
+        for n, b in r.buckets.items()
+        if n == container.settings.blob_bucket
+    )
     for key in bucket.keys.getlist(blob_key):  # every version of it
         data = bytearray(key.value)
         data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
@@ -46,9 +51,7 @@ def flip(stack: LocalStack, blob_key: str, rng: random.Random) -> None:
 
 
 @pytest.mark.parametrize("backend", ["embedded", "moto"])
-def test_a_damaged_state_blob_is_never_served_as_good(
-    backend: str, proof_rng: random.Random, tmp_path: Path
-) -> None:
+def test_a_damaged_state_blob_is_never_served_as_good(backend: str, proof_rng: random.Random, tmp_path: Path) -> None:
     if backend == "moto" and sized(0, 1) == 0:
         pytest.skip("moto's S3 in make proof only (TERRACE_PROOF=full): make test keeps the embedded case")
     with running_stack(backend, tmp_path) as stack:

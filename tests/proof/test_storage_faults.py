@@ -56,7 +56,9 @@ def test_state_writes_survive_table_and_blob_faults(backend: str, proof_rng: ran
             assert state is not None, "a write after the fault window failed"
             acknowledged[final] = state
             checked = check_states(client, workspace_id, acknowledged)
-            print(f"\n{backend}: {checked} refused={refused} faults={dict(window.seen)} statuses={dict(client.statuses)}")
+            print(
+                f"\n{backend}: {checked} refused={refused} faults={dict(window.seen)} statuses={dict(client.statuses)}"
+            )
             assert sum(window.seen.values()) > 0, "no fault was injected"
         finally:
             client.close()

@@ -125,7 +125,9 @@ def test_a_damaged_s3_object_is_refused_not_a_500(moto_endpoint: str) -> None:
     blobs = S3Blobs(client, bucket)
     raw = state_bytes(1)
     blobs.put("state/sv-1.tfstate", raw)
-    stored = next(b for backend in s3_backends.values() for r in backend.values() for n, b in r.buckets.items() if n == bucket)
+    stored = next(
+        b for backend in s3_backends.values() for r in backend.values() for n, b in r.buckets.items() if n == bucket
+    )
     key = stored.keys["state/sv-1.tfstate"]
     key.value = raw[:10] + bytes([raw[10] ^ 1]) + raw[11:]
     with pytest.raises(BlobDamaged):

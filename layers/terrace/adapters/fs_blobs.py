@@ -8,9 +8,10 @@ is fsynced and renamed into place: a reader sees the old object or the new one, 
 `presign_put`/`presign_get` return `<public url>/blobs/<key>?method=…&expires=…&max=…&signature=…`: an
 HMAC-SHA256 (the URL-signing secret, `domain/url_signing.py`, purpose blob PUT or blob GET) over key, expiry
 and size limit. `web/blob_urls.py` serves them (PUT streamed to disk, refused past `max`; GET streamed from
-disk once its bytes still hash to the sidecar's MD5, `require_intact`), the way clients use S3's. A PUT through a URL is single-use: it creates its object or is refused (409)
-when the object exists (`os.link` of the finished temporary file, which never replaces a target), so a replayed
-upload URL can never replace what was uploaded, finalized and recorded.
+disk once its bytes still hash to the sidecar's MD5, `require_intact`), the way clients use S3's. A PUT
+through a URL is single-use: it creates its object or is refused (409) when the object exists (`os.link` of
+the finished temporary file, which never replaces a target), so a replayed upload URL can never replace what
+was uploaded, finalized and recorded.
 """
 
 from __future__ import annotations

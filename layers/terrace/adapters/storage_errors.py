@@ -41,7 +41,9 @@ FULL = StorageFailure(
     507, "insufficient storage", "the server's storage is full; the request did not complete, retry once space is freed"
 )
 UNAVAILABLE = StorageFailure(
-    503, "storage unavailable", "the server's storage failed during this request; it may not have completed, retry shortly"
+    503,
+    "storage unavailable",
+    "the server's storage failed during this request; it may not have completed, retry shortly",
 )
 
 

@@ -53,6 +53,7 @@ def error_response(
 
 def install(app: FastAPI) -> None:
     app.add_middleware(StorageFailures)  # first added: the innermost middleware, every other one sees its answer
+
     @app.exception_handler(errors.TerraceError)
     async def _domain(request: Request, exc: errors.TerraceError) -> JSONAPIResponse:
         return error_response(status_of(exc), exc.title, exc.detail, getattr(exc, "pointer", None))
