@@ -29,7 +29,7 @@ from proof_stack import Client
 from tcp_fault_proxy import FaultProxy
 from terrace.local.stack import LocalStack
 
-pytestmark = pytest.mark.proof
+pytestmark = [pytest.mark.proof, pytest.mark.timeout(sized(300, 1800))]
 FINAL = {"applied", "planned_and_finished", "discarded", "errored", "canceled", "force_canceled"}
 RUN_DEADLINE_S = 300
 RUN_SETTINGS: dict[str, Any] = {"job_heartbeat_s": 1, "job_heartbeat_timeout_s": 6, "max_runners": 2,

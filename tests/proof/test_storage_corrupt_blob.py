@@ -20,7 +20,7 @@ from conftest import sized
 from proof_stack import Client, check_states, md5_hex, running_stack
 from terrace.local.stack import LocalStack
 
-pytestmark = pytest.mark.proof
+pytestmark = [pytest.mark.proof, pytest.mark.timeout(sized(300, 1800))]
 
 
 def flip(stack: LocalStack, blob_key: str, rng: random.Random) -> None:

@@ -18,7 +18,7 @@ from conftest import sized
 from fault_ports import FaultWindow, wrapper
 from proof_stack import Client, check_states, running_stack
 
-pytestmark = pytest.mark.proof
+pytestmark = [pytest.mark.proof, pytest.mark.timeout(sized(300, 1800))]
 
 
 @pytest.mark.parametrize("backend", ["embedded", "moto"])

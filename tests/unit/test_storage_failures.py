@@ -135,3 +135,43 @@ def test_a_damaged_s3_object_is_refused_not_a_500(moto_endpoint: str) -> None:
     sv: Any = type("Sv", (), {"id": "sv-1", "blob_key": "state/sv-1.tfstate", "blob_version": None, "md5": "0" * 32})
     with pytest.raises(Conflict, match="does not match its record"):
         verified_state(blobs, sv)
+
+
+def _http_auth(env: Any) -> dict[str, str]:
+    import base64
+
+    return {"Authorization": "Basic " + base64.b64encode(f"terraform:{env.token}".encode()).decode()}
+
+
+@pytest.mark.parametrize("committed", [True, False])
+def test_a_state_write_whose_answer_was_lost_keeps_its_blob(committed: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The transaction committed but its answer was lost (a timeout after DynamoDB committed, a disk error at
+    SQLite's commit): the failed write's cleanup deleted the blob of the version it had just made current, whose
+    every read then answered 409 "does not match its record". A transaction that did not commit still leaves no
+    blob behind."""
+    env = make_env()
+    inner: Any = env.container.table._inner  # type: ignore[attr-defined]
+    transact = inner.transact
+    failures = [sqlite3.OperationalError("disk I/O error")]
+
+    def lost_answer(ops: Any) -> None:
+        if failures and any(getattr(op, "item", {}).get("sk") == "sv" for op in ops):
+            if committed:
+                transact(ops)
+            raise failures.pop()
+        transact(ops)
+
+    monkeypatch.setattr(inner, "transact", lost_answer)
+    client = TestClient(create_app(env.container))
+    raw = state_bytes(1)
+    written = client.post("/state/v1/acme/prod", content=raw, headers=_http_auth(env))
+    assert written.status_code == 503, written.text
+    read = client.get("/state/v1/acme/prod", headers=_http_auth(env))
+    blobs = env.container.blobs.objects  # type: ignore[attr-defined]
+    if committed:
+        assert read.status_code == 200 and read.content == raw, read.text
+    else:
+        assert read.status_code == 204 and not any(key.startswith("state/") for key in blobs)
+    again = client.post("/state/v1/acme/prod", content=raw, headers=_http_auth(env))  # the client's retry
+    assert again.status_code == 200
+    assert client.get("/state/v1/acme/prod", headers=_http_auth(env)).content == raw
