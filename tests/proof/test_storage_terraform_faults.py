@@ -36,6 +36,8 @@ def _backend(url: str, token: str) -> str:
 
 
 def test_terraform_applies_through_storage_faults(proof_rng: random.Random, tmp_path: Path) -> None:
+    if sized(0, 1) == 0:
+        pytest.skip("terraform through storage faults in make proof only (TERRACE_PROOF=full): make test's budget")
     assert TERRAFORM.exists(), f"the terraform test client is not installed at {TERRAFORM}"
     window = FaultWindow(random.Random(proof_rng.getrandbits(64)), "embedded", error_rate=0.1, delay_rate=0.2)
     with running_stack("embedded", tmp_path / "stack", wrap_ports=wrapper(window)) as stack:
@@ -57,7 +59,7 @@ def test_terraform_applies_through_storage_faults(proof_rng: random.Random, tmp_
 
             url = f"{stack.info.url}/state/v1/{client.org}/{name}"
             outcomes = {"applied": 0, "failed": 0}
-            for n in range(1, sized(1, 25) + 1):
+            for n in range(1, sized(0, 25) + 1):
                 (work / "main.tf").write_text(_backend(url, stack.info.token) + f'output "n" {{\n  value = {n}\n}}\n')
                 if n == 1:
                     assert terraform("init", "-input=false").returncode == 0
