@@ -168,7 +168,12 @@ def reachable_by_job_uids(folder: Path) -> None:
 
 
 def fake_terraform(
-    folder: Path, *, plan_exit: int = 2, plan_body: str = "", show_json: dict[str, Any] | None = None
+    folder: Path,
+    *,
+    plan_exit: int = 2,
+    plan_body: str = "",
+    show_json: dict[str, Any] | None = None,
+    init_body: str = "",
 ) -> Path:
     """A shell script standing in for terraform; records each call's args, env and cwd under `folder`."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -186,7 +191,8 @@ case "$cmd" in
   version) echo '{{"terraform_version":"1.0.3"}}' ;;
   init) echo "Initializing the backend..."; ls > "$rec/init-files"
     key=$(printf '%s' "$GIT_SSH_COMMAND" | sed -n 's/.* -i \\([^ ]*\\) .*/\\1/p')
-    if [ -n "$key" ]; then stat -c '%a %u' "$key" > "$rec/init-key-stat"; cat "$key" > "$rec/init-key"; fi ;;
+    if [ -n "$key" ]; then stat -c '%a %u' "$key" > "$rec/init-key-stat"; cat "$key" > "$rec/init-key"; fi
+    {init_body} ;;
   plan)
     for a in "$@"; do case "$a" in -out=*) out="${{a#-out=}}" ;; esac; done
     echo "plan starting"

@@ -10,6 +10,11 @@ from dataclasses import dataclass
 from typing import Protocol
 
 
+class BlobDamaged(Exception):
+    """The object's bytes do not match the checksum its store keeps for them (S3's, or the sidecar's MD5 on the
+    embedded server): a read refuses them rather than hand them out."""
+
+
 @dataclass(frozen=True)
 class BlobInfo:
     size: int

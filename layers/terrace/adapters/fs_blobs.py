@@ -8,9 +8,10 @@ is fsynced and renamed into place: a reader sees the old object or the new one, 
 `presign_put`/`presign_get` return `<public url>/blobs/<key>?method=…&expires=…&max=…&signature=…`: an
 HMAC-SHA256 (the URL-signing secret, `domain/url_signing.py`, purpose blob PUT or blob GET) over key, expiry
 and size limit. `web/blob_urls.py` serves them (PUT streamed to disk, refused past `max`; GET streamed from
-disk), the way clients use S3's. A PUT through a URL is single-use: it creates its object or is refused (409)
-when the object exists (`os.link` of the finished temporary file, which never replaces a target), so a replayed
-upload URL can never replace what was uploaded, finalized and recorded.
+disk once its bytes still hash to the sidecar's MD5, `require_intact`), the way clients use S3's. A PUT
+through a URL is single-use: it creates its object or is refused (409) when the object exists (`os.link` of
+the finished temporary file, which never replaces a target), so a replayed upload URL can never replace what
+was uploaded, finalized and recorded.
 """
 
 from __future__ import annotations
@@ -207,6 +208,21 @@ class FsBlobs:
                 digest.update(chunk)
         self._write_meta(key, path, digest.hexdigest())
         return BlobInfo(size=stat.st_size, etag=digest.hexdigest())
+
+    def require_intact(self, key: str) -> None:
+        """BlobUrlRefused (409) when the object's bytes no longer hash to the MD5 its sidecar recorded when it was
+        written (a damaged disk, a flipped bit): the blob URL server checks before it serves a byte. An object
+        without a sidecar cannot be checked and passes. Reads never write: the sidecar is left as it is."""
+        try:
+            recorded = str(json.loads(self._meta_path(key).read_text())["md5"])
+        except (FileNotFoundError, ValueError, KeyError):
+            return
+        digest = hashlib.md5()
+        with self.path_of(key).open("rb") as source:
+            while chunk := source.read(CHUNK):
+                digest.update(chunk)
+        if digest.hexdigest() != recorded:
+            raise BlobUrlRefused(409, "the stored object does not match the MD5 recorded when it was written")
 
     # URLs ----------------------------------------------------------------------------------
     def presign_put(self, key: str, ttl_s: int, exclusive: bool = False) -> str:  # every URL PUT is exclusive

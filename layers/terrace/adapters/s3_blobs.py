@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, FlexibleChecksumError
 
-from terrace.adapters.blobs import BlobInfo
+from terrace.adapters.blobs import BlobDamaged, BlobInfo
 
 
 class S3Blobs:
@@ -28,12 +28,16 @@ class S3Blobs:
             if exc.response["Error"]["Code"] in ("NoSuchKey", "404"):
                 raise KeyError(key) from exc
             raise
+        except FlexibleChecksumError as exc:  # botocore checks the object's stored checksum as it reads
+            raise BlobDamaged(f"{key}: {exc}") from exc
         return body
 
     def iter_chunks(self, key: str, chunk_size: int = 1024 * 1024, version: str | None = None) -> Iterator[bytes]:
         body = self._client.get_object(**self._object(key, version))["Body"]
         try:
             yield from body.iter_chunks(chunk_size)
+        except FlexibleChecksumError as exc:
+            raise BlobDamaged(f"{key}: {exc}") from exc
         finally:
             body.close()
 

@@ -17,6 +17,7 @@ started on daemon threads once the API answers; they should return when `stack.s
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import os
@@ -49,6 +50,9 @@ log = logging.getLogger("terrace.local")
 DUMMY_AWS_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": LOCAL_REGION}
 
 BackgroundTask = Callable[["LocalStack"], None]
+# (table, blobs) -> (table, blobs): applied to the built container before any service is made from it, so every
+# service, worker and the embedded blob server use the wrapped ports (the proof suite injects storage faults so)
+WrapPorts = Callable[[Any, Any], tuple[Any, Any]]
 
 
 @dataclass(frozen=True)
@@ -82,9 +86,11 @@ class LocalStack:
         public_url: str | None = None,  # how clients reach it; https://localhost:<port> by default
         tls_files: tls.TlsFiles | None = None,  # the operator's certificate (else a local CA's, made once)
         wrap_app: Callable[[Any], Any] | None = None,  # an ASGI wrapper around the app (bench/ records requests)
+        wrap_ports: WrapPorts | None = None,  # wrappers around the table and blob store (tests/proof's faults)
     ) -> None:
         self.tls_files = tls_files
         self.wrap_app = wrap_app
+        self.wrap_ports = wrap_ports
         self.port = port
         self.data_dir = Path(data_dir).resolve() if data_dir is not None else None
         self.host = host
@@ -138,7 +144,7 @@ class LocalStack:
         public_url = self.public_url or f"https://localhost:{listener.getsockname()[1]}"
         hostname = public_url.split("://", 1)[1]
         if self.data_dir is not None:
-            container = self.container = self._build_embedded(public_url, self.data_dir)
+            container = self.container = self._wrapped(self._build_embedded(public_url, self.data_dir))
             saved = embedded.saved_admin_token(container, self.data_dir)
             self.seeded = seed_admin(container, self.organization, token=saved)
             embedded.save_admin_token(self.data_dir, self.seeded.token)
@@ -146,7 +152,7 @@ class LocalStack:
             embedded.hand_back(container, "the server restarted while the job ran")
             files = self.tls_files or tls.ensure_certificates(self.state_dir / "tls")
         else:
-            container = self.container = self._build_moto(public_url)
+            container = self.container = self._wrapped(self._build_moto(public_url))
             self.seeded = seed_admin(container, self.organization)
             files = tls.write_certificates(self.state_dir / "tls")
         self.settings = container.settings
@@ -162,6 +168,13 @@ class LocalStack:
             cli_config=str(cli_config),
             registry_hostname=registry,
         )
+
+    def _wrapped(self, container: Any) -> Any:
+        """The container with `wrap_ports` applied (a fresh one: no service was built from the unwrapped ports)."""
+        if self.wrap_ports is None:
+            return container
+        table, blobs = self.wrap_ports(container.table, container.blobs)
+        return dataclasses.replace(container, table=table, blobs=blobs)
 
     def _build_embedded(self, public_url: str, data_dir: Path) -> Any:
         from terrace.bootstrap import build_embedded

@@ -215,11 +215,19 @@ class Transfers:
         """PUT once: `If-None-Match: *` (signed into the runner's S3 URLs) never replaces an object."""
         data = source.read_bytes()
         headers = {"Content-Type": "application/octet-stream", "If-None-Match": "*"}
-        response = with_retries(
-            lambda: self._http.put(url, content=data, headers=headers),
-            f"upload {what}",
-            self._delays,
-        )
+        attempts = 0
+
+        def put() -> httpx.Response:
+            nonlocal attempts
+            attempts += 1
+            return self._http.put(url, content=data, headers=headers)
+
+        response = with_retries(put, f"upload {what}", self._delays)
+        if response.status_code in (409, 412) and attempts > 1:
+            # the URL is this job's alone and a store lands a body whole or not at all: the object exists because
+            # an earlier attempt landed it and only its answer was lost (a connection reset after the PUT)
+            log.warning("upload %s: an earlier attempt landed it (HTTP %d on a retry)", what, response.status_code)
+            return
         if response.status_code >= 400:
             raise ApiError(f"uploading the {what} failed: HTTP {response.status_code}", response.status_code)
 

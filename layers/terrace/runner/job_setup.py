@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +30,13 @@ from terrace.runner.rundir import BackendOverride, child_env, write_run_files
 from terrace.runner.safe_tar import extract, working_dir
 
 log = logging.getLogger("terrace.runner.job_setup")
+# `terraform init` reaches the API (the remote backend's ping, the workspace) and does not retry a connection
+# reset or refused: such a failure is retried (init changes nothing anywhere), any other ends the job
+INIT_RETRY_DELAYS_S = (1.0, 2.0, 4.0)
+NETWORK_ERROR = re.compile(
+    rb"connection reset by peer|connection refused|broken pipe|i/o timeout|TLS handshake timeout|unexpected EOF"
+    rb"|server closed idle connection|: EOF"
+)
 
 
 class JobFailed(Exception):
@@ -102,7 +110,14 @@ class JobSteps:
                 job.log.line(f"Warning: uid {uid} has no passwd entry on this runner: ssh (git::ssh:// sources) fails")
         folder.hand_over()  # nothing of the job has run yet: all in its folders is the runner's making
         try:
-            code = self.run(job, commands.INIT_ARGS, sink=init_output.extend, env=init_env)
+            for delay in (*INIT_RETRY_DELAYS_S, None):
+                init_output.clear()
+                code = self.run(job, commands.INIT_ARGS, sink=init_output.extend, env=init_env)
+                if code == 0 or delay is None or not NETWORK_ERROR.search(init_output):
+                    break
+                job.log.line(f"init met a network error reaching the API; retrying in {delay:g} s")
+                log.warning("job %s: init met a network error; retrying in %s s", job.spec.job_id, delay)
+                time.sleep(delay)
         finally:
             ssh_key.remove(folder.path)
         if code != 0:

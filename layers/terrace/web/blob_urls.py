@@ -66,6 +66,11 @@ async def download(request: Request) -> Response:
     path = blobs.path_of(key)
     if not await anyio.to_thread.run_sync(path.is_file):
         return _refused(BlobUrlRefused(404, "no such object"))
+    try:
+        await anyio.to_thread.run_sync(blobs.require_intact, key)  # a damaged object is refused, not served
+    except BlobUrlRefused as exc:
+        log.error("blob %s is damaged: %s", key, exc.detail)
+        return _refused(exc)
     return _BlobFile(path, media_type="application/octet-stream")
 
 

@@ -7,7 +7,9 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from terrace.adapters.storage_errors import storage_failure
 from terrace.domain import errors
 from terrace.web.jsonapi import JSONAPIResponse
 
@@ -62,6 +64,8 @@ def error_response(
 
 
 def install(app: FastAPI) -> None:
+    app.add_middleware(StorageFailures)  # first added: the innermost middleware, every other one sees its answer
+
     @app.exception_handler(errors.TerraceError)
     async def _domain(request: Request, exc: errors.TerraceError) -> JSONAPIResponse:
         pointer, also = getattr(exc, "pointer", None), getattr(exc, "also", ())
@@ -82,3 +86,34 @@ def install(app: FastAPI) -> None:
     async def _unexpected(request: Request, exc: Exception) -> JSONAPIResponse:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
         return error_response(500, "internal error", "an unexpected error occurred; it has been logged")
+
+
+class StorageFailures:
+    """Answers a request that met a storage failure (`adapters/storage_errors.py`: the table, the blob store or the
+    disk under them) with a JSON:API 503 (`Retry-After`) or 507 the client retries. A middleware, not an exception
+    handler of `Exception`: Starlette runs that one in its outermost middleware and re-raises after answering, and
+    uvicorn then closes the connection, so a client's next request on it (a retry) met "server disconnected"."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking)
+        except Exception as exc:
+            failure = storage_failure(exc)
+            if failure is None or started:
+                raise
+            log.warning("storage failure on %s %s: %r", scope.get("method"), scope.get("path"), exc)
+            headers = {"Retry-After": "1"} if failure.status == 503 else None
+            await error_response(failure.status, failure.title, failure.detail, headers=headers)(scope, receive, send)

@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from terrace.adapters.blobs import BlobStore
+from terrace.adapters.blobs import BlobDamaged, BlobStore
 from terrace.adapters.events import EventPublisher
 from terrace.adapters.table import Put, Table, WriteOp
 from terrace.domain import clock, state_versions
@@ -48,7 +48,10 @@ log = logging.getLogger("terrace.state")
 
 def verified_state(blobs: BlobStore, sv: StateVersion) -> bytes:
     """The state of a finalized version, if it still is what was recorded (md5); else Conflict, nothing read on."""
-    raw = blobs.get(sv.blob_key, sv.blob_version)
+    try:
+        raw = blobs.get(sv.blob_key, sv.blob_version)
+    except BlobDamaged:  # the store's own checksum caught it first (S3)
+        raw = b""
     if st.md5_hex(raw) != sv.md5:
         raise Conflict(f"the stored state of {sv.id} does not match its record (md5 {sv.md5}); it is not served")
     return raw

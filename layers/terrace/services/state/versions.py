@@ -197,9 +197,11 @@ class StateVersionService:
         return self._blobs.presign_get(sv.blob_key, self._settings.presign_ttl_s, sv.blob_version)
 
     def iter_state(self, sv: StateVersion) -> Iterator[bytes]:
-        """The state's bytes as finalized, streamed (`stored.py`; Conflict when they are not there)."""
+        """The state's bytes as finalized (`stored.py`; Conflict when they are not there). The bytes themselves are
+        checked against the recorded md5 before the first one is served: a damaged object (a flipped bit under an
+        unchanged size and sidecar) is refused, never streamed as good state."""
         sv = self._stored.state(sv)
-        return self._blobs.iter_chunks(sv.blob_key, version=sv.blob_version)
+        return iter([verified_state(self._blobs, sv)])
 
     def _can(self, principal: Principal, action: Action, ws: Workspace) -> bool:
         try:

@@ -2,7 +2,8 @@
 
 The state version, its blob and outputs, and the workspace's state fields change in ONE transaction (the
 workspace item's version guards it); on a lost race the decision is made again from a fresh read. A refused
-or failed write removes the blob and outputs it had put.
+write removes the blob and outputs it had put; so does a failed one, once a read shows its version was not
+recorded (a write whose answer was lost may have committed).
 """
 
 from __future__ import annotations
@@ -58,6 +59,19 @@ class StateWriter:
                 self._blobs.delete(state_versions.state_blob_key(workspace_id, sv_id))
                 self._index.delete_outputs(sv_id)
 
+        def cleanup_unless_recorded() -> None:
+            """After a failed write: a transaction whose answer was lost (a timeout after DynamoDB committed, a
+            disk error at SQLite's commit) may have made this version current, so its blob and outputs go only
+            once a read shows the version absent; when that read fails too they stay (an orphan blob at worst)."""
+            if not written:
+                return
+            try:
+                recorded = self._table.get(sv_id, "sv") is not None
+            except Exception:
+                return
+            if not recorded:
+                cleanup()
+
         def step() -> tuple[StateVersion, bool]:
             nonlocal output_ids, written
             ws = self._workspaces.load(workspace_id)
@@ -100,7 +114,7 @@ class StateWriter:
                 step, attempts=ATTEMPTS, exhausted="the workspace changed repeatedly while storing state; retry"
             )
         except BaseException:
-            cleanup()
+            cleanup_unless_recorded()
             raise
         if not new:  # the same state as the current one: that version is the answer
             cleanup()
