@@ -9,16 +9,19 @@ Run as a program: `python kill_server.py DATA PORT ORGANIZATION SETTINGS_JSON`.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
 import signal
+import shutil
 import socket
 import ssl
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,6 +85,20 @@ class Info:
     organization: str
     ca_bundle: str
     cli_config: str
+
+
+@contextlib.contextmanager
+def serving(settings: dict[str, Any] | None = None) -> Iterator[ProofServer]:
+    """A ProofServer in a fresh folder (passable by job uids), killed and removed at the end."""
+    from job_uids import traversable
+
+    root = traversable(Path(tempfile.mkdtemp(prefix="terrace-proof-kill-")))
+    server = ProofServer(root, settings)
+    try:
+        yield server
+    finally:
+        server.close()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 class ProofServer:

@@ -123,6 +123,7 @@ class HttpBackendWriter(Writer):
 
 class ApiWriter(Writer):
     pending: tuple[str, bytes, Acked] | None = None  # an upload URL, its bytes, the version it makes
+    creating: tuple[int, bytes] | None = None  # the serial and bytes being written
 
     def cycle(self) -> None:
         api = self.client
@@ -132,8 +133,19 @@ class ApiWriter(Writer):
         self.locked = True
         serial = self.next_serial
         raw = state_bytes(serial, self.lineage, self.rng)
-        md5 = hashlib.md5(raw).hexdigest()  # noqa: S324 - the API's own checksum
         self.next_serial += 1
+        self.creating = (serial, raw)
+        self._write(serial, raw)
+        self.creating = None
+        self._step("unlock")
+        self.locked = None
+        api.request("POST", f"/api/v2/workspaces/{self.workspace_id}/actions/unlock", {})
+        self.locked = False
+        self.in_flight = ""
+
+    def _write(self, serial: int, raw: bytes) -> None:
+        api = self.client
+        md5 = hashlib.md5(raw).hexdigest()  # noqa: S324 - the API's own checksum
         inline = serial % 2 == 0
         attributes: dict[str, Any] = {"serial": serial, "md5": md5, "lineage": self.lineage}
         if inline:
@@ -150,22 +162,22 @@ class ApiWriter(Writer):
             self.pending = None
         self.acked.append(Acked(serial, md5, sv["id"]))
         self.writes += 1
-        self._step("unlock")
-        self.locked = None
-        api.request("POST", f"/api/v2/workspaces/{self.workspace_id}/actions/unlock", {})
-        self.locked = False
-        self.in_flight = ""
 
     def recover(self) -> None:
-        """What terraform's cloud backend does next: an upload cut off is sent again (its client retries; a 409
-        says it had landed), then the unlock (200, or 409 when the lock was not held). A workspace whose
-        pending version was never uploaded stays locked until it is (or a force-unlock): the API's rule."""
+        """What terraform's cloud backend does next (its HTTP client retries a request cut off): an upload cut
+        off is sent again (a 409 says it had landed); a create cut off is made again, with the same serial and
+        bytes (a pending version it never heard of is replaced by the new one), and uploaded; then the unlock
+        (200, or 409 when the lock was not held). A workspace whose pending version is never uploaded stays
+        locked until it is (or a force-unlock): the API's rule."""
         if self.pending is not None:
             url, raw, acked = self.pending
             put = self.client.blobs.put(url, content=raw)
             assert put.status_code in (200, 201, 204, 409), f"PUT again: {put.status_code} {put.text}"
             self.acked.append(acked)
             self.pending = None
+        elif self.creating is not None:
+            self._write(*self.creating)
+        self.creating = None
         if self.locked is not False:
             response = self.client.request(
                 "POST", f"/api/v2/workspaces/{self.workspace_id}/actions/unlock", {}, expect=None

@@ -16,15 +16,11 @@ is killed with SIGKILL at a random moment; it restarts on the same data director
 from __future__ import annotations
 
 import hashlib
-import shutil
-import tempfile
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from job_uids import traversable
-from kill_server import Client, ProofServer, descendants, processes_mentioning, sized, wait_for
+from kill_server import Client, ProofServer, descendants, processes_mentioning, serving, sized, wait_for
 from kill_state_clients import ApiWriter, HttpBackendWriter, Writer
 
 pytestmark = pytest.mark.proof
@@ -32,13 +28,8 @@ pytestmark = pytest.mark.proof
 
 @pytest.fixture
 def proof_server() -> Iterator[ProofServer]:
-    root = traversable(Path(tempfile.mkdtemp(prefix="terrace-proof-kill-")))
-    server = ProofServer(root)
-    try:
+    with serving() as server:
         yield server
-    finally:
-        server.close()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def _workspace(client: Client, name: str) -> str:
