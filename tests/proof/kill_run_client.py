@@ -43,7 +43,7 @@ class ApplyCounter:
         command = f"echo start {marker} >> {self.file}; sleep {sleep_s}; echo done {marker} >> {self.file}"
         return (
             'resource "null_resource" "counted" {\n'
-            "  triggers = {\n    marker = \"" + marker + '"\n  }\n'
+            '  triggers = {\n    marker = "' + marker + '"\n  }\n'
             '  provisioner "local-exec" {\n    command = "' + command + '"\n  }\n}\n'
         )
 
@@ -67,8 +67,10 @@ def upload(client: Client, workspace_id: str, main_tf: str) -> str:
     assert put.status_code in (200, 201, 204), put.text
     cv_id = str(cv["data"]["id"])
     wait_for(
-        lambda: client.request("GET", f"/api/v2/configuration-versions/{cv_id}").json()["data"]["attributes"]["status"]
-        == "uploaded",
+        lambda: (
+            client.request("GET", f"/api/v2/configuration-versions/{cv_id}").json()["data"]["attributes"]["status"]
+            == "uploaded"
+        ),
         60,
         f"{cv_id} to be uploaded",
     )

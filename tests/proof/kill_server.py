@@ -13,8 +13,8 @@ import contextlib
 import importlib.util
 import json
 import os
-import signal
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
@@ -117,7 +117,14 @@ class ProofServer:
         (self.data / "dev.json").unlink(missing_ok=True)
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
-                [sys.executable, __file__, str(self.data), str(self.port), self.organization, json.dumps(self.settings)],
+                [
+                    sys.executable,
+                    __file__,
+                    str(self.data),
+                    str(self.port),
+                    self.organization,
+                    json.dumps(self.settings),
+                ],
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": LAYERS},

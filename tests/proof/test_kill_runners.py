@@ -29,8 +29,8 @@ from typing import Any
 
 import pytest
 from kill_run_client import (
-    ApplyCounter,
     FINAL,
+    ApplyCounter,
     log_text,
     marker,
     remote_workspace,
@@ -40,7 +40,7 @@ from kill_run_client import (
 )
 from kill_server import Client, ProofServer, processes_mentioning, serving, sized, wait_for
 
-pytestmark = pytest.mark.proof
+pytestmark = [pytest.mark.proof, pytest.mark.timeout(sized(600, 1800))]
 RUN_DEADLINE_S = 240  # a run's whole life on a loaded 2-core machine, retries included
 PHASES = ("init", "plan", "apply", "report")
 
@@ -143,12 +143,14 @@ class Receiver:
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
 
-    def triggers(self) -> dict[tuple[str, str], list[bytes]]:
-        found: dict[tuple[str, str], list[bytes]] = {}
+    def triggers(self) -> dict[tuple[str, str, str], list[bytes]]:
+        found: dict[tuple[str, str, str], list[bytes]] = {}
         for body in list(self.bodies):
             payload = json.loads(body)
             for notice in payload.get("notifications") or []:
-                found.setdefault((str(payload.get("run_id")), str(notice.get("trigger"))), []).append(body)
+                key = (str(payload.get("notification_configuration_id")), str(payload.get("run_id")))
+                key += (str(notice.get("trigger")),)
+                found.setdefault(key, []).append(body)
         return found
 
     def close(self) -> None:
@@ -169,7 +171,7 @@ def test_server_kills_mid_run_end_every_run_once_and_deliver_every_notification(
 ) -> None:
     kills = sized(1, 8)
     client = Client(proof_server.start())
-    workspaces = [remote_workspace(client, f"kill-mid-run-{n}") for n in range(2)]
+    workspaces = [remote_workspace(client, f"kill-mid-run-{n}") for n in range(sized(1, 2))]
     triggers = ["run:created", "run:planning", "run:applying", "run:completed", "run:errored"]
     for ws_id in workspaces:
         attributes = {"name": "proof", "destination-type": "generic", "enabled": True, "url": receiver.url,
@@ -179,13 +181,17 @@ def test_server_kills_mid_run_end_every_run_once_and_deliver_every_notification(
     runs: dict[str, str] = {}  # run id -> marker
     outcomes: dict[str, int] = {}
     for _ in range(kills):
-        started = {start_run(client, ws_id, counter.configuration(m := marker(), sleep_s=1.0)): m for ws_id in workspaces}
+        started = {
+            start_run(client, ws_id, counter.configuration(m := marker(), sleep_s=1.0)): m for ws_id in workspaces
+        }
         runs.update(started)
         # kill at a random moment of the runs' lives: after a random number of their transitions
         target = proof_rng.choice(["plan_queued", "planning", "applying", "apply-started"])
         run_id = proof_rng.choice(list(started))
 
-        def there(run_id: str = run_id, target: str = target) -> bool:
+        def there(
+            run_id: str = run_id, target: str = target, client: Client = client, started: dict[str, str] = started
+        ) -> bool:
             now = status(client, run_id)
             if target == "apply-started":
                 return counter.starts(started[run_id]) >= 1 or now in FINAL
@@ -210,7 +216,7 @@ def test_server_kills_mid_run_end_every_run_once_and_deliver_every_notification(
         wait_for(lambda m=m: not processes_mentioning(m), 30, f"the processes of {rid}'s job to go")
     final_trigger = {"applied": "run:completed", "errored": "run:errored"}
     wanted = {(rid, final_trigger[status(client, rid)]) for rid in runs}
-    wait_for(lambda: wanted <= set(receiver.triggers()), 120, "every run's final notification")
+    wait_for(lambda: wanted <= {key[1:] for key in receiver.triggers()}, 120, "every run's final notification")
     duplicates = {key: bodies for key, bodies in receiver.triggers().items() if len(bodies) > 1}
     for key, bodies in duplicates.items():
         assert len(set(bodies)) == 1, f"{key}: a redelivered notification differs: {bodies}"

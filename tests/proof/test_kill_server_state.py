@@ -23,7 +23,7 @@ import pytest
 from kill_server import Client, ProofServer, descendants, processes_mentioning, serving, sized, wait_for
 from kill_state_clients import ApiWriter, HttpBackendWriter, Writer
 
-pytestmark = pytest.mark.proof
+pytestmark = [pytest.mark.proof, pytest.mark.timeout(sized(300, 1800))]
 
 
 @pytest.fixture
@@ -42,7 +42,9 @@ def _history(client: Client, workspace_id: str) -> list[dict]:
     found: list[dict] = []
     page = 1
     while page:
-        body = client.request("GET", f"/api/v2/workspaces/{workspace_id}/state-versions?page[size]=100&page[number]={page}")
+        body = client.request(
+            "GET", f"/api/v2/workspaces/{workspace_id}/state-versions?page[size]=100&page[number]={page}"
+        )
         found += body.json()["data"]
         page = body.json().get("meta", {}).get("pagination", {}).get("next-page") or 0
     return found
@@ -112,8 +114,8 @@ def test_acknowledged_state_writes_and_locks_survive_sigkill(proof_server: Proof
             thread.start()
         # wait for a random number of acknowledged writes, then a random instant more
         goal = sum(w.writes for w in writers) + proof_rng.randint(1, 12)
-        wait_for(lambda: sum(w.writes for w in writers) >= goal or not any(t.is_alive() for t in threads), 120,
-                 "the writers to write", interval=0.01)  # fmt: skip
+        wait_for(lambda goal=goal, threads=threads: sum(w.writes for w in writers) >= goal
+                 or not any(t.is_alive() for t in threads), 120, "the writers to write", interval=0.01)  # fmt: skip
         stop.wait(proof_rng.uniform(0, 0.3))
         pid = proof_server.pid
         proof_server.kill()
@@ -135,7 +137,9 @@ def test_acknowledged_state_writes_and_locks_survive_sigkill(proof_server: Proof
             _check_lock(client, w)
             _check(client, w)  # an upload the holder sent again (recover) is now acknowledged too
             w.in_flight = ""
-        leftover = list((proof_server.data / "blobs" / "tmp").glob("*")) if (proof_server.data / "blobs").exists() else []
+        leftover = (
+            list((proof_server.data / "blobs" / "tmp").glob("*")) if (proof_server.data / "blobs").exists() else []
+        )
         assert not leftover, f"half-written uploads left in the blob store: {leftover}"
     acknowledged = sum(len(w.acked) for w in writers)
     print(f"\nkill proof, state: {rounds} kills, {acknowledged} acknowledged writes checked, killed during: {outcomes}")

@@ -91,7 +91,9 @@ def allocate(
             os.close(fd)
             continue
         kill_uid(uid)  # a crashed runner may have left processes of this uid behind
-        sweep_temp(uid, SHARED_TEMP if temp_roots is None else temp_roots)  # and its files in shared folders, which the next job of this uid could read
+        sweep_temp(
+            uid, SHARED_TEMP if temp_roots is None else temp_roots
+        )  # and its files in shared folders, which the next job of this uid could read
         return JobIdentity(uid=uid, lock_fd=fd)
     raise RuntimeError(f"no free job uid in {uid_range[0]}-{uid_range[1]}")
 
