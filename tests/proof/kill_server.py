@@ -4,7 +4,12 @@
 child Python started from this file, so a test can give it short job timings (`terrace serve` reads none from its
 environment). The port stays the same across restarts, so URLs handed out before a kill still name the server.
 
-Run as a program: `python kill_server.py DATA PORT ORGANIZATION SETTINGS_JSON`.
+With `backend="moto"` the same stack runs the AWS adapters (`bootstrap.build_aws`) against a moto server that is
+a process of its own (`MotoProcess`), so the data outlives the Terrace process the test kills: the table, buckets,
+queues and key are created once (their names kept in DATA/resources.json) and found again at each restart.
+
+Run as a program: `python kill_server.py DATA PORT ORGANIZATION SETTINGS_JSON [MOTO_ENDPOINT]`, or
+`python kill_server.py moto PORT` for the moto server (with the presigned-URL check of `terrace dev --moto`).
 """
 
 from __future__ import annotations
@@ -88,12 +93,12 @@ class Info:
 
 
 @contextlib.contextmanager
-def serving(settings: dict[str, Any] | None = None) -> Iterator[ProofServer]:
+def serving(settings: dict[str, Any] | None = None, backend: str = "embedded") -> Iterator[ProofServer]:
     """A ProofServer in a fresh folder (passable by job uids), killed and removed at the end."""
     from job_uids import traversable
 
     root = traversable(Path(tempfile.mkdtemp(prefix="terrace-proof-kill-")))
-    server = ProofServer(root, settings)
+    server = ProofServer(root, settings, backend=backend)
     try:
         yield server
     finally:
@@ -101,10 +106,43 @@ def serving(settings: dict[str, Any] | None = None) -> Iterator[ProofServer]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+class MotoProcess:
+    """moto's server in a child process (killed only by `close`)."""
+
+    def __init__(self, log: Path) -> None:
+        self.port = free_port()
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        with log.open("ab") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, __file__, "moto", str(self.port)],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "PYTHONPATH": LAYERS},
+            )
+
+        def up() -> bool:
+            assert self.process.poll() is None, log.read_text(errors="replace")[-3000:]
+            try:
+                return httpx.get(self.endpoint + "/moto-api/", timeout=2).status_code < 500
+            except httpx.TransportError:
+                return False
+
+        wait_for(up, START_TIMEOUT_S, "moto to start")
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+
 class ProofServer:
-    def __init__(self, root: Path, settings: dict[str, Any] | None = None, organization: str = "proof") -> None:
+    def __init__(
+        self, root: Path, settings: dict[str, Any] | None = None, organization: str = "proof", backend: str = "embedded"
+    ) -> None:
         self.root, self.data = root, root / "data"
         self.data.mkdir(parents=True, exist_ok=True)
+        self.backend = backend
+        self.moto = MotoProcess(root / "moto.log") if backend == "moto" else None
         self.port = free_port()
         self.organization = organization
         self.settings = {**KILL_SETTINGS, **(settings or {})}
@@ -168,6 +206,8 @@ class ProofServer:
             self.process.kill()
             self.process.wait()
         self.process = None
+        if self.moto is not None:
+            self.moto.close()
 
     def output(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
@@ -262,14 +302,63 @@ class Client:
         self.blobs.close()
 
 
+def _moto(port: int) -> None:
+    from terrace.local.presigned_check import moto_server
+
+    server = moto_server("127.0.0.1", port)
+    server.start()
+    signal.sigwait({signal.SIGTERM, signal.SIGINT})
+    server.stop()
+
+
+def _on_moto(data: Path, endpoint: str, **kwargs: Any) -> Any:
+    """LocalStack on an external moto: the resources are created once, then found again after a kill."""
+    from terrace.local.stack import LocalStack
+    from terrace.wiring.local_resources import LocalResources, create_resources
+
+    class OnMoto(LocalStack):
+        def _build_moto(self, public_url: str) -> Any:
+            import secrets as random_secrets
+
+            from terrace.bootstrap import build_aws
+            from terrace.config import Settings
+            from terrace.local.stack import LOCAL_REGION
+
+            saved = data / "resources.json"
+            if saved.exists():
+                self.resources = LocalResources(**json.loads(saved.read_text()))
+            else:
+                self.resources = create_resources(endpoint, "proof")
+                saved.write_text(json.dumps(self.resources.__dict__))
+            secret_file = data / "url-signing.secret"
+            if not secret_file.exists():
+                secret_file.write_text(random_secrets.token_urlsafe(32))
+            settings = Settings(
+                **self.resources.settings_fields(),
+                public_url=public_url,
+                region=LOCAL_REGION,
+                aws_endpoint_url=endpoint,
+                url_signing_secret=secret_file.read_text(),
+                **self._overrides(),
+            )
+            return build_aws(settings)
+
+    return OnMoto(data_dir=None, **kwargs)
+
+
 def main(argv: list[str]) -> None:
     from terrace.cli import _run
     from terrace.local.stack import LocalStack
 
+    if argv[0] == "moto":
+        _moto(int(argv[1]))
+        return
     data, port, organization, settings = Path(argv[0]), int(argv[1]), argv[2], json.loads(argv[3])
-    stack = LocalStack(
-        port=port, organization=organization, access_log=False, state_dir=data, data_dir=data, host="127.0.0.1"
-    )
+    common = {"port": port, "organization": organization, "access_log": False, "state_dir": data, "host": "127.0.0.1"}
+    if len(argv) > 4:
+        stack = _on_moto(data, argv[4], **common)
+    else:
+        stack = LocalStack(data_dir=data, **common)
     stack.settings_overrides.update(
         {key: tuple(value) if isinstance(value, list) else value for key, value in settings.items()}
     )
