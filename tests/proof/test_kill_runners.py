@@ -81,7 +81,7 @@ def _job_folders(server: ProofServer) -> list[str]:
 def test_runner_kills_never_apply_twice_and_every_run_ends(
     proof_server: ProofServer, counter: ApplyCounter, proof_rng
 ) -> None:
-    kills = sized(1, 16)
+    kills = sized(1, 12)
     client = Client(proof_server.start())
     ws_id = remote_workspace(client, "kill-runners")
     outcomes: dict[str, dict[str, int]] = {}
@@ -127,7 +127,7 @@ def receiver() -> Iterator[Receiver]:
 def test_server_kills_mid_run_end_every_run_once_and_deliver_every_notification(
     proof_server: ProofServer, counter: ApplyCounter, receiver: Receiver, proof_rng
 ) -> None:
-    kills = sized(1, 8)
+    kills = sized(1, 6)
     client = Client(proof_server.start())
     workspaces = [remote_workspace(client, f"kill-mid-run-{n}") for n in range(sized(1, 2))]
     triggers = ["run:created", "run:planning", "run:applying", "run:completed", "run:errored"]

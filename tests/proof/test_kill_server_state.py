@@ -29,7 +29,7 @@ from kill_state_clients import ApiWriter, HttpBackendWriter, Writer
 pytestmark = [pytest.mark.proof, pytest.mark.timeout(sized(300, 1800))]
 
 
-ROUNDS = {"embedded": sized(1, 25), "moto": sized(0, 10)}  # moto: make proof only (quick keeps make test short)
+ROUNDS = {"embedded": sized(1, 20), "moto": sized(0, 10)}  # moto: make proof only (quick keeps make test short)
 
 
 @pytest.fixture(params=["embedded", "moto"])
