@@ -47,7 +47,9 @@ def _created(receiver: Receiver) -> dict[str, list[bytes]]:
 def test_events_worker_killed_mid_batch_delivers_every_notification_at_least_once(
     proof_server: ProofServer, receiver: Receiver, proof_rng
 ) -> None:
-    rounds, per_round = sized(1, 5), sized(6, 16)
+    rounds, per_round = sized(0, 5), sized(6, 16)
+    if not rounds:  # make test: the mid-run kill of test_kill_runners.py checks notifications at least once
+        pytest.skip("the events worker's kill rounds run in make proof (TERRACE_PROOF=full)")
     client = Client(proof_server.start())
     workspaces = [remote_workspace(client, f"kill-events-{n}") for n in range(2)]
     for ws_id in workspaces:
