@@ -52,3 +52,24 @@ def test_the_events_worker_acknowledges_handled_events_and_redrives_failing_ones
     assert len(attempts) == 3  # delivered max_receives times, then moved aside
     assert queue.receive(10) == []  # the handled event was acknowledged
     database.close()
+
+
+def test_a_restarted_server_handles_at_once_the_events_a_killed_one_was_handling(tmp_path: Path) -> None:
+    """SIGKILL mid-batch: the events the dead worker had received come back at the next start, not a visibility
+    timeout later; an event published with a delay keeps its delay (issue 30's kill proof)."""
+    from terrace.local import embedded
+
+    database = SqliteDatabase(tmp_path / "terrace.db")
+    dead = SqliteEventQueue(database, visibility_s=60)
+    dead.publish({"type": "taken"})
+    dead.publish({"type": "later"}, delay_s=60)
+    assert [e.body["type"] for e in dead.receive(10)] == ["taken"]  # then the process dies: no ack
+
+    restarted = SqliteEventQueue(database, visibility_s=60)
+    assert restarted.receive(10) == []
+    assert embedded.resume_events(SimpleNamespace(event_queue=restarted)) == 1  # type: ignore[arg-type]
+
+    again = restarted.receive(10)
+    assert [e.body["type"] for e in again] == ["taken"]
+    restarted.ack(again[0].receipt)
+    assert restarted.receive(10) == []  # the delayed one waits its time

@@ -141,3 +141,26 @@ def test_a_sigkilled_runner_takes_the_job_tree_down(tmp_path: Path) -> None:
     while [p for p in os.listdir("/proc") if p.isdigit() and marker in _cmdline(p)]:
         assert time.monotonic() < deadline, "a job process outlived the SIGKILLed runner"
         time.sleep(0.05)
+
+
+def test_a_uid_a_killed_runner_held_starts_without_its_temporary_files(tmp_path: Path) -> None:
+    """A runner SIGKILLed mid-job never swept its job uid's files from the shared temporary folders: the next job
+    given that uid must not find (and read) them (issue 30's kill proof)."""
+    shared = tmp_path / "shared-tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    held = sandbox.allocate()  # a uid no runner of this host holds, held by the test throughout (see `identity`)
+    assert held is not None
+    uid = held.uid
+    left = shared / "provider-secret.txt"
+    left.write_text("the previous job's")
+    os.chown(left, uid, uid)
+
+    ident = sandbox.allocate(lock_dir=tmp_path / "locks", uid_range=(uid, uid), temp_roots=(shared,))
+    assert ident is not None
+    try:
+        assert ident.uid == uid
+        assert not left.exists()
+    finally:
+        ident.release()
+        held.release()

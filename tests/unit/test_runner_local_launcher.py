@@ -92,3 +92,33 @@ def test_exited_runners_are_reaped(launchers) -> None:
     assert launcher.live_count() == 0
     assert len(launcher.launch([credential("a", n) for n in range(3)])) == 3
     assert [r.runner_id for r in launcher.started][-3:] == ["runner-a-0", "runner-a-1", "runner-a-2"]
+
+
+def test_a_killed_runners_work_folder_is_removed_and_an_earlier_servers_leftovers_at_start(tmp_path: Path) -> None:
+    """A runner SIGKILLed mid-job cannot remove its job folders; the launcher removes its folder once it exited, and
+    a new launcher (a restarted server) removes what the runners of the previous one left (issue 30's kill proof)."""
+    work = tmp_path / "runner-work"
+    (work / "at-old-1" / "plan-run-x-abcd").mkdir(parents=True)  # a runner of the killed server left its job
+    fake_python = tmp_path / "python"
+    fake_python.write_text('#!/bin/sh\nmkdir -p "$TERRACE_WORK_DIR/apply-job-1234"\necho up > "$TERRACE_WORK_DIR/up"\n'
+                           "exec sleep 30\n")  # fmt: skip
+    fake_python.chmod(fake_python.stat().st_mode | stat.S_IEXEC)
+    launcher = LocalProcessLauncher(
+        {"PATH": os.environ["PATH"], "TERRACE_WORK_DIR": str(work)}, max_processes=1, python=str(fake_python)
+    )
+    try:
+        assert list(work.iterdir()) == []
+        launcher.launch([credential("a", 1)])
+        own = work / "at-a-1"
+        deadline = time.monotonic() + WAIT_S
+        while not (own / "up").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert (own / "apply-job-1234").is_dir()
+
+        launcher.runners[0].process.kill()  # SIGKILL mid-job
+        launcher.runners[0].process.wait()
+        assert launcher.live_count() == 0
+
+        assert not own.exists()
+    finally:
+        launcher.stop_all(timeout_s=10)

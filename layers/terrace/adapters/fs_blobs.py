@@ -3,7 +3,9 @@
 Objects live under `<root>/data/<key>`; a sidecar under `<root>/meta/<key>` keeps the MD5 (the ETag the
 services compare with a client's md5) and the size and mtime it was computed for, so `head` never reads
 the body unless the sidecar is missing or stale. Every write goes to a temporary file in `<root>/tmp`,
-is fsynced and renamed into place: a reader sees the old object or the new one, never half of one.
+is fsynced and renamed into place: a reader sees the old object or the new one, never half of one. A temporary
+file is locked (`flock`) by the process writing it until it is in place, so what a killed process left there
+(nothing holds its lock) is removed the next time the store is opened (`sweep_abandoned`).
 
 `presign_put`/`presign_get` return `<public url>/blobs/<key>?method=…&expires=…&max=…&signature=…`: an
 HMAC-SHA256 (the URL-signing secret, `domain/url_signing.py`, purpose blob PUT or blob GET) over key, expiry
@@ -16,6 +18,7 @@ was uploaded, finalized and recorded.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -93,6 +96,36 @@ class FsBlobs:
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         for sub in ("data", "meta", "tmp"):
             (self.root / sub).mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.sweep_abandoned()
+
+    def sweep_abandoned(self) -> list[str]:
+        """Remove the temporary files no live writer holds (a process killed mid-write left them); returns
+        their names. A file being written is locked by its writer and kept."""
+        removed = []
+        for entry in os.scandir(self.root / "tmp"):
+            try:
+                fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW)
+            except OSError:
+                continue  # gone meanwhile (installed), or not a file of ours
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue  # a live writer's
+            try:
+                os.unlink(entry.path)
+                removed.append(entry.name)
+            except FileNotFoundError:
+                pass
+            finally:
+                os.close(fd)
+        return removed
+
+    def _locked_temp(self, prefix: str) -> tuple[int, Path]:
+        """A new temporary file, locked for as long as its descriptor is open."""
+        fd, name = tempfile.mkstemp(dir=self.root / "tmp", prefix=prefix)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return fd, Path(name)
 
     # paths ---------------------------------------------------------------------------------
     def path_of(self, key: str) -> Path:
@@ -151,10 +184,11 @@ class FsBlobs:
         stat = target.stat()
         meta = self._meta_path(key)
         meta.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, temp = tempfile.mkstemp(dir=self.root / "tmp")
-        with os.fdopen(fd, "w") as out:
+        fd, temp = self._locked_temp("meta-")
+        with os.fdopen(fd, "w") as out:  # locked until it is in place
             json.dump({"md5": digest, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}, out)
-        os.replace(temp, meta)
+            out.flush()
+            os.replace(temp, meta)
 
     def delete(self, key: str) -> None:
         for path in (self.path_of(key), self._meta_path(key)):
@@ -254,9 +288,8 @@ class BlobWriter:
 
     def __init__(self, blobs: FsBlobs, key: str, max_bytes: int | None, exclusive: bool = False) -> None:
         self._blobs, self._key, self._max, self._exclusive = blobs, key, max_bytes, exclusive
-        fd, name = tempfile.mkstemp(dir=blobs.root / "tmp", prefix="upload-")
-        self._temp = Path(name)
-        self._out = os.fdopen(fd, "wb")
+        fd, self._temp = blobs._locked_temp("upload-")
+        self._out = os.fdopen(fd, "wb")  # its lock is held until the object is in place
         self._md5 = hashlib.md5()
         self.size = 0
 
@@ -270,8 +303,10 @@ class BlobWriter:
     def commit(self) -> BlobInfo:
         self._out.flush()
         os.fsync(self._out.fileno())
-        self._out.close()
-        return self._blobs._install(self._key, self._temp, self._md5.hexdigest(), self.size, self._exclusive)
+        try:
+            return self._blobs._install(self._key, self._temp, self._md5.hexdigest(), self.size, self._exclusive)
+        finally:
+            self._out.close()
 
     def abort(self) -> None:
         self._out.close()

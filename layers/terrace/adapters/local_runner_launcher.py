@@ -4,12 +4,14 @@ embedded server and `make dev`."""
 from __future__ import annotations
 
 import logging
+import shutil
 import signal
 import subprocess
 import sys
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from terrace.adapters.runner_launcher import LiveRunner, RunnerCredential, runner_environment
 
@@ -32,6 +34,10 @@ class LocalRunner:
     token_id: str
     runner_id: str
     lanes: tuple[str, ...] = ()
+    work_dir: Path | None = None  # its own folder of TERRACE_WORK_DIR, removed once it exited
+
+
+WORK_DIR = "TERRACE_WORK_DIR"
 
 
 class LocalProcessLauncher:
@@ -40,7 +46,11 @@ class LocalProcessLauncher:
 
     Enrollment codes are not bound to an identity here: the code reaches the child only through its environment,
     which only the server's own user can read (`/proc/<pid>/environ` is 0400), and a process identity the runner
-    reported (its pid) could be forged by any process of that user, who can read the server's data anyway."""
+    reported (its pid) could be forged by any process of that user, who can read the server's data anyway.
+
+    With TERRACE_WORK_DIR in `env`, each runner works in a folder of its own below it (`<work dir>/<token id>`),
+    removed once the runner exited, however it ended: a runner killed mid-job (SIGKILL, OOM) cannot remove its
+    job folders itself. What the runners of an earlier server left there (they died with it) goes at the start."""
 
     binds_identity = False
     spot_lanes: tuple[str, ...] = ()  # no interruptible capacity here: a runner takes every lane
@@ -54,6 +64,11 @@ class LocalProcessLauncher:
         self.args = list(args)
         self.runners: list[LocalRunner] = []  # alive ones
         self.started: deque[LocalRunner] = deque(maxlen=1000)  # the runners started lately, for bookkeeping
+        self.work_root = Path(self.env[WORK_DIR]) if self.env.get(WORK_DIR) else None
+        if self.work_root is not None:
+            self.work_root.mkdir(mode=0o711, parents=True, exist_ok=True)
+            for leftover in self.work_root.iterdir():  # no runner of this launcher has started yet
+                _remove(leftover)
 
     def _reap(self) -> None:
         alive = []
@@ -61,8 +76,10 @@ class LocalProcessLauncher:
             code = runner.process.poll()
             if code is None:
                 alive.append(runner)
-            elif code != 0:
+                continue
+            if code != 0:
                 log.warning("runner process %d exited with %d", runner.process.pid, code)
+            _remove(runner.work_dir)
         self.runners = alive
 
     def live(self) -> list[LiveRunner]:
@@ -76,14 +93,21 @@ class LocalProcessLauncher:
         room = max(0, self.max_processes - self.live_count())
         started: dict[str, str | None] = {}
         for credential in credentials[:room]:
+            work_dir = self.work_root / credential.token_id if self.work_root is not None else None
+            own = {WORK_DIR: str(work_dir)} if work_dir is not None else {}
             process = subprocess.Popen(
                 [self.python, "-m", "terrace.runner", *self.args],
-                env={**self.env, **runner_environment(credential)},
+                env={**self.env, **own, **runner_environment(credential)},
                 stdin=subprocess.DEVNULL,
                 preexec_fn=_die_with_parent if sys.platform == "linux" else None,  # noqa: PLW1509
             )
             runner = LocalRunner(
-                process, credential.organization, credential.token_id, credential.runner_id, credential.lanes
+                process,
+                credential.organization,
+                credential.token_id,
+                credential.runner_id,
+                lanes=credential.lanes,
+                work_dir=work_dir,
             )
             self.runners.append(runner)
             self.started.append(runner)
@@ -111,4 +135,11 @@ class LocalProcessLauncher:
             except subprocess.TimeoutExpired:
                 runner.process.kill()
                 runner.process.wait()
+            _remove(runner.work_dir)
         self.runners = []
+
+
+def _remove(folder: Path | None) -> None:
+    """A dead runner's folder (its jobs' processes died with it: their PID namespace went down with the runner)."""
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -3,6 +3,9 @@
 An event becomes visible at `visible_at` (delayed delivery); a receive makes it invisible for the visibility
 timeout, counts the delivery and hands out a new receipt (an older receipt no longer acknowledges it); an
 event received `max_receives` times and still not acknowledged moves to the dead letters at its next receive.
+The embedded server is the queue's only consumer: at its start, what its previous process had received and not
+acknowledged (it died handling them) is visible again at once (`release_received`), not after the visibility
+timeout.
 """
 
 from __future__ import annotations
@@ -87,6 +90,16 @@ class SqliteEventQueue:
                 if len(received) >= max_events:
                     break
         return received
+
+    def release_received(self) -> int:
+        """Make every received, unacknowledged event visible now (its consumer is gone); returns how many.
+        Delayed events (never received) keep their time."""
+        with self._db.write() as conn:
+            cursor = conn.execute(
+                "UPDATE events SET visible_at = ?, receipt = NULL WHERE receipt IS NOT NULL AND dead = 0",
+                (self._now(),),
+            )
+            return int(cursor.rowcount)
 
     def ack(self, receipt: str) -> None:
         with self._db.write() as conn:

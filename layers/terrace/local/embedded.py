@@ -7,6 +7,8 @@ files, and what it does at start and stop:
   go back through `JobRetries.retry_or_fail`, the rules the reaper applies on AWS to a runner that stopped
   heartbeating: a plan or a not-yet-applying apply is retried, an apply that had started ends `errored`
   (lock released, tokens revoked).
+- `resume_events`: the events the previous process had taken off the queue and not acknowledged (it died handling
+  them) are handled again at once, not after the queue's visibility timeout (a minute).
 """
 
 from __future__ import annotations
@@ -88,3 +90,13 @@ def hand_back(container: Container, reason: str, ran_on: Callable[[str], bool] =
     if handed:
         log.warning("handed back the jobs of %s: %s", ", ".join(handed), reason)
     return handed
+
+
+def resume_events(container: Container) -> int:
+    """Make the events a dead server was handling visible again (the embedded server is the queue's only
+    consumer); returns how many."""
+    release = getattr(container.event_queue, "release_received", None)
+    released = int(release()) if release is not None else 0
+    if released:
+        log.warning("%d events the previous server was handling are handled again", released)
+    return released

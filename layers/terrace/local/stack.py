@@ -150,6 +150,7 @@ class LocalStack:
             embedded.save_admin_token(self.data_dir, self.seeded.token)
             # the runner processes of the previous server died with it: their jobs go back (retried or errored)
             embedded.hand_back(container, "the server restarted while the job ran")
+            embedded.resume_events(container)  # and the events it was handling: again now
             files = self.tls_files or tls.ensure_certificates(self.state_dir / "tls")
         else:
             container = self.container = self._wrapped(self._build_moto(public_url))

@@ -75,7 +75,9 @@ def probe() -> Capabilities:
     return _caps
 
 
-def allocate(lock_dir: Path = LOCK_DIR, uid_range: tuple[int, int] = UID_RANGE) -> JobIdentity | None:
+def allocate(
+    lock_dir: Path = LOCK_DIR, uid_range: tuple[int, int] = UID_RANGE, temp_roots: tuple[Path, ...] | None = None
+) -> JobIdentity | None:
     """A uid no other job on this host holds until `release`; None when the runner cannot switch uid."""
     if not probe().switch_uid:
         return None
@@ -89,6 +91,9 @@ def allocate(lock_dir: Path = LOCK_DIR, uid_range: tuple[int, int] = UID_RANGE) 
             os.close(fd)
             continue
         kill_uid(uid)  # a crashed runner may have left processes of this uid behind
+        sweep_temp(
+            uid, SHARED_TEMP if temp_roots is None else temp_roots
+        )  # and its files in shared folders, which the next job of this uid could read
         return JobIdentity(uid=uid, lock_fd=fd)
     raise RuntimeError(f"no free job uid in {uid_range[0]}-{uid_range[1]}")
 

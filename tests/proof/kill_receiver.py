@@ -1,0 +1,50 @@
+"""A notification receiver on loopback for the kill proof, a little slow on purpose: each delivery holds one of the
+events worker's handlers a while, so a kill finds deliveries in flight."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class Receiver:
+    """Notification receiver on loopback, a little slow (each delivery holds an events handler a while)."""
+
+    def __init__(self, delay_s: float) -> None:
+        self.bodies: list[bytes] = []
+        received = self.bodies
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                received.append(body)  # as it arrives: a delivery cut off by a kill was seen all the same
+                threading.Event().wait(delay_s)
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+
+    def triggers(self) -> dict[tuple[str, str, str], list[bytes]]:
+        found: dict[tuple[str, str, str], list[bytes]] = {}
+        for body in list(self.bodies):
+            payload = json.loads(body)
+            for notice in payload.get("notifications") or []:
+                key = (str(payload.get("notification_configuration_id")), str(payload.get("run_id")))
+                key += (str(notice.get("trigger")),)
+                found.setdefault(key, []).append(body)
+        return found
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(10)
