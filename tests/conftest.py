@@ -50,6 +50,24 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[_OWN_BASETEMP] = config.option.basetemp
 
 
+# Long tests first (`make test` runs on 2 cores): xdist's `load` scheduling hands each worker its tests in
+# collection order, so folders of long tests (real clients, browsers, the proof) start at once and the short
+# unit tests fill the end, instead of one long test starting last while the other worker sits idle. Modules
+# stay whole and keep their order (module fixtures), and each worker still runs its tests in this order: the
+# e2e `stack` (moto in-process) is done with before any later test's `mock_aws` resets moto's backends.
+LONG_FIRST = ("tests/e2e/", "tests/proof/", "tests/browser/", "tests/unit/test_cli.py")
+
+
+def _long_first(item: pytest.Item) -> int:
+    path = item.nodeid.split("::", 1)[0]
+    path = path if path.startswith("tests/") else f"tests/{path}"  # node ids are relative to the rootdir
+    return next((rank for rank, prefix in enumerate(LONG_FIRST) if path.startswith(prefix)), len(LONG_FIRST))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=_long_first)  # stable: the order within each group is unchanged
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     own = config.stash.get(_OWN_BASETEMP, None)
     if own is not None:
