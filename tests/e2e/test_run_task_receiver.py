@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 from e2e_runs import RUN_TIMEOUT_S, TWO_RESOURCES, remote_dir, remote_workspace, runs, wait_final
-from test_cloud_block import CLIENTS
+from test_cloud_block import TOFU_REPEATS
 from test_cloud_block import work as work  # noqa: F401 (the `cloud` block working directories, a fixture)
 
 Api = StackInfo = Terraform = Any
@@ -181,7 +181,7 @@ def test_a_failing_mandatory_task_stops_the_run_an_advisory_one_does_not(
     assert receiver.problems == []
 
 
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client", TOFU_REPEATS)
 def test_the_cloud_block_waits_for_the_tasks_and_applies(
     client: Any,
     run_api: Api,
