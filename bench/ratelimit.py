@@ -18,15 +18,19 @@ import httpx
 RETRY_MAX = 30  # go-tfe's RetryMax
 MIN_WAIT_S = 0.1  # go-tfe's RetryWaitMin for the exponential fall-back
 MAX_WAIT_S = 30.0  # no single wait longer than this, whatever the server says
+BACKOFF_DOUBLINGS = 5  # the back-off floor stops doubling at 3.2 s
 
 
 def retry_wait(response: httpx.Response, attempt: int, jitter: random.Random | None = None) -> float:
     """Seconds to wait before sending again after `response` (a 429), on retry number `attempt` (from 0)."""
     header = response.headers.get("X-RateLimit-Reset") or response.headers.get("Retry-After")
     try:
-        wait = float(header) if header is not None else MIN_WAIT_S * 2**attempt
+        wait = float(header) if header is not None else 0.0
     except ValueError:
-        wait = MIN_WAIT_S * 2**attempt
+        wait = 0.0
+    # never sooner than the server says, and backing off as the retries mount: clients sharing a token that all
+    # come back at the reset would otherwise race for the same few slots until one runs out of retries
+    wait = max(wait, MIN_WAIT_S * 2 ** min(attempt, BACKOFF_DOUBLINGS))
     spread = (jitter or random).uniform(1.0, 1.3)
     return min(MAX_WAIT_S, max(0.0, wait) * spread)
 

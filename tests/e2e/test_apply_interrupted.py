@@ -109,5 +109,5 @@ def test_a_runner_killed_mid_apply_errors_the_run_and_never_applies_again(
     # so later tests sharing the stack see a clean work dir (an apply in its plan's folder works in `plan-…-*`)
     plan_id = run(run_api, applying["id"])["relationships"]["plan"]["data"]["id"]
     work_dir = run_local_stack.state_dir / "runner-work"
-    for left in [*work_dir.glob(f"{apply_id}-*"), *work_dir.glob(f"{plan_id}-*")]:
+    for left in [*work_dir.glob(f"*/{apply_id}-*"), *work_dir.glob(f"*/{plan_id}-*")]:
         shutil.rmtree(left)

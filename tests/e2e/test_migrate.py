@@ -554,7 +554,8 @@ def history(api: Api, org: str, name: str) -> list[tuple[int, str, bytes]]:
     found = []
     for v in api.request("GET", path).json()["data"]:
         attrs = v["attributes"]
-        found.append((attrs["serial"], attrs["lineage"], api.http.get(attrs["hosted-state-download-url"]).content))
+        download = api.request("GET", attrs["hosted-state-download-url"], expect=None)  # waits out a 429
+        found.append((attrs["serial"], attrs["lineage"], download.content))
     return sorted(found)
 
 

@@ -151,9 +151,13 @@ def test_a_lingering_malicious_run_steals_nothing_from_the_next_run_of_another_o
     assert b"dev.json" not in stolen or run_local_stack.info.token.encode() not in stolen
     # job folders are removed; what may be left are plan folders a runner holds for their run's apply (other tests'
     # runs awaiting confirmation: runner/plan_cache.py), owned by the runner and closed to every job uid
-    for left in work_dir.iterdir():
-        info = left.stat()
-        assert (info.st_uid, stat.S_IMODE(info.st_mode)) == (os.getuid(), 0o700), f"{left.name} was left open"
+    # each runner works in a folder of its own (runner-work/<token id>), root-owned and not listable by job uids
+    for runner_dir in work_dir.iterdir():
+        info = runner_dir.stat()
+        assert (info.st_uid, stat.S_IMODE(info.st_mode)) == (os.getuid(), 0o711), f"{runner_dir.name} is open"
+        for left in runner_dir.iterdir():
+            info = left.stat()
+            assert (info.st_uid, stat.S_IMODE(info.st_mode)) == (os.getuid(), 0o700), f"{left.name} was left open"
 
     # the victim's run tokens died with their phases
     victim_run = run_local_stack.container.run_store.load(victim_runs[-1])

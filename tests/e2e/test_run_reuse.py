@@ -48,7 +48,7 @@ def test_an_auto_apply_run_applies_in_its_plans_folder_without_a_second_init(
     stored = run_local_stack.container.run_store.load(run["id"])
     assert stored.apply.runner_id == stored.plan.runner_id  # handed over in the plan's finish answer
     work = run_local_stack.state_dir / "runner-work"
-    assert wait_for(lambda: not list(work.glob(f"{stored.plan.id}-*")), 30, what="the plan folder to go")
+    assert wait_for(lambda: not list(work.glob(f"*/{stored.plan.id}-*")), 30, what="the plan folder to go")
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the held folder's owner and mode are checked as the runner's root")
@@ -76,7 +76,7 @@ def test_when_the_planning_runner_is_gone_a_fresh_runner_applies_and_nothing_is_
         run = wait_for(confirmable, RUN_TIMEOUT_S, what="the plan to await confirmation")
         stored = run_local_stack.container.run_store.load(run["id"])
         work = run_local_stack.state_dir / "runner-work"
-        (held,) = list(work.glob(f"{stored.plan.id}-*"))  # kept for this run's apply
+        (held,) = list(work.glob(f"*/{stored.plan.id}-*"))  # kept for its apply, in its runner's folder
         info = held.stat()
         assert (info.st_uid, info.st_mode & 0o777) == (0, 0o700)
         planner_id = (stored.plan.runner_id or "").split("@")[0]

@@ -27,6 +27,7 @@ SERVICE_VALUE_TYPES = {
     "access/documents.py:MembershipDocuments",
     "runs/run_pages.py:RunHeader",
     "runs/run_pages.py:RunWait",
+    "runs/plans.py:RedactedPlan",  # json-output-redacted: the document or a presigned URL of its copy
     "state/resource_history.py:HistoryEntry",
     "state/resource_history.py:HistoryPage",
     # read models: what one UI page shows, read in one call
