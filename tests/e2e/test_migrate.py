@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import tarfile
@@ -554,8 +555,13 @@ def history(api: Api, org: str, name: str) -> list[tuple[int, str, bytes]]:
     found = []
     for v in api.request("GET", path).json()["data"]:
         attrs = v["attributes"]
-        download = api.request("GET", attrs["hosted-state-download-url"], expect=None)  # waits out a 429
-        found.append((attrs["serial"], attrs["lineage"], download.content))
+        # the download answers 302 to the blob's signed URL (waiting out a 429 first); the blob is read without the
+        # API token, as terraform reads it
+        located = api.request("GET", attrs["hosted-state-download-url"], expect=302)
+        with httpx.Client(verify=ssl.create_default_context(cafile=api.stack.ca_bundle), timeout=30) as blobs:
+            blob = blobs.get(located.headers["location"])
+        assert blob.status_code == 200 and blob.content, f"{located.headers['location']}: {blob.status_code}"
+        found.append((attrs["serial"], attrs["lineage"], blob.content))
     return sorted(found)
 
 
