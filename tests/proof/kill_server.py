@@ -303,7 +303,7 @@ class Client:
 
 
 def _moto(port: int) -> None:
-    from terrace.local.presigned_check import moto_server
+    from terrace.local.moto_twin import moto_server
 
     server = moto_server("127.0.0.1", port)
     server.start()

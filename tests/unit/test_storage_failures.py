@@ -25,9 +25,11 @@ def _client_failing_with(exc: Exception, monkeypatch: pytest.MonkeyPatch) -> tup
     return client, env.auth, env.ws_id
 
 
-def _aws_error(code: str, status: int) -> ClientError:
+def _aws_error(code: str, status: int, reasons: tuple[str, ...] = ()) -> ClientError:
     body: Any = {"Error": {"Code": code, "Message": "m"}, "ResponseMetadata": {"HTTPStatusCode": status}}
-    return ClientError(body, "GetItem")
+    if reasons:
+        body["CancellationReasons"] = [{"Code": reason} for reason in reasons]
+    return ClientError(body, "TransactWriteItems" if reasons else "GetItem")
 
 
 @pytest.mark.parametrize(
@@ -41,6 +43,9 @@ def _aws_error(code: str, status: int) -> ClientError:
         (_aws_error("ProvisionedThroughputExceededException", 400), 503),
         (_aws_error("InternalServerError", 500), 503),
         (_aws_error("SlowDown", 503), 503),
+        # another transaction held an item, past the DynamoDB adapter's own retries (the proof's moto load)
+        (_aws_error("TransactionConflictException", 400), 503),
+        (_aws_error("TransactionCanceledException", 400, ("None", "TransactionConflict")), 503),
     ],
 )
 def test_a_storage_failure_answers_a_json_api_error_the_client_retries(
@@ -55,7 +60,14 @@ def test_a_storage_failure_answers_a_json_api_error_the_client_retries(
 
 
 @pytest.mark.parametrize(
-    "exc", [ValueError("a bug"), _aws_error("AccessDenied", 403), OSError(errno.ENOENT, "No such file")]
+    "exc",
+    [
+        ValueError("a bug"),
+        _aws_error("AccessDenied", 403),
+        OSError(errno.ENOENT, "No such file"),
+        # a lost condition is the adapter's `ConditionFailed`: met raw here, it is a bug
+        _aws_error("TransactionCanceledException", 400, ("TransactionConflict", "ConditionalCheckFailed")),
+    ],
 )
 def test_other_errors_stay_500(exc: Exception, monkeypatch: pytest.MonkeyPatch) -> None:
     client, auth, ws_id = _client_failing_with(exc, monkeypatch)

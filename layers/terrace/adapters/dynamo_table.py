@@ -1,15 +1,24 @@
-"""DynamoDB implementation of the Table port."""
+"""DynamoDB implementation of the Table port.
+
+A write DynamoDB refuses because another transaction holds one of its items (`TransactionConflictException`, or a
+transaction cancelled with `TransactionConflict` among its reasons and no failed condition) did not happen and did
+not lose a condition: it is sent again, CONFLICT_ATTEMPTS times in all with a jittered back-off, then its
+`ClientError` goes up, which the web layer answers 503 with `Retry-After` (`storage_errors.py`), never a 500 nor a
+409. A cancelled transaction with a failed condition is `ConditionFailed`: the caller re-reads and re-decides.
+"""
 
 from __future__ import annotations
 
+import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any
 
 from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
+from terrace.adapters.storage_errors import dynamo_conflict
 from terrace.adapters.table import ConditionFailed, Delete, Item, Put, WriteOp
 from terrace.domain.limits import check_item
 
@@ -17,6 +26,8 @@ _INDEX_KEYS = {"gsi1": ("gsi1pk", "gsi1sk")}
 BATCH_WRITE_SIZE = 25  # BatchWriteItem's limit
 BATCH_WRITE_ATTEMPTS = 8  # UnprocessedItems retries, with exponential back-off from BATCH_BACKOFF_S
 BATCH_BACKOFF_S = 0.05
+CONFLICT_ATTEMPTS = 4  # a write another transaction held: tries in all, back-off from CONFLICT_BACKOFF_S
+CONFLICT_BACKOFF_S = 0.02
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
 
@@ -74,6 +85,18 @@ def _condition(
     return {}
 
 
+def _sent(write: Callable[[], object]) -> None:
+    """`write` sent again while DynamoDB refuses it for a conflict (`dynamo_conflict`); its last refusal goes up."""
+    for attempt in range(CONFLICT_ATTEMPTS):
+        try:
+            write()
+            return
+        except ClientError as exc:
+            if not dynamo_conflict(exc.response) or attempt == CONFLICT_ATTEMPTS - 1:
+                raise
+        time.sleep(CONFLICT_BACKOFF_S * 2**attempt * (0.5 + random.random()))  # noqa: S311 - jitter
+
+
 class DynamoTable:
     def __init__(self, client: Any, table_name: str) -> None:
         self._client = client
@@ -98,7 +121,8 @@ class DynamoTable:
 
     def put(self, item: Item, *, if_absent: bool = False, if_version: int | None = None) -> None:
         try:
-            self._client.put_item(TableName=self._name, Item=_marshal(item), **_condition(if_absent, if_version))
+            condition = _condition(if_absent, if_version)
+            _sent(lambda: self._client.put_item(TableName=self._name, Item=_marshal(item), **condition))
         except ClientError as exc:
             if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
                 raise ConditionFailed(str(exc)) from exc
@@ -106,7 +130,8 @@ class DynamoTable:
 
     def delete(self, pk: str, sk: str, *, if_version: int | None = None) -> None:
         try:
-            self._client.delete_item(TableName=self._name, Key=_key(pk, sk), **_condition(if_version=if_version))
+            condition = _condition(if_version=if_version)
+            _sent(lambda: self._client.delete_item(TableName=self._name, Key=_key(pk, sk), **condition))
         except ClientError as exc:
             if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
                 raise ConditionFailed(str(exc)) from exc
@@ -204,8 +229,8 @@ class DynamoTable:
                 cond = _condition(if_version=op.if_version, must_exist=op.must_exist)
                 items.append({"ConditionCheck": {"TableName": self._name, "Key": _key(op.pk, op.sk), **cond}})
         try:
-            self._client.transact_write_items(TransactItems=items)
+            _sent(lambda: self._client.transact_write_items(TransactItems=items))
         except ClientError as exc:
-            if exc.response["Error"]["Code"] == "TransactionCanceledException":
+            if exc.response["Error"]["Code"] == "TransactionCanceledException" and not dynamo_conflict(exc.response):
                 raise ConditionFailed(str(exc)) from exc
             raise

@@ -5,7 +5,7 @@ botocore's `ClientError` from DynamoDB or S3 once boto3's own retries are spent)
 all-or-nothing, so a retry of the request redoes or finds what the failed one did. The web layer
 answers them with a JSON:API error a client retries (Terraform's http backend and go-tfe retry 5xx), not a 500:
 507 when the disk under the embedded server is full, 503 with `Retry-After` for any other storage failure.
-A helper, not a port: `web/errors.py` is its one caller.
+A helper, not a port: `web/errors.py` calls `storage_failure`, `dynamo_table.py` `dynamo_conflict`.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import errno
 import sqlite3
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 SQLITE_FULL = 13  # sqlite3's "database or disk is full"
 DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
@@ -27,7 +28,21 @@ AWS_THROTTLED = {
     "InternalServerError",
     "InternalError",
     "TransactionInProgressException",
+    "TransactionConflictException",  # the item is in another transaction (after the adapter's own retries)
 }
+CONFLICT_REASONS = {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
+
+
+def dynamo_conflict(response: dict[str, Any]) -> bool:
+    """Whether a DynamoDB error answer refused a write for another transaction (or throttling) alone: nothing was
+    written, no condition was judged false, the same write may be sent again (`dynamo_table.py` does, a few times)."""
+    code = response.get("Error", {}).get("Code")
+    if code == "TransactionConflictException":
+        return True
+    if code != "TransactionCanceledException":
+        return False
+    reasons = {reason.get("Code") for reason in response.get("CancellationReasons") or []} - {"None", None}
+    return bool(reasons) and reasons <= CONFLICT_REASONS
 
 
 @dataclass(frozen=True)
@@ -60,7 +75,8 @@ def storage_failure(exc: BaseException) -> StorageFailure | None:
         if isinstance(exc, botocore.ClientError):
             error = exc.response.get("Error", {})
             status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
-            return UNAVAILABLE if status >= 500 or error.get("Code") in AWS_THROTTLED else None
+            unavailable = status >= 500 or error.get("Code") in AWS_THROTTLED or dynamo_conflict(exc.response)
+            return UNAVAILABLE if unavailable else None
         if isinstance(exc, (botocore.ConnectionError, botocore.HTTPClientError, botocore.ReadTimeoutError)):
             return UNAVAILABLE
     return None

@@ -96,19 +96,3 @@ class PresignedUrlCheck:
         if _expired(query, datetime.now(UTC)):
             return _denied(start_response, "AccessDenied", "Request has expired")
         return self._app(environ, start_response)
-
-
-def moto_server(ip_address: str, port: int) -> Any:
-    """moto's threaded server with the check in front (moto's own `_server_entry`, wrapped)."""
-    from moto.moto_server.threaded_moto_server import ThreadedMotoServer
-    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
-    from werkzeug.serving import make_server
-
-    class CheckedMotoServer(ThreadedMotoServer):
-        def _server_entry(self) -> None:
-            app = PresignedUrlCheck(DomainDispatcherApplication(create_backend_app))
-            self._server = make_server(self._ip_address, self._port, app, True, request_handler=MotoRequestHandler)
-            self._server_ready_event.set()
-            self._server.serve_forever()
-
-    return CheckedMotoServer(ip_address=ip_address, port=port, verbose=False)

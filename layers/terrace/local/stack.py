@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from terrace.config import API_RATE_LIMIT_PER_S, Settings
-from terrace.local import access_log, embedded, presigned_check, tls
+from terrace.local import access_log, embedded, moto_twin, tls
 from terrace.local import workers as local_workers
 from terrace.local.dev_file import DEV_FILE
 from terrace.local.seed import Seeded, seed_admin
@@ -196,7 +196,7 @@ class LocalStack:
         from terrace.bootstrap import build_aws
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request lines drown the API's
-        self._moto = presigned_check.moto_server("127.0.0.1", 0)  # checks presigned URLs as S3 does
+        self._moto = moto_twin.moto_server("127.0.0.1", 0)  # S3's URL checks, DynamoDB serialized
         self._moto.start()
         host, moto_port = self._moto.get_host_and_port()
         endpoint = f"http://{host}:{moto_port}"

@@ -7,6 +7,7 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from terrace.adapters.storage_errors import storage_failure
@@ -81,6 +82,12 @@ def install(app: FastAPI) -> None:
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONAPIResponse:
         title = {404: "not found", 405: "method not allowed"}.get(exc.status_code, "error")
         return error_response(exc.status_code, title, str(exc.detail))
+
+    @app.exception_handler(ClientDisconnect)
+    async def _gone(request: Request, exc: ClientDisconnect) -> JSONAPIResponse:
+        # the client left while its body was read: nothing was done, and no one reads this answer (not a bug: no 500)
+        log.info("client disconnected during %s %s", request.method, request.url.path)
+        return error_response(400, "client disconnected", "the client disconnected before its request body was read")
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONAPIResponse:
