@@ -1,7 +1,8 @@
-"""SIGKILL of the events worker mid-batch (issue 30, process kills).
+"""SIGKILL of the events worker mid-batch (issue 30, process kills), on the embedded server and on the AWS adapters.
 
-On the embedded server the events worker is a thread pool of the server process (`local/workers.py`): it takes
-up to ten events at a time off the SQLite events queue and acknowledges each when its handler returned. Runs are
+The events worker is a thread pool of the server process (`local/workers.py`): it takes up to ten events at a time
+off the events queue (SQLite embedded; SQS on moto, in a process of its own that outlives the kill, where a taken
+message comes back after its visibility timeout) and acknowledges each when its handler returned. Runs are
 created (no runner starts: `max_runners` 0, so the events are the runs' `run:created` notifications and the
 configuration uploads' landings) in workspaces whose notification configuration posts to a slow receiver on
 loopback; the server is killed once the receiver has seen a random part of the deliveries, with others in
@@ -27,9 +28,9 @@ from terrace.local.workers import EVENT_HANDLERS
 pytestmark = [pytest.mark.proof, pytest.mark.timeout(sized(300, 1200))]
 
 
-@pytest.fixture
-def proof_server() -> Iterator[ProofServer]:
-    with serving({"max_runners": 0}) as server:
+@pytest.fixture(params=["embedded", "moto"])
+def proof_server(request: pytest.FixtureRequest) -> Iterator[ProofServer]:
+    with serving({"max_runners": 0}, backend=request.param) as server:
         yield server
 
 

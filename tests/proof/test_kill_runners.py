@@ -1,5 +1,6 @@
-"""SIGKILL of runners during init, plan, apply and the report, and of the embedded server (with its runners and
-its events worker) in the middle of runs (issue 30, process kills).
+"""SIGKILL of runners during init, plan, apply and the report, and of the server (with its runners and its events
+worker) in the middle of runs (issue 30, process kills), on the embedded server and on the AWS adapters (moto in a
+process of its own, `kill_server.MotoProcess`, so the table, buckets and queues outlive the killed server).
 
 Every run applies a `null_resource` whose provisioner counts its executions in a file outside the job's sandbox
 (`kill_run_client.ApplyCounter`). The rules checked after each kill:
@@ -44,9 +45,12 @@ RUN_DEADLINE_S = 240  # a run's whole life on a loaded 2-core machine, retries i
 PHASES = ("init", "plan", "apply", "report")
 
 
-@pytest.fixture
-def proof_server() -> Iterator[ProofServer]:
-    with serving() as server:
+BACKENDS = ["embedded", "moto"]
+
+
+@pytest.fixture(params=BACKENDS)
+def proof_server(request: pytest.FixtureRequest) -> Iterator[ProofServer]:
+    with serving(backend=request.param) as server:
         yield server
 
 
