@@ -46,11 +46,12 @@ LANE_RANK = {"apply": 0, "plan": 1, "speculative": 2}
 QUEUE_MARGIN_S = 1.0  # a phase counts as waiting once it was queued this long before the other started
 
 
-@pytest.fixture
-def run_stack() -> Iterator[Stack]:
+@pytest.fixture(params=["embedded", "moto"] if FULL else ["embedded"])  # moto's quick size: 135 s, make proof only
+def run_stack(request: pytest.FixtureRequest) -> Iterator[Stack]:
     root = traversable(Path(tempfile.mkdtemp(prefix="terrace-proof-runs-")))
+    data_dir = root / "data" if request.param == "embedded" else None  # moto: the AWS adapters on moto
     local = LocalStack(
-        port=0, organization="proof", state_dir=root, prefix=f"proof-{uuid.uuid4().hex[:8]}", data_dir=root / "data"
+        port=0, organization="proof", state_dir=root, prefix=f"proof-{uuid.uuid4().hex[:8]}", data_dir=data_dir
     )
     local.settings_overrides.update({"max_runners": RUNNERS, "job_heartbeat_s": 2, "job_heartbeat_timeout_s": 30})
     info = local.start()
@@ -105,7 +106,7 @@ def test_concurrent_runs_across_organizations_all_finish_in_lane_order(
     measured = len(run_ids) / (finished - started) * 60
     ideal = _local_applies(run_stack, count=max(RUNNERS * 2, RUNNERS), parallel=RUNNERS)
     report(
-        "load_runs",
+        "load_runs" if run_stack.local.backend == "embedded" else f"load_runs_{run_stack.local.backend}",
         {
             "command": f"TERRACE_PROOF={'full' if FULL else 'quick'} pytest tests/proof/test_load_runs.py",
             "seed": proof_seed,
