@@ -61,7 +61,7 @@ wheel: install
 
 # tests/proof runs at its quick sizes inside this pytest; proof-bench is the rest of proof-quick.
 test: install /usr/bin/chromium
-	$(BIN)/pytest -q -n auto --durations=15 -m "not client_repeat"
+	$(BIN)/pytest -q -n auto --longest-files-first --durations=15 -m "not client_repeat"
 	$(PROOF_BENCH)
 
 # The same paths again with their other clients (OpenTofu where make test drives terraform 1.11): the tests marked
