@@ -10,6 +10,8 @@ from typing import Any
 
 import boto3
 import botocore
+import botocore.exceptions
+import botocore.loaders
 import pytest
 from terrace.adapters import boto_session
 from terrace.config import Settings
@@ -85,3 +87,26 @@ def test_the_version_is_read_from_the_package_source(tmp_path: Path) -> None:
     (tmp_path / "__init__.py").write_text("import os\n")
     with pytest.raises(ValueError, match="no __version__"):
         boto_session.botocore_version(tmp_path)
+
+
+def test_a_kept_services_model_loads_without_listing_every_service(data_root: Path, monkeypatch) -> None:
+    listed: list[str] = []
+    full_listing = botocore.loaders.Loader.list_available_services
+
+    def listing(self: Any, type_name: str) -> list[str]:
+        listed.append(type_name)
+        found: list[str] = full_listing(self, type_name)
+        return found
+
+    monkeypatch.setattr(botocore.loaders.Loader, "list_available_services", listing)
+    session = boto_session.session("eu-west-1", data_root)
+    dynamodb = session.client("dynamodb", **CREDENTIALS)
+    default = boto3.session.Session(region_name="eu-west-1").client("dynamodb", **CREDENTIALS)
+    assert dynamodb.meta.service_model.api_version == default.meta.service_model.api_version
+    assert dynamodb.meta.service_model.operation_names == default.meta.service_model.operation_names
+    assert listed == ["service-2", "endpoint-rule-set-1"], "only the default client listed every service"
+    listed.clear()
+    session.client("ec2", **CREDENTIALS)  # not one of Terrace's: botocore's own check
+    assert listed == ["service-2", "endpoint-rule-set-1"]
+    with pytest.raises(botocore.exceptions.UnknownServiceError):
+        session.client("no-such-service", **CREDENTIALS)
