@@ -46,7 +46,8 @@ lazy = ("terrace.web.routers.", "terrace.web.ui.", "terrace.services.")
 at_lazy_app = sorted(m for m in sys.modules if m.startswith(lazy) and not m.endswith("__init__"))
 create_app(build_memory())
 at_app = sorted({m.split(".")[0] for m in sys.modules} & set(heavy))
-print(json.dumps({"import": at_import, "lazy_app": at_lazy_app, "app": at_app}))
+embedded = sorted({"sqlite3", "terrace.adapters.fs_blobs", "terrace.web.blob_urls"} & set(sys.modules))
+print(json.dumps({"import": at_import, "lazy_app": at_lazy_app, "app": at_app, "embedded": embedded}))
 """
 
 
@@ -68,9 +69,11 @@ def test_the_api_handler_imports_nothing_heavy_and_builds_nothing_at_import():
     assert found["app"] == [], f"imported on the way to the first request: {found['app']}"
     # the lazy app imports a router, a page or a service when a request first needs it (the wiring imports each
     # service where it builds it): building it imports only the UI's error pages and what its middleware uses
-    middleware = {"terrace.services.events", "terrace.services.access.grants", "terrace.services.access.access_keys",
+    middleware = {"terrace.services.access.grants", "terrace.services.access.access_keys",
                   "terrace.services.access.actions", "terrace.services.access.permissions"}  # fmt: skip
     assert set(found["lazy_app"]) - {"terrace.services.access"} == {"terrace.web.ui.error_pages"} | middleware, found
+    # the embedded server's blob folder, its URLs and SQLite are loaded only where its adapters are
+    assert found["embedded"] == [], found["embedded"]
 
 
 def test_the_xray_sdk_is_loaded_only_when_asked_for(monkeypatch):

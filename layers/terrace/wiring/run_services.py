@@ -7,13 +7,13 @@ other services (what this area takes from the others is declared below as plain 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.events import EventPublisher
-from terrace.adapters.fs_blobs import FsBlobs
 from terrace.adapters.job_queue import JobQueue
 from terrace.adapters.job_signal import JobSignal
 from terrace.adapters.kicking_job_queue import KickingJobQueue
@@ -121,8 +121,9 @@ class RunServices:
         versions.on_created.append(lambda cv, ws: self.expect_runner(ws, cv.speculative))
         versions.in_use.append(lambda cv: self.run_queries.uses_configuration(cv.workspace_id, cv.id))
         versions.configuration_of_run = self.run_queries.configuration_of
-        if isinstance(self.blobs, FsBlobs):  # S3 cannot refuse a replaced archive: reads and runs check the record
-            self.blobs.replaceable = versions.accepts_upload
+        fs_blobs = sys.modules.get("terrace.adapters.fs_blobs")  # loaded only where the embedded server's are
+        if fs_blobs is not None and isinstance(self.blobs, fs_blobs.FsBlobs):  # S3 cannot refuse a replaced archive
+            self.blobs.replaceable = versions.accepts_upload  # (reads and runs check the record)
         return versions
 
     @cached_property
