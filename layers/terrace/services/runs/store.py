@@ -79,6 +79,9 @@ class RunStore:
             raise NotFound(f"run {run_id} not found")
         return run_from_item(item)
 
+    def exists(self, run_id: str) -> bool:
+        return self._table.get(run_id, "run") is not None
+
     def load_many(self, run_ids: list[str]) -> list[Run]:
         return [run_from_item(item) for item in self._table.batch_get([(run_id, "run") for run_id in run_ids])]
 
