@@ -15,6 +15,7 @@ from terrace.domain.ids import looks_like, new_id
 from terrace.domain.runs import FINAL, Run, run_from_item, run_to_item, suffix
 from terrace.domain.workspace import Workspace
 from terrace.domain.workspace import to_item as workspace_item
+from terrace.services.access.accounts import revocation
 
 log = logging.getLogger("terrace.runs")
 OPEN_RUNS = "runs#open"
@@ -79,6 +80,14 @@ class RunStore:
             raise NotFound(f"run {run_id} not found")
         return run_from_item(item)
 
+    @staticmethod
+    def _revocations(run: Run) -> list[WriteOp]:
+        """Revoke the run's tokens whose hash it recorded (older ones: `RunScheduler.revoke_tokens`, after)."""
+        run.revoking_tokens = False
+        known = [token_id for token_id in run.token_ids if token_id in run.token_hashes]
+        run.token_ids = [token_id for token_id in run.token_ids if token_id not in known]
+        return [op for token_id in known for op in revocation(token_id, run.token_hashes.pop(token_id))]
+
     def exists(self, run_id: str) -> bool:
         return self._table.get(run_id, "run") is not None
 
@@ -121,6 +130,7 @@ class RunStore:
         ops: list[WriteOp] = []
         emitted: list[dict[str, Any]] = []
         for run, expected in runs:
+            ops += self._revocations(run) if run.revoking_tokens else []
             before = (previous or {}).get(run.id)
             if expected is not None:
                 run.version = expected + 1
