@@ -1,0 +1,53 @@
+"""A run transition's event outlives a kill between the transition's commit and the event's publish (issue 30).
+
+The event is staged in the transition's own transaction (`adapters/outbox.py`); the relay publishes it right after
+the commit and removes it. A process killed in between never ran the relay: the entry stays in the table, and the
+reaper's outbox sweep publishes it once it is older than the grace (`services/outbox_relay.py`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from run_helpers import make_run_env
+from terrace.adapters.memory_events import MemoryEventPublisher
+from terrace.domain import clock
+
+
+def _changes(publisher: MemoryEventPublisher, run_id: str) -> list[dict[str, Any]]:
+    return [e for e in publisher.events if e["type"] == "run.status_changed" and e["run_id"] == run_id]
+
+
+def test_a_transition_publishes_its_event_once_and_leaves_nothing_staged() -> None:
+    env = make_run_env()
+    publisher = env.container.publisher
+    assert isinstance(publisher, MemoryEventPublisher)
+    run = env.create_run(env.upload_config())
+    changes = _changes(publisher, run["id"])
+    assert changes and changes[-1]["to"] == "plan_queued"
+    assert env.container.outbox_relay.outbox.pending() == []
+    env.container.reaper.reap_once()
+    assert _changes(publisher, run["id"]) == changes  # the sweep found nothing to publish again
+
+
+def test_an_event_whose_publish_a_kill_cut_off_is_published_by_the_reapers_sweep() -> None:
+    env = make_run_env()
+    publisher = env.container.publisher
+    assert isinstance(publisher, MemoryEventPublisher)
+    relay = env.container.outbox_relay
+    delivered = relay.deliver
+    relay.deliver = lambda entries: 0  # type: ignore[method-assign]  # the process died right after the commit
+    run = env.create_run(env.upload_config())
+    relay.deliver = delivered  # type: ignore[method-assign]  # the restarted process
+    assert _changes(publisher, run["id"]) == []
+    staged = [entry.event for entry in relay.outbox.pending()]
+    assert [e["run_id"] for e in staged] == [run["id"]] * len(staged) and staged[-1]["to"] == "plan_queued"
+
+    env.container.reaper.reap_once()
+    assert _changes(publisher, run["id"]) == []  # within the grace: a live committer may be publishing it
+    outbox: Any = relay.outbox
+    outbox._now_ms = lambda: int(clock.epoch() * 1000) + 11_000  # the grace has passed
+    env.container.reaper.reap_once()
+    assert _changes(publisher, run["id"]) == staged  # every event, in the order of the transitions
+    assert relay.outbox.pending() == []
+    env.container.reaper.reap_once()
+    assert _changes(publisher, run["id"]) == staged
