@@ -17,7 +17,7 @@ from terrace.adapters.events import EventPublisher
 from terrace.adapters.outbox import Outbox, OutboxEntry
 
 log = logging.getLogger("terrace.outbox")
-GRACE_S = 10.0  # a committer publishes its own entries within this; older ones were left behind
+GRACE_S = 5.0  # a committer publishes its own entries within this (milliseconds); older ones were left behind
 SWEEP_BATCH = 25
 
 
