@@ -51,3 +51,25 @@ def test_an_event_whose_publish_a_kill_cut_off_is_published_by_the_reapers_sweep
     assert relay.outbox.pending() == []
     env.container.reaper.reap_once()
     assert _changes(publisher, run["id"]) == staged
+
+
+def test_a_policy_evaluation_queued_by_a_process_that_died_after_its_write_still_runs() -> None:
+    from policy_helpers import create_policy, create_set, deliver, plan_run
+
+    env = make_run_env()
+    create_set(env, "guard", policies=(create_policy(env, "no_null"),), workspaces=(env.workspace_id,))
+    relay = env.container.outbox_relay
+    delivered = relay.deliver
+    relay.deliver = lambda entries: 0  # type: ignore[method-assign]  # every publish after a commit cut off
+    run = plan_run(env, "null_resource", handle=False)
+    relay.deliver = delivered  # type: ignore[method-assign]
+    staged = [entry.event["type"] for entry in relay.outbox.pending()]
+    assert "policy_evaluation.queued" in staged, staged
+    deliver(env)
+    assert env.run(run["id"])["attributes"]["status"] == "post_plan_running"  # nothing was published: it waits
+    outbox: Any = relay.outbox
+    outbox._now_ms = lambda: int(clock.epoch() * 1000) + 6_000
+    env.container.reaper.reap_once()
+    deliver(env)  # the events worker: the evaluation runs, the stage concludes
+    assert env.run(run["id"])["attributes"]["status"] == "errored"  # the mandatory set failed, as without a kill
+    assert relay.outbox.pending() == []

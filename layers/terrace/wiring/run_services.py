@@ -130,7 +130,7 @@ class RunServices:
     def run_store(self) -> RunStore:
         from terrace.services.runs.store import RunStore
 
-        return RunStore(self.table, self.publisher, self.outbox_relay)
+        return RunStore(self.table, self.outbox_relay)
 
     @cached_property
     def outbox_relay(self) -> OutboxRelay:
