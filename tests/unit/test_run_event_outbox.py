@@ -73,3 +73,33 @@ def test_a_policy_evaluation_queued_by_a_process_that_died_after_its_write_still
     deliver(env)  # the events worker: the evaluation runs, the stage concludes
     assert env.run(run["id"])["attributes"]["status"] == "errored"  # the mandatory set failed, as without a kill
     assert relay.outbox.pending() == []
+
+
+def test_a_run_tasks_first_request_queued_by_a_process_that_died_after_its_write_is_still_sent() -> None:
+    from policy_helpers import deliver
+    from terrace.adapters.memory_outbound import MemoryOutbound
+
+    env = make_run_env()
+    body = {"data": {"type": "tasks", "attributes": {"name": "checks", "url": "https://checks.example.com/hook",
+                                                      "category": "task"}}}  # fmt: skip
+    task = env.api("POST", f"/organizations/{env.organization}/tasks", body).json()["data"]
+    attach = {"data": {"type": "workspace-tasks", "attributes": {"enforcement-level": "mandatory"},
+                       "relationships": {"task": {"data": {"type": "tasks", "id": task["id"]}}}}}  # fmt: skip
+    assert env.api("POST", f"/workspaces/{env.workspace_id}/tasks", attach).status_code == 201
+    run = env.create_run(env.upload_config())
+    relay = env.container.outbox_relay
+    delivered = relay.deliver
+    relay.deliver = lambda entries: 0  # type: ignore[method-assign]  # every publish after a commit cut off
+    env.work_next()
+    relay.deliver = delivered  # type: ignore[method-assign]
+    assert "run_task.deliver" in [entry.event["type"] for entry in relay.outbox.pending()]
+    sent = env.container.outbound
+    assert isinstance(sent, MemoryOutbound)
+    deliver(env)
+    assert sent.sent == [] and env.run(run["id"])["attributes"]["status"] == "post_plan_running"
+    outbox: Any = relay.outbox
+    outbox._now_ms = lambda: int(clock.epoch() * 1000) + 6_000
+    env.container.reaper.reap_once()
+    deliver(env)
+    assert [request.url for request in sent.sent] == ["https://checks.example.com/hook"]
+    assert relay.outbox.pending() == []
