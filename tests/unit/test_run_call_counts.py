@@ -36,6 +36,9 @@ def test_creating_a_run_and_finishing_its_plan_stay_within_their_call_counts():
     assert finish["table"] + finish["blobs"] <= FINISH_MAX, dict(steps["finish"])
     assert CREATE_MAX < BEFORE["create"] and FINISH_MAX < BEFORE["finish"]
     assert (CREATE_MAX, FINISH_MAX) == (TARGET["create"], TARGET["finish"])
+    # the transitions' events ride in their transactions (the outbox); the relay removes them after each commit in
+    # one batch, counted apart: creating a run passes one write with a status change, finishing a plan one
+    assert create["outbox"] <= 1 and finish["outbox"] <= 1, (dict(steps["create"]), dict(steps["finish"]))
 
 
 def test_held_reads_answer_a_repeated_read_once_and_see_the_scopes_own_writes():
