@@ -110,3 +110,20 @@ def test_a_kept_services_model_loads_without_listing_every_service(data_root: Pa
     assert listed == ["service-2", "endpoint-rule-set-1"]
     with pytest.raises(botocore.exceptions.UnknownServiceError):
         session.client("no-such-service", **CREDENTIALS)
+
+
+def test_secrets_are_read_through_the_session(monkeypatch) -> None:
+    from moto import mock_aws
+    from terrace.adapters import secrets
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    made: list[str | None] = []
+    real_session = boto_session.session
+    monkeypatch.setattr(boto_session, "session", lambda region=None: made.append(region) or real_session(region))
+    with mock_aws():
+        ssm = boto3.client("ssm", region_name="eu-west-1")
+        ssm.put_parameter(Name="/terrace/test-secret", Value="from-ssm", Type="SecureString")
+        arn = "arn:aws:ssm:eu-west-1:123456789012:parameter/terrace/test-secret"
+        assert secrets.fetch_secret(arn, "eu-west-1") == "from-ssm"
+    assert made == ["eu-west-1"]
