@@ -48,8 +48,9 @@ class RunnerSlots:
     def held(self) -> int:
         return len(self._read()[0]["leases"])
 
-    def acquire(self, lease: str) -> bool:
-        """Take a slot for the runner `lease` names (its token id); False when every slot is held."""
+    def acquire(self, lease: str, organization: str = "") -> bool:
+        """Take a slot for the runner `lease` names (its token id); False when every slot is held. The
+        `organization`'s turn is recorded (`turns`: the dispatcher serves the one whose turn is oldest first)."""
 
         def step() -> bool:
             item, version = self._read()
@@ -58,8 +59,12 @@ class RunnerSlots:
                 return True
             if len(leases) >= self._max:
                 return False
-            leases[lease] = int(clock.epoch())
-            self._write({**item, "leases": leases}, version)
+            now_ms = int(clock.epoch() * 1000)
+            leases[lease] = now_ms // 1000
+            turns = {org: int(at) for org, at in item.get("turns", {}).items() if now_ms - int(at) < RECENT_S * 1000}
+            if organization:
+                turns[organization] = now_ms
+            self._write({**item, "leases": leases, "turns": turns}, version)
             return True
 
         return optimistic(step, attempts=16, exhausted=lambda: False)
@@ -93,6 +98,11 @@ class RunnerSlots:
             return len(leases)
 
         return optimistic(step, attempts=16, exhausted=lambda: self.held())
+
+    def turns(self) -> dict[str, float]:
+        """When each organization last had a runner started (epoch milliseconds; entries older than RECENT_S are
+        dropped as the next runner starts)."""
+        return {org: float(at) for org, at in self._read()[0].get("turns", {}).items()}
 
     def saturated(self) -> None:
         """The dispatcher left phases waiting for want of room (recorded at most every SATURATED_WRITE_S)."""
