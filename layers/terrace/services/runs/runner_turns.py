@@ -33,7 +33,7 @@ from terrace.services.runs.store import RunStore
 
 __all__ = ["HAND_OVER_HEADER", "WAIT_S", "RunnerTurns", "take_turns", "yields"]
 
-WAIT_S = 10.0  # an organization waiting less (a runner between two jobs, one just starting) is not starved
+WAIT_S = 3.0  # an organization waiting less (a runner between two jobs, one just starting) is not starved
 _RANK = {rs.APPLY_QUEUED: 0, rs.PLAN_QUEUED: 1}
 
 
