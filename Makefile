@@ -15,9 +15,11 @@ $(BIN)/python:
 
 # What the embedded server and its runners need (`make dev`): the project without extras, then terraform and the
 # null provider its runners and the provider mirror use. The null provider's build copies files into $HOME: give
-# it a scratch HOME.
+# it a scratch HOME. The AWS adapters' pruned copy of botocore's endpoints file (adapters/boto_session.py, not
+# committed: derived from botocore) is written beside its module.
 $(STAMP)/server: pyproject.toml tests/clients-requirements.txt | $(BIN)/python
 	$(BIN)/pip install -q -e .
+	$(BIN)/python -m terrace.adapters.boto_session
 	mkdir -p .build/home
 	HOME=$(CURDIR)/.build/home $(BIN)/pip install -q -r tests/clients-requirements.txt
 	mkdir -p $(STAMP) && touch $@
@@ -61,7 +63,7 @@ wheel: install
 
 # tests/proof runs at its quick sizes inside this pytest; proof-bench is the rest of proof-quick.
 test: install /usr/bin/chromium
-	$(BIN)/pytest -q -n auto --durations=15 -m "not client_repeat"
+	$(BIN)/pytest -q -n auto --longest-files-first --durations=15 -m "not client_repeat"
 	$(PROOF_BENCH)
 
 # The same paths again with their other clients (OpenTofu where make test drives terraform 1.11): the tests marked

@@ -97,11 +97,21 @@ class LayerBundling:
         site = Path(output_dir) / "python"
         shutil.copytree(deps, site, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".complete"))
         ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-        shutil.copytree(REPO / "layers" / "terrace", site / "terrace", dirs_exist_ok=True, ignore=ignore)
+        terrace_ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "botocore_data")  # this machine's botocore's
+        shutil.copytree(REPO / "layers" / "terrace", site / "terrace", dirs_exist_ok=True, ignore=terrace_ignore)
         if (REPO / "templates").is_dir():
             shutil.copytree(REPO / "templates", site / "templates", dirs_exist_ok=True, ignore=ignore)
+        prune_endpoints(site)
         compile_bytecode(site)
         return True
+
+
+def prune_endpoints(site: Path) -> None:
+    """The pruned copy of the bundled botocore's endpoints file that the functions' boto3 session reads
+    (terrace/adapters/boto_session.py: a cold start parses ~50 KB rather than botocore's ~1.2 MB)."""
+    from terrace.adapters.boto_session import write_pruned
+
+    write_pruned(site / "botocore", site / "terrace" / "adapters" / "botocore_data")
 
 
 def compile_bytecode(site: Path) -> None:

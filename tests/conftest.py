@@ -10,9 +10,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from job_uids import job_uids_in_use, untraversable
+from longest_first import LongestFileFirstScheduling, group, unique_node_ids
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 
@@ -55,16 +57,27 @@ def pytest_configure(config: pytest.Config) -> None:
 # unit tests fill the end, instead of one long test starting last while the other worker sits idle. Modules
 # stay whole and keep their order (module fixtures), and each worker still runs its tests in this order: the
 # e2e `stack` (moto in-process) is done with before any later test's `mock_aws` resets moto's backends.
-LONG_FIRST = ("tests/e2e/", "tests/proof/", "tests/browser/", "tests/unit/test_cli.py")
+# `make test` goes further with `--longest-files-first` (tests/longest_first.py): whole files, longest first.
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--longest-files-first",
+        action="store_true",
+        help="with -n: run each test file whole on one worker, handing out the longest files first",
+    )
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    if config.getoption("longest_files_first"):
+        return LongestFileFirstScheduling(config, log)
+    return None  # xdist's own, from --dist
 
 
 def _long_first(item: pytest.Item) -> int:
-    path = item.nodeid.split("::", 1)[0]
-    path = path if path.startswith("tests/") else f"tests/{path}"  # node ids are relative to the rootdir
-    return next((rank for rank, prefix in enumerate(LONG_FIRST) if path.startswith(prefix)), len(LONG_FIRST))
+    return group(item.nodeid.split("::", 1)[0])
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    unique_node_ids(items)
     items.sort(key=_long_first)  # stable: the order within each group is unchanged
 
 

@@ -4,7 +4,9 @@ The cold start is kept near that of importing FastAPI, Mangum, boto3 and pydanti
 cold_start`): nothing is built at import, the app on the first request (each API router, the UI's and the site
 admin API's routes on the first request under their URL prefixes: `web/api_routes.py`), the X-Ray SDK (~0.4 s of
 imports and a sampling client) only when `TERRACE_XRAY_SDK=true` asks for subsegments of each AWS call. Lambda's
-active tracing records every sampled invocation's segment (and its initialization) without it.
+active tracing records every sampled invocation's segment (and its initialization) without it. Powertools' Logger
+(~35 ms of imports) only when `POWERTOOLS_LOGGER_LOG_EVENT` asks it to log each event: nothing else logs through
+it here (the app's modules log through the standard `logging` loggers, which Lambda's runtime prints).
 """
 
 from __future__ import annotations
@@ -12,10 +14,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from typing import Any
-
-from aws_lambda_powertools import Logger
-
-logger = Logger()
 
 _handler: Any = None
 
@@ -42,15 +40,23 @@ def _traced(serve: Callable[[dict[str, Any], Any], dict[str, Any]]) -> Callable[
         return serve
     from aws_lambda_powertools import Tracer
 
-    return Tracer().capture_lambda_handler(capture_response=False)(serve)  # type: ignore[no-any-return]
+    return Tracer().capture_lambda_handler(capture_response=False)(serve)
+
+
+def _logged(serve: Callable[[dict[str, Any], Any], dict[str, Any]]) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    """`serve` with the Powertools logger's Lambda context, which logs each event, when the environment asks."""
+    if os.environ.get("POWERTOOLS_LOGGER_LOG_EVENT", "").lower() not in ("1", "true"):
+        return serve
+    from aws_lambda_powertools import Logger
+
+    return Logger().inject_lambda_context(clear_state=True)(serve)
 
 
 _entry: Callable[[dict[str, Any], Any], dict[str, Any]] | None = None
 
 
-@logger.inject_lambda_context(clear_state=True)
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     global _entry
     if _entry is None:
-        _entry = _traced(_serve)
+        _entry = _logged(_traced(_serve))
     return _entry(event, context)

@@ -13,6 +13,7 @@ The services are the same objects in every case.
 from __future__ import annotations
 
 import functools
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,12 +27,7 @@ from terrace.adapters.httpx_outbound import HttpxOutbound
 from terrace.adapters.job_signal import JobSignal
 from terrace.adapters.lanes import Lanes
 from terrace.adapters.mail import Mail
-from terrace.adapters.memory_encryptor import MemoryEncryptor
-from terrace.adapters.memory_events import MemoryEventPublisher
 from terrace.adapters.memory_lanes import MemoryLanes
-from terrace.adapters.memory_mail import MemoryMail
-from terrace.adapters.memory_outbound import MemoryOutbound
-from terrace.adapters.memory_signing_keys import MemorySigningKeys
 from terrace.adapters.outbound import Outbound
 from terrace.adapters.runner_launcher import RunnerLauncher
 from terrace.adapters.signing_keys import SigningKeyStore
@@ -62,6 +58,16 @@ __all__ = [
 ]
 
 
+def _memory(module: str, name: str) -> Callable[[], Any]:
+    """A default adapter: the in-memory twin `name` of `terrace.adapters.<module>`, imported when first made (the
+    Lambdas give every one of them, and their cold starts load none)."""
+
+    def make() -> Any:
+        return getattr(importlib.import_module(f"terrace.adapters.{module}"), name)()
+
+    return make
+
+
 # The areas declare what they take from one another as plain attributes; here those are cached properties,
 # which mypy calls a read-only property overriding a writable attribute (hence the ignore; types still checked).
 @dataclass
@@ -87,16 +93,18 @@ class Container(  # type: ignore[override]
     settings: Settings
     table: Table
     blobs: BlobStore
-    encryptor: Encryptor = field(default_factory=MemoryEncryptor)
-    publisher: EventPublisher = field(default_factory=MemoryEventPublisher)
+    encryptor: Encryptor = field(default_factory=_memory("memory_encryptor", "MemoryEncryptor"))
+    publisher: EventPublisher = field(default_factory=_memory("memory_events", "MemoryEventPublisher"))
     launcher: RunnerLauncher | None = None  # starts runners: ECS tasks on AWS, processes locally
     scaler_kick: Callable[..., None] | None = None  # on AWS: wakes the scaler (kick(), or kick(expect=org))
     event_queue: EventQueue | None = None  # the consumer side of `publisher` (SQS, or SQLite when embedded)
     database: Any = None  # the embedded server's SqliteDatabase (backups, closing)
     job_signal: JobSignal = field(default_factory=ConditionJobSignal)  # wakes waiting runners; in-process by default
-    outbound: Outbound = field(default_factory=MemoryOutbound)  # notifications, run tasks (memory: tests)
-    mail: Mail = field(default_factory=MemoryMail)  # notification e-mails: SES on AWS, SMTP embedded
-    signing_keys: SigningKeyStore = field(default_factory=MemorySigningKeys)  # workload identity: SSM / a 0600 file
+    # notifications, run tasks (memory: tests)
+    outbound: Outbound = field(default_factory=_memory("memory_outbound", "MemoryOutbound"))
+    mail: Mail = field(default_factory=_memory("memory_mail", "MemoryMail"))  # e-mails: SES on AWS, SMTP embedded
+    # workload identity: SSM / a 0600 file
+    signing_keys: SigningKeyStore = field(default_factory=_memory("memory_signing_keys", "MemorySigningKeys"))
     lanes: Lanes = field(default_factory=MemoryLanes)  # priority lanes: SQS on AWS, SQLite embedded
 
     @functools.cached_property

@@ -1,20 +1,23 @@
 """Settings read once from the environment by the composition root (never at import time elsewhere).
 
-`Settings` is a pydantic-settings model: each field names the environment variable it is read from
-(`validation_alias`). `Settings(...)` takes only what it is given (tests, the local stack); `Settings.from_env()`
-reads the TERRACE_* environment and refuses a bad value with a one-line `ConfigurationError`.
+`Settings` is a pydantic model: each field names the environment variable it is read from (`validation_alias`).
+`Settings(...)` takes only what it is given (tests, the local stack); `Settings.from_env()` reads the TERRACE_*
+environment and refuses a bad value with a one-line `ConfigurationError`.
+
+A plain `BaseModel` with a small environment reader (`_environment_values`), not pydantic-settings: importing
+pydantic-settings costs the API Lambda ~50 ms of every cold start (a sixth of importing FastAPI, Mangum, boto3 and
+pydantic), and of it `Settings` used only the environment source. The reader keeps its rules: the exact, case
+sensitive variable names, the first of a field's alias choices that is set, an empty variable as an unset one, the
+raw string of every value (pydantic validates it; the comma-separated lists are split by their validator).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import AliasChoices, Field, ValidationError, field_validator
-from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
-
-from terrace.settings_source import environment_values
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 
 class ConfigurationError(Exception):
@@ -30,22 +33,21 @@ def _optional(name: str) -> Any:
     return Field(default=None, validation_alias=name)
 
 
-class Settings(BaseSettings):
+class Settings(BaseModel):
     """Where Terrace's resources are and how it behaves. The same fields exist locally and on AWS."""
 
-    model_config = SettingsConfigDict(
+    model_config = ConfigDict(
         frozen=True,
-        case_sensitive=True,
-        env_ignore_empty=True,  # an empty variable is an unset one: the default applies
         extra="ignore",
         validate_by_name=True,
         validate_by_alias=True,
+        validate_default=True,
     )
 
     table_name: str = Field(validation_alias="TERRACE_TABLE")
     blob_bucket: str = Field(validation_alias="TERRACE_BLOB_BUCKET")
     # logical queue name -> URL, from the TERRACE_QUEUE_URL_<NAME> variables
-    queue_urls: Annotated[dict[str, str], NoDecode] = Field(default_factory=dict, validation_alias="TERRACE_QUEUE_URLS")
+    queue_urls: dict[str, str] = Field(default_factory=dict, validation_alias="TERRACE_QUEUE_URLS")
     public_url: str = Field(default="https://localhost:8443", validation_alias="TERRACE_PUBLIC_URL")  # absolute links
     region: str = Field(default="us-east-1", validation_alias=AliasChoices("AWS_REGION", "AWS_DEFAULT_REGION"))
     aws_endpoint_url: str | None = _optional("TERRACE_AWS_ENDPOINT_URL")  # moto server in local mode
@@ -85,15 +87,11 @@ class Settings(BaseSettings):
     ecs_cluster: str | None = _optional("TERRACE_ECS_CLUSTER")
     runner_task_definition: str | None = _optional("TERRACE_RUNNER_TASK_DEFINITION")
     runner_container_name: str = Field(default="runner", validation_alias="TERRACE_RUNNER_CONTAINER")
-    runner_subnets: Annotated[tuple[str, ...], NoDecode] = Field(default=(), validation_alias="TERRACE_RUNNER_SUBNETS")
-    runner_security_groups: Annotated[tuple[str, ...], NoDecode] = Field(
-        default=(), validation_alias="TERRACE_RUNNER_SECURITY_GROUPS"
-    )
+    runner_subnets: tuple[str, ...] = Field(default=(), validation_alias="TERRACE_RUNNER_SUBNETS")
+    runner_security_groups: tuple[str, ...] = Field(default=(), validation_alias="TERRACE_RUNNER_SECURITY_GROUPS")
     runner_assign_public_ip: bool = Field(default=True, validation_alias="TERRACE_RUNNER_PUBLIC_IP")
     # lanes whose runners start on Fargate Spot (AWS: "speculative"; FARGATE when Spot has no capacity)
-    runner_spot_lanes: Annotated[tuple[str, ...], NoDecode] = Field(
-        default=(), validation_alias="TERRACE_RUNNER_SPOT_LANES"
-    )
+    runner_spot_lanes: tuple[str, ...] = Field(default=(), validation_alias="TERRACE_RUNNER_SPOT_LANES")
     # CloudWatch log group of the Fargate runners (AWS only): UI links
     runner_log_group: str | None = _optional("TERRACE_RUNNER_LOG_GROUP")
     max_runners: int = Field(default=4, validation_alias="TERRACE_MAX_RUNNERS")
@@ -143,7 +141,7 @@ class Settings(BaseSettings):
     # hosts, addresses and networks (comma-separated: `127.0.0.0/8,::1,hooks.internal`) the server may send
     # notifications and run task requests to although they are loopback, private or link-local
     # (domain/destinations.py); `terrace dev` allows loopback
-    outbound_allow: Annotated[tuple[str, ...], NoDecode] = Field(default=(), validation_alias="TERRACE_OUTBOUND_ALLOW")
+    outbound_allow: tuple[str, ...] = Field(default=(), validation_alias="TERRACE_OUTBOUND_ALLOW")
     # notification e-mails: SMTP on the embedded server (no host: e-mail deliveries fail, saying so), SES on AWS;
     # the sender is TERRACE_MAIL_FROM (on SES a verified identity)
     smtp_host: str = Field(default="", validation_alias="TERRACE_SMTP_HOST")
@@ -170,18 +168,6 @@ class Settings(BaseSettings):
     def _issuer(cls, value: str | None) -> str | None:
         return (value or "").rstrip("/") or None
 
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """`Settings(...)` is what it is given and the defaults: only `from_env` reads the environment."""
-        return (init_settings,)
-
     def tool_versions(self) -> dict[str, list[str]]:
         """tool_catalog as {tool: [versions]} (unknown tools and malformed entries are skipped)."""
         catalog: dict[str, list[str]] = {"terraform": [], "opentofu": []}
@@ -206,7 +192,7 @@ class Settings(BaseSettings):
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         """The settings the TERRACE_* variables of `env` (the process environment by default) describe."""
         env = dict(os.environ if env is None else env)
-        values = environment_values(cls, env)
+        values = _environment_values(env)
         values["TERRACE_QUEUE_URLS"] = {
             key.removeprefix(QUEUE_URL_PREFIX).lower().replace("_", "-"): value
             for key, value in env.items()
@@ -220,6 +206,19 @@ class Settings(BaseSettings):
             return cls(**values)
         except ValidationError as exc:
             raise ConfigurationError(_one_line(exc)) from None
+
+
+def _environment_values(env: Mapping[str, str]) -> dict[str, Any]:
+    """The variables `Settings`' fields read from `env`, keyed by their names: for each field the first of its
+    names that is set and not empty (`AWS_REGION` before `AWS_DEFAULT_REGION`), its value as it is."""
+    values: dict[str, Any] = {}
+    for field in Settings.model_fields.values():
+        alias = field.validation_alias
+        names = alias.choices if isinstance(alias, AliasChoices) else [alias]
+        found = next((name for name in names if isinstance(name, str) and env.get(name)), None)
+        if found is not None:
+            values[found] = env[found]
+    return values
 
 
 def _one_line(exc: ValidationError) -> str:

@@ -18,6 +18,7 @@ import pytest
 from terrace.adapters.memory_events import MemoryEventPublisher
 from terrace.adapters.memory_outbound import MemoryOutbound
 from terrace.bootstrap import build_memory
+from terrace.domain import stage_usage
 from terrace.domain.jobs import FinishRequest
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.services.events import landed_event
@@ -52,6 +53,7 @@ def stack(free_port: int) -> Iterator[tuple[str, str, Any]]:
     owner = Principal(PrincipalKind.USER, user.id, user.username)
     container.organizations.create(owner, "acme", "ops@example.com")
     container.workspaces.create(owner, "acme", {"name": "app", "execution-mode": "remote"})
+    container.table.put(stage_usage.marker("acme", Policy.kind))  # as a policy set of its own would
     token = container.accounts.issue_token(PrincipalKind.USER, user.id).secret
     with serve_app(container, free_port) as base:
         yield base, token, container

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,10 @@ def test_local_bundling_builds_python_folder_and_caches_dependencies(tmp_path, m
         target = Path(command[command.index("--target") + 1])
         (target / "fastapi").mkdir(parents=True)
         (target / "fastapi" / "__init__.py").write_text("")
+        (target / "botocore" / "data").mkdir(parents=True)  # the layer's botocore, not this machine's
+        (target / "botocore" / "__init__.py").write_text("__version__ = '9.8.7'\n")
+        partition = {"partition": "aws", "regions": {"us-east-1": {}}, "services": {"dynamodb": {}, "ec2": {}}}
+        (target / "botocore" / "data" / "endpoints.json").write_text(json.dumps({"partitions": [partition]}))
 
     bundler = bundling.LayerBundling(["fastapi==1"], run=fake_pip)
     for n in (1, 2):
@@ -50,6 +55,11 @@ def test_local_bundling_builds_python_folder_and_caches_dependencies(tmp_path, m
         tag = f"cpython-{LAMBDA_PYTHON_VERSION.replace('.', '')}"  # bytecode of the Lambda's Python only
         assert all(tag in pyc.name for pyc in (out / "python").rglob("*.pyc"))
         assert not (out / "python" / ".complete").exists()
+        # the pruned endpoints file of the bundled botocore (adapters/boto_session.py), and none of this machine's
+        carried = sorted((out / "python" / "terrace" / "adapters" / "botocore_data").iterdir())
+        assert [c.name for c in carried] == ["9.8.7"]
+        pruned = json.loads((carried[0] / "endpoints.json").read_text())
+        assert list(pruned["partitions"][0]["services"]) == ["dynamodb"]
     assert len(calls) == 1, "the second bundle reuses the cached dependencies"
 
 

@@ -1,10 +1,10 @@
 """The API Lambda's cold path loads no heavy module it does not need (`python -m bench --only cold_start` times it).
 
-Checked in a fresh interpreter: importing `functions/api/handler.py` builds nothing, building the Lambda's lazy app
-imports no router and no service (each is imported on the first request that needs it), and building the app still
-leaves out the X-Ray SDK (opt-in, `TERRACE_XRAY_SDK`), single sign-on's Authlib, joserfc and
-requests (loaded when an issuer is configured), the outbound client httpx (at the first delivery), the policy
-engine and the embedded server's and tests' packages."""
+Checked in a fresh interpreter: importing `functions/api/handler.py` builds nothing and loads no Powertools,
+building the Lambda's lazy app imports no router and no service (each is imported on the first request that needs
+it), and building the app still leaves out Powertools, the X-Ray SDK (opt-in, `TERRACE_XRAY_SDK`), single
+sign-on's Authlib, joserfc and requests (loaded when an issuer is configured), the outbound client httpx (at the
+first delivery), the policy engine and the embedded server's and tests' packages."""
 
 from __future__ import annotations
 
@@ -18,7 +18,19 @@ from types import SimpleNamespace
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-HEAVY = ("aws_xray_sdk", "authlib", "joserfc", "requests", "httpx", "regopy", "hcl2", "moto", "uvicorn", "aws_cdk")
+HEAVY = (
+    "aws_lambda_powertools",
+    "aws_xray_sdk",
+    "authlib",
+    "joserfc",
+    "requests",
+    "httpx",
+    "regopy",
+    "hcl2",
+    "moto",
+    "uvicorn",
+    "aws_cdk",
+)
 
 PROBE = """
 import importlib.util, json, sys
@@ -34,7 +46,8 @@ lazy = ("terrace.web.routers.", "terrace.web.ui.", "terrace.services.")
 at_lazy_app = sorted(m for m in sys.modules if m.startswith(lazy) and not m.endswith("__init__"))
 create_app(build_memory())
 at_app = sorted({m.split(".")[0] for m in sys.modules} & set(heavy))
-print(json.dumps({"import": at_import, "lazy_app": at_lazy_app, "app": at_app}))
+embedded = sorted({"sqlite3", "terrace.adapters.fs_blobs", "terrace.web.blob_urls"} & set(sys.modules))
+print(json.dumps({"import": at_import, "lazy_app": at_lazy_app, "app": at_app, "embedded": embedded}))
 """
 
 
@@ -56,9 +69,11 @@ def test_the_api_handler_imports_nothing_heavy_and_builds_nothing_at_import():
     assert found["app"] == [], f"imported on the way to the first request: {found['app']}"
     # the lazy app imports a router, a page or a service when a request first needs it (the wiring imports each
     # service where it builds it): building it imports only the UI's error pages and what its middleware uses
-    middleware = {"terrace.services.events", "terrace.services.access.grants", "terrace.services.access.access_keys",
+    middleware = {"terrace.services.access.grants", "terrace.services.access.access_keys",
                   "terrace.services.access.actions", "terrace.services.access.permissions"}  # fmt: skip
     assert set(found["lazy_app"]) - {"terrace.services.access"} == {"terrace.web.ui.error_pages"} | middleware, found
+    # the embedded server's blob folder, its URLs and SQLite are loaded only where its adapters are
+    assert found["embedded"] == [], found["embedded"]
 
 
 def test_the_xray_sdk_is_loaded_only_when_asked_for(monkeypatch):
@@ -75,3 +90,26 @@ def test_the_xray_sdk_is_loaded_only_when_asked_for(monkeypatch):
     monkeypatch.setenv("TERRACE_XRAY_SDK", "true")
     traced = module._traced(serve)
     assert traced is not serve and traced({}, SimpleNamespace()) == {"statusCode": 200}
+
+
+def test_the_powertools_logger_is_loaded_only_to_log_events(monkeypatch, capsys):
+    spec = importlib.util.spec_from_file_location("api_handler_logged", ROOT / "functions" / "api" / "handler.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    def serve(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        return {"statusCode": 200}
+
+    assert module._logged(serve) is serve
+    monkeypatch.setenv("POWERTOOLS_LOGGER_LOG_EVENT", "true")
+    monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "terrace-api")
+    logged = module._logged(serve)
+    context = SimpleNamespace(
+        function_name="terrace-api",
+        memory_limit_in_mb=1024,
+        aws_request_id="r-7",
+        invoked_function_arn="arn:aws:lambda:us-east-1:123456789012:function:terrace-api",
+    )
+    assert logged is not serve and logged({"rawPath": "/logged-path"}, context) == {"statusCode": 200}
+    assert "/logged-path" in capsys.readouterr().out

@@ -20,7 +20,7 @@ def _checkout(tmp_path: Path) -> tuple[Path, Path]:
     locked = tmp_path / "private"
     checkout = locked / "clone"
     (checkout / "tests").mkdir(parents=True)
-    for shared in ("conftest.py", "job_uids.py"):
+    for shared in ("conftest.py", "job_uids.py", "longest_first.py"):
         shutil.copy(TESTS / shared, checkout / "tests" / shared)
     (checkout / "tests" / "test_ok.py").write_text("def test_ok() -> None:\n    assert True\n")
     for folder in (tmp_path, checkout, checkout / "tests"):

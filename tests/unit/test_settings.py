@@ -1,5 +1,6 @@
-"""terrace.config.Settings: the TERRACE_* environment as pydantic-settings reads it, the same names and defaults
-as before the move, keyword construction that ignores the environment, and one-line errors for bad values."""
+"""terrace.config.Settings: the TERRACE_* environment as its reader (the rules of pydantic-settings' environment
+source) reads it, the same names and defaults as before, keyword construction that ignores the environment, and
+one-line errors for bad values."""
 
 from __future__ import annotations
 

@@ -70,7 +70,7 @@ def test_managing_run_tasks_needs_manage_run_tasks() -> None:
 
 def test_overriding_needs_manage_policy_overrides() -> None:
     env = make_run_env()
-    env.container.stage_participants.append(NeedsOverride())
+    env.take_part(NeedsOverride())
     writer = member(env, "wendy", "write")
     overrider = member(env, "olga", "read", **{"manage-policy-overrides": True})
     run = env.create_run(env.upload_config())

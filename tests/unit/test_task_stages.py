@@ -48,7 +48,7 @@ def env() -> RunEnv:
 
 def take_part(env: RunEnv, **script: Any) -> Scripted:
     participant = Scripted(**script)
-    env.container.stage_participants.append(participant)
+    env.take_part(participant)
     return participant
 
 

@@ -50,8 +50,8 @@ def _read(client: Any, arn: str) -> str:
 
 @cache
 def _cached_fetch(arn: str, region: str, endpoint_url: str | None) -> str:
-    import boto3
+    from terrace.adapters import boto_session
 
     kwargs: dict[str, Any] = {"endpoint_url": endpoint_url} if endpoint_url else {}
     service = "ssm" if parameter_name(arn) is not None else "secretsmanager"
-    return _read(boto3.session.Session(region_name=region).client(service, **kwargs), arn)
+    return _read(boto_session.session(region).client(service, **kwargs), arn)

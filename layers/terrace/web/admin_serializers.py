@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from terrace.domain.organizations import Organization
-from terrace.domain.users import User
-from terrace.domain.workspace import Workspace
 from terrace.web.jsonapi import ref, refs, resource
+
+if TYPE_CHECKING:  # annotations only: the accounts routes serialize users without loading the workspace model
+    from terrace.domain.organizations import Organization
+    from terrace.domain.users import User
+    from terrace.domain.workspace import Workspace
 
 
 def avatar_url(email: str) -> str:

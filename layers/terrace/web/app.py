@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+
 from fastapi import FastAPI
 
-from terrace.adapters.fs_blobs import URL_PREFIX, FsBlobs
 from terrace.bootstrap import Container
-from terrace.web import blob_urls, errors
+from terrace.web import errors
 from terrace.web.api_headers import api_headers
 from terrace.web.api_routes import api_groups, include_api
 from terrace.web.lazy_routes import LazyRoutes
@@ -51,14 +52,18 @@ def create_app(container: Container, lazy: bool = False) -> FastAPI:
     app.add_middleware(RequestGrants)
     # outermost: bodies are counted as they stream in (Content-Length or chunked), 413 past the limit
     too_large = lambda detail: errors.error_response(413, "payload too large", detail)  # noqa: E731
-    serves_blobs = isinstance(container.blobs, FsBlobs)  # embedded mode: Terrace serves its own blob URLs
+    # embedded mode: Terrace serves its own blob URLs (the folder store's module is loaded only where it is used)
+    fs_blobs = sys.modules.get("terrace.adapters.fs_blobs")
+    serves_blobs = fs_blobs is not None and isinstance(container.blobs, fs_blobs.FsBlobs)
     app.add_middleware(
         BodyLimit,
         max_bytes=container.settings.max_request_bytes,
         respond=too_large,
-        exempt_prefixes=(URL_PREFIX,) if serves_blobs else (),
+        exempt_prefixes=(fs_blobs.URL_PREFIX,) if fs_blobs is not None and serves_blobs else (),
     )
     if serves_blobs:
+        from terrace.web import blob_urls
+
         app.router.routes.extend(blob_urls.routes)
     app.add_middleware(TrailingSlash)  # routing and every prefix check see `/path`
     if container.settings.origin_verify:  # on AWS: only CloudFront may call the API

@@ -15,6 +15,7 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
+from terrace.adapters import boto_session
 from terrace.adapters.data_key_encryptor import DataKeyEncryptor, decode_key
 from terrace.adapters.definitions import LANE_QUEUES
 from terrace.adapters.dynamo_table import DynamoTable
@@ -110,7 +111,7 @@ def lanes(sqs: Any, settings: Settings) -> Lanes:
 
 def boto_clients(settings: Settings) -> dict[str, Any]:
     """boto3 clients, one per process each (cold start matters on Lambda), created on first use."""
-    session = boto3.session.Session(region_name=settings.region)
+    session = boto_session.session(settings.region)  # its botocore reads the pruned endpoints file
     common: dict[str, Any] = {"endpoint_url": settings.aws_endpoint_url} if settings.aws_endpoint_url else {}
     s3_config = Config(signature_version="s3v4", s3={"addressing_style": "path"})
     retry = Config(retries={"max_attempts": 5, "mode": "adaptive"})
@@ -128,6 +129,6 @@ def boto_clients(settings: Settings) -> dict[str, Any]:
 def invoke_scaler(settings: Settings, function_name: str, expect: str | None = None, speculative: bool = False) -> None:
     """Invoke the scaler without waiting; `expect`: the organization a configuration version was created in
     (`speculative`: a speculative one, whose runner is one of the speculative lane)."""
-    client = boto3.client("lambda", region_name=settings.region, endpoint_url=settings.aws_endpoint_url)
+    client = boto_session.session(settings.region).client("lambda", endpoint_url=settings.aws_endpoint_url)
     payload: dict[str, Any] = {"expect": expect, **({"speculative": True} if speculative else {})} if expect else {}
     client.invoke(FunctionName=function_name, InvocationType="Event", Payload=json.dumps(payload).encode())

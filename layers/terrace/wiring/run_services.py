@@ -7,13 +7,13 @@ other services (what this area takes from the others is declared below as plain 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.events import EventPublisher
-from terrace.adapters.fs_blobs import FsBlobs
 from terrace.adapters.job_queue import JobQueue
 from terrace.adapters.job_signal import JobSignal
 from terrace.adapters.kicking_job_queue import KickingJobQueue
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from terrace.services.access.runner_enrollment import RunnerEnrollments
     from terrace.services.access.workload_issuer import WorkloadIssuer
     from terrace.services.admin.tool_versions import ToolVersionService
+    from terrace.services.outbox_relay import OutboxRelay
     from terrace.services.runs.agent_waits import AgentWaits
     from terrace.services.runs.assessments import AssessmentService
     from terrace.services.runs.comments import CommentService
@@ -122,15 +123,25 @@ class RunServices:
         versions.on_created.append(lambda cv, ws: self.expect_runner(ws, cv.speculative))
         versions.in_use.append(lambda cv: self.run_queries.uses_configuration(cv.workspace_id, cv.id))
         versions.configuration_of_run = self.run_queries.configuration_of
-        if isinstance(self.blobs, FsBlobs):  # S3 cannot refuse a replaced archive: reads and runs check the record
-            self.blobs.replaceable = versions.accepts_upload
+        fs_blobs = sys.modules.get("terrace.adapters.fs_blobs")  # loaded only where the embedded server's are
+        if fs_blobs is not None and isinstance(self.blobs, fs_blobs.FsBlobs):  # S3 cannot refuse a replaced archive
+            self.blobs.replaceable = versions.accepts_upload  # (reads and runs check the record)
         return versions
 
     @cached_property
     def run_store(self) -> RunStore:
         from terrace.services.runs.store import RunStore
 
-        return RunStore(self.table, self.publisher)
+        return RunStore(self.table, self.outbox_relay)
+
+    @cached_property
+    def outbox_relay(self) -> OutboxRelay:
+        """Run transitions stage their events in their own transaction; this publishes them (after the commit, and
+        the reaper's sweep for what a kill left staged)."""
+        from terrace.adapters.table_outbox import TableOutbox
+        from terrace.services.outbox_relay import OutboxRelay
+
+        return OutboxRelay(TableOutbox(self.table), self.publisher)
 
     @cached_property
     def scheduler(self) -> RunScheduler:
@@ -260,7 +271,7 @@ class RunServices:
             self.retention_sweep,
             stages=self.stage_progress,
             slots=self.runner_slots,
-            sweeps=(self.auto_destroy, self.assessments),
+            sweeps=(self.outbox_relay, self.auto_destroy, self.assessments),
         )
 
     @cached_property

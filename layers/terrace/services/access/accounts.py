@@ -26,6 +26,12 @@ def hash_token(raw: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
+def revocation(token_id: str, token_hash: str) -> list[WriteOp]:
+    """The writes that revoke a token, in one transaction: its lookup (what authenticates) and the token go
+    together (missing ones are fine: a token revoked twice)."""
+    return [Delete(f"tokenhash#{token_hash}", "lookup"), Delete(token_id, "token")]
+
+
 def _new_secret() -> str:
     return f"{secrets.token_hex(7)}.{TOKEN_PREFIX}.{secrets.token_urlsafe(40)}"
 
@@ -250,8 +256,7 @@ class AccountService:
         item = self._table.get(token_id, "token")
         if item is None:
             raise NotFound(f"authentication token {token_id} not found")
-        # one transaction: the lookup (what authenticates) and the token go together
-        self._table.transact([Delete(f"tokenhash#{item['hash']}", "lookup"), Delete(token_id, "token")])
+        self._table.transact(revocation(token_id, item["hash"]))
 
     def refresh_lookups(self, user: User) -> None:
         """Re-write the lookups of a user's tokens after a change of name, admin flag or suspension."""

@@ -1,12 +1,13 @@
 """What every organization has from its creation: the owners team, its creator's membership, the
-Default Project. Organizations created before teams existed get them on first use (`ensure`)."""
+Default Project, the marker that its stage usage is kept (`domain/stage_usage.py`). Organizations created before
+teams existed get them on first use (`ensure`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from terrace.adapters.table import ConditionFailed, Put, Table
-from terrace.domain import clock
+from terrace.domain import clock, stage_usage
 from terrace.domain.ids import new_id
 from terrace.domain.projects import default_project_id
 from terrace.domain.teams import owners_team_id
@@ -81,6 +82,7 @@ def creation_items(organization: str, creator_id: str, creator_email: str) -> li
         *owners_team_items(organization, [creator_id]),
         *membership_items(organization, creator_id, creator_email),
         *project_items(organization, default_project_id(organization), DEFAULT_PROJECT),
+        stage_usage.marker(organization, stage_usage.KNOWN),  # its stage-usage markers are kept from now on
     ]
 
 
@@ -121,4 +123,4 @@ def remove_all(table: Table, organization: str) -> None:
     for index, key in ((keys.team_workspaces_index, "workspace_id"), (keys.team_projects_index, "project_id")):
         for grant in table.query(index(organization), index="gsi1"):
             doomed += [(grant["pk"], grant["sk"]), keys.grant_claim_key(grant[key], grant["team_id"])]
-    table.batch_delete(doomed)
+    table.batch_delete(doomed + stage_usage.keys(organization))

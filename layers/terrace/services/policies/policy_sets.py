@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from terrace.adapters.table import ConditionFailed, Put, Table
-from terrace.domain import clock
+from terrace.domain import clock, stage_usage
 from terrace.domain import policies as rules
 from terrace.domain.errors import Invalid, NotFound
 from terrace.domain.ids import looks_like, new_id
@@ -174,7 +174,8 @@ class PolicySetService:
             item[MEMBERS[relation]] = self._checked(org, kind, relation, ids)
         claim = {"pk": f"org#{org.key}#polsetnames", "sk": name.lower(), "policy_set_id": set_id}
         try:
-            self._table.transact([Put(item, if_absent=True), Put(claim, if_absent=True)])
+            usage = stage_usage.marker(org.key, stage_usage.POLICY_SETS)  # its runs' stages ask the policy sets
+            self._table.transact([Put(item, if_absent=True), Put(claim, if_absent=True), Put(usage)])
         except ConditionFailed as exc:
             raise Invalid(f"name {name} has already been taken", pointer="/data/attributes/name") from exc
         return self._public(item)

@@ -24,7 +24,7 @@ from terrace.domain.organizations import OrgView
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.runs import Run, run_id_of
 from terrace.domain.task_stages import POST_PLAN
-from terrace.services.access.accounts import AccountService
+from terrace.services.access.accounts import AccountService, hash_token
 from terrace.services.access.authz import Authorizer
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.runs.cost_estimates import CostEstimateService
@@ -170,6 +170,7 @@ class JobService(ApplyHandoff):
                 ttl_s=self._settings.run_token_ttl_s,
             )
             run.token_ids.append(issued.token.id)
+            run.token_hashes[issued.token.id] = hash_token(issued.secret)
             run.transition(rs.PLANNING if name == "plan" else rs.APPLYING, now)
             state.mark(rs.P_RUNNING, now)
             state.started_at = state.started_at or now
@@ -254,6 +255,7 @@ class JobService(ApplyHandoff):
             if state.status != rs.P_RUNNING or state.runner_id != runner_ref(principal, request.runner_id):
                 raise Conflict(f"job {job_id} is not running on {request.runner_id}")
             expected, now = run.version, clock.now_iso()
+            run.revoking_tokens = True  # the phase is over: its token stops working with this write
             status, error = request.status, request.error_message
             if status == "finished" and run.cancel_requested_at is not None and name == "plan":
                 status = "canceled"
@@ -281,7 +283,7 @@ class JobService(ApplyHandoff):
             return self._after_plan(run, expected)
 
         run = retrying(step)
-        self._scheduler.revoke_tokens(run)  # the phase is over: its token stops working now
+        self._scheduler.revoke_tokens(run)  # tokens of runs claimed before their hashes were recorded
         self._logs.purge(job_id)
         return run
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.table import ConditionFailed, Delete, Put, Table
-from terrace.domain import clock, limits
+from terrace.domain import clock, limits, stage_usage
 from terrace.domain import run_tasks as model
 from terrace.domain.destinations import Allowance, check_url
 from terrace.domain.errors import Conflict, Invalid, NotFound
@@ -113,6 +113,7 @@ class RunTaskService:
                 [
                     Put({"pk": claim[0], "sk": claim[1], "task_id": task.id}, if_absent=True),
                     Put(model.to_item(task, **_task_keys(task)), if_absent=True),
+                    Put(stage_usage.marker(org.key, stage_usage.RUN_TASKS)),  # its runs' stages ask run tasks
                 ]
             )
         except ConditionFailed as exc:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -241,24 +240,18 @@ class RunService:
         run.apply.mark(rs.P_PENDING, now)
         if self._scheduler.stages is not None:
             self._scheduler.stages.prepare(run)  # the task stages its participants prepare (none: nothing written)
-        queued = plan_only and self._scheduler.start_plan(run, now)  # speculative runs never wait in the queue
-        self._store.save([(run, None)], None, {}, extra=triggered_event(run, now))
-        self._workspaces.mutate(
-            ws.id,
-            lambda cur: dataclasses.replace(
-                cur,
-                latest_run_id=run.id,
-                runs_count=cur.runs_count + 1,
-                current_run_id=run.id if self._scheduler.becomes_current(cur, run) else cur.current_run_id,
-            ),
+        speculative = plan_only and self._scheduler.start_plan(run, now)  # speculative runs never wait in the queue
+        # one write: the run, its workspace's change and, at the head of a free workspace, its plan started
+        run, started, queued = self._scheduler.admit(
+            run, triggered_event(run, now), may_start=not plan_only and not problem
         )
         if problem:  # errored at once, not after a runner's timeout
             created = self._store.load(run.id)
             return self._scheduler.finish(created, created.version, rs.ERRORED, problem)
-        if queued:
+        if queued or speculative:
             self._scheduler.enqueue(run, "plan")
-        elif not plan_only:
-            self._scheduler.promote(ws.id)
+        elif not plan_only and not started:
+            self._scheduler.promote(ws.id)  # an older run waits, or the workspace is held: the queue decides
         return self._store.load(run.id)
 
     # actions -----------------------------------------------------------------------------

@@ -8,11 +8,13 @@ organization's job queue, on a lane: apply ▸ plan ▸ speculative.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 
 from terrace.adapters.job_queue import JobQueue
 from terrace.adapters.lanes import LaneMessage, Lanes
+from terrace.adapters.table import ConditionFailed, WriteOp
 from terrace.config import Settings
 from terrace.domain import clock
 from terrace.domain import runs as rs
@@ -61,6 +63,10 @@ def queue_phase(run: Run, phase: str, at: str) -> None:
     state.heartbeat_at = None
     run.transition(rs.PLAN_QUEUED if phase == "plan" else rs.APPLY_QUEUED, at)
     run.queued_at = at
+
+
+class _Taken(Exception):
+    """The new run's id is taken: not a lost race to retry."""
 
 
 class RunScheduler:
@@ -154,6 +160,43 @@ class RunScheduler:
                 return False
             return not current.final and current.status != rs.PENDING  # a pending head is promoted, not waited on
         return False
+
+    def admit(self, run: Run, extra: list[WriteOp], *, may_start: bool) -> tuple[Run, bool, bool]:
+        """Write the new `run` and its workspace's change (latest run, count, current run) in one transaction.
+        When `may_start` and the run becomes the head of a free workspace in which no older run waits, the same
+        write starts its plan (queued, or held in its pre-plan stage) and gives it the lock: what `promote` does
+        next, without writing the run twice. Returns the run as written, whether it started and whether its plan
+        is to be enqueued. A run whose id is taken raises ConditionFailed (run triggers, auto-destroy)."""
+        created = copy.deepcopy(run)  # each attempt decides from the pending run again
+
+        def step() -> tuple[Run, bool, bool]:
+            ws, now = self._workspaces.load(run.workspace_id), clock.now_iso()
+            candidate = copy.deepcopy(created)
+            current = self.becomes_current(ws, candidate)
+            updated = dataclasses.replace(
+                ws,
+                latest_run_id=candidate.id,
+                runs_count=ws.runs_count + 1,
+                current_run_id=candidate.id if current else ws.current_run_id,
+                version=ws.version + 1,
+                updated_at=now,
+            )
+            started = queued = False
+            if may_start and current and ws.lock is None and self._next_pending(ws.id) is None:
+                started, queued = True, self.start_plan(candidate, now)
+                updated = dataclasses.replace(updated, lock=run_lock(candidate))
+            try:
+                self._store.save([(candidate, None)], WorkspaceWrite(updated, ws.version), {}, extra)
+            except ConditionFailed:
+                if self._store.exists(candidate.id):
+                    raise _Taken from None
+                raise
+            return candidate, started, queued
+
+        try:
+            return optimistic(step, attempts=8, exhausted=f"workspace {run.workspace_id} is busy; retry")
+        except _Taken:
+            raise ConditionFailed(f"run {run.id} exists") from None
 
     def promote(self, workspace_id: str) -> Run | None:
         """Start the oldest pending run if the workspace is free. Safe to call any time, from anywhere."""

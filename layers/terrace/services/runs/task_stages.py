@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable
 
 from terrace.adapters.table import ConditionFailed, Table
-from terrace.domain import clock
+from terrace.domain import clock, stage_usage
 from terrace.domain import task_stages as ts
 from terrace.domain.errors import NotFound
 from terrace.domain.runs import Run
@@ -44,6 +44,15 @@ class TaskStages:
     @property
     def participants(self) -> list[StageParticipant]:
         return list(self._participants())
+
+    def asked(self, run: Run) -> list[StageParticipant]:
+        """The participants asked for `run` at its stage points: those its organization may have something of
+        (`domain/stage_usage.py`, one query, held through a use case); all once the run has a stage."""
+        participants = self.participants
+        if not participants or run.task_stage_ids:
+            return participants
+        markers = self._table.query(stage_usage.partition(run.organization))
+        return [p for p in participants if stage_usage.asks(p.kind, markers)]
 
     def taking_part(self, stage: TaskStage) -> list[StageParticipant]:
         """The participants that began (or prepared) something in `stage`."""
@@ -89,10 +98,11 @@ class TaskStages:
         """At creation (before the run is first written): the stages participants prepare, written `pending`
         and listed on the run. Nothing is written when no participant prepares anything."""
         now = clock.now_iso()
-        for name in ts.STAGES:
+        asked = self.asked(run)
+        for name in ts.STAGES if asked else ():
             ctx = context(run, name)
             stage = self._new(run, name, now)
-            for participant in self.participants:
+            for participant in asked:
                 prepare: Callable[[StageContext], list[str]] | None = getattr(participant, "prepare", None)
                 if prepare is not None:
                     stage.add(participant.kind, list(prepare(ctx)))
@@ -117,7 +127,11 @@ class TaskStages:
     def enter(self, run: Run, name: str) -> TaskStage | None:
         """The run reached stage `name`: the running stage it must wait in, or None (nothing takes part: nothing
         written). Safe to call again for the same run and stage (a retried write): a stage already running is
-        returned as it is, its participants are not asked again."""
+        returned as it is, its participants are not asked again. Nobody asked and no stage listed: nothing of the
+        run's can have been written, nothing is read."""
+        asked = self.asked(run)
+        if not asked and not run.task_stage_ids:
+            return None
         existing = self.find(ts.stage_id(run.id, name))
         if existing is not None and existing.status != ts.TS_PENDING:
             self._list(run, existing)
@@ -126,7 +140,7 @@ class TaskStages:
         stage = existing or self._new(run, name, now)
         ctx = context(run, stage)
         began: dict[str, list[str]] = {}
-        for participant in self.participants:
+        for participant in asked:
             ids = list(participant.begin(ctx))
             if ids:
                 began.setdefault(participant.kind, []).extend(ids)

@@ -1,0 +1,130 @@
+"""The boto3 session of Terrace's AWS adapters: its botocore reads a pruned copy of botocore's endpoints file.
+
+botocore parses its whole `data/endpoints.json` (~1.2 MB, every service of every partition) before the first
+client of a session, a fixed part of each Lambda cold start. The copy holds every partition with only the
+services Terrace makes clients of (`SERVICES`), each entry as botocore has it, so those clients resolve the same
+endpoints. It is derived from botocore, so it is never committed: `make install` writes it beside this module
+(`python -m terrace.adapters.boto_session`) and the Lambda layer's bundling (`infra/bundling.py`) from the layer's
+own botocore. It lives in a folder named after the botocore version it came from (`botocore_data/<version>/`), so
+a different botocore never reads it; without it, botocore loads its own file as usual.
+
+Its loader also skips botocore's listing of every service it knows (~450 folders, ~13 ms of CPU for each model type)
+before loading a model of one of `SERVICES`: it checks that service's own folders (`_Loader`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from botocore.loaders import Loader
+
+DATA_ROOT = Path(__file__).with_name("botocore_data")
+# every service a client is made of: wiring/aws_adapters.py, adapters/secrets.py, functions/*/handler.py (and
+# what botocore itself may call on their behalf: sts for assumed roles)
+SERVICES = frozenset({"dynamodb", "s3", "sqs", "kms", "ecs", "ses", "ssm", "lambda", "secretsmanager", "sts"})
+
+
+def prune(endpoints: dict[str, Any], services: frozenset[str] = SERVICES) -> dict[str, Any]:
+    """`endpoints` (botocore's endpoints.json) with every partition and only `services` in each."""
+    partitions = [
+        {**partition, "services": {k: v for k, v in partition.get("services", {}).items() if k in services}}
+        for partition in endpoints["partitions"]
+    ]
+    return {**endpoints, "partitions": partitions}
+
+
+def botocore_version(botocore_dir: Path) -> str:
+    """The version of the botocore package in `botocore_dir`, read from its source (not imported)."""
+    found = re.search(r"""^__version__\s*=\s*['"]([^'"]+)['"]""", (botocore_dir / "__init__.py").read_text(), re.M)
+    if found is None:
+        raise ValueError(f"no __version__ in {botocore_dir / '__init__.py'}")
+    return found.group(1)
+
+
+def write_pruned(botocore_dir: Path, data_root: Path = DATA_ROOT) -> Path:
+    """Write the pruned endpoints file of the botocore in `botocore_dir` under `data_root`; its path."""
+    target_dir = data_root / botocore_version(botocore_dir)
+    target_dir.mkdir(parents=True, exist_ok=True)
+    pruned = prune(json.loads((botocore_dir / "data" / "endpoints.json").read_text()))
+    target = target_dir / "endpoints.json"
+    partial = target.with_suffix(".partial")
+    partial.write_text(json.dumps(pruned, separators=(",", ":")))
+    partial.replace(target)
+    return target
+
+
+def data_path(data_root: Path = DATA_ROOT) -> Path | None:
+    """The folder holding the pruned endpoints file of the botocore this process runs, if it was written."""
+    import botocore
+
+    folder = data_root / botocore.__version__
+    return folder if (folder / "endpoints.json").is_file() else None
+
+
+def session(region: str | None = None, data_root: Path = DATA_ROOT) -> Any:
+    """A boto3 session in `region` whose botocore reads the pruned endpoints file when there is one."""
+    import boto3
+    import botocore.session
+
+    core = botocore.session.get_session()
+    folder = data_path(data_root)
+    if folder is not None:  # searched before botocore's own data (and any AWS_DATA_PATH, kept after it)
+        others = core.get_config_variable("data_path")
+        core.set_config_variable("data_path", os.pathsep.join([str(folder), *([others] if others else [])]))
+    core.lazy_register_component("data_loader", lambda: _Loader.create(core.get_config_variable("data_path")))
+    return boto3.session.Session(region_name=region, botocore_session=core)
+
+
+class _Loader(Loader):
+    """botocore's loader, save that loading a model of one of `SERVICES` checks only that service's folders where
+    botocore first lists every service it knows (to refuse an unknown one). Any other service, or one without the
+    model asked for, goes through botocore's own check and its errors."""
+
+    @classmethod
+    def create(cls, search_path: str | None) -> _Loader:
+        """As `botocore.loaders.create_loader` makes its loader from the `data_path` setting."""
+        paths = (
+            [os.path.expanduser(os.path.expandvars(p)) for p in search_path.split(os.pathsep)] if search_path else None
+        )
+        return cls(extra_search_paths=paths)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._loading = threading.local()  # the service whose model this thread is loading
+
+    def load_service_model(self, service_name: str, type_name: str, api_version: str | None = None) -> Any:
+        self._loading.service = service_name
+        try:
+            return super().load_service_model(service_name, type_name, api_version)
+        finally:
+            self._loading.service = None
+
+    def list_available_services(self, type_name: str) -> list[str]:
+        service = getattr(self._loading, "service", None)
+        if service in SERVICES and self._offers(service, type_name):
+            return [service]
+        listed: list[str] = super().list_available_services(type_name)
+        return listed
+
+    def _offers(self, service: str, type_name: str) -> bool:
+        """Whether a version of `service` in the search paths has a `type_name` model."""
+        for folder in self._potential_locations(service, must_exist=True, is_dir=True):
+            if any(self.file_loader.exists(os.path.join(folder, v, type_name)) for v in os.listdir(folder)):
+                return True
+        return False
+
+
+def main() -> None:
+    import botocore
+
+    print(write_pruned(Path(botocore.__file__).parent), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
