@@ -129,10 +129,10 @@ def test_short_polls_are_brisk_right_after_the_start_and_after_each_job(tmp_path
     fake.specs[spec.job_id] = spec
     ask = api.next
 
-    def next_job(wait_s: float) -> Any:
+    def next_job(wait_s: float, served: int = 0) -> Any:
         if now[0] >= 5 and spec.job_id not in fake.finished and spec.job_id not in fake.queued:
             fake.queued.append(spec.job_id)  # a job comes 5 s after the start
-        return ask(wait_s)
+        return ask(wait_s, served)
 
     api.next = next_job  # type: ignore[method-assign]
     config = runner_config(
@@ -156,10 +156,10 @@ def test_an_idle_runner_waits_in_back_to_back_long_polls_then_exits(tmp_path: Pa
     asked: list[float] = []
     ask = api.next
 
-    def next_job(wait_s: float) -> Any:
+    def next_job(wait_s: float, served: int = 0) -> Any:
         asked.append(wait_s)
         now[0] += wait_s  # the API answers 204 when the wait is over
-        return ask(wait_s)
+        return ask(wait_s, served)
 
     api.next = next_job  # type: ignore[method-assign]
     config = runner_config(tmp_path, fake_terraform(tmp_path / "bin"), wait_s=20, idle_exit_s=50)
@@ -191,9 +191,9 @@ def test_sigterm_ends_an_idle_wait_at_once_but_lets_a_job_finish(tmp_path: Path)
     runner = Runner(config, api, JobExecutor(config, api, transfers, echo_to=io.StringIO()))
     ask = api.next
 
-    def signalled_while_waiting(wait_s: float) -> Any:
+    def signalled_while_waiting(wait_s: float, served: int = 0) -> Any:
         runner.request_stop()  # what the SIGTERM handler does, arriving during the long-poll
-        return ask(wait_s)
+        return ask(wait_s, served)
 
     api.next = signalled_while_waiting  # type: ignore[method-assign]
     with pytest.raises(StopIdle):
@@ -222,11 +222,11 @@ def test_the_runner_asks_for_its_next_job_while_its_last_report_is_in_flight(tmp
     asks: list[float] = []
     ask, finish = api.next, api.finish
 
-    def next_job(wait_s: float) -> Any:
+    def next_job(wait_s: float, served: int = 0) -> Any:
         asks.append(wait_s)
         if len(asks) == 2:
             asked_again.set()
-        return ask(wait_s)
+        return ask(wait_s, served)
 
     def slow_finish(request: Any, job_id: str) -> None:
         if job_id == "plan-one":

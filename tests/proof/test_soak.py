@@ -177,6 +177,7 @@ def test_soak_resources_stay_flat_and_the_log_clean(proof_rng: random.Random, pr
             "flatness": found,
             "first_sample": samples[0],
             "last_sample": samples[-1],
+            "peak": {key: max(s[key] for s in samples) for key in samples[0]},
             "problems": len(tally["problems"]),
             "log_errors": len(bad),
         },

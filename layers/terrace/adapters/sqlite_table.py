@@ -6,8 +6,9 @@ before anything is written. Items are JSON (bytes tagged) in one `items` table k
 gsi1 keys and `expires_at` as indexed columns. As on DynamoDB, an item past its `expires_at` stays readable
 until the TTL sweep (`purge_expired`) deletes it: services check expiry themselves.
 
-Thread-safe: one connection per thread (FastAPI runs plain `def` endpoints in a thread pool); writes run in
-`BEGIN IMMEDIATE` transactions, so concurrent writers queue on SQLite's lock (busy timeout) rather than fail.
+Thread-safe: a bounded pool of connections (`SqliteDatabase`, POOL_SIZE), each borrowed for one read or one
+transaction (FastAPI runs plain `def` endpoints in a thread pool of its own size); writes run in `BEGIN IMMEDIATE`
+transactions, so concurrent writers queue on SQLite's lock (busy timeout) rather than fail.
 """
 
 from __future__ import annotations
@@ -15,17 +16,16 @@ from __future__ import annotations
 import base64
 import json
 import sqlite3
-import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
+from terrace.adapters.sqlite_table_pool import BUSY_TIMEOUT_MS, POOL_SIZE, SqliteDatabase, connect
 from terrace.adapters.table import Check, ConditionFailed, Delete, Item, Put, WriteOp
 from terrace.domain.limits import check_item
 
-BUSY_TIMEOUT_MS = 30_000
+__all__ = ["BUSY_TIMEOUT_MS", "POOL_SIZE", "SqliteDatabase", "SqliteTable", "connect", "dumps", "loads"]
+
 _INDEX_KEYS = {"gsi1": ("gsi1pk", "gsi1sk")}
 _BYTES_TAG = "__terrace_bytes__"
 SCHEMA = """
@@ -71,86 +71,6 @@ def _key_column(value: Any) -> str | None:
 def _expiry(item: Item) -> int | None:
     value = item.get("expires_at")
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def connect(path: Path | str) -> sqlite3.Connection:
-    """A connection in autocommit mode (transactions are explicit), WAL, full sync, busy timeout."""
-    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA synchronous = FULL")  # an acknowledged write survives a crash of the machine too
-    conn.execute("PRAGMA foreign_keys = ON")
-    return conn
-
-
-class SqliteDatabase:
-    """One SQLite file shared by the table and the events queue. Connections are pooled: a thread borrows one
-    for a read or a transaction and gives it back, so the pool grows to the peak concurrency and no further
-    (thread-local connections would outlive the worker threads FastAPI's pool retires)."""
-
-    def __init__(self, path: Path | str) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        if not self.path.exists():
-            self.path.touch(mode=0o600)
-        self._idle: list[sqlite3.Connection] = []
-        self._lock = threading.Lock()
-        # SQLite has one writer at a time: this process's writers queue here (woken in turn) rather than in
-        # SQLite's busy handler (which sleeps and retries, so a busy moment gives some writers long tails);
-        # another process (the admin CLI, a backup) still meets the busy timeout
-        self._writer = threading.Lock()
-        self._closed = False
-
-    @contextmanager
-    def connection(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            if self._closed:
-                raise sqlite3.ProgrammingError("the database is closed")
-            conn = self._idle.pop() if self._idle else None
-        if conn is None:
-            conn = connect(self.path)
-        try:
-            yield conn
-        finally:
-            if conn.in_transaction:  # never hand on a connection in the middle of a transaction
-                conn.execute("ROLLBACK")
-            with self._lock:
-                if self._closed:
-                    conn.close()
-                else:
-                    self._idle.append(conn)
-
-    def migrate(self, schema: str) -> None:
-        with self.connection() as conn:
-            conn.executescript(schema)
-
-    @contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
-        """An immediate (write-locked) transaction: committed when the block ends, rolled back on an error."""
-        with self._writer, self.connection() as conn:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-
-    def backup(self, target: Path | str) -> None:
-        """A consistent copy of the whole file while others read and write (SQLite's online backup)."""
-        destination = sqlite3.connect(str(target))
-        try:
-            with self.connection() as conn:
-                conn.backup(destination)
-        finally:
-            destination.close()
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.close()
 
 
 class SqliteTable:

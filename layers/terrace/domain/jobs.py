@@ -64,11 +64,16 @@ class EnrollResponse(BaseModel):
     runner_id: str
 
 
+HAND_OVER_HEADER = "Terrace-Hand-Over"  # on a 204 of jobs/next: exit, the slot goes to another organization
+
+
 class NextRequest(BaseModel):
     runner_id: str = Field(min_length=1, max_length=200)
     # only jobs of these lanes (`definitions.LANE_PRIORITY`; empty: any): a runner on Fargate Spot takes
     # speculative plans only
     lanes: list[Literal["apply", "plan", "speculative"]] = Field(default_factory=list, max_length=3)
+    # how many jobs this runner has run: one that ran some may be told to hand its slot over (`runner_turns.py`)
+    served: int = Field(default=0, ge=0, le=10**9)
 
 
 class ClaimRequest(BaseModel):

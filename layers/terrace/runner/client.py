@@ -11,6 +11,7 @@ from typing import TypeVar
 import httpx
 
 from terrace.domain.jobs import (
+    HAND_OVER_HEADER,
     FinishRequest,
     FinishResponse,
     HeartbeatRequest,
@@ -24,6 +25,10 @@ from terrace.domain.jobs import (
 log = logging.getLogger("terrace.runner.client")
 T = TypeVar("T")
 RETRY_DELAYS_S = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0)
+
+
+class HandOver(Exception):  # noqa: N818 -- not an error: the API's word to exit
+    """The API asks this runner to exit: other organizations wait for a runner and every slot is held."""
 
 
 class ApiError(RuntimeError):
@@ -93,9 +98,11 @@ class RunnerApi:
         if response.status_code >= 400:
             raise ApiError(f"{what}: HTTP {response.status_code}: {response.text[:300]}", response.status_code)
 
-    def next(self, wait_s: float) -> JobSpec | None:
-        """Long-polls the API for this runner's organization's next job, claimed for it; None when none came."""
-        asked = NextRequest.model_validate({"runner_id": self.runner_id, "lanes": list(self.lanes)})
+    def next(self, wait_s: float, served: int = 0) -> JobSpec | None:
+        """Long-polls the API for this runner's organization's next job, claimed for it; None when none came.
+        `served`: the jobs this runner ran; `HandOver` when the API answers that its slot goes to another
+        organization (the runner exits)."""
+        asked = NextRequest.model_validate({"runner_id": self.runner_id, "lanes": list(self.lanes), "served": served})
         body = asked.model_dump_json(exclude_defaults=True)
         headers = {**self._headers(), "Content-Type": "application/json"}
         timeout = httpx.Timeout(30.0 + wait_s, connect=10.0)
@@ -107,6 +114,8 @@ class RunnerApi:
             self._delays,
         )
         if response.status_code == 204:
+            if response.headers.get(HAND_OVER_HEADER):
+                raise HandOver
             return None
         self._check(response, "next job")
         return JobSpec.model_validate_json(response.content)

@@ -15,7 +15,7 @@ import httpx
 import typer
 
 from terrace.domain.jobs import FinishRequest, FinishResponse, JobSpec
-from terrace.runner.client import ApiError, RunnerApi, Transfers
+from terrace.runner.client import ApiError, HandOver, RunnerApi, Transfers
 from terrace.runner.config import ConfigError, RunnerConfig
 from terrace.runner.enrollment import enroll, own_task_arn
 from terrace.runner.execution import JobExecutor
@@ -39,6 +39,7 @@ class Runner:
         self.stopping = False
         self.idle = False  # waiting for a job (no job of ours would be cut short)
         self._reports: list[threading.Thread] = []  # finish calls still in flight
+        self.served = 0  # jobs run: one that ran some may be asked to hand its slot over
 
     def request_stop(self) -> None:
         """SIGTERM: finish the current job, then exit; an idle runner leaves its long-poll at once."""
@@ -102,9 +103,12 @@ class Runner:
             try:
                 self.idle = True
                 try:
-                    spec = self.api.next(self._wait_s(idle_since))
+                    spec = self.api.next(self._wait_s(idle_since), served=self.served)
                 finally:
                     self.idle = False
+            except HandOver:
+                log.info("handing over: other organizations wait for a runner; this one's slot goes to them")
+                return 0
             except ApiError as exc:
                 if exc.status in (401, 403):
                     log.error("the runner API refused this runner's token: %s", exc)
@@ -117,6 +121,7 @@ class Runner:
                 self.sleep(ERROR_PAUSE_S)
                 spec = None
             if spec is not None:
+                self.served += 1
                 try:
                     self.handle(spec)
                 except Exception:

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from terrace.services.runs.reaper import Reaper
     from terrace.services.runs.run_queries import RunQueries
     from terrace.services.runs.runner_slots import RunnerSlots
+    from terrace.services.runs.runner_turns import RunnerTurns
     from terrace.services.runs.runs import RunService
     from terrace.services.runs.scaler import Scaler
     from terrace.services.runs.scheduler import RunScheduler
@@ -308,6 +309,12 @@ class RunServices:
         from terrace.services.runs.runner_slots import RunnerSlots
 
         return RunnerSlots(self.table, self.settings.max_runners)
+
+    @cached_property
+    def runner_turns(self) -> RunnerTurns:
+        from terrace.services.runs.runner_turns import RunnerTurns
+
+        return RunnerTurns(self.run_store, self.runner_slots, self.settings.max_runners)
 
     @cached_property
     def runner_enrollments(self) -> RunnerEnrollments:

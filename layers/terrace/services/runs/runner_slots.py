@@ -4,11 +4,12 @@ conditionally, so concurrent dispatcher ticks (two scaler Lambdas woken by one b
 
 A lease is taken before a runner is launched (a conditional write on the item's version: of two ticks that
 both see the last free slot, one wins, the other re-reads and finds none), given back when its launch failed,
-and dropped by `reconcile` once its runner is no longer live (after a grace: a task just started may not be
-listed yet). The item also records when the dispatcher last stopped for want of room (`saturated_at`): the
-reaper's queued deadline counts from then, so a run that merely waited behind a burst is not errored. With warm
-runners configured it records when each organization last had work (`active`, at most every ACTIVE_WRITE_S): the
-organizations that ran within RECENT_S keep theirs.
+and dropped by `reconcile` once its runner is no longer live: at once for a runner the listing showed live before
+(`seen`: it exited, its slot goes to the next phase now), after a grace for one never listed yet (a task just
+started may not be listed yet). The item also records when the dispatcher last stopped for want of room
+(`saturated_at`): the reaper's queued deadline counts from then, so a run that merely waited behind a burst is
+not errored. With warm runners configured it records when each organization last had work (`active`, at most
+every ACTIVE_WRITE_S): the organizations that ran within RECENT_S keep theirs.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from terrace.domain import clock
 from terrace.services.optimistic import optimistic
 
 PK, SK = "runners#capacity", "slots"
-GRACE_S = 120  # a lease without a live runner is kept this long (the task may not be listed yet)
+GRACE_S = 120  # a lease whose runner was never listed live is kept this long (the task may not be listed yet)
 SATURATED_WRITE_S = 30  # `saturated_at` is written at most this often
 ACTIVE_WRITE_S = 600  # an organization's last activity is written at most this often
 RECENT_S = 24 * 3600  # an organization that had work this recently keeps its warm runners
@@ -47,8 +48,9 @@ class RunnerSlots:
     def held(self) -> int:
         return len(self._read()[0]["leases"])
 
-    def acquire(self, lease: str) -> bool:
-        """Take a slot for the runner `lease` names (its token id); False when every slot is held."""
+    def acquire(self, lease: str, organization: str = "") -> bool:
+        """Take a slot for the runner `lease` names (its token id); False when every slot is held. The
+        `organization`'s turn is recorded (`turns`: the dispatcher serves the one whose turn is oldest first)."""
 
         def step() -> bool:
             item, version = self._read()
@@ -57,8 +59,12 @@ class RunnerSlots:
                 return True
             if len(leases) >= self._max:
                 return False
-            leases[lease] = int(clock.epoch())
-            self._write({**item, "leases": leases}, version)
+            now_ms = int(clock.epoch() * 1000)
+            leases[lease] = now_ms // 1000
+            turns = {org: int(at) for org, at in item.get("turns", {}).items() if now_ms - int(at) < RECENT_S * 1000}
+            if organization:
+                turns[organization] = now_ms
+            self._write({**item, "leases": leases, "turns": turns}, version)
             return True
 
         return optimistic(step, attempts=16, exhausted=lambda: False)
@@ -67,24 +73,36 @@ class RunnerSlots:
         def step() -> None:
             item, version = self._read()
             if lease in item["leases"]:
-                self._write({**item, "leases": {k: v for k, v in item["leases"].items() if k != lease}}, version)
+                leases = {k: v for k, v in item["leases"].items() if k != lease}
+                seen = [k for k in item.get("seen", ()) if k != lease]
+                self._write({**item, "leases": leases, "seen": seen}, version)
 
         optimistic(step, attempts=16, exhausted=lambda: None)
 
     def reconcile(self, live: Iterable[str]) -> int:
-        """Leases of the live runners plus those taken in the last GRACE_S; returns how many slots are held."""
+        """Keeps the leases of the live runners, and those of runners never listed live yet taken in the last
+        GRACE_S; a runner listed live before and now gone gives its slot back at once. Returns how many are held."""
         alive = set(live)
 
         def step() -> int:
             item, version = self._read()
             now = int(clock.epoch())
-            leases = {k: v for k, v in item["leases"].items() if k in alive or now - int(v) <= GRACE_S}
+            seen = set(item.get("seen", ()))
+            leases = {
+                k: v for k, v in item["leases"].items() if k in alive or (k not in seen and now - int(v) <= GRACE_S)
+            }
             leases.update({k: now for k in alive if k not in leases})  # started before the counter, or by hand
-            if leases != item["leases"]:
-                self._write({**item, "leases": leases}, version)
+            still_seen = sorted((seen | alive) & set(leases))
+            if leases != item["leases"] or still_seen != sorted(seen):
+                self._write({**item, "leases": leases, "seen": still_seen}, version)
             return len(leases)
 
         return optimistic(step, attempts=16, exhausted=lambda: self.held())
+
+    def turns(self) -> dict[str, float]:
+        """When each organization last had a runner started (epoch milliseconds; entries older than RECENT_S are
+        dropped as the next runner starts)."""
+        return {org: float(at) for org, at in self._read()[0].get("turns", {}).items()}
 
     def saturated(self) -> None:
         """The dispatcher left phases waiting for want of room (recorded at most every SATURATED_WRITE_S)."""

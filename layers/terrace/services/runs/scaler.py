@@ -2,7 +2,8 @@
 priority order, within a global maximum.
 
 Every phase that becomes runnable is sent to its lane (`RunScheduler.send_to_lane`; `adapters/lanes.py`). Each
-tick drains the lanes strictly in order, apply ▸ plan ▸ speculative (within a lane, organizations take turns), and
+tick drains the lanes strictly in order, apply ▸ plan ▸ speculative (within a lane, organizations take turns:
+`runner_turns.py`, which also tells a runner to hand its slot over when others wait), and
 for each phase still queued makes sure a runner of its organization will take it: an idle live runner of that
 organization (live, not running a phase, not already counted for another waiting phase), else a new one, within
 `max_runners` (held in the table by `RunnerSlots`, so concurrent ticks cannot overshoot) and
@@ -49,6 +50,7 @@ from terrace.domain.ids import new_id
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.runner_enrollment import RUNNER_TOKEN_SUBJECT, RunnerEnrollments
 from terrace.services.runs.runner_slots import RunnerSlots
+from terrace.services.runs.runner_turns import take_turns
 from terrace.services.runs.store import RunStore
 
 log = logging.getLogger("terrace.scaler")
@@ -57,17 +59,6 @@ EXPECT_S = 120  # how long a created configuration version counts as a run to co
 DRAIN_MAX = 1000  # messages read from one lane per tick
 
 __all__ = ["RUNNER_TOKEN_SUBJECT", "Scaler"]
-
-
-def _take_turns(deliveries: list[LaneDelivery]) -> list[LaneDelivery]:
-    """One lane's waiting phases, organizations taking turns (each one's first, then each one's second, ...)."""
-    rounds: dict[str, int] = Counter()
-    ranked = []
-    for position, delivery in enumerate(deliveries):
-        organization = delivery.message.organization
-        ranked.append((rounds[organization], position, delivery))
-        rounds[organization] += 1
-    return [delivery for _, _, delivery in sorted(ranked, key=lambda r: (r[0], r[1]))]
 
 
 def _idle(running: Counter[str], live_runners: list[Any]) -> tuple[Counter[str], Counter[str]]:
@@ -124,7 +115,9 @@ class Scaler:
         """Every lane's waiting messages, hidden from other ticks until released, in LANE_PRIORITY order."""
         return [d for lane in LANE_PRIORITY for d in self._lanes.receive(lane, DRAIN_MAX, hide_s=LANE_VISIBILITY_S)]
 
-    def _drain(self, received: list[LaneDelivery], open_runs: dict[str, str]) -> list[LaneDelivery]:
+    def _drain(
+        self, received: list[LaneDelivery], open_runs: dict[str, str], turns: dict[str, float] | None = None
+    ) -> list[LaneDelivery]:
         """The lanes' phases still queued, in dispatch order; messages of claimed, gone or duplicate jobs deleted.
         `open_runs` must be read after `received`: a message is sent once its run is written, so a run read
         before it might be missing or still pending, and its message taken for a gone job's."""
@@ -140,7 +133,7 @@ class Scaler:
                     continue
                 seen.add(message.job_id)
                 kept.append(delivery)
-            waiting.extend(_take_turns(kept))
+            waiting.extend(take_turns(kept, turns))
         return waiting
 
     def _runner_entries(self) -> list[dict[str, Any]]:
@@ -167,7 +160,7 @@ class Scaler:
             held = self._slots.reconcile(live_ids)
             queued = Counter(e["organization"] for e in entries if e["status"] in rs.QUEUED)
             expected = self._still_expected(running + queued, expect, "speculative" if speculative else "")
-            waiting = self._drain(received, {e["run_id"]: e["status"] for e in entries})
+            waiting = self._drain(received, {e["run_id"]: e["status"] for e in entries}, self._slots.turns())
             return self._dispatch(waiting, running, live_runners, held, expected)
         finally:
             for delivery in received if waiting is None else waiting:  # the next tick sees what still waits
@@ -263,7 +256,7 @@ class Scaler:
         the launch failed, None when no slot was free."""
         assert self.launcher is not None
         credential = self.credential(organization, keep_warm, lanes)
-        if not self._slots.acquire(credential.token_id):
+        if not self._slots.acquire(credential.token_id, organization):
             self._enrollments.cancel(credential.enrollment_code)
             return None
         started = self.launcher.launch([credential])

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 
 from terrace.domain.errors import BadRequest, Invalid
 from terrace.domain.jobs import (
+    HAND_OVER_HEADER,
     EnrollRequest,
     EnrollResponse,
     FinishRequest,
@@ -22,6 +23,7 @@ from terrace.domain.jobs import (
     NextRequest,
     UploadUrls,
 )
+from terrace.domain.principal import PrincipalKind
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONBody, RawBody
 
@@ -76,11 +78,16 @@ def next_job(
     body: Annotated[NextRequest, Depends(_next_body)],
     wait: Annotated[float, Query(ge=0, le=MAX_WAIT_S)] = 0.0,
 ) -> JobSpec | Response:
-    """Long-poll: the next job of the runner's organization, claimed for it (200), or 204 after `wait` s."""
+    """Long-poll: the next job of the runner's organization, claimed for it (200), or 204 after `wait` s; a
+    runner that has `served` jobs gets a 204 with `Terrace-Hand-Over` at once when it should exit so that another
+    organization gets its slot (`services/runs/runner_turns.py`)."""
 
     def still_asking() -> bool:  # a runner stopped or killed during its wait must not be handed a job
         return not anyio.from_thread.run(request.is_disconnected)
 
+    if body.served and principal.kind is PrincipalKind.RUNNER and principal.organization:
+        if container.runner_turns.hand_over(principal.organization):  # others wait: its slot goes to them
+            return Response(status_code=204, headers={HAND_OVER_HEADER: "1"})
     spec = container.jobs.next(principal, body.runner_id, wait_s=wait, still_asking=still_asking, lanes=body.lanes)
     return spec if spec is not None else Response(status_code=204)
 
