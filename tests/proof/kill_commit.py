@@ -29,8 +29,8 @@ def _staged_statuses(ops: Sequence[Any]) -> list[str]:
     for op in ops:
         if isinstance(op, Put) and op.item.get("pk") == PARTITION:
             event = json.loads(op.item["event"])
-            if event.get("type") == "run.status_changed":
-                found.append(str(event.get("to")))
+            if event.get("type") == "run.status_changed":  # every status the write passed (`to` is the last)
+                found.extend(str(status) for status in event.get("statuses") or [event.get("to")])
     return found
 
 
