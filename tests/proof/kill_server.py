@@ -151,7 +151,8 @@ class ProofServer:
         self.starts = 0
         self.kills = 0
 
-    def start(self) -> Info:
+    def start(self, env: dict[str, str] | None = None) -> Info:
+        """Start the server (`env`: added to this start's environment only, e.g. a fault hook's)."""
         (self.data / "dev.json").unlink(missing_ok=True)
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
@@ -165,7 +166,7 @@ class ProofServer:
                 ],
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": LAYERS},
+                env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": LAYERS, **(env or {})},
             )
         process = self.process
 
@@ -193,6 +194,14 @@ class ProofServer:
         self.process.wait(STOP_TIMEOUT_S)
         self.process = None
         self.kills += 1
+
+    def died(self, timeout: float) -> int:
+        """Wait for the server to end on its own (a fault hook killed it); its exit code."""
+        assert self.process is not None
+        code = self.process.wait(timeout)
+        self.process = None
+        self.kills += 1
+        return code
 
     def stop(self) -> int:
         assert self.process is not None
@@ -358,7 +367,9 @@ def main(argv: list[str]) -> None:
     if len(argv) > 4:
         stack = _on_moto(data, argv[4], **common)
     else:
-        stack = LocalStack(data_dir=data, **common)
+        from kill_commit import wrap_ports_from_env  # the outbox proof's kill between a commit and its publish
+
+        stack = LocalStack(data_dir=data, wrap_ports=wrap_ports_from_env(), **common)
     stack.settings_overrides.update(
         {key: tuple(value) if isinstance(value, list) else value for key, value in settings.items()}
     )

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from terrace.services.access.organizations import OrganizationService
     from terrace.services.access.projects import ProjectService
     from terrace.services.events import EventService
+    from terrace.services.outbox_relay import OutboxRelay
     from terrace.services.policies.evaluation_worker import EvaluationWorker
     from terrace.services.policies.evaluations import PolicyEvaluationService
     from terrace.services.policies.parameters import PolicySetParameterService
@@ -48,6 +49,7 @@ class PolicyServices:
     projects: ProjectService
     workspaces: WorkspaceService
     run_queries: RunQueries
+    outbox_relay: OutboxRelay  # wiring/run_services.py: the policy evaluation's `queued` rides in its write
 
     @cached_property
     def policy_engine(self) -> PolicyEngine:
@@ -107,7 +109,7 @@ class PolicyServices:
 
         return PolicyEvaluationService(
             self.table,
-            self.publisher,
+            self.outbox_relay,
             self.organizations,
             self.workspaces,
             self.projects,

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from terrace.services.access.runner_enrollment import RunnerEnrollments
     from terrace.services.access.workload_issuer import WorkloadIssuer
     from terrace.services.admin.tool_versions import ToolVersionService
+    from terrace.services.outbox_relay import OutboxRelay
     from terrace.services.runs.agent_waits import AgentWaits
     from terrace.services.runs.assessments import AssessmentService
     from terrace.services.runs.comments import CommentService
@@ -129,7 +130,16 @@ class RunServices:
     def run_store(self) -> RunStore:
         from terrace.services.runs.store import RunStore
 
-        return RunStore(self.table, self.publisher)
+        return RunStore(self.table, self.outbox_relay)
+
+    @cached_property
+    def outbox_relay(self) -> OutboxRelay:
+        """Run transitions stage their events in their own transaction; this publishes them (after the commit, and
+        the reaper's sweep for what a kill left staged)."""
+        from terrace.adapters.table_outbox import TableOutbox
+        from terrace.services.outbox_relay import OutboxRelay
+
+        return OutboxRelay(TableOutbox(self.table), self.publisher)
 
     @cached_property
     def scheduler(self) -> RunScheduler:
@@ -259,7 +269,7 @@ class RunServices:
             self.retention_sweep,
             stages=self.stage_progress,
             slots=self.runner_slots,
-            sweeps=(self.auto_destroy, self.assessments),
+            sweeps=(self.outbox_relay, self.auto_destroy, self.assessments),
         )
 
     @cached_property

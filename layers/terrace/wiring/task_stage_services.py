@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from terrace.services.access.accounts import AccountService
     from terrace.services.access.organizations import OrganizationService
     from terrace.services.events import EventService
+    from terrace.services.outbox_relay import OutboxRelay
     from terrace.services.policies.participant import PolicyStageParticipant
     from terrace.services.runs.agent_waits import AgentWaits
     from terrace.services.runs.comments import CommentService
@@ -55,6 +56,7 @@ class TaskStageServices:
     accounts: AccountService
     organizations: OrganizationService
     run_store: RunStore
+    outbox_relay: OutboxRelay  # wiring/run_services.py
     scheduler: RunScheduler
     runs: RunService
     workspaces: WorkspaceService
@@ -115,7 +117,9 @@ class TaskStageServices:
     def task_results(self) -> TaskResultService:
         from terrace.services.runs.task_results import TaskResultService
 
-        return TaskResultService(self.table, self.run_tasks, self.runs, self.accounts, self.encryptor, self.publisher)
+        return TaskResultService(
+            self.table, self.run_tasks, self.runs, self.accounts, self.encryptor, self.publisher, self.outbox_relay
+        )
 
     @cached_property
     def task_delivery(self) -> TaskDelivery:

@@ -14,8 +14,7 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
-from terrace.adapters.events import EventPublisher
-from terrace.adapters.table import ConditionFailed, Table
+from terrace.adapters.table import ConditionFailed, Put, Table
 from terrace.domain import clock
 from terrace.domain import policy_evaluations as pe
 from terrace.domain.errors import NotFound
@@ -25,6 +24,7 @@ from terrace.domain.principal import Principal
 from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.access.projects import ProjectService
+from terrace.services.outbox_relay import OutboxRelay
 from terrace.services.policies import evaluation_input
 from terrace.services.policies.evaluation_items import EVAL_KEY, OUTCOME_KEY, evaluation_of, outcome_of
 from terrace.services.policies.evaluation_worker import QUEUED, EvaluationWorker
@@ -39,7 +39,7 @@ class PolicyEvaluationService:
     def __init__(
         self,
         table: Table,
-        publisher: EventPublisher,
+        relay: OutboxRelay,
         organizations: OrganizationService,
         workspaces: WorkspaceService,
         projects: ProjectService,
@@ -48,7 +48,7 @@ class PolicyEvaluationService:
         *,
         deadline_s: float = DEADLINE_S,
     ) -> None:
-        self._table, self._publisher = table, publisher
+        self._table, self._relay = table, relay
         self._orgs, self._workspaces, self._projects = organizations, workspaces, projects
         self._sets, self._worker, self._deadline_s = policy_sets, worker, deadline_s
 
@@ -69,11 +69,13 @@ class PolicyEvaluationService:
             item.update(queued=True, plan_json_key=context.plan_json_key, updated_at=now, version=version + 1)
             item["queued_epoch"] = clock.epoch()
             item["status_timestamps"] = {**item.get("status_timestamps", {}), "queued-at": now}
+            entry, staged = self._relay.outbox.stage({"type": QUEUED, "evaluation_id": item["pk"]})
             try:
-                self._table.put(item, if_version=version)
-                self._publisher.publish({"type": QUEUED, "evaluation_id": item["pk"]})
+                self._table.transact([Put(item, if_version=version), staged])  # the event with its write (outbox)
             except ConditionFailed:
                 pass  # queued by a concurrent call
+            else:
+                self._relay.deliver([entry])
         return [item["pk"]]
 
     def _record(self, context: StageContext) -> dict[str, Any] | None:

@@ -1,13 +1,13 @@
 """Persistence of runs: every transition is one conditional transaction that also keeps the open-runs
-index, the run's event history and (optionally) the workspace in step, then emits an event."""
+index, the run's event history and (optionally) the workspace in step, then emits an event. The event is staged
+in that same transaction (`adapters/outbox.py`) and published by the relay right after the commit; a kill in
+between leaves it staged, and the reaper's outbox sweep publishes it (`services/outbox_relay.py`)."""
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import Any
 
-from terrace.adapters.events import EventPublisher
 from terrace.adapters.table import Delete, Put, Table, WriteOp
 from terrace.domain import clock
 from terrace.domain.errors import NotFound
@@ -15,8 +15,8 @@ from terrace.domain.ids import looks_like, new_id
 from terrace.domain.runs import FINAL, Run, run_from_item, run_to_item, suffix
 from terrace.domain.workspace import Workspace
 from terrace.domain.workspace import to_item as workspace_item
+from terrace.services.outbox_relay import OutboxRelay
 
-log = logging.getLogger("terrace.runs")
 OPEN_RUNS = "runs#open"
 
 
@@ -69,9 +69,9 @@ class WorkspaceWrite:
 
 
 class RunStore:
-    def __init__(self, table: Table, events: EventPublisher) -> None:
+    def __init__(self, table: Table, relay: OutboxRelay) -> None:
         self._table = table
-        self._events = events
+        self._relay = relay
 
     def load(self, run_id: str) -> Run:
         item = self._table.get(run_id, "run") if looks_like(run_id, "run") else None
@@ -161,9 +161,6 @@ class RunStore:
                 )
         if workspace is not None:
             ops.append(Put(workspace_item(workspace.workspace), if_version=workspace.expected_version))
-        self._table.transact(ops + list(extra or []))
-        for event in emitted:
-            try:
-                self._events.publish(event)
-            except Exception:  # the transition stands; the reaper and consumers tolerate a lost event
-                log.exception("could not publish %s", event["type"])
+        staged = [self._relay.outbox.stage(event) for event in emitted]  # in the transaction: never lost to a kill
+        self._table.transact(ops + [write for _, write in staged] + list(extra or []))
+        self._relay.deliver([entry for entry, _ in staged])  # a failed publish stays staged for the reaper's sweep

@@ -18,7 +18,7 @@ from typing import Any
 
 from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.events import EventPublisher
-from terrace.adapters.table import ConditionFailed, Table
+from terrace.adapters.table import ConditionFailed, Put, Table
 from terrace.domain import clock, limits
 from terrace.domain import run_tasks as model
 from terrace.domain.errors import Invalid, NotFound
@@ -28,6 +28,7 @@ from terrace.domain.run_tasks import TaskResult
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.authz import Authorizer
 from terrace.services.optimistic import optimistic
+from terrace.services.outbox_relay import OutboxRelay
 from terrace.services.runs.run_tasks import RunTaskService
 from terrace.services.runs.runs import RunService
 from terrace.services.runs.stage_participants import StageContext, Verdict, stage_progressed
@@ -52,11 +53,13 @@ class TaskResultService:
         accounts: AccountService,
         encryptor: Encryptor,
         publisher: EventPublisher,
+        relay: OutboxRelay,
         *,
         timeout_s: int = model.TASK_TIMEOUT_S,
     ) -> None:
         self._table, self._tasks, self._runs, self._accounts = table, tasks, runs, accounts
         self._encryptor, self._publisher, self._timeout_s = encryptor, publisher, timeout_s
+        self._relay = relay  # a result's first request is staged with the write that starts it (the outbox)
         self.now: Callable[[], float] = clock.epoch
 
     # storage -----------------------------------------------------------------------------
@@ -67,15 +70,19 @@ class TaskResultService:
     def of_stage(self, stage_id: str) -> builtins.list[TaskResult]:
         return [model.result_from_item(i) for i in self._table.query(f"{stage_id}#task-results", index="gsi1")]
 
-    def save(self, result: TaskResult, *, new: bool = False) -> None:
+    def save(self, result: TaskResult, *, new: bool = False, event: dict[str, Any] | None = None) -> None:
+        """Write `result` (and stage `event` in the same transaction, published once it committed)."""
         expected = result.version
         if not new:
             result.version = expected + 1
+        write = Put(model.to_item(result, **_keys(result)), if_absent=new, if_version=None if new else expected)
+        staged = [self._relay.outbox.stage(event)] if event is not None else []
         try:
-            self._table.put(model.to_item(result, **_keys(result)), if_absent=new, if_version=None if new else expected)
+            self._table.transact([write, *(op for _, op in staged)])
         except ConditionFailed:
             result.version = expected
             raise
+        self._relay.deliver([entry for entry, _ in staged])
 
     def change(self, result_id: str, change: Callable[[TaskResult], bool]) -> TaskResult | None:
         """Apply `change` to the stored result (it returns False to write nothing), again on a lost race."""
@@ -175,8 +182,7 @@ class TaskResultService:
         result.started_at_epoch = self.now()
         ciphertext = self._encryptor.encrypt(issued.secret, {"task-result": result.id})
         self._table.put({"pk": result.id, "sk": "taskrs#token", "ciphertext": ciphertext})
-        self.save(result)
-        self._publisher.publish({"type": DELIVER, "result_id": result.id, "attempt": 1})
+        self.save(result, event={"type": DELIVER, "result_id": result.id, "attempt": 1})
 
     def access_token(self, result: TaskResult) -> str:
         """The access token given with a result's request (kept encrypted beside it)."""
