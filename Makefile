@@ -33,6 +33,14 @@ $(STAMP)/node: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	mkdir -p $(STAMP) && touch $@
 
+# `make dev`: the front end's pinned assets only (htmx; the CDK CLI is a devDependency), unless `make install`
+# already put in everything for these package files.
+$(STAMP)/assets: package.json package-lock.json
+	@if [ -f $(STAMP)/node ] && [ -z "$$(find package.json package-lock.json -newer $(STAMP)/node)" ]; then \
+		echo "node_modules: complete (make install)"; \
+	else npm ci --omit=dev --no-audit --no-fund --loglevel=error; fi
+	mkdir -p $(STAMP) && touch $@
+
 # Browser tests drive Debian's chromium (Playwright cannot download browsers here). Installed when
 # missing and we are root; anywhere else `make test` stops with a clear message.
 /usr/bin/chromium:
@@ -44,10 +52,10 @@ install: $(STAMP)/python $(STAMP)/node
 # The embedded server (SQLite + files in .terrace/data, kept across restarts); dev-fresh starts empty;
 # dev-moto runs the AWS adapters against a fresh moto server instead (data lost at every stop). `dev` and
 # `dev-fresh` install only the server's packages and the pinned front-end assets.
-dev: $(STAMP)/server $(STAMP)/node
+dev: $(STAMP)/server $(STAMP)/assets
 	$(BIN)/terrace dev
 
-dev-fresh: $(STAMP)/server $(STAMP)/node
+dev-fresh: $(STAMP)/server $(STAMP)/assets
 	$(BIN)/terrace dev --fresh
 
 dev-moto: install

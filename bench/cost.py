@@ -86,6 +86,11 @@ class Resources:
                 found.append((self.service_of(logical_id), MONTH_MINUTES / every_min, self.resources[logical_id]))
         return found
 
+    def lanes(self) -> int:
+        """The priority lanes the scaler drains (each tick receives from every one): its TERRACE_QUEUE_URL_LANE_*."""
+        variables = self.function("scaler")["Properties"]["Environment"]["Variables"]
+        return sum(1 for name in variables if name.startswith("TERRACE_QUEUE_URL_LANE_") and not name.endswith("_DLQ"))
+
     def custom_metrics(self) -> list[tuple[str, str]]:
         declared = {k: fn.get("Metadata", {}).get("terrace:customMetrics", []) for k, fn in self.functions().items()}
         return [(self.service_of(k), metric) for k, metrics in declared.items() for metric in metrics]
@@ -122,6 +127,7 @@ def idle_lines(r: Resources, idle: IdleProfile, run: RunProfile) -> list[Line]:
         cost += ticks * idle.tick_ddb_reads * p["ddb_read_request_unit"]
         cost += ticks * idle.tick_log_kb / 1024 / 1024 * p["logs_ingest_gb"]
         xray = ticks * p["xray_trace"] if r.traced(fn) else 0.0
+        cost += ticks * r.lanes() * p["sqs_request"] if service == "scaler" else 0.0  # a receive from each lane
         lines.append(Line(f"Schedule: {service}", cost, 0, f"{ticks:,.0f} invocations/month"))
         lines.append(Line(f"  X-Ray on {service}'s schedule", xray, 0))
     polls = len(r.of("AWS::Lambda::EventSourceMapping")) * idle.event_source_long_polls_per_minute * MONTH_MINUTES
@@ -213,7 +219,9 @@ def run_lines(r: Resources, run: RunProfile) -> tuple[list[Line], dict[str, floa
     )
     lines.append(Line("DynamoDB on-demand", 0, ddb * k))
     lines.append(Line("S3 requests", 0, (run.s3_puts * p["s3_put"] + run.s3_gets * p["s3_get"]) * k))
-    lines.append(Line("SQS requests (events)", 0, run.events_sqs_requests_per_run * p["sqs_request"] * k))
+    # each phase is sent to its lane and deleted once claimed; each scaler invocation receives from every lane
+    sqs = run.events_sqs_requests_per_run + 2 * run.phases + run.scaler_invocations * r.lanes()
+    lines.append(Line("SQS requests (events, lanes)", 0, sqs * p["sqs_request"] * k, f"{sqs} requests/run"))
     log_kb = run.phases * run.runner_log_kb_per_phase + requests * run.lambda_log_kb_per_request
     log_kb += run.phases * run.flow_log_kb_per_phase * len(r.of("AWS::EC2::FlowLog"))
     lines.append(Line("CloudWatch Logs ingestion", 0, log_kb / 1024 / 1024 * p["logs_ingest_gb"] * k))

@@ -57,7 +57,7 @@ class RunProfile:
     ddb_writes_per_request: float = 0.6
     s3_puts: int = 6  # configuration, state, plan, plan JSON, two log archives
     s3_gets: int = 6
-    events_sqs_requests_per_run: int = 4  # status-change and state events (jobs queue in the table)
+    events_sqs_requests_per_run: int = 4  # status-change and state events (the lanes' requests follow the template)
     scaler_invocations: int = 2  # on enqueue
     events_invocations: int = 2
     background_ms: int = 200  # a scaler, reaper or events invocation

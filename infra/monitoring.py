@@ -1,7 +1,7 @@
 """Saved Logs Insights queries ("runner events" on the runners' log group, "API errors" on the api function's:
 free), and, opt-in (`terrace:monitoring=true`, implied by `terrace:alarmEmail`: $3 a month for the dashboard and
 $0.10 per alarm), a CloudWatch dashboard (runs, queue depth, errors, latency) with alarms on errors and the API's
-5xx."""
+5xx, the dead-letter queues, the lanes' backlog (its age, and phases held for want of room) and RunTask failures."""
 
 from __future__ import annotations
 
@@ -19,6 +19,12 @@ from constructs import Construct
 from infra.lambdas import METRICS_NAMESPACE
 
 LANE_BACKLOG_AGE_S = 900  # seconds a lane's oldest phase may wait before the backlog alarm
+# The scaler receives every waiting lane message at each tick and releases it; SQS leaves a message received three
+# times or more out of ApproximateAgeOfOldestMessage, so under contention (a tick on every enqueue and every 5
+# minutes) the age alarm stops seeing the phases that wait. It still fires when nothing drains the lanes. Phases
+# left waiting for want of room are the scaler's own `BacklogBlocked` count, published at each tick while they wait:
+# in every 5-minute period for this many periods in a row is a backlog held that long.
+BACKLOG_BLOCKED_PERIODS = 3
 PERIOD = Duration.minutes(5)
 # Custom metrics the runtime publishes with Powertools Metrics (namespace Terrace).
 RUN_METRICS = ("RunsStarted", "RunsFinished", "RunsErrored")
@@ -126,6 +132,25 @@ class Monitoring(Construct):
                         treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
                     )
                 )
+        self.alarms.append(
+            cloudwatch.Metric(
+                namespace=METRICS_NAMESPACE,
+                metric_name="BacklogBlocked",
+                dimensions_map={"service": "terrace-scaler"},  # published by the scaler function
+                statistic="Maximum",
+                period=PERIOD,
+            ).create_alarm(
+                self,
+                "BacklogBlocked",
+                alarm_description="Terrace: run phases have waited for runner capacity (terrace:maxRunners) for "
+                f"{BACKLOG_BLOCKED_PERIODS * 5} minutes",
+                threshold=1,
+                evaluation_periods=BACKLOG_BLOCKED_PERIODS,
+                datapoints_to_alarm=BACKLOG_BLOCKED_PERIODS,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+        )
         self.alarms.append(
             cloudwatch.Metric(
                 namespace=METRICS_NAMESPACE,

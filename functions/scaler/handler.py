@@ -1,6 +1,7 @@
-"""Lambda "scaler", the dispatcher of the priority lanes: every minute (EventBridge) and on demand (the api invokes
-it after enqueueing a job, and with `{"expect": <organization key>}` when a configuration version is created, before
-its run exists), starts Fargate runners for the lanes' backlog in priority order (`services/runs/scaler.py`).
+"""Lambda "scaler", the dispatcher of the priority lanes: on demand (the api invokes it after enqueueing a job, and
+with `{"expect": <organization key>}` when a configuration version is created, before its run exists) and every 5
+minutes (EventBridge: a backstop for a lost wake-up), starts Fargate runners for the lanes' backlog in priority
+order (`services/runs/scaler.py`).
 
 Metrics (namespace `POWERTOOLS_METRICS_NAMESPACE`): `RunnersStarted`, `Backlog` (phases waiting on the lanes),
 `BacklogBlocked` (of those, left waiting for want of room) and `RunTaskFailures` (launches that failed after their

@@ -116,3 +116,24 @@ def test_warm_runners_are_priced_per_active_organization(synth, synth_options):
     assert lines["Warm runners: Fargate (+ public IPv4)"].idle_month == pytest.approx(720 * hour)
     assert lines["Warm runners: their polls"].idle_month > 0
     assert "1 active organization" in lines["Warm runners: Fargate (+ public IPv4)"].note
+
+
+def test_the_lanes_requests_are_priced_from_the_lanes_the_scaler_drains(synth):
+    """Each scaler tick receives from every lane (its schedule idle, its invocations per run); each phase is sent to
+    its lane and deleted once claimed. A lane fewer in the template is three requests a run fewer."""
+    run = RunProfile()
+    assert cost.Resources(synth.template).lanes() == 3
+    lines = _lines(synth.template)
+    per_run = run.events_sqs_requests_per_run + 2 * run.phases + run.scaler_invocations * 3
+    assert lines["SQS requests (events, lanes)"].per_1000_runs == pytest.approx(per_run * PRICES["sqs_request"] * 1000)
+    fewer = copy.deepcopy(synth.template)
+    [scaler] = [r for r in fewer["Resources"].values() if r.get("Metadata", {}).get(
+        "aws:cdk:path", "").endswith("/Functions/Scaler/Resource")]  # fmt: skip
+    del scaler["Properties"]["Environment"]["Variables"]["TERRACE_QUEUE_URL_LANE_SPECULATIVE"]
+    ticks = MONTH_MINUTES / 5
+    assert _lines(synth.template)["Schedule: scaler"].idle_month - _lines(fewer)["Schedule: scaler"].idle_month == (
+        pytest.approx(ticks * PRICES["sqs_request"])
+    )
+    item = "SQS requests (events, lanes)"
+    saved = lines[item].per_1000_runs - _lines(fewer)[item].per_1000_runs
+    assert saved == pytest.approx(run.scaler_invocations * PRICES["sqs_request"] * 1000)

@@ -43,6 +43,27 @@ def test_alarms_on_function_errors_and_api_5xx(synth_options):
     assert failures["Properties"]["Dimensions"] == [{"Name": "service", "Value": "terrace-scaler"}]
 
 
+def test_a_backlog_held_for_want_of_room_alarms_on_the_scalers_own_count(synth_options):
+    """SQS leaves a message received three times or more out of ApproximateAgeOfOldestMessage, and the scaler
+    receives every waiting lane message at each tick: under contention the lanes' age alarms go blind. The scaler's
+    `BacklogBlocked` (published at each tick, its schedule every 5 minutes, while phases wait for room) in three
+    5-minute periods in a row is a backlog held 15 minutes."""
+    alarms = synth_options.resources("AWS::CloudWatch::Alarm").values()
+    [blocked] = [a["Properties"] for a in alarms if a["Properties"]["MetricName"] == "BacklogBlocked"]
+    assert (blocked["Namespace"], blocked["Statistic"], blocked["Period"]) == ("Terrace", "Maximum", 300)
+    assert blocked["Dimensions"] == [{"Name": "service", "Value": "terrace-scaler"}]
+    assert blocked["EvaluationPeriods"] == blocked["DatapointsToAlarm"] == 3 and blocked["Threshold"] == 1
+    assert blocked["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert blocked["TreatMissingData"] == "notBreaching"
+    scaler_id, _ = synth_options.by_path("/Functions/Scaler/Resource")
+    schedules = [
+        r["Properties"]["ScheduleExpression"]
+        for r in synth_options.resources("AWS::Events::Rule").values()
+        if any(t["Arn"] == {"Fn::GetAtt": [scaler_id, "Arn"]} for t in r["Properties"]["Targets"])
+    ]
+    assert schedules == ["rate(5 minutes)"]  # a datapoint in every period the backlog waits
+
+
 def test_alarm_email_option_notifies_through_an_ssl_only_topic(synth_options):
     [topic] = synth_options.resources("AWS::SNS::Topic")
     alarms = synth_options.resources("AWS::CloudWatch::Alarm").values()

@@ -73,3 +73,18 @@ def test_granular_acknowledgments_name_resources_of_this_template(synth):
 def test_default_domain_acknowledgment_only_without_a_custom_domain(synth_options):
     """With a custom certificate CloudFront enforces TLSv1.2_2021, so CFR4 must pass on its own."""
     assert synth_options.validation_error is None
+
+
+def test_the_ecs2_reason_says_what_a_runner_task_really_carries(synth):
+    """AwsSolutions-ECS2 (secrets in a task's environment) is accepted because no token is there: the task
+    definition holds URLs and tuning values, and the scaler's per-task override a single-use enrollment code."""
+    from terrace.adapters.runner_launcher import RunnerCredential, runner_environment
+
+    [task] = synth.resources("AWS::ECS::TaskDefinition").values()
+    names = {e["Name"] for e in task["Properties"]["ContainerDefinitions"][0]["Environment"]}
+    assert not {n for n in names if "TOKEN" in n or "SECRET" in n or "ENROLLMENT" in n}, names
+    override = runner_environment(RunnerCredential("runner-1", "acme", "at-1", "tre.code", 1234))
+    assert override["TERRACE_RUNNER_ENROLLMENT_CODE"] == "tre.code"
+    assert not {n for n in override if "TOKEN" in n}, override
+    reason = nag.GENERAL["AwsSolutions-ECS2"]
+    assert "enrollment code" in reason and "runner token" not in reason
