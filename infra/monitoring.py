@@ -133,13 +133,7 @@ class Monitoring(Construct):
                     )
                 )
         self.alarms.append(
-            cloudwatch.Metric(
-                namespace=METRICS_NAMESPACE,
-                metric_name="BacklogBlocked",
-                dimensions_map={"service": "terrace-scaler"},  # published by the scaler function
-                statistic="Maximum",
-                period=PERIOD,
-            ).create_alarm(
+            _scaler_metric("BacklogBlocked", "Maximum").create_alarm(
                 self,
                 "BacklogBlocked",
                 alarm_description="Terrace: run phases have waited for runner capacity (terrace:maxRunners) for "
@@ -152,13 +146,7 @@ class Monitoring(Construct):
             )
         )
         self.alarms.append(
-            cloudwatch.Metric(
-                namespace=METRICS_NAMESPACE,
-                metric_name="RunTaskFailures",
-                dimensions_map={"service": "terrace-scaler"},  # published by the scaler function
-                statistic="Sum",
-                period=PERIOD,
-            ).create_alarm(
+            _scaler_metric("RunTaskFailures", "Sum").create_alarm(
                 self,
                 "RunTaskFailures",
                 alarm_description="Terrace: the scaler could not start runner tasks (ECS RunTask failed three times)",
@@ -204,3 +192,14 @@ class Monitoring(Construct):
             ),
         )
         self.dashboard.add_widgets(cloudwatch.AlarmStatusWidget(title="Alarms", alarms=self.alarms, width=24))
+
+
+def _scaler_metric(name: str, statistic: str) -> cloudwatch.Metric:
+    """One of the metrics the scaler function publishes (`functions/scaler/handler.py`), per alarm period."""
+    return cloudwatch.Metric(
+        namespace=METRICS_NAMESPACE,
+        metric_name=name,
+        dimensions_map={"service": "terrace-scaler"},
+        statistic=statistic,
+        period=PERIOD,
+    )

@@ -44,6 +44,10 @@ class Receiver:
                 found.setdefault(key, []).append(body)
         return found
 
+    def created(self) -> dict[str, list[bytes]]:
+        """The `run:created` deliveries received so far, by run id."""
+        return {key[1]: bodies for key, bodies in self.triggers().items() if key[2] == "run:created"}
+
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()

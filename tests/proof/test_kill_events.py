@@ -41,10 +41,6 @@ def receiver() -> Iterator[Receiver]:
     made.close()
 
 
-def _created(receiver: Receiver) -> dict[str, list[bytes]]:
-    return {key[1]: bodies for key, bodies in receiver.triggers().items() if key[2] == "run:created"}
-
-
 def test_events_worker_killed_mid_batch_delivers_every_notification_at_least_once(
     proof_server: ProofServer, receiver: Receiver, proof_rng
 ) -> None:
@@ -61,17 +57,17 @@ def test_events_worker_killed_mid_batch_delivers_every_notification_at_least_onc
     runs: list[str] = []
     seen_at_kills: list[int] = []
     for _ in range(rounds):
-        before = len(_created(receiver))
+        before = len(receiver.created())
         batch = [start_run(client, workspaces[n % 2], 'resource "null_resource" "a" {}\n') for n in range(per_round)]
         runs += batch
         goal = before + proof_rng.randint(1, per_round - 1)
-        wait_for(lambda goal=goal: len(_created(receiver)) >= goal, 120, "some deliveries", 0.02)
-        seen_at_kills.append(len(_created(receiver)) - before)
+        wait_for(lambda goal=goal: len(receiver.created()) >= goal, 120, "some deliveries", 0.02)
+        seen_at_kills.append(len(receiver.created()) - before)
         proof_server.kill()
         client.close()
         client = Client(proof_server.start())
-    wait_for(lambda: set(runs) <= set(_created(receiver)), 180, "every run's run:created notification")
-    delivered = _created(receiver)
+    wait_for(lambda: set(runs) <= set(receiver.created()), 180, "every run's run:created notification")
+    delivered = receiver.created()
     duplicates = {run_id: bodies for run_id, bodies in delivered.items() if len(bodies) > 1}
     for run_id, bodies in duplicates.items():
         assert len(set(bodies)) == 1, f"{run_id}: a redelivered notification differs"

@@ -40,10 +40,6 @@ def receiver() -> Iterator[Receiver]:
     made.close()
 
 
-def _created(receiver: Receiver) -> dict[str, list[bytes]]:
-    return {key[1]: bodies for key, bodies in receiver.triggers().items() if key[2] == "run:created"}
-
-
 def _run_body(ws_id: str, cv_id: str) -> dict[str, object]:
     return {"data": {"type": "runs", "attributes": {"message": "outbox proof"}, "relationships": {
         "workspace": {"data": {"type": "workspaces", "id": ws_id}},
@@ -79,8 +75,8 @@ def test_a_kill_between_a_transitions_commit_and_its_publish_loses_no_event(
     runs = {run["id"] for run in listed}
     killed = runs - set(answered)
     assert set(answered) <= runs and len(killed) == rounds, "each killed request's run committed"
-    wait_for(lambda: runs <= set(_created(receiver)), sized(60, 180), "every run's run:created notification")
-    delivered = _created(receiver)
+    wait_for(lambda: runs <= set(receiver.created()), sized(60, 180), "every run's run:created notification")
+    delivered = receiver.created()
     for run_id, bodies in delivered.items():
         assert len(set(bodies)) == 1, f"{run_id}: a redelivered notification differs"
     print(

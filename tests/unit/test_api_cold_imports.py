@@ -76,11 +76,17 @@ def test_the_api_handler_imports_nothing_heavy_and_builds_nothing_at_import():
     assert found["embedded"] == [], found["embedded"]
 
 
-def test_the_xray_sdk_is_loaded_only_when_asked_for(monkeypatch):
-    spec = importlib.util.spec_from_file_location("api_handler_traced", ROOT / "functions" / "api" / "handler.py")
+def _fresh_handler(name: str) -> Any:
+    """`functions/api/handler.py` loaded anew under `name`, as Lambda loads it."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "functions" / "api" / "handler.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def test_the_xray_sdk_is_loaded_only_when_asked_for(monkeypatch):
+    module = _fresh_handler("api_handler_traced")
 
     def serve(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return {"statusCode": 200}
@@ -93,10 +99,7 @@ def test_the_xray_sdk_is_loaded_only_when_asked_for(monkeypatch):
 
 
 def test_the_powertools_logger_is_loaded_only_to_log_events(monkeypatch, capsys):
-    spec = importlib.util.spec_from_file_location("api_handler_logged", ROOT / "functions" / "api" / "handler.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _fresh_handler("api_handler_logged")
 
     def serve(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return {"statusCode": 200}
