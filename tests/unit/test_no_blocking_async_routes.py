@@ -46,6 +46,7 @@ ASYNC_EXCEPTION_HANDLERS = {
     "terrace.web.ui.error_pages.install.<locals>._csrf": "renders a template",
     # (replaces errors.install's own, which it calls outside /app: that one builds a JSON:API error)
     "terrace.web.ui.error_pages.install.<locals>._domain": "reads the session in the thread pool, then renders",
+    "terrace.web.errors.install.<locals>._gone": "logs a line and builds a JSON:API error (the client left)",
     "fastapi.exception_handlers.websocket_request_validation_exception_handler": "FastAPI's own; no websockets",
 }
 
