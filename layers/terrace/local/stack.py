@@ -295,6 +295,7 @@ class LocalStack:
     def _serve(self, container: Any, listener: socket.socket, files: tls.TlsFiles) -> None:
         import uvicorn
 
+        from terrace.local.api_threads import FixedPoolServer
         from terrace.web.app import create_app
 
         app = create_app(container)
@@ -314,7 +315,7 @@ class LocalStack:
         )
         logging.getLogger("uvicorn.error").addFilter(_not_cancelled_at_shutdown)
         access_log.install()  # after uvicorn configured its loggers: no query string or log-read signature
-        self._server = uvicorn.Server(config)
+        self._server = FixedPoolServer(config)  # the API's worker threads: a fixed pool, never retired
         thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [listener]}, name="terrace-api", daemon=True
         )
