@@ -138,8 +138,13 @@ class RoundTrip:
         return steps
 
     def _indexed(self, sv_id: str, deadline_s: float = 120.0) -> None:
+        """Until the indexer is done with the version: indexed, or left unindexed with its reason (`index-error`: a
+        state above `max_indexed_state_bytes`, 48 MB, is not parsed)."""
         deadline = time.monotonic() + deadline_s
-        while not self.api.data("GET", f"/api/v2/state-versions/{sv_id}")["attributes"]["resources-processed"]:
+        while True:
+            attributes = self.api.data("GET", f"/api/v2/state-versions/{sv_id}")["attributes"]
+            if attributes["resources-processed"] or attributes.get("index-error"):
+                return
             if time.monotonic() > deadline:
                 raise RuntimeError(f"state version {sv_id} was not indexed in {deadline_s} s")
             time.sleep(0.01)
