@@ -1,7 +1,7 @@
 """The outbox proof's fault hook: around the embedded server's table, SIGKILL the server right after a run
 transition's transaction committed and before its event was published (`TERRACE_PROOF_KILL_AFTER_COMMIT`).
 
-`kill_server.py` wraps the table with `KillAfterCommit` when its environment holds
+`kill_server_program.py` wraps the table with `KillAfterCommit` when its environment holds
 `TERRACE_PROOF_KILL_AFTER_COMMIT=<status>:<n>`: the n-th committed transaction since the start that staged a
 `run.status_changed` event to `<status>` (`adapters/table_outbox.py` items) kills the process at once, so the relay
 never runs. It prints `KILL_MARKER` first (the proof checks the kill came from here, not elsewhere).
