@@ -25,17 +25,20 @@ import shutil
 import signal
 import threading
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 
 import pytest
 from kill_receiver import Receiver
 from kill_run_client import (
     FINAL,
     ApplyCounter,
+    interrupted,
     log_text,
     marker,
     remote_workspace,
     start_run,
     status,
+    status_at,
     wait_final,
 )
 from kill_server import Client, ProofServer, processes_mentioning, serving, sized, wait_for
@@ -113,6 +116,7 @@ def test_runner_kills_never_apply_twice_and_every_run_ends(
             assert ended == "errored", f"{run_id} killed in {phase}: {ended}"
             # a plan killed is retried; an apply the server had handed out (applying) is never run again
             assert at_kill != "planning", f"{run_id}: a runner killed while planning must cost a retry only"
+            assert interrupted(client, run_id), f"{run_id} ({at_kill} at the kill) errored, not by an apply cut short"
         ws = client.request("GET", f"/api/v2/workspaces/{ws_id}").json()["data"]["attributes"]
         assert not ws["locked"], f"{run_id} ended {ended} and left the workspace locked"
         wait_for(lambda: not processes_mentioning(m), 30, f"the processes of {run_id}'s killed job to go")  # noqa: B023
@@ -143,7 +147,8 @@ def test_server_kills_mid_run_end_every_run_once_and_deliver_every_notification(
         body = {"data": {"type": "notification-configurations", "attributes": attributes}}
         client.request("POST", f"/api/v2/workspaces/{ws_id}/notification-configurations", body, expect=201)
     runs: dict[str, str] = {}  # run id -> marker
-    outcomes: dict[str, int] = {}
+    outcomes: dict[str, int] = {}  # "<status at the kill>-><final status>" -> runs
+    targets: dict[str, int] = {}
     for _ in range(kills):
         started = {
             start_run(client, ws_id, counter.configuration(m := marker(), sleep_s=1.0)): m for ws_id in workspaces
@@ -165,11 +170,19 @@ def test_server_kills_mid_run_end_every_run_once_and_deliver_every_notification(
         wait_for(there, RUN_DEADLINE_S, f"{run_id} to reach {target}", 0.05)
         threading.Event().wait(proof_rng.uniform(0, 0.4))
         proof_server.kill()
+        killed_at = datetime.now(UTC)
         client.close()
         client = Client(proof_server.start())
+        targets[target] = targets.get(target, 0) + 1
         for rid in started:
             ended = wait_final(client, rid, RUN_DEADLINE_S)
-            outcomes[f"{target}->{ended}"] = outcomes.get(f"{target}->{ended}", 0) + 1
+            # judged by the status the run had when the server died (the kill may land past the target)
+            at_kill = status_at(client, rid, killed_at)
+            outcomes[f"{at_kill}->{ended}"] = outcomes.get(f"{at_kill}->{ended}", 0) + 1
+            if ended == "errored":  # only an apply terraform had started may end so; anything earlier is retried
+                assert at_kill == "applying", f"{rid} was {at_kill} when the server was killed, and errored"
+                assert interrupted(client, rid), f"{rid} errored, not by an apply cut short"
+        print(f"\nkill {proof_server.kills}: {target} of {run_id}; outcomes so far: {json.dumps(outcomes)}")
     for rid, m in runs.items():
         ended = status(client, rid)
         starts = counter.starts(m)
@@ -188,8 +201,10 @@ def test_server_kills_mid_run_end_every_run_once_and_deliver_every_notification(
     for ws_id in workspaces:
         assert not client.request("GET", f"/api/v2/workspaces/{ws_id}").json()["data"]["attributes"]["locked"]
     print(
-        f"\nkill proof, server mid-run: {kills} kills, {len(runs)} runs, outcomes: {json.dumps(outcomes)}, "
-        f"notifications: {len(receiver.bodies)} received, {sum(duplicates.values())} redelivered"
+        f"\nkill proof, server mid-run: {kills} kills (targets {json.dumps(targets)}), {len(runs)} runs, "
+        f"outcomes by status at the kill: {json.dumps(outcomes)}, "
+        f"notifications: {len(receiver.bodies)} received, {sum(duplicates.values())} redelivered, "
+        f"{receiver.cut} cut short by a kill"
     )
     client.close()
     assert proof_server.stop() == 0
