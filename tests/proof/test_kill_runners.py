@@ -33,7 +33,6 @@ from kill_run_client import (
     FINAL,
     ApplyCounter,
     interrupted,
-    log_text,
     marker,
     remote_workspace,
     start_run,
@@ -41,11 +40,12 @@ from kill_run_client import (
     status_at,
     wait_final,
 )
-from kill_server import Client, ProofServer, processes_mentioning, serving, sized, wait_for
+from kill_server import Client, ProofServer, descendants, processes_mentioning, serving, sized, wait_for
 
 pytestmark = [pytest.mark.proof, pytest.mark.timeout(sized(600, 1800))]
 RUN_DEADLINE_S = 240  # a run's whole life on a loaded 2-core machine, retries included
 PHASES = ("init", "plan", "apply", "report")
+PLAN_COMMAND = " plan -input=false"  # `runner/commands.py: plan_args`, in the job's command line
 
 
 BACKENDS = ["embedded", "moto"]
@@ -64,20 +64,27 @@ def counter() -> Iterator[ApplyCounter]:
     shutil.rmtree(made.root, ignore_errors=True)
 
 
-def _reached(client: Client, counter: ApplyCounter, run_id: str, m: str, phase: str) -> Callable[[], bool]:
+def _reached(
+    server: ProofServer, client: Client, counter: ApplyCounter, run_id: str, m: str, phase: str
+) -> Callable[[], bool]:
     def probe() -> bool:
         now = status(client, run_id)
         if now in FINAL:
             return True  # too late for this phase: the kill lands after the run (counted as such)
         if phase == "init":
             return now == "planning"
-        if phase == "plan":
-            return now == "planning" and "successfully initialized" in log_text(client, run_id, "plan")
+        if phase == "plan":  # init is over once `terraform plan` runs (init's output reaches the log only if it fails)
+            return now == "planning" and _planning(server)
         if phase == "apply":
             return counter.starts(m) >= 1
         return counter.done(m) >= 1
 
     return probe
+
+
+def _planning(server: ProofServer) -> bool:
+    """A `terraform plan` process runs below the server (one run at a time in the runner kills)."""
+    return any(PLAN_COMMAND in cmd for cmd in descendants(server.pid).values())
 
 
 def _job_folders(server: ProofServer) -> list[str]:
@@ -96,7 +103,8 @@ def test_runner_kills_never_apply_twice_and_every_run_ends(
         phase = proof_rng.choice(PHASES)
         m = marker()
         run_id = start_run(client, ws_id, counter.configuration(m, sleep_s=1.5))
-        wait_for(_reached(client, counter, run_id, m, phase), RUN_DEADLINE_S, f"{run_id} to reach {phase}", 0.05)
+        reached = _reached(proof_server, client, counter, run_id, m, phase)
+        wait_for(reached, RUN_DEADLINE_S, f"{run_id} to reach {phase}", 0.05)
         if phase in ("init", "plan"):  # a random instant into the phase
             threading.Event().wait(proof_rng.uniform(0, 0.5))
         runners = proof_server.runner_pids()
