@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from job_uids import job_uids_in_use, untraversable
-from longest_first import LongestFileFirstScheduling, group, unique_node_ids
+from longest_first import FileDurations, LongestFileFirstScheduling, group, unique_node_ids
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 
@@ -47,6 +47,8 @@ def pytest_configure(config: pytest.Config) -> None:
                 f"not traversable by other users: run `chmod o+x {blocked[0]}` or clone somewhere traversable",
                 returncode=4,
             )
+    if config.getoption("longest_files_first", False) and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(FileDurations(), "terrace-file-durations")
     if config.option.basetemp is None and not hasattr(config, "workerinput"):
         config.option.basetemp = tempfile.mkdtemp(prefix="terrace-pytest-")
         config.stash[_OWN_BASETEMP] = config.option.basetemp

@@ -21,6 +21,10 @@ from xdist.workermanage import WorkerController
 
 LONG_FIRST = ("tests/e2e/", "tests/proof/", "tests/browser/", "tests/unit/test_cli.py")
 DURATIONS = Path(__file__).with_name("durations.json")
+# each run with --longest-files-first writes its measured seconds per file here; `python tests/longest_first.py`
+# folds the long ones (MEASURE_FROM_S and more) into durations.json
+MEASURED = Path(__file__).resolve().parents[1] / ".build" / "test-durations.json"
+MEASURE_FROM_S = 15.0
 # typical seconds per test of a folder with no measured duration (the first match counts)
 PER_TEST_S = (
     ("tests/e2e/", 10.0),
@@ -90,3 +94,31 @@ class LongestFileFirstScheduling(LoadFileScheduling):
             self.workqueue = OrderedDict((path, self.workqueue[path]) for path in order(self.workqueue, measured))
             self._ordered = True
         super()._assign_work_unit(node)
+
+
+class FileDurations:
+    """The controller's record of the seconds each test file took (every phase of every test, summed), written to
+    `MEASURED` when the session ends: the figures `durations.json` is refreshed from."""
+
+    def __init__(self) -> None:
+        self.seconds: Counter[str] = Counter()
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        self.seconds[rooted(report.nodeid.split("::", 1)[0])] += float(report.duration)
+
+    def pytest_sessionfinish(self) -> None:
+        if self.seconds:
+            MEASURED.parent.mkdir(parents=True, exist_ok=True)
+            MEASURED.write_text(json.dumps(dict(self.seconds.most_common()), indent=2) + "\n")
+
+
+def fold_measured() -> dict[str, int]:
+    """durations.json with the files of the last measured session that took MEASURE_FROM_S or more (rounded)."""
+    measured = json.loads(MEASURED.read_text())
+    folded = {path: round(seconds) for path, seconds in measured.items() if seconds >= MEASURE_FROM_S}
+    return dict(sorted(folded.items()))
+
+
+if __name__ == "__main__":
+    DURATIONS.write_text(json.dumps(fold_measured(), indent=2) + "\n")
+    print(f"{DURATIONS}: {len(json.loads(DURATIONS.read_text()))} files from {MEASURED}")

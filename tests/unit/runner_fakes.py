@@ -174,6 +174,7 @@ def fake_terraform(
     plan_body: str = "",
     show_json: dict[str, Any] | None = None,
     init_body: str = "",
+    show_body: str = "",
 ) -> Path:
     """A shell script standing in for terraform; records each call's args, env and cwd under `folder`."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -200,7 +201,8 @@ case "$cmd" in
     echo "binary-plan" > "$out"
     echo "Plan: 2 to add, 1 to change, 1 to destroy."
     exit {plan_exit} ;;
-  show) echo '{plan_json}' ;;
+  show) {show_body}
+    echo '{plan_json}' ;;
   apply) cat "${{@: -1}}" > "$rec/applied-plan"; echo "Apply complete! Resources: 2 added, 1 changed, 1 destroyed." ;;
   *) echo "unknown $cmd" >&2; exit 1 ;;
 esac

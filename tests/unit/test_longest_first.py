@@ -3,11 +3,15 @@ and every test its own node id, which a scheduler by file hands out."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
 
+import longest_first
 import pytest
 from _pytest.nodeid import NodeId
-from longest_first import DURATIONS, estimate, load_durations, order, unique_node_ids
+from longest_first import DURATIONS, FileDurations, estimate, fold_measured, load_durations, order, unique_node_ids
 
 
 def units(**files: int) -> dict[str, dict[str, bool]]:
@@ -78,3 +82,22 @@ def test_a_node_id_still_shared_stops_the_session() -> None:
     items = [FakeItem("test_no_server_errors"), FakeItem("test_no_server_errors")]
     with pytest.raises(AssertionError, match="share a node id"):
         unique_node_ids(items)
+
+
+def test_a_session_records_each_files_seconds_and_the_long_ones_fold_into_the_durations(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(longest_first, "MEASURED", tmp_path / "measured.json")
+    recorder = FileDurations()
+    for nodeid, seconds in [
+        ("e2e/test_slow.py::test_a", 12.0),  # relative to tests/, as xdist reports it from a rootdir of tests/
+        ("tests/e2e/test_slow.py::test_b", 9.5),
+        ("tests/unit/test_quick.py::test_c", 0.2),
+    ]:
+        recorder.pytest_runtest_logreport(SimpleNamespace(nodeid=nodeid, duration=seconds))
+    recorder.pytest_sessionfinish()
+    assert json.loads((tmp_path / "measured.json").read_text()) == {
+        "tests/e2e/test_slow.py": 21.5,
+        "tests/unit/test_quick.py": 0.2,
+    }
+    assert fold_measured() == {"tests/e2e/test_slow.py": 22}

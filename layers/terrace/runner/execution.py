@@ -168,7 +168,9 @@ class JobExecutor:
         self.steps.banner(job, f"planning run {spec.run_id}")
         self.steps.prepare(job)
         written = folder.path / "out" / PLAN_FILE  # the job's; the runner reads it once, through a checked descriptor
-        plan_code = self.steps.run(job, commands.plan_args(spec.operation, written))
+        plan_code, _ = self.steps.run_retried(
+            job, commands.plan_args(spec.operation, written), what="plan", succeeded=(0, 2)
+        )
         if plan_code not in (0, 2):
             raise JobFailed(f"plan failed (exit code {plan_code})")
         counts = commands.ChangeCounts()
@@ -178,8 +180,12 @@ class JobExecutor:
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="plan-upload") as uploads:
                 plan_url = self._upload_urls(spec).plan_upload_url if spec.plan_upload_url else None
                 plan_upload = self._upload(uploads, plan_url, plan_file, "plan file")  # while show runs
-                with folder.create(PLAN_JSON_FILE) as stdout:  # the child writes to the descriptor only
-                    code = self.steps.run(job, commands.show_json_args(plan_file), stdout=stdout)
+                code, _ = self.steps.run_retried(  # the child writes to the descriptor only
+                    job,
+                    commands.show_json_args(plan_file),
+                    what="reading the plan",
+                    stdout=lambda: folder.create(PLAN_JSON_FILE),
+                )
                 if code != 0:
                     raise JobFailed(f"reading the plan as JSON failed (exit code {code})")
                 plan_json_file = folder.path / PLAN_JSON_FILE

@@ -12,7 +12,8 @@ import logging
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Container
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -30,9 +31,12 @@ from terrace.runner.rundir import BackendOverride, child_env, write_run_files
 from terrace.runner.safe_tar import extract, working_dir
 
 log = logging.getLogger("terrace.runner.job_setup")
-# `terraform init` reaches the API (the remote backend's ping, the workspace) and does not retry a connection
-# reset or refused: such a failure is retried (init changes nothing anywhere), any other ends the job
-INIT_RETRY_DELAYS_S = (1.0, 2.0, 4.0)
+# `terraform init`, `plan` and `show -json` reach the API (the remote backend's ping, the workspace, its state) and
+# do not retry a connection reset or refused: such a failure is retried, since none of them changes anything anywhere
+# (a plan's state lock is the run's own: taking or releasing it again is a no-op), any other ends the job. An apply
+# is never run again (the apply-once rule).
+NETWORK_RETRY_DELAYS_S = (1.0, 2.0, 4.0)
+OUTPUT_TAIL_BYTES = 256 * 1024  # what is searched for a network error, and what a failed init writes to the log
 NETWORK_ERROR = re.compile(
     rb"connection reset by peer|connection refused|broken pipe|i/o timeout|TLS handshake timeout|unexpected EOF"
     rb"|server closed idle connection|: EOF"
@@ -101,7 +105,6 @@ class JobSteps:
         strip_cloud_blocks(job.cwd)  # the backend override below takes its place (and 1.0 cannot parse one)
         self._run_files(job)
         job.log.line("Initializing plugins and modules...")
-        init_output = bytearray()
         init_env = dict(job.env)
         if spec.ssh_private_key:  # for git::ssh:// module sources; gone once init ends
             init_env.update(ssh_key.install(folder.path, spec.ssh_private_key))
@@ -110,18 +113,11 @@ class JobSteps:
                 job.log.line(f"Warning: uid {uid} has no passwd entry on this runner: ssh (git::ssh:// sources) fails")
         folder.hand_over()  # nothing of the job has run yet: all in its folders is the runner's making
         try:
-            for delay in (*INIT_RETRY_DELAYS_S, None):
-                init_output.clear()
-                code = self.run(job, commands.INIT_ARGS, sink=init_output.extend, env=init_env)
-                if code == 0 or delay is None or not NETWORK_ERROR.search(init_output):
-                    break
-                job.log.line(f"init met a network error reaching the API; retrying in {delay:g} s")
-                log.warning("job %s: init met a network error; retrying in %s s", job.spec.job_id, delay)
-                time.sleep(delay)
+            code, init_output = self.run_retried(job, commands.INIT_ARGS, what="init", env=init_env, to_log=False)
         finally:
             ssh_key.remove(folder.path)
         if code != 0:
-            job.log.write(bytes(init_output[-256 * 1024 :]))
+            job.log.write(init_output)
             raise JobFailed(f"init failed (exit code {code})")
 
     def resume(self, job: Job, cwd: Path) -> None:
@@ -143,6 +139,42 @@ class JobSteps:
             tmp_dir=job.folder.tmp_dir,
         )
         job.env.update(workload_identity.install(job.folder, job.spec.workload_credentials))
+
+    def run_retried(
+        self,
+        job: Job,
+        args: list[str],
+        *,
+        what: str,
+        succeeded: Container[int] = (0,),
+        env: dict[str, str] | None = None,
+        to_log: bool = True,
+        stdout: Callable[[], AbstractContextManager[BinaryIO]] | None = None,
+    ) -> tuple[int, bytes]:
+        """`run` again, after 1, 2 and 4 s, while it fails with a network error in its output (only for commands
+        that change nothing anywhere: init, plan, show). (exit code, the last OUTPUT_TAIL_BYTES of its output);
+        the output goes to the job's log too when `to_log`, and stdout to a file `stdout` opens anew per attempt."""
+        code, output = 0, bytearray()
+        for delay in (*NETWORK_RETRY_DELAYS_S, None):
+            output.clear()
+
+            def sink(chunk: bytes) -> None:
+                output.extend(chunk)
+                del output[: max(0, len(output) - OUTPUT_TAIL_BYTES)]
+                if to_log:
+                    job.log.write(chunk)
+
+            if stdout is None:
+                code = self.run(job, args, sink=sink, env=env)
+            else:
+                with stdout() as out:
+                    code = self.run(job, args, sink=sink, stdout=out, env=env)
+            if code in succeeded or delay is None or not NETWORK_ERROR.search(output):
+                break
+            job.log.line(f"\n{what} met a network error reaching the API; retrying in {delay:g} s")
+            log.warning("job %s: %s met a network error; retrying in %s s", job.spec.job_id, what, delay)
+            time.sleep(delay)
+        return code, bytes(output)
 
     def run(
         self,
