@@ -8,12 +8,12 @@ active tracing records every sampled invocation's segment (and its initializatio
 (~35 ms of imports) only when `POWERTOOLS_LOGGER_LOG_EVENT` asks it to log each event: nothing else logs through
 it here (the app's modules log through the standard `logging` loggers, which Lambda's runtime prints).
 
-On Lambda the cyclic garbage collector is off from this module's import to the end of the first invocation: a cold start
-allocates ~100,000 long-lived objects (modules, classes, functions, the app) and little cyclic garbage, and the
-collector would otherwise run ~180 times over them (~40 of them in what Terrace adds to importing FastAPI, Mangum,
-boto3 and pydantic: 10-30 ms; the rest in those imports). After that invocation, answered or failed, what the cold
-start built is frozen (`gc.freeze`: never scanned again, so later collections stay as short as a warm request's
-garbage) and the collector is on again.
+On Lambda the cyclic garbage collector is off from this module's import to the end of the first invocation: a
+cold start allocates ~80,000 long-lived objects (modules, classes, functions, the app) and little cyclic garbage,
+and the collector would scan them ~180 times (~140 in the imports of FastAPI, Mangum, boto3 and pydantic, ~40 in
+what Terrace adds; `python -m bench --only cold_start` prints the baseline's share). After that invocation, answered
+or failed, what the cold start built is frozen (`gc.freeze`: never scanned again, so later collections stay as
+short as a warm request's garbage) and the collector is on again.
 """
 
 from __future__ import annotations
