@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from terrace.domain import runs as rs
 from terrace.domain.errors import Unauthenticated
-from terrace.services.runs.runs import retrying
+from terrace.services.runs.store import retrying
 
 if TYPE_CHECKING:
     from terrace.bootstrap import Container

@@ -19,9 +19,8 @@ from terrace.domain.runs import Run
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Authorizer
 from terrace.services.access.organizations import OrganizationService
-from terrace.services.runs.runs import retrying
 from terrace.services.runs.scheduler import RunScheduler
-from terrace.services.runs.store import RunStore
+from terrace.services.runs.store import RunStore, retrying
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 BOOL_SETTINGS = ("access-beta-tools", "global-module-sharing", "is-disabled", "terraform-worker-sudo-enabled")

@@ -14,8 +14,8 @@ from terrace.domain.ids import looks_like, new_id
 from terrace.domain.principal import Principal
 from terrace.domain.runs import Run
 from terrace.services.access.authz import Action
-from terrace.services.runs.runs import RunService, retrying
-from terrace.services.runs.store import RunStore, event_item
+from terrace.services.runs.runs import RunService
+from terrace.services.runs.store import RunStore, event_item, retrying
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 

@@ -33,9 +33,9 @@ from terrace.services.runs.job_retries import JobRetries
 from terrace.services.runs.job_specs import JobSpecs
 from terrace.services.runs.logs import LogService
 from terrace.services.runs.plans import PlanService
-from terrace.services.runs.runs import RunService, retrying
+from terrace.services.runs.runs import RunService
 from terrace.services.runs.scheduler import RunScheduler
-from terrace.services.runs.store import RunStore
+from terrace.services.runs.store import RunStore, retrying
 from terrace.services.runs.workload_identity import WorkloadTokens
 from terrace.services.workspaces.agents import AgentService
 from terrace.services.workspaces.ssh_keys import SSHKeyService

@@ -28,9 +28,8 @@ from terrace.domain.runs import Run
 from terrace.domain.task_stages import stage_id
 from terrace.services.runs.job_retries import JobRetries
 from terrace.services.runs.runner_slots import RunnerSlots
-from terrace.services.runs.runs import retrying
 from terrace.services.runs.scheduler import RunScheduler
-from terrace.services.runs.store import RunStore
+from terrace.services.runs.store import RunStore, retrying
 
 log = logging.getLogger("terrace.reaper")
 

@@ -28,10 +28,10 @@ from terrace.domain.principal import Principal
 from terrace.domain.runs import Run
 from terrace.domain.task_stages import TaskStage
 from terrace.services.access.authz import Action
-from terrace.services.runs.runs import RunService, retrying
+from terrace.services.runs.runs import RunService
 from terrace.services.runs.scheduler import RunScheduler, queue_phase
 from terrace.services.runs.stage_participants import Verdict
-from terrace.services.runs.store import RunStore
+from terrace.services.runs.store import RunStore, retrying
 from terrace.services.runs.task_stages import TaskStages, context
 from terrace.services.workspaces.workspaces import WorkspaceService
 

@@ -5,8 +5,9 @@ between leaves it staged, and the reaper's outbox sweep publishes it (`services/
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from terrace.adapters.table import Delete, Put, Table, WriteOp
 from terrace.domain import clock
@@ -16,9 +17,17 @@ from terrace.domain.runs import FINAL, Run, run_from_item, run_to_item, suffix
 from terrace.domain.workspace import Workspace
 from terrace.domain.workspace import to_item as workspace_item
 from terrace.services.access.accounts import revocation
+from terrace.services.optimistic import optimistic
 from terrace.services.outbox_relay import OutboxRelay
 
 OPEN_RUNS = "runs#open"
+T = TypeVar("T")
+
+
+def retrying(step: Callable[[], T], attempts: int = 8) -> T:
+    """Run a load-decide-write step on runs again when its conditional write loses a race (runners' reports race
+    users' actions: a short growing pause between attempts)."""
+    return optimistic(step, attempts=attempts, backoff_s=0.01, exhausted="the run changed concurrently; retry")
 
 
 def event_item(
