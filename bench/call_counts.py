@@ -126,24 +126,16 @@ def measure(container: Any, upload: Callable[[str, bytes], None]) -> dict[str, C
 
 
 def run(quick: bool = False) -> Outcome:  # noqa: ARG001 (one pass: counts do not vary)
-    import socket
-
     import httpx
-    from moto.server import ThreadedMotoServer
     from terrace.bootstrap import build_aws
     from terrace.config import Settings
+    from terrace.local import moto_twin
     from terrace.services.events import landed_event
     from terrace.wiring.local_resources import create_resources
 
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")  # moto takes any credentials
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    try:
-        endpoint = f"http://127.0.0.1:{port}"
+    with moto_twin.running() as endpoint:  # the local AWS twin, as every moto the project starts
         resources = create_resources(endpoint, f"counts{uuid.uuid4().hex[:6]}")  # moto's backends outlive a server
         settings = Settings(**resources.settings_fields(), aws_endpoint_url=endpoint, url_signing_secret="bench")
         container = build_aws(settings)
@@ -153,8 +145,6 @@ def run(quick: bool = False) -> Outcome:  # noqa: ARG001 (one pass: counts do no
             container.events.handle(landed_event(urlsplit(url).path.split("/", 2)[2]))
 
         steps = measure(container, upload)
-    finally:
-        server.stop()
     outcome = Outcome("call_counts")
     for step in ("create", "finish"):
         found = requests_of(steps[step])

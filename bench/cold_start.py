@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -180,12 +179,6 @@ def run_fresh(script: str, *args: str, env: dict[str, str]) -> dict[str, Any]:
     return found
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def paired(baseline: list[dict[str, Any]], cold: list[dict[str, Any]]) -> dict[str, float]:
     """The pairs' figures: each pair's ratio and overhead (handler minus baseline), wall and CPU, and their medians;
     the first and third quartiles of the wall ratio; the CPU overhead with the baseline's garbage collection added
@@ -215,15 +208,12 @@ def paired(baseline: list[dict[str, Any]], cold: list[dict[str, Any]]) -> dict[s
 
 
 def run(quick: bool = False) -> Outcome:
-    from moto.server import ThreadedMotoServer
+    from terrace.local import moto_twin
 
     repetitions = QUICK_REPETITIONS if quick else REPETITIONS
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
     stack = ExitStack()
     try:
-        endpoint = f"http://127.0.0.1:{port}"
+        endpoint = stack.enter_context(moto_twin.running())  # the local AWS twin, as every moto the project starts
         resources_env, token = seed(endpoint)
         env = lambda_environment(endpoint, resources_env)
         env["PYTHONPATH"] = str(layer_copy(Path(stack.enter_context(tempfile.TemporaryDirectory()))))
@@ -238,7 +228,6 @@ def run(quick: bool = False) -> Outcome:
                 cold.append(cold_found)
     finally:
         stack.close()
-        server.stop()
     statuses = {c["status"] for c in cold}
     if statuses != {200}:
         raise RuntimeError(f"the first request answered {statuses}")

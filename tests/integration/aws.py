@@ -1,9 +1,9 @@
-"""Test-only helpers: a moto server and the table/bucket of adapters/definitions.py created in it."""
+"""Test-only helpers: a moto server (the local AWS twin, `local/moto_twin.py`) and the table/bucket of
+adapters/definitions.py created in it."""
 
 from __future__ import annotations
 
 import io
-import socket
 import tarfile
 import uuid
 from collections.abc import Iterator
@@ -13,27 +13,17 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
-from moto.server import ThreadedMotoServer
 from terrace.adapters import definitions as defs
+from terrace.local import moto_twin
 
 REGION = "us-east-1"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def moto_server() -> Iterator[str]:
-    port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.stop()
+    """The twin (DynamoDB one request at a time, presigned URLs checked), its endpoint URL."""
+    with moto_twin.running() as endpoint:
+        yield endpoint
 
 
 def clients(endpoint: str) -> dict[str, Any]:

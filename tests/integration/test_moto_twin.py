@@ -15,7 +15,7 @@ from aws import REGION, create_table_and_bucket
 from botocore.config import Config
 from terrace.adapters.dynamo_table import DynamoTable
 from terrace.adapters.table import Check, ConditionFailed, Put
-from terrace.local.moto_twin import moto_server
+from terrace.local import moto_twin
 
 THREADS = 8
 WRITES = 40
@@ -23,13 +23,8 @@ WRITES = 40
 
 @pytest.fixture(scope="module")
 def twin() -> Iterator[str]:
-    server = moto_server("127.0.0.1", 0)
-    server.start()
-    host, port = server.get_host_and_port()
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.stop()
+    with moto_twin.running() as endpoint:
+        yield endpoint
 
 
 def _dynamodb(endpoint: str) -> Any:

@@ -14,12 +14,18 @@ class Receiver:
 
     def __init__(self, delay_s: float) -> None:
         self.bodies: list[bytes] = []
-        received = self.bodies
+        self.cut = 0  # requests whose body a kill cut short (the sender died mid-POST): not a delivery
+        received, receiver = self.bodies, self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                received.append(body)  # as it arrives: a delivery cut off by a kill was seen all the same
+                length = int(self.headers.get("Content-Length", "0"))
+                body = self.rfile.read(length)
+                if len(body) < length or not body:
+                    receiver.cut += 1
+                    self.close_connection = True
+                    return
+                received.append(body)  # as it arrives: a delivery whose answer a kill cut off was seen all the same
                 threading.Event().wait(delay_s)
                 self.send_response(200)
                 self.send_header("Content-Length", "0")

@@ -14,6 +14,7 @@ import tarfile
 import tempfile
 import time
 import uuid
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,9 @@ from job_uids import traversable
 from kill_server import Client, wait_for
 
 FINAL = {"applied", "planned_and_finished", "discarded", "errored", "canceled", "force_canceled"}
+# the closing note of an apply lost after terraform started applying (`JobRetries._interrupted`): the one way a
+# kill may end a run `errored`
+INTERRUPTED = "after terraform had started applying"
 
 
 class ApplyCounter:
@@ -29,6 +33,10 @@ class ApplyCounter:
         (self.root / "w").mkdir()
         (self.root / "w").chmod(0o1777)
         self.file = self.root / "w" / "executions.log"
+        # made here, writable by all: each job runs as a uid of its own with umask 077, so a file the first
+        # apply created would refuse the next job uid's append (its provisioner fails, the run errors by itself)
+        self.file.touch()
+        self.file.chmod(0o666)
 
     def lines(self) -> list[str]:
         return self.file.read_text().split("\n") if self.file.exists() else []
@@ -108,8 +116,26 @@ def log_text(client: Client, run_id: str, phase: str) -> str:
 
 
 def events(client: Client, run_id: str) -> list[str]:
-    data = client.request("GET", f"/api/v2/runs/{run_id}/run-events").json()["data"]
+    data = client.request("GET", f"/api/v2/runs/{run_id}/run-events?page[size]=100").json()["data"]
     return [f"{e['attributes']['action']}: {e['attributes']['description']}" for e in data]
+
+
+def status_at(client: Client, run_id: str, moment: datetime) -> str:
+    """The run's status at `moment` (a kill): its last transition recorded at or before it (run events carry the
+    server's time, in milliseconds; a transition a kill cut short was never recorded)."""
+    data = client.request("GET", f"/api/v2/runs/{run_id}/run-events?page[size]=100").json()["data"]  # oldest first
+    before = [e["attributes"]["action"] for e in data if _when(e["attributes"]["created-at"]) <= moment]
+    return str(before[-1]) if before else "none"
+
+
+def _when(iso_time: str) -> datetime:
+    return datetime.fromisoformat(iso_time.replace("Z", "+00:00"))
+
+
+def interrupted(client: Client, run_id: str) -> bool:
+    """Whether the run's apply was lost after terraform had started applying (what may end a killed run
+    `errored`)."""
+    return INTERRUPTED in log_text(client, run_id, "apply")
 
 
 def marker() -> str:

@@ -25,24 +25,27 @@ import shutil
 import signal
 import threading
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 
 import pytest
 from kill_receiver import Receiver
 from kill_run_client import (
     FINAL,
     ApplyCounter,
-    log_text,
+    interrupted,
     marker,
     remote_workspace,
     start_run,
     status,
+    status_at,
     wait_final,
 )
-from kill_server import Client, ProofServer, processes_mentioning, serving, sized, wait_for
+from kill_server import Client, ProofServer, descendants, processes_mentioning, serving, sized, wait_for
 
 pytestmark = [pytest.mark.proof, pytest.mark.timeout(sized(600, 1800))]
 RUN_DEADLINE_S = 240  # a run's whole life on a loaded 2-core machine, retries included
 PHASES = ("init", "plan", "apply", "report")
+PLAN_COMMAND = " plan -input=false"  # `runner/commands.py: plan_args`, in the job's command line
 
 
 BACKENDS = ["embedded", "moto"]
@@ -61,20 +64,27 @@ def counter() -> Iterator[ApplyCounter]:
     shutil.rmtree(made.root, ignore_errors=True)
 
 
-def _reached(client: Client, counter: ApplyCounter, run_id: str, m: str, phase: str) -> Callable[[], bool]:
+def _reached(
+    server: ProofServer, client: Client, counter: ApplyCounter, run_id: str, m: str, phase: str
+) -> Callable[[], bool]:
     def probe() -> bool:
         now = status(client, run_id)
         if now in FINAL:
             return True  # too late for this phase: the kill lands after the run (counted as such)
         if phase == "init":
             return now == "planning"
-        if phase == "plan":
-            return now == "planning" and "successfully initialized" in log_text(client, run_id, "plan")
+        if phase == "plan":  # init is over once `terraform plan` runs (init's output reaches the log only if it fails)
+            return now == "planning" and _planning(server)
         if phase == "apply":
             return counter.starts(m) >= 1
         return counter.done(m) >= 1
 
     return probe
+
+
+def _planning(server: ProofServer) -> bool:
+    """A `terraform plan` process runs below the server (one run at a time in the runner kills)."""
+    return any(PLAN_COMMAND in cmd for cmd in descendants(server.pid).values())
 
 
 def _job_folders(server: ProofServer) -> list[str]:
@@ -93,7 +103,8 @@ def test_runner_kills_never_apply_twice_and_every_run_ends(
         phase = proof_rng.choice(PHASES)
         m = marker()
         run_id = start_run(client, ws_id, counter.configuration(m, sleep_s=1.5))
-        wait_for(_reached(client, counter, run_id, m, phase), RUN_DEADLINE_S, f"{run_id} to reach {phase}", 0.05)
+        reached = _reached(proof_server, client, counter, run_id, m, phase)
+        wait_for(reached, RUN_DEADLINE_S, f"{run_id} to reach {phase}", 0.05)
         if phase in ("init", "plan"):  # a random instant into the phase
             threading.Event().wait(proof_rng.uniform(0, 0.5))
         runners = proof_server.runner_pids()
@@ -113,6 +124,7 @@ def test_runner_kills_never_apply_twice_and_every_run_ends(
             assert ended == "errored", f"{run_id} killed in {phase}: {ended}"
             # a plan killed is retried; an apply the server had handed out (applying) is never run again
             assert at_kill != "planning", f"{run_id}: a runner killed while planning must cost a retry only"
+            assert interrupted(client, run_id), f"{run_id} ({at_kill} at the kill) errored, not by an apply cut short"
         ws = client.request("GET", f"/api/v2/workspaces/{ws_id}").json()["data"]["attributes"]
         assert not ws["locked"], f"{run_id} ended {ended} and left the workspace locked"
         wait_for(lambda: not processes_mentioning(m), 30, f"the processes of {run_id}'s killed job to go")  # noqa: B023
@@ -143,7 +155,8 @@ def test_server_kills_mid_run_end_every_run_once_and_deliver_every_notification(
         body = {"data": {"type": "notification-configurations", "attributes": attributes}}
         client.request("POST", f"/api/v2/workspaces/{ws_id}/notification-configurations", body, expect=201)
     runs: dict[str, str] = {}  # run id -> marker
-    outcomes: dict[str, int] = {}
+    outcomes: dict[str, int] = {}  # "<status at the kill>-><final status>" -> runs
+    targets: dict[str, int] = {}
     for _ in range(kills):
         started = {
             start_run(client, ws_id, counter.configuration(m := marker(), sleep_s=1.0)): m for ws_id in workspaces
@@ -165,11 +178,19 @@ def test_server_kills_mid_run_end_every_run_once_and_deliver_every_notification(
         wait_for(there, RUN_DEADLINE_S, f"{run_id} to reach {target}", 0.05)
         threading.Event().wait(proof_rng.uniform(0, 0.4))
         proof_server.kill()
+        killed_at = datetime.now(UTC)
         client.close()
         client = Client(proof_server.start())
+        targets[target] = targets.get(target, 0) + 1
         for rid in started:
             ended = wait_final(client, rid, RUN_DEADLINE_S)
-            outcomes[f"{target}->{ended}"] = outcomes.get(f"{target}->{ended}", 0) + 1
+            # judged by the status the run had when the server died (the kill may land past the target)
+            at_kill = status_at(client, rid, killed_at)
+            outcomes[f"{at_kill}->{ended}"] = outcomes.get(f"{at_kill}->{ended}", 0) + 1
+            if ended == "errored":  # only an apply terraform had started may end so; anything earlier is retried
+                assert at_kill == "applying", f"{rid} was {at_kill} when the server was killed, and errored"
+                assert interrupted(client, rid), f"{rid} errored, not by an apply cut short"
+        print(f"\nkill {proof_server.kills}: {target} of {run_id}; outcomes so far: {json.dumps(outcomes)}")
     for rid, m in runs.items():
         ended = status(client, rid)
         starts = counter.starts(m)
@@ -188,8 +209,10 @@ def test_server_kills_mid_run_end_every_run_once_and_deliver_every_notification(
     for ws_id in workspaces:
         assert not client.request("GET", f"/api/v2/workspaces/{ws_id}").json()["data"]["attributes"]["locked"]
     print(
-        f"\nkill proof, server mid-run: {kills} kills, {len(runs)} runs, outcomes: {json.dumps(outcomes)}, "
-        f"notifications: {len(receiver.bodies)} received, {sum(duplicates.values())} redelivered"
+        f"\nkill proof, server mid-run: {kills} kills (targets {json.dumps(targets)}), {len(runs)} runs, "
+        f"outcomes by status at the kill: {json.dumps(outcomes)}, "
+        f"notifications: {len(receiver.bodies)} received, {sum(duplicates.values())} redelivered, "
+        f"{receiver.cut} cut short by a kill"
     )
     client.close()
     assert proof_server.stop() == 0

@@ -13,10 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from moto.server import ThreadedMotoServer
 from terrace.bootstrap import build_aws
 from terrace.cli import app
 from terrace.config import Settings
+from terrace.local import moto_twin
 from terrace.wiring.local_resources import create_resources
 from typer.testing import CliRunner
 
@@ -25,13 +25,9 @@ TERRACE = Path(sys.executable).parent / "terrace"
 
 @pytest.fixture(scope="module")
 def aws_env() -> Iterator[dict[str, str]]:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    resources = create_resources(endpoint, f"t{uuid.uuid4().hex[:8]}")
-    yield {**resources.env(), "TERRACE_AWS_ENDPOINT_URL": endpoint}
-    server.stop()
+    with moto_twin.running() as endpoint:
+        resources = create_resources(endpoint, f"t{uuid.uuid4().hex[:8]}")
+        yield {**resources.env(), "TERRACE_AWS_ENDPOINT_URL": endpoint}
 
 
 @pytest.fixture

@@ -9,19 +9,16 @@ from typing import Any
 from urllib.parse import unquote_plus
 
 import pytest
-from moto.server import ThreadedMotoServer
 from terrace.adapters import definitions as defs
 from terrace.config import Settings
+from terrace.local import moto_twin
 from terrace.wiring.local_resources import LocalResources, create_resources, local_clients
 
 
 @pytest.fixture(scope="module")
 def endpoint() -> Iterator[str]:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
+    with moto_twin.running() as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,5 @@
-"""The local AWS twin: moto's threaded server, as `terrace dev --moto`, the proof suite and the tests start it.
+"""The local AWS twin: moto's threaded server, as `terrace dev --moto`, the proof suite, the tests and the benchmarks
+start it (`running`, or `moto_server` for a server started and stopped by hand; never moto's bare server).
 
 Two WSGI middlewares stand in front of moto:
 - `PresignedUrlCheck` (`presigned_check.py`) checks presigned URLs' SigV4 signature and expiry as S3 does;
@@ -12,8 +13,9 @@ Two WSGI middlewares stand in front of moto:
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from terrace.local.presigned_check import PresignedUrlCheck, WSGIApp
@@ -53,3 +55,15 @@ def moto_server(ip_address: str, port: int) -> Any:
             self._server.serve_forever()
 
     return CheckedMotoServer(ip_address=ip_address, port=port, verbose=False)
+
+
+@contextlib.contextmanager
+def running(ip_address: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
+    """The twin serving on `ip_address:port` (0: a free port) for the block; yields its endpoint URL."""
+    server = moto_server(ip_address, port)
+    server.start()
+    host, bound = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{bound}"
+    finally:
+        server.stop()
