@@ -15,9 +15,9 @@ $(BIN)/python:
 
 # What the embedded server and its runners need (`make dev`): the project without extras, then terraform and the
 # null provider its runners and the provider mirror use. The null provider's build copies files into $HOME: give
-# it a scratch HOME. The AWS adapters' pruned copy of botocore's endpoints file (adapters/boto_session.py, not
-# committed: derived from botocore) is written beside its module.
-$(STAMP)/server: pyproject.toml tests/clients-requirements.txt | $(BIN)/python
+# it a scratch HOME. The AWS adapters' pruned copy of botocore's endpoints file and their services' models without
+# documentation (adapters/boto_session.py, not committed: derived from botocore) are written beside its module.
+$(STAMP)/server: pyproject.toml tests/clients-requirements.txt layers/terrace/adapters/boto_session.py | $(BIN)/python
 	$(BIN)/pip install -q -e .
 	$(BIN)/python -m terrace.adapters.boto_session
 	mkdir -p .build/home

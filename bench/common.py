@@ -47,12 +47,11 @@ class Outcome:
         unit: str = "s",
         target: str = "",
         note: str = "",
+        ratio: float | None = None,
     ) -> None:
-        ratio = (
-            value / baseline
-            if isinstance(value, float | int) and isinstance(baseline, float | int) and baseline
-            else None
-        )
+        """A row; its ratio is value / baseline unless given (a paired benchmark's median of its pairs' ratios)."""
+        if ratio is None and isinstance(value, float | int) and isinstance(baseline, float | int) and baseline:
+            ratio = value / baseline
         self.rows.append(
             {
                 "metric": metric,

@@ -107,8 +107,9 @@ class LayerBundling:
 
 
 def prune_endpoints(site: Path) -> None:
-    """The pruned copy of the bundled botocore's endpoints file that the functions' boto3 session reads
-    (terrace/adapters/boto_session.py: a cold start parses ~50 KB rather than botocore's ~1.2 MB)."""
+    """The pruned copy of the bundled botocore's endpoints file and its services' models without their documentation,
+    which the functions' boto3 session reads (terrace/adapters/boto_session.py: a cold start parses ~50 KB rather
+    than botocore's ~1.2 MB, and DynamoDB's model in 113 KB rather than 556 KB)."""
     from terrace.adapters.boto_session import write_pruned
 
     write_pruned(site / "botocore", site / "terrace" / "adapters" / "botocore_data")

@@ -1,6 +1,7 @@
-"""adapters/boto_session.py: the AWS adapters' boto3 session reads a pruned copy of botocore's endpoints file, and
-its clients resolve the same endpoints, signing regions and names as default botocore's; without the copy (or with
-one of another botocore version) botocore loads its own file."""
+"""adapters/boto_session.py: the AWS adapters' boto3 session reads a pruned copy of botocore's endpoints file and its
+services' models without their documentation, and its clients resolve the same endpoints, signing regions and names
+and have the same operations and shapes as default botocore's; without the copy (or with one of another botocore
+version) botocore loads its own files."""
 
 from __future__ import annotations
 
@@ -127,3 +128,42 @@ def test_secrets_are_read_through_the_session(monkeypatch) -> None:
         arn = "arn:aws:ssm:eu-west-1:123456789012:parameter/terrace/test-secret"
         assert secrets.fetch_secret(arn, "eu-west-1") == "from-ssm"
     assert made == ["eu-west-1"]
+
+
+@pytest.mark.parametrize("service", sorted(boto_session.SERVICES))
+def test_the_models_are_botocores_latest_without_their_documentation(data_root: Path, service: str) -> None:
+    loader = botocore.loaders.Loader()
+    version = loader.determine_latest_version(service, "service-2")
+    original = loader.load_data(f"{service}/{version}/service-2")
+    written = json.loads((data_root / botocore.__version__ / service / version / "service-2.json").read_text())
+    assert written == boto_session.undocumented(original)
+    assert len(json.dumps(written)) < len(json.dumps(original)) / 2
+    assert written["metadata"] == {k: v for k, v in original["metadata"].items() if k != "documentation"}
+
+
+def test_undocumented_keeps_members_and_shapes_named_documentation() -> None:
+    model = {"documentation": "text", "shapes": {"documentation": {"type": "string", "documentation": "x"},
+             "S": {"type": "structure", "members": {"documentation": {"shape": "documentation"}}}},
+             "operations": {"Op": {"documentationUrl": "u", "name": "Op", "input": {"shape": "S"}}}}  # fmt: skip
+    assert boto_session.undocumented(model) == {
+        "shapes": {"documentation": {"type": "string"},
+                   "S": {"type": "structure", "members": {"documentation": {"shape": "documentation"}}}},
+        "operations": {"Op": {"name": "Op", "input": {"shape": "S"}}},
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("service", ["dynamodb", "s3", "sqs"])
+def test_clients_are_made_from_the_undocumented_models_and_serialize_as_botocores(data_root: Path, service: str):
+    session = boto_session.session("eu-west-1", data_root)
+    client = session.client(service, **CREDENTIALS)
+    default = boto3.session.Session(region_name="eu-west-1").client(service, **CREDENTIALS)
+    model, full = client.meta.service_model, default.meta.service_model
+    assert model.documentation == "" and full.documentation  # the pruned model, not botocore's
+    assert model.operation_names == full.operation_names and model.shape_names == full.shape_names
+    for name in model.operation_names:
+        ours, theirs = model.operation_model(name), full.operation_model(name)
+        assert (ours.http, ours.input_shape and ours.input_shape.members.keys()) == (
+            theirs.http,
+            theirs.input_shape and theirs.input_shape.members.keys(),
+        )
+    assert client.meta.method_to_api_mapping == default.meta.method_to_api_mapping

@@ -8,12 +8,19 @@ endpoints. It is derived from botocore, so it is never committed: `make install`
 own botocore. It lives in a folder named after the botocore version it came from (`botocore_data/<version>/`), so
 a different botocore never reads it; without it, botocore loads its own file as usual.
 
+Beside it, each of `SERVICES`' latest API model (`<service>/<version>/service-2.json`) without its documentation
+strings (`undocumented`): botocore reads them only to write docstrings, and they are most of a model (DynamoDB's:
+556 KB, 113 KB without; gzipped, which costs its unzipping too). Its first client, on the API Lambda's first
+request, parses a fifth of the JSON. The loader searches this folder first; every other file (the paginators, the
+waiters, the models' sdk-extras) is botocore's own.
+
 Its loader also skips botocore's listing of every service it knows (~450 folders, ~13 ms of CPU for each model type)
 before loading a model of one of `SERVICES`: it checks that service's own folders (`_Loader`).
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -39,6 +46,35 @@ def prune(endpoints: dict[str, Any], services: frozenset[str] = SERVICES) -> dic
     return {**endpoints, "partitions": partitions}
 
 
+def undocumented(model: Any) -> Any:
+    """`model` (a service's API model) without its documentation strings: every `documentation` or
+    `documentationUrl` key whose value is a string (a member or a shape so named is a mapping, and stays)."""
+    if isinstance(model, dict):
+        return {
+            key: undocumented(value)
+            for key, value in model.items()
+            if not (key in ("documentation", "documentationUrl") and isinstance(value, str))
+        }
+    if isinstance(model, list):
+        return [undocumented(value) for value in model]
+    return model
+
+
+def latest_model(service_dir: Path) -> Path | None:
+    """The service-2 model file of the latest API version in `service_dir` (botocore's choice: the greatest)."""
+    if not service_dir.is_dir():
+        return None
+    versions = sorted(folder for folder in service_dir.iterdir() if any(folder.glob("service-2.json*")))
+    if not versions:
+        return None
+    return next(versions[-1].glob("service-2.json*"))
+
+
+def read_model(path: Path) -> Any:
+    raw = path.read_bytes()
+    return json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw)
+
+
 def botocore_version(botocore_dir: Path) -> str:
     """The version of the botocore package in `botocore_dir`, read from its source (not imported)."""
     found = re.search(r"""^__version__\s*=\s*['"]([^'"]+)['"]""", (botocore_dir / "__init__.py").read_text(), re.M)
@@ -48,15 +84,24 @@ def botocore_version(botocore_dir: Path) -> str:
 
 
 def write_pruned(botocore_dir: Path, data_root: Path = DATA_ROOT) -> Path:
-    """Write the pruned endpoints file of the botocore in `botocore_dir` under `data_root`; its path."""
+    """Write the pruned endpoints file and the undocumented models of the botocore in `botocore_dir` under
+    `data_root`; the endpoints file's path."""
     target_dir = data_root / botocore_version(botocore_dir)
     target_dir.mkdir(parents=True, exist_ok=True)
-    pruned = prune(json.loads((botocore_dir / "data" / "endpoints.json").read_text()))
-    target = target_dir / "endpoints.json"
-    partial = target.with_suffix(".partial")
-    partial.write_text(json.dumps(pruned, separators=(",", ":")))
-    partial.replace(target)
+    for service in sorted(SERVICES):
+        model = latest_model(botocore_dir / "data" / service)
+        if model is not None:
+            _write(target_dir / service / model.parent.name / "service-2.json", undocumented(read_model(model)))
+    target = target_dir / "endpoints.json"  # last: its presence makes the folder used (data_path)
+    _write(target, prune(json.loads((botocore_dir / "data" / "endpoints.json").read_text())))
     return target
+
+
+def _write(target: Path, data: Any) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".partial")
+    partial.write_text(json.dumps(data, separators=(",", ":")))
+    partial.replace(target)
 
 
 def data_path(data_root: Path = DATA_ROOT) -> Path | None:

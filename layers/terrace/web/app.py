@@ -7,7 +7,7 @@ import sys
 from fastapi import FastAPI
 
 from terrace.bootstrap import Container
-from terrace.web import errors
+from terrace.web import errors, fastapi_compat
 from terrace.web.api_headers import api_headers
 from terrace.web.api_routes import api_groups, include_api
 from terrace.web.lazy_routes import LazyRoutes
@@ -24,6 +24,7 @@ def create_app(container: Container, lazy: bool = False) -> FastAPI:
     routes and the site admin API's are built on the first request that may need them (`web/lazy_routes.py`), not
     on a cold start that serves one request; the routes and their order end the same as the eager app's."""
     container.settings.require_url_signing_secret()
+    fastapi_compat.install()  # route analysis without importing pydantic.v1
     app = FastAPI(
         title="Terrace", docs_url=None, redoc_url=None, openapi_url="/api/openapi.json", redirect_slashes=False
     )
