@@ -14,6 +14,7 @@ import botocore
 import botocore.exceptions
 import botocore.loaders
 import pytest
+from moto import mock_aws
 from terrace.adapters import boto_session
 from terrace.config import Settings
 from terrace.wiring.aws_adapters import boto_clients
@@ -167,3 +168,20 @@ def test_clients_are_made_from_the_undocumented_models_and_serialize_as_botocore
             theirs.input_shape and theirs.input_shape.members.keys(),
         )
     assert client.meta.method_to_api_mapping == default.meta.method_to_api_mapping
+
+
+def test_requests_resolve_their_endpoints_with_the_undocumented_models(data_root: Path) -> None:
+    """A request resolves its endpoint from the model (S3's reads each client context parameter's documentation:
+    a model without it failed every S3 call with a KeyError)."""
+    session = boto_session.session("eu-west-1", data_root)
+    with mock_aws():
+        s3 = session.client("s3", **CREDENTIALS)
+        s3.create_bucket(Bucket="terrace-state", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+        s3.put_object(Bucket="terrace-state", Key="k", Body=b"state")
+        assert s3.get_object(Bucket="terrace-state", Key="k")["Body"].read() == b"state"
+        assert session.client("dynamodb", **CREDENTIALS).list_tables()["TableNames"] == []
+        assert "QueueUrls" not in session.client("sqs", **CREDENTIALS).list_queues()
+    for service in sorted(boto_session.SERVICES):
+        ours = session.client(service, **CREDENTIALS).meta.service_model
+        theirs = boto3.session.Session(region_name="eu-west-1").client(service, **CREDENTIALS).meta.service_model
+        assert ours.client_context_parameters == theirs.client_context_parameters, service

@@ -47,17 +47,30 @@ def prune(endpoints: dict[str, Any], services: frozenset[str] = SERVICES) -> dic
 
 
 def undocumented(model: Any) -> Any:
-    """`model` (a service's API model) without its documentation strings: every `documentation` or
-    `documentationUrl` key whose value is a string (a member or a shape so named is a mapping, and stays)."""
-    if isinstance(model, dict):
+    """`model` (a service's API model) without the documentation strings of its shapes and operations and its own,
+    where they are read only to write docstrings. Everything else stays whole: botocore requires the documentation
+    of other parts (`clientContextParams`: S3's endpoint resolution reads each one's)."""
+    if not isinstance(model, dict):
+        return model
+    kept = {key: value for key, value in model.items() if key not in ("documentation", "documentationUrl")}
+    for part in ("shapes", "operations"):
+        if isinstance(kept.get(part), dict):
+            kept[part] = {name: _without_docs(value) for name, value in kept[part].items()}
+    return kept
+
+
+def _without_docs(node: Any) -> Any:
+    """`node` without every `documentation` or `documentationUrl` key whose value is a string (a member or a shape
+    so named is a mapping, and stays)."""
+    if isinstance(node, dict):
         return {
-            key: undocumented(value)
-            for key, value in model.items()
+            key: _without_docs(value)
+            for key, value in node.items()
             if not (key in ("documentation", "documentationUrl") and isinstance(value, str))
         }
-    if isinstance(model, list):
-        return [undocumented(value) for value in model]
-    return model
+    if isinstance(node, list):
+        return [_without_docs(value) for value in node]
+    return node
 
 
 def latest_model(service_dir: Path) -> Path | None:
