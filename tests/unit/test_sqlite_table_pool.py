@@ -47,6 +47,27 @@ def test_many_threads_share_at_most_pool_size_connections(tmp_path: Path) -> Non
     assert database.open_connections() == 0
 
 
+def test_a_filled_pool_opens_no_file_under_concurrent_use(tmp_path: Path) -> None:
+    database = SqliteDatabase(tmp_path / "terrace.db", pool_size=4)
+    table = SqliteTable(database)
+    try:
+        database.fill()
+        assert database.open_connections() == 4
+        opened = _open_files_on(tmp_path / "terrace.db")
+
+        def work(n: int) -> None:
+            for k in range(10):
+                table.put({"pk": f"p{n}", "sk": f"s{k}", "version": 1})
+
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(work, range(8)))
+        assert database.open_connections() == 4
+        assert _open_files_on(tmp_path / "terrace.db") == opened
+    finally:
+        database.close()
+    assert database.open_connections() == 0
+
+
 def test_a_borrower_waits_for_a_connection_given_back(tmp_path: Path) -> None:
     database = SqliteDatabase(tmp_path / "terrace.db", pool_size=1)
     holding, release = threading.Event(), threading.Event()

@@ -108,6 +108,24 @@ class SqliteDatabase:
             finally:
                 self._give_back(conn, pooled)
 
+    def fill(self) -> None:
+        """Open every connection of the pool now (the embedded server, at its start): its open files are then the
+        same from the first request to the last, where a pool filled on demand grew with the first bursts (the
+        soak's open files rose 20 -> 26 between its halves)."""
+        while True:
+            with self._available:
+                if self._closed or self._opened >= self.pool_size:
+                    return
+                self._opened += 1
+            try:
+                conn = connect(self.path)
+            except BaseException:
+                with self._available:
+                    self._opened -= 1
+                    self._available.notify()
+                raise
+            self._give_back(conn, True)
+
     def migrate(self, schema: str) -> None:
         with self.connection() as conn:
             conn.executescript(schema)

@@ -54,6 +54,7 @@ def open_data_dir(settings: Settings) -> EmbeddedAdapters:
     data = Path(settings.data_dir)
     data.mkdir(parents=True, exist_ok=True, mode=0o700)
     database = SqliteDatabase(data / EMBEDDED_DATABASE)
+    database.fill()  # the server's open files are the same from its start
     events = SqliteEventQueue(database, visibility_s=EVENTS_QUEUE.visibility_timeout_s)
     signer = UrlSigner(settings.url_signing_secret, settings.public_url)
     max_put = max(settings.max_config_bytes, settings.max_inline_state_bytes)
