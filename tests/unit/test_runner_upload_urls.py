@@ -51,3 +51,35 @@ def test_upload_urls_are_signed_now_for_the_runner_working_the_plan_only():
     assert env.runner("POST", f"/jobs/{job}/upload-urls", json={"runner_id": "r1"}).status_code == 409
     apply = env.runner("POST", f"/jobs/apply-{run['id'][4:]}/upload-urls", json={"runner_id": "r1"})
     assert apply.status_code == 409 and "uploads no plan" in apply.text
+
+
+def test_a_plans_upload_urls_exist_for_its_pools_agents_only():
+    """An agent pool's plan: another pool's agent, and the organization's own runner, get the 404 of a job that
+    does not exist (`Authorizer.require_job`, as every other runner route), never a 409 that tells it is running."""
+    env = make_run_env()
+    pools = []
+    for name in ("vpc", "other"):
+        created = env.api("POST", "/organizations/acme/agent-pools", {"data": {"type": "agent-pools",
+                          "attributes": {"name": name}}})  # fmt: skip
+        assert created.status_code == 201, created.text
+        pool_id = created.json()["data"]["id"]
+        token = {"data": {"type": "authentication-tokens", "attributes": {"description": "ci"}}}
+        secret = env.api("POST", f"/agent-pools/{pool_id}/authentication-tokens", token).json()["data"]
+        secret = secret["attributes"]["token"]
+        registered = env.client.post("/api/agent/register", json={}, headers={"Authorization": f"Bearer {secret}"})
+        assert registered.status_code == 200, registered.text
+        pools.append((pool_id, secret, registered.json()["agent_id"]))
+    (pool_id, secret, agent), (_, other_secret, other_agent) = pools
+    agent_mode = {"data": {"type": "workspaces", "attributes": {"execution-mode": "agent", "agent-pool-id": pool_id}}}
+    assert env.api("PATCH", f"/workspaces/{env.workspace_id}", agent_mode).status_code == 200
+    env.create_run(env.upload_config())
+    job = env.claim(agent, token=secret)["job_id"]
+    path = f"/jobs/{job}/upload-urls"
+    another_pool = env.runner("POST", path, json={"runner_id": other_agent}, token=other_secret)
+    assert another_pool.status_code == 404, another_pool.text
+    assert env.runner("POST", path, json={"runner_id": "r1"}).status_code == 404  # the organization's runner
+    assert (
+        env.runner("POST", "/jobs/plan-absent/upload-urls", json={"runner_id": agent}, token=secret).status_code == 404
+    )
+    mine = env.runner("POST", path, json={"runner_id": agent}, token=secret)
+    assert mine.status_code == 200 and mine.json()["plan_upload_url"], mine.text

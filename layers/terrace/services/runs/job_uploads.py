@@ -15,7 +15,7 @@ from terrace.domain.jobs import UploadUrls
 from terrace.domain.organizations import OrgView
 from terrace.domain.principal import Principal
 from terrace.domain.runs import run_id_of
-from terrace.services.access.authz import Action, Authorizer
+from terrace.services.access.authz import Authorizer
 from terrace.services.runs.job_handoff import runner_ref
 from terrace.services.runs.store import RunStore
 
@@ -25,12 +25,17 @@ class JobUploads:
         self._store, self._blobs, self._authz, self._settings = store, blobs, authz, settings
 
     def upload_urls(self, principal: Principal, job_id: str, runner_id: str) -> UploadUrls:
-        """Fresh single-use PUT URLs of the plan job `job_id`, for the runner working it (another
-        organization's job is NotFound; a job that is not running on this runner, a Conflict)."""
+        """Fresh single-use PUT URLs of the plan job `job_id`, for the runner working it (a job it may not work is
+        NotFound: `Authorizer.require_job`; a job that is not running on this runner, a Conflict)."""
         if not job_id.startswith(("plan-", "apply-")):
             raise NotFound(f"job {job_id} not found")
-        run = self._store.load(run_id_of(job_id))
-        self._authz.require(principal, Action.RUN_JOBS, OrgView(run.organization, ()))
+        try:
+            run = self._store.load(run_id_of(job_id))
+        except NotFound as exc:
+            raise NotFound(f"job {job_id} not found") from exc
+        # as every runner route: another organization's job, another pool's, or a runner asking for an agent's is
+        # the NotFound of a job that does not exist
+        self._authz.require_job(principal, OrgView(run.organization, ()), run.agent_pool_id, f"job {job_id}")
         if job_id.startswith("apply-"):
             raise Conflict(f"job {job_id} is an apply: it uploads no plan")
         plan = run.plan
