@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from run_helpers import RunEnv, make_run_env
+from run_helpers import RunEnv, join, make_run_env
 from terrace.domain import assessments as model
+from terrace.domain.principal import PrincipalKind
 from terrace.domain.runs import run_id_of
 from terrace.web.app import create_app
 from ui_helpers import sign_in
@@ -193,3 +194,44 @@ def test_an_organization_enforcing_assessments_assesses_every_workspace(env):
     assert env.api("PATCH", "/organizations/acme", off).status_code == 200
     assert _sweep(env, 3) == {"started": 0, "skipped": 0, "removed": 1}  # its workspace's entry goes
     assert env.container.table.query(model.SCHEDULE_PK) == []
+
+
+def _custom_member(env: RunEnv, name: str, **access: str) -> dict[str, str]:
+    """A member whose one team has `custom` access to the workspace (`access`: runs, state-versions, ...)."""
+    team = env.api("POST", "/organizations/acme/teams", {"data": {"type": "teams", "attributes": {"name": name}}})
+    team_id = team.json()["data"]["id"]
+    rel = {"team": {"data": {"type": "teams", "id": team_id}},
+           "workspace": {"data": {"type": "workspaces", "id": env.workspace_id}}}  # fmt: skip
+    grant = {"data": {"type": "team-workspaces", "attributes": {"access": "custom", **access}, "relationships": rel}}
+    assert env.api("POST", "/team-workspaces", grant).status_code == 201
+    user = env.container.accounts.create_user(name, f"{name}@example.com")
+    secret = env.container.accounts.issue_token(PrincipalKind.USER, user.id).secret
+    join(env, secret, name)
+    added = env.api("POST", f"/teams/{team_id}/relationships/users", {"data": [{"type": "users", "id": name}]})
+    assert added.status_code == 204, added.text
+    return {"Authorization": f"Bearer {secret}"}
+
+
+def test_the_json_output_needs_what_a_plans_json_needs_not_read_runs_alone(env):
+    """The assessment's JSON plan holds the prior state and the variables' values: `runs: read` reads the result,
+    its JSON needs read runs and read state, as `/plans/:id/json-output` does."""
+    _enable(env)
+    _sweep(env)
+    spec = env.claim()
+    run = env.container.run_store.load(run_id_of(spec["job_id"]))
+    env.blobs.put(run.plan.json_key, json.dumps(DRIFTED_PLAN).encode())
+    finish = {"runner_id": "r1", "status": "finished", "has_changes": True}
+    assert env.runner("POST", f"/jobs/{spec['job_id']}/finish", json=finish).status_code == 200
+    _drain(env)
+    result_id = env.api("GET", f"/workspaces/{env.workspace_id}/current-assessment-result").json()["data"]["id"]
+    runs_only = _custom_member(env, "rita", **{"runs": "read", "state-versions": "none", "variables": "none"})
+    state_too = _custom_member(env, "sam", **{"runs": "read", "state-versions": "read", "variables": "none"})
+    for headers, reads_json in ((runs_only, False), (state_too, True)):
+        read = env.client.get(f"/api/v2/assessment-results/{result_id}", headers=headers)
+        assert read.status_code == 200, read.text  # the result itself: read runs
+        out = env.client.get(f"/api/v2/assessment-results/{result_id}/json-output", headers=headers,
+                             follow_redirects=False)  # fmt: skip
+        plan_json = env.client.get(f"/api/v2/plans/{run.plan.id}/json-output", headers=headers, follow_redirects=False)
+        assert (out.status_code == 307) is reads_json and (plan_json.status_code == 307) is reads_json, out.text
+        if not reads_json:
+            assert out.status_code == 403 and "location" not in out.headers and run.plan.json_key not in out.text

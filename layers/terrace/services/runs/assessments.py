@@ -237,17 +237,19 @@ class AssessmentService:
             raise NotFound(f"workspace {workspace_id} has no assessment result")
         return self._load(str(pointer["result_id"]))
 
-    def get(self, principal: Principal, result_id: str) -> AssessmentResult:
+    def get(self, principal: Principal, result_id: str, action: Action = Action.READ_RUNS) -> AssessmentResult:
         missing = NotFound(f"assessment result {result_id} not found")
         try:
             result = self._load(result_id)
-            self._workspaces.get(principal, result.workspace_id, Action.READ_RUNS)
+            self._workspaces.get(principal, result.workspace_id, action)
         except NotFound as exc:
             raise missing from exc
         return result
 
     def json_url(self, principal: Principal, result_id: str, ttl_s: int) -> str:
-        result = self.get(principal, result_id)
+        """The assessment's JSON plan: its prior state and variable values, so as a plan's JSON (`READ_PLAN_JSON`:
+        read runs and read state), never with read runs alone."""
+        result = self.get(principal, result_id, Action.READ_PLAN_JSON)
         if not result.json_key:
             raise NotFound(f"assessment result {result_id} has no JSON output")
         return self._blobs.presign_get(result.json_key, ttl_s)
