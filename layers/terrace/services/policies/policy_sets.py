@@ -14,7 +14,7 @@ from typing import Any
 from terrace.adapters.table import ConditionFailed, Put, Table
 from terrace.domain import clock, stage_usage
 from terrace.domain import policies as rules
-from terrace.domain.errors import Invalid, NotFound
+from terrace.domain.errors import Forbidden, Invalid, NotFound
 from terrace.domain.ids import looks_like, new_id
 from terrace.domain.organizations import Organization
 from terrace.domain.policies import PolicySet
@@ -90,6 +90,15 @@ class PolicySetService:
     # reads -------------------------------------------------------------------------------------
     def get(self, principal: Principal, set_id: str, action: Action = Action.READ_POLICIES) -> PolicySet:
         return self._public(self._item(principal, set_id, action)[0])
+
+    def can_manage(self, principal: Principal, set_id: str) -> bool:
+        """Whether the caller may change the set (`manage-policies`, decided by the Authorizer): who may be handed
+        the upload link of one of its pending versions."""
+        try:
+            self._item(principal, set_id, Action.MANAGE_POLICIES)
+        except (Forbidden, NotFound):
+            return False
+        return True
 
     def load(self, set_id: str) -> PolicySet | None:
         item = self._table.get(set_id, SORT_KEY) if looks_like(set_id, "polset") else None

@@ -96,8 +96,11 @@ class PolicySetVersionService:
             raise NotFound(f"policy set version {version_id} not found")
         return self._public(item)
 
-    def upload_url(self, version: PolicySetVersion) -> str | None:
-        if version.status != "pending":
+    def upload_url(self, principal: Principal, version: PolicySetVersion) -> str | None:
+        """A pending version's single-use upload link, for a caller who may change its set (`manage-policies`:
+        the creator's answer, the set's managers); anyone else who reads it gets none (a reader holding it could
+        replace the set's policies before its owner uploads them)."""
+        if version.status != "pending" or not self._sets.can_manage(principal, version.policy_set_id):
             return None
         return self._blobs.presign_put(version.blob_key, self._settings.presign_ttl_s)
 

@@ -134,8 +134,11 @@ class ModuleVersionService:
             raise NotFound(f"version {version} of registry module {module.address} not found")
         return _public(item)
 
-    def upload_url(self, version: ModuleVersion) -> str | None:
-        if version.status != VERSION_PENDING:
+    def upload_url(self, module: RegistryModule, version: ModuleVersion) -> str | None:
+        """A pending version's single-use upload link, for a caller who may publish the module (`module` as read for
+        the caller: `can_manage` is the Authorizer's `manage-modules`): the creator's answer, the module's managers.
+        A reader, a run's token or anyone else gets none (holding it, they could publish their own tarball)."""
+        if version.status != VERSION_PENDING or not module.can_manage:
             return None
         return self._blobs.presign_put(version.blob_key, self._settings.presign_ttl_s)
 

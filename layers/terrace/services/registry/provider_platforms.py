@@ -124,8 +124,11 @@ class ProviderPlatformService:
         provider = self._versions.provider(principal, organization, (PRIVATE, organization, name))
         return provider, [(v, self.of_version(v.id)) for v in provider.versions]
 
-    def upload_link(self, platform: ProviderPlatform) -> dict[str, str]:
-        if platform.uploaded:
+    def upload_link(self, provider: RegistryProvider, platform: ProviderPlatform) -> dict[str, str]:
+        """The single-use upload link of a platform's missing zip, for a caller who may publish the provider
+        (`provider` as read for the caller: `can_manage` is the Authorizer's `manage-providers`); none for anyone
+        else."""
+        if platform.uploaded or not provider.can_manage:
             return {}
         return {"provider-binary-upload": self._blobs.presign_put(platform.blob_key, self._settings.presign_ttl_s)}
 

@@ -133,9 +133,14 @@ class ProviderVersionService:
     def item(self, provider_id: str, version: str) -> dict[str, Any] | None:
         return self._table.get(_versions(provider_id), version) if is_version(version) else None
 
-    def upload_links(self, version: ProviderVersion) -> dict[str, str]:
+    def upload_links(self, provider: RegistryProvider, version: ProviderVersion) -> dict[str, str]:
+        """The single-use upload links of a version's missing files, for a caller who may publish the provider
+        (`provider` as read for the caller: `can_manage` is the Authorizer's `manage-providers`); none for anyone
+        else (holding one, they could break the release)."""
         ttl = self._settings.presign_ttl_s
-        links = {}
+        links: dict[str, str] = {}
+        if not provider.can_manage:
+            return links
         if not version.shasums_uploaded:
             links["shasums-upload"] = self._blobs.presign_put(version.shasums_key, ttl)
         if not version.signature_uploaded:

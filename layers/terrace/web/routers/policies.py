@@ -121,7 +121,7 @@ def _set_document(container: Any, principal: Any, request: Request, sets: list[A
         ):
             if relation in wanted and version_id:
                 v = container.policy_set_versions.get(principal, version_id)
-                add(ser.version(v, container.policy_set_versions.upload_url(v)))
+                add(ser.version(v, container.policy_set_versions.upload_url(principal, v)))
     if page:
         return respond_page(request, sets, ser.policy_set, included=included)
     return respond(ser.policy_set(sets[0]), status, included=included)
@@ -242,10 +242,10 @@ def delete_parameter(set_id: str, param_id: str, container: ContainerDep, princi
 @router.post("/policy-sets/{set_id}/versions")
 def create_version(set_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     v = container.policy_set_versions.create(principal, set_id)
-    return respond(ser.version(v, container.policy_set_versions.upload_url(v)), 201)
+    return respond(ser.version(v, container.policy_set_versions.upload_url(principal, v)), 201)
 
 
 @router.get("/policy-set-versions/{version_id}")
 def read_version(version_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     v = container.policy_set_versions.get(principal, version_id)
-    return respond(ser.version(v, container.policy_set_versions.upload_url(v)))
+    return respond(ser.version(v, container.policy_set_versions.upload_url(principal, v)))

@@ -99,7 +99,7 @@ def _create_version(
     data = read_document(body, "registry-module-versions")
     versions = container.module_versions
     module, version = versions.create(principal, org, address, attributes(data))
-    return respond(serialize_version(module, version, versions.upload_url(version)), 201)
+    return respond(serialize_version(module, version, versions.upload_url(module, version)), 201)
 
 
 @router.post(MODULES + "/private/{namespace}/{name}/{provider}/versions", openapi_extra=bodies.REGISTRY_MODULE_VERSION)
@@ -129,7 +129,7 @@ def read_registry_module_version(
 ) -> JSONAPIResponse:
     versions = container.module_versions
     module, version = versions.read(principal, org, (namespace, name, provider), module_version)
-    return respond(serialize_version(module, version, versions.upload_url(version)))
+    return respond(serialize_version(module, version, versions.upload_url(module, version)))
 
 
 @router.delete(MODULES + "/{registry}/{namespace}/{name}")

@@ -111,7 +111,7 @@ def _with_versions(request: Request, container: Any, providers: list[RegistryPro
     if INCLUDE_VERSIONS not in includes(request):
         return []
     versions = container.provider_versions
-    return [serialize_version(p, v, versions.upload_links(v)) for p in providers for v in p.versions]
+    return [serialize_version(p, v, versions.upload_links(p, v)) for p in providers for v in p.versions]
 
 
 # providers -----------------------------------------------------------------------------------------
@@ -158,7 +158,8 @@ def delete_registry_provider(
 # versions ------------------------------------------------------------------------------------------
 def _version_document(container: Any, provider: RegistryProvider, version: ProviderVersion) -> dict[str, Any]:
     versions = container.provider_versions
-    return serialize_version(provider, version, {**versions.upload_links(version), **versions.download_links(version)})
+    links = {**versions.upload_links(provider, version), **versions.download_links(version)}
+    return serialize_version(provider, version, links)
 
 
 @router.get(VERSIONS)
@@ -203,11 +204,10 @@ def delete_registry_provider_version(
 
 
 # platforms -----------------------------------------------------------------------------------------
-def _platform_document(container: Any, platform: ProviderPlatform, can_manage: bool) -> dict[str, Any]:
+def _platform_document(container: Any, provider: RegistryProvider, platform: ProviderPlatform) -> dict[str, Any]:
     platforms = container.provider_platforms
-    return serialize_platform(
-        platform, {**platforms.upload_link(platform), **platforms.download_link(platform)}, can_manage
-    )
+    links = {**platforms.upload_link(provider, platform), **platforms.download_link(platform)}
+    return serialize_platform(platform, links, provider.can_manage)
 
 
 @router.get(PLATFORMS)
@@ -222,7 +222,7 @@ def list_registry_provider_platforms(
     principal: PrincipalDep,
 ) -> JSONAPIResponse:
     provider, found = container.provider_platforms.list(principal, org, (registry, namespace, name), version)
-    return respond_page(request, found, lambda p: _platform_document(container, p, provider.can_manage))
+    return respond_page(request, found, lambda p: _platform_document(container, provider, p))
 
 
 @router.post(PLATFORMS, openapi_extra=bodies.REGISTRY_PROVIDER_PLATFORM)
@@ -239,7 +239,7 @@ def create_registry_provider_platform(
     data = _untyped(body, "registry-provider-platforms")
     address = (registry, namespace, name)
     provider, platform = container.provider_platforms.create(principal, org, address, version, attributes(data))
-    return respond(_platform_document(container, platform, provider.can_manage), 201)
+    return respond(_platform_document(container, provider, platform), 201)
 
 
 @router.get(PLATFORMS + "/{os}/{arch}")
@@ -256,7 +256,7 @@ def read_registry_provider_platform(
 ) -> JSONAPIResponse:
     address = (registry, namespace, name)
     provider, platform = container.provider_platforms.read(principal, org, address, version, (os, arch))
-    return respond(_platform_document(container, platform, provider.can_manage))
+    return respond(_platform_document(container, provider, platform))
 
 
 @router.delete(PLATFORMS + "/{os}/{arch}")

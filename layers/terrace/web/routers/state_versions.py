@@ -29,8 +29,11 @@ from terrace.web.jsonapi import (
 router = APIRouter(prefix="/api/v2")
 
 
-def serialize(container: Container, sv: StateVersion) -> dict[str, Any]:
-    return state_serializers.state_version(sv, container.settings.public_url, container.state_versions.upload_urls(sv))
+def serialize(container: Container, sv: StateVersion, created: bool = False) -> dict[str, Any]:
+    """As for configuration versions, a pending version's upload URLs are only in its creation answer: every read
+    shows them null (a reader holding them could replace the state before its writer uploads it)."""
+    urls = container.state_versions.upload_urls(sv) if created else (None, None)
+    return state_serializers.state_version(sv, container.settings.public_url, urls)
 
 
 def respond_versions(
@@ -60,7 +63,7 @@ def create_state_version(
     data = read_document(body, "state-versions")
     run_id = relationship_id(data, "run", "runs")
     sv = container.state_versions.create(principal, workspace_id, attributes(data), run_id)
-    return respond(serialize(container, sv), 201)
+    return respond(serialize(container, sv, created=True), 201)
 
 
 @router.patch("/workspaces/{workspace_id}/state-versions", openapi_extra=bodies.ROLLBACK)
