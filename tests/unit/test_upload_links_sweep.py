@@ -187,3 +187,36 @@ def test_no_read_hands_an_upload_capability_to_who_may_not_write(
         assert answered >= 100, answered  # the reader's walk reached the organization's objects
     if caller == "run token":
         assert answered >= 3, answered  # its workspace, its organization, the registry's modules and providers
+
+
+def test_the_detector_knows_each_stores_put_urls_and_not_their_get_urls(tmp_path: Any) -> None:
+    """The sweep's signs, checked on what each blob store mints: the memory and embedded stores' PUT URLs by their
+    shape, S3's (whose method is inside the signature) by having been minted for the request."""
+    import boto3
+    from botocore.config import Config
+    from terrace.adapters.fs_blobs import FsBlobs, UrlSigner
+    from terrace.adapters.memory_blobs import MemoryBlobs
+    from terrace.adapters.s3_blobs import S3Blobs
+
+    client = boto3.client("s3", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="y",
+                          config=Config(signature_version="s3v4"))  # fmt: skip
+    stores = [MemoryBlobs(), FsBlobs(tmp_path, UrlSigner("secret", "https://terrace.test"), 1024), S3Blobs(client, "b")]
+    for store in stores:
+        put, get = (
+            store.presign_put("module-uploads/m/v.tar.gz", 60),
+            store.presign_get("module-uploads/m/v.tar.gz", 60),
+        )
+        document = '{"data": {"links": {"self": "%s"}}}'
+        assert capabilities(document % put, [put]), put
+        assert capabilities(document % get, [put]) == [], get  # a download link is no upload capability
+        if not isinstance(store, S3Blobs):
+            assert capabilities(document % put), put  # by its shape alone
+            assert capabilities(f"<a href='{put.replace('&', '&amp;')}'>") != [], put  # in a page too
+    named = (
+        '{"data": {"attributes": {"upload-url": "https://x/y", "shasums-uploaded": true, "can-upload-asset": true}}}'
+    )
+    assert capabilities(named) == ["/data/attributes/upload-url=https://x/y"]
+    assert (
+        capabilities('{"data": {"attributes": {"upload-url": null, "status-timestamps": {"uploaded-at": "2026"}}}}')
+        == []
+    )
