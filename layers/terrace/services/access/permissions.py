@@ -48,6 +48,7 @@ FIELD_CHOICES: dict[str, tuple[Any, ...]] = {
 ORG_ACCESS_KEYS = (
     "manage-policies",
     "manage-policy-overrides",
+    "delegate-policy-overrides",  # HCP's 2025 key: accepted and kept; it grants nothing beyond what is listed here
     "manage-workspaces",
     "manage-vcs-settings",
     "manage-providers",
