@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# `make conformance`: go-tfe's own integration suites (v1.41.0 and 0.11.1, from ../shared/conformance)
+# `make conformance`: go-tfe's own integration suites (v1.41.0, v1.109.0 in both its modes, and 0.11.1, from
+# ../shared/conformance)
 # against a FRESH local stack on a port of its own (never the developer's `make dev`), then the stack stops.
 #
 # Usage: tests/conformance/run.sh [CONFORMANCE_DIR]   (default ../shared/conformance)
 # Environment: GOTFE_RUN=REGEX runs a subset of both suites; CONFORMANCE_PORT picks the port (default: a free
-# one); CONFORMANCE_SUITES="v1 v0" picks the suites; CONFORMANCE_OUT=DIR keeps the server log and the per-test
+# one); CONFORMANCE_SUITES="v1 v1109 v1109hcp v0" picks the suites (v1109hcp: v1.109 with ENABLE_TFE=0, the
+# HCP-only and paid-feature tests); CONFORMANCE_OUT=DIR keeps the server log and the per-test
 # TSVs there (default: a temp dir, removed). Every other GOTFE_* variable passes through to the scripts.
 set -uo pipefail
 
@@ -51,14 +53,22 @@ done
 echo "conformance: fresh stack on https://localhost:$PORT (log: $OUT/server.log)"
 
 status=0
-for suite in ${CONFORMANCE_SUITES:-v1 v0}; do
+for suite in ${CONFORMANCE_SUITES:-v1 v1109 v1109hcp v0}; do
+    binary="" mode=""
     case "$suite" in
     v1) script=gotfe-v1.sh title="go-tfe v1.41.0" ;;
+    v1109) script=gotfe-v1.sh title="go-tfe v1.109.0" binary=$CONF/gotfe-v1109/gotfe-v1109.test ;;
+    v1109hcp) script=gotfe-v1.sh title="go-tfe v1.109.0, ENABLE_TFE=0" binary=$CONF/gotfe-v1109/gotfe-v1109.test mode=0 ;;
     v0) script=gotfe.sh title="go-tfe 0.11.1" ;;
-    *) echo "conformance: unknown suite $suite (v1, v0)" >&2; exit 2 ;;
+    *) echo "conformance: unknown suite $suite (v1, v1109, v1109hcp, v0)" >&2; exit 2 ;;
     esac
+    if [ -n "$binary" ] && [ ! -f "$binary" ]; then
+        echo "conformance: $title skipped: $binary is missing"
+        continue
+    fi
     echo
     echo "== $title ($CONF/$script) =="
-    GOTFE_SERVER_LOG=$OUT/server.log GOTFE_TSV=$OUT/$suite.tsv bash "$CONF/$script" "$DEV_JSON" || status=1
+    env ${mode:+GOTFE_ENABLE_TFE=$mode} GOTFE_SERVER_LOG="$OUT/server.log" GOTFE_TSV="$OUT/$suite.tsv" \
+        bash "$CONF/$script" "$DEV_JSON" $binary || status=1
 done
 exit $status
