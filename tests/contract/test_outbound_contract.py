@@ -149,6 +149,17 @@ def test_a_redirect_is_the_answer_never_followed() -> None:
         assert [r["path"] for r in receiver.received] == ["/redirect"]
 
 
+def test_a_request_httpx_cannot_send_is_an_error_answer_never_an_exception() -> None:
+    receiver = Receiver(url="")
+    for server in _serve(receiver, None):
+        outbound = HttpxOutbound(LOOPBACK, resolver=_resolver)
+        base = f"http://{HOOK_HOST}:{server.server_address[1]}"
+        for url, headers in ((f"{base}/\x00", {}), (f"{base}/ok", {"X-Signature": "\u20ac"})):
+            answer = outbound.post(url, b"{}", headers, timeout_s=10)
+            assert answer.status is None and (answer.error or "").startswith("invalid request"), answer
+        assert receiver.received == []
+
+
 def test_a_receiver_that_does_not_answer_in_time_is_a_timeout() -> None:
     listener = __import__("socket").socket()
     listener.bind(("127.0.0.1", 0))

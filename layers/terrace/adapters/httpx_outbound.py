@@ -86,3 +86,5 @@ class HttpxOutbound:
             return OutboundResponse(None, error="timeout")
         except httpx.HTTPError as exc:
             return OutboundResponse(None, error=f"connection: {exc.__class__.__name__}: {exc}"[:BODY_KEPT])
+        except (httpx.InvalidURL, ValueError) as exc:  # a URL or header httpx cannot send: that delivery fails
+            return OutboundResponse(None, error=f"invalid request: {exc.__class__.__name__}: {exc}"[:BODY_KEPT])

@@ -7,7 +7,8 @@ above all), shared, multicast, reserved and unspecified addresses are refused �
 allows loopback, so a receiver on the developer's machine works. The address check runs twice: when the URL is
 saved (`check_url`, a 422 naming the field) and on every delivery against the addresses the name resolves to then
 (`blocked_address`), which the sender connects to (`adapters/httpx_outbound.py`), so a name that later resolves
-inward is refused too.
+inward is refused too. A non-ASCII host is checked, kept and sent as its IDNA (ASCII) form, so `127。0。0。1`
+(full-width dots) is the loopback address it resolves to.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from terrace.domain.errors import Invalid
 
@@ -88,6 +89,11 @@ def check_url(url: object, field: str, allowance: Allowance) -> Destination:
         raise Invalid(f"{field} must name a host", pointer=_pointer(field))
     if parts.username is not None or parts.password is not None:
         raise Invalid(f"{field} must not carry credentials", pointer=_pointer(field))
+    if not host.isascii():  # checked and sent as its IDNA form: `127。0。0。1` is 127.0.0.1
+        host = _idna(host, field)
+        url = urlunsplit(
+            (parts.scheme, host if port is None else f"{host}:{port}", parts.path, parts.query, parts.fragment)
+        )
     destination = Destination(url, scheme, host, port or (443 if scheme == "https" else 80))
     literal = _literal_address(host)
     if literal is not None and blocked_address(literal, host, allowance):
@@ -101,6 +107,18 @@ def check_url(url: object, field: str, allowance: Allowance) -> Destination:
             f"{field} points at a loopback address, which this server does not send to", pointer=_pointer(field)
         )
     return destination
+
+
+def _idna(host: str, field: str) -> str:
+    """A non-ASCII host name's ASCII form (IDNA, as the resolver encodes it: full-width dots and digits mapped),
+    or a 422."""
+    try:
+        ascii_host = host.encode("idna").decode("ascii").lower()
+    except UnicodeError:
+        raise Invalid(f"{field} names a host that is not a valid domain name", pointer=_pointer(field)) from None
+    if not ascii_host or ":" in ascii_host:
+        raise Invalid(f"{field} names a host that is not a valid domain name", pointer=_pointer(field))
+    return ascii_host
 
 
 def _literal_address(host: str) -> IPAddress | None:

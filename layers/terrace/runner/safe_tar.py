@@ -4,6 +4,9 @@ Each entry passes `tarfile`'s `data` extraction filter (`tarfile.data_filter`, P
 escape the destination: a path leaving it (`..`, or through a link made earlier), a link pointing outside it or to
 an absolute path, device files and FIFOs; it also drops setuid/setgid bits and ownership. Kept here is only what the
 filter does not do:
+- the archive is opened by `domain/bounded_tar.py`'s `open_tar`, as every archive of the package: an extension
+  header (long name or link, PAX) above a few KiB, a sparse member or a decompressed stream past the bounds below
+  (with each entry's headers) refuses it before anything is allocated;
 - the entry-count and expanded-size limits, counted while streaming (no header can understate the bytes written);
 - an absolute entry name is refused, not stripped to a relative one as the filter does;
 - a symbolic link may climb (`..`) only before its first named component: the filter resolves a link against the
@@ -21,9 +24,10 @@ import shutil
 import tarfile
 from pathlib import Path, PurePosixPath
 
+from terrace.domain.bounded_tar import ArchiveRefused, TarReader, expanded_limit, open_tar
+
 MAX_ENTRIES = 100_000
 MAX_TOTAL_BYTES = 512 * 1024 * 1024  # expanded size; TERRACE_RUNNER_MAX_CONFIG_EXPANDED_BYTES
-_CHUNK = 1 << 20
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -72,48 +76,48 @@ def extract(archive: Path, dest: Path, max_entries: int = MAX_ENTRIES, max_bytes
         raise UnsafeArchive("the destination is a link")
     dest.mkdir(parents=True, exist_ok=True)
     root = dest.resolve()
-    count = total = 0
     try:
-        tar = tarfile.open(archive, mode="r:*")
-    except tarfile.TarError as exc:
-        raise UnsafeArchive(f"not a readable tar archive: {exc}") from exc
-    with tar:
-        links: list[tarfile.TarInfo] = []
-        for member in tar:
-            count += 1
-            if count > max_entries:
-                raise UnsafeArchive(f"the archive holds more than {max_entries} entries")
-            member = _checked(member, root)
-            target = root / member.name
-            if target == root:
-                continue
-            if member.isdir():
-                target.mkdir(parents=True, exist_ok=True)
-                os.chmod(target, 0o755)
-            elif member.isfile():
-                if total + member.size > max_bytes:  # the declared size: refused before any byte is written
-                    raise UnsafeArchive(f"the archive expands to more than {max_bytes} bytes")
-                total = _write_file(tar, member, target, total, max_bytes)
-            elif member.issym() or member.islnk():
-                links.append(member)
-            else:  # pragma: no cover - the filter refuses every other type
-                raise UnsafeArchive(f"unsupported entry type in archive: {member.name!r}")
-        for member in links:  # after the files, so targets exist; checked again against the folder as it now is
-            _make_link(root, _checked(member, root))
+        with archive.open("rb") as source, open_tar(source, expanded_limit(max_bytes, max_entries)) as tar:
+            return _extract(tar, root, max_entries, max_bytes)
+    except ArchiveRefused as exc:
+        raise UnsafeArchive(str(exc)) from exc
+
+
+def _extract(tar: TarReader, root: Path, max_entries: int, max_bytes: int) -> int:
+    count = total = 0
+    links: list[tarfile.TarInfo] = []
+    for member in tar:
+        count += 1
+        if count > max_entries:
+            raise UnsafeArchive(f"the archive holds more than {max_entries} entries")
+        member = _checked(member, root)
+        target = root / member.name
+        if target == root:
+            continue
+        if member.isdir():
+            target.mkdir(parents=True, exist_ok=True)
+            os.chmod(target, 0o755)
+        elif member.isfile():
+            if total + member.size > max_bytes:  # the declared size: refused before any byte is written
+                raise UnsafeArchive(f"the archive expands to more than {max_bytes} bytes")
+            total = _write_file(tar, member, target, total, max_bytes)
+        elif member.issym() or member.islnk():
+            links.append(member)
+        else:  # pragma: no cover - the filter refuses every other type
+            raise UnsafeArchive(f"unsupported entry type in archive: {member.name!r}")
+    for member in links:  # after the files, so targets exist; checked again against the folder as it now is
+        _make_link(root, _checked(member, root))
     return count
 
 
-def _write_file(tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path, total: int, max_bytes: int) -> int:
+def _write_file(tar: TarReader, member: tarfile.TarInfo, target: Path, total: int, max_bytes: int) -> int:
     """Copies the entry while counting the bytes really expanded; the new total."""
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.is_dir() and not target.is_symlink():
         raise UnsafeArchive(f"file {member.name!r} would replace a folder")
     _remove_existing(target)
-    source = tar.extractfile(member)
-    if source is None:
-        raise UnsafeArchive(f"unreadable entry {member.name!r}")
-    with source, os.fdopen(os.open(target, _NEW_FILE, 0o600), "wb") as out:
-        while chunk := source.read(_CHUNK):
+    with os.fdopen(os.open(target, _NEW_FILE, 0o600), "wb") as out:
+        for chunk in tar.chunks(member):
             total += len(chunk)
             if total > max_bytes:
                 raise UnsafeArchive(f"the archive expands to more than {max_bytes} bytes")
