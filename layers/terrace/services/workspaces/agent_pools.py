@@ -78,7 +78,7 @@ class AgentPoolService:
         self._projects, self._workspaces = projects, workspaces
         # the runs area's part, filled by the composition root: the run tokens of the jobs an agent token claimed
         # die with it (`JobService.revoke_claimed_with`); (pool id, revoked token ids)
-        self.after_tokens_revoked: Callable[[str, set[str]], None] = lambda pool_id, token_ids: None
+        self.after_tokens_revoked: Callable[[str, set[str]], object] = lambda pool_id, token_ids: None
 
     # reads -------------------------------------------------------------------------------
     def load(self, pool_id: str | None, organization: str) -> AgentPool | None:
