@@ -18,9 +18,9 @@ GENERAL = {
     "(infra/settings.py LAMBDA_PYTHON_VERSION) and upgraded deliberately",
     "AwsSolutions-ECS4": "runner tasks are short-lived and log to CloudWatch Logs; run metrics are published by "
     "the runtime; Container Insights would add per-task metric cost",
-    "AwsSolutions-ECS2": "the runner's environment holds only URLs and tuning values; the scaler adds per task a "
-    "single-use enrollment code (15 minutes, good only for that task's ARN) that the runner exchanges for its "
-    "token at start, so no token is in what ecs:DescribeTasks or CloudTrail show",
+    "AwsSolutions-ECS2": "the runner's environment holds only URLs and tuning values; the scaler adds per task its "
+    "organization, id and retirement time, no secret: the runner proves it is its task with a GetCallerIdentity "
+    "signed by its task role and gets its token, so no token or code is in what ecs:DescribeTasks or CloudTrail show",
     "AwsSolutions-CFR1": "Terrace serves its own users wherever they are; geo restriction is a per-deployment choice",
     "AwsSolutions-CFR2": "WAF has a fixed monthly cost that breaks the near-zero idle target; the HTTP API throttles "
     "and the application authenticates every request",

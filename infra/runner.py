@@ -13,7 +13,7 @@ runner's own lines (job ids, errors), never an organization's output."""
 
 from __future__ import annotations
 
-from aws_cdk import Duration, IgnoreMode, RemovalPolicy, Stack
+from aws_cdk import Aws, Duration, IgnoreMode, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_ecs as ecs
@@ -98,8 +98,12 @@ class Runner(Construct):
             self,
             "TaskRole",
             assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"),
-            description="Terrace runner: no permission at all (it asks the API for jobs with its own token)",
+            # sts:GetCallerIdentity needs no permission: a task signs one with this role to prove to the API that it
+            # is the task its enrollment was bound to (domain/runner_identity.py); the API sends it to STS
+            description="Terrace runner: no permission at all (its identity enrolls it; then its own token)",
         )
+        # the STS endpoint the API checks runner proofs with, and the runners sign theirs for
+        self.sts_endpoint = f"https://sts.{Aws.REGION}.{Aws.URL_SUFFIX}/"
 
         self.task_definition = ecs.FargateTaskDefinition(
             self,
@@ -133,6 +137,7 @@ class Runner(Construct):
                 "TERRACE_RUNNER_POLL_INTERVAL_S": str(RUNNER_POLL_INTERVAL_S),
                 "TERRACE_TF_BINARY": "tofu",
                 "TERRACE_RUNNER_ECHO_OUTPUT": "false",
+                "TERRACE_STS_ENDPOINT": self.sts_endpoint,
             },
             readonly_root_filesystem=False,
         )
@@ -143,6 +148,8 @@ class Runner(Construct):
             "TERRACE_ECS_CLUSTER": self.cluster.cluster_name,
             "TERRACE_RUNNER_TASK_DEFINITION": self.task_definition.task_definition_arn,
             "TERRACE_RUNNER_CONTAINER": CONTAINER_NAME,
+            "TERRACE_RUNNER_TASK_ROLE_ARN": self.task_role.role_arn,
+            "TERRACE_STS_ENDPOINT": self.sts_endpoint,
             "TERRACE_TOOL_CATALOG": baked_tool_catalog(),
             "TERRACE_DEFAULT_TOOL": "opentofu",
             "TERRACE_RUNNER_SUBNETS": ",".join(s.subnet_id for s in self.subnets.subnets),

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from terrace.adapters.blobs import BlobStore
+from terrace.adapters.caller_identity import CallerIdentity
 from terrace.adapters.condition_job_signal import LAMBDA_RECHECK_S, ConditionJobSignal
 from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.events import EventPublisher, EventQueue
@@ -96,6 +97,8 @@ class Container(  # type: ignore[override]
     encryptor: Encryptor = field(default_factory=_memory("memory_encryptor", "MemoryEncryptor"))
     publisher: EventPublisher = field(default_factory=_memory("memory_events", "MemoryEventPublisher"))
     launcher: RunnerLauncher | None = None  # starts runners: ECS tasks on AWS, processes locally
+    # checks a runner task's signed GetCallerIdentity with STS (AWS, with a runner task role); none embedded
+    caller_identity: CallerIdentity | None = None
     scaler_kick: Callable[..., None] | None = None  # on AWS: wakes the scaler (kick(), or kick(expect=org))
     event_queue: EventQueue | None = None  # the consumer side of `publisher` (SQS, or SQLite when embedded)
     database: Any = None  # the embedded server's SqliteDatabase (backups, closing)
@@ -134,6 +137,7 @@ def build_aws(settings: Settings) -> Container:
         publisher=aws.events,
         event_queue=aws.events,
         launcher=aws.launcher,
+        caller_identity=aws.caller_identity,
         job_signal=ConditionJobSignal(recheck_s=LAMBDA_RECHECK_S),  # enqueues may happen in other Lambdas
         outbound=HttpxOutbound(Allowance.parse(settings.outbound_allow)),
         mail=aws.mail,

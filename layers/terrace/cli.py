@@ -92,6 +92,13 @@ def agent(
     single: Annotated[bool, typer.Option("--single", help="Run one job, then exit (TFC_AGENT_SINGLE).")] = False,
     log_level: Annotated[str, typer.Option("--log-level", help="trace, debug, info, warn, error.")] = "",
     auto_update: Annotated[str, typer.Option("--auto-update", help="Accepted and ignored (tfc-agent's).")] = "",
+    allow_insecure_loopback: Annotated[
+        bool,
+        typer.Option(
+            "--allow-insecure-loopback",
+            help="Allow a plain http TFC_ADDRESS on this machine's loopback (a local test server); never elsewhere.",
+        ),
+    ] = False,
 ) -> None:
     """Run a self-hosted agent of an agent pool: it executes the runs of the pool's workspaces on this machine,
     reaching Terrace's URL outbound only; settings as tfc-agent's (TFC_AGENT_TOKEN, TFC_ADDRESS, ...)."""
@@ -101,7 +108,13 @@ def agent(
     del auto_update  # the agent is upgraded with Terrace's package or image
     try:
         options = agent_program.options_from(
-            os.environ, token=token, address=address, name=name, single=single or None, log_level=log_level
+            os.environ,
+            token=token,
+            address=address,
+            name=name,
+            single=single or None,
+            log_level=log_level,
+            allow_insecure_loopback=allow_insecure_loopback,
         )
     except ConfigError as exc:
         typer.echo(f"error: {exc}", err=True)

@@ -87,6 +87,10 @@ class Settings(BaseModel):
     ecs_cluster: str | None = _optional("TERRACE_ECS_CLUSTER")
     runner_task_definition: str | None = _optional("TERRACE_RUNNER_TASK_DEFINITION")
     runner_container_name: str = Field(default="runner", validation_alias="TERRACE_RUNNER_CONTAINER")
+    # the runner tasks' role: a runner on ECS enrolls by proving it is this role's session of its task
+    # (`domain/runner_identity.py`), checked through `sts_endpoint` (default: the region's STS endpoint)
+    runner_task_role_arn: str | None = _optional("TERRACE_RUNNER_TASK_ROLE_ARN")
+    sts_endpoint: str | None = _optional("TERRACE_STS_ENDPOINT")
     runner_subnets: tuple[str, ...] = Field(default=(), validation_alias="TERRACE_RUNNER_SUBNETS")
     runner_security_groups: tuple[str, ...] = Field(default=(), validation_alias="TERRACE_RUNNER_SECURITY_GROUPS")
     runner_assign_public_ip: bool = Field(default=True, validation_alias="TERRACE_RUNNER_PUBLIC_IP")

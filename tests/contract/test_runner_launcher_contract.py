@@ -176,8 +176,13 @@ def test_one_runner_per_credential_each_with_its_own_environment_over_the_launch
     assert sorted(environments) == sorted(c.runner_id for c in started)
     for c in started:
         env = environments[c.runner_id]
-        assert {k: env.get(k) for k in runner_environment(c)} == runner_environment(c)  # its code, id, retirement
-        assert "TERRACE_RUNNER_TOKEN" not in env and env["TERRACE_RUNNER_ENROLLMENT_CODE"] == c.enrollment_code
+        own = runner_environment(c, with_code=not launcher.binds_identity)
+        assert {k: env.get(k) for k in own} == own  # its id, retirement (and a local process's code)
+        assert "TERRACE_RUNNER_TOKEN" not in env
+        if launcher.binds_identity:  # an ECS task proves who it is: what DescribeTasks shows holds no code
+            assert "TERRACE_RUNNER_ENROLLMENT_CODE" not in env and c.enrollment_code not in str(env)
+        else:
+            assert env["TERRACE_RUNNER_ENROLLMENT_CODE"] == c.enrollment_code
         assert env["TERRACE_API_URL"] == BASE_ENV["TERRACE_API_URL"]  # and the launcher's environment
         assert env["TERRACE_RUNNER_IDLE_EXIT_S"] == ("0" if c.keep_warm else "60")  # its own wins
 
@@ -223,8 +228,8 @@ def test_a_retired_runner_makes_room_under_the_maximum(subject: Subject) -> None
 
 
 def test_launch_names_what_it_started_when_its_launcher_binds_codes(subject: Subject) -> None:
-    """ECS answers each task's ARN (the enrollment code is bound to it, and the runner reads it from its metadata
-    endpoint); local processes have no identity a runner could prove, so they answer None."""
+    """ECS answers each task's ARN (the enrollment is bound to it; the runner reads it from its metadata endpoint and
+    proves it with its task role); local processes have no identity a runner could prove, so they answer None."""
     launcher = subject.make(2)
     started = launcher.launch([credential("acme", 1)])
     if launcher.binds_identity:

@@ -76,15 +76,19 @@ def test_default_domain_acknowledgment_only_without_a_custom_domain(synth_option
 
 
 def test_the_ecs2_reason_says_what_a_runner_task_really_carries(synth):
-    """AwsSolutions-ECS2 (secrets in a task's environment) is accepted because no token is there: the task
-    definition holds URLs and tuning values, and the scaler's per-task override a single-use enrollment code."""
-    from terrace.adapters.runner_launcher import RunnerCredential, runner_environment
+    """AwsSolutions-ECS2 (secrets in a task's environment) is accepted because no secret is there: the task
+    definition holds URLs and tuning values, the scaler's per-task override (the ECS launcher's) names the runner's
+    organization, id and retirement, and the task proves who it is with its task role to enroll."""
+    from terrace.adapters.ecs_runner_launcher import EcsLauncher
+    from terrace.adapters.runner_launcher import RunnerCredential
 
     [task] = synth.resources("AWS::ECS::TaskDefinition").values()
     names = {e["Name"] for e in task["Properties"]["ContainerDefinitions"][0]["Environment"]}
     assert not {n for n in names if "TOKEN" in n or "SECRET" in n or "ENROLLMENT" in n}, names
-    override = runner_environment(RunnerCredential("runner-1", "acme", "at-1", "tre.code", 1234))
-    assert override["TERRACE_RUNNER_ENROLLMENT_CODE"] == "tre.code"
-    assert not {n for n in override if "TOKEN" in n}, override
+    assert "TERRACE_STS_ENDPOINT" in names  # where the task's identity proof is signed for
+    launcher = EcsLauncher(None, "c", "td", [], [], False, "runner")
+    args = launcher._run_task_args(RunnerCredential("runner-1", "acme", "at-1", "tre.code", 1234))
+    override = {e["name"]: e["value"] for e in args["overrides"]["containerOverrides"][0]["environment"]}
+    assert "tre.code" not in str(args) and not {n for n in override if "TOKEN" in n or "ENROLLMENT" in n}, override
     reason = nag.GENERAL["AwsSolutions-ECS2"]
-    assert "enrollment code" in reason and "runner token" not in reason
+    assert "no token or code" in reason and "GetCallerIdentity" in reason

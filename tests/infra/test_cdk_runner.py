@@ -288,3 +288,16 @@ def test_the_runner_image_can_be_pushed_with_zstd_layers(synth, synth_options):
     assert outputs(synth) == [[]]
     (zstd,) = outputs(synth_options)
     assert zstd == [runner.ZSTD_OUTPUT] and "compression=zstd" in zstd[0] and "oci-mediatypes=true" in zstd[0]
+
+
+def test_the_api_checks_runner_proofs_against_the_runner_task_role_and_sts(synth):
+    """The api knows the runner task role (a task's GetCallerIdentity must be its session) and the STS endpoint it
+    sends proofs to; the task definition signs for the same endpoint (domain/runner_identity.py)."""
+    role_id, _ = synth.by_path("/Runner/TaskRole/Resource")
+    _, api = synth.by_path("/Api/Handler/Resource")
+    env = api["Properties"]["Environment"]["Variables"]
+    assert env["TERRACE_RUNNER_TASK_ROLE_ARN"] == {"Fn::GetAtt": [role_id, "Arn"]}
+    [task] = synth.resources("AWS::ECS::TaskDefinition").values()
+    runner_env = {e["Name"]: e["Value"] for e in task["Properties"]["ContainerDefinitions"][0]["Environment"]}
+    assert runner_env["TERRACE_STS_ENDPOINT"] == env["TERRACE_STS_ENDPOINT"]
+    assert "sts." in str(env["TERRACE_STS_ENDPOINT"])

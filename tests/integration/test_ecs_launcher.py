@@ -74,9 +74,10 @@ def test_launch_one_task_per_runner_tagged_with_its_organization_and_token(ecs: 
     assert all(t["startedBy"] == STARTED_BY for t in tasks)
     assert {capacity_of(t["taskArn"]) for t in tasks} == {"FARGATE"}  # a runner taking every lane: never Spot
     envs = [{e["name"]: e["value"] for e in t["overrides"]["containerOverrides"][0]["environment"]} for t in tasks]
-    by_org = sorted((e["TERRACE_RUNNER_ORGANIZATION"], e["TERRACE_RUNNER_ENROLLMENT_CODE"]) for e in envs)
-    assert by_org == [("acme", "tre.code-acme-0"), ("acme", "tre.code-acme-1"), ("globex", "tre.code-globex-0")]
-    assert not any("TERRACE_RUNNER_TOKEN" in e for e in envs)  # what DescribeTasks shows holds no token
+    by_org = sorted((e["TERRACE_RUNNER_ORGANIZATION"], e["TERRACE_RUNNER_ID"]) for e in envs)
+    assert by_org == [("acme", "runner-0"), ("acme", "runner-1"), ("globex", "runner-0")]
+    assert not any("TERRACE_RUNNER_TOKEN" in e for e in envs)  # what DescribeTasks shows holds no token ...
+    assert "tre.code" not in json.dumps(tasks, default=str)  # ... and no enrollment code: the task proves who it is
     assert all(e["TERRACE_RUNNER_IDLE_EXIT_S"] == "60" and e["TERRACE_RUNNER_RETIRE_AT"] == "1234" for e in envs)
 
 
@@ -144,82 +145,3 @@ def test_when_fargate_spot_has_no_capacity_the_runner_starts_on_fargate_at_once(
     assert capacity_of(started["at-s"] or "") == "FARGATE"
     assert ecs_launcher.spot_fallbacks == 1 and ecs_launcher.failures == 0
     assert [r.lanes for r in ecs_launcher.live()] == [("speculative",)]  # still a speculative-only runner
-
-
-@pytest.fixture()
-def metadata_endpoint() -> Iterator[tuple[str, list[str]]]:
-    """An ECS container metadata endpoint (v4) on localhost: GET /task answers the task ARN `arns[0]`."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    arns: list[str] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
-            body = json.dumps({"TaskARN": arns[0], "Cluster": "terrace"}).encode() if self.path == "/v4/x/task" else b""
-            self.send_response(200 if body else 404)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *_: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v4/x", arns
-    server.shutdown()
-    server.server_close()
-    thread.join(10)
-
-
-def test_a_task_enrolls_with_its_own_arn_from_the_metadata_endpoint(
-    ecs: tuple[Any, str], metadata_endpoint: tuple[str, list[str]]
-) -> None:
-    """The scaler starts a task on ECS (moto) with an enrollment code bound to the ARN RunTask answered; the runner
-    reads its ARN from the container metadata endpoint and gets its token; a code presented for another task is
-    refused."""
-    import httpx
-    from fastapi.testclient import TestClient
-    from terrace.bootstrap import build_memory
-    from terrace.config import Settings
-    from terrace.runner.client import ApiError
-    from terrace.runner.enrollment import enroll, own_task_arn
-    from terrace.web.app import create_app
-
-    client, arn = ecs
-    container = build_memory(Settings(table_name="t", blob_bucket="b", url_signing_secret="s"))
-    container.launcher = container.scaler.launcher = launcher(client, arn)
-    assert container.scaler.scale_once(expect=["acme"])["started"] == {"acme": 1}
-    listed = client.list_tasks(cluster="terrace")["taskArns"]
-    (task,) = client.describe_tasks(cluster="terrace", tasks=listed, include=["TAGS"])["tasks"]
-    env = {e["name"]: e["value"] for e in task["overrides"]["containerOverrides"][0]["environment"]}
-    code = env["TERRACE_RUNNER_ENROLLMENT_CODE"]
-    api = TestClient(create_app(container))
-
-    def through_app(request: httpx.Request) -> httpx.Response:
-        answer = api.request(request.method, request.url.path, content=request.content, headers=request.headers)
-        return httpx.Response(answer.status_code, content=answer.content)
-
-    url, arns = metadata_endpoint
-    arns.append(task["taskArn"].replace(task["taskArn"][-6:], "ffffff"))  # another task presents the code
-    with pytest.raises(ApiError) as refused:
-        enroll(
-            "https://t",
-            code,
-            own_task_arn({"ECS_CONTAINER_METADATA_URI_V4": url}),
-            transport=httpx.MockTransport(through_app),
-        )
-    assert refused.value.status == 401
-    arns[0] = task["taskArn"]  # the task itself
-    enrolled = enroll(
-        "https://t",
-        code,
-        own_task_arn({"ECS_CONTAINER_METADATA_URI_V4": url}),
-        transport=httpx.MockTransport(through_app),
-    )
-    tags = {t["key"]: t["value"] for t in task["tags"]}
-    assert enrolled.organization == "acme" and enrolled.token_id == tags["terrace:runner-token"]
-    principal = container.accounts.authenticate(enrolled.token)
-    assert principal.organization == "acme"

@@ -219,3 +219,33 @@ def test_the_reaper_treats_an_agents_jobs_as_a_runners() -> None:
     late = env.runner("POST", f"/jobs/{spec['job_id']}/finish", json={"runner_id": agent, "status": "finished"},
                       token=secret)  # fmt: skip
     assert late.status_code == 409
+
+
+def _write_state(env: RunEnv, token: str, serial: int) -> int:
+    import base64
+    import hashlib
+    import json
+
+    state = json.dumps({"version": 4, "serial": serial, "lineage": "l-1", "outputs": {}, "resources": []}).encode()
+    attributes = {"serial": serial, "md5": hashlib.md5(state).hexdigest(), "lineage": "l-1",
+                  "state": base64.b64encode(state).decode()}  # fmt: skip
+    body = {"data": {"type": "state-versions", "attributes": attributes}}
+    headers = {"Authorization": f"Bearer {token}"}
+    answer = env.client.post(f"/api/v2/workspaces/{env.workspace_id}/state-versions", json=body, headers=headers)
+    return int(answer.status_code)
+
+
+def test_revoking_an_agent_token_revokes_the_run_tokens_of_the_jobs_it_claimed() -> None:
+    env = make_run_env()
+    pool = _pool(env)
+    assert _agent_mode(env, pool["id"]).status_code == 200
+    run = env.create_run(env.upload_config())
+    token = _token(env, pool["id"])
+    secret = token["attributes"]["token"]
+    spec = env.claim(_register(env, secret, "vm"), token=secret)
+    assert _write_state(env, spec["run_token"], 1) == 201  # the job writes state while it runs
+    assert env.api("DELETE", f"/authentication-tokens/{token['id']}").status_code == 204
+    assert _write_state(env, spec["run_token"], 2) == 401  # its run token died with the agent token
+    stored = env.container.run_store.load(run["id"])
+    assert stored.status == "plan_queued" and stored.plan.attempt == 2  # the attempt is lost: another agent takes it
+    assert env.container.job_queue.queued(f"acme#agent-pool#{pool['id']}")[0].attempt == 2  # in the pool's queue

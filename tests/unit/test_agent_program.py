@@ -37,6 +37,34 @@ def test_tfc_agent_variables_and_flags() -> None:
         options_from({**env, "TFC_ADDRESS": "ftp://x"})
 
 
+@pytest.mark.parametrize(
+    "address", ["http://tf.example.com", "http://10.0.0.5:8080", "http://169.254.169.254", "http://[::ffff:1.2.3.4]"]
+)
+def test_plain_http_is_refused_beyond_loopback_whatever_the_flag(address: str) -> None:
+    env = {"TFC_AGENT_TOKEN": "t0k", "TFC_ADDRESS": address}
+    for flags in ({}, {"allow_insecure_loopback": True}):
+        with pytest.raises(ConfigError, match="token in clear; use https$"):
+            options_from(env, **flags)
+
+
+@pytest.mark.parametrize("address", ["http://127.0.0.1:8080", "http://localhost:8080/", "http://[::1]:9"])
+def test_plain_http_to_loopback_needs_the_explicit_flag(address: str) -> None:
+    env = {"TFC_AGENT_TOKEN": "t0k", "TFC_ADDRESS": address}
+    with pytest.raises(ConfigError, match="--allow-insecure-loopback"):
+        options_from(env)
+    assert options_from(env, allow_insecure_loopback=True).address == address.rstrip("/")
+    assert options_from({**env, "TERRACE_AGENT_ALLOW_INSECURE_LOOPBACK": "1"}).address == address.rstrip("/")
+
+
+def test_the_cli_refuses_plain_http_with_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from terrace.cli import app
+
+    monkeypatch.setenv("TFC_AGENT_TOKEN", "t0k")
+    monkeypatch.delenv("TERRACE_AGENT_ALLOW_INSECURE_LOOPBACK", raising=False)
+    result = CliRunner().invoke(app, ["agent", "--address", "http://tf.example.com"])
+    assert result.exit_code == 2 and "token in clear" in result.output
+
+
 def test_the_cli_refuses_missing_settings_with_exit_2(monkeypatch: pytest.MonkeyPatch) -> None:
     from terrace.cli import app
 

@@ -1,6 +1,7 @@
 """Runner enrollment codes instead of tokens in a runner's environment: the exchange through the runner API (the
 runner's own client, `runner/enrollment.py`), a reused, expired or unknown code refused (a reuse also revokes the
-token the code gave), a code bound to an ECS task refused to any other task and before its task is registered."""
+token the code gave); an ECS task's enrollment never by its code, only by the task's proof of its identity
+(`tests/integration/test_runner_identity_enrollment.py` proves it against STS on moto)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from run_helpers import RunEnv, make_run_env
 from terrace.domain import clock
 from terrace.domain.runner_enrollments import TTL_S
 from terrace.runner.client import ApiError
-from terrace.runner.enrollment import enroll, own_task_arn
+from terrace.runner.enrollment import enroll, identity_proof, own_task_arn
+from terrace.runner.sigv4 import Credentials
+from terrace.services.access.runner_enrollment import RunnerEnrollments, RunnerIdentity
 from test_runner_tenancy import FakeLauncher, _scaler_env
 
 TASK = "arn:aws:ecs:us-east-1:123456789012:task/terrace/0123456789abcdef"
@@ -80,28 +83,79 @@ class BindingLauncher(FakeLauncher):
         return dict.fromkeys(super().launch(credentials), TASK)
 
 
-def test_a_code_bound_to_a_task_is_refused_to_any_other() -> None:
+class FakeSts:
+    """STS as the API sees it: answers whose session signed (here: whatever the test says)."""
+
+    url = "https://sts.us-east-1.amazonaws.com/"
+
+    def __init__(self, arn: str) -> None:
+        self.arn, self.asked = arn, 0
+
+    def caller_arn(self, headers: Any, body: str) -> str | None:
+        self.asked += 1
+        return self.arn
+
+
+ROLE = "arn:aws:iam::123456789012:role/terrace-runner"
+
+
+def proving(env: RunEnv, session: str) -> FakeSts:
+    sts = FakeSts(f"arn:aws:sts::123456789012:assumed-role/terrace-runner/{session}")
+    identity = RunnerIdentity(sts, "https://terrace.test", ROLE)
+    env.container.__dict__["runner_enrollments"] = RunnerEnrollments(
+        env.container.table, env.container.accounts, identity=identity
+    )
+    return sts
+
+
+def proof() -> dict[str, Any]:
+    credentials = Credentials("ASIAEXAMPLE", "secret", "token")
+    return identity_proof("https://terrace.test", FakeSts.url, "us-east-1", credentials).model_dump()
+
+
+def test_a_code_bound_to_a_task_enrolls_nobody_not_even_that_task() -> None:
     env, _, _ = _scaler_env()
     launcher = BindingLauncher()
     env.container.launcher = env.container.scaler.launcher = launcher
     env.create_run(env.upload_config())
     assert env.container.scaler.scale_once()["started"] == {"acme": 1}
     code = launcher.runners[0].enrollment_code
-    assert exchange(env, code).status_code == 401  # no task named
-    assert exchange(env, code, OTHER_TASK).status_code == 401  # another task
+    assert exchange(env, code).status_code == 401  # the code alone (what DescribeTasks showed before)
+    assert exchange(env, code, TASK).status_code == 401  # with the task's ARN (DescribeTasks showed both)
     metadata = httpx.MockTransport(lambda request: httpx.Response(200, json={"TaskARN": TASK, "Cluster": "terrace"}))
     arn = own_task_arn({"ECS_CONTAINER_METADATA_URI_V4": "http://169.254.170.2/v4/abc"}, transport=metadata)
     assert arn == TASK
-    enrolled = enroll("https://terrace.test", code, arn, transport=through_app(env))
-    assert env.claim("r", token=enrolled.token)["organization"] == "acme"
 
 
-def test_a_code_whose_task_is_not_registered_yet_asks_to_retry() -> None:
+def test_a_task_proves_who_it_is_and_waits_for_its_registration() -> None:
     env = make_run_env()
-    code, _ = env.container.runner_enrollments.create("runner-x", "acme", int(clock.epoch()) + 3600, bound=True)
-    assert exchange(env, code, TASK).status_code == 409  # RunTask has not answered yet
-    env.container.runner_enrollments.bind(code, TASK)
-    assert exchange(env, code, TASK).status_code == 200
+    sts = proving(env, TASK.rsplit("/", 1)[1])
+    enrollments = env.container.runner_enrollments
+    code, _ = enrollments.create("runner-x", "acme", int(clock.epoch()) + 3600, bound=True)
+    body = {"task_arn": TASK, "identity": proof()}
+    assert env.client.post("/api/runner/enroll", json=body).status_code == 409  # RunTask has not answered yet
+    assert sts.asked == 0  # nothing is sent to STS for a task not registered
+    enrollments.bind(code, TASK)
+    assert env.client.post("/api/runner/enroll", json={**body, "task_arn": OTHER_TASK}).status_code == 409
+    answer = env.client.post("/api/runner/enroll", json=body)
+    assert answer.status_code == 200 and next_job(env, answer.json()["token"]) == 204
+
+
+def test_a_proof_of_another_tasks_session_is_refused() -> None:
+    env = make_run_env()
+    proving(env, OTHER_TASK.rsplit("/", 1)[1])  # STS says: the runner role's session of another task
+    enrollments = env.container.runner_enrollments
+    code, _ = enrollments.create("runner-x", "acme", int(clock.epoch()) + 3600, bound=True)
+    enrollments.bind(code, TASK)
+    assert env.client.post("/api/runner/enroll", json={"task_arn": TASK, "identity": proof()}).status_code == 401
+
+
+def test_a_server_without_a_runner_role_enrolls_no_task() -> None:
+    env = make_run_env()  # the embedded server, the unit tests: local runners only
+    enrollments = env.container.runner_enrollments
+    code, _ = enrollments.create("runner-x", "acme", int(clock.epoch()) + 3600, bound=True)
+    enrollments.bind(code, TASK)
+    assert env.client.post("/api/runner/enroll", json={"task_arn": TASK, "identity": proof()}).status_code == 401
 
 
 def test_outside_ecs_a_runner_names_no_task() -> None:

@@ -1,10 +1,11 @@
 """Runners as Fargate tasks started by `terrace-scaler` (`ecs:RunTask`): the runner launcher
 (`runner_launcher.py`) on AWS, tagged with each runner's organization and token id.
 
-A task's environment carries its enrollment code, never a token; `launch` names each started task by its ARN, to
-which the scaler binds the code. A RunTask that fails (a `failures` entry, a throttled or refused call) is tried
-again `RUN_TASK_ATTEMPTS` times with a back-off; what still fails is counted in `failures` (the scaler Lambda
-publishes it as the `RunTaskFailures` metric) and logged.
+A task's environment carries no token and no enrollment code (DescribeTasks shows it); `launch` names each started
+task by its ARN, to which the scaler binds the runner's enrollment, and the runner proves it is that task with a
+GetCallerIdentity signed by its task role (`domain/runner_identity.py`). A RunTask that fails (a `failures`
+entry, a throttled or refused call) is tried again `RUN_TASK_ATTEMPTS` times with a back-off; what still fails is
+counted in `failures` (the scaler Lambda publishes it as the `RunTaskFailures` metric) and logged.
 
 Capacity: a runner restricted to `spot_lanes` (the speculative lane: plans with no side effects) starts on
 FARGATE_SPOT; every other one on FARGATE (`capacityProviderStrategy`; the cluster has both providers). ECS has no
@@ -34,7 +35,7 @@ RUN_TASK_BACKOFF_S = 0.5
 class EcsLauncher:
     """Fargate runner tasks started by `terrace-scaler`, tagged with their organization and runner token id."""
 
-    binds_identity = True  # a runner reads its task ARN from the ECS container metadata endpoint
+    binds_identity = True  # a runner reads its task ARN from the metadata endpoint and proves it with its task role
 
     def __init__(
         self,
@@ -168,7 +169,7 @@ class EcsLauncher:
                 }
             },
         }
-        env = {**self.environment, **runner_environment(credential)}
+        env = {**self.environment, **runner_environment(credential, with_code=False)}  # the task proves who it is
         variables = [{"name": k, "value": v} for k, v in sorted(env.items())]
         args["overrides"] = {"containerOverrides": [{"name": self.container_name, "environment": variables}]}
         return args

@@ -2,7 +2,8 @@
 
 The scaler decides how many it wants per organization and records each runner's enrollment code; a launcher
 reports which runners are alive (and for which organization) and starts more, each with `runner_environment` of
-its credential: the code, never a token (a task's environment is visible to anyone who may describe it).
+its credential: never a token; a local process gets its enrollment code, an ECS task not even that (a task's
+environment is visible to anyone who may describe it): it proves who it is (`domain/runner_identity.py`).
 Implementations: `local_runner_launcher.py` (processes on this machine: the embedded server and `make dev`) and
 `ecs_runner_launcher.py` (Fargate tasks, `ecs:RunTask`);
 `tests/contract/test_runner_launcher_contract.py` is the contract.
@@ -38,8 +39,8 @@ class LiveRunner:
 
 
 class RunnerLauncher(Protocol):
-    # True when `launch` names what it started (an ECS task ARN) and a runner can tell its own: the enrollment
-    # code is then good only for that identity
+    # True when `launch` names what it started (an ECS task ARN) and a runner can prove it is that: its enrollment
+    # is then good only for that identity's proof, and its code never leaves the server
     binds_identity: bool
     # the lanes whose runners this launcher starts on interruptible, cheaper capacity (Fargate Spot: the
     # speculative lane); the scaler starts a runner restricted to its lane for them. Empty: none
@@ -59,10 +60,12 @@ class RunnerLauncher(Protocol):
         ...
 
 
-def runner_environment(credential: RunnerCredential) -> dict[str, str]:
-    """What distinguishes one runner from another: its enrollment code, its id, when to retire."""
+def runner_environment(credential: RunnerCredential, *, with_code: bool = True) -> dict[str, str]:
+    """What distinguishes one runner from another: its enrollment code (`with_code`: not for a launcher whose
+    runners prove who they are instead, an ECS task's environment being readable by anyone who may describe it),
+    its id, when to retire."""
     return {
-        "TERRACE_RUNNER_ENROLLMENT_CODE": credential.enrollment_code,
+        **({"TERRACE_RUNNER_ENROLLMENT_CODE": credential.enrollment_code} if with_code else {}),
         "TERRACE_RUNNER_ORGANIZATION": credential.organization,
         "TERRACE_RUNNER_ID": credential.runner_id,
         "TERRACE_RUNNER_RETIRE_AT": str(credential.retire_at),

@@ -27,10 +27,12 @@ A job is one phase (plan or apply) of one run; its id is the phase id (`plan-…
    gets that apply claimed for the same runner in `next_job`: it applies in the plan's folder, no second init.
 8. A runner holding plan folders asks `POST /api/runner/held-runs` (`HeldRuns`) which of those runs may still
    be applied by it, and drops the others (discarded, canceled, applied elsewhere).
-0. A runner started by the scaler holds no token, only a single-use enrollment code
-   (`TERRACE_RUNNER_ENROLLMENT_CODE`): it first calls `POST /api/runner/enroll` with `EnrollRequest` (the code and,
-   on ECS, its task ARN from the container metadata endpoint) -> `EnrollResponse`, its token. A used, expired or
-   unknown code, or one presented for another task, is 401; a code whose task is not registered yet, 409 (retry).
+0. A runner started by the scaler holds no token: it first calls `POST /api/runner/enroll` with `EnrollRequest`
+   -> `EnrollResponse`, its token. A local runner presents its single-use enrollment code
+   (`TERRACE_RUNNER_ENROLLMENT_CODE`); a runner on ECS has none: it names its task (from the container metadata
+   endpoint) and proves it is that task with an `sts:GetCallerIdentity` request signed by its task role
+   (`identity`, `domain/runner_identity.py`). A used, expired or unknown code, a code of a task, or a proof of
+   anyone but that task's role session, is 401; a task not registered yet, 409 (retry).
 All other /api/runner calls carry `Authorization: Bearer <runner token>`: a token the scaler minted for this
 runner, bound to one organization (another organization's job is 404), revoked when the runner is gone.
 """
@@ -39,7 +41,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 Phase = Literal["plan", "apply"]
 Lane = Literal["apply", "plan", "speculative"]
@@ -52,9 +54,27 @@ class JobMessage(BaseModel):
     attempt: int = 1
 
 
+class SignedRequest(BaseModel):
+    """An `sts:GetCallerIdentity` request the runner signed with its task role (`domain/runner_identity.py`)."""
+
+    method: str = Field(max_length=10)
+    url: str = Field(max_length=2048)
+    headers: dict[str, str] = Field(max_length=16)
+    body: str = Field(max_length=200)
+
+    @field_validator("headers")
+    @classmethod
+    def _bounded(cls, value: dict[str, str]) -> dict[str, str]:
+        if any(len(name) > 64 or len(text) > 4096 for name, text in value.items()):
+            raise ValueError("a header name or value too long")
+        return value
+
+
 class EnrollRequest(BaseModel):
-    code: str = Field(min_length=1, max_length=200)
+    # a local runner's code; a runner on ECS has none: it names its task and proves it is that task
+    code: str | None = Field(default=None, min_length=1, max_length=200)
     task_arn: str | None = Field(default=None, max_length=2048)  # the runner's own ECS task, if it has one
+    identity: SignedRequest | None = None
 
 
 class EnrollResponse(BaseModel):

@@ -1,9 +1,9 @@
 """A runner's enrollment: the single-use, short-lived code a runner is started with instead of its token.
 
 The scaler records one per runner it launches (its organization, the token id its runner will get, until when);
-the launcher's identity of the started runner (an ECS task's ARN) is bound to it once the launch returned. The
-runner presents the code and its own identity (on ECS the task ARN from its container metadata endpoint) at
-start and gets its token: only once, only before the code expires, only for the identity it was bound to.
+the launcher's identity of the started runner (an ECS task's ARN) is bound to it once the launch returned. A
+local runner presents the code; a task presents a proof that it is the task bound (`runner_identity.py`), never
+the code, which stays with the server. Either gets its token only once, only before the enrollment expires.
 """
 
 from __future__ import annotations
@@ -35,15 +35,23 @@ class Enrollment:
     bound_to: str | None = None
     used: bool = False
 
-    def refusal(self, presented: str | None, now: float) -> str | None:
-        """Why this code cannot be exchanged by `presented` now (None: it can). Every refusal reads the same to the
-        caller; the reason is for the server's log."""
+    def refusal(self, now: float) -> str | None:
+        """Why this code cannot be exchanged by whoever presents it now (None: it can). Every refusal reads the same
+        to the caller; the reason is for the server's log."""
         if self.used:
             return "already used"
         if now >= self.expires_at:
             return "expired"
-        if self.binds and self.bound_to is None:
-            return "not bound yet"
-        if self.binds and presented != self.bound_to:
-            return f"bound to another task, presented {presented!r}"
+        if self.binds:
+            return "the code of a task: only the task's proof of its identity enrolls it"
+        return None
+
+    def proven_refusal(self, task_arn: str, now: float) -> str | None:
+        """Why the task `task_arn`, proven to be itself, cannot enroll with this enrollment now (None: it can)."""
+        if self.used:
+            return "already used"
+        if now >= self.expires_at:
+            return "expired"
+        if not self.binds or self.bound_to != task_arn:
+            return f"not the enrollment of task {task_arn}"
         return None

@@ -12,6 +12,7 @@ lost-attempt rules), an apply in flight finishes (apply-once). It then says it e
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
 import signal
@@ -19,6 +20,7 @@ import socket
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -41,6 +43,30 @@ class AgentOptions:
     log_level: str = "info"
 
 
+INSECURE_LOOPBACK = "TERRACE_AGENT_ALLOW_INSECURE_LOOPBACK"
+
+
+def check_address(address: str, allow_insecure_loopback: bool) -> None:
+    """The agent sends its pool's token to `address`: https only, or plain http to this machine's loopback when
+    asked for explicitly (`--allow-insecure-loopback`, or TERRACE_AGENT_ALLOW_INSECURE_LOOPBACK=1: a local test)."""
+    parts = urlsplit(address)
+    if parts.scheme == "https" and parts.hostname:
+        return
+    if parts.scheme != "http" or not parts.hostname:
+        raise ConfigError(f"TFC_ADDRESS must be an https URL, got {address!r}")
+    try:
+        loopback = parts.hostname == "localhost" or ipaddress.ip_address(parts.hostname).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise ConfigError(f"TFC_ADDRESS {address!r} is plain http: the agent would send its token in clear; use https")
+    if not allow_insecure_loopback:
+        raise ConfigError(
+            f"TFC_ADDRESS {address!r} is plain http: the agent would send its token in clear; use https, or, for "
+            f"a server on this machine only, --allow-insecure-loopback ({INSECURE_LOOPBACK}=1)"
+        )
+
+
 def options_from(env: Mapping[str, str], **flags: object) -> AgentOptions:
     """tfc-agent's variables, each overridden by its command-line flag when given."""
 
@@ -52,8 +78,10 @@ def options_from(env: Mapping[str, str], **flags: object) -> AgentOptions:
     address = pick("address", "TFC_ADDRESS", "https://app.terraform.io").rstrip("/")
     if not token:
         raise ConfigError("TFC_AGENT_TOKEN is required: an authentication token of the agent pool")
-    if not address.startswith(("https://", "http://")):
-        raise ConfigError(f"TFC_ADDRESS must be an http(s) URL, got {address!r}")
+    allow_insecure = bool(flags.get("allow_insecure_loopback")) or env.get(INSECURE_LOOPBACK, "").lower() in (
+        "1", "true", "yes",
+    )  # fmt: skip
+    check_address(address, allow_insecure)
     single = flags.get("single")
     single_env = env.get("TFC_AGENT_SINGLE", "").lower() in ("1", "true", "yes")
     level = pick("log_level", "TFC_AGENT_LOG_LEVEL", "info").lower()

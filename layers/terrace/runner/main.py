@@ -14,10 +14,10 @@ from typing import Annotated, Any
 import httpx
 import typer
 
-from terrace.domain.jobs import FinishRequest, FinishResponse, JobSpec
+from terrace.domain.jobs import EnrollResponse, FinishRequest, FinishResponse, JobSpec
 from terrace.runner.client import ApiError, HandOver, RunnerApi, Transfers
 from terrace.runner.config import ConfigError, RunnerConfig
-from terrace.runner.enrollment import enroll, own_task_arn
+from terrace.runner.enrollment import enroll, own_task_arn, task_proof
 from terrace.runner.execution import JobExecutor
 
 log = logging.getLogger("terrace.runner")
@@ -203,6 +203,14 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _enroll(config: RunnerConfig) -> EnrollResponse:
+    """A local runner's code for its token; on ECS, this task's signed proof of its identity (it has no code)."""
+    task_arn = own_task_arn()
+    if task_arn is None:
+        return enroll(config.api_url, config.enrollment_code, None, config.ssl_cert_file)
+    return enroll(config.api_url, None, task_arn, config.ssl_cert_file, identity=task_proof(config.api_url))
+
+
 def serve(once: bool = False) -> int:
     """The runner process: JSON logs on stdout, settings from the environment, jobs until stopped."""
     handler = logging.StreamHandler(sys.stdout)
@@ -217,12 +225,15 @@ def serve(once: bool = False) -> int:
         return 2
     if not config.runner_token:
         try:
-            enrolled = enroll(config.api_url, config.enrollment_code, own_task_arn(), config.ssl_cert_file)
+            enrolled = _enroll(config)
         except ApiError as exc:
-            log.error("the runner API refused this runner's enrollment code: %s", exc)
+            log.error("the runner API refused this runner's enrollment: %s", exc)
             return 3
         except httpx.HTTPError as exc:
             log.error("could not enroll (the API or the task metadata endpoint is unreachable): %s", exc)
+            return 1
+        except (RuntimeError, KeyError, ValueError) as exc:  # no task role credentials
+            log.error("could not sign this task's identity proof: %s", exc)
             return 1
         config = config.model_copy(update={"runner_token": enrolled.token, "enrollment_code": ""})
         log.info("enrolled as runner %s of %s", enrolled.runner_id, enrolled.organization)

@@ -29,6 +29,7 @@ from terrace.adapters.ses_mail import SesMail
 from terrace.adapters.sqs_events import SqsEventPublisher
 from terrace.adapters.sqs_lanes import SqsLanes
 from terrace.adapters.ssm_signing_keys import SsmSigningKeys
+from terrace.adapters.sts_caller_identity import StsCallerIdentity
 from terrace.config import Settings
 
 
@@ -43,6 +44,12 @@ class AwsAdapters:
     mail: SesMail  # notification e-mails
     signing_keys: SsmSigningKeys  # workload identity keys, SSM SecureString parameters
     lanes: Lanes  # the priority lanes (SQS; in memory when no lane queue is configured: one process only)
+    caller_identity: StsCallerIdentity | None  # a runner task's proof of its identity, with a runner task role
+
+
+def sts_endpoint(settings: Settings) -> str:
+    """The STS endpoint runner proofs are checked with: the configured one, else the region's."""
+    return settings.sts_endpoint or f"https://sts.{settings.region}.amazonaws.com/"
 
 
 def connect(settings: Settings) -> AwsAdapters:
@@ -73,6 +80,7 @@ def connect(settings: Settings) -> AwsAdapters:
         mail=SesMail(clients["ses"], settings.mail_from),
         signing_keys=SsmSigningKeys(clients["ssm"], settings.workload_identity_keys_path),
         lanes=lanes(clients["sqs"], settings),
+        caller_identity=StsCallerIdentity(sts_endpoint(settings)) if settings.runner_task_role_arn else None,
     )
 
 

@@ -13,6 +13,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from terrace.adapters.blobs import BlobStore
+from terrace.adapters.caller_identity import CallerIdentity
 from terrace.adapters.events import EventPublisher
 from terrace.adapters.job_queue import JobQueue
 from terrace.adapters.job_signal import JobSignal
@@ -70,6 +71,7 @@ class RunServices:
     blobs: BlobStore
     publisher: EventPublisher
     launcher: RunnerLauncher | None
+    caller_identity: CallerIdentity | None
     scaler_kick: Callable[..., None] | None
     job_signal: JobSignal
     lanes: Lanes  # the dispatcher's priority lanes: SQS on AWS, SQLite embedded, memory in unit tests
@@ -318,6 +320,10 @@ class RunServices:
 
     @cached_property
     def runner_enrollments(self) -> RunnerEnrollments:
-        from terrace.services.access.runner_enrollment import RunnerEnrollments
+        from terrace.services.access.runner_enrollment import RunnerEnrollments, RunnerIdentity
 
-        return RunnerEnrollments(self.table, self.accounts)
+        identity = None
+        if self.caller_identity is not None and self.settings.runner_task_role_arn:
+            role = self.settings.runner_task_role_arn
+            identity = RunnerIdentity(self.caller_identity, self.settings.public_url, role)
+        return RunnerEnrollments(self.table, self.accounts, identity=identity)

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from terrace.services.access.organizations import OrganizationService
     from terrace.services.access.projects import ProjectService
     from terrace.services.admin.tool_versions import ToolVersionService
+    from terrace.services.runs.job_retries import JobRetries
     from terrace.services.runs.scheduler import RunScheduler
     from terrace.services.state.versions import StateVersionService
     from terrace.services.workspaces.agent_pools import AgentPoolService
@@ -48,6 +49,7 @@ class WorkspaceServices:
     tool_versions: ToolVersionService
     state_versions: StateVersionService
     scheduler: RunScheduler
+    job_retries: JobRetries
 
     @cached_property
     def workspaces(self) -> WorkspaceService:
@@ -62,7 +64,10 @@ class WorkspaceServices:
     def agent_pools(self) -> AgentPoolService:
         from terrace.services.workspaces.agent_pools import AgentPoolService
 
-        return AgentPoolService(self.table, self.accounts, self.organizations, self.projects, self.workspaces)
+        pools = AgentPoolService(self.table, self.accounts, self.organizations, self.projects, self.workspaces)
+        # a revoked agent token's jobs are lost at once: their run tokens die with it
+        pools.after_tokens_revoked = lambda pool_id, token_ids: self.job_retries.lose_claimed_with(pool_id, token_ids)
+        return pools
 
     @cached_property
     def agents(self) -> AgentService:

@@ -5,6 +5,7 @@ message; an apply that had started applying is never retried (it would create re
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 
 from terrace.config import Settings
 from terrace.domain import clock
@@ -12,7 +13,7 @@ from terrace.domain import runs as rs
 from terrace.domain.runs import Run
 from terrace.services.runs.logs import LogService
 from terrace.services.runs.scheduler import RunScheduler
-from terrace.services.runs.store import RunStore
+from terrace.services.runs.store import RunStore, retrying
 
 log = logging.getLogger("terrace.jobs")
 
@@ -53,6 +54,27 @@ class JobRetries:
         self._scheduler.enqueue(run, name, delay_s=delay)
         log.warning("retrying %s of %s (attempt %d): %s", name, run.id, state.attempt, reason)
         return run
+
+    def lose_claimed_with(self, pool_id: str, token_ids: Collection[str]) -> int:
+        """The jobs of `pool_id` its agents claimed with the revoked `token_ids`: their attempts are lost now, not at
+        a missed heartbeat, so their run tokens die with the agent token (a plan is queued again for another agent;
+        an apply already applying ends errored). Returns how many."""
+        lost = 0
+        for entry in self._store.open_runs():
+            if entry.get("agent_pool_id") != pool_id or not token_ids:
+                continue
+
+            def step(run_id: str = entry["run_id"]) -> int:
+                run = self._store.load(run_id)
+                for name in ("plan", "apply"):
+                    state = run.phase(name)
+                    if state.status == rs.P_RUNNING and (state.runner_id or "").rsplit("@", 1)[-1] in token_ids:
+                        self.retry_or_fail(run, name, "the token of the agent running it was revoked")
+                        return 1
+                return 0
+
+            lost += retrying(step)
+        return lost
 
     def _interrupted(self, run: Run, expected: int, reason: str) -> Run:
         """An apply lost mid-way: not retried (it would create resources again); the state versions its terraform

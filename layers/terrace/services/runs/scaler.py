@@ -286,7 +286,7 @@ class Scaler:
         runner_id = new_id("runner")
         expires = int(clock.epoch()) + self._settings.runner_token_ttl_s
         code, _ = self._enrollments.create(runner_id, organization, expires, bound=False)
-        return self._enrollments.exchange(code, None)[1].secret
+        return self._enrollments.exchange(code)[1].secret
 
     def _revoke_gone(self, live_token_ids: set[str]) -> None:
         now = clock.epoch()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from terrace.adapters.table import ConditionFailed, Table
@@ -75,6 +76,9 @@ class AgentPoolService:
     ) -> None:
         self._table, self._accounts, self._orgs = table, accounts, organizations
         self._projects, self._workspaces = projects, workspaces
+        # the runs area's part, filled by the composition root: the run tokens of the jobs an agent token claimed
+        # die with it (`JobService.revoke_claimed_with`); (pool id, revoked token ids)
+        self.after_tokens_revoked: Callable[[str, set[str]], object] = lambda pool_id, token_ids: None
 
     # reads -------------------------------------------------------------------------------
     def load(self, pool_id: str | None, organization: str) -> AgentPool | None:
@@ -176,8 +180,11 @@ class AgentPoolService:
                 f"agent pool {pool.name} is in use by workspaces or as the organization's default; "
                 "change their execution mode first"
             )
+        revoked = set()
         for token in self._accounts.list_tokens(pool.id):
             self._accounts.revoke_token(token.id)
+            revoked.add(token.id)
+        self.after_tokens_revoked(pool.id, revoked)
         self._table.delete(pool.id, POOL_SORT_KEY)
 
     def _related(self, pool: AgentPool, relations: dict[str, builtins.list[str]]) -> AgentPool:
@@ -240,7 +247,9 @@ class AgentPoolService:
         self.revoke_token(principal, token)
 
     def revoke_token(self, principal: Principal, token: Token) -> None:
+        """The token stops working, and so do the run tokens of the jobs it claimed (its agents hold them)."""
         self._accounts.revoke_token(self.token(principal, token).id)
+        self.after_tokens_revoked(token.subject_id, {token.id})
 
     # agents ------------------------------------------------------------------------------
     def agents(self, principal: Principal, pool_id: str, last_ping_since: str | None = None) -> builtins.list[Agent]:

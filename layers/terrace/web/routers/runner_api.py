@@ -60,8 +60,15 @@ def _enroll_body(raw: JSONBody) -> EnrollRequest:
 
 @router.post("/enroll")
 def enroll(body: Annotated[EnrollRequest, Depends(_enroll_body)], container: ContainerDep) -> EnrollResponse:
-    """A runner's enrollment code (and its task ARN) for its token: once, before the code expires."""
-    enrollment, issued = container.runner_enrollments.exchange(body.code, body.task_arn)
+    """A runner's token, once, before its enrollment expires: for a local runner's code, or for a task's proof that
+    it is the task named (`domain/runner_identity.py`)."""
+    enrollments = container.runner_enrollments
+    if body.identity is not None and body.task_arn:
+        enrollment, issued = enrollments.exchange_proven(body.task_arn, body.identity)
+    elif body.code and body.identity is None:
+        enrollment, issued = enrollments.exchange(body.code)
+    else:
+        raise Invalid("an enrollment is a code, or a task ARN with its identity proof")
     return EnrollResponse(
         token=issued.secret,
         token_id=issued.token.id,
