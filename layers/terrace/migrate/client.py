@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ssl
 import time
+import zlib
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -11,6 +12,10 @@ import httpx
 
 JSONAPI = "application/vnd.api+json"
 PAGE_SIZE = 100
+
+
+DOWNLOAD_MAX_BYTES = 1024 * 1024 * 1024  # a state file or an archive, decoded
+ERROR_BODY_MAX_BYTES = 64 * 1024
 
 
 class ApiError(Exception):
@@ -118,14 +123,30 @@ class Api:
                 return None
             raise
 
-    def download(self, url: str) -> bytes:
-        """A file's bytes (a state, a policy, a module archive), from this server or a store it points to."""
+    def download(self, url: str, max_bytes: int = DOWNLOAD_MAX_BYTES) -> bytes:
+        """A file's bytes (a state, a policy, a module archive), from this server or a store it points to. Read as
+        it arrives, decoded (httpx undoes a `Content-Encoding`), and refused past `max_bytes`: a source cannot make
+        the migration hold more than that, whatever it declares or compresses."""
         if url.startswith("/"):
             url = self.origin + url
-        response = self._send("GET", url, follow_redirects=True)
-        if response.status_code >= 400:
-            raise ApiError(self.side, "GET", url, response.status_code, _detail(response))
-        return response.content
+        own = url.startswith(self.origin + "/")
+        for attempt in range(30):
+            client = self.http if own else self.bare
+            with client.stream("GET", url, follow_redirects=True, headers={"Accept-Encoding": "gzip"}) as response:
+                if response.status_code == 429 and attempt < 29:
+                    time.sleep(min(float(response.headers.get("Retry-After") or 1), 30))
+                    continue
+                if response.status_code >= 400:
+                    body = _bounded(response, ERROR_BODY_MAX_BYTES)
+                    raise ApiError(self.side, "GET", url, response.status_code, body.decode(errors="replace")[:300])
+                declared = response.headers.get("Content-Length", "")
+                if declared.isdigit() and int(declared) > max_bytes:
+                    raise ApiError(self.side, "GET", url, 413, f"the file is larger than {max_bytes} bytes")
+                body = _bounded(response, max_bytes)
+                if len(body) > max_bytes:
+                    raise ApiError(self.side, "GET", url, 413, f"the file is larger than {max_bytes} bytes")
+                return body
+        raise AssertionError("unreachable")
 
     def service(self, name: str, default: str) -> str:
         """A service's base URL from the server's discovery document (`/.well-known/terraform.json`)."""
@@ -148,6 +169,36 @@ class Api:
         response = self._send("PUT", url, content=content)
         if response.status_code >= 400:
             raise ApiError(self.side, "PUT", url, response.status_code, _detail(response))
+
+
+def _bounded(response: httpx.Response, max_bytes: int) -> bytes:
+    """At most `max_bytes` + 1 bytes of a streamed body (one more tells the caller it was larger), decoded here
+    from its raw bytes: httpx's own decoder expands a whole chunk at once, so a small gzip chunk could become
+    gigabytes before any bound saw it."""
+    if response.is_stream_consumed:  # a transport that handed over a body already read (tests' mock transports)
+        return response.content[: max_bytes + 1]
+    encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
+    if encoding not in ("", "identity", "gzip", "deflate"):
+        raise ApiError("source", "GET", str(response.url), 415, f"the file's Content-Encoding {encoding} is not read")
+    inflate = None if encoding in ("", "identity") else zlib.decompressobj(47 if encoding == "gzip" else 15)
+    chunks: list[bytes] = []
+    total = 0
+    for raw in response.iter_raw():
+        pending = raw
+        while pending and total <= max_bytes:
+            if inflate is None:
+                piece, pending = pending[: max_bytes + 1 - total], b""
+            else:
+                try:
+                    piece = inflate.decompress(pending, max_bytes + 1 - total)
+                except zlib.error as exc:
+                    raise ApiError("source", "GET", str(response.url), 502, f"the file is not {encoding}") from exc
+                pending = inflate.unconsumed_tail
+            chunks.append(piece)
+            total += len(piece)
+        if total > max_bytes:
+            break
+    return b"".join(chunks)
 
 
 def _detail(response: httpx.Response) -> str:
