@@ -76,7 +76,10 @@ def _default(field: Any) -> str:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """A table cell: a `|` outside code spans escaped (Python-Markdown's tables read one inside a code span as
+    text, and would show a backslash there)."""
+    spans = re.split(r"(`[^`]*`)", text.replace("\n", " "))
+    return "".join(span if span.startswith("`") else span.replace("|", "\\|") for span in spans)
 
 
 def model_rows(cls: type[BaseModel]) -> list[tuple[str, str, str, str]]:
