@@ -14,6 +14,7 @@ checks that every name the code reads is in the rendered page).
 from __future__ import annotations
 
 import ast
+import html
 import inspect
 import io
 import re
@@ -76,10 +77,12 @@ def _default(field: Any) -> str:
 
 
 def _cell(text: str) -> str:
-    """A table cell: a `|` outside code spans escaped (Python-Markdown's tables read one inside a code span as
-    text, and would show a backslash there)."""
+    """A table cell: outside code spans `<`, `>`, `&` escaped (a comment's `<NAME>` is text, not a tag) and `|`
+    (Python-Markdown's tables read one inside a code span as text, and would show a backslash there)."""
     spans = re.split(r"(`[^`]*`)", text.replace("\n", " "))
-    return "".join(span if span.startswith("`") else span.replace("|", "\\|") for span in spans)
+    return "".join(
+        span if span.startswith("`") else html.escape(span, quote=False).replace("|", "\\|") for span in spans
+    )
 
 
 def model_rows(cls: type[BaseModel]) -> list[tuple[str, str, str, str]]:

@@ -105,6 +105,7 @@ def test_the_reference_takes_each_description_from_the_code() -> None:
     assert rows["`TERRACE_RUNNER_WAIT_S`"][1:3] == ("`float`", "`5.0`")
     assert rows["`TERRACE_API_URL`"][2] == "required"
     assert reference._cell("`str | None` or a | b") == "`str | None` or a \\| b"  # a code span keeps its pipe
+    assert reference._cell("the TERRACE_QUEUE_URL_<NAME> variables") == "the TERRACE_QUEUE_URL_&lt;NAME&gt; variables"
 
 
 def test_an_include_takes_one_section_and_rewrites_its_links() -> None:
