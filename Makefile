@@ -7,7 +7,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export JSII_RUNTIME_PACKAGE_CACHE_ROOT := $(CURDIR)/.build/jsii-cache
 
-.PHONY: install dev dev-moto dev-fresh wheel test unit integration e2e e2e-clients infra-test fuzz conformance lint format typecheck synth bench proof proof-quick proof-bench arm64-rego-check clean
+.PHONY: install dev dev-moto dev-fresh wheel test unit integration e2e e2e-clients infra-test fuzz conformance lint format typecheck synth docs bench proof proof-quick proof-bench arm64-rego-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,9 +24,9 @@ $(STAMP)/server: pyproject.toml tests/clients-requirements.txt layers/terrace/ad
 	HOME=$(CURDIR)/.build/home $(BIN)/pip install -q -r tests/clients-requirements.txt
 	mkdir -p $(STAMP) && touch $@
 
-# Everything else: moto (`make dev-moto`, tests), the CDK (`make synth`), the test and browser tools.
+# Everything else: moto (`make dev-moto`, tests), the CDK (`make synth`), the test, browser and docs tools.
 $(STAMP)/python: pyproject.toml $(STAMP)/server
-	$(BIN)/pip install -q -e '.[local,test,infra]'
+	$(BIN)/pip install -q -e '.[local,test,infra,docs]'
 	mkdir -p $(STAMP) && touch $@
 
 $(STAMP)/node: package.json package-lock.json
@@ -103,18 +103,24 @@ infra-test: install /usr/bin/chromium
 	$(BIN)/pytest -q tests/infra
 
 lint: install
-	$(BIN)/ruff check layers functions infra tests bench tools
-	$(BIN)/ruff format --check layers functions infra tests bench tools
+	$(BIN)/ruff check layers functions infra tests bench tools docs
+	$(BIN)/ruff format --check layers functions infra tests bench tools docs
 
 format: install
-	$(BIN)/ruff format layers functions infra tests bench tools
-	$(BIN)/ruff check --fix layers functions infra tests bench tools
+	$(BIN)/ruff format layers functions infra tests bench tools docs
+	$(BIN)/ruff check --fix layers functions infra tests bench tools docs
 
 typecheck: install
 	$(BIN)/mypy
 
 synth: install
 	npx cdk synth --quiet
+
+# The documentation site (mkdocs.yml, docs/) into .build/site; strict: a broken link or anchor, a page missing from
+# the navigation or a hook's error fails it (not with --quiet: mkdocs then drops the warnings strict mode counts).
+# `make test` builds it too (tests/unit/test_docs_site.py).
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 bench: install
 	$(BIN)/python -m bench

@@ -29,7 +29,7 @@ class Data(Construct):
         super().__init__(scope, construct_id)
 
         # Opt-in (`terrace:kmsKey`): $1 a month, and $1 more for each of its first two yearly rotations. By default
-        # sensitive values are sealed under a data key held in SSM (infra/secrets.py; README "Secrets and keys").
+        # sensitive values are sealed under a data key held in SSM (infra/secrets.py; docs/aws/secrets.md).
         self.key: kms.Key | None = None
         if kms_key:
             self.key = kms.Key(

@@ -89,7 +89,7 @@ class Graviton:
 @jsii.implements(IAspect)
 class LogGroupsGoWithTheStack:
     """Every log group of the stack is deleted with it and kept a month at most, the log groups the CDK makes for
-    its own providers too (they default to two years, retained): README's teardown promise."""
+    its own providers too (they default to two years, retained): the teardown promise of docs/aws/index.md."""
 
     def visit(self, node: IConstruct) -> None:
         if isinstance(node, logs.CfnLogGroup):

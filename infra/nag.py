@@ -11,7 +11,7 @@ from constructs import Construct
 GENERAL = {
     "AwsSolutions-SMG4": "the only Secrets Manager secret is the optional Cognito app client's secret, which Cognito "
     "owns (rotating it means a new app client); the stack's own secrets are SSM parameters the bootstrap replaces "
-    "when terrace:rotateSecrets changes (README: Secrets and keys)",
+    "when terrace:rotateSecrets changes (docs/aws/secrets.md)",
     "AwsSolutions-APIG4": "authentication is the TFC bearer token, checked by the application on every request "
     "(terraform and tofu cannot sign requests for IAM or Cognito authorizers)",
     "AwsSolutions-L1": "the Lambda runtime is pinned to the Python version the layer's wheels are built for "

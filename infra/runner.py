@@ -60,7 +60,7 @@ class Runner(Construct):
         self.settings = settings
         self.private = settings.private_subnets
         # Runners reach the CloudFront URL, provider registries and ECR over the internet: private subnets need
-        # a NAT gateway (one, in one AZ: ~$33 a month + $0.045/GB; README "Private subnets").
+        # a NAT gateway (one, in one AZ: ~$33 a month + $0.045/GB; docs/aws/runners.md, "Private subnets").
         subnet_type = ec2.SubnetType.PRIVATE_WITH_EGRESS if self.private else ec2.SubnetType.PUBLIC
         subnets = [ec2.SubnetConfiguration(name="runners", subnet_type=subnet_type, cidr_mask=22)]
         if self.private:

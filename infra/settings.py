@@ -34,7 +34,7 @@ class DeploySettings:
     # speculative plans run on FARGATE_SPOT (FARGATE when Spot has no capacity): ~70% cheaper, interruptible
     speculative_on_spot: bool = True
     # push the runner image with zstd-compressed layers (faster extraction on Fargate): needs a docker whose
-    # image store is containerd's (README "Faster runner starts")
+    # image store is containerd's (docs/aws/runners.md, "Fargate Spot, warm runners and faster runner starts")
     runner_image_zstd: bool = False
     alarm_email: str | None = None
     api_rate_limit: int = 50  # requests per second, steady state
@@ -47,7 +47,7 @@ class DeploySettings:
     oidc_groups_claim: str = "groups"
     # notification e-mails through SES: a verified sender (an address, or an address of a verified domain)
     mail_from: str | None = None
-    # opt-in, each with a monthly cost (README "What it costs"): a dashboard and alarms; X-Ray traces of the API
+    # opt-in, each with a monthly cost (docs/aws/cost.md): a dashboard and alarms; X-Ray traces of the API
     # (Lambda samples 1 request a second and 5% beyond); a customer-managed KMS key sealing sensitive values
     monitoring: bool = False
     tracing: bool = False

@@ -96,6 +96,7 @@ def agent(
         bool,
         typer.Option(
             "--allow-insecure-loopback",
+            envvar="TERRACE_AGENT_ALLOW_INSECURE_LOOPBACK",
             help="Allow a plain http TFC_ADDRESS on this machine's loopback (a local test server); never elsewhere.",
         ),
     ] = False,

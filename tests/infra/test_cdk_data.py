@@ -58,7 +58,7 @@ def test_every_bucket_blocks_public_access_and_enforces_tls(synth):
 
 def test_no_kms_key_by_default_the_data_key_parameter_instead(synth):
     """A customer-managed key costs $1-3 a month at rest: by default values are sealed under a data key held in an
-    SSM SecureString parameter (README "Secrets and keys")."""
+    SSM SecureString parameter (docs/aws/secrets.md)."""
     assert not synth.resources("AWS::KMS::Key")
     _, api = synth.by_path("/Api/Handler/Resource")
     variables = api["Properties"]["Environment"]["Variables"]

@@ -1,7 +1,7 @@
 """The encryptor on AWS without a customer-managed KMS key: AES-GCM envelopes (`local_encryptor.py`) under a
 256-bit master key the stack keeps in an SSM SecureString parameter (encrypted at rest by the account's
 AWS-managed `aws/ssm` key, read once per container by the functions that may). Why this holds and what it gives
-up next to a KMS key: README "Secrets and keys".
+up next to a KMS key: docs/aws/secrets.md.
 
 Its ciphertexts start with `d1:` (base64 never holds a colon). A deployment that kept a KMS key from before
 (`terrace:kmsKey`) still opens the values sealed under it: anything without the prefix goes to `legacy`.
