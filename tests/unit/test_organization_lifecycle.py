@@ -24,7 +24,7 @@ def _items(env: RunEnv) -> list[dict[str, Any]]:
     return [dict(item) for item in table._items.values()]
 
 
-def test_rename_keeps_workspaces_runs_runner_and_run_tokens_and_frees_the_old_name() -> None:
+def test_rename_keeps_workspaces_runs_runner_and_run_tokens_and_reserves_the_old_name() -> None:
     env = make_run_env()
     before = env.create_run(env.upload_config())
     env.work_next()  # the plan of the first run finished
@@ -47,10 +47,15 @@ def test_rename_keeps_workspaces_runs_runner_and_run_tokens_and_frees_the_old_na
     assert spec["organization"] == "globex"
     run_token = {"Authorization": f"Bearer {spec['run_token']}"}
     assert env.client.get("/api/v2/organizations/globex/workspaces/app", headers=run_token).status_code == 200
-    # the old name is free again: a new organization under it starts empty
-    created = env.api("POST", "/organizations", _org_body(name="acme", email="new@example.com"))
-    assert created.status_code == 201, created.text
-    assert env.api("GET", "/organizations/acme/workspaces").json()["data"] == []
+    # the old name stays the renamed organization's (workload identity tokens signed under it name it in their
+    # `sub`): nobody creates an organization under it, in any case, nor renames another onto it
+    for name in ("acme", "ACME"):
+        taken = env.api("POST", "/organizations", _org_body(name=name, email="new@example.com"))
+        assert taken.status_code == 409, taken.text
+        assert "reserved" in taken.json()["errors"][0]["detail"]
+    assert env.api("POST", "/organizations", _org_body(name="other", email="o@example.com")).status_code == 201
+    assert _rename(env, "other", "acme").status_code == 409
+    assert env.api("GET", "/organizations/acme").status_code == 404
     assert env.api("GET", "/organizations/globex/workspaces").json()["meta"]["pagination"]["total-count"] == 1
 
 
@@ -156,5 +161,7 @@ def test_names_differing_only_in_case_are_one_name() -> None:
     assert env.api("POST", "/organizations", _org_body(name="LEGACY", email="x@example.com")).status_code == 409
     assert env.api("POST", "/organizations", _org_body(name="legacy", email="x@example.com")).status_code == 409
     assert _rename(env, "Legacy", "fresh").status_code == 200
-    assert table.get("orgname#Legacy", "orgname") is None  # the old claim goes with its name
-    assert env.api("POST", "/organizations", _org_body(name="legacy", email="x@example.com")).status_code == 201
+    assert table.get("orgname#Legacy", "orgname") is None  # the old exact claim goes with its name...
+    released = table.get("orgname#legacy", "orgname")  # ...and the name stays reserved to its organization
+    assert released is not None and released["key"] == claim["key"] and released.get("released_at")
+    assert env.api("POST", "/organizations", _org_body(name="legacy", email="x@example.com")).status_code == 409

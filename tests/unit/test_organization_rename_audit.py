@@ -254,6 +254,8 @@ def test_a_twice_renamed_organization_is_shown_by_its_current_name_everywhere(re
 
 
 def test_new_organizations_under_the_old_names_work_and_see_nothing_of_the_renamed_one(renamed: Any) -> None:
+    """Released names are reserved now; organizations renamed before were not, and their old names may have been
+    taken since: a new organization under such a name sees nothing of the renamed one."""
     env, admin, made, run_id = renamed
     mallory = env.container.accounts.create_user("mallory", "m@example.com")
     theirs = {
@@ -262,6 +264,11 @@ def test_new_organizations_under_the_old_names_work_and_see_nothing_of_the_renam
     }
     ids = [v for part in made.values() for v in part.values()] + [run_id, env.workspace_id]
     for old, owner in ((KEY, theirs), (MIDDLE, env.headers)):
+        body = doc("organizations", {"name": old, "email": "n@example.com"})
+        reserved = env.client.post("/api/v2/organizations", headers=owner, json=body)
+        assert reserved.status_code == 409, reserved.text  # a released name stays the renamed organization's
+        # as after a rename made before released names were reserved: the name is free, its storage key is not
+        env.container.table.delete(f"orgname#{old}", "orgname")
         created = env.client.post("/api/v2/organizations", headers=owner,
                                   json=doc("organizations", {"name": old, "email": "n@example.com"}))  # fmt: skip
         assert created.status_code == 201, created.text
@@ -318,6 +325,8 @@ def test_projects_are_authorized_by_their_organization_key_never_by_a_name_that_
         "Authorization": f"Bearer {env.container.accounts.issue_token(PrincipalKind.USER, mallory.id).secret}",
     }
     body = doc("organizations", {"name": KEY, "email": "m@example.com"})
+    assert env.client.post("/api/v2/organizations", json=body, headers=theirs).status_code == 409  # reserved
+    env.container.table.delete(f"orgname#{KEY}", "orgname")  # as after a rename made before names were reserved
     assert env.client.post("/api/v2/organizations", json=body, headers=theirs).status_code == 201
     path = f"/api/v2/projects/{project['id']}"
     assert env.client.get(path, headers=theirs).status_code == 404

@@ -244,3 +244,21 @@ def test_the_cli_rotates_the_embedded_servers_keys_in_a_private_file_beside_mast
         restarted.close()
     finally:
         server.close()
+
+
+def test_a_phase_claimed_late_gets_tokens_that_end_at_the_phases_deadline(env: RunEnv) -> None:
+    """The reaper ends a phase `phase_deadline_s` after it started, whatever attempt runs it: a token signed for
+    a later attempt (a runner lost, the phase claimed again) ends there too, never a whole deadline later."""
+    run_doc = env.create_run(env.upload_config())
+    env.claim()
+    c = env.container
+    run = c.run_store.load(run_doc["id"])
+    ws = c.workspaces.load(run.workspace_id)
+    variables = c.variables.recorded(run)
+    now = int(time.time())
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 1500))  # 25 of its 30 minutes gone
+    [aws, _] = c.workload_tokens.for_job(run, ws, "plan", variables, started_at=started)
+    claims = verify(env, aws.token, "aws.workload.identity")
+    assert claims["exp"] == now - 1500 + 1800
+    [fresh, _] = c.workload_tokens.for_job(run, ws, "plan", variables)  # no start known: the whole deadline
+    assert verify(env, fresh.token, "aws.workload.identity")["exp"] >= now + 1800

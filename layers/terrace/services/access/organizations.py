@@ -204,6 +204,12 @@ class OrganizationService:
         names are unique whatever their case; older organizations are found by name (creations are rare)."""
         claim = self._table.get(*_name_claim(name))
         taken = claim is not None and claim["key"] != own_key
+        if taken and claim is not None and claim.get("released_at"):
+            raise Conflict(
+                f"organization name {name} was another organization's and stays reserved (tokens signed for "
+                "it name it)",
+                meta={"pointer": "/data/attributes/name"},
+            )
         if not taken:
             lowered = name.lower()
             taken = any(i["name"].lower() == lowered and _org(i).key != own_key
@@ -243,9 +249,14 @@ class OrganizationService:
         if new_name != old_name:
             claim = {"pk": _name_claim(new_name)[0], "sk": _name_claim(new_name)[1], "key": before.key}
             self._refuse_taken(new_name, before.key)
-            same_claim = _name_claim(new_name) == _name_claim(old_name)  # only the case changes: its own claim
-            ops += [Put(claim) if same_claim else Put(claim, if_absent=True)]
-            ops += [] if same_claim else [Delete(*_name_claim(old_name))]
+            # its own claim already: only the case changes, or it takes back a name it released
+            held = self._table.get(*_name_claim(new_name))
+            own = _name_claim(new_name) == _name_claim(old_name) or (held is not None and held["key"] == before.key)
+            ops += [Put(claim) if own else Put(claim, if_absent=True)]
+            if _name_claim(new_name) != _name_claim(old_name):
+                # the old name stays this organization's: workload identity tokens signed under it carry it in
+                # their `sub`, which a later organization of that name must never receive
+                ops += [Put({**claim, "pk": _name_claim(old_name)[0], "released_at": clock.now_iso()})]
             ops += [Delete(*_exact_claim(old_name))] if _exact_claim(old_name) != _name_claim(old_name) else []
         try:
             self._table.transact(ops)

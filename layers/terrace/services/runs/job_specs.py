@@ -44,7 +44,9 @@ class JobSpecs:
         ttl = self._settings.phase_deadline_s
         variables = self._variables.recorded(run)
         phase: Phase = "plan" if name == "plan" else "apply"
-        credentials = self._workload.for_job(run, ws, phase, variables) if self._workload else []
+        credentials = (
+            self._workload.for_job(run, ws, phase, variables, started_at=state.started_at) if self._workload else []
+        )
         return JobSpec(
             job_id=state.id,
             run_id=run.id,

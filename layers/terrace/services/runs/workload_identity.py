@@ -1,6 +1,7 @@
 """The workload identity tokens of a claimed job (HCP Terraform's dynamic provider credentials): read from the
 `TFC_*` env variables the run recorded (its workspace's and its variable sets'), signed by the issuer when the
-job is claimed, handed over in its `JobSpec` (`workload_credentials`) and valid until the phase's deadline.
+job is claimed, handed over in its `JobSpec` (`workload_credentials`) and valid until the phase's deadline (counted
+from the phase's start, as the reaper counts it, however late a retry claims it).
 The server holds the key; a runner only ever sees the tokens of the jobs it claimed."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable
+from datetime import datetime
 
 from terrace.domain import workload_identity as wid
 from terrace.domain.errors import NotFound
@@ -34,13 +36,21 @@ class WorkloadTokens:
         self._issuer, self._organizations, self._projects = issuer, organizations, projects
         self._ttl_s, self._clock = ttl_s, clock
 
-    def for_job(self, run: Run, ws: Workspace, phase: str, variables: list[RunVariable]) -> list[WorkloadCredential]:
+    def for_job(
+        self, run: Run, ws: Workspace, phase: str, variables: list[RunVariable], started_at: str | None = None
+    ) -> list[WorkloadCredential]:
+        """`started_at`: when the phase started (its first claim); a token never outlives the phase's deadline,
+        `started_at` + the deadline, which the reaper enforces: a phase claimed again late gets a shorter one."""
         env = {v.key: v.value for v in variables if v.category == "env"}
         wanted = wid.wanted(env, phase, run.id)
         if not wanted:
             return []
         subject = self.subject(run, ws, phase)
         issued = int(self._clock())
+        expires = issued + self._ttl_s
+        if started_at:
+            started = datetime.fromisoformat(started_at.replace("Z", "+00:00")).timestamp()
+            expires = max(issued + 1, min(expires, int(started) + self._ttl_s))
         credentials = []
         for want in wanted:
             token = ""
@@ -50,7 +60,7 @@ class WorkloadTokens:
                     issuer=self._issuer.issuer,
                     audience=want.audience,
                     issued_at=issued,
-                    expires_at=issued + self._ttl_s,
+                    expires_at=expires,
                     jti=secrets.token_hex(16),
                 )
                 token = self._issuer.sign(claims)
