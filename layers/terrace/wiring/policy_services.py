@@ -50,9 +50,13 @@ class PolicyServices:
     workspaces: WorkspaceService
     run_queries: RunQueries
     outbox_relay: OutboxRelay  # wiring/run_services.py: the policy evaluation's `queued` rides in its write
+    remote_policy_engine: PolicyEngine | None  # a field of the container: the policy function on AWS
 
     @cached_property
     def policy_engine(self) -> PolicyEngine:
+        """The policy function when the composition root gave one (AWS), else the engine's bounded child process."""
+        if self.remote_policy_engine is not None:
+            return self.remote_policy_engine
         from terrace.adapters.rego_policy_engine import RegoPolicyEngine
 
         timeout = self.settings.policy_timeout_s
