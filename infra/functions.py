@@ -1,12 +1,15 @@
 """The background functions: scaler (woken on every enqueue; every 5 minutes as a backstop) and reaper (every
 minute), events (SQS batches), the bootstrap custom resource that makes the stack's secrets and the site admin,
-and the teardown custom resource (the same function) that stops runner tasks before the cluster is deleted."""
+and the teardown custom resource (the same function) that stops runner tasks before the cluster is deleted; and the
+policy function, which evaluates tenants' Rego for the events and api functions under a role of its own that may
+only write its logs (no table, bucket, queue, parameter or key; no Terrace setting in its environment)."""
 
 from __future__ import annotations
 
 from aws_cdk import CustomResource, Duration
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sqs as sqs
@@ -57,6 +60,7 @@ class Functions(Construct):
         # below the events queue's visibility timeout; room for an OPA evaluation's child process (512 MiB at most)
         self.events = function("events", 30, memory_mb=1024)
         self.bootstrap = function("bootstrap", 300)  # the teardown waits for runner tasks to stop
+        self.policy = policy_function(self, layer)
         # the scaler never decrypts a sensitive value: it does not read the data key
         self.scaler.add_environment("TERRACE_DATA_KEY_ARN", "")
 
@@ -94,4 +98,36 @@ class Functions(Construct):
 
     @property
     def all(self) -> list[lambda_.Function]:
+        """The functions that serve Terrace (the stack grants them its resources); not the policy function."""
         return [self.scaler, self.reaper, self.events, self.bootstrap]
+
+
+POLICY_TIMEOUT_S = 30  # the engine's limit is 20 s at most (`wiring/policy_function.py`), plus the start around it
+
+
+def policy_function(scope: Construct, layer: lambda_.ILayerVersion) -> lambda_.Function:
+    """The policy function (`functions/policy/handler.py`): the terrace layer (regopy's arm64 wheel in it), no
+    environment but the runtime's, and a role whose only statement writes its own log group."""
+    role = iam.Role(
+        scope,
+        "PolicyRole",
+        assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+        description="Terrace policy function: writes its own logs, nothing else",
+    )
+    fn = terrace_function(
+        scope,
+        "Policy",
+        folder="policy",
+        layer=layer,
+        environment={},
+        timeout=Duration.seconds(POLICY_TIMEOUT_S),
+        memory_mb=1024,  # the engine's child (768 MiB at most) beside the handler's Python
+        tracing=None,  # not even X-Ray's two actions
+        role=role,
+    )
+    role.add_to_policy(
+        iam.PolicyStatement(
+            actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[fn.log_group.log_group_arn]
+        )
+    )
+    return fn

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jsii
 from aws_cdk import CfnResource, Duration, IAspect, RemovalPolicy
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct, IConstruct
@@ -38,13 +39,16 @@ def terrace_function(
     environment: dict[str, str],
     timeout: Duration = Duration.seconds(30),
     memory_mb: int = 512,
-    tracing: bool = False,
+    tracing: bool | None = False,
     metrics: tuple[str, ...] = (),
+    role: iam.IRole | None = None,
 ) -> lambda_.Function:
     """`tracing`: X-Ray active tracing (Lambda samples 1 request a second and 5% beyond: at Terrace's rates nearly
-    every request, $5 a million), otherwise pass-through (no trace unless a caller sampled one). `metrics`: the
+    every request, $5 a million), None: none at all (no X-Ray permission either), otherwise pass-through (no trace
+    unless a caller sampled one). `metrics`: the
     custom metrics the handler publishes ($0.30 each a month, prorated by the hours they are published): none at
-    all unless given (`terrace:monitoring`: they feed the dashboard), recorded on the template for bench/cost.py."""
+    all unless given (`terrace:monitoring`: they feed the dashboard), recorded on the template for bench/cost.py.
+    `role`: the function's own role (default: a new one with AWS's basic execution policy)."""
     log_group = logs.LogGroup(
         scope, f"{construct_id}Logs", retention=LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY
     )
@@ -58,8 +62,15 @@ def terrace_function(
         layers=[layer],
         timeout=timeout,
         memory_size=memory_mb,
-        tracing=lambda_.Tracing.ACTIVE if tracing else lambda_.Tracing.PASS_THROUGH,
+        tracing=(
+            lambda_.Tracing.ACTIVE
+            if tracing
+            else lambda_.Tracing.DISABLED
+            if tracing is None
+            else lambda_.Tracing.PASS_THROUGH
+        ),
         log_group=log_group,
+        role=role,
         environment={
             "POWERTOOLS_SERVICE_NAME": f"terrace-{folder}",
             "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,

@@ -51,7 +51,13 @@ CDK_ASSETS = "arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-<AWS::AccountId>-<A
 
 
 def granular_findings(
-    *, table: Construct, blobs: Construct, scaler: Construct, cluster: Construct, assets: Construct
+    *,
+    table: Construct,
+    blobs: Construct,
+    scaler: Construct,
+    policy: Construct,
+    cluster: Construct,
+    assets: Construct,
 ) -> dict[str, str]:
     blob_grant = "objects of the one blob bucket (keyed by organization/workspace/run ids), no version deletes"
     key_grant = "grant_encrypt_decrypt on the one KMS key for sensitive variables"
@@ -59,6 +65,7 @@ def granular_findings(
         f"AwsSolutions-IAM5[Resource::<{_ref(table)}.Arn>/index/*]": "queries on the table's own GSIs",
         f"AwsSolutions-IAM5[Resource::<{_ref(blobs)}.Arn>/*]": blob_grant,
         f"AwsSolutions-IAM5[Resource::<{_ref(scaler)}.Arn>:*]": "the api invokes the scaler (any version)",
+        f"AwsSolutions-IAM5[Resource::<{_ref(policy)}.Arn>:*]": "the api and events invoke the policy function",
         f"AwsSolutions-IAM5[Resource::{ECS_TASKS}/<{_ref(cluster)}>/*]": (
             "describe/stop runner tasks of Terrace's own cluster only (task ids are not known in advance)"
         ),

@@ -81,6 +81,7 @@ class TerraceStack(Stack):
                 **environment,
                 **sso.environment(),
                 "TERRACE_SCALER_FUNCTION": functions.scaler.function_name,
+                "TERRACE_POLICY_FUNCTION": functions.policy.function_name,
                 ORIGIN_VERIFY_ENV: origin_verify.value,
             },
             tracing=settings.tracing,
@@ -115,6 +116,11 @@ class TerraceStack(Stack):
         # the scaler as the api does, rather than leaving the run to the scaler's next minute
         functions.events.add_environment("TERRACE_SCALER_FUNCTION", functions.scaler.function_name)
         functions.scaler.grant_invoke(functions.events)
+        # tenants' Rego runs in the policy function, never beside these functions' credentials: the events function
+        # evaluates runs' policy sets there, the api compiles uploaded policies there; invoking it is all they may do
+        functions.events.add_environment("TERRACE_POLICY_FUNCTION", functions.policy.function_name)
+        for fn in (api_fn, functions.events):
+            functions.policy.grant_invoke(fn)
         if settings.mail_from:  # notification e-mails: verifications (api) and deliveries (events)
             domain = settings.mail_from.rsplit("@", 1)[-1]
             identities = [f"arn:{Aws.PARTITION}:ses:{Aws.REGION}:{Aws.ACCOUNT_ID}:identity/{name}"
@@ -183,6 +189,7 @@ class TerraceStack(Stack):
                 table=data.table,
                 blobs=data.blobs,
                 scaler=functions.scaler,
+                policy=functions.policy,
                 cluster=runner.cluster,
                 assets=data.assets,
             ),

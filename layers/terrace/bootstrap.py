@@ -30,6 +30,7 @@ from terrace.adapters.lanes import Lanes
 from terrace.adapters.mail import Mail
 from terrace.adapters.memory_lanes import MemoryLanes
 from terrace.adapters.outbound import Outbound
+from terrace.adapters.policy_engine import PolicyEngine
 from terrace.adapters.runner_launcher import RunnerLauncher
 from terrace.adapters.signing_keys import SigningKeyStore
 from terrace.adapters.table import Table
@@ -109,6 +110,8 @@ class Container(  # type: ignore[override]
     # workload identity: SSM / a 0600 file
     signing_keys: SigningKeyStore = field(default_factory=_memory("memory_signing_keys", "MemorySigningKeys"))
     lanes: Lanes = field(default_factory=MemoryLanes)  # priority lanes: SQS on AWS, SQLite embedded
+    # on AWS the policy function (`wiring/aws_adapters.py`); None: the engine's child process beside this one
+    remote_policy_engine: PolicyEngine | None = None
 
     @functools.cached_property
     def outbound_allowance(self) -> Allowance:
@@ -143,6 +146,7 @@ def build_aws(settings: Settings) -> Container:
         mail=aws.mail,
         signing_keys=aws.signing_keys,
         lanes=aws.lanes,
+        remote_policy_engine=aws.policy_engine,
     )
 
 

@@ -80,6 +80,14 @@ class Settings(BaseModel):
     # most 20 s, so one set and the work around it fit in one invocation of the events function (30 s on AWS)
     policy_timeout_s: float = Field(default=10.0, gt=0, le=20, validation_alias="TERRACE_POLICY_TIMEOUT_S")
     policy_memory_mb: int = Field(default=512, validation_alias="TERRACE_POLICY_MEMORY_MB")
+    # on AWS: the Lambda function that evaluates policies (a role with nothing but its logs); unset: the engine's
+    # child process runs beside this one (the embedded server, the moto stack, tests)
+    policy_function: str | None = _optional("TERRACE_POLICY_FUNCTION")
+    # policy sets of one organization evaluated at once, across every events worker (services/policies/
+    # evaluation_slots.py): an organization's slow policies never hold the handlers other organizations need
+    policy_concurrency_per_organization: int = Field(
+        default=2, ge=1, validation_alias="TERRACE_POLICY_CONCURRENCY_PER_ORGANIZATION"
+    )
     bootstrap_token_secret_arn: str | None = _optional("TERRACE_BOOTSTRAP_SECRET_ARN")
     # on AWS: resolved into url_signing_secret by the composition root
     url_signing_secret_arn: str | None = _optional("TERRACE_URL_SIGNING_SECRET_ARN")

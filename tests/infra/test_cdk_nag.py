@@ -51,6 +51,7 @@ def _granular(synth) -> dict[str, str]:
         table=stack.data.table,
         blobs=stack.data.blobs,
         scaler=stack.functions.scaler,
+        policy=stack.functions.policy,
         cluster=stack.runner.cluster,
         assets=stack.data.assets,
     )

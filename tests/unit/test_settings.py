@@ -34,6 +34,8 @@ VARIABLES = {
     "max_indexed_state_bytes": ("TERRACE_MAX_INDEXED_STATE_BYTES", "5000", 5000, 48 * 1024 * 1024),
     "policy_timeout_s": ("TERRACE_POLICY_TIMEOUT_S", "2.5", 2.5, 10.0),
     "policy_memory_mb": ("TERRACE_POLICY_MEMORY_MB", "256", 256, 512),
+    "policy_function": ("TERRACE_POLICY_FUNCTION", "policy", "policy", None),
+    "policy_concurrency_per_organization": ("TERRACE_POLICY_CONCURRENCY_PER_ORGANIZATION", "3", 3, 2),
     "bootstrap_token_secret_arn": ("TERRACE_BOOTSTRAP_SECRET_ARN", "arn:b", "arn:b", None),
     "url_signing_secret_arn": ("TERRACE_URL_SIGNING_SECRET_ARN", "arn:u", "arn:u", None),
     "scaler_function": ("TERRACE_SCALER_FUNCTION", "scaler", "scaler", None),

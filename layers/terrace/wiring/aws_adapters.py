@@ -22,8 +22,10 @@ from terrace.adapters.dynamo_table import DynamoTable
 from terrace.adapters.ecs_runner_launcher import EcsLauncher
 from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.kms_encryptor import KmsEncryptor
+from terrace.adapters.lambda_policy_engine import LambdaPolicyEngine
 from terrace.adapters.lanes import Lanes
 from terrace.adapters.memory_lanes import MemoryLanes
+from terrace.adapters.policy_engine import PolicyEngine
 from terrace.adapters.s3_blobs import S3Blobs
 from terrace.adapters.ses_mail import SesMail
 from terrace.adapters.sqs_events import SqsEventPublisher
@@ -45,6 +47,7 @@ class AwsAdapters:
     signing_keys: SsmSigningKeys  # workload identity keys, SSM SecureString parameters
     lanes: Lanes  # the priority lanes (SQS; in memory when no lane queue is configured: one process only)
     caller_identity: StsCallerIdentity | None  # a runner task's proof of its identity, with a runner task role
+    policy_engine: PolicyEngine | None  # the policy function, when one is configured (else the local child)
 
 
 def sts_endpoint(settings: Settings) -> str:
@@ -81,6 +84,30 @@ def connect(settings: Settings) -> AwsAdapters:
         signing_keys=SsmSigningKeys(clients["ssm"], settings.workload_identity_keys_path),
         lanes=lanes(clients["sqs"], settings),
         caller_identity=StsCallerIdentity(sts_endpoint(settings)) if settings.runner_task_role_arn else None,
+        policy_engine=policy_engine(settings),
+    )
+
+
+POLICY_INVOKE_MARGIN_S = 15  # the function's start and its answer, beyond the engine's own time limit
+
+
+def policy_engine(settings: Settings) -> PolicyEngine | None:
+    """The policy function (`settings.policy_function`) invoked synchronously, once: a retry would double an
+    evaluation's time; a failed invocation is that evaluation's error (`adapters/lambda_policy_engine.py`)."""
+    if not settings.policy_function:
+        return None
+    session = boto_session.session(settings.region)
+    config = Config(
+        connect_timeout=5,
+        read_timeout=settings.policy_timeout_s + POLICY_INVOKE_MARGIN_S,
+        retries={"total_max_attempts": 1, "mode": "standard"},
+    )
+    common: dict[str, Any] = {"endpoint_url": settings.aws_endpoint_url} if settings.aws_endpoint_url else {}
+    return LambdaPolicyEngine(
+        LazyClient(session, "lambda", config=config, **common),
+        settings.policy_function,
+        timeout_s=settings.policy_timeout_s,
+        memory_mb=settings.policy_memory_mb,
     )
 
 

@@ -7,11 +7,11 @@ other services (what this area takes from the others is declared below as plain 
 from __future__ import annotations
 
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.encryptor import Encryptor
-from terrace.adapters.events import EventPublisher
+from terrace.adapters.events import EventPublisher, EventQueue
 
 if TYPE_CHECKING:
     from terrace.adapters.policy_engine import PolicyEngine
@@ -44,15 +44,20 @@ class PolicyServices:
     blobs: BlobStore
     encryptor: Encryptor
     publisher: EventPublisher
+    event_queue: EventQueue | None  # the consumer side of `publisher`, which can delay (None: unit tests)
     # from the other areas
     organizations: OrganizationService
     projects: ProjectService
     workspaces: WorkspaceService
     run_queries: RunQueries
     outbox_relay: OutboxRelay  # wiring/run_services.py: the policy evaluation's `queued` rides in its write
+    remote_policy_engine: PolicyEngine | None  # a field of the container: the policy function on AWS
 
     @cached_property
     def policy_engine(self) -> PolicyEngine:
+        """The policy function when the composition root gave one (AWS), else the engine's bounded child process."""
+        if self.remote_policy_engine is not None:
+            return self.remote_policy_engine
         from terrace.adapters.rego_policy_engine import RegoPolicyEngine
 
         timeout = self.settings.policy_timeout_s
@@ -101,7 +106,17 @@ class PolicyServices:
             self.policy_set_parameters,
             self.policy_engine,
             engine_timeout_s=self.settings.policy_timeout_s,
+            per_organization=self.settings.policy_concurrency_per_organization,
+            publish_later=self._publish_policy_later,
         )
+
+    def _publish_policy_later(self, event: dict[str, Any], delay_s: int) -> None:
+        """A deferred policy set's event, on the events queue after `delay_s` (SQS, SQLite, the moto queue); unit
+        tests' recording publisher takes it at once."""
+        if self.event_queue is not None:
+            self.event_queue.publish(event, delay_s)
+        else:
+            self.publisher.publish(event)
 
     @cached_property
     def policy_evaluations(self) -> PolicyEvaluationService:

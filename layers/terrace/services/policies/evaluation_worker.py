@@ -5,7 +5,10 @@ events function (30 s on AWS) evaluates one set at a time, each bounded by the e
    (`running`) and one `policy_evaluation.set_queued` event per policy set is published. Each carries `needs_ms`, the
    time its evaluation may take (the engine's wall-clock limit and the reads and writes around it): the events
    function puts an event back on the queue rather than start it with less time left (`functions/events/handler.py`).
-2. `run_set`: evaluates one set with the policy engine (a child process bounded in time and memory), stores its
+2. `run_set`: takes one of its organization's evaluation slots (`evaluation_slots.py`; when they are all held the
+   event is put back with a delay of DEFER_S, so an organization's slow sets never hold more than its slots' worth
+   of event handlers), evaluates one set with the policy engine (a child process bounded in time and memory, or the
+   policy function on AWS), stores its
    outcome under an id derived from the evaluation's and the set's place in it (a delivery repeated stores the same
    one), then records the set as done on the evaluation (a conditional write; racing sets re-read). The write that
    completes the evaluation concludes it (`domain/policy_evaluations.py: conclude`) and publishes
@@ -17,6 +20,7 @@ events function (30 s on AWS) evaluates one set at a time, each bounded by the e
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from terrace.adapters.blobs import BlobStore
@@ -30,6 +34,7 @@ from terrace.domain.policies import PolicySet
 from terrace.domain.policy_evaluations import PolicySetOutcome
 from terrace.services.policies import evaluation_input
 from terrace.services.policies.evaluation_items import EVAL_KEY, OUTCOME_KEY, outcome_item, outcome_of
+from terrace.services.policies.evaluation_slots import EvaluationSlots
 from terrace.services.policies.parameters import PolicySetParameterService
 from terrace.services.policies.policy_sets import PolicySetService
 from terrace.services.policies.versions import PolicySetVersionService
@@ -39,6 +44,8 @@ QUEUED = "policy_evaluation.queued"
 SET_QUEUED = "policy_evaluation.set_queued"
 PLAN_MAX_BYTES = 32 * 1024 * 1024  # a plan JSON larger than this errors the evaluation
 AROUND_MS = 3000  # a set's reads and writes around its engine call, and the child process's start
+DEFER_S = 2  # a set whose organization's slots are all held is tried again this much later
+SLOT_MARGIN_S = 30  # a slot outlives its set's budget this long before it expires on its own (a worker that died)
 
 
 def outcome_id(evaluation_id: str, index: int) -> str:
@@ -57,10 +64,17 @@ class EvaluationWorker:
         engine: PolicyEngine,
         *,
         engine_timeout_s: float,
+        per_organization: int,
+        publish_later: Callable[[dict[str, Any], int], None],
+        defer_s: int = DEFER_S,
     ) -> None:
+        """`per_organization`: the sets of one organization evaluated at once; `publish_later(event, delay_s)` puts a
+        deferred set's event back on the events queue."""
         self._table, self._blobs, self._publisher = table, blobs, publisher
         self._sets, self._versions, self._parameters, self._engine = policy_sets, versions, parameters, engine
         self.set_needs_ms = int(engine_timeout_s * 1000) + AROUND_MS
+        self.slots = EvaluationSlots(table, per_organization, self.set_needs_ms / 1000 + SLOT_MARGIN_S)
+        self._publish_later, self._defer_s = publish_later, defer_s
 
     def _load(self, evaluation_id: str) -> dict[str, Any] | None:
         return self._table.get(evaluation_id, EVAL_KEY) if looks_like(evaluation_id, "poleval") else None
@@ -98,13 +112,21 @@ class EvaluationWorker:
         if set_id in (item.get("done_sets") or {}):
             return  # a repeated delivery
         index = item["policy_set_ids"].index(set_id)
-        ps = self._sets.load(set_id)
-        outcome = None
-        if ps is not None:  # a set deleted since the run began is left out
-            plan, plan_error = self._plan(item.get("plan_json_key"))
-            outcome = self._evaluate(outcome_id(evaluation_id, index), evaluation_id, ps, plan, plan_error, item)
-            self._store(outcome)
-        self._done(evaluation_id, {set_id: outcome.id if outcome else ""})
+        organization, lease = str(item["organization"]), outcome_id(evaluation_id, index)
+        if not self.slots.acquire(organization, lease):
+            deferred = int(event.get("deferred") or 0) + 1
+            self._publish_later({**event, "deferred": deferred}, self._defer_s)
+            return
+        try:
+            ps = self._sets.load(set_id)
+            outcome = None
+            if ps is not None:  # a set deleted since the run began is left out
+                plan, plan_error = self._plan(item.get("plan_json_key"))
+                outcome = self._evaluate(lease, evaluation_id, ps, plan, plan_error, item)
+                self._store(outcome)
+            self._done(evaluation_id, {set_id: outcome.id if outcome else ""})
+        finally:
+            self.slots.release(organization, lease)
 
     def _plan(self, key: str | None) -> tuple[Any, str | None]:
         if not key:
