@@ -36,6 +36,8 @@ VARIABLES = {
     "policy_memory_mb": ("TERRACE_POLICY_MEMORY_MB", "256", 256, 512),
     "policy_function": ("TERRACE_POLICY_FUNCTION", "policy", "policy", None),
     "policy_concurrency_per_organization": ("TERRACE_POLICY_CONCURRENCY_PER_ORGANIZATION", "3", 3, 2),
+    "runner_task_role_arn": ("TERRACE_RUNNER_TASK_ROLE_ARN", "arn:aws:iam::1:role/r", "arn:aws:iam::1:role/r", None),
+    "sts_endpoint": ("TERRACE_STS_ENDPOINT", "https://sts.example/", "https://sts.example/", None),
     "bootstrap_token_secret_arn": ("TERRACE_BOOTSTRAP_SECRET_ARN", "arn:b", "arn:b", None),
     "url_signing_secret_arn": ("TERRACE_URL_SIGNING_SECRET_ARN", "arn:u", "arn:u", None),
     "scaler_function": ("TERRACE_SCALER_FUNCTION", "scaler", "scaler", None),
