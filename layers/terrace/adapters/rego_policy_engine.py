@@ -66,7 +66,8 @@ class RegoPolicyEngine:
 
     def _stopped(self, why: str) -> str:
         if why == "memory":
-            return f"the policy evaluation used more than {self.limits.memory_bytes // (1024 * 1024)} MiB and was stopped"
+            mib = self.limits.memory_bytes // (1024 * 1024)
+            return f"the policy evaluation used more than {mib} MiB and was stopped"
         if why == "time":
             return f"the policy evaluation took longer than {self.limits.timeout_s:g} s and was stopped"
         return "the policy evaluation used more CPU time than allowed and was stopped"
