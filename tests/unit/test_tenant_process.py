@@ -77,3 +77,9 @@ def test_a_child_past_its_cpu_time_is_killed() -> None:
 def test_a_child_past_its_memory_is_killed() -> None:
     outcome = _probe({"do": "grow"}, Limits(cpu_s=20, memory_bytes=128 * 1024 * 1024, timeout_s=60))
     assert outcome.stopped == "memory"
+
+
+def test_a_request_larger_than_the_pipe_reaches_a_child_that_reads_it_late() -> None:
+    request = b"x" * (8 * 1024 * 1024)
+    outcome = tenant_process.run_module("tenant_slow_reader", request, LIMITS)
+    assert outcome.stopped is None and outcome.stdout == str(len(request)).encode()

@@ -23,9 +23,11 @@ import resource
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import IO
 
 WATCH_S = 0.02
 EXIT_S = 5.0
@@ -112,33 +114,45 @@ def _limit(pid: int, limits: Limits) -> None:
 
 
 def _watch(child: subprocess.Popen[bytes], request: bytes, limits: Limits) -> tuple[bytes, str | None]:
-    """What the child wrote, and None once it exited by itself, else why it was killed."""
+    """What the child wrote, and None once it exited by itself, else why it was killed. The request is written
+    and the answer read by two threads of their own (a request larger than the pipe's buffer, an answer read
+    while the child runs), so this loop only watches."""
+    assert child.stdin is not None and child.stdout is not None
+    written: list[bytes] = []
+    feeder = threading.Thread(target=_feed, args=(child.stdin, request), daemon=True)
+    reader = threading.Thread(target=_drain, args=(child.stdout, written), daemon=True)
+    feeder.start()
+    reader.start()
     deadline = time.monotonic() + limits.timeout_s
-    pending: bytes | None = request
-    while True:
-        try:
-            stdout, _ = child.communicate(pending, timeout=WATCH_S)
-            return stdout, None
-        except subprocess.TimeoutExpired:
-            pending = None  # communicate() keeps feeding what it was first given, and keeps what it read
-        if child.poll() is not None:  # it exited, and what it started holds the pipe: they go now
-            _kill_group(child.pid)
-            return _written(child), None
-        stopped = "memory" if _resident_bytes(child.pid) > limits.memory_bytes else None
-        if stopped is None and time.monotonic() > deadline:
+    stopped: str | None = None
+    while child.poll() is None:
+        if _resident_bytes(child.pid) > limits.memory_bytes:
+            stopped = "memory"
+        elif time.monotonic() > deadline:
             stopped = "time"
         if stopped is not None:
-            _kill_group(child.pid)
-            return _written(child), stopped
+            break
+        reader.join(WATCH_S)
+    _kill_group(child.pid)  # stopped, or exited: what it started goes too (and lets go of the pipe)
+    reader.join(EXIT_S)
+    feeder.join(EXIT_S)
+    return b"".join(written), stopped
 
 
-def _written(child: subprocess.Popen[bytes]) -> bytes:
-    """What a killed child wrote before it died (its group is dead: the pipe ends at once)."""
+def _feed(stdin: IO[bytes], request: bytes) -> None:
     try:
-        stdout, _ = child.communicate(timeout=EXIT_S)
-        return stdout
-    except subprocess.TimeoutExpired:  # something outside the group holds the pipe: give up on it
-        return b""
+        stdin.write(request)
+        stdin.close()
+    except (OSError, ValueError):  # it exited (or was killed) before it read everything
+        pass
+
+
+def _drain(stdout: IO[bytes], into: list[bytes]) -> None:
+    try:
+        while chunk := stdout.read1(65536):  # type: ignore[attr-defined]
+            into.append(chunk)
+    except (OSError, ValueError):
+        pass
 
 
 def _resident_bytes(pid: int) -> int:

@@ -14,6 +14,7 @@ from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.events import EventPublisher
 
 if TYPE_CHECKING:
+    from terrace.adapters.hcl_reader import HclReader
     from terrace.adapters.policy_engine import PolicyEngine
     from terrace.services.access.organizations import OrganizationService
     from terrace.services.access.projects import ProjectService
@@ -50,6 +51,7 @@ class PolicyServices:
     workspaces: WorkspaceService
     run_queries: RunQueries
     outbox_relay: OutboxRelay  # wiring/run_services.py: the policy evaluation's `queued` rides in its write
+    hcl_reader: HclReader  # wiring/registry_services.py: policies.hcl is read as uploaded modules are
 
     @cached_property
     def policy_engine(self) -> PolicyEngine:
@@ -85,7 +87,7 @@ class PolicyServices:
         from terrace.services.policies.versions import PolicySetVersionService
 
         return PolicySetVersionService(
-            self.table, self.blobs, self.settings, self.policy_sets, self.policies, self.policy_engine
+            self.table, self.blobs, self.settings, self.policy_sets, self.policies, self.policy_engine, self.hcl_reader
         )
 
     @cached_property
