@@ -21,8 +21,10 @@ STOPPED = {
 
 class ProcessHclReader:
     def __init__(
-        self, *, bytes_max: int = 1024 * 1024, cpu_s: int = 10, timeout_s: float = 20.0, memory_mb: int = 512
+        self, *, bytes_max: int = 512 * 1024, cpu_s: int = 6, timeout_s: float = 12.0, memory_mb: int = 512
     ) -> None:
+        """The defaults: python-hcl2 reads about 50 KiB of `variable` blocks a second of CPU, and a large real
+        module's root (variables, outputs, resources) holds 50 to 150 KiB."""
         self.bytes_max = bytes_max
         self.limits = tenant_process.Limits(cpu_s=cpu_s, memory_bytes=memory_mb * 1024 * 1024, timeout_s=timeout_s)
 
