@@ -16,6 +16,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.lambdas import terrace_function
+from infra.secrets import SIGNING_KEY_GENERATION
 
 SCHEDULES = {  # the scaler is woken on every enqueue: its schedule only catches a lost wake-up and warm runners
     "scaler": events.Schedule.rate(Duration.minutes(5)),
@@ -82,6 +83,7 @@ class Functions(Construct):
                 "SecretArn": environment["TERRACE_BOOTSTRAP_SECRET_ARN"],
                 "Parameters": parameters,
                 "Rotation": rotation,
+                "SigningKeyGeneration": SIGNING_KEY_GENERATION,
             },
         )
         self.runner_teardown = CustomResource(

@@ -12,6 +12,11 @@ from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+# The URL-signing key's generation: a Terrace version that finds an older one on its stack rotates the key once on
+# its deploy (functions/bootstrap). 2: before it, a policy could read the events function's environment, whose role
+# credentials read the key's parameter.
+SIGNING_KEY_GENERATION = "2"
+
 
 class Secrets(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, data_key: bool) -> None:

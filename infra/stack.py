@@ -91,6 +91,9 @@ class TerraceStack(Stack):
 
         # Grants: each function gets what its job needs.
         every = [api_fn, *functions.all]
+        # a rotated URL-signing key is in SSM before the functions' new code starts: no new container reads the old
+        for fn in (api_fn, functions.scaler, functions.reaper, functions.events):
+            fn.node.add_dependency(functions.bootstrap_admin)
         for fn in every:
             data.table.grant_read_write_data(fn)
             secrets.grant_read(fn, "signing-key")

@@ -6,7 +6,8 @@ x86_64 machine, through Terrace's own policy engine adapter.
 2. regopy's manylinux_2_34 aarch64 wheels from PyPI (`pip download`): the cp311 one, for the sysroot's interpreter,
    and the cp312 one, the build the Lambda layer ships (`infra/settings.py`: Python 3.12). regopy binds rego-cpp
    through ctypes and its library links no libpython, so both run under the sysroot's Python 3.11.
-3. `RegoPolicyEngine` (`adapters/rego_policy_engine.py`), its child `terrace.adapters.rego_child` run by the arm64
+3. `RegoPolicyEngine` (`adapters/rego_policy_engine.py`), its child `terrace.adapters.rego_child` run (through
+   `adapters/tenant_process.py`) by the arm64
    Python under `qemu-aarch64(-static) -L <sysroot>`: a deny with messages (`import rego.v1`, `contains`, `if`),
    an allow, a syntax error.
 
@@ -130,11 +131,9 @@ def needed(library: Path) -> list[str]:
 def check(qemu: str, root: Path, site: Path) -> dict[str, object]:
     python = [qemu, "-L", str(root), str(root / "usr" / "bin" / "python3.11")]
     machine = run(*python, "-c", "import platform; print(platform.machine())").stdout.strip()
-    os.environ["PYTHONPATH"] = f"{site}{os.pathsep}{REPO / 'layers'}"  # the child's: regopy, then Terrace
+    path = f"{site}{os.pathsep}{REPO / 'layers'}"  # the child's PYTHONPATH: regopy, then Terrace
     # the emulator is slow, and the resident memory watched is qemu's (1.6 GiB here for what takes 15 MiB natively)
-    engine = RegoPolicyEngine(
-        timeout_s=180, cpu_s=180, memory_bytes=4 << 30, child=[*python, "-m", "terrace.adapters.rego_child"]
-    )
+    engine = RegoPolicyEngine(timeout_s=180, cpu_s=180, memory_bytes=4 << 30, python=python, path=path)
     modules = {"arm64.rego": POLICY}
     denied = engine.evaluate(modules, [QUERY], _input("null_resource"))
     allowed = engine.evaluate(modules, [QUERY], _input("aws_s3_bucket"))

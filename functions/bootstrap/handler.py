@@ -2,7 +2,8 @@
 SecureString parameters: the admin token, the URL-signing key, the data key sealing sensitive values), that the
 site-admin user exists, and that the token stored in its parameter authenticates as that user and no older
 bootstrap token does. Changing the `Rotation` property (`-c terrace:rotateSecrets=<anything new>`) replaces the
-admin token and the URL-signing key (never the data key: every sealed value depends on it). Idempotent; delete
+admin token and the URL-signing key (never the data key: every sealed value depends on it); a new
+`SigningKeyGeneration` (a Terrace version's, `infra/secrets.py`) replaces the URL-signing key once. Idempotent; delete
 keeps the user and the parameters (the table they belong to is retained too).
 
 CloudFormation invokes this function directly, so it answers CloudFormation's presigned URL itself."""
@@ -14,6 +15,7 @@ import json
 import os
 import secrets
 import urllib.request
+from collections.abc import Collection
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -40,10 +42,23 @@ def new_value(kind: str) -> str:
     return secrets.token_urlsafe(36)
 
 
-def ensure_parameters(ssm: Any, parameters: dict[str, str], rotate: bool) -> None:
-    """Create each missing SecureString parameter (name -> kind); with `rotate`, overwrite the rotated kinds."""
+def rotated_kinds(event: dict[str, Any]) -> tuple[str, ...]:
+    """The kinds of parameter an update replaces: the token and the signing key for a new `Rotation`, the signing
+    key for a new `SigningKeyGeneration` (a Terrace version that rotates it once on upgrade, `infra/secrets.py`)."""
+    if event["RequestType"] != "Update":
+        return ()
+    old, new = event.get("OldResourceProperties") or {}, event["ResourceProperties"]
+    if old.get("Rotation") != new.get("Rotation"):
+        return ROTATED
+    if old.get("SigningKeyGeneration") != new.get("SigningKeyGeneration"):
+        return ("signing-key",)
+    return ()
+
+
+def ensure_parameters(ssm: Any, parameters: dict[str, str], rotate: Collection[str]) -> None:
+    """Create each missing SecureString parameter (name -> kind); overwrite those of the kinds in `rotate`."""
     for name, kind in parameters.items():
-        overwrite = rotate and kind in ROTATED
+        overwrite = kind in rotate
         try:
             ssm.put_parameter(
                 Name=name,
@@ -146,10 +161,8 @@ def lambda_handler(event: dict[str, Any], context: Any) -> None:
             _respond(event, "SUCCESS", "ok", physical_id, _teardown(event))
             return
         if event["RequestType"] in ("Create", "Update"):
-            old = event.get("OldResourceProperties") or {}
-            rotate = event["RequestType"] == "Update" and old.get("Rotation") != properties.get("Rotation")
             if properties.get("Parameters"):
-                ensure_parameters(_ssm(), properties["Parameters"], rotate)
+                ensure_parameters(_ssm(), properties["Parameters"], rotated_kinds(event))
             container = _get_container()
             user_id = ensure_admin(container, username, _read_secret(properties["SecretArn"], container))
             data = {"UserId": user_id}

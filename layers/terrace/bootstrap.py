@@ -154,8 +154,9 @@ def build_embedded(settings: Settings) -> Container:
     """Wiring for one machine: everything in `settings.data_dir` (SQLite in WAL mode, a blob folder whose
     presigned-style URLs the app serves itself, AES-GCM envelope encryption). Runners are local processes
     that the caller (`terrace.local`) attaches as the launcher."""
-    from terrace.wiring.embedded_adapters import open_data_dir
+    from terrace.wiring.embedded_adapters import open_data_dir, with_url_signing_secret
 
+    settings = with_url_signing_secret(settings)
     data = open_data_dir(settings)
     return Container(
         settings=settings,

@@ -244,6 +244,7 @@ def _run(stack: LocalStack) -> None:
         stack.stop()
         raise _fail(str(exc)) from exc
     os.environ.update(stack.env())  # child processes see the same stack
+    os.environ.pop("TERRACE_URL_SIGNING_SECRET", None)  # read into the settings: no process started inherits it
     typer.echo(usage(info, str(stack.dev_file), kept=stack.data_dir is not None))
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

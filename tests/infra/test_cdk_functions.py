@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from infra.secrets import SIGNING_KEY_GENERATION
+
 pytestmark = pytest.mark.infra
 
 
@@ -117,7 +119,12 @@ def test_bootstrap_custom_resource_is_backed_by_the_bootstrap_function(synth):
         "/terrace/Terrace/url-signing-key": "signing-key",
         "/terrace/Terrace/data-key": "data-key",
     }
-    assert props["Rotation"] == ""
+    assert props["Rotation"] == "" and props["SigningKeyGeneration"] == SIGNING_KEY_GENERATION
+    # the functions' new code starts once the bootstrap has rotated the URL-signing key (a new generation)
+    bootstrap_id, _ = synth.by_path("/Functions/BootstrapAdmin/Default")
+    for path in ("/Api/Handler/Resource", "/Functions/Scaler/Resource", "/Functions/Reaper/Resource",
+                 "/Functions/Events/Resource"):  # fmt: skip
+        assert bootstrap_id in synth.by_path(path)[1].get("DependsOn", []), path
 
 
 def test_secrets_cost_nothing_at_rest_and_are_generated_not_written_in_the_template(synth, synth_options):

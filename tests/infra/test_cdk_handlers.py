@@ -263,17 +263,33 @@ def test_bootstrap_creates_secret_parameters_once_and_rotates_tokens_but_never_t
         def values() -> dict[str, str]:
             return {n: ssm.get_parameter(Name=n, WithDecryption=True)["Parameter"]["Value"] for n in names}
 
-        bootstrap.ensure_parameters(ssm, names, rotate=False)
+        bootstrap.ensure_parameters(ssm, names, rotate=())
         first = values()
         assert all(ssm.get_parameter(Name=n)["Parameter"]["Type"] == "SecureString" for n in names)
         assert len(__import__("base64").b64decode(first["/t/data-key"])) == 32
-        bootstrap.ensure_parameters(ssm, names, rotate=False)
+        bootstrap.ensure_parameters(ssm, names, rotate=())
         assert values() == first, "a redeploy changes nothing"
-        bootstrap.ensure_parameters(ssm, names, rotate=True)
+        bootstrap.ensure_parameters(ssm, names, rotate=bootstrap.ROTATED)
         rotated = values()
         assert rotated["/t/admin-token"] != first["/t/admin-token"]
         assert rotated["/t/url-signing-key"] != first["/t/url-signing-key"]
         assert rotated["/t/data-key"] == first["/t/data-key"]
+
+
+def test_a_new_signing_key_generation_rotates_the_signing_key_once_and_nothing_else():
+    """Upgrading to a Terrace version with a new `SigningKeyGeneration` (`infra/secrets.py`) replaces the URL-signing
+    key on that deploy; the next deploys of the same version change nothing."""
+    bootstrap = load("bootstrap")
+    before = {"Rotation": "", "Parameters": {}}  # a stack of an older version: no generation
+    now = {**before, "SigningKeyGeneration": "2"}
+
+    def update(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+        return {"RequestType": "Update", "OldResourceProperties": old, "ResourceProperties": new}
+
+    assert bootstrap.rotated_kinds(update(before, now)) == ("signing-key",)
+    assert bootstrap.rotated_kinds(update(now, now)) == ()
+    assert bootstrap.rotated_kinds(update(now, {**now, "Rotation": "2026-12"})) == bootstrap.ROTATED
+    assert bootstrap.rotated_kinds({"RequestType": "Create", "ResourceProperties": now}) == ()
 
 
 def test_events_handler_puts_back_a_delivery_it_has_no_time_for(monkeypatch):

@@ -84,6 +84,7 @@ def test_settings_secrets_and_exported_environment(started):
     assert env["TERRACE_TABLE"] == stack.settings.table_name
     assert env["TERRACE_QUEUE_URL_EVENTS"] == stack.settings.queue_urls["events"]
     assert "TERRACE_RUNNER_SECRET" not in env
+    assert "TERRACE_URL_SIGNING_SECRET" not in env and stack.settings.url_signing_secret not in env.values()
     assert env["TERRACE_AWS_ENDPOINT_URL"].startswith("http://127.0.0.1:")
     assert seen.wait(5), "background tasks start once the API is up"
 

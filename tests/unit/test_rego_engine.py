@@ -92,3 +92,38 @@ def test_a_policy_that_explodes_is_stopped_at_the_memory_limit(engine: RegoPolic
     assert answer.error == "the policy evaluation used more than 256 MiB and was stopped"
     # and the engine still serves the next evaluation
     assert engine.check({"good.rego": DENY_NULL}) is None
+
+
+RUNTIME = """package terraform.policies.peek
+import rego.v1
+
+runtime := opa.runtime()
+env := opa.runtime().env
+deny contains sprintf("%s=%s", [k, v]) if { some k, v in opa.runtime().env }
+"""
+PEEK = "data.terraform.policies.peek"
+
+
+def test_a_policy_reads_no_variable_of_the_servers_environment(
+    engine: RegoPolicyEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TERRACE_URL_SIGNING_SECRET", "the-url-signing-secret")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "the-role-secret")
+    answer = engine.evaluate({"peek.rego": RUNTIME}, [f"{PEEK}.runtime", f"{PEEK}.env", f"{PEEK}.deny"], {})
+    assert answer.error is None
+    runtime, env, deny = answer.results
+    assert runtime.defined and runtime.value["env"] == {} and runtime.value["version"]
+    assert (env.value, deny.value) == ({}, [])
+    assert "secret" not in repr(answer)
+
+
+def test_a_policy_reaches_no_network(engine: RegoPolicyEngine) -> None:
+    """rego-cpp declares these built-ins and does not implement them: a policy compiles, and they are undefined."""
+    module = """package net_probe
+import rego.v1
+
+http := http.send({"method": "get", "url": "http://169.254.169.254/latest/meta-data/"})
+lookup := net.lookup_ip_addr("localhost")
+"""
+    answer = engine.evaluate({"n.rego": module}, ["data.net_probe.http", "data.net_probe.lookup"], {})
+    assert answer.error is None and [r.defined for r in answer.results] == [False, False]

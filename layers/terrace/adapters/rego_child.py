@@ -1,28 +1,22 @@
-"""The child process of `rego_policy_engine.py`: limits itself, then compiles and evaluates with `regopy`.
+"""The child process of `rego_policy_engine.py`: compiles and evaluates with `regopy`.
 
-Reads one JSON request on stdin (`modules`, `queries`, `input`, `data`, `limits`: its CPU seconds), writes one
-JSON answer on the stdout it was given. The engine's own diagnostics (it prints compile errors) go to a
-temporary file, kept as the message of a failure.
+Started by `tenant_process.py` (which limits it and gives it an empty environment); empties even that
+(`tenant_process.enter`) before anything else, reads one JSON request on stdin (`modules`, `queries`, `input`,
+`data`), writes one JSON answer on the stdout it was given. The engine's own diagnostics (it prints compile
+errors) go to a temporary file, kept as the message of a failure.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import resource
 import sys
 import tempfile
 from typing import Any
 
+from terrace.adapters import tenant_process
+
 MESSAGE_MAX = 4000
-
-
-def _limit(limits: dict[str, int]) -> None:
-    """CPU time (SIGXCPU, then SIGKILL) and no core dump. Memory is watched by the parent: the engine's allocator
-    (snmalloc) reserves hundreds of GiB of address space up front, so RLIMIT_AS/RLIMIT_DATA cannot bound it."""
-    cpu = int(limits["cpu_s"])
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
 def _value(raw: str) -> tuple[bool, Any]:
@@ -45,7 +39,7 @@ def _diagnostics(log: Any, exc: BaseException) -> str:
 
 
 def run(request: dict[str, Any], log: Any) -> dict[str, Any]:
-    from regopy import Interpreter  # imported under the limits
+    from regopy import Interpreter  # imported in the emptied environment
 
     rego = Interpreter()
     try:
@@ -72,8 +66,8 @@ def run(request: dict[str, Any], log: Any) -> dict[str, Any]:
 
 
 def main() -> None:
+    tenant_process.enter()
     request = json.loads(sys.stdin.buffer.read())
-    _limit(request["limits"])
     answer = os.fdopen(os.dup(1), "w")
     log = tempfile.TemporaryFile()
     os.dup2(log.fileno(), 1)

@@ -1,8 +1,9 @@
 """What the embedded server (`terrace serve`, `make dev`) keeps in its data directory besides the adapters'
 files, and what it does at start and stop:
 
-- `url-signing.secret` (0600): the HMAC key of blob URLs, log URLs and web sessions, kept across restarts so
-  links and sessions survive them; `admin.token` (0600): the seeded admin's token, reused while it works.
+- `url-signing.secret` (0600, `adapters/file_url_signing_secret.py`): the HMAC key of blob URLs, log URLs and web
+  sessions, kept across restarts so links and sessions survive them, never in an environment variable;
+  `admin.token` (0600): the seeded admin's token, reused while it works.
 - `hand_back`: phases that were running on this server's runner processes when they died (a stop, a crash)
   go back through `JobRetries.retry_or_fail`, the rules the reaper applies on AWS to a runner that stopped
   heartbeating: a plan or a not-yet-applying apply is retried, an apply that had started ends `errored`
@@ -16,11 +17,11 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from terrace.adapters import file_url_signing_secret
 from terrace.domain import runs as rs
 from terrace.domain.errors import Unauthenticated
 from terrace.services.runs.store import retrying
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from terrace.bootstrap import Container
 
 log = logging.getLogger("terrace.local")
-SECRET_FILE = "url-signing.secret"
+SECRET_FILE = file_url_signing_secret.SECRET_FILE
 ADMIN_TOKEN_FILE = "admin.token"
 
 
@@ -42,12 +43,10 @@ def write_private(path: Path, text: str) -> None:
 
 
 def url_signing_secret(data_dir: Path) -> str:
-    path = data_dir / SECRET_FILE
-    if path.exists() and path.read_text().strip():
-        return path.read_text().strip()
-    secret = os.environ.get("TERRACE_URL_SIGNING_SECRET") or secrets.token_urlsafe(32)
-    write_private(path, secret + "\n")
-    return secret
+    """The data folder's URL-signing secret (`TERRACE_URL_SIGNING_SECRET` is not read: the server makes its own)."""
+    if os.environ.get("TERRACE_URL_SIGNING_SECRET"):
+        log.warning("TERRACE_URL_SIGNING_SECRET is ignored: the embedded server keeps its own in %s", data_dir)
+    return file_url_signing_secret.load(data_dir)
 
 
 def saved_admin_token(container: Container, data_dir: Path) -> str | None:

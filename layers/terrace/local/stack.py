@@ -270,23 +270,19 @@ class LocalStack:
         return self.state_dir / DEV_FILE
 
     def env(self) -> dict[str, str]:
-        """TERRACE_* variables under which Settings.from_env() sees this stack (for child processes)."""
+        """TERRACE_* variables under which Settings.from_env() sees this stack (for child processes); never a secret:
+        the embedded server's URL-signing secret is a file of its data folder."""
         if self.settings is None:
             raise RuntimeError("the stack is not started")
         s = self.settings
         if self.data_dir is not None:
-            return {
-                "TERRACE_DATA_DIR": str(self.data_dir),
-                "TERRACE_PUBLIC_URL": s.public_url,
-                "TERRACE_URL_SIGNING_SECRET": s.url_signing_secret,
-            }
+            return {"TERRACE_DATA_DIR": str(self.data_dir), "TERRACE_PUBLIC_URL": s.public_url}  # no secret: in DATA
         if self.resources is None:
             raise RuntimeError("the stack is not started")
         return {
             **self.resources.env(),
             "TERRACE_PUBLIC_URL": s.public_url,
             "TERRACE_AWS_ENDPOINT_URL": s.aws_endpoint_url or "",
-            "TERRACE_URL_SIGNING_SECRET": s.url_signing_secret,
             "AWS_REGION": s.region,
             **{k: os.environ.get(k, v) for k, v in DUMMY_AWS_ENV.items()},
         }

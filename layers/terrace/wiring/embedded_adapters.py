@@ -38,6 +38,19 @@ class EmbeddedAdapters:
     lanes: SqliteLanes  # the dispatcher's priority lanes
 
 
+def with_url_signing_secret(settings: Settings) -> Settings:
+    """`settings` with the data folder's own URL-signing secret (`adapters/file_url_signing_secret.py`) when they
+    name none: an admin command (`terrace user create`, ...) reaches the server's data without it in its
+    environment."""
+    if settings.url_signing_secret.strip() or not settings.data_dir:
+        return settings
+    from terrace.adapters import file_url_signing_secret
+
+    data = Path(settings.data_dir)
+    data.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return settings.replace(url_signing_secret=file_url_signing_secret.load(data))
+
+
 def open_data_dir(settings: Settings) -> EmbeddedAdapters:
     """The adapters over `settings.data_dir` (created 0700 when missing)."""
     from terrace.adapters.definitions import EVENTS_QUEUE

@@ -14,6 +14,7 @@ from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.events import EventPublisher, EventQueue
 
 if TYPE_CHECKING:
+    from terrace.adapters.hcl_reader import HclReader
     from terrace.adapters.policy_engine import PolicyEngine
     from terrace.services.access.organizations import OrganizationService
     from terrace.services.access.projects import ProjectService
@@ -52,6 +53,7 @@ class PolicyServices:
     run_queries: RunQueries
     outbox_relay: OutboxRelay  # wiring/run_services.py: the policy evaluation's `queued` rides in its write
     remote_policy_engine: PolicyEngine | None  # a field of the container: the policy function on AWS
+    hcl_reader: HclReader  # wiring/registry_services.py: policies.hcl is read as uploaded modules are
 
     @cached_property
     def policy_engine(self) -> PolicyEngine:
@@ -90,7 +92,7 @@ class PolicyServices:
         from terrace.services.policies.versions import PolicySetVersionService
 
         return PolicySetVersionService(
-            self.table, self.blobs, self.settings, self.policy_sets, self.policies, self.policy_engine
+            self.table, self.blobs, self.settings, self.policy_sets, self.policies, self.policy_engine, self.hcl_reader
         )
 
     @cached_property

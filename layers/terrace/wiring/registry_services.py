@@ -14,6 +14,7 @@ from terrace.adapters.table import Table
 from terrace.config import Settings
 
 if TYPE_CHECKING:
+    from terrace.adapters.hcl_reader import HclReader
     from terrace.services.access.authz import Authorizer
     from terrace.services.access.organizations import OrganizationService
     from terrace.services.registry.gpg_keys import GPGKeyService
@@ -34,6 +35,13 @@ class RegistryServices:
     authz: Authorizer
 
     @cached_property
+    def hcl_reader(self) -> HclReader:
+        """Uploaded HCL (a module's `.tf` files, a policy set's `policies.hcl`), read in a bounded child process."""
+        from terrace.adapters.process_hcl_reader import ProcessHclReader
+
+        return ProcessHclReader()
+
+    @cached_property
     def registry_modules(self) -> RegistryModuleService:
         from terrace.services.registry.modules import RegistryModuleService
 
@@ -46,7 +54,7 @@ class RegistryServices:
     def module_versions(self) -> ModuleVersionService:
         from terrace.services.registry.module_versions import ModuleVersionService
 
-        return ModuleVersionService(self.table, self.blobs, self.settings, self.registry_modules)
+        return ModuleVersionService(self.table, self.blobs, self.settings, self.registry_modules, self.hcl_reader)
 
     @cached_property
     def registry_providers(self) -> RegistryProviderService:

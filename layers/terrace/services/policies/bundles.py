@@ -3,7 +3,8 @@
 optional `data.json` files (rooted under `data` at their folder's path, as OPA bundles are).
 
 Nothing is written to disk: `domain/bounded_tar.py` reads the files in memory within the bounds below, each member
-through tarfile's `data` filter (a member it refuses refuses the whole tarball).
+through tarfile's `data` filter (a member it refuses refuses the whole tarball). The `policies.hcl` is parsed by the
+HCL reader port (`adapters/hcl_reader.py`: python-hcl2 in a bounded child process, never in this process).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import posixpath
 from typing import Any
 
+from terrace.adapters.hcl_reader import HclReader
 from terrace.domain import policies as rules
 from terrace.domain.bounded_tar import TarBounds, read_files
 from terrace.domain.errors import Invalid
@@ -23,12 +25,12 @@ BOUNDS = TarBounds("a policy set version", ARCHIVE_MAX_BYTES, files_max=200, tot
 ROOT = "/policy-set-version"
 
 
-def read_tarball(raw: bytes) -> Bundle:
+def read_tarball(raw: bytes, hcl: HclReader) -> Bundle:
     """The bundle of a `.tar.gz`, or Invalid naming what is wrong with it."""
-    return _bundle(read_files(raw, BOUNDS, ROOT))
+    return _bundle(read_files(raw, BOUNDS, ROOT), hcl)
 
 
-def _bundle(files: dict[str, bytes]) -> Bundle:
+def _bundle(files: dict[str, bytes], hcl: HclReader) -> Bundle:
     modules: dict[str, str] = {}
     data: dict[str, Any] = {}
     for name, body in sorted(files.items()):
@@ -36,7 +38,7 @@ def _bundle(files: dict[str, bytes]) -> Bundle:
             modules[name] = _text(name, body)
         elif posixpath.basename(name) == "data.json":
             data = _merge(data, posixpath.dirname(name), name, body)
-    policies = parse_policies_hcl(_text("policies.hcl", files["policies.hcl"])) if "policies.hcl" in files else ()
+    policies = parse_policies_hcl(_text("policies.hcl", files["policies.hcl"]), hcl) if "policies.hcl" in files else ()
     return Bundle(modules=modules, data=data, policies=policies, files=tuple(sorted(files)))
 
 
@@ -60,14 +62,12 @@ def _merge(data: dict[str, Any], folder: str, name: str, body: bytes) -> dict[st
     return data
 
 
-def parse_policies_hcl(text: str) -> tuple[VersionPolicy, ...]:
+def parse_policies_hcl(text: str, hcl: HclReader) -> tuple[VersionPolicy, ...]:
     """The `policy` blocks of a policies.hcl."""
-    import hcl2  # python-hcl2 (lark): imported when a policies.hcl is read, not by every process
-
-    try:
-        document = hcl2.loads(text)
-    except Exception as exc:  # lark's parse errors have no common base class worth naming here
-        raise Invalid(f"policies.hcl: {str(exc).strip().splitlines()[0] if str(exc).strip() else exc}") from exc
+    parsed = hcl.parse({"policies.hcl": text})
+    if "policies.hcl" not in parsed.documents:
+        raise Invalid(f"policies.hcl: {parsed.errors.get('policies.hcl') or parsed.stopped or 'not read'}")
+    document = parsed.documents["policies.hcl"]
     found: list[VersionPolicy] = []
     for block in document.get("policy", []) if isinstance(document, dict) else []:
         for raw_name, body in block.items():

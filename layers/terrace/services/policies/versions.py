@@ -14,6 +14,7 @@ from dataclasses import asdict
 from typing import Any
 
 from terrace.adapters.blobs import BlobStore
+from terrace.adapters.hcl_reader import HclReader
 from terrace.adapters.policy_engine import PolicyEngine
 from terrace.adapters.table import Table
 from terrace.config import Settings
@@ -41,9 +42,10 @@ class PolicySetVersionService:
         policy_sets: PolicySetService,
         policies: PolicyService,
         engine: PolicyEngine,
+        hcl: HclReader,
     ) -> None:
         self._table, self._blobs, self._settings = table, blobs, settings
-        self._sets, self._policies, self._engine = policy_sets, policies, engine
+        self._sets, self._policies, self._engine, self._hcl = policy_sets, policies, engine, hcl
 
     @staticmethod
     def _public(item: dict[str, Any]) -> PolicySetVersion:
@@ -115,7 +117,7 @@ class PolicySetVersionService:
             info = self._blobs.head(key)
             if info is None or info.size > ARCHIVE_MAX_BYTES:
                 raise Invalid(f"a policy set version is at most {ARCHIVE_MAX_BYTES} bytes compressed")
-            bundle = read_tarball(self._blobs.get(key))
+            bundle = read_tarball(self._blobs.get(key), self._hcl)
             if item.get("kind") == "opa":
                 _check_opa(bundle, self._engine)
         except Invalid as exc:

@@ -2,8 +2,10 @@
 
 Nothing is written to disk: `domain/bounded_tar.py` reads the files in memory within the bounds below, each member
 through tarfile's `data` filter. A module has at least one `.tf` or `.tf.json` file at its root. Its README
-(`README.md` at the root) and the root's variables, outputs and resources are read for the UI (python-hcl2);
-a file python-hcl2 cannot read is left out of those lists, never a reason to refuse a module terraform reads.
+(`README.md` at the root) and the root's variables, outputs and resources are read for the UI: `.tf.json` here,
+`.tf` by the HCL reader port (`adapters/hcl_reader.py`: python-hcl2 in a bounded child process, up to a budget of
+bytes, CPU and time per upload, never in this process); a file it cannot read, or past the budget, is left out of
+those lists, never a reason to refuse a module terraform reads.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from terrace.adapters.hcl_reader import HclReader
 from terrace.domain.bounded_tar import TarBounds, read_files
 from terrace.domain.errors import Invalid
 from terrace.domain.registry_modules import ModuleContents
@@ -23,44 +26,50 @@ ROOT = "/module"
 README_NAMES = ("README.md", "README", "readme.md", "Readme.md")
 
 
-def read_module(raw: bytes) -> ModuleContents:
+def read_module(raw: bytes, hcl: HclReader) -> ModuleContents:
     """What the module holds, or Invalid naming why the tarball is not a module."""
     root_files = read_files(raw, BOUNDS, ROOT, lambda name: "/" not in name and _interesting(name), mode="r:gz")
     if not any(name.endswith((".tf", ".tf.json")) for name in root_files):
         raise Invalid("not a module: no .tf or .tf.json file at the archive's root")
-    return _contents(root_files)
+    return _contents(root_files, hcl)
 
 
 def _interesting(name: str) -> bool:
     return name.endswith((".tf", ".tf.json")) or name in README_NAMES
 
 
-def _contents(files: dict[str, bytes]) -> ModuleContents:
+def _contents(files: dict[str, bytes], hcl: HclReader) -> ModuleContents:
     readme = next((files[n] for n in README_NAMES if n in files), b"").decode("utf-8", "replace")
     contents = ModuleContents(readme=readme[:README_MAX_CHARS])
-    for name in sorted(files):
-        body = files[name]
-        if not name.endswith((".tf", ".tf.json")) or len(body) > PARSED_MAX_BYTES:
-            continue
-        document = _parse(name, body)
+    documents = _parse(files, hcl)
+    for name in sorted(documents):
+        document = documents[name]
         _variables(document, contents.inputs)
         _outputs(document, contents.outputs)
         _resources(document, contents.resources)
     return contents
 
 
-def _parse(name: str, body: bytes) -> dict[str, Any]:
-    try:
-        text = body.decode("utf-8")
-        if name.endswith(".json"):
-            document = json.loads(text)
-            return _json_blocks(document) if isinstance(document, dict) else {}
-        import hcl2  # python-hcl2 (lark): imported when a module is read, not by every process
-
-        parsed = hcl2.loads(text)
-        return parsed if isinstance(parsed, dict) else {}
-    except Exception:  # a file python-hcl2 cannot read only leaves the UI's lists shorter
-        return {}
+def _parse(files: dict[str, bytes], hcl: HclReader) -> dict[str, dict[str, Any]]:
+    """The documents of the root's `.tf.json` (read here) and `.tf` files (by the HCL reader, all at once)."""
+    documents: dict[str, dict[str, Any]] = {}
+    texts: dict[str, str] = {}
+    for name in sorted(files):
+        body = files[name]
+        if not name.endswith((".tf", ".tf.json")) or len(body) > PARSED_MAX_BYTES:
+            continue
+        try:
+            text = body.decode("utf-8")
+            if name.endswith(".json"):
+                document = json.loads(text)
+                documents[name] = _json_blocks(document) if isinstance(document, dict) else {}
+            else:
+                texts[name] = text
+        except ValueError:  # not UTF-8, not JSON: only the UI's lists are shorter
+            continue
+    if texts:
+        documents.update(hcl.parse(texts).documents)
+    return documents
 
 
 def _json_blocks(document: dict[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import logging
 from typing import Any
 
 from terrace.adapters.blobs import BlobStore
+from terrace.adapters.hcl_reader import HclReader
 from terrace.adapters.table import ConditionFailed, Table
 from terrace.config import Settings
 from terrace.domain import clock
@@ -65,8 +66,11 @@ def _public(item: dict[str, Any]) -> ModuleVersion:
 
 
 class ModuleVersionService:
-    def __init__(self, table: Table, blobs: BlobStore, settings: Settings, modules: RegistryModuleService) -> None:
+    def __init__(
+        self, table: Table, blobs: BlobStore, settings: Settings, modules: RegistryModuleService, hcl: HclReader
+    ) -> None:
         self._table, self._blobs, self._settings, self._modules = table, blobs, settings, modules
+        self._hcl = hcl
 
     def of_module(self, module_id: str) -> builtins.list[ModuleVersion]:
         """A module's versions, newest first (semantic version order)."""
@@ -175,7 +179,7 @@ class ModuleVersionService:
         try:
             if info.size > ARCHIVE_MAX_BYTES:
                 raise Invalid(f"a module version is at most {ARCHIVE_MAX_BYTES} bytes compressed")
-            contents = read_module(self._blobs.get(key))
+            contents = read_module(self._blobs.get(key), self._hcl)
         except Invalid as exc:
             updated.update(status=VERSION_FAILED, error=exc.detail)
             self._blobs.delete(key)

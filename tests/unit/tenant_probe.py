@@ -1,0 +1,49 @@
+"""A child for `test_tenant_process.py`, started by `adapters/tenant_process.py`: answers what it was given (its
+environment before and after `enter`, descriptors, session, limits, folder), or, asked to, misbehaves."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+from terrace.adapters import tenant_process
+
+
+def main() -> None:
+    inherited = dict(os.environ)
+    tenant_process.enter()
+    request = json.loads(sys.stdin.buffer.read())
+    if request.get("do") == "spawn":  # a grandchild that outlives it, unless its group is killed
+        grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])  # noqa: S603
+        print(json.dumps({"grandchild": grandchild.pid}), flush=True)
+        os._exit(0)
+    if request.get("do") == "spin":
+        print(json.dumps({"spinning": True}), flush=True)
+        while True:
+            pass
+    if request.get("do") == "sleep":
+        print(json.dumps({"sleeping": True}), flush=True)
+        time.sleep(600)
+    if request.get("do") == "grow":
+        hoard = [bytearray(1024 * 1024) for _ in range(4096)]
+        print(len(hoard))
+    answer = {
+        "inherited": inherited,
+        "environ": dict(os.environ),
+        "fds": sorted(int(fd) for fd in os.listdir("/proc/self/fd")),
+        "sid": os.getsid(0),
+        "pgid": os.getpgid(0),
+        "pid": os.getpid(),
+        "cwd": os.getcwd(),
+        "cpu": resource.getrlimit(resource.RLIMIT_CPU),
+        "core": resource.getrlimit(resource.RLIMIT_CORE),
+    }
+    sys.stdout.write(json.dumps(answer))
+
+
+if __name__ == "__main__":
+    main()
