@@ -17,7 +17,7 @@ from typing import Any
 from terrace.adapters.table import ConditionFailed, Delete, Put, Table, WriteOp
 from terrace.domain import assessments, clock
 from terrace.domain.agent_pools import DEFAULT_POOL_SETTING as DEFAULT_AGENT_POOL
-from terrace.domain.errors import Conflict, Invalid, NotFound
+from terrace.domain.errors import Conflict, NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.organizations import (
     BOOLEAN_SETTINGS,

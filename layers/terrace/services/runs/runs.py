@@ -28,7 +28,6 @@ from terrace.services.runs.scheduler import RunScheduler
 from terrace.services.runs.store import RunStore, triggered_event
 from terrace.services.workspaces.workspaces import WorkspaceService
 
-
 # the ports the composition root fills: the admin area's tool versions, the workspaces area's effective variables
 VersionResolver = Callable[[str], tuple[str, str | None]]
 RunVariablesResolver = Callable[[Workspace, list[dict[str, str]]], list[dict[str, Any]] | None]
