@@ -166,7 +166,7 @@ def test_the_final_image_has_no_build_tools_and_bakes_the_tools_in():
     assert "--no-deps ." in text and "pip uninstall -y" in text  # no server libraries, no pip in the image
 
 
-RUNNER_LIBRARIES = ("httpx", "pydantic", "pydantic-settings", "typer")  # what terrace.runner imports itself
+RUNNER_LIBRARIES = ("httpx", "pydantic", "pydantic-settings", "typer", "tenacity")  # what terrace.runner imports itself
 SERVER_LIBRARIES = ("boto3", "botocore", "fastapi", "starlette", "mangum", "aws_lambda_powertools", "jinja2", "jwt",
                     "uvicorn", "httptools", "uvloop", "trustme", "cryptography", "moto", "click")  # fmt: skip
 

@@ -119,8 +119,8 @@ class FakeApi:
 
     def clients(self, runner_id: str = "runner-test") -> tuple[RunnerApi, Transfers]:
         transport = httpx.MockTransport(self.handler)
-        api = RunnerApi(API, SECRET, runner_id, transport=transport, retry_delays=(0.01,))
-        return api, Transfers(transport=transport, retry_delays=(0.01,))
+        api = RunnerApi(API, SECRET, runner_id, transport=transport, retry_delays=(0.01,), sleep=lambda s: None)
+        return api, Transfers(transport=transport, retry_delays=(0.01,), sleep=lambda s: None)
 
 
 def make_spec(phase: str = "plan", **overrides: Any) -> JobSpec:

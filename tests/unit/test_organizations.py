@@ -10,11 +10,18 @@ from terrace.services.access.organizations import OrganizationService
 ALICE = Principal(PrincipalKind.USER, "user-alice", "alice")
 
 
+def _pools(table: MemoryTable, cache_ttl_s: float = 2.0) -> OrganizationService:
+    """An organization service whose default agent pool check lets any update through."""
+    return OrganizationService(
+        table, Authorizer(), check_default_agent_pool=lambda org, mode, pool: pool, cache_ttl_s=cache_ttl_s
+    )
+
+
 def test_changes_show_at_once_here_and_within_the_ttl_elsewhere() -> None:
     table = MemoryTable()
-    here = OrganizationService(table, Authorizer())
-    elsewhere = OrganizationService(table, Authorizer(), cache_ttl_s=3600)
-    fresh = OrganizationService(table, Authorizer(), cache_ttl_s=0)
+    here = _pools(table)
+    elsewhere = _pools(table, cache_ttl_s=3600)
+    fresh = _pools(table, cache_ttl_s=0)
     here.create(ALICE, "acme", "a@example.com")
     assert elsewhere.lookup("acme").email == "a@example.com"
     here.update(ALICE, "acme", {"email": "b@example.com"})

@@ -3,6 +3,7 @@ anything an unauthenticated client puts in one (non-ASCII signatures, offsets an
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,9 +11,11 @@ from pathlib import Path
 import pytest
 import terrace
 from fastapi.testclient import TestClient
+from itsdangerous import Signer
 from run_helpers import make_run_env
 from terrace.bootstrap import Container, build_embedded
 from terrace.config import Settings
+from terrace.services.access.web_sessions import SALT as SESSION_SALT
 from terrace.web.app import create_app
 
 PACKAGE = Path(terrace.__file__).parent
@@ -22,6 +25,7 @@ NOT_URL_SIGNERS = {
     "local/presigned_check.py",
     "services/runs/task_delivery.py",  # signs a run task request's body (X-TFC-Task-Signature), not a URL
     "domain/notification_payloads.py",  # signs notification bodies with their configuration's token (TFC's header)
+    "runner/sigv4.py",  # AWS SigV4 of the runner's one GetCallerIdentity request (AWS's scheme, not Terrace's)
 }
 
 
@@ -42,13 +46,30 @@ def embedded(tmp_path: Path) -> Iterator[tuple[Container, TestClient]]:
         container.close()
 
 
-def test_every_url_is_signed_by_the_one_helper() -> None:
+def test_no_url_is_signed_by_hand() -> None:
     signers = {
         str(path.relative_to(PACKAGE))
         for path in PACKAGE.rglob("*.py")
         if re.search(r"\bhmac\.(new|digest)\(", path.read_text())
     }
-    assert signers - NOT_URL_SIGNERS == {"domain/url_signing.py"}
+    assert signers - NOT_URL_SIGNERS == set()
+
+
+def test_a_url_signature_is_itsdangerous_under_its_purpose_salt() -> None:
+    """One signer for cookies and URLs: itsdangerous's HMAC-SHA256, with a salt naming the purpose."""
+    from terrace.domain.url_signing import Purpose, UrlSigning
+
+    signature = UrlSigning("secret").sign(Purpose.LOG_READ, "plan-1", 100)
+    for salt, verifies in [("terrace.url.log-read", True), ("terrace.url.blob-get", False), (SESSION_SALT, False)]:
+        signer = Signer("secret", salt=salt, digest_method=hashlib.sha256)
+        assert signer.verify_signature(b'["plan-1",100]', signature.encode()) is verifies, salt
+
+
+def test_a_session_cookie_signature_is_no_url_signature() -> None:
+    from terrace.domain.url_signing import Purpose, UrlSigning
+
+    cookie = Signer("secret", salt=SESSION_SALT, digest_method=hashlib.sha256).get_signature(b'["plan-1",100]')
+    assert not UrlSigning("secret").verify(cookie.decode(), Purpose.LOG_READ, "plan-1", 100)
 
 
 def test_a_signature_verifies_for_its_own_purpose_only() -> None:
@@ -62,6 +83,9 @@ def test_a_signature_verifies_for_its_own_purpose_only() -> None:
     # parts cannot run into each other
     assert not signing.verify(signature, Purpose.BLOB_GET, "plans/run-1/plan.bin\n100", 0)
     assert not signing.verify("é" * 64, Purpose.BLOB_GET, "plans/run-1/plan.bin", 100, 0)
+    assert not signing.verify("not base64!", Purpose.BLOB_GET, "plans/run-1/plan.bin", 100, 0)
+    assert not signing.verify("", Purpose.BLOB_GET, "plans/run-1/plan.bin", 100, 0)
+    assert not UrlSigning("other").verify(signature, Purpose.BLOB_GET, "plans/run-1/plan.bin", 100, 0)
 
 
 def test_blob_urls_minted_for_one_method_never_serve_another(embedded: tuple[Container, TestClient]) -> None:

@@ -5,12 +5,10 @@ resolves through the same reads; and deleting the organization leaves no item of
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from implementations import IMPLEMENTATIONS, open_table
 from terrace.adapters.memory_blobs import MemoryBlobs
 from terrace.adapters.table import Table, WriteOp
 from terrace.bootstrap import Container
@@ -37,16 +35,16 @@ class Meanwhile:
         return getattr(self.inner, name)
 
 
-@pytest.fixture(params=IMPLEMENTATIONS)
-def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Container, Principal, Meanwhile]]:
-    with open_table(request.param, tmp_path, lambda: str(request.getfixturevalue("moto_endpoint"))) as table:
-        wrapped = Meanwhile(table)
-        settings = Settings(table_name="t", blob_bucket="b", url_signing_secret="s")
-        container = Container(settings=settings, table=wrapped, blobs=MemoryBlobs())  # type: ignore[arg-type]
-        user = container.accounts.create_user("alice", "alice@example.com")
-        owner = Principal(PrincipalKind.USER, user.id, user.username)
-        container.organizations.create(owner, "acme", "ops@example.com")
-        yield container, owner, wrapped
+@pytest.fixture
+def world(table: Table) -> tuple[Container, Principal, Meanwhile]:
+    """A container on `table` (conftest: each implementation), wrapped to act between a read and its write."""
+    wrapped = Meanwhile(table)
+    settings = Settings(table_name="t", blob_bucket="b", url_signing_secret="s")
+    container = Container(settings=settings, table=wrapped, blobs=MemoryBlobs())  # type: ignore[arg-type]
+    user = container.accounts.create_user("alice", "alice@example.com")
+    owner = Principal(PrincipalKind.USER, user.id, user.username)
+    container.organizations.create(owner, "acme", "ops@example.com")
+    return container, owner, wrapped
 
 
 def test_sets_on_each_table(world: tuple[Container, Principal, Meanwhile]) -> None:

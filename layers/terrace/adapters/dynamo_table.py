@@ -17,6 +17,7 @@ from typing import Any
 
 from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
+from tenacity import RetryCallState, Retrying, retry_if_exception, retry_if_result, stop_after_attempt
 
 from terrace.adapters.storage_errors import dynamo_conflict
 from terrace.adapters.table import ConditionFailed, Delete, Item, Put, WriteOp
@@ -85,22 +86,35 @@ def _condition(
     return {}
 
 
-def _sent(write: Callable[[], object]) -> None:
+def _conflict(exc: BaseException) -> bool:
+    return isinstance(exc, ClientError) and dynamo_conflict(exc.response)
+
+
+def _conflict_wait(state: RetryCallState) -> float:
+    return CONFLICT_BACKOFF_S * 2 ** (state.attempt_number - 1) * (0.5 + random.random())  # noqa: S311 - jitter
+
+
+def _batch_wait(state: RetryCallState) -> float:
+    return min(2.0, BATCH_BACKOFF_S * 2 ** (state.attempt_number - 1))
+
+
+def _sent(write: Callable[[], object], sleep: Callable[[float], None]) -> None:
     """`write` sent again while DynamoDB refuses it for a conflict (`dynamo_conflict`); its last refusal goes up."""
-    for attempt in range(CONFLICT_ATTEMPTS):
-        try:
-            write()
-            return
-        except ClientError as exc:
-            if not dynamo_conflict(exc.response) or attempt == CONFLICT_ATTEMPTS - 1:
-                raise
-        time.sleep(CONFLICT_BACKOFF_S * 2**attempt * (0.5 + random.random()))  # noqa: S311 - jitter
+    retrying = Retrying(
+        stop=stop_after_attempt(CONFLICT_ATTEMPTS),
+        wait=_conflict_wait,
+        retry=retry_if_exception(_conflict),
+        sleep=sleep,
+        reraise=True,
+    )
+    retrying(write)
 
 
 class DynamoTable:
-    def __init__(self, client: Any, table_name: str) -> None:
+    def __init__(self, client: Any, table_name: str, sleep: Callable[[float], None] = time.sleep) -> None:
         self._client = client
         self._name = table_name
+        self._sleep = sleep  # the retries' back-off (tests: a recording one)
 
     def get(self, pk: str, sk: str) -> Item | None:
         raw = self._client.get_item(TableName=self._name, Key=_key(pk, sk), ConsistentRead=True).get("Item")
@@ -122,7 +136,7 @@ class DynamoTable:
     def put(self, item: Item, *, if_absent: bool = False, if_version: int | None = None) -> None:
         try:
             condition = _condition(if_absent, if_version)
-            _sent(lambda: self._client.put_item(TableName=self._name, Item=_marshal(item), **condition))
+            _sent(lambda: self._client.put_item(TableName=self._name, Item=_marshal(item), **condition), self._sleep)
         except ClientError as exc:
             if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
                 raise ConditionFailed(str(exc)) from exc
@@ -131,7 +145,7 @@ class DynamoTable:
     def delete(self, pk: str, sk: str, *, if_version: int | None = None) -> None:
         try:
             condition = _condition(if_version=if_version)
-            _sent(lambda: self._client.delete_item(TableName=self._name, Key=_key(pk, sk), **condition))
+            _sent(lambda: self._client.delete_item(TableName=self._name, Key=_key(pk, sk), **condition), self._sleep)
         except ClientError as exc:
             if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
                 raise ConditionFailed(str(exc)) from exc
@@ -147,11 +161,19 @@ class DynamoTable:
     def _batch_write(self, requests: list[dict[str, Any]]) -> None:
         for start in range(0, len(requests), BATCH_WRITE_SIZE):
             pending: dict[str, Any] = {self._name: requests[start : start + BATCH_WRITE_SIZE]}
-            for attempt in range(BATCH_WRITE_ATTEMPTS):
+
+            def send() -> dict[str, Any]:  # what is left unprocessed is sent again, alone
+                nonlocal pending
                 pending = self._client.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
-                if not pending:
-                    break
-                time.sleep(min(2.0, BATCH_BACKOFF_S * 2**attempt))
+                return pending
+
+            Retrying(
+                stop=stop_after_attempt(BATCH_WRITE_ATTEMPTS),
+                wait=_batch_wait,
+                retry=retry_if_result(bool),
+                retry_error_callback=lambda state: None,  # what is still pending is the error below
+                sleep=self._sleep,
+            )(send)
             if pending:
                 left = len(pending.get(self._name, []))
                 raise RuntimeError(f"DynamoDB left {left} batch writes unprocessed after {BATCH_WRITE_ATTEMPTS} tries")
@@ -229,7 +251,7 @@ class DynamoTable:
                 cond = _condition(if_version=op.if_version, must_exist=op.must_exist)
                 items.append({"ConditionCheck": {"TableName": self._name, "Key": _key(op.pk, op.sk), **cond}})
         try:
-            _sent(lambda: self._client.transact_write_items(TransactItems=items))
+            _sent(lambda: self._client.transact_write_items(TransactItems=items), self._sleep)
         except ClientError as exc:
             if exc.response["Error"]["Code"] == "TransactionCanceledException" and not dynamo_conflict(exc.response):
                 raise ConditionFailed(str(exc)) from exc

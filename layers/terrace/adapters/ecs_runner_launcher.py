@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+from tenacity import RetryCallState, Retrying, retry_if_result, stop_after_attempt
 
 from terrace.adapters.runner_launcher import LiveRunner, RunnerCredential, runner_environment
 
@@ -51,6 +53,7 @@ class EcsLauncher:
         max_tasks: int | None = None,
         environment: Mapping[str, str] | None = None,
         spot_lanes: Sequence[str] = (),
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.ecs = ecs_client
         self.cluster, self.task_definition, self.container_name = cluster, task_definition, container_name
@@ -60,7 +63,8 @@ class EcsLauncher:
         self.max_tasks = max_tasks
         self.environment = dict(environment or {})
         self.failures = 0  # RunTask calls that failed after their retries, since this launcher was made
-        self.backoff_s = RUN_TASK_BACKOFF_S
+        self.backoff_s = RUN_TASK_BACKOFF_S  # after the nth failed try: n times this
+        self._sleep = sleep
         self.spot_lanes = tuple(spot_lanes)
         self.spot_fallbacks = 0  # Spot launches that went to FARGATE instead, since this launcher was made
 
@@ -112,13 +116,15 @@ class EcsLauncher:
         """The started task's ARN, after up to RUN_TASK_ATTEMPTS tries; None when every try failed. A Spot
         launch that fails goes to FARGATE at once (ECS would not fall back by itself)."""
         capacity = self.capacity_of(credential)
-        for attempt in range(1, RUN_TASK_ATTEMPTS + 1):
+        tries, fell_back = 0, False  # fell_back: the try that just failed was on Spot; the next goes to FARGATE
+
+        def attempt() -> str | None:
+            nonlocal tries, capacity, fell_back
+            tries, fell_back = tries + 1, False
             try:
                 reply = self.ecs.run_task(**self._run_task_args(credential, capacity))
             except Exception as exc:  # throttled, refused, unreachable: botocore's own retries are spent
-                log.warning(
-                    "RunTask attempt %d (%s) for %s failed: %s", attempt, capacity, credential.organization, exc
-                )
+                log.warning("RunTask attempt %d (%s) for %s failed: %s", tries, capacity, credential.organization, exc)
             else:
                 tasks = reply.get("tasks") or []
                 if tasks:
@@ -126,15 +132,26 @@ class EcsLauncher:
                 for failure in reply.get("failures", []):
                     log.warning(
                         "RunTask attempt %d (%s) failure: %s %s",
-                        attempt, capacity, failure.get("reason"), failure.get("detail", ""),
+                        tries, capacity, failure.get("reason"), failure.get("detail", ""),
                     )  # fmt: skip
             if capacity == FARGATE_SPOT:
                 log.warning("no Fargate Spot task for a runner of %s: starting it on FARGATE", credential.organization)
-                capacity = FARGATE
+                capacity, fell_back = FARGATE, True
                 self.spot_fallbacks += 1
-                continue  # at once: Spot capacity is not coming back within a back-off
-            if attempt < RUN_TASK_ATTEMPTS:
-                time.sleep(self.backoff_s * attempt)
+            return None
+
+        def wait(state: RetryCallState) -> float:  # at once after Spot: its capacity is not coming back so soon
+            return 0.0 if fell_back else self.backoff_s * state.attempt_number
+
+        arn: str | None = Retrying(
+            stop=stop_after_attempt(RUN_TASK_ATTEMPTS),
+            wait=wait,
+            retry=retry_if_result(lambda started: started is None),
+            retry_error_callback=lambda state: None,
+            sleep=self._sleep,
+        )(attempt)
+        if arn is not None:
+            return arn
         log.error("RunTask failed %d times for a runner of %s", RUN_TASK_ATTEMPTS, credential.organization)
         return None
 

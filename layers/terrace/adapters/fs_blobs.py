@@ -92,7 +92,6 @@ class FsBlobs:
         self.root = Path(root)
         self.signer = signer
         self.max_put_bytes = max_put_bytes
-        self.replaceable: Callable[[str], bool] | None = None  # which existing keys an upload URL may replace
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         for sub in ("data", "meta", "tmp"):
             (self.root / sub).mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -152,11 +151,6 @@ class FsBlobs:
     def open_writer(self, key: str, max_bytes: int | None = None, exclusive: bool = False) -> BlobWriter:
         """`exclusive` (uploads through URLs): the commit creates the object, or is refused (409) if it exists."""
         return BlobWriter(self, check_key(key), max_bytes, exclusive)
-
-    def accepts_upload(self, key: str) -> bool:
-        """Whether an upload URL's PUT may replace an existing `key`; the composition root sets the rule
-        (`ConfigurationVersionService.accepts_upload`). None may by default."""
-        return self.replaceable(key) if self.replaceable is not None else False
 
     def refuse_existing(self, key: str) -> None:
         """BlobUrlRefused (409) when `key` exists: an upload URL is good for one upload."""

@@ -1,18 +1,20 @@
 """The one signer of Terrace's own URLs: blob URLs of the embedded server (`adapters/fs_blobs.py`) and
 log-read URLs (`services/runs/logs.py`), under the URL-signing secret.
 
-A signature is the hex HMAC-SHA256 of a purpose (`Purpose`) and the URL's parts, encoded unambiguously
-(a JSON array), so a signature minted for one purpose never verifies for another (a blob GET URL's is no
-blob PUT's, neither is a log-read URL's) and no part can run into the next. `verify` answers False, never
-raises, for anything a client can put in a URL (non-ASCII, wrong length, another purpose's signature).
+A signature is itsdangerous's (HMAC-SHA256, base64url), as the web session cookie's is, with a salt per purpose
+(`Purpose`; the cookie's is `terrace.web-session`), over the URL's parts encoded unambiguously (a JSON array):
+a signature minted for one purpose never verifies for another (a blob GET URL's is no blob PUT's, neither is a
+log-read URL's nor a session cookie's) and no part can run into the next. `verify` answers False, never raises,
+for anything a client can put in a URL (non-ASCII, not base64, wrong length, another purpose's signature).
 """
 
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 from enum import StrEnum
+
+from itsdangerous import Signer
 
 
 class Purpose(StrEnum):
@@ -21,19 +23,27 @@ class Purpose(StrEnum):
     LOG_READ = "log-read"
 
 
+SALT_PREFIX = "terrace.url."  # a purpose's salt: `terrace.url.blob-put`, ...
+
+
+def _message(parts: tuple[str | int, ...]) -> bytes:
+    return json.dumps(list(parts), separators=(",", ":")).encode()
+
+
 class UrlSigning:
     def __init__(self, secret: str) -> None:
         if not secret.strip():
             raise ValueError("signed URLs need a signing secret (TERRACE_URL_SIGNING_SECRET)")
-        self._secret = secret.encode()
+        self._signers = {
+            purpose: Signer(secret, salt=SALT_PREFIX + purpose, digest_method=hashlib.sha256) for purpose in Purpose
+        }
 
     def sign(self, purpose: Purpose, *parts: str | int) -> str:
-        message = json.dumps(["terrace-url", str(purpose), *parts], separators=(",", ":")).encode()
-        return hmac.new(self._secret, message, hashlib.sha256).hexdigest()
+        return self._signers[purpose].get_signature(_message(parts)).decode("ascii")
 
     def verify(self, signature: str, purpose: Purpose, *parts: str | int) -> bool:
         try:
             given = signature.encode("ascii")
         except UnicodeEncodeError:
             return False
-        return hmac.compare_digest(given, self.sign(purpose, *parts).encode("ascii"))
+        return self._signers[purpose].verify_signature(_message(parts), given)

@@ -5,10 +5,12 @@ from __future__ import annotations
 import ssl
 import time
 import zlib
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import httpx
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, retry_if_result, stop_after_attempt
 
 JSONAPI = "application/vnd.api+json"
 PAGE_SIZE = 100
@@ -16,6 +18,25 @@ PAGE_SIZE = 100
 
 DOWNLOAD_MAX_BYTES = 1024 * 1024 * 1024  # a state file or an archive, decoded
 ERROR_BODY_MAX_BYTES = 64 * 1024
+RATE_LIMITED_ATTEMPTS = 30  # tries of a request the server answers 429, each after the wait it asks (at most 30 s)
+RATE_LIMITED_MAX_WAIT_S = 30.0
+
+
+class _RateLimited(Exception):  # noqa: N818 -- not an error: a 429 whose wait is `wait_s`
+    def __init__(self, wait_s: float) -> None:
+        super().__init__(f"rate limited: again in {wait_s} s")
+        self.wait_s = wait_s
+
+
+def _asked_wait(headers: httpx.Headers, reset: bool = True) -> float:
+    """The wait a 429 asks for: its `Retry-After` (or `X-RateLimit-Reset` when `reset`), 1 s if none, 30 s at most."""
+    asked = headers.get("Retry-After") or (headers.get("X-RateLimit-Reset") if reset else None) or 1
+    return min(float(asked), RATE_LIMITED_MAX_WAIT_S)
+
+
+def _rate_limited_wait(state: RetryCallState) -> float:
+    failed = state.outcome.exception() if state.outcome is not None else None
+    return failed.wait_s if isinstance(failed, _RateLimited) else 1.0
 
 
 class ApiError(Exception):
@@ -44,8 +65,10 @@ class Api:
         token: str,
         verify: ssl.SSLContext | bool = True,
         transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.side = side
+        self._sleep = sleep  # the waits a 429 asks for (tests: a recording one)
         self.url = url.rstrip("/")
         self.origin = urlsplit(self.url)._replace(path="", query="", fragment="").geturl()
         self.verify = verify
@@ -67,14 +90,15 @@ class Api:
         """A request, retried while the server answers 429 (after its Retry-After); the token goes only to this
         server's own origin (a presigned store or archivist gets none: httpx drops it on a redirect too)."""
         own = not path.startswith("http") or path.startswith(self.origin + "/")
-        for attempt in range(30):
-            response = (self.http if own else self.bare).request(method, path, **kwargs)
-            if response.status_code != 429 or attempt == 29:
-                return response
-            time.sleep(
-                min(float(response.headers.get("Retry-After") or response.headers.get("X-RateLimit-Reset") or 1), 30)
-            )
-        raise AssertionError("unreachable")
+        retrying = Retrying(
+            stop=stop_after_attempt(RATE_LIMITED_ATTEMPTS),
+            wait=lambda state: _asked_wait(state.outcome.result().headers),  # type: ignore[union-attr]
+            retry=retry_if_result(lambda response: response.status_code == 429),
+            retry_error_callback=lambda state: state.outcome.result(),  # type: ignore[union-attr]
+            sleep=self._sleep,
+        )
+        response: httpx.Response = retrying((self.http if own else self.bare).request, method, path, **kwargs)
+        return response
 
     def request(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None) -> Any:
         """The decoded JSON body (None for an empty one); ApiError on a status >= 400."""
@@ -130,12 +154,15 @@ class Api:
         if url.startswith("/"):
             url = self.origin + url
         own = url.startswith(self.origin + "/")
-        for attempt in range(30):
+        tries = 0
+
+        def get() -> bytes:
+            nonlocal tries
+            tries += 1
             client = self.http if own else self.bare
             with client.stream("GET", url, follow_redirects=True, headers={"Accept-Encoding": "gzip"}) as response:
-                if response.status_code == 429 and attempt < 29:
-                    time.sleep(min(float(response.headers.get("Retry-After") or 1), 30))
-                    continue
+                if response.status_code == 429 and tries < RATE_LIMITED_ATTEMPTS:
+                    raise _RateLimited(_asked_wait(response.headers, reset=False))
                 if response.status_code >= 400:
                     body = _bounded(response, ERROR_BODY_MAX_BYTES)
                     raise ApiError(self.side, "GET", url, response.status_code, body.decode(errors="replace")[:300])
@@ -146,7 +173,15 @@ class Api:
                 if len(body) > max_bytes:
                     raise ApiError(self.side, "GET", url, 413, f"the file is larger than {max_bytes} bytes")
                 return body
-        raise AssertionError("unreachable")
+
+        body: bytes = Retrying(
+            stop=stop_after_attempt(RATE_LIMITED_ATTEMPTS),
+            wait=_rate_limited_wait,
+            retry=retry_if_exception_type(_RateLimited),
+            sleep=self._sleep,
+            reraise=True,
+        )(get)
+        return body
 
     def service(self, name: str, default: str) -> str:
         """A service's base URL from the server's discovery document (`/.well-known/terraform.json`)."""

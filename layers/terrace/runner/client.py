@@ -6,9 +6,10 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import httpx
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, retry_if_result, stop_after_attempt
 
 from terrace.domain.jobs import (
     HAND_OVER_HEADER,
@@ -39,23 +40,42 @@ class ApiError(RuntimeError):
         self.status = status
 
 
+def _retrying(delays: tuple[float, ...], sleep: Callable[[float], None], **kwargs: Any) -> Retrying:
+    """Tries once, then once after each of `delays`."""
+    return Retrying(
+        stop=stop_after_attempt(len(delays) + 1),
+        wait=lambda state: delays[min(state.attempt_number, len(delays)) - 1] if delays else 0.0,  # past: unused
+        sleep=sleep,
+        **kwargs,
+    )
+
+
 def with_retries(
-    call: Callable[[], httpx.Response], what: str, delays: tuple[float, ...] = RETRY_DELAYS_S
+    call: Callable[[], httpx.Response],
+    what: str,
+    delays: tuple[float, ...] = RETRY_DELAYS_S,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> httpx.Response:
-    """Retries connection errors and 5xx with back-off; returns the last response otherwise."""
-    for attempt, delay in enumerate((*delays, None)):
-        try:
-            response = call()
-        except httpx.TransportError as exc:
-            if delay is None:
-                raise
-            log.warning("%s failed (attempt %d): %s; retrying", what, attempt + 1, type(exc).__name__)
+    """Retries connection errors and 5xx with back-off; returns the last response otherwise (the last connection
+    error goes up)."""
+
+    def retrying_after(state: RetryCallState) -> None:
+        assert state.outcome is not None
+        if state.outcome.failed:
+            failed = type(state.outcome.exception()).__name__
+            log.warning("%s failed (attempt %d): %s; retrying", what, state.attempt_number, failed)
         else:
-            if response.status_code < 500 or delay is None:
-                return response
-            log.warning("%s got %d (attempt %d); retrying", what, response.status_code, attempt + 1)
-        time.sleep(delay)
-    raise AssertionError("unreachable")
+            status = state.outcome.result().status_code
+            log.warning("%s got %d (attempt %d); retrying", what, status, state.attempt_number)
+
+    response: httpx.Response = _retrying(
+        delays,
+        sleep,
+        retry=retry_if_exception_type(httpx.TransportError) | retry_if_result(lambda r: r.status_code >= 500),
+        before_sleep=retrying_after,
+        retry_error_callback=lambda state: state.outcome.result(),
+    )(call)
+    return response
 
 
 def _verify(ssl_cert_file: str | None) -> str | bool:
@@ -74,11 +94,12 @@ class RunnerApi:
         transport: httpx.BaseTransport | None = None,
         retry_delays: tuple[float, ...] = RETRY_DELAYS_S,
         lanes: tuple[str, ...] = (),
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.runner_id = runner_id
         self.lanes = lanes  # only jobs of these lanes (empty: any)
         self._token = token
-        self._delays = retry_delays
+        self._delays, self._sleep = retry_delays, sleep
         self._http = httpx.Client(
             base_url=f"{api_url.rstrip('/')}/api/runner",
             verify=_verify(ssl_cert_file),
@@ -91,7 +112,9 @@ class RunnerApi:
 
     def _post(self, path: str, body: str, what: str) -> httpx.Response:
         headers = {**self._headers(), "Content-Type": "application/json"}
-        return with_retries(lambda: self._http.post(path, content=body, headers=headers), what, self._delays)
+        return with_retries(
+            lambda: self._http.post(path, content=body, headers=headers), what, self._delays, self._sleep
+        )
 
     @staticmethod
     def _check(response: httpx.Response, what: str) -> None:
@@ -112,6 +135,7 @@ class RunnerApi:
             ),
             "next job",
             self._delays,
+            self._sleep,
         )
         if response.status_code == 204:
             if response.headers.get(HAND_OVER_HEADER):
@@ -149,6 +173,7 @@ class RunnerApi:
             lambda: self._http.put(f"/jobs/{job_id}/logs", params={"offset": offset}, content=chunk, headers=headers),
             f"logs {job_id}@{offset}",
             self._delays,
+            self._sleep,
         )
         self._check(response, f"logs {job_id}@{offset}")
 
@@ -189,36 +214,47 @@ class Transfers:
         ssl_cert_file: str | None = None,
         transport: httpx.BaseTransport | None = None,
         retry_delays: tuple[float, ...] = RETRY_DELAYS_S,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        self._delays = retry_delays
+        self._delays, self._sleep = retry_delays, sleep
         self._http = httpx.Client(
             verify=_verify(ssl_cert_file), transport=transport, timeout=httpx.Timeout(120.0, connect=10.0)
         )
 
     def download(self, url: str, dest: Path, max_bytes: int, what: str) -> int:
         """Streams `url` to `dest`; refuses bodies above `max_bytes`. Returns the size."""
-        for attempt, delay in enumerate((*self._delays, None)):
-            try:
-                with self._http.stream("GET", url) as response:
-                    if response.status_code >= 500 and delay is not None:
-                        raise httpx.RemoteProtocolError(f"HTTP {response.status_code}")
-                    if response.status_code >= 400:
-                        status = response.status_code
-                        raise ApiError(f"downloading the {what} failed: HTTP {status}", status)
-                    size = 0
-                    with dest.open("wb") as out:
-                        for chunk in response.iter_bytes(1 << 20):
-                            size += len(chunk)
-                            if size > max_bytes:
-                                raise ApiError(f"the {what} is larger than {max_bytes} bytes", 413)
-                            out.write(chunk)
-                    return size
-            except httpx.TransportError as exc:
-                if delay is None:
-                    raise
-                log.warning("downloading the %s failed (attempt %d): %s; retrying", what, attempt + 1, exc)
-                time.sleep(delay)
-        raise AssertionError("unreachable")
+        tries = 0
+
+        def get() -> int:
+            nonlocal tries
+            tries += 1
+            with self._http.stream("GET", url) as response:
+                if response.status_code >= 500 and tries <= len(self._delays):
+                    raise httpx.RemoteProtocolError(f"HTTP {response.status_code}")
+                if response.status_code >= 400:
+                    status = response.status_code
+                    raise ApiError(f"downloading the {what} failed: HTTP {status}", status)
+                size = 0
+                with dest.open("wb") as out:
+                    for chunk in response.iter_bytes(1 << 20):
+                        size += len(chunk)
+                        if size > max_bytes:
+                            raise ApiError(f"the {what} is larger than {max_bytes} bytes", 413)
+                        out.write(chunk)
+                return size
+
+        def retrying_after(state: RetryCallState) -> None:
+            failed = state.outcome.exception() if state.outcome is not None else None
+            log.warning("downloading the %s failed (attempt %d): %s; retrying", what, state.attempt_number, failed)
+
+        size: int = _retrying(
+            self._delays,
+            self._sleep,
+            retry=retry_if_exception_type(httpx.TransportError),
+            before_sleep=retrying_after,
+            reraise=True,
+        )(get)
+        return size
 
     def upload(self, url: str, source: Path, what: str) -> None:
         """PUT once: `If-None-Match: *` (signed into the runner's S3 URLs) never replaces an object."""
@@ -231,7 +267,7 @@ class Transfers:
             attempts += 1
             return self._http.put(url, content=data, headers=headers)
 
-        response = with_retries(put, f"upload {what}", self._delays)
+        response = with_retries(put, f"upload {what}", self._delays, self._sleep)
         if response.status_code in (409, 412) and attempts > 1:
             # the URL is this job's alone and a store lands a body whole or not at all: the object exists because
             # an earlier attempt landed it and only its answer was lost (a connection reset after the PUT)

@@ -3,10 +3,10 @@ filesystem: clients PUT and GET them as they do S3 presigned URLs. The URL's own
 request (no bearer token); its method, expiry and size limit are checked before a byte is written. An upload
 URL is single-use: a PUT to an object that exists is refused (409), before its body is read and again,
 atomically, when the upload is put in place (`FsBlobs.open_writer(exclusive=True)`). The one exception is what
-`FsBlobs.accepts_upload` allows: a configuration archive no run was created from yet may be uploaded again. Once
-an upload is in place, the PUT hands the `blob.landed` event to the events service before it answers (what S3's
-event notification does on AWS): a two-step state upload is finalized by this write, so the client's next read
-already sees it.
+the area owning the key allows (`ConfigurationVersionService.accepts_upload`): a configuration archive no run was
+created from yet may be uploaded again. Once an upload is in place, the PUT hands the `blob.landed` event to the
+events service before it answers (what S3's event notification does on AWS): a two-step state upload is finalized
+by this write, so the client's next read already sees it.
 
 These two routes are `async` (unlike every API endpoint) because they stream bodies: an upload is hashed and
 written in 1 MiB batches in the thread pool while the next batch arrives, and a download streams from disk in
@@ -115,7 +115,9 @@ async def upload(request: Request) -> Response:
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > max_bytes:
             raise BlobUrlRefused(413, f"the object is larger than {max_bytes} bytes")
-        exclusive = not await anyio.to_thread.run_sync(blobs.accepts_upload, key)
+        # the area that owns the key decides whether an upload may replace it (S3 cannot refuse one)
+        replaceable = request.app.state.container.configuration_versions.accepts_upload
+        exclusive = not await anyio.to_thread.run_sync(replaceable, key)
         if exclusive:
             await anyio.to_thread.run_sync(blobs.refuse_existing, key)  # single-use: before a byte is read
     except BlobUrlRefused as exc:

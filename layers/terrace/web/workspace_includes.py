@@ -17,7 +17,7 @@ from terrace.domain.errors import Forbidden, NotFound
 from terrace.domain.principal import Principal
 from terrace.domain.projects import default_project_id
 from terrace.domain.workspace import Workspace
-from terrace.web import access_serializers, serializers
+from terrace.web import access_serializers, resource_documents, serializers
 
 SUPPORTED = ("organization", "current_run", "current_state_version", "outputs", "project")
 
@@ -66,9 +66,7 @@ def _readable(read: Callable[..., Any], *args: Any) -> list[Any]:
 
 
 def _organization(container: Container, principal: Principal, ws: Workspace) -> dict[str, Any]:
-    from terrace.web.routers.organizations import serialize_organization
-
-    return serialize_organization(container, principal, container.workspaces.organization_of(ws))
+    return resource_documents.organization(container, principal, container.workspaces.organization_of(ws))
 
 
 def _run(container: Container, principal: Principal, run_id: str) -> dict[str, Any]:
@@ -78,9 +76,7 @@ def _run(container: Container, principal: Principal, run_id: str) -> dict[str, A
 
 
 def _state_version(container: Container, principal: Principal, sv_id: str) -> dict[str, Any]:
-    from terrace.web.routers.state_versions import serialize
-
-    return serialize(container, container.state_versions.get(principal, sv_id))
+    return resource_documents.state_version(container, container.state_versions.get(principal, sv_id))
 
 
 def _outputs(container: Container, principal: Principal, ws: Workspace) -> list[dict[str, Any]]:

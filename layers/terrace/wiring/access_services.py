@@ -131,19 +131,26 @@ class AccessServices:
     def organizations(self) -> OrganizationService:
         from terrace.services.access.organizations import OrganizationService
 
-        organizations = OrganizationService(self.table, self.authz)
-        organizations.check_default_agent_pool = lambda org, mode, pool: self.agent_pools.check_default(org, mode, pool)
-        return organizations
+        return OrganizationService(
+            self.table,
+            self.authz,
+            check_default_agent_pool=lambda org, mode, pool: self.agent_pools.check_default(org, mode, pool),
+        )
 
     # teams and access -------------------------------------------------------------------
     @cached_property
     def teams(self) -> TeamService:
         from terrace.services.access.teams import TeamService
 
-        teams = TeamService(self.table, self.authz, self.organizations)
-        teams.after_delete.append(lambda team: self.notification_configurations.delete_all(team.id))
-        teams.after_delete.append(lambda team: self.service_tokens.revoke_team_tokens(team.id))  # its tokens die too
-        return teams
+        return TeamService(
+            self.table,
+            self.authz,
+            self.organizations,
+            after_delete=[
+                lambda team: self.notification_configurations.delete_all(team.id),
+                lambda team: self.service_tokens.revoke_team_tokens(team.id),  # its tokens die too
+            ],
+        )
 
     @cached_property
     def access_documents(self) -> AccessDocuments:

@@ -56,16 +56,15 @@ class NotificationServices:
         from terrace.domain.destinations import Allowance
         from terrace.services.notifications.configurations import NotificationConfigurations
 
-        configurations = NotificationConfigurations(
+        return NotificationConfigurations(
             self.notification_store,
             self.encryptor,
             self.workspaces,
             self.teams,
             self.memberships,
             Allowance.parse(self.settings.outbound_allow),
+            verifier=lambda nc: self.notification_delivery.verify(nc),
         )
-        configurations.verifier = lambda nc: self.notification_delivery.verify(nc)
-        return configurations
 
     @cached_property
     def notification_delivery(self) -> NotificationDelivery:

@@ -71,9 +71,12 @@ class PolicyServices:
     def policies(self) -> PolicyService:
         from terrace.services.policies.policies import PolicyService
 
-        policies = PolicyService(self.table, self.organizations, self.policy_engine)
-        policies.on_delete = lambda org, policy_id: self.policy_sets.forget_policy(org, policy_id)
-        return policies
+        return PolicyService(
+            self.table,
+            self.organizations,
+            self.policy_engine,
+            on_delete=lambda org, policy_id: self.policy_sets.forget_policy(org, policy_id),
+        )
 
     @cached_property
     def policy_sets(self) -> PolicySetService:

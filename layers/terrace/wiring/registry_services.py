@@ -45,10 +45,13 @@ class RegistryServices:
     def registry_modules(self) -> RegistryModuleService:
         from terrace.services.registry.modules import RegistryModuleService
 
-        modules = RegistryModuleService(self.table, self.organizations, self.authz)
-        modules.versions_of = lambda module_id: self.module_versions.of_module(module_id)
-        modules.before_delete = lambda module_id: self.module_versions.delete_all(module_id)
-        return modules
+        return RegistryModuleService(
+            self.table,
+            self.organizations,
+            self.authz,
+            versions_of=lambda module_id: self.module_versions.of_module(module_id),
+            before_delete=lambda module_id: self.module_versions.delete_all(module_id),
+        )
 
     @cached_property
     def module_versions(self) -> ModuleVersionService:
@@ -60,19 +63,26 @@ class RegistryServices:
     def registry_providers(self) -> RegistryProviderService:
         from terrace.services.registry.providers import RegistryProviderService
 
-        providers = RegistryProviderService(self.table, self.organizations, self.authz)
-        providers.versions_of = lambda provider_id: self.provider_versions.of_provider(provider_id)
-        providers.before_delete = lambda provider_id: self.provider_versions.delete_all(provider_id)
-        providers.purge_keys = lambda org_key: self.gpg_keys.purge_organization(org_key)
-        return providers
+        return RegistryProviderService(
+            self.table,
+            self.organizations,
+            self.authz,
+            versions_of=lambda provider_id: self.provider_versions.of_provider(provider_id),
+            before_delete=lambda provider_id: self.provider_versions.delete_all(provider_id),
+            purge_keys=lambda org_key: self.gpg_keys.purge_organization(org_key),
+        )
 
     @cached_property
     def provider_versions(self) -> ProviderVersionService:
         from terrace.services.registry.provider_versions import ProviderVersionService
 
-        versions = ProviderVersionService(self.table, self.blobs, self.settings, self.registry_providers)
-        versions.before_delete = lambda version: self.provider_platforms.delete_all(version)
-        return versions
+        return ProviderVersionService(
+            self.table,
+            self.blobs,
+            self.settings,
+            self.registry_providers,
+            before_delete=lambda version: self.provider_platforms.delete_all(version),
+        )
 
     @cached_property
     def provider_platforms(self) -> ProviderPlatformService:

@@ -7,7 +7,6 @@ other services (what this area takes from the others is declared below as plain 
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -120,15 +119,16 @@ class RunServices:
     def configuration_versions(self) -> ConfigurationVersionService:
         from terrace.services.runs.configuration_versions import ConfigurationVersionService
 
-        versions = ConfigurationVersionService(self.table, self.blobs, self.workspaces, self.settings)
-        versions.on_uploaded.append(lambda cv: self.runs.queue_for_upload(cv))
-        versions.on_created.append(lambda cv, ws: self.expect_runner(ws, cv.speculative))
-        versions.in_use.append(lambda cv: self.run_queries.uses_configuration(cv.workspace_id, cv.id))
-        versions.configuration_of_run = self.run_queries.configuration_of
-        fs_blobs = sys.modules.get("terrace.adapters.fs_blobs")  # loaded only where the embedded server's are
-        if fs_blobs is not None and isinstance(self.blobs, fs_blobs.FsBlobs):  # S3 cannot refuse a replaced archive
-            self.blobs.replaceable = versions.accepts_upload  # (reads and runs check the record)
-        return versions
+        return ConfigurationVersionService(
+            self.table,
+            self.blobs,
+            self.workspaces,
+            self.settings,
+            on_uploaded=[lambda cv: self.runs.queue_for_upload(cv)],
+            on_created=[lambda cv, ws: self.expect_runner(ws, cv.speculative)],
+            in_use=[lambda cv: self.run_queries.uses_configuration(cv.workspace_id, cv.id)],
+            configuration_of_run=self.run_queries.configuration_of,
+        )
 
     @cached_property
     def run_store(self) -> RunStore:
@@ -163,17 +163,16 @@ class RunServices:
     def runs(self) -> RunService:
         from terrace.services.runs.runs import RunService
 
-        runs = RunService(
+        return RunService(
             self.run_store,
             self.scheduler,
             self.workspaces,
             self.configuration_versions,
             self.settings,
             organizations=self.organizations,
+            resolve_version=lambda requested: self.tool_versions.resolve(requested),
+            resolve_variables=lambda ws, run_variables: self.effective_variables.resolve_for_run(ws, run_variables),
         )
-        runs.resolve_version = lambda requested: self.tool_versions.resolve(requested)
-        runs.resolve_variables = lambda ws, run_variables: self.effective_variables.resolve_for_run(ws, run_variables)
-        return runs
 
     @cached_property
     def run_queries(self) -> RunQueries:
@@ -218,7 +217,7 @@ class RunServices:
     def jobs(self) -> JobService:
         from terrace.services.runs.jobs import JobService
 
-        jobs = JobService(
+        return JobService(
             self.run_store,
             self.scheduler,
             self.runs,
@@ -237,9 +236,8 @@ class RunServices:
             signal=self.job_signal,
             agents=self.agents,
             workload=self.workload_tokens,
+            skip_assessment=lambda run: self.assessments.skip_if_busy(run),
         )
-        jobs.skip_assessment = self.assessments.skip_if_busy
-        return jobs
 
     @cached_property
     def workload_tokens(self) -> WorkloadTokens:

@@ -55,19 +55,28 @@ class WorkspaceServices:
     def workspaces(self) -> WorkspaceService:
         from terrace.services.workspaces.workspaces import WorkspaceService
 
-        workspaces = WorkspaceService(self.table, self.authz, self.organizations, self.projects)
-        workspaces.settle_terraform_version = lambda requested: self.tool_versions.settle(requested)
-        workspaces.check_agent_pool = lambda ws: self.agent_pools.check_workspace(ws)
-        return workspaces
+        return WorkspaceService(
+            self.table,
+            self.authz,
+            self.organizations,
+            self.projects,
+            settle_terraform_version=lambda requested: self.tool_versions.settle(requested),
+            check_agent_pool=lambda ws: self.agent_pools.check_workspace(ws),
+        )
 
     @cached_property
     def agent_pools(self) -> AgentPoolService:
         from terrace.services.workspaces.agent_pools import AgentPoolService
 
-        pools = AgentPoolService(self.table, self.accounts, self.organizations, self.projects, self.workspaces)
-        # a revoked agent token's jobs are lost at once: their run tokens die with it
-        pools.after_tokens_revoked = lambda pool_id, token_ids: self.job_retries.lose_claimed_with(pool_id, token_ids)
-        return pools
+        return AgentPoolService(
+            self.table,
+            self.accounts,
+            self.organizations,
+            self.projects,
+            self.workspaces,
+            # a revoked agent token's jobs are lost at once: their run tokens die with it
+            after_tokens_revoked=lambda pool_id, token_ids: self.job_retries.lose_claimed_with(pool_id, token_ids),
+        )
 
     @cached_property
     def agents(self) -> AgentService:
@@ -133,9 +142,11 @@ class WorkspaceServices:
     def locks(self) -> LockService:
         from terrace.services.workspaces.locking import LockService
 
-        locks = LockService(self.workspaces, unlock_checks=[self.state_versions.ensure_not_pending])
-        locks.after_release.append(lambda ws: self.scheduler.promote(ws.id))
-        return locks
+        return LockService(
+            self.workspaces,
+            unlock_checks=[self.state_versions.ensure_not_pending],
+            after_release=[lambda ws: self.scheduler.promote(ws.id)],
+        )
 
     @cached_property
     def retention_policies(self) -> RetentionPolicyService:

@@ -17,7 +17,7 @@ from typing import Any
 from terrace.adapters.table import ConditionFailed, Delete, Put, Table, WriteOp
 from terrace.domain import assessments, clock
 from terrace.domain.agent_pools import DEFAULT_POOL_SETTING as DEFAULT_AGENT_POOL
-from terrace.domain.errors import Conflict, Invalid, NotFound
+from terrace.domain.errors import Conflict, NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.organizations import (
     BOOLEAN_SETTINGS,
@@ -60,19 +60,30 @@ def _org(item: dict[str, Any]) -> Organization:
     )
 
 
+# the workspaces area's agent pools (`AgentPoolService.check_default`): the default pool an update leaves
+DefaultPoolCheck = Callable[[Organization, str, str | None], str | None]
+
+
 class OrganizationService:
     # Organizations are read on nearly every request (permissions depend on them) and change rarely:
     # reads are cached per process for a short time. Changes made here take effect at once in this
     # process and within `cache_ttl_s` elsewhere.
-    def __init__(self, table: Table, authz: Authorizer, cache_ttl_s: float = 2.0) -> None:
+    def __init__(
+        self,
+        table: Table,
+        authz: Authorizer,
+        *,
+        check_default_agent_pool: DefaultPoolCheck,
+        cache_ttl_s: float = 2.0,
+    ) -> None:
         self._table = table
         self._authz = authz
         self._cache_ttl_s = cache_ttl_s
         self._cache: dict[str, tuple[float, Organization]] = {}  # by name
         self._by_key: dict[str, tuple[float, Organization]] = {}
         # the default agent pool an update leaves (`AgentPoolService.check_default`: required with the agent mode,
-        # refused without it); None here: no pools are known, so none may be named
-        self.check_default_agent_pool: Callable[[Organization, str, str | None], str | None] | None = None
+        # refused without it)
+        self.check_default_agent_pool = check_default_agent_pool
 
     def lookup(self, name: str) -> Organization:
         """Read by name without a permission check: for services that check permissions themselves."""
@@ -271,10 +282,7 @@ class OrganizationService:
         settings = item.setdefault("settings", {})
         mode = item.get("default_execution_mode", "remote")
         wanted = changes.get(DEFAULT_AGENT_POOL, settings.get(DEFAULT_AGENT_POOL) if mode == "agent" else None)
-        if self.check_default_agent_pool is not None:
-            wanted = self.check_default_agent_pool(_org(item), mode, wanted)
-        elif wanted:
-            raise Invalid("agent pool not found", pointer="/data/relationships/default-agent-pool")
+        wanted = self.check_default_agent_pool(_org(item), mode, wanted)
         if wanted:
             settings[DEFAULT_AGENT_POOL] = wanted
         else:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from terrace.adapters.table import ConditionFailed, Delete, Put, Table, WriteOp
@@ -46,12 +46,23 @@ def _org_access(value: Any) -> dict[str, bool]:
     return dict(value)
 
 
+TeamDeleted = Callable[[Team], None]  # what another area keeps of a team, deleted with it
+
+
 class TeamService:
-    def __init__(self, table: Table, authz: Authorizer, organizations: OrganizationService) -> None:
+    def __init__(
+        self,
+        table: Table,
+        authz: Authorizer,
+        organizations: OrganizationService,
+        *,
+        after_delete: Sequence[TeamDeleted],
+    ) -> None:
         self._table = table
         self._authz = authz
         self._orgs = organizations
-        self.after_delete: list[Callable[[Team], None]] = []  # filled by the composition root
+        # what other areas keep of a team goes with it (its notification configurations, its tokens)
+        self.after_delete = tuple(after_delete)
 
     # reads -------------------------------------------------------------------------------
     def organization(self, principal: Principal, name: str, action: Action = Action.READ_TEAMS) -> Organization:

@@ -47,11 +47,13 @@ class NotificationConfigurations:
         teams: TeamService,
         memberships: MembershipService,
         allowance: Allowance,
+        *,
+        verifier: Verifier,
     ) -> None:
         self._store, self._encryptor = store, encryptor
         self._workspaces, self._teams, self._memberships = workspaces, teams, memberships
         self._allowance = allowance
-        self.verifier: Verifier = lambda nc: nc  # set by the composition root: NotificationDelivery.verify
+        self.verifier = verifier  # sends the verification (`NotificationDelivery.verify`)
 
     # who may --------------------------------------------------------------------------------------
     def _subscribable(self, principal: Principal, kind: str, subscribable_id: str) -> str:

@@ -34,11 +34,15 @@ def _claims(org: Organization) -> str:
     return f"org#{org.key}#policynames"
 
 
+PolicyDeleted = Callable[[Organization, str], None]  # (organization, policy id): the policy sets forget it
+
+
 class PolicyService:
-    def __init__(self, table: Table, organizations: OrganizationService, engine: PolicyEngine) -> None:
+    def __init__(
+        self, table: Table, organizations: OrganizationService, engine: PolicyEngine, *, on_delete: PolicyDeleted
+    ) -> None:
         self._table, self._orgs, self._engine = table, organizations, engine
-        # set by the composition root: a deleted policy leaves the policy sets that held it
-        self.on_delete: Callable[[Organization, str], None] | None = None
+        self.on_delete = on_delete  # a deleted policy leaves the policy sets that held it
 
     # reads -------------------------------------------------------------------------------------
     def _public(self, item: dict[str, Any]) -> Policy:
@@ -196,8 +200,7 @@ class PolicyService:
         item, org = self._item(principal, policy_id, Action.MANAGE_POLICIES)
         self._table.delete(_claims(org), item["name"].lower())
         self._table.delete(policy_id, SORT_KEY)
-        if self.on_delete is not None:
-            self.on_delete(org, policy_id)
+        self.on_delete(org, policy_id)
         return self._public(item)
 
     def _write(self, item: dict[str, Any], version: int) -> Policy:

@@ -47,12 +47,19 @@ def _address(registry: str, namespace: str, name: str, provider: str) -> str:
 
 
 class RegistryModuleService:
-    def __init__(self, table: Table, organizations: OrganizationService, authz: Authorizer) -> None:
+    def __init__(
+        self,
+        table: Table,
+        organizations: OrganizationService,
+        authz: Authorizer,
+        *,
+        versions_of: Callable[[str], builtins.list[ModuleVersion]],
+        before_delete: Callable[[str], None],
+    ) -> None:
         self._table, self._orgs, self._authz = table, organizations, authz
-        # a module's versions, newest first (the versions service, set by the composition root)
-        self.versions_of: Callable[[str], builtins.list[ModuleVersion]] = lambda module_id: []
-        # called before a module's (or a provider's) item goes: deletes its versions and their tarballs
-        self.before_delete: Callable[[str], None] = lambda module_id: None
+        self.versions_of = versions_of  # a module's versions, newest first (the versions service)
+        # called before a module's item goes: deletes its versions and their tarballs
+        self.before_delete = before_delete
 
     def _public(self, item: dict[str, Any], org: Organization, principal: Principal) -> RegistryModule:
         namespace = org.name if item["registry_name"] == PRIVATE else item["namespace"]

@@ -67,10 +67,17 @@ def recorded(item: dict[str, Any], field: str) -> dict[str, Any] | None:
 
 
 class ProviderVersionService:
-    def __init__(self, table: Table, blobs: BlobStore, settings: Settings, providers: RegistryProviderService) -> None:
+    def __init__(
+        self,
+        table: Table,
+        blobs: BlobStore,
+        settings: Settings,
+        providers: RegistryProviderService,
+        *,
+        before_delete: Callable[[ProviderVersion], None],
+    ) -> None:
         self._table, self._blobs, self._settings, self._providers = table, blobs, settings, providers
-        # called before a version's item goes: deletes its platforms and their zips (set by the composition root)
-        self.before_delete: Callable[[ProviderVersion], None] = lambda version: None
+        self.before_delete = before_delete  # called before a version's item goes: deletes its platforms and zips
 
     def of_provider(self, provider_id: str) -> builtins.list[ProviderVersion]:
         """A provider's versions, newest first (semantic version order)."""

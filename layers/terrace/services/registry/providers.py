@@ -50,14 +50,21 @@ def _address(registry: str, namespace: str, name: str) -> str:
 
 
 class RegistryProviderService:
-    def __init__(self, table: Table, organizations: OrganizationService, authz: Authorizer) -> None:
+    def __init__(
+        self,
+        table: Table,
+        organizations: OrganizationService,
+        authz: Authorizer,
+        *,
+        versions_of: Callable[[str], builtins.list[ProviderVersion]],
+        before_delete: Callable[[str], None],
+        purge_keys: Callable[[str], None],
+    ) -> None:
         self._table, self._orgs, self._authz = table, organizations, authz
-        # a provider's versions, newest first (the versions service, set by the composition root)
-        self.versions_of: Callable[[str], builtins.list[ProviderVersion]] = lambda provider_id: []
+        self.versions_of = versions_of  # a provider's versions, newest first (the versions service)
         # called before a provider's item goes: deletes its versions, platforms and their files
-        self.before_delete: Callable[[str], None] = lambda provider_id: None
-        # called when an organization is purged: deletes its namespace's GPG keys
-        self.purge_keys: Callable[[str], None] = lambda org_key: None
+        self.before_delete = before_delete
+        self.purge_keys = purge_keys  # called when an organization is purged: deletes its namespace's GPG keys
 
     def _public(self, item: dict[str, Any], org: Organization, principal: Principal) -> RegistryProvider:
         namespace = org.name if item["registry_name"] == PRIVATE else item["namespace"]

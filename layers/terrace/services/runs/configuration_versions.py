@@ -9,7 +9,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from terrace.adapters.blobs import BlobStore
@@ -58,18 +58,29 @@ def _bool(attrs: dict[str, Any], key: str, default: bool) -> bool:
 
 
 class ConfigurationVersionService:
-    def __init__(self, table: Table, blobs: BlobStore, workspaces: WorkspaceService, settings: Settings) -> None:
+    def __init__(
+        self,
+        table: Table,
+        blobs: BlobStore,
+        workspaces: WorkspaceService,
+        settings: Settings,
+        *,
+        on_uploaded: Sequence[Callable[[ConfigurationVersion], object]],
+        on_created: Sequence[Callable[[ConfigurationVersion, Workspace], object]],
+        in_use: Sequence[Callable[[ConfigurationVersion], bool]],
+        configuration_of_run: Callable[[str], str | None],
+    ) -> None:
         self._table = table
         self._blobs = blobs
         self._workspaces = workspaces
         self._settings = settings
         # Called once when a version becomes `uploaded` (e.g. to queue a run when auto-queue-runs).
-        self.on_uploaded: list[Callable[[ConfigurationVersion], object]] = []
-        self.on_created: list[Callable[[ConfigurationVersion, Workspace], object]] = []  # e.g. start a runner
+        self.on_uploaded = tuple(on_uploaded)
+        self.on_created = tuple(on_created)  # e.g. start a runner
         # Whether a run that has not ended still needs the version's archive.
-        self.in_use: list[Callable[[ConfigurationVersion], bool]] = []
-        # a run's configuration version id (the composition root: the run store), for run task access tokens
-        self.configuration_of_run: Callable[[str], str | None] = lambda run_id: None
+        self.in_use = tuple(in_use)
+        # a run's configuration version id (the run store), for run task access tokens
+        self.configuration_of_run = configuration_of_run
 
     def create(self, principal: Principal, ws: Workspace, attrs: dict[str, Any]) -> ConfigurationVersion:
         self._workspaces.authorize(principal, Action.QUEUE_RUN, ws)

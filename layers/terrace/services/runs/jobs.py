@@ -75,6 +75,7 @@ class JobService(ApplyHandoff):
         signal: JobSignal | None = None,
         agents: AgentService | None = None,
         workload: WorkloadTokens | None = None,
+        skip_assessment: Callable[[Run], bool],
     ) -> None:
         self._queue, self._authz = queue, authz
         self.agents = agents  # the pings of `terrace agent` processes (their status, last ping)
@@ -85,7 +86,7 @@ class JobService(ApplyHandoff):
         self._specs = JobSpecs(workspaces, cvs, variables, blobs, settings, ssh_keys, workload)
         self._retries = JobRetries(store, scheduler, logs, settings)  # a job handed back (`release`)
         # an assessment claimed while a run holds its workspace ends unrun (`AssessmentService.skip_if_busy`)
-        self.skip_assessment: Callable[[Run], bool] = lambda run: False
+        self.skip_assessment = skip_assessment
 
     def _load(self, principal: Principal, job_id: str) -> tuple[Run, str]:
         """The job's run, if the runner or agent may work it (another organization's or pool's job, and an agent

@@ -28,6 +28,10 @@ from terrace.services.runs.scheduler import RunScheduler
 from terrace.services.runs.store import RunStore, triggered_event
 from terrace.services.workspaces.workspaces import WorkspaceService
 
+# the ports the composition root fills: the admin area's tool versions, the workspaces area's effective variables
+VersionResolver = Callable[[str], tuple[str, str | None]]
+RunVariablesResolver = Callable[[Workspace, list[dict[str, str]]], list[dict[str, Any]] | None]
+
 
 class RunService(RunActions):
     def __init__(
@@ -39,6 +43,8 @@ class RunService(RunActions):
         settings: Settings,
         *,
         organizations: OrganizationService,
+        resolve_version: VersionResolver,
+        resolve_variables: RunVariablesResolver,
     ) -> None:
         self._organizations = organizations
         self._store = store
@@ -47,14 +53,12 @@ class RunService(RunActions):
         self._cvs = configuration_versions
         self._settings = settings
         # a run's terraform-version -> (the exact version it runs with, or why no runner can run it)
-        # (bootstrap: ToolVersionService.resolve; unset, the runner decides)
-        self.resolve_version: Callable[[str], tuple[str, str | None]] = lambda requested: (requested, None)
+        # (ToolVersionService.resolve)
+        self.resolve_version = resolve_version
         # the variables a new run records: its workspace's, its variable sets' and its own, after precedence
-        # (bootstrap: EffectiveVariables.resolve_for_run; unset, the run records none and its job spec reads
-        # the workspace's variables when it runs)
-        self.resolve_variables: Callable[[Workspace, list[dict[str, str]]], list[dict[str, Any]] | None] = (
-            lambda ws, run_variables: None
-        )
+        # (EffectiveVariables.resolve_for_run; None: the run records none and its job spec reads the
+        # workspace's variables when it runs)
+        self.resolve_variables = resolve_variables
 
     # create ------------------------------------------------------------------------------
     def create(

@@ -73,12 +73,14 @@ class AgentPoolService:
         organizations: OrganizationService,
         projects: ProjectService,
         workspaces: WorkspaceService,
+        *,
+        after_tokens_revoked: Callable[[str, set[str]], object],
     ) -> None:
         self._table, self._accounts, self._orgs = table, accounts, organizations
         self._projects, self._workspaces = projects, workspaces
-        # the runs area's part, filled by the composition root: the run tokens of the jobs an agent token claimed
-        # die with it (`JobService.revoke_claimed_with`); (pool id, revoked token ids)
-        self.after_tokens_revoked: Callable[[str, set[str]], object] = lambda pool_id, token_ids: None
+        # the runs area's part: the run tokens of the jobs an agent token claimed die with it
+        # (`JobRetries.lose_claimed_with`); (pool id, revoked token ids)
+        self.after_tokens_revoked = after_tokens_revoked
 
     # reads -------------------------------------------------------------------------------
     def load(self, pool_id: str | None, organization: str) -> AgentPool | None:

@@ -21,10 +21,16 @@ def describe_holder(lock: WorkspaceLock) -> str:
 
 
 class LockService:
-    def __init__(self, workspaces: WorkspaceService, unlock_checks: Sequence[Callable[[Workspace], None]] = ()) -> None:
+    def __init__(
+        self,
+        workspaces: WorkspaceService,
+        *,
+        unlock_checks: Sequence[Callable[[Workspace], None]],
+        after_release: Sequence[Callable[[Workspace], object]],
+    ) -> None:
         self._workspaces = workspaces
         self._unlock_checks = tuple(unlock_checks)  # may raise to refuse an unlock (e.g. a pending state upload)
-        self.after_release: list[Callable[[Workspace], object]] = []  # e.g. start the next queued run
+        self.after_release = tuple(after_release)  # e.g. start the next queued run
 
     def lock(
         self,

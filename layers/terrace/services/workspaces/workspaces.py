@@ -31,17 +31,24 @@ def view(ws: Workspace) -> WorkspaceView:
 
 class WorkspaceService:
     def __init__(
-        self, table: Table, authz: Authorizer, organizations: OrganizationService, projects: ProjectService
+        self,
+        table: Table,
+        authz: Authorizer,
+        organizations: OrganizationService,
+        projects: ProjectService,
+        *,
+        settle_terraform_version: Callable[[Any], Any],
+        check_agent_pool: Callable[[Workspace], None],
     ) -> None:
         self._table = table
         self._authz = authz
         self._orgs = organizations
         self._projects = projects
         self.markers = AutoDestroyMarkers(table)
-        # the terraform-version to store for what a client asks (bootstrap: ToolVersionService.settle)
-        self.settle_terraform_version: Callable[[Any], Any] = lambda requested: requested
+        # the terraform-version to store for what a client asks (ToolVersionService.settle)
+        self.settle_terraform_version = settle_terraform_version
         # refuses (422) an agent-mode workspace whose pool is absent or does not allow it (AgentPoolService)
-        self.check_agent_pool: Callable[[Workspace], None] = lambda ws: None
+        self.check_agent_pool = check_agent_pool
 
     # reads -------------------------------------------------------------------------------
     def load(self, workspace_id: str) -> Workspace:

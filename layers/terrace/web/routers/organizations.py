@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Request, Response
 
-from terrace.bootstrap import Container
 from terrace.domain.agent_pools import DEFAULT_POOL_SETTING
-from terrace.domain.organizations import Organization
-from terrace.domain.principal import Principal
-from terrace.services.access.authz import Action
-from terrace.web import bodies, serializers
+from terrace.web import bodies, resource_documents, serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import (
     JSONAPIResponse,
@@ -26,43 +20,7 @@ from terrace.web.jsonapi import (
 router = APIRouter(prefix="/api/v2")
 
 
-def _org_permissions(container: Container, principal: Principal, org: Organization) -> dict[str, bool]:
-    can = lambda action: container.authz.can(principal, action, org.view)  # noqa: E731
-    manage = can(Action.MANAGE_ORGANIZATION)
-    return {
-        "can-update": manage,
-        "can-destroy": can(Action.DELETE_ORGANIZATION),
-        "can-access-via-teams": manage,
-        "can-create-team": False,
-        "can-create-workspace": can(Action.CREATE_WORKSPACE),
-        "can-manage-users": manage,
-        "can-manage-subscription": False,
-        "can-manage-sso": False,
-        "can-update-oauth": False,
-        "can-update-sentinel": False,
-        "can-update-ssh-keys": manage,
-        "can-update-api-token": manage,
-        "can-traverse": True,
-        "can-start-trial": False,
-        "can-update-agent-pools": manage,
-        "can-manage-tags": manage,
-        "can-manage-varsets": manage,
-        "can-read-varsets": True,
-        "can-manage-public-providers": False,
-        "can-create-provider": False,
-        "can-manage-public-modules": False,
-        "can-manage-custom-providers": False,
-        "can-manage-run-tasks": can(Action.MANAGE_RUN_TASKS),
-        "can-read-run-tasks": can(Action.READ_ORGANIZATION),
-        "can-create-project": False,
-    }
-
-
-def serialize_organization(container: Container, principal: Principal, org: Organization) -> dict[str, Any]:
-    return serializers.organization(org, _org_permissions(container, principal, org))
-
-
-_serialize = serialize_organization
+_serialize = resource_documents.organization
 
 
 @router.get("/organizations")

@@ -12,7 +12,7 @@ from terrace.domain.errors import Invalid, NotFound
 from terrace.domain.principal import Principal
 from terrace.domain.state_versions import StateVersion
 from terrace.services.state.backing_data import TRANSITIONS
-from terrace.web import bodies, state_serializers
+from terrace.web import bodies, resource_documents, state_serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import (
     JSONAPIResponse,
@@ -29,11 +29,7 @@ from terrace.web.jsonapi import (
 router = APIRouter(prefix="/api/v2")
 
 
-def serialize(container: Container, sv: StateVersion, created: bool = False) -> dict[str, Any]:
-    """As for configuration versions, a pending version's upload URLs are only in its creation answer: every read
-    shows them null (a reader holding them could replace the state before its writer uploads it)."""
-    urls = container.state_versions.upload_urls(sv) if created else (None, None)
-    return state_serializers.state_version(sv, container.settings.public_url, urls)
+serialize = resource_documents.state_version
 
 
 def respond_versions(

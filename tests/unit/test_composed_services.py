@@ -1,0 +1,120 @@
+"""Services are composed, not wired after the fact: what an area needs of another (a hook, a port) is a constructor
+argument the composition root gives when it builds the service, never an attribute it assigns (or a list it
+appends to) on a built one. A service built without its wiring fails at once instead of skipping its cleanup."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "layers" / "terrace"
+COMPOSITION_ROOT = [PACKAGE / "bootstrap.py", *sorted((PACKAGE / "wiring").glob("*.py"))]
+MUTATORS = {"append", "extend", "insert", "add", "update", "setdefault"}
+
+# the ports each service takes from the composition root: keyword-only, no default
+PORTS = [
+    ("terrace.services.access.organizations", "OrganizationService", ["check_default_agent_pool"]),
+    ("terrace.services.access.teams", "TeamService", ["after_delete"]),
+    ("terrace.services.notifications.configurations", "NotificationConfigurations", ["verifier"]),
+    ("terrace.services.policies.policies", "PolicyService", ["on_delete"]),
+    ("terrace.services.registry.modules", "RegistryModuleService", ["versions_of", "before_delete"]),
+    ("terrace.services.registry.providers", "RegistryProviderService", ["versions_of", "before_delete", "purge_keys"]),
+    ("terrace.services.registry.provider_versions", "ProviderVersionService", ["before_delete"]),
+    (
+        "terrace.services.runs.configuration_versions",
+        "ConfigurationVersionService",
+        ["on_uploaded", "on_created", "in_use", "configuration_of_run"],
+    ),
+    ("terrace.services.runs.runs", "RunService", ["resolve_version", "resolve_variables"]),
+    ("terrace.services.runs.jobs", "JobService", ["skip_assessment"]),
+    ("terrace.services.workspaces.workspaces", "WorkspaceService", ["settle_terraform_version", "check_agent_pool"]),
+    ("terrace.services.workspaces.agent_pools", "AgentPoolService", ["after_tokens_revoked"]),
+    ("terrace.services.workspaces.locking", "LockService", ["unlock_checks", "after_release"]),
+]
+
+
+def _is_self(node: ast.expr) -> bool:
+    return isinstance(node, ast.Name) and node.id == "self"
+
+
+def _targets(node: ast.stmt) -> Iterator[ast.expr]:
+    if isinstance(node, ast.Assign):
+        for target in node.targets:
+            yield from ast.walk(target) if isinstance(target, ast.Tuple | ast.List) else [target]
+    elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+        yield node.target
+
+
+def post_construction_wiring(source: str) -> list[tuple[int, str]]:
+    """Where `source` assigns an attribute of something other than `self`, appends to one, or calls setattr."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.stmt):
+            for target in _targets(node):
+                if isinstance(target, ast.Attribute) and not _is_self(target.value):
+                    found.append((node.lineno, ast.unparse(node)))
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name) and func.id == "setattr":
+                found.append((node.lineno, ast.unparse(node)))
+            elif (
+                isinstance(func, ast.Attribute)
+                and func.attr in MUTATORS
+                and isinstance(func.value, ast.Attribute)
+                and not _is_self(func.value.value)
+            ):
+                found.append((node.lineno, ast.unparse(node)))
+    return found
+
+
+@pytest.mark.parametrize("path", COMPOSITION_ROOT, ids=lambda p: p.relative_to(PACKAGE).as_posix())
+def test_the_composition_root_assigns_nothing_onto_a_built_service(path: Path) -> None:
+    found = post_construction_wiring(path.read_text())
+    assert not found, "\n".join(f"{path.name}:{line}: {text}" for line, text in found)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "teams = TeamService(t)\nteams.after_delete.append(f)",
+        "runs = RunService(s)\nruns.resolve_version = f",
+        "self.blobs.replaceable = f",
+        "setattr(jobs, 'skip_assessment', f)",
+        "a.b, c.d = f, g",
+        "svc.count += 1",
+    ],
+)
+def test_the_check_sees_each_way_of_wiring_after_construction(source: str) -> None:
+    assert post_construction_wiring(source)
+
+
+def test_the_check_leaves_construction_and_locals_alone() -> None:
+    source = "svc = Service(t, hook=lambda x: self.other.run(x))\nself.cache = svc\nurls[q.name] = u\nitems.append(x)"
+    assert post_construction_wiring(source) == []
+
+
+@pytest.mark.parametrize(("module", "name", "ports"), PORTS, ids=[name for _, name, _ in PORTS])
+def test_a_service_takes_its_ports_at_construction(module: str, name: str, ports: list[str]) -> None:
+    parameters = inspect.signature(getattr(importlib.import_module(module), name)).parameters
+    for port in ports:
+        assert port in parameters, f"{name} takes no {port}"
+        assert parameters[port].kind is inspect.Parameter.KEYWORD_ONLY, f"{name}.{port} is not keyword-only"
+        assert parameters[port].default is inspect.Parameter.empty, f"{name}.{port} has a default: wiring may skip it"
+
+
+def test_a_service_built_without_its_ports_fails_at_once() -> None:
+    from terrace.adapters.memory_table import MemoryTable
+    from terrace.services.access.authz import Authorizer
+    from terrace.services.access.organizations import OrganizationService
+    from terrace.services.access.teams import TeamService
+
+    organizations = OrganizationService(
+        MemoryTable(), Authorizer(), check_default_agent_pool=lambda org, mode, pool: pool
+    )
+    with pytest.raises(TypeError, match="after_delete"):
+        TeamService(MemoryTable(), Authorizer(), organizations)  # type: ignore[call-arg]
