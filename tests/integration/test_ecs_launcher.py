@@ -166,7 +166,7 @@ def metadata_endpoint() -> Iterator[tuple[str, list[str]]]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)  # quick stop
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/v4/x", arns
     server.shutdown()
