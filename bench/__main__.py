@@ -1,4 +1,5 @@
-"""`python -m bench [--quick] [--only NAME ...]`: run the benchmarks, print a table, write results/latest.json."""
+"""`python -m bench [--quick | --smoke] [--only NAME ...] [--results DIR]`: run the benchmarks, print a table, write
+results/latest.json."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import platform
 import sys
 import time
 import traceback
+from pathlib import Path
 from typing import Any
 
-from bench.common import BENCH_DIR, Outcome
+from bench.common import BENCH_DIR, Outcome, Size
 
 BENCHMARKS = (
     "state_roundtrip",
@@ -66,7 +68,13 @@ def print_table(outcomes: list[Outcome]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="fewer repetitions and smaller loads (~3 minutes)")
+    sizes = parser.add_mutually_exclusive_group()
+    sizes.add_argument("--quick", action="store_true", help="fewer repetitions and smaller loads (over 10 minutes)")
+    sizes.add_argument(
+        "--smoke",
+        action="store_true",
+        help="every step once at the smallest sizes, figures meaningless: does each benchmark still run?",
+    )
     parser.add_argument(
         "--only",
         action="append",
@@ -74,9 +82,13 @@ def main(argv: list[str] | None = None) -> int:
         metavar="NAME",
         help=f"run only this benchmark (repeatable): {', '.join(BENCHMARKS)}",
     )
+    parser.add_argument(
+        "--results", type=Path, default=BENCH_DIR / "results", help="where latest.json and stderr.log go"
+    )
     args = parser.parse_args(argv)
-    out_dir = BENCH_DIR / "results"
-    out_dir.mkdir(exist_ok=True)
+    size = Size.SMOKE if args.smoke else Size.QUICK if args.quick else Size.FULL
+    out_dir = args.results
+    out_dir.mkdir(parents=True, exist_ok=True)
     log_path = out_dir / "stderr.log"
     print(f"(runner and server logs go to {log_path})", flush=True)
     log_file = log_path.open("w")
@@ -88,10 +100,10 @@ def main(argv: list[str] | None = None) -> int:
     failed: dict[str, str] = {}
     timings: dict[str, float] = {}
     for name in args.only or BENCHMARKS:
-        print(f"== {name}{' (quick)' if args.quick else ''} ...", flush=True)
+        print(f"== {name}{'' if size is Size.FULL else f' ({size.value})'} ...", flush=True)
         start = time.perf_counter()
         try:
-            outcomes.append(importlib.import_module(f"bench.{name}").run(quick=args.quick))
+            outcomes.append(importlib.import_module(f"bench.{name}").run(size))
         except Exception:
             failed[name] = traceback.format_exc()
             print(failed[name], flush=True)
@@ -101,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     print_table(outcomes)
     results = {
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "quick": args.quick,
+        "size": size.value,
         "machine": {
             "python": platform.python_version(),
             "platform": platform.platform(),

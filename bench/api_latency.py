@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from bench.common import Api, Outcome, local_stack, percentile, unique
+from bench.common import Api, Outcome, Size, local_stack, percentile, unique
 
 READS = {"GetItem", "Query", "BatchGetItem", "Scan"}
 OPERATIONS = ("workspace read", "lock+unlock", "current-state-version")
@@ -148,11 +148,16 @@ def concurrently(clients: int, per_client: int, make: Callable[[int], Callable[[
     return latencies
 
 
-def run(quick: bool = False) -> Outcome:
+def latency_levels(size: Size) -> dict[int, int]:
+    """Concurrent clients -> calls per client (the smoke size still runs clients side by side)."""
+    return size.pick(full={1: 30, 20: 5}, quick={1: 10, 20: 2}, smoke={1: 1, 2: 1})
+
+
+def run(size: Size = Size.FULL) -> Outcome:
     from terrace.wiring.local_resources import local_clients
 
     outcome = Outcome("api_latency")
-    levels = {1: 10 if quick else 30, 20: 2 if quick else 5}  # concurrency -> calls per client
+    levels = latency_levels(size)
     with local_stack(workers=False) as stack:
         endpoint, table = stack.local.settings.aws_endpoint_url, stack.local.settings.table_name
         setup = Api(stack)

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from bench.common import Outcome
+from bench.common import Outcome, Size
 
 # measured by this bench before the reads were held (adapters/held_reads.py); the targets are what is reached
 # since the stage-usage markers (domain/stage_usage.py), a new run written with its first status change
@@ -125,7 +125,7 @@ def measure(container: Any, upload: Callable[[str, bytes], None]) -> dict[str, C
     return steps
 
 
-def run(quick: bool = False) -> Outcome:  # noqa: ARG001 (one pass: counts do not vary)
+def run(size: Size = Size.FULL) -> Outcome:  # noqa: ARG001 (one pass at every size: counts do not vary)
     import httpx
     from terrace.bootstrap import build_aws
     from terrace.config import Settings

@@ -36,12 +36,12 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from bench.common import Outcome, median, percentile
+from bench.common import Outcome, Size, median, percentile
 
 ROOT = Path(__file__).resolve().parents[1]
 HANDLER = ROOT / "functions" / "api" / "handler.py"
 TARGET_RATIO = 1.3
-REPETITIONS, QUICK_REPETITIONS, WARMUP_PAIRS = 21, 7, 2
+REPETITIONS, QUICK_REPETITIONS, WARMUP_PAIRS = 21, 7, 2  # the smoke size: one pair, no warm-up
 
 # Both sides add up the CPU time the garbage collector took (the handler turns it off on Lambda for its cold start).
 COLLECTOR = """
@@ -207,10 +207,11 @@ def paired(baseline: list[dict[str, Any]], cold: list[dict[str, Any]]) -> dict[s
     }
 
 
-def run(quick: bool = False) -> Outcome:
+def run(size: Size = Size.FULL) -> Outcome:
     from terrace.local import moto_twin
 
-    repetitions = QUICK_REPETITIONS if quick else REPETITIONS
+    repetitions = size.pick(full=REPETITIONS, quick=QUICK_REPETITIONS, smoke=1)
+    warmup_pairs = size.pick(full=WARMUP_PAIRS, quick=WARMUP_PAIRS, smoke=0)
     stack = ExitStack()
     try:
         endpoint = stack.enter_context(moto_twin.running())  # the local AWS twin, as every moto the project starts
@@ -220,10 +221,10 @@ def run(quick: bool = False) -> Outcome:
         event = json.dumps(api_gateway_event("/api/v2/account/details", token))
         base_env = {k: v for k, v in env.items() if k != "PYTHONPATH"}
         baseline, cold = [], []
-        for n in range(WARMUP_PAIRS + repetitions):  # pairs: a noisy neighbour weighs on both sides of one alike
+        for n in range(warmup_pairs + repetitions):  # pairs: a noisy neighbour weighs on both sides of one alike
             base_found = run_fresh(BASELINE, env=base_env)
             cold_found = run_fresh(COLD, str(HANDLER), event, env=env)
-            if n >= WARMUP_PAIRS:  # the warm-up pairs (the same for both sides) are left out
+            if n >= warmup_pairs:  # the warm-up pairs (the same for both sides) are left out
                 baseline.append(base_found)
                 cold.append(cold_found)
     finally:
@@ -260,7 +261,7 @@ def run(quick: bool = False) -> Outcome:
     outcome.notes.append(
         f"paired ratio {found['ratio']:.2f}x (quartiles {found['ratio_p25']:.2f}-{found['ratio_p75']:.2f}x),"
         f" {overhead}; CPU {found['cpu_ratio']:.2f}x, {cpu_overhead} (target <= {TARGET_RATIO}x; medians over"
-        f" {repetitions} pairs of fresh interpreters, baseline then handler, after {WARMUP_PAIRS} warm-up pairs)."
+        f" {repetitions} pairs of fresh interpreters, baseline then handler, after {warmup_pairs} warm-up pairs)."
         f" Medians of each side: import FastAPI+Mangum+boto3+pydantic {found['baseline_s'] * 1000:.0f} ms"
         f" (CPU {found['baseline_cpu_s'] * 1000:.0f} ms); handler import {found['import_s'] * 1000:.0f} ms + first"
         f" request {found['first_request_s'] * 1000:.0f} ms = {found['total_s'] * 1000:.0f} ms (CPU"

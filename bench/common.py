@@ -6,6 +6,7 @@ Every benchmark reports a ratio against a baseline measured in the same run on t
 
 from __future__ import annotations
 
+import enum
 import os
 import re
 import statistics
@@ -18,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -27,6 +28,22 @@ from bench import ratelimit
 JSONAPI = "application/vnd.api+json"
 BENCH_DIR = Path(__file__).resolve().parent
 TERRAFORM = Path(os.environ.get("TERRACE_TF_BINARY") or Path(sys.prefix) / "bin" / "terraform")
+T = TypeVar("T")
+
+
+class Size(enum.Enum):
+    """How much a benchmark measures. FULL: `python -m bench` (`make bench`); QUICK: `--quick`, fewer repetitions
+    and smaller loads; SMOKE: `--smoke`, every step of the benchmark once at the smallest sizes, in seconds, its
+    figures meaningless: `make test` runs each benchmark so (tests/*/test_bench_smoke.py), so that a change that
+    breaks a benchmark fails there, not in the next `make bench`."""
+
+    FULL = "full"
+    QUICK = "quick"
+    SMOKE = "smoke"
+
+    def pick(self, full: T, quick: T, smoke: T) -> T:
+        """This size's value of a parameter."""
+        return {Size.FULL: full, Size.QUICK: quick, Size.SMOKE: smoke}[self]
 
 
 @dataclass

@@ -23,8 +23,8 @@ import uuid
 from typing import Any
 
 from bench import embedded_roundtrip
-from bench.api_latency import OPERATIONS, concurrently, operation, prepare_workspace
-from bench.common import MB, TERRAFORM, Api, Outcome, local_stack, median, percentile, rss_bytes, unique
+from bench.api_latency import OPERATIONS, concurrently, latency_levels, operation, prepare_workspace
+from bench.common import MB, TERRAFORM, Api, Outcome, Size, local_stack, median, percentile, rss_bytes, unique
 from bench.run_overhead import remote_backend, terraform_env
 from bench.state_roundtrip import RoundTrip
 
@@ -34,8 +34,8 @@ STOP_TARGET_S = 5.0
 UNLIMITED = 0  # api_rate_limit_per_s: the benchmark measures the server, not TFC's per-token limit (30/s)
 
 
-def latency(backend: str, quick: bool) -> dict[str, list[float]]:
-    levels = {1: 10 if quick else 30, 20: 2 if quick else 5}
+def latency(backend: str, size: Size) -> dict[str, list[float]]:
+    levels = latency_levels(size)
     found: dict[str, list[float]] = {}
     with local_stack(workers=False, backend=backend, api_rate_limit_per_s=UNLIMITED) as stack:
         setup = Api(stack)
@@ -68,7 +68,7 @@ def _state(serial: int, lineage: str, size: int = 10 * 1024) -> bytes:
 
 
 def rss_over_writes(backend: str, writes: int, warmup: int = 50) -> dict[str, Any]:
-    """RSS (MB) after `warmup` state writes and every 100 after, to `writes`."""
+    """RSS (MB) after `warmup` state writes and every 100 after, to `writes` (more than `warmup`)."""
     samples: dict[int, float] = {}
     with local_stack(workers=False, backend=backend, api_rate_limit_per_s=UNLIMITED) as stack:
         api = Api(stack)
@@ -110,7 +110,8 @@ resource "null_resource" "slow" {
 """
 
 
-def stop_with_a_run_in_flight(backend: str) -> dict[str, Any]:
+def stop_with_a_run_in_flight(backend: str, settle_s: float = 2.0) -> dict[str, Any]:
+    """Seconds the stack takes to stop once a remote apply's provisioner has run for `settle_s`."""
     with local_stack(workers=True, backend=backend, execution_mode="remote", api_rate_limit_per_s=UNLIMITED) as stack:
         api = Api(stack)
         name = unique("stop")
@@ -143,7 +144,7 @@ def stop_with_a_run_in_flight(backend: str) -> dict[str, Any]:
                 time.sleep(0.5)
                 listed = api.request("GET", f"/api/v2/workspaces/{ws_id}/runs").json()["data"]
                 status = listed[0]["attributes"]["status"] if listed else ""
-            time.sleep(2)  # the provisioner is running
+            time.sleep(settle_s)  # the provisioner is running
             api.close()
             started = time.perf_counter()
             stack.stop()
@@ -154,8 +155,8 @@ def stop_with_a_run_in_flight(backend: str) -> dict[str, Any]:
     return {"stop_s": stop_s}
 
 
-def round_trips(backend: str, quick: bool) -> dict[str, Any]:
-    plan = [(1, 2), (10, 1), (100, 1)] if quick else [(1, 5), (10, 3), (100, 2)]
+def round_trips(backend: str, size: Size) -> dict[str, Any]:
+    plan = size.pick(full=[(1, 5), (10, 3), (100, 2)], quick=[(1, 2), (10, 1), (100, 1)], smoke=[(1, 1)])
     found: dict[str, Any] = {}
     with local_stack(workers=False, backend=backend, api_rate_limit_per_s=UNLIMITED) as stack:
         trip = RoundTrip(stack)
@@ -180,18 +181,21 @@ def round_trips(backend: str, quick: bool) -> dict[str, Any]:
     return found
 
 
-def run(quick: bool = False) -> Outcome:
+def run(size: Size = Size.FULL) -> Outcome:
     outcome = Outcome("embedded_vs_moto")
     results: dict[str, dict[str, Any]] = {b: {} for b in BACKENDS}
-    writes = {"embedded": 300 if quick else 1000, "moto": 100 if quick else 300}
+    writes = size.pick(
+        full={"embedded": 1000, "moto": 300}, quick={"embedded": 300, "moto": 100}, smoke={"embedded": 3, "moto": 3}
+    )
+    warmup = size.pick(full=50, quick=50, smoke=2)  # writes before the first sample
     for backend in BACKENDS:
-        results[backend]["latency"] = latency(backend, quick)
-        results[backend]["rss"] = rss_over_writes(backend, writes[backend])
-        results[backend]["stop"] = stop_with_a_run_in_flight(backend)
+        results[backend]["latency"] = latency(backend, size)
+        results[backend]["rss"] = rss_over_writes(backend, writes[backend], warmup)
+        results[backend]["stop"] = stop_with_a_run_in_flight(backend, size.pick(full=2.0, quick=2.0, smoke=0.2))
         if backend == "moto":
-            results[backend]["round_trip"] = round_trips(backend, quick)
+            results[backend]["round_trip"] = round_trips(backend, size)
         else:
-            results[backend]["round_trip"] = embedded_roundtrip.measure(quick)
+            results[backend]["round_trip"] = embedded_roundtrip.measure(size)
     emb, moto = results["embedded"], results["moto"]
     for label in emb["latency"]:
         for p in (50, 99):

@@ -1,6 +1,6 @@
 """The embedded server's state round trip against its two baselines, in one run:
 
-    python -m bench.embedded_roundtrip [--quick]
+    python -m bench.embedded_roundtrip [--quick | --smoke]
 
 For 1/10/100 MB states, each repeat measures, interleaved on the same machine:
 - the Terrace round trip (create the version, PUT the state and its JSON to the upload URLs, finalize, GET the
@@ -23,7 +23,7 @@ import gc
 from pathlib import Path
 from typing import Any
 
-from bench.common import MB, Outcome, local_stack, median
+from bench.common import MB, Outcome, Size, local_stack, median
 from bench.raw_https import Client, CurlClient, HttpxClient, RawHttpsServer
 from bench.state_roundtrip import TARGET_RATIO, RoundTrip
 
@@ -38,9 +38,9 @@ def _clients(ca_bundle: str) -> list[Client]:
     return found
 
 
-def measure(quick: bool) -> dict[str, Any]:
+def measure(size: Size) -> dict[str, Any]:
     """{size_mb: {"file_copy_s": [...], client name: {"terrace": [steps...], "raw": [steps...]}}}"""
-    plan = [(1, 3), (10, 2), (100, 1)] if quick else [(1, 7), (10, 5), (100, 3)]
+    plan = size.pick(full=[(1, 7), (10, 5), (100, 3)], quick=[(1, 3), (10, 2), (100, 1)], smoke=[(1, 1)])
     found: dict[str, Any] = {}
     with local_stack(workers=False, backend="embedded", api_rate_limit_per_s=UNLIMITED) as stack:
         tls_dir = Path(stack.ca_bundle).parent
@@ -102,9 +102,9 @@ def rows(found: dict[str, Any], outcome: Outcome) -> None:
             )
 
 
-def run(quick: bool = False) -> Outcome:
+def run(size: Size = Size.FULL) -> Outcome:
     outcome = Outcome("embedded_roundtrip")
-    outcome.details = measure(quick)
+    outcome.details = measure(size)
     rows(outcome.details, outcome)
     return outcome
 
@@ -114,4 +114,6 @@ if __name__ == "__main__":
 
     parser = argparse.ArgumentParser(prog="python -m bench.embedded_roundtrip", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
-    print_table([run(quick=parser.parse_args().quick)])
+    parser.add_argument("--smoke", action="store_true", help="each step once, 1 MB only (figures meaningless)")
+    args = parser.parse_args()
+    print_table([run(Size.SMOKE if args.smoke else Size.QUICK if args.quick else Size.FULL)])

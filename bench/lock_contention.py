@@ -27,7 +27,7 @@ import httpx
 
 from bench import ratelimit
 from bench.api_latency import READS, Recorder
-from bench.common import Api, Outcome, local_stack, median, unique
+from bench.common import Api, Outcome, Size, local_stack, median, unique
 
 LEVELS = (1, 5, 50)
 POLL_INTERVAL_S = 1.0  # each contender asks once a second (terraform -lock-timeout starts at 1 s, then backs off)
@@ -116,13 +116,16 @@ def poll(url: str, tokens: list[str], ca_bundle: str, ws_id: str, contenders: in
     results.put(counts)
 
 
-def measure(stack: Any, contenders: int, duration_s: float) -> dict[str, float]:
-    """One holder (in this process, next to the server) and `contenders` pollers on a fresh workspace."""
+def measure(
+    stack: Any, contenders: int, duration_s: float, warmup_s: float = 2 * POLL_INTERVAL_S + 1
+) -> dict[str, float]:
+    """One holder (in this process, next to the server) and `contenders` pollers on a fresh workspace; the pollers
+    are under way for `warmup_s` before the clock starts."""
     api = Api(stack)
     ws_id = api.create_workspace(unique("contended"), **{"execution-mode": "local"})["id"]
     tokens = [api.new_token("lock contender") for _ in range(-(-contenders // POLLERS_PER_TOKEN))]
     api.close()
-    warmup = 2 * POLL_INTERVAL_S + 1  # the pollers are under way before the clock starts
+    warmup = warmup_s
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
     child = context.Process(
@@ -179,14 +182,16 @@ def refused_lock_calls(stack: Any) -> list[str]:
     return [name for name, _ in calls]
 
 
-def run(quick: bool = False) -> Outcome:
+def run(size: Size = Size.FULL) -> Outcome:
     outcome = Outcome("lock_contention")
-    duration = 10.0 if quick else 30.0
+    duration = size.pick(full=30.0, quick=10.0, smoke=0.5)
+    levels = size.pick(full=LEVELS, quick=LEVELS, smoke=(1,))
+    warmup = size.pick(full=2 * POLL_INTERVAL_S + 1, quick=2 * POLL_INTERVAL_S + 1, smoke=0.0)
     with local_stack(workers=False) as stack:
         calls = refused_lock_calls(stack)
         outcome.details["refused_lock_dynamodb_calls"] = calls
-        results = {n: measure(stack, n, duration) for n in LEVELS}
-    base = results[LEVELS[0]]["holder_writes_per_s"]
+        results = {n: measure(stack, n, duration, warmup) for n in levels}
+    base = results[levels[0]]["holder_writes_per_s"]
     for n, found in results.items():
         outcome.row(
             f"holder writes/s, {n} contender{'s' if n > 1 else ''}",

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 
 from bench import ratelimit
-from bench.common import Api, Outcome, Stack, local_stack, median, parse_iso, unique
+from bench.common import Api, Outcome, Size, Stack, local_stack, median, parse_iso, unique
 from bench.queue_throughput import FINAL, upload_configuration
 
 MODES = ("warm", "cold, runner started at enqueue", "cold, runner started at configuration upload")
@@ -72,9 +72,9 @@ def one_plan(api: Api, plain: httpx.Client) -> dict[str, float]:
     return {"queued -> running": running - queued, "upload start -> running": running - started}
 
 
-def run(quick: bool = False) -> Outcome:
+def run(size: Size = Size.FULL) -> Outcome:
     outcome = Outcome("pickup")
-    repeats = 2 if quick else 4
+    repeats = size.pick(full=4, quick=2, smoke=1)
     results: dict[str, list[dict[str, float]]] = {mode: [] for mode in MODES}
     backend = os.environ.get("TERRACE_BENCH_BACKEND", "embedded")
     with local_stack(execution_mode="remote", max_runners=2, backend=backend) as stack:

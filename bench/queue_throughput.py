@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 
 from bench import ratelimit
-from bench.common import Api, Outcome, local_stack, median, parse_iso, unique
+from bench.common import Api, Outcome, Size, local_stack, median, parse_iso, unique
 
 RUNNERS = 2
 CONFIG = b"""
@@ -108,10 +108,10 @@ def phase_seconds(api: Api, run: dict[str, Any], phase: str) -> float | None:
     return end - start if start is not None and end is not None else None
 
 
-def run(quick: bool = False) -> Outcome:
+def run(size: Size = Size.FULL) -> Outcome:
     outcome = Outcome("queue_throughput")
     PHASE_STAMPS.clear()
-    n_workspaces, n_runs = (4, 8) if quick else (10, 50)
+    n_workspaces, n_runs = size.pick(full=(10, 50), quick=(4, 8), smoke=(2, 3))
     backend = os.environ.get("TERRACE_BENCH_BACKEND", "embedded")
     with local_stack(execution_mode="remote", max_runners=RUNNERS, backend=backend) as stack:
         api, plain = Api(stack), ratelimit.client(timeout=60, verify=stack.ca_bundle)

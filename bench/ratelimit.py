@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
@@ -48,11 +49,18 @@ class RateLimitStats:
 
 
 class HonouringTransport(httpx.BaseTransport):
-    """Wraps a transport: a 429 is waited out and the request sent again, up to `RETRY_MAX` times."""
+    """Wraps a transport: a 429 is waited out (`sleep`) and the request sent again, up to `RETRY_MAX` times."""
 
-    def __init__(self, inner: httpx.BaseTransport | None = None, stats: RateLimitStats | None = None, **kwargs: Any):
+    def __init__(
+        self,
+        inner: httpx.BaseTransport | None = None,
+        stats: RateLimitStats | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        **kwargs: Any,
+    ):
         self.inner = inner or httpx.HTTPTransport(**kwargs)
         self.stats = stats or RateLimitStats()
+        self.sleep = sleep
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         for attempt in range(RETRY_MAX + 1):
@@ -63,7 +71,7 @@ class HonouringTransport(httpx.BaseTransport):
             response.close()
             wait = retry_wait(response, attempt)
             self.stats.add(wait)
-            time.sleep(wait)
+            self.sleep(wait)
         raise AssertionError("unreachable")
 
     def close(self) -> None:
@@ -74,10 +82,15 @@ class AsyncHonouringTransport(httpx.AsyncBaseTransport):
     """The asyncio twin of `HonouringTransport`."""
 
     def __init__(
-        self, inner: httpx.AsyncBaseTransport | None = None, stats: RateLimitStats | None = None, **kwargs: Any
+        self,
+        inner: httpx.AsyncBaseTransport | None = None,
+        stats: RateLimitStats | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        **kwargs: Any,
     ):
         self.inner = inner or httpx.AsyncHTTPTransport(**kwargs)
         self.stats = stats or RateLimitStats()
+        self.sleep = sleep
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         for attempt in range(RETRY_MAX + 1):
@@ -88,7 +101,7 @@ class AsyncHonouringTransport(httpx.AsyncBaseTransport):
             await response.aclose()
             wait = retry_wait(response, attempt)
             self.stats.add(wait)
-            await asyncio.sleep(wait)
+            await self.sleep(wait)
         raise AssertionError("unreachable")
 
     async def aclose(self) -> None:

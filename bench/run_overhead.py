@@ -21,7 +21,8 @@ from terrace.local.terraform_config import terraform_env as client_env
 from terrace.runner.commands import detect_version
 
 from bench.client_timeline import Recorder, split
-from bench.common import TERRAFORM, Api, Outcome, Stack, local_stack, median, parse_iso, unique
+from bench.common import TERRAFORM, Api, Outcome, Size, Stack, local_stack, median, unique
+from bench.run_breakdown import breakdown, plan_breakdown
 
 CONFIG = """
 resource "null_resource" "a" {
@@ -101,54 +102,6 @@ def cloud_block(stack: Stack, name: str) -> str:
     )
 
 
-def breakdown(api: Api, ws_id: str, started: float, elapsed: float) -> dict[str, float]:
-    """Seconds spent in each stretch of the latest run of a workspace, from its status timestamps."""
-    run = api.request("GET", f"/api/v2/workspaces/{ws_id}/runs?page[size]=1").json()["data"][0]
-    plan = api.data("GET", f"/api/v2/plans/{run['relationships']['plan']['data']['id']}")
-    apply = api.data("GET", f"/api/v2/applies/{run['relationships']['apply']['data']['id']}")
-    rt, pt, at = (x["attributes"]["status-timestamps"] for x in (run, plan, apply))
-    points: list[tuple[str, float | None]] = [
-        ("client start -> run created (init, config upload)", parse_iso(run["attributes"]["created-at"])),
-        ("run created -> plan queued", parse_iso(pt.get("queued-at"))),
-        ("plan queued -> running (runner pick-up)", parse_iso(pt.get("running-at") or pt.get("started-at"))),
-        ("plan running -> finished (terraform plan on runner)", parse_iso(pt.get("finished-at"))),
-        ("plan finished -> apply queued (auto-apply)", parse_iso(at.get("queued-at"))),
-        ("apply queued -> running (runner pick-up)", parse_iso(at.get("running-at") or at.get("started-at"))),
-        ("apply running -> finished (terraform apply on runner)", parse_iso(at.get("finished-at"))),
-        ("apply finished -> run applied", parse_iso(rt.get("applied-at"))),
-    ]
-    out = _stretches(points, started, elapsed, "run applied -> client exits (log/state polling)")
-    out["_raw"] = {"run": rt, "plan": pt, "apply": at}  # type: ignore[assignment]
-    return out
-
-
-def plan_breakdown(api: Api, ws_id: str, started: float, elapsed: float) -> dict[str, float]:
-    """Seconds spent in each stretch of the latest (speculative) run of a workspace."""
-    run = api.request("GET", f"/api/v2/workspaces/{ws_id}/runs?page[size]=1").json()["data"][0]
-    plan = api.data("GET", f"/api/v2/plans/{run['relationships']['plan']['data']['id']}")
-    rt, pt = run["attributes"]["status-timestamps"], plan["attributes"]["status-timestamps"]
-    points: list[tuple[str, float | None]] = [
-        ("client start -> run created (init, config upload)", parse_iso(run["attributes"]["created-at"])),
-        ("run created -> plan queued", parse_iso(pt.get("queued-at"))),
-        ("plan queued -> running (runner pick-up)", parse_iso(pt.get("running-at") or pt.get("started-at"))),
-        ("plan running -> finished (terraform plan on runner)", parse_iso(pt.get("finished-at"))),
-        ("plan finished -> run planned_and_finished", parse_iso(rt.get("planned-and-finished-at"))),
-    ]
-    return _stretches(points, started, elapsed, "run finished -> client exits (log polling)")
-
-
-def _stretches(points: list[tuple[str, float | None]], started: float, elapsed: float, last: str) -> dict[str, float]:
-    """Seconds from each stamped moment to the next (moments not reached are skipped), then to the client's exit."""
-    out: dict[str, float] = {}
-    previous = started
-    for label, moment in points:
-        if moment is not None:
-            out[label] = moment - previous
-            previous = moment
-    out[last] = started + elapsed - previous
-    return out
-
-
 def clients() -> list[tuple[str, Path]]:
     """(label, binary) of each client this machine has: terraform 1.0.3 (the venv's, `remote` backend) always; the
     other binaries `make dev`'s tool catalog finds (a current terraform on PATH, OpenTofu) with the `cloud` block."""
@@ -165,9 +118,11 @@ def clients() -> list[tuple[str, Path]]:
     return found
 
 
-def run(quick: bool = False) -> Outcome:
+def run(size: Size = Size.FULL) -> Outcome:
     outcome = Outcome("run_overhead")
-    repeats = 2 if quick else 4
+    repeats = size.pick(full=4, quick=2, smoke=1)
+    other_clients = clients()[1 : size.pick(full=None, quick=None, smoke=2)]  # smoke: the first found only
+    warm_up = size is not Size.SMOKE
     recorder = Recorder()
     with local_stack(execution_mode="remote", backend="embedded", wrap_app=recorder.wrap) as stack:
         recorder.cli_token(stack.token)
@@ -177,12 +132,15 @@ def run(quick: bool = False) -> Outcome:
         ws_id = api.create_workspace(name, **{"execution-mode": "remote", "auto-apply": True})["id"]
         remote = WorkDir(stack.state_dir / "remote", env, remote_backend(stack, name))
         local = WorkDir(stack.state_dir / "local", env)
-        warm(remote, local)  # the remote warm-up starts the runner process; the measured runs find it warm
+        warm(remote, local, apply=warm_up)  # the remote warm-up starts the runner; the measured runs find it warm
         applies = measure_pairs(recorder, local.apply, remote.apply, repeats, "apply")
         last = breakdown(api, ws_id, *applies.last)
         plans = measure_pairs(recorder, local.plan, remote.plan, repeats, "plan")
         last_plan = plan_breakdown(api, ws_id, *plans.last)
-        others = [_other_client(stack, api, recorder, label, binary) for label, binary in clients()[1:]]
+        others = [
+            _other_client(stack, api, recorder, label, binary, min(2, repeats), warm_up)
+            for label, binary in other_clients
+        ]
         # the same plans without a cost estimate: terraform's remote backend waits >= 1 s before its first read
         # of a run's cost estimate, a client-side wait no server speed removes
         settings = {"data": {"type": "organizations", "attributes": {"cost-estimation-enabled": False}}}
@@ -190,7 +148,7 @@ def run(quick: bool = False) -> Outcome:
         plan_no_ce_s = [remote.plan(f"plan-no-ce-{n}")[1] for n in range(repeats)]
         apply_no_ce_s = [remote.apply(f"apply-no-ce-{n}")[1] for n in range(repeats)]
         api.close()
-    moto = _moto_applies(2 if quick else 3)
+    moto = _moto_applies(size.pick(full=3, quick=2, smoke=1), warm_up)
     r, b = median(applies.remote_s), median(applies.local_s)
     outcome.row("terraform apply (2 null_resources)", r, b, target="")
     outcome.row("apply added seconds", r - b, target=f"<= {TARGET_ADDED_S:.1f} s", note="embedded server")
@@ -235,14 +193,17 @@ def run(quick: bool = False) -> Outcome:
 SHARE_NOTE = "the CLI's requests in flight + its sleeps after polls that found nothing new"
 
 
-def _other_client(stack: Stack, api: Api, recorder: Recorder, label: str, binary: Path) -> tuple[str, dict[str, float]]:
-    """A current client with the `cloud` block: median added seconds over 2 applies, and Terrace's share."""
+def _other_client(
+    stack: Stack, api: Api, recorder: Recorder, label: str, binary: Path, repeats: int, warm_up: bool
+) -> tuple[str, dict[str, float]]:
+    """A current client with the `cloud` block: median added seconds over `repeats` applies, and Terrace's share."""
     name = unique("overhead-cloud")
     local_block = "terraform {\n" + PROVIDERS + "}\n"
-    return label, _paired_applies(stack, api, recorder, name, cloud_block(stack, name), local_block, binary, 2)
+    backend = cloud_block(stack, name)
+    return label, _paired_applies(stack, api, recorder, name, backend, local_block, binary, repeats, warm_up)
 
 
-def _moto_applies(repeats: int) -> dict[str, float]:
+def _moto_applies(repeats: int, warm_up: bool) -> dict[str, float]:
     """The same applies on the AWS adapters over moto (every table and bucket call is an HTTP call to moto)."""
     recorder = Recorder()
     with local_stack(execution_mode="remote", wrap_app=recorder.wrap) as stack:
@@ -250,13 +211,22 @@ def _moto_applies(repeats: int) -> dict[str, float]:
         api = Api(stack)
         name = unique("overhead-moto")
         try:
-            return _paired_applies(stack, api, recorder, name, remote_backend(stack, name), "", TERRAFORM, repeats)
+            backend = remote_backend(stack, name)
+            return _paired_applies(stack, api, recorder, name, backend, "", TERRAFORM, repeats, warm_up)
         finally:
             api.close()
 
 
 def _paired_applies(
-    stack: Stack, api: Api, recorder: Recorder, name: str, backend: str, local_block: str, binary: Path, repeats: int
+    stack: Stack,
+    api: Api,
+    recorder: Recorder,
+    name: str,
+    backend: str,
+    local_block: str,
+    binary: Path,
+    repeats: int,
+    warm_up: bool = True,
 ) -> dict[str, float]:
     """Warm remote and local working directories of one client, then `repeats` local/remote apply pairs: median
     added seconds and Terrace's share."""
@@ -264,7 +234,7 @@ def _paired_applies(
     api.create_workspace(name, **{"execution-mode": "remote", "auto-apply": True})
     remote = WorkDir(stack.state_dir / f"remote-{name}", env, backend, binary)
     local = WorkDir(stack.state_dir / f"local-{name}", env, local_block, binary)
-    warm(remote, local)
+    warm(remote, local, apply=warm_up)
     pairs = measure_pairs(recorder, local.apply, remote.apply, repeats, "apply")
     return {
         "added_s": median([r - b for r, b in zip(pairs.remote_s, pairs.local_s, strict=True)]),
@@ -300,10 +270,11 @@ def measure_pairs(recorder: Recorder, local: Operation, remote: Operation, repea
     return pairs
 
 
-def warm(*workdirs: WorkDir) -> None:
-    """Each working directory initialized, then one apply in each (a remote one starts the runner process)."""
+def warm(*workdirs: WorkDir, apply: bool = True) -> None:
+    """Each working directory initialized, then one apply in each (a remote one starts the runner process) unless
+    not `apply` (the smoke size: its first measured apply starts the runner)."""
     for wd in workdirs:
         (wd.path / "main.tf").write_text(wd.backend + CONFIG % {"stamp": "init"})
         wd.terraform("init", "-input=false")
-    for wd in workdirs:
+    for wd in workdirs if apply else ():
         wd.apply("warm-up")

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from bench.common import MB, Api, Outcome, RssSampler, Stack, local_stack, median, timed, unique
+from bench.common import MB, Api, Outcome, RssSampler, Size, Stack, local_stack, median, timed, unique
 from bench.raw_https import Client, HttpxClient
 
 INSTANCES = 200  # resource index entries stay few; the size comes from large attributes (like real big states)
@@ -222,19 +222,22 @@ class RoundTrip:
 
 
 def profile_finalize(trip: RoundTrip, raw: bytes) -> list[str]:
-    """cProfile of the API's finalize (the step that reads the uploaded state) during one round trip."""
-    service = trip.stack.local.container.state_versions
-    original = service.finalize
+    """cProfile of the API's finalize (the step that reads the uploaded state: `StateUploads.finalize`, which the
+    upload's landing calls) during one round trip."""
+    uploads = trip.stack.local.container.state_versions._uploads
+    original = uploads.finalize
     profiler = cProfile.Profile()
 
     def wrapped(sv: Any) -> Any:
         return profiler.runcall(original, sv)
 
-    service.finalize = wrapped
+    uploads.finalize = wrapped
     try:
         trip.terrace(raw)
     finally:
-        del service.finalize
+        del uploads.finalize
+    if not profiler.getstats():
+        raise RuntimeError("the round trip never called StateUploads.finalize: what finalizes an upload now?")
     out = io.StringIO()
     pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(14)
     return [line for line in out.getvalue().splitlines() if line.strip()][-16:]
@@ -260,9 +263,11 @@ def moto_transact_cost(trip: RoundTrip) -> float:
     return time.perf_counter() - start
 
 
-def run(quick: bool = False) -> Outcome:
+def run(size: Size = Size.FULL) -> Outcome:
     outcome = Outcome("state_roundtrip")
-    plan = [(1, 2), (10, 1), (100, 1)] if quick else [(1, 5), (10, 3), (100, 2)]
+    plan = size.pick(full=[(1, 5), (10, 3), (100, 2)], quick=[(1, 2), (10, 1), (100, 1)], smoke=[(1, 1)])
+    largest = plan[-1][0]  # its last repetition's memory is sampled
+    profiled_mb = size.pick(full=100, quick=0, smoke=1)
     with local_stack(workers=False) as stack:
         trip = RoundTrip(stack)
         try:
@@ -275,7 +280,7 @@ def run(quick: bool = False) -> Outcome:
                 for n in range(repeats):
                     raw = trip.next_state(size_mb * MB)
                     gc.collect()
-                    sample = size_mb == 100 and n == repeats - 1
+                    sample = size_mb == largest and n == repeats - 1
                     with RssSampler() as base_mem:
                         base_runs.append(trip.baseline(raw))
                     gc.collect()
@@ -302,21 +307,22 @@ def run(quick: bool = False) -> Outcome:
                 )
             mem = outcome.details["rss_growth_mb"]
             outcome.row(
-                "100 MB: RSS growth in finalize",
+                f"{largest} MB: RSS growth in finalize",
                 mem["finalize"],
                 mem["baseline_put_get"],
                 unit="MB",
                 note="baseline = direct S3 put+get",
             )
             per_step = ", ".join(f"{k}={v:.0f}" for k, v in mem.items())
-            outcome.notes.append(f"100 MB RSS growth per step (MB): {per_step}")
+            outcome.notes.append(f"{largest} MB RSS growth per step (MB): {per_step}")
             outcome.details["moto_transact_25_puts_s"] = moto_transact_cost(trip)
             outcome.notes.append(
                 f"one 25-put transact_write_items straight to this moto: "
                 f"{outcome.details['moto_transact_25_puts_s']:.3f} s"
             )
-            if not quick:
-                outcome.details["finalize_profile_100MB"] = profile_finalize(trip, trip.next_state(100 * MB))
+            if profiled_mb:
+                profile = profile_finalize(trip, trip.next_state(profiled_mb * MB))
+                outcome.details[f"finalize_profile_{profiled_mb}MB"] = profile
         finally:
             trip.close()
     return outcome

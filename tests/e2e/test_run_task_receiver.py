@@ -92,7 +92,7 @@ def receiver(run_stack: StackInfo) -> Iterator[Receiver]:
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     found.url = f"http://127.0.0.1:{server.server_address[1]}"
-    serving = threading.Thread(target=server.serve_forever, daemon=True)
+    serving = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)  # quick stop
     serving.start()
     try:
         yield found

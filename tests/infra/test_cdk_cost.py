@@ -4,6 +4,7 @@ deployment meets the issue's budget: at most $1.00 a month idle (before storage)
 from __future__ import annotations
 
 import copy
+import json
 import re
 from pathlib import Path
 
@@ -137,3 +138,12 @@ def test_the_lanes_requests_are_priced_from_the_lanes_the_scaler_drains(synth):
     item = "SQS requests (events, lanes)"
     saved = lines[item].per_1000_runs - _lines(fewer)[item].per_1000_runs
     assert saved == pytest.approx(run.scaler_invocations * PRICES["sqs_request"] * 1000)
+
+
+def test_the_cost_benchmark_prices_the_synthesized_template(synth, tmp_path, capsys):
+    """`python -m bench.cost --template ...` (the smoke run of the benchmark `make test` holds)."""
+    template = tmp_path / "template.json"
+    template.write_text(json.dumps(synth.template))
+    assert cost.main(["--template", str(template)]) == 0
+    said = capsys.readouterr().out
+    assert "Assumptions (bench/cost_catalog.py):" in said and "UNPRICED" not in said

@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 
 import httpx
+import pytest
 from state_helpers import make_env
 from terrace.config import Settings
 
@@ -46,17 +48,53 @@ def test_the_wait_is_the_servers_reset_with_go_tfes_jitter_and_a_growing_back_of
     assert 0.1 <= ratelimit.retry_wait(silent, 0) <= 0.13 and 0.8 <= ratelimit.retry_wait(silent, 3) <= 1.04
 
 
-def test_the_async_client_gives_up_after_go_tfes_thirty_retries() -> None:
-    calls = []
+def _backed_off(slept: list[float]) -> None:
+    """Each wait between two sends was the growing back-off floor with go-tfe's jitter (about 96 s of real waiting
+    over the thirty retries, which the tests hand to a recording sleep instead)."""
+    floors = [ratelimit.MIN_WAIT_S * 2 ** min(attempt, ratelimit.BACKOFF_DOUBLINGS) for attempt in range(len(slept))]
+    assert all(floor <= wait <= floor * 1.3 for wait, floor in zip(slept, floors, strict=True)), slept
+    assert sum(floors) > 80
 
-    def always_limited(request: httpx.Request) -> httpx.Response:
+
+def always_limited(calls: list[httpx.Request]) -> httpx.MockTransport:
+    def answer(request: httpx.Request) -> httpx.Response:
         calls.append(request)
         return httpx.Response(429, headers={"X-RateLimit-Reset": "0"})
 
+    return httpx.MockTransport(answer)
+
+
+def test_the_async_client_gives_up_after_go_tfes_thirty_retries() -> None:
+    calls: list[httpx.Request] = []
+    slept: list[float] = []
+    stats = ratelimit.RateLimitStats()
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
     async def ask() -> int:
-        transport = ratelimit.AsyncHonouringTransport(inner=httpx.MockTransport(always_limited))
+        transport = ratelimit.AsyncHonouringTransport(inner=always_limited(calls), stats=stats, sleep=sleep)
         async with httpx.AsyncClient(transport=transport, base_url="https://terrace.test") as client:
             return (await client.get("/api/v2/ping")).status_code
 
     assert asyncio.run(ask()) == 429
     assert len(calls) == ratelimit.RETRY_MAX + 1
+    assert len(slept) == stats.limited == ratelimit.RETRY_MAX  # a wait between each two sends, none after the last
+    _backed_off(slept)
+    assert stats.waited_s == pytest.approx(sum(slept))
+
+
+def test_the_client_gives_up_after_go_tfes_thirty_retries() -> None:
+    calls: list[httpx.Request] = []
+    slept: list[float] = []
+    transport = ratelimit.HonouringTransport(inner=always_limited(calls), sleep=slept.append)
+    with httpx.Client(transport=transport, base_url="https://terrace.test") as client:
+        assert client.get("/api/v2/ping").status_code == 429
+    assert len(calls) == ratelimit.RETRY_MAX + 1
+    assert len(slept) == ratelimit.RETRY_MAX
+    _backed_off(slept)
+
+
+def test_the_clients_sleep_for_real_unless_told_otherwise() -> None:
+    assert ratelimit.HonouringTransport(inner=always_limited([])).sleep is time.sleep
+    assert ratelimit.AsyncHonouringTransport(inner=always_limited([])).sleep is asyncio.sleep

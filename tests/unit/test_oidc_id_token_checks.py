@@ -7,6 +7,7 @@ whose keys, documents and answers each test sets."""
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import threading
 import time
@@ -29,13 +30,19 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 CLIENT_ID = "terrace"
 
 
+@functools.cache
+def signing_key() -> RSAKey:
+    """The issuer's signing key: one for the module (a 2048-bit key takes 0.1-0.5 s to make, every test made one)."""
+    return RSAKey.generate_key(2048, parameters={"kid": "k1"}, private=True)
+
+
 class Issuer:
     """What the issuer serves: discovery (`discovery` overrides it, a str is sent as it is), the JWKS of
     `published` (fetches counted), and `token_answer` at the token endpoint."""
 
     def __init__(self) -> None:
         self.url = ""
-        self.signing = RSAKey.generate_key(2048, parameters={"kid": "k1"}, private=True)
+        self.signing = signing_key()
         self.published = [self.signing]
         self.jwks_fetches = 0
         self.discovery: Any = None
@@ -98,7 +105,8 @@ def issuer() -> Iterator[Issuer]:
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     served.url = f"http://127.0.0.1:{server.server_port}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # shutdown() waits for serve_forever to notice it: within its poll interval (0.5 s by default, every test)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
         yield served

@@ -52,6 +52,8 @@ class World:
     env: RunEnv
     tokens: dict[str, str]
     targets: dict[str, dict[str, str]]  # "own"/"other" -> workspace id, name, org, plan id
+    ui: Any  # the web UI's app over the same container, shared by the UI cells as one server serves everyone: an
+    # app's first request builds its routes (0.2-0.5 s, 120 UI cells), and each cell still signs in afresh
 
 
 def _api(env: RunEnv, token: str, method: str, path: str, body: Any = None) -> Any:
@@ -155,7 +157,7 @@ def world() -> World:
         "other": {"org": "other", "ws": other_ws, "plan": other_plan},
     }
     _team_callers(env, tokens, targets, olga)
-    return World(env, tokens, targets)
+    return World(env, tokens, targets, create_app(env.container))
 
 
 def _team_callers(env: RunEnv, tokens: dict[str, str], targets: dict[str, dict[str, str]], olga: str) -> None:
@@ -232,7 +234,7 @@ def _add_itself_as_source(w: World, token: str, t: dict[str, str]) -> int:
 
 def _ui(path: str) -> Callable[[World, str, dict[str, str]], int]:
     def call(w: World, token: str, t: dict[str, str]) -> int:
-        browser = TestClient(create_app(w.env.container), base_url="https://testserver", follow_redirects=False)
+        browser = TestClient(w.ui, base_url="https://testserver", follow_redirects=False)  # its own cookies
         assert sign_in(browser, token).status_code == 303
         return int(browser.get(path.format(**t)).status_code)
 
