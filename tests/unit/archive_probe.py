@@ -12,19 +12,30 @@ import resource
 import sys
 import tempfile
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+
+from terrace.adapters.hcl_reader import ParsedHcl
+
+
+def _unparsed(files: Mapping[str, str]) -> ParsedHcl:
+    """The archive's bounds are measured here, not its HCL (parsed in a child of its own: `process_hcl_reader.py`)."""
+    return ParsedHcl(errors=dict.fromkeys(files, "not parsed by the probe"))
+
+
+class _NoHcl:
+    parse = staticmethod(_unparsed)
 
 
 def _reader(kind: str) -> Callable[[Path], object]:
     if kind == "module":
         from terrace.services.registry.module_archive import read_module
 
-        return lambda archive: read_module(archive.read_bytes())
+        return lambda archive: read_module(archive.read_bytes(), _NoHcl())
     if kind == "policy":
         from terrace.services.policies.bundles import read_tarball
 
-        return lambda archive: read_tarball(archive.read_bytes())
+        return lambda archive: read_tarball(archive.read_bytes(), _NoHcl())
     from terrace.runner.safe_tar import extract
 
     return lambda archive: extract(archive, Path(tempfile.mkdtemp(prefix="probe-")) / "config")
