@@ -6,15 +6,16 @@ from terrace.adapters.memory_table import MemoryTable
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.services.access.authz import Authorizer
 from terrace.services.access.organizations import OrganizationService
+from terrace.services.access.store_organizations import OrganizationStore
 
 ALICE = Principal(PrincipalKind.USER, "user-alice", "alice")
 
 
 def test_changes_show_at_once_here_and_within_the_ttl_elsewhere() -> None:
     table = MemoryTable()
-    here = OrganizationService(table, Authorizer())
-    elsewhere = OrganizationService(table, Authorizer(), cache_ttl_s=3600)
-    fresh = OrganizationService(table, Authorizer(), cache_ttl_s=0)
+    here = OrganizationService(OrganizationStore(table), Authorizer())
+    elsewhere = OrganizationService(OrganizationStore(table), Authorizer(), cache_ttl_s=3600)
+    fresh = OrganizationService(OrganizationStore(table), Authorizer(), cache_ttl_s=0)
     here.create(ALICE, "acme", "a@example.com")
     assert elsewhere.lookup("acme").email == "a@example.com"
     here.update(ALICE, "acme", {"email": "b@example.com"})
