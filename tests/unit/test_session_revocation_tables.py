@@ -13,9 +13,9 @@ from terrace.domain.errors import Conflict
 from terrace.domain.principal import PrincipalKind
 from terrace.domain.web_sessions import WebSession
 from terrace.services.access.accounts import AccountService
-from terrace.services.access.users import UserService
 from terrace.services.access.store_accounts import AccountStore
 from terrace.services.access.store_sign_in import SignInStore, session_key
+from terrace.services.access.users import UserService
 from terrace.services.access.web_sessions import WebSessionService
 
 
