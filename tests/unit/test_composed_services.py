@@ -111,10 +111,12 @@ def test_a_service_built_without_its_ports_fails_at_once() -> None:
     from terrace.adapters.memory_table import MemoryTable
     from terrace.services.access.authz import Authorizer
     from terrace.services.access.organizations import OrganizationService
+    from terrace.services.access.store_organizations import OrganizationStore
+    from terrace.services.access.store_teams import TeamStore
     from terrace.services.access.teams import TeamService
 
     organizations = OrganizationService(
-        MemoryTable(), Authorizer(), check_default_agent_pool=lambda org, mode, pool: pool
+        OrganizationStore(MemoryTable()), Authorizer(), check_default_agent_pool=lambda org, mode, pool: pool
     )
     with pytest.raises(TypeError, match="after_delete"):
-        TeamService(MemoryTable(), Authorizer(), organizations)  # type: ignore[call-arg]
+        TeamService(TeamStore(MemoryTable()), Authorizer(), organizations)  # type: ignore[call-arg]

@@ -8,7 +8,9 @@ from typing import Any
 
 from terrace.adapters.table import Delete, Item, Table
 from terrace.services.access.accounts import AccountService
-from terrace.services.access.oidc import OidcConfig, OidcSignIn, _link_key
+from terrace.services.access.oidc import OidcConfig, OidcSignIn
+from terrace.services.access.store_accounts import AccountStore
+from terrace.services.access.store_sign_in import SignInStore, oidc_link_key
 from terrace.services.access.web_sessions import WebSessionService
 
 ISSUER = "https://idp.example.com"
@@ -33,9 +35,9 @@ class CompetingSignIn:
 
 
 def sign_in_service(table: Any) -> tuple[OidcSignIn, AccountService]:
-    accounts = AccountService(table)
+    accounts, sign_in = AccountService(AccountStore(table)), SignInStore(table)
     config = OidcConfig(ISSUER, "terrace", "secret", "https://terrace.example.com/app/sign-in/oidc/callback")
-    return OidcSignIn(table, accounts, WebSessionService(table, accounts, "test-secret"), config), accounts
+    return OidcSignIn(sign_in, accounts, WebSessionService(sign_in, accounts, "test-secret"), config), accounts
 
 
 def users(table: Table) -> list[Item]:
@@ -62,7 +64,7 @@ def test_two_first_sign_ins_of_one_person_end_with_one_user(table: Table) -> Non
     survivor = accounts.get_user(lost)
     assert survivor.username != "rita" and accounts.find_user("rita") is None  # the loser took "rita", then freed it
     assert accounts.user_id_of(survivor.username) == lost
-    link = table.get(*_link_key(ISSUER, "sub-race"))
+    link = table.get(*oidc_link_key(ISSUER, "sub-race"))
     assert link is not None and link["user_id"] == lost and link["groups"] == ["ops"]
 
 
@@ -81,7 +83,7 @@ def test_a_link_to_a_deleted_user_is_replaced_once_when_two_sign_ins_race(table:
 
     assert won and lost == won[0] != gone
     assert [u["id"] for u in users(table)] == [lost]
-    link = table.get(*_link_key(ISSUER, "sub-race"))
+    link = table.get(*oidc_link_key(ISSUER, "sub-race"))
     assert link is not None and link["user_id"] == lost
 
 
@@ -103,5 +105,5 @@ def test_a_sign_in_that_read_a_link_before_its_user_was_replaced_takes_the_new_u
 
     assert loser._user_for(CLAIMS) == won[0] != old
     assert [u["id"] for u in users(table)] == won
-    link = table.get(*_link_key(ISSUER, "sub-race"))
+    link = table.get(*oidc_link_key(ISSUER, "sub-race"))
     assert link is not None and link["user_id"] == won[0] and link["groups"] == ["ops"]

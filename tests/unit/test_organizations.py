@@ -6,6 +6,7 @@ from terrace.adapters.memory_table import MemoryTable
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.services.access.authz import Authorizer
 from terrace.services.access.organizations import OrganizationService
+from terrace.services.access.store_organizations import OrganizationStore
 
 ALICE = Principal(PrincipalKind.USER, "user-alice", "alice")
 
@@ -13,7 +14,10 @@ ALICE = Principal(PrincipalKind.USER, "user-alice", "alice")
 def _pools(table: MemoryTable, cache_ttl_s: float = 2.0) -> OrganizationService:
     """An organization service whose default agent pool check lets any update through."""
     return OrganizationService(
-        table, Authorizer(), check_default_agent_pool=lambda org, mode, pool: pool, cache_ttl_s=cache_ttl_s
+        OrganizationStore(table),
+        Authorizer(),
+        check_default_agent_pool=lambda org, mode, pool: pool,
+        cache_ttl_s=cache_ttl_s,
     )
 
 

@@ -103,7 +103,7 @@ def proving(env: RunEnv, session: str) -> FakeSts:
     sts = FakeSts(f"arn:aws:sts::123456789012:assumed-role/terrace-runner/{session}")
     identity = RunnerIdentity(sts, "https://terrace.test", ROLE)
     env.container.__dict__["runner_enrollments"] = RunnerEnrollments(
-        env.container.table, env.container.accounts, identity=identity
+        env.container.access_store.sign_in, env.container.accounts, identity=identity
     )
     return sts
 

@@ -13,17 +13,20 @@ from terrace.domain.errors import Conflict
 from terrace.domain.principal import PrincipalKind
 from terrace.domain.web_sessions import WebSession
 from terrace.services.access.accounts import AccountService
+from terrace.services.access.store_accounts import AccountStore
+from terrace.services.access.store_sign_in import SignInStore, session_key
 from terrace.services.access.users import UserService
-from terrace.services.access.web_sessions import WebSessionService, _key
+from terrace.services.access.web_sessions import WebSessionService
 
 
 def stored(table: Table, session: WebSession) -> bool:
-    return table.get(*_key(session.id)) is not None
+    return table.get(*session_key(session.id)) is not None
 
 
 def test_suspension_revocation_and_deletion_delete_that_users_sessions(table: Table) -> None:
-    accounts = AccountService(table)
-    users, sessions = UserService(table, accounts), WebSessionService(table, accounts, "test-secret")
+    accounts, sign_in = AccountService(AccountStore(table)), SignInStore(table)
+    users = UserService(AccountStore(table), sign_in, accounts)
+    sessions = WebSessionService(sign_in, accounts, "test-secret")
     alice, bob = accounts.create_user("alice"), accounts.create_user("bob")
     root, dave = accounts.create_user("root", site_admin=True), accounts.create_user("dave")
     made: dict[str, list[tuple[str, WebSession]]] = {}
@@ -62,9 +65,9 @@ class SuspendedMeanwhile:
 
 def test_a_suspension_between_reading_the_user_and_writing_the_token_refuses_it(table: Table) -> None:
     racing = SuspendedMeanwhile(table)
-    accounts = AccountService(racing)  # type: ignore[arg-type]
+    accounts = AccountService(AccountStore(racing))  # type: ignore[arg-type]
     alice = accounts.create_user("alice")
-    users = UserService(table, AccountService(table))
+    users = UserService(AccountStore(table), SignInStore(table), AccountService(AccountStore(table)))
     racing.meanwhile = lambda: users.set_flags(alice.id, suspended=True)
 
     with pytest.raises(Conflict, match="suspended"):

@@ -17,6 +17,7 @@ def default_project_id(organization: str) -> str:
 
 
 NAME_RE = re.compile(r"^[A-Za-z0-9 _-]{3,40}$")
+DEFAULT_PROJECT = "Default Project"  # its name
 
 
 @dataclass(frozen=True)

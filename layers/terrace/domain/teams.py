@@ -9,6 +9,7 @@ from dataclasses import dataclass
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._-]{0,127}$")
 
 VISIBILITIES = ("secret", "organization")
+OWNERS = "owners"  # the owners team's name (every organization has one from its creation)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from terrace.services.access.projects import ProjectService
     from terrace.services.access.service_tokens import ServiceTokenService
     from terrace.services.access.sso_teams import SsoTeamSync
+    from terrace.services.access.store import AccessStore
     from terrace.services.access.team_access import TeamAccessService
     from terrace.services.access.team_members import TeamMembers
     from terrace.services.access.teams import TeamService
@@ -60,23 +61,30 @@ class AccessServices:
         return WorkloadIssuer(self.signing_keys, self.settings.public_url, token_ttl_s=self.settings.phase_deadline_s)
 
     @cached_property
+    def access_store(self) -> AccessStore:
+        """The access area's items (users, tokens, sign-ins, organizations, teams, memberships, projects, grants)."""
+        from terrace.services.access.store import AccessStore
+
+        return AccessStore(self.table)
+
+    @cached_property
     def authz(self) -> Authorizer:
         from terrace.services.access.authz import Authorizer
         from terrace.services.access.grants import TableAccessResolver
 
-        return Authorizer(TableAccessResolver(self.table))
+        return Authorizer(TableAccessResolver(self.access_store.teams, self.access_store.projects))
 
     @cached_property
     def accounts(self) -> AccountService:
         from terrace.services.access.accounts import AccountService
 
-        return AccountService(self.table)
+        return AccountService(self.access_store.accounts)
 
     @cached_property
     def users(self) -> UserService:
         from terrace.services.access.users import UserService
 
-        return UserService(self.table, self.accounts)
+        return UserService(self.access_store.accounts, self.access_store.sign_in, self.accounts)
 
     @cached_property
     def site_admin(self) -> SiteAdminService:
@@ -106,7 +114,7 @@ class AccessServices:
     def web_sessions(self) -> WebSessionService:
         from terrace.services.access.web_sessions import WebSessionService
 
-        return WebSessionService(self.table, self.accounts, self.settings.url_signing_secret)
+        return WebSessionService(self.access_store.sign_in, self.accounts, self.settings.url_signing_secret)
 
     @cached_property
     def oidc(self) -> OidcSignIn | None:
@@ -119,20 +127,22 @@ class AccessServices:
         config = OidcConfig(
             s.oidc_issuer, s.oidc_client_id, s.oidc_client_secret, s.public_url + CALLBACK_PATH, s.oidc_groups_claim
         )
-        return OidcSignIn(self.table, self.accounts, self.web_sessions, config, on_groups=self.sso_teams.sync)
+        return OidcSignIn(
+            self.access_store.sign_in, self.accounts, self.web_sessions, config, on_groups=self.sso_teams.sync
+        )
 
     @cached_property
     def terraform_login(self) -> TerraformLoginService:
         from terrace.services.access.terraform_login import TerraformLoginService
 
-        return TerraformLoginService(self.table, self.accounts)
+        return TerraformLoginService(self.access_store.sign_in, self.accounts)
 
     @cached_property
     def organizations(self) -> OrganizationService:
         from terrace.services.access.organizations import OrganizationService
 
         return OrganizationService(
-            self.table,
+            self.access_store.organizations,
             self.authz,
             check_default_agent_pool=lambda org, mode, pool: self.agent_pools.check_default(org, mode, pool),
         )
@@ -143,7 +153,7 @@ class AccessServices:
         from terrace.services.access.teams import TeamService
 
         return TeamService(
-            self.table,
+            self.access_store.teams,
             self.authz,
             self.organizations,
             after_delete=[
@@ -168,25 +178,25 @@ class AccessServices:
     def memberships(self) -> MembershipService:
         from terrace.services.access.memberships import MembershipService
 
-        return MembershipService(self.table, self.organizations, self.accounts, self.teams)
+        return MembershipService(self.access_store.teams, self.organizations, self.accounts, self.teams)
 
     @cached_property
     def projects(self) -> ProjectService:
         from terrace.services.access.projects import ProjectService
 
-        return ProjectService(self.table, self.teams)
+        return ProjectService(self.access_store.projects, self.teams)
 
     @cached_property
     def team_access(self) -> TeamAccessService:
         from terrace.services.access.team_access import TeamAccessService
 
-        return TeamAccessService(self.table, self.teams, self.workspaces, self.projects)
+        return TeamAccessService(self.access_store.projects, self.teams, self.workspaces, self.projects)
 
     @cached_property
     def sso_teams(self) -> SsoTeamSync:
         from terrace.services.access.sso_teams import SsoTeamSync
 
-        return SsoTeamSync(self.table, self.accounts, self.teams, self.memberships)
+        return SsoTeamSync(self.access_store.sign_in, self.accounts, self.teams, self.memberships)
 
     @cached_property
     def service_tokens(self) -> ServiceTokenService:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from terrace.services.access.organizations import OrganizationService
     from terrace.services.access.projects import ProjectService
     from terrace.services.access.runner_enrollment import RunnerEnrollments
+    from terrace.services.access.store import AccessStore
     from terrace.services.access.workload_issuer import WorkloadIssuer
     from terrace.services.admin.tool_versions import ToolVersionService
     from terrace.services.outbox_relay import OutboxRelay
@@ -77,6 +78,7 @@ class RunServices:
     # from the other areas
     authz: Authorizer
     accounts: AccountService
+    access_store: AccessStore
     organizations: OrganizationService
     projects: ProjectService
     workload_issuer: WorkloadIssuer
@@ -324,4 +326,4 @@ class RunServices:
         if self.caller_identity is not None and self.settings.runner_task_role_arn:
             role = self.settings.runner_task_role_arn
             identity = RunnerIdentity(self.caller_identity, self.settings.public_url, role)
-        return RunnerEnrollments(self.table, self.accounts, identity=identity)
+        return RunnerEnrollments(self.access_store.sign_in, self.accounts, identity=identity)

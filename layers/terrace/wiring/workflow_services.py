@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from terrace.services.access.authz import Authorizer
     from terrace.services.access.organizations import OrganizationService
     from terrace.services.access.projects import ProjectService
+    from terrace.services.access.store import AccessStore
     from terrace.services.access.team_access import TeamAccessService
     from terrace.services.access.teams import TeamService
     from terrace.services.admin.site import SiteAdminService
@@ -49,6 +50,7 @@ class WorkflowServices:
     publisher: EventPublisher
     # from the areas
     accounts: AccountService
+    access_store: AccessStore
     organizations: OrganizationService
     site_admin: SiteAdminService
     workspaces: WorkspaceService
@@ -76,6 +78,7 @@ class WorkflowServices:
             self.table,
             self.blobs,
             self.accounts,
+            self.access_store,
             self.state_versions,
             self.varsets,
             self.run_triggers,

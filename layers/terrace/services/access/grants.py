@@ -11,10 +11,9 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from terrace.adapters.table import Table
-from terrace.services.access import access_keys as keys
+from terrace.domain.teams import Team
 from terrace.services.access.permissions import (
     NOT_A_MEMBER,
     Grants,
@@ -23,6 +22,10 @@ from terrace.services.access.permissions import (
     project_level_actions,
     workspace_level_actions,
 )
+
+if TYPE_CHECKING:  # the web app's middleware imports this module: the stores are loaded with the services
+    from terrace.services.access.store_projects import ProjectStore
+    from terrace.services.access.store_teams import TeamStore
 
 _memo: contextvars.ContextVar[dict[tuple[str, str, str], Grants] | None] = contextvars.ContextVar(
     "terrace_grants_memo", default=None
@@ -47,8 +50,9 @@ def forget() -> None:
 
 
 class TableAccessResolver:
-    def __init__(self, table: Table) -> None:
-        self._table = table
+    def __init__(self, teams: TeamStore, projects: ProjectStore) -> None:
+        self._teams = teams
+        self._projects = projects
 
     def user_grants(self, user_id: str, organization: str) -> Grants:
         return self._remembered(("user", user_id, organization), lambda: self._user(user_id, organization))
@@ -67,41 +71,39 @@ class TableAccessResolver:
         return grants
 
     def _user(self, user_id: str, organization: str) -> Grants:
-        membership = self._table.get(*keys.membership_key(organization, user_id))
-        if membership is None or membership.get("status", "active") != "active":  # invited: not before accepting
+        membership = self._teams.membership(organization, user_id)
+        if membership is None or membership.status != "active":  # invited: not before accepting
             return NOT_A_MEMBER
-        teams = [t for t in self._table.query(keys.teams_index(organization), index="gsi1") if user_id in t["users"]]
-        return self._grants(organization, teams)
+        return self._grants(organization, [t for t in self._teams.teams_of(organization) if user_id in t.users])
 
     def _team(self, team_id: str, organization: str) -> Grants:
-        team = self._table.get(*keys.team_key(team_id))
-        if team is None or team["organization"] != organization:
+        team = self._teams.team(team_id)
+        if team is None or team.organization != organization:
             return NOT_A_MEMBER
         return self._grants(organization, [team])
 
-    def _grants(self, organization: str, teams: list[dict[str, Any]]) -> Grants:
+    def _grants(self, organization: str, teams: list[Team]) -> Grants:
         if not teams:
             return Grants(member=True)
-        if any(t.get("owners") for t in teams):
+        if any(t.owners for t in teams):
             return Grants(member=True, owner=True)
-        ids = {t["id"] for t in teams}
         per_team: dict[str, dict[str, Any]] = {
-            t["id"]: {"org_access": {k for k, v in t.get("org_access", {}).items() if v}, "projects": {},
-                      "project_admin": set(), "creates": False, "workspaces": {}}
+            t.id: {"org_access": {k for k, v in t.org_access.items() if v}, "projects": {},
+                   "project_admin": set(), "creates": False, "workspaces": {}}
             for t in teams
         }  # fmt: skip
-        for item in self._table.query(keys.team_workspaces_index(organization), index="gsi1"):
-            if item["team_id"] in ids:
-                actions = workspace_level_actions(item["access"], item.get("fields", {}))
-                per_team[item["team_id"]]["workspaces"][item["workspace_id"]] = actions
-        for item in self._table.query(keys.team_projects_index(organization), index="gsi1"):
-            if item["team_id"] in ids:
-                g = per_team[item["team_id"]]
-                wa = item.get("workspace_access", {})
-                g["projects"][item["project_id"]] = project_level_actions(item["access"], wa)
-                g["creates"] = g["creates"] or project_grant_creates(item["access"], wa)
-                if item["access"] == "admin":
-                    g["project_admin"].add(item["project_id"])
+        for grant in self._projects.workspace_grants(organization):
+            if grant.team_id in per_team:
+                actions = workspace_level_actions(grant.access, grant.fields)
+                per_team[grant.team_id]["workspaces"][grant.target_id] = actions
+        for grant in self._projects.project_grants(organization):
+            if grant.team_id in per_team:
+                g = per_team[grant.team_id]
+                wa = grant.fields["workspace-access"]
+                g["projects"][grant.target_id] = project_level_actions(grant.access, wa)
+                g["creates"] = g["creates"] or project_grant_creates(grant.access, wa)
+                if grant.access == "admin":
+                    g["project_admin"].add(grant.target_id)
         return combine(
             [
                 Grants(

@@ -13,7 +13,6 @@ import re
 import secrets
 from typing import Any
 
-from terrace.adapters.table import ConditionFailed, Delete, Put, Table
 from terrace.domain import clock, limits
 from terrace.domain.errors import Conflict, Invalid, NotFound, TooManyRequests
 from terrace.domain.ids import looks_like
@@ -21,25 +20,20 @@ from terrace.domain.memberships import STATUSES, Membership, check_email
 from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.users import User
-from terrace.services.access import access_keys as keys
-from terrace.services.access import grants, org_defaults
+from terrace.services.access import grants
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
+from terrace.services.access.store_teams import TeamStore
 from terrace.services.access.teams import TeamService
 from terrace.services.optimistic import optimistic
 
 
-def _membership(item: dict[str, Any]) -> Membership:
-    return Membership(item["id"], item["organization"], item["user_id"], item.get("email", ""),
-                      item.get("status", "active"), item["created_at"], bool(item.get("hidden")))  # fmt: skip
-
-
 class MembershipService:
     def __init__(
-        self, table: Table, organizations: OrganizationService, accounts: AccountService, teams: TeamService
+        self, store: TeamStore, organizations: OrganizationService, accounts: AccountService, teams: TeamService
     ) -> None:
-        self._table = table
+        self._store = store
         self._orgs = organizations
         self._accounts = accounts
         self._teams = teams
@@ -50,13 +44,13 @@ class MembershipService:
         org = self._teams.organization(principal, organization, Action.MANAGE_MEMBERSHIP)
         address = check_email(email)
         user = self._user_by_email(address)
-        if user is None or self._table.get(*keys.membership_key(org.key, user.id)) is None:
+        if user is None or self._store.membership(org.key, user.id) is None:
             self._check_pending(org)
             self._count_invitation(principal)
         if user is None:
             local = re.sub(r"[^A-Za-z0-9_-]", "-", address.split("@")[0])[:40].strip("-") or "user"
             user = self._accounts.create_user(f"{local}-{secrets.token_hex(3)}", address)
-            self._table.put({"pk": f"useremail#{address}", "sk": "claim", "user_id": user.id})
+            self._accounts.claim_email(address, user.id)
         return self.ensure(org.key, user, "invited", must_be_new=True, who=address)
 
     def invite_into_teams(self, principal: Principal, organization: str, email: Any, team_ids: list[str]) -> Membership:
@@ -77,13 +71,9 @@ class MembershipService:
         self._check_pending(org)  # before the name is looked up: the same answer whether it exists or not
         self._count_invitation(principal)
         user = self._accounts.find_user(username) or self._user_by_id(username)
-        if user is None or self._table.get(*keys.membership_key(org.key, user.id)) is not None:
+        if user is None or self._store.membership(org.key, user.id) is not None:
             return
-        items = org_defaults.membership_items(org.key, user.id, "", "invited")
-        items[0]["hidden"] = True
-        try:
-            self._table.transact([Put(item, if_absent=True) for item in items])
-        except ConditionFailed:
+        if self._store.add_membership(org.key, user.id, "", "invited", hidden=True) is None:
             return  # invited (or joined) meanwhile
         grants.forget()
 
@@ -93,46 +83,36 @@ class MembershipService:
         if member.status == "active":
             return member
         user = self._accounts.get_user(member.user_id)
-        item = self._table.get(*keys.membership_key(member.organization, member.user_id))
-        assert item is not None
-        version = int(item.get("version", 1))
-        item.update(status="active", hidden=False, email=item.get("email") or user.email, version=version + 1)
-        try:
-            self._table.put(item, if_version=version)
-        except ConditionFailed as exc:
-            raise Conflict("the membership changed concurrently; retry") from exc
+        accepted = self._store.accept(member, user.email)
         grants.forget()
         for team in self._teams.of_user(member.organization, member.user_id):
             if team.owners:  # an owner from now on
                 self._teams.write_members(team, set(team.users))
-        return _membership(item)
+        return accepted
 
     def own(self, principal: Principal) -> builtins.list[Membership]:
         """The calling user's memberships and invitations, in every organization."""
         if principal.kind is not PrincipalKind.USER:
             return []
         org_keys = [org.key for org in self._orgs.all()]
-        wanted = [keys.membership_key(org, principal.subject_id) for org in org_keys]
-        found = [_membership(item) for item in self._table.batch_get(wanted)] if wanted else []
+        found = self._store.memberships([(org, principal.subject_id) for org in org_keys])
         return sorted(found, key=lambda m: m.created_at)
 
     def _own(self, principal: Principal, membership_id: str) -> Membership:
         missing = NotFound(f"organization membership {membership_id} not found")
         if principal.kind is not PrincipalKind.USER:
             raise missing
-        pointer = (
-            self._table.get(*keys.membership_pointer_key(membership_id)) if looks_like(membership_id, "ou") else None
-        )
-        if pointer is None or pointer["user_id"] != principal.subject_id:
+        pointer = self._store.membership_pointer(membership_id) if looks_like(membership_id, "ou") else None
+        if pointer is None or pointer[1] != principal.subject_id:
             raise missing
-        item = self._table.get(*keys.membership_key(pointer["organization"], pointer["user_id"]))
-        if item is None:
+        member = self._store.membership(*pointer)
+        if member is None:
             raise missing
-        return _membership(item)
+        return member
 
     def _check_pending(self, org: Organization) -> None:
-        items = self._table.query(keys.membership_key(org.key, "")[0])
-        if sum(1 for i in items if i.get("status") == "invited") >= limits.PENDING_INVITATIONS_MAX:
+        members = self._store.memberships_of(org.key)
+        if sum(1 for m in members if m.status == "invited") >= limits.PENDING_INVITATIONS_MAX:
             raise TooManyRequests(
                 f"{org.name} has {limits.PENDING_INVITATIONS_MAX} pending invitations: wait until some are "
                 "accepted, or delete some"
@@ -143,20 +123,10 @@ class MembershipService:
         e-mail invitation makes an account); site admins are not counted."""
         if principal.site_admin:
             return
-        pk, sk, today = f"invitations#{principal.subject_id}", "day", clock.now_iso()[:10]
+        today = clock.now_iso()[:10]
 
         def step() -> None:  # another invitation counted meanwhile: count again
-            item = self._table.get(pk, sk)
-            count = int(item["count"]) if item is not None and item.get("day") == today else 0
-            if count >= limits.INVITATIONS_PER_DAY:
-                raise TooManyRequests(f"at most {limits.INVITATIONS_PER_DAY} invitations a day; try again tomorrow")
-            version = int(item["version"]) if item is not None else 0
-            updated = {"pk": pk, "sk": sk, "day": today, "count": count + 1, "version": version + 1,
-                       "expires_at": int(clock.epoch()) + 2 * 86400}  # fmt: skip
-            if item is None:
-                self._table.put(updated, if_absent=True)
-            else:
-                self._table.put(updated, if_version=version)
+            self._store.count_invitation(principal.subject_id, today)
 
         optimistic(step, attempts=8, exhausted="invitations are being counted concurrently; retry")
 
@@ -164,35 +134,32 @@ class MembershipService:
         self, organization: str, user: User, status: str = "active", must_be_new: bool = False, who: str = ""
     ) -> Membership:
         """The user's membership in the organization stored under the key `organization`, created when missing."""
-        existing = self._table.get(*keys.membership_key(organization, user.id))
+        existing = self._store.membership(organization, user.id)
         taken = f"{who or user.username} is already a member of {self._orgs.name_of(organization)}"
         if existing is not None:
             if must_be_new:
                 raise Conflict(taken)
-            return _membership(existing)
-        items = org_defaults.membership_items(organization, user.id, user.email, status)
-        try:
-            self._table.transact([Put(item, if_absent=True) for item in items])
-        except ConditionFailed as exc:
-            raise Conflict(taken) from exc
+            return existing
+        added = self._store.add_membership(organization, user.id, user.email, status)
+        if added is None:
+            raise Conflict(taken)
         grants.forget()
-        return _membership(items[0])
+        return added
 
     def visible_member(self, organization: str, username: str) -> str:
         """The id of the user named `username` whose membership of the organization the organization sees
         (active, or invited by e-mail). Anyone else answers as a username that does not exist."""
         user = self._accounts.find_user(username)
-        item = self._table.get(*keys.membership_key(organization, user.id)) if user else None
-        if user is None or item is None or item.get("hidden"):
+        member = self._store.membership(organization, user.id) if user else None
+        if user is None or member is None or member.hidden:
             raise NotFound(f"user {username} not found")
         return user.id
 
     def member_keys(self, user_ids: list[str], org_keys: list[str]) -> dict[str, set[str]]:
         """Operator path (the site admin API, which checks first): the organization keys each user is a member of."""
-        wanted = [keys.membership_key(org, user) for user in user_ids for org in org_keys]
         found: dict[str, set[str]] = {user: set() for user in user_ids}
-        for item in self._table.batch_get(wanted) if wanted else []:
-            found.setdefault(item["user_id"], set()).add(item["organization"])
+        for member in self._store.memberships([(org, user) for user in user_ids for org in org_keys]):
+            found.setdefault(member.user_id, set()).add(member.organization)
         return found
 
     def list(
@@ -215,45 +182,39 @@ class MembershipService:
         if status is not None and status not in STATUSES:
             raise Invalid("filter[status] must be invited or active", pointer="/filter/status")
         wanted = {e.lower() for e in emails or []}
-        found = [_membership(i) for i in self._table.query(keys.membership_key(org.key, "")[0])]
-        found = [m for m in found if not m.hidden]
+        found = [m for m in self._store.memberships_of(org.key) if not m.hidden]
         found = [m for m in found if (not wanted or m.email.lower() in wanted) and (not status or m.status == status)]
         if query:
             found = [m for m in found if query.lower() in m.email.lower()]
         return sorted(found, key=lambda m: m.created_at)
 
     def get(self, principal: Principal, membership_id: str, action: Action = Action.READ_ORGANIZATION) -> Membership:
-        pointer = (
-            self._table.get(*keys.membership_pointer_key(membership_id)) if looks_like(membership_id, "ou") else None
-        )
-        item = self._table.get(*keys.membership_key(pointer["organization"], pointer["user_id"])) if pointer else None
-        if item is None or item.get("hidden"):
+        pointer = self._store.membership_pointer(membership_id) if looks_like(membership_id, "ou") else None
+        member = self._store.membership(*pointer) if pointer else None
+        if member is None or member.hidden:
             raise NotFound(f"organization membership {membership_id} not found")
         try:
-            self._orgs.get_by_key(principal, item["organization"], Action.READ_ORGANIZATION)
+            self._orgs.get_by_key(principal, member.organization, Action.READ_ORGANIZATION)
         except NotFound as exc:
             raise NotFound(f"organization membership {membership_id} not found") from exc
         if action is not Action.READ_ORGANIZATION:
-            self._orgs.get_by_key(principal, item["organization"], action)
-        return _membership(item)
+            self._orgs.get_by_key(principal, member.organization, action)
+        return member
 
     def delete(self, principal: Principal, membership_id: str) -> None:
         member = self.get(principal, membership_id, Action.MANAGE_MEMBERSHIP)
         teams = sorted(self._teams.of_user(member.organization, member.user_id), key=lambda t: not t.owners)
         for team in teams:  # the owners team first: refusing to drop the last owner leaves everything as it was
             self._teams.set_members(principal, team, set(team.users) - {member.user_id})
-        self._table.transact(
-            [Delete(*keys.membership_key(member.organization, member.user_id)),
-             Delete(*keys.membership_pointer_key(member.id))]
-        )  # fmt: skip
+        self._store.delete_membership(member)
         grants.forget()
 
     def _user_by_email(self, email: str) -> User | None:
-        claim = self._table.get(f"useremail#{email}", "claim")
-        if claim is None:
+        user_id = self._accounts.user_id_by_email(email)
+        if user_id is None:
             return None
         try:
-            return self._accounts.get_user(claim["user_id"])
+            return self._accounts.get_user(user_id)
         except NotFound:
             return None
 

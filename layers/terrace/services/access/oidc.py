@@ -25,14 +25,15 @@ import re
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
-from terrace.adapters.table import ConditionFailed, Table
 from terrace.domain import clock
 from terrace.domain.errors import Conflict, NotFound, Unauthenticated
 from terrace.domain.users import User
 from terrace.domain.web_sessions import WebSession
 from terrace.services.access.accounts import AccountService
+from terrace.services.access.store_sign_in import SignInStore
 from terrace.services.access.web_sessions import WebSessionService
 from terrace.services.optimistic import optimistic
 
@@ -58,14 +59,6 @@ def _digest(value: str) -> str:
     return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _state_key(state: str) -> tuple[str, str]:
-    return f"oidcstate#{hashlib.sha256(state.encode()).hexdigest()}", "state"
-
-
-def _link_key(issuer: str, subject: str) -> tuple[str, str]:
-    return f"oidcsub#{hashlib.sha256(f'{issuer} {subject}'.encode()).hexdigest()}", "link"
-
-
 def _username_base(claims: dict[str, Any]) -> str:
     wanted = str(claims.get("preferred_username") or str(claims.get("email", "")).split("@")[0] or claims["sub"])
     return re.sub(r"[^A-Za-z0-9_-]+", "-", wanted).strip("-")[:40] or "user"
@@ -74,14 +67,14 @@ def _username_base(claims: dict[str, Any]) -> str:
 class OidcSignIn:
     def __init__(
         self,
-        table: Table,
+        store: SignInStore,
         accounts: AccountService,
         sessions: WebSessionService,
         config: OidcConfig,
         on_groups: Callable[[str, list[str]], object] | None = None,
     ) -> None:
         self._on_groups = on_groups  # team mapping (services/access/sso_teams.py), after each sign-in
-        self._table = table
+        self._store = store
         self._accounts = accounts
         self._sessions = sessions
         self.config = config
@@ -100,26 +93,23 @@ class OidcSignIn:
             target = self._issuer.create_authorization_url(
                 self.config.redirect_uri, state=state, nonce=nonce, code_verifier=verifier
             )["url"]
-        self._table.put(
+        self._store.put_oidc_state(
+            state,
             {
-                "pk": _state_key(state)[0],
-                "sk": "state",
                 "nonce": nonce,
                 "verifier": verifier,
                 "browser": _digest(browser),
                 "next": next_page,
                 "expires_at": int(clock.epoch()) + STATE_TTL_S,
-                "version": 1,
             },
-            if_absent=True,
         )
         return str(target), browser
 
     def finish(self, params: dict[str, str], browser: str | None) -> tuple[str, WebSession, str]:
         """The issuer sent the browser back: returns the session cookie, the session and the page to show.
         `browser` is the secret `start` gave the browser that began this sign-in (NotThisBrowser without it)."""
-        key = _state_key(params.get("state", ""))
-        remembered = self._table.get(*key)
+        state = params.get("state", "")
+        remembered = self._store.oidc_state(state)
         if remembered is None or int(remembered["expires_at"]) <= clock.epoch():
             raise Unauthenticated("this sign-in has expired or was already used; start again")
         if not browser:
@@ -127,10 +117,8 @@ class OidcSignIn:
         if not hmac.compare_digest(_digest(browser).encode(), str(remembered.get("browser", "")).encode()):
             # left unspent: the browser that started it may still come back with it
             raise NotThisBrowser("this sign-in was started in another browser or tab; start again")
-        try:  # single use: spent before anything else is decided
-            self._table.delete(*key, if_version=1)
-        except ConditionFailed as exc:
-            raise Unauthenticated("this sign-in has expired or was already used; start again") from exc
+        if not self._store.spend_oidc_state(state):  # single use: spent before anything else is decided
+            raise Unauthenticated("this sign-in has expired or was already used; start again")
         if params.get("error"):
             raise Unauthenticated(f"the identity provider refused the sign-in: {params['error']}")
         with self._refusals():
@@ -172,30 +160,17 @@ class OidcSignIn:
         two sign-ins of one person that race, one link wins; the loser deletes the user it has just created and
         lets ConditionFailed through (look again). A link whose user was deleted is replaced the same way: the
         person starts over."""
-        key = _link_key(self.config.issuer, str(claims["sub"]))
-        link = self._table.get(*key)
+        subject = str(claims["sub"])
+        link = self._store.oidc_link(self.config.issuer, subject)
         created: User | None = None
         if link is not None and self._user_exists(link["user_id"]):
             user_id = str(link["user_id"])
         else:
             created = self._create_user(claims)
             user_id = created.id
-        item = {
-            "pk": key[0],
-            "sk": "link",
-            "user_id": user_id,
-            "issuer": self.config.issuer,
-            "subject": claims["sub"],
-            "groups": groups,
-            "signed_in_at": clock.now_iso(),
-            "version": (link or {}).get("version", 0) + 1,
-        }
-        try:  # a link from before links had versions is replaced unconditionally, once
-            self._table.put(item, if_absent=link is None, if_version=None if link is None else link.get("version"))
-        except ConditionFailed:
-            if created is not None:
-                self._accounts.discard_new_user(created)
-            raise
+        record = {"user_id": user_id, "subject": claims["sub"], "groups": groups, "signed_in_at": clock.now_iso()}
+        undo = partial(self._accounts.discard_new_user, created) if created is not None else None
+        self._store.put_oidc_link(self.config.issuer, subject, record, link, lost=undo)
         return user_id
 
     def _user_exists(self, user_id: str) -> bool:

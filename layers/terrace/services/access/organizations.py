@@ -10,18 +10,17 @@ under a name still used as another's key gets its external id as key.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import time
 from collections.abc import Callable
 from typing import Any
 
-from terrace.adapters.table import ConditionFailed, Delete, Put, Table, WriteOp
-from terrace.domain import assessments, clock
+from terrace.domain import clock
 from terrace.domain.agent_pools import DEFAULT_POOL_SETTING as DEFAULT_AGENT_POOL
-from terrace.domain.errors import Conflict, NotFound
+from terrace.domain.errors import NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.organizations import (
     BOOLEAN_SETTINGS,
-    NAME_RE,
     Organization,
     check_email,
     check_mode,
@@ -29,36 +28,8 @@ from terrace.domain.organizations import (
     check_setting,
 )
 from terrace.domain.principal import Principal, PrincipalKind
-from terrace.services.access import org_defaults
 from terrace.services.access.authz import Action, Authorizer
-
-
-def _key(key: str) -> tuple[str, str]:
-    return f"org#{key}", "org"
-
-
-def _name_claim(name: str) -> tuple[str, str]:
-    """Names are unique whatever their case (HCP Terraform's): the claim is on the lower-cased name."""
-    return f"orgname#{name.lower()}", "orgname"
-
-
-def _exact_claim(name: str) -> tuple[str, str]:
-    """The claim as stored before names were unique whatever their case (still read, deleted with its name)."""
-    return f"orgname#{name}", "orgname"
-
-
-def _org(item: dict[str, Any]) -> Organization:
-    return Organization(
-        id=item["id"],
-        key=item.get("key", item["pk"].removeprefix("org#")),
-        name=item["name"],
-        email=item.get("email", ""),
-        created_at=item["created_at"],
-        owners=tuple(item.get("owners", [])),
-        default_execution_mode=item.get("default_execution_mode", "remote"),
-        settings=dict(item.get("settings", {})),
-    )
-
+from terrace.services.access.store_organizations import OrganizationStore
 
 # the workspaces area's agent pools (`AgentPoolService.check_default`): the default pool an update leaves
 DefaultPoolCheck = Callable[[Organization, str, str | None], str | None]
@@ -70,13 +41,13 @@ class OrganizationService:
     # process and within `cache_ttl_s` elsewhere.
     def __init__(
         self,
-        table: Table,
+        store: OrganizationStore,
         authz: Authorizer,
         *,
         check_default_agent_pool: DefaultPoolCheck,
         cache_ttl_s: float = 2.0,
     ) -> None:
-        self._table = table
+        self._store = store
         self._authz = authz
         self._cache_ttl_s = cache_ttl_s
         self._cache: dict[str, tuple[float, Organization]] = {}  # by name
@@ -90,7 +61,7 @@ class OrganizationService:
         cached = self._cache.get(name)
         if cached is not None and time.monotonic() - cached[0] < self._cache_ttl_s:
             return cached[1]
-        org = _org(self._item(name))
+        org = self._store.record(name).org
         self._cache[name] = self._by_key[org.key] = (time.monotonic(), org)
         return org
 
@@ -99,10 +70,9 @@ class OrganizationService:
         cached = self._by_key.get(key)
         if cached is not None and time.monotonic() - cached[0] < self._cache_ttl_s:
             return cached[1]
-        item = self._table.get(*_key(key))
-        if item is None:
+        org = self._store.by_key(key)
+        if org is None:
             raise NotFound("organization not found")
-        org = _org(item)
         self._by_key[key] = (time.monotonic(), org)
         return org
 
@@ -125,16 +95,7 @@ class OrganizationService:
 
     def ensure_defaults(self, org: Organization) -> None:
         """Owners team, memberships and Default Project for an organization created before teams."""
-        org_defaults.ensure(self._table, org.key, list(org.owners), {})
-
-    def _item(self, name: str) -> dict[str, Any]:
-        if not NAME_RE.match(name or ""):
-            raise NotFound(f"organization {name} not found")
-        claim = self._table.get(*_name_claim(name)) or self._table.get(*_exact_claim(name))
-        item = self._table.get(*_key(claim["key"] if claim else name))
-        if item is None or item["name"] != name:  # no claim: stored before claims existed, or renamed away
-            raise NotFound(f"organization {name} not found")
-        return item
+        self._store.ensure_defaults(org.key, list(org.owners))
 
     def get_by_key(self, principal: Principal, key: str, action: Action = Action.READ_ORGANIZATION) -> Organization:
         """As `get`, for what is stored under the organization's key (teams, memberships, projects, tokens)."""
@@ -151,24 +112,15 @@ class OrganizationService:
         return org
 
     def list(self, principal: Principal) -> list[Organization]:
-        orgs = [_org(item) for item in self._table.query("orgs", index="gsi1")]
-        return [org for org in orgs if self._authz.can(principal, Action.READ_ORGANIZATION, org.view)]
+        return [org for org in self._store.all() if self._authz.can(principal, Action.READ_ORGANIZATION, org.view)]
 
     def all(self) -> builtins.list[Organization]:
         """Every organization, without a permission check (the site admin API checks first)."""
-        return [_org(item) for item in self._table.query("orgs", index="gsi1")]
+        return self._store.all()
 
     def set_settings(self, name: str, values: dict[str, Any]) -> Organization:
         """Operator path (the site admin API, which checks first): store settings an owner cannot change."""
-        item = self._item(name)
-        item.setdefault("settings", {}).update(values)
-        version = item["version"]
-        item["version"] = version + 1
-        try:
-            self._table.put(item, if_version=version)
-        except ConditionFailed as exc:
-            raise Conflict("organization changed concurrently; retry") from exc
-        org = _org(item)
+        org = self._store.set_settings(self._store.record(name), values)
         self._forget(org)
         return org
 
@@ -180,109 +132,41 @@ class OrganizationService:
         mode = settings.pop("default-execution-mode", "remote")
         check_mode(mode)
         settings = {key: check_setting(key, value) for key, value in settings.items()}
-        org_id = new_id("org")
-        self._refuse_taken(name, None)
-        legacy = self._table.get(*_key(name))
-        key = name if legacy is None else org_id  # the name is some renamed organization's key
-        pk, sk = _key(key)
-        item = {
-            "pk": pk,
-            "sk": sk,
-            "id": org_id,
-            "key": key,
-            "name": name,
-            "email": email,
-            "created_at": clock.now_iso(),
-            "owners": [principal.subject_id],
-            "default_execution_mode": mode,
-            "settings": settings,
-            "gsi1pk": "orgs",
-            "gsi1sk": name,
-            "version": 1,
-        }
-        claim = {"pk": _name_claim(name)[0], "sk": _name_claim(name)[1], "key": key}
-        seeded = org_defaults.creation_items(key, principal.subject_id, "")  # owners team, membership, project
-        try:
-            self._table.transact(
-                [Put(claim, if_absent=True), Put(item, if_absent=True), *(Put(i, if_absent=True) for i in seeded)]
-            )
-        except ConditionFailed as exc:
-            raise Conflict(f"organization {name} already exists") from exc
-        return _org(item)
-
-    def _refuse_taken(self, name: str, own_key: str | None) -> None:
-        """A name another organization holds in any case is taken. Its claim says so for names claimed since
-        names are unique whatever their case; older organizations are found by name (creations are rare)."""
-        claim = self._table.get(*_name_claim(name))
-        taken = claim is not None and claim["key"] != own_key
-        if taken and claim is not None and claim.get("released_at"):
-            raise Conflict(
-                f"organization name {name} was another organization's and stays reserved (tokens signed for "
-                "it name it)",
-                meta={"pointer": "/data/attributes/name"},
-            )
-        if not taken:
-            lowered = name.lower()
-            taken = any(i["name"].lower() == lowered and _org(i).key != own_key
-                        for i in self._table.query("orgs", index="gsi1"))  # fmt: skip
-        if not taken:
-            legacy = self._table.get(*_key(name))  # stored before name claims existed
-            taken = legacy is not None and legacy["name"] == name and _org(legacy).key != own_key
-        if taken:
-            raise Conflict(f"organization {name} already exists", meta={"pointer": "/data/attributes/name"})
+        self._store.refuse_taken(name, None)
+        org = Organization(new_id("org"), name, name, email, clock.now_iso(), (principal.subject_id,), mode, settings)
+        return self._store.create(org)  # with the owners team, the creator's membership and the Default Project
 
     def update(self, principal: Principal, name: str, changes: dict[str, Any]) -> Organization:
-        item = self._item(name)
-        self._authz.require(principal, Action.MANAGE_ORGANIZATION, _org(item).view)
-        old_name = item["name"]
-        new_name = changes.get("name", old_name)
+        record = self._store.record(name)
+        self._authz.require(principal, Action.MANAGE_ORGANIZATION, record.org.view)
+        new_name = changes.get("name", record.org.name)
         check_name(new_name)
         # other attributes (read-only ones, unknown ones) are ignored, as TFC does
+        stored: dict[str, Any] = {}
         if "email" in changes:
-            item["email"] = check_email(changes["email"])
+            stored["email"] = check_email(changes["email"])
         if "default-execution-mode" in changes:
             check_mode(changes["default-execution-mode"])
-            item["default_execution_mode"] = changes["default-execution-mode"]
+            stored["default_execution_mode"] = changes["default-execution-mode"]
+        settings = dict(record.org.settings)
         for key in ("session-timeout", "session-remember", "collaborator-auth-policy", *BOOLEAN_SETTINGS):
             if key in changes:
-                item.setdefault("settings", {})[key] = check_setting(key, changes[key])
+                settings[key] = check_setting(key, changes[key])
+                stored["settings"] = settings
         if DEFAULT_AGENT_POOL in changes or "default-execution-mode" in changes:
-            self._default_agent_pool(item, changes)
-        before = _org(item)
-        version = item["version"]
-        item["version"] = version + 1
-        item["name"] = item["gsi1sk"] = new_name
-        ops: list[WriteOp] = [Put(item, if_version=version)]
-        if "assessments-enforced" in changes:  # the assessment schedule's entry of the whole organization
-            enforced = item["settings"]["assessments-enforced"]
-            pk, sk = assessments.organization_key(before.key)
-            ops += [Put({"pk": pk, "sk": sk, "organization": before.key})] if enforced else [Delete(pk, sk)]
-        if new_name != old_name:
-            claim = {"pk": _name_claim(new_name)[0], "sk": _name_claim(new_name)[1], "key": before.key}
-            self._refuse_taken(new_name, before.key)
-            # its own claim already: only the case changes, or it takes back a name it released
-            held = self._table.get(*_name_claim(new_name))
-            own = _name_claim(new_name) == _name_claim(old_name) or (held is not None and held["key"] == before.key)
-            ops += [Put(claim) if own else Put(claim, if_absent=True)]
-            if _name_claim(new_name) != _name_claim(old_name):
-                # the old name stays this organization's: workload identity tokens signed under it carry it in
-                # their `sub`, which a later organization of that name must never receive
-                ops += [Put({**claim, "pk": _name_claim(old_name)[0], "released_at": clock.now_iso()})]
-            ops += [Delete(*_exact_claim(old_name))] if _exact_claim(old_name) != _name_claim(old_name) else []
+            stored["settings"] = settings
+            self._default_agent_pool(dataclasses.replace(record.org, **stored), settings, changes)
+        enforced = bool(settings["assessments-enforced"]) if "assessments-enforced" in changes else None
         try:
-            self._table.transact(ops)
-        except ConditionFailed as exc:
-            raise Conflict(f"organization {new_name} already exists, or {old_name} changed meanwhile; retry") from exc
+            return self._store.update(record, new_name, stored, enforced)
         finally:
-            self._forget(before)
-        return _org(item)
+            self._forget(record.org)
 
-    def _default_agent_pool(self, item: dict[str, Any], changes: dict[str, Any]) -> None:
+    def _default_agent_pool(self, org: Organization, settings: dict[str, Any], changes: dict[str, Any]) -> None:
         """The default agent pool goes with the agent execution mode: kept while the mode stays `agent`."""
-        settings = item.setdefault("settings", {})
-        mode = item.get("default_execution_mode", "remote")
+        mode = org.default_execution_mode
         wanted = changes.get(DEFAULT_AGENT_POOL, settings.get(DEFAULT_AGENT_POOL) if mode == "agent" else None)
-        wanted = self.check_default_agent_pool(_org(item), mode, wanted)
+        wanted = self.check_default_agent_pool(org, mode, wanted)
         if wanted:
             settings[DEFAULT_AGENT_POOL] = wanted
         else:
@@ -293,26 +177,17 @@ class OrganizationService:
         first: `OrganizationDeletion`)."""
         self._authz.require(principal, Action.DELETE_ORGANIZATION, org.view)
         try:
-            legacy = [Delete(*_exact_claim(org.name))] if _exact_claim(org.name) != _name_claim(org.name) else []
-            self._table.transact([Delete(*_key(org.key)), Delete(*_name_claim(org.name)), *legacy])
-            org_defaults.remove_all(self._table, org.key)
+            self._store.delete(org)
         finally:
             self._forget(org)
 
     def add_owner(self, name: str, user_id: str) -> Organization:
         """Operator path (CLI/bootstrap): make a user an owner of an organization (and of its owners team)."""
-        item = self._item(name)
-        key = _org(item).key
-        org_defaults.ensure(self._table, key, list(item["owners"]), {})
-        if user_id not in item["owners"]:
-            item["owners"].append(user_id)
-            version = item["version"]
-            item["version"] = version + 1
-            team = org_defaults.owners_team(self._table, key)
-            team["users"] = sorted(set(team["users"]) | {user_id})
-            team_version = team["version"]
-            team["version"] = team_version + 1
-            self._table.transact([Put(item, if_version=version), Put(team, if_version=team_version)])
-            self._forget(_org(item))
-        org_defaults.ensure(self._table, key, list(item["owners"]), {})
-        return _org(item)
+        record = self._store.record(name)
+        org = record.org
+        self._store.ensure_defaults(org.key, list(org.owners))
+        if user_id not in org.owners:
+            org = self._store.add_owner(record, user_id)
+            self._forget(org)
+        self._store.ensure_defaults(org.key, list(org.owners))
+        return org

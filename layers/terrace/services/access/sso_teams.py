@@ -4,24 +4,25 @@ teams it put them in before whose group they no longer have. Teams without an ss
 
 from __future__ import annotations
 
-from terrace.adapters.table import Table
 from terrace.domain.errors import Conflict, NotFound
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.memberships import MembershipService
+from terrace.services.access.store_sign_in import SignInStore
 from terrace.services.access.teams import TeamService
 
 
 class SsoTeamSync:
-    def __init__(self, table: Table, accounts: AccountService, teams: TeamService, memberships: MembershipService):
-        self._table = table
+    def __init__(
+        self, store: SignInStore, accounts: AccountService, teams: TeamService, memberships: MembershipService
+    ):
+        self._store = store
         self._accounts = accounts
         self._teams = teams
         self._memberships = memberships
 
     def sync(self, user_id: str, groups: list[str]) -> list[str]:
         """Put the user in the teams their groups name; returns those teams' ids (remembered for next time)."""
-        record_key = (user_id, "ssoteams")
-        before = set((self._table.get(*record_key) or {}).get("team_ids", []))
+        before = self._store.sso_team_ids(user_id)
         user = self._accounts.get_user(user_id)
         now: set[str] = set()
         for group in dict.fromkeys(groups):
@@ -37,5 +38,5 @@ class SsoTeamSync:
                     self._teams.write_members(team, set(team.users) - {user_id})
             except (Conflict, NotFound):
                 continue  # the last owner stays an owner; a team deleted since has nothing to leave
-        self._table.put({"pk": record_key[0], "sk": record_key[1], "team_ids": sorted(now)})
+        self._store.set_sso_team_ids(user_id, sorted(now))
         return sorted(now)

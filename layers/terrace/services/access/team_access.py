@@ -6,18 +6,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from terrace.adapters.table import ConditionFailed, Delete, Put, Table
-from terrace.domain.errors import Conflict, Invalid, NotFound
+from terrace.domain.errors import Invalid, NotFound
 from terrace.domain.ids import looks_like, new_id
 from terrace.domain.principal import Principal
 from terrace.domain.team_access import WORKSPACE_FIELDS, Grant
 from terrace.domain.teams import Team
 from terrace.domain.workspace import Workspace
-from terrace.services.access import access_keys as keys
 from terrace.services.access import grants
 from terrace.services.access.authz import Action
 from terrace.services.access.permissions import FIELD_CHOICES, PROJECT_LEVELS, WORKSPACE_LEVELS
 from terrace.services.access.projects import ProjectService
+from terrace.services.access.store_projects import ProjectStore
 from terrace.services.access.teams import TeamService
 
 PROJECT_ACCESS_CHOICES: dict[str, tuple[Any, ...]] = {"settings": ("read", "update", "delete"),
@@ -27,16 +26,6 @@ PROJECT_WS_CHOICES: dict[str, tuple[Any, ...]] = {
     "state-versions": ("none", "read-outputs", "read", "write"), "variables": ("none", "read", "write"),
     **dict.fromkeys(("create", "locking", "delete", "move", "run-tasks"), (True, False)),
 }  # fmt: skip
-
-
-def _grant(item: dict[str, Any]) -> Grant:
-    if item["sk"] == "tws":
-        return Grant(item["id"], "workspace", item["team_id"], item["workspace_id"], item["organization"],
-                     item["access"], dict(item.get("fields", {})))  # fmt: skip
-    fields = {"project-access": item.get("project_access", {}), "workspace-access": item.get("workspace_access", {})}
-    return Grant(
-        item["id"], "project", item["team_id"], item["project_id"], item["organization"], item["access"], fields
-    )
 
 
 def _choices(values: Any, choices: dict[str, tuple[Any, ...]], pointer: str) -> dict[str, Any]:
@@ -71,8 +60,10 @@ class WorkspaceReader(Protocol):
 
 
 class TeamAccessService:
-    def __init__(self, table: Table, teams: TeamService, workspaces: WorkspaceReader, projects: ProjectService) -> None:
-        self._table = table
+    def __init__(
+        self, store: ProjectStore, teams: TeamService, workspaces: WorkspaceReader, projects: ProjectService
+    ) -> None:
+        self._store = store
         self._teams = teams
         self._workspaces = workspaces
         self._projects = projects
@@ -80,25 +71,21 @@ class TeamAccessService:
     # workspaces --------------------------------------------------------------------------
     def list_for_workspace(self, principal: Principal, workspace_id: str) -> list[Grant]:
         ws = self._workspaces.get(principal, workspace_id, Action.MANAGE_WORKSPACE_ACCESS)
-        items = self._table.query(keys.team_workspaces_index(ws.organization), index="gsi1")
-        return [_grant(i) for i in items if i["workspace_id"] == ws.id]
+        return [g for g in self._store.workspace_grants(ws.organization) if g.target_id == ws.id]
 
     def add_workspace(self, principal: Principal, team_id: str, workspace_id: str, attrs: dict[str, Any]) -> Grant:
         ws = self._workspaces.get(principal, workspace_id, Action.MANAGE_WORKSPACE_ACCESS)
         team = self._team_of(ws.organization, team_id)
         access, fields = self._workspace_level(attrs, None)
-        item = {"pk": new_id("tws"), "sk": "tws", "team_id": team.id, "workspace_id": ws.id,
-                "organization": ws.organization, "access": access, "fields": fields, "version": 1,
-                "gsi1pk": keys.team_workspaces_index(ws.organization), "gsi1sk": f"{ws.id}#{team.id}"}  # fmt: skip
-        item["id"] = item["pk"]
-        return self._add(item, keys.grant_claim_key(ws.id, team.id), f"team {team.name} has access already")
+        grant = Grant(new_id("tws"), "workspace", team.id, ws.id, ws.organization, access, fields)
+        return self._add(grant, f"team {team.name} has access already")
 
     def get(self, principal: Principal, grant_id: str, kind: str) -> Grant:
-        prefix, sk = ("tws", "tws") if kind == "workspace" else ("tprj", "tprj")
-        item = self._table.get(grant_id, sk) if looks_like(grant_id, prefix) else None
-        if item is None:
+        prefix = "tws" if kind == "workspace" else "tprj"
+        found = self._store.grant(grant_id, kind) if looks_like(grant_id, prefix) else None
+        if found is None:
             raise NotFound(f"team access {grant_id} not found")
-        grant = _grant(item)
+        grant = found
         try:
             if kind == "workspace":
                 self._workspaces.get(principal, grant.target_id, Action.MANAGE_WORKSPACE_ACCESS)
@@ -110,44 +97,31 @@ class TeamAccessService:
 
     def update(self, principal: Principal, grant_id: str, kind: str, attrs: dict[str, Any]) -> Grant:
         grant = self.get(principal, grant_id, kind)
-        item = self._table.get(grant.id, "tws" if kind == "workspace" else "tprj")
-        assert item is not None
         if kind == "workspace":
-            item["access"], item["fields"] = self._workspace_level(attrs, grant)
+            access, fields = self._workspace_level(attrs, grant)
         else:
-            item["access"], item["project_access"], item["workspace_access"] = self._project_level(attrs, grant)
-        version = int(item.get("version", 1))
-        item["version"] = version + 1
-        try:
-            self._table.put(item, if_version=version)
-        except ConditionFailed as exc:
-            raise Conflict("team access changed concurrently; retry") from exc
+            access, project_access, workspace_access = self._project_level(attrs, grant)
+            fields = {"project-access": project_access, "workspace-access": workspace_access}
+        updated = self._store.update_grant(grant, access, fields)
         grants.forget()
-        return _grant(item)
+        return updated
 
     def remove(self, principal: Principal, grant_id: str, kind: str) -> None:
-        grant = self.get(principal, grant_id, kind)
-        sk = "tws" if kind == "workspace" else "tprj"
-        self._table.transact([Delete(grant.id, sk), Delete(*keys.grant_claim_key(grant.target_id, grant.team_id))])
+        self._store.remove_grant(self.get(principal, grant_id, kind))
         grants.forget()
 
     # projects ----------------------------------------------------------------------------
     def list_for_project(self, principal: Principal, project_id: str) -> list[Grant]:
         project = self._projects.get(principal, project_id, Action.MANAGE_PROJECTS)
-        items = self._table.query(keys.team_projects_index(project.organization), index="gsi1")
-        return [_grant(i) for i in items if i["project_id"] == project.id]
+        return [g for g in self._store.project_grants(project.organization) if g.target_id == project.id]
 
     def add_project(self, principal: Principal, team_id: str, project_id: str, attrs: dict[str, Any]) -> Grant:
         project = self._projects.get(principal, project_id, Action.MANAGE_PROJECTS)
         team = self._team_of(project.organization, team_id)
         access, project_access, workspace_access = self._project_level(attrs, None)
-        item = {"pk": new_id("tprj"), "sk": "tprj", "team_id": team.id, "project_id": project.id,
-                "organization": project.organization, "access": access, "project_access": project_access,
-                "workspace_access": workspace_access, "version": 1,
-                "gsi1pk": keys.team_projects_index(project.organization),
-                "gsi1sk": f"{project.id}#{team.id}"}  # fmt: skip
-        item["id"] = item["pk"]
-        return self._add(item, keys.grant_claim_key(project.id, team.id), f"team {team.name} has access already")
+        fields = {"project-access": project_access, "workspace-access": workspace_access}
+        grant = Grant(new_id("tprj"), "project", team.id, project.id, project.organization, access, fields)
+        return self._add(grant, f"team {team.name} has access already")
 
     # the UI's pages ------------------------------------------------------------------------
     def workspace_page(self, principal: Principal, workspace_id: str) -> AccessPage:
@@ -175,18 +149,10 @@ class TeamAccessService:
         )
 
     # helpers -----------------------------------------------------------------------------
-    def _add(self, item: dict[str, Any], claim: tuple[str, str], taken: str) -> Grant:
-        try:
-            self._table.transact(
-                [
-                    Put({"pk": claim[0], "sk": claim[1], "grant_id": item["id"]}, if_absent=True),
-                    Put(item, if_absent=True),
-                ]
-            )
-        except ConditionFailed as exc:
-            raise Conflict(taken) from exc
+    def _add(self, grant: Grant, taken: str) -> Grant:
+        added = self._store.add_grant(grant, taken)
         grants.forget()
-        return _grant(item)
+        return added
 
     def _team_of(self, organization: str, team_id: Any) -> Any:
         if not isinstance(team_id, str):

@@ -15,13 +15,13 @@ import re
 import secrets
 from urllib.parse import urlencode
 
-from terrace.adapters.table import ConditionFailed, Table
 from terrace.domain import clock
 from terrace.domain.errors import Conflict, Invalid, NotFound, TerraceError
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.terraform_login import LoginRequest
 from terrace.domain.tokens import IssuedToken
 from terrace.services.access.accounts import AccountService
+from terrace.services.access.store_sign_in import SignInStore
 
 CLIENT_ID = "terraform-cli"
 PORTS = (10000, 10010)  # the listener ports the CLI may use (advertised in discovery)
@@ -45,10 +45,6 @@ class OAuthError(TerraceError):
         self.code = code
 
 
-def _code_key(code: str) -> tuple[str, str]:
-    return f"oauthcode#{hashlib.sha256(code.encode()).hexdigest()}", "code"
-
-
 def _s256(verifier: str) -> str:
     return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
 
@@ -66,8 +62,8 @@ def _redirect_ok(uri: str) -> bool:
 
 
 class TerraformLoginService:
-    def __init__(self, table: Table, accounts: AccountService) -> None:
-        self._table = table
+    def __init__(self, store: SignInStore, accounts: AccountService) -> None:
+        self._store = store
         self._accounts = accounts
 
     def check_request(self, params: dict[str, str]) -> LoginRequest:
@@ -93,17 +89,14 @@ class TerraformLoginService:
         if principal.kind is not PrincipalKind.USER:
             raise Invalid("only a signed-in user can approve a login")
         code = secrets.token_urlsafe(32)
-        self._table.put(
+        self._store.put_login_code(
+            code,
             {
-                "pk": _code_key(code)[0],
-                "sk": "code",
                 "user_id": principal.subject_id,
                 "challenge": request.code_challenge,
                 "redirect_uri": request.redirect_uri,
                 "expires_at": int(clock.epoch()) + CODE_TTL_S,  # the table's TTL attribute
-                "version": 1,
             },
-            if_absent=True,
         )
         return f"{request.redirect_uri}?{urlencode({'code': code, 'state': request.state})}"
 
@@ -123,11 +116,7 @@ class TerraformLoginService:
             raise OAuthError("invalid_request", "code, code_verifier and redirect_uri are required")
         if not _VERIFIER.fullmatch(verifier):
             raise OAuthError("invalid_request", "code_verifier must be 43 to 128 of A-Z a-z 0-9 - . _ ~ (RFC 7636)")
-        item = self._table.get(*_code_key(code))
-        try:  # spend it first: two exchanges of one code never both win
-            self._table.delete(*_code_key(code), if_version=1)
-        except ConditionFailed:
-            item = None
+        item = self._store.spend_login_code(code)  # spent first: two exchanges of one code never both win
         if item is None or int(item["expires_at"]) <= clock.epoch():
             raise OAuthError("invalid_grant", "the authorization code is unknown, used or expired")
         if not hmac.compare_digest(_s256(verifier).encode(), str(item["challenge"]).encode()):

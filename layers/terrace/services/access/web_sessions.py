@@ -4,8 +4,8 @@ The cookie carries only the random session id, signed (itsdangerous, HMAC-SHA256
 with the purpose `SALT`, so no other signature of that secret passes for a cookie); the record holds who signed in
 and the CSRF token, so sign-out (deleting the record) and expiry are real. The user's name, site-admin right and
 suspension are re-read on every request (a token session: its token's lookup item; a single sign-on session: the
-user item), never kept from the sign-in. A user's sessions are listed in `gsi1` (`<user>#websessions`), so a
-suspension, a revoked site-admin right or a deletion deletes them all (`end_sessions`).
+user item), never kept from the sign-in. A user's sessions are listed together (`store_sign_in.py`), so a
+suspension, a revoked site-admin right or a deletion deletes them all (`SignInStore.end_sessions`).
 """
 
 from __future__ import annotations
@@ -16,37 +16,23 @@ from typing import Any
 
 from itsdangerous import BadSignature, Signer
 
-from terrace.adapters.table import Table
 from terrace.domain import clock
 from terrace.domain.errors import Invalid, NotFound, Unauthenticated
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.web_sessions import WebSession
 from terrace.services.access.accounts import AccountService, hash_token
+from terrace.services.access.store_sign_in import SignInStore
 
 SALT = "terrace.web-session"  # the purpose of the signature: a session cookie
 
 
-def _key(session_id: str) -> tuple[str, str]:
-    return f"websession#{hashlib.sha256(session_id.encode()).hexdigest()}", "session"
-
-
-def _index(user_id: str) -> str:
-    return f"{user_id}#websessions"
-
-
-def end_sessions(table: Table, user_id: str) -> int:
-    """Delete every web session of a user (suspended, site-admin right revoked, deleted); returns how many."""
-    keys = [(item["pk"], item["sk"]) for item in table.query(_index(user_id), index="gsi1")]
-    if keys:
-        table.batch_delete(keys)
-    return len(keys)
-
-
 class WebSessionService:
-    def __init__(self, table: Table, accounts: AccountService, signing_secret: str, ttl_s: int = 8 * 3600) -> None:
+    def __init__(
+        self, store: SignInStore, accounts: AccountService, signing_secret: str, ttl_s: int = 8 * 3600
+    ) -> None:
         if not signing_secret:
             raise Invalid("web sessions need a signing secret (TERRACE_URL_SIGNING_SECRET)")
-        self._table = table
+        self._store = store
         self._accounts = accounts
         self._signer = Signer(signing_secret, salt=SALT, digest_method=hashlib.sha256)
         self._ttl_s = ttl_s
@@ -70,22 +56,14 @@ class WebSessionService:
     def _start(self, principal: Principal, *, token_hash: str = "", issuer: str = "") -> tuple[str, WebSession]:
         session_id = secrets.token_urlsafe(32)
         expires_at = int(clock.epoch()) + self._ttl_s
-        pk = _key(session_id)[0]
-        item: dict[str, Any] = {
-            "pk": pk,
-            "sk": "session",
-            "subject_id": principal.subject_id,
-            "csrf": secrets.token_urlsafe(32),
-            "expires_at": expires_at,  # also the table's TTL attribute
-            "gsi1pk": _index(principal.subject_id),
-            "gsi1sk": f"{expires_at:012d}#{pk}",
-        }
+        record: dict[str, Any] = {"subject_id": principal.subject_id, "csrf": secrets.token_urlsafe(32),
+                                  "expires_at": expires_at}  # fmt: skip
         if token_hash:
-            item.update(token_id=principal.token_id, token_hash=token_hash)
+            record.update(token_id=principal.token_id, token_hash=token_hash)
         if issuer:
-            item["issuer"] = issuer
-        self._table.put(item, if_absent=True)
-        return self._signer.sign(session_id).decode(), WebSession(session_id, principal, item["csrf"], expires_at)
+            record["issuer"] = issuer
+        self._store.start_session(session_id, record)
+        return self._signer.sign(session_id).decode(), WebSession(session_id, principal, record["csrf"], expires_at)
 
     def resolve(self, cookie: str | None) -> WebSession | None:
         """The live session a cookie names, with its user as they are now; None when the cookie is missing or
@@ -96,7 +74,7 @@ class WebSessionService:
             return None
         if not session_id:
             return None
-        item = self._table.get(*_key(session_id))
+        item = self._store.session(session_id)
         if item is None or int(item["expires_at"]) <= clock.epoch():
             return None
         principal = self._current(item)
@@ -124,4 +102,4 @@ class WebSessionService:
         return None
 
     def sign_out(self, session: WebSession) -> None:
-        self._table.delete(*_key(session.id))
+        self._store.end_session(session.id)

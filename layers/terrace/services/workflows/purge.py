@@ -21,8 +21,8 @@ from terrace.domain import auto_destroy
 from terrace.domain import runs as run_model
 from terrace.domain.errors import NotFound
 from terrace.domain.plan_json import stored_plan_keys
-from terrace.services.access.access_keys import teams_index
 from terrace.services.access.accounts import AccountService
+from terrace.services.access.store import AccessStore
 from terrace.services.notifications.configurations import NotificationConfigurations
 from terrace.services.registry.modules import RegistryModuleService
 from terrace.services.registry.providers import RegistryProviderService
@@ -33,7 +33,6 @@ from terrace.services.workspaces.varsets import VariableSetService
 log = logging.getLogger(__name__)
 
 OPEN_RUNS = "runs#open"  # services/runs/store.py
-RUNNER_TOKENS = "#runners#tokens"  # services/runs/scaler.py: RUNNER_TOKEN_SUBJECT + "#tokens"
 
 
 class Purge:
@@ -42,6 +41,7 @@ class Purge:
         table: Table,
         blobs: BlobStore,
         accounts: AccountService,
+        access: AccessStore,
         state_versions: StateVersionService,
         varsets: VariableSetService,
         run_triggers: RunTriggerService,
@@ -56,6 +56,7 @@ class Purge:
         self._table = table
         self._blobs = blobs
         self._accounts = accounts
+        self._access = access
         self._state_versions = state_versions
         self._notifications = notifications
 
@@ -84,8 +85,8 @@ class Purge:
         tokens."""
         self._varsets.purge_organization(org_key)
         self._delete_all(self._table.query(f"org#{org_key}#jobs"))
-        for team in self._table.query(teams_index(org_key), index="gsi1"):
-            self._notifications.delete_all(team["id"])
+        for team in self._access.teams.teams_of(org_key):
+            self._notifications.delete_all(team.id)
         self._delete_all(self._table.query(f"org#{org_key}#ssh-keys", index="gsi1"))  # services/workspaces/ssh_keys.py
         for pool in self._table.query(f"org#{org_key}#agent-pools", index="gsi1"):  # services/workspaces/agent_pools.py
             for token in self._table.query(f"{pool['pk']}#tokens", index="gsi1"):
@@ -105,10 +106,7 @@ class Purge:
         for tag in self._table.query(f"org#{org_key}#tags"):
             self._table.delete(tag["id"], "tag")
             self._table.delete(tag["pk"], tag["sk"])
-        for subject in (RUNNER_TOKENS, f"{org_key}#tokens"):
-            for token in self._table.query(subject, index="gsi1"):
-                if token.get("organization") == org_key:
-                    self._revoke(token["id"])
+        self._access.delete_all_of(organization=org_key)  # runner and organization tokens
 
     def _run(self, run: run_model.Run) -> None:
         for token_id in run.token_ids:

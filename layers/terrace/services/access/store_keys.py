@@ -1,6 +1,24 @@
-"""Table keys of memberships, teams, projects and team access (one place, shared by their services)."""
+"""Table keys of organizations, memberships, teams, projects and team access (the access store's layouts, shared
+by its parts `store_organizations.py`, `store_teams.py`, `store_projects.py`)."""
 
 from __future__ import annotations
+
+ORGS_INDEX = "orgs"  # gsi1 of every organization, by name
+
+
+def org_key(key: str) -> tuple[str, str]:
+    """The organization stored under `key` (the name it was created with)."""
+    return f"org#{key}", "org"
+
+
+def org_name_claim(name: str) -> tuple[str, str]:
+    """Names are unique whatever their case (HCP Terraform's): the claim is on the lower-cased name."""
+    return f"orgname#{name.lower()}", "orgname"
+
+
+def org_exact_claim(name: str) -> tuple[str, str]:
+    """The claim as stored before names were unique whatever their case (still read, deleted with its name)."""
+    return f"orgname#{name}", "orgname"
 
 
 def membership_key(organization: str, user_id: str) -> tuple[str, str]:
@@ -61,3 +79,8 @@ def grant_claim_key(target_id: str, team_id: str) -> tuple[str, str]:
 def sso_team_key(sso_team_id: str, team_id: str) -> tuple[str, str]:
     """Teams by their sso-team-id (an identity provider group), across organizations."""
     return f"ssoteam#{sso_team_id}", team_id
+
+
+def invitations_key(user_id: str) -> tuple[str, str]:
+    """How many invitations a user sent today."""
+    return f"invitations#{user_id}", "day"
