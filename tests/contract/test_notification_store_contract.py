@@ -1,6 +1,7 @@
 """Notification configurations stored on each table (memory, SQLite, DynamoDB on moto): listed per subscribable
 oldest first, replaced only from the version read, the last responses bounded, each delivery attempt recorded
-once (a redelivered event's second record is refused), and a deletion takes the attempts with it."""
+once (a redelivered event's second record is refused), a deletion takes the attempts with it, and
+`delete_all_of` takes every configuration of one workspace or team and nothing of another's."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 from implementations import IMPLEMENTATIONS, open_table
 from terrace.adapters.table import ConditionFailed
+from terrace.domain.errors import Conflict
 from terrace.domain.notifications import RESPONSES_KEPT, NotificationConfiguration
 from terrace.services.notifications.store import NotificationStore
 
@@ -58,7 +60,7 @@ def test_replace_needs_the_version_read(store: NotificationStore) -> None:
     first.name = "first"
     store.replace(first, 1)
     second.name = "second"
-    with pytest.raises(ConditionFailed):
+    with pytest.raises(Conflict, match="changed concurrently"):  # the domain's 409, not the table's error
         store.replace(second, 1)
     assert store.load("nc-1").name == "first" and store.load("nc-1").version == 2
 
@@ -85,3 +87,18 @@ def test_delete_takes_the_attempts(store: NotificationStore) -> None:
     store.record("nc-1", _response(0), ("d", 1))
     store.delete(store.load("nc-1"))
     assert store.find("nc-1") is None and store.attempt("nc-1", "d", 1) is None and store.of("ws-abc") == []
+
+
+def test_delete_all_of_a_workspace_or_a_team(store: NotificationStore) -> None:
+    store.create(_nc("nc-1", "2026-01-01T00:00:00Z"))
+    store.create(_nc("nc-2", "2026-01-02T00:00:00Z"))
+    store.create(_nc("nc-3", "2026-01-01T00:00:00Z", subscribable="ws-other"))
+    store.create(_nc("nc-4", "2026-01-01T00:00:00Z", subscribable="team-x"))
+    store.record("nc-2", _response(0), ("d", 1))
+    store.delete_all_of(workspace="ws-abc")
+    assert store.of("ws-abc") == [] and store.find("nc-2") is None and store.attempt("nc-2", "d", 1) is None
+    assert [nc.id for nc in store.of("ws-other")] == ["nc-3"] and [nc.id for nc in store.of("team-x")] == ["nc-4"]
+    store.delete_all_of(team="team-x")
+    assert store.of("team-x") == [] and [nc.id for nc in store.of("ws-other")] == ["nc-3"]
+    with pytest.raises(ValueError):
+        store.delete_all_of()

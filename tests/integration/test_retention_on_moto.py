@@ -62,6 +62,7 @@ def test_the_sweep_on_dynamodb_and_s3(endpoint: str) -> None:
         container.retention_policies,
         container.configuration_versions,
         container.run_store,
+        container.state_store,
         now=lambda: later,
     )
     swept = sweep.sweep_if_due(3600)

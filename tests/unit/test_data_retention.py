@@ -123,6 +123,7 @@ def _sweeper(env: RunEnv, now: Callable[[], float]) -> RetentionSweep:
         c.retention_policies,
         c.configuration_versions,
         c.run_store,
+        c.state_store,
         now=now,
     )
 

@@ -184,7 +184,7 @@ def test_purge_removes_versions_outputs_blobs_and_index(state_env: Env) -> None:
     env = state_env
     env.lock()
     env.push(state_bytes(1, outputs=OUTPUTS, resources=[null_resource("a", "1")]), 1)
-    env.container.state_versions.purge(env.ws_id)
+    env.container.state_store.delete_all_of(workspace=env.ws_id)
     table = env.container.table._items
     assert not [k for k, v in table.items() if k[1] in ("sv", "wos") or k[0].endswith("#resources")]
     assert not env.container.blobs.objects

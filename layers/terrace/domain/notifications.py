@@ -1,5 +1,5 @@
 """Notification configurations (TFC's `notification-configurations`): the entity, its attribute rules and the
-mapping from run statuses to triggers. Pure: storage is `services/notifications/`, payloads are
+mapping from run statuses to triggers. Pure: storage is `services/notifications/store.py`, payloads are
 `domain/notification_payloads.py`, URL rules `domain/destinations.py`.
 
 A configuration belongs to a subscribable: a workspace (run triggers) or a team (`change_request:created`).
@@ -205,48 +205,3 @@ def user_ids(relationships: Mapping[str, Any]) -> list[str] | None:
 def kept(responses: list[dict[str, Any]], response: dict[str, Any]) -> list[dict[str, Any]]:
     """The configuration's responses with `response` added, the oldest dropped past RESPONSES_KEPT."""
     return [*responses, response][-RESPONSES_KEPT:]
-
-
-def to_item(nc: NotificationConfiguration) -> dict[str, Any]:
-    return {
-        "pk": nc.id,
-        "sk": "nc",
-        "gsi1pk": f"{nc.subscribable_id}#ncs",
-        "gsi1sk": f"{nc.created_at}#{nc.id}",
-        "subscribable_type": nc.subscribable_type,
-        "subscribable_id": nc.subscribable_id,
-        "organization": nc.organization,
-        "name": nc.name,
-        "destination_type": nc.destination_type,
-        "enabled": nc.enabled,
-        "url": nc.url,
-        "triggers": list(nc.triggers),
-        "created_at": nc.created_at,
-        "updated_at": nc.updated_at,
-        "token_ciphertext": nc.token_ciphertext,
-        "email_addresses": list(nc.email_addresses),
-        "email_user_ids": list(nc.email_user_ids),
-        "delivery_responses": list(nc.delivery_responses),
-        "version": nc.version,
-    }
-
-
-def from_item(item: Mapping[str, Any]) -> NotificationConfiguration:
-    return NotificationConfiguration(
-        id=item["pk"],
-        subscribable_type=item["subscribable_type"],
-        subscribable_id=item["subscribable_id"],
-        organization=item["organization"],
-        name=item["name"],
-        destination_type=item["destination_type"],
-        enabled=bool(item["enabled"]),
-        url=item.get("url"),
-        triggers=list(item.get("triggers") or []),
-        created_at=item["created_at"],
-        updated_at=item["updated_at"],
-        token_ciphertext=item.get("token_ciphertext"),
-        email_addresses=list(item.get("email_addresses") or []),
-        email_user_ids=list(item.get("email_user_ids") or []),
-        delivery_responses=list(item.get("delivery_responses") or []),
-        version=int(item.get("version", 1)),
-    )

@@ -1,7 +1,7 @@
 """The stored record of a state version and the rules for writing one (pure functions).
 
-A state version's metadata lives in the table (`sv_to_item`/`sv_from_item`), its raw state in the blob store
-(`state_blob_key`); `decide` is the serial/lineage rule every write of a current state goes through.
+A state version's metadata is stored by the state area's store (`services/state/store.py`), its raw state in the
+blob store (`state_blob_key`); `decide` is the serial/lineage rule every write of a current state goes through.
 """
 
 from __future__ import annotations
@@ -71,20 +71,6 @@ class StateVersion:
     @property
     def json_blob_key(self) -> str:
         return json_state_blob_key(self.workspace_id, self.id)
-
-
-def sv_to_item(sv: StateVersion) -> dict[str, Any]:
-    item = {k: v for k, v in sv.__dict__.items() if v is not None}
-    item["output_ids"] = list(sv.output_ids)
-    item.update(pk=sv.id, sk="sv", gsi1pk=f"{sv.workspace_id}#state-versions", gsi1sk=f"{sv.created_at}#{sv.id}")
-    return item
-
-
-def sv_from_item(item: dict[str, Any]) -> StateVersion:
-    names = StateVersion.__dataclass_fields__.keys()
-    values = {k: v for k, v in item.items() if k in names}
-    values["output_ids"] = tuple(item.get("output_ids", []))
-    return StateVersion(**values)
 
 
 # Write rules ------------------------------------------------------------------------------

@@ -106,9 +106,11 @@ class AccessServices:
 
     @cached_property
     def tool_versions(self) -> ToolVersionService:
+        from terrace.services.admin.store import ToolVersionStore
         from terrace.services.admin.tool_versions import ToolVersionService
 
-        return ToolVersionService(self.table, self.settings.tool_versions(), self.settings.default_tool)
+        store = ToolVersionStore(self.table)
+        return ToolVersionService(store, self.settings.tool_versions(), self.settings.default_tool)
 
     @cached_property
     def web_sessions(self) -> WebSessionService:

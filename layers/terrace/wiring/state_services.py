@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from terrace.services.state.http_backend import HttpBackendLocks
     from terrace.services.state.index import StateIndex
     from terrace.services.state.resource_history import ResourceHistory
+    from terrace.services.state.store import StateStore
     from terrace.services.state.versions import StateVersionService
     from terrace.services.workflows.auto_destroy import AutoDestroy
     from terrace.services.workflows.run_trigger_fanout import RunTriggerFanout
@@ -60,17 +61,30 @@ class StateServices:
         return ResourceHistory(self.workspaces, self.state_versions)
 
     @cached_property
+    def state_store(self) -> StateStore:
+        """The state area's storage: versions, outputs and the resource index (the only one that knows the table)."""
+        from terrace.services.state.store import StateStore
+
+        return StateStore(self.table, self.blobs)
+
+    @cached_property
     def state_index(self) -> StateIndex:
         from terrace.services.state.index import StateIndex
 
-        return StateIndex(self.table, self.blobs)
+        return StateIndex(self.state_store)
 
     @cached_property
     def state_versions(self) -> StateVersionService:
         from terrace.services.state.versions import StateVersionService
 
         return StateVersionService(
-            self.table, self.blobs, self.settings, self.workspaces, self.state_index, self.organizations, self.publisher
+            self.state_store,
+            self.blobs,
+            self.settings,
+            self.workspaces,
+            self.state_index,
+            self.organizations,
+            self.publisher,
         )
 
     @cached_property
@@ -83,7 +97,7 @@ class StateServices:
     def state_backing_data(self) -> BackingDataService:
         from terrace.services.state.backing_data import BackingDataService
 
-        return BackingDataService(self.table, self.blobs, self.state_versions, self.workspaces)
+        return BackingDataService(self.state_store, self.blobs, self.state_versions, self.workspaces)
 
     @cached_property
     def events(self) -> EventService:

@@ -20,12 +20,13 @@ if TYPE_CHECKING:
     from terrace.services.access.team_access import TeamAccessService
     from terrace.services.access.teams import TeamService
     from terrace.services.admin.site import SiteAdminService
-    from terrace.services.notifications.configurations import NotificationConfigurations
+    from terrace.services.notifications.store import NotificationStore
     from terrace.services.registry.modules import RegistryModuleService
     from terrace.services.registry.providers import RegistryProviderService
     from terrace.services.runs.configuration_versions import ConfigurationVersionService
     from terrace.services.runs.runs import RunService
     from terrace.services.runs.store import RunStore
+    from terrace.services.state.store import StateStore
     from terrace.services.state.versions import StateVersionService
     from terrace.services.workflows.auto_destroy import AutoDestroy
     from terrace.services.workflows.organization_deletion import OrganizationDeletion
@@ -57,6 +58,7 @@ class WorkflowServices:
     locks: LockService
     retention_policies: RetentionPolicyService
     state_versions: StateVersionService
+    state_store: StateStore
     varsets: VariableSetService
     projects: ProjectService
     authz: Authorizer
@@ -66,7 +68,7 @@ class WorkflowServices:
     runs: RunService
     run_store: RunStore
     run_triggers: RunTriggerService
-    notification_configurations: NotificationConfigurations
+    notification_store: NotificationStore
     registry_modules: RegistryModuleService  # wiring/registry_services.py
     registry_providers: RegistryProviderService  # wiring/registry_services.py
 
@@ -79,10 +81,10 @@ class WorkflowServices:
             self.blobs,
             self.accounts,
             self.access_store,
-            self.state_versions,
+            self.state_store,
             self.varsets,
             self.run_triggers,
-            self.notification_configurations,
+            self.notification_store,
             self.registry_modules,
             self.registry_providers,
         )
@@ -154,4 +156,5 @@ class WorkflowServices:
             self.retention_policies,
             self.configuration_versions,
             self.run_store,
+            self.state_store,
         )

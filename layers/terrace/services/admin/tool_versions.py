@@ -10,22 +10,18 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
-from terrace.adapters.table import ConditionFailed, Delete, Put, Table
 from terrace.domain import clock, limits
 from terrace.domain import tool_versions as tv
 from terrace.domain.errors import Conflict, Invalid, NotFound
-from terrace.domain.ids import looks_like, new_id
+from terrace.domain.ids import new_id
 from terrace.domain.tool_versions import ToolVersion
+from terrace.services.admin.store import ToolVersionStore
 
 FLAGS = ("official", "enabled", "beta", "deprecated")
 OFFICIAL_URLS = {
     "terraform": "https://releases.hashicorp.com/terraform/{v}/terraform_{v}_linux_amd64.zip",
     "opentofu": "https://github.com/opentofu/opentofu/releases/download/v{v}/tofu_{v}_linux_amd64.zip",
 }
-
-
-def _claim(tool: str, version: str) -> tuple[str, str]:
-    return f"tools#{tool}#versions", version
 
 
 def _record(item: dict[str, Any], usable: set[tuple[str, str]]) -> ToolVersion:
@@ -64,8 +60,8 @@ def _archs(value: Any) -> list[dict[str, str]]:
 
 
 class ToolVersionService:
-    def __init__(self, table: Table, catalog: dict[str, list[str]], default_tool: str = "terraform") -> None:
-        self._table = table
+    def __init__(self, store: ToolVersionStore, catalog: dict[str, list[str]], default_tool: str = "terraform") -> None:
+        self._store = store
         self._default_tool = default_tool
         self._catalog = {tool: tv.ordered(versions) for tool, versions in catalog.items()}
         self._seeded: set[str] = set()
@@ -82,7 +78,7 @@ class ToolVersionService:
         if tool in self._seeded:
             return
         for version in self.catalog(tool):
-            if self._table.get(*_claim(tool, version)) is None:
+            if not self._store.claimed(tool, version):
                 attrs = {"version": version, "url": OFFICIAL_URLS[tool].format(v=version), "sha": ""}
                 try:
                     self.create(tool, {**attrs, "official": True, "enabled": True})
@@ -93,7 +89,7 @@ class ToolVersionService:
     def list(self, tool: str, *, exact: str = "", search: str = "") -> list[ToolVersion]:
         self._seed(tool)
         usable = self._usable()
-        items = [_record(i, usable) for i in self._table.query(f"tools#{tool}", index="gsi1", reverse=True)]
+        items = [_record(i, usable) for i in self._store.list(tool)]
         return [r for r in items if (not exact or r.version == exact) and (not search or search in r.version)]
 
     def get(self, tool: str, record_id: str) -> ToolVersion:
@@ -147,16 +143,11 @@ class ToolVersionService:
             raise Invalid("version is required", pointer="/data/attributes/version")
         tv.parse(version)
         record_id = new_id("tool")
-        item: dict[str, Any] = {"pk": record_id, "sk": "tool", "id": record_id, "tool": tool, "version": 1}
+        item: dict[str, Any] = {"id": record_id, "tool": tool, "version": 1}
         item.update(created_at=clock.now_iso(), official=False, enabled=True, beta=False, deprecated=False)
         self._apply(item, {**attrs, "version": version})
-        claim = {"pk": _claim(tool, version)[0], "sk": version, "id": record_id}
-        try:
-            self._table.transact([Put(claim, if_absent=True), Put(item, if_absent=True)])
-        except ConditionFailed as exc:
-            raise Conflict(
-                f"{tool} version {version} already exists", meta={"pointer": "/data/attributes/version"}
-            ) from exc
+        if not self._store.create(item):
+            raise Conflict(f"{tool} version {version} already exists", meta={"pointer": "/data/attributes/version"})
         return _record(item, self._usable())
 
     def update(self, tool: str, record_id: str, attrs: dict[str, Any]) -> ToolVersion:
@@ -165,26 +156,15 @@ class ToolVersionService:
         self._apply(item, attrs)
         expected = item["version"]
         item["version"] = expected + 1
-        ops: builtins.list[Put | Delete] = [Put(item, if_version=expected)]
-        if item["tool_version"] != old:
-            ops += [
-                Delete(*_claim(tool, old)),
-                Put({"pk": _claim(tool, old)[0], "sk": item["tool_version"], "id": record_id}, if_absent=True),
-            ]
-        try:
-            self._table.transact(ops)
-        except ConditionFailed as exc:
-            raise Conflict(f"{tool} version {item['tool_version']} already exists or the record changed") from exc
+        if not self._store.replace(item, expected, old):
+            raise Conflict(f"{tool} version {item['tool_version']} already exists or the record changed")
         return _record(item, self._usable())
 
     def delete(self, tool: str, record_id: str) -> None:
-        item = self._item(tool, record_id)
-        self._table.transact(
-            [Delete(item["pk"], "tool", if_version=item["version"]), Delete(*_claim(tool, item["tool_version"]))]
-        )
+        self._store.delete(self._item(tool, record_id))
 
     def _item(self, tool: str, record_id: str) -> dict[str, Any]:
-        item = self._table.get(record_id, "tool") if looks_like(record_id, "tool") else None
+        item = self._store.find(record_id)
         if item is None or item["tool"] != tool:
             raise NotFound(f"{tool} version {record_id} not found")
         return item
@@ -194,7 +174,7 @@ class ToolVersionService:
         if attrs.get("version") is not None:
             version = _string(attrs, "version", 64) or ""
             tv.parse(version)
-            item.update(tool_version=version, gsi1pk=f"tools#{item['tool']}", gsi1sk=tv.sort_key(version))
+            item["tool_version"] = version  # the store lists records by it (`store.py`)
         for key in ("url", "sha"):
             if attrs.get(key) is not None:
                 item[key] = _string(attrs, key)

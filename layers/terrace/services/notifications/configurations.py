@@ -17,11 +17,10 @@ from collections.abc import Callable
 from typing import Any
 
 from terrace.adapters.encryptor import Encryptor
-from terrace.adapters.table import ConditionFailed
 from terrace.domain import clock
 from terrace.domain import notifications as model
 from terrace.domain.destinations import Allowance
-from terrace.domain.errors import Conflict, Invalid, NotFound
+from terrace.domain.errors import Invalid, NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.notifications import NotificationConfiguration
 from terrace.domain.principal import Principal
@@ -140,10 +139,7 @@ class NotificationConfigurations:
             nc.token_ciphertext = self._encryptor.encrypt(token, token_context(nc)) if token else None
         if nc.destination_type == model.EMAIL:
             self._email_fields(nc, attrs, relationships, keep=True)
-        try:
-            self._store.replace(nc, current.version)
-        except ConditionFailed as exc:
-            raise Conflict(f"notification configuration {configuration_id} changed concurrently; retry") from exc
+        self._store.replace(nc, current.version)  # Conflict when it changed since it was read
         return self.verifier(nc) if nc.enabled and not current.enabled else nc
 
     def _email_fields(
@@ -173,6 +169,6 @@ class NotificationConfigurations:
         return self.verifier(self._get(principal, configuration_id))
 
     def delete_all(self, subscribable_id: str) -> None:
-        """Every configuration of a workspace or team being deleted (no check: the deletion checked)."""
-        for nc in self._store.of(subscribable_id):
-            self._store.delete(nc)
+        """Every configuration of a team being deleted (no check: the deletion checked; a workspace's go with the
+        rest of it, `services/workflows/purge.py`)."""
+        self._store.delete_all_of(team=subscribable_id)

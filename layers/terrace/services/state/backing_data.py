@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 
 from terrace.adapters.blobs import BlobStore
-from terrace.adapters.table import ConditionFailed, Table
 from terrace.domain.errors import Conflict
 from terrace.domain.principal import Principal
 from terrace.domain.state_versions import (
@@ -18,9 +17,9 @@ from terrace.domain.state_versions import (
     DATA_SOFT_DELETED,
     FINALIZED,
     StateVersion,
-    sv_to_item,
 )
 from terrace.services.access.authz import Action
+from terrace.services.state.store import StateStore
 from terrace.services.state.versions import StateVersionService
 from terrace.services.workspaces.workspaces import WorkspaceService
 
@@ -33,9 +32,9 @@ TRANSITIONS = {
 
 class BackingDataService:
     def __init__(
-        self, table: Table, blobs: BlobStore, versions: StateVersionService, workspaces: WorkspaceService
+        self, store: StateStore, blobs: BlobStore, versions: StateVersionService, workspaces: WorkspaceService
     ) -> None:
-        self._table, self._blobs, self._versions, self._workspaces = table, blobs, versions, workspaces
+        self._store, self._blobs, self._versions, self._workspaces = store, blobs, versions, workspaces
 
     def change(self, principal: Principal, sv_id: str, action: str) -> StateVersion:
         """`action` is one of TRANSITIONS; owners (DELETE_WORKSPACE on its workspace) only."""
@@ -46,10 +45,8 @@ class BackingDataService:
         if after != DATA_PRESENT and self._workspaces.load(sv.workspace_id).current_state_version_id == sv.id:
             raise Conflict(f"transition not allowed: {sv_id} is its workspace's current state version")
         updated = dataclasses.replace(sv, backing_data=after, version=sv.version + 1)
-        try:
-            self._table.put(sv_to_item(updated), if_version=sv.version)
-        except ConditionFailed as exc:
-            raise Conflict(f"state version {sv_id} changed concurrently; retry") from exc
+        if not self._store.save_if_unchanged(updated, sv.version):
+            raise Conflict(f"state version {sv_id} changed concurrently; retry")
         if after == DATA_DELETED:
             for key in (sv.blob_key, sv.json_blob_key):
                 self._blobs.delete(key)

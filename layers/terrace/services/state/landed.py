@@ -17,13 +17,12 @@ import dataclasses
 import logging
 
 from terrace.adapters.blobs import BlobStore
-from terrace.adapters.table import Table
-from terrace.domain import state_versions
 from terrace.domain.ids import looks_like
 from terrace.domain.state_versions import FINALIZED, StateVersion
 from terrace.services.blob_records import md5_of
 from terrace.services.optimistic import optimistic
-from terrace.services.state.current import ATTEMPTS, find_version
+from terrace.services.state.current import ATTEMPTS
+from terrace.services.state.store import StateStore
 from terrace.services.state.uploads import StateUploads
 
 log = logging.getLogger("terrace.state")
@@ -39,16 +38,15 @@ def version_of(key: str) -> str | None:
 
 
 class LandedState:
-    def __init__(self, table: Table, blobs: BlobStore, uploads: StateUploads) -> None:
-        self._table, self._blobs, self._uploads = table, blobs, uploads
+    def __init__(self, store: StateStore, blobs: BlobStore, uploads: StateUploads) -> None:
+        self._store, self._blobs, self._uploads = store, blobs, uploads
 
     def landed(self, key: str) -> StateVersion | None:
         """Finalize the version `key` belongs to (or record its JSON state); None when it is no state's."""
         sv_id = version_of(key)
-        item = self._table.get(sv_id, "sv") if sv_id else None
-        if item is None:
+        sv = self._store.find(sv_id) if sv_id else None
+        if sv is None:
             return None
-        sv = state_versions.sv_from_item(item)
         if key not in (sv.blob_key, sv.json_blob_key):
             return None
         was_finalized = sv.status == FINALIZED
@@ -65,7 +63,7 @@ class LandedState:
             return sv
 
         def step() -> StateVersion:
-            current = find_version(self._table, sv.id)
+            current = self._store.load(sv.id)
             if current.has_json_state or current.status != FINALIZED:
                 return current
             recorded = dataclasses.replace(
@@ -76,10 +74,10 @@ class LandedState:
                 json_size=info.size,
                 json_version=info.version,
             )
-            self._table.put(state_versions.sv_to_item(recorded), if_version=current.version)
+            self._store.save(recorded, current.version)
             return recorded
 
-        return optimistic(step, attempts=ATTEMPTS, exhausted=lambda: find_version(self._table, sv.id))
+        return optimistic(step, attempts=ATTEMPTS, exhausted=lambda: self._store.load(sv.id))
 
     def _restore(self, sv: StateVersion, key: str) -> StateVersion:
         """A landing on an object of a finalized version: when the object is no longer the recorded version (a
@@ -89,7 +87,7 @@ class LandedState:
         copies: set[str] = set()
 
         def step() -> StateVersion:
-            current = find_version(self._table, sv.id)
+            current = self._store.load(sv.id)
             recorded = getattr(current, field)
             info = self._blobs.head(key)
             if recorded is None or info is None or info.version == recorded:
@@ -105,7 +103,7 @@ class LandedState:
                 updated = dataclasses.replace(current, version=current.version + 1, blob_version=restored)
             else:
                 updated = dataclasses.replace(current, version=current.version + 1, json_version=restored)
-            self._table.put(state_versions.sv_to_item(updated), if_version=current.version)
+            self._store.save(updated, current.version)
             return updated
 
-        return optimistic(step, attempts=ATTEMPTS, exhausted=lambda: find_version(self._table, sv.id))
+        return optimistic(step, attempts=ATTEMPTS, exhausted=lambda: self._store.load(sv.id))

@@ -21,7 +21,6 @@ from typing import Any
 
 from terrace.adapters.blobs import BlobDamaged, BlobStore
 from terrace.adapters.events import EventPublisher
-from terrace.adapters.table import Put, Table, WriteOp
 from terrace.domain import clock, state_versions
 from terrace.domain import state as st
 from terrace.domain.errors import Conflict, Invalid, NotFound
@@ -32,15 +31,9 @@ from terrace.domain.state_versions import DISCARDED, FINALIZED, PENDING, StateVe
 from terrace.domain.workspace import Workspace
 from terrace.services.blob_records import md5_of
 from terrace.services.optimistic import optimistic
-from terrace.services.state.current import (
-    ATTEMPTS,
-    PENDING_KEY,
-    discard_pending_ops,
-    find_version,
-    managed_count,
-    with_current,
-)
+from terrace.services.state.current import ATTEMPTS, PENDING_KEY, managed_count, with_current
 from terrace.services.state.index import StateIndex
+from terrace.services.state.store import StateStore
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 log = logging.getLogger("terrace.state")
@@ -63,14 +56,14 @@ UPLOADED_EVENT = "state.uploaded"
 class StateUploads:
     def __init__(
         self,
-        table: Table,
+        store: StateStore,
         blobs: BlobStore,
         workspaces: WorkspaceService,
         index: StateIndex,
         publisher: EventPublisher,
         max_indexed_bytes: int = 48 * 1024 * 1024,
     ) -> None:
-        self._table, self._blobs, self._workspaces = table, blobs, workspaces
+        self._store, self._blobs, self._workspaces = store, blobs, workspaces
         self._index, self._publisher = index, publisher
         self._max_indexed_bytes = max_indexed_bytes  # a parsed state takes several times its size in memory
 
@@ -114,11 +107,11 @@ class StateUploads:
             updated = dataclasses.replace(
                 ws, extra={**ws.extra, PENDING_KEY: sv_id}, version=ws.version + 1, updated_at=clock.now_iso()
             )
-            self._table.transact(
+            self._store.transact(
                 [
                     self._workspaces.write_op(updated, ws.version),
-                    Put(state_versions.sv_to_item(sv), if_absent=True),
-                    *discard_pending_ops(self._table, ws),
+                    self._store.save_op(sv),
+                    *self._store.discard_pending_ops(ws.extra.get(PENDING_KEY)),
                 ]
             )
             return sv
@@ -149,7 +142,7 @@ class StateUploads:
 
         def step() -> StateVersion:
             nonlocal output_ids
-            ws, current = self._workspaces.load(sv.workspace_id), find_version(self._table, sv.id)
+            ws, current = self._workspaces.load(sv.workspace_id), self._store.load(sv.id)
             if current.status != PENDING:
                 return current
             if ws.extra.get(PENDING_KEY) != sv.id:
@@ -175,16 +168,16 @@ class StateUploads:
                 blob_version=info.version,
                 json_version=json_info.version if json_info else None,
             )
-            self._table.transact(
+            self._store.transact(
                 [
                     self._workspaces.write_op(with_current(ws, final, ws.resource_count), ws.version),
-                    Put(state_versions.sv_to_item(final), if_version=current.version),
+                    self._store.save_op(final, current.version),
                 ]
             )
             self._announce(final)
             return final
 
-        return optimistic(step, attempts=ATTEMPTS, exhausted=lambda: find_version(self._table, sv.id))
+        return optimistic(step, attempts=ATTEMPTS, exhausted=lambda: self._store.load(sv.id))
 
     def _announce(self, sv: StateVersion) -> None:
         event = {"type": UPLOADED_EVENT, "state_version_id": sv.id, "workspace_id": sv.workspace_id}
@@ -195,28 +188,28 @@ class StateUploads:
 
     def discard(self, sv: StateVersion, reason: str) -> StateVersion:
         def step() -> StateVersion:
-            ws, current = self._workspaces.load(sv.workspace_id), find_version(self._table, sv.id)
+            ws, current = self._workspaces.load(sv.workspace_id), self._store.load(sv.id)
             if current.status != PENDING:
                 return current
             gone = dataclasses.replace(
                 current, status=DISCARDED, error=reason, json_outputs=None, version=current.version + 1
             )
-            ops: list[WriteOp] = [Put(state_versions.sv_to_item(gone), if_version=current.version)]
+            ops = [self._store.save_op(gone, current.version)]
             if ws.extra.get(PENDING_KEY) == sv.id:
                 extra = {k: v for k, v in ws.extra.items() if k != PENDING_KEY}
                 cleared = dataclasses.replace(ws, extra=extra, version=ws.version + 1, updated_at=clock.now_iso())
                 ops.append(self._workspaces.write_op(cleared, ws.version))
-            self._table.transact(ops)
+            self._store.transact(ops)
             return gone
 
-        return optimistic(step, attempts=ATTEMPTS, exhausted=lambda: find_version(self._table, sv.id))
+        return optimistic(step, attempts=ATTEMPTS, exhausted=lambda: self._store.load(sv.id))
 
     # the events worker -------------------------------------------------------------------
     def index_uploaded(self, event: dict[str, Any]) -> None:
         """`state.uploaded`: parse the state, write outputs when none were sent, rebuild the resource index."""
         sv_id = str(event.get("state_version_id", ""))
         try:
-            sv = find_version(self._table, sv_id)
+            sv = self._store.load(sv_id)
         except NotFound:
             log.warning("%s for unknown state version %r", UPLOADED_EVENT, sv_id)
             return
@@ -259,7 +252,7 @@ class StateUploads:
         self, sv: StateVersion, parsed: ParsedState | None, output_ids: tuple[str, ...] | None, error: str | None
     ) -> None:
         def step() -> bool:
-            ws, current = self._workspaces.load(sv.workspace_id), find_version(self._table, sv.id)
+            ws, current = self._workspaces.load(sv.workspace_id), self._store.load(sv.id)
             if current.resources_processed or current.index_error:
                 return False  # a concurrent delivery of the same event got there first
             if parsed is None:
@@ -276,7 +269,7 @@ class StateUploads:
                     outputs_pending=False,
                     output_ids=current.output_ids if output_ids is None else output_ids,
                 )
-            ops: list[WriteOp] = [Put(state_versions.sv_to_item(updated), if_version=current.version)]
+            ops = [self._store.save_op(updated, current.version)]
             if parsed is not None and ws.current_state_version_id == sv.id:
                 counted = dataclasses.replace(
                     ws,
@@ -286,17 +279,17 @@ class StateUploads:
                     updated_at=clock.now_iso(),
                 )
                 ops.append(self._workspaces.write_op(counted, ws.version))
-            self._table.transact(ops)
+            self._store.transact(ops)
             return True
 
         recorded = optimistic(step, attempts=ATTEMPTS, exhausted=lambda: False)
         if not recorded and output_ids:  # not recorded: drop the outputs this delivery wrote
-            self._table.batch_delete([(wos_id, "wos") for wos_id in output_ids])
+            self._store.index.delete_output_ids(output_ids)
 
     def reindex(self, workspace_id: str, sv_id: str, parsed: ParsedState) -> None:
         def instances_of(target: str) -> tuple[st.ResourceInstance, ...]:
             if target == sv_id:
                 return parsed.resources
-            return st.parse_state(verified_state(self._blobs, find_version(self._table, target))).resources
+            return st.parse_state(verified_state(self._blobs, self._store.load(target))).resources
 
         self._index.replace_resources(lambda: self._workspaces.load(workspace_id), instances_of)

@@ -2,7 +2,7 @@
 
 A new current version and the workspace's state fields change in ONE transaction (`writes.py`: the
 workspace item's version guards it). Raw state lives in the blob store; its metadata, outputs and the
-resource index live in the table. Inline states are parsed and indexed in the request (they are small);
+resource index live in the table, through the area's store (`store.py`, `store_index.py`). Inline states are parsed and indexed in the request (they are small);
 two-step uploads are finalized when the upload lands (`landed.py`) or on unlock, never on a read, and indexed by
 `uploads.py`.
 """
@@ -15,7 +15,6 @@ from typing import Any
 
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.events import EventPublisher
-from terrace.adapters.table import Table
 from terrace.config import Settings
 from terrace.domain import state as st
 from terrace.domain import state_versions
@@ -27,10 +26,11 @@ from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.state import http_backend as state_http
-from terrace.services.state.current import PENDING_KEY, find_version
+from terrace.services.state.current import PENDING_KEY
 from terrace.services.state.http_backend import LockRule
 from terrace.services.state.index import StateIndex
 from terrace.services.state.landed import LandedState
+from terrace.services.state.store import StateStore
 from terrace.services.state.stored import StoredState
 from terrace.services.state.uploads import StateUploads, verified_state
 from terrace.services.state.writes import StateWriter
@@ -41,7 +41,7 @@ from terrace.services.workspaces.workspaces import WorkspaceService
 class StateVersionService:
     def __init__(
         self,
-        table: Table,
+        store: StateStore,
         blobs: BlobStore,
         settings: Settings,
         workspaces: WorkspaceService,
@@ -49,14 +49,14 @@ class StateVersionService:
         organizations: OrganizationService,
         publisher: EventPublisher,
     ) -> None:
-        self._table, self._blobs, self._settings = table, blobs, settings
+        self._store, self._blobs, self._settings = store, blobs, settings
         self._workspaces, self._index, self._orgs = workspaces, index, organizations
         self._uploads = StateUploads(
-            table, blobs, workspaces, index, publisher, max_indexed_bytes=settings.max_indexed_state_bytes
+            store, blobs, workspaces, index, publisher, max_indexed_bytes=settings.max_indexed_state_bytes
         )
-        self._writer = StateWriter(table, blobs, workspaces, index, self._uploads)
+        self._writer = StateWriter(store, blobs, workspaces, index, self._uploads)
         self._stored = StoredState(blobs)
-        self._landed = LandedState(table, blobs, self._uploads)
+        self._landed = LandedState(store, blobs, self._uploads)
 
     # creating ----------------------------------------------------------------------------
     def create(
@@ -134,7 +134,7 @@ class StateVersionService:
 
     # reading -----------------------------------------------------------------------------
     def _find(self, sv_id: str) -> StateVersion:
-        return find_version(self._table, sv_id)
+        return self._store.load(sv_id)
 
     def get(self, principal: Principal, sv_id: str, action: Action = Action.READ_STATE) -> StateVersion:
         sv = self._find(sv_id)
@@ -155,8 +155,7 @@ class StateVersionService:
 
     def list_for(self, principal: Principal, ws: Workspace, status: str | None = None) -> list[StateVersion]:
         self._workspaces.authorize(principal, Action.READ_STATE, ws)
-        items = self._table.query(f"{ws.id}#state-versions", index="gsi1", reverse=True)
-        found = [state_versions.sv_from_item(item) for item in items]
+        found = self._store.list_for_workspace(ws.id, newest_first=True)
         return [sv for sv in found if not status or sv.status == status]
 
     def upload_urls(self, sv: StateVersion) -> tuple[str | None, str | None]:
@@ -279,14 +278,4 @@ class StateVersionService:
         self._workspaces.authorize(principal, Action.DELETE_WORKSPACE, ws)
 
         self._workspaces.mutate(ws.id, state_http.forget_state)
-        self.purge(ws.id)
-
-    def purge(self, workspace_id: str) -> None:
-        """Delete the stored versions, outputs, blobs and index of a workspace (after deletion or a reset)."""
-        for item in self._table.query(f"{workspace_id}#state-versions", index="gsi1"):
-            sv = state_versions.sv_from_item(item)
-            self._index.delete_outputs(sv.id)
-            self._blobs.delete(sv.blob_key)
-            self._blobs.delete(sv.json_blob_key)
-            self._table.delete(sv.id, "sv")
-        self._index.delete_resources(workspace_id)
+        self._store.delete_all_of(workspace=ws.id)

@@ -9,7 +9,6 @@ recorded (a write whose answer was lost may have committed).
 from __future__ import annotations
 
 from terrace.adapters.blobs import BlobStore
-from terrace.adapters.table import Put, Table, WriteOp
 from terrace.domain import clock, state_versions
 from terrace.domain import state as st
 from terrace.domain.ids import new_id
@@ -17,9 +16,10 @@ from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.state import ParsedState
 from terrace.domain.state_versions import FINALIZED, StateVersion
 from terrace.services.optimistic import optimistic
-from terrace.services.state.current import ATTEMPTS, discard_pending_ops, find_version, managed_count, with_current
+from terrace.services.state.current import ATTEMPTS, PENDING_KEY, managed_count, with_current
 from terrace.services.state.http_backend import LockRule
 from terrace.services.state.index import StateIndex
+from terrace.services.state.store import StateStore
 from terrace.services.state.uploads import StateUploads
 from terrace.services.workspaces.workspaces import WorkspaceService
 
@@ -27,13 +27,13 @@ from terrace.services.workspaces.workspaces import WorkspaceService
 class StateWriter:
     def __init__(
         self,
-        table: Table,
+        store: StateStore,
         blobs: BlobStore,
         workspaces: WorkspaceService,
         index: StateIndex,
         uploads: StateUploads,
     ) -> None:
-        self._table, self._blobs, self._workspaces = table, blobs, workspaces
+        self._store, self._blobs, self._workspaces = store, blobs, workspaces
         self._index, self._uploads = index, uploads
 
     def store(
@@ -66,7 +66,7 @@ class StateWriter:
             if not written:
                 return
             try:
-                recorded = self._table.get(sv_id, "sv") is not None
+                recorded = self._store.recorded(sv_id)
             except Exception:
                 return
             if not recorded:
@@ -77,7 +77,7 @@ class StateWriter:
             ws = self._workspaces.load(workspace_id)
             lock_rule(ws)
             if state_versions.decide(ws, parsed.serial, parsed.lineage, md5, force) and not repeat_creates:
-                return find_version(self._table, str(ws.current_state_version_id)), False
+                return self._store.load(str(ws.current_state_version_id)), False
             if output_ids is None:
                 written = True
                 self._blobs.put(state_versions.state_blob_key(ws.id, sv_id), raw, "application/json")
@@ -101,12 +101,13 @@ class StateWriter:
                 summary=parsed.summary,
                 output_ids=output_ids,
             )
-            ops: list[WriteOp] = [
-                self._workspaces.write_op(with_current(ws, sv, managed_count(parsed)), ws.version),
-                Put(state_versions.sv_to_item(sv), if_absent=True),
-                *discard_pending_ops(self._table, ws),
-            ]
-            self._table.transact(ops)
+            self._store.transact(
+                [
+                    self._workspaces.write_op(with_current(ws, sv, managed_count(parsed)), ws.version),
+                    self._store.save_op(sv),
+                    *self._store.discard_pending_ops(ws.extra.get(PENDING_KEY)),
+                ]
+            )
             return sv, True
 
         try:

@@ -23,10 +23,10 @@ from terrace.domain.errors import NotFound
 from terrace.domain.plan_json import stored_plan_keys
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.store import AccessStore
-from terrace.services.notifications.configurations import NotificationConfigurations
+from terrace.services.notifications.store import NotificationStore
 from terrace.services.registry.modules import RegistryModuleService
 from terrace.services.registry.providers import RegistryProviderService
-from terrace.services.state.versions import StateVersionService
+from terrace.services.state.store import StateStore
 from terrace.services.workspaces.run_triggers import RunTriggerService
 from terrace.services.workspaces.varsets import VariableSetService
 
@@ -42,10 +42,10 @@ class Purge:
         blobs: BlobStore,
         accounts: AccountService,
         access: AccessStore,
-        state_versions: StateVersionService,
+        state: StateStore,
         varsets: VariableSetService,
         run_triggers: RunTriggerService,
-        notifications: NotificationConfigurations,
+        notifications: NotificationStore,
         registry_modules: RegistryModuleService | None = None,
         registry_providers: RegistryProviderService | None = None,
     ) -> None:
@@ -57,7 +57,7 @@ class Purge:
         self._blobs = blobs
         self._accounts = accounts
         self._access = access
-        self._state_versions = state_versions
+        self._state = state
         self._notifications = notifications
 
     def workspace_contents(self, workspace_id: str, org_key: str) -> None:
@@ -74,9 +74,9 @@ class Purge:
             self._table.delete(attached["pk"], attached["sk"])
         self._delete_all(self._table.query(f"{workspace_id}#vars", index="gsi1"))
         self._delete_all(self._table.query(f"{workspace_id}#varkeys"))
-        self._state_versions.purge(workspace_id)
+        self._state.delete_all_of(workspace=workspace_id)
         self._run_triggers.remove_for_workspace(workspace_id)  # both ways: as a source and as a target
-        self._notifications.delete_all(workspace_id)
+        self._notifications.delete_all_of(workspace=workspace_id)
         self._table.delete(*auto_destroy.marker_key(workspace_id))  # its place in the auto-destroy sweep's index
 
     def organization_contents(self, org_key: str) -> None:
@@ -86,7 +86,7 @@ class Purge:
         self._varsets.purge_organization(org_key)
         self._delete_all(self._table.query(f"org#{org_key}#jobs"))
         for team in self._access.teams.teams_of(org_key):
-            self._notifications.delete_all(team.id)
+            self._notifications.delete_all_of(team=team.id)
         self._delete_all(self._table.query(f"org#{org_key}#ssh-keys", index="gsi1"))  # services/workspaces/ssh_keys.py
         for pool in self._table.query(f"org#{org_key}#agent-pools", index="gsi1"):  # services/workspaces/agent_pools.py
             for token in self._table.query(f"{pool['pk']}#tokens", index="gsi1"):

@@ -36,6 +36,7 @@ from terrace.services.access.organizations import OrganizationService
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.runs.logs import ETX, STX, archive_key
 from terrace.services.runs.store import RunStore
+from terrace.services.state.store import StateStore
 from terrace.services.workspaces.retention import RetentionPolicyService
 from terrace.services.workspaces.workspaces import WorkspaceService
 
@@ -55,10 +56,12 @@ class RetentionSweep:
         policies: RetentionPolicyService,
         configuration_versions: ConfigurationVersionService,
         runs: RunStore,
+        state_versions: StateStore,
         now: Callable[[], float] = clock.epoch,
     ) -> None:
         self._table, self._blobs, self._orgs, self._workspaces = table, blobs, organizations, workspaces
         self._policies, self._cvs, self._runs, self._now = policies, configuration_versions, runs, now
+        self._state_store = state_versions
 
     def sweep_if_due(self, interval_s: float = SWEEP_INTERVAL_S) -> dict[str, int] | None:
         """Sweep when the last sweep (of any process) is `interval_s` old; None when not due or taken."""
@@ -115,16 +118,13 @@ class RetentionSweep:
 
     def _state_versions(self, ws: Workspace, cutoff_iso: str) -> int:
         deleted = 0
-        for item in self._table.query(f"{ws.id}#state-versions", index="gsi1"):
-            sv = st.sv_from_item(item)
+        for sv in self._state_store.list_for_workspace(ws.id):
             if sv.created_at >= cutoff_iso:
                 break  # ordered by creation
             if sv.id == ws.current_state_version_id or sv.status != st.FINALIZED or sv.backing_data == st.DATA_DELETED:
                 continue
             updated = dataclasses.replace(sv, backing_data=st.DATA_DELETED, version=sv.version + 1)
-            try:
-                self._table.put(st.sv_to_item(updated), if_version=sv.version)
-            except ConditionFailed:
+            if not self._state_store.save_if_unchanged(updated, sv.version):
                 continue  # changed meanwhile: the next sweep decides again
             for key in (sv.blob_key, sv.json_blob_key):
                 self._blobs.delete(key)
