@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from terrace.services.registry.provider_platforms import ProviderPlatformService
     from terrace.services.registry.provider_versions import ProviderVersionService
     from terrace.services.registry.providers import RegistryProviderService
+    from terrace.services.registry.store import ModuleStore
+    from terrace.services.registry.store_providers import ProviderStore
 
 
 class RegistryServices:
@@ -34,49 +36,54 @@ class RegistryServices:
     authz: Authorizer
 
     @cached_property
+    def registry_module_store(self) -> ModuleStore:
+        """Modules, their versions and their blobs: their keys and items."""
+        from terrace.services.registry.store import ModuleStore
+
+        return ModuleStore(self.table, self.blobs)
+
+    @cached_property
+    def registry_provider_store(self) -> ProviderStore:
+        """Providers, their versions, platforms and files, and the GPG keys: their keys and items."""
+        from terrace.services.registry.store_providers import ProviderStore
+
+        return ProviderStore(self.table, self.blobs)
+
+    @cached_property
     def registry_modules(self) -> RegistryModuleService:
         from terrace.services.registry.modules import RegistryModuleService
 
-        modules = RegistryModuleService(self.table, self.organizations, self.authz)
-        modules.versions_of = lambda module_id: self.module_versions.of_module(module_id)
-        modules.before_delete = lambda module_id: self.module_versions.delete_all(module_id)
-        return modules
+        return RegistryModuleService(self.registry_module_store, self.organizations, self.authz)
 
     @cached_property
     def module_versions(self) -> ModuleVersionService:
         from terrace.services.registry.module_versions import ModuleVersionService
 
-        return ModuleVersionService(self.table, self.blobs, self.settings, self.registry_modules)
+        return ModuleVersionService(self.registry_module_store, self.blobs, self.settings, self.registry_modules)
 
     @cached_property
     def registry_providers(self) -> RegistryProviderService:
         from terrace.services.registry.providers import RegistryProviderService
 
-        providers = RegistryProviderService(self.table, self.organizations, self.authz)
-        providers.versions_of = lambda provider_id: self.provider_versions.of_provider(provider_id)
-        providers.before_delete = lambda provider_id: self.provider_versions.delete_all(provider_id)
-        providers.purge_keys = lambda org_key: self.gpg_keys.purge_organization(org_key)
-        return providers
+        return RegistryProviderService(self.registry_provider_store, self.organizations, self.authz)
 
     @cached_property
     def provider_versions(self) -> ProviderVersionService:
         from terrace.services.registry.provider_versions import ProviderVersionService
 
-        versions = ProviderVersionService(self.table, self.blobs, self.settings, self.registry_providers)
-        versions.before_delete = lambda version: self.provider_platforms.delete_all(version)
-        return versions
+        return ProviderVersionService(self.registry_provider_store, self.blobs, self.settings, self.registry_providers)
 
     @cached_property
     def provider_platforms(self) -> ProviderPlatformService:
         from terrace.services.registry.provider_platforms import ProviderPlatformService
 
-        return ProviderPlatformService(self.table, self.blobs, self.settings, self.provider_versions)
+        return ProviderPlatformService(self.registry_provider_store, self.blobs, self.settings, self.provider_versions)
 
     @cached_property
     def gpg_keys(self) -> GPGKeyService:
         from terrace.services.registry.gpg_keys import GPGKeyService
 
-        return GPGKeyService(self.table, self.organizations)
+        return GPGKeyService(self.registry_provider_store, self.organizations)
 
     @cached_property
     def provider_downloads(self) -> ProviderDownloadService:
