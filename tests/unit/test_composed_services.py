@@ -22,9 +22,6 @@ PORTS = [
     ("terrace.services.access.teams", "TeamService", ["after_delete"]),
     ("terrace.services.notifications.configurations", "NotificationConfigurations", ["verifier"]),
     ("terrace.services.policies.policies", "PolicyService", ["on_delete"]),
-    ("terrace.services.registry.modules", "RegistryModuleService", ["versions_of", "before_delete"]),
-    ("terrace.services.registry.providers", "RegistryProviderService", ["versions_of", "before_delete", "purge_keys"]),
-    ("terrace.services.registry.provider_versions", "ProviderVersionService", ["before_delete"]),
     (
         "terrace.services.runs.configuration_versions",
         "ConfigurationVersionService",

@@ -30,7 +30,6 @@ from terrace.config import Settings
 from terrace.domain.principal import PrincipalKind
 from terrace.local import workers
 from terrace.services.policies import evaluation_worker
-from terrace.services.policies.evaluation_items import EVAL_KEY
 from terrace.web.app import create_app
 
 CAP = 2
@@ -97,9 +96,8 @@ def policy_set(env: RunEnv, name: str) -> None:
 
 
 def evaluation_status(env: RunEnv, run: dict[str, Any]) -> str | None:
-    [ref] = env.container.table.query(f"{run['id']}#policy-evaluations") or [None]
-    item = env.container.table.get(ref["sk"], EVAL_KEY) if ref else None
-    return item["status"] if item else None
+    [found] = env.container.policy_evaluations.of_run(run["id"]) or [None]
+    return found.status if found else None
 
 
 @pytest.fixture
@@ -151,16 +149,17 @@ def test_a_slow_organization_holds_at_most_its_slots_and_another_completes_while
     poll(lambda: evaluation_status(hog, hog_run) == "passed", "the hog's ten sets, once released")
     assert engine.most["hog"] == CAP  # never more than its slots, across the whole run
     assert container.policy_evaluation_worker.slots.held("hog") == 0
-    assert len(container.table.query(f"{hog_run['id']}#policy-evaluations")) == 1
+    assert len(container.policy_evaluations.of_run(hog_run["id"])) == 1
 
 
 def test_a_slot_is_given_back_and_one_held_by_a_dead_worker_expires(monkeypatch: pytest.MonkeyPatch) -> None:
     from terrace.domain import clock
     from terrace.services.policies.evaluation_slots import EvaluationSlots
+    from terrace.services.policies.store_evaluations import EvaluationStore
 
     now = [1_000_000.0]
     monkeypatch.setattr(clock, "epoch", lambda: now[0])
-    slots = EvaluationSlots(MemoryTable(), per_organization=2, lease_s=43)
+    slots = EvaluationSlots(EvaluationStore(MemoryTable()), per_organization=2, lease_s=43)
     assert slots.acquire("acme", "psout-a-000") and slots.acquire("acme", "psout-a-001")
     assert not slots.acquire("acme", "psout-a-002")  # full
     assert not slots.acquire("acme", "psout-a-000")  # the same set delivered twice is evaluated once at a time

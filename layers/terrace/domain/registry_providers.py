@@ -151,7 +151,3 @@ def check_platform(attrs: dict[str, Any]) -> tuple[str, str, str, str]:
     if len(shasum) > SHASUM_MAX or not shasum.isalnum():
         raise Invalid("shasum must be the zip's SHA-256 in hexadecimal", pointer="/data/attributes/shasum")
     return found[0], found[1], found[2], shasum
-
-
-def platform_key(os_name: str, arch: str) -> str:
-    return f"{os_name}_{arch}"

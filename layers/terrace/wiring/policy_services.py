@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from terrace.services.policies.policies import PolicyService
     from terrace.services.policies.policy_checks import PolicyCheckService
     from terrace.services.policies.policy_sets import PolicySetService
+    from terrace.services.policies.store import PolicyStore
+    from terrace.services.policies.store_evaluations import EvaluationStore
     from terrace.services.policies.versions import PolicySetVersionService
     from terrace.services.runs.run_queries import RunQueries
     from terrace.services.workspaces.workspaces import WorkspaceService
@@ -68,11 +70,25 @@ class PolicyServices:
         )
 
     @cached_property
+    def policy_store(self) -> PolicyStore:
+        """Policies, policy sets, their parameters and versions: their keys and items."""
+        from terrace.services.policies.store import PolicyStore
+
+        return PolicyStore(self.table, self.blobs)
+
+    @cached_property
+    def policy_evaluation_store(self) -> EvaluationStore:
+        """The runs' policy evaluations, their outcomes and the organizations' evaluation slots."""
+        from terrace.services.policies.store_evaluations import EvaluationStore
+
+        return EvaluationStore(self.table)
+
+    @cached_property
     def policies(self) -> PolicyService:
         from terrace.services.policies.policies import PolicyService
 
         return PolicyService(
-            self.table,
+            self.policy_store,
             self.organizations,
             self.policy_engine,
             on_delete=lambda org, policy_id: self.policy_sets.forget_policy(org, policy_id),
@@ -82,20 +98,26 @@ class PolicyServices:
     def policy_sets(self) -> PolicySetService:
         from terrace.services.policies.policy_sets import PolicySetService
 
-        return PolicySetService(self.table, self.organizations, self.workspaces, self.projects, self.policies)
+        return PolicySetService(self.policy_store, self.organizations, self.workspaces, self.projects, self.policies)
 
     @cached_property
     def policy_set_parameters(self) -> PolicySetParameterService:
         from terrace.services.policies.parameters import PolicySetParameterService
 
-        return PolicySetParameterService(self.table, self.encryptor, self.policy_sets)
+        return PolicySetParameterService(self.policy_store, self.encryptor, self.policy_sets)
 
     @cached_property
     def policy_set_versions(self) -> PolicySetVersionService:
         from terrace.services.policies.versions import PolicySetVersionService
 
         return PolicySetVersionService(
-            self.table, self.blobs, self.settings, self.policy_sets, self.policies, self.policy_engine, self.hcl_reader
+            self.policy_store,
+            self.blobs,
+            self.settings,
+            self.policy_sets,
+            self.policies,
+            self.policy_engine,
+            self.hcl_reader,
         )
 
     @cached_property
@@ -103,7 +125,7 @@ class PolicyServices:
         from terrace.services.policies.evaluation_worker import EvaluationWorker
 
         return EvaluationWorker(
-            self.table,
+            self.policy_evaluation_store,
             self.blobs,
             self.publisher,
             self.policy_sets,
@@ -128,7 +150,7 @@ class PolicyServices:
         from terrace.services.policies.evaluations import PolicyEvaluationService
 
         return PolicyEvaluationService(
-            self.table,
+            self.policy_evaluation_store,
             self.outbox_relay,
             self.organizations,
             self.workspaces,

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from terrace.services.registry.provider_platforms import ProviderPlatformService
     from terrace.services.registry.provider_versions import ProviderVersionService
     from terrace.services.registry.providers import RegistryProviderService
+    from terrace.services.registry.store import ModuleStore
+    from terrace.services.registry.store_providers import ProviderStore
 
 
 class RegistryServices:
@@ -42,59 +44,56 @@ class RegistryServices:
         return ProcessHclReader()
 
     @cached_property
+    def registry_module_store(self) -> ModuleStore:
+        """Modules, their versions and their blobs: their keys and items."""
+        from terrace.services.registry.store import ModuleStore
+
+        return ModuleStore(self.table, self.blobs)
+
+    @cached_property
+    def registry_provider_store(self) -> ProviderStore:
+        """Providers, their versions, platforms and files, and the GPG keys: their keys and items."""
+        from terrace.services.registry.store_providers import ProviderStore
+
+        return ProviderStore(self.table, self.blobs)
+
+    @cached_property
     def registry_modules(self) -> RegistryModuleService:
         from terrace.services.registry.modules import RegistryModuleService
 
-        return RegistryModuleService(
-            self.table,
-            self.organizations,
-            self.authz,
-            versions_of=lambda module_id: self.module_versions.of_module(module_id),
-            before_delete=lambda module_id: self.module_versions.delete_all(module_id),
-        )
+        return RegistryModuleService(self.registry_module_store, self.organizations, self.authz)
 
     @cached_property
     def module_versions(self) -> ModuleVersionService:
         from terrace.services.registry.module_versions import ModuleVersionService
 
-        return ModuleVersionService(self.table, self.blobs, self.settings, self.registry_modules, self.hcl_reader)
+        return ModuleVersionService(
+            self.registry_module_store, self.blobs, self.settings, self.registry_modules, self.hcl_reader
+        )
 
     @cached_property
     def registry_providers(self) -> RegistryProviderService:
         from terrace.services.registry.providers import RegistryProviderService
 
-        return RegistryProviderService(
-            self.table,
-            self.organizations,
-            self.authz,
-            versions_of=lambda provider_id: self.provider_versions.of_provider(provider_id),
-            before_delete=lambda provider_id: self.provider_versions.delete_all(provider_id),
-            purge_keys=lambda org_key: self.gpg_keys.purge_organization(org_key),
-        )
+        return RegistryProviderService(self.registry_provider_store, self.organizations, self.authz)
 
     @cached_property
     def provider_versions(self) -> ProviderVersionService:
         from terrace.services.registry.provider_versions import ProviderVersionService
 
-        return ProviderVersionService(
-            self.table,
-            self.blobs,
-            self.settings,
-            self.registry_providers,
-            before_delete=lambda version: self.provider_platforms.delete_all(version),
-        )
+        return ProviderVersionService(self.registry_provider_store, self.blobs, self.settings, self.registry_providers)
 
     @cached_property
     def provider_platforms(self) -> ProviderPlatformService:
         from terrace.services.registry.provider_platforms import ProviderPlatformService
 
-        return ProviderPlatformService(self.table, self.blobs, self.settings, self.provider_versions)
+        return ProviderPlatformService(self.registry_provider_store, self.blobs, self.settings, self.provider_versions)
 
     @cached_property
     def gpg_keys(self) -> GPGKeyService:
         from terrace.services.registry.gpg_keys import GPGKeyService
 
-        return GPGKeyService(self.table, self.organizations)
+        return GPGKeyService(self.registry_provider_store, self.organizations)
 
     @cached_property
     def provider_downloads(self) -> ProviderDownloadService:

@@ -21,8 +21,10 @@ if TYPE_CHECKING:
     from terrace.services.access.teams import TeamService
     from terrace.services.admin.site import SiteAdminService
     from terrace.services.notifications.store import NotificationStore
-    from terrace.services.registry.modules import RegistryModuleService
-    from terrace.services.registry.providers import RegistryProviderService
+    from terrace.services.policies.store import PolicyStore
+    from terrace.services.policies.store_evaluations import EvaluationStore
+    from terrace.services.registry.store import ModuleStore
+    from terrace.services.registry.store_providers import ProviderStore
     from terrace.services.runs.configuration_versions import ConfigurationVersionService
     from terrace.services.runs.runs import RunService
     from terrace.services.runs.store import RunStore
@@ -69,8 +71,10 @@ class WorkflowServices:
     run_store: RunStore
     run_triggers: RunTriggerService
     notification_store: NotificationStore
-    registry_modules: RegistryModuleService  # wiring/registry_services.py
-    registry_providers: RegistryProviderService  # wiring/registry_services.py
+    policy_store: PolicyStore  # wiring/policy_services.py
+    policy_evaluation_store: EvaluationStore  # wiring/policy_services.py
+    registry_module_store: ModuleStore  # wiring/registry_services.py
+    registry_provider_store: ProviderStore  # wiring/registry_services.py
 
     @cached_property
     def purge(self) -> Purge:
@@ -85,8 +89,7 @@ class WorkflowServices:
             self.varsets,
             self.run_triggers,
             self.notification_store,
-            self.registry_modules,
-            self.registry_providers,
+            (self.policy_store, self.policy_evaluation_store, self.registry_module_store, self.registry_provider_store),
         )
 
     @cached_property

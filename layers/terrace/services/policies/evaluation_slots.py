@@ -14,37 +14,29 @@ from __future__ import annotations
 
 from typing import Any
 
-from terrace.adapters.table import Table
 from terrace.domain import clock
 from terrace.services.optimistic import optimistic
+from terrace.services.policies.store_evaluations import EvaluationStore
 
-SK = "policy-slots"
 KEEP_S = 3600  # the item outlives its last lease this long (then the table's TTL removes it)
 
 
-def _pk(organization: str) -> str:
-    return f"org#{organization}#policy-slots"
-
-
 class EvaluationSlots:
-    def __init__(self, table: Table, per_organization: int, lease_s: float) -> None:
-        self._table, self._per_organization, self._lease_s = table, per_organization, lease_s
+    def __init__(self, store: EvaluationStore, per_organization: int, lease_s: float) -> None:
+        self._store, self._per_organization, self._lease_s = store, per_organization, lease_s
 
     def _read(self, organization: str, now: float) -> tuple[dict[str, Any], int | None]:
-        """The organization's item with its expired leases left out, and the version it was read at."""
-        item = self._table.get(_pk(organization), SK)
+        """The organization's slots with their expired leases left out, and the version they were read at."""
+        item = self._store.slots(organization)
         if item is None:
-            return {"pk": _pk(organization), "sk": SK, "leases": {}}, None
+            return {"leases": {}}, None
         leases = {lease: int(until) for lease, until in (item.get("leases") or {}).items() if int(until) > now}
         return {**item, "leases": leases}, int(item["version"])
 
-    def _write(self, item: dict[str, Any], version: int | None) -> None:
+    def _write(self, organization: str, item: dict[str, Any], version: int | None) -> None:
         until = max(item["leases"].values(), default=int(clock.epoch()))
         item = {**item, "version": (version or 0) + 1, "expires_at": until + KEEP_S}
-        if version is None:
-            self._table.put(item, if_absent=True)
-        else:
-            self._table.put(item, if_version=version)
+        self._store.save_slots(organization, item, version)
 
     def acquire(self, organization: str, lease: str) -> bool:
         """Take one of `organization`'s slots for `lease` (a policy set of an evaluation); False when they are all
@@ -56,7 +48,7 @@ class EvaluationSlots:
             leases = item["leases"]
             if lease in leases or len(leases) >= self._per_organization:
                 return False
-            self._write({**item, "leases": {**leases, lease: int(now + self._lease_s) + 1}}, version)
+            self._write(organization, {**item, "leases": {**leases, lease: int(now + self._lease_s) + 1}}, version)
             return True
 
         return optimistic(step, attempts=16, exhausted=lambda: False)
@@ -65,7 +57,8 @@ class EvaluationSlots:
         def step() -> None:
             item, version = self._read(organization, clock.epoch())
             if version is not None and lease in item["leases"]:  # (an expired lease is no longer counted anyway)
-                self._write({**item, "leases": {k: v for k, v in item["leases"].items() if k != lease}}, version)
+                leases = {k: v for k, v in item["leases"].items() if k != lease}
+                self._write(organization, {**item, "leases": leases}, version)
 
         optimistic(step, attempts=16, exhausted=lambda: None)  # else its lease expires
 

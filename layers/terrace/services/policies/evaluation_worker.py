@@ -26,17 +26,16 @@ from typing import Any
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.events import EventPublisher
 from terrace.adapters.policy_engine import PolicyEngine
-from terrace.adapters.table import ConditionFailed, Table
 from terrace.domain import clock
 from terrace.domain import policy_evaluations as pe
 from terrace.domain.ids import looks_like
 from terrace.domain.policies import PolicySet
 from terrace.domain.policy_evaluations import PolicySetOutcome
 from terrace.services.policies import evaluation_input
-from terrace.services.policies.evaluation_items import EVAL_KEY, OUTCOME_KEY, outcome_item, outcome_of
 from terrace.services.policies.evaluation_slots import EvaluationSlots
 from terrace.services.policies.parameters import PolicySetParameterService
 from terrace.services.policies.policy_sets import PolicySetService
+from terrace.services.policies.store_evaluations import EvaluationStore
 from terrace.services.policies.versions import PolicySetVersionService
 from terrace.services.runs.stage_participants import stage_progressed
 
@@ -55,7 +54,7 @@ def outcome_id(evaluation_id: str, index: int) -> str:
 class EvaluationWorker:
     def __init__(
         self,
-        table: Table,
+        store: EvaluationStore,
         blobs: BlobStore,
         publisher: EventPublisher,
         policy_sets: PolicySetService,
@@ -70,14 +69,14 @@ class EvaluationWorker:
     ) -> None:
         """`per_organization`: the sets of one organization evaluated at once; `publish_later(event, delay_s)` puts a
         deferred set's event back on the events queue."""
-        self._table, self._blobs, self._publisher = table, blobs, publisher
+        self._evaluation_store, self._blobs, self._publisher = store, blobs, publisher
         self._sets, self._versions, self._parameters, self._engine = policy_sets, versions, parameters, engine
         self.set_needs_ms = int(engine_timeout_s * 1000) + AROUND_MS
-        self.slots = EvaluationSlots(table, per_organization, self.set_needs_ms / 1000 + SLOT_MARGIN_S)
+        self.slots = EvaluationSlots(store, per_organization, self.set_needs_ms / 1000 + SLOT_MARGIN_S)
         self._publish_later, self._defer_s = publish_later, defer_s
 
     def _load(self, evaluation_id: str) -> dict[str, Any] | None:
-        return self._table.get(evaluation_id, EVAL_KEY) if looks_like(evaluation_id, "poleval") else None
+        return self._evaluation_store.evaluation(evaluation_id) if looks_like(evaluation_id, "poleval") else None
 
     # 1. the evaluation starts ---------------------------------------------------------------------
     def queued(self, event: dict[str, Any]) -> None:
@@ -88,9 +87,7 @@ class EvaluationWorker:
         version, now = item["version"], clock.now_iso()
         item.update(status=pe.RUNNING, updated_at=now, version=version + 1)
         item["status_timestamps"] = {**item["status_timestamps"], "running-at": now}
-        try:
-            self._table.put(item, if_version=version)
-        except ConditionFailed:
+        if not self._evaluation_store.replace(item, version):
             return
         for index, set_id in enumerate(item["policy_set_ids"]):
             self._publisher.publish(
@@ -168,7 +165,7 @@ class EvaluationWorker:
         )
 
     def _store(self, outcome: PolicySetOutcome) -> None:
-        self._table.put({**outcome_item(outcome), "pk": outcome.id, "sk": OUTCOME_KEY})
+        self._evaluation_store.put_outcome(outcome)
 
     def _done(self, evaluation_id: str, done: dict[str, str]) -> None:
         """Record sets as done (set id -> its outcome id, "" for none); the write that completes the evaluation
@@ -187,13 +184,11 @@ class EvaluationWorker:
             complete = all(s in recorded for s in item["policy_set_ids"])
             if complete:
                 ids = [recorded[s] for s in item["policy_set_ids"] if recorded[s]]
-                outcomes = [outcome_of(i) for i in self._table.batch_get([(i, OUTCOME_KEY) for i in ids])]
+                outcomes = self._evaluation_store.outcomes(ids)
                 status, counts, overridable = pe.conclude(outcomes)
                 item.update(status=status, result_count=counts, outcome_ids=ids, overridable=overridable)
                 item["status_timestamps"] = {**item["status_timestamps"], f"{status}-at": now}
-            try:
-                self._table.put(item, if_version=version)
-            except ConditionFailed:
+            if not self._evaluation_store.replace(item, version):
                 continue
             if complete:
                 self._publisher.publish(stage_progressed(item["stage_id"], item["run_id"]))

@@ -14,7 +14,6 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
-from terrace.adapters.table import ConditionFailed, Put, Table
 from terrace.domain import clock
 from terrace.domain import policy_evaluations as pe
 from terrace.domain.errors import NotFound
@@ -26,9 +25,9 @@ from terrace.services.access.organizations import OrganizationService
 from terrace.services.access.projects import ProjectService
 from terrace.services.outbox_relay import OutboxRelay
 from terrace.services.policies import evaluation_input
-from terrace.services.policies.evaluation_items import EVAL_KEY, OUTCOME_KEY, evaluation_of, outcome_of
 from terrace.services.policies.evaluation_worker import QUEUED, EvaluationWorker
 from terrace.services.policies.policy_sets import PolicySetService
+from terrace.services.policies.store_evaluations import EvaluationStore, evaluation_of
 from terrace.services.runs.stage_participants import StageContext
 from terrace.services.workspaces.workspaces import WorkspaceService
 
@@ -38,7 +37,7 @@ DEADLINE_S = 600  # an evaluation not concluded 10 minutes after it was queued e
 class PolicyEvaluationService:
     def __init__(
         self,
-        table: Table,
+        store: EvaluationStore,
         relay: OutboxRelay,
         organizations: OrganizationService,
         workspaces: WorkspaceService,
@@ -48,7 +47,7 @@ class PolicyEvaluationService:
         *,
         deadline_s: float = DEADLINE_S,
     ) -> None:
-        self._table, self._relay = table, relay
+        self._store, self._relay = store, relay
         self._orgs, self._workspaces, self._projects = organizations, workspaces, projects
         self._sets, self._worker, self._deadline_s = policy_sets, worker, deadline_s
 
@@ -57,7 +56,7 @@ class PolicyEvaluationService:
         """At the run's creation: its evaluation, `pending` (HCP lists it, and terraform's `cloud` block waits for
         the stages it sees then)."""
         item = self._record(context)
-        return [item["pk"]] if item else []
+        return [item["id"]] if item else []
 
     def begin(self, context: StageContext) -> list[str]:
         """The run reached the stage: its evaluation (recorded now if it was not prepared) is queued, once."""
@@ -69,19 +68,15 @@ class PolicyEvaluationService:
             item.update(queued=True, plan_json_key=context.plan_json_key, updated_at=now, version=version + 1)
             item["queued_epoch"] = clock.epoch()
             item["status_timestamps"] = {**item.get("status_timestamps", {}), "queued-at": now}
-            entry, staged = self._relay.outbox.stage({"type": QUEUED, "evaluation_id": item["pk"]})
-            try:
-                self._table.transact([Put(item, if_version=version), staged])  # the event with its write (outbox)
-            except ConditionFailed:
-                pass  # queued by a concurrent call
-            else:
-                self._relay.deliver([entry])
-        return [item["pk"]]
+            entry, staged = self._relay.outbox.stage({"type": QUEUED, "evaluation_id": item["id"]})
+            if self._store.replace(item, version, staged=staged):  # the event with its write (outbox)
+                self._relay.deliver([entry])  # (else queued by a concurrent call)
+        return [item["id"]]
 
     def _record(self, context: StageContext) -> dict[str, Any] | None:
         """The stage's one evaluation (its id derived from the stage's), written when a policy set applies."""
         evaluation_id = "poleval-" + context.stage_id.removeprefix("ts-")
-        found = self._table.get(evaluation_id, EVAL_KEY)
+        found = self._store.evaluation(evaluation_id)
         if found is not None:
             return found
         ws = self._workspaces.load(context.run.workspace_id)
@@ -97,8 +92,7 @@ class PolicyEvaluationService:
                 project_name = None
         now = clock.now_iso()
         item = {
-            "pk": evaluation_id,
-            "sk": EVAL_KEY,
+            "id": evaluation_id,
             "run_id": context.run.id,
             "stage_id": context.stage_id,
             "stage": context.stage,
@@ -113,16 +107,9 @@ class PolicyEvaluationService:
             "updated_at": now,
             "status_timestamps": {},
             "version": 1,
-            "gsi1pk": f"{context.stage_id}#policy-evaluations",
-            "gsi1sk": f"{now}#{evaluation_id}",
         }
-        try:
-            self._table.put(item, if_absent=True)
-        except ConditionFailed:
-            return self._table.get(evaluation_id, EVAL_KEY)
-        self._table.put(
-            {"pk": f"{context.run.id}#policy-evaluations", "sk": evaluation_id, "stage_id": context.stage_id}
-        )
+        if not self._store.create(item):  # (with the run's pointer to it)
+            return self._store.evaluation(evaluation_id)
         return item
 
     def verdict(self, context: StageContext) -> pe.Verdict:
@@ -154,7 +141,7 @@ class PolicyEvaluationService:
         overridable: bool | None = None,
     ) -> None:
         for _ in range(8):
-            item = self._table.get(evaluation_id, EVAL_KEY)
+            item = self._store.evaluation(evaluation_id)
             if item is None:
                 return
             version, now = item["version"], clock.now_iso()
@@ -166,25 +153,20 @@ class PolicyEvaluationService:
                 item["outcome_ids"] = outcome_ids
             if overridable is not None:
                 item["overridable"] = overridable
-            try:
-                self._table.put(item, if_version=version)
+            if self._store.replace(item, version):
                 return
-            except ConditionFailed:
-                continue
 
     # reads -----------------------------------------------------------------------------------------
     def of_stage(self, stage_id: str) -> builtins.list[PolicyEvaluation]:
-        return [evaluation_of(i) for i in self._table.query(f"{stage_id}#policy-evaluations", index="gsi1")]
+        return self._store.of_stage(stage_id)
 
     def by_ids(self, evaluation_ids: builtins.list[str]) -> builtins.list[PolicyEvaluation]:
         """Evaluations a checked read of their task stage named (`include=policy_evaluations`)."""
-        items = self._table.batch_get([(i, EVAL_KEY) for i in evaluation_ids if looks_like(i, "poleval")])
-        return sorted((evaluation_of(i) for i in items), key=lambda e: (e.created_at, e.id))
+        found = self._store.by_ids([i for i in evaluation_ids if looks_like(i, "poleval")])
+        return sorted(found, key=lambda e: (e.created_at, e.id))
 
     def of_run(self, run_id: str) -> builtins.list[PolicyEvaluation]:
-        refs = self._table.query(f"{run_id}#policy-evaluations")
-        items = [self._table.get(r["sk"], EVAL_KEY) for r in refs]
-        return [evaluation_of(i) for i in items if i is not None]
+        return self._store.of_run(run_id)
 
     def _readable(self, principal: Principal, evaluation: PolicyEvaluation | None, what: str) -> PolicyEvaluation:
         try:
@@ -197,20 +179,19 @@ class PolicyEvaluationService:
         return evaluation
 
     def get(self, principal: Principal, evaluation_id: str) -> PolicyEvaluation:
-        item = self._table.get(evaluation_id, EVAL_KEY) if looks_like(evaluation_id, "poleval") else None
+        item = self._store.evaluation(evaluation_id) if looks_like(evaluation_id, "poleval") else None
         return self._readable(principal, evaluation_of(item) if item else None, f"policy evaluation {evaluation_id}")
 
     def outcomes(self, principal: Principal, evaluation_id: str) -> builtins.list[PolicySetOutcome]:
         evaluation = self.get(principal, evaluation_id)
-        items = self._table.query(f"{evaluation.id}#outcomes", index="gsi1")
-        return [outcome_of(i) for i in items]
+        return self._store.outcomes_of(evaluation.id)
 
     def outcome(self, principal: Principal, outcome_id: str) -> PolicySetOutcome:
-        item = self._table.get(outcome_id, OUTCOME_KEY) if looks_like(outcome_id, "psout") else None
-        if item is None:
+        found = self._store.outcome(outcome_id) if looks_like(outcome_id, "psout") else None
+        if found is None:
             raise NotFound(f"policy set outcome {outcome_id} not found")
         try:
-            self.get(principal, item["evaluation_id"])
+            self.get(principal, found.evaluation_id)
         except NotFound as exc:
             raise NotFound(f"policy set outcome {outcome_id} not found") from exc
-        return outcome_of(item)
+        return found

@@ -10,16 +10,15 @@ import builtins
 from typing import Any
 
 from terrace.adapters.encryptor import Encryptor
-from terrace.adapters.table import ConditionFailed, Table
 from terrace.domain import limits
-from terrace.domain.errors import Conflict, Invalid, NotFound
+from terrace.domain.errors import Invalid, NotFound
 from terrace.domain.ids import looks_like, new_id
 from terrace.domain.policies import PolicySetParameter
 from terrace.domain.principal import Principal
 from terrace.services.access.authz import Action
 from terrace.services.policies.policy_sets import PolicySetService
+from terrace.services.policies.store import PolicyStore
 
-SORT_KEY = "psparam"
 KEY_MAX, VALUE_MAX = 128, 4096
 PARAMETERS_MAX = 100
 
@@ -27,7 +26,7 @@ PARAMETERS_MAX = 100
 def _public(item: dict[str, Any], value: str) -> PolicySetParameter:
     sensitive = bool(item.get("sensitive"))
     return PolicySetParameter(
-        id=item["pk"],
+        id=item["id"],
         policy_set_id=item["policy_set_id"],
         key=item["key"],
         value="" if sensitive else value,
@@ -36,21 +35,21 @@ def _public(item: dict[str, Any], value: str) -> PolicySetParameter:
 
 
 class PolicySetParameterService:
-    def __init__(self, table: Table, encryptor: Encryptor, policy_sets: PolicySetService) -> None:
-        self._table, self._encryptor, self._sets = table, encryptor, policy_sets
+    def __init__(self, store: PolicyStore, encryptor: Encryptor, policy_sets: PolicySetService) -> None:
+        self._store, self._encryptor, self._sets = store, encryptor, policy_sets
 
     def _context(self, item: dict[str, Any]) -> dict[str, str]:
-        return {"policy-set": item["policy_set_id"], "parameter": item["pk"]}
+        return {"policy-set": item["policy_set_id"], "parameter": item["id"]}
 
     def _value(self, item: dict[str, Any]) -> str:
         return self._encryptor.decrypt(item["ciphertext"], self._context(item))
 
     def _items(self, set_id: str) -> builtins.list[dict[str, Any]]:
-        return self._table.query(f"{set_id}#params", index="gsi1")
+        return self._store.parameters_of(set_id)
 
     def _item(self, principal: Principal, set_id: str, param_id: str, action: Action) -> dict[str, Any]:
         self._sets.get(principal, set_id, action)
-        item = self._table.get(param_id, SORT_KEY) if looks_like(param_id, "var") else None
+        item = self._store.parameter(param_id) if looks_like(param_id, "var") else None
         if item is None or item.get("policy_set_id") != set_id:
             raise NotFound(f"parameter {param_id} not found")
         return item
@@ -80,17 +79,14 @@ class PolicySetParameterService:
         value = _text(attrs.get("value"))
         param_id = new_id("var")
         item = {
-            "pk": param_id,
-            "sk": SORT_KEY,
+            "id": param_id,
             "policy_set_id": set_id,
             "key": key,
             "sensitive": _sensitive(attrs.get("sensitive"), False),
             "version": 1,
-            "gsi1pk": f"{set_id}#params",
-            "gsi1sk": f"{key}#{param_id}",
         }
         item["ciphertext"] = self._encryptor.encrypt(value, self._context(item))
-        self._table.put(item, if_absent=True)
+        self._store.create_parameter(item)
         return _public(item, value)
 
     def update(self, principal: Principal, set_id: str, param_id: str, attrs: dict[str, Any]) -> PolicySetParameter:
@@ -98,24 +94,21 @@ class PolicySetParameterService:
         version = item["version"]
         if "key" in attrs:
             key = _key(attrs.get("key"))
-            if any(i["key"] == key and i["pk"] != param_id for i in self._items(set_id)):
+            if any(i["key"] == key and i["id"] != param_id for i in self._items(set_id)):
                 raise Invalid(f"key {key} has already been taken", pointer="/data/attributes/key")
-            item["key"], item["gsi1sk"] = key, f"{key}#{param_id}"
+            item["key"] = key  # (and its place in the set's listing)
         if item.get("sensitive") and attrs.get("sensitive") is False:
             raise Invalid("a sensitive parameter cannot be made non-sensitive", pointer="/data/attributes/sensitive")
         item["sensitive"] = _sensitive(attrs.get("sensitive"), bool(item.get("sensitive")))
         value = _text(attrs["value"]) if attrs.get("value") is not None else self._value(item)
         item["ciphertext"] = self._encryptor.encrypt(value, self._context(item))
         item["version"] = version + 1
-        try:
-            self._table.put(item, if_version=version)
-        except ConditionFailed as exc:
-            raise Conflict(f"parameter {param_id} changed concurrently; retry") from exc
+        self._store.replace_parameter(item, version)
         return _public(item, value)
 
     def delete(self, principal: Principal, set_id: str, param_id: str) -> None:
         self._item(principal, set_id, param_id, Action.MANAGE_POLICIES)
-        self._table.delete(param_id, SORT_KEY)
+        self._store.delete_parameter(param_id)
 
 
 def _key(value: Any) -> str:

@@ -12,42 +12,31 @@ from collections.abc import Callable
 from typing import Any
 
 from terrace.adapters.policy_engine import PolicyEngine
-from terrace.adapters.table import ConditionFailed, Put, Table
 from terrace.domain import clock
 from terrace.domain import policies as rules
-from terrace.domain.errors import Conflict, Invalid, NotFound, TooLarge
+from terrace.domain.errors import Invalid, NotFound, TooLarge
 from terrace.domain.ids import looks_like, new_id
 from terrace.domain.organizations import Organization
 from terrace.domain.policies import Policy
 from terrace.domain.principal import Principal
 from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
-
-SORT_KEY = "policy"
-
-
-def _index(org: Organization) -> str:
-    return f"org#{org.key}#policies"
-
-
-def _claims(org: Organization) -> str:
-    return f"org#{org.key}#policynames"
-
+from terrace.services.policies.store import PolicyStore
 
 PolicyDeleted = Callable[[Organization, str], None]  # (organization, policy id): the policy sets forget it
 
 
 class PolicyService:
     def __init__(
-        self, table: Table, organizations: OrganizationService, engine: PolicyEngine, *, on_delete: PolicyDeleted
+        self, store: PolicyStore, organizations: OrganizationService, engine: PolicyEngine, *, on_delete: PolicyDeleted
     ) -> None:
-        self._table, self._orgs, self._engine = table, organizations, engine
+        self._store, self._orgs, self._engine = store, organizations, engine
         self.on_delete = on_delete  # a deleted policy leaves the policy sets that held it
 
     # reads -------------------------------------------------------------------------------------
     def _public(self, item: dict[str, Any]) -> Policy:
         return Policy(
-            id=item["pk"],
+            id=item["id"],
             organization=self._orgs.name_of(item["organization"]),
             name=item["name"],
             kind=item["kind"],
@@ -61,7 +50,7 @@ class PolicyService:
         )
 
     def _item(self, principal: Principal, policy_id: str, action: Action) -> tuple[dict[str, Any], Organization]:
-        item = self._table.get(policy_id, SORT_KEY) if looks_like(policy_id, "pol") else None
+        item = self._store.policy(policy_id) if looks_like(policy_id, "pol") else None
         try:
             org = self._orgs.get_by_key(principal, item["organization"], action) if item else None
         except NotFound:
@@ -77,7 +66,7 @@ class PolicyService:
         self, principal: Principal, organization: str, search: str | None = None, kind: str | None = None
     ) -> builtins.list[Policy]:
         org = self._orgs.get(principal, organization, Action.READ_POLICIES)
-        items = [i for i in self._table.query(_index(org), index="gsi1") if i.get("organization_id") == org.id]
+        items = [i for i in self._store.policies_of(org.key) if i.get("organization_id") == org.id]
         found = [self._public(i) for i in items]
         return [p for p in found if (not search or search.lower() in p.name.lower()) and (not kind or p.kind == kind)]
 
@@ -85,7 +74,7 @@ class PolicyService:
         """The named policies of `org` (NotFound naming the first that is not one of its policies)."""
         found = []
         for policy_id in policy_ids:
-            item = self._table.get(policy_id, SORT_KEY) if looks_like(policy_id, "pol") else None
+            item = self._store.policy(policy_id) if looks_like(policy_id, "pol") else None
             if item is None or item.get("organization_id") != org.id:
                 raise NotFound(f"policy {policy_id} not found")
             found.append(self._public(item))
@@ -93,7 +82,7 @@ class PolicyService:
 
     def content(self, policy_id: str) -> str | None:
         """A policy's Rego or Sentinel text (for evaluations of sets it belongs to)."""
-        item = self._table.get(policy_id, SORT_KEY)
+        item = self._store.policy(policy_id)
         return None if item is None else item.get("content")
 
     def download(self, principal: Principal, policy_id: str) -> bytes:
@@ -113,8 +102,7 @@ class PolicyService:
             raise Invalid("enforcement-level (or enforce) is required", pointer="/data/attributes/enforcement-level")
         now, policy_id = clock.now_iso(), new_id("pol")
         item = {
-            "pk": policy_id,
-            "sk": SORT_KEY,
+            "id": policy_id,
             "organization": org.key,
             "organization_id": org.id,
             "name": name,
@@ -127,14 +115,8 @@ class PolicyService:
             "created_at": now,
             "updated_at": now,
             "version": 1,
-            "gsi1pk": _index(org),
-            "gsi1sk": f"{name}#{policy_id}",
         }
-        claim = {"pk": _claims(org), "sk": name.lower(), "policy_id": policy_id}
-        try:
-            self._table.transact([Put(item, if_absent=True), Put(claim, if_absent=True)])
-        except ConditionFailed as exc:
-            raise Invalid(f"name {name} has already been taken", pointer="/data/attributes/name") from exc
+        self._store.create_policy(item)
         return self._public(item)
 
     def create_with_content(self, principal: Principal, organization: str, attrs: dict[str, Any], text: str) -> Policy:
@@ -198,15 +180,11 @@ class PolicyService:
 
     def delete(self, principal: Principal, policy_id: str) -> Policy:
         item, org = self._item(principal, policy_id, Action.MANAGE_POLICIES)
-        self._table.delete(_claims(org), item["name"].lower())
-        self._table.delete(policy_id, SORT_KEY)
+        self._store.delete_policy(item)
         self.on_delete(org, policy_id)
         return self._public(item)
 
     def _write(self, item: dict[str, Any], version: int) -> Policy:
         item["version"], item["updated_at"] = version + 1, clock.now_iso()
-        try:
-            self._table.put(item, if_version=version)
-        except ConditionFailed as exc:
-            raise Conflict(f"policy {item['pk']} changed concurrently; retry") from exc
+        self._store.replace_policy(item, version)
         return self._public(item)

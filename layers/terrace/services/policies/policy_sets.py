@@ -11,8 +11,7 @@ import builtins
 from collections.abc import Callable
 from typing import Any
 
-from terrace.adapters.table import ConditionFailed, Put, Table
-from terrace.domain import clock, stage_usage
+from terrace.domain import clock
 from terrace.domain import policies as rules
 from terrace.domain.errors import Forbidden, Invalid, NotFound
 from terrace.domain.ids import looks_like, new_id
@@ -26,9 +25,9 @@ from terrace.services.access.organizations import OrganizationService
 from terrace.services.access.projects import ProjectService
 from terrace.services.optimistic import optimistic
 from terrace.services.policies.policies import PolicyService
+from terrace.services.policies.store import PolicyStore
 from terrace.services.workspaces.workspaces import WorkspaceService
 
-SORT_KEY = "polset"
 # relationship name -> the item's list and what its members are
 MEMBERS = {
     "policies": "policy_ids",
@@ -38,25 +37,21 @@ MEMBERS = {
 }
 
 
-def _index(key: str) -> str:
-    return f"org#{key}#policy-sets"
-
-
 class PolicySetService:
     def __init__(
         self,
-        table: Table,
+        store: PolicyStore,
         organizations: OrganizationService,
         workspaces: WorkspaceService,
         projects: ProjectService,
         policies: PolicyService,
     ) -> None:
-        self._table, self._orgs, self._workspaces = table, organizations, workspaces
+        self._store, self._orgs, self._workspaces = store, organizations, workspaces
         self._projects, self._policies = projects, policies
 
     def _public(self, item: dict[str, Any]) -> PolicySet:
         return PolicySet(
-            id=item["pk"],
+            id=item["id"],
             organization=self._orgs.name_of(item["organization"]),
             name=item["name"],
             description=item.get("description", ""),
@@ -78,7 +73,7 @@ class PolicySetService:
         )
 
     def _item(self, principal: Principal, set_id: str, action: Action) -> tuple[dict[str, Any], Organization]:
-        item = self._table.get(set_id, SORT_KEY) if looks_like(set_id, "polset") else None
+        item = self._store.policy_set(set_id) if looks_like(set_id, "polset") else None
         try:
             org = self._orgs.get_by_key(principal, item["organization"], action) if item else None
         except NotFound:
@@ -101,7 +96,7 @@ class PolicySetService:
         return True
 
     def load(self, set_id: str) -> PolicySet | None:
-        item = self._table.get(set_id, SORT_KEY) if looks_like(set_id, "polset") else None
+        item = self._store.policy_set(set_id) if looks_like(set_id, "polset") else None
         return None if item is None else self._public(item)
 
     def list(
@@ -112,11 +107,11 @@ class PolicySetService:
         return [s for s in found if (not search or search.lower() in s.name.lower()) and (not kind or s.kind == kind)]
 
     def organization_of(self, ps: PolicySet) -> Organization | None:
-        item = self._table.get(ps.id, SORT_KEY)
+        item = self._store.policy_set(ps.id)
         return None if item is None else self._orgs.by_key(item["organization"])
 
     def of_organization(self, org: Organization) -> builtins.list[PolicySet]:
-        items = [i for i in self._table.query(_index(org.key), index="gsi1") if i.get("organization_id") == org.id]
+        items = [i for i in self._store.policy_sets_of(org.key) if i.get("organization_id") == org.id]
         return sorted((self._public(i) for i in items), key=lambda s: (s.created_at, s.id))
 
     def applying_to(self, ws: Workspace) -> builtins.list[PolicySet]:
@@ -166,8 +161,7 @@ class PolicySetService:
         kind = rules.check_kind(attrs.get("kind"))
         now, set_id = clock.now_iso(), new_id("polset")
         item: dict[str, Any] = {
-            "pk": set_id,
-            "sk": SORT_KEY,
+            "id": set_id,
             "organization": org.key,
             "organization_id": org.id,
             "name": name,
@@ -175,36 +169,23 @@ class PolicySetService:
             "created_at": now,
             "updated_at": now,
             "version": 1,
-            "gsi1pk": _index(org.key),
-            "gsi1sk": f"{now}#{set_id}",
         }
         self._settings(item, attrs)
         for relation, ids in members.items():
             item[MEMBERS[relation]] = self._checked(org, kind, relation, ids)
-        claim = {"pk": f"org#{org.key}#polsetnames", "sk": name.lower(), "policy_set_id": set_id}
-        try:
-            usage = stage_usage.marker(org.key, stage_usage.POLICY_SETS)  # its runs' stages ask the policy sets
-            self._table.transact([Put(item, if_absent=True), Put(claim, if_absent=True), Put(usage)])
-        except ConditionFailed as exc:
-            raise Invalid(f"name {name} has already been taken", pointer="/data/attributes/name") from exc
+        self._store.create_policy_set(item)
         return self._public(item)
 
     def update(self, principal: Principal, set_id: str, attrs: dict[str, Any]) -> PolicySet:
         item, org = self._item(principal, set_id, Action.MANAGE_POLICIES)
         new_name = rules.check_name(attrs["name"]) if "name" in attrs else item["name"]
         if new_name.lower() != item["name"].lower():
-            claim = {"pk": f"org#{org.key}#polsetnames", "sk": new_name.lower(), "policy_set_id": set_id}
-            try:
-                self._table.put(claim, if_absent=True)
-            except ConditionFailed as exc:
-                raise Invalid(f"name {new_name} has already been taken", pointer="/data/attributes/name") from exc
-            self._table.delete(f"org#{org.key}#polsetnames", item["name"].lower())
+            self._store.rename_policy_set(org.key, set_id, item["name"], new_name)
         return self._change(set_id, lambda i: self._settings({**i, "name": new_name}, attrs))
 
     def delete(self, principal: Principal, set_id: str) -> None:
-        item, org = self._item(principal, set_id, Action.MANAGE_POLICIES)
-        self._table.delete(f"org#{org.key}#polsetnames", item["name"].lower())
-        self._table.delete(set_id, SORT_KEY)
+        item, _ = self._item(principal, set_id, Action.MANAGE_POLICIES)
+        self._store.delete_policy_set(item)
 
     def change_members(self, principal: Principal, set_id: str, relation: str, ids: Any, add: bool) -> PolicySet:
         item, org = self._item(principal, set_id, Action.MANAGE_POLICIES)
@@ -274,13 +255,13 @@ class PolicySetService:
 
     def _change(self, set_id: str, change: Callable[[dict[str, Any]], dict[str, Any]]) -> PolicySet:
         def step() -> PolicySet:
-            item = self._table.get(set_id, SORT_KEY)
+            item = self._store.policy_set(set_id)
             if item is None:
                 raise NotFound(f"policy set {set_id} not found")
             version = item["version"]
             updated = change(dict(item))
             updated["version"], updated["updated_at"] = version + 1, clock.now_iso()
-            self._table.put(updated, if_version=version)
+            self._store.replace_policy_set(updated, version)
             return self._public(updated)
 
         return optimistic(step, exhausted=f"policy set {set_id} changed concurrently; retry")

@@ -16,7 +16,6 @@ from typing import Any
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.hcl_reader import HclReader
 from terrace.adapters.policy_engine import PolicyEngine
-from terrace.adapters.table import Table
 from terrace.config import Settings
 from terrace.domain import clock
 from terrace.domain.errors import Invalid, NotFound
@@ -27,8 +26,8 @@ from terrace.services.access.authz import Action
 from terrace.services.policies.bundles import ARCHIVE_MAX_BYTES, Bundle, read_tarball
 from terrace.services.policies.policies import PolicyService
 from terrace.services.policies.policy_sets import PolicySetService
+from terrace.services.policies.store import PolicyStore
 
-SORT_KEY = "psv"
 UPLOAD_PREFIX = "policy-uploads/"
 BUNDLE_PREFIX = "policy-bundles/"
 
@@ -36,7 +35,7 @@ BUNDLE_PREFIX = "policy-bundles/"
 class PolicySetVersionService:
     def __init__(
         self,
-        table: Table,
+        store: PolicyStore,
         blobs: BlobStore,
         settings: Settings,
         policy_sets: PolicySetService,
@@ -44,13 +43,13 @@ class PolicySetVersionService:
         engine: PolicyEngine,
         hcl: HclReader,
     ) -> None:
-        self._table, self._blobs, self._settings = table, blobs, settings
+        self._store, self._blobs, self._settings = store, blobs, settings
         self._sets, self._policies, self._engine, self._hcl = policy_sets, policies, engine, hcl
 
     @staticmethod
     def _public(item: dict[str, Any]) -> PolicySetVersion:
         return PolicySetVersion(
-            id=item["pk"],
+            id=item["id"],
             policy_set_id=item["policy_set_id"],
             organization=item["organization"],
             source=item.get("source", "tfe-api"),
@@ -68,8 +67,7 @@ class PolicySetVersionService:
         ps = self._sets.get(principal, set_id, Action.MANAGE_POLICIES)
         now, version_id = clock.now_iso(), new_id("polsetver")
         item = {
-            "pk": version_id,
-            "sk": SORT_KEY,
+            "id": version_id,
             "policy_set_id": ps.id,
             "organization": ps.organization,
             "kind": ps.kind,
@@ -80,15 +78,13 @@ class PolicySetVersionService:
             "status_timestamps": {"pending-at": now},
             "blob_key": f"{UPLOAD_PREFIX}{ps.id}/{version_id}.tar.gz",
             "version": 1,
-            "gsi1pk": f"{ps.id}#versions",
-            "gsi1sk": f"{now}#{version_id}",
         }
-        self._table.put(item, if_absent=True)
+        self._store.create_version(item)
         self._sets.record_version(ps.id, version_id, current=False)
         return self._public(item)
 
     def get(self, principal: Principal, version_id: str) -> PolicySetVersion:
-        item = self._table.get(version_id, SORT_KEY) if looks_like(version_id, "polsetver") else None
+        item = self._store.version(version_id) if looks_like(version_id, "polsetver") else None
         try:
             if item is not None:
                 self._sets.get(principal, item["policy_set_id"])
@@ -109,7 +105,7 @@ class PolicySetVersionService:
     # the upload's landing (events worker) ----------------------------------------------------------
     def landed(self, key: str) -> PolicySetVersion | None:
         version_id = key.rsplit("/", 1)[-1].removesuffix(".tar.gz")
-        item = self._table.get(version_id, SORT_KEY) if looks_like(version_id, "polsetver") else None
+        item = self._store.version(version_id) if looks_like(version_id, "polsetver") else None
         if item is None or item["blob_key"] != key or item["status"] != "pending":
             return None
         now = clock.now_iso()
@@ -123,14 +119,14 @@ class PolicySetVersionService:
         except Invalid as exc:
             item.update(status="errored", error=exc.detail, updated_at=now)
             item["status_timestamps"] = {**item["status_timestamps"], "errored-at": now}
-            self._table.put(item)
+            self._store.save_version(item)
             return self._public(item)
         bundle_key = f"{BUNDLE_PREFIX}{item['policy_set_id']}/{version_id}.json"
         self._blobs.put(bundle_key, json.dumps({"modules": bundle.modules, "data": bundle.data}).encode())
         item.update(status="ready", updated_at=now, bundle_key=bundle_key)
         item["policies"] = [asdict(p) for p in bundle.policies]
         item["status_timestamps"] = {**item["status_timestamps"], "ready-at": now}
-        self._table.put(item)
+        self._store.save_version(item)
         self._sets.record_version(item["policy_set_id"], version_id, current=True)
         return self._public(item)
 
@@ -138,7 +134,7 @@ class PolicySetVersionService:
     def bundle_of(self, ps: PolicySet) -> Bundle:
         """The set's current version's bundle, else its individually managed policies (those with content)."""
         if ps.current_version_id:
-            item = self._table.get(ps.current_version_id, SORT_KEY)
+            item = self._store.version(ps.current_version_id)
             if item is not None and item.get("bundle_key"):
                 stored = json.loads(self._blobs.get(item["bundle_key"]))
                 policies = tuple(VersionPolicy(**p) for p in item.get("policies", []))

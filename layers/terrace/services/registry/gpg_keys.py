@@ -14,7 +14,6 @@ import builtins
 import warnings
 from typing import Any
 
-from terrace.adapters.table import ConditionFailed, Delete, Put, Table
 from terrace.domain import clock
 from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import new_id
@@ -23,13 +22,10 @@ from terrace.domain.principal import Principal
 from terrace.domain.registry_providers import ARMOR_MAX_CHARS, PRIVATE, GPGKey
 from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
+from terrace.services.registry.store_providers import ProviderStore
 
 SECRET = "ascii-armor holds a secret key: upload the public key only"
 NOT_AUTHORIZED = "namespace not authorized"  # go-tfe recognizes this text (ErrNamespaceNotAuthorized)
-
-
-def _keys(org_key: str) -> str:
-    return f"org#{org_key}#gpg-keys"
 
 
 def key_id_of(ascii_armor: Any) -> str:
@@ -62,21 +58,9 @@ def key_id_of(ascii_armor: Any) -> str:
     return str(certs[0].fingerprint).upper()[-16:]
 
 
-def _public(item: dict[str, Any], org: Organization) -> GPGKey:
-    return GPGKey(
-        id=item["id"],
-        organization=item["organization"],
-        namespace=org.name,
-        key_id=item["sk"],
-        ascii_armor=item["ascii_armor"],
-        created_at=item["created_at"],
-        updated_at=item["updated_at"],
-    )
-
-
 class GPGKeyService:
-    def __init__(self, table: Table, organizations: OrganizationService) -> None:
-        self._table, self._orgs = table, organizations
+    def __init__(self, store: ProviderStore, organizations: OrganizationService) -> None:
+        self._store, self._orgs = store, organizations
 
     def _namespace(self, principal: Principal, registry: str, namespace: str, action: Action) -> Organization:
         if registry != PRIVATE:
@@ -89,7 +73,7 @@ class GPGKeyService:
         found: builtins.list[GPGKey] = []
         for namespace in dict.fromkeys(namespaces):
             org = self._namespace(principal, registry, namespace, Action.READ_PROVIDERS)
-            found.extend(_public(item, org) for item in self._table.query(_keys(org.key)))
+            found.extend(self._store.keys_of(org.key, org.name))
         return found
 
     def read(self, principal: Principal, registry: str, namespace: str, key_id: str) -> GPGKey:
@@ -98,10 +82,10 @@ class GPGKeyService:
             org = self._namespace(principal, registry, namespace, Action.READ_PROVIDERS)
         except NotFound as exc:
             raise missing from exc
-        item = self._table.get(_keys(org.key), key_id)
-        if item is None:
+        found = self._store.key(org.key, key_id, org.name)
+        if found is None:
             raise missing
-        return _public(item, org)
+        return found
 
     def create(self, principal: Principal, registry: str, attrs: dict[str, Any]) -> GPGKey:
         namespace = attrs.get("namespace")
@@ -110,21 +94,11 @@ class GPGKeyService:
         org = self._namespace(principal, registry, namespace, Action.MANAGE_PROVIDERS)
         key_id = key_id_of(attrs.get("ascii-armor"))
         now = clock.now_iso()
-        item = {
-            "pk": _keys(org.key),
-            "sk": key_id,
-            "id": new_id("gpgkey"),
-            "organization": org.key,
-            "ascii_armor": attrs["ascii-armor"],
-            "created_at": now,
-            "updated_at": now,
-            "version": 1,
-        }
-        try:
-            self._table.put(item, if_absent=True)
-        except ConditionFailed as exc:
-            raise Conflict(f"the GPG key {key_id} is already in {org.name}") from exc
-        return _public(item, org)
+        created = GPGKey(id=new_id("gpgkey"), organization=org.key, namespace=org.name, key_id=key_id,
+                         ascii_armor=attrs["ascii-armor"], created_at=now, updated_at=now)  # fmt: skip
+        if not self._store.create_key(created):
+            raise Conflict(f"the GPG key {key_id} is already in {org.name}")
+        return created
 
     def update(self, principal: Principal, registry: str, namespace: str, key_id: str, attrs: dict[str, Any]) -> GPGKey:
         """Moves the key to another namespace the caller manages (the only attribute a key's update changes)."""
@@ -139,25 +113,16 @@ class GPGKeyService:
             raise Invalid(f"{NOT_AUTHORIZED}: {target_name}", pointer="/data/attributes/namespace") from exc
         if target.key == source.key:
             return key
-        item = self._table.get(_keys(source.key), key.key_id)
-        if item is None:
+        moved = self._store.move_key(key.key_id, source.key, (target.key, target.name), clock.now_iso())
+        if moved is None:  # (Conflict when the target has it already)
             raise NotFound(f"GPG key {key_id} not found in {namespace}")
-        moved = {**item, "pk": _keys(target.key), "organization": target.key, "updated_at": clock.now_iso()}
-        try:
-            self._table.transact([Delete(_keys(source.key), key.key_id), Put(moved, if_absent=True)])
-        except ConditionFailed as exc:
-            raise Conflict(f"the GPG key {key.key_id} is already in {target.name}") from exc
-        return _public(moved, target)
+        return moved
 
     def delete(self, principal: Principal, registry: str, namespace: str, key_id: str) -> None:
         self.read(principal, registry, namespace, key_id)
         org = self._namespace(principal, registry, namespace, Action.MANAGE_PROVIDERS)
-        self._table.delete(_keys(org.key), key_id)
+        self._store.delete_key(org.key, key_id)
 
-    def signing_key(self, org_key: str, key_id: str) -> dict[str, Any] | None:
+    def signing_key(self, org_key: str, key_id: str, namespace: str) -> GPGKey | None:
         """The stored key `key_id` of an organization's namespace (the provider registry protocol's signing key)."""
-        return self._table.get(_keys(org_key), key_id)
-
-    def purge_organization(self, org_key: str) -> None:
-        for item in self._table.query(_keys(org_key)):
-            self._table.delete(item["pk"], item["sk"])
+        return self._store.key(org_key, key_id, namespace)

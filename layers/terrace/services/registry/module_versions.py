@@ -4,8 +4,8 @@
 the configuration versions' blob path); the tarball's landing (`blob.landed`) reads it (`module_archive.py`) and
 leaves the version `ok`, or `reg_ingress_failed` with the reason when it is too large or not a module. What the UI
 shows of an `ok` version (README, inputs, outputs, resources) is kept as one JSON object under `DOCS_PREFIX`
-(outside the upload prefix: writing it notifies nothing). Downloads are short-lived signed URLs of the tarball as
-it was when it was read (its MD5 and size are checked first, `blob_records.require_recorded`).
+(`store.py`; outside the upload prefix: writing it notifies nothing). Downloads are short-lived signed URLs of the
+tarball as it was when it was read (its MD5 and size are checked first, `blob_records.require_recorded`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from typing import Any
 
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.hcl_reader import HclReader
-from terrace.adapters.table import ConditionFailed, Table
 from terrace.config import Settings
 from terrace.domain import clock
 from terrace.domain.errors import Conflict, Invalid, NotFound, TransitionNotAllowed
@@ -32,50 +31,29 @@ from terrace.domain.registry_modules import (
     RegistryModule,
     check_version,
     is_version,
-    version_key,
 )
 from terrace.services.access.authz import Action
 from terrace.services.blob_records import md5_of, require_recorded
 from terrace.services.registry.module_archive import ARCHIVE_MAX_BYTES, read_module
 from terrace.services.registry.modules import RegistryModuleService
+from terrace.services.registry.store import ModuleStore, docs_key, version_of
 
 log = logging.getLogger("terrace.registry")
 
 UPLOAD_PREFIX = "module-uploads/"
-DOCS_PREFIX = "module-docs/"
 DOWNLOAD_TTL_S = 300  # an X-Terraform-Get URL: terraform fetches it at once
-
-
-def _versions(module_id: str) -> str:
-    return f"{module_id}#versions"
-
-
-def _public(item: dict[str, Any]) -> ModuleVersion:
-    return ModuleVersion(
-        id=item["id"],
-        module_id=item["module_id"],
-        version=item["sk"],
-        status=item["status"],
-        created_at=item["created_at"],
-        updated_at=item["updated_at"],
-        error=item.get("error"),
-        blob_key=item["blob_key"],
-        size=item.get("size"),
-        md5=item.get("md5"),
-    )
 
 
 class ModuleVersionService:
     def __init__(
-        self, table: Table, blobs: BlobStore, settings: Settings, modules: RegistryModuleService, hcl: HclReader
+        self, store: ModuleStore, blobs: BlobStore, settings: Settings, modules: RegistryModuleService, hcl: HclReader
     ) -> None:
-        self._table, self._blobs, self._settings, self._modules = table, blobs, settings, modules
+        self._store, self._blobs, self._settings, self._modules = store, blobs, settings, modules
         self._hcl = hcl
 
     def of_module(self, module_id: str) -> builtins.list[ModuleVersion]:
         """A module's versions, newest first (semantic version order)."""
-        found = [_public(item) for item in self._table.query(_versions(module_id))]
-        return sorted(found, key=lambda v: version_key(v.version), reverse=True)
+        return self._store.versions_of(module_id)
 
     def _private(
         self, principal: Principal, organization: str, address: tuple[str, str, str], action: Action
@@ -94,22 +72,18 @@ class ModuleVersionService:
         if commit is not None and not isinstance(commit, str):
             raise Invalid("commit-sha must be a string", pointer="/data/attributes/commit-sha")
         now, version_id = clock.now_iso(), new_id("modver")
-        item = {
-            "pk": _versions(module.id),
-            "sk": version,
-            "id": version_id,
-            "module_id": module.id,
-            "status": VERSION_PENDING,
-            "created_at": now,
-            "updated_at": now,
-            "blob_key": f"{UPLOAD_PREFIX}{module.id}/{version_id}.tar.gz",
-            "version": 1,
-        }
-        try:
-            self._table.put(item, if_absent=True)
-        except ConditionFailed as exc:
-            raise Conflict(f"version {version} of {module.address} already exists") from exc
-        return module, _public(item)
+        created = ModuleVersion(
+            id=version_id,
+            module_id=module.id,
+            version=version,
+            status=VERSION_PENDING,
+            created_at=now,
+            updated_at=now,
+            blob_key=f"{UPLOAD_PREFIX}{module.id}/{version_id}.tar.gz",
+        )
+        if not self._store.create_version(created):
+            raise Conflict(f"version {version} of {module.address} already exists")
+        return module, created
 
     def publish(
         self, principal: Principal, organization: str, address: tuple[str, str, str], version: str, tarball: bytes
@@ -133,10 +107,10 @@ class ModuleVersionService:
         return module, self._one(module, version)
 
     def _one(self, module: RegistryModule, version: str) -> ModuleVersion:
-        item = self._table.get(_versions(module.id), version) if is_version(version) else None
-        if item is None:
+        found = self._store.version(module.id, version) if is_version(version) else None
+        if found is None:
             raise NotFound(f"version {version} of registry module {module.address} not found")
-        return _public(item)
+        return found
 
     def upload_url(self, module: RegistryModule, version: ModuleVersion) -> str | None:
         """A pending version's single-use upload link, for a caller who may publish the module (`module` as read for
@@ -151,28 +125,18 @@ class ModuleVersionService:
         module = self._modules.get(principal, organization, address, Action.MANAGE_MODULES)
         if module.registry_name != PRIVATE:
             raise NotFound(f"version {version} of registry module {module.address} not found")
-        self._drop(self._one(module, version))
-
-    def delete_all(self, module_id: str) -> None:
-        """Every version of a module being deleted (`RegistryModuleService.before_delete`)."""
-        for version in self.of_module(module_id):
-            self._drop(version)
-
-    def _drop(self, version: ModuleVersion) -> None:
-        self._table.delete(_versions(version.module_id), version.version)
-        self._blobs.delete(version.blob_key)
-        self._blobs.delete(_docs_key(version))
+        self._store.delete_version(self._one(module, version))  # (and its tarball)
 
     # the upload's landing (events worker) ---------------------------------------------------------
     def landed(self, key: str) -> ModuleVersion | None:
         parts = key.split("/")
         if len(parts) != 3 or f"{parts[0]}/" != UPLOAD_PREFIX or not looks_like(parts[1], "mod"):
             return None
-        item = next((i for i in self._table.query(_versions(parts[1])) if i["blob_key"] == key), None)
-        if item is None or item["status"] != VERSION_PENDING:
+        item = self._store.uploaded_to(parts[1], key)
+        if item is None or version_of(item).status != VERSION_PENDING:
             return None
         now = clock.now_iso()
-        updated = {**item, "updated_at": now, "version": item["version"] + 1}
+        updated: dict[str, Any] = {"updated_at": now}
         info = self._blobs.head(key)
         if info is None:
             return None
@@ -185,13 +149,9 @@ class ModuleVersionService:
             self._blobs.delete(key)
         else:
             docs = {k: getattr(contents, k) for k in ("readme", "inputs", "outputs", "resources")}
-            self._blobs.put(_docs_key(_public(item)), json.dumps(docs).encode(), "application/json")
+            self._blobs.put(docs_key(version_of(item)), json.dumps(docs).encode(), "application/json")
             updated.update(status=VERSION_OK, size=info.size, md5=md5_of(info))
-        try:
-            self._table.put(updated, if_version=item["version"])
-        except ConditionFailed:
-            return None  # another landing of the same upload decided first
-        return _public(updated)
+        return self._store.land(item, updated)  # None when another landing of the same upload decided first
 
     # what the UI shows -------------------------------------------------------------------------------
     def docs(self, version: ModuleVersion) -> dict[str, Any]:
@@ -199,7 +159,7 @@ class ModuleVersionService:
         if version.status != VERSION_OK:
             return self.docs_of_nothing()
         try:
-            return dict(json.loads(self._blobs.get(_docs_key(version))))
+            return dict(json.loads(self._blobs.get(docs_key(version))))
         except (KeyError, FileNotFoundError, ValueError):
             return self.docs_of_nothing()
 
@@ -232,7 +192,3 @@ class ModuleVersionService:
             raise TransitionNotAllowed(f"version {version} of {module.address} is {found.status}, not ok")
         require_recorded(self._blobs, found.blob_key, found.md5, found.size, f"module {module.address} {version}")
         return self._blobs.presign_get(found.blob_key, min(DOWNLOAD_TTL_S, self._settings.presign_ttl_s))
-
-
-def _docs_key(version: ModuleVersion) -> str:
-    return f"{DOCS_PREFIX}{version.module_id}/{version.id}.json"

@@ -10,10 +10,8 @@ creating, changing and deleting them is `MANAGE_MODULES` (owners, teams with `ma
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable
 from typing import Any
 
-from terrace.adapters.table import ConditionFailed, Delete, Put, Table
 from terrace.domain import clock
 from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import looks_like, new_id
@@ -22,7 +20,6 @@ from terrace.domain.principal import Principal
 from terrace.domain.registry_modules import (
     PRIVATE,
     PUBLIC,
-    ModuleVersion,
     RegistryModule,
     check_name,
     check_namespace,
@@ -31,40 +28,17 @@ from terrace.domain.registry_modules import (
 )
 from terrace.services.access.authz import Action, Authorizer
 from terrace.services.access.organizations import OrganizationService
-
-SORT_KEY = "regmod"
-
-
-def _claims(org_key: str) -> str:
-    return f"org#{org_key}#regmodnames"
-
-
-def _address(registry: str, namespace: str, name: str, provider: str) -> str:
-    """The claim's sort key: a private module's namespace is its organization, whatever its name is now."""
-    if registry == PRIVATE:
-        return f"private/{name.lower()}/{provider}"
-    return f"public/{namespace.lower()}/{name.lower()}/{provider}"
+from terrace.services.registry.store import ModuleStore, module_address
 
 
 class RegistryModuleService:
-    def __init__(
-        self,
-        table: Table,
-        organizations: OrganizationService,
-        authz: Authorizer,
-        *,
-        versions_of: Callable[[str], builtins.list[ModuleVersion]],
-        before_delete: Callable[[str], None],
-    ) -> None:
-        self._table, self._orgs, self._authz = table, organizations, authz
-        self.versions_of = versions_of  # a module's versions, newest first (the versions service)
-        # called before a module's item goes: deletes its versions and their tarballs
-        self.before_delete = before_delete
+    def __init__(self, store: ModuleStore, organizations: OrganizationService, authz: Authorizer) -> None:
+        self._store, self._orgs, self._authz = store, organizations, authz
 
     def _public(self, item: dict[str, Any], org: Organization, principal: Principal) -> RegistryModule:
         namespace = org.name if item["registry_name"] == PRIVATE else item["namespace"]
         return RegistryModule(
-            id=item["pk"],
+            id=item["id"],
             organization=item["organization"],
             organization_name=org.name,
             registry_name=item["registry_name"],
@@ -73,7 +47,7 @@ class RegistryModuleService:
             provider=item["provider"],
             created_at=item["created_at"],
             updated_at=item["updated_at"],
-            versions=tuple(self.versions_of(item["pk"])),
+            versions=tuple(self._store.versions_of(item["id"])),
             can_manage=self._authz.can(principal, Action.MANAGE_MODULES, org.view),
         )
 
@@ -85,7 +59,7 @@ class RegistryModuleService:
         filters = filters or {}
         query = (filters.get("q") or "").lower()
         found = []
-        for item in self._table.query(f"org#{org.key}#registry-modules", index="gsi1"):
+        for item in self._store.modules_of(org.key):
             if item.get("organization_id") != org.id:
                 continue
             if filters.get("registry_name") and item["registry_name"] != filters["registry_name"]:
@@ -114,14 +88,13 @@ class RegistryModuleService:
             raise missing from exc
         if registry not in (PRIVATE, PUBLIC) or (registry == PRIVATE and namespace.lower() != org.name.lower()):
             raise missing
-        claim = self._table.get(_claims(org.key), _address(registry, namespace, name, provider))
-        item = self._table.get(claim["module_id"], SORT_KEY) if claim else None
+        item = self._store.claimed(org.key, module_address(registry, namespace, name, provider))
         if item is None or item.get("organization_id") != org.id:
             raise missing
         return self._public(item, org, principal)
 
     def get_by_id(self, principal: Principal, module_id: str, action: Action = Action.READ_MODULES) -> RegistryModule:
-        item = self._table.get(module_id, SORT_KEY) if looks_like(module_id, "mod") else None
+        item = self._store.module(module_id) if looks_like(module_id, "mod") else None
         try:
             org = self._orgs.get_by_key(principal, item["organization"], action) if item else None
         except NotFound:
@@ -145,10 +118,9 @@ class RegistryModuleService:
         if attrs.get("vcs-repo"):
             raise Invalid("modules published from a VCS repository are not supported: publish versions through the API")
         now, module_id = clock.now_iso(), new_id("mod")
-        address = _address(registry, namespace or org.name, name, provider)
+        address = module_address(registry, namespace or org.name, name, provider)
         item = {
-            "pk": module_id,
-            "sk": SORT_KEY,
+            "id": module_id,
             "organization": org.key,
             "organization_id": org.id,
             "registry_name": registry,
@@ -159,14 +131,9 @@ class RegistryModuleService:
             "created_at": now,
             "updated_at": now,
             "version": 1,
-            "gsi1pk": f"org#{org.key}#registry-modules",
-            "gsi1sk": f"{address}#{module_id}",
         }
-        claim = {"pk": _claims(org.key), "sk": address, "module_id": module_id, "organization_id": org.id}
-        try:
-            self._table.transact([Put(claim, if_absent=True), Put(item, if_absent=True)])
-        except ConditionFailed as exc:
-            raise Conflict(f"a module {address.split('/', 1)[1]} already exists in {org.name}") from exc
+        if not self._store.create(item):  # (with its address's claim)
+            raise Conflict(f"a module {address.split('/', 1)[1]} already exists in {org.name}")
         return self._public(item, org, principal)
 
     def delete(self, principal: Principal, organization: str, address: tuple[str, str, str, str]) -> None:
@@ -190,16 +157,4 @@ class RegistryModuleService:
             self._delete(module)
 
     def _delete(self, module: RegistryModule) -> None:
-        item = self._table.get(module.id, SORT_KEY)
-        if item is not None:
-            self._delete_item(item)
-
-    def _delete_item(self, item: dict[str, Any]) -> None:
-        self.before_delete(item["pk"])  # its versions and their blobs first: a deletion cut short is finished again
-        self._table.transact([Delete(_claims(item["organization"]), item["address"]), Delete(item["pk"], SORT_KEY)])
-
-    def purge_organization(self, org_key: str) -> None:
-        """Every module of a deleted organization, with its versions and their blobs (`workflows/purge.py`; not
-        checked: the organization's deletion was)."""
-        for item in self._table.query(f"org#{org_key}#registry-modules", index="gsi1"):
-            self._delete_item(item)
+        self._store.delete(module.id)  # its versions and their blobs first: a deletion cut short is finished again

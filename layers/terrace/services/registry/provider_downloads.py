@@ -21,7 +21,7 @@ from terrace.services.access.authz import Action
 from terrace.services.blob_records import require_recorded
 from terrace.services.registry.gpg_keys import GPGKeyService
 from terrace.services.registry.provider_platforms import ProviderPlatformService
-from terrace.services.registry.provider_versions import ProviderVersionService, recorded
+from terrace.services.registry.provider_versions import ProviderVersionService
 
 DOWNLOAD_TTL_S = 300  # terraform fetches the three URLs at once
 
@@ -73,19 +73,19 @@ class ProviderDownloadService:
             missing = "zip" if not platform.uploaded else "SHA256SUMS and SHA256SUMS.sig"
             platform_name = f"{os_arch[0]}_{os_arch[1]}"
             raise NotFound(f"{provider.address} {version} for {platform_name} is not installable: no {missing} yet")
-        key = self._keys.signing_key(provider.organization, _key_id(found.key_id))
+        key = self._keys.signing_key(provider.organization, _key_id(found.key_id), provider.namespace)
         if key is None:
             raise TransitionNotAllowed(
                 f"{provider.address} {version} is signed by the GPG key {found.key_id}, which is not a key of "
                 f"{provider.namespace}: add it (/api/registry/private/v2/gpg-keys) to install this version"
             )
-        item = self._versions.item(provider.id, version) or {}
+        shasums, signature = self._versions.recorded_files(provider.id, version)
         ttl = min(DOWNLOAD_TTL_S, self._settings.presign_ttl_s)
         urls = {}
         files = [
             ("download_url", platform.blob_key, self._platforms.recorded_binary(platform), "zip"),
-            ("shasums_url", found.shasums_key, _size_md5(recorded(item, "shasums")), "SHA256SUMS"),
-            ("shasums_signature_url", found.signature_key, _size_md5(recorded(item, "signature")), "SHA256SUMS.sig"),
+            ("shasums_url", found.shasums_key, _size_md5(shasums), "SHA256SUMS"),
+            ("shasums_signature_url", found.signature_key, _size_md5(signature), "SHA256SUMS.sig"),
         ]
         for field, blob_key, (size, md5), what in files:
             require_recorded(self._blobs, blob_key, md5, size, f"{what} of {provider.address} {version}")
@@ -100,8 +100,8 @@ class ProviderDownloadService:
             "signing_keys": {
                 "gpg_public_keys": [
                     {
-                        "key_id": key["sk"],
-                        "ascii_armor": key["ascii_armor"],
+                        "key_id": key.key_id,
+                        "ascii_armor": key.ascii_armor,
                         "trust_signature": "",
                         "source": "",
                         "source_url": None,

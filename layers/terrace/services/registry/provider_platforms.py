@@ -12,7 +12,6 @@ import hashlib
 from typing import Any
 
 from terrace.adapters.blobs import BlobStore
-from terrace.adapters.table import ConditionFailed, Table
 from terrace.config import Settings
 from terrace.domain import clock
 from terrace.domain.errors import Conflict, NotFound
@@ -25,38 +24,21 @@ from terrace.domain.registry_providers import (
     ProviderVersion,
     RegistryProvider,
     check_platform,
-    platform_key,
 )
 from terrace.services.access.authz import Action
 from terrace.services.blob_records import md5_of
 from terrace.services.registry.provider_versions import UPLOAD_PREFIX, ProviderVersionService
-
-
-def _platforms(version_id: str) -> str:
-    return f"{version_id}#platforms"
-
-
-def _public(item: dict[str, Any]) -> ProviderPlatform:
-    return ProviderPlatform(
-        id=item["id"],
-        version_id=item["version_id"],
-        os=item["os"],
-        arch=item["arch"],
-        filename=item["filename"],
-        shasum=item["shasum"],
-        blob_key=item["blob_key"],
-        created_at=item["created_at"],
-        uploaded=isinstance(item.get("binary"), dict),
-        error=item.get("error"),
-    )
+from terrace.services.registry.store_providers import ProviderStore, platform_of
 
 
 class ProviderPlatformService:
-    def __init__(self, table: Table, blobs: BlobStore, settings: Settings, versions: ProviderVersionService) -> None:
-        self._table, self._blobs, self._settings, self._versions = table, blobs, settings, versions
+    def __init__(
+        self, store: ProviderStore, blobs: BlobStore, settings: Settings, versions: ProviderVersionService
+    ) -> None:
+        self._store, self._blobs, self._settings, self._versions = store, blobs, settings, versions
 
     def of_version(self, version_id: str) -> builtins.list[ProviderPlatform]:
-        return [_public(item) for item in self._table.query(_platforms(version_id))]
+        return self._store.platforms_of(version_id)
 
     def _version(
         self, principal: Principal, organization: str, address: tuple[str, str, str], version: str, action: Action
@@ -81,24 +63,19 @@ class ProviderPlatformService:
         provider, found = self._version(principal, organization, address, version, Action.MANAGE_PROVIDERS)
         os_name, arch, filename, shasum = check_platform(attrs)
         platform_id = new_id("provpltfrm")
-        item = {
-            "pk": _platforms(found.id),
-            "sk": platform_key(os_name, arch),
-            "id": platform_id,
-            "version_id": found.id,
-            "os": os_name,
-            "arch": arch,
-            "filename": filename,
-            "shasum": shasum,
-            "blob_key": f"{UPLOAD_PREFIX}{provider.id}/{found.id}/{platform_id}.zip",
-            "created_at": clock.now_iso(),
-            "version": 1,
-        }
-        try:
-            self._table.put(item, if_absent=True)
-        except ConditionFailed as exc:
-            raise Conflict(f"version {version} of {provider.address} already has a platform {os_name}/{arch}") from exc
-        return provider, _public(item)
+        created = ProviderPlatform(
+            id=platform_id,
+            version_id=found.id,
+            os=os_name,
+            arch=arch,
+            filename=filename,
+            shasum=shasum,
+            blob_key=f"{UPLOAD_PREFIX}{provider.id}/{found.id}/{platform_id}.zip",
+            created_at=clock.now_iso(),
+        )
+        if not self._store.create_platform(created):
+            raise Conflict(f"version {version} of {provider.address} already has a platform {os_name}/{arch}")
+        return provider, created
 
     def read(
         self,
@@ -112,10 +89,10 @@ class ProviderPlatformService:
         return provider, self.one(provider, found, os_arch)
 
     def one(self, provider: RegistryProvider, version: ProviderVersion, os_arch: tuple[str, str]) -> ProviderPlatform:
-        item = self._table.get(_platforms(version.id), platform_key(*os_arch))
-        if item is None:
+        found = self._store.platform(version.id, *os_arch)
+        if found is None:
             raise NotFound(f"platform {os_arch[0]}/{os_arch[1]} of {provider.address} {version.version} not found")
-        return _public(item)
+        return found
 
     def page(
         self, principal: Principal, organization: str, name: str
@@ -146,21 +123,11 @@ class ProviderPlatformService:
         os_arch: tuple[str, str],
     ) -> None:
         provider, found = self._version(principal, organization, address, version, Action.MANAGE_PROVIDERS)
-        self._drop(self.one(provider, found, os_arch))
-
-    def delete_all(self, version: ProviderVersion) -> None:
-        """Every platform of a version being deleted (`ProviderVersionService.before_delete`)."""
-        for platform in self.of_version(version.id):
-            self._drop(platform)
-
-    def _drop(self, platform: ProviderPlatform) -> None:
-        self._blobs.delete(platform.blob_key)
-        self._table.delete(_platforms(platform.version_id), platform_key(platform.os, platform.arch))
+        self._store.delete_platform(self.one(provider, found, os_arch))  # (and its zip)
 
     def recorded_binary(self, platform: ProviderPlatform) -> tuple[int | None, str | None]:
-        item = self._table.get(_platforms(platform.version_id), platform_key(platform.os, platform.arch)) or {}
-        binary = item.get("binary") or {}
-        return binary.get("size"), binary.get("md5")
+        """The size and MD5 recorded of a platform's zip when it landed."""
+        return self._store.recorded_binary(platform)
 
     # the zip's landing (events worker) -------------------------------------------------------------
     def landed(self, key: str) -> ProviderPlatform | None:
@@ -168,12 +135,11 @@ class ProviderPlatformService:
         parts = key.split("/")
         if len(parts) != 4 or not parts[3].endswith(".zip") or not looks_like(parts[2], "provver"):
             return None
-        item = next((i for i in self._table.query(_platforms(parts[2])) if i["blob_key"] == key), None)
+        item = self._store.platform_item(parts[2], key)
         info = self._blobs.head(key)
-        if item is None or info is None or isinstance(item.get("binary"), dict):
+        if item is None or info is None or platform_of(item).uploaded:
             return None
-        updated = {**item, "version": item["version"] + 1}
-        updated.pop("error", None)
+        updated: dict[str, Any] = {}  # (the last landing's error goes)
         if info.size > BINARY_MAX_BYTES:
             updated["error"] = (
                 f"a provider zip is at most {BINARY_MAX_BYTES} bytes: the upload of {info.size} was refused"
@@ -182,14 +148,10 @@ class ProviderPlatformService:
             digest = hashlib.sha256()
             for chunk in self._blobs.iter_chunks(key):
                 digest.update(chunk)
-            if digest.hexdigest() != item["shasum"].lower():
+            if digest.hexdigest() != platform_of(item).shasum.lower():
                 updated["error"] = f"the uploaded zip's SHA-256 is {digest.hexdigest()}, not the platform's shasum"
             else:
                 updated["binary"] = {"size": info.size, "md5": md5_of(info)}
         if "binary" not in updated:
             self._blobs.delete(key)  # refused: a new upload link is given
-        try:
-            self._table.put(updated, if_version=item["version"])
-        except ConditionFailed:
-            return None  # another landing of the same upload decided first
-        return _public(updated)
+        return self._store.land_platform(item, updated)  # None when another landing of the same upload decided first

@@ -10,17 +10,15 @@ MD5, or deletes it when it is past its limit (`error`, shown in the UI). Downloa
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable
 from typing import Any
 
 from terrace.adapters.blobs import BlobStore
-from terrace.adapters.table import ConditionFailed, Table
 from terrace.config import Settings
 from terrace.domain import clock
 from terrace.domain.errors import Conflict, NotFound
 from terrace.domain.ids import looks_like, new_id
 from terrace.domain.principal import Principal
-from terrace.domain.registry_modules import is_version, version_key
+from terrace.domain.registry_modules import is_version
 from terrace.domain.registry_providers import (
     PRIVATE,
     SHASUMS_MAX_BYTES,
@@ -34,6 +32,7 @@ from terrace.domain.registry_providers import (
 from terrace.services.access.authz import Action
 from terrace.services.blob_records import md5_of
 from terrace.services.registry.providers import RegistryProviderService
+from terrace.services.registry.store_providers import ProviderStore, recorded
 
 UPLOAD_PREFIX = "provider-uploads/"
 SHASUMS, SIGNATURE = "SHA256SUMS", "SHA256SUMS.sig"
@@ -41,48 +40,15 @@ _LIMITS = {SHASUMS: SHASUMS_MAX_BYTES, SIGNATURE: SIGNATURE_MAX_BYTES}
 _FIELDS = {SHASUMS: "shasums", SIGNATURE: "signature"}
 
 
-def _versions(provider_id: str) -> str:
-    return f"{provider_id}#versions"
-
-
-def _public(item: dict[str, Any]) -> ProviderVersion:
-    return ProviderVersion(
-        id=item["id"],
-        provider_id=item["provider_id"],
-        version=item["sk"],
-        key_id=item["key_id"],
-        protocols=tuple(item.get("protocols", ())),
-        created_at=item["created_at"],
-        updated_at=item["updated_at"],
-        shasums_key=item["shasums_key"],
-        signature_key=item["signature_key"],
-        shasums_uploaded="shasums" in item,
-        signature_uploaded="signature" in item,
-    )
-
-
-def recorded(item: dict[str, Any], field: str) -> dict[str, Any] | None:
-    value = item.get(field)
-    return value if isinstance(value, dict) else None
-
-
 class ProviderVersionService:
     def __init__(
-        self,
-        table: Table,
-        blobs: BlobStore,
-        settings: Settings,
-        providers: RegistryProviderService,
-        *,
-        before_delete: Callable[[ProviderVersion], None],
+        self, store: ProviderStore, blobs: BlobStore, settings: Settings, providers: RegistryProviderService
     ) -> None:
-        self._table, self._blobs, self._settings, self._providers = table, blobs, settings, providers
-        self.before_delete = before_delete  # called before a version's item goes: deletes its platforms and zips
+        self._store, self._blobs, self._settings, self._providers = store, blobs, settings, providers
 
     def of_provider(self, provider_id: str) -> builtins.list[ProviderVersion]:
         """A provider's versions, newest first (semantic version order)."""
-        found = [_public(item) for item in self._table.query(_versions(provider_id))]
-        return sorted(found, key=lambda v: version_key(v.version), reverse=True)
+        return self._store.versions_of(provider_id)
 
     def provider(
         self,
@@ -106,24 +72,20 @@ class ProviderVersionService:
         protocols = check_protocols(attrs.get("protocols"))
         now, version_id = clock.now_iso(), new_id("provver")
         prefix = f"{UPLOAD_PREFIX}{provider.id}/{version_id}/"
-        item = {
-            "pk": _versions(provider.id),
-            "sk": version,
-            "id": version_id,
-            "provider_id": provider.id,
-            "key_id": key_id,
-            "protocols": list(protocols),
-            "created_at": now,
-            "updated_at": now,
-            "shasums_key": prefix + SHASUMS,
-            "signature_key": prefix + SIGNATURE,
-            "version": 1,
-        }
-        try:
-            self._table.put(item, if_absent=True)
-        except ConditionFailed as exc:
-            raise Conflict(f"version {version} of {provider.address} already exists") from exc
-        return provider, _public(item)
+        created = ProviderVersion(
+            id=version_id,
+            provider_id=provider.id,
+            version=version,
+            key_id=key_id,
+            protocols=protocols,
+            created_at=now,
+            updated_at=now,
+            shasums_key=prefix + SHASUMS,
+            signature_key=prefix + SIGNATURE,
+        )
+        if not self._store.create_version(created):
+            raise Conflict(f"version {version} of {provider.address} already exists")
+        return provider, created
 
     def read(
         self, principal: Principal, organization: str, address: tuple[str, str, str], version: str
@@ -132,13 +94,14 @@ class ProviderVersionService:
         return provider, self.one(provider, version)
 
     def one(self, provider: RegistryProvider, version: str) -> ProviderVersion:
-        item = self.item(provider.id, version)
-        if item is None:
+        found = self._store.version(provider.id, version) if is_version(version) else None
+        if found is None:
             raise NotFound(f"version {version} of registry provider {provider.address} not found")
-        return _public(item)
+        return found
 
-    def item(self, provider_id: str, version: str) -> dict[str, Any] | None:
-        return self._table.get(_versions(provider_id), version) if is_version(version) else None
+    def recorded_files(self, provider_id: str, version: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """The size and MD5 recorded of a version's `SHA256SUMS` and `SHA256SUMS.sig` (None for one not landed)."""
+        return self._store.recorded_files(provider_id, version) if is_version(version) else (None, None)
 
     def upload_links(self, provider: RegistryProvider, version: ProviderVersion) -> dict[str, str]:
         """The single-use upload links of a version's missing files, for a caller who may publish the provider
@@ -165,18 +128,7 @@ class ProviderVersionService:
 
     def delete(self, principal: Principal, organization: str, address: tuple[str, str, str], version: str) -> None:
         provider = self.provider(principal, organization, address, Action.MANAGE_PROVIDERS)
-        self._drop(self.one(provider, version))
-
-    def delete_all(self, provider_id: str) -> None:
-        """Every version of a provider being deleted (`RegistryProviderService.before_delete`)."""
-        for version in self.of_provider(provider_id):
-            self._drop(version)
-
-    def _drop(self, version: ProviderVersion) -> None:
-        self.before_delete(version)  # its platforms first: a deletion cut short is finished again
-        self._blobs.delete(version.shasums_key)
-        self._blobs.delete(version.signature_key)
-        self._table.delete(_versions(version.provider_id), version.version)
+        self._store.delete_version(self.one(provider, version))  # its platforms first, then its files
 
     # a file's landing (events worker) --------------------------------------------------------------
     def landed(self, key: str) -> ProviderVersion | None:
@@ -186,18 +138,16 @@ class ProviderVersionService:
             return None
         info, name = self._blobs.head(key), parts[3]
         for _ in range(5):  # the two files may land at once: each records its own field on the newest item
-            item = next((i for i in self._table.query(_versions(parts[1])) if i["id"] == parts[2]), None)
+            item = self._store.version_item(parts[1], parts[2])
             if item is None or info is None or recorded(item, _FIELDS[name]) is not None:
                 return None
-            updated = {**item, "updated_at": clock.now_iso(), "version": item["version"] + 1}
+            updated: dict[str, Any] = {"updated_at": clock.now_iso()}
             if info.size > _LIMITS[name]:
                 self._blobs.delete(key)
                 updated["error"] = f"{name} is at most {_LIMITS[name]} bytes: the upload of {info.size} was refused"
             else:
                 updated[_FIELDS[name]] = {"size": info.size, "md5": md5_of(info)}
-            try:
-                self._table.put(updated, if_version=item["version"])
-            except ConditionFailed:
-                continue
-            return _public(updated)
+            landed = self._store.land_version(item, updated)
+            if landed is not None:
+                return landed
         return None

@@ -10,10 +10,8 @@ deleting them is `MANAGE_PROVIDERS` (owners, teams with `manage-providers`).
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable
 from typing import Any
 
-from terrace.adapters.table import ConditionFailed, Delete, Put, Table
 from terrace.domain import clock
 from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import new_id
@@ -22,7 +20,6 @@ from terrace.domain.principal import Principal
 from terrace.domain.registry_providers import (
     PRIVATE,
     PUBLIC,
-    ProviderVersion,
     RegistryProvider,
     check_namespace,
     check_provider_name,
@@ -30,46 +27,17 @@ from terrace.domain.registry_providers import (
 )
 from terrace.services.access.authz import Action, Authorizer
 from terrace.services.access.organizations import OrganizationService
-
-SORT_KEY = "regprov"
-
-
-def _claims(org_key: str) -> str:
-    return f"org#{org_key}#regprovnames"
-
-
-def _index(org_key: str) -> str:
-    return f"org#{org_key}#registry-providers"
-
-
-def _address(registry: str, namespace: str, name: str) -> str:
-    """The claim's sort key: a private provider's namespace is its organization, whatever its name is now."""
-    if registry == PRIVATE:
-        return f"private/{name.lower()}"
-    return f"public/{namespace.lower()}/{name.lower()}"
+from terrace.services.registry.store_providers import ProviderStore, provider_address
 
 
 class RegistryProviderService:
-    def __init__(
-        self,
-        table: Table,
-        organizations: OrganizationService,
-        authz: Authorizer,
-        *,
-        versions_of: Callable[[str], builtins.list[ProviderVersion]],
-        before_delete: Callable[[str], None],
-        purge_keys: Callable[[str], None],
-    ) -> None:
-        self._table, self._orgs, self._authz = table, organizations, authz
-        self.versions_of = versions_of  # a provider's versions, newest first (the versions service)
-        # called before a provider's item goes: deletes its versions, platforms and their files
-        self.before_delete = before_delete
-        self.purge_keys = purge_keys  # called when an organization is purged: deletes its namespace's GPG keys
+    def __init__(self, store: ProviderStore, organizations: OrganizationService, authz: Authorizer) -> None:
+        self._store, self._orgs, self._authz = store, organizations, authz
 
     def _public(self, item: dict[str, Any], org: Organization, principal: Principal) -> RegistryProvider:
         namespace = org.name if item["registry_name"] == PRIVATE else item["namespace"]
         return RegistryProvider(
-            id=item["pk"],
+            id=item["id"],
             organization=item["organization"],
             organization_name=org.name,
             registry_name=item["registry_name"],
@@ -77,7 +45,7 @@ class RegistryProviderService:
             name=item["name"],
             created_at=item["created_at"],
             updated_at=item["updated_at"],
-            versions=tuple(self.versions_of(item["pk"])) if item["registry_name"] == PRIVATE else (),
+            versions=tuple(self._store.versions_of(item["id"])) if item["registry_name"] == PRIVATE else (),
             can_manage=self._authz.can(principal, Action.MANAGE_PROVIDERS, org.view),
         )
 
@@ -89,7 +57,7 @@ class RegistryProviderService:
         filters = filters or {}
         query = (filters.get("q") or "").lower()
         found = []
-        for item in self._table.query(_index(org.key), index="gsi1"):
+        for item in self._store.providers_of(org.key):
             if item.get("organization_id") != org.id:
                 continue
             if filters.get("registry_name") and item["registry_name"] != filters["registry_name"]:
@@ -116,8 +84,7 @@ class RegistryProviderService:
             raise missing from exc
         if registry not in (PRIVATE, PUBLIC) or (registry == PRIVATE and namespace.lower() != org.name.lower()):
             raise missing
-        claim = self._table.get(_claims(org.key), _address(registry, namespace, name))
-        item = self._table.get(claim["provider_id"], SORT_KEY) if claim else None
+        item = self._store.claimed(org.key, provider_address(registry, namespace, name))
         if item is None or item.get("organization_id") != org.id:
             raise missing
         return self._public(item, org, principal)
@@ -136,10 +103,9 @@ class RegistryProviderService:
                 "a private provider's namespace is its organization's name", pointer="/data/attributes/namespace"
             )
         now, provider_id = clock.now_iso(), new_id("prov")
-        address = _address(registry, namespace, name)
+        address = provider_address(registry, namespace, name)
         item = {
-            "pk": provider_id,
-            "sk": SORT_KEY,
+            "id": provider_id,
             "organization": org.key,
             "organization_id": org.id,
             "registry_name": registry,
@@ -149,29 +115,12 @@ class RegistryProviderService:
             "created_at": now,
             "updated_at": now,
             "version": 1,
-            "gsi1pk": _index(org.key),
-            "gsi1sk": f"{address}#{provider_id}",
         }
-        claim = {"pk": _claims(org.key), "sk": address, "provider_id": provider_id, "organization_id": org.id}
-        try:
-            self._table.transact([Put(claim, if_absent=True), Put(item, if_absent=True)])
-        except ConditionFailed as exc:
-            raise Conflict(f"a provider {namespace}/{name} already exists in {org.name}") from exc
+        if not self._store.create(item):  # (with its address's claim)
+            raise Conflict(f"a provider {namespace}/{name} already exists in {org.name}")
         return self._public(item, org, principal)
 
     def delete(self, principal: Principal, organization: str, address: tuple[str, str, str]) -> None:
         """Deletes a provider, its versions, their platforms and files."""
         provider = self.get(principal, organization, address, Action.MANAGE_PROVIDERS)
-        item = self._table.get(provider.id, SORT_KEY)
-        if item is not None:
-            self._delete_item(item)
-
-    def _delete_item(self, item: dict[str, Any]) -> None:
-        self.before_delete(item["pk"])  # its versions and their files first: a deletion cut short is finished again
-        self._table.transact([Delete(_claims(item["organization"]), item["address"]), Delete(item["pk"], SORT_KEY)])
-
-    def purge_organization(self, org_key: str) -> None:
-        """Every provider of a deleted organization, with its versions and their files (`workflows/purge.py`)."""
-        for item in self._table.query(_index(org_key), index="gsi1"):
-            self._delete_item(item)
-        self.purge_keys(org_key)
+        self._store.delete(provider.id)  # its versions and their files first: a deletion cut short is finished again

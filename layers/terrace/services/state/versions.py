@@ -2,9 +2,9 @@
 
 A new current version and the workspace's state fields change in ONE transaction (`writes.py`: the
 workspace item's version guards it). Raw state lives in the blob store; its metadata, outputs and the
-resource index live in the table, through the area's store (`store.py`, `store_index.py`). Inline states are parsed and indexed in the request (they are small);
-two-step uploads are finalized when the upload lands (`landed.py`) or on unlock, never on a read, and indexed by
-`uploads.py`.
+resource index live in the table, through the area's store (`store.py`, `store_index.py`). Inline states are
+parsed and indexed in the request (they are small); two-step uploads are finalized when the upload lands
+(`landed.py`) or on unlock, never on a read, and indexed by `uploads.py`.
 """
 
 from __future__ import annotations

@@ -24,8 +24,10 @@ from terrace.domain.plan_json import stored_plan_keys
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.store import AccessStore
 from terrace.services.notifications.store import NotificationStore
-from terrace.services.registry.modules import RegistryModuleService
-from terrace.services.registry.providers import RegistryProviderService
+from terrace.services.policies.store import PolicyStore
+from terrace.services.policies.store_evaluations import EvaluationStore
+from terrace.services.registry.store import ModuleStore
+from terrace.services.registry.store_providers import ProviderStore
 from terrace.services.state.store import StateStore
 from terrace.services.workspaces.run_triggers import RunTriggerService
 from terrace.services.workspaces.varsets import VariableSetService
@@ -46,11 +48,9 @@ class Purge:
         varsets: VariableSetService,
         run_triggers: RunTriggerService,
         notifications: NotificationStore,
-        registry_modules: RegistryModuleService | None = None,
-        registry_providers: RegistryProviderService | None = None,
+        stores: tuple[PolicyStore, EvaluationStore, ModuleStore, ProviderStore],
     ) -> None:
-        self._registry_modules = registry_modules
-        self._registry_providers = registry_providers
+        self._policy_store, self._evaluation_store, self._module_store, self._provider_store = stores
         self._varsets = varsets
         self._run_triggers = run_triggers
         self._table = table
@@ -98,11 +98,9 @@ class Purge:
             self._delete_all(self._table.query(f"{task['pk']}#workspaces"))
             self._table.delete(task["pk"], task["sk"])
         self._delete_all(self._table.query(f"org#{org_key}#tasknames"))
-        self._policies(org_key)
-        if self._registry_modules is not None:
-            self._registry_modules.purge_organization(org_key)  # services/registry/modules.py
-        if self._registry_providers is not None:
-            self._registry_providers.purge_organization(org_key)  # services/registry/providers.py (and GPG keys)
+        self._policy_store.delete_all_of(organization=org_key)  # policies, policy sets, parameters, versions
+        self._module_store.delete_all_of(organization=org_key)  # modules, their versions and archives
+        self._provider_store.delete_all_of(organization=org_key)  # providers, versions, platforms, GPG keys
         for tag in self._table.query(f"org#{org_key}#tags"):
             self._table.delete(tag["id"], "tag")
             self._table.delete(tag["pk"], tag["sk"])
@@ -125,26 +123,9 @@ class Purge:
                 self._table.delete(result["pk"], "taskrs#token")
                 self._table.delete(result["pk"], result["sk"])
             self._table.delete(stage["pk"], stage["sk"])
-        for pointer in self._table.query(f"{run.id}#policy-evaluations"):  # services/policies/evaluations.py
-            self._delete_all(self._table.query(f"{pointer['sk']}#outcomes", index="gsi1"))
-            self._table.delete(pointer["sk"], "poleval")
-            self._table.delete(pointer["pk"], pointer["sk"])
+        self._evaluation_store.delete_all_of(run=run.id)  # its policy evaluations and their outcomes
         self._table.delete(OPEN_RUNS, f"{run.created_at}#{run.id}")
         self._table.delete(run.id, "run")
-
-    def _policies(self, org_key: str) -> None:
-        """Policies, policy sets, their parameters and versions (services/policies/)."""
-        self._delete_all(self._table.query(f"org#{org_key}#policies", index="gsi1"))
-        self._delete_all(self._table.query(f"org#{org_key}#policynames"))
-        for policy_set in self._table.query(f"org#{org_key}#policy-sets", index="gsi1"):
-            self._delete_all(self._table.query(f"{policy_set['pk']}#params", index="gsi1"))
-            for version in self._table.query(f"{policy_set['pk']}#versions", index="gsi1"):
-                for key in (version.get("blob_key"), version.get("bundle_key")):
-                    if key:
-                        self._blobs.delete(key)
-                self._table.delete(version["pk"], version["sk"])
-            self._table.delete(policy_set["pk"], policy_set["sk"])
-        self._delete_all(self._table.query(f"org#{org_key}#polsetnames"))
 
     def _revoke(self, token_id: str) -> None:
         try:

@@ -1,0 +1,163 @@
+"""Storage of the private module registry: modules (`mod-…`, listed under `org#<org>#registry-modules`, each claimed
+under its address in `org#<org>#regmodnames`), their versions (under `<module>#versions`, by version text) and
+what a version keeps in the blob store (its tarball, and what the UI shows of it under `DOCS_PREFIX`). Providers and
+GPG keys are `store_providers.py`.
+
+The services see a module as a record (its attributes, its id under `id`, without its keys, which only this module
+writes) and a version as the domain's `ModuleVersion`; a version being landed travels as its item, which only this
+module reads (`version_of`) and writes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from terrace.adapters.blobs import BlobStore
+from terrace.adapters.table import ConditionFailed, Delete, Put, Table
+from terrace.domain.registry_modules import PRIVATE, ModuleVersion, version_key
+
+Record = dict[str, Any]
+MODULE = "regmod"
+KEYS = ("pk", "sk", "gsi1pk", "gsi1sk")
+DOCS_PREFIX = "module-docs/"
+
+
+def _index(org_key: str) -> str:
+    return f"org#{org_key}#registry-modules"
+
+
+def _claims(org_key: str) -> str:
+    return f"org#{org_key}#regmodnames"
+
+
+def _versions(module_id: str) -> str:
+    return f"{module_id}#versions"
+
+
+def module_address(registry: str, namespace: str, name: str, provider: str) -> str:
+    """The claim's sort key: a private module's namespace is its organization, whatever its name is now."""
+    if registry == PRIVATE:
+        return f"private/{name.lower()}/{provider}"
+    return f"public/{namespace.lower()}/{name.lower()}/{provider}"
+
+
+def docs_key(version: ModuleVersion) -> str:
+    """Where what the UI shows of a version is kept (outside the upload prefix: writing it notifies nothing)."""
+    return f"{DOCS_PREFIX}{version.module_id}/{version.id}.json"
+
+
+def _record(item: dict[str, Any]) -> Record:
+    return {"id": item["pk"], **{k: v for k, v in item.items() if k not in KEYS}}
+
+
+def version_of(item: dict[str, Any]) -> ModuleVersion:
+    return ModuleVersion(
+        id=item["id"],
+        module_id=item["module_id"],
+        version=item["sk"],
+        status=item["status"],
+        created_at=item["created_at"],
+        updated_at=item["updated_at"],
+        error=item.get("error"),
+        blob_key=item["blob_key"],
+        size=item.get("size"),
+        md5=item.get("md5"),
+    )
+
+
+class ModuleStore:
+    def __init__(self, table: Table, blobs: BlobStore) -> None:
+        self._table, self._blobs = table, blobs
+
+    # modules -----------------------------------------------------------------------------------
+    def module(self, module_id: str) -> Record | None:
+        item = self._table.get(module_id, MODULE)
+        return None if item is None else _record(item)
+
+    def modules_of(self, org_key: str) -> list[Record]:
+        return [_record(i) for i in self._table.query(_index(org_key), index="gsi1")]
+
+    def claimed(self, org_key: str, address: str) -> Record | None:
+        """The module claimed at `address` in the organization (the claim, then the module)."""
+        claim = self._table.get(_claims(org_key), address)
+        return self.module(claim["module_id"]) if claim else None
+
+    def create(self, record: Record) -> bool:
+        """The module and its address's claim at once; False (nothing written) when the address is taken."""
+        org_key, module_id, address = record["organization"], record["id"], record["address"]
+        attributes = {k: v for k, v in record.items() if k != "id"}
+        item = {"pk": module_id, "sk": MODULE, **attributes, "gsi1pk": _index(org_key),
+                "gsi1sk": f"{address}#{module_id}"}  # fmt: skip
+        claim = {"pk": _claims(org_key), "sk": address, "module_id": module_id}
+        claim["organization_id"] = record["organization_id"]
+        try:
+            self._table.transact([Put(claim, if_absent=True), Put(item, if_absent=True)])
+        except ConditionFailed:
+            return False
+        return True
+
+    def delete(self, module_id: str) -> None:
+        """A module with its versions and their blobs first (a deletion cut short is finished again), then its claim
+        and its item."""
+        item = self._table.get(module_id, MODULE)
+        if item is not None:
+            self._delete_item(item)
+
+    def _delete_item(self, item: dict[str, Any]) -> None:
+        for version in self.versions_of(item["pk"]):
+            self.delete_version(version)
+        self._table.transact([Delete(_claims(item["organization"]), item["address"]), Delete(item["pk"], MODULE)])
+
+    def delete_all_of(self, *, organization: str) -> None:
+        """Every module of an organization with its versions and their blobs (`workflows/purge.py`; not checked:
+        the organization's deletion was)."""
+        for item in self._table.query(_index(organization), index="gsi1"):
+            self._delete_item(item)
+
+    # versions ----------------------------------------------------------------------------------
+    def versions_of(self, module_id: str) -> list[ModuleVersion]:
+        """A module's versions, newest first (semantic version order)."""
+        found = [version_of(item) for item in self._table.query(_versions(module_id))]
+        return sorted(found, key=lambda v: version_key(v.version), reverse=True)
+
+    def version(self, module_id: str, version: str) -> ModuleVersion | None:
+        item = self._table.get(_versions(module_id), version)
+        return None if item is None else version_of(item)
+
+    def create_version(self, version: ModuleVersion) -> bool:
+        """A new version (row version 1); False (nothing written) when the module has that version already."""
+        item = {
+            "pk": _versions(version.module_id),
+            "sk": version.version,
+            "id": version.id,
+            "module_id": version.module_id,
+            "status": version.status,
+            "created_at": version.created_at,
+            "updated_at": version.updated_at,
+            "blob_key": version.blob_key,
+            "version": 1,
+        }
+        try:
+            self._table.put(item, if_absent=True)
+        except ConditionFailed:
+            return False
+        return True
+
+    def uploaded_to(self, module_id: str, blob_key: str) -> dict[str, Any] | None:
+        """The item of the module's version whose tarball is `blob_key` (to land it: `version_of`, `land`)."""
+        return next((i for i in self._table.query(_versions(module_id)) if i["blob_key"] == blob_key), None)
+
+    def land(self, item: dict[str, Any], changes: dict[str, Any]) -> ModuleVersion | None:
+        """The version `item` with `changes` (status, error or size and MD5, updated_at), written over the row version
+        it was read at; None when another landing of the same upload decided first."""
+        updated = {**item, **changes, "version": item["version"] + 1}
+        try:
+            self._table.put(updated, if_version=item["version"])
+        except ConditionFailed:
+            return None
+        return version_of(updated)
+
+    def delete_version(self, version: ModuleVersion) -> None:
+        self._table.delete(_versions(version.module_id), version.version)
+        self._blobs.delete(version.blob_key)
+        self._blobs.delete(docs_key(version))
