@@ -120,7 +120,9 @@ class RunServices:
     def configuration_versions(self) -> ConfigurationVersionService:
         from terrace.services.runs.configuration_versions import ConfigurationVersionService
 
-        versions = ConfigurationVersionService(self.table, self.blobs, self.workspaces, self.settings)
+        versions = ConfigurationVersionService(
+            self.run_store.configurations, self.blobs, self.workspaces, self.settings
+        )
         versions.on_uploaded.append(lambda cv: self.runs.queue_for_upload(cv))
         versions.on_created.append(lambda cv, ws: self.expect_runner(ws, cv.speculative))
         versions.in_use.append(lambda cv: self.run_queries.uses_configuration(cv.workspace_id, cv.id))
@@ -191,7 +193,7 @@ class RunServices:
     def comments(self) -> CommentService:
         from terrace.services.runs.comments import CommentService
 
-        return CommentService(self.table, self.run_store, self.runs, self.workspaces)
+        return CommentService(self.run_store, self.runs, self.workspaces)
 
     @cached_property
     def plans(self) -> PlanService:
@@ -206,7 +208,6 @@ class RunServices:
         from terrace.services.runs.logs import LogService
 
         return LogService(
-            self.table,
             self.blobs,
             self.settings.url_signing_secret,
             self.run_store,
@@ -281,7 +282,6 @@ class RunServices:
         from terrace.services.runs.assessments import AssessmentService
 
         return AssessmentService(
-            self.table,
             self.run_store,
             self.scheduler,
             self.runs,
@@ -310,7 +310,7 @@ class RunServices:
     def runner_slots(self) -> RunnerSlots:
         from terrace.services.runs.runner_slots import RunnerSlots
 
-        return RunnerSlots(self.table, self.settings.max_runners)
+        return RunnerSlots(self.run_store.slots, self.settings.max_runners)
 
     @cached_property
     def runner_turns(self) -> RunnerTurns:

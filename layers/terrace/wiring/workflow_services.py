@@ -82,6 +82,7 @@ class WorkflowServices:
             self.notification_configurations,
             self.registry_modules,
             self.registry_providers,
+            run_store=self.run_store,
         )
 
     @cached_property

@@ -18,21 +18,19 @@ from typing import Any
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.table import Table
 from terrace.domain import auto_destroy
-from terrace.domain import runs as run_model
 from terrace.domain.errors import NotFound
-from terrace.domain.plan_json import stored_plan_keys
 from terrace.services.access.access_keys import teams_index
 from terrace.services.access.accounts import AccountService
 from terrace.services.notifications.configurations import NotificationConfigurations
 from terrace.services.registry.modules import RegistryModuleService
 from terrace.services.registry.providers import RegistryProviderService
+from terrace.services.runs.store import RunStore
 from terrace.services.state.versions import StateVersionService
 from terrace.services.workspaces.run_triggers import RunTriggerService
 from terrace.services.workspaces.varsets import VariableSetService
 
 log = logging.getLogger(__name__)
 
-OPEN_RUNS = "runs#open"  # services/runs/store.py
 RUNNER_TOKENS = "#runners#tokens"  # services/runs/scaler.py: RUNNER_TOKEN_SUBJECT + "#tokens"
 
 
@@ -48,7 +46,10 @@ class Purge:
         notifications: NotificationConfigurations,
         registry_modules: RegistryModuleService | None = None,
         registry_providers: RegistryProviderService | None = None,
+        *,
+        run_store: RunStore,
     ) -> None:
+        self._run_store = run_store
         self._registry_modules = registry_modules
         self._registry_providers = registry_providers
         self._varsets = varsets
@@ -63,14 +64,10 @@ class Purge:
         """Everything stored under a workspace, except the workspace item and its name claim; and the workspace
         leaves the variable sets applied to it."""
         self._varsets.forget_workspace(org_key, workspace_id)
-        for item in self._table.query(f"{workspace_id}#runs", index="gsi1"):
-            self._run(run_model.run_from_item(item))
-        for item in self._table.query(f"{workspace_id}#cvs", index="gsi1"):
-            self._blobs.delete(f"config/{workspace_id}/{item['id']}.tar.gz")
-            self._table.delete(item["pk"], item["sk"])
-        for attached in self._table.query(f"{workspace_id}#tasks", index="gsi1"):  # services/runs/run_tasks.py
-            self._table.delete(f"{attached['task_id']}#workspaces", workspace_id)
-            self._table.delete(attached["pk"], attached["sk"])
+        # its runs (and what each holds), configuration versions and run task attachments
+        self._run_store.delete_all_of(
+            workspace=workspace_id, blobs=self._blobs, revoke=self._revoke, before_run_deleted=self._policy_evaluations
+        )
         self._delete_all(self._table.query(f"{workspace_id}#vars", index="gsi1"))
         self._delete_all(self._table.query(f"{workspace_id}#varkeys"))
         self._state_versions.purge(workspace_id)
@@ -83,7 +80,9 @@ class Purge:
         tokens, agents and queued jobs), registry modules, providers and GPG keys, tags, runner and organization
         tokens."""
         self._varsets.purge_organization(org_key)
-        self._delete_all(self._table.query(f"org#{org_key}#jobs"))
+        self._run_store.delete_all_of(  # queued jobs, run tasks
+            organization=org_key, blobs=self._blobs, revoke=self._revoke, before_run_deleted=self._policy_evaluations
+        )
         for team in self._table.query(teams_index(org_key), index="gsi1"):
             self._notifications.delete_all(team["id"])
         self._delete_all(self._table.query(f"org#{org_key}#ssh-keys", index="gsi1"))  # services/workspaces/ssh_keys.py
@@ -93,10 +92,6 @@ class Purge:
             self._delete_all(self._table.query(f"{pool['pk']}#agents", index="gsi1"))
             self._delete_all(self._table.query(f"org#{org_key}#agent-pool#{pool['pk']}#jobs"))
             self._table.delete(pool["pk"], pool["sk"])
-        for task in self._table.query(f"org#{org_key}#tasks", index="gsi1"):  # services/runs/run_tasks.py
-            self._delete_all(self._table.query(f"{task['pk']}#workspaces"))
-            self._table.delete(task["pk"], task["sk"])
-        self._delete_all(self._table.query(f"org#{org_key}#tasknames"))
         self._policies(org_key)
         if self._registry_modules is not None:
             self._registry_modules.purge_organization(org_key)  # services/registry/modules.py
@@ -110,29 +105,12 @@ class Purge:
                 if token.get("organization") == org_key:
                     self._revoke(token["id"])
 
-    def _run(self, run: run_model.Run) -> None:
-        for token_id in run.token_ids:
-            self._revoke(token_id)
-        for phase in (run.plan, run.apply):
-            self._delete_all(self._table.query(f"{phase.id}#log"))
-            self._blobs.delete(f"logs/{phase.id}.log")
-            for key in stored_plan_keys(phase.artifact_key, phase.json_key):
-                if key.startswith(f"plans/{run.id}/"):
-                    self._blobs.delete(key)
-        self._delete_all(self._table.query(f"{run.id}#events"))
-        for stage in self._table.query(f"{run.id}#task-stages", index="gsi1"):  # services/runs/task_stages.py
-            for result in self._table.query(f"{stage['pk']}#task-results", index="gsi1"):  # task_results.py
-                if result.get("token_id"):
-                    self._revoke(result["token_id"])
-                self._table.delete(result["pk"], "taskrs#token")
-                self._table.delete(result["pk"], result["sk"])
-            self._table.delete(stage["pk"], stage["sk"])
-        for pointer in self._table.query(f"{run.id}#policy-evaluations"):  # services/policies/evaluations.py
+    def _policy_evaluations(self, run_id: str) -> None:
+        """A run's policy evaluations (the run store tells of each run before its item goes)."""
+        for pointer in self._table.query(f"{run_id}#policy-evaluations"):  # services/policies/evaluations.py
             self._delete_all(self._table.query(f"{pointer['sk']}#outcomes", index="gsi1"))
             self._table.delete(pointer["sk"], "poleval")
             self._table.delete(pointer["pk"], pointer["sk"])
-        self._table.delete(OPEN_RUNS, f"{run.created_at}#{run.id}")
-        self._table.delete(run.id, "run")
 
     def _policies(self, org_key: str) -> None:
         """Policies, policy sets, their parameters and versions (services/policies/)."""
