@@ -1,6 +1,6 @@
 """Runner capacity held in the table (the run store's `store_slots.py`): one item whose leases are the runners
-alive or starting, written conditionally, so concurrent dispatcher ticks (two scaler Lambdas woken by one burst) never start more than
-`max_runners` between them, whatever a lagging `ListTasks` says.
+alive or starting, written conditionally, so concurrent dispatcher ticks (two scaler Lambdas woken by one burst)
+never start more than `max_runners` between them, whatever a lagging `ListTasks` says.
 
 A lease is taken before a runner is launched (a conditional write on the item's version: of two ticks that
 both see the last free slot, one wins, the other re-reads and finds none), given back when its launch failed,
