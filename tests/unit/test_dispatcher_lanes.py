@@ -135,7 +135,15 @@ def test_concurrent_dispatchers_never_start_more_than_the_maximum(monkeypatch: p
     launchers = [LaggingLauncher(barrier), LaggingLauncher(barrier)]
     c = env.container
     scalers = [
-        Scaler(c.run_store, c.accounts, launcher, c.settings, c.lanes, RunnerSlots(c.table, 2), c.runner_enrollments)
+        Scaler(
+            c.run_store,
+            c.accounts,
+            launcher,
+            c.settings,
+            c.lanes,
+            RunnerSlots(c.run_store.slots, 2),
+            c.runner_enrollments,
+        )
         for launcher in launchers
     ]
     threads = [threading.Thread(target=scaler.scale_once) for scaler in scalers]

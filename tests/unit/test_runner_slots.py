@@ -8,6 +8,7 @@ import pytest
 from terrace.adapters.memory_table import MemoryTable
 from terrace.services.runs import runner_slots
 from terrace.services.runs.runner_slots import RunnerSlots
+from terrace.services.runs.store_slots import RunnerSlotStore
 
 
 @pytest.fixture
@@ -18,7 +19,7 @@ def now(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 
 
 def test_a_runner_seen_live_then_gone_frees_its_slot_at_once(now: list[float]) -> None:
-    slots = RunnerSlots(MemoryTable(), max_runners=2)
+    slots = RunnerSlots(RunnerSlotStore(MemoryTable()), max_runners=2)
     assert slots.acquire("tok-a") and slots.acquire("tok-b")
     assert not slots.acquire("tok-c")
     assert slots.reconcile(["tok-a", "tok-b"]) == 2
@@ -28,7 +29,7 @@ def test_a_runner_seen_live_then_gone_frees_its_slot_at_once(now: list[float]) -
 
 
 def test_a_runner_never_listed_keeps_its_slot_for_the_grace(now: list[float]) -> None:
-    slots = RunnerSlots(MemoryTable(), max_runners=2)
+    slots = RunnerSlots(RunnerSlotStore(MemoryTable()), max_runners=2)
     assert slots.acquire("tok-new")
     assert slots.reconcile([]) == 1  # just launched: the listing may lag
     now[0] += runner_slots.GRACE_S - 1
@@ -38,7 +39,7 @@ def test_a_runner_never_listed_keeps_its_slot_for_the_grace(now: list[float]) ->
 
 
 def test_a_released_lease_is_forgotten_with_its_sighting(now: list[float]) -> None:
-    slots = RunnerSlots(MemoryTable(), max_runners=1)
+    slots = RunnerSlots(RunnerSlotStore(MemoryTable()), max_runners=1)
     assert slots.acquire("tok-a")
     slots.reconcile(["tok-a"])
     slots.release("tok-a")

@@ -103,26 +103,6 @@ class AssessmentResult:
         return found + ([CHECK_FAILURE] if self.checks.get("fail", 0) or self.checks.get("error", 0) else [])
 
 
-def result_key(result_id: str) -> tuple[str, str]:
-    return result_id, "assessment-result"
-
-
-def current_key(workspace_id: str) -> tuple[str, str]:
-    return workspace_id, "assessment#current"
-
-
-def to_item(result: AssessmentResult) -> dict[str, Any]:
-    pk, sk = result_key(result.id)
-    return {"pk": pk, "sk": sk, **dataclasses.asdict(result)}
-
-
-def from_item(item: dict[str, Any]) -> AssessmentResult:
-    names = {f.name for f in dataclasses.fields(AssessmentResult)}
-    data = {k: v for k, v in item.items() if k in names}
-    data["checks"] = {str(k): int(v) for k, v in (data.get("checks") or {}).items()}
-    return AssessmentResult(**data)
-
-
 # reading a JSON plan --------------------------------------------------------------------------------------
 def _managed(module: dict[str, Any]) -> int:
     own = sum(1 for r in module.get("resources") or [] if isinstance(r, dict) and r.get("mode", "managed") == "managed")

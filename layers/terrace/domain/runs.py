@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -214,25 +213,3 @@ class Run:
             and self.cancel_requested_at is not None
             and now - self.cancel_requested_at >= cooloff_s,
         }
-
-
-def run_to_item(run: Run) -> dict[str, Any]:
-    item = dataclasses.asdict(run)
-    del item["trail"], item["revoking_tokens"]
-    listed = "assessments" if run.assessment else "runs"  # an assessment is not among the workspace's runs
-    item.update(
-        {"pk": run.id, "sk": "run", "gsi1pk": f"{run.workspace_id}#{listed}", "gsi1sk": run.created_at + run.id}
-    )
-    return item
-
-
-def run_from_item(item: dict[str, Any]) -> Run:
-    data = {k: v for k, v in item.items() if k not in ("pk", "sk", "gsi1pk", "gsi1sk")}
-    data["plan"] = PhaseState(**data["plan"])
-    data["apply"] = PhaseState(**data["apply"])
-    if data.get("cost_estimate"):
-        data["cost_estimate"] = CostEstimate(**data["cost_estimate"])
-    data.pop("trail", None)
-    data.pop("revoking_tokens", None)
-    names = {f.name for f in dataclasses.fields(Run)}
-    return Run(**{k: v for k, v in data.items() if k in names})

@@ -11,9 +11,7 @@ ran) / `unreachable` (the run ended before it).
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
 
 from terrace.domain.ids import looks_like
 from terrace.domain.runs import suffix
@@ -93,21 +91,3 @@ class TaskStage:
     @property
     def final(self) -> bool:
         return self.status in FINAL
-
-
-def to_item(stage: TaskStage) -> dict[str, Any]:
-    item = dataclasses.asdict(stage)
-    item.update(
-        {
-            "pk": stage.id,
-            "sk": "ts",
-            "gsi1pk": f"{stage.run_id}#task-stages",
-            "gsi1sk": str(STAGES.index(stage.stage) + 1),
-        }
-    )
-    return item
-
-
-def from_item(item: dict[str, Any]) -> TaskStage:
-    names = {f.name for f in dataclasses.fields(TaskStage)}
-    return TaskStage(**{k: v for k, v in item.items() if k in names})

@@ -122,7 +122,7 @@ class RunServices:
         from terrace.services.runs.configuration_versions import ConfigurationVersionService
 
         return ConfigurationVersionService(
-            self.table,
+            self.run_store.configurations,
             self.blobs,
             self.workspaces,
             self.settings,
@@ -192,7 +192,7 @@ class RunServices:
     def comments(self) -> CommentService:
         from terrace.services.runs.comments import CommentService
 
-        return CommentService(self.table, self.run_store, self.runs, self.workspaces)
+        return CommentService(self.run_store, self.runs, self.workspaces)
 
     @cached_property
     def plans(self) -> PlanService:
@@ -207,7 +207,6 @@ class RunServices:
         from terrace.services.runs.logs import LogService
 
         return LogService(
-            self.table,
             self.blobs,
             self.settings.url_signing_secret,
             self.run_store,
@@ -281,7 +280,6 @@ class RunServices:
         from terrace.services.runs.assessments import AssessmentService
 
         return AssessmentService(
-            self.table,
             self.run_store,
             self.scheduler,
             self.runs,
@@ -310,7 +308,7 @@ class RunServices:
     def runner_slots(self) -> RunnerSlots:
         from terrace.services.runs.runner_slots import RunnerSlots
 
-        return RunnerSlots(self.table, self.settings.max_runners)
+        return RunnerSlots(self.run_store.slots, self.settings.max_runners)
 
     @cached_property
     def runner_turns(self) -> RunnerTurns:

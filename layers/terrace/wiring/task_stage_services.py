@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.events import EventPublisher, EventQueue
 from terrace.adapters.outbound import Outbound
-from terrace.adapters.table import Table
 from terrace.config import Settings
 
 if TYPE_CHECKING:
@@ -23,7 +22,6 @@ if TYPE_CHECKING:
     from terrace.services.access.accounts import AccountService
     from terrace.services.access.organizations import OrganizationService
     from terrace.services.events import EventService
-    from terrace.services.outbox_relay import OutboxRelay
     from terrace.services.policies.participant import PolicyStageParticipant
     from terrace.services.runs.agent_waits import AgentWaits
     from terrace.services.runs.comments import CommentService
@@ -47,7 +45,6 @@ RUN_STATUS_CHANGED = "run.status_changed"  # published by services/runs/store.py
 
 class TaskStageServices:
     settings: Settings
-    table: Table
     encryptor: Encryptor
     publisher: EventPublisher
     event_queue: EventQueue | None
@@ -56,7 +53,6 @@ class TaskStageServices:
     accounts: AccountService
     organizations: OrganizationService
     run_store: RunStore
-    outbox_relay: OutboxRelay  # wiring/run_services.py
     scheduler: RunScheduler
     runs: RunService
     workspaces: WorkspaceService
@@ -77,7 +73,7 @@ class TaskStageServices:
     def task_stages(self) -> TaskStages:
         from terrace.services.runs.task_stages import TaskStages
 
-        return TaskStages(self.table, lambda: self.stage_participants)
+        return TaskStages(self.run_store.stages, lambda: self.stage_participants)
 
     @cached_property
     def run_pages(self) -> RunPages:
@@ -111,14 +107,16 @@ class TaskStageServices:
     def run_tasks(self) -> RunTaskService:
         from terrace.services.runs.run_tasks import RunTaskService
 
-        return RunTaskService(self.table, self.encryptor, self.organizations, self.workspaces, self._allowance)
+        return RunTaskService(
+            self.run_store.tasks, self.encryptor, self.organizations, self.workspaces, self._allowance
+        )
 
     @cached_property
     def task_results(self) -> TaskResultService:
         from terrace.services.runs.task_results import TaskResultService
 
         return TaskResultService(
-            self.table, self.run_tasks, self.runs, self.accounts, self.encryptor, self.publisher, self.outbox_relay
+            self.run_store.results, self.run_tasks, self.runs, self.accounts, self.encryptor, self.publisher
         )
 
     @cached_property

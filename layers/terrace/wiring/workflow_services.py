@@ -90,6 +90,7 @@ class WorkflowServices:
             self.run_triggers,
             self.notification_store,
             (self.policy_store, self.policy_evaluation_store, self.registry_module_store, self.registry_provider_store),
+            run_store=self.run_store,
         )
 
     @cached_property

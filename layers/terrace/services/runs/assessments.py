@@ -19,7 +19,6 @@ from typing import Any
 
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.events import EventPublisher
-from terrace.adapters.table import ConditionFailed, Put, Table
 from terrace.config import Settings
 from terrace.domain import assessments as model
 from terrace.domain import clock
@@ -28,13 +27,13 @@ from terrace.domain.assessments import AssessmentResult
 from terrace.domain.errors import NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal
-from terrace.domain.runs import PhaseState, Run, run_from_item, suffix
+from terrace.domain.runs import PhaseState, Run, suffix
 from terrace.domain.workspace import Workspace
 from terrace.services.access.actions import Action
 from terrace.services.runs.configuration_versions import UPLOADED, ConfigurationVersionService
 from terrace.services.runs.runs import RunService
 from terrace.services.runs.scheduler import RunScheduler
-from terrace.services.runs.store import RunStore
+from terrace.services.runs.store import ConditionFailed, RunStore
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 log = logging.getLogger("terrace.assessments")
@@ -47,7 +46,6 @@ EXPAND_S = 600  # how soon a new workspace of an organization enforcing assessme
 class AssessmentService:
     def __init__(
         self,
-        table: Table,
         store: RunStore,
         scheduler: RunScheduler,
         runs: RunService,
@@ -57,14 +55,15 @@ class AssessmentService:
         events: EventPublisher,
         settings: Settings,
     ) -> None:
-        self._table, self._store, self._scheduler, self._runs = table, store, scheduler, runs
+        self._store, self._scheduler, self._runs = store, scheduler, runs
+        self._assessments = store.assessments
         self._workspaces, self._cvs, self._blobs, self._events = workspaces, cvs, blobs, events
         self._interval = settings.assessment_interval_s
 
     # the schedule ------------------------------------------------------------------------------------
     def sweep_if_due(self, now: float | None = None) -> dict[str, int] | None:
         now = clock.epoch() if now is None else now
-        entries = self._table.query(model.SCHEDULE_PK)
+        entries = self._assessments.schedule()
         if not entries:
             return None
         summary = {"started": 0, "skipped": 0}
@@ -88,34 +87,34 @@ class AssessmentService:
         if float(entry.get("due_at") or 0) > now:
             return
         organization = str(entry["organization"])
-        scheduled = {str(e["sk"]) for e in self._table.query(model.SCHEDULE_PK)}
+        scheduled = {str(e["sk"]) for e in self._assessments.schedule()}
         for ws in self._workspaces.all_in(organization):
             if ws.id not in scheduled:
-                self._table.put(model.schedule_item(ws.id, organization, now))
-        self._table.put({**entry, "due_at": now + min(self._interval, EXPAND_S)})
+                self._assessments.schedule_workspace(ws.id, organization, now)
+        self._assessments.put_entry({**entry, "due_at": now + min(self._interval, EXPAND_S)})
 
     def _enforced(self, organization: str) -> bool:
-        return self._table.get(*model.organization_key(organization)) is not None
+        return self._assessments.enforced(organization)
 
     def _assess(self, entry: dict[str, Any], now: float) -> str:
         workspace_id = str(entry["workspace_id"])
         try:
             ws = self._workspaces.load(workspace_id)
         except NotFound:
-            self._table.delete(*model.schedule_key(workspace_id))
+            self._assessments.unschedule(workspace_id)
             return "removed"
         if not model.enabled(ws.extra) and not self._enforced(ws.organization):
-            self._table.delete(*model.schedule_key(workspace_id))
+            self._assessments.unschedule(workspace_id)
             return "removed"
         started = "skipped" if self.busy(ws) or self._assessing(ws) else self.start(ws)
         due = model.next_due(ws.id, now, self._interval)
-        self._table.put(model.schedule_item(ws.id, ws.organization, float(entry.get("enabled_at") or now), due))
+        self._assessments.schedule_workspace(ws.id, ws.organization, float(entry.get("enabled_at") or now), due)
         return started
 
     def _assessing(self, ws: Workspace) -> bool:
         """Its previous assessment has not ended yet (slow runners): no second one piles up behind it."""
-        latest = self._table.query(f"{ws.id}#assessments", index="gsi1", reverse=True, limit=1)
-        return bool(latest) and not run_from_item(latest[0]).final
+        latest = self._store.latest_assessment(ws.id)
+        return latest is not None and not latest.final
 
     @staticmethod
     def busy(ws: Workspace) -> bool:
@@ -178,13 +177,7 @@ class AssessmentService:
             return
         result = self._result_of(run)
         try:
-            self._table.transact(
-                [
-                    Put(model.to_item(result), if_absent=True),
-                    Put({"pk": model.current_key(run.workspace_id)[0], "sk": model.current_key(run.workspace_id)[1],
-                         "result_id": result.id}),
-                ]
-            )  # fmt: skip
+            self._assessments.record(result)
         except ConditionFailed:
             return  # redelivered: recorded already
         health = {"result_id": result.id, "drifted": result.drifted, "succeeded": result.succeeded,
@@ -232,10 +225,10 @@ class AssessmentService:
     # reads -------------------------------------------------------------------------------------------
     def current(self, principal: Principal, workspace_id: str) -> AssessmentResult:
         ws = self._workspaces.get(principal, workspace_id, Action.READ_RUNS)
-        pointer = self._table.get(*model.current_key(ws.id))
-        if pointer is None:
+        result_id = self._assessments.current_id(ws.id)
+        if result_id is None:
             raise NotFound(f"workspace {workspace_id} has no assessment result")
-        return self._load(str(pointer["result_id"]))
+        return self._load(result_id)
 
     def get(self, principal: Principal, result_id: str, action: Action = Action.READ_RUNS) -> AssessmentResult:
         missing = NotFound(f"assessment result {result_id} not found")
@@ -256,12 +249,10 @@ class AssessmentService:
 
     def latest_of(self, workspace_ids: list[str]) -> dict[str, AssessmentResult]:
         """The current result of each workspace that has one (for pages that already read the workspaces)."""
-        pointers = self._table.batch_get([model.current_key(w) for w in workspace_ids])
-        ids = [model.result_key(str(p["result_id"])) for p in pointers]
-        return {r.workspace_id: r for r in (model.from_item(i) for i in self._table.batch_get(ids))}
+        return self._assessments.current_of(workspace_ids)
 
     def _load(self, result_id: str) -> AssessmentResult:
-        item = self._table.get(*model.result_key(result_id)) if result_id.startswith(model.RESULT_PREFIX) else None
-        if item is None:
+        result = self._assessments.find(result_id)
+        if result is None:
             raise NotFound(f"assessment result {result_id} not found")
-        return model.from_item(item)
+        return result

@@ -13,7 +13,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from terrace.adapters.blobs import BlobStore
-from terrace.adapters.table import ConditionFailed, Table
 from terrace.config import Settings
 from terrace.domain import clock
 from terrace.domain.configuration_versions import (
@@ -27,27 +26,18 @@ from terrace.domain.configuration_versions import (
     ConfigurationVersion,
 )
 from terrace.domain.errors import Conflict, Invalid, NotFound, TransitionNotAllowed
-from terrace.domain.ids import looks_like, new_id
+from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action, Authorizer
 from terrace.services.blob_records import md5_of, require_recorded
+from terrace.services.runs.store import ConditionFailed
+from terrace.services.runs.store_configurations import ConfigurationStore
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 log = logging.getLogger("terrace.configuration_versions")
 
 CURRENT = "current_cv_id"  # in Workspace.extra: the latest non-provisional version
-
-
-def _to_item(cv: ConfigurationVersion) -> dict[str, Any]:
-    item = dataclasses.asdict(cv)
-    item.update(pk=cv.id, sk="cv", gsi1pk=f"{cv.workspace_id}#cvs", gsi1sk=cv.created_at + cv.id)
-    return item
-
-
-def _from_item(item: dict[str, Any]) -> ConfigurationVersion:
-    names = {f.name for f in dataclasses.fields(ConfigurationVersion)}
-    return ConfigurationVersion(**{k: v for k, v in item.items() if k in names})
 
 
 def _bool(attrs: dict[str, Any], key: str, default: bool) -> bool:
@@ -60,7 +50,7 @@ def _bool(attrs: dict[str, Any], key: str, default: bool) -> bool:
 class ConfigurationVersionService:
     def __init__(
         self,
-        table: Table,
+        store: ConfigurationStore,
         blobs: BlobStore,
         workspaces: WorkspaceService,
         settings: Settings,
@@ -70,7 +60,7 @@ class ConfigurationVersionService:
         in_use: Sequence[Callable[[ConfigurationVersion], bool]],
         configuration_of_run: Callable[[str], str | None],
     ) -> None:
-        self._table = table
+        self._store = store
         self._blobs = blobs
         self._workspaces = workspaces
         self._settings = settings
@@ -96,7 +86,7 @@ class ConfigurationVersionService:
             may_apply=self._workspaces.can(principal, Action.APPLY_RUN, ws),
         )
         cv.status_timestamps["pending-at"] = cv.created_at
-        self._table.put(_to_item(cv), if_absent=True)
+        self._store.create(cv)
         if not cv.provisional:  # the workspace's current-configuration-version (a provisional one is not)
             self._workspaces.mutate(ws.id, lambda cur: dataclasses.replace(cur, extra={**cur.extra, CURRENT: cv.id}))
         for hook in self.on_created:
@@ -107,10 +97,10 @@ class ConfigurationVersionService:
         return cv
 
     def load(self, cv_id: str) -> ConfigurationVersion:
-        item = self._table.get(cv_id, "cv") if looks_like(cv_id, "cv") else None
-        if item is None:
+        cv = self._store.find(cv_id)
+        if cv is None:
             raise NotFound(f"configuration version {cv_id} not found")
-        return _from_item(item)
+        return cv
 
     def get(self, principal: Principal, cv_id: str, action: Action = Action.READ_RUNS) -> ConfigurationVersion:
         cv = self.load(cv_id)
@@ -123,14 +113,12 @@ class ConfigurationVersionService:
 
     def list(self, principal: Principal, ws: Workspace) -> list[ConfigurationVersion]:
         self._workspaces.authorize(principal, Action.READ_RUNS, ws)
-        items = self._table.query(f"{ws.id}#cvs", index="gsi1", reverse=True)
-        return [_from_item(item) for item in items]
+        return self._store.of_workspace(ws.id, newest_first=True)
 
     def latest_uploaded(self, ws: Workspace, *, finalize: bool = False) -> ConfigurationVersion | None:
         """The workspace's latest uploaded version; `finalize` (a run's creation, a write): pending ones whose
         archive is there are finalized first."""
-        for item in self._table.query(f"{ws.id}#cvs", index="gsi1", reverse=True):
-            cv = _from_item(item)
+        for cv in self._store.of_workspace(ws.id, newest_first=True):
             if finalize:
                 cv = self.finalize(cv)
             if cv.status == UPLOADED and not cv.speculative and not cv.provisional:
@@ -162,7 +150,7 @@ class ConfigurationVersionService:
             try:
                 return self._save(cv, sealed=True, size=info.size, md5=md5_of(info))
             except Conflict:
-                cv = _from_item(self._table.get(cv.id, "cv") or _to_item(cv))
+                cv = self._store.read(cv.id) or cv
         raise Conflict(f"configuration version {cv.id} changed concurrently; retry")
 
     def accepts_upload(self, key: str) -> bool:
@@ -171,10 +159,9 @@ class ConfigurationVersionService:
         parts = key.split("/")
         if len(parts) != 3 or parts[0] != "config" or not parts[2].endswith(".tar.gz"):
             return False
-        item = self._table.get(parts[2].removesuffix(".tar.gz"), "cv")
-        if item is None:
+        cv = self._store.read(parts[2].removesuffix(".tar.gz"))
+        if cv is None:
             return False
-        cv = _from_item(item)
         return (
             cv.blob_key == key
             and not cv.sealed
@@ -190,10 +177,9 @@ class ConfigurationVersionService:
         if len(parts) != 3 or parts[0] != "config" or not parts[2].endswith(".tar.gz"):
             return None
         cv_id = parts[2].removesuffix(".tar.gz")
-        item = self._table.get(cv_id, "cv") if looks_like(cv_id, "cv") else None
-        if item is None:
+        cv = self._store.find(cv_id)
+        if cv is None:
             return None
-        cv = _from_item(item)
         return self.finalize(cv) if cv.blob_key == key else None
 
     def finalize(self, cv: ConfigurationVersion) -> ConfigurationVersion:
@@ -222,9 +208,9 @@ class ConfigurationVersionService:
             updated.status = UPLOADED
         updated.status_timestamps[f"{updated.status}-at"] = now
         try:
-            self._table.put(_to_item(updated), if_version=cv.version)
+            self._store.replace(updated, cv.version)
         except ConditionFailed:
-            return _from_item(self._table.get(cv.id, "cv") or _to_item(cv))
+            return self._store.read(cv.id) or cv
         if updated.status == UPLOADED:
             for hook in self.on_uploaded:
                 try:
@@ -274,8 +260,7 @@ class ConfigurationVersionService:
 
     def created_before(self, workspace_id: str, cutoff_iso: str) -> builtins.list[ConfigurationVersion]:
         """A workspace's configuration versions created before `cutoff_iso`, oldest first (the retention sweep)."""
-        items = self._table.query(f"{workspace_id}#cvs", index="gsi1")
-        return [_from_item(item) for item in items if item["created_at"] < cutoff_iso]
+        return [cv for cv in self._store.of_workspace(workspace_id) if cv.created_at < cutoff_iso]
 
     def expire_backing_data(self, cv: ConfigurationVersion) -> bool:
         """The retention sweep's delete (no caller to check): not one a run still uses. False when refused."""
@@ -293,7 +278,7 @@ class ConfigurationVersionService:
         if updated.status != cv.status:
             updated.status_timestamps[f"{updated.status}-at"] = clock.now_iso()
         try:
-            self._table.put(_to_item(updated), if_version=cv.version)
+            self._store.replace(updated, cv.version)
         except ConditionFailed as exc:
             raise Conflict(f"configuration version {cv.id} changed concurrently; retry") from exc
         return updated

@@ -22,12 +22,12 @@ from collections.abc import Callable
 from datetime import datetime
 
 from terrace.adapters.blobs import BlobStore
-from terrace.adapters.table import Table
 from terrace.domain.errors import NotFound
 from terrace.domain.masking import Masker
 from terrace.domain.runs import PhaseState, Run, run_id_of
 from terrace.domain.url_signing import Purpose, UrlSigning
 from terrace.services.runs.store import RunStore
+from terrace.services.runs.store_logs import HEAD, TAIL, archive_key
 from terrace.services.workspaces.variables import VariableService
 
 STX, ETX = b"\x02", b"\x03"
@@ -42,10 +42,6 @@ def _phase_of(run: Run, phase_id: str) -> PhaseState:
     return run.plan if phase_id.startswith("plan-") else run.apply
 
 
-def archive_key(phase_id: str) -> str:
-    return f"logs/{phase_id}.log"
-
-
 def _epoch(iso: str) -> float:
     return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
@@ -53,7 +49,6 @@ def _epoch(iso: str) -> float:
 class LogService:
     def __init__(
         self,
-        table: Table,
         blobs: BlobStore,
         signing_secret: str,
         store: RunStore,
@@ -62,7 +57,6 @@ class LogService:
         read_wait_s: float = READ_WAIT_S,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        self._table = table
         self._blobs = blobs
         self._signing = UrlSigning(signing_secret)
         self._store = store
@@ -78,19 +72,19 @@ class LogService:
         """Idempotent: the same (attempt, offset) overwrites itself."""
         for start in range(0, len(data), MAX_CHUNK):
             piece = data[start : start + MAX_CHUNK]
-            self._table.put({"pk": f"{phase_id}#log", "sk": f"{attempt:03d}#{offset + start:012d}", "data": piece})
+            self._store.logs.put(phase_id, attempt, offset + start, piece)
 
     def note(self, phase_id: str, attempt: int, text: str) -> None:
         """A server-written line at the head of an attempt (sorts before the runner's bytes)."""
-        self._table.put({"pk": f"{phase_id}#log", "sk": f"{attempt:03d}#-", "data": text.encode()})
+        self._store.logs.put(phase_id, attempt, HEAD, text.encode())
 
     def closing_note(self, phase_id: str, attempt: int, text: str) -> None:
         """A server-written line at the end of an attempt (sorts after the runner's bytes)."""
-        self._table.put({"pk": f"{phase_id}#log", "sk": f"{attempt:03d}#~", "data": text.encode()})
+        self._store.logs.put(phase_id, attempt, TAIL, text.encode())
 
     def _raw_body(self, phase_id: str) -> bytes:
         """The chunks as the runner sent them, unmasked: only for the masking readers below."""
-        return b"".join(bytes(item["data"]) for item in self._table.query(f"{phase_id}#log"))
+        return b"".join(self._store.logs.chunks(phase_id))
 
     def body(self, phase_id: str) -> bytes:
         """The live log so far, masked."""
@@ -100,13 +94,12 @@ class LogService:
         """Write the framed, masked log to S3. Idempotent: the chunks stay until `purge` (after the phase is final),
         and while they are there the archive is their masked copy (written again as it was); once they are gone,
         the archive written before them stands (only then is the bucket asked)."""
-        if not self._table.query(f"{phase_id}#log") and self._blobs.head(archive_key(phase_id)) is not None:
+        if not self._store.logs.chunks(phase_id) and self._blobs.head(archive_key(phase_id)) is not None:
             return
         self._blobs.put(archive_key(phase_id), STX + self.body(phase_id) + ETX, content_type="text/plain")
 
     def purge(self, phase_id: str) -> None:
-        for item in self._table.query(f"{phase_id}#log"):
-            self._table.delete(item["pk"], item["sk"])
+        self._store.logs.purge(phase_id)
 
     # reading -----------------------------------------------------------------------------
     def read(self, phase_id: str, offset: int, limit: int, *, final: bool, archived: bool) -> bytes:

@@ -13,54 +13,37 @@ import builtins
 from typing import Any
 
 from terrace.adapters.encryptor import Encryptor
-from terrace.adapters.table import ConditionFailed, Delete, Put, Table
-from terrace.domain import clock, limits, stage_usage
+from terrace.domain import clock, limits
 from terrace.domain import run_tasks as model
 from terrace.domain.destinations import Allowance, check_url
 from terrace.domain.errors import Conflict, Invalid, NotFound
-from terrace.domain.ids import looks_like, new_id
+from terrace.domain.ids import new_id
 from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal
 from terrace.domain.run_tasks import RunTask, WorkspaceTask
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
+from terrace.services.runs.store import ConditionFailed
+from terrace.services.runs.store_tasks import RunTaskStore
 from terrace.services.workspaces.workspaces import WorkspaceService
-
-
-def _task_keys(task: RunTask) -> dict[str, str]:
-    return {"pk": task.id, "sk": "task", "gsi1pk": f"org#{task.organization}#tasks", "gsi1sk": task.name.lower()}
-
-
-def _name_claim(organization: str, name: str) -> tuple[str, str]:
-    return f"org#{organization}#tasknames", name.lower()
-
-
-def _attachment_keys(wt: WorkspaceTask) -> dict[str, str]:
-    return {"pk": wt.id, "sk": "wstask", "gsi1pk": f"{wt.workspace_id}#tasks", "gsi1sk": f"{wt.created_at}#{wt.id}"}
-
-
-def _attached_claim(task_id: str, workspace_id: str) -> tuple[str, str]:
-    """One attachment of a task per workspace; also how a task finds its attachments when it is deleted."""
-    return f"{task_id}#workspaces", workspace_id
 
 
 class RunTaskService:
     def __init__(
         self,
-        table: Table,
+        store: RunTaskStore,
         encryptor: Encryptor,
         organizations: OrganizationService,
         workspaces: WorkspaceService,
         allowance: Allowance,
     ) -> None:
-        self._table, self._encryptor = table, encryptor
+        self._store, self._encryptor = store, encryptor
         self._orgs, self._workspaces, self._allowance = organizations, workspaces, allowance
 
     # organization tasks ------------------------------------------------------------------
     def load(self, task_id: str) -> RunTask | None:
-        item = self._table.get(task_id, "task") if looks_like(task_id, "task") else None
-        return model.task_from_item(item) if item else None
+        return self._store.find(task_id)
 
     def _task(self, principal: Principal, task_id: str, action: Action) -> tuple[RunTask, Organization]:
         task = self.load(task_id)
@@ -80,7 +63,7 @@ class RunTaskService:
         return org.name, self.of_organization(org.key)
 
     def of_organization(self, org_key: str) -> builtins.list[RunTask]:
-        return [model.task_from_item(i) for i in self._table.query(f"org#{org_key}#tasks", index="gsi1")]
+        return self._store.of_organization(org_key)
 
     def get(self, principal: Principal, task_id: str) -> RunTask:
         return self._task(principal, task_id, Action.READ_ORGANIZATION)[0]
@@ -88,8 +71,7 @@ class RunTaskService:
     def with_attachments(self, principal: Principal, task_id: str) -> tuple[RunTask, builtins.list[WorkspaceTask]]:
         """A task and its workspace attachments (those of workspaces the caller may read)."""
         task = self.get(principal, task_id)
-        ids = [claim["attachment_id"] for claim in self._table.query(f"{task.id}#workspaces")]
-        found = [model.workspace_task_from_item(i) for i in self._table.batch_get([(i, "wstask") for i in ids])]
+        found = self._store.attachments_of_task(task.id)
         readable = {ws.id for ws in self._workspaces.allowed(principal, Action.READ_WORKSPACE, [
             self._workspaces.load(wt.workspace_id) for wt in found])}  # fmt: skip
         return task, sorted((wt for wt in found if wt.workspace_id in readable), key=lambda wt: wt.created_at)
@@ -107,15 +89,8 @@ class RunTaskService:
             created_at=clock.now_iso(),
         )
         self._apply(task, attrs)
-        claim = _name_claim(org.key, task.name)
         try:
-            self._table.transact(
-                [
-                    Put({"pk": claim[0], "sk": claim[1], "task_id": task.id}, if_absent=True),
-                    Put(model.to_item(task, **_task_keys(task)), if_absent=True),
-                    Put(stage_usage.marker(org.key, stage_usage.RUN_TASKS)),  # its runs' stages ask run tasks
-                ]
-            )
+            self._store.create(task)  # with the marker that its organization's runs' stages ask run tasks
         except ConditionFailed as exc:
             raise Invalid(f"a run task named {task.name} already exists", pointer="/data/attributes/name") from exc
         return task
@@ -129,17 +104,10 @@ class RunTaskService:
             task.url = self._url(attrs.get("url"))
         self._apply(task, attrs)
         task.version = expected + 1
-        ops: list[Any] = [Put(model.to_item(task, **_task_keys(task)), if_version=expected)]
-        if task.name.lower() != old_name.lower():
-            new_claim = _name_claim(task.organization, task.name)
-            ops += [
-                Delete(*_name_claim(task.organization, old_name)),
-                Put({"pk": new_claim[0], "sk": new_claim[1], "task_id": task.id}, if_absent=True),
-            ]
         try:
-            self._table.transact(ops)
+            self._store.replace(task, expected, old_name)
         except ConditionFailed as exc:
-            if task.name.lower() != old_name.lower() and self._table.get(*_name_claim(task.organization, task.name)):
+            if task.name.lower() != old_name.lower() and self._store.name_taken(task.organization, task.name):
                 raise Invalid(f"a run task named {task.name} already exists", pointer="/data/attributes/name") from exc
             raise Conflict(f"run task {task_id} changed concurrently; retry") from exc
         return task
@@ -147,9 +115,7 @@ class RunTaskService:
     def delete(self, principal: Principal, task_id: str) -> None:
         """Deletes the task and its workspace attachments (results already recorded stay)."""
         task, _ = self._task(principal, task_id, Action.MANAGE_RUN_TASKS)
-        for claim in self._table.query(f"{task.id}#workspaces"):
-            self._table.transact([Delete(claim["attachment_id"], "wstask"), Delete(claim["pk"], claim["sk"])])
-        self._table.transact([Delete(*_name_claim(task.organization, task.name)), Delete(task.id, "task")])
+        self._store.delete(task)
 
     def hmac_key(self, task: RunTask) -> str | None:
         """The task's HMAC key, to sign a delivery (never returned by the API)."""
@@ -192,15 +158,14 @@ class RunTaskService:
         return self.attached_to(ws.id)
 
     def attached_to(self, workspace_id: str) -> builtins.list[WorkspaceTask]:
-        items = self._table.query(f"{workspace_id}#tasks", index="gsi1")
-        return [model.workspace_task_from_item(i) for i in items]
+        return self._store.attached_to(workspace_id)
 
     def attachment(self, principal: Principal, workspace_id: str, attachment_id: str) -> WorkspaceTask:
         ws = self._workspaces.get(principal, workspace_id)
-        item = self._table.get(attachment_id, "wstask") if looks_like(attachment_id, "wstask") else None
-        if item is None or item["workspace_id"] != ws.id:
+        wt = self._store.attachment(attachment_id)
+        if wt is None or wt.workspace_id != ws.id:
             raise NotFound(f"workspace run task {attachment_id} not found")
-        return model.workspace_task_from_item(item)
+        return wt
 
     def workspace_view(self, principal: Principal, organization: str, name: str) -> dict[str, Any]:
         """The UI's workspace page: the workspace, its attachments with their tasks, the organization's tasks, and
@@ -227,14 +192,8 @@ class RunTaskService:
             stages=model.stages_of(attrs, ["post_plan"]) or ["post_plan"],
             created_at=clock.now_iso(),
         )
-        claim = _attached_claim(task.id, ws.id)
         try:
-            self._table.transact(
-                [
-                    Put({"pk": claim[0], "sk": claim[1], "attachment_id": wt.id}, if_absent=True),
-                    Put(model.to_item(wt, **_attachment_keys(wt)), if_absent=True),
-                ]
-            )
+            self._store.attach(wt)
         except ConditionFailed as exc:
             raise Invalid(
                 f"run task {task.id} is already attached to workspace {ws.id}", pointer="/data/relationships/task"
@@ -252,7 +211,7 @@ class RunTaskService:
         wt.stages = model.stages_of(attrs, wt.stages) or wt.stages
         wt.version = expected + 1
         try:
-            self._table.put(model.to_item(wt, **_attachment_keys(wt)), if_version=expected)
+            self._store.replace_attachment(wt, expected)
         except ConditionFailed as exc:
             raise Conflict(f"workspace run task {attachment_id} changed concurrently; retry") from exc
         return wt
@@ -260,7 +219,7 @@ class RunTaskService:
     def detach(self, principal: Principal, workspace_id: str, attachment_id: str) -> None:
         self._manageable(principal, workspace_id)
         wt = self.attachment(principal, workspace_id, attachment_id)
-        self._table.transact([Delete(wt.id, "wstask"), Delete(*_attached_claim(wt.task_id, wt.workspace_id))])
+        self._store.detach(wt)
 
     def _manageable(self, principal: Principal, workspace_id: str) -> Workspace:
         ws = self._workspaces.get(principal, workspace_id)
@@ -270,4 +229,4 @@ class RunTaskService:
     def purge_workspace(self, workspace_id: str) -> None:
         """A deleted workspace's attachments (no permission check: the deletion workflow checked)."""
         for wt in self.attached_to(workspace_id):
-            self._table.transact([Delete(wt.id, "wstask"), Delete(*_attached_claim(wt.task_id, wt.workspace_id))])
+            self._store.detach(wt)

@@ -1,6 +1,6 @@
-"""Runner capacity held in the table: one item whose leases are the runners alive or starting, written
-conditionally, so concurrent dispatcher ticks (two scaler Lambdas woken by one burst) never start more than
-`max_runners` between them, whatever a lagging `ListTasks` says.
+"""Runner capacity held in the table (the run store's `store_slots.py`): one item whose leases are the runners
+alive or starting, written conditionally, so concurrent dispatcher ticks (two scaler Lambdas woken by one burst)
+never start more than `max_runners` between them, whatever a lagging `ListTasks` says.
 
 A lease is taken before a runner is launched (a conditional write on the item's version: of two ticks that
 both see the last free slot, one wins, the other re-reads and finds none), given back when its launch failed,
@@ -17,11 +17,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from terrace.adapters.table import Table
 from terrace.domain import clock
 from terrace.services.optimistic import optimistic
+from terrace.services.runs.store_slots import RunnerSlotStore
 
-PK, SK = "runners#capacity", "slots"
 GRACE_S = 120  # a lease whose runner was never listed live is kept this long (the task may not be listed yet)
 SATURATED_WRITE_S = 30  # `saturated_at` is written at most this often
 ACTIVE_WRITE_S = 600  # an organization's last activity is written at most this often
@@ -29,21 +28,14 @@ RECENT_S = 24 * 3600  # an organization that had work this recently keeps its wa
 
 
 class RunnerSlots:
-    def __init__(self, table: Table, max_runners: int) -> None:
-        self._table, self._max = table, max_runners
+    def __init__(self, store: RunnerSlotStore, max_runners: int) -> None:
+        self._store, self._max = store, max_runners
 
     def _read(self) -> tuple[dict[str, Any], int | None]:
-        item = self._table.get(PK, SK)
-        if item is None:
-            return {"pk": PK, "sk": SK, "leases": {}, "saturated_at": 0, "version": 0}, None
-        return dict(item), int(item["version"])
+        return self._store.read()
 
     def _write(self, item: dict[str, Any], version: int | None) -> None:
-        item = {**item, "version": (version or 0) + 1}
-        if version is None:
-            self._table.put(item, if_absent=True)
-        else:
-            self._table.put(item, if_version=version)
+        self._store.write(item, version)
 
     def held(self) -> int:
         return len(self._read()[0]["leases"])

@@ -14,7 +14,6 @@ import logging
 
 from terrace.adapters.job_queue import JobQueue
 from terrace.adapters.lanes import LaneMessage, Lanes
-from terrace.adapters.table import ConditionFailed, WriteOp
 from terrace.config import Settings
 from terrace.domain import clock
 from terrace.domain import runs as rs
@@ -27,7 +26,7 @@ from terrace.domain.task_stages import PRE_PLAN
 from terrace.domain.workspace import Workspace, WorkspaceLock
 from terrace.services.access.accounts import AccountService
 from terrace.services.optimistic import optimistic
-from terrace.services.runs.store import RunStore, WorkspaceWrite
+from terrace.services.runs.store import ConditionFailed, RunStore, WorkspaceWrite, WriteOp
 from terrace.services.runs.task_stages import TaskStages
 from terrace.services.workspaces.workspaces import WorkspaceService
 

@@ -1,27 +1,66 @@
 """Persistence of runs: every transition is one conditional transaction that also keeps the open-runs
 index, the run's event history and (optionally) the workspace in step, then emits an event. The event is staged
 in that same transaction (`adapters/outbox.py`) and published by the relay right after the commit; a kill in
-between leaves it staged, and the reaper's outbox sweep publishes it (`services/outbox_relay.py`)."""
+between leaves it staged, and the reaper's outbox sweep publishes it (`services/outbox_relay.py`).
+
+The run store is the one module of `services/runs/` that knows the table: the run item (`pk` its id, listed under
+`<workspace>#runs`, an assessment under `<workspace>#assessments`), its events (`<run>#events`), the open-runs index
+(`runs#open`), and, in its parts (`store_<part>.py`, reached as attributes of the store), the logs, comments,
+configuration versions, task stages, run tasks and their results, health assessments and the runners' capacity
+item. `delete_all_of` (`store_deletion.py`) deletes what a workspace's or an organization's runs hold."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from terrace.adapters.table import Delete, Put, Table, WriteOp
+from terrace.adapters.blobs import BlobStore
+from terrace.adapters.table import ConditionFailed, Delete, Put, Table, WriteOp
 from terrace.domain import clock
+from terrace.domain.cost_estimation import CostEstimate
 from terrace.domain.errors import NotFound
 from terrace.domain.ids import looks_like, new_id
-from terrace.domain.runs import FINAL, Run, run_from_item, run_to_item, suffix
+from terrace.domain.runs import FINAL, PhaseState, Run, suffix
 from terrace.domain.workspace import Workspace
 from terrace.domain.workspace import to_item as workspace_item
 from terrace.services.access.accounts import revocation
 from terrace.services.optimistic import optimistic
 from terrace.services.outbox_relay import OutboxRelay
+from terrace.services.runs.store_assessments import AssessmentStore
+from terrace.services.runs.store_configurations import ConfigurationStore
+from terrace.services.runs.store_deletion import delete_all_of
+from terrace.services.runs.store_logs import CommentStore, LogStore
+from terrace.services.runs.store_slots import RunnerSlotStore
+from terrace.services.runs.store_stages import TaskStageStore
+from terrace.services.runs.store_tasks import RunTaskStore, TaskResultStore
 
+__all__ = ["ConditionFailed", "RunStore", "WorkspaceWrite", "WriteOp", "event_item", "retrying"]
 OPEN_RUNS = "runs#open"
 T = TypeVar("T")
+
+
+def run_to_item(run: Run) -> dict[str, Any]:
+    item = dataclasses.asdict(run)
+    del item["trail"], item["revoking_tokens"]
+    listed = "assessments" if run.assessment else "runs"  # an assessment is not among the workspace's runs
+    item.update(
+        {"pk": run.id, "sk": "run", "gsi1pk": f"{run.workspace_id}#{listed}", "gsi1sk": run.created_at + run.id}
+    )
+    return item
+
+
+def run_from_item(item: dict[str, Any]) -> Run:
+    data = {k: v for k, v in item.items() if k not in ("pk", "sk", "gsi1pk", "gsi1sk")}
+    data["plan"] = PhaseState(**data["plan"])
+    data["apply"] = PhaseState(**data["apply"])
+    if data.get("cost_estimate"):
+        data["cost_estimate"] = CostEstimate(**data["cost_estimate"])
+    data.pop("trail", None)
+    data.pop("revoking_tokens", None)
+    names = {f.name for f in dataclasses.fields(Run)}
+    return Run(**{k: v for k, v in data.items() if k in names})
 
 
 def retrying(step: Callable[[], T], attempts: int = 8) -> T:
@@ -82,6 +121,14 @@ class RunStore:
     def __init__(self, table: Table, relay: OutboxRelay) -> None:
         self._table = table
         self._relay = relay
+        self.logs = LogStore(table)
+        self.comments = CommentStore(table)
+        self.configurations = ConfigurationStore(table)
+        self.stages = TaskStageStore(table)
+        self.tasks = RunTaskStore(table)
+        self.results = TaskResultStore(table, relay)
+        self.assessments = AssessmentStore(table)
+        self.slots = RunnerSlotStore(table)
 
     def load(self, run_id: str) -> Run:
         item = self._table.get(run_id, "run") if looks_like(run_id, "run") else None
@@ -97,6 +144,11 @@ class RunStore:
         run.token_ids = [token_id for token_id in run.token_ids if token_id not in known]
         return [op for token_id in known for op in revocation(token_id, run.token_hashes.pop(token_id))]
 
+    @staticmethod
+    def open_index_key(run: Run) -> tuple[str, str]:
+        """The run's entry in the open-runs index (while it has not ended)."""
+        return OPEN_RUNS, f"{run.created_at}#{run.id}"
+
     def exists(self, run_id: str) -> bool:
         return self._table.get(run_id, "run") is not None
 
@@ -106,6 +158,15 @@ class RunStore:
     def list_for_workspace(self, workspace_id: str) -> list[Run]:
         """Newest first."""
         return [run_from_item(item) for item in self._table.query(f"{workspace_id}#runs", index="gsi1", reverse=True)]
+
+    def oldest_first(self, workspace_id: str) -> list[Run]:
+        """A workspace's runs (not its assessments), oldest first."""
+        return [run_from_item(item) for item in self._table.query(f"{workspace_id}#runs", index="gsi1")]
+
+    def latest_assessment(self, workspace_id: str) -> Run | None:
+        """The workspace's newest health assessment run (one read of one item)."""
+        latest = self._table.query(f"{workspace_id}#assessments", index="gsi1", reverse=True, limit=1)
+        return run_from_item(latest[0]) if latest else None
 
     def open_runs(self) -> list[dict[str, Any]]:
         """Index entries of every non-final run, oldest first: {run_id, organization, workspace_id, status}."""
@@ -144,7 +205,7 @@ class RunStore:
             if expected is not None:
                 run.version = expected + 1
             ops.append(Put(run_to_item(run), if_absent=expected is None, if_version=expected))
-            index_key = (OPEN_RUNS, f"{run.created_at}#{run.id}")
+            index_key = self.open_index_key(run)
             if run.status in FINAL:
                 ops.append(Delete(*index_key))
             else:
@@ -186,3 +247,25 @@ class RunStore:
         staged = [self._relay.outbox.stage(event) for event in emitted]  # in the transaction: never lost to a kill
         self._table.transact(ops + [write for _, write in staged] + list(extra or []))
         self._relay.deliver([entry for entry, _ in staged])  # a failed publish stays staged for the reaper's sweep
+
+    def delete_all_of(
+        self,
+        *,
+        workspace: str | None = None,
+        organization: str | None = None,
+        blobs: BlobStore,
+        revoke: Callable[[str], None],
+        before_run_deleted: Callable[[str], None],
+    ) -> None:
+        """What a workspace's runs hold (runs, events, logs, plans, run tokens, open-run index entries, task stages
+        and results, configuration versions, run task attachments), or an organization's (queued jobs, run tasks
+        and their name claims): `store_deletion.py`."""
+        delete_all_of(
+            self,
+            self._table,
+            workspace=workspace,
+            organization=organization,
+            blobs=blobs,
+            revoke=revoke,
+            before_run_deleted=before_run_deleted,
+        )

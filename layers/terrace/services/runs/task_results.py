@@ -18,28 +18,22 @@ from typing import Any
 
 from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.events import EventPublisher
-from terrace.adapters.table import ConditionFailed, Put, Table
 from terrace.domain import clock, limits
 from terrace.domain import run_tasks as model
 from terrace.domain.errors import Invalid, NotFound
-from terrace.domain.ids import looks_like, new_id
+from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.run_tasks import TaskResult
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.authz import Authorizer
 from terrace.services.optimistic import optimistic
-from terrace.services.outbox_relay import OutboxRelay
 from terrace.services.runs.run_tasks import RunTaskService
 from terrace.services.runs.runs import RunService
 from terrace.services.runs.stage_participants import StageContext, Verdict, stage_progressed
+from terrace.services.runs.store_tasks import TaskResultStore
 
 DELIVER = "run_task.deliver"  # the events-queue event that sends one result's request (task_delivery.py)
 KIND = "task-results"
-
-
-def _keys(result: TaskResult) -> dict[str, str]:
-    order = f"{result.created_at}#{result.id}"
-    return {"pk": result.id, "sk": "taskrs", "gsi1pk": f"{result.stage_id}#task-results", "gsi1sk": order}
 
 
 class TaskResultService:
@@ -47,42 +41,30 @@ class TaskResultService:
 
     def __init__(
         self,
-        table: Table,
+        store: TaskResultStore,
         tasks: RunTaskService,
         runs: RunService,
         accounts: AccountService,
         encryptor: Encryptor,
         publisher: EventPublisher,
-        relay: OutboxRelay,
         *,
         timeout_s: int = model.TASK_TIMEOUT_S,
     ) -> None:
-        self._table, self._tasks, self._runs, self._accounts = table, tasks, runs, accounts
+        self._store, self._tasks, self._runs, self._accounts = store, tasks, runs, accounts
         self._encryptor, self._publisher, self._timeout_s = encryptor, publisher, timeout_s
-        self._relay = relay  # a result's first request is staged with the write that starts it (the outbox)
         self.now: Callable[[], float] = clock.epoch
 
     # storage -----------------------------------------------------------------------------
     def load(self, result_id: str) -> TaskResult | None:
-        item = self._table.get(result_id, "taskrs") if looks_like(result_id, "taskrs") else None
-        return model.result_from_item(item) if item else None
+        return self._store.find(result_id)
 
     def of_stage(self, stage_id: str) -> builtins.list[TaskResult]:
-        return [model.result_from_item(i) for i in self._table.query(f"{stage_id}#task-results", index="gsi1")]
+        return self._store.of_stage(stage_id)
 
     def save(self, result: TaskResult, *, new: bool = False, event: dict[str, Any] | None = None) -> None:
-        """Write `result` (and stage `event` in the same transaction, published once it committed)."""
-        expected = result.version
-        if not new:
-            result.version = expected + 1
-        write = Put(model.to_item(result, **_keys(result)), if_absent=new, if_version=None if new else expected)
-        staged = [self._relay.outbox.stage(event)] if event is not None else []
-        try:
-            self._table.transact([write, *(op for _, op in staged)])
-        except ConditionFailed:
-            result.version = expected
-            raise
-        self._relay.deliver([entry for entry, _ in staged])
+        """Write `result` (and stage `event` in the same transaction, published once it committed: a result's first
+        request is staged with the write that starts it, the outbox). Raises ConditionFailed."""
+        self._store.save(result, new=new, event=event)
 
     def change(self, result_id: str, change: Callable[[TaskResult], bool]) -> TaskResult | None:
         """Apply `change` to the stored result (it returns False to write nothing), again on a lost race."""
@@ -111,8 +93,7 @@ class TaskResultService:
 
     def of_ids(self, principal: Principal, result_ids: builtins.list[str]) -> builtins.list[TaskResult]:
         """Results of stages the caller already read (`include=task_results`): only those of runs it may read."""
-        items = self._table.batch_get([(i, "taskrs") for i in result_ids if looks_like(i, "taskrs")])
-        found = {item["pk"]: model.result_from_item(item) for item in items}
+        found = self._store.many(result_ids)
         readable: dict[str, bool] = {}
         shown = []
         for result_id in result_ids:
@@ -181,15 +162,15 @@ class TaskResultService:
         result.token_id = issued.token.id
         result.started_at_epoch = self.now()
         ciphertext = self._encryptor.encrypt(issued.secret, {"task-result": result.id})
-        self._table.put({"pk": result.id, "sk": "taskrs#token", "ciphertext": ciphertext})
+        self._store.put_token(result.id, ciphertext)
         self.save(result, event={"type": DELIVER, "result_id": result.id, "attempt": 1})
 
     def access_token(self, result: TaskResult) -> str:
         """The access token given with a result's request (kept encrypted beside it)."""
-        item = self._table.get(result.id, "taskrs#token")
-        if item is None:
+        ciphertext = self._store.token(result.id)
+        if ciphertext is None:
             raise NotFound(f"task result {result.id} has no access token")
-        return self._encryptor.decrypt(item["ciphertext"], {"task-result": result.id})
+        return self._encryptor.decrypt(ciphertext, {"task-result": result.id})
 
     def verdict(self, context: StageContext) -> Verdict:
         results = [self._timed_out(r) for r in self.of_stage(context.stage_id)]

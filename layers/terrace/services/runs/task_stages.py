@@ -1,4 +1,4 @@
-"""A run's task stages: where they are stored and how a run enters one (`domain/task_stages.py`).
+"""A run's task stages (stored by the run store: `store_stages.py`) and how a run enters one (`domain/task_stages.py`).
 
 The run service stops at three points of a run (`RunScheduler.hold`): before its plan is queued (`pre_plan`),
 after its plan (`post_plan`) and after its confirmation (`pre_apply`). At each, `enter` asks every registered
@@ -16,13 +16,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from terrace.adapters.table import ConditionFailed, Table
 from terrace.domain import clock, stage_usage
 from terrace.domain import task_stages as ts
 from terrace.domain.errors import NotFound
 from terrace.domain.runs import Run
 from terrace.domain.task_stages import TaskStage
 from terrace.services.runs.stage_participants import StageContext, StageParticipant
+from terrace.services.runs.store import ConditionFailed
+from terrace.services.runs.store_stages import TaskStageStore
 
 log = logging.getLogger("terrace.task_stages")
 
@@ -37,8 +38,8 @@ def context(run: Run, stage: TaskStage | str, stage_id: str | None = None) -> St
 
 
 class TaskStages:
-    def __init__(self, table: Table, participants: Participants) -> None:
-        self._table = table
+    def __init__(self, store: TaskStageStore, participants: Participants) -> None:
+        self._store = store
         self._participants = participants  # the registry, read when first needed (participants use run services)
 
     @property
@@ -51,7 +52,7 @@ class TaskStages:
         participants = self.participants
         if not participants or run.task_stage_ids:
             return participants
-        markers = self._table.query(stage_usage.partition(run.organization))
+        markers = self._store.usage_markers(run.organization)
         return [p for p in participants if stage_usage.asks(p.kind, markers)]
 
     def taking_part(self, stage: TaskStage) -> list[StageParticipant]:
@@ -60,10 +61,7 @@ class TaskStages:
 
     # reads -------------------------------------------------------------------------------
     def find(self, stage_id: str) -> TaskStage | None:
-        if ts.run_of_stage(stage_id) is None:
-            return None
-        item = self._table.get(stage_id, "ts")
-        return ts.from_item(item) if item else None
+        return self._store.find(stage_id)
 
     def load(self, stage_id: str) -> TaskStage:
         found = self.find(stage_id)
@@ -75,23 +73,16 @@ class TaskStages:
         """The stages a run lists (one batch read; none for a run without stages)."""
         if not run.task_stage_ids:
             return []
-        found = [ts.from_item(i) for i in self._table.batch_get([(sid, "ts") for sid in run.task_stage_ids])]
+        found = self._store.many(run.task_stage_ids)
         return sorted(found, key=lambda s: ts.STAGES.index(s.stage))
 
     def stored_for(self, run_id: str) -> list[TaskStage]:
         """Every stage stored for a run, whether or not the run lists it yet (one query)."""
-        return [ts.from_item(i) for i in self._table.query(f"{run_id}#task-stages", index="gsi1")]
+        return self._store.of_run(run_id)
 
     def save(self, stage: TaskStage, *, new: bool = False) -> None:
         """A conditional write (new: absent; else: the version read). Raises ConditionFailed."""
-        expected = stage.version
-        if not new:
-            stage.version = expected + 1
-        try:
-            self._table.put(ts.to_item(stage), if_absent=new, if_version=None if new else expected)
-        except ConditionFailed:
-            stage.version = expected
-            raise
+        self._store.save(stage, new=new)
 
     # creation ----------------------------------------------------------------------------
     def prepare(self, run: Run) -> None:
