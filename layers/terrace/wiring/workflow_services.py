@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from terrace.services.workspaces.locking import LockService
     from terrace.services.workspaces.retention import RetentionPolicyService
     from terrace.services.workspaces.run_triggers import RunTriggerService
+    from terrace.services.workspaces.store import WorkspaceAreaStore
     from terrace.services.workspaces.varsets import VariableSetService
     from terrace.services.workspaces.workspaces import WorkspaceService
 
@@ -64,6 +65,7 @@ class WorkflowServices:
     runs: RunService
     run_store: RunStore
     run_triggers: RunTriggerService
+    workspace_store: WorkspaceAreaStore  # wiring/workspace_services.py
     notification_configurations: NotificationConfigurations
     registry_modules: RegistryModuleService  # wiring/registry_services.py
     registry_providers: RegistryProviderService  # wiring/registry_services.py
@@ -78,7 +80,7 @@ class WorkflowServices:
             self.accounts,
             self.state_versions,
             self.varsets,
-            self.run_triggers,
+            self.workspace_store,
             self.notification_configurations,
             self.registry_modules,
             self.registry_providers,

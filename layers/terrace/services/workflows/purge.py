@@ -17,7 +17,6 @@ from typing import Any
 
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.table import Table
-from terrace.domain import auto_destroy
 from terrace.domain import runs as run_model
 from terrace.domain.errors import NotFound
 from terrace.domain.plan_json import stored_plan_keys
@@ -27,7 +26,7 @@ from terrace.services.notifications.configurations import NotificationConfigurat
 from terrace.services.registry.modules import RegistryModuleService
 from terrace.services.registry.providers import RegistryProviderService
 from terrace.services.state.versions import StateVersionService
-from terrace.services.workspaces.run_triggers import RunTriggerService
+from terrace.services.workspaces.store import WorkspaceAreaStore
 from terrace.services.workspaces.varsets import VariableSetService
 
 log = logging.getLogger(__name__)
@@ -44,7 +43,7 @@ class Purge:
         accounts: AccountService,
         state_versions: StateVersionService,
         varsets: VariableSetService,
-        run_triggers: RunTriggerService,
+        workspace_store: WorkspaceAreaStore,
         notifications: NotificationConfigurations,
         registry_modules: RegistryModuleService | None = None,
         registry_providers: RegistryProviderService | None = None,
@@ -52,7 +51,7 @@ class Purge:
         self._registry_modules = registry_modules
         self._registry_providers = registry_providers
         self._varsets = varsets
-        self._run_triggers = run_triggers
+        self._workspace_store = workspace_store
         self._table = table
         self._blobs = blobs
         self._accounts = accounts
@@ -71,28 +70,23 @@ class Purge:
         for attached in self._table.query(f"{workspace_id}#tasks", index="gsi1"):  # services/runs/run_tasks.py
             self._table.delete(f"{attached['task_id']}#workspaces", workspace_id)
             self._table.delete(attached["pk"], attached["sk"])
-        self._delete_all(self._table.query(f"{workspace_id}#vars", index="gsi1"))
-        self._delete_all(self._table.query(f"{workspace_id}#varkeys"))
+        # its variables, its run triggers both ways, its place in the auto-destroy sweep's index
+        self._workspace_store.delete_all_of(workspace=workspace_id)
         self._state_versions.purge(workspace_id)
-        self._run_triggers.remove_for_workspace(workspace_id)  # both ways: as a source and as a target
         self._notifications.delete_all(workspace_id)
-        self._table.delete(*auto_destroy.marker_key(workspace_id))  # its place in the auto-destroy sweep's index
 
     def organization_contents(self, org_key: str) -> None:
         """What an organization holds beside its workspaces: variable sets, queued jobs, SSH keys, agent pools (their
         tokens, agents and queued jobs), registry modules, providers and GPG keys, tags, runner and organization
         tokens."""
-        self._varsets.purge_organization(org_key)
         self._delete_all(self._table.query(f"org#{org_key}#jobs"))
         for team in self._table.query(teams_index(org_key), index="gsi1"):
             self._notifications.delete_all(team["id"])
-        self._delete_all(self._table.query(f"org#{org_key}#ssh-keys", index="gsi1"))  # services/workspaces/ssh_keys.py
-        for pool in self._table.query(f"org#{org_key}#agent-pools", index="gsi1"):  # services/workspaces/agent_pools.py
-            for token in self._table.query(f"{pool['pk']}#tokens", index="gsi1"):
+        for pool in self._workspace_store.agent_pools.of_organization(org_key):  # their tokens, before the pools go
+            for token in self._table.query(f"{pool.pool.id}#tokens", index="gsi1"):
                 self._revoke(token["id"])
-            self._delete_all(self._table.query(f"{pool['pk']}#agents", index="gsi1"))
-            self._delete_all(self._table.query(f"org#{org_key}#agent-pool#{pool['pk']}#jobs"))
-            self._table.delete(pool["pk"], pool["sk"])
+        # variable sets with their variables, SSH keys, agent pools with their agents and queued jobs, tags
+        self._workspace_store.delete_all_of(organization=org_key)
         for task in self._table.query(f"org#{org_key}#tasks", index="gsi1"):  # services/runs/run_tasks.py
             self._delete_all(self._table.query(f"{task['pk']}#workspaces"))
             self._table.delete(task["pk"], task["sk"])
@@ -102,9 +96,6 @@ class Purge:
             self._registry_modules.purge_organization(org_key)  # services/registry/modules.py
         if self._registry_providers is not None:
             self._registry_providers.purge_organization(org_key)  # services/registry/providers.py (and GPG keys)
-        for tag in self._table.query(f"org#{org_key}#tags"):
-            self._table.delete(tag["id"], "tag")
-            self._table.delete(tag["pk"], tag["sk"])
         for subject in (RUNNER_TOKENS, f"{org_key}#tokens"):
             for token in self._table.query(subject, index="gsi1"):
                 if token.get("organization") == org_key:
