@@ -36,6 +36,11 @@ SERVICE_VALUE_TYPES = {
     "workflows/project_pages.py:ProjectsPage",
     "workflows/project_pages.py:ProjectPage",
     "workflows/project_pages.py:ProjectRow",
+    # a store's record of what its item holds beside the entity (the organization's id, a ciphertext, a version)
+    "workspaces/store_agent_pools.py:StoredPool",
+    "workspaces/store_ssh_keys.py:StoredSSHKey",
+    "workspaces/store_tags.py:RegisteredTag",
+    "workspaces/store_run_triggers.py:SourceCount",
 }
 
 
