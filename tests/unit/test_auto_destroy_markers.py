@@ -8,7 +8,7 @@ import dataclasses
 
 from terrace.adapters.table import Table
 from terrace.domain.workspace import Workspace
-from terrace.services.workspaces.auto_destroy import AutoDestroyMarkers
+from terrace.services.workspaces.store_auto_destroy import AutoDestroyMarkers
 
 WS = Workspace(id="ws-a", name="a", organization="org-1", created_at="x", updated_at="x", version=1)
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import terrace
 
 PACKAGE = Path(terrace.__file__).parent
-# Allowed outside the standard library and `terrace.domain`: pydantic (the runner protocol models).
-ALLOWED_THIRD_PARTY = {"pydantic"}
+# Allowed outside the standard library and `terrace.domain`: pydantic (the runner protocol models) and itsdangerous
+# (`url_signing.py`: the one signer of URLs and cookies, pure functions of a key and a message, no I/O).
+ALLOWED_THIRD_PARTY = {"pydantic", "itsdangerous"}
 # Value types that stay beside their service on purpose: the authorization policy's grants (decided in
 # `services/access/`), the single sign-on client's configuration, the run store's write request, and what a
 # use case answers (a read model of several aggregates, not an entity).
@@ -40,6 +41,11 @@ SERVICE_VALUE_TYPES = {
     "workflows/project_pages.py:ProjectsPage",
     "workflows/project_pages.py:ProjectPage",
     "workflows/project_pages.py:ProjectRow",
+    # a store's record of what its item holds beside the entity (the organization's id, a ciphertext, a version)
+    "workspaces/store_agent_pools.py:StoredPool",
+    "workspaces/store_ssh_keys.py:StoredSSHKey",
+    "workspaces/store_tags.py:RegisteredTag",
+    "workspaces/store_run_triggers.py:SourceCount",
 }
 
 

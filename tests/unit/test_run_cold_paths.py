@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from run_helpers import RunEnv, make_run_env
 from terrace.domain import stage_usage
-from terrace.domain.workspace import to_item as workspace_item
 from terrace.services.runs.stage_participants import StageContext, Verdict
+from terrace.services.workspaces.store import to_item as workspace_item
 
 
 class StandIn:

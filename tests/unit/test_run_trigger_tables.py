@@ -9,7 +9,6 @@ from terrace.adapters.memory_blobs import MemoryBlobs
 from terrace.adapters.table import Table
 from terrace.bootstrap import Container
 from terrace.config import Settings
-from terrace.domain import run_triggers as model
 from terrace.domain.errors import Invalid
 from terrace.domain.principal import PrincipalKind
 from terrace.services.access.accounts import AccountService
@@ -34,12 +33,12 @@ def test_triggers_limit_and_removal_on_each_table(table: Table) -> None:
     inbound = container.run_triggers.list(principal, target.id, "inbound")
     assert sorted(v.sourceable.id for v in inbound) == sorted(s.id for s in sources[:20])
     assert [t.workspace_id for t in container.run_triggers.outbound(sources[3].id)] == [target.id]
-    assert table.get(*model.count_key(target.id))["count"] == 20  # type: ignore[index]
+    assert table.get(f"{target.id}#run-trigger-sources", "count")["count"] == 20  # type: ignore[index]
 
     container.run_triggers.delete(principal, inbound[0].trigger.id)
     container.run_triggers.create(principal, target.id, sources[20].id)
-    container.run_triggers.remove_for_workspace(target.id)
+    container.workspace_store.delete_all_of(workspace=target.id)  # the purge of a deleted workspace
     assert container.run_triggers.inbound(target.id) == []
     assert all(container.run_triggers.outbound(s.id) == [] for s in sources)
-    assert table.get(*model.count_key(target.id)) is None
-    assert all(table.get(*model.trigger_key(v.trigger.id)) is None for v in inbound)
+    assert table.get(f"{target.id}#run-trigger-sources", "count") is None
+    assert all(table.get(v.trigger.id, "rt") is None for v in inbound)

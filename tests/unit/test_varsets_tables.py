@@ -15,7 +15,6 @@ from terrace.bootstrap import Container
 from terrace.config import Settings
 from terrace.domain.errors import Invalid, NotFound
 from terrace.domain.principal import Principal, PrincipalKind
-from terrace.services.workspaces.varsets import index_of, key_claims, vars_index
 
 
 class Meanwhile:
@@ -61,7 +60,7 @@ def test_sets_on_each_table(world: tuple[Container, Principal, Meanwhile]) -> No
         c.set_variables.create_set(owner, "acme", {"name": "s"}, [a.id, "ws-doesnotexist1234"], [], [region])
     assert c.varsets.all_in(org_key) == []
     vs = c.set_variables.create_set(owner, "acme", {"name": "s"}, [a.id], [], [region, secret])
-    stored = c.table.query(vars_index(vs.id), index="gsi1")
+    stored = c.table.query(f"{vs.id}#vars", index="gsi1")
     assert len(stored) == 2 and "t0p-secret" not in repr(stored)
     # two appliers at once: the second lands while the first is deciding; both are applied
     other = c.set_variables.create_set(owner, "acme", {"name": "t"}, [], [], [])
@@ -80,6 +79,6 @@ def test_sets_on_each_table(world: tuple[Container, Principal, Meanwhile]) -> No
     assert "t0p-secret" not in repr(recorded)
     # the organization's deletion leaves none of it
     c.organization_deletion.delete(owner, "acme")
-    assert c.table.query(index_of(org_key), index="gsi1") == []
-    assert c.table.query(vars_index(vs.id), index="gsi1") == [] and c.table.query(key_claims(vs.id)) == []
+    assert c.table.query(f"org#{org_key}#varsets", index="gsi1") == []
+    assert c.table.query(f"{vs.id}#vars", index="gsi1") == [] and c.table.query(f"{vs.id}#varkeys") == []
     assert c.table.get(vs.id, "varset") is None

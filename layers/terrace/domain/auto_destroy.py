@@ -6,7 +6,7 @@ resources are destroyed that long after its last activity (a run that applied: i
 `auto-destroy-at` then reads the moment that gives. At most one of them is sent in a request; null clears it.
 
 Due workspaces are found through a sparse index: one marker item per workspace that has a due time
-(`marker_key`), listed under `DUE_INDEX` ordered by when the sweep must next look at it (`wake_key`): the
+(`services/workspaces/store_auto_destroy.py`), ordered by when the sweep must next look at it (`wake_at`): the
 24-hour and 12-hour reminders (HCP's `workspace:auto_destroy_reminder`), then the due time. A workspace without
 auto-destroy has no marker; the sweep's query of a deployment without ephemeral workspaces returns nothing.
 Pure: no I/O; times are epoch seconds or ISO strings (`clock.iso`)."""
@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from terrace.domain import clock
 from terrace.domain.errors import Invalid
 
 AT, DURATION = "auto-destroy-at", "auto-destroy-activity-duration"
-DUE_INDEX = "autodestroy#due"  # gsi1pk of the markers
 REMINDER_HOURS = (24, 12)  # HCP's reminders before an auto-destroy run
 SOURCE = "tfe-auto-destroy"  # the run source of the destroy runs this queues
 DURATION_RE = re.compile(r"^([0-9]{1,4})([dh])$")
@@ -136,28 +135,6 @@ def reminders_due(due_iso: str, reminded: tuple[int, ...], now: float) -> list[i
 
 def is_due(due_iso: str, now: float) -> bool:
     return now >= _epoch(due_iso)
-
-
-def marker_key(workspace_id: str) -> tuple[str, str]:
-    return workspace_id, "autodestroy"
-
-
-def wake_key(wake: float, workspace_id: str) -> str:
-    return f"{clock.iso(datetime.fromtimestamp(max(wake, 0), UTC))}#{workspace_id}"
-
-
-def marker_item(workspace_id: str, due_iso: str, reminded: tuple[int, ...], version: int) -> dict[str, Any]:
-    pk, sk = marker_key(workspace_id)
-    return {
-        "pk": pk,
-        "sk": sk,
-        "workspace_id": workspace_id,
-        "due": due_iso,
-        "reminded": list(reminded),
-        "version": version,
-        "gsi1pk": DUE_INDEX,
-        "gsi1sk": wake_key(wake_at(due_iso, reminded), workspace_id),
-    }
 
 
 def run_id_for(workspace_id: str, due_iso: str) -> str:

@@ -1,9 +1,8 @@
 """Run triggers (HCP Terraform's `run-triggers`): a workspace (the target, `workspace_id`) names a source
 workspace (`sourceable_id`) of its organization; a successful apply in the source queues a run in the target.
 
-Stored as three rows: the trigger (`rt-…`, listed under its target), the source's link to it (one per source and
-target: what makes a duplicate impossible and lists a source's outbound triggers) and the target's count of
-sources (versioned: what holds the limit of `MAX_SOURCES` under concurrent creations)."""
+Stored as three rows (`services/workspaces/store_run_triggers.py`): the trigger, the source's link to it (no
+duplicate) and the target's count of sources (what holds the limit of `MAX_SOURCES` under concurrent creations)."""
 
 from __future__ import annotations
 
@@ -47,56 +46,8 @@ class SourcesPanel:
     can_manage: bool
 
 
-def trigger_key(trigger_id: str) -> tuple[str, str]:
-    return trigger_id, "rt"
-
-
-def inbound_index(workspace_id: str) -> str:
-    """gsi1 partition of the triggers of a target workspace."""
-    return f"{workspace_id}#run-triggers"
-
-
-def link_key(source_id: str, target_id: str) -> tuple[str, str]:
-    """The source's row for one target: unique per (source, target); its partition lists the outbound triggers."""
-    return f"{source_id}#run-triggers-out", target_id
-
-
-def count_key(target_id: str) -> tuple[str, str]:
-    return f"{target_id}#run-trigger-sources", "count"
-
-
 def is_trigger_id(value: str) -> bool:
     return looks_like(value, "rt")
-
-
-def to_item(trigger: RunTrigger) -> dict[str, Any]:
-    pk, sk = trigger_key(trigger.id)
-    return {
-        "pk": pk,
-        "sk": sk,
-        "id": trigger.id,
-        "organization": trigger.organization,
-        "workspace_id": trigger.workspace_id,
-        "sourceable_id": trigger.sourceable_id,
-        "created_at": trigger.created_at,
-        "gsi1pk": inbound_index(trigger.workspace_id),
-        "gsi1sk": f"{trigger.created_at}#{trigger.id}",
-    }
-
-
-def from_item(item: dict[str, Any]) -> RunTrigger:
-    return RunTrigger(
-        id=item["id"],
-        organization=item["organization"],
-        workspace_id=item["workspace_id"],
-        sourceable_id=item["sourceable_id"],
-        created_at=item["created_at"],
-    )
-
-
-def link_item(trigger: RunTrigger) -> dict[str, Any]:
-    pk, sk = link_key(trigger.sourceable_id, trigger.workspace_id)
-    return {"pk": pk, "sk": sk, "run_trigger_id": trigger.id, "created_at": trigger.created_at}
 
 
 def triggered_run_id(source_run_id: str, target_workspace_id: str) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 # TFC documents a key as a string and accepts any (go-tfe's tests use random UUIDs). Terrace refuses only what
 # cannot reach terraform at all: control characters, and `=` in an environment variable's name. A terraform
@@ -54,19 +53,3 @@ class Variable(StoredVariable):
 
 # What terraform reads as a variable name (an identifier; hyphens allowed after the first character).
 TERRAFORM_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
-
-
-def stored_fields(item: dict[str, Any]) -> dict[str, Any]:
-    """The fields every stored variable has (a workspace's, a variable set's), as its public view: a sensitive
-    value is never among them."""
-    return {
-        "id": item["id"],
-        "key": item["key"],
-        "category": item["category"],
-        "hcl": bool(item["hcl"]),
-        "sensitive": bool(item["sensitive"]),
-        "description": item.get("description", ""),
-        "created_at": item["created_at"],
-        "value": None if item["sensitive"] else item.get("value", ""),
-        "version_id": item["version_id"],
-    }

@@ -106,49 +106,6 @@ class EffectiveVariable(StoredVariable):
     source: Source
 
 
-def index_of(org_key: str) -> str:
-    """The index listing an organization's sets by name."""
-    return f"org#{org_key}#varsets"
-
-
-def from_item(item: dict[str, Any]) -> VariableSet:
-    """A set from its stored item."""
-    return VariableSet(
-        id=item["id"],
-        organization=item["organization"],
-        name=item["name"],
-        description=item.get("description", ""),
-        global_=bool(item.get("global", False)),
-        priority=bool(item.get("priority", False)),
-        workspace_ids=tuple(item.get("workspace_ids", [])),
-        project_ids=tuple(item.get("project_ids", [])),
-        created_at=item["created_at"],
-        updated_at=item.get("updated_at", item["created_at"]),
-        version=int(item["version"]),
-    )
-
-
-def to_item(vs: VariableSet) -> dict[str, Any]:
-    """The stored item of a set: listed by name under its organization."""
-    return {
-        "pk": vs.id,
-        "sk": "varset",
-        "gsi1pk": index_of(vs.organization),
-        "gsi1sk": vs.name,
-        "id": vs.id,
-        "organization": vs.organization,
-        "name": vs.name,
-        "description": vs.description,
-        "global": vs.global_,
-        "priority": vs.priority,
-        "workspace_ids": list(vs.workspace_ids),
-        "project_ids": list(vs.project_ids),
-        "created_at": vs.created_at,
-        "updated_at": vs.updated_at,
-        "version": vs.version,
-    }
-
-
 def check_name(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise Invalid("name is required", pointer="/data/attributes/name")
@@ -157,6 +114,12 @@ def check_name(value: Any) -> str:
             f"name must be at most {NAME_MAX} characters, without control characters", pointer="/data/attributes/name"
         )
     return value
+
+
+def name_taken(name: str) -> Invalid:
+    return Invalid(
+        f"a variable set named {name!r} already exists in this organization", pointer="/data/attributes/name"
+    )
 
 
 def check_description(value: Any) -> str:

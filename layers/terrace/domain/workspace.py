@@ -1,4 +1,4 @@
-"""The workspace aggregate as stored, plus its lock."""
+"""The workspace aggregate, plus its lock (stored by `services/workspaces/store.py`)."""
 
 from __future__ import annotations
 
@@ -12,14 +12,6 @@ from terrace.domain.limits import WORKING_DIRECTORY_MAX
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,89}$")
 EXECUTION_MODES = ("remote", "local", "agent")
-
-
-def workspace_key(workspace_id: str) -> tuple[str, str]:
-    return workspace_id, "ws"
-
-
-def name_claim_key(organization: str, name: str) -> tuple[str, str]:
-    return f"org#{organization}#wsnames", name
 
 
 def validate_name(name: Any) -> str:
@@ -72,13 +64,6 @@ class WorkspaceLock:
     @property
     def holder_id(self) -> str:
         return self.holder.split(":", 1)[1]
-
-    def to_item(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if v is not None}
-
-    @classmethod
-    def from_item(cls, item: dict[str, Any] | None) -> WorkspaceLock | None:
-        return cls(**item) if item else None
 
 
 @dataclass(frozen=True)
@@ -137,81 +122,6 @@ class Workspace:
     def effective_execution_mode(self, organization_default: str) -> str:
         """The mode runs use: the workspace's own when it overwrote it, else its organization's default."""
         return self.execution_mode if self.overwrites_execution_mode else organization_default
-
-
-_SIMPLE = (
-    "description",
-    "execution_mode",
-    "auto_apply",
-    "auto_apply_run_trigger",
-    "terraform_version",
-    "working_directory",
-    "global_remote_state",
-    "queue_all_runs",
-    "speculative_enabled",
-    "allow_destroy_plan",
-    "current_state_version_id",
-    "state_serial",
-    "state_lineage",
-    "state_md5",
-    "current_run_id",
-    "latest_run_id",
-    "resource_count",
-    "runs_count",
-    "created_ns",
-    "execution_mode_overwritten",
-    "project_id",
-    "agent_pool_id",
-    "auto_destroy_at",
-    "auto_destroy_activity_duration",
-    "health",
-)
-
-
-def from_item(item: dict[str, Any]) -> Workspace:
-    if "auto_apply_run_trigger" not in item:  # stored before it was a field: kept as sent, in `extra`
-        item = {**item, "auto_apply_run_trigger": (item.get("extra") or {}).get("auto-apply-run-trigger") is True}
-    return Workspace(
-        id=item["id"],
-        name=item["name"],
-        organization=item["organization"],
-        created_at=item["created_at"],
-        updated_at=item.get("updated_at", item["created_at"]),
-        version=int(item["version"]),
-        tag_names=tuple(item.get("tag_names", [])),
-        tag_bindings=tuple((str(k), str(v)) for k, v in item.get("tag_bindings", [])),
-        remote_state_consumers=tuple(item.get("remote_state_consumers", [])),
-        lock=WorkspaceLock.from_item(item.get("lock")),
-        extra=dict(item.get("extra", {})),
-        **{name: item[name] for name in _SIMPLE if item.get(name) is not None},
-    )
-
-
-def to_item(ws: Workspace) -> dict[str, Any]:
-    pk, sk = workspace_key(ws.id)
-    item: dict[str, Any] = {
-        "pk": pk,
-        "sk": sk,
-        "id": ws.id,
-        "name": ws.name,
-        "organization": ws.organization,
-        "created_at": ws.created_at,
-        "updated_at": ws.updated_at,
-        "version": ws.version,
-        "tag_names": list(ws.tag_names),
-        "tag_bindings": [list(pair) for pair in ws.tag_bindings],
-        "remote_state_consumers": list(ws.remote_state_consumers),
-        "extra": ws.extra,
-        "gsi1pk": f"org#{ws.organization}#workspaces",
-        "gsi1sk": ws.name,
-    }
-    for name in _SIMPLE:
-        value = getattr(ws, name)
-        if value is not None:
-            item[name] = value
-    if ws.lock is not None:
-        item["lock"] = ws.lock.to_item()
-    return item
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from terrace.services.workspaces.locking import LockService
     from terrace.services.workspaces.retention import RetentionPolicyService
     from terrace.services.workspaces.run_triggers import RunTriggerService
+    from terrace.services.workspaces.store import WorkspaceAreaStore
     from terrace.services.workspaces.varsets import VariableSetService
     from terrace.services.workspaces.workspaces import WorkspaceService
 
@@ -70,6 +71,7 @@ class WorkflowServices:
     runs: RunService
     run_store: RunStore
     run_triggers: RunTriggerService
+    workspace_store: WorkspaceAreaStore  # wiring/workspace_services.py
     notification_store: NotificationStore
     policy_store: PolicyStore  # wiring/policy_services.py
     policy_evaluation_store: EvaluationStore  # wiring/policy_services.py
@@ -81,13 +83,12 @@ class WorkflowServices:
         from terrace.services.workflows.purge import Purge
 
         return Purge(
-            self.table,
             self.blobs,
             self.accounts,
             self.access_store,
             self.state_store,
             self.varsets,
-            self.run_triggers,
+            self.workspace_store,
             self.notification_store,
             (self.policy_store, self.policy_evaluation_store, self.registry_module_store, self.registry_provider_store),
             run_store=self.run_store,

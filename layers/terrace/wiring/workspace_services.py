@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from terrace.services.workspaces.retention import RetentionPolicyService
     from terrace.services.workspaces.run_triggers import RunTriggerService
     from terrace.services.workspaces.ssh_keys import SSHKeyService
+    from terrace.services.workspaces.store import WorkspaceAreaStore
     from terrace.services.workspaces.tags import TagService
     from terrace.services.workspaces.variables import VariableService
     from terrace.services.workspaces.varset_variables import SetVariableService
@@ -52,11 +53,18 @@ class WorkspaceServices:
     job_retries: JobRetries
 
     @cached_property
+    def workspace_store(self) -> WorkspaceAreaStore:
+        """The area's stores (`services/workspaces/store*.py`): the only modules of the area on the table."""
+        from terrace.services.workspaces.store import WorkspaceAreaStore
+
+        return WorkspaceAreaStore(self.table)
+
+    @cached_property
     def workspaces(self) -> WorkspaceService:
         from terrace.services.workspaces.workspaces import WorkspaceService
 
         return WorkspaceService(
-            self.table,
+            self.workspace_store.workspaces,
             self.authz,
             self.organizations,
             self.projects,
@@ -69,7 +77,7 @@ class WorkspaceServices:
         from terrace.services.workspaces.agent_pools import AgentPoolService
 
         return AgentPoolService(
-            self.table,
+            self.workspace_store.agent_pools,
             self.accounts,
             self.organizations,
             self.projects,
@@ -82,13 +90,13 @@ class WorkspaceServices:
     def agents(self) -> AgentService:
         from terrace.services.workspaces.agents import AgentService
 
-        return AgentService(self.table)
+        return AgentService(self.workspace_store.agent_pools)
 
     @cached_property
     def tags(self) -> TagService:
         from terrace.services.workspaces.tags import TagService
 
-        return TagService(self.table, self.organizations, self.workspaces)
+        return TagService(self.workspace_store.tags, self.organizations, self.workspaces)
 
     @cached_property
     def remote_state_consumers(self) -> RemoteStateConsumers:
@@ -100,19 +108,21 @@ class WorkspaceServices:
     def variables(self) -> VariableService:
         from terrace.services.workspaces.variables import VariableService
 
-        return VariableService(self.table, self.encryptor, self.workspaces)
+        return VariableService(self.workspace_store.variables, self.encryptor, self.workspaces)
 
     @cached_property
     def varsets(self) -> VariableSetService:
         from terrace.services.workspaces.varsets import VariableSetService
 
-        return VariableSetService(self.table, self.authz, self.organizations, self.workspaces, self.projects)
+        return VariableSetService(
+            self.workspace_store.varsets, self.authz, self.organizations, self.workspaces, self.projects
+        )
 
     @cached_property
     def set_variables(self) -> SetVariableService:
         from terrace.services.workspaces.varset_variables import SetVariableService
 
-        return SetVariableService(self.table, self.encryptor, self.varsets)
+        return SetVariableService(self.workspace_store.varsets, self.encryptor, self.varsets)
 
     @cached_property
     def varset_views(self) -> VarsetViews:
@@ -130,13 +140,13 @@ class WorkspaceServices:
     def run_triggers(self) -> RunTriggerService:
         from terrace.services.workspaces.run_triggers import RunTriggerService
 
-        return RunTriggerService(self.table, self.workspaces)
+        return RunTriggerService(self.workspace_store.run_triggers, self.workspaces)
 
     @cached_property
     def ssh_keys(self) -> SSHKeyService:
         from terrace.services.workspaces.ssh_keys import SSHKeyService
 
-        return SSHKeyService(self.table, self.encryptor, self.organizations, self.workspaces)
+        return SSHKeyService(self.workspace_store.ssh_keys, self.encryptor, self.organizations, self.workspaces)
 
     @cached_property
     def locks(self) -> LockService:

@@ -24,7 +24,6 @@ from terrace.domain.errors import NotFound
 from terrace.domain.ids import looks_like, new_id
 from terrace.domain.runs import FINAL, PhaseState, Run, suffix
 from terrace.domain.workspace import Workspace
-from terrace.domain.workspace import to_item as workspace_item
 from terrace.services.access.accounts import revocation
 from terrace.services.optimistic import optimistic
 from terrace.services.outbox_relay import OutboxRelay
@@ -35,6 +34,7 @@ from terrace.services.runs.store_logs import CommentStore, LogStore
 from terrace.services.runs.store_slots import RunnerSlotStore
 from terrace.services.runs.store_stages import TaskStageStore
 from terrace.services.runs.store_tasks import RunTaskStore, TaskResultStore
+from terrace.services.workspaces.store import WorkspaceStore
 
 __all__ = ["ConditionFailed", "RunStore", "WorkspaceWrite", "WriteOp", "event_item", "retrying"]
 OPEN_RUNS = "runs#open"
@@ -243,7 +243,7 @@ class RunStore:
                     }
                 )
         if workspace is not None:
-            ops.append(Put(workspace_item(workspace.workspace), if_version=workspace.expected_version))
+            ops.append(WorkspaceStore.put_op(workspace.workspace, workspace.expected_version))
         staged = [self._relay.outbox.stage(event) for event in emitted]  # in the transaction: never lost to a kill
         self._table.transact(ops + [write for _, write in staged] + list(extra or []))
         self._relay.deliver([entry for entry, _ in staged])  # a failed publish stays staged for the reaper's sweep

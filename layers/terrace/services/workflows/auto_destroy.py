@@ -2,7 +2,7 @@
 A workflow across the workspaces area (the workspace and its marker) and the runs area (the destroy run).
 
 - `sweep_if_due` (the reaper's `Sweep`, each tick: every minute on AWS, every second locally) reads the markers
-  whose next look has come (one query of a sparse index, `services/workspaces/auto_destroy.py`; nothing while no
+  whose next look has come (one query of a sparse index, `services/workspaces/store_auto_destroy.py`; nothing while no
   workspace is ephemeral). For each it re-reads the workspace: a marker that disagrees with it is rewritten or
   dropped; a workspace due gets a destroy run (`RunService.queue_auto_destroy`: auto-applied, source
   `tfe-auto-destroy`, its id derived from the workspace and due time, so two sweeps queue one run) and its marker

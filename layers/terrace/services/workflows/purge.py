@@ -13,11 +13,8 @@ deleting it again; it never leaves an organization or workspace that looks whole
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from terrace.adapters.blobs import BlobStore
-from terrace.adapters.table import Table
-from terrace.domain import auto_destroy
 from terrace.domain.errors import NotFound
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.store import AccessStore
@@ -28,11 +25,8 @@ from terrace.services.registry.store import ModuleStore
 from terrace.services.registry.store_providers import ProviderStore
 from terrace.services.runs.store import RunStore
 from terrace.services.state.store import StateStore
-from terrace.services.workspaces.run_triggers import RunTriggerService
+from terrace.services.workspaces.store import WorkspaceAreaStore
 from terrace.services.workspaces.varsets import VariableSetService
-
-log = logging.getLogger(__name__)
-
 
 log = logging.getLogger(__name__)
 
@@ -40,13 +34,12 @@ log = logging.getLogger(__name__)
 class Purge:
     def __init__(
         self,
-        table: Table,
         blobs: BlobStore,
         accounts: AccountService,
         access: AccessStore,
         state: StateStore,
         varsets: VariableSetService,
-        run_triggers: RunTriggerService,
+        workspace_store: WorkspaceAreaStore,
         notifications: NotificationStore,
         stores: tuple[PolicyStore, EvaluationStore, ModuleStore, ProviderStore],
         *,
@@ -55,8 +48,7 @@ class Purge:
         self._policy_store, self._evaluation_store, self._module_store, self._provider_store = stores
         self._run_store = run_store
         self._varsets = varsets
-        self._run_triggers = run_triggers
-        self._table = table
+        self._workspace_store = workspace_store
         self._blobs = blobs
         self._accounts = accounts
         self._access = access
@@ -71,36 +63,28 @@ class Purge:
         self._run_store.delete_all_of(
             workspace=workspace_id, blobs=self._blobs, revoke=self._revoke, before_run_deleted=self._policy_evaluations
         )
-        self._delete_all(self._table.query(f"{workspace_id}#vars", index="gsi1"))
-        self._delete_all(self._table.query(f"{workspace_id}#varkeys"))
+        # its variables, its run triggers both ways, its place in the auto-destroy sweep's index
+        self._workspace_store.delete_all_of(workspace=workspace_id)
         self._state.delete_all_of(workspace=workspace_id)
-        self._run_triggers.remove_for_workspace(workspace_id)  # both ways: as a source and as a target
         self._notifications.delete_all_of(workspace=workspace_id)
-        self._table.delete(*auto_destroy.marker_key(workspace_id))  # its place in the auto-destroy sweep's index
 
     def organization_contents(self, org_key: str) -> None:
         """What an organization holds beside its workspaces: variable sets, queued jobs, SSH keys, agent pools (their
         tokens, agents and queued jobs), run tasks, policies, registry modules, providers and GPG keys, tags, runner
         and organization tokens."""
-        self._varsets.purge_organization(org_key)
         self._run_store.delete_all_of(  # queued jobs, run tasks
             organization=org_key, blobs=self._blobs, revoke=self._revoke, before_run_deleted=self._policy_evaluations
         )
         for team in self._access.teams.teams_of(org_key):
             self._notifications.delete_all_of(team=team.id)
-        self._delete_all(self._table.query(f"org#{org_key}#ssh-keys", index="gsi1"))  # services/workspaces/ssh_keys.py
-        for pool in self._table.query(f"org#{org_key}#agent-pools", index="gsi1"):  # services/workspaces/agent_pools.py
-            for token in self._table.query(f"{pool['pk']}#tokens", index="gsi1"):
-                self._revoke(token["id"])
-            self._delete_all(self._table.query(f"{pool['pk']}#agents", index="gsi1"))
-            self._delete_all(self._table.query(f"org#{org_key}#agent-pool#{pool['pk']}#jobs"))
-            self._table.delete(pool["pk"], pool["sk"])
+        for pool in self._workspace_store.agent_pools.of_organization(org_key):  # their tokens, before the pools go
+            for token in self._access.accounts.tokens_of(pool.pool.id):
+                self._revoke(token.id)
+        # variable sets with their variables, SSH keys, agent pools with their agents and queued jobs, tags
+        self._workspace_store.delete_all_of(organization=org_key)
         self._policy_store.delete_all_of(organization=org_key)  # policies, policy sets, parameters, versions
         self._module_store.delete_all_of(organization=org_key)  # modules, their versions and archives
         self._provider_store.delete_all_of(organization=org_key)  # providers, versions, platforms, GPG keys
-        for tag in self._table.query(f"org#{org_key}#tags"):
-            self._table.delete(tag["id"], "tag")
-            self._table.delete(tag["pk"], tag["sk"])
         self._access.delete_all_of(organization=org_key)  # runner and organization tokens
 
     def _policy_evaluations(self, run_id: str) -> None:
@@ -112,7 +96,3 @@ class Purge:
             self._accounts.revoke_token(token_id)
         except NotFound:
             pass
-
-    def _delete_all(self, items: list[dict[str, Any]]) -> None:
-        if items:
-            self._table.batch_delete([(item["pk"], item["sk"]) for item in items])

@@ -14,12 +14,11 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from terrace.adapters.table import ConditionFailed, Table
 from terrace.domain import agent_pools as model
 from terrace.domain import clock
 from terrace.domain.agent_pools import Agent, AgentPool
 from terrace.domain.errors import Conflict, Forbidden, Invalid, NotFound
-from terrace.domain.ids import looks_like, new_id
+from terrace.domain.ids import new_id
 from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.projects import default_project_id
@@ -29,46 +28,16 @@ from terrace.services.access.accounts import AccountService
 from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.access.projects import ProjectService
-from terrace.services.workspaces.agents import POOL_SORT_KEY, agent_from_item, agents_index
+from terrace.services.workspaces.store_agent_pools import AgentPoolStore
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 DEFAULT_POOL = model.DEFAULT_POOL_SETTING
 
 
-def _pool(item: dict[str, Any]) -> AgentPool:
-    return AgentPool(
-        id=item["pk"],
-        organization=item["organization"],
-        name=item["name"],
-        created_at=item["created_at"],
-        organization_scoped=bool(item.get("organization_scoped", True)),
-        allowed_workspaces=tuple(item.get("allowed_workspaces", [])),
-        allowed_projects=tuple(item.get("allowed_projects", [])),
-        version=int(item["version"]),
-    )
-
-
-def _item(pool: AgentPool, organization_id: str) -> dict[str, Any]:
-    return {
-        "pk": pool.id,
-        "sk": POOL_SORT_KEY,
-        "organization": pool.organization,
-        "organization_id": organization_id,  # a later organization of the same name never gets this pool
-        "name": pool.name,
-        "created_at": pool.created_at,
-        "organization_scoped": pool.organization_scoped,
-        "allowed_workspaces": list(pool.allowed_workspaces),
-        "allowed_projects": list(pool.allowed_projects),
-        "version": pool.version,
-        "gsi1pk": f"org#{pool.organization}#agent-pools",
-        "gsi1sk": f"{pool.created_at}#{pool.id}",
-    }
-
-
 class AgentPoolService:
     def __init__(
         self,
-        table: Table,
+        store: AgentPoolStore,
         accounts: AccountService,
         organizations: OrganizationService,
         projects: ProjectService,
@@ -76,7 +45,7 @@ class AgentPoolService:
         *,
         after_tokens_revoked: Callable[[str, set[str]], object],
     ) -> None:
-        self._table, self._accounts, self._orgs = table, accounts, organizations
+        self._store, self._accounts, self._orgs = store, accounts, organizations
         self._projects, self._workspaces = projects, workspaces
         # the runs area's part: the run tokens of the jobs an agent token claimed die with it
         # (`JobRetries.lose_claimed_with`); (pool id, revoked token ids)
@@ -85,22 +54,22 @@ class AgentPoolService:
     # reads -------------------------------------------------------------------------------
     def load(self, pool_id: str | None, organization: str) -> AgentPool | None:
         """The pool when it exists in `organization` (no permission check: for the binding rules)."""
-        item = self._table.get(pool_id, POOL_SORT_KEY) if pool_id and looks_like(pool_id, "apool") else None
-        if item is None or item["organization"] != organization:
+        stored = self._store.find(pool_id)
+        if stored is None or stored.pool.organization != organization:
             return None
-        return _pool(item) if item.get("organization_id") == self._orgs.by_key(organization).id else None
+        return stored.pool if stored.organization_id == self._orgs.by_key(organization).id else None
 
     def get(self, principal: Principal, pool_id: str, action: Action = Action.READ_AGENT_POOLS) -> AgentPool:
-        item = self._table.get(pool_id, POOL_SORT_KEY) if looks_like(pool_id, "apool") else None
+        stored = self._store.find(pool_id)
         try:
-            org = self._orgs.get_by_key(principal, item["organization"]) if item else None
+            org = self._orgs.get_by_key(principal, stored.pool.organization) if stored else None
         except NotFound:
             org = None
-        if item is None or org is None or item.get("organization_id") != org.id:
+        if stored is None or org is None or stored.organization_id != org.id:
             raise NotFound(f"agent pool {pool_id} not found")
         if action is not Action.READ_AGENT_POOLS:
             self._orgs.get_by_key(principal, org.key, action)
-        return _pool(item)
+        return stored.pool
 
     def list(
         self,
@@ -113,8 +82,7 @@ class AgentPoolService:
         """Oldest first; `q` a part of the name; `filter[allowed_workspaces][name]` (`[allowed_projects][name]`):
         the pools a workspace (project) of that name may use."""
         org = self._orgs.get(principal, organization, Action.READ_AGENT_POOLS)
-        items = self._table.query(f"org#{org.key}#agent-pools", index="gsi1")
-        pools = [_pool(i) for i in items if i.get("organization_id") == org.id]
+        pools = [s.pool for s in self._store.of_organization(org.key) if s.organization_id == org.id]
         if query:
             pools = [p for p in pools if query.lower() in p.name.lower()]
         if allowed_workspace:
@@ -148,7 +116,7 @@ class AgentPoolService:
         )
         pool = self._related(pool, relations)
         self._refuse_taken(pool)
-        self._table.put(_item(pool, org.id), if_absent=True)
+        self._store.create(pool, org.id)
         return pool
 
     def update(
@@ -167,10 +135,8 @@ class AgentPoolService:
             self._refuse_taken(changed)
         changed = dataclasses.replace(changed, version=pool.version + 1)
         org = self._orgs.by_key(pool.organization)
-        try:
-            self._table.put(_item(changed, org.id), if_version=pool.version)
-        except ConditionFailed as exc:
-            raise Conflict(f"agent pool {pool_id} changed concurrently; retry") from exc
+        if not self._store.replace(changed, org.id, pool.version):
+            raise Conflict(f"agent pool {pool_id} changed concurrently; retry")
         return changed
 
     def delete(self, principal: Principal, pool_id: str) -> None:
@@ -187,7 +153,7 @@ class AgentPoolService:
             self._accounts.revoke_token(token.id)
             revoked.add(token.id)
         self.after_tokens_revoked(pool.id, revoked)
-        self._table.delete(pool.id, POOL_SORT_KEY)
+        self._store.delete(pool.id)
 
     def _related(self, pool: AgentPool, relations: dict[str, builtins.list[str]]) -> AgentPool:
         if "allowed-workspaces" in relations:
@@ -208,8 +174,8 @@ class AgentPoolService:
         return pool
 
     def _refuse_taken(self, pool: AgentPool) -> None:
-        for item in self._table.query(f"org#{pool.organization}#agent-pools", index="gsi1"):
-            if item["name"] == pool.name and item["pk"] != pool.id:
+        for stored in self._store.of_organization(pool.organization):
+            if stored.pool.name == pool.name and stored.pool.id != pool.id:
                 raise Invalid("name has already been taken", pointer="/data/attributes/name")
 
     # tokens ------------------------------------------------------------------------------
@@ -260,18 +226,18 @@ class AgentPoolService:
 
     def agents_of(self, pool: AgentPool) -> builtins.list[Agent]:
         """The agents of a pool a checked call of the same request returned (its `agent-count`)."""
-        return [agent_from_item(i) for i in self._table.query(agents_index(pool.id), index="gsi1")]
+        return self._store.agents_of(pool.id)
 
     def agent(self, principal: Principal, agent_id: str) -> Agent:
-        item = self._table.get(agent_id, "agent") if looks_like(agent_id, "agent") else None
+        agent = self._store.find_agent(agent_id)
         try:
-            if item is not None:
-                self.get(principal, item["pool_id"])
+            if agent is not None:
+                self.get(principal, agent.pool_id)
         except NotFound:
-            item = None
-        if item is None:
+            agent = None
+        if agent is None:
             raise NotFound(f"agent {agent_id} not found")
-        return agent_from_item(item)
+        return agent
 
     # bindings ----------------------------------------------------------------------------
     def check_workspace(self, ws: Workspace) -> None:

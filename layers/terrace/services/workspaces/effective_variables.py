@@ -13,11 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from terrace.domain.principal import Principal
-from terrace.domain.variables import stored_fields
 from terrace.domain.varsets import RUN, WORKSPACE, Candidate, EffectiveVariable, Source, effective
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action
 from terrace.services.workspaces import varset_variables
+from terrace.services.workspaces.store_variables import stored_fields
 from terrace.services.workspaces.variables import VariableService
 from terrace.services.workspaces.varset_variables import SetVariableService
 from terrace.services.workspaces.varsets import VariableSetService

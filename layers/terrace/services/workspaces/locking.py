@@ -6,7 +6,6 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from terrace.adapters.table import ConditionFailed
 from terrace.domain import clock, limits
 from terrace.domain.errors import Conflict, Locked
 from terrace.domain.principal import Principal, PrincipalKind
@@ -58,10 +57,9 @@ class LockService:
             lock_id=lock_id,
             info=info,
         )
-        try:
-            return self._workspaces.write_if_unchanged(ws, dataclasses.replace(ws, lock=new_lock))
-        except ConditionFailed:
-            pass
+        taken = self._workspaces.write_if_still(ws, dataclasses.replace(ws, lock=new_lock))
+        if taken is not None:
+            return taken
 
         def take(current: Workspace) -> Workspace:
             if current.lock is not None:

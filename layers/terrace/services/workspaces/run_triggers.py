@@ -10,9 +10,7 @@ trigger queues are a use case of their own (`services/workflows/run_trigger_fano
 from __future__ import annotations
 
 import builtins
-from typing import Any
 
-from terrace.adapters.table import Delete, Put, Table, WriteOp
 from terrace.domain import clock
 from terrace.domain import run_triggers as model
 from terrace.domain.errors import BadRequest, Invalid, NotFound
@@ -22,6 +20,7 @@ from terrace.domain.run_triggers import RunTrigger, RunTriggerView, SourcesPanel
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action
 from terrace.services.optimistic import optimistic
+from terrace.services.workspaces.store_run_triggers import RunTriggerStore
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 TYPE_REQUIRED = "Filter parameter run-trigger type is required and must be either 'inbound' or 'outbound'"
@@ -29,8 +28,8 @@ SOURCEABLE = "/data/relationships/sourceable"
 
 
 class RunTriggerService:
-    def __init__(self, table: Table, workspaces: WorkspaceService) -> None:
-        self._table, self._workspaces = table, workspaces
+    def __init__(self, store: RunTriggerStore, workspaces: WorkspaceService) -> None:
+        self._store, self._workspaces = store, workspaces
 
     # reads -------------------------------------------------------------------------------
     def list(self, principal: Principal, workspace_id: str, kind: str | None) -> builtins.list[RunTriggerView]:
@@ -53,11 +52,10 @@ class RunTriggerService:
         ]
 
     def get(self, principal: Principal, trigger_id: str) -> RunTriggerView:
-        item = self._table.get(*model.trigger_key(trigger_id)) if model.is_trigger_id(trigger_id) else None
+        trigger = self._store.find(trigger_id)
         missing = NotFound(f"run trigger {trigger_id} not found")
-        if item is None:
+        if trigger is None:
             raise missing
-        trigger = model.from_item(item)
         try:
             target = self._workspaces.get(principal, trigger.workspace_id)
             source = self._workspaces.get(principal, trigger.sourceable_id)
@@ -67,14 +65,11 @@ class RunTriggerService:
 
     def inbound(self, workspace_id: str) -> builtins.list[RunTrigger]:
         """A workspace's triggers (no permission check: the fan-out and deletion)."""
-        items = self._table.query(model.inbound_index(workspace_id), index="gsi1")
-        return [model.from_item(item) for item in items]
+        return self._store.inbound(workspace_id)
 
     def outbound(self, source_id: str) -> builtins.list[RunTrigger]:
         """The triggers naming `source_id` as their source, oldest first (no permission check)."""
-        links = self._table.query(model.link_key(source_id, "")[0])
-        items = self._table.batch_get([model.trigger_key(link["run_trigger_id"]) for link in links])
-        return sorted((model.from_item(item) for item in items), key=lambda t: (t.created_at, t.id))
+        return self._store.outbound(source_id)
 
     def panel(self, principal: Principal, ws: Workspace) -> SourcesPanel:
         """The settings page's run triggers: `ws`'s sources and, for its admins, the workspaces they could add
@@ -94,23 +89,16 @@ class RunTriggerService:
         source = self._source(principal, target, sourceable_id)
 
         def step() -> RunTrigger:
-            if self._table.get(*model.link_key(source.id, target.id)) is not None:
+            if self._store.linked(source.id, target.id):
                 raise Invalid(f"workspace {source.name} is already a source of {target.name}", pointer=SOURCEABLE)
-            count_item = self._table.get(*model.count_key(target.id))
-            count = int(count_item["count"]) if count_item else 0
-            if count >= model.MAX_SOURCES:
+            sources = self._store.sources(target.id)
+            if sources.count >= model.MAX_SOURCES:
                 raise Invalid(
                     f"workspace {target.name} already has {model.MAX_SOURCES} source workspaces, the most it may have",
                     pointer=SOURCEABLE,
                 )
             trigger = RunTrigger(new_id("rt"), target.organization, target.id, source.id, clock.now_iso())
-            self._table.transact(
-                [
-                    self._count_write(target.id, count_item, count + 1),
-                    Put(model.to_item(trigger), if_absent=True),
-                    Put(model.link_item(trigger), if_absent=True),
-                ]
-            )
+            self._store.add(trigger, sources)
             return trigger
 
         trigger = optimistic(step, exhausted="the workspace's run triggers changed concurrently; retry")
@@ -119,13 +107,7 @@ class RunTriggerService:
     def delete(self, principal: Principal, trigger_id: str) -> None:
         view = self.get(principal, trigger_id)
         self._workspaces.authorize(principal, Action.MANAGE_RUN_TRIGGERS, view.workspace)
-        self._remove(view.trigger)
-
-    def remove_for_workspace(self, workspace_id: str) -> None:
-        """A deleted workspace's triggers, both ways (no permission check: the workspace deletion's purge)."""
-        for trigger in self.inbound(workspace_id) + self.outbound(workspace_id):
-            self._remove(trigger)
-        self._table.delete(*model.count_key(workspace_id))
+        self._store.remove(view.trigger)
 
     # helpers -----------------------------------------------------------------------------
     def _source(self, principal: Principal, target: Workspace, sourceable_id: str) -> Workspace:
@@ -143,29 +125,6 @@ class RunTriggerService:
             raise Invalid("a workspace cannot be its own source", pointer=SOURCEABLE)
         self._workspaces.authorize(principal, Action.READ_RUNS, source)
         return source
-
-    def _remove(self, trigger: RunTrigger) -> None:
-        def step() -> None:
-            if self._table.get(*model.trigger_key(trigger.id)) is None:
-                return  # removed meanwhile
-            count_item = self._table.get(*model.count_key(trigger.workspace_id))
-            count = int(count_item["count"]) if count_item else 1
-            self._table.transact(
-                [
-                    self._count_write(trigger.workspace_id, count_item, max(0, count - 1)),
-                    Delete(*model.trigger_key(trigger.id)),
-                    Delete(*model.link_key(trigger.sourceable_id, trigger.workspace_id)),
-                ]
-            )
-
-        optimistic(step, exhausted="the workspace's run triggers changed concurrently; retry")
-
-    @staticmethod
-    def _count_write(target_id: str, current: dict[str, Any] | None, count: int) -> WriteOp:
-        pk, sk = model.count_key(target_id)
-        version = int(current["version"]) if current else 0
-        item = {"pk": pk, "sk": sk, "count": count, "version": version + 1}
-        return Put(item, if_absent=current is None, if_version=version if current else None)
 
     def _load_many(self, ids: builtins.list[str]) -> builtins.list[Workspace]:
         loaded = []

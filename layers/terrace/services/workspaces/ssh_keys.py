@@ -12,10 +12,9 @@ import dataclasses
 from typing import Any
 
 from terrace.adapters.encryptor import Encryptor
-from terrace.adapters.table import ConditionFailed, Table
 from terrace.domain import clock
 from terrace.domain.errors import Conflict, Invalid, NotFound
-from terrace.domain.ids import looks_like, new_id
+from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal
 from terrace.domain.ssh_keys import SSHKey
 from terrace.domain.ssh_keys import check_name as _name
@@ -23,31 +22,27 @@ from terrace.domain.ssh_keys import check_value as _value
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
+from terrace.services.workspaces.store_ssh_keys import SSHKeyStore, StoredSSHKey
 from terrace.services.workspaces.workspaces import WorkspaceService
 
-SORT_KEY = "sshkey"
 WORKSPACE_FIELD = "ssh_key_id"  # in `Workspace.extra`
-
-
-def _public(item: dict[str, Any]) -> SSHKey:
-    return SSHKey(id=item["pk"], organization=item["organization"], name=item["name"], created_at=item["created_at"])
 
 
 class SSHKeyService:
     def __init__(
-        self, table: Table, encryptor: Encryptor, organizations: OrganizationService, workspaces: WorkspaceService
+        self, store: SSHKeyStore, encryptor: Encryptor, organizations: OrganizationService, workspaces: WorkspaceService
     ) -> None:
-        self._table, self._encryptor = table, encryptor
+        self._store, self._encryptor = store, encryptor
         self._orgs, self._workspaces = organizations, workspaces
 
     @staticmethod
     def _context(organization: str, key_id: str) -> dict[str, str]:
         return {"organization": organization, "ssh-key": key_id}
 
-    def _item(self, principal: Principal, key_id: str) -> dict[str, Any]:
-        item = self._table.get(key_id, SORT_KEY) if looks_like(key_id, "sshkey") else None
+    def _item(self, principal: Principal, key_id: str) -> StoredSSHKey:
+        item = self._store.find(key_id)
         try:
-            org = self._orgs.get_by_key(principal, item["organization"], Action.MANAGE_ORGANIZATION) if item else None
+            org = self._orgs.get_by_key(principal, item.organization, Action.MANAGE_ORGANIZATION) if item else None
         except NotFound:
             org = None
         if item is None or org is None or not _belongs(item, org.id):
@@ -56,52 +51,39 @@ class SSHKeyService:
 
     def list(self, principal: Principal, organization: str) -> builtins.list[SSHKey]:
         org = self._orgs.get(principal, organization, Action.MANAGE_ORGANIZATION)
-        items = self._table.query(f"org#{org.key}#ssh-keys", index="gsi1")
-        return [_public(item) for item in items if _belongs(item, org.id)]
+        return [item.public for item in self._store.of_organization(org.key) if _belongs(item, org.id)]
 
     def get(self, principal: Principal, key_id: str) -> SSHKey:
-        return _public(self._item(principal, key_id))
+        return self._item(principal, key_id).public
 
     def create(self, principal: Principal, organization: str, attrs: dict[str, Any]) -> SSHKey:
         org = self._orgs.get(principal, organization, Action.MANAGE_ORGANIZATION)
         name, value = _name(attrs), _value(attrs)
         key_id, now = new_id("sshkey"), clock.now_iso()
-        item = {
-            "pk": key_id,
-            "sk": SORT_KEY,
-            "organization": org.key,  # the storage key: a rename changes nothing here
-            "organization_id": org.id,  # a later organization of the same name never gets this key
-            "name": name,
-            "created_at": now,
-            "ciphertext": self._encryptor.encrypt(value, self._context(org.key, key_id)),
-            "version": 1,
-            "gsi1pk": f"org#{org.key}#ssh-keys",
-            "gsi1sk": f"{now}#{key_id}",
-        }
-        self._table.put(item, if_absent=True)
-        return _public(item)
+        ciphertext = self._encryptor.encrypt(value, self._context(org.key, key_id))
+        item = StoredSSHKey(key_id, org.key, org.id, name, now, ciphertext, version=1)
+        self._store.create(item)
+        return item.public
 
     def update(self, principal: Principal, key_id: str, attrs: dict[str, Any]) -> SSHKey:
         item = self._item(principal, key_id)
-        version = item["version"]
+        version = item.version
         if "name" in attrs:
-            item["name"] = _name(attrs)
+            item = dataclasses.replace(item, name=_name(attrs))
         if "value" in attrs:
-            item["ciphertext"] = self._encryptor.encrypt(_value(attrs), self._context(item["organization"], key_id))
-        item["version"] = version + 1
-        try:
-            self._table.put(item, if_version=version)
-        except ConditionFailed as exc:
-            raise Conflict(f"ssh key {key_id} changed concurrently; retry") from exc
-        return _public(item)
+            ciphertext = self._encryptor.encrypt(_value(attrs), self._context(item.organization, key_id))
+            item = dataclasses.replace(item, ciphertext=ciphertext)
+        item = dataclasses.replace(item, version=version + 1)
+        if not self._store.replace(item, version):
+            raise Conflict(f"ssh key {key_id} changed concurrently; retry")
+        return item.public
 
     def delete(self, principal: Principal, key_id: str) -> None:
         """Deletes the key and unassigns it from every workspace of its organization that used it."""
         item = self._item(principal, key_id)
-        self._table.delete(key_id, SORT_KEY)
-        claims = self._table.query(f"org#{item['organization']}#wsnames")
-        for claim in claims:
-            ws = self._workspaces.load(claim["workspace_id"])
+        self._store.delete(key_id)
+        for workspace_id in self._workspaces.ids_in(item.organization):
+            ws = self._workspaces.load(workspace_id)
             if ws.extra.get(WORKSPACE_FIELD) == key_id:
                 self._workspaces.mutate(ws.id, lambda w: _assigned(w, None, key_id))
 
@@ -121,18 +103,18 @@ class SSHKeyService:
         item = self._usable(ws, ws.extra.get(WORKSPACE_FIELD))
         if item is None:
             return None
-        return self._encryptor.decrypt(item["ciphertext"], self._context(item["organization"], item["pk"]))
+        return self._encryptor.decrypt(item.ciphertext, self._context(item.organization, item.id))
 
-    def _usable(self, ws: Workspace, key_id: str | None) -> dict[str, Any] | None:
-        """The key item when it belongs to the workspace's organization (this one, not an earlier namesake)."""
-        item = self._table.get(key_id, SORT_KEY) if key_id and looks_like(key_id, "sshkey") else None
-        if item is None or item["organization"] != ws.organization:
+    def _usable(self, ws: Workspace, key_id: str | None) -> StoredSSHKey | None:
+        """The key when it belongs to the workspace's organization (this one, not an earlier namesake)."""
+        item = self._store.find(key_id)
+        if item is None or item.organization != ws.organization:
             return None
         return item if _belongs(item, self._orgs.by_key(ws.organization).id) else None
 
 
-def _belongs(item: dict[str, Any], organization_id: str) -> bool:
-    return bool(item.get("organization_id") == organization_id)
+def _belongs(item: StoredSSHKey, organization_id: str) -> bool:
+    return item.organization_id == organization_id
 
 
 def _assigned(ws: Workspace, key_id: str | None, only_if: str | None = None) -> Workspace:

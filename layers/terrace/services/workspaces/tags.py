@@ -1,9 +1,9 @@
 """Tags: the names on workspaces (`tag_names`) are the truth; each organization keeps a registry that gives
 every name it has seen a stable id (`tag-…`), as TFC's `/organizations/:org/tags` and `/tags/:id` need.
 
-Registry items: `org#<org key>#tags` / name -> {id, name, created_at}, and `tag-…` / `tag` -> {organization,
-name}. An id is assigned the first time a tag is read or added (a conditional put: of two writers one wins
-and the other reads the winner's id); deleting a tag takes it off every workspace, then out of the registry.
+The registry is `store_tags.py`. An id is assigned the first time a tag is read or added (a conditional put: of
+two writers one wins and the other reads the winner's id); deleting a tag takes it off every workspace, then out
+of the registry.
 """
 
 from __future__ import annotations
@@ -11,10 +11,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from terrace.adapters.table import ConditionFailed, Table
 from terrace.domain import clock
 from terrace.domain.errors import Invalid, NotFound
-from terrace.domain.ids import looks_like, new_id
+from terrace.domain.ids import new_id
 from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal
 from terrace.domain.tags import Tag, TagRef, all_bindings, model_name
@@ -22,16 +21,13 @@ from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.workspaces.attributes import tag_bindings, tag_names
+from terrace.services.workspaces.store_tags import RegisteredTag, TagStore
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 
-def _registry(org_key: str) -> str:
-    return f"org#{org_key}#tags"
-
-
 class TagService:
-    def __init__(self, table: Table, organizations: OrganizationService, workspaces: WorkspaceService) -> None:
-        self._table = table
+    def __init__(self, store: TagStore, organizations: OrganizationService, workspaces: WorkspaceService) -> None:
+        self._store = store
         self._orgs = organizations
         self._workspaces = workspaces
 
@@ -62,23 +58,20 @@ class TagService:
                     lambda cur: dataclasses.replace(cur, tag_names=tuple(t for t in cur.tag_names if t not in names)),
                 )
         for name in names:
-            item = self._table.get(_registry(org.key), name)
-            if item is not None:
-                self._table.delete(item["id"], "tag")
-                self._table.delete(item["pk"], item["sk"])
+            self._store.delete(org.key, name)
 
     def add_workspaces(self, principal: Principal, tag_id: str, workspace_ids: list[str]) -> None:
-        item = self._table.get(tag_id, "tag") if looks_like(tag_id, "tag") else None
-        if item is None:
+        tag = self._store.find(tag_id)
+        if tag is None:
             raise NotFound(f"tag {tag_id} not found")
-        org = self._orgs.by_key(item["organization"])
+        org = self._orgs.by_key(tag.organization)
         self._orgs.get(principal, org.name, Action.READ_ORGANIZATION)
         targets = [self._workspaces.get(principal, ws_id, Action.UPDATE_WORKSPACE) for ws_id in workspace_ids]
         for ws in targets:
             if ws.organization != org.key:
                 raise NotFound(f"workspace {ws.id} not found")
         for ws in targets:
-            self._add(ws, [item["name"]])
+            self._add(ws, [tag.name])
 
     # workspace tags --------------------------------------------------------------------------
     def of_workspace(self, principal: Principal, ws: Workspace) -> list[Tag]:
@@ -144,30 +137,19 @@ class TagService:
         return names
 
     def _by_id(self, org: Organization, tag_id: str) -> Tag:
-        item = self._table.get(tag_id, "tag") if looks_like(tag_id, "tag") else None
-        if item is None or item["organization"] != org.key:
+        tag = self._store.find(tag_id)
+        if tag is None or tag.organization != org.key:
             raise NotFound(f"tag {tag_id} not found")
-        return Tag(tag_id, item["name"], org.name, item.get("created_at", ""))
+        return Tag(tag_id, tag.name, org.name, tag.created_at)
 
     def _ids(self, org: Organization, names: list[str]) -> dict[str, Tag]:
         """The registry entry of each name, created for names seen for the first time."""
-        known = {item["sk"]: item for item in self._table.query(_registry(org.key))}
+        known = self._store.registered(org.key)
         found: dict[str, Tag] = {}
         for name in names:
-            item = known.get(name) or self._register(org, name)
-            found[name] = Tag(item["id"], name, org.name, item["created_at"])
+            entry = known.get(name) or self._register(org, name)
+            found[name] = Tag(entry.id, name, org.name, entry.created_at)
         return found
 
-    def _register(self, org: Organization, name: str) -> dict[str, Any]:
-        item = {"pk": _registry(org.key), "sk": name, "id": new_id("tag"), "name": name, "created_at": clock.now_iso()}
-        try:
-            self._table.put(item, if_absent=True)
-        except ConditionFailed:
-            winner = self._table.get(item["pk"], name)
-            if winner is None:
-                raise
-            return winner
-        self._table.put(
-            {"pk": item["id"], "sk": "tag", "organization": org.key, "name": name, "created_at": item["created_at"]}
-        )
-        return item
+    def _register(self, org: Organization, name: str) -> RegisteredTag:
+        return self._store.register(RegisteredTag(new_id("tag"), org.key, name, clock.now_iso()))

@@ -10,10 +10,9 @@ from collections.abc import Callable
 from typing import Any
 
 from terrace.adapters.encryptor import Encryptor
-from terrace.adapters.table import ConditionFailed, Delete, Put, Table
 from terrace.domain import clock, limits
 from terrace.domain.errors import Conflict, Invalid, NotFound
-from terrace.domain.ids import looks_like, new_id
+from terrace.domain.ids import new_id
 from terrace.domain.jobs import RunVariable
 from terrace.domain.principal import Principal
 from terrace.domain.runs import Run
@@ -24,10 +23,10 @@ from terrace.domain.variables import (
     TERRAFORM_KEY,
     SensitiveValues,
     Variable,
-    stored_fields,
 )
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action
+from terrace.services.workspaces.store_variables import VariableStore, stored_fields
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 CATEGORIES = ("terraform", "env")
@@ -55,8 +54,8 @@ def _bool(attrs: dict[str, Any], key: str, default: bool) -> bool:
 
 
 class VariableService:
-    def __init__(self, table: Table, encryptor: Encryptor, workspaces: WorkspaceService) -> None:
-        self._table = table
+    def __init__(self, store: VariableStore, encryptor: Encryptor, workspaces: WorkspaceService) -> None:
+        self._store = store
         self._encryptor = encryptor
         self._workspaces = workspaces
         self._decrypted: OrderedDict[str, str] = OrderedDict()  # context:ciphertext -> value
@@ -66,7 +65,7 @@ class VariableService:
         return {"workspace": ws_id, "variable": var_id}
 
     def _items(self, ws_id: str) -> list[dict[str, Any]]:
-        return self._table.query(f"{ws_id}#vars", index="gsi1")
+        return self._store.of_workspace(ws_id)
 
     def items(self, ws_id: str) -> list[dict[str, Any]]:
         """The workspace's stored variables, sensitive ones as ciphertext (no permission check)."""
@@ -80,7 +79,7 @@ class VariableService:
         return [_public(item) for item in self._items(ws.id)]
 
     def _item(self, ws: Workspace, var_id: str) -> dict[str, Any]:
-        item = self._table.get(var_id, "var") if looks_like(var_id, "var") else None
+        item = self._store.find(var_id)
         if item is None or item["workspace_id"] != ws.id:
             raise NotFound(f"variable {var_id} not found")
         return item
@@ -92,51 +91,33 @@ class VariableService:
     def create(self, principal: Principal, ws: Workspace, attrs: dict[str, Any]) -> Variable:
         self._workspaces.authorize(principal, Action.WRITE_VARIABLES, ws)
         var_id = new_id("var")
-        item = {
-            "pk": var_id,
-            "sk": "var",
-            "id": var_id,
-            "workspace_id": ws.id,
-            "created_at": clock.now_iso(),
-            "version": 1,
-        }
+        item: dict[str, Any] = {"id": var_id, "workspace_id": ws.id, "created_at": clock.now_iso(), "version": 1}
         self._fill(item, attrs, creating=True)
-        claim = {"pk": f"{ws.id}#varkeys", "sk": f"{item['category']}#{item['key']}", "var_id": var_id}
-        try:
-            self._table.transact([Put(claim, if_absent=True), Put(item, if_absent=True)])
-        except ConditionFailed as exc:
+        if not self._store.create(item):
             raise Conflict(
                 f"a {item['category']} variable named {item['key']!r} already exists",
                 meta={"pointer": "/data/attributes/key"},
-            ) from exc
+            )
         return _public(item)
 
     def update(self, principal: Principal, ws: Workspace, var_id: str, attrs: dict[str, Any]) -> Variable:
         self._workspaces.authorize(principal, Action.WRITE_VARIABLES, ws)
         item = self._item(ws, var_id)
-        old_claim = (f"{ws.id}#varkeys", f"{item['category']}#{item['key']}")
+        previous = dict(item)
         version = item["version"]
         self._fill(item, attrs, creating=False)
         item["version"] = version + 1
-        ops: list[Any] = [Put(item, if_version=version)]
-        new_claim = (f"{ws.id}#varkeys", f"{item['category']}#{item['key']}")
-        if new_claim != old_claim:
-            ops += [Put({"pk": new_claim[0], "sk": new_claim[1], "var_id": var_id}, if_absent=True), Delete(*old_claim)]
-        try:
-            self._table.transact(ops)
-        except ConditionFailed as exc:
-            raise Conflict(f"a {item['category']} variable named {item['key']!r} already exists or it changed") from exc
+        if not self._store.update(item, previous, version):
+            raise Conflict(f"a {item['category']} variable named {item['key']!r} already exists or it changed")
         return _public(item)
 
     def delete(self, principal: Principal, ws: Workspace, var_id: str) -> None:
         self._workspaces.authorize(principal, Action.WRITE_VARIABLES, ws)
-        item = self._item(ws, var_id)
-        self._table.transact([Delete(var_id, "var"), Delete(f"{ws.id}#varkeys", f"{item['category']}#{item['key']}")])
+        self._store.delete(self._item(ws, var_id))
 
     def _fill(self, item: dict[str, Any], attrs: dict[str, Any], *, creating: bool) -> None:
         context = self._context(item["workspace_id"], item["id"])
         fill_variable(item, attrs, creating=creating, encrypt=lambda value: self._encryptor.encrypt(value, context))
-        item["gsi1pk"], item["gsi1sk"] = f"{item['workspace_id']}#vars", f"{item['category']}#{item['key']}"
 
     def decrypt(self, ciphertext: str, context: dict[str, str]) -> str:
         """A sensitive value (a workspace's, a variable set's, or one a run recorded), kept a while per process."""

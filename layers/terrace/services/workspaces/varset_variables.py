@@ -7,18 +7,17 @@ import builtins
 from typing import Any
 
 from terrace.adapters.encryptor import Encryptor
-from terrace.adapters.table import ConditionFailed, Delete, Put, Table, WriteOp
 from terrace.domain import clock
 from terrace.domain.errors import Conflict, Invalid, NotFound
-from terrace.domain.ids import looks_like, new_id
+from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal
-from terrace.domain.variables import stored_fields
 from terrace.domain.varsets import SetVariable, VariableSet
 from terrace.services.access.authz import Action
+from terrace.services.workspaces.store_variables import stored_fields
+from terrace.services.workspaces.store_varsets import VariableSetStore, WriteOp
 from terrace.services.workspaces.variables import fill_variable
-from terrace.services.workspaces.varsets import VariableSetService, key_claims, vars_index
+from terrace.services.workspaces.varsets import VariableSetService
 
-SK = "varsetvar"
 MAX_VARS_AT_CREATION = 40  # one transaction: two writes each, within DynamoDB's 100
 
 
@@ -39,12 +38,12 @@ def _duplicate(item: dict[str, Any]) -> Invalid:
 
 
 class SetVariableService:
-    def __init__(self, table: Table, encryptor: Encryptor, varsets: VariableSetService) -> None:
-        self._table, self._encryptor, self._varsets = table, encryptor, varsets
+    def __init__(self, store: VariableSetStore, encryptor: Encryptor, varsets: VariableSetService) -> None:
+        self._store, self._encryptor, self._varsets = store, encryptor, varsets
 
     def items(self, varset_id: str) -> builtins.list[dict[str, Any]]:
         """The stored variables of a set, sensitive ones as ciphertext (no permission check)."""
-        return self._table.query(vars_index(varset_id), index="gsi1")
+        return self._store.variables(varset_id)
 
     def of(self, vs: VariableSet) -> builtins.list[SetVariable]:
         """The variables of a set the caller was allowed to read (no permission check of its own)."""
@@ -59,10 +58,8 @@ class SetVariableService:
     def create(self, principal: Principal, varset_id: str, attrs: dict[str, Any]) -> SetVariable:
         vs = self._varsets.get(principal, varset_id, Action.MANAGE_VARSETS)
         item = self._new_item(vs, attrs)
-        try:
-            self._table.transact([Put(self._claim(item), if_absent=True), Put(item, if_absent=True)])
-        except ConditionFailed as exc:
-            raise _duplicate(item) from exc
+        if not self._store.create_variable(item):
+            raise _duplicate(item)
         return public(item)
 
     def create_set(
@@ -92,36 +89,30 @@ class SetVariableService:
             if slot in seen:
                 raise _duplicate(item)
             seen.add(slot)
-            ops += [Put(self._claim(item), if_absent=True), Put(item, if_absent=True)]
+            ops += self._store.variable_ops(item)
         return ops
 
     def update(self, principal: Principal, varset_id: str, var_id: str, attrs: dict[str, Any]) -> SetVariable:
         vs = self._varsets.get(principal, varset_id, Action.MANAGE_VARSETS)
         item = self._item(vs, var_id)
-        old_claim = (key_claims(vs.id), f"{item['category']}#{item['key']}")
+        previous = dict(item)
         version = item["version"]
         self._fill(item, attrs, creating=False)
         item["version"] = version + 1
-        ops: builtins.list[WriteOp] = [Put(item, if_version=version)]
-        new_claim = (key_claims(vs.id), f"{item['category']}#{item['key']}")
-        if new_claim != old_claim:
-            ops += [Put({"pk": new_claim[0], "sk": new_claim[1], "var_id": var_id}, if_absent=True), Delete(*old_claim)]
-        try:
-            self._table.transact(ops)
-        except ConditionFailed as exc:
-            if new_claim != old_claim and self._table.get(*new_claim):
-                raise _duplicate(item) from exc
-            raise Conflict("the variable changed meanwhile; retry") from exc
+        if not self._store.update_variable(item, previous, version):
+            moved = (item["category"], item["key"]) != (previous["category"], previous["key"])
+            if moved and self._store.variable_key_taken(item):
+                raise _duplicate(item)
+            raise Conflict("the variable changed meanwhile; retry")
         return public(item)
 
     def delete(self, principal: Principal, varset_id: str, var_id: str) -> None:
         vs = self._varsets.get(principal, varset_id, Action.MANAGE_VARSETS)
-        item = self._item(vs, var_id)
-        self._table.transact([Delete(var_id, SK), Delete(key_claims(vs.id), f"{item['category']}#{item['key']}")])
+        self._store.delete_variable(self._item(vs, var_id))
 
     # helpers ------------------------------------------------------------------------------
     def _item(self, vs: VariableSet, var_id: str) -> dict[str, Any]:
-        item = self._table.get(var_id, SK) if looks_like(var_id, "var") else None
+        item = self._store.find_variable(var_id)
         if item is None or item["varset_id"] != vs.id:
             raise NotFound(f"variable {var_id} not found")
         return item
@@ -130,16 +121,11 @@ class SetVariableService:
         if not isinstance(attrs, dict):
             raise Invalid("each variable is {type: vars, attributes: {...}}", pointer="/data")
         var_id = new_id("var")
-        item = {"pk": var_id, "sk": SK, "id": var_id, "varset_id": vs.id, "organization": vs.organization,
-                "created_at": clock.now_iso(), "version": 1}  # fmt: skip
+        item = {"id": var_id, "varset_id": vs.id, "organization": vs.organization, "created_at": clock.now_iso(),
+                "version": 1}  # fmt: skip
         self._fill(item, attrs, creating=True)
         return item
 
     def _fill(self, item: dict[str, Any], attrs: dict[str, Any], *, creating: bool) -> None:
         ctx = context(item["varset_id"], item["id"])
         fill_variable(item, attrs, creating=creating, encrypt=lambda value: self._encryptor.encrypt(value, ctx))
-        item["gsi1pk"], item["gsi1sk"] = vars_index(item["varset_id"]), f"{item['category']}#{item['key']}"
-
-    @staticmethod
-    def _claim(item: dict[str, Any]) -> dict[str, Any]:
-        return {"pk": key_claims(item["varset_id"]), "sk": f"{item['category']}#{item['key']}", "var_id": item["id"]}

@@ -12,59 +12,47 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from terrace.adapters.table import ConditionFailed, Delete, Put, Table, WriteOp
 from terrace.domain import clock
 from terrace.domain import varsets as model
 from terrace.domain.errors import Invalid, NotFound
-from terrace.domain.ids import looks_like, new_id
+from terrace.domain.ids import new_id
 from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal
 from terrace.domain.projects import Project, default_project_id
-from terrace.domain.varsets import VariableSet, from_item, index_of, to_item
+from terrace.domain.varsets import VariableSet, name_taken
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action, Authorizer
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.access.projects import ProjectService
 from terrace.services.optimistic import optimistic
+from terrace.services.workspaces.store_varsets import VariableSetStore, WriteOp
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 MAX_ATTACHMENTS = 1000  # workspaces (and, apart, projects) one set may apply to: the item stays far below 400 KB
 
 
-def _names(org_key: str) -> str:
-    return f"org#{org_key}#varsetnames"
-
-
-def vars_index(varset_id: str) -> str:
-    return f"{varset_id}#vars"
-
-
-def key_claims(varset_id: str) -> str:
-    return f"{varset_id}#varkeys"
-
-
 class VariableSetService:
     def __init__(
         self,
-        table: Table,
+        store: VariableSetStore,
         authz: Authorizer,
         organizations: OrganizationService,
         workspaces: WorkspaceService,
         projects: ProjectService,
     ) -> None:
-        self._table, self._authz, self._orgs = table, authz, organizations
+        self._store, self._authz, self._orgs = store, authz, organizations
         self._workspaces, self._projects = workspaces, projects
 
     # reads -------------------------------------------------------------------------------
     def load(self, varset_id: str) -> VariableSet:
-        item = self._table.get(varset_id, "varset") if looks_like(varset_id, "varset") else None
-        if item is None:
+        vs = self._store.find(varset_id)
+        if vs is None:
             raise NotFound(f"variable set {varset_id} not found")
-        return from_item(item)
+        return vs
 
     def all_in(self, org_key: str) -> builtins.list[VariableSet]:
         """Every set of an organization, by name (no permission check)."""
-        return [from_item(item) for item in self._table.query(index_of(org_key), index="gsi1")]
+        return self._store.of_organization(org_key)
 
     def get(self, principal: Principal, varset_id: str, action: Action = Action.READ_VARSETS) -> VariableSet:
         """A set the caller may read (one they may not is not found, in the same words as an absent one)."""
@@ -128,11 +116,8 @@ class VariableSetService:
         )
         vs = self._attached(vs, workspace_ids or [], project_ids or [], add=True)
         extra = more(vs) if more else []
-        claim = {"pk": _names(org.key), "sk": vs.name, "varset_id": vs.id}
-        try:
-            self._table.transact([Put(claim, if_absent=True), Put(to_item(vs), if_absent=True), *extra])
-        except ConditionFailed as exc:
-            raise _name_taken(vs.name) from exc
+        if not self._store.create(vs, extra):
+            raise name_taken(vs.name)
         return vs
 
     def update(
@@ -162,16 +147,7 @@ class VariableSetService:
         return self._write(varset_id, change)
 
     def delete(self, principal: Principal, varset_id: str) -> None:
-        vs = self.get(principal, varset_id, Action.MANAGE_VARSETS)
-        self.purge(vs)
-
-    def purge(self, vs: VariableSet) -> None:
-        """The set, its variables and their key claims, then its name (no permission check)."""
-        doomed = [(i["pk"], i["sk"]) for i in self._table.query(vars_index(vs.id), index="gsi1")]
-        doomed += [(i["pk"], i["sk"]) for i in self._table.query(key_claims(vs.id))]
-        if doomed:
-            self._table.batch_delete(doomed)
-        self._table.transact([Delete(vs.id, "varset"), Delete(_names(vs.organization), vs.name)])
+        self._store.delete(self.get(principal, varset_id, Action.MANAGE_VARSETS))
 
     def apply(self, principal: Principal, varset_id: str, kind: str, ids: builtins.list[str], *, add: bool) -> None:
         """POST/DELETE /varsets/:id/relationships/workspaces|projects: every id is checked before anything is
@@ -194,10 +170,6 @@ class VariableSetService:
     def forget_project(self, org_key: str, project_id: str) -> None:
         """A deleted project leaves every set it was applied to (no permission check)."""
         self._forget(org_key, lambda vs: project_id in vs.project_ids, projects=[project_id])
-
-    def purge_organization(self, org_key: str) -> None:
-        for vs in self.all_in(org_key):
-            self.purge(vs)
 
     # helpers ------------------------------------------------------------------------------
     def _forget(
@@ -239,16 +211,7 @@ class VariableSetService:
             current = self.load(varset_id)
             changed = change(current)
             changed = replace(changed, version=current.version + 1, updated_at=clock.now_iso())
-            ops: builtins.list[WriteOp] = [Put(to_item(changed), if_version=current.version)]
-            if changed.name != current.name:
-                claim = {"pk": _names(current.organization), "sk": changed.name, "varset_id": varset_id}
-                ops += [Put(claim, if_absent=True), Delete(_names(current.organization), current.name)]
-            try:
-                self._table.transact(ops)
-            except ConditionFailed:
-                if changed.name != current.name and self._table.get(_names(current.organization), changed.name):
-                    raise _name_taken(changed.name) from None
-                raise
+            self._store.replace(changed, current)  # a name taken: Invalid; any other change: read again
             return changed
 
         return optimistic(step, attempts=8, backoff_s=0.01, exhausted="the variable set changed concurrently; retry")
@@ -267,9 +230,3 @@ def _detached(vs: VariableSet, workspaces: builtins.list[str], projects: builtin
 
 def _matching(sets: builtins.list[VariableSet], query: str | None) -> builtins.list[VariableSet]:
     return [vs for vs in sets if not query or query.lower() in vs.name.lower()]
-
-
-def _name_taken(name: str) -> Invalid:
-    return Invalid(
-        f"a variable set named {name!r} already exists in this organization", pointer="/data/attributes/name"
-    )

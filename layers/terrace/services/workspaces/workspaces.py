@@ -8,11 +8,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from terrace.adapters.table import ConditionFailed, Delete, Put, Table, WriteOp
 from terrace.domain import assessments, clock
 from terrace.domain import workspace as model
 from terrace.domain.errors import Conflict, NotFound
-from terrace.domain.ids import looks_like, new_id
+from terrace.domain.ids import new_id
 from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal
 from terrace.domain.projects import default_project_id
@@ -22,7 +21,7 @@ from terrace.services.access.organizations import OrganizationService
 from terrace.services.access.projects import ProjectService
 from terrace.services.optimistic import optimistic
 from terrace.services.workspaces.attributes import apply_attributes, tag_names
-from terrace.services.workspaces.auto_destroy import AutoDestroyMarkers
+from terrace.services.workspaces.store import WorkspaceStore, WriteOp
 
 
 def view(ws: Workspace) -> WorkspaceView:
@@ -32,7 +31,7 @@ def view(ws: Workspace) -> WorkspaceView:
 class WorkspaceService:
     def __init__(
         self,
-        table: Table,
+        store: WorkspaceStore,
         authz: Authorizer,
         organizations: OrganizationService,
         projects: ProjectService,
@@ -40,11 +39,11 @@ class WorkspaceService:
         settle_terraform_version: Callable[[Any], Any],
         check_agent_pool: Callable[[Workspace], None],
     ) -> None:
-        self._table = table
+        self._store = store
         self._authz = authz
         self._orgs = organizations
         self._projects = projects
-        self.markers = AutoDestroyMarkers(table)
+        self.markers = store.markers
         # the terraform-version to store for what a client asks (ToolVersionService.settle)
         self.settle_terraform_version = settle_terraform_version
         # refuses (422) an agent-mode workspace whose pool is absent or does not allow it (AgentPoolService)
@@ -53,10 +52,10 @@ class WorkspaceService:
     # reads -------------------------------------------------------------------------------
     def load(self, workspace_id: str) -> Workspace:
         """Read without a permission check (for services that check on their own)."""
-        item = self._table.get(*model.workspace_key(workspace_id)) if looks_like(workspace_id, "ws") else None
-        if item is None:
+        ws = self._store.find(workspace_id)
+        if ws is None:
             raise NotFound(f"workspace {workspace_id} not found")
-        return model.from_item(item)
+        return ws
 
     def organization_of(self, ws: Workspace) -> Organization:
         return self._orgs.by_key(ws.organization)
@@ -85,12 +84,12 @@ class WorkspaceService:
         self, principal: Principal, organization: str, name: str, action: Action = Action.READ_WORKSPACE
     ) -> Workspace:
         org = self._orgs.get(principal, organization)
-        claim = self._table.get(*model.name_claim_key(org.key, name)) if model.NAME_RE.match(name or "") else None
+        workspace_id = self._store.id_named(org.key, name) if model.NAME_RE.match(name or "") else None
         missing = NotFound(f"workspace {organization}/{name} not found")
-        if claim is None:
+        if workspace_id is None:
             raise missing
         try:
-            return self.get(principal, claim["workspace_id"], action)
+            return self.get(principal, workspace_id, action)
         except NotFound as exc:  # hidden answers as absent: the same words, never the workspace's id
             raise missing from exc
 
@@ -100,8 +99,7 @@ class WorkspaceService:
             key = self._orgs.lookup(organization).key
         except NotFound:
             return None
-        claim = self._table.get(*model.name_claim_key(key, name)) if model.NAME_RE.match(name or "") else None
-        return claim["workspace_id"] if claim else None
+        return self._store.id_named(key, name) if model.NAME_RE.match(name or "") else None
 
     def list(
         self,
@@ -129,10 +127,12 @@ class WorkspaceService:
 
     def all_in(self, org_key: str, search: str | None = None) -> builtins.list[Workspace]:
         """Every workspace of an organization (by storage key), sorted by name; no permission check."""
-        claims = self._table.query(f"org#{org_key}#wsnames")
-        ids = [c["workspace_id"] for c in claims if not search or search.lower() in c["sk"].lower()]
-        found = [model.from_item(item) for item in self._table.batch_get([model.workspace_key(i) for i in ids])]
-        return sorted(found, key=lambda ws: ws.name)
+        ids = [i for name, i in self._store.names(org_key) if not search or search.lower() in name.lower()]
+        return sorted(self._store.load_many(ids), key=lambda ws: ws.name)
+
+    def ids_in(self, org_key: str) -> builtins.list[str]:
+        """The ids of an organization's workspaces (by storage key), by name; no permission check."""
+        return [workspace_id for _, workspace_id in self._store.names(org_key)]
 
     def allowed(
         self, principal: Principal, action: Action, workspaces: builtins.list[Workspace]
@@ -143,13 +143,12 @@ class WorkspaceService:
 
     def in_project(self, organization: str, project_id: str) -> builtins.list[Workspace]:
         """The workspaces of a project (no permission check: for counting before a project is deleted)."""
-        ids = [c["workspace_id"] for c in self._table.query(f"org#{organization}#wsnames")]
-        found = [model.from_item(item) for item in self._table.batch_get([model.workspace_key(i) for i in ids])]
+        found = self._store.load_many(self.ids_in(organization))
         default = default_project_id(organization)
         return [ws for ws in found if (ws.project_id or default) == project_id]
 
     def count(self, organization: str) -> int:
-        return len(self._table.query(f"org#{organization}#wsnames"))
+        return len(self._store.names(organization))
 
     def permissions(self, principal: Principal, ws: Workspace) -> dict[str, bool]:
         org = self._orgs.by_key(ws.organization)
@@ -207,16 +206,8 @@ class WorkspaceService:
             project_id=project_id,
         )
         ws = self._checked(apply_attributes(ws, self._settled({k: v for k, v in attributes.items() if k != "name"})))
-        claim = {"pk": model.name_claim_key(org.key, name)[0], "sk": name, "workspace_id": ws.id}
-        try:
-            schedule = (
-                [Put(assessments.schedule_item(ws.id, org.key, clock.epoch()))] if assessments.enabled(ws.extra) else []
-            )
-            self._table.transact([Put(claim, if_absent=True), Put(model.to_item(ws), if_absent=True), *schedule])
-        except ConditionFailed as exc:
-            raise Conflict(
-                f"workspace {org.name}/{name} already exists", meta={"pointer": "/data/attributes/name"}
-            ) from exc
+        if not self._store.create(ws):
+            raise Conflict(f"workspace {org.name}/{name} already exists", meta={"pointer": "/data/attributes/name"})
         if ws.auto_destroy_at is not None:
             self.markers.sync(ws)
         return ws
@@ -232,16 +223,8 @@ class WorkspaceService:
         if updated.auto_destroy_at != ws.auto_destroy_at:
             self.markers.sync(updated)
         if assessments.ENABLED_ATTRIBUTE in attributes:
-            self._schedule_assessments(updated)
+            self._store.schedule_assessments(updated)
         return updated
-
-    def _schedule_assessments(self, ws: Workspace) -> None:
-        """Keep the assessment schedule's sparse index (`domain/assessments.py`) in step with the attribute."""
-        key = assessments.schedule_key(ws.id)
-        if not assessments.enabled(ws.extra):
-            self._table.delete(*key)
-        elif self._table.get(*key) is None:
-            self._table.put(assessments.schedule_item(ws.id, ws.organization, clock.epoch()))
 
     def _checked(self, ws: Workspace) -> Workspace:
         if ws.agent_pool_id or ws.execution_mode == "agent":
@@ -275,14 +258,8 @@ class WorkspaceService:
             raise Conflict(f"workspace {ws.name} still manages {ws.resource_count} resources; destroy them first")
         if safe and ws.locked:
             raise Conflict(f"workspace {ws.name} is currently locked; unlock it or delete it without safe-delete")
-        ops: list[WriteOp] = [
-            Delete(*model.workspace_key(ws.id), if_version=ws.version),
-            Delete(*model.name_claim_key(ws.organization, ws.name)),
-        ]
-        try:
-            self._table.transact(ops + (extra_ops(ws) if extra_ops else []))
-        except ConditionFailed as exc:
-            raise Conflict("workspace changed while deleting; retry") from exc
+        if not self._store.delete(ws, extra_ops(ws) if extra_ops else []):
+            raise Conflict("workspace changed while deleting; retry")
 
     def mutate(self, workspace_id: str, change: Callable[[Workspace], Workspace], attempts: int = 8) -> Workspace:
         """Apply `change` to the latest copy with optimistic concurrency; `change` may raise to refuse."""
@@ -290,7 +267,7 @@ class WorkspaceService:
         def step() -> Workspace:
             current = self.load(workspace_id)
             updated = dataclasses.replace(change(current), version=current.version + 1, updated_at=clock.now_iso())
-            self._table.put(model.to_item(updated), if_version=current.version)
+            self._store.replace(updated, current.version)
             return updated
 
         return optimistic(step, attempts=attempts, exhausted=f"workspace {workspace_id} is busy; retry")
@@ -299,28 +276,24 @@ class WorkspaceService:
         """Store `updated` (a change of the loaded `current`) in one conditional write; ConditionFailed when
         someone changed it since. For the hot path where a re-read would be wasted (`mutate` re-reads)."""
         stored = dataclasses.replace(updated, version=current.version + 1, updated_at=clock.now_iso())
-        self._table.put(model.to_item(stored), if_version=current.version)
+        self._store.replace(stored, current.version)
         return stored
 
-    def write_op(self, ws: Workspace, expected_version: int) -> Put:
+    def write_if_still(self, current: Workspace, updated: Workspace) -> Workspace | None:
+        """`write_if_unchanged`, None when someone changed it since (the caller reads again)."""
+        stored = dataclasses.replace(updated, version=current.version + 1, updated_at=clock.now_iso())
+        return stored if self._store.replace_if_unchanged(stored, current.version) else None
+
+    def write_op(self, ws: Workspace, expected_version: int) -> WriteOp:
         """A transaction item that stores `ws` only if nobody changed it since `expected_version`."""
-        return Put(model.to_item(ws), if_version=expected_version)
+        return self._store.put_op(ws, expected_version)
 
     def _rename(self, ws: Workspace, name: str, attributes: dict[str, Any]) -> Workspace:
         updated = self._checked(apply_attributes(ws, {k: v for k, v in attributes.items() if k != "name"}))
         updated = dataclasses.replace(updated, name=name, version=ws.version + 1, updated_at=clock.now_iso())
-        claim = {"pk": model.name_claim_key(ws.organization, name)[0], "sk": name, "workspace_id": ws.id}
-        try:
-            self._table.transact(
-                [
-                    Put(claim, if_absent=True),
-                    Delete(*model.name_claim_key(ws.organization, ws.name)),
-                    Put(model.to_item(updated), if_version=ws.version),
-                ]
-            )
-        except ConditionFailed as exc:
+        if not self._store.rename(ws.name, updated, ws.version):
             org_name = self._orgs.name_of(ws.organization)
-            raise Conflict(f"workspace {org_name}/{name} already exists or changed; retry") from exc
+            raise Conflict(f"workspace {org_name}/{name} already exists or changed; retry")
         return updated
 
 
