@@ -18,9 +18,9 @@ import pytest
 from terrace.adapters.memory_events import MemoryEventPublisher
 from terrace.adapters.memory_outbound import MemoryOutbound
 from terrace.bootstrap import build_memory
-from terrace.domain import stage_usage
 from terrace.domain.jobs import FinishRequest
 from terrace.domain.principal import Principal, PrincipalKind
+from terrace.services import shared_keys
 from terrace.services.events import landed_event
 from terrace.services.runs.stage_participants import StageContext, Verdict
 
@@ -53,7 +53,7 @@ def stack(free_port: int) -> Iterator[tuple[str, str, Any]]:
     owner = Principal(PrincipalKind.USER, user.id, user.username)
     container.organizations.create(owner, "acme", "ops@example.com")
     container.workspaces.create(owner, "acme", {"name": "app", "execution-mode": "remote"})
-    container.table.put(stage_usage.marker("acme", Policy.kind))  # as a policy set of its own would
+    container.table.put(shared_keys.stage_usage_marker("acme", Policy.kind))  # as a policy set of its own would
     token = container.accounts.issue_token(PrincipalKind.USER, user.id).secret
     with serve_app(container, free_port) as base:
         yield base, token, container

@@ -23,6 +23,7 @@ from terrace.domain import stage_usage
 from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.policy_evaluations import PolicySetOutcome
 from terrace.domain.principal import Principal, PrincipalKind
+from terrace.services import shared_keys
 from terrace.services.policies.store import PolicyStore
 from terrace.services.policies.store_evaluations import EvaluationStore
 
@@ -85,7 +86,7 @@ def test_policy_sets_mark_the_organization_claim_renames_and_change_conditionall
     store: PolicyStore = stores.policies
     store.create_policy_set(_set("polset-2", "second", T1))
     store.create_policy_set(_set("polset-1", "first", T0))
-    assert stores.table.get(stage_usage.partition("acme"), stage_usage.POLICY_SETS) is not None
+    assert stores.table.get(shared_keys.stage_usage_partition("acme"), stage_usage.POLICY_SETS) is not None
     with pytest.raises(Invalid):
         store.create_policy_set(_set("polset-3", "FIRST"))
     assert [s["id"] for s in store.policy_sets_of("acme")] == ["polset-1", "polset-2"]  # oldest first

@@ -140,7 +140,7 @@ def test_run_task_names_are_unique_and_a_task_attaches_once_per_workspace(store:
         tasks.create(RunTask("task-2", ORG, "lint", "https://other.example", "2026-01-01T00:00:00Z"))
     tasks.create(RunTask("task-2", ORG, "Audit", "https://audit.example", "2026-01-01T00:00:00Z"))
     assert [t.name for t in tasks.of_organization(ORG)] == ["Audit", "Lint"]
-    assert {str(m["sk"]) for m in store.stages.usage_markers(ORG)} == {"task-results"}
+    assert set(store.stages.usage_markers(ORG)) == {"task-results"}
     renamed = RunTask("task-2", ORG, "Lint", "https://audit.example", "2026-01-01T00:00:00Z", version=2)
     with pytest.raises(ConditionFailed):
         tasks.replace(renamed, 1, "Audit")

@@ -17,6 +17,7 @@ from terrace.config import Settings
 from terrace.domain import state_versions as st
 from terrace.domain.principal import PrincipalKind
 from terrace.services.workflows.retention_sweep import RetentionSweep
+from terrace.services.workflows.store import SweepClaimStore
 from terrace.web.app import create_app
 
 
@@ -55,7 +56,7 @@ def test_the_sweep_on_dynamodb_and_s3(endpoint: str) -> None:
 
     later = time.time() + 8 * 86400
     sweep = RetentionSweep(
-        container.table,
+        SweepClaimStore(container.table),
         container.blobs,
         container.organizations,
         container.workspaces,

@@ -13,8 +13,8 @@ from terrace.adapters.memory_blobs import MemoryBlobs
 from terrace.adapters.table_job_queue import TableJobQueue
 from terrace.bootstrap import Container, build_memory
 from terrace.config import Settings
-from terrace.domain import stage_usage
 from terrace.domain.principal import PrincipalKind
+from terrace.services import shared_keys
 from terrace.services.events import landed_event
 from terrace.services.runs.stage_participants import StageParticipant
 from terrace.web.app import create_app
@@ -56,7 +56,7 @@ class RunEnv:
     def take_part(self, participant: StageParticipant) -> StageParticipant:
         """Register a stand-in participant, its organization marked as using its kind (as a run task or a policy
         set of its own would: `domain/stage_usage.py`)."""
-        self.container.table.put(stage_usage.marker(self.organization, participant.kind))
+        self.container.table.put(shared_keys.stage_usage_marker(self.organization, participant.kind))
         self.container.stage_participants.append(participant)
         return participant
 

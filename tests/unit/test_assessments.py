@@ -14,6 +14,7 @@ from run_helpers import RunEnv, join, make_run_env
 from terrace.domain import assessments as model
 from terrace.domain.principal import PrincipalKind
 from terrace.domain.runs import run_id_of
+from terrace.services import shared_keys
 from terrace.web.app import create_app
 from ui_helpers import sign_in
 
@@ -43,7 +44,7 @@ def test_due_times_follow_the_workspace_grid():
     now = 1_000_000.0
     due = model.first_due("ws-a", now, INTERVAL)
     assert now < due <= now + INTERVAL and (due - model.offset("ws-a", INTERVAL)) % INTERVAL == 0
-    assert model.due_at(model.schedule_item("ws-a", "org", enabled_at=now), INTERVAL) == due
+    assert model.due_at(shared_keys.schedule_item("ws-a", "org", enabled_at=now), INTERVAL) == due
     after = model.next_due("ws-a", due, INTERVAL)
     assert INTERVAL / 2 <= after - due <= 1.5 * INTERVAL
 
@@ -92,9 +93,9 @@ def test_the_attribute_fills_and_empties_the_schedule(env):
     assert env.container.assessments.sweep_if_due() is None  # nothing enabled: one empty query, nothing else
     assert _enable(env, "yes").status_code == 422
     assert _enable(env).json()["data"]["attributes"]["assessments-enabled"] is True
-    assert table.get(*model.schedule_key(env.workspace_id)) is not None
+    assert table.get(*shared_keys.schedule_key(env.workspace_id)) is not None
     assert _enable(env, False).status_code == 200
-    assert table.query(model.SCHEDULE_PK) == []
+    assert table.query(shared_keys.SCHEDULE_PK) == []
 
 
 def test_an_assessment_is_a_refresh_only_plan_in_the_lowest_lane_reported_as_hcp_does(env):
@@ -193,7 +194,7 @@ def test_an_organization_enforcing_assessments_assesses_every_workspace(env):
     off = {"data": {"type": "organizations", "attributes": {"assessments-enforced": False}}}
     assert env.api("PATCH", "/organizations/acme", off).status_code == 200
     assert _sweep(env, 3) == {"started": 0, "skipped": 0, "removed": 1}  # its workspace's entry goes
-    assert env.container.table.query(model.SCHEDULE_PK) == []
+    assert env.container.table.query(shared_keys.SCHEDULE_PK) == []
 
 
 def _custom_member(env: RunEnv, name: str, **access: str) -> dict[str, str]:

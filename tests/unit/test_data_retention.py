@@ -13,6 +13,7 @@ from state_helpers import Env, other_user, state_bytes, sv_body
 from terrace.domain.principal import PrincipalKind
 from terrace.services.runs.logs import archive_key
 from terrace.services.workflows.retention_sweep import RetentionSweep
+from terrace.services.workflows.store import SweepClaimStore
 
 DAY = 86400.0
 LEGACY, OLDER, KEEP = (
@@ -116,7 +117,7 @@ def _sweeper(env: RunEnv, now: Callable[[], float]) -> RetentionSweep:
     """The container's sweep as wired, on the given clock."""
     c = env.container
     return RetentionSweep(
-        c.table,
+        SweepClaimStore(c.table),
         c.blobs,
         c.organizations,
         c.workspaces,

@@ -7,7 +7,10 @@ functions and under TYPE_CHECKING):
   `services/` (`events.py`, `blob_records.py`) import no area;
 - `services/` and `domain/` import nothing of the entrypoints or the web framework (`terrace.web`, fastapi,
   starlette), nor the composition root (`terrace.bootstrap`, `terrace.wiring`); `domain/` imports no service;
-- boto3 and botocore are imported only in `adapters/` and `wiring/`.
+- boto3 and botocore are imported only in `adapters/` and `wiring/`;
+- only stores (`services/<area>/store.py`, `store_*.py`, and `services/shared_keys.py`'s users among them) import
+  the table port (beside `adapters/`, `wiring/` and `bootstrap.py`); other modules may catch its `ConditionFailed`,
+  the signal of a lost conditional write, and nothing else of it; `domain/` names no storage key.
 """
 
 from __future__ import annotations
@@ -111,6 +114,43 @@ def test_domain_imports_no_service() -> None:
         if _under(module, "terrace.services")
     ]
     assert found == []
+
+
+TABLE_PORT = "terrace.adapters.table"
+# `limits.py` names DynamoDB's key attributes only to bound their sizes (`KEY_MAX_BYTES`); it stores nothing
+KEY_NAMES_ALLOWED = {"limits.py"}
+
+
+def _is_store(path: Path) -> bool:
+    relative = path.relative_to(PACKAGE)
+    if relative.parts[0] in ("adapters", "wiring") or relative == Path("bootstrap.py"):
+        return True
+    return relative.parts[0] == "services" and (path.name == "store.py" or path.name.startswith("store_"))
+
+
+def test_only_stores_import_the_table_port() -> None:
+    offenders = []
+    for path in files("."):
+        if _is_store(path):
+            continue
+        for line, module in imports_of(path):
+            if _under(module, TABLE_PORT) and module not in (TABLE_PORT, f"{TABLE_PORT}.ConditionFailed"):
+                offenders.append(f"{path.relative_to(PACKAGE)}:{line}: {module}")
+            elif module == TABLE_PORT and path.read_text().count("import terrace.adapters.table"):
+                offenders.append(f"{path.relative_to(PACKAGE)}:{line}: {module}")
+    assert offenders == [], "only stores import the table port:\n" + "\n".join(offenders)
+
+
+def test_domain_names_no_storage_key() -> None:
+    names = ('"pk"', '"sk"', '"gsi1pk"', '"gsi1sk"')
+    offenders = [
+        f"domain/{path.name}: {name}"
+        for path in files("domain")
+        if path.name not in KEY_NAMES_ALLOWED
+        for name in names
+        if name in path.read_text()
+    ]
+    assert offenders == [], "storage keys live in the stores:\n" + "\n".join(offenders)
 
 
 def test_boto3_only_in_adapters_and_wiring() -> None:

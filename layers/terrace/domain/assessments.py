@@ -2,9 +2,9 @@
 
 An assessment is a refresh-only, plan-only run (`Run.assessment`) of a workspace's current configuration and
 state; its result is read from the run's JSON plan: `resource_drift` (what changed outside Terraform) and
-`checks` (the `check` blocks, preconditions and postconditions). The schedule is a sparse index: one item per
-workspace with assessments on (`SCHEDULE_PK`), holding when it is next due; each workspace gets its own offset
-inside the interval (`first_due`), so they are spread, not all at once.
+`checks` (the `check` blocks, preconditions and postconditions). The schedule is a sparse index: one item
+per workspace with assessments on (`services/shared_keys.py`), holding when it is next due; each workspace
+gets its own offset inside the interval (`first_due`), so they are spread, not all at once.
 """
 
 from __future__ import annotations
@@ -14,35 +14,11 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-SCHEDULE_PK = "assessments#schedule"
 RESULT_PREFIX = "asmtres"
 ENABLED_ATTRIBUTE = "assessments-enabled"
 # notification triggers (`domain/notifications.py` lists them among a workspace's)
 DRIFTED, CHECK_FAILURE, FAILED = "assessment:drifted", "assessment:check_failure", "assessment:failed"
 CHECK_STATUSES = ("pass", "fail", "error", "unknown")
-
-
-def schedule_key(workspace_id: str) -> tuple[str, str]:
-    return SCHEDULE_PK, workspace_id
-
-
-def organization_key(organization: str) -> tuple[str, str]:
-    """The schedule's entry of an organization that enforces assessments on all its workspaces
-    (`assessments-enforced`): the sweep gives each of its workspaces an entry of its own."""
-    return SCHEDULE_PK, f"org#{organization}"
-
-
-def schedule_item(workspace_id: str, organization: str, enabled_at: float, due_at: float | None = None
-                  ) -> dict[str, Any]:  # fmt: skip
-    """The index entry of a workspace with assessments on since `enabled_at`; `due_at` None: first due at the
-    first slot of its grid after `enabled_at`."""
-    pk, sk = schedule_key(workspace_id)
-    item: dict[str, Any] = {
-        "pk": pk, "sk": sk, "workspace_id": workspace_id, "organization": organization, "enabled_at": enabled_at,
-    }  # fmt: skip
-    if due_at is not None:
-        item["due_at"] = due_at
-    return item
 
 
 def offset(workspace_id: str, interval_s: int) -> float:

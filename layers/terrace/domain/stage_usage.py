@@ -2,7 +2,8 @@
 
 A run asks each stage participant at three points whether anything of it applies (`services/runs/task_stages.py`);
 for an organization that has neither a run task nor a policy set, every answer is "nothing" and each costs reads.
-An organization therefore carries markers in a partition of their own, one item each, read in one query:
+An organization therefore carries markers in a partition of their own, one item each, read in one query (their
+keys: `services/shared_keys.py`):
 
 - `known`: written with the organization; without it (an organization created before the markers existed) every
   participant is asked, as before;
@@ -13,29 +14,13 @@ An organization therefore carries markers in a partition of their own, one item 
 
 from __future__ import annotations
 
-from typing import Any
-
 KNOWN = "known"
 RUN_TASKS = "task-results"  # the participant kinds (`services/runs/stage_participants.py: StageParticipant.kind`)
 POLICY_SETS = "policy-evaluations"
 MARKED = frozenset({RUN_TASKS, POLICY_SETS})  # a participant of another kind is always asked
 
 
-def partition(organization: str) -> str:
-    return f"org#{organization}#stage-usage"
-
-
-def marker(organization: str, kind: str) -> dict[str, Any]:
-    """The item that says `organization` has used `kind` (or, for `KNOWN`, that its markers are kept)."""
-    return {"pk": partition(organization), "sk": kind}
-
-
-def keys(organization: str) -> list[tuple[str, str]]:
-    """Every marker an organization may have (deleted with it)."""
-    return [(partition(organization), kind) for kind in (KNOWN, RUN_TASKS, POLICY_SETS)]
-
-
-def asks(kind: str, items: list[dict[str, Any]]) -> bool:
-    """Whether a participant of `kind` is asked in an organization whose marker items are `items`."""
-    found = {str(item["sk"]) for item in items}
+def asks(kind: str, markers: list[str]) -> bool:
+    """Whether a participant of `kind` is asked in an organization that has the markers `markers` (their kinds)."""
+    found = set(markers)
     return kind in found or kind not in MARKED or KNOWN not in found

@@ -152,9 +152,10 @@ class WorkflowServices:
     @cached_property
     def retention_sweep(self) -> RetentionSweep:
         from terrace.services.workflows.retention_sweep import RetentionSweep
+        from terrace.services.workflows.store import SweepClaimStore
 
         return RetentionSweep(
-            self.table,
+            SweepClaimStore(self.table),
             self.blobs,
             self.organizations,
             self.workspaces,

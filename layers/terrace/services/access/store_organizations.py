@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from terrace.adapters.table import ConditionFailed, Delete, Put, Table, WriteOp
-from terrace.domain import assessments, clock, stage_usage
+from terrace.domain import clock, stage_usage
 from terrace.domain.errors import Conflict, NotFound
 from terrace.domain.organizations import NAME_RE, Organization
 from terrace.domain.projects import DEFAULT_PROJECT, default_project_id
 from terrace.domain.teams import OWNERS, owners_team_id
+from terrace.services import shared_keys
 from terrace.services.access import store_keys as keys
 from terrace.services.access.permissions import ORG_ACCESS_KEYS
 from terrace.services.access.store_projects import project_items
@@ -102,7 +103,7 @@ class OrganizationStore:
             *owners_team_items(key, list(org.owners)),
             *membership_items(key, org.owners[0], ""),
             *project_items(key, default_project_id(key), DEFAULT_PROJECT),
-            stage_usage.marker(key, stage_usage.KNOWN),  # its stage-usage markers are kept from now on
+            shared_keys.stage_usage_marker(key, stage_usage.KNOWN),  # its stage-usage markers are kept from now on
         ]
         try:
             self._table.transact(
@@ -143,7 +144,7 @@ class OrganizationStore:
         item["name"] = item["gsi1sk"] = new_name
         ops: list[WriteOp] = [Put(item, if_version=version)]
         if enforced is not None:
-            pk, sk = assessments.organization_key(before.key)
+            pk, sk = shared_keys.organization_schedule_key(before.key)
             ops += [Put({"pk": pk, "sk": sk, "organization": before.key})] if enforced else [Delete(pk, sk)]
         old_name = before.name
         if new_name != old_name:
@@ -215,4 +216,4 @@ class OrganizationStore:
             doomed += [(member["pk"], member["sk"]), keys.membership_pointer_key(member["id"])]
         for index, target in ((keys.team_workspaces_index, "workspace_id"), (keys.team_projects_index, "project_id")):
             doomed += grant_keys_of(self._table.query(index(organization), index="gsi1"), target)
-        self._table.batch_delete(doomed + stage_usage.keys(organization))
+        self._table.batch_delete(doomed + shared_keys.stage_usage_keys(organization))

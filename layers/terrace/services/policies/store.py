@@ -15,6 +15,7 @@ from terrace.adapters.blobs import BlobStore
 from terrace.adapters.table import ConditionFailed, Put, Table
 from terrace.domain import stage_usage
 from terrace.domain.errors import Conflict, Invalid
+from terrace.services import shared_keys
 
 Record = dict[str, Any]
 POLICY, POLICY_SET, PARAMETER, VERSION = "policy", "polset", "psparam", "psv"
@@ -116,7 +117,7 @@ class PolicyStore:
         policy sets); Invalid when the name is taken."""
         org_key, name = record["organization"], record["name"]
         claim = {"pk": _set_names(org_key), "sk": name.lower(), "policy_set_id": record["id"]}
-        usage = stage_usage.marker(org_key, stage_usage.POLICY_SETS)
+        usage = shared_keys.stage_usage_marker(org_key, stage_usage.POLICY_SETS)
         try:
             self._table.transact([Put(_set_item(record), if_absent=True), Put(claim, if_absent=True), Put(usage)])
         except ConditionFailed as exc:

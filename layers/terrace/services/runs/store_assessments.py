@@ -10,14 +10,9 @@ import dataclasses
 from typing import Any
 
 from terrace.adapters.table import Put, Table
-from terrace.domain.assessments import (
-    RESULT_PREFIX,
-    SCHEDULE_PK,
-    AssessmentResult,
-    organization_key,
-    schedule_item,
-    schedule_key,
-)
+from terrace.domain.assessments import RESULT_PREFIX, AssessmentResult
+from terrace.services.shared_keys import SCHEDULE_PK, schedule_item, schedule_key
+from terrace.services.shared_keys import organization_schedule_key as organization_key
 
 
 def result_key(result_id: str) -> tuple[str, str]:

@@ -8,8 +8,8 @@ import dataclasses
 from typing import Any
 
 from terrace.adapters.table import ConditionFailed, Table
-from terrace.domain import stage_usage
 from terrace.domain.task_stages import STAGES, TaskStage, run_of_stage
+from terrace.services import shared_keys
 
 SORT_KEY = "ts"
 
@@ -63,6 +63,6 @@ class TaskStageStore:
             stage.version = expected
             raise
 
-    def usage_markers(self, organization: str) -> list[dict[str, Any]]:
-        """The organization's stage-usage markers (one query)."""
-        return self._table.query(stage_usage.partition(organization))
+    def usage_markers(self, organization: str) -> list[str]:
+        """The kinds of the organization's stage-usage markers (one query)."""
+        return [str(item["sk"]) for item in self._table.query(shared_keys.stage_usage_partition(organization))]

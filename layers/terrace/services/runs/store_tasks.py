@@ -18,6 +18,7 @@ from terrace.adapters.table import ConditionFailed, Delete, Put, Table, WriteOp
 from terrace.domain import stage_usage
 from terrace.domain.ids import looks_like
 from terrace.domain.run_tasks import RunTask, TaskResult, WorkspaceTask
+from terrace.services import shared_keys
 from terrace.services.outbox_relay import OutboxRelay
 
 
@@ -70,7 +71,7 @@ class RunTaskStore:
             [
                 Put({"pk": claim[0], "sk": claim[1], "task_id": task.id}, if_absent=True),
                 Put(task_item(task), if_absent=True),
-                Put(stage_usage.marker(task.organization, stage_usage.RUN_TASKS)),
+                Put(shared_keys.stage_usage_marker(task.organization, stage_usage.RUN_TASKS)),
             ]
         )
 

@@ -24,7 +24,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from terrace.adapters.blobs import BlobStore
-from terrace.adapters.table import ConditionFailed, Table
 from terrace.domain import clock
 from terrace.domain import state_versions as st
 from terrace.domain.configuration_versions import UPLOADED
@@ -37,19 +36,19 @@ from terrace.services.runs.configuration_versions import ConfigurationVersionSer
 from terrace.services.runs.logs import ETX, STX, archive_key
 from terrace.services.runs.store import RunStore
 from terrace.services.state.store import StateStore
+from terrace.services.workflows.store import SweepClaimStore
 from terrace.services.workspaces.retention import RetentionPolicyService
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 log = logging.getLogger("terrace.retention")
 
 SWEEP_INTERVAL_S = 3600
-_CLAIM = ("retention#sweep", "last")
 
 
 class RetentionSweep:
     def __init__(
         self,
-        table: Table,
+        claims: SweepClaimStore,
         blobs: BlobStore,
         organizations: OrganizationService,
         workspaces: WorkspaceService,
@@ -59,24 +58,14 @@ class RetentionSweep:
         state_versions: StateStore,
         now: Callable[[], float] = clock.epoch,
     ) -> None:
-        self._table, self._blobs, self._orgs, self._workspaces = table, blobs, organizations, workspaces
+        self._claims, self._blobs, self._orgs, self._workspaces = claims, blobs, organizations, workspaces
         self._policies, self._cvs, self._runs, self._now = policies, configuration_versions, runs, now
         self._state_store = state_versions
 
     def sweep_if_due(self, interval_s: float = SWEEP_INTERVAL_S) -> dict[str, int] | None:
         """Sweep when the last sweep (of any process) is `interval_s` old; None when not due or taken."""
-        now = self._now()
-        item = self._table.get(*_CLAIM)
-        if item is not None and now - float(item["at"]) < interval_s:
+        if not self._claims.claim(self._now(), interval_s):
             return None
-        claim = {"pk": _CLAIM[0], "sk": _CLAIM[1], "at": now, "version": (item or {}).get("version", 0) + 1}
-        try:
-            if item is None:
-                self._table.put(claim, if_absent=True)
-            else:
-                self._table.put(claim, if_version=item["version"])
-        except ConditionFailed:
-            return None  # another process claimed this sweep
         return self.sweep_once()
 
     def sweep_once(self) -> dict[str, int]:

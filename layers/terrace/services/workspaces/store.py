@@ -14,6 +14,7 @@ from terrace.adapters.table import ConditionFailed, Delete, Put, Table, WriteOp
 from terrace.domain import assessments, clock
 from terrace.domain.ids import looks_like
 from terrace.domain.workspace import Workspace, WorkspaceLock
+from terrace.services import shared_keys
 from terrace.services.workspaces.store_agent_pools import AgentPoolStore
 from terrace.services.workspaces.store_auto_destroy import AutoDestroyMarkers
 from terrace.services.workspaces.store_run_triggers import RunTriggerStore
@@ -141,7 +142,7 @@ class WorkspaceStore:
         """The workspace, its name claim and (assessments on) its place in the assessment schedule, in one
         transaction; False when the name is taken."""
         schedule = (
-            [Put(assessments.schedule_item(ws.id, ws.organization, clock.epoch()))]
+            [Put(shared_keys.schedule_item(ws.id, ws.organization, clock.epoch()))]
             if assessments.enabled(ws.extra)
             else []
         )
@@ -199,11 +200,11 @@ class WorkspaceStore:
 
     def schedule_assessments(self, ws: Workspace) -> None:
         """Keep the assessment schedule's sparse index (`domain/assessments.py`) in step with the attribute."""
-        key = assessments.schedule_key(ws.id)
+        key = shared_keys.schedule_key(ws.id)
         if not assessments.enabled(ws.extra):
             self._table.delete(*key)
         elif self._table.get(*key) is None:
-            self._table.put(assessments.schedule_item(ws.id, ws.organization, clock.epoch()))
+            self._table.put(shared_keys.schedule_item(ws.id, ws.organization, clock.epoch()))
 
     def delete_all_of(self, *, workspace: str) -> None:
         """What a deleted workspace leaves of its own beside its item and name claim: its auto-destroy marker."""
