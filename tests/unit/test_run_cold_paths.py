@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from run_helpers import RunEnv, make_run_env
 from terrace.domain import stage_usage
+from terrace.services import shared_keys
 from terrace.services.runs.stage_participants import StageContext, Verdict
 from terrace.services.workspaces.store import to_item as workspace_item
 
@@ -38,7 +39,7 @@ def env() -> RunEnv:
 
 
 def markers(env: RunEnv) -> set[str]:
-    return {str(item["sk"]) for item in env.container.table.query(stage_usage.partition(env.organization))}
+    return {str(item["sk"]) for item in env.container.table.query(shared_keys.stage_usage_partition(env.organization))}
 
 
 def status(env: RunEnv, run: dict[str, Any]) -> str:
@@ -70,7 +71,7 @@ def test_a_policy_set_marks_its_organization(env: RunEnv) -> None:
 
 
 def test_an_organization_older_than_its_markers_asks_every_participant(env: RunEnv) -> None:
-    env.container.table.delete(*stage_usage.marker(env.organization, stage_usage.KNOWN).values())
+    env.container.table.delete(*shared_keys.stage_usage_marker(env.organization, stage_usage.KNOWN).values())
     participant = StandIn()
     env.container.stage_participants.append(participant)
     run = env.create_run(env.upload_config())
