@@ -32,14 +32,14 @@ def _team(env: RunEnv, name: str, **attrs: Any) -> str:
     return str(response.json()["data"]["id"])
 
 
-def _described(description: str | None, expired_at: str | None = None) -> dict[str, Any]:
+def _described(description: Any, expired_at: str | None = None) -> dict[str, Any]:
     attributes: dict[str, Any] = {"description": description}
     if expired_at:
         attributes["expired-at"] = expired_at
     return {"data": {"type": "authentication-tokens", "attributes": attributes}}
 
 
-def _create(env: RunEnv, team_id: str, description: str | None, token: str | None = None, **kw: Any) -> Any:
+def _create(env: RunEnv, team_id: str, description: Any, token: str | None = None, **kw: Any) -> Any:
     path = f"/teams/{team_id}/authentication-tokens"
     return (_call(env, token, "POST", path, _described(description, **kw)) if token
             else env.api("POST", path, _described(description, **kw)))  # fmt: skip
