@@ -1,7 +1,8 @@
 """The access store on each table (memory, SQLite, DynamoDB on moto): users and their name claims, tokens and their
 lookups, single-use sign-in items spent once, organizations with what they start with and their name claims across
-a rename, teams, memberships, projects and grants written only over the version read, and `delete_all_of` revoking an
-organization's runner and organization tokens, nobody else's."""
+a rename, teams, memberships, projects and grants written only over the version read, described team tokens with their
+descriptions claimed once per team, and `delete_all_of` revoking an organization's runner, organization and team
+tokens, nobody else's."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 from implementations import IMPLEMENTATIONS, open_table
 from terrace.adapters.table import ConditionFailed
-from terrace.domain.errors import Conflict, NotFound, TooManyRequests, Unauthenticated
+from terrace.domain.errors import Conflict, NotFound, TooManyRequests, Unauthenticated, ValidationFailed
 from terrace.domain.organizations import Organization
 from terrace.domain.principal import PrincipalKind
 from terrace.domain.projects import default_project_id
@@ -248,3 +249,36 @@ def test_delete_all_of_revokes_the_organizations_runner_and_organization_tokens(
     assert [t.id for t in store.accounts.tokens_of(RUNNER_TOKEN_SUBJECT)] == ["at-2"]
     assert store.accounts.tokens_of("acme") == [] and [t.id for t in store.accounts.tokens_of("globex")] == ["at-4"]
     assert store.accounts.lookup("hash-at-1") is None and store.accounts.lookup("hash-at-2") is not None
+
+
+def _team_token(store: AccessStore, token_id: str, team: str, description: str | None) -> None:
+    token = Token(token_id, PrincipalKind.TEAM, team, description or "", NOW, None, None, "acme",
+                  named=description is not None, created_by=("users", "user-a"))  # fmt: skip
+    store.team_tokens.add(token, f"hash-{token_id}", None)
+
+
+def test_a_team_tokens_description_is_claimed_once_in_its_team_until_revoked(store: AccessStore) -> None:
+    _team_token(store, "at-1", "team-a", "deploys")
+    _team_token(store, "at-2", "team-a", None)  # legacy tokens claim nothing: any number may be stored
+    _team_token(store, "at-3", "team-a", None)
+    _team_token(store, "at-4", "team-b", "deploys")  # another team
+    with pytest.raises(ValidationFailed, match="has already been taken"):
+        _team_token(store, "at-5", "team-a", "deploys")
+    assert store.accounts.lookup("hash-at-5") is None and store.accounts.tokens_of("team-a")[-1].id == "at-3"
+    first = store.accounts.token("at-1")
+    assert (first.named, first.description, first.created_by) == (True, "deploys", ("users", "user-a"))
+    assert not store.accounts.token("at-2").named
+    store.accounts.revoke("at-1")
+    _team_token(store, "at-6", "team-a", "deploys")  # the revocation freed the description
+    assert store.accounts.lookup("hash-at-6") is not None
+
+
+def test_delete_all_of_revokes_the_organizations_team_tokens(store: AccessStore) -> None:
+    org = _org(store, "acme")
+    team = owners_team_id(org.key)
+    _team_token(store, "at-1", team, "deploys")
+    _team_token(store, "at-2", team, None)
+    _team_token(store, "at-3", "team-elsewhere", "deploys")
+    store.delete_all_of(organization="acme")
+    assert store.accounts.tokens_of(team) == [] and store.accounts.lookup("hash-at-1") is None
+    assert [t.id for t in store.accounts.tokens_of("team-elsewhere")] == ["at-3"]

@@ -99,3 +99,63 @@ def test_garbage_tokens_share_their_address_bucket(limited: tuple[Env, list[floa
     assert env.client.get(url, headers={"Authorization": "Basic Zm9vOmJhcg=="}).status_code == 429
     assert env.client.get(url).status_code == 429
     assert env.client.get(url, headers=env.auth).status_code == 200  # the known token is not held back
+
+
+# The tfe provider's version check (terraform-provider-tfe 0.74+, `internal/provider/tfe_version.go` and
+# `ConfiguredClient.RemoteTFEVersion`), as it decides: X-TFE-Current-Version when sent, else X-TFE-Version; a
+# `vYYYYMM-N` minimum is met by any numeric version, a numeric minimum never by a `vYYYYMM-N` one.
+_LEGACY = re.compile(r"v(\d{6})-(\d+)")
+_MODERN = re.compile(r"v?(\d+)\.(\d+)\.(\d+)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?")
+
+
+def _provider_meets(headers: dict[str, str], minimum: str) -> bool:
+    remote = headers.get("X-TFE-Current-Version") or headers.get("X-TFE-Version", "")
+    if headers.get("TFP-AppName") == "HCP Terraform":
+        return True
+    remote_legacy, minimum_legacy = _LEGACY.fullmatch(remote), _LEGACY.fullmatch(minimum)
+    remote_modern, minimum_modern = _MODERN.fullmatch(remote), _MODERN.fullmatch(minimum)
+    assert minimum_legacy or minimum_modern, minimum
+    if minimum_modern and remote_legacy:
+        return False
+    if minimum_legacy and remote_modern:
+        return True
+    if minimum_legacy and remote_legacy:
+        return tuple(map(int, remote_legacy.groups())) >= tuple(map(int, minimum_legacy.groups()))
+    if minimum_modern and remote_modern:
+        return tuple(map(int, remote_modern.groups()[:3])) >= tuple(map(int, minimum_modern.groups()[:3]))
+    return False
+
+
+def test_the_comparison_as_the_provider_makes_it() -> None:
+    legacy_only = {"X-TFE-Version": "v202410-1"}
+    assert _provider_meets(legacy_only, "v202404-1") and not _provider_meets(legacy_only, "v202411-1")
+    assert not _provider_meets(legacy_only, "1.0.0")  # a numeric minimum is never met by a monthly version
+    numeric = {"X-TFE-Version": "v202410-1", "X-TFE-Current-Version": "1.0.3"}
+    assert _provider_meets(numeric, "v209912-9")  # any monthly minimum is met by a numeric version
+    assert _provider_meets(numeric, "1.0.0") and not _provider_meets(numeric, "1.1.0")
+    assert _provider_meets({"TFP-AppName": "HCP Terraform"}, "2.0.1")
+
+
+def test_x_tfe_current_version_is_numeric_and_enables_what_terrace_has(state_env: Env) -> None:
+    headers = dict(state_env.client.get("/api/v2/ping", headers=state_env.auth).headers)
+    current = headers["x-tfe-current-version"]
+    assert re.fullmatch(r"\d+\.\d+\.\d+", current)  # as TFE sends it (`1.0.3`): go-tfe's RemoteTFENumericVersion
+    assert re.fullmatch(r"v\d{6}-\d+", headers["x-tfe-version"])  # kept for terraform and older providers
+    sent = {"X-TFE-Version": headers["x-tfe-version"], "X-TFE-Current-Version": current,
+            "TFP-AppName": headers["tfp-appname"]}  # fmt: skip
+    assert _provider_meets(sent, "v202404-1")  # workspace run task stages: Terrace has them
+    assert _provider_meets(sent, "1.0.0")  # variable set reads with include=stacks (answered below)
+    assert not _provider_meets(sent, "2.0.1")  # organization token TTL policies: Terrace has none
+    # terraform's cloud backend: the YYYYMM of X-TFE-Version, as an integer, at least 202302 (structured run output)
+    assert int(headers["x-tfe-version"][1:].split("-")[0]) >= 202302
+    # providers before 0.74 compared X-TFE-Version as a string
+    assert headers["x-tfe-version"] > "v202404"
+
+
+def test_a_variable_set_read_asking_for_stacks_too_is_answered(state_env: Env) -> None:
+    body = {"data": {"type": "varsets", "attributes": {"name": "shared", "global": False}}}
+    created = state_env.client.post("/api/v2/organizations/acme/varsets", json=body, headers=state_env.auth)
+    assert created.status_code == 201, created.text
+    varset_id = created.json()["data"]["id"]
+    read = state_env.client.get(f"/api/v2/varsets/{varset_id}?include=workspaces,stacks", headers=state_env.auth)
+    assert read.status_code == 200 and read.json()["data"]["id"] == varset_id

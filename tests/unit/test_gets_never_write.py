@@ -100,6 +100,8 @@ def _seed(env: RunEnv) -> dict[str, str]:
     team = {"data": {"type": "teams", "attributes": {"name": "devs", "organization-access": {"read-workspaces": True}}}}
     ids["team_id"] = _ok(api("POST", f"/organizations/{org}/teams", team))["data"]["id"]
     _ok(api("POST", f"/teams/{ids['team_id']}/authentication-token", {"data": {"type": "authentication-tokens"}}))
+    described = {"data": {"type": "authentication-tokens", "attributes": {"description": "ci"}}}
+    _ok(api("POST", f"/teams/{ids['team_id']}/authentication-tokens", described))
     _ok(api("POST", f"/organizations/{org}/authentication-token", {"data": {"type": "authentication-tokens"}}))
     token = {"data": {"type": "authentication-tokens", "attributes": {"description": "ci"}}}
     ids["token_id"] = _ok(api("POST", f"/users/{user.id}/authentication-tokens", token))["data"]["id"]

@@ -87,7 +87,7 @@ def test_forms_need_the_sessions_csrf_token(env: Env) -> None:
 def test_a_deleted_teams_token_dies_with_it(env: Env, how: str) -> None:
     pages = _pages(env)
     team_id = pages["team"].rsplit("/", 1)[1]
-    issued = env.container.service_tokens.create_team_token(env.principal, team_id)
+    issued = env.container.team_tokens.create_legacy(env.principal, team_id)
     assert env.container.accounts.authenticate(issued.secret).subject_id == team_id
     if how == "api":
         assert env.client.delete(f"/api/v2/teams/{team_id}", headers=env.auth).status_code == 204

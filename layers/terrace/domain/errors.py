@@ -64,6 +64,13 @@ class Invalid(TerraceError):
         self.also = also  # further details about the same input, each its own error object
 
 
+class ValidationFailed(Invalid):
+    """A record-level rule refused the input (HCP Terraform's wording: "Validation failed: ... has already been
+    taken"); go-tfe matches its title and detail."""
+
+    title = "invalid attributes"
+
+
 class TooLarge(TerraceError):
     title = "payload too large"
 

@@ -1,4 +1,4 @@
-"""JSON:API documents of teams, memberships, projects and team access (go-tfe's shapes).
+"""JSON:API documents of teams, their tokens, memberships, projects and team access (go-tfe's shapes).
 
 Teams, memberships and projects store their organization's key; `organization` is its current name (what
 `OrganizationService.name_of` answers), the only thing documents show."""
@@ -11,7 +11,18 @@ from terrace.domain.memberships import Membership
 from terrace.domain.projects import Project
 from terrace.domain.team_access import Grant
 from terrace.domain.teams import Team
+from terrace.domain.tokens import Token
 from terrace.web.jsonapi import ref, refs, resource
+
+
+def team_token(t: Token, secret: str | None = None) -> dict[str, Any]:
+    """A team's token as HCP Terraform shows it: a legacy token's description is null, the secret only in the
+    creation's answer; `created-by` a user, team or organization (null for a token from before it was recorded)."""
+    creator = {"data": {"type": t.created_by[0], "id": t.created_by[1]} if t.created_by else None}
+    attributes = {"created-at": t.created_at, "last-used-at": t.last_used_at, "expired-at": t.expires_at,
+                  "description": t.description if t.named else None, "token": secret}  # fmt: skip
+    relationships = {"team": ref("teams", t.subject_id), "created-by": creator}
+    return resource("authentication-tokens", t.id, attributes, relationships=relationships)
 
 
 def team(t: Team, organization: str, membership_ids: list[str], can_manage: bool) -> dict[str, Any]:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from terrace.services.access.store import AccessStore
     from terrace.services.access.team_access import TeamAccessService
     from terrace.services.access.team_members import TeamMembers
+    from terrace.services.access.team_tokens import TeamTokenService
     from terrace.services.access.teams import TeamService
     from terrace.services.access.terraform_login import TerraformLoginService
     from terrace.services.access.users import UserService
@@ -160,7 +161,7 @@ class AccessServices:
             self.organizations,
             after_delete=[
                 lambda team: self.notification_configurations.delete_all(team.id),
-                lambda team: self.service_tokens.revoke_team_tokens(team.id),  # its tokens die too
+                lambda team: self.team_tokens.revoke_all(team.id),  # its tokens die too
             ],
         )
 
@@ -204,4 +205,12 @@ class AccessServices:
     def service_tokens(self) -> ServiceTokenService:
         from terrace.services.access.service_tokens import ServiceTokenService
 
-        return ServiceTokenService(self.accounts, self.teams, self.organizations)
+        return ServiceTokenService(self.accounts, self.organizations)
+
+    @cached_property
+    def team_tokens(self) -> TeamTokenService:
+        from terrace.services.access.team_tokens import TeamTokenService
+
+        return TeamTokenService(
+            self.access_store.team_tokens, self.accounts, self.teams, self.organizations, self.authz
+        )

@@ -26,7 +26,7 @@ def hash_token(raw: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
-def _new_secret() -> str:
+def new_secret() -> str:
     return f"{secrets.token_hex(7)}.{TOKEN_PREFIX}.{secrets.token_urlsafe(40)}"
 
 
@@ -85,7 +85,7 @@ class AccountService:
         expires_epoch: int | None = None,
         token_id: str | None = None,  # chosen beforehand (a runner's, named when its task was started)
     ) -> IssuedToken:
-        raw = secret or _new_secret()
+        raw = secret or new_secret()
         token_id = token_id or new_id("at")
         now = clock.utcnow()
         expires_iso = None

@@ -17,7 +17,7 @@ from terrace.domain.errors import Forbidden, NotFound
 from terrace.domain.organizations import OrgView
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.projects import default_project_id
-from terrace.domain.teams import owners_team_id
+from terrace.domain.teams import Team, owners_team_id
 from terrace.domain.workspace import WorkspaceView
 from terrace.services.access.actions import Action
 from terrace.services.access.permissions import NOT_A_MEMBER, Grants
@@ -238,6 +238,16 @@ class Authorizer:
         else:
             return None
         return None if grants.owner else grants.org_access
+
+    def require_team_tokens(self, principal: Principal, org: OrgView, team: Team) -> None:
+        """Creating, reading and revoking a team's API tokens: manage-teams (an owner's, for the owners team), or
+        being a member of the team when it allows member token management (HCP Terraform's default)."""
+        try:
+            self.require(principal, team_action(Action.MANAGE_TEAMS, owners=team.owners), org)
+        except Forbidden:  # an active member of the organization (anyone else: NotFound)
+            member = principal.kind is PrincipalKind.USER and principal.subject_id in team.users
+            if not (member and team.allow_member_token_management):
+                raise
 
     @staticmethod
     def require_site_admin(principal: Principal) -> None:

@@ -1,6 +1,6 @@
-"""Team tokens and organization tokens: one live token per team and per organization (a new one
-replaces the old), optional `expired-at`. Revoked or expired tokens fail on the very next request:
-authentication reads the token's lookup item every time."""
+"""Organization tokens: one live token per organization (a new one replaces the old), optional `expired-at`.
+Revoked or expired tokens fail on the very next request: authentication reads the token's lookup item every time.
+(Team tokens: `team_tokens.py`.)"""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from terrace.domain.tokens import IssuedToken, Token
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
-from terrace.services.access.teams import TeamService
 
 
 def ttl_of(expired_at: Any) -> int | None:
@@ -33,32 +32,9 @@ def ttl_of(expired_at: Any) -> int | None:
 
 
 class ServiceTokenService:
-    def __init__(self, accounts: AccountService, teams: TeamService, organizations: OrganizationService) -> None:
+    def __init__(self, accounts: AccountService, organizations: OrganizationService) -> None:
         self._accounts = accounts
-        self._teams = teams
         self._orgs = organizations
-
-    # team tokens -------------------------------------------------------------------------
-    def create_team_token(self, principal: Principal, team_id: str, expired_at: Any = None) -> IssuedToken:
-        team = self._teams.get(principal, team_id, Action.MANAGE_TEAMS)
-        ttl = ttl_of(expired_at)
-        self._revoke_all(team.id)
-        return self._accounts.issue_token(
-            PrincipalKind.TEAM, team.id, organization=team.organization, ttl_s=ttl, description=f"team {team.name}"
-        )
-
-    def team_token(self, principal: Principal, team_id: str) -> Token:
-        team = self._teams.get(principal, team_id, Action.MANAGE_TEAMS)
-        return self._latest(team.id, f"team {team_id} has no token")
-
-    def delete_team_token(self, principal: Principal, team_id: str) -> None:
-        team = self._teams.get(principal, team_id, Action.MANAGE_TEAMS)
-        self._latest(team.id, f"team {team_id} has no token")
-        self._revoke_all(team.id)
-
-    def revoke_team_tokens(self, team_id: str) -> None:
-        """When a team is deleted its tokens die with it."""
-        self._revoke_all(team_id)
 
     # organization tokens -----------------------------------------------------------------
     def create_organization_token(self, principal: Principal, organization: str, expired_at: Any = None) -> IssuedToken:

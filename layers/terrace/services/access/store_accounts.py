@@ -73,7 +73,34 @@ def token_from_item(item: dict[str, Any]) -> Token:
         expires_at=item.get("expires_at_iso"),
         organization=item.get("organization"),
         workspace_id=item.get("workspace_id"),
+        named=bool(item.get("named")),
+        created_by=(item["created_by_type"], item["created_by_id"]) if item.get("created_by_type") else None,
     )
+
+
+def token_items(token: Token, token_hash: str, expires_epoch: int | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A token's item and its lookup, the item that authenticates (it carries the principal)."""
+    item: dict[str, Any] = {"pk": token.id, "sk": "token", "id": token.id, "kind": token.kind.value,
+                            "subject_id": token.subject_id, "description": token.description,
+                            "created_at": token.created_at, "hash": token_hash,
+                            "gsi1pk": tokens_index(token.subject_id),
+                            "gsi1sk": token.created_at + token.id}  # fmt: skip
+    if token.organization:
+        item["organization"] = token.organization
+    if token.workspace_id:
+        item["workspace_id"] = token.workspace_id
+    if token.named:
+        item["named"] = True
+    if token.created_by:
+        item["created_by_type"], item["created_by_id"] = token.created_by
+    if expires_epoch is not None:
+        item["expires_at"], item["expires_at_iso"] = expires_epoch, token.expires_at
+    pk, sk = lookup_key(token_hash)
+    lookup: dict[str, Any] = {"pk": pk, "sk": sk, "token_id": token.id, "version": 1}
+    lookup.update(
+        {k: item[k] for k in ("kind", "subject_id", "organization", "workspace_id", "expires_at") if k in item}
+    )
+    return item, lookup
 
 
 @dataclass(frozen=True)
@@ -210,22 +237,7 @@ class AccountStore:
         into its lookup and refuses a suspended user (Conflict: a token minted while suspended would start working
         when they are unsuspended); the user's version read is checked in the same transaction, so a suspension
         between the two makes it fail (ConditionFailed: decide again)."""
-        item: dict[str, Any] = {"pk": token.id, "sk": "token", "id": token.id, "kind": token.kind.value,
-                                "subject_id": token.subject_id, "description": token.description,
-                                "created_at": token.created_at, "hash": token_hash,
-                                "gsi1pk": tokens_index(token.subject_id),
-                                "gsi1sk": token.created_at + token.id}  # fmt: skip
-        if token.organization:
-            item["organization"] = token.organization
-        if token.workspace_id:
-            item["workspace_id"] = token.workspace_id
-        if expires_epoch is not None:
-            item["expires_at"], item["expires_at_iso"] = expires_epoch, token.expires_at
-        pk, sk = lookup_key(token_hash)
-        lookup: dict[str, Any] = {"pk": pk, "sk": sk, "token_id": token.id, "version": 1}
-        lookup.update(
-            {k: item[k] for k in ("kind", "subject_id", "organization", "workspace_id", "expires_at") if k in item}
-        )
+        item, lookup = token_items(token, token_hash, expires_epoch)
         ops = [self._user_unchanged(token.subject_id, lookup)] if token.kind is PrincipalKind.USER else []
         self._table.transact([*ops, Put(item, if_absent=True), Put(lookup, if_absent=True)])
 
@@ -273,7 +285,8 @@ class AccountStore:
         item = self._table.get(*token_key(token_id))
         if item is None:
             raise NotFound(f"authentication token {token_id} not found")
-        self._table.transact(revocation(token_id, item["hash"]))
+        claim = [Delete(*item["claim"])] if item.get("claim") else []  # a described team token's description
+        self._table.transact([*revocation(token_id, item["hash"]), *claim])
 
     def revoke_of(self, subject_id: str, organization: str) -> None:
         """Revoke the subject's tokens bound to `organization` (one token missing meanwhile is fine)."""

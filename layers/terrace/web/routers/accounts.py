@@ -7,12 +7,10 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
-from terrace.bootstrap import Container
 from terrace.domain import limits
 from terrace.domain.errors import Invalid, NotFound
 from terrace.domain.principal import Principal, PrincipalKind
-from terrace.domain.tokens import Token
-from terrace.web import bodies, serializers
+from terrace.web import access_serializers, bodies, serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONAPIResponse, JSONBody, body_attributes, respond, respond_page
 
@@ -22,16 +20,6 @@ router = APIRouter(prefix="/api/v2")
 def _own_user(principal: Principal, user_id: str) -> None:
     if principal.kind is not PrincipalKind.USER or (principal.subject_id != user_id and not principal.site_admin):
         raise NotFound(f"user {user_id} not found")
-
-
-def _own_token(container: Container, principal: Principal, token_id: str) -> Token:
-    """A token of the caller's own (any, for a site admin); anyone else's answers as one that does not exist."""
-    token = container.accounts.get_token(token_id)
-    try:
-        _own_user(principal, token.subject_id)
-    except NotFound as exc:
-        raise NotFound(f"authentication token {token_id} not found") from exc
-    return token
 
 
 @router.get("/account/details")
@@ -95,20 +83,21 @@ def _expiry(expired_at: Any) -> int | None:
 
 @router.get("/authentication-tokens/{token_id}")
 def read_token(token_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-    token = container.accounts.get_token(token_id)
-    if token.kind is PrincipalKind.AGENT:  # an agent pool's: to those who manage the pool
+    """A user's own token, a team's token (to who manages the team's tokens) or an agent pool's (to who manages
+    the pool)."""
+    token = container.team_tokens.by_id(principal, token_id)
+    if token.kind is PrincipalKind.AGENT:
         from terrace.web.routers.agent_pools import serialize_token as serialize_agent_token  # (its routes: lazy)
 
         return respond(serialize_agent_token(container.agent_pools.token(principal, token)))
-    return respond(serializers.token(_own_token(container, principal, token_id)))
+    if token.kind is PrincipalKind.TEAM:
+        return respond(access_serializers.team_token(token))
+    return respond(serializers.token(token))
 
 
 @router.delete("/authentication-tokens/{token_id}")
 def delete_token(token_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
-    token = container.accounts.get_token(token_id)
-    if token.kind is PrincipalKind.AGENT:
-        container.agent_pools.revoke_token(principal, token)
-        return Response(status_code=204)
-    _own_token(container, principal, token_id)
-    container.accounts.revoke_token(token_id)
+    agent_token = container.team_tokens.revoke(principal, token_id)
+    if agent_token is not None:
+        container.agent_pools.revoke_token(principal, agent_token)
     return Response(status_code=204)

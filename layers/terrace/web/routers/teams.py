@@ -133,17 +133,43 @@ def token_options(body: Any) -> dict[str, Any]:
 
 @router.post("/teams/{team_id}/authentication-token")
 def create_team_token(team_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Any:
+    """The legacy token: one per team without a description, replaced by the next."""
     attrs = token_options(body)
-    issued = container.service_tokens.create_team_token(principal, team_id, attrs.get("expired-at"))
-    return respond(serializers.token(issued.token, issued.secret), 201)
+    issued = container.team_tokens.create_legacy(principal, team_id, attrs.get("expired-at"))
+    return respond(access_serializers.team_token(issued.token, issued.secret), 201)
 
 
 @router.get("/teams/{team_id}/authentication-token")
 def read_team_token(team_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-    return respond(serializers.token(container.service_tokens.team_token(principal, team_id)))
+    return respond(access_serializers.team_token(container.team_tokens.legacy(principal, team_id)))
 
 
 @router.delete("/teams/{team_id}/authentication-token")
 def delete_team_token(team_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
-    container.service_tokens.delete_team_token(principal, team_id)
+    container.team_tokens.delete_legacy(principal, team_id)
     return Response(status_code=204)
+
+
+@router.post("/teams/{team_id}/authentication-tokens")
+def create_described_team_token(
+    team_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
+    """One of a team's described tokens (each description unique in the team)."""
+    issued = container.team_tokens.create(principal, team_id, token_options(body))
+    return respond(access_serializers.team_token(issued.token, issued.secret), 201)
+
+
+@router.get("/teams/{team_id}/authentication-tokens")
+def list_team_tokens(
+    team_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
+    return respond_page(request, container.team_tokens.of_team(principal, team_id), access_serializers.team_token)
+
+
+@router.get("/organizations/{org}/team-tokens")
+def list_organization_team_tokens(
+    org: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
+    params = request.query_params
+    tokens = container.team_tokens.of_organization(principal, org, params.get("q") or "", params.get("sort") or "")
+    return respond_page(request, tokens, access_serializers.team_token)
