@@ -34,7 +34,7 @@ T = TypeVar("T")
 class Size(enum.Enum):
     """How much a benchmark measures. FULL: `python -m bench` (`make bench`); QUICK: `--quick`, fewer repetitions
     and smaller loads; SMOKE: `--smoke`, every step of the benchmark once at the smallest sizes, in seconds, its
-    figures meaningless: `make test` runs each benchmark so (tests/*/test_bench_smoke.py), so that a change that
+    figures meaningless: `make test` runs each benchmark so (tests/*/test_bench_smoke*.py), so that a change that
     breaks a benchmark fails there, not in the next `make bench`."""
 
     FULL = "full"

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-WITH_RUNNERS = ("embedded", "pickup", "queue_throughput", "run_overhead")  # tests/e2e/test_bench_smoke.py
+WITH_RUNNERS = ("embedded", "pickup", "queue_throughput", "run_overhead")  # tests/e2e/test_bench_smoke_runs.py
 WITHOUT_RUNNERS = ("api_latency", "call_counts", "cold_start", "lock_contention", "state_roundtrip")  # integration
 TIMEOUT_S = 280  # under pytest's 300 s: a benchmark that hangs fails with its log
 
