@@ -71,15 +71,14 @@ def measure(container: Any, upload: Callable[[str, bytes], None]) -> dict[str, C
     `upload(url, data)` PUTs a configuration archive to its upload URL and hands over the landing. Returns the
     calls of each step: create, claim, logs, finish."""
     from fastapi.testclient import TestClient
+    from terrace.adapters.held_reads import HeldReadsTable
     from terrace.domain.principal import PrincipalKind
     from terrace.web.app import create_app
 
     counts: Counter[str] = Counter()
-    raw = container.table._inner if "_inner" in vars(container.table) else container.table
-    if "_inner" in vars(container.table):  # count the requests under the held reads (adapters/held_reads.py)
-        container.table._inner = Counting(container.table._inner, "table", counts)
-    else:
-        container.table = Counting(container.table, "table", counts)
+    raw = container.table.inner if isinstance(container.table, HeldReadsTable) else container.table
+    # the requests under the held reads (adapters/held_reads.py); no service was built from the table yet
+    container.table = HeldReadsTable(Counting(raw, "table", counts))
     # the outbox relay's own read and delete (one batch after each transition's commit) are counted apart
     container.outbox_relay.outbox.table = Counting(raw, "outbox", counts)
     container.blobs = Counting(container.blobs, "blobs", counts)

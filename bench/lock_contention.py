@@ -173,7 +173,7 @@ def refused_lock_calls(stack: Any) -> list[str]:
     api.lock(ws_id)
     other = Api(stack)
     try:
-        recorder = Recorder(stack.local.container.table._client)
+        recorder = Recorder(stack.local.container.table.inner._client)  # the DynamoDB table under the held reads
         calls = recorder.record(lambda: None if _lock(other.http, ws_id) else None)
     finally:
         api.unlock(ws_id)

@@ -1,24 +1,29 @@
 """The Table port (`adapters/table.py`): conditional puts and deletes, all-or-nothing transactions, the gsi1
-ordering, TTL attributes, the item-size guard, number round trips. Memory is the reference semantics."""
+ordering, TTL attributes, the item-size guard, number round trips. Memory is the reference semantics. The table
+the composition root builds, each implementation under the held reads (`adapters/held_reads.py`), keeps the
+same contract outside a scope and inside one (`test_held_reads_contract.py`: what a scope adds)."""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 import pytest
-from implementations import IMPLEMENTATIONS, open_table
+from implementations import HELD_TABLES, IMPLEMENTATIONS, open_held_table, open_table
+from terrace.adapters.held_reads import held_reads
 from terrace.adapters.table import Check, ConditionFailed, Delete, Put, Table
 from terrace.domain.errors import TooLarge
 from terrace.domain.limits import ITEM_MAX_BYTES
 
 
-@pytest.fixture(params=IMPLEMENTATIONS)
+@pytest.fixture(params=[*IMPLEMENTATIONS, *HELD_TABLES])
 def table(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Table]:
-    with open_table(request.param, tmp_path, lambda: str(request.getfixturevalue("moto_endpoint"))) as made:
+    opener = open_held_table if request.param.startswith("held-") else open_table
+    with opener(request.param, tmp_path, lambda: str(request.getfixturevalue("moto_endpoint"))) as made:
         yield made
 
 
@@ -110,11 +115,12 @@ def test_ttl_attribute_is_kept_and_expired_items_stay_readable_until_swept(table
     table.put({"pk": "tok", "sk": "tok", "expires_at": past})
     table.put({"pk": "tok2", "sk": "tok", "expires_at": past + 3600 * 24})
     assert table.get("tok", "tok") == {"pk": "tok", "sk": "tok", "expires_at": past}
-    sweep = getattr(table, "purge_expired", None)
+    swept: Any = getattr(table, "inner", table)  # the sweep is the implementation's, under any held reads
+    sweep = getattr(swept, "purge_expired", None)
     if sweep is None:
         pytest.skip("this implementation sweeps expired items on its own schedule (DynamoDB TTL)")
     assert sweep() == 1
-    assert table.get("tok", "tok") is None and table.get("tok2", "tok") is not None
+    assert swept.get("tok", "tok") is None and swept.get("tok2", "tok") is not None
 
 
 def test_item_size_guard_refuses_a_transaction_whole(table: Table) -> None:
@@ -145,28 +151,33 @@ def test_batch_get_put_and_delete(table: Table) -> None:
     table.batch_delete([])
 
 
-def test_concurrent_conditional_writers_one_wins_each_round(table: Table) -> None:
+def test_concurrent_conditional_writers_one_wins_each_round(table: Table, request: pytest.FixtureRequest) -> None:
+    """Four writers read, decide and write. Under a scope (`-in-scope`) each writer is a thread with a unit of
+    work of its own, held across its rounds: a lost write must forget what it held, or it decides on it again."""
     table.put({"pk": "counter", "sk": "c", "version": 0})
     wins: list[int] = []
     lock = threading.Lock()
+    in_scope = str(request.node.callspec.params["table"]).endswith("-in-scope")
 
     def bump() -> None:
-        for _ in range(10):
-            current = table.get("counter", "c")
-            assert current is not None
-            try:
-                table.put(
-                    {"pk": "counter", "sk": "c", "version": current["version"] + 1}, if_version=current["version"]
-                )
-            except ConditionFailed:
-                continue
-            with lock:
-                wins.append(current["version"] + 1)
+        with held_reads() if in_scope else nullcontext():
+            for _ in range(10):
+                current = table.get("counter", "c")
+                assert current is not None
+                try:
+                    table.put(
+                        {"pk": "counter", "sk": "c", "version": current["version"] + 1}, if_version=current["version"]
+                    )
+                except ConditionFailed:
+                    continue
+                with lock:
+                    wins.append(current["version"] + 1)
 
     threads = [threading.Thread(target=bump) for _ in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    final = table.get("counter", "c")
+    stored: Any = getattr(table, "inner", table)  # this thread's own scope holds its write until it ends
+    final = stored.get("counter", "c")
     assert final is not None and final["version"] == len(wins) and sorted(wins) == list(range(1, len(wins) + 1))

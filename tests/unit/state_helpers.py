@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
+from table_items import memory_items
 from terrace.bootstrap import Container, build_embedded, build_memory
 from terrace.config import Settings
 from terrace.domain.principal import Principal, PrincipalKind
@@ -131,8 +132,7 @@ class Env:
 
     def stored(self) -> tuple[Any, ...]:
         """A snapshot of everything the state capability stores, to prove a refusal changed nothing."""
-        table = self.container.table
-        items = sorted(repr(v) for k, v in table._items.items())  # type: ignore[attr-defined]
+        items = sorted(repr(v) for v in memory_items(self.container.table).values())
         blobs = sorted(self.container.blobs.objects.items())  # type: ignore[attr-defined]
         return tuple(items), tuple(blobs)
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from state_helpers import LINEAGE, Env, make_env, md5, null_resource, state_bytes, sv_body
+from table_items import memory_items
 from terrace.config import Settings
 from terrace.domain import limits
 from terrace.web.app import create_app
@@ -20,7 +21,7 @@ LOCK = {"ID": "0b5a3e5c-1111-4000-8000-000000000001", "Operation": "OperationTyp
 
 
 def table_snapshot(env: Env) -> list[str]:
-    return sorted(repr(item) for item in env.container.table._items.values())  # type: ignore[attr-defined]
+    return sorted(repr(item) for item in memory_items(env.container.table).values())
 
 
 # streamed bodies ----------------------------------------------------------------------------

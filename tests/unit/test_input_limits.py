@@ -7,13 +7,14 @@ from typing import Any
 import pytest
 from run_helpers import RunEnv, make_run_env
 from state_helpers import Env
+from table_items import memory_items
 from terrace.domain import limits
 
 MB = 1024 * 1024
 
 
 def table_snapshot(container: Any) -> list[str]:
-    return sorted(repr(item) for item in container.table._items.values())
+    return sorted(repr(item) for item in memory_items(container.table).values())
 
 
 def assert_refused(response: Any, statuses: tuple[int, ...] = (413, 422), pointer: str | None = None) -> None:

@@ -11,8 +11,8 @@ from typing import Any
 from fastapi.testclient import TestClient
 from notification_helpers import body, create, notification_env, outbound
 from run_helpers import join
+from table_items import memory_items
 from terrace.adapters.memory_mail import MemoryMail
-from terrace.adapters.memory_table import MemoryTable
 from terrace.adapters.outbound import OutboundResponse
 from terrace.domain.principal import PrincipalKind
 from terrace.web.app import create_app
@@ -33,8 +33,7 @@ def test_crud_in_go_tfe_shape_and_the_token_never_comes_back() -> None:
     patch = {"data": {"type": "notification-configurations", "attributes": {"name": "renamed", "triggers": []}}}
     updated = env.api("PATCH", f"/notification-configurations/{nc['id']}", patch).json()["data"]["attributes"]
     assert updated["name"] == "renamed" and updated["triggers"] == [] and updated["url"] == "https://hooks.example/x"
-    table = env.container.table
-    assert isinstance(table, MemoryTable) and "s3cret-token" not in repr(table._items)  # stored encrypted
+    assert "s3cret-token" not in repr(memory_items(env.container.table))  # stored encrypted
     assert env.api("DELETE", f"/notification-configurations/{nc['id']}").status_code == 204
     assert env.api("GET", f"/notification-configurations/{nc['id']}").status_code == 404
     assert env.api("DELETE", f"/notification-configurations/{nc['id']}").status_code == 404

@@ -11,6 +11,7 @@ import httpx
 import pytest
 import test_oidc_sign_in as base
 from fastapi.testclient import TestClient
+from table_items import memory_items
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.web.rate_limit import TokenBuckets
 from terrace.web.ui.oidc import BROWSER_COOKIE, START_BURST, START_PER_S, StartLimit
@@ -33,7 +34,7 @@ def callback_url(client: TestClient, sub: str) -> str:
 
 
 def states(container: Any) -> int:
-    return sum(1 for key in container.table._items if key[1] == "state")
+    return sum(1 for key in memory_items(container.table) if key[1] == "state")
 
 
 def test_an_attackers_callback_signs_no_victim_in(app: tuple[Any, TestClient], issuer: str) -> None:
@@ -121,4 +122,6 @@ def test_a_single_sign_on_session_re_reads_suspension_and_site_admin(app: tuple[
     assert sign_in(later, "sub-sam").status_code == 303
     container.users.set_flags(sam.id, suspended=True)
     assert later.get("/app/account/tokens").headers["location"] == "/app/sign-in?next=%2Fapp%2Faccount%2Ftokens"
-    assert [i for i in container.table._items.values() if i["sk"] == "session" and i["subject_id"] == sam.id] == []
+    assert [
+        i for i in memory_items(container.table).values() if i["sk"] == "session" and i["subject_id"] == sam.id
+    ] == []

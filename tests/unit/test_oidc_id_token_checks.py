@@ -20,6 +20,7 @@ import pytest
 from fastapi.testclient import TestClient
 from joserfc import jwt
 from joserfc.jwk import KeySet, OctKey, RSAKey
+from table_items import memory_items
 from terrace.bootstrap import build_memory
 from terrace.config import Settings
 from terrace.domain.errors import Unauthenticated
@@ -131,7 +132,7 @@ def app(issuer: Issuer) -> tuple[Any, TestClient]:
 
 
 def states(container: Any) -> int:
-    return sum(1 for key in container.table._items if key[1] == "state")
+    return sum(1 for key in memory_items(container.table) if key[1] == "state")
 
 
 def started(client: TestClient) -> dict[str, str]:

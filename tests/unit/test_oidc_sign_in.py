@@ -16,6 +16,7 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from fastapi.testclient import TestClient
+from table_items import memory_items
 from terrace.bootstrap import build_memory
 from terrace.config import Settings
 from terrace.domain.errors import Unauthenticated
@@ -83,7 +84,7 @@ def test_first_sign_in_creates_the_user_and_the_next_one_finds_them(app: tuple[A
     again = TestClient(client.app, base_url="https://testserver", follow_redirects=False)
     assert sign_in(again, "sub-alice-1").status_code == 303
     assert container.accounts.find_user("alice").id == user.id  # matched by subject, not created twice
-    links = [i for k, i in container.table._items.items() if k[1] == "link"]
+    links = [i for k, i in memory_items(container.table).items() if k[1] == "link"]
     assert links and links[0]["groups"] == ["platform", "ops"]
 
 

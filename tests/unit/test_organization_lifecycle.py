@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from run_helpers import RunEnv, make_run_env
-from terrace.adapters.memory_table import MemoryTable
+from table_items import memory_items
 
 
 def _org_body(**attributes: Any) -> dict[str, Any]:
@@ -19,9 +19,7 @@ def _rename(env: RunEnv, old: str, new: str) -> Any:
 
 
 def _items(env: RunEnv) -> list[dict[str, Any]]:
-    table = env.container.table
-    assert isinstance(table, MemoryTable)
-    return [dict(item) for item in table._items.values()]
+    return [dict(item) for item in memory_items(env.container.table).values()]
 
 
 def test_rename_keeps_workspaces_runs_runner_and_run_tokens_and_reserves_the_old_name() -> None:

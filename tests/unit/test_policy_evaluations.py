@@ -9,8 +9,8 @@ from typing import Any
 
 from policy_helpers import call, create_policy, create_set, deliver, member, plan_run
 from run_helpers import RunEnv, make_run_env
+from table_items import memory_items
 from terrace.adapters.memory_events import MemoryEventPublisher
-from terrace.adapters.memory_table import MemoryTable
 from terrace.domain.principal import PrincipalKind
 
 LOOP = """package terraform.policies.slow
@@ -150,11 +150,10 @@ def test_deleting_the_organization_deletes_its_policies_sets_versions_and_evalua
     [ref] = _stage(env, run)["relationships"]["policy-evaluations"]["data"]
     [outcome] = env.api("GET", f"/policy-evaluations/{ref['id']}/policy-set-outcomes").json()["data"]
     ids = {policy_id, ps["id"], param_id, version["id"], ref["id"], outcome["id"]}
-    table = env.container.table
-    assert isinstance(table, MemoryTable)
+    items = memory_items(env.container.table)
     assert env.api("DELETE", "/organizations/acme").status_code == 204
-    assert [item for item in table._items.values() if any(i in json.dumps(item) for i in ids)] == []
-    assert [k for k in table._items if "policynames" in str(k) or "polsetnames" in str(k)] == []
+    assert [item for item in items.values() if any(i in json.dumps(item) for i in ids)] == []
+    assert [k for k in items if "policynames" in str(k) or "polsetnames" in str(k)] == []
 
 
 def test_a_run_lists_its_policy_checks_except_to_the_cloud_block() -> None:

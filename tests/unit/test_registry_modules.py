@@ -10,6 +10,7 @@ import tarfile
 from typing import Any
 
 from run_helpers import RunEnv, join, make_run_env, tarball
+from table_items import memory_items
 from terrace.domain.principal import PrincipalKind
 
 MODULE_TF = """
@@ -254,7 +255,7 @@ def test_deleting_the_organization_deletes_its_modules_versions_and_archives() -
     assert [k for k in env.blobs.objects if k.startswith("module-")]
     assert env.api("DELETE", "/organizations/acme").status_code == 204
     assert not [k for k in env.blobs.objects if k.startswith("module-")]
-    stored = env.container.table._items.values()  # the memory table's items (the reference implementation)
+    stored = memory_items(env.container.table).values()  # the memory table's items (the reference implementation)
     assert [i for i in stored if "regmod" in f"{i['pk']} {i['sk']}" or str(i["pk"]).startswith("mod-")] == []
     # a new organization of the same name starts without them
     body = {"data": {"type": "organizations", "attributes": {"name": "acme", "email": "a@example.com"}}}

@@ -11,6 +11,7 @@ from typing import Any
 
 import pysequoia
 from run_helpers import RunEnv, join, make_run_env
+from table_items import memory_items
 from terrace.domain.principal import PrincipalKind
 from terrace.domain.registry_providers import SHASUMS_MAX_BYTES
 
@@ -219,7 +220,7 @@ def test_deletes_of_a_platform_a_version_a_provider_and_the_organization() -> No
     _publish(env, "2.0.0", key_id)
     assert env.api("DELETE", "/organizations/acme").status_code == 204
     assert not [k for k in env.blobs.objects if k.startswith("provider-uploads/")]
-    stored = env.container.table._items.values()  # the memory table's items (the reference implementation)
+    stored = memory_items(env.container.table).values()  # the memory table's items (the reference implementation)
     left = [i for i in stored if "regprov" in f"{i['pk']} {i['sk']}" or "gpg-keys" in str(i["pk"])]
     assert left == [] and not [i for i in stored if str(i["pk"]).startswith(("prov-", "provver-"))]
 

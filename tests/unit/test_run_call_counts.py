@@ -71,7 +71,8 @@ def test_held_reads_answer_a_repeated_read_once_and_see_the_scopes_own_writes():
     table.get("a", "x")
     table.get("a", "x")
     assert counts["table.get"] == before + 2, "outside a scope every read is a request"
-    assert isinstance(HeldReadsTable(inner), MemoryTable)  # the composition root wraps any table
+    wrapped = HeldReadsTable(inner)  # the composition root wraps any table: a table of its own, not a disguise
+    assert wrapped.inner is inner and not isinstance(wrapped, MemoryTable)
 
 
 def test_held_index_queries_are_forgotten_when_a_write_enters_or_leaves_them_only():

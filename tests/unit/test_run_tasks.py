@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 from run_helpers import RunEnv, make_run_env
+from table_items import memory_items
 from terrace.adapters.memory_events import MemoryEventPublisher
 from terrace.adapters.memory_outbound import MemoryOutbound
-from terrace.adapters.memory_table import MemoryTable
 from terrace.adapters.outbound import OutboundResponse
 from terrace.domain.principal import PrincipalKind
 
@@ -290,12 +290,11 @@ def test_deleting_the_organization_deletes_its_tasks_attachments_stages_and_resu
     deliver(env)  # a result holds an access token now
     [first, _] = env.api("GET", f"/runs/{run['id']}/task-stages").json()["data"]
     ids = {task["id"], run["id"], first["id"], *[r["id"] for r in first["relationships"]["task-results"]["data"]]}
-    table = env.container.table
-    assert isinstance(table, MemoryTable)
+    items = memory_items(env.container.table)
     assert env.api("DELETE", f"/organizations/{env.organization}").status_code == 204
-    left = [item for item in table._items.values() if any(i in json.dumps(item) for i in ids)]
+    left = [item for item in items.values() if any(i in json.dumps(item) for i in ids)]
     assert left == []
-    assert [item for item in table._items.values() if item.get("kind") == "run-task"] == []
+    assert [item for item in items.values() if item.get("kind") == "run-task"] == []
 
 
 def test_a_speculative_run_passes_its_pre_plan_task_and_finishes(env: RunEnv) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from state_helpers import Env, make_env
+from table_items import memory_items
 from terrace.domain.errors import Conflict
 from terrace.domain.principal import PrincipalKind
 from terrace.web.app import create_app
@@ -47,7 +48,9 @@ def csrf_of(client: TestClient) -> str:
 
 
 def sessions_of(env: Env, user_id: str) -> list[dict[str, Any]]:
-    return [i for i in env.container.table._items.values() if i["sk"] == "session" and i["subject_id"] == user_id]
+    return [
+        i for i in memory_items(env.container.table).values() if i["sk"] == "session" and i["subject_id"] == user_id
+    ]
 
 
 def action(env: Env, headers: dict[str, str], user_id: str, name: str) -> None:

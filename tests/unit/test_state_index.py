@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from state_helpers import Env, null_resource, other_user, state_bytes
+from table_items import memory_items
 from terrace.domain.principal import PrincipalKind
 
 OUTPUTS = {
@@ -185,6 +186,6 @@ def test_purge_removes_versions_outputs_blobs_and_index(state_env: Env) -> None:
     env.lock()
     env.push(state_bytes(1, outputs=OUTPUTS, resources=[null_resource("a", "1")]), 1)
     env.container.state_store.delete_all_of(workspace=env.ws_id)
-    table = env.container.table._items
+    table = memory_items(env.container.table)
     assert not [k for k, v in table.items() if k[1] in ("sv", "wos") or k[0].endswith("#resources")]
     assert not env.container.blobs.objects

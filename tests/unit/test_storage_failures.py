@@ -19,7 +19,7 @@ from terrace.web.app import create_app
 
 def _client_failing_with(exc: Exception, monkeypatch: pytest.MonkeyPatch) -> tuple[TestClient, dict[str, str], str]:
     env = make_env()
-    inner: Any = env.container.table._inner  # type: ignore[attr-defined]
+    inner: Any = env.container.table.inner  # type: ignore[attr-defined]  # under the held reads
     monkeypatch.setattr(inner, "get", lambda *_a, **_k: (_ for _ in ()).throw(exc))
     client = TestClient(create_app(env.container), raise_server_exceptions=False)
     return client, env.auth, env.ws_id
@@ -115,7 +115,7 @@ def test_a_storage_failure_is_answered_inside_the_app(monkeypatch: pytest.Monkey
     """The error does not escape the app after its answer (uvicorn closed the keep-alive connection then, and a
     client's retry on it met "server disconnected"): the test client re-raises whatever escapes."""
     env = make_env()
-    inner: Any = env.container.table._inner  # type: ignore[attr-defined]
+    inner: Any = env.container.table.inner  # type: ignore[attr-defined]  # under the held reads
     monkeypatch.setattr(inner, "get", lambda *_a, **_k: (_ for _ in ()).throw(OSError(errno.ENOSPC, "full")))
     response = TestClient(create_app(env.container)).get(f"/api/v2/workspaces/{env.ws_id}", headers=env.auth)
     assert response.status_code == 507
@@ -162,7 +162,7 @@ def test_a_state_write_whose_answer_was_lost_keeps_its_blob(committed: bool, mon
     every read then answered 409 "does not match its record". A transaction that did not commit still leaves no
     blob behind."""
     env = make_env()
-    inner: Any = env.container.table._inner  # type: ignore[attr-defined]
+    inner: Any = env.container.table.inner  # type: ignore[attr-defined]  # under the held reads
     transact = inner.transact
     failures = [sqlite3.OperationalError("disk I/O error")]
 

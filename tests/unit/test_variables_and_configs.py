@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from run_helpers import make_run_env, tarball
-from terrace.adapters.memory_table import MemoryTable
+from table_items import memory_items
 
 
 def _var(key: str, value: str, **extra: object) -> dict:  # type: ignore[type-arg]
@@ -29,9 +29,7 @@ def test_sensitive_variable_is_encrypted_hidden_and_given_to_its_run() -> None:
         "region": "eu-west-1",
         "TF_LOG": "INFO",
     }
-    table = env.container.table
-    assert isinstance(table, MemoryTable)
-    assert "hunter2" not in repr(table._items)
+    assert "hunter2" not in repr(memory_items(env.container.table))
     env.create_run(env.upload_config())
     spec = env.work_next()
     given = {v["key"]: v["value"] for v in spec["variables"]}

@@ -15,6 +15,7 @@ from typing import Any
 import jwt
 import pytest
 from run_helpers import RunEnv, make_run_env
+from table_items import memory_items
 from terrace.adapters.memory_signing_keys import MemorySigningKeys
 from terrace.bootstrap import EMBEDDED_KEY, EMBEDDED_SIGNING_KEYS, build_embedded
 from terrace.cli import app
@@ -85,7 +86,7 @@ def test_a_claimed_job_carries_tokens_that_verify_against_the_jwks(env: RunEnv) 
     assert verify(env, generic["token"], "my.service")["sub"] == claims["sub"]
     with pytest.raises(jwt.InvalidAudienceError):
         verify(env, aws["token"], "gcp.workload.identity")
-    stored = str(env.container.table._items)  # type: ignore[attr-defined]  # the memory table's items
+    stored = str(memory_items(env.container.table))  # the memory table's items
     assert aws["token"] not in stored and "PRIVATE KEY" not in stored  # neither tokens nor keys in the table
     assert (
         "PRIVATE" not in env.client.get("/.well-known/jwks").text

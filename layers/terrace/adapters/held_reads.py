@@ -1,4 +1,5 @@
-"""Reads held for one use case: inside `held_reads()`, a table read twice is read once.
+"""Reads held for one use case: inside `held_reads()`, a table read twice is read once (the mechanism of the
+stores' unit of work, `services/unit_of_work.py`, which use cases open).
 
 A use case that spans services (creating a run, finishing a plan) reads the same workspace, run or list of run
 tasks in several of them; each read is a DynamoDB request on AWS. `HeldReadsTable` wraps any table: inside a
@@ -87,18 +88,18 @@ def _op_key(op: WriteOp) -> tuple[str, str]:
 
 
 class HeldReadsTable:
-    """A table whose reads are held inside `held_reads()`. It presents itself as the table it wraps
-    (`isinstance`, attributes of an implementation), so the composition root can wrap any of them."""
+    """A `Table` whose reads are held inside `held_reads()`, around any implementation (the composition root
+    wraps every table in one). It is a table of its own, not a disguise of the one it wraps: what only an
+    implementation has (the embedded table's TTL sweep, a test's look at the memory table's items) is reached
+    through `inner`."""
 
     def __init__(self, inner: Table) -> None:
         self._inner = inner
 
-    @property  # type: ignore[misc]
-    def __class__(self) -> type:  # noqa: D105 (isinstance sees the wrapped implementation)
-        return self._inner.__class__
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+    @property
+    def inner(self) -> Table:
+        """The table it wraps."""
+        return self._inner
 
     # reads -------------------------------------------------------------------------------------
     def get(self, pk: str, sk: str) -> Item | None:

@@ -9,6 +9,7 @@ import queue as queue_module
 import shutil
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -157,9 +158,19 @@ def events(stack: LocalStack) -> None:
 TTL_SWEEP_S = 60.0
 
 
+def ttl_sweep_of(table: object) -> Callable[[], int] | None:
+    """The TTL sweep (`purge_expired`) of the implementation under a table's wrappers (the held reads, a proof's
+    faults: each names what it wraps `inner`); only implementations that need one have it (SQLite, memory)."""
+    while (purge := getattr(table, "purge_expired", None)) is None:
+        table = getattr(table, "inner", None)
+        if table is None:
+            return None
+    return purge
+
+
 def ttl_sweeper(stack: LocalStack) -> None:
     """Delete expired table items (what DynamoDB's TTL does on AWS); only tables that need it have the method."""
-    purge = getattr(stack.container.table, "purge_expired", None)
+    purge = ttl_sweep_of(stack.container.table)
     if purge is None:
         return
     while not stack.stopping.wait(TTL_SWEEP_S):

@@ -10,12 +10,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from terrace.adapters.held_reads import held_reads
 from terrace.domain import runs as rs
 from terrace.domain.errors import Conflict, NotFound
 from terrace.domain.jobs import ClaimRequest, FinishRequest, FinishResponse, HeartbeatRequest, JobSpec
 from terrace.domain.principal import Principal
 from terrace.domain.runs import Run
+from terrace.services.unit_of_work import unit_of_work
 
 if TYPE_CHECKING:
     from terrace.services.access.authz import Authorizer
@@ -58,7 +58,7 @@ class ApplyHandoff:
     def finish_and_continue(self, principal: Principal, job_id: str, request: FinishRequest) -> FinishResponse:
         """`finish`; a plan whose runner kept its folder and whose run went on to apply (auto-apply) gets
         that apply claimed for the same runner. Another runner may have taken it first: then it runs there."""
-        with held_reads():  # the run, its variables, tasks and policy sets: read once for all of finish's steps
+        with unit_of_work():  # the run, its variables, tasks and policy sets: read once for all of finish's steps
             return self._finish_and_continue(principal, job_id, request)
 
     def _finish_and_continue(self, principal: Principal, job_id: str, request: FinishRequest) -> FinishResponse:

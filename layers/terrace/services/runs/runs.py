@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from terrace.adapters.held_reads import held_reads
 from terrace.config import Settings
 from terrace.domain import agent_pools, clock, cost_estimation, limits
 from terrace.domain import runs as rs
@@ -26,6 +25,7 @@ from terrace.services.runs.configuration_versions import ConfigurationVersionSer
 from terrace.services.runs.run_actions import RunActions
 from terrace.services.runs.scheduler import RunScheduler
 from terrace.services.runs.store import RunStore, triggered_event
+from terrace.services.unit_of_work import unit_of_work
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 # the ports the composition root fills: the admin area's tool versions, the workspaces area's effective variables
@@ -65,8 +65,17 @@ class RunService(RunActions):
         self, principal: Principal, ws: Workspace, attrs: dict[str, Any], cv_id: str | None, source: str = API
     ) -> Run:
         """A run of `cv_id` (else the latest uploaded version); `source` says where it came from (`run_timing`)."""
-        with held_reads():  # the workspace, version, run tasks and policy sets are read once for all its steps
+        with unit_of_work():  # the workspace, version, run tasks and policy sets are read once for all its steps
             return self._create_checked(principal, ws, attrs, cv_id, source)
+
+    def create_for(
+        self, principal: Principal, workspace_id: str, attrs: dict[str, Any], cv_id: str | None, source: str = API
+    ) -> tuple[Run, Workspace]:
+        """`create` in the workspace `workspace_id` (`POST /runs`): the run and its workspace, read in the same
+        unit of work as the run's steps."""
+        with unit_of_work():
+            ws = self._workspaces.get(principal, workspace_id)
+            return self._create_checked(principal, ws, attrs, cv_id, source), ws
 
     def _create_checked(
         self, principal: Principal, ws: Workspace, attrs: dict[str, Any], cv_id: str | None, source: str

@@ -6,7 +6,6 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
-from terrace.adapters.held_reads import held_reads
 from terrace.bootstrap import Container
 from terrace.domain import run_filters, run_timing
 from terrace.domain import runs as rs
@@ -67,14 +66,12 @@ def create_run(body: JSONBody, request: Request, container: ContainerDep, princi
     workspace_id = relationship_id(data, "workspace", "workspaces")
     if not workspace_id:
         raise Invalid("relationships.workspace is required", pointer="/data/relationships/workspace")
-    with held_reads():  # what the request read (its workspace, ...) is not read again by the use case or the answer
-        ws = container.workspaces.get(principal, workspace_id)
-        cv_id = relationship_id(data, "configuration-version", "configuration-versions")
-        source = run_timing.source_of_client(
-            request.headers.get("terraform-version"), request.headers.get("x-terraform-integration")
-        )
-        run = container.runs.create(principal, ws, attributes(data), cv_id, source)
-        return respond_run(request, container, principal, run, 201)
+    cv_id = relationship_id(data, "configuration-version", "configuration-versions")
+    source = run_timing.source_of_client(
+        request.headers.get("terraform-version"), request.headers.get("x-terraform-integration")
+    )
+    run, ws = container.runs.create_for(principal, workspace_id, attributes(data), cv_id, source)
+    return respond_run(request, container, principal, run, 201, ws=ws)
 
 
 @router.get("/runs/{run_id}")
