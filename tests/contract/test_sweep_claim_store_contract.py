@@ -26,4 +26,3 @@ def test_one_process_takes_a_due_sweep_and_none_before_its_interval(
     assert not first.claim(now=4599.0, interval_s=3600)
     assert second.claim(now=4600.0, interval_s=3600)  # an interval later: due again, for whoever comes first
     assert not first.claim(now=4600.5, interval_s=3600)
-
