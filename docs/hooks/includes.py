@@ -4,7 +4,9 @@
 section="Security model" -->` only the section whose heading starts with that text (to the next heading of its level
 or higher), without that heading, its subsections' headings raised to the level below the page's title. Links of
 the embedded text are written relative to the repository root (`docs/reliability.md`, `ARCHITECTURE.md`): they are
-rewritten to the site's pages, so `mkdocs build --strict` checks them like any other link.
+rewritten to the site's pages, so `mkdocs build --strict` checks them like any other link. A page of the site embeds
+another (`<!-- include: docs/architecture/security-model.md section="Security model" -->`) with its links, which are
+relative to the embedded page, made relative to the embedding one.
 """
 
 from __future__ import annotations
@@ -49,14 +51,17 @@ def _raise_headings(lines: list[str], by: int) -> str:
     return "\n".join(out).strip("\n") + "\n"
 
 
-def rewrite_links(text: str, page_path: str) -> str:
-    """Links relative to the repository root made relative to the page (`page_path`, relative to docs/)."""
+def rewrite_links(text: str, page_path: str, source: str = "") -> str:
+    """Links relative to the repository root made relative to the page (`page_path`, relative to docs/). The links of
+    an embedded page of the site (`source` under docs/) are relative to that page: they are read from its folder."""
     page_dir = posixpath.dirname(page_path)
 
     def rewrite(match: re.Match[str]) -> str:
         target = match.group("target")
         if "://" in target:
             return match.group(0)
+        if source.startswith("docs/"):
+            target = posixpath.normpath(posixpath.join(posixpath.dirname(source), target))
         if target in ROOT_PAGES:
             in_docs = ROOT_PAGES[target]
         elif target.startswith("docs/"):
@@ -74,7 +79,7 @@ def expand(markdown: str, page_path: str) -> str:
         text = (ROOT / match.group("path")).read_text()
         if match.group("section"):
             text = section(text, match.group("section"))
-        return rewrite_links(text, page_path)
+        return rewrite_links(text, page_path, match.group("path"))
 
     return _DIRECTIVE.sub(include, markdown)
 

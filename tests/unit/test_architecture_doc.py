@@ -1,4 +1,5 @@
-"""ARCHITECTURE.md names modules and folders: each one it names must exist.
+"""ARCHITECTURE.md and the architecture pages of the docs site (`docs/architecture/`, where its details live) name
+modules and folders: each one they name must exist. ARCHITECTURE.md stays the overview read in one sitting.
 
 Every backticked token that looks like a path (`services/workflows/purge.py`, `web/routers/`,
 `runner/job_folder.py: JobFolder`) is resolved under `layers/terrace/`, or under the repository
@@ -16,6 +17,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "layers" / "terrace"
 DOC = ROOT / "ARCHITECTURE.md"
+# The overview's details: the pages it links to, each checked as the overview is.
+DETAILS = ROOT / "docs" / "architecture"
+OVERVIEW_MAX_LINES = 320
 
 # Folders at the repository root, outside the package.
 TOP_LEVEL = (
@@ -96,8 +100,24 @@ def stale_paths(text: str) -> list[str]:
     return sorted(set(stale))
 
 
+def _architecture_texts() -> dict[str, str]:
+    pages = [DOC, *sorted(DETAILS.glob("*.md"))]
+    return {str(page.relative_to(ROOT)): page.read_text() for page in pages}
+
+
 def test_architecture_doc_names_only_paths_that_exist() -> None:
-    assert stale_paths(DOC.read_text()) == []
+    stale = {name: stale_paths(text) for name, text in _architecture_texts().items()}
+    assert {name: paths for name, paths in stale.items() if paths} == {}
+
+
+def test_the_overview_stays_an_overview_and_links_its_details() -> None:
+    overview = DOC.read_text()
+    assert len(overview.splitlines()) <= OVERVIEW_MAX_LINES
+    pages = sorted(DETAILS.glob("*.md"))
+    assert len(pages) >= 8
+    # every detail page is linked from the overview, and every page the overview links to is there
+    linked = set(re.findall(r"\]\((docs/architecture/[\w-]+\.md)(?:#[^)]*)?\)", overview))
+    assert linked == {str(page.relative_to(ROOT)) for page in pages}
 
 
 def test_the_check_sees_paths_and_catches_a_stale_one() -> None:
@@ -116,4 +136,5 @@ def test_the_check_sees_paths_and_catches_a_stale_one() -> None:
 
 def test_the_doc_names_enough_paths_to_be_checked() -> None:
     # Guards the extraction itself: a regex that matched nothing would pass vacuously.
-    assert len(set(doc_paths(DOC.read_text()))) > 100
+    assert len(set(doc_paths(DOC.read_text()))) > 60
+    assert len({path for text in _architecture_texts().values() for path in doc_paths(text)}) > 300

@@ -59,8 +59,10 @@ def test_the_site_builds_in_strict_mode(site: Path) -> None:
     assert "Two commands" in home and 'href="getting-started/"' in home  # README.md, its links made the site's
     architecture = (site / "architecture" / "index.html").read_text()
     assert "The layer rule" in architecture  # ARCHITECTURE.md, embedded whole
+    assert (site / "architecture" / "security-model" / "index.html").is_file()  # its details, pages of their own
     security = (site / "security" / "index.html").read_text()
-    assert "sandbox.py" in security and "The layer rule" not in security  # only its security section
+    # the architecture's security model page, embedded: the three rules and every detail of the sandbox
+    assert "Tenant code has no environment" in security and "setpriv" in security and "The layer rule" not in security
 
 
 def test_strict_mode_checks_links_anchors_and_the_navigation() -> None:
@@ -121,6 +123,10 @@ def test_an_include_takes_one_section_and_rewrites_its_links() -> None:
     )
     with pytest.raises(ValueError):
         includes.section(text, "Three")
+    # a page of the site embedded in another: its links are relative to itself
+    links = "[o](../architecture.md), [s](storage.md#k)"
+    embedded = includes.rewrite_links(links, "security.md", "docs/architecture/x.md")
+    assert embedded == "[o](architecture.md), [s](architecture/storage.md#k)"
 
 
 def test_readme_is_a_landing_page_whose_links_exist() -> None:

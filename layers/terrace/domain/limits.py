@@ -1,4 +1,4 @@
-"""Every size limit on what a client can send, in one place (documented in ARCHITECTURE.md, "Input limits").
+"""Every size limit on what a client can send, in one place (documented in docs/architecture/input-limits.md).
 
 Field limits are checked where the value is validated (422 naming the field); `ITEM_MAX_BYTES` is the
 table adapters' last line of defence (413); request bodies and JSON nesting are checked before parsing.
