@@ -23,11 +23,12 @@ MODES = ("warm", "cold, runner started at enqueue", "cold, runner started at con
 
 
 def kill_runners(stack: Stack) -> None:
-    for launcher in stack.local.launchers:
-        for runner in launcher.runners:
-            runner.process.kill()
-            runner.process.wait(30)
-        launcher.live()
+    launcher = stack.local.launcher
+    assert launcher is not None, "the stack runs no scaler"
+    for runner in launcher.runners:
+        runner.process.kill()
+        runner.process.wait(30)
+    launcher.live()
 
 
 def wait_plan_running(api: Api, run_id: str, timeout_s: float = 120) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -104,6 +105,9 @@ class Container(  # type: ignore[override]
     event_queue: EventQueue | None = None  # the consumer side of `publisher` (SQS, or SQLite when embedded)
     database: Any = None  # the embedded server's SqliteDatabase (backups, closing)
     job_signal: JobSignal = field(default_factory=ConditionJobSignal)  # wakes waiting runners; in-process by default
+    # the scaler's wake-up: the builders below make one event and give it to the job signal (set on every enqueue)
+    # and to the scaler (`wiring/run_services.py`), whose local loop (`local/workers.py`) sleeps on it
+    scaler_wake: threading.Event = field(default_factory=threading.Event)
     # notifications, run tasks (memory: tests)
     outbound: Outbound = field(default_factory=_memory("memory_outbound", "MemoryOutbound"))
     mail: Mail = field(default_factory=_memory("memory_mail", "MemoryMail"))  # e-mails: SES on AWS, SMTP embedded
@@ -124,13 +128,20 @@ class Container(  # type: ignore[override]
             self.database.close()
 
 
-def build_aws(settings: Settings) -> Container:
-    """Wiring against real AWS or the moto server (same code; endpoint_url decides)."""
+def _job_signal(wake: threading.Event, recheck_s: float | None = None) -> ConditionJobSignal:
+    """The job signal, which sets the scaler's `wake` on every enqueue (the local scaler loop ticks at once)."""
+    return ConditionJobSignal(recheck_s=recheck_s, observers=[lambda _organization: wake.set()])
+
+
+def build_aws(settings: Settings, *, launcher: RunnerLauncher | None = None) -> Container:
+    """Wiring against real AWS or the moto server (same code; endpoint_url decides). `launcher`: the runners'
+    launcher when not ECS's (`terrace dev --moto` starts runner processes)."""
     from terrace.adapters.secrets import resolve_secrets
     from terrace.wiring.aws_adapters import connect
 
     settings = resolve_secrets(settings)
     aws = connect(settings)
+    wake = threading.Event()
     return Container(
         settings=settings,
         table=HeldReadsTable(aws.table),
@@ -139,9 +150,10 @@ def build_aws(settings: Settings) -> Container:
         scaler_kick=aws.scaler_kick,
         publisher=aws.events,
         event_queue=aws.events,
-        launcher=aws.launcher,
+        launcher=launcher or aws.launcher,
         caller_identity=aws.caller_identity,
-        job_signal=ConditionJobSignal(recheck_s=LAMBDA_RECHECK_S),  # enqueues may happen in other Lambdas
+        job_signal=_job_signal(wake, recheck_s=LAMBDA_RECHECK_S),  # enqueues may happen in other Lambdas
+        scaler_wake=wake,
         outbound=HttpxOutbound(Allowance.parse(settings.outbound_allow)),
         mail=aws.mail,
         signing_keys=aws.signing_keys,
@@ -150,14 +162,15 @@ def build_aws(settings: Settings) -> Container:
     )
 
 
-def build_embedded(settings: Settings) -> Container:
+def build_embedded(settings: Settings, *, launcher: RunnerLauncher | None = None) -> Container:
     """Wiring for one machine: everything in `settings.data_dir` (SQLite in WAL mode, a blob folder whose
-    presigned-style URLs the app serves itself, AES-GCM envelope encryption). Runners are local processes
-    that the caller (`terrace.local`) attaches as the launcher."""
+    presigned-style URLs the app serves itself, AES-GCM envelope encryption). `launcher`: the runners' launcher
+    (local processes, made by `terrace.local`); None: no runners (a tick of the scaler only reports demand)."""
     from terrace.wiring.embedded_adapters import open_data_dir, with_url_signing_secret
 
     settings = with_url_signing_secret(settings)
     data = open_data_dir(settings)
+    wake = threading.Event()
     return Container(
         settings=settings,
         table=HeldReadsTable(data.table),
@@ -166,6 +179,9 @@ def build_embedded(settings: Settings) -> Container:
         publisher=data.events,
         event_queue=data.events,
         database=data.database,
+        launcher=launcher,
+        job_signal=_job_signal(wake),
+        scaler_wake=wake,
         outbound=HttpxOutbound(Allowance.parse(settings.outbound_allow)),
         mail=smtp_mail(settings),
         signing_keys=data.signing_keys,
@@ -199,4 +215,11 @@ def build_memory(settings: Settings | None = None) -> Container:
     from terrace.adapters.memory_table import MemoryTable
 
     settings = settings or Settings(table_name="memory", blob_bucket="memory", url_signing_secret="test-secret")
-    return Container(settings=settings, table=HeldReadsTable(MemoryTable()), blobs=MemoryBlobs())
+    wake = threading.Event()
+    return Container(
+        settings=settings,
+        table=HeldReadsTable(MemoryTable()),
+        blobs=MemoryBlobs(),
+        job_signal=_job_signal(wake),
+        scaler_wake=wake,
+    )

@@ -9,7 +9,7 @@ AWS variant from looking again, so only a notify or a close can end a blocked wa
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pytest
 from terrace.adapters.condition_job_signal import LAMBDA_RECHECK_S, ConditionJobSignal
@@ -40,11 +40,11 @@ def variant(request: pytest.FixtureRequest) -> str:
 def make_signal(variant: str) -> MakeSignal:
     """make_signal(clock=None) -> a fresh signal of the variant (a frozen clock if given)."""
 
-    def make(clock: Callable[[], float] | None = None) -> JobSignal:
+    def make(clock: Callable[[], float] | None = None, observers: Sequence[Callable[[str], object]] = ()) -> JobSignal:
         recheck_s = LAMBDA_RECHECK_S if variant == "aws-polling" else None
         if clock is None:
-            return ConditionJobSignal(recheck_s=recheck_s)
-        return ConditionJobSignal(recheck_s=recheck_s, clock=clock)
+            return ConditionJobSignal(recheck_s=recheck_s, observers=observers)
+        return ConditionJobSignal(recheck_s=recheck_s, clock=clock, observers=observers)
 
     return make
 
@@ -122,10 +122,10 @@ def test_close_ends_every_wait_now_and_later(make_signal: MakeSignal) -> None:
     assert signal.wait("acme", signal.mark("acme"), 300) is False  # any later wait returns at once
 
 
-def test_every_notify_tells_the_listeners_its_organization(make_signal: MakeSignal) -> None:
-    signal = make_signal()
+def test_every_notify_tells_the_observers_its_organization(make_signal: MakeSignal) -> None:
     heard: list[str] = []
-    signal.listeners.append(heard.append)
+    signal = make_signal(observers=[heard.append])  # given at construction: no list to append to later
+    assert not hasattr(signal, "listeners")
     signal.notify("acme")
     signal.notify("globex", delay_s=30)
     assert heard == ["acme", "globex"]

@@ -47,7 +47,8 @@ def start_agent(run_local_stack: Any) -> Iterator[Any]:
     started: list[subprocess.Popen[str]] = []
 
     def start(token: str, name: str) -> subprocess.Popen[str]:
-        env = runner_env(run_local_stack)
+        stack = run_local_stack
+        env = runner_env(stack.settings.public_url, stack.info.ca_bundle, stack.state_dir)
         del env["TERRACE_API_URL"], env["TERRACE_RUNNER_IDLE_EXIT_S"], env["TERRACE_RUNNER_WAIT_S"]
         env |= {
             "TFC_AGENT_TOKEN": token,

@@ -70,7 +70,7 @@ def test_a_runner_killed_mid_apply_errors_the_run_and_never_applies_again(
     name = unique("interrupted")
     ws_id = remote_workspace(run_api, name)
     tf = remote_dir(run_stack, run_terraform, name, _provisioner(marker))
-    launcher = run_local_stack.launchers[0]
+    launcher = run_local_stack.launcher
     process = tf.start("apply", "-auto-approve", "-input=false", "-no-color")
     try:
         applying = wait_run(run_api, ws_id, {"applying"}, timeout=RUN_TIMEOUT_S, process=process)

@@ -80,7 +80,7 @@ def test_a_lingering_malicious_run_steals_nothing_from_the_next_run_of_another_o
     remote_workspace(run_api, attacker)
     tf = remote_dir(run_stack, run_terraform, attacker, body, name="attacker")
     assert "Apply complete!" in tf.apply(timeout=RUN_TIMEOUT_S).output
-    (launcher,) = run_local_stack.launchers
+    launcher = run_local_stack.launcher
     attacker_runner_codes = {  # as root reads them: a runner's environment holds its spent enrollment code only
         _runner_environ(r.process.pid)["TERRACE_RUNNER_ENROLLMENT_CODE"]
         for r in launcher.runners

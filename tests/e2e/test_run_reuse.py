@@ -80,7 +80,7 @@ def test_when_the_planning_runner_is_gone_a_fresh_runner_applies_and_nothing_is_
         info = held.stat()
         assert (info.st_uid, info.st_mode & 0o777) == (0, 0o700)
         planner_id = (stored.plan.runner_id or "").split("@")[0]
-        (launcher,) = run_local_stack.launchers
+        launcher = run_local_stack.launcher
         (planner,) = [r for r in launcher.runners if r.runner_id == planner_id]
         planner.process.terminate()  # the runner goes (as a retired or scaled-in one does) ...
         assert planner.process.wait(RUN_TIMEOUT_S) == 0

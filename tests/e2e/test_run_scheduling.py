@@ -111,7 +111,7 @@ def test_a_runner_killed_mid_plan_is_replaced_and_the_plan_retried(
     name = unique("kill")
     ws_id = remote_workspace(run_api, name)
     tf = remote_dir(run_stack, run_terraform, name, slow_plan(SLOW_COUNT))
-    launcher = run_local_stack.launchers[0]
+    launcher = run_local_stack.launcher
     process = tf.start("plan", "-no-color", "-input=false")
     try:
         planning = wait_run(run_api, ws_id, {"planning"}, timeout=60, process=process)

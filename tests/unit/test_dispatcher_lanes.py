@@ -143,6 +143,7 @@ def test_concurrent_dispatchers_never_start_more_than_the_maximum(monkeypatch: p
             c.lanes,
             RunnerSlots(c.run_store.slots, 2),
             c.runner_enrollments,
+            wake=threading.Event(),
         )
         for launcher in launchers
     ]

@@ -91,7 +91,7 @@ def test_settings_secrets_and_exported_environment(started):
 
 def test_runner_processes_get_no_server_secret_or_resource_names(started):
     stack, _, _ = started
-    env = runner_env(stack)
+    env = runner_env(stack.settings.public_url, stack.info.ca_bundle, stack.state_dir)
     server_only = {"TERRACE_URL_SIGNING_SECRET", "TERRACE_TABLE", "TERRACE_BLOB_BUCKET", "TERRACE_KMS_KEY_ID"}
     assert not server_only & set(env), sorted(server_only & set(env))
     assert stack.settings.url_signing_secret not in env.values()

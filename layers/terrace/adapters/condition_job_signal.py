@@ -17,21 +17,28 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 LAMBDA_RECHECK_S = 1.0  # on AWS a waiting `next` looks again this often (another Lambda may have enqueued)
 
 
 class ConditionJobSignal:
-    """The job signal (`job_signal.JobSignal`) as a condition in this process; `recheck_s` set: the AWS variant."""
+    """The job signal (`job_signal.JobSignal`) as a condition in this process; `recheck_s` set: the AWS variant.
+    `observers` are told the organization of every enqueue (the composition root gives the scaler's wake-up:
+    the local scaler loop ticks at once); they are fixed at construction."""
 
-    def __init__(self, recheck_s: float | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        recheck_s: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        observers: Sequence[Callable[[str], object]] = (),
+    ) -> None:
         self.recheck_s = recheck_s  # None: trust notify alone (one process)
         self._clock = clock
         self._changed = threading.Condition()
         self._marks: dict[str, int] = {}
         self._due: dict[str, list[float]] = {}  # when delayed jobs of an organization become available
-        self.listeners: list[Callable[[str], object]] = []  # told of every enqueue (the local scaler's wake-up)
+        self._observers = tuple(observers)
         self._closed = False
 
     def mark(self, organization: str) -> int:
@@ -48,8 +55,8 @@ class ConditionJobSignal:
             else:
                 self._marks[organization] = self._marks.get(organization, 0) + 1
             self._changed.notify_all()
-        for listener in self.listeners:
-            listener(organization)
+        for observer in self._observers:
+            observer(organization)
 
     def close(self) -> None:
         """The server stops: every wait ends now with nothing new (its runner gets a 204 and goes)."""

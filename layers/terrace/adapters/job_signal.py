@@ -5,18 +5,16 @@ A waiter takes a `mark` of its organization, looks at the queue, and — finding
 may be new for that organization since the mark (`notify`: a job of it was enqueued, or a delayed one came due),
 until its timeout, or until `close`. The mark is taken before the look, so an enqueue between the look and the wait
 is never missed. Implementation: `condition_job_signal.py` (in the process; on AWS it also looks again every
-`recheck_s`); `tests/contract/test_job_signal_contract.py` is the contract.
+`recheck_s`); `tests/contract/test_job_signal_contract.py` is the contract. Whoever else must hear of every
+enqueue (the local scaler's wake-up) is given to the implementation at construction (its `observers`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Protocol
 
 
 class JobSignal(Protocol):
-    listeners: list[Callable[[str], object]]  # told of every enqueue (the local scaler's wake-up)
-
     def mark(self, organization: str) -> int:
         """The organization's position now; jobs delayed until now are visible to the look that follows."""
         ...

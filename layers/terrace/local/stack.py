@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from terrace.adapters.local_runner_launcher import LocalProcessLauncher
 from terrace.config import API_RATE_LIMIT_PER_S, Settings
 from terrace.local import access_log, embedded, moto_twin, tls
 from terrace.local import workers as local_workers
@@ -102,7 +103,9 @@ class LocalStack:
         self.background_tasks: list[BackgroundTask] = list(local_workers.ALL) if workers else []
         self.settings_overrides: dict[str, Any] = {}  # e.g. shorter job timings in tests
         self.container: Any = None
-        self.launchers: list[Any] = []  # runner launchers to stop with the stack
+        # the runner processes' launcher, made at start before the container (which is built with it) when the
+        # stack runs the scaler; stopped with the stack
+        self.launcher: LocalProcessLauncher | None = None
         self.stopping = threading.Event()
         self.settings: Settings | None = None
         self.resources: LocalResources | None = None
@@ -141,21 +144,31 @@ class LocalStack:
         return "embedded" if self.data_dir is not None else "moto"
 
     def _start(self, listener: socket.socket) -> DevInfo:
+        """Compose the container at once: its settings, the certificate and the runners' launcher (which needs
+        both) are made first, then the container is built with the launcher; nothing is attached to it later."""
+        from terrace.bootstrap import build_aws, build_embedded
+
         public_url = self.public_url or f"https://localhost:{listener.getsockname()[1]}"
         hostname = public_url.split("://", 1)[1]
         if self.data_dir is not None:
-            container = self.container = self._wrapped(self._build_embedded(public_url, self.data_dir))
+            settings = self._embedded_settings(public_url, self.data_dir)
+            files = self.tls_files or tls.ensure_certificates(self.state_dir / "tls")
+        else:
+            settings = self._moto_settings(public_url)
+            files = tls.write_certificates(self.state_dir / "tls")
+        if local_workers.scaler in self.background_tasks:
+            self.launcher = local_workers.runner_launcher(settings, files.ca_bundle, self.state_dir)
+        if self.data_dir is not None:
+            container = self.container = self._wrapped(build_embedded(settings, launcher=self.launcher))
             saved = embedded.saved_admin_token(container, self.data_dir)
             self.seeded = seed_admin(container, self.organization, token=saved)
             embedded.save_admin_token(self.data_dir, self.seeded.token)
             # the runner processes of the previous server died with it: their jobs go back (retried or errored)
             embedded.hand_back(container, "the server restarted while the job ran")
             embedded.resume_events(container)  # and the events it was handling: again now
-            files = self.tls_files or tls.ensure_certificates(self.state_dir / "tls")
         else:
-            container = self.container = self._wrapped(self._build_moto(public_url))
+            container = self.container = self._wrapped(build_aws(settings, launcher=self.launcher))
             self.seeded = seed_admin(container, self.organization)
-            files = tls.write_certificates(self.state_dir / "tls")
         self.settings = container.settings
         registry = registry_hostname(hostname)
         cli_config = write_cli_config(self.state_dir, hostname, self.seeded.token, aliases=[registry])
@@ -177,12 +190,10 @@ class LocalStack:
         table, blobs = self.wrap_ports(container.table, container.blobs)
         return dataclasses.replace(container, table=table, blobs=blobs)
 
-    def _build_embedded(self, public_url: str, data_dir: Path) -> Any:
-        from terrace.bootstrap import build_embedded
-
+    def _embedded_settings(self, public_url: str, data_dir: Path) -> Settings:
         data_dir.mkdir(parents=True, exist_ok=True)
         data_dir.chmod(0o700 if data_dir != self.state_dir else 0o711)
-        settings = Settings(
+        return Settings(
             table_name="embedded",
             blob_bucket="embedded",
             data_dir=str(data_dir),
@@ -190,18 +201,16 @@ class LocalStack:
             url_signing_secret=embedded.url_signing_secret(data_dir),
             **self._overrides(),
         )
-        return build_embedded(settings)
 
-    def _build_moto(self, public_url: str) -> Any:
-        from terrace.bootstrap import build_aws
-
+    def _moto_settings(self, public_url: str) -> Settings:
+        """Start the moto server and create the resources in it: the settings of a stack on them."""
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request lines drown the API's
         self._moto = moto_twin.moto_server("127.0.0.1", 0)  # S3's URL checks, DynamoDB serialized
         self._moto.start()
         host, moto_port = self._moto.get_host_and_port()
         endpoint = f"http://{host}:{moto_port}"
         self.resources = create_resources(endpoint, self.prefix)
-        settings = Settings(
+        return Settings(
             **self.resources.settings_fields(),
             public_url=public_url,
             region=LOCAL_REGION,
@@ -209,7 +218,6 @@ class LocalStack:
             url_signing_secret=os.environ.get("TERRACE_URL_SIGNING_SECRET") or secrets.token_urlsafe(32),
             **self._overrides(),
         )
-        return build_aws(settings)
 
     def _overrides(self) -> dict[str, Any]:
         """Settings both backends share: the tool versions the local runners hold, TFC's rate limit, then the
@@ -229,15 +237,15 @@ class LocalStack:
         runner processes (STOP_RUNNERS_S to finish, then killed and their jobs handed back: retried, or errored if an
         apply had started, as the reaper does for a lost runner on AWS), the API, moto."""
         self.stopping.set()
-        if self.container is not None and "scaler" in vars(self.container):
-            self.container.scaler.wake.set()  # the scaler loop sleeps on its wake-up, not on `stopping`
+        if self.container is not None:
+            self.container.scaler_wake.set()  # the scaler loop sleeps on its wake-up, not on `stopping`
         deadline = time.monotonic() + STOP_THREADS_S
         for thread in [thread for thread in self._threads if thread.name != "terrace-api"]:
             thread.join(timeout=max(0.1, deadline - time.monotonic()))
-        ran = {runner.token_id for launcher in self.launchers for runner in launcher.started}
-        for launcher in self.launchers:
-            launcher.stop_all(timeout_s=STOP_RUNNERS_S)
-        self.launchers.clear()
+        ran = {runner.token_id for runner in self.launcher.started} if self.launcher is not None else set()
+        if self.launcher is not None:
+            self.launcher.stop_all(timeout_s=STOP_RUNNERS_S)
+            self.launcher = None  # a new start makes a new one (and builds a new container with it)
         if self.container is not None:
             self.container.job_signal.close()  # long-polls of runners now gone end at once
         if ran and self.container is not None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import terrace
 from terrace.adapters.local_runner_launcher import LocalProcessLauncher
+from terrace.config import Settings
 from terrace.local.terraform_binary import unwrapped
 from terrace.local.terraform_config import null_provider_source, render_provider_installation, write_provider_mirror
 
@@ -50,36 +51,35 @@ def tool_binary(venv_bin: str) -> str:
     return shutil.which("tofu") or shutil.which("terraform") or "terraform"
 
 
-def runner_env(stack: LocalStack) -> dict[str, str]:
-    """The environment local runner processes share: the API, its CA and tool settings; no AWS endpoint or
-    key, none of the server's secrets or resources. The launcher adds each runner's own token."""
-    assert stack.info is not None and stack.settings is not None
+def runner_env(public_url: str, ca_bundle: Path | str, state_dir: Path) -> dict[str, str]:
+    """The environment local runner processes share: the API (`public_url`), its CA and tool settings; no AWS
+    endpoint or key, none of the server's secrets or resources. The launcher adds each runner's own token."""
     venv_bin = str(Path(sys.prefix) / "bin")
     return {
         "PYTHONPATH": str(Path(terrace.__file__).resolve().parents[1]),  # the runners run the server's own code
         "PATH": venv_bin + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": os.environ.get("HOME", "/tmp"),
-        "TERRACE_API_URL": stack.settings.public_url,
-        "SSL_CERT_FILE": stack.info.ca_bundle,
-        "TERRACE_OPERATOR_CLI_CONFIG": str(operator_cli_config(stack.state_dir)),
+        "TERRACE_API_URL": public_url,
+        "SSL_CERT_FILE": str(ca_bundle),
+        "TERRACE_OPERATOR_CLI_CONFIG": str(operator_cli_config(state_dir)),
         "TERRACE_TF_BINARY": tool_binary(venv_bin),
-        "TERRACE_TOOLS_DIR": str(stack.state_dir / "tools"),
+        "TERRACE_TOOLS_DIR": str(state_dir / "tools"),
         "TERRACE_RUNNER_IDLE_EXIT_S": str(RUNNER_IDLE_EXIT_S),
         "TERRACE_RUNNER_WAIT_S": str(RUNNER_WAIT_S),
-        "TERRACE_WORK_DIR": str(stack.state_dir / "runner-work"),
+        "TERRACE_WORK_DIR": str(state_dir / "runner-work"),
     }
 
 
+def runner_launcher(settings: Settings, ca_bundle: Path | str, state_dir: Path) -> LocalProcessLauncher:
+    """The runner processes' launcher, made before the container (`LocalStack` gives it to the composition root)."""
+    return LocalProcessLauncher(runner_env(settings.public_url, ca_bundle, state_dir), settings.max_runners)
+
+
 def scaler(stack: LocalStack) -> None:
-    """Start runner processes for the backlog (the scaler Lambda's local twin). It ticks as soon as a job is
-    enqueued (the job signal) or a configuration version is created (`Scaler.expect`), and every `TICK_S` to
-    notice runners that exited."""
-    container = stack.container
-    scaler = container.scaler
-    launcher = LocalProcessLauncher(runner_env(stack), max_processes=container.settings.max_runners)
-    container.launcher = scaler.launcher = launcher
-    stack.launchers.append(launcher)
-    container.job_signal.listeners.append(lambda _organization: scaler.wake.set())
+    """Start runner processes for the backlog (the scaler Lambda's local twin), through the launcher the
+    container was built with. It ticks as soon as a job is enqueued (the job signal sets the scaler's wake-up)
+    or a configuration version is created (`Scaler.expect`), and every `TICK_S` to notice runners that exited."""
+    scaler = stack.container.scaler
     while not stack.stopping.is_set():
         scaler.wake.wait(TICK_S)
         scaler.wake.clear()

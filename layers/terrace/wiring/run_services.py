@@ -7,6 +7,7 @@ other services (what this area takes from the others is declared below as plain 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -74,6 +75,7 @@ class RunServices:
     caller_identity: CallerIdentity | None
     scaler_kick: Callable[..., None] | None
     job_signal: JobSignal
+    scaler_wake: threading.Event  # the scaler's wake-up, which the job signal sets on every enqueue
     lanes: Lanes  # the dispatcher's priority lanes: SQS on AWS, SQLite embedded, memory in unit tests
     # from the other areas
     authz: Authorizer
@@ -302,6 +304,7 @@ class RunServices:
             self.lanes,
             self.runner_slots,
             self.runner_enrollments,
+            wake=self.scaler_wake,
         )
 
     @cached_property

@@ -83,11 +83,15 @@ class Scaler:
         lanes: Lanes,
         slots: RunnerSlots,
         enrollments: RunnerEnrollments,
+        *,
+        wake: threading.Event,
     ) -> None:
         self._store, self._accounts, self._settings = store, accounts, settings
         self._lanes, self._slots, self._enrollments = lanes, slots, enrollments
-        self.launcher = launcher  # set late locally: the launcher is made once the stack is up
-        self.wake = threading.Event()  # set by `expect`: the local scaler loop ticks at once (AWS: an invoke)
+        self.launcher = launcher  # None: a tick only reports the demand (no runners here, e.g. a Lambda's API)
+        # The local scaler loop sleeps on `wake` and ticks at once when it is set: by `expect`, and by every enqueue
+        # (the composition root gives this same event to the job signal as an observer). On AWS: an invoke instead.
+        self.wake = wake
         # (organization, lane: "speculative" or "") -> until when it counts as needing a runner
         self._expected: dict[tuple[str, str], float] = {}
         self._lock = threading.Lock()
