@@ -17,7 +17,7 @@ from terrace.runner.rundir import RunSetupError, parallelism
 INVOKE = Operation(invoke_action_addrs=["action.local_command.hello"])
 
 
-def run_job(tmp_path: Path, spec, *, version: str = "1.15.9", **config):  # type: ignore[no-untyped-def]
+def run_job(tmp_path: Path, spec, *, version: str = "1.15.9", **config):
     stored = {"config.tar.gz": tarball({"main.tf": ""})}
     fake = FakeApi(blobs=stored if spec.phase == "plan" else {**stored, "plan.tfplan": b"saved-plan"})
     script = fake_terraform(tmp_path / "bin", version=version)
