@@ -175,6 +175,7 @@ def fake_terraform(
     show_json: dict[str, Any] | None = None,
     init_body: str = "",
     show_body: str = "",
+    version: str = "1.0.3",
 ) -> Path:
     """A shell script standing in for terraform; records each call's args, env and cwd under `folder`."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -189,7 +190,7 @@ env > "$rec/call-$n.env"
 pwd > "$rec/call-$n.cwd"
 cmd="$1"; shift
 case "$cmd" in
-  version) echo '{{"terraform_version":"1.0.3"}}' ;;
+  version) echo '{{"terraform_version":"{version}"}}' ;;
   init) echo "Initializing the backend..."; ls > "$rec/init-files"
     key=$(printf '%s' "$GIT_SSH_COMMAND" | sed -n 's/.* -i \\([^ ]*\\) .*/\\1/p')
     if [ -n "$key" ]; then stat -c '%a %u' "$key" > "$rec/init-key-stat"; cat "$key" > "$rec/init-key"; fi

@@ -107,6 +107,8 @@ class Operation(BaseModel):
     refresh_only: bool = False
     target_addrs: list[str] = Field(default_factory=list)
     replace_addrs: list[str] = Field(default_factory=list)
+    # `-invoke=<addr>` each (terraform 1.14+); a runner whose binary cannot invoke actions errors the job
+    invoke_action_addrs: list[str] = Field(default_factory=list)
     speculative: bool = False  # plan-only: never applied
     save_plan: bool = False
 
@@ -140,6 +142,11 @@ class JobSpec(BaseModel):
     organization: str
     workspace_id: str
     workspace_name: str
+    project_name: str = ""  # the workspace's project (`TFC_PROJECT_NAME` in the job)
+    # the configuration version's VCS origin (`TFC_CONFIGURATION_VERSION_GIT_*`); empty: not from a VCS
+    git_branch: str = ""
+    git_commit_sha: str = ""
+    git_tag: str = ""
     terraform_version: str  # "latest" or a version; picks among installed binaries
     working_directory: str = ""
     operation: Operation

@@ -123,6 +123,8 @@ class Run:
     refresh_only: bool = False
     target_addrs: list[str] = field(default_factory=list)
     replace_addrs: list[str] = field(default_factory=list)
+    # the actions `terraform plan -invoke=<addr>` invokes (terraform 1.14+; HCP's `invoke-action-addrs`)
+    invoke_action_addrs: list[str] = field(default_factory=list)
     auto_apply: bool = False
     plan_only: bool = False
     save_plan: bool = False

@@ -31,6 +31,9 @@ from terrace.runner.hand_back import HandBackRunner
 from terrace.runner.main import StopIdle, _JsonFormatter
 
 log = logging.getLogger("terrace.agent")
+# `TFC_AGENT_VERSION` in its runs: the tfc-agent release whose job protocol this agent serves (terraform's `cloud`
+# backend refuses import blocks in a run whose agent is older than 1.10)
+TFC_AGENT_VERSION = "1.22.0"
 LEVELS = {"trace": "DEBUG", "debug": "DEBUG", "info": "INFO", "warn": "WARNING", "error": "ERROR"}
 
 
@@ -105,7 +108,7 @@ def runner_config(options: AgentOptions, env: Mapping[str, str]) -> RunnerConfig
         }
     )
     values.setdefault("TERRACE_WORK_DIR", "/tmp/terrace-agent")
-    return RunnerConfig.from_env(values)
+    return RunnerConfig.from_env(values).model_copy(update={"agent_version": TFC_AGENT_VERSION})
 
 
 class AgentRegistry:

@@ -22,8 +22,13 @@ from terrace.runner.rundir import RunSetupError
 INIT_ARGS = ["init", "-input=false", "-no-color"]
 
 
-def plan_args(operation: Operation, plan_file: Path) -> list[str]:
+INVOKE_SINCE = (1, 14)  # terraform's first release with `plan -invoke` (actions)
+
+
+def plan_args(operation: Operation, plan_file: Path, parallelism: int | None = None) -> list[str]:
     args = ["plan", "-input=false", "-no-color", f"-out={plan_file}", "-detailed-exitcode"]
+    if parallelism is not None:
+        args.append(f"-parallelism={parallelism}")
     if operation.speculative:
         args.append("-lock=false")  # speculative plans never take the workspace lock (HCP semantics)
     if operation.is_destroy:
@@ -34,11 +39,29 @@ def plan_args(operation: Operation, plan_file: Path) -> list[str]:
         args.append("-refresh=false")
     args += [f"-target={addr}" for addr in operation.target_addrs]
     args += [f"-replace={addr}" for addr in operation.replace_addrs]
+    args += [f"-invoke={addr}" for addr in operation.invoke_action_addrs]  # the plan file carries them to apply
     return args
 
 
-def apply_args(plan_file: Path) -> list[str]:
-    return ["apply", "-input=false", "-no-color", str(plan_file)]
+def apply_args(plan_file: Path, parallelism: int | None = None) -> list[str]:
+    args = ["apply", "-input=false", "-no-color"]
+    if parallelism is not None:
+        args.append(f"-parallelism={parallelism}")
+    return [*args, str(plan_file)]
+
+
+def check_invoke(operation: Operation, binary: Binary) -> None:
+    """A run that invokes actions needs a binary that can: an older one would run a normal plan and apply."""
+    if not operation.invoke_action_addrs:
+        return
+    numbers = re.match(r"(\d+)\.(\d+)", binary.version)
+    found = (int(numbers.group(1)), int(numbers.group(2))) if numbers else None
+    if binary.product != "Terraform" or found is None or found < INVOKE_SINCE:
+        raise RunSetupError(
+            f"this run invokes actions ({', '.join(operation.invoke_action_addrs)[:300]}), which needs "
+            f"Terraform {INVOKE_SINCE[0]}.{INVOKE_SINCE[1]} or newer; the runner's binary is "
+            f"{binary.product} v{binary.version or 'unknown'}: nothing was planned or applied"
+        )
 
 
 def show_json_args(plan_file: Path) -> list[str]:

@@ -104,6 +104,8 @@ class RunnerConfig(BaseSettings):
     # comma-separated lanes whose jobs this runner takes (empty: every lane); "speculative" on Fargate Spot, where
     # SIGTERM (an interruption) hands the plan in flight back to be retried (runner/hand_back.py)
     lanes: str = Field(default="", validation_alias="TERRACE_RUNNER_LANES")
+    # set by `terrace agent` only: the tfc-agent version its runs see as `TFC_AGENT_VERSION` (runner/agent.py)
+    agent_version: str = ""
     runner_id: str = Field(default="", validation_alias="TERRACE_RUNNER_ID")  # from_env: <hostname>-<pid>
     ssl_cert_file: str | None = Field(default=None, validation_alias="SSL_CERT_FILE")
     work_dir: Path = Field(default=Path("/tmp/terrace-runner"), validation_alias="TERRACE_WORK_DIR")

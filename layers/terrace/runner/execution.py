@@ -32,7 +32,7 @@ from terrace.runner.logstream import LogStream
 from terrace.runner.plan_cache import HeldPlan, PlanCache
 from terrace.runner.plan_files import check_recorded, md5_of, same_file
 from terrace.runner.process import CancelControl, Heartbeat
-from terrace.runner.rundir import BackendOverride, RunSetupError, remote_backend_override
+from terrace.runner.rundir import BackendOverride, RunSetupError, parallelism, remote_backend_override
 from terrace.runner.safe_tar import UnsafeArchive
 
 log = logging.getLogger("terrace.runner.execution")
@@ -166,15 +166,19 @@ class JobExecutor:
     def _plan(self, job: Job) -> FinishRequest:
         spec, folder = job.spec, job.folder
         self.steps.banner(job, f"planning run {spec.run_id}")
+        assert job.binary is not None
+        commands.check_invoke(spec.operation, job.binary)  # before anything runs
+        threads = parallelism(spec.variables)
         self.steps.prepare(job)
         written = folder.path / "out" / PLAN_FILE  # the job's; the runner reads it once, through a checked descriptor
         plan_code, _ = self.steps.run_retried(
-            job, commands.plan_args(spec.operation, written), what="plan", succeeded=(0, 2)
+            job, commands.plan_args(spec.operation, written, threads), what="plan", succeeded=(0, 2)
         )
         if plan_code not in (0, 2):
             raise JobFailed(f"plan failed (exit code {plan_code})")
         counts = commands.ChangeCounts()
         plan_md5 = plan_json_md5 = None
+        invokes = False  # the plan invokes actions: it has something to apply even with no resource change
         if os.path.lexists(written):
             plan_file = folder.copy_from_job(written, PLAN_FILE, MAX_PLAN_BYTES, job_reads=True)
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="plan-upload") as uploads:
@@ -194,6 +198,7 @@ class JobExecutor:
                 try:
                     plan_json = json.loads(plan_json_file.read_bytes())
                     counts = commands.count_changes(plan_json)
+                    invokes = isinstance(plan_json, dict) and bool(plan_json.get("action_invocations"))
                 except ValueError as exc:
                     raise JobFailed("the JSON plan could not be parsed") from exc
                 self._hide_secrets(spec, plan_json, folder)
@@ -209,7 +214,7 @@ class JobExecutor:
             status="finished",
             plan_md5=plan_md5,
             plan_json_md5=plan_json_md5,
-            has_changes=plan_code == 2,
+            has_changes=plan_code == 2 or invokes,
             resource_additions=counts.additions,
             resource_changes=counts.changes,
             resource_destructions=counts.destructions,
@@ -235,6 +240,9 @@ class JobExecutor:
         if not spec.plan_file_url:
             raise JobFailed("the apply job has no saved plan to apply")
         self.steps.banner(job, f"applying run {spec.run_id}")
+        assert job.binary is not None
+        commands.check_invoke(spec.operation, job.binary)
+        threads = parallelism(spec.variables)
         if held is not None:
             stored = self._download_plan(job)
             if held.folder.intact(held.cwd) and same_file(stored, held.plan_file):
@@ -253,7 +261,7 @@ class JobExecutor:
             job.log.write(chunk)
 
         self._announce_apply(job)
-        code = self.steps.run(job, commands.apply_args(stored), sink=sink)
+        code = self.steps.run(job, commands.apply_args(stored, threads), sink=sink)
         if code != 0:
             raise JobFailed(f"apply failed (exit code {code})")
         matches = APPLY_SUMMARY.findall(b"".join(tail))

@@ -27,7 +27,7 @@ from terrace.runner.config import RunnerConfig
 from terrace.runner.job_folder import JobFolder
 from terrace.runner.logstream import LogStream
 from terrace.runner.process import CancelControl, run_child
-from terrace.runner.rundir import BackendOverride, child_env, write_run_files
+from terrace.runner.rundir import BackendOverride, child_env, run_identity_env, write_run_files
 from terrace.runner.safe_tar import extract, working_dir
 
 log = logging.getLogger("terrace.runner.job_setup")
@@ -137,6 +137,7 @@ class JobSteps:
             ssl_cert_file=self._ca_bundle_copy(job),
             variables=job.spec.variables,
             tmp_dir=job.folder.tmp_dir,
+            run_env=run_identity_env(job.spec, self.config.agent_version),
         )
         job.env.update(workload_identity.install(job.folder, job.spec.workload_credentials))
 

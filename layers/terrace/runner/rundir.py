@@ -38,6 +38,8 @@ CLI_CONFIG_KEYS = (
 )
 
 BackendOverride = Callable[[JobSpec], str]
+PARALLELISM_VARIABLE = "TFE_PARALLELISM"  # a workspace env variable HCP honours: `-parallelism=N` on plan and apply
+PARALLELISM_RANGE = range(1, 257)
 
 
 class RunSetupError(ValueError):
@@ -86,6 +88,37 @@ def env_variables(variables: Iterable[RunVariable]) -> dict[str, str]:
         if var.key in PROTECTED_ENV:
             raise RunSetupError(f"environment variable {var.key} is set by the runner and cannot be overridden")
         env[var.key] = var.value
+    return env
+
+
+def parallelism(variables: Iterable[RunVariable]) -> int | None:
+    """`TFE_PARALLELISM` among the run's env variables, as terraform's `-parallelism`; None when unset."""
+    values = [v.value for v in variables if v.category == "env" and v.key == PARALLELISM_VARIABLE]
+    if not values:
+        return None
+    text = values[-1].strip()
+    if not text.isdigit() or int(text) not in PARALLELISM_RANGE:
+        raise RunSetupError(
+            f"{PARALLELISM_VARIABLE} must be a whole number from {PARALLELISM_RANGE.start} to "
+            f"{PARALLELISM_RANGE.stop - 1}, got {values[-1][:40]!r}"
+        )
+    return int(text)
+
+
+def run_identity_env(spec: JobSpec, agent_version: str = "") -> dict[str, str]:
+    """The variables HCP sets in every run's environment: which run, workspace and project the child runs for,
+    the configuration's VCS origin (empty when it has none) and, on an agent, the agent's version."""
+    env = {
+        "TFC_RUN_ID": spec.run_id,
+        "TFC_WORKSPACE_NAME": spec.workspace_name,
+        "TFC_WORKSPACE_SLUG": f"{spec.organization}/{spec.workspace_name}",
+        "TFC_PROJECT_NAME": spec.project_name,
+        "TFC_CONFIGURATION_VERSION_GIT_BRANCH": spec.git_branch,
+        "TFC_CONFIGURATION_VERSION_GIT_COMMIT_SHA": spec.git_commit_sha,
+        "TFC_CONFIGURATION_VERSION_GIT_TAG": spec.git_tag,
+    }
+    if agent_version:
+        env["TFC_AGENT_VERSION"] = agent_version
     return env
 
 
@@ -152,9 +185,12 @@ def child_env(
     ssl_cert_file: str | None,
     variables: Iterable[RunVariable],
     tmp_dir: Path | None = None,
+    run_env: dict[str, str] | None = None,
 ) -> dict[str, str]:
-    """Built from scratch: nothing of the runner's own environment leaks in but PATH and the CA bundle."""
+    """Built from scratch: nothing of the runner's own environment leaks in but PATH and the CA bundle. `run_env`
+    (`run_identity_env`) wins over a workspace variable of the same name: a run cannot pose as another."""
     env = env_variables(variables)
+    env.update(run_env or {})
     env.update(
         PATH=path,
         HOME=str(home),

@@ -177,6 +177,7 @@ RUN = document(
         "plan-only": BOOL,
         "auto-apply": BOOL,
         "target-addrs": {"type": "array", "items": STRING},
+        "invoke-action-addrs": {"type": "array", "items": STRING},
         "variables": {
             "type": "array",
             "items": {"type": "object", "properties": {"key": STRING, "value": STRING}, "required": ["key", "value"]},

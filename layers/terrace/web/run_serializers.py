@@ -46,6 +46,7 @@ def run(
             "refresh-only": r.refresh_only,
             "target-addrs": r.target_addrs or None,
             "replace-addrs": r.replace_addrs or None,
+            "invoke-action-addrs": r.invoke_action_addrs or None,
             "auto-apply": r.auto_apply,
             "plan-only": r.plan_only,
             "save-plan": r.save_plan,

@@ -55,6 +55,7 @@ class JobSpecs:
             organization=self._workspaces.organization_of(ws).name,  # the backend override addresses it by name
             workspace_id=ws.id,
             workspace_name=ws.name,
+            project_name=self._workspaces.project_name_of(ws),
             terraform_version=run.terraform_version,
             working_directory=ws.working_directory,
             operation=Operation(
@@ -63,6 +64,7 @@ class JobSpecs:
                 refresh_only=run.refresh_only,
                 target_addrs=run.target_addrs,
                 replace_addrs=run.replace_addrs,
+                invoke_action_addrs=run.invoke_action_addrs,
                 speculative=run.plan_only,
                 save_plan=run.save_plan,
             ),

@@ -25,7 +25,7 @@ def addresses(attrs: dict[str, Any], key: str) -> list[str]:
         or not all(isinstance(a, str) and a.strip() and len(a) <= limits.RUN_ADDR_MAX for a in value)
     ):
         raise Invalid(
-            f"{key} must be a list of at most {limits.RUN_ADDRS_MAX} resource addresses "
+            f"{key} must be a list of at most {limits.RUN_ADDRS_MAX} addresses "
             f"of at most {limits.RUN_ADDR_MAX} characters",
             pointer=f"/data/attributes/{key}",
         )

@@ -195,6 +195,7 @@ class RunService(RunActions):
             refresh_only=refresh_only,
             target_addrs=run_attributes.addresses(attrs, "target-addrs"),
             replace_addrs=run_attributes.addresses(attrs, "replace-addrs"),
+            invoke_action_addrs=run_attributes.addresses(attrs, "invoke-action-addrs"),
             # the workspace's auto-apply applies the runs of those who may apply; the others' runs wait
             auto_apply=run_attributes.boolean(attrs, "auto-apply", ws.auto_apply and may_apply),
             plan_only=plan_only,

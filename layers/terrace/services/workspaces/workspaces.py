@@ -14,7 +14,7 @@ from terrace.domain.errors import Conflict, NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal
-from terrace.domain.projects import default_project_id
+from terrace.domain.projects import DEFAULT_PROJECT, default_project_id
 from terrace.domain.workspace import Workspace, WorkspaceView
 from terrace.services.access.authz import Action, Authorizer
 from terrace.services.access.organizations import OrganizationService
@@ -59,6 +59,13 @@ class WorkspaceService:
 
     def organization_of(self, ws: Workspace) -> Organization:
         return self._orgs.by_key(ws.organization)
+
+    def project_name_of(self, ws: Workspace) -> str:
+        """The name of the workspace's project (its organization's Default Project when it names none)."""
+        try:
+            return self._projects.load(ws.project_id or default_project_id(ws.organization)).name
+        except NotFound:
+            return DEFAULT_PROJECT
 
     def authorize(self, principal: Principal, action: Action, ws: Workspace) -> Organization:
         org = self._orgs.by_key(ws.organization)
