@@ -30,6 +30,20 @@ def _claims(org_key: str) -> str:
     return f"org#{org_key}#regmodnames"
 
 
+def create_claimed(table: Table, record: Record, sort_key: str, index: str, claims: str, claim_field: str) -> bool:
+    """A module or provider (`record`, its id under `id`) and the claim on its address in one transaction: False,
+    nothing written, when the address is taken (`claim_field` names the id on the claim)."""
+    entity_id, address = record["id"], record["address"]
+    attributes = {k: v for k, v in record.items() if k != "id"}
+    item = {"pk": entity_id, "sk": sort_key, **attributes, "gsi1pk": index, "gsi1sk": f"{address}#{entity_id}"}
+    claim = {"pk": claims, "sk": address, claim_field: entity_id, "organization_id": record["organization_id"]}
+    try:
+        table.transact([Put(claim, if_absent=True), Put(item, if_absent=True)])
+    except ConditionFailed:
+        return False
+    return True
+
+
 def _versions(module_id: str) -> str:
     return f"{module_id}#versions"
 
@@ -84,17 +98,8 @@ class ModuleStore:
 
     def create(self, record: Record) -> bool:
         """The module and its address's claim at once; False (nothing written) when the address is taken."""
-        org_key, module_id, address = record["organization"], record["id"], record["address"]
-        attributes = {k: v for k, v in record.items() if k != "id"}
-        item = {"pk": module_id, "sk": MODULE, **attributes, "gsi1pk": _index(org_key),
-                "gsi1sk": f"{address}#{module_id}"}  # fmt: skip
-        claim = {"pk": _claims(org_key), "sk": address, "module_id": module_id}
-        claim["organization_id"] = record["organization_id"]
-        try:
-            self._table.transact([Put(claim, if_absent=True), Put(item, if_absent=True)])
-        except ConditionFailed:
-            return False
-        return True
+        org_key = record["organization"]
+        return create_claimed(self._table, record, MODULE, _index(org_key), _claims(org_key), "module_id")
 
     def delete(self, module_id: str) -> None:
         """A module with its versions and their blobs first (a deletion cut short is finished again), then its claim

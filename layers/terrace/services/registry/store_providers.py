@@ -17,6 +17,7 @@ from terrace.adapters.table import ConditionFailed, Delete, Put, Table
 from terrace.domain.errors import Conflict
 from terrace.domain.registry_modules import version_key
 from terrace.domain.registry_providers import PRIVATE, GPGKey, ProviderPlatform, ProviderVersion
+from terrace.services.registry.store import create_claimed
 
 Record = dict[str, Any]
 PROVIDER = "regprov"
@@ -138,17 +139,8 @@ class ProviderStore:
 
     def create(self, record: Record) -> bool:
         """The provider and its address's claim at once; False (nothing written) when the address is taken."""
-        org_key, provider_id, address = record["organization"], record["id"], record["address"]
-        attributes = {k: v for k, v in record.items() if k != "id"}
-        item = {"pk": provider_id, "sk": PROVIDER, **attributes, "gsi1pk": _index(org_key),
-                "gsi1sk": f"{address}#{provider_id}"}  # fmt: skip
-        claim = {"pk": _claims(org_key), "sk": address, "provider_id": provider_id}
-        claim["organization_id"] = record["organization_id"]
-        try:
-            self._table.transact([Put(claim, if_absent=True), Put(item, if_absent=True)])
-        except ConditionFailed:
-            return False
-        return True
+        org_key = record["organization"]
+        return create_claimed(self._table, record, PROVIDER, _index(org_key), _claims(org_key), "provider_id")
 
     def delete(self, provider_id: str) -> None:
         """A provider with its versions, their platforms and files first (a deletion cut short is finished again),
