@@ -80,7 +80,7 @@ def api_router(module: str, name: str) -> APIRouter:
     return router
 
 
-def include_api(app: FastAPI) -> None:
+def include_api(app: FastAPI | APIRouter) -> None:
     """Every router of API_ROUTERS, in order."""
     for module, name, _ in API_ROUTERS:
         app.include_router(api_router(module, name))
