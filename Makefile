@@ -71,8 +71,7 @@ wheel: install
 
 # tests/proof runs at its quick sizes inside this pytest; proof-bench is the rest of proof-quick.
 test: install /usr/bin/chromium
-	$(BIN)/pytest -q -n auto --longest-files-first --durations=15 -m "not client_repeat"
-	$(PROOF_BENCH)
+	$(BIN)/pytest -q -n auto --longest-files-first --durations=15 -m "not client_repeat and not long"
 
 # The same paths again with their other clients (OpenTofu where make test drives terraform 1.11): the tests marked
 # client_repeat, left out of make test, whose clients make test covers on other paths.
@@ -128,8 +127,8 @@ bench: install
 # The proof under faults and load (tests/proof, docs/reliability.md). `proof`: every scenario at its full size on
 # the embedded server and the AWS adapters (moto), about 30 minutes on 2 workers (the 30-minute soak beside the
 # rest); figures in .build/proof/*.json, summed up at the end with each test's seed (a failure prints its replay
-# command: TERRACE_PROOF_SEED=<seed> pytest <test>). `proof-quick` (about 3 minutes; `make test` holds it): the quick
-# sizes, then the benchmarks that met TFC's per-token limit (30 requests per second, on) at their quick sizes, whose
+# command: TERRACE_PROOF_SEED=<seed> pytest <test>). `proof-quick` (about 3 minutes): the quick sizes (`make test`
+# holds the short scenarios; those marked `long`, load, soak and killed runners, only run here), then the benchmarks that met TFC's per-token limit (30 requests per second, on) at their quick sizes, whose
 # exit status counts. The whole `python -m bench --quick` takes over 10 minutes: `make bench` runs it.
 PROOF_BENCH = TERRACE_BENCH_RATE_LIMIT_PER_S=30 $(BIN)/python -m bench --quick --only queue_throughput --only lock_contention
 proof: install

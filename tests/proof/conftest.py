@@ -1,7 +1,7 @@
 """The proof under faults and load (issue 30): seeded, reproducible fault and load scenarios.
 
 Every scenario runs in two sizes:
-- quick (the default, part of `make test` through `make proof-quick`): a few iterations, a few seconds each;
+- quick (the default; `make proof-quick`, and `make test` for the scenarios not marked `long`): a few iterations;
 - full (`TERRACE_PROOF=full`, `make proof`): the iterations and durations `docs/reliability.md` reports.
 
 Each test draws its random choices (which point to kill at, which request to drop) from `proof_rng`, seeded by

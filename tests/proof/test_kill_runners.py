@@ -42,7 +42,7 @@ from kill_run_client import (
 )
 from kill_server import Client, ProofServer, descendants, processes_mentioning, serving, sized, wait_for
 
-pytestmark = [pytest.mark.proof, pytest.mark.timeout(sized(600, 1800))]
+pytestmark = [pytest.mark.proof, pytest.mark.long, pytest.mark.timeout(sized(600, 1800))]
 RUN_DEADLINE_S = 240  # a run's whole life on a loaded 2-core machine, retries included
 PHASES = ("init", "plan", "apply", "report")
 PLAN_COMMAND = " plan -input=false"  # `runner/commands.py: plan_args`, in the job's command line

@@ -36,7 +36,7 @@ from bench.common import Api, Stack, parse_iso
 from bench.queue_throughput import CONFIG, FINAL, upload_configuration
 from bench.ratelimit import client as honouring_client
 
-pytestmark = pytest.mark.proof
+pytestmark = [pytest.mark.proof, pytest.mark.long]
 
 RUNS = sized(6, 30)
 ORGANIZATIONS = sized(3, 10)

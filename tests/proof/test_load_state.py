@@ -19,7 +19,7 @@ import pytest
 from load_support import FULL, create_workspace, direct_writes, latency, new_tokens, report, served, sized
 from state_load import StateClients, new_lineage, verify
 
-pytestmark = pytest.mark.proof
+pytestmark = [pytest.mark.proof, pytest.mark.long]
 
 CLIENTS = sized(20, 200)
 WORKSPACES = sized(5, 50)

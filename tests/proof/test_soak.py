@@ -36,7 +36,7 @@ import pytest
 from load_support import FULL, JSONAPI, Server, new_tokens, ratelimit, report, served, sized
 from terrace.wiring.embedded_adapters import EMBEDDED_DATABASE
 
-pytestmark = pytest.mark.proof
+pytestmark = [pytest.mark.proof, pytest.mark.long]
 
 DURATION_S = int(os.environ.get("TERRACE_PROOF_SOAK_S") or sized(45, 1800))  # a shorter full soak when time is short
 CLIENTS = sized(6, 20)
