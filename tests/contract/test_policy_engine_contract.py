@@ -126,7 +126,9 @@ class LambdaTwin:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Invocations)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, name="lambda-twin", daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, name="lambda-twin", daemon=True
+        )
 
     def __enter__(self) -> LambdaTwin:
         self.thread.start()

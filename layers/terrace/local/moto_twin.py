@@ -52,7 +52,7 @@ def moto_server(ip_address: str, port: int) -> Any:
             app = SerializedDynamo(PresignedUrlCheck(DomainDispatcherApplication(create_backend_app)))
             self._server = make_server(self._ip_address, self._port, app, True, request_handler=MotoRequestHandler)
             self._server_ready_event.set()
-            self._server.serve_forever()
+            self._server.serve_forever(poll_interval=0.05)  # stop() waits for a poll: 0.5 s by default
 
     return CheckedMotoServer(ip_address=ip_address, port=port, verbose=False)
 
