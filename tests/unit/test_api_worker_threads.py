@@ -104,3 +104,33 @@ def test_the_api_worker_pool_is_fixed_under_a_burst_and_after_a_lull(stack: tupl
             worker.idle_since -= 3600  # type: ignore[attr-defined]
         assert http.get(f"/api/v2/organizations/{made.organization}").status_code == 200
     assert len(api_threads.worker_threads(loop)) == pool
+
+
+def _shutdown_wait(connections: set[Any], tasks: set[Any]) -> api_threads.FixedPoolServer:
+    import uvicorn
+
+    server = api_threads.FixedPoolServer(uvicorn.Config(app=None))
+    server.server_state.connections = connections
+    server.server_state.tasks = tasks
+    return server
+
+
+def test_a_stop_waits_for_requests_in_flight_not_for_idle_keep_alive_connections() -> None:
+    """An idle keep-alive TLS connection closes only when its client answers the close, which a client keeping a
+    pool never does: uvicorn's own wait then ran the whole graceful timeout on every stop. A request in flight is
+    still waited for."""
+    import asyncio
+
+    async def scenario() -> None:
+        idle = _shutdown_wait(connections={object()}, tasks=set())
+        await asyncio.wait_for(idle._wait_tasks_to_complete(), timeout=DEADLINE_S)  # uvicorn's waits for ever
+
+        request = asyncio.get_running_loop().create_future()
+        busy = _shutdown_wait(connections={object()}, tasks={request})
+        waiting = asyncio.ensure_future(busy._wait_tasks_to_complete())
+        await asyncio.sleep(0.1)
+        assert not waiting.done(), "the stop did not wait for the request in flight"
+        busy.server_state.tasks.clear()
+        await asyncio.wait_for(waiting, timeout=DEADLINE_S)
+
+    asyncio.run(scenario())
