@@ -229,9 +229,10 @@ def _threads() -> set[threading.Thread]:
 
 def _is_stack_worker(thread: threading.Thread) -> bool:
     """An events handler of a local stack (`local/workers.py`): a shared stack's worker starts its handlers just
-    after the stack started, which may be inside the first test using it; the session's guard checks them at the
-    end."""
-    return thread.name.startswith("terrace-events-")
+    after the stack started, which may be inside the first test using it; or an executor thread of a shared event
+    loop (the browser fixture's playwright starts them on demand, and stops them with the browser). The session's
+    guard checks them at the end."""
+    return thread.name.startswith(("terrace-events-", "asyncio_"))
 
 
 def _uses_shared_fixtures(item: pytest.Item) -> bool:

@@ -24,9 +24,9 @@ SHOTS = Path(__file__).resolve().parents[2] / ".build" / "screenshots"
 RUN_SETTINGS = {"job_heartbeat_s": 2, "job_heartbeat_timeout_s": 60, "max_runners": 2}
 
 
-@pytest.fixture
-def page() -> Iterator[Any]:
-    """A phone-width page in chromium that accepts the local stack's own CA-signed certificate."""
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    """Chromium, launched once for a test file (each test gets a fresh context: no cookie or storage is shared)."""
     playwright_api = pytest.importorskip("playwright.sync_api")
     if not CHROMIUM.exists():
         pytest.skip("no /usr/bin/chromium (make test installs it: apt-get install -y chromium)")
@@ -42,11 +42,18 @@ def page() -> Iterator[Any]:
                 "--disable-sync",
             ],
         )
-        context = browser.new_context(viewport=PHONE, ignore_https_errors=True)
-        page = context.new_page()
-        page.csp_violations = watch_csp(page)
-        yield page
+        yield browser
         browser.close()
+
+
+@pytest.fixture
+def page(chromium: Any) -> Iterator[Any]:
+    """A phone-width page in a fresh context that accepts the local stack's own CA-signed certificate."""
+    context = chromium.new_context(viewport=PHONE, ignore_https_errors=True)
+    page = context.new_page()
+    page.csp_violations = watch_csp(page)
+    yield page
+    context.close()
     # every page the test visited rendered and ran with nothing the Content-Security-Policy refused
     assert not page.csp_violations, "the CSP refused:\n" + "\n".join(page.csp_violations)
 
