@@ -111,6 +111,10 @@ class Operation(BaseModel):
     invoke_action_addrs: list[str] = Field(default_factory=list)
     speculative: bool = False  # plan-only: never applied
     save_plan: bool = False
+    # a query run: `terraform query -json` (terraform 1.14+) instead of a plan, `-generate-config-out` when asked;
+    # a runner whose binary has no `query` errors the job
+    query: bool = False
+    generate_config_out: bool = False
 
 
 class RunVariable(BaseModel):

@@ -156,6 +156,10 @@ class Run:
     agent_pool_id: str | None = None
     # a health assessment (`domain/assessments.py`): listed with the workspace's assessments, never its runs
     assessment: bool = False
+    # a query run (`domain/query_runs.py`: `terraform query`, terraform 1.14+): listed with the workspace's query
+    # runs, never its runs; `generate_config_out`: its query also writes configuration for what it found
+    query: bool = False
+    generate_config_out: bool = False
     # Statuses passed since the run was loaded (each becomes a run event when saved); never stored.
     trail: list[str] = field(default_factory=list)
     # Its tokens are revoked by its next write, in the same transaction (`RunStore.save`); never stored.

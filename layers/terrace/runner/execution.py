@@ -32,6 +32,7 @@ from terrace.runner.logstream import LogStream
 from terrace.runner.plan_cache import HeldPlan, PlanCache
 from terrace.runner.plan_files import check_recorded, md5_of, same_file
 from terrace.runner.process import CancelControl, Heartbeat
+from terrace.runner.query import run_query
 from terrace.runner.rundir import BackendOverride, RunSetupError, parallelism, remote_backend_override
 from terrace.runner.safe_tar import UnsafeArchive
 
@@ -101,7 +102,10 @@ class JobExecutor:
         try:
             with Heartbeat(beat, job.control, spec.heartbeat_interval_s):  # type: ignore[arg-type]
                 try:
-                    report = self._plan(job) if spec.phase == "plan" else self._apply(job, held)
+                    if spec.operation.query:  # a query run (`runner/query.py`)
+                        report = run_query(self.steps, job, self.api.runner_id)
+                    else:
+                        report = self._plan(job) if spec.phase == "plan" else self._apply(job, held)
                 except JobCanceled:
                     stream.line("\nThe run was canceled.")
                     report = FinishRequest(runner_id=self.api.runner_id, status="canceled")

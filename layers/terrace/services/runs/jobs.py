@@ -177,7 +177,9 @@ class JobService(ApplyHandoff):
             state.started_at = state.started_at or now
             state.runner_id = runner_ref(principal, request.runner_id)
             state.heartbeat_at = clock.epoch()
-            if name == "plan":  # each attempt uploads to keys of its own: its URLs create them once
+            if name == "plan" and run.query:  # `terraform query` leaves no plan file: nothing to upload
+                state.artifact_key = state.json_key = None
+            elif name == "plan":  # each attempt uploads to keys of its own: its URLs create them once
                 state.artifact_key, state.json_key = self._plans.keys_for_attempt(state)
             else:
                 state.artifact_key, state.json_key = run.plan.artifact_key, run.plan.json_key
