@@ -130,8 +130,11 @@ def test_cancel_and_force_cancel(env: RunEnv) -> None:
         ({"source": "tfe-api", "variables": [{"key": 1}]}, None, 422),
         ({"source": "tfe-api", "terraform-version": ["1.15"]}, None, 422),
         ({"source": "tfe-api"}, {"workspace": {"data": {"type": "workspaces", "id": "ws-nonexisting"}}}, 404),
-        ({"source": "tfe-api"}, {"configuration-version": {"data": {"type": "configuration-versions",
-                                                                   "id": "cv-nonexisting"}}}, 404),  # fmt: skip
+        (
+            {"source": "tfe-api"},
+            {"configuration-version": {"data": {"type": "configuration-versions", "id": "cv-nonexisting"}}},
+            404,
+        ),  # fmt: skip
     ],
 )
 def test_bad_input_is_a_clear_4xx(env: RunEnv, attributes: Any, relationships: Any, status: int) -> None:
