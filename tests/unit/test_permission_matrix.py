@@ -265,6 +265,7 @@ OPERATIONS: dict[str, tuple[Action, int, Callable[[World, str, dict[str, str]], 
     "api: queue run": (Action.QUEUE_RUN, 201, _queue_run),
     "api: queue query run": (Action.QUEUE_RUN, 201, _queue_query_run),
     "api: list query runs": (Action.READ_RUNS, 200, _get("/workspaces/{ws}/queries")),
+    "api: list terraform actions": (Action.READ_RUNS, 200, _get("/workspaces/{ws}/terraform-actions")),
     "api: lock": (Action.LOCK_WORKSPACE, 200, _lock),
     "api: team access of workspace": (
         Action.MANAGE_WORKSPACE_ACCESS, 200, _get("/team-workspaces?filter[workspace][id]={ws}")),

@@ -5,13 +5,16 @@ its operation), never read as a run, and the runner's command line and version c
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import pytest
 from run_helpers import RunEnv, make_run_env
+from runner_fakes import FakeApi, fake_terraform, make_spec, runner_config, tarball
 from terrace.domain import query_runs
 from terrace.domain.jobs import Operation
 from terrace.runner import commands
+from terrace.runner.execution import JobExecutor
 from terrace.runner.rundir import RunSetupError
 
 JSON_LINES = (
@@ -183,3 +186,30 @@ def test_a_binary_without_terraform_query_errors_the_query_run_clearly(product: 
         return
     with pytest.raises(RunSetupError, match="query run .* needs Terraform 1.14 or newer"):
         commands.check_query(binary)
+
+
+def test_a_query_job_runs_terraform_query_in_the_sandbox_and_uploads_nothing(tmp_path: Any) -> None:
+    spec = make_spec("plan", operation=Operation(speculative=True, query=True, generate_config_out=True),
+                     plan_upload_url=None, plan_json_upload_url=None)  # fmt: skip
+    fake = FakeApi(blobs={"config.tar.gz": tarball({"main.tf": "", "main.tfquery.hcl": ""})})
+    script = fake_terraform(tmp_path / "bin", version="1.15.9")
+    fake.specs[spec.job_id] = spec
+    api, transfers = fake.clients()
+    report = JobExecutor(runner_config(tmp_path, script), api, transfers, echo_to=io.StringIO()).execute(spec, True)
+    assert report.status == "finished", report.error_message
+    assert not report.keep_for_apply and not report.has_changes
+    run = [(tmp_path / "bin" / f"call-{i}.args").read_text().splitlines() for i in range(3)]
+    assert [args[0] for args in run] == ["version", "init", "query"]
+    assert run[2][:3] == ["query", "-no-color", "-json"] and run[2][3].startswith("-generate-config-out=")
+    assert b'"type":"version"' in fake.logs[spec.job_id]  # the JSON lines, to the plan phase's log
+
+
+def test_a_query_job_on_an_older_terraform_errors_before_anything_runs(tmp_path: Any) -> None:
+    spec = make_spec("plan", operation=Operation(speculative=True, query=True))
+    fake = FakeApi(blobs={"config.tar.gz": tarball({"main.tf": ""})})
+    script = fake_terraform(tmp_path / "bin", version="1.13.4")
+    fake.specs[spec.job_id] = spec
+    api, transfers = fake.clients()
+    report = JobExecutor(runner_config(tmp_path, script), api, transfers, echo_to=io.StringIO()).execute(spec, True)
+    assert report.status == "errored" and "needs Terraform 1.14 or newer" in (report.error_message or "")
+    assert not (tmp_path / "bin" / "init-files").exists()  # no init, no query

@@ -160,6 +160,10 @@ class Run:
     # runs, never its runs; `generate_config_out`: its query also writes configuration for what it found
     query: bool = False
     generate_config_out: bool = False
+    # what its finished plan's JSON said of actions (`domain/terraform_actions.py`, as dicts): the actions the
+    # configuration declares (None: not known) and the invocations the plan planned, per action
+    declared_actions: list[dict[str, Any]] | None = None
+    action_invocations: list[dict[str, Any]] = field(default_factory=list)
     # Statuses passed since the run was loaded (each becomes a run event when saved); never stored.
     trail: list[str] = field(default_factory=list)
     # Its tokens are revoked by its next write, in the same transaction (`RunStore.save`); never stored.

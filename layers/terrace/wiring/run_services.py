@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from terrace.services.runs.stage_progress import StageProgress
     from terrace.services.runs.store import RunStore
     from terrace.services.runs.task_stages import TaskStages
+    from terrace.services.runs.terraform_actions import TerraformActionService
     from terrace.services.runs.workload_identity import WorkloadTokens
     from terrace.services.workflows.auto_destroy import AutoDestroy
     from terrace.services.workflows.retention_sweep import RetentionSweep
@@ -283,6 +284,12 @@ class RunServices:
         from terrace.services.runs.query_runs import QueryRunService
 
         return QueryRunService(self.run_store, self.scheduler, self.runs, self.workspaces, self.configuration_versions)
+
+    @cached_property
+    def terraform_actions(self) -> TerraformActionService:
+        from terrace.services.runs.terraform_actions import TerraformActionService
+
+        return TerraformActionService(self.run_store, self.workspaces)
 
     @cached_property
     def assessments(self) -> AssessmentService:

@@ -271,6 +271,9 @@ class JobService(ApplyHandoff):
             state.finished_at = now
             if name == "plan":
                 state.has_changes = request.has_changes
+                if request.declared_actions is not None:  # the actions read API's (`terraform_actions.py`)
+                    run.declared_actions = [a.model_dump() for a in request.declared_actions]
+                run.action_invocations = [i.model_dump() for i in request.action_invocations]
             state.additions, state.changes = request.resource_additions, request.resource_changes
             state.destructions, state.imports = request.resource_destructions, request.resource_imports
             self._logs.archive(state.id)
