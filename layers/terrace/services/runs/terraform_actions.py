@@ -6,6 +6,7 @@ run of the workspace that planned one. Reading them is reading the workspace's r
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -68,7 +69,9 @@ class TerraformActionService:
     def get(self, principal: Principal, action_id: str) -> ActionView:
         return self._find(principal, action_id)[0]
 
-    def run_summary(self, principal: Principal, action_id: str, filters: Mapping[str, str]) -> list[RunSummary]:
+    def run_summary(
+        self, principal: Principal, action_id: str, filters: Mapping[str, str]
+    ) -> builtins.list[RunSummary]:
         """The runs that planned invocations of the action, newest first, as the filters narrow them."""
         action, runs = self._find(principal, action_id)
         summaries = []
@@ -78,7 +81,7 @@ class TerraformActionService:
                 summaries.append(RunSummary(action.id, run, planned))
         return [s for s in summaries if _matches(s, filters)]
 
-    def _find(self, principal: Principal, action_id: str) -> tuple[ActionView, list[Run]]:
+    def _find(self, principal: Principal, action_id: str) -> tuple[ActionView, builtins.list[Run]]:
         missing = NotFound(f"action {action_id} not found")
         workspace_id = model.workspace_of(action_id)
         if workspace_id is None:
@@ -94,7 +97,7 @@ class TerraformActionService:
         raise missing
 
     @staticmethod
-    def _actions(workspace_id: str, runs: list[Run]) -> list[ActionView]:
+    def _actions(workspace_id: str, runs: builtins.list[Run]) -> builtins.list[ActionView]:
         """The actions the newest recording run declares (`runs` newest first)."""
         latest = next((run for run in runs if run.declared_actions is not None), None)
         if latest is None:
