@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -108,6 +109,32 @@ def planned(plan_json: Any) -> list[PlannedInvocations]:
 
 
 # the API's view ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ActionView:
+    id: str
+    workspace_id: str
+    declared: DeclaredAction
+    created_at: str  # the oldest run that declared it
+    updated_at: str  # the newest
+    last_invocation: tuple[str, str] | None  # (invocation id, run id) of the newest run that planned one
+    invocation_count: int  # invocations that ran (succeeded or failed)
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    action_id: str
+    run: Run
+    planned: PlannedInvocations
+
+    @property
+    def method(self) -> str:
+        return "direct" if self.planned.direct else "lifecycle"
+
+    @property
+    def count(self) -> int:
+        return self.planned.direct + self.planned.lifecycle
+
+
 def action_id(workspace_id: str, address: str) -> str:
     digest = base64.b32encode(hashlib.sha256(address.encode()).digest()).decode().lower()
     return f"{PREFIX}-{suffix(workspace_id)}{digest[:_HASH_CHARS]}"

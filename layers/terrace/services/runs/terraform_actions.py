@@ -8,41 +8,15 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from terrace.domain import terraform_actions as model
 from terrace.domain.errors import NotFound
 from terrace.domain.principal import Principal
 from terrace.domain.runs import Run
+from terrace.domain.terraform_actions import ActionView, RunSummary
 from terrace.services.access.authz import Action
 from terrace.services.runs.store import RunStore
 from terrace.services.workspaces.workspaces import WorkspaceService
-
-
-@dataclass(frozen=True)
-class ActionView:
-    id: str
-    workspace_id: str
-    declared: model.DeclaredAction
-    created_at: str  # the oldest run that declared it
-    updated_at: str  # the newest
-    last_invocation: tuple[str, str] | None  # (invocation id, run id) of the newest run that planned one
-    invocation_count: int  # invocations that ran (succeeded or failed)
-
-
-@dataclass(frozen=True)
-class RunSummary:
-    action_id: str
-    run: Run
-    planned: model.PlannedInvocations
-
-    @property
-    def method(self) -> str:
-        return "direct" if self.planned.direct else "lifecycle"
-
-    @property
-    def count(self) -> int:
-        return self.planned.direct + self.planned.lifecycle
 
 
 def _planned(run: Run, address: str) -> model.PlannedInvocations | None:

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Request
 from terrace.bootstrap import Container
 from terrace.domain import terraform_actions as model
 from terrace.domain.principal import Principal
-from terrace.services.runs.terraform_actions import ActionView, RunSummary
+from terrace.domain.terraform_actions import ActionView, RunSummary
 from terrace.web import run_documents
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONAPIResponse, paginate, ref, resource, respond
