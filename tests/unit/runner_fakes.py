@@ -205,6 +205,7 @@ case "$cmd" in
   show) {show_body}
     echo '{plan_json}' ;;
   apply) cat "${{@: -1}}" > "$rec/applied-plan"; echo "Apply complete! Resources: 2 added, 1 changed, 1 destroyed." ;;
+  query) echo '{{"@level":"info","type":"version","terraform":"{version}"}}' ;;
   *) echo "unknown $cmd" >&2; exit 1 ;;
 esac
 """)

@@ -154,6 +154,9 @@ def _seed(env: RunEnv) -> dict[str, str]:
     versions = _ok(env.client.get("/api/v2/admin/terraform-versions", headers=env.headers))
     ids["record_id"] = versions["data"][0]["id"] if versions["data"] else PLACEHOLDER
     ids["phase"] = "plan"
+    on = {"workspace": {"data": {"type": "workspaces", "id": env.workspace_id}}}
+    query = {"data": {"type": "queries", "attributes": {"source": "tfe-api"}, "relationships": on}}
+    ids["query_run_id"] = _ok(api("POST", "/queries", query))["data"]["id"]
     return ids
 
 

@@ -225,6 +225,13 @@ def _queue_run(w: World, token: str, t: dict[str, str]) -> int:
     return int(response.status_code)
 
 
+def _queue_query_run(w: World, token: str, t: dict[str, str]) -> int:
+    """A query run (`terraform query`) of the workspace's latest configuration: queueing a plan."""
+    rel = {"workspace": {"data": {"type": "workspaces", "id": t["ws"]}}}
+    body = {"data": {"type": "queries", "attributes": {"source": "tfe-api"}, "relationships": rel}}
+    return int(_api(w.env, token, "POST", "/queries", body).status_code)
+
+
 def _add_itself_as_source(w: World, token: str, t: dict[str, str]) -> int:
     """A workspace as its own source: refused (422) once the caller may manage its run triggers, not before."""
     rel = {"sourceable": {"data": {"type": "workspaces", "id": t["ws"]}}}
@@ -256,6 +263,9 @@ OPERATIONS: dict[str, tuple[Action, int, Callable[[World, str, dict[str, str]], 
     "api: read state version": (Action.READ_STATE, 200, _get("/workspaces/{ws}/current-state-version")),
     "api: read outputs": (Action.READ_STATE_OUTPUTS, 200, _get("/workspaces/{ws}/current-state-version-outputs")),
     "api: queue run": (Action.QUEUE_RUN, 201, _queue_run),
+    "api: queue query run": (Action.QUEUE_RUN, 201, _queue_query_run),
+    "api: list query runs": (Action.READ_RUNS, 200, _get("/workspaces/{ws}/queries")),
+    "api: list terraform actions": (Action.READ_RUNS, 200, _get("/workspaces/{ws}/terraform-actions")),
     "api: lock": (Action.LOCK_WORKSPACE, 200, _lock),
     "api: team access of workspace": (
         Action.MANAGE_WORKSPACE_ACCESS, 200, _get("/team-workspaces?filter[workspace][id]={ws}")),

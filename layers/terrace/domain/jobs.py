@@ -43,6 +43,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from terrace.domain.terraform_actions import MAX_ACTIONS, DeclaredAction, PlannedInvocations
+
 Phase = Literal["plan", "apply"]
 Lane = Literal["apply", "plan", "speculative"]
 
@@ -111,6 +113,10 @@ class Operation(BaseModel):
     invoke_action_addrs: list[str] = Field(default_factory=list)
     speculative: bool = False  # plan-only: never applied
     save_plan: bool = False
+    # a query run: `terraform query -json` (terraform 1.14+) instead of a plan, `-generate-config-out` when asked;
+    # a runner whose binary has no `query` errors the job
+    query: bool = False
+    generate_config_out: bool = False
 
 
 class RunVariable(BaseModel):
@@ -190,6 +196,10 @@ class FinishRequest(BaseModel):
     # plan: the MD5 of the plan file and of the plan JSON it uploaded; the API checks the stored objects against them
     plan_md5: str | None = Field(default=None, pattern="^[0-9a-f]{32}$")
     plan_json_md5: str | None = Field(default=None, pattern="^[0-9a-f]{32}$")
+    # plan: the actions its configuration declares (None: not read, an older runner) and the invocations it
+    # planned, from its JSON plan (`domain/terraform_actions.py`)
+    declared_actions: list[DeclaredAction] | None = Field(default=None, max_length=MAX_ACTIONS)
+    action_invocations: list[PlannedInvocations] = Field(default_factory=list, max_length=MAX_ACTIONS)
 
 
 class FinishResponse(BaseModel):

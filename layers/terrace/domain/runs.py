@@ -156,6 +156,14 @@ class Run:
     agent_pool_id: str | None = None
     # a health assessment (`domain/assessments.py`): listed with the workspace's assessments, never its runs
     assessment: bool = False
+    # a query run (`domain/query_runs.py`: `terraform query`, terraform 1.14+): listed with the workspace's query
+    # runs, never its runs; `generate_config_out`: its query also writes configuration for what it found
+    query: bool = False
+    generate_config_out: bool = False
+    # what its finished plan's JSON said of actions (`domain/terraform_actions.py`, as dicts): the actions the
+    # configuration declares (None: not known) and the invocations the plan planned, per action
+    declared_actions: list[dict[str, Any]] | None = None
+    action_invocations: list[dict[str, Any]] = field(default_factory=list)
     # Statuses passed since the run was loaded (each becomes a run event when saved); never stored.
     trail: list[str] = field(default_factory=list)
     # Its tokens are revoked by its next write, in the same transaction (`RunStore.save`); never stored.

@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from terrace.domain import tool_versions
+from terrace.domain import query_runs, tool_versions
 from terrace.domain.errors import Invalid
 from terrace.domain.jobs import Operation
 from terrace.runner import catalog as runner_catalog
@@ -61,6 +61,24 @@ def check_invoke(operation: Operation, binary: Binary) -> None:
             f"this run invokes actions ({', '.join(operation.invoke_action_addrs)[:300]}), which needs "
             f"Terraform {INVOKE_SINCE[0]}.{INVOKE_SINCE[1]} or newer; the runner's binary is "
             f"{binary.product} v{binary.version or 'unknown'}: nothing was planned or applied"
+        )
+
+
+def query_args(operation: Operation, generated: Path) -> list[str]:
+    """`terraform query` as HCP runs it: JSON lines (the CLI renders them); with `-generate-config-out` the
+    configuration of what it found is in those lines (`generated` is never written when `-json` is given)."""
+    args = ["query", "-no-color", "-json"]  # `query` has no -input flag
+    return [*args, f"-generate-config-out={generated}"] if operation.generate_config_out else args
+
+
+def check_query(binary: Binary) -> None:
+    """A query run needs a binary with `terraform query` (Terraform 1.14+; OpenTofu has none)."""
+    if not query_runs.supports_query(binary.product, binary.version):
+        since = ".".join(str(n) for n in query_runs.QUERY_SINCE)
+        raise RunSetupError(
+            f"this is a query run (terraform query), which needs Terraform {since} or newer; the runner's binary "
+            f"is {binary.product} v{binary.version or 'unknown'}: set the workspace's terraform version to {since}"
+            " or newer"
         )
 
 

@@ -21,8 +21,10 @@ from typing import TextIO
 import httpx
 
 from terrace.domain import runs as rs
+from terrace.domain import terraform_actions
 from terrace.domain.jobs import FinishRequest, FinishResponse, JobSpec, UploadUrls
 from terrace.domain.plan_json import hide_secrets
+from terrace.domain.terraform_actions import DeclaredAction, PlannedInvocations
 from terrace.runner import commands, sandbox, workload_identity
 from terrace.runner.client import ApiError, RunnerApi, Transfers
 from terrace.runner.config import RunnerConfig
@@ -32,6 +34,7 @@ from terrace.runner.logstream import LogStream
 from terrace.runner.plan_cache import HeldPlan, PlanCache
 from terrace.runner.plan_files import check_recorded, md5_of, same_file
 from terrace.runner.process import CancelControl, Heartbeat
+from terrace.runner.query import run_query
 from terrace.runner.rundir import BackendOverride, RunSetupError, parallelism, remote_backend_override
 from terrace.runner.safe_tar import UnsafeArchive
 
@@ -101,7 +104,10 @@ class JobExecutor:
         try:
             with Heartbeat(beat, job.control, spec.heartbeat_interval_s):  # type: ignore[arg-type]
                 try:
-                    report = self._plan(job) if spec.phase == "plan" else self._apply(job, held)
+                    if spec.operation.query:  # a query run (`runner/query.py`)
+                        report = run_query(self.steps, job, self.api.runner_id)
+                    else:
+                        report = self._plan(job) if spec.phase == "plan" else self._apply(job, held)
                 except JobCanceled:
                     stream.line("\nThe run was canceled.")
                     report = FinishRequest(runner_id=self.api.runner_id, status="canceled")
@@ -178,6 +184,7 @@ class JobExecutor:
             raise JobFailed(f"plan failed (exit code {plan_code})")
         counts = commands.ChangeCounts()
         plan_md5 = plan_json_md5 = None
+        actions: tuple[list[DeclaredAction] | None, list[PlannedInvocations]] = (None, [])
         invokes = False  # the plan invokes actions: it has something to apply even with no resource change
         if os.path.lexists(written):
             plan_file = folder.copy_from_job(written, PLAN_FILE, MAX_PLAN_BYTES, job_reads=True)
@@ -199,6 +206,7 @@ class JobExecutor:
                     plan_json = json.loads(plan_json_file.read_bytes())
                     counts = commands.count_changes(plan_json)
                     invokes = isinstance(plan_json, dict) and bool(plan_json.get("action_invocations"))
+                    actions = terraform_actions.declared(plan_json), terraform_actions.planned(plan_json)
                 except ValueError as exc:
                     raise JobFailed("the JSON plan could not be parsed") from exc
                 self._hide_secrets(spec, plan_json, folder)
@@ -219,6 +227,8 @@ class JobExecutor:
             resource_changes=counts.changes,
             resource_destructions=counts.destructions,
             resource_imports=counts.imports,
+            declared_actions=actions[0],
+            action_invocations=actions[1],
         )
 
     def _upload_urls(self, spec: JobSpec) -> UploadUrls:

@@ -51,6 +51,8 @@ API_ROUTERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("phases", "router", ("/api/v2/applies/", "/api/v2/logs/", "/api/v2/plans/", "/api/v2/runs/")),
     ("runner_api", "router", ("/api/runner/",)),
     ("assessments", "router", ("/api/v2/assessment-results/", WORKSPACES)),
+    ("query_runs", "router", ("/api/v2/queries", WORKSPACES)),
+    ("terraform_actions", "router", ("/api/v2/terraform-actions/", WORKSPACES)),
     ("registry_modules", "router", (ORGS, "/api/v2/registry-modules/")),
     ("module_registry", "router", ("/api/registry/v1/modules/",)),
     ("registry_providers", "router", (ORGS,)),

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from terrace.services.runs.jobs import JobService
     from terrace.services.runs.logs import LogService
     from terrace.services.runs.plans import PlanService
+    from terrace.services.runs.query_runs import QueryRunService
     from terrace.services.runs.reaper import Reaper
     from terrace.services.runs.run_queries import RunQueries
     from terrace.services.runs.runner_slots import RunnerSlots
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
     from terrace.services.runs.stage_progress import StageProgress
     from terrace.services.runs.store import RunStore
     from terrace.services.runs.task_stages import TaskStages
+    from terrace.services.runs.terraform_actions import TerraformActionService
     from terrace.services.runs.workload_identity import WorkloadTokens
     from terrace.services.workflows.auto_destroy import AutoDestroy
     from terrace.services.workflows.retention_sweep import RetentionSweep
@@ -276,6 +278,18 @@ class RunServices:
             slots=self.runner_slots,
             sweeps=(self.outbox_relay, self.auto_destroy, self.assessments),
         )
+
+    @cached_property
+    def query_runs(self) -> QueryRunService:
+        from terrace.services.runs.query_runs import QueryRunService
+
+        return QueryRunService(self.run_store, self.scheduler, self.runs, self.workspaces, self.configuration_versions)
+
+    @cached_property
+    def terraform_actions(self) -> TerraformActionService:
+        from terrace.services.runs.terraform_actions import TerraformActionService
+
+        return TerraformActionService(self.run_store, self.workspaces)
 
     @cached_property
     def assessments(self) -> AssessmentService:

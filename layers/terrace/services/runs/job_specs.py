@@ -67,6 +67,8 @@ class JobSpecs:
                 invoke_action_addrs=run.invoke_action_addrs,
                 speculative=run.plan_only,
                 save_plan=run.save_plan,
+                query=run.query,
+                generate_config_out=run.generate_config_out,
             ),
             hostname=urlsplit(self._settings.public_url).netloc,
             run_token=run_token,

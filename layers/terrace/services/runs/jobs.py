@@ -177,7 +177,9 @@ class JobService(ApplyHandoff):
             state.started_at = state.started_at or now
             state.runner_id = runner_ref(principal, request.runner_id)
             state.heartbeat_at = clock.epoch()
-            if name == "plan":  # each attempt uploads to keys of its own: its URLs create them once
+            if name == "plan" and run.query:  # `terraform query` leaves no plan file: nothing to upload
+                state.artifact_key = state.json_key = None
+            elif name == "plan":  # each attempt uploads to keys of its own: its URLs create them once
                 state.artifact_key, state.json_key = self._plans.keys_for_attempt(state)
             else:
                 state.artifact_key, state.json_key = run.plan.artifact_key, run.plan.json_key
@@ -269,6 +271,9 @@ class JobService(ApplyHandoff):
             state.finished_at = now
             if name == "plan":
                 state.has_changes = request.has_changes
+                if request.declared_actions is not None:  # the actions read API's (`terraform_actions.py`)
+                    run.declared_actions = [a.model_dump() for a in request.declared_actions]
+                run.action_invocations = [i.model_dump() for i in request.action_invocations]
             state.additions, state.changes = request.resource_additions, request.resource_changes
             state.destructions, state.imports = request.resource_destructions, request.resource_imports
             self._logs.archive(state.id)

@@ -33,9 +33,12 @@ class RunActions:
     _settings: Settings
 
     # reads -------------------------------------------------------------------------------
-    def get(self, principal: Principal, run_id: str, action: Action = Action.READ_RUNS) -> Run:
+    def get(self, principal: Principal, run_id: str, action: Action = Action.READ_RUNS, *, query: bool = False) -> Run:
+        """A run the caller may read; a query run (`query`) is reached only as one (`query_runs.py`), never as a run."""
         run = self._store.load(run_id)
         try:
+            if run.query != query:
+                raise NotFound(f"run {run_id} not found")
             self._workspaces.get(principal, run.workspace_id, action)
             Authorizer.require_own_run(principal, run.id, f"run {run_id}")
         except NotFound as exc:
@@ -47,8 +50,8 @@ class RunActions:
         return self._store.list_for_workspace(ws.id)
 
     # actions -----------------------------------------------------------------------------
-    def _act(self, principal: Principal, run_id: str, action: Action) -> Run:
-        run = self.get(principal, run_id)
+    def _act(self, principal: Principal, run_id: str, action: Action, *, query: bool = False) -> Run:
+        run = self.get(principal, run_id, query=query)
         self._workspaces.authorize(principal, action, self._workspaces.load(run.workspace_id))
         return run
 
@@ -88,8 +91,8 @@ class RunActions:
 
         return retrying(step)
 
-    def cancel(self, principal: Principal, run_id: str) -> Run:
-        self._act(principal, run_id, Action.CANCEL_RUN)
+    def cancel(self, principal: Principal, run_id: str, *, query: bool = False) -> Run:
+        self._act(principal, run_id, Action.CANCEL_RUN, query=query)
 
         def step() -> Run:
             run = self._store.load(run_id)
@@ -104,8 +107,8 @@ class RunActions:
 
         return retrying(step)
 
-    def force_cancel(self, principal: Principal, run_id: str) -> Run:
-        self._act(principal, run_id, Action.CANCEL_RUN)
+    def force_cancel(self, principal: Principal, run_id: str, *, query: bool = False) -> Run:
+        self._act(principal, run_id, Action.CANCEL_RUN, query=query)
 
         def step() -> Run:
             run = self._store.load(run_id)

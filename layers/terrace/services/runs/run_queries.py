@@ -24,6 +24,8 @@ class RunQueries:
         a run poll's document needs it for its permissions too)."""
         run = self._store.load(run_id)
         try:
+            if run.query:  # read as a query run only (`query_runs.py`)
+                raise NotFound(f"run {run_id} not found")
             ws = self._workspaces.get(principal, run.workspace_id, Action.READ_RUNS)
         except NotFound as exc:
             raise NotFound(f"run {run_id} not found") from exc
@@ -82,7 +84,7 @@ class RunQueries:
     def organization_queue(self, organization: str) -> list[Run]:
         """Runs of the organization queued for or holding a runner, in queue order (caller checks access)."""
         entries = [e for e in self._store.open_runs() if e["organization"] == organization and e["status"] in rs.ACTIVE]
-        runs = self._store.load_many([e["run_id"] for e in entries])
+        runs = [run for run in self._store.load_many([e["run_id"] for e in entries]) if not run.query]
         return sorted(runs, key=lambda r: (r.queued_at or r.created_at, r.id))
 
     def queue_positions(self, runs: list[Run]) -> dict[str, int]:

@@ -81,7 +81,13 @@ class RunService(RunActions):
         self, principal: Principal, ws: Workspace, attrs: dict[str, Any], cv_id: str | None, source: str
     ) -> Run:
         self._workspaces.authorize(principal, Action.QUEUE_RUN, ws)
-        self._require_remote_execution(ws)  # before any write: a refused run leaves nothing behind
+        self.require_remote_execution(ws)  # before any write: a refused run leaves nothing behind
+        cv = self.configuration_for(principal, ws, cv_id)
+        may_apply = self._workspaces.can(principal, Action.APPLY_RUN, ws)
+        return self._create(ws, attrs, cv, principal.username, may_apply, source=source)
+
+    def configuration_for(self, principal: Principal, ws: Workspace, cv_id: str | None) -> ConfigurationVersion:
+        """The uploaded configuration version a new run (or query run) of `ws` runs: `cv_id`, else the latest."""
         # a write: a version whose archive is there but whose landing event is not handled yet is finalized here
         cv = (
             self._cvs.finalize(self._cvs.get(principal, cv_id))
@@ -100,8 +106,7 @@ class RunService(RunActions):
                 f"configuration version {cv.id} is {cv.status}, not uploaded",
                 pointer="/data/relationships/configuration-version",
             )
-        may_apply = self._workspaces.can(principal, Action.APPLY_RUN, ws)
-        return self._create(ws, attrs, cv, principal.username, may_apply, source=source)
+        return cv
 
     def queue_for_upload(self, cv: ConfigurationVersion) -> Run | None:
         """auto-queue-runs: a configuration version's upload queues a run (its creator could queue runs; the
@@ -113,7 +118,7 @@ class RunService(RunActions):
             return None
         return self._create(ws, {}, cv, cv.created_by, cv.may_apply, source=CONFIGURATION_VERSION)
 
-    def _require_remote_execution(self, ws: Workspace) -> None:
+    def require_remote_execution(self, ws: Workspace) -> None:
         """A workspace in the `local` execution mode keeps only state: its plans and applies run on the machine of
         whoever runs terraform, and the server's runners run none of them."""
         if self._workspaces.execution_mode(ws) == "local":
@@ -122,7 +127,7 @@ class RunService(RunActions):
                 " this server. Change its execution mode to remote to queue runs here."
             )
 
-    def _agent_pool(self, ws: Workspace) -> str | None:
+    def agent_pool(self, ws: Workspace) -> str | None:
         """The agent pool a new run of `ws` waits for (None: Terrace's runners execute it)."""
         org = self._organizations.by_key(ws.organization)
         if ws.effective_execution_mode(org.default_execution_mode) != "agent":
@@ -214,7 +219,7 @@ class RunService(RunActions):
                     "a run that applies without confirmation (auto-apply) needs permission to apply runs "
                     f"in workspace {ws.id}"
                 )
-        run.agent_pool_id = self._agent_pool(ws)
+        run.agent_pool_id = self.agent_pool(ws)
         run.resolved_variables = self.resolve_variables(ws, run.variables)  # once: a run keeps what it was given
         self._cvs.seal(cv)  # the archive this run plans is final from here
         run.transition(rs.PENDING, now)

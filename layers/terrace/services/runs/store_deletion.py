@@ -1,10 +1,11 @@
 """What the run store deletes when a workspace or an organization goes (`RunStore.delete_all_of`, called by the
 purge use case, `services/workflows/purge.py`).
 
-A workspace's: each run (its tokens revoked, its logs' chunks and archives, its plan files, its events, its task
-stages with their results and the results' access tokens, its open-runs index entry, then the run item), its
-configuration versions (archives, then items) and its run task attachments. An organization's: its queued jobs
-(`adapters/table_job_queue.py`'s partition) and its run tasks with their attachments' claims and name claims.
+A workspace's: each run and query run (its tokens revoked, its logs' chunks and archives, its plan files, its
+events, its task stages with their results and the results' access tokens, its open-runs index entry, then the
+run item), its configuration versions (archives, then items) and its run task attachments. An organization's: its
+queued jobs (`adapters/table_job_queue.py`'s partition) and its run tasks with their attachments' claims and name
+claims.
 
 Each run goes from the leaves up and ends with the run item, so a deletion cut short leaves the run listed and is
 finished by deleting again. Blobs are deleted through the blob port, tokens through `revoke` (the accounts), and
@@ -42,7 +43,7 @@ def delete_all_of(
         raise ValueError("delete_all_of takes a workspace or an organization")
     deletion = _Deletion(store, table, blobs, revoke)
     if workspace is not None:
-        for run in store.oldest_first(workspace):
+        for run in [*store.oldest_first(workspace), *store.queries_of(workspace)]:
             deletion.run(run, before_run_deleted)
         for cv in store.configurations.of_workspace(workspace):
             blobs.delete(cv.blob_key)
