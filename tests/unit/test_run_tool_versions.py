@@ -16,7 +16,7 @@ def _set_version(env: RunEnv, value: str) -> dict[str, object]:
 
 
 def test_a_constraint_runs_the_newest_held_version() -> None:
-    env = make_run_env(tool_catalog=CATALOG)
+    env = make_run_env(tool_downloads=False, tool_catalog=CATALOG)
     _set_version(env, "~> 1.0")
     run = env.create_run(env.upload_config())
     assert run["attributes"]["terraform-version"] == "1.5.7"  # terraform is the default tool
@@ -24,7 +24,7 @@ def test_a_constraint_runs_the_newest_held_version() -> None:
 
 
 def test_a_version_no_runner_has_errors_the_run_at_once() -> None:
-    env = make_run_env(tool_catalog=CATALOG)
+    env = make_run_env(tool_downloads=False, tool_catalog=CATALOG)
     _set_version(env, "0.12.31")
     run = env.create_run(env.upload_config())
     assert run["attributes"]["status"] == "errored"
@@ -36,13 +36,13 @@ def test_a_version_no_runner_has_errors_the_run_at_once() -> None:
 
 
 def test_without_a_known_catalog_the_runner_decides() -> None:
-    env = make_run_env()
+    env = make_run_env(tool_downloads=False)
     _set_version(env, "0.12.31")
     assert env.create_run(env.upload_config())["attributes"]["status"] != "errored"
 
 
 def test_a_client_newer_than_every_runner_is_not_pinned_to_its_own_version() -> None:
-    env = make_run_env(tool_catalog=CATALOG, default_tool="opentofu")
+    env = make_run_env(tool_downloads=False, tool_catalog=CATALOG, default_tool="opentofu")
     assert _set_version(env, "1.12.0")["terraform-version"] == "1.9.4"  # newest held of its major
     assert _set_version(env, "0.11.0")["terraform-version"] == "0.11.0"  # older: kept as asked
     assert _set_version(env, "~> 1.5")["terraform-version"] == "~> 1.5"

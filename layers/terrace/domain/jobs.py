@@ -148,6 +148,9 @@ class JobSpec(BaseModel):
     git_commit_sha: str = ""
     git_tag: str = ""
     terraform_version: str  # "latest" or a version; picks among installed binaries
+    # the tool ("terraform" | "opentofu") whose exact `terraform_version` the run resolved to in the deployment's
+    # catalog: a runner that does not hold it fetches it (runner/tool_fetch.py); empty: choose among those held
+    tool: str = ""
     working_directory: str = ""
     operation: Operation
     hostname: str  # e.g. "localhost:8443": where the backend override points

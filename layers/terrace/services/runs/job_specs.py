@@ -8,6 +8,7 @@ the plan file an apply must apply, the workspace's SSH key, and the phase's work
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from terrace.adapters.blobs import BlobStore
@@ -31,10 +32,13 @@ class JobSpecs:
         settings: Settings,
         ssh_keys: SSHKeyService | None = None,
         workload: WorkloadTokens | None = None,
+        tool_of: Callable[[str], str] = lambda _version: "",
     ) -> None:
         self._workspaces, self._cvs, self._variables = workspaces, cvs, variables
         self._blobs, self._settings, self._ssh_keys = blobs, settings, ssh_keys
         self._workload = workload
+        # the tool of the catalog version a run resolved to (ToolVersionService.tool_of; "": none)
+        self._tool_of = tool_of
 
     def build(self, run: Run, name: str, run_token: str) -> JobSpec:
         """The spec of the run's `name` phase ("plan" or "apply"), just claimed with `run_token`."""
@@ -57,6 +61,7 @@ class JobSpecs:
             workspace_name=ws.name,
             project_name=self._workspaces.project_name_of(ws),
             terraform_version=run.terraform_version,
+            tool=self._tool_of(run.terraform_version),
             working_directory=ws.working_directory,
             operation=Operation(
                 is_destroy=run.is_destroy,
