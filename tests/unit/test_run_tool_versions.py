@@ -48,3 +48,23 @@ def test_a_client_newer_than_every_runner_is_not_pinned_to_its_own_version() -> 
     assert _set_version(env, "~> 1.5")["terraform-version"] == "~> 1.5"
     _set_version(env, "latest")
     assert env.create_run(env.upload_config())["attributes"]["terraform-version"] == "1.9.4"  # OpenTofu first
+
+
+def test_with_downloads_a_run_resolves_among_the_whole_catalog_and_names_its_tool() -> None:
+    env = make_run_env(tool_catalog="terraform=1.11.4")  # runners fetch the official releases they lack
+    _set_version(env, "1.0.3")
+    assert env.create_run(env.upload_config())["attributes"]["terraform-version"] == "1.0.3"
+    spec = env.claim()
+    assert (spec["terraform_version"], spec["tool"]) == ("1.0.3", "terraform")  # the runner fetches 1.0.3
+
+
+def test_with_downloads_a_constraint_takes_the_newest_enabled_release() -> None:
+    env = make_run_env(tool_catalog="terraform=1.11.4")
+    _set_version(env, "~> 1.5.0")
+    assert env.create_run(env.upload_config())["attributes"]["terraform-version"] == "1.5.7"
+    _set_version(env, "~> 8.0")
+    run = env.create_run(env.upload_config())
+    assert run["attributes"]["status"] == "errored"
+    assert "'~> 8.0'" in run["attributes"]["error-message"]
+    assert "Terraform 1.0.0, Terraform 1.0.1" in run["attributes"]["error-message"]
+    assert "OpenTofu 1.9.4" in run["attributes"]["error-message"]
