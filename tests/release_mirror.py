@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pysequoia
-
 from terrace.local import tls
 
 

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 from release_mirror import ReleaseMirror
-
 from terrace.local import tls
 from terrace.runner.client import Transfers
 from terrace.runner.release_check import ReleaseRefused, load_keys
