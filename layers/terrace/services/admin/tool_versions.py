@@ -10,6 +10,7 @@ records (`usable`); without, among the enabled versions the runners hold only.
 from __future__ import annotations
 
 import builtins
+import time
 from typing import Any
 
 from terrace.domain import clock, limits
@@ -21,6 +22,7 @@ from terrace.services.admin import tool_releases
 from terrace.services.admin.store import ToolVersionStore
 
 FLAGS = ("official", "enabled", "beta", "deprecated")
+USABLE_TTL_S = 10.0  # how long a process resolves runs against the usable versions it read
 
 
 def _fetchable(item: dict[str, Any]) -> bool:
@@ -79,6 +81,7 @@ class ToolVersionService:
         self._mirrors = mirrors or {}
         self._catalog = {tool: tv.ordered(versions) for tool, versions in catalog.items()}
         self._seeded: set[str] = set()
+        self._usable_cache: dict[str, tuple[float, builtins.list[str]]] = {}
 
     def catalog(self, tool: str) -> list[str]:
         """Versions of `tool` the runners hold, oldest first."""
@@ -111,10 +114,17 @@ class ToolVersionService:
         return _record(self._item(tool, record_id), self._usable(), self._downloads)
 
     def usable_versions(self, tool: str) -> builtins.list[str]:
-        """Versions a run may use, oldest first: enabled, and held by the runners or (with downloads) fetchable."""
+        """Versions a run may use, oldest first: enabled, and held by the runners or (with downloads) fetchable.
+        Read at most every USABLE_TTL_S per process (a run's creation and its jobs' claims ask), at once after
+        this process changed a record; the admin API always reads the records."""
         if not self._downloads and not self.catalog(tool):
             return []  # the runners hold none and fetch none: no record to read
-        return tv.ordered(r.version for r in self.list(tool) if r.enabled and r.usable)
+        now = time.monotonic()
+        read_at, versions = self._usable_cache.get(tool, (-USABLE_TTL_S, []))
+        if now - read_at >= USABLE_TTL_S:
+            versions = tv.ordered(r.version for r in self.list(tool) if r.enabled and r.usable)
+            self._usable_cache[tool] = (now, versions)
+        return list(versions)
 
     def tool_of(self, version: str) -> str:
         """The tool a run resolved to `version` uses (the default tool first, as `resolve` chose); "" if none."""
@@ -169,6 +179,7 @@ class ToolVersionService:
         item: dict[str, Any] = {"id": record_id, "tool": tool, "version": 1}
         item.update(created_at=clock.now_iso(), official=False, enabled=True, beta=False, deprecated=False)
         self._apply(item, {**attrs, "version": version})
+        self._usable_cache.pop(tool, None)
         if not self._store.create(item):
             raise Conflict(f"{tool} version {version} already exists", meta={"pointer": "/data/attributes/version"})
         return _record(item, self._usable(), self._downloads)
@@ -179,11 +190,13 @@ class ToolVersionService:
         self._apply(item, attrs)
         expected = item["version"]
         item["version"] = expected + 1
+        self._usable_cache.pop(tool, None)
         if not self._store.replace(item, expected, old):
             raise Conflict(f"{tool} version {item['tool_version']} already exists or the record changed")
         return _record(item, self._usable(), self._downloads)
 
     def delete(self, tool: str, record_id: str) -> None:
+        self._usable_cache.pop(tool, None)
         self._store.delete(self._item(tool, record_id))
 
     def _item(self, tool: str, record_id: str) -> dict[str, Any]:
