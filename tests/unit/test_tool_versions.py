@@ -118,3 +118,19 @@ def test_workspace_terraform_version_takes_a_constraint(site: Site) -> None:  # 
         assert resp.status_code == status, resp.text
         if status == 201:
             assert resp.json()["data"]["attributes"]["terraform-version"] == value
+
+
+def test_the_top_level_url_and_sha_are_the_linux_amd64_archive_as_in_tfe(site: Site) -> None:  # noqa: F811
+    base = "/api/v2/admin/terraform-versions"
+    arm = {"url": "https://m/arm.zip", "sha": "b" * 64, "os": "linux", "arch": "arm64"}
+    body = {"data": {"type": "terraform-versions", "attributes": {"version": "0.14.1", "url": "https://m/a.zip"}}}
+    created = site.client.post(base, json=body, headers=site.admin).json()["data"]
+    assert created["attributes"]["archs"] == [{"url": "https://m/a.zip", "sha": "", "os": "linux", "arch": "amd64"}]
+    path = f"{base}/{created['id']}"
+    patched = site.client.patch(path, json={"data": {"attributes": {"archs": [arm]}}}, headers=site.admin).json()
+    assert (patched["data"]["attributes"]["url"], patched["data"]["attributes"]["sha"]) == ("", "")
+    amd = {**arm, "arch": "amd64", "url": "https://m/amd.zip"}
+    patched = site.client.patch(path, json={"data": {"attributes": {"archs": [arm, amd]}}}, headers=site.admin).json()
+    assert patched["data"]["attributes"]["url"] == "https://m/amd.zip"
+    patched = site.client.patch(path, json={"data": {"attributes": {"url": "https://m/new.zip"}}}, headers=site.admin)
+    assert [a["url"] for a in patched.json()["data"]["attributes"]["archs"]] == ["https://m/new.zip"]

@@ -214,6 +214,9 @@ class ToolVersionService:
         for key in ("url", "sha"):
             if attrs.get(key) is not None:
                 item[key] = _string(attrs, key)
+        if attrs.get("archs") is None and (attrs.get("url") is not None or attrs.get("sha") is not None):
+            # as TFE: a top-level url and sha alone describe one archive, linux/amd64's
+            item["archs"] = [{"url": item.get("url", ""), "sha": item.get("sha", ""), "os": "linux", "arch": "amd64"}]
         for key in FLAGS:
             if attrs.get(key) is not None:
                 if not isinstance(attrs[key], bool):
@@ -223,3 +226,5 @@ class ToolVersionService:
             item["deprecated_reason"] = _string(attrs, "deprecated-reason", limits.DESCRIPTION_MAX)
         if attrs.get("archs") is not None:
             item["archs"] = _archs(attrs["archs"])
+            amd64 = next((a for a in item["archs"] if (a["os"], a["arch"]) == ("linux", "amd64")), None)
+            item["url"], item["sha"] = (amd64["url"], amd64["sha"]) if amd64 else ("", "")  # as TFE
