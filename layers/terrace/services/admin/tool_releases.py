@@ -8,6 +8,9 @@ signed SHA256SUMS (`runner/tool_fetch.py`). A site admin adds any other version 
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from terrace.domain import tool_versions as tv
 
 DEFAULT_MIRRORS = {
@@ -53,3 +56,27 @@ def official_attributes(tool: str, version: str, base: str) -> dict[str, object]
         for arch in ("amd64", "arm64")
     ]
     return {"version": version, "url": archs[0]["url"], "sha": "", "official": True, "enabled": True, "archs": archs}
+
+
+INDEX_MAX = 64 * 1024 * 1024  # HashiCorp's terraform index.json lists every build of every release
+
+
+def index_url(tool: str, base: str) -> str:
+    """Where the mirror lists its releases: HashiCorp's `<base>/terraform/index.json`; OpenTofu's release API
+    (`https://get.opentofu.org/tofu/api.json`), or `<base>/api.json` on a mirror of one's own."""
+    if tool == "terraform":
+        return f"{(base or DEFAULT_MIRRORS[tool]).rstrip('/')}/terraform/index.json"
+    return f"{base.rstrip('/')}/api.json" if base else "https://get.opentofu.org/tofu/api.json"
+
+
+def index_versions(tool: str, body: bytes) -> list[str]:
+    """The versions an index lists (HashiCorp's `{"versions": {"1.5.7": ...}}`, OpenTofu's
+    `{"versions": [{"id": "1.9.0"}, ...]}`); ValueError when it is neither."""
+    data: Any = json.loads(body)
+    listed = data.get("versions") if isinstance(data, dict) else None
+    if tool == "terraform" and isinstance(listed, dict):
+        return [v for v in listed if isinstance(v, str) and tv.is_version(v)]
+    if tool == "opentofu" and isinstance(listed, list):
+        ids = [str(e.get("id", "")).removeprefix("v") for e in listed if isinstance(e, dict)]
+        return [v for v in ids if tv.is_version(v)]
+    raise ValueError(f"not an index of {tool} releases")

@@ -104,6 +104,22 @@ class ToolVersionService:
                     pass  # another process seeded it first
         self._seeded.add(tool)
 
+    def sync(self, tool: str, versions: builtins.list[str]) -> builtins.list[str]:
+        """Official, enabled records for the released `versions` of `tool` the catalog lacks (what the mirror's
+        index lists: `terrace tools sync`); the versions added, oldest first. Records an admin changed or deleted
+        are left as they are, except that a deleted one comes back."""
+        self._seed(tool)
+        have = {item["tool_version"] for item in self._store.list(tool)}
+        added = []
+        for version in tv.ordered(v for v in versions if tv.is_version(v) and tv.parse(v)[3] == 1):
+            if version not in have:
+                try:
+                    self.create(tool, tool_releases.official_attributes(tool, version, self._mirrors.get(tool, "")))
+                    added.append(version)
+                except Conflict:
+                    pass  # added meanwhile
+        return added
+
     def list(self, tool: str, *, exact: str = "", search: str = "") -> list[ToolVersion]:
         self._seed(tool)
         usable = self._usable()
