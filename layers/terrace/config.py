@@ -149,6 +149,9 @@ class Settings(BaseModel):
     # resolve their terraform-version among the whole enabled catalog; off: among the versions runners hold
     tool_downloads: bool = Field(default=True, validation_alias="TERRACE_TOOL_DOWNLOADS")
     # the release mirrors, in the vendors' layout (empty: the vendors' public release sites); the runners get the same
+    # the runners' architecture whose release archives the blob bucket keeps for all runners (`tools/…`: one fetch
+    # from the mirror per deployment, then S3); "" keeps none (the embedded server's runners share a folder)
+    tool_blob_cache: str = Field(default="", validation_alias="TERRACE_TOOL_BLOB_CACHE")
     tool_mirror_terraform: str = Field(default="", validation_alias="TERRACE_TOOL_MIRROR_TERRAFORM")
     tool_mirror_opentofu: str = Field(default="", validation_alias="TERRACE_TOOL_MIRROR_OPENTOFU")
     # armored OpenPGP keys (files or folders of *.asc) trusted to sign SHA256SUMS, for the runners the server starts

@@ -68,3 +68,22 @@ def test_with_downloads_a_constraint_takes_the_newest_enabled_release() -> None:
     assert "'~> 8.0'" in run["attributes"]["error-message"]
     assert "Terraform 1.0.0, Terraform 1.0.1" in run["attributes"]["error-message"]
     assert "OpenTofu 1.9.4" in run["attributes"]["error-message"]
+
+
+def test_with_a_bucket_cache_runners_get_its_urls_and_agents_only_the_read() -> None:
+    from test_agent_pools import _agent_mode, _pool, _register, _token
+
+    env = make_run_env(tool_catalog="terraform=1.11.4", tool_blob_cache="arm64")
+    _set_version(env, "1.0.3")
+    env.create_run(env.upload_config())
+    spec = env.claim()
+    assert "tools/terraform/1.0.3/terraform_1.0.3_linux_arm64.zip" in spec["tool_cache_url"]
+    assert "tools/terraform/1.0.3/terraform_1.0.3_linux_arm64.zip" in spec["tool_cache_upload_url"]
+    done = {"runner_id": "r1", "status": "finished", "has_changes": False}
+    assert env.runner("POST", f"/jobs/{spec['job_id']}/finish", json=done).status_code == 200  # the workspace is free
+    pool = _pool(env, "vpc")
+    assert _agent_mode(env, pool["id"]).status_code == 200
+    env.create_run(env.upload_config())
+    secret = _token(env, pool["id"])["attributes"]["token"]
+    agent_spec = env.claim(_register(env, secret, "vm"), token=secret)
+    assert agent_spec["tool_cache_url"] and agent_spec["tool_cache_upload_url"] is None  # an agent writes nothing

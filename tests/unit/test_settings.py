@@ -80,6 +80,7 @@ VARIABLES = {
     "state_snapshot_interval_s": ("TERRACE_STATE_SNAPSHOT_INTERVAL_S", "13", 13, 300),
     "tool_catalog": ("TERRACE_TOOL_CATALOG", "terraform=1.0.3", "terraform=1.0.3", ""),
     "tool_downloads": ("TERRACE_TOOL_DOWNLOADS", "false", False, True),
+    "tool_blob_cache": ("TERRACE_TOOL_BLOB_CACHE", "arm64", "arm64", ""),
     "tool_mirror_terraform": ("TERRACE_TOOL_MIRROR_TERRAFORM", "https://m/tf", "https://m/tf", ""),
     "tool_mirror_opentofu": ("TERRACE_TOOL_MIRROR_OPENTOFU", "https://m/tofu", "https://m/tofu", ""),
     "tool_trusted_keys": ("TERRACE_TOOL_TRUSTED_KEYS", "/etc/keys", "/etc/keys", ""),

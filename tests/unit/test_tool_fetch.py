@@ -11,7 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from aws import clients, create_table_and_bucket
 from release_mirror import ReleaseMirror
+from terrace.adapters.s3_blobs import S3Blobs
 from terrace.local import tls
 from terrace.runner.client import Transfers
 from terrace.runner.release_check import ReleaseRefused, load_keys
@@ -108,3 +110,32 @@ def test_jobs_wanting_the_same_version_at_once_fetch_it_once(mirror: ReleaseMirr
     assert len(paths) == 4 and len(set(paths)) == 1
     assert mirror.archive_fetches("terraform", "1.4.3") - before == 1
     assert sum(f.fetches for f in fetchers) == 1
+
+
+def test_the_second_runner_gets_the_version_from_the_bucket_not_the_mirror(
+    mirror: ReleaseMirror, tmp_path: Path, moto_endpoint: str
+) -> None:
+    made = clients(moto_endpoint)
+    blobs = S3Blobs(made["s3"], create_table_and_bucket(made).bucket)
+    key = "tools/terraform/1.4.2/terraform_1.4.2_linux_amd64.zip"
+    bucket = (blobs.presign_get(key, 300), blobs.presign_put(key, 300, exclusive=True))
+    before = mirror.archive_fetches("terraform", "1.4.2")
+    first = _fetcher(mirror, tmp_path / "first")  # a runner on its own disk
+    first.ensure("terraform", "1.4.2", bucket=bucket)
+    assert (first.fetches, first.bucket_hits) == (1, 0) and blobs.head(key) is not None
+    second = _fetcher(mirror, tmp_path / "second")
+    assert second.ensure("terraform", "1.4.2", bucket=bucket).is_file()
+    assert (second.fetches, second.bucket_hits) == (0, 1)
+    assert mirror.archive_fetches("terraform", "1.4.2") - before == 1  # the mirror served the archive once
+
+
+def test_a_bucket_copy_that_is_not_the_signed_archive_is_not_used(
+    mirror: ReleaseMirror, tmp_path: Path, moto_endpoint: str
+) -> None:
+    made = clients(moto_endpoint)
+    blobs = S3Blobs(made["s3"], create_table_and_bucket(made).bucket)
+    key = "tools/opentofu/1.8.1/tofu_1.8.1_linux_amd64.zip"
+    blobs.put(key, b"PK\x03\x04 planted")  # whoever wrote it, it is not what the signed sums list
+    fetcher = _fetcher(mirror, tmp_path)
+    assert fetcher.ensure("opentofu", "1.8.1", bucket=(blobs.presign_get(key, 300), None)).is_file()
+    assert (fetcher.fetches, fetcher.bucket_hits) == (1, 0)

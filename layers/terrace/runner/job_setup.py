@@ -97,7 +97,8 @@ class JobSteps:
         if self.fetcher is None:
             return None  # the runner chooses among what it holds (and says what that is)
         try:
-            path = self.fetcher.ensure(tool, version, say=job.log.line)
+            bucket = (job.spec.tool_cache_url, job.spec.tool_cache_upload_url)
+            path = self.fetcher.ensure(tool, version, say=job.log.line, bucket=bucket)
         except ReleaseRefused as exc:
             raise JobFailed(f"{product} {version} could not be fetched: {exc}; nothing was run") from exc
         return commands.Binary(path=str(path), version=version, product=product)

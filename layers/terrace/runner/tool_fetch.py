@@ -45,6 +45,11 @@ BINARY_MAX = 512 * 1024 * 1024  # and its binaries ~90 MB
 _ARCHS = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
 
 
+def _sha256(path: Path) -> str:
+    with path.open("rb") as stored:
+        return hashlib.file_digest(stored, "sha256").hexdigest()
+
+
 def host_arch() -> str:
     return _ARCHS.get(platform.machine().lower(), platform.machine().lower())
 
@@ -96,14 +101,23 @@ class ToolFetcher:
         self._arch = arch or host_arch()
         self._locks: dict[tuple[str, str], threading.Lock] = {}
         self._locks_guard = threading.Lock()
-        self.fetches = 0  # releases downloaded by this fetcher (what the tests count)
+        self.fetches = 0  # release archives downloaded from the mirror by this fetcher (what the tests count)
+        self.bucket_hits = 0  # and from the deployment's bucket
 
     def path(self, tool: str, version: str) -> Path:
         binary = tv.BINARY_NAMES[tool]
         return self.cache_dir / binary / version / binary
 
-    def ensure(self, tool: str, version: str, say: Callable[[str], object] = lambda _line: None) -> Path:
-        """The binary of `tool` `version`, fetched and checked if the cache lacks it; ReleaseRefused says why not."""
+    def ensure(
+        self,
+        tool: str,
+        version: str,
+        say: Callable[[str], object] = lambda _line: None,
+        bucket: tuple[str | None, str | None] = (None, None),
+    ) -> Path:
+        """The binary of `tool` `version`, fetched and checked if the cache lacks it; ReleaseRefused says why not.
+        `bucket`: presigned GET and PUT of the deployment's copy of the archive (AWS): tried before the mirror,
+        filled after a fetch from it."""
         if tool not in tv.BINARY_NAMES or not tv.is_version(version):
             raise ReleaseRefused(f"{tool} {version!r} is not a release this runner can fetch")
         target = self.path(tool, version)
@@ -113,8 +127,8 @@ class ToolFetcher:
             if os.access(target, os.X_OK):  # another job fetched it while this one waited
                 return target
             release = Release(tool, version, self._mirrors[tool], arch=self._arch)
-            say(f"Fetching {release.archive_name} from {release.folder} (checked against its signed SHA256SUMS)")
-            self._fetch(release, target)
+            say(f"Fetching {release.archive_name} (checked against the signed SHA256SUMS of {release.folder})")
+            self._fetch(release, target, bucket)
         return target
 
     @contextmanager
@@ -143,7 +157,30 @@ class ToolFetcher:
                 last = exc
         raise last or ReleaseRefused("no signature")
 
-    def _fetch(self, release: Release, target: Path) -> None:
+    def _archive(self, release: Release, archive: Path, listed: str, bucket: tuple[str | None, str | None]) -> None:
+        """The release archive whose SHA-256 is `listed`: the bucket's copy when it has that one, else the mirror's
+        (then copied to the bucket, once: the PUT never replaces an object)."""
+        get_url, put_url = bucket
+        if get_url:
+            try:
+                self._transfers.download(get_url, archive, ARCHIVE_MAX, "the deployment's copy of the release")
+                if _sha256(archive) == listed:
+                    self.bucket_hits += 1
+                    return
+            except (ApiError, OSError):
+                pass  # not there yet (or unreadable): the mirror's
+        self.fetches += 1
+        self._download(f"{release.folder}/{release.archive_name}", archive, ARCHIVE_MAX, release.archive_name)
+        actual = _sha256(archive)
+        if actual != listed:
+            raise ReleaseRefused(f"{release.archive_name} has SHA-256 {actual}, the signed sums list {listed}")
+        if put_url:
+            try:
+                self._transfers.upload(put_url, archive, "the deployment's copy of the release")
+            except (ApiError, OSError):
+                pass  # another runner copied it first, or the bucket refused: the next runner fetches again
+
+    def _fetch(self, release: Release, target: Path, bucket: tuple[str | None, str | None]) -> None:
         staging = self.cache_dir / f".fetch-{release.prefix}-{release.version}-{uuid.uuid4().hex}"
         staging.mkdir(parents=True)
         try:
@@ -152,12 +189,7 @@ class ToolFetcher:
             self._signature(release, signature)
             release_check.verify_signature(sums.read_bytes(), signature.read_bytes(), self._keys)
             listed = release_check.listed_sum(sums.read_bytes(), release.archive_name)
-            self.fetches += 1
-            self._download(f"{release.folder}/{release.archive_name}", archive, ARCHIVE_MAX, release.archive_name)
-            with archive.open("rb") as stored:
-                actual = hashlib.file_digest(stored, "sha256").hexdigest()
-            if actual != listed:
-                raise ReleaseRefused(f"{release.archive_name} has SHA-256 {actual}, the signed sums list {listed}")
+            self._archive(release, archive, listed, bucket)
             folder = staging / release.version
             folder.mkdir()
             binary = folder / release.prefix

@@ -190,7 +190,7 @@ class JobService(ApplyHandoff):
             return run, issued.secret
 
         run, secret = retrying(step)
-        return self._specs.build(run, _phase_name(job_id), secret)
+        return self._specs.build(run, _phase_name(job_id), secret, own_runner=principal.kind is not PrincipalKind.AGENT)
 
     # heartbeat ---------------------------------------------------------------------------
     def heartbeat(self, principal: Principal, job_id: str, request: HeartbeatRequest) -> HeartbeatResponse:
