@@ -41,14 +41,14 @@ class JobSpecs:
         # the tool of the catalog version a run resolved to (ToolVersionService.tool_of; "": none)
         self._tool_of = tool_of
 
-    def _tool_cache(self, tool: str, version: str, ttl: int, own_runner: bool) -> dict[str, str | None]:
-        """The presigned URLs of the bucket's copy of the release archive (`Settings.tool_blob_cache`)."""
+    def _tool_cache(self, tool: str, version: str, ttl: int, own_runner: bool) -> tuple[str | None, str | None]:
+        """The presigned GET and PUT of the bucket's copy of the release archive (`Settings.tool_blob_cache`)."""
         arch = self._settings.tool_blob_cache
         if not tool or not arch:
-            return {}
+            return None, None
         key = f"tools/{tool}/{version}/{BINARY_NAMES[tool]}_{version}_linux_{arch}.zip"
         upload = self._blobs.presign_put(key, ttl, exclusive=True) if own_runner else None
-        return {"tool_cache_url": self._blobs.presign_get(key, ttl), "tool_cache_upload_url": upload}
+        return self._blobs.presign_get(key, ttl), upload
 
     def build(self, run: Run, name: str, run_token: str, own_runner: bool = True) -> JobSpec:
         """The spec of the run's `name` phase ("plan" or "apply"), just claimed with `run_token`."""
@@ -59,6 +59,7 @@ class JobSpecs:
         variables = self._variables.recorded(run)
         phase: Phase = "plan" if name == "plan" else "apply"
         tool = self._tool_of(run.terraform_version)
+        tool_cache = self._tool_cache(tool, run.terraform_version, ttl, own_runner)
         credentials = (
             self._workload.for_job(run, ws, phase, variables, started_at=state.started_at) if self._workload else []
         )
@@ -73,7 +74,8 @@ class JobSpecs:
             project_name=self._workspaces.project_name_of(ws),
             terraform_version=run.terraform_version,
             tool=tool,
-            **self._tool_cache(tool, run.terraform_version, ttl, own_runner),
+            tool_cache_url=tool_cache[0],
+            tool_cache_upload_url=tool_cache[1],
             working_directory=ws.working_directory,
             operation=Operation(
                 is_destroy=run.is_destroy,
