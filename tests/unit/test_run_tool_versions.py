@@ -87,3 +87,15 @@ def test_with_a_bucket_cache_runners_get_its_urls_and_agents_only_the_read() -> 
     secret = _token(env, pool["id"])["attributes"]["token"]
     agent_spec = env.claim(_register(env, secret, "vm"), token=secret)
     assert agent_spec["tool_cache_url"] and agent_spec["tool_cache_upload_url"] is None  # an agent writes nothing
+
+
+def test_the_apply_runs_the_plans_version_even_if_an_admin_disabled_it_meanwhile() -> None:
+    env = make_run_env(tool_catalog="terraform=1.11.4")
+    _set_version(env, "1.0.3")
+    env.create_run(env.upload_config())
+    assert env.claim()["tool"] == "terraform"
+    tools = env.container.tool_versions
+    (record,) = tools.list("terraform", exact="1.0.3")
+    tools.update("terraform", record.id, {"enabled": False})
+    assert "1.0.3" not in tools.usable_versions("terraform")
+    assert tools.tool_of("1.0.3") == "terraform"  # the next phase of a run already on 1.0.3 keeps fetching it

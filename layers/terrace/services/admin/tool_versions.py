@@ -146,8 +146,12 @@ class ToolVersionService:
         """The tool a run resolved to `version` uses (the default tool first, as `resolve` chose); "" if none."""
         if not tv.is_version(version):
             return ""
-        for tool in sorted(tv.TOOLS, key=lambda tool: tool != self._default_tool):
+        tools = sorted(tv.TOOLS, key=lambda tool: tool != self._default_tool)
+        for tool in tools:
             if version in self.usable_versions(tool):
+                return tool
+        for tool in tools:  # disabled since the run resolved to it: its apply still uses the plan's binary
+            if any(r.usable for r in self.list(tool, exact=version)):
                 return tool
         return ""
 
