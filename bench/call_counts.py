@@ -101,6 +101,8 @@ def measure(container: Any, upload: Callable[[str, bytes], None]) -> dict[str, C
     upload(created["attributes"]["upload-url"], tarball())
     runner = {"Authorization": f"Bearer {container.scaler.runner_token('counts')}"}
     api("GET", f"/api/v2/configuration-versions/{created['id']}")  # reads `uploaded` now
+    # the tool catalog: seeded once per deployment, then read once per USABLE_TTL_S per process (not per run)
+    container.tool_versions.usable_versions(container.settings.default_tool)
 
     steps: dict[str, Counter[str]] = {}
     counts.clear()

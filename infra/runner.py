@@ -151,6 +151,8 @@ class Runner(Construct):
             "TERRACE_RUNNER_TASK_ROLE_ARN": self.task_role.role_arn,
             "TERRACE_STS_ENDPOINT": self.sts_endpoint,
             "TERRACE_TOOL_CATALOG": baked_tool_catalog(),
+            # a version the image lacks: fetched from the mirror once per deployment, then from the bucket (arm64)
+            "TERRACE_TOOL_BLOB_CACHE": "arm64",
             "TERRACE_DEFAULT_TOOL": "opentofu",
             "TERRACE_RUNNER_SUBNETS": ",".join(s.subnet_id for s in self.subnets.subnets),
             "TERRACE_RUNNER_SECURITY_GROUPS": self.security_group.security_group_id,

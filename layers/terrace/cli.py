@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from terrace.cli_tools import tools_app
 from terrace.domain.errors import Conflict, Invalid, NotFound
 
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ app.add_typer(token_app, name="token")
 app.add_typer(user_app, name="user")
 identity_app = typer.Typer(help="The workload identity issuer's signing keys.", no_args_is_help=True)
 app.add_typer(identity_app, name="workload-identity")
+app.add_typer(tools_app, name="tools")
 
 
 def _container() -> Container:

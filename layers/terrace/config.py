@@ -145,6 +145,17 @@ class Settings(BaseModel):
     # the versions runners hold, `terraform=1.11.4,opentofu=1.9.4,...` (TERRACE_TOOL_CATALOG): on AWS the
     # versions the runner image bakes, locally the versions found in the local catalog
     tool_catalog: str = Field(default="", validation_alias="TERRACE_TOOL_CATALOG")
+    # runners fetch an official release they do not hold from the release mirror (runner/tool_fetch.py): runs
+    # resolve their terraform-version among the whole enabled catalog; off: among the versions runners hold
+    tool_downloads: bool = Field(default=True, validation_alias="TERRACE_TOOL_DOWNLOADS")
+    # the release mirrors, in the vendors' layout (empty: the vendors' public release sites); the runners get the same
+    # the runners' architecture whose release archives the blob bucket keeps for all runners (`tools/…`: one fetch
+    # from the mirror per deployment, then S3); "" keeps none (the embedded server's runners share a folder)
+    tool_blob_cache: str = Field(default="", validation_alias="TERRACE_TOOL_BLOB_CACHE")
+    tool_mirror_terraform: str = Field(default="", validation_alias="TERRACE_TOOL_MIRROR_TERRAFORM")
+    tool_mirror_opentofu: str = Field(default="", validation_alias="TERRACE_TOOL_MIRROR_OPENTOFU")
+    # armored OpenPGP keys (files or folders of *.asc) trusted to sign SHA256SUMS, for the runners the server starts
+    tool_trusted_keys: str = Field(default="", validation_alias="TERRACE_TOOL_TRUSTED_KEYS")
     # the tool runs use when both hold a satisfying version
     default_tool: str = Field(default="terraform", validation_alias="TERRACE_DEFAULT_TOOL")
     # requests per second per API token under /api/v2 (`X-RateLimit-Limit`); 0 = no limit. The processes that

@@ -144,6 +144,7 @@ def test_image_bakes_a_tool_catalog_and_the_api_lists_exactly_its_versions(synth
         f"terraform={versions['TERRAFORM_VERSION']},opentofu={versions['TOFU_VERSION']}"
     )
     assert env["TERRACE_DEFAULT_TOOL"] == "opentofu"
+    assert env["TERRACE_TOOL_BLOB_CACHE"] == "arm64"  # the runners' architecture (the task definition's)
 
 
 def _final_stage(text: str) -> str:

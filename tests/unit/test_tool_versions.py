@@ -10,6 +10,7 @@ from terrace.domain.errors import Invalid
 from terrace.runner import catalog as runner_catalog
 from terrace.runner.commands import select_binary
 from terrace.runner.rundir import RunSetupError
+from terrace.services.admin import tool_releases
 from test_admin_api import Site, site  # noqa: F401  (the fixture)
 
 VERSIONS = ["1.0.3", "1.0.11", "1.5.7", "1.9.4", "1.11.4", "2.0.0-beta1"]
@@ -69,13 +70,16 @@ def test_runner_picks_the_newest_catalog_binary_that_satisfies(tmp_path: Path) -
 
 def test_terraform_versions_are_seeded_from_the_catalog_and_managed_by_the_admin(site: Site) -> None:  # noqa: F811
     base = "/api/v2/admin/terraform-versions"
-    listed = site.client.get(base, headers=site.admin).json()["data"]
-    assert [d["attributes"]["version"] for d in listed] == ["1.11.4", "1.0.3"]
+    listed = site.client.get(f"{base}?page[size]=100", headers=site.admin).json()["data"]
+    versions = [d["attributes"]["version"] for d in listed]
+    assert versions[0] == "1.11.4" and "1.0.3" in versions and len(versions) == len(tool_releases.TERRAFORM)
     assert all(d["attributes"]["usable"] and d["attributes"]["official"] for d in listed)
+    assert listed[0]["attributes"]["url"].endswith("/terraform/1.11.4/terraform_1.11.4_linux_amd64.zip")
+    assert [a["arch"] for a in listed[0]["attributes"]["archs"]] == ["amd64", "arm64"]
     tofu = site.client.get("/api/v2/admin/opentofu-versions", headers=site.admin).json()["data"]
-    assert [(d["type"], d["attributes"]["version"]) for d in tofu] == [("opentofu-versions", "1.9.4")]
+    assert ("opentofu-versions", "1.9.4") in [(d["type"], d["attributes"]["version"]) for d in tofu]
 
-    body = {"data": {"type": "terraform-versions", "attributes": {"version": "1.6.0", "url": "https://x", "sha": "ab"}}}
+    body = {"data": {"type": "terraform-versions", "attributes": {"version": "0.15.5", "url": "x", "sha": "ab"}}}
     created = site.client.post(base, json=body, headers=site.admin)
     assert created.status_code == 201, created.text
     record = created.json()["data"]
@@ -85,13 +89,13 @@ def test_terraform_versions_are_seeded_from_the_catalog_and_managed_by_the_admin
         False,
     )
     assert site.client.post(base, json=body, headers=site.admin).status_code == 409
-    assert site.client.get(f"{base}?filter[version]=1.6.0", headers=site.admin).json()["data"][0]["id"] == record["id"]
-    assert len(site.client.get(f"{base}?search[version]=1.", headers=site.admin).json()["data"]) == 3
+    assert site.client.get(f"{base}?filter[version]=0.15.5", headers=site.admin).json()["data"][0]["id"] == record["id"]
+    assert len(site.client.get(f"{base}?search[version]=0.15", headers=site.admin).json()["data"]) == 1
 
-    patch = {"data": {"attributes": {"version": "1.6.1", "deprecated": True, "deprecated-reason": "old"}}}
+    patch = {"data": {"attributes": {"version": "0.15.4", "deprecated": True, "deprecated-reason": "old"}}}
     updated = site.client.patch(f"{base}/{record['id']}", json=patch, headers=site.admin).json()["data"]["attributes"]
-    assert (updated["version"], updated["deprecated"], updated["deprecated-reason"]) == ("1.6.1", True, "old")
-    assert site.client.get(f"{base}?filter[version]=1.6.0", headers=site.admin).json()["data"] == []
+    assert (updated["version"], updated["deprecated"], updated["deprecated-reason"]) == ("0.15.4", True, "old")
+    assert site.client.get(f"{base}?filter[version]=0.15.5", headers=site.admin).json()["data"] == []
     bad = {"data": {"attributes": {"version": "one"}}}
     assert site.client.post(base, json=bad, headers=site.admin).status_code == 422
     assert site.client.delete(f"{base}/{record['id']}", headers=site.admin).status_code == 204
@@ -101,7 +105,8 @@ def test_terraform_versions_are_seeded_from_the_catalog_and_managed_by_the_admin
     # an admin disabling a catalog version takes it out of what runs may use
     seeded = listed[0]["id"]
     site.client.patch(f"{base}/{seeded}", json={"data": {"attributes": {"enabled": False}}}, headers=site.admin)
-    assert site.container.tool_versions.usable_versions("terraform") == ["1.0.3"]
+    usable = site.container.tool_versions.usable_versions("terraform")
+    assert "1.11.4" not in usable and usable[-1] == "1.11.3" and "0.15.4" not in usable  # 0.15.4: nothing to fetch
 
 
 def test_workspace_terraform_version_takes_a_constraint(site: Site) -> None:  # noqa: F811
@@ -113,3 +118,19 @@ def test_workspace_terraform_version_takes_a_constraint(site: Site) -> None:  # 
         assert resp.status_code == status, resp.text
         if status == 201:
             assert resp.json()["data"]["attributes"]["terraform-version"] == value
+
+
+def test_the_top_level_url_and_sha_are_the_linux_amd64_archive_as_in_tfe(site: Site) -> None:  # noqa: F811
+    base = "/api/v2/admin/terraform-versions"
+    arm = {"url": "https://m/arm.zip", "sha": "b" * 64, "os": "linux", "arch": "arm64"}
+    body = {"data": {"type": "terraform-versions", "attributes": {"version": "0.14.1", "url": "https://m/a.zip"}}}
+    created = site.client.post(base, json=body, headers=site.admin).json()["data"]
+    assert created["attributes"]["archs"] == [{"url": "https://m/a.zip", "sha": "", "os": "linux", "arch": "amd64"}]
+    path = f"{base}/{created['id']}"
+    patched = site.client.patch(path, json={"data": {"attributes": {"archs": [arm]}}}, headers=site.admin).json()
+    assert (patched["data"]["attributes"]["url"], patched["data"]["attributes"]["sha"]) == ("", "")
+    amd = {**arm, "arch": "amd64", "url": "https://m/amd.zip"}
+    patched = site.client.patch(path, json={"data": {"attributes": {"archs": [arm, amd]}}}, headers=site.admin).json()
+    assert patched["data"]["attributes"]["url"] == "https://m/amd.zip"
+    patched = site.client.patch(path, json={"data": {"attributes": {"url": "https://m/new.zip"}}}, headers=site.admin)
+    assert [a["url"] for a in patched.json()["data"]["attributes"]["archs"]] == ["https://m/new.zip"]

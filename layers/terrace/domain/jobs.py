@@ -154,6 +154,14 @@ class JobSpec(BaseModel):
     git_commit_sha: str = ""
     git_tag: str = ""
     terraform_version: str  # "latest" or a version; picks among installed binaries
+    # the tool ("terraform" | "opentofu") whose exact `terraform_version` the run resolved to in the deployment's
+    # catalog: a runner that does not hold it fetches it (runner/tool_fetch.py); empty: choose among those held
+    tool: str = ""
+    # AWS: the deployment's copy of that release's archive in the blob bucket (`Settings.tool_blob_cache`): a
+    # presigned GET, and for the deployment's own runners (never an agent) a presigned PUT creating it once. The
+    # runner checks a copy against the vendor's signed SHA256SUMS as one from the mirror
+    tool_cache_url: str | None = None
+    tool_cache_upload_url: str | None = None
     working_directory: str = ""
     operation: Operation
     hostname: str  # e.g. "localhost:8443": where the backend override points

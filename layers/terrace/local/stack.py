@@ -102,6 +102,8 @@ class LocalStack:
         self.access_log = access_log
         self.background_tasks: list[BackgroundTask] = list(local_workers.ALL) if workers else []
         self.settings_overrides: dict[str, Any] = {}  # e.g. shorter job timings in tests
+        # link the host's terraform and OpenTofu binaries into the runners' catalog (off: they fetch every version)
+        self.link_host_tools = True
         self.container: Any = None
         # the runner processes' launcher, made at start before the container (which is built with it) when the
         # stack runs the scaler; stopped with the stack
@@ -225,7 +227,8 @@ class LocalStack:
         from terrace.local import tool_catalog
         from terrace.runner import catalog as runner_catalog
 
-        tools = tool_catalog.build(self.state_dir / "tools")
+        tools_dir = self.state_dir / "tools"
+        tools = tool_catalog.build(tools_dir) if self.link_host_tools else runner_catalog.scan(tools_dir)
         return {
             "tool_catalog": runner_catalog.describe(tools),
             "api_rate_limit_per_s": API_RATE_LIMIT_PER_S,

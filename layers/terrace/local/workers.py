@@ -72,7 +72,21 @@ def runner_env(public_url: str, ca_bundle: Path | str, state_dir: Path) -> dict[
 
 def runner_launcher(settings: Settings, ca_bundle: Path | str, state_dir: Path) -> LocalProcessLauncher:
     """The runner processes' launcher, made before the container (`LocalStack` gives it to the composition root)."""
-    return LocalProcessLauncher(runner_env(settings.public_url, ca_bundle, state_dir), settings.max_runners)
+    env = runner_env(settings.public_url, ca_bundle, state_dir)
+    env.update(tool_fetch_env(settings))
+    return LocalProcessLauncher(env, settings.max_runners)
+
+
+def tool_fetch_env(settings: Settings) -> dict[str, str]:
+    """What the local runners need to fetch a version they lack as the server's settings say (the cache is their
+    TERRACE_TOOLS_DIR, in the data folder)."""
+    env = {
+        "TERRACE_TOOL_FETCH": "true" if settings.tool_downloads else "false",
+        "TERRACE_TOOL_MIRROR_TERRAFORM": settings.tool_mirror_terraform,
+        "TERRACE_TOOL_MIRROR_OPENTOFU": settings.tool_mirror_opentofu,
+        "TERRACE_TOOL_TRUSTED_KEYS": settings.tool_trusted_keys,
+    }
+    return {key: value for key, value in env.items() if value}
 
 
 def scaler(stack: LocalStack) -> None:

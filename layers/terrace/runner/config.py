@@ -79,6 +79,14 @@ class RunnerConfig(BaseSettings):
     )
     # the catalog: <tools>/terraform/<version>/terraform, <tools>/tofu/<version>/tofu
     tools_dir: Path | None = Field(default=None, validation_alias="TERRACE_TOOLS_DIR")
+    # a version a job asks for that the runner does not hold is fetched from the release mirror, checked against
+    # the signed SHA256SUMS and cached in tools_dir (else <work_dir>/tools): `runner/tool_fetch.py`
+    tool_fetch: bool = Field(default=True, validation_alias="TERRACE_TOOL_FETCH")
+    tool_mirror_terraform: str = Field(default="", validation_alias="TERRACE_TOOL_MIRROR_TERRAFORM")
+    tool_mirror_opentofu: str = Field(default="", validation_alias="TERRACE_TOOL_MIRROR_OPENTOFU")
+    # armored OpenPGP keys (files or folders of *.asc, comma-separated) trusted to sign SHA256SUMS instead of the
+    # vendor keys shipped in runner/keys/
+    tool_trusted_keys: str = Field(default="", validation_alias="TERRACE_TOOL_TRUSTED_KEYS")
     # which tool a run uses when both hold a satisfying version (from_env: opentofu when TERRACE_TF_BINARY is tofu)
     default_tool: str = Field(default="terraform", validation_alias="TERRACE_DEFAULT_TOOL")
     operator_cli_config: Path | None = Field(default=None, validation_alias="TERRACE_OPERATOR_CLI_CONFIG")

@@ -18,17 +18,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from terrace.domain import tool_versions
 from terrace.domain.jobs import JobSpec
 from terrace.runner import catalog as runner_catalog
-from terrace.runner import commands, sandbox, ssh_key, workload_identity
+from terrace.runner import commands, release_check, sandbox, ssh_key, workload_identity
 from terrace.runner.client import Transfers
 from terrace.runner.cloud_block import strip_cloud_blocks
 from terrace.runner.config import RunnerConfig
 from terrace.runner.job_folder import JobFolder
 from terrace.runner.logstream import LogStream
 from terrace.runner.process import CancelControl, run_child
+from terrace.runner.release_check import ReleaseRefused
 from terrace.runner.rundir import BackendOverride, child_env, run_identity_env, write_run_files
 from terrace.runner.safe_tar import extract, working_dir
+from terrace.runner.tool_fetch import ToolFetcher
 
 log = logging.getLogger("terrace.runner.job_setup")
 # `terraform init`, `plan` and `show -json` reach the API (the remote backend's ping, the workspace, its state) and
@@ -70,20 +73,35 @@ class JobSteps:
     ) -> None:
         self.config, self.runner_id, self.transfers = config, runner_id, transfers
         self.backend_override = backend_override
+        self.fetcher = tool_fetcher(config, transfers)
 
     def banner(self, job: Job, doing: str) -> None:
         """The binary and the three lines an apply log must begin with (the CLI skips them)."""
-        job.binary = commands.select_binary(
-            job.spec.terraform_version,
-            self.config.tf_binary,
-            self.config.tf_binaries,
-            runner_catalog.scan(self.config.tools_dir),  # per job: a folder an operator adds counts at once
-            self.config.default_tool,
+        held = runner_catalog.scan(self.config.tools_dir)  # per job: a folder an operator adds counts at once
+        job.binary = self._pinned(job, held) or commands.select_binary(
+            job.spec.terraform_version, self.config.tf_binary, self.config.tf_binaries, held, self.config.default_tool
         )
         job.log.line(f"{job.binary.product} v{job.binary.version or 'unknown'}")
         job.log.line("on linux_amd64")
         job.log.line(f"Terrace runner {self.runner_id}: {doing}")
         check_cancel(job)
+
+    def _pinned(self, job: Job, held: runner_catalog.Catalog) -> commands.Binary | None:
+        """The exact version the run resolved to in the deployment's catalog: held, or fetched and checked."""
+        tool, version = job.spec.tool, job.spec.terraform_version.strip()
+        if tool not in tool_versions.TOOLS or not tool_versions.is_version(version):
+            return None
+        product = "OpenTofu" if tool == "opentofu" else "Terraform"
+        if version in held.get(tool, {}):
+            return commands.Binary(path=held[tool][version], version=version, product=product)
+        if self.fetcher is None:
+            return None  # the runner chooses among what it holds (and says what that is)
+        try:
+            bucket = (job.spec.tool_cache_url, job.spec.tool_cache_upload_url)
+            path = self.fetcher.ensure(tool, version, say=job.log.line, bucket=bucket)
+        except ReleaseRefused as exc:
+            raise JobFailed(f"{product} {version} could not be fetched: {exc}; nothing was run") from exc
+        return commands.Binary(path=str(path), version=version, product=product)
 
     def prepare(self, job: Job) -> None:
         """Configuration, run files, init, in a fresh folder."""
@@ -207,6 +225,15 @@ class JobSteps:
         if not self.config.ssl_cert_file:
             return None
         return str(job.folder.write("ca-bundle.pem", Path(self.config.ssl_cert_file).read_bytes(), job_reads=True))
+
+
+def tool_fetcher(config: RunnerConfig, transfers: Transfers) -> ToolFetcher | None:
+    """The runner's fetcher of versions it does not hold (None when TERRACE_TOOL_FETCH is off)."""
+    if not config.tool_fetch:
+        return None
+    mirrors = {"terraform": config.tool_mirror_terraform, "opentofu": config.tool_mirror_opentofu}
+    keys = release_check.load_keys(config.tool_trusted_keys) if config.tool_trusted_keys else None
+    return ToolFetcher(config.tools_dir or config.work_dir / "tools", transfers, mirrors, keys)
 
 
 def check_cancel(job: Job) -> None:

@@ -111,7 +111,11 @@ class AccessServices:
         from terrace.services.admin.tool_versions import ToolVersionService
 
         store = ToolVersionStore(self.table)
-        return ToolVersionService(store, self.settings.tool_versions(), self.settings.default_tool)
+        settings = self.settings
+        mirrors = {"terraform": settings.tool_mirror_terraform, "opentofu": settings.tool_mirror_opentofu}
+        return ToolVersionService(
+            store, settings.tool_versions(), settings.default_tool, downloads=settings.tool_downloads, mirrors=mirrors
+        )
 
     @cached_property
     def web_sessions(self) -> WebSessionService:

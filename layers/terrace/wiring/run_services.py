@@ -239,6 +239,7 @@ class RunServices:
             plans=self.plans,
             costs=self.cost_estimates,
             signal=self.job_signal,
+            tool_of=lambda version: self.tool_versions.tool_of(version),
             agents=self.agents,
             workload=self.workload_tokens,
             skip_assessment=lambda run: self.assessments.skip_if_busy(run),

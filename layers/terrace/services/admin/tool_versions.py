@@ -1,13 +1,16 @@
 """The deployment's terraform and OpenTofu versions (TFE's admin terraform-versions, and the OpenTofu twin).
 
-A record per tool and version: the versions runners hold (the catalog, `Settings.tool_catalog`) are seeded
-as official, enabled and usable; a site admin may add, change and delete records. `usable` is whether a
-runner holds the binary: runs resolve a workspace's terraform-version among usable, enabled versions only.
+A record per tool and version, seeded on first read: the official releases Terrace ships (`tool_releases.py`,
+their URLs on the configured release mirror) and the versions the runners hold (`Settings.tool_catalog`), official
+and enabled; a site admin may add, change and delete records. When runners fetch what they lack
+(`Settings.tool_downloads`, on by default) a run resolves its workspace's terraform-version among the enabled
+records (`usable`); without, among the enabled versions the runners hold only.
 """
 
 from __future__ import annotations
 
 import builtins
+import time
 from typing import Any
 
 from terrace.domain import clock, limits
@@ -15,16 +18,19 @@ from terrace.domain import tool_versions as tv
 from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.tool_versions import ToolVersion
+from terrace.services.admin import tool_releases
 from terrace.services.admin.store import ToolVersionStore
 
 FLAGS = ("official", "enabled", "beta", "deprecated")
-OFFICIAL_URLS = {
-    "terraform": "https://releases.hashicorp.com/terraform/{v}/terraform_{v}_linux_amd64.zip",
-    "opentofu": "https://github.com/opentofu/opentofu/releases/download/v{v}/tofu_{v}_linux_amd64.zip",
-}
+USABLE_TTL_S = 10.0  # how long a process resolves runs against the usable versions it read
 
 
-def _record(item: dict[str, Any], usable: set[tuple[str, str]]) -> ToolVersion:
+def _fetchable(item: dict[str, Any]) -> bool:
+    """A runner can fetch it: an official release (checked against the vendor's signed sums)."""
+    return bool(item.get("official")) and tv.is_version(item.get("tool_version", ""))
+
+
+def _record(item: dict[str, Any], usable: set[tuple[str, str]], downloads: bool = False) -> ToolVersion:
     return ToolVersion(
         id=item["id"],
         tool=item["tool"],
@@ -37,7 +43,7 @@ def _record(item: dict[str, Any], usable: set[tuple[str, str]]) -> ToolVersion:
         deprecated=bool(item.get("deprecated")),
         deprecated_reason=item.get("deprecated_reason") if item.get("deprecated") else None,
         created_at=item["created_at"],
-        usable=(item["tool"], item["tool_version"]) in usable,
+        usable=(item["tool"], item["tool_version"]) in usable or (downloads and _fetchable(item)),
         archs=list(item.get("archs", [])),
     )
 
@@ -60,11 +66,22 @@ def _archs(value: Any) -> list[dict[str, str]]:
 
 
 class ToolVersionService:
-    def __init__(self, store: ToolVersionStore, catalog: dict[str, list[str]], default_tool: str = "terraform") -> None:
+    def __init__(
+        self,
+        store: ToolVersionStore,
+        catalog: dict[str, list[str]],
+        default_tool: str = "terraform",
+        *,
+        downloads: bool = False,
+        mirrors: dict[str, str] | None = None,
+    ) -> None:
         self._store = store
         self._default_tool = default_tool
+        self._downloads = downloads  # runners fetch an official release they lack (runner/tool_fetch.py)
+        self._mirrors = mirrors or {}
         self._catalog = {tool: tv.ordered(versions) for tool, versions in catalog.items()}
         self._seeded: set[str] = set()
+        self._usable_cache: dict[str, tuple[float, builtins.list[str]]] = {}
 
     def catalog(self, tool: str) -> list[str]:
         """Versions of `tool` the runners hold, oldest first."""
@@ -74,33 +91,69 @@ class ToolVersionService:
         return {(tool, v) for tool, versions in self._catalog.items() for v in versions}
 
     def _seed(self, tool: str) -> None:
-        """Records for the catalog's versions that have none yet (once per process and tool)."""
+        """Records for the shipped releases and the held versions that have none yet (once per process and tool:
+        one read of the tool's records, a write per missing one)."""
         if tool in self._seeded:
             return
-        for version in self.catalog(tool):
-            if not self._store.claimed(tool, version):
-                attrs = {"version": version, "url": OFFICIAL_URLS[tool].format(v=version), "sha": ""}
+        have = {item["tool_version"] for item in self._store.list(tool)}
+        for version in tv.ordered([*tool_releases.RELEASES.get(tool, []), *self.catalog(tool)]):
+            if version not in have:
                 try:
-                    self.create(tool, {**attrs, "official": True, "enabled": True})
+                    self.create(tool, tool_releases.official_attributes(tool, version, self._mirrors.get(tool, "")))
                 except Conflict:
                     pass  # another process seeded it first
         self._seeded.add(tool)
 
+    def sync(self, tool: str, versions: builtins.list[str]) -> builtins.list[str]:
+        """Official, enabled records for the released `versions` of `tool` the catalog lacks (what the mirror's
+        index lists: `terrace tools sync`); the versions added, oldest first. Records an admin changed or deleted
+        are left as they are, except that a deleted one comes back."""
+        self._seed(tool)
+        have = {item["tool_version"] for item in self._store.list(tool)}
+        added = []
+        for version in tv.ordered(v for v in versions if tv.is_version(v) and tv.parse(v)[3] == 1):
+            if version not in have:
+                try:
+                    self.create(tool, tool_releases.official_attributes(tool, version, self._mirrors.get(tool, "")))
+                    added.append(version)
+                except Conflict:
+                    pass  # added meanwhile
+        return added
+
     def list(self, tool: str, *, exact: str = "", search: str = "") -> list[ToolVersion]:
         self._seed(tool)
         usable = self._usable()
-        items = [_record(i, usable) for i in self._store.list(tool)]
+        items = [_record(i, usable, self._downloads) for i in self._store.list(tool)]
         return [r for r in items if (not exact or r.version == exact) and (not search or search in r.version)]
 
     def get(self, tool: str, record_id: str) -> ToolVersion:
-        return _record(self._item(tool, record_id), self._usable())
+        return _record(self._item(tool, record_id), self._usable(), self._downloads)
 
     def usable_versions(self, tool: str) -> builtins.list[str]:
-        """Versions a run may use: held by the runners and not disabled by an admin, oldest first."""
-        if not self.catalog(tool):
-            return []  # the runners hold none: no record to read
-        disabled = {r.version for r in self.list(tool) if not r.enabled}
-        return [v for v in self.catalog(tool) if v not in disabled]
+        """Versions a run may use, oldest first: enabled, and held by the runners or (with downloads) fetchable.
+        Read at most every USABLE_TTL_S per process (a run's creation and its jobs' claims ask), at once after
+        this process changed a record; the admin API always reads the records."""
+        if not self._downloads and not self.catalog(tool):
+            return []  # the runners hold none and fetch none: no record to read
+        now = time.monotonic()
+        read_at, versions = self._usable_cache.get(tool, (-USABLE_TTL_S, []))
+        if now - read_at >= USABLE_TTL_S:
+            versions = tv.ordered(r.version for r in self.list(tool) if r.enabled and r.usable)
+            self._usable_cache[tool] = (now, versions)
+        return list(versions)
+
+    def tool_of(self, version: str) -> str:
+        """The tool a run resolved to `version` uses (the default tool first, as `resolve` chose); "" if none."""
+        if not tv.is_version(version):
+            return ""
+        tools = sorted(tv.TOOLS, key=lambda tool: tool != self._default_tool)
+        for tool in tools:
+            if version in self.usable_versions(tool):
+                return tool
+        for tool in tools:  # disabled since the run resolved to it: its apply still uses the plan's binary
+            if any(r.usable for r in self.list(tool, exact=version)):
+                return tool
+        return ""
 
     def _held(self) -> dict[str, builtins.list[str]]:
         return {tool: self.usable_versions(tool) for tool in tv.TOOLS}
@@ -146,9 +199,10 @@ class ToolVersionService:
         item: dict[str, Any] = {"id": record_id, "tool": tool, "version": 1}
         item.update(created_at=clock.now_iso(), official=False, enabled=True, beta=False, deprecated=False)
         self._apply(item, {**attrs, "version": version})
+        self._usable_cache.pop(tool, None)
         if not self._store.create(item):
             raise Conflict(f"{tool} version {version} already exists", meta={"pointer": "/data/attributes/version"})
-        return _record(item, self._usable())
+        return _record(item, self._usable(), self._downloads)
 
     def update(self, tool: str, record_id: str, attrs: dict[str, Any]) -> ToolVersion:
         item = self._item(tool, record_id)
@@ -156,11 +210,13 @@ class ToolVersionService:
         self._apply(item, attrs)
         expected = item["version"]
         item["version"] = expected + 1
+        self._usable_cache.pop(tool, None)
         if not self._store.replace(item, expected, old):
             raise Conflict(f"{tool} version {item['tool_version']} already exists or the record changed")
-        return _record(item, self._usable())
+        return _record(item, self._usable(), self._downloads)
 
     def delete(self, tool: str, record_id: str) -> None:
+        self._usable_cache.pop(tool, None)
         self._store.delete(self._item(tool, record_id))
 
     def _item(self, tool: str, record_id: str) -> dict[str, Any]:
@@ -178,6 +234,9 @@ class ToolVersionService:
         for key in ("url", "sha"):
             if attrs.get(key) is not None:
                 item[key] = _string(attrs, key)
+        if attrs.get("archs") is None and (attrs.get("url") is not None or attrs.get("sha") is not None):
+            # as TFE: a top-level url and sha alone describe one archive, linux/amd64's
+            item["archs"] = [{"url": item.get("url", ""), "sha": item.get("sha", ""), "os": "linux", "arch": "amd64"}]
         for key in FLAGS:
             if attrs.get(key) is not None:
                 if not isinstance(attrs[key], bool):
@@ -187,3 +246,5 @@ class ToolVersionService:
             item["deprecated_reason"] = _string(attrs, "deprecated-reason", limits.DESCRIPTION_MAX)
         if attrs.get("archs") is not None:
             item["archs"] = _archs(attrs["archs"])
+            amd64 = next((a for a in item["archs"] if (a["os"], a["arch"]) == ("linux", "amd64")), None)
+            item["url"], item["sha"] = (amd64["url"], amd64["sha"]) if amd64 else ("", "")  # as TFE

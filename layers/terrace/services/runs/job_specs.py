@@ -8,12 +8,14 @@ the plan file an apply must apply, the workspace's SSH key, and the phase's work
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from terrace.adapters.blobs import BlobStore
 from terrace.config import Settings
 from terrace.domain.jobs import JobSpec, Operation, Phase
 from terrace.domain.runs import Run
+from terrace.domain.tool_versions import BINARY_NAMES
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.runs.workload_identity import WorkloadTokens
 from terrace.services.workspaces.ssh_keys import SSHKeyService
@@ -31,12 +33,24 @@ class JobSpecs:
         settings: Settings,
         ssh_keys: SSHKeyService | None = None,
         workload: WorkloadTokens | None = None,
+        tool_of: Callable[[str], str] = lambda _version: "",
     ) -> None:
         self._workspaces, self._cvs, self._variables = workspaces, cvs, variables
         self._blobs, self._settings, self._ssh_keys = blobs, settings, ssh_keys
         self._workload = workload
+        # the tool of the catalog version a run resolved to (ToolVersionService.tool_of; "": none)
+        self._tool_of = tool_of
 
-    def build(self, run: Run, name: str, run_token: str) -> JobSpec:
+    def _tool_cache(self, tool: str, version: str, ttl: int, own_runner: bool) -> tuple[str | None, str | None]:
+        """The presigned GET and PUT of the bucket's copy of the release archive (`Settings.tool_blob_cache`)."""
+        arch = self._settings.tool_blob_cache
+        if not tool or not arch:
+            return None, None
+        key = f"tools/{tool}/{version}/{BINARY_NAMES[tool]}_{version}_linux_{arch}.zip"
+        upload = self._blobs.presign_put(key, ttl, exclusive=True) if own_runner else None
+        return self._blobs.presign_get(key, ttl), upload
+
+    def build(self, run: Run, name: str, run_token: str, own_runner: bool = True) -> JobSpec:
         """The spec of the run's `name` phase ("plan" or "apply"), just claimed with `run_token`."""
         ws = self._workspaces.load(run.workspace_id)
         cv = self._cvs.load(run.configuration_version_id)
@@ -44,6 +58,8 @@ class JobSpecs:
         ttl = self._settings.phase_deadline_s
         variables = self._variables.recorded(run)
         phase: Phase = "plan" if name == "plan" else "apply"
+        tool = self._tool_of(run.terraform_version)
+        tool_cache = self._tool_cache(tool, run.terraform_version, ttl, own_runner)
         credentials = (
             self._workload.for_job(run, ws, phase, variables, started_at=state.started_at) if self._workload else []
         )
@@ -57,6 +73,9 @@ class JobSpecs:
             workspace_name=ws.name,
             project_name=self._workspaces.project_name_of(ws),
             terraform_version=run.terraform_version,
+            tool=tool,
+            tool_cache_url=tool_cache[0],
+            tool_cache_upload_url=tool_cache[1],
             working_directory=ws.working_directory,
             operation=Operation(
                 is_destroy=run.is_destroy,

@@ -76,6 +76,7 @@ class JobService(ApplyHandoff):
         agents: AgentService | None = None,
         workload: WorkloadTokens | None = None,
         skip_assessment: Callable[[Run], bool],
+        tool_of: Callable[[str], str] = lambda _version: "",
     ) -> None:
         self._queue, self._authz = queue, authz
         self.agents = agents  # the pings of `terrace agent` processes (their status, last ping)
@@ -83,7 +84,7 @@ class JobService(ApplyHandoff):
         self._plans, self._costs = plans, costs
         self._store, self._scheduler, self._runs = store, scheduler, runs
         self._variables, self._accounts, self._logs, self._settings = variables, accounts, logs, settings
-        self._specs = JobSpecs(workspaces, cvs, variables, blobs, settings, ssh_keys, workload)
+        self._specs = JobSpecs(workspaces, cvs, variables, blobs, settings, ssh_keys, workload, tool_of)
         self._retries = JobRetries(store, scheduler, logs, settings)  # a job handed back (`release`)
         # an assessment claimed while a run holds its workspace ends unrun (`AssessmentService.skip_if_busy`)
         self.skip_assessment = skip_assessment
@@ -191,7 +192,7 @@ class JobService(ApplyHandoff):
             return run, issued.secret
 
         run, secret = retrying(step)
-        return self._specs.build(run, _phase_name(job_id), secret)
+        return self._specs.build(run, _phase_name(job_id), secret, own_runner=principal.kind is not PrincipalKind.AGENT)
 
     # heartbeat ---------------------------------------------------------------------------
     def heartbeat(self, principal: Principal, job_id: str, request: HeartbeatRequest) -> HeartbeatResponse:

@@ -1,0 +1,64 @@
+"""The checks a fetched terraform or OpenTofu release passes before a job may run it: the vendor's `SHA256SUMS`
+carries a detached OpenPGP signature made by a key the runner trusts (HashiCorp's key ships in `runner/keys/`;
+TERRACE_TOOL_TRUSTED_KEYS adds or replaces keys), and the archive's SHA-256 is the one those sums list for it (and
+the one the deployment's catalog records, when it records one)."""
+
+from __future__ import annotations
+
+import re
+import warnings
+from pathlib import Path
+
+KEYS_DIR = Path(__file__).resolve().parent / "keys"
+SUMS_MAX = 256 * 1024  # a SHA256SUMS file lists a few dozen archives
+SIGNATURE_MAX = 64 * 1024
+_LINE = re.compile(r"^([0-9a-f]{64})\s+\*?(\S+)$")
+
+
+class ReleaseRefused(Exception):
+    """The release failed a check: nothing of it is kept; the message says which."""
+
+
+def shipped_keys() -> list[bytes]:
+    return [path.read_bytes() for path in sorted(KEYS_DIR.glob("*.asc"))]
+
+
+def load_keys(paths: str) -> list[bytes]:
+    """The armored keys of TERRACE_TOOL_TRUSTED_KEYS (files or folders of `*.asc`, comma-separated)."""
+    keys: list[bytes] = []
+    for part in (p.strip() for p in paths.split(",")):
+        if not part:
+            continue
+        path = Path(part)
+        files = sorted(path.glob("*.asc")) if path.is_dir() else [path]
+        keys += [f.read_bytes() for f in files]
+    return keys
+
+
+def verify_signature(sums: bytes, signature: bytes, keys: list[bytes]) -> None:
+    """ReleaseRefused unless `signature` is a valid detached signature of `sums` by one of `keys`."""
+    import pysequoia  # Sequoia-PGP, imported when a release is fetched
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            certs = [cert for key in keys for cert in pysequoia.Cert.split_bytes(key)]
+            result = pysequoia.verify(
+                bytes=sums, store=lambda _ids: certs, signature=pysequoia.Sig.from_bytes(signature)
+            )
+    except BaseException as exc:  # Sequoia's errors (a Rust panic is a BaseException)
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ReleaseRefused(f"the SHA256SUMS signature is not valid for any trusted key: {reason}") from exc
+    if not result.valid_sigs:
+        raise ReleaseRefused("the SHA256SUMS signature is not valid for any trusted key")
+
+
+def listed_sum(sums: bytes, archive_name: str) -> str:
+    """The SHA-256 `sums` lists for `archive_name`."""
+    for line in sums.decode("utf-8", errors="replace").splitlines():
+        match = _LINE.match(line.strip())
+        if match and match.group(2) == archive_name:
+            return match.group(1)
+    raise ReleaseRefused(f"the signed SHA256SUMS lists no {archive_name}")
