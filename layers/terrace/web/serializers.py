@@ -223,6 +223,9 @@ def user(u: User) -> dict[str, Any]:
             "unconfirmed-email": None,
             "v2-only": True,
             "auth-method": "tfc",
+            "is-scim-managed": bool(u.scim_username),
+            "scim-username": u.scim_username or None,
+            "scim-updated-at": u.scim_updated_at or None,
             "permissions": {
                 "can-create-organizations": True,
                 "can-change-email": True,

@@ -209,6 +209,25 @@ class MembershipService:
         self._store.delete_membership(member)
         grants.forget()
 
+    def remove_everywhere(self, user_id: str) -> builtins.list[str]:
+        """Deprovisioning (SCIM): the user leaves every team and organization at once, without a caller's check;
+        an organization whose last owner they are keeps them (named in the answer: an owner must act there)."""
+        kept: builtins.list[str] = []
+        for org in self._orgs.all():
+            member = self._store.membership(org.key, user_id)
+            if member is None:
+                continue
+            teams = sorted(self._teams.of_user(org.key, user_id), key=lambda t: not t.owners)
+            try:
+                for team in teams:  # the owners team first: refusing its last owner leaves everything as it was
+                    self._teams.write_members(team, set(team.users) - {user_id})
+            except Conflict:
+                kept.append(org.name)
+                continue
+            self._store.delete_membership(member)
+        grants.forget()
+        return kept
+
     def _user_by_email(self, email: str) -> User | None:
         user_id = self._accounts.user_id_by_email(email)
         if user_id is None:

@@ -76,6 +76,14 @@ class UserService:
             self._sessions.end_sessions(user_id)
         return user
 
+    def set_scim(self, user_id: str, scim_username: str, updated_at: str) -> User:
+        """Mark the user provisioned by SCIM under `scim_username` ("": no longer)."""
+        self._store.change_user(
+            user_id, lambda _user: {"scim_username": scim_username, "scim_updated_at": updated_at},
+            "user changed concurrently; retry",
+        )  # fmt: skip
+        return self._changed(user_id)
+
     def delete(self, user_id: str) -> None:
         user, version = self._store.versioned_user(user_id)
         for token in self._accounts.list_tokens(user_id):
