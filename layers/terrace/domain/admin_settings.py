@@ -92,7 +92,7 @@ SECTIONS: dict[str, dict[str, tuple[Any, Check]]] = {
         "terraform-build-worker-plan-timeout": ("2h", _duration),
         "apply-timeout": ("24h", _duration),
         "plan-timeout": ("2h", _duration),
-        "default-remote-state-access": (True, _bool),
+        "default-remote-state-access": (False, _bool),  # Terrace's default: a workspace shares its state with none
     },
     "cost-estimation": {
         "enabled": (True, _bool),

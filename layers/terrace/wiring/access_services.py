@@ -200,6 +200,7 @@ class AccessServices:
             self.access_store.organizations,
             self.authz,
             check_default_agent_pool=lambda org, mode, pool: self.agent_pools.check_default(org, mode, pool),
+            creation_limited=lambda: self.admin_settings.limits_organization_creation(),
         )
 
     # teams and access -------------------------------------------------------------------
@@ -233,7 +234,8 @@ class AccessServices:
     def memberships(self) -> MembershipService:
         from terrace.services.access.memberships import MembershipService
 
-        return MembershipService(self.access_store.teams, self.organizations, self.accounts, self.teams)
+        return MembershipService(self.access_store.teams, self.organizations, self.accounts, self.teams,
+                                 mail=self.site_mail, public_url=self.settings.public_url)  # fmt: skip
 
     @cached_property
     def projects(self) -> ProjectService:
