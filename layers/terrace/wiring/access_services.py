@@ -94,7 +94,8 @@ class AccessServices:
     def users(self) -> UserService:
         from terrace.services.access.users import UserService
 
-        return UserService(self.access_store.accounts, self.access_store.sign_in, self.accounts)
+        return UserService(self.access_store.accounts, self.access_store.sign_in, self.accounts,
+                           scim_enabled=lambda: bool(self.admin_settings.scim_state()["enabled"]))  # fmt: skip
 
     @cached_property
     def site_admin(self) -> SiteAdminService:

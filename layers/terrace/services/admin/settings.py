@@ -14,6 +14,7 @@ sealed by the encryptor port under their section and name, never in an answer or
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +29,7 @@ from terrace.services.admin.store_scim import ScimStore
 from terrace.services.admin.store_settings import AdminSettingsStore
 from terrace.services.optimistic import optimistic
 
+CACHE_S = 2.0  # other processes (Lambdas) see a change this late at most
 TestMail = Callable[[SmtpServer, str], MailResult]
 
 
@@ -43,6 +45,7 @@ class AdminSettings:
     ) -> None:
         self._authz, self._store, self._encryptor = authz, store, encryptor
         self._issuer, self._scim, self._test_mail = issuer, scim, test_mail
+        self._cache: dict[str, tuple[float, dict[str, Any]]] = {}  # what the behaviour reads, for CACHE_S
 
     # the admin API -------------------------------------------------------------------------------------------
     def read(self, principal: Principal, section: str) -> dict[str, Any]:
@@ -63,6 +66,7 @@ class AdminSettings:
             public = {k: v for k, v in values.items() if k not in hidden}
             new_sealed = {k: self._seal(section, k, values[k]) for k in hidden if values.get(k)}
             self._store.write(section, public, new_sealed, version)
+            self._cache.pop(section, None)
             return values
 
         values = optimistic(step, exhausted="the settings changed concurrently; retry")
@@ -78,6 +82,7 @@ class AdminSettings:
         def step() -> dict[str, Any]:
             stored, sealed, version = self._store.read("saml")
             self._store.write("saml", {**stored, "old-idp-cert": ""}, sealed, version)
+            self._cache.pop("saml", None)
             return {**model.defaults("saml"), **stored, "old-idp-cert": ""}
 
         return self._shown("saml", optimistic(step, exhausted="the settings changed concurrently; retry"))
@@ -94,10 +99,17 @@ class AdminSettings:
 
     # what the behaviour reads (no caller: the settings govern the installation) ---------------------------------
     def current(self, section: str) -> dict[str, Any]:
+        """The section's values as the behaviour reads them: at most CACHE_S old (this process's own changes at
+        once), so a request path that consults a setting costs no read on most requests."""
         if section not in model.SECTIONS:
             raise NotFound(f"no {section} settings")
+        cached = self._cache.get(section)
+        if cached is not None and time.monotonic() - cached[0] < CACHE_S:
+            return cached[1]
         stored, _sealed, _version = self._store.read(section)
-        return {**model.defaults(section), **stored}
+        values = {**model.defaults(section), **stored}
+        self._cache[section] = (time.monotonic(), values)
+        return values
 
     def smtp_server(self) -> SmtpServer | None:
         """The SMTP server every e-mail goes through, when the site admin enabled one."""
