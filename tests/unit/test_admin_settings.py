@@ -59,8 +59,12 @@ def test_each_section_is_the_site_admins_only(site: Site, section: str) -> None:
 
 
 def test_secrets_are_write_only(site: Site) -> None:
-    secrets = {"smtp": ("password", "smtp-pass-123"), "twilio": ("auth-token", "twilio-tok-456"),
-               "saml": ("private-key", "saml-key-789"), "cost-estimation": ("aws-secret-key", "aws-secret-000")}  # fmt: skip
+    secrets = {
+        "smtp": ("password", "smtp-pass-123"),
+        "twilio": ("auth-token", "twilio-tok-456"),
+        "saml": ("private-key", "saml-key-789"),
+        "cost-estimation": ("aws-secret-key", "aws-secret-000"),
+    }
     for section, (key, value) in secrets.items():
         changed = _patch(site, section, {key: value})
         assert changed.status_code == 200, changed.text
@@ -119,7 +123,8 @@ def test_a_test_email_that_fails_refuses_the_settings(site: Site) -> None:
     refused = _patch(site, "smtp", {"enabled": True, "host": "127.0.0.1", "port": port,
                                     "test-email-address": "admin@acme.example"})  # fmt: skip
     assert refused.status_code == 422
-    assert site.client.get("/api/v2/admin/smtp-settings", headers=site.admin).json()["data"]["attributes"]["enabled"] is False
+    smtp = site.client.get("/api/v2/admin/smtp-settings", headers=site.admin).json()["data"]["attributes"]
+    assert smtp["enabled"] is False
 
 
 def test_limit_user_organization_creation(site: Site) -> None:
