@@ -215,6 +215,7 @@ class ScimGroups:
         unknown = sorted({m["value"] for m in members} - set(known))
         if unknown:
             raise model.InvalidValue(f"no SCIM user {unknown[0]}")
-        attrs["members"] = [{"value": m["value"], **({"display": m["display"]} if "display" in m else {})}
+        kept = ("value", "display", "type", "$ref")
+        attrs["members"] = [{k: m[k] for k in kept if isinstance(m.get(k), str)}
                             for m in {m["value"]: m for m in members}.values()]  # fmt: skip
         return attrs

@@ -82,6 +82,28 @@ def guarded(request: Request, read: Callable[[], dict[str, Any]], change: Callab
     return work
 
 
+ALWAYS = {"id", "schemas"}
+
+
+def _names(raw: Any) -> set[str]:
+    items = raw if isinstance(raw, list) else str(raw or "").split(",")
+    return {str(i).strip().split(":")[-1].split(".")[0].lower() for i in items if str(i).strip()}
+
+
+def projected(resource: dict[str, Any], attributes: Any, excluded: Any) -> dict[str, Any]:
+    """RFC 7644 3.4.2.5: only `attributes` (and id, schemas), or all but `excludedAttributes`."""
+    wanted, dropped = _names(attributes), _names(excluded)
+    if wanted:
+        return {k: v for k, v in resource.items() if k in ALWAYS or k.lower() in wanted}
+    return {k: v for k, v in resource.items() if k in ALWAYS or k.lower() not in dropped}
+
+
+def shaped(result: dict[str, Any], attributes: Any, excluded: Any) -> dict[str, Any]:
+    if "Resources" in result:
+        return {**result, "Resources": [projected(r, attributes, excluded) for r in result["Resources"]]}
+    return projected(result, attributes, excluded)
+
+
 def _excluded(request: Request) -> bool:
     return "members" in (request.query_params.get("excludedAttributes") or "").split(",")
 
@@ -104,11 +126,53 @@ def schemas(container: ContainerDep, _caller: ScimCaller) -> Response:
     return scim_response(model.list_response(found, len(found), 1))
 
 
+@router.get("/ResourceTypes/{name}")
+def resource_type(name: str, container: ContainerDep, _caller: ScimCaller) -> Response:
+    found = [t for t in docs.resource_types(container.settings.public_url.rstrip("/")) if t["id"] == name]
+    return scim_response(found[0]) if found else scim_error(errors.NotFound(f"no resource type {name}"))
+
+
+@router.get("/Schemas/{schema_id}")
+def schema(schema_id: str, container: ContainerDep, _caller: ScimCaller) -> Response:
+    found = [t for t in docs.schemas(container.settings.public_url.rstrip("/")) if t["id"] == schema_id]
+    return scim_response(found[0]) if found else scim_error(errors.NotFound(f"no schema {schema_id}"))
+
+
+# searches (RFC 7644 3.4.3) -------------------------------------------------------------------------------------
+def _search(container: Any, kinds: tuple[str, ...], body: Any) -> dict[str, Any]:
+    body = model.bounded(body)
+    start, count = body.get("startIndex"), body.get("count")
+    start_s, count_s = (None if start is None else str(start)), (None if count is None else str(count))
+    found: list[dict[str, Any]] = []
+    for kind in kinds:
+        service = container.scim_users if kind == "User" else container.scim_groups
+        found += service.list(body.get("filter"), None, str(model.COUNT_MAX * 100))["Resources"]
+    items, first, _size = model.page(found, start_s, count_s)
+    return shaped(model.list_response(items, len(found), first), body.get("attributes"),
+                  body.get("excludedAttributes"))  # fmt: skip
+
+
+@router.post("/.search")
+def search_all(body: ScimBody, container: ContainerDep, _caller: ScimCaller) -> Response:
+    return answer(lambda: _search(container, ("User", "Group"), body))
+
+
+@router.post("/Users/.search")
+def search_users(body: ScimBody, container: ContainerDep, _caller: ScimCaller) -> Response:
+    return answer(lambda: _search(container, ("User",), body))
+
+
+@router.post("/Groups/.search")
+def search_groups(body: ScimBody, container: ContainerDep, _caller: ScimCaller) -> Response:
+    return answer(lambda: _search(container, ("Group",), body))
+
+
 # users ---------------------------------------------------------------------------------------------------------
 @router.get("/Users")
 def list_users(request: Request, container: ContainerDep, _caller: ScimCaller) -> Response:
     q = request.query_params
-    return answer(lambda: container.scim_users.list(q.get("filter"), q.get("startIndex"), q.get("count")))
+    found = lambda: container.scim_users.list(q.get("filter"), q.get("startIndex"), q.get("count"))  # noqa: E731
+    return answer(lambda: shaped(found(), q.get("attributes"), q.get("excludedAttributes")))
 
 
 @router.post("/Users")
@@ -117,8 +181,9 @@ def create_user(body: ScimBody, container: ContainerDep, _caller: ScimCaller) ->
 
 
 @router.get("/Users/{scim_id}")
-def read_user(scim_id: str, container: ContainerDep, _caller: ScimCaller) -> Response:
-    return answer(lambda: container.scim_users.get(scim_id))
+def read_user(scim_id: str, request: Request, container: ContainerDep, _caller: ScimCaller) -> Response:
+    q = request.query_params
+    return answer(lambda: shaped(container.scim_users.get(scim_id), q.get("attributes"), q.get("excludedAttributes")))
 
 
 @router.put("/Users/{scim_id}")
@@ -145,8 +210,9 @@ def delete_user(scim_id: str, request: Request, container: ContainerDep, _caller
 @router.get("/Groups")
 def list_groups(request: Request, container: ContainerDep, _caller: ScimCaller) -> Response:
     q = request.query_params
-    return answer(lambda: container.scim_groups.list(q.get("filter"), q.get("startIndex"), q.get("count"),
-                                                     _excluded(request)))  # fmt: skip
+    found = lambda: container.scim_groups.list(q.get("filter"), q.get("startIndex"), q.get("count"),  # noqa: E731
+                                               _excluded(request))  # fmt: skip
+    return answer(lambda: shaped(found(), q.get("attributes"), q.get("excludedAttributes")))
 
 
 @router.post("/Groups")
@@ -156,7 +222,9 @@ def create_group(body: ScimBody, container: ContainerDep, _caller: ScimCaller) -
 
 @router.get("/Groups/{scim_id}")
 def read_group(scim_id: str, request: Request, container: ContainerDep, _caller: ScimCaller) -> Response:
-    return answer(lambda: container.scim_groups.get(scim_id, _excluded(request)))
+    q = request.query_params
+    found = lambda: container.scim_groups.get(scim_id, _excluded(request))  # noqa: E731
+    return answer(lambda: shaped(found(), q.get("attributes"), q.get("excludedAttributes")))
 
 
 @router.put("/Groups/{scim_id}")
@@ -177,3 +245,16 @@ def patch_group(scim_id: str, request: Request, body: ScimBody, container: Conta
 def delete_group(scim_id: str, request: Request, container: ContainerDep, _caller: ScimCaller) -> Response:
     groups = container.scim_groups
     return answer(guarded(request, lambda: groups.get(scim_id), lambda: groups.delete(scim_id)))
+
+
+# anything else -------------------------------------------------------------------------------------------------
+FIXED = ("ServiceProviderConfig", "ResourceTypes", "Schemas", "Users", "Groups")
+
+
+@router.api_route("/{rest:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
+def elsewhere(rest: str, _caller: ScimCaller) -> Response:
+    """A SCIM error for any other path (404) or method (405), never the JSON:API one."""
+    if rest.split("/")[0] in FIXED:
+        body = {"schemas": [model.ERROR], "status": "405", "detail": f"/{rest} does not answer this method"}
+        return JSONResponse(body, status_code=405, media_type=MEDIA)
+    return scim_error(errors.NotFound(f"no SCIM endpoint /{rest}"))
