@@ -175,3 +175,14 @@ def test_oidc_rotate_adds_a_key_and_trim_keeps_only_the_newest(site: Site) -> No
     assert len(trimmed) == 1 and trimmed[0] not in rotated
     token = site.container.workload_issuer.sign({"sub": "x"})  # the one key left signs at once
     assert json.loads(__import__("base64").urlsafe_b64decode(token.split(".")[0] + "=="))["kid"] == trimmed[0]
+
+
+def test_customization_shows_in_the_web_ui(site: Site) -> None:
+    attrs = {"support-email-address": "help@acme.example", "login-help": "<div>Ask the platform team</div>",
+             "footer": "<p>Acme internal</p>", "new-user": "New here? Ask for a token"}  # fmt: skip
+    assert _patch(site, "customization", attrs).status_code == 200
+    page = site.client.get("/app/sign-in").text
+    assert "Ask the platform team" in page and "<div>Ask the platform team" not in page  # shown as text
+    assert "Acme internal" in page and "mailto:help@acme.example" in page and "New here?" in page
+    _patch(site, "customization", dict.fromkeys(attrs, ""))
+    assert "Acme internal" not in site.client.get("/app/sign-in").text
