@@ -14,6 +14,7 @@ sealed by the encryptor port under their section and name, never in an answer or
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -29,6 +30,8 @@ from terrace.services.admin.store_scim import ScimStore
 from terrace.services.admin.store_settings import AdminSettingsStore
 from terrace.services.optimistic import optimistic
 
+log = logging.getLogger("terrace.admin")
+TEST_RESULT = "test-email"  # a key of update's answer for the route's meta, never a setting
 CACHE_S = 2.0  # other processes (Lambdas) see a change this late at most
 TestMail = Callable[[SmtpServer, str], MailResult]
 
@@ -70,7 +73,18 @@ class AdminSettings:
             return values
 
         values = optimistic(step, exhausted="the settings changed concurrently; retry")
-        return self._shown(section, values)
+        shown = self._shown(section, values)
+        if section == "smtp" and values["enabled"] and attrs.get("test-email-address"):
+            shown[TEST_RESULT] = self._send_test(values, str(attrs["test-email-address"]))
+        return shown
+
+    def _send_test(self, values: dict[str, Any], address: str) -> dict[str, Any]:
+        """The test message of an SMTP update, sent once the settings are stored (as TFE: a server that cannot be
+        reached does not refuse them); its outcome is in the answer's meta (`test-email`)."""
+        result = self._test_mail(_server(values, values.get("password", "")), address)
+        if not result.ok:
+            log.warning("the SMTP settings' test e-mail was not sent: %s", result.detail)
+        return {"sent": result.ok, "detail": result.detail}
 
     def disable_scim(self, principal: Principal) -> None:
         """SCIM off (its tokens, groups and mappings are the SCIM service's to forget)."""
@@ -145,11 +159,8 @@ class AdminSettings:
             group_id = values["site-admin-group-scim-id"]
             if group_id and self._scim.get("group", group_id) is None:
                 raise Invalid(f"no SCIM group {group_id}", pointer="/data/attributes/site-admin-group-scim-id")
-        if section == "smtp" and values["enabled"] and attrs.get("test-email-address"):
-            address = model.checked("customization", {}, {"support-email-address": attrs["test-email-address"]})
-            result = self._test_mail(_server(values, values.get("password", "")), address["support-email-address"])
-            if not result.ok:
-                raise Invalid(f"the test e-mail was not sent: {result.detail}", pointer="/data/attributes/host")
+        if section == "smtp" and attrs.get("test-email-address") is not None:
+            model.checked("customization", {}, {"support-email-address": attrs["test-email-address"]})
 
     def _shown(self, section: str, values: dict[str, Any]) -> dict[str, Any]:
         shown = model.public(section, values)

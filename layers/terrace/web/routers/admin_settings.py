@@ -10,6 +10,7 @@ from fastapi import APIRouter, Request, Response
 
 from terrace.domain.errors import Invalid
 from terrace.domain.tokens import IssuedToken, Token
+from terrace.services.admin.settings import TEST_RESULT
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONAPIResponse, JSONBody, body_attributes, paginate, resource, respond
 
@@ -35,8 +36,9 @@ def _register(section: str) -> None:
         return respond(settings(section, container.admin_settings.read(principal, section)))
 
     def update(body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-        attrs = body_attributes(body)
-        return respond(settings(section, container.admin_settings.update(principal, section, attrs)))
+        values = container.admin_settings.update(principal, section, body_attributes(body))
+        test = values.pop(TEST_RESULT, None)
+        return respond(settings(section, values), meta={TEST_RESULT: test} if test is not None else None)
 
     read.__name__, update.__name__ = f"read_{section}_settings", f"update_{section}_settings"
     router.get(f"/{section}-settings")(read)
