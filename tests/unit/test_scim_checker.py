@@ -16,7 +16,7 @@ scim2_tester = pytest.importorskip("scim2_tester", reason="scim2-tester is not i
 scim2_client = pytest.importorskip("scim2_client")
 
 
-class TestClientEngine(scim2_client.BaseSyncSCIMClient):  # type: ignore[misc,name-defined]
+class TestClientEngine(scim2_client.BaseSyncSCIMClient):  # type: ignore[name-defined]
     """scim2-client's synchronous engine over FastAPI's TestClient (the server runs in this process)."""
 
     def __init__(self, client: TestClient, **kwargs: Any) -> None:
@@ -47,8 +47,8 @@ def scim_client() -> TestClient:
     ):
         body = {"data": {"type": f"{section}-settings", "attributes": attrs}}
         assert client.patch(f"/api/v2/admin/{section}-settings", json=body, headers=headers).status_code == 200
-    body = {"data": {"type": "authentication-tokens", "attributes": {"description": "checker"}}}
-    secret = client.post("/api/v2/admin/scim-tokens", json=body, headers=headers).json()["data"]["attributes"]["token"]
+    token = {"data": {"type": "authentication-tokens", "attributes": {"description": "checker"}}}
+    secret = client.post("/api/v2/admin/scim-tokens", json=token, headers=headers).json()["data"]["attributes"]["token"]
     return TestClient(create_app(container), base_url="http://testserver/scim/v2",
                       headers={"Authorization": f"Bearer {secret}"})  # fmt: skip
 
