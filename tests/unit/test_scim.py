@@ -186,3 +186,34 @@ def test_paused_refuses_changes_and_disabled_refuses_everything(site: Site) -> N
         _admin_patch(site.client, site.admin, "scim", {"paused": False})
     scim_token = site.client.get(f"/api/v2/admin/scim-tokens/{site.scim_token_id}", headers=site.admin)
     assert scim_token.status_code == 200 and "token" not in scim_token.json()["data"]["attributes"]
+
+
+def test_the_site_admin_group_grants_the_site_admin_right(site: Site) -> None:
+    eve = _user(site, "eve@corp.example")
+    group = site.client.post("/scim/v2/Groups", json={"displayName": "admins"}, headers=site.scim).json()
+    _admin_patch(site.client, site.admin, "scim", {"site-admin-group-scim-id": group["id"]})
+    shown = site.client.get("/api/v2/admin/scim-settings", headers=site.admin).json()["data"]["attributes"]
+    assert shown["site-admin-group-display-name"] == "admins"
+    user_id = site.container.accounts.user_id_by_email("eve@corp.example")
+    assert user_id is not None
+    add = {"schemas": [PATCH], "Operations": [{"op": "add", "path": "members", "value": [{"value": eve["id"]}]}]}
+    site.client.patch(f"/scim/v2/Groups/{group['id']}", json=add, headers=site.scim)
+    assert site.container.accounts.get_user(user_id).site_admin is True
+    leave = {"schemas": [PATCH], "Operations": [{"op": "remove", "path": f'members[value eq "{eve["id"]}"]'}]}
+    site.client.patch(f"/scim/v2/Groups/{group['id']}", json=leave, headers=site.scim)
+    assert site.container.accounts.get_user(user_id).site_admin is False
+    _admin_patch(site.client, site.admin, "scim", {"site-admin-group-scim-id": None})
+
+
+def test_a_revoked_scim_token_stops_at_once(site: Site) -> None:
+    body = {"data": {"type": "authentication-tokens", "attributes": {"description": "short-lived"}}}
+    made = site.client.post("/api/v2/admin/scim-tokens", json=body, headers=site.admin).json()["data"]
+    headers = {"Authorization": f"Bearer {made['attributes']['token']}"}
+    assert site.client.get("/scim/v2/Users", headers=headers).status_code == 200
+    listed = site.client.get("/api/v2/admin/scim-tokens", headers=site.admin).json()["data"]
+    assert made["id"] in {t["id"] for t in listed} and all("token" not in t["attributes"] for t in listed)
+    assert site.client.delete(f"/api/v2/authentication-tokens/{made['id']}", headers=site.admin).status_code == 204
+    assert site.client.get("/scim/v2/Users", headers=headers).status_code == 401
+    too_long = {"data": {"type": "authentication-tokens",
+                         "attributes": {"description": "x", "expired-at": "2099-01-01T00:00:00Z"}}}  # fmt: skip
+    assert site.client.post("/api/v2/admin/scim-tokens", json=too_long, headers=site.admin).status_code == 422
