@@ -59,6 +59,8 @@ def _one_of(choices: tuple[str, ...]) -> Check:
 
 
 def _duration(key: str, value: Any) -> str:
+    if value == "":
+        return value
     if not isinstance(value, str) or not DURATION_RE.match(value):
         raise Invalid(f"{key} must be a duration such as 2h or 30m", pointer=_pointer(key))
     return value
@@ -88,10 +90,11 @@ SECTIONS: dict[str, dict[str, tuple[Any, Check]]] = {
         "default-organizations-per-user-ceiling": (10, _count(1, 100_000)),
         "limit-workspaces-per-organization": (False, _bool),
         "default-workspaces-per-organization-ceiling": (100, _count(1, 10_000_000)),
-        "terraform-build-worker-apply-timeout": ("24h", _duration),
-        "terraform-build-worker-plan-timeout": ("2h", _duration),
-        "apply-timeout": ("24h", _duration),
-        "plan-timeout": ("2h", _duration),
+        # "": no limit of the admin's, the deployment's phase deadline alone (the run reaper applies the shorter)
+        "terraform-build-worker-apply-timeout": ("", _duration),
+        "terraform-build-worker-plan-timeout": ("", _duration),
+        "apply-timeout": ("", _duration),
+        "plan-timeout": ("", _duration),
         "default-remote-state-access": (False, _bool),  # Terrace's default: a workspace shares its state with none
     },
     "cost-estimation": {

@@ -140,6 +140,11 @@ class AdminSettings:
     def limits_organization_creation(self) -> bool:
         return bool(self.current("general")["limit-user-organization-creation"])
 
+    def phase_timeout_s(self, phase: str) -> int | None:
+        """The admin's `plan-timeout` / `apply-timeout` in seconds (None: not set)."""
+        value = self.current("general")[f"{phase}-timeout"]
+        return model.seconds(value) if value else None
+
     def default_remote_state_access(self) -> bool:
         return bool(self.current("general")["default-remote-state-access"])
 
