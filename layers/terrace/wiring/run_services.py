@@ -178,6 +178,7 @@ class RunServices:
             organizations=self.organizations,
             resolve_version=lambda requested: self.tool_versions.resolve(requested),
             resolve_variables=lambda ws, run_variables: self.effective_variables.resolve_for_run(ws, run_variables),
+            cost_estimation_on=lambda: bool(self.admin_settings.current("cost-estimation")["enabled"]),
         )
 
     @cached_property

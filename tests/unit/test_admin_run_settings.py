@@ -1,5 +1,6 @@
-"""The site admin's plan-timeout and apply-timeout (admin/general-settings) end a phase that runs longer, below the
-deployment's own phase deadline (`TERRACE_PHASE_DEADLINE_S`, 4 h by default, which stays the ceiling)."""
+"""What the site admin's settings change in runs: plan-timeout and apply-timeout (admin/general-settings) end a
+phase that runs longer, below the deployment's own phase deadline (`TERRACE_PHASE_DEADLINE_S`, 4 h by default,
+which stays the ceiling); cost estimation off (admin/cost-estimation-settings) gives new runs no cost estimate."""
 
 from __future__ import annotations
 
@@ -25,3 +26,14 @@ def test_a_plan_longer_than_the_admins_plan_timeout_is_errored(
     monkeypatch.setattr(reaper.clock, "epoch", lambda: later)
     assert env.container.reaper.reap_once()["errored"] == (1 if errored else 0)
     assert (env.run(run["id"])["attributes"]["status"] == rs.ERRORED) is errored
+
+
+def test_cost_estimation_off_gives_new_runs_no_estimate() -> None:
+    env = make_run_env()
+    admin = env.container.accounts.create_user("root", "root@example.com", site_admin=True)
+    caller = Principal(PrincipalKind.USER, admin.id, admin.username, site_admin=True)
+    estimated = env.create_run(env.upload_config())
+    assert estimated["relationships"]["cost-estimate"]["data"] is not None
+    env.container.admin_settings.update(caller, "cost-estimation", {"enabled": False})
+    plain = env.create_run(env.upload_config())
+    assert plain["relationships"]["cost-estimate"]["data"] is None
