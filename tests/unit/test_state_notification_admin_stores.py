@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "layers" / "terrace"
 STORES = {
     "state": {"store.py", "store_index.py"},
     "notifications": {"store.py"},
-    "admin": {"store.py"},
+    "admin": {"store.py", "store_settings.py", "store_scim.py"},
 }
 DOMAIN = ("state_versions.py", "state_index.py", "notifications.py", "notification_payloads.py", "tool_versions.py")
 PORT = "terrace.adapters.table"

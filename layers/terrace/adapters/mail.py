@@ -6,7 +6,7 @@ contract."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 
@@ -14,6 +14,18 @@ from typing import Protocol
 class MailResult:
     ok: bool
     detail: str = ""  # the server's answer (a message id), or why it was not sent
+
+
+@dataclass(frozen=True)
+class SmtpServer:
+    """An SMTP server the site admin configured (`admin/smtp-settings`); the password is never shown."""
+
+    host: str
+    port: int
+    sender: str
+    auth: str  # none, plain or login (smtplib picks the mechanism the server offers)
+    username: str = ""
+    password: str = field(default="", repr=False)
 
 
 class Mail(Protocol):

@@ -14,6 +14,7 @@ class PrincipalKind(StrEnum):
     RUNNER = "runner"  # a runner process's token: takes and works jobs of one organization, nothing else
     AGENT = "agent"  # an agent pool's token (`terrace agent`): takes and works the jobs of its one pool
     RUN_TASK = "run-task"  # a run task's access token: its run's plan JSON and configuration version, its callback
+    SCIM = "scim"  # an identity provider's SCIM token (admin/scim-tokens): /scim/v2 only, refused everywhere else
 
 
 @dataclass(frozen=True)

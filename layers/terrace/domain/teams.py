@@ -13,6 +13,14 @@ OWNERS = "owners"  # the owners team's name (every organization has one from its
 
 
 @dataclass(frozen=True)
+class ScimLink:
+    group_id: str
+    group_name: str
+    sync_paused: bool
+    updated_at: str
+
+
+@dataclass(frozen=True)
 class Team:
     id: str
     name: str
@@ -24,6 +32,7 @@ class Team:
     owners: bool
     allow_member_token_management: bool
     version: int
+    scim: ScimLink | None = None  # the SCIM group whose members the team follows (`services/admin/scim_groups.py`)
 
 
 def owners_team_id(organization: str) -> str:

@@ -17,6 +17,8 @@ class User:
     site_admin: bool
     created_at: str
     suspended: bool = False
+    scim_username: str = ""  # provisioned by SCIM (`services/admin/scim_users.py`): its SCIM userName
+    scim_updated_at: str = ""
 
 
 def check_username(username: Any) -> str:

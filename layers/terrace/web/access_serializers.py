@@ -37,6 +37,10 @@ def team(t: Team, organization: str, membership_ids: list[str], can_manage: bool
             "users-count": len(t.users),
             "is-unified": False,
             "allow-member-token-management": t.allow_member_token_management,
+            "scim-linked": t.scim is not None,
+            "scim-sync-paused": t.scim.sync_paused if t.scim else False,
+            "scim-group-name": t.scim.group_name if t.scim else None,
+            "scim-updated-at": t.scim.updated_at if t.scim else None,
             "permissions": {
                 "can-update-membership": can_manage,
                 "can-destroy": can_manage and not t.owners,

@@ -30,6 +30,7 @@ API_ROUTERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("retention", "router", (ORGS, WORKSPACES)),
     ("agent_pools", "router", ("/api/v2/agent-pools/", "/api/v2/agents/", ORGS)),
     ("workload_identity", "router", ("/.well-known/jwks", "/.well-known/openid-configuration")),
+    ("scim", "router", ("/scim/v2/",)),
     ("agent_pools", "agent_router", ("/api/agent/",)),
     ("notifications", "router", ("/api/v2/notification-configurations/", "/api/v2/teams/", WORKSPACES)),
     ("teams", "router", (ORGS, "/api/v2/teams/")),

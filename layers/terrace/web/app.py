@@ -106,7 +106,7 @@ def _eager_routes() -> list[BaseRoute]:
 
 
 ADMIN_PREFIX = "/api/v2/admin"
-API_PREFIXES = ("/api/", "/state/", "/.well-known/", "/oauth/")  # include_ui's pages and assets are elsewhere
+API_PREFIXES = ("/api/", "/state/", "/.well-known/", "/oauth/", "/scim/")  # include_ui's pages and assets are elsewhere
 
 
 def include_ui(app: FastAPI | APIRouter) -> None:
@@ -162,7 +162,8 @@ def include_ui(app: FastAPI | APIRouter) -> None:
 
 def include_admin(app: FastAPI | APIRouter) -> None:
     """The site admin API (/api/v2/admin)."""
-    from terrace.web.routers import admin, admin_runs, admin_subscriptions, admin_tools
+    from terrace.web.routers import admin, admin_runs, admin_settings, admin_subscriptions, admin_tools
 
-    for admin_module in (admin, admin_runs, admin_subscriptions, admin_tools):  # admin_tools' /{kind} last
+    modules = (admin, admin_runs, admin_settings, admin_subscriptions, admin_tools)
+    for admin_module in modules:  # admin_tools' /{kind} last
         app.include_router(admin_module.router)

@@ -207,8 +207,9 @@ def tag_binding(ws: Workspace, key: str, value: str, *, effective: bool = False)
     return resource("tag-bindings", f"tb-{ws.id}-{key}", {"key": key, "value": value})
 
 
-def user(u: User) -> dict[str, Any]:
-    return resource(
+def user(u: User, scim: bool = False) -> dict[str, Any]:
+    """`scim`: SCIM provisioning is on, and the user's SCIM attributes are shown (TFE omits them otherwise)."""
+    document = resource(
         "users",
         u.id,
         {
@@ -235,6 +236,11 @@ def user(u: User) -> dict[str, Any]:
         relationships={"authentication-tokens": {"links": {"related": f"/api/v2/users/{u.id}/authentication-tokens"}}},
         links={"self": f"/api/v2/users/{u.id}"},
     )
+    if scim:
+        document["attributes"].update({"is-scim-managed": bool(u.scim_username),
+                                       "scim-username": u.scim_username or None,
+                                       "scim-updated-at": u.scim_updated_at or None})  # fmt: skip
+    return document
 
 
 def principal_as_user(p: Principal, organization: Organization | None = None) -> dict[str, Any]:

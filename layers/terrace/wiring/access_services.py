@@ -9,6 +9,8 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from terrace.adapters.encryptor import Encryptor
+from terrace.adapters.mail import Mail
 from terrace.adapters.signing_keys import SigningKeyStore
 from terrace.adapters.table import Table
 from terrace.config import Settings
@@ -32,7 +34,12 @@ if TYPE_CHECKING:
     from terrace.services.access.users import UserService
     from terrace.services.access.web_sessions import WebSessionService
     from terrace.services.access.workload_issuer import WorkloadIssuer
+    from terrace.services.admin.scim_admin import ScimAdmin
+    from terrace.services.admin.scim_groups import ScimGroups
+    from terrace.services.admin.scim_users import ScimUsers
+    from terrace.services.admin.settings import AdminSettings
     from terrace.services.admin.site import SiteAdminService
+    from terrace.services.admin.store_scim import ScimStore
     from terrace.services.admin.tool_version_admin import ToolVersionAdmin
     from terrace.services.admin.tool_versions import ToolVersionService
     from terrace.services.admin.users import SiteAdminUsers
@@ -47,6 +54,8 @@ class AccessServices:
     settings: Settings
     table: Table
     signing_keys: SigningKeyStore
+    encryptor: Encryptor
+    mail: Mail
     # from the other areas
     workspaces: WorkspaceService
     agent_pools: AgentPoolService
@@ -85,7 +94,8 @@ class AccessServices:
     def users(self) -> UserService:
         from terrace.services.access.users import UserService
 
-        return UserService(self.access_store.accounts, self.access_store.sign_in, self.accounts)
+        return UserService(self.access_store.accounts, self.access_store.sign_in, self.accounts,
+                           scim_enabled=lambda: bool(self.admin_settings.scim_state()["enabled"]))  # fmt: skip
 
     @cached_property
     def site_admin(self) -> SiteAdminService:
@@ -98,6 +108,49 @@ class AccessServices:
         from terrace.services.admin.users import SiteAdminUsers
 
         return SiteAdminUsers(self.authz, self.accounts, self.users, self.organizations, self.memberships)
+
+    @cached_property
+    def admin_settings(self) -> AdminSettings:
+        """TFE's admin settings (SMTP, general, SAML, SCIM, ...), read by the behaviour they govern."""
+        from terrace.adapters.site_mail import SiteMail
+        from terrace.services.admin.settings import AdminSettings
+        from terrace.services.admin.store_settings import AdminSettingsStore
+
+        store = AdminSettingsStore(self.table)
+        return AdminSettings(self.authz, store, self.encryptor, self.workload_issuer, self.scim_store, SiteMail.test)
+
+    @cached_property
+    def site_mail(self) -> Mail:
+        """Every e-mail: through the site admin's SMTP server when enabled, else the deployment's mail adapter."""
+        from terrace.adapters.site_mail import SiteMail
+
+        return SiteMail(self.mail, self.admin_settings.smtp_server)
+
+    @cached_property
+    def scim_store(self) -> ScimStore:
+        from terrace.services.admin.store_scim import ScimStore
+
+        return ScimStore(self.table)
+
+    @cached_property
+    def scim_users(self) -> ScimUsers:
+        from terrace.services.admin.scim_users import ScimUsers
+
+        return ScimUsers(self.scim_store, self.admin_settings, self.accounts, self.users, self.memberships,
+                         self.settings.public_url, lambda scim_id: self.scim_groups.resync_user(scim_id))  # fmt: skip
+
+    @cached_property
+    def scim_groups(self) -> ScimGroups:
+        from terrace.services.admin.scim_groups import ScimGroups
+
+        return ScimGroups(self.scim_store, self.admin_settings, lambda: self.scim_users, self.teams, self.memberships,
+                          self.accounts, self.users, self.settings.public_url)  # fmt: skip
+
+    @cached_property
+    def scim_admin(self) -> ScimAdmin:
+        from terrace.services.admin.scim_admin import ScimAdmin
+
+        return ScimAdmin(self.authz, self.admin_settings, self.scim_store, self.scim_groups, self.accounts, self.teams)
 
     @cached_property
     def tool_version_admin(self) -> ToolVersionAdmin:
@@ -152,6 +205,7 @@ class AccessServices:
             self.access_store.organizations,
             self.authz,
             check_default_agent_pool=lambda org, mode, pool: self.agent_pools.check_default(org, mode, pool),
+            creation_limited=lambda: self.admin_settings.limits_organization_creation(),
         )
 
     # teams and access -------------------------------------------------------------------
@@ -185,7 +239,8 @@ class AccessServices:
     def memberships(self) -> MembershipService:
         from terrace.services.access.memberships import MembershipService
 
-        return MembershipService(self.access_store.teams, self.organizations, self.accounts, self.teams)
+        return MembershipService(self.access_store.teams, self.organizations, self.accounts, self.teams,
+                                 mail=self.site_mail, public_url=self.settings.public_url)  # fmt: skip
 
     @cached_property
     def projects(self) -> ProjectService:

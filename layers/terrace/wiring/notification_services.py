@@ -37,6 +37,7 @@ class NotificationServices:
     event_queue: EventQueue | None
     outbound: Outbound
     mail: Mail
+    site_mail: Mail  # `mail`, or the site admin's SMTP server when enabled (`wiring/access_services.py`)
     # from the other areas
     accounts: AccountService
     organizations: OrganizationService
@@ -74,7 +75,7 @@ class NotificationServices:
             self.notification_store,
             self.notification_configurations,
             self.outbound,
-            self.mail,
+            self.site_mail,
             self._publish_later,
             run_store=self.run_store,
             workspaces=self.workspaces,

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from terrace.services.access.runner_enrollment import RunnerEnrollments
     from terrace.services.access.store import AccessStore
     from terrace.services.access.workload_issuer import WorkloadIssuer
+    from terrace.services.admin.settings import AdminSettings
     from terrace.services.admin.tool_versions import ToolVersionService
     from terrace.services.outbox_relay import OutboxRelay
     from terrace.services.runs.agent_waits import AgentWaits
@@ -87,6 +88,7 @@ class RunServices:
     projects: ProjectService
     workload_issuer: WorkloadIssuer
     tool_versions: ToolVersionService
+    admin_settings: AdminSettings
     workspaces: WorkspaceService
     variables: VariableService
     effective_variables: EffectiveVariables
@@ -178,6 +180,7 @@ class RunServices:
             organizations=self.organizations,
             resolve_version=lambda requested: self.tool_versions.resolve(requested),
             resolve_variables=lambda ws, run_variables: self.effective_variables.resolve_for_run(ws, run_variables),
+            cost_estimation_on=lambda: bool(self.admin_settings.current("cost-estimation")["enabled"]),
         )
 
     @cached_property
@@ -278,6 +281,7 @@ class RunServices:
             stages=self.stage_progress,
             slots=self.runner_slots,
             sweeps=(self.outbox_relay, self.auto_destroy, self.assessments),
+            phase_timeout=lambda phase: self.admin_settings.phase_timeout_s(phase),
         )
 
     @cached_property

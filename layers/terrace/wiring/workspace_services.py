@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from terrace.services.access.authz import Authorizer
     from terrace.services.access.organizations import OrganizationService
     from terrace.services.access.projects import ProjectService
+    from terrace.services.admin.settings import AdminSettings
     from terrace.services.admin.tool_versions import ToolVersionService
     from terrace.services.runs.job_retries import JobRetries
     from terrace.services.runs.scheduler import RunScheduler
@@ -48,6 +49,7 @@ class WorkspaceServices:
     projects: ProjectService
     accounts: AccountService
     tool_versions: ToolVersionService
+    admin_settings: AdminSettings
     state_versions: StateVersionService
     scheduler: RunScheduler
     job_retries: JobRetries
@@ -70,6 +72,7 @@ class WorkspaceServices:
             self.projects,
             settle_terraform_version=lambda requested: self.tool_versions.settle(requested),
             check_agent_pool=lambda ws: self.agent_pools.check_workspace(ws),
+            remote_state_default=lambda: self.admin_settings.default_remote_state_access(),
         )
 
     @cached_property

@@ -106,13 +106,27 @@ class AccountService:
         if not raw:
             raise Unauthenticated("missing bearer token")
         lookup = self._lookup(hash_token(raw))
+        principal = lookup.principal()
+        if principal.kind is PrincipalKind.SCIM:  # a SCIM token provisions through /scim/v2 and nothing else
+            raise Unauthenticated("invalid or expired token")
+        self._record_use(lookup)
+        return principal
+
+    def authenticate_scim(self, raw: str) -> Principal:
+        """The principal of a SCIM token (`/scim/v2`); any other token is refused there."""
+        lookup = self._lookup(hash_token(raw)) if raw else None
+        if lookup is None or lookup.principal().kind is not PrincipalKind.SCIM:
+            raise Unauthenticated("a SCIM token is required")
         self._record_use(lookup)
         return lookup.principal()
 
     def authenticate_hash(self, token_hash: str) -> Principal:
         """The principal of the token with this SHA-256 hash, as it is now: one read of its lookup item (a web
         session's token, checked on each page: not a use of the token by a client)."""
-        return self._lookup(token_hash).principal()
+        principal = self._lookup(token_hash).principal()
+        if principal.kind is PrincipalKind.SCIM:
+            raise Unauthenticated("invalid or expired token")
+        return principal
 
     def _lookup(self, token_hash: str) -> TokenLookup:
         lookup = self._store.lookup(token_hash)

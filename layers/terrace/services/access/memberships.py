@@ -9,10 +9,12 @@ by nobody in the organization until accepted, and answers the same whether the u
 from __future__ import annotations
 
 import builtins
+import logging
 import re
 import secrets
 from typing import Any
 
+from terrace.adapters.mail import Mail
 from terrace.domain import clock, limits
 from terrace.domain.errors import Conflict, Invalid, NotFound, TooManyRequests
 from terrace.domain.ids import looks_like
@@ -28,11 +30,22 @@ from terrace.services.access.store_teams import TeamStore
 from terrace.services.access.teams import TeamService
 from terrace.services.optimistic import optimistic
 
+log = logging.getLogger("terrace.access")
+INVITATION_TIMEOUT_S = 10.0
+
 
 class MembershipService:
     def __init__(
-        self, store: TeamStore, organizations: OrganizationService, accounts: AccountService, teams: TeamService
+        self,
+        store: TeamStore,
+        organizations: OrganizationService,
+        accounts: AccountService,
+        teams: TeamService,
+        *,
+        mail: Mail | None = None,
+        public_url: str = "",
     ) -> None:
+        self._mail, self._public_url = mail, public_url.rstrip("/")
         self._store = store
         self._orgs = organizations
         self._accounts = accounts
@@ -51,7 +64,9 @@ class MembershipService:
             local = re.sub(r"[^A-Za-z0-9_-]", "-", address.split("@")[0])[:40].strip("-") or "user"
             user = self._accounts.create_user(f"{local}-{secrets.token_hex(3)}", address)
             self._accounts.claim_email(address, user.id)
-        return self.ensure(org.key, user, "invited", must_be_new=True, who=address)
+        member = self.ensure(org.key, user, "invited", must_be_new=True, who=address)
+        self._send_invitation(address, org.name, principal.username)
+        return member
 
     def invite_into_teams(self, principal: Principal, organization: str, email: Any, team_ids: list[str]) -> Membership:
         """Invite by e-mail address (`invite`) into teams of the organization, each checked first (another
@@ -208,6 +223,36 @@ class MembershipService:
             self._teams.set_members(principal, team, set(team.users) - {member.user_id})
         self._store.delete_membership(member)
         grants.forget()
+
+    def remove_everywhere(self, user_id: str) -> builtins.list[str]:
+        """Deprovisioning (SCIM): the user leaves every team and organization at once, without a caller's check;
+        an organization whose last owner they are keeps them (named in the answer: an owner must act there)."""
+        kept: builtins.list[str] = []
+        for org in self._orgs.all():
+            member = self._store.membership(org.key, user_id)
+            if member is None:
+                continue
+            teams = sorted(self._teams.of_user(org.key, user_id), key=lambda t: not t.owners)
+            try:
+                for team in teams:  # the owners team first: refusing its last owner leaves everything as it was
+                    self._teams.write_members(team, set(team.users) - {user_id})
+            except Conflict:
+                kept.append(org.name)
+                continue
+            self._store.delete_membership(member)
+        grants.forget()
+        return kept
+
+    def _send_invitation(self, address: str, organization: str, inviter: str) -> None:
+        """The invitation e-mail (through the site admin's SMTP server when one is set); a failure is logged, the
+        invitation stands (the invitee also sees it on their organizations page)."""
+        if self._mail is None:
+            return
+        text = (f"{inviter} invited you to join the organization {organization} on Terrace.\n\n"
+                f"Sign in to accept: {self._public_url}/app/organizations\n")  # fmt: skip
+        result = self._mail.send([address], f"Invitation to {organization} on Terrace", text, INVITATION_TIMEOUT_S)
+        if not result.ok:
+            log.warning("invitation e-mail to the invitee of %s not sent: %s", organization, result.detail)
 
     def _user_by_email(self, email: str) -> User | None:
         user_id = self._accounts.user_id_by_email(email)

@@ -17,7 +17,7 @@ from typing import Any
 
 from terrace.domain import clock
 from terrace.domain.agent_pools import DEFAULT_POOL_SETTING as DEFAULT_AGENT_POOL
-from terrace.domain.errors import NotFound
+from terrace.domain.errors import Forbidden, NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.organizations import (
     BOOLEAN_SETTINGS,
@@ -45,8 +45,10 @@ class OrganizationService:
         authz: Authorizer,
         *,
         check_default_agent_pool: DefaultPoolCheck,
+        creation_limited: Callable[[], bool] = lambda: False,
         cache_ttl_s: float = 2.0,
     ) -> None:
+        self._creation_limited = creation_limited  # the site admin's limit-user-organization-creation
         self._store = store
         self._authz = authz
         self._cache_ttl_s = cache_ttl_s
@@ -127,6 +129,8 @@ class OrganizationService:
     def create(self, principal: Principal, name: str, email: str, **settings: Any) -> Organization:
         if principal.kind is not PrincipalKind.USER:
             raise NotFound("only users can create organizations")
+        if not principal.site_admin and self._creation_limited():
+            raise Forbidden("only site admins may create organizations here (admin/general-settings)")
         check_name(name)
         email = check_email(email)
         mode = settings.pop("default-execution-mode", "remote")

@@ -59,6 +59,8 @@ def user_from_item(item: dict[str, Any]) -> User:
         bool(item.get("site_admin")),
         item["created_at"],
         bool(item.get("suspended")),
+        item.get("scim_username", ""),
+        item.get("scim_updated_at", ""),
     )
 
 
@@ -143,7 +145,7 @@ def _lookup(item: dict[str, Any]) -> TokenLookup:
                        float(item.get("last_used_epoch", 0)), item.get("version"), item)  # fmt: skip
 
 
-UserChanges = dict[str, Any]  # any of username, email, site_admin, suspended
+UserChanges = dict[str, Any]  # any of username, email, site_admin, suspended, scim_username, scim_updated_at
 
 
 class AccountStore:

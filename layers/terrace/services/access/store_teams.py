@@ -6,6 +6,7 @@ A team `team-…`/`team` is listed under gsi1 `org#<key>#teams` by lower-cased n
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -14,7 +15,7 @@ from terrace.domain import clock, limits
 from terrace.domain.errors import Conflict, TooManyRequests
 from terrace.domain.ids import new_id
 from terrace.domain.memberships import Membership
-from terrace.domain.teams import Team
+from terrace.domain.teams import ScimLink, Team
 from terrace.services.access import store_keys as keys
 from terrace.services.access.permissions import ORG_ACCESS_KEYS
 
@@ -31,6 +32,7 @@ def team_from_item(item: dict[str, Any]) -> Team:
         owners=bool(item.get("owners")),
         allow_member_token_management=bool(item.get("allow_member_token_management", True)),
         version=int(item["version"]),
+        scim=ScimLink(**item["scim"]) if item.get("scim") else None,
     )
 
 
@@ -158,6 +160,15 @@ class TeamStore:
             self._table.transact(ops)
         except ConditionFailed as exc:
             raise Conflict("the team changed concurrently; retry") from exc
+        return team_from_item(item)
+
+    def write_scim(self, team: Team, link: ScimLink | None) -> Team:
+        """Store the team's SCIM group link (None: unlinked) over the version read (ConditionFailed: changed)."""
+        item = self._table.get(*keys.team_key(team.id))
+        assert item is not None
+        item["scim"] = dataclasses.asdict(link) if link is not None else None
+        item["version"] = team.version + 1
+        self._table.put(item, if_version=team.version)
         return team_from_item(item)
 
     # memberships -------------------------------------------------------------------------

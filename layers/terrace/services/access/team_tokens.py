@@ -148,6 +148,8 @@ class TeamTokenService:
             if token.kind is PrincipalKind.USER and principal.kind is PrincipalKind.USER:
                 if principal.subject_id == token.subject_id or principal.site_admin:
                     return token
+            if token.kind is PrincipalKind.SCIM and principal.kind is PrincipalKind.USER and principal.site_admin:
+                return token  # the site admin's SCIM tokens (admin/scim-tokens) are revoked here, as TFE does
         except (Forbidden, NotFound):
             pass
         raise NotFound(f"authentication token {token_id} not found")

@@ -11,7 +11,7 @@ from terrace.domain.errors import Conflict, Forbidden, Invalid, NotFound
 from terrace.domain.ids import looks_like
 from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal
-from terrace.domain.teams import NAME_RE, OWNERS, VISIBILITIES, Team
+from terrace.domain.teams import NAME_RE, OWNERS, VISIBILITIES, ScimLink, Team
 from terrace.services.access import grants
 from terrace.services.access.authz import Action, Authorizer, team_action
 from terrace.services.access.organizations import OrganizationService
@@ -162,6 +162,13 @@ class TeamService:
             self._orgs.forget(team.organization)
         grants.forget()
         return updated
+
+    def write_scim(self, team: Team, link: ScimLink | None) -> Team:
+        """Link the team to a SCIM group or unlink it (the site admin's SCIM group mappings, which check first);
+        ConditionFailed when the team changed since it was read."""
+        if team.owners and link is not None:
+            raise Invalid("Owners team SCIM linking is not yet supported", pointer="/data/attributes/scim-group-id")
+        return self._store.write_scim(team, link)
 
     def _accepted(self, organization: str, users: set[str]) -> set[str]:
         """The users whose membership of the organization is not a pending invitation."""

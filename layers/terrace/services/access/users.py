@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from terrace.domain import limits
@@ -25,7 +26,14 @@ def check_email(value: Any) -> str:
 
 
 class UserService:
-    def __init__(self, store: AccountStore, sessions: SignInStore, accounts: AccountService) -> None:
+    def __init__(
+        self,
+        store: AccountStore,
+        sessions: SignInStore,
+        accounts: AccountService,
+        scim_enabled: Callable[[], bool] = lambda: False,
+    ) -> None:
+        self._scim_enabled = scim_enabled  # the site admin's SCIM setting (admin/scim-settings)
         self._store = store
         self._sessions = sessions
         self._accounts = accounts
@@ -40,6 +48,10 @@ class UserService:
             and (admin is None or u.site_admin == admin)
             and (suspended is None or u.suspended == suspended)
         ]
+
+    def details(self, user_id: str) -> tuple[User, bool]:
+        """The user, and whether SCIM provisioning is on (their SCIM attributes are shown then)."""
+        return self._accounts.get_user(user_id), self._scim_enabled()
 
     def update(self, user_id: str, changes: dict[str, Any]) -> User:
         """username and email (PATCH /account/update); anything else in the body is ignored."""
@@ -75,6 +87,14 @@ class UserService:
         if cut:  # sessions re-read the user on every request anyway; these are gone outright
             self._sessions.end_sessions(user_id)
         return user
+
+    def set_scim(self, user_id: str, scim_username: str, updated_at: str) -> User:
+        """Mark the user provisioned by SCIM under `scim_username` ("": no longer)."""
+        self._store.change_user(
+            user_id, lambda _user: {"scim_username": scim_username, "scim_updated_at": updated_at},
+            "user changed concurrently; retry",
+        )  # fmt: skip
+        return self._changed(user_id)
 
     def delete(self, user_id: str) -> None:
         user, version = self._store.versioned_user(user_id)

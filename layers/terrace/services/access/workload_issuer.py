@@ -107,6 +107,20 @@ class WorkloadIssuer:
             self._cached = None
         return fresh
 
+    def trim(self) -> SigningKey:
+        """Keep only the newest key, signing from now on (made first when there is none); the others are deleted
+        at once, so tokens they signed stop verifying (the site admin's `trim-key`, after a rotation)."""
+        now = self._clock()
+        with self._lock:
+            keys = self._keys(fresh=True)
+            newest = keys[0] if keys else _new_key(now, signs_from=now)
+            kept = SigningKey(newest.kid, newest.private_pem, newest.created_at, min(newest.signs_from, now))
+            self._store.put(kept)
+            for key in keys[1:]:
+                self._store.delete(key.kid)
+            self._cached = None
+        return kept
+
     def retire(self) -> list[str]:
         """Deletes the keys past their retirement; returns their kids."""
         now = self._clock()

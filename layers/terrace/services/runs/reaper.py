@@ -18,6 +18,7 @@ assessment schedule's, `assessments.py`: one query, empty while no workspace has
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -63,7 +64,9 @@ class Reaper:
         stages: StageCheck | None = None,
         slots: RunnerSlots | None = None,
         sweeps: tuple[Sweep, ...] = (),
+        phase_timeout: Callable[[str], int | None] = lambda _phase: None,
     ) -> None:
+        self._phase_timeout = phase_timeout  # the site admin's plan-timeout / apply-timeout (admin/general-settings)
         self._store, self._scheduler, self._retries, self._settings = store, scheduler, retries, settings
         self._stages, self._slots = stages, slots
         self._sweeps = (retention, *sweeps) if retention is not None else sweeps  # data retention first
@@ -120,8 +123,10 @@ class Reaper:
         if run.status in rs.RUNNING:
             name = "plan" if run.status == rs.PLANNING else "apply"
             state = run.phase(name)
-            if _age(state.started_at, now) > s.phase_deadline_s:
-                self._fail(run, rs.ERRORED, f"the {name} ran longer than {s.phase_deadline_s} s")
+            admin_limit = self._phase_timeout(name)
+            deadline = min(s.phase_deadline_s, admin_limit) if admin_limit else s.phase_deadline_s
+            if _age(state.started_at, now) > deadline:
+                self._fail(run, rs.ERRORED, f"the {name} ran longer than {deadline} s")
                 return "errored"
             if state.heartbeat_at is not None and now - state.heartbeat_at > s.job_heartbeat_timeout_s:
                 if run.cancel_requested_at is not None:

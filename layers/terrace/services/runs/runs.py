@@ -45,7 +45,9 @@ class RunService(RunActions):
         organizations: OrganizationService,
         resolve_version: VersionResolver,
         resolve_variables: RunVariablesResolver,
+        cost_estimation_on: Callable[[], bool] = lambda: True,
     ) -> None:
+        self._cost_estimation_on = cost_estimation_on  # the site admin's switch (admin/cost-estimation-settings)
         self._organizations = organizations
         self._store = store
         self._scheduler = scheduler
@@ -224,7 +226,7 @@ class RunService(RunActions):
         self._cvs.seal(cv)  # the archive this run plans is final from here
         run.transition(rs.PENDING, now)
         run.status_timestamps["plan-queueable-at"] = now
-        if self._organizations.by_key(ws.organization).cost_estimation_enabled:
+        if self._organizations.by_key(ws.organization).cost_estimation_enabled and self._cost_estimation_on():
             run.cost_estimate = cost_estimation.for_run(run.id, now)
         run.plan.mark(rs.P_PENDING, now)
         run.apply.mark(rs.P_PENDING, now)

@@ -38,7 +38,9 @@ class WorkspaceService:
         *,
         settle_terraform_version: Callable[[Any], Any],
         check_agent_pool: Callable[[Workspace], None],
+        remote_state_default: Callable[[], bool] = lambda: False,
     ) -> None:
+        self._remote_state_default = remote_state_default  # the site admin's default-remote-state-access
         self._store = store
         self._authz = authz
         self._orgs = organizations
@@ -211,6 +213,7 @@ class WorkspaceService:
             tag_names=tuple(tag_names(tags or [])),
             tag_bindings=bindings,
             project_id=project_id,
+            global_remote_state=self._remote_state_default(),  # the site admin's default-remote-state-access
         )
         ws = self._checked(apply_attributes(ws, self._settled({k: v for k, v in attributes.items() if k != "name"})))
         if not self._store.create(ws):

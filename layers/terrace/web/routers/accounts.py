@@ -25,7 +25,8 @@ def _own_user(principal: Principal, user_id: str) -> None:
 @router.get("/account/details")
 def account_details(container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     if principal.kind is PrincipalKind.USER:
-        return respond(serializers.user(container.accounts.get_user(principal.subject_id)))
+        user, scim = container.users.details(principal.subject_id)
+        return respond(serializers.user(user, scim=scim))
     if principal.kind is PrincipalKind.ORGANIZATION and principal.organization:
         return respond(serializers.principal_as_user(principal, container.organizations.by_key(principal.organization)))
     return respond(serializers.principal_as_user(principal))

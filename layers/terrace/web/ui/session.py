@@ -71,4 +71,6 @@ def field_of(exc: Exception) -> str:
 
 def render(request: Request, name: str, session: WebSession | None, status: int = 200, **context: Any) -> Any:
     context.update(session=session, csrf_token=session.csrf_token if session else "")
+    # the site admin's customization (admin/customization-settings): support address, login help, footer
+    context.setdefault("customization", request.app.state.container.admin_settings.customization())
     return templates.TemplateResponse(request, name, context, status_code=status)

@@ -1,0 +1,249 @@
+"""SCIM 2.0 (RFC 7643/7644) without storage: the schemas, filters (`attr eq "v"`, co, sw, ew, ne, pr, joined by
+and/or, and `members[value eq "id"]`), PATCH operations (add, replace, remove, with or without a path, in the
+shapes Okta and Entra ID send: `"op": "Replace"`, `"value": "False"`, `emails[type eq "work"].value`,
+`members[value eq "id"]`) and pagination. Resources are plain dicts of their SCIM attributes."""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+from terrace.domain import limits
+from terrace.domain.errors import BadRequest, Invalid
+
+USER = "urn:ietf:params:scim:schemas:core:2.0:User"
+GROUP = "urn:ietf:params:scim:schemas:core:2.0:Group"
+LIST = "urn:ietf:params:scim:api:messages:2.0:ListResponse"
+PATCH = "urn:ietf:params:scim:api:messages:2.0:PatchOp"
+ERROR = "urn:ietf:params:scim:api:messages:2.0:Error"
+ENTERPRISE = "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"
+USER_ATTRIBUTES = ("userName", "externalId", "name", "displayName", "nickName", "title", "emails", "active", "locale")
+GROUP_ATTRIBUTES = ("displayName", "externalId", "members")
+RESOURCE_MAX_BYTES = 64 * 1024
+FILTER_MAX = 1024
+COUNT_MAX = 100  # page size when asked for more (and the default)
+
+_TERM = re.compile(
+    r"\s*(?P<path>[A-Za-z][\w.:$-]*(?:\[(?P<inner>[^\]]*)\])?(?:\.[A-Za-z]\w*)?)\s+"
+    r'(?:(?P<op>eq|ne|co|sw|ew|gt|ge|lt|le)\s+(?P<value>"(?:[^"\\]|\\.)*"|true|false|null|[\d.]+)|(?P<pr>pr))\s*',
+    re.IGNORECASE,
+)
+_JOIN = re.compile(r"\s*\b(and|or)\b\s*", re.IGNORECASE)
+
+
+class InvalidFilter(BadRequest):
+    title = "invalidFilter"
+
+
+class InvalidPath(BadRequest):
+    title = "invalidPath"
+
+
+class InvalidValue(Invalid):
+    title = "invalidValue"
+
+
+def _literal(raw: str) -> Any:
+    if raw.startswith('"'):
+        return raw[1:-1].replace('\\"', '"').replace("\\\\", "\\")
+    return {"true": True, "false": False, "null": None}.get(raw.lower(), raw)
+
+
+def parse_filter(text: str) -> list[list[tuple[str, str, Any]]]:
+    """`a eq "x" and b pr or c sw "y"` -> [[(a, eq, x), (b, pr, None)], [(c, sw, y)]] (or of ands)."""
+    if len(text) > FILTER_MAX:
+        raise InvalidFilter(f"a filter is at most {FILTER_MAX} characters")
+    groups: list[list[tuple[str, str, Any]]] = [[]]
+    rest = text.strip()
+    while rest:
+        match = _TERM.match(rest)
+        if match is None:
+            raise InvalidFilter(f"cannot read the filter at {rest[:40]!r}")
+        op = "pr" if match["pr"] else match["op"].lower()
+        groups[-1].append((match["path"], op, None if op == "pr" else _literal(match["value"])))
+        rest = rest[match.end() :]
+        if not rest:
+            break
+        join = _JOIN.match(rest)
+        if join is None:
+            raise InvalidFilter(f"expected and/or at {rest[:40]!r}")
+        if join[1].lower() == "or":
+            groups.append([])
+        rest = rest[join.end() :]
+    return groups
+
+
+def attribute(resource: dict[str, Any], name: str) -> Any:
+    for key, value in resource.items():
+        if key.lower() == name.lower():
+            return value
+    return None
+
+
+def _values(resource: dict[str, Any], path: str) -> list[Any]:
+    """Every value `path` reaches (a multi-valued attribute's sub-attribute reaches each element's)."""
+    path = path.split(":")[-1] if path.lower().startswith("urn:") else path
+    inner_filter = None
+    match = re.match(r"^(\w+)\[([^\]]*)\](?:\.(\w+))?$", path)
+    if match:
+        path, inner_filter, sub = match[1], match[2], match[3]
+        items = [i for i in (attribute(resource, path) or []) if isinstance(i, dict) and matches(i, inner_filter)]
+        return [attribute(i, sub) if sub else i for i in items]
+    head, _, sub = path.partition(".")
+    value = attribute(resource, head)
+    if not sub:
+        return [v.get("value") if isinstance(v, dict) else v for v in value] if isinstance(value, list) else [value]
+    if isinstance(value, list):
+        return [attribute(v, sub) for v in value if isinstance(v, dict)]
+    return [attribute(value, sub)] if isinstance(value, dict) else []
+
+
+def _compare(found: Any, op: str, wanted: Any) -> bool:
+    if op == "pr":
+        return found not in (None, "", [], {})
+    if isinstance(found, str) and isinstance(wanted, str):
+        found, wanted = found.lower(), wanted.lower()
+    checks = {
+        "eq": lambda: found == wanted,
+        "ne": lambda: found != wanted,
+        "co": lambda: isinstance(found, str) and wanted in found,
+        "sw": lambda: isinstance(found, str) and found.startswith(wanted),
+        "ew": lambda: isinstance(found, str) and found.endswith(wanted),
+        "gt": lambda: found is not None and found > wanted,
+        "ge": lambda: found is not None and found >= wanted,
+        "lt": lambda: found is not None and found < wanted,
+        "le": lambda: found is not None and found <= wanted,
+    }
+    try:
+        return bool(checks[op]())
+    except TypeError:
+        return False
+
+
+def matches(resource: dict[str, Any], text: str | None) -> bool:
+    if not text:
+        return True
+    for group in parse_filter(text):
+        if all(any(_compare(v, op, wanted) for v in _values(resource, path) or [None]) for path, op, wanted in group):
+            return True
+    return False
+
+
+def page(items: list[Any], start_index: str | None, count: str | None) -> tuple[list[Any], int, int]:
+    """RFC 7644 3.4.2.4: 1-based `startIndex` (below 1 is 1), `count` (negative is 0; at most COUNT_MAX)."""
+    try:
+        start = max(1, int(start_index or 1))
+        size = min(COUNT_MAX, max(0, int(count))) if count not in (None, "") else COUNT_MAX
+    except ValueError as exc:
+        raise InvalidValue("startIndex and count must be integers") from exc
+    return items[start - 1 : start - 1 + size], start, size
+
+
+def list_response(resources: list[dict[str, Any]], total: int, start: int) -> dict[str, Any]:
+    return {"schemas": [LIST], "totalResults": total, "startIndex": start, "itemsPerPage": len(resources),
+            "Resources": resources}  # fmt: skip
+
+
+def bounded(body: Any) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise InvalidValue("the body must be a JSON object")
+    limits.bounded_json(body, "body", RESOURCE_MAX_BYTES, pointer_base="")
+    return body
+
+
+def boolean(value: Any, name: str) -> bool:
+    """Entra ID sends booleans as "True"/"False"."""
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    if not isinstance(value, bool):
+        raise InvalidValue(f"{name} must be a boolean")
+    return value
+
+
+def apply_patch(resource: dict[str, Any], body: Any) -> dict[str, Any]:
+    """The resource after a PatchOp request's operations, in order (RFC 7644 3.5.2)."""
+    body = bounded(body)
+    operations = attribute(body, "Operations")
+    if not isinstance(operations, list) or not operations:
+        raise InvalidValue("Operations must be a non-empty list")
+    patched = copy.deepcopy(resource)
+    for operation in operations:
+        if not isinstance(operation, dict):
+            raise InvalidValue("each operation must be an object")
+        op, path, value = (
+            str(attribute(operation, "op") or "").lower(),
+            attribute(operation, "path"),
+            attribute(operation, "value"),
+        )
+        if op not in ("add", "replace", "remove"):
+            raise InvalidValue(f"unknown PATCH op {op!r}")
+        if path is None:
+            if op == "remove" or not isinstance(value, dict):
+                raise InvalidPath("an operation without a path must add or replace an object of attributes")
+            for key, item in value.items():
+                _apply(patched, op, key, item)
+        elif not isinstance(path, str) or not path:
+            raise InvalidPath("path must be a string")
+        else:
+            _apply(patched, op, path, value)
+    return patched
+
+
+def _apply(resource: dict[str, Any], op: str, path: str, value: Any) -> None:
+    if path.lower().startswith("urn:"):
+        schema, _, attr = path.rpartition(":")
+        if schema.lower() == ENTERPRISE.lower():  # the enterprise extension is kept as sent
+            extension = resource.setdefault(ENTERPRISE, {})
+            _apply(extension, op, attr, value)
+            return
+        path = attr
+    filtered = re.match(r"^(\w+)\[([^\]]*)\](?:\.(\w+))?$", path)
+    if filtered:
+        name, inner, sub = filtered[1], filtered[2], filtered[3]
+        key = _key(resource, name)
+        items = resource.get(key) or []
+        if op == "remove" and not sub:
+            resource[key] = [i for i in items if not (isinstance(i, dict) and matches(i, inner))]
+            return
+        targets = [i for i in items if isinstance(i, dict) and matches(i, inner)]
+        if not targets:  # Entra's emails[type eq "work"].value on a user without one: add it
+            eq = re.match(r'^\s*(\w+)\s+eq\s+"([^"]*)"\s*$', inner)
+            if not eq or op == "remove":
+                return
+            targets = [{eq[1]: eq[2]}]
+            resource[key] = [*items, *targets]
+        for target in targets:
+            if op == "remove":
+                target.pop(_key(target, sub), None)
+            elif sub:
+                target[_key(target, sub)] = value
+            elif isinstance(value, dict):
+                target.update(value)
+        return
+    head, _, sub = path.partition(".")
+    key = _key(resource, head)
+    if sub:
+        parent = resource.setdefault(key, {})
+        if not isinstance(parent, dict):
+            raise InvalidPath(f"{head} has no sub-attributes")
+        _apply(parent, op, sub, value)
+        return
+    if op == "remove":
+        if isinstance(value, list) and isinstance(resource.get(key), list):  # Okta's remove of some members
+            gone = {v.get("value") for v in value if isinstance(v, dict)}
+            resource[key] = [i for i in resource[key] if not (isinstance(i, dict) and i.get("value") in gone)]
+        else:
+            resource.pop(key, None)
+    elif op == "add" and isinstance(value, list) and isinstance(resource.get(key), list):
+        known = {i.get("value") for i in resource[key] if isinstance(i, dict)}
+        resource[key] = [*resource[key], *(v for v in value if not (isinstance(v, dict) and v.get("value") in known))]
+    elif isinstance(value, dict) and isinstance(resource.get(key), dict) and op == "add":
+        resource[key].update(value)
+    else:
+        resource[key] = value
+
+
+def _key(resource: dict[str, Any], name: str) -> str:
+    """The resource's own spelling of an attribute name (names are case-insensitive)."""
+    return next((k for k in resource if k.lower() == name.lower()), name)
