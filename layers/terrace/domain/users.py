@@ -17,6 +17,7 @@ class User:
     site_admin: bool
     created_at: str
     suspended: bool = False
+    site_auditor: bool = False  # reads every organization's settings and audit trail, nothing else
 
 
 def check_username(username: Any) -> str:

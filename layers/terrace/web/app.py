@@ -12,6 +12,7 @@ from terrace.bootstrap import Container
 from terrace.web import errors, fastapi_compat
 from terrace.web.api_headers import api_headers
 from terrace.web.api_routes import api_groups, include_api
+from terrace.web.audit_trail import AuditRequests
 from terrace.web.lazy_routes import LazyRoutes
 from terrace.web.middleware import BodyLimit, ExtraHeaders, RequestGrants, TrailingSlash
 from terrace.web.origin_verify import OriginVerify
@@ -33,6 +34,8 @@ def create_app(container: Container, lazy: bool = False) -> FastAPI:
     app.state.container = container
     errors.install(app)
 
+    # innermost of all: it reads the route the router matched (`scope["route"]`) once the answer is sent
+    app.add_middleware(AuditRequests, recorder=lambda: container.audit_recorder)
     snapshot_interval_s = container.settings.state_snapshot_interval_s
     rate_limit = container.settings.api_rate_limit_per_s
     if rate_limit > 0:  # innermost: its 429 gets the API headers too
