@@ -42,7 +42,8 @@ def day() -> tuple[RunEnv, dict[str, Any]]:
     assert pushed.status_code == 201, pushed.text
     made["sv"] = pushed.json()["data"]["id"]
     assert env.api("POST", f"/workspaces/{ws}/actions/unlock").status_code == 200
-    assert env.api("GET", f"/state-versions/{made['sv']}/download", follow_redirects=False).status_code in (200, 302, 307)
+    read = env.api("GET", f"/state-versions/{made['sv']}/download", follow_redirects=False)
+    assert read.status_code in (200, 302, 307), read.text
     run = env.create_run(env.upload_config())
     made["run"] = run["id"]
     env.work_next()
@@ -122,8 +123,8 @@ def test_an_organization_token_reads_hcps_shape_since_a_time(day: tuple[RunEnv, 
     assert {"id", "version", "type", "timestamp", "auth", "request", "resource"} <= set(first)
     assert {"accessor_id", "description", "type", "impersonator_id", "organization_id"} <= set(first["auth"])
     assert {"id", "type", "action", "meta"} <= set(first["resource"]) and len(body["data"]) == 2
-    later = env.client.get("/api/v2/organization/audit-trail", headers=headers, params={"since": "2999-01-01T00:00:00Z",
-                                                                                        "until": "2999-02-01T00:00:00Z"})  # fmt: skip
+    future = {"since": "2999-01-01T00:00:00Z", "until": "2999-02-01T00:00:00Z"}
+    later = env.client.get("/api/v2/organization/audit-trail", headers=headers, params=future)
     assert later.status_code == 200 and later.json()["data"] == []
     bad = env.client.get("/api/v2/organization/audit-trail", headers=headers, params={"since": "yesterday"})
     assert bad.status_code == 422 and bad.json()["errors"][0]["source"]["pointer"] == "/since"
@@ -135,7 +136,8 @@ def test_owners_filter_by_actor_action_and_resource(day: tuple[RunEnv, dict[str,
     env, made = day
     assert {e["resource"]["action"] for e in trail(env, **{"filter[action]": "workspace."})} >= {
         "workspace.create", "workspace.lock", "workspace.unlock"}  # fmt: skip
-    assert [e["resource"]["action"] for e in trail(env, **{"filter[resource]": made["run"]})] == ["run.create", "run.apply"]
+    of_run = [e["resource"]["action"] for e in trail(env, **{"filter[resource]": made["run"]})]
+    assert of_run == ["run.create", "run.apply"]
     assert trail(env, **{"filter[actor]": "nobody"}) == []
 
 

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from terrace.domain.principal import Principal
+
 SITE = ""  # the organization of an event that belongs to none (a sign-in, a user's own token)
 # route segments that name no resource of their own (prefixes of the URL spaces)
 _PREFIXES = frozenset({"api", "v2", "app", "state", "v1", "admin"})
@@ -72,6 +74,29 @@ class AuditEvent:
     @property
     def succeeded(self) -> bool:
         return self.outcome < 400
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """What the audit middleware saw of one request (names and identifiers only, never a body's values)."""
+
+    method: str
+    template: str  # the route's path template, `/api/v2/workspaces/{workspace_id}/vars`
+    params: Mapping[str, str]
+    status: int
+    source: str
+    principal: Principal | None = None
+    request_id: str = ""
+    created: Mapping[str, str] = field(default_factory=dict)  # id and name of what a create answered with
+
+
+@dataclass(frozen=True)
+class Filters:
+    since: str = ""
+    until: str = ""
+    actor: str = ""  # an actor's id or name
+    action: str = ""  # an action, or its resource's prefix (`workspace.`)
+    resource: str = ""  # a resource's id or type
 
 
 def singular(segment: str) -> str:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import HTTPConnection
 
+from terrace.domain.audit import RecordedRequest
 from terrace.domain.principal import Principal
 from terrace.web.middleware import ASGIApp, Message, Receive, Scope, Send
 
@@ -63,7 +64,9 @@ def _created(body: bytes) -> dict[str, str]:
         return {}
     if not isinstance(data, dict):
         return {}
-    attributes = data.get("attributes") if isinstance(data.get("attributes"), dict) else {}
+    attributes = data.get("attributes")
+    if not isinstance(attributes, dict):
+        attributes = {}
     found = {"id": str(data.get("id") or "")}
     name = attributes.get("name") or attributes.get("key") or attributes.get("description")
     if isinstance(name, str):
@@ -113,7 +116,6 @@ class AuditRequests:
             return  # no route answered (nothing was done), or a job's own traffic
         if method == "GET" and template not in STATE_READS:
             return
-        from terrace.services.audit.recorder import RecordedRequest
 
         headers = dict(scope.get("headers") or [])
         request = RecordedRequest(

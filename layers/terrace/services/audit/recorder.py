@@ -10,10 +10,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 
 from terrace.domain import clock
-from terrace.domain.audit import ANONYMOUS, SITE, Actor, AuditEvent, action_of
+from terrace.domain.audit import ANONYMOUS, SITE, Actor, AuditEvent, RecordedRequest, action_of
 from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal
 from terrace.services.audit.store import AuditStore
@@ -23,20 +22,6 @@ log = logging.getLogger("terrace.audit")
 # path parameters that name an organization, and those naming a resource whose organization a lookup finds
 ORGANIZATION_PARAMS = ("organization", "org", "organization_name")
 OrganizationOf = Callable[[str, str], str | None]  # (parameter, value) -> organization key, or None
-
-
-@dataclass(frozen=True)
-class RecordedRequest:
-    """What the middleware saw of one request (names and identifiers only, never a body's values)."""
-
-    method: str
-    template: str  # the route's path template, `/api/v2/workspaces/{workspace_id}/vars`
-    params: Mapping[str, str]
-    status: int
-    source: str
-    principal: Principal | None = None
-    request_id: str = ""
-    created: Mapping[str, str] = field(default_factory=dict)  # id and name of what a create answered with
 
 
 def actor_of(principal: Principal | None) -> Actor:

@@ -5,11 +5,10 @@ site's own events (sign-ins, user tokens) are read by site admins and auditors o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from terrace.domain import clock
-from terrace.domain.audit import SITE, AuditEvent
+from terrace.domain.audit import SITE, AuditEvent, Filters
 from terrace.domain.errors import Invalid, NotFound
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.services.access.authz import Action, Authorizer
@@ -20,15 +19,6 @@ from terrace.services.audit.store import AuditStore
 DEFAULT_WINDOW = timedelta(days=14)
 MAX_WINDOW = timedelta(days=366)  # one read walks at most this many days' partitions
 MAX_EVENTS = 10_000  # read of one window at most; a wider one is narrowed with `since`/`until`
-
-
-@dataclass(frozen=True)
-class Filters:
-    since: str = ""
-    until: str = ""
-    actor: str = ""  # an actor's id or name
-    action: str = ""  # an action, or its resource's prefix (`workspace.`)
-    resource: str = ""  # a resource's id or type
 
 
 def _instant(raw: str, name: str) -> datetime:

@@ -9,8 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from terrace.domain.audit import AuditEvent
-from terrace.services.audit.trail import Filters
+from terrace.domain.audit import AuditEvent, Filters
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import paginate
 
