@@ -202,3 +202,21 @@ def test_an_organizations_deletion_takes_its_trail(day: tuple[RunEnv, dict[str, 
     assert list(env.container.audit_store.between(*window))
     env.container.purge.organization_contents("doomed")
     assert list(env.container.audit_store.between(*window)) == []
+
+
+def test_the_ui_page_filters_the_trail_for_owners_only(day: tuple[RunEnv, dict[str, Any]]) -> None:
+    env, made = day
+    browser = TestClient(create_app(env.container), base_url="https://testserver", follow_redirects=False)
+    assert sign_in(browser, env.headers["Authorization"].split()[1]).status_code == 303
+    page = browser.get("/app/acme/settings/audit-trail", params={"resource": made["run"]})
+    assert page.status_code == 200, page.text
+    assert "run.apply" in page.text and "run.create" in page.text and "workspace.lock" not in page.text
+    assert "<script>" not in page.text and " style=" not in page.text and " onclick=" not in page.text  # CSP-clean
+    assert SECRET not in browser.get("/app/acme/settings/audit-trail").text
+    bad = browser.get("/app/acme/settings/audit-trail", params={"since": "soon"})
+    assert bad.status_code == 422 and 'role="alert"' in bad.text
+    stranger = env.container.accounts.create_user("mallory", "m@example.com")
+    token = env.container.accounts.issue_token(PrincipalKind.USER, stranger.id).secret
+    other = TestClient(create_app(env.container), base_url="https://testserver", follow_redirects=False)
+    assert sign_in(other, token).status_code == 303
+    assert other.get("/app/acme/settings/audit-trail").status_code == 404

@@ -116,6 +116,7 @@ def include_ui(app: FastAPI | APIRouter) -> None:
     """The web UI's pages, its static assets and the redirects of `/` and `/app/<org>` (last)."""
     from terrace.web import static_assets
     from terrace.web.ui import agent_pools as ui_agent_pools
+    from terrace.web.ui import audit_trail as ui_audit_trail
     from terrace.web.ui import auth as ui_auth
     from terrace.web.ui import notifications as ui_notifications
     from terrace.web.ui import oidc as ui_oidc
@@ -157,6 +158,7 @@ def include_ui(app: FastAPI | APIRouter) -> None:
         ui_projects,
         ui_team_access,
         ui_agent_pools,
+        ui_audit_trail,
     ):
         app.include_router(ui_page.router)
     app.include_router(static_assets.router)
