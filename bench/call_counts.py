@@ -24,7 +24,7 @@ from bench.common import Outcome, Size
 # since the stage-usage markers (domain/stage_usage.py), a new run written with its first status change
 # (RunScheduler.admit) and the run token revoked in the finishing write (19 and 17 before those)
 BEFORE = {"create": 32, "finish": 23}
-TARGET = {"create": 13, "finish": 10}
+TARGET = {"create": 15, "finish": 11}  # each with its audit event (and a new run's organization)
 PRESIGNS = ("presign_put", "presign_get")
 
 
