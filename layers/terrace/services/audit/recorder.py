@@ -21,6 +21,7 @@ log = logging.getLogger("terrace.audit")
 
 # path parameters that name an organization, and those naming a resource whose organization a lookup finds
 ORGANIZATION_PARAMS = ("organization", "org", "organization_name")
+KNOWN = 10_000
 OrganizationOf = Callable[[str, str], str | None]  # (parameter, value) -> organization key, or None
 
 
@@ -37,6 +38,7 @@ class AuditRecorder:
         self._lock = threading.Lock()
         self.failures = 0  # events that could not be written since this process started
         self.recorded = 0
+        self._known: dict[str, str] = {}  # id -> organization key
 
     def record_request(self, request: RecordedRequest) -> AuditEvent | None:
         """Record one request's event; never raises (a failure is counted and logged)."""
@@ -59,6 +61,18 @@ class AuditRecorder:
         with self._lock:
             self.recorded += 1
         return True
+
+    def _organization_of_id(self, name: str, value: str) -> str | None:
+        """The organization of a workspace, run or state version id: it never changes, so it is read once per
+        process (at most KNOWN ids held) and a request's event costs no read of what the request itself read."""
+        known = self._known.get(value)
+        if known is None:
+            known = self._organization_of(name, value)
+            if known is not None:
+                if len(self._known) >= KNOWN:
+                    self._known.clear()
+                self._known[value] = known
+        return known
 
     def _count_failure(self) -> None:
         with self._lock:
@@ -93,7 +107,7 @@ class AuditRecorder:
         if resource_type == "organization" and request.created.get("id"):  # a new organization: its own trail
             return self._organization_of("organization", request.created["id"]) or SITE
         for name, value in [*request.params.items(), ("id", request.created.get("id", ""))]:
-            found = self._organization_of(name, value) if value else None
+            found = self._organization_of_id(name, value) if value else None
             if found:
                 return found
         if request.principal is not None and request.principal.organization:
