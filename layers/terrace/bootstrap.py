@@ -38,6 +38,7 @@ from terrace.adapters.table import Table
 from terrace.config import Settings
 from terrace.domain.destinations import Allowance
 from terrace.wiring.access_services import AccessServices
+from terrace.wiring.audit_services import AuditServices
 from terrace.wiring.embedded_adapters import EMBEDDED_BLOBS, EMBEDDED_DATABASE, EMBEDDED_KEY, EMBEDDED_SIGNING_KEYS
 from terrace.wiring.notification_services import NotificationServices
 from terrace.wiring.policy_services import PolicyServices
@@ -84,6 +85,7 @@ class Container(  # type: ignore[override]
     PolicyServices,
     RegistryServices,
     WorkflowServices,
+    AuditServices,
 ):
     """The adapters (these fields) and every service, built from them on first use by the areas mixed in:
     `AccessServices` (authz, accounts, organizations, teams, sign-in, site admin, tool versions),

@@ -64,6 +64,8 @@ class Settings(BaseModel):
         default="", validation_alias="TERRACE_URL_SIGNING_SECRET", repr=False
     )  # HMAC key of signed URLs
     presign_ttl_s: int = Field(default=900, validation_alias="TERRACE_PRESIGN_TTL_S")
+    # audit events expire this many days after they were recorded (the table's TTL); 0 keeps them
+    audit_retention_days: int = Field(default=365, ge=0, le=3650, validation_alias="TERRACE_AUDIT_RETENTION_DAYS")
     max_request_bytes: int = Field(
         default=6 * 1024 * 1024, validation_alias="TERRACE_MAX_REQUEST_BYTES"
     )  # Lambda's limit

@@ -33,7 +33,10 @@ AREAS: dict[str, set[str]] = {
     "notifications": {"access", "workspaces", "runs"},
     "policies": {"access", "workspaces", "runs"},  # policy as code reads runs (their task stages, policy checks)
     "registry": {"access"},  # the private registry: an organization's modules
-    "workflows": {"access", "workspaces", "state", "runs", "admin", "notifications", "policies", "registry"},
+    "audit": {"access"},  # the audit trail: its reads are checked by the access area's Authorizer
+    "workflows": {
+        *("access", "workspaces", "state", "runs", "admin", "notifications", "policies", "registry", "audit"),
+    },
 }
 NOT_BELOW_ENTRYPOINTS = ("terrace.web", "fastapi", "starlette", "terrace.bootstrap", "terrace.wiring")
 AWS_SDK = ("boto3", "botocore")

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from table_writes import WRITE_METHODS
+from table_writes import WRITE_METHODS, audit_event
 from terrace.adapters.memory_blobs import MemoryBlobs
 from terrace.adapters.memory_table import MemoryTable
 from terrace.adapters.table import ConditionFailed, Delete, Put, WriteOp
@@ -45,7 +45,7 @@ class CountingTable(MemoryTable):
         return super().batch_get(keys)
 
     def put(self, item: Any, *, if_absent: bool = False, if_version: int | None = None) -> None:
-        self.ops["put"] += 1
+        self.ops["put"] += 0 if audit_event(item) else 1  # a request's audit event is not the lock's
         MemoryTable.transact(self, [Put(item, if_absent=if_absent, if_version=if_version)])  # one op, not two
 
     def delete(self, pk: str, sk: str, *, if_version: int | None = None) -> None:
@@ -122,7 +122,14 @@ def test_a_free_lock_is_one_conditional_write_and_a_lost_race_re_decides() -> No
     env.table.reset()
     assert env.tfc_lock(env.holder_token).status_code == 200
     assert env.table.ops["put"] == 1 and env.table.ops["transact"] == 0, env.table.ops  # one conditional write
+    # the lock's read, and the audit event's of the workspace's organization (once per workspace and process)
+    assert env.table.gets[env.ws.id] == 2, env.table.gets
+    env.table.reset()
+    assert env.tfc_lock(env.holder_token).status_code in (200, 409)  # the organization known: the lock's read only
     assert env.table.gets[env.ws.id] == 1, env.table.gets
+    env.client.post(
+        f"/api/v2/workspaces/{env.ws.id}/actions/unlock", headers={"Authorization": f"Bearer {env.holder_token}"}
+    )
 
     # a competitor takes the lock between our read and our write: the conditional write fails, the re-read refuses
     env.client.post(

@@ -12,12 +12,14 @@ from terrace.services.events import landed_event
 
 from bench.call_counts import BEFORE, TARGET, measure, requests_of
 
-CREATE_MAX = 14  # token 1, workspace + version 2, variables 2, archive head + version seal 2, the organization's
+# the audit event 2 (its write, and the new run's organization: `POST /runs` names none), token 1,
+CREATE_MAX = 16  # workspace + version 2, variables 2, archive head + version seal 2, the organization's
 # stage usage 1 (no run task, no policy set: no participant asked), older pending runs 1, the run with its workspace
 # and its first status change 1, the job 1, the answer 2 (queue positions, run events), the site admin's cost
 # estimation switch 1 (admin/cost-estimation-settings; cached 2 s in a process: a cold process's first run only);
 # tool versions only for the tools the runners hold (none here)
-FINISH_MAX = 10  # token 1, run 1, plan file and JSON 2, variables 1, log 2 (chunks, archive: not asked whether it
+# the audit event 1 (the runner token names its organization), token 1,
+FINISH_MAX = 11  # run 1, plan file and JSON 2, variables 1, log 2 (chunks, archive: not asked whether it
 # exists while the chunks are there), the organization's stage usage 1, the run with its token's revocation 1, the
 # chunks' purge 1; the cost estimate reuses the JSON's recorded size (the same on the AWS adapters,
 # `python -m bench --only call_counts`)

@@ -24,6 +24,7 @@ class Principal:
     username: str
     token_id: str | None = None
     site_admin: bool = False
+    site_auditor: bool = False  # a user who may read every organization's settings and audit trail, nothing else
     organization: str | None = None  # set for organization, team, run, runner and agent tokens
     workspace_id: str | None = None  # set for run tokens
 

@@ -19,6 +19,7 @@ class User:
     suspended: bool = False
     scim_username: str = ""  # provisioned by SCIM (`services/admin/scim_users.py`): its SCIM userName
     scim_updated_at: str = ""
+    site_auditor: bool = False  # reads every organization's settings and audit trail, nothing else
 
 
 def check_username(username: Any) -> str:

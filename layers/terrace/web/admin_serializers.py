@@ -57,6 +57,7 @@ def user(u: User, organizations: list[str] | None = None) -> dict[str, Any]:
             "avatar-url": avatar_url(u.email or u.username),
             "two-factor": {"enabled": False, "verified": False},
             "is-admin": u.site_admin,
+            "is-auditor": u.site_auditor,
             "is-suspended": u.suspended,
             "is-service-account": False,
             "created-at": u.created_at,

@@ -21,6 +21,7 @@ ORGS, WORKSPACES = "/api/v2/organizations/", "/api/v2/workspaces/"
 API_ROUTERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("discovery", "router", ("/.well-known/terraform.json", "/api/v2/ping")),
     ("organizations", "router", ("/api/v2/organizations",)),
+    ("audit_trail", "router", ("/api/v2/organization/audit-trail", ORGS, "/api/v2/admin/audit-trail")),
     ("workspaces", "router", (ORGS, WORKSPACES)),
     ("workspace_relations", "router", (ORGS, "/api/v2/tags/", WORKSPACES)),
     ("varsets", "router", (ORGS, "/api/v2/projects/", "/api/v2/varsets/", WORKSPACES)),

@@ -12,6 +12,7 @@ from terrace.bootstrap import Container
 from terrace.web import errors, fastapi_compat
 from terrace.web.api_headers import api_headers
 from terrace.web.api_routes import api_groups, include_api
+from terrace.web.audit_trail import AuditRequests
 from terrace.web.lazy_routes import LazyRoutes
 from terrace.web.middleware import BodyLimit, ExtraHeaders, RequestGrants, TrailingSlash
 from terrace.web.origin_verify import OriginVerify
@@ -33,6 +34,8 @@ def create_app(container: Container, lazy: bool = False) -> FastAPI:
     app.state.container = container
     errors.install(app)
 
+    # innermost of all: it reads the route the router matched (`scope["route"]`) once the answer is sent
+    app.add_middleware(AuditRequests, recorder=lambda: container.audit_recorder)
     snapshot_interval_s = container.settings.state_snapshot_interval_s
     rate_limit = container.settings.api_rate_limit_per_s
     if rate_limit > 0:  # innermost: its 429 gets the API headers too
@@ -113,6 +116,7 @@ def include_ui(app: FastAPI | APIRouter) -> None:
     """The web UI's pages, its static assets and the redirects of `/` and `/app/<org>` (last)."""
     from terrace.web import static_assets
     from terrace.web.ui import agent_pools as ui_agent_pools
+    from terrace.web.ui import audit_trail as ui_audit_trail
     from terrace.web.ui import auth as ui_auth
     from terrace.web.ui import notifications as ui_notifications
     from terrace.web.ui import oidc as ui_oidc
@@ -154,6 +158,7 @@ def include_ui(app: FastAPI | APIRouter) -> None:
         ui_projects,
         ui_team_access,
         ui_agent_pools,
+        ui_audit_trail,
     ):
         app.include_router(ui_page.router)
     app.include_router(static_assets.router)

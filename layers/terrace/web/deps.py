@@ -10,6 +10,7 @@ from fastapi import Depends, Request
 from terrace.bootstrap import Container
 from terrace.domain.errors import Unauthenticated
 from terrace.domain.principal import Principal
+from terrace.web.audit_trail import note_actor
 from terrace.web.rate_limit import AUTHENTICATED, bearer_of
 
 
@@ -27,6 +28,7 @@ def bearer_token(request: Request) -> str:
 
 def get_principal(request: Request, container: Annotated[Container, Depends(get_container)]) -> Principal:
     principal = container.accounts.authenticate(bearer_token(request))
+    note_actor(request, principal)  # the request's audit event names its caller
     setattr(request.state, AUTHENTICATED, True)  # the rate limit keys this token's next requests on it
     return principal
 

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from terrace.services.access.team_access import TeamAccessService
     from terrace.services.access.teams import TeamService
     from terrace.services.admin.site import SiteAdminService
+    from terrace.services.audit.store import AuditStore
     from terrace.services.notifications.store import NotificationStore
     from terrace.services.policies.store import PolicyStore
     from terrace.services.policies.store_evaluations import EvaluationStore
@@ -57,6 +58,7 @@ class WorkflowServices:
     access_store: AccessStore
     organizations: OrganizationService
     site_admin: SiteAdminService
+    audit_store: AuditStore
     workspaces: WorkspaceService
     locks: LockService
     retention_policies: RetentionPolicyService
@@ -92,6 +94,7 @@ class WorkflowServices:
             self.notification_store,
             (self.policy_store, self.policy_evaluation_store, self.registry_module_store, self.registry_provider_store),
             run_store=self.run_store,
+            audit_store=self.audit_store,
         )
 
     @cached_property

@@ -8,6 +8,7 @@ from enum import StrEnum
 class Action(StrEnum):
     READ_ORGANIZATION = "read-organization"
     MANAGE_ORGANIZATION = "manage-organization"
+    READ_AUDIT_TRAIL = "read-audit-trail"
     DELETE_ORGANIZATION = "delete-organization"
     CREATE_WORKSPACE = "create-workspace"
     READ_WORKSPACE = "read-workspace"

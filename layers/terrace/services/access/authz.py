@@ -86,6 +86,7 @@ _ORG_LEVEL: dict[Action, tuple[str, ...]] = {
     Action.READ_VARSETS: ("manage-workspaces", "manage-projects", "read-workspaces"),
     Action.MANAGE_VARSETS: ("manage-workspaces", "manage-projects"),
     Action.MANAGE_ORGANIZATION: (),
+    Action.READ_AUDIT_TRAIL: (),
     Action.DELETE_ORGANIZATION: (),
     Action.READ_POLICIES: (),
     Action.MANAGE_POLICIES: ("manage-policies",),
@@ -96,7 +97,11 @@ _ORG_LEVEL: dict[Action, tuple[str, ...]] = {
     Action.READ_PROVIDERS: (),
     Action.MANAGE_PROVIDERS: ("manage-providers",),
 }
-_OWNERS_ONLY = frozenset({Action.MANAGE_ORGANIZATION, Action.DELETE_ORGANIZATION, Action.MANAGE_OWNERS_TEAM})
+_OWNERS_ONLY = frozenset(
+    {Action.MANAGE_ORGANIZATION, Action.DELETE_ORGANIZATION, Action.MANAGE_OWNERS_TEAM, Action.READ_AUDIT_TRAIL}
+)
+# What a site auditor (a user flag) may do in every organization: read its settings and its audit trail.
+_AUDITOR = frozenset({Action.READ_ORGANIZATION, Action.READ_AUDIT_TRAIL})
 # What an organization token may not do: it acts for the organization, it is not one of its owners.
 _NOT_FOR_ORGANIZATION_TOKENS = frozenset({Action.DELETE_ORGANIZATION, Action.MANAGE_OWNERS_TEAM})
 _OPEN_TO_MEMBERS = frozenset(
@@ -139,7 +144,7 @@ class Authorizer:
         if action is Action.RUN_JOBS or principal.kind in _JOB_TAKERS:
             self._require_runner(principal, action, org)
             return
-        if principal.site_admin:
+        if principal.site_admin or (principal.site_auditor and action in _AUDITOR):
             return
         if org.disabled:
             raise NotFound("organization not found")

@@ -61,6 +61,7 @@ def user_from_item(item: dict[str, Any]) -> User:
         bool(item.get("suspended")),
         item.get("scim_username", ""),
         item.get("scim_updated_at", ""),
+        bool(item.get("site_auditor")),
     )
 
 
@@ -128,6 +129,7 @@ class TokenLookup:
                 lookup["username"],
                 token_id=lookup["token_id"],
                 site_admin=bool(lookup.get("site_admin")),
+                site_auditor=bool(lookup.get("site_auditor")),
             )
         return Principal(
             kind,
@@ -145,7 +147,8 @@ def _lookup(item: dict[str, Any]) -> TokenLookup:
                        float(item.get("last_used_epoch", 0)), item.get("version"), item)  # fmt: skip
 
 
-UserChanges = dict[str, Any]  # any of username, email, site_admin, suspended, scim_username, scim_updated_at
+# any of username, email, site_admin, site_auditor, suspended, scim_username, scim_updated_at
+UserChanges = dict[str, Any]
 
 
 class AccountStore:
@@ -250,7 +253,8 @@ class AccountStore:
         user = user_from_item(user_item)
         if user.suspended:
             raise Conflict(f"user {user.username} is suspended: no token can be issued until they are unsuspended")
-        lookup.update(username=user.username, site_admin=user.site_admin, suspended=False)
+        lookup.update(username=user.username, site_admin=user.site_admin, site_auditor=user.site_auditor)
+        lookup.update(suspended=False)
         return Check(*user_key(user_id), if_version=user_item.get("version"))
 
     def lookup(self, token_hash: str) -> TokenLookup | None:
@@ -301,7 +305,8 @@ class AccountStore:
 
     def refresh_lookups(self, user: User) -> None:
         """Re-write the lookups of a user's tokens after a change of name, admin flag or suspension."""
-        changes = {"username": user.username, "site_admin": user.site_admin, "suspended": user.suspended}
+        changes = {"username": user.username, "site_admin": user.site_admin, "suspended": user.suspended,
+                   "site_auditor": user.site_auditor}  # fmt: skip
         for token in self._table.query(tokens_index(user.id), index="gsi1"):
             lookup = self._table.get(*lookup_key(token["hash"]))
             if lookup is not None:  # a new version: a last-use write that read the old flags cannot restore them

@@ -69,17 +69,27 @@ class UserService:
         self._store.change_user(user_id, decide, f"username {new_name!r} is taken")
         return self._changed(user_id)
 
-    def set_flags(self, user_id: str, *, site_admin: bool | None = None, suspended: bool | None = None) -> User:
+    def set_flags(
+        self,
+        user_id: str,
+        *,
+        site_admin: bool | None = None,
+        suspended: bool | None = None,
+        site_auditor: bool | None = None,
+    ) -> User:
         cut = False
 
         def decide(user: User) -> UserChanges:
             nonlocal cut
             cut = suspended is True or (site_admin is False and user.site_admin)
+            cut = cut or (site_auditor is False and user.site_auditor)
             decided: UserChanges = {}
             if site_admin is not None:
                 decided["site_admin"] = site_admin
             if suspended is not None:
                 decided["suspended"] = suspended
+            if site_auditor is not None:
+                decided["site_auditor"] = site_auditor
             return decided
 
         self._store.change_user(user_id, decide, "user changed concurrently; retry")

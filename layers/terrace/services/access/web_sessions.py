@@ -50,7 +50,9 @@ class WebSessionService:
         user = self._accounts.get_user(user_id)
         if user.suspended:
             raise Unauthenticated("this user is suspended; ask a site administrator")
-        principal = Principal(PrincipalKind.USER, user.id, user.username, site_admin=user.site_admin)
+        principal = Principal(
+            PrincipalKind.USER, user.id, user.username, site_admin=user.site_admin, site_auditor=user.site_auditor
+        )
         return self._start(principal, issuer=issuer)
 
     def _start(self, principal: Principal, *, token_hash: str = "", issuer: str = "") -> tuple[str, WebSession]:
@@ -98,7 +100,9 @@ class WebSessionService:
                 return None
             if user.suspended:
                 return None
-            return Principal(PrincipalKind.USER, user.id, user.username, site_admin=user.site_admin)
+            return Principal(
+                PrincipalKind.USER, user.id, user.username, site_admin=user.site_admin, site_auditor=user.site_auditor
+            )
         return None
 
     def sign_out(self, session: WebSession) -> None:

@@ -18,6 +18,8 @@ FLAGS: dict[str, dict[str, bool]] = {
     "unsuspend": {"suspended": False},
     "grant_admin": {"site_admin": True},
     "revoke_admin": {"site_admin": False},
+    "grant_auditor": {"site_auditor": True},  # a read-only auditor: every organization's settings and audit trail
+    "revoke_auditor": {"site_auditor": False},
 }
 
 

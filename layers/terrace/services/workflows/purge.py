@@ -18,6 +18,7 @@ from terrace.adapters.blobs import BlobStore
 from terrace.domain.errors import NotFound
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.store import AccessStore
+from terrace.services.audit.store import AuditStore
 from terrace.services.notifications.store import NotificationStore
 from terrace.services.policies.store import PolicyStore
 from terrace.services.policies.store_evaluations import EvaluationStore
@@ -44,7 +45,9 @@ class Purge:
         stores: tuple[PolicyStore, EvaluationStore, ModuleStore, ProviderStore],
         *,
         run_store: RunStore,
+        audit_store: AuditStore,
     ) -> None:
+        self._audit = audit_store
         self._policy_store, self._evaluation_store, self._module_store, self._provider_store = stores
         self._run_store = run_store
         self._varsets = varsets
@@ -71,7 +74,8 @@ class Purge:
     def organization_contents(self, org_key: str) -> None:
         """What an organization holds beside its workspaces: variable sets, queued jobs, SSH keys, agent pools (their
         tokens, agents and queued jobs), run tasks, policies, registry modules, providers and GPG keys, tags, runner
-        and organization tokens."""
+        and organization tokens, and its audit trail."""
+        self._audit.delete_all_of(org_key)
         self._run_store.delete_all_of(  # queued jobs, run tasks
             organization=org_key, blobs=self._blobs, revoke=self._revoke, before_run_deleted=self._policy_evaluations
         )

@@ -21,6 +21,7 @@ from terrace.domain import errors
 from terrace.domain.principal import Principal
 from terrace.domain.workspace import WorkspaceLock
 from terrace.web import bodies
+from terrace.web.audit_trail import note_actor
 from terrace.web.deps import ContainerDep
 from terrace.web.jsonapi import RawBody
 
@@ -76,7 +77,9 @@ def authenticate(request: Request, container: Container) -> Principal:
         token = value.strip()
     if not token:
         raise errors.Unauthenticated("send an API token as the basic-auth password (any username)")
-    return container.accounts.authenticate(token)
+    principal = container.accounts.authenticate(token)
+    note_actor(request, principal)  # the request's audit event names its caller
+    return principal
 
 
 def handle(

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
 from terrace.domain import errors
+from terrace.web.audit_trail import note_actor
 from terrace.web.deps import ContainerDep, FormDep
 from terrace.web.ui import sign_in_guard
 from terrace.web.ui.session import COOKIE, CheckedFormDep, SessionDep, render
@@ -64,7 +65,8 @@ def sign_in(request: Request, container: ContainerDep, form: FormDep) -> Any:
     if refusal:
         return sign_in_form(request, container, next=target, status=403, error=refusal)
     try:
-        cookie, _ = container.web_sessions.sign_in(form.get("token", ""))
+        cookie, session = container.web_sessions.sign_in(form.get("token", ""))
+        note_actor(request, session.principal)  # the sign-in's audit event names who signed in
     except errors.Unauthenticated as exc:
         return sign_in_form(request, container, next=target, status=401, error=exc.detail)
     response = session_cookie(RedirectResponse(target, status_code=303), cookie)

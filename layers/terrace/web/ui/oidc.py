@@ -19,6 +19,7 @@ from fastapi.responses import RedirectResponse, Response
 
 from terrace.domain.errors import NotFound, Unauthenticated
 from terrace.services.access.oidc import CALLBACK_PATH, STATE_TTL_S, NotThisBrowser
+from terrace.web.audit_trail import note_actor
 from terrace.web.deps import ContainerDep
 from terrace.web.rate_limit import TokenBuckets
 from terrace.web.ui.auth import local_next, session_cookie, sign_in_form
@@ -79,7 +80,8 @@ def callback(request: Request, container: ContainerDep) -> Any:
     if container.oidc is None:
         raise NotFound("single sign-on is not configured")
     try:
-        cookie, _, target = container.oidc.finish(dict(request.query_params), request.cookies.get(BROWSER_COOKIE))
+        cookie, session, target = container.oidc.finish(dict(request.query_params), request.cookies.get(BROWSER_COOKIE))
+        note_actor(request, session.principal)  # the sign-in's audit event names who signed in
     except NotThisBrowser as exc:
         return sign_in_form(request, container, status=400, error=exc.detail)
     except Unauthenticated as exc:  # the cookie stays: it may be of a sign-in this browser started and can finish

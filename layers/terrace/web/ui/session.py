@@ -10,6 +10,7 @@ from fastapi import Depends, Request
 from fastapi.templating import Jinja2Templates
 
 from terrace.domain.web_sessions import WebSession
+from terrace.web.audit_trail import note_actor
 from terrace.web.deps import ContainerDep, FormDep
 from terrace.web.ui import run_labels
 from terrace.web.ui.curl import curl_command
@@ -41,7 +42,9 @@ def same_token(given: str, expected: str) -> bool:
 
 
 def optional_session(request: Request, container: ContainerDep) -> WebSession | None:
-    return container.web_sessions.resolve(request.cookies.get(COOKIE))
+    session = container.web_sessions.resolve(request.cookies.get(COOKIE))
+    note_actor(request, session.principal if session else None)  # the request's audit event names its caller
+    return session
 
 
 def require_session(session: Annotated[WebSession | None, Depends(optional_session)]) -> WebSession:

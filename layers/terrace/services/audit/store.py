@@ -1,0 +1,104 @@
+"""Storage of audit events: one item per event, append-only, in a partition per organization and UTC day
+(`audit#<org>#<YYYY-MM-DD>`, sort key `<epoch µs>#<id>`: read back in order), listed by organization through gsi1
+(`audit#<org>`) so that `delete_all_of` finds every day, and expiring with the table's TTL (`expires_at`) after the
+retention setting. The only module of `services/audit/` that knows the table: the entity is `domain/audit.py`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from terrace.adapters.table import Table
+from terrace.domain.audit import Actor, AuditEvent
+
+DAY_S = 24 * 3600
+
+
+def day_of(epoch_us: int) -> str:
+    return datetime.fromtimestamp(epoch_us / 1_000_000, UTC).strftime("%Y-%m-%d")
+
+
+def day_partition(organization: str, day: str) -> str:
+    return f"audit#{organization}#{day}"
+
+
+def listed_under(organization: str) -> str:
+    return f"audit#{organization}"
+
+
+def to_item(event: AuditEvent, expires_at: int | None) -> dict[str, Any]:
+    sort_key = f"{event.epoch_us:017d}#{event.id}"
+    item: dict[str, Any] = {
+        "pk": day_partition(event.organization, day_of(event.epoch_us)),
+        "sk": sort_key,
+        "gsi1pk": listed_under(event.organization),
+        "gsi1sk": sort_key,
+        "id": event.id,
+        "timestamp": event.timestamp,
+        "epoch_us": event.epoch_us,
+        "organization": event.organization,
+        "actor": {"kind": event.actor.kind, "id": event.actor.id, "name": event.actor.name},
+        "source": event.source,
+        "action": event.action,
+        "resource_type": event.resource_type,
+        "resource_id": event.resource_id,
+        "outcome": event.outcome,
+        "request_id": event.request_id,
+        "meta": dict(event.meta),
+    }
+    if event.actor.token_id:
+        item["actor"]["token_id"] = event.actor.token_id
+    if expires_at is not None:
+        item["expires_at"] = expires_at
+    return item
+
+
+def from_item(item: Mapping[str, Any]) -> AuditEvent:
+    actor = item.get("actor") or {}
+    return AuditEvent(
+        id=item["id"],
+        timestamp=item["timestamp"],
+        epoch_us=int(item["epoch_us"]),
+        organization=item.get("organization", ""),
+        actor=Actor(actor.get("kind", ""), actor.get("id", ""), actor.get("name", ""), actor.get("token_id")),
+        source=item.get("source", ""),
+        action=item["action"],
+        resource_type=item.get("resource_type", ""),
+        resource_id=item.get("resource_id", ""),
+        outcome=int(item.get("outcome", 0)),
+        request_id=item.get("request_id", ""),
+        meta=dict(item.get("meta") or {}),
+    )
+
+
+class AuditStore:
+    def __init__(self, table: Table, retention_days: int) -> None:
+        self._table = table
+        self._retention_s = retention_days * DAY_S if retention_days > 0 else None
+
+    def append(self, event: AuditEvent) -> None:
+        """Write `event` once (an id written twice is refused by the table: append-only)."""
+        expires = event.epoch_us // 1_000_000 + self._retention_s if self._retention_s else None
+        self._table.put(to_item(event, expires), if_absent=True)
+
+    def between(self, organization: str, since_us: int, until_us: int, limit: int) -> Iterator[AuditEvent]:
+        """The organization's events from `since_us` to `until_us` (epoch µs), oldest first, at most `limit`."""
+        day = datetime.fromtimestamp(since_us / 1_000_000, UTC).date()
+        last = datetime.fromtimestamp(until_us / 1_000_000, UTC).date()
+        given = 0
+        while day <= last and given < limit:
+            for item in self._table.query(day_partition(organization, day.isoformat())):
+                epoch_us = int(item["epoch_us"])
+                if since_us <= epoch_us <= until_us:
+                    yield from_item(item)
+                    given += 1
+                    if given >= limit:
+                        return
+            day += timedelta(days=1)
+
+    def delete_all_of(self, organization: str) -> None:
+        """Every event of an organization (no check: the organization's deletion checked)."""
+        items = self._table.query(listed_under(organization), index="gsi1")
+        if items:
+            self._table.batch_delete([(item["pk"], item["sk"]) for item in items])
