@@ -17,7 +17,6 @@ from terrace.adapters.caller_identity import CallerIdentity
 from terrace.adapters.events import EventPublisher
 from terrace.adapters.job_queue import JobQueue
 from terrace.adapters.job_signal import JobSignal
-from terrace.adapters.kicking_job_queue import KickingJobQueue
 from terrace.adapters.lanes import Lanes
 from terrace.adapters.runner_launcher import RunnerLauncher
 from terrace.adapters.table import Table
@@ -104,8 +103,7 @@ class RunServices:
 
     @cached_property
     def job_queue(self) -> JobQueue:
-        queue: JobQueue = TableJobQueue(self.table, signal=self.job_signal)
-        return KickingJobQueue(queue, self.scaler_kick) if self.scaler_kick else queue
+        return TableJobQueue(self.table, signal=self.job_signal)  # the lanes wake the scaler (`kicking_lanes.py`)
 
     def expect_runner(self, ws: Workspace, speculative: bool = False) -> None:
         """A configuration version of `ws` was created: its run comes once the upload ends. Start a runner now
