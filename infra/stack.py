@@ -82,6 +82,7 @@ class TerraceStack(Stack):
                 **sso.environment(),
                 "TERRACE_SCALER_FUNCTION": functions.scaler.function_name,
                 "TERRACE_POLICY_FUNCTION": functions.policy.function_name,
+                "TERRACE_LOG_READ_WAIT_S": "0",  # a log read answers with what there is: the CLI polls again
                 ORIGIN_VERIFY_ENV: origin_verify.value,
             },
             tracing=settings.tracing,

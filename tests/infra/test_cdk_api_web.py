@@ -37,6 +37,12 @@ def test_api_function_is_arm64_python_with_the_layer_and_powertools(synth):
         assert name in variables, name
 
 
+def test_the_api_function_never_holds_a_log_read_waiting(synth):
+    """A held read bills the Lambda for the wait (and re-read the log every 0.1 s): it answers with what there is."""
+    _, fn = synth.by_path("/Api/Handler/Resource")
+    assert fn["Properties"]["Environment"]["Variables"]["TERRACE_LOG_READ_WAIT_S"] == "0"
+
+
 def test_layer_is_for_arm64_and_the_same_runtime(synth):
     _, layer = synth.by_path("/TerraceLayer/Resource")
     assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]

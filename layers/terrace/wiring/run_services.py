@@ -212,6 +212,7 @@ class RunServices:
             self.run_store,
             self.variables,
             self.settings.log_url_ttl_s,
+            read_wait_s=self.settings.log_read_wait_s,
         )
 
     @cached_property
