@@ -86,7 +86,7 @@ def test_cloudfront_static_from_s3_with_oac_and_the_rest_uncached_to_the_api(syn
     api_origin = origins[default["TargetOriginId"]]
     assert api_origin["CustomOriginConfig"]["OriginProtocolPolicy"] == "https-only"
     assert api_origin["CustomOriginConfig"]["OriginSSLProtocols"] == ["TLSv1.2"]
-    assert dist["Logging"]["Bucket"]
+    assert dist["Logging"]["Fn::If"][1]["Bucket"]  # where CloudFront delivers standard logs (below)
     assert len(synth.resources("AWS::CloudFront::OriginAccessControl")) == 1
 
 
@@ -124,3 +124,31 @@ def test_static_files_are_deployed_to_the_assets_bucket_under_static(synth):
     assert "max-age=300" in str(props["SystemMetadata"])
     assert sorted(p.name for p in STAGED.iterdir()) == sorted(static_files()) and "htmx.min.js" in static_files()
     assert (STAGED / "htmx.min.js").read_bytes() == static_files()["htmx.min.js"].read_bytes()
+
+
+def _holds(condition, conditions, region):
+    """A template condition (Fn::Equals/Or/Not, Condition) evaluated for a stack in `region`."""
+    if "Condition" in condition:
+        return _holds(conditions[condition["Condition"]], conditions, region)
+    if "Fn::Not" in condition:
+        return not _holds(condition["Fn::Not"][0], conditions, region)
+    if "Fn::Or" in condition:
+        return any(_holds(c, conditions, region) for c in condition["Fn::Or"])
+    left, right = condition["Fn::Equals"]
+    return (region if left == {"Ref": "AWS::Region"} else left) == right
+
+
+@pytest.mark.parametrize(
+    ("region", "logged"),
+    [("us-east-1", True), ("eu-west-1", True), ("eu-south-1", False), ("me-south-1", False), ("af-south-1", False)],
+)
+def test_cloudfront_standard_logs_only_where_cloudfront_delivers_them(synth, region, logged):
+    """CloudFront delivers no standard logs to a bucket in an opt-in Region: there the distribution has none (its
+    deploy would fail otherwise); everywhere else they go to the access-log bucket."""
+    _, distribution = synth.by_path("/Web/Distribution/Resource")
+    bucket_id, _ = synth.by_path("/Data/AccessLogsBucket/Resource")
+    condition, delivered, absent = distribution["Properties"]["DistributionConfig"]["Logging"]["Fn::If"]
+    assert absent == {"Ref": "AWS::NoValue"}
+    assert delivered == {"Bucket": {"Fn::GetAtt": [bucket_id, "RegionalDomainName"]}, "Prefix": "cloudfront/"}
+    conditions = synth.template["Conditions"]
+    assert _holds(conditions[condition], conditions, region) is logged
