@@ -149,6 +149,7 @@ FREE = {
     "AWS::CDK::Metadata": "CDK's record of the construct library versions (`cdk synth` adds it): no AWS resource",
     "Custom::CDKBucketDeployment": "runs at deploy time only",
     "Custom::DescribeCognitoUserPoolClient": "runs at deploy time only (Cognito option)",
+    "Custom::EcsServiceLinkedRole": "runs at deploy time only",
     "Custom::TerraceBootstrapAdmin": "runs at deploy time only",
     "Custom::TerraceOriginVerify": "runs at deploy time only",
     "Custom::TerraceRunnerTasks": "runs at stack deletion only",

@@ -115,6 +115,19 @@ def test_every_log_group_is_deleted_with_the_stack_and_has_a_retention(synth, sy
         assert not s.resources("Custom::LogRetention")
 
 
+def test_every_function_writes_to_a_log_group_of_the_stack(synth, synth_options):
+    """A function that names none writes to one Lambda creates on its first run: never expiring, outliving
+    `cdk destroy` (the CDK's own provider functions did). Each names one of the stack's, or the stack has the
+    `/aws/lambda/<its name>` group it would write to."""
+    for s in (synth, synth_options):
+        groups = s.resources("AWS::Logs::LogGroup")
+        named = {json.dumps(g["Properties"].get("LogGroupName")) for g in groups.values()}
+        for logical_id, fn in s.resources("AWS::Lambda::Function").items():
+            config = fn["Properties"].get("LoggingConfig", {}).get("LogGroup")
+            own = json.dumps({"Fn::Join": ["", ["/aws/lambda/", {"Ref": logical_id}]]})
+            assert (config and config["Ref"] in groups) or own in named, logical_id
+
+
 def test_runners_send_no_job_output_to_cloudwatch(synth):
     [task] = synth.resources("AWS::ECS::TaskDefinition").values()
     env = {e["Name"]: e["Value"] for e in task["Properties"]["ContainerDefinitions"][0]["Environment"]}
@@ -135,6 +148,27 @@ def test_runner_tasks_are_stopped_before_the_cluster_is_deleted(synth):
     assert {"ecs:ListTasks", "ecs:StopTask", "ecs:DescribeTasks"} <= _actions(
         _role_statements(synth, "/Functions/Bootstrap/Resource")
     )
+
+
+def test_the_ecs_service_linked_role_is_made_sure_of_before_the_cluster(synth):
+    """A first cluster of an account, with capacity providers, can fail on the role ECS creates for it: a custom
+    resource creates it first (an account that has it answers InvalidInput: taken as done), and never deletes it."""
+    cluster_id, cluster = synth.by_path("/Runner/Cluster/Resource")
+    [(role_id, role)] = synth.resources("Custom::EcsServiceLinkedRole").items()
+    assert role_id in cluster["DependsOn"]
+    create = json.loads(role["Properties"]["Create"])
+    assert (create["service"], create["action"]) == ("IAM", "createServiceLinkedRole")
+    assert create["parameters"] == {"AWSServiceName": "ecs.amazonaws.com"}
+    assert create["ignoreErrorCodesMatching"] == "InvalidInput"
+    assert "Delete" not in role["Properties"]
+    [policy] = [
+        p
+        for p in synth.resources("AWS::IAM::Policy").values()
+        if "iam:CreateServiceLinkedRole" in json.dumps(p["Properties"]["PolicyDocument"])
+    ]
+    [statement] = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Condition"] == {"StringLike": {"iam:AWSServiceName": "ecs.amazonaws.com"}}
+    assert "AWSServiceRoleForECS" in json.dumps(statement["Resource"])
 
 
 # Graviton -------------------------------------------------------------------------------------------------------
