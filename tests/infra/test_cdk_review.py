@@ -56,6 +56,75 @@ def test_cloudfront_sends_the_origin_verify_secret_the_api_checks(synth):
     assert "token_urlsafe" in json.dumps(synth.template) and secret["Properties"]["Rotation"] == ""
 
 
+class _Ssm:
+    """SSM's parameters, as the origin-verify function calls them."""
+
+    class exceptions:  # noqa: N801 - boto3's attribute
+        class ParameterNotFound(Exception):
+            pass
+
+    def __init__(self) -> None:
+        self.parameters: dict[str, str] = {}
+
+    def get_parameter(self, Name, WithDecryption):  # noqa: N803
+        if Name not in self.parameters:
+            raise self.exceptions.ParameterNotFound(Name)
+        return {"Parameter": {"Value": self.parameters[Name]}}
+
+    def put_parameter(self, Name, Value, Type, Overwrite):  # noqa: N803
+        assert Type == "SecureString" and Overwrite
+        self.parameters[Name] = Value
+
+    def delete_parameter(self, Name):  # noqa: N803
+        if self.parameters.pop(Name, None) is None:
+            raise self.exceptions.ParameterNotFound(Name)
+
+
+def test_the_origin_verify_secret_is_never_in_a_physical_id(synth, monkeypatch):
+    """A physical id is shown to whoever may describe the stack (read-only access): the function keeps the value in
+    a SecureString parameter and answers the constant id; an update keeps it, a rotation replaces it, an update of a
+    stack whose id held the value keeps that value (moved to the parameter), and only the current resource's
+    deletion deletes the parameter."""
+    import sys
+    import types
+
+    from infra import origin_verify
+
+    ssm, answers = _Ssm(), []
+    cfnresponse = types.SimpleNamespace(SUCCESS="SUCCESS", FAILED="FAILED")
+    cfnresponse.send = lambda event, context, status, data, physical_id, noEcho=False, reason=None: answers.append(
+        (status, data, physical_id, noEcho)
+    )
+    monkeypatch.setitem(sys.modules, "cfnresponse", cfnresponse)
+    monkeypatch.setitem(sys.modules, "boto3", types.SimpleNamespace(client=lambda service: ssm))
+    namespace: dict = {}
+    exec(compile(origin_verify.CODE, "origin_verify_inline", "exec"), namespace)  # noqa: S102 - the template's code
+    handler = namespace["handler"]
+
+    def call(kind, physical=None, rotation="", old_rotation=""):
+        event = {"RequestType": kind, "ResourceProperties": {"Rotation": rotation, "Parameter": "/terrace/T/ov"}}
+        if physical:
+            event["PhysicalResourceId"] = physical
+        if kind == "Update":
+            event["OldResourceProperties"] = {"Rotation": old_rotation, "Parameter": "/terrace/T/ov"}
+        handler(event, None)
+        return answers[-1]
+
+    status, data, physical, no_echo = call("Create")
+    value = data["Value"]
+    assert (status, physical, no_echo) == ("SUCCESS", "origin-verify", True) and value not in physical
+    assert ssm.parameters == {"/terrace/T/ov": value}
+    assert call("Update", "origin-verify")[1:3] == ({"Value": value}, "origin-verify")  # kept
+    rotated = call("Update", "origin-verify", rotation="2026-11")[1]["Value"]
+    assert rotated != value and ssm.parameters["/terrace/T/ov"] == rotated
+    ssm.parameters.clear()  # a stack deployed before: its physical id holds the value, no parameter yet
+    assert call("Update", "origin-verify-legacyVALUE")[1:3] == ({"Value": "legacyVALUE"}, "origin-verify")
+    assert call("Delete", "origin-verify-legacyVALUE")[0] == "SUCCESS" and ssm.parameters  # the old id's cleanup
+    assert call("Delete", "origin-verify")[0] == "SUCCESS" and ssm.parameters == {}
+    [(_, secret)] = synth.resources("Custom::TerraceOriginVerify").items()
+    assert secret["Properties"]["Parameter"] == "/terrace/Terrace/origin-verify"  # the stack's own path
+
+
 def test_the_custom_domain_pins_tls_1_2(synth_options):
     config = _distribution(synth_options)
     assert config["ViewerCertificate"]["MinimumProtocolVersion"] == "TLSv1.2_2021"
