@@ -51,8 +51,12 @@ def test_layer_is_for_arm64_and_the_same_runtime(synth):
 
 def test_http_api_routes_everything_to_the_lambda_with_throttling_and_access_logs(synth):
     assert len(synth.resources("AWS::ApiGatewayV2::Api")) == 1
-    route = next(iter(synth.resources("AWS::ApiGatewayV2::Route").values()))
-    assert route["Properties"]["RouteKey"] == "$default"
+    [integration_id] = synth.resources("AWS::ApiGatewayV2::Integration")
+    routes = {
+        r["Properties"]["RouteKey"]: r["Properties"] for r in synth.resources("AWS::ApiGatewayV2::Route").values()
+    }
+    assert "$default" in routes  # every route goes to the one function
+    assert {r["Target"]["Fn::Join"][1][1]["Ref"] for r in routes.values()} == {integration_id}
     integration = next(iter(synth.resources("AWS::ApiGatewayV2::Integration").values()))
     assert integration["Properties"]["IntegrationType"] == "AWS_PROXY"
     assert integration["Properties"]["PayloadFormatVersion"] == "2.0"
@@ -61,6 +65,31 @@ def test_http_api_routes_everything_to_the_lambda_with_throttling_and_access_log
     assert stage["DefaultRouteSettings"]["ThrottlingRateLimit"] > 0
     assert stage["DefaultRouteSettings"]["ThrottlingBurstLimit"] > 0
     assert "$context.requestId" in stage["AccessLogSettings"]["Format"]
+
+
+def test_runners_and_the_ui_have_throttling_budgets_of_their_own(synth, tmp_path, synthesize_with):
+    """One shared limit let one noisy client starve the others (a script's burst refused the runners' heartbeats):
+    the runner and agent protocols and the web UI each have their own routes and limits; terraform/tofu and API
+    clients keep the stage's default."""
+    routes = {r["Properties"]["RouteKey"] for r in synth.resources("AWS::ApiGatewayV2::Route").values()}
+    budgets = {"ANY /api/runner/{proxy+}", "ANY /api/agent/{proxy+}", "ANY /app", "ANY /app/{proxy+}"}
+    assert routes == {"$default", *budgets}
+    [(stage_id, stage)] = synth.resources("AWS::ApiGatewayV2::Stage").items()
+    settings = stage["Properties"]["RouteSettings"]
+    assert set(settings) == budgets
+    assert settings["ANY /api/runner/{proxy+}"] == {"ThrottlingRateLimit": 50, "ThrottlingBurstLimit": 100}
+    assert settings["ANY /app/{proxy+}"] == {"ThrottlingRateLimit": 20, "ThrottlingBurstLimit": 40}
+    assert stage["Properties"]["DefaultRouteSettings"] == {"ThrottlingBurstLimit": 100, "ThrottlingRateLimit": 50}
+    route_ids = {
+        k for k, r in synth.resources("AWS::ApiGatewayV2::Route").items() if r["Properties"]["RouteKey"] in budgets
+    }
+    assert route_ids <= set(stage["DependsOn"])  # a stage's settings may only name routes that exist
+    tuned = synthesize_with(
+        tmp_path, {"terrace:runnerRateLimit": "200", "terrace:uiBurstLimit": "9", "terrace:nag": "false"}
+    )
+    [tuned_stage] = tuned.resources("AWS::ApiGatewayV2::Stage").values()
+    assert tuned_stage["Properties"]["RouteSettings"]["ANY /api/agent/{proxy+}"]["ThrottlingRateLimit"] == 200
+    assert tuned_stage["Properties"]["RouteSettings"]["ANY /app"]["ThrottlingBurstLimit"] == 9
 
 
 def test_public_url_is_the_cloudfront_hostname(synth):
