@@ -12,7 +12,6 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from terrace.domain.masking import Masker
 from terrace.services.runs.store_logs import LogStore
@@ -21,13 +20,17 @@ MAX_PHASES = 64  # phases remembered per process (the least recently read go fir
 MAX_BYTES = 8 * 1024 * 1024  # masked log held per phase
 
 
-@dataclass
 class _Cursor:
-    after: str = ""  # the place of the last chunk read ("": none yet)
-    key: tuple[bytes, ...] | None = None  # the masker's secrets; None until the first bytes were masked
-    masked: bytearray = field(default_factory=bytearray)  # the decided, masked stream so far (without STX)
-    pending: bytes = b""  # raw bytes at the end that may begin a secret: undecided until more arrive
-    lock: threading.Lock = field(default_factory=threading.Lock)  # one reader of a phase at a time: it only advances
+    """A process's place in one phase's log: state it moves forward, never a value it stores."""
+
+    __slots__ = ("after", "key", "lock", "masked", "pending")
+
+    def __init__(self) -> None:
+        self.after = ""  # the place of the last chunk read ("": none yet)
+        self.key: tuple[bytes, ...] | None = None  # the masker's secrets; None until the first bytes were masked
+        self.masked = bytearray()  # the decided, masked stream so far (without STX)
+        self.pending = b""  # raw bytes at the end that may begin a secret: undecided until more arrive
+        self.lock = threading.Lock()  # one reader of a phase at a time: a cursor only advances
 
 
 class LogCursors:
