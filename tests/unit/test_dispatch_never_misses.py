@@ -83,3 +83,19 @@ def test_on_aws_the_lanes_wake_the_scaler_function_when_one_is_configured() -> N
     woken.send("plan", LaneMessage("acme", "plan-1", "run-1", "plan"))
     assert isinstance(woken, KickingLanes) and kicks == [1]
     assert not isinstance(aws_adapters.lanes(None, settings), KickingLanes)  # the scaler itself wakes nothing
+
+
+def test_a_reaper_pass_that_resends_many_phases_wakes_the_dispatcher_once() -> None:
+    """A backlog waiting for room is resent every `queued_resend_s`: one scaler tick reads every lane, so one wake
+    after the pass, not one invocation (each listing and receiving) per queued phase."""
+    kicks: list[int] = []
+    inner = MemoryLanes()
+    env, _, _ = _scaler_env(lanes=KickingLanes(inner, lambda: kicks.append(1)), queued_resend_s=0)
+    for n in range(3):
+        body = {"data": {"type": "workspaces", "attributes": {"name": f"w{n}", "execution-mode": "remote"}}}
+        ws = env.api("POST", "/organizations/acme/workspaces", body).json()["data"]["id"]
+        env.create_run(env.upload_config(workspace_id=ws), workspace_id=ws)
+    kicks.clear()
+    assert env.container.reaper.reap_once()["resent"] == 3
+    assert kicks == [1] and len(inner.messages("plan")) == 6  # three resent, each still woken for
+    assert env.container.reaper.reap_once()["resent"] == 3 and kicks == [1, 1]

@@ -7,6 +7,7 @@ other services (what this area takes from the others is declared below as plain 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from functools import cached_property
@@ -274,6 +275,7 @@ class RunServices:
             stages=self.stage_progress,
             slots=self.runner_slots,
             sweeps=(self.outbox_relay, self.auto_destroy, self.assessments),
+            coalesce_wakes=getattr(self.lanes, "coalesced", contextlib.nullcontext),  # AWS: one scaler wake a pass
         )
 
     @cached_property

@@ -18,6 +18,8 @@ assessment schedule's, `assessments.py`: one query, empty while no workspace has
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -63,7 +65,10 @@ class Reaper:
         stages: StageCheck | None = None,
         slots: RunnerSlots | None = None,
         sweeps: tuple[Sweep, ...] = (),
+        coalesce_wakes: Callable[[], AbstractContextManager[None]] = nullcontext,
     ) -> None:
+        # the pass's resends wake the dispatcher once, after the last (`adapters/kicking_lanes.py` on AWS)
+        self._coalesce_wakes = coalesce_wakes
         self._store, self._scheduler, self._retries, self._settings = store, scheduler, retries, settings
         self._stages, self._slots = stages, slots
         self._sweeps = (retention, *sweeps) if retention is not None else sweeps  # data retention first
@@ -73,15 +78,16 @@ class Reaper:
         summary = {"checked": 0, "promoted": 0, "resent": 0, "retried": 0, "errored": 0, "discarded": 0, "staged": 0}
         seen_workspaces: set[str] = set()
         self._saturated_at = None
-        for entry in self._store.open_runs():
-            summary["checked"] += 1
-            try:
-                outcome = self._check(entry["run_id"], entry["workspace_id"], seen_workspaces)
-            except Exception:
-                log.exception("reaper could not check run %s", entry.get("run_id"))
-                continue
-            if outcome:
-                summary[outcome] += 1
+        with self._coalesce_wakes():
+            for entry in self._store.open_runs():
+                summary["checked"] += 1
+                try:
+                    outcome = self._check(entry["run_id"], entry["workspace_id"], seen_workspaces)
+                except Exception:
+                    log.exception("reaper could not check run %s", entry.get("run_id"))
+                    continue
+                if outcome:
+                    summary[outcome] += 1
         for sweep in self._sweeps:  # each decides itself whether it is due (retention hourly; the others one query)
             try:
                 done = sweep.sweep_if_due()
