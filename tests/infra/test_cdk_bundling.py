@@ -33,8 +33,10 @@ def test_pip_command_targets_lambda_arm64_wheels_only(tmp_path):
 LAMBDA_PYTHON = bundling.lambda_python()
 
 
-@pytest.mark.skipif(LAMBDA_PYTHON is None, reason=f"no Python {LAMBDA_PYTHON_VERSION} here to build the bytecode")
 def test_local_bundling_builds_python_folder_and_caches_dependencies(tmp_path, monkeypatch):
+    """The first bundle's bytecode is built by the Lambda's Python when this machine has one (else that part of the
+    check is left out); the second bundle's compilation is skipped (it is the same step: the time is the layer's
+    whole tree)."""
     monkeypatch.setattr(bundling, "CACHE", tmp_path / "cache")
     calls: list[list[str]] = []
 
@@ -55,6 +57,8 @@ def test_local_bundling_builds_python_folder_and_caches_dependencies(tmp_path, m
 
     bundler = bundling.LayerBundling(["fastapi==1"], run=fake_pip)
     for n in (1, 2):
+        if n == 2 or LAMBDA_PYTHON is None:
+            monkeypatch.setattr(bundling, "compile_bytecode", lambda site, python=None: None)
         out = tmp_path / f"out{n}"
         out.mkdir()
         assert bundler.try_bundle(str(out), image=None) is True
@@ -63,8 +67,9 @@ def test_local_bundling_builds_python_folder_and_caches_dependencies(tmp_path, m
         assert (out / "python" / "terrace" / "bootstrap.py").exists()
         tag = f"cpython-{LAMBDA_PYTHON_VERSION.replace('.', '')}"  # bytecode of the Lambda's Python only
         compiled = list((out / "python").rglob("*.pyc"))
-        assert compiled and all(tag in pyc.name for pyc in compiled)
-        assert (out / "python" / "terrace" / "__pycache__" / f"bootstrap.{tag}.pyc").is_file()
+        assert all(tag in pyc.name for pyc in compiled)  # pip's (this Python's) is left behind
+        if n == 1 and LAMBDA_PYTHON is not None:
+            assert (out / "python" / "terrace" / "__pycache__" / f"bootstrap.{tag}.pyc").is_file()
         # only the botocore data of the services Terrace calls, and botocore's own top-level files
         data = out / "python" / "botocore" / "data"
         assert sorted(f.name for f in data.iterdir()) == ["_retry.json", "dynamodb", "endpoints.json"]
