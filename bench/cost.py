@@ -10,95 +10,27 @@ retention, backups) is left out: it grows with use, not with time. The assumptio
 from __future__ import annotations
 
 import argparse
+import copy
 import json
-import re
 import sys
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from bench.cost_catalog import FREE, MONTH_HOURS, MONTH_MINUTES, PRICED, PRICES, PRICES_AS_OF, IdleProfile, RunProfile
+from bench.cost_catalog import (
+    MONTH_HOURS,
+    MONTH_MINUTES,
+    PRICES,
+    PRICES_AS_OF,
+    PROFILES,
+    IdleProfile,
+    RunProfile,
+)
+from bench.cost_logs import hold_s, log_reads
+from bench.cost_template import Line, Resources, unpriced
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-@dataclass(frozen=True)
-class Line:
-    item: str
-    idle_month: float
-    per_1000_runs: float
-    note: str = ""
-
-
-class Resources:
-    """The facts of a template the estimate needs."""
-
-    def __init__(self, template: dict[str, Any]) -> None:
-        self.resources: dict[str, dict[str, Any]] = template["Resources"]
-
-    def of(self, resource_type: str) -> list[dict[str, Any]]:
-        return [r for r in self.resources.values() if r["Type"] == resource_type]
-
-    def functions(self) -> dict[str, dict[str, Any]]:
-        return {k: r for k, r in self.resources.items() if r["Type"] == "AWS::Lambda::Function"}
-
-    def service_of(self, logical_id: str) -> str:
-        variables = self.resources[logical_id]["Properties"].get("Environment", {}).get("Variables", {})
-        return str(variables.get("POWERTOOLS_SERVICE_NAME", logical_id)).removeprefix("terrace-")
-
-    def function(self, service: str) -> dict[str, Any]:
-        for logical_id, fn in self.functions().items():
-            if self.service_of(logical_id) == service:
-                return fn
-        raise KeyError(service)
-
-    def memory_gb(self, fn: dict[str, Any]) -> float:
-        return int(fn["Properties"].get("MemorySize", 128)) / 1024
-
-    @staticmethod
-    def traced(fn: dict[str, Any]) -> bool:
-        return fn["Properties"].get("TracingConfig", {}).get("Mode") == "Active"
-
-    def task(self) -> tuple[float, float, dict[str, str]]:
-        [task] = self.of("AWS::ECS::TaskDefinition")
-        props = task["Properties"]
-        assert props["RuntimePlatform"]["CpuArchitecture"] == "ARM64", "Fargate prices below are for Graviton"
-        env = {e["Name"]: e["Value"] for e in props["ContainerDefinitions"][0].get("Environment", [])}
-        return int(props["Cpu"]) / 1024, int(props["Memory"]) / 1024, env
-
-    def public_runners(self) -> bool:
-        """Runner tasks get a public IPv4 when the scaler is told so (public subnets, no NAT)."""
-        scaler = self.function("scaler")["Properties"]["Environment"]["Variables"]
-        return str(scaler.get("TERRACE_RUNNER_PUBLIC_IP", "true")) == "true"
-
-    def schedules(self) -> list[tuple[str, float, dict[str, Any]]]:
-        """(service, invocations a month, function) for each scheduled rule."""
-        found = []
-        for rule in self.of("AWS::Events::Rule"):
-            expression = rule["Properties"].get("ScheduleExpression", "")
-            match = re.fullmatch(r"rate\((\d+) (minute|minutes|hour|hours)\)", expression)
-            if not match:
-                continue
-            every_min = int(match[1]) * (60 if match[2].startswith("hour") else 1)
-            for target in rule["Properties"]["Targets"]:
-                logical_id = target["Arn"]["Fn::GetAtt"][0]
-                found.append((self.service_of(logical_id), MONTH_MINUTES / every_min, self.resources[logical_id]))
-        return found
-
-    def lanes(self) -> int:
-        """The priority lanes the scaler drains (each tick receives from every one): its TERRACE_QUEUE_URL_LANE_*."""
-        variables = self.function("scaler")["Properties"]["Environment"]["Variables"]
-        return sum(1 for name in variables if name.startswith("TERRACE_QUEUE_URL_LANE_") and not name.endswith("_DLQ"))
-
-    def custom_metrics(self) -> list[tuple[str, str]]:
-        declared = {k: fn.get("Metadata", {}).get("terrace:customMetrics", []) for k, fn in self.functions().items()}
-        return [(self.service_of(k), metric) for k, metrics in declared.items() for metric in metrics]
-
-
-def unpriced(template: dict[str, Any]) -> set[str]:
-    """Resource types of the template that the catalog neither prices nor knows to be free."""
-    return {r["Type"] for r in template["Resources"].values()} - set(PRICED) - set(FREE)
 
 
 def idle_lines(r: Resources, idle: IdleProfile, run: RunProfile) -> list[Line]:
@@ -204,20 +136,23 @@ def run_lines(r: Resources, run: RunProfile) -> tuple[list[Line], dict[str, floa
         nat_gb = run.phases * run.runner_download_mb_per_phase / 1024
         lines.append(Line("NAT gateway data", 0, nat_gb * p["nat_gateway_gb"] * k, f"{nat_gb:.2f} GB/run"))
     polls = run.phases * polls_per_phase(tail, env, run)
-    requests = run.client_requests + run.phases * run.runner_requests_per_phase + polls
     api = r.function("api")
+    logs = log_reads(api["Properties"]["Environment"]["Variables"], r.memory_gb(api), run)
+    requests = run.client_requests + run.phases * run.runner_requests_per_phase + polls + logs.requests
     background = run.scaler_invocations + run.events_invocations
-    gb_s = requests * run.api_ms / 1000 * r.memory_gb(api)
+    gb_s = requests * run.api_ms / 1000 * r.memory_gb(api) + logs.held_gb_s
     gb_s += background * run.background_ms / 1000 * r.memory_gb(r.function("events"))
     lambda_cost = (requests + background) * p["lambda_request"] + gb_s * p["lambda_arm_gb_s"]
     lines.append(Line("Lambda (api, scaler, events)", 0, lambda_cost * k, f"{requests:.0f} API requests/run"))
     lines.append(Line("HTTP API", 0, requests * p["http_api_request"] * k))
     lines.append(Line("CloudFront requests", 0, requests * p["cloudfront_https_request"] * k))
-    ddb = requests * (
+    others = requests - logs.requests  # a log read's units are the log model's
+    ddb = others * (
         run.ddb_reads_per_request * p["ddb_read_request_unit"]
         + run.ddb_writes_per_request * p["ddb_write_request_unit"]
     )
-    lines.append(Line("DynamoDB on-demand", 0, ddb * k))
+    ddb += logs.read_units * p["ddb_read_request_unit"]
+    lines.append(Line("DynamoDB on-demand", 0, ddb * k, f"{logs.read_units:.0f} read units/run for log reads"))
     lines.append(Line("S3 requests", 0, (run.s3_puts * p["s3_put"] + run.s3_gets * p["s3_get"]) * k))
     # each phase is sent to its lane and deleted once claimed; each scaler invocation receives from every lane
     sqs = run.events_sqs_requests_per_run + 2 * run.phases + run.scaler_invocations * r.lanes()
@@ -234,7 +169,12 @@ def run_lines(r: Resources, run: RunProfile) -> tuple[list[Line], dict[str, floa
     # a metric is billed for the hours it is published in: 1,000 runs a month touch nearly every hour
     hours = min(k, MONTH_HOURS) / MONTH_HOURS
     lines.append(Line("Custom metrics", 0, len(metrics) * p["custom_metric_month"] * hours, f"{len(metrics)} metrics"))
-    return lines, {"task_seconds_per_run": task_s, "api_requests_per_run": requests, "runner_polls_per_run": polls}
+    derived = {"task_seconds_per_run": task_s, "api_requests_per_run": requests, "runner_polls_per_run": polls}
+    derived |= {
+        "log_reads_per_run": logs.requests,
+        "log_read_hold_s": hold_s(api["Properties"]["Environment"]["Variables"]),
+    }
+    return lines, derived
 
 
 def estimate(template: dict[str, Any], run: RunProfile = RunProfile(), idle: IdleProfile = IdleProfile()) -> list[Line]:
@@ -261,6 +201,22 @@ def synthesize(context: dict[str, str] | None = None) -> dict[str, Any]:
         return json.loads((Path(outdir) / f"{stack.stack_name}.template.json").read_text())
 
 
+def per_1000_runs(template: dict[str, Any], run: RunProfile) -> float:
+    return sum(line.per_1000_runs for line in run_lines(Resources(template), run)[0])
+
+
+def profile_lines(template: dict[str, Any]) -> list[str]:
+    """Each profile's runs now, and as they were when a log read was held and read the whole log again."""
+    held = copy.deepcopy(template)
+    for fn in Resources(held).functions().values():
+        fn["Properties"].get("Environment", {}).get("Variables", {}).pop("TERRACE_LOG_READ_WAIT_S", None)
+    out = ["Per 1,000 runs by profile (bench/cost_catalog.py PROFILES):"]
+    for name, run in PROFILES.items():
+        before = per_1000_runs(held, replace(run, whole_log_reads=True))
+        out.append(f"  {name:<14} ${per_1000_runs(template, run):.2f}  (${before:.2f} with log reads held, whole)")
+    return out
+
+
 def render(template: dict[str, Any], run: RunProfile = RunProfile(), idle: IdleProfile = IdleProfile()) -> str:
     r = Resources(template)
     per_run, derived = run_lines(r, run)
@@ -275,6 +231,7 @@ def render(template: dict[str, Any], run: RunProfile = RunProfile(), idle: IdleP
             out.append(f"{line.item:<{width}}  {line.idle_month:>12.2f}  {line.per_1000_runs:>12.2f}  {line.note}")
     idle_total, runs_total = sum(x.idle_month for x in lines), sum(x.per_1000_runs for x in lines)
     out.append(f"{'total':<{width}}  {idle_total:>12.2f}  {runs_total:>12.2f}")
+    out.extend(profile_lines(template))
     if speculative := speculative_line(r, run):
         out.append(f"Runner time of {speculative}.")
     out.append("")
@@ -292,10 +249,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.cost", description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--template", type=Path, help="a synthesized template (default: synthesize now)")
     parser.add_argument("-c", "--context", action="append", default=[], help="key=value CDK context when synthesizing")
+    parser.add_argument("--profile", choices=sorted(PROFILES), default="terrace", help="the run the table prices")
     args = parser.parse_args(argv)
     context = dict(item.split("=", 1) for item in args.context)
     template = json.loads(args.template.read_text()) if args.template else synthesize(context)
-    print(render(template))
+    print(render(template, PROFILES[args.profile]))
     return 1 if unpriced(template) else 0
 
 

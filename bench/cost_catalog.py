@@ -47,7 +47,11 @@ class RunProfile:
 
     phases: int = 2  # each on a task of its own (the worst case: a confirmed apply comes after the runner left)
     phase_seconds: int = 60  # Fargate time of one phase, task start and image pull included
-    client_requests: int = 100  # terraform/tofu calls: uploads, run creation, status and log polling
+    client_requests: int = 40  # terraform/tofu calls but the log reads: uploads, run creation, status polls
+    log_stream_s: float = 30.0  # per phase: how long the CLI streams its log (terraform's own time in the phase)
+    log_poll_s: float = 1.0  # the CLI's pause after an empty log read (go-tfe: 0.5 s growing to 2 s)
+    log_kb_per_phase: float = 20.0  # the job output of a phase
+    whole_log_reads: bool = False  # True: as before incremental log reads (each read read the whole log again)
     runner_requests_per_phase: int = 20  # next (claim), ~6 heartbeats, log chunks, finish
     runner_poll_s: float = 2.0  # an idle runner asks /jobs/next this often (short polls: no Lambda held waiting)
     brisk_window_s: float = 10.0  # ... and every brisk_poll_s within this window after a job (runner/config.py)
@@ -66,6 +70,18 @@ class RunProfile:
     runner_download_mb_per_phase: int = 100  # providers and modules (through the NAT gateway when private)
     flow_log_kb_per_phase: int = 10  # rejected packets only
     ecr_image_gb: float = 0.3
+
+
+# The run profiles the bench prices (`python -m bench.cost --profile NAME`; the table shows the first, a line the
+# others). "terrace": the project's own run (null and random providers, a plan and a confirmed apply of a few
+# resources). "aws-provider": a small run with the AWS provider (its ~100 MB arm64 zip downloaded and unpacked by
+# each phase's `terraform init`, a refresh and a few API calls): longer phases, more output.
+PROFILES = {
+    "terrace": RunProfile(),
+    "aws-provider": RunProfile(
+        phase_seconds=90, log_stream_s=50, log_kb_per_phase=60, runner_download_mb_per_phase=130, s3_gets=8
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -130,8 +146,10 @@ FREE = {
     "AWS::SNS::Topic": "free at rest",
     "AWS::SNS::TopicPolicy": "configuration",
     "AWS::SQS::QueuePolicy": "configuration",
+    "AWS::CDK::Metadata": "CDK's record of the construct library versions (`cdk synth` adds it): no AWS resource",
     "Custom::CDKBucketDeployment": "runs at deploy time only",
     "Custom::DescribeCognitoUserPoolClient": "runs at deploy time only (Cognito option)",
+    "Custom::EcsServiceLinkedRole": "runs at deploy time only",
     "Custom::TerraceBootstrapAdmin": "runs at deploy time only",
     "Custom::TerraceOriginVerify": "runs at deploy time only",
     "Custom::TerraceRunnerTasks": "runs at stack deletion only",

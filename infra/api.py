@@ -1,5 +1,10 @@
 """The HTTP API (throttled, access-logged) and the `api` Lambda (FastAPI via Mangum) behind it.
 
+Throttling is per route, and each kind of client has routes of its own (`BUDGETS`): the runner and agent protocols
+(`/api/runner/*`, `/api/agent/*`), the web UI (`/app`, `/app/*`), and everything else (terraform/tofu, API
+clients: the `$default` route, the stage's default limits). A burst of one kind (a script hammering the API, a busy
+UI) is refused there (429) and leaves the others' budgets alone: the runs keep their runners' requests.
+
 The API is created before its handler so CloudFront can point at it and the handler can learn the public
 URL without a dependency cycle: Api <- Distribution <- Function <- Route."""
 
@@ -33,6 +38,15 @@ ACCESS_LOG_FORMAT = json.dumps(
 )
 
 
+# route paths -> the DeploySettings fields of their budget (rate, burst)
+BUDGETS = {
+    "/api/runner/{proxy+}": ("runner_rate_limit", "runner_burst_limit"),
+    "/api/agent/{proxy+}": ("runner_rate_limit", "runner_burst_limit"),
+    "/app": ("ui_rate_limit", "ui_burst_limit"),
+    "/app/{proxy+}": ("ui_rate_limit", "ui_burst_limit"),
+}
+
+
 class Api(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, settings: DeploySettings) -> None:
         super().__init__(scope, construct_id)
@@ -52,6 +66,7 @@ class Api(Construct):
             access_log_settings=_AccessLogs(self.access_logs),
         )
         self.function: lambda_.Function | None = None
+        self._settings = settings
 
     def add_handler(
         self, *, layer: lambda_.ILayerVersion, environment: dict[str, str], tracing: bool = False
@@ -66,13 +81,24 @@ class Api(Construct):
             memory_mb=1024,
             tracing=tracing,
         )
+        integration = integrations.HttpLambdaIntegration("Lambda", self.function)
         apigw.HttpRoute(
-            self,
-            "DefaultRoute",
-            http_api=self.http_api,
-            route_key=apigw.HttpRouteKey.DEFAULT,
-            integration=integrations.HttpLambdaIntegration("Lambda", self.function),
+            self, "DefaultRoute", http_api=self.http_api, route_key=apigw.HttpRouteKey.DEFAULT, integration=integration
         )
+        stage = self.stage.node.default_child
+        assert isinstance(stage, apigw.CfnStage)
+        budgets: dict[str, dict[str, int]] = {}
+        for n, (path, (rate, burst)) in enumerate(BUDGETS.items()):
+            key = apigw.HttpRouteKey.with_(path, apigw.HttpMethod.ANY)
+            route = apigw.HttpRoute(
+                self, f"BudgetRoute{n}", http_api=self.http_api, route_key=key, integration=integration
+            )
+            stage.node.add_dependency(route)  # a stage's route settings name routes that exist
+            budgets[key.key] = {
+                "ThrottlingRateLimit": getattr(self._settings, rate),
+                "ThrottlingBurstLimit": getattr(self._settings, burst),
+            }
+        stage.add_property_override("RouteSettings", budgets)
         return self.function
 
 

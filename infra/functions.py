@@ -1,8 +1,9 @@
-"""The background functions: scaler (woken on every enqueue; every 5 minutes as a backstop) and reaper (every
-minute), events (SQS batches), the bootstrap custom resource that makes the stack's secrets and the site admin,
-and the teardown custom resource (the same function) that stops runner tasks before the cluster is deleted; and the
-policy function, which evaluates tenants' Rego for the events and api functions under a role of its own that may
-only write its logs (no table, bucket, queue, parameter or key; no Terrace setting in its environment)."""
+"""The background functions: scaler (woken by every message sent to a lane and by every runner task that stops; every 5
+minutes as a backstop) and reaper (every minute), events (SQS batches), the bootstrap custom resource that makes the
+stack's secrets and the site admin, and the teardown custom resource (the same function) that stops runner tasks
+before the cluster is deleted; and the policy function, which evaluates tenants' Rego for the events and api
+functions under a role of its own that may only write its logs (no table, bucket, queue, parameter or key; no
+Terrace setting in its environment)."""
 
 from __future__ import annotations
 
@@ -93,6 +94,17 @@ class Functions(Construct):
             resource_type="Custom::TerraceRunnerTasks",
             properties={"Cluster": environment["TERRACE_ECS_CLUSTER"]},
         )
+
+    def wake_scaler_when_runners_stop(self, cluster_arn: str) -> None:
+        """A runner task that stops (idle, retired, handed its slot over, or interrupted on Spot) frees its slot:
+        the scaler ticks at once for the phases that waited for room, not at its next schedule."""
+        stopped = events.EventPattern(
+            source=["aws.ecs"],
+            detail_type=["ECS Task State Change"],
+            detail={"clusterArn": [cluster_arn], "lastStatus": ["STOPPED"]},
+        )
+        target = targets.LambdaFunction(self.scaler, retry_attempts=0)
+        events.Rule(self, "RunnerStopped", event_pattern=stopped, targets=[target])
 
     @property
     def background(self) -> dict[str, lambda_.Function]:

@@ -100,7 +100,11 @@ class Graviton:
 @jsii.implements(IAspect)
 class LogGroupsGoWithTheStack:
     """Every log group of the stack is deleted with it and kept a month at most, the log groups the CDK makes for
-    its own providers too (they default to two years, retained): the teardown promise of docs/aws/index.md."""
+    its own providers too (they default to two years, retained): the teardown promise of docs/aws/index.md. A
+    provider function of the CDK's custom resource framework (`CustomResourceProvider`: the default security group's
+    restriction) names no log group and would write to one Lambda creates on its first run, which never expires and
+    outlives the stack: it gets one of the stack's. (A `lambda.Function` names its own, or the CDK makes its
+    `/aws/lambda/<name>` group, as for `AwsCustomResource`: both are log groups of the stack, visited above.)"""
 
     def visit(self, node: IConstruct) -> None:
         if isinstance(node, logs.CfnLogGroup):
@@ -108,3 +112,14 @@ class LogGroupsGoWithTheStack:
             days = node.retention_in_days
             if not isinstance(days, int | float) or days > LOG_RETENTION_DAYS:
                 node.retention_in_days = LOG_RETENTION_DAYS
+        elif (
+            isinstance(node, CfnResource)
+            and not isinstance(node, lambda_.CfnFunction)
+            and node.cfn_resource_type == "AWS::Lambda::Function"
+        ):
+            scope = node.node.scope
+            if scope is None or scope.node.try_find_child(f"{node.node.id}Logs") is not None:
+                return
+            group = logs.CfnLogGroup(scope, f"{node.node.id}Logs", retention_in_days=LOG_RETENTION_DAYS)
+            group.apply_removal_policy(RemovalPolicy.DESTROY)
+            node.add_property_override("LoggingConfig.LogGroup", group.ref)

@@ -22,6 +22,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra.bundling import REPO
+from infra.service_roles import ecs_service_linked_role
 from infra.settings import DeploySettings
 
 CONTAINER_NAME = "runner"
@@ -92,6 +93,7 @@ class Runner(Construct):
         self.subnets = self.vpc.select_subnets(subnet_type=subnet_type)
 
         self.cluster = ecs.Cluster(self, "Cluster", vpc=self.vpc, enable_fargate_capacity_providers=True)
+        self.cluster.node.add_dependency(ecs_service_linked_role(self))  # a first cluster of the account needs it
         self.log_group = logs.LogGroup(self, "Logs", retention=LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY)
 
         self.task_role = iam.Role(

@@ -37,8 +37,14 @@ class DeploySettings:
     # image store is containerd's (docs/aws/runners.md, "Fargate Spot, warm runners and faster runner starts")
     runner_image_zstd: bool = False
     alarm_email: str | None = None
-    api_rate_limit: int = 50  # requests per second, steady state
+    # requests per second (steady, burst) on the HTTP API, one budget per kind of client, so a noisy one cannot starve
+    # the others (`infra/api.py`): terraform/tofu and API clients; runners and agents; the web UI
+    api_rate_limit: int = 50
     api_burst_limit: int = 100
+    runner_rate_limit: int = 50
+    runner_burst_limit: int = 100
+    ui_rate_limit: int = 20
+    ui_burst_limit: int = 40
     # UI single sign-on: a Cognito user pool the stack creates, or an existing OpenID Connect issuer
     cognito: bool = False
     oidc_issuer: str | None = None
@@ -88,6 +94,10 @@ class DeploySettings:
             alarm_email=ctx("alarmEmail") or None,
             api_rate_limit=int(ctx("apiRateLimit") or cls.api_rate_limit),
             api_burst_limit=int(ctx("apiBurstLimit") or cls.api_burst_limit),
+            runner_rate_limit=int(ctx("runnerRateLimit") or cls.runner_rate_limit),
+            runner_burst_limit=int(ctx("runnerBurstLimit") or cls.runner_burst_limit),
+            ui_rate_limit=int(ctx("uiRateLimit") or cls.ui_rate_limit),
+            ui_burst_limit=int(ctx("uiBurstLimit") or cls.ui_burst_limit),
             cognito=_flag(ctx("cognito")),
             oidc_issuer=issuer,
             oidc_client_id=ctx("oidcClientId") or None,

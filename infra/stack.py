@@ -82,6 +82,7 @@ class TerraceStack(Stack):
                 **sso.environment(),
                 "TERRACE_SCALER_FUNCTION": functions.scaler.function_name,
                 "TERRACE_POLICY_FUNCTION": functions.policy.function_name,
+                "TERRACE_LOG_READ_WAIT_S": "0",  # a log read answers with what there is: the CLI polls again
                 ORIGIN_VERIFY_ENV: origin_verify.value,
             },
             tracing=settings.tracing,
@@ -117,8 +118,11 @@ class TerraceStack(Stack):
         functions.scaler.grant_invoke(api_fn)
         # the events function queues the runs run triggers start (services/workflows/run_trigger_fanout.py): it wakes
         # the scaler as the api does, rather than leaving the run to the scaler's next minute
-        functions.events.add_environment("TERRACE_SCALER_FUNCTION", functions.scaler.function_name)
-        functions.scaler.grant_invoke(functions.events)
+        # and so does the reaper when it resends a queued phase whose lane message was lost (`kicking_lanes.py`)
+        for fn in (functions.events, functions.reaper):
+            fn.add_environment("TERRACE_SCALER_FUNCTION", functions.scaler.function_name)
+            functions.scaler.grant_invoke(fn)
+        functions.wake_scaler_when_runners_stop(runner.cluster.cluster_arn)
         # tenants' Rego runs in the policy function, never beside these functions' credentials: the events function
         # evaluates runs' policy sets there, the api compiles uploaded policies there; invoking it is all they may do
         functions.events.add_environment("TERRACE_POLICY_FUNCTION", functions.policy.function_name)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from aws_cdk import Duration, Fn, RemovalPolicy
+from aws_cdk import Aws, CfnCondition, Duration, Fn, RemovalPolicy
 from aws_cdk import aws_certificatemanager as acm
 from aws_cdk import aws_cloudfront as cloudfront
 from aws_cdk import aws_cloudfront_origins as origins
@@ -96,6 +96,7 @@ class Web(Construct):
             log_bucket=log_bucket,
             log_file_prefix="cloudfront/",
         )
+        standard_logs_where_delivered(self, self.distribution, log_bucket)
         self.static = s3deploy.BucketDeployment(
             self,
             "StaticFiles",
@@ -110,6 +111,29 @@ class Web(Construct):
         )
         self.hostname = settings.domain_name or self.distribution.distribution_domain_name
         self.url = f"https://{self.hostname}"
+
+
+# CloudFront delivers no standard logs to a bucket in these Regions (the opt-in ones; CloudFront Developer Guide,
+# "Choosing an Amazon S3 bucket for your standard logs"): a distribution that names one there fails to deploy.
+NO_STANDARD_LOGS_REGIONS = (
+    "af-south-1", "ap-east-1", "ap-east-2", "ap-south-2", "ap-southeast-3", "ap-southeast-4", "ap-southeast-5",
+    "ap-southeast-7", "ca-west-1", "eu-central-2", "eu-south-1", "eu-south-2", "il-central-1", "me-central-1",
+    "me-south-1", "mx-central-1",
+)  # fmt: skip
+
+
+def standard_logs_where_delivered(scope: Construct, distribution: cloudfront.Distribution, bucket: s3.IBucket) -> None:
+    """The distribution's standard logs go to the stack's access-log bucket, except in a Region where CloudFront
+    delivers none (the stack deploys there without them; the API's own access logs still go to CloudWatch)."""
+    regions = [Fn.condition_equals(Aws.REGION, region) for region in NO_STANDARD_LOGS_REGIONS]
+    groups = [Fn.condition_or(*regions[i : i + 10]) for i in range(0, len(regions), 10)]  # at most 10 per Fn::Or
+    delivered = CfnCondition(scope, "StandardLogsDelivered", expression=Fn.condition_not(Fn.condition_or(*groups)))
+    logging = {"Bucket": bucket.bucket_regional_domain_name, "Prefix": "cloudfront/"}
+    cfn = distribution.node.default_child
+    assert isinstance(cfn, cloudfront.CfnDistribution)
+    cfn.add_property_override(
+        "DistributionConfig.Logging", Fn.condition_if(delivered.logical_id, logging, Aws.NO_VALUE)
+    )
 
 
 def security_headers(scope: Construct) -> cloudfront.ResponseHeadersPolicy:

@@ -141,6 +141,9 @@ class Settings(BaseModel):
     runner_token_ttl_s: int = Field(default=24 * 3600, validation_alias="TERRACE_RUNNER_TOKEN_TTL_S")
     # a log-read URL works this long, or until its phase ended this long ago
     log_url_ttl_s: int = Field(default=5 * 60, validation_alias="TERRACE_LOG_URL_TTL_S")
+    # how long a log read with nothing new holds its request for the next bytes; 0 on AWS: a held Lambda is billed
+    # for the wait, and the CLI polls again anyway (`services/runs/logs.py`)
+    log_read_wait_s: float = Field(default=2.0, ge=0, le=20, validation_alias="TERRACE_LOG_READ_WAIT_S")
     # X-Terraform-Snapshot-Interval on state-version responses: clients with a `cloud` block save intermediate
     # state snapshots at most this often during an apply; 0 disables them
     state_snapshot_interval_s: int = Field(default=300, validation_alias="TERRACE_STATE_SNAPSHOT_INTERVAL_S")

@@ -1,5 +1,5 @@
 """The job queue port (`adapters/job_queue.py: JobQueue`): `TableJobQueue` on each table (memory, SQLite, DynamoDB
-on moto), and `KickingJobQueue` around it. Lanes in order (apply ▸ plan ▸ speculative), then the time a job becomes
+on moto). Lanes in order (apply ▸ plan ▸ speculative), then the time a job becomes
 available, then job id and attempt; a delayed job waits; of concurrent takers exactly one gets each job; an
 organization sees only its own jobs; `queued` lists them in take order; an enqueue wakes its organization's waiters."""
 
@@ -15,7 +15,6 @@ import pytest
 from implementations import IMPLEMENTATIONS, open_table
 from terrace.adapters.condition_job_signal import ConditionJobSignal
 from terrace.adapters.job_queue import JobQueue, QueuedJob
-from terrace.adapters.kicking_job_queue import KickingJobQueue
 from terrace.adapters.table import Item, Table
 from terrace.adapters.table_job_queue import TableJobQueue
 
@@ -61,16 +60,13 @@ class Subject:
     table: Table
 
 
-@pytest.fixture(params=[*IMPLEMENTATIONS, "kicking"])
+@pytest.fixture(params=IMPLEMENTATIONS)
 def subject(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Subject]:
-    """`kicking`: the scaler-waking queue around a `TableJobQueue` on the memory table."""
-    kind = "memory" if request.param == "kicking" else request.param
+    kind = request.param
     clock = Clock()
     signal = ConditionJobSignal(clock=clock.seconds)
     with open_table(kind, tmp_path, lambda: str(request.getfixturevalue("moto_endpoint"))) as table:
         queue: JobQueue = TableJobQueue(table, now_ms=clock.now_ms, signal=signal)
-        if request.param == "kicking":
-            queue = KickingJobQueue(queue, kick=lambda: None)
         yield Subject(queue, clock, signal, table)
 
 

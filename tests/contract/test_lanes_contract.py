@@ -13,6 +13,7 @@ from pathlib import Path
 import boto3
 import pytest
 from implementations import IMPLEMENTATIONS
+from sampling_sqs import sampling_lanes
 from terrace.adapters.definitions import LANE_PRIORITY, lane_queue
 from terrace.adapters.lanes import LaneDelivery, LaneMessage, Lanes
 from terrace.adapters.memory_lanes import MemoryLanes
@@ -111,3 +112,26 @@ def test_a_message_received_too_often_goes_to_its_dead_letters(lanes: Lanes) -> 
         assert lanes.receive("apply", 10, hide_s=1) == []
         time.sleep(0.3)
     assert lanes.dead_letters("apply") == [message(5)] and lanes.dead_letters("plan") == []
+
+
+def test_a_complete_receive_returns_every_waiting_message(lanes: Lanes) -> None:
+    for n in range(3):
+        lanes.send("plan", message(n))
+    deadline = time.monotonic() + DEADLINE_S
+    while (got := lanes.receive("plan", 10, hide_s=30, wait_s=1)) == [] and time.monotonic() < deadline:
+        pass  # moto's first answer may come before its send is visible; a real long poll waits for it
+    got += lanes.receive("plan", 10, hide_s=30, wait_s=1) if len(got) < 3 else []
+    assert sorted(d.message.job_id for d in got) == ["job-0", "job-1", "job-2"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_on_sqs_a_short_poll_may_answer_empty_and_a_long_poll_does_not(seed: int) -> None:
+    """SQS's short poll samples its servers (`sampling_sqs.py`): the lanes' quick receive may miss waiting
+    messages, and `wait_s` asks every server."""
+    sqs_lanes, client = sampling_lanes(seed)
+    for n in range(3):
+        sqs_lanes.send("apply", message(n))
+    quick = sqs_lanes.receive("apply", 10, hide_s=0)
+    complete = sqs_lanes.receive("apply", 10, hide_s=30, wait_s=2)
+    assert len(quick) < 3 and len(complete) == 3
+    assert client.waits[-2:] == [2, 2]  # every receive of a complete read is a long poll, the empty last one too

@@ -103,6 +103,21 @@ def test_gsi1_and_base_ordering_with_prefix_reverse_and_limit(table: Table) -> N
     assert table.query("ws#resources", prefix="zzz") == []
 
 
+def test_a_query_after_a_sort_key_returns_only_the_greater_ones(table: Table) -> None:
+    for key in ("001#-", "001#000000000000", "001#000000000010", "001#~", "002#-"):
+        table.put({"pk": "plan-1#log", "sk": key})
+    assert [i["sk"] for i in table.query("plan-1#log", after="001#000000000000")] == [
+        "001#000000000010",
+        "001#~",
+        "002#-",
+    ]
+    assert [i["sk"] for i in table.query("plan-1#log", after="002#-")] == []
+    assert [i["sk"] for i in table.query("plan-1#log", after="", limit=1)] == ["001#-"]
+    table.put({"pk": "sv-1", "sk": "sv", "gsi1pk": "ws#svs", "gsi1sk": "2024-01-01"})
+    table.put({"pk": "sv-2", "sk": "sv", "gsi1pk": "ws#svs", "gsi1sk": "2024-01-02"})
+    assert [i["pk"] for i in table.query("ws#svs", index="gsi1", after="2024-01-01")] == ["sv-2"]
+
+
 def test_byte_ordering_of_sort_keys(table: Table) -> None:
     keys = ["a", "B", "a#1", "a#10", "a#2", "é", "~", "Z"]
     for key in keys:

@@ -4,6 +4,7 @@ deployment meets the issue's budget: at most $1.00 a month idle (before storage)
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bench import cost
-from bench.cost_catalog import FREE, MONTH_MINUTES, PRICED, PRICES, RunProfile
+from bench.cost_catalog import FREE, MONTH_MINUTES, PRICED, PRICES, PROFILES, RunProfile
 
 pytestmark = pytest.mark.infra
 FUNCTIONS = Path(__file__).resolve().parents[2] / "functions"
@@ -147,3 +148,41 @@ def test_the_cost_benchmark_prices_the_synthesized_template(synth, tmp_path, cap
     assert cost.main(["--template", str(template)]) == 0
     said = capsys.readouterr().out
     assert "Assumptions (bench/cost_catalog.py):" in said and "UNPRICED" not in said
+
+
+def test_a_template_cdk_synth_wrote_is_priced_with_its_metadata(synth, tmp_path, capsys):
+    """`cdk synth` adds `AWS::CDK::Metadata` (the tests synthesize without it): no AWS resource, and no exit 1."""
+    with_metadata = copy.deepcopy(synth.template)
+    with_metadata["Resources"]["CDKMetadata"] = {"Type": "AWS::CDK::Metadata", "Properties": {"Analytics": "v2:..."}}
+    template = tmp_path / "Terrace.template.json"
+    template.write_text(json.dumps(with_metadata))
+    assert cost.main(["--template", str(template), "--profile", "aws-provider"]) == 0
+    assert "UNPRICED" not in capsys.readouterr().out
+
+
+def test_the_clis_log_reads_are_priced_and_never_held_on_aws(synth):
+    """terraform reads a running phase's log about once a `log_poll_s`; each read reads the run and the new chunks
+    (two read units). A held read (the embedded default) held the api Lambda through the whole stream, re-reading
+    every 0.1 s; reading the whole log each time cost more units the longer the log."""
+    run = RunProfile()
+    lines = _lines(synth.template)
+    reads = run.phases * run.log_stream_s / run.log_poll_s
+    assert f"{2 * reads:.0f} read units/run for log reads" in lines["DynamoDB on-demand"].note
+    held = copy.deepcopy(synth.template)
+    [api] = [r for r in held["Resources"].values() if r.get("Metadata", {}).get(
+        "aws:cdk:path", "").endswith("/Api/Handler/Resource")]  # fmt: skip
+    del api["Properties"]["Environment"]["Variables"]["TERRACE_LOG_READ_WAIT_S"]
+    held_lambda = _lines(held)["Lambda (api, scaler, events)"].per_1000_runs
+    held_s = run.phases * run.log_stream_s  # a 1 GB api function
+    assert (
+        held_lambda
+        > lines["Lambda (api, scaler, events)"].per_1000_runs + 0.9 * held_s * PRICES["lambda_arm_gb_s"] * 1000
+    )
+    before = cost.per_1000_runs(held, dataclasses.replace(run, whole_log_reads=True))
+    assert before > cost.per_1000_runs(synth.template, run) + 0.9  # what the review measured: $3.34 against $1.90
+
+
+def test_every_profile_is_printed_with_what_it_cost_before(synth):
+    text = cost.render(synth.template)
+    assert all(re.search(rf"  {name} +\$\d+\.\d\d  \(\$\d+\.\d\d with log reads held", text) for name in PROFILES)
+    assert cost.per_1000_runs(synth.template, PROFILES["terrace"]) <= 2.0

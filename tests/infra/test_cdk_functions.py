@@ -54,9 +54,10 @@ def test_events_function_consumes_the_events_queue_with_partial_failures(synth):
     assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
 
 
-@pytest.mark.parametrize("path", ["/Api/Handler/Resource", "/Functions/Events/Resource"])
-def test_api_and_events_may_invoke_the_scaler_and_know_its_name(synth, path):
-    """The api enqueues runs' jobs; the events function too, for the runs run triggers queue."""
+@pytest.mark.parametrize("path", ["/Api/Handler/Resource", "/Functions/Events/Resource", "/Functions/Reaper/Resource"])
+def test_what_sends_to_the_lanes_may_invoke_the_scaler_and_knows_its_name(synth, path):
+    """The api enqueues runs' jobs; the events function too, for the runs run triggers queue; the reaper resends a
+    queued phase whose message was lost: each message sent wakes the scaler (`adapters/kicking_lanes.py`)."""
     scaler_id, _ = synth.by_path("/Functions/Scaler/Resource")
     _, fn = synth.by_path(path)
     assert fn["Properties"]["Environment"]["Variables"]["TERRACE_SCALER_FUNCTION"] == {"Ref": scaler_id}
@@ -141,3 +142,21 @@ def test_rotate_secrets_context_reaches_the_bootstrap(tmp_path, synthesize_with)
     assert resource["Properties"]["Rotation"] == "2026-11"
     [origin] = rotated.resources("Custom::TerraceOriginVerify").values()
     assert origin["Properties"]["Rotation"] == "2026-11"
+
+
+def test_a_runner_task_that_stops_wakes_the_scaler(synth):
+    """Its slot is free: the phases that waited for room get a runner now, not at the scaler's next schedule."""
+    scaler_id, _ = synth.by_path("/Functions/Scaler/Resource")
+    cluster_id, _ = synth.by_path("/Runner/Cluster/Resource")
+    _, rule = synth.by_path("/Functions/RunnerStopped/Resource")
+    pattern = rule["Properties"]["EventPattern"]
+    assert pattern["source"] == ["aws.ecs"] and pattern["detail-type"] == ["ECS Task State Change"]
+    assert pattern["detail"] == {"clusterArn": [{"Fn::GetAtt": [cluster_id, "Arn"]}], "lastStatus": ["STOPPED"]}
+    assert rule["Properties"]["Targets"][0]["Arn"] == {"Fn::GetAtt": [scaler_id, "Arn"]}
+    permissions = [
+        r["Properties"]
+        for r in synth.resources("AWS::Lambda::Permission").values()
+        if r["Properties"]["Principal"] == "events.amazonaws.com"
+        and r["Properties"]["FunctionName"] == {"Fn::GetAtt": [scaler_id, "Arn"]}
+    ]
+    assert len(permissions) == 2  # its schedule and this rule

@@ -59,7 +59,8 @@ def test_a_backlog_held_for_want_of_room_alarms_on_the_scalers_own_count(synth_o
     schedules = [
         r["Properties"]["ScheduleExpression"]
         for r in synth_options.resources("AWS::Events::Rule").values()
-        if any(t["Arn"] == {"Fn::GetAtt": [scaler_id, "Arn"]} for t in r["Properties"]["Targets"])
+        if "ScheduleExpression" in r["Properties"]
+        and any(t["Arn"] == {"Fn::GetAtt": [scaler_id, "Arn"]} for t in r["Properties"]["Targets"])
     ]
     assert schedules == ["rate(5 minutes)"]  # a datapoint in every period the backlog waits
 

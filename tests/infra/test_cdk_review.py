@@ -56,6 +56,75 @@ def test_cloudfront_sends_the_origin_verify_secret_the_api_checks(synth):
     assert "token_urlsafe" in json.dumps(synth.template) and secret["Properties"]["Rotation"] == ""
 
 
+class _Ssm:
+    """SSM's parameters, as the origin-verify function calls them."""
+
+    class exceptions:  # noqa: N801 - boto3's attribute
+        class ParameterNotFound(Exception):
+            pass
+
+    def __init__(self) -> None:
+        self.parameters: dict[str, str] = {}
+
+    def get_parameter(self, Name, WithDecryption):  # noqa: N803
+        if Name not in self.parameters:
+            raise self.exceptions.ParameterNotFound(Name)
+        return {"Parameter": {"Value": self.parameters[Name]}}
+
+    def put_parameter(self, Name, Value, Type, Overwrite):  # noqa: N803
+        assert Type == "SecureString" and Overwrite
+        self.parameters[Name] = Value
+
+    def delete_parameter(self, Name):  # noqa: N803
+        if self.parameters.pop(Name, None) is None:
+            raise self.exceptions.ParameterNotFound(Name)
+
+
+def test_the_origin_verify_secret_is_never_in_a_physical_id(synth, monkeypatch):
+    """A physical id is shown to whoever may describe the stack (read-only access): the function keeps the value in
+    a SecureString parameter and answers the constant id; an update keeps it, a rotation replaces it, an update of a
+    stack whose id held the value keeps that value (moved to the parameter), and only the current resource's
+    deletion deletes the parameter."""
+    import sys
+    import types
+
+    from infra import origin_verify
+
+    ssm, answers = _Ssm(), []
+    cfnresponse = types.SimpleNamespace(SUCCESS="SUCCESS", FAILED="FAILED")
+    cfnresponse.send = lambda event, context, status, data, physical_id, noEcho=False, reason=None: answers.append(
+        (status, data, physical_id, noEcho)
+    )
+    monkeypatch.setitem(sys.modules, "cfnresponse", cfnresponse)
+    monkeypatch.setitem(sys.modules, "boto3", types.SimpleNamespace(client=lambda service: ssm))
+    namespace: dict = {}
+    exec(compile(origin_verify.CODE, "origin_verify_inline", "exec"), namespace)  # noqa: S102 - the template's code
+    handler = namespace["handler"]
+
+    def call(kind, physical=None, rotation="", old_rotation=""):
+        event = {"RequestType": kind, "ResourceProperties": {"Rotation": rotation, "Parameter": "/terrace/T/ov"}}
+        if physical:
+            event["PhysicalResourceId"] = physical
+        if kind == "Update":
+            event["OldResourceProperties"] = {"Rotation": old_rotation, "Parameter": "/terrace/T/ov"}
+        handler(event, None)
+        return answers[-1]
+
+    status, data, physical, no_echo = call("Create")
+    value = data["Value"]
+    assert (status, physical, no_echo) == ("SUCCESS", "origin-verify", True) and value not in physical
+    assert ssm.parameters == {"/terrace/T/ov": value}
+    assert call("Update", "origin-verify")[1:3] == ({"Value": value}, "origin-verify")  # kept
+    rotated = call("Update", "origin-verify", rotation="2026-11")[1]["Value"]
+    assert rotated != value and ssm.parameters["/terrace/T/ov"] == rotated
+    ssm.parameters.clear()  # a stack deployed before: its physical id holds the value, no parameter yet
+    assert call("Update", "origin-verify-legacyVALUE")[1:3] == ({"Value": "legacyVALUE"}, "origin-verify")
+    assert call("Delete", "origin-verify-legacyVALUE")[0] == "SUCCESS" and ssm.parameters  # the old id's cleanup
+    assert call("Delete", "origin-verify")[0] == "SUCCESS" and ssm.parameters == {}
+    [(_, secret)] = synth.resources("Custom::TerraceOriginVerify").items()
+    assert secret["Properties"]["Parameter"] == "/terrace/Terrace/origin-verify"  # the stack's own path
+
+
 def test_the_custom_domain_pins_tls_1_2(synth_options):
     config = _distribution(synth_options)
     assert config["ViewerCertificate"]["MinimumProtocolVersion"] == "TLSv1.2_2021"
@@ -115,6 +184,19 @@ def test_every_log_group_is_deleted_with_the_stack_and_has_a_retention(synth, sy
         assert not s.resources("Custom::LogRetention")
 
 
+def test_every_function_writes_to_a_log_group_of_the_stack(synth, synth_options):
+    """A function that names none writes to one Lambda creates on its first run: never expiring, outliving
+    `cdk destroy` (the CDK's own provider functions did). Each names one of the stack's, or the stack has the
+    `/aws/lambda/<its name>` group it would write to."""
+    for s in (synth, synth_options):
+        groups = s.resources("AWS::Logs::LogGroup")
+        named = {json.dumps(g["Properties"].get("LogGroupName")) for g in groups.values()}
+        for logical_id, fn in s.resources("AWS::Lambda::Function").items():
+            config = fn["Properties"].get("LoggingConfig", {}).get("LogGroup")
+            own = json.dumps({"Fn::Join": ["", ["/aws/lambda/", {"Ref": logical_id}]]})
+            assert (config and config["Ref"] in groups) or own in named, logical_id
+
+
 def test_runners_send_no_job_output_to_cloudwatch(synth):
     [task] = synth.resources("AWS::ECS::TaskDefinition").values()
     env = {e["Name"]: e["Value"] for e in task["Properties"]["ContainerDefinitions"][0]["Environment"]}
@@ -135,6 +217,27 @@ def test_runner_tasks_are_stopped_before_the_cluster_is_deleted(synth):
     assert {"ecs:ListTasks", "ecs:StopTask", "ecs:DescribeTasks"} <= _actions(
         _role_statements(synth, "/Functions/Bootstrap/Resource")
     )
+
+
+def test_the_ecs_service_linked_role_is_made_sure_of_before_the_cluster(synth):
+    """A first cluster of an account, with capacity providers, can fail on the role ECS creates for it: a custom
+    resource creates it first (an account that has it answers InvalidInput: taken as done), and never deletes it."""
+    cluster_id, cluster = synth.by_path("/Runner/Cluster/Resource")
+    [(role_id, role)] = synth.resources("Custom::EcsServiceLinkedRole").items()
+    assert role_id in cluster["DependsOn"]
+    create = json.loads(role["Properties"]["Create"])
+    assert (create["service"], create["action"]) == ("IAM", "createServiceLinkedRole")
+    assert create["parameters"] == {"AWSServiceName": "ecs.amazonaws.com"}
+    assert create["ignoreErrorCodesMatching"] == "InvalidInput"
+    assert "Delete" not in role["Properties"]
+    [policy] = [
+        p
+        for p in synth.resources("AWS::IAM::Policy").values()
+        if "iam:CreateServiceLinkedRole" in json.dumps(p["Properties"]["PolicyDocument"])
+    ]
+    [statement] = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Condition"] == {"StringLike": {"iam:AWSServiceName": "ecs.amazonaws.com"}}
+    assert "AWSServiceRoleForECS" in json.dumps(statement["Resource"])
 
 
 # Graviton -------------------------------------------------------------------------------------------------------

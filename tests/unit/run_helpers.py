@@ -9,6 +9,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 from terrace.adapters.job_queue import QueuedJob
+from terrace.adapters.lanes import Lanes
 from terrace.adapters.memory_blobs import MemoryBlobs
 from terrace.adapters.table_job_queue import TableJobQueue
 from terrace.bootstrap import Container, build_memory
@@ -145,7 +146,8 @@ def join(env: RunEnv, token: str, username: str, organization: str = "acme") -> 
     return str(mine)
 
 
-def make_run_env(organization: str = "acme", **settings: Any) -> RunEnv:
+def make_run_env(organization: str = "acme", lanes: Lanes | None = None, **settings: Any) -> RunEnv:
+    """`lanes`: the dispatcher's lanes (default: in memory)."""
     container = build_memory(
         Settings(
             table_name="memory",
@@ -155,6 +157,8 @@ def make_run_env(organization: str = "acme", **settings: Any) -> RunEnv:
             **settings,
         )
     )
+    if lanes is not None:
+        container.lanes = lanes  # before any service is built
     user = container.accounts.create_user("alice", "alice@example.com")
     token = container.accounts.issue_token(PrincipalKind.USER, user.id).secret
     client = TestClient(create_app(container))

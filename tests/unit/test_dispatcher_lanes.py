@@ -14,7 +14,7 @@ from terrace.adapters.lanes import LaneMessage
 from terrace.adapters.memory_lanes import MemoryLanes
 from terrace.adapters.runner_launcher import LiveRunner, runner_environment
 from terrace.domain import clock
-from terrace.services.runs import runner_slots
+from terrace.services.runs import lane_reads, runner_slots
 from terrace.services.runs import scaler as scaler_module
 from terrace.services.runs.runner_slots import RunnerSlots
 from terrace.services.runs.scaler import Scaler
@@ -126,7 +126,7 @@ class LaggingLauncher(FakeLauncher):
 
 
 def test_concurrent_dispatchers_never_start_more_than_the_maximum(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scaler_module, "DRAIN_MAX", 3)  # each tick receives its own part of the backlog (as SQS)
+    monkeypatch.setattr(lane_reads, "DRAIN_MAX", 3)  # each tick receives its own part of the backlog (as SQS)
     env, _, _ = _scaler_env(max_runners=2)
     for n in range(6):
         ws = workspace(env, "acme", f"w{n}")

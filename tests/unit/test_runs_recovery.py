@@ -110,21 +110,3 @@ def test_queue_and_capacity_report_the_real_queue() -> None:
     assert [r["attributes"]["status"] for r in queue["data"]] == ["planning", "plan_queued"]
     capacity = env.api("GET", "/organizations/acme/capacity").json()["data"]["attributes"]
     assert capacity == {"pending": 1, "running": 1}
-
-
-def test_enqueue_wakes_the_scaler_and_survives_its_failure() -> None:
-    from terrace.adapters.kicking_job_queue import KickingJobQueue
-    from terrace.adapters.memory_table import MemoryTable
-    from terrace.adapters.table_job_queue import TableJobQueue
-
-    kicks: list[int] = []
-    inner = TableJobQueue(MemoryTable())
-    KickingJobQueue(inner, lambda: kicks.append(1)).enqueue(
-        "o", "plan", {"job_id": "plan-x", "run_id": "r", "phase": "plan"}
-    )
-
-    def broken() -> None:
-        raise RuntimeError("lambda unavailable")
-
-    KickingJobQueue(inner, broken).enqueue("o", "apply", {"job_id": "apply-x", "run_id": "r", "phase": "apply"})
-    assert kicks == [1] and [q.lane for q in inner.queued("o")] == ["apply", "plan"]

@@ -186,6 +186,7 @@ class DynamoTable:
         index: str | None = None,
         reverse: bool = False,
         limit: int | None = None,
+        after: str | None = None,
     ) -> list[Item]:
         pk_name, sk_name = _INDEX_KEYS[index] if index else ("pk", "sk")
         expression = "#pk = :pk"
@@ -194,6 +195,10 @@ class DynamoTable:
         if prefix:
             expression += " AND begins_with(#sk, :prefix)"
             values[":prefix"] = {"S": prefix}
+            names["#sk"] = sk_name
+        elif after:  # "" is every key (a key is never empty)
+            expression += " AND #sk > :after"
+            values[":after"] = {"S": after}
             names["#sk"] = sk_name
         kwargs: dict[str, Any] = {
             "TableName": self._name,

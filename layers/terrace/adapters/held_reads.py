@@ -132,13 +132,16 @@ class HeldReadsTable:
         index: str | None = None,
         reverse: bool = False,
         limit: int | None = None,
+        after: str | None = None,
     ) -> list[Item]:
         held = _scope.get()
         if held is None:
-            return self._inner.query(pk, prefix=prefix, index=index, reverse=reverse, limit=limit)
-        key = (pk, prefix, index, reverse, limit)
+            return self._inner.query(pk, prefix=prefix, index=index, reverse=reverse, limit=limit, after=after)
+        key = (pk, prefix, index, reverse, limit, after)
         if key not in held.queries:
-            held.queries[key] = self._inner.query(pk, prefix=prefix, index=index, reverse=reverse, limit=limit)
+            held.queries[key] = self._inner.query(
+                pk, prefix=prefix, index=index, reverse=reverse, limit=limit, after=after
+            )
         return copy.deepcopy(held.queries[key])
 
     # writes ------------------------------------------------------------------------------------

@@ -2,8 +2,8 @@
 
 A job waits on a lane (apply ▸ plan ▸ speculative, `definitions.LANE_PRIORITY`) until it is available (retry
 back-off); `take` removes the organization's next available one, highest lane first, and of two takers exactly one
-gets it. Implementations: `table_job_queue.py` (an index in the table, on any table) and `kicking_job_queue.py`
-(wakes the scaler after each enqueue); `tests/contract/test_job_queue_contract.py` is the contract.
+gets it. Implementation: `table_job_queue.py` (an index in the table, on any table); the scaler is woken by the
+lanes (`kicking_lanes.py`), not by this queue. `tests/contract/test_job_queue_contract.py` is the contract.
 """
 
 from __future__ import annotations

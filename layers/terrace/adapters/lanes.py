@@ -52,9 +52,12 @@ class Lanes(Protocol):
         """Queue `message` on `lane`, visible after `delay_s` (at most MAX_DELAY_S)."""
         ...
 
-    def receive(self, lane: str, max_messages: int, hide_s: int) -> list[LaneDelivery]:
-        """Up to `max_messages` visible messages of `lane` (never waits), each hidden for `hide_s` unless deleted
-        or released; a message received past its lane's maximum moves to the lane's dead letters instead."""
+    def receive(self, lane: str, max_messages: int, hide_s: int, wait_s: int = 0) -> list[LaneDelivery]:
+        """Up to `max_messages` visible messages of `lane`, each hidden for `hide_s` unless deleted or released; a
+        message received past its lane's maximum moves to the lane's dead letters instead. `wait_s` 0: a quick
+        answer that may miss visible messages (SQS's short poll samples some of its servers, and may answer
+        empty); `wait_s` > 0: a complete answer (SQS's long poll asks every server), which waits up to `wait_s`
+        for a first message when none is visible. The SQLite and memory lanes always answer completely, at once."""
         ...
 
     def delete(self, delivery: LaneDelivery) -> None: ...

@@ -51,6 +51,7 @@ class MemoryTable:
         index: str | None = None,
         reverse: bool = False,
         limit: int | None = None,
+        after: str | None = None,
     ) -> list[Item]:
         pk_name, sk_name = _INDEX_KEYS[index] if index else ("pk", "sk")
         with self._lock:
@@ -60,6 +61,7 @@ class MemoryTable:
                 if item.get(pk_name) == pk
                 and sk_name in item
                 and (prefix is None or str(item[sk_name]).startswith(prefix))
+                and (after is None or str(item[sk_name]) > after)
             ]
         found.sort(key=lambda item: (item[sk_name], item["pk"], item["sk"]), reverse=reverse)
         return found[:limit] if limit is not None else found

@@ -120,6 +120,7 @@ class SqliteTable:
         index: str | None = None,
         reverse: bool = False,
         limit: int | None = None,
+        after: str | None = None,
     ) -> list[Item]:
         pk_name, sk_name = _INDEX_KEYS[index] if index else ("pk", "sk")
         sql = f"SELECT body FROM items WHERE {pk_name} = ? AND {sk_name} IS NOT NULL"
@@ -127,6 +128,9 @@ class SqliteTable:
         if prefix:
             sql += f" AND {sk_name} >= ? AND substr({sk_name}, 1, length(?)) = ?"
             params += [prefix, prefix, prefix]
+        elif after is not None:
+            sql += f" AND {sk_name} > ?"
+            params.append(after)
         direction = "DESC" if reverse else "ASC"
         sql += f" ORDER BY {sk_name} {direction}, pk {direction}, sk {direction}"
         if limit is not None:

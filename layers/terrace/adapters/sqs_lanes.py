@@ -1,5 +1,8 @@
 """The lanes (`lanes.Lanes`) on SQS (moto locally): one queue per lane, each with its dead-letter queue
-(`definitions.LANE_QUEUES`); release is `ChangeMessageVisibility` to 0."""
+(`definitions.LANE_QUEUES`); release is `ChangeMessageVisibility` to 0.
+
+A short poll (`wait_s` 0) asks a sample of SQS's servers and may answer empty while messages wait, so an empty
+short answer proves nothing; with `wait_s` every receive is a long poll, which asks them all."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from terrace.adapters.definitions import LANE_PRIORITY, lane_queue
 from terrace.adapters.lanes import MAX_DELAY_S, LaneDelivery, LaneMessage, check_lane
 
 SQS_BATCH = 10  # ReceiveMessage's maximum
+MAX_WAIT_S = 20  # ReceiveMessage's longest wait
 
 
 class SqsLanes:
@@ -29,13 +33,13 @@ class SqsLanes:
         extra = {"DelaySeconds": delay} if delay else {}
         self._client.send_message(QueueUrl=self._url(lane), MessageBody=json.dumps(message.body()), **extra)
 
-    def receive(self, lane: str, max_messages: int, hide_s: int) -> list[LaneDelivery]:
+    def receive(self, lane: str, max_messages: int, hide_s: int, wait_s: int = 0) -> list[LaneDelivery]:
         url, received = self._url(lane), list[LaneDelivery]()
         while len(received) < max_messages:
             response = self._client.receive_message(
                 QueueUrl=url,
                 MaxNumberOfMessages=min(SQS_BATCH, max_messages - len(received)),
-                WaitTimeSeconds=0,
+                WaitTimeSeconds=min(max(0, wait_s), MAX_WAIT_S),
                 VisibilityTimeout=hide_s,
                 AttributeNames=["ApproximateReceiveCount"],
             )

@@ -62,7 +62,12 @@ class Table(Protocol):
         index: str | None = None,
         reverse: bool = False,
         limit: int | None = None,
-    ) -> list[Item]: ...
+        after: str | None = None,
+    ) -> list[Item]:
+        """Items of partition `pk` (of `index`'s partition, if given), sorted by their sort key; `prefix`: only sort
+        keys that begin with it; `after`: only sort keys greater than it (a reader that has the rest reads on from
+        there). `prefix` and `after` are not given together."""
+        ...
 
     def transact(self, ops: Sequence[WriteOp]) -> None: ...
 

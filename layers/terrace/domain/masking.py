@@ -50,6 +50,7 @@ class Masker:
                 found |= forms(secret)
         ordered = sorted(found, key=len, reverse=True)
         self._forms = ordered
+        self.key = tuple(sorted(ordered))  # equal for two maskers that mask alike
         self.longest = len(ordered[0]) if ordered else 0
         self._pattern = re.compile(b"|".join(re.escape(f) for f in ordered)) if ordered else None
 

@@ -21,6 +21,7 @@ from terrace.adapters.definitions import LANE_QUEUES
 from terrace.adapters.dynamo_table import DynamoTable
 from terrace.adapters.ecs_runner_launcher import EcsLauncher
 from terrace.adapters.encryptor import Encryptor
+from terrace.adapters.kicking_lanes import KickingLanes
 from terrace.adapters.kms_encryptor import KmsEncryptor
 from terrace.adapters.lambda_policy_engine import LambdaPolicyEngine
 from terrace.adapters.lanes import Lanes
@@ -82,7 +83,7 @@ def connect(settings: Settings) -> AwsAdapters:
         scaler_kick=kick,
         mail=SesMail(clients["ses"], settings.mail_from),
         signing_keys=SsmSigningKeys(clients["ssm"], settings.workload_identity_keys_path),
-        lanes=lanes(clients["sqs"], settings),
+        lanes=lanes(clients["sqs"], settings, kick),
         caller_identity=StsCallerIdentity(sts_endpoint(settings)) if settings.runner_task_role_arn else None,
         policy_engine=policy_engine(settings),
     )
@@ -136,12 +137,14 @@ class LazyClient:
         return getattr(self._client, name)
 
 
-def lanes(sqs: Any, settings: Settings) -> Lanes:
-    """The SQS lanes of `definitions.LANE_QUEUES` (and their dead letters), when their URLs are configured."""
+def lanes(sqs: Any, settings: Settings, kick: Callable[[], None] | None = None) -> Lanes:
+    """The SQS lanes of `definitions.LANE_QUEUES` (and their dead letters), when their URLs are configured; with
+    `kick`, every message sent wakes the scaler."""
     names = [q.logical_name for q in LANE_QUEUES] + [q.dead_letter for q in LANE_QUEUES if q.dead_letter]
+    found: Lanes = MemoryLanes()
     if all(settings.queue_urls.get(name) for name in names):
-        return SqsLanes(sqs, {name: settings.queue_urls[name] for name in names})
-    return MemoryLanes()
+        found = SqsLanes(sqs, {name: settings.queue_urls[name] for name in names})
+    return KickingLanes(found, kick) if kick is not None else found
 
 
 def boto_clients(settings: Settings) -> dict[str, Any]:

@@ -7,6 +7,7 @@ other services (what this area takes from the others is declared below as plain 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from functools import cached_property
@@ -17,7 +18,6 @@ from terrace.adapters.caller_identity import CallerIdentity
 from terrace.adapters.events import EventPublisher
 from terrace.adapters.job_queue import JobQueue
 from terrace.adapters.job_signal import JobSignal
-from terrace.adapters.kicking_job_queue import KickingJobQueue
 from terrace.adapters.lanes import Lanes
 from terrace.adapters.runner_launcher import RunnerLauncher
 from terrace.adapters.table import Table
@@ -108,8 +108,7 @@ class RunServices:
 
     @cached_property
     def job_queue(self) -> JobQueue:
-        queue: JobQueue = TableJobQueue(self.table, signal=self.job_signal)
-        return KickingJobQueue(queue, self.scaler_kick) if self.scaler_kick else queue
+        return TableJobQueue(self.table, signal=self.job_signal)  # the lanes wake the scaler (`kicking_lanes.py`)
 
     def expect_runner(self, ws: Workspace, speculative: bool = False) -> None:
         """A configuration version of `ws` was created: its run comes once the upload ends. Start a runner now
@@ -219,6 +218,7 @@ class RunServices:
             self.run_store,
             self.variables,
             self.settings.log_url_ttl_s,
+            read_wait_s=self.settings.log_read_wait_s,
         )
 
     @cached_property
@@ -282,6 +282,7 @@ class RunServices:
             slots=self.runner_slots,
             sweeps=(self.outbox_relay, self.auto_destroy, self.assessments),
             phase_timeout=lambda phase: self.admin_settings.phase_timeout_s(phase),
+            coalesce_wakes=getattr(self.lanes, "coalesced", contextlib.nullcontext),  # AWS: one scaler wake a pass
         )
 
     @cached_property

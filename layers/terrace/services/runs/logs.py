@@ -10,9 +10,11 @@ sensitive variable values again when it archives a log and when it serves live c
 depth: every reader, the API and the UI, reads through here). A live read stops short of a possible
 split secret at the end of what has arrived, so what a reader saw never changes as the log grows.
 
-A log-read URL that has nothing new for a phase still running holds the request up to `read_wait_s`, re-reading
-every `READ_POLL_S`, and answers as soon as bytes (or the phase's end, ETX) arrive: the CLI's reader (go-tfe)
-otherwise sleeps 0.5-2 s between empty answers, and would see a phase's end that much later.
+A poll reads only the chunks written since the previous one (`log_cursors.py`); a finished phase's log is read from
+its archive (one ranged GET), never from the table. Embedded, a log-read URL that has nothing new for a phase still
+running holds the request up to `read_wait_s` (`TERRACE_LOG_READ_WAIT_S`), re-reading every `READ_POLL_S`, and
+answers as soon as bytes (or the phase's end, ETX) arrive: the CLI's reader (go-tfe) otherwise sleeps 0.5-2 s
+between empty answers. On AWS it is 0: the answer is what there is, and a Lambda is never held waiting.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from terrace.domain.errors import NotFound
 from terrace.domain.masking import Masker
 from terrace.domain.runs import PhaseState, Run, run_id_of
 from terrace.domain.url_signing import Purpose, UrlSigning
+from terrace.services.runs.log_cursors import LogCursors
 from terrace.services.runs.store import RunStore
 from terrace.services.runs.store_logs import HEAD, TAIL, archive_key
 from terrace.services.workspaces.variables import VariableService
@@ -63,6 +66,7 @@ class LogService:
         self._variables = variables
         self._link_ttl_s = link_ttl_s
         self._read_wait_s, self._sleep = read_wait_s, sleep
+        self._cursors = LogCursors(store.logs)  # a poll reads only the chunks written since the last one
 
     def _masker(self, run: Run) -> Masker:
         return Masker(self._variables.sensitive_values_of(run).values)
@@ -113,11 +117,10 @@ class LogService:
         limit = min(limit, MAX_READ)
         if run is None:
             return self._blobs.get_range(archive_key(phase_id), offset, offset + limit)
-        body = self._raw_body(phase_id)
-        if not final and len(STX) + len(body) <= offset:
-            return b""  # nothing past what the poller has (masking never lengthens): no variables read
-        masker = self._masker(run)
-        framed = STX + (masker.mask(body) + ETX if final else masker.safe_prefix(body)[0])
+        stream = self._cursors.stream(phase_id, offset - len(STX), lambda: self._masker(run), final=final)
+        if stream is None:
+            return b""  # nothing past what the poller has: no variables read
+        framed = STX + stream + (ETX if final else b"")
         return framed[offset : offset + limit]
 
     def tail(self, phase_id: str, archived: bool, max_bytes: int = 2000) -> str:

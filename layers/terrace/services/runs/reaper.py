@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -65,8 +66,11 @@ class Reaper:
         slots: RunnerSlots | None = None,
         sweeps: tuple[Sweep, ...] = (),
         phase_timeout: Callable[[str], int | None] = lambda _phase: None,
+        coalesce_wakes: Callable[[], AbstractContextManager[None]] = nullcontext,
     ) -> None:
         self._phase_timeout = phase_timeout  # the site admin's plan-timeout / apply-timeout (admin/general-settings)
+        # the pass's resends wake the dispatcher once, after the last (`adapters/kicking_lanes.py` on AWS)
+        self._coalesce_wakes = coalesce_wakes
         self._store, self._scheduler, self._retries, self._settings = store, scheduler, retries, settings
         self._stages, self._slots = stages, slots
         self._sweeps = (retention, *sweeps) if retention is not None else sweeps  # data retention first
@@ -76,15 +80,16 @@ class Reaper:
         summary = {"checked": 0, "promoted": 0, "resent": 0, "retried": 0, "errored": 0, "discarded": 0, "staged": 0}
         seen_workspaces: set[str] = set()
         self._saturated_at = None
-        for entry in self._store.open_runs():
-            summary["checked"] += 1
-            try:
-                outcome = self._check(entry["run_id"], entry["workspace_id"], seen_workspaces)
-            except Exception:
-                log.exception("reaper could not check run %s", entry.get("run_id"))
-                continue
-            if outcome:
-                summary[outcome] += 1
+        with self._coalesce_wakes():
+            for entry in self._store.open_runs():
+                summary["checked"] += 1
+                try:
+                    outcome = self._check(entry["run_id"], entry["workspace_id"], seen_workspaces)
+                except Exception:
+                    log.exception("reaper could not check run %s", entry.get("run_id"))
+                    continue
+                if outcome:
+                    summary[outcome] += 1
         for sweep in self._sweeps:  # each decides itself whether it is due (retention hourly; the others one query)
             try:
                 done = sweep.sweep_if_due()

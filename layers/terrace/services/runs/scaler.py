@@ -2,7 +2,8 @@
 priority order, within a global maximum.
 
 Every phase that becomes runnable is sent to its lane (`RunScheduler.send_to_lane`; `adapters/lanes.py`). Each
-tick drains the lanes strictly in order, apply ▸ plan ▸ speculative (within a lane, organizations take turns:
+tick reads the lanes without missing a queued phase (`lane_reads.py`: SQS's short poll may answer empty) and
+drains them strictly in order, apply ▸ plan ▸ speculative (within a lane, organizations take turns:
 `runner_turns.py`, which also tells a runner to hand its slot over when others wait), and
 for each phase still queued makes sure a runner of its organization will take it: an idle live runner of that
 organization (live, not running a phase, not already counted for another waiting phase), else a new one, within
@@ -14,7 +15,8 @@ follows the backlog); and releases the messages that still wait, so the next tic
 deleted once its job is claimed or gone (a duplicate is deleted too), so stale messages are harmless; runners
 never read the lanes: they claim their organization's jobs through the runner API (`JobService.next`).
 
-A tick runs on a schedule and whenever something may need a runner: after every enqueue, and when a
+A tick runs on a schedule and whenever something may need a runner: after every message sent to a lane (an
+enqueue, a retry, the reaper's resend), when a runner task stops (on AWS), and when a
 configuration version is created (`expect`): its run does not exist yet, but the runner's start (a Fargate
 task, a Python process) then overlaps the upload. An expected organization counts, after the lanes, as needing
 one runner until its run is queued (at most `EXPECT_S`).
@@ -40,7 +42,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from terrace.adapters.definitions import LANE_PRIORITY, LANE_VISIBILITY_S
+from terrace.adapters.definitions import LANE_PRIORITY
 from terrace.adapters.lanes import LaneDelivery, Lanes
 from terrace.adapters.runner_launcher import RunnerCredential, RunnerLauncher
 from terrace.config import Settings
@@ -49,6 +51,7 @@ from terrace.domain import runs as rs
 from terrace.domain.ids import new_id
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.runner_enrollment import RUNNER_TOKEN_SUBJECT, RunnerEnrollments
+from terrace.services.runs.lane_reads import read_lanes
 from terrace.services.runs.runner_slots import RunnerSlots
 from terrace.services.runs.runner_turns import take_turns
 from terrace.services.runs.store import RunStore
@@ -56,7 +59,6 @@ from terrace.services.runs.store import RunStore
 log = logging.getLogger("terrace.scaler")
 REVOKE_GRACE_S = 120  # a task just started may not be listed yet
 EXPECT_S = 120  # how long a created configuration version counts as a run to come (its upload may be slow)
-DRAIN_MAX = 1000  # messages read from one lane per tick
 
 __all__ = ["RUNNER_TOKEN_SUBJECT", "Scaler"]
 
@@ -115,10 +117,6 @@ class Scaler:
             }
             return sorted(self._expected)
 
-    def _receive(self) -> list[LaneDelivery]:
-        """Every lane's waiting messages, hidden from other ticks until released, in LANE_PRIORITY order."""
-        return [d for lane in LANE_PRIORITY for d in self._lanes.receive(lane, DRAIN_MAX, hide_s=LANE_VISIBILITY_S)]
-
     def _drain(
         self, received: list[LaneDelivery], open_runs: dict[str, str], turns: dict[str, float] | None = None
     ) -> list[LaneDelivery]:
@@ -153,10 +151,9 @@ class Scaler:
             running = Counter(e["organization"] for e in entries if e["status"] in rs.RUNNING)
             queued = Counter(e["organization"] for e in entries if e["status"] in rs.QUEUED)
             return {"demand": dict(running + queued), "live": None, "started": {}, "reason": "no launcher configured"}
-        received = self._receive()  # before the open runs: each message names a run written before it was sent
+        received, entries = read_lanes(self._lanes, self._runner_entries)
         waiting: list[LaneDelivery] | None = None
         try:
-            entries = self._runner_entries()
             running = Counter(e["organization"] for e in entries if e["status"] in rs.RUNNING)
             live_runners = self.launcher.live()
             live_ids = {runner.token_id for runner in live_runners}

@@ -38,6 +38,12 @@ class LogStore:
         """The chunks in order (one query)."""
         return [bytes(item["data"]) for item in self._table.query(log_partition(phase_id))]
 
+    def chunks_after(self, phase_id: str, after: str) -> list[tuple[str, bytes]]:
+        """The chunks whose place sorts after `after` ("": all), in order, each with its place (one query)."""
+        return [
+            (str(item["sk"]), bytes(item["data"])) for item in self._table.query(log_partition(phase_id), after=after)
+        ]
+
     def purge(self, phase_id: str) -> None:
         """Delete the chunks, one by one (the archive holds them now)."""
         for item in self._table.query(log_partition(phase_id)):
