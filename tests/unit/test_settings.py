@@ -78,6 +78,7 @@ VARIABLES = {
     "runner_token_ttl_s": ("TERRACE_RUNNER_TOKEN_TTL_S", "11", 11, 24 * 3600),
     "log_url_ttl_s": ("TERRACE_LOG_URL_TTL_S", "12", 12, 5 * 60),
     "log_read_wait_s": ("TERRACE_LOG_READ_WAIT_S", "0", 0.0, 2.0),
+    "audit_retention_days": ("TERRACE_AUDIT_RETENTION_DAYS", "30", 30, 365),
     "state_snapshot_interval_s": ("TERRACE_STATE_SNAPSHOT_INTERVAL_S", "13", 13, 300),
     "tool_catalog": ("TERRACE_TOOL_CATALOG", "terraform=1.0.3", "terraform=1.0.3", ""),
     "tool_downloads": ("TERRACE_TOOL_DOWNLOADS", "false", False, True),
