@@ -45,6 +45,7 @@ from terrace.wiring.registry_services import RegistryServices
 from terrace.wiring.run_services import RunServices
 from terrace.wiring.state_services import StateServices
 from terrace.wiring.task_stage_services import TaskStageServices
+from terrace.wiring.vcs_services import VcsServices
 from terrace.wiring.workflow_services import WorkflowServices
 from terrace.wiring.workspace_services import WorkspaceServices
 
@@ -83,6 +84,7 @@ class Container(  # type: ignore[override]
     NotificationServices,
     PolicyServices,
     RegistryServices,
+    VcsServices,
     WorkflowServices,
 ):
     """The adapters (these fields) and every service, built from them on first use by the areas mixed in:

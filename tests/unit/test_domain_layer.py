@@ -46,6 +46,8 @@ SERVICE_VALUE_TYPES = {
     "workspaces/store_ssh_keys.py:StoredSSHKey",
     "workspaces/store_tags.py:RegisteredTag",
     "workspaces/store_run_triggers.py:SourceCount",
+    "vcs/store.py:StoredClient",
+    "vcs/store.py:StoredToken",
 }
 
 

@@ -33,7 +33,8 @@ AREAS: dict[str, set[str]] = {
     "notifications": {"access", "workspaces", "runs"},
     "policies": {"access", "workspaces", "runs"},  # policy as code reads runs (their task stages, policy checks)
     "registry": {"access"},  # the private registry: an organization's modules
-    "workflows": {"access", "workspaces", "state", "runs", "admin", "notifications", "policies", "registry"},
+    "vcs": {"access", "workspaces", "runs"},  # VCS-driven runs: connections, webhooks, configuration versions
+    "workflows": {"access", "workspaces", "state", "runs", "admin", "notifications", "policies", "registry", "vcs"},
 }
 NOT_BELOW_ENTRYPOINTS = ("terrace.web", "fastapi", "starlette", "terrace.bootstrap", "terrace.wiring")
 AWS_SDK = ("boto3", "botocore")

@@ -1,0 +1,131 @@
+"""VCS providers of an organization: OAuth clients (HCP's `oauth-clients`) and their OAuth tokens.
+
+An OAuth client names a forge (`service-provider`, its `http-url` and `api-url`); its credentials (an
+`oauth-token-string`, an OAuth application's `secret`, a `private-key`) are secrets, stored only as ciphertext and
+never returned. A client created with an `oauth-token-string` (a personal access token) gets its OAuth token at once,
+as on HCP Terraform. Terrace drives GitHub-shaped forges: GitHub, GitHub Enterprise Server, and Gitea/Forgejo (a
+`github_enterprise` client whose `api-url` is the forge's `/api/v1`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from terrace.domain import limits
+from terrace.domain.errors import Invalid
+
+# HCP's service providers and the names its UI shows for them
+PROVIDERS: dict[str, str] = {
+    "github": "GitHub",
+    "github_enterprise": "GitHub Enterprise",
+    "gitlab_hosted": "GitLab.com",
+    "gitlab_community_edition": "GitLab Community Edition",
+    "gitlab_enterprise_edition": "GitLab Enterprise Edition",
+    "bitbucket_hosted": "Bitbucket Cloud",
+    "bitbucket_server": "Bitbucket Server",
+    "bitbucket_server_legacy": "Bitbucket Server",
+    "bitbucket_data_center": "Bitbucket Data Center",
+    "ado_server": "Azure DevOps Server",
+    "ado_services": "Azure DevOps Services",
+}
+GITHUB_SHAPED = frozenset({"github", "github_enterprise"})  # the providers Terrace can drive (REST and webhooks)
+PRIVATE_KEY_PROVIDERS = frozenset({"ado_server"})  # HCP accepts `private-key` for Azure DevOps Server only
+KEY_REQUIRED = frozenset({"bitbucket_server"})  # HCP: "The Consumer Key for BitBucket Server must be present"
+
+URL_MAX = 2048
+NAME_MAX = 255
+KEY_MAX = 1024
+SECRET_MAX_BYTES = 4096  # one KMS Encrypt call: a token, an application secret, an RSA private key
+
+
+@dataclass(frozen=True)
+class OAuthClient:
+    id: str
+    organization: str
+    name: str | None
+    service_provider: str
+    http_url: str
+    api_url: str
+    key: str
+    rsa_public_key: str
+    organization_scoped: bool
+    projects: tuple[str, ...]
+    token_ids: tuple[str, ...]
+    created_at: str
+
+    @property
+    def display_name(self) -> str:
+        return PROVIDERS.get(self.service_provider, self.service_provider)
+
+
+@dataclass(frozen=True)
+class OAuthToken:
+    id: str
+    organization: str
+    client_id: str
+    service_provider_user: str
+    has_ssh_key: bool
+    created_at: str
+
+
+def _pointer(name: str) -> str:
+    return f"/data/attributes/{name}"
+
+
+def check_provider(attrs: dict[str, Any]) -> str:
+    value = attrs.get("service-provider")
+    if value not in PROVIDERS:
+        choices = ", ".join(sorted(PROVIDERS))
+        raise Invalid(f"service-provider is required: one of {choices}", pointer=_pointer("service-provider"))
+    return str(value)
+
+
+def check_url(attrs: dict[str, Any], name: str) -> str:
+    value = attrs.get(name)
+    if not isinstance(value, str) or not value.strip():
+        raise Invalid(f"{name} is required: an http or https URL", pointer=_pointer(name))
+    value = limits.text(value.strip(), name, URL_MAX)
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.password:
+        raise Invalid(f"{name} must be an http or https URL without credentials", pointer=_pointer(name))
+    return value.rstrip("/")
+
+
+def check_name(attrs: dict[str, Any]) -> str | None:
+    value = attrs.get("name")
+    return None if value is None or value == "" else limits.text(value, "name", NAME_MAX)
+
+
+def check_text(attrs: dict[str, Any], name: str, max_chars: int = KEY_MAX) -> str:
+    value = attrs.get(name)
+    return "" if value is None else limits.text(value, name, max_chars)
+
+
+def check_secret(attrs: dict[str, Any], name: str) -> str | None:
+    """A secret attribute (None when absent or empty), bounded."""
+    value = attrs.get(name)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or len(value.encode()) > SECRET_MAX_BYTES or "\x00" in value:
+        raise Invalid(f"{name} must be a string of at most {SECRET_MAX_BYTES} bytes", pointer=_pointer(name))
+    return value
+
+
+def check_bool(attrs: dict[str, Any], name: str, default: bool) -> bool:
+    value = attrs.get(name, default)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise Invalid(f"{name} must be true or false", pointer=_pointer(name))
+    return value
+
+
+def check_credentials(provider: str, key: str, private_key: str | None) -> None:
+    if private_key is not None and provider not in PRIVATE_KEY_PROVIDERS:
+        raise Invalid("private-key is only for ado_server clients", pointer=_pointer("private-key"))
+    if provider in KEY_REQUIRED and not key:
+        raise Invalid(
+            "The Consumer Key for BitBucket Server must be present. Please add a value for `key`.",
+            pointer=_pointer("key"),
+        )
