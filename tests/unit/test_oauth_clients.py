@@ -81,6 +81,11 @@ def test_bitbucket_key_pair_client_and_its_updates_as_go_tfe_sends_them() -> Non
     assert env.api("DELETE", f"/oauth-clients/{client['id']}").status_code == 204
     assert env.api("GET", f"/oauth-clients/{client['id']}").status_code == 404
     assert env.api("DELETE", f"/oauth-clients/{client['id']}").status_code == 404
+    # a Data Center client may be made without a key, but a key it has is not emptied (go-tfe v1.109)
+    keyless = _create(env, _body(**{"service-provider": "bitbucket_data_center", "http-url": "https://bbdc.com",
+                                    "api-url": "https://bbdc.com", "organization-scoped": True}))  # fmt: skip
+    emptied = env.api("PATCH", f"/oauth-clients/{keyless['id']}", _body(key=""))
+    assert emptied.status_code == 422 and "Bitbucket Data Center" in emptied.json()["errors"][0]["detail"]
 
 
 def test_tokens_take_an_ssh_key_and_deleting_a_token_leaves_its_client() -> None:

@@ -31,7 +31,8 @@ PROVIDERS: dict[str, str] = {
 }
 GITHUB_SHAPED = frozenset({"github", "github_enterprise"})  # the providers Terrace can drive (REST and webhooks)
 PRIVATE_KEY_PROVIDERS = frozenset({"ado_server"})  # HCP accepts `private-key` for Azure DevOps Server only
-KEY_REQUIRED = frozenset({"bitbucket_server"})  # HCP: "The Consumer Key for BitBucket Server must be present"
+# a key these providers hold may not be set empty (HCP: "The Consumer Key for Bitbucket Data Center must be present")
+KEY_REQUIRED = frozenset({"bitbucket_server", "bitbucket_data_center"})
 
 URL_MAX = 2048
 NAME_MAX = 255
@@ -121,11 +122,12 @@ def check_bool(attrs: dict[str, Any], name: str, default: bool) -> bool:
     return value
 
 
-def check_credentials(provider: str, key: str, private_key: str | None) -> None:
-    if private_key is not None and provider not in PRIVATE_KEY_PROVIDERS:
+def check_credentials(provider: str, attrs: dict[str, Any]) -> None:
+    """The credential attributes `attrs` sets are ones `provider` takes."""
+    if attrs.get("private-key") not in (None, "") and provider not in PRIVATE_KEY_PROVIDERS:
         raise Invalid("private-key is only for ado_server clients", pointer=_pointer("private-key"))
-    if provider in KEY_REQUIRED and not key:
+    if provider in KEY_REQUIRED and "key" in attrs and not attrs["key"]:
         raise Invalid(
-            "The Consumer Key for BitBucket Server must be present. Please add a value for `key`.",
+            f"The Consumer Key for {PROVIDERS[provider]} must be present. Please add a value for `key`.",
             pointer=_pointer("key"),
         )

@@ -82,7 +82,7 @@ class OAuthClientService:
         provider = model.check_provider(attrs)
         http_url, api_url = model.check_url(attrs, "http-url"), model.check_url(attrs, "api-url")
         key, private_key = model.check_text(attrs, "key"), model.check_secret(attrs, "private-key")
-        model.check_credentials(provider, key, private_key)
+        model.check_credentials(provider, attrs)
         token_string = model.check_secret(attrs, "oauth-token-string")
         client_id, now = new_id("oc"), clock.now_iso()
         secrets = self._sealed(org.key, client_id, {"secret": model.check_secret(attrs, "secret"),
@@ -115,7 +115,7 @@ class OAuthClientService:
                 changes["rsa_public_key"] = model.check_text(attrs, "rsa-public-key", 8192)
             if "organization-scoped" in attrs:
                 changes["organization_scoped"] = model.check_bool(attrs, "organization-scoped", c.organization_scoped)
-            model.check_credentials(c.service_provider, changes.get("key", c.key), None)
+            model.check_credentials(c.service_provider, attrs)
             secrets = dict(item.secrets)
             for name in _CLIENT_SECRETS:
                 if name in attrs:
