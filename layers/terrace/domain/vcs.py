@@ -8,6 +8,7 @@ as on HCP Terraform. Terrace drives GitHub-shaped forges: GitHub, GitHub Enterpr
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -131,3 +132,51 @@ def check_credentials(provider: str, attrs: dict[str, Any]) -> None:
             f"The Consumer Key for {PROVIDERS[provider]} must be present. Please add a value for `key`.",
             pointer=_pointer("key"),
         )
+
+
+# a workspace's repository (`vcs-repo`) -----------------------------------------------------------
+IDENTIFIER_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
+BRANCH_MAX = 255
+TAGS_REGEX_MAX = 255
+VCS_REPO = "vcs-repo"  # in `Workspace.extra`: what the API shows (no secret)
+
+
+@dataclass(frozen=True)
+class RepoRequest:
+    identifier: str
+    branch: str  # "" = the repository's default branch
+    oauth_token_id: str
+    ingress_submodules: bool
+    tags_regex: str | None
+
+
+def check_repo(raw: Any) -> RepoRequest:
+    """`vcs-repo` as tfe_workspace and go-tfe send it; a 422 naming the field otherwise."""
+    base = "/data/attributes/vcs-repo"
+    if not isinstance(raw, dict):
+        raise Invalid("vcs-repo must be an object or null", pointer=base)
+    identifier = raw.get("identifier")
+    if not isinstance(identifier, str) or not IDENTIFIER_RE.match(identifier) or ".." in identifier:
+        raise Invalid("vcs-repo identifier must be <owner>/<repository>", pointer=f"{base}/identifier")
+    token = raw.get("oauth-token-id")
+    if raw.get("github-app-installation-id"):
+        raise Invalid("GitHub App installations are not configured here: use oauth-token-id", pointer=base)
+    if not isinstance(token, str) or not token:
+        raise Invalid("vcs-repo oauth-token-id is required", pointer=f"{base}/oauth-token-id")
+    branch = raw.get("branch") or ""
+    if not isinstance(branch, str) or len(branch) > BRANCH_MAX or any(c in branch for c in " ~^:?*[\\\x00"):
+        raise Invalid("vcs-repo branch must be a branch name", pointer=f"{base}/branch")
+    submodules = raw.get("ingress-submodules", False)
+    if not isinstance(submodules, bool):
+        raise Invalid("vcs-repo ingress-submodules must be true or false", pointer=f"{base}/ingress-submodules")
+    tags = raw.get("tags-regex") or None
+    if tags is not None:
+        if not isinstance(tags, str) or len(tags) > TAGS_REGEX_MAX:
+            raise Invalid(f"vcs-repo tags-regex is at most {TAGS_REGEX_MAX} characters", pointer=f"{base}/tags-regex")
+        try:
+            re.compile(tags)
+        except re.error as exc:
+            raise Invalid(
+                f"vcs-repo tags-regex is not a regular expression: {exc}", pointer=f"{base}/tags-regex"
+            ) from exc
+    return RepoRequest(identifier, branch, token, submodules, tags)

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from terrace.services.runs.job_retries import JobRetries
     from terrace.services.runs.scheduler import RunScheduler
     from terrace.services.state.versions import StateVersionService
+    from terrace.services.vcs.connections import RepositoryConnections
     from terrace.services.workspaces.agent_pools import AgentPoolService
     from terrace.services.workspaces.agents import AgentService
     from terrace.services.workspaces.effective_variables import EffectiveVariables
@@ -51,6 +52,7 @@ class WorkspaceServices:
     state_versions: StateVersionService
     scheduler: RunScheduler
     job_retries: JobRetries
+    repository_connections: RepositoryConnections
 
     @cached_property
     def workspace_store(self) -> WorkspaceAreaStore:
@@ -70,6 +72,7 @@ class WorkspaceServices:
             self.projects,
             settle_terraform_version=lambda requested: self.tool_versions.settle(requested),
             check_agent_pool=lambda ws: self.agent_pools.check_workspace(ws),
+            repository_link=self.repository_connections,  # wiring/vcs_services.py
         )
 
     @cached_property

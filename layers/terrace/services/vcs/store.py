@@ -8,11 +8,12 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from terrace.adapters.table import Put, Table
+from terrace.adapters.table import ConditionFailed, Put, Table
 from terrace.domain.ids import looks_like
 from terrace.domain.vcs import OAuthClient, OAuthToken
 
-CLIENT, TOKEN = "oauth-client", "oauth-token"
+CLIENT, TOKEN, CONNECTION, DELIVERY = "oauth-client", "oauth-token", "vcs-connection", "vcs-delivery"
+DELIVERY_KEPT_S = 7 * 24 * 3600  # a delivery id is remembered this long (GitHub redelivers within days)
 
 
 def _clients(org_key: str) -> str:
@@ -33,6 +34,19 @@ class StoredClient:
     def replaced(self, version: int, secrets: dict[str, str] | None = None, **changes: Any) -> StoredClient:
         public = dataclasses.replace(self.public, **changes)
         return StoredClient(public, self.organization_id, self.secrets if secrets is None else secrets, version)
+
+
+@dataclass(frozen=True)
+class Connection:
+    """A workspace's repository connection: the webhook registered for it and its secret (ciphertext)."""
+
+    workspace_id: str
+    organization: str
+    token_id: str
+    identifier: str
+    hook_id: str
+    secret: str
+    version: int = 1
 
 
 @dataclass(frozen=True)
@@ -136,6 +150,31 @@ class VcsStore:
 
     def delete_token(self, token_id: str) -> None:
         self._table.delete(token_id, TOKEN)
+
+    # connections and deliveries
+    def connection(self, workspace_id: str) -> Connection | None:
+        item = self._table.get(workspace_id, CONNECTION) if looks_like(workspace_id, "ws") else None
+        if item is None:
+            return None
+        return Connection(item["pk"], item["organization"], item["token_id"], item["identifier"], item["hook_id"],
+                          item["secret"], int(item["version"]))  # fmt: skip
+
+    def put_connection(self, c: Connection) -> None:
+        self._table.put({"pk": c.workspace_id, "sk": CONNECTION, "organization": c.organization,
+                         "token_id": c.token_id, "identifier": c.identifier, "hook_id": c.hook_id,
+                         "secret": c.secret, "version": c.version})  # fmt: skip
+
+    def delete_connection(self, workspace_id: str) -> None:
+        self._table.delete(workspace_id, CONNECTION)
+
+    def first_delivery(self, delivery_id: str, now_s: int) -> bool:
+        """Records a webhook delivery id; False when it was recorded before (a replay)."""
+        item = {"pk": f"vcsdelivery#{delivery_id}", "sk": DELIVERY, "expires_at": now_s + DELIVERY_KEPT_S}
+        try:
+            self._table.put(item, if_absent=True)
+        except ConditionFailed:
+            return False
+        return True
 
     def delete_all_of(self, *, organization: str) -> None:
         for client in self.clients_of(organization):
