@@ -48,7 +48,8 @@ SERVICE_VALUE_TYPES = {
     "workspaces/store_run_triggers.py:SourceCount",
     "vcs/store.py:StoredClient",
     "vcs/store.py:StoredToken",
-    "vcs/store.py:Connection",  # a workspace's webhook and its secret's ciphertext
+    "vcs/store.py:Connection",
+    "vcs/archives.py:RepoBounds",  # the bounds a forge's tarball is read within
     "workspaces/repository_link.py:LinkedRepository",  # the repository link port's value type
 }
 

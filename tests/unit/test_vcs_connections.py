@@ -49,7 +49,7 @@ def test_connecting_registers_a_webhook_with_its_own_secret_and_shows_hcp_s_shap
     shown = ws["attributes"]["vcs-repo"]
     assert shown["identifier"] == "octo/infra" and shown["oauth-token-id"] == token
     assert shown["service-provider"] == "github" and shown["tags-regex"] == r"^v\d+$"
-    assert shown["webhook-url"].endswith(f"/webhooks/vcs/{ws['id']}")
+    assert shown["webhook-url"].endswith(f"/api/vcs/webhooks/{ws['id']}")
     assert ws["attributes"]["vcs-repo-identifier"] == "octo/infra"
     hooks = _forge(env).repositories["octo/infra"].hooks
     [(url, secret)] = hooks.values()

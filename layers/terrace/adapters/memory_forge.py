@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import io
-import tarfile
 from dataclasses import dataclass, field
 
 from terrace.adapters.forge import Commit, CommitStatus, ForgeAccess, ForgeError, Repository
+from terrace.domain.bounded_tar import write_tar
 
 
 @dataclass
@@ -79,11 +79,9 @@ class MemoryForge:
         sha = self._sha(found, ref)
         buffer = io.BytesIO()
         top = f"{repo.replace('/', '-')}-{sha[:7]}"
-        with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        with write_tar(buffer) as tar:
             for name, data in sorted(found.commits[sha][1].items()):
-                info = tarfile.TarInfo(f"{top}/{name}")
-                info.size = len(data)
-                tar.addfile(info, io.BytesIO(data))
+                tar.add(f"{top}/{name}", data)
         if buffer.tell() > max_bytes:
             raise ForgeError(f"the repository's tarball is larger than {max_bytes} bytes")
         return buffer.getvalue()

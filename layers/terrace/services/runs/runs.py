@@ -216,6 +216,8 @@ class RunService(RunActions):
                 )
         run.agent_pool_id = self._agent_pool(ws)
         run.resolved_variables = self.resolve_variables(ws, run.variables)  # once: a run keeps what it was given
+        if cv.untrusted:  # a fork's pull request (services/vcs/): its code never sees a secret
+            run.resolved_variables = [v for v in run.resolved_variables or [] if not v.get("sensitive")]
         self._cvs.seal(cv)  # the archive this run plans is final from here
         run.transition(rs.PENDING, now)
         run.status_timestamps["plan-queueable-at"] = now

@@ -22,7 +22,7 @@ from terrace.services.vcs.oauth_clients import OAuthClientService
 from terrace.services.vcs.store import Connection, VcsStore
 
 log = logging.getLogger("terrace.vcs")
-WEBHOOK_PATH = "/webhooks/vcs/"  # + the workspace id: the public route deliveries come to (web/routers/vcs_webhooks.py)
+WEBHOOK_PATH = "/api/vcs/webhooks/"  # + the workspace id: the public route of deliveries (web/routers/vcs_webhooks.py)
 
 
 class RepositoryConnections:
@@ -101,10 +101,9 @@ class RepositoryConnections:
     def webhook_url(self, workspace_id: str) -> str:
         return f"{self._public_url}{WEBHOOK_PATH}{workspace_id}"
 
-    def secret(self, connection: Connection, ws_org: str) -> str:
-        return self._encryptor.decrypt(
-            connection.secret, {"organization": ws_org, "vcs-connection": connection.workspace_id}
-        )
+    def secret(self, connection: Connection) -> str:
+        context = {"organization": connection.organization, "vcs-connection": connection.workspace_id}
+        return self._encryptor.decrypt(connection.secret, context)
 
     def access(self, connection: Connection) -> tuple[OAuthClient, ForgeAccess] | None:
         found = self._clients.usable_token(connection.organization, connection.token_id)
