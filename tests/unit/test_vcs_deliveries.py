@@ -81,6 +81,7 @@ def test_a_push_to_the_tracked_branch_makes_a_version_of_the_confirmed_commit_an
     _work(env)
     [run] = _runs(env)
     assert run["attributes"]["auto-apply"] is True and run["attributes"]["plan-only"] is False
+    assert run["attributes"]["message"] == "change"  # the commit's message, confirmed by the forge's API
     cv_id = run["relationships"]["configuration-version"]["data"]["id"]
     cv = env.api("GET", f"/configuration-versions/{cv_id}?include=ingress_attributes").json()
     assert cv["data"]["attributes"]["source"] == "github"
@@ -94,6 +95,8 @@ def test_a_push_to_the_tracked_branch_makes_a_version_of_the_confirmed_commit_an
     assert statuses and statuses[0][1].state == "pending" and statuses[0][1].context == "Terrace/acme/app"
     assert statuses[0][1].target_url.endswith(f"/app/acme/workspaces/app/runs/{run['id']}")
     assert "POST /repos/octo/infra/statuses/" + ingress["commit-sha"] in forge.calls
+    spec = env.work_next()  # the run sees its commit as HCP's runs do (TFC_CONFIGURATION_VERSION_GIT_*)
+    assert (spec["git_branch"], spec["git_commit_sha"]) == ("main", ingress["commit-sha"])
 
 
 def test_forged_replayed_and_foreign_deliveries_are_refused_or_ignored() -> None:
@@ -119,6 +122,13 @@ def test_forged_replayed_and_foreign_deliveries_are_refused_or_ignored() -> None
     assert bad_json.status_code == 422
     _work(env)
     assert len(_runs(env)) == 1
+    newer = _push(forge, {**FILES, "main.tf": b"# newer\n"})  # delivered late: the older push is not re-run
+    assert _deliver(env, forge, "push", payload, "d-5").status_code == 202  # the old push, a new delivery id
+    _work(env)
+    assert len(_runs(env)) == 1
+    assert _deliver(env, forge, "push", newer, "d-6").status_code == 202
+    _work(env)
+    assert len(_runs(env)) == 2
 
 
 def test_ci_skip_other_branches_and_pushes_outside_the_trigger_paths_start_nothing() -> None:

@@ -58,6 +58,10 @@ class JobSpecs:
             project_name=self._workspaces.project_name_of(ws),
             terraform_version=run.terraform_version,
             working_directory=ws.working_directory,
+            # a version made from a forge's commit (services/vcs/): TFC_CONFIGURATION_VERSION_GIT_* in the run
+            git_branch=str((cv.ingress or {}).get("branch") or ""),
+            git_commit_sha=str((cv.ingress or {}).get("commit-sha") or ""),
+            git_tag=str((cv.ingress or {}).get("tag") or ""),
             operation=Operation(
                 is_destroy=run.is_destroy,
                 refresh=run.refresh,

@@ -111,7 +111,8 @@ class RunService(RunActions):
         ws = self._workspaces.load(cv.workspace_id)
         if self._workspaces.execution_mode(ws) == "local":  # the upload stands; the server runs nothing of it
             return None
-        return self._create(ws, {}, cv, cv.created_by, cv.may_apply, source=CONFIGURATION_VERSION)
+        attrs = {"message": str(cv.ingress.get("commit-message") or "")[:4000]} if cv.ingress else {}  # a forge's
+        return self._create(ws, attrs, cv, cv.created_by, cv.may_apply, source=CONFIGURATION_VERSION)
 
     def _require_remote_execution(self, ws: Workspace) -> None:
         """A workspace in the `local` execution mode keeps only state: its plans and applies run on the machine of

@@ -2,7 +2,8 @@
 of the commit, and its run.
 
 - A push to the tracked branch (the workspace's `branch`, else the repository's default branch), or of a tag its
-  `tags-regex` matches: the commit is read from the forge's API (its SHA confirmed, its message and author), `[ci
+  `tags-regex` matches, whose SHA is still the ref's head on the forge's API (a late or replayed delivery of an
+  older push starts nothing; the commit's message and author are read there too), `[ci
   skip]`/`[skip ci]` skip it, file triggers are decided on the files the forge's compare API lists (`domain/
   vcs_events.py: triggered`); then the forge's tarball of that SHA becomes the version's archive (`archives.py`)
   and the version queues its run (auto-applied when the workspace auto-applies).
@@ -84,7 +85,12 @@ class VcsIngress:
                 return None
         elif push.branch != self._tracked(ws, repo, access):
             return None
-        commit = self._forge.commit(access, repo, push.after)  # confirms the SHA; its message and author
+        # the ref's head as the forge's API has it now: a delivery of an older push (a late one, or a replay once
+        # its id is forgotten) starts nothing; the commit's message and author come from there too
+        commit = self._forge.commit(access, repo, push.branch or push.tag or push.after)
+        if commit.sha != push.after:
+            log.info("workspace %s: %s is at %s, not %s: delivery ignored", ws.id, push.ref, commit.sha, push.after)
+            return None
         if vcs_events.skipped(commit.message):
             log.info("workspace %s: commit %s skipped ([ci skip])", ws.id, commit.sha)
             return None
