@@ -66,7 +66,7 @@ def vcs(run_stack: Any, run_api: Any, tmp_path_factory: pytest.TempPathFactory) 
             "oauth-token-string": TOKEN}}}  # fmt: skip
         created = run_api.request("POST", f"/api/v2/organizations/{run_stack.organization}/oauth-clients", client, 201)
         token_id = created.json()["data"]["relationships"]["oauth-tokens"]["data"][0]["id"]
-        ws_id = remote_workspace(run_api, f"vcs-{uuid.uuid4().hex[:8]}", **{"auto-apply": True,
+        ws_id = remote_workspace(run_api, f"vcs-{uuid.uuid4().hex[:8]}", **{"auto-apply": True, "queue-all-runs": True,
             "working-directory": "infra", "vcs-repo": {"identifier": REPO, "oauth-token-id": token_id}})  # fmt: skip
         secret = {"data": {"type": "vars", "attributes": {"key": "token", "value": "s3cr3t-vcs-value",
                   "category": "terraform", "sensitive": True}}}  # fmt: skip

@@ -30,7 +30,8 @@ def _setup(**ws_attributes: Any) -> tuple[RunEnv, MemoryForge, str]:
     assert isinstance(forge, MemoryForge)
     forge.add(REPO, PAT)
     token = github_client(env)
-    body = {"data": {"type": "workspaces", "attributes": {"vcs-repo": repo(token), **ws_attributes}}}
+    attributes = {"vcs-repo": repo(token), "queue-all-runs": True, **ws_attributes}
+    body = {"data": {"type": "workspaces", "attributes": attributes}}
     updated = env.api("PATCH", f"/workspaces/{env.workspace_id}", body)
     assert updated.status_code == 200, updated.text
     return env, forge, token
@@ -196,3 +197,17 @@ def test_a_fork_s_pull_request_gets_no_plan_unless_allowed_and_then_no_secret() 
     assert len(_runs(env)) == 1
     spec = env.work_next()
     assert "s3cr3t-value" not in json.dumps(spec) and "token" not in [v.get("key") for v in spec.get("variables", [])]
+
+
+def test_with_queue_all_runs_off_the_first_pushes_wait_for_a_run_queued_by_hand() -> None:
+    env, forge, _ = _setup(**{"queue-all-runs": False})
+    forge.push(REPO, "main", FILES)
+    _deliver(env, forge, "push", _push(forge, {**FILES, "main.tf": b"# one\n"}), "d-1")
+    _work(env)
+    assert _runs(env) == []
+    current = env.api("GET", f"/workspaces/{env.workspace_id}/configuration-versions").json()["data"]
+    assert len(current) == 1 and current[0]["attributes"]["source"] == "github"  # kept: a run by hand uses it
+    env.create_run(current[0]["id"])
+    _deliver(env, forge, "push", _push(forge, {**FILES, "main.tf": b"# two\n"}), "d-2")
+    _work(env)
+    assert len(_runs(env)) == 2

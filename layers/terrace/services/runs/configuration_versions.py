@@ -97,7 +97,15 @@ class ConfigurationVersionService:
         return cv
 
     def create_from_forge(
-        self, ws: Workspace, archive: bytes, *, source: str, speculative: bool, ingress: dict[str, Any], untrusted: bool
+        self,
+        ws: Workspace,
+        archive: bytes,
+        *,
+        source: str,
+        speculative: bool,
+        ingress: dict[str, Any],
+        untrusted: bool,
+        auto_queue: bool = True,
     ) -> ConfigurationVersion:
         """A version of a forge's commit (services/vcs/: a verified webhook delivery, no caller): its archive stored
         and the version finalized at once, which queues its run (auto-queue-runs; the workspace's auto-apply
@@ -106,6 +114,7 @@ class ConfigurationVersionService:
         cv = ConfigurationVersion(
             id=new_id("cv"), workspace_id=ws.id, organization=ws.organization, created_at=now, speculative=speculative,
             source=source, created_by=str(ingress.get("sender-username") or ""), ingress=ingress, untrusted=untrusted,
+            auto_queue_runs=auto_queue,
         )  # fmt: skip
         cv.status_timestamps["pending-at"] = now
         self._store.create(cv)

@@ -107,8 +107,10 @@ class VcsIngress:
         ingress.update({"branch": push.branch, "tag": push.tag, "compare-url": push.compare_url or None,
                         "on-default-branch": push.branch is not None})  # fmt: skip
         archive = repacked(self._forge.tarball(access, repo, commit.sha, self._bounds.archive_max), self._bounds)
+        # HCP's queue-all-runs off: a workspace's first runs wait for one queued by hand; its configuration is kept
+        queue = ws.queue_all_runs or ws.runs_count > 0
         return self._cvs.create_from_forge(ws, archive, source=_source(source), speculative=False, ingress=ingress,
-                                           untrusted=False)  # fmt: skip
+                                           untrusted=False, auto_queue=queue)  # fmt: skip
 
     def _pull_request(self, ws: Workspace, repo: str, access: ForgeAccess, source: str, event: dict[str, Any]) -> Any:
         if not ws.speculative_enabled or event.get("base_ref") != self._tracked(ws, repo, access):
