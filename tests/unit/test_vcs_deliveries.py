@@ -211,3 +211,20 @@ def test_with_queue_all_runs_off_the_first_pushes_wait_for_a_run_queued_by_hand(
     _deliver(env, forge, "push", _push(forge, {**FILES, "main.tf": b"# two\n"}), "d-2")
     _work(env)
     assert len(_runs(env)) == 2
+
+
+def test_gitea_and_forgejo_deliveries_are_read_alike() -> None:
+    """Gitea and Forgejo sign with a bare hex digest in their own headers and name the event and delivery there."""
+    env, forge, _ = _setup()
+    forge.push(REPO, "main", FILES)
+    [(_, secret)] = forge.repositories[REPO].hooks.values()
+    for prefix in ("Gitea", "Forgejo"):
+        body = json.dumps(_push(forge, {**FILES, "main.tf": prefix.encode()})).encode()
+        digest = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+        headers = {f"X-{prefix}-Event": "push", f"X-{prefix}-Delivery": prefix, f"X-{prefix}-Signature": digest}
+        answer = env.client.post(f"/api/vcs/webhooks/{env.workspace_id}", content=body, headers=headers)
+        assert answer.status_code == 202, answer.text
+        wrong = {**headers, f"X-{prefix}-Delivery": "other", f"X-{prefix}-Signature": "0" * 64}
+        assert env.client.post(f"/api/vcs/webhooks/{env.workspace_id}", content=body, headers=wrong).status_code == 401
+        _work(env)
+    assert len(_runs(env)) == 2
