@@ -1,6 +1,7 @@
 """A GitHub-compatible forge twin for the tests: a small HTTP server answering the REST calls Terrace makes
 (relative to `api_url`, `http://127.0.0.1:<port>/api/v3` as GitHub Enterprise Server's), over real git
-repositories (bare repositories made and pushed to with the `git` binary; tarballs by `git archive`), and sending
+repositories (bare repositories served over git's smart HTTP protocol by `git http-backend` under `/git/`, cloned
+from and pushed to with the `git` binary; tarballs by `git archive`), and sending
 webhook deliveries to the hooks Terrace registered, signed with their secrets as GitHub signs them.
 
 Every request Terrace makes is checked against GitHub's OpenAPI document and every payload the twin sends against
@@ -91,9 +92,10 @@ class ForgeTwin:
         bare.parent.mkdir(parents=True, exist_ok=True)
         git("init", "--quiet", "--bare", "--initial-branch=main", str(bare))
         self.repos[full_name] = Repo(full_name, bare)
+        git("config", "http.receivepack", "true", cwd=bare)
         work = self.root / "work" / full_name
         work.parent.mkdir(parents=True, exist_ok=True)
-        git("clone", "--quiet", str(bare), str(work))
+        git("clone", "--quiet", f"{self.http_url}/git/{full_name}.git", str(work))  # over git's smart HTTP
         git("checkout", "--quiet", "-b", "main", cwd=work)
         return work
 
@@ -260,6 +262,8 @@ class ForgeTwin:
         return 422, {"Content-Type": "application/json"}, json.dumps({"message": text}).encode()
 
     def _api_request(self, method: str, raw_path: str, headers: dict[str, str], body: bytes) -> Any:
+        if raw_path.startswith("/git/"):
+            return self._git_http(method, raw_path, headers, body)
         parts = urlsplit(raw_path)
         path = unquote(parts.path).removeprefix("/api/v3")
         query = dict(parse_qsl(parts.query))
@@ -331,6 +335,34 @@ class ForgeTwin:
                 repo.statuses.append((m.group(1), json.loads(body)))
             return 201, ok, body
         return 404, ok, b'{"message": "Not Found"}'
+
+    def _git_http(self, method: str, raw_path: str, headers: dict[str, str], body: bytes) -> Any:
+        """git's smart HTTP protocol, by `git http-backend` (CGI): what the tests clone from and push to."""
+        parts = urlsplit(raw_path)
+        env = {
+            "GIT_PROJECT_ROOT": str(self.root / "repos"),
+            "GIT_HTTP_EXPORT_ALL": "1",
+            "PATH": "/usr/bin:/bin",
+            "PATH_INFO": unquote(parts.path).removeprefix("/git"),
+            "QUERY_STRING": parts.query,
+            "REQUEST_METHOD": method,
+            "CONTENT_TYPE": headers.get("Content-Type", ""),
+            "CONTENT_LENGTH": str(len(body)),
+            "REMOTE_USER": "octocat",
+            "REMOTE_ADDR": "127.0.0.1",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "HOME": "/nonexistent",
+        }
+        done = subprocess.run(["git", "http-backend"], input=body, env=env, capture_output=True, timeout=60)
+        head, _, payload = done.stdout.partition(b"\r\n\r\n")
+        status, out = 200, {}
+        for line in head.decode(errors="replace").split("\r\n"):
+            name, _, value = line.partition(":")
+            if name.lower() == "status":
+                status = int(value.strip().split()[0])
+            elif name:
+                out[name] = value.strip()
+        return status, out, payload
 
     def _diff(self, repo: Repo, base: str, head: str) -> list[dict[str, str]]:
         names = git("diff", "--name-only", base, head, cwd=repo.bare).splitlines()
