@@ -126,6 +126,7 @@ def test_bad_input_is_a_422_naming_the_attribute_and_writes_nothing() -> None:
     ok = {"service-provider": "github", "http-url": "https://github.com", "api-url": "https://api.github.com"}
     for attrs, pointer in (
         ({**ok, "service-provider": "svn"}, "/data/attributes/service-provider"),
+        ({**ok, "service-provider": {}}, "/data/attributes/service-provider"),
         ({k: v for k, v in ok.items() if k != "api-url"}, "/data/attributes/api-url"),
         ({**ok, "http-url": "ftp://github.com"}, "/data/attributes/http-url"),
         ({**ok, "api-url": "https://user:pw@api.github.com"}, "/data/attributes/api-url"),

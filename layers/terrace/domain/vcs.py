@@ -77,7 +77,7 @@ def _pointer(name: str) -> str:
 
 def check_provider(attrs: dict[str, Any]) -> str:
     value = attrs.get("service-provider")
-    if value not in PROVIDERS:
+    if not isinstance(value, str) or value not in PROVIDERS:
         choices = ", ".join(sorted(PROVIDERS))
         raise Invalid(f"service-provider is required: one of {choices}", pointer=_pointer("service-provider"))
     return str(value)
