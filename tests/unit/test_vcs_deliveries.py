@@ -228,3 +228,25 @@ def test_gitea_and_forgejo_deliveries_are_read_alike() -> None:
         assert env.client.post(f"/api/vcs/webhooks/{env.workspace_id}", content=body, headers=wrong).status_code == 401
         _work(env)
     assert len(_runs(env)) == 2
+
+
+def test_the_run_list_and_page_show_the_commit_and_pull_request_with_links_to_the_forge() -> None:
+    from fastapi.testclient import TestClient
+    from terrace.web.app import create_app
+    from ui_helpers import sign_in
+
+    env, forge, _ = _setup()
+    forge.push(REPO, "main", FILES)
+    head = forge.push(REPO, "feature", {**FILES, "main.tf": b"# ui\n"})
+    forge.repositories[REPO].pulls[7] = ["main.tf"]
+    payload = _pr(forge, head)
+    payload["pull_request"]["html_url"] = "javascript:alert(1)"  # a forge's link is shown only when http(s)
+    _deliver(env, forge, "pull_request", payload, "d-1")
+    _work(env)
+    [run] = _runs(env)
+    ui = TestClient(create_app(env.container), base_url="https://testserver", follow_redirects=False)
+    assert sign_in(ui, env.headers["Authorization"].removeprefix("Bearer ")).status_code == 303
+    for page in ("/app/acme/workspaces/app/runs", f"/app/acme/workspaces/app/runs/{run['id']}"):
+        html = ui.get(page).text
+        assert f'<a href="https://forge.test/{REPO}/commit/{head}" rel="noopener noreferrer"><code>{head[:7]}' in html
+        assert "pull request #7" in html and "by octocat" in html and "javascript:" not in html

@@ -136,3 +136,24 @@ def triggered(files: list[str] | None, working_directory: str, prefixes: Any, pa
     if any(folder in ("", ".") for folder in folders):
         return bool(names)
     return any(name == f or name.startswith(f + "/") for f in folders for name in names)
+
+
+def _link(value: Any) -> str | None:
+    """A forge's URL kept only when it is one a page may link to (http or https)."""
+    return value if isinstance(value, str) and value.startswith(("https://", "http://")) else None
+
+
+def run_summary(ingress: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What a run shows of the commit it plans (the run list and page link to the forge)."""
+    if not ingress:
+        return None
+    return {
+        "identifier": ingress.get("identifier"),
+        "commit-sha": ingress.get("commit-sha"),
+        "commit-url": _link(ingress.get("commit-url")),
+        "branch": ingress.get("branch"),
+        "tag": ingress.get("tag"),
+        "pull-request-number": ingress.get("pull-request-number"),
+        "pull-request-url": _link(ingress.get("pull-request-url")),
+        "sender-username": ingress.get("sender-username"),
+    }

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from terrace.config import Settings
-from terrace.domain import agent_pools, clock, cost_estimation, limits
+from terrace.domain import agent_pools, clock, cost_estimation, limits, vcs_events
 from terrace.domain import runs as rs
 from terrace.domain.auto_destroy import SOURCE as AUTO_DESTROY_SOURCE
 from terrace.domain.configuration_versions import UPLOADED, ConfigurationVersion
@@ -208,6 +208,7 @@ class RunService(RunActions):
             apply=PhaseState(id=f"apply-{suffix}"),
             source=RUN_SOURCE if trigger else source,
             trigger=trigger[1] if trigger else None,
+            vcs=vcs_events.run_summary(cv.ingress),
         )
         if run_action(plan_only=plan_only, save_plan=run.save_plan, auto_apply=run.auto_apply) is Action.APPLY_RUN:
             if not may_apply:
