@@ -250,3 +250,14 @@ def test_the_run_list_and_page_show_the_commit_and_pull_request_with_links_to_th
         html = ui.get(page).text
         assert f'<a href="https://forge.test/{REPO}/commit/{head}" rel="noopener noreferrer"><code>{head[:7]}' in html
         assert "pull request #7" in html and "by octocat" in html and "javascript:" not in html
+
+
+def test_the_events_queue_s_second_delivery_of_the_work_queues_no_second_run() -> None:
+    env, forge, _ = _setup()
+    forge.push(REPO, "main", FILES)
+    assert _deliver(env, forge, "push", _push(forge, {**FILES, "main.tf": b"# once\n"}), "d-1").status_code == 202
+    [event] = [e for e in env.container.publisher.events if e.get("type") == DELIVERY]  # type: ignore[attr-defined]
+    first = env.container.vcs_ingress.handle(dict(event))
+    again = env.container.vcs_ingress.handle(dict(event))  # the queue delivers at least once
+    assert first is not None and again is not None and again.id == first.id
+    assert len(_runs(env)) == 1

@@ -5,6 +5,7 @@ can confirm (the commit, its message, the changed files) is read from it, not fr
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 import re
 from dataclasses import dataclass
@@ -87,6 +88,18 @@ def read_pull_request(payload: Any) -> PullRequest | None:
         url=_text(_get(pr, "html_url"), 2048), title=_text(_get(pr, "title"), 1024),
         sender=_text(_get(payload, "sender", "login")),
     )  # fmt: skip
+
+
+def delivery_cv_id(workspace_id: str, delivery: str) -> str:
+    """The configuration version a delivery makes in a workspace: derived from both, so the events queue's second
+    delivery of the same work finds the version the first one made and queues no second run."""
+    alphabet = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+    digest = int.from_bytes(hashlib.sha256(f"{workspace_id}#{delivery}".encode()).digest(), "big")
+    chars = []
+    for _ in range(16):
+        digest, index = divmod(digest, len(alphabet))
+        chars.append(alphabet[index])
+    return "cv-" + "".join(chars)
 
 
 def skipped(message: str) -> bool:

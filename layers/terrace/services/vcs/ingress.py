@@ -110,7 +110,7 @@ class VcsIngress:
         # HCP's queue-all-runs off: a workspace's first runs wait for one queued by hand; its configuration is kept
         queue = ws.queue_all_runs or ws.runs_count > 0
         return self._cvs.create_from_forge(ws, archive, source=_source(source), speculative=False, ingress=ingress,
-                                           untrusted=False, auto_queue=queue)  # fmt: skip
+                                           untrusted=False, auto_queue=queue, cv_id=_cv_id(ws, event))  # fmt: skip
 
     def _pull_request(self, ws: Workspace, repo: str, access: ForgeAccess, source: str, event: dict[str, Any]) -> Any:
         if not ws.speculative_enabled or event.get("base_ref") != self._tracked(ws, repo, access):
@@ -131,7 +131,7 @@ class VcsIngress:
             self._cancel_older(ws, int(event["number"]), commit.sha)
         archive = repacked(self._forge.tarball(access, repo, commit.sha, self._bounds.archive_max), self._bounds)
         return self._cvs.create_from_forge(ws, archive, source=_source(source), speculative=True, ingress=ingress,
-                                           untrusted=bool(event.get("fork")))  # fmt: skip
+                                           untrusted=bool(event.get("fork")), cv_id=_cv_id(ws, event))  # fmt: skip
 
     def _triggers(self, ws: Workspace, files: list[str] | None) -> bool:
         extra = ws.extra
@@ -146,6 +146,10 @@ class VcsIngress:
 
         for run in self._runs.cancel_superseded(ws.id, superseded):
             log.info("workspace %s: run %s superseded by commit %s of pull request %s", ws.id, run.id, sha, number)
+
+
+def _cv_id(ws: Workspace, event: dict[str, Any]) -> str:
+    return vcs_events.delivery_cv_id(ws.id, str(event.get("delivery")))
 
 
 def _source(provider: str) -> str:
