@@ -24,6 +24,8 @@ from terrace.adapters.caller_identity import CallerIdentity
 from terrace.adapters.condition_job_signal import LAMBDA_RECHECK_S, ConditionJobSignal
 from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.events import EventPublisher, EventQueue
+from terrace.adapters.forge import Forge
+from terrace.adapters.github_forge import GitHubForge
 from terrace.adapters.held_reads import HeldReadsTable
 from terrace.adapters.httpx_outbound import HttpxOutbound
 from terrace.adapters.job_signal import JobSignal
@@ -46,6 +48,7 @@ from terrace.wiring.registry_services import RegistryServices
 from terrace.wiring.run_services import RunServices
 from terrace.wiring.state_services import StateServices
 from terrace.wiring.task_stage_services import TaskStageServices
+from terrace.wiring.vcs_services import VcsServices
 from terrace.wiring.workflow_services import WorkflowServices
 from terrace.wiring.workspace_services import WorkspaceServices
 
@@ -84,6 +87,7 @@ class Container(  # type: ignore[override]
     NotificationServices,
     PolicyServices,
     RegistryServices,
+    VcsServices,
     WorkflowServices,
     AuditServices,
 ):
@@ -113,6 +117,8 @@ class Container(  # type: ignore[override]
     # notifications, run tasks (memory: tests)
     outbound: Outbound = field(default_factory=_memory("memory_outbound", "MemoryOutbound"))
     mail: Mail = field(default_factory=_memory("memory_mail", "MemoryMail"))  # e-mails: SES on AWS, SMTP embedded
+    # the REST calls to GitHub-shaped forges (VCS-driven runs): over httpx, under the outbound destination rules
+    forge: Forge = field(default_factory=_memory("memory_forge", "MemoryForge"))
     # workload identity: SSM / a 0600 file
     signing_keys: SigningKeyStore = field(default_factory=_memory("memory_signing_keys", "MemorySigningKeys"))
     lanes: Lanes = field(default_factory=MemoryLanes)  # priority lanes: SQS on AWS, SQLite embedded
@@ -157,6 +163,7 @@ def build_aws(settings: Settings, *, launcher: RunnerLauncher | None = None) -> 
         job_signal=_job_signal(wake, recheck_s=LAMBDA_RECHECK_S),  # enqueues may happen in other Lambdas
         scaler_wake=wake,
         outbound=HttpxOutbound(Allowance.parse(settings.outbound_allow)),
+        forge=GitHubForge(Allowance.parse(settings.outbound_allow)),
         mail=aws.mail,
         signing_keys=aws.signing_keys,
         lanes=aws.lanes,
@@ -185,6 +192,7 @@ def build_embedded(settings: Settings, *, launcher: RunnerLauncher | None = None
         job_signal=_job_signal(wake),
         scaler_wake=wake,
         outbound=HttpxOutbound(Allowance.parse(settings.outbound_allow)),
+        forge=GitHubForge(Allowance.parse(settings.outbound_allow)),
         mail=smtp_mail(settings),
         signing_keys=data.signing_keys,
         lanes=data.lanes,

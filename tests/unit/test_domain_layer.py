@@ -46,6 +46,11 @@ SERVICE_VALUE_TYPES = {
     "workspaces/store_ssh_keys.py:StoredSSHKey",
     "workspaces/store_tags.py:RegisteredTag",
     "workspaces/store_run_triggers.py:SourceCount",
+    "vcs/store.py:StoredClient",
+    "vcs/store.py:StoredToken",
+    "vcs/store.py:Connection",
+    "vcs/archives.py:RepoBounds",  # the bounds a forge's tarball is read within
+    "workspaces/repository_link.py:LinkedRepository",  # the repository link port's value type
 }
 
 

@@ -118,6 +118,11 @@ def _seed(env: RunEnv) -> dict[str, str]:
     ids["membership_id"] = members["data"][0]["id"]
     key = {"data": {"type": "ssh-keys", "attributes": {"name": "deploy", "value": "-----BEGIN KEY-----\nx\n"}}}
     ids["key_id"] = _ok(api("POST", f"/organizations/{org}/ssh-keys", key))["data"]["id"]
+    oauth = {"data": {"type": "oauth-clients", "attributes": {"service-provider": "github", "oauth-token-string": "t",
+             "http-url": "https://github.com", "api-url": "https://api.github.com"}}}  # fmt: skip
+    client = _ok(api("POST", f"/organizations/{org}/oauth-clients", oauth))["data"]
+    ids["client_id"] = client["id"]
+    ids["oauth_token_id"] = client["relationships"]["oauth-tokens"]["data"][0]["id"]
     pool = {"data": {"type": "agent-pools", "attributes": {"name": "vpc"}}}
     ids["pool_id"] = _ok(api("POST", f"/organizations/{org}/agent-pools", pool))["data"]["id"]
     secret = _ok(api("POST", f"/agent-pools/{ids['pool_id']}/authentication-tokens", token))["data"]["attributes"]

@@ -34,8 +34,9 @@ AREAS: dict[str, set[str]] = {
     "policies": {"access", "workspaces", "runs"},  # policy as code reads runs (their task stages, policy checks)
     "registry": {"access"},  # the private registry: an organization's modules
     "audit": {"access"},  # the audit trail: its reads are checked by the access area's Authorizer
+    "vcs": {"access", "workspaces", "runs"},  # VCS-driven runs: connections, webhooks, configuration versions
     "workflows": {
-        *("access", "workspaces", "state", "runs", "admin", "notifications", "policies", "registry", "audit"),
+        *("access", "workspaces", "state", "runs", "admin", "notifications", "policies", "registry", "audit", "vcs"),
     },
 }
 NOT_BELOW_ENTRYPOINTS = ("terrace.web", "fastapi", "starlette", "terrace.bootstrap", "terrace.wiring")

@@ -268,3 +268,27 @@ def read_files(
     except ArchiveRefused as exc:
         raise Invalid(str(exc)) from exc
     return files
+
+
+class TarWriter:
+    """A .tar.gz written member by member (what the package writes: a forge's commit made a configuration's
+    archive, `services/vcs/archives.py`)."""
+
+    def __init__(self, tar: tarfile.TarFile) -> None:
+        self._tar = tar
+
+    def add(self, name: str, data: bytes | None, mode: int = 0o644, mtime: float = 0) -> None:
+        """A regular file (`data`), or a folder (None)."""
+        info = tarfile.TarInfo(name)
+        info.mode, info.mtime = mode, mtime
+        if data is None:
+            info.type = tarfile.DIRTYPE
+        else:
+            info.size = len(data)
+        self._tar.addfile(info, io.BytesIO(data) if data is not None else None)
+
+
+@contextmanager
+def write_tar(out: IO[bytes]) -> Iterator[TarWriter]:
+    with tarfile.open(fileobj=out, mode="w:gz") as tar:
+        yield TarWriter(tar)

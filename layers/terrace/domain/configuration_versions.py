@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 PENDING, UPLOADED, ERRORED, ARCHIVED = "pending", "uploaded", "errored", "archived"
 
@@ -33,6 +34,9 @@ class ConfigurationVersion:
     backing_data: str = DATA_PRESENT
     version: int = 1
     status_timestamps: dict[str, str] = field(default_factory=dict)
+    # from a forge (services/vcs/): what it was made of (HCP's ingress attributes: commit, branch, pull request...)
+    ingress: dict[str, Any] | None = None
+    untrusted: bool = False  # a fork's pull request: its runs get no sensitive variable
 
     @property
     def blob_key(self) -> str:

@@ -58,6 +58,8 @@ UPDATABLE = (
     "allow-force-delete-workspaces",
     "cost-estimation-enabled",
     "assessments-enforced",
+    "speculative-plan-management-enabled",
+    "fork-pull-request-plans-enabled",
 )
 
 # Settings Terrace keeps and returns (with their default); the booleans are checked to be booleans.
@@ -65,6 +67,10 @@ BOOLEAN_SETTINGS = {
     "allow-force-delete-workspaces": False,
     "cost-estimation-enabled": True,
     "assessments-enforced": False,  # health assessments for every workspace (`domain/assessments.py`)
+    # VCS-driven runs (services/vcs/): a new push to a pull request cancels its older speculative plans; pull
+    # requests from forks get a speculative plan (never a sensitive variable) only when the organization allows it
+    "speculative-plan-management-enabled": True,
+    "fork-pull-request-plans-enabled": False,
 }
 
 

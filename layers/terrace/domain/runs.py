@@ -151,6 +151,9 @@ class Run:
     confirmed_by: str | None = None
     # what queued it when a run trigger did (`domain/run_triggers.py: Origin.to_dict`); None otherwise
     trigger: dict[str, Any] | None = None
+    # the forge's commit it plans (`domain/vcs_events.py: run_summary` of its configuration version's ingress
+    # attributes); None for an uploaded configuration
+    vcs: dict[str, Any] | None = None
     # the agent pool whose agents execute it (its workspace's execution mode was `agent` when it was created);
     # None: Terrace's own runners execute it
     agent_pool_id: str | None = None

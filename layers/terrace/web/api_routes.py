@@ -28,6 +28,8 @@ API_ROUTERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("accounts", "router", ("/api/v2/account/", "/api/v2/authentication-tokens/", "/api/v2/users/")),
     ("ssh_keys", "router", (ORGS, "/api/v2/ssh-keys/", WORKSPACES)),
     ("oauth", "router", ("/oauth/token",)),
+    ("oauth_clients", "router", (ORGS, "/api/v2/oauth-clients/", "/api/v2/oauth-tokens/")),
+    ("vcs_webhooks", "router", ("/api/vcs/webhooks/",)),
     ("retention", "router", (ORGS, WORKSPACES)),
     ("agent_pools", "router", ("/api/v2/agent-pools/", "/api/v2/agents/", ORGS)),
     ("workload_identity", "router", ("/.well-known/jwks", "/.well-known/openid-configuration")),

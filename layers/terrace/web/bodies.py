@@ -87,7 +87,19 @@ WORKSPACE = document(
         "source-url": _text(limits.TEXT_ATTRIBUTE_MAX),
         "source-name": _text(limits.TEXT_ATTRIBUTE_MAX),
         "trigger-prefixes": {"type": "array", "items": STRING},
+        "trigger-patterns": {"type": "array", "items": STRING},
         "file-triggers-enabled": BOOL,
+        "vcs-repo": {
+            "type": "object",
+            "nullable": True,
+            "properties": {
+                "identifier": _text(201),
+                "branch": _text(255),
+                "oauth-token-id": STRING,
+                "ingress-submodules": BOOL,
+                "tags-regex": _text(255),
+            },
+        },
     },
     {"tags": "tags"},
     required=["name"],
@@ -311,3 +323,21 @@ def _notification(required: list[str]) -> dict[str, Any]:
 
 NOTIFICATION_CONFIGURATION = _notification(["name", "destination-type", "enabled"])
 NOTIFICATION_CONFIGURATION_UPDATE = _notification([])
+
+_OAUTH_CLIENT_ATTRIBUTES: dict[str, Any] = {
+    "name": _text(255),
+    "service-provider": {"type": "string", "maxLength": 64},
+    "http-url": _text(2048),
+    "api-url": _text(2048),
+    "key": _text(1024),
+    "secret": _text(4096),
+    "rsa-public-key": _text(8192),
+    "private-key": _text(4096),
+    "oauth-token-string": _text(4096),
+    "organization-scoped": BOOL,
+}
+OAUTH_CLIENT = document(
+    "oauth-clients", _OAUTH_CLIENT_ATTRIBUTES, {"agent-pool": "agent-pools"}, required=["service-provider"]
+)
+OAUTH_CLIENT_UPDATE = document("oauth-clients", _OAUTH_CLIENT_ATTRIBUTES)
+OAUTH_TOKEN_UPDATE = document("oauth-tokens", {"ssh-key": _text(4096)})

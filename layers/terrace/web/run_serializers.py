@@ -177,12 +177,27 @@ def configuration_version(cv: ConfigurationVersion, upload_url: str | None) -> d
             "changed-files": [],
             "size": cv.size,
         },
-        {"ingress-attributes": {"data": None}, "workspace": ref("workspaces", cv.workspace_id)},
+        {
+            "ingress-attributes": ref("ingress-attributes", _ingress_id(cv) if cv.ingress else None),
+            "workspace": ref("workspaces", cv.workspace_id),
+        },  # fmt: skip
         links={
             "self": f"/api/v2/configuration-versions/{cv.id}",
             "download": f"/api/v2/configuration-versions/{cv.id}/download",
         },
     )
+
+
+def _ingress_id(cv: ConfigurationVersion) -> str:
+    return "ia-" + cv.id.split("-", 1)[1]
+
+
+def ingress_attributes(cv: ConfigurationVersion) -> dict[str, Any] | None:
+    """HCP's `ingress-attributes` of a version made from a forge's commit (services/vcs/ingress.py)."""
+    if not cv.ingress:
+        return None
+    link = {"self": f"/api/v2/configuration-versions/{cv.id}/ingress-attributes"}
+    return resource("ingress-attributes", _ingress_id(cv), dict(cv.ingress), links=link)
 
 
 def variable_attributes(v: StoredVariable) -> dict[str, Any]:

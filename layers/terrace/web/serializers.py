@@ -36,6 +36,9 @@ def organization(org: Organization, permissions: dict[str, bool]) -> dict[str, A
             "session-remember": org.settings.get("session-remember"),
             "cost-estimation-enabled": org.cost_estimation_enabled,
             "assessments-enforced": org.settings.get("assessments-enforced", False) is True,
+            "speculative-plan-management-enabled": org.settings.get("speculative-plan-management-enabled", True)
+            is not False,
+            "fork-pull-request-plans-enabled": org.settings.get("fork-pull-request-plans-enabled", False) is True,
             "allow-force-delete-workspaces": org.allow_force_delete_workspaces,
             "avatar-url": None,
             "owners-team-saml-role-id": None,
@@ -71,7 +74,7 @@ def entitlement_set(org: Organization) -> dict[str, Any]:
             "run-tasks": True,  # services/runs/run_tasks.py
             "state-storage": True,
             "teams": True,
-            "vcs-integrations": False,
+            "vcs-integrations": True,  # GitHub-shaped forges (services/vcs/)
             "usage-reporting": False,
             "user-limit": None,
             "self-serve-billing": False,
@@ -114,7 +117,7 @@ def workspace(ws: Workspace, permissions: dict[str, bool], org: Organization) ->
         "speculative-enabled": ws.speculative_enabled,
         "allow-destroy-plan": ws.allow_destroy_plan,
         "structured-run-output-enabled": bool(ws.extra.get("structured-run-output-enabled", False)),
-        "file-triggers-enabled": bool(ws.extra.get("file-triggers-enabled", False)),
+        "file-triggers-enabled": bool(ws.extra.get("file-triggers-enabled", True)),  # HCP's default
         "trigger-prefixes": ws.extra.get("trigger-prefixes", []),
         "trigger-patterns": ws.extra.get("trigger-patterns", []),
         "assessments-enabled": bool(ws.extra.get("assessments-enabled", False)),
@@ -122,8 +125,8 @@ def workspace(ws: Workspace, permissions: dict[str, bool], org: Organization) ->
         "source-name": ws.extra.get("source-name"),
         "source-url": ws.extra.get("source-url"),
         "tag-names": list(ws.tag_names),
-        "vcs-repo": None,
-        "vcs-repo-identifier": None,
+        "vcs-repo": ws.extra.get("vcs-repo"),  # services/vcs/connections.py
+        "vcs-repo-identifier": (ws.extra.get("vcs-repo") or {}).get("identifier"),
         "locked": lock is not None,
         "locked-reason": lock.reason if lock else "",
         "resource-count": ws.resource_count,

@@ -52,6 +52,7 @@ class StateServices:
     subscribe_policies: Callable[[EventService], None]
     subscribe_task_stages: Callable[[EventService], None]
     subscribe_notifications: Callable[[EventService], None]
+    subscribe_vcs: Callable[[EventService], None]
 
     @cached_property
     def resource_history(self) -> ResourceHistory:
@@ -130,4 +131,5 @@ class StateServices:
         self.subscribe_policies(events)
         self.subscribe_task_stages(events)  # wiring/task_stage_services.py
         self.subscribe_notifications(events)  # wiring/notification_services.py
+        self.subscribe_vcs(events)  # wiring/vcs_services.py
         return events

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from terrace.services.runs.store import RunStore
     from terrace.services.state.store import StateStore
     from terrace.services.state.versions import StateVersionService
+    from terrace.services.vcs.connections import RepositoryConnections
     from terrace.services.workflows.auto_destroy import AutoDestroy
     from terrace.services.workflows.organization_deletion import OrganizationDeletion
     from terrace.services.workflows.project_deletion import ProjectDeletion
@@ -79,6 +80,7 @@ class WorkflowServices:
     policy_evaluation_store: EvaluationStore  # wiring/policy_services.py
     registry_module_store: ModuleStore  # wiring/registry_services.py
     registry_provider_store: ProviderStore  # wiring/registry_services.py
+    repository_connections: RepositoryConnections  # wiring/vcs_services.py
 
     @cached_property
     def purge(self) -> Purge:
@@ -95,6 +97,7 @@ class WorkflowServices:
             (self.policy_store, self.policy_evaluation_store, self.registry_module_store, self.registry_provider_store),
             run_store=self.run_store,
             audit_store=self.audit_store,
+            vcs=self.repository_connections,
         )
 
     @cached_property

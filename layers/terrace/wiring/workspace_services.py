@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from terrace.services.runs.job_retries import JobRetries
     from terrace.services.runs.scheduler import RunScheduler
     from terrace.services.state.versions import StateVersionService
+    from terrace.services.vcs.connections import RepositoryConnections
     from terrace.services.workspaces.agent_pools import AgentPoolService
     from terrace.services.workspaces.agents import AgentService
     from terrace.services.workspaces.effective_variables import EffectiveVariables
@@ -53,6 +54,7 @@ class WorkspaceServices:
     state_versions: StateVersionService
     scheduler: RunScheduler
     job_retries: JobRetries
+    repository_connections: RepositoryConnections
 
     @cached_property
     def workspace_store(self) -> WorkspaceAreaStore:
@@ -73,6 +75,7 @@ class WorkspaceServices:
             settle_terraform_version=lambda requested: self.tool_versions.settle(requested),
             check_agent_pool=lambda ws: self.agent_pools.check_workspace(ws),
             remote_state_default=lambda: self.admin_settings.default_remote_state_access(),
+            repository_link=self.repository_connections,  # wiring/vcs_services.py
         )
 
     @cached_property

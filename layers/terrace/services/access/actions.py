@@ -56,3 +56,6 @@ class Action(StrEnum):
     # the private provider registry (organization level; GPG keys are the organization's namespace's)
     READ_PROVIDERS = "read-providers"  # providers, versions, platforms, GPG keys and downloads: every member
     MANAGE_PROVIDERS = "manage-providers"  # create providers, publish versions and platforms, manage GPG keys
+    # VCS providers (organization level): OAuth clients and tokens
+    READ_VCS = "read-vcs"  # clients and tokens without their credentials: every member (connecting picks a token)
+    MANAGE_VCS = "manage-vcs"  # create, change, delete clients and tokens

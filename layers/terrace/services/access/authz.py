@@ -96,6 +96,8 @@ _ORG_LEVEL: dict[Action, tuple[str, ...]] = {
     Action.MANAGE_MODULES: ("manage-modules",),
     Action.READ_PROVIDERS: (),
     Action.MANAGE_PROVIDERS: ("manage-providers",),
+    Action.READ_VCS: (),
+    Action.MANAGE_VCS: ("manage-vcs-settings",),
 }
 _OWNERS_ONLY = frozenset(
     {Action.MANAGE_ORGANIZATION, Action.DELETE_ORGANIZATION, Action.MANAGE_OWNERS_TEAM, Action.READ_AUDIT_TRAIL}
@@ -113,6 +115,7 @@ _OPEN_TO_MEMBERS = frozenset(
         Action.READ_AGENT_POOLS,
         Action.READ_MODULES,
         Action.READ_PROVIDERS,
+        Action.READ_VCS,
     }
 )
 # Workspace actions that amount to others for members: reading a plan's JSON reads runs and state (it shows state

@@ -96,6 +96,46 @@ class ConfigurationVersionService:
                 log.exception("on_created hook failed for %s", cv.id)
         return cv
 
+    def create_from_forge(
+        self,
+        ws: Workspace,
+        archive: bytes,
+        *,
+        source: str,
+        speculative: bool,
+        ingress: dict[str, Any],
+        untrusted: bool,
+        auto_queue: bool = True,
+        cv_id: str | None = None,
+    ) -> ConfigurationVersion:
+        """A version of a forge's commit (services/vcs/: a verified webhook delivery, no caller): its archive stored
+        and the version finalized at once, which queues its run (auto-queue-runs; the workspace's auto-apply
+        applies it, as HCP's VCS runs). `cv_id` (derived from the delivery) makes it idempotent."""
+        now = clock.now_iso()
+        cv = ConfigurationVersion(
+            id=cv_id or new_id("cv"),
+            workspace_id=ws.id,
+            organization=ws.organization,
+            created_at=now,
+            speculative=speculative,
+            source=source,
+            created_by=str(ingress.get("sender-username") or ""),
+            ingress=ingress,
+            untrusted=untrusted,
+            auto_queue_runs=auto_queue,
+        )
+        cv.status_timestamps["pending-at"] = now
+        try:
+            self._store.create(cv)
+        except ConditionFailed:  # the same work again (`cv_id`): carry on where it stopped, never twice
+            cv = self.load(cv.id)
+            if cv.status != PENDING:
+                return cv
+        if not speculative:
+            self._workspaces.mutate(ws.id, lambda cur: dataclasses.replace(cur, extra={**cur.extra, CURRENT: cv.id}))
+        self._blobs.put(cv.blob_key, archive, "application/gzip")
+        return self.finalize(cv)
+
     def load(self, cv_id: str) -> ConfigurationVersion:
         cv = self._store.find(cv_id)
         if cv is None:

@@ -77,6 +77,10 @@ class JobSpecs:
             tool_cache_url=tool_cache[0],
             tool_cache_upload_url=tool_cache[1],
             working_directory=ws.working_directory,
+            # a version made from a forge's commit (services/vcs/): TFC_CONFIGURATION_VERSION_GIT_* in the run
+            git_branch=str((cv.ingress or {}).get("branch") or ""),
+            git_commit_sha=str((cv.ingress or {}).get("commit-sha") or ""),
+            git_tag=str((cv.ingress or {}).get("tag") or ""),
             operation=Operation(
                 is_destroy=run.is_destroy,
                 refresh=run.refresh,

@@ -4,7 +4,9 @@ and whose constructor sets the stores below."""
 
 from __future__ import annotations
 
+import builtins
 import functools
+from collections.abc import Callable
 
 from terrace.config import Settings
 from terrace.domain import clock
@@ -93,7 +95,18 @@ class RunActions:
 
     def cancel(self, principal: Principal, run_id: str, *, query: bool = False) -> Run:
         self._act(principal, run_id, Action.CANCEL_RUN, query=query)
+        return self._cancel(run_id)
 
+    def cancel_superseded(self, workspace_id: str, superseded: Callable[[Run], bool]) -> builtins.list[Run]:
+        """The speculative plans of a workspace that a newer push replaced (`superseded` decides: services/vcs/, the
+        organization's speculative plan management), canceled as `cancel` does, by no caller."""
+        canceled = []
+        for run in self._store.list_for_workspace(workspace_id):
+            if run.plan_only and not run.final and run.status in rs.CANCELABLE and superseded(run):
+                canceled.append(self._cancel(run.id))
+        return canceled
+
+    def _cancel(self, run_id: str) -> Run:
         def step() -> Run:
             run = self._store.load(run_id)
             run.require(*rs.CANCELABLE, action="cancel")

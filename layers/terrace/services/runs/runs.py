@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from terrace.config import Settings
-from terrace.domain import agent_pools, clock, cost_estimation, limits
+from terrace.domain import agent_pools, clock, cost_estimation, limits, vcs_events
 from terrace.domain import runs as rs
 from terrace.domain.auto_destroy import SOURCE as AUTO_DESTROY_SOURCE
 from terrace.domain.configuration_versions import UPLOADED, ConfigurationVersion
@@ -118,7 +118,8 @@ class RunService(RunActions):
         ws = self._workspaces.load(cv.workspace_id)
         if self._workspaces.execution_mode(ws) == "local":  # the upload stands; the server runs nothing of it
             return None
-        return self._create(ws, {}, cv, cv.created_by, cv.may_apply, source=CONFIGURATION_VERSION)
+        attrs = {"message": str(cv.ingress.get("commit-message") or "")[:4000]} if cv.ingress else {}  # a forge's
+        return self._create(ws, attrs, cv, cv.created_by, cv.may_apply, source=CONFIGURATION_VERSION)
 
     def require_remote_execution(self, ws: Workspace) -> None:
         """A workspace in the `local` execution mode keeps only state: its plans and applies run on the machine of
@@ -214,6 +215,7 @@ class RunService(RunActions):
             apply=PhaseState(id=f"apply-{suffix}"),
             source=RUN_SOURCE if trigger else source,
             trigger=trigger[1] if trigger else None,
+            vcs=vcs_events.run_summary(cv.ingress),
         )
         if run_action(plan_only=plan_only, save_plan=run.save_plan, auto_apply=run.auto_apply) is Action.APPLY_RUN:
             if not may_apply:
@@ -223,6 +225,8 @@ class RunService(RunActions):
                 )
         run.agent_pool_id = self.agent_pool(ws)
         run.resolved_variables = self.resolve_variables(ws, run.variables)  # once: a run keeps what it was given
+        if cv.untrusted:  # a fork's pull request (services/vcs/): its code never sees a secret
+            run.resolved_variables = [v for v in run.resolved_variables or [] if not v.get("sensitive")]
         self._cvs.seal(cv)  # the archive this run plans is final from here
         run.transition(rs.PENDING, now)
         run.status_timestamps["plan-queueable-at"] = now

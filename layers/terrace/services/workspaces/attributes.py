@@ -11,6 +11,7 @@ from terrace.domain import auto_destroy, limits
 from terrace.domain import workspace as model
 from terrace.domain.errors import Invalid
 from terrace.domain.workspace import Workspace
+from terrace.services.workspaces.repository_link import LinkedRepository
 
 # API attribute -> (field, validator)
 _BOOL = lambda key: lambda v: _require_bool(key, v)  # noqa: E731
@@ -111,9 +112,15 @@ def apply_attributes(ws: Workspace, attributes: dict[str, Any]) -> Workspace:
             extra[key] = _require_bool(key, value)
         elif key == "setting-overwrites":
             continue  # below: it decides whether the execution mode is inherited
+        elif key == "vcs-repo" and isinstance(value, LinkedRepository):  # connected by the VCS area
+            if value.shown is None:
+                extra.pop(key, None)
+            else:
+                extra[key] = value.shown
         elif key in ACCEPTED_EXTRA:
             extra[key] = _extra(key, value)
-        # anything else (`name`, handled by the caller; read-only attributes; `vcs-repo`; unknown ones) is ignored,
+        # anything else (`name`, handled by the caller; read-only attributes; an unlinked `vcs-repo`; unknown ones) is
+        # ignored,
         # as TFC does: clients send back what they read and attributes newer than Terrace
     if "execution_mode" in changes:
         changes["execution_mode_overwritten"] = True

@@ -21,6 +21,7 @@ from terrace.services.access.organizations import OrganizationService
 from terrace.services.access.projects import ProjectService
 from terrace.services.optimistic import optimistic
 from terrace.services.workspaces.attributes import apply_attributes, tag_names
+from terrace.services.workspaces.repository_link import RepositoryLink, linked
 from terrace.services.workspaces.store import WorkspaceStore, WriteOp
 
 
@@ -39,6 +40,7 @@ class WorkspaceService:
         settle_terraform_version: Callable[[Any], Any],
         check_agent_pool: Callable[[Workspace], None],
         remote_state_default: Callable[[], bool] = lambda: False,
+        repository_link: RepositoryLink | None = None,
     ) -> None:
         self._remote_state_default = remote_state_default  # the site admin's default-remote-state-access
         self._store = store
@@ -50,6 +52,7 @@ class WorkspaceService:
         self.settle_terraform_version = settle_terraform_version
         # refuses (422) an agent-mode workspace whose pool is absent or does not allow it (AgentPoolService)
         self.check_agent_pool = check_agent_pool
+        self._link = repository_link  # connects `vcs-repo` (the VCS area)
 
     # reads -------------------------------------------------------------------------------
     def load(self, workspace_id: str) -> Workspace:
@@ -215,8 +218,11 @@ class WorkspaceService:
             project_id=project_id,
             global_remote_state=self._remote_state_default(),  # the site admin's default-remote-state-access
         )
+        attributes = linked(self._link, principal, ws, attributes)  # the webhook registered before the write
         ws = self._checked(apply_attributes(ws, self._settled({k: v for k, v in attributes.items() if k != "name"})))
         if not self._store.create(ws):
+            if self._link is not None and "vcs-repo" in attributes:
+                self._link.disconnect(ws)
             raise Conflict(f"workspace {org.name}/{name} already exists", meta={"pointer": "/data/attributes/name"})
         if ws.auto_destroy_at is not None:
             self.markers.sync(ws)
@@ -224,7 +230,7 @@ class WorkspaceService:
 
     def update(self, principal: Principal, ws: Workspace, attributes: dict[str, Any]) -> Workspace:
         self.authorize(principal, Action.UPDATE_WORKSPACE, ws)
-        attributes = self._settled(attributes)
+        attributes = linked(self._link, principal, ws, self._settled(attributes))
         new_name = attributes.get("name", ws.name)
         if new_name != ws.name:
             updated = self._rename(ws, model.validate_name(new_name), attributes)

@@ -10,7 +10,15 @@ from terrace.services.access.authz import Action
 from terrace.web import bodies
 from terrace.web import run_serializers as rser
 from terrace.web.deps import ContainerDep, PrincipalDep
-from terrace.web.jsonapi import JSONAPIResponse, JSONBody, attributes, read_document, respond, respond_page
+from terrace.web.jsonapi import (
+    JSONAPIResponse,
+    JSONBody,
+    attributes,
+    includes,
+    read_document,
+    respond,
+    respond_page,
+)
 
 router = APIRouter(prefix="/api/v2")
 
@@ -35,9 +43,22 @@ def list_configuration_versions(
 
 
 @router.get("/configuration-versions/{cv_id}")
-def read_configuration_version(cv_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+def read_configuration_version(
+    cv_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
     # As in HCP Terraform, the upload URL is only given when the version is created.
-    return respond(rser.configuration_version(container.configuration_versions.get(principal, cv_id), None))
+    cv = container.configuration_versions.get(principal, cv_id)
+    ingress = rser.ingress_attributes(cv) if "ingress_attributes" in includes(request) else None
+    return respond(rser.configuration_version(cv, None), included=[ingress] if ingress else None)
+
+
+@router.get("/configuration-versions/{cv_id}/ingress-attributes")
+def read_ingress_attributes(cv_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    """What a version made from a forge's commit was made of; 404 for an uploaded one."""
+    ingress = rser.ingress_attributes(container.configuration_versions.get(principal, cv_id))
+    if ingress is None:
+        raise NotFound(f"configuration version {cv_id} has no ingress attributes")
+    return respond(ingress)
 
 
 @router.post("/configuration-versions/{cv_id}/actions/archive", openapi_extra=bodies.RUN_ACTION)

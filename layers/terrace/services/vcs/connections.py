@@ -1,0 +1,135 @@
+"""A workspace's repository (`vcs-repo`): connecting registers a webhook on the repository with a secret of its own
+(`POST /repos/{o}/{r}/hooks`), kept encrypted beside the workspace (`Connection`); disconnecting (`vcs-repo: null`,
+another repository, deleting the workspace) deletes the hook. The workspace keeps what the API shows of it
+(`Workspace.extra["vcs-repo"]`, no secret); the workspace service calls this through its `RepositoryLink` port."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from typing import Any
+
+from terrace.adapters.encryptor import Encryptor
+from terrace.adapters.forge import Forge, ForgeAccess, ForgeError
+from terrace.domain import vcs as model
+from terrace.domain.errors import Invalid, NotFound
+from terrace.domain.principal import Principal
+from terrace.domain.vcs import OAuthClient, OAuthToken
+from terrace.domain.workspace import Workspace
+from terrace.services.access.authz import Action
+from terrace.services.access.organizations import OrganizationService
+from terrace.services.vcs.oauth_clients import OAuthClientService
+from terrace.services.vcs.store import Connection, VcsStore
+
+log = logging.getLogger("terrace.vcs")
+WEBHOOK_PATH = "/api/vcs/webhooks/"  # + the workspace id: the public route of deliveries (web/routers/vcs_webhooks.py)
+
+
+class RepositoryConnections:
+    def __init__(
+        self,
+        store: VcsStore,
+        encryptor: Encryptor,
+        forge: Forge,
+        organizations: OrganizationService,
+        oauth_clients: OAuthClientService,
+        public_url: str,
+    ) -> None:
+        self._store, self._encryptor, self._forge = store, encryptor, forge
+        self._orgs, self._clients, self._public_url = organizations, oauth_clients, public_url.rstrip("/")
+
+    def connect(self, principal: Principal, ws: Workspace, raw: Any) -> dict[str, Any] | None:
+        """What `ws` shows as its `vcs-repo` once `raw` is applied (None: no repository); the webhook registered or
+        deleted on the forge before the workspace is written. The caller checked that `principal` may change `ws`."""
+        current = ws.extra.get(model.VCS_REPO)
+        if raw is None:
+            self.disconnect(ws)
+            return None
+        request = model.check_repo(raw)
+        self._orgs.get_by_key(principal, ws.organization, Action.READ_VCS)
+        found = self._clients.usable_token(ws.organization, request.oauth_token_id)
+        if found is None:
+            raise NotFound(f"oauth token {request.oauth_token_id} not found")
+        client, token = found
+        if client.service_provider not in model.GITHUB_SHAPED:
+            raise Invalid(f"{client.display_name} repositories are not supported yet: connect a GitHub-shaped one",
+                          pointer="/data/attributes/vcs-repo/oauth-token-id")  # fmt: skip
+        access = ForgeAccess(client.api_url, self._clients.credential(token))
+        kept = self._store.connection(ws.id)
+        same = kept is not None and (kept.identifier, kept.token_id) == (request.identifier, token.id)
+        if not same:
+            try:
+                repository = self._forge.repository(access, request.identifier)
+                secret = secrets.token_hex(32)
+                hook_id = self._forge.create_hook(access, request.identifier, self.webhook_url(ws.id), secret)
+            except ForgeError as exc:
+                raise Invalid(f"the repository {request.identifier} cannot be connected: {exc.detail}",
+                              pointer="/data/attributes/vcs-repo/identifier") from exc  # fmt: skip
+            sealed = self._encryptor.encrypt(secret, self._context(ws))
+            self.disconnect(ws)
+            self._store.put_connection(
+                Connection(ws.id, ws.organization, token.id, request.identifier, hook_id, sealed)
+            )
+            html_url = repository.html_url
+        else:
+            html_url = (current or {}).get("repository-http-url", "")
+        return _shown(request, client, token, html_url, self.webhook_url(ws.id))
+
+    def disconnect(self, ws: Workspace) -> None:
+        self.release(ws.id)
+
+    def release(self, workspace_id: str) -> None:
+        """Deletes the workspace's webhook (a forge that fails is logged: the connection goes anyway)."""
+        kept = self._store.connection(workspace_id)
+        if kept is None:
+            return
+        found = self._clients.usable_token(kept.organization, kept.token_id)
+        if found is not None:
+            access = ForgeAccess(found[0].api_url, self._clients.credential(found[1]))
+            try:
+                self._forge.delete_hook(access, kept.identifier, kept.hook_id)
+            except ForgeError as exc:
+                log.warning("workspace %s: webhook %s of %s not deleted: %s", workspace_id, kept.hook_id,
+                            kept.identifier, exc.detail)  # fmt: skip
+        self._store.delete_connection(workspace_id)
+
+    def forget_organization(self, org_key: str) -> None:
+        """The organization's OAuth clients and tokens (its workspaces released their hooks as they went)."""
+        self._store.delete_all_of(organization=org_key)
+
+    # for this area's webhook and ingress ------------------------------------------------------
+    def webhook_url(self, workspace_id: str) -> str:
+        return f"{self._public_url}{WEBHOOK_PATH}{workspace_id}"
+
+    def secret(self, connection: Connection) -> str:
+        context = {"organization": connection.organization, "vcs-connection": connection.workspace_id}
+        return self._encryptor.decrypt(connection.secret, context)
+
+    def access(self, connection: Connection) -> tuple[OAuthClient, ForgeAccess] | None:
+        found = self._clients.usable_token(connection.organization, connection.token_id)
+        if found is None:
+            return None
+        return found[0], ForgeAccess(found[0].api_url, self._clients.credential(found[1]))
+
+    def connection(self, workspace_id: str) -> Connection | None:
+        return self._store.connection(workspace_id)
+
+    @staticmethod
+    def _context(ws: Workspace) -> dict[str, str]:
+        return {"organization": ws.organization, "vcs-connection": ws.id}
+
+
+def _shown(
+    request: model.RepoRequest, client: OAuthClient, token: OAuthToken, html_url: str, hook: str
+) -> dict[str, Any]:
+    return {
+        "identifier": request.identifier,
+        "display-identifier": request.identifier,
+        "branch": request.branch,
+        "oauth-token-id": token.id,
+        "ingress-submodules": request.ingress_submodules,
+        "tags-regex": request.tags_regex,
+        "repository-http-url": html_url or f"{client.http_url}/{request.identifier}",
+        "service-provider": client.service_provider,
+        "webhook-url": hook,
+    }

@@ -1,0 +1,166 @@
+"""A verified delivery's work (the `vcs.delivery` subscriber, run by the events worker): a configuration version
+of the commit, and its run.
+
+- A push to the tracked branch (the workspace's `branch`, else the repository's default branch), or of a tag its
+  `tags-regex` matches, whose SHA is still the ref's head on the forge's API (a late or replayed delivery of an
+  older push starts nothing; the commit's message and author are read there too), `[ci
+  skip]`/`[skip ci]` skip it, file triggers are decided on the files the forge's compare API lists (`domain/
+  vcs_events.py: triggered`); then the forge's tarball of that SHA becomes the version's archive (`archives.py`)
+  and the version queues its run (auto-applied when the workspace auto-applies).
+- A pull request opened, synchronized or reopened against the tracked branch: a speculative plan of its head
+  commit, unless the workspace turned speculative plans off; one from a fork only when the organization allows
+  it, and then without any sensitive variable (`ConfigurationVersion.untrusted`). With the organization's
+  speculative plan management, the pull request's older speculative plans that still run are canceled.
+Every failure is logged and ends the delivery's work: the forge shows no status for a commit Terrace did not plan.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from terrace.adapters.forge import Forge, ForgeAccess, ForgeError
+from terrace.domain import vcs_events
+from terrace.domain.configuration_versions import ConfigurationVersion
+from terrace.domain.errors import NotFound, TerraceError
+from terrace.domain.runs import Run
+from terrace.domain.vcs import VCS_REPO
+from terrace.domain.workspace import Workspace
+from terrace.services.access.organizations import OrganizationService
+from terrace.services.runs.configuration_versions import ConfigurationVersionService
+from terrace.services.runs.runs import RunService
+from terrace.services.vcs.archives import RepoBounds, repacked
+from terrace.services.vcs.connections import RepositoryConnections
+from terrace.services.workspaces.workspaces import WorkspaceService
+
+log = logging.getLogger("terrace.vcs")
+
+
+class VcsIngress:
+    def __init__(
+        self,
+        connections: RepositoryConnections,
+        forge: Forge,
+        workspaces: WorkspaceService,
+        organizations: OrganizationService,
+        configuration_versions: ConfigurationVersionService,
+        runs: RunService,
+        bounds: RepoBounds,
+    ) -> None:
+        self._connections, self._forge, self._workspaces, self._orgs = connections, forge, workspaces, organizations
+        self._cvs, self._runs, self._bounds = configuration_versions, runs, bounds
+
+    def on_event(self, event: dict[str, Any]) -> None:
+        self.handle(event)
+
+    def handle(self, event: dict[str, Any]) -> ConfigurationVersion | None:
+        try:
+            ws = self._workspaces.load(str(event.get("workspace_id")))
+        except NotFound:
+            return None
+        connection = self._connections.connection(ws.id)
+        found = self._connections.access(connection) if connection else None
+        if connection is None or found is None:
+            log.info("workspace %s: delivery %s: no usable repository connection", ws.id, event.get("delivery"))
+            return None
+        client, access = found
+        try:
+            if event.get("event") == "push":
+                return self._push(ws, connection.identifier, access, client.service_provider, event)
+            if event.get("event") == "pull_request":
+                return self._pull_request(ws, connection.identifier, access, client.service_provider, event)
+        except (ForgeError, TerraceError) as exc:
+            log.warning("workspace %s: delivery %s: no run: %s", ws.id, event.get("delivery"), exc.detail)
+        return None
+
+    def _tracked(self, ws: Workspace, repo: str, access: ForgeAccess) -> str:
+        branch = str((ws.extra.get(VCS_REPO) or {}).get("branch") or "")
+        return branch or self._forge.repository(access, repo).default_branch
+
+    def _push(self, ws: Workspace, repo: str, access: ForgeAccess, source: str, event: dict[str, Any]) -> Any:
+        push = vcs_events.Push(event["ref"], event["before"], event["after"], repo, event.get("sender", ""),
+                               event.get("compare_url", ""))  # fmt: skip
+        if push.tag is not None:
+            if not vcs_events.tag_matches((ws.extra.get(VCS_REPO) or {}).get("tags-regex"), push.tag):
+                return None
+        elif push.branch != self._tracked(ws, repo, access):
+            return None
+        # the ref's head as the forge's API has it now: a delivery of an older push (a late one, or a replay once
+        # its id is forgotten) starts nothing; the commit's message and author come from there too
+        commit = self._forge.commit(access, repo, push.branch or push.tag or push.after)
+        if commit.sha != push.after:
+            log.info("workspace %s: %s is at %s, not %s: delivery ignored", ws.id, push.ref, commit.sha, push.after)
+            return None
+        if vcs_events.skipped(commit.message):
+            log.info("workspace %s: commit %s skipped ([ci skip])", ws.id, commit.sha)
+            return None
+        if push.branch is not None and ws.extra.get("file-triggers-enabled", True):
+            files = (
+                None
+                if push.before == vcs_events.ZERO_SHA
+                else self._forge.changed_files(access, repo, push.before, commit.sha)
+            )
+            if not self._triggers(ws, files):
+                log.info("workspace %s: commit %s changes no trigger path", ws.id, commit.sha)
+                return None
+        ingress = _ingress(repo, commit.sha, commit.message, commit.html_url, push.sender, access)
+        ingress.update({"branch": push.branch, "tag": push.tag, "compare-url": push.compare_url or None,
+                        "on-default-branch": push.branch is not None})  # fmt: skip
+        archive = repacked(self._forge.tarball(access, repo, commit.sha, self._bounds.archive_max), self._bounds)
+        # HCP's queue-all-runs off: a workspace's first runs wait for one queued by hand; its configuration is kept
+        queue = ws.queue_all_runs or ws.runs_count > 0
+        return self._cvs.create_from_forge(ws, archive, source=_source(source), speculative=False, ingress=ingress,
+                                           untrusted=False, auto_queue=queue, cv_id=_cv_id(ws, event))  # fmt: skip
+
+    def _pull_request(self, ws: Workspace, repo: str, access: ForgeAccess, source: str, event: dict[str, Any]) -> Any:
+        if not ws.speculative_enabled or event.get("base_ref") != self._tracked(ws, repo, access):
+            return None
+        settings = self._orgs.by_key(ws.organization).settings
+        if event.get("fork") and settings.get("fork-pull-request-plans-enabled") is not True:
+            log.info("workspace %s: pull request %s from a fork: no plan", ws.id, event.get("number"))
+            return None
+        commit = self._forge.commit(access, repo, str(event["head_sha"]))
+        if ws.extra.get("file-triggers-enabled", True):
+            if not self._triggers(ws, self._forge.pull_files(access, repo, int(event["number"]))):
+                return None
+        ingress = _ingress(repo, commit.sha, commit.message, commit.html_url, str(event.get("sender", "")), access)
+        ingress.update({"branch": event.get("head_ref"), "is-pull-request": True,
+                        "pull-request-number": event["number"], "pull-request-url": event.get("url"),
+                        "pull-request-title": event.get("title")})  # fmt: skip
+        if settings.get("speculative-plan-management-enabled", True) is not False:
+            self._cancel_older(ws, int(event["number"]), commit.sha)
+        archive = repacked(self._forge.tarball(access, repo, commit.sha, self._bounds.archive_max), self._bounds)
+        return self._cvs.create_from_forge(ws, archive, source=_source(source), speculative=True, ingress=ingress,
+                                           untrusted=bool(event.get("fork")), cv_id=_cv_id(ws, event))  # fmt: skip
+
+    def _triggers(self, ws: Workspace, files: list[str] | None) -> bool:
+        extra = ws.extra
+        return vcs_events.triggered(
+            files, ws.working_directory, extra.get("trigger-prefixes"), extra.get("trigger-patterns")
+        )
+
+    def _cancel_older(self, ws: Workspace, number: int, sha: str) -> None:
+        def superseded(run: Run) -> bool:
+            ingress = self._cvs.load(run.configuration_version_id).ingress or {}
+            return ingress.get("pull-request-number") == number and ingress.get("commit-sha") != sha
+
+        for run in self._runs.cancel_superseded(ws.id, superseded):
+            log.info("workspace %s: run %s superseded by commit %s of pull request %s", ws.id, run.id, sha, number)
+
+
+def _cv_id(ws: Workspace, event: dict[str, Any]) -> str:
+    return vcs_events.delivery_cv_id(ws.id, str(event.get("delivery")))
+
+
+def _source(provider: str) -> str:
+    return "github" if provider in ("github", "github_enterprise") else provider
+
+
+def _ingress(repo: str, sha: str, message: str, commit_url: str, sender: str, access: ForgeAccess) -> dict[str, Any]:
+    """HCP's ingress attributes (the pull request's and the push's own are added by the callers)."""
+    return {
+        "identifier": repo, "commit-sha": sha, "commit-message": message[:4096], "commit-url": commit_url,
+        "sender-username": sender, "clone-url": None, "is-pull-request": False, "branch": None, "tag": None,
+        "compare-url": None, "on-default-branch": False, "pull-request-number": None, "pull-request-url": None,
+        "pull-request-title": None, "pull-request-body": None, "sender-avatar-url": None, "sender-html-url": None,
+    }  # fmt: skip

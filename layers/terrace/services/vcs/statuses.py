@@ -1,0 +1,75 @@
+"""Commit statuses (the `run.status_changed` subscriber): a run of a configuration version made from a forge's
+commit reports on that commit as `Terrace/<organization>/<workspace>` (`POST /repos/{o}/{r}/statuses/{sha}`),
+`pending` while it runs, then `success` (applied, planned and finished, or planned and waiting for confirmation),
+`failure` (errored) or `error` (canceled, discarded), with a link to the run's page. Only a change of what the forge
+shows is sent; a forge that fails is logged (the run goes on)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from terrace.adapters.forge import CommitStatus, Forge, ForgeError
+from terrace.domain import runs as rs
+from terrace.domain.errors import NotFound
+from terrace.domain.runs import Run
+from terrace.services.runs.configuration_versions import ConfigurationVersionService
+from terrace.services.vcs.connections import RepositoryConnections
+from terrace.services.workspaces.workspaces import WorkspaceService
+
+log = logging.getLogger("terrace.vcs")
+
+_SHOWN: dict[str, tuple[str, str]] = {
+    rs.APPLIED: ("success", "Applied"),
+    rs.PLANNED_AND_FINISHED: ("success", "Planned"),
+    rs.PLANNED: ("success", "Planned: waiting for confirmation"),
+    rs.ERRORED: ("failure", "Errored"),
+    rs.CANCELED: ("error", "Canceled"),
+    rs.FORCE_CANCELED: ("error", "Canceled"),
+    rs.DISCARDED: ("error", "Discarded"),
+}
+
+
+def shown(status: str | None) -> tuple[str, str]:
+    """What the forge shows for a run's status."""
+    return _SHOWN.get(status or "", ("pending", "Run pending" if status in (None, rs.PENDING) else "Running"))
+
+
+class CommitStatuses:
+    def __init__(
+        self,
+        connections: RepositoryConnections,
+        forge: Forge,
+        workspaces: WorkspaceService,
+        configuration_versions: ConfigurationVersionService,
+        load_run: Callable[[str], Run],
+        public_url: str,
+    ) -> None:
+        self._connections, self._forge, self._workspaces = connections, forge, workspaces
+        self._cvs, self._load_run, self._public_url = configuration_versions, load_run, public_url.rstrip("/")
+
+    def on_run_status(self, event: dict[str, Any]) -> None:
+        now, before = shown(str(event.get("to"))), shown(event.get("from"))
+        if event.get("from") is not None and now == before:
+            return
+        try:
+            run = self._load_run(str(event.get("run_id")))
+            cv = self._cvs.load(run.configuration_version_id)
+            ws = self._workspaces.load(run.workspace_id)
+        except NotFound:
+            return
+        sha = (cv.ingress or {}).get("commit-sha")
+        connection = self._connections.connection(ws.id)
+        found = self._connections.access(connection) if connection and sha else None
+        if connection is None or found is None or not sha:
+            return
+        org = self._workspaces.organization_of(ws)
+        status = CommitStatus(
+            state=now[0], context=f"Terrace/{org.name}/{ws.name}", description=f"Terrace: {now[1]}",
+            target_url=f"{self._public_url}/app/{org.name}/workspaces/{ws.name}/runs/{run.id}",
+        )  # fmt: skip
+        try:
+            self._forge.set_status(found[1], connection.identifier, str(sha), status)
+        except ForgeError as exc:
+            log.warning("run %s: commit status %s of %s not set: %s", run.id, now[0], sha, exc.detail)

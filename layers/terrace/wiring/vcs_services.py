@@ -1,0 +1,99 @@
+"""VCS-driven runs (services/vcs/): OAuth clients and their tokens, workspaces' repository connections, webhook
+deliveries, the runs they start and the commit statuses of those runs.
+
+Mixed into `bootstrap.Container`: each service is built on first use from the container's adapters and its
+other services (what this area takes from the others is declared below as plain attributes)."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from terrace.adapters.encryptor import Encryptor
+from terrace.adapters.events import EventPublisher
+from terrace.adapters.forge import Forge
+from terrace.adapters.table import Table
+from terrace.config import Settings
+
+VCS_ARCHIVE_MAX = 100 * 1024 * 1024  # a forge's tarball of a commit, compressed (also under max_config_bytes)
+
+if TYPE_CHECKING:
+    from terrace.services.access.organizations import OrganizationService
+    from terrace.services.access.projects import ProjectService
+    from terrace.services.events import EventService
+    from terrace.services.runs.configuration_versions import ConfigurationVersionService
+    from terrace.services.runs.runs import RunService
+    from terrace.services.runs.store import RunStore
+    from terrace.services.vcs.connections import RepositoryConnections
+    from terrace.services.vcs.ingress import VcsIngress
+    from terrace.services.vcs.oauth_clients import OAuthClientService
+    from terrace.services.vcs.statuses import CommitStatuses
+    from terrace.services.vcs.store import VcsStore
+    from terrace.services.vcs.webhooks import WebhookIngress
+    from terrace.services.workspaces.workspaces import WorkspaceService
+
+
+class VcsServices:
+    settings: Settings
+    table: Table
+    encryptor: Encryptor
+    forge: Forge
+    publisher: EventPublisher
+    # from the other areas
+    organizations: OrganizationService
+    projects: ProjectService
+    workspaces: WorkspaceService
+    configuration_versions: ConfigurationVersionService
+    runs: RunService
+    run_store: RunStore
+
+    @cached_property
+    def vcs_store(self) -> VcsStore:
+        """The area's store (`services/vcs/store.py`): OAuth clients and tokens, their keys and items."""
+        from terrace.services.vcs.store import VcsStore
+
+        return VcsStore(self.table)
+
+    @cached_property
+    def oauth_clients(self) -> OAuthClientService:
+        from terrace.services.vcs.oauth_clients import OAuthClientService
+
+        return OAuthClientService(self.vcs_store, self.encryptor, self.organizations, self.projects)
+
+    @cached_property
+    def repository_connections(self) -> RepositoryConnections:
+        """A workspace's `vcs-repo` and its webhook (the workspace service's `RepositoryLink`)."""
+        from terrace.services.vcs.connections import RepositoryConnections
+
+        return RepositoryConnections(
+            self.vcs_store, self.encryptor, self.forge, self.organizations, self.oauth_clients, self.settings.public_url
+        )
+
+    @cached_property
+    def vcs_webhooks(self) -> WebhookIngress:
+        """Deliveries to the public webhook route: verified, deduplicated, queued as `vcs.delivery` events."""
+        from terrace.services.vcs.webhooks import WebhookIngress
+
+        return WebhookIngress(self.vcs_store, self.repository_connections, self.publisher.publish)
+
+    @cached_property
+    def vcs_ingress(self) -> VcsIngress:
+        from terrace.services.vcs.archives import RepoBounds
+        from terrace.services.vcs.ingress import VcsIngress
+
+        bounds = RepoBounds(archive_max=min(self.settings.max_config_bytes, VCS_ARCHIVE_MAX))
+        return VcsIngress(self.repository_connections, self.forge, self.workspaces, self.organizations,
+                          self.configuration_versions, self.runs, bounds)  # fmt: skip
+
+    @cached_property
+    def commit_statuses(self) -> CommitStatuses:
+        from terrace.services.vcs.statuses import CommitStatuses
+
+        return CommitStatuses(self.repository_connections, self.forge, self.workspaces, self.configuration_versions,
+                              self.run_store.load, self.settings.public_url)  # fmt: skip
+
+    def subscribe_vcs(self, events: EventService) -> None:
+        from terrace.services.vcs.webhooks import DELIVERY
+
+        events.subscribe(DELIVERY, lambda event: self.vcs_ingress.on_event(event))
+        events.subscribe("run.status_changed", lambda event: self.commit_statuses.on_run_status(event))

@@ -1,0 +1,152 @@
+"""The forge port (`adapters/forge.py: Forge`): the REST calls Terrace makes to a GitHub-shaped forge.
+Implementations: `GitHubForge` against the forge twin (real git repositories; every request checked against
+GitHub's OpenAPI document) and `MemoryForge`. Both read a repository, register and delete a hook, confirm a commit,
+hand its tarball (one top-level folder), list changed files and set a commit status; both refuse a bad credential.
+`GitHubForge` follows the tarball's redirect to another host without the credential, and refuses one to an address
+the deployment does not allow, as every outbound request."""
+
+from __future__ import annotations
+
+import io
+import ipaddress
+import tarfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from forge_twin import ForgeTwin
+from github_contract import missing
+from terrace.adapters.forge import CommitStatus, Forge, ForgeAccess, ForgeError
+from terrace.adapters.github_forge import GitHubForge
+from terrace.adapters.memory_forge import MemoryForge
+from terrace.domain.destinations import Allowance
+
+REPO, TOKEN = "octo/infra", "ghp_contracttoken"
+
+
+@dataclass
+class World:
+    forge: Forge
+    access: ForgeAccess
+    push: Callable[[dict[str, str], str], str]  # files, branch -> sha
+    statuses: Callable[[], list[tuple[str, str]]]  # (sha, state)
+    hooks: Callable[[], int]
+    twin: ForgeTwin | None = None
+
+
+def _memory(_: Path) -> Iterator[World]:
+    forge = MemoryForge()
+    repo = forge.add(REPO, TOKEN)
+
+    def push(files: dict[str, str], branch: str) -> str:
+        base = repo.commits[repo.refs["main"]][1] if "main" in repo.refs else {}
+        return forge.push(REPO, branch, {**base, **{k: v.encode() for k, v in files.items()}})
+
+    yield World(
+        forge,
+        ForgeAccess("https://api.github.com", TOKEN),
+        push,
+        lambda: [(sha, s.state) for sha, s in repo.statuses],
+        lambda: len(repo.hooks),
+    )
+
+
+def _github(root: Path) -> Iterator[World]:
+    if reason := missing():
+        pytest.skip(reason)
+    with ForgeTwin(root, TOKEN) as twin:
+        work = twin.create(REPO)
+
+        def push(files: dict[str, str], branch: str) -> str:
+            if branch != "main":
+                from forge_twin import git
+
+                git("checkout", "--quiet", "-B", branch, cwd=work)
+            sha = twin.commit_and_push(work, files, "change", branch)[1]
+            from forge_twin import git
+
+            git("checkout", "--quiet", "main", cwd=work)
+            return sha
+
+        repo = twin.repos[REPO]
+        forge = GitHubForge(Allowance.parse(["127.0.0.0/8"]))
+        yield World(
+            forge,
+            ForgeAccess(twin.api_url, TOKEN),
+            push,
+            lambda: [(sha, body["state"]) for sha, body in repo.statuses],
+            lambda: len(repo.hooks),
+            twin,
+        )
+        assert twin.problems == []
+
+
+@pytest.fixture(params=["memory", "github"])
+def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
+    yield from (_memory if request.param == "memory" else _github)(tmp_path)
+
+
+def _files(archive: bytes) -> dict[str, bytes]:
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:  # the test reads what the forge sent, bounded or not
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}  # type: ignore[union-attr]
+
+
+def test_the_calls_behave_alike(world: World) -> None:
+    first = world.push({"main.tf": "# one\n", "env/prod/main.tf": "# p\n"}, "main")
+    second = world.push({"main.tf": "# two\n"}, "main")
+    repository = world.forge.repository(world.access, REPO)
+    assert repository.default_branch == "main" and repository.identifier == REPO
+    hook = world.forge.create_hook(world.access, REPO, "https://terrace.test/api/vcs/webhooks/ws-1", "s" * 64)
+    assert world.hooks() == 1
+    world.forge.delete_hook(world.access, REPO, hook)
+    world.forge.delete_hook(world.access, REPO, hook)  # gone already: fine
+    assert world.hooks() == 0
+    commit = world.forge.commit(world.access, REPO, "main")
+    assert commit.sha == second and commit.message.strip() == "change"
+    files = _files(world.forge.tarball(world.access, REPO, second, 10_000_000))
+    tops = {name.split("/", 1)[0] for name in files}
+    assert len(tops) == 1 and {n.split("/", 1)[1] for n in files} == {"main.tf", "env/prod/main.tf"}
+    assert files[f"{tops.pop()}/main.tf"] == b"# two\n"
+    assert world.forge.changed_files(world.access, REPO, first, second) == ["main.tf"]
+    status = CommitStatus("pending", "Terrace/acme/app", "Terrace: Run pending", "https://terrace.test/app/acme")
+    world.forge.set_status(world.access, REPO, second, status)
+    assert world.statuses() == [(second, "pending")]
+
+
+def test_a_bad_credential_or_an_unknown_repository_is_a_forge_error(world: World) -> None:
+    world.push({"main.tf": "# one\n"}, "main")
+    with pytest.raises(ForgeError) as bad:
+        world.forge.repository(ForgeAccess(world.access.api_url, "wrong"), REPO)
+    assert bad.value.status == 401
+    with pytest.raises(ForgeError) as unknown:
+        world.forge.commit(world.access, "octo/none", "main")
+    assert unknown.value.status == 404
+
+
+def test_the_tarball_s_redirect_passes_the_destination_checks(tmp_path: Path) -> None:
+    if reason := missing():
+        pytest.skip(reason)
+
+    def resolver(host: str, port: int) -> list[Any]:
+        return [ipaddress.ip_address("169.254.169.254" if host == "metadata.test" else host)]
+
+    with ForgeTwin(tmp_path, TOKEN) as twin:
+        work = twin.create(REPO)
+        sha = twin.commit_and_push(work, {"main.tf": "# x\n"}, "change")[1]
+        only_api = Allowance.parse(["127.0.0.1/32"])
+        forge = GitHubForge(only_api, resolver=resolver)
+        assert forge.tarball(ForgeAccess(twin.api_url, TOKEN), REPO, sha, 1_000_000)  # allowed both hops
+        twin.codeload_host = "metadata.test"  # a redirect to the instance metadata address
+        with pytest.raises(ForgeError) as blocked:
+            forge.tarball(ForgeAccess(twin.api_url, TOKEN), REPO, sha, 1_000_000)
+        assert "blocked" in blocked.value.detail and "link-local" in blocked.value.detail
+        twin.codeload_host = "127.0.0.1"
+        with pytest.raises(ForgeError) as inward:  # an api-url the deployment does not allow
+            GitHubForge(Allowance(), resolver=resolver).commit(ForgeAccess(twin.api_url, TOKEN), REPO, sha)
+        assert "blocked" in inward.value.detail
+        with pytest.raises(ForgeError) as too_big:
+            forge.tarball(ForgeAccess(twin.api_url, TOKEN), REPO, sha, 10)
+        assert "larger than 10 bytes" in too_big.value.detail
+        assert twin.problems == []
