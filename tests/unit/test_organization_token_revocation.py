@@ -4,6 +4,8 @@ are refused as they are when creating one, and strangers do not see the organiza
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 from run_helpers import join, make_run_env
 from terrace.domain.principal import PrincipalKind
 
@@ -28,3 +30,18 @@ def test_owners_revoke_the_organization_token_once() -> None:
     missing = env.api("DELETE", PATH)
     assert missing.status_code == 404 and missing.json()["errors"][0]["status"] == "404"
     assert env.api("GET", PATH).status_code == 404
+
+
+def test_the_organization_token_names_its_creator_and_expires_two_years_later() -> None:
+    """go-tfe v1.109's `TestOrganizationTokensCreate` reads `created-by` (a nil one panicked it) and
+    `TestOrganizationTokens_CreateWithOptions` an `expired-at` two years after `created-at` when none was asked for."""
+    env = make_run_env()
+    created = env.api("POST", PATH, None)
+    assert created.status_code == 201, created.text
+    token = created.json()["data"]
+    creator = token["relationships"]["created-by"]["data"]
+    assert creator == {"type": "users", "id": env.api("GET", "/account/details").json()["data"]["id"]}
+    born = datetime.fromisoformat(token["attributes"]["created-at"].replace("Z", "+00:00"))
+    expires = datetime.fromisoformat(token["attributes"]["expired-at"].replace("Z", "+00:00"))
+    assert abs(expires - born.replace(year=born.year + 2)) < timedelta(minutes=1)
+    assert env.api("GET", PATH).json()["data"]["relationships"]["created-by"]["data"] == creator

@@ -270,5 +270,13 @@ def token(t: Token, secret: str | None = None) -> dict[str, Any]:
             "expired-at": t.expires_at,
             "token": secret,
         },
-        relationships={"created-by": ref("users", t.subject_id if t.kind.value == "user" else None)},
+        relationships={"created-by": _creator(t)},
     )
+
+
+def _creator(t: Token) -> dict[str, Any]:
+    """Who created a token: a user's own token is its user's; another kind its recorded creator (null for one
+    from before creators were recorded)."""
+    if t.kind.value == "user":
+        return ref("users", t.subject_id)
+    return {"data": {"type": t.created_by[0], "id": t.created_by[1]} if t.created_by else None}

@@ -1,4 +1,5 @@
-"""Organization tokens: one live token per organization (a new one replaces the old), optional `expired-at`.
+"""Organization tokens: one live token per organization (a new one replaces the old), optional `expired-at` (without
+one, `tokens.default_expiry`, as HCP Terraform has it); `created-by` is who created it.
 Revoked or expired tokens fail on the very next request: authentication reads the token's lookup item every time.
 (Team tokens: `team_tokens.py`.)"""
 
@@ -11,7 +12,7 @@ from typing import Any
 from terrace.domain import clock
 from terrace.domain.errors import Invalid, NotFound
 from terrace.domain.principal import Principal, PrincipalKind
-from terrace.domain.tokens import IssuedToken, Token
+from terrace.domain.tokens import IssuedToken, Token, creator_of, default_expiry
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
@@ -40,10 +41,12 @@ class ServiceTokenService:
     def create_organization_token(self, principal: Principal, organization: str, expired_at: Any = None) -> IssuedToken:
         org = self._orgs.get(principal, organization, Action.MANAGE_ORGANIZATION)
         ttl = ttl_of(expired_at)
+        expires = int(default_expiry(clock.utcnow()).timestamp()) if ttl is None else None  # HCP's default expiry
         self._revoke_all(org.key)
         return self._accounts.issue_token(
-            PrincipalKind.ORGANIZATION, org.key, organization=org.key, ttl_s=ttl, description="organization token"
-        )
+            PrincipalKind.ORGANIZATION, org.key, organization=org.key, ttl_s=ttl, expires_epoch=expires,
+            description="organization token", created_by=creator_of(principal),
+        )  # fmt: skip
 
     def organization_token(self, principal: Principal, organization: str) -> Token:
         org = self._orgs.get(principal, organization, Action.MANAGE_ORGANIZATION)

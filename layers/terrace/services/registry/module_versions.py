@@ -1,8 +1,12 @@
 """Versions of a private registry module: publishing through the API and what terraform/tofu download.
 
-`create` records a `pending` version and its single-use upload URL (`module-uploads/<module>/<version id>.tar.gz`,
-the configuration versions' blob path); the tarball's landing (`blob.landed`) reads it (`module_archive.py`) and
-leaves the version `ok`, or `reg_ingress_failed` with the reason when it is too large or not a module. What the UI
+`create` records a `pending` version and its upload URL (`module-uploads/<module>/object/<version id>.tar.gz`: the
+path has `/object/`, as HCP Terraform's archivist links have and go-tfe checks; versions from before it have no
+`object/`); the tarball's landing (`blob.landed`) reads it (`module_archive.py`) and leaves the version `ok`, or
+`reg_ingress_failed` with the reason when it is too large or not a module. As on HCP Terraform, the link may be used
+again until it expires (it is only ever handed to who may publish the module): each landing of a new tarball reads
+it again and the version is what its last upload holds (`accepts_upload`; a repeated event of the same object
+changes nothing). What the UI
 shows of an `ok` version (README, inputs, outputs, resources) is kept as one JSON object under `DOCS_PREFIX`
 (`store.py`; outside the upload prefix: writing it notifies nothing). Downloads are short-lived signed URLs of the
 tarball as it was when it was read (its MD5 and size are checked first, `blob_records.require_recorded`).
@@ -41,6 +45,7 @@ from terrace.services.registry.store import ModuleStore, docs_key, version_of
 log = logging.getLogger("terrace.registry")
 
 UPLOAD_PREFIX = "module-uploads/"
+OBJECT_PATH = "object/"  # module-uploads/<module>/object/<version id>.tar.gz
 DOWNLOAD_TTL_S = 300  # an X-Terraform-Get URL: terraform fetches it at once
 
 
@@ -79,7 +84,7 @@ class ModuleVersionService:
             status=VERSION_PENDING,
             created_at=now,
             updated_at=now,
-            blob_key=f"{UPLOAD_PREFIX}{module.id}/{version_id}.tar.gz",
+            blob_key=f"{UPLOAD_PREFIX}{module.id}/{OBJECT_PATH}{version_id}.tar.gz",
         )
         if not self._store.create_version(created):
             raise Conflict(f"version {version} of {module.address} already exists")
@@ -128,18 +133,35 @@ class ModuleVersionService:
         self._store.delete_version(self._one(module, version))  # (and its tarball)
 
     # the upload's landing (events worker) ---------------------------------------------------------
-    def landed(self, key: str) -> ModuleVersion | None:
+    def _uploaded_to(self, key: str) -> dict[str, Any] | None:
+        """The item of the version whose tarball is `key`, or None when `key` is none's."""
         parts = key.split("/")
+        if len(parts) == 4 and f"{parts[2]}/" == OBJECT_PATH:
+            parts = [parts[0], parts[1], parts[3]]
         if len(parts) != 3 or f"{parts[0]}/" != UPLOAD_PREFIX or not looks_like(parts[1], "mod"):
             return None
-        item = self._store.uploaded_to(parts[1], key)
-        if item is None or version_of(item).status != VERSION_PENDING:
+        return self._store.uploaded_to(parts[1], key)
+
+    def accepts_upload(self, key: str) -> bool:
+        """Whether an upload URL's PUT may replace `key` (the embedded blob server asks; S3 takes any PUT of a link
+        before it expires): a version's tarball, which its link may upload again as on HCP Terraform."""
+        return self._uploaded_to(key) is not None
+
+    def landed(self, key: str) -> ModuleVersion | None:
+        """A tarball landed under `key`: a pending version's first one, or a new one through the same link (an
+        `ok` version whose recorded MD5 differs, a failed one whose tarball was removed). A repeated event of an
+        object already read changes nothing."""
+        item = self._uploaded_to(key)
+        if item is None:
             return None
-        now = clock.now_iso()
-        updated: dict[str, Any] = {"updated_at": now}
         info = self._blobs.head(key)
         if info is None:
             return None
+        current = version_of(item)
+        if current.status == VERSION_OK and current.md5 == md5_of(info) and current.size == info.size:
+            return None
+        now = clock.now_iso()
+        updated: dict[str, Any] = {"updated_at": now, "error": None}
         try:
             if info.size > ARCHIVE_MAX_BYTES:
                 raise Invalid(f"a module version is at most {ARCHIVE_MAX_BYTES} bytes compressed")

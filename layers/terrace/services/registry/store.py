@@ -153,9 +153,11 @@ class ModuleStore:
         return next((i for i in self._table.query(_versions(module_id)) if i["blob_key"] == blob_key), None)
 
     def land(self, item: dict[str, Any], changes: dict[str, Any]) -> ModuleVersion | None:
-        """The version `item` with `changes` (status, error or size and MD5, updated_at), written over the row version
-        it was read at; None when another landing of the same upload decided first."""
-        updated = {**item, **changes, "version": item["version"] + 1}
+        """The version `item` with `changes` (status, error or size and MD5, updated_at; a None removes the
+        attribute), written over the row version it was read at; None when another landing of the same upload
+        decided first."""
+        updated = {k: v for k, v in {**item, **changes}.items() if v is not None}  # a None change removes it
+        updated["version"] = item["version"] + 1
         try:
             self._table.put(updated, if_version=item["version"])
         except ConditionFailed:
