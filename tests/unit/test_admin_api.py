@@ -173,3 +173,40 @@ def test_admin_deletes_a_user_and_their_tokens(site: Site) -> None:
     assert site.client.delete("/api/v2/admin/users/non-existing-user-id", headers=site.admin).status_code == 404
     users = site.client.get("/api/v2/admin/users", headers=site.admin).json()["data"]
     assert [u["attributes"]["username"] for u in users] == ["root"]
+
+
+def test_admin_update_takes_the_newer_attribute_names(site: Site) -> None:
+    """go-tfe v1.109's `TestAdminOrganizations_Update` sends `global-provider-sharing` and TFE's newer timeout names
+    (`apply-timeout`, `plan-timeout`: the build worker's two) and reads them back."""
+    attrs = {"global-provider-sharing": True, "apply-timeout": "5h", "plan-timeout": "90m"}
+    resp = site.client.patch(
+        "/api/v2/admin/organizations/acme", json={"data": {"attributes": attrs}}, headers=site.admin
+    )
+    assert resp.status_code == 200, resp.text
+    got = resp.json()["data"]["attributes"]
+    assert (got["global-provider-sharing"], got["apply-timeout"], got["plan-timeout"]) == (True, "5h", "90m")
+    assert (got["terraform-build-worker-apply-timeout"], got["terraform-build-worker-plan-timeout"]) == ("5h", "90m")
+    bad = {"data": {"attributes": {"plan-timeout": "soon"}}}
+    assert site.client.patch("/api/v2/admin/organizations/acme", json=bad, headers=site.admin).status_code == 422
+
+
+def test_an_organization_without_user_tokens_refuses_them_and_not_other_tokens(site: Site) -> None:
+    """`user-tokens-enabled: false` (go-tfe v1.109's `TestOrganizationsUpdate`): users' API tokens, a site admin's
+    too, are refused there (401); organization and team tokens still work, and may turn them back on."""
+    org_token = site.client.post("/api/v2/organizations/acme/authentication-token", headers=site.user)
+    as_org = {"Authorization": f"Bearer {org_token.json()['data']['attributes']['token']}"}
+    read = site.client.get("/api/v2/organizations/acme", headers=site.user).json()["data"]["attributes"]
+    assert read["user-tokens-enabled"] is True
+    off = {"data": {"type": "organizations", "attributes": {"user-tokens-enabled": False}}}
+    changed = site.client.patch("/api/v2/organizations/acme", json=off, headers=site.user)
+    assert changed.status_code == 200 and changed.json()["data"]["attributes"]["user-tokens-enabled"] is False
+    refused = site.client.get("/api/v2/organizations/acme", headers=site.user)
+    assert refused.status_code == 401 and refused.json()["errors"][0]["title"] == "unauthorized"
+    assert site.client.get("/api/v2/organizations/acme/workspaces", headers=site.admin).status_code == 401
+    assert site.client.get("/api/v2/organizations", headers=site.user).status_code == 200  # its other orgs still
+    assert site.client.get("/api/v2/organizations/acme", headers=as_org).status_code == 200
+    on = {"data": {"type": "organizations", "attributes": {"user-tokens-enabled": True}}}
+    assert site.client.patch("/api/v2/organizations/acme", json=on, headers=as_org).status_code == 200
+    assert site.client.get("/api/v2/organizations/acme", headers=site.user).status_code == 200
+    bad = {"data": {"type": "organizations", "attributes": {"user-tokens-enabled": "no"}}}
+    assert site.client.patch("/api/v2/organizations/acme", json=bad, headers=as_org).status_code == 422

@@ -36,6 +36,7 @@ def organization(org: Organization, permissions: dict[str, bool]) -> dict[str, A
             "session-remember": org.settings.get("session-remember"),
             "cost-estimation-enabled": org.cost_estimation_enabled,
             "assessments-enforced": org.settings.get("assessments-enforced", False) is True,
+            "user-tokens-enabled": org.view.user_tokens_enabled,
             "allow-force-delete-workspaces": org.allow_force_delete_workspaces,
             "avatar-url": None,
             "owners-team-saml-role-id": None,

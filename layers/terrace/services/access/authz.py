@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from terrace.domain.agent_pools import queue_key as agent_queue_key
-from terrace.domain.errors import Forbidden, NotFound
+from terrace.domain.errors import Forbidden, NotFound, Unauthenticated
 from terrace.domain.organizations import OrgView
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.projects import default_project_id
@@ -129,7 +129,7 @@ class Authorizer:
     def can(self, principal: Principal, action: Action, org: OrgView, workspace: WorkspaceView | None = None) -> bool:
         try:
             self.require(principal, action, org, workspace)
-        except (Forbidden, NotFound):
+        except (Forbidden, NotFound, Unauthenticated):
             return False
         return True
 
@@ -139,6 +139,8 @@ class Authorizer:
         if action is Action.RUN_JOBS or principal.kind in _JOB_TAKERS:
             self._require_runner(principal, action, org)
             return
+        if principal.kind is PrincipalKind.USER and principal.token_id and not org.user_tokens_enabled:
+            raise Unauthenticated("this organization does not accept user API tokens")  # a site admin's neither
         if principal.site_admin:
             return
         if org.disabled:

@@ -23,8 +23,16 @@ from terrace.services.runs.scheduler import RunScheduler
 from terrace.services.runs.store import RunStore, retrying
 from terrace.services.workspaces.workspaces import WorkspaceService
 
-BOOL_SETTINGS = ("access-beta-tools", "global-module-sharing", "is-disabled", "terraform-worker-sudo-enabled")
+BOOL_SETTINGS = (
+    "access-beta-tools",
+    "global-module-sharing",
+    "global-provider-sharing",
+    "is-disabled",
+    "terraform-worker-sudo-enabled",
+)
 TIMEOUT_SETTINGS = ("terraform-build-worker-apply-timeout", "terraform-build-worker-plan-timeout")
+# TFE's newer names of the same two timeouts (go-tfe v1.109 sends both)
+TIMEOUT_ALIASES = {"apply-timeout": TIMEOUT_SETTINGS[0], "plan-timeout": TIMEOUT_SETTINGS[1]}
 TIMEOUT_RE = re.compile(r"^(\d+h)?(\d+m)?(\d+s)?$")
 RUN_SORTS = {"created-at", "-created-at"}
 
@@ -43,9 +51,9 @@ def org_settings(attrs: dict[str, Any]) -> dict[str, Any]:
             if not isinstance(attrs[key], bool):
                 raise Invalid(f"{key} must be true or false", pointer=f"/data/attributes/{key}")
             values[key] = attrs[key]
-    for key in TIMEOUT_SETTINGS:
+    for key in (*TIMEOUT_ALIASES, *TIMEOUT_SETTINGS):  # the older name wins when both are sent
         if key in attrs and attrs[key] is not None:
-            values[key] = _timeout(key, attrs[key])
+            values[TIMEOUT_ALIASES.get(key, key)] = _timeout(key, attrs[key])
     if "workspace-limit" in attrs:
         limit = attrs["workspace-limit"]
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit < 2**31):
