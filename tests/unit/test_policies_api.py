@@ -172,3 +172,33 @@ def test_feature_sets_and_subscriptions_answer_site_admins_only() -> None:
     upgraded = call(env, token, "POST", "/admin/organizations/acme/subscription", body)
     assert upgraded.status_code == 201 and upgraded.json()["data"]["attributes"]["is-active"] is True
     assert call(env, token, "POST", "/admin/organizations/nosuch/subscription", body).status_code == 404
+
+
+def test_a_policy_created_with_policy_sets_joins_them() -> None:
+    """`relationships.policy-sets` of `POST /organizations/:org/policies` (HCP Terraform's API): the policy is in
+    those sets at once; a set that is not this organization's, or of the other kind, refuses the whole creation."""
+    env = make_run_env()
+    guard, other = create_set(env, "guard"), create_set(env, "other")
+    sentinel = create_set(env, "legacy", kind="sentinel")
+
+    def create(name: str, *set_ids: str) -> dict:
+        body = {"data": {"type": "policies", "attributes": {"name": name, "kind": "opa", "query": "data.x.deny",
+                "enforcement-level": "advisory"}, "relationships": {"policy-sets": {
+                "data": [{"type": "policy-sets", "id": i} for i in set_ids]}}}}  # fmt: skip
+        return env.api("POST", "/organizations/acme/policies", body)
+
+    created = create("joined", guard["id"], other["id"], guard["id"])
+    assert created.status_code == 201, created.text
+    policy_id = created.json()["data"]["id"]
+    assert created.json()["data"]["attributes"]["policy-set-count"] == 2
+    for ps in (guard, other):
+        held = env.api("GET", f"/policy-sets/{ps['id']}").json()["data"]["relationships"]["policies"]["data"]
+        assert held == [{"type": "policies", "id": policy_id}]
+    assert env.api("GET", f"/policies/{policy_id}").json()["data"]["attributes"]["policy-set-count"] == 2
+    for refused, status in ((create("wrong_kind", sentinel["id"]), 422), (create("missing", "polset-nope"), 404)):
+        assert refused.status_code == status, refused.text
+    names = [p["attributes"]["name"] for p in env.api("GET", "/organizations/acme/policies").json()["data"]]
+    assert sorted(names) == ["joined"]  # a refused creation leaves no policy behind
+    bad = {"data": {"type": "policies", "attributes": {"name": "b", "kind": "opa", "enforcement-level": "advisory"},
+           "relationships": {"policy-sets": {"data": "polset-x"}}}}  # fmt: skip
+    assert env.api("POST", "/organizations/acme/policies", bad).status_code == 422

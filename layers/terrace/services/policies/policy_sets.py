@@ -16,7 +16,7 @@ from terrace.domain import policies as rules
 from terrace.domain.errors import Forbidden, Invalid, NotFound
 from terrace.domain.ids import looks_like, new_id
 from terrace.domain.organizations import Organization
-from terrace.domain.policies import PolicySet
+from terrace.domain.policies import Policy, PolicySet
 from terrace.domain.principal import Principal
 from terrace.domain.projects import default_project_id
 from terrace.domain.workspace import Workspace
@@ -202,6 +202,26 @@ class PolicySetService:
             return {**current, field: updated}
 
         return self._change(set_id, step)
+
+    def create_policy(
+        self, principal: Principal, organization: str, attrs: dict[str, Any], set_ids: builtins.list[str]
+    ) -> Policy:
+        """A policy, in the policy sets `set_ids` at once (`relationships.policy-sets` of its creation, as HCP
+        Terraform takes it): each set is checked (this organization's, the policy's kind) before anything is
+        written; a set that goes away before the policy joins it takes the new policy with it (none is left)."""
+        org = self._orgs.get(principal, organization, Action.MANAGE_POLICIES)
+        sets = [self._item(principal, i, Action.MANAGE_POLICIES)[0] for i in dict.fromkeys(set_ids)]
+        kind = rules.check_kind(attrs.get("kind"))
+        if other := next((s for s in sets if s["kind"] != kind or s["organization_id"] != org.id), None):
+            raise Invalid(f"policy set {other['id']} is a {other['kind']} set", pointer="/data/relationships")
+        policy = self._policies.create(principal, organization, attrs)
+        try:
+            for s in sets:
+                self.change_members(principal, s["id"], "policies", [policy.id], add=True)
+        except (NotFound, Invalid):
+            self._policies.delete(principal, policy.id)
+            raise
+        return policy
 
     def forget_policy(self, org: Organization, policy_id: str) -> None:
         """A deleted policy leaves every set that held it."""

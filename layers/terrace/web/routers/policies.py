@@ -59,7 +59,9 @@ def list_policies(org: str, request: Request, container: ContainerDep, principal
 @router.post("/organizations/{org}/policies", openapi_extra=POLICY)
 def create_policy(org: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     data = read_document(body, "policies")
-    return respond(ser.policy(container.policies.create(principal, org, attributes(data)), 0), 201)
+    set_ids = _related_ids(data, "policy-sets")
+    created = container.policy_sets.create_policy(principal, org, attributes(data), set_ids)
+    return respond(ser.policy(created, len(set_ids)), 201)
 
 
 @router.get("/policies/{policy_id}")
@@ -134,19 +136,23 @@ def list_policy_sets(org: str, request: Request, container: ContainerDep, princi
     return _set_document(container, principal, request, found, page=True)
 
 
+def _related_ids(data: dict[str, Any], relation: str) -> list[str]:
+    """The ids of a to-many relationship of a request document (none when it is absent)."""
+    relationships = data.get("relationships") or {}
+    rel = relationships.get(relation) if isinstance(relationships, dict) else None
+    if rel is None:
+        return []
+    items = rel.get("data") if isinstance(rel, dict) else None
+    if not isinstance(items, list) or not all(isinstance(i, dict) and isinstance(i.get("id"), str) for i in items):
+        raise Invalid(
+            f"relationship {relation} must be {{data: [{{type, id}}]}}", pointer=f"/data/relationships/{relation}"
+        )
+    return list(dict.fromkeys(i["id"] for i in items))
+
+
 def _members(data: dict[str, Any]) -> dict[str, list[str]]:
-    members: dict[str, list[str]] = {}
-    for relation in RELATIONS:
-        rel = (data.get("relationships") or {}).get(relation)
-        if rel is None:
-            continue
-        items = rel.get("data") if isinstance(rel, dict) else None
-        if not isinstance(items, list) or not all(isinstance(i, dict) and isinstance(i.get("id"), str) for i in items):
-            raise Invalid(
-                f"relationship {relation} must be {{data: [{{type, id}}]}}", pointer=f"/data/relationships/{relation}"
-            )
-        members[relation] = [i["id"] for i in items]
-    return members
+    relationships = data.get("relationships") or {}
+    return {r: _related_ids(data, r) for r in RELATIONS if isinstance(relationships, dict) and r in relationships}
 
 
 @router.post("/organizations/{org}/policy-sets", openapi_extra=POLICY_SET)
