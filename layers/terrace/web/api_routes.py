@@ -52,6 +52,7 @@ API_ROUTERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("runner_api", "router", ("/api/runner/",)),
     ("assessments", "router", ("/api/v2/assessment-results/", WORKSPACES)),
     ("registry_modules", "router", (ORGS, "/api/v2/registry-modules/")),
+    ("no_code_modules", "router", (ORGS, "/api/v2/no-code-modules/")),
     ("module_registry", "router", ("/api/registry/v1/modules/",)),
     ("registry_providers", "router", (ORGS,)),
     ("provider_registry", "router", ("/api/registry/v1/providers/",)),

@@ -1,5 +1,6 @@
 """Storage of the private module registry: modules (`mod-…`, listed under `org#<org>#registry-modules`, each claimed
-under its address in `org#<org>#regmodnames`), their versions (under `<module>#versions`, by version text) and
+under its address in `org#<org>#regmodnames`), their versions (under `<module>#versions`, by version text), a
+module's no-code designation (`<module>`/`nocode`, with a pointer `<nocode id>`/`nocode` to it) and
 what a version keeps in the blob store (its tarball, and what the UI shows of it under `DOCS_PREFIX`). Providers and
 GPG keys are `store_providers.py`.
 
@@ -18,6 +19,7 @@ from terrace.domain.registry_modules import PRIVATE, ModuleVersion, version_key
 
 Record = dict[str, Any]
 MODULE = "regmod"
+NO_CODE = "nocode"  # a module's no-code designation (on the module's id) and its pointer (on its own id)
 KEYS = ("pk", "sk", "gsi1pk", "gsi1sk")
 DOCS_PREFIX = "module-docs/"
 
@@ -111,6 +113,9 @@ class ModuleStore:
     def _delete_item(self, item: dict[str, Any]) -> None:
         for version in self.versions_of(item["pk"]):
             self.delete_version(version)
+        no_code = self.no_code_of(item["pk"])
+        if no_code is not None:
+            self.delete_no_code(no_code)
         self._table.transact([Delete(_claims(item["organization"]), item["address"]), Delete(item["pk"], MODULE)])
 
     def delete_all_of(self, *, organization: str) -> None:
@@ -118,6 +123,35 @@ class ModuleStore:
         the organization's deletion was)."""
         for item in self._table.query(_index(organization), index="gsi1"):
             self._delete_item(item)
+
+    # the no-code designation: on the module's partition, found by its id through a pointer ----------------
+    def no_code_of(self, module_id: str) -> Record | None:
+        item = self._table.get(module_id, NO_CODE)
+        return None if item is None else {k: v for k, v in item.items() if k not in KEYS}
+
+    def no_code(self, no_code_id: str) -> Record | None:
+        pointer = self._table.get(no_code_id, NO_CODE)
+        found = self.no_code_of(pointer["module_id"]) if pointer else None
+        return found if found is not None and found["id"] == no_code_id else None
+
+    def create_no_code(self, record: Record) -> bool:
+        """The designation (row version 1) and its pointer at once; False (nothing written) when the module has one."""
+        item = {"pk": record["module_id"], "sk": NO_CODE, **record, "version": 1}
+        pointer = {"pk": record["id"], "sk": NO_CODE, "module_id": record["module_id"]}
+        try:
+            self._table.transact([Put(item, if_absent=True), Put(pointer, if_absent=True)])
+        except ConditionFailed:
+            return False
+        return True
+
+    def replace_no_code(self, record: Record, version: int) -> None:
+        """`record` over the row version it was read at (ConditionFailed: changed since)."""
+        self._table.put(
+            {"pk": record["module_id"], "sk": NO_CODE, **record, "version": version + 1}, if_version=version
+        )
+
+    def delete_no_code(self, record: Record) -> None:
+        self._table.transact([Delete(record["module_id"], NO_CODE), Delete(record["id"], NO_CODE)])
 
     # versions ----------------------------------------------------------------------------------
     def versions_of(self, module_id: str) -> list[ModuleVersion]:
