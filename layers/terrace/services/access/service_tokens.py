@@ -12,6 +12,7 @@ from typing import Any
 from terrace.domain import clock
 from terrace.domain.errors import Invalid, NotFound
 from terrace.domain.principal import Principal, PrincipalKind
+from terrace.domain.token_ttl_policies import capped_expiry
 from terrace.domain.tokens import IssuedToken, Token, creator_of, default_expiry
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.authz import Action
@@ -40,11 +41,14 @@ class ServiceTokenService:
     # organization tokens -----------------------------------------------------------------
     def create_organization_token(self, principal: Principal, organization: str, expired_at: Any = None) -> IssuedToken:
         org = self._orgs.get(principal, organization, Action.MANAGE_ORGANIZATION)
-        ttl = ttl_of(expired_at)
-        expires = int(default_expiry(clock.utcnow()).timestamp()) if ttl is None else None  # HCP's default expiry
+        ttl, now = ttl_of(expired_at), clock.utcnow()
+        asked = int(now.timestamp()) + ttl if ttl is not None else None
+        default = int(default_expiry(now).timestamp())  # HCP Terraform's default expiry
+        expires = capped_expiry(org.settings, "organization", now.timestamp(),
+                                asked if asked is not None else default, asked is not None)  # fmt: skip
         self._revoke_all(org.key)
         return self._accounts.issue_token(
-            PrincipalKind.ORGANIZATION, org.key, organization=org.key, ttl_s=ttl, expires_epoch=expires,
+            PrincipalKind.ORGANIZATION, org.key, organization=org.key, expires_epoch=expires,
             description="organization token", created_by=creator_of(principal),
         )  # fmt: skip
 
