@@ -38,7 +38,7 @@ API_ROUTERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("state_versions", "router", ("/api/v2/state-version-outputs/", "/api/v2/state-versions", WORKSPACES)),
     ("resources", "router", (ORGS, WORKSPACES)),
     ("http_backend", "router", ("/state/v1/",)),
-    ("configuration_versions", "router", ("/api/v2/configuration-versions/", WORKSPACES)),
+    ("configuration_versions", "router", ("/api/v2/configuration-versions/", "/api/v2/vars", WORKSPACES)),
     ("runs", "router", (ORGS, "/api/v2/runs", WORKSPACES)),
     (
         "run_stages",
