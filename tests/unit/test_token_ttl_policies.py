@@ -30,7 +30,7 @@ def test_policies_are_listed_changed_and_cap_organization_and_team_tokens() -> N
     env = make_run_env()
     listed = env.api("GET", PATH).json()["data"]
     assert {(p["attributes"]["token-type"], p["attributes"]["max-ttl-ms"]) for p in listed} == {
-        (k, 63_113_904_000) for k in ("organization", "team", "user", "audit-trails")
+        (k, 63_113_904_000) for k in ("organization", "team", "user", "audit_trails")
     }
     changed = _update(env, ("organization", DAY_MS), ("team", 7 * DAY_MS))
     assert changed.status_code == 200, changed.text
@@ -41,7 +41,7 @@ def test_policies_are_listed_changed_and_cap_organization_and_team_tokens() -> N
         p["attributes"]["token-type"]: p["attributes"]["max-ttl-ms"]
         for p in _update(env, ("user", DAY_MS)).json()["data"]
     }
-    assert user == {"organization": DAY_MS, "team": 7 * DAY_MS, "user": DAY_MS, "audit-trails": 63_113_904_000}
+    assert user == {"organization": DAY_MS, "team": 7 * DAY_MS, "user": DAY_MS, "audit_trails": 63_113_904_000}
     assert {p["attributes"]["max-ttl-ms"] for p in env.api("GET", PATH).json()["data"]} == {DAY_MS, 7 * DAY_MS,
                                                                                            63_113_904_000}  # fmt: skip
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from terrace.domain.errors import Invalid
 
-TOKEN_TYPES = ("organization", "team", "user", "audit-trails")
+TOKEN_TYPES = ("organization", "team", "user", "audit_trails")  # go-tfe's TokenType values
 DEFAULT_MAX_TTL_MS = 63_113_904_000  # two years of 365.25 days, as HCP Terraform answers
 MAX_TTL_MS_LIMIT = 100 * 365 * 86_400_000  # what a policy may name (a century)
 _SETTING = "token-ttl-policy:"  # one organization setting per kind: changing one never rewrites another
