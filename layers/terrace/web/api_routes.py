@@ -31,7 +31,11 @@ API_ROUTERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("agent_pools", "router", ("/api/v2/agent-pools/", "/api/v2/agents/", ORGS)),
     ("workload_identity", "router", ("/.well-known/jwks", "/.well-known/openid-configuration")),
     ("agent_pools", "agent_router", ("/api/agent/",)),
-    ("notifications", "router", ("/api/v2/notification-configurations/", "/api/v2/teams/", WORKSPACES)),
+    (
+        "notifications",
+        "router",
+        ("/api/v2/notification-configurations/", "/api/v2/projects/", "/api/v2/teams/", WORKSPACES),
+    ),
     ("teams", "router", (ORGS, "/api/v2/teams/")),
     ("memberships", "router", ("/api/v2/organization-memberships", ORGS)),
     ("projects", "router", (ORGS, "/api/v2/projects/", "/api/v2/team-projects", "/api/v2/team-workspaces")),
