@@ -175,7 +175,7 @@ def test_only_workspace_admins_manage_notifications_and_strangers_get_404() -> N
     )
 
 
-def test_deleting_the_organization_deletes_its_workspaces_and_teams_configurations() -> None:
+def test_deleting_the_organization_deletes_its_workspaces_teams_and_projects_configurations() -> None:
     env = notification_env()
     ws_nc = create(env)
     team = env.api("POST", "/organizations/acme/teams", {"data": {"type": "teams", "attributes": {"name": "ops"}}})
@@ -183,9 +183,12 @@ def test_deleting_the_organization_deletes_its_workspaces_and_teams_configuratio
         "POST", f"/teams/{team.json()['data']['id']}/notification-configurations",
         body(triggers=["change_request:created"]),
     ).json()["data"]  # fmt: skip
+    project_id = env.api("GET", f"/workspaces/{env.workspace_id}").json()["data"]["relationships"]["project"]["data"]
+    project_nc = env.api("POST", f"/projects/{project_id['id']}/notification-configurations", body()).json()["data"]
     assert env.api("DELETE", "/organizations/acme").status_code == 204
     store = env.container.notification_store
     assert store.find(ws_nc["id"]) is None and store.find(team_nc["id"]) is None
+    assert store.find(project_nc["id"]) is None
 
 
 def test_hostile_bodies_are_4xx() -> None:
