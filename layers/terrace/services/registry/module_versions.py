@@ -33,11 +33,13 @@ from terrace.domain.registry_modules import (
     VERSION_PENDING,
     ModuleVersion,
     RegistryModule,
+    check_deprecation,
     check_version,
     is_version,
 )
 from terrace.services.access.authz import Action
 from terrace.services.blob_records import md5_of, require_recorded
+from terrace.services.optimistic import optimistic
 from terrace.services.registry.module_archive import ARCHIVE_MAX_BYTES, read_module
 from terrace.services.registry.modules import RegistryModuleService
 from terrace.services.registry.store import ModuleStore, docs_key, version_of
@@ -125,6 +127,25 @@ class ModuleVersionService:
             return None
         return self._blobs.presign_put(version.blob_key, self._settings.presign_ttl_s)
 
+    def deprecate(
+        self,
+        principal: Principal,
+        organization: str,
+        address: tuple[str, str, str],
+        version: str,
+        attrs: dict[str, Any],
+    ) -> tuple[RegistryModule, ModuleVersion]:
+        """Deprecates a version or takes its deprecation back (`PATCH .../private/:ns/:name/:provider/:version`):
+        the registry protocol then lists it with its `deprecation`."""
+        module = self._private(principal, organization, address, Action.MANAGE_MODULES)
+        deprecation = check_deprecation(attrs.get("deprecation"))
+        found = self._one(module, version)
+
+        def step() -> ModuleVersion:
+            return self._store.set_deprecation(found, deprecation, clock.now_iso())
+
+        return module, optimistic(step, exhausted=f"version {version} changed concurrently; retry")
+
     def delete(self, principal: Principal, organization: str, address: tuple[str, str, str, str], version: str) -> None:
         """Deletes one version and its tarball (`DELETE .../:provider/:version`)."""
         module = self._modules.get(principal, organization, address, Action.MANAGE_MODULES)
@@ -202,10 +223,10 @@ class ModuleVersionService:
         return {"readme": "", "inputs": [], "outputs": [], "resources": []}
 
     # the module registry protocol -----------------------------------------------------------------
-    def available(self, principal: Principal, namespace: str, name: str, provider: str) -> builtins.list[str]:
+    def available(self, principal: Principal, namespace: str, name: str, provider: str) -> builtins.list[ModuleVersion]:
         """`GET /api/registry/v1/modules/:namespace/:name/:provider/versions`: the versions one may install."""
         module = self._private(principal, namespace, (namespace, name, provider), Action.READ_MODULES)
-        return [v.version for v in module.versions if v.status == VERSION_OK]
+        return [v for v in module.versions if v.status == VERSION_OK]
 
     def download_url(self, principal: Principal, namespace: str, name: str, provider: str, version: str) -> str:
         module = self._private(principal, namespace, (namespace, name, provider), Action.READ_MODULES)

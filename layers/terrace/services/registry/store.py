@@ -15,6 +15,7 @@ from typing import Any
 
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.table import ConditionFailed, Delete, Put, Table
+from terrace.domain.errors import NotFound
 from terrace.domain.registry_modules import PRIVATE, ModuleVersion, version_key
 
 Record = dict[str, Any]
@@ -78,6 +79,7 @@ def version_of(item: dict[str, Any]) -> ModuleVersion:
         blob_key=item["blob_key"],
         size=item.get("size"),
         md5=item.get("md5"),
+        deprecation=item.get("deprecation"),
     )
 
 
@@ -196,6 +198,18 @@ class ModuleStore:
             self._table.put(updated, if_version=item["version"])
         except ConditionFailed:
             return None
+        return version_of(updated)
+
+    def set_deprecation(self, version: ModuleVersion, deprecation: dict[str, str] | None, now: str) -> ModuleVersion:
+        """The version deprecated (`deprecation`) or not (None), written over the row version it is read at."""
+        item = self._table.get(_versions(version.module_id), version.version)
+        if item is None:
+            raise NotFound(f"version {version.version} not found")
+        updated = {k: v for k, v in item.items() if k != "deprecation"}
+        if deprecation is not None:
+            updated["deprecation"] = deprecation
+        updated.update(updated_at=now, version=item["version"] + 1)
+        self._table.put(updated, if_version=item["version"])
         return version_of(updated)
 
     def delete_version(self, version: ModuleVersion) -> None:

@@ -162,6 +162,20 @@ def delete_registry_module_provider(
     return Response(status_code=204)
 
 
+@router.patch(MODULES + "/private/{namespace}/{name}/{provider}/{version}")
+def deprecate_registry_module_version(
+    org: str, namespace: str, name: str, provider: str, version: str, body: JSONBody, container: ContainerDep,
+    principal: PrincipalDep,
+) -> JSONAPIResponse:  # fmt: skip
+    """HCP Terraform's manage module versions API: `deprecation` (`deprecated-status` Deprecated or Undeprecated)."""
+    attrs = attributes(read_document(body, ("module-versions", "registry-module-versions")))
+    _, found = container.module_versions.deprecate(principal, org, (namespace, name, provider), version, attrs)
+    deprecation = found.deprecation
+    relationships = {"deprecation": {"data": {"type": "deprecations", "id": found.id} if deprecation else None}}
+    included = [resource("deprecations", found.id, dict(deprecation))] if deprecation else []
+    return respond(resource("module-versions", found.id, {"version": found.version}, relationships), included=included)
+
+
 @router.delete(ONE + "/{version}")
 def delete_registry_module_version(
     org: str,
