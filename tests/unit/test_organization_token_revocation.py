@@ -45,3 +45,17 @@ def test_the_organization_token_names_its_creator_and_expires_two_years_later() 
     expires = datetime.fromisoformat(token["attributes"]["expired-at"].replace("Z", "+00:00"))
     assert abs(expires - born.replace(year=born.year + 2)) < timedelta(minutes=1)
     assert env.api("GET", PATH).json()["data"]["relationships"]["created-by"]["data"] == creator
+
+
+def test_an_audit_trail_token_is_refused_and_leaves_the_organization_token() -> None:
+    """go-tfe's `?token=audit-trails` (HCP's audit trail token): Terrace keeps no audit trail, so it is a 422, and
+    the organization token it would have replaced keeps working."""
+    env = make_run_env()
+    secret = env.api("POST", PATH, None).json()["data"]["attributes"]["token"]
+    refused = env.api("POST", f"{PATH}?token=audit-trails", None)
+    assert refused.status_code == 422 and refused.json()["errors"][0]["source"]["pointer"] == "/token"
+    assert env.api("GET", f"{PATH}?token=audit-trails").status_code == 422
+    assert env.api("DELETE", f"{PATH}?token=audit-trails").status_code == 422
+    as_org = {"Authorization": f"Bearer {secret}"}
+    assert env.client.get("/api/v2/organizations/acme", headers=as_org).status_code == 200
+    assert env.api("POST", f"{PATH}?token=organization", None).status_code == 201

@@ -108,20 +108,35 @@ def delete_membership(membership_id: str, container: ContainerDep, principal: Pr
 
 
 # organization token ----------------------------------------------------------------------------
+def _organization_token_kind(request: Request) -> None:
+    """go-tfe's `?token=audit-trails` names HCP's audit trail token: Terrace keeps no audit trail, so there is none
+    (refused, so that asking for one never replaces the organization token)."""
+    kind = request.query_params.get("token")
+    if kind not in (None, "", "organization"):
+        raise Invalid(f"token {kind[:64]} is not a kind of organization token Terrace has", pointer="/token")
+
+
 @router.post("/organizations/{org}/authentication-token")
-def create_organization_token(org: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Any:
+def create_organization_token(
+    org: str, request: Request, body: JSONBody, container: ContainerDep, principal: PrincipalDep
+) -> Any:
+    _organization_token_kind(request)
     attrs = token_options(body)
     issued = container.service_tokens.create_organization_token(principal, org, attrs.get("expired-at"))
     return respond(serializers.token(issued.token, issued.secret), 201)
 
 
 @router.get("/organizations/{org}/authentication-token")
-def read_organization_token(org: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+def read_organization_token(
+    org: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
+    _organization_token_kind(request)
     return respond(serializers.token(container.service_tokens.organization_token(principal, org)))
 
 
 @router.delete("/organizations/{org}/authentication-token")
-def delete_organization_token(org: str, container: ContainerDep, principal: PrincipalDep) -> Response:
+def delete_organization_token(org: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> Response:
+    _organization_token_kind(request)
     container.service_tokens.delete_organization_token(principal, org)
     return Response(status_code=204)
 
