@@ -202,3 +202,37 @@ def test_a_policy_created_with_policy_sets_joins_them() -> None:
     bad = {"data": {"type": "policies", "attributes": {"name": "b", "kind": "opa", "enforcement-level": "advisory"},
            "relationships": {"policy-sets": {"data": "polset-x"}}}}  # fmt: skip
     assert env.api("POST", "/organizations/acme/policies", bad).status_code == 422
+
+
+def test_tag_selectors_include_and_exclude_workspaces_by_their_tags() -> None:
+    """go-tfe v1.109's `TestPolicySets*TagSelectors`: `POST`/`DELETE /policy-sets/:id/tag-selectors` and
+    `tag-selectors` at creation; a global set skips workspaces an exclusion selector matches, a set of its own
+    applies to those an inclusion selector matches (a selector without a value matches the key with any value)."""
+    env = make_run_env()
+    tagged = {"data": {"type": "workspaces", "attributes": {"tag-bindings": [{"key": "env", "value": "prod"},
+              {"key": "team", "value": "ops"}]}}}  # fmt: skip
+    assert env.api("PATCH", f"/workspaces/{env.workspace_id}", tagged).status_code == 200, "tag bindings"
+    ws = env.container.workspaces.load(env.workspace_id)
+    applying = env.container.policy_sets.applying_to
+
+    glob = create_set(env, "everywhere", **{"global": True})
+    path = f"/policy-sets/{glob['id']}/tag-selectors"
+    exclude = {"data": [{"tag-key": "env", "tag-value": "prod", "is-exclude": True}]}
+    assert [s.id for s in applying(ws)] == [glob["id"]]
+    assert env.api("POST", path, exclude).status_code == 204
+    read = env.api("GET", f"/policy-sets/{glob['id']}").json()["data"]["attributes"]["tag-selectors"]
+    assert read == [{"tag-key": "env", "tag-value": "prod", "is-exclude": True}]
+    assert applying(ws) == []
+    assert env.api("DELETE", path, exclude).status_code == 204
+    assert [s.id for s in applying(ws)] == [glob["id"]]
+    env.api("DELETE", f"/policy-sets/{glob['id']}")
+
+    selectors = [{"tag-key": "team", "tag-value": None, "is-exclude": False}]
+    own = create_set(env, "by-tag", **{"tag-selectors": selectors})
+    assert own["attributes"]["tag-selectors"] == selectors
+    assert [s.id for s in applying(ws)] == [own["id"]]  # `team` with any value
+    other = create_set(env, "other", **{"tag-selectors": [{"tag-key": "env", "tag-value": "dev"}]})
+    assert other["id"] not in [s.id for s in applying(ws)]
+    for bad in ({"data": []}, {"data": [{"tag-key": ""}]}, {"data": [{"tag-key": "a", "is-exclude": "yes"}]}, None):
+        assert env.api("POST", f"/policy-sets/{own['id']}/tag-selectors", bad).status_code == 422, bad
+    assert env.api("POST", "/policy-sets/polset-nope/tag-selectors", exclude).status_code == 404

@@ -16,7 +16,7 @@ from terrace.domain import policies as rules
 from terrace.domain.errors import Forbidden, Invalid, NotFound
 from terrace.domain.ids import looks_like, new_id
 from terrace.domain.organizations import Organization
-from terrace.domain.policies import Policy, PolicySet
+from terrace.domain.policies import PolicySet, TagSelector, check_tag_selectors
 from terrace.domain.principal import Principal
 from terrace.domain.projects import default_project_id
 from terrace.domain.workspace import Workspace
@@ -70,6 +70,9 @@ class PolicySetService:
             newest_version_id=item.get("newest_version_id"),
             created_at=item["created_at"],
             updated_at=item["updated_at"],
+            tag_selectors=tuple(
+                TagSelector(s["key"], s.get("value"), s["exclude"]) for s in item.get("tag_selectors", [])
+            ),
         )
 
     def _item(self, principal: Principal, set_id: str, action: Action) -> tuple[dict[str, Any], Organization]:
@@ -118,7 +121,8 @@ class PolicySetService:
         """The OPA policy sets that apply to a workspace's runs."""
         org = self._orgs.by_key(ws.organization)
         project = ws.project_id or default_project_id(ws.organization)
-        return [s for s in self.of_organization(org) if s.kind == "opa" and s.applies_to(ws.id, project)]
+        sets = self.of_organization(org)
+        return [s for s in sets if s.kind == "opa" and s.applies_to(ws.id, project, ws.tag_bindings)]
 
     def policy_set_count(self, principal: Principal, organization: str) -> dict[str, int]:
         """How many sets of the organization each policy belongs to."""
@@ -171,6 +175,10 @@ class PolicySetService:
             "version": 1,
         }
         self._settings(item, attrs)
+        if attrs.get("tag-selectors") is not None:
+            item["tag_selectors"] = _stored(
+                check_tag_selectors(attrs["tag-selectors"], "/data/attributes/tag-selectors")
+            )
         for relation, ids in members.items():
             item[MEMBERS[relation]] = self._checked(org, kind, relation, ids)
         self._store.create_policy_set(item)
@@ -203,25 +211,19 @@ class PolicySetService:
 
         return self._change(set_id, step)
 
-    def create_policy(
-        self, principal: Principal, organization: str, attrs: dict[str, Any], set_ids: builtins.list[str]
-    ) -> Policy:
-        """A policy, in the policy sets `set_ids` at once (`relationships.policy-sets` of its creation, as HCP
-        Terraform takes it): each set is checked (this organization's, the policy's kind) before anything is
-        written; a set that goes away before the policy joins it takes the new policy with it (none is left)."""
-        org = self._orgs.get(principal, organization, Action.MANAGE_POLICIES)
-        sets = [self._item(principal, i, Action.MANAGE_POLICIES)[0] for i in dict.fromkeys(set_ids)]
-        kind = rules.check_kind(attrs.get("kind"))
-        if other := next((s for s in sets if s["kind"] != kind or s["organization_id"] != org.id), None):
-            raise Invalid(f"policy set {other['id']} is a {other['kind']} set", pointer="/data/relationships")
-        policy = self._policies.create(principal, organization, attrs)
-        try:
-            for s in sets:
-                self.change_members(principal, s["id"], "policies", [policy.id], add=True)
-        except (NotFound, Invalid):
-            self._policies.delete(principal, policy.id)
-            raise
-        return policy
+    def change_tag_selectors(self, principal: Principal, set_id: str, raw: Any, add: bool) -> PolicySet:
+        """Tag selectors added to the set (`POST /policy-sets/:id/tag-selectors`) or removed from it (`DELETE`)."""
+        self._item(principal, set_id, Action.MANAGE_POLICIES)
+        wanted = _stored(check_tag_selectors(raw))
+
+        def step(current: dict[str, Any]) -> dict[str, Any]:
+            held = list(current.get("tag_selectors", []))
+            updated = held + [s for s in wanted if s not in held] if add else [s for s in held if s not in wanted]
+            if len(updated) > rules.MEMBERS_MAX:
+                raise Invalid(f"a policy set has at most {rules.MEMBERS_MAX} tag selectors")
+            return {**current, "tag_selectors": updated}
+
+        return self._change(set_id, step)
 
     def forget_policy(self, org: Organization, policy_id: str) -> None:
         """A deleted policy leaves every set that held it."""
@@ -285,6 +287,10 @@ class PolicySetService:
             return self._public(updated)
 
         return optimistic(step, exhausted=f"policy set {set_id} changed concurrently; retry")
+
+
+def _stored(selectors: builtins.list[TagSelector]) -> builtins.list[dict[str, Any]]:
+    return [{"key": s.key, "value": s.value, "exclude": s.exclude} for s in selectors]
 
 
 def _without(item: dict[str, Any], field: str, member: str) -> dict[str, Any]:

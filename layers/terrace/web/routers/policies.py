@@ -60,7 +60,7 @@ def list_policies(org: str, request: Request, container: ContainerDep, principal
 def create_policy(org: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     data = read_document(body, "policies")
     set_ids = _related_ids(data, "policy-sets")
-    created = container.policy_sets.create_policy(principal, org, attributes(data), set_ids)
+    created = container.policy_creation.create(principal, org, attributes(data), set_ids)
     return respond(ser.policy(created, len(set_ids)), 201)
 
 
@@ -191,6 +191,24 @@ def _relationship_ids(body: Any) -> Any:
     if not all(isinstance(i, dict) and isinstance(i.get("id"), str) for i in items):
         raise Invalid("each member must be {type, id}", pointer="/data")
     return [i["id"] for i in items]
+
+
+@router.post("/policy-sets/{set_id}/tag-selectors")
+def add_tag_selectors(set_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Response:
+    """go-tfe's `{data: [{tag-key, tag-value, is-exclude}]}`: workspaces with a matching tag are included (or
+    excluded); `DELETE` takes the same body."""
+    container.policy_sets.change_tag_selectors(principal, set_id, _selectors(body), add=True)
+    return Response(status_code=204)
+
+
+@router.delete("/policy-sets/{set_id}/tag-selectors")
+def remove_tag_selectors(set_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Response:
+    container.policy_sets.change_tag_selectors(principal, set_id, _selectors(body), add=False)
+    return Response(status_code=204)
+
+
+def _selectors(body: Any) -> Any:
+    return body.get("data") if isinstance(body, dict) else None
 
 
 @router.post("/policy-sets/{set_id}/relationships/{relation}", openapi_extra=RELATIONSHIP_LIST)
