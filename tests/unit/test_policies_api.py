@@ -236,3 +236,22 @@ def test_tag_selectors_include_and_exclude_workspaces_by_their_tags() -> None:
     for bad in ({"data": []}, {"data": [{"tag-key": ""}]}, {"data": [{"tag-key": "a", "is-exclude": "yes"}]}, None):
         assert env.api("POST", f"/policy-sets/{own['id']}/tag-selectors", bad).status_code == 422, bad
     assert env.api("POST", "/policy-sets/polset-nope/tag-selectors", exclude).status_code == 404
+
+
+def test_project_exclusions_keep_a_global_set_off_a_projects_workspaces() -> None:
+    """`/policy-sets/:id/relationships/project-exclusions` (go-tfe v1.109's `TestPolicySet*ProjectExclusions`)."""
+    env = make_run_env()
+    ws = env.container.workspaces.load(env.workspace_id)
+    project_id = env.api("GET", f"/workspaces/{ws.id}").json()["data"]["relationships"]["project"]["data"]["id"]
+    glob = create_set(env, "everywhere", **{"global": True})
+    path = f"/policy-sets/{glob['id']}/relationships/project-exclusions"
+    members = {"data": [{"type": "projects", "id": project_id}]}
+    assert env.api("POST", path, members).status_code == 204
+    read = env.api("GET", f"/policy-sets/{glob['id']}?include=project_exclusions").json()
+    assert read["data"]["relationships"]["project-exclusions"]["data"] == [{"type": "projects", "id": project_id}]
+    assert [i["id"] for i in read["included"]] == [project_id]
+    assert env.container.policy_sets.applying_to(ws) == []
+    assert env.api("DELETE", path, members).status_code == 204
+    assert [s.id for s in env.container.policy_sets.applying_to(ws)] == [glob["id"]]
+    missing = {"data": [{"type": "projects", "id": "prj-nope"}]}
+    assert env.api("POST", path, missing).status_code == 404

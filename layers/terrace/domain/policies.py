@@ -63,12 +63,15 @@ class PolicySet:
     created_at: str
     updated_at: str
     tag_selectors: tuple[TagSelector, ...] = ()
+    project_exclusion_ids: tuple[str, ...] = ()
 
     def applies_to(self, workspace_id: str, project_id: str, tags: tuple[tuple[str, str], ...] = ()) -> bool:
         """Whether the set applies to a workspace (in `project_id`, with key-value `tags`): never to an excluded one
-        (by id or by an exclusion tag selector); else to every one (global), or to those named, in its projects or
-        matching an inclusion tag selector."""
-        if workspace_id in self.exclusion_ids or any(s.exclude and s.matches(tags) for s in self.tag_selectors):
+        (by id, by its project or by an exclusion tag selector); else to every one (global), or to those named, in
+        its projects or matching an inclusion tag selector."""
+        if workspace_id in self.exclusion_ids or project_id in self.project_exclusion_ids:
+            return False
+        if any(s.exclude and s.matches(tags) for s in self.tag_selectors):
             return False
         if self.global_ or workspace_id in self.workspace_ids or project_id in self.project_ids:
             return True

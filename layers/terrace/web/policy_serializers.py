@@ -68,6 +68,7 @@ def policy_set(s: PolicySet) -> dict[str, Any]:
             "workspaces": refs("workspaces", s.workspace_ids),
             "projects": refs("projects", s.project_ids),
             "workspace-exclusions": refs("workspaces", s.exclusion_ids),
+            "project-exclusions": refs("projects", s.project_exclusion_ids),
             "newest-version": ref("policy-set-versions", s.newest_version_id),
             "current-version": ref("policy-set-versions", s.current_version_id),
         },

@@ -34,6 +34,7 @@ MEMBERS = {
     "workspaces": "workspace_ids",
     "projects": "project_ids",
     "workspace-exclusions": "exclusion_ids",
+    "project-exclusions": "project_exclusion_ids",
 }
 
 
@@ -66,6 +67,7 @@ class PolicySetService:
             workspace_ids=tuple(item.get("workspace_ids", [])),
             project_ids=tuple(item.get("project_ids", [])),
             exclusion_ids=tuple(item.get("exclusion_ids", [])),
+            project_exclusion_ids=tuple(item.get("project_exclusion_ids", [])),
             current_version_id=item.get("current_version_id"),
             newest_version_id=item.get("newest_version_id"),
             created_at=item["created_at"],
@@ -135,11 +137,11 @@ class PolicySetService:
     def members(self, ps: PolicySet, relation: str) -> builtins.list[Any]:
         """The members of a set `relation` that still exist (for `include=`): workspaces, projects or policies."""
         found: builtins.list[Any] = []
-        ids = {"workspaces": ps.workspace_ids, "workspace_exclusions": ps.exclusion_ids,
-               "projects": ps.project_ids, "policies": ps.policy_ids}[relation]  # fmt: skip
+        ids = {"workspaces": ps.workspace_ids, "workspace_exclusions": ps.exclusion_ids, "projects": ps.project_ids,
+               "project_exclusions": ps.project_exclusion_ids, "policies": ps.policy_ids}[relation]  # fmt: skip
         for member in ids:
             try:
-                if relation == "projects":
+                if relation in ("projects", "project_exclusions"):
                     found.append(self._projects.load(member))
                 elif relation == "policies":
                     org = self.organization_of(ps)
@@ -262,7 +264,7 @@ class PolicySetService:
                 policy = self._policies.in_organization(org, [member])[0]
                 if policy.kind != kind:
                     raise Invalid(f"policy {member} is a {policy.kind} policy; this policy set is {kind}")
-            elif relation == "projects":
+            elif relation in ("projects", "project-exclusions"):
                 self._projects.in_organization(org.key, member)
             else:
                 try:

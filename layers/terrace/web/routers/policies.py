@@ -43,8 +43,8 @@ RELATIONSHIP_LIST = bodies.raw_json(
     {"type": "object", "properties": {"data": {"type": "array", "items": _MEMBER}}, "required": ["data"]},
     "application/vnd.api+json",
 )
-RELATIONS = ("policies", "workspaces", "projects", "workspace-exclusions")
-SET_INCLUDES = ("policies", "workspaces", "projects", "workspace_exclusions")
+RELATIONS = ("policies", "workspaces", "projects", "workspace-exclusions", "project-exclusions")
+SET_INCLUDES = ("policies", "workspaces", "projects", "workspace_exclusions", "project_exclusions")
 
 
 # policies ---------------------------------------------------------------------------------------------
@@ -111,7 +111,7 @@ def _set_document(container: Any, principal: Any, request: Request, sets: list[A
             if relation not in wanted:
                 continue
             for member in container.policy_sets.members(s, relation):
-                if relation == "projects":
+                if relation in ("projects", "project_exclusions"):
                     add(ser.project_brief(member))
                 elif relation == "policies":
                     add(ser.policy(member, 0))
