@@ -14,6 +14,9 @@ class PrincipalKind(StrEnum):
     RUNNER = "runner"  # a runner process's token: takes and works jobs of one organization, nothing else
     AGENT = "agent"  # an agent pool's token (`terrace agent`): takes and works the jobs of its one pool
     RUN_TASK = "run-task"  # a run task's access token: its run's plan JSON and configuration version, its callback
+    AUDIT_TRAIL = (
+        "audit-trails"  # an organization's audit trail token: Terrace keeps no audit trail, it reaches nothing
+    )
 
 
 @dataclass(frozen=True)

@@ -139,6 +139,8 @@ class Authorizer:
         if action is Action.RUN_JOBS or principal.kind in _JOB_TAKERS:
             self._require_runner(principal, action, org)
             return
+        if principal.kind is PrincipalKind.AUDIT_TRAIL:
+            raise NotFound("not found")  # an audit trail token reads audit trails, which Terrace does not keep
         if principal.kind is PrincipalKind.USER and principal.token_id and not org.user_tokens_enabled:
             raise Unauthenticated("this organization does not accept user API tokens")  # a site admin's neither
         if principal.site_admin:
