@@ -173,3 +173,73 @@ def test_admin_deletes_a_user_and_their_tokens(site: Site) -> None:
     assert site.client.delete("/api/v2/admin/users/non-existing-user-id", headers=site.admin).status_code == 404
     users = site.client.get("/api/v2/admin/users", headers=site.admin).json()["data"]
     assert [u["attributes"]["username"] for u in users] == ["root"]
+
+
+def test_admin_update_takes_the_newer_attribute_names(site: Site) -> None:
+    """go-tfe v1.109's `TestAdminOrganizations_Update` sends `global-provider-sharing` and TFE's newer timeout names
+    (`apply-timeout`, `plan-timeout`: the build worker's two) and reads them back."""
+    attrs = {"global-provider-sharing": True, "apply-timeout": "5h", "plan-timeout": "90m"}
+    resp = site.client.patch(
+        "/api/v2/admin/organizations/acme", json={"data": {"attributes": attrs}}, headers=site.admin
+    )
+    assert resp.status_code == 200, resp.text
+    got = resp.json()["data"]["attributes"]
+    assert (got["global-provider-sharing"], got["apply-timeout"], got["plan-timeout"]) == (True, "5h", "90m")
+    assert (got["terraform-build-worker-apply-timeout"], got["terraform-build-worker-plan-timeout"]) == ("5h", "90m")
+    bad = {"data": {"attributes": {"plan-timeout": "soon"}}}
+    assert site.client.patch("/api/v2/admin/organizations/acme", json=bad, headers=site.admin).status_code == 422
+
+
+def test_an_organization_without_user_tokens_refuses_them_and_not_other_tokens(site: Site) -> None:
+    """`user-tokens-enabled: false` (go-tfe v1.109's `TestOrganizationsUpdate`): users' API tokens, a site admin's
+    too, are refused there (401); organization and team tokens still work, and may turn them back on."""
+    org_token = site.client.post("/api/v2/organizations/acme/authentication-token", headers=site.user)
+    as_org = {"Authorization": f"Bearer {org_token.json()['data']['attributes']['token']}"}
+    read = site.client.get("/api/v2/organizations/acme", headers=site.user).json()["data"]["attributes"]
+    assert read["user-tokens-enabled"] is True
+    off = {"data": {"type": "organizations", "attributes": {"user-tokens-enabled": False}}}
+    changed = site.client.patch("/api/v2/organizations/acme", json=off, headers=site.user)
+    assert changed.status_code == 200 and changed.json()["data"]["attributes"]["user-tokens-enabled"] is False
+    refused = site.client.get("/api/v2/organizations/acme", headers=site.user)
+    assert refused.status_code == 401 and refused.json()["errors"][0]["title"] == "unauthorized"
+    assert site.client.get("/api/v2/organizations/acme/workspaces", headers=site.admin).status_code == 401
+    assert site.client.get("/api/v2/organizations", headers=site.user).status_code == 200  # its other orgs still
+    assert site.client.get("/api/v2/organizations/acme", headers=as_org).status_code == 200
+    on = {"data": {"type": "organizations", "attributes": {"user-tokens-enabled": True}}}
+    assert site.client.patch("/api/v2/organizations/acme", json=on, headers=as_org).status_code == 200
+    assert site.client.get("/api/v2/organizations/acme", headers=site.user).status_code == 200
+    bad = {"data": {"type": "organizations", "attributes": {"user-tokens-enabled": "no"}}}
+    assert site.client.patch("/api/v2/organizations/acme", json=bad, headers=as_org).status_code == 422
+
+
+def test_admin_runs_filter_by_creation_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`filter[from]` and `filter[to]` (go-tfe v1.109's `TestAdminRuns_ListFilterByDates`): the runs created in
+    between, both ends included; a time that is not RFC 3339 is a 422."""
+    from datetime import UTC, datetime, timedelta
+
+    from run_helpers import make_run_env
+    from terrace.domain import clock
+
+    env = make_run_env()
+    root = env.container.accounts.create_user("root", "root@example.com", site_admin=True)
+    admin = _headers(env.container.accounts.issue_token(PrincipalKind.USER, root.id).secret)
+    cv = env.upload_config()
+    start = datetime(2030, 5, 1, 12, 0, 0, tzinfo=UTC)
+    ids = []
+    for seconds in (0, 1, 5):  # at 12:00:00, 12:00:01, 12:00:05
+        monkeypatch.setattr(clock, "utcnow", lambda at=start + timedelta(seconds=seconds): at)
+        ids.append(env.create_run(cv, **{"plan-only": True})["id"])
+    monkeypatch.undo()
+
+    def listed(query: str) -> list[str]:
+        resp = env.client.get(f"/api/v2/admin/runs?{query}", headers=admin)
+        assert resp.status_code == 200, resp.text
+        return sorted(d["id"] for d in resp.json()["data"])
+
+    assert listed("filter[from]=2030-05-01T12:00:00Z&filter[to]=2030-05-01T12:00:01Z") == sorted(ids[:2])
+    assert listed("filter[from]=2030-05-01T14:00:01%2B02:00") == sorted(ids[1:])  # another zone, the same moment
+    assert listed("filter[to]=2030-05-01T12:00:04Z") == sorted(ids[:2])
+    assert listed("filter[from]=2030-05-01T12:00:06Z&filter[to]=2030-05-01T12:00:04Z") == []
+    assert listed("") == sorted(ids)
+    bad = env.client.get("/api/v2/admin/runs?filter[from]=invalid", headers=admin)
+    assert bad.status_code == 422 and bad.json()["errors"][0]["source"]["pointer"] == "/filter[from]"

@@ -10,7 +10,7 @@ import hmac
 import json
 from typing import Any
 
-from notification_helpers import create, notification_env, outbound, pump
+from notification_helpers import body, create, notification_env, outbound, pump
 from run_helpers import RunEnv
 from terrace.adapters.memory_events import MemoryEventQueue
 from terrace.adapters.outbound import OutboundResponse
@@ -137,3 +137,36 @@ def test_deleted_or_disabled_configurations_deliver_nothing() -> None:
     env.api("PATCH", f"/notification-configurations/{nc['id']}", disable)
     pump(env)
     assert outbound(env).sent == []
+
+
+def test_a_project_configuration_hears_the_runs_of_its_workspaces() -> None:
+    """A project's notification configurations (go-tfe v1.109's `TestNotificationConfiguration*_forProjects`): managed
+    through `/projects/:id/notification-configurations`, delivered for runs of every workspace in the project, and
+    deleted with the project."""
+    env = notification_env()
+    ws = env.api("GET", f"/workspaces/{env.workspace_id}").json()["data"]
+    project_id = ws["relationships"]["project"]["data"]["id"]
+    attrs = {"enabled": True, "triggers": ["run:created"], "url": "https://hooks.example/project"}
+    created = env.api("POST", f"/projects/{project_id}/notification-configurations", body("proj", **attrs))
+    assert created.status_code == 201, created.text
+    nc = created.json()["data"]
+    assert nc["relationships"]["subscribable"]["data"] == {"type": "projects", "id": project_id}
+    listed = env.api("GET", f"/projects/{project_id}/notification-configurations").json()["data"]
+    assert [c["id"] for c in listed] == [nc["id"]]
+    assert env.api("GET", "/projects/prj-nonexisting/notification-configurations").status_code == 404
+    outbound(env).sent.clear()  # the verification enabling it sent
+    env.create_run(env.upload_config())
+    pump(env)
+    (sent,) = _bodies(env)
+    assert sent["notification_configuration_id"] == nc["id"] and sent["workspace_name"] == "app"
+
+    other = env.api(
+        "POST", "/organizations/acme/projects", {"data": {"type": "projects", "attributes": {"name": "second"}}}
+    )
+    other_id = other.json()["data"]["id"]
+    made = env.api(
+        "POST", f"/projects/{other_id}/notification-configurations", body("p2", url="https://hooks.example/2")
+    )
+    assert made.status_code == 201, made.text
+    assert env.api("DELETE", f"/projects/{other_id}").status_code == 204
+    assert env.api("GET", f"/notification-configurations/{made.json()['data']['id']}").status_code == 404

@@ -28,7 +28,9 @@ def test_crud_in_go_tfe_shape_and_the_token_never_comes_back() -> None:
     assert attrs["triggers"] == ["run:created", "run:completed"] and attrs["delivery-responses"] == []
     assert nc["relationships"]["subscribable"]["data"] == {"type": "workspaces", "id": env.workspace_id}
     listed = env.api("GET", f"/workspaces/{env.workspace_id}/notification-configurations").json()
-    assert listed["data"] == [nc] and listed["meta"]["pagination"]["total-count"] == 1
+    assert listed["data"] == [nc] and "meta" not in listed  # HCP's whole list (go-tfe v1.109 checks it has no pages)
+    paged = env.api("GET", f"/workspaces/{env.workspace_id}/notification-configurations?page[number]=999").json()
+    assert paged["data"] == [] and paged["meta"]["pagination"]["total-count"] == 1  # pages when asked for
     assert env.api("GET", f"/notification-configurations/{nc['id']}").json()["data"] == nc
     patch = {"data": {"type": "notification-configurations", "attributes": {"name": "renamed", "triggers": []}}}
     updated = env.api("PATCH", f"/notification-configurations/{nc['id']}", patch).json()["data"]["attributes"]
@@ -173,7 +175,7 @@ def test_only_workspace_admins_manage_notifications_and_strangers_get_404() -> N
     )
 
 
-def test_deleting_the_organization_deletes_its_workspaces_and_teams_configurations() -> None:
+def test_deleting_the_organization_deletes_its_workspaces_teams_and_projects_configurations() -> None:
     env = notification_env()
     ws_nc = create(env)
     team = env.api("POST", "/organizations/acme/teams", {"data": {"type": "teams", "attributes": {"name": "ops"}}})
@@ -181,9 +183,12 @@ def test_deleting_the_organization_deletes_its_workspaces_and_teams_configuratio
         "POST", f"/teams/{team.json()['data']['id']}/notification-configurations",
         body(triggers=["change_request:created"]),
     ).json()["data"]  # fmt: skip
+    project_id = env.api("GET", f"/workspaces/{env.workspace_id}").json()["data"]["relationships"]["project"]["data"]
+    project_nc = env.api("POST", f"/projects/{project_id['id']}/notification-configurations", body()).json()["data"]
     assert env.api("DELETE", "/organizations/acme").status_code == 204
     store = env.container.notification_store
     assert store.find(ws_nc["id"]) is None and store.find(team_nc["id"]) is None
+    assert store.find(project_nc["id"]) is None
 
 
 def test_hostile_bodies_are_4xx() -> None:

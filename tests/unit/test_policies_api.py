@@ -172,3 +172,86 @@ def test_feature_sets_and_subscriptions_answer_site_admins_only() -> None:
     upgraded = call(env, token, "POST", "/admin/organizations/acme/subscription", body)
     assert upgraded.status_code == 201 and upgraded.json()["data"]["attributes"]["is-active"] is True
     assert call(env, token, "POST", "/admin/organizations/nosuch/subscription", body).status_code == 404
+
+
+def test_a_policy_created_with_policy_sets_joins_them() -> None:
+    """`relationships.policy-sets` of `POST /organizations/:org/policies` (HCP Terraform's API): the policy is in
+    those sets at once; a set that is not this organization's, or of the other kind, refuses the whole creation."""
+    env = make_run_env()
+    guard, other = create_set(env, "guard"), create_set(env, "other")
+    sentinel = create_set(env, "legacy", kind="sentinel")
+
+    def create(name: str, *set_ids: str) -> dict:
+        body = {"data": {"type": "policies", "attributes": {"name": name, "kind": "opa", "query": "data.x.deny",
+                "enforcement-level": "advisory"}, "relationships": {"policy-sets": {
+                "data": [{"type": "policy-sets", "id": i} for i in set_ids]}}}}  # fmt: skip
+        return env.api("POST", "/organizations/acme/policies", body)
+
+    created = create("joined", guard["id"], other["id"], guard["id"])
+    assert created.status_code == 201, created.text
+    policy_id = created.json()["data"]["id"]
+    assert created.json()["data"]["attributes"]["policy-set-count"] == 2
+    for ps in (guard, other):
+        held = env.api("GET", f"/policy-sets/{ps['id']}").json()["data"]["relationships"]["policies"]["data"]
+        assert held == [{"type": "policies", "id": policy_id}]
+    assert env.api("GET", f"/policies/{policy_id}").json()["data"]["attributes"]["policy-set-count"] == 2
+    for refused, status in ((create("wrong_kind", sentinel["id"]), 422), (create("missing", "polset-nope"), 404)):
+        assert refused.status_code == status, refused.text
+    names = [p["attributes"]["name"] for p in env.api("GET", "/organizations/acme/policies").json()["data"]]
+    assert sorted(names) == ["joined"]  # a refused creation leaves no policy behind
+    bad = {"data": {"type": "policies", "attributes": {"name": "b", "kind": "opa", "enforcement-level": "advisory"},
+           "relationships": {"policy-sets": {"data": "polset-x"}}}}  # fmt: skip
+    assert env.api("POST", "/organizations/acme/policies", bad).status_code == 422
+
+
+def test_tag_selectors_include_and_exclude_workspaces_by_their_tags() -> None:
+    """go-tfe v1.109's `TestPolicySets*TagSelectors`: `POST`/`DELETE /policy-sets/:id/tag-selectors` and
+    `tag-selectors` at creation; a global set skips workspaces an exclusion selector matches, a set of its own
+    applies to those an inclusion selector matches (a selector without a value matches the key with any value)."""
+    env = make_run_env()
+    tagged = {"data": {"type": "workspaces", "attributes": {"tag-bindings": [{"key": "env", "value": "prod"},
+              {"key": "team", "value": "ops"}]}}}  # fmt: skip
+    assert env.api("PATCH", f"/workspaces/{env.workspace_id}", tagged).status_code == 200, "tag bindings"
+    ws = env.container.workspaces.load(env.workspace_id)
+    applying = env.container.policy_sets.applying_to
+
+    glob = create_set(env, "everywhere", **{"global": True})
+    path = f"/policy-sets/{glob['id']}/tag-selectors"
+    exclude = {"data": [{"tag-key": "env", "tag-value": "prod", "is-exclude": True}]}
+    assert [s.id for s in applying(ws)] == [glob["id"]]
+    assert env.api("POST", path, exclude).status_code == 204
+    read = env.api("GET", f"/policy-sets/{glob['id']}").json()["data"]["attributes"]["tag-selectors"]
+    assert read == [{"tag-key": "env", "tag-value": "prod", "is-exclude": True}]
+    assert applying(ws) == []
+    assert env.api("DELETE", path, exclude).status_code == 204
+    assert [s.id for s in applying(ws)] == [glob["id"]]
+    env.api("DELETE", f"/policy-sets/{glob['id']}")
+
+    selectors = [{"tag-key": "team", "tag-value": None, "is-exclude": False}]
+    own = create_set(env, "by-tag", **{"tag-selectors": selectors})
+    assert own["attributes"]["tag-selectors"] == selectors
+    assert [s.id for s in applying(ws)] == [own["id"]]  # `team` with any value
+    other = create_set(env, "other", **{"tag-selectors": [{"tag-key": "env", "tag-value": "dev"}]})
+    assert other["id"] not in [s.id for s in applying(ws)]
+    for bad in ({"data": []}, {"data": [{"tag-key": ""}]}, {"data": [{"tag-key": "a", "is-exclude": "yes"}]}, None):
+        assert env.api("POST", f"/policy-sets/{own['id']}/tag-selectors", bad).status_code == 422, bad
+    assert env.api("POST", "/policy-sets/polset-nope/tag-selectors", exclude).status_code == 404
+
+
+def test_project_exclusions_keep_a_global_set_off_a_projects_workspaces() -> None:
+    """`/policy-sets/:id/relationships/project-exclusions` (go-tfe v1.109's `TestPolicySet*ProjectExclusions`)."""
+    env = make_run_env()
+    ws = env.container.workspaces.load(env.workspace_id)
+    project_id = env.api("GET", f"/workspaces/{ws.id}").json()["data"]["relationships"]["project"]["data"]["id"]
+    glob = create_set(env, "everywhere", **{"global": True})
+    path = f"/policy-sets/{glob['id']}/relationships/project-exclusions"
+    members = {"data": [{"type": "projects", "id": project_id}]}
+    assert env.api("POST", path, members).status_code == 204
+    read = env.api("GET", f"/policy-sets/{glob['id']}?include=project_exclusions").json()
+    assert read["data"]["relationships"]["project-exclusions"]["data"] == [{"type": "projects", "id": project_id}]
+    assert [i["id"] for i in read["included"]] == [project_id]
+    assert env.container.policy_sets.applying_to(ws) == []
+    assert env.api("DELETE", path, members).status_code == 204
+    assert [s.id for s in env.container.policy_sets.applying_to(ws)] == [glob["id"]]
+    missing = {"data": [{"type": "projects", "id": "prj-nope"}]}
+    assert env.api("POST", path, missing).status_code == 404

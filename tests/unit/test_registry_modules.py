@@ -262,3 +262,32 @@ def test_deleting_the_organization_deletes_its_modules_versions_and_archives() -
     assert env.api("POST", "/organizations", body).status_code == 201
     assert env.api("GET", "/organizations/acme/registry-modules").json()["data"] == []
     assert _module(env).status_code == 201
+
+
+def test_a_version_is_deprecated_listed_with_its_reason_and_undeprecated() -> None:
+    """HCP Terraform's manage module versions API (`PATCH .../private/:org/:name/:provider/:version` with
+    `deprecation`); the registry protocol lists a deprecated version with its `deprecation`."""
+    env = make_run_env()
+    _module(env)
+    _publish(env, "1.0.0", tarball({"main.tf": MODULE_TF}))
+    path = "/organizations/acme/registry-modules/private/acme/vpc/aws/1.0.0"
+    body = {"data": {"type": "module-versions", "attributes": {"deprecation": {
+        "deprecated-status": "Deprecated", "reason": "use 2.x", "link": "https://example.com/why"}}}}  # fmt: skip
+    answer = env.api("PATCH", path, body)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["included"][0]["attributes"] == {"reason": "use 2.x", "link": "https://example.com/why"}
+    listed = _registry(env, "acme/vpc/aws/versions").json()["modules"][0]["versions"]
+    assert listed == [{"version": "1.0.0", "deprecation": {"reason": "use 2.x", "link": "https://example.com/why"}}]
+    assert _registry(env, "acme/vpc/aws/1.0.0/download").status_code == 204  # still installable
+    undo = {"data": {"type": "module-versions", "attributes": {"deprecation": {"deprecated-status": "Undeprecated"}}}}
+    assert env.api("PATCH", path, undo).json()["data"]["relationships"]["deprecation"]["data"] is None
+    assert _registry(env, "acme/vpc/aws/versions").json()["modules"][0]["versions"] == [{"version": "1.0.0"}]
+    for bad in ({"deprecated-status": "Gone"}, {"deprecated-status": "Deprecated", "link": "ftp://x"}, "yes"):
+        bad_body = {"data": {"type": "module-versions", "attributes": {"deprecation": bad}}}
+        assert env.api("PATCH", path, bad_body).status_code == 422, bad
+    assert env.api("PATCH", path.replace("1.0.0", "9.9.9"), body).status_code == 404
+    bob = env.container.accounts.create_user("bob", "b@example.com")
+    token = env.container.accounts.issue_token(PrincipalKind.USER, bob.id).secret
+    join(env, token, "bob")  # a member: reads modules, may not manage them
+    as_bob = {"Authorization": f"Bearer {token}", "Content-Type": "application/vnd.api+json"}
+    assert env.client.patch(f"/api/v2{path}", json=body, headers=as_bob).status_code == 403

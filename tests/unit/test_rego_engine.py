@@ -77,6 +77,16 @@ def test_a_syntax_error_is_the_engines_message(engine: RegoPolicyEngine) -> None
     assert engine.check({"slow.rego": LOOP}) is None  # compiling evaluates nothing
 
 
+def test_a_package_line_with_a_rule_on_it_reads_as_opa_reads_it(engine: RegoPolicyEngine) -> None:
+    """OPA ends a package declaration with its path: go-tfe's policy helper uploads this one line (v1.109's
+    `TestPoliciesUpdate`), which rego-cpp alone refuses."""
+    for body, value in (("false", {}), ("true", {"not allowed": True})):
+        module = {"p.rego": f'package example rule["not allowed"] {{ {body} }}'}
+        assert engine.check(module) is None
+        assert engine.evaluate(module, ["data.example.rule"], {}).results[0].value == value
+    assert engine.check({"p.rego": "package example.a # a comment\nx := 1\n"}) is None
+
+
 def test_a_policy_that_loops_is_stopped_at_the_time_limit() -> None:
     answer = RegoPolicyEngine(timeout_s=1, cpu_s=30, memory_bytes=1024**3).evaluate({"s.rego": LOOP}, [SLOW], {})
     assert answer.error == "the policy evaluation took longer than 1 s and was stopped"

@@ -1,8 +1,9 @@
-"""Upload URLs are single-use and what was recorded is what is served (the embedded server's blob URLs, over
-the app): a second PUT to a state version's, a configuration version's or a plan's upload URL is refused (409)
-once its object exists, and the state, the plan JSON and the plan an apply gets are the ones recorded. Where
-the store could still be written behind the record's back (S3 without a conditional header: simulated here
-by writing the memory twin directly), reads refuse (409) instead of serving another body."""
+"""Upload URLs are single-use and what was recorded is what is served (the embedded server's blob URLs, over the app):
+a second PUT to a state version's, a configuration version's or a plan's upload URL is refused (409) once its object
+exists (a module version's link uploads again, as HCP Terraform's does), and the state, the plan JSON and the plan
+an apply gets are the ones recorded. Where the store could still be written behind the record's back (S3 without a
+conditional header: simulated here by writing the memory twin directly), reads refuse (409) instead of serving
+another body."""
 
 from __future__ import annotations
 
@@ -96,6 +97,33 @@ def test_a_configuration_upload_url_uploads_again_only_until_a_run_is_created_fr
         env.client.post("/api/runner/jobs/next", json={"runner_id": "r1"}, headers=runner).json()
     )
     assert spec.configuration_md5 == hashlib.md5(second).hexdigest()
+
+
+def test_a_module_version_upload_link_is_an_object_link_and_uploads_again(embedded: Env) -> None:
+    """As HCP Terraform's (go-tfe's `TestRegistryModulesCreateVersion` checks the link has `/object/`,
+    `TestRegistryModulesUploadTarGzip` uploads twice to one link): each upload lands and the version is what the
+    last one holds; the same object landing again changes nothing."""
+    env = embedded
+    module = {"data": {"type": "registry-modules", "attributes": {"name": "vpc", "provider": "aws"}}}
+    made = env.client.post("/api/v2/organizations/acme/registry-modules", json=module, headers=env.auth)
+    assert made.status_code == 201, made.text
+    body = {"data": {"type": "registry-module-versions", "attributes": {"version": "1.0.0"}}}
+    created = env.client.post("/api/v2/registry-modules/acme/vpc/aws/versions", json=body, headers=env.auth)
+    assert created.status_code == 201, created.text
+    link = created.json()["data"]["links"]["upload"]
+    assert "/object/" in link
+    url = _path(link)
+    first, second = _tarball('output "x" { value = 1 }'), _tarball('output "x" { value = 2 }')
+    assert env.client.put(url, content=first).status_code == 200
+    assert env.client.put(url, content=second).status_code == 200, "a second upload through the link"
+    versions = env.container.module_versions
+    (version,) = versions.of_module(created.json()["data"]["relationships"]["registry-module"]["data"]["id"])
+    assert (version.status, version.md5) == ("ok", hashlib.md5(second).hexdigest())
+    assert versions.landed(version.blob_key) is None  # the same object again: nothing to read
+    download = env.client.get("/api/registry/v1/modules/acme/vpc/aws/1.0.0/download", headers=env.auth)
+    assert download.status_code == 204
+    got = env.client.get(_path(download.headers["X-Terraform-Get"]))
+    assert got.status_code == 200 and got.content == second
 
 
 def test_a_sealed_configuration_replaced_behind_its_record_is_neither_served_nor_run() -> None:

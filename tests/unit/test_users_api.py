@@ -59,3 +59,14 @@ def test_user_tokens_without_a_type_with_expiry_and_the_secret_once(site: Site) 
     other = f"/api/v2/users/{site.user_id}/authentication-tokens"
     assert site.client.get(other, headers=site.admin).status_code == 200  # a site admin may
     assert site.client.delete(f"/api/v2/authentication-tokens/{token['id']}", headers=site.user).status_code == 204
+
+
+def test_a_user_token_asked_for_without_an_expiry_expires_two_years_later(site: Site) -> None:  # noqa: F811
+    """As HCP Terraform's (go-tfe v1.109's `TestUserTokens_Create`: `expired-at` is `created-at` plus two years)."""
+    path = f"/api/v2/users/{site.user_id}/authentication-tokens"
+    created = site.client.post(path, json={"data": {"attributes": {}}}, headers=site.user)
+    assert created.status_code == 201, created.text
+    attrs = created.json()["data"]["attributes"]
+    born = datetime.fromisoformat(attrs["created-at"].replace("Z", "+00:00"))
+    expires = datetime.fromisoformat(attrs["expired-at"].replace("Z", "+00:00"))
+    assert abs(expires - born.replace(year=born.year + 2)) < timedelta(minutes=1)

@@ -163,3 +163,30 @@ def test_version_id_reveals_nothing_about_the_value(monkeypatch) -> None:
         ids.append(version_id(env.api("PATCH", path, {"data": {"type": "vars", "attributes": attrs}})))
     assert len(set(ids)) == len(ids)  # same value, same instant, back to an old value: never the same id
     assert all(len(v) >= 32 and "same" not in v for v in ids)
+
+
+def test_the_legacy_vars_api_names_the_workspace() -> None:
+    """HCP Terraform's older variables API: `POST /vars` with the workspace as a relationship, `GET /vars` filtered
+    by organization and workspace name, `PATCH`/`DELETE /vars/:id`; what it does is the workspace's variables'."""
+    from policy_helpers import call, member
+
+    env = make_run_env()
+    body = {"data": {"type": "vars", "attributes": {"key": "region", "value": "eu", "category": "terraform"},
+            "relationships": {"workspace": {"data": {"type": "workspaces", "id": env.workspace_id}}}}}  # fmt: skip
+    created = env.api("POST", "/vars", body)
+    assert created.status_code == 201, created.text
+    var_id = created.json()["data"]["id"]
+    assert [v["id"] for v in env.api("GET", f"/workspaces/{env.workspace_id}/vars").json()["data"]] == [var_id]
+    listed = env.api("GET", "/vars?filter[organization][name]=acme&filter[workspace][name]=app").json()["data"]
+    assert [(v["id"], v["attributes"]["value"]) for v in listed] == [(var_id, "eu")]
+    patch = {"data": {"type": "vars", "attributes": {"value": "us"}}}
+    assert env.api("PATCH", f"/vars/{var_id}", patch).json()["data"]["attributes"]["value"] == "us"
+    assert env.api("POST", "/vars", body).status_code == 409  # the same key twice, as on the workspace
+    assert env.api("GET", "/vars?filter[organization][name]=acme").status_code == 422
+    missing = {"data": {"type": "vars", "attributes": {"key": "x", "value": "1", "category": "env"}}}
+    assert env.api("POST", "/vars", missing).status_code == 422
+    reader = member(env, "reader")
+    assert call(env, reader, "DELETE", f"/vars/{var_id}").status_code == 404  # the workspace is hidden from them
+    assert env.api("DELETE", f"/vars/{var_id}").status_code == 204
+    assert env.api("DELETE", f"/vars/{var_id}").status_code == 404
+    assert env.api("PATCH", "/vars/nonexisting", patch).status_code == 404

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import tempfile
 from typing import Any
@@ -17,6 +18,19 @@ from typing import Any
 from terrace.adapters import tenant_process
 
 MESSAGE_MAX = 4000
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+# A package declaration followed by more on its line (a rule, a comment): OPA ends the declaration with its path
+# (go-tfe uploads `package example rule["not allowed"] { false }`); rego-cpp reads it to the end of the line and
+# refuses it.
+_PACKAGE_AND_MORE = re.compile(
+    rf"^([ \t]*package[ \t]+{_NAME}(?:\.{_NAME}|\[\"(?:[^\"\\\n]|\\.)*\"\])*)[ \t]+(?=\S)", re.MULTILINE
+)
+
+
+def opa_lines(text: str) -> str:
+    """`text` with what follows its package path on the package's line moved to a line of its own (as OPA reads
+    it); any other module is unchanged."""
+    return _PACKAGE_AND_MORE.sub("\\1\n", text, count=1)
 
 
 def _value(raw: str) -> tuple[bool, Any]:
@@ -44,7 +58,7 @@ def run(request: dict[str, Any], log: Any) -> dict[str, Any]:
     rego = Interpreter()
     try:
         for name, text in sorted(request["modules"].items()):
-            rego.add_module(name, text)
+            rego.add_module(name, opa_lines(text))
         if request.get("data") is not None:
             rego.add_data_json(json.dumps(request["data"]))
         rego.set_input_term(json.dumps(request.get("input")))

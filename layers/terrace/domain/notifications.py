@@ -19,7 +19,7 @@ from terrace.domain.errors import Invalid
 
 GENERIC, SLACK, TEAMS, EMAIL = "generic", "slack", "microsoft-teams", "email"
 DESTINATION_TYPES = (GENERIC, SLACK, TEAMS, EMAIL)
-WORKSPACE, TEAM = "workspaces", "teams"
+WORKSPACE, TEAM, PROJECT = "workspaces", "teams", "projects"  # a project's: its workspaces' runs
 
 # go-tfe v1.41's NotificationTriggerType list, and HCP's team trigger
 RUN_CREATED, RUN_PLANNING, RUN_NEEDS_ATTENTION = "run:created", "run:planning", "run:needs_attention"
@@ -95,7 +95,7 @@ def message_of(trigger: str, status: str) -> str:
 @dataclass
 class NotificationConfiguration:
     id: str
-    subscribable_type: str  # WORKSPACE or TEAM
+    subscribable_type: str  # WORKSPACE, TEAM or PROJECT
     subscribable_id: str
     organization: str  # the organization's key
     name: str

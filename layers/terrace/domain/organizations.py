@@ -20,6 +20,7 @@ class OrgView:
     key: str
     owners: tuple[str, ...]
     disabled: bool = False  # a site admin disabled it: only site admins reach it
+    user_tokens_enabled: bool = True  # off: users' API tokens are refused here (web sessions are not tokens)
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,12 @@ class Organization:
 
     @property
     def view(self) -> OrgView:
-        return OrgView(self.key, self.owners, bool(self.settings.get("is-disabled")))
+        return OrgView(
+            self.key,
+            self.owners,
+            bool(self.settings.get("is-disabled")),
+            self.settings.get("user-tokens-enabled", True) is not False,
+        )
 
     @property
     def allow_force_delete_workspaces(self) -> bool:
@@ -60,6 +66,7 @@ UPDATABLE = (
     "assessments-enforced",
     "speculative-plan-management-enabled",
     "fork-pull-request-plans-enabled",
+    "user-tokens-enabled",
 )
 
 # Settings Terrace keeps and returns (with their default); the booleans are checked to be booleans.
@@ -71,6 +78,7 @@ BOOLEAN_SETTINGS = {
     # requests from forks get a speculative plan (never a sensitive variable) only when the organization allows it
     "speculative-plan-management-enabled": True,
     "fork-pull-request-plans-enabled": False,
+    "user-tokens-enabled": True,  # users' API tokens reach the organization (`OrgView.user_tokens_enabled`)
 }
 
 

@@ -62,11 +62,60 @@ class PolicySet:
     newest_version_id: str | None
     created_at: str
     updated_at: str
+    tag_selectors: tuple[TagSelector, ...] = ()
+    project_exclusion_ids: tuple[str, ...] = ()
 
-    def applies_to(self, workspace_id: str, project_id: str) -> bool:
-        if workspace_id in self.exclusion_ids:
+    def applies_to(self, workspace_id: str, project_id: str, tags: tuple[tuple[str, str], ...] = ()) -> bool:
+        """Whether the set applies to a workspace (in `project_id`, with key-value `tags`): never to an excluded one
+        (by id, by its project or by an exclusion tag selector); else to every one (global), or to those named, in
+        its projects or matching an inclusion tag selector."""
+        if workspace_id in self.exclusion_ids or project_id in self.project_exclusion_ids:
             return False
-        return self.global_ or workspace_id in self.workspace_ids or project_id in self.project_ids
+        if any(s.exclude and s.matches(tags) for s in self.tag_selectors):
+            return False
+        if self.global_ or workspace_id in self.workspace_ids or project_id in self.project_ids:
+            return True
+        return any(not s.exclude and s.matches(tags) for s in self.tag_selectors)
+
+
+@dataclass(frozen=True)
+class TagSelector:
+    """A policy set's tag selector: workspaces tagged `key` (with `value`; None: any value) are included, or
+    excluded (`exclude`)."""
+
+    key: str
+    value: str | None
+    exclude: bool
+
+    def matches(self, tags: tuple[tuple[str, str], ...]) -> bool:
+        return any(k == self.key and (self.value is None or v == self.value) for k, v in tags)
+
+
+TAG_SELECTOR_KEY_MAX = 128
+TAG_SELECTOR_VALUE_MAX = 256
+
+
+def check_tag_selectors(raw: Any, pointer: str = "/data") -> list[TagSelector]:
+    """`[{tag-key, tag-value, is-exclude}]` (a null or absent value: any value), at least one, each once."""
+    if not isinstance(raw, list) or not raw or len(raw) > MEMBERS_MAX:
+        raise Invalid(f"tag selectors must be a list of 1 to {MEMBERS_MAX} {{tag-key, tag-value, is-exclude}}",
+                      pointer=pointer)  # fmt: skip
+    found: list[TagSelector] = []
+    for entry in raw:
+        entry = entry.get("attributes", entry) if isinstance(entry, dict) else None
+        key = entry.get("tag-key") if isinstance(entry, dict) else None
+        value = entry.get("tag-value") if isinstance(entry, dict) else None
+        exclude = entry.get("is-exclude", False) if isinstance(entry, dict) else None
+        if not isinstance(key, str) or not 0 < len(key) <= TAG_SELECTOR_KEY_MAX:
+            raise Invalid(f"tag-key must be 1 to {TAG_SELECTOR_KEY_MAX} characters", pointer=pointer)
+        if value is not None and (not isinstance(value, str) or len(value) > TAG_SELECTOR_VALUE_MAX):
+            raise Invalid(f"tag-value must be null or at most {TAG_SELECTOR_VALUE_MAX} characters", pointer=pointer)
+        if not isinstance(exclude, bool):
+            raise Invalid("is-exclude must be true or false", pointer=pointer)
+        selector = TagSelector(key, value, exclude)
+        if selector not in found:
+            found.append(selector)
+    return found
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ class PrincipalKind(StrEnum):
     AGENT = "agent"  # an agent pool's token (`terrace agent`): takes and works the jobs of its one pool
     RUN_TASK = "run-task"  # a run task's access token: its run's plan JSON and configuration version, its callback
     SCIM = "scim"  # an identity provider's SCIM token (admin/scim-tokens): /scim/v2 only, refused everywhere else
+    AUDIT_TRAIL = "audit-trails"  # an organization's audit trail token: its organization's audit trail only
 
 
 @dataclass(frozen=True)

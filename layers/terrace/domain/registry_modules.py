@@ -43,6 +43,7 @@ class ModuleVersion:
     blob_key: str = ""
     size: int | None = None
     md5: str | None = None
+    deprecation: dict[str, str] | None = None  # {"reason", "link"} of a deprecated version (`check_deprecation`)
     readme: str = ""
     inputs: tuple[dict[str, Any], ...] = ()
     outputs: tuple[dict[str, Any], ...] = ()
@@ -149,3 +150,27 @@ def registry_hostname(hostname: str) -> str:
     if host.lower() == "localhost":
         return f"127.0.0.1:{port}" if port else "127.0.0.1"
     return hostname
+
+
+DEPRECATION_REASON_MAX = 1000
+
+
+def check_deprecation(raw: Any) -> dict[str, str] | None:
+    """A version's `deprecation` change (HCP Terraform's manage module versions API): `deprecated-status`
+    `Deprecated` with an optional `reason` and `link` (an http(s) URL), or `Undeprecated` (None)."""
+    pointer = "/data/attributes/deprecation"
+    if not isinstance(raw, dict):
+        raise Invalid("deprecation is required", pointer=pointer)
+    status = raw.get("deprecated-status")
+    if status == "Undeprecated":
+        return None
+    if status != "Deprecated":
+        raise Invalid("deprecated-status must be Deprecated or Undeprecated", pointer=f"{pointer}/deprecated-status")
+    reason, link = raw.get("reason") or "", raw.get("link") or ""
+    if not isinstance(reason, str) or len(reason) > DEPRECATION_REASON_MAX:
+        raise Invalid(
+            f"reason must be text of at most {DEPRECATION_REASON_MAX} characters", pointer=f"{pointer}/reason"
+        )
+    if not isinstance(link, str) or len(link) > 2048 or (link and not re.match(r"^https?://[^\s]+$", link)):
+        raise Invalid("link must be an http or https URL", pointer=f"{pointer}/link")
+    return {"reason": reason, "link": link}

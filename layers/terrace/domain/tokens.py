@@ -62,3 +62,8 @@ def default_expiry(created: datetime) -> datetime:
         return created.replace(year=created.year + DEFAULT_TTL_YEARS)
     except ValueError:  # February 29 in a year that has none
         return created.replace(year=created.year + DEFAULT_TTL_YEARS, day=28) + timedelta(days=1)
+
+
+def audit_trail_subject(organization_key: str) -> str:
+    """Whose an organization's audit trail token is (its organization token is the organization key's)."""
+    return f"{organization_key}#audit-trails"

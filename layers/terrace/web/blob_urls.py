@@ -1,12 +1,12 @@
-"""The blob URLs of the embedded server (`adapters/fs_blobs.py`), mounted only when the blobs are on the
-filesystem: clients PUT and GET them as they do S3 presigned URLs. The URL's own signature authorizes the
-request (no bearer token); its method, expiry and size limit are checked before a byte is written. An upload
-URL is single-use: a PUT to an object that exists is refused (409), before its body is read and again,
-atomically, when the upload is put in place (`FsBlobs.open_writer(exclusive=True)`). The one exception is what
-the area owning the key allows (`ConfigurationVersionService.accepts_upload`): a configuration archive no run was
-created from yet may be uploaded again. Once an upload is in place, the PUT hands the `blob.landed` event to the
-events service before it answers (what S3's event notification does on AWS): a two-step state upload is finalized
-by this write, so the client's next read already sees it.
+"""The blob URLs of the embedded server (`adapters/fs_blobs.py`), mounted only when the blobs are on the filesystem:
+clients PUT and GET them as they do S3 presigned URLs. The URL's own signature authorizes the request (no bearer
+token); its method, expiry and size limit are checked before a byte is written. An upload URL is single-use: a PUT
+to an object that exists is refused (409), before its body is read and again, atomically, when the upload is put in
+place (`FsBlobs.open_writer(exclusive=True)`). The one exception is what the area owning the key allows
+(`ConfigurationVersionService.accepts_upload`, `ModuleVersionService.accepts_upload`): a configuration archive no
+run was created from yet, and a module version's tarball, may be uploaded again. Once an upload is in place, the PUT
+hands the `blob.landed` event to the events service before it answers (what S3's event notification does on AWS): a
+two-step state upload is finalized by this write, so the client's next read already sees it.
 
 These two routes are `async` (unlike every API endpoint) because they stream bodies: an upload is hashed and
 written in 1 MiB batches in the thread pool while the next batch arrives, and a download streams from disk in
@@ -116,8 +116,7 @@ async def upload(request: Request) -> Response:
         if declared.isdigit() and int(declared) > max_bytes:
             raise BlobUrlRefused(413, f"the object is larger than {max_bytes} bytes")
         # the area that owns the key decides whether an upload may replace it (S3 cannot refuse one)
-        replaceable = request.app.state.container.configuration_versions.accepts_upload
-        exclusive = not await anyio.to_thread.run_sync(replaceable, key)
+        exclusive = not await anyio.to_thread.run_sync(_replaceable, request, key)
         if exclusive:
             await anyio.to_thread.run_sync(blobs.refuse_existing, key)  # single-use: before a byte is read
     except BlobUrlRefused as exc:
@@ -134,6 +133,11 @@ async def upload(request: Request) -> Response:
         raise
     await anyio.to_thread.run_sync(_landed, request, key)
     return Response(status_code=200, headers={"ETag": f'"{info.etag}"'})
+
+
+def _replaceable(request: Request, key: str) -> bool:
+    container = request.app.state.container
+    return bool(container.configuration_versions.accepts_upload(key) or container.module_versions.accepts_upload(key))
 
 
 def _landed(request: Request, key: str) -> None:

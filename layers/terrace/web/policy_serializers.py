@@ -51,6 +51,9 @@ def policy_set(s: PolicySet) -> dict[str, Any]:
             "policy-tool-version": s.policy_tool_version,
             "policies-path": s.policies_path,
             "policy-update-pattern": list(s.policy_update_pattern),
+            "tag-selectors": [
+                {"tag-key": t.key, "tag-value": t.value, "is-exclude": t.exclude} for t in s.tag_selectors
+            ],
             "versioned": versioned,
             "vcs-repo": None,
             "policy-count": len(s.policy_ids),
@@ -65,6 +68,7 @@ def policy_set(s: PolicySet) -> dict[str, Any]:
             "workspaces": refs("workspaces", s.workspace_ids),
             "projects": refs("projects", s.project_ids),
             "workspace-exclusions": refs("workspaces", s.exclusion_ids),
+            "project-exclusions": refs("projects", s.project_exclusion_ids),
             "newest-version": ref("policy-set-versions", s.newest_version_id),
             "current-version": ref("policy-set-versions", s.current_version_id),
         },

@@ -39,6 +39,7 @@ def organization(org: Organization, permissions: dict[str, bool]) -> dict[str, A
             "speculative-plan-management-enabled": org.settings.get("speculative-plan-management-enabled", True)
             is not False,
             "fork-pull-request-plans-enabled": org.settings.get("fork-pull-request-plans-enabled", False) is True,
+            "user-tokens-enabled": org.view.user_tokens_enabled,
             "allow-force-delete-workspaces": org.allow_force_delete_workspaces,
             "avatar-url": None,
             "owners-team-saml-role-id": None,
@@ -279,5 +280,13 @@ def token(t: Token, secret: str | None = None) -> dict[str, Any]:
             "expired-at": t.expires_at,
             "token": secret,
         },
-        relationships={"created-by": ref("users", t.subject_id if t.kind.value == "user" else None)},
+        relationships={"created-by": _creator(t)},
     )
+
+
+def _creator(t: Token) -> dict[str, Any]:
+    """Who created a token: a user's own token is its user's; another kind its recorded creator (null for one
+    from before creators were recorded)."""
+    if t.kind.value == "user":
+        return ref("users", t.subject_id)
+    return {"data": {"type": t.created_by[0], "id": t.created_by[1]} if t.created_by else None}

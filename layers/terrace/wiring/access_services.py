@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from terrace.services.access.team_tokens import TeamTokenService
     from terrace.services.access.teams import TeamService
     from terrace.services.access.terraform_login import TerraformLoginService
+    from terrace.services.access.token_ttl_policies import TokenTTLPolicyService
     from terrace.services.access.users import UserService
     from terrace.services.access.web_sessions import WebSessionService
     from terrace.services.access.workload_issuer import WorkloadIssuer
@@ -265,6 +266,12 @@ class AccessServices:
         from terrace.services.access.service_tokens import ServiceTokenService
 
         return ServiceTokenService(self.accounts, self.organizations)
+
+    @cached_property
+    def token_ttl_policies(self) -> TokenTTLPolicyService:
+        from terrace.services.access.token_ttl_policies import TokenTTLPolicyService
+
+        return TokenTTLPolicyService(self.organizations)
 
     @cached_property
     def team_tokens(self) -> TeamTokenService:

@@ -1,4 +1,4 @@
-"""Notifications (services/notifications/): configurations on workspaces and teams, and their delivery through
+"""Notifications (services/notifications/): configurations on workspaces, teams and projects, and their delivery through
 the events queue (`subscribe_notifications`, called where the container's `EventService` is built).
 
 Mixed into `bootstrap.Container`: each service is built on first use from the container's adapters and its
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from terrace.services.access.accounts import AccountService
     from terrace.services.access.memberships import MembershipService
     from terrace.services.access.organizations import OrganizationService
+    from terrace.services.access.projects import ProjectService
     from terrace.services.access.teams import TeamService
     from terrace.services.events import EventService
     from terrace.services.notifications.configurations import NotificationConfigurations
@@ -43,6 +44,7 @@ class NotificationServices:
     organizations: OrganizationService
     teams: TeamService
     memberships: MembershipService
+    projects: ProjectService
     workspaces: WorkspaceService
     run_store: RunStore
 
@@ -65,6 +67,7 @@ class NotificationServices:
             self.memberships,
             Allowance.parse(self.settings.outbound_allow),
             verifier=lambda nc: self.notification_delivery.verify(nc),
+            projects=self.projects,
         )
 
     @cached_property

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from terrace.services.policies.participant import PolicyStageParticipant
     from terrace.services.policies.policies import PolicyService
     from terrace.services.policies.policy_checks import PolicyCheckService
+    from terrace.services.policies.policy_creation import PolicyCreation
     from terrace.services.policies.policy_sets import PolicySetService
     from terrace.services.policies.store import PolicyStore
     from terrace.services.policies.store_evaluations import EvaluationStore
@@ -99,6 +100,12 @@ class PolicyServices:
         from terrace.services.policies.policy_sets import PolicySetService
 
         return PolicySetService(self.policy_store, self.organizations, self.workspaces, self.projects, self.policies)
+
+    @cached_property
+    def policy_creation(self) -> PolicyCreation:
+        from terrace.services.policies.policy_creation import PolicyCreation
+
+        return PolicyCreation(self.organizations, self.policies, self.policy_sets)
 
     @cached_property
     def policy_set_parameters(self) -> PolicySetParameterService:

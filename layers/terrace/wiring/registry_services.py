@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from terrace.services.registry.gpg_keys import GPGKeyService
     from terrace.services.registry.module_versions import ModuleVersionService
     from terrace.services.registry.modules import RegistryModuleService
+    from terrace.services.registry.no_code_modules import NoCodeModuleService
     from terrace.services.registry.provider_downloads import ProviderDownloadService
     from terrace.services.registry.provider_platforms import ProviderPlatformService
     from terrace.services.registry.provider_versions import ProviderVersionService
@@ -62,6 +63,12 @@ class RegistryServices:
         from terrace.services.registry.modules import RegistryModuleService
 
         return RegistryModuleService(self.registry_module_store, self.organizations, self.authz)
+
+    @cached_property
+    def no_code_modules(self) -> NoCodeModuleService:
+        from terrace.services.registry.no_code_modules import NoCodeModuleService
+
+        return NoCodeModuleService(self.registry_module_store, self.registry_modules)
 
     @cached_property
     def module_versions(self) -> ModuleVersionService:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from terrace.services.access.teams import TeamService
     from terrace.services.admin.site import SiteAdminService
     from terrace.services.audit.store import AuditStore
+    from terrace.services.notifications.configurations import NotificationConfigurations
     from terrace.services.notifications.store import NotificationStore
     from terrace.services.policies.store import PolicyStore
     from terrace.services.policies.store_evaluations import EvaluationStore
@@ -76,6 +77,7 @@ class WorkflowServices:
     run_triggers: RunTriggerService
     workspace_store: WorkspaceAreaStore  # wiring/workspace_services.py
     notification_store: NotificationStore
+    notification_configurations: NotificationConfigurations
     policy_store: PolicyStore  # wiring/policy_services.py
     policy_evaluation_store: EvaluationStore  # wiring/policy_services.py
     registry_module_store: ModuleStore  # wiring/registry_services.py
@@ -116,7 +118,7 @@ class WorkflowServices:
     def project_deletion(self) -> ProjectDeletion:
         from terrace.services.workflows.project_deletion import ProjectDeletion
 
-        return ProjectDeletion(self.projects, self.workspaces, self.varsets)
+        return ProjectDeletion(self.projects, self.workspaces, self.varsets, self.notification_configurations)
 
     @cached_property
     def project_pages(self) -> ProjectPages:

@@ -84,6 +84,7 @@ class AccountService:
         secret: str | None = None,
         expires_epoch: int | None = None,
         token_id: str | None = None,  # chosen beforehand (a runner's, named when its task was started)
+        created_by: tuple[str, str] | None = None,  # (JSON:API type, id) of its creator (`tokens.creator_of`)
     ) -> IssuedToken:
         raw = secret or new_secret()
         token_id = token_id or new_id("at")
@@ -93,7 +94,7 @@ class AccountService:
             expires_epoch = expires_epoch if expires_epoch is not None else int(now.timestamp()) + (ttl_s or 0)
             expires_iso = clock.iso(now.fromtimestamp(expires_epoch, now.tzinfo))
         token = Token(token_id, kind, subject_id, description, clock.iso(now), None, expires_iso,
-                      organization or None, workspace_id or None)  # fmt: skip
+                      organization or None, workspace_id or None, created_by=created_by)  # fmt: skip
 
         def step() -> IssuedToken:  # the user changed between our read and the write: decide again
             self._store.add_token(token, hash_token(raw), expires_epoch)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from terrace.domain.agent_pools import queue_key as agent_queue_key
-from terrace.domain.errors import Forbidden, NotFound
+from terrace.domain.errors import Forbidden, NotFound, Unauthenticated
 from terrace.domain.organizations import OrgView
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.projects import default_project_id
@@ -137,7 +137,7 @@ class Authorizer:
     def can(self, principal: Principal, action: Action, org: OrgView, workspace: WorkspaceView | None = None) -> bool:
         try:
             self.require(principal, action, org, workspace)
-        except (Forbidden, NotFound):
+        except (Forbidden, NotFound, Unauthenticated):
             return False
         return True
 
@@ -147,6 +147,12 @@ class Authorizer:
         if action is Action.RUN_JOBS or principal.kind in _JOB_TAKERS:
             self._require_runner(principal, action, org)
             return
+        if principal.kind is PrincipalKind.AUDIT_TRAIL:  # its organization's audit trail, nothing else
+            if action is Action.READ_AUDIT_TRAIL and principal.organization == org.key and not org.disabled:
+                return
+            raise NotFound("not found")
+        if principal.kind is PrincipalKind.USER and principal.token_id and not org.user_tokens_enabled:
+            raise Unauthenticated("this organization does not accept user API tokens")  # a site admin's neither
         if principal.site_admin or (principal.site_auditor and action in _AUDITOR):
             return
         if org.disabled:

@@ -1,4 +1,5 @@
-"""Organization tokens: one live token per organization (a new one replaces the old), optional `expired-at`.
+"""Organization tokens: one live token per organization (a new one replaces the old), optional `expired-at` (without
+one, `tokens.default_expiry`, as HCP Terraform has it); `created-by` is who created it.
 Revoked or expired tokens fail on the very next request: authentication reads the token's lookup item every time.
 (Team tokens: `team_tokens.py`.)"""
 
@@ -11,7 +12,8 @@ from typing import Any
 from terrace.domain import clock
 from terrace.domain.errors import Invalid, NotFound
 from terrace.domain.principal import Principal, PrincipalKind
-from terrace.domain.tokens import IssuedToken, Token
+from terrace.domain.token_ttl_policies import capped_expiry
+from terrace.domain.tokens import IssuedToken, Token, audit_trail_subject, creator_of, default_expiry
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
@@ -31,28 +33,48 @@ def ttl_of(expired_at: Any) -> int | None:
     return math.ceil(moment.timestamp() - clock.epoch())
 
 
+def _kind(org_key: str, kind: str | None) -> tuple[str, PrincipalKind, str]:
+    """(the token's subject, its principal kind, its TTL policy kind) for go-tfe's `token` (`audit-trails`: HCP's
+    audit trail token, which reaches nothing here, Terrace keeping no audit trail)."""
+    if kind in (None, "", "organization"):
+        return org_key, PrincipalKind.ORGANIZATION, "organization"
+    if kind == "audit-trails":
+        return audit_trail_subject(org_key), PrincipalKind.AUDIT_TRAIL, "audit_trails"
+    raise Invalid(f"token must be organization or audit-trails, not {str(kind)[:64]}", pointer="/token")
+
+
 class ServiceTokenService:
     def __init__(self, accounts: AccountService, organizations: OrganizationService) -> None:
         self._accounts = accounts
         self._orgs = organizations
 
     # organization tokens -----------------------------------------------------------------
-    def create_organization_token(self, principal: Principal, organization: str, expired_at: Any = None) -> IssuedToken:
+    def create_organization_token(
+        self, principal: Principal, organization: str, expired_at: Any = None, kind: str | None = None
+    ) -> IssuedToken:
+        """The organization token, or (`kind` `audit-trails`) its audit trail token: each replaces its own kind."""
         org = self._orgs.get(principal, organization, Action.MANAGE_ORGANIZATION)
-        ttl = ttl_of(expired_at)
-        self._revoke_all(org.key)
+        subject, principal_kind, policy = _kind(org.key, kind)
+        ttl, now = ttl_of(expired_at), clock.utcnow()
+        asked = int(now.timestamp()) + ttl if ttl is not None else None
+        default = int(default_expiry(now).timestamp())  # HCP Terraform's default expiry
+        expires = capped_expiry(org.settings, policy, now.timestamp(),
+                                asked if asked is not None else default, asked is not None)  # fmt: skip
+        self._revoke_all(subject)
         return self._accounts.issue_token(
-            PrincipalKind.ORGANIZATION, org.key, organization=org.key, ttl_s=ttl, description="organization token"
-        )
+            principal_kind, subject, organization=org.key, expires_epoch=expires,
+            description=f"{principal_kind.value} token", created_by=creator_of(principal),
+        )  # fmt: skip
 
-    def organization_token(self, principal: Principal, organization: str) -> Token:
+    def organization_token(self, principal: Principal, organization: str, kind: str | None = None) -> Token:
         org = self._orgs.get(principal, organization, Action.MANAGE_ORGANIZATION)
-        return self._latest(org.key, f"organization {organization} has no token")
+        return self._latest(_kind(org.key, kind)[0], f"organization {organization} has no such token")
 
-    def delete_organization_token(self, principal: Principal, organization: str) -> None:
+    def delete_organization_token(self, principal: Principal, organization: str, kind: str | None = None) -> None:
         org = self._orgs.get(principal, organization, Action.MANAGE_ORGANIZATION)
-        self._latest(org.key, f"organization {organization} has no token")
-        self._revoke_all(org.key)
+        subject = _kind(org.key, kind)[0]
+        self._latest(subject, f"organization {organization} has no such token")
+        self._revoke_all(subject)
 
     # helpers -----------------------------------------------------------------------------
     def _latest(self, subject_id: str, missing: str) -> Token:

@@ -16,6 +16,7 @@ deletes what an organization holds of the area apart from the organization itsel
 from __future__ import annotations
 
 from terrace.adapters.table import Table
+from terrace.domain.tokens import audit_trail_subject
 from terrace.services.access.store_accounts import RUNNER_TOKEN_SUBJECT, AccountStore
 from terrace.services.access.store_organizations import OrganizationStore
 from terrace.services.access.store_projects import ProjectStore
@@ -42,3 +43,4 @@ class AccessStore:
             self.accounts.revoke_of(team.id, organization)
         self.accounts.revoke_of(RUNNER_TOKEN_SUBJECT, organization)
         self.accounts.revoke_of(organization, organization)
+        self.accounts.revoke_of(audit_trail_subject(organization), organization)

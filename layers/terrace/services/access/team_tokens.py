@@ -20,6 +20,7 @@ from terrace.domain.ids import new_id
 from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.teams import Team
+from terrace.domain.token_ttl_policies import capped_expiry
 from terrace.domain.tokens import IssuedToken, Token, creator_of, default_expiry
 from terrace.services.access.accounts import AccountService, hash_token, new_secret
 from terrace.services.access.authz import Action, Authorizer
@@ -79,16 +80,21 @@ class TeamTokenService:
         description."""
         team = self._managed(principal, team_id)
         now = clock.utcnow()
-        description, expires = _description(attrs.get("description")), expiry_epoch(attrs.get("expired-at"), now)
+        description, expires = _description(attrs.get("description")), self._expiry(team, attrs.get("expired-at"), now)
         return self._issue(principal, team, description, expires, now)
 
     def create_legacy(self, principal: Principal, team_id: str, expired_at: Any = None) -> IssuedToken:
         """The team's legacy token, replacing the one it had (its described tokens stay)."""
         team = self._managed(principal, team_id)
         now = clock.utcnow()
-        expires = expiry_epoch(expired_at, now)
+        expires = self._expiry(team, expired_at, now)
         self._revoke_legacy(team.id)
         return self._issue(principal, team, None, expires, now)
+
+    def _expiry(self, team: Team, expired_at: Any, now: datetime) -> int:
+        """`expiry_epoch`, within the organization's team token TTL policy (`domain/token_ttl_policies.py`)."""
+        settings = self._orgs.by_key(team.organization).settings
+        return capped_expiry(settings, "team", now.timestamp(), expiry_epoch(expired_at, now), expired_at is not None)
 
     def _issue(
         self, principal: Principal, team: Team, description: str | None, expires: int, now: datetime

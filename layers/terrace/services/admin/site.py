@@ -8,6 +8,7 @@ operator's tool, not a hot path.
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from typing import Any
 
 from terrace.domain import clock
@@ -23,8 +24,16 @@ from terrace.services.runs.scheduler import RunScheduler
 from terrace.services.runs.store import RunStore, retrying
 from terrace.services.workspaces.workspaces import WorkspaceService
 
-BOOL_SETTINGS = ("access-beta-tools", "global-module-sharing", "is-disabled", "terraform-worker-sudo-enabled")
+BOOL_SETTINGS = (
+    "access-beta-tools",
+    "global-module-sharing",
+    "global-provider-sharing",
+    "is-disabled",
+    "terraform-worker-sudo-enabled",
+)
 TIMEOUT_SETTINGS = ("terraform-build-worker-apply-timeout", "terraform-build-worker-plan-timeout")
+# TFE's newer names of the same two timeouts (go-tfe v1.109 sends both)
+TIMEOUT_ALIASES = {"apply-timeout": TIMEOUT_SETTINGS[0], "plan-timeout": TIMEOUT_SETTINGS[1]}
 TIMEOUT_RE = re.compile(r"^(\d+h)?(\d+m)?(\d+s)?$")
 RUN_SORTS = {"created-at", "-created-at"}
 
@@ -35,6 +44,24 @@ def _timeout(key: str, value: Any) -> str:
     return value
 
 
+def _moment(value: str | None, param: str) -> datetime | None:
+    """A run list's time filter (an RFC 3339 time; one without a zone is UTC), or None when not given."""
+    if value in (None, ""):
+        return None
+    try:
+        moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise Invalid(f"{param} must be an RFC 3339 time", pointer=f"/{param}") from exc
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _between(created_at: str, after: datetime | None, before: datetime | None) -> bool:
+    if after is None and before is None:
+        return True
+    moment = datetime.fromisoformat(created_at.replace("Z", "+00:00"))
+    return (after is None or moment >= after) and (before is None or moment <= before)
+
+
 def org_settings(attrs: dict[str, Any]) -> dict[str, Any]:
     """The admin-only organization settings in `attrs`, checked; other attributes are ignored."""
     values: dict[str, Any] = {}
@@ -43,9 +70,9 @@ def org_settings(attrs: dict[str, Any]) -> dict[str, Any]:
             if not isinstance(attrs[key], bool):
                 raise Invalid(f"{key} must be true or false", pointer=f"/data/attributes/{key}")
             values[key] = attrs[key]
-    for key in TIMEOUT_SETTINGS:
+    for key in (*TIMEOUT_ALIASES, *TIMEOUT_SETTINGS):  # the older name wins when both are sent
         if key in attrs and attrs[key] is not None:
-            values[key] = _timeout(key, attrs[key])
+            values[TIMEOUT_ALIASES.get(key, key)] = _timeout(key, attrs[key])
     if "workspace-limit" in attrs:
         limit = attrs["workspace-limit"]
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit < 2**31):
@@ -125,9 +152,17 @@ class SiteAdminService:
         return self._workspaces.load(workspace_id)
 
     # runs --------------------------------------------------------------------------------
-    def runs(self, principal: Principal, query: str = "", statuses: frozenset[str] = frozenset()) -> list[Run]:
-        """Every run, newest first; `query` matches a run id, workspace name or organization name."""
+    def runs(
+        self,
+        principal: Principal,
+        query: str = "",
+        statuses: frozenset[str] = frozenset(),
+        created: tuple[str | None, str | None] = (None, None),
+    ) -> list[Run]:
+        """Every run, newest first; `query` matches a run id, workspace name or organization name; `created` is
+        `filter[from]` and `filter[to]` (RFC 3339 times: runs created in between, both ends included)."""
         self._authz.require_site_admin(principal)
+        after, before = (_moment(v, p) for v, p in zip(created, ("filter[from]", "filter[to]"), strict=True))
         needle = query.lower()
         found: list[Run] = []
         for org in self._orgs.all():
@@ -135,7 +170,8 @@ class SiteAdminService:
                 names_match = not needle or needle in ws.name.lower() or needle in org.name.lower()
                 for run in self._store.list_for_workspace(ws.id):
                     if (names_match or needle in run.id.lower()) and (not statuses or run.status in statuses):
-                        found.append(run)
+                        if _between(run.created_at, after, before):
+                            found.append(run)
         found.sort(key=lambda r: (r.created_at, r.id), reverse=True)
         return found
 

@@ -46,9 +46,10 @@ class AuditTrail:
         self._authz, self._orgs, self._store, self._recorder = authz, organizations, store, recorder
 
     def of_token(self, principal: Principal, filters: Filters) -> list[AuditEvent]:
-        """`GET /organization/audit-trail`: the trail of the organization whose token calls (HCP's shape)."""
-        if principal.kind is not PrincipalKind.ORGANIZATION or not principal.organization:
-            raise NotFound("the audit trail is read with an organization token")
+        """`GET /organization/audit-trail`: the trail of the organization whose token calls (HCP's shape): its
+        audit trail token, or its organization token."""
+        if principal.kind not in (PrincipalKind.ORGANIZATION, PrincipalKind.AUDIT_TRAIL) or not principal.organization:
+            raise NotFound("the audit trail is read with an organization's audit trail token or organization token")
         org = self._orgs.by_key(principal.organization)
         return self.read(principal, org, filters)
 

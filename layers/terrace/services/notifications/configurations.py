@@ -26,6 +26,7 @@ from terrace.domain.notifications import NotificationConfiguration
 from terrace.domain.principal import Principal
 from terrace.services.access.actions import Action
 from terrace.services.access.memberships import MembershipService
+from terrace.services.access.projects import ProjectService
 from terrace.services.access.teams import TeamService
 from terrace.services.notifications.store import NotificationStore
 from terrace.services.workspaces.workspaces import WorkspaceService
@@ -48,17 +49,20 @@ class NotificationConfigurations:
         allowance: Allowance,
         *,
         verifier: Verifier,
+        projects: ProjectService,
     ) -> None:
-        self._store, self._encryptor = store, encryptor
+        self._store, self._encryptor, self._projects = store, encryptor, projects
         self._workspaces, self._teams, self._memberships = workspaces, teams, memberships
         self._allowance = allowance
         self.verifier = verifier  # sends the verification (`NotificationDelivery.verify`)
 
     # who may --------------------------------------------------------------------------------------
     def _subscribable(self, principal: Principal, kind: str, subscribable_id: str) -> str:
-        """The organization key of the workspace or team, checked for managing its notifications."""
+        """The organization key of the workspace, team or project, checked for managing its notifications."""
         if kind == model.TEAM:
             return self._teams.get(principal, subscribable_id, Action.MANAGE_TEAMS).organization
+        if kind == model.PROJECT:
+            return self._projects.get(principal, subscribable_id, Action.MANAGE_PROJECTS).organization
         return self._workspaces.get(principal, subscribable_id, Action.MANAGE_NOTIFICATIONS).organization
 
     def _get(self, principal: Principal, configuration_id: str) -> NotificationConfiguration:

@@ -25,6 +25,7 @@ from terrace.domain import notifications as model
 from terrace.domain.errors import NotFound
 from terrace.domain.notification_payloads import Notice, RunFacts
 from terrace.domain.notifications import NotificationConfiguration
+from terrace.domain.projects import default_project_id
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.notifications.configurations import NotificationConfigurations
@@ -64,9 +65,21 @@ class NotificationDelivery:
         self._runs, self._workspaces, self._orgs, self._accounts = run_store, workspaces, organizations, accounts
         self._public_url, self._retry_base_s = public_url, retry_base_s
 
+    def _configurations_of(self, workspace_id: str) -> list[NotificationConfiguration]:
+        """A workspace's configurations and its project's."""
+        found = self._store.of(workspace_id)
+        try:
+            ws = self._workspaces.load(workspace_id) if workspace_id else None
+        except NotFound:
+            ws = None
+        project_id = (ws.project_id or default_project_id(ws.organization)) if ws else None
+        return found + (self._store.of(project_id) if project_id else [])
+
     # a run changed status: one delivery event per configuration and trigger ---------------------------
     def on_run_status(self, event: dict[str, Any]) -> None:
-        wanted = [nc for nc in self._store.of(str(event.get("workspace_id", ""))) if nc.enabled and nc.triggers]
+        wanted = [
+            nc for nc in self._configurations_of(str(event.get("workspace_id", ""))) if nc.enabled and nc.triggers
+        ]
         final = str(event.get("to", ""))
         statuses = event.get("statuses") or [final]
         pairs = model.triggers_of([str(s) for s in statuses], final)
@@ -94,7 +107,7 @@ class NotificationDelivery:
     def on_auto_destroy(self, event: dict[str, Any]) -> None:
         reminder = event.get("type") == ad.REMINDER_EVENT
         trigger = ad.REMINDER_TRIGGER if reminder else ad.RESULT_TRIGGER
-        configurations = self._store.of(str(event.get("workspace_id", "")))
+        configurations = self._configurations_of(str(event.get("workspace_id", "")))
         wanted = [nc for nc in configurations if nc.enabled and trigger in nc.triggers]
         if not wanted:
             return
@@ -117,7 +130,9 @@ class NotificationDelivery:
     def on_assessment(self, event: dict[str, Any]) -> None:
         """A health assessment ended (`assessment.completed`): its triggers, to the configurations that want them."""
         fired = [str(t) for t in event.get("triggers") or []]
-        wanted = [nc for nc in self._store.of(str(event.get("workspace_id", ""))) if nc.enabled and nc.triggers]
+        wanted = [
+            nc for nc in self._configurations_of(str(event.get("workspace_id", ""))) if nc.enabled and nc.triggers
+        ]
         if not fired or not wanted:
             return
         facts = self.run_facts(str(event["run_id"]), assessment=True)

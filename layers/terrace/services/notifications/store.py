@@ -111,12 +111,15 @@ class NotificationStore:
             self._table.batch_delete([(a["pk"], a["sk"]) for a in attempts])
         self._table.delete(nc.id, SORT_KEY)
 
-    def delete_all_of(self, *, workspace: str | None = None, team: str | None = None) -> None:
-        """Every configuration of a workspace or of a team, with its recorded attempts (no check: the deletion
-        of the workspace, team or organization checked)."""
-        subscribable = workspace or team
-        if not subscribable or (workspace and team):
-            raise ValueError("delete_all_of takes a workspace or a team")
+    def delete_all_of(
+        self, *, workspace: str | None = None, team: str | None = None, project: str | None = None
+    ) -> None:
+        """Every configuration of a workspace, a team or a project, with its recorded attempts (no check: the
+        deletion of the workspace, team, project or organization checked)."""
+        given = [s for s in (workspace, team, project) if s]
+        if len(given) != 1:
+            raise ValueError("delete_all_of takes a workspace, a team or a project")
+        subscribable = given[0]
         for nc in self.of(subscribable):
             self.delete(nc)
 

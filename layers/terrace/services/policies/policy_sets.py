@@ -16,7 +16,7 @@ from terrace.domain import policies as rules
 from terrace.domain.errors import Forbidden, Invalid, NotFound
 from terrace.domain.ids import looks_like, new_id
 from terrace.domain.organizations import Organization
-from terrace.domain.policies import PolicySet
+from terrace.domain.policies import PolicySet, TagSelector, check_tag_selectors
 from terrace.domain.principal import Principal
 from terrace.domain.projects import default_project_id
 from terrace.domain.workspace import Workspace
@@ -34,6 +34,7 @@ MEMBERS = {
     "workspaces": "workspace_ids",
     "projects": "project_ids",
     "workspace-exclusions": "exclusion_ids",
+    "project-exclusions": "project_exclusion_ids",
 }
 
 
@@ -66,10 +67,14 @@ class PolicySetService:
             workspace_ids=tuple(item.get("workspace_ids", [])),
             project_ids=tuple(item.get("project_ids", [])),
             exclusion_ids=tuple(item.get("exclusion_ids", [])),
+            project_exclusion_ids=tuple(item.get("project_exclusion_ids", [])),
             current_version_id=item.get("current_version_id"),
             newest_version_id=item.get("newest_version_id"),
             created_at=item["created_at"],
             updated_at=item["updated_at"],
+            tag_selectors=tuple(
+                TagSelector(s["key"], s.get("value"), s["exclude"]) for s in item.get("tag_selectors", [])
+            ),
         )
 
     def _item(self, principal: Principal, set_id: str, action: Action) -> tuple[dict[str, Any], Organization]:
@@ -118,7 +123,8 @@ class PolicySetService:
         """The OPA policy sets that apply to a workspace's runs."""
         org = self._orgs.by_key(ws.organization)
         project = ws.project_id or default_project_id(ws.organization)
-        return [s for s in self.of_organization(org) if s.kind == "opa" and s.applies_to(ws.id, project)]
+        sets = self.of_organization(org)
+        return [s for s in sets if s.kind == "opa" and s.applies_to(ws.id, project, ws.tag_bindings)]
 
     def policy_set_count(self, principal: Principal, organization: str) -> dict[str, int]:
         """How many sets of the organization each policy belongs to."""
@@ -131,11 +137,11 @@ class PolicySetService:
     def members(self, ps: PolicySet, relation: str) -> builtins.list[Any]:
         """The members of a set `relation` that still exist (for `include=`): workspaces, projects or policies."""
         found: builtins.list[Any] = []
-        ids = {"workspaces": ps.workspace_ids, "workspace_exclusions": ps.exclusion_ids,
-               "projects": ps.project_ids, "policies": ps.policy_ids}[relation]  # fmt: skip
+        ids = {"workspaces": ps.workspace_ids, "workspace_exclusions": ps.exclusion_ids, "projects": ps.project_ids,
+               "project_exclusions": ps.project_exclusion_ids, "policies": ps.policy_ids}[relation]  # fmt: skip
         for member in ids:
             try:
-                if relation == "projects":
+                if relation in ("projects", "project_exclusions"):
                     found.append(self._projects.load(member))
                 elif relation == "policies":
                     org = self.organization_of(ps)
@@ -171,6 +177,10 @@ class PolicySetService:
             "version": 1,
         }
         self._settings(item, attrs)
+        if attrs.get("tag-selectors") is not None:
+            item["tag_selectors"] = _stored(
+                check_tag_selectors(attrs["tag-selectors"], "/data/attributes/tag-selectors")
+            )
         for relation, ids in members.items():
             item[MEMBERS[relation]] = self._checked(org, kind, relation, ids)
         self._store.create_policy_set(item)
@@ -200,6 +210,20 @@ class PolicySetService:
             if len(updated) > rules.MEMBERS_MAX:
                 raise Invalid(f"a policy set has at most {rules.MEMBERS_MAX} {relation}")
             return {**current, field: updated}
+
+        return self._change(set_id, step)
+
+    def change_tag_selectors(self, principal: Principal, set_id: str, raw: Any, add: bool) -> PolicySet:
+        """Tag selectors added to the set (`POST /policy-sets/:id/tag-selectors`) or removed from it (`DELETE`)."""
+        self._item(principal, set_id, Action.MANAGE_POLICIES)
+        wanted = _stored(check_tag_selectors(raw))
+
+        def step(current: dict[str, Any]) -> dict[str, Any]:
+            held = list(current.get("tag_selectors", []))
+            updated = held + [s for s in wanted if s not in held] if add else [s for s in held if s not in wanted]
+            if len(updated) > rules.MEMBERS_MAX:
+                raise Invalid(f"a policy set has at most {rules.MEMBERS_MAX} tag selectors")
+            return {**current, "tag_selectors": updated}
 
         return self._change(set_id, step)
 
@@ -240,7 +264,7 @@ class PolicySetService:
                 policy = self._policies.in_organization(org, [member])[0]
                 if policy.kind != kind:
                     raise Invalid(f"policy {member} is a {policy.kind} policy; this policy set is {kind}")
-            elif relation == "projects":
+            elif relation in ("projects", "project-exclusions"):
                 self._projects.in_organization(org.key, member)
             else:
                 try:
@@ -265,6 +289,10 @@ class PolicySetService:
             return self._public(updated)
 
         return optimistic(step, exhausted=f"policy set {set_id} changed concurrently; retry")
+
+
+def _stored(selectors: builtins.list[TagSelector]) -> builtins.list[dict[str, Any]]:
+    return [{"key": s.key, "value": s.value, "exclude": s.exclude} for s in selectors]
 
 
 def _without(item: dict[str, Any], field: str, member: str) -> dict[str, Any]:

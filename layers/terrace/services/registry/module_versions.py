@@ -1,8 +1,12 @@
 """Versions of a private registry module: publishing through the API and what terraform/tofu download.
 
-`create` records a `pending` version and its single-use upload URL (`module-uploads/<module>/<version id>.tar.gz`,
-the configuration versions' blob path); the tarball's landing (`blob.landed`) reads it (`module_archive.py`) and
-leaves the version `ok`, or `reg_ingress_failed` with the reason when it is too large or not a module. What the UI
+`create` records a `pending` version and its upload URL (`module-uploads/<module>/object/<version id>.tar.gz`: the
+path has `/object/`, as HCP Terraform's archivist links have and go-tfe checks; versions from before it have no
+`object/`); the tarball's landing (`blob.landed`) reads it (`module_archive.py`) and leaves the version `ok`, or
+`reg_ingress_failed` with the reason when it is too large or not a module. As on HCP Terraform, the link may be used
+again until it expires (it is only ever handed to who may publish the module): each landing of a new tarball reads
+it again and the version is what its last upload holds (`accepts_upload`; a repeated event of the same object
+changes nothing). What the UI
 shows of an `ok` version (README, inputs, outputs, resources) is kept as one JSON object under `DOCS_PREFIX`
 (`store.py`; outside the upload prefix: writing it notifies nothing). Downloads are short-lived signed URLs of the
 tarball as it was when it was read (its MD5 and size are checked first, `blob_records.require_recorded`).
@@ -29,11 +33,13 @@ from terrace.domain.registry_modules import (
     VERSION_PENDING,
     ModuleVersion,
     RegistryModule,
+    check_deprecation,
     check_version,
     is_version,
 )
 from terrace.services.access.authz import Action
 from terrace.services.blob_records import md5_of, require_recorded
+from terrace.services.optimistic import optimistic
 from terrace.services.registry.module_archive import ARCHIVE_MAX_BYTES, read_module
 from terrace.services.registry.modules import RegistryModuleService
 from terrace.services.registry.store import ModuleStore, docs_key, version_of
@@ -41,6 +47,7 @@ from terrace.services.registry.store import ModuleStore, docs_key, version_of
 log = logging.getLogger("terrace.registry")
 
 UPLOAD_PREFIX = "module-uploads/"
+OBJECT_PATH = "object/"  # module-uploads/<module>/object/<version id>.tar.gz
 DOWNLOAD_TTL_S = 300  # an X-Terraform-Get URL: terraform fetches it at once
 
 
@@ -79,7 +86,7 @@ class ModuleVersionService:
             status=VERSION_PENDING,
             created_at=now,
             updated_at=now,
-            blob_key=f"{UPLOAD_PREFIX}{module.id}/{version_id}.tar.gz",
+            blob_key=f"{UPLOAD_PREFIX}{module.id}/{OBJECT_PATH}{version_id}.tar.gz",
         )
         if not self._store.create_version(created):
             raise Conflict(f"version {version} of {module.address} already exists")
@@ -120,6 +127,25 @@ class ModuleVersionService:
             return None
         return self._blobs.presign_put(version.blob_key, self._settings.presign_ttl_s)
 
+    def deprecate(
+        self,
+        principal: Principal,
+        organization: str,
+        address: tuple[str, str, str],
+        version: str,
+        attrs: dict[str, Any],
+    ) -> tuple[RegistryModule, ModuleVersion]:
+        """Deprecates a version or takes its deprecation back (`PATCH .../private/:ns/:name/:provider/:version`):
+        the registry protocol then lists it with its `deprecation`."""
+        module = self._private(principal, organization, address, Action.MANAGE_MODULES)
+        deprecation = check_deprecation(attrs.get("deprecation"))
+        found = self._one(module, version)
+
+        def step() -> ModuleVersion:
+            return self._store.set_deprecation(found, deprecation, clock.now_iso())
+
+        return module, optimistic(step, exhausted=f"version {version} changed concurrently; retry")
+
     def delete(self, principal: Principal, organization: str, address: tuple[str, str, str, str], version: str) -> None:
         """Deletes one version and its tarball (`DELETE .../:provider/:version`)."""
         module = self._modules.get(principal, organization, address, Action.MANAGE_MODULES)
@@ -128,18 +154,35 @@ class ModuleVersionService:
         self._store.delete_version(self._one(module, version))  # (and its tarball)
 
     # the upload's landing (events worker) ---------------------------------------------------------
-    def landed(self, key: str) -> ModuleVersion | None:
+    def _uploaded_to(self, key: str) -> dict[str, Any] | None:
+        """The item of the version whose tarball is `key`, or None when `key` is none's."""
         parts = key.split("/")
+        if len(parts) == 4 and f"{parts[2]}/" == OBJECT_PATH:
+            parts = [parts[0], parts[1], parts[3]]
         if len(parts) != 3 or f"{parts[0]}/" != UPLOAD_PREFIX or not looks_like(parts[1], "mod"):
             return None
-        item = self._store.uploaded_to(parts[1], key)
-        if item is None or version_of(item).status != VERSION_PENDING:
+        return self._store.uploaded_to(parts[1], key)
+
+    def accepts_upload(self, key: str) -> bool:
+        """Whether an upload URL's PUT may replace `key` (the embedded blob server asks; S3 takes any PUT of a link
+        before it expires): a version's tarball, which its link may upload again as on HCP Terraform."""
+        return self._uploaded_to(key) is not None
+
+    def landed(self, key: str) -> ModuleVersion | None:
+        """A tarball landed under `key`: a pending version's first one, or a new one through the same link (an
+        `ok` version whose recorded MD5 differs, a failed one whose tarball was removed). A repeated event of an
+        object already read changes nothing."""
+        item = self._uploaded_to(key)
+        if item is None:
             return None
-        now = clock.now_iso()
-        updated: dict[str, Any] = {"updated_at": now}
         info = self._blobs.head(key)
         if info is None:
             return None
+        current = version_of(item)
+        if current.status == VERSION_OK and current.md5 == md5_of(info) and current.size == info.size:
+            return None
+        now = clock.now_iso()
+        updated: dict[str, Any] = {"updated_at": now, "error": None}
         try:
             if info.size > ARCHIVE_MAX_BYTES:
                 raise Invalid(f"a module version is at most {ARCHIVE_MAX_BYTES} bytes compressed")
@@ -180,10 +223,10 @@ class ModuleVersionService:
         return {"readme": "", "inputs": [], "outputs": [], "resources": []}
 
     # the module registry protocol -----------------------------------------------------------------
-    def available(self, principal: Principal, namespace: str, name: str, provider: str) -> builtins.list[str]:
+    def available(self, principal: Principal, namespace: str, name: str, provider: str) -> builtins.list[ModuleVersion]:
         """`GET /api/registry/v1/modules/:namespace/:name/:provider/versions`: the versions one may install."""
         module = self._private(principal, namespace, (namespace, name, provider), Action.READ_MODULES)
-        return [v.version for v in module.versions if v.status == VERSION_OK]
+        return [v for v in module.versions if v.status == VERSION_OK]
 
     def download_url(self, principal: Principal, namespace: str, name: str, provider: str, version: str) -> str:
         module = self._private(principal, namespace, (namespace, name, provider), Action.READ_MODULES)

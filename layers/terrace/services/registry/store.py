@@ -1,5 +1,6 @@
 """Storage of the private module registry: modules (`mod-…`, listed under `org#<org>#registry-modules`, each claimed
-under its address in `org#<org>#regmodnames`), their versions (under `<module>#versions`, by version text) and
+under its address in `org#<org>#regmodnames`), their versions (under `<module>#versions`, by version text), a
+module's no-code designation (`<module>`/`nocode`, with a pointer `<nocode id>`/`nocode` to it) and
 what a version keeps in the blob store (its tarball, and what the UI shows of it under `DOCS_PREFIX`). Providers and
 GPG keys are `store_providers.py`.
 
@@ -14,10 +15,12 @@ from typing import Any
 
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.table import ConditionFailed, Delete, Put, Table
+from terrace.domain.errors import NotFound
 from terrace.domain.registry_modules import PRIVATE, ModuleVersion, version_key
 
 Record = dict[str, Any]
 MODULE = "regmod"
+NO_CODE = "nocode"  # a module's no-code designation (on the module's id) and its pointer (on its own id)
 KEYS = ("pk", "sk", "gsi1pk", "gsi1sk")
 DOCS_PREFIX = "module-docs/"
 
@@ -76,6 +79,7 @@ def version_of(item: dict[str, Any]) -> ModuleVersion:
         blob_key=item["blob_key"],
         size=item.get("size"),
         md5=item.get("md5"),
+        deprecation=item.get("deprecation"),
     )
 
 
@@ -111,6 +115,9 @@ class ModuleStore:
     def _delete_item(self, item: dict[str, Any]) -> None:
         for version in self.versions_of(item["pk"]):
             self.delete_version(version)
+        no_code = self.no_code_of(item["pk"])
+        if no_code is not None:
+            self.delete_no_code(no_code)
         self._table.transact([Delete(_claims(item["organization"]), item["address"]), Delete(item["pk"], MODULE)])
 
     def delete_all_of(self, *, organization: str) -> None:
@@ -118,6 +125,35 @@ class ModuleStore:
         the organization's deletion was)."""
         for item in self._table.query(_index(organization), index="gsi1"):
             self._delete_item(item)
+
+    # the no-code designation: on the module's partition, found by its id through a pointer ----------------
+    def no_code_of(self, module_id: str) -> Record | None:
+        item = self._table.get(module_id, NO_CODE)
+        return None if item is None else {k: v for k, v in item.items() if k not in KEYS}
+
+    def no_code(self, no_code_id: str) -> Record | None:
+        pointer = self._table.get(no_code_id, NO_CODE)
+        found = self.no_code_of(pointer["module_id"]) if pointer else None
+        return found if found is not None and found["id"] == no_code_id else None
+
+    def create_no_code(self, record: Record) -> bool:
+        """The designation (row version 1) and its pointer at once; False (nothing written) when the module has one."""
+        item = {"pk": record["module_id"], "sk": NO_CODE, **record, "version": 1}
+        pointer = {"pk": record["id"], "sk": NO_CODE, "module_id": record["module_id"]}
+        try:
+            self._table.transact([Put(item, if_absent=True), Put(pointer, if_absent=True)])
+        except ConditionFailed:
+            return False
+        return True
+
+    def replace_no_code(self, record: Record, version: int) -> None:
+        """`record` over the row version it was read at (ConditionFailed: changed since)."""
+        self._table.put(
+            {"pk": record["module_id"], "sk": NO_CODE, **record, "version": version + 1}, if_version=version
+        )
+
+    def delete_no_code(self, record: Record) -> None:
+        self._table.transact([Delete(record["module_id"], NO_CODE), Delete(record["id"], NO_CODE)])
 
     # versions ----------------------------------------------------------------------------------
     def versions_of(self, module_id: str) -> list[ModuleVersion]:
@@ -153,13 +189,27 @@ class ModuleStore:
         return next((i for i in self._table.query(_versions(module_id)) if i["blob_key"] == blob_key), None)
 
     def land(self, item: dict[str, Any], changes: dict[str, Any]) -> ModuleVersion | None:
-        """The version `item` with `changes` (status, error or size and MD5, updated_at), written over the row version
-        it was read at; None when another landing of the same upload decided first."""
-        updated = {**item, **changes, "version": item["version"] + 1}
+        """The version `item` with `changes` (status, error or size and MD5, updated_at; a None removes the
+        attribute), written over the row version it was read at; None when another landing of the same upload
+        decided first."""
+        updated = {k: v for k, v in {**item, **changes}.items() if v is not None}  # a None change removes it
+        updated["version"] = item["version"] + 1
         try:
             self._table.put(updated, if_version=item["version"])
         except ConditionFailed:
             return None
+        return version_of(updated)
+
+    def set_deprecation(self, version: ModuleVersion, deprecation: dict[str, str] | None, now: str) -> ModuleVersion:
+        """The version deprecated (`deprecation`) or not (None), written over the row version it is read at."""
+        item = self._table.get(_versions(version.module_id), version.version)
+        if item is None:
+            raise NotFound(f"version {version.version} not found")
+        updated = {k: v for k, v in item.items() if k != "deprecation"}
+        if deprecation is not None:
+            updated["deprecation"] = deprecation
+        updated.update(updated_at=now, version=item["version"] + 1)
+        self._table.put(updated, if_version=item["version"])
         return version_of(updated)
 
     def delete_version(self, version: ModuleVersion) -> None:

@@ -86,6 +86,8 @@ class Purge:
         )
         for team in self._access.teams.teams_of(org_key):
             self._notifications.delete_all_of(team=team.id)
+        for project in self._access.projects.projects_of(org_key):
+            self._notifications.delete_all_of(project=project.id)
         for pool in self._workspace_store.agent_pools.of_organization(org_key):  # their tokens, before the pools go
             for token in self._access.accounts.tokens_of(pool.pool.id):
                 self._revoke(token.id)

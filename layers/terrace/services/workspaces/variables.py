@@ -12,7 +12,7 @@ from typing import Any
 from terrace.adapters.encryptor import Encryptor
 from terrace.domain import clock, limits
 from terrace.domain.errors import Conflict, Invalid, NotFound
-from terrace.domain.ids import new_id
+from terrace.domain.ids import looks_like, new_id
 from terrace.domain.jobs import RunVariable
 from terrace.domain.principal import Principal
 from terrace.domain.runs import Run
@@ -83,6 +83,19 @@ class VariableService:
         if item is None or item["workspace_id"] != ws.id:
             raise NotFound(f"variable {var_id} not found")
         return item
+
+    def workspace_of(self, principal: Principal, var_id: str) -> Workspace:
+        """The workspace of variable `var_id` (the legacy `/vars/:id`), read as the caller (NotFound: none, or
+        hidden from them, in the same words)."""
+        item = self._store.find(var_id) if looks_like(var_id, "var") else None
+        try:
+            return self._workspaces.get(principal, item["workspace_id"]) if item else self._missing(var_id)
+        except NotFound as exc:
+            raise NotFound(f"variable {var_id} not found") from exc
+
+    @staticmethod
+    def _missing(var_id: str) -> Workspace:
+        raise NotFound(f"variable {var_id} not found")
 
     def get(self, principal: Principal, ws: Workspace, var_id: str) -> Variable:
         self._workspaces.authorize(principal, Action.READ_VARIABLES, ws)

@@ -7,9 +7,10 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
-from terrace.domain import limits
+from terrace.domain import clock, limits
 from terrace.domain.errors import Invalid, NotFound
 from terrace.domain.principal import Principal, PrincipalKind
+from terrace.domain.tokens import default_expiry
 from terrace.web import access_serializers, bodies, serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONAPIResponse, JSONBody, body_attributes, respond, respond_page
@@ -68,10 +69,11 @@ def create_user_token(
 
 
 def _expiry(expired_at: Any) -> int | None:
-    """`expired-at` (an ISO 8601 time) in epoch seconds, or None for no expiry. A client's clock may be off
-    from the server's, so a past time is not refused: the token is issued already expired."""
+    """`expired-at` (an ISO 8601 time) in epoch seconds; without one, HCP Terraform's default expiry
+    (`tokens.default_expiry`). A client's clock may be off from the server's, so a past time is not refused: the
+    token is issued already expired."""
     if expired_at is None:
-        return None
+        return int(default_expiry(clock.utcnow()).timestamp())
     pointer = "/data/attributes/expired-at"
     try:
         when = datetime.fromisoformat(str(expired_at).replace("Z", "+00:00"))

@@ -66,7 +66,8 @@ def delete_workspace(workspace_id: str, container: ContainerDep, principal: Prin
 @router.get("/runs")
 def list_runs(request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     statuses = _statuses(request, "filter[status]")
-    runs = container.site_admin.runs(principal, request.query_params.get("q") or "", statuses)
+    created = (request.query_params.get("filter[from]"), request.query_params.get("filter[to]"))
+    runs = container.site_admin.runs(principal, request.query_params.get("q") or "", statuses, created)
     page, meta, links = paginate(request, runs)
     wanted = includes(request, frozenset({"workspace", "workspace.organization"}))
     included: list[dict[str, Any]] = []

@@ -1,11 +1,13 @@
-"""/api/v2 configuration versions and workspace variables."""
+"""/api/v2 configuration versions and workspace variables (also the legacy `/vars`, by organization and workspace)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
 
-from terrace.domain.errors import NotFound
+from terrace.domain.errors import Invalid, NotFound
 from terrace.services.access.authz import Action
 from terrace.web import bodies
 from terrace.web import run_serializers as rser
@@ -16,6 +18,7 @@ from terrace.web.jsonapi import (
     attributes,
     includes,
     read_document,
+    relationship_id,
     respond,
     respond_page,
 )
@@ -129,4 +132,38 @@ def update_variable(
 def delete_variable(workspace_id: str, var_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
     ws = container.workspaces.get(principal, workspace_id)
     container.variables.delete(principal, ws, var_id)
+    return Response(status_code=204)
+
+
+# the legacy variables API (`/vars`: a workspace's variables named by organization and workspace name)
+@router.get("/vars")
+def list_variables_legacy(request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    q = request.query_params
+    org, name = q.get("filter[organization][name]"), q.get("filter[workspace][name]")
+    if not org or not name:
+        raise Invalid("filter[organization][name] and filter[workspace][name] are required", pointer="/filter")
+    ws = container.workspaces.get_by_name(principal, org, name)
+    return respond_page(request, container.variables.list(principal, ws), rser.variable)
+
+
+@router.post("/vars", openapi_extra=bodies.VARIABLE)
+def create_variable_legacy(body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    data = read_document(body, "vars")
+    workspace_id = relationship_id(data, "workspace")
+    if not workspace_id:
+        raise Invalid("relationships.workspace is required", pointer="/data/relationships/workspace")
+    ws = container.workspaces.get(principal, workspace_id)
+    return respond(rser.variable(container.variables.create(principal, ws, attributes(data))), 201)
+
+
+@router.patch("/vars/{var_id}", openapi_extra=bodies.VARIABLE)
+def update_variable_legacy(var_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Any:
+    data = read_document(body, "vars")
+    ws = container.variables.workspace_of(principal, var_id)
+    return respond(rser.variable(container.variables.update(principal, ws, var_id, attributes(data))))
+
+
+@router.delete("/vars/{var_id}")
+def delete_variable_legacy(var_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
+    container.variables.delete(principal, container.variables.workspace_of(principal, var_id), var_id)
     return Response(status_code=204)

@@ -7,6 +7,8 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from terrace.domain.errors import BadRequest, Invalid
+from terrace.domain.organizations import Organization
+from terrace.domain.token_ttl_policies import TokenTTLPolicy
 from terrace.services.access.documents import MembershipDocuments
 from terrace.web import access_serializers, serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
@@ -17,6 +19,7 @@ from terrace.web.jsonapi import (
     paginate,
     read_document,
     relationship_id,
+    resource,
     respond,
 )
 from terrace.web.routers.teams import serialize as serialize_team
@@ -106,18 +109,44 @@ def delete_membership(membership_id: str, container: ContainerDep, principal: Pr
 
 # organization token ----------------------------------------------------------------------------
 @router.post("/organizations/{org}/authentication-token")
-def create_organization_token(org: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Any:
-    attrs = token_options(body)
-    issued = container.service_tokens.create_organization_token(principal, org, attrs.get("expired-at"))
+def create_organization_token(
+    org: str, request: Request, body: JSONBody, container: ContainerDep, principal: PrincipalDep
+) -> Any:
+    attrs, kind = token_options(body), request.query_params.get("token")  # go-tfe's token type
+    issued = container.service_tokens.create_organization_token(principal, org, attrs.get("expired-at"), kind)
     return respond(serializers.token(issued.token, issued.secret), 201)
 
 
 @router.get("/organizations/{org}/authentication-token")
-def read_organization_token(org: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-    return respond(serializers.token(container.service_tokens.organization_token(principal, org)))
+def read_organization_token(
+    org: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
+    kind = request.query_params.get("token")
+    return respond(serializers.token(container.service_tokens.organization_token(principal, org, kind)))
 
 
 @router.delete("/organizations/{org}/authentication-token")
-def delete_organization_token(org: str, container: ContainerDep, principal: PrincipalDep) -> Response:
-    container.service_tokens.delete_organization_token(principal, org)
+def delete_organization_token(org: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> Response:
+    container.service_tokens.delete_organization_token(principal, org, request.query_params.get("token"))
     return Response(status_code=204)
+
+
+# token TTL policies ------------------------------------------------------------------------------
+def _ttl_policies(org: Organization, policies: list[TokenTTLPolicy]) -> JSONAPIResponse:
+    return respond([
+        resource("organization-token-ttl-policies", f"ttlpol-{org.id.removeprefix('org-')}-{p.token_type}",
+                 {"token-type": p.token_type, "max-ttl-ms": p.max_ttl_ms, "created-at": p.created_at,
+                  "updated-at": p.updated_at})
+        for p in policies
+    ])  # fmt: skip
+
+
+@router.get("/organizations/{org}/token-ttl-policies")
+def list_token_ttl_policies(org: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    return _ttl_policies(*container.token_ttl_policies.list(principal, org))
+
+
+@router.patch("/organizations/{org}/token-ttl-policies")
+def update_token_ttl_policies(org: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Any:
+    attrs = attributes(read_document(body, "organization-token-ttl-policies"))
+    return _ttl_policies(*container.token_ttl_policies.update(principal, org, attrs.get("token-ttl-policies")))

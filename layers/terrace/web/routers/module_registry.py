@@ -1,14 +1,18 @@
 """The module registry protocol (`modules.v1` in service discovery): what `terraform init` and `tofu init` call
 for a module source `<host>/<organization>/<name>/<provider>`. Versions of the organization's private modules
 that were read as modules (`ok`); a download answers 204 with `X-Terraform-Get`, a short-lived signed URL of the
-tarball. The caller's token is the CLI's credentials for the host; members of the organization read, others 404.
+tarball. A deprecated version is listed with its `deprecation` (`reason`, `link`), as HCP Terraform lists it. The
+caller's token is the CLI's credentials for the host; members of the organization read, others 404.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
 
+from terrace.domain.registry_modules import ModuleVersion
 from terrace.web.deps import ContainerDep, PrincipalDep
 
 MODULES_V1 = "/api/registry/v1/modules/"
@@ -21,7 +25,7 @@ def module_versions(
 ) -> JSONResponse:
     versions = container.module_versions.available(principal, namespace, name, provider)
     source = f"{namespace}/{name}/{provider}"
-    return JSONResponse({"modules": [{"source": source, "versions": [{"version": v} for v in versions]}]})
+    return JSONResponse({"modules": [{"source": source, "versions": [_listed(v) for v in versions]}]})
 
 
 @router.get("/{namespace}/{name}/{provider}/{version}/download")
@@ -30,3 +34,8 @@ def module_download(
 ) -> Response:
     url = container.module_versions.download_url(principal, namespace, name, provider, version)
     return Response(status_code=204, headers={"X-Terraform-Get": url})
+
+
+def _listed(version: ModuleVersion) -> dict[str, Any]:
+    """A version as the protocol lists it; a deprecated one with its `deprecation` (`reason`, `link`)."""
+    return {"version": version.version, **({"deprecation": version.deprecation} if version.deprecation else {})}

@@ -1,4 +1,4 @@
-"""/api/v2 notification configurations of workspaces and teams (`services/notifications/`), in go-tfe's
+"""/api/v2 notification configurations of workspaces, teams and projects (`services/notifications/`), in go-tfe's
 `notification_configuration.go` shape: the token goes in, never out; `delivery-responses` are the last answers."""
 
 from __future__ import annotations
@@ -7,10 +7,11 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
-from terrace.domain.notifications import TEAM, WORKSPACE, NotificationConfiguration
+from terrace.domain.notifications import PROJECT, TEAM, WORKSPACE, NotificationConfiguration
 from terrace.web import bodies
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import (
+    MAX_PAGE_SIZE,
     JSONAPIResponse,
     JSONBody,
     attributes,
@@ -57,6 +58,9 @@ def list_workspace_notifications(
     workspace_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
     found = container.notification_configurations.list(principal, WORKSPACE, workspace_id)
+    asked = any(p in request.query_params for p in ("page[number]", "page[size]"))
+    if not asked and len(found) <= MAX_PAGE_SIZE:  # HCP Terraform's whole list, without pagination (go-tfe checks)
+        return respond([serialize(nc) for nc in found])
     return respond_page(request, found, serialize)
 
 
@@ -82,6 +86,23 @@ def create_team_notification(
 ) -> JSONAPIResponse:
     attrs, relationships = _document(body)
     nc = container.notification_configurations.create(principal, TEAM, team_id, attrs, relationships)
+    return respond(serialize(nc), 201)
+
+
+@router.get("/projects/{project_id}/notification-configurations")
+def list_project_notifications(
+    project_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
+    found = container.notification_configurations.list(principal, PROJECT, project_id)
+    return respond_page(request, found, serialize)
+
+
+@router.post("/projects/{project_id}/notification-configurations", openapi_extra=bodies.NOTIFICATION_CONFIGURATION)
+def create_project_notification(
+    project_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
+    attrs, relationships = _document(body)
+    nc = container.notification_configurations.create(principal, PROJECT, project_id, attrs, relationships)
     return respond(serialize(nc), 201)
 
 

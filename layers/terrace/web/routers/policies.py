@@ -43,8 +43,8 @@ RELATIONSHIP_LIST = bodies.raw_json(
     {"type": "object", "properties": {"data": {"type": "array", "items": _MEMBER}}, "required": ["data"]},
     "application/vnd.api+json",
 )
-RELATIONS = ("policies", "workspaces", "projects", "workspace-exclusions")
-SET_INCLUDES = ("policies", "workspaces", "projects", "workspace_exclusions")
+RELATIONS = ("policies", "workspaces", "projects", "workspace-exclusions", "project-exclusions")
+SET_INCLUDES = ("policies", "workspaces", "projects", "workspace_exclusions", "project_exclusions")
 
 
 # policies ---------------------------------------------------------------------------------------------
@@ -59,7 +59,9 @@ def list_policies(org: str, request: Request, container: ContainerDep, principal
 @router.post("/organizations/{org}/policies", openapi_extra=POLICY)
 def create_policy(org: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     data = read_document(body, "policies")
-    return respond(ser.policy(container.policies.create(principal, org, attributes(data)), 0), 201)
+    set_ids = _related_ids(data, "policy-sets")
+    created = container.policy_creation.create(principal, org, attributes(data), set_ids)
+    return respond(ser.policy(created, len(set_ids)), 201)
 
 
 @router.get("/policies/{policy_id}")
@@ -109,7 +111,7 @@ def _set_document(container: Any, principal: Any, request: Request, sets: list[A
             if relation not in wanted:
                 continue
             for member in container.policy_sets.members(s, relation):
-                if relation == "projects":
+                if relation in ("projects", "project_exclusions"):
                     add(ser.project_brief(member))
                 elif relation == "policies":
                     add(ser.policy(member, 0))
@@ -134,19 +136,23 @@ def list_policy_sets(org: str, request: Request, container: ContainerDep, princi
     return _set_document(container, principal, request, found, page=True)
 
 
+def _related_ids(data: dict[str, Any], relation: str) -> list[str]:
+    """The ids of a to-many relationship of a request document (none when it is absent)."""
+    relationships = data.get("relationships") or {}
+    rel = relationships.get(relation) if isinstance(relationships, dict) else None
+    if rel is None:
+        return []
+    items = rel.get("data") if isinstance(rel, dict) else None
+    if not isinstance(items, list) or not all(isinstance(i, dict) and isinstance(i.get("id"), str) for i in items):
+        raise Invalid(
+            f"relationship {relation} must be {{data: [{{type, id}}]}}", pointer=f"/data/relationships/{relation}"
+        )
+    return list(dict.fromkeys(i["id"] for i in items))
+
+
 def _members(data: dict[str, Any]) -> dict[str, list[str]]:
-    members: dict[str, list[str]] = {}
-    for relation in RELATIONS:
-        rel = (data.get("relationships") or {}).get(relation)
-        if rel is None:
-            continue
-        items = rel.get("data") if isinstance(rel, dict) else None
-        if not isinstance(items, list) or not all(isinstance(i, dict) and isinstance(i.get("id"), str) for i in items):
-            raise Invalid(
-                f"relationship {relation} must be {{data: [{{type, id}}]}}", pointer=f"/data/relationships/{relation}"
-            )
-        members[relation] = [i["id"] for i in items]
-    return members
+    relationships = data.get("relationships") or {}
+    return {r: _related_ids(data, r) for r in RELATIONS if isinstance(relationships, dict) and r in relationships}
 
 
 @router.post("/organizations/{org}/policy-sets", openapi_extra=POLICY_SET)
@@ -185,6 +191,24 @@ def _relationship_ids(body: Any) -> Any:
     if not all(isinstance(i, dict) and isinstance(i.get("id"), str) for i in items):
         raise Invalid("each member must be {type, id}", pointer="/data")
     return [i["id"] for i in items]
+
+
+@router.post("/policy-sets/{set_id}/tag-selectors")
+def add_tag_selectors(set_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Response:
+    """go-tfe's `{data: [{tag-key, tag-value, is-exclude}]}`: workspaces with a matching tag are included (or
+    excluded); `DELETE` takes the same body."""
+    container.policy_sets.change_tag_selectors(principal, set_id, _selectors(body), add=True)
+    return Response(status_code=204)
+
+
+@router.delete("/policy-sets/{set_id}/tag-selectors")
+def remove_tag_selectors(set_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Response:
+    container.policy_sets.change_tag_selectors(principal, set_id, _selectors(body), add=False)
+    return Response(status_code=204)
+
+
+def _selectors(body: Any) -> Any:
+    return body.get("data") if isinstance(body, dict) else None
 
 
 @router.post("/policy-sets/{set_id}/relationships/{relation}", openapi_extra=RELATIONSHIP_LIST)

@@ -7,17 +7,19 @@ from typing import Any
 
 from fastapi import APIRouter, Query, Request, Response
 
+from terrace.domain.no_code_modules import NoCodeModule
 from terrace.domain.registry_modules import ModuleVersion, RegistryModule
 from terrace.web import bodies
 from terrace.web.deps import ContainerDep, PrincipalDep
-from terrace.web.jsonapi import JSONAPIResponse, JSONBody, attributes, read_document, resource, respond, respond_page
+from terrace.web.jsonapi import JSONAPIResponse, JSONBody, attributes, paginate, read_document, resource, respond
 
 router = APIRouter(prefix="/api/v2")
 MODULES = "/organizations/{org}/registry-modules"
 ONE = MODULES + "/{registry}/{namespace}/{name}/{provider}"
 
 
-def serialize(module: RegistryModule) -> dict[str, Any]:
+def serialize(module: RegistryModule, no_code: NoCodeModule | None = None) -> dict[str, Any]:
+    """A module; `no_code` its no-code designation (`no-code` is whether it has an enabled one)."""
     statuses = [{"version": v.version, "status": v.status, "error": v.error or ""} for v in module.versions]
     return resource(
         "registry-modules",
@@ -27,7 +29,7 @@ def serialize(module: RegistryModule) -> dict[str, Any]:
             "provider": module.provider,
             "registry-name": module.registry_name,
             "namespace": module.namespace,
-            "no-code": False,
+            "no-code": bool(no_code and no_code.enabled),
             # resync and retry (a VCS module's) amount to publishing again: the caller's `manage-modules`
             "permissions": dict.fromkeys(("can-delete", "can-resync", "can-retry"), module.can_manage),
             "status": module.status,
@@ -36,7 +38,10 @@ def serialize(module: RegistryModule) -> dict[str, Any]:
             "created-at": module.created_at,
             "updated-at": module.updated_at,
         },
-        relationships={"organization": {"data": {"id": module.organization_name, "type": "organizations"}}},
+        relationships={
+            "organization": {"data": {"id": module.organization_name, "type": "organizations"}},
+            "no-code-modules": {"data": [{"type": "no-code-modules", "id": no_code.id}] if no_code else []},
+        },
         links={"self": f"/api/v2/registry-modules/{module.id}"},
     )
 
@@ -69,7 +74,14 @@ def list_registry_modules(
         "registry_name": params.get("filter[registry_name]", ""),
         "provider": params.get("filter[provider]", ""),
     }
-    return respond_page(request, container.registry_modules.list(principal, org, filters), serialize)
+    page, meta, links = paginate(request, container.registry_modules.list(principal, org, filters))
+    no_code = {m.id: container.no_code_modules.of_module(m) for m in page}
+    included = []
+    if "no-code-modules" in params.get("include", "").split(","):
+        from terrace.web.routers import no_code_modules as no_code_doc  # (its routes: lazy)
+
+        included = [no_code_doc.serialize(n, m) for m in page if (n := no_code[m.id]) is not None]
+    return respond([serialize(m, no_code[m.id]) for m in page], meta=meta, links=links, included=included)
 
 
 @router.post(MODULES, openapi_extra=bodies.REGISTRY_MODULE)
@@ -77,12 +89,14 @@ def create_registry_module(
     org: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
     data = read_document(body, "registry-modules")
-    return respond(serialize(container.registry_modules.create(principal, org, attributes(data))), 201)
+    module = container.no_code_modules.create_module(principal, org, attributes(data))
+    return respond(serialize(module, container.no_code_modules.of_module(module)), 201)
 
 
 @router.get("/registry-modules/{module_id}")
 def read_registry_module_by_id(module_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-    return respond(serialize(container.registry_modules.get_by_id(principal, module_id)))
+    module = container.registry_modules.get_by_id(principal, module_id)
+    return respond(serialize(module, container.no_code_modules.of_module(module)))
 
 
 @router.get(ONE)
@@ -90,7 +104,7 @@ def read_registry_module(
     org: str, registry: str, namespace: str, name: str, provider: str, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
     module = container.registry_modules.get(principal, org, (registry, namespace, name, provider))
-    return respond(serialize(module))
+    return respond(serialize(module, container.no_code_modules.of_module(module)))
 
 
 def _create_version(
@@ -146,6 +160,20 @@ def delete_registry_module_provider(
 ) -> Response:
     container.registry_modules.delete(principal, org, (registry, namespace, name, provider))
     return Response(status_code=204)
+
+
+@router.patch(MODULES + "/private/{namespace}/{name}/{provider}/{version}")
+def deprecate_registry_module_version(
+    org: str, namespace: str, name: str, provider: str, version: str, body: JSONBody, container: ContainerDep,
+    principal: PrincipalDep,
+) -> JSONAPIResponse:  # fmt: skip
+    """HCP Terraform's manage module versions API: `deprecation` (`deprecated-status` Deprecated or Undeprecated)."""
+    attrs = attributes(read_document(body, ("module-versions", "registry-module-versions")))
+    _, found = container.module_versions.deprecate(principal, org, (namespace, name, provider), version, attrs)
+    deprecation = found.deprecation
+    relationships = {"deprecation": {"data": {"type": "deprecations", "id": found.id} if deprecation else None}}
+    included = [resource("deprecations", found.id, dict(deprecation))] if deprecation else []
+    return respond(resource("module-versions", found.id, {"version": found.version}, relationships), included=included)
 
 
 @router.delete(ONE + "/{version}")

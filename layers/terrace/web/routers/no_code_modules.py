@@ -1,0 +1,106 @@
+"""/api/v2 no-code modules (go-tfe's `registry_no_code_module.go`): a private registry module's no-code designation,
+its version pin and variable options (`services/registry/no_code_modules.py`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Response
+
+from terrace.domain.errors import Invalid
+from terrace.domain.no_code_modules import NoCodeModule
+from terrace.domain.registry_modules import RegistryModule
+from terrace.web.deps import ContainerDep, PrincipalDep
+from terrace.web.jsonapi import JSONAPIResponse, JSONBody, attributes, read_document, resource, respond
+
+router = APIRouter(prefix="/api/v2")
+TYPE = "no-code-modules"
+
+
+def serialize(ncm: NoCodeModule, module: RegistryModule) -> dict[str, Any]:
+    options = [{"type": "variable-options", "id": o.id} for o in ncm.variable_options]
+    return resource(
+        TYPE,
+        ncm.id,
+        {
+            "enabled": ncm.enabled,
+            "version-pin": ncm.version_pin,
+            "created-at": ncm.created_at,
+            "updated-at": ncm.updated_at,
+        },  # fmt: skip
+        relationships={
+            "organization": {"data": {"type": "organizations", "id": module.organization_name}},
+            "registry-module": {"data": {"type": "registry-modules", "id": module.id}},
+            "variable-options": {"data": options},
+        },
+        links={"self": f"/api/v2/no-code-modules/{ncm.id}"},
+    )
+
+
+def variable_options(ncm: NoCodeModule) -> list[dict[str, Any]]:
+    """The `included` documents of a no-code module's variable options."""
+    return [
+        resource(
+            "variable-options",
+            o.id,
+            {"variable-name": o.variable_name, "variable-type": o.variable_type, "options": list(o.options)},
+        )  # fmt: skip
+        for o in ncm.variable_options
+    ]
+
+
+def _document(ncm: NoCodeModule, module: RegistryModule, status: int = 200) -> JSONAPIResponse:
+    return respond(serialize(ncm, module), status, included=variable_options(ncm))
+
+
+def _related_id(data: dict[str, Any], relation: str) -> Any:
+    rel = (data.get("relationships") or {}).get(relation)
+    target = rel.get("data") if isinstance(rel, dict) else None
+    return target.get("id") if isinstance(target, dict) else None
+
+
+def _options(body: Any, data: dict[str, Any]) -> list[Any] | None:
+    """The variable options a request sends (None: none sent): each a relationship member with its attributes, or
+    one named there whose attributes are in `included`."""
+    rel = (data.get("relationships") or {}).get("variable-options")
+    if rel is None:
+        return None
+    members = rel.get("data") if isinstance(rel, dict) else None
+    if not isinstance(members, list):
+        raise Invalid("variable-options must be {data: [...]}", pointer="/data/relationships/variable-options")
+    included = body.get("included") if isinstance(body, dict) else None
+    extra = {(i.get("type"), i.get("id")): i for i in included or [] if isinstance(i, dict)}
+    found: list[Any] = []
+    for member in members:
+        if not isinstance(member, dict):
+            raise Invalid("each variable option must be an object", pointer="/data/relationships/variable-options")
+        attrs = member.get("attributes") or extra.get((member.get("type"), member.get("id")), {}).get("attributes")
+        found.append(attrs)
+    return found
+
+
+@router.post("/organizations/{org}/no-code-modules")
+def create_no_code_module(org: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Any:
+    data = read_document(body, TYPE)
+    module_id, options = _related_id(data, "registry-module"), _options(body, data)
+    ncm, module = container.no_code_modules.create(principal, org, module_id, attributes(data), options)
+    return _document(ncm, module, 201)
+
+
+@router.get("/no-code-modules/{no_code_id}")
+def read_no_code_module(no_code_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    return _document(*container.no_code_modules.get(principal, no_code_id))
+
+
+@router.patch("/no-code-modules/{no_code_id}")
+def update_no_code_module(
+    no_code_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
+    data = read_document(body, TYPE)
+    return _document(*container.no_code_modules.update(principal, no_code_id, attributes(data), _options(body, data)))
+
+
+@router.delete("/no-code-modules/{no_code_id}")
+def delete_no_code_module(no_code_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
+    container.no_code_modules.delete(principal, no_code_id)
+    return Response(status_code=204)
