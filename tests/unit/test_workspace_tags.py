@@ -97,7 +97,7 @@ def test_tag_bindings_are_listed_added_and_set_on_update() -> None:
     plain = {"data": [{"type": "tag-bindings", "attributes": {"key": "app"}}]}
     assert env.api("PATCH", f"/workspaces/{ws}/tag-bindings", plain).status_code == 200
     listed = env.api("GET", f"/workspaces/{ws}/tag-bindings").json()["data"]
-    assert [(b["attributes"]["key"], b["attributes"]["value"]) for b in listed] == [("app", ""), ("team", "core")]
+    assert [(b["attributes"]["key"], b["attributes"]["value"]) for b in listed] == [("team", "core"), ("app", "")]
     effective = env.api("GET", f"/workspaces/{ws}/effective-tag-bindings").json()["data"]
     assert {b["attributes"]["key"] for b in effective} == {"app", "team"}
     assert env.api("GET", f"/workspaces/{ws}").json()["data"]["attributes"]["tag-names"] == ["app"]
@@ -112,7 +112,7 @@ def test_tag_bindings_are_listed_added_and_set_on_update() -> None:
     }
     assert env.api("PATCH", f"/workspaces/{ws}", update).status_code == 200
     listed = env.api("GET", f"/workspaces/{ws}/tag-bindings").json()["data"]
-    assert [(b["attributes"]["key"], b["attributes"]["value"]) for b in listed] == [("app", ""), ("x", "1")]
+    assert [(b["attributes"]["key"], b["attributes"]["value"]) for b in listed] == [("x", "1"), ("app", "")]
     bad = {"data": [{"type": "tag-bindings", "attributes": {"key": "", "value": "v"}}]}
     assert env.api("PATCH", f"/workspaces/{ws}/tag-bindings", bad).status_code == 422
 

@@ -85,7 +85,7 @@ class Workspace:
     speculative_enabled: bool = True
     allow_destroy_plan: bool = True
     tag_names: tuple[str, ...] = ()
-    tag_bindings: tuple[tuple[str, str], ...] = ()  # key-value tags (TFC `tag-bindings`), sorted by key
+    tag_bindings: tuple[tuple[str, str], ...] = ()  # key-value tags (TFC `tag-bindings`), in the order given
     remote_state_consumers: tuple[str, ...] = ()  # workspace ids that may read this state (terraform_remote_state)
     # Whether `execution_mode` was set on the workspace (TFC `setting-overwrites`); otherwise the organization's
     # default applies. None: stored before the flag existed, overwritten when the mode is not "remote".

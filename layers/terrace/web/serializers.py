@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     from terrace.domain.organizations import Organization
     from terrace.domain.principal import Principal
     from terrace.domain.state_index import StoredOutput
-    from terrace.domain.tags import Tag
+    from terrace.domain.tags import ReservedTagKey, Tag
     from terrace.domain.tokens import Token
     from terrace.domain.users import User
     from terrace.domain.workspace import Workspace
@@ -21,6 +21,7 @@ from terrace.web.jsonapi import ref, resource
 def organization(org: Organization, permissions: dict[str, bool]) -> dict[str, Any]:
     from terrace.domain import retention
     from terrace.domain.agent_pools import DEFAULT_POOL_SETTING
+    from terrace.domain.projects import default_project_id
 
     return resource(
         "organizations",
@@ -48,6 +49,7 @@ def organization(org: Organization, permissions: dict[str, bool]) -> dict[str, A
         relationships={
             **retention_relationship(retention.of_organization(org)),
             "default-agent-pool": ref("agent-pools", org.settings.get(DEFAULT_POOL_SETTING) or None),
+            "default-project": ref("projects", default_project_id(org.key)),
         },
         links={"self": f"/api/v2/organizations/{org.name}"},
     )
@@ -205,6 +207,12 @@ def tag_binding(ws: Workspace, key: str, value: str, *, effective: bool = False)
     if effective:
         return resource("effective-tag-bindings", f"etb-{ws.id}-{key}", {"key": key, "value": value})
     return resource("tag-bindings", f"tb-{ws.id}-{key}", {"key": key, "value": value})
+
+
+def reserved_tag_key(r: ReservedTagKey) -> dict[str, Any]:
+    attributes = {"key": r.key, "disable-overrides": r.disable_overrides, "created-at": r.created_at,
+                  "updated-at": r.updated_at, "created_at": r.created_at, "updated_at": r.updated_at}  # fmt: skip
+    return resource("reserved-tag-keys", r.id, attributes)
 
 
 def user(u: User) -> dict[str, Any]:

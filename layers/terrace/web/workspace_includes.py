@@ -42,7 +42,7 @@ def included(
             add(_organization(container, principal, ws))
         if "project" in names:
             project = container.projects.load(ws.project_id or default_project_id(ws.organization))
-            add(access_serializers.project(project, container.organizations.name_of(project.organization)))
+            add(access_serializers.project(project, container.organizations.by_key(project.organization)))
         if "current_run" in names and ws.current_run_id:
             for run in _readable(_run, container, principal, ws.current_run_id):
                 add(run)

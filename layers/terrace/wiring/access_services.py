@@ -187,7 +187,11 @@ class AccessServices:
     def projects(self) -> ProjectService:
         from terrace.services.access.projects import ProjectService
 
-        return ProjectService(self.access_store.projects, self.teams)
+        return ProjectService(
+            self.access_store.projects,
+            self.teams,
+            pool_exists=lambda org_key, pool_id: self.agent_pools.load(pool_id, org_key) is not None,
+        )
 
     @cached_property
     def team_access(self) -> TeamAccessService:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from terrace.services.workspaces.effective_variables import EffectiveVariables
     from terrace.services.workspaces.locking import LockService
     from terrace.services.workspaces.remote_state import RemoteStateConsumers
+    from terrace.services.workspaces.reserved_tag_keys import ReservedTagKeyService
     from terrace.services.workspaces.retention import RetentionPolicyService
     from terrace.services.workspaces.run_triggers import RunTriggerService
     from terrace.services.workspaces.ssh_keys import SSHKeyService
@@ -70,7 +71,14 @@ class WorkspaceServices:
             self.projects,
             settle_terraform_version=lambda requested: self.tool_versions.settle(requested),
             check_agent_pool=lambda ws: self.agent_pools.check_workspace(ws),
+            locked_tag_keys=lambda org_key: self.reserved_tag_keys.locked_keys(org_key),
         )
+
+    @cached_property
+    def reserved_tag_keys(self) -> ReservedTagKeyService:
+        from terrace.services.workspaces.reserved_tag_keys import ReservedTagKeyService
+
+        return ReservedTagKeyService(self.workspace_store.reserved_tag_keys, self.organizations)
 
     @cached_property
     def agent_pools(self) -> AgentPoolService:

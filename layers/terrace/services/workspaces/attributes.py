@@ -10,6 +10,7 @@ from typing import Any
 from terrace.domain import auto_destroy, limits
 from terrace.domain import workspace as model
 from terrace.domain.errors import Invalid
+from terrace.domain.tags import tag_bindings
 from terrace.domain.workspace import Workspace
 
 # API attribute -> (field, validator)
@@ -38,7 +39,6 @@ ACCEPTED_EXTRA = (
     "structured-run-output-enabled",
     "operations",
 )
-TAG_KEY_MAX, TAG_VALUE_MAX = 128, 256
 
 
 def _require_bool(key: str, value: Any) -> bool:
@@ -65,25 +65,6 @@ def tag_names(names: list[Any]) -> list[str]:
         if not isinstance(name, str) or not model.NAME_RE.match(name.replace(":", "-")):
             raise Invalid("tag names are letters, digits, -, _ and :", pointer="/data/relationships/tags")
     return [str(n).lower() for n in names]
-
-
-def tag_bindings(items: Any, pointer: str = "/data/relationships/tag-bindings") -> tuple[tuple[str, str], ...]:
-    """Key-value tags from `[{key, value}]` (or `{type: tag-bindings, attributes: {key, value}}`), sorted by key;
-    a key given twice keeps its last value."""
-    if not isinstance(items, list):
-        raise Invalid("tag-bindings must be a list of {key, value}", pointer=pointer)
-    found: dict[str, str] = {}
-    for entry in items:
-        attrs = entry.get("attributes", entry) if isinstance(entry, dict) else None
-        key, value = (attrs.get("key"), attrs.get("value", "")) if isinstance(attrs, dict) else (None, None)
-        if not isinstance(key, str) or not 0 < len(key) <= TAG_KEY_MAX or "\0" in key:
-            raise Invalid(f"each tag binding needs a key of 1..{TAG_KEY_MAX} characters", pointer=pointer)
-        if value is None:
-            value = ""
-        if not isinstance(value, str) or len(value) > TAG_VALUE_MAX or "\0" in value:
-            raise Invalid(f"a tag binding's value is a string of at most {TAG_VALUE_MAX} characters", pointer=pointer)
-        found[key] = value
-    return tuple(sorted(found.items()))
 
 
 def apply_attributes(ws: Workspace, attributes: dict[str, Any]) -> Workspace:

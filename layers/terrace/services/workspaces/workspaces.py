@@ -10,11 +10,12 @@ from typing import Any
 
 from terrace.domain import assessments, clock
 from terrace.domain import workspace as model
-from terrace.domain.errors import Conflict, NotFound
+from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal
 from terrace.domain.projects import DEFAULT_PROJECT, default_project_id
+from terrace.domain.tags import bound_all, check_count
 from terrace.domain.workspace import Workspace, WorkspaceView
 from terrace.services.access.authz import Action, Authorizer
 from terrace.services.access.organizations import OrganizationService
@@ -38,6 +39,7 @@ class WorkspaceService:
         *,
         settle_terraform_version: Callable[[Any], Any],
         check_agent_pool: Callable[[Workspace], None],
+        locked_tag_keys: Callable[[str], set[str]],
     ) -> None:
         self._store = store
         self._authz = authz
@@ -48,6 +50,8 @@ class WorkspaceService:
         self.settle_terraform_version = settle_terraform_version
         # refuses (422) an agent-mode workspace whose pool is absent or does not allow it (AgentPoolService)
         self.check_agent_pool = check_agent_pool
+        # the reserved tag keys with disable-overrides of an organization (ReservedTagKeyService.locked_keys)
+        self.locked_tag_keys = locked_tag_keys
 
     # reads -------------------------------------------------------------------------------
     def load(self, workspace_id: str) -> Workspace:
@@ -123,7 +127,9 @@ class WorkspaceService:
         found = self.all_in(org.key, search)
         found = [ws for ws in found if not tags or {t.lower() for t in tags} <= _tag_keys(ws)]
         found = [ws for ws in found if not exclude_tags or not {t.lower() for t in exclude_tags} & _tag_keys(ws)]
-        found = [ws for ws in found if all(_bound(ws, key, value) for key, value in bindings or [])]
+        if bindings:
+            inherited = self._projects.bindings_in(org.key)
+            found = [ws for ws in found if bound_all(ws, inherited.get(self.project_of(ws), ()), bindings)]
         return [ws for ws in found if self._authz.can(principal, Action.READ_WORKSPACE, org.view, view(ws))]
 
     def organization_grant(self, principal: Principal, organization: str, action: Action) -> tuple[str, bool]:
@@ -236,18 +242,52 @@ class WorkspaceService:
     def _checked(self, ws: Workspace) -> Workspace:
         if ws.agent_pool_id or ws.execution_mode == "agent":
             self.check_agent_pool(ws)
+        self.check_tag_bindings(ws)
         return ws
+
+    def check_tag_bindings(self, ws: Workspace) -> None:
+        """A workspace may not bind a key its project binds to another value when the organization reserves the
+        key with disable-overrides (422)."""
+        check_count(ws.tag_bindings)
+        locked = self.locked_tag_keys(ws.organization) if ws.tag_bindings else set()
+        inherited = dict(self.inherited_bindings(ws)) if locked else {}
+        for key, value in ws.tag_bindings:
+            if key in locked and key in inherited and inherited[key] != value:
+                raise Invalid(f"Tag binding {key} is reserved and inherited from the project: it cannot be "
+                              "overridden", pointer="/data/relationships/tag-bindings")  # fmt: skip
 
     def _settled(self, attributes: dict[str, Any]) -> dict[str, Any]:
         if "terraform-version" not in attributes:
             return attributes
         return {**attributes, "terraform-version": self.settle_terraform_version(attributes["terraform-version"])}
 
+    def project_of(self, ws: Workspace) -> str:
+        return ws.project_id or default_project_id(ws.organization)
+
+    def inherited_bindings(self, ws: Workspace) -> tuple[tuple[str, str], ...]:
+        """The tag bindings `ws` inherits from its project."""
+        return self._projects.load(self.project_of(ws)).tag_bindings
+
+    def move_all(self, principal: Principal, workspace_ids: builtins.list[str], project_id: str) -> None:
+        """POST /projects/:id/relationships/workspaces: every workspace is read and checked before any moves."""
+        targets = [self.get(principal, ws_id, Action.UPDATE_WORKSPACE) for ws_id in workspace_ids]
+        project = self._projects.get(principal, project_id)
+        for ws in targets:
+            self._projects.in_organization(ws.organization, project.id)
+        for ws in targets:
+            self.move(principal, ws, project.id)
+
     def move(self, principal: Principal, ws: Workspace, project_id: str) -> Workspace:
         """Put a workspace in another project of its organization (another organization's is not found)."""
         self.authorize(principal, Action.UPDATE_WORKSPACE, ws)
         project_id = self._projects.in_organization(ws.organization, project_id).id
-        return self.mutate(ws.id, lambda current: dataclasses.replace(current, project_id=project_id))
+
+        def change(current: Workspace) -> Workspace:
+            moved = dataclasses.replace(current, project_id=project_id)
+            self.check_tag_bindings(moved)  # its bindings against the new project's locked keys
+            return moved
+
+        return self.mutate(ws.id, change)
 
     def delete(
         self,
@@ -307,10 +347,3 @@ class WorkspaceService:
 def _tag_keys(ws: Workspace) -> set[str]:
     """What `search[tags]` matches: plain tags and the keys of tag bindings (TFC treats both as tags)."""
     return {*ws.tag_names, *(key.lower() for key, _ in ws.tag_bindings)}
-
-
-def _bound(ws: Workspace, key: str, value: str | None) -> bool:
-    """Whether `ws` carries tag binding `key` (with `value`, unless None); a plain tag is a key without value."""
-    if not value and key.lower() in ws.tag_names:
-        return True
-    return any(k == key and (value is None or v == value) for k, v in ws.tag_bindings)

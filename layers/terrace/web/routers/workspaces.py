@@ -16,7 +16,17 @@ from terrace.domain.workspace import Workspace
 from terrace.services.workspaces.attributes import tag_bindings
 from terrace.web import bodies, serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
-from terrace.web.jsonapi import JSONAPIResponse, JSONBody, attributes, paginate, read_document, relationship_id, respond
+from terrace.web.jsonapi import (
+    JSONAPIResponse,
+    JSONBody,
+    attributes,
+    paginate,
+    read_document,
+    relationship_id,
+    relationship_list,
+    respond,
+    tagged_filters,
+)
 from terrace.web.workspace_includes import included, requested
 
 router = APIRouter(prefix="/api/v2")
@@ -53,29 +63,9 @@ def _names(items: Any, pointer: str) -> list[str]:
     return names
 
 
-def _relationship_list(data: dict[str, Any], name: str) -> list[Any] | None:
-    rel = (data.get("relationships") or {}).get(name)
-    if rel is None:
-        return None
-    if not isinstance(rel, dict) or not isinstance(rel.get("data") or [], list):
-        raise Invalid(f"relationships.{name} must be {{data: [...]}}", pointer=f"/data/relationships/{name}")
-    return list(rel.get("data") or [])
-
-
 def _tag_names(data: dict[str, Any]) -> list[str]:
-    tags = _relationship_list(data, "tags")
+    tags = relationship_list(data, "tags")
     return _names(tags, "/data/relationships/tags") if tags else []
-
-
-def _tagged_filters(params: Any) -> list[tuple[str, str | None]]:
-    """`filter[tagged][i][key]` / `[value]` (Terraform >= 1.10's `cloud` block with `tags = {k = "v"}`)."""
-    found = []
-    for i in range(100):
-        key = params.get(f"filter[tagged][{i}][key]")
-        if key is None:
-            break
-        found.append((key, params.get(f"filter[tagged][{i}][value]")))
-    return found
 
 
 _SORT_KEYS = {
@@ -99,7 +89,7 @@ def list_workspaces(org: str, request: Request, container: ContainerDep, princip
     tags = [t.strip() for t in (params.get("search[tags]") or "").split(",") if t.strip()]
     exclude = [t.strip() for t in (params.get("search[exclude-tags]") or "").split(",") if t.strip()]
     workspaces = container.workspaces.list(
-        principal, org, search=search, tags=tags, exclude_tags=exclude, bindings=_tagged_filters(params)
+        principal, org, search=search, tags=tags, exclude_tags=exclude, bindings=tagged_filters(params)
     )
     project = params.get("filter[project][id]")
     if project:
@@ -115,7 +105,7 @@ def create_workspace(
     org: str, request: Request, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
     data = read_document(body, "workspaces")
-    bindings = _relationship_list(data, "tag-bindings")
+    bindings = relationship_list(data, "tag-bindings")
     project_id = _project_id(data)
     ws = container.workspaces.create(
         principal,
@@ -147,7 +137,7 @@ def _update(request: Request, ws: Workspace, body: Any, container: Container, pr
     attrs = attributes(data)
     if _tag_names(data):
         attrs["tag-names"] = _tag_names(data)
-    bindings = _relationship_list(data, "tag-bindings")
+    bindings = relationship_list(data, "tag-bindings")
     if bindings is not None:
         attrs["tag-bindings"] = bindings
     project_id = _project_id(data)
