@@ -70,6 +70,7 @@ def test_a_projects_tag_bindings_are_inherited_by_its_workspaces(env: RunEnv) ->
     # the `cloud` block's `tags = { env = "prod" }` finds workspaces by what they inherit
     tagged = "filter%5Btagged%5D%5B0%5D%5Bkey%5D=env&filter%5Btagged%5D%5B0%5D%5Bvalue%5D=prod"
     assert _ws_names(env, tagged) == ["pay-api"]
+    assert _ws_names(env, f"search%5Btags%5D=env&{tagged}") == ["pay-api"]  # terraform >= 1.10 sends both
     assert "pay-outside" not in _ws_names(env, tagged) and outside
     key_only = "filter%5Btagged%5D%5B0%5D%5Bkey%5D=team&filter%5Btagged%5D%5B0%5D%5Bvalue%5D="
     assert _ws_names(env, key_only) == ["pay-api"]  # go-tfe sends an empty value for a key alone
@@ -185,3 +186,21 @@ def test_a_projects_default_execution_mode_and_agent_pool(env: RunEnv) -> None:
     assert back["attributes"]["default-execution-mode"] == "remote"
     assert back["attributes"]["setting-overwrites"]["default-execution-mode"] is False
     assert env.api("GET", f"/projects/{project['id']}").json()["data"] == back
+
+
+def test_team_project_access_takes_the_variable_sets_permission(env: RunEnv) -> None:
+    team = env.api("POST", "/organizations/acme/teams", {"data": {"type": "teams", "attributes": {"name": "vs-team"}}})
+    project = _project(env, "varsets-prj").json()["data"]["id"]
+    body = {"data": {"type": "team-projects", "attributes": {"access": "custom", "project-access": {
+        "settings": "read", "teams": "none", "variable-sets": "write"}},
+        "relationships": {"team": {"data": {"type": "teams", "id": team.json()["data"]["id"]}},
+                          "project": {"data": {"type": "projects", "id": project}}}}}  # fmt: skip
+    added = env.api("POST", "/team-projects", body)
+    assert added.status_code == 201, added.text
+    assert added.json()["data"]["attributes"]["project-access"]["variable-sets"] == "write"
+    grant = added.json()["data"]["id"]
+    change = {"data": {"type": "team-projects", "attributes": {"project-access": {"variable-sets": "read"}}}}
+    assert env.api("PATCH", f"/team-projects/{grant}", change).json()["data"]["attributes"]["project-access"][
+        "variable-sets"] == "read"  # fmt: skip
+    wrong = {"data": {"type": "team-projects", "attributes": {"project-access": {"variable-sets": "own"}}}}
+    assert env.api("PATCH", f"/team-projects/{grant}", wrong).status_code == 422

@@ -125,11 +125,13 @@ class WorkspaceService:
         tag binding (value None: any value)."""
         org = self._orgs.get(principal, organization)
         found = self.all_in(org.key, search)
-        found = [ws for ws in found if not tags or {t.lower() for t in tags} <= _tag_keys(ws)]
-        found = [ws for ws in found if not exclude_tags or not {t.lower() for t in exclude_tags} & _tag_keys(ws)]
-        if bindings:
+        if tags or exclude_tags or bindings:  # what a workspace inherits from its project counts as its own
             inherited = self._projects.bindings_in(org.key)
-            found = [ws for ws in found if bound_all(ws, inherited.get(self.project_of(ws), ()), bindings)]
+            held = {ws.id: inherited.get(self.project_of(ws), ()) for ws in found}
+            wanted, unwanted = {t.lower() for t in tags or []}, {t.lower() for t in exclude_tags or []}
+            found = [ws for ws in found if wanted <= _tag_keys(ws, held[ws.id])]
+            found = [ws for ws in found if not unwanted & _tag_keys(ws, held[ws.id])]
+            found = [ws for ws in found if bound_all(ws, held[ws.id], bindings or [])]
         return [ws for ws in found if self._authz.can(principal, Action.READ_WORKSPACE, org.view, view(ws))]
 
     def organization_grant(self, principal: Principal, organization: str, action: Action) -> tuple[str, bool]:
@@ -344,6 +346,7 @@ class WorkspaceService:
         return updated
 
 
-def _tag_keys(ws: Workspace) -> set[str]:
-    """What `search[tags]` matches: plain tags and the keys of tag bindings (TFC treats both as tags)."""
-    return {*ws.tag_names, *(key.lower() for key, _ in ws.tag_bindings)}
+def _tag_keys(ws: Workspace, inherited: tuple[tuple[str, str], ...]) -> set[str]:
+    """What `search[tags]` matches: plain tags and the keys of tag bindings, its project's too (TFC treats both as
+    tags; terraform >= 1.10 sends a `cloud` block's keys as `search[tags]` beside `filter[tagged]`)."""
+    return {*ws.tag_names, *(key.lower() for key, _ in (*ws.tag_bindings, *inherited))}
