@@ -42,9 +42,12 @@ class AgentPool:
     allowed_workspaces: tuple[str, ...] = ()
     allowed_projects: tuple[str, ...] = ()
     version: int = 1
+    excluded_workspaces: tuple[str, ...] = ()  # never served, whatever allows them (HCP's `excluded-workspaces`)
 
     def allows(self, workspace_id: str, project_id: str) -> bool:
         """Whether a workspace (of the pool's organization) may run its jobs on this pool."""
+        if workspace_id in self.excluded_workspaces:
+            return False
         if self.organization_scoped:
             return True
         return workspace_id in self.allowed_workspaces or project_id in self.allowed_projects

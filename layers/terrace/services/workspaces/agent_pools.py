@@ -78,8 +78,10 @@ class AgentPoolService:
         query: str | None = None,
         allowed_workspace: str | None = None,
         allowed_project: str | None = None,
+        sort: str = "",
     ) -> builtins.list[AgentPool]:
-        """Oldest first; `q` a part of the name; `filter[allowed_workspaces][name]` (`[allowed_projects][name]`):
+        """Oldest first (`sort=-created-at`: newest first; `name`, `-name`); `q` a part of the name;
+        `filter[allowed_workspaces][name]` (`[allowed_projects][name]`):
         the pools a workspace (project) of that name may use."""
         org = self._orgs.get(principal, organization, Action.READ_AGENT_POOLS)
         pools = [s.pool for s in self._store.of_organization(org.key) if s.organization_id == org.id]
@@ -94,7 +96,9 @@ class AgentPoolService:
         if allowed_project:
             ids = {p.id for p in self._projects.list(principal, organization, names=[allowed_project])}
             pools = [p for p in pools if p.organization_scoped or ids & set(p.allowed_projects)]
-        return pools
+        if sort.removeprefix("-") == "name":
+            pools = sorted(pools, key=lambda p: p.name.lower())
+        return pools[::-1] if sort.startswith("-") else pools
 
     def workspaces_of(self, pool: AgentPool) -> builtins.list[Workspace]:
         """The workspaces whose runs this pool executes (their own choice or the organization's default)."""
@@ -156,8 +160,11 @@ class AgentPoolService:
         self._store.delete(pool.id)
 
     def _related(self, pool: AgentPool, relations: dict[str, builtins.list[str]]) -> AgentPool:
-        if "allowed-workspaces" in relations:
-            ids = relations["allowed-workspaces"][: model.ALLOWED_MAX]
+        for relation, field_name in (("allowed-workspaces", "allowed_workspaces"),
+                                     ("excluded-workspaces", "excluded_workspaces")):  # fmt: skip
+            if relation not in relations:
+                continue
+            ids = relations[relation][: model.ALLOWED_MAX]
             for ws_id in ids:
                 try:
                     ws = self._workspaces.load(ws_id)
@@ -165,7 +172,7 @@ class AgentPoolService:
                     ws = None
                 if ws is None or ws.organization != pool.organization:
                     raise NotFound(f"workspace {ws_id} not found")
-            pool = dataclasses.replace(pool, allowed_workspaces=tuple(dict.fromkeys(ids)))
+            pool = dataclasses.replace(pool, **{field_name: tuple(dict.fromkeys(ids))})
         if "allowed-projects" in relations:
             ids = relations["allowed-projects"][: model.ALLOWED_MAX]
             for project_id in ids:
