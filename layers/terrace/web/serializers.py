@@ -146,7 +146,7 @@ def workspace(ws: Workspace, permissions: dict[str, bool], org: Organization) ->
     }
     locked_by: dict[str, Any] = {"data": None}
     if lock is not None:
-        kind = {"run": "runs", "user": "users"}.get(lock.holder_kind, "users")
+        kind = {"run": "runs", "user": "users", "team": "teams"}.get(lock.holder_kind, "users")
         locked_by = {"data": {"type": kind, "id": lock.holder_id}, "meta": {"holder": describe_holder(lock)}}
     relationships = {
         "organization": ref("organizations", org.name),

@@ -57,6 +57,20 @@ def included(
     return list(found.values())
 
 
+def by_current_run_created_at(
+    container: Container, principal: Principal, workspaces: list[Workspace], newest_first: bool
+) -> list[Workspace]:
+    """`sort=current-run.created-at` (`-` newest first): workspaces without a current run the caller may read come
+    last either way (go-tfe reads the first ones' current runs)."""
+    created: dict[str, str] = {}
+    for ws in workspaces:
+        for run in _readable(container.runs.get, principal, ws.current_run_id) if ws.current_run_id else []:
+            created[ws.id] = run.created_at
+    with_run = sorted((ws for ws in workspaces if ws.id in created), key=lambda ws: (created[ws.id], ws.id),
+                      reverse=newest_first)  # fmt: skip
+    return with_run + [ws for ws in workspaces if ws.id not in created]
+
+
 def _readable(read: Callable[..., Any], *args: Any) -> list[Any]:
     """[what `read` returns], or [] when the caller may not see it (or it is gone meanwhile)."""
     try:

@@ -27,7 +27,7 @@ from terrace.web.jsonapi import (
     respond,
     tagged_filters,
 )
-from terrace.web.workspace_includes import included, requested
+from terrace.web.workspace_includes import by_current_run_created_at, included, requested
 
 router = APIRouter(prefix="/api/v2")
 
@@ -94,7 +94,12 @@ def list_workspaces(org: str, request: Request, container: ContainerDep, princip
     project = params.get("filter[project][id]")
     if project:
         workspaces = [ws for ws in workspaces if (ws.project_id or default_project_id(ws.organization)) == project]
-    page, meta, links = paginate(request, _sorted(workspaces, params.get("sort") or ""))
+    sort = params.get("sort") or ""
+    if sort.removeprefix("-") == "current-run.created-at":
+        workspaces = by_current_run_created_at(container, principal, workspaces, sort.startswith("-"))
+    else:
+        workspaces = _sorted(workspaces, sort)
+    page, meta, links = paginate(request, workspaces)
     data = [serialize(container, principal, ws) for ws in page]
     extra = included(container, principal, page, data, requested(request))
     return respond(data, meta=meta, links=links, included=extra)
