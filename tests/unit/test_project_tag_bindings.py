@@ -179,7 +179,20 @@ def test_a_projects_default_execution_mode_and_agent_pool(env: RunEnv) -> None:
         assert answer.status_code == 200, answer.text
         return dict(answer.json()["data"])
 
+    # its workspaces that do not overwrite the mode inherit it, with its pool; one that overwrites keeps its own
+    inheriting, own = _workspace(env, "on-agents-ws"), _workspace(env, "own-mode-ws")
+    env.api("PATCH", f"/workspaces/{own}", {"data": {"type": "workspaces", "attributes": {"execution-mode": "local"}}})
+    assert _move(env, project["id"], inheriting, own).status_code == 204
+    listed = {w["id"]: w for w in env.api("GET", "/organizations/acme/workspaces?page%5Bsize%5D=100").json()["data"]}
+    for read in (env.api("GET", f"/workspaces/{inheriting}").json()["data"], listed[inheriting]):
+        assert read["attributes"]["execution-mode"] == "agent" and read["attributes"]["agent-pool-id"] == pool
+        assert read["relationships"]["agent-pool"]["data"]["id"] == pool
+    assert env.api("GET", f"/workspaces/{own}").json()["data"]["attributes"]["execution-mode"] == "local"
+    owner = env.container.accounts.authenticate(env.headers["Authorization"].removeprefix("Bearer "))
+    assert env.container.workspaces.agent_pool(env.container.workspaces.get(owner, inheriting)) == pool
+
     remote = update({"default-execution-mode": "remote"})
+    assert env.api("GET", f"/workspaces/{inheriting}").json()["data"]["attributes"]["execution-mode"] == "remote"
     assert remote["attributes"]["default-execution-mode"] == "remote"
     assert remote["relationships"]["default-agent-pool"]["data"] is None  # leaving the agent mode leaves its pool
     back = update({"setting-overwrites": {"default-execution-mode": False, "default-agent-pool": False}})

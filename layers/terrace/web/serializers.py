@@ -8,6 +8,7 @@ if TYPE_CHECKING:
     from terrace.domain import retention
     from terrace.domain.organizations import Organization
     from terrace.domain.principal import Principal
+    from terrace.domain.projects import Project
     from terrace.domain.state_index import StoredOutput
     from terrace.domain.tags import ReservedTagKey, Tag
     from terrace.domain.tokens import Token
@@ -90,10 +91,13 @@ def entitlement_set(org: Organization) -> dict[str, Any]:
     )
 
 
-def workspace(ws: Workspace, permissions: dict[str, bool], org: Organization) -> dict[str, Any]:
-    """`org` is the workspace's organization: its current name and the execution mode it inherits."""
+def workspace(
+    ws: Workspace, permissions: dict[str, bool], org: Organization, project: Project | None = None
+) -> dict[str, Any]:
+    """`org` is the workspace's organization: its current name; the execution mode and agent pool it inherits come
+    from its `project` when that sets them, else from `org`."""
     from terrace.domain import retention
-    from terrace.domain.agent_pools import pool_of
+    from terrace.domain.agent_pools import execution_mode_of, pool_of
     from terrace.domain.projects import default_project_id
     from terrace.services.workspaces.locking import describe_holder
 
@@ -104,9 +108,9 @@ def workspace(ws: Workspace, permissions: dict[str, bool], org: Organization) ->
         "created-at": ws.created_at,
         "updated-at": ws.updated_at,
         "environment": "default",
-        "execution-mode": ws.effective_execution_mode(org.default_execution_mode),
-        "agent-pool-id": pool_of(ws, org),
-        "operations": ws.effective_execution_mode(org.default_execution_mode) != "local",
+        "execution-mode": execution_mode_of(ws, org, project),
+        "agent-pool-id": pool_of(ws, org, project),
+        "operations": execution_mode_of(ws, org, project) != "local",
         "auto-apply": ws.auto_apply,
         "auto-apply-run-trigger": ws.auto_apply_run_trigger,
         "terraform-version": ws.terraform_version,
@@ -157,7 +161,7 @@ def workspace(ws: Workspace, permissions: dict[str, bool], org: Organization) ->
         "current-configuration-version": ref("configuration-versions", ws.extra.get("current_cv_id")),
         "ssh-key": ref("ssh-keys", ws.extra.get("ssh_key_id")),
         "locked-by": locked_by,
-        "agent-pool": ref("agent-pools", pool_of(ws, org)),
+        "agent-pool": ref("agent-pools", pool_of(ws, org, project)),
         "readme": {"data": None},
         "outputs": {"data": []},
         "remote-state-consumers": {

@@ -53,6 +53,10 @@ class ProjectService:
         """Each project's tag bindings by project id (no permission check: workspaces filter by them)."""
         return {p.id: p.tag_bindings for p in self._store.projects_of(organization)}
 
+    def all_in(self, organization: str) -> dict[str, Project]:
+        """The organization's projects by id (no permission check: what workspaces inherit; one query)."""
+        return {p.id: p for p in self._store.projects_of(organization)}
+
     def in_organization(self, organization: str, project_id: str) -> Project:
         """A project a workspace of `organization` may belong to (another organization's is not found)."""
         project = self.load(project_id)

@@ -103,7 +103,12 @@ class AgentPoolService:
     def workspaces_of(self, pool: AgentPool) -> builtins.list[Workspace]:
         """The workspaces whose runs this pool executes (their own choice or the organization's default)."""
         org = self._orgs.by_key(pool.organization)
-        return [ws for ws in self._workspaces.all_in(pool.organization) if model.pool_of(ws, org) == pool.id]
+        projects = self._projects.all_in(pool.organization)
+        return [
+            ws
+            for ws in self._workspaces.all_in(pool.organization)
+            if model.pool_of(ws, org, projects.get(self._workspaces.project_of(ws))) == pool.id
+        ]
 
     # writes ------------------------------------------------------------------------------
     def create(

@@ -10,11 +10,12 @@ from typing import Any
 
 from terrace.domain import assessments, clock
 from terrace.domain import workspace as model
+from terrace.domain.agent_pools import execution_mode_of, pool_of
 from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal
-from terrace.domain.projects import DEFAULT_PROJECT, default_project_id
+from terrace.domain.projects import DEFAULT_PROJECT, Project, default_project_id
 from terrace.domain.tags import bound_all, check_count
 from terrace.domain.workspace import Workspace, WorkspaceView
 from terrace.services.access.authz import Action, Authorizer
@@ -81,7 +82,25 @@ class WorkspaceService:
 
     def execution_mode(self, ws: Workspace) -> str:
         """Where `ws`'s runs execute: its own mode when it overwrote it, else its organization's default."""
-        return ws.effective_execution_mode(self._orgs.by_key(ws.organization).default_execution_mode)
+        if ws.overwrites_execution_mode:  # its own: neither its project nor its organization is read
+            return ws.execution_mode
+        return execution_mode_of(ws, self._orgs.by_key(ws.organization), self.project(ws))
+
+    def agent_pool(self, ws: Workspace) -> str | None:
+        """The pool `ws`'s runs wait for (None unless its execution mode is `agent`)."""
+        return pool_of(ws, self._orgs.by_key(ws.organization), self.defaults_from(ws))
+
+    def defaults_from(self, ws: Workspace) -> Project | None:
+        """The project whose execution defaults `ws` inherits (None when it overwrites them: nothing is read)."""
+        return None if ws.overwrites_execution_mode else self.project(ws)
+
+    def projects_in(self, org_key: str) -> dict[str, Project]:
+        """The organization's projects by id (one query: what a page of its workspaces inherits)."""
+        return self._projects.all_in(org_key)
+
+    def project(self, ws: Workspace) -> Project:
+        """Its project (the Default Project when it names none), without a permission check."""
+        return self._projects.load(self.project_of(ws))
 
     def can(self, principal: Principal, action: Action, ws: Workspace) -> bool:
         return self._authz.can(principal, action, self._orgs.by_key(ws.organization).view, view(ws))

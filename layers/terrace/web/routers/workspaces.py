@@ -11,7 +11,7 @@ from terrace.bootstrap import Container
 from terrace.domain import limits
 from terrace.domain.errors import Invalid
 from terrace.domain.principal import Principal
-from terrace.domain.projects import default_project_id
+from terrace.domain.projects import Project, default_project_id
 from terrace.domain.workspace import Workspace
 from terrace.services.workspaces.attributes import tag_bindings
 from terrace.web import bodies, serializers
@@ -32,9 +32,13 @@ from terrace.web.workspace_includes import by_current_run_created_at, included, 
 router = APIRouter(prefix="/api/v2")
 
 
-def serialize(container: Container, principal: Principal, ws: Workspace) -> dict[str, Any]:
+def serialize(
+    container: Container, principal: Principal, ws: Workspace, project: Project | None = None
+) -> dict[str, Any]:
+    """`project`: the workspace's, when the caller read it already (a list reads its organization's at once)."""
     org = container.workspaces.organization_of(ws)
-    return serializers.workspace(ws, container.workspaces.permissions(principal, ws), org)
+    project = project or container.workspaces.defaults_from(ws)
+    return serializers.workspace(ws, container.workspaces.permissions(principal, ws), org, project)
 
 
 def _respond(
@@ -100,7 +104,8 @@ def list_workspaces(org: str, request: Request, container: ContainerDep, princip
     else:
         workspaces = _sorted(workspaces, sort)
     page, meta, links = paginate(request, workspaces)
-    data = [serialize(container, principal, ws) for ws in page]
+    projects = container.workspaces.projects_in(page[0].organization) if page else {}
+    data = [serialize(container, principal, ws, projects.get(container.workspaces.project_of(ws))) for ws in page]
     extra = included(container, principal, page, data, requested(request))
     return respond(data, meta=meta, links=links, included=extra)
 
