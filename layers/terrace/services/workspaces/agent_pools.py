@@ -165,25 +165,29 @@ class AgentPoolService:
         self._store.delete(pool.id)
 
     def _related(self, pool: AgentPool, relations: dict[str, builtins.list[str]]) -> AgentPool:
-        for relation, field_name in (("allowed-workspaces", "allowed_workspaces"),
-                                     ("excluded-workspaces", "excluded_workspaces")):  # fmt: skip
-            if relation not in relations:
-                continue
-            ids = relations[relation][: model.ALLOWED_MAX]
-            for ws_id in ids:
-                try:
-                    ws = self._workspaces.load(ws_id)
-                except NotFound:
-                    ws = None
-                if ws is None or ws.organization != pool.organization:
-                    raise NotFound(f"workspace {ws_id} not found")
-            pool = dataclasses.replace(pool, **{field_name: tuple(dict.fromkeys(ids))})
+        if "allowed-workspaces" in relations:
+            allowed = self._workspace_ids(pool, relations["allowed-workspaces"])
+            pool = dataclasses.replace(pool, allowed_workspaces=allowed)
+        if "excluded-workspaces" in relations:
+            excluded = self._workspace_ids(pool, relations["excluded-workspaces"])
+            pool = dataclasses.replace(pool, excluded_workspaces=excluded)
         if "allowed-projects" in relations:
             ids = relations["allowed-projects"][: model.ALLOWED_MAX]
             for project_id in ids:
                 self._projects.in_organization(pool.organization, project_id)
             pool = dataclasses.replace(pool, allowed_projects=tuple(dict.fromkeys(ids)))
         return pool
+
+    def _workspace_ids(self, pool: AgentPool, ids: builtins.list[str]) -> tuple[str, ...]:
+        """Workspaces of the pool's organization, each once (NotFound for any other)."""
+        for ws_id in ids[: model.ALLOWED_MAX]:
+            try:
+                ws = self._workspaces.load(ws_id)
+            except NotFound:
+                ws = None
+            if ws is None or ws.organization != pool.organization:
+                raise NotFound(f"workspace {ws_id} not found")
+        return tuple(dict.fromkeys(ids[: model.ALLOWED_MAX]))
 
     def _refuse_taken(self, pool: AgentPool) -> None:
         for stored in self._store.of_organization(pool.organization):

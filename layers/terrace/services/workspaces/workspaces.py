@@ -10,19 +10,19 @@ from typing import Any
 
 from terrace.domain import assessments, clock
 from terrace.domain import workspace as model
-from terrace.domain.agent_pools import execution_mode_of, pool_of
-from terrace.domain.errors import Conflict, Invalid, NotFound
+from terrace.domain.errors import Conflict, NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal
-from terrace.domain.projects import DEFAULT_PROJECT, Project, default_project_id
-from terrace.domain.tags import bound_all, check_count
+from terrace.domain.projects import DEFAULT_PROJECT, default_project_id
+from terrace.domain.tags import bound_all
 from terrace.domain.workspace import Workspace, WorkspaceView
 from terrace.services.access.authz import Action, Authorizer
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.access.projects import ProjectService
 from terrace.services.optimistic import optimistic
 from terrace.services.workspaces.attributes import apply_attributes, tag_names
+from terrace.services.workspaces.project_defaults import ProjectDefaults
 from terrace.services.workspaces.store import WorkspaceStore, WriteOp
 
 
@@ -30,7 +30,7 @@ def view(ws: Workspace) -> WorkspaceView:
     return WorkspaceView(ws.id, ws.global_remote_state, ws.project_id, frozenset(ws.remote_state_consumers))
 
 
-class WorkspaceService:
+class WorkspaceService(ProjectDefaults):
     def __init__(
         self,
         store: WorkspaceStore,
@@ -79,28 +79,6 @@ class WorkspaceService:
         except NotFound as exc:
             raise NotFound(f"workspace {ws.id} not found") from exc
         return org
-
-    def execution_mode(self, ws: Workspace) -> str:
-        """Where `ws`'s runs execute: its own mode when it overwrote it, else its organization's default."""
-        if ws.overwrites_execution_mode:  # its own: neither its project nor its organization is read
-            return ws.execution_mode
-        return execution_mode_of(ws, self._orgs.by_key(ws.organization), self.project(ws))
-
-    def agent_pool(self, ws: Workspace) -> str | None:
-        """The pool `ws`'s runs wait for (None unless its execution mode is `agent`)."""
-        return pool_of(ws, self._orgs.by_key(ws.organization), self.defaults_from(ws))
-
-    def defaults_from(self, ws: Workspace) -> Project | None:
-        """The project whose execution defaults `ws` inherits (None when it overwrites them: nothing is read)."""
-        return None if ws.overwrites_execution_mode else self.project(ws)
-
-    def projects_in(self, org_key: str) -> dict[str, Project]:
-        """The organization's projects by id (one query: what a page of its workspaces inherits)."""
-        return self._projects.all_in(org_key)
-
-    def project(self, ws: Workspace) -> Project:
-        """Its project (the Default Project when it names none), without a permission check."""
-        return self._projects.load(self.project_of(ws))
 
     def can(self, principal: Principal, action: Action, ws: Workspace) -> bool:
         return self._authz.can(principal, action, self._orgs.by_key(ws.organization).view, view(ws))
@@ -266,28 +244,10 @@ class WorkspaceService:
         self.check_tag_bindings(ws)
         return ws
 
-    def check_tag_bindings(self, ws: Workspace) -> None:
-        """A workspace may not bind a key its project binds to another value when the organization reserves the
-        key with disable-overrides (422)."""
-        check_count(ws.tag_bindings)
-        locked = self.locked_tag_keys(ws.organization) if ws.tag_bindings else set()
-        inherited = dict(self.inherited_bindings(ws)) if locked else {}
-        for key, value in ws.tag_bindings:
-            if key in locked and key in inherited and inherited[key] != value:
-                raise Invalid(f"Tag binding {key} is reserved and inherited from the project: it cannot be "
-                              "overridden", pointer="/data/relationships/tag-bindings")  # fmt: skip
-
     def _settled(self, attributes: dict[str, Any]) -> dict[str, Any]:
         if "terraform-version" not in attributes:
             return attributes
         return {**attributes, "terraform-version": self.settle_terraform_version(attributes["terraform-version"])}
-
-    def project_of(self, ws: Workspace) -> str:
-        return ws.project_id or default_project_id(ws.organization)
-
-    def inherited_bindings(self, ws: Workspace) -> tuple[tuple[str, str], ...]:
-        """The tag bindings `ws` inherits from its project."""
-        return self._projects.load(self.project_of(ws)).tag_bindings
 
     def move_all(self, principal: Principal, workspace_ids: builtins.list[str], project_id: str) -> None:
         """POST /projects/:id/relationships/workspaces: every workspace is read and checked before any moves."""
