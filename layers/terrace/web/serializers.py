@@ -116,6 +116,7 @@ def workspace(
         "terraform-version": ws.terraform_version,
         "working-directory": ws.working_directory,
         "global-remote-state": ws.global_remote_state,
+        "project-remote-state": ws.project_remote_state,
         "queue-all-runs": ws.queue_all_runs,
         "speculative-enabled": ws.speculative_enabled,
         "allow-destroy-plan": ws.allow_destroy_plan,

@@ -73,7 +73,10 @@ class AccessServices:
         from terrace.services.access.authz import Authorizer
         from terrace.services.access.grants import TableAccessResolver
 
-        return Authorizer(TableAccessResolver(self.access_store.teams, self.access_store.projects))
+        return Authorizer(
+            TableAccessResolver(self.access_store.teams, self.access_store.projects),
+            project_of_workspace=lambda ws_id: self.workspaces.project_of_id(ws_id),
+        )
 
     @cached_property
     def accounts(self) -> AccountService:

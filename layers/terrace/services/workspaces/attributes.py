@@ -23,6 +23,7 @@ UPDATABLE: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "terraform-version": ("terraform_version", model.validate_terraform_version),
     "working-directory": ("working_directory", model.validate_working_directory),
     "global-remote-state": ("global_remote_state", _BOOL("global-remote-state")),
+    "project-remote-state": ("project_remote_state", _BOOL("project-remote-state")),
     "queue-all-runs": ("queue_all_runs", _BOOL("queue-all-runs")),
     "speculative-enabled": ("speculative_enabled", _BOOL("speculative-enabled")),
     "allow-destroy-plan": ("allow_destroy_plan", _BOOL("allow-destroy-plan")),
@@ -111,6 +112,9 @@ def apply_attributes(ws: Workspace, attributes: dict[str, Any]) -> Workspace:
                 "setting-overwrites.execution-mode", overwrites["execution-mode"]
             )
     updated = dataclasses.replace(ws, extra=extra, **changes)
+    if updated.global_remote_state and updated.project_remote_state:
+        raise Invalid("Project remote state cannot be enabled when global remote state sharing is enabled",
+                      pointer="/data/attributes/project-remote-state")  # fmt: skip
     if "agent_pool_id" not in changes and (updated.execution_mode != "agent" or not updated.overwrites_execution_mode):
         updated = dataclasses.replace(updated, agent_pool_id=None)  # leaving the agent mode leaves its pool
     return updated

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from terrace.domain.agent_pools import execution_mode_of, pool_of
-from terrace.domain.errors import Invalid
+from terrace.domain.errors import Invalid, NotFound
 from terrace.domain.projects import Project, default_project_id
 from terrace.domain.tags import check_count
 from terrace.domain.workspace import Workspace
@@ -19,6 +19,7 @@ class ProjectDefaults:
     _orgs: OrganizationService
     _projects: ProjectService
     locked_tag_keys: Callable[[str], set[str]]
+    load: Callable[[str], Workspace]
 
     def execution_mode(self, ws: Workspace) -> str:
         """Where `ws`'s runs execute: its own mode when it overwrote it, else its organization's default."""
@@ -41,6 +42,13 @@ class ProjectDefaults:
     def project(self, ws: Workspace) -> Project:
         """Its project (the Default Project when it names none), without a permission check."""
         return self._projects.load(self.project_of(ws))
+
+    def project_of_id(self, workspace_id: str) -> str | None:
+        """The project of workspace `workspace_id` (None when it is gone), without a permission check."""
+        try:
+            return self.project_of(self.load(workspace_id))
+        except NotFound:
+            return None
 
     def project_of(self, ws: Workspace) -> str:
         return ws.project_id or default_project_id(ws.organization)

@@ -35,6 +35,7 @@ _SIMPLE = (
     "terraform_version",
     "working_directory",
     "global_remote_state",
+    "project_remote_state",
     "queue_all_runs",
     "speculative_enabled",
     "allow_destroy_plan",

@@ -27,7 +27,10 @@ from terrace.services.workspaces.store import WorkspaceStore, WriteOp
 
 
 def view(ws: Workspace) -> WorkspaceView:
-    return WorkspaceView(ws.id, ws.global_remote_state, ws.project_id, frozenset(ws.remote_state_consumers))
+    project_id = ws.project_id or default_project_id(ws.organization)
+    return WorkspaceView(
+        ws.id, ws.global_remote_state, project_id, frozenset(ws.remote_state_consumers), ws.project_remote_state
+    )
 
 
 class WorkspaceService(ProjectDefaults):
