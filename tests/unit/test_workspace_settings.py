@@ -163,3 +163,14 @@ def test_project_remote_state_shares_with_the_projects_workspaces_only() -> None
     env.api("POST", f"/projects/{project}/relationships/workspaces", {"data": [{"type": "workspaces",
                                                                                 "id": env.workspace_id}]})  # fmt: skip
     assert read().status_code == 200  # now a workspace of the project
+
+
+def test_a_workspace_document_names_its_variables() -> None:
+    env = make_run_env()
+    body = {"data": {"type": "vars", "attributes": {"key": "region", "value": "eu", "category": "terraform"}}}
+    created = env.api("POST", f"/workspaces/{env.workspace_id}/vars", body)
+    assert created.status_code == 201, created.text
+    read = env.api("GET", f"/workspaces/{env.workspace_id}").json()["data"]
+    assert read["relationships"]["vars"]["data"] == [{"type": "vars", "id": created.json()["data"]["id"]}]
+    by_name = env.api("GET", "/organizations/acme/workspaces/app").json()["data"]
+    assert by_name["relationships"]["vars"] == read["relationships"]["vars"]

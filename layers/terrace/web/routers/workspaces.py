@@ -3,13 +3,14 @@ Tags, tag bindings and remote state consumers are in `workspace_relations.py`.""
 
 from __future__ import annotations
 
+from contextlib import suppress
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
 from terrace.bootstrap import Container
 from terrace.domain import limits
-from terrace.domain.errors import Invalid
+from terrace.domain.errors import Forbidden, Invalid, NotFound
 from terrace.domain.principal import Principal
 from terrace.domain.projects import Project, default_project_id
 from terrace.domain.workspace import Workspace
@@ -45,6 +46,9 @@ def _respond(
     request: Request, container: Container, principal: Principal, ws: Workspace, status_code: int = 200
 ) -> JSONAPIResponse:
     data = serialize(container, principal, ws)
+    with suppress(Forbidden, NotFound):  # one workspace's document names its variables (go-tfe's `Variables`)
+        variables = container.variables.list(principal, ws)
+        data["relationships"]["vars"] = {"data": [{"type": "vars", "id": v.id} for v in variables]}
     extra = included(container, principal, [ws], [data], requested(request))
     return respond(data, status_code, included=extra)
 
