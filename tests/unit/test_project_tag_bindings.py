@@ -98,6 +98,7 @@ def test_bindings_are_bounded_and_moves_are_checked_before_any_happens(env: RunE
     assert _move(env, target, ws, "ws-doesnotexist0000").status_code == 404
     assert env.api("GET", f"/workspaces/{ws}").json()["data"]["relationships"]["project"]["data"]["id"] != target
     assert _move(env, "prj-doesnotexist0000", ws).status_code == 404
+    assert _move(env, target, *[ws] * 101).status_code == 422  # bounded before anything is read
     bad = env.api("PATCH", "/projects/" + target, {"data": {"type": "projects", "relationships": {
         "tag-bindings": {"data": [{"attributes": {"key": ""}}]}}}})  # fmt: skip
     assert bad.status_code == 422

@@ -8,9 +8,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from terrace.domain import assessments, clock
+from terrace.domain import assessments, clock, limits
 from terrace.domain import workspace as model
-from terrace.domain.errors import Conflict, NotFound
+from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal
@@ -254,6 +254,8 @@ class WorkspaceService(ProjectDefaults):
 
     def move_all(self, principal: Principal, workspace_ids: builtins.list[str], project_id: str) -> None:
         """POST /projects/:id/relationships/workspaces: every workspace is read and checked before any moves."""
+        if len(workspace_ids) > limits.WORKSPACES_MOVED_MAX:
+            raise Invalid(f"at most {limits.WORKSPACES_MOVED_MAX} workspaces move at once", pointer="/data")
         targets = [self.get(principal, ws_id, Action.UPDATE_WORKSPACE) for ws_id in workspace_ids]
         project = self._projects.get(principal, project_id)
         for ws in targets:
