@@ -16,7 +16,7 @@ from terrace.adapters.table import ConditionFailed
 from terrace.domain.errors import Conflict, NotFound, TooManyRequests, Unauthenticated, ValidationFailed
 from terrace.domain.organizations import Organization
 from terrace.domain.principal import PrincipalKind
-from terrace.domain.projects import default_project_id
+from terrace.domain.projects import Project, default_project_id
 from terrace.domain.runner_enrollments import Enrollment
 from terrace.domain.team_access import Grant
 from terrace.domain.teams import owners_team_id
@@ -205,12 +205,18 @@ def test_invitations_are_counted_per_day(store: AccessStore, monkeypatch: pytest
 
 def test_projects_and_grants_one_per_team_and_target(store: AccessStore) -> None:
     _org(store, "acme")
-    project = store.projects.create_project("acme", "prj-1", "Apps", "", "taken")
+    project = store.projects.create_project(Project("prj-1", "Apps", "acme", "", "", 1), "taken")
     with pytest.raises(Conflict, match="taken"):
-        store.projects.create_project("acme", "prj-2", "Apps", "", "taken")
-    renamed = store.projects.update_project(project, "Services", "the services")
+        store.projects.create_project(Project("prj-2", "Apps", "acme", "", "", 1), "taken")
+    settings = {"tag_bindings": (("env", "prod"),), "default_execution_mode": "agent",
+                "default_agent_pool_id": "apool-1", "auto_destroy_activity_duration": "14d"}  # fmt: skip
+    changed = dataclasses.replace(project, name="Services", description="the services", **settings)
+    renamed = store.projects.update_project(project, changed)
     assert renamed.name == "Services" and renamed.description == "the services" and renamed.version == 2
-    store.projects.create_project("acme", "prj-3", "Apps", "", "taken")  # the old name is free again
+    assert store.projects.project("prj-1") == renamed and renamed.tag_bindings == (("env", "prod"),)
+    cleared = store.projects.update_project(renamed, dataclasses.replace(renamed, default_agent_pool_id=None))
+    assert store.projects.project("prj-1") == cleared and cleared.default_agent_pool_id is None
+    store.projects.create_project(Project("prj-3", "Apps", "acme", "", "", 1), "taken")  # the old name is free again
     fields = {"project-access": {}, "workspace-access": {"runs": "apply"}}
     grant = store.projects.add_grant(Grant("tprj-1", "project", "team-x", "prj-1", "acme", "custom", fields), "has")
     with pytest.raises(Conflict, match="has"):

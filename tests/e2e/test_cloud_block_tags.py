@@ -1,6 +1,7 @@
 """The `cloud` block selects and creates workspaces by tags: Terraform >= 1.10 with key-value tags
-(`tags = { key = "value" }`: `filter[tagged]`, `tag-bindings`), OpenTofu 1.9 with a list of tags
-(`search[tags]`, `relationships/tags`). Workspaces run locally here (the e2e organization's default)."""
+(`tags = { key = "value" }`: `filter[tagged]`, `tag-bindings`), terraform 1.15 with tags its workspaces inherit
+from their project, OpenTofu 1.9 with a list of tags (`search[tags]`, `relationships/tags`). Workspaces run
+locally here (the e2e organization's default)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,15 @@ import pytest
 pytestmark = pytest.mark.e2e
 TERRAFORM_111 = Path(os.environ.get("TERRACE_TEST_TERRAFORM_111", "/usr/local/bin/terraform"))
 TOFU = Path(os.environ.get("TERRACE_TEST_TOFU", "/work/shared/tools/opentofu/tofu"))
+_ROOT = Path(__file__).resolve().parents[2]
+_TF115 = (
+    Path("tools") / "terraform-1.15" / "terraform"
+)  # in ../shared of the main checkout (../../shared of a worktree)
+TERRAFORM_115 = Path(
+    os.environ.get("TERRACE_TEST_TERRAFORM_115")
+    or next((p for p in (_ROOT.parent / "shared" / _TF115, _ROOT.parent.parent / "shared" / _TF115) if p.exists()),
+            _ROOT.parent / "shared" / _TF115)
+)  # fmt: skip
 
 
 def _client(binary: Path, work: Path, env: dict[str, str]) -> Any:
@@ -88,6 +98,38 @@ def test_terraform_cloud_block_selects_and_creates_workspaces_by_key_value_tags(
     )
     assert refused.returncode != 0
     assert "failed to find workspace" in (refused.stdout + refused.stderr)
+
+
+@pytest.mark.skipif(not TERRAFORM_115.exists(), reason=f"terraform 1.15 is not at {TERRAFORM_115}")
+def test_terraform_115_cloud_block_finds_workspaces_by_tags_inherited_from_their_project(
+    stack, api, terraform_env, tmp_path, unique
+):
+    env = unique("env")
+    binding = {"type": "tag-bindings", "attributes": {"key": "env", "value": env}}
+    relationships = {"tag-bindings": {"data": [binding]}}
+    body = {"data": {"type": "projects", "attributes": {"name": unique("prj")[:40]}, "relationships": relationships}}
+    project = api.request("POST", f"/api/v2/organizations/{stack.organization}/projects", body, expect=201)
+    project_id = project.json()["data"]["id"]
+    inherits = api.create_workspace(unique("inherits"))
+    outside = api.create_workspace(unique("outside"))
+    moved = {"data": [{"type": "workspaces", "id": inherits["id"]}]}
+    api.request("POST", f"/api/v2/projects/{project_id}/relationships/workspaces", moved, expect=204)
+    work = tmp_path / "tf115"
+    work.mkdir()
+    (work / "main.tf").write_text(_main_tf(stack, f'{{ env = "{env}" }}'))
+    terraform = _client(TERRAFORM_115, work, terraform_env)
+
+    selected = {"TF_WORKSPACE": inherits["attributes"]["name"]}
+    terraform("init", "-input=false", "-no-color", extra_env=selected)
+    listed = terraform("workspace", "list", "-no-color", extra_env=selected).stdout
+    assert inherits["attributes"]["name"] in listed
+    assert outside["attributes"]["name"] not in listed
+    assert "greeting" in terraform("apply", "-auto-approve", "-input=false", "-no-color", extra_env=selected).stdout
+
+    created = unique("created")
+    terraform("workspace", "new", "-no-color", created)
+    assert ("env", env) in _bindings(api, api.workspace(created)["id"])
+    assert created in terraform("workspace", "list", "-no-color").stdout
 
 
 @pytest.mark.skipif(not TOFU.exists(), reason="OpenTofu is not installed")

@@ -249,3 +249,26 @@ def test_revoking_an_agent_token_revokes_the_run_tokens_of_the_jobs_it_claimed()
     stored = env.container.run_store.load(run["id"])
     assert stored.status == "plan_queued" and stored.plan.attempt == 2  # the attempt is lost: another agent takes it
     assert env.container.job_queue.queued(f"acme#agent-pool#{pool['id']}")[0].attempt == 2  # in the pool's queue
+
+
+def test_excluded_workspaces_never_use_the_pool_and_pools_sort_by_creation() -> None:
+    env = make_run_env()
+    ws = {"data": [{"type": "workspaces", "id": env.workspace_id}]}
+    pool = _pool(env, "scoped", relationships={"excluded-workspaces": ws})
+    assert pool["relationships"]["excluded-workspaces"]["data"] == ws["data"]
+    refused = _agent_mode(env, pool["id"])  # organization-scoped, but this workspace is excluded
+    assert refused.status_code == 422 and "does not allow" in refused.text
+    renamed = {"data": {"type": "agent-pools", "attributes": {"name": "scoped-2"}}}
+    kept = env.api("PATCH", f"/agent-pools/{pool['id']}", renamed).json()["data"]
+    assert kept["relationships"]["excluded-workspaces"]["data"] == ws["data"]  # unchanged unless sent
+    emptied = {"data": {"type": "agent-pools", "relationships": {"excluded-workspaces": {"data": []}}}}
+    assert env.api("PATCH", f"/agent-pools/{pool['id']}", emptied).status_code == 200
+    assert _agent_mode(env, pool["id"]).status_code == 200
+    unknown = {"data": [{"type": "workspaces", "id": "ws-doesnotexist0000"}]}
+    assert env.api("POST", "/organizations/acme/agent-pools", {"data": {"type": "agent-pools", "attributes": {
+        "name": "other"}, "relationships": {"excluded-workspaces": unknown}}}).status_code == 404  # fmt: skip
+
+    second = _pool(env, "second")
+    oldest = [p["id"] for p in env.api("GET", "/organizations/acme/agent-pools?sort=created-at").json()["data"]]
+    newest = [p["id"] for p in env.api("GET", "/organizations/acme/agent-pools?sort=-created-at").json()["data"]]
+    assert oldest == [pool["id"], second["id"]] and newest == [second["id"], pool["id"]]

@@ -105,8 +105,11 @@ def _seed(env: RunEnv) -> dict[str, str]:
     _ok(api("POST", f"/organizations/{org}/authentication-token", {"data": {"type": "authentication-tokens"}}))
     token = {"data": {"type": "authentication-tokens", "attributes": {"description": "ci"}}}
     ids["token_id"] = _ok(api("POST", f"/users/{user.id}/authentication-tokens", token))["data"]["id"]
-    project = {"data": {"type": "projects", "attributes": {"name": "platform"}}}
+    bindings = {"tag-bindings": {"data": [{"type": "tag-bindings", "attributes": {"key": "env", "value": "prod"}}]}}
+    project = {"data": {"type": "projects", "attributes": {"name": "platform"}, "relationships": bindings}}
     ids["project_id"] = _ok(api("POST", f"/organizations/{org}/projects", project))["data"]["id"]
+    reserved = {"data": {"type": "reserved-tag-keys", "attributes": {"key": "env", "disable-overrides": True}}}
+    _ok(api("POST", f"/organizations/{org}/reserved-tag-keys", reserved))
     team_ref = {"team": {"data": {"type": "teams", "id": ids["team_id"]}}}
     grant = {"data": {"type": "team-workspaces", "attributes": {"access": "read"}, "relationships": {
         **team_ref, "workspace": {"data": {"type": "workspaces", "id": env.workspace_id}}}}}  # fmt: skip

@@ -97,7 +97,9 @@ def test_delete_organization_deletes_everything_in_it_even_a_locked_workspace() 
     queued = env.create_run(env.upload_config(workspace_id=other_id), workspace_id=other_id)
     assert env.queued(), "a job is queued for the organization"
     assert env.api("POST", f"/workspaces/{other_id}/actions/lock", {}).status_code in (200, 409)
-    ids = {env.workspace_id, other_id, run["id"], queued["id"]}
+    reserved = {"data": {"type": "reserved-tag-keys", "attributes": {"key": "env", "disable-overrides": True}}}
+    rtk = env.api("POST", "/organizations/acme/reserved-tag-keys", reserved).json()["data"]["id"]
+    ids = {env.workspace_id, other_id, run["id"], queued["id"], rtk}
     assert any(any(i in json.dumps(item) for i in ids) for item in _items(env))
 
     deleted = env.api("DELETE", "/organizations/acme")
@@ -115,6 +117,7 @@ def test_delete_organization_deletes_everything_in_it_even_a_locked_workspace() 
     assert env.api("POST", "/organizations", _org_body(name="acme", email="a@example.com")).status_code == 201
     assert env.api("GET", "/organizations/acme/workspaces").json()["data"] == []
     assert env.api("GET", "/organizations/acme/tags").json()["data"] == []
+    assert env.api("GET", "/organizations/acme/reserved-tag-keys").json()["data"] == []
 
 
 def test_allow_force_delete_workspaces_and_avatar_url_are_stored_and_returned() -> None:

@@ -189,3 +189,14 @@ def test_purge_removes_versions_outputs_blobs_and_index(state_env: Env) -> None:
     table = memory_items(env.container.table)
     assert not [k for k, v in table.items() if k[1] in ("sv", "wos") or k[0].endswith("#resources")]
     assert not env.container.blobs.objects
+
+
+def test_workspace_resources_name_module_paths_as_hcp_does(state_env: Env) -> None:
+    """`/workspaces/:id/resources` shows a module's resource as HCP does (go-tfe v1.109's TestWorkspaceResourcesList):
+    the address and module without their `module.` steps; the organization's resource search keeps the full address."""
+    env = state_env
+    env.lock()
+    env.push(state_bytes(1, resources=[null_resource("this", "id-m", module="module.media_bucket", count=1)]), 1)
+    (row,) = env.client.get(f"/api/v2/workspaces/{env.ws_id}/resources", headers=env.auth).json()["data"]
+    assert row["attributes"]["address"] == "media_bucket.null_resource.this[0]"
+    assert row["attributes"]["module"] == "media_bucket" and row["attributes"]["name"] == "this"

@@ -175,8 +175,11 @@ def test_a_run_records_its_variables_once_with_their_sources() -> None:
 
     # all-vars: the workspace's effective variables and where each comes from
     effective = _ok(env.api("GET", f"/workspaces/{ws}/all-vars"))["data"]
+    # `configurable` is the workspace (go-tfe's ListAll reads it as one); `varset` names a set's variable's source
+    assert {v["relationships"]["configurable"]["data"]["type"] for v in effective} == {"workspaces"}
     seen = {(v["attributes"]["category"], v["attributes"]["key"]): (v["attributes"]["value"],
-            v["relationships"]["configurable"]["data"]) for v in effective}  # fmt: skip
+            v["relationships"].get("varset", v["relationships"]["configurable"])["data"])
+            for v in effective}  # fmt: skip
     assert seen[("terraform", "region")] == ("from-project", {"type": "varsets", "id": by_project})
     assert seen[("terraform", "size")] == ("from-A", {"type": "varsets", "id": a_set})
     assert seen[("terraform", "zone")] == ("from-workspace", {"type": "workspaces", "id": ws})

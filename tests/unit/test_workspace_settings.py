@@ -134,3 +134,43 @@ def test_remote_state_consumers_decide_what_a_run_token_may_read() -> None:
     assert env.api("PATCH", f"/workspaces/{source['id']}", shared).status_code == 200
     assert read().status_code == 200
     assert env.api("POST", path, {"data": [{"type": "workspaces", "id": "ws-missing"}]}).status_code == 404
+
+
+def test_project_remote_state_shares_with_the_projects_workspaces_only() -> None:
+    env = make_run_env()
+    project = env.api("POST", "/organizations/acme/projects", {"data": {"type": "projects", "attributes": {
+        "name": "shared"}}}).json()["data"]["id"]  # fmt: skip
+    source, sibling = _workspace(env, "source"), _workspace(env, "sibling")
+    moved = {"data": [{"type": "workspaces", "id": ws_id} for ws_id in (source["id"], sibling["id"])]}
+    assert env.api("POST", f"/projects/{project}/relationships/workspaces", moved).status_code == 204
+    _push_state(env, source["id"], resources=1)
+    path = f"/workspaces/{source['id']}/relationships/remote-state-consumers"
+    assert env.api("POST", path, {"data": [{"type": "workspaces", "id": env.workspace_id}]}).status_code == 204
+    env.create_run(env.upload_config())  # a run of `app`: outside the project, a named consumer
+    token = {"Authorization": f"Bearer {env.claim()['run_token']}"}
+    read = lambda: env.client.get(f"/api/v2/workspaces/{source['id']}/current-state-version", headers=token)  # noqa: E731
+    assert read().status_code == 200
+
+    both = {"data": {"type": "workspaces", "attributes": {"global-remote-state": True, "project-remote-state": True}}}
+    refused = env.api("PATCH", f"/workspaces/{source['id']}", both)
+    assert refused.status_code == 422 and "Project remote state cannot be enabled" in refused.text
+    project_only = {"data": {"type": "workspaces", "attributes": {"project-remote-state": True}}}
+    updated = env.api("PATCH", f"/workspaces/{source['id']}", project_only).json()["data"]
+    assert updated["attributes"]["project-remote-state"] is True
+    assert [ws["id"] for ws in env.api("GET", path).json()["data"]] == [sibling["id"]]  # the project's, not `app`
+    assert read().status_code == 404  # `app` is outside the project: its named consumer entry no longer counts
+
+    env.api("POST", f"/projects/{project}/relationships/workspaces", {"data": [{"type": "workspaces",
+                                                                                "id": env.workspace_id}]})  # fmt: skip
+    assert read().status_code == 200  # now a workspace of the project
+
+
+def test_a_workspace_document_names_its_variables() -> None:
+    env = make_run_env()
+    body = {"data": {"type": "vars", "attributes": {"key": "region", "value": "eu", "category": "terraform"}}}
+    created = env.api("POST", f"/workspaces/{env.workspace_id}/vars", body)
+    assert created.status_code == 201, created.text
+    read = env.api("GET", f"/workspaces/{env.workspace_id}").json()["data"]
+    assert read["relationships"]["vars"]["data"] == [{"type": "vars", "id": created.json()["data"]["id"]}]
+    by_name = env.api("GET", "/organizations/acme/workspaces/app").json()["data"]
+    assert by_name["relationships"]["vars"] == read["relationships"]["vars"]

@@ -97,7 +97,7 @@ def test_tag_bindings_are_listed_added_and_set_on_update() -> None:
     plain = {"data": [{"type": "tag-bindings", "attributes": {"key": "app"}}]}
     assert env.api("PATCH", f"/workspaces/{ws}/tag-bindings", plain).status_code == 200
     listed = env.api("GET", f"/workspaces/{ws}/tag-bindings").json()["data"]
-    assert [(b["attributes"]["key"], b["attributes"]["value"]) for b in listed] == [("app", ""), ("team", "core")]
+    assert [(b["attributes"]["key"], b["attributes"]["value"]) for b in listed] == [("team", "core"), ("app", "")]
     effective = env.api("GET", f"/workspaces/{ws}/effective-tag-bindings").json()["data"]
     assert {b["attributes"]["key"] for b in effective} == {"app", "team"}
     assert env.api("GET", f"/workspaces/{ws}").json()["data"]["attributes"]["tag-names"] == ["app"]
@@ -112,7 +112,7 @@ def test_tag_bindings_are_listed_added_and_set_on_update() -> None:
     }
     assert env.api("PATCH", f"/workspaces/{ws}", update).status_code == 200
     listed = env.api("GET", f"/workspaces/{ws}/tag-bindings").json()["data"]
-    assert [(b["attributes"]["key"], b["attributes"]["value"]) for b in listed] == [("app", ""), ("x", "1")]
+    assert [(b["attributes"]["key"], b["attributes"]["value"]) for b in listed] == [("x", "1"), ("app", "")]
     bad = {"data": [{"type": "tag-bindings", "attributes": {"key": "", "value": "v"}}]}
     assert env.api("PATCH", f"/workspaces/{ws}/tag-bindings", bad).status_code == 422
 
@@ -130,3 +130,20 @@ def test_workspace_list_order_is_creation_order_unless_sorted() -> None:
     assert order("sort=name") == ["alpha", "app", "mid", "zeta"]
     assert order("sort=-name") == ["zeta", "mid", "app", "alpha"]
     assert order("sort=unknown") == ["app", "zeta", "alpha", "mid"]
+
+
+def test_workspaces_sort_by_their_current_runs_creation() -> None:
+    env = make_run_env()
+    second = _workspace(env, "second")
+    _workspace(env, "idle")  # no run: last either way
+    first_run = env.create_run(env.upload_config(workspace_id=second), workspace_id=second)
+    env.create_run(env.upload_config())  # `app`'s run, after `second`'s
+    assert first_run["id"]
+
+    def order(query: str) -> list[str]:
+        answer = env.api("GET", f"/organizations/acme/workspaces?include=current_run&sort={query}")
+        assert answer.status_code == 200, answer.text
+        return [ws["attributes"]["name"] for ws in answer.json()["data"]]
+
+    assert order("current-run.created-at") == ["second", "app", "idle"]
+    assert order("-current-run.created-at") == ["app", "second", "idle"]

@@ -16,6 +16,7 @@ from terrace.domain.errors import Invalid
 
 if TYPE_CHECKING:
     from terrace.domain.organizations import Organization
+    from terrace.domain.projects import Project
     from terrace.domain.workspace import Workspace
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._-]{0,89}$")
@@ -42,9 +43,12 @@ class AgentPool:
     allowed_workspaces: tuple[str, ...] = ()
     allowed_projects: tuple[str, ...] = ()
     version: int = 1
+    excluded_workspaces: tuple[str, ...] = ()  # never served, whatever allows them (HCP's `excluded-workspaces`)
 
     def allows(self, workspace_id: str, project_id: str) -> bool:
         """Whether a workspace (of the pool's organization) may run its jobs on this pool."""
+        if workspace_id in self.excluded_workspaces:
+            return False
         if self.organization_scoped:
             return True
         return workspace_id in self.allowed_workspaces or project_id in self.allowed_projects
@@ -82,14 +86,25 @@ def queue_key(organization: str, pool_id: str) -> str:
     return f"{organization}#agent-pool#{pool_id}"
 
 
-def pool_of(ws: Workspace, org: Organization) -> str | None:
-    """The pool a workspace's runs execute on: its own when it overwrote the execution mode, else the organization's
-    default; None unless that mode is `agent`."""
-    if ws.effective_execution_mode(org.default_execution_mode) != "agent":
+def inherited(org: Organization, project: Project | None = None) -> tuple[str, str | None]:
+    """The execution mode and agent pool a workspace that does not overwrite them inherits: its project's defaults
+    when the project sets them, else its organization's."""
+    if project is not None and project.default_execution_mode:
+        return project.default_execution_mode, project.default_agent_pool_id
+    return org.default_execution_mode, str(org.settings.get(DEFAULT_POOL_SETTING) or "") or None
+
+
+def execution_mode_of(ws: Workspace, org: Organization, project: Project | None = None) -> str:
+    return ws.effective_execution_mode(inherited(org, project)[0])
+
+
+def pool_of(ws: Workspace, org: Organization, project: Project | None = None) -> str | None:
+    """The pool a workspace's runs execute on: its own when it overwrote the execution mode, else its project's or
+    organization's default; None unless that mode is `agent`."""
+    mode, pool = inherited(org, project)
+    if ws.effective_execution_mode(mode) != "agent":
         return None
-    if ws.overwrites_execution_mode:
-        return ws.agent_pool_id
-    return str(org.settings.get(DEFAULT_POOL_SETTING) or "") or None
+    return ws.agent_pool_id if ws.overwrites_execution_mode else pool
 
 
 def check_name(value: Any, pointer: str = "/data/attributes/name") -> str:

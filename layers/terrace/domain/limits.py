@@ -143,3 +143,6 @@ def _value_bytes(value: Any) -> int:
     if isinstance(value, list | tuple | set | frozenset):
         return 3 + sum(1 + _value_bytes(v) for v in value)
     return len(str(value).encode("utf-8", "surrogatepass"))
+
+
+WORKSPACES_MOVED_MAX = 100  # workspaces one `POST /projects/:id/relationships/workspaces` moves

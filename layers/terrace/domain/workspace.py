@@ -81,11 +81,12 @@ class Workspace:
     terraform_version: str = "latest"
     working_directory: str = ""
     global_remote_state: bool = False
+    project_remote_state: bool = False  # its state is shared with the workspaces of its project (not with both)
     queue_all_runs: bool = False
     speculative_enabled: bool = True
     allow_destroy_plan: bool = True
     tag_names: tuple[str, ...] = ()
-    tag_bindings: tuple[tuple[str, str], ...] = ()  # key-value tags (TFC `tag-bindings`), sorted by key
+    tag_bindings: tuple[tuple[str, str], ...] = ()  # key-value tags (TFC `tag-bindings`), in the order given
     remote_state_consumers: tuple[str, ...] = ()  # workspace ids that may read this state (terraform_remote_state)
     # Whether `execution_mode` was set on the workspace (TFC `setting-overwrites`); otherwise the organization's
     # default applies. None: stored before the flag existed, overwritten when the mode is not "remote".
@@ -130,6 +131,13 @@ class WorkspaceView:
     global_remote_state: bool
     project_id: str | None = None  # None: the organization's Default Project
     remote_state_consumers: frozenset[str] = frozenset()
+    project_remote_state: bool = False
 
-    def shares_state_with(self, workspace_id: str | None) -> bool:
-        return self.global_remote_state or (workspace_id is not None and workspace_id in self.remote_state_consumers)
+    def shares_state_with(self, workspace_id: str | None, project_of_reader: str | None = None) -> bool:
+        """Whether a run of `workspace_id` (whose project is `project_of_reader`, when known) may read this state:
+        every workspace with global sharing, its project's workspaces with project sharing, else its consumers."""
+        if self.global_remote_state:
+            return True
+        if self.project_remote_state:
+            return project_of_reader is not None and project_of_reader == self.project_id
+        return workspace_id is not None and workspace_id in self.remote_state_consumers

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from terrace.domain.agent_pools import DEFAULT_POOL_SETTING
 from terrace.domain.memberships import Membership
+from terrace.domain.organizations import Organization
 from terrace.domain.projects import Project
 from terrace.domain.team_access import Grant
 from terrace.domain.teams import Team
@@ -75,17 +77,39 @@ def membership(m: Membership, organization: str, team_ids: list[str]) -> dict[st
     )
 
 
-def project(p: Project, organization: str) -> dict[str, Any]:
+def project(p: Project, org: Organization) -> dict[str, Any]:
+    """A project with its execution defaults as its workspaces inherit them (its own, else its organization's) and
+    its tag bindings (a project inherits none, so its effective bindings are its own)."""
+    own = p.default_execution_mode is not None
+    mode = p.execution_mode(org.default_execution_mode)
+    pool = p.default_agent_pool_id if own else (org.settings.get(DEFAULT_POOL_SETTING) if mode == "agent" else None)
     return resource(
         "projects",
         p.id,
         {"name": p.name, "description": p.description, "created-at": p.created_at, "is-default": p.is_default,
-         "auto-destroy-activity-duration": None,
+         "auto-destroy-activity-duration": p.auto_destroy_activity_duration, "default-execution-mode": mode,
+         "is-unified": False,
+         "setting-overwrites": {"default-execution-mode": own, "default-agent-pool": own},
          "permissions": {"can-read": True, "can-update": True, "can-destroy": not p.is_default,
                          "can-create-workspace": True, "can-move-workspace": True}},
-        relationships={"organization": ref("organizations", organization)},
+        relationships={"organization": ref("organizations", org.name),
+                       "default-agent-pool": ref("agent-pools", str(pool) if pool else None),
+                       "effective-tag-bindings": {
+                           "data": [{"type": "effective-tag-bindings", "id": binding_id(p.id, k)}
+                                    for k, _ in p.tag_bindings],
+                           "links": {"related": f"/api/v2/projects/{p.id}/effective-tag-bindings"}},
+                       "tag-bindings": {"links": {"related": f"/api/v2/projects/{p.id}/tag-bindings"}}},
         links={"self": f"/api/v2/projects/{p.id}"},
     )  # fmt: skip
+
+
+def binding_id(owner_id: str, key: str) -> str:
+    return f"tb-{owner_id}-{key}"
+
+
+def project_bindings(p: Project, *, effective: bool = False) -> list[dict[str, Any]]:
+    kind = "effective-tag-bindings" if effective else "tag-bindings"
+    return [resource(kind, binding_id(p.id, k), {"key": k, "value": v}) for k, v in p.tag_bindings]
 
 
 def team_workspace(g: Grant) -> dict[str, Any]:

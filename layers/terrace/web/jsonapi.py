@@ -176,6 +176,28 @@ def relationship_id(data: dict[str, Any], name: str, type_: str | None = None) -
     return str(inner["id"])
 
 
+def relationship_list(data: dict[str, Any], name: str) -> list[Any] | None:
+    """The `data` list of a to-many relationship (None when the relationship is absent)."""
+    rel = (data.get("relationships") or {}).get(name)
+    if rel is None:
+        return None
+    if not isinstance(rel, dict) or not isinstance(rel.get("data") or [], list):
+        raise Invalid(f"relationships.{name} must be {{data: [...]}}", pointer=f"/data/relationships/{name}")
+    return list(rel.get("data") or [])
+
+
+def tagged_filters(params: Any) -> list[tuple[str, str | None]]:
+    """`filter[tagged][i][key]` / `[value]` (Terraform >= 1.10's `cloud` block with `tags = {k = "v"}`); an empty
+    value (go-tfe sends one for a key alone) matches any value."""
+    found = []
+    for i in range(100):
+        key = params.get(f"filter[tagged][{i}][key]")
+        if key is None:
+            break
+        found.append((key, params.get(f"filter[tagged][{i}][value]") or None))  # no value: any value
+    return found
+
+
 def body_attributes(body: Any) -> dict[str, Any]:
     """`data.attributes` of a body whose `type` may be missing (some clients send none)."""
     data = body.get("data") if isinstance(body, dict) else None

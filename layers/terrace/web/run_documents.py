@@ -129,7 +129,10 @@ def included(container: Container, principal: Principal, page: list[Run], names:
                 ws = container.workspaces.get(principal, run.workspace_id)
                 add(
                     serializers.workspace(
-                        ws, container.workspaces.permissions(principal, ws), container.workspaces.organization_of(ws)
+                        ws,
+                        container.workspaces.permissions(principal, ws),
+                        container.workspaces.organization_of(ws),
+                        container.workspaces.defaults_from(ws),
                     )
                 )
         if "configuration_version" in names:

@@ -8,8 +8,9 @@ if TYPE_CHECKING:
     from terrace.domain import retention
     from terrace.domain.organizations import Organization
     from terrace.domain.principal import Principal
+    from terrace.domain.projects import Project
     from terrace.domain.state_index import StoredOutput
-    from terrace.domain.tags import Tag
+    from terrace.domain.tags import ReservedTagKey, Tag
     from terrace.domain.tokens import Token
     from terrace.domain.users import User
     from terrace.domain.workspace import Workspace
@@ -21,6 +22,7 @@ from terrace.web.jsonapi import ref, resource
 def organization(org: Organization, permissions: dict[str, bool]) -> dict[str, Any]:
     from terrace.domain import retention
     from terrace.domain.agent_pools import DEFAULT_POOL_SETTING
+    from terrace.domain.projects import default_project_id
 
     return resource(
         "organizations",
@@ -52,6 +54,7 @@ def organization(org: Organization, permissions: dict[str, bool]) -> dict[str, A
         relationships={
             **retention_relationship(retention.of_organization(org)),
             "default-agent-pool": ref("agent-pools", org.settings.get(DEFAULT_POOL_SETTING) or None),
+            "default-project": ref("projects", default_project_id(org.key)),
         },
         links={"self": f"/api/v2/organizations/{org.name}"},
     )
@@ -92,10 +95,13 @@ def entitlement_set(org: Organization) -> dict[str, Any]:
     )
 
 
-def workspace(ws: Workspace, permissions: dict[str, bool], org: Organization) -> dict[str, Any]:
-    """`org` is the workspace's organization: its current name and the execution mode it inherits."""
+def workspace(
+    ws: Workspace, permissions: dict[str, bool], org: Organization, project: Project | None = None
+) -> dict[str, Any]:
+    """`org` is the workspace's organization: its current name; the execution mode and agent pool it inherits come
+    from its `project` when that sets them, else from `org`."""
     from terrace.domain import retention
-    from terrace.domain.agent_pools import pool_of
+    from terrace.domain.agent_pools import execution_mode_of, pool_of
     from terrace.domain.projects import default_project_id
     from terrace.services.workspaces.locking import describe_holder
 
@@ -106,14 +112,15 @@ def workspace(ws: Workspace, permissions: dict[str, bool], org: Organization) ->
         "created-at": ws.created_at,
         "updated-at": ws.updated_at,
         "environment": "default",
-        "execution-mode": ws.effective_execution_mode(org.default_execution_mode),
-        "agent-pool-id": pool_of(ws, org),
-        "operations": ws.effective_execution_mode(org.default_execution_mode) != "local",
+        "execution-mode": execution_mode_of(ws, org, project),
+        "agent-pool-id": pool_of(ws, org, project),
+        "operations": execution_mode_of(ws, org, project) != "local",
         "auto-apply": ws.auto_apply,
         "auto-apply-run-trigger": ws.auto_apply_run_trigger,
         "terraform-version": ws.terraform_version,
         "working-directory": ws.working_directory,
         "global-remote-state": ws.global_remote_state,
+        "project-remote-state": ws.project_remote_state,
         "queue-all-runs": ws.queue_all_runs,
         "speculative-enabled": ws.speculative_enabled,
         "allow-destroy-plan": ws.allow_destroy_plan,
@@ -148,7 +155,7 @@ def workspace(ws: Workspace, permissions: dict[str, bool], org: Organization) ->
     }
     locked_by: dict[str, Any] = {"data": None}
     if lock is not None:
-        kind = {"run": "runs", "user": "users"}.get(lock.holder_kind, "users")
+        kind = {"run": "runs", "user": "users", "team": "teams"}.get(lock.holder_kind, "users")
         locked_by = {"data": {"type": kind, "id": lock.holder_id}, "meta": {"holder": describe_holder(lock)}}
     relationships = {
         "organization": ref("organizations", org.name),
@@ -159,7 +166,7 @@ def workspace(ws: Workspace, permissions: dict[str, bool], org: Organization) ->
         "current-configuration-version": ref("configuration-versions", ws.extra.get("current_cv_id")),
         "ssh-key": ref("ssh-keys", ws.extra.get("ssh_key_id")),
         "locked-by": locked_by,
-        "agent-pool": ref("agent-pools", pool_of(ws, org)),
+        "agent-pool": ref("agent-pools", pool_of(ws, org, project)),
         "readme": {"data": None},
         "outputs": {"data": []},
         "remote-state-consumers": {
@@ -209,6 +216,12 @@ def tag_binding(ws: Workspace, key: str, value: str, *, effective: bool = False)
     if effective:
         return resource("effective-tag-bindings", f"etb-{ws.id}-{key}", {"key": key, "value": value})
     return resource("tag-bindings", f"tb-{ws.id}-{key}", {"key": key, "value": value})
+
+
+def reserved_tag_key(r: ReservedTagKey) -> dict[str, Any]:
+    attributes = {"key": r.key, "disable-overrides": r.disable_overrides, "created-at": r.created_at,
+                  "updated-at": r.updated_at, "created_at": r.created_at, "updated_at": r.updated_at}  # fmt: skip
+    return resource("reserved-tag-keys", r.id, attributes)
 
 
 def user(u: User, scim: bool = False) -> dict[str, Any]:

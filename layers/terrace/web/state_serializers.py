@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from terrace.domain.state_index import IndexedResource, StoredOutput
@@ -73,13 +74,22 @@ def output(out: StoredOutput, *, reveal: bool) -> dict[str, Any]:
     )
 
 
+_MODULE_STEP = re.compile(r"(^|\.)module\.(?=[A-Za-z_][A-Za-z0-9_-]*(\[[^\]]*\])?\.)")
+
+
+def hcp_module_path(text: str) -> str:
+    """HCP's shape of a module path in `/workspaces/:id/resources`: without the `module.` steps
+    (`module.media_bucket.aws_s3_bucket.this[0]` -> `media_bucket.aws_s3_bucket.this[0]`; the module `media_bucket`)."""
+    return _MODULE_STEP.sub(r"\1", text + ".")[:-1] if text.startswith("module.") else text
+
+
 def indexed_resource(res: IndexedResource, *, with_workspace: bool = False) -> dict[str, Any]:
     attributes: dict[str, Any] = {
-        "address": res.address,
+        "address": res.address if with_workspace else hcp_module_path(res.address),
         "name": res.name,
         "created-at": res.created_at,
         "updated-at": res.updated_at,
-        "module": res.module,
+        "module": res.module if with_workspace else hcp_module_path(res.module),
         "provider": res.provider,
         "provider-type": res.type,
         "modified-by-state-version-id": res.modified_by,

@@ -65,11 +65,16 @@ def included(views: list[VarsetView]) -> list[dict[str, Any]]:
 
 
 def effective_variable(v: EffectiveVariable, workspace_id: str) -> dict[str, Any]:
-    """GET /workspaces/:id/all-vars: a `vars` resource whose `configurable` is what gave the value (the workspace
-    or a variable set); a set's variable also names its `varset`."""
+    """GET /workspaces/:id/all-vars: a `vars` resource whose `configurable` is the workspace it reaches (go-tfe
+    reads that relationship as a workspace, as HCP answers it); a set's variable also names its `varset`."""
     source = {"data": {"type": v.source.kind, "id": v.source.id},
               "links": {"related": f"/api/v2/{v.source.kind}/{v.source.id}"}}  # fmt: skip
-    relationships: dict[str, Any] = {"configurable": source}
+    relationships: dict[str, Any] = {
+        "configurable": {
+            "data": {"type": "workspaces", "id": workspace_id},
+            "links": {"related": f"/api/v2/workspaces/{workspace_id}"},
+        }
+    }
     if v.source.kind == "varsets":
         relationships["varset"] = source
         self_link = f"/api/v2/varsets/{v.source.id}/relationships/vars/{v.id}"

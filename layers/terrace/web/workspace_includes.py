@@ -42,7 +42,7 @@ def included(
             add(_organization(container, principal, ws))
         if "project" in names:
             project = container.projects.load(ws.project_id or default_project_id(ws.organization))
-            add(access_serializers.project(project, container.organizations.name_of(project.organization)))
+            add(access_serializers.project(project, container.organizations.by_key(project.organization)))
         if "current_run" in names and ws.current_run_id:
             for run in _readable(_run, container, principal, ws.current_run_id):
                 add(run)
@@ -55,6 +55,20 @@ def included(
             for output in outputs:
                 add(output)
     return list(found.values())
+
+
+def by_current_run_created_at(
+    container: Container, principal: Principal, workspaces: list[Workspace], newest_first: bool
+) -> list[Workspace]:
+    """`sort=current-run.created-at` (`-` newest first): workspaces without a current run the caller may read come
+    last either way (go-tfe reads the first ones' current runs)."""
+    created: dict[str, str] = {}
+    for ws in workspaces:
+        for run in _readable(container.runs.get, principal, ws.current_run_id) if ws.current_run_id else []:
+            created[ws.id] = run.created_at
+    with_run = sorted((ws for ws in workspaces if ws.id in created), key=lambda ws: (created[ws.id], ws.id),
+                      reverse=newest_first)  # fmt: skip
+    return with_run + [ws for ws in workspaces if ws.id not in created]
 
 
 def _readable(read: Callable[..., Any], *args: Any) -> list[Any]:

@@ -83,7 +83,10 @@ class AccessServices:
         from terrace.services.access.authz import Authorizer
         from terrace.services.access.grants import TableAccessResolver
 
-        return Authorizer(TableAccessResolver(self.access_store.teams, self.access_store.projects))
+        return Authorizer(
+            TableAccessResolver(self.access_store.teams, self.access_store.projects),
+            project_of_workspace=lambda ws_id: self.workspaces.project_of_id(ws_id),
+        )
 
     @cached_property
     def accounts(self) -> AccountService:
@@ -247,7 +250,11 @@ class AccessServices:
     def projects(self) -> ProjectService:
         from terrace.services.access.projects import ProjectService
 
-        return ProjectService(self.access_store.projects, self.teams)
+        return ProjectService(
+            self.access_store.projects,
+            self.teams,
+            pool_exists=lambda org_key, pool_id: self.agent_pools.load(pool_id, org_key) is not None,
+        )
 
     @cached_property
     def team_access(self) -> TeamAccessService:

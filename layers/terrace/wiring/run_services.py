@@ -114,7 +114,7 @@ class RunServices:
         """A configuration version of `ws` was created: its run comes once the upload ends. Start a runner now
         (remote execution only: local runs run nowhere here, agent runs on their pool's agents), so its start
         overlaps the upload; a speculative configuration version's runner is one of the speculative lane."""
-        mode = ws.effective_execution_mode(self.organizations.by_key(ws.organization).default_execution_mode)
+        mode = self.workspaces.execution_mode(ws)
         if mode in ("local", "agent"):
             return
         if self.scaler_kick is not None:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from terrace.services.workspaces.effective_variables import EffectiveVariables
     from terrace.services.workspaces.locking import LockService
     from terrace.services.workspaces.remote_state import RemoteStateConsumers
+    from terrace.services.workspaces.reserved_tag_keys import ReservedTagKeyService
     from terrace.services.workspaces.retention import RetentionPolicyService
     from terrace.services.workspaces.run_triggers import RunTriggerService
     from terrace.services.workspaces.ssh_keys import SSHKeyService
@@ -76,7 +77,14 @@ class WorkspaceServices:
             check_agent_pool=lambda ws: self.agent_pools.check_workspace(ws),
             remote_state_default=lambda: self.admin_settings.default_remote_state_access(),
             repository_link=self.repository_connections,  # wiring/vcs_services.py
+            locked_tag_keys=lambda org_key: self.reserved_tag_keys.locked_keys(org_key),
         )
+
+    @cached_property
+    def reserved_tag_keys(self) -> ReservedTagKeyService:
+        from terrace.services.workspaces.reserved_tag_keys import ReservedTagKeyService
+
+        return ReservedTagKeyService(self.workspace_store.reserved_tag_keys, self.organizations)
 
     @cached_property
     def agent_pools(self) -> AgentPoolService:

@@ -131,8 +131,12 @@ _RUN_TASK_ACTIONS = frozenset({Action.READ_PLAN_JSON, Action.DOWNLOAD_CONFIGURAT
 
 
 class Authorizer:
-    def __init__(self, access: AccessResolver | None = None) -> None:
+    def __init__(
+        self, access: AccessResolver | None = None, project_of_workspace: Callable[[str], str | None] | None = None
+    ) -> None:
         self._access = access
+        # the workspaces area's: a workspace's project id (None when it is gone), for project remote state sharing
+        self._project_of_workspace = project_of_workspace
 
     def can(self, principal: Principal, action: Action, org: OrgView, workspace: WorkspaceView | None = None) -> bool:
         try:
@@ -303,8 +307,7 @@ class Authorizer:
         if action is not Action.RUN_JOBS:
             raise Forbidden(f"a {principal.kind.value} token may not {action.value}")
 
-    @staticmethod
-    def _require_run_token(principal: Principal, action: Action, workspace: WorkspaceView | None) -> None:
+    def _require_run_token(self, principal: Principal, action: Action, workspace: WorkspaceView | None) -> None:
         """A run token acts on its own workspace; elsewhere it may only read shared state, and install its
         organization's private modules and providers (`terraform init` in the run)."""
         if action in (Action.READ_ORGANIZATION, Action.READ_MODULES, Action.READ_PROVIDERS):
@@ -315,6 +318,11 @@ class Authorizer:
             if action in _RUN_OWN_WORKSPACE:
                 return
             raise Forbidden(f"a run token may not {action.value} in its workspace")
-        if action in _RUN_SHARED_STATE and workspace.shares_state_with(principal.workspace_id):
+        reader_project = (
+            self._project_of_workspace(principal.workspace_id)
+            if workspace.project_remote_state and principal.workspace_id and self._project_of_workspace
+            else None
+        )
+        if action in _RUN_SHARED_STATE and workspace.shares_state_with(principal.workspace_id, reader_project):
             return
         raise NotFound(f"workspace {workspace.id} not found")

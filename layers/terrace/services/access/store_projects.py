@@ -22,8 +22,26 @@ GRANT_SORT_KEYS = {"workspace": "tws", "project": "tprj"}
 
 
 def project_from_item(item: dict[str, Any]) -> Project:
-    return Project(item["id"], item["name"], item["organization"], item.get("description", ""), item["created_at"],
-                   int(item["version"]))  # fmt: skip
+    return Project(
+        item["id"], item["name"], item["organization"], item.get("description", ""), item["created_at"],
+        int(item["version"]), tuple((str(k), str(v)) for k, v in item.get("tag_bindings", [])),
+        item.get("default_execution_mode"), item.get("default_agent_pool_id"),
+        item.get("auto_destroy_activity_duration"),
+    )  # fmt: skip
+
+
+SETTINGS = ("tag_bindings", "default_execution_mode", "default_agent_pool_id", "auto_destroy_activity_duration")
+
+
+def _settings(project: Project) -> dict[str, Any]:
+    """The project's settings as item attributes (a setting left to its organization is absent)."""
+    found: dict[str, Any] = {}
+    if project.tag_bindings:
+        found["tag_bindings"] = [list(pair) for pair in project.tag_bindings]
+    for name in SETTINGS[1:]:
+        if getattr(project, name) is not None:
+            found[name] = getattr(project, name)
+    return found
 
 
 def project_items(organization: str, project_id: str, name: str, description: str = "") -> list[dict[str, Any]]:
@@ -75,26 +93,30 @@ class ProjectStore:
         """The organization's projects, by lower-cased name."""
         return [project_from_item(i) for i in self._table.query(keys.projects_index(organization), index="gsi1")]
 
-    def create_project(self, organization: str, project_id: str, name: str, description: str, taken: str) -> Project:
-        items = project_items(organization, project_id, name, description)
+    def create_project(self, project: Project, taken: str) -> Project:
+        """A new project (its id, organization, name, description and settings) with its name claim."""
+        items = project_items(project.organization, project.id, project.name, project.description)
+        items[0].update(_settings(project))
         try:
             self._table.transact([Put(item, if_absent=True) for item in items])
         except ConditionFailed as exc:
             raise Conflict(taken) from exc
         return project_from_item(items[0])
 
-    def update_project(self, project: Project, name: str, description: str | None) -> Project:
-        """A new name (its claim moves) and description (None: unchanged), over the version read."""
+    def update_project(self, project: Project, updated: Project) -> Project:
+        """`project` becomes `updated` (a new name moves its claim), over the version read."""
         item = self._table.get(*keys.project_key(project.id))
         assert item is not None
         ops: list[WriteOp] = []
-        if name != project.name:
-            npk, nsk = keys.project_name_key(project.organization, name)
+        if updated.name != project.name:
+            npk, nsk = keys.project_name_key(project.organization, updated.name)
             ops += [Put({"pk": npk, "sk": nsk, "project_id": project.id}, if_absent=True),
                     Delete(*keys.project_name_key(project.organization, project.name))]  # fmt: skip
-            item.update(name=name, gsi1sk=name.lower())
-        if description is not None:
-            item["description"] = description
+            item.update(name=updated.name, gsi1sk=updated.name.lower())
+        item["description"] = updated.description
+        for name in SETTINGS:
+            item.pop(name, None)
+        item.update(_settings(updated))
         item["version"] = project.version + 1
         try:
             self._table.transact([Put(item, if_version=project.version), *ops])

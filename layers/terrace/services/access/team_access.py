@@ -20,7 +20,8 @@ from terrace.services.access.store_projects import ProjectStore
 from terrace.services.access.teams import TeamService
 
 PROJECT_ACCESS_CHOICES: dict[str, tuple[Any, ...]] = {"settings": ("read", "update", "delete"),
-                                                      "teams": ("none", "read", "manage")}  # fmt: skip
+                                                      "teams": ("none", "read", "manage"),
+                                                      "variable-sets": ("none", "read", "write")}  # fmt: skip
 PROJECT_WS_CHOICES: dict[str, tuple[Any, ...]] = {
     "runs": ("read", "plan", "apply"), "sentinel-mocks": ("none", "read"),
     "state-versions": ("none", "read-outputs", "read", "write"), "variables": ("none", "read", "write"),

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from terrace.config import Settings
-from terrace.domain import agent_pools, clock, cost_estimation, limits, vcs_events
+from terrace.domain import clock, cost_estimation, limits, vcs_events
 from terrace.domain import runs as rs
 from terrace.domain.auto_destroy import SOURCE as AUTO_DESTROY_SOURCE
 from terrace.domain.configuration_versions import UPLOADED, ConfigurationVersion
@@ -132,10 +132,9 @@ class RunService(RunActions):
 
     def agent_pool(self, ws: Workspace) -> str | None:
         """The agent pool a new run of `ws` waits for (None: Terrace's runners execute it)."""
-        org = self._organizations.by_key(ws.organization)
-        if ws.effective_execution_mode(org.default_execution_mode) != "agent":
+        if self._workspaces.execution_mode(ws) != "agent":
             return None
-        pool = agent_pools.pool_of(ws, org)
+        pool = self._workspaces.agent_pool(ws)
         if pool is None:
             raise Conflict(
                 f"workspace {ws.name} uses the agent execution mode without an agent pool: choose one in its settings"

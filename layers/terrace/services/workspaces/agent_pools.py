@@ -78,8 +78,10 @@ class AgentPoolService:
         query: str | None = None,
         allowed_workspace: str | None = None,
         allowed_project: str | None = None,
+        sort: str = "",
     ) -> builtins.list[AgentPool]:
-        """Oldest first; `q` a part of the name; `filter[allowed_workspaces][name]` (`[allowed_projects][name]`):
+        """Oldest first (`sort=-created-at`: newest first; `name`, `-name`); `q` a part of the name;
+        `filter[allowed_workspaces][name]` (`[allowed_projects][name]`):
         the pools a workspace (project) of that name may use."""
         org = self._orgs.get(principal, organization, Action.READ_AGENT_POOLS)
         pools = [s.pool for s in self._store.of_organization(org.key) if s.organization_id == org.id]
@@ -94,12 +96,19 @@ class AgentPoolService:
         if allowed_project:
             ids = {p.id for p in self._projects.list(principal, organization, names=[allowed_project])}
             pools = [p for p in pools if p.organization_scoped or ids & set(p.allowed_projects)]
-        return pools
+        if sort.removeprefix("-") == "name":
+            pools = sorted(pools, key=lambda p: p.name.lower())
+        return pools[::-1] if sort.startswith("-") else pools
 
     def workspaces_of(self, pool: AgentPool) -> builtins.list[Workspace]:
         """The workspaces whose runs this pool executes (their own choice or the organization's default)."""
         org = self._orgs.by_key(pool.organization)
-        return [ws for ws in self._workspaces.all_in(pool.organization) if model.pool_of(ws, org) == pool.id]
+        projects = self._projects.all_in(pool.organization)
+        return [
+            ws
+            for ws in self._workspaces.all_in(pool.organization)
+            if model.pool_of(ws, org, projects.get(self._workspaces.project_of(ws))) == pool.id
+        ]
 
     # writes ------------------------------------------------------------------------------
     def create(
@@ -157,21 +166,28 @@ class AgentPoolService:
 
     def _related(self, pool: AgentPool, relations: dict[str, builtins.list[str]]) -> AgentPool:
         if "allowed-workspaces" in relations:
-            ids = relations["allowed-workspaces"][: model.ALLOWED_MAX]
-            for ws_id in ids:
-                try:
-                    ws = self._workspaces.load(ws_id)
-                except NotFound:
-                    ws = None
-                if ws is None or ws.organization != pool.organization:
-                    raise NotFound(f"workspace {ws_id} not found")
-            pool = dataclasses.replace(pool, allowed_workspaces=tuple(dict.fromkeys(ids)))
+            allowed = self._workspace_ids(pool, relations["allowed-workspaces"])
+            pool = dataclasses.replace(pool, allowed_workspaces=allowed)
+        if "excluded-workspaces" in relations:
+            excluded = self._workspace_ids(pool, relations["excluded-workspaces"])
+            pool = dataclasses.replace(pool, excluded_workspaces=excluded)
         if "allowed-projects" in relations:
             ids = relations["allowed-projects"][: model.ALLOWED_MAX]
             for project_id in ids:
                 self._projects.in_organization(pool.organization, project_id)
             pool = dataclasses.replace(pool, allowed_projects=tuple(dict.fromkeys(ids)))
         return pool
+
+    def _workspace_ids(self, pool: AgentPool, ids: builtins.list[str]) -> tuple[str, ...]:
+        """Workspaces of the pool's organization, each once (NotFound for any other)."""
+        for ws_id in ids[: model.ALLOWED_MAX]:
+            try:
+                ws = self._workspaces.load(ws_id)
+            except NotFound:
+                ws = None
+            if ws is None or ws.organization != pool.organization:
+                raise NotFound(f"workspace {ws_id} not found")
+        return tuple(dict.fromkeys(ids[: model.ALLOWED_MAX]))
 
     def _refuse_taken(self, pool: AgentPool) -> None:
         for stored in self._store.of_organization(pool.organization):

@@ -10,6 +10,7 @@ from typing import Any
 from terrace.domain import auto_destroy, limits
 from terrace.domain import workspace as model
 from terrace.domain.errors import Invalid
+from terrace.domain.tags import tag_bindings
 from terrace.domain.workspace import Workspace
 from terrace.services.workspaces.repository_link import LinkedRepository
 
@@ -23,6 +24,7 @@ UPDATABLE: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "terraform-version": ("terraform_version", model.validate_terraform_version),
     "working-directory": ("working_directory", model.validate_working_directory),
     "global-remote-state": ("global_remote_state", _BOOL("global-remote-state")),
+    "project-remote-state": ("project_remote_state", _BOOL("project-remote-state")),
     "queue-all-runs": ("queue_all_runs", _BOOL("queue-all-runs")),
     "speculative-enabled": ("speculative_enabled", _BOOL("speculative-enabled")),
     "allow-destroy-plan": ("allow_destroy_plan", _BOOL("allow-destroy-plan")),
@@ -39,7 +41,6 @@ ACCEPTED_EXTRA = (
     "structured-run-output-enabled",
     "operations",
 )
-TAG_KEY_MAX, TAG_VALUE_MAX = 128, 256
 
 
 def _require_bool(key: str, value: Any) -> bool:
@@ -66,25 +67,6 @@ def tag_names(names: list[Any]) -> list[str]:
         if not isinstance(name, str) or not model.NAME_RE.match(name.replace(":", "-")):
             raise Invalid("tag names are letters, digits, -, _ and :", pointer="/data/relationships/tags")
     return [str(n).lower() for n in names]
-
-
-def tag_bindings(items: Any, pointer: str = "/data/relationships/tag-bindings") -> tuple[tuple[str, str], ...]:
-    """Key-value tags from `[{key, value}]` (or `{type: tag-bindings, attributes: {key, value}}`), sorted by key;
-    a key given twice keeps its last value."""
-    if not isinstance(items, list):
-        raise Invalid("tag-bindings must be a list of {key, value}", pointer=pointer)
-    found: dict[str, str] = {}
-    for entry in items:
-        attrs = entry.get("attributes", entry) if isinstance(entry, dict) else None
-        key, value = (attrs.get("key"), attrs.get("value", "")) if isinstance(attrs, dict) else (None, None)
-        if not isinstance(key, str) or not 0 < len(key) <= TAG_KEY_MAX or "\0" in key:
-            raise Invalid(f"each tag binding needs a key of 1..{TAG_KEY_MAX} characters", pointer=pointer)
-        if value is None:
-            value = ""
-        if not isinstance(value, str) or len(value) > TAG_VALUE_MAX or "\0" in value:
-            raise Invalid(f"a tag binding's value is a string of at most {TAG_VALUE_MAX} characters", pointer=pointer)
-        found[key] = value
-    return tuple(sorted(found.items()))
 
 
 def apply_attributes(ws: Workspace, attributes: dict[str, Any]) -> Workspace:
@@ -137,6 +119,9 @@ def apply_attributes(ws: Workspace, attributes: dict[str, Any]) -> Workspace:
                 "setting-overwrites.execution-mode", overwrites["execution-mode"]
             )
     updated = dataclasses.replace(ws, extra=extra, **changes)
+    if updated.global_remote_state and updated.project_remote_state:
+        raise Invalid("Project remote state cannot be enabled when global remote state sharing is enabled",
+                      pointer="/data/attributes/project-remote-state")  # fmt: skip
     if "agent_pool_id" not in changes and (updated.execution_mode != "agent" or not updated.overwrites_execution_mode):
         updated = dataclasses.replace(updated, agent_pool_id=None)  # leaving the agent mode leaves its pool
     return updated

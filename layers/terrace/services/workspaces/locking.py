@@ -15,7 +15,7 @@ from terrace.services.workspaces.workspaces import WorkspaceService
 
 
 def describe_holder(lock: WorkspaceLock) -> str:
-    kind = {"user": "User", "run": "Run", "organization": "Team"}.get(lock.holder_kind, "User")
+    kind = {"user": "User", "run": "Run", "organization": "Team", "team": "Team"}.get(lock.holder_kind, "User")
     return f"{kind} {lock.username if kind == 'User' else lock.holder_id}"
 
 

@@ -21,6 +21,10 @@ class RemoteStateConsumers:
 
     def consumers(self, principal: Principal, ws: Workspace) -> list[Workspace]:
         self._workspaces.authorize(principal, Action.READ_WORKSPACE, ws)
+        if ws.project_remote_state:  # shared with its project: the project's other workspaces read it
+            project = self._workspaces.project_of(ws)
+            same = self._workspaces.in_project(ws.organization, project)
+            return self._workspaces.allowed(principal, Action.READ_WORKSPACE, [w for w in same if w.id != ws.id])
         found = []
         for consumer_id in ws.remote_state_consumers:
             try:

@@ -19,7 +19,7 @@ from terrace.services.workspaces.store_agent_pools import AgentPoolStore
 from terrace.services.workspaces.store_auto_destroy import AutoDestroyMarkers
 from terrace.services.workspaces.store_run_triggers import RunTriggerStore
 from terrace.services.workspaces.store_ssh_keys import SSHKeyStore
-from terrace.services.workspaces.store_tags import TagStore
+from terrace.services.workspaces.store_tags import ReservedTagKeyStore, TagStore
 from terrace.services.workspaces.store_variables import VariableStore
 from terrace.services.workspaces.store_varsets import VariableSetStore
 
@@ -35,6 +35,7 @@ _SIMPLE = (
     "terraform_version",
     "working_directory",
     "global_remote_state",
+    "project_remote_state",
     "queue_all_runs",
     "speculative_enabled",
     "allow_destroy_plan",
@@ -221,6 +222,7 @@ class WorkspaceAreaStore:
         self.run_triggers = RunTriggerStore(table)
         self.agent_pools = AgentPoolStore(table)
         self.tags = TagStore(table)
+        self.reserved_tag_keys = ReservedTagKeyStore(table)
         self.ssh_keys = SSHKeyStore(table)
 
     def delete_all_of(self, *, workspace: str | None = None, organization: str | None = None) -> None:
@@ -240,3 +242,4 @@ class WorkspaceAreaStore:
             self.ssh_keys.delete_all_of(organization=organization)
             self.agent_pools.delete_all_of(organization=organization)
             self.tags.delete_all_of(organization=organization)
+            self.reserved_tag_keys.delete_all_of(organization=organization)

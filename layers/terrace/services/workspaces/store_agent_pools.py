@@ -41,6 +41,7 @@ def _pool(item: dict[str, Any]) -> StoredPool:
         organization_scoped=bool(item.get("organization_scoped", True)),
         allowed_workspaces=tuple(item.get("allowed_workspaces", [])),
         allowed_projects=tuple(item.get("allowed_projects", [])),
+        excluded_workspaces=tuple(item.get("excluded_workspaces", [])),
         version=int(item["version"]),
     )
     return StoredPool(pool, item.get("organization_id"))
@@ -57,6 +58,7 @@ def _pool_item(pool: AgentPool, organization_id: str) -> dict[str, Any]:
         "organization_scoped": pool.organization_scoped,
         "allowed_workspaces": list(pool.allowed_workspaces),
         "allowed_projects": list(pool.allowed_projects),
+        "excluded_workspaces": list(pool.excluded_workspaces),
         "version": pool.version,
         "gsi1pk": _pools(pool.organization),
         "gsi1sk": f"{pool.created_at}#{pool.id}",

@@ -16,7 +16,7 @@ from terrace.domain.errors import Invalid, NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal
-from terrace.domain.tags import Tag, TagRef, all_bindings, model_name
+from terrace.domain.tags import Tag, TagRef, all_bindings, effective_bindings, model_name
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
@@ -95,6 +95,10 @@ class TagService:
         self._workspaces.authorize(principal, Action.READ_WORKSPACE, ws)
         return all_bindings(ws)
 
+    def effective_bindings(self, principal: Principal, ws: Workspace) -> list[tuple[str, str]]:
+        """Its bindings over its project's (its own value of a key wins)."""
+        return effective_bindings(self._workspaces.inherited_bindings(ws), self.bindings(principal, ws))
+
     def add_bindings(self, principal: Principal, ws: Workspace, items: Any) -> Workspace:
         """Add key-value tag bindings (an existing key takes the new value); a key without a value is also a
         plain tag, so `search[tags]` and the tags API see it."""
@@ -105,7 +109,9 @@ class TagService:
         def change(cur: Workspace) -> Workspace:
             merged = {**dict(cur.tag_bindings), **given}
             names = sorted({*cur.tag_names, *plain})
-            return dataclasses.replace(cur, tag_bindings=tuple(sorted(merged.items())), tag_names=tuple(names))
+            changed = dataclasses.replace(cur, tag_bindings=tuple(merged.items()), tag_names=tuple(names))
+            self._workspaces.check_tag_bindings(changed)
+            return changed
 
         updated = self._workspaces.mutate(ws.id, change)
         self._ids(self._workspaces.organization_of(ws), plain)

@@ -8,28 +8,33 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from terrace.domain import assessments, clock
+from terrace.domain import assessments, clock, limits
 from terrace.domain import workspace as model
-from terrace.domain.errors import Conflict, NotFound
+from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal
 from terrace.domain.projects import DEFAULT_PROJECT, default_project_id
+from terrace.domain.tags import bound_all
 from terrace.domain.workspace import Workspace, WorkspaceView
 from terrace.services.access.authz import Action, Authorizer
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.access.projects import ProjectService
 from terrace.services.optimistic import optimistic
 from terrace.services.workspaces.attributes import apply_attributes, tag_names
+from terrace.services.workspaces.project_defaults import ProjectDefaults
 from terrace.services.workspaces.repository_link import RepositoryLink, linked
 from terrace.services.workspaces.store import WorkspaceStore, WriteOp
 
 
 def view(ws: Workspace) -> WorkspaceView:
-    return WorkspaceView(ws.id, ws.global_remote_state, ws.project_id, frozenset(ws.remote_state_consumers))
+    project_id = ws.project_id or default_project_id(ws.organization)
+    return WorkspaceView(
+        ws.id, ws.global_remote_state, project_id, frozenset(ws.remote_state_consumers), ws.project_remote_state
+    )
 
 
-class WorkspaceService:
+class WorkspaceService(ProjectDefaults):
     def __init__(
         self,
         store: WorkspaceStore,
@@ -39,6 +44,7 @@ class WorkspaceService:
         *,
         settle_terraform_version: Callable[[Any], Any],
         check_agent_pool: Callable[[Workspace], None],
+        locked_tag_keys: Callable[[str], set[str]],
         remote_state_default: Callable[[], bool] = lambda: False,
         repository_link: RepositoryLink | None = None,
     ) -> None:
@@ -53,6 +59,8 @@ class WorkspaceService:
         # refuses (422) an agent-mode workspace whose pool is absent or does not allow it (AgentPoolService)
         self.check_agent_pool = check_agent_pool
         self._link = repository_link  # connects `vcs-repo` (the VCS area)
+        # the reserved tag keys with disable-overrides of an organization (ReservedTagKeyService.locked_keys)
+        self.locked_tag_keys = locked_tag_keys
 
     # reads -------------------------------------------------------------------------------
     def load(self, workspace_id: str) -> Workspace:
@@ -79,10 +87,6 @@ class WorkspaceService:
         except NotFound as exc:
             raise NotFound(f"workspace {ws.id} not found") from exc
         return org
-
-    def execution_mode(self, ws: Workspace) -> str:
-        """Where `ws`'s runs execute: its own mode when it overwrote it, else its organization's default."""
-        return ws.effective_execution_mode(self._orgs.by_key(ws.organization).default_execution_mode)
 
     def can(self, principal: Principal, action: Action, ws: Workspace) -> bool:
         return self._authz.can(principal, action, self._orgs.by_key(ws.organization).view, view(ws))
@@ -126,9 +130,13 @@ class WorkspaceService:
         tag binding (value None: any value)."""
         org = self._orgs.get(principal, organization)
         found = self.all_in(org.key, search)
-        found = [ws for ws in found if not tags or {t.lower() for t in tags} <= _tag_keys(ws)]
-        found = [ws for ws in found if not exclude_tags or not {t.lower() for t in exclude_tags} & _tag_keys(ws)]
-        found = [ws for ws in found if all(_bound(ws, key, value) for key, value in bindings or [])]
+        if tags or exclude_tags or bindings:  # what a workspace inherits from its project counts as its own
+            inherited = self._projects.bindings_in(org.key)
+            held = {ws.id: inherited.get(self.project_of(ws), ()) for ws in found}
+            wanted, unwanted = {t.lower() for t in tags or []}, {t.lower() for t in exclude_tags or []}
+            found = [ws for ws in found if wanted <= _tag_keys(ws, held[ws.id])]
+            found = [ws for ws in found if not unwanted & _tag_keys(ws, held[ws.id])]
+            found = [ws for ws in found if bound_all(ws, held[ws.id], bindings or [])]
         return [ws for ws in found if self._authz.can(principal, Action.READ_WORKSPACE, org.view, view(ws))]
 
     def organization_grant(self, principal: Principal, organization: str, action: Action) -> tuple[str, bool]:
@@ -245,6 +253,7 @@ class WorkspaceService:
     def _checked(self, ws: Workspace) -> Workspace:
         if ws.agent_pool_id or ws.execution_mode == "agent":
             self.check_agent_pool(ws)
+        self.check_tag_bindings(ws)
         return ws
 
     def _settled(self, attributes: dict[str, Any]) -> dict[str, Any]:
@@ -252,11 +261,28 @@ class WorkspaceService:
             return attributes
         return {**attributes, "terraform-version": self.settle_terraform_version(attributes["terraform-version"])}
 
+    def move_all(self, principal: Principal, workspace_ids: builtins.list[str], project_id: str) -> None:
+        """POST /projects/:id/relationships/workspaces: every workspace is read and checked before any moves."""
+        if len(workspace_ids) > limits.WORKSPACES_MOVED_MAX:
+            raise Invalid(f"at most {limits.WORKSPACES_MOVED_MAX} workspaces move at once", pointer="/data")
+        targets = [self.get(principal, ws_id, Action.UPDATE_WORKSPACE) for ws_id in workspace_ids]
+        project = self._projects.get(principal, project_id)
+        for ws in targets:
+            self._projects.in_organization(ws.organization, project.id)
+        for ws in targets:
+            self.move(principal, ws, project.id)
+
     def move(self, principal: Principal, ws: Workspace, project_id: str) -> Workspace:
         """Put a workspace in another project of its organization (another organization's is not found)."""
         self.authorize(principal, Action.UPDATE_WORKSPACE, ws)
         project_id = self._projects.in_organization(ws.organization, project_id).id
-        return self.mutate(ws.id, lambda current: dataclasses.replace(current, project_id=project_id))
+
+        def change(current: Workspace) -> Workspace:
+            moved = dataclasses.replace(current, project_id=project_id)
+            self.check_tag_bindings(moved)  # its bindings against the new project's locked keys
+            return moved
+
+        return self.mutate(ws.id, change)
 
     def delete(
         self,
@@ -313,13 +339,7 @@ class WorkspaceService:
         return updated
 
 
-def _tag_keys(ws: Workspace) -> set[str]:
-    """What `search[tags]` matches: plain tags and the keys of tag bindings (TFC treats both as tags)."""
-    return {*ws.tag_names, *(key.lower() for key, _ in ws.tag_bindings)}
-
-
-def _bound(ws: Workspace, key: str, value: str | None) -> bool:
-    """Whether `ws` carries tag binding `key` (with `value`, unless None); a plain tag is a key without value."""
-    if not value and key.lower() in ws.tag_names:
-        return True
-    return any(k == key and (value is None or v == value) for k, v in ws.tag_bindings)
+def _tag_keys(ws: Workspace, inherited: tuple[tuple[str, str], ...]) -> set[str]:
+    """What `search[tags]` matches: plain tags and the keys of tag bindings, its project's too (TFC treats both as
+    tags; terraform >= 1.10 sends a `cloud` block's keys as `search[tags]` beside `filter[tagged]`)."""
+    return {*ws.tag_names, *(key.lower() for key, _ in (*ws.tag_bindings, *inherited))}

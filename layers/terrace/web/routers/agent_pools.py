@@ -26,7 +26,7 @@ from terrace.web.jsonapi import (
 
 router = APIRouter(prefix="/api/v2")
 agent_router = APIRouter(prefix="/api/agent")
-RELATIONS = {"allowed-workspaces": "workspaces", "allowed-projects": "projects"}
+RELATIONS = {"allowed-workspaces": "workspaces", "allowed-projects": "projects", "excluded-workspaces": "workspaces"}
 
 
 def serialize_pool(pool: AgentPool, workspace_ids: list[str], agents: list[Agent]) -> dict[str, Any]:
@@ -45,6 +45,7 @@ def serialize_pool(pool: AgentPool, workspace_ids: list[str], agents: list[Agent
             "workspaces": refs("workspaces", workspace_ids),
             "allowed-workspaces": refs("workspaces", pool.allowed_workspaces),
             "allowed-projects": refs("projects", pool.allowed_projects),
+            "excluded-workspaces": refs("workspaces", pool.excluded_workspaces),
             "agents": {"links": {"related": f"/api/v2/agent-pools/{pool.id}/agents"}},
             "authentication-tokens": {"links": {"related": f"/api/v2/agent-pools/{pool.id}/authentication-tokens"}},
         },
@@ -112,6 +113,7 @@ def list_agent_pools(org: str, request: Request, container: ContainerDep, princi
         query=params.get("q"),
         allowed_workspace=params.get("filter[allowed_workspaces][name]"),
         allowed_project=params.get("filter[allowed_projects][name]"),
+        sort=params.get("sort") or "",
     )
     return respond_page(request, pools, lambda pool: _serialize(container, pool))
 

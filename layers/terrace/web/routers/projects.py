@@ -7,54 +7,106 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from terrace.bootstrap import Container
-from terrace.domain.errors import BadRequest
+from terrace.domain.errors import BadRequest, Invalid
 from terrace.domain.projects import Project
-from terrace.web import access_serializers
+from terrace.web import access_serializers, bodies
 from terrace.web.deps import ContainerDep, PrincipalDep
+from terrace.web.documents import resource_ids
 from terrace.web.jsonapi import (
     JSONAPIResponse,
     JSONBody,
     attributes,
+    includes,
+    paginate,
     read_document,
     relationship_id,
+    relationship_list,
     respond,
     respond_page,
+    tagged_filters,
 )
 
 router = APIRouter(prefix="/api/v2")
 
 
 def _project(container: Container, project: Project) -> dict[str, Any]:
-    return access_serializers.project(project, container.organizations.name_of(project.organization))
+    return access_serializers.project(project, container.organizations.by_key(project.organization))
+
+
+def _included(request: Request, projects: list[Project]) -> list[dict[str, Any]]:
+    """`include=effective_tag_bindings`: each project's bindings (a project inherits none)."""
+    if not {"effective_tag_bindings", "effective-tag-bindings"} & includes(request):
+        return []
+    return [b for p in projects for b in access_serializers.project_bindings(p, effective=True)]
 
 
 @router.get("/organizations/{org}/projects")
 def list_projects(org: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     names = [n for n in (request.query_params.get("filter[names]") or "").split(",") if n]
-    projects = container.projects.list(principal, org, names or None, request.query_params.get("q") or None)
-    return respond_page(request, projects, lambda p: _project(container, p))
+    projects = container.projects.list(
+        principal, org, names or None, request.query_params.get("q") or None, tagged_filters(request.query_params)
+    )
+    page, meta, links = paginate(request, projects)
+    data = [_project(container, p) for p in page]
+    return respond(data, meta=meta, links=links, included=_included(request, page))
 
 
 @router.post("/organizations/{org}/projects")
 def create_project(org: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-    project = container.projects.create(principal, org, attributes(read_document(body, "projects")))
+    data = read_document(body, "projects")
+    project = container.projects.create(principal, org, attributes(data), relationship_list(data, "tag-bindings"))
     return respond(_project(container, project), 201)
 
 
 @router.get("/projects/{project_id}")
-def read_project(project_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-    return respond(_project(container, container.projects.get(principal, project_id)))
+def read_project(project_id: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> Any:
+    project = container.projects.get(principal, project_id)
+    return respond(_project(container, project), included=_included(request, [project]))
 
 
 @router.patch("/projects/{project_id}")
 def update_project(project_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Any:
-    project = container.projects.update(principal, project_id, attributes(read_document(body, "projects")))
+    data = read_document(body, "projects")
+    bindings = relationship_list(data, "tag-bindings")
+    project = container.projects.update(principal, project_id, attributes(data), bindings)
     return respond(_project(container, project))
 
 
 @router.delete("/projects/{project_id}")
 def delete_project(project_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
     container.project_deletion.delete(principal, project_id)
+    return Response(status_code=204)
+
+
+@router.get("/projects/{project_id}/tag-bindings")
+def list_project_tag_bindings(project_id: str, container: ContainerDep, principal: PrincipalDep) -> Any:
+    return respond(access_serializers.project_bindings(container.projects.get(principal, project_id)))
+
+
+@router.get("/projects/{project_id}/effective-tag-bindings")
+def list_project_effective_tag_bindings(project_id: str, container: ContainerDep, principal: PrincipalDep) -> Any:
+    project = container.projects.get(principal, project_id)
+    return respond(access_serializers.project_bindings(project, effective=True))
+
+
+@router.patch("/projects/{project_id}/tag-bindings", openapi_extra=bodies.TAG_BINDINGS)
+def add_project_tag_bindings(project_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Any:
+    if not isinstance(body, dict):
+        raise Invalid("request body must be a JSON:API document with a data list", pointer="/data")
+    project = container.projects.add_bindings(principal, project_id, body.get("data"))
+    return respond(access_serializers.project_bindings(project))
+
+
+@router.delete("/projects/{project_id}/tag-bindings")
+def delete_project_tag_bindings(project_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
+    container.projects.delete_bindings(principal, project_id)
+    return Response(status_code=204)
+
+
+@router.post("/projects/{project_id}/relationships/workspaces", openapi_extra=bodies.WORKSPACE_REFS)
+def move_workspaces(project_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Response:
+    """Move workspaces into the project (every one is checked before any moves)."""
+    container.workspaces.move_all(principal, resource_ids(body, "workspaces"), project_id)
     return Response(status_code=204)
 
 

@@ -11,7 +11,7 @@ from terrace.domain.tags import TagRef, all_bindings
 from terrace.web import bodies, serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.documents import resource_ids, tag_entries
-from terrace.web.jsonapi import JSONAPIResponse, JSONBody, respond, respond_page
+from terrace.web.jsonapi import JSONAPIResponse, JSONBody, attributes, read_document, respond, respond_page
 from terrace.web.routers.workspaces import serialize
 
 router = APIRouter(prefix="/api/v2")
@@ -89,7 +89,7 @@ def list_tag_bindings(workspace_id: str, container: ContainerDep, principal: Pri
 @router.get("/workspaces/{workspace_id}/effective-tag-bindings")
 def list_effective_tag_bindings(workspace_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     ws = container.workspaces.get(principal, workspace_id)
-    bindings = container.tags.bindings(principal, ws)  # no projects yet: nothing is inherited
+    bindings = container.tags.effective_bindings(principal, ws)  # its project's, its own over them
     return respond([serializers.tag_binding(ws, k, v, effective=True) for k, v in bindings])
 
 
@@ -137,3 +137,34 @@ def remove_remote_state_consumers(
     workspace_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> Response:
     return _change_consumers(workspace_id, body, container, principal, "remove")
+
+
+# reserved tag keys -------------------------------------------------------------------------------
+@router.get("/organizations/{org}/reserved-tag-keys")
+def list_reserved_tag_keys(
+    org: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
+    return respond_page(request, container.reserved_tag_keys.list(principal, org), serializers.reserved_tag_key)
+
+
+@router.post("/organizations/{org}/reserved-tag-keys")
+def create_reserved_tag_key(org: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Any:
+    attrs = attributes(read_document(body, "reserved-tag-keys"))
+    return respond(serializers.reserved_tag_key(container.reserved_tag_keys.create(principal, org, attrs)), 201)
+
+
+def update_reserved_tag_key(rtk_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> Any:
+    attrs = attributes(read_document(body, "reserved-tag-keys"))
+    return respond(serializers.reserved_tag_key(container.reserved_tag_keys.update(principal, rtk_id, attrs)))
+
+
+def delete_reserved_tag_key(rtk_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
+    container.reserved_tag_keys.delete(principal, rtk_id)
+    return Response(status_code=204)
+
+
+for _prefix in ("reserved-tag-keys", "reserved-tags"):  # go-tfe's path, and the one HCP's API reference names
+    router.add_api_route(f"/{_prefix}/{{rtk_id}}", update_reserved_tag_key, methods=["PATCH"],
+                         name=f"update_{_prefix}")  # fmt: skip
+    router.add_api_route(f"/{_prefix}/{{rtk_id}}", delete_reserved_tag_key, methods=["DELETE"],
+                         name=f"delete_{_prefix}")  # fmt: skip

@@ -3,34 +3,52 @@ Tags, tag bindings and remote state consumers are in `workspace_relations.py`.""
 
 from __future__ import annotations
 
+from contextlib import suppress
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
 from terrace.bootstrap import Container
 from terrace.domain import limits
-from terrace.domain.errors import Invalid
+from terrace.domain.errors import Forbidden, Invalid, NotFound
 from terrace.domain.principal import Principal
-from terrace.domain.projects import default_project_id
+from terrace.domain.projects import Project, default_project_id
 from terrace.domain.workspace import Workspace
 from terrace.services.workspaces.attributes import tag_bindings
 from terrace.web import bodies, serializers
 from terrace.web.deps import ContainerDep, PrincipalDep
-from terrace.web.jsonapi import JSONAPIResponse, JSONBody, attributes, paginate, read_document, relationship_id, respond
-from terrace.web.workspace_includes import included, requested
+from terrace.web.jsonapi import (
+    JSONAPIResponse,
+    JSONBody,
+    attributes,
+    paginate,
+    read_document,
+    relationship_id,
+    relationship_list,
+    respond,
+    tagged_filters,
+)
+from terrace.web.workspace_includes import by_current_run_created_at, included, requested
 
 router = APIRouter(prefix="/api/v2")
 
 
-def serialize(container: Container, principal: Principal, ws: Workspace) -> dict[str, Any]:
+def serialize(
+    container: Container, principal: Principal, ws: Workspace, project: Project | None = None
+) -> dict[str, Any]:
+    """`project`: the workspace's, when the caller read it already (a list reads its organization's at once)."""
     org = container.workspaces.organization_of(ws)
-    return serializers.workspace(ws, container.workspaces.permissions(principal, ws), org)
+    project = project or container.workspaces.defaults_from(ws)
+    return serializers.workspace(ws, container.workspaces.permissions(principal, ws), org, project)
 
 
 def _respond(
     request: Request, container: Container, principal: Principal, ws: Workspace, status_code: int = 200
 ) -> JSONAPIResponse:
     data = serialize(container, principal, ws)
+    with suppress(Forbidden, NotFound):  # one workspace's document names its variables (go-tfe's `Variables`)
+        variables = container.variables.list(principal, ws)
+        data["relationships"]["vars"] = {"data": [{"type": "vars", "id": v.id} for v in variables]}
     extra = included(container, principal, [ws], [data], requested(request))
     return respond(data, status_code, included=extra)
 
@@ -53,29 +71,9 @@ def _names(items: Any, pointer: str) -> list[str]:
     return names
 
 
-def _relationship_list(data: dict[str, Any], name: str) -> list[Any] | None:
-    rel = (data.get("relationships") or {}).get(name)
-    if rel is None:
-        return None
-    if not isinstance(rel, dict) or not isinstance(rel.get("data") or [], list):
-        raise Invalid(f"relationships.{name} must be {{data: [...]}}", pointer=f"/data/relationships/{name}")
-    return list(rel.get("data") or [])
-
-
 def _tag_names(data: dict[str, Any]) -> list[str]:
-    tags = _relationship_list(data, "tags")
+    tags = relationship_list(data, "tags")
     return _names(tags, "/data/relationships/tags") if tags else []
-
-
-def _tagged_filters(params: Any) -> list[tuple[str, str | None]]:
-    """`filter[tagged][i][key]` / `[value]` (Terraform >= 1.10's `cloud` block with `tags = {k = "v"}`)."""
-    found = []
-    for i in range(100):
-        key = params.get(f"filter[tagged][{i}][key]")
-        if key is None:
-            break
-        found.append((key, params.get(f"filter[tagged][{i}][value]")))
-    return found
 
 
 _SORT_KEYS = {
@@ -99,13 +97,19 @@ def list_workspaces(org: str, request: Request, container: ContainerDep, princip
     tags = [t.strip() for t in (params.get("search[tags]") or "").split(",") if t.strip()]
     exclude = [t.strip() for t in (params.get("search[exclude-tags]") or "").split(",") if t.strip()]
     workspaces = container.workspaces.list(
-        principal, org, search=search, tags=tags, exclude_tags=exclude, bindings=_tagged_filters(params)
+        principal, org, search=search, tags=tags, exclude_tags=exclude, bindings=tagged_filters(params)
     )
     project = params.get("filter[project][id]")
     if project:
         workspaces = [ws for ws in workspaces if (ws.project_id or default_project_id(ws.organization)) == project]
-    page, meta, links = paginate(request, _sorted(workspaces, params.get("sort") or ""))
-    data = [serialize(container, principal, ws) for ws in page]
+    sort = params.get("sort") or ""
+    if sort.removeprefix("-") == "current-run.created-at":
+        workspaces = by_current_run_created_at(container, principal, workspaces, sort.startswith("-"))
+    else:
+        workspaces = _sorted(workspaces, sort)
+    page, meta, links = paginate(request, workspaces)
+    projects = container.workspaces.projects_in(page[0].organization) if page else {}
+    data = [serialize(container, principal, ws, projects.get(container.workspaces.project_of(ws))) for ws in page]
     extra = included(container, principal, page, data, requested(request))
     return respond(data, meta=meta, links=links, included=extra)
 
@@ -115,7 +119,7 @@ def create_workspace(
     org: str, request: Request, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
     data = read_document(body, "workspaces")
-    bindings = _relationship_list(data, "tag-bindings")
+    bindings = relationship_list(data, "tag-bindings")
     project_id = _project_id(data)
     ws = container.workspaces.create(
         principal,
@@ -147,7 +151,7 @@ def _update(request: Request, ws: Workspace, body: Any, container: Container, pr
     attrs = attributes(data)
     if _tag_names(data):
         attrs["tag-names"] = _tag_names(data)
-    bindings = _relationship_list(data, "tag-bindings")
+    bindings = relationship_list(data, "tag-bindings")
     if bindings is not None:
         attrs["tag-bindings"] = bindings
     project_id = _project_id(data)
