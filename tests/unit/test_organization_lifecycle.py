@@ -19,7 +19,7 @@ def _rename(env: RunEnv, old: str, new: str) -> Any:
 
 
 def _items(env: RunEnv) -> list[dict[str, Any]]:
-    return [dict(item) for item in memory_items(env.container.table).values()]
+    return [dict(item) for item in memory_items(env.container.table, audit=True).values()]
 
 
 def test_rename_keeps_workspaces_runs_runner_and_run_tokens_and_reserves_the_old_name() -> None:

@@ -5,12 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from table_items import memory_items
 from terrace.domain import tool_versions as tv
 from terrace.domain.errors import Invalid
 from terrace.runner import catalog as runner_catalog
 from terrace.runner.commands import select_binary
 from terrace.runner.rundir import RunSetupError
 from terrace.services.admin import tool_releases
+from terrace.services.admin.store import ToolVersionStore
+from terrace.services.admin.tool_versions import ToolVersionService
 from test_admin_api import Site, site  # noqa: F401  (the fixture)
 
 VERSIONS = ["1.0.3", "1.0.11", "1.5.7", "1.9.4", "1.11.4", "2.0.0-beta1"]
@@ -107,6 +110,36 @@ def test_terraform_versions_are_seeded_from_the_catalog_and_managed_by_the_admin
     site.client.patch(f"{base}/{seeded}", json={"data": {"attributes": {"enabled": False}}}, headers=site.admin)
     usable = site.container.tool_versions.usable_versions("terraform")
     assert "1.11.4" not in usable and usable[-1] == "1.11.3" and "0.15.4" not in usable  # 0.15.4: nothing to fetch
+
+
+def test_the_shipped_releases_are_listed_without_a_write_and_an_admin_may_change_or_delete_them(
+    site: Site,  # noqa: F811
+) -> None:
+    """Reads never write: the catalog of the build is listed as it is, not stored on the first read (which wrote
+    125 records inside whatever request read it first, a refused one too). A changed shipped record is stored; a
+    deleted one stays deleted, in this process and the next; `terrace tools sync` brings it back."""
+    base = "/api/v2/admin/terraform-versions"
+    before = dict(memory_items(site.container.table))
+    listed = site.client.get(f"{base}?page[size]=100", headers=site.admin).json()["data"]
+    assert len(listed) == len(tool_releases.TERRAFORM) and dict(memory_items(site.container.table)) == before
+    by_version = {d["attributes"]["version"]: d["id"] for d in listed}
+    assert (
+        site.client.get(f"{base}/{by_version['1.5.7']}", headers=site.admin).json()["data"]["attributes"]["version"]
+        == "1.5.7"
+    )
+    taken = {"data": {"type": "terraform-versions", "attributes": {"version": "1.5.7", "url": "x", "sha": "ab"}}}
+    assert site.client.post(base, json=taken, headers=site.admin).status_code == 409
+
+    patch = {"data": {"attributes": {"deprecated": True, "deprecated-reason": "upgrade"}}}
+    changed = site.client.patch(f"{base}/{by_version['1.5.7']}", json=patch, headers=site.admin)
+    assert changed.status_code == 200 and changed.json()["data"]["attributes"]["deprecated"] is True
+    assert site.client.delete(f"{base}/{by_version['1.4.0']}", headers=site.admin).status_code == 204
+    assert site.client.get(f"{base}/{by_version['1.4.0']}", headers=site.admin).status_code == 404
+    again = ToolVersionService(ToolVersionStore(site.container.table), {"terraform": ["1.0.3"]})  # another process
+    versions = {r.version: r for r in again.list("terraform")}
+    assert "1.4.0" not in versions and versions["1.5.7"].deprecated and versions["1.5.7"].id == by_version["1.5.7"]
+    assert again.sync("terraform", ["1.4.0"]) == ["1.4.0"]
+    assert "1.4.0" in {r.version for r in again.list("terraform")}
 
 
 def test_workspace_terraform_version_takes_a_constraint(site: Site) -> None:  # noqa: F811

@@ -1,8 +1,10 @@
 """The deployment's terraform and OpenTofu versions (TFE's admin terraform-versions, and the OpenTofu twin).
 
-A record per tool and version, seeded on first read: the official releases Terrace ships (`tool_releases.py`,
-their URLs on the configured release mirror) and the versions the runners hold (`Settings.tool_catalog`), official
-and enabled; a site admin may add, change and delete records. When runners fetch what they lack
+A record per tool and version. The official releases Terrace ships (`tool_releases.py`, their URLs on the configured
+release mirror) and the versions the runners hold (`Settings.tool_catalog`) are records of the build, official and
+enabled, listed without being stored (reads never write); each has an id derived from its tool and version. A site
+admin may add records and change or delete any: a changed shipped record is stored from then on, a deleted one
+leaves a tombstone (`deleted`) that hides it. When runners fetch what they lack
 (`Settings.tool_downloads`, on by default) a run resolves its workspace's terraform-version among the enabled
 records (`usable`); without, among the enabled versions the runners hold only.
 """
@@ -10,6 +12,7 @@ records (`usable`); without, among the enabled versions the runners hold only.
 from __future__ import annotations
 
 import builtins
+import hashlib
 import time
 from typing import Any
 
@@ -65,6 +68,18 @@ def _archs(value: Any) -> list[dict[str, str]]:
     return out
 
 
+SHIPPED_AT = "2026-12-01T00:00:00.000Z"  # when the shipped list was made (`tool_releases.py`)
+
+
+def _shipped_item(tool: str, version: str, attrs: dict[str, Any]) -> dict[str, Any]:
+    """A record of the build (`version` 0: never stored), its id the same in every process."""
+    digest = hashlib.sha256(f"{tool}/{version}".encode()).hexdigest()[:16]
+    item: dict[str, Any] = {"id": f"tool-{digest}", "tool": tool, "version": 0, "created_at": SHIPPED_AT}
+    item.update(beta=False, deprecated=False)
+    ToolVersionService.apply_attributes(item, attrs)
+    return item
+
+
 class ToolVersionService:
     def __init__(
         self,
@@ -80,7 +95,6 @@ class ToolVersionService:
         self._downloads = downloads  # runners fetch an official release they lack (runner/tool_fetch.py)
         self._mirrors = mirrors or {}
         self._catalog = {tool: tv.ordered(versions) for tool, versions in catalog.items()}
-        self._seeded: set[str] = set()
         self._usable_cache: dict[str, tuple[float, builtins.list[str]]] = {}
 
     def catalog(self, tool: str) -> list[str]:
@@ -90,29 +104,33 @@ class ToolVersionService:
     def _usable(self) -> set[tuple[str, str]]:
         return {(tool, v) for tool, versions in self._catalog.items() for v in versions}
 
-    def _seed(self, tool: str) -> None:
-        """Records for the shipped releases and the held versions that have none yet (once per process and tool:
-        one read of the tool's records, a write per missing one)."""
-        if tool in self._seeded:
-            return
-        have = {item["tool_version"] for item in self._store.list(tool)}
-        for version in tv.ordered([*tool_releases.RELEASES.get(tool, []), *self.catalog(tool)]):
-            if version not in have:
-                try:
-                    self.create(tool, tool_releases.official_attributes(tool, version, self._mirrors.get(tool, "")))
-                except Conflict:
-                    pass  # another process seeded it first
-        self._seeded.add(tool)
+    def _shipped(self, tool: str) -> builtins.list[dict[str, Any]]:
+        """The records of the build: the shipped releases and the held versions, newest first, not stored."""
+        versions = tv.ordered({*tool_releases.RELEASES.get(tool, []), *self.catalog(tool)})
+        base = self._mirrors.get(tool, "")
+        return [_shipped_item(tool, v, tool_releases.official_attributes(tool, v, base)) for v in reversed(versions)]
+
+    def _items(self, tool: str) -> builtins.list[dict[str, Any]]:
+        """Every record of `tool`: the stored ones (tombstones too) and the shipped ones none of them replaces."""
+        stored = self._store.list(tool)
+        have = {item["tool_version"] for item in stored}
+        merged = [*stored, *(item for item in self._shipped(tool) if item["tool_version"] not in have)]
+        return sorted(merged, key=lambda item: tv.sort_key(item["tool_version"]), reverse=True)
 
     def sync(self, tool: str, versions: builtins.list[str]) -> builtins.list[str]:
         """Official, enabled records for the released `versions` of `tool` the catalog lacks (what the mirror's
         index lists: `terrace tools sync`); the versions added, oldest first. Records an admin changed or deleted
         are left as they are, except that a deleted one comes back."""
-        self._seed(tool)
-        have = {item["tool_version"] for item in self._store.list(tool)}
+        items = {item["tool_version"]: item for item in self._items(tool)}
         added = []
         for version in tv.ordered(v for v in versions if tv.is_version(v) and tv.parse(v)[3] == 1):
-            if version not in have:
+            if version in items and items[version].get("deleted"):
+                self._store.delete(items[version])  # the tombstone: a shipped one is listed again
+                items.pop(version)
+                if version in {item["tool_version"] for item in self._shipped(tool)}:
+                    added.append(version)
+                    continue
+            if version not in items:
                 try:
                     self.create(tool, tool_releases.official_attributes(tool, version, self._mirrors.get(tool, "")))
                     added.append(version)
@@ -121,9 +139,8 @@ class ToolVersionService:
         return added
 
     def list(self, tool: str, *, exact: str = "", search: str = "") -> list[ToolVersion]:
-        self._seed(tool)
         usable = self._usable()
-        items = [_record(i, usable, self._downloads) for i in self._store.list(tool)]
+        items = [_record(i, usable, self._downloads) for i in self._items(tool) if not i.get("deleted")]
         return [r for r in items if (not exact or r.version == exact) and (not search or search in r.version)]
 
     def get(self, tool: str, record_id: str) -> ToolVersion:
@@ -195,10 +212,15 @@ class ToolVersionService:
         if not version:
             raise Invalid("version is required", pointer="/data/attributes/version")
         tv.parse(version)
+        existing = next((i for i in self._items(tool) if i["tool_version"] == version.removeprefix("v")), None)
+        if existing is not None and not existing.get("deleted"):
+            raise Conflict(f"{tool} version {version} already exists", meta={"pointer": "/data/attributes/version"})
+        if existing is not None and existing.get("version"):
+            self._store.delete(existing)  # a tombstone: the version is free again
         record_id = new_id("tool")
         item: dict[str, Any] = {"id": record_id, "tool": tool, "version": 1}
         item.update(created_at=clock.now_iso(), official=False, enabled=True, beta=False, deprecated=False)
-        self._apply(item, {**attrs, "version": version})
+        self.apply_attributes(item, {**attrs, "version": version})
         self._usable_cache.pop(tool, None)
         if not self._store.create(item):
             raise Conflict(f"{tool} version {version} already exists", meta={"pointer": "/data/attributes/version"})
@@ -207,26 +229,41 @@ class ToolVersionService:
     def update(self, tool: str, record_id: str, attrs: dict[str, Any]) -> ToolVersion:
         item = self._item(tool, record_id)
         old = item["tool_version"]
-        self._apply(item, attrs)
+        self.apply_attributes(item, attrs)
         expected = item["version"]
         item["version"] = expected + 1
         self._usable_cache.pop(tool, None)
-        if not self._store.replace(item, expected, old):
+        stored = self._store.create(item) if expected == 0 else self._store.replace(item, expected, old)
+        if not stored:  # a shipped record is stored from its first change on
             raise Conflict(f"{tool} version {item['tool_version']} already exists or the record changed")
         return _record(item, self._usable(), self._downloads)
 
     def delete(self, tool: str, record_id: str) -> None:
+        item = self._item(tool, record_id)
         self._usable_cache.pop(tool, None)
-        self._store.delete(self._item(tool, record_id))
+        shipped = {i["tool_version"] for i in self._shipped(tool)}
+        if item["tool_version"] not in shipped:
+            self._store.delete(item)
+            return
+        tombstone = {**item, "deleted": True, "version": item["version"] + 1}  # hides the shipped record
+        stored = (
+            self._store.create(tombstone)
+            if item["version"] == 0
+            else self._store.replace(tombstone, item["version"], item["tool_version"])
+        )
+        if not stored:
+            raise Conflict(f"{tool} version {item['tool_version']} changed meanwhile")
 
     def _item(self, tool: str, record_id: str) -> dict[str, Any]:
         item = self._store.find(record_id)
-        if item is None or item["tool"] != tool:
+        if item is None:
+            item = next((i for i in self._items(tool) if i["id"] == record_id), None)
+        if item is None or item["tool"] != tool or item.get("deleted"):
             raise NotFound(f"{tool} version {record_id} not found")
         return item
 
     @staticmethod
-    def _apply(item: dict[str, Any], attrs: dict[str, Any]) -> None:
+    def apply_attributes(item: dict[str, Any], attrs: dict[str, Any]) -> None:
         if attrs.get("version") is not None:
             version = _string(attrs, "version", 64) or ""
             tv.parse(version)
