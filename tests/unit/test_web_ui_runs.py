@@ -78,7 +78,7 @@ def test_queue_plan_uses_the_latest_configuration_and_shows_the_run(env: RunEnv)
     run = env.container.run_store.load(run_id)
     assert run.configuration_version_id == latest and run.message == "from the browser"
     page = client.get(r.headers["location"])
-    assert page.status_code == 200 and "from the browser" in page.text and "plan queued" in page.text
+    assert page.status_code == 200 and "from the browser" in page.text and "Plan queued" in page.text
     assert 'hx-trigger="every 2s"' in page.text  # not final: the header polls
     listing = client.get(f"{BASE}/runs").text
     assert run_id in listing and "No runs yet" not in listing
@@ -162,9 +162,11 @@ def test_discard_and_final_runs_stop_polling(env: RunEnv) -> None:
 
 def test_actions_hidden_for_a_plan_only_run(env: RunEnv) -> None:
     run = env.create_run(env.upload_config(), **{"plan-only": True})
-    finish(env, claim_next(env))
+    finish(env, claim_next(env), resource_additions=2)
     page = ui(env).get(f"{BASE}/runs/{run['id']}").text
-    assert "planned and finished" in page and "Confirm &amp; apply" not in page and "Discard" not in page
+    # a speculative plan with changes reads as what it planned, never "No changes" (web/ui/run_labels.py)
+    assert 'id="run-status" data-status="planned_and_finished">Planned (2 to add)</span>' in page
+    assert "No changes" not in page and "Confirm &amp; apply" not in page and "Discard" not in page
 
 
 def test_another_organizations_user_gets_404_for_runs(env: RunEnv) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,10 +51,11 @@ def workspaces(
 ) -> Any:
     tags = [t.strip() for t in tag.split(",") if t.strip()]
     found = container.workspaces.list(session.principal, organization, search=search or None, tags=tags or None)
-    latest = container.run_queries.latest_of(session.principal, found)
-    rows = [Row(ws, latest.get(ws.id)) for ws in found]
+    current = container.run_queries.current_of(session.principal, found)
+    rows = [Row(ws, current.get(ws.id)) for ws in found]
+    counts = Counter(row.status.group for row in rows)
     if status in run_labels.GROUPS:
-        rows = [row for row in rows if run_labels.group(row.run.status if row.run else None) == status]
+        rows = [row for row in rows if row.status.group == status]
     if sort == "changed":
         rows.sort(key=lambda row: row.changed_at, reverse=True)
     return render(
@@ -67,18 +69,24 @@ def workspaces(
         status_filter=status if status in run_labels.GROUPS else "",
         sort="changed" if sort == "changed" else "name",
         groups=run_labels.GROUPS,
+        counts=counts,
     )
 
 
 @dataclass(frozen=True)
 class Row:
-    """A workspace in the list, with its latest run (None: none, or the caller may not read runs)."""
+    """A workspace in the list, with the run its status is (`domain/runs.py: current_of`; None: none, or the
+    caller may not read runs)."""
 
     ws: Workspace
     run: Run | None
 
     @property
+    def status(self) -> run_labels.RunStatus:
+        return run_labels.describe(self.run)
+
+    @property
     def changed_at(self) -> str:
-        """When it last changed: its latest run's latest status, else the workspace's own update."""
+        """When it last changed: its run's latest status, else the workspace's own update."""
         stamps = list(self.run.status_timestamps.values()) if self.run else []
         return max([*stamps, self.ws.updated_at])

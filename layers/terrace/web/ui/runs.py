@@ -78,7 +78,7 @@ def live_context(container: Container, session: WebSession, ws: Workspace, run: 
     return {
         "ws": ws,
         "run": run,
-        "status_line": f"Run status: {run_labels.label(run.status)}",
+        "status_line": f"Run status: {run_labels.describe(run).label}",
         "wait": wait,
         "heard_s": int(now.timestamp() - wait.heard_at) if wait and wait.heard_at else None,
         "source": run_timing.source_label(run.source),

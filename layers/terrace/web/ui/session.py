@@ -27,7 +27,7 @@ def when(iso: str | None) -> str:
 
 
 templates.env.filters["when"] = when
-templates.env.filters.update(run_label=run_labels.label, run_tone=run_labels.tone, ago=run_labels.ago)
+templates.env.filters.update(run_status=run_labels.describe, ago=run_labels.ago)
 templates.env.globals["curl_command"] = curl_command  # `_curl.html`
 
 
