@@ -35,7 +35,9 @@ def organization_home(organization: str) -> RedirectResponse:
 @router.get("")
 def organizations(request: Request, container: ContainerDep, session: SessionDep) -> Any:
     orgs = container.organizations.list(session.principal)
-    return render(request, "organizations.html", session, organizations=orgs)
+    invited = [m for m in container.memberships.own(session.principal) if m.status == "invited"]
+    invitations = [(m, container.organizations.name_of(m.organization)) for m in invited]
+    return render(request, "organizations.html", session, organizations=orgs, invitations=invitations)
 
 
 @router.get("/{organization}/workspaces")
