@@ -102,3 +102,20 @@ def test_refusals_show_on_the_members_page(container: Container) -> None:
     token = csrf_of(owner.get("/app/acme/members").text)
     assert owner.post(f"/app/acme/members/{theirs.id}/remove", data={"csrf_token": token}).status_code == 404
     assert owner.post(f"/app/account/invitations/{theirs.id}/accept", data={"csrf_token": token}).status_code == 404
+
+
+ORG_PAGES = ("workspaces", "projects", "members", "teams", "varsets", "policies", "settings/tasks", "agent-pools",
+             "registry", "settings", "search")  # fmt: skip
+
+
+def test_every_organization_page_has_the_same_navigation(container: Container) -> None:
+    owner = browser(container, "alice")
+    for slug in ORG_PAGES:
+        page = owner.get(f"/app/acme/{slug}")
+        assert page.status_code == 200, slug
+        nav = re.search(r'<nav class="tabs" aria-label="Organization">(.*?)</nav>', page.text, re.S)
+        assert nav, f"/app/acme/{slug} has no organization navigation"
+        links = re.findall(r'<a href="/app/acme/([^"]+)"', nav.group(1))
+        assert links == [s for s in ORG_PAGES if s != "search"], slug
+        current = re.findall(r'<a href="/app/acme/([^"]+)" aria-current="page"', nav.group(1))
+        assert current == [{"search": "workspaces"}.get(slug, slug)], slug
