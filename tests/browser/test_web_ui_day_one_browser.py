@@ -1,6 +1,7 @@
 """A team's first day in the web UI (issue 45), in chromium against the real app (in-memory adapters, the `ui`
 fixture of test_web_ui_first_day_browser; a scripted runner): the workspace list and the overview say which
-workspace needs a person and follow its current run live; an owner invites an existing account on the Members
+workspace needs a person and follow its current run live; the New run form queues a plan-only run of one target;
+an owner invites an existing account on the Members
 page, which its person accepts. axe-core finds nothing at phone
 and desktop width on each page, and the CSP refuses nothing (the `page` fixture). Screenshots: .build/screenshots."""
 
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 from terrace.domain.principal import PrincipalKind
 
-from .conftest import assert_accessible, need_axe, shoot
+from .conftest import PHONE, assert_accessible, need_axe, shoot
 from .test_web_ui_first_day_browser import DEADLINE_S, UI, ui
 
 playwright_api = pytest.importorskip("playwright.sync_api")
@@ -20,7 +21,7 @@ __all__ = ["ui"]  # the fixture
 LIVE_MS = DEADLINE_S * 1000
 
 
-def test_needs_attention_live_and_an_invitation_accepted(ui: UI, page: Any) -> None:
+def test_needs_attention_live_a_new_run_and_an_invitation_accepted(ui: UI, page: Any) -> None:
     need_axe()
     bob = ui.container.accounts.create_user("bob", "bob@example.com")  # an account an operator made
     bob_token = ui.container.accounts.issue_token(PrincipalKind.USER, bob.id, description="laptop").secret
@@ -53,6 +54,16 @@ def test_needs_attention_live_and_an_invitation_accepted(ui: UI, page: Any) -> N
     assert second not in page.locator("#current-run").inner_html()
     assert_accessible(page)
 
+    page.get_by_role("navigation", name="Workspace").get_by_role("link", name="Runs").click()  # New run
+    page.get_by_label("Plan only").check()
+    page.get_by_text("Targets and replacements").click()
+    page.get_by_label("Target only these resources").fill("null_resource.a")
+    page.get_by_label("Reason for the new run").fill("what would change")
+    assert_accessible(page, (PHONE,))
+    page.get_by_role("button", name="Queue plan").click()
+    expect(page.locator("#run-live")).to_contain_text("plan only")
+    run = ui.container.run_store.load(page.url.rsplit("/", 1)[1])
+    assert (run.plan_only, run.target_addrs, run.message) == (True, ["null_resource.a"], "what would change")
     page.get_by_role("navigation", name="Breadcrumb").get_by_role("link", name="acme").click()
     page.get_by_role("navigation", name="Organization").get_by_role("link", name="Members").click()
     page.get_by_label("E-mail address").fill("bob@example.com")

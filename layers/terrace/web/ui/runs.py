@@ -20,6 +20,7 @@ from terrace.domain.workspace import Workspace
 from terrace.services.runs.run_pages import RunHeader
 from terrace.web import task_stage_documents
 from terrace.web.deps import ContainerDep
+from terrace.web.errors import status_of
 from terrace.web.ui import run_downloads, run_labels
 from terrace.web.ui.cloudwatch import job_links
 from terrace.web.ui.log_errors import error_blocks
@@ -122,6 +123,7 @@ def _list_page(
 ) -> Any:
     runs = sorted(container.runs.list(session.principal, ws), key=lambda r: (r.created_at, r.id), reverse=True)
     mode = container.workspaces.execution_mode(ws)
+    can = container.workspaces.permissions(session.principal, ws)
     now = clock.utcnow()
     meta = {run.id: compact(run, now) for run in runs}
     return render(
@@ -133,7 +135,9 @@ def _list_page(
         runs=runs,
         meta=meta,
         execution_mode=mode,
-        **extra,
+        can=can,
+        kinds=RUN_KINDS,
+        **{"form": {}, **extra},
     )
 
 
@@ -143,17 +147,41 @@ def compact(run: Run, now: datetime) -> str:
     return f"{run_timing.source_label(run.source)} · {took}"
 
 
+# the New run form's kinds: value -> (label, the run's attributes)
+RUN_KINDS: dict[str, tuple[str, dict[str, bool]]] = {
+    "plan-and-apply": ("Plan and apply", {}),
+    "plan-only": ("Plan only", {"plan-only": True}),
+    "refresh-only": ("Refresh only", {"refresh-only": True}),
+    "destroy": ("Destroy", {"is-destroy": True}),
+}
+
+
+def new_run_attributes(form: dict[str, str]) -> dict[str, Any]:
+    """The run the New run form describes, as the API's attributes (the run service checks them and who may)."""
+    kind = form.get("kind") or "plan-and-apply"
+    if kind not in RUN_KINDS:
+        raise errors.Invalid(f"run type must be one of {', '.join(RUN_KINDS)}", pointer="/data/attributes/kind")
+    attributes: dict[str, Any] = {"message": form.get("message", "").strip() or "Queued from the web UI"}
+    attributes.update(RUN_KINDS[kind][1])
+    for key, field in (("target-addrs", "targets"), ("replace-addrs", "replace")):
+        addresses = [a.strip() for line in form.get(field, "").splitlines() for a in line.split(",") if a.strip()]
+        if addresses:
+            attributes[key] = addresses
+    return attributes
+
+
 @router.post("/{organization}/workspaces/{name}/runs")
 def queue_plan(
     request: Request, container: ContainerDep, session: SessionDep, organization: str, name: str, form: CheckedFormDep
 ) -> Any:
     """Start a new run from the workspace's latest configuration version (TFC's "start new run")."""
     ws = container.workspaces.get_by_name(session.principal, organization, name)
-    message = form.get("message", "").strip()[:500] or "Queued from the web UI"
     try:
-        run = container.runs.create(session.principal, ws, {"message": message}, None, run_timing.UI)
-    except (errors.Invalid, errors.Conflict) as exc:
-        return _list_page(request, container, session, organization, ws, status=422, error=exc.detail)
+        attributes = new_run_attributes(form)
+        run = container.runs.create(session.principal, ws, attributes, None, run_timing.UI)
+    except (errors.Invalid, errors.Conflict, errors.Forbidden) as exc:
+        return _list_page(request, container, session, organization, ws, status=status_of(exc), error=exc.detail,
+                          form=form)  # fmt: skip
     return RedirectResponse(f"/app/{organization}/workspaces/{name}/runs/{run.id}", status_code=303)
 
 
