@@ -1,6 +1,6 @@
 """A team's first day in the web UI (issue 45), in chromium against the real app (in-memory adapters, the `ui`
 fixture of test_web_ui_first_day_browser; a scripted runner): the workspace list and the overview say which
-workspace needs a person and follow its current run live; the New run form queues a plan-only run of one target;
+workspace needs a person and follow its current run live; the Health tab turns assessments on; the New run form queues a plan-only run of one target;
 an owner invites an existing account on the Members
 page, which its person accepts. axe-core finds nothing at phone
 and desktop width on each page, and the CSP refuses nothing (the `page` fixture). Screenshots: .build/screenshots."""
@@ -54,6 +54,11 @@ def test_needs_attention_live_a_new_run_and_an_invitation_accepted(ui: UI, page:
     assert second not in page.locator("#current-run").inner_html()
     assert_accessible(page)
 
+    page.get_by_role("navigation", name="Workspace").get_by_role("link", name="Health").click()
+    page.get_by_role("button", name="Turn assessments on").click()
+    expect(page.locator("#assessments-state")).to_have_text("On")
+    expect(page.get_by_role("button", name="Start an assessment now")).to_be_visible()
+    assert_accessible(page, (PHONE,))
     page.get_by_role("navigation", name="Workspace").get_by_role("link", name="Runs").click()  # New run
     page.get_by_label("Plan only").check()
     page.get_by_text("Targets and replacements").click()

@@ -95,6 +95,7 @@ def include_ui(app: FastAPI) -> None:
     from terrace.web import static_assets
     from terrace.web.ui import agent_pools as ui_agent_pools
     from terrace.web.ui import auth as ui_auth
+    from terrace.web.ui import health as ui_health
     from terrace.web.ui import members as ui_members
     from terrace.web.ui import notifications as ui_notifications
     from terrace.web.ui import oidc as ui_oidc
@@ -134,6 +135,7 @@ def include_ui(app: FastAPI) -> None:
         ui_org_settings,
         ui_teams,
         ui_members,
+        ui_health,
         ui_projects,
         ui_team_access,
         ui_agent_pools,
