@@ -1,9 +1,9 @@
 """A team's first day in the web UI (issue 45), in chromium against the real app (in-memory adapters, the `ui`
 fixture of test_web_ui_first_day_browser; a scripted runner): the workspace list and the overview say which
-workspace needs a person and follow its current run live; the Health tab turns assessments on; the New run form queues a plan-only run of one target;
-an owner invites an existing account on the Members
-page, which its person accepts. axe-core finds nothing at phone
-and desktop width on each page, and the CSP refuses nothing (the `page` fixture). Screenshots: .build/screenshots."""
+workspace needs a person and follow its current run live; the Health tab turns assessments on; the New run form
+queues a plan-only run of one target; an owner invites an existing account on the Members page, which its person
+accepts. axe-core finds nothing at phone and desktop width on each page, and the CSP refuses nothing (the `page`
+fixture). Screenshots: .build/screenshots."""
 
 from __future__ import annotations
 
