@@ -39,6 +39,8 @@ SERVICE_VALUE_TYPES = {
     "access/documents.py:TeamPage",
     "access/documents.py:MembersPage",
     "runs/health.py:HealthReport",
+    "policies/pages.py:PolicySetPage",
+    "policies/pages.py:PolicyPage",
     "access/team_access.py:AccessPage",
     "workflows/project_pages.py:ProjectsPage",
     "workflows/project_pages.py:ProjectPage",
