@@ -55,3 +55,22 @@ def test_a_policy_set_and_a_policys_code_have_their_pages() -> None:
     assert client.get(f"/app/other/policy-sets/{ps.id}").status_code == 404
     assert client.get(f"/app/other/policies/{policy.id}").status_code == 404
     assert client.get("/app/acme/policy-sets/polset-nope").status_code == 404
+
+
+def test_the_run_page_names_each_policy_by_its_set_with_its_messages_next_to_override() -> None:
+    from policy_helpers import create_policy, create_set, plan_run
+    from run_helpers import make_run_env
+
+    env = make_run_env()
+    policy_id = create_policy(env, "no_null")
+    create_set(env, "guard", policies=(policy_id,), workspaces=(env.workspace_id,), overridable=True)
+    run = plan_run(env, "null_resource")
+    client = TestClient(create_app(env.container), base_url="https://testserver", follow_redirects=False)
+    assert sign_in(client, env.headers["Authorization"].removeprefix("Bearer ")).status_code == 303
+    page = client.get(f"/app/acme/workspaces/app/runs/{run['id']}/live").text
+    stage = page[page.index('aria-label="post-plan stage"') :]
+    row = stage[stage.index("<td>guard / no_null") : stage.index("</tr>", stage.index("<td>guard / no_null"))]
+    assert "policy, mandatory" in row and '<span class="label label-errored">failed</span>' in row
+    assert "<li>null_resource.r0 is a null_resource (workspace app)</li>" in row
+    assert stage.index("guard / no_null") < stage.index("Override and continue")  # in the same stage, above it
+    assert "Needs policy override" in page

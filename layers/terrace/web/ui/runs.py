@@ -51,17 +51,24 @@ def _result_row(document: dict[str, Any]) -> dict[str, Any]:
         "message": attrs.get("message") or "",
         "url": attrs.get("url") if str(attrs.get("url") or "").startswith(("https://", "http://")) else None,
         "enforcement": attrs.get("workspace-task-enforcement-level") or attrs.get("enforcement-level") or "",
+        "messages": [],
     }
 
 
 def stage_views(container: Container, session: WebSession, header: RunHeader) -> list[dict[str, Any]]:
     """The run's task stages with their results (read only for a run with stages)."""
-    names = set(task_stage_documents.STAGE_INCLUDES)
+    finer = task_stage_documents.STAGE_ROWS  # kinds shown a row per part (a policy evaluation: per policy)
+    names = {name for name, (kind, _) in task_stage_documents.STAGE_INCLUDES.items() if kind not in finer}
+    principal = session.principal
     return [
         {
             "stage": stage,
-            "results": [
-                _result_row(d) for d in task_stage_documents.included(container, session.principal, [stage], names)
+            "results": [_result_row(d) for d in task_stage_documents.included(container, principal, [stage], names)]
+            + [
+                row
+                for kind, rows in finer.items()
+                if stage.ids(kind)
+                for row in rows(container, principal, stage.ids(kind))
             ],
             "can_override": header.can_override and stage.status == TS_AWAITING_OVERRIDE,
         }
