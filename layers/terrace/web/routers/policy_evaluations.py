@@ -32,8 +32,8 @@ def _policy_rows(container: Container, principal: Principal, ids: list[str]) -> 
     """The run page's rows of a stage's policy evaluations: one per policy, named by its set and policy, with its
     messages (a set that could not be evaluated: one row with its error)."""
     rows: list[dict[str, Any]] = []
-    for evaluation_id in ids:
-        for outcome in container.policy_evaluations.outcomes(principal, evaluation_id):
+    for evaluation in container.policy_evaluations.by_ids(ids):  # those that exist (as the include's)
+        for outcome in container.policy_evaluations.outcomes(principal, evaluation.id):
             if outcome.error and not outcome.outcomes:
                 rows.append({"name": outcome.policy_set_name, "kind": "policy set", "status": "errored",
                              "enforcement": "", "message": outcome.error, "messages": [], "url": None})  # fmt: skip
