@@ -1,16 +1,16 @@
 """A team's first day in the web UI (issue 45), in chromium against the real app (in-memory adapters, the `ui`
 fixture of test_web_ui_first_day_browser; a scripted runner): the workspace list and the overview say which
 workspace needs a person and follow its current run live; the Health tab turns assessments on; the New run form
-queues a plan-only run of one target; an owner invites an existing account on the Members page, which its person
-accepts. axe-core finds nothing at phone and desktop width on each page, and the CSP refuses nothing (the `page`
-fixture). Screenshots: .build/screenshots."""
+queues a plan-only run of one target; a policy set's page leads to its policy's code; an owner invites an existing
+account on the Members page, which its person accepts. axe-core finds nothing at phone and desktop width on each
+page, and the CSP refuses nothing (the `page` fixture). Screenshots: .build/screenshots."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from terrace.domain.principal import PrincipalKind
+from terrace.domain.principal import Principal, PrincipalKind
 
 from .conftest import PHONE, assert_accessible, need_axe, shoot
 from .test_web_ui_first_day_browser import DEADLINE_S, UI, ui
@@ -21,10 +21,8 @@ __all__ = ["ui"]  # the fixture
 LIVE_MS = DEADLINE_S * 1000
 
 
-def test_needs_attention_live_a_new_run_and_an_invitation_accepted(ui: UI, page: Any) -> None:
+def test_needs_attention_live_health_and_a_new_run(ui: UI, page: Any) -> None:
     need_axe()
-    bob = ui.container.accounts.create_user("bob", "bob@example.com")  # an account an operator made
-    bob_token = ui.container.accounts.issue_token(PrincipalKind.USER, bob.id, description="laptop").secret
     ws_id = ui.workspace("web")
     ui.workspace("quiet")
     ui.upload_config(ws_id)
@@ -69,7 +67,28 @@ def test_needs_attention_live_a_new_run_and_an_invitation_accepted(ui: UI, page:
     expect(page.locator("#run-live")).to_contain_text("plan only")
     run = ui.container.run_store.load(page.url.rsplit("/", 1)[1])
     assert (run.plan_only, run.target_addrs, run.message) == (True, ["null_resource.a"], "what would change")
-    page.get_by_role("navigation", name="Breadcrumb").get_by_role("link", name="acme").click()
+
+
+def test_policy_pages_and_an_invitation_accepted(ui: UI, page: Any) -> None:
+    need_axe()
+    bob = ui.container.accounts.create_user("bob", "bob@example.com")  # an account an operator made
+    bob_token = ui.container.accounts.issue_token(PrincipalKind.USER, bob.id, description="laptop").secret
+    owner = Principal(PrincipalKind.USER, ui.container.accounts.find_user("alice").id, "alice")  # type: ignore[union-attr]
+    rego = 'package terraform.policies.tagged\n\ndeny contains msg if { false; msg := "x" }\n'
+    attrs = {"name": "tagged", "kind": "opa", "query": "data.terraform.policies.tagged.deny",
+             "enforcement-level": "advisory"}  # fmt: skip
+    policy = ui.container.policies.create_with_content(owner, "acme", attrs, rego)
+    ui.container.policy_sets.create(owner, "acme", {"name": "guardrails", "kind": "opa", "global": True},
+                                    {"policies": [policy.id]})  # fmt: skip
+    ui.sign_in(page)
+    page.goto(f"{ui.base}/app/acme/workspaces")
+    page.get_by_role("navigation", name="Organization").get_by_role("link", name="Policies").click()
+    page.get_by_role("link", name="guardrails").click()  # the set's page, then its policy's code
+    expect(page.locator("#policy-set-scope")).to_have_text("every workspace")
+    assert_accessible(page, (PHONE,))
+    page.get_by_role("link", name="tagged").click()
+    expect(page.locator("#policy-code")).to_contain_text("package terraform.policies.tagged")
+    assert_accessible(page, (PHONE,))
     page.get_by_role("navigation", name="Organization").get_by_role("link", name="Members").click()
     page.get_by_label("E-mail address").fill("bob@example.com")
     page.get_by_role("button", name="Invite").click()
