@@ -1,15 +1,17 @@
 """A workspace's overview page (web UI): one read across the workspaces area (the workspace and what the
 caller may do in it), the state area (its current outputs and resources, when the caller may read them) and
-the runs area (its current run while underway, else its latest)."""
+the runs area (its current run while underway, else its latest), and its project's name."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from terrace.domain import runs as rs
+from terrace.domain.errors import NotFound
 from terrace.domain.principal import Principal
 from terrace.domain.runs import Run
 from terrace.domain.workspace import Workspace
+from terrace.services.access.projects import ProjectService
 from terrace.services.runs.runs import RunService
 from terrace.services.state.index import IndexedResource, StoredOutput
 from terrace.services.state.versions import StateVersionService
@@ -24,11 +26,18 @@ class Overview:
     resources: list[IndexedResource] = field(default_factory=list)
     execution_mode: str = "remote"  # the effective one (the organization's default unless the workspace overwrote it)
     permissions: dict[str, bool] = field(default_factory=dict)  # the caller's, as the API's workspace document
+    project_name: str = "Default Project"
 
 
 class WorkspaceOverview:
-    def __init__(self, workspaces: WorkspaceService, state_versions: StateVersionService, runs: RunService) -> None:
-        self._workspaces, self._state_versions, self._runs = workspaces, state_versions, runs
+    def __init__(
+        self,
+        workspaces: WorkspaceService,
+        state_versions: StateVersionService,
+        runs: RunService,
+        projects: ProjectService,
+    ) -> None:
+        self._workspaces, self._state_versions, self._runs, self._projects = workspaces, state_versions, runs, projects
 
     def workspace(self, principal: Principal, organization: str, name: str) -> Workspace:
         """The workspace alone (what the overview's forms act on), checked as the overview's read."""
@@ -48,4 +57,10 @@ class WorkspaceOverview:
         if ws.current_run_id and ws.current_run_id != ws.latest_run_id:
             current = self._runs.get(principal, ws.current_run_id)
         shown = rs.current_of(current, latest_run)
-        return Overview(ws, shown, outputs, resources, self._workspaces.execution_mode(ws), can)
+        project = "Default Project"
+        if ws.project_id:  # the project a workspace is in is part of what its readers see of it
+            try:
+                project = self._projects.load(ws.project_id).name
+            except NotFound:
+                pass
+        return Overview(ws, shown, outputs, resources, self._workspaces.execution_mode(ws), can, project)

@@ -65,6 +65,7 @@ def _overview_page(
         latest_run=view.latest_run,
         execution_mode=view.execution_mode,
         can=view.permissions,
+        project_name=view.project_name,
         cloud_host=cli_host(container.settings.public_url),
         **extra,
     )
