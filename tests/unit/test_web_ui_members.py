@@ -119,3 +119,24 @@ def test_every_organization_page_has_the_same_navigation(container: Container) -
         assert links == [s for s in ORG_PAGES if s != "search"], slug
         current = re.findall(r'<a href="/app/acme/([^"]+)" aria-current="page"', nav.group(1))
         assert current == [{"search": "workspaces"}.get(slug, slug)], slug
+
+
+def test_a_new_workspace_goes_in_a_chosen_project_and_the_list_filters_by_project(container: Container) -> None:
+    owner = browser(container, "alice")
+    alice = Principal(PrincipalKind.USER, container.accounts.find_user("alice").id, "alice")  # type: ignore[union-attr]
+    payments = container.projects.create(alice, "acme", {"name": "payments"})
+    form = owner.get("/app/acme/workspaces/new").text
+    assert f'<option value="{payments.id}">payments</option>' in form and ">Default Project</option>" in form
+    made = post(owner, "/app/acme/workspaces/new", "/app/acme/workspaces/new", name="pay-api", project=payments.id)
+    assert made.status_code == 303
+    assert container.workspaces.get_by_name(alice, "acme", "pay-api").project_id == payments.id
+    assert post(owner, "/app/acme/workspaces/new", "/app/acme/workspaces/new", name="site").status_code == 303
+    unknown = post(owner, "/app/acme/workspaces/new", "/app/acme/workspaces/new", name="x", project="prj-nope")
+    assert unknown.status_code == 422 and 'role="alert"' in unknown.text
+
+    listed = owner.get("/app/acme/workspaces").text
+    assert f'<option value="{payments.id}">payments</option>' in listed
+    only = owner.get(f"/app/acme/workspaces?project={payments.id}").text
+    assert 'href="/app/acme/workspaces/pay-api"' in only and 'href="/app/acme/workspaces/site"' not in only
+    overview = owner.get("/app/acme/workspaces/pay-api").text
+    assert f'<a href="/app/acme/projects/{payments.id}">payments</a>' in overview

@@ -144,7 +144,7 @@ class WorkflowServices:
     def workspace_overview(self) -> WorkspaceOverview:
         from terrace.services.workflows.workspace_overview import WorkspaceOverview
 
-        return WorkspaceOverview(self.workspaces, self.state_versions, self.runs, self.projects)
+        return WorkspaceOverview(self.workspaces, self.state_versions, self.runs)
 
     @cached_property
     def health_pages(self) -> HealthPages:

@@ -7,11 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from terrace.domain import runs as rs
-from terrace.domain.errors import NotFound
 from terrace.domain.principal import Principal
 from terrace.domain.runs import Run
 from terrace.domain.workspace import Workspace
-from terrace.services.access.projects import ProjectService
 from terrace.services.runs.runs import RunService
 from terrace.services.state.index import IndexedResource, StoredOutput
 from terrace.services.state.versions import StateVersionService
@@ -30,14 +28,8 @@ class Overview:
 
 
 class WorkspaceOverview:
-    def __init__(
-        self,
-        workspaces: WorkspaceService,
-        state_versions: StateVersionService,
-        runs: RunService,
-        projects: ProjectService,
-    ) -> None:
-        self._workspaces, self._state_versions, self._runs, self._projects = workspaces, state_versions, runs, projects
+    def __init__(self, workspaces: WorkspaceService, state_versions: StateVersionService, runs: RunService) -> None:
+        self._workspaces, self._state_versions, self._runs = workspaces, state_versions, runs
 
     def workspace(self, principal: Principal, organization: str, name: str) -> Workspace:
         """The workspace alone (what the overview's forms act on), checked as the overview's read."""
@@ -57,10 +49,5 @@ class WorkspaceOverview:
         if ws.current_run_id and ws.current_run_id != ws.latest_run_id:
             current = self._runs.get(principal, ws.current_run_id)
         shown = rs.current_of(current, latest_run)
-        project = "Default Project"
-        if ws.project_id:  # the project a workspace is in is part of what its readers see of it
-            try:
-                project = self._projects.load(ws.project_id).name
-            except NotFound:
-                pass
+        project = self._workspaces.project_name_of(ws)
         return Overview(ws, shown, outputs, resources, self._workspaces.execution_mode(ws), can, project)

@@ -9,6 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse
 
+from terrace.domain.projects import default_project_id
 from terrace.domain.runs import Run
 from terrace.domain.workspace import Workspace
 from terrace.web.deps import ContainerDep
@@ -50,9 +51,13 @@ def workspaces(
     tag: str = "",
     status: str = "",
     sort: str = "name",
+    project: str = "",
 ) -> Any:
     tags = [t.strip() for t in tag.split(",") if t.strip()]
     found = container.workspaces.list(session.principal, organization, search=search or None, tags=tags or None)
+    projects = _projects_of(container, found)
+    if project:
+        found = [ws for ws in found if _project_id(ws) == project]
     current = container.run_queries.current_of(session.principal, found)
     rows = [Row(ws, current.get(ws.id)) for ws in found]
     counts = Counter(row.status.group for row in rows)
@@ -72,7 +77,20 @@ def workspaces(
         sort="changed" if sort == "changed" else "name",
         groups=run_labels.GROUPS,
         counts=counts,
+        projects=projects,
+        project_filter=project,
     )
+
+
+def _project_id(ws: Workspace) -> str:
+    return ws.project_id or default_project_id(ws.organization)
+
+
+def _projects_of(container: Any, found: list[Workspace]) -> dict[str, str]:
+    """project id -> name of the projects the listed workspaces are in (one read per project, not per row)."""
+    one_each = {_project_id(ws): ws for ws in found}
+    names = {pid: container.workspaces.project_name_of(ws) for pid, ws in one_each.items()}
+    return dict(sorted(names.items(), key=lambda item: item[1].lower()))
 
 
 @dataclass(frozen=True)
