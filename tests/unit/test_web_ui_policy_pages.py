@@ -37,6 +37,7 @@ def test_a_policy_set_and_a_policys_code_have_their_pages() -> None:
     assert sign_in(client, token).status_code == 303
 
     listed = client.get("/app/acme/policies").text
+    assert "1 workspace, 0 projects" in listed and "(s)" not in listed
     assert f'href="/app/acme/policy-sets/{ps.id}">guardrails</a>' in listed
     assert f'href="/app/acme/policies/{policy.id}">no_public</a>' in listed
     page = client.get(f"/app/acme/policy-sets/{ps.id}")
@@ -74,3 +75,9 @@ def test_the_run_page_names_each_policy_by_its_set_with_its_messages_next_to_ove
     assert "<li>null_resource.r0 is a null_resource (workspace app)</li>" in row
     assert stage.index("guard / no_null") < stage.index("Override and continue")  # in the same stage, above it
     assert "Needs policy override" in page
+
+
+def test_counts_read_in_the_right_number() -> None:
+    from terrace.web.ui.session import counted
+
+    assert [counted(n, "project") for n in (0, 1, 2)] == ["0 projects", "1 project", "2 projects"]
