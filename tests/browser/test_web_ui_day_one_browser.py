@@ -83,6 +83,10 @@ def test_policy_pages_and_an_invitation_accepted(ui: UI, page: Any) -> None:
     ui.sign_in(page)
     page.goto(f"{ui.base}/app/acme/workspaces")
     page.get_by_role("navigation", name="Organization").get_by_role("link", name="Policies").click()
+    expect(page.get_by_role("link", name="guardrails")).to_be_visible()  # and nothing wider than a phone
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), (
+        "the Policies page overflows on a phone"
+    )
     page.get_by_role("link", name="guardrails").click()  # the set's page, then its policy's code
     expect(page.locator("#policy-set-scope")).to_have_text("every workspace")
     assert_accessible(page, (PHONE,))
