@@ -87,6 +87,7 @@ def test_policy_pages_and_an_invitation_accepted(ui: UI, page: Any) -> None:
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), (
         "the Policies page overflows on a phone"
     )
+    assert_accessible(page, (PHONE,))
     page.get_by_role("link", name="guardrails").click()  # the set's page, then its policy's code
     expect(page.locator("#policy-set-scope")).to_have_text("every workspace")
     assert_accessible(page, (PHONE,))
