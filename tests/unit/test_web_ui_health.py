@@ -103,3 +103,17 @@ def test_nothing_to_assess_and_a_plan_too_large_to_read(env: RunEnv, monkeypatch
     monkeypatch.setattr(env.container.blobs, "get", lambda key, *a: read.append(key) or real_get(key, *a))
     page = owner.get(PAGE).text
     assert "too large to show here" in page and "1 drifted" in page and read == []
+
+
+def test_the_notification_form_offers_the_assessment_and_auto_destroy_triggers(env: RunEnv) -> None:
+    owner = browser(env)
+    page = owner.get("/app/acme/workspaces/app/notifications").text
+    for trigger in ("assessment:drifted", "assessment:check_failure", "assessment:failed",
+                    "workspace:auto_destroy_reminder", "workspace:auto_destroy_run_results"):  # fmt: skip
+        assert f'name="trigger-{trigger}"' in page, trigger
+    token = page.split('name="csrf_token" value="', 1)[1].split('"', 1)[0]
+    form = {"csrf_token": token, "name": "health", "destination-type": "email", "email-addresses": "",
+            "trigger-assessment:drifted": "on", "trigger-run:errored": "on"}  # fmt: skip
+    assert owner.post("/app/acme/workspaces/app/notifications", data=form).status_code == 303
+    [made] = env.api("GET", f"/workspaces/{env.workspace_id}/notification-configurations").json()["data"]
+    assert made["attributes"]["triggers"] == ["run:errored", "assessment:drifted"]
