@@ -112,3 +112,34 @@ def serve_app(container: Any, port: int) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=15)
+
+
+AXE = Path(__file__).resolve().parents[2] / "node_modules" / "axe-core" / "axe.min.js"
+AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+
+
+def need_axe() -> None:
+    """Skip a test that checks accessibility when axe-core is not installed."""
+    if not AXE.exists():
+        pytest.skip("no node_modules/axe-core (npm ci installs it, a pinned devDependency in package.json)")
+
+
+def axe_violations(page: Any) -> list[str]:
+    """axe-core's WCAG 2.1 A/AA violations on the page as it is now: "rule: selector" each (empty: none). axe is
+    evaluated through the browser's protocol, not a <script> of the page, so the page's CSP stays as served."""
+    if not page.evaluate("typeof window.axe !== 'undefined'"):
+        page.evaluate(AXE.read_text(encoding="utf-8") + "\n;undefined")
+    found = page.evaluate(
+        """async (tags) => (await window.axe.run(document, {runOnly: {type: 'tag', values: tags}})).violations
+             .flatMap(v => v.nodes.map(n => v.id + ': ' + n.target.join(' ')))""",
+        AXE_TAGS,
+    )
+    return list(found)
+
+
+def assert_accessible(page: Any, sizes: tuple[dict[str, int], ...] = (PHONE, DESKTOP)) -> None:
+    """Zero axe-core violations at each size (the viewport is left at the first)."""
+    for size in (*sizes[1:], sizes[0]):
+        page.set_viewport_size(size)
+        found = axe_violations(page)
+        assert not found, f"axe-core at {size['width']} px on {page.url}:\n" + "\n".join(found)

@@ -83,5 +83,5 @@ def test_policies_from_the_ui_stop_a_run_until_overridden(run_stack: Any, page: 
     expect(page.locator("#run-policies #policy-status")).to_have_text("overridden")
     shoot(page, "run-policy-overridden")
     confirm.click()
-    expect(page.locator("#run-status")).to_have_text("applied", timeout=DEADLINE_S * 1000)
+    expect(page.locator("#run-status")).to_have_text("Applied", timeout=DEADLINE_S * 1000)
     api.close()

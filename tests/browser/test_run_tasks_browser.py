@@ -135,6 +135,6 @@ def test_manage_attach_and_override_in_the_browser(stack: tuple[str, str, Any], 
     shoot(page, "run-task-stage")
     stage.get_by_label("Reason").fill("accepted for the demo")
     stage.get_by_role("button", name="Override and continue").click()
-    expect(page.locator("#run-status")).to_have_text("post plan completed")
+    expect(page.locator("#run-status")).to_have_text("Needs confirmation")
     expect(page.get_by_role("button", name="Confirm & apply")).to_be_visible()
     shoot(page, "run-task-stage-overridden")

@@ -184,7 +184,7 @@ def test_a_run_held_lock_links_the_run_and_lock_errors_stay_on_the_page(ui: UI, 
     page.locator("#lock-state").get_by_role("link", name=run_id).click()
     expect(page.locator("#run-status")).to_be_visible()
     page.get_by_role("button", name="Cancel run").click()  # pending: canceled at once, the lock released
-    expect(page.locator("#run-status")).to_have_text("canceled")
+    expect(page.locator("#run-status")).to_have_text("Canceled")
 
     # someone else's lock (the organization's token): force-unlock is offered to the owner, who may
     org_token = Principal(PrincipalKind.ORGANIZATION, "acme", "api-org-acme", organization="acme")
@@ -303,7 +303,7 @@ def planning(ui: UI, page: Any) -> tuple[str, dict[str, Any]]:
     spec = ui.claim()
     ui.sign_in(page)
     page.goto(f"{ui.base}/app/acme/workspaces/web/runs/{run_id}")
-    expect(page.locator("#run-status")).to_have_text("planning")
+    expect(page.locator("#run-status")).to_have_text("Planning")
     return run_id, spec
 
 
@@ -318,7 +318,7 @@ def test_the_live_run_page_says_what_runs_and_what_will_not(ui: UI, page: Any) -
     expect(page.locator("#apply-log")).to_contain_text("will not run", timeout=DEADLINE_S * 1000)
     finish = {"runner_id": "r1", "status": "canceled"}
     assert ui.runner.post(f"/api/runner/jobs/{spec['job_id']}/finish", json=finish).status_code == 200
-    expect(page.locator("#run-status")).to_have_text("canceled", timeout=DEADLINE_S * 1000)
+    expect(page.locator("#run-status")).to_have_text("Canceled", timeout=DEADLINE_S * 1000)
     expect(page.locator("#apply-log")).to_have_text("The apply will not run: the run was canceled.")
     shoot(page, "first-day-run-canceled")
 
@@ -358,7 +358,7 @@ def test_a_live_page_whose_session_ends_goes_to_sign_in_and_back(ui: UI, page: A
     expect(page.get_by_role("heading", name="Sign in")).to_be_visible(timeout=DEADLINE_S * 1000)
     page.get_by_label("API token").fill(ui.token)
     page.get_by_role("button", name="Sign in").click()
-    expect(page.locator("#run-status")).to_have_text("planning")
+    expect(page.locator("#run-status")).to_have_text("Planning")
     assert page.url == f"{ui.base}/app/acme/workspaces/web/runs/{run_id}"  # the page, not the fragment it polled
 
 

@@ -76,7 +76,7 @@ def test_a_run_says_where_it_came_from_how_long_it_took_and_why_it_waits(ui: UI,
     expect(durations).to_have_count(1)
     shoot(page, "run-claimed-by-a-runner")
     finish(ui, spec, has_changes=False)  # nothing to apply: the run ends, the next one goes to the runners
-    expect(page.locator("#run-status")).to_have_text("planned and finished", timeout=LIVE_MS)
+    expect(page.locator("#run-status")).to_have_text("No changes", timeout=LIVE_MS)
     expect(page.locator("#run-wait")).to_have_count(0)
     times = page.locator("#run-durations")
     expect(times.locator("dt").filter(has_text="Planning")).to_have_count(1)

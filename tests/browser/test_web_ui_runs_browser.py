@@ -108,7 +108,7 @@ def queue_and_apply(page: Any, api: httpx.Client, base: str, shot: str) -> str:
     wait_for(lambda: "provisioning" in page.locator("#apply-log").inner_text(), "the apply log to arrive")
     assert run_status(api, run_id) == "applying"
     shoot(page, f"{shot}-applying")
-    expect(page.locator("#run-status")).to_have_text("applied", timeout=DEADLINE_S * 1000)
+    expect(page.locator("#run-status")).to_have_text("Applied", timeout=DEADLINE_S * 1000)
     expect(page.locator("#apply-log")).to_contain_text("Apply complete!", timeout=30_000)
     expect(page.get_by_role("button", name="Confirm & apply")).to_have_count(0)
     shoot(page, f"{shot}-applied")

@@ -37,6 +37,10 @@ SERVICE_VALUE_TYPES = {
     "state/resource_history.py:HistoryPage",
     # read models: what one UI page shows, read in one call
     "access/documents.py:TeamPage",
+    "access/documents.py:MembersPage",
+    "runs/health.py:HealthReport",
+    "policies/pages.py:PolicySetPage",
+    "policies/pages.py:PolicyPage",
     "access/team_access.py:AccessPage",
     "workflows/project_pages.py:ProjectsPage",
     "workflows/project_pages.py:ProjectPage",

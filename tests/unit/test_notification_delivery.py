@@ -170,3 +170,25 @@ def test_a_project_configuration_hears_the_runs_of_its_workspaces() -> None:
     assert made.status_code == 201, made.text
     assert env.api("DELETE", f"/projects/{other_id}").status_code == 204
     assert env.api("GET", f"/notification-configurations/{made.json()['data']['id']}").status_code == 404
+
+
+def test_a_run_waiting_for_a_policy_override_needs_attention() -> None:
+    from test_task_stages import Scripted, progressed
+
+    env = notification_env()
+    _enabled(env, triggers=["run:needs_attention"])
+    checks = Scripted(kind="policy-evaluations", stages={"post_plan"})
+    env.take_part(checks)
+    run = env.create_run(env.upload_config())
+    env.work_next()  # planned: its post-plan stage runs (nobody is asked yet)
+    pump(env)
+    assert _bodies(env) == []
+    checks.verdicts["post_plan"] = "awaiting_override"  # a mandatory policy failed
+    progressed(env, run, "post_plan")
+    pump(env)
+    [override] = [b["notifications"][0] for b in _bodies(env)]
+    assert (override["trigger"], override["run_status"]) == ("run:needs_attention", "post_plan_awaiting_decision")
+    [stage] = env.api("GET", f"/runs/{run['id']}/task-stages").json()["data"]
+    assert env.api("POST", f"/task-stages/{stage['id']}/actions/override", {}).status_code == 200
+    pump(env)  # overridden: now it waits for a confirmation
+    assert [b["notifications"][0]["run_status"] for b in _bodies(env)][1:] == ["post_plan_completed"]

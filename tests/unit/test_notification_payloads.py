@@ -103,6 +103,14 @@ def test_slack_and_teams_formats() -> None:
         (["canceled"], "canceled", [("run:errored", "canceled")]),
         (["force_canceled"], "force_canceled", [("run:errored", "force_canceled")]),
         (["discarded"], "discarded", []),
+        # a failed mandatory policy: the run waits for an override, then (overridden) for a confirmation
+        (
+            ["post_plan_awaiting_decision"],
+            "post_plan_awaiting_decision",
+            [("run:needs_attention", "post_plan_awaiting_decision")],
+        ),
+        (["post_plan_completed"], "post_plan_completed", [("run:needs_attention", "post_plan_completed")]),
+        (["post_plan_completed", "confirmed"], "confirmed", []),  # auto-apply after its checks: never waited
         (
             ["pending", "plan_queued", "planning"],
             "planning",

@@ -62,3 +62,28 @@ def test_force_unlock_is_offered_only_to_those_allowed() -> None:
     assert "Locked by wes" in theirs and "Force unlock" in theirs and "Unlock workspace" not in theirs
     done = owner.post(f"{PAGE}/lock", data={"csrf_token": sign_in_token(theirs), "action": "force-unlock"})
     assert done.status_code == 303 and env.container.workspaces.load(env.workspace_id).lock is None
+
+
+def test_the_overview_shows_what_identifies_the_workspace_and_locks_with_a_reason() -> None:
+    env = make_run_env()
+    project = env.api(
+        "POST", "/organizations/acme/projects", {"data": {"type": "projects", "attributes": {"name": "payments"}}}
+    )
+    assert project.status_code == 201, project.text
+    in_project = {"project": {"data": {"type": "projects", "id": project.json()["data"]["id"]}}}
+    body = {
+        "data": {"type": "workspaces", "attributes": {"description": "The payments API"}, "relationships": in_project}
+    }
+    assert env.api("PATCH", f"/workspaces/{env.workspace_id}", body).status_code == 200
+    tags = {"data": [{"type": "tags", "attributes": {"name": "team-pay"}}]}
+    assert env.api("POST", f"/workspaces/{env.workspace_id}/relationships/tags", tags).status_code == 204
+    owner = _browser(env, env.headers["Authorization"].removeprefix("Bearer "))
+    page = owner.get(PAGE).text
+    assert (
+        f'<code id="ws-id">{env.workspace_id}</code>' in page and '<p id="ws-description">The payments API</p>' in page
+    )
+    assert ">payments</a></dd>" in page and 'href="/app/acme/workspaces?tag=team-pay">team-pay</a>' in page
+    token = sign_in_token(page)
+    locked = owner.post(f"{PAGE}/lock", data={"csrf_token": token, "action": "lock", "reason": "migrating the DB"})
+    assert locked.status_code == 303
+    assert "Locked by you (migrating the DB)" in owner.get(PAGE).text

@@ -78,7 +78,7 @@ def test_queue_plan_uses_the_latest_configuration_and_shows_the_run(env: RunEnv)
     run = env.container.run_store.load(run_id)
     assert run.configuration_version_id == latest and run.message == "from the browser"
     page = client.get(r.headers["location"])
-    assert page.status_code == 200 and "from the browser" in page.text and "plan queued" in page.text
+    assert page.status_code == 200 and "from the browser" in page.text and "Plan queued" in page.text
     assert 'hx-trigger="every 2s"' in page.text  # not final: the header polls
     listing = client.get(f"{BASE}/runs").text
     assert run_id in listing and "No runs yet" not in listing
@@ -162,9 +162,11 @@ def test_discard_and_final_runs_stop_polling(env: RunEnv) -> None:
 
 def test_actions_hidden_for_a_plan_only_run(env: RunEnv) -> None:
     run = env.create_run(env.upload_config(), **{"plan-only": True})
-    finish(env, claim_next(env))
+    finish(env, claim_next(env), resource_additions=2)
     page = ui(env).get(f"{BASE}/runs/{run['id']}").text
-    assert "planned and finished" in page and "Confirm &amp; apply" not in page and "Discard" not in page
+    # a speculative plan with changes reads as what it planned, never "No changes" (web/ui/run_labels.py)
+    assert 'id="run-status" data-status="planned_and_finished">Planned (2 to add)</span>' in page
+    assert "No changes" not in page and "Confirm &amp; apply" not in page and "Discard" not in page
 
 
 def test_another_organizations_user_gets_404_for_runs(env: RunEnv) -> None:
@@ -264,3 +266,41 @@ def test_confirm_and_discard_take_a_comment_the_run_page_shows(env: RunEnv) -> N
     assert [c["attributes"]["body"] for c in comments] == ["ship it <b>now</b>"]
     page = client.get(f"{BASE}/runs/{applied['id']}").text
     assert 'id="run-comments"' in page and "ship it &lt;b&gt;now&lt;/b&gt;" in page
+
+
+def test_the_new_run_form_queues_each_kind_with_targets_and_replacements(env: RunEnv) -> None:
+    from test_run_option_permissions import _planner
+
+    env.upload_config()
+    client = ui(env)
+    page = client.get(f"{BASE}/runs").text
+    for kind in ("plan-and-apply", "plan-only", "refresh-only", "destroy"):
+        assert f'id="kind-{kind}" name="kind" value="{kind}"' in page
+    token = csrf_of(page)
+    form = {"csrf_token": token, "kind": "plan-only", "message": "just looking",
+            "targets": "null_resource.a\nmodule.b.null_resource.c", "replace": "null_resource.a"}  # fmt: skip
+    sent = client.post(f"{BASE}/runs", data=form)
+    assert sent.status_code == 303, sent.text
+    run = env.container.run_store.load(sent.headers["location"].rsplit("/", 1)[1])
+    assert (run.plan_only, run.refresh_only, run.is_destroy, run.message) == (True, False, False, "just looking")
+    assert run.target_addrs == ["null_resource.a", "module.b.null_resource.c"] and run.replace_addrs == [
+        "null_resource.a"
+    ]
+    destroy = client.post(f"{BASE}/runs", data={"csrf_token": token, "kind": "destroy"})
+    assert env.container.run_store.load(destroy.headers["location"].rsplit("/", 1)[1]).is_destroy
+    refresh = client.post(f"{BASE}/runs", data={"csrf_token": token, "kind": "refresh-only"})
+    assert env.container.run_store.load(refresh.headers["location"].rsplit("/", 1)[1]).refresh_only
+
+    bad = client.post(f"{BASE}/runs", data={"csrf_token": token, "kind": "yolo", "message": "kept"})
+    assert bad.status_code == 422 and "run type must be one of" in bad.text and 'value="kept"' in bad.text
+    many = client.post(f"{BASE}/runs", data={"csrf_token": token, "targets": "\n".join(f"r.x{i}" for i in range(1001))})
+    assert many.status_code == 422 and "target-addrs must be a list" in many.text
+    no_destroy = {"data": {"type": "workspaces", "attributes": {"allow-destroy-plan": False}}}
+    assert env.api("PATCH", f"/workspaces/{env.workspace_id}", no_destroy).status_code == 200
+    assert 'value="destroy"' not in client.get(f"{BASE}/runs").text
+    refused = client.post(f"{BASE}/runs", data={"csrf_token": token, "kind": "destroy"})
+    assert refused.status_code == 422 and "does not allow destroy plans" in refused.text
+
+    planner = ui(env, _planner(env))  # plan access: may queue, someone else confirms
+    shown = planner.get(f"{BASE}/runs").text
+    assert 'id="apply-by-others"' in shown and 'name="kind"' in shown

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,3 +110,72 @@ def check_counts(plan: dict[str, Any]) -> dict[str, int]:
         if status in counts:
             counts[str(status)] += 1
     return counts
+
+
+# what the Health tab shows of a JSON plan ------------------------------------------------------------------
+SHOWN_MAX = 200  # drifted resources and failing checks shown
+VALUE_SHOWN_MAX = 300  # characters of one attribute's value
+
+
+@dataclass(frozen=True)
+class Drifted:
+    address: str
+    actions: list[str]
+    changes: list[tuple[str, str, str]]  # (attribute, before, after), values as JSON, shortened
+
+
+@dataclass(frozen=True)
+class FailingCheck:
+    address: str
+    status: str  # fail, error or unknown
+    messages: list[str]
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= VALUE_SHOWN_MAX else text[: VALUE_SHOWN_MAX - 1] + "…"
+
+
+def drifted_resources(plan: dict[str, Any]) -> list[Drifted]:
+    """The managed resources that changed outside Terraform, each with the attributes that changed."""
+    found: list[Drifted] = []
+    for entry in plan.get("resource_drift") or []:
+        change = entry.get("change") if isinstance(entry, dict) else None
+        if not isinstance(change, dict) or change.get("actions") in (None, ["no-op"]):
+            continue
+        if entry.get("mode", "managed") != "managed":
+            continue
+        before: dict[str, Any] = change["before"] if isinstance(change.get("before"), dict) else {}
+        after: dict[str, Any] = change["after"] if isinstance(change.get("after"), dict) else {}
+        changed = [
+            (str(key), _shown(before.get(key)), _shown(after.get(key)))
+            for key in sorted({*before, *after})
+            if before.get(key) != after.get(key)
+        ]
+        found.append(Drifted(str(entry.get("address")), [str(a) for a in change.get("actions") or []], changed))
+        if len(found) >= SHOWN_MAX:
+            break
+    return found
+
+
+def _display(address: Any) -> str:
+    return str(address.get("to_display") or "") if isinstance(address, dict) else str(address or "")
+
+
+def failing_checks(plan: dict[str, Any]) -> list[FailingCheck]:
+    """The checkable objects (check blocks, conditions) that did not pass, each with its problems' messages."""
+    found: list[FailingCheck] = []
+    for check in plan.get("checks") or []:
+        if not isinstance(check, dict) or check.get("status") not in ("fail", "error", "unknown"):
+            continue
+        messages = [
+            str(problem.get("message"))
+            for instance in check.get("instances") or []
+            if isinstance(instance, dict)
+            for problem in instance.get("problems") or []
+            if isinstance(problem, dict) and problem.get("message")
+        ]
+        found.append(FailingCheck(_display(check.get("address")), str(check["status"]), messages))
+        if len(found) >= SHOWN_MAX:
+            break
+    return found

@@ -51,8 +51,9 @@ EMAIL_MAX = 254
 RESPONSES_KEPT = 10  # the last delivery responses kept on a configuration
 EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
-# run status -> trigger. `run:needs_attention` only for the status a run rests in (awaiting a confirmation),
-# never for one it passed on its way (an auto-applied plan is `planned` for an instant)
+# run status -> trigger. `run:needs_attention` only for the status a run rests in (awaiting a confirmation, also
+# after its policies and run tasks passed; awaiting a policy override), never for one it passed on its way (an
+# auto-applied plan is `planned` for an instant)
 _BY_STATUS = {
     r.PENDING: RUN_CREATED,
     r.PLANNING: RUN_PLANNING,
@@ -67,6 +68,8 @@ _BY_STATUS = {
 _RESTING = {
     r.PLANNED: RUN_NEEDS_ATTENTION,
     r.COST_ESTIMATED: RUN_NEEDS_ATTENTION,
+    r.POST_PLAN_COMPLETED: RUN_NEEDS_ATTENTION,
+    r.POST_PLAN_AWAITING_DECISION: RUN_NEEDS_ATTENTION,
     "policy_override": RUN_NEEDS_ATTENTION,
 }
 

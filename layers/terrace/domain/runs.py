@@ -226,3 +226,11 @@ class Run:
             and self.cancel_requested_at is not None
             and now - self.cancel_requested_at >= cooloff_s,
         }
+
+
+def current_of(current: Run | None, latest: Run | None) -> Run | None:
+    """The run a workspace's status is (its list row, its overview): its current run (the head of its queue)
+    while that run is underway, as it is what the workspace waits on; else its latest run."""
+    if current is not None and not current.final:
+        return current
+    return latest or current

@@ -13,6 +13,7 @@ def usage(info: DevInfo, dev_file: str, kept: bool = False) -> str:
     )
     return f"""
 Terrace is running at {info.url}  (organization {info.organization!r}, user 'admin')
+Web UI: {info.url}/app  (sign in with the API token printed at the end)
 Connection details: {dev_file}
 
 Point terraform (1.0+) at it:
@@ -48,6 +49,6 @@ and tofu require of a module source):
     version = "~> 1.0"
   }}
 
-API token (admin, site admin): {info.token}
+API token (admin, site admin; it also signs in to the web UI): {info.token}
 Press Ctrl-C to stop. {lifetime}
 """

@@ -118,6 +118,8 @@ def include_ui(app: FastAPI | APIRouter) -> None:
     from terrace.web.ui import agent_pools as ui_agent_pools
     from terrace.web.ui import audit_trail as ui_audit_trail
     from terrace.web.ui import auth as ui_auth
+    from terrace.web.ui import health as ui_health
+    from terrace.web.ui import members as ui_members
     from terrace.web.ui import notifications as ui_notifications
     from terrace.web.ui import oidc as ui_oidc
     from terrace.web.ui import org_settings as ui_org_settings
@@ -155,6 +157,8 @@ def include_ui(app: FastAPI | APIRouter) -> None:
         ui_registry,
         ui_org_settings,
         ui_teams,
+        ui_members,
+        ui_health,
         ui_projects,
         ui_team_access,
         ui_agent_pools,

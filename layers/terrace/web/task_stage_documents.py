@@ -21,6 +21,10 @@ RELATIONSHIPS = {"task-results": "task-results", "policy-evaluations": "policy-e
 Render = Callable[[Container, Principal, list[str]], list[dict[str, Any]]]
 # include name -> (relationship kind, renderer of the related objects)
 STAGE_INCLUDES: dict[str, tuple[str, Render]] = {}
+# relationship kind -> the run page's rows of the related objects (each: name, kind, status, enforcement, message,
+# messages, url), for a feature whose objects the page shows finer than one row each (policy evaluations: one row
+# per policy, named by its set and policy, with its messages)
+STAGE_ROWS: dict[str, Render] = {}
 
 
 def stage(ts: TaskStage, *, can_override: bool) -> dict[str, Any]:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from terrace.services.outbox_relay import OutboxRelay
     from terrace.services.policies.evaluation_worker import EvaluationWorker
     from terrace.services.policies.evaluations import PolicyEvaluationService
+    from terrace.services.policies.pages import PolicyPages
     from terrace.services.policies.parameters import PolicySetParameterService
     from terrace.services.policies.participant import PolicyStageParticipant
     from terrace.services.policies.policies import PolicyService
@@ -112,6 +113,13 @@ class PolicyServices:
         from terrace.services.policies.parameters import PolicySetParameterService
 
         return PolicySetParameterService(self.policy_store, self.encryptor, self.policy_sets)
+
+    @cached_property
+    def policy_pages(self) -> PolicyPages:
+        """The UI's policy set and policy pages, each read in one call."""
+        from terrace.services.policies.pages import PolicyPages
+
+        return PolicyPages(self.policies, self.policy_sets, self.policy_set_parameters, self.policy_set_versions)
 
     @cached_property
     def policy_set_versions(self) -> PolicySetVersionService:

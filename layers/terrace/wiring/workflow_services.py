@@ -27,7 +27,9 @@ if TYPE_CHECKING:
     from terrace.services.policies.store_evaluations import EvaluationStore
     from terrace.services.registry.store import ModuleStore
     from terrace.services.registry.store_providers import ProviderStore
+    from terrace.services.runs.assessments import AssessmentService
     from terrace.services.runs.configuration_versions import ConfigurationVersionService
+    from terrace.services.runs.health import HealthPages
     from terrace.services.runs.runs import RunService
     from terrace.services.runs.store import RunStore
     from terrace.services.state.store import StateStore
@@ -74,6 +76,7 @@ class WorkflowServices:
     configuration_versions: ConfigurationVersionService
     runs: RunService
     run_store: RunStore
+    assessments: AssessmentService  # wiring/run_services.py
     run_triggers: RunTriggerService
     workspace_store: WorkspaceAreaStore  # wiring/workspace_services.py
     notification_store: NotificationStore
@@ -150,6 +153,13 @@ class WorkflowServices:
         from terrace.services.workflows.workspace_overview import WorkspaceOverview
 
         return WorkspaceOverview(self.workspaces, self.state_versions, self.runs)
+
+    @cached_property
+    def health_pages(self) -> HealthPages:
+        """A workspace's Health tab (a runs-area read over assessments and workspaces)."""
+        from terrace.services.runs.health import HealthPages
+
+        return HealthPages(self.assessments, self.workspaces, self.blobs)
 
     @cached_property
     def state_rollback(self) -> StateRollback:

@@ -39,6 +39,8 @@ class AccountService:
         check_username(username)
         user = User(new_id("user"), username, email, site_admin, clock.now_iso())
         self._store.create_user(user)
+        if email:  # an address its creator vouched for (an operator, a verified single sign-on claim): an
+            self._store.claim_email_if_free(email.lower(), user.id)  # invitation to it invites this account
         return user
 
     def discard_new_user(self, user: User) -> None:
@@ -64,7 +66,7 @@ class AccountService:
         return self._store.user_id_of(username)
 
     def user_id_by_email(self, address: str) -> str | None:
-        """The account an e-mail invitation made for `address`, or None."""
+        """The account `address` is claimed by (the account created with it, or an invitation made for it), or None."""
         return self._store.user_id_by_email(address)
 
     def claim_email(self, address: str, user_id: str) -> None:

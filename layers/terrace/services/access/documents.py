@@ -1,7 +1,7 @@
 """What the access area's API documents and the UI's team page show, each read in one call (the routes serialize
 them; nothing here writes): a team (its members' memberships, whether the caller may manage teams, the users and
-memberships a client asked to include), the team page (members, who can be added, what the caller may change) and
-organization memberships (their teams, the users and teams asked to include)."""
+memberships a client asked to include), the team page (members, who can be added, what the caller may change), the
+members page and organization memberships (their teams, the users and teams asked to include)."""
 
 from __future__ import annotations
 
@@ -55,6 +55,16 @@ class TeamPage:
 
 
 @dataclass(frozen=True)
+class MembersPage:
+    """The UI's members page: the organization's memberships (active and invited) with their users and team
+    names, and whether the caller may invite and remove."""
+
+    organization: str  # its name
+    rows: list[tuple[Membership, User | None, list[str]]]
+    can_manage: bool
+
+
+@dataclass(frozen=True)
 class MembershipDocuments:
     organization: str  # its name ("" when there are no memberships)
     memberships: list[IncludedMembership]
@@ -98,6 +108,15 @@ class AccessDocuments:
         candidates = sorted((users[u] for u in active if u in users), key=lambda u: u.username)
         can = lambda action: self._authz.can(principal, action, org.view)  # noqa: E731
         return TeamPage(team, org.name, members, candidates, can(Action.MANAGE_TEAMS), can(Action.MANAGE_MEMBERSHIP))
+
+    def members_page(self, principal: Principal, organization: str) -> MembersPage:
+        """The memberships of `organization` (read with the caller's permission), invitations first."""
+        org = self._teams.organization(principal, organization)
+        members = sorted(self._memberships.list_of(org), key=lambda m: (m.status != "invited", m.email))
+        users = {u.id: u for u in self._accounts.get_users([m.user_id for m in members])}
+        teams = self._teams.list_of(principal, org)
+        rows = [(m, users.get(m.user_id), [t.name for t in teams if m.user_id in t.users]) for m in members]
+        return MembersPage(org.name, rows, self._authz.can(principal, Action.MANAGE_MEMBERSHIP, org.view))
 
     def of_organization(
         self, principal: Principal, organization: str, names: list[str] | None = None, query: str | None = None

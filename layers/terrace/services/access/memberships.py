@@ -105,6 +105,17 @@ class MembershipService:
                 self._teams.write_members(team, set(team.users))
         return accepted
 
+    def decline(self, principal: Principal, membership_id: str) -> Membership:
+        """The invitee declines an invitation: it is deleted, and the teams it was invited into let them go."""
+        member = self._own(principal, membership_id)
+        if member.status != "invited":
+            raise Conflict("this membership was accepted: an owner removes it from the organization's Members page")
+        for team in self._teams.of_user(member.organization, member.user_id):
+            self._teams.write_members(team, set(team.users) - {member.user_id})
+        self._store.delete_membership(member)
+        grants.forget()
+        return member
+
     def own(self, principal: Principal) -> builtins.list[Membership]:
         """The calling user's memberships and invitations, in every organization."""
         if principal.kind is not PrincipalKind.USER:

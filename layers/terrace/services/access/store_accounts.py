@@ -197,6 +197,15 @@ class AccountStore:
         pk, sk = email_claim_key(address)
         self._table.put({"pk": pk, "sk": sk, "user_id": user_id})
 
+    def claim_email_if_free(self, address: str, user_id: str) -> bool:
+        """Claim `address` for `user_id` unless another account claimed it first (then False)."""
+        pk, sk = email_claim_key(address)
+        try:
+            self._table.put({"pk": pk, "sk": sk, "user_id": user_id}, if_absent=True)
+        except ConditionFailed:
+            return False
+        return True
+
     def _user_item(self, user_id: str) -> dict[str, Any]:
         item = self._table.get(*user_key(user_id)) if user_id.startswith("user-") else None
         if item is None:

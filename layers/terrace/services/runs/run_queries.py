@@ -69,11 +69,16 @@ class RunQueries:
             r.configuration_version_id == cv_id and not r.final for r in self._store.list_for_workspace(workspace_id)
         )
 
-    def latest_of(self, principal: Principal, workspaces: list[Workspace]) -> dict[str, Run]:
-        """workspace id -> its latest run, for the workspaces whose runs the caller may read (one batch read)."""
+    def current_of(self, principal: Principal, workspaces: list[Workspace]) -> dict[str, Run]:
+        """workspace id -> the run its status is (`domain/runs.py: current_of`: its current run while underway,
+        else its latest), for the workspaces whose runs the caller may read (one batch read)."""
         readable = self._workspaces.allowed(principal, Action.READ_RUNS, workspaces)
-        runs = self._store.load_many([ws.latest_run_id for ws in readable if ws.latest_run_id])
-        return {run.workspace_id: run for run in runs}
+        ids = {run_id for ws in readable for run_id in (ws.current_run_id, ws.latest_run_id) if run_id}
+        runs = {run.id: run for run in self._store.load_many(sorted(ids))}
+        shown = {
+            ws.id: rs.current_of(runs.get(ws.current_run_id or ""), runs.get(ws.latest_run_id or "")) for ws in readable
+        }
+        return {ws_id: run for ws_id, run in shown.items() if run is not None}
 
     def organization_queue_for(self, principal: Principal, organization: str) -> list[Run]:
         """The organization's queue as the caller sees it: NotFound unless they may read the organization, empty

@@ -1,11 +1,12 @@
 """A workspace's overview page (web UI): one read across the workspaces area (the workspace and what the
 caller may do in it), the state area (its current outputs and resources, when the caller may read them) and
-the runs area (its latest run)."""
+the runs area (its current run while underway, else its latest), and its project's name."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from terrace.domain import runs as rs
 from terrace.domain.principal import Principal
 from terrace.domain.runs import Run
 from terrace.domain.workspace import Workspace
@@ -18,11 +19,12 @@ from terrace.services.workspaces.workspaces import WorkspaceService
 @dataclass(frozen=True)
 class Overview:
     ws: Workspace
-    latest_run: Run | None
+    latest_run: Run | None  # the run its status is (`domain/runs.py: current_of`), not always the newest
     outputs: list[StoredOutput] = field(default_factory=list)
     resources: list[IndexedResource] = field(default_factory=list)
     execution_mode: str = "remote"  # the effective one (the organization's default unless the workspace overwrote it)
     permissions: dict[str, bool] = field(default_factory=dict)  # the caller's, as the API's workspace document
+    project_name: str = "Default Project"
 
 
 class WorkspaceOverview:
@@ -43,4 +45,9 @@ class WorkspaceOverview:
         if ws.current_state_version_id and can["can-read-state-versions"]:
             resources = self._state_versions.resources(principal, ws.id)
         latest_run = self._runs.get(principal, ws.latest_run_id) if ws.latest_run_id else None
-        return Overview(ws, latest_run, outputs, resources, self._workspaces.execution_mode(ws), can)
+        current = None
+        if ws.current_run_id and ws.current_run_id != ws.latest_run_id:
+            current = self._runs.get(principal, ws.current_run_id)
+        shown = rs.current_of(current, latest_run)
+        project = self._workspaces.project_name_of(ws)
+        return Overview(ws, shown, outputs, resources, self._workspaces.execution_mode(ws), can, project)

@@ -28,6 +28,29 @@ def _evaluations(container: Container, principal: Principal, ids: list[str]) -> 
 task_stage_documents.STAGE_INCLUDES["policy_evaluations"] = ("policy-evaluations", _evaluations)
 
 
+def _policy_rows(container: Container, principal: Principal, ids: list[str]) -> list[dict[str, Any]]:
+    """The run page's rows of a stage's policy evaluations: one per policy, named by its set and policy, with its
+    messages (a set that could not be evaluated: one row with its error)."""
+    rows: list[dict[str, Any]] = []
+    for evaluation in container.policy_evaluations.by_ids(ids):  # those that exist (as the include's)
+        for outcome in container.policy_evaluations.outcomes(principal, evaluation.id):
+            if outcome.error and not outcome.outcomes:
+                rows.append({"name": outcome.policy_set_name, "kind": "policy set", "status": "errored",
+                             "enforcement": "", "message": outcome.error, "messages": [], "url": None})  # fmt: skip
+            for policy in outcome.outcomes:
+                output = [o for o in policy.get("output") or [] if isinstance(o, dict)]
+                messages = [str(m) for o in output for m in o.get("result") or []]
+                messages += [str(o["error"]) for o in output if o.get("error")]
+                rows.append({"name": f"{outcome.policy_set_name} / {policy.get('policy_name', '')}",
+                             "kind": "policy", "status": str(policy.get("status", "")),
+                             "enforcement": str(policy.get("enforcement_level", "")), "message": "",
+                             "messages": messages, "url": None})  # fmt: skip
+    return rows
+
+
+task_stage_documents.STAGE_ROWS["policy-evaluations"] = _policy_rows
+
+
 @router.get("/task-stages/{stage_id}/policy-evaluations")
 def list_policy_evaluations(
     stage_id: str, request: Request, container: ContainerDep, principal: PrincipalDep

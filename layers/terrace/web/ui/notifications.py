@@ -14,7 +14,7 @@ from terrace.web.deps import ContainerDep
 from terrace.web.ui.session import CheckedFormDep, SessionDep, field_of, render
 
 router = APIRouter(prefix="/app", include_in_schema=False)
-RUN_TRIGGERS = [t for t in WORKSPACE_TRIGGERS if t.startswith("run:")]
+TRIGGERS = list(WORKSPACE_TRIGGERS)  # runs, health assessments and auto-destroy, as the API takes them
 
 
 def _path(organization: str, name: str, nc_id: str = "") -> str:
@@ -48,7 +48,7 @@ def _form_of(nc: NotificationConfiguration) -> dict[str, str]:
 def _page(request: Request, container: Any, session: Any, organization: str, ws: Any, **extra: Any) -> Any:
     found = container.notification_configurations.list(session.principal, WORKSPACE, ws.id)
     context = {"organization": organization, "ws": ws, "configurations": found, "form": {}} | extra
-    return render(request, "notifications.html", session, triggers=RUN_TRIGGERS, destinations=DESTINATION_TYPES,
+    return render(request, "notifications.html", session, triggers=TRIGGERS, destinations=DESTINATION_TYPES,
                   **context)  # fmt: skip
 
 
@@ -88,7 +88,7 @@ def create_notification(
 
 def _edit_page(request: Request, session: Any, organization: str, ws: Any, nc: Any, form: Any, **extra: Any) -> Any:
     return render(request, "notification_edit.html", session, organization=organization, ws=ws, nc=nc, form=form,
-                  triggers=RUN_TRIGGERS, **extra)  # fmt: skip
+                  triggers=TRIGGERS, **extra)  # fmt: skip
 
 
 @router.get("/{organization}/workspaces/{name}/notifications/{nc_id}")

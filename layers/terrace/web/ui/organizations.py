@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse
 
+from terrace.domain.projects import default_project_id
 from terrace.domain.runs import Run
 from terrace.domain.workspace import Workspace
 from terrace.web.deps import ContainerDep
@@ -34,7 +36,9 @@ def organization_home(organization: str) -> RedirectResponse:
 @router.get("")
 def organizations(request: Request, container: ContainerDep, session: SessionDep) -> Any:
     orgs = container.organizations.list(session.principal)
-    return render(request, "organizations.html", session, organizations=orgs)
+    invited = [m for m in container.memberships.own(session.principal) if m.status == "invited"]
+    invitations = [(m, container.organizations.name_of(m.organization)) for m in invited]
+    return render(request, "organizations.html", session, organizations=orgs, invitations=invitations)
 
 
 @router.get("/{organization}/workspaces")
@@ -47,13 +51,18 @@ def workspaces(
     tag: str = "",
     status: str = "",
     sort: str = "name",
+    project: str = "",
 ) -> Any:
     tags = [t.strip() for t in tag.split(",") if t.strip()]
     found = container.workspaces.list(session.principal, organization, search=search or None, tags=tags or None)
-    latest = container.run_queries.latest_of(session.principal, found)
-    rows = [Row(ws, latest.get(ws.id)) for ws in found]
+    projects = _projects_of(container, found)
+    if project:
+        found = [ws for ws in found if _project_id(ws) == project]
+    current = container.run_queries.current_of(session.principal, found)
+    rows = [Row(ws, current.get(ws.id)) for ws in found]
+    counts = Counter(row.status.group for row in rows)
     if status in run_labels.GROUPS:
-        rows = [row for row in rows if run_labels.group(row.run.status if row.run else None) == status]
+        rows = [row for row in rows if row.status.group == status]
     if sort == "changed":
         rows.sort(key=lambda row: row.changed_at, reverse=True)
     return render(
@@ -67,18 +76,37 @@ def workspaces(
         status_filter=status if status in run_labels.GROUPS else "",
         sort="changed" if sort == "changed" else "name",
         groups=run_labels.GROUPS,
+        counts=counts,
+        projects=projects,
+        project_filter=project,
     )
+
+
+def _project_id(ws: Workspace) -> str:
+    return ws.project_id or default_project_id(ws.organization)
+
+
+def _projects_of(container: Any, found: list[Workspace]) -> dict[str, str]:
+    """project id -> name of the projects the listed workspaces are in (one read per project, not per row)."""
+    one_each = {_project_id(ws): ws for ws in found}
+    names = {pid: container.workspaces.project_name_of(ws) for pid, ws in one_each.items()}
+    return dict(sorted(names.items(), key=lambda item: item[1].lower()))
 
 
 @dataclass(frozen=True)
 class Row:
-    """A workspace in the list, with its latest run (None: none, or the caller may not read runs)."""
+    """A workspace in the list, with the run its status is (`domain/runs.py: current_of`; None: none, or the
+    caller may not read runs)."""
 
     ws: Workspace
     run: Run | None
 
     @property
+    def status(self) -> run_labels.RunStatus:
+        return run_labels.describe(self.run)
+
+    @property
     def changed_at(self) -> str:
-        """When it last changed: its latest run's latest status, else the workspace's own update."""
+        """When it last changed: its run's latest status, else the workspace's own update."""
         stamps = list(self.run.status_timestamps.values()) if self.run else []
         return max([*stamps, self.ws.updated_at])

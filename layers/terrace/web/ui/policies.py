@@ -34,6 +34,24 @@ def policies_page(request: Request, container: ContainerDep, session: SessionDep
     return _page(request, container, session, organization)
 
 
+@router.get("/{organization}/policy-sets/{set_id}")
+def policy_set_page(
+    request: Request, container: ContainerDep, session: SessionDep, organization: str, set_id: str
+) -> Any:
+    """A policy set: its policies, where it applies, its versions and parameters."""
+    view = container.policy_pages.policy_set(session.principal, organization, set_id)
+    return render(request, "policy_set.html", session, organization=organization, view=view, org_tab="/policies")
+
+
+@router.get("/{organization}/policies/{policy_id}")
+def policy_page(
+    request: Request, container: ContainerDep, session: SessionDep, organization: str, policy_id: str
+) -> Any:
+    """A policy: its code (as text, never run here), its enforcement and the sets it is in."""
+    view = container.policy_pages.policy(session.principal, organization, policy_id)
+    return render(request, "policy.html", session, organization=organization, view=view, org_tab="/policies")
+
+
 @router.post("/{organization}/policies")
 def create_policy(
     request: Request, container: ContainerDep, session: SessionDep, organization: str, form: CheckedFormDep

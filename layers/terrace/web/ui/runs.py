@@ -20,6 +20,7 @@ from terrace.domain.workspace import Workspace
 from terrace.services.runs.run_pages import RunHeader
 from terrace.web import task_stage_documents
 from terrace.web.deps import ContainerDep
+from terrace.web.errors import status_of
 from terrace.web.ui import run_downloads, run_labels
 from terrace.web.ui.cloudwatch import job_links
 from terrace.web.ui.log_errors import error_blocks
@@ -50,17 +51,24 @@ def _result_row(document: dict[str, Any]) -> dict[str, Any]:
         "message": attrs.get("message") or "",
         "url": attrs.get("url") if str(attrs.get("url") or "").startswith(("https://", "http://")) else None,
         "enforcement": attrs.get("workspace-task-enforcement-level") or attrs.get("enforcement-level") or "",
+        "messages": [],
     }
 
 
 def stage_views(container: Container, session: WebSession, header: RunHeader) -> list[dict[str, Any]]:
     """The run's task stages with their results (read only for a run with stages)."""
-    names = set(task_stage_documents.STAGE_INCLUDES)
+    finer = task_stage_documents.STAGE_ROWS  # kinds shown a row per part (a policy evaluation: per policy)
+    names = {name for name, (kind, _) in task_stage_documents.STAGE_INCLUDES.items() if kind not in finer}
+    principal = session.principal
     return [
         {
             "stage": stage,
-            "results": [
-                _result_row(d) for d in task_stage_documents.included(container, session.principal, [stage], names)
+            "results": [_result_row(d) for d in task_stage_documents.included(container, principal, [stage], names)]
+            + [
+                row
+                for kind, rows in finer.items()
+                if stage.ids(kind)
+                for row in rows(container, principal, stage.ids(kind))
             ],
             "can_override": header.can_override and stage.status == TS_AWAITING_OVERRIDE,
         }
@@ -78,7 +86,7 @@ def live_context(container: Container, session: WebSession, ws: Workspace, run: 
     return {
         "ws": ws,
         "run": run,
-        "status_line": f"Run status: {run_labels.label(run.status)}",
+        "status_line": f"Run status: {run_labels.describe(run).label}",
         "wait": wait,
         "heard_s": int(now.timestamp() - wait.heard_at) if wait and wait.heard_at else None,
         "source": run_timing.source_label(run.source),
@@ -122,6 +130,7 @@ def _list_page(
 ) -> Any:
     runs = sorted(container.runs.list(session.principal, ws), key=lambda r: (r.created_at, r.id), reverse=True)
     mode = container.workspaces.execution_mode(ws)
+    can = container.workspaces.permissions(session.principal, ws)
     now = clock.utcnow()
     meta = {run.id: compact(run, now) for run in runs}
     return render(
@@ -133,7 +142,9 @@ def _list_page(
         runs=runs,
         meta=meta,
         execution_mode=mode,
-        **extra,
+        can=can,
+        kinds=RUN_KINDS,
+        **{"form": {}, **extra},
     )
 
 
@@ -143,17 +154,41 @@ def compact(run: Run, now: datetime) -> str:
     return f"{run_timing.source_label(run.source)} · {took}"
 
 
+# the New run form's kinds: value -> (label, the run's attributes)
+RUN_KINDS: dict[str, tuple[str, dict[str, bool]]] = {
+    "plan-and-apply": ("Plan and apply", {}),
+    "plan-only": ("Plan only", {"plan-only": True}),
+    "refresh-only": ("Refresh only", {"refresh-only": True}),
+    "destroy": ("Destroy", {"is-destroy": True}),
+}
+
+
+def new_run_attributes(form: dict[str, str]) -> dict[str, Any]:
+    """The run the New run form describes, as the API's attributes (the run service checks them and who may)."""
+    kind = form.get("kind") or "plan-and-apply"
+    if kind not in RUN_KINDS:
+        raise errors.Invalid(f"run type must be one of {', '.join(RUN_KINDS)}", pointer="/data/attributes/kind")
+    attributes: dict[str, Any] = {"message": form.get("message", "").strip() or "Queued from the web UI"}
+    attributes.update(RUN_KINDS[kind][1])
+    for key, field in (("target-addrs", "targets"), ("replace-addrs", "replace")):
+        addresses = [a.strip() for line in form.get(field, "").splitlines() for a in line.split(",") if a.strip()]
+        if addresses:
+            attributes[key] = addresses
+    return attributes
+
+
 @router.post("/{organization}/workspaces/{name}/runs")
 def queue_plan(
     request: Request, container: ContainerDep, session: SessionDep, organization: str, name: str, form: CheckedFormDep
 ) -> Any:
     """Start a new run from the workspace's latest configuration version (TFC's "start new run")."""
     ws = container.workspaces.get_by_name(session.principal, organization, name)
-    message = form.get("message", "").strip()[:500] or "Queued from the web UI"
     try:
-        run = container.runs.create(session.principal, ws, {"message": message}, None, run_timing.UI)
-    except (errors.Invalid, errors.Conflict) as exc:
-        return _list_page(request, container, session, organization, ws, status=422, error=exc.detail)
+        attributes = new_run_attributes(form)
+        run = container.runs.create(session.principal, ws, attributes, None, run_timing.UI)
+    except (errors.Invalid, errors.Conflict, errors.Forbidden) as exc:
+        return _list_page(request, container, session, organization, ws, status=status_of(exc), error=exc.detail,
+                          form=form)  # fmt: skip
     return RedirectResponse(f"/app/{organization}/workspaces/{name}/runs/{run.id}", status_code=303)
 
 

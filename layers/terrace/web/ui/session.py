@@ -28,7 +28,15 @@ def when(iso: str | None) -> str:
 
 
 templates.env.filters["when"] = when
-templates.env.filters.update(run_label=run_labels.label, run_tone=run_labels.tone, ago=run_labels.ago)
+
+
+def counted(number: int, noun: str) -> str:
+    """A count with its noun in the right number: "1 project", "2 projects", "0 workspaces"."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+templates.env.filters["counted"] = counted
+templates.env.filters.update(run_status=run_labels.describe, ago=run_labels.ago)
 templates.env.globals["curl_command"] = curl_command  # `_curl.html`
 
 

@@ -18,8 +18,16 @@ router = APIRouter(prefix="/app", include_in_schema=False)
 
 @router.get("/{organization}/workspaces/new")
 def new_workspace_page(request: Request, container: ContainerDep, session: SessionDep, organization: str) -> Any:
-    container.organizations.get(session.principal, organization)
-    return render(request, "workspace_new.html", session, organization=organization, form={})
+    return _new_page(request, container, session, organization)
+
+
+def _new_page(
+    request: Request, container: Any, session: Any, organization: str, status: int = 200, **extra: Any
+) -> Any:
+    """The New workspace form, with the projects the caller may put it in (NotFound for a hidden organization)."""
+    projects = sorted(container.projects.list(session.principal, organization), key=lambda p: p.name.lower())
+    return render(request, "workspace_new.html", session, status=status, organization=organization,
+                  projects=projects, **{"form": {}, **extra})  # fmt: skip
 
 
 @router.post("/{organization}/workspaces/new")
@@ -28,19 +36,14 @@ def create_workspace(
 ) -> Any:
     attributes = {"name": form.get("name", "").strip(), "execution-mode": form.get("execution_mode", "remote")}
     tags = [t.strip() for t in form.get("tags", "").split(",") if t.strip()]
+    project_id = form.get("project") or None
     try:
-        ws = container.workspaces.create(session.principal, organization, attributes, tags=tags)
-    except (errors.Invalid, errors.Conflict) as exc:
-        return render(
-            request,
-            "workspace_new.html",
-            session,
-            status=422,
-            organization=organization,
-            form=form,
-            error=exc.detail,
-            error_field=field_of(exc),
-        )
+        ws = container.workspaces.create(session.principal, organization, attributes, tags=tags, project_id=project_id)
+    except (errors.Invalid, errors.Conflict, errors.NotFound) as exc:
+        if isinstance(exc, errors.NotFound) and project_id is None:
+            raise
+        return _new_page(request, container, session, organization, status=422, form=form, error=exc.detail,
+                         error_field=field_of(exc))  # fmt: skip
     return RedirectResponse(f"/app/{organization}/workspaces/{ws.name}", status_code=303)
 
 
@@ -65,6 +68,7 @@ def _overview_page(
         latest_run=view.latest_run,
         execution_mode=view.execution_mode,
         can=view.permissions,
+        project_name=view.project_name,
         cloud_host=cli_host(container.settings.public_url),
         **extra,
     )
