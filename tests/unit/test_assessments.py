@@ -16,6 +16,7 @@ from terrace.domain.principal import PrincipalKind
 from terrace.domain.runs import run_id_of
 from terrace.services import shared_keys
 from terrace.web.app import create_app
+from table_items import memory_items
 from ui_helpers import sign_in
 
 INTERVAL = 3600
@@ -236,3 +237,15 @@ def test_the_json_output_needs_what_a_plans_json_needs_not_read_runs_alone(env):
         assert (out.status_code == 307) is reads_json and (plan_json.status_code == 307) is reads_json, out.text
         if not reads_json:
             assert out.status_code == 403 and "location" not in out.headers and run.plan.json_key not in out.text
+
+
+def test_deleting_a_workspace_deletes_its_assessment_runs(env):
+    _enable(env)
+    assert _sweep(env) == {"started": 1, "skipped": 0}
+    (job,) = env.queued()
+    run_id = run_id_of(job.job_id)
+    assert env.container.run_store.latest_assessment(env.workspace_id) is not None
+    env.claim()
+    assert env.api("DELETE", f"/workspaces/{env.workspace_id}").status_code in (200, 204)
+    assert env.container.run_store.latest_assessment(env.workspace_id) is None
+    assert run_id not in json.dumps([dict(item) for item in memory_items(env.container.table).values()])

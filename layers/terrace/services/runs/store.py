@@ -169,6 +169,11 @@ class RunStore:
         """A workspace's query runs (`domain/query_runs.py`), newest first."""
         return [run_from_item(i) for i in self._table.query(f"{workspace_id}#queries", index="gsi1", reverse=True)]
 
+    def assessments_of(self, workspace_id: str) -> list[Run]:
+        """A workspace's health assessment runs, newest first."""
+        query = self._table.query(f"{workspace_id}#assessments", index="gsi1", reverse=True)
+        return [run_from_item(item) for item in query]
+
     def latest_assessment(self, workspace_id: str) -> Run | None:
         """The workspace's newest health assessment run (one read of one item)."""
         latest = self._table.query(f"{workspace_id}#assessments", index="gsi1", reverse=True, limit=1)

@@ -43,7 +43,7 @@ def delete_all_of(
         raise ValueError("delete_all_of takes a workspace or an organization")
     deletion = _Deletion(store, table, blobs, revoke)
     if workspace is not None:
-        for run in [*store.oldest_first(workspace), *store.queries_of(workspace)]:
+        for run in [*store.oldest_first(workspace), *store.queries_of(workspace), *store.assessments_of(workspace)]:
             deletion.run(run, before_run_deleted)
         for cv in store.configurations.of_workspace(workspace):
             blobs.delete(cv.blob_key)

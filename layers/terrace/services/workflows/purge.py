@@ -47,7 +47,7 @@ class Purge:
         *,
         run_store: RunStore,
         audit_store: AuditStore,
-        vcs: RepositoryConnections | None = None,
+        vcs: RepositoryConnections,
     ) -> None:
         self._audit = audit_store
         self._vcs = vcs
@@ -65,8 +65,7 @@ class Purge:
         """Everything stored under a workspace, except the workspace item and its name claim; and the workspace
         leaves the variable sets applied to it."""
         self._varsets.forget_workspace(org_key, workspace_id)
-        if self._vcs is not None:
-            self._vcs.release(workspace_id)  # its repository's webhook
+        self._vcs.release(workspace_id)  # its repository's webhook
         # its runs (and what each holds), configuration versions and run task attachments
         self._run_store.delete_all_of(
             workspace=workspace_id, blobs=self._blobs, revoke=self._revoke, before_run_deleted=self._policy_evaluations
@@ -97,8 +96,7 @@ class Purge:
         self._module_store.delete_all_of(organization=org_key)  # modules, their versions and archives
         self._provider_store.delete_all_of(organization=org_key)  # providers, versions, platforms, GPG keys
         self._access.delete_all_of(organization=org_key)  # runner and organization tokens
-        if self._vcs is not None:
-            self._vcs.forget_organization(org_key)  # OAuth clients and their tokens
+        self._vcs.forget_organization(org_key)  # OAuth clients and their tokens
 
     def _policy_evaluations(self, run_id: str) -> None:
         """A run's policy evaluations and their outcomes (the run store tells of each run before its item goes)."""
