@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from run_helpers import RunEnv, join, make_run_env
+from table_items import memory_items
 from terrace.domain import assessments as model
 from terrace.domain.principal import PrincipalKind
 from terrace.domain.runs import run_id_of
 from terrace.services import shared_keys
 from terrace.web.app import create_app
-from table_items import memory_items
 from ui_helpers import sign_in
 
 INTERVAL = 3600
