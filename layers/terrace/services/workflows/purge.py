@@ -25,6 +25,7 @@ from terrace.services.registry.store import ModuleStore
 from terrace.services.registry.store_providers import ProviderStore
 from terrace.services.runs.store import RunStore
 from terrace.services.state.store import StateStore
+from terrace.services.workflows.store_explorer import ExplorerStore
 from terrace.services.workspaces.store import WorkspaceAreaStore
 from terrace.services.workspaces.varsets import VariableSetService
 
@@ -44,9 +45,11 @@ class Purge:
         stores: tuple[PolicyStore, EvaluationStore, ModuleStore, ProviderStore],
         *,
         run_store: RunStore,
+        explorer_store: ExplorerStore,
     ) -> None:
         self._policy_store, self._evaluation_store, self._module_store, self._provider_store = stores
         self._run_store = run_store
+        self._explorer_store = explorer_store
         self._varsets = varsets
         self._workspace_store = workspace_store
         self._blobs = blobs
@@ -67,6 +70,7 @@ class Purge:
         self._workspace_store.delete_all_of(workspace=workspace_id)
         self._state.delete_all_of(workspace=workspace_id)
         self._notifications.delete_all_of(workspace=workspace_id)
+        self._explorer_store.delete_all_of(organization=org_key, workspace=workspace_id)
 
     def organization_contents(self, org_key: str) -> None:
         """What an organization holds beside its workspaces: variable sets, queued jobs, SSH keys, agent pools (their
@@ -86,6 +90,7 @@ class Purge:
         self._module_store.delete_all_of(organization=org_key)  # modules, their versions and archives
         self._provider_store.delete_all_of(organization=org_key)  # providers, versions, platforms, GPG keys
         self._access.delete_all_of(organization=org_key)  # runner and organization tokens
+        self._explorer_store.delete_all_of(organization=org_key)  # the explorer's summaries
 
     def _policy_evaluations(self, run_id: str) -> None:
         """A run's policy evaluations and their outcomes (the run store tells of each run before its item goes)."""
