@@ -114,6 +114,7 @@ def include_ui(app: FastAPI | APIRouter) -> None:
     from terrace.web import static_assets
     from terrace.web.ui import agent_pools as ui_agent_pools
     from terrace.web.ui import auth as ui_auth
+    from terrace.web.ui import explorer as ui_explorer
     from terrace.web.ui import notifications as ui_notifications
     from terrace.web.ui import oidc as ui_oidc
     from terrace.web.ui import org_settings as ui_org_settings
@@ -142,6 +143,7 @@ def include_ui(app: FastAPI | APIRouter) -> None:
         ui_run_tasks,
         ui_states,
         ui_search,
+        ui_explorer,
         ui_settings,
         ui_run_triggers,
         ui_terraform_login,
