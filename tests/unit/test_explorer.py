@@ -13,6 +13,10 @@ from typing import Any
 import pytest
 from run_helpers import RunEnv, join, make_run_env, tarball
 from state_helpers import state_bytes, sv_body
+from table_writes import spy_writes
+from terrace.domain.explorer import Use, module_name
+from terrace.domain.explorer_config import configuration_uses, json_blocks
+from terrace.domain.explorer_query import parse
 from terrace.domain.principal import PrincipalKind
 
 VPC = "terraform-aws-modules/vpc/aws"
@@ -194,3 +198,39 @@ def test_deleting_a_workspace_deletes_its_summary(env):
     assert store.summary(org_key, made) is not None
     assert env.api("DELETE", f"/workspaces/{made}").status_code in (200, 204)
     assert store.summary(org_key, made) is None
+
+
+def test_explorer_reads_never_write(env, monkeypatch):
+    writes = spy_writes(env.container.table, monkeypatch)
+    published: list[Any] = []
+    monkeypatch.setattr(env.container.publisher, "publish", lambda event, *a, **k: published.append(event))
+    for view in ("workspaces", "tf_versions", "providers", "modules"):
+        _explore(env, f"type={view}&sort=-workspace_count" if view != "workspaces" else f"type={view}")
+        assert env.client.get(f"/api/v2/organizations/acme/explorer/export/csv?type={view}",
+                              headers=env.headers).status_code == 200  # fmt: skip
+    assert writes == [] and published == []
+
+
+# what a configuration says, read from its documents -------------------------------------------------------
+def test_module_names_and_versions_from_every_kind_of_source():
+    assert module_name(VPC) == "vpc" and module_name(f"app.terraform.example/{VPC}") == "vpc"
+    assert module_name("git::https://example.com/org/network.git?ref=v1.2.0") == "network"
+    assert module_name("./modules/tags") == "tags" and module_name("github.com/org/repo//sub") == "repo"
+    documents = {
+        "main.tf.json": json_blocks({"module": {"a": {"source": "git::https://example.com/x.git?ref=v2.0.0"}},
+                                     "terraform": {"required_providers": {"null": {"source": "hashicorp/null"}}}}),
+        "legacy.tf": {"terraform": [{"required_providers": [{"google": '"~> 3.0"', "__is_block__": True}]}]},
+    }  # fmt: skip
+    modules, providers = configuration_uses(documents)
+    assert modules == (Use("x", "git::https://example.com/x.git?ref=v2.0.0", "v2.0.0"),)
+    assert providers == (Use("google", "hashicorp/google", "~> 3.0"), Use("null", "hashicorp/null", ""))
+
+
+def test_version_filters_compare_numbers_not_text():
+    rows = [{"id": str(n), "version": v} for n, v in enumerate(["1.10.0", "1.9.5", "~> 1.2", "latest", ""])]
+    query = parse([("type", "tf_versions"), ("filter[0][version][gteq][0]", "1.9"), ("sort", "-version")])
+    assert [r["version"] for r in query.apply(rows)] == ["1.10.0", "1.9.5"]
+    assert [r["version"] for r in parse([("type", "tf_versions"), ("sort", "version")]).apply(rows)] == [
+        "~> 1.2", "1.9.5", "1.10.0", "latest", ""]  # fmt: skip
+    empty = parse([("type", "tf_versions"), ("filter[0][version][is_empty][0]", "")])
+    assert [r["id"] for r in empty.apply(rows)] == ["4"]

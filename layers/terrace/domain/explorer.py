@@ -128,8 +128,8 @@ def module_name(source: str) -> str:
     base = text.split("://", 1)[-1].split("//", 1)[0]
     parts = [p for p in base.split("/") if p and p not in (".", "..")]
     registry = "://" not in text and "::" not in source and not source.startswith((".", "/"))
-    if registry and len(parts) in (3, 4):
-        return parts[-2]
+    if registry and ((len(parts) == 3 and "." not in parts[0]) or (len(parts) == 4 and "." not in parts[1])):
+        return parts[-2]  # `ns/<name>/provider`, `<host>/ns/<name>/provider` (not `github.com/org/repo`)
     return (parts[-1] if parts else source).removesuffix(".git")
 
 
@@ -192,8 +192,13 @@ def use_rows(facts: Iterable[WorkspaceFacts], kind: str) -> list[dict[str, Any]]
             groups.setdefault(key, (use, []))[1].append(f.workspace.name)
     prefix = "prov" if kind == PROVIDERS else "mod"
     return [
-        {"id": f"{prefix}-{use.source}:{use.version}", "name": use.name, "source": use.source,
-         "version": use.version, **_used_by(names)}  # fmt: skip
+        {
+            "id": f"{prefix}-{use.source}:{use.version}",
+            "name": use.name,
+            "source": use.source,
+            "version": use.version,
+            **_used_by(names),
+        }
         for (_, _), (use, names) in sorted(groups.items())
     ]
 

@@ -63,7 +63,8 @@ class Query:
         for name, descending in reversed(self.sort or ((next(iter(kinds)), False),)):
             present = [r for r in kept if _sortable(kinds[name], r.get(name))]
             absent = [r for r in kept if not _sortable(kinds[name], r.get(name))]
-            present.sort(key=lambda r, n=name: _sort_key(kinds[n], r[n]), reverse=descending)
+            kind = kinds[name]
+            present.sort(key=lambda row: _sort_key(kind, row[name]), reverse=descending)  # noqa: B023
             kept = present + absent  # no value (a version without a number: `latest`) sorts last either way
         return kept
 

@@ -20,7 +20,8 @@ def explorer_pk(org_key: str) -> str:
 def _uses(raw: Any) -> tuple[Use, ...]:
     listed = raw if isinstance(raw, list) else []
     return tuple(
-        Use(str(u.get("name", "")), str(u.get("source", "")), str(u.get("version", ""))) for u in listed
+        Use(str(u.get("name", "")), str(u.get("source", "")), str(u.get("version", "")))
+        for u in listed
         if isinstance(u, dict)
     )
 
