@@ -88,6 +88,9 @@ class ExplorerFeed:
         except (NotFound, Invalid) as exc:  # gone, or not an archive within the bounds: the summary stays
             log.info("explorer: configuration %s not summarized: %s", cv.id, exc)
             return
+        except Exception:  # derived data: the event's other handlers (and its redelivery) never wait on it
+            log.exception("explorer: configuration %s not summarized", cv.id)
+            return
         self._store.record_configuration(ws.organization, ws.id, cv.id, modules, providers)
 
     def read_configuration(self, raw: bytes, working_directory: str) -> tuple[tuple[Use, ...], tuple[Use, ...]]:
