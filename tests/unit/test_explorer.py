@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 from run_helpers import RunEnv, join, make_run_env, tarball
 from state_helpers import state_bytes, sv_body
 from table_writes import spy_writes
@@ -18,6 +19,7 @@ from terrace.domain.explorer import Use, module_name
 from terrace.domain.explorer_config import configuration_uses, json_blocks
 from terrace.domain.explorer_query import parse
 from terrace.domain.principal import PrincipalKind
+from terrace.web.ui.session import COOKIE
 
 VPC = "terraform-aws-modules/vpc/aws"
 LOCK = """provider "example.com/hashicorp/aws" {{
@@ -234,3 +236,87 @@ def test_version_filters_compare_numbers_not_text():
         "~> 1.2", "1.9.5", "1.10.0", "latest", ""]  # fmt: skip
     empty = parse([("type", "tf_versions"), ("filter[0][version][is_empty][0]", "")])
     assert [r["id"] for r in empty.apply(rows)] == ["4"]
+
+
+# change requests ------------------------------------------------------------------------------------------
+def _bulk(env: RunEnv, attributes: dict[str, Any], headers: dict[str, str] | None = None) -> Any:
+    body = {"data": {"type": "bulk-actions", "attributes": attributes}}
+    url = "/api/v2/organizations/acme/explorer/bulk-actions"
+    return env.client.post(url, json=body, headers=headers or env.headers)
+
+
+def _reader(env: RunEnv, name: str, workspace: str) -> dict[str, str]:
+    """A member whose one team reads `workspace` only."""
+    team = env.api("POST", "/organizations/acme/teams", {"data": {"type": "teams", "attributes": {"name": name}}})
+    team_id = team.json()["data"]["id"]
+    ws_id = env.container.workspaces.find_id("acme", workspace)
+    rel = {"team": {"data": {"type": "teams", "id": team_id}}, "workspace": {"data": {"type": "workspaces",
+           "id": ws_id}}}  # fmt: skip
+    grant = {"data": {"type": "team-workspaces", "attributes": {"access": "read"}, "relationships": rel}}
+    assert env.api("POST", "/team-workspaces", grant).status_code == 201
+    user = env.container.accounts.create_user(name, f"{name}@example.com")
+    secret = env.container.accounts.issue_token(PrincipalKind.USER, user.id).secret
+    join(env, secret, name)
+    added = env.api("POST", f"/teams/{team_id}/relationships/users", {"data": [{"type": "users", "id": name}]})
+    assert added.status_code == 204, added.text
+    return {"Authorization": f"Bearer {secret}", "Content-Type": "application/vnd.api+json"}
+
+
+def test_a_change_request_lands_on_every_workspace_the_query_finds_until_archived(env):
+    query = {"type": "workspaces", "filter": [{"workspace_terraform_version": {"contains": ["1.3."]}}]}
+    inputs = {"subject": "Upgrade to terraform 1.9", "message": "1.3 is out of support."}
+    made = _bulk(env, {"action_type": "change_request", "action_inputs": inputs, "query": query})
+    assert made.status_code == 201, made.text
+    assert made.json()["data"]["attributes"]["workspace_count"] == 2
+    legacy = env.container.workspaces.find_id("acme", "legacy")
+    listed = env.api("GET", f"/workspaces/{legacy}/change-requests").json()["data"]
+    (request,) = [cr for cr in listed if cr["attributes"]["subject"] == "Upgrade to terraform 1.9"]
+    assert request["type"] == "workspace-change-requests" and request["attributes"]["archived-at"] is None
+    assert request["relationships"]["workspace"]["data"]["id"] == legacy
+    cookie, _ = env.container.web_sessions.sign_in(env.headers["Authorization"].split()[1])
+    browser = TestClient(env.client.app)
+    browser.cookies.set(COOKIE, cookie)
+    page = browser.get("/app/acme/workspaces/legacy")
+    assert page.status_code == 200 and "Upgrade to terraform 1.9" in page.text
+
+    reader = _reader(env, "cr-reader", "legacy")  # reads legacy: sees the request, may neither make nor archive one
+    assert env.client.get(f"/api/v2/workspaces/change-requests/{request['id']}", headers=reader).status_code == 200
+    assert env.client.post(f"/api/v2/workspaces/change-requests/{request['id']}", headers=reader).status_code == 403
+    refused = _bulk(env, {"action_type": "change_request", "action_inputs": inputs, "query": query}, reader)
+    assert refused.status_code == 403
+    net_new = env.container.workspaces.find_id("acme", "net-new")
+    assert env.client.get(f"/api/v2/workspaces/{net_new}/change-requests", headers=reader).status_code == 404
+
+    archived = env.api("POST", f"/workspaces/change-requests/{request['id']}")
+    assert archived.status_code == 200 and archived.json()["data"]["attributes"]["archived-at"]
+    page = browser.get("/app/acme/workspaces/legacy")
+    assert "Upgrade to terraform 1.9" not in page.text  # shown until archived
+
+
+@pytest.mark.parametrize(
+    ("attributes", "status"),
+    [
+        ({"action_type": "delete_everything", "action_inputs": {"subject": "x"}}, 422),
+        ({"action_type": "change_request", "action_inputs": {"subject": ""}}, 422),
+        ({"action_type": "change_request", "action_inputs": {"subject": "x" * 201}}, 422),
+        ({"action_type": "change_request", "action_inputs": {"subject": "x"}, "query": {"type": "modules"}}, 422),
+        ({"action_type": "change_request", "action_inputs": {"subject": "x"}, "query": 7}, 400),
+        (
+            {
+                "action_type": "change_request",
+                "action_inputs": {"subject": "x"},
+                "query": {"type": "workspaces", "filter": [{"nope": {"is": ["a"]}}]},
+            },
+            400,
+        ),
+    ],
+)
+def test_a_bad_bulk_action_is_refused_and_makes_nothing(env, attributes, status):
+    requests = env.container.workspace_store.change_requests
+    org_key = env.container.workspaces.load(env.workspace_id).organization
+    ids = [ws.id for ws in env.container.workspaces.all_in(org_key)]
+    before = sum(len(requests.of_workspace(ws_id)) for ws_id in ids)
+    response = _bulk(env, attributes)
+    assert response.status_code == status, response.text
+    assert response.json()["errors"][0]["status"] == str(status)
+    assert sum(len(requests.of_workspace(ws_id)) for ws_id in ids) == before

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import parse_qsl
 
 from terrace.domain.errors import BadRequest
 from terrace.domain.explorer import BOOL, FIELDS, INT, STR, TIME, VERSION, WORKSPACES, version_key
@@ -199,3 +200,24 @@ def _names(text: str, kinds: dict[str, str], parameter: str) -> tuple[str, ...]:
 def _known(name: str, kinds: dict[str, str], parameter: str) -> None:
     if name not in kinds:
         raise BadRequest(f"{parameter}: unknown field {name[:64]!r}")
+
+
+def pairs_of(query: Any) -> list[tuple[str, str]]:
+    """A query given as a body's object (`{"type": ..., "filter": [{<field>: {<operator>: [<value>, ...]}}],
+    "sort": ...}`) or as a query string's parameters, as the (name, value) pairs `parse` reads."""
+    if isinstance(query, str):
+        return parse_qsl(query[:8192], keep_blank_values=True)
+    if not isinstance(query, dict):
+        raise BadRequest("query: an object with the explorer's type, filter and sort, or a query string")
+    pairs = [(key, str(query[key])) for key in ("type", "sort", "fields") if isinstance(query.get(key), str)]
+    filters = query.get("filter") or []
+    for n, entry in enumerate(filters if isinstance(filters, list) else [filters]):
+        for field, operators in entry.items() if isinstance(entry, dict) else []:
+            for operator, values in operators.items() if isinstance(operators, dict) else []:
+                listed = values if isinstance(values, list) else [values]
+                pairs.extend(
+                    (f"filter[{n}][{field}][{operator}][{m}]", str(v)) for m, v in enumerate(listed[:VALUES_MAX])
+                )
+            if len(pairs) > FILTERS_MAX * VALUES_MAX:
+                raise BadRequest(f"at most {FILTERS_MAX} filters of {VALUES_MAX} values each")
+    return pairs

@@ -39,6 +39,7 @@ API_ROUTERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("state_versions", "router", ("/api/v2/state-version-outputs/", "/api/v2/state-versions", WORKSPACES)),
     ("resources", "router", (ORGS, WORKSPACES)),
     ("explorer", "router", (ORGS,)),
+    ("change_requests", "router", (WORKSPACES,)),
     ("http_backend", "router", ("/state/v1/",)),
     ("configuration_versions", "router", ("/api/v2/configuration-versions/", WORKSPACES)),
     ("runs", "router", (ORGS, "/api/v2/runs", WORKSPACES)),

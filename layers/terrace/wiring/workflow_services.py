@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from terrace.services.workflows.store_explorer import ExplorerStore
     from terrace.services.workflows.workspace_deletion import WorkspaceDeletion
     from terrace.services.workflows.workspace_overview import WorkspaceOverview
+    from terrace.services.workspaces.change_requests import ChangeRequestService
     from terrace.services.workspaces.locking import LockService
     from terrace.services.workspaces.retention import RetentionPolicyService
     from terrace.services.workspaces.run_triggers import RunTriggerService
@@ -85,6 +86,7 @@ class WorkflowServices:
     registry_provider_store: ProviderStore  # wiring/registry_services.py
     run_queries: RunQueries
     assessments: AssessmentService  # wiring/run_services.py
+    change_requests: ChangeRequestService  # wiring/workspace_services.py
     hcl_reader: HclReader  # wiring/registry_services.py: a configuration's HCL is read as uploaded modules are
 
     @cached_property
@@ -115,7 +117,14 @@ class WorkflowServices:
     def explorer(self) -> Explorer:
         from terrace.services.workflows.explorer import Explorer
 
-        return Explorer(self.explorer_store, self.organizations, self.workspaces, self.run_queries, self.assessments)
+        return Explorer(
+            self.explorer_store,
+            self.organizations,
+            self.workspaces,
+            self.run_queries,
+            self.assessments,
+            self.change_requests,
+        )
 
     @cached_property
     def explorer_feed(self) -> ExplorerFeed:
@@ -179,7 +188,7 @@ class WorkflowServices:
     def workspace_overview(self) -> WorkspaceOverview:
         from terrace.services.workflows.workspace_overview import WorkspaceOverview
 
-        return WorkspaceOverview(self.workspaces, self.state_versions, self.runs)
+        return WorkspaceOverview(self.workspaces, self.state_versions, self.runs, self.change_requests)
 
     @cached_property
     def state_rollback(self) -> StateRollback:

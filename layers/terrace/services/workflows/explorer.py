@@ -14,6 +14,8 @@ import dataclasses
 from typing import Any
 
 from terrace.domain import explorer as model
+from terrace.domain.change_requests import ChangeRequest
+from terrace.domain.errors import Invalid
 from terrace.domain.explorer import Summary, WorkspaceFacts
 from terrace.domain.explorer_query import Query
 from terrace.domain.principal import Principal
@@ -22,6 +24,7 @@ from terrace.services.access.organizations import OrganizationService
 from terrace.services.runs.assessments import AssessmentService
 from terrace.services.runs.run_queries import RunQueries
 from terrace.services.workflows.store_explorer import ExplorerStore
+from terrace.services.workspaces.change_requests import ChangeRequestService
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 
@@ -33,9 +36,10 @@ class Explorer:
         workspaces: WorkspaceService,
         run_queries: RunQueries,
         assessments: AssessmentService,
+        change_requests: ChangeRequestService,
     ) -> None:
         self._store, self._organizations, self._workspaces = store, organizations, workspaces
-        self._run_queries, self._assessments = run_queries, assessments
+        self._run_queries, self._assessments, self._change_requests = run_queries, assessments, change_requests
 
     def query(self, principal: Principal, organization: str, query: Query) -> list[dict[str, Any]]:
         """The view's rows the caller may see, filtered and sorted (NotFound unless they may read the
@@ -48,6 +52,17 @@ class Explorer:
         else:
             rows = model.use_rows(facts, query.type)
         return query.apply(rows)
+
+    def change_requests(
+        self, principal: Principal, organization: str, query: Query, subject: str, message: str
+    ) -> list[ChangeRequest]:
+        """A change request on each workspace the query finds (`POST .../explorer/bulk-actions`)."""
+        if query.type != model.WORKSPACES:
+            raise Invalid("a change request's query is of type workspaces", pointer="/data/attributes/query")
+        found = self.facts(principal, organization)
+        by_id = {f.workspace.id: f.workspace for f in found}
+        targets = [by_id[row["id"]] for row in query.apply([model.workspace_row(f) for f in found])]
+        return self._change_requests.create_for(principal, organization, targets, subject, message)
 
     def facts(self, principal: Principal, organization: str) -> list[WorkspaceFacts]:
         org = self._organizations.get(principal, organization)

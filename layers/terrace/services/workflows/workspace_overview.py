@@ -1,17 +1,19 @@
 """A workspace's overview page (web UI): one read across the workspaces area (the workspace and what the
 caller may do in it), the state area (its current outputs and resources, when the caller may read them) and
-the runs area (its latest run)."""
+the runs area (its latest run), and its change requests not archived."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from terrace.domain.change_requests import ChangeRequest
 from terrace.domain.principal import Principal
 from terrace.domain.runs import Run
 from terrace.domain.workspace import Workspace
 from terrace.services.runs.runs import RunService
 from terrace.services.state.index import IndexedResource, StoredOutput
 from terrace.services.state.versions import StateVersionService
+from terrace.services.workspaces.change_requests import ChangeRequestService
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 
@@ -23,11 +25,19 @@ class Overview:
     resources: list[IndexedResource] = field(default_factory=list)
     execution_mode: str = "remote"  # the effective one (the organization's default unless the workspace overwrote it)
     permissions: dict[str, bool] = field(default_factory=dict)  # the caller's, as the API's workspace document
+    change_requests: list[ChangeRequest] = field(default_factory=list)  # not archived, newest first
 
 
 class WorkspaceOverview:
-    def __init__(self, workspaces: WorkspaceService, state_versions: StateVersionService, runs: RunService) -> None:
+    def __init__(
+        self,
+        workspaces: WorkspaceService,
+        state_versions: StateVersionService,
+        runs: RunService,
+        change_requests: ChangeRequestService,
+    ) -> None:
         self._workspaces, self._state_versions, self._runs = workspaces, state_versions, runs
+        self._change_requests = change_requests
 
     def workspace(self, principal: Principal, organization: str, name: str) -> Workspace:
         """The workspace alone (what the overview's forms act on), checked as the overview's read."""
@@ -43,4 +53,5 @@ class WorkspaceOverview:
         if ws.current_state_version_id and can["can-read-state-versions"]:
             resources = self._state_versions.resources(principal, ws.id)
         latest_run = self._runs.get(principal, ws.latest_run_id) if ws.latest_run_id else None
-        return Overview(ws, latest_run, outputs, resources, self._workspaces.execution_mode(ws), can)
+        mode, requests = self._workspaces.execution_mode(ws), self._change_requests.open_of(ws)
+        return Overview(ws, latest_run, outputs, resources, mode, can, requests)
