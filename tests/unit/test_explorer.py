@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 from run_helpers import RunEnv, join, make_run_env, tarball
 from state_helpers import state_bytes, sv_body
 from table_writes import spy_writes
+from terrace.domain.errors import Invalid
 from terrace.domain.explorer import Use, module_name
 from terrace.domain.explorer_config import configuration_uses, json_blocks
 from terrace.domain.explorer_query import parse
@@ -320,3 +321,15 @@ def test_a_bad_bulk_action_is_refused_and_makes_nothing(env, attributes, status)
     assert response.status_code == status, response.text
     assert response.json()["errors"][0]["status"] == str(status)
     assert sum(len(requests.of_workspace(ws_id)) for ws_id in ids) == before
+
+
+def test_the_feed_reads_the_working_directory_within_its_bounds(env):
+    feed = env.container.explorer_feed
+    module = {"module": {"m": {"source": "acme/network/aws", "version": "1.0.0"}}}
+    files = {"main.tf.json": json.dumps({"module": {"root": {"source": "acme/root/aws"}}}),
+             "infra/main.tf.json": json.dumps(module), "infra/deep.tf.json": "[" * 200_000,
+             "infra/nested/x.tf.json": json.dumps({"module": {"n": {"source": "acme/nested/aws"}}})}  # fmt: skip
+    modules, providers = feed.read_configuration(tarball(files), "/infra/")
+    assert modules == (Use("network", "acme/network/aws", "1.0.0"),) and providers == ()
+    with pytest.raises(Invalid):  # not an archive: the run's event leaves the summary as it was
+        feed.read_configuration(b"not a tarball", "")

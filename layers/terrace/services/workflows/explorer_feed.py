@@ -6,10 +6,10 @@ already publishes (subscribed in `wiring/state_services.py`):
   state is read again);
 - `run.status_changed` to `applied`, or `planned_and_finished` of a run that could have applied (no changes): the
   run's configuration is the workspace's configuration in use. Its root module (the workspace's working
-  directory) is read from the archive within `domain/bounded_tar.py`'s bounds; `.tf.json` files here, `.tf`
-  files that name a module or `required_providers`, and `.terraform.lock.hcl`, by the HCL reader port (a bounded
-  child process with an empty environment: tenant-supplied HCL is never parsed in this process). A configuration
-  already summarized is not read again.
+  directory) is read from the archive within `domain/bounded_tar.py`'s bounds; `.tf.json` files here (up to
+  1 MiB in all), `.tf` files that name a module or `required_providers`, and `.terraform.lock.hcl`, by the HCL
+  reader port (a bounded child process with an empty environment: tenant-supplied HCL is never parsed in this
+  process). A configuration already summarized is not read again.
 
 Each handler recomputes from what is stored now, so a redelivered or late event writes the same summary. A
 configuration it cannot read leaves the previous summary; it never fails the event.
@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 ARCHIVE_MAX_BYTES = 50 * 1024 * 1024  # a larger configuration is not summarized
 BOUNDS = TarBounds("a configuration version", ARCHIVE_MAX_BYTES, files_max=20_000, total_max=256 * 1024 * 1024)
 FILE_MAX_BYTES = 512 * 1024  # a root file larger than this is not read for the explorer
+JSON_MAX_BYTES = 1024 * 1024  # `.tf.json` read in this process (plain JSON), per configuration
 
 
 class ExplorerFeed:
@@ -103,17 +104,19 @@ class ExplorerFeed:
         files = read_files(raw, BOUNDS, "/configuration", wanted)
         documents: dict[str, dict[str, Any]] = {}
         texts: dict[str, str] = {}
+        json_left = JSON_MAX_BYTES
         for name in sorted(files):
             body = files[name]
-            if len(body) > FILE_MAX_BYTES:
+            if len(body) > FILE_MAX_BYTES or (name.endswith(".json") and len(body) > json_left):
                 continue
             try:
                 text = body.decode("utf-8")
                 if name.endswith(".json"):
+                    json_left -= len(body)
                     documents[name] = json_blocks(json.loads(text))
                 elif name.endswith(LOCK_FILE) or any(word in text for word in RELEVANT):
                     texts[name] = text
-            except ValueError:  # not UTF-8, not JSON: this file tells nothing
+            except (ValueError, RecursionError):  # not UTF-8, not JSON, nested past reason: it tells nothing
                 continue
         if texts:
             documents.update(self._hcl.parse(texts).documents)
