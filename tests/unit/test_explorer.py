@@ -15,11 +15,12 @@ from fastapi.testclient import TestClient
 from run_helpers import RunEnv, join, make_run_env, tarball
 from state_helpers import state_bytes, sv_body
 from table_writes import spy_writes
+from terrace.bootstrap import build_memory
 from terrace.domain.errors import Invalid
 from terrace.domain.explorer import Use, module_name
 from terrace.domain.explorer_config import configuration_uses, json_blocks
 from terrace.domain.explorer_query import parse
-from terrace.domain.principal import PrincipalKind
+from terrace.domain.principal import Principal, PrincipalKind
 from terrace.web.ui.session import COOKIE
 
 VPC = "terraform-aws-modules/vpc/aws"
@@ -333,3 +334,29 @@ def test_the_feed_reads_the_working_directory_within_its_bounds(env):
     assert modules == (Use("network", "acme/network/aws", "1.0.0"),) and providers == ()
     with pytest.raises(Invalid):  # not an archive: the run's event leaves the summary as it was
         feed.read_configuration(b"not a tarball", "")
+
+
+def test_an_explorer_query_reads_the_same_whatever_the_number_of_workspaces(monkeypatch):
+    """One organization read, the workspaces' names and items, their latest runs, assessments and summaries in
+    batches: a few table calls for 2 workspaces or 12."""
+    container = build_memory()
+    user = container.accounts.create_user("alice", "alice@example.com")
+    owner = Principal(PrincipalKind.USER, user.id, user.username)
+    container.organizations.create(owner, "acme", "ops@example.com")
+    calls: list[str] = []
+    for name in ("get", "query", "batch_get"):
+        original = getattr(container.table, name)
+        monkeypatch.setattr(
+            container.table, name, lambda *a, _o=original, _n=name, **k: calls.append(_n) or _o(*a, **k)
+        )
+
+    def reads(count: int) -> list[str]:
+        for n in range(len(container.workspaces.ids_in(container.organizations.lookup("acme").key)), count):
+            ws = container.workspaces.create(owner, "acme", {"name": f"ws-{n}"})
+            container.explorer_store.record_state(ws.organization, ws.id, f"sv-{n}", "1.9.5", ["hashicorp/aws"])
+        calls.clear()
+        rows = container.explorer.query(owner, "acme", parse([("type", "providers")]))
+        assert rows[0]["workspace_count"] == count
+        return sorted(calls)
+
+    assert reads(2) == reads(12)
