@@ -115,7 +115,8 @@ def test_the_protocol_answers_members_only(run_stack, run_api, unique):
 
 def test_a_remote_run_installs_a_private_module_with_its_own_token(run_stack, run_api, unique):
     """The configuration is uploaded through the API (no `.terraform/modules` in it): the runner's `terraform init`
-    downloads the module from the registry with the run's token, and the apply uses it."""
+    downloads the module from the registry with the run's token, and the apply uses it; the explorer then names
+    the module call among the workspace's."""
     org, name = run_stack.organization, unique("remote")
     body = {"data": {"type": "registry-modules", "attributes": {"name": name, "provider": "greeter"}}}
     run_api.request("POST", f"/api/v2/organizations/{org}/registry-modules", body, expect=201)
@@ -136,3 +137,13 @@ def test_a_remote_run_installs_a_private_module_with_its_own_token(run_stack, ru
     outputs = run_api.request("GET", f"/api/v2/workspaces/{ws_id}/current-state-version?include=outputs").json()
     values = {o["attributes"]["name"]: o["attributes"]["value"] for o in outputs.get("included", [])}
     assert values == {"greeting": "hello remote from 3.1.0"}
+
+    # the explorer learns the applied configuration's module call (the events worker, once the run ended)
+    def found() -> list[dict[str, Any]]:
+        query = f"type=modules&filter[0][name][is][0]={name}"
+        rows = run_api.request("GET", f"/api/v2/organizations/{org}/explorer?{query}").json()["data"]
+        return [r["attributes"] for r in rows]
+
+    [module] = wait_for(found, timeout=60, what="the explorer's module row")
+    assert (module["version"], module["workspace_count"]) == (">= 3.0", 1)
+    assert module["source"] == f"{run_stack.registry_hostname}/{org}/{name}/greeter"

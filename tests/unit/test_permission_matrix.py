@@ -255,6 +255,7 @@ def _get(path: str) -> Callable[[World, str, dict[str, str]], int]:
 OPERATIONS: dict[str, tuple[Action, int, Callable[[World, str, dict[str, str]], int]]] = {
     "api: read organization": (Action.READ_ORGANIZATION, 200, _get("/organizations/{org}")),
     "api: read workspace": (Action.READ_WORKSPACE, 200, _get("/workspaces/{ws}")),
+    "api: explorer": (Action.READ_ORGANIZATION, 200, _get("/organizations/{org}/explorer?type=workspaces")),
     "api: list runs": (Action.READ_RUNS, 200, _get("/workspaces/{ws}/runs")),
     "api: read variables": (Action.READ_VARIABLES, 200, _get("/workspaces/{ws}/vars")),
     "api: create variable": (Action.WRITE_VARIABLES, 201, _create_var),

@@ -60,7 +60,10 @@ def test_two_step_upload_finalizes_when_it_lands(state_env: Env) -> None:
     ws = env.ws()
     assert ws.current_state_version_id == data["id"] and ws.state_serial == 1 and ws.resource_count == 0
     assert final["resources-processed"] is False  # parsing and indexing happen in the events worker
-    assert env.drain_events() == [{"type": "state.uploaded", "state_version_id": data["id"], "workspace_id": env.ws_id}]
+    assert env.drain_events() == [
+        {"type": "state.uploaded", "state_version_id": data["id"], "workspace_id": env.ws_id},
+        {"type": "state.indexed", "state_version_id": data["id"], "workspace_id": env.ws_id},  # once indexed
+    ]
     assert env.ws().resource_count == 1
     indexed = env.client.get(f"/api/v2/state-versions/{data['id']}", headers=env.auth).json()["data"]["attributes"]
     assert indexed["resources-processed"] is True and indexed["terraform-version"] == "1.0.3"

@@ -80,8 +80,10 @@ def test_state_uploaded_event_rebuilds_the_index_and_extracts_outputs(state_env:
     assert addresses() == []  # items of the previous version are never shown for the new current one
     assert env.container.state_versions.current_outputs(env.principal, env.ws_id) == []
 
-    events = env.drain_events()
+    handled = env.drain_events()  # the inline first version's `state.indexed`, then the upload's two events
+    events = [e for e in handled if e["type"] == "state.uploaded"]
     assert events == [{"type": "state.uploaded", "state_version_id": sv_id, "workspace_id": env.ws_id}]
+    assert handled[-1] == {"type": "state.indexed", "state_version_id": sv_id, "workspace_id": env.ws_id}
     assert addresses() == ["null_resource.a", "null_resource.c[0]", "null_resource.c[1]"]
     rows = env.client.get(f"/api/v2/workspaces/{env.ws_id}/resources", headers=env.auth).json()["data"]
     modified = {r["attributes"]["address"]: r["attributes"]["modified-by-state-version-id"] for r in rows}

@@ -45,6 +45,8 @@ API_ROUTERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("projects", "router", (ORGS, "/api/v2/projects/", "/api/v2/team-projects", "/api/v2/team-workspaces")),
     ("state_versions", "router", ("/api/v2/state-version-outputs/", "/api/v2/state-versions", WORKSPACES)),
     ("resources", "router", (ORGS, WORKSPACES)),
+    ("explorer", "router", (ORGS,)),
+    ("change_requests", "router", (WORKSPACES,)),
     ("http_backend", "router", ("/state/v1/",)),
     ("configuration_versions", "router", ("/api/v2/configuration-versions/", "/api/v2/vars", WORKSPACES)),
     ("runs", "router", (ORGS, "/api/v2/runs", WORKSPACES)),

@@ -118,6 +118,7 @@ def include_ui(app: FastAPI | APIRouter) -> None:
     from terrace.web.ui import agent_pools as ui_agent_pools
     from terrace.web.ui import audit_trail as ui_audit_trail
     from terrace.web.ui import auth as ui_auth
+    from terrace.web.ui import explorer as ui_explorer
     from terrace.web.ui import health as ui_health
     from terrace.web.ui import members as ui_members
     from terrace.web.ui import notifications as ui_notifications
@@ -148,6 +149,7 @@ def include_ui(app: FastAPI | APIRouter) -> None:
         ui_run_tasks,
         ui_states,
         ui_search,
+        ui_explorer,
         ui_settings,
         ui_run_triggers,
         ui_terraform_login,

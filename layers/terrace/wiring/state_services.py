@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from terrace.services.state.store import StateStore
     from terrace.services.state.versions import StateVersionService
     from terrace.services.workflows.auto_destroy import AutoDestroy
+    from terrace.services.workflows.explorer_feed import ExplorerFeed
     from terrace.services.workflows.run_trigger_fanout import RunTriggerFanout
     from terrace.services.workspaces.locking import LockService
     from terrace.services.workspaces.workspaces import WorkspaceService
@@ -45,6 +46,7 @@ class StateServices:
     configuration_versions: ConfigurationVersionService
     run_trigger_fanout: RunTriggerFanout  # a use case (workflow_services.py)
     auto_destroy: AutoDestroy  # a use case (workflow_services.py)
+    explorer_feed: ExplorerFeed  # a use case (workflow_services.py)
     assessments: AssessmentService  # wiring/run_services.py
     policy_set_versions: PolicySetVersionService
     module_versions: ModuleVersionService
@@ -125,9 +127,11 @@ class StateServices:
 
         events.subscribe(BLOB_LANDED, landed)
         events.subscribe("state.uploaded", lambda event: self.state_versions.index_uploaded(event))
+        events.subscribe("state.indexed", lambda event: self.explorer_feed.on_state_indexed(event))
         events.subscribe(RUN_STATUS_CHANGED, lambda event: self.run_trigger_fanout.on_event(event))
         events.subscribe(RUN_STATUS_CHANGED, lambda event: self.auto_destroy.on_run_status(event))
         events.subscribe(RUN_STATUS_CHANGED, lambda event: self.assessments.on_run_status(event))
+        events.subscribe(RUN_STATUS_CHANGED, lambda event: self.explorer_feed.on_run_status(event))
         self.subscribe_policies(events)
         self.subscribe_task_stages(events)  # wiring/task_stage_services.py
         self.subscribe_notifications(events)  # wiring/notification_services.py

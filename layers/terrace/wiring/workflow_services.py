@@ -12,6 +12,7 @@ from terrace.adapters.events import EventPublisher
 from terrace.adapters.table import Table
 
 if TYPE_CHECKING:
+    from terrace.adapters.hcl_reader import HclReader
     from terrace.services.access.accounts import AccountService
     from terrace.services.access.authz import Authorizer
     from terrace.services.access.organizations import OrganizationService
@@ -30,12 +31,15 @@ if TYPE_CHECKING:
     from terrace.services.runs.assessments import AssessmentService
     from terrace.services.runs.configuration_versions import ConfigurationVersionService
     from terrace.services.runs.health import HealthPages
+    from terrace.services.runs.run_queries import RunQueries
     from terrace.services.runs.runs import RunService
     from terrace.services.runs.store import RunStore
     from terrace.services.state.store import StateStore
     from terrace.services.state.versions import StateVersionService
     from terrace.services.vcs.connections import RepositoryConnections
     from terrace.services.workflows.auto_destroy import AutoDestroy
+    from terrace.services.workflows.explorer import Explorer
+    from terrace.services.workflows.explorer_feed import ExplorerFeed
     from terrace.services.workflows.organization_deletion import OrganizationDeletion
     from terrace.services.workflows.project_deletion import ProjectDeletion
     from terrace.services.workflows.project_pages import ProjectPages
@@ -43,8 +47,10 @@ if TYPE_CHECKING:
     from terrace.services.workflows.retention_sweep import RetentionSweep
     from terrace.services.workflows.run_trigger_fanout import RunTriggerFanout
     from terrace.services.workflows.state_rollback import StateRollback
+    from terrace.services.workflows.store_explorer import ExplorerStore
     from terrace.services.workflows.workspace_deletion import WorkspaceDeletion
     from terrace.services.workflows.workspace_overview import WorkspaceOverview
+    from terrace.services.workspaces.change_requests import ChangeRequestService
     from terrace.services.workspaces.locking import LockService
     from terrace.services.workspaces.retention import RetentionPolicyService
     from terrace.services.workspaces.run_triggers import RunTriggerService
@@ -86,6 +92,9 @@ class WorkflowServices:
     registry_module_store: ModuleStore  # wiring/registry_services.py
     registry_provider_store: ProviderStore  # wiring/registry_services.py
     repository_connections: RepositoryConnections  # wiring/vcs_services.py
+    run_queries: RunQueries
+    change_requests: ChangeRequestService  # wiring/workspace_services.py
+    hcl_reader: HclReader  # wiring/registry_services.py: a configuration's HCL is read as uploaded modules are
 
     @cached_property
     def purge(self) -> Purge:
@@ -103,6 +112,42 @@ class WorkflowServices:
             run_store=self.run_store,
             audit_store=self.audit_store,
             vcs=self.repository_connections,
+            explorer_store=self.explorer_store,
+        )
+
+    @cached_property
+    def explorer_store(self) -> ExplorerStore:
+        """The explorer's summaries, one per workspace: their keys and items."""
+        from terrace.services.workflows.store_explorer import ExplorerStore
+
+        return ExplorerStore(self.table)
+
+    @cached_property
+    def explorer(self) -> Explorer:
+        from terrace.services.workflows.explorer import Explorer
+
+        return Explorer(
+            self.explorer_store,
+            self.organizations,
+            self.workspaces,
+            self.run_queries,
+            self.assessments,
+            self.change_requests,
+        )
+
+    @cached_property
+    def explorer_feed(self) -> ExplorerFeed:
+        """Subscribed to `state.uploaded` and `run.status_changed` with the other events (`state_services.py`)."""
+        from terrace.services.workflows.explorer_feed import ExplorerFeed
+
+        return ExplorerFeed(
+            self.explorer_store,
+            self.workspaces,
+            self.state_store,
+            self.run_store,
+            self.configuration_versions,
+            self.blobs,
+            self.hcl_reader,
         )
 
     @cached_property
@@ -152,7 +197,7 @@ class WorkflowServices:
     def workspace_overview(self) -> WorkspaceOverview:
         from terrace.services.workflows.workspace_overview import WorkspaceOverview
 
-        return WorkspaceOverview(self.workspaces, self.state_versions, self.runs)
+        return WorkspaceOverview(self.workspaces, self.state_versions, self.runs, self.change_requests)
 
     @cached_property
     def health_pages(self) -> HealthPages:

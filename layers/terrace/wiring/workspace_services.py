@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from terrace.services.vcs.connections import RepositoryConnections
     from terrace.services.workspaces.agent_pools import AgentPoolService
     from terrace.services.workspaces.agents import AgentService
+    from terrace.services.workspaces.change_requests import ChangeRequestService
     from terrace.services.workspaces.effective_variables import EffectiveVariables
     from terrace.services.workspaces.locking import LockService
     from terrace.services.workspaces.remote_state import RemoteStateConsumers
@@ -149,6 +150,12 @@ class WorkspaceServices:
         from terrace.services.workspaces.effective_variables import EffectiveVariables
 
         return EffectiveVariables(self.workspaces, self.variables, self.varsets, self.set_variables)
+
+    @cached_property
+    def change_requests(self) -> ChangeRequestService:
+        from terrace.services.workspaces.change_requests import ChangeRequestService
+
+        return ChangeRequestService(self.workspace_store.change_requests, self.workspaces)
 
     @cached_property
     def run_triggers(self) -> RunTriggerService:

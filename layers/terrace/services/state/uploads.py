@@ -51,6 +51,7 @@ def verified_state(blobs: BlobStore, sv: StateVersion) -> bytes:
 
 
 UPLOADED_EVENT = "state.uploaded"
+INDEXED_EVENT = "state.indexed"  # a workspace's current version is indexed (its summary recorded): any write path
 
 
 class StateUploads:
@@ -247,6 +248,7 @@ class StateUploads:
             output_ids = self._index.write_outputs(sv.id, self._workspaces.load(sv.workspace_id), parsed.outputs)
         self.reindex(sv.workspace_id, sv.id, parsed)
         self._record(sv, parsed, output_ids, None)
+        self.announce_indexed(sv.workspace_id, sv.id)
 
     def _record(
         self, sv: StateVersion, parsed: ParsedState | None, output_ids: tuple[str, ...] | None, error: str | None
@@ -285,6 +287,13 @@ class StateUploads:
         recorded = optimistic(step, attempts=ATTEMPTS, exhausted=lambda: False)
         if not recorded and output_ids:  # not recorded: drop the outputs this delivery wrote
             self._store.index.delete_output_ids(output_ids)
+
+    def announce_indexed(self, workspace_id: str, sv_id: str) -> None:
+        """`state.indexed`: what follows a workspace's current state (the explorer's summary) may read it now."""
+        try:
+            self._publisher.publish({"type": INDEXED_EVENT, "state_version_id": sv_id, "workspace_id": workspace_id})
+        except Exception:  # the state is stored and indexed either way; only what follows it waits for the next
+            log.exception("could not publish %s for %s", INDEXED_EVENT, sv_id)
 
     def reindex(self, workspace_id: str, sv_id: str, parsed: ParsedState) -> None:
         def instances_of(target: str) -> tuple[st.ResourceInstance, ...]:

@@ -121,4 +121,5 @@ class StateWriter:
             cleanup()
             return stored
         self._uploads.reindex(workspace_id, sv_id, parsed)
+        self._uploads.announce_indexed(workspace_id, sv_id)
         return stored

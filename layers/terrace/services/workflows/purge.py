@@ -27,6 +27,7 @@ from terrace.services.registry.store_providers import ProviderStore
 from terrace.services.runs.store import RunStore
 from terrace.services.state.store import StateStore
 from terrace.services.vcs.connections import RepositoryConnections
+from terrace.services.workflows.store_explorer import ExplorerStore
 from terrace.services.workspaces.store import WorkspaceAreaStore
 from terrace.services.workspaces.varsets import VariableSetService
 
@@ -48,11 +49,13 @@ class Purge:
         run_store: RunStore,
         audit_store: AuditStore,
         vcs: RepositoryConnections,
+        explorer_store: ExplorerStore,
     ) -> None:
         self._audit = audit_store
         self._vcs = vcs
         self._policy_store, self._evaluation_store, self._module_store, self._provider_store = stores
         self._run_store = run_store
+        self._explorer_store = explorer_store
         self._varsets = varsets
         self._workspace_store = workspace_store
         self._blobs = blobs
@@ -74,6 +77,7 @@ class Purge:
         self._workspace_store.delete_all_of(workspace=workspace_id)
         self._state.delete_all_of(workspace=workspace_id)
         self._notifications.delete_all_of(workspace=workspace_id)
+        self._explorer_store.delete_all_of(organization=org_key, workspace=workspace_id)
 
     def organization_contents(self, org_key: str) -> None:
         """What an organization holds beside its workspaces: variable sets, queued jobs, SSH keys, agent pools (their
@@ -97,6 +101,7 @@ class Purge:
         self._provider_store.delete_all_of(organization=org_key)  # providers, versions, platforms, GPG keys
         self._access.delete_all_of(organization=org_key)  # runner and organization tokens
         self._vcs.forget_organization(org_key)  # OAuth clients and their tokens
+        self._explorer_store.delete_all_of(organization=org_key)  # the explorer's summaries
 
     def _policy_evaluations(self, run_id: str) -> None:
         """A run's policy evaluations and their outcomes (the run store tells of each run before its item goes)."""

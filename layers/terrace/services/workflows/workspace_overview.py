@@ -1,18 +1,21 @@
 """A workspace's overview page (web UI): one read across the workspaces area (the workspace and what the
 caller may do in it), the state area (its current outputs and resources, when the caller may read them) and
-the runs area (its current run while underway, else its latest), and its project's name."""
+the runs area (its current run while underway, else its latest), its project's name, and its change requests
+not archived."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from terrace.domain import runs as rs
+from terrace.domain.change_requests import ChangeRequest
 from terrace.domain.principal import Principal
 from terrace.domain.runs import Run
 from terrace.domain.workspace import Workspace
 from terrace.services.runs.runs import RunService
 from terrace.services.state.index import IndexedResource, StoredOutput
 from terrace.services.state.versions import StateVersionService
+from terrace.services.workspaces.change_requests import ChangeRequestService
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 
@@ -25,11 +28,19 @@ class Overview:
     execution_mode: str = "remote"  # the effective one (the organization's default unless the workspace overwrote it)
     permissions: dict[str, bool] = field(default_factory=dict)  # the caller's, as the API's workspace document
     project_name: str = "Default Project"
+    change_requests: list[ChangeRequest] = field(default_factory=list)  # not archived, newest first
 
 
 class WorkspaceOverview:
-    def __init__(self, workspaces: WorkspaceService, state_versions: StateVersionService, runs: RunService) -> None:
+    def __init__(
+        self,
+        workspaces: WorkspaceService,
+        state_versions: StateVersionService,
+        runs: RunService,
+        change_requests: ChangeRequestService,
+    ) -> None:
         self._workspaces, self._state_versions, self._runs = workspaces, state_versions, runs
+        self._change_requests = change_requests
 
     def workspace(self, principal: Principal, organization: str, name: str) -> Workspace:
         """The workspace alone (what the overview's forms act on), checked as the overview's read."""
@@ -51,3 +62,5 @@ class WorkspaceOverview:
         shown = rs.current_of(current, latest_run)
         project = self._workspaces.project_name_of(ws)
         return Overview(ws, shown, outputs, resources, self._workspaces.execution_mode(ws), can, project)
+        mode, requests = self._workspaces.execution_mode(ws), self._change_requests.open_of(ws)
+        return Overview(ws, latest_run, outputs, resources, mode, can, requests)

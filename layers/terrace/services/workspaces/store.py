@@ -17,6 +17,7 @@ from terrace.domain.workspace import Workspace, WorkspaceLock
 from terrace.services import shared_keys
 from terrace.services.workspaces.store_agent_pools import AgentPoolStore
 from terrace.services.workspaces.store_auto_destroy import AutoDestroyMarkers
+from terrace.services.workspaces.store_change_requests import ChangeRequestStore
 from terrace.services.workspaces.store_run_triggers import RunTriggerStore
 from terrace.services.workspaces.store_ssh_keys import SSHKeyStore
 from terrace.services.workspaces.store_tags import ReservedTagKeyStore, TagStore
@@ -224,18 +225,20 @@ class WorkspaceAreaStore:
         self.tags = TagStore(table)
         self.reserved_tag_keys = ReservedTagKeyStore(table)
         self.ssh_keys = SSHKeyStore(table)
+        self.change_requests = ChangeRequestStore(table)
 
     def delete_all_of(self, *, workspace: str | None = None, organization: str | None = None) -> None:
-        """What a workspace (its variables and their key claims, its run triggers both ways, its auto-destroy
-        marker) or an organization (variable sets with their variables, SSH keys, agent pools with their agents and
-        queued jobs, tags) holds of this area. Not the workspaces themselves (`WorkspaceService.delete`), nor the
-        variable sets a workspace leaves (`VariableSetService.forget_workspace`: a change, not a deletion), nor
-        the agent pools' tokens (the access area's, revoked first by the purge)."""
+        """What a workspace (its variables and their key claims, its run triggers both ways, its change requests, its
+        auto-destroy marker) or an organization (variable sets with their variables, SSH keys, agent pools with
+        their agents and queued jobs, tags) holds of this area. Not the workspaces themselves
+        (`WorkspaceService.delete`), nor the variable sets a workspace leaves (`VariableSetService.forget_workspace`:
+        a change, not a deletion), nor the agent pools' tokens (the access area's, revoked first by the purge)."""
         if (workspace is None) == (organization is None):
             raise ValueError("delete_all_of takes a workspace or an organization")
         if workspace is not None:
             self.variables.delete_all_of(workspace=workspace)
             self.run_triggers.delete_all_of(workspace=workspace)
+            self.change_requests.delete_all_of(workspace=workspace)
             self.workspaces.delete_all_of(workspace=workspace)
         if organization is not None:
             self.varsets.delete_all_of(organization=organization)

@@ -69,9 +69,18 @@ def _overview_page(
         execution_mode=view.execution_mode,
         can=view.permissions,
         project_name=view.project_name,
+        change_requests=view.change_requests,
         cloud_host=cli_host(container.settings.public_url),
         **extra,
     )
+
+
+@router.post("/{organization}/workspaces/{name}/change-requests/{cr_id}/archive")
+def archive_change_request(
+    container: ContainerDep, session: SessionDep, organization: str, name: str, cr_id: str, form: CheckedFormDep
+) -> Any:
+    container.change_requests.archive(session.principal, cr_id)
+    return RedirectResponse(f"/app/{organization}/workspaces/{name}", status_code=303)
 
 
 LOCK_ACTIONS = ("lock", "unlock", "force-unlock")
