@@ -105,7 +105,7 @@ def test_refusals_show_on_the_members_page(container: Container) -> None:
 
 
 ORG_PAGES = ("workspaces", "projects", "members", "teams", "varsets", "policies", "settings/tasks", "agent-pools",
-             "registry", "settings", "search")  # fmt: skip
+             "registry", "explorer", "settings", "search")  # fmt: skip
 
 
 def test_every_organization_page_has_the_same_navigation(container: Container) -> None:

@@ -23,7 +23,11 @@ API_ROUTERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("organizations", "router", ("/api/v2/organizations",)),
     ("audit_trail", "router", ("/api/v2/organization/audit-trail", ORGS, "/api/v2/admin/audit-trail")),
     ("workspaces", "router", (ORGS, WORKSPACES)),
-    ("workspace_relations", "router", (ORGS, "/api/v2/tags/", WORKSPACES)),
+    (
+        "workspace_relations",
+        "router",
+        (ORGS, "/api/v2/reserved-tag-keys/", "/api/v2/reserved-tags/", "/api/v2/tags/", WORKSPACES),
+    ),
     ("varsets", "router", (ORGS, "/api/v2/projects/", "/api/v2/varsets/", WORKSPACES)),
     ("accounts", "router", ("/api/v2/account/", "/api/v2/authentication-tokens/", "/api/v2/users/")),
     ("ssh_keys", "router", (ORGS, "/api/v2/ssh-keys/", WORKSPACES)),

@@ -61,6 +61,5 @@ class WorkspaceOverview:
             current = self._runs.get(principal, ws.current_run_id)
         shown = rs.current_of(current, latest_run)
         project = self._workspaces.project_name_of(ws)
-        return Overview(ws, shown, outputs, resources, self._workspaces.execution_mode(ws), can, project)
         mode, requests = self._workspaces.execution_mode(ws), self._change_requests.open_of(ws)
-        return Overview(ws, latest_run, outputs, resources, mode, can, requests)
+        return Overview(ws, shown, outputs, resources, mode, can, project, requests)
