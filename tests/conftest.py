@@ -206,6 +206,12 @@ def _is_runner(pid: int) -> bool:
     return False
 
 
+def _is_shared_browser(pid: int) -> bool:
+    """A process of the browser a test file shares (tests/browser/conftest.py: chromium starts its network,
+    storage and GPU helpers on demand, inside the first test that needs them; the browser stops them with itself)."""
+    return _command_line(pid).startswith(("/usr/lib/chromium/", "/usr/bin/chromium"))
+
+
 def _ancestors(pid: int) -> list[int]:
     chain: list[int] = []
     while pid > 1 and pid != os.getpid():
@@ -258,7 +264,7 @@ def _stops_what_it_starts(request: pytest.FixtureRequest) -> Iterator[None]:
         left = [
             f"process {pid}: {cmd}"
             for pid, cmd in _descendants().items()
-            if pid not in processes and not (shared and _is_runner(pid))
+            if pid not in processes and not (shared and (_is_runner(pid) or _is_shared_browser(pid)))
         ]
         return left + [f"thread {t.name!r}" for t in _threads() - threads if not (shared and _is_stack_worker(t))]
 

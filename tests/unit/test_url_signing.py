@@ -26,6 +26,7 @@ NOT_URL_SIGNERS = {
     "services/runs/task_delivery.py",  # signs a run task request's body (X-TFC-Task-Signature), not a URL
     "domain/notification_payloads.py",  # signs notification bodies with their configuration's token (TFC's header)
     "runner/sigv4.py",  # AWS SigV4 of the runner's one GetCallerIdentity request (AWS's scheme, not Terrace's)
+    "services/vcs/webhooks.py",  # verifies a forge delivery's X-Hub-Signature-256 (GitHub's scheme, not a URL)
 }
 
 

@@ -42,7 +42,7 @@ class RepositoryConnections:
         """What `ws` shows as its `vcs-repo` once `raw` is applied (None: no repository); the webhook registered or
         deleted on the forge before the workspace is written. The caller checked that `principal` may change `ws`."""
         current = ws.extra.get(model.VCS_REPO)
-        if raw is None:
+        if raw is None or raw == {}:  # an empty object names no repository, as null does
             self.disconnect(ws)
             return None
         request = model.check_repo(raw)
