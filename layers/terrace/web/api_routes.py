@@ -73,6 +73,7 @@ API_ROUTERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "/api/v2/policy-set-outcomes/",
             "/api/v2/runs/",
             "/api/v2/task-stages/",
+            "/api/v2/tf-policy-evaluations/",
         ),
     ),
 )
