@@ -107,6 +107,9 @@ class Workspace:
     # its current health assessment, for badges: {result_id, drifted, checks_failing, succeeded}
     # (`services/runs/assessments.py`)
     health: dict[str, Any] | None = None
+    # the registry module whose test workspace this is (`domain/module_tests.py`): never listed nor named, reached
+    # only through the module's test runs and test variables, by those who manage the organization's modules
+    module_id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -130,6 +133,7 @@ class WorkspaceView:
     global_remote_state: bool
     project_id: str | None = None  # None: the organization's Default Project
     remote_state_consumers: frozenset[str] = frozenset()
+    module_id: str | None = None  # a registry module's test workspace: its module's managers alone reach it
 
     def shares_state_with(self, workspace_id: str | None) -> bool:
         return self.global_remote_state or (workspace_id is not None and workspace_id in self.remote_state_consumers)

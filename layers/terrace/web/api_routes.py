@@ -54,6 +54,7 @@ API_ROUTERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("assessments", "router", ("/api/v2/assessment-results/", WORKSPACES)),
     ("query_runs", "router", ("/api/v2/queries", WORKSPACES)),
     ("terraform_actions", "router", ("/api/v2/terraform-actions/", WORKSPACES)),
+    ("module_tests", "router", (ORGS,)),
     ("registry_modules", "router", (ORGS, "/api/v2/registry-modules/")),
     ("module_registry", "router", ("/api/registry/v1/modules/",)),
     ("registry_providers", "router", (ORGS,)),

@@ -23,14 +23,17 @@ if TYPE_CHECKING:
     from terrace.services.notifications.store import NotificationStore
     from terrace.services.policies.store import PolicyStore
     from terrace.services.policies.store_evaluations import EvaluationStore
+    from terrace.services.registry.modules import RegistryModuleService
     from terrace.services.registry.store import ModuleStore
     from terrace.services.registry.store_providers import ProviderStore
     from terrace.services.runs.configuration_versions import ConfigurationVersionService
+    from terrace.services.runs.module_test_runs import ModuleTestRunService
     from terrace.services.runs.runs import RunService
     from terrace.services.runs.store import RunStore
     from terrace.services.state.store import StateStore
     from terrace.services.state.versions import StateVersionService
     from terrace.services.workflows.auto_destroy import AutoDestroy
+    from terrace.services.workflows.module_tests import ModuleTests
     from terrace.services.workflows.organization_deletion import OrganizationDeletion
     from terrace.services.workflows.project_deletion import ProjectDeletion
     from terrace.services.workflows.project_pages import ProjectPages
@@ -44,6 +47,7 @@ if TYPE_CHECKING:
     from terrace.services.workspaces.retention import RetentionPolicyService
     from terrace.services.workspaces.run_triggers import RunTriggerService
     from terrace.services.workspaces.store import WorkspaceAreaStore
+    from terrace.services.workspaces.variables import VariableService
     from terrace.services.workspaces.varsets import VariableSetService
     from terrace.services.workspaces.workspaces import WorkspaceService
 
@@ -77,6 +81,9 @@ class WorkflowServices:
     policy_evaluation_store: EvaluationStore  # wiring/policy_services.py
     registry_module_store: ModuleStore  # wiring/registry_services.py
     registry_provider_store: ProviderStore  # wiring/registry_services.py
+    registry_modules: RegistryModuleService  # wiring/registry_services.py
+    module_test_runs: ModuleTestRunService  # wiring/run_services.py
+    variables: VariableService  # wiring/workspace_services.py
 
     @cached_property
     def purge(self) -> Purge:
@@ -93,6 +100,13 @@ class WorkflowServices:
             (self.policy_store, self.policy_evaluation_store, self.registry_module_store, self.registry_provider_store),
             run_store=self.run_store,
         )
+
+    @cached_property
+    def module_tests(self) -> ModuleTests:
+        """A private module's test runs and test variables (terraform test -cloud-run)."""
+        from terrace.services.workflows.module_tests import ModuleTests
+
+        return ModuleTests(self.registry_modules, self.workspaces, self.module_test_runs, self.variables, self.purge)
 
     @cached_property
     def workspace_deletion(self) -> WorkspaceDeletion:

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from terrace.adapters.blobs import BlobStore
 from terrace.config import Settings
-from terrace.domain.jobs import JobSpec, Operation, Phase
+from terrace.domain.jobs import JobSpec, ModuleTestOptions, Operation, Phase
 from terrace.domain.runs import Run
 from terrace.domain.tool_versions import BINARY_NAMES
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
@@ -88,6 +88,7 @@ class JobSpecs:
                 save_plan=run.save_plan,
                 query=run.query,
                 generate_config_out=run.generate_config_out,
+                test=ModuleTestOptions(**run.test_options) if run.test else None,
             ),
             hostname=urlsplit(self._settings.public_url).netloc,
             run_token=run_token,

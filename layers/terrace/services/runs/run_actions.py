@@ -93,6 +93,10 @@ class RunActions:
 
     def cancel(self, principal: Principal, run_id: str, *, query: bool = False) -> Run:
         self._act(principal, run_id, Action.CANCEL_RUN, query=query)
+        return self.cancel_checked(run_id)
+
+    def cancel_checked(self, run_id: str) -> Run:
+        """Cancel a run whose caller was checked (a module's test run: `test_runs.py`)."""
 
         def step() -> Run:
             run = self._store.load(run_id)
@@ -109,6 +113,10 @@ class RunActions:
 
     def force_cancel(self, principal: Principal, run_id: str, *, query: bool = False) -> Run:
         self._act(principal, run_id, Action.CANCEL_RUN, query=query)
+        return self.force_cancel_checked(run_id)
+
+    def force_cancel_checked(self, run_id: str) -> Run:
+        """Force-cancel a run whose caller was checked."""
 
         def step() -> Run:
             run = self._store.load(run_id)

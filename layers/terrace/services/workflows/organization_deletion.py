@@ -39,7 +39,7 @@ class OrganizationDeletion:
     def delete(self, principal: Principal, name: str) -> None:
         org = self._orgs.get(principal, name, Action.DELETE_ORGANIZATION)
         for _ in range(MAX_SWEEPS):
-            remaining = self._workspaces.all_in(org.key)
+            remaining = [*self._workspaces.all_in(org.key), *self._workspaces.module_tests_in(org.key)]
             if not remaining:
                 break
             for ws in remaining:
