@@ -161,7 +161,7 @@ def _seed(env: RunEnv) -> dict[str, str]:
     module = {"data": {"type": "registry-modules", "attributes": {"name": "app", "provider": "aws"}}}
     _ok(api("POST", f"/organizations/{org}/registry-modules", module))
     tests = f"/organizations/{org}/tests/registry-modules/private/{org}/app/aws"
-    upload = _ok(api("POST", f"{tests}/configuration-versions"))["data"]
+    upload = _ok(api("POST", f"{tests}/test-runs/configuration-versions"))["data"]
     env.land(upload["attributes"]["upload-url"].split("memory://blobs/")[1].split("?")[0], tarball({"main.tf": ""}))
     tested = {"configuration-version": {"data": {"type": "configuration-versions", "id": upload["id"]}}}
     ids["test_run_id"] = _ok(api("POST", f"{tests}/test-runs", {"data": {"type": "test-runs",

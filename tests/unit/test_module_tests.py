@@ -39,7 +39,7 @@ def _module(env: RunEnv, name: str = "vpc") -> dict[str, Any]:
 
 
 def _configuration(env: RunEnv, base: str = BASE) -> str:
-    made = env.api("POST", f"{base}/configuration-versions")  # go-tfe sends no body
+    made = env.api("POST", f"{base}/test-runs/configuration-versions")  # go-tfe sends no body
     assert made.status_code == 201, made.text
     cv = made.json()["data"]
     key = cv["attributes"]["upload-url"].split("memory://blobs/")[1].split("?")[0]
@@ -158,10 +158,10 @@ def test_only_module_managers_reach_a_module_s_tests(env: RunEnv) -> None:
     for path in paths:  # a member sees the module but may not manage it; to others it is not there
         assert call(env, reader, "GET", path).status_code == 403
         assert call(env, outsider, "GET", path).status_code == 404
-    assert call(env, reader, "POST", f"{BASE}/configuration-versions").status_code == 403
-    assert call(env, outsider, "POST", f"{BASE}/configuration-versions").status_code == 404
+    assert call(env, reader, "POST", f"{BASE}/test-runs/configuration-versions").status_code == 403
+    assert call(env, outsider, "POST", f"{BASE}/test-runs/configuration-versions").status_code == 404
     assert call(env, manager, "GET", f"{BASE}/test-runs").status_code == 200
-    made = call(env, manager, "POST", f"{BASE}/configuration-versions")
+    made = call(env, manager, "POST", f"{BASE}/test-runs/configuration-versions")
     assert made.status_code == 201 and made.json()["data"]["attributes"]["upload-url"]
 
 
@@ -191,7 +191,7 @@ def test_unknown_modules_runs_and_configurations_are_not_found(env: RunEnv) -> N
     for path in (f"{other}/test-runs", f"{other}/vars", f"{BASE}/test-runs/trun-nosuch", f"{BASE}/test-runs/run-x"):
         answer = env.api("GET", path)
         assert answer.status_code == 404 and answer.json()["errors"], path
-    assert env.api("POST", f"{other}/configuration-versions").status_code == 404
+    assert env.api("POST", f"{other}/test-runs/configuration-versions").status_code == 404
     assert env.api("POST", f"{BASE}/test-runs/trun-nosuch/cancel").status_code == 404
     workspace_cv = env.upload_config()  # a workspace's configuration version is not the module's
     assert _create(env, workspace_cv).status_code == 404
@@ -200,7 +200,7 @@ def test_unknown_modules_runs_and_configurations_are_not_found(env: RunEnv) -> N
 
 
 def test_a_pending_configuration_cannot_be_tested(env: RunEnv) -> None:
-    cv = env.api("POST", f"{BASE}/configuration-versions").json()["data"]
+    cv = env.api("POST", f"{BASE}/test-runs/configuration-versions").json()["data"]
     answer = _create(env, cv["id"])
     assert answer.status_code == 422 and "not uploaded" in answer.text
 

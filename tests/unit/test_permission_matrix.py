@@ -529,5 +529,5 @@ def test_module_tests_are_for_module_managers_only(world: World, caller: str, wh
     want = 404 if where == "other" or caller == "stranger" else 200 if caller == "owner" else 403
     assert _api(env, world.tokens[caller], "GET", f"{base}/test-runs").status_code == want
     assert _api(env, world.tokens[caller], "GET", f"{base}/vars").status_code == want
-    made = _api(env, world.tokens[caller], "POST", f"{base}/configuration-versions")
+    made = _api(env, world.tokens[caller], "POST", f"{base}/test-runs/configuration-versions")
     assert made.status_code == (201 if want == 200 else want)

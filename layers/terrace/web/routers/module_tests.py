@@ -68,7 +68,7 @@ def test_variable(v: Variable, base: str) -> dict[str, Any]:
     )
 
 
-@router.post(BASE + "/configuration-versions")
+@router.post(BASE + "/test-runs/configuration-versions")
 def create_test_configuration_version(
     organization: str,
     registry: str,
