@@ -104,7 +104,8 @@ def test_a_test_run_goes_as_the_cli_drives_it(env: RunEnv) -> None:
     assert env.api("GET", f"/workspaces/{ws_id}").status_code == 404
     assert env.api("GET", f"/workspaces/{ws_id}/vars").status_code == 404
     assert env.api("GET", f"/runs/{module_tests.run_id_of(test_run['id'])}").status_code == 404
-    assert env.api("GET", f"/configuration-versions/{cv_id}").status_code == 404
+    read = env.api("GET", f"/configuration-versions/{cv_id}").json()["data"]  # as on HCP, to module managers
+    assert read["attributes"]["status"] == "uploaded" and not read["attributes"].get("upload-url")
 
 
 def test_failed_tests_and_a_canceled_test_run(env: RunEnv) -> None:
@@ -163,6 +164,10 @@ def test_only_module_managers_reach_a_module_s_tests(env: RunEnv) -> None:
     assert call(env, manager, "GET", f"{BASE}/test-runs").status_code == 200
     made = call(env, manager, "POST", f"{BASE}/test-runs/configuration-versions")
     assert made.status_code == 201 and made.json()["data"]["attributes"]["upload-url"]
+    cv_path = f"/configuration-versions/{made.json()['data']['id']}"
+    assert call(env, manager, "GET", cv_path).status_code == 200
+    assert call(env, reader, "GET", cv_path).status_code == 403  # sees the module, may not manage it
+    assert call(env, outsider, "GET", cv_path).status_code == 404
 
 
 @pytest.mark.parametrize(
