@@ -150,6 +150,22 @@ def test_test_variables_are_the_module_s_and_reach_its_test_runs(env: RunEnv) ->
     assert env.api("GET", f"{base}/vars/{var['id']}").status_code == 404
 
 
+def test_no_variable_set_reaches_a_module_s_tests(env: RunEnv) -> None:
+    """A global set, or one of the Default Project, reaches every workspace but a module's test workspace: whoever
+    manages modules must not read the organization's credentials through a test."""
+    varset = {"data": {"type": "varsets", "attributes": {"name": "cloud-creds", "global": True}}}
+    made = env.api("POST", "/organizations/acme/varsets", varset).json()["data"]
+    secret = {"data": {"type": "vars", "attributes": {"key": "CLOUD_TOKEN", "value": "org-wide", "category": "env",
+                                                       "sensitive": True}}}  # fmt: skip
+    assert env.api("POST", f"/varsets/{made['id']}/relationships/vars", secret).status_code == 201
+    try:
+        _create(env, _configuration(env))
+        spec = env.claim()
+        assert "CLOUD_TOKEN" not in {v["key"] for v in spec["variables"]}
+    finally:
+        assert env.api("DELETE", f"/varsets/{made['id']}").status_code == 204
+
+
 def test_only_module_managers_reach_a_module_s_tests(env: RunEnv) -> None:
     reader = member(env, "reader", **{"read-workspaces": True, "manage-workspaces": True})
     manager = member(env, "modmanager", **{"manage-modules": True})
