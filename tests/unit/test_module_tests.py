@@ -166,6 +166,21 @@ def test_no_variable_set_reaches_a_module_s_tests(env: RunEnv) -> None:
         assert env.api("DELETE", f"/varsets/{made['id']}").status_code == 204
 
 
+def test_a_test_run_gets_no_workload_identity_token() -> None:
+    """A token naming the module's test workspace must never pass for a workspace a cloud trusts: a test run's job
+    carries none, whatever its test variables ask (its workspace's name has a colon no workspace name has)."""
+    env = make_run_env(public_url="https://terrace.example.com/")
+    base = "/organizations/acme/tests/registry-modules/private/acme/app/aws"
+    _module(env, "app")  # the name of the organization's workspace
+    for key, value in (("TFC_AWS_PROVIDER_AUTH", "true"), ("TFC_AWS_RUN_ROLE_ARN", "arn:aws:iam::1:role/x")):
+        body = {"data": {"type": "vars", "attributes": {"key": key, "value": value, "category": "env"}}}
+        assert env.api("POST", f"{base}/vars", body).status_code == 201
+    _create(env, _configuration(env, base), base)
+    spec = env.claim()
+    assert spec["workload_credentials"] == []
+    assert spec["workspace_name"] == "module-tests:app" and spec["workspace_name"] != "app"
+
+
 def test_only_module_managers_reach_a_module_s_tests(env: RunEnv) -> None:
     reader = member(env, "reader", **{"read-workspaces": True, "manage-workspaces": True})
     manager = member(env, "modmanager", **{"manage-modules": True})

@@ -60,8 +60,12 @@ class JobSpecs:
         phase: Phase = "plan" if name == "plan" else "apply"
         tool = self._tool_of(run.terraform_version)
         tool_cache = self._tool_cache(tool, run.terraform_version, ttl, own_runner)
+        # none for a module's test run: its test workspace is no workspace a cloud trusts, and a token naming it
+        # must never pass for a real workspace's
         credentials = (
-            self._workload.for_job(run, ws, phase, variables, started_at=state.started_at) if self._workload else []
+            self._workload.for_job(run, ws, phase, variables, started_at=state.started_at)
+            if self._workload and not run.test
+            else []
         )
         return JobSpec(
             job_id=state.id,

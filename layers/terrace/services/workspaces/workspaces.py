@@ -72,7 +72,7 @@ class WorkspaceService:
         self._store.create_unlisted(
             Workspace(
                 id=ws_id,
-                name=name,
+                name=f"module-tests:{name}",  # no workspace name has a colon: it never passes for a real one
                 organization=org_key,
                 created_at=now,
                 updated_at=now,
