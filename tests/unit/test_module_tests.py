@@ -126,6 +126,18 @@ def test_failed_tests_and_a_canceled_test_run(env: RunEnv) -> None:
     assert env.api("GET", f"{BASE}/test-runs/{canceled['id']}").json()["data"]["attributes"]["status"] == "canceled"
 
 
+def test_a_lost_test_run_is_not_retried(env: RunEnv) -> None:
+    """A runner lost mid-test (missed heartbeats) ends the test run errored: run again, its tests would create
+    their resources again."""
+    test_run = _create(env, _configuration(env)).json()["data"]
+    env.claim()
+    run = env.container.run_store.load(module_tests.run_id_of(test_run["id"]) or "")
+    env.container.job_retries.retry_or_fail(run, "plan", "missed heartbeats")
+    attrs = env.api("GET", f"{BASE}/test-runs/{test_run['id']}").json()["data"]["attributes"]
+    assert attrs["status"] == "errored" and "not retried" in attrs["error-message"]
+    assert not [j for j in env.queued() if j.job_id.endswith(test_run["id"].removeprefix("trun-"))]
+
+
 def test_test_variables_are_the_module_s_and_reach_its_test_runs(env: RunEnv) -> None:
     base = "/organizations/acme/tests/registry-modules/private/acme/net/aws"
     _module(env, "net")
