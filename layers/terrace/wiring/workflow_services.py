@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from terrace.services.workflows.workspace_deletion import WorkspaceDeletion
     from terrace.services.workflows.workspace_overview import WorkspaceOverview
     from terrace.services.workspaces.locking import LockService
+    from terrace.services.workspaces.module_test_workspaces import ModuleTestWorkspaces
     from terrace.services.workspaces.retention import RetentionPolicyService
     from terrace.services.workspaces.run_triggers import RunTriggerService
     from terrace.services.workspaces.store import WorkspaceAreaStore
@@ -84,6 +85,7 @@ class WorkflowServices:
     registry_modules: RegistryModuleService  # wiring/registry_services.py
     module_test_runs: ModuleTestRunService  # wiring/run_services.py
     variables: VariableService  # wiring/workspace_services.py
+    module_test_workspaces: ModuleTestWorkspaces  # wiring/workspace_services.py
 
     @cached_property
     def purge(self) -> Purge:
@@ -106,7 +108,9 @@ class WorkflowServices:
         """A private module's test runs and test variables (terraform test -cloud-run)."""
         from terrace.services.workflows.module_tests import ModuleTests
 
-        return ModuleTests(self.registry_modules, self.workspaces, self.module_test_runs, self.variables, self.purge)
+        return ModuleTests(
+            self.registry_modules, self.module_test_workspaces, self.module_test_runs, self.variables, self.purge
+        )
 
     @cached_property
     def workspace_deletion(self) -> WorkspaceDeletion:
@@ -118,7 +122,9 @@ class WorkflowServices:
     def organization_deletion(self) -> OrganizationDeletion:
         from terrace.services.workflows.organization_deletion import OrganizationDeletion
 
-        return OrganizationDeletion(self.organizations, self.workspaces, self.purge, self.site_admin)
+        return OrganizationDeletion(
+            self.organizations, self.workspaces, self.purge, self.site_admin, self.module_test_workspaces
+        )
 
     @cached_property
     def project_deletion(self) -> ProjectDeletion:

@@ -24,8 +24,8 @@ from terrace.services.access.authz import Action
 from terrace.services.registry.modules import RegistryModuleService
 from terrace.services.runs.module_test_runs import ModuleTestRunService
 from terrace.services.workflows.purge import Purge
+from terrace.services.workspaces.module_test_workspaces import ModuleTestWorkspaces
 from terrace.services.workspaces.variables import VariableService
-from terrace.services.workspaces.workspaces import WorkspaceService
 
 Address = tuple[str, str, str, str]  # registry name, namespace, name, provider
 
@@ -34,7 +34,7 @@ class ModuleTests:
     def __init__(
         self,
         modules: RegistryModuleService,
-        workspaces: WorkspaceService,
+        workspaces: ModuleTestWorkspaces,
         test_runs: ModuleTestRunService,
         variables: VariableService,
         purge: Purge,
@@ -47,14 +47,14 @@ class ModuleTests:
 
     def _workspace(self, principal: Principal, organization: str, address: Address, *, create: bool) -> Workspace:
         module = self._module(principal, organization, address)
-        ws = self._workspaces.module_tests(module.organization, module.id, module.name, create=create)
+        ws = self._workspaces.of_module(module.organization, module.id, module.name, create=create)
         if ws is None:
             raise NotFound(f"registry module {module.address} has no tests yet")
         return ws
 
     def _existing(self, principal: Principal, organization: str, address: Address) -> Workspace | None:
         module = self._module(principal, organization, address)
-        return self._workspaces.module_tests(module.organization, module.id, module.name)
+        return self._workspaces.of_module(module.organization, module.id, module.name)
 
     # test configuration versions and test runs ---------------------------------------------------
     def create_configuration(
@@ -115,8 +115,8 @@ class ModuleTests:
     # deletion ------------------------------------------------------------------------------------
     def forget(self, module: RegistryModule) -> None:
         """A deleted module's test workspace goes with everything it holds (its runs ended by the purge)."""
-        ws = self._workspaces.module_tests(module.organization, module.id, module.name)
+        ws = self._workspaces.of_module(module.organization, module.id, module.name)
         if ws is None:
             return
         self._purge.workspace_contents(ws.id, ws.organization)
-        self._workspaces.drop_module_tests(ws.id)
+        self._workspaces.drop(ws.id)

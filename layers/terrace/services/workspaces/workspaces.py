@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from terrace.domain import assessments, clock, module_tests
+from terrace.domain import assessments, clock
 from terrace.domain import workspace as model
 from terrace.domain.errors import Conflict, NotFound
 from terrace.domain.ids import new_id
@@ -60,34 +60,6 @@ class WorkspaceService:
         if ws is None:
             raise NotFound(f"workspace {workspace_id} not found")
         return ws
-
-    def module_tests(self, org_key: str, module_id: str, name: str, *, create: bool = False) -> Workspace | None:
-        """A registry module's test workspace (`domain/module_tests.py`; None: none yet), made when `create`.
-        Its id follows from the module's: one per module, never two."""
-        ws_id = module_tests.test_workspace_id(module_id)
-        found = self._store.find(ws_id)
-        if found is not None or not create:
-            return found if found is not None and found.module_id == module_id else None
-        now = clock.now_iso()
-        self._store.create_unlisted(
-            Workspace(
-                id=ws_id,
-                name=f"module-tests:{name}",  # no workspace name has a colon: it never passes for a real one
-                organization=org_key,
-                created_at=now,
-                updated_at=now,
-                version=1,
-                execution_mode="remote",  # Terrace's runners run a module's tests, whatever the default
-                execution_mode_overwritten=True,
-                created_ns=time.time_ns(),
-                module_id=module_id,
-            )
-        )
-        return self.module_tests(org_key, module_id, name)
-
-    def module_tests_in(self, org_key: str) -> builtins.list[Workspace]:
-        """The organization's module test workspaces (its deletion deletes them with the rest)."""
-        return self._store.module_tests_of(org_key)
 
     def organization_of(self, ws: Workspace) -> Organization:
         return self._orgs.by_key(ws.organization)
@@ -302,14 +274,6 @@ class WorkspaceService:
             raise Conflict(f"workspace {ws.name} is currently locked; unlock it or delete it without safe-delete")
         if not self._store.delete(ws, extra_ops(ws) if extra_ops else []):
             raise Conflict("workspace changed while deleting; retry")
-
-    def drop_module_tests(self, workspace_id: str) -> None:
-        """Delete a deleted module's test workspace item (what it held is purged first, `Purge`)."""
-        for _ in range(8):
-            ws = self._store.find(workspace_id)
-            if ws is None or ws.module_id is None or self._store.delete(ws):
-                return
-        raise Conflict("workspace changed while deleting; retry")
 
     def mutate(self, workspace_id: str, change: Callable[[Workspace], Workspace], attempts: int = 8) -> Workspace:
         """Apply `change` to the latest copy with optimistic concurrency; `change` may raise to refuse."""
