@@ -1,4 +1,5 @@
-"""OPA policies on remote runs of the `cloud` block of terraform 1.11 and OpenTofu 1.9: a mandatory policy's
+"""OPA policies on remote runs of the `cloud` block of terraform 1.11 and OpenTofu 1.9 (and 1.15.9, a client
+repeat, where `TERRACE_TEST_TERRAFORM_115` or the shared tools hold it): a mandatory policy's
 failure stops the run before its apply, an advisory one is reported and the apply goes on; both clients print the
 evaluation as they do for HCP Terraform (the "OPA Policy Evaluation" summary, read from the task stage and its
 policy set outcomes), once: the run's policy checks, which older clients print, are not listed to them. Skips
