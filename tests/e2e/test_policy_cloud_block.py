@@ -1,4 +1,5 @@
-"""OPA policies on remote runs of the `cloud` block of terraform 1.11 and OpenTofu 1.9: a mandatory policy's
+"""OPA policies on remote runs of the `cloud` block of terraform 1.11 and OpenTofu 1.9 (and 1.15.9, a client
+repeat, where `TERRACE_TEST_TERRAFORM_115` or the shared tools hold it): a mandatory policy's
 failure stops the run before its apply, an advisory one is reported and the apply goes on; both clients print the
 evaluation as they do for HCP Terraform (the "OPA Policy Evaluation" summary, read from the task stage and its
 policy set outcomes), once: the run's policy checks, which older clients print, are not listed to them. Skips
@@ -10,7 +11,8 @@ from typing import Any
 
 import pytest
 from e2e_runs import runs
-from test_cloud_block import CLIENTS, TERRAFORM_111, TOFU_REPEATS, work, workspace  # noqa: F401 - `work` is a fixture
+from test_actions_cli import TERRAFORM_115 as TERRAFORM_115_PATH
+from test_cloud_block import CLIENTS, TERRAFORM_111, TOFU_REPEATS, Client, work, workspace  # noqa: F401 - a fixture
 
 pytestmark = [
     pytest.mark.e2e,
@@ -20,6 +22,17 @@ pytestmark = [
     ),
 ]
 
+# terraform 1.15.9 prints OPA results from the post-plan task stage as 1.11 does (1.16 also reads them as native
+# policy results: `tests/unit/test_tf_policy_evaluations.py` replays its calls); a path 1.11 covers in `make test`
+TERRAFORM_115 = Client("terraform-1.15", TERRAFORM_115_PATH, "Terraform")
+NEWEST = pytest.param(
+    TERRAFORM_115,
+    id=TERRAFORM_115.name,
+    marks=[
+        pytest.mark.skipif(not TERRAFORM_115.available(), reason=f"terraform 1.15 is not at {TERRAFORM_115.binary}"),
+        pytest.mark.client_repeat,
+    ],
+)
 REGO = """package terraform.policies.{name}
 import rego.v1
 
@@ -81,7 +94,7 @@ def test_a_mandatory_policy_stops_the_apply(run_api, work, unique, client):  # n
     assert f"- null_resource.a may not be created in {name}" in report
 
 
-@pytest.mark.parametrize("client", TOFU_REPEATS)
+@pytest.mark.parametrize("client", [*TOFU_REPEATS, NEWEST])
 def test_an_advisory_policy_reports_and_the_apply_goes_on(run_api, work, unique, client):  # noqa: F811
     name = unique("opaadv").replace("-", "_")
     ws_id = workspace(run_api, name)

@@ -167,6 +167,13 @@ def reachable_by_job_uids(folder: Path) -> None:
     traversable(folder.parent)
 
 
+# `terraform test -json`'s last line for one passing test (`runner/module_tests.py` reads it)
+TEST_SUMMARY = (
+    'echo \'{"@level":"info","@message":"Success! 1 passed, 0 failed.","type":"test_summary",'
+    '"test_summary":{"status":"pass","passed":1,"failed":0,"errored":0,"skipped":0}}\''
+)
+
+
 def fake_terraform(
     folder: Path,
     *,
@@ -176,6 +183,7 @@ def fake_terraform(
     init_body: str = "",
     show_body: str = "",
     version: str = "1.0.3",
+    test_body: str = TEST_SUMMARY,
 ) -> Path:
     """A shell script standing in for terraform; records each call's args, env and cwd under `folder`."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -206,6 +214,7 @@ case "$cmd" in
     echo '{plan_json}' ;;
   apply) cat "${{@: -1}}" > "$rec/applied-plan"; echo "Apply complete! Resources: 2 added, 1 changed, 1 destroyed." ;;
   query) echo '{{"@level":"info","type":"version","terraform":"{version}"}}' ;;
+  test) {test_body} ;;
   *) echo "unknown $cmd" >&2; exit 1 ;;
 esac
 """)

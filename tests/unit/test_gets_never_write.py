@@ -20,7 +20,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent.parent))
 
 from app_routes import routes  # noqa: E402
-from run_helpers import RunEnv, make_run_env  # noqa: E402
+from run_helpers import RunEnv, make_run_env, tarball  # noqa: E402
 from table_writes import spy_writes  # noqa: E402
 from terrace.domain.principal import PrincipalKind  # noqa: E402
 from terrace.web.ui.session import COOKIE  # noqa: E402
@@ -165,6 +165,16 @@ def _seed(env: RunEnv) -> dict[str, str]:
     on = {"workspace": {"data": {"type": "workspaces", "id": env.workspace_id}}}
     query = {"data": {"type": "queries", "attributes": {"source": "tfe-api"}, "relationships": on}}
     ids["query_run_id"] = _ok(api("POST", "/queries", query))["data"]["id"]
+    ids.update(registry="private", namespace=org, provider="aws")  # module `app`: `name` is "app" after the org
+    module = {"data": {"type": "registry-modules", "attributes": {"name": "app", "provider": "aws"}}}
+    _ok(api("POST", f"/organizations/{org}/registry-modules", module))
+    tests = f"/organizations/{org}/tests/registry-modules/private/{org}/app/aws"
+    upload = _ok(api("POST", f"{tests}/test-runs/configuration-versions"))["data"]
+    env.land(upload["attributes"]["upload-url"].split("memory://blobs/")[1].split("?")[0], tarball({"main.tf": ""}))
+    tested = {"configuration-version": {"data": {"type": "configuration-versions", "id": upload["id"]}}}
+    ids["test_run_id"] = _ok(api("POST", f"{tests}/test-runs", {"data": {"type": "test-runs",
+                             "relationships": tested}}))["data"]["id"]  # fmt: skip
+    ids["test_var_id"] = _ok(api("POST", f"{tests}/vars", var))["data"]["id"]
     return ids
 
 
@@ -174,6 +184,8 @@ def _value(path: str, param: str, ids: dict[str, str]) -> str:
         return ids["ws_name"] if re.search(r"\{(org|organization)\}", before) else ids["org"]
     if param == "var_id" and "/varsets/" in path:
         return ids["varset_var_id"]
+    if param == "var_id" and "/tests/" in path:
+        return ids["test_var_id"]
     if param == "grant_id":
         return ids["team_project_id"] if "team-projects" in path else ids["team_workspace_id"]
     return ids.get(param, PLACEHOLDER)

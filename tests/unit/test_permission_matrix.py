@@ -514,3 +514,21 @@ def test_a_hidden_workspace_organization_or_token_answers_as_an_absent_one(world
     owner_token = w.env.container.accounts.list_tokens(alice)[0].id
     _same_404(get(f"/authentication-tokens/{owner_token}"), get("/authentication-tokens/at-nope00000000"),
               owner_token, "at-nope00000000")  # fmt: skip
+
+
+# a registry module's tests: its organization's module managers only (`domain/module_tests.py`) --------------------
+@pytest.mark.parametrize("where", ["own", "other"])
+@pytest.mark.parametrize("caller", list(CALLERS))
+def test_module_tests_are_for_module_managers_only(world: World, caller: str, where: str) -> None:
+    """None of these callers but the owner manages modules: every member sees the module (403), whatever their
+    workspace access; a stranger, or anyone in another organization, finds nothing (404)."""
+    env, t = world.env, world.targets[where]
+    owner = t.get("owner", world.tokens["owner"])
+    module = {"data": {"type": "registry-modules", "attributes": {"name": "matrix", "provider": "aws"}}}
+    _api(env, owner, "POST", f"/organizations/{t['org']}/registry-modules", module)  # 409 once made
+    base = f"/organizations/{t['org']}/tests/registry-modules/private/{t['org']}/matrix/aws"
+    want = 404 if where == "other" or caller == "stranger" else 200 if caller == "owner" else 403
+    assert _api(env, world.tokens[caller], "GET", f"{base}/test-runs").status_code == want
+    assert _api(env, world.tokens[caller], "GET", f"{base}/vars").status_code == want
+    made = _api(env, world.tokens[caller], "POST", f"{base}/test-runs/configuration-versions")
+    assert made.status_code == (201 if want == 200 else want)

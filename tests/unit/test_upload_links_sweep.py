@@ -48,8 +48,10 @@ def _pending(env: RunEnv, ids: dict[str, str]) -> list[str]:
     version = _ok(api("POST", f"/policy-sets/{ids['set_id']}/versions"), 201)["data"]
     assert version["links"].get("upload"), version  # the creator's answer has it
     ids["version_id"] = version["id"]
-    module = {"data": {"type": "registry-modules", "attributes": {"name": MODULE, "provider": "aws"}}}
-    ids["module_id"] = _ok(api("POST", f"/organizations/{org}/registry-modules", module), 201)["data"]["id"]
+    # the module `_seed` made (with a test run, whose configuration's upload link went to its creator only)
+    ids["module_id"] = _ok(api("GET", f"/organizations/{org}/registry-modules/private/{org}/{MODULE}/aws"))["data"][
+        "id"
+    ]
     body = {"data": {"type": "registry-module-versions", "attributes": {"version": VERSION}}}
     assert _ok(api("POST", f"/registry-modules/{org}/{MODULE}/aws/versions", body), 201)["data"]["links"]["upload"]
     provider = {"data": {"type": "registry-providers", "attributes": {"name": MODULE, "namespace": org,

@@ -103,6 +103,25 @@ class ClaimRequest(BaseModel):
     attempt: int = 1
 
 
+class ModuleTestOptions(BaseModel):
+    """`terraform test`'s options a test run asked for (`domain/module_tests.py` checks them)."""
+
+    filters: list[str] = Field(default_factory=list, max_length=100)
+    test_directory: str = Field(default="", max_length=1024)
+    verbose: bool = False
+    parallelism: int | None = Field(default=None, ge=1, le=256)
+
+
+class ModuleTestSummary(BaseModel):
+    """The `test_summary` line of `terraform test -json` a test run's runner reports."""
+
+    status: Literal["pending", "skip", "pass", "fail", "error"]
+    passed: int = Field(default=0, ge=0, le=10**6)
+    failed: int = Field(default=0, ge=0, le=10**6)
+    errored: int = Field(default=0, ge=0, le=10**6)
+    skipped: int = Field(default=0, ge=0, le=10**6)
+
+
 class Operation(BaseModel):
     is_destroy: bool = False
     refresh: bool = True
@@ -117,6 +136,8 @@ class Operation(BaseModel):
     # a runner whose binary has no `query` errors the job
     query: bool = False
     generate_config_out: bool = False
+    # a registry module's test run: `terraform test -json` with these options instead of a plan
+    test: ModuleTestOptions | None = None
 
 
 class RunVariable(BaseModel):
@@ -208,6 +229,7 @@ class FinishRequest(BaseModel):
     # planned, from its JSON plan (`domain/terraform_actions.py`)
     declared_actions: list[DeclaredAction] | None = Field(default=None, max_length=MAX_ACTIONS)
     action_invocations: list[PlannedInvocations] = Field(default_factory=list, max_length=MAX_ACTIONS)
+    test_summary: ModuleTestSummary | None = None  # a test run's (`Operation.test`): what its `terraform test` said
 
 
 class FinishResponse(BaseModel):

@@ -163,6 +163,12 @@ class Run:
     # runs, never its runs; `generate_config_out`: its query also writes configuration for what it found
     query: bool = False
     generate_config_out: bool = False
+    # a registry module's test run (`domain/module_tests.py`: `terraform test`): a run of the module's test
+    # workspace, listed with its test runs only; `test_options` what the CLI asked (filters, test directory,
+    # verbose, parallelism), `test_result` the summary the runner reported (None: none yet)
+    test: bool = False
+    test_options: dict[str, Any] = field(default_factory=dict)
+    test_result: dict[str, Any] | None = None
     # what its finished plan's JSON said of actions (`domain/terraform_actions.py`, as dicts): the actions the
     # configuration declares (None: not known) and the invocations the plan planned, per action
     declared_actions: list[dict[str, Any]] | None = None

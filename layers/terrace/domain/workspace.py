@@ -108,6 +108,9 @@ class Workspace:
     # its current health assessment, for badges: {result_id, drifted, checks_failing, succeeded}
     # (`services/runs/assessments.py`)
     health: dict[str, Any] | None = None
+    # the registry module whose test workspace this is (`domain/module_tests.py`): never listed nor named, reached
+    # only through the module's test runs and test variables, by those who manage the organization's modules
+    module_id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -132,6 +135,7 @@ class WorkspaceView:
     project_id: str | None = None  # None: the organization's Default Project
     remote_state_consumers: frozenset[str] = frozenset()
     project_remote_state: bool = False
+    module_id: str | None = None  # a registry module's test workspace: its module's managers alone reach it
 
     def shares_state_with(self, workspace_id: str | None, project_of_reader: str | None = None) -> bool:
         """Whether a run of `workspace_id` (whose project is `project_of_reader`, when known) may read this state:

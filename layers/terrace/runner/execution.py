@@ -31,6 +31,7 @@ from terrace.runner.config import RunnerConfig
 from terrace.runner.job_folder import JobFolder, UnsafeJobFile
 from terrace.runner.job_setup import Job, JobCanceled, JobFailed, JobSteps, check_cancel
 from terrace.runner.logstream import LogStream
+from terrace.runner.module_tests import run_tests
 from terrace.runner.plan_cache import HeldPlan, PlanCache
 from terrace.runner.plan_files import check_recorded, md5_of, same_file
 from terrace.runner.process import CancelControl, Heartbeat
@@ -106,6 +107,8 @@ class JobExecutor:
                 try:
                     if spec.operation.query:  # a query run (`runner/query.py`)
                         report = run_query(self.steps, job, self.api.runner_id)
+                    elif spec.operation.test is not None:  # a module's test run (`runner/module_tests.py`)
+                        report = run_tests(self.steps, job, self.api.runner_id)
                     else:
                         report = self._plan(job) if spec.phase == "plan" else self._apply(job, held)
                 except JobCanceled:

@@ -131,7 +131,8 @@ class JobSteps:
                 job.log.line(f"Warning: uid {uid} has no passwd entry on this runner: ssh (git::ssh:// sources) fails")
         folder.hand_over()  # nothing of the job has run yet: all in its folders is the runner's making
         try:
-            code, init_output = self.run_retried(job, commands.INIT_ARGS, what="init", env=init_env, to_log=False)
+            args = [*commands.INIT_ARGS, "-backend=false"] if spec.operation.test else commands.INIT_ARGS
+            code, init_output = self.run_retried(job, args, what="init", env=init_env, to_log=False)
         finally:
             ssh_key.remove(folder.path)
         if code != 0:

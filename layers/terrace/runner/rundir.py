@@ -212,7 +212,8 @@ def write_run_files(
 ) -> Path:
     """Writes the override and tfvars into the configuration (the job's) and the CLI config into the runner's
     folder (the job reads it, cannot replace it); returns its path."""
-    folder.write_to_job(config_dir / OVERRIDE_FILE, backend_override(spec))
+    if spec.operation.test is None:  # a module's test run has no backend: its tests keep state in memory
+        folder.write_to_job(config_dir / OVERRIDE_FILE, backend_override(spec))
     tfvars = render_tfvars(spec.variables)
     if tfvars or os.path.lexists(config_dir / TFVARS_FILE):  # a resumed folder's older one is replaced
         folder.write_to_job(config_dir / TFVARS_FILE, tfvars)

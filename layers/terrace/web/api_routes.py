@@ -67,6 +67,7 @@ API_ROUTERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("assessments", "router", ("/api/v2/assessment-results/", WORKSPACES)),
     ("query_runs", "router", ("/api/v2/queries", WORKSPACES)),
     ("terraform_actions", "router", ("/api/v2/terraform-actions/", WORKSPACES)),
+    ("module_tests", "router", (ORGS,)),
     ("registry_modules", "router", (ORGS, "/api/v2/registry-modules/")),
     ("no_code_modules", "router", (ORGS, "/api/v2/no-code-modules/")),
     ("module_registry", "router", ("/api/registry/v1/modules/",)),
@@ -87,6 +88,7 @@ API_ROUTERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "/api/v2/policy-set-outcomes/",
             "/api/v2/runs/",
             "/api/v2/task-stages/",
+            "/api/v2/tf-policy-evaluations/",
         ),
     ),
 )

@@ -1,7 +1,7 @@
 """Runs as JSON:API documents: the run resources of a page, worked out once for the whole page
 (queue positions, permissions, users, run events), and the related objects `include=` asks for
 (plan, apply, created_by, confirmed_by, configuration_version, workspace, cost_estimate, comments,
-task_stages; unknown names are ignored, as an empty `include=` is)."""
+task_stages, tf_policy_evaluations; unknown names are ignored, as an empty `include=` is)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.runs import PhaseState, Run
 from terrace.domain.workspace import Workspace
 from terrace.web import run_serializers as rser
-from terrace.web import serializers, task_stage_documents
+from terrace.web import serializers, task_stage_documents, tf_policy_documents
 from terrace.web.jsonapi import resource
 
 
@@ -36,6 +36,9 @@ def lists_policy_checks(request: Request) -> bool:
     again; HCP shows OPA only as task stages. Older clients (the `remote` backend, which reads policy checks only)
     and API clients get both."""
     return request.headers.get("x-terraform-integration", "").strip().lower() != "cloud"
+
+
+TF_POLICY = "tf_policy_evaluations"
 
 
 def include_names(request: Request) -> set[str]:
@@ -146,7 +149,16 @@ def included(container: Container, principal: Principal, page: list[Run], names:
             can = container.stage_progress.can_override(principal, run)
             for stage in container.stage_progress.of_run(run):
                 add(task_stage_documents.stage(stage, can_override=can))
+        if TF_POLICY in names and run.task_stage_ids:  # one read for the run's evaluations
+            for evaluation in container.policy_evaluations.of_run(run.id):
+                add(tf_policy_documents.evaluation(evaluation))
     return list(found.values())
+
+
+def with_tf_policy(names: set[str], runs: list[dict[str, Any]], included: list[dict[str, Any]]) -> None:
+    """`include=tf_policy_evaluations` (terraform 1.16): each run names its included evaluations."""
+    if TF_POLICY in names:
+        tf_policy_documents.link_runs(runs, included)
 
 
 def comment_document(comment: Any) -> dict[str, Any]:

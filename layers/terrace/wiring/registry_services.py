@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from terrace.services.registry.providers import RegistryProviderService
     from terrace.services.registry.store import ModuleStore
     from terrace.services.registry.store_providers import ProviderStore
+    from terrace.services.workflows.module_tests import ModuleTests
 
 
 class RegistryServices:
@@ -36,6 +37,7 @@ class RegistryServices:
     # from the other areas
     organizations: OrganizationService
     authz: Authorizer
+    module_tests: ModuleTests  # wiring/workflow_services.py: a deleted module's tests go with it
 
     @cached_property
     def hcl_reader(self) -> HclReader:
@@ -62,7 +64,12 @@ class RegistryServices:
     def registry_modules(self) -> RegistryModuleService:
         from terrace.services.registry.modules import RegistryModuleService
 
-        return RegistryModuleService(self.registry_module_store, self.organizations, self.authz)
+        return RegistryModuleService(
+            self.registry_module_store,
+            self.organizations,
+            self.authz,
+            on_deleted=lambda module: self.module_tests.forget(module),  # wiring/workflow_services.py
+        )
 
     @cached_property
     def no_code_modules(self) -> NoCodeModuleService:

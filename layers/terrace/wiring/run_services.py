@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from terrace.services.runs.job_uploads import JobUploads
     from terrace.services.runs.jobs import JobService
     from terrace.services.runs.logs import LogService
+    from terrace.services.runs.module_test_runs import ModuleTestRunService
     from terrace.services.runs.plans import PlanService
     from terrace.services.runs.query_runs import QueryRunService
     from terrace.services.runs.reaper import Reaper
@@ -290,6 +291,14 @@ class RunServices:
         from terrace.services.runs.query_runs import QueryRunService
 
         return QueryRunService(self.run_store, self.scheduler, self.runs, self.workspaces, self.configuration_versions)
+
+    @cached_property
+    def module_test_runs(self) -> ModuleTestRunService:
+        from terrace.services.runs.module_test_runs import ModuleTestRunService
+
+        return ModuleTestRunService(
+            self.run_store, self.scheduler, self.runs, self.workspaces, self.configuration_versions
+        )
 
     @cached_property
     def terraform_actions(self) -> TerraformActionService:

@@ -26,11 +26,13 @@ if TYPE_CHECKING:
     from terrace.services.notifications.store import NotificationStore
     from terrace.services.policies.store import PolicyStore
     from terrace.services.policies.store_evaluations import EvaluationStore
+    from terrace.services.registry.modules import RegistryModuleService
     from terrace.services.registry.store import ModuleStore
     from terrace.services.registry.store_providers import ProviderStore
     from terrace.services.runs.assessments import AssessmentService
     from terrace.services.runs.configuration_versions import ConfigurationVersionService
     from terrace.services.runs.health import HealthPages
+    from terrace.services.runs.module_test_runs import ModuleTestRunService
     from terrace.services.runs.run_queries import RunQueries
     from terrace.services.runs.runs import RunService
     from terrace.services.runs.store import RunStore
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
     from terrace.services.workflows.auto_destroy import AutoDestroy
     from terrace.services.workflows.explorer import Explorer
     from terrace.services.workflows.explorer_feed import ExplorerFeed
+    from terrace.services.workflows.module_tests import ModuleTests
     from terrace.services.workflows.organization_deletion import OrganizationDeletion
     from terrace.services.workflows.project_deletion import ProjectDeletion
     from terrace.services.workflows.project_pages import ProjectPages
@@ -52,9 +55,11 @@ if TYPE_CHECKING:
     from terrace.services.workflows.workspace_overview import WorkspaceOverview
     from terrace.services.workspaces.change_requests import ChangeRequestService
     from terrace.services.workspaces.locking import LockService
+    from terrace.services.workspaces.module_test_workspaces import ModuleTestWorkspaces
     from terrace.services.workspaces.retention import RetentionPolicyService
     from terrace.services.workspaces.run_triggers import RunTriggerService
     from terrace.services.workspaces.store import WorkspaceAreaStore
+    from terrace.services.workspaces.variables import VariableService
     from terrace.services.workspaces.varsets import VariableSetService
     from terrace.services.workspaces.workspaces import WorkspaceService
 
@@ -95,6 +100,10 @@ class WorkflowServices:
     run_queries: RunQueries
     change_requests: ChangeRequestService  # wiring/workspace_services.py
     hcl_reader: HclReader  # wiring/registry_services.py: a configuration's HCL is read as uploaded modules are
+    registry_modules: RegistryModuleService  # wiring/registry_services.py
+    module_test_runs: ModuleTestRunService  # wiring/run_services.py
+    variables: VariableService  # wiring/workspace_services.py
+    module_test_workspaces: ModuleTestWorkspaces  # wiring/workspace_services.py
 
     @cached_property
     def purge(self) -> Purge:
@@ -151,6 +160,15 @@ class WorkflowServices:
         )
 
     @cached_property
+    def module_tests(self) -> ModuleTests:
+        """A private module's test runs and test variables (terraform test -cloud-run)."""
+        from terrace.services.workflows.module_tests import ModuleTests
+
+        return ModuleTests(
+            self.registry_modules, self.module_test_workspaces, self.module_test_runs, self.variables, self.purge
+        )
+
+    @cached_property
     def workspace_deletion(self) -> WorkspaceDeletion:
         from terrace.services.workflows.workspace_deletion import WorkspaceDeletion
 
@@ -160,7 +178,9 @@ class WorkflowServices:
     def organization_deletion(self) -> OrganizationDeletion:
         from terrace.services.workflows.organization_deletion import OrganizationDeletion
 
-        return OrganizationDeletion(self.organizations, self.workspaces, self.purge, self.site_admin)
+        return OrganizationDeletion(
+            self.organizations, self.workspaces, self.purge, self.site_admin, self.module_test_workspaces
+        )
 
     @cached_property
     def project_deletion(self) -> ProjectDeletion:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from terrace.services.workspaces.change_requests import ChangeRequestService
     from terrace.services.workspaces.effective_variables import EffectiveVariables
     from terrace.services.workspaces.locking import LockService
+    from terrace.services.workspaces.module_test_workspaces import ModuleTestWorkspaces
     from terrace.services.workspaces.remote_state import RemoteStateConsumers
     from terrace.services.workspaces.reserved_tag_keys import ReservedTagKeyService
     from terrace.services.workspaces.retention import RetentionPolicyService
@@ -64,6 +65,12 @@ class WorkspaceServices:
         from terrace.services.workspaces.store import WorkspaceAreaStore
 
         return WorkspaceAreaStore(self.table)
+
+    @cached_property
+    def module_test_workspaces(self) -> ModuleTestWorkspaces:
+        from terrace.services.workspaces.module_test_workspaces import ModuleTestWorkspaces
+
+        return ModuleTestWorkspaces(self.workspace_store.workspaces)
 
     @cached_property
     def workspaces(self) -> WorkspaceService:

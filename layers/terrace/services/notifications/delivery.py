@@ -152,13 +152,14 @@ class NotificationDelivery:
         return {"body": body.decode()}
 
     def run_facts(self, run_id: str, *, assessment: bool = False) -> RunFacts | None:
-        """What a notification says of a run (None: gone, a query run, or an assessment's run unless `assessment`)."""
+        """What a notification says of a run (None: gone, a query or test run, or an assessment's run unless
+        `assessment`)."""
         try:
             run = self._runs.load(run_id)
             ws = self._workspaces.load(run.workspace_id)
         except NotFound:
             return None
-        if (run.assessment and not assessment) or run.query:
+        if (run.assessment and not assessment) or run.query or run.test:
             return None
         org = self._orgs.by_key(run.organization)
         return RunFacts(

@@ -10,6 +10,7 @@ creating, changing and deleting them is `MANAGE_MODULES` (owners, teams with `ma
 from __future__ import annotations
 
 import builtins
+from collections.abc import Callable
 from typing import Any
 
 from terrace.domain import clock
@@ -32,8 +33,16 @@ from terrace.services.registry.store import ModuleStore, module_address
 
 
 class RegistryModuleService:
-    def __init__(self, store: ModuleStore, organizations: OrganizationService, authz: Authorizer) -> None:
+    def __init__(
+        self,
+        store: ModuleStore,
+        organizations: OrganizationService,
+        authz: Authorizer,
+        on_deleted: Callable[[RegistryModule], None] = lambda _module: None,
+    ) -> None:
         self._store, self._orgs, self._authz = store, organizations, authz
+        # a module deleted: what other areas keep for it goes too (its tests: `services/workflows/module_tests.py`)
+        self._on_deleted = on_deleted
 
     def _public(self, item: dict[str, Any], org: Organization, principal: Principal) -> RegistryModule:
         namespace = org.name if item["registry_name"] == PRIVATE else item["namespace"]
@@ -157,4 +166,5 @@ class RegistryModuleService:
             self._delete(module)
 
     def _delete(self, module: RegistryModule) -> None:
+        self._on_deleted(module)  # first: a deletion cut short leaves the module, and deleting it again finishes
         self._store.delete(module.id)  # its versions and their blobs first: a deletion cut short is finished again

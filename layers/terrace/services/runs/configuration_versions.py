@@ -144,8 +144,8 @@ class ConfigurationVersionService:
 
     def get(self, principal: Principal, cv_id: str, action: Action = Action.READ_RUNS) -> ConfigurationVersion:
         cv = self.load(cv_id)
-        try:
-            self._workspaces.get(principal, cv.workspace_id, action)
+        try:  # a module's test configuration too, to its module managers (`domain/module_tests.py`)
+            self._workspaces.authorize(principal, action, self._workspaces.load(cv.workspace_id))
             Authorizer.require_own_configuration(principal, cv.id, self.configuration_of_run)
         except NotFound as exc:
             raise NotFound(f"configuration version {cv_id} not found") from exc

@@ -1,6 +1,7 @@
 """Lost job attempts (called by the reaper). A missed heartbeat is an infrastructure failure: the phase is
 retried with exponential back-off, at most `job_max_attempts` times, then the run is errored with a clear
-message; an apply that had started applying is never retried (it would create resources again)."""
+message; an apply that had started applying is never retried (it would create resources again), nor a module's
+test run (`domain/module_tests.py`: its tests create and destroy real resources)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ class JobRetries:
             return run  # finished, canceled or already retried meanwhile
         if name == "apply" and state.apply_started_at is not None:
             return self._interrupted(run, expected, reason)
+        if run.test:  # its tests may have created resources: run again, they would create them again
+            return self._interrupted(run, expected, reason, "plan")
         if state.attempt >= self._settings.job_max_attempts:
             state.mark(rs.P_ERRORED, clock.now_iso())
             return self._scheduler.finish(
@@ -76,12 +79,15 @@ class JobRetries:
             lost += retrying(step)
         return lost
 
-    def _interrupted(self, run: Run, expected: int, reason: str) -> Run:
-        """An apply lost mid-way: not retried (it would create resources again); the state versions its terraform
-        wrote stay; the run ends errored through the normal finish path (workspace lock released, tokens revoked)."""
-        state, now = run.apply, clock.now_iso()
+    def _interrupted(self, run: Run, expected: int, reason: str, name: str = "apply") -> Run:
+        """An apply lost mid-way, or a test run: not retried (it would create resources again); the state versions
+        its terraform wrote stay; the run ends errored through the normal finish path (workspace lock released,
+        tokens revoked)."""
+        state, now = run.phase(name), clock.now_iso()
         message = (
-            f"the apply was interrupted ({reason}) after terraform had started applying; it is not retried: "
+            f"the test run was interrupted ({reason}); it is not retried: resources its tests created may remain"
+            if run.test
+            else f"the apply was interrupted ({reason}) after terraform had started applying; it is not retried: "
             "state may be incomplete; check it before running again"
         )
         self._logs.closing_note(state.id, state.attempt, f"\n--- Terrace: {message} ---\n")
@@ -91,5 +97,5 @@ class JobRetries:
         state.finished_at = now
         finished = self._scheduler.finish(run, expected, rs.ERRORED, message)
         self._logs.purge(state.id)
-        log.warning("apply of %s interrupted: %s; not retried", run.id, reason)
+        log.warning("%s of %s interrupted: %s; not retried", name, run.id, reason)
         return finished

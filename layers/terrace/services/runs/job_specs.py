@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from terrace.adapters.blobs import BlobStore
 from terrace.config import Settings
-from terrace.domain.jobs import JobSpec, Operation, Phase
+from terrace.domain.jobs import JobSpec, ModuleTestOptions, Operation, Phase
 from terrace.domain.runs import Run
 from terrace.domain.tool_versions import BINARY_NAMES
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
@@ -60,8 +60,12 @@ class JobSpecs:
         phase: Phase = "plan" if name == "plan" else "apply"
         tool = self._tool_of(run.terraform_version)
         tool_cache = self._tool_cache(tool, run.terraform_version, ttl, own_runner)
+        # none for a module's test run: its test workspace is no workspace a cloud trusts, and a token naming it
+        # must never pass for a real workspace's
         credentials = (
-            self._workload.for_job(run, ws, phase, variables, started_at=state.started_at) if self._workload else []
+            self._workload.for_job(run, ws, phase, variables, started_at=state.started_at)
+            if self._workload and not run.test
+            else []
         )
         return JobSpec(
             job_id=state.id,
@@ -92,6 +96,7 @@ class JobSpecs:
                 save_plan=run.save_plan,
                 query=run.query,
                 generate_config_out=run.generate_config_out,
+                test=ModuleTestOptions(**run.test_options) if run.test else None,
             ),
             hostname=urlsplit(self._settings.public_url).netloc,
             run_token=run_token,

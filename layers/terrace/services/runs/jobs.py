@@ -178,7 +178,7 @@ class JobService(ApplyHandoff):
             state.started_at = state.started_at or now
             state.runner_id = runner_ref(principal, request.runner_id)
             state.heartbeat_at = clock.epoch()
-            if name == "plan" and run.query:  # `terraform query` leaves no plan file: nothing to upload
+            if name == "plan" and (run.query or run.test):  # `terraform query` / `test` leave no plan file
                 state.artifact_key = state.json_key = None
             elif name == "plan":  # each attempt uploads to keys of its own: its URLs create them once
                 state.artifact_key, state.json_key = self._plans.keys_for_attempt(state)
@@ -275,6 +275,8 @@ class JobService(ApplyHandoff):
                 if request.declared_actions is not None:  # the actions read API's (`terraform_actions.py`)
                     run.declared_actions = [a.model_dump() for a in request.declared_actions]
                 run.action_invocations = [i.model_dump() for i in request.action_invocations]
+                if run.test and request.test_summary is not None:  # `domain/module_tests.py`
+                    run.test_result = request.test_summary.model_dump()
             state.additions, state.changes = request.resource_additions, request.resource_changes
             state.destructions, state.imports = request.resource_destructions, request.resource_imports
             self._logs.archive(state.id)

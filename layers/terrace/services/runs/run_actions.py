@@ -97,6 +97,10 @@ class RunActions:
         self._act(principal, run_id, Action.CANCEL_RUN, query=query)
         return self._cancel(run_id)
 
+    def cancel_checked(self, run_id: str) -> Run:
+        """Cancel a run whose caller was checked (a module's test run: `module_test_runs.py`)."""
+        return self._cancel(run_id)
+
     def cancel_superseded(self, workspace_id: str, superseded: Callable[[Run], bool]) -> builtins.list[Run]:
         """The speculative plans of a workspace that a newer push replaced (`superseded` decides: services/vcs/, the
         organization's speculative plan management), canceled as `cancel` does, by no caller."""
@@ -122,6 +126,10 @@ class RunActions:
 
     def force_cancel(self, principal: Principal, run_id: str, *, query: bool = False) -> Run:
         self._act(principal, run_id, Action.CANCEL_RUN, query=query)
+        return self.force_cancel_checked(run_id)
+
+    def force_cancel_checked(self, run_id: str) -> Run:
+        """Force-cancel a run whose caller was checked."""
 
         def step() -> Run:
             run = self._store.load(run_id)

@@ -89,7 +89,7 @@ class RunQueries:
     def organization_queue(self, organization: str) -> list[Run]:
         """Runs of the organization queued for or holding a runner, in queue order (caller checks access)."""
         entries = [e for e in self._store.open_runs() if e["organization"] == organization and e["status"] in rs.ACTIVE]
-        runs = [run for run in self._store.load_many([e["run_id"] for e in entries]) if not run.query]
+        runs = [run for run in self._store.load_many([e["run_id"] for e in entries]) if not (run.query or run.test)]
         return sorted(runs, key=lambda r: (r.queued_at or r.created_at, r.id))
 
     def queue_positions(self, runs: list[Run]) -> dict[str, int]:

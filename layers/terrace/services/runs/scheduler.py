@@ -34,8 +34,8 @@ log = logging.getLogger("terrace.scheduler")
 
 
 def lane_of(run: Run, phase: str) -> str:
-    if run.assessment or run.query:
-        return "speculative"  # health assessments and query runs: always the lowest lane
+    if run.assessment or run.query or run.test:
+        return "speculative"  # health assessments, query runs and module test runs: always the lowest lane
     if phase == "apply":
         return "apply"
     return "speculative" if run.plan_only else "plan"
@@ -90,8 +90,8 @@ class RunScheduler:
     def hold(self, run: Run, stage: str, at: str) -> bool:
         """The run reached task stage `stage`: True when something takes part in it (the run then waits in
         `<stage>_running`; the caller writes it and queues nothing), False to go on as without stages."""
-        if self.stages is None or run.query or self.stages.enter(run, stage) is None:
-            return False  # a query run (`domain/query_runs.py`) has no task stage
+        if self.stages is None or run.query or run.test or self.stages.enter(run, stage) is None:
+            return False  # a query run (`domain/query_runs.py`) or a module test run has no task stage
         run.transition(rs.STAGE_RUNNING[stage], at)
         return True
 

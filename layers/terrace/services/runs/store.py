@@ -4,11 +4,11 @@ in that same transaction (`adapters/outbox.py`) and published by the relay right
 between leaves it staged, and the reaper's outbox sweep publishes it (`services/outbox_relay.py`).
 
 The run store is the one module of `services/runs/` that knows the table: the run item (`pk` its id, listed under
-`<workspace>#runs`, an assessment under `<workspace>#assessments`, a query run under `<workspace>#queries`), its
-events (`<run>#events`), the open-runs index (`runs#open`), and, in its parts (`store_<part>.py`, reached as
-attributes of the store), the logs, comments, configuration versions, task stages, run tasks and their results,
-health assessments and the runners' capacity item. `delete_all_of` (`store_deletion.py`) deletes what a
-workspace's or an organization's runs hold."""
+`<workspace>#runs`, an assessment under `<workspace>#assessments`, a query run under `<workspace>#queries`, a
+module's test run under `<workspace>#tests`), its events (`<run>#events`), the open-runs index (`runs#open`), and,
+in its parts (`store_<part>.py`, reached as attributes of the store), the logs, comments, configuration versions,
+task stages, run tasks and their results, health assessments and the runners' capacity item. `delete_all_of`
+(`store_deletion.py`) deletes what a workspace's or an organization's runs hold."""
 
 from __future__ import annotations
 
@@ -45,8 +45,8 @@ T = TypeVar("T")
 def run_to_item(run: Run) -> dict[str, Any]:
     item = dataclasses.asdict(run)
     del item["trail"], item["revoking_tokens"]
-    # an assessment or a query run is not among the workspace's runs
-    listed = "assessments" if run.assessment else "queries" if run.query else "runs"
+    # an assessment, a query run or a module's test run is not among the workspace's runs
+    listed = "assessments" if run.assessment else "queries" if run.query else "tests" if run.test else "runs"
     item.update(
         {"pk": run.id, "sk": "run", "gsi1pk": f"{run.workspace_id}#{listed}", "gsi1sk": run.created_at + run.id}
     )
@@ -164,6 +164,10 @@ class RunStore:
     def oldest_first(self, workspace_id: str) -> list[Run]:
         """A workspace's runs (not its assessments), oldest first."""
         return [run_from_item(item) for item in self._table.query(f"{workspace_id}#runs", index="gsi1")]
+
+    def tests_of(self, workspace_id: str) -> list[Run]:
+        """A module test workspace's test runs (`domain/module_tests.py`), newest first."""
+        return [run_from_item(i) for i in self._table.query(f"{workspace_id}#tests", index="gsi1", reverse=True)]
 
     def queries_of(self, workspace_id: str) -> list[Run]:
         """A workspace's query runs (`domain/query_runs.py`), newest first."""

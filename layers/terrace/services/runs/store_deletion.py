@@ -1,7 +1,7 @@
 """What the run store deletes when a workspace or an organization goes (`RunStore.delete_all_of`, called by the
 purge use case, `services/workflows/purge.py`).
 
-A workspace's: each run and query run (its tokens revoked, its logs' chunks and archives, its plan files, its
+A workspace's: each run, query run and test run (its tokens revoked, its logs' chunks and archives, its plan files, its
 events, its task stages with their results and the results' access tokens, its open-runs index entry, then the
 run item), its configuration versions (archives, then items) and its run task attachments. An organization's: its
 queued jobs (`adapters/table_job_queue.py`'s partition) and its run tasks with their attachments' claims and name
@@ -43,7 +43,8 @@ def delete_all_of(
         raise ValueError("delete_all_of takes a workspace or an organization")
     deletion = _Deletion(store, table, blobs, revoke)
     if workspace is not None:
-        for run in [*store.oldest_first(workspace), *store.queries_of(workspace), *store.assessments_of(workspace)]:
+        runs = [*store.oldest_first(workspace), *store.queries_of(workspace), *store.tests_of(workspace)]
+        for run in [*runs, *store.assessments_of(workspace)]:
             deletion.run(run, before_run_deleted)
         for cv in store.configurations.of_workspace(workspace):
             blobs.delete(cv.blob_key)

@@ -55,6 +55,7 @@ _SIMPLE = (
     "auto_destroy_at",
     "auto_destroy_activity_duration",
     "health",
+    "module_id",
 )
 
 
@@ -101,7 +102,8 @@ def to_item(ws: Workspace) -> dict[str, Any]:
         "tag_bindings": [list(pair) for pair in ws.tag_bindings],
         "remote_state_consumers": list(ws.remote_state_consumers),
         "extra": ws.extra,
-        "gsi1pk": f"org#{ws.organization}#workspaces",
+        # a module's test workspace is listed apart (`module_tests_of`), never among the workspaces
+        "gsi1pk": f"org#{ws.organization}#{'moduletests' if ws.module_id else 'workspaces'}",
         "gsi1sk": ws.name,
     }
     for name in _SIMPLE:
@@ -156,6 +158,18 @@ class WorkspaceStore:
             return False
         return True
 
+    def create_unlisted(self, ws: Workspace) -> bool:
+        """A module's test workspace (`ws.module_id`): no name claim; False when it exists."""
+        try:
+            self._table.put(to_item(ws), if_absent=True)
+        except ConditionFailed:
+            return False
+        return True
+
+    def module_tests_of(self, org_key: str) -> list[Workspace]:
+        """The organization's module test workspaces."""
+        return [from_item(i) for i in self._table.query(f"org#{org_key}#moduletests", index="gsi1")]
+
     def replace(self, ws: Workspace, expected_version: int) -> None:
         """Store `ws` if nobody changed it since `expected_version` (ConditionFailed otherwise)."""
         self._table.put(to_item(ws), if_version=expected_version)
@@ -190,10 +204,9 @@ class WorkspaceStore:
 
     def delete(self, ws: Workspace, extra: list[WriteOp] | None = None) -> bool:
         """The workspace item (if unchanged since read) and its name claim, with `extra`; False when it changed."""
-        ops: list[WriteOp] = [
-            Delete(*workspace_key(ws.id), if_version=ws.version),
-            Delete(name_claims(ws.organization), ws.name),
-        ]
+        ops: list[WriteOp] = [Delete(*workspace_key(ws.id), if_version=ws.version)]
+        if ws.module_id is None:  # a module's test workspace claims no name (another workspace may hold it)
+            ops.append(Delete(name_claims(ws.organization), ws.name))
         try:
             self._table.transact(ops + list(extra or []))
         except ConditionFailed:

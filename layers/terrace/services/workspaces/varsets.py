@@ -69,7 +69,11 @@ class VariableSetService:
         return _matching(self.all_in(org.key), query)
 
     def reaching(self, ws: Workspace) -> builtins.list[tuple[VariableSet, str]]:
-        """The sets that apply to a workspace, each with its scope there (no permission check)."""
+        """The sets that apply to a workspace, each with its scope there (no permission check). None reaches a
+        module's test workspace: a module's tests get its test variables only, never a global or project set's
+        credentials (its managers may run code there that workspace access alone would not let them)."""
+        if ws.module_id is not None:
+            return []
         project_id = ws.project_id or default_project_id(ws.organization)
         found = [(vs, vs.scope_for(ws.id, project_id)) for vs in self.all_in(ws.organization)]
         return [(vs, scope) for vs, scope in found if scope is not None]

@@ -30,7 +30,12 @@ from terrace.services.workspaces.store import WorkspaceStore, WriteOp
 def view(ws: Workspace) -> WorkspaceView:
     project_id = ws.project_id or default_project_id(ws.organization)
     return WorkspaceView(
-        ws.id, ws.global_remote_state, project_id, frozenset(ws.remote_state_consumers), ws.project_remote_state
+        ws.id,
+        ws.global_remote_state,
+        project_id,
+        frozenset(ws.remote_state_consumers),
+        project_remote_state=ws.project_remote_state,
+        module_id=ws.module_id,
     )
 
 
@@ -93,6 +98,8 @@ class WorkspaceService(ProjectDefaults):
 
     def get(self, principal: Principal, workspace_id: str, action: Action = Action.READ_WORKSPACE) -> Workspace:
         ws = self.load(workspace_id)
+        if ws.module_id is not None:  # a module's test workspace: reached through its module's tests only
+            raise NotFound(f"workspace {workspace_id} not found")
         self.authorize(principal, action, ws)
         return ws
 

@@ -1,6 +1,7 @@
 """/api/v2 results of a run's OPA policies: `task-stages/:id/policy-evaluations`, `policy-evaluations/:id/
-policy-set-outcomes`, `policy-set-outcomes/:id`, and the policy checks older clients read (`runs/:id/policy-checks`,
-`policy-checks/:id`, its `output`)."""
+policy-set-outcomes`, `policy-set-outcomes/:id`, the same results as terraform 1.16 reads them
+(`tf-policy-evaluations/:id`, its `tf-policy-set-outcomes`: `web/tf_policy_documents.py`), and the policy checks
+older clients read (`runs/:id/policy-checks`, `policy-checks/:id`, its `output`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from fastapi import APIRouter, Request, Response
 from terrace.bootstrap import Container
 from terrace.domain.principal import Principal
 from terrace.web import policy_serializers as ser
-from terrace.web import task_stage_documents
+from terrace.web import task_stage_documents, tf_policy_documents
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONAPIResponse, respond, respond_page
 
@@ -83,6 +84,32 @@ def list_policy_set_outcomes(
     filters = _filters(request)
     found = [_matching(o, filters) for o in container.policy_evaluations.outcomes(principal, evaluation_id)]
     return respond_page(request, found, ser.outcome)
+
+
+@router.get("/tf-policy-evaluations/{evaluation_id}")
+def read_tf_policy_evaluation(evaluation_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    return respond(tf_policy_documents.evaluation(container.policy_evaluations.get(principal, evaluation_id)))
+
+
+@router.get("/tf-policy-evaluations/{evaluation_id}/tf-policy-set-outcomes")
+def list_tf_policy_set_outcomes(
+    evaluation_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
+    """go-tfe's `TFPolicyEvaluationOutcomes.List`: `filter[status]`, `filter[enforcement-level]` keep the policies
+    that match both."""
+    wanted = {
+        key: value
+        for key, value in (
+            ("status", request.query_params.get("filter[status]")),
+            ("enforcement_level", request.query_params.get("filter[enforcement-level]")),
+        )
+        if value
+    }
+    found = [
+        _matching(o, [wanted] if wanted else [])
+        for o in container.policy_evaluations.outcomes(principal, evaluation_id)
+    ]
+    return respond_page(request, found, tf_policy_documents.outcome)
 
 
 @router.get("/policy-set-outcomes/{outcome_id}")

@@ -34,9 +34,11 @@ def respond_runs(
     request: Request, container: Container, principal: Principal, runs: list[Run], status_code: int = 200
 ) -> JSONAPIResponse:
     page, meta, links = paginate(request, runs)
-    included = run_documents.included(container, principal, page, run_documents.include_names(request))
+    names = run_documents.include_names(request)
+    included = run_documents.included(container, principal, page, names)
     checks = run_documents.lists_policy_checks(request)
     document = run_documents.runs(container, principal, page, policy_checks=checks)
+    run_documents.with_tf_policy(names, document, included)
     return respond(document, status_code, meta=meta, links=links, included=included)
 
 
@@ -48,7 +50,8 @@ def respond_run(
     status_code: int = 200,
     ws: Workspace | None = None,
 ) -> JSONAPIResponse:
-    included = run_documents.included(container, principal, [run], run_documents.include_names(request))
+    names = run_documents.include_names(request)
+    included = run_documents.included(container, principal, [run], names)
     document = run_documents.runs(
         container,
         principal,
@@ -57,6 +60,7 @@ def respond_run(
         workspaces=[ws] if ws else (),
         policy_checks=run_documents.lists_policy_checks(request),
     )[0]
+    run_documents.with_tf_policy(names, [document], included)
     return respond(document, status_code, included=included)
 
 

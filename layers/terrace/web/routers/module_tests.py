@@ -1,0 +1,251 @@
+"""/api/v2 registry module tests (`terraform test -cloud-run=<host>/<org>/<name>/<provider>`; go-tfe's
+`ConfigurationVersions.CreateForRegistryModule`, `TestRuns` and `TestVariables`), under
+`organizations/:org/tests/registry-modules/:registry/:namespace/:name/:provider`: test configuration versions,
+test runs (create, list, read, cancel, force-cancel; the log through `log-read-url`) and test variables. The use
+case is `services/workflows/module_tests.py`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+
+from terrace.bootstrap import Container
+from terrace.domain import module_tests as model
+from terrace.domain.runs import Run
+from terrace.domain.variables import Variable
+from terrace.web import run_documents
+from terrace.web import run_serializers as rser
+from terrace.web.deps import ContainerDep, PrincipalDep
+from terrace.web.jsonapi import (
+    JSONAPIResponse,
+    JSONBody,
+    attributes,
+    read_document,
+    ref,
+    relationship_id,
+    resource,
+    respond,
+    respond_page,
+)
+
+BASE = "/organizations/{organization}/tests/registry-modules/{registry}/{namespace}/{name}/{provider}"
+router = APIRouter(prefix="/api/v2")
+
+
+def _base(organization: str, registry: str, namespace: str, name: str, provider: str) -> str:
+    return f"/api/v2/organizations/{organization}/tests/registry-modules/{registry}/{namespace}/{name}/{provider}"
+
+
+def test_run(container: Container, run: Run, base: str) -> dict[str, Any]:
+    test_run_id = model.test_run_id(run.id)
+    return resource(
+        "test-runs",
+        test_run_id,
+        {
+            "status": model.status(run),
+            "status-timestamps": model.status_timestamps(run),
+            **model.result(run),
+            "log-read-url": run_documents.log_url(container, run.plan, run),
+            "error-message": run.error_message,
+            "created-at": run.created_at,
+        },
+        {
+            "configuration-version": ref("configuration-versions", run.configuration_version_id),
+            "registry-module": ref("registry-modules", model.module_id_of(run.workspace_id)),
+        },
+        links={"self": f"{base}/test-runs/{test_run_id}"},
+    )
+
+
+def test_variable(v: Variable, base: str) -> dict[str, Any]:
+    return resource(
+        "vars",
+        v.id,
+        rser.variable_attributes(v),
+        {"configurable": ref("registry-modules", model.module_id_of(v.workspace_id))},
+        links={"self": f"{base}/vars/{v.id}"},
+    )
+
+
+@router.post(BASE + "/test-runs/configuration-versions")
+def create_test_configuration_version(
+    organization: str,
+    registry: str,
+    namespace: str,
+    name: str,
+    provider: str,
+    _body: JSONBody,
+    container: ContainerDep,
+    principal: PrincipalDep,
+) -> JSONAPIResponse:
+    """Any body or none, as go-tfe sends none."""
+    address = (registry, namespace, name, provider)
+    cv, upload_url = container.module_tests.create_configuration(principal, organization, address)
+    return respond(rser.configuration_version(cv, upload_url), 201)
+
+
+@router.post(BASE + "/test-runs")
+def create_test_run(
+    organization: str,
+    registry: str,
+    namespace: str,
+    name: str,
+    provider: str,
+    body: JSONBody,
+    container: ContainerDep,
+    principal: PrincipalDep,
+) -> JSONAPIResponse:
+    data = read_document(body, "test-runs")
+    cv_id = relationship_id(data, "configuration-version", "configuration-versions")
+    address = (registry, namespace, name, provider)
+    run = container.module_tests.create_run(principal, organization, address, attributes(data), cv_id)
+    return respond(test_run(container, run, _base(organization, *address)), 201)
+
+
+@router.get(BASE + "/test-runs")
+def list_test_runs(
+    organization: str,
+    registry: str,
+    namespace: str,
+    name: str,
+    provider: str,
+    request: Request,
+    container: ContainerDep,
+    principal: PrincipalDep,
+) -> JSONAPIResponse:
+    address = (registry, namespace, name, provider)
+    base = _base(organization, *address)
+    runs = container.module_tests.runs(principal, organization, address)
+    return respond_page(request, runs, lambda run: test_run(container, run, base))
+
+
+@router.get(BASE + "/test-runs/{test_run_id}")
+def read_test_run(
+    organization: str,
+    registry: str,
+    namespace: str,
+    name: str,
+    provider: str,
+    test_run_id: str,
+    container: ContainerDep,
+    principal: PrincipalDep,
+) -> JSONAPIResponse:
+    address = (registry, namespace, name, provider)
+    run = container.module_tests.run(principal, organization, address, test_run_id)
+    return respond(test_run(container, run, _base(organization, *address)))
+
+
+@router.post(BASE + "/test-runs/{test_run_id}/cancel")
+def cancel_test_run(
+    organization: str,
+    registry: str,
+    namespace: str,
+    name: str,
+    provider: str,
+    test_run_id: str,
+    _body: JSONBody,
+    container: ContainerDep,
+    principal: PrincipalDep,
+) -> Response:
+    container.module_tests.cancel(principal, organization, (registry, namespace, name, provider), test_run_id)
+    return Response(status_code=202)
+
+
+@router.post(BASE + "/test-runs/{test_run_id}/force-cancel")
+def force_cancel_test_run(
+    organization: str,
+    registry: str,
+    namespace: str,
+    name: str,
+    provider: str,
+    test_run_id: str,
+    _body: JSONBody,
+    container: ContainerDep,
+    principal: PrincipalDep,
+) -> Response:
+    container.module_tests.force_cancel(principal, organization, (registry, namespace, name, provider), test_run_id)
+    return Response(status_code=202)
+
+
+@router.get(BASE + "/vars")
+def list_test_variables(
+    organization: str,
+    registry: str,
+    namespace: str,
+    name: str,
+    provider: str,
+    request: Request,
+    container: ContainerDep,
+    principal: PrincipalDep,
+) -> JSONAPIResponse:
+    address = (registry, namespace, name, provider)
+    base = _base(organization, *address)
+    found = container.module_tests.variables(principal, organization, address)
+    return respond_page(request, found, lambda v: test_variable(v, base))
+
+
+@router.post(BASE + "/vars")
+def create_test_variable(
+    organization: str,
+    registry: str,
+    namespace: str,
+    name: str,
+    provider: str,
+    body: JSONBody,
+    container: ContainerDep,
+    principal: PrincipalDep,
+) -> JSONAPIResponse:
+    address = (registry, namespace, name, provider)
+    data = read_document(body, "vars")
+    created = container.module_tests.create_variable(principal, organization, address, attributes(data))
+    return respond(test_variable(created, _base(organization, *address)), 201)
+
+
+@router.get(BASE + "/vars/{var_id}")
+def read_test_variable(
+    organization: str,
+    registry: str,
+    namespace: str,
+    name: str,
+    provider: str,
+    var_id: str,
+    container: ContainerDep,
+    principal: PrincipalDep,
+) -> JSONAPIResponse:
+    address = (registry, namespace, name, provider)
+    found = container.module_tests.variable(principal, organization, address, var_id)
+    return respond(test_variable(found, _base(organization, *address)))
+
+
+@router.patch(BASE + "/vars/{var_id}")
+def update_test_variable(
+    organization: str,
+    registry: str,
+    namespace: str,
+    name: str,
+    provider: str,
+    var_id: str,
+    body: JSONBody,
+    container: ContainerDep,
+    principal: PrincipalDep,
+) -> JSONAPIResponse:
+    address = (registry, namespace, name, provider)
+    data = read_document(body, "vars")
+    updated = container.module_tests.update_variable(principal, organization, address, var_id, attributes(data))
+    return respond(test_variable(updated, _base(organization, *address)))
+
+
+@router.delete(BASE + "/vars/{var_id}")
+def delete_test_variable(
+    organization: str,
+    registry: str,
+    namespace: str,
+    name: str,
+    provider: str,
+    var_id: str,
+    container: ContainerDep,
+    principal: PrincipalDep,
+) -> Response:
+    container.module_tests.delete_variable(principal, organization, (registry, namespace, name, provider), var_id)
+    return Response(status_code=204)
