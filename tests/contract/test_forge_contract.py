@@ -1,8 +1,10 @@
 """The forge port (`adapters/forge.py: Forge`): the REST calls Terrace makes to a forge. Implementations:
 `GitHubForge` against the forge twin (real git repositories; every request checked against GitHub's OpenAPI
 document), `GitLabForge` (reached through `ForgeByKind`, as the composition root hands it) against the GitLab twin
-(the same repositories; every request checked against GitLab's documented API) and `MemoryForge`. Both read a repository, register and delete a hook, confirm a commit,
-hand its tarball (one top-level folder), list changed files and set a commit status; both refuse a bad credential.
+(the same repositories; every request checked against GitLab's documented API) and `MemoryForge`. All read a
+repository, register and delete a hook, confirm a commit, hand its tarball (one top-level folder), list changed
+files and set a commit status (in the forge's own names of the states); all refuse a bad credential. GitLab's
+projects in nested groups are named by their encoded path; a merge request's files are read page by page.
 `GitHubForge` follows the tarball's redirect to another host without the credential, and refuses one to an address
 the deployment does not allow, as every outbound request."""
 
