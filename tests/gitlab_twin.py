@@ -155,6 +155,8 @@ class GitLabTwin(ForgeTwin):
             return _json(200, {"commit": None, "commits": [], "diffs": diffs, "compare_timeout": False,
                                "compare_same_ref": False})  # fmt: skip
         if rest.endswith("/diffs"):
+            if int(named["iid"]) not in repo.pulls:
+                return _json(404, {"message": "404 Not found"})  # as GitLab before 15.7 answers every `diffs`
             base, head = repo.pulls[int(named["iid"])]
             page, per_page = int(query.get("page", 1)), int(query.get("per_page", 20))
             return _json(200, self._diffs(repo, base, head)[(page - 1) * per_page : page * per_page])

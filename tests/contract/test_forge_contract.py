@@ -200,4 +200,5 @@ def test_gitlab_reads_a_merge_request_s_files_and_names_a_nested_project_by_its_
         files = forge.pull_files(access, nested, 3)
         assert files is not None and len(files) == 105 and "mod/104.tf" in files  # two pages
         assert "GET /projects/platform/team/infra/merge_requests/3/diffs" in twin.calls
+        assert forge.pull_files(access, nested, 99) is None  # no `diffs` (GitLab before 15.7): it cannot say
         assert twin.problems == []

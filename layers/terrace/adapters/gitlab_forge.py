@@ -70,7 +70,12 @@ class GitLabForge:
         names: list[str] = []
         for page in range(1, FILES_MAX // PAGE + 1):
             path = _path(repo, "merge_requests", str(number), "diffs", query={"page": page, "per_page": PAGE})
-            found = self._http.json(access, "GET", path)
+            try:
+                found = self._http.json(access, "GET", path)
+            except ForgeError as exc:
+                if exc.status == 404 and page == 1:
+                    return None  # GitLab before 15.7 has no `diffs`: it cannot say
+                raise
             if not isinstance(found, list):
                 return None
             names += _names(found)
