@@ -74,7 +74,7 @@ class GitLabTwin(ForgeTwin):
             "repository": {"name": full_name.rpartition("/")[2], "homepage": f"{self.http_url}/{full_name}"},
         })  # fmt: skip
 
-    def merge_request_payload(  # type: ignore[override]
+    def merge_request_payload(
         self, full_name: str, iid: int, head: str, source_branch: str, action: str = "open",
         source: str | None = None, oldrev: str | None = None,
     ) -> dict[str, Any]:  # fmt: skip
