@@ -48,7 +48,8 @@ class GitLabTwin(ForgeTwin):
                        "X-Gitlab-Event-UUID": event_id, "X-Gitlab-Webhook-UUID": str(uuid.uuid4()),
                        "Idempotency-Key": event_id, "X-Gitlab-Instance": self.http_url,
                        "Content-Type": "application/json", "User-Agent": "GitLab/17.6.0"}  # fmt: skip
-            answers.append(httpx.post(url, content=json.dumps(body).encode(), headers=headers, timeout=30))
+            sent = json.dumps(body).encode()
+            answers.append(httpx.post(url, content=sent, headers=headers, verify=self._verify, timeout=30))
         return answers
 
     def _project(self, full_name: str) -> dict[str, Any]:
