@@ -24,8 +24,9 @@ from terrace.adapters.caller_identity import CallerIdentity
 from terrace.adapters.condition_job_signal import LAMBDA_RECHECK_S, ConditionJobSignal
 from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.events import EventPublisher, EventQueue
-from terrace.adapters.forge import Forge
+from terrace.adapters.forge import Forge, ForgeByKind
 from terrace.adapters.github_forge import GitHubForge
+from terrace.adapters.gitlab_forge import GitLabForge
 from terrace.adapters.held_reads import HeldReadsTable
 from terrace.adapters.httpx_outbound import HttpxOutbound
 from terrace.adapters.job_signal import JobSignal
@@ -117,7 +118,7 @@ class Container(  # type: ignore[override]
     # notifications, run tasks (memory: tests)
     outbound: Outbound = field(default_factory=_memory("memory_outbound", "MemoryOutbound"))
     mail: Mail = field(default_factory=_memory("memory_mail", "MemoryMail"))  # e-mails: SES on AWS, SMTP embedded
-    # the REST calls to GitHub-shaped forges (VCS-driven runs): over httpx, under the outbound destination rules
+    # the REST calls to forges (VCS-driven runs): over httpx, under the outbound destination rules
     forge: Forge = field(default_factory=_memory("memory_forge", "MemoryForge"))
     # workload identity: SSM / a 0600 file
     signing_keys: SigningKeyStore = field(default_factory=_memory("memory_signing_keys", "MemorySigningKeys"))
@@ -163,12 +164,17 @@ def build_aws(settings: Settings, *, launcher: RunnerLauncher | None = None) -> 
         job_signal=_job_signal(wake, recheck_s=LAMBDA_RECHECK_S),  # enqueues may happen in other Lambdas
         scaler_wake=wake,
         outbound=HttpxOutbound(Allowance.parse(settings.outbound_allow)),
-        forge=GitHubForge(Allowance.parse(settings.outbound_allow)),
+        forge=_forges(Allowance.parse(settings.outbound_allow)),
         mail=aws.mail,
         signing_keys=aws.signing_keys,
         lanes=aws.lanes,
         remote_policy_engine=aws.policy_engine,
     )
+
+
+def _forges(allowance: Allowance) -> Forge:
+    """The forge of each kind of OAuth client: GitHub's REST shapes (GitHub, Gitea, Forgejo) and GitLab's."""
+    return ForgeByKind({"github": GitHubForge(allowance), "gitlab": GitLabForge(allowance)})
 
 
 def build_embedded(settings: Settings, *, launcher: RunnerLauncher | None = None) -> Container:
@@ -192,7 +198,7 @@ def build_embedded(settings: Settings, *, launcher: RunnerLauncher | None = None
         job_signal=_job_signal(wake),
         scaler_wake=wake,
         outbound=HttpxOutbound(Allowance.parse(settings.outbound_allow)),
-        forge=GitHubForge(Allowance.parse(settings.outbound_allow)),
+        forge=_forges(Allowance.parse(settings.outbound_allow)),
         mail=smtp_mail(settings),
         signing_keys=data.signing_keys,
         lanes=data.lanes,

@@ -1,7 +1,10 @@
-"""The forge port (`adapters/forge.py: Forge`): the REST calls Terrace makes to a GitHub-shaped forge.
-Implementations: `GitHubForge` against the forge twin (real git repositories; every request checked against
-GitHub's OpenAPI document) and `MemoryForge`. Both read a repository, register and delete a hook, confirm a commit,
-hand its tarball (one top-level folder), list changed files and set a commit status; both refuse a bad credential.
+"""The forge port (`adapters/forge.py: Forge`): the REST calls Terrace makes to a forge. Implementations:
+`GitHubForge` against the forge twin (real git repositories; every request checked against GitHub's OpenAPI
+document), `GitLabForge` (reached through `ForgeByKind`, as the composition root hands it) against the GitLab twin
+(the same repositories; every request checked against GitLab's documented API) and `MemoryForge`. All read a
+repository, register and delete a hook, confirm a commit, hand its tarball (one top-level folder), list changed
+files and set a commit status (in the forge's own names of the states); all refuse a bad credential. GitLab's
+projects in nested groups are named by their encoded path; a merge request's files are read page by page.
 `GitHubForge` follows the tarball's redirect to another host without the credential, and refuses one to an address
 the deployment does not allow, as every outbound request."""
 
@@ -11,15 +14,17 @@ import io
 import ipaddress
 import tarfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-from forge_twin import ForgeTwin
+from forge_twin import ForgeTwin, git
 from github_contract import missing
-from terrace.adapters.forge import CommitStatus, Forge, ForgeAccess, ForgeError
+from gitlab_twin import GitLabTwin
+from terrace.adapters.forge import CommitStatus, Forge, ForgeAccess, ForgeByKind, ForgeError
 from terrace.adapters.github_forge import GitHubForge
+from terrace.adapters.gitlab_forge import GitLabForge
 from terrace.adapters.memory_forge import MemoryForge
 from terrace.domain.destinations import Allowance
 
@@ -83,9 +88,36 @@ def _github(root: Path) -> Iterator[World]:
         assert twin.problems == []
 
 
-@pytest.fixture(params=["memory", "github"])
+def _gitlab(root: Path) -> Iterator[World]:
+    with GitLabTwin(root, TOKEN) as twin:
+        work = twin.create(REPO)
+
+        def push(files: dict[str, str], branch: str) -> str:
+            git("checkout", "--quiet", "-B", branch, cwd=work)
+            sha = twin.commit_and_push(work, files, "change", branch)[1]
+            git("checkout", "--quiet", "main", cwd=work)
+            return sha
+
+        repo = twin.repos[REPO]
+        allowance = Allowance.parse(["127.0.0.0/8"])
+        forge = ForgeByKind({"github": GitHubForge(allowance), "gitlab": GitLabForge(allowance)})
+        yield World(
+            forge,
+            ForgeAccess(twin.api_url, TOKEN, "gitlab"),
+            push,
+            lambda: [(sha, body["state"]) for sha, body in repo.statuses],
+            lambda: len(repo.hooks),
+            twin,
+        )
+        assert twin.problems == []
+
+
+WORLDS = {"memory": _memory, "github": _github, "gitlab": _gitlab}
+
+
+@pytest.fixture(params=list(WORLDS))
 def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
-    yield from (_memory if request.param == "memory" else _github)(tmp_path)
+    yield from WORLDS[request.param](tmp_path)
 
 
 def _files(archive: bytes) -> dict[str, bytes]:
@@ -113,12 +145,14 @@ def test_the_calls_behave_alike(world: World) -> None:
     status = CommitStatus("pending", "Terrace/acme/app", "Terrace: Run pending", "https://terrace.test/app/acme")
     world.forge.set_status(world.access, REPO, second, status)
     assert world.statuses() == [(second, "pending")]
+    world.forge.set_status(world.access, REPO, second, replace(status, state="failure"))
+    assert world.statuses()[-1] == (second, "failed" if world.access.kind == "gitlab" else "failure")
 
 
 def test_a_bad_credential_or_an_unknown_repository_is_a_forge_error(world: World) -> None:
     world.push({"main.tf": "# one\n"}, "main")
     with pytest.raises(ForgeError) as bad:
-        world.forge.repository(ForgeAccess(world.access.api_url, "wrong"), REPO)
+        world.forge.repository(replace(world.access, token="wrong"), REPO)
     assert bad.value.status == 401
     with pytest.raises(ForgeError) as unknown:
         world.forge.commit(world.access, "octo/none", "main")
@@ -149,4 +183,22 @@ def test_the_tarball_s_redirect_passes_the_destination_checks(tmp_path: Path) ->
         with pytest.raises(ForgeError) as too_big:
             forge.tarball(ForgeAccess(twin.api_url, TOKEN), REPO, sha, 10)
         assert "larger than 10 bytes" in too_big.value.detail
+        assert twin.problems == []
+
+
+def test_gitlab_reads_a_merge_request_s_files_and_names_a_nested_project_by_its_encoded_path(tmp_path: Path) -> None:
+    nested = "platform/team/infra"
+    with GitLabTwin(tmp_path, TOKEN) as twin:
+        work = twin.create(nested)
+        twin.commit_and_push(work, {"main.tf": "# one\n"}, "first")
+        git("checkout", "--quiet", "-B", "feature", cwd=work)
+        head = twin.commit_and_push(work, {f"mod/{i}.tf": "#\n" for i in range(105)}, "many", "feature")[1]
+        twin.merge_request_payload(nested, 3, head, "feature")  # records the merge request's base and head
+        forge = GitLabForge(Allowance.parse(["127.0.0.0/8"]))
+        access = ForgeAccess(twin.api_url, TOKEN, "gitlab")
+        assert forge.repository(access, nested).identifier == nested
+        files = forge.pull_files(access, nested, 3)
+        assert files is not None and len(files) == 105 and "mod/104.tf" in files  # two pages
+        assert "GET /projects/platform/team/infra/merge_requests/3/diffs" in twin.calls
+        assert forge.pull_files(access, nested, 99) is None  # no `diffs` (GitLab before 15.7): it cannot say
         assert twin.problems == []

@@ -1,6 +1,7 @@
-"""The forge port: the REST calls Terrace makes to a GitHub-shaped forge (GitHub, GitHub Enterprise Server, Gitea
-and Forgejo), relative to an OAuth client's `api-url`, with an OAuth token's credential. The whole set, and no
-other (docs/features/vcs.md lists it; `tests/contract/test_forge_contract.py` holds both implementations to it):
+"""The forge port: the REST calls Terrace makes to a forge, relative to an OAuth client's `api-url`, with an OAuth
+token's credential. The whole set, and no other (docs/features/vcs.md lists it; `tests/contract/test_forge_contract.py`
+holds every implementation to it). A GitHub-shaped forge (`ForgeAccess.kind` `github`: GitHub, GitHub Enterprise
+Server, Gitea and Forgejo):
 
 - `POST /repos/{owner}/{repo}/hooks`, `DELETE /repos/{owner}/{repo}/hooks/{id}`: a workspace's webhook
 - `GET /repos/{owner}/{repo}`: the repository (its default branch, its page)
@@ -11,7 +12,16 @@ other (docs/features/vcs.md lists it; `tests/contract/test_forge_contract.py` ho
   push or a pull request changed (trigger patterns)
 - `POST /repos/{owner}/{repo}/statuses/{sha}`: the commit status of a run
 
-Implementations: `github_forge.py` (httpx, under `domain/destinations.py`'s rules) and `memory_forge.py` (unit tests).
+A GitLab (`kind` `gitlab`: gitlab.com, Community and Enterprise editions; `:id` is the URL-encoded project path):
+
+- `GET /projects/:id`, `POST /projects/:id/hooks`, `DELETE /projects/:id/hooks/:hook_id` (a per-hook `token`)
+- `GET /projects/:id/repository/commits/:sha`, `GET /projects/:id/repository/archive.tar.gz?sha=`
+- `GET /projects/:id/repository/compare?from=&to=`, `GET /projects/:id/merge_requests/:iid/diffs`
+- `POST /projects/:id/statuses/:sha` (states pending, running, success, failed, canceled)
+
+Implementations: `github_forge.py` and `gitlab_forge.py` (httpx through `httpx_forge.py`, under
+`domain/destinations.py`'s rules), `ForgeByKind` below (the one the composition root hands the services: each call
+to the implementation of its access's kind) and `memory_forge.py` (unit tests).
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ class ForgeError(Exception):
 class ForgeAccess:
     api_url: str  # https://api.github.com, https://ghe.example.com/api/v3, https://gitea.example.com/api/v1
     token: str  # the OAuth token's credential (a personal access token)
+    kind: str = "github"  # github (GitHub's REST shapes) or gitlab: which API the calls speak (`domain/vcs.py`)
 
 
 @dataclass(frozen=True)
@@ -51,13 +62,25 @@ class Commit:
 
 @dataclass(frozen=True)
 class CommitStatus:
-    state: str  # pending, success, failure, error
+    state: str  # pending, running, success, failure, error (GitHub shows running as pending)
     context: str  # Terrace/<organization>/<workspace>
     description: str
     target_url: str  # the run's page
 
 
-STATES = ("pending", "success", "failure", "error")
+STATES = ("pending", "running", "success", "failure", "error")
+# what each kind of forge names them: GitHub has no running state; GitLab's are pending/running/success/failed/canceled
+FORGE_STATES = {
+    "github": {"running": "pending"},
+    "gitlab": {"failure": "failed", "error": "canceled"},
+}
+
+
+def forge_state(kind: str, state: str) -> str:
+    """The state a forge of `kind` is sent for the port's `state`."""
+    return FORGE_STATES.get(kind, {}).get(state, state)
+
+
 FILES_MAX = 3000  # changed files read for trigger patterns (GitHub lists at most 3000 for a pull request)
 
 
@@ -65,7 +88,8 @@ class Forge(Protocol):
     def repository(self, access: ForgeAccess, repo: str) -> Repository: ...
 
     def create_hook(self, access: ForgeAccess, repo: str, url: str, secret: str) -> str:
-        """A webhook for push and pull_request deliveries to `url`, signed with `secret`; its id."""
+        """A webhook for pushes and pull (merge) requests to `url` with `secret` (GitHub signs with it, GitLab sends it
+        as `X-Gitlab-Token`); its id."""
         ...
 
     def delete_hook(self, access: ForgeAccess, repo: str, hook_id: str) -> None:
@@ -85,3 +109,40 @@ class Forge(Protocol):
     def pull_files(self, access: ForgeAccess, repo: str, number: int) -> list[str] | None: ...
 
     def set_status(self, access: ForgeAccess, repo: str, sha: str, status: CommitStatus) -> None: ...
+
+
+class ForgeByKind:
+    """The forge of each access's kind (`github`, `gitlab`); a kind without one is a ForgeError."""
+
+    def __init__(self, forges: dict[str, Forge]) -> None:
+        self._forges = forges
+
+    def _of(self, access: ForgeAccess) -> Forge:
+        found = self._forges.get(access.kind)
+        if found is None:
+            raise ForgeError(f"no forge speaks {access.kind!r}")
+        return found
+
+    def repository(self, access: ForgeAccess, repo: str) -> Repository:
+        return self._of(access).repository(access, repo)
+
+    def create_hook(self, access: ForgeAccess, repo: str, url: str, secret: str) -> str:
+        return self._of(access).create_hook(access, repo, url, secret)
+
+    def delete_hook(self, access: ForgeAccess, repo: str, hook_id: str) -> None:
+        self._of(access).delete_hook(access, repo, hook_id)
+
+    def commit(self, access: ForgeAccess, repo: str, ref: str) -> Commit:
+        return self._of(access).commit(access, repo, ref)
+
+    def tarball(self, access: ForgeAccess, repo: str, ref: str, max_bytes: int) -> bytes:
+        return self._of(access).tarball(access, repo, ref, max_bytes)
+
+    def changed_files(self, access: ForgeAccess, repo: str, base: str, head: str) -> list[str] | None:
+        return self._of(access).changed_files(access, repo, base, head)
+
+    def pull_files(self, access: ForgeAccess, repo: str, number: int) -> list[str] | None:
+        return self._of(access).pull_files(access, repo, number)
+
+    def set_status(self, access: ForgeAccess, repo: str, sha: str, status: CommitStatus) -> None:
+        self._of(access).set_status(access, repo, sha, status)

@@ -1,13 +1,14 @@
 """The forge port in memory (unit tests): repositories of commits (each a tarball's files), hooks and statuses,
-recorded; a credential other than the repository's is refused as GitHub refuses it (401)."""
+recorded (a status with the state the access's kind of forge is sent: `forge.py: forge_state`); a credential other
+than the repository's is refused as GitHub and GitLab refuse it (401)."""
 
 from __future__ import annotations
 
 import hashlib
 import io
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from terrace.adapters.forge import Commit, CommitStatus, ForgeAccess, ForgeError, Repository
+from terrace.adapters.forge import Commit, CommitStatus, ForgeAccess, ForgeError, Repository, forge_state
 from terrace.domain.bounded_tar import write_tar
 
 
@@ -96,4 +97,5 @@ class MemoryForge:
         return list(self._repo(access, repo, f"GET /repos/{repo}/pulls/{number}/files").pulls.get(number, []))
 
     def set_status(self, access: ForgeAccess, repo: str, sha: str, status: CommitStatus) -> None:
-        self._repo(access, repo, f"POST /repos/{repo}/statuses/{sha}").statuses.append((sha, status))
+        shown = replace(status, state=forge_state(access.kind, status.state))
+        self._repo(access, repo, f"POST /repos/{repo}/statuses/{sha}").statuses.append((sha, shown))

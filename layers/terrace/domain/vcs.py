@@ -4,7 +4,8 @@ An OAuth client names a forge (`service-provider`, its `http-url` and `api-url`)
 `oauth-token-string`, an OAuth application's `secret`, a `private-key`) are secrets, stored only as ciphertext and
 never returned. A client created with an `oauth-token-string` (a personal access token) gets its OAuth token at once,
 as on HCP Terraform. Terrace drives GitHub-shaped forges: GitHub, GitHub Enterprise Server, and Gitea/Forgejo (a
-`github_enterprise` client whose `api-url` is the forge's `/api/v1`)."""
+`github_enterprise` client whose `api-url` is the forge's `/api/v1`), and GitLab (gitlab.com, Community and
+Enterprise editions; `api-url` `<host>/api/v4`)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,21 @@ PROVIDERS: dict[str, str] = {
     "ado_server": "Azure DevOps Server",
     "ado_services": "Azure DevOps Services",
 }
-GITHUB_SHAPED = frozenset({"github", "github_enterprise"})  # the providers Terrace can drive (REST and webhooks)
+GITHUB_SHAPED = frozenset({"github", "github_enterprise"})  # GitHub's REST and webhook shapes
+GITLAB = frozenset({"gitlab_hosted", "gitlab_community_edition", "gitlab_enterprise_edition"})
+DRIVEN = GITHUB_SHAPED | GITLAB  # the providers Terrace can drive (REST and webhooks)
+
+
+def forge_kind(service_provider: str) -> str:
+    """The API an OAuth client's `service-provider` speaks (`adapters/forge.py: ForgeAccess.kind`)."""
+    return "gitlab" if service_provider in GITLAB else "github"
+
+
+def source_of(service_provider: str) -> str:
+    """A configuration version's `source` for a commit of this provider (HCP's `github`, `gitlab`, ...)."""
+    return "gitlab" if service_provider in GITLAB else "github"
+
+
 PRIVATE_KEY_PROVIDERS = frozenset({"ado_server"})  # HCP accepts `private-key` for Azure DevOps Server only
 # a key these providers hold may not be set empty (HCP: "The Consumer Key for Bitbucket Data Center must be present")
 KEY_REQUIRED = frozenset({"bitbucket_server", "bitbucket_data_center"})
@@ -135,7 +150,8 @@ def check_credentials(provider: str, attrs: dict[str, Any]) -> None:
 
 
 # a workspace's repository (`vcs-repo`) -----------------------------------------------------------
-IDENTIFIER_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
+# owner/name; GitLab's projects may sit in nested groups (group/subgroup/name)
+IDENTIFIER_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}(/[A-Za-z0-9_.-]{1,100}){1,19}$")
 BRANCH_MAX = 255
 TAGS_REGEX_MAX = 255
 VCS_REPO = "vcs-repo"  # in `Workspace.extra`: what the API shows (no secret)
@@ -150,14 +166,19 @@ class RepoRequest:
     tags_regex: str | None
 
 
+def _dots(identifier: str) -> bool:
+    return ".." in identifier or any(part == "." for part in identifier.split("/"))
+
+
 def check_repo(raw: Any) -> RepoRequest:
     """`vcs-repo` as tfe_workspace and go-tfe send it; a 422 naming the field otherwise."""
     base = "/data/attributes/vcs-repo"
     if not isinstance(raw, dict):
         raise Invalid("vcs-repo must be an object or null", pointer=base)
     identifier = raw.get("identifier")
-    if not isinstance(identifier, str) or not IDENTIFIER_RE.match(identifier) or ".." in identifier:
-        raise Invalid("vcs-repo identifier must be <owner>/<repository>", pointer=f"{base}/identifier")
+    if not isinstance(identifier, str) or not IDENTIFIER_RE.match(identifier) or _dots(identifier):
+        raise Invalid("vcs-repo identifier must be <owner>/<repository> (GitLab: <group>/.../<project>)",
+                      pointer=f"{base}/identifier")  # fmt: skip
     token = raw.get("oauth-token-id")
     if raw.get("github-app-installation-id"):
         raise Invalid("GitHub App installations are not configured here: use oauth-token-id", pointer=base)

@@ -140,6 +140,7 @@ def include_ui(app: FastAPI | APIRouter) -> None:
     from terrace.web.ui import tokens as ui_tokens
     from terrace.web.ui import variables as ui_variables
     from terrace.web.ui import varsets as ui_varsets
+    from terrace.web.ui import version_control as ui_version_control
     from terrace.web.ui import workspaces as ui_workspaces
 
     for ui_module in (ui_auth, ui_tokens, ui_organizations, ui_workspaces, ui_variables, ui_varsets):
@@ -151,6 +152,7 @@ def include_ui(app: FastAPI | APIRouter) -> None:
         ui_search,
         ui_explorer,
         ui_settings,
+        ui_version_control,
         ui_run_triggers,
         ui_terraform_login,
         ui_oidc,

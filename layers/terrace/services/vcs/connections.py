@@ -1,6 +1,7 @@
 """A workspace's repository (`vcs-repo`): connecting registers a webhook on the repository with a secret of its own
-(`POST /repos/{o}/{r}/hooks`), kept encrypted beside the workspace (`Connection`); disconnecting (`vcs-repo: null`,
-another repository, deleting the workspace) deletes the hook. The workspace keeps what the API shows of it
+(`POST /repos/{o}/{r}/hooks`, GitLab's `POST /projects/:id/hooks`), kept encrypted beside the workspace
+(`Connection`, with the forge's kind); disconnecting (`vcs-repo: null`, another repository, deleting the workspace)
+deletes the hook. The workspace keeps what the API shows of it
 (`Workspace.extra["vcs-repo"]`, no secret); the workspace service calls this through its `RepositoryLink` port."""
 
 from __future__ import annotations
@@ -51,10 +52,14 @@ class RepositoryConnections:
         if found is None:
             raise NotFound(f"oauth token {request.oauth_token_id} not found")
         client, token = found
-        if client.service_provider not in model.GITHUB_SHAPED:
-            raise Invalid(f"{client.display_name} repositories are not supported yet: connect a GitHub-shaped one",
+        if client.service_provider not in model.DRIVEN:
+            raise Invalid(f"{client.display_name} repositories are not supported yet: connect a GitHub or GitLab one",
                           pointer="/data/attributes/vcs-repo/oauth-token-id")  # fmt: skip
-        access = ForgeAccess(client.api_url, self._clients.credential(token))
+        kind = model.forge_kind(client.service_provider)
+        if kind == "github" and request.identifier.count("/") != 1:
+            raise Invalid(f"vcs-repo identifier must be <owner>/<repository> on {client.display_name}",
+                          pointer="/data/attributes/vcs-repo/identifier")  # fmt: skip
+        access = ForgeAccess(client.api_url, self._clients.credential(token), kind)
         kept = self._store.connection(ws.id)
         same = kept is not None and (kept.identifier, kept.token_id) == (request.identifier, token.id)
         if not same:
@@ -68,7 +73,7 @@ class RepositoryConnections:
             sealed = self._encryptor.encrypt(secret, self._context(ws))
             self.disconnect(ws)
             self._store.put_connection(
-                Connection(ws.id, ws.organization, token.id, request.identifier, hook_id, sealed)
+                Connection(ws.id, ws.organization, token.id, request.identifier, hook_id, sealed, kind=kind)
             )
             html_url = repository.html_url
         else:
@@ -85,7 +90,7 @@ class RepositoryConnections:
             return
         found = self._clients.usable_token(kept.organization, kept.token_id)
         if found is not None:
-            access = ForgeAccess(found[0].api_url, self._clients.credential(found[1]))
+            access = _access(found[0], self._clients.credential(found[1]))
             try:
                 self._forge.delete_hook(access, kept.identifier, kept.hook_id)
             except ForgeError as exc:
@@ -109,7 +114,7 @@ class RepositoryConnections:
         found = self._clients.usable_token(connection.organization, connection.token_id)
         if found is None:
             return None
-        return found[0], ForgeAccess(found[0].api_url, self._clients.credential(found[1]))
+        return found[0], _access(found[0], self._clients.credential(found[1]))
 
     def connection(self, workspace_id: str) -> Connection | None:
         return self._store.connection(workspace_id)
@@ -117,6 +122,10 @@ class RepositoryConnections:
     @staticmethod
     def _context(ws: Workspace) -> dict[str, str]:
         return {"organization": ws.organization, "vcs-connection": ws.id}
+
+
+def _access(client: OAuthClient, credential: str) -> ForgeAccess:
+    return ForgeAccess(client.api_url, credential, model.forge_kind(client.service_provider))
 
 
 def _shown(

@@ -24,7 +24,7 @@ from terrace.domain import vcs_events
 from terrace.domain.configuration_versions import ConfigurationVersion
 from terrace.domain.errors import NotFound, TerraceError
 from terrace.domain.runs import Run
-from terrace.domain.vcs import VCS_REPO
+from terrace.domain.vcs import VCS_REPO, source_of
 from terrace.domain.workspace import Workspace
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
@@ -109,7 +109,7 @@ class VcsIngress:
         archive = repacked(self._forge.tarball(access, repo, commit.sha, self._bounds.archive_max), self._bounds)
         # HCP's queue-all-runs off: a workspace's first runs wait for one queued by hand; its configuration is kept
         queue = ws.queue_all_runs or ws.runs_count > 0
-        return self._cvs.create_from_forge(ws, archive, source=_source(source), speculative=False, ingress=ingress,
+        return self._cvs.create_from_forge(ws, archive, source=source_of(source), speculative=False, ingress=ingress,
                                            untrusted=False, auto_queue=queue, cv_id=_cv_id(ws, event))  # fmt: skip
 
     def _pull_request(self, ws: Workspace, repo: str, access: ForgeAccess, source: str, event: dict[str, Any]) -> Any:
@@ -130,7 +130,7 @@ class VcsIngress:
         if settings.get("speculative-plan-management-enabled", True) is not False:
             self._cancel_older(ws, int(event["number"]), commit.sha)
         archive = repacked(self._forge.tarball(access, repo, commit.sha, self._bounds.archive_max), self._bounds)
-        return self._cvs.create_from_forge(ws, archive, source=_source(source), speculative=True, ingress=ingress,
+        return self._cvs.create_from_forge(ws, archive, source=source_of(source), speculative=True, ingress=ingress,
                                            untrusted=bool(event.get("fork")), cv_id=_cv_id(ws, event))  # fmt: skip
 
     def _triggers(self, ws: Workspace, files: list[str] | None) -> bool:
@@ -150,10 +150,6 @@ class VcsIngress:
 
 def _cv_id(ws: Workspace, event: dict[str, Any]) -> str:
     return vcs_events.delivery_cv_id(ws.id, str(event.get("delivery")))
-
-
-def _source(provider: str) -> str:
-    return "github" if provider in ("github", "github_enterprise") else provider
 
 
 def _ingress(repo: str, sha: str, message: str, commit_url: str, sender: str, access: ForgeAccess) -> dict[str, Any]:

@@ -1,7 +1,9 @@
 """Commit statuses (the `run.status_changed` subscriber): a run of a configuration version made from a forge's
 commit reports on that commit as `Terrace/<organization>/<workspace>` (`POST /repos/{o}/{r}/statuses/{sha}`),
-`pending` while it runs, then `success` (applied, planned and finished, or planned and waiting for confirmation),
-`failure` (errored) or `error` (canceled, discarded), with a link to the run's page. Only a change of what the forge
+`pending` while it waits, `running` while it runs (GitHub shows it as `pending`; GitLab's
+`POST /projects/:id/statuses/:sha` as `running`), then `success` (applied, planned and finished, or planned and
+waiting for confirmation), `failure` (errored; GitLab's `failed`) or `error` (canceled, discarded; GitLab's
+`canceled`), with a link to the run's page. Only a change of what the forge
 shows is sent; a forge that fails is logged (the run goes on)."""
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ _SHOWN: dict[str, tuple[str, str]] = {
 
 def shown(status: str | None) -> tuple[str, str]:
     """What the forge shows for a run's status."""
-    return _SHOWN.get(status or "", ("pending", "Run pending" if status in (None, rs.PENDING) else "Running"))
+    if status in (None, "", rs.PENDING):
+        return "pending", "Run pending"
+    return _SHOWN.get(status or "", ("running", "Running"))
 
 
 class CommitStatuses:

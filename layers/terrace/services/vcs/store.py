@@ -47,6 +47,7 @@ class Connection:
     hook_id: str
     secret: str
     version: int = 1
+    kind: str = "github"  # the forge's API (`domain/vcs.py: forge_kind`): how its deliveries are verified
 
 
 @dataclass(frozen=True)
@@ -157,12 +158,12 @@ class VcsStore:
         if item is None:
             return None
         return Connection(item["pk"], item["organization"], item["token_id"], item["identifier"], item["hook_id"],
-                          item["secret"], int(item["version"]))  # fmt: skip
+                          item["secret"], int(item["version"]), str(item.get("kind") or "github"))  # fmt: skip
 
     def put_connection(self, c: Connection) -> None:
         self._table.put({"pk": c.workspace_id, "sk": CONNECTION, "organization": c.organization,
                          "token_id": c.token_id, "identifier": c.identifier, "hook_id": c.hook_id,
-                         "secret": c.secret, "version": c.version})  # fmt: skip
+                         "secret": c.secret, "version": c.version, "kind": c.kind})  # fmt: skip
 
     def delete_connection(self, workspace_id: str) -> None:
         self._table.delete(workspace_id, CONNECTION)
