@@ -25,6 +25,7 @@ class Overview:
     execution_mode: str = "remote"  # the effective one (the organization's default unless the workspace overwrote it)
     permissions: dict[str, bool] = field(default_factory=dict)  # the caller's, as the API's workspace document
     project_name: str = "Default Project"
+    has_configuration: bool = True  # an uploaded configuration version a new run would plan
 
 
 class WorkspaceOverview:
@@ -50,4 +51,6 @@ class WorkspaceOverview:
             current = self._runs.get(principal, ws.current_run_id)
         shown = rs.current_of(current, latest_run)
         project = self._workspaces.project_name_of(ws)
-        return Overview(ws, shown, outputs, resources, self._workspaces.execution_mode(ws), can, project)
+        configured = self._runs.has_configuration(principal, ws)
+        mode = self._workspaces.execution_mode(ws)
+        return Overview(ws, shown, outputs, resources, mode, can, project, configured)

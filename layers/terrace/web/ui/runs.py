@@ -131,6 +131,7 @@ def _list_page(
     runs = sorted(container.runs.list(session.principal, ws), key=lambda r: (r.created_at, r.id), reverse=True)
     mode = container.workspaces.execution_mode(ws)
     can = container.workspaces.permissions(session.principal, ws)
+    configured = container.runs.has_configuration(session.principal, ws)
     now = clock.utcnow()
     meta = {run.id: compact(run, now) for run in runs}
     return render(
@@ -144,6 +145,7 @@ def _list_page(
         execution_mode=mode,
         can=can,
         kinds=RUN_KINDS,
+        has_configuration=configured,
         **{"form": {}, **extra},
     )
 

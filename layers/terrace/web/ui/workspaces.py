@@ -69,6 +69,7 @@ def _overview_page(
         execution_mode=view.execution_mode,
         can=view.permissions,
         project_name=view.project_name,
+        has_configuration=view.has_configuration,
         cloud_host=cli_host(container.settings.public_url),
         **extra,
     )
