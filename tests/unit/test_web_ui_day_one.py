@@ -4,7 +4,7 @@ organization settings that only offer what works, one comment box on a run, movi
 from __future__ import annotations
 
 from run_helpers import make_run_env
-from test_web_ui_runs import csrf_of, ui
+from test_web_ui_runs import claim_next, csrf_of, finish, ui
 
 BASE = "/app/acme/workspaces/app"
 
@@ -30,3 +30,27 @@ def test_organization_settings_offer_no_session_settings_that_change_nothing() -
             "session_timeout": "60"}  # fmt: skip
     assert client.post("/app/acme/settings", data=data).status_code == 303
     assert "session-timeout" not in env.container.organizations.lookup("acme").settings
+
+
+def test_one_comment_box_on_a_run_goes_with_an_action_or_alone() -> None:
+    env = make_run_env()
+    client = ui(env)
+    run = env.create_run(env.upload_config())
+    finish(env, claim_next(env))
+    page = client.get(f"{BASE}/runs/{run['id']}").text
+    assert page.count('name="comment"') == 1 and page.count("<textarea") == 1  # not one box per action
+    assert 'formaction="/app/acme/workspaces/app/runs/' + run["id"] + '/actions/apply"' in page
+    assert 'id="run-action-discard" data-confirm=' in page
+    token = csrf_of(page)
+    blank = client.post(f"{BASE}/runs/{run['id']}/comments", data={"csrf_token": token, "comment": "  "})
+    assert blank.status_code == 422 and 'role="alert"' in blank.text and "needs some text" in blank.text
+    long = client.post(f"{BASE}/runs/{run['id']}/comments", data={"csrf_token": token, "comment": "x" * 5000})
+    assert long.status_code == 422 and "longer than" in long.text
+    added = client.post(f"{BASE}/runs/{run['id']}/comments", data={"csrf_token": token, "comment": "looks <i>fine</i>"})
+    assert added.status_code == 303 and added.headers["location"].endswith("#run-comments")
+    assert env.container.run_store.load(run["id"]).status in ("planned", "cost_estimated")  # no action taken
+    data = {"csrf_token": token, "comment": "ship it"}
+    assert client.post(f"{BASE}/runs/{run['id']}/actions/apply", data=data).status_code == 303
+    comments = env.api("GET", f"/runs/{run['id']}/comments").json()["data"]
+    assert [c["attributes"]["body"] for c in comments] == ["looks <i>fine</i>", "ship it"]
+    assert "looks &lt;i&gt;fine&lt;/i&gt;" in client.get(f"{BASE}/runs/{run['id']}").text

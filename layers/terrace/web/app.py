@@ -127,6 +127,7 @@ def include_ui(app: FastAPI | APIRouter) -> None:
     from terrace.web.ui import policies as ui_policies
     from terrace.web.ui import projects as ui_projects
     from terrace.web.ui import registry as ui_registry
+    from terrace.web.ui import run_actions as ui_run_actions
     from terrace.web.ui import run_tasks as ui_run_tasks
     from terrace.web.ui import run_triggers as ui_run_triggers
     from terrace.web.ui import runs as ui_runs
@@ -145,6 +146,7 @@ def include_ui(app: FastAPI | APIRouter) -> None:
         app.include_router(ui_module.router)
     for ui_page in (
         ui_runs,
+        ui_run_actions,
         ui_run_tasks,
         ui_states,
         ui_search,

@@ -102,6 +102,7 @@ def live_context(container: Container, session: WebSession, ws: Workspace, run: 
             "discard": allowed["is-discardable"] and perms["can-queue-apply"],
             "cancel": allowed["is-cancelable"] and perms["can-queue-run"],
             "force-cancel": allowed["is-force-cancelable"] and perms["can-queue-run"],
+            "comment": perms["can-queue-run"],  # who may comment (`CommentService.create`)
         },
     }
 
@@ -199,10 +200,10 @@ def run_page(
     request: Request, container: ContainerDep, session: SessionDep, organization: str, name: str, run_id: str
 ) -> Any:
     ws, run = load(container, session, organization, name, run_id)
-    return _run_page(request, container, session, organization, ws, run)
+    return show_run(request, container, session, organization, ws, run)
 
 
-def _run_page(
+def show_run(
     request: Request,
     container: Container,
     session: WebSession,
@@ -257,30 +258,6 @@ def run_log(
     ws, run = load(container, session, organization, name, run_id)
     chunk = read_chunk(container.logs, run, phase, offset, LIVE_LIMIT)
     return render(request, "run_log.html", session, organization=organization, ws=ws, run=run, log=chunk)
-
-
-@router.post("/{organization}/workspaces/{name}/runs/{run_id}/actions/{action}")
-def run_action(
-    request: Request,
-    container: ContainerDep,
-    session: SessionDep,
-    organization: str,
-    name: str,
-    run_id: str,
-    action: str,
-    form: CheckedFormDep,
-) -> Any:
-    if action not in container.run_pages.actions:
-        raise errors.NotFound(f"no run action {action}")
-    ws, run = load(container, session, organization, name, run_id)
-    comment = form.get("comment", "").strip() or None
-    try:
-        container.run_pages.act(session.principal, run, action, comment)
-    except (errors.Conflict, errors.Invalid) as exc:
-        status = 422 if isinstance(exc, errors.Invalid) else 409
-        run = container.run_pages.reread(session.principal, run)
-        return _run_page(request, container, session, organization, ws, run, status=status, error=exc.detail)
-    return RedirectResponse(f"/app/{organization}/workspaces/{name}/runs/{run.id}", status_code=303)
 
 
 @router.get("/{organization}/{name}/runs/{run_id}")
