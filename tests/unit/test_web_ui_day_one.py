@@ -1,12 +1,17 @@
 """Day-one pages of the web UI (issue 45, second step): no "Queue plan" for a workspace without a configuration,
-organization settings that only offer what works, one comment box on a run, moving a workspace to a project."""
+organization settings that only offer what works, one comment box on a run, moving a workspace to another project."""
 
 from __future__ import annotations
 
 from run_helpers import make_run_env
+from state_helpers import make_env as make_state_env
+from state_helpers import other_user
+from terrace.domain.principal import Principal, PrincipalKind
+from test_web_ui import signed_in
 from test_web_ui_runs import claim_next, csrf_of, finish, ui
 
 BASE = "/app/acme/workspaces/app"
+SETTINGS = "/app/acme/workspaces/prod/settings"
 
 
 def test_no_queue_plan_until_a_configuration_is_uploaded() -> None:
@@ -54,3 +59,24 @@ def test_one_comment_box_on_a_run_goes_with_an_action_or_alone() -> None:
     comments = env.api("GET", f"/runs/{run['id']}/comments").json()["data"]
     assert [c["attributes"]["body"] for c in comments] == ["looks <i>fine</i>", "ship it"]
     assert "looks &lt;i&gt;fine&lt;/i&gt;" in client.get(f"{BASE}/runs/{run['id']}").text
+
+
+def test_a_workspace_moves_to_another_project_from_its_settings() -> None:
+    env = make_state_env()
+    owner = Principal(PrincipalKind.USER, env.container.accounts.find_user("alice").id, "alice")  # type: ignore[union-attr]
+    platform = env.container.projects.create(owner, "acme", {"name": "platform"})
+    _, mallory = other_user(env)
+    theirs = env.container.projects.create(mallory, "evil", {"name": "theirs"})
+    client = signed_in(env)
+    page = client.get(SETTINGS).text
+    assert 'id="project_id"' in page and ">Default Project (current)</option>" in page and ">platform</option>" in page
+    token = csrf_of(page)
+    foreign = client.post(f"{SETTINGS}/project", data={"csrf_token": token, "project_id": theirs.id})
+    assert foreign.status_code == 422 and 'id="project-error"' in foreign.text  # another organization's: unknown
+    assert env.ws().project_id in (None, "")
+    moved = client.post(f"{SETTINGS}/project", data={"csrf_token": token, "project_id": platform.id})
+    assert moved.status_code == 303 and moved.headers["location"].endswith("?moved=1#workspace-project")
+    assert env.ws().project_id == platform.id
+    after = client.get(SETTINGS + "?moved=1").text
+    assert "Workspace moved." in after and ">platform (current)</option>" in after
+    assert ">platform</a>" in client.get("/app/acme/workspaces/prod").text  # the overview names its project

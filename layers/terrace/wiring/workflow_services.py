@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     from terrace.services.workflows.state_rollback import StateRollback
     from terrace.services.workflows.workspace_deletion import WorkspaceDeletion
     from terrace.services.workflows.workspace_overview import WorkspaceOverview
+    from terrace.services.workflows.workspace_settings import WorkspaceSettings
+    from terrace.services.workspaces.agent_pools import AgentPoolService
     from terrace.services.workspaces.locking import LockService
     from terrace.services.workspaces.retention import RetentionPolicyService
     from terrace.services.workspaces.run_triggers import RunTriggerService
@@ -78,6 +80,7 @@ class WorkflowServices:
     run_store: RunStore
     assessments: AssessmentService  # wiring/run_services.py
     run_triggers: RunTriggerService
+    agent_pools: AgentPoolService  # wiring/workspace_services.py
     workspace_store: WorkspaceAreaStore  # wiring/workspace_services.py
     notification_store: NotificationStore
     notification_configurations: NotificationConfigurations
@@ -153,6 +156,12 @@ class WorkflowServices:
         from terrace.services.workflows.workspace_overview import WorkspaceOverview
 
         return WorkspaceOverview(self.workspaces, self.state_versions, self.runs)
+
+    @cached_property
+    def workspace_settings(self) -> WorkspaceSettings:
+        from terrace.services.workflows.workspace_settings import WorkspaceSettings
+
+        return WorkspaceSettings(self.workspaces, self.agent_pools, self.projects)
 
     @cached_property
     def health_pages(self) -> HealthPages:
