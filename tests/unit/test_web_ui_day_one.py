@@ -1,11 +1,14 @@
 """Day-one pages of the web UI (issue 45, second step): no "Queue plan" for a workspace without a configuration,
-organization settings that only offer what works, one comment box on a run, moving a workspace to another project."""
+organization settings that only offer what works, one comment box on a run, moving a workspace to another
+project, a notification's Verify saying what came back."""
 
 from __future__ import annotations
 
+from notification_helpers import create, notification_env, outbound
 from run_helpers import make_run_env
 from state_helpers import make_env as make_state_env
 from state_helpers import other_user
+from terrace.adapters.outbound import OutboundResponse
 from terrace.domain.principal import Principal, PrincipalKind
 from test_web_ui import signed_in
 from test_web_ui_runs import claim_next, csrf_of, finish, ui
@@ -80,3 +83,26 @@ def test_a_workspace_moves_to_another_project_from_its_settings() -> None:
     after = client.get(SETTINGS + "?moved=1").text
     assert "Workspace moved." in after and ">platform (current)</option>" in after
     assert ">platform</a>" in client.get("/app/acme/workspaces/prod").text  # the overview names its project
+
+
+def test_verify_on_the_notifications_page_says_what_the_destination_answered() -> None:
+    env = notification_env()
+    nc = create(env, token="k")
+    client = ui(env)
+    page = f"{BASE}/notifications"
+    token = csrf_of(client.get(page).text)
+    verified = client.post(f"{page}/{nc['id']}/verify", data={"csrf_token": token})
+    assert verified.status_code == 303 and verified.headers["location"].endswith(f"&result=ok#{nc['id']}")
+    shown = client.get(verified.headers["location"]).text
+    assert 'id="verify-result"' in shown and "Verification sent: 200 ok." in shown
+    outbound(env).answer = lambda url, data: OutboundResponse(None, error="connection: refused")
+    failed = client.post(f"{page}/{nc['id']}/verify", data={"csrf_token": token})
+    assert failed.headers["location"].endswith("&result=failed#" + nc["id"])
+    shown = client.get(failed.headers["location"]).text
+    assert 'role="alert" class="error" id="verify-result">Verification failed: no answer: connection: refused' in shown
+    assert 'id="verify-result"' not in client.get(page).text  # said once, after the click
+
+    nobody = create(env, **{"destination-type": "email", "url": None, "name": "mail"})
+    unsent = client.post(f"{page}/{nobody['id']}/verify", data={"csrf_token": token})
+    assert unsent.headers["location"].endswith("&result=none#" + nobody["id"])
+    assert "Nothing was sent: this notification has no recipients." in client.get(unsent.headers["location"]).text
