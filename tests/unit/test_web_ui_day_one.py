@@ -5,7 +5,7 @@ project, a notification's Verify saying what came back."""
 from __future__ import annotations
 
 from notification_helpers import create, notification_env, outbound
-from run_helpers import make_run_env
+from run_helpers import RunEnv, make_run_env
 from state_helpers import make_env as make_state_env
 from state_helpers import other_user
 from terrace.adapters.outbound import OutboundResponse
@@ -106,3 +106,32 @@ def test_verify_on_the_notifications_page_says_what_the_destination_answered() -
     unsent = client.post(f"{page}/{nobody['id']}/verify", data={"csrf_token": token})
     assert unsent.headers["location"].endswith("&result=none#" + nobody["id"])
     assert "Nothing was sent: this notification has no recipients." in client.get(unsent.headers["location"]).text
+
+
+def _grant(env: RunEnv, team: str, project_id: str, access: str, **attributes: object) -> None:
+    made = env.api("POST", "/organizations/acme/teams", {"data": {"type": "teams", "attributes": {"name": team}}})
+    body = {"data": {"type": "team-projects", "attributes": {"access": access, **attributes},
+                     "relationships": {"team": {"data": {"type": "teams", "id": made.json()["data"]["id"]}},
+                                       "project": {"data": {"type": "projects", "id": project_id}}}}}  # fmt: skip
+    assert env.api("POST", "/team-projects", body).status_code == 201
+
+
+def test_a_workspaces_team_access_shows_what_its_project_gives() -> None:
+    env = make_run_env()
+    [default] = env.api("GET", "/organizations/acme/projects").json()["data"]
+    _grant(env, "devs", default["id"], "maintain")
+    _grant(env, "auditors", default["id"], "custom", **{"workspace-access": {"runs": "plan"}})
+    client = ui(env)
+    page = client.get(f"{BASE}/access").text
+    assert "From the project Default Project" in page
+    table = page[page.index('id="inherited-access"') :]
+    assert table.index(">auditors</a>") < table.index(">devs</a>")  # by name
+    assert "<td>maintain</td>" in table and "<td>admin</td>" in table and "custom: runs plan" in table
+
+    empty = env.api(
+        "POST", "/organizations/acme/projects", {"data": {"type": "projects", "attributes": {"name": "platform"}}}
+    )
+    moved = {"data": [{"type": "workspaces", "id": env.workspace_id}]}
+    assert env.api("POST", f"/projects/{empty.json()['data']['id']}/relationships/workspaces", moved).status_code == 204
+    page = client.get(f"{BASE}/access").text
+    assert "No team has access through the project" in page and ">devs</a>" not in page.split("From the project")[1]
