@@ -2,7 +2,8 @@
 fixture of test_web_ui_first_day_browser; a scripted runner): the workspace list and the overview say which
 workspace needs a person and follow its current run live; the run's one comment box goes with Confirm & apply
 (Discard asks first); the Health tab turns assessments on; the New run form
-queues a plan-only run of one target; a policy set's page leads to its policy's code; an owner invites an existing
+queues a plan-only run of one target; a policy set's page leads to its policy's code; the
+organization token is created and shown once; an owner invites an existing
 account on the Members page, which its person accepts. axe-core finds nothing at phone and desktop width on each
 page, and the CSP refuses nothing (the `page` fixture). Screenshots: .build/screenshots."""
 
@@ -106,6 +107,11 @@ def test_policy_pages_and_an_invitation_accepted(ui: UI, page: Any) -> None:
     assert_accessible(page, (PHONE,))
     page.get_by_role("link", name="tagged").click()
     expect(page.locator("#policy-code")).to_contain_text("package terraform.policies.tagged")
+    assert_accessible(page, (PHONE,))
+    page.get_by_role("navigation", name="Organization").get_by_role("link", name="Settings").click()
+    page.get_by_role("link", name="API tokens").click()  # the organization token, shown once
+    page.get_by_role("button", name="Create the organization token").click()
+    expect(page.locator("#new-token")).to_be_visible()
     assert_accessible(page, (PHONE,))
     page.get_by_role("navigation", name="Organization").get_by_role("link", name="Members").click()
     page.get_by_label("E-mail address").fill("bob@example.com")

@@ -4,8 +4,10 @@ project, a notification's Verify saying what came back."""
 
 from __future__ import annotations
 
+import re
+
 from notification_helpers import create, notification_env, outbound
-from run_helpers import RunEnv, make_run_env
+from run_helpers import RunEnv, join, make_run_env
 from state_helpers import make_env as make_state_env
 from state_helpers import other_user
 from terrace.adapters.outbound import OutboundResponse
@@ -15,6 +17,7 @@ from test_web_ui_runs import claim_next, csrf_of, finish, ui
 
 BASE = "/app/acme/workspaces/app"
 SETTINGS = "/app/acme/workspaces/prod/settings"
+TOKENS = "/app/acme/settings/tokens"
 
 
 def test_no_queue_plan_until_a_configuration_is_uploaded() -> None:
@@ -135,3 +138,60 @@ def test_a_workspaces_team_access_shows_what_its_project_gives() -> None:
     assert env.api("POST", f"/projects/{empty.json()['data']['id']}/relationships/workspaces", moved).status_code == 204
     page = client.get(f"{BASE}/access").text
     assert "No team has access through the project" in page and ">devs</a>" not in page.split("From the project")[1]
+
+
+def test_organization_and_team_tokens_are_created_shown_once_listed_and_revoked() -> None:
+    env = make_run_env()
+    env.api("POST", "/organizations/acme/teams", {"data": {"type": "teams", "attributes": {"name": "deployers"}}})
+    client = ui(env)
+    page = client.get(TOKENS)
+    assert page.status_code == 200 and "No organization token." in page.text and "No team tokens." in page.text
+    token = csrf_of(page.text)
+    made = client.post(f"{TOKENS}/organization", data={"csrf_token": token, "expires_on": "2031-05-04"})
+    assert made.status_code == 303 and made.headers["location"] == TOKENS + "#organization-token"
+    assert "at-" not in made.headers["location"] and made.headers["cache-control"] == "no-store"
+    shown = client.get(TOKENS)
+    secret = re.search(r'<code id="new-token">([^<]+)</code>', shown.text)
+    assert secret and shown.headers["cache-control"] == "no-store" and 'datetime="2031-05-04T00:00:00' in shown.text
+    org_headers = {"Authorization": f"Bearer {secret.group(1)}"}
+    assert env.client.get("/api/v2/organizations/acme/teams", headers=org_headers).status_code == 200
+    assert 'id="new-token"' not in client.get(TOKENS).text  # shown once
+
+    bad = client.post(f"{TOKENS}/teams", data={"csrf_token": token, "description": "CI", "expires_on": "soon",
+                                               "team_id": _team_id(env, "deployers")})  # fmt: skip
+    assert bad.status_code == 422 and 'id="team-token-error"' in bad.text and "YYYY-MM-DD" in bad.text
+    data = {"csrf_token": token, "description": "CI deploys", "team_id": _team_id(env, "deployers"), "expires_on": ""}
+    assert client.post(f"{TOKENS}/teams", data=data).status_code == 303
+    listed = client.get(TOKENS).text
+    assert re.search(r'<code id="new-token">[^<]+</code>', listed)
+    assert ">deployers</a>" in listed and "CI deploys" in listed
+    again = client.post(f"{TOKENS}/teams", data=data)  # the same description in the same team
+    assert again.status_code == 422 and 'id="team-token-error"' in again.text
+    [team_token] = env.api("GET", "/organizations/acme/team-tokens").json()["data"]
+    revoked = client.post(f"{TOKENS}/{team_token['id']}/revoke", data={"csrf_token": token})
+    assert revoked.status_code == 303 and "No team tokens." in client.get(TOKENS).text
+    mine = env.headers["Authorization"].removeprefix("Bearer ")
+    own_id = env.container.accounts.authenticate(mine).token_id  # type: ignore[union-attr]
+    assert client.post(f"{TOKENS}/{own_id}/revoke", data={"csrf_token": token}).status_code == 404  # not a team's
+
+    assert client.post(f"{TOKENS}/organization/revoke", data={"csrf_token": token}).status_code == 303
+    assert env.client.get("/api/v2/organizations/acme/teams", headers=org_headers).status_code == 401
+    assert "No organization token." in client.get(TOKENS).text
+
+
+def _team_id(env: RunEnv, name: str) -> str:
+    teams = env.api("GET", "/organizations/acme/teams").json()["data"]
+    return str(next(t["id"] for t in teams if t["attributes"]["name"] == name))
+
+
+def test_a_member_sees_no_token_forms_and_is_refused() -> None:
+    env = make_run_env()
+    bob = env.container.accounts.create_user("bob", "bob@example.com")
+    secret = env.container.accounts.issue_token(PrincipalKind.USER, bob.id).secret
+    join(env, secret, "bob")
+    member = ui(env, secret)
+    page = member.get(TOKENS).text
+    assert 'id="owners-only"' in page and "Create team token" not in page and "organization/revoke" not in page
+    refused = member.post(f"{TOKENS}/organization", data={"csrf_token": csrf_of(page)})
+    assert refused.status_code == 403 and 'id="organization-token-error"' in refused.text
+    assert env.api("GET", "/organizations/acme/authentication-token").status_code == 404  # none was made

@@ -123,6 +123,7 @@ def include_ui(app: FastAPI | APIRouter) -> None:
     from terrace.web.ui import notifications as ui_notifications
     from terrace.web.ui import oidc as ui_oidc
     from terrace.web.ui import org_settings as ui_org_settings
+    from terrace.web.ui import org_tokens as ui_org_tokens
     from terrace.web.ui import organizations as ui_organizations
     from terrace.web.ui import policies as ui_policies
     from terrace.web.ui import projects as ui_projects
@@ -157,6 +158,7 @@ def include_ui(app: FastAPI | APIRouter) -> None:
         ui_notifications,
         ui_policies,
         ui_registry,
+        ui_org_tokens,
         ui_org_settings,
         ui_teams,
         ui_members,
