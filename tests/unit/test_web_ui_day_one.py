@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from notification_helpers import create, notification_env, outbound
-from run_helpers import RunEnv, join, make_run_env
+from run_helpers import RunEnv, join, make_run_env, tarball
 from state_helpers import make_env as make_state_env
 from state_helpers import other_user
 from terrace.adapters.outbound import OutboundResponse
@@ -195,3 +195,41 @@ def test_a_member_sees_no_token_forms_and_is_refused() -> None:
     refused = member.post(f"{TOKENS}/organization", data={"csrf_token": csrf_of(page)})
     assert refused.status_code == 403 and 'id="organization-token-error"' in refused.text
     assert env.api("GET", "/organizations/acme/authentication-token").status_code == 404  # none was made
+
+
+TYPED_TF = """
+variable "tags" {
+  type    = map(string)
+  default = { env = "dev" }
+}
+variable "zones" {
+  type    = list(string)
+  default = ["a", "b"]
+}
+variable "label" {
+  type    = string
+  default = ""
+}
+"""
+README = """# VPC
+A *network*. <script>alert(1)</script> <img src=x onerror=alert(1)>
+[docs](https://example.com/vpc) [bad](javascript:alert(1)) ![diagram](https://elsewhere.example/d.png)
+"""
+
+
+def test_a_registry_modules_inputs_have_their_types_and_defaults_and_its_readme_is_rendered_safely() -> None:
+    from test_registry_modules import _module, _publish
+
+    env = make_run_env()
+    _module(env)
+    _publish(env, "1.0.0", tarball({"main.tf": TYPED_TF, "README.md": README}))
+    page = ui(env).get("/app/acme/registry/vpc/aws").text
+    inputs = page[page.index('id="inputs"') : page.index("</table>", page.index('id="inputs"'))]
+    assert "<code>map(string)</code>" in inputs and "<code>list(string)</code>" in inputs and "${" not in inputs
+    assert "{&#34;env&#34;: &#34;dev&#34;}" in inputs and "[&#34;a&#34;, &#34;b&#34;]" in inputs
+    assert "<code>&#34;&#34;</code>" in inputs  # an empty string default is shown, quoted
+    readme = page[page.index('id="readme"') :]
+    assert "<h3>VPC</h3>" in readme and "<em>network</em>" in readme
+    assert '<a href="https://example.com/vpc" rel="nofollow noopener noreferrer">docs</a>' in readme
+    assert "<script>" not in readme and "<img" not in readme and 'href="javascript' not in readme
+    assert "&lt;script&gt;" in readme and "diagram" in readme  # raw HTML as text; an image as its alt text
