@@ -233,3 +233,38 @@ def test_a_registry_modules_inputs_have_their_types_and_defaults_and_its_readme_
     assert '<a href="https://example.com/vpc" rel="nofollow noopener noreferrer">docs</a>' in readme
     assert "<script>" not in readme and "<img" not in readme and 'href="javascript' not in readme
     assert "&lt;script&gt;" in readme and "diagram" in readme  # raw HTML as text; an image as its alt text
+
+
+def test_a_variable_sets_variables_are_edited_and_a_sensitive_value_is_never_shown() -> None:
+    from test_varsets_api import _set, _var
+
+    env = make_run_env()
+    vs = _set(env, "creds")
+    plain = _var(env, vs["id"], "region", "eu-west-1")["data"]
+    secret = _var(env, vs["id"], "password", "hunter2", sensitive=True)["data"]
+    client = ui(env)
+    base = f"/app/acme/varsets/{vs['id']}"
+    assert f'href="{base}/variables/{plain["id"]}" aria-label="Edit region"' in client.get(base).text
+    page = client.get(f"{base}/variables/{plain['id']}").text
+    assert "eu-west-1</textarea>" in page
+    token = csrf_of(page)
+    form = {"csrf_token": token, "key": "region", "value": "us-east-1", "category": "env", "description": "where"}
+    assert client.post(f"{base}/variables/{plain['id']}", data=form).status_code == 303
+    [changed] = [v for v in env.api("GET", f"/varsets/{vs['id']}/relationships/vars").json()["data"]
+                 if v["id"] == plain["id"]]  # fmt: skip
+    assert (changed["attributes"]["value"], changed["attributes"]["category"]) == ("us-east-1", "env")
+
+    edit = client.get(f"{base}/variables/{secret['id']}").text
+    assert "hunter2" not in edit and 'type="password"' in edit
+    kept = {"csrf_token": token, "key": "db_password", "value": "", "category": "terraform"}
+    assert client.post(f"{base}/variables/{secret['id']}", data=kept).status_code == 303  # blank keeps the value
+    stored = env.container.set_variables.of(env.container.varsets.get(_owner(env), vs["id"]))
+    [renamed] = [v for v in stored if v.id == secret["id"]]
+    assert renamed.key == "db_password" and renamed.sensitive
+    clash = client.post(f"{base}/variables/{secret['id']}", data={**kept, "key": "region", "category": "env",
+                                                                    "value": "never-echoed"})  # fmt: skip
+    assert clash.status_code == 422 and 'role="alert"' in clash.text and "never-echoed" not in clash.text
+
+
+def _owner(env: RunEnv) -> Principal:
+    return env.container.accounts.authenticate(env.headers["Authorization"].removeprefix("Bearer "))  # type: ignore[return-value]
