@@ -13,7 +13,7 @@ from state_helpers import other_user
 from terrace.adapters.outbound import OutboundResponse
 from terrace.domain.principal import Principal, PrincipalKind
 from test_web_ui import signed_in
-from test_web_ui_runs import claim_next, csrf_of, finish, ui
+from test_web_ui_runs import claim_next, csrf_of, finish, put_log, ui
 
 BASE = "/app/acme/workspaces/app"
 SETTINGS = "/app/acme/workspaces/prod/settings"
@@ -268,3 +268,21 @@ def test_a_variable_sets_variables_are_edited_and_a_sensitive_value_is_never_sho
 
 def _owner(env: RunEnv) -> Principal:
     return env.container.accounts.authenticate(env.headers["Authorization"].removeprefix("Bearer "))  # type: ignore[return-value]
+
+
+def test_an_errored_runs_message_is_its_first_line_and_its_error_blocks_come_from_the_reported_tail() -> None:
+    env = make_run_env()
+    run = env.create_run(env.upload_config())
+    spec = claim_next(env)
+    put_log(env, spec, 0, b"".join(b"noise %d\n" % i for i in range(20)))  # the page's log holds no Error:
+    message = ("terraform plan failed (exit 1)\n\x1b[31m│\x1b[0m noise 19\n"
+               "\x1b[31m╷\x1b[0m\n\x1b[31m│\x1b[0m \x1b[1mError: \x1b[0mUnsupported block type\n│ \n"
+               '│   on main.tf line 2:\n│    2: bogus "x" {}\n╵')  # fmt: skip
+    # as the runner's `_errored` reports it: its message, then the log's last lines (terminal codes and all)
+    finish(env, spec, status="errored", has_changes=False, error_message=message)
+    page = ui(env).get(f"{BASE}/runs/{run['id']}").text
+    assert '<p class="error" role="alert" id="run-error-message">terraform plan failed (exit 1)</p>' in page
+    last = page[page.index('class="run-error-tail"') :]
+    assert "noise 19\n" in last and "\x1b" not in last  # the lines kept apart, terminal codes removed
+    summary = page[page.index('id="run-errors-heading"') :]
+    assert "Error: Unsupported block type\n\n  on main.tf line 2:\n   2: bogus &#34;x&#34; {}</pre>" in summary

@@ -22,6 +22,7 @@ from terrace.web import task_stage_documents
 from terrace.web.deps import ContainerDep
 from terrace.web.errors import status_of
 from terrace.web.ui import run_downloads, run_labels
+from terrace.web.ui.ansi import plain
 from terrace.web.ui.cloudwatch import job_links
 from terrace.web.ui.log_errors import error_blocks
 from terrace.web.ui.run_logs import FIRST_LIMIT, LIVE_LIMIT, read_chunk
@@ -87,6 +88,7 @@ def live_context(container: Container, session: WebSession, ws: Workspace, run: 
         "ws": ws,
         "run": run,
         "status_line": f"Run status: {run_labels.describe(run).label}",
+        "error_lines": plain(run.error_message or "").strip().split("\n") if run.error_message else [],
         "wait": wait,
         "heard_s": int(now.timestamp() - wait.heard_at) if wait and wait.heard_at else None,
         "source": run_timing.source_label(run.source),
@@ -215,8 +217,11 @@ def show_run(
     logs = [read_chunk(container.logs, run, phase, 0, FIRST_LIMIT) for phase in ("plan", "apply")]
     cloudwatch = {log.phase: job_links(container.settings, run.phase(log.phase).id) for log in logs if log.started}
     context = live_context(container, session, ws, run)
-    # an errored run shows terraform's `Error:` blocks above the logs (from what the page read of them)
+    # an errored run shows terraform's `Error:` blocks above the logs: from what the page read of them, else (a
+    # log longer than the page reads) from the last lines the runner reported with the error
     failures = [block for log in logs for block in error_blocks(log.text)] if run.status == rs.ERRORED else []
+    if run.status == rs.ERRORED and not failures:
+        failures = error_blocks(run.error_message or "")
     return render(
         request,
         "run.html",
