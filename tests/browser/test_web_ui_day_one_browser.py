@@ -1,7 +1,9 @@
 """A team's first day in the web UI (issue 45), in chromium against the real app (in-memory adapters, the `ui`
 fixture of test_web_ui_first_day_browser; a scripted runner): the workspace list and the overview say which
-workspace needs a person and follow its current run live; the Health tab turns assessments on; the New run form
-queues a plan-only run of one target; a policy set's page leads to its policy's code; an owner invites an existing
+workspace needs a person and follow its current run live; the run's one comment box goes with Confirm & apply
+(Discard asks first); the Health tab turns assessments on; the New run form
+queues a plan-only run of one target; a policy set's page leads to its policy's code; the
+organization token is created and shown once; an owner invites an existing
 account on the Members page, which its person accepts. axe-core finds nothing at phone and desktop width on each
 page, and the CSP refuses nothing (the `page` fixture). Screenshots: .build/screenshots."""
 
@@ -52,6 +54,18 @@ def test_needs_attention_live_health_and_a_new_run(ui: UI, page: Any) -> None:
     assert second not in page.locator("#current-run").inner_html()
     assert_accessible(page)
 
+    page.locator("#current-run").get_by_role("link").first.click()  # the run's one comment box, with its actions
+    expect(page.get_by_role("textbox", name="Comment")).to_have_count(1)
+    page.get_by_role("textbox", name="Comment").fill("ship it")
+    page.once("dialog", lambda dialog: dialog.dismiss())  # Discard asks first (its button's question)
+    page.get_by_role("button", name="Discard").click()
+    expect(page.get_by_role("button", name="Confirm & apply")).to_be_visible()
+    assert ui.container.run_store.load(first).status in ("planned", "cost_estimated")  # not discarded
+    page.get_by_role("button", name="Confirm & apply").click()
+    expect(page.get_by_role("list", name="Comments")).to_contain_text("ship it", timeout=LIVE_MS)
+    assert ui.container.run_store.load(first).status != "discarded"
+    assert_accessible(page, (PHONE,))
+
     page.get_by_role("navigation", name="Workspace").get_by_role("link", name="Health").click()
     page.get_by_role("button", name="Turn assessments on").click()
     expect(page.locator("#assessments-state")).to_have_text("On")
@@ -93,6 +107,11 @@ def test_policy_pages_and_an_invitation_accepted(ui: UI, page: Any) -> None:
     assert_accessible(page, (PHONE,))
     page.get_by_role("link", name="tagged").click()
     expect(page.locator("#policy-code")).to_contain_text("package terraform.policies.tagged")
+    assert_accessible(page, (PHONE,))
+    page.get_by_role("navigation", name="Organization").get_by_role("link", name="Settings").click()
+    page.get_by_role("link", name="API tokens").click()  # the organization token, shown once
+    page.get_by_role("button", name="Create the organization token").click()
+    expect(page.locator("#new-token")).to_be_visible()
     assert_accessible(page, (PHONE,))
     page.get_by_role("navigation", name="Organization").get_by_role("link", name="Members").click()
     page.get_by_label("E-mail address").fill("bob@example.com")

@@ -168,11 +168,11 @@ def test_the_status_line_is_stable_and_the_log_is_not_announced_again(ui: UI, pa
     announced = page.evaluate("window.announced")
     assert "".join(announced).count("plan line 4") == 1 and not any("Waiting" in a for a in announced), announced
     # keyboard focus: a ring of the CSS's focus colour, fields with their 3:1 border
-    page.get_by_role("textbox", name="Comment with Confirm & apply").focus()
+    page.get_by_role("textbox", name="Comment", exact=True).focus()
     page.keyboard.press("Tab")
     ring = page.evaluate("getComputedStyle(document.activeElement).outlineColor")
     assert page.evaluate("document.activeElement.id") == "run-action-apply" and ring == "rgb(194, 78, 0)"
-    border = page.get_by_role("textbox", name="Comment with Confirm & apply").evaluate(
+    border = page.get_by_role("textbox", name="Comment", exact=True).evaluate(
         "el => getComputedStyle(el).borderTopColor"
     )
     assert border == "rgb(110, 119, 129)"

@@ -246,7 +246,11 @@ def test_confirm_and_discard_take_a_comment_the_run_page_shows(env: RunEnv) -> N
     discarded = env.create_run(env.upload_config())
     finish(env, claim_next(env))
     page = client.get(f"{BASE}/runs/{discarded['id']}").text
-    assert 'id="run-comment-discard"' in page and 'id="run-comments"' not in page
+    assert (
+        'id="run-action-discard"' in page
+        and page.count('<textarea id="run-comment"') == 1
+        and 'id="run-comments"' not in page
+    )
     token = csrf_of(page)
     data = {"csrf_token": token, "comment": "not today"}
     assert client.post(f"{BASE}/runs/{discarded['id']}/actions/discard", data=data).status_code == 303

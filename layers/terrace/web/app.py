@@ -124,10 +124,12 @@ def include_ui(app: FastAPI | APIRouter) -> None:
     from terrace.web.ui import notifications as ui_notifications
     from terrace.web.ui import oidc as ui_oidc
     from terrace.web.ui import org_settings as ui_org_settings
+    from terrace.web.ui import org_tokens as ui_org_tokens
     from terrace.web.ui import organizations as ui_organizations
     from terrace.web.ui import policies as ui_policies
     from terrace.web.ui import projects as ui_projects
     from terrace.web.ui import registry as ui_registry
+    from terrace.web.ui import run_actions as ui_run_actions
     from terrace.web.ui import run_tasks as ui_run_tasks
     from terrace.web.ui import run_triggers as ui_run_triggers
     from terrace.web.ui import runs as ui_runs
@@ -147,6 +149,7 @@ def include_ui(app: FastAPI | APIRouter) -> None:
         app.include_router(ui_module.router)
     for ui_page in (
         ui_runs,
+        ui_run_actions,
         ui_run_tasks,
         ui_states,
         ui_search,
@@ -159,6 +162,7 @@ def include_ui(app: FastAPI | APIRouter) -> None:
         ui_notifications,
         ui_policies,
         ui_registry,
+        ui_org_tokens,
         ui_org_settings,
         ui_teams,
         ui_members,

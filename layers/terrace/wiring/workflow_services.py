@@ -53,6 +53,8 @@ if TYPE_CHECKING:
     from terrace.services.workflows.store_explorer import ExplorerStore
     from terrace.services.workflows.workspace_deletion import WorkspaceDeletion
     from terrace.services.workflows.workspace_overview import WorkspaceOverview
+    from terrace.services.workflows.workspace_settings import WorkspaceSettings
+    from terrace.services.workspaces.agent_pools import AgentPoolService
     from terrace.services.workspaces.change_requests import ChangeRequestService
     from terrace.services.workspaces.locking import LockService
     from terrace.services.workspaces.module_test_workspaces import ModuleTestWorkspaces
@@ -89,6 +91,7 @@ class WorkflowServices:
     run_store: RunStore
     assessments: AssessmentService  # wiring/run_services.py
     run_triggers: RunTriggerService
+    agent_pools: AgentPoolService  # wiring/workspace_services.py
     workspace_store: WorkspaceAreaStore  # wiring/workspace_services.py
     notification_store: NotificationStore
     notification_configurations: NotificationConfigurations
@@ -218,6 +221,12 @@ class WorkflowServices:
         from terrace.services.workflows.workspace_overview import WorkspaceOverview
 
         return WorkspaceOverview(self.workspaces, self.state_versions, self.runs, self.change_requests)
+
+    @cached_property
+    def workspace_settings(self) -> WorkspaceSettings:
+        from terrace.services.workflows.workspace_settings import WorkspaceSettings
+
+        return WorkspaceSettings(self.workspaces, self.agent_pools, self.projects)
 
     @cached_property
     def health_pages(self) -> HealthPages:

@@ -3,12 +3,13 @@ team and workspace or project, with TFC's levels and custom fields (`permissions
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from terrace.domain.errors import Invalid, NotFound
 from terrace.domain.ids import looks_like, new_id
 from terrace.domain.principal import Principal
+from terrace.domain.projects import Project, default_project_id
 from terrace.domain.team_access import WORKSPACE_FIELDS, Grant
 from terrace.domain.teams import Team
 from terrace.domain.workspace import Workspace
@@ -50,6 +51,9 @@ class AccessPage:
 
     grants: list[tuple[Grant, Team]]
     teams: list[Team]
+    # a workspace's: what its project's grants give each team in it (changed on the project's page)
+    project: Project | None = None
+    inherited: list[tuple[Grant, Team]] = field(default_factory=list)
 
 
 class WorkspaceReader(Protocol):
@@ -126,7 +130,17 @@ class TeamAccessService:
 
     # the UI's pages ------------------------------------------------------------------------
     def workspace_page(self, principal: Principal, workspace_id: str) -> AccessPage:
-        return self._page(principal, self.list_for_workspace(principal, workspace_id), workspace_id, "workspace")
+        """The workspace's grants, and those of its project, which every workspace of the project inherits."""
+        ws = self._workspaces.get(principal, workspace_id, Action.MANAGE_WORKSPACE_ACCESS)
+        page = self._page(principal, self.list_for_workspace(principal, workspace_id), workspace_id, "workspace")
+        project = self._projects.load(ws.project_id or default_project_id(ws.organization))
+        known = {team.id: team for _, team in page.grants} | {team.id: team for team in page.teams}
+        inherited = [
+            (g, known.get(g.team_id) or self._teams.load(g.team_id))
+            for g in self._store.project_grants(ws.organization)
+            if g.target_id == project.id
+        ]
+        return replace(page, project=project, inherited=sorted(inherited, key=lambda pair: pair[1].name.lower()))
 
     def project_page(self, principal: Principal, project_id: str) -> AccessPage:
         return self._page(principal, self.list_for_project(principal, project_id), project_id, "project")

@@ -132,12 +132,15 @@ class TeamTokenService:
         key = SORTS.get((sort or "expired-at").removeprefix("-"))
         if key is None:
             raise Invalid(f"sort must be one of {', '.join(SORTS)}, optionally after a -", pointer="/sort")
-        org = self._orgs.get(principal, organization, Action.READ_TEAMS)
-        teams = [t for t in self._teams.list_of(principal, org) if self._may(principal, org, t)]
-        teams = [t for t in teams if query.casefold() in t.name.casefold()]
+        teams = [t for t in self.manageable_teams(principal, organization) if query.casefold() in t.name.casefold()]
         names = {t.id: t.name for t in teams}
         tokens = [self._shown(token) for team in teams for token in self._accounts.list_tokens(team.id)]
         return sorted(tokens, key=lambda t: key(t, names), reverse=sort.startswith("-"))
+
+    def manageable_teams(self, principal: Principal, organization: str) -> list[Team]:
+        """The organization's teams whose tokens the caller may create, read and revoke."""
+        org = self._orgs.get(principal, organization, Action.READ_TEAMS)
+        return [t for t in self._teams.list_of(principal, org) if self._may(principal, org, t)]
 
     # by id (GET and DELETE /authentication-tokens/:id) -----------------------------------
     def by_id(self, principal: Principal, token_id: str) -> Token:

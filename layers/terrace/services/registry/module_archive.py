@@ -96,9 +96,9 @@ def _variables(document: dict[str, Any], into: list[dict[str, Any]]) -> None:
         into.append(
             {
                 "name": name,
-                "type": _unquote(body.get("type", "any")),
+                "type": _expression(body.get("type", "any")),
                 "description": _unquote(body.get("description", "")),
-                "default": _display(body["default"]) if "default" in body else None,
+                "default": json.dumps(_value(body["default"])) if "default" in body else None,
                 "required": "default" not in body,
                 "sensitive": body.get("sensitive") is True,
             }
@@ -118,10 +118,22 @@ def _resources(document: dict[str, Any], into: list[dict[str, Any]]) -> None:
                 into.append({"type": kind, "name": _unquote(name)})
 
 
-def _display(value: Any) -> str:
+def _expression(value: Any) -> str:
+    """A type constraint as written: python-hcl2 wraps a call (`list(string)`) as `${list(string)}`."""
+    text = _unquote(value)
+    return text[2:-1] if text.startswith("${") and text.endswith("}") else text
+
+
+def _value(value: Any) -> Any:
+    """A default as the value it is: python-hcl2 keeps each string's quotes (`"dev"`), in lists and maps too,
+    and names a map's keys as written; shown as JSON (a string quoted, `null`, numbers and booleans bare)."""
     if isinstance(value, str):
         return _unquote(value)
-    return json.dumps(value)
+    if isinstance(value, list):
+        return [_value(item) for item in value]
+    if isinstance(value, dict):
+        return {_unquote(key): _value(item) for key, item in value.items() if not str(key).startswith("__")}
+    return value
 
 
 def _unquote(value: Any) -> str:

@@ -143,5 +143,11 @@ class RunPages:
             self._comments.create(principal, run.id, comment)
         return self._runs.get(principal, run.id)
 
+    def comment(self, principal: Principal, run: Run, body: str) -> Comment:
+        """A comment on `run` alone (the page's comment box without an action): blank is refused."""
+        if not body.strip():
+            raise errors.Invalid("a comment needs some text", pointer="/data/attributes/body")
+        return self._comments.create(principal, run.id, body.strip())
+
     def reread(self, principal: Principal, run: Run) -> Run:
         return self._runs.get(principal, run.id)

@@ -121,6 +121,11 @@ class RunService(RunActions):
         attrs = {"message": str(cv.ingress.get("commit-message") or "")[:4000]} if cv.ingress else {}  # a forge's
         return self._create(ws, attrs, cv, cv.created_by, cv.may_apply, source=CONFIGURATION_VERSION)
 
+    def has_configuration(self, principal: Principal, ws: Workspace) -> bool:
+        """Whether a new run of `ws` has a configuration to run (an uploaded version; no write, no finalize)."""
+        self._workspaces.authorize(principal, Action.READ_RUNS, ws)
+        return self._cvs.latest_uploaded(ws) is not None
+
     def require_remote_execution(self, ws: Workspace) -> None:
         """A workspace in the `local` execution mode keeps only state: its plans and applies run on the machine of
         whoever runs terraform, and the server's runners run none of them."""

@@ -29,6 +29,7 @@ class Overview:
     permissions: dict[str, bool] = field(default_factory=dict)  # the caller's, as the API's workspace document
     project_name: str = "Default Project"
     change_requests: list[ChangeRequest] = field(default_factory=list)  # not archived, newest first
+    has_configuration: bool = True  # an uploaded configuration version a new run would plan
 
 
 class WorkspaceOverview:
@@ -61,5 +62,6 @@ class WorkspaceOverview:
             current = self._runs.get(principal, ws.current_run_id)
         shown = rs.current_of(current, latest_run)
         project = self._workspaces.project_name_of(ws)
+        configured = self._runs.has_configuration(principal, ws)
         mode, requests = self._workspaces.execution_mode(ws), self._change_requests.open_of(ws)
-        return Overview(ws, shown, outputs, resources, mode, can, project, requests)
+        return Overview(ws, shown, outputs, resources, mode, can, project, requests, configured)

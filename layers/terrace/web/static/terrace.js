@@ -59,12 +59,13 @@
   });
 })();
 
-// A risky action (deleting a variable, revoking a token, discarding a run) asks first: a form with data-confirm
-// submits only once the person confirms its question.
+// A risky action (deleting a variable, revoking a token, discarding a run) asks first: a form (or its submit
+// button) with data-confirm submits only once the person confirms its question.
 (function () {
   "use strict";
   document.addEventListener("submit", function (event) {
-    var form = event.target;
+    var submitter = event.submitter;  // a button of a shared form may ask its own question (the run's Discard)
+    var form = submitter && submitter.dataset && submitter.dataset.confirm ? submitter : event.target;
     if (form && form.dataset && form.dataset.confirm && !window.confirm(form.dataset.confirm)) {
       event.preventDefault();
     }

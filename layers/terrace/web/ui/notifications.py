@@ -138,8 +138,13 @@ def act_on_notification(
     service = container.notification_configurations
     if action in ("enable", "disable"):
         service.update(session.principal, nc.id, {"enabled": action == "enable"}, _users(nc))
-    elif action == "verify":
-        service.verify(session.principal, nc.id)
+    elif action == "verify":  # the page says what the destination answered (or that nobody was sent anything)
+        checked = service.verify(session.principal, nc.id)
+        sent = checked.delivery_responses != nc.delivery_responses  # a new answer recorded (the oldest may go)
+        answered = checked.delivery_responses[-1] if sent and checked.delivery_responses else None
+        outcome = "none" if answered is None else ("ok" if answered.get("successful") else "failed")
+        verified = f"{_path(organization, name)}?verified={nc.id}&result={outcome}#{nc.id}"
+        return RedirectResponse(verified, status_code=303)
     elif action == "delete":
         service.delete(session.principal, nc.id)
     else:

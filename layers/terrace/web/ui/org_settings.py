@@ -18,7 +18,6 @@ from terrace.web.ui.session import CheckedFormDep, SessionDep, field_of, render
 
 router = APIRouter(prefix="/app", include_in_schema=False)
 PAGE = "/{organization}/settings"
-MINUTES = ("session-timeout", "session-remember")
 
 
 def _form_of(org: Organization) -> dict[str, Any]:
@@ -28,26 +27,19 @@ def _form_of(org: Organization) -> dict[str, Any]:
         "default_execution_mode": org.default_execution_mode,
         "cost_estimation_enabled": "on" if org.cost_estimation_enabled else "",
         "allow_force_delete_workspaces": "on" if org.allow_force_delete_workspaces else "",
-        **{key.replace("-", "_"): str(org.settings.get(key) or "") for key in MINUTES},
     }
 
 
 def _attributes(form: dict[str, str]) -> dict[str, Any]:
-    """The PATCH attributes the form stands for (a blank session setting is not changed)."""
-    attributes: dict[str, Any] = {
+    """The PATCH attributes the form stands for. The session settings are the API's alone: kept and returned to
+    clients as HCP Terraform does, they change none of Terrace's web sessions, so the page does not offer them."""
+    return {
         "name": form.get("name", "").strip(),
         "email": form.get("email", "").strip(),
         "default-execution-mode": form.get("default_execution_mode", ""),
         "cost-estimation-enabled": form.get("cost_estimation_enabled") == "on",
         "allow-force-delete-workspaces": form.get("allow_force_delete_workspaces") == "on",
     }
-    for key in MINUTES:
-        given = form.get(key.replace("-", "_"), "").strip()
-        if given and not (given.isdigit() and 0 < int(given) <= 525600):
-            raise errors.Invalid(f"{key} is a number of minutes (1 to 525600)", pointer=f"/data/attributes/{key}")
-        if given:
-            attributes[key] = int(given)
-    return attributes
 
 
 def _page(request: Request, session: Any, org: Organization, can_manage: bool, status: int = 200, **extra: Any) -> Any:

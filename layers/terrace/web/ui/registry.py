@@ -16,6 +16,7 @@ from terrace.domain import errors
 from terrace.domain.registry_modules import registry_hostname
 from terrace.web.deps import ContainerDep
 from terrace.web.jsonapi import RawBody
+from terrace.web.ui.markdown import readme_html
 from terrace.web.ui.session import CsrfRejected, SessionDep, render, same_token
 
 router = APIRouter(prefix="/app", include_in_schema=False)
@@ -65,8 +66,10 @@ def _module_page(
     organization = address[0]
     module, shown, docs = container.module_versions.page(session.principal, organization, address, version or None)
     host = registry_hostname(request.url.netloc)
+    readme = readme_html(str(docs.get("readme") or ""))  # Markdown, sanitized (web/ui/markdown.py)
     return render(request, "registry_module.html", session, status, organization=organization, module=module,
-                  shown=shown, docs=docs, source=f"{host}/{module.namespace}/{module.name}/{module.provider}",
+                  shown=shown, docs=docs, readme=readme,
+                  source=f"{host}/{module.namespace}/{module.name}/{module.provider}",
                   org_tab="/registry", error=error, form=form or {})  # fmt: skip
 
 

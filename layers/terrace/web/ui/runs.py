@@ -22,6 +22,7 @@ from terrace.web import task_stage_documents
 from terrace.web.deps import ContainerDep
 from terrace.web.errors import status_of
 from terrace.web.ui import run_downloads, run_labels
+from terrace.web.ui.ansi import plain
 from terrace.web.ui.cloudwatch import job_links
 from terrace.web.ui.log_errors import error_blocks
 from terrace.web.ui.run_logs import FIRST_LIMIT, LIVE_LIMIT, read_chunk
@@ -87,6 +88,7 @@ def live_context(container: Container, session: WebSession, ws: Workspace, run: 
         "ws": ws,
         "run": run,
         "status_line": f"Run status: {run_labels.describe(run).label}",
+        "error_lines": plain(run.error_message or "").strip().split("\n") if run.error_message else [],
         "wait": wait,
         "heard_s": int(now.timestamp() - wait.heard_at) if wait and wait.heard_at else None,
         "source": run_timing.source_label(run.source),
@@ -102,6 +104,7 @@ def live_context(container: Container, session: WebSession, ws: Workspace, run: 
             "discard": allowed["is-discardable"] and perms["can-queue-apply"],
             "cancel": allowed["is-cancelable"] and perms["can-queue-run"],
             "force-cancel": allowed["is-force-cancelable"] and perms["can-queue-run"],
+            "comment": perms["can-queue-run"],  # who may comment (`CommentService.create`)
         },
     }
 
@@ -131,6 +134,7 @@ def _list_page(
     runs = sorted(container.runs.list(session.principal, ws), key=lambda r: (r.created_at, r.id), reverse=True)
     mode = container.workspaces.execution_mode(ws)
     can = container.workspaces.permissions(session.principal, ws)
+    configured = container.runs.has_configuration(session.principal, ws)
     now = clock.utcnow()
     meta = {run.id: compact(run, now) for run in runs}
     return render(
@@ -144,6 +148,7 @@ def _list_page(
         execution_mode=mode,
         can=can,
         kinds=RUN_KINDS,
+        has_configuration=configured,
         **{"form": {}, **extra},
     )
 
@@ -197,10 +202,10 @@ def run_page(
     request: Request, container: ContainerDep, session: SessionDep, organization: str, name: str, run_id: str
 ) -> Any:
     ws, run = load(container, session, organization, name, run_id)
-    return _run_page(request, container, session, organization, ws, run)
+    return show_run(request, container, session, organization, ws, run)
 
 
-def _run_page(
+def show_run(
     request: Request,
     container: Container,
     session: WebSession,
@@ -212,8 +217,11 @@ def _run_page(
     logs = [read_chunk(container.logs, run, phase, 0, FIRST_LIMIT) for phase in ("plan", "apply")]
     cloudwatch = {log.phase: job_links(container.settings, run.phase(log.phase).id) for log in logs if log.started}
     context = live_context(container, session, ws, run)
-    # an errored run shows terraform's `Error:` blocks above the logs (from what the page read of them)
+    # an errored run shows terraform's `Error:` blocks above the logs: from what the page read of them, else (a
+    # log longer than the page reads) from the last lines the runner reported with the error
     failures = [block for log in logs for block in error_blocks(log.text)] if run.status == rs.ERRORED else []
+    if run.status == rs.ERRORED and not failures:
+        failures = error_blocks(run.error_message or "")
     return render(
         request,
         "run.html",
@@ -255,30 +263,6 @@ def run_log(
     ws, run = load(container, session, organization, name, run_id)
     chunk = read_chunk(container.logs, run, phase, offset, LIVE_LIMIT)
     return render(request, "run_log.html", session, organization=organization, ws=ws, run=run, log=chunk)
-
-
-@router.post("/{organization}/workspaces/{name}/runs/{run_id}/actions/{action}")
-def run_action(
-    request: Request,
-    container: ContainerDep,
-    session: SessionDep,
-    organization: str,
-    name: str,
-    run_id: str,
-    action: str,
-    form: CheckedFormDep,
-) -> Any:
-    if action not in container.run_pages.actions:
-        raise errors.NotFound(f"no run action {action}")
-    ws, run = load(container, session, organization, name, run_id)
-    comment = form.get("comment", "").strip() or None
-    try:
-        container.run_pages.act(session.principal, run, action, comment)
-    except (errors.Conflict, errors.Invalid) as exc:
-        status = 422 if isinstance(exc, errors.Invalid) else 409
-        run = container.run_pages.reread(session.principal, run)
-        return _run_page(request, container, session, organization, ws, run, status=status, error=exc.detail)
-    return RedirectResponse(f"/app/{organization}/workspaces/{name}/runs/{run.id}", status_code=303)
 
 
 @router.get("/{organization}/{name}/runs/{run_id}")

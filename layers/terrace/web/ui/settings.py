@@ -1,6 +1,6 @@
-"""Workspace settings (name, execution mode, auto-apply, terraform version, working directory), tags (add,
-remove), auto-destroy (a moment, a period of inactivity, or never) and deletion (after typing the workspace's
-name), through the same service calls as the API."""
+"""Workspace settings (name, execution mode, auto-apply, terraform version, working directory), its project (move
+to another), tags (add, remove), auto-destroy (a moment, a period of inactivity, or never) and deletion (after
+typing the workspace's name), through the same service calls as the API."""
 
 from __future__ import annotations
 
@@ -48,8 +48,9 @@ def _page(request: Request, session: Any, organization: str, ws: Any, status: in
 
 @router.get(SETTINGS)
 def settings(request: Request, container: ContainerDep, session: SessionDep, organization: str, name: str) -> Any:
-    ws = container.workspaces.get_by_name(session.principal, organization, name)
-    return _page(request, session, organization, ws, pools=container.agent_pools.list(session.principal, organization))
+    view = container.workspace_settings.read(session.principal, organization, name)
+    return _page(request, session, organization, view.ws, pools=view.pools, projects=view.projects,
+                 project_id=view.project_id)  # fmt: skip
 
 
 @router.post(SETTINGS)
@@ -70,11 +71,30 @@ def update_settings(
     try:
         updated = container.workspaces.update(session.principal, ws, attributes)
     except (errors.Invalid, errors.Conflict) as exc:
-        pools = container.agent_pools.list(session.principal, organization)
+        view = container.workspace_settings.view_of(session.principal, organization, ws)
         return _page(request, session, organization, ws, status=422, form=form, error=exc.detail,
-                     error_field=field_of(exc), pools=pools)  # fmt: skip
+                     error_field=field_of(exc), pools=view.pools, projects=view.projects,
+                     project_id=view.project_id)  # fmt: skip
     renamed = f"&renamed={name}" if updated.name != name else ""  # a new name is a new address
     return RedirectResponse(f"/app/{organization}/workspaces/{updated.name}/settings?saved=1{renamed}", status_code=303)
+
+
+@router.post(SETTINGS + "/project")
+def move_to_project(
+    request: Request, container: ContainerDep, session: SessionDep, organization: str, name: str, form: CheckedFormDep
+) -> Any:
+    """Move the workspace to another project of its organization (its admins; a project they may read)."""
+    view = container.workspace_settings.read(session.principal, organization, name)
+    try:
+        container.workspace_settings.move(session.principal, view.ws, form.get("project_id", ""))
+    except (errors.Invalid, errors.Conflict, errors.Forbidden, errors.NotFound) as exc:
+        message = "Choose one of the projects listed." if isinstance(exc, errors.NotFound) else exc.detail
+        status = 422 if isinstance(exc, errors.NotFound) else status_of(exc)
+        return _page(request, session, organization, view.ws, status=status, pools=view.pools,
+                     projects=view.projects, project_id=view.project_id, project_error=message)  # fmt: skip
+    return RedirectResponse(
+        f"/app/{organization}/workspaces/{name}/settings?moved=1#workspace-project", status_code=303
+    )
 
 
 @router.post(SETTINGS + "/tags")

@@ -44,16 +44,40 @@ def _flash(container: Any) -> URLSafeTimedSerializer:
     )
 
 
-def _new_secret(request: Request, container: Any, session: Any) -> str | None:
-    """The secret the flash cookie carries for this user, while it is fresh; None otherwise."""
+def _new_secret(request: Request, container: Any, session: Any, page: str = PAGE) -> str | None:
+    """The secret the flash cookie carries for this user and page, while it is fresh; None otherwise."""
     try:
         data = _flash(container).loads(request.cookies.get(FLASH_COOKIE, ""), max_age=FLASH_TTL_S)
     except BadSignature:  # also expired (SignatureExpired is one)
         return None
     if not isinstance(data, dict) or data.get("user") != session.principal.subject_id:
         return None
+    if data.get("page", PAGE) != page:
+        return None
     secret = data.get("secret")
     return secret if isinstance(secret, str) else None
+
+
+def redirect_with_secret(container: Any, session: Any, secret: str, page: str, anchor: str = "") -> Response:
+    """The POST's answer that hands a new secret to `page` (its path) once: a redirect and the flash cookie."""
+    flash = _flash(container).dumps({"user": session.principal.subject_id, "secret": secret, "page": page})
+    response = RedirectResponse(page + anchor, status_code=303)
+    response.headers["Cache-Control"] = "no-store"
+    response.set_cookie(FLASH_COOKIE, flash, max_age=FLASH_TTL_S, path=page, secure=True, httponly=True,
+                        samesite="strict")  # fmt: skip
+    return response
+
+
+def shown_once(request: Request, container: Any, session: Any, page: str, render_page: Any) -> Any:
+    """`render_page(secret)` (the secret a redirect handed over, or None), dropping the flash cookie; a page that
+    shows a secret is kept by no cache."""
+    secret = _new_secret(request, container, session, page)
+    response = render_page(secret)
+    if request.cookies.get(FLASH_COOKIE) is not None:
+        response.delete_cookie(FLASH_COOKIE, path=page, secure=True, httponly=True, samesite="strict")
+    if secret:
+        response.headers["Cache-Control"] = "no-store"
+    return response
 
 
 def _page(request: Request, container: Any, session: Any, **extra: Any) -> Any:
@@ -66,26 +90,15 @@ def _page(request: Request, container: Any, session: Any, **extra: Any) -> Any:
 
 @router.get("/account/tokens")
 def tokens(request: Request, container: ContainerDep, session: SessionDep) -> Any:
-    secret = _new_secret(request, container, session)
-    page = _page(request, container, session, new_secret=secret)
-    if request.cookies.get(FLASH_COOKIE) is not None:
-        page.delete_cookie(FLASH_COOKIE, path=PAGE, secure=True, httponly=True, samesite="strict")
-    if secret:
-        page.headers["Cache-Control"] = "no-store"  # the secret is shown once: no cache keeps a copy
-    return page
+    return shown_once(request, container, session, PAGE,
+                      lambda secret: _page(request, container, session, new_secret=secret))  # fmt: skip
 
 
 @router.post("/account/tokens")
 def create_token(container: ContainerDep, session: SessionDep, form: CheckedFormDep) -> Response:
     description = form.get("description", "").strip()[:200]
     issued = container.accounts.issue_token(PrincipalKind.USER, session.principal.subject_id, description=description)
-    flash = _flash(container).dumps({"user": session.principal.subject_id, "secret": issued.secret})
-    response = RedirectResponse(PAGE, status_code=303)
-    response.headers["Cache-Control"] = "no-store"
-    response.set_cookie(
-        FLASH_COOKIE, flash, max_age=FLASH_TTL_S, path=PAGE, secure=True, httponly=True, samesite="strict"
-    )
-    return response
+    return redirect_with_secret(container, session, issued.secret, PAGE)
 
 
 @router.post("/account/tokens/{token_id}/revoke")

@@ -11,6 +11,7 @@ from fastapi.responses import RedirectResponse
 from terrace.domain import errors
 from terrace.domain.varsets import VarsetView
 from terrace.web.deps import ContainerDep
+from terrace.web.errors import status_of
 from terrace.web.ui.session import CheckedFormDep, SessionDep, field_of, render
 from terrace.web.ui.variables import variable_attributes
 
@@ -123,6 +124,45 @@ def create_set_variable(
         kept = {k: v for k, v in form.items() if k != "value"}  # a rejected value is never echoed back
         return _set_page(request, container, session, organization, varset_id, status=422, form=kept,
                          error=exc.detail, error_field=field_of(exc))  # fmt: skip
+    return _back(organization, varset_id)
+
+
+def _edit_page(request: Request, session: Any, organization: str, view: VarsetView, var: Any, form: Any,
+               **extra: Any) -> Any:  # fmt: skip
+    return render(request, "varset_variable_edit.html", session, organization=organization, vs=view.varset, var=var,
+                  form=form, **extra)  # fmt: skip
+
+
+@router.get("/{organization}/varsets/{varset_id}/variables/{var_id}")
+def edit_set_variable_page(
+    request: Request, container: ContainerDep, session: SessionDep, organization: str, varset_id: str, var_id: str
+) -> Any:
+    view = _view(container, session, organization, varset_id)
+    var = container.set_variables.get(session.principal, varset_id, var_id)
+    form = {"key": var.key, "value": var.value or "", "category": var.category, "description": var.description,
+            "hcl": "on" if var.hcl else "", "sensitive": "on" if var.sensitive else ""}  # fmt: skip
+    return _edit_page(request, session, organization, view, var, form)
+
+
+@router.post("/{organization}/varsets/{varset_id}/variables/{var_id}")
+def update_set_variable(
+    request: Request, container: ContainerDep, session: SessionDep, organization: str, varset_id: str, var_id: str,
+    form: CheckedFormDep,
+) -> Any:  # fmt: skip
+    """The API's PATCH through the form, as a workspace variable's: a sensitive variable stays sensitive, and a
+    blank value keeps its value."""
+    view = _view(container, session, organization, varset_id)
+    var = container.set_variables.get(session.principal, varset_id, var_id)
+    attrs = variable_attributes(form)
+    attrs["sensitive"] = attrs["sensitive"] or var.sensitive
+    if var.sensitive and not attrs["value"]:
+        del attrs["value"]  # write-only: the form never shows it, so blank means "keep"
+    try:
+        container.set_variables.update(session.principal, varset_id, var_id, attrs)
+    except FORM_ERRORS as exc:
+        kept = {k: v for k, v in form.items() if k != "value" or not attrs["sensitive"]}
+        return _edit_page(request, session, organization, view, var, kept, status=status_of(exc), error=exc.detail,
+                          error_field=field_of(exc))  # fmt: skip
     return _back(organization, varset_id)
 
 

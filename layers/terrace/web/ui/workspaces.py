@@ -70,6 +70,7 @@ def _overview_page(
         can=view.permissions,
         project_name=view.project_name,
         change_requests=view.change_requests,
+        has_configuration=view.has_configuration,
         cloud_host=cli_host(container.settings.public_url),
         **extra,
     )
