@@ -1,7 +1,10 @@
 """Storage of audit events: one item per event, append-only, in a partition per organization and UTC day
 (`audit#<org>#<YYYY-MM-DD>`, sort key `<epoch µs>#<id>`: read back in order), listed by organization through gsi1
 (`audit#<org>`) so that `delete_all_of` finds every day, and expiring with the table's TTL (`expires_at`) after the
-retention setting. The only module of `services/audit/` that knows the table: the entity is `domain/audit.py`."""
+retention setting. The daily export (`export.py`) keeps its claim and cursor in one item (`auditexport#claim`) and
+notes each object it wrote under its day (`auditexport#<YYYY-MM-DD>`, sort key the organization), so that the
+retention finds every object of a day without listing the bucket. The only module of `services/audit/` that knows
+the table: the entity is `domain/audit.py`."""
 
 from __future__ import annotations
 
@@ -9,10 +12,11 @@ from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from terrace.adapters.table import Table
+from terrace.adapters.table import ConditionFailed, Table
 from terrace.domain.audit import Actor, AuditEvent
 
 DAY_S = 24 * 3600
+_EXPORT_CLAIM = ("auditexport#claim", "last")
 
 
 def day_of(epoch_us: int) -> str:
@@ -100,5 +104,43 @@ class AuditStore:
     def delete_all_of(self, organization: str) -> None:
         """Every event of an organization (no check: the organization's deletion checked)."""
         items = self._table.query(listed_under(organization), index="gsi1")
+        if items:
+            self._table.batch_delete([(item["pk"], item["sk"]) for item in items])
+
+    def claim_export(self, now: int, interval_s: int) -> dict[str, Any] | None:
+        """The export's claim (with its cursor: `exported`, `kept_from`) when the last export of any process is
+        `interval_s` old and this process won the conditional write; None otherwise."""
+        item = self._table.get(*_EXPORT_CLAIM)
+        if item is not None and now - int(item["at"]) < interval_s:
+            return None
+        version = int((item or {}).get("version", 0))
+        claim = {**(item or {}), "pk": _EXPORT_CLAIM[0], "sk": _EXPORT_CLAIM[1], "at": now, "version": version + 1}
+        try:
+            if item is None:
+                self._table.put(claim, if_absent=True)
+            else:
+                self._table.put(claim, if_version=version)
+        except ConditionFailed:
+            return None  # another process took this export
+        return claim
+
+    def save_export_cursor(self, claim: dict[str, Any], exported: str, kept_from: str) -> None:
+        """The days done: every day up to `exported` is exported whole, objects from `kept_from` on are kept."""
+        version = int(claim["version"])
+        try:
+            self._table.put({**claim, "exported": exported, "kept_from": kept_from, "version": version + 1},
+                            if_version=version)  # fmt: skip
+        except ConditionFailed:
+            pass  # a later claim of another process carries on from the cursor it read
+
+    def note_exported(self, day: str, organization: str) -> None:
+        self._table.put({"pk": f"auditexport#{day}", "sk": organization or "-"})
+
+    def exported_on(self, day: str) -> list[str]:
+        """The organizations whose object of `day` the export wrote (SITE for the site's)."""
+        return [("" if item["sk"] == "-" else item["sk"]) for item in self._table.query(f"auditexport#{day}")]
+
+    def forget_exported(self, day: str) -> None:
+        items = self._table.query(f"auditexport#{day}")
         if items:
             self._table.batch_delete([(item["pk"], item["sk"]) for item in items])
