@@ -25,6 +25,7 @@ SCHEDULES = {  # the scaler is woken on every enqueue: its schedule only catches
 }
 # Custom metrics each handler publishes (functions/<name>/handler.py; tests/infra checks the two agree).
 METRICS = {
+    "api": ("AuditWriteFailures",),  # audit events the recorder could not write (alarmed: infra/monitoring.py)
     "scaler": ("RunnersStarted", "Backlog", "BacklogBlocked", "RunTaskFailures"),
     "events": ("RunsStarted", "RunsFinished", "RunsErrored"),
 }

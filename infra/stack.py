@@ -13,7 +13,7 @@ from terrace.adapters import definitions
 from infra import least_privilege, nag, workload_identity
 from infra.api import Api
 from infra.data import Data
-from infra.functions import Functions
+from infra.functions import METRICS, Functions
 from infra.lambdas import Graviton, LogGroupsGoWithTheStack, terrace_layer
 from infra.monitoring import Monitoring
 from infra.origin_verify import ENV as ORIGIN_VERIFY_ENV
@@ -86,6 +86,7 @@ class TerraceStack(Stack):
                 ORIGIN_VERIFY_ENV: origin_verify.value,
             },
             tracing=settings.tracing,
+            metrics=METRICS["api"] if settings.monitoring else (),
         )
         sso.grant_read(api_fn)
         workload_identity.grant_signing_keys(self, api_fn)  # dynamic provider credentials: SSM SecureString keys

@@ -101,3 +101,22 @@ def test_no_run_page_links_into_the_runners_log_group(synth):
     (web/ui/cloudwatch.py gives none without TERRACE_RUNNER_LOG_GROUP); Terrace's own log view has the output."""
     _, fn = synth.by_path("/Api/Handler/Resource")
     assert "TERRACE_RUNNER_LOG_GROUP" not in fn["Properties"]["Environment"]["Variables"]
+
+
+def test_a_failed_audit_write_alarms_on_the_metric_the_api_function_publishes(synth_options, synth):
+    """The api function publishes `AuditWriteFailures` (functions/api/handler.py) and declares it; one alarms."""
+    [alarm] = [a for a in synth_options.resources("AWS::CloudWatch::Alarm").values()
+               if a["Properties"]["MetricName"] == "AuditWriteFailures"]  # fmt: skip
+    props = alarm["Properties"]
+    assert props["Namespace"] == "Terrace" and props["Statistic"] == "Sum" and props["Threshold"] == 1
+    assert props["Dimensions"] == [{"Name": "service", "Value": "terrace-api"}]
+    assert props["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert props["TreatMissingData"] == "notBreaching"
+    functions = synth_options.resources("AWS::Lambda::Function").values()
+    [api] = [f for f in functions if _variables(f).get("POWERTOOLS_SERVICE_NAME") == "terrace-api"]
+    assert api["Properties"]["Environment"]["Variables"]["POWERTOOLS_METRICS_DISABLED"] == "false"
+    assert "AuditWriteFailures" in json.dumps(api.get("Metadata", {}))
+
+
+def _variables(function: dict) -> dict:
+    return dict(function["Properties"].get("Environment", {}).get("Variables", {}))

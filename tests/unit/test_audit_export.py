@@ -38,6 +38,7 @@ def test_the_reaper_exports_the_day_as_the_api_answers_it(env: Env) -> None:
 
 def test_writing_a_day_again_gives_the_same_object(env: Env) -> None:
     key = object_key("acme", today())
+    assert env.container.audit_export.export_day(today())[0] >= 1
     first = env.container.blobs.get(key)
     assert env.container.audit_export.export_day(today())[0] >= 1
     assert env.container.blobs.get(key) == first
@@ -59,9 +60,11 @@ def test_the_sites_own_events_have_their_folder() -> None:
     assert site.exported("", today()) == site.api_day("/api/v2/admin/audit-trail", today())
 
 
-def test_a_later_export_catches_up_and_deletes_what_the_retention_no_longer_keeps(env: Env) -> None:
+def test_a_later_export_catches_up_and_deletes_what_the_retention_no_longer_keeps() -> None:
+    env = day_of_actions(build_memory(Settings(table_name="memory", blob_bucket="memory", url_signing_secret="s")))
     start = datetime.combine(today(), datetime.min.time(), UTC).timestamp()
     store, blobs, orgs = env.container.audit_store, env.container.blobs, env.container.organizations
+    assert AuditExport(store, blobs, orgs, retention_days=30, now=lambda: start + 60).sweep_if_due() is not None
     three_days_on = AuditExport(store, blobs, orgs, retention_days=30, now=lambda: start + 3 * DAY_S + 60)
     summary = three_days_on.sweep_if_due()
     assert summary is not None and summary["days"] == 4  # today (again), the two empty days since, and that day
@@ -75,3 +78,20 @@ def test_a_later_export_catches_up_and_deletes_what_the_retention_no_longer_keep
     assert store.exported_on(today().isoformat()) == []
     claim = env.container.table.get("auditexport#claim", "last")
     assert claim is not None and claim["exported"] == (today() + timedelta(days=31)).isoformat()
+
+
+def test_the_health_endpoint_counts_the_audit_writes_that_failed(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`GET /api/v2/ping` (what the embedded server's monitoring polls) says how many events were not written."""
+    recorder = env.container.audit_recorder
+    assert env.client.get("/api/v2/ping").headers["X-Terrace-Audit-Write-Failures"] == str(recorder.failures)
+
+    def refuse(event: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(env.container.audit_store, "append", refuse)
+    before = recorder.failures
+    lock = env.client.post("/api/v2/organizations/acme/workspaces", headers=env.headers, json={})
+    assert lock.status_code < 500
+    assert recorder.failures == before + 1
+    answer = env.client.get("/api/v2/ping")
+    assert answer.status_code == 204 and answer.headers["X-Terrace-Audit-Write-Failures"] == str(before + 1)
