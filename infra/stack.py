@@ -105,6 +105,7 @@ class TerraceStack(Stack):
         for fn in (api_fn, functions.reaper, functions.events):
             least_privilege.grant_blobs(data.blobs, fn)
             queues.events.grant_send_messages(fn)
+        data.table.grant_read_write_data(functions.tools_sync)  # the catalog's records only: no secret, bucket, queue
         secrets.grant_bootstrap(functions.bootstrap)
         # the priority lanes: sent to wherever a run phase becomes runnable, drained by the scaler (the dispatcher)
         for lane in queues.lanes:
@@ -146,6 +147,7 @@ class TerraceStack(Stack):
                 "scaler": functions.scaler,
                 "reaper": functions.reaper,
                 "events": functions.events,
+                "tools_sync": functions.tools_sync,
             },
             queues=queues.by_name,
             extra_alarms=[],
