@@ -120,3 +120,20 @@ def test_a_failed_audit_write_alarms_on_the_metric_the_api_function_publishes(sy
 
 def _variables(function: dict) -> dict:
     return dict(function["Properties"].get("Environment", {}).get("Variables", {}))
+
+
+def test_audit_logs_option_gives_the_reaper_a_log_group_to_send_the_trail_to(synth_options, synth):
+    """`terrace:auditLogs`: the reaper's audit export (services/audit/export.py) also sends every event to a log
+    group of the stack, which it alone may write; without the option there is none and the reaper has no setting."""
+    group_id, group = synth_options.by_path("/AuditLogs/Resource")
+    assert group["DeletionPolicy"] == "Delete" and group["Properties"]["RetentionInDays"] <= 30
+    _, reaper = synth_options.by_path("/Functions/Reaper/Resource")
+    assert reaper["Properties"]["Environment"]["Variables"]["TERRACE_AUDIT_LOG_GROUP"] == {"Ref": group_id}
+    writers = [
+        policy
+        for policy in synth_options.resources("AWS::IAM::Policy").values()
+        if group_id in json.dumps(policy["Properties"]["PolicyDocument"])
+    ]
+    assert len(writers) == 1 and "logs:PutLogEvents" in json.dumps(writers[0])
+    _, plain = synth.by_path("/Functions/Reaper/Resource")
+    assert "TERRACE_AUDIT_LOG_GROUP" not in plain["Properties"]["Environment"]["Variables"]

@@ -12,6 +12,8 @@ from audit_helpers import Env, day_of_actions, today
 from fastapi.testclient import TestClient
 from terrace.bootstrap import build_memory
 from terrace.config import Settings
+from terrace.domain import clock
+from terrace.domain.audit import Actor, AuditEvent
 from terrace.domain.principal import PrincipalKind
 from terrace.services.audit.export import AuditExport, object_key
 from terrace.web.app import create_app
@@ -95,3 +97,41 @@ def test_the_health_endpoint_counts_the_audit_writes_that_failed(env: Env, monke
     assert recorder.failures == before + 1
     answer = env.client.get("/api/v2/ping")
     assert answer.status_code == 204 and answer.headers["X-Terrace-Audit-Write-Failures"] == str(before + 1)
+
+
+def test_with_a_log_sink_each_event_is_sent_once_to_its_organizations_stream() -> None:
+    """TERRACE_AUDIT_LOG_GROUP on AWS: each export sends what was recorded since the last send (events of the last
+    five minutes wait for the next one); a sink that refuses leaves the cursor, so the next export sends again."""
+    from terrace.adapters.memory_log_sink import MemoryLogSink
+
+    env = day_of_actions(build_memory(Settings(table_name="memory", blob_bucket="memory", url_signing_secret="s")))
+    store, blobs, orgs = env.container.audit_store, env.container.blobs, env.container.organizations
+    sink = MemoryLogSink()
+    moment = [clock.epoch()]
+    export = AuditExport(store, blobs, orgs, retention_days=30, now=lambda: moment[0], log_sink=sink)
+    summary = export.sweep_if_due()
+    assert summary is not None and summary["logged"] == 0 and sink.streams.get("acme", []) == []  # too recent
+
+    moment[0] += 3600
+    summary = export.sweep_if_due()
+    assert summary is not None and summary["logged"] >= 5
+    sent = [json.loads(message) for _, message in sink.streams["acme"]]
+    assert sent == env.api_day("/api/v2/organizations/acme/audit-trail", today())
+    assert [at for at, _ in sink.streams["acme"]] == sorted(at for at, _ in sink.streams["acme"])
+
+    class Refusing(MemoryLogSink):
+        def send(self, stream: str, lines: object) -> None:
+            raise OSError("throttled")
+
+    moment[0] += 3600
+    at = datetime.fromtimestamp(moment[0] - 600, UTC)  # recorded ten minutes before the next export
+    store.append(AuditEvent(id="ae-later", timestamp=clock.iso(at), epoch_us=int(at.timestamp() * 1_000_000),
+                            organization="acme", actor=Actor("user", "user-1", "alice"), source="127.0.0.1",
+                            action="workspace.create", resource_type="workspace", resource_id="ws-later",
+                            outcome=201))  # fmt: skip
+    refused = AuditExport(store, blobs, orgs, retention_days=30, now=lambda: moment[0], log_sink=Refusing())
+    assert refused.sweep_if_due() is not None
+    moment[0] += 3600
+    assert export.sweep_if_due() is not None
+    actions = [json.loads(message)["resource"]["action"] for _, message in sink.streams["acme"]]
+    assert actions.count("workspace.create") == 2  # prod's once, the later one once: after the refusal, sent again

@@ -10,6 +10,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from terrace.adapters.blobs import BlobStore
+from terrace.adapters.log_sink import LogSink
 from terrace.adapters.table import Table
 from terrace.config import Settings
 
@@ -29,6 +30,7 @@ class AuditServices:
     settings: Settings
     table: Table
     blobs: BlobStore
+    audit_log_sink: LogSink | None
     # from the areas
     authz: Authorizer
     organizations: OrganizationService
@@ -58,7 +60,13 @@ class AuditServices:
     def audit_export(self) -> AuditExport:
         from terrace.services.audit.export import AuditExport
 
-        return AuditExport(self.audit_store, self.blobs, self.organizations, self.settings.audit_retention_days)
+        return AuditExport(
+            self.audit_store,
+            self.blobs,
+            self.organizations,
+            self.settings.audit_retention_days,
+            log_sink=self.audit_log_sink,
+        )
 
     def _organization_of(self, parameter: str, value: str) -> str | None:
         """The key of the organization a path parameter names (None: it names none, or nothing that exists)."""

@@ -124,12 +124,13 @@ class AuditStore:
             return None  # another process took this export
         return claim
 
-    def save_export_cursor(self, claim: dict[str, Any], exported: str, kept_from: str) -> None:
-        """The days done: every day up to `exported` is exported whole, objects from `kept_from` on are kept."""
+    def save_export_cursor(self, claim: dict[str, Any], exported: str, kept_from: str, logged_us: int) -> None:
+        """The days done: every day up to `exported` is exported whole, objects from `kept_from` on are kept,
+        events up to `logged_us` were sent to the log sink."""
         version = int(claim["version"])
+        cursor = {"exported": exported, "kept_from": kept_from, "logged_us": logged_us, "version": version + 1}
         try:
-            self._table.put({**claim, "exported": exported, "kept_from": kept_from, "version": version + 1},
-                            if_version=version)  # fmt: skip
+            self._table.put({**claim, **cursor}, if_version=version)
         except ConditionFailed:
             pass  # a later claim of another process carries on from the cursor it read
 
