@@ -135,3 +135,13 @@ def test_with_a_log_sink_each_event_is_sent_once_to_its_organizations_stream() -
     assert export.sweep_if_due() is not None
     actions = [json.loads(message)["resource"]["action"] for _, message in sink.streams["acme"]]
     assert actions.count("workspace.create") == 2  # prod's once, the later one once: after the refusal, sent again
+
+
+def test_an_organizations_deletion_takes_the_objects_of_its_export() -> None:
+    env = day_of_actions(build_memory(Settings(table_name="memory", blob_bucket="memory", url_signing_secret="s")))
+    assert env.container.audit_export.export_day(today())[0] >= 1
+    key = object_key("acme", today())
+    assert env.container.blobs.head(key) is not None
+    assert env.client.delete("/api/v2/organizations/acme", headers=env.headers).status_code == 204
+    assert env.container.blobs.head(key) is None
+    assert "acme" not in env.container.audit_store.exported_on(today().isoformat())

@@ -27,21 +27,18 @@ from terrace.adapters.log_sink import LogSink
 from terrace.domain import clock
 from terrace.domain.audit import SITE, AuditEvent, event_document
 from terrace.services.access.organizations import OrganizationService
-from terrace.services.audit.store import AuditStore
+from terrace.services.audit.store import SITE_FOLDER, AuditStore, object_key
+
+__all__ = ["AuditExport", "day_bounds", "jsonl", "line", "object_key"]
 
 log = logging.getLogger("terrace.audit")
 
 EXPORT_INTERVAL_S = 3600
 CATCH_UP_DAYS = 31  # an export after a long stop writes at most this many days back
 DAY_MAX_EVENTS = 500_000  # events of one organization's day in one object (a bigger day is cut and logged)
-SITE_FOLDER = "_site"
 CONTENT_TYPE = "application/x-ndjson"
 LOG_MARGIN_S = 300  # events this recent wait for the next export's send (an answer outlives no API timeout)
 LOG_MAX_AGE_S = 13 * 24 * 3600  # CloudWatch Logs takes no event older than 14 days
-
-
-def object_key(organization: str, day: date) -> str:
-    return f"audit/{organization or SITE_FOLDER}/{day:%Y/%m/%d}.jsonl"
 
 
 def day_bounds(day: date) -> tuple[int, int]:

@@ -9,14 +9,25 @@ the table: the entity is `domain/audit.py`."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from terrace.adapters.blobs import BlobStore
 from terrace.adapters.table import ConditionFailed, Table
 from terrace.domain.audit import Actor, AuditEvent
 
 DAY_S = 24 * 3600
 _EXPORT_CLAIM = ("auditexport#claim", "last")
+SITE_FOLDER = "_site"
+
+
+def object_key(organization: str, day: date) -> str:
+    """The blob of an organization's exported day (the site's own events under `audit/_site/`)."""
+    return f"audit/{organization or SITE_FOLDER}/{day:%Y/%m/%d}.jsonl"
+
+
+def _exports_of(organization: str) -> str:
+    return f"auditexport-of#{organization or '-'}"
 
 
 def day_of(epoch_us: int) -> str:
@@ -101,11 +112,19 @@ class AuditStore:
                         return
             day += timedelta(days=1)
 
-    def delete_all_of(self, organization: str) -> None:
-        """Every event of an organization (no check: the organization's deletion checked)."""
+    def delete_all_of(self, organization: str, blobs: BlobStore | None = None) -> None:
+        """Every event of an organization and, given the blob store, every object the export wrote of it (no
+        check: the organization's deletion checked)."""
         items = self._table.query(listed_under(organization), index="gsi1")
         if items:
             self._table.batch_delete([(item["pk"], item["sk"]) for item in items])
+        if blobs is None:
+            return
+        notes = self._table.query(_exports_of(organization), index="gsi1")
+        for note in notes:
+            blobs.delete(object_key(organization, date.fromisoformat(note["gsi1sk"])))
+        if notes:
+            self._table.batch_delete([(note["pk"], note["sk"]) for note in notes])
 
     def claim_export(self, now: int, interval_s: int) -> dict[str, Any] | None:
         """The export's claim (with its cursor: `exported`, `kept_from`) when the last export of any process is
@@ -135,7 +154,8 @@ class AuditStore:
             pass  # a later claim of another process carries on from the cursor it read
 
     def note_exported(self, day: str, organization: str) -> None:
-        self._table.put({"pk": f"auditexport#{day}", "sk": organization or "-"})
+        note = {"pk": f"auditexport#{day}", "sk": organization or "-", "gsi1pk": _exports_of(organization)}
+        self._table.put({**note, "gsi1sk": day})
 
     def exported_on(self, day: str) -> list[str]:
         """The organizations whose object of `day` the export wrote (SITE for the site's)."""
