@@ -2,8 +2,9 @@
 (`audit#<org>#<YYYY-MM-DD>`, sort key `<epoch µs>#<id>`: read back in order), listed by organization through gsi1
 (`audit#<org>`) so that `delete_all_of` finds every day, and expiring with the table's TTL (`expires_at`) after the
 retention setting. The daily export (`export.py`) keeps its claim and cursor in one item (`auditexport#claim`) and
-notes each object it wrote under its day (`auditexport#<YYYY-MM-DD>`, sort key the organization), so that the
-retention finds every object of a day without listing the bucket. The only module of `services/audit/` that knows
+notes each object it wrote under its day (`auditexport#<YYYY-MM-DD>`, sort key the organization; gsi1
+`auditexport-of#<org>`), so that the retention finds every object of a day, and an organization's deletion every
+object of the organization, without listing the bucket. The only module of `services/audit/` that knows
 the table: the entity is `domain/audit.py`."""
 
 from __future__ import annotations
