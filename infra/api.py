@@ -69,7 +69,12 @@ class Api(Construct):
         self._settings = settings
 
     def add_handler(
-        self, *, layer: lambda_.ILayerVersion, environment: dict[str, str], tracing: bool = False
+        self,
+        *,
+        layer: lambda_.ILayerVersion,
+        environment: dict[str, str],
+        tracing: bool = False,
+        metrics: tuple[str, ...] = (),
     ) -> lambda_.Function:
         self.function = terrace_function(
             self,
@@ -80,6 +85,7 @@ class Api(Construct):
             timeout=Duration.seconds(29),  # the HTTP API integration limit
             memory_mb=1024,
             tracing=tracing,
+            metrics=metrics,
         )
         integration = integrations.HttpLambdaIntegration("Lambda", self.function)
         apigw.HttpRoute(

@@ -1,5 +1,6 @@
 """The background functions: scaler (woken by every message sent to a lane and by every runner task that stops; every 5
-minutes as a backstop) and reaper (every minute), events (SQS batches), the bootstrap custom resource that makes the
+minutes as a backstop) and reaper (every minute), tools_sync (daily: the tool catalog from the release mirrors),
+events (SQS batches), the bootstrap custom resource that makes the
 stack's secrets and the site admin, and the teardown custom resource (the same function) that stops runner tasks
 before the cluster is deleted; and the policy function, which evaluates tenants' Rego for the events and api
 functions under a role of its own that may only write its logs (no table, bucket, queue, parameter or key; no
@@ -22,9 +23,14 @@ from infra.secrets import SIGNING_KEY_GENERATION
 SCHEDULES = {  # the scaler is woken on every enqueue: its schedule only catches a lost wake-up and warm runners
     "scaler": events.Schedule.rate(Duration.minutes(5)),
     "reaper": events.Schedule.rate(Duration.minutes(1)),  # heartbeats and deadlines
+    "tools_sync": events.Schedule.rate(Duration.days(1)),  # the tool catalog from the release mirrors' indexes
 }
+# settings the tools_sync function has no use for: no secret is read where a mirror's answer is parsed
+UNSECRETED = ("TERRACE_URL_SIGNING_SECRET_ARN", "TERRACE_DATA_KEY_ARN", "TERRACE_OIDC_CLIENT_SECRET_ARN",
+              "TERRACE_BOOTSTRAP_SECRET_ARN")  # fmt: skip
 # Custom metrics each handler publishes (functions/<name>/handler.py; tests/infra checks the two agree).
 METRICS = {
+    "api": ("AuditWriteFailures",),  # audit events the recorder could not write (alarmed: infra/monitoring.py)
     "scaler": ("RunnersStarted", "Backlog", "BacklogBlocked", "RunTaskFailures"),
     "events": ("RunsStarted", "RunsFinished", "RunsErrored"),
 }
@@ -65,6 +71,21 @@ class Functions(Construct):
         self.policy = policy_function(self, layer)
         # the scaler never decrypts a sensitive value: it does not read the data key
         self.scaler.add_environment("TERRACE_DATA_KEY_ARN", "")
+        # `terrace tools sync` daily: reads the mirrors' indexes, writes catalog records (the table, nothing else)
+        self.tools_sync = terrace_function(
+            self,
+            "ToolsSync",
+            folder="tools_sync",
+            layer=layer,
+            environment={**environment, **dict.fromkeys(UNSECRETED, "")},
+            timeout=Duration.seconds(120),  # two indexes of up to 64 MiB, 60 s a step
+        )
+        events.Rule(
+            self,
+            "ToolsSyncSchedule",
+            schedule=SCHEDULES["tools_sync"],
+            targets=[targets.LambdaFunction(self.tools_sync, retry_attempts=2)],
+        )
 
         for fn, rule_id in ((self.scaler, "ScalerSchedule"), (self.reaper, "ReaperSchedule")):
             schedule = SCHEDULES[rule_id.removesuffix("Schedule").lower()]

@@ -156,6 +156,23 @@ class Monitoring(Construct):
                 treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
             )
         )
+        self.alarms.append(
+            cloudwatch.Metric(
+                namespace=METRICS_NAMESPACE,
+                metric_name="AuditWriteFailures",
+                dimensions_map={"service": "terrace-api"},  # published by the api function after an invocation
+                statistic="Sum",
+                period=PERIOD,
+            ).create_alarm(
+                self,
+                "AuditWriteFailures",
+                alarm_description="Terrace: audit events could not be written (each is logged at ERROR in full)",
+                threshold=1,
+                evaluation_periods=1,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+        )
         if alarm_email:
             topic = sns.Topic(self, "AlarmTopic", enforce_ssl=True)
             topic.add_subscription(subscriptions.EmailSubscription(alarm_email))

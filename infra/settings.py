@@ -60,6 +60,9 @@ class DeploySettings:
     kms_key: bool = False
     legacy_kms_key_arn: str | None = None  # the KMS key of a stack from before the data key: opens old values
     rotate_secrets: str = ""  # a new value replaces the admin token and the URL-signing key on the next deploy
+    # the audit trail's copy in CloudWatch Logs (beside its daily objects in the blob bucket), kept a month as every
+    # log group of the stack
+    audit_logs: bool = False
 
     @classmethod
     def from_context(cls, scope: Construct) -> DeploySettings:
@@ -109,4 +112,5 @@ class DeploySettings:
             kms_key=_flag(ctx("kmsKey")),
             legacy_kms_key_arn=ctx("legacyKmsKeyArn") or None,
             rotate_secrets=str(ctx("rotateSecrets") or ""),
+            audit_logs=_flag(ctx("auditLogs")),
         )

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from aws_cdk import Aspects, Aws, CfnOutput, Fn, Stack
+from aws_cdk import Aspects, Aws, CfnOutput, Fn, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
@@ -13,8 +14,8 @@ from terrace.adapters import definitions
 from infra import least_privilege, nag, workload_identity
 from infra.api import Api
 from infra.data import Data
-from infra.functions import Functions
-from infra.lambdas import Graviton, LogGroupsGoWithTheStack, terrace_layer
+from infra.functions import METRICS, Functions
+from infra.lambdas import LOG_RETENTION, Graviton, LogGroupsGoWithTheStack, terrace_layer
 from infra.monitoring import Monitoring
 from infra.origin_verify import ENV as ORIGIN_VERIFY_ENV
 from infra.origin_verify import OriginVerify
@@ -86,6 +87,7 @@ class TerraceStack(Stack):
                 ORIGIN_VERIFY_ENV: origin_verify.value,
             },
             tracing=settings.tracing,
+            metrics=METRICS["api"] if settings.monitoring else (),
         )
         sso.grant_read(api_fn)
         workload_identity.grant_signing_keys(self, api_fn)  # dynamic provider credentials: SSM SecureString keys
@@ -104,6 +106,13 @@ class TerraceStack(Stack):
         for fn in (api_fn, functions.reaper, functions.events):
             least_privilege.grant_blobs(data.blobs, fn)
             queues.events.grant_send_messages(fn)
+        data.table.grant_read_write_data(functions.tools_sync)  # the catalog's records only: no secret, bucket, queue
+        if settings.audit_logs:  # the reaper's audit export also sends every event there (services/audit/export.py)
+            # kept as every log group of the stack (a month, deleted with it): a live feed for alarms and queries;
+            # the record kept for TERRACE_AUDIT_RETENTION_DAYS is the bucket's daily objects
+            audit_logs = logs.LogGroup(self, "AuditLogs", retention=LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY)
+            functions.reaper.add_environment("TERRACE_AUDIT_LOG_GROUP", audit_logs.log_group_name)
+            audit_logs.grant_write(functions.reaper)
         secrets.grant_bootstrap(functions.bootstrap)
         # the priority lanes: sent to wherever a run phase becomes runnable, drained by the scaler (the dispatcher)
         for lane in queues.lanes:
@@ -145,6 +154,7 @@ class TerraceStack(Stack):
                 "scaler": functions.scaler,
                 "reaper": functions.reaper,
                 "events": functions.events,
+                "tools_sync": functions.tools_sync,
             },
             queues=queues.by_name,
             extra_alarms=[],

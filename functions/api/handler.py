@@ -14,6 +14,11 @@ and the collector would scan them ~180 times (~140 in the imports of FastAPI, Ma
 what Terrace adds; `python -m bench --only cold_start` prints the baseline's share). After that invocation, answered
 or failed, what the cold start built is frozen (`gc.freeze`: never scanned again, so later collections stay as
 short as a warm request's garbage) and the collector is on again.
+
+After each invocation the audit recorder's count of events it could not write (`services/audit/recorder.py`) is
+compared with what this environment last published; a rise is published as the custom metric `AuditWriteFailures`
+through Powertools Metrics (EMF in the function's log, imported only then) and alarmed on
+(`infra/monitoring.py`).
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from collections.abc import Callable
 from typing import Any
 
 _handler: Any = None
+_container: Any = None
+_published_failures = 0  # the recorder's failures already published as AuditWriteFailures
 # on Lambda (not where a test imports this module), until the first invocation ends: lambda_handler
 _collector_paused = bool(os.environ.get("AWS_LAMBDA_FUNCTION_NAME")) and gc.isenabled()
 if _collector_paused:
@@ -31,19 +38,40 @@ if _collector_paused:
 
 
 def _mangum() -> Any:
-    global _handler
+    global _handler, _container
     if _handler is None:
         from mangum import Mangum
         from terrace.bootstrap import aws_container
         from terrace.web.app import create_app
 
-        _handler = Mangum(create_app(aws_container(), lazy=True), lifespan="off")
+        _container = aws_container()
+        _handler = Mangum(create_app(_container, lazy=True), lifespan="off")
     return _handler
 
 
 def _serve(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    response: dict[str, Any] = _mangum()(event, context)
+    try:
+        response: dict[str, Any] = _mangum()(event, context)
+    finally:
+        publish_audit_failures()
     return response
+
+
+def publish_audit_failures() -> int:
+    """Publish the audit events this environment failed to write since it last published (the count published)."""
+    global _published_failures
+    failures = _container.audit_recorder.failures if _container is not None else 0
+    rise = failures - _published_failures
+    if rise <= 0:
+        return 0
+    from aws_lambda_powertools import Metrics
+    from aws_lambda_powertools.metrics import MetricUnit
+
+    metrics = Metrics()
+    metrics.add_metric(name="AuditWriteFailures", unit=MetricUnit.Count, value=rise)
+    metrics.flush_metrics()
+    _published_failures = failures
+    return rise
 
 
 def _traced(serve: Callable[[dict[str, Any], Any], dict[str, Any]]) -> Callable[[dict[str, Any], Any], dict[str, Any]]:

@@ -31,6 +31,7 @@ from terrace.adapters.held_reads import HeldReadsTable
 from terrace.adapters.httpx_outbound import HttpxOutbound
 from terrace.adapters.job_signal import JobSignal
 from terrace.adapters.lanes import Lanes
+from terrace.adapters.log_sink import LogSink
 from terrace.adapters.mail import Mail
 from terrace.adapters.memory_lanes import MemoryLanes
 from terrace.adapters.outbound import Outbound
@@ -125,6 +126,8 @@ class Container(  # type: ignore[override]
     lanes: Lanes = field(default_factory=MemoryLanes)  # priority lanes: SQS on AWS, SQLite embedded
     # on AWS the policy function (`wiring/aws_adapters.py`); None: the engine's child process beside this one
     remote_policy_engine: PolicyEngine | None = None
+    # on AWS with TERRACE_AUDIT_LOG_GROUP: CloudWatch Logs, where the audit export also sends every event
+    audit_log_sink: LogSink | None = None
 
     @functools.cached_property
     def outbound_allowance(self) -> Allowance:
@@ -169,6 +172,7 @@ def build_aws(settings: Settings, *, launcher: RunnerLauncher | None = None) -> 
         signing_keys=aws.signing_keys,
         lanes=aws.lanes,
         remote_policy_engine=aws.policy_engine,
+        audit_log_sink=aws.audit_logs,
     )
 
 

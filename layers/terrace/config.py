@@ -66,6 +66,8 @@ class Settings(BaseModel):
     presign_ttl_s: int = Field(default=900, validation_alias="TERRACE_PRESIGN_TTL_S")
     # audit events expire this many days after they were recorded (the table's TTL); 0 keeps them
     audit_retention_days: int = Field(default=365, ge=0, le=3650, validation_alias="TERRACE_AUDIT_RETENTION_DAYS")
+    # on AWS: a CloudWatch Logs group the audit export also sends every event to (a stream per organization)
+    audit_log_group: str = Field(default="", validation_alias="TERRACE_AUDIT_LOG_GROUP")
     max_request_bytes: int = Field(
         default=6 * 1024 * 1024, validation_alias="TERRACE_MAX_REQUEST_BYTES"
     )  # Lambda's limit

@@ -105,6 +105,7 @@ def synth_options(tmp_path_factory: pytest.TempPathFactory) -> Synth:
             "terrace:mailFrom": "terrace@example.com",
             "terrace:tracing": "true",
             "terrace:kmsKey": "true",
+            "terrace:auditLogs": "true",
         },
     )
 

@@ -160,3 +160,21 @@ def test_a_runner_task_that_stops_wakes_the_scaler(synth):
         and r["Properties"]["FunctionName"] == {"Fn::GetAtt": [scaler_id, "Arn"]}
     ]
     assert len(permissions) == 2  # its schedule and this rule
+
+
+def test_the_tool_catalog_is_synced_daily_by_a_function_that_may_only_use_the_table(synth):
+    """`terrace tools sync` on AWS: an EventBridge rule once a day invokes `functions/tools_sync/handler.py`, whose
+    role reads and writes the table and nothing else of the stack (no secret, bucket, queue or key)."""
+    fn_id, fn = synth.by_path("/Functions/ToolsSync/Resource")
+    _, rule = synth.by_path("/Functions/ToolsSyncSchedule/Resource")
+    assert rule["Properties"]["ScheduleExpression"] == "rate(1 day)"
+    assert rule["Properties"]["Targets"][0]["Arn"] == {"Fn::GetAtt": [fn_id, "Arn"]}
+    variables = fn["Properties"]["Environment"]["Variables"]
+    assert variables["POWERTOOLS_SERVICE_NAME"] == "terrace-tools_sync" and fn["Properties"]["Architectures"] == [
+        "arm64"
+    ]
+    assert variables["TERRACE_URL_SIGNING_SECRET_ARN"] == "" and variables["TERRACE_BOOTSTRAP_SECRET_ARN"] == ""
+    assert variables.get("TERRACE_DATA_KEY_ARN", "") == ""
+    actions = _actions(_statements(synth, "/Functions/ToolsSync/Resource"))
+    assert {"dynamodb:PutItem", "dynamodb:Query"} <= actions
+    assert not {a for a in actions if a.split(":")[0] in ("ssm", "s3", "sqs", "kms", "secretsmanager", "lambda")}

@@ -28,7 +28,7 @@ def test_dashboard_shows_runs_queue_depth_errors_and_latency(synth_options):
 def test_alarms_on_function_errors_and_api_5xx(synth_options):
     alarms = synth_options.resources("AWS::CloudWatch::Alarm").values()
     metrics = sorted(a["Properties"]["MetricName"] for a in alarms)
-    assert metrics.count("Errors") == 4
+    assert metrics.count("Errors") == 5  # api, scaler, reaper, events, tools_sync
     assert "5xx" in metrics
     assert "DashboardName" in synth_options.template["Outputs"]
     dlqs = [a for a in alarms if a["Properties"]["MetricName"] == "ApproximateNumberOfMessagesVisible"]
@@ -101,3 +101,39 @@ def test_no_run_page_links_into_the_runners_log_group(synth):
     (web/ui/cloudwatch.py gives none without TERRACE_RUNNER_LOG_GROUP); Terrace's own log view has the output."""
     _, fn = synth.by_path("/Api/Handler/Resource")
     assert "TERRACE_RUNNER_LOG_GROUP" not in fn["Properties"]["Environment"]["Variables"]
+
+
+def test_a_failed_audit_write_alarms_on_the_metric_the_api_function_publishes(synth_options, synth):
+    """The api function publishes `AuditWriteFailures` (functions/api/handler.py) and declares it; one alarms."""
+    [alarm] = [a for a in synth_options.resources("AWS::CloudWatch::Alarm").values()
+               if a["Properties"]["MetricName"] == "AuditWriteFailures"]  # fmt: skip
+    props = alarm["Properties"]
+    assert props["Namespace"] == "Terrace" and props["Statistic"] == "Sum" and props["Threshold"] == 1
+    assert props["Dimensions"] == [{"Name": "service", "Value": "terrace-api"}]
+    assert props["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert props["TreatMissingData"] == "notBreaching"
+    functions = synth_options.resources("AWS::Lambda::Function").values()
+    [api] = [f for f in functions if _variables(f).get("POWERTOOLS_SERVICE_NAME") == "terrace-api"]
+    assert api["Properties"]["Environment"]["Variables"]["POWERTOOLS_METRICS_DISABLED"] == "false"
+    assert "AuditWriteFailures" in json.dumps(api.get("Metadata", {}))
+
+
+def _variables(function: dict) -> dict:
+    return dict(function["Properties"].get("Environment", {}).get("Variables", {}))
+
+
+def test_audit_logs_option_gives_the_reaper_a_log_group_to_send_the_trail_to(synth_options, synth):
+    """`terrace:auditLogs`: the reaper's audit export (services/audit/export.py) also sends every event to a log
+    group of the stack, which it alone may write; without the option there is none and the reaper has no setting."""
+    group_id, group = synth_options.by_path("/AuditLogs/Resource")
+    assert group["DeletionPolicy"] == "Delete" and group["Properties"]["RetentionInDays"] <= 30
+    _, reaper = synth_options.by_path("/Functions/Reaper/Resource")
+    assert reaper["Properties"]["Environment"]["Variables"]["TERRACE_AUDIT_LOG_GROUP"] == {"Ref": group_id}
+    writers = [
+        policy
+        for policy in synth_options.resources("AWS::IAM::Policy").values()
+        if group_id in json.dumps(policy["Properties"]["PolicyDocument"])
+    ]
+    assert len(writers) == 1 and "logs:PutLogEvents" in json.dumps(writers[0])
+    _, plain = synth.by_path("/Functions/Reaper/Resource")
+    assert "TERRACE_AUDIT_LOG_GROUP" not in plain["Properties"]["Environment"]["Variables"]

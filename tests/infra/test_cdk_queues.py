@@ -81,7 +81,7 @@ def test_every_function_knows_every_queue_url(synth):
         if {"Ref": layer_id} in f["Properties"].get("Layers", [])
         and not f["Metadata"]["aws:cdk:path"].endswith("/Functions/Policy/Resource")
     ]
-    assert len(terrace_functions) == 5
+    assert len(terrace_functions) == 6  # api, scaler, reaper, events, bootstrap, tools_sync
     for fn in terrace_functions:
         variables = fn["Properties"]["Environment"]["Variables"]
         for queue in definitions.QUEUES:

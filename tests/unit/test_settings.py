@@ -79,6 +79,7 @@ VARIABLES = {
     "log_url_ttl_s": ("TERRACE_LOG_URL_TTL_S", "12", 12, 5 * 60),
     "log_read_wait_s": ("TERRACE_LOG_READ_WAIT_S", "0", 0.0, 2.0),
     "audit_retention_days": ("TERRACE_AUDIT_RETENTION_DAYS", "30", 30, 365),
+    "audit_log_group": ("TERRACE_AUDIT_LOG_GROUP", "terrace-audit", "terrace-audit", ""),
     "state_snapshot_interval_s": ("TERRACE_STATE_SNAPSHOT_INTERVAL_S", "13", 13, 300),
     "tool_catalog": ("TERRACE_TOOL_CATALOG", "terraform=1.0.3", "terraform=1.0.3", ""),
     "tool_downloads": ("TERRACE_TOOL_DOWNLOADS", "false", False, True),

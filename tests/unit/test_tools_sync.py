@@ -1,14 +1,21 @@
-"""`terrace tools sync` adds the released versions the mirrors' indexes list and the catalog lacks (official and
-enabled: runs resolve to them at once); pre-releases and what the catalog has are left alone; an index that is not
-one is refused."""
+"""`terrace tools sync` and the daily `tools_sync` function on AWS (against a local HTTP mirror) add the released
+versions the mirrors' indexes list and the catalog lacks (official and enabled: runs resolve to them at once);
+pre-releases and what the catalog has are left alone; an index that is not one is refused."""
 
 from __future__ import annotations
 
+import http.server
 import json
+import threading
+from collections.abc import Iterator
+from types import SimpleNamespace
 
+import httpx
 import pytest
 from run_helpers import make_run_env
+from terrace.bootstrap import build_memory
 from terrace.cli_tools import sync
+from terrace.config import Settings
 from terrace.services.admin import tool_releases
 
 HASHICORP = {"name": "terraform", "versions": {"1.0.3": {}, "1.12.0": {}, "1.12.1-rc1": {}, "0.12.31": {}}}
@@ -40,3 +47,68 @@ def test_an_index_that_is_not_one_is_refused() -> None:
     with pytest.raises(ValueError, match="not an index of opentofu releases"):
         tool_releases.index_versions("opentofu", json.dumps(HASHICORP).encode())
     assert tool_releases.index_url("opentofu", "") == "https://get.opentofu.org/tofu/api.json"
+
+
+class _Mirror(http.server.BaseHTTPRequestHandler):
+    """A release mirror's two indexes on 127.0.0.1 (HashiCorp's layout under /hc, OpenTofu's under /tofu)."""
+
+    asked: list[str] = []
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        self.asked.append(self.path)
+        bodies = {"/hc/terraform/index.json": HASHICORP, "/tofu/api.json": OPENTOFU}
+        body = json.dumps(bodies[self.path]).encode() if self.path in bodies else b"{}"
+        self.send_response(200 if self.path in bodies else 404)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def mirror() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Mirror)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+def test_the_daily_function_syncs_the_catalog_from_the_mirrors_indexes(
+    mirror: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`functions/tools_sync/handler.py` (the EventBridge schedule's target) reads both indexes over HTTP through
+    the container's sync and adds what the catalog lacks; run again, it adds nothing."""
+    from functions.tools_sync import handler
+
+    settings = Settings(table_name="memory", blob_bucket="memory", url_signing_secret="s",
+                        tool_mirror_terraform=f"{mirror}/hc", tool_mirror_opentofu=f"{mirror}/tofu")  # fmt: skip
+    container = build_memory(settings)
+    monkeypatch.setattr(handler, "_get_container", lambda: container)
+    context = SimpleNamespace(function_name="tools_sync", memory_limit_in_mb=512, aws_request_id="req-1",
+                              invoked_function_arn="arn:aws:lambda:us-east-1:123456789012:function:fn")  # fmt: skip
+    _Mirror.asked = []
+    assert handler.lambda_handler({}, context) == {"terraform": ["0.12.31", "1.12.0"], "opentofu": ["1.10.2"]}
+    assert _Mirror.asked == ["/hc/terraform/index.json", "/tofu/api.json"]
+    assert container.tool_versions.list("opentofu", exact="1.10.2")[0].enabled
+    assert handler.lambda_handler({}, context) == {"terraform": [], "opentofu": []}
+
+
+def test_a_mirror_that_answers_no_index_fails_the_invocation(mirror: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from functions.tools_sync import handler
+
+    settings = Settings(table_name="memory", blob_bucket="memory", url_signing_secret="s",
+                        tool_mirror_terraform=f"{mirror}/missing", tool_mirror_opentofu=f"{mirror}/tofu")  # fmt: skip
+    container = build_memory(settings)
+    monkeypatch.setattr(handler, "_get_container", lambda: container)
+    context = SimpleNamespace(function_name="tools_sync", memory_limit_in_mb=512, aws_request_id="req-2",
+                              invoked_function_arn="arn:aws:lambda:us-east-1:123456789012:function:fn")  # fmt: skip
+    with pytest.raises(httpx.HTTPStatusError):
+        handler.lambda_handler({}, context)
+    assert container.tool_versions.list("terraform", exact="1.12.0") == []

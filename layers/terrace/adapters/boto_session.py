@@ -34,7 +34,7 @@ from botocore.loaders import Loader
 DATA_ROOT = Path(__file__).with_name("botocore_data")
 # every service a client is made of: wiring/aws_adapters.py, adapters/secrets.py, functions/*/handler.py (and
 # what botocore itself may call on their behalf: sts for assumed roles)
-SERVICES = frozenset({"dynamodb", "s3", "sqs", "kms", "ecs", "ses", "ssm", "lambda", "secretsmanager", "sts"})
+SERVICES = frozenset({"dynamodb", "s3", "sqs", "kms", "ecs", "ses", "ssm", "lambda", "secretsmanager", "sts", "logs"})
 
 
 def prune(endpoints: dict[str, Any], services: frozenset[str] = SERVICES) -> dict[str, Any]:

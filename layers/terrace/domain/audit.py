@@ -130,3 +130,33 @@ def action_of(method: str, template: str, params: Mapping[str, str] | None = Non
     if method.upper() == "GET" and resource in ("download", "json-download"):
         resource = singular(literals[-2]) if len(literals) > 1 else "state-version"
     return resource, f"{resource}.{verb}"
+
+
+_AUTH_TYPES = {"user": "Client", "team": "Client", "organization": "Client", "anonymous": "Anonymous"}
+
+
+def event_document(event: AuditEvent) -> dict[str, Any]:
+    """One event as HCP Terraform's audit trail API answers it (with Terrace's source address and outcome)."""
+    return {
+        "id": event.id,
+        "version": "0",
+        "type": "Resource",
+        "timestamp": event.timestamp,
+        "auth": {
+            "accessor_id": event.actor.id,
+            "description": event.actor.name,
+            "type": _AUTH_TYPES.get(event.actor.kind, "Client"),
+            "kind": event.actor.kind,
+            "token_id": event.actor.token_id,
+            "impersonator_id": None,
+            "organization_id": event.organization or None,
+        },
+        "request": {"id": event.request_id or None, "source": event.source},
+        "resource": {
+            "id": event.resource_id,
+            "type": event.resource_type,
+            "action": event.action,
+            "outcome": event.outcome,
+            "meta": event.meta,
+        },
+    }

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from terrace.services.admin.settings import AdminSettings
     from terrace.services.admin.site import SiteAdminService
     from terrace.services.admin.store_scim import ScimStore
+    from terrace.services.admin.tool_sync import ToolCatalogSync
     from terrace.services.admin.tool_version_admin import ToolVersionAdmin
     from terrace.services.admin.tool_versions import ToolVersionService
     from terrace.services.admin.users import SiteAdminUsers
@@ -161,6 +162,15 @@ class AccessServices:
         from terrace.services.admin.tool_version_admin import ToolVersionAdmin
 
         return ToolVersionAdmin(self.authz, self.tool_versions, self.site_admin)
+
+    @cached_property
+    def tool_catalog_sync(self) -> ToolCatalogSync:
+        from terrace.adapters.httpx_release_index import read_index
+        from terrace.services.admin.tool_releases import INDEX_MAX
+        from terrace.services.admin.tool_sync import ToolCatalogSync
+
+        mirrors = {"terraform": self.settings.tool_mirror_terraform, "opentofu": self.settings.tool_mirror_opentofu}
+        return ToolCatalogSync(self.tool_versions, mirrors, lambda url: read_index(url, INDEX_MAX))
 
     @cached_property
     def tool_versions(self) -> ToolVersionService:

@@ -1,4 +1,5 @@
-"""The audit trail (services/audit/): its store, the one recorder the app's audit middleware feeds, and the reads.
+"""The audit trail (services/audit/): its store, the one recorder the app's audit middleware feeds, the reads, and the
+daily export to the blob store (a sweep of the reaper: `run_services.py`).
 
 Mixed into `bootstrap.Container`. The recorder's organization lookup is filled here: an organization named in
 the path, or the organization of the workspace, run or state version a path parameter names."""
@@ -8,12 +9,15 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from terrace.adapters.blobs import BlobStore
+from terrace.adapters.log_sink import LogSink
 from terrace.adapters.table import Table
 from terrace.config import Settings
 
 if TYPE_CHECKING:
     from terrace.services.access.authz import Authorizer
     from terrace.services.access.organizations import OrganizationService
+    from terrace.services.audit.export import AuditExport
     from terrace.services.audit.recorder import AuditRecorder
     from terrace.services.audit.store import AuditStore
     from terrace.services.audit.trail import AuditTrail
@@ -25,6 +29,8 @@ if TYPE_CHECKING:
 class AuditServices:
     settings: Settings
     table: Table
+    blobs: BlobStore
+    audit_log_sink: LogSink | None
     # from the areas
     authz: Authorizer
     organizations: OrganizationService
@@ -49,6 +55,18 @@ class AuditServices:
         from terrace.services.audit.trail import AuditTrail
 
         return AuditTrail(self.authz, self.organizations, self.audit_store, self.audit_recorder)
+
+    @cached_property
+    def audit_export(self) -> AuditExport:
+        from terrace.services.audit.export import AuditExport
+
+        return AuditExport(
+            self.audit_store,
+            self.blobs,
+            self.organizations,
+            self.settings.audit_retention_days,
+            log_sink=self.audit_log_sink,
+        )
 
     def _organization_of(self, parameter: str, value: str) -> str | None:
         """The key of the organization a path parameter names (None: it names none, or nothing that exists)."""

@@ -16,6 +16,7 @@ import boto3
 from botocore.config import Config
 
 from terrace.adapters import boto_session
+from terrace.adapters.cloudwatch_log_sink import CloudWatchLogSink
 from terrace.adapters.data_key_encryptor import DataKeyEncryptor, decode_key
 from terrace.adapters.definitions import LANE_QUEUES
 from terrace.adapters.dynamo_table import DynamoTable
@@ -49,6 +50,7 @@ class AwsAdapters:
     lanes: Lanes  # the priority lanes (SQS; in memory when no lane queue is configured: one process only)
     caller_identity: StsCallerIdentity | None  # a runner task's proof of its identity, with a runner task role
     policy_engine: PolicyEngine | None  # the policy function, when one is configured (else the local child)
+    audit_logs: CloudWatchLogSink | None  # the audit export's copy in CloudWatch Logs, when a group is configured
 
 
 def sts_endpoint(settings: Settings) -> str:
@@ -86,6 +88,7 @@ def connect(settings: Settings) -> AwsAdapters:
         lanes=lanes(clients["sqs"], settings, kick),
         caller_identity=StsCallerIdentity(sts_endpoint(settings)) if settings.runner_task_role_arn else None,
         policy_engine=policy_engine(settings),
+        audit_logs=CloudWatchLogSink(clients["logs"], settings.audit_log_group) if settings.audit_log_group else None,
     )
 
 
@@ -161,6 +164,7 @@ def boto_clients(settings: Settings) -> dict[str, Any]:
         "ecs": LazyClient(session, "ecs", config=retry, **common),
         "ses": LazyClient(session, "ses", config=retry, **common),
         "ssm": LazyClient(session, "ssm", config=retry, **common),
+        "logs": LazyClient(session, "logs", config=retry, **common),
     }
 
 

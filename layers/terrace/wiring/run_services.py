@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from terrace.services.access.workload_issuer import WorkloadIssuer
     from terrace.services.admin.settings import AdminSettings
     from terrace.services.admin.tool_versions import ToolVersionService
+    from terrace.services.audit.export import AuditExport
     from terrace.services.outbox_relay import OutboxRelay
     from terrace.services.runs.agent_waits import AgentWaits
     from terrace.services.runs.assessments import AssessmentService
@@ -99,6 +100,7 @@ class RunServices:
     task_stages: TaskStages  # wiring/task_stage_services.py
     stage_progress: StageProgress
     retention_sweep: RetentionSweep  # a use case (wiring/workflow_services.py); the reaper takes it as a `Sweep`
+    audit_export: AuditExport  # the audit trail's daily export (wiring/audit_services.py), one of the reaper's sweeps
     auto_destroy: AutoDestroy  # a use case (wiring/workflow_services.py); the reaper takes it as a `Sweep`
 
     @cached_property
@@ -281,7 +283,7 @@ class RunServices:
             self.retention_sweep,
             stages=self.stage_progress,
             slots=self.runner_slots,
-            sweeps=(self.outbox_relay, self.auto_destroy, self.assessments),
+            sweeps=(self.outbox_relay, self.auto_destroy, self.assessments, self.audit_export),
             phase_timeout=lambda phase: self.admin_settings.phase_timeout_s(phase),
             coalesce_wakes=getattr(self.lanes, "coalesced", contextlib.nullcontext),  # AWS: one scaler wake a pass
         )

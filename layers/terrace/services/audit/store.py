@@ -1,18 +1,34 @@
 """Storage of audit events: one item per event, append-only, in a partition per organization and UTC day
 (`audit#<org>#<YYYY-MM-DD>`, sort key `<epoch µs>#<id>`: read back in order), listed by organization through gsi1
 (`audit#<org>`) so that `delete_all_of` finds every day, and expiring with the table's TTL (`expires_at`) after the
-retention setting. The only module of `services/audit/` that knows the table: the entity is `domain/audit.py`."""
+retention setting. The daily export (`export.py`) keeps its claim and cursor in one item (`auditexport#claim`) and
+notes each object it wrote under its day (`auditexport#<YYYY-MM-DD>`, sort key the organization; gsi1
+`auditexport-of#<org>`), so that the retention finds every object of a day, and an organization's deletion every
+object of the organization, without listing the bucket. The only module of `services/audit/` that knows
+the table: the entity is `domain/audit.py`."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from terrace.adapters.table import Table
+from terrace.adapters.blobs import BlobStore
+from terrace.adapters.table import ConditionFailed, Table
 from terrace.domain.audit import Actor, AuditEvent
 
 DAY_S = 24 * 3600
+_EXPORT_CLAIM = ("auditexport#claim", "last")
+SITE_FOLDER = "_site"
+
+
+def object_key(organization: str, day: date) -> str:
+    """The blob of an organization's exported day (the site's own events under `audit/_site/`)."""
+    return f"audit/{organization or SITE_FOLDER}/{day:%Y/%m/%d}.jsonl"
+
+
+def _exports_of(organization: str) -> str:
+    return f"auditexport-of#{organization or '-'}"
 
 
 def day_of(epoch_us: int) -> str:
@@ -97,8 +113,56 @@ class AuditStore:
                         return
             day += timedelta(days=1)
 
-    def delete_all_of(self, organization: str) -> None:
-        """Every event of an organization (no check: the organization's deletion checked)."""
+    def delete_all_of(self, organization: str, blobs: BlobStore | None = None) -> None:
+        """Every event of an organization and, given the blob store, every object the export wrote of it (no
+        check: the organization's deletion checked)."""
         items = self._table.query(listed_under(organization), index="gsi1")
+        if items:
+            self._table.batch_delete([(item["pk"], item["sk"]) for item in items])
+        if blobs is None:
+            return
+        notes = self._table.query(_exports_of(organization), index="gsi1")
+        for note in notes:
+            blobs.delete(object_key(organization, date.fromisoformat(note["gsi1sk"])))
+        if notes:
+            self._table.batch_delete([(note["pk"], note["sk"]) for note in notes])
+
+    def claim_export(self, now: int, interval_s: int) -> dict[str, Any] | None:
+        """The export's claim (with its cursor: `exported`, `kept_from`) when the last export of any process is
+        `interval_s` old and this process won the conditional write; None otherwise."""
+        item = self._table.get(*_EXPORT_CLAIM)
+        if item is not None and now - int(item["at"]) < interval_s:
+            return None
+        version = int((item or {}).get("version", 0))
+        claim = {**(item or {}), "pk": _EXPORT_CLAIM[0], "sk": _EXPORT_CLAIM[1], "at": now, "version": version + 1}
+        try:
+            if item is None:
+                self._table.put(claim, if_absent=True)
+            else:
+                self._table.put(claim, if_version=version)
+        except ConditionFailed:
+            return None  # another process took this export
+        return claim
+
+    def save_export_cursor(self, claim: dict[str, Any], exported: str, kept_from: str, logged_us: int) -> None:
+        """The days done: every day up to `exported` is exported whole, objects from `kept_from` on are kept,
+        events up to `logged_us` were sent to the log sink."""
+        version = int(claim["version"])
+        cursor = {"exported": exported, "kept_from": kept_from, "logged_us": logged_us, "version": version + 1}
+        try:
+            self._table.put({**claim, **cursor}, if_version=version)
+        except ConditionFailed:
+            pass  # a later claim of another process carries on from the cursor it read
+
+    def note_exported(self, day: str, organization: str) -> None:
+        note = {"pk": f"auditexport#{day}", "sk": organization or "-", "gsi1pk": _exports_of(organization)}
+        self._table.put({**note, "gsi1sk": day})
+
+    def exported_on(self, day: str) -> list[str]:
+        """The organizations whose object of `day` the export wrote (SITE for the site's)."""
+        return [("" if item["sk"] == "-" else item["sk"]) for item in self._table.query(f"auditexport#{day}")]
+
+    def forget_exported(self, day: str) -> None:
+        items = self._table.query(f"auditexport#{day}")
         if items:
             self._table.batch_delete([(item["pk"], item["sk"]) for item in items])

@@ -66,6 +66,11 @@ class AuditTrail:
         self._require_site_reader(principal)
         return self._recorder.recorded, self._recorder.failures
 
+    def write_failures(self) -> int:
+        """Events this process failed to write, for the health endpoint `GET /api/v2/ping` (a count, no event: it
+        needs no principal, so monitoring can alert on it)."""
+        return self._recorder.failures
+
     @staticmethod
     def _require_site_reader(principal: Principal) -> None:
         if principal.kind is not PrincipalKind.USER or not (principal.site_admin or principal.site_auditor):

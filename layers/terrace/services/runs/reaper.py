@@ -12,7 +12,8 @@ Every tick (a Lambda schedule on AWS, a timer locally) it walks the open runs an
 and, at most hourly, runs the data retention sweep it is given (`services/workflows/retention_sweep.py`, a
 workflow above the runs area: this module knows it only as a `Sweep`), and each tick the other sweeps it is
 given (the auto-destroy sweep of ephemeral workspaces, `services/workflows/auto_destroy.py`; the health
-assessment schedule's, `assessments.py`: one query, empty while no workspace has assessments on).
+assessment schedule's, `assessments.py`: one query, empty while no workspace has assessments on; the audit
+trail's daily export, `services/audit/export.py`: one read while not due).
 """
 
 from __future__ import annotations

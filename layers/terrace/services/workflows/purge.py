@@ -83,7 +83,7 @@ class Purge:
         """What an organization holds beside its workspaces: variable sets, queued jobs, SSH keys, agent pools (their
         tokens, agents and queued jobs), run tasks, policies, registry modules, providers and GPG keys, tags, runner
         and organization tokens, and its audit trail."""
-        self._audit.delete_all_of(org_key)
+        self._audit.delete_all_of(org_key, self._blobs)  # and the objects of its daily export
         self._run_store.delete_all_of(  # queued jobs, run tasks
             organization=org_key, blobs=self._blobs, revoke=self._revoke, before_run_deleted=self._policy_evaluations
         )

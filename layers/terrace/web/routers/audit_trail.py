@@ -4,44 +4,14 @@ site's own events and the recorder's counts for site admins and auditors (`/api/
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from terrace.domain.audit import AuditEvent, Filters
+from terrace.domain.audit import AuditEvent, Filters, event_document
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import paginate
 
 router = APIRouter(prefix="/api/v2")
-_AUTH_TYPES = {"user": "Client", "team": "Client", "organization": "Client", "anonymous": "Anonymous"}
-
-
-def event_document(event: AuditEvent) -> dict[str, Any]:
-    """One event as HCP Terraform's audit trail API answers it (with Terrace's source address and outcome)."""
-    return {
-        "id": event.id,
-        "version": "0",
-        "type": "Resource",
-        "timestamp": event.timestamp,
-        "auth": {
-            "accessor_id": event.actor.id,
-            "description": event.actor.name,
-            "type": _AUTH_TYPES.get(event.actor.kind, "Client"),
-            "kind": event.actor.kind,
-            "token_id": event.actor.token_id,
-            "impersonator_id": None,
-            "organization_id": event.organization or None,
-        },
-        "request": {"id": event.request_id or None, "source": event.source},
-        "resource": {
-            "id": event.resource_id,
-            "type": event.resource_type,
-            "action": event.action,
-            "outcome": event.outcome,
-            "meta": event.meta,
-        },
-    }
 
 
 def filters_of(request: Request) -> Filters:

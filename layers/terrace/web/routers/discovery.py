@@ -7,10 +7,12 @@ from fastapi.responses import JSONResponse
 
 from terrace.services.access.terraform_login import LOGIN_SERVICE
 from terrace.web.api_headers import api_headers
+from terrace.web.deps import ContainerDep
 from terrace.web.routers.module_registry import MODULES_V1
 from terrace.web.routers.provider_registry import PROVIDERS_V1
 
 router = APIRouter()
+AUDIT_FAILURES_HEADER = "X-Terrace-Audit-Write-Failures"
 
 DISCOVERY = {
     "tfe.v2": "/api/v2/",
@@ -30,5 +32,8 @@ def discovery() -> JSONResponse:
 
 
 @router.get("/api/v2/ping")
-def ping() -> Response:
-    return Response(status_code=204, headers=api_headers())
+def ping(container: ContainerDep) -> Response:
+    """The health endpoint: 204, with the audit events this process failed to write since it started (embedded:
+    the one server process; on AWS the `AuditWriteFailures` metric and its alarm say it for every function)."""
+    failures = container.audit_trail.write_failures()
+    return Response(status_code=204, headers={**api_headers(), AUDIT_FAILURES_HEADER: str(failures)})
