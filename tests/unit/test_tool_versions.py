@@ -167,3 +167,31 @@ def test_the_top_level_url_and_sha_are_the_linux_amd64_archive_as_in_tfe(site: S
     assert patched["data"]["attributes"]["url"] == "https://m/amd.zip"
     patched = site.client.patch(path, json={"data": {"attributes": {"url": "https://m/new.zip"}}}, headers=site.admin)
     assert [a["url"] for a in patched.json()["data"]["attributes"]["archs"]] == ["https://m/new.zip"]
+
+
+@pytest.mark.parametrize(("kind", "tool"), [("opa-versions", "opa"), ("sentinel-versions", "sentinel")])
+def test_the_policy_tools_versions_are_records_no_run_resolves(site: Site, kind: str, tool: str) -> None:  # noqa: F811
+    """TFE's admin OPA and Sentinel versions (go-tfe's AdminOpaVersions, AdminSentinelVersions): the same records
+    as the run tools', listed empty on a fresh deployment; a run never resolves to one."""
+    base = f"/api/v2/admin/{kind}"
+    assert site.client.get(base, headers=site.admin).json()["data"] == []
+    assert site.client.get(base, headers=site.user).status_code == 404
+    body = {
+        "data": {"type": kind, "attributes": {"version": "0.70.0", "url": "https://x/y", "sha": "ab", "official": True}}
+    }
+    made = site.client.post(base, json=body, headers=site.admin)
+    assert made.status_code == 201, made.text
+    record = made.json()["data"]
+    assert record["type"] == kind and record["attributes"]["usage"] == 0 and record["attributes"]["usable"] is False
+    assert site.client.post(base, json=body, headers=site.admin).status_code == 409
+    patch = {"data": {"type": kind, "attributes": {"deprecated": True, "deprecated-reason": "old"}}}
+    assert (
+        site.client.patch(f"{base}/{record['id']}", json=patch, headers=site.admin).json()["data"]["attributes"][
+            "deprecated-reason"
+        ]
+        == "old"
+    )
+    assert "0.70.0" not in site.container.tool_versions.usable_versions("terraform")
+    assert site.client.get(f"/api/v2/admin/terraform-versions/{record['id']}", headers=site.admin).status_code == 404
+    assert site.client.delete(f"{base}/{record['id']}", headers=site.admin).status_code == 204
+    assert site.client.get(base, headers=site.admin).json()["data"] == []

@@ -12,7 +12,16 @@ from dataclasses import dataclass, field
 
 from terrace.domain.errors import Invalid
 
-TOOLS = ("terraform", "opentofu")
+TOOLS = ("terraform", "opentofu")  # what runs run
+# The site admin's catalogs, by API path: the run tools, and the policy tools TFE lists beside them (OPA policy
+# sets are evaluated by Terrace's own engine whatever version a record names; Sentinel is HashiCorp's own and never
+# runs here: its versions are records only, as an API client of TFE expects them)
+CATALOGS = {
+    "terraform-versions": "terraform",
+    "opentofu-versions": "opentofu",
+    "opa-versions": "opa",
+    "sentinel-versions": "sentinel",
+}
 BINARY_NAMES = {"terraform": "terraform", "opentofu": "tofu"}
 VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?$")
 _TERM_RE = re.compile(r"^\s*(~>|>=|<=|!=|=|>|<)?\s*v?(\d+(?:\.\d+){0,2}(?:-[0-9A-Za-z.-]+)?)\s*$")

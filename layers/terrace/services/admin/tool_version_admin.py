@@ -1,4 +1,5 @@
-"""The site admin API over the deployment's tool versions (`/api/v2/admin/terraform-versions`, `opentofu-versions`):
+"""The site admin API over the deployment's tool versions (`/api/v2/admin/terraform-versions`, `opentofu-versions`,
+and the policy tools' `opa-versions` and `sentinel-versions`):
 every call checks that the caller is a site admin (anyone else: 404), and reads carry how many workspaces ask for
 each exact version (constraints are not counted)."""
 
@@ -7,6 +8,7 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
+from terrace.domain import tool_versions as tv
 from terrace.domain.errors import NotFound
 from terrace.domain.principal import Principal
 from terrace.domain.tool_versions import ToolVersion
@@ -14,7 +16,7 @@ from terrace.services.access.authz import Authorizer
 from terrace.services.admin.site import SiteAdminService
 from terrace.services.admin.tool_versions import ToolVersionService
 
-KINDS = {"terraform-versions": "terraform", "opentofu-versions": "opentofu"}  # the API's paths, by tool
+KINDS = tv.CATALOGS  # the API's paths, by tool
 
 Usage = dict[str, int]
 
@@ -31,8 +33,10 @@ class ToolVersionAdmin:
             raise NotFound(f"/api/v2/admin/{kind} not found")
         return KINDS[kind]
 
-    def _usage(self, principal: Principal) -> Usage:
+    def _usage(self, principal: Principal, tool: str = "terraform") -> Usage:
         counts: Usage = {}
+        if tool not in tv.TOOLS:
+            return counts  # a policy tool's version is asked for by no workspace
         for ws in self._site.workspaces(principal)[0]:
             counts[ws.terraform_version] = counts.get(ws.terraform_version, 0) + 1
         return counts
@@ -40,19 +44,19 @@ class ToolVersionAdmin:
     def list(
         self, principal: Principal, kind: str, *, exact: str = "", search: str = ""
     ) -> tuple[builtins.list[ToolVersion], Usage]:
-        records = self._versions.list(self._tool(principal, kind), exact=exact, search=search)
-        return records, self._usage(principal)
+        tool = self._tool(principal, kind)
+        return self._versions.list(tool, exact=exact, search=search), self._usage(principal, tool)
 
     def get(self, principal: Principal, kind: str, record_id: str) -> tuple[ToolVersion, int]:
         record = self._versions.get(self._tool(principal, kind), record_id)
-        return record, self._usage(principal).get(record.version, 0)
+        return record, self._usage(principal, record.tool).get(record.version, 0)
 
     def create(self, principal: Principal, kind: str, attrs: dict[str, Any]) -> ToolVersion:
         return self._versions.create(self._tool(principal, kind), attrs)
 
     def update(self, principal: Principal, kind: str, record_id: str, attrs: dict[str, Any]) -> tuple[ToolVersion, int]:
         record = self._versions.update(self._tool(principal, kind), record_id, attrs)
-        return record, self._usage(principal).get(record.version, 0)
+        return record, self._usage(principal, record.tool).get(record.version, 0)
 
     def delete(self, principal: Principal, kind: str, record_id: str) -> None:
         self._versions.delete(self._tool(principal, kind), record_id)

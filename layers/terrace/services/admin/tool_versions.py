@@ -30,7 +30,7 @@ USABLE_TTL_S = 10.0  # how long a process resolves runs against the usable versi
 
 def _fetchable(item: dict[str, Any]) -> bool:
     """A runner can fetch it: an official release (checked against the vendor's signed sums)."""
-    return bool(item.get("official")) and tv.is_version(item.get("tool_version", ""))
+    return item.get("tool") in tv.TOOLS and bool(item.get("official")) and tv.is_version(item.get("tool_version", ""))
 
 
 def _record(item: dict[str, Any], usable: set[tuple[str, str]], downloads: bool = False) -> ToolVersion:

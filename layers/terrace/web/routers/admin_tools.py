@@ -1,5 +1,6 @@
-"""/api/v2/admin/terraform-versions (TFE's shape) and /api/v2/admin/opentofu-versions (the same shape, type
-`opentofu-versions`): the tool versions of the deployment. 404 to anyone but a site admin."""
+"""/api/v2/admin/terraform-versions (TFE's shape), /api/v2/admin/opentofu-versions (the same shape, type
+`opentofu-versions`) and the policy tools' opa-versions and sentinel-versions: the tool versions of the deployment.
+404 to anyone but a site admin."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
-from terrace.domain.tool_versions import ToolVersion
+from terrace.domain.tool_versions import CATALOGS, ToolVersion
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONAPIResponse, JSONBody, body_attributes, resource, respond, respond_page
 
@@ -15,7 +16,7 @@ router = APIRouter(prefix="/api/v2/admin")
 
 
 def serialize(record: ToolVersion, usage: int) -> dict[str, Any]:
-    kind = "terraform-versions" if record.tool == "terraform" else "opentofu-versions"
+    kind = next(path for path, tool in CATALOGS.items() if tool == record.tool)
     return resource(
         kind,
         record.id,
