@@ -88,6 +88,9 @@ def test_policy_sets_members_and_includes() -> None:
     included = {(i["type"], i["id"]) for i in read["included"]}
     assert included == {("workspaces", env.workspace_id), ("policies", policy_id)}
     assert read["included"][0]["attributes"]["name"] in ("app", "no_null")
+    patterns = {"data": {"type": "policy-sets", "attributes": {"policy-update-patterns": ["*.rego", "policies/**"]}}}
+    updated = env.api("PATCH", f"/policy-sets/{ps['id']}", patterns).json()["data"]["attributes"]
+    assert updated["policy-update-patterns"] == ["*.rego", "policies/**"]  # HCP's name (go-tfe v1.109)
     removed = env.api("DELETE", f"/policy-sets/{ps['id']}/relationships/workspaces",
                       {"data": [{"type": "workspaces", "id": env.workspace_id}]})  # fmt: skip
     assert removed.status_code == 204

@@ -50,7 +50,8 @@ def policy_set(s: PolicySet) -> dict[str, Any]:
             "agent-enabled": s.agent_enabled,
             "policy-tool-version": s.policy_tool_version,
             "policies-path": s.policies_path,
-            "policy-update-pattern": list(s.policy_update_pattern),
+            "policy-update-patterns": list(s.policy_update_pattern),
+            "policy-update-pattern": list(s.policy_update_pattern),  # the name Terrace once answered with
             "tag-selectors": [
                 {"tag-key": t.key, "tag-value": t.value, "is-exclude": t.exclude} for t in s.tag_selectors
             ],

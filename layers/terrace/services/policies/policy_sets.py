@@ -249,7 +249,10 @@ class PolicySetService:
         item["policy_tool_version"] = str(tool or "")[:64] if item["agent_enabled"] else ""
         path = attrs.get("policies-path", item.get("policies_path", ""))
         item["policies_path"] = str(path or "")[:512]
-        pattern = attrs.get("policy-update-pattern", item.get("policy_update_pattern", []))
+        # HCP's name is `policy-update-patterns`; the singular, which Terrace once read, is still taken
+        pattern = attrs.get(
+            "policy-update-patterns", attrs.get("policy-update-pattern", item.get("policy_update_pattern", []))
+        )
         item["policy_update_pattern"] = [str(p)[:256] for p in pattern][:50] if isinstance(pattern, list) else []
         return item
 
