@@ -139,3 +139,18 @@ def test_a_bucket_copy_that_is_not_the_signed_archive_is_not_used(
     fetcher = _fetcher(mirror, tmp_path)
     assert fetcher.ensure("opentofu", "1.8.1", bucket=(blobs.presign_get(key, 300), None)).is_file()
     assert (fetcher.fetches, fetcher.bucket_hits) == (1, 0)
+
+
+def test_each_tool_trusts_its_own_vendors_key_only() -> None:
+    """The keys that ship are HashiCorp's and OpenTofu's release keys (by their published fingerprints), and each
+    vouches for its own tool's releases only."""
+    import pysequoia
+    from terrace.runner import release_check
+
+    def fingerprints(keys: list[bytes]) -> set[str]:
+        return {cert.fingerprint.upper() for key in keys for cert in pysequoia.Cert.split_bytes(key)}
+
+    assert fingerprints(release_check.shipped_keys("terraform")) == {"C874011F0AB405110D02105534365D9472D7468F"}
+    assert fingerprints(release_check.shipped_keys("opentofu")) == {"E3E6E43D84CB852EADB0051D0C0AF313E5FD9F80"}
+    assert release_check.shipped_keys("sentinel") == []
+    assert len(release_check.shipped_keys()) == 2

@@ -1,7 +1,8 @@
 """The checks a fetched terraform or OpenTofu release passes before a job may run it: the vendor's `SHA256SUMS`
-carries a detached OpenPGP signature made by a key the runner trusts (HashiCorp's key ships in `runner/keys/`;
-TERRACE_TOOL_TRUSTED_KEYS adds or replaces keys), and the archive's SHA-256 is the one those sums list for it (and
-the one the deployment's catalog records, when it records one)."""
+carries a detached OpenPGP signature made by a key the runner trusts (each vendor's key ships in `runner/keys/` and
+vouches for its own tool only: HashiCorp's, fingerprint C874011F…72D7468F, for terraform; OpenTofu's,
+E3E6E43D…E5FD9F80, for OpenTofu; TERRACE_TOOL_TRUSTED_KEYS replaces them), and the archive's SHA-256 is the one
+those sums list for it (and the one the deployment's catalog records, when it records one)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,13 @@ class ReleaseRefused(Exception):
     """The release failed a check: nothing of it is kept; the message says which."""
 
 
-def shipped_keys() -> list[bytes]:
-    return [path.read_bytes() for path in sorted(KEYS_DIR.glob("*.asc"))]
+VENDOR_KEYS = {"terraform": "hashicorp.asc", "opentofu": "opentofu.asc"}  # the file of each tool's vendor key
+
+
+def shipped_keys(tool: str | None = None) -> list[bytes]:
+    """The vendor key of `tool` that ships with Terrace (every shipped key when None)."""
+    names = [VENDOR_KEYS[tool]] if tool in VENDOR_KEYS else [] if tool else sorted(VENDOR_KEYS.values())
+    return [(KEYS_DIR / name).read_bytes() for name in names]
 
 
 def load_keys(paths: str) -> list[bytes]:

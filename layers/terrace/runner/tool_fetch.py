@@ -97,7 +97,7 @@ class ToolFetcher:
         self.cache_dir = cache_dir
         self._transfers = transfers
         self._mirrors = {**DEFAULT_MIRRORS, **{k: v for k, v in (mirrors or {}).items() if v}}
-        self._keys = keys if keys is not None else release_check.shipped_keys()
+        self._keys = keys  # None: each tool's own vendor key (release_check.VENDOR_KEYS)
         self._arch = arch or host_arch()
         self._locks: dict[tuple[str, str], threading.Lock] = {}
         self._locks_guard = threading.Lock()
@@ -187,7 +187,8 @@ class ToolFetcher:
             archive, sums, signature = staging / "release.zip", staging / "SHA256SUMS", staging / "SHA256SUMS.sig"
             self._download(f"{release.folder}/{release.sums_name}", sums, release_check.SUMS_MAX, release.sums_name)
             self._signature(release, signature)
-            release_check.verify_signature(sums.read_bytes(), signature.read_bytes(), self._keys)
+            keys = self._keys if self._keys is not None else release_check.shipped_keys(release.tool)
+            release_check.verify_signature(sums.read_bytes(), signature.read_bytes(), keys)
             listed = release_check.listed_sum(sums.read_bytes(), release.archive_name)
             self._archive(release, archive, listed, bucket)
             folder = staging / release.version
