@@ -130,8 +130,9 @@ def test_queue_plan_watch_logs_apply_diff_roll_back_and_search(run_stack: Any, p
     ws_id = run_stack.container.workspaces.find_id("web", "site")
     page.get_by_role("link", name="Runs").click()
     expect(page.get_by_text("No runs yet")).to_be_visible()
-    page.get_by_role("button", name="Queue plan").click()
-    expect(page.get_by_role("alert")).to_contain_text("configuration")  # nothing uploaded yet: inline error
+    # nothing uploaded yet: no plan to queue, and the page says how to upload one
+    expect(page.locator("#no-configuration")).to_contain_text("No configuration has been uploaded yet")
+    expect(page.get_by_role("button", name="Queue plan")).to_have_count(0)
     shoot(page, "runs-empty")
     upload_configuration(api, ws_id)
 

@@ -45,6 +45,7 @@ SERVICE_VALUE_TYPES = {
     "workflows/project_pages.py:ProjectsPage",
     "workflows/project_pages.py:ProjectPage",
     "workflows/project_pages.py:ProjectRow",
+    "workflows/workspace_settings.py:SettingsView",
     # a store's record of what its item holds beside the entity (the organization's id, a ciphertext, a version)
     "workspaces/store_agent_pools.py:StoredPool",
     "workspaces/store_ssh_keys.py:StoredSSHKey",
