@@ -58,7 +58,7 @@ def clients(*, repeats: tuple[Client, ...] = ()) -> list[Any]:
     ]
 
 
-CLIENTS = clients()  # both in `make test`: OpenTofu's remote apply, outputs, state and remote state
+CLIENTS = clients()  # both in `make test`: OpenTofu's remote apply and outputs (state, remote state: e2e-clients)
 TOFU_REPEATS = clients(repeats=(TOFU_19,))  # OpenTofu's run in `make e2e-clients` only
 
 # An explicit source: OpenTofu would otherwise look for hashicorp/null in its own registry, and the local
@@ -215,7 +215,7 @@ def test_auto_approve_uses_workspace_variables_and_cli_variables_win(client, run
     assert [r["attributes"]["status"] for r in runs(run_api, ws_id)] == ["applied", "applied"]
 
 
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client", TOFU_REPEATS)
 def test_state_pull_and_push(client, run_api, work, unique, tmp_path):
     name = unique("cstate")
     ws_id = workspace(run_api, name)
@@ -281,7 +281,7 @@ output "from_source" {
 """
 
 
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client", TOFU_REPEATS)
 def test_terraform_remote_state_from_a_workspace_with_global_remote_state(client, run_stack, run_api, work, unique):
     source, consumer = unique("csource"), unique("cconsumer")
     workspace(run_api, source, **{"global-remote-state": True})
