@@ -37,3 +37,8 @@ def test_cost_estimation_off_gives_new_runs_no_estimate() -> None:
     env.container.admin_settings.update(caller, "cost-estimation", {"enabled": False})
     plain = env.create_run(env.upload_config())
     assert plain["relationships"]["cost-estimate"]["data"] is None
+    # the organization reads so (TFE's; go-tfe v1.41's run helpers then wait for `planned`, not `cost_estimated`)
+    assert (
+        env.api("GET", f"/organizations/{env.organization}").json()["data"]["attributes"]["cost-estimation-enabled"]
+        is False
+    )

@@ -220,6 +220,7 @@ class AccessServices:
             self.authz,
             check_default_agent_pool=lambda org, mode, pool: self.agent_pools.check_default(org, mode, pool),
             creation_limited=lambda: self.admin_settings.limits_organization_creation(),
+            cost_estimation_available=lambda: bool(self.admin_settings.current("cost-estimation")["enabled"]),
         )
 
     # teams and access -------------------------------------------------------------------

@@ -46,9 +46,12 @@ class OrganizationService:
         *,
         check_default_agent_pool: DefaultPoolCheck,
         creation_limited: Callable[[], bool] = lambda: False,
+        cost_estimation_available: Callable[[], bool] = lambda: True,
         cache_ttl_s: float = 2.0,
     ) -> None:
         self._creation_limited = creation_limited  # the site admin's limit-user-organization-creation
+        # the site admin's cost estimation switch: off, no organization estimates costs, and each reads so (as TFE)
+        self._cost_estimation_available = cost_estimation_available
         self._store = store
         self._authz = authz
         self._cache_ttl_s = cache_ttl_s
@@ -111,10 +114,17 @@ class OrganizationService:
             self._authz.require(principal, action, org.view)
         except NotFound as exc:  # hidden answers as absent, in the same words
             raise NotFound(f"organization {name} not found") from exc
-        return org
+        return self._shown(org)
 
     def list(self, principal: Principal) -> list[Organization]:
-        return [org for org in self._store.all() if self._authz.can(principal, Action.READ_ORGANIZATION, org.view)]
+        readable = self._store.all()
+        return [self._shown(o) for o in readable if self._authz.can(principal, Action.READ_ORGANIZATION, o.view)]
+
+    def _shown(self, org: Organization) -> Organization:
+        """`org` as its readers see it: without cost estimation while the site admin has it off."""
+        if org.cost_estimation_enabled and not self._cost_estimation_available():
+            return dataclasses.replace(org, settings={**org.settings, "cost-estimation-enabled": False})
+        return org
 
     def all(self) -> builtins.list[Organization]:
         """Every organization, without a permission check (the site admin API checks first)."""
@@ -162,7 +172,7 @@ class OrganizationService:
             self._default_agent_pool(dataclasses.replace(record.org, **stored), settings, changes)
         enforced = bool(settings["assessments-enforced"]) if "assessments-enforced" in changes else None
         try:
-            return self._store.update(record, new_name, stored, enforced)
+            return self._shown(self._store.update(record, new_name, stored, enforced))
         finally:
             self._forget(record.org)
 
