@@ -316,38 +316,3 @@ def run_terraform(
         return tf.write(main_tf) if main_tf else tf
 
     return make
-
-
-TERRAFORM_115 = Path(
-    os.environ.get(
-        "TERRACE_TEST_TERRAFORM_115",
-        Path(__file__).resolve().parents[3] / "shared" / "tools" / "terraform-1.15" / "terraform",
-    )
-)
-
-
-@pytest.fixture(scope="session")
-def tf115_stack() -> Iterator[StackInfo]:
-    """A run stack whose tool catalog holds terraform 1.15.9 besides the usual binaries (the actions, query and
-    module test e2e files share it)."""
-    state_dir = traversable(Path(tempfile.mkdtemp(prefix="terrace-e2e-tf115-")))
-    folder = state_dir / "tools" / "terraform" / "1.15.9"
-    folder.mkdir(parents=True)
-    for part in (state_dir / "tools", state_dir / "tools" / "terraform", folder):
-        part.chmod(0o755)
-    (folder / "terraform").symlink_to(TERRAFORM_115.resolve())
-    local = LocalStack(
-        port=0,
-        organization="tf115",
-        state_dir=state_dir,
-        prefix=f"e2e-tf115-{uuid.uuid4().hex[:8]}",
-        data_dir=None if BACKEND == "moto" else state_dir / "data",
-    )
-    local.settings_overrides = dict(RUN_SETTINGS)
-    local.start()
-    try:
-        assert local.info is not None
-        yield StackInfo(**local.info.as_dict())
-    finally:
-        local.stop()
-        shutil.rmtree(state_dir, ignore_errors=True)
