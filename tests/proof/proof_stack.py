@@ -80,6 +80,7 @@ class Client:
         info = self.stack.info
         assert info is not None
         self.org = info.organization
+        self.lock_left = False  # the last write's unlock was not answered: its lock is still held (terraform says so)
         self.http = httpx.Client(
             base_url=info.url,
             verify=ssl.create_default_context(cafile=info.ca_bundle),
@@ -138,7 +139,8 @@ class Client:
         state = state_doc(serial, lineage)
         md5 = base64.b64encode(hashlib.md5(state).digest()).decode()  # noqa: S324
         written = self.call("POST", url, params={"ID": lock_id}, content=state, headers={"Content-MD5": md5})
-        self.call("DELETE", url + "/lock", content=json.dumps(info))
+        unlocked = self.call("DELETE", url + "/lock", content=json.dumps(info))
+        self.lock_left = unlocked.status_code != 200
         return state if written.status_code == 200 else None
 
     # go-tfe: lock, create a state version, unlock ---------------------------------------
@@ -164,9 +166,10 @@ class Client:
             json={"data": {"type": "state-versions", "attributes": attributes}},
             headers={"Content-Type": JSONAPI},
         )
-        self.call(
+        unlocked = self.call(
             "POST", f"/api/v2/workspaces/{workspace_id}/actions/unlock", json={}, headers={"Content-Type": JSONAPI}
         )
+        self.lock_left = unlocked.status_code != 200
         return state if created.status_code == 201 else None
 
     def force_unlock(self, workspace_id: str) -> None:

@@ -89,6 +89,20 @@ def test_a_signature_verifies_for_its_own_purpose_only() -> None:
     assert not UrlSigning("other").verify(signature, Purpose.BLOB_GET, "plans/run-1/plan.bin", 100, 0)
 
 
+def test_only_the_canonical_spelling_of_a_signature_verifies() -> None:
+    """The last base64url character of a 32-byte MAC has two unused bits: every other spelling is refused."""
+    import string
+
+    from terrace.domain.url_signing import Purpose, UrlSigning
+
+    signing = UrlSigning("secret")
+    for expires in range(8):  # several signatures, so last characters with every pattern of unused bits occur
+        signature = signing.sign(Purpose.LOG_READ, "plan-1", expires)
+        for other in string.ascii_letters + string.digits + "-_":
+            if other != signature[-1]:
+                assert not signing.verify(signature[:-1] + other, Purpose.LOG_READ, "plan-1", expires)
+
+
 def test_blob_urls_minted_for_one_method_never_serve_another(embedded: tuple[Container, TestClient]) -> None:
     container, client = embedded
     blobs = container.blobs
