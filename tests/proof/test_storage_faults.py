@@ -54,7 +54,7 @@ def test_state_writes_survive_table_and_blob_faults(backend: str, proof_rng: ran
                 else:
                     refused += 1
                 if state is None or client.lock_left:
-                    client.force_unlock(workspace_id)  # as a user after a failed run or "Error releasing the state lock"
+                    client.force_unlock(workspace_id)  # as a user after a failed run or a lost unlock
             # recovery: with the window closed, a write goes through at once
             final = sized(8, 60) + 1
             state = client.http_write(name, final, lineage)
