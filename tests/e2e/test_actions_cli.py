@@ -13,27 +13,19 @@ tool catalog before it starts, so workspaces pinned to 1.15.9 run on it.
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
-import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BACKEND, RUN_SETTINGS, Api, StackInfo, client_env
+from conftest import Api, StackInfo, client_env
 from e2e_runs import runs
-from job_uids import traversable
-from terrace.local.stack import LocalStack
+from tf115_stack import ABSENT, TERRAFORM_115, tf115_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
-REPO_ROOT = Path(__file__).resolve().parents[2]
-TERRAFORM_115 = Path(
-    os.environ.get("TERRACE_TEST_TERRAFORM_115", REPO_ROOT.parent / "shared" / "tools" / "terraform-1.15" / "terraform")
-)
-pytestmark.append(pytest.mark.skipif(not TERRAFORM_115.exists(), reason=f"terraform 1.15 is not at {TERRAFORM_115}"))
+pytestmark.append(pytest.mark.skipif(not TERRAFORM_115.exists(), reason=ABSENT))
 CLIENT_TIMEOUT_S = 300
 BODY = 'resource "null_resource" "a" {}\n'
 PROVIDERS = '  required_providers {\n    null = { source = "registry.terraform.io/hashicorp/null" }\n  }\n'
@@ -41,28 +33,8 @@ PROVIDERS = '  required_providers {\n    null = { source = "registry.terraform.i
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[StackInfo]:
-    """A run stack whose tool catalog holds terraform 1.15.9 besides the usual binaries."""
-    state_dir = traversable(Path(tempfile.mkdtemp(prefix="terrace-e2e-actions-")))
-    folder = state_dir / "tools" / "terraform" / "1.15.9"
-    folder.mkdir(parents=True)
-    for part in (state_dir / "tools", state_dir / "tools" / "terraform", folder):
-        part.chmod(0o755)
-    (folder / "terraform").symlink_to(TERRAFORM_115.resolve())
-    local = LocalStack(
-        port=0,
-        organization="actions",
-        state_dir=state_dir,
-        prefix=f"e2e-actions-{uuid.uuid4().hex[:8]}",
-        data_dir=None if BACKEND == "moto" else state_dir / "data",
-    )
-    local.settings_overrides = dict(RUN_SETTINGS)
-    local.start()
-    try:
-        assert local.info is not None
-        yield StackInfo(**local.info.as_dict())
-    finally:
-        local.stop()
-        shutil.rmtree(state_dir, ignore_errors=True)
+    with tf115_stack("actions") as info:
+        yield info
 
 
 @pytest.fixture(scope="module")

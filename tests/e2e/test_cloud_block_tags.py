@@ -11,19 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tf115_stack import TERRAFORM_115
 
 pytestmark = pytest.mark.e2e
 TERRAFORM_111 = Path(os.environ.get("TERRACE_TEST_TERRAFORM_111", "/usr/local/bin/terraform"))
 TOFU = Path(os.environ.get("TERRACE_TEST_TOFU", "/work/shared/tools/opentofu/tofu"))
-_ROOT = Path(__file__).resolve().parents[2]
-_TF115 = (
-    Path("tools") / "terraform-1.15" / "terraform"
-)  # in ../shared of the main checkout (../../shared of a worktree)
-TERRAFORM_115 = Path(
-    os.environ.get("TERRACE_TEST_TERRAFORM_115")
-    or next((p for p in (_ROOT.parent / "shared" / _TF115, _ROOT.parent.parent / "shared" / _TF115) if p.exists()),
-            _ROOT.parent / "shared" / _TF115)
-)  # fmt: skip
 
 
 def _client(binary: Path, work: Path, env: dict[str, str]) -> Any:

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 from e2e_runs import runs
-from test_actions_cli import TERRAFORM_115 as TERRAFORM_115_PATH
 from test_cloud_block import CLIENTS, TERRAFORM_111, TOFU_REPEATS, Client, work, workspace  # noqa: F401 - a fixture
+from tf115_stack import TERRAFORM_115 as TERRAFORM_115_PATH
 
 pytestmark = [
     pytest.mark.e2e,

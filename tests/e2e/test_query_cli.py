@@ -15,51 +15,28 @@ tool catalog before it starts, as `test_actions_cli.py`'s does.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BACKEND, RUN_SETTINGS, Api, StackInfo, client_env
-from job_uids import traversable
-from terrace.local.stack import LocalStack
-from test_actions_cli import TERRAFORM_115, terraform
+from conftest import Api, StackInfo, client_env
+from test_actions_cli import terraform
+from tf115_stack import ABSENT, TERRAFORM_115, tf115_stack
 
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.timeout(600),
-    pytest.mark.skipif(not TERRAFORM_115.exists(), reason=f"terraform 1.15 is not at {TERRAFORM_115}"),
+    pytest.mark.skipif(not TERRAFORM_115.exists(), reason=ABSENT),
 ]
 QUERY = 'list "terraform_data" "all" {\n  provider = terraform\n}\n'
 
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[StackInfo]:
-    """A run stack whose tool catalog holds terraform 1.15.9 besides the usual binaries."""
-    state_dir = traversable(Path(tempfile.mkdtemp(prefix="terrace-e2e-query-")))
-    folder = state_dir / "tools" / "terraform" / "1.15.9"
-    folder.mkdir(parents=True)
-    for part in (state_dir / "tools", state_dir / "tools" / "terraform", folder):
-        part.chmod(0o755)
-    (folder / "terraform").symlink_to(TERRAFORM_115.resolve())
-    local = LocalStack(
-        port=0,
-        organization="query",
-        state_dir=state_dir,
-        prefix=f"e2e-query-{uuid.uuid4().hex[:8]}",
-        data_dir=None if BACKEND == "moto" else state_dir / "data",
-    )
-    local.settings_overrides = dict(RUN_SETTINGS)
-    local.start()
-    try:
-        assert local.info is not None
-        yield StackInfo(**local.info.as_dict())
-    finally:
-        local.stop()
-        shutil.rmtree(state_dir, ignore_errors=True)
+    with tf115_stack("query") as info:
+        yield info
 
 
 @pytest.fixture(scope="module")
