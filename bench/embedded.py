@@ -20,11 +20,12 @@ import signal
 import subprocess
 import time
 import uuid
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from bench import embedded_roundtrip
 from bench.api_latency import OPERATIONS, concurrently, latency_levels, operation, prepare_workspace
-from bench.common import MB, TERRAFORM, Api, Outcome, Size, local_stack, median, percentile, rss_bytes, unique
+from bench.common import MB, TERRAFORM, Api, Outcome, Size, Stack, local_stack, median, percentile, rss_bytes, unique
 from bench.run_overhead import remote_backend, terraform_env
 from bench.state_roundtrip import RoundTrip
 
@@ -34,10 +35,17 @@ STOP_TARGET_S = 5.0
 UNLIMITED = 0  # api_rate_limit_per_s: the benchmark measures the server, not TFC's per-token limit (30/s)
 
 
-def latency(backend: str, size: Size) -> dict[str, list[float]]:
+def _server(backend: str, shared: Stack | None) -> AbstractContextManager[Stack]:
+    """A stack of its own for a measurement (full and quick sizes), or the one the smoke size shares between them."""
+    if shared is not None:
+        return nullcontext(shared)
+    return local_stack(workers=False, backend=backend, api_rate_limit_per_s=UNLIMITED)
+
+
+def latency(backend: str, size: Size, shared: Stack | None = None) -> dict[str, list[float]]:
     levels = latency_levels(size)
     found: dict[str, list[float]] = {}
-    with local_stack(workers=False, backend=backend, api_rate_limit_per_s=UNLIMITED) as stack:
+    with _server(backend, shared) as stack:
         setup = Api(stack)
         workspaces = [prepare_workspace(setup) for _ in range(max(levels))]
         apis = [Api(stack) for _ in range(max(levels))]
@@ -67,10 +75,10 @@ def _state(serial: int, lineage: str, size: int = 10 * 1024) -> bytes:
     return json.dumps(doc).encode()
 
 
-def rss_over_writes(backend: str, writes: int, warmup: int = 50) -> dict[str, Any]:
+def rss_over_writes(backend: str, writes: int, warmup: int = 50, shared: Stack | None = None) -> dict[str, Any]:
     """RSS (MB) after `warmup` state writes and every 100 after, to `writes` (more than `warmup`)."""
     samples: dict[int, float] = {}
-    with local_stack(workers=False, backend=backend, api_rate_limit_per_s=UNLIMITED) as stack:
+    with _server(backend, shared) as stack:
         api = Api(stack)
         try:
             ws_id = api.create_workspace(unique("rss"), **{"execution-mode": "local"})["id"]
@@ -155,10 +163,10 @@ def stop_with_a_run_in_flight(backend: str, settle_s: float = 2.0) -> dict[str, 
     return {"stop_s": stop_s}
 
 
-def round_trips(backend: str, size: Size) -> dict[str, Any]:
+def round_trips(backend: str, size: Size, shared: Stack | None = None) -> dict[str, Any]:
     plan = size.pick(full=[(1, 5), (10, 3), (100, 2)], quick=[(1, 2), (10, 1), (100, 1)], smoke=[(1, 1)])
     found: dict[str, Any] = {}
-    with local_stack(workers=False, backend=backend, api_rate_limit_per_s=UNLIMITED) as stack:
+    with _server(backend, shared) as stack:
         trip = RoundTrip(stack)
         try:
             trip.terrace(trip.next_state(64 * 1024))
@@ -189,13 +197,16 @@ def run(size: Size = Size.FULL) -> Outcome:
     )
     warmup = size.pick(full=50, quick=50, smoke=2)  # writes before the first sample
     for backend in BACKENDS:
-        results[backend]["latency"] = latency(backend, size)
-        results[backend]["rss"] = rss_over_writes(backend, writes[backend], warmup)
+        # the smoke size (make test: does the benchmark still run?) measures on one server per backend; the others
+        # give each measurement a fresh server, so that one's RSS or warm caches never reach the next
+        with _server(backend, None) if size is Size.SMOKE else nullcontext(None) as shared:
+            results[backend]["latency"] = latency(backend, size, shared)
+            results[backend]["rss"] = rss_over_writes(backend, writes[backend], warmup, shared)
+            if backend == "moto":
+                results[backend]["round_trip"] = round_trips(backend, size, shared)
+            else:
+                results[backend]["round_trip"] = embedded_roundtrip.measure(size)
         results[backend]["stop"] = stop_with_a_run_in_flight(backend, size.pick(full=2.0, quick=2.0, smoke=0.2))
-        if backend == "moto":
-            results[backend]["round_trip"] = round_trips(backend, size)
-        else:
-            results[backend]["round_trip"] = embedded_roundtrip.measure(size)
     emb, moto = results["embedded"], results["moto"]
     for label in emb["latency"]:
         for p in (50, 99):

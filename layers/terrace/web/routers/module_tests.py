@@ -6,9 +6,10 @@ case is `services/workflows/module_tests.py`."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Depends, Request, Response
 
 from terrace.bootstrap import Container
 from terrace.domain import module_tests as model
@@ -33,8 +34,23 @@ BASE = "/organizations/{organization}/tests/registry-modules/{registry}/{namespa
 router = APIRouter(prefix="/api/v2")
 
 
-def _base(organization: str, registry: str, namespace: str, name: str, provider: str) -> str:
-    return f"/api/v2/organizations/{organization}/tests/registry-modules/{registry}/{namespace}/{name}/{provider}"
+@dataclass(frozen=True)
+class ModulePath:
+    """The module a route's path names: its organization and its address (registry, namespace, name, provider)."""
+
+    organization: str
+    address: tuple[str, str, str, str]
+
+    @property
+    def base(self) -> str:
+        return f"/api/v2/organizations/{self.organization}/tests/registry-modules/{'/'.join(self.address)}"
+
+
+def _module_path(organization: str, registry: str, namespace: str, name: str, provider: str) -> ModulePath:
+    return ModulePath(organization, (registry, namespace, name, provider))
+
+
+ModuleDep = Annotated[ModulePath, Depends(_module_path)]
 
 
 def test_run(container: Container, run: Run, base: str) -> dict[str, Any]:
@@ -70,182 +86,130 @@ def test_variable(v: Variable, base: str) -> dict[str, Any]:
 
 @router.post(BASE + "/test-runs/configuration-versions")
 def create_test_configuration_version(
-    organization: str,
-    registry: str,
-    namespace: str,
-    name: str,
-    provider: str,
+    module: ModuleDep,
     _body: JSONBody,
     container: ContainerDep,
     principal: PrincipalDep,
 ) -> JSONAPIResponse:
     """Any body or none, as go-tfe sends none."""
-    address = (registry, namespace, name, provider)
-    cv, upload_url = container.module_tests.create_configuration(principal, organization, address)
+    cv, upload_url = container.module_tests.create_configuration(principal, module.organization, module.address)
     return respond(rser.configuration_version(cv, upload_url), 201)
 
 
 @router.post(BASE + "/test-runs")
 def create_test_run(
-    organization: str,
-    registry: str,
-    namespace: str,
-    name: str,
-    provider: str,
+    module: ModuleDep,
     body: JSONBody,
     container: ContainerDep,
     principal: PrincipalDep,
 ) -> JSONAPIResponse:
     data = read_document(body, "test-runs")
     cv_id = relationship_id(data, "configuration-version", "configuration-versions")
-    address = (registry, namespace, name, provider)
-    run = container.module_tests.create_run(principal, organization, address, attributes(data), cv_id)
-    return respond(test_run(container, run, _base(organization, *address)), 201)
+    run = container.module_tests.create_run(principal, module.organization, module.address, attributes(data), cv_id)
+    return respond(test_run(container, run, module.base), 201)
 
 
 @router.get(BASE + "/test-runs")
 def list_test_runs(
-    organization: str,
-    registry: str,
-    namespace: str,
-    name: str,
-    provider: str,
+    module: ModuleDep,
     request: Request,
     container: ContainerDep,
     principal: PrincipalDep,
 ) -> JSONAPIResponse:
-    address = (registry, namespace, name, provider)
-    base = _base(organization, *address)
-    runs = container.module_tests.runs(principal, organization, address)
-    return respond_page(request, runs, lambda run: test_run(container, run, base))
+    runs = container.module_tests.runs(principal, module.organization, module.address)
+    return respond_page(request, runs, lambda run: test_run(container, run, module.base))
 
 
 @router.get(BASE + "/test-runs/{test_run_id}")
 def read_test_run(
-    organization: str,
-    registry: str,
-    namespace: str,
-    name: str,
-    provider: str,
+    module: ModuleDep,
     test_run_id: str,
     container: ContainerDep,
     principal: PrincipalDep,
 ) -> JSONAPIResponse:
-    address = (registry, namespace, name, provider)
-    run = container.module_tests.run(principal, organization, address, test_run_id)
-    return respond(test_run(container, run, _base(organization, *address)))
+    run = container.module_tests.run(principal, module.organization, module.address, test_run_id)
+    return respond(test_run(container, run, module.base))
 
 
 @router.post(BASE + "/test-runs/{test_run_id}/cancel")
 def cancel_test_run(
-    organization: str,
-    registry: str,
-    namespace: str,
-    name: str,
-    provider: str,
+    module: ModuleDep,
     test_run_id: str,
     _body: JSONBody,
     container: ContainerDep,
     principal: PrincipalDep,
 ) -> Response:
-    container.module_tests.cancel(principal, organization, (registry, namespace, name, provider), test_run_id)
+    container.module_tests.cancel(principal, module.organization, module.address, test_run_id)
     return Response(status_code=202)
 
 
 @router.post(BASE + "/test-runs/{test_run_id}/force-cancel")
 def force_cancel_test_run(
-    organization: str,
-    registry: str,
-    namespace: str,
-    name: str,
-    provider: str,
+    module: ModuleDep,
     test_run_id: str,
     _body: JSONBody,
     container: ContainerDep,
     principal: PrincipalDep,
 ) -> Response:
-    container.module_tests.force_cancel(principal, organization, (registry, namespace, name, provider), test_run_id)
+    container.module_tests.force_cancel(principal, module.organization, module.address, test_run_id)
     return Response(status_code=202)
 
 
 @router.get(BASE + "/vars")
 def list_test_variables(
-    organization: str,
-    registry: str,
-    namespace: str,
-    name: str,
-    provider: str,
+    module: ModuleDep,
     request: Request,
     container: ContainerDep,
     principal: PrincipalDep,
 ) -> JSONAPIResponse:
-    address = (registry, namespace, name, provider)
-    base = _base(organization, *address)
-    found = container.module_tests.variables(principal, organization, address)
-    return respond_page(request, found, lambda v: test_variable(v, base))
+    found = container.module_tests.variables(principal, module.organization, module.address)
+    return respond_page(request, found, lambda v: test_variable(v, module.base))
 
 
 @router.post(BASE + "/vars")
 def create_test_variable(
-    organization: str,
-    registry: str,
-    namespace: str,
-    name: str,
-    provider: str,
+    module: ModuleDep,
     body: JSONBody,
     container: ContainerDep,
     principal: PrincipalDep,
 ) -> JSONAPIResponse:
-    address = (registry, namespace, name, provider)
     data = read_document(body, "vars")
-    created = container.module_tests.create_variable(principal, organization, address, attributes(data))
-    return respond(test_variable(created, _base(organization, *address)), 201)
+    created = container.module_tests.create_variable(principal, module.organization, module.address, attributes(data))
+    return respond(test_variable(created, module.base), 201)
 
 
 @router.get(BASE + "/vars/{var_id}")
 def read_test_variable(
-    organization: str,
-    registry: str,
-    namespace: str,
-    name: str,
-    provider: str,
+    module: ModuleDep,
     var_id: str,
     container: ContainerDep,
     principal: PrincipalDep,
 ) -> JSONAPIResponse:
-    address = (registry, namespace, name, provider)
-    found = container.module_tests.variable(principal, organization, address, var_id)
-    return respond(test_variable(found, _base(organization, *address)))
+    found = container.module_tests.variable(principal, module.organization, module.address, var_id)
+    return respond(test_variable(found, module.base))
 
 
 @router.patch(BASE + "/vars/{var_id}")
 def update_test_variable(
-    organization: str,
-    registry: str,
-    namespace: str,
-    name: str,
-    provider: str,
+    module: ModuleDep,
     var_id: str,
     body: JSONBody,
     container: ContainerDep,
     principal: PrincipalDep,
 ) -> JSONAPIResponse:
-    address = (registry, namespace, name, provider)
     data = read_document(body, "vars")
-    updated = container.module_tests.update_variable(principal, organization, address, var_id, attributes(data))
-    return respond(test_variable(updated, _base(organization, *address)))
+    updated = container.module_tests.update_variable(
+        principal, module.organization, module.address, var_id, attributes(data)
+    )
+    return respond(test_variable(updated, module.base))
 
 
 @router.delete(BASE + "/vars/{var_id}")
 def delete_test_variable(
-    organization: str,
-    registry: str,
-    namespace: str,
-    name: str,
-    provider: str,
+    module: ModuleDep,
     var_id: str,
     container: ContainerDep,
     principal: PrincipalDep,
 ) -> Response:
-    container.module_tests.delete_variable(principal, organization, (registry, namespace, name, provider), var_id)
+    container.module_tests.delete_variable(principal, module.organization, module.address, var_id)
     return Response(status_code=204)
