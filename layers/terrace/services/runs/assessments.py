@@ -25,14 +25,14 @@ from terrace.domain import clock
 from terrace.domain import runs as rs
 from terrace.domain.assessments import AssessmentResult
 from terrace.domain.errors import NotFound
-from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal
-from terrace.domain.runs import PhaseState, Run, suffix
+from terrace.domain.runs import Run, suffix
 from terrace.domain.workspace import Workspace
 from terrace.services.access.actions import Action
 from terrace.services.runs.configuration_versions import UPLOADED, ConfigurationVersionService
 from terrace.services.runs.runs import RunService
 from terrace.services.runs.scheduler import RunScheduler
+from terrace.services.runs.side_runs import new_side_run, queue_side_run
 from terrace.services.runs.store import ConditionFailed, RunStore
 from terrace.services.workspaces.workspaces import WorkspaceService
 
@@ -131,31 +131,18 @@ class AssessmentService:
         version, problem = self._runs.resolve_version(ws.terraform_version)
         if problem:
             return "skipped"
-        now, tail = clock.now_iso(), new_id("run").split("-", 1)[1]
-        run = Run(
-            id=f"run-{tail}",
-            organization=ws.organization,
-            workspace_id=ws.id,
-            configuration_version_id=cv.id,
-            created_at=now,
+        run = new_side_run(
+            ws,
+            cv.id,
             created_by=ASSESSOR,
             message="Health assessment",
             source=ASSESSOR,
-            refresh_only=True,
-            plan_only=True,
             terraform_version=version,
-            plan=PhaseState(id=f"plan-{tail}"),
-            apply=PhaseState(id=f"apply-{tail}"),
+            refresh_only=True,
             assessment=True,
         )
         run.resolved_variables = self._runs.resolve_variables(ws, [])
-        run.transition(rs.PENDING, now)
-        run.plan.mark(rs.P_PENDING, now)
-        run.apply.mark(rs.P_PENDING, now)
-        queued = self._scheduler.start_plan(run, now)
-        self._store.save([(run, None)], None, {})
-        if queued:
-            self._scheduler.enqueue(run, "plan")
+        queue_side_run(self._store, self._scheduler, run)
         return "started"
 
     def skip_if_busy(self, run: Run) -> bool:

@@ -13,20 +13,18 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
-from terrace.domain import clock
 from terrace.domain import module_tests as model
-from terrace.domain import runs as rs
 from terrace.domain.configuration_versions import UPLOADED, ConfigurationVersion
 from terrace.domain.errors import Invalid, NotFound
-from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal
-from terrace.domain.runs import PhaseState, Run
+from terrace.domain.runs import Run
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action
 from terrace.services.runs import run_attributes
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.runs.runs import RunService
 from terrace.services.runs.scheduler import RunScheduler
+from terrace.services.runs.side_runs import new_side_run, queue_side_run
 from terrace.services.runs.store import RunStore
 from terrace.services.workspaces.workspaces import WorkspaceService
 
@@ -66,36 +64,20 @@ class ModuleTestRunService:
         variables = run_attributes.variables(attrs)
         cv = self._configuration_of(ws, cv_id)
         version, problem = self._runs.resolve_version(ws.terraform_version)
-        now, tail = clock.now_iso(), new_id("run").split("-", 1)[1]
-        run = Run(
-            id=f"run-{tail}",
-            organization=ws.organization,
-            workspace_id=ws.id,
-            configuration_version_id=cv.id,
-            created_at=now,
+        run = new_side_run(
+            ws,
+            cv.id,
             created_by=principal.username,
             message=MESSAGE,
             source="terraform-cli",
-            plan_only=True,
             terraform_version=version,
             variables=variables,
-            plan=PhaseState(id=f"plan-{tail}"),
-            apply=PhaseState(id=f"apply-{tail}"),
             test=True,
             test_options=options.model_dump(),
         )
         run.resolved_variables = self._runs.resolve_variables(ws, run.variables)
         self._cvs.seal(cv)
-        run.transition(rs.PENDING, now)
-        run.plan.mark(rs.P_PENDING, now)
-        run.apply.mark(rs.P_PENDING, now)
-        if problem:
-            self._store.save([(run, None)], None, {})
-            return self._scheduler.finish(self._store.load(run.id), run.version, rs.ERRORED, problem)
-        self._scheduler.start_plan(run, now)
-        self._store.save([(run, None)], None, {})
-        self._scheduler.enqueue(run, "plan")
-        return run
+        return queue_side_run(self._store, self._scheduler, run, problem)
 
     def _configuration_of(self, ws: Workspace, cv_id: str | None) -> ConfigurationVersion:
         pointer = "/data/relationships/configuration-version"

@@ -12,18 +12,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from terrace.domain import clock
 from terrace.domain import query_runs as model
-from terrace.domain import runs as rs
 from terrace.domain.errors import Invalid, NotFound
-from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal
-from terrace.domain.runs import PhaseState, Run
+from terrace.domain.runs import Run
 from terrace.services.access.authz import Action
 from terrace.services.runs import run_attributes
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.runs.runs import RunService
 from terrace.services.runs.scheduler import RunScheduler
+from terrace.services.runs.side_runs import new_side_run, queue_side_run
 from terrace.services.runs.store import RunStore
 from terrace.services.unit_of_work import unit_of_work
 from terrace.services.workspaces.workspaces import WorkspaceService
@@ -71,37 +69,21 @@ class QueryRunService:
         cv = self._runs.configuration_for(principal, ws, cv_id)
         pool = self._runs.agent_pool(ws)
         version, problem = self._runs.resolve_version(version)
-        now, tail = clock.now_iso(), new_id("run").split("-", 1)[1]
-        run = Run(
-            id=f"run-{tail}",
-            organization=ws.organization,
-            workspace_id=ws.id,
-            configuration_version_id=cv.id,
-            created_at=now,
+        run = new_side_run(
+            ws,
+            cv.id,
             created_by=principal.username,
             message=MESSAGE,
             source=source,
-            plan_only=True,
             terraform_version=version,
             variables=variables,
-            plan=PhaseState(id=f"plan-{tail}"),
-            apply=PhaseState(id=f"apply-{tail}"),
             agent_pool_id=pool,
             query=True,
             generate_config_out=generate,
         )
         run.resolved_variables = self._runs.resolve_variables(ws, run.variables)
         self._cvs.seal(cv)  # the archive this query runs is final from here
-        run.transition(rs.PENDING, now)
-        run.plan.mark(rs.P_PENDING, now)
-        run.apply.mark(rs.P_PENDING, now)
-        if problem:  # errored at once, not after a runner's timeout
-            self._store.save([(run, None)], None, {})
-            return self._scheduler.finish(self._store.load(run.id), run.version, rs.ERRORED, problem)
-        self._scheduler.start_plan(run, now)  # no task stage: always queued
-        self._store.save([(run, None)], None, {})
-        self._scheduler.enqueue(run, "plan")
-        return run
+        return queue_side_run(self._store, self._scheduler, run, problem)
 
     def get(self, principal: Principal, query_run_id: str) -> Run:
         run_id = model.run_id_of(query_run_id)
