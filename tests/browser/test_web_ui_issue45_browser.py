@@ -13,11 +13,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import replace
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from terrace.adapters.memory_outbound import MemoryOutbound
 from terrace.domain.principal import PrincipalKind
+from terrace.local.usage import usage
 
 from .conftest import DESKTOP, PHONE, assert_accessible, need_axe
 from .ui_site import Site, blob_key, serve_site, tarball
@@ -182,13 +184,36 @@ def test_projects_the_overview_and_the_organization_navigation(site: Site, page:
     assert_accessible(page, (DESKTOP,))
 
 
+def planner(site: Site, ws_id: str) -> str:
+    """dave, a member of epsilon whose team may plan `ws_id`: his token."""
+    dave = site.container.accounts.create_user("dave", "dave@example.com")
+    site.container.memberships.ensure(site.container.organizations.lookup("epsilon").key, dave)
+    team = site.container.teams.create(site.owner, "epsilon", {"name": "planners"})
+    users = {"data": [{"type": "users", "id": "dave"}]}
+    assert site.api.post(f"/api/v2/teams/{team.id}/relationships/users", json=users).status_code == 204
+    grant = {"data": {"type": "team-workspaces", "attributes": {"access": "plan"},
+                      "relationships": {"team": {"data": {"type": "teams", "id": team.id}},
+                                        "workspace": {"data": {"type": "workspaces", "id": ws_id}}}}}  # fmt: skip
+    assert site.api.post("/api/v2/team-workspaces", json=grant).status_code == 201
+    return site.container.accounts.issue_token(PrincipalKind.USER, dave.id).secret
+
+
 def test_a_new_run_of_each_kind_and_team_tokens(site: Site, page: Any) -> None:
     need_axe()
     page.set_viewport_size(DESKTOP)
     c = site.container
     c.teams.create(site.owner, "epsilon", {"name": "devs"})
     legacy = site.workspace("epsilon", "legacy")
-    site.sign_in(page)
+    info: Any = SimpleNamespace(url=site.base, organization="epsilon", ca_bundle="/ca.pem", cli_config="/cli.tfrc",
+                                hostname="localhost", registry_hostname="r.localhost", token=site.token)  # fmt: skip
+    banner = usage(info, "/dev.json")  # what `make dev` prints: the UI's address, and the token that signs in
+    address = re.search(r"Web UI: (\S+)", banner)
+    token = re.search(r"signs in to the web UI\): (\S+)", banner)
+    assert address and token, banner
+    page.goto(address.group(1))
+    page.get_by_label("API token").fill(token.group(1))
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("link", name="epsilon")).to_be_visible()
     page.goto(f"{site.base}/app/epsilon/workspaces/legacy/runs")  # no configuration: nothing to queue
     expect(page.locator("#no-configuration")).to_be_visible()
     expect(page.get_by_role("button", name="Queue plan")).to_have_count(0)
@@ -206,6 +231,11 @@ def test_a_new_run_of_each_kind_and_team_tokens(site: Site, page: Any) -> None:
     expect(page.locator("#run-status")).to_be_visible()
     made = c.run_store.load(page.url.rsplit("/", 1)[1])
     assert (made.refresh_only, made.replace_addrs, made.message) == (True, ["null_resource.b"], "refresh the state")
+    site.sign_in(page, planner(site, legacy))  # someone who may only plan is told who confirms
+    page.goto(f"{site.base}/app/epsilon/workspaces/legacy/runs")
+    expect(page.locator("#apply-by-others")).to_contain_text("waits for someone who may apply")
+    assert_accessible(page, (DESKTOP,))
+    site.sign_in(page)
 
     page.goto(f"{site.base}/app/epsilon/settings/tokens")  # a team token, made and shown once
     page.get_by_label("Team", exact=True).select_option(label="devs")

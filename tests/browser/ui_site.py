@@ -69,6 +69,7 @@ class Site:
         spec = dict(runner.post("/api/runner/jobs/next", json={"runner_id": "r1"}).json())
         if plan is not None:
             key = self.container.run_store.load(run_id_of(spec["job_id"])).plan.json_key
+            assert key, spec
             self.container.blobs.put(key, json.dumps(plan).encode())
         body = {"runner_id": "r1", "status": "finished", "has_changes": True, **finish}
         done = runner.post(f"/api/runner/jobs/{spec['job_id']}/finish", json=body)
@@ -82,9 +83,10 @@ class Site:
         while published:
             self.container.events.handle(published.pop(0))
 
-    def sign_in(self, page: Any) -> None:
-        """alice's web session in the page's context, as signing in makes one (the sign-in form has its own tests)."""
-        cookie, _ = self.container.web_sessions.sign_in(self.token)
+    def sign_in(self, page: Any, token: str | None = None) -> None:
+        """A web session of `token` (alice's) in the page's context, as signing in makes one (the sign-in form has
+        its own tests)."""
+        cookie, _ = self.container.web_sessions.sign_in(token or self.token)
         page.context.add_cookies([{"name": COOKIE, "value": cookie, "domain": "localhost", "path": "/app",
                                    "httpOnly": True, "secure": True, "sameSite": "Lax"}])  # fmt: skip
 
