@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from terrace.adapters.memory_outbound import MemoryOutbound
-from terrace.domain.principal import PrincipalKind
 from terrace.local.usage import usage
 
 from .conftest import DESKTOP, PHONE, assert_accessible, need_axe
-from .ui_site import Site, blob_key, serve_site, tarball
+from .ui_site import HEALTH_PLAN, PLAN, REGO, Site, gamma, planner, serve_site
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 expect = playwright_api.expect
@@ -42,18 +40,6 @@ def row(page: Any, name: str) -> Any:
 
 def ws_tab(page: Any, name: str) -> Any:
     return page.get_by_role("navigation", name="Workspace").get_by_role("link", name=name, exact=True)
-
-
-REGO = """package terraform.policies.tagged
-import rego.v1
-
-deny contains msg if {
-    some rc in input.plan.resource_changes
-    msg := sprintf("%s: needs a tag", [rc.address])
-}
-"""
-PLAN = {"format_version": "1.2", "resource_changes": [{"address": "null_resource.a", "type": "null_resource",
-                                                       "change": {"actions": ["create"]}}]}  # fmt: skip
 
 
 def test_a_policy_override_needs_a_person_everywhere_and_notifies(site: Site, page: Any) -> None:
@@ -184,20 +170,6 @@ def test_projects_the_overview_and_the_organization_navigation(site: Site, page:
     assert_accessible(page, (DESKTOP,))
 
 
-def planner(site: Site, ws_id: str) -> str:
-    """dave, a member of epsilon whose team may plan `ws_id`: his token."""
-    dave = site.container.accounts.create_user("dave", "dave@example.com")
-    site.container.memberships.ensure(site.container.organizations.lookup("epsilon").key, dave)
-    team = site.container.teams.create(site.owner, "epsilon", {"name": "planners"})
-    users = {"data": [{"type": "users", "id": "dave"}]}
-    assert site.api.post(f"/api/v2/teams/{team.id}/relationships/users", json=users).status_code == 204
-    grant = {"data": {"type": "team-workspaces", "attributes": {"access": "plan"},
-                      "relationships": {"team": {"data": {"type": "teams", "id": team.id}},
-                                        "workspace": {"data": {"type": "workspaces", "id": ws_id}}}}}  # fmt: skip
-    assert site.api.post("/api/v2/team-workspaces", json=grant).status_code == 201
-    return site.container.accounts.issue_token(PrincipalKind.USER, dave.id).secret
-
-
 def test_a_new_run_of_each_kind_and_team_tokens(site: Site, page: Any) -> None:
     need_axe()
     page.set_viewport_size(DESKTOP)
@@ -245,42 +217,6 @@ def test_a_new_run_of_each_kind_and_team_tokens(site: Site, page: Any) -> None:
     assert c.accounts.authenticate(secret) is not None
     expect(page.get_by_role("row").filter(has_text="CI deploys")).to_contain_text("devs")
     assert_accessible(page, (DESKTOP,))
-
-
-HEALTH_PLAN = {
-    "resource_drift": [{"address": "aws_s3_bucket.logs", "mode": "managed", "change": {"actions": ["update"],
-                        "before": {"acl": "private", "id": "logs"}, "after": {"acl": "public-read", "id": "logs"}}}],
-    "checks": [{"address": {"to_display": "check.health"}, "status": "fail",
-                "instances": [{"problems": [{"message": "the endpoint answered 503"}]}]}],
-}  # fmt: skip
-TYPED_TF = 'variable "tags" {\n  type    = map(string)\n  default = { env = "dev" }\n}\n'
-README = "# VPC\nA *network*. <script>alert(1)</script>\n"
-
-
-def gamma(site: Site) -> tuple[str, str]:
-    """gamma's workspace `site` (applied, with a state), module vpc/aws 1.0.0, the set `creds` applied to `site`
-    with one variable, and bob (an account, no membership): the set's id and bob's token."""
-    site_id = site.workspace("gamma", "site")
-    site.upload_config(site_id)
-    site.run(site_id, **{"auto-apply": True})
-    site.work("gamma")  # plan
-    site.work("gamma")  # apply
-    site.container.workspaces.mutate(site_id, lambda ws: replace(ws, current_state_version_id="sv-1"))
-    module = {"data": {"type": "registry-modules", "attributes": {"name": "vpc", "provider": "aws"}}}
-    assert site.api.post("/api/v2/organizations/gamma/registry-modules", json=module).status_code == 201
-    version = {"data": {"type": "registry-module-versions", "attributes": {"version": "1.0.0"}}}
-    made = site.api.post("/api/v2/registry-modules/gamma/vpc/aws/versions", json=version)
-    assert made.status_code == 201, made.text
-    site.land(blob_key(made.json()["data"]["links"]["upload"]), tarball({"main.tf": TYPED_TF, "README.md": README}))
-    applied = {"workspaces": {"data": [{"type": "workspaces", "id": site_id}]}}
-    creds = {"data": {"type": "varsets", "attributes": {"name": "creds"}, "relationships": applied}}
-    made = site.api.post("/api/v2/organizations/gamma/varsets", json=creds)
-    assert made.status_code == 201, made.text
-    region = {"data": {"type": "vars", "attributes": {"key": "region", "value": "eu-west-1", "category": "env"}}}
-    set_id = str(made.json()["data"]["id"])
-    assert site.api.post(f"/api/v2/varsets/{set_id}/relationships/vars", json=region).status_code == 201
-    bob = site.container.accounts.create_user("bob", "bob@example.com")
-    return set_id, site.container.accounts.issue_token(PrincipalKind.USER, bob.id).secret
 
 
 def test_health_a_module_a_set_variable_and_invitations(site: Site, page: Any) -> None:

@@ -10,7 +10,7 @@ import socket
 import tarfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
@@ -123,3 +123,67 @@ def serve_site(orgs: tuple[str, ...]) -> Iterator[Site]:
         yield site
         for runner in site.runners.values():
             runner.close()
+
+
+# the scenes issue 45's walk (test_web_ui_issue45_browser) sets up -------------------------------------------
+
+REGO = """package terraform.policies.tagged
+import rego.v1
+
+deny contains msg if {
+    some rc in input.plan.resource_changes
+    msg := sprintf("%s: needs a tag", [rc.address])
+}
+"""
+PLAN = {"format_version": "1.2", "resource_changes": [{"address": "null_resource.a", "type": "null_resource",
+                                                       "change": {"actions": ["create"]}}]}  # fmt: skip
+
+
+def planner(site: Site, ws_id: str) -> str:
+    """dave, a member of epsilon whose team may plan `ws_id`: his token."""
+    dave = site.container.accounts.create_user("dave", "dave@example.com")
+    site.container.memberships.ensure(site.container.organizations.lookup("epsilon").key, dave)
+    team = site.container.teams.create(site.owner, "epsilon", {"name": "planners"})
+    users = {"data": [{"type": "users", "id": "dave"}]}
+    assert site.api.post(f"/api/v2/teams/{team.id}/relationships/users", json=users).status_code == 204
+    grant = {"data": {"type": "team-workspaces", "attributes": {"access": "plan"},
+                      "relationships": {"team": {"data": {"type": "teams", "id": team.id}},
+                                        "workspace": {"data": {"type": "workspaces", "id": ws_id}}}}}  # fmt: skip
+    assert site.api.post("/api/v2/team-workspaces", json=grant).status_code == 201
+    return site.container.accounts.issue_token(PrincipalKind.USER, dave.id).secret
+
+
+HEALTH_PLAN = {
+    "resource_drift": [{"address": "aws_s3_bucket.logs", "mode": "managed", "change": {"actions": ["update"],
+                        "before": {"acl": "private", "id": "logs"}, "after": {"acl": "public-read", "id": "logs"}}}],
+    "checks": [{"address": {"to_display": "check.health"}, "status": "fail",
+                "instances": [{"problems": [{"message": "the endpoint answered 503"}]}]}],
+}  # fmt: skip
+TYPED_TF = 'variable "tags" {\n  type    = map(string)\n  default = { env = "dev" }\n}\n'
+README = "# VPC\nA *network*. <script>alert(1)</script>\n"
+
+
+def gamma(site: Site) -> tuple[str, str]:
+    """gamma's workspace `site` (applied, with a state), module vpc/aws 1.0.0, the set `creds` applied to `site`
+    with one variable, and bob (an account, no membership): the set's id and bob's token."""
+    site_id = site.workspace("gamma", "site")
+    site.upload_config(site_id)
+    site.run(site_id, **{"auto-apply": True})
+    site.work("gamma")  # plan
+    site.work("gamma")  # apply
+    site.container.workspaces.mutate(site_id, lambda ws: replace(ws, current_state_version_id="sv-1"))
+    module = {"data": {"type": "registry-modules", "attributes": {"name": "vpc", "provider": "aws"}}}
+    assert site.api.post("/api/v2/organizations/gamma/registry-modules", json=module).status_code == 201
+    version = {"data": {"type": "registry-module-versions", "attributes": {"version": "1.0.0"}}}
+    made = site.api.post("/api/v2/registry-modules/gamma/vpc/aws/versions", json=version)
+    assert made.status_code == 201, made.text
+    site.land(blob_key(made.json()["data"]["links"]["upload"]), tarball({"main.tf": TYPED_TF, "README.md": README}))
+    applied = {"workspaces": {"data": [{"type": "workspaces", "id": site_id}]}}
+    creds = {"data": {"type": "varsets", "attributes": {"name": "creds"}, "relationships": applied}}
+    made = site.api.post("/api/v2/organizations/gamma/varsets", json=creds)
+    assert made.status_code == 201, made.text
+    region = {"data": {"type": "vars", "attributes": {"key": "region", "value": "eu-west-1", "category": "env"}}}
+    set_id = str(made.json()["data"]["id"])
+    assert site.api.post(f"/api/v2/varsets/{set_id}/relationships/vars", json=region).status_code == 201
+    bob = site.container.accounts.create_user("bob", "bob@example.com")
+    return set_id, site.container.accounts.issue_token(PrincipalKind.USER, bob.id).secret
