@@ -50,8 +50,10 @@ def test_a_policy_override_needs_a_person_everywhere_and_notifies(site: Site, pa
     attrs = {"name": "tagged", "kind": "opa", "query": "data.terraform.policies.tagged.deny",
              "enforcement-level": "mandatory"}  # fmt: skip
     policy = c.policies.create_with_content(site.owner, "acme", attrs, REGO)
-    c.policy_sets.create(site.owner, "acme", {"name": "guardrails", "kind": "opa", "overridable": True},
-                         {"policies": [policy.id], "workspaces": [guarded]})  # fmt: skip
+    guardrails = c.policy_sets.create(site.owner, "acme", {"name": "guardrails", "kind": "opa", "overridable": True},
+                                      {"policies": [policy.id], "workspaces": [guarded]})  # fmt: skip
+    limit = {"data": {"type": "vars", "attributes": {"key": "max_size", "value": "3", "category": "policy-set"}}}
+    assert site.api.post(f"/api/v2/policy-sets/{guardrails.id}/parameters", json=limit).status_code == 201
     hook = {"data": {"type": "notification-configurations", "attributes": {
         "name": "hook", "destination-type": "generic", "url": "https://hooks.example/t", "enabled": True,
         "triggers": ["run:needs_attention"]}}}  # fmt: skip
@@ -100,6 +102,13 @@ def test_a_policy_override_needs_a_person_everywhere_and_notifies(site: Site, pa
     expect(page.locator("#verify-result")).to_have_text("Verification sent: 200 ok.")
     for trigger in ("assessment:drifted", "assessment:failed", "workspace:auto_destroy_reminder"):
         expect(page.get_by_label(trigger, exact=True)).to_be_visible()  # the form offers every trigger
+    assert_accessible(page, (DESKTOP,))
+
+    page.get_by_role("navigation", name="Organization").get_by_role("link", name="Policies").click()
+    page.get_by_role("link", name="guardrails").click()  # the set's page: its scope, policies and parameters
+    expect(page.locator("#policy-set-scope")).to_contain_text("guarded")
+    expect(page.locator("#set-policies").get_by_role("link", name="tagged")).to_be_visible()
+    expect(page.locator("#set-parameters").get_by_role("row").filter(has_text="max_size")).to_contain_text("3")
     assert_accessible(page, (DESKTOP,))
 
 
