@@ -32,7 +32,7 @@ def test_schedule_show_and_clear_the_destroy(stack: Any, page: Any) -> None:  # 
     page.get_by_label("Destroy at (UTC)").fill(when)
     page.get_by_role("button", name="Save auto-destroy").click()
     expect(page.get_by_role("status")).to_have_text("Auto-destroy saved.")
-    expect(page.locator("#auto-destroy-state")).to_contain_text(when)
+    expect(page.locator("#auto-destroy-state")).to_contain_text(when.replace("T", " "))  # as every page writes a time
     assert container.workspaces.load(ws.id).auto_destroy_at.startswith(when)
 
     page.get_by_label("After a period without an apply").check()

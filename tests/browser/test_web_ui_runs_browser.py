@@ -184,7 +184,7 @@ def test_queue_plan_watch_logs_apply_diff_roll_back_and_search(run_stack: Any, p
     page.get_by_role("link", name="site").click()
     expect(page.get_by_role("heading", name="site")).to_be_visible()
 
-    page.get_by_role("link", name="Settings").click()
+    page.get_by_role("navigation", name="Workspace").get_by_role("link", name="Settings").click()
     page.get_by_label("Auto-apply (apply a successful plan without confirmation)").check()
     page.get_by_label("Working directory").fill("infra")
     page.get_by_role("button", name="Save settings").click()

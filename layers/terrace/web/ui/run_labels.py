@@ -46,6 +46,11 @@ GROUPS = {
     "ended": "Discarded or canceled",
     "none": "No runs yet",
 }
+# a check's status (a policy, a policy evaluation, a run task, a task stage) -> its label's tone: pass green,
+# fail red, a decision awaited amber
+RESULT_TONES = {"passed": "done", "overridden": "done", "failed": "errored", "errored": "errored",
+                "unreachable": "errored", "awaiting_override": "attention", "running": "running", "pending": "queued",
+                "queued": "queued"}  # fmt: skip
 COUNTS = (("additions", "to add"), ("changes", "to change"), ("destructions", "to destroy"), ("imports", "to import"))
 
 
@@ -82,6 +87,11 @@ def describe(run: Run | None) -> RunStatus:
         return RunStatus(f"Planned ({', '.join(counts)})" if counts else "Planned (output changes)", "done")
     text, tone = LABELS.get(run.status, (run.status.replace("_", " ").capitalize(), "queued"))
     return RunStatus(text, tone)
+
+
+def result_tone(status: str | None) -> str:
+    """The tone of a check's status badge (anything else, such as canceled: grey)."""
+    return RESULT_TONES.get(status or "", "ended")
 
 
 def group(run: Run | None) -> str:

@@ -36,7 +36,7 @@ def counted(number: int, noun: str) -> str:
 
 
 templates.env.filters["counted"] = counted
-templates.env.filters.update(run_status=run_labels.describe, ago=run_labels.ago)
+templates.env.filters.update(run_status=run_labels.describe, ago=run_labels.ago, result_tone=run_labels.result_tone)
 templates.env.globals["curl_command"] = curl_command  # `_curl.html`
 
 
