@@ -19,16 +19,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from azure_twin import AzureDevOpsTwin
+from bitbucket_twin import BitbucketCloudTwin, BitbucketServerTwin
 from forge_twin import ForgeTwin, git
 from github_contract import missing
 from gitlab_twin import GitLabTwin
-from terrace.adapters.forge import CommitStatus, Forge, ForgeAccess, ForgeByKind, ForgeError
+from terrace.adapters.azure_devops_forge import AzureDevOpsForge
+from terrace.adapters.bitbucket_forge import BitbucketForge
+from terrace.adapters.bitbucket_server_forge import BitbucketServerForge
+from terrace.adapters.forge import CommitStatus, Forge, ForgeAccess, ForgeByKind, ForgeError, forge_state
 from terrace.adapters.github_forge import GitHubForge
 from terrace.adapters.gitlab_forge import GitLabForge
 from terrace.adapters.memory_forge import MemoryForge
 from terrace.domain.destinations import Allowance
 
 REPO, TOKEN = "octo/infra", "ghp_contracttoken"
+ADO_REPO = "octo/proj/_git/infra"
 
 
 @dataclass
@@ -39,6 +45,8 @@ class World:
     statuses: Callable[[], list[tuple[str, str]]]  # (sha, state)
     hooks: Callable[[], int]
     twin: ForgeTwin | None = None
+    repo: str = REPO
+    missing: str = "octo/none"
 
 
 def _memory(_: Path) -> Iterator[World]:
@@ -112,7 +120,41 @@ def _gitlab(root: Path) -> Iterator[World]:
         assert twin.problems == []
 
 
-WORLDS = {"memory": _memory, "github": _github, "gitlab": _gitlab}
+def _twinned(twin_class: type[ForgeTwin], kind: str, repo: str = REPO, missing: str = "octo/none") -> Any:
+    def world(root: Path) -> Iterator[World]:
+        with twin_class(root, TOKEN) as twin:
+            work = twin.create(repo)
+
+            def push(files: dict[str, str], branch: str) -> str:
+                git("checkout", "--quiet", "-B", branch, cwd=work)
+                sha = twin.commit_and_push(work, files, "change", branch)[1]
+                git("checkout", "--quiet", "main", cwd=work)
+                return sha
+
+            found = twin.repos[repo]
+            yield World(_by_kind(), ForgeAccess(twin.api_url, TOKEN, kind), push,
+                        lambda: [(sha, body["state"]) for sha, body in found.statuses],
+                        lambda: len(set(found.hooks.values())), twin, repo, missing)  # fmt: skip
+            assert twin.problems == []
+
+    return world
+
+
+def _by_kind() -> ForgeByKind:
+    allowance = Allowance.parse(["127.0.0.0/8"])
+    return ForgeByKind({"github": GitHubForge(allowance), "gitlab": GitLabForge(allowance),
+                        "bitbucket": BitbucketForge(allowance), "bitbucket_server": BitbucketServerForge(allowance),
+                        "azure_devops": AzureDevOpsForge(allowance)})  # fmt: skip
+
+
+WORLDS = {
+    "memory": _memory,
+    "github": _github,
+    "gitlab": _gitlab,
+    "bitbucket": _twinned(BitbucketCloudTwin, "bitbucket"),
+    "bitbucket_server": _twinned(BitbucketServerTwin, "bitbucket_server", "PRJ/infra", "PRJ/none"),
+    "azure_devops": _twinned(AzureDevOpsTwin, "azure_devops", ADO_REPO, "octo/proj/_git/none"),
+}
 
 
 @pytest.fixture(params=list(WORLDS))
@@ -128,34 +170,37 @@ def _files(archive: bytes) -> dict[str, bytes]:
 def test_the_calls_behave_alike(world: World) -> None:
     first = world.push({"main.tf": "# one\n", "env/prod/main.tf": "# p\n"}, "main")
     second = world.push({"main.tf": "# two\n"}, "main")
-    repository = world.forge.repository(world.access, REPO)
-    assert repository.default_branch == "main" and repository.identifier == REPO
-    hook = world.forge.create_hook(world.access, REPO, "https://terrace.test/api/vcs/webhooks/ws-1", "s" * 64)
+    repository = world.forge.repository(world.access, world.repo)
+    assert repository.default_branch == "main" and repository.identifier == world.repo
+    hook = world.forge.create_hook(world.access, world.repo, "https://terrace.test/api/vcs/webhooks/ws-1", "s" * 64)
     assert world.hooks() == 1
-    world.forge.delete_hook(world.access, REPO, hook)
-    world.forge.delete_hook(world.access, REPO, hook)  # gone already: fine
+    world.forge.delete_hook(world.access, world.repo, hook)
+    world.forge.delete_hook(world.access, world.repo, hook)  # gone already: fine
     assert world.hooks() == 0
-    commit = world.forge.commit(world.access, REPO, "main")
+    commit = world.forge.commit(world.access, world.repo, "main")
     assert commit.sha == second and commit.message.strip() == "change"
-    files = _files(world.forge.tarball(world.access, REPO, second, 10_000_000))
+    files = _files(world.forge.tarball(world.access, world.repo, second, 10_000_000))
     tops = {name.split("/", 1)[0] for name in files}
     assert len(tops) == 1 and {n.split("/", 1)[1] for n in files} == {"main.tf", "env/prod/main.tf"}
     assert files[f"{tops.pop()}/main.tf"] == b"# two\n"
-    assert world.forge.changed_files(world.access, REPO, first, second) == ["main.tf"]
+    assert world.forge.changed_files(world.access, world.repo, first, second) == ["main.tf"]
     status = CommitStatus("pending", "Terrace/acme/app", "Terrace: Run pending", "https://terrace.test/app/acme")
-    world.forge.set_status(world.access, REPO, second, status)
-    assert world.statuses() == [(second, "pending")]
-    world.forge.set_status(world.access, REPO, second, replace(status, state="failure"))
-    assert world.statuses()[-1] == (second, "failed" if world.access.kind == "gitlab" else "failure")
+    world.forge.set_status(world.access, world.repo, second, status)
+    assert world.statuses() == [(second, forge_state(world.access.kind, "pending"))]
+    world.forge.set_status(world.access, world.repo, second, replace(status, state="failure"))
+    assert world.statuses()[-1] == (
+        second,
+        "failure" if world.twin is None else forge_state(world.access.kind, "failure"),
+    )
 
 
 def test_a_bad_credential_or_an_unknown_repository_is_a_forge_error(world: World) -> None:
     world.push({"main.tf": "# one\n"}, "main")
     with pytest.raises(ForgeError) as bad:
-        world.forge.repository(replace(world.access, token="wrong"), REPO)
+        world.forge.repository(replace(world.access, token="wrong"), world.repo)
     assert bad.value.status == 401
     with pytest.raises(ForgeError) as unknown:
-        world.forge.commit(world.access, "octo/none", "main")
+        world.forge.commit(world.access, world.missing, "main")
     assert unknown.value.status == 404
 
 

@@ -32,10 +32,9 @@ SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 
 
 def _headers(access: ForgeAccess) -> dict[str, str]:
-    return {
-        "Accept": "application/json",
-        "Authorization": "Basic " + base64.b64encode(f":{access.token}".encode()).decode(),
-    }
+    # without X-TFS-FedAuthRedirect, a refused credential is a 203 and a sign-in page rather than a 401
+    return {"Accept": "application/json", "X-TFS-FedAuthRedirect": "Suppress",
+            "Authorization": "Basic " + base64.b64encode(f":{access.token}".encode()).decode()}  # fmt: skip
 
 
 def _parts(repo: str) -> tuple[str, str, str]:
@@ -106,7 +105,7 @@ class AzureDevOpsForge:
                       str((found.get("author") or {}).get("email") or ""))  # fmt: skip
 
     def tarball(self, access: ForgeAccess, repo: str, ref: str, max_bytes: int) -> bytes:
-        query = {"path": "/", "recursionLevel": "full", "$format": "zip", "download": "true",
+        query = {"scopePath": "/", "recursionLevel": "full", "$format": "zip", "download": "true",
                  "versionDescriptor.version": ref, "versionDescriptor.versionType": "commit"}  # fmt: skip
         with self._http.request(access, "GET", _path(repo, "items", query=query), None, follow=True) as answer:
             raw = read(answer, max_bytes, "the repository's archive")
@@ -130,7 +129,7 @@ class AzureDevOpsForge:
         return None  # more than it lists: it cannot say
 
     def pull_files(self, access: ForgeAccess, repo: str, number: int) -> list[str] | None:
-        found = self._http.json(access, "GET", _path(repo, "pullRequests", str(number)))
+        found = self._http.json(access, "GET", _path(repo, "pullrequests", str(number)))
         head = (found.get("lastMergeSourceCommit") or {}).get("commitId")
         base = (found.get("lastMergeTargetCommit") or {}).get("commitId")
         if not isinstance(head, str) or not isinstance(base, str):

@@ -35,7 +35,7 @@ Bitbucket Data Center (`kind` `bitbucket_server`, `api-url` the server's base UR
 
 Azure DevOps Services (`kind` `azure_devops`, `api-url` `https://dev.azure.com`; `{org}/{project}/_git/{repo}`),
 `api-version=7.1`, below `/{org}/{project}/_apis/git/repositories/{repo}`: ``, `/refs?filter=`, `/commits/{sha}`,
-`/diffs/commits`, `/pullRequests/{id}`, `/items?$format=zip` (the zip read by `domain/bounded_zip.py`),
+`/diffs/commits`, `/pullrequests/{id}`, `/items?scopePath=/&$format=zip` (the zip read by `domain/bounded_zip.py`),
 `POST /commits/{sha}/statuses` (pending, succeeded, failed, error); service hooks
 `POST|DELETE /{org}/_apis/hooks/subscriptions[/{id}]` (`git.push`, `git.pullrequest.created|updated`).
 
