@@ -6,7 +6,11 @@ repository, register and delete a hook, confirm a commit, hand its tarball (one 
 files and set a commit status (in the forge's own names of the states); all refuse a bad credential. GitLab's
 projects in nested groups are named by their encoded path; a merge request's files are read page by page.
 `GitHubForge` follows the tarball's redirect to another host without the credential, and refuses one to an address
-the deployment does not allow, as every outbound request."""
+the deployment does not allow, as every outbound request; so does `BitbucketForge` with its archive's. Bitbucket
+Cloud (`BitbucketForge`), Bitbucket Data Center (`BitbucketServerForge`) and Azure DevOps Services
+(`AzureDevOpsForge`) run against their twins (`bitbucket_twin.py`, `azure_twin.py`), whose contracts are the
+vendors' published descriptions; the Azure DevOps excerpts are checked against Microsoft's specification itself
+when a copy of it is at hand."""
 
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from azure_contract import SPECS, published_problems
 from azure_twin import AzureDevOpsTwin
 from bitbucket_twin import BitbucketCloudTwin, BitbucketServerTwin
 from forge_twin import ForgeTwin, git
@@ -247,3 +252,27 @@ def test_gitlab_reads_a_merge_request_s_files_and_names_a_nested_project_by_its_
         assert "GET /projects/platform/team/infra/merge_requests/3/diffs" in twin.calls
         assert forge.pull_files(access, nested, 99) is None  # no `diffs` (GitLab before 15.7): it cannot say
         assert twin.problems == []
+
+
+def test_bitbucket_s_archive_redirect_passes_the_destination_checks(tmp_path: Path) -> None:
+    def resolver(host: str, port: int) -> list[Any]:
+        return [ipaddress.ip_address("169.254.169.254" if host == "metadata.test" else host)]
+
+    with BitbucketCloudTwin(tmp_path, TOKEN) as twin:
+        work = twin.create(REPO)
+        sha = twin.commit_and_push(work, {"main.tf": "# x\n"}, "change")[1]
+        forge = BitbucketForge(Allowance.parse(["127.0.0.1/32"]), resolver=resolver)
+        access = ForgeAccess(twin.api_url, TOKEN, "bitbucket")
+        assert _files(forge.tarball(access, REPO, sha, 1_000_000))  # the web host, then the download host
+        twin.codeload_host = "metadata.test"  # a redirect to the instance metadata address
+        with pytest.raises(ForgeError) as blocked:
+            forge.tarball(access, REPO, sha, 1_000_000)
+        assert "blocked" in blocked.value.detail and "link-local" in blocked.value.detail
+        assert twin.problems == []  # the token went to the web host, never to the download host
+
+
+def test_the_azure_devops_excerpts_are_microsoft_s_published_specification() -> None:
+    problems = published_problems()
+    if problems is None:
+        pytest.skip(f"no copy of MicrosoftDocs/vsts-rest-api-specs at {SPECS} (set VSTS_REST_API_SPECS)")
+    assert problems == []
