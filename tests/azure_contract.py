@@ -25,6 +25,12 @@ HOOKS = "/{organization}/_apis/hooks/subscriptions"
 STATES = ["notSet", "pending", "succeeded", "failed", "error", "notApplicable"]  # GitStatusState
 _STR, _OBJ = {"type": "string"}, {"type": "object", "additionalProperties": {"type": "string"}}
 
+_STATUS: dict[str, Any] = {  # GitStatus (GitPullRequestStatus adds iterationId)
+    "type": "object", "required": ["state", "context"], "additionalProperties": False,
+    "properties": {"state": {"enum": STATES}, "description": _STR, "targetUrl": _STR,
+                   "context": {"type": "object", "required": ["name"], "additionalProperties": False,
+                               "properties": {"genre": _STR, "name": {"type": "string", "minLength": 1}}}},
+}  # fmt: skip
 # (method, the published path, its query parameters, the body's schema): git.json 7.1 and serviceHooks.json 7.1
 CALLS: tuple[tuple[str, str, set[str], dict[str, Any] | None], ...] = (
     ("get", GIT, {"api-version"}, None),
@@ -40,11 +46,9 @@ CALLS: tuple[tuple[str, str, set[str], dict[str, Any] | None], ...] = (
                              "download", "includeLinks", "$format", "versionDescriptor.version",
                              "versionDescriptor.versionOptions", "versionDescriptor.versionType", "zipForUnix",
                              "api-version"}, None),
-    ("post", GIT + "/commits/{commitId}/statuses", {"api-version"}, {
-        "type": "object", "required": ["state", "context"], "additionalProperties": False,
-        "properties": {"state": {"enum": STATES}, "description": _STR, "targetUrl": _STR,
-                       "context": {"type": "object", "required": ["name"], "additionalProperties": False,
-                                   "properties": {"genre": _STR, "name": {"type": "string", "minLength": 1}}}}}),
+    ("post", GIT + "/commits/{commitId}/statuses", {"api-version"}, _STATUS),
+    ("post", GIT + "/pullRequests/{pullRequestId}/statuses", {"api-version"},
+     {**_STATUS, "properties": {**_STATUS["properties"], "iterationId": {"type": "integer"}}}),
     ("post", HOOKS, {"api-version"}, {
         "type": "object", "additionalProperties": False,
         "required": ["publisherId", "eventType", "consumerId", "consumerActionId", "publisherInputs",

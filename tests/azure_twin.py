@@ -37,6 +37,7 @@ class AzureDevOpsTwin(ForgeTwin):
         super().__enter__()
         self.api_url = self.http_url
         self.subscriptions: dict[str, tuple[str, str]] = {}  # id -> (repository, event type)
+        self.pull_statuses: list[tuple[int, dict[str, Any]]] = []  # (pull request, body)
         return self
 
     def _by_id(self, repository_id: str) -> Repo | None:
@@ -160,6 +161,10 @@ class AzureDevOpsTwin(ForgeTwin):
             name = "refs/" + query.get("filter", "")
             sha = self._rev(repo, name)
             return _json(200, {"value": [{"name": name, "objectId": sha}] if sha else [], "count": 1 if sha else 0})
+        if rest.startswith("pullRequests/") and rest.endswith("/statuses"):
+            with self._lock:
+                self.pull_statuses.append((int(named["pullRequestId"]), body))
+            return _json(201, {"id": len(self.pull_statuses), **body})
         if rest.endswith("/statuses"):
             with self._lock:
                 repo.statuses.append((named["commitId"], body))

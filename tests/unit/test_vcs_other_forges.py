@@ -6,7 +6,8 @@ twins' deliveries posted to the app. Each provider: connecting a workspace regis
 event on Azure DevOps) and disconnecting deletes it; a push is a configuration version of the confirmed commit
 (`source` `bitbucket`/`ado`) whose run reports on the commit (Bitbucket's INPROGRESS -> SUCCESSFUL, Azure DevOps'
 pending -> succeeded); a pull request is a speculative plan with its status, a fork's is none; a forged or replayed
-delivery is refused; a push outside the trigger patterns starts nothing."""
+delivery is refused; a push outside the trigger patterns starts nothing. Azure DevOps' pull request also gets the
+status on the pull request itself."""
 
 from __future__ import annotations
 
@@ -179,6 +180,8 @@ def test_a_pull_request_gets_a_speculative_plan_with_its_status_and_a_fork_s_get
     world.env.work_next()
     _work(world.env)
     assert world.statuses(head)[-1] == world.provider.states[1]
+    if world.provider.service_provider == "ado_services":  # its pull request's page shows the pull request's own
+        assert [(n, body["state"]) for n, body in world.twin.pull_statuses][-1] == (7, "succeeded")
     fork = world.provider.pr_payload(
         world.twin, world.provider.repo, 8, head, "feature", FORKS[world.provider.service_provider]
     )

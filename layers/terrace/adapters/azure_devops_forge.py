@@ -141,6 +141,8 @@ class AzureDevOpsForge:
         body = {"state": forge_state("azure_devops", status.state), "description": status.description[:255],
                 "targetUrl": status.target_url, "context": {"genre": genre, "name": name or genre}}  # fmt: skip
         self._http.json(access, "POST", _path(repo, "commits", sha, "statuses"), body)
+        if status.pull_request is not None:  # the pull request's page shows its own statuses, not its commits'
+            self._http.json(access, "POST", _path(repo, "pullRequests", str(status.pull_request), "statuses"), body)
 
 
 def _file(change: Any) -> bool:

@@ -36,7 +36,8 @@ Bitbucket Data Center (`kind` `bitbucket_server`, `api-url` the server's base UR
 Azure DevOps Services (`kind` `azure_devops`, `api-url` `https://dev.azure.com`; `{org}/{project}/_git/{repo}`),
 `api-version=7.1`, below `/{org}/{project}/_apis/git/repositories/{repo}`: ``, `/refs?filter=`, `/commits/{sha}`,
 `/diffs/commits`, `/pullrequests/{id}`, `/items?scopePath=/&$format=zip` (the zip read by `domain/bounded_zip.py`),
-`POST /commits/{sha}/statuses` (pending, succeeded, failed, error); service hooks
+`POST /commits/{sha}/statuses` (pending, succeeded, failed, error) and, for a pull request's plan,
+`POST /pullRequests/{id}/statuses`; service hooks
 `POST|DELETE /{org}/_apis/hooks/subscriptions[/{id}]` (`git.push`, `git.pullrequest.created|updated`).
 
 Implementations: `github_forge.py`, `gitlab_forge.py`, `bitbucket_forge.py`, `bitbucket_server_forge.py` and
@@ -88,6 +89,7 @@ class CommitStatus:
     context: str  # Terrace/<organization>/<workspace>
     description: str
     target_url: str  # the run's page
+    pull_request: int | None = None  # the pull request whose head the commit is (Azure DevOps shows its own status)
 
 
 STATES = ("pending", "running", "success", "failure", "error")
