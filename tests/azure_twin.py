@@ -146,6 +146,10 @@ class AzureDevOpsTwin(ForgeTwin):
         if repo is None:
             return _json(400, {"message": "the publisher's repository does not exist"})
         sub_id = str(uuid.uuid4())
+        if body["eventType"] == "git.pullrequest.updated" and body["publisherInputs"].get("notificationType") != (
+            "PushNotification"
+        ):
+            self._problem("a pull request's updates are subscribed to without the source branch filter")
         with self._lock:
             self.subscriptions[sub_id] = (repo.full_name, body["eventType"])
             repo.hooks[sub_id] = (body["consumerInputs"]["url"], body["consumerInputs"].get("basicAuthPassword", ""))  # type: ignore[index]

@@ -25,6 +25,8 @@ from terrace.domain.destinations import Allowance
 API_VERSION = "7.1"
 PAGE = 1000
 EVENTS = ("git.push", "git.pullrequest.created", "git.pullrequest.updated")
+# an update of a pull request is delivered only when its source branch moved (not for reviewers, votes, status)
+PUBLISHER_FILTERS = {"git.pullrequest.updated": {"notificationType": "PushNotification"}}
 BASIC_USER = "terrace"  # the service hook's basic authentication (`services/vcs/webhooks.py: BASIC_USER`)
 ENTRIES_MAX = 20_000  # the items zip of a commit (the configuration's bounds apply again to the .tar.gz)
 EXPANDED_MAX = 256 * 1024 * 1024
@@ -70,8 +72,9 @@ class AzureDevOpsForge:
         ids: list[str] = []
         try:
             for event in EVENTS:
+                inputs = {**publisher, **PUBLISHER_FILTERS.get(event, {})}
                 body = {"publisherId": "tfs", "eventType": event, "resourceVersion": "1.0", "consumerId": "webHooks",
-                        "consumerActionId": "httpRequest", "publisherInputs": publisher,
+                        "consumerActionId": "httpRequest", "publisherInputs": inputs,
                         "consumerInputs": {"url": url, "basicAuthUsername": BASIC_USER,
                                            "basicAuthPassword": secret}}  # fmt: skip
                 ids.append(str(self._http.json(access, "POST", _subscriptions(repo), body)["id"]))
