@@ -71,7 +71,10 @@ class ForgeTwin:
     def __enter__(self) -> ForgeTwin:
         self._api = ThreadingHTTPServer(("127.0.0.1", 0), self._handler(self._api_request))
         self._codeload = ThreadingHTTPServer(("127.0.0.1", 0), self._handler(self._codeload_request))
-        self._threads = [threading.Thread(target=s.serve_forever, daemon=True) for s in (self._api, self._codeload)]
+        self._threads = [
+            threading.Thread(target=s.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+            for s in (self._api, self._codeload)
+        ]
         for thread in self._threads:
             thread.start()
         self.api_url = f"http://127.0.0.1:{self._api.server_address[1]}/api/v3"

@@ -19,6 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from terrace.adapters.azure_devops_forge import AzureDevOpsForge
+from terrace.adapters.bitbucket_forge import BitbucketForge
+from terrace.adapters.bitbucket_server_forge import BitbucketServerForge
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.caller_identity import CallerIdentity
 from terrace.adapters.condition_job_signal import LAMBDA_RECHECK_S, ConditionJobSignal
@@ -177,8 +180,11 @@ def build_aws(settings: Settings, *, launcher: RunnerLauncher | None = None) -> 
 
 
 def _forges(allowance: Allowance) -> Forge:
-    """The forge of each kind of OAuth client: GitHub's REST shapes (GitHub, Gitea, Forgejo) and GitLab's."""
-    return ForgeByKind({"github": GitHubForge(allowance), "gitlab": GitLabForge(allowance)})
+    """The forge of each kind of OAuth client (`domain/vcs.py: forge_kind`): GitHub's REST shapes (GitHub, Gitea,
+    Forgejo), GitLab's, Bitbucket Cloud's, Bitbucket Data Center's and Azure DevOps Services'."""
+    return ForgeByKind({"github": GitHubForge(allowance), "gitlab": GitLabForge(allowance),
+                        "bitbucket": BitbucketForge(allowance), "bitbucket_server": BitbucketServerForge(allowance),
+                        "azure_devops": AzureDevOpsForge(allowance)})  # fmt: skip
 
 
 def build_embedded(settings: Settings, *, launcher: RunnerLauncher | None = None) -> Container:

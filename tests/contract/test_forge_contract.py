@@ -6,7 +6,11 @@ repository, register and delete a hook, confirm a commit, hand its tarball (one 
 files and set a commit status (in the forge's own names of the states); all refuse a bad credential. GitLab's
 projects in nested groups are named by their encoded path; a merge request's files are read page by page.
 `GitHubForge` follows the tarball's redirect to another host without the credential, and refuses one to an address
-the deployment does not allow, as every outbound request."""
+the deployment does not allow, as every outbound request; so does `BitbucketForge` with its archive's. Bitbucket
+Cloud (`BitbucketForge`), Bitbucket Data Center (`BitbucketServerForge`) and Azure DevOps Services
+(`AzureDevOpsForge`) run against their twins (`bitbucket_twin.py`, `azure_twin.py`), whose contracts are the
+vendors' published descriptions; the Azure DevOps excerpts are checked against Microsoft's specification itself
+when a copy of it is at hand."""
 
 from __future__ import annotations
 
@@ -19,16 +23,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from azure_contract import SPECS, published_problems
+from azure_twin import AzureDevOpsTwin
+from bitbucket_twin import BitbucketCloudTwin, BitbucketServerTwin
 from forge_twin import ForgeTwin, git
 from github_contract import missing
 from gitlab_twin import GitLabTwin
-from terrace.adapters.forge import CommitStatus, Forge, ForgeAccess, ForgeByKind, ForgeError
+from terrace.adapters.azure_devops_forge import AzureDevOpsForge
+from terrace.adapters.bitbucket_forge import BitbucketForge
+from terrace.adapters.bitbucket_server_forge import BitbucketServerForge
+from terrace.adapters.forge import CommitStatus, Forge, ForgeAccess, ForgeByKind, ForgeError, forge_state
 from terrace.adapters.github_forge import GitHubForge
 from terrace.adapters.gitlab_forge import GitLabForge
 from terrace.adapters.memory_forge import MemoryForge
 from terrace.domain.destinations import Allowance
 
 REPO, TOKEN = "octo/infra", "ghp_contracttoken"
+ADO_REPO = "octo/proj/_git/infra"
 
 
 @dataclass
@@ -39,6 +50,8 @@ class World:
     statuses: Callable[[], list[tuple[str, str]]]  # (sha, state)
     hooks: Callable[[], int]
     twin: ForgeTwin | None = None
+    repo: str = REPO
+    missing: str = "octo/none"
 
 
 def _memory(_: Path) -> Iterator[World]:
@@ -112,7 +125,41 @@ def _gitlab(root: Path) -> Iterator[World]:
         assert twin.problems == []
 
 
-WORLDS = {"memory": _memory, "github": _github, "gitlab": _gitlab}
+def _twinned(twin_class: type[ForgeTwin], kind: str, repo: str = REPO, missing: str = "octo/none") -> Any:
+    def world(root: Path) -> Iterator[World]:
+        with twin_class(root, TOKEN) as twin:
+            work = twin.create(repo)
+
+            def push(files: dict[str, str], branch: str) -> str:
+                git("checkout", "--quiet", "-B", branch, cwd=work)
+                sha = twin.commit_and_push(work, files, "change", branch)[1]
+                git("checkout", "--quiet", "main", cwd=work)
+                return sha
+
+            found = twin.repos[repo]
+            yield World(_by_kind(), ForgeAccess(twin.api_url, TOKEN, kind), push,
+                        lambda: [(sha, body["state"]) for sha, body in found.statuses],
+                        lambda: len(set(found.hooks.values())), twin, repo, missing)  # fmt: skip
+            assert twin.problems == []
+
+    return world
+
+
+def _by_kind() -> ForgeByKind:
+    allowance = Allowance.parse(["127.0.0.0/8"])
+    return ForgeByKind({"github": GitHubForge(allowance), "gitlab": GitLabForge(allowance),
+                        "bitbucket": BitbucketForge(allowance), "bitbucket_server": BitbucketServerForge(allowance),
+                        "azure_devops": AzureDevOpsForge(allowance)})  # fmt: skip
+
+
+WORLDS = {
+    "memory": _memory,
+    "github": _github,
+    "gitlab": _gitlab,
+    "bitbucket": _twinned(BitbucketCloudTwin, "bitbucket"),
+    "bitbucket_server": _twinned(BitbucketServerTwin, "bitbucket_server", "PRJ/infra", "PRJ/none"),
+    "azure_devops": _twinned(AzureDevOpsTwin, "azure_devops", ADO_REPO, "octo/proj/_git/none"),
+}
 
 
 @pytest.fixture(params=list(WORLDS))
@@ -128,34 +175,37 @@ def _files(archive: bytes) -> dict[str, bytes]:
 def test_the_calls_behave_alike(world: World) -> None:
     first = world.push({"main.tf": "# one\n", "env/prod/main.tf": "# p\n"}, "main")
     second = world.push({"main.tf": "# two\n"}, "main")
-    repository = world.forge.repository(world.access, REPO)
-    assert repository.default_branch == "main" and repository.identifier == REPO
-    hook = world.forge.create_hook(world.access, REPO, "https://terrace.test/api/vcs/webhooks/ws-1", "s" * 64)
+    repository = world.forge.repository(world.access, world.repo)
+    assert repository.default_branch == "main" and repository.identifier == world.repo
+    hook = world.forge.create_hook(world.access, world.repo, "https://terrace.test/api/vcs/webhooks/ws-1", "s" * 64)
     assert world.hooks() == 1
-    world.forge.delete_hook(world.access, REPO, hook)
-    world.forge.delete_hook(world.access, REPO, hook)  # gone already: fine
+    world.forge.delete_hook(world.access, world.repo, hook)
+    world.forge.delete_hook(world.access, world.repo, hook)  # gone already: fine
     assert world.hooks() == 0
-    commit = world.forge.commit(world.access, REPO, "main")
+    commit = world.forge.commit(world.access, world.repo, "main")
     assert commit.sha == second and commit.message.strip() == "change"
-    files = _files(world.forge.tarball(world.access, REPO, second, 10_000_000))
+    files = _files(world.forge.tarball(world.access, world.repo, second, 10_000_000))
     tops = {name.split("/", 1)[0] for name in files}
     assert len(tops) == 1 and {n.split("/", 1)[1] for n in files} == {"main.tf", "env/prod/main.tf"}
     assert files[f"{tops.pop()}/main.tf"] == b"# two\n"
-    assert world.forge.changed_files(world.access, REPO, first, second) == ["main.tf"]
+    assert world.forge.changed_files(world.access, world.repo, first, second) == ["main.tf"]
     status = CommitStatus("pending", "Terrace/acme/app", "Terrace: Run pending", "https://terrace.test/app/acme")
-    world.forge.set_status(world.access, REPO, second, status)
-    assert world.statuses() == [(second, "pending")]
-    world.forge.set_status(world.access, REPO, second, replace(status, state="failure"))
-    assert world.statuses()[-1] == (second, "failed" if world.access.kind == "gitlab" else "failure")
+    world.forge.set_status(world.access, world.repo, second, status)
+    assert world.statuses() == [(second, forge_state(world.access.kind, "pending"))]
+    world.forge.set_status(world.access, world.repo, second, replace(status, state="failure"))
+    assert world.statuses()[-1] == (
+        second,
+        "failure" if world.twin is None else forge_state(world.access.kind, "failure"),
+    )
 
 
 def test_a_bad_credential_or_an_unknown_repository_is_a_forge_error(world: World) -> None:
     world.push({"main.tf": "# one\n"}, "main")
     with pytest.raises(ForgeError) as bad:
-        world.forge.repository(replace(world.access, token="wrong"), REPO)
+        world.forge.repository(replace(world.access, token="wrong"), world.repo)
     assert bad.value.status == 401
     with pytest.raises(ForgeError) as unknown:
-        world.forge.commit(world.access, "octo/none", "main")
+        world.forge.commit(world.access, world.missing, "main")
     assert unknown.value.status == 404
 
 
@@ -202,3 +252,27 @@ def test_gitlab_reads_a_merge_request_s_files_and_names_a_nested_project_by_its_
         assert "GET /projects/platform/team/infra/merge_requests/3/diffs" in twin.calls
         assert forge.pull_files(access, nested, 99) is None  # no `diffs` (GitLab before 15.7): it cannot say
         assert twin.problems == []
+
+
+def test_bitbucket_s_archive_redirect_passes_the_destination_checks(tmp_path: Path) -> None:
+    def resolver(host: str, port: int) -> list[Any]:
+        return [ipaddress.ip_address("169.254.169.254" if host == "metadata.test" else host)]
+
+    with BitbucketCloudTwin(tmp_path, TOKEN) as twin:
+        work = twin.create(REPO)
+        sha = twin.commit_and_push(work, {"main.tf": "# x\n"}, "change")[1]
+        forge = BitbucketForge(Allowance.parse(["127.0.0.1/32"]), resolver=resolver)
+        access = ForgeAccess(twin.api_url, TOKEN, "bitbucket")
+        assert _files(forge.tarball(access, REPO, sha, 1_000_000))  # the web host, then the download host
+        twin.codeload_host = "metadata.test"  # a redirect to the instance metadata address
+        with pytest.raises(ForgeError) as blocked:
+            forge.tarball(access, REPO, sha, 1_000_000)
+        assert "blocked" in blocked.value.detail and "link-local" in blocked.value.detail
+        assert twin.problems == []  # the token went to the web host, never to the download host
+
+
+def test_the_azure_devops_excerpts_are_microsoft_s_published_specification() -> None:
+    problems = published_problems()
+    if problems is None:
+        pytest.skip(f"no copy of MicrosoftDocs/vsts-rest-api-specs at {SPECS} (set VSTS_REST_API_SPECS)")
+    assert problems == []

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastapi.testclient import TestClient
+from terrace.adapters.forge import Forge
 from terrace.adapters.job_queue import QueuedJob
 from terrace.adapters.lanes import Lanes
 from terrace.adapters.memory_blobs import MemoryBlobs
@@ -146,8 +147,10 @@ def join(env: RunEnv, token: str, username: str, organization: str = "acme") -> 
     return str(mine)
 
 
-def make_run_env(organization: str = "acme", lanes: Lanes | None = None, **settings: Any) -> RunEnv:
-    """`lanes`: the dispatcher's lanes (default: in memory)."""
+def make_run_env(
+    organization: str = "acme", lanes: Lanes | None = None, forge: Forge | None = None, **settings: Any
+) -> RunEnv:
+    """`lanes`: the dispatcher's lanes (default: in memory); `forge`: the forge port (default: in memory)."""
     container = build_memory(
         Settings(
             table_name="memory",
@@ -159,6 +162,8 @@ def make_run_env(organization: str = "acme", lanes: Lanes | None = None, **setti
     )
     if lanes is not None:
         container.lanes = lanes  # before any service is built
+    if forge is not None:
+        container.forge = forge
     user = container.accounts.create_user("alice", "alice@example.com")
     token = container.accounts.issue_token(PrincipalKind.USER, user.id).secret
     client = TestClient(create_app(container))

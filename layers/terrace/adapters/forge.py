@@ -19,7 +19,29 @@ A GitLab (`kind` `gitlab`: gitlab.com, Community and Enterprise editions; `:id` 
 - `GET /projects/:id/repository/compare?from=&to=`, `GET /projects/:id/merge_requests/:iid/diffs`
 - `POST /projects/:id/statuses/:sha` (states pending, running, success, failed, canceled)
 
-Implementations: `github_forge.py` and `gitlab_forge.py` (httpx through `httpx_forge.py`, under
+Bitbucket Cloud (`kind` `bitbucket`, REST 2.0, `api-url` `https://api.bitbucket.org/2.0`; `{ws}/{repo}`):
+
+- `GET /repositories/{ws}/{repo}`, `POST /repositories/{ws}/{repo}/hooks`, `DELETE .../hooks/{uid}` (a `secret`)
+- `GET .../commit/{ref}`, `GET .../pullrequests/{id}`, `GET .../diffstat/{head}..{base}`
+- `GET <web host>/{ws}/{repo}/get/{sha}.tar.gz` (the web host is the api-url's without `api.` and `/2.0`; its
+  redirects are followed under the destination checks, without the credential)
+- `POST .../commit/{sha}/statuses/build` (states INPROGRESS, SUCCESSFUL, FAILED, STOPPED)
+
+Bitbucket Data Center (`kind` `bitbucket_server`, `api-url` the server's base URL; `{PROJECT}/{repo}`), below
+`/rest/api/1.0/projects/{p}/repos/{r}`: ``, `/default-branch`, `POST /webhooks`, `DELETE /webhooks/{id}`,
+`/commits/{ref}`, `/compare/changes?from=&to=`, `/pull-requests/{id}/changes`; the archive
+`/rest/api/latest/projects/{p}/repos/{r}/archive?at=&format=tgz&prefix=`; the build status
+`POST /rest/build-status/1.0/commits/{sha}` (INPROGRESS, SUCCESSFUL, FAILED).
+
+Azure DevOps Services (`kind` `azure_devops`, `api-url` `https://dev.azure.com`; `{org}/{project}/_git/{repo}`),
+`api-version=7.1`, below `/{org}/{project}/_apis/git/repositories/{repo}`: ``, `/refs?filter=`, `/commits/{sha}`,
+`/diffs/commits`, `/pullrequests/{id}`, `/items?scopePath=/&$format=zip` (the zip read by `domain/bounded_zip.py`),
+`POST /commits/{sha}/statuses` (pending, succeeded, failed, error) and, for a pull request's plan,
+`POST /pullRequests/{id}/statuses`; service hooks
+`POST|DELETE /{org}/_apis/hooks/subscriptions[/{id}]` (`git.push`, `git.pullrequest.created|updated`).
+
+Implementations: `github_forge.py`, `gitlab_forge.py`, `bitbucket_forge.py`, `bitbucket_server_forge.py` and
+`azure_devops_forge.py` (httpx through `httpx_forge.py`, under
 `domain/destinations.py`'s rules), `ForgeByKind` below (the one the composition root hands the services: each call
 to the implementation of its access's kind) and `memory_forge.py` (unit tests).
 """
@@ -42,7 +64,8 @@ class ForgeError(Exception):
 class ForgeAccess:
     api_url: str  # https://api.github.com, https://ghe.example.com/api/v3, https://gitea.example.com/api/v1
     token: str  # the OAuth token's credential (a personal access token)
-    kind: str = "github"  # github (GitHub's REST shapes) or gitlab: which API the calls speak (`domain/vcs.py`)
+    kind: str = "github"  # github (GitHub's REST shapes), gitlab, bitbucket, bitbucket_server, azure_devops: which
+    # API the calls speak (`domain/vcs.py: forge_kind`)
 
 
 @dataclass(frozen=True)
@@ -66,6 +89,7 @@ class CommitStatus:
     context: str  # Terrace/<organization>/<workspace>
     description: str
     target_url: str  # the run's page
+    pull_request: int | None = None  # the pull request whose head the commit is (Azure DevOps shows its own status)
 
 
 STATES = ("pending", "running", "success", "failure", "error")
@@ -73,7 +97,12 @@ STATES = ("pending", "running", "success", "failure", "error")
 FORGE_STATES = {
     "github": {"running": "pending"},
     "gitlab": {"failure": "failed", "error": "canceled"},
-}
+    "bitbucket": {"pending": "INPROGRESS", "running": "INPROGRESS", "success": "SUCCESSFUL", "failure": "FAILED",
+                  "error": "STOPPED"},
+    "bitbucket_server": {"pending": "INPROGRESS", "running": "INPROGRESS", "success": "SUCCESSFUL",
+                         "failure": "FAILED", "error": "FAILED"},
+    "azure_devops": {"running": "pending", "success": "succeeded", "failure": "failed"},
+}  # fmt: skip
 
 
 def forge_state(kind: str, state: str) -> str:
@@ -112,7 +141,7 @@ class Forge(Protocol):
 
 
 class ForgeByKind:
-    """The forge of each access's kind (`github`, `gitlab`); a kind without one is a ForgeError."""
+    """The forge of each access's kind (`github`, `gitlab`, `bitbucket`, ...); a kind without one is a ForgeError."""
 
     def __init__(self, forges: dict[str, Forge]) -> None:
         self._forges = forges

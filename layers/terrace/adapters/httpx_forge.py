@@ -1,7 +1,10 @@
-"""The HTTP part of the forges over httpx (`github_forge.py`, `gitlab_forge.py`). Every request, and every hop of a
+"""The HTTP part of the forges over httpx (`github_forge.py`, `gitlab_forge.py`, `bitbucket_forge.py`,
+`bitbucket_server_forge.py`, `azure_devops_forge.py`). Every request, and every hop of a
 redirect, goes to a destination checked as any outbound request is (`httpx_outbound.checked_address`: the name
 resolved once, every address it gives checked, the connection made to the checked address with the original Host
-and TLS server name); the credential goes only to the `api-url`'s own host; answers are read within bounds."""
+and TLS server name); the credential goes only to the first URL's host (a path relative to the `api-url`, or an
+absolute URL the adapter derived from it: Bitbucket Cloud's archives are on its web host), never to a redirect's
+other host; answers are read within bounds."""
 
 from __future__ import annotations
 
@@ -33,8 +36,8 @@ class ForgeHttp:
     ) -> None:
         self._headers, self._allowance, self._resolver, self._verify = headers, allowance, resolver, verify
 
-    def json(self, access: ForgeAccess, method: str, path: str, body: Any = None) -> Any:
-        with self.request(access, method, path, body, follow=False) as answer:
+    def json(self, access: ForgeAccess, method: str, path: str, body: Any = None, *, follow: bool = False) -> Any:
+        with self.request(access, method, path, body, follow=follow) as answer:
             raw = read(answer, JSON_MAX, f"the answer to {method} {path.split('?')[0]}")
         if not raw.strip():
             return {}
@@ -47,7 +50,7 @@ class ForgeHttp:
     def request(self, access: ForgeAccess, method: str, path: str, body: Any, *, follow: bool) -> Iterator[Any]:
         import httpx  # on the first forge call, not on the API Lambda's cold start
 
-        url = access.api_url.rstrip("/") + path
+        url = path if path.startswith(("https://", "http://")) else access.api_url.rstrip("/") + path
         origin = urlsplit(url).netloc
         headers = {**self._headers(access), "User-Agent": "Terrace"}
         content = json.dumps(body).encode() if body is not None else None

@@ -7,11 +7,13 @@ for is read, by its exact name: no path of the archive ever becomes a path on di
 
 from __future__ import annotations
 
+import io
+import posixpath
 import zipfile
 from pathlib import Path
 from typing import BinaryIO
 
-from terrace.domain.bounded_tar import ArchiveRefused
+from terrace.domain.bounded_tar import ArchiveRefused, write_tar
 
 ENTRIES_MAX = 64  # a release zip holds the binary and a licence or two
 _CHUNK = 1 << 20
@@ -44,3 +46,40 @@ def extract_member(archive: Path, name: str, out: BinaryIO, *, archive_max: int,
             return written
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, NotImplementedError) as exc:
         raise ArchiveRefused(f"not a readable zip archive: {exc}") from exc
+
+
+def zip_as_tar(raw: bytes, top: str, *, entries_max: int, expanded_max: int) -> bytes:
+    """The files and folders of the zip `raw` under the folder `top`, as a .tar.gz. ArchiveRefused past
+    `entries_max` entries or `expanded_max` bytes expanded (declared or actual), for a name leading out (absolute,
+    `..`), a link or an unreadable archive."""
+    out, total = io.BytesIO(), 0
+    try:
+        with zipfile.ZipFile(io.BytesIO(raw)) as zipped, write_tar(out) as packed:
+            entries = zipped.infolist()
+            if len(entries) > entries_max:
+                raise ArchiveRefused(f"the archive has {len(entries)} entries, above the bound of {entries_max}")
+            if sum(e.file_size for e in entries) > expanded_max:
+                raise ArchiveRefused(f"the archive declares more than {expanded_max} bytes expanded")
+            for entry in entries:
+                name = entry.filename.replace("\\", "/").lstrip("/")
+                normal = posixpath.normpath(name) if name else "."
+                if entry.filename.startswith("/") or normal == ".." or normal.startswith("../") or "\x00" in name:
+                    raise ArchiveRefused(f"{entry.filename!r} leads out of the archive")
+                if (entry.external_attr >> 16) & 0o170000 == 0o120000:
+                    raise ArchiveRefused(f"{entry.filename!r} is a link")
+                if normal == ".":
+                    continue
+                if entry.is_dir():
+                    packed.add(f"{top}/{normal}", None, 0o755)
+                    continue
+                data = bytearray()
+                with zipped.open(entry) as source:
+                    while chunk := source.read(_CHUNK):
+                        total += len(chunk)
+                        if total > expanded_max:
+                            raise ArchiveRefused(f"the archive expands beyond the bound of {expanded_max} bytes")
+                        data += chunk
+                packed.add(f"{top}/{normal}", bytes(data))
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, NotImplementedError) as exc:
+        raise ArchiveRefused(f"not a readable zip archive: {exc}") from exc
+    return out.getvalue()

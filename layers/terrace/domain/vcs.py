@@ -5,7 +5,11 @@ An OAuth client names a forge (`service-provider`, its `http-url` and `api-url`)
 never returned. A client created with an `oauth-token-string` (a personal access token) gets its OAuth token at once,
 as on HCP Terraform. Terrace drives GitHub-shaped forges: GitHub, GitHub Enterprise Server, and Gitea/Forgejo (a
 `github_enterprise` client whose `api-url` is the forge's `/api/v1`), and GitLab (gitlab.com, Community and
-Enterprise editions; `api-url` `<host>/api/v4`)."""
+Enterprise editions; `api-url` `<host>/api/v4`), Bitbucket Cloud (`bitbucket_hosted`, `api-url`
+`https://api.bitbucket.org/2.0`, repositories `<workspace>/<repository>`), Bitbucket Data Center
+(`bitbucket_data_center` and `bitbucket_server`, `api-url` the server's base URL, repositories
+`<PROJECT>/<repository>`) and Azure DevOps Services (`ado_services`, `api-url` `https://dev.azure.com`,
+repositories `<organization>/<project>/_git/<name>`)."""
 
 from __future__ import annotations
 
@@ -33,17 +37,40 @@ PROVIDERS: dict[str, str] = {
 }
 GITHUB_SHAPED = frozenset({"github", "github_enterprise"})  # GitHub's REST and webhook shapes
 GITLAB = frozenset({"gitlab_hosted", "gitlab_community_edition", "gitlab_enterprise_edition"})
-DRIVEN = GITHUB_SHAPED | GITLAB  # the providers Terrace can drive (REST and webhooks)
+BITBUCKET_CLOUD = frozenset({"bitbucket_hosted"})  # Bitbucket Cloud's REST 2.0
+BITBUCKET_SERVER = frozenset({"bitbucket_data_center", "bitbucket_server"})  # Bitbucket Data Center's REST 1.0
+AZURE_DEVOPS = frozenset({"ado_services"})  # Azure DevOps Services' REST API and service hooks
+DRIVEN = GITHUB_SHAPED | GITLAB | BITBUCKET_CLOUD | BITBUCKET_SERVER | AZURE_DEVOPS  # REST calls and webhooks
+# the API each kind of forge speaks (`adapters/forge.py: ForgeAccess.kind`) and HCP's `source` of its commits
+_KINDS = (
+    (GITLAB, "gitlab", "gitlab"),
+    (BITBUCKET_CLOUD, "bitbucket", "bitbucket"),
+    (BITBUCKET_SERVER, "bitbucket_server", "bitbucket"),
+    (AZURE_DEVOPS, "azure_devops", "ado"),
+)
+# a repository's identifier on each kind: how many parts, and a fixed part (Azure DevOps' `_git`)
+IDENTIFIER_SHAPES = {"github": "<owner>/<repository>", "bitbucket": "<workspace>/<repository>",
+                     "bitbucket_server": "<PROJECT>/<repository>",
+                     "azure_devops": "<organization>/<project>/_git/<repository>"}  # fmt: skip
 
 
 def forge_kind(service_provider: str) -> str:
     """The API an OAuth client's `service-provider` speaks (`adapters/forge.py: ForgeAccess.kind`)."""
-    return "gitlab" if service_provider in GITLAB else "github"
+    return next((kind for providers, kind, _ in _KINDS if service_provider in providers), "github")
 
 
 def source_of(service_provider: str) -> str:
-    """A configuration version's `source` for a commit of this provider (HCP's `github`, `gitlab`, ...)."""
-    return "gitlab" if service_provider in GITLAB else "github"
+    """A configuration version's `source` for a commit of this provider (HCP's `github`, `gitlab`, `bitbucket`,
+    `ado`)."""
+    return next((source for providers, _, source in _KINDS if service_provider in providers), "github")
+
+
+def identifier_fits(kind: str, identifier: str) -> bool:
+    """Whether `identifier` names a repository on a forge of `kind` (GitLab's nested groups: any depth)."""
+    parts = identifier.split("/")
+    if kind == "azure_devops":
+        return len(parts) == 4 and parts[2] == "_git"
+    return kind == "gitlab" or len(parts) == 2
 
 
 PRIVATE_KEY_PROVIDERS = frozenset({"ado_server"})  # HCP accepts `private-key` for Azure DevOps Server only

@@ -53,11 +53,12 @@ class RepositoryConnections:
             raise NotFound(f"oauth token {request.oauth_token_id} not found")
         client, token = found
         if client.service_provider not in model.DRIVEN:
-            raise Invalid(f"{client.display_name} repositories are not supported yet: connect a GitHub or GitLab one",
+            raise Invalid(f"{client.display_name} repositories are not supported yet",
                           pointer="/data/attributes/vcs-repo/oauth-token-id")  # fmt: skip
         kind = model.forge_kind(client.service_provider)
-        if kind == "github" and request.identifier.count("/") != 1:
-            raise Invalid(f"vcs-repo identifier must be <owner>/<repository> on {client.display_name}",
+        if not model.identifier_fits(kind, request.identifier):
+            shape = model.IDENTIFIER_SHAPES.get(kind, "<owner>/<repository>")
+            raise Invalid(f"vcs-repo identifier must be {shape} on {client.display_name}",
                           pointer="/data/attributes/vcs-repo/identifier")  # fmt: skip
         access = ForgeAccess(client.api_url, self._clients.credential(token), kind)
         kept = self._store.connection(ws.id)

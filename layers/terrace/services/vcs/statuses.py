@@ -3,7 +3,8 @@ commit reports on that commit as `Terrace/<organization>/<workspace>` (`POST /re
 `pending` while it waits, `running` while it runs (GitHub shows it as `pending`; GitLab's
 `POST /projects/:id/statuses/:sha` as `running`), then `success` (applied, planned and finished, or planned and
 waiting for confirmation), `failure` (errored; GitLab's `failed`) or `error` (canceled, discarded; GitLab's
-`canceled`), with a link to the run's page. Only a change of what the forge
+`canceled`), with a link to the run's page (a pull request's plan names its pull request too: Azure DevOps shows
+the pull request's own status). Only a change of what the forge
 shows is sent; a forge that fails is logged (the run goes on)."""
 
 from __future__ import annotations
@@ -72,8 +73,13 @@ class CommitStatuses:
         status = CommitStatus(
             state=now[0], context=f"Terrace/{org.name}/{ws.name}", description=f"Terrace: {now[1]}",
             target_url=f"{self._public_url}/app/{org.name}/workspaces/{ws.name}/runs/{run.id}",
+            pull_request=_number((cv.ingress or {}).get("pull-request-number")),
         )  # fmt: skip
         try:
             self._forge.set_status(found[1], connection.identifier, str(sha), status)
         except ForgeError as exc:
             log.warning("run %s: commit status %s of %s not set: %s", run.id, now[0], sha, exc.detail)
+
+
+def _number(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -6,17 +6,23 @@ given at once and the work queued as a `vcs.delivery` event (`ingress.py`). A Gi
 the secret itself as `X-Gitlab-Token` (compared in constant time) and their id as `X-Gitlab-Event-UUID` (or
 `Idempotency-Key`); push, tag push and merge request events become the same work (`domain/gitlab_events.py`); the
 connection's kind, not the delivery's headers, decides which check applies. What the forge's API can confirm is not
-taken from the payload: the event carries only what names the change (a ref, a SHA, a pull request's number)."""
+taken from the payload: the event carries only what names the change (a ref, a SHA, a pull request's number).
+Bitbucket Cloud's and Data Center's deliveries are signed as GitHub's with the hook's `secret` (`X-Hub-Signature`
+`sha256=`), name their event in `X-Event-Key` and their id in `X-Request-UUID` (Data Center: `X-Request-Id`);
+Azure DevOps' service hooks send the secret as the basic authentication's password (`Authorization: Basic`,
+compared in constant time) and name the event and its id in the payload (`eventType`, `id`). A push of several
+refs (Bitbucket, Azure DevOps) is one event per ref (`<delivery>#<n>` past the first)."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from terrace.domain import gitlab_events, vcs_events
+from terrace.domain import azure_events, bitbucket_events, gitlab_events, vcs_events
 from terrace.domain.errors import BadRequest, Conflict, NotFound, Unauthenticated
 from terrace.domain.limits import parse_json
 from terrace.services.vcs.connections import RepositoryConnections
@@ -26,13 +32,28 @@ DELIVERY = "vcs.delivery"
 SIGNATURES = ("x-hub-signature-256", "x-gitea-signature", "x-forgejo-signature")
 EVENTS = ("x-github-event", "x-gitea-event", "x-forgejo-event")
 DELIVERIES = ("x-github-delivery", "x-gitea-delivery", "x-forgejo-delivery")
-GITLAB_DELIVERIES = ("x-gitlab-event-uuid", "idempotency-key")
+# per kind of forge (`Connection.kind`): the headers naming the event and the delivery's id (None: the payload's)
+EVENT_HEADERS: dict[str, tuple[str, ...] | None] = {
+    "github": EVENTS, "gitlab": ("x-gitlab-event",), "bitbucket": ("x-event-key",),
+    "bitbucket_server": ("x-event-key",), "azure_devops": None,
+}  # fmt: skip
+DELIVERY_HEADERS: dict[str, tuple[str, ...] | None] = {
+    "github": DELIVERIES, "gitlab": ("x-gitlab-event-uuid", "idempotency-key"), "bitbucket": ("x-request-uuid",),
+    "bitbucket_server": ("x-request-id",), "azure_devops": None,
+}  # fmt: skip
+PINGS = frozenset({"ping", "diagnostics:ping"})
+BASIC_USER = "terrace"  # Azure DevOps' service hooks: the basic authentication's user name (the secret: its password)
 DELIVERY_ID_MAX = 128
 PR_ACTIONS = ("opened", "synchronize", "reopened")
 
 
 def _header(headers: Mapping[str, str], names: tuple[str, ...]) -> str:
     return next((headers[n] for n in names if headers.get(n)), "")
+
+
+def basic_authorization(secret: str) -> str:
+    """The `Authorization` header an Azure DevOps service hook of `secret` sends."""
+    return "Basic " + base64.b64encode(f"{BASIC_USER}:{secret}".encode()).decode()
 
 
 class WebhookIngress:
@@ -52,49 +73,74 @@ class WebhookIngress:
         if connection is None:
             raise NotFound(f"no repository is connected to workspace {workspace_id}")
         self._verify(connection, headers, body)
-        gitlab = connection.kind == "gitlab"
-        event = headers.get("x-gitlab-event", "") if gitlab else _header(headers, EVENTS)
-        delivery = _header(headers, GITLAB_DELIVERIES if gitlab else DELIVERIES)
+        kind = connection.kind if connection.kind in EVENT_HEADERS else "github"
+        event_names, delivery_names = EVENT_HEADERS[kind], DELIVERY_HEADERS[kind]
+        payload: Any = None
+        if event_names is None or delivery_names is None:  # Azure DevOps: named in the payload
+            payload = parse_json(body, "delivery")
+            event, delivery = vcs_events._text(vcs_events._get(payload, "eventType")), _payload_id(payload)
+        else:
+            event, delivery = _header(headers, event_names), _header(headers, delivery_names)
         if not delivery or len(delivery) > DELIVERY_ID_MAX:
-            raise BadRequest(f"a delivery needs its id ({'X-Gitlab-Event-UUID' if gitlab else 'X-GitHub-Delivery'})")
-        if event == "ping":
+            named = delivery_names[0].title() if delivery_names else "the payload's id"
+            raise BadRequest(f"a delivery needs its id ({named})")
+        if event in PINGS:
             return "pong"
-        payload = parse_json(body, "delivery")
-        found = (_gitlab_event if gitlab else _event)(event, payload, connection.identifier)
-        if found is None:
+        payload = parse_json(body, "delivery") if payload is None else payload
+        found = _read(kind, event, payload, connection.identifier)
+        if not found:
             return "ignored"
         if not self._store.first_delivery(f"{workspace_id}#{delivery}", int(self._now_s())):
             raise Conflict(f"delivery {delivery} was received before")
-        self._publish({"type": DELIVERY, "workspace_id": workspace_id, "delivery": delivery, **found})
+        for index, work in enumerate(found):
+            named = delivery if index == 0 else f"{delivery}#{index}"
+            self._publish({"type": DELIVERY, "workspace_id": workspace_id, "delivery": named, **work})
         return "queued"
 
     def _verify(self, connection: Connection, headers: Mapping[str, str], body: bytes) -> None:
         secret = self._connections.secret(connection)
         if connection.kind == "gitlab":
             given, expected = headers.get("x-gitlab-token", ""), secret
+        elif connection.kind == "azure_devops":
+            given, expected = headers.get("authorization", ""), basic_authorization(secret)
         else:
-            given = _header(headers, SIGNATURES).removeprefix("sha256=")
+            names = ("x-hub-signature",) if connection.kind.startswith("bitbucket") else SIGNATURES
+            given = _header(headers, names)
+            given = given.removeprefix("sha256=") if given.startswith("sha256=") or names == SIGNATURES else ""
             expected = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
         if not given or not hmac.compare_digest(given.encode(), expected.encode()):
             raise Unauthenticated("the delivery's signature does not match the workspace's webhook secret")
 
 
-def _event(event: str, payload: Any, identifier: str) -> dict[str, Any] | None:
-    """What names the change, for the event; None when it starts nothing (another repository, another event)."""
-    if event == "push":
-        return _push(vcs_events.read_push(payload), identifier)
-    if event == "pull_request":
-        return _pull_request(vcs_events.read_pull_request(payload), identifier)
-    return None
+def _payload_id(payload: Any) -> str:
+    value = vcs_events._get(payload, "id")
+    return value if isinstance(value, str) else ""
 
 
-def _gitlab_event(event: str, payload: Any, identifier: str) -> dict[str, Any] | None:
-    kind = gitlab_events.EVENTS.get(event)
-    if kind in ("push", "tag_push"):
-        return _push(gitlab_events.read_push(payload), identifier)
-    if kind == "merge_request":
-        return _pull_request(gitlab_events.read_merge_request(payload), identifier)
-    return None
+def _read(kind: str, event: str, payload: Any, identifier: str) -> list[dict[str, Any]]:
+    """What names each change of the event; none when it starts nothing (another repository, another event)."""
+    pushes: list[vcs_events.Push | None] = []
+    pr: vcs_events.PullRequest | None = None
+    if kind == "github":
+        pushes = [vcs_events.read_push(payload)] if event == "push" else []
+        pr = vcs_events.read_pull_request(payload) if event == "pull_request" else None
+    elif kind == "gitlab":
+        which = gitlab_events.EVENTS.get(event)
+        pushes = [gitlab_events.read_push(payload)] if which in ("push", "tag_push") else []
+        pr = gitlab_events.read_merge_request(payload) if which == "merge_request" else None
+    elif kind == "bitbucket":
+        pushes = list(bitbucket_events.cloud_pushes(payload)) if event == "repo:push" else []
+        pr = bitbucket_events.cloud_pull_request(event, payload)
+    elif kind == "bitbucket_server":
+        pushes = list(bitbucket_events.server_pushes(payload)) if event == "repo:refs_changed" else []
+        pr = bitbucket_events.server_pull_request(event, payload)
+    elif kind == "azure_devops":
+        pushes = list(azure_events.pushes(payload)) if event == "git.push" else []
+        pr = azure_events.pull_request(event, payload)
+        identifier = identifier.split("/", 1)[1]  # the payload names no organization: the connection's own
+    found = [_push(push, identifier) for push in pushes]
+    found.append(_pull_request(pr, identifier))
+    return [work for work in found if work is not None]
 
 
 def _push(push: vcs_events.Push | None, identifier: str) -> dict[str, Any] | None:

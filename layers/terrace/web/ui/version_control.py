@@ -1,7 +1,8 @@
 """A workspace's repository on its settings page (Settings → Version control): connect it through one of the
-organization's OAuth tokens (a GitHub-shaped or GitLab provider), the repository's identifier, its branch, the
-working directory, trigger patterns and the tags regex; disconnect it. The same service call as the API's
-`PATCH /workspaces/:id` with `vcs-repo` (the webhook is registered or deleted there: `services/vcs/connections.py`)."""
+organization's OAuth tokens (a GitHub-shaped, GitLab, Bitbucket or Azure DevOps provider), the repository's
+identifier, its branch, the working directory, trigger patterns and the tags regex; disconnect it. The same service
+call as the API's `PATCH /workspaces/:id` with `vcs-repo` (the webhook is registered or deleted there:
+`services/vcs/connections.py`)."""
 
 from __future__ import annotations
 
