@@ -43,7 +43,10 @@ def _thief(loot: Path, work_dir: Path, state_dir: Path, marker: str) -> str:
         f"| xargs cat >> {loot}/files 2>/dev/null; cp -r {state_dir}/. {loot}/state/ 2>/dev/null; "
         f"sleep 0.25; done # {marker}"
     )
-    command = f"setsid bash -c '{loop}' </dev/null >/dev/null 2>&1 &"
+    # the provisioner returns once the loop has gone round once (however loaded the machine), so that it is
+    # the job's end, not the loop's slowness, that decides whether it outlives its job
+    wait = f"for w in $(seq 600); do [ -s {loot}/listing ] && break; sleep 0.1; done"
+    command = f"setsid bash -c '{loop}' </dev/null >/dev/null 2>&1 & {wait}"
     return f'resource "null_resource" "thief" {{\n  provisioner "local-exec" {{\n    command = {command!r}\n  }}\n}}\n'
 
 
