@@ -1,7 +1,8 @@
 """The deployment's own addresses, as HCP Terraform publishes its own at `GET /api/meta/ip-ranges`: `api` (where
 clients reach the API: what a firewall in front of them opens), `notifications` (where notification deliveries and
 run task requests come from), `sentinel` (where policy evaluations' outbound requests come from: HCP's name for its
-policy engine) and `vcs` (where forge calls come from), each a list of CIDRs.
+policy engine; Terrace's OPA engine makes none, `http.send` is undefined in it, so this is what the operator
+publishes for the server's egress) and `vcs` (where forge calls come from), each a list of CIDRs.
 
 A self-hosted deployment has no published ranges: each list is what its operator configured
 (`TERRACE_IP_RANGES_API`, `..._NOTIFICATIONS`, `..._SENTINEL`, `..._VCS`), checked as CIDRs at start, empty when
