@@ -67,6 +67,8 @@ def test_a_revoked_version_installs_only_for_configurations_from_before_its_revo
     assert _listed(env, new) == [] and _registry(env, "acme/vpc/aws/1.0.0/download", new).status_code == 404
     # an existing user: still listed (with its deprecation, which its run's log shows) and served
     assert _listed(env, existing) == ["1.0.0"]
+    (entry,) = _registry(env, "acme/vpc/aws/versions", existing).json()["modules"][0]["versions"]
+    assert entry["revocation"] == {"message": "CVE-1", "link": "https://example.com/cve"}  # the runner's warning
     assert _registry(env, "acme/vpc/aws/1.0.0/download", existing).status_code == 204
 
     undeprecate = _patch(env, {"deprecation": {"deprecated-status": "Undeprecated"}})
