@@ -238,11 +238,22 @@ def test_an_organizations_trail_holds_what_was_done_in_it_the_site_what_was_done
     assert env.client.post("/api/v2/admin/organizations/fresh/subscription", json=body, headers=admin).is_success
     made = env.api("POST", "/organizations/fresh/authentication-token", {"data": {"type": "authentication-token"}})
     org_token = {"Authorization": f"Bearer {made.json()['data']['attributes']['token']}"}
-    for action in ("lock", "unlock") * 3:
-        assert env.api("POST", f"/workspaces/{env.workspace_id}/actions/{action}", {}).status_code == 200
+    answers = [env.api("POST", f"/workspaces/{env.workspace_id}/actions/{action}", {}) for action in ("lock", "unlock")]
+    for action in ("lock", "unlock"):
+        path, mine = f"/api/v2/workspaces/{env.workspace_id}/actions/{action}", {"X-Request-Id": f"mine-{action}"}
+        answers.append(env.client.post(path, json={}, headers={**env.headers, **mine}))
+    answers += [
+        env.api("POST", f"/workspaces/{env.workspace_id}/actions/{action}", {}) for action in ("lock", "unlock")
+    ]
+    assert [a.status_code for a in answers] == [200] * 6
     events = env.client.get("/api/v2/organization/audit-trail", headers=org_token).json()["data"]
     actions = [e["resource"]["action"] for e in events]
     assert actions == ["workspace.create", "authentication-token.create", *["workspace.lock", "workspace.unlock"] * 3]
+    # every event names its request: the client's X-Request-Id, else one the answer carries
+    assert [e["request"]["id"] for e in events[2:]] == [a.headers["X-Request-Id"] for a in answers]
+    assert [e["request"]["id"] for e in events[4:6]] == ["mine-lock", "mine-unlock"] and all(
+        e["request"]["id"] for e in events
+    )
     env.container.users.set_flags(root.id, site_auditor=True)
     site = [e["resource"]["action"] for e in env.client.get("/api/v2/admin/audit-trail", headers=admin).json()["data"]]
     assert {"organization.create", "subscription.create"} <= set(site)
