@@ -24,7 +24,6 @@ from terrace.domain import runs as rs
 from terrace.domain import terraform_actions
 from terrace.domain.jobs import FinishRequest, FinishResponse, JobSpec, UploadUrls
 from terrace.domain.plan_json import hide_secrets
-from terrace.domain.registry_modules import registry_hostname
 from terrace.domain.terraform_actions import DeclaredAction, PlannedInvocations
 from terrace.runner import commands, module_notices, sandbox, workload_identity
 from terrace.runner.client import ApiError, RunnerApi, Transfers
@@ -180,7 +179,7 @@ class JobExecutor:
         commands.check_invoke(spec.operation, job.binary)  # before anything runs
         threads = parallelism(spec.variables)
         self.steps.prepare(job)
-        self._module_notices(job)
+        module_notices.warn(job, self.api.module_versions)
         written = folder.path / "out" / PLAN_FILE  # the job's; the runner reads it once, through a checked descriptor
         plan_code, _ = self.steps.run_retried(
             job, commands.plan_args(spec.operation, written, threads), what="plan", succeeded=(0, 2)
@@ -235,19 +234,6 @@ class JobExecutor:
             declared_actions=actions[0],
             action_invocations=actions[1],
         )
-
-    def _module_notices(self, job: Job) -> None:
-        """Warnings for the deprecated and revoked private module versions init installed (`module_notices.py`)."""
-        try:
-            copy = job.folder.copy_from_job(job.cwd / module_notices.MODULES_JSON, "modules.json",
-                                            module_notices.MODULES_JSON_MAX)  # fmt: skip
-            hosts = {job.spec.hostname, registry_hostname(job.spec.hostname)}
-            modules = module_notices.installed(copy.read_bytes(), hosts)
-        except (UnsafeJobFile, OSError):
-            return  # no module installed (or nothing readable of it): nothing to warn of
-        token = job.spec.run_token
-        for line in module_notices.warnings(modules, lambda address: self.api.module_versions(address, token)):
-            job.log.line(line)
 
     def _upload_urls(self, spec: JobSpec) -> UploadUrls:
         """Upload URLs signed now, asked for just before an upload: the spec's were signed at the claim, on AWS

@@ -11,12 +11,14 @@ run: an unreadable record or an unanswered read means no warning.
 from __future__ import annotations
 
 import json
-import logging
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-log = logging.getLogger("terrace.runner.module_notices")
+from terrace.domain.registry_modules import registry_hostname
+from terrace.runner.job_folder import UnsafeJobFile
+from terrace.runner.job_setup import Job
+
 MODULES_JSON = ".terraform/modules/modules.json"
 MODULES_JSON_MAX = 4 * 1024 * 1024
 MAX_MODULES = 200  # registry reads per run at most
@@ -73,3 +75,15 @@ def warnings(modules: list[tuple[str, str, str]], versions: Versions) -> list[st
         if what == "revoked":
             lines.append("  Configurations uploaded since its revocation cannot install it: upgrade the module.")
     return lines + ([""] if lines else [])
+
+
+def warn(job: Job, module_versions: Callable[[str, str], Any]) -> None:
+    """After init: the warnings for `job`'s modules in its log; `module_versions(address, run_token)` reads the
+    registry protocol (`RunnerApi.module_versions`)."""
+    try:
+        copy = job.folder.copy_from_job(job.cwd / MODULES_JSON, "modules.json", MODULES_JSON_MAX)
+        modules = installed(copy.read_bytes(), {job.spec.hostname, registry_hostname(job.spec.hostname)})
+    except (UnsafeJobFile, OSError):
+        return  # no module installed (or nothing readable of it): nothing to warn of
+    for line in warnings(modules, lambda address: module_versions(address, job.spec.run_token)):
+        job.log.line(line)
