@@ -43,7 +43,9 @@ from terrace.adapters.runner_launcher import RunnerLauncher
 from terrace.adapters.signing_keys import SigningKeyStore
 from terrace.adapters.table import Table
 from terrace.config import Settings
+from terrace.domain import clock, ip_ranges
 from terrace.domain.destinations import Allowance
+from terrace.domain.ip_ranges import IPRanges
 from terrace.wiring.access_services import AccessServices
 from terrace.wiring.audit_services import AuditServices
 from terrace.wiring.embedded_adapters import EMBEDDED_BLOBS, EMBEDDED_DATABASE, EMBEDDED_KEY, EMBEDDED_SIGNING_KEYS
@@ -136,6 +138,14 @@ class Container(  # type: ignore[override]
     def outbound_allowance(self) -> Allowance:
         """Where, beyond public addresses, the server may send requests users configure."""
         return Allowance.parse(self.settings.outbound_allow)
+
+    @functools.cached_property
+    def ip_ranges(self) -> IPRanges:
+        """The deployment's own addresses its operator configured (`GET /api/meta/ip-ranges`), as of now."""
+        s = self.settings
+        return ip_ranges.of_settings(
+            s.ip_ranges_api, s.ip_ranges_notifications, s.ip_ranges_sentinel, s.ip_ranges_vcs, clock.utcnow()
+        )
 
     def close(self) -> None:
         """Release what the adapters hold open (the embedded database's connections)."""

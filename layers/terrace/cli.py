@@ -83,7 +83,14 @@ def dev(
     stack.settings_overrides["outbound_allow"] = DEV_OUTBOUND_ALLOW  # a receiver on this machine works
     # health assessments every few minutes, not daily, so drift shows while trying it out
     stack.settings_overrides["assessment_interval_s"] = int(os.environ.get("TERRACE_ASSESSMENT_INTERVAL_S", "300"))
+    stack.settings_overrides.update(_ip_ranges())
     _run(stack)
+
+
+def _ip_ranges() -> dict[str, str]:
+    """The deployment's own addresses, as its operator gives them (TERRACE_IP_RANGES_*: domain/ip_ranges.py)."""
+    names = ("ip_ranges_api", "ip_ranges_notifications", "ip_ranges_sentinel", "ip_ranges_vcs")
+    return {name: os.environ[f"TERRACE_{name.upper()}"] for name in names if os.environ.get(f"TERRACE_{name.upper()}")}
 
 
 @app.command()
@@ -176,6 +183,7 @@ def serve(
         tls_files=files,
     )
     stack.settings_overrides["outbound_allow"] = tuple(entry for entry in outbound_allow.split(",") if entry.strip())
+    stack.settings_overrides.update(_ip_ranges())
     _run(stack)
 
 

@@ -172,6 +172,13 @@ class Settings(BaseModel):
     # notifications and run task requests to although they are loopback, private or link-local
     # (domain/destinations.py); `terrace dev` allows loopback
     outbound_allow: tuple[str, ...] = Field(default=(), validation_alias="TERRACE_OUTBOUND_ALLOW")
+    # the deployment's own addresses (comma-separated CIDRs), published at `GET /api/meta/ip-ranges` in HCP's shape
+    # (domain/ip_ranges.py): where clients reach the API from the deployment's side, and where its notifications,
+    # policy evaluations and forge calls come from; unset: the deployment publishes none (it never guesses)
+    ip_ranges_api: tuple[str, ...] = Field(default=(), validation_alias="TERRACE_IP_RANGES_API")
+    ip_ranges_notifications: tuple[str, ...] = Field(default=(), validation_alias="TERRACE_IP_RANGES_NOTIFICATIONS")
+    ip_ranges_sentinel: tuple[str, ...] = Field(default=(), validation_alias="TERRACE_IP_RANGES_SENTINEL")
+    ip_ranges_vcs: tuple[str, ...] = Field(default=(), validation_alias="TERRACE_IP_RANGES_VCS")
     # notification e-mails: SMTP on the embedded server (no host: e-mail deliveries fail, saying so), SES on AWS;
     # the sender is TERRACE_MAIL_FROM (on SES a verified identity)
     smtp_host: str = Field(default="", validation_alias="TERRACE_SMTP_HOST")
@@ -187,6 +194,13 @@ class Settings(BaseModel):
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
         return tuple(part for part in value.split(",") if part) if isinstance(value, str) else value
+
+    @field_validator("ip_ranges_api", "ip_ranges_notifications", "ip_ranges_sentinel", "ip_ranges_vcs", mode="before")
+    @classmethod
+    def _cidrs(cls, value: Any) -> Any:
+        from terrace.domain.ip_ranges import cidrs
+
+        return cidrs(value.split(",") if isinstance(value, str) else value)
 
     @field_validator("public_url")
     @classmethod

@@ -40,8 +40,11 @@ stop_stack() {
 trap stop_stack EXIT
 trap 'exit 130' INT TERM
 
-# The stack runs in its own folder (its .terrace/dev.json is not the developer's) on its own port.
-(cd "$WORK" && TERRACE_PORT=$PORT exec "$TERRACE" dev >"$OUT/server.log" 2>&1) &
+# The stack runs in its own folder (its .terrace/dev.json is not the developer's) on its own port. It listens on
+# loopback and sends from it, so its own addresses (GET /api/meta/ip-ranges) are loopback's, as its operator says.
+LOOPBACK=127.0.0.1/32
+(cd "$WORK" && TERRACE_PORT=$PORT TERRACE_IP_RANGES_API=$LOOPBACK TERRACE_IP_RANGES_NOTIFICATIONS=$LOOPBACK \
+    TERRACE_IP_RANGES_SENTINEL=$LOOPBACK TERRACE_IP_RANGES_VCS=$LOOPBACK exec "$TERRACE" dev >"$OUT/server.log" 2>&1) &
 STACK_PID=$!
 DEV_JSON=$WORK/.terrace/dev.json
 for _ in $(seq 600); do

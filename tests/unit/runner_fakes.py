@@ -56,6 +56,9 @@ class FakeApi:
     # what POST .../upload-urls answers (None: 404, an API without it); the jobs it was asked for
     fresh_upload_urls: dict[str, str] | None = None
     upload_url_asks: list[str] = field(default_factory=list)
+    # the module registry protocol: "org/name/provider" -> its versions answer, to the run's token only
+    registry: dict[str, Any] = field(default_factory=dict)
+    registry_asks: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def handler(self, request: httpx.Request) -> httpx.Response:
@@ -73,6 +76,12 @@ class FakeApi:
             self.s3_put_headers.append(dict(request.headers))
             self.blobs[key] = request.read()
             return httpx.Response(200)
+        if request.url.path.startswith("/api/registry/v1/modules/"):
+            if request.headers.get("authorization") != "Bearer run-token-SECRET-123":
+                return httpx.Response(401)
+            address = request.url.path.removeprefix("/api/registry/v1/modules/").removesuffix("/versions")
+            self.registry_asks.append(address)
+            return httpx.Response(200, json=self.registry[address]) if address in self.registry else httpx.Response(404)
         if request.headers.get("authorization") != f"Bearer {SECRET}":
             return httpx.Response(401)
         parts = request.url.path.split("/")  # /api/runner/jobs/{id}/{verb} or /api/runner/jobs/next

@@ -272,3 +272,28 @@ def test_excluded_workspaces_never_use_the_pool_and_pools_sort_by_creation() -> 
     oldest = [p["id"] for p in env.api("GET", "/organizations/acme/agent-pools?sort=created-at").json()["data"]]
     newest = [p["id"] for p in env.api("GET", "/organizations/acme/agent-pools?sort=-created-at").json()["data"]]
     assert oldest == [pool["id"], second["id"]] and newest == [second["id"], pool["id"]]
+
+
+def test_an_agent_token_names_its_creator() -> None:
+    """`created-by` (go-tfe v1.109's TestAgentTokensReadCreatedBy): the user who created it, or an organization (by
+    its name) when its organization token did, on the creation's answer, the read and the list alike."""
+    env = make_run_env()
+    pool = _pool(env)
+    user_id = env.api("GET", "/account/details").json()["data"]["id"]
+    by_user = _token(env, pool["id"])
+    assert by_user["relationships"]["created-by"]["data"] == {"type": "users", "id": user_id}
+    read = env.api("GET", f"/authentication-tokens/{by_user['id']}").json()["data"]
+    assert read["relationships"]["created-by"]["data"] == {"type": "users", "id": user_id}
+
+    org_token = env.api("POST", "/organizations/acme/authentication-token", {"data": {"type": "authentication-token"}})
+    assert org_token.status_code == 201, org_token.text
+    headers = {**env.headers, "Authorization": f"Bearer {org_token.json()['data']['attributes']['token']}"}
+    body = {"data": {"type": "authentication-tokens", "attributes": {"description": "by the organization"}}}
+    created = env.client.post(f"/api/v2/agent-pools/{pool['id']}/authentication-tokens", json=body, headers=headers)
+    assert created.status_code == 201, created.text
+    assert created.json()["data"]["relationships"]["created-by"]["data"] == {"type": "organizations", "id": "acme"}
+    listed = env.api("GET", f"/agent-pools/{pool['id']}/authentication-tokens").json()["data"]
+    assert {t["id"]: t["relationships"]["created-by"]["data"]["type"] for t in listed} == {
+        by_user["id"]: "users",
+        created.json()["data"]["id"]: "organizations",
+    }

@@ -65,7 +65,7 @@ def test_a_day_of_actions_reads_back_complete_and_in_order(day: tuple[RunEnv, di
     env, made = day
     events = trail(env, **{"page[size]": "100"})
     actions = [e["resource"]["action"] for e in events]
-    expected = ["organization.create", "workspace.create", "variable.create", "workspace.lock",
+    expected = ["workspace.create", "variable.create", "workspace.lock",
                 "state-version.create", "workspace.unlock", "state-version.read", "configuration-version.create",
                 "run.create", "run.apply"]  # fmt: skip
     assert [a for a in actions if a in expected] == expected, actions
@@ -105,6 +105,10 @@ def test_sign_ins_and_user_tokens_are_the_sites_events(day: tuple[RunEnv, dict[s
     actions = [(e["resource"]["action"], e["auth"]["description"]) for e in site.json()["data"]]
     assert ("session.sign-in", "alice") in actions
     assert ("authentication-token.create", "alice") in actions
+    # the organization's creation is the site's record (as its deletion), not in its own trail (HCP's 8 events of
+    # go-tfe v1.109's TestAuditTrailsList)
+    assert ("organization.create", "alice") in actions
+    assert "organization.create" not in {e["resource"]["action"] for e in trail(env)}
     token_event = next(e for e in site.json()["data"] if e["resource"]["action"] == "authentication-token.create")
     assert token_event["resource"]["id"] == created.json()["data"]["id"]
     env.container.users.set_flags(alice.subject_id, site_auditor=False)
@@ -220,3 +224,36 @@ def test_the_ui_page_filters_the_trail_for_owners_only(day: tuple[RunEnv, dict[s
     other = TestClient(create_app(env.container), base_url="https://testserver", follow_redirects=False)
     assert sign_in(other, token).status_code == 303
     assert other.get("/app/acme/settings/audit-trail").status_code == 404
+
+
+def test_an_organizations_trail_holds_what_was_done_in_it_the_site_what_was_done_to_it() -> None:
+    """go-tfe v1.109's TestAuditTrailsList: an organization created, moved to another plan by a site admin, given an
+    organization token, a workspace locked and unlocked three times: its trail has the 8 events HCP's has (the
+    token, the workspace, the six locks); its creation and the site admin's change are in the site's trail."""
+    env = make_run_env(organization="fresh")
+    root = env.container.accounts.create_user("root", "root@example.com", site_admin=True)
+    admin = {"Authorization": f"Bearer {env.container.accounts.issue_token(PrincipalKind.USER, root.id).secret}"}
+    (business,) = env.client.get("/api/v2/admin/feature-sets?q=Business", headers=admin).json()["data"]
+    body = {"data": {"type": "subscription", "relationships": {"feature-set": {"data": business}}}}
+    assert env.client.post("/api/v2/admin/organizations/fresh/subscription", json=body, headers=admin).is_success
+    made = env.api("POST", "/organizations/fresh/authentication-token", {"data": {"type": "authentication-token"}})
+    org_token = {"Authorization": f"Bearer {made.json()['data']['attributes']['token']}"}
+    answers = [env.api("POST", f"/workspaces/{env.workspace_id}/actions/{action}", {}) for action in ("lock", "unlock")]
+    for action in ("lock", "unlock"):
+        path, mine = f"/api/v2/workspaces/{env.workspace_id}/actions/{action}", {"X-Request-Id": f"mine-{action}"}
+        answers.append(env.client.post(path, json={}, headers={**env.headers, **mine}))
+    answers += [
+        env.api("POST", f"/workspaces/{env.workspace_id}/actions/{action}", {}) for action in ("lock", "unlock")
+    ]
+    assert [a.status_code for a in answers] == [200] * 6
+    events = env.client.get("/api/v2/organization/audit-trail", headers=org_token).json()["data"]
+    actions = [e["resource"]["action"] for e in events]
+    assert actions == ["workspace.create", "authentication-token.create", *["workspace.lock", "workspace.unlock"] * 3]
+    # every event names its request: the client's X-Request-Id, else one the answer carries
+    assert [e["request"]["id"] for e in events[2:]] == [a.headers["X-Request-Id"] for a in answers]
+    assert [e["request"]["id"] for e in events[4:6]] == ["mine-lock", "mine-unlock"] and all(
+        e["request"]["id"] for e in events
+    )
+    env.container.users.set_flags(root.id, site_auditor=True)
+    site = [e["resource"]["action"] for e in env.client.get("/api/v2/admin/audit-trail", headers=admin).json()["data"]]
+    assert {"organization.create", "subscription.create"} <= set(site)

@@ -106,9 +106,9 @@ def test_delete_organization_deletes_everything_in_it_even_a_locked_workspace() 
     assert deleted.status_code == 204, deleted.text
     assert env.api("GET", "/organizations/acme").status_code == 404
     left = [item for item in _items(env) if any(i in json.dumps(item) for i in ids) or "acme" in json.dumps(item)]
-    # the organization's trail went with it; the record of its deletion stays, in the site's trail (audit##<day>)
-    site_trail = [item for item in left if item["pk"].startswith("audit##")]
-    assert [item["action"] for item in site_trail] == ["organization.delete"]
+    # the organization's trail went with it; the record of its creation and deletion stays, in the site's trail
+    site_trail = [item for item in left if item["pk"].startswith("audit##")]  # audit##<day>
+    assert [item["action"] for item in site_trail] == ["organization.create", "organization.delete"]
     assert [item for item in left if item not in site_trail] == []
     assert [key for key in env.blobs.objects if any(i in key for i in ids)] == []
     assert env.queued() == []

@@ -166,3 +166,72 @@ def test_output_echo_can_be_turned_off_and_the_api_still_gets_every_line(tmp_pat
         assert report.status == "finished", report.error_message
         assert "Plan: 2 to add" in bytes(fake.logs[spec.job_id]).decode()
         assert ("Plan: 2 to add" in out.getvalue()) is expect_echo
+
+
+MODULES_JSON = {
+    "Modules": [
+        {"Key": "", "Source": "", "Dir": "."},
+        {"Key": "net", "Source": "terrace.test/acme/vpc/aws", "Version": "1.0.0", "Dir": ".terraform/modules/net"},
+        {"Key": "db", "Source": "terrace.test/acme/db/aws//modules/pg", "Version": "2.0.0", "Dir": "x"},
+        {"Key": "ok", "Source": "terrace.test/acme/fine/aws", "Version": "3.0.0", "Dir": "y"},
+        {"Key": "pub", "Source": "registry.terraform.io/hashicorp/consul/aws", "Version": "0.1.0", "Dir": "z"},
+    ]
+}
+
+
+def test_a_plan_warns_of_the_deprecated_and_revoked_private_module_versions_init_installed(tmp_path: Path) -> None:
+    """As HCP Terraform's run output: each deprecated or revoked version of the deployment's private modules that
+    init installed (`.terraform/modules/modules.json`) is a warning in the plan's log, read from the registry
+    protocol with the run's token; a module of another registry is not asked about."""
+    fake = FakeApi(blobs={"config.tar.gz": tarball({"main.tf": ""})})
+    fake.registry = {
+        "acme/vpc/aws": {
+            "modules": [
+                {
+                    "versions": [
+                        {"version": "1.0.0", "deprecation": {"reason": "use 2.x", "link": "https://example.com/2"}}
+                    ]
+                }
+            ]
+        },  # fmt: skip
+        "acme/db/aws": {
+            "modules": [
+                {
+                    "versions": [
+                        {
+                            "version": "2.0.0",
+                            "deprecation": {"reason": "old", "link": ""},
+                            "revocation": {"message": "CVE-1", "link": ""},
+                        }
+                    ]
+                }
+            ]
+        },  # fmt: skip
+        "acme/fine/aws": {"modules": [{"versions": [{"version": "3.0.0"}]}]},
+    }
+    written = json.dumps(MODULES_JSON).replace('"', '\\"')
+    init = f'mkdir -p .terraform/modules && printf "%s" "{written}" > .terraform/modules/modules.json'
+    spec = make_spec("plan")
+    report, _, _, _ = run_job(tmp_path, fake, spec, init_body=init)
+
+    assert report.status == "finished", report.error_message
+    log = bytes(fake.logs[spec.job_id]).decode()
+    assert "Warning: Deprecated module version" in log
+    assert 'Module "net" uses version 1.0.0 of acme/vpc/aws, which its publisher deprecated: use 2.x' in log
+    assert "More: https://example.com/2" in log
+    assert "Warning: Revoked module version" in log and 'Module "db" uses version 2.0.0 of acme/db/aws' in log
+    assert "fine" not in log and "consul" not in log
+    assert sorted(fake.registry_asks) == ["acme/db/aws", "acme/fine/aws", "acme/vpc/aws"]
+    assert log.index("Warning: Deprecated") < log.index("Plan: 2 to add")  # before the plan, as init's own
+
+
+def test_module_records_the_job_wrote_reach_no_other_url() -> None:
+    """`modules.json` is the job's writing: only a plain `org/name/provider` address and a version go into the
+    registry read's URL."""
+    from terrace.runner.module_notices import installed
+
+    entries = [{"Key": k, "Source": f"terrace.test/{a}", "Version": v} for k, a, v in [
+        ("up", "acme/../../runner/jobs", "1.0.0"), ("q", "acme/vpc/aws?x=1", "1.0.0"), ("v", "acme/vpc/aws", "1/../x"),
+        ("ok", "acme/vpc/aws", "1.0.0")]]  # fmt: skip
+    assert installed(json.dumps({"Modules": entries}).encode(), ["terrace.test"]) == [("ok", "acme/vpc/aws", "1.0.0")]
+    assert installed(b"not json", ["terrace.test"]) == [] and installed(b"[1]", ["terrace.test"]) == []

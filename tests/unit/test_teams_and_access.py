@@ -191,4 +191,4 @@ def test_the_entitlement_set_reports_teams_sso_and_agents() -> None:
     attrs = env.api("GET", "/organizations/acme/entitlement-set").json()["data"]["attributes"]
     assert (attrs["teams"], attrs["sso"], attrs["state-storage"], attrs["operations"]) == (True, True, True, True)
     assert attrs["agents"] is True  # agent pools and `terrace agent`
-    assert (attrs["private-module-registry"], attrs["sentinel"]) == (False, False)
+    assert (attrs["private-module-registry"], attrs["sentinel"]) == (True, False)  # OPA only, no Sentinel

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -172,9 +174,10 @@ def test_the_top_level_url_and_sha_are_the_linux_amd64_archive_as_in_tfe(site: S
 @pytest.mark.parametrize(("kind", "tool"), [("opa-versions", "opa"), ("sentinel-versions", "sentinel")])
 def test_the_policy_tools_versions_are_records_no_run_resolves(site: Site, kind: str, tool: str) -> None:  # noqa: F811
     """TFE's admin OPA and Sentinel versions (go-tfe's AdminOpaVersions, AdminSentinelVersions): the same records
-    as the run tools', listed empty on a fresh deployment; a run never resolves to one."""
+    as the run tools' (a fresh deployment lists only the OPA engine it is built with); a run never resolves to one."""
     base = f"/api/v2/admin/{kind}"
-    assert site.client.get(base, headers=site.admin).json()["data"] == []
+    fresh = site.client.get(base, headers=site.admin).json()["data"]
+    assert [r["attributes"]["version"] for r in fresh] == ([metadata.version("regopy")] if tool == "opa" else [])
     assert site.client.get(base, headers=site.user).status_code == 404
     body = {
         "data": {"type": kind, "attributes": {"version": "0.70.0", "url": "https://x/y", "sha": "ab", "official": True}}
@@ -194,4 +197,18 @@ def test_the_policy_tools_versions_are_records_no_run_resolves(site: Site, kind:
     assert "0.70.0" not in site.container.tool_versions.usable_versions("terraform")
     assert site.client.get(f"/api/v2/admin/terraform-versions/{record['id']}", headers=site.admin).status_code == 404
     assert site.client.delete(f"{base}/{record['id']}", headers=site.admin).status_code == 204
-    assert site.client.get(base, headers=site.admin).json()["data"] == []
+    assert site.client.get(base, headers=site.admin).json()["data"] == fresh
+
+
+def test_the_opa_engine_built_in_is_an_official_enabled_record_of_the_build(site: Site) -> None:  # noqa: F811
+    """go-tfe v1.109's TestAdminOPAVersions_List: the engine policies are evaluated with (regopy, pinned in
+    pyproject.toml) is listed without being stored: its version, its source, the SHA-256 of its native library."""
+    (record,) = site.client.get("/api/v2/admin/opa-versions", headers=site.admin).json()["data"]
+    attrs = record["attributes"]
+    assert attrs["version"] == metadata.version("regopy") and attrs["official"] is True and attrs["enabled"] is True
+    library = next(f for f in metadata.distribution("regopy").files or [] if str(f).endswith(".so"))
+    sha = hashlib.sha256(Path(str(library.locate())).read_bytes()).hexdigest()
+    assert attrs["sha"] == sha and attrs["url"].startswith("https://") and attrs["deprecated"] is False
+    assert [(a["sha"], a["os"]) for a in attrs["archs"]] == [(sha, "linux")]
+    assert site.client.get(f"/api/v2/admin/opa-versions/{record['id']}", headers=site.admin).json()["data"] == record
+    assert site.client.get("/api/v2/admin/opa-versions?page[number]=999", headers=site.admin).json()["data"] == []

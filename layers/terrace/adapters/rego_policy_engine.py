@@ -11,15 +11,46 @@ rego-cpp (regopy 1.5.2) reaches nothing outside the child: it has no file built-
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
+import platform
 import sys
 from collections.abc import Mapping, Sequence
+from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from terrace.adapters import tenant_process
 from terrace.adapters.policy_engine import EngineResult, QueryResult
 
 CHILD_MODULE = "terrace.adapters.rego_child"
+DISTRIBUTION = "regopy"
+ARCHS = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
+
+
+@functools.cache
+def release() -> dict[str, Any] | None:
+    """The engine this build evaluates policies with, as a tool version record's attributes (the site admin's
+    `opa-versions` lists it, official and enabled): the installed regopy distribution's version, its source URL (its
+    own metadata), and the SHA-256 of its native library (read once per process, without loading it); None when the
+    engine is not installed here."""
+    try:
+        dist = metadata.distribution(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return None
+    urls = dict(entry.split(", ", 1) for entry in dist.metadata.get_all("Project-URL") or [] if ", " in entry)
+    url = urls.get("Source") or dist.metadata["Home-page"] or ""
+    libraries = sorted(str(f) for f in dist.files or [] if Path(str(f)).suffix == ".so")
+    if not libraries or not url:
+        return None
+    digest = hashlib.sha256()
+    with Path(str(dist.locate_file(libraries[0]))).open("rb") as library:
+        for chunk in iter(lambda: library.read(1024 * 1024), b""):
+            digest.update(chunk)
+    sha = digest.hexdigest()
+    arch = {"url": url, "sha": sha, "os": sys.platform, "arch": ARCHS.get(platform.machine(), platform.machine())}
+    return {"version": dist.version, "url": url, "sha": sha, "official": True, "enabled": True, "archs": [arch]}
 
 
 class RegoPolicyEngine:

@@ -44,6 +44,9 @@ class ModuleVersion:
     size: int | None = None
     md5: str | None = None
     deprecation: dict[str, str] | None = None  # {"reason", "link"} of a deprecated version (`check_deprecation`)
+    # {"message", "link", "revoked-at"} of a revoked version (`check_revocation`): a configuration uploaded after
+    # `revoked-at` may no longer install it (`installable_by`); one from before still does, with a warning
+    revocation: dict[str, str] | None = None
     readme: str = ""
     inputs: tuple[dict[str, Any], ...] = ()
     outputs: tuple[dict[str, Any], ...] = ()
@@ -174,3 +177,40 @@ def check_deprecation(raw: Any) -> dict[str, str] | None:
     if not isinstance(link, str) or len(link) > 2048 or (link and not re.match(r"^https?://[^\s]+$", link)):
         raise Invalid("link must be an http or https URL", pointer=f"{pointer}/link")
     return {"reason": reason, "link": link}
+
+
+def check_revocation(raw: Any) -> dict[str, str] | None:
+    """A version's `revocation` change (HCP Terraform's manage module versions API): `status` `Revoked` with an
+    optional `message` and `link`, or `Unrevoked` (None: the version stays deprecated)."""
+    pointer = "/data/attributes/revocation"
+    if not isinstance(raw, dict):
+        raise Invalid("revocation must be an object: status, message, link", pointer=pointer)
+    status = raw.get("status")
+    if isinstance(status, str) and status.lower() == "unrevoked":
+        return None
+    if not isinstance(status, str) or status.lower() != "revoked":
+        raise Invalid("status must be Revoked or Unrevoked", pointer=f"{pointer}/status")
+    message, link = raw.get("message") or "", raw.get("link") or ""
+    if not isinstance(message, str) or len(message) > DEPRECATION_REASON_MAX:
+        raise Invalid(
+            f"message must be text of at most {DEPRECATION_REASON_MAX} characters", pointer=f"{pointer}/message"
+        )
+    if not isinstance(link, str) or len(link) > 2048 or (link and not re.match(r"^https?://[^\s]+$", link)):
+        raise Invalid("link must be an http or https URL", pointer=f"{pointer}/link")
+    return {"message": message, "link": link}
+
+
+def revocation_document(version: ModuleVersion) -> dict[str, str]:
+    """The `revocation` attribute of a version as HCP Terraform shows it."""
+    if version.revocation is None:
+        return {"status": "unrevoked"}
+    return {"status": "revoked", "message": version.revocation["message"], "link": version.revocation["link"]}
+
+
+def installable_by(version: ModuleVersion, configuration_uploaded_at: str | None) -> bool:
+    """Whether a configuration may install the version: any, unless it is revoked; then only a configuration
+    uploaded before its revocation (an existing user: `configuration_uploaded_at`, a run's configuration version's
+    creation; None for a caller with no configuration, such as a person's own `terraform init`: a new user)."""
+    if version.revocation is None:
+        return True
+    return configuration_uploaded_at is not None and configuration_uploaded_at <= version.revocation["revoked-at"]

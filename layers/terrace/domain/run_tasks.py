@@ -44,7 +44,15 @@ class RunTask:
     category: str = CATEGORY
     enabled: bool = True
     hmac_ciphertext: str | None = None  # the HMAC key, encrypted; never shown
+    # HCP's global run task: {enabled, stages, enforcement-level}, applied to every workspace of the organization
+    # (task_results.py) while enabled and the organization is entitled to global run tasks; None: never set
+    global_configuration: dict[str, Any] | None = None
     version: int = 1
+
+    def global_at(self, stage: str) -> bool:
+        """Whether, set global and enabled, it applies to every workspace's runs at `stage`."""
+        config = self.global_configuration
+        return bool(self.enabled and config and config.get("enabled") and stage in config.get("stages", ()))
 
 
 @dataclass
@@ -118,6 +126,27 @@ def stages_of(attrs: dict[str, Any], default: list[str] | None) -> list[str] | N
             raise Invalid(f"stage must be one of {', '.join(STAGES)}", pointer="/data/attributes/stage")
         return [attrs["stage"]]
     return default
+
+
+def global_configuration(value: Any, current: dict[str, Any] | None) -> dict[str, Any]:
+    """`global-configuration` (go-tfe's GlobalRunTaskOptions: each of enabled, stages, enforcement-level optional)
+    over the task's current one; a new one is disabled, at post_plan, advisory until told otherwise."""
+    pointer = "/data/attributes/global-configuration"
+    if not isinstance(value, dict):
+        raise Invalid("global-configuration must be an object: enabled, stages, enforcement-level", pointer=pointer)
+    config = dict(current or {"enabled": False, "stages": ["post_plan"], "enforcement-level": ADVISORY})
+    if value.get("enabled") is not None:
+        if not isinstance(value["enabled"], bool):
+            raise Invalid("global-configuration.enabled must be true or false", pointer=f"{pointer}/enabled")
+        config["enabled"] = value["enabled"]
+    if value.get("stages") is not None:
+        try:
+            config["stages"] = stages_of({"stages": value["stages"]}, None)
+        except Invalid as exc:
+            raise Invalid(f"global-configuration.{exc}", pointer=f"{pointer}/stages") from exc
+    if value.get("enforcement-level") is not None:
+        config["enforcement-level"] = enforcement(value["enforcement-level"], f"{pointer}/enforcement-level")
+    return config
 
 
 def outcomes_of(relationships: Any) -> list[dict[str, Any]] | None:

@@ -98,6 +98,7 @@ class RunnerApi:
     ) -> None:
         self.runner_id = runner_id
         self.lanes = lanes  # only jobs of these lanes (empty: any)
+        self._registry = f"{api_url.rstrip('/')}/api/registry/v1/modules"
         self._token = token
         self._delays, self._sleep = retry_delays, sleep
         self._http = httpx.Client(
@@ -201,6 +202,17 @@ class RunnerApi:
         response = self._post("/held-runs", body, "held runs")
         self._check(response, "held runs")
         return set(HeldRuns.model_validate_json(response.content).run_ids)
+
+    def module_versions(self, address: str, run_token: str) -> Any:
+        """The registry protocol's versions of a private module (`org/name/provider`), read with the run's token as
+        its `terraform init` read them; None when unanswered (one try: a warning is not worth a retry)."""
+        try:
+            response = self._http.get(
+                f"{self._registry}/{address}/versions", headers={"Authorization": f"Bearer {run_token}"}
+            )
+            return response.json() if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            return None
 
     def close(self) -> None:
         self._http.close()

@@ -25,7 +25,7 @@ from terrace.domain import terraform_actions
 from terrace.domain.jobs import FinishRequest, FinishResponse, JobSpec, UploadUrls
 from terrace.domain.plan_json import hide_secrets
 from terrace.domain.terraform_actions import DeclaredAction, PlannedInvocations
-from terrace.runner import commands, sandbox, workload_identity
+from terrace.runner import commands, module_notices, sandbox, workload_identity
 from terrace.runner.client import ApiError, RunnerApi, Transfers
 from terrace.runner.config import RunnerConfig
 from terrace.runner.job_folder import JobFolder, UnsafeJobFile
@@ -179,6 +179,7 @@ class JobExecutor:
         commands.check_invoke(spec.operation, job.binary)  # before anything runs
         threads = parallelism(spec.variables)
         self.steps.prepare(job)
+        module_notices.warn(job, self.api.module_versions)
         written = folder.path / "out" / PLAN_FILE  # the job's; the runner reads it once, through a checked descriptor
         plan_code, _ = self.steps.run_retried(
             job, commands.plan_args(spec.operation, written, threads), what="plan", succeeded=(0, 2)

@@ -19,7 +19,7 @@ ORGS, WORKSPACES = "/api/v2/organizations/", "/api/v2/workspaces/"
 
 # (module of web/routers, its router, the prefixes of its routes' paths), in the app's order
 API_ROUTERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("discovery", "router", ("/.well-known/terraform.json", "/api/v2/ping")),
+    ("discovery", "router", ("/.well-known/terraform.json", "/api/v2/ping", "/api/meta/")),
     ("organizations", "router", ("/api/v2/organizations",)),
     ("audit_trail", "router", ("/api/v2/organization/audit-trail", ORGS, "/api/v2/admin/audit-trail")),
     ("workspaces", "router", (ORGS, WORKSPACES)),

@@ -11,6 +11,7 @@ thread, after the answer is complete, and never fails the request (the recorder 
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -74,6 +75,12 @@ def _created(body: bytes) -> dict[str, str]:
     return {key: value for key, value in found.items() if value}
 
 
+def _request_id(scope: Scope) -> str:
+    """The client's `X-Request-Id` (at most 100 characters), else a new one: every event names its request."""
+    given = dict(scope.get("headers") or []).get(b"x-request-id", b"").decode("latin-1").strip()[:100]
+    return given or str(uuid.uuid4())
+
+
 def _source(scope: Scope) -> str:
     client = scope.get("client")
     return str(client[0]) if client else ""
@@ -89,7 +96,7 @@ class AuditRequests:
         if scope["type"] != "http" or (method not in MUTATING and method != "GET"):
             await self.app(scope, receive, send)
             return
-        holder: dict[str, Any] = {}
+        holder: dict[str, Any] = {"request_id": _request_id(scope)}
         scope[KEY] = holder
         status = 500
         chunks: list[bytes] = []
@@ -99,6 +106,9 @@ class AuditRequests:
             nonlocal status, size
             if message["type"] == "http.response.start":
                 status = int(message["status"])
+                headers = list(message.get("headers") or [])
+                if not any(name.lower() == b"x-request-id" for name, _ in headers):  # the id its event carries
+                    message = {**message, "headers": [*headers, (b"x-request-id", holder["request_id"].encode())]}
             elif message["type"] == "http.response.body" and method == "POST" and size <= CREATED_BODY_MAX:
                 chunk = bytes(message.get("body", b""))
                 size += len(chunk)
@@ -117,7 +127,6 @@ class AuditRequests:
         if method == "GET" and template not in STATE_READS:
             return
 
-        headers = dict(scope.get("headers") or [])
         request = RecordedRequest(
             method=method,
             template=template,
@@ -125,7 +134,7 @@ class AuditRequests:
             status=status,
             source=_source(scope),
             principal=holder.get("principal"),
-            request_id=headers.get(b"x-request-id", b"").decode("latin-1")[:100],
+            request_id=str(holder["request_id"]),
             created=_created(body) if method == "POST" and status in (200, 201) and body else {},
         )
         await run_in_threadpool(self.recorder().record_request, request)

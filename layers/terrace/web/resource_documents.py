@@ -43,6 +43,8 @@ def _org_permissions(container: Container, principal: Principal, org: Organizati
         "can-manage-run-tasks": can(Action.MANAGE_RUN_TASKS),
         "can-read-run-tasks": can(Action.READ_ORGANIZATION),
         "can-create-project": False,
+        "can-manage-no-code-modules": can(Action.MANAGE_MODULES),  # services/registry/no_code_modules.py
+        "can-deploy-no-code-modules": False,  # provisioning a workspace from one is not offered
     }
 
 

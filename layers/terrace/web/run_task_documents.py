@@ -26,6 +26,7 @@ def task(t: RunTask, organization_name: str, attachments: list[WorkspaceTask] | 
             "category": t.category,
             "enabled": t.enabled,
             "hmac-key": None,  # write-only
+            "global-configuration": t.global_configuration,  # null: never made global
         },
         relationships,
         links={"self": f"/api/v2/tasks/{t.id}"},

@@ -68,29 +68,13 @@ def retention_relationship(policy: retention.RetentionPolicy | None) -> dict[str
 
 
 def entitlement_set(org: Organization) -> dict[str, Any]:
+    """What Terrace has, less what the organization's feature set withholds (`domain/entitlements.py`)."""
+    from terrace.domain.entitlements import entitlements
+
     return resource(
         "entitlement-sets",
         org.id,
-        {
-            "operations": True,
-            "private-module-registry": False,
-            "sentinel": False,
-            "run-tasks": True,  # services/runs/run_tasks.py
-            "state-storage": True,
-            "teams": True,
-            "vcs-integrations": True,  # GitHub-shaped forges (services/vcs/)
-            "usage-reporting": False,
-            "user-limit": None,
-            "self-serve-billing": False,
-            "audit-logging": False,
-            "agents": True,  # agent pools and `terrace agent` (services/workspaces/agent_pools.py)
-            "sso": True,  # OpenID Connect single sign-on (services/access/oidc.py)
-            "cost-estimation": True,
-            "configuration-designer": False,
-            "module-tests-generation": False,
-            "global-run-tasks": False,
-            "policy-enforcement": False,
-        },
+        {**entitlements(org.settings), "user-limit": None},
         links={"self": f"/api/v2/entitlement-sets/{org.id}"},
     )
 

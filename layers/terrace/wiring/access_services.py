@@ -180,8 +180,15 @@ class AccessServices:
         store = ToolVersionStore(self.table)
         settings = self.settings
         mirrors = {"terraform": settings.tool_mirror_terraform, "opentofu": settings.tool_mirror_opentofu}
+        from terrace.adapters.rego_policy_engine import release as opa_engine
+
         return ToolVersionService(
-            store, settings.tool_versions(), settings.default_tool, downloads=settings.tool_downloads, mirrors=mirrors
+            store,
+            settings.tool_versions(),
+            settings.default_tool,
+            downloads=settings.tool_downloads,
+            mirrors=mirrors,
+            builds={"opa": opa_engine},  # the engine policies are evaluated with (on AWS: the policy function's)
         )
 
     @cached_property

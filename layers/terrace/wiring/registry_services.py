@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from terrace.services.registry.providers import RegistryProviderService
     from terrace.services.registry.store import ModuleStore
     from terrace.services.registry.store_providers import ProviderStore
+    from terrace.services.runs.configuration_versions import ConfigurationVersionService
+    from terrace.services.runs.store import RunStore
     from terrace.services.workflows.module_tests import ModuleTests
 
 
@@ -38,6 +40,8 @@ class RegistryServices:
     organizations: OrganizationService
     authz: Authorizer
     module_tests: ModuleTests  # wiring/workflow_services.py: a deleted module's tests go with it
+    run_store: RunStore  # wiring/run_services.py: a run's configuration (revoked module versions)
+    configuration_versions: ConfigurationVersionService
 
     @cached_property
     def hcl_reader(self) -> HclReader:
@@ -82,8 +86,24 @@ class RegistryServices:
         from terrace.services.registry.module_versions import ModuleVersionService
 
         return ModuleVersionService(
-            self.registry_module_store, self.blobs, self.settings, self.registry_modules, self.hcl_reader
+            self.registry_module_store,
+            self.blobs,
+            self.settings,
+            self.registry_modules,
+            self.hcl_reader,
+            self._configuration_uploaded_at,
         )
+
+    def _configuration_uploaded_at(self, run_id: str) -> str | None:
+        """When the configuration of run `run_id` was uploaded (a revoked module version installs only for one from
+        before its revocation); None for no such run."""
+        from terrace.domain.errors import NotFound
+
+        try:
+            run = self.run_store.load(run_id)
+            return self.configuration_versions.load(run.configuration_version_id).created_at
+        except NotFound:
+            return None
 
     @cached_property
     def registry_providers(self) -> RegistryProviderService:

@@ -11,8 +11,9 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from terrace.domain import clock
+from terrace.domain import clock, entitlements
 from terrace.domain import runs as rs
+from terrace.domain.entitlements import FeatureSet
 from terrace.domain.errors import Invalid, NotFound
 from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal
@@ -109,6 +110,19 @@ class SiteAdminService:
     def update_organization(self, principal: Principal, name: str, attrs: dict[str, Any]) -> Organization:
         self.organization(principal, name)
         return self._orgs.set_settings(name, org_settings(attrs))
+
+    def feature_sets(self, principal: Principal, query: str) -> list[FeatureSet]:
+        self._authz.require_site_admin(principal)
+        return entitlements.search(query)
+
+    def set_feature_set(self, principal: Principal, name: str, feature_set_id: Any) -> tuple[Organization, FeatureSet]:
+        """Put the organization on a feature set (`domain/entitlements.py`): what it withholds stops at once."""
+        self.organization(principal, name)
+        feature_set = entitlements.by_id(feature_set_id)
+        if feature_set is None:
+            raise Invalid("relationships.feature-set must name one of GET /admin/feature-sets",
+                          pointer="/data/relationships/feature-set")  # fmt: skip
+        return self._orgs.set_settings(name, {entitlements.SETTING: feature_set.id}), feature_set
 
     def set_module_consumers(self, principal: Principal, name: str, consumers: list[str]) -> Organization:
         """Share `name`'s private modules with exactly these organizations (turns global sharing off). Kept by

@@ -1,12 +1,12 @@
 """The deployment's terraform and OpenTofu versions (TFE's admin terraform-versions, and the OpenTofu twin).
 
 A record per tool and version. The official releases Terrace ships (`tool_releases.py`, their URLs on the configured
-release mirror) and the versions the runners hold (`Settings.tool_catalog`) are records of the build, official and
-enabled, listed without being stored (reads never write); each has an id derived from its tool and version. A site
-admin may add records and change or delete any: a changed shipped record is stored from then on, a deleted one
-leaves a tombstone (`deleted`) that hides it. When runners fetch what they lack
-(`Settings.tool_downloads`, on by default) a run resolves its workspace's terraform-version among the enabled
-records (`usable`); without, among the enabled versions the runners hold only.
+release mirror), the versions the runners hold (`Settings.tool_catalog`) and the policy engine built in (`builds`:
+the OPA engine's own version) are records of the build, official and enabled, listed without being stored (reads
+never write); each has an id derived from its tool and version. A site admin may add records and change or delete
+any: a changed shipped record is stored from then on, a deleted one leaves a tombstone (`deleted`) that hides it.
+When runners fetch what they lack (`Settings.tool_downloads`, on by default) a run resolves its workspace's
+terraform-version among the enabled records (`usable`); without, among the enabled versions the runners hold only.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import builtins
 import hashlib
 import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from terrace.domain import clock, limits
@@ -89,11 +90,14 @@ class ToolVersionService:
         *,
         downloads: bool = False,
         mirrors: dict[str, str] | None = None,
+        builds: Mapping[str, Callable[[], dict[str, Any] | None]] | None = None,
     ) -> None:
+        """`builds`: for a tool the deployment runs built in (the OPA policy engine), its record's attributes."""
         self._store = store
         self._default_tool = default_tool
         self._downloads = downloads  # runners fetch an official release they lack (runner/tool_fetch.py)
         self._mirrors = mirrors or {}
+        self._builds = dict(builds or {})
         self._catalog = {tool: tv.ordered(versions) for tool, versions in catalog.items()}
         self._usable_cache: dict[str, tuple[float, builtins.list[str]]] = {}
 
@@ -108,7 +112,9 @@ class ToolVersionService:
         """The records of the build: the shipped releases and the held versions, newest first, not stored."""
         versions = tv.ordered({*tool_releases.RELEASES.get(tool, []), *self.catalog(tool)})
         base = self._mirrors.get(tool, "")
-        return [_shipped_item(tool, v, tool_releases.official_attributes(tool, v, base)) for v in reversed(versions)]
+        shipped = [_shipped_item(tool, v, tool_releases.official_attributes(tool, v, base)) for v in reversed(versions)]
+        built = self._builds[tool]() if tool in self._builds else None
+        return [_shipped_item(tool, str(built["version"]), built)] if built else shipped
 
     def _items(self, tool: str) -> builtins.list[dict[str, Any]]:
         """Every record of `tool`: the stored ones (tombstones too) and the shipped ones none of them replaces."""

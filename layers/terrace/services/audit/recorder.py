@@ -22,6 +22,12 @@ log = logging.getLogger("terrace.audit")
 # path parameters that name an organization, and those naming a resource whose organization a lookup finds
 ORGANIZATION_PARAMS = ("organization", "org", "organization_name")
 KNOWN = 10_000
+# Whose trail an event is in: an organization's holds what was done in it, by its members, teams and tokens (HCP
+# Terraform's trail of an organization); what the site did to it — its creation (its deletion finds it gone), the
+# site admin API's changes — is the site's record, read by site admins and auditors, which outlives the
+# organization (its own trail is purged with it)
+SITE_ADMIN_API = "/api/v2/admin/"
+ORGANIZATION_CREATE = ("POST", "/api/v2/organizations")
 OrganizationOf = Callable[[str, str], str | None]  # (parameter, value) -> organization key, or None
 
 
@@ -101,11 +107,11 @@ class AuditRecorder:
         )
 
     def _organization(self, request: RecordedRequest, resource_type: str) -> str:
+        if request.template.startswith(SITE_ADMIN_API) or (request.method, request.template) == ORGANIZATION_CREATE:
+            return SITE  # the site admin API's actions, an organization's creation: the site's record
         named = _organization_param(request.template)
         if named and request.params.get(named):
             return self._organization_of("organization", request.params[named]) or SITE
-        if resource_type == "organization" and request.created.get("id"):  # a new organization: its own trail
-            return self._organization_of("organization", request.created["id"]) or SITE
         for name, value in [*request.params.items(), ("id", request.created.get("id", ""))]:
             found = self._organization_of_id(name, value) if value else None
             if found:

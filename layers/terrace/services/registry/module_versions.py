@@ -17,6 +17,7 @@ from __future__ import annotations
 import builtins
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from terrace.adapters.blobs import BlobStore
@@ -25,7 +26,7 @@ from terrace.config import Settings
 from terrace.domain import clock
 from terrace.domain.errors import Conflict, Invalid, NotFound, TransitionNotAllowed
 from terrace.domain.ids import looks_like, new_id
-from terrace.domain.principal import Principal
+from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.registry_modules import (
     PRIVATE,
     VERSION_FAILED,
@@ -34,7 +35,9 @@ from terrace.domain.registry_modules import (
     ModuleVersion,
     RegistryModule,
     check_deprecation,
+    check_revocation,
     check_version,
+    installable_by,
     is_version,
 )
 from terrace.services.access.authz import Action
@@ -53,10 +56,18 @@ DOWNLOAD_TTL_S = 300  # an X-Terraform-Get URL: terraform fetches it at once
 
 class ModuleVersionService:
     def __init__(
-        self, store: ModuleStore, blobs: BlobStore, settings: Settings, modules: RegistryModuleService, hcl: HclReader
+        self,
+        store: ModuleStore,
+        blobs: BlobStore,
+        settings: Settings,
+        modules: RegistryModuleService,
+        hcl: HclReader,
+        configuration_uploaded_at: Callable[[str], str | None] = lambda _run_id: None,
     ) -> None:
+        """`configuration_uploaded_at`: when the configuration of a run (by id) was uploaded (None: no such run);
+        the runs area's, filled by the composition root."""
         self._store, self._blobs, self._settings, self._modules = store, blobs, settings, modules
-        self._hcl = hcl
+        self._hcl, self._configuration_uploaded_at = hcl, configuration_uploaded_at
 
     def of_module(self, module_id: str) -> builtins.list[ModuleVersion]:
         """A module's versions, newest first (semantic version order)."""
@@ -127,7 +138,7 @@ class ModuleVersionService:
             return None
         return self._blobs.presign_put(version.blob_key, self._settings.presign_ttl_s)
 
-    def deprecate(
+    def change_lifecycle(
         self,
         principal: Principal,
         organization: str,
@@ -135,14 +146,34 @@ class ModuleVersionService:
         version: str,
         attrs: dict[str, Any],
     ) -> tuple[RegistryModule, ModuleVersion]:
-        """Deprecates a version or takes its deprecation back (`PATCH .../private/:ns/:name/:provider/:version`):
-        the registry protocol then lists it with its `deprecation`."""
+        """Deprecates or revokes a version, or takes either back (`PATCH .../private/:ns/:name/:provider/:version`,
+        `deprecation` and `revocation`): the registry protocol lists a deprecated version with its `deprecation`;
+        a revoked one only a configuration from before its revocation installs (`installable_by`). A version is
+        deprecated before it is revoked; taking a revocation back leaves it deprecated, as HCP Terraform does."""
         module = self._private(principal, organization, address, Action.MANAGE_MODULES)
-        deprecation = check_deprecation(attrs.get("deprecation"))
+        if "deprecation" not in attrs and "revocation" not in attrs:
+            raise Invalid("deprecation or revocation is required", pointer="/data/attributes")
+        deprecating = "deprecation" in attrs
+        deprecation = check_deprecation(attrs["deprecation"]) if deprecating else None
+        revoking = "revocation" in attrs
+        revocation = check_revocation(attrs["revocation"]) if revoking else None
         found = self._one(module, version)
+        now = clock.now_iso()
+
+        def change(stored: ModuleVersion) -> tuple[dict[str, str] | None, dict[str, str] | None]:
+            deprecated = deprecation if deprecating else stored.deprecation
+            revoked = stored.revocation
+            if revoking:  # revoked again: its message and link change, the time it was first revoked stays
+                since = (stored.revocation or {}).get("revoked-at", now)
+                revoked = {**revocation, "revoked-at": since} if revocation is not None else None
+            if revoked is not None and deprecated is None:
+                where = "deprecation" if deprecating else "revocation"
+                raise Invalid("a version is deprecated before it is revoked, and stays deprecated while revoked "
+                              "(revert its revocation first)", pointer=f"/data/attributes/{where}")  # fmt: skip
+            return deprecated, revoked
 
         def step() -> ModuleVersion:
-            return self._store.set_deprecation(found, deprecation, clock.now_iso())
+            return self._store.set_lifecycle(found, change, now)
 
         return module, optimistic(step, exhausted=f"version {version} changed concurrently; retry")
 
@@ -226,12 +257,23 @@ class ModuleVersionService:
     def available(self, principal: Principal, namespace: str, name: str, provider: str) -> builtins.list[ModuleVersion]:
         """`GET /api/registry/v1/modules/:namespace/:name/:provider/versions`: the versions one may install."""
         module = self._private(principal, namespace, (namespace, name, provider), Action.READ_MODULES)
-        return [v for v in module.versions if v.status == VERSION_OK]
+        ok = [v for v in module.versions if v.status == VERSION_OK]
+        if all(v.revocation is None for v in ok):
+            return ok
+        uploaded = self._uploaded_at(principal)
+        return [v for v in ok if installable_by(v, uploaded)]  # a revoked one to existing configurations only
+
+    def _uploaded_at(self, principal: Principal) -> str | None:
+        """When the caller's configuration was uploaded: a run's (its token), else None (a new configuration)."""
+        return self._configuration_uploaded_at(principal.subject_id) if principal.kind is PrincipalKind.RUN else None
 
     def download_url(self, principal: Principal, namespace: str, name: str, provider: str, version: str) -> str:
         module = self._private(principal, namespace, (namespace, name, provider), Action.READ_MODULES)
         found = self._one(module, version)
         if found.status != VERSION_OK:
             raise TransitionNotAllowed(f"version {version} of {module.address} is {found.status}, not ok")
+        if not installable_by(found, self._uploaded_at(principal)):
+            why = " ".join(filter(None, ((found.revocation or {}).get(k) for k in ("message", "link"))))
+            raise NotFound(f"version {version} of {module.address} was revoked for new configurations: {why}")
         require_recorded(self._blobs, found.blob_key, found.md5, found.size, f"module {module.address} {version}")
         return self._blobs.presign_get(found.blob_key, min(DOWNLOAD_TTL_S, self._settings.presign_ttl_s))

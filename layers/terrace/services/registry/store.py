@@ -11,12 +11,16 @@ module reads (`version_of`) and writes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.table import ConditionFailed, Delete, Put, Table
 from terrace.domain.errors import NotFound
 from terrace.domain.registry_modules import PRIVATE, ModuleVersion, version_key
+
+# a version's (deprecation, revocation), decided from it as stored
+Lifecycle = Callable[[ModuleVersion], tuple[dict[str, str] | None, dict[str, str] | None]]
 
 Record = dict[str, Any]
 MODULE = "regmod"
@@ -80,6 +84,7 @@ def version_of(item: dict[str, Any]) -> ModuleVersion:
         size=item.get("size"),
         md5=item.get("md5"),
         deprecation=item.get("deprecation"),
+        revocation=item.get("revocation"),
     )
 
 
@@ -200,14 +205,15 @@ class ModuleStore:
             return None
         return version_of(updated)
 
-    def set_deprecation(self, version: ModuleVersion, deprecation: dict[str, str] | None, now: str) -> ModuleVersion:
-        """The version deprecated (`deprecation`) or not (None), written over the row version it is read at."""
+    def set_lifecycle(self, version: ModuleVersion, change: Lifecycle, now: str) -> ModuleVersion:
+        """The version's deprecation and revocation as `change` decides them from the stored version (it may refuse:
+        Invalid), written over the row version it read (ConditionFailed: changed since)."""
         item = self._table.get(_versions(version.module_id), version.version)
         if item is None:
             raise NotFound(f"version {version.version} not found")
-        updated = {k: v for k, v in item.items() if k != "deprecation"}
-        if deprecation is not None:
-            updated["deprecation"] = deprecation
+        deprecation, revocation = change(version_of(item))
+        updated = {k: v for k, v in item.items() if k not in ("deprecation", "revocation")}
+        updated.update({k: v for k, v in (("deprecation", deprecation), ("revocation", revocation)) if v is not None})
         updated.update(updated_at=now, version=item["version"] + 1)
         self._table.put(updated, if_version=item["version"])
         return version_of(updated)

@@ -13,9 +13,10 @@ import builtins
 from typing import Any
 
 from terrace.adapters.encryptor import Encryptor
-from terrace.domain import clock, limits
+from terrace.domain import clock, entitlements, limits
 from terrace.domain import run_tasks as model
 from terrace.domain.destinations import Allowance, check_url
+from terrace.domain.entitlements import GLOBAL_RUN_TASKS
 from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.organizations import Organization
@@ -76,6 +77,14 @@ class RunTaskService:
             self._workspaces.load(wt.workspace_id) for wt in found])}  # fmt: skip
         return task, sorted((wt for wt in found if wt.workspace_id in readable), key=lambda wt: wt.created_at)
 
+    def global_tasks(self, org_key: str, stage: str) -> builtins.list[RunTask]:
+        """The organization's enabled global tasks at `stage`, while it is entitled to them (one query; the
+        organization is read only when one is global)."""
+        found = [t for t in self.of_organization(org_key) if t.global_at(stage)]
+        if found and not entitlements.entitled(self._orgs.by_key(org_key).settings, GLOBAL_RUN_TASKS):
+            return []
+        return found
+
     def organization_name(self, task: RunTask) -> str:
         return self._orgs.name_of(task.organization)
 
@@ -88,7 +97,7 @@ class RunTaskService:
             url=self._url(attrs.get("url")),
             created_at=clock.now_iso(),
         )
-        self._apply(task, attrs)
+        self._apply(task, attrs, org)
         try:
             self._store.create(task)  # with the marker that its organization's runs' stages ask run tasks
         except ConditionFailed as exc:
@@ -96,13 +105,13 @@ class RunTaskService:
         return task
 
     def update(self, principal: Principal, task_id: str, attrs: dict[str, Any]) -> RunTask:
-        task, _ = self._task(principal, task_id, Action.MANAGE_RUN_TASKS)
+        task, org = self._task(principal, task_id, Action.MANAGE_RUN_TASKS)
         old_name, expected = task.name, task.version
         if "name" in attrs:
             task.name = self._name(attrs.get("name"))
         if "url" in attrs:
             task.url = self._url(attrs.get("url"))
-        self._apply(task, attrs)
+        self._apply(task, attrs, org)
         task.version = expected + 1
         try:
             self._store.replace(task, expected, old_name)
@@ -123,7 +132,11 @@ class RunTaskService:
             return None
         return self._encryptor.decrypt(task.hmac_ciphertext, {"organization": task.organization, "run-task": task.id})
 
-    def _apply(self, task: RunTask, attrs: dict[str, Any]) -> None:
+    def _apply(self, task: RunTask, attrs: dict[str, Any], org: Organization) -> None:
+        if attrs.get("global-configuration") is not None and entitlements.entitled(org.settings, GLOBAL_RUN_TASKS):
+            # (an organization without the entitlement: ignored, as HCP ignores it)
+            task.global_configuration = model.global_configuration(attrs["global-configuration"],
+                                                                   task.global_configuration)  # fmt: skip
         if "description" in attrs:
             description = attrs.get("description")
             task.description = "" if description is None else limits.text(description, "description", 2000)

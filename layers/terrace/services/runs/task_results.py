@@ -1,6 +1,8 @@
 """Run tasks in a run: its task results, the run tasks' `StageParticipant` (kind `task-results`) and the callback.
 
-When a run is created, each enabled task attached to its workspace at a stage gets a `pending` result in that
+When a run is created, each enabled task attached to its workspace at a stage, and each enabled global task of its
+organization at that stage (`RunTask.global_configuration`, while the organization is entitled to global run tasks:
+`domain/entitlements.py`), gets a `pending` result in that
 stage (`prepare`; HCP Terraform lists them from the run's creation on). When the run reaches the stage, `begin`
 issues each result an access token (`PrincipalKind.RUN_TASK`: its run's plan JSON and configuration version, and its
 own callback; it expires after the task's time limit) and queues its request (`task_delivery.py`, an events-queue
@@ -116,10 +118,15 @@ class TaskResultService:
 
     def _create(self, context: StageContext) -> builtins.list[TaskResult]:
         run = context.run
-        attached = [wt for wt in self._tasks.attached_to(run.workspace_id) if context.stage in wt.stages]
+        every = self._tasks.attached_to(run.workspace_id)
+        tasks = [
+            (wt.id, wt.enforcement_level, self._tasks.load(wt.task_id)) for wt in every if context.stage in wt.stages
+        ]
+        own = {wt.task_id for wt in every}  # the workspace's own attachment of a global task wins
+        tasks += [("", t.global_configuration["enforcement-level"], t)  # type: ignore[index]
+                  for t in self._tasks.global_tasks(run.organization, context.stage) if t.id not in own]  # fmt: skip
         created = []
-        for wt in attached:
-            task = self._tasks.load(wt.task_id)
+        for workspace_task_id, enforcement_level, task in tasks:
             if task is None or not task.enabled:
                 continue
             now = clock.now_iso()
@@ -133,8 +140,8 @@ class TaskResultService:
                 task_id=task.id,
                 task_name=task.name,
                 task_url=task.url,
-                workspace_task_id=wt.id,
-                enforcement_level=wt.enforcement_level,
+                workspace_task_id=workspace_task_id,  # "" for a global task
+                enforcement_level=enforcement_level,
                 created_at=now,
                 updated_at=now,
             )

@@ -22,7 +22,7 @@ from terrace.domain.ids import new_id
 from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.projects import default_project_id
-from terrace.domain.tokens import IssuedToken, Token
+from terrace.domain.tokens import IssuedToken, Token, creator_of
 from terrace.domain.workspace import Workspace
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.authz import Action
@@ -197,15 +197,20 @@ class AgentPoolService:
     # tokens ------------------------------------------------------------------------------
     def tokens(self, principal: Principal, pool_id: str) -> builtins.list[Token]:
         pool = self.get(principal, pool_id, Action.MANAGE_AGENT_POOLS)
-        return self._accounts.list_tokens(pool.id)
+        return [self._shown(t) for t in self._accounts.list_tokens(pool.id)]
 
     def issue_token(self, principal: Principal, pool_id: str, description: Any) -> IssuedToken:
         pool = self.get(principal, pool_id, Action.MANAGE_AGENT_POOLS)
         if not isinstance(description, str) or not description.strip() or len(description) > 2000:
             raise Invalid("description is required (at most 2000 characters)", pointer="/data/attributes/description")
-        return self._accounts.issue_token(
-            PrincipalKind.AGENT, pool.id, description=description, organization=pool.organization
+        issued = self._accounts.issue_token(
+            PrincipalKind.AGENT,
+            pool.id,
+            description=description,
+            organization=pool.organization,
+            created_by=creator_of(principal),
         )
+        return dataclasses.replace(issued, token=self._shown(issued.token))
 
     def token(self, principal: Principal, token: Token) -> Token:
         """An agent token, to those who manage its pool (to others it does not exist)."""
@@ -213,6 +218,12 @@ class AgentPoolService:
             self.get(principal, token.subject_id, Action.MANAGE_AGENT_POOLS)
         except NotFound as exc:
             raise NotFound(f"authentication token {token.id} not found") from exc
+        return self._shown(token)
+
+    def _shown(self, token: Token) -> Token:
+        """Its creator as responses show it (`created-by`): an organization by its current name."""
+        if token.created_by and token.created_by[0] == "organizations":
+            return dataclasses.replace(token, created_by=("organizations", self._orgs.name_of(token.created_by[1])))
         return token
 
     def may_manage(self, principal: Principal, organization: str) -> bool:

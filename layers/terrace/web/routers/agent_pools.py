@@ -78,7 +78,13 @@ def serialize_token(token: Token, secret: str | None = None) -> dict[str, Any]:
             "description": token.description,
             "token": secret,
         },
-        relationships={"agent-pool": ref("agent-pools", token.subject_id)},
+        relationships={
+            "agent-pool": ref("agent-pools", token.subject_id),
+            # its creator: a user, team or organization (null for a token from before creators were recorded)
+            "created-by": {
+                "data": {"type": token.created_by[0], "id": token.created_by[1]} if token.created_by else None
+            },
+        },
     )
 
 

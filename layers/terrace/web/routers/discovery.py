@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
 from terrace.services.access.terraform_login import LOGIN_SERVICE
@@ -37,3 +37,14 @@ def ping(container: ContainerDep) -> Response:
     the one server process; on AWS the `AuditWriteFailures` metric and its alarm say it for every function)."""
     failures = container.audit_trail.write_failures()
     return Response(status_code=204, headers={**api_headers(), AUDIT_FAILURES_HEADER: str(failures)})
+
+
+@router.get("/api/meta/ip-ranges")
+def ip_ranges(request: Request, container: ContainerDep) -> Response:
+    """The deployment's own addresses (`domain/ip_ranges.py`), in HCP's shape; public, as HCP's. 304 to a client
+    whose `If-Modified-Since` is not older than them."""
+    ranges = container.ip_ranges
+    headers = {**api_headers(), "Last-Modified": ranges.last_modified(), "Cache-Control": "max-age=3600"}
+    if not ranges.modified_since(request.headers.get("if-modified-since")):
+        return Response(status_code=304, headers=headers)
+    return JSONResponse(ranges.document(), headers=headers)

@@ -37,5 +37,12 @@ def module_download(
 
 
 def _listed(version: ModuleVersion) -> dict[str, Any]:
-    """A version as the protocol lists it; a deprecated one with its `deprecation` (`reason`, `link`)."""
-    return {"version": version.version, **({"deprecation": version.deprecation} if version.deprecation else {})}
+    """A version as the protocol lists it; a deprecated one with its `deprecation` (`reason`, `link`), a revoked one
+    (listed to a configuration from before its revocation only) also with its `revocation` (`message`, `link`:
+    the runner's warning reads it; clients ignore it)."""
+    listed: dict[str, Any] = {"version": version.version}
+    if version.deprecation:
+        listed["deprecation"] = version.deprecation
+    if version.revocation:
+        listed["revocation"] = {"message": version.revocation["message"], "link": version.revocation["link"]}
+    return listed

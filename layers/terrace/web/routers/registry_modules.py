@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Query, Request, Response
 
 from terrace.domain.no_code_modules import NoCodeModule
-from terrace.domain.registry_modules import ModuleVersion, RegistryModule
+from terrace.domain.registry_modules import ModuleVersion, RegistryModule, revocation_document
 from terrace.web import bodies
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONAPIResponse, JSONBody, attributes, paginate, read_document, resource, respond
@@ -35,6 +35,7 @@ def serialize(module: RegistryModule, no_code: NoCodeModule | None = None) -> di
             "status": module.status,
             "vcs-repo": None,
             "version-statuses": statuses,
+            "revoked-versions": [v.version for v in module.versions if v.revocation is not None],
             "created-at": module.created_at,
             "updated-at": module.updated_at,
         },
@@ -58,6 +59,7 @@ def serialize_version(module: RegistryModule, version: ModuleVersion, upload_url
             "error": version.error,
             "created-at": version.created_at,
             "updated-at": version.updated_at,
+            "revocation": revocation_document(version),
         },
         relationships={"registry-module": {"data": {"id": module.id, "type": "registry-modules"}}},
         links=links,
@@ -163,13 +165,19 @@ def delete_registry_module_provider(
 
 
 @router.patch(MODULES + "/private/{namespace}/{name}/{provider}/{version}")
-def deprecate_registry_module_version(
+def change_registry_module_version(
     org: str, namespace: str, name: str, provider: str, version: str, body: JSONBody, container: ContainerDep,
     principal: PrincipalDep,
 ) -> JSONAPIResponse:  # fmt: skip
-    """HCP Terraform's manage module versions API: `deprecation` (`deprecated-status` Deprecated or Undeprecated)."""
+    """HCP Terraform's manage module versions API: `deprecation` (`deprecated-status` Deprecated or Undeprecated),
+    answered as a module version with its deprecation; `revocation` (`status` Revoked or Unrevoked), answered as a
+    registry module version with its `revocation`."""
     attrs = attributes(read_document(body, ("module-versions", "registry-module-versions")))
-    _, found = container.module_versions.deprecate(principal, org, (namespace, name, provider), version, attrs)
+    module, found = container.module_versions.change_lifecycle(
+        principal, org, (namespace, name, provider), version, attrs
+    )
+    if "revocation" in attrs:
+        return respond(serialize_version(module, found, None))
     deprecation = found.deprecation
     relationships = {"deprecation": {"data": {"type": "deprecations", "id": found.id} if deprecation else None}}
     included = [resource("deprecations", found.id, dict(deprecation))] if deprecation else []
