@@ -49,7 +49,11 @@ def hyok_document(
     )
 
 
-def key_version_document(key: model.KeyVersion) -> dict[str, Any]:
+def key_version_document(key: model.KeyVersion, data_key_ids: list[str] | None = None) -> dict[str, Any]:
+    """`data_key_ids`: the data keys it wrapped, when the caller asked for one version."""
+    relationships = {"hyok-configuration": ref("hyok-configurations", key.hyok_configuration_id)}
+    if data_key_ids is not None:
+        relationships["hyok-encrypted-data-keys"] = refs("hyok-encrypted-data-keys", data_key_ids)
     return resource(
         "hyok-customer-key-versions",
         key.id,
@@ -60,7 +64,7 @@ def key_version_document(key: model.KeyVersion) -> dict[str, Any]:
             "workspaces-secured": key.workspaces_secured,
             "error": key.error,
         },
-        {"hyok-configuration": ref("hyok-configurations", key.hyok_configuration_id)},
+        relationships,
         links={"self": f"/api/v2/hyok-customer-key-versions/{key.id}"},
     )
 

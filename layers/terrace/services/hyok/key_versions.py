@@ -47,6 +47,10 @@ class KeyVersionService:
             raise NotFound(f"HYOK customer key version {key_version_id} not found")
         return key
 
+    def data_key_ids(self, key: model.KeyVersion) -> builtins.list[str]:
+        """The data keys a version got through this service wrapped."""
+        return [d.id for d in self._store.data_keys_of(key.id)]
+
     def revoke(self, principal: Principal, key_version_id: str) -> model.KeyVersion:
         key = self.get(principal, key_version_id, Action.MANAGE_ORGANIZATION)
         model.check_key_version_revocable(key)

@@ -164,7 +164,8 @@ def list_key_versions(
 
 @router.get("/hyok-customer-key-versions/{key_version_id}")
 def show_key_version(key_version_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-    return respond(key_version_document(container.hyok_key_versions.get(principal, key_version_id)))
+    key = container.hyok_key_versions.get(principal, key_version_id)
+    return respond(key_version_document(key, container.hyok_key_versions.data_key_ids(key)))
 
 
 @router.post("/hyok-customer-key-versions/{key_version_id}/actions/revoke", status_code=202)
