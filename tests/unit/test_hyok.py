@@ -206,3 +206,24 @@ def test_an_update_changes_the_key_and_tests_it_again(env: RunEnv) -> None:
     assert env.api("GET", f"/hyok-configurations/{hyok_id}").json()["data"]["attributes"]["status"] == "available"
     listed = env.api("GET", "/organizations/acme/hyok-configurations?q=renam").json()["data"]
     assert [h["id"] for h in listed] == [hyok_id]
+
+
+def test_deleting_the_organization_deletes_its_configurations_keys_and_data_keys() -> None:
+    env = make_run_env("initech")
+    env.container.key_wrapper.add(KEK)  # type: ignore[attr-defined]
+    created = env.api("POST", "/organizations/initech/oidc-configurations",
+                      {"data": {"type": "aws-oidc-configurations", "attributes": {"role-arn": AWS_ROLE}}})  # fmt: skip
+    pool = env.api("POST", "/organizations/initech/agent-pools",
+                   {"data": {"type": "agent-pools", "attributes": {"name": "p"}}}).json()["data"]["id"]  # fmt: skip
+    rels = {"oidc-configuration": {"data": {"type": "aws-oidc-configurations", "id": created.json()["data"]["id"]}},
+            "agent-pool": {"data": {"type": "agent-pools", "id": pool}}}  # fmt: skip
+    attrs = {"name": "k", "kek-id": KEK, "kms-options": {"key-region": "us-east-1"}}
+    body = {"data": {"type": "hyok-configurations", "attributes": attrs, "relationships": rels}}
+    hyok_id = env.api("POST", "/organizations/initech/hyok-configurations", body).json()["data"]["id"]
+    assert env.api("POST", f"/hyok-configurations/{hyok_id}/actions/test").status_code == 200
+    store = env.container.hyok_store
+    (version,) = store.key_versions_of(hyok_id)
+    assert store.data_keys_of(version.id)
+    assert env.api("DELETE", "/organizations/initech").status_code == 204
+    assert (store.oidcs_of("initech"), store.hyoks_of("initech")) == ([], [])
+    assert (store.key_versions_of(hyok_id), store.data_keys_of(version.id)) == ([], [])
