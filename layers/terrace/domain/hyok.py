@@ -201,3 +201,19 @@ def check_key_version_revocable(key: KeyVersion) -> None:
 def check_key_version_deletable(key: KeyVersion) -> None:
     if key.status != KEY_REVOKED:
         raise TransitionNotAllowed(f"key version {key.id} must be revoked before it is deleted")
+
+
+NOT_ENCRYPTED = (
+    "Terrace does not yet encrypt a workspace's state and plans with a customer's key (docs/features/hyok.md): "
+    "it refuses to claim it does"
+)
+
+
+def refuse_enabling(key: str, value: Any) -> bool:
+    """`hyok-enabled` of a workspace, `enforce-hyok` of an organization: false is kept, true refused (422) rather
+    than accepted and not acted on."""
+    if not isinstance(value, bool):
+        raise Invalid(f"{key} must be true or false", pointer=f"/data/attributes/{key}")
+    if value:
+        raise Invalid(f"{key}: {NOT_ENCRYPTED}", pointer=f"/data/attributes/{key}")
+    return value
