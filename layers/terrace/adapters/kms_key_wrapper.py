@@ -14,6 +14,8 @@ from typing import Any
 from terrace.adapters.key_wrapper import CustomerKey, KeyUnavailable, Wrapped
 
 SESSION_S = 900  # the shortest session STS gives
+# a customer's key service that does not answer fails the test in seconds, not after botocore's minute
+TIMEOUTS: dict[str, Any] = {"connect_timeout": 5, "read_timeout": 15, "retries": {"max_attempts": 2, "mode": "standard"}}
 
 
 class KmsKeyWrapper:
@@ -22,6 +24,7 @@ class KmsKeyWrapper:
 
     def _kms(self, key: CustomerKey) -> Any:
         import boto3
+        from botocore.config import Config
         from botocore.exceptions import BotoCoreError, ClientError
 
         if key.oidc_kind != "aws":
@@ -30,7 +33,8 @@ class KmsKeyWrapper:
             )
         role = key.oidc.get("role-arn", "")
         region = key.kms_options.get("key-region") or self._region
-        sts = boto3.client("sts", region_name=region, endpoint_url=self._sts_endpoint or self._endpoint)
+        config = Config(**TIMEOUTS)
+        sts = boto3.client("sts", region_name=region, endpoint_url=self._sts_endpoint or self._endpoint, config=config)
         try:
             creds = sts.assume_role_with_web_identity(
                 RoleArn=role,
@@ -47,6 +51,7 @@ class KmsKeyWrapper:
             aws_access_key_id=creds["AccessKeyId"],
             aws_secret_access_key=creds["SecretAccessKey"],
             aws_session_token=creds["SessionToken"],
+            config=config,
         )
 
     def wrap(self, key: CustomerKey, plaintext: bytes, context: dict[str, str]) -> Wrapped:
