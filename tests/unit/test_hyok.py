@@ -248,3 +248,24 @@ def test_hyok_is_refused_where_it_would_be_a_promise_terrace_does_not_keep(env: 
     assert refused.status_code == 422 and "enforce-hyok" in refused.json()["errors"][0]["detail"]
     enforce["data"]["attributes"]["enforce-hyok"] = False
     assert env.api("PATCH", "/organizations/acme", enforce).status_code == 200
+
+
+def test_the_key_is_reached_as_the_oidc_configuration_with_terraces_workload_identity_token(env: RunEnv) -> None:
+    """What the key service is given: the OIDC configuration's role and a token Terrace's issuer signed for this
+    configuration (the audience of its kind, a subject naming it), verifiable with the published JWKS."""
+    from joserfc import jwt
+    from joserfc.jwk import KeySet
+
+    oidc_id, pool_id = _aws_oidc(env), _pool(env)
+    hyok_id = _hyok(env, oidc_id, pool_id, "as-role").json()["data"]["id"]
+    hyok = env.container.hyok_store.hyok(hyok_id)
+    assert hyok is not None
+    key = env.container.hyok_key_tester.customer_key(hyok)
+    assert (key.kek_id, key.oidc_kind, key.oidc, key.kms_options) == (
+        KEK, "aws", {"role-arn": AWS_ROLE}, {"key-region": "us-east-1"},
+    )  # fmt: skip
+    jwks = env.client.get("/.well-known/jwks").json()
+    claims = jwt.decode(key.web_identity_token, KeySet.import_key_set(jwks)).claims
+    assert claims["aud"] == "aws.workload.identity" and claims["iss"] == env.container.settings.public_url
+    assert claims["sub"] == "organization:acme:hyok_configuration:as-role"
+    assert claims["exp"] - claims["iat"] <= 300 and claims["terraform_hyok_configuration_id"] == hyok_id
