@@ -269,3 +269,29 @@ def test_the_key_is_reached_as_the_oidc_configuration_with_terraces_workload_ide
     assert claims["aud"] == "aws.workload.identity" and claims["iss"] == env.container.settings.public_url
     assert claims["sub"] == "organization:acme:hyok_configuration:as-role"
     assert claims["exp"] - claims["iat"] <= 300 and claims["terraform_hyok_configuration_id"] == hyok_id
+
+
+def test_an_update_racing_the_key_test_is_not_a_conflict(env: RunEnv, monkeypatch: pytest.MonkeyPatch) -> None:
+    """go-tfe's `TestHYOKConfigurationUpdate` changes a configuration while its key test (on the events queue)
+    records its outcome: the change reads again and lands, as the outcome does, rather than a 409."""
+    oidc_id, pool_id = _aws_oidc(env), _pool(env)
+    hyok_id = _hyok(env, oidc_id, pool_id, "racing", kek="arn:aws:kms:us-east-1:1:key/absent").json()["data"]["id"]
+    store, tester = env.container.hyok_store, env.container.hyok_key_tester
+    read = store.hyok
+    raced: list[str] = []
+
+    def stale_read(identifier: str) -> Any:
+        found = read(identifier)
+        if identifier == hyok_id and not raced:  # the key test finishes between this read and its write
+            raced.append(identifier)
+            tester.run(hyok_id)
+        return found
+
+    monkeypatch.setattr(store, "hyok", stale_read)
+    body = {"data": {"type": "hyok-configurations", "attributes": {"name": "raced"}}}
+    updated = env.api("PATCH", f"/hyok-configurations/{hyok_id}", body)
+    assert updated.status_code == 200, updated.text
+    assert raced and updated.json()["data"]["attributes"] == {
+        **updated.json()["data"]["attributes"], "name": "raced", "status": "test_failed"}  # fmt: skip
+    revoked = env.api("POST", f"/hyok-configurations/{hyok_id}/actions/revoke")
+    assert revoked.status_code == 202 and revoked.json()["data"]["attributes"]["status"] == "revoked"

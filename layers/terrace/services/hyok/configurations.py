@@ -8,6 +8,7 @@ secures nothing (untested, failed, errored or revoked) may be deleted. Members r
 from __future__ import annotations
 
 import builtins
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +22,7 @@ from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.hyok.oidc_configurations import OidcConfigurationService
 from terrace.services.hyok.store import HyokStore
+from terrace.services.optimistic import optimistic
 from terrace.services.workspaces.agent_pools import AgentPoolService
 
 NAME_MAX = 128
@@ -100,40 +102,61 @@ class HyokConfigurationService:
     def update(
         self, principal: Principal, hyok_id: str, attrs: dict[str, Any], pool_id: str | None
     ) -> model.HyokConfiguration:
-        hyok = self.get(principal, hyok_id, Action.MANAGE_ORGANIZATION)
-        if hyok.status in (model.REVOKING, model.REVOKED):
-            raise Invalid(f"HYOK configuration {hyok_id} is {hyok.status}: it cannot change")
         retest = False
-        if attrs.get("name") is not None and attrs["name"] != hyok.name:
-            hyok.name = self._name(hyok.organization, attrs["name"])
-        if attrs.get("kek-id") is not None and attrs["kek-id"] != hyok.kek_id:
-            hyok.kek_id, retest = model.required_text(attrs, "kek-id"), True
-        if attrs.get("kms-options") is not None:
-            options = model.kms_options(hyok.oidc_kind, attrs["kms-options"], hyok.kms_options)
-            hyok.kms_options, retest = options, retest or options != hyok.kms_options
-        if pool_id is not None:
-            hyok.agent_pool_id = self._pool(hyok.organization, pool_id)
-        if attrs.get("primary") is True and not hyok.primary:
-            self._demote_primary(hyok.organization)
-            hyok.primary = True
+
+        def step() -> model.HyokConfiguration:
+            nonlocal retest
+            hyok = self.get(principal, hyok_id, Action.MANAGE_ORGANIZATION)
+            if hyok.status in (model.REVOKING, model.REVOKED):
+                raise Invalid(f"HYOK configuration {hyok_id} is {hyok.status}: it cannot change")
+            retest = False
+            if attrs.get("name") is not None and attrs["name"] != hyok.name:
+                hyok.name = self._name(hyok.organization, attrs["name"])
+            if attrs.get("kek-id") is not None and attrs["kek-id"] != hyok.kek_id:
+                hyok.kek_id, retest = model.required_text(attrs, "kek-id"), True
+            if attrs.get("kms-options") is not None:
+                options = model.kms_options(hyok.oidc_kind, attrs["kms-options"], hyok.kms_options)
+                hyok.kms_options, retest = options, retest or options != hyok.kms_options
+            if pool_id is not None:
+                hyok.agent_pool_id = self._pool(hyok.organization, pool_id)
+            if attrs.get("primary") is True and not hyok.primary:
+                self._demote_primary(hyok.organization)
+                hyok.primary = True
+            if retest:
+                hyok.status, hyok.error = model.UNTESTED, None
+            self._store.replace(hyok)
+            return hyok
+
+        updated = optimistic(step, exhausted=f"HYOK configuration {hyok_id} keeps changing; retry")
         if retest:
-            hyok.status, hyok.error = model.UNTESTED, None
-        self._store.replace(hyok)
-        if retest:
-            self._request_test(hyok.id)
-        return hyok
+            self._request_test(updated.id)
+        return updated
 
     def revoke(self, principal: Principal, hyok_id: str) -> model.HyokConfiguration:
+        """Every key version first (none of their data keys opens from then on), then the configuration."""
         hyok = self.get(principal, hyok_id, Action.MANAGE_ORGANIZATION)
         if hyok.status == model.REVOKED:
             return hyok
-        model.revoke(hyok)
+        model.revoke(dataclasses.replace(hyok))  # refused before anything changes when it cannot be revoked
         for key in self._store.key_versions_of(hyok.id):
-            if key.status != model.KEY_REVOKED:
+            self._revoke_key_version(key.id)
+
+        def step() -> model.HyokConfiguration:
+            current = self.get(principal, hyok_id, Action.MANAGE_ORGANIZATION)
+            model.revoke(current)
+            self._store.replace(current)
+            return current
+
+        return optimistic(step, exhausted=f"HYOK configuration {hyok_id} keeps changing; retry")
+
+    def _revoke_key_version(self, key_version_id: str) -> None:
+        def step() -> None:
+            key = self._store.key_version(key_version_id)
+            if key is not None and key.status != model.KEY_REVOKED:
                 key.status = model.KEY_REVOKED
                 self._store.replace(key)
-        self._store.replace(hyok)
-        return hyok
+
+        optimistic(step, exhausted=f"key version {key_version_id} keeps changing; retry")
 
     def test(self, principal: Principal, hyok_id: str) -> model.HyokConfiguration:
         """Tests the key now; Invalid with the key service's reason when it fails."""
@@ -173,5 +196,13 @@ class HyokConfigurationService:
     def _demote_primary(self, organization: str) -> None:
         for other in self._store.hyoks_of(organization):
             if other.primary:
-                other.primary = False
-                self._store.replace(other)
+                self._demote(other.id)
+
+    def _demote(self, hyok_id: str) -> None:
+        def step() -> None:
+            hyok = self._store.hyok(hyok_id)
+            if hyok is not None and hyok.primary:
+                hyok.primary = False
+                self._store.replace(hyok)
+
+        optimistic(step, exhausted=f"HYOK configuration {hyok_id} keeps changing; retry")

@@ -21,6 +21,7 @@ from terrace.domain.workload_identity import AUDIENCES
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.access.workload_issuer import WorkloadIssuer
 from terrace.services.hyok.store import HyokStore
+from terrace.services.optimistic import optimistic
 
 log = logging.getLogger("terrace.hyok")
 EVENT = "hyok.test"
@@ -122,14 +123,14 @@ class KeyTester:
         return created
 
     def _finish(self, hyok_id: str, status: str, error: str | None) -> model.HyokConfiguration | None:
-        for _ in range(5):  # a concurrent change (an update, a revocation) wins; the outcome is written over it
+        """The outcome written over whatever changed meanwhile (an update, a rename); a revocation wins."""
+
+        def step() -> model.HyokConfiguration | None:
             hyok = self._store.hyok(hyok_id)
             if hyok is None or hyok.status in (model.REVOKING, model.REVOKED):
                 return hyok
             hyok.status, hyok.error = status, error
-            try:
-                self._store.replace(hyok)
-                return hyok
-            except Exception:  # noqa: BLE001 - Conflict: read again
-                continue
-        return self._store.hyok(hyok_id)
+            self._store.replace(hyok)
+            return hyok
+
+        return optimistic(step, exhausted=lambda: self._store.hyok(hyok_id))

@@ -16,6 +16,7 @@ from terrace.services.access.organizations import OrganizationService
 from terrace.services.hyok.configurations import HyokConfigurationService
 from terrace.services.hyok.key_test import KeyTester
 from terrace.services.hyok.store import HyokStore
+from terrace.services.optimistic import optimistic
 
 
 class KeyVersionService:
@@ -52,11 +53,14 @@ class KeyVersionService:
         return [d.id for d in self._store.data_keys_of(key.id)]
 
     def revoke(self, principal: Principal, key_version_id: str) -> model.KeyVersion:
-        key = self.get(principal, key_version_id, Action.MANAGE_ORGANIZATION)
-        model.check_key_version_revocable(key)
-        key.status = model.KEY_REVOKED
-        self._store.replace(key)
-        return key
+        def step() -> model.KeyVersion:
+            key = self.get(principal, key_version_id, Action.MANAGE_ORGANIZATION)
+            model.check_key_version_revocable(key)
+            key.status = model.KEY_REVOKED
+            self._store.replace(key)
+            return key
+
+        return optimistic(step, exhausted=f"key version {key_version_id} keeps changing; retry")
 
     def delete(self, principal: Principal, key_version_id: str) -> None:
         key = self.get(principal, key_version_id, Action.MANAGE_ORGANIZATION)

@@ -16,6 +16,7 @@ from terrace.domain.principal import Principal
 from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.hyok.store import HyokStore
+from terrace.services.optimistic import optimistic
 
 
 class OidcConfigurationService:
@@ -68,13 +69,16 @@ class OidcConfigurationService:
     def update(
         self, principal: Principal, oidc_id: str, kind_type: str | None, attrs: dict[str, Any]
     ) -> model.OidcConfiguration:
-        oidc = self.get(principal, oidc_id, Action.MANAGE_ORGANIZATION)
-        kind = model.OIDC_KINDS[oidc.kind]
-        if kind_type is not None and kind_type != kind.type:
-            raise Conflict(f"{oidc_id} is an {kind.type[:-1]}, not an {kind_type[:-1]}")
-        oidc.attributes = model.oidc_attributes(kind, attrs, oidc.attributes)
-        self._store.replace(oidc)
-        return oidc
+        def step() -> model.OidcConfiguration:
+            oidc = self.get(principal, oidc_id, Action.MANAGE_ORGANIZATION)
+            kind = model.OIDC_KINDS[oidc.kind]
+            if kind_type is not None and kind_type != kind.type:
+                raise Conflict(f"{oidc_id} is an {kind.type[:-1]}, not an {kind_type[:-1]}")
+            oidc.attributes = model.oidc_attributes(kind, attrs, oidc.attributes)
+            self._store.replace(oidc)
+            return oidc
+
+        return optimistic(step, exhausted=f"OIDC configuration {oidc_id} keeps changing; retry")
 
     def delete(self, principal: Principal, oidc_id: str) -> None:
         oidc = self.get(principal, oidc_id, Action.MANAGE_ORGANIZATION)

@@ -10,7 +10,6 @@ from dataclasses import asdict, fields
 from typing import Any
 
 from terrace.adapters.table import ConditionFailed, Table
-from terrace.domain.errors import Conflict
 from terrace.domain.hyok import BY_PREFIX, EncryptedDataKey, HyokConfiguration, KeyVersion, OidcConfiguration
 from terrace.domain.ids import kind_of, looks_like
 
@@ -97,14 +96,15 @@ class HyokStore:
         self._table.put(to_item(entity), if_absent=True)
 
     def replace(self, entity: Any) -> None:
-        """Write `entity` over the version read; Conflict (409) when it changed since."""
+        """Write `entity` over the version read; `ConditionFailed` when it changed since (callers read again through
+        `services/optimistic.py`)."""
         expected = entity.version
         entity.version = expected + 1
         try:
             self._table.put(to_item(entity), if_version=expected)
-        except ConditionFailed as exc:
+        except ConditionFailed:
             entity.version = expected
-            raise Conflict(f"{entity.id} changed concurrently; retry") from exc
+            raise
 
     def delete(self, entity: Any) -> None:
         self._table.delete(entity.id, _sort_key(entity))
