@@ -2,7 +2,7 @@
 HYOK tests (ENABLE_HYOK_INTEGRATION_TESTS=1): an organization whose HYOK configuration reaches a real key of the
 stack's key file (TERRACE_HYOK_KEY_FILE, made by run.sh) through an AWS OIDC configuration and an agent pool, tested
 once, so that a customer key version and an encrypted data key exist. Prints the variables go-tfe's tests read
-(HYOK_ORGANIZATION_NAME, HYOK_CUSTOMER_KEY_VERSION_ID, HYOK_ENCRYPTED_DATA_KEY_ID) as `export` lines.
+(HYOK_ORGANIZATION_NAME, HYOK_POOL_ID, HYOK_CUSTOMER_KEY_VERSION_ID, HYOK_ENCRYPTED_DATA_KEY_ID) as `export` lines.
 
 Usage: hyok_prepare.py DEV_JSON KEY_NAME
 """
@@ -52,6 +52,7 @@ def main(dev_json: str, key_name: str) -> None:
     version = api("GET", f"/hyok-customer-key-versions/{versions[0]['id']}")["data"]
     data_key = version["relationships"]["hyok-encrypted-data-keys"]["data"][0]["id"]
     print(f"export HYOK_ORGANIZATION_NAME={ORGANIZATION}")
+    print(f"export HYOK_POOL_ID={pool['data']['id']}")
     print(f"export HYOK_CUSTOMER_KEY_VERSION_ID={version['id']}")
     print(f"export HYOK_ENCRYPTED_DATA_KEY_ID={data_key}")
 

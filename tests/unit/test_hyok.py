@@ -295,3 +295,14 @@ def test_an_update_racing_the_key_test_is_not_a_conflict(env: RunEnv, monkeypatc
         **updated.json()["data"]["attributes"], "name": "raced", "status": "test_failed"}  # fmt: skip
     revoked = env.api("POST", f"/hyok-configurations/{hyok_id}/actions/revoke")
     assert revoked.status_code == 202 and revoked.json()["data"]["attributes"]["status"] == "revoked"
+
+
+def test_an_agent_pool_includes_its_hyok_configurations(env: RunEnv) -> None:
+    oidc_id, pool_id = _aws_oidc(env), _pool(env)
+    hyok_id = _hyok(env, oidc_id, pool_id, "pooled").json()["data"]["id"]
+    plain = env.api("GET", f"/agent-pools/{pool_id}").json()
+    assert "hyok-configurations" not in plain["data"]["relationships"] and "included" not in plain
+    read = env.api("GET", f"/agent-pools/{pool_id}?include=hyok-configurations").json()
+    assert read["data"]["relationships"]["hyok-configurations"]["data"] == [
+        {"type": "hyok-configurations", "id": hyok_id}]  # fmt: skip
+    assert [(i["type"], i["attributes"]["name"]) for i in read["included"]] == [("hyok-configurations", "pooled")]

@@ -15,7 +15,11 @@ from terrace.adapters.key_wrapper import CustomerKey, KeyUnavailable, Wrapped
 
 SESSION_S = 900  # the shortest session STS gives
 # a customer's key service that does not answer fails the test in seconds, not after botocore's minute
-TIMEOUTS: dict[str, Any] = {"connect_timeout": 5, "read_timeout": 15, "retries": {"max_attempts": 2, "mode": "standard"}}
+TIMEOUTS: dict[str, Any] = {
+    "connect_timeout": 5,
+    "read_timeout": 15,
+    "retries": {"max_attempts": 2, "mode": "standard"},
+}
 
 
 class KmsKeyWrapper:

@@ -62,6 +62,11 @@ class HyokConfigurationService:
         found = self._store.hyoks_of(org.key)
         return [h for h in found if query.lower() in h.name.lower()] if query else found
 
+    def of_pool(self, principal: Principal, organization: str, pool_id: str) -> builtins.list[model.HyokConfiguration]:
+        """The configurations whose agents are the pool's (`organization`: the pool's organization key)."""
+        self._orgs.get_by_key(principal, organization)
+        return [h for h in self._store.hyoks_of(organization) if h.agent_pool_id == pool_id]
+
     def details(self, hyok: model.HyokConfiguration) -> tuple[str, builtins.list[model.KeyVersion]]:
         """The organization's name and the key versions of a configuration got through this service."""
         return self._orgs.name_of(hyok.organization), self._store.key_versions_of(hyok.id)
