@@ -86,3 +86,32 @@ def test_the_key_file_rotates_and_forgets_versions(tmp_path: Path) -> None:
     key_file.write_text("{not json")
     with pytest.raises(KeyUnavailable, match="not JSON"):
         wrapper.wrap(key, b"k" * 32, CONTEXT)
+
+
+def test_a_hyok_configuration_is_tested_against_kms_as_its_role(moto_endpoint: str) -> None:
+    """The AWS path end to end (moto): the key test signs a workload identity token, assumes the AWS OIDC
+    configuration's role with it and has KMS wrap and unwrap a data key; the key version is the key's ARN, and
+    Terrace keeps only the wrapped data key (which opens until its key version is revoked)."""
+    from terrace.bootstrap import build_memory
+    from terrace.domain.errors import Conflict
+    from terrace.domain.principal import Principal, PrincipalKind
+
+    arn = boto3.client("kms", endpoint_url=moto_endpoint, region_name="eu-west-1").create_key()["KeyMetadata"]["Arn"]
+    container = build_memory()
+    container.key_wrapper = KmsKeyWrapper(region="us-east-1", endpoint_url=moto_endpoint)  # before any service
+    user = container.accounts.create_user("alice", "alice@example.com")
+    alice = Principal(PrincipalKind.USER, user.id, "alice")
+    container.organizations.create(alice, "acme", "a@example.com")
+    pool = container.agent_pools.create(alice, "acme", {"name": "hyok"}, {})
+    oidc = container.oidc_configurations.create(alice, "acme", "aws-oidc-configurations", {"role-arn": ROLE})
+    options = {"name": "kms", "kek-id": arn, "kms-options": {"key-region": "eu-west-1"}}
+    hyok = container.hyok_configurations.create(alice, "acme", options, oidc.id, pool.id)
+    tested = container.hyok_configurations.test(alice, hyok.id)
+    assert (tested.status, tested.error) == ("available", None)
+    (version,) = container.hyok_store.key_versions_of(hyok.id)
+    (data_key,) = container.hyok_store.data_keys_of(version.id)
+    assert version.key_version == arn and data_key.customer_key_name == arn
+    assert len(container.hyok_key_versions.open(data_key.id)) == 32
+    container.hyok_configurations.revoke(alice, hyok.id)
+    with pytest.raises(Conflict, match="revoked"):
+        container.hyok_key_versions.open(data_key.id)
