@@ -172,6 +172,7 @@ def test_bad_hyok_configurations_are_refused_with_their_pointer(env: RunEnv) -> 
         ({"kek-id": ""}, "/data/attributes/kek-id"),
         ({"kms-options": {}}, "/data/attributes/kms-options"),
         ({"kms-options": "us-east-1"}, "/data/attributes/kms-options"),
+        ({"kms-options": {"key-region": "evil.example/x#"}}, "/data/attributes/kms-options"),
         ({"name": ""}, "/data/attributes/name"),
     ):
         refused = _hyok(env, oidc_id, pool_id, "bad", **attrs)

@@ -11,6 +11,7 @@ unusable (`KeyVersion.usable`). The rules here are pure; `services/hyok/` stores
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -151,6 +152,7 @@ def oidc_attributes(kind: OidcKind, attrs: dict[str, Any], current: dict[str, st
 
 
 KMS_OPTIONS = ("key-region", "key-location", "key-ring-id")
+AWS_REGION = re.compile(r"[a-z]{2}(-[a-z]+)+-\d{1,2}")  # the key's region names the KMS endpoint Terrace calls
 
 
 def kms_options(kind: OidcKind, raw: Any, current: dict[str, str] | None = None) -> dict[str, str]:
@@ -164,6 +166,11 @@ def kms_options(kind: OidcKind, raw: Any, current: dict[str, str] | None = None)
             raise Invalid(f"kms-options has no {name}", pointer="/data/attributes/kms-options")
         if value:
             values[name] = text(value, f"kms-options/{name}", TEXT_ATTRIBUTE_MAX).strip()
+    region = values.get("key-region")
+    if kind.kind == "aws" and region and not AWS_REGION.fullmatch(region):
+        raise Invalid(
+            "kms-options.key-region must be an AWS region (us-east-1)", pointer="/data/attributes/kms-options"
+        )
     needed = {"aws": ("key-region",), "gcp": ("key-location", "key-ring-id")}.get(kind.kind, ())
     for name in needed:
         if not values.get(name):
