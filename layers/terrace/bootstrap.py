@@ -33,6 +33,7 @@ from terrace.adapters.gitlab_forge import GitLabForge
 from terrace.adapters.held_reads import HeldReadsTable
 from terrace.adapters.httpx_outbound import HttpxOutbound
 from terrace.adapters.job_signal import JobSignal
+from terrace.adapters.key_wrapper import KeyWrapper
 from terrace.adapters.lanes import Lanes
 from terrace.adapters.log_sink import LogSink
 from terrace.adapters.mail import Mail
@@ -49,6 +50,7 @@ from terrace.domain.ip_ranges import IPRanges
 from terrace.wiring.access_services import AccessServices
 from terrace.wiring.audit_services import AuditServices
 from terrace.wiring.embedded_adapters import EMBEDDED_BLOBS, EMBEDDED_DATABASE, EMBEDDED_KEY, EMBEDDED_SIGNING_KEYS
+from terrace.wiring.hyok_services import HyokServices
 from terrace.wiring.notification_services import NotificationServices
 from terrace.wiring.policy_services import PolicyServices
 from terrace.wiring.registry_services import RegistryServices
@@ -97,6 +99,7 @@ class Container(  # type: ignore[override]
     VcsServices,
     WorkflowServices,
     AuditServices,
+    HyokServices,
 ):
     """The adapters (these fields) and every service, built from them on first use by the areas mixed in:
     `AccessServices` (authz, accounts, organizations, teams, sign-in, site admin, tool versions),
@@ -133,6 +136,8 @@ class Container(  # type: ignore[override]
     remote_policy_engine: PolicyEngine | None = None
     # on AWS with TERRACE_AUDIT_LOG_GROUP: CloudWatch Logs, where the audit export also sends every event
     audit_log_sink: LogSink | None = None
+    # Hold Your Own Key: customer keys in AWS KMS, in the embedded server's key file, in memory (unit tests)
+    key_wrapper: KeyWrapper = field(default_factory=_memory("memory_key_wrapper", "MemoryKeyWrapper"))
 
     @functools.cached_property
     def outbound_allowance(self) -> Allowance:
@@ -186,6 +191,7 @@ def build_aws(settings: Settings, *, launcher: RunnerLauncher | None = None) -> 
         lanes=aws.lanes,
         remote_policy_engine=aws.policy_engine,
         audit_log_sink=aws.audit_logs,
+        key_wrapper=_kms_key_wrapper(settings),
     )
 
 
@@ -222,7 +228,22 @@ def build_embedded(settings: Settings, *, launcher: RunnerLauncher | None = None
         mail=smtp_mail(settings),
         signing_keys=data.signing_keys,
         lanes=data.lanes,
+        key_wrapper=_file_key_wrapper(settings),
     )
+
+
+def _kms_key_wrapper(settings: Settings) -> KeyWrapper:
+    from terrace.adapters.kms_key_wrapper import KmsKeyWrapper
+
+    return KmsKeyWrapper(
+        region=settings.region, endpoint_url=settings.aws_endpoint_url, sts_endpoint=settings.sts_endpoint
+    )
+
+
+def _file_key_wrapper(settings: Settings) -> KeyWrapper:
+    from terrace.adapters.file_key_wrapper import FileKeyWrapper
+
+    return FileKeyWrapper(settings.hyok_key_file)
 
 
 def smtp_mail(settings: Settings) -> Mail:

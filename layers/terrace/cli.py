@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from terrace.local.stack import LocalStack
 
 DEV_OUTBOUND_ALLOW = ("127.0.0.0/8", "::1", "localhost")  # `terrace dev`: notifications may reach this machine
+HYOK_KEY_FILE_HELP = "Hold Your Own Key: the JSON file of the customers' keys (docs/features/hyok.md)."
 
 app = typer.Typer(help="Terrace: a self-hosted Terraform Cloud.", no_args_is_help=True, add_completion=False)
 org_app = typer.Typer(help="Organizations.", no_args_is_help=True)
@@ -71,6 +72,7 @@ def dev(
     organization: Annotated[str, typer.Option(envvar="TERRACE_ORGANIZATION")] = "acme",
     moto: Annotated[bool, typer.Option("--moto", help="Run on a fresh moto (the AWS adapters); data is lost.")] = False,
     fresh: Annotated[bool, typer.Option("--fresh", help="Start with empty data (.terrace/data is removed).")] = False,
+    hyok_key_file: Annotated[Path | None, typer.Option(envvar="TERRACE_HYOK_KEY_FILE", help=HYOK_KEY_FILE_HELP)] = None,
 ) -> None:
     """Run the whole system locally until Ctrl-C: the embedded server on .terrace/data (kept across restarts),
     or with --moto the AWS adapters against a moto server."""
@@ -84,6 +86,7 @@ def dev(
     # health assessments every few minutes, not daily, so drift shows while trying it out
     stack.settings_overrides["assessment_interval_s"] = int(os.environ.get("TERRACE_ASSESSMENT_INTERVAL_S", "300"))
     stack.settings_overrides.update(_ip_ranges())
+    stack.settings_overrides["hyok_key_file"] = str(hyok_key_file) if hyok_key_file else None
     _run(stack)
 
 
@@ -158,6 +161,7 @@ def serve(
             help="Hosts and networks (comma-separated) notifications and run tasks may reach although private.",
         ),
     ] = "",
+    hyok_key_file: Annotated[Path | None, typer.Option(envvar="TERRACE_HYOK_KEY_FILE", help=HYOK_KEY_FILE_HELP)] = None,
 ) -> None:
     """Run Terrace on one machine until SIGTERM/Ctrl-C: API, UI, runners, reaper and events in one process,
     everything kept in DATA (SQLite, blobs, keys)."""
@@ -184,6 +188,7 @@ def serve(
     )
     stack.settings_overrides["outbound_allow"] = tuple(entry for entry in outbound_allow.split(",") if entry.strip())
     stack.settings_overrides.update(_ip_ranges())
+    stack.settings_overrides["hyok_key_file"] = str(hyok_key_file) if hyok_key_file else None
     _run(stack)
 
 

@@ -136,6 +136,8 @@ class Settings(BaseModel):
     workload_identity_keys_path: str = Field(
         default="/terrace/workload-identity", validation_alias="TERRACE_WORKLOAD_IDENTITY_KEYS_PATH"
     )
+    # embedded: the JSON key file holding the customers' keys of Hold Your Own Key (`adapters/file_key_wrapper.py`)
+    hyok_key_file: str | None = _optional("TERRACE_HYOK_KEY_FILE")
     confirm_deadline_s: int = Field(default=14 * 24 * 3600, validation_alias="TERRACE_CONFIRM_DEADLINE_S")
     force_cancel_cooloff_s: int = Field(default=10, validation_alias="TERRACE_FORCE_CANCEL_COOLOFF_S")
     run_token_ttl_s: int = Field(default=6 * 3600, validation_alias="TERRACE_RUN_TOKEN_TTL_S")

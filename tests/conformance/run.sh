@@ -40,11 +40,18 @@ stop_stack() {
 trap stop_stack EXIT
 trap 'exit 130' INT TERM
 
+# Hold Your Own Key: the stack's customer keys (a key file, as an operator of the embedded server keeps one).
+HYOK_KEY=conformance-key
+"$PYTHON" -c 'import base64, json, os, sys; json.dump({"keys": {sys.argv[2]: [base64.b64encode(os.urandom(32)).decode()]}}, open(sys.argv[1], "w"))' \
+    "$WORK/hyok-keys.json" "$HYOK_KEY"
+chmod 600 "$WORK/hyok-keys.json"
+
 # The stack runs in its own folder (its .terrace/dev.json is not the developer's) on its own port. It listens on
 # loopback and sends from it, so its own addresses (GET /api/meta/ip-ranges) are loopback's, as its operator says.
 LOOPBACK=127.0.0.1/32
 (cd "$WORK" && TERRACE_PORT=$PORT TERRACE_IP_RANGES_API=$LOOPBACK TERRACE_IP_RANGES_NOTIFICATIONS=$LOOPBACK \
-    TERRACE_IP_RANGES_SENTINEL=$LOOPBACK TERRACE_IP_RANGES_VCS=$LOOPBACK exec "$TERRACE" dev >"$OUT/server.log" 2>&1) &
+    TERRACE_IP_RANGES_SENTINEL=$LOOPBACK TERRACE_IP_RANGES_VCS=$LOOPBACK TERRACE_HYOK_KEY_FILE=$WORK/hyok-keys.json \
+    exec "$TERRACE" dev >"$OUT/server.log" 2>&1) &
 STACK_PID=$!
 DEV_JSON=$WORK/.terrace/dev.json
 for _ in $(seq 600); do
@@ -54,6 +61,15 @@ for _ in $(seq 600); do
 done
 [ -s "$DEV_JSON" ] || { echo "conformance: the stack did not write $DEV_JSON in 120 s" >&2; exit 2; }
 echo "conformance: fresh stack on https://localhost:$PORT (log: $OUT/server.log)"
+# ENABLE_HYOK_INTEGRATION_TESTS=1: go-tfe's HYOK tests need an organization prepared with a working key (as a
+# real deployment would have); the variables naming it pass through to the tests.
+if [ "${ENABLE_HYOK_INTEGRATION_TESTS:-}" = 1 ]; then
+    prepared=$("$PYTHON" "$ROOT/tests/conformance/hyok_prepare.py" "$DEV_JSON" "$HYOK_KEY") ||
+        { echo "conformance: preparing the HYOK organization failed" >&2; exit 2; }
+    eval "$prepared"
+    export ENABLE_HYOK_INTEGRATION_TESTS
+    echo "conformance: HYOK organization $HYOK_ORGANIZATION_NAME prepared"
+fi
 
 status=0
 for suite in ${CONFORMANCE_SUITES:-v1 v1109 v1109hcp v0}; do

@@ -131,6 +131,19 @@ def _seed(env: RunEnv) -> dict[str, str]:
     secret = _ok(api("POST", f"/agent-pools/{ids['pool_id']}/authentication-tokens", token))["data"]["attributes"]
     agent = env.client.post("/api/agent/register", headers={"Authorization": f"Bearer {secret['token']}"}, json={})
     ids["agent_id"] = agent.json()["agent_id"]
+    env.container.key_wrapper.add("team-key")  # type: ignore[attr-defined]  # Hold Your Own Key: a tested key
+    role = {"data": {"type": "aws-oidc-configurations", "attributes": {"role-arn": "arn:aws:iam::1:role/r"}}}
+    ids["oidc_id"] = _ok(api("POST", f"/organizations/{org}/oidc-configurations", role))["data"]["id"]
+    hyok = {"data": {"type": "hyok-configurations", "attributes": {"name": "k", "kek-id": "team-key",
+            "kms-options": {"key-region": "us-east-1"}}, "relationships": {
+            "oidc-configuration": {"data": {"type": "aws-oidc-configurations", "id": ids["oidc_id"]}},
+            "agent-pool": {"data": {"type": "agent-pools", "id": ids["pool_id"]}}}}}  # fmt: skip
+    ids["hyok_id"] = _ok(api("POST", f"/organizations/{org}/hyok-configurations", hyok))["data"]["id"]
+    _ok(api("POST", f"/hyok-configurations/{ids['hyok_id']}/actions/test"))
+    versions = _ok(api("GET", f"/hyok-configurations/{ids['hyok_id']}/hyok-customer-key-versions"))["data"]
+    ids["key_version_id"] = versions[0]["id"]
+    version = _ok(api("GET", f"/hyok-customer-key-versions/{ids['key_version_id']}"))["data"]
+    ids["data_key_id"] = version["relationships"]["hyok-encrypted-data-keys"]["data"][0]["id"]
     estimate = _ok(api("GET", f"/runs/{run['id']}?include=cost_estimate"))
     cost = (estimate["data"]["relationships"].get("cost-estimate") or {}).get("data") or {}
     ids["cost_estimate_id"] = cost.get("id") or PLACEHOLDER

@@ -35,8 +35,10 @@ AREAS: dict[str, set[str]] = {
     "registry": {"access"},  # the private registry: an organization's modules
     "audit": {"access"},  # the audit trail: its reads are checked by the access area's Authorizer
     "vcs": {"access", "workspaces", "runs"},  # VCS-driven runs: connections, webhooks, configuration versions
+    "hyok": {"access", "workspaces"},  # Hold Your Own Key: OIDC and HYOK configurations (agent pools: workspaces)
     "workflows": {
         *("access", "workspaces", "state", "runs", "admin", "notifications", "policies", "registry", "audit", "vcs"),
+        "hyok",
     },
 }
 NOT_BELOW_ENTRYPOINTS = ("terrace.web", "fastapi", "starlette", "terrace.bootstrap", "terrace.wiring")

@@ -76,6 +76,7 @@ VARIABLES = {
         "/t/wid",
         "/terrace/workload-identity",
     ),
+    "hyok_key_file": ("TERRACE_HYOK_KEY_FILE", "/etc/terrace/hyok-keys.json", "/etc/terrace/hyok-keys.json", None),
     "confirm_deadline_s": ("TERRACE_CONFIRM_DEADLINE_S", "8", 8, 14 * 24 * 3600),
     "force_cancel_cooloff_s": ("TERRACE_FORCE_CANCEL_COOLOFF_S", "9", 9, 10),
     "run_token_ttl_s": ("TERRACE_RUN_TOKEN_TTL_S", "10", 10, 6 * 3600),

@@ -21,6 +21,17 @@ ORGS, WORKSPACES = "/api/v2/organizations/", "/api/v2/workspaces/"
 API_ROUTERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("discovery", "router", ("/.well-known/terraform.json", "/api/v2/ping", "/api/meta/")),
     ("organizations", "router", ("/api/v2/organizations",)),
+    (
+        "hyok",
+        "router",
+        (
+            ORGS,
+            "/api/v2/hyok-configurations/",
+            "/api/v2/hyok-customer-key-versions/",
+            "/api/v2/hyok-encrypted-data-keys/",
+            "/api/v2/oidc-configurations/",
+        ),
+    ),
     ("audit_trail", "router", ("/api/v2/organization/audit-trail", ORGS, "/api/v2/admin/audit-trail")),
     ("workspaces", "router", (ORGS, WORKSPACES)),
     (

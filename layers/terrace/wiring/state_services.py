@@ -55,6 +55,7 @@ class StateServices:
     subscribe_task_stages: Callable[[EventService], None]
     subscribe_notifications: Callable[[EventService], None]
     subscribe_vcs: Callable[[EventService], None]
+    subscribe_hyok: Callable[[EventService], None]
 
     @cached_property
     def resource_history(self) -> ResourceHistory:
@@ -136,4 +137,5 @@ class StateServices:
         self.subscribe_task_stages(events)  # wiring/task_stage_services.py
         self.subscribe_notifications(events)  # wiring/notification_services.py
         self.subscribe_vcs(events)  # wiring/vcs_services.py
+        self.subscribe_hyok(events)  # wiring/hyok_services.py
         return events

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from terrace.services.access.teams import TeamService
     from terrace.services.admin.site import SiteAdminService
     from terrace.services.audit.store import AuditStore
+    from terrace.services.hyok.store import HyokStore
     from terrace.services.notifications.configurations import NotificationConfigurations
     from terrace.services.notifications.store import NotificationStore
     from terrace.services.policies.store import PolicyStore
@@ -76,6 +77,7 @@ class WorkflowServices:
     organizations: OrganizationService
     site_admin: SiteAdminService
     audit_store: AuditStore
+    hyok_store: HyokStore  # wiring/hyok_services.py
     workspaces: WorkspaceService
     locks: LockService
     retention_policies: RetentionPolicyService
@@ -123,6 +125,7 @@ class WorkflowServices:
             (self.policy_store, self.policy_evaluation_store, self.registry_module_store, self.registry_provider_store),
             run_store=self.run_store,
             audit_store=self.audit_store,
+            hyok_store=self.hyok_store,
             vcs=self.repository_connections,
             explorer_store=self.explorer_store,
         )

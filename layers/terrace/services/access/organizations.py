@@ -18,6 +18,7 @@ from typing import Any
 from terrace.domain import clock
 from terrace.domain.agent_pools import DEFAULT_POOL_SETTING as DEFAULT_AGENT_POOL
 from terrace.domain.errors import Forbidden, NotFound
+from terrace.domain.hyok import refuse_enabling
 from terrace.domain.ids import new_id
 from terrace.domain.organizations import (
     BOOLEAN_SETTINGS,
@@ -156,6 +157,8 @@ class OrganizationService:
         new_name = changes.get("name", record.org.name)
         check_name(new_name)
         # other attributes (read-only ones, unknown ones) are ignored, as TFC does
+        if "enforce-hyok" in changes:  # Hold Your Own Key: refused rather than ignored (`domain/hyok.py`)
+            refuse_enabling("enforce-hyok", changes["enforce-hyok"])
         stored: dict[str, Any] = {}
         if "email" in changes:
             stored["email"] = check_email(changes["email"])

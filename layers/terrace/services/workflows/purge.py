@@ -19,6 +19,7 @@ from terrace.domain.errors import NotFound
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.store import AccessStore
 from terrace.services.audit.store import AuditStore
+from terrace.services.hyok.store import HyokStore
 from terrace.services.notifications.store import NotificationStore
 from terrace.services.policies.store import PolicyStore
 from terrace.services.policies.store_evaluations import EvaluationStore
@@ -50,8 +51,10 @@ class Purge:
         audit_store: AuditStore,
         vcs: RepositoryConnections,
         explorer_store: ExplorerStore,
+        hyok_store: HyokStore | None = None,
     ) -> None:
         self._audit = audit_store
+        self._hyok = hyok_store
         self._vcs = vcs
         self._policy_store, self._evaluation_store, self._module_store, self._provider_store = stores
         self._run_store = run_store
@@ -102,6 +105,8 @@ class Purge:
         self._access.delete_all_of(organization=org_key)  # runner and organization tokens
         self._vcs.forget_organization(org_key)  # OAuth clients and their tokens
         self._explorer_store.delete_all_of(organization=org_key)  # the explorer's summaries
+        if self._hyok is not None:  # OIDC and HYOK configurations, key versions, wrapped data keys
+            self._hyok.delete_all_of(org_key)
 
     def _policy_evaluations(self, run_id: str) -> None:
         """A run's policy evaluations and their outcomes (the run store tells of each run before its item goes)."""

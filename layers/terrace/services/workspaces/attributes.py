@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from terrace.domain import auto_destroy, limits
+from terrace.domain import auto_destroy, hyok, limits
 from terrace.domain import workspace as model
 from terrace.domain.errors import Invalid
 from terrace.domain.tags import tag_bindings
@@ -34,7 +34,7 @@ ACCEPTED_EXTRA = (
     "file-triggers-enabled",
     "trigger-prefixes",
     "trigger-patterns",
-    "hyok-enabled",
+    "hyok-enabled",  # false only (`domain/hyok.py: refuse_enabling`)
     "source-name",
     "source-url",
     "assessments-enabled",
@@ -90,6 +90,8 @@ def apply_attributes(ws: Workspace, attributes: dict[str, Any]) -> Workspace:
             changes["agent_pool_id"] = value or None
         elif key in (auto_destroy.AT, auto_destroy.DURATION):
             continue  # below: the two decide together
+        elif key == "hyok-enabled":  # Hold Your Own Key: state and plans are not encrypted with the customer's key
+            extra[key] = hyok.refuse_enabling(key, value)
         elif key == "assessments-enabled":  # health assessments (services/runs/assessments.py)
             extra[key] = _require_bool(key, value)
         elif key == "setting-overwrites":

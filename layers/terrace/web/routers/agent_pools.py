@@ -12,10 +12,12 @@ from terrace.domain.clock import epoch
 from terrace.domain.errors import Invalid
 from terrace.domain.tokens import Token
 from terrace.web.deps import ContainerDep, PrincipalDep
+from terrace.web.hyok_serializers import hyok_document
 from terrace.web.jsonapi import (
     JSONAPIResponse,
     JSONBody,
     attributes,
+    includes,
     read_document,
     ref,
     refs,
@@ -132,8 +134,17 @@ def create_agent_pool(org: str, body: JSONBody, container: ContainerDep, princip
 
 
 @router.get("/agent-pools/{pool_id}")
-def read_agent_pool(pool_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-    return respond(_serialize(container, container.agent_pools.get(principal, pool_id)))
+def read_agent_pool(
+    pool_id: str, request: Request, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
+    pool = container.agent_pools.get(principal, pool_id)
+    document = _serialize(container, pool)
+    if "hyok-configurations" not in includes(request):
+        return respond(document)
+    hyoks = container.hyok_configurations.of_pool(principal, pool.organization, pool.id)  # Hold Your Own Key
+    document["relationships"]["hyok-configurations"] = refs("hyok-configurations", [h.id for h in hyoks])
+    included = [hyok_document(h, *container.hyok_configurations.details(h)) for h in hyoks]
+    return respond(document, included=included)
 
 
 @router.patch("/agent-pools/{pool_id}")
