@@ -11,11 +11,14 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import regex
+
 ZERO_SHA = "0" * 40
 SKIP_MARKERS = ("[ci skip]", "[skip ci]")
 SHA_RE = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 REF_MAX = 255
 TAG_MATCH_MAX = 128  # tag names the tags regex is tried on (longer ones never match: bounded matching)
+TAG_MATCH_TIMEOUT_S = 0.05  # a tenant's tags regex gets this long per tag (`regex`'s timeout), then matches nothing
 
 
 @dataclass(frozen=True)
@@ -108,8 +111,26 @@ def skipped(message: str) -> bool:
     return any(marker in lowered for marker in SKIP_MARKERS)
 
 
-def tag_matches(tags_regex: str | None, tag: str) -> bool:
-    return bool(tags_regex) and len(tag) <= TAG_MATCH_MAX and re.search(str(tags_regex), tag) is not None
+class PatternTimedOut(Exception):
+    """A tenant's regular expression ran out of its time on one input (a catastrophic pattern): it matches nothing."""
+
+
+def compile_tags_regex(pattern: str) -> regex.Pattern[str]:
+    """A tenant's tags regex, compiled by the `regex` library (whose matching takes a timeout, unlike `re`'s, which
+    holds the interpreter for as long as a catastrophic pattern backtracks); `regex.error` when it does not compile."""
+    return regex.compile(pattern, regex.VERSION0)
+
+
+def tag_matches(tags_regex: str | None, tag: str, timeout_s: float = TAG_MATCH_TIMEOUT_S) -> bool:
+    """Whether the workspace's `tags-regex` matches `tag`; PatternTimedOut when it ran past `timeout_s`."""
+    if not tags_regex or len(tag) > TAG_MATCH_MAX:
+        return False
+    try:
+        return compile_tags_regex(str(tags_regex)).search(tag, timeout=timeout_s) is not None
+    except regex.error:
+        return False  # saved before patterns were checked with this library: it matches nothing
+    except TimeoutError as exc:
+        raise PatternTimedOut(f"tags-regex {tags_regex!r} ran out of its {timeout_s} s on tag {tag!r}") from exc
 
 
 def _glob(pattern: str) -> re.Pattern[str]:

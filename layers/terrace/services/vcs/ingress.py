@@ -81,7 +81,7 @@ class VcsIngress:
         push = vcs_events.Push(event["ref"], event["before"], event["after"], repo, event.get("sender", ""),
                                event.get("compare_url", ""))  # fmt: skip
         if push.tag is not None:
-            if not vcs_events.tag_matches((ws.extra.get(VCS_REPO) or {}).get("tags-regex"), push.tag):
+            if not _tag_matches(ws, push.tag):
                 return None
         elif push.branch != self._tracked(ws, repo, access):
             return None
@@ -146,6 +146,15 @@ class VcsIngress:
 
         for run in self._runs.cancel_superseded(ws.id, superseded):
             log.info("workspace %s: run %s superseded by commit %s of pull request %s", ws.id, run.id, sha, number)
+
+
+def _tag_matches(ws: Workspace, tag: str) -> bool:
+    """The workspace's tags regex on `tag`, run with a timeout: one that runs out of it starts nothing (logged)."""
+    try:
+        return vcs_events.tag_matches((ws.extra.get(VCS_REPO) or {}).get("tags-regex"), tag)
+    except vcs_events.PatternTimedOut as exc:
+        log.warning("workspace %s: tag %s starts nothing: %s", ws.id, tag[:128], exc)
+        return False
 
 
 def _cv_id(ws: Workspace, event: dict[str, Any]) -> str:
