@@ -23,6 +23,7 @@ from terrace.adapters.forge import Forge, ForgeAccess, ForgeError
 from terrace.domain import vcs_events
 from terrace.domain.configuration_versions import ConfigurationVersion
 from terrace.domain.errors import NotFound, TerraceError
+from terrace.domain.ids import looks_like
 from terrace.domain.runs import Run
 from terrace.domain.vcs import VCS_REPO, source_of
 from terrace.domain.workspace import Workspace
@@ -54,6 +55,8 @@ class VcsIngress:
         self.handle(event)
 
     def handle(self, event: dict[str, Any]) -> ConfigurationVersion | None:
+        if not looks_like(str(event.get("workspace_id")), "ws"):
+            return None  # a policy set's or a registry module's delivery (`services/workflows/vcs_sources.py`)
         try:
             ws = self._workspaces.load(str(event.get("workspace_id")))
         except NotFound:
@@ -103,7 +106,7 @@ class VcsIngress:
             if not self._triggers(ws, files):
                 log.info("workspace %s: commit %s changes no trigger path", ws.id, commit.sha)
                 return None
-        ingress = _ingress(repo, commit.sha, commit.message, commit.html_url, push.sender, access)
+        ingress = ingress_attributes(repo, commit.sha, commit.message, commit.html_url, push.sender, access)
         ingress.update({"branch": push.branch, "tag": push.tag, "compare-url": push.compare_url or None,
                         "on-default-branch": push.branch is not None})  # fmt: skip
         archive = repacked(self._forge.tarball(access, repo, commit.sha, self._bounds.archive_max), self._bounds)
@@ -123,7 +126,8 @@ class VcsIngress:
         if ws.extra.get("file-triggers-enabled", True):
             if not self._triggers(ws, self._forge.pull_files(access, repo, int(event["number"]))):
                 return None
-        ingress = _ingress(repo, commit.sha, commit.message, commit.html_url, str(event.get("sender", "")), access)
+        sender = str(event.get("sender", ""))
+        ingress = ingress_attributes(repo, commit.sha, commit.message, commit.html_url, sender, access)
         ingress.update({"branch": event.get("head_ref"), "is-pull-request": True,
                         "pull-request-number": event["number"], "pull-request-url": event.get("url"),
                         "pull-request-title": event.get("title")})  # fmt: skip
@@ -161,7 +165,9 @@ def _cv_id(ws: Workspace, event: dict[str, Any]) -> str:
     return vcs_events.delivery_cv_id(ws.id, str(event.get("delivery")))
 
 
-def _ingress(repo: str, sha: str, message: str, commit_url: str, sender: str, access: ForgeAccess) -> dict[str, Any]:
+def ingress_attributes(
+    repo: str, sha: str, message: str, commit_url: str, sender: str, access: ForgeAccess
+) -> dict[str, Any]:
     """HCP's ingress attributes (the pull request's and the push's own are added by the callers)."""
     return {
         "identifier": repo, "commit-sha": sha, "commit-message": message[:4096], "commit-url": commit_url,
