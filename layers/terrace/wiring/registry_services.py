@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from terrace.services.registry.providers import RegistryProviderService
     from terrace.services.registry.store import ModuleStore
     from terrace.services.registry.store_providers import ProviderStore
+    from terrace.services.vcs.connections import RepositoryConnections
     from terrace.services.workflows.module_tests import ModuleTests
 
 
@@ -38,6 +39,7 @@ class RegistryServices:
     organizations: OrganizationService
     authz: Authorizer
     module_tests: ModuleTests  # wiring/workflow_services.py: a deleted module's tests go with it
+    repository_connections: RepositoryConnections  # wiring/vcs_services.py
 
     @cached_property
     def hcl_reader(self) -> HclReader:
@@ -69,6 +71,7 @@ class RegistryServices:
             self.organizations,
             self.authz,
             on_deleted=lambda module: self.module_tests.forget(module),  # wiring/workflow_services.py
+            repository_link=self.repository_connections,  # wiring/vcs_services.py: modules from a repository
         )
 
     @cached_property

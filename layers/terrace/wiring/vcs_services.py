@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from terrace.services.vcs.statuses import CommitStatuses
     from terrace.services.vcs.store import VcsStore
     from terrace.services.vcs.webhooks import WebhookIngress
+    from terrace.services.workflows.vcs_modules import ModuleSources
     from terrace.services.workflows.vcs_sources import PolicySetSources
     from terrace.services.workspaces.workspaces import WorkspaceService
 
@@ -49,6 +50,7 @@ class VcsServices:
     runs: RunService
     run_store: RunStore
     policy_set_sources: PolicySetSources  # wiring/workflow_services.py
+    module_sources: ModuleSources  # wiring/workflow_services.py
 
     @cached_property
     def vcs_store(self) -> VcsStore:
@@ -106,4 +108,6 @@ class VcsServices:
         events.subscribe(DELIVERY, lambda event: self.vcs_ingress.on_event(event))
         events.subscribe(DELIVERY, lambda event: self.policy_set_sources.on_event(event))
         events.subscribe(CONNECTED, lambda event: self.policy_set_sources.on_event(event))
+        events.subscribe(DELIVERY, lambda event: self.module_sources.on_event(event))
+        events.subscribe(CONNECTED, lambda event: self.module_sources.on_event(event))
         events.subscribe("run.status_changed", lambda event: self.commit_statuses.on_run_status(event))

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from terrace.services.policies.store import PolicyStore
     from terrace.services.policies.store_evaluations import EvaluationStore
     from terrace.services.policies.versions import PolicySetVersionService
+    from terrace.services.registry.module_versions import ModuleVersionService
     from terrace.services.registry.modules import RegistryModuleService
     from terrace.services.registry.store import ModuleStore
     from terrace.services.registry.store_providers import ProviderStore
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
     from terrace.services.workflows.run_trigger_fanout import RunTriggerFanout
     from terrace.services.workflows.state_rollback import StateRollback
     from terrace.services.workflows.store_explorer import ExplorerStore
+    from terrace.services.workflows.vcs_modules import ModuleSources
     from terrace.services.workflows.vcs_sources import PolicySetSources
     from terrace.services.workflows.workspace_deletion import WorkspaceDeletion
     from terrace.services.workflows.workspace_overview import WorkspaceOverview
@@ -113,6 +115,7 @@ class WorkflowServices:
     change_requests: ChangeRequestService  # wiring/workspace_services.py
     hcl_reader: HclReader  # wiring/registry_services.py: a configuration's HCL is read as uploaded modules are
     registry_modules: RegistryModuleService  # wiring/registry_services.py
+    module_versions: ModuleVersionService  # wiring/registry_services.py
     module_test_runs: ModuleTestRunService  # wiring/run_services.py
     variables: VariableService  # wiring/workspace_services.py
     module_test_workspaces: ModuleTestWorkspaces  # wiring/workspace_services.py
@@ -223,6 +226,15 @@ class WorkflowServices:
 
         return PolicySetSources(self.repository_connections, self.forge, self.policy_sets, self.policy_set_versions,
                                 self.vcs_bounds)  # fmt: skip
+
+    @cached_property
+    def module_sources(self) -> ModuleSources:
+        """Registry module versions from a module's repository: its tags (subscribed in `vcs_services.py`) and the
+        commits of a branch-based one (`POST .../versions`)."""
+        from terrace.services.workflows.vcs_modules import ModuleSources
+
+        return ModuleSources(self.repository_connections, self.forge, self.registry_modules, self.module_versions,
+                             self.vcs_bounds)  # fmt: skip
 
     @cached_property
     def run_trigger_fanout(self) -> RunTriggerFanout:
