@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import shutil
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from terrace.adapters.mail import Mail
 from terrace.adapters.memory_lanes import MemoryLanes
 from terrace.adapters.outbound import Outbound
 from terrace.adapters.policy_engine import PolicyEngine
+from terrace.adapters.repository_clone import RepositoryClone
 from terrace.adapters.runner_launcher import RunnerLauncher
 from terrace.adapters.signing_keys import SigningKeyStore
 from terrace.adapters.table import Table
@@ -121,6 +123,8 @@ class Container(  # type: ignore[override]
     mail: Mail = field(default_factory=_memory("memory_mail", "MemoryMail"))  # e-mails: SES on AWS, SMTP embedded
     # the REST calls to forges (VCS-driven runs): over httpx, under the outbound destination rules
     forge: Forge = field(default_factory=_memory("memory_forge", "MemoryForge"))
+    # a commit with its submodules (`ingress-submodules`): git, where the host has it (None: such pushes start nothing)
+    repository_clone: RepositoryClone | None = None
     # workload identity: SSM / a 0600 file
     signing_keys: SigningKeyStore = field(default_factory=_memory("memory_signing_keys", "MemorySigningKeys"))
     lanes: Lanes = field(default_factory=MemoryLanes)  # priority lanes: SQS on AWS, SQLite embedded
@@ -168,6 +172,7 @@ def build_aws(settings: Settings, *, launcher: RunnerLauncher | None = None) -> 
         scaler_wake=wake,
         outbound=HttpxOutbound(Allowance.parse(settings.outbound_allow)),
         forge=_forges(Allowance.parse(settings.outbound_allow)),
+        repository_clone=_clone(Allowance.parse(settings.outbound_allow)),
         mail=aws.mail,
         signing_keys=aws.signing_keys,
         lanes=aws.lanes,
@@ -179,6 +184,13 @@ def build_aws(settings: Settings, *, launcher: RunnerLauncher | None = None) -> 
 def _forges(allowance: Allowance) -> Forge:
     """The forge of each kind of OAuth client: GitHub's REST shapes (GitHub, Gitea, Forgejo) and GitLab's."""
     return ForgeByKind({"github": GitHubForge(allowance), "gitlab": GitLabForge(allowance)})
+
+
+def _clone(allowance: Allowance) -> RepositoryClone | None:
+    """git's clones of a commit and its submodules, where the host has git (the events Lambda's image has none)."""
+    from terrace.adapters.git_repository_clone import GitRepositoryClone
+
+    return GitRepositoryClone(allowance) if shutil.which("git") else None
 
 
 def build_embedded(settings: Settings, *, launcher: RunnerLauncher | None = None) -> Container:
@@ -203,6 +215,7 @@ def build_embedded(settings: Settings, *, launcher: RunnerLauncher | None = None
         scaler_wake=wake,
         outbound=HttpxOutbound(Allowance.parse(settings.outbound_allow)),
         forge=_forges(Allowance.parse(settings.outbound_allow)),
+        repository_clone=_clone(Allowance.parse(settings.outbound_allow)),
         mail=smtp_mail(settings),
         signing_keys=data.signing_keys,
         lanes=data.lanes,

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.events import EventPublisher
 from terrace.adapters.forge import Forge
+from terrace.adapters.repository_clone import RepositoryClone
 from terrace.adapters.table import Table
 from terrace.config import Settings
 
@@ -41,6 +42,7 @@ class VcsServices:
     table: Table
     encryptor: Encryptor
     forge: Forge
+    repository_clone: RepositoryClone | None
     publisher: EventPublisher
     # from the other areas
     organizations: OrganizationService
@@ -85,7 +87,7 @@ class VcsServices:
         from terrace.services.vcs.ingress import VcsIngress
 
         return VcsIngress(self.repository_connections, self.forge, self.workspaces, self.organizations,
-                          self.configuration_versions, self.runs, self.vcs_bounds)  # fmt: skip
+                          self.configuration_versions, self.runs, self.vcs_bounds, self.repository_clone)  # fmt: skip
 
     @cached_property
     def vcs_bounds(self) -> RepoBounds:

@@ -20,9 +20,10 @@ import logging
 from typing import Any
 
 from terrace.adapters.forge import Forge, ForgeAccess, ForgeError
+from terrace.adapters.repository_clone import CloneError, CloneRequest, RepositoryClone
 from terrace.domain import vcs_events
 from terrace.domain.configuration_versions import ConfigurationVersion
-from terrace.domain.errors import NotFound, TerraceError
+from terrace.domain.errors import Invalid, NotFound, TerraceError
 from terrace.domain.ids import looks_like
 from terrace.domain.runs import Run
 from terrace.domain.vcs import VCS_REPO, source_of
@@ -35,6 +36,7 @@ from terrace.services.vcs.connections import RepositoryConnections
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 log = logging.getLogger("terrace.vcs")
+CLONE_TIMEOUT_S = 120.0  # a clone of a commit and its submodules (`ingress-submodules`), all steps together
 
 
 class VcsIngress:
@@ -47,9 +49,10 @@ class VcsIngress:
         configuration_versions: ConfigurationVersionService,
         runs: RunService,
         bounds: RepoBounds,
+        clone: RepositoryClone | None = None,
     ) -> None:
         self._connections, self._forge, self._workspaces, self._orgs = connections, forge, workspaces, organizations
-        self._cvs, self._runs, self._bounds = configuration_versions, runs, bounds
+        self._cvs, self._runs, self._bounds, self._clone = configuration_versions, runs, bounds, clone
 
     def on_event(self, event: dict[str, Any]) -> None:
         self.handle(event)
@@ -109,7 +112,7 @@ class VcsIngress:
         ingress = ingress_attributes(repo, commit.sha, commit.message, commit.html_url, push.sender, access)
         ingress.update({"branch": push.branch, "tag": push.tag, "compare-url": push.compare_url or None,
                         "on-default-branch": push.branch is not None})  # fmt: skip
-        archive = repacked(self._forge.tarball(access, repo, commit.sha, self._bounds.archive_max), self._bounds)
+        archive = self._archive(ws, repo, access, commit.sha)
         # HCP's queue-all-runs off: a workspace's first runs wait for one queued by hand; its configuration is kept
         queue = ws.queue_all_runs or ws.runs_count > 0
         return self._cvs.create_from_forge(ws, archive, source=source_of(source), speculative=False, ingress=ingress,
@@ -133,9 +136,25 @@ class VcsIngress:
                         "pull-request-title": event.get("title")})  # fmt: skip
         if settings.get("speculative-plan-management-enabled", True) is not False:
             self._cancel_older(ws, int(event["number"]), commit.sha)
-        archive = repacked(self._forge.tarball(access, repo, commit.sha, self._bounds.archive_max), self._bounds)
+        archive = self._archive(ws, repo, access, commit.sha)
         return self._cvs.create_from_forge(ws, archive, source=source_of(source), speculative=True, ingress=ingress,
                                            untrusted=bool(event.get("fork")), cv_id=_cv_id(ws, event))  # fmt: skip
+
+    def _archive(self, ws: Workspace, repo: str, access: ForgeAccess, sha: str) -> bytes:
+        """The commit's files: the forge's tarball, or with `ingress-submodules` a shallow clone of the commit and its
+        submodules (`adapters/repository_clone.py`); either read by the bounded archive reader."""
+        if not (ws.extra.get(VCS_REPO) or {}).get("ingress-submodules"):
+            return repacked(self._forge.tarball(access, repo, sha, self._bounds.archive_max), self._bounds)
+        if self._clone is None:
+            raise Invalid("this deployment cannot clone submodules (no git): turn ingress-submodules off")
+        url = self._forge.repository(access, repo).clone_url
+        if not url:
+            raise Invalid(f"the forge names no clone URL for {repo}")
+        request = CloneRequest(url, sha, access.token, self._bounds.total_max, self._bounds.files_max, CLONE_TIMEOUT_S)
+        try:
+            return repacked(self._clone.clone(request), self._bounds)
+        except CloneError as exc:
+            raise Invalid(f"{repo} at {sha} with its submodules: {exc.detail}") from exc
 
     def _triggers(self, ws: Workspace, files: list[str] | None) -> bool:
         extra = ws.extra
