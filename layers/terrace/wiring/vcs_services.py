@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from terrace.services.runs.configuration_versions import ConfigurationVersionService
     from terrace.services.runs.runs import RunService
     from terrace.services.runs.store import RunStore
-    from terrace.services.vcs.archives import RepoBounds
+    from terrace.services.vcs.commit_files import CommitFiles
     from terrace.services.vcs.connections import RepositoryConnections
     from terrace.services.vcs.ingress import VcsIngress
     from terrace.services.vcs.oauth_clients import OAuthClientService
@@ -87,14 +87,17 @@ class VcsServices:
         from terrace.services.vcs.ingress import VcsIngress
 
         return VcsIngress(self.repository_connections, self.forge, self.workspaces, self.organizations,
-                          self.configuration_versions, self.runs, self.vcs_bounds, self.repository_clone)  # fmt: skip
+                          self.configuration_versions, self.runs, self.commit_files)  # fmt: skip
 
     @cached_property
-    def vcs_bounds(self) -> RepoBounds:
-        """What a forge's tarball of a commit is read within (`services/vcs/archives.py`)."""
+    def commit_files(self) -> CommitFiles:
+        """A commit's files for every VCS source: the forge's tarball or a clone with submodules, read within the
+        bounds of `services/vcs/archives.py`."""
         from terrace.services.vcs.archives import RepoBounds
+        from terrace.services.vcs.commit_files import CommitFiles
 
-        return RepoBounds(archive_max=min(self.settings.max_config_bytes, VCS_ARCHIVE_MAX))
+        bounds = RepoBounds(archive_max=min(self.settings.max_config_bytes, VCS_ARCHIVE_MAX))
+        return CommitFiles(self.forge, self.repository_clone, bounds)
 
     @cached_property
     def commit_statuses(self) -> CommitStatuses:

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from terrace.services.runs.store import RunStore
     from terrace.services.state.store import StateStore
     from terrace.services.state.versions import StateVersionService
-    from terrace.services.vcs.archives import RepoBounds
+    from terrace.services.vcs.commit_files import CommitFiles
     from terrace.services.vcs.connections import RepositoryConnections
     from terrace.services.workflows.auto_destroy import AutoDestroy
     from terrace.services.workflows.explorer import Explorer
@@ -108,7 +108,7 @@ class WorkflowServices:
     registry_provider_store: ProviderStore  # wiring/registry_services.py
     repository_connections: RepositoryConnections  # wiring/vcs_services.py
     forge: Forge
-    vcs_bounds: RepoBounds  # wiring/vcs_services.py
+    commit_files: CommitFiles  # wiring/vcs_services.py
     policy_sets: PolicySetService  # wiring/policy_services.py
     policy_set_versions: PolicySetVersionService  # wiring/policy_services.py
     run_queries: RunQueries
@@ -225,7 +225,7 @@ class WorkflowServices:
         from terrace.services.workflows.vcs_sources import PolicySetSources
 
         return PolicySetSources(self.repository_connections, self.forge, self.policy_sets, self.policy_set_versions,
-                                self.vcs_bounds)  # fmt: skip
+                                self.commit_files)  # fmt: skip
 
     @cached_property
     def module_sources(self) -> ModuleSources:
@@ -234,7 +234,7 @@ class WorkflowServices:
         from terrace.services.workflows.vcs_modules import ModuleSources
 
         return ModuleSources(self.repository_connections, self.forge, self.registry_modules, self.module_versions,
-                             self.vcs_bounds)  # fmt: skip
+                             self.commit_files)  # fmt: skip
 
     @cached_property
     def run_trigger_fanout(self) -> RunTriggerFanout:

@@ -20,10 +20,9 @@ import logging
 from typing import Any
 
 from terrace.adapters.forge import Forge, ForgeAccess, ForgeError
-from terrace.adapters.repository_clone import CloneError, CloneRequest, RepositoryClone
 from terrace.domain import vcs_events
 from terrace.domain.configuration_versions import ConfigurationVersion
-from terrace.domain.errors import Invalid, NotFound, TerraceError
+from terrace.domain.errors import NotFound, TerraceError
 from terrace.domain.ids import looks_like
 from terrace.domain.runs import Run
 from terrace.domain.vcs import VCS_REPO, source_of
@@ -31,12 +30,11 @@ from terrace.domain.workspace import Workspace
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.runs.runs import RunService
-from terrace.services.vcs.archives import RepoBounds, repacked
+from terrace.services.vcs.commit_files import CommitFiles
 from terrace.services.vcs.connections import RepositoryConnections
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 log = logging.getLogger("terrace.vcs")
-CLONE_TIMEOUT_S = 120.0  # a clone of a commit and its submodules (`ingress-submodules`), all steps together
 
 
 class VcsIngress:
@@ -48,11 +46,10 @@ class VcsIngress:
         organizations: OrganizationService,
         configuration_versions: ConfigurationVersionService,
         runs: RunService,
-        bounds: RepoBounds,
-        clone: RepositoryClone | None = None,
+        files: CommitFiles,
     ) -> None:
         self._connections, self._forge, self._workspaces, self._orgs = connections, forge, workspaces, organizations
-        self._cvs, self._runs, self._bounds, self._clone = configuration_versions, runs, bounds, clone
+        self._cvs, self._runs, self._files = configuration_versions, runs, files
 
     def on_event(self, event: dict[str, Any]) -> None:
         self.handle(event)
@@ -141,20 +138,8 @@ class VcsIngress:
                                            untrusted=bool(event.get("fork")), cv_id=_cv_id(ws, event))  # fmt: skip
 
     def _archive(self, ws: Workspace, repo: str, access: ForgeAccess, sha: str) -> bytes:
-        """The commit's files: the forge's tarball, or with `ingress-submodules` a shallow clone of the commit and its
-        submodules (`adapters/repository_clone.py`); either read by the bounded archive reader."""
-        if not (ws.extra.get(VCS_REPO) or {}).get("ingress-submodules"):
-            return repacked(self._forge.tarball(access, repo, sha, self._bounds.archive_max), self._bounds)
-        if self._clone is None:
-            raise Invalid("this deployment cannot clone submodules (no git): turn ingress-submodules off")
-        url = self._forge.repository(access, repo).clone_url
-        if not url:
-            raise Invalid(f"the forge names no clone URL for {repo}")
-        request = CloneRequest(url, sha, access.token, self._bounds.total_max, self._bounds.files_max, CLONE_TIMEOUT_S)
-        try:
-            return repacked(self._clone.clone(request), self._bounds)
-        except CloneError as exc:
-            raise Invalid(f"{repo} at {sha} with its submodules: {exc.detail}") from exc
+        submodules = bool((ws.extra.get(VCS_REPO) or {}).get("ingress-submodules"))
+        return self._files.read(access, repo, sha, submodules)
 
     def _triggers(self, ws: Workspace, files: list[str] | None) -> bool:
         extra = ws.extra

@@ -26,7 +26,7 @@ from terrace.domain.vcs import source_of
 from terrace.services.access.authz import Action
 from terrace.services.registry.module_versions import ModuleVersionService
 from terrace.services.registry.modules import RegistryModuleService
-from terrace.services.vcs.archives import RepoBounds, repacked
+from terrace.services.vcs.commit_files import CommitFiles
 from terrace.services.vcs.connections import CONNECTED, RepositoryConnections
 from terrace.services.vcs.webhooks import DELIVERY
 
@@ -41,10 +41,10 @@ class ModuleSources:
         forge: Forge,
         modules: RegistryModuleService,
         versions: ModuleVersionService,
-        bounds: RepoBounds,
+        files: CommitFiles,
     ) -> None:
         self._connections, self._forge, self._modules, self._versions = connections, forge, modules, versions
-        self._bounds = bounds
+        self._files = files
 
     # POST .../versions ------------------------------------------------------------------------------
     def create_version(
@@ -112,7 +112,8 @@ class ModuleSources:
     def _publish(self, module: RegistryModule, repo: str, access: ForgeAccess, provider: str, ref: str,
                  version: str) -> ModuleVersion:  # fmt: skip
         commit = self._forge.commit(access, repo, ref)
-        archive = repacked(self._forge.tarball(access, repo, commit.sha, self._bounds.archive_max), self._bounds)
+        submodules = bool((module.vcs_repo or {}).get("ingress-submodules"))
+        archive = self._files.read(access, repo, commit.sha, submodules)
         try:
             published = self._versions.publish_commit(module, version, archive, source_of(provider), commit.sha)
         except Conflict:

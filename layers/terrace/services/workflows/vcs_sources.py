@@ -24,7 +24,7 @@ from terrace.domain.vcs import source_of
 from terrace.services.policies.bundles import ARCHIVE_MAX_BYTES
 from terrace.services.policies.policy_sets import PolicySetService
 from terrace.services.policies.versions import PolicySetVersionService
-from terrace.services.vcs.archives import RepoBounds, repacked
+from terrace.services.vcs.commit_files import CommitFiles
 from terrace.services.vcs.connections import CONNECTED, RepositoryConnections
 from terrace.services.vcs.ingress import ingress_attributes
 from terrace.services.vcs.webhooks import DELIVERY
@@ -39,10 +39,10 @@ class PolicySetSources:
         forge: Forge,
         policy_sets: PolicySetService,
         versions: PolicySetVersionService,
-        bounds: RepoBounds,
+        files: CommitFiles,
     ) -> None:
         self._connections, self._forge, self._sets, self._versions = connections, forge, policy_sets, versions
-        self._bounds = bounds
+        self._files = files
 
     def on_event(self, event: dict[str, Any]) -> Any:
         """A delivery or a connection of a policy set (others are the workspace ingress's): its new version, or None."""
@@ -87,8 +87,8 @@ class PolicySetSources:
         if push is not None and commit.sha != push.after:
             log.info("policy set %s: %s is at %s, not %s: delivery ignored", ps.id, branch, commit.sha, push.after)
             return None
-        raw = self._forge.tarball(access, repo, commit.sha, self._bounds.archive_max)
-        archive = repacked(raw, self._bounds, ps.policies_path)
+        submodules = bool((ps.vcs_repo or {}).get("ingress-submodules"))
+        archive = self._files.read(access, repo, commit.sha, submodules, ps.policies_path)
         if len(archive) > ARCHIVE_MAX_BYTES:
             raise TerraceError(f"the policies of {repo} at {commit.sha} are larger than {ARCHIVE_MAX_BYTES} bytes")
         sender = push.sender if push is not None else commit.author
