@@ -156,3 +156,16 @@ def test_disconnecting_or_deleting_a_set_deletes_its_webhook_and_bad_input_is_a_
         assert 400 <= answer.status_code < 500, answer.text
         if pointer:
             assert answer.json()["errors"][0]["source"]["pointer"] == pointer
+
+
+def test_deleting_the_organization_deletes_the_webhooks_of_its_policy_sets_and_modules() -> None:
+    env, forge, token = _setup()
+    forge.add("octo/terraform-aws-vpc", PAT)
+    create_set(env, "a", **{"vcs-repo": repo(token, REPO)})
+    body = {"data": {"type": "registry-modules", "attributes": {"vcs-repo": repo(token, "octo/terraform-aws-vpc")}}}
+    module = env.api("POST", "/organizations/acme/registry-modules/vcs", body)
+    assert module.status_code == 201, module.text
+    assert len(forge.repositories[REPO].hooks) == len(forge.repositories["octo/terraform-aws-vpc"].hooks) == 1
+    assert env.api("DELETE", "/organizations/acme").status_code == 204
+    assert forge.repositories[REPO].hooks == {} and forge.repositories["octo/terraform-aws-vpc"].hooks == {}
+    assert env.container.vcs_store.connection(module.json()["data"]["id"]) is None
