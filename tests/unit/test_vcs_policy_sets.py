@@ -12,13 +12,16 @@ import hmac
 import json
 from typing import Any
 
+from fastapi.testclient import TestClient
 from policy_helpers import create_set
 from run_helpers import RunEnv, make_run_env
 from terrace.adapters.memory_forge import MemoryForge
 from terrace.services.vcs.connections import CONNECTED
 from terrace.services.vcs.webhooks import DELIVERY
+from terrace.web.app import create_app
 from test_policy_set_versions import NO_NULL, POLICIES_HCL
 from test_vcs_connections import PAT, github_client, repo
+from ui_helpers import sign_in
 
 REPO = "octo/policies"
 FEW = 'package terraform.policies.few\nimport rego.v1\ndeny contains "many" if count(input.plan.resource_changes) > 9\n'
@@ -125,6 +128,12 @@ def test_a_push_to_the_tracked_branch_makes_the_set_s_current_version_from_the_p
     _deliver(env, forge, first, sha, "d-4")  # sha is no longer main's head
     assert _work(env, ps["id"]) == []
     assert _current(env, ps["id"]) == second["id"]
+
+    # the set's page names its repository, branch and path
+    browser = TestClient(create_app(env.container), base_url="https://localhost:8443", follow_redirects=False)
+    assert sign_in(browser, env.headers["Authorization"].split()[1]).status_code == 303
+    page = browser.get(f"/app/acme/policy-sets/{ps['id']}").text
+    assert f'">{REPO}</a> · branch main · policies/</p>' in page
 
     # a version that does not compile is errored; the set keeps its current one
     _push(env, forge, {**FILES, "policies/few/few.rego": b"package x\ndeny contains if {"}, "d-5")

@@ -12,11 +12,14 @@ import hmac
 import json
 from typing import Any
 
+from fastapi.testclient import TestClient
 from run_helpers import RunEnv, make_run_env
 from terrace.adapters.memory_forge import MemoryForge
 from terrace.services.vcs.connections import CONNECTED
 from terrace.services.vcs.webhooks import DELIVERY
+from terrace.web.app import create_app
 from test_vcs_connections import PAT, github_client
+from ui_helpers import sign_in
 
 TAGGED, BRANCHED = "octo/terraform-aws-vpc", "octo/terraform-aws-net"
 FILES = {"main.tf": b'variable "cidr" {\n  type = string\n}\noutput "cidr" { value = var.cidr }\n',
@@ -88,6 +91,12 @@ def test_tags_of_a_tag_based_module_s_repository_publish_its_versions() -> None:
     assert _statuses(env, "vpc") == {"1.0.0": "ok", "1.1.0": "ok"}  # v2.0.0's delivery names its old SHA
     versions = env.container.module_versions.of_module(created.json()["data"]["id"])
     assert {(v.version, v.source, v.commit_sha) for v in versions if v.version == "1.0.0"} == {("1.0.0", "github", sha)}
+    # the module's page names its repository, linked, and offers no upload form
+    browser = TestClient(create_app(env.container), base_url="https://localhost:8443", follow_redirects=False)
+    assert sign_in(browser, env.headers["Authorization"].split()[1]).status_code == 303
+    page = browser.get("/app/acme/registry/vpc/aws").text
+    assert f'<a href="https://forge.test/{TAGGED}" rel="noopener noreferrer">{TAGGED}</a> · tags vX.Y.Z' in page
+    assert 'id="publish"' not in page
     # a tag-based module's versions are its tags: no upload through the API
     body = {"data": {"type": "registry-module-versions", "attributes": {"version": "3.0.0"}}}
     assert env.api("POST", f"{BASE}/private/acme/vpc/aws/versions", body).status_code == 422
