@@ -14,11 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-import regex
-
-from terrace.domain import limits
+from terrace.domain import limits, tenant_regex
 from terrace.domain.errors import Invalid
-from terrace.domain.vcs_events import compile_tags_regex
 
 # HCP's service providers and the names its UI shows for them
 PROVIDERS: dict[str, str] = {
@@ -198,8 +195,8 @@ def check_repo(raw: Any) -> RepoRequest:
         if not isinstance(tags, str) or len(tags) > TAGS_REGEX_MAX:
             raise Invalid(f"vcs-repo tags-regex is at most {TAGS_REGEX_MAX} characters", pointer=f"{base}/tags-regex")
         try:
-            compile_tags_regex(tags)
-        except regex.error as exc:
+            tenant_regex.compile_bounded(tags)
+        except tenant_regex.PatternRefused as exc:
             raise Invalid(
                 f"vcs-repo tags-regex is not a regular expression: {exc}", pointer=f"{base}/tags-regex"
             ) from exc

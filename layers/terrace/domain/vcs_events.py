@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import regex
+from terrace.domain import tenant_regex
 
 ZERO_SHA = "0" * 40
 SKIP_MARKERS = ("[ci skip]", "[skip ci]")
@@ -111,26 +111,15 @@ def skipped(message: str) -> bool:
     return any(marker in lowered for marker in SKIP_MARKERS)
 
 
-class PatternTimedOut(Exception):
-    """A tenant's regular expression ran out of its time on one input (a catastrophic pattern): it matches nothing."""
-
-
-def compile_tags_regex(pattern: str) -> regex.Pattern[str]:
-    """A tenant's tags regex, compiled by the `regex` library (whose matching takes a timeout, unlike `re`'s, which
-    holds the interpreter for as long as a catastrophic pattern backtracks); `regex.error` when it does not compile."""
-    return regex.compile(pattern, regex.VERSION0)
-
-
 def tag_matches(tags_regex: str | None, tag: str, timeout_s: float = TAG_MATCH_TIMEOUT_S) -> bool:
-    """Whether the workspace's `tags-regex` matches `tag`; PatternTimedOut when it ran past `timeout_s`."""
+    """Whether the workspace's `tags-regex` matches `tag` (`tenant_regex.py`: compiled within bounds, matched with
+    a timeout); PatternTimedOut when it ran past `timeout_s`."""
     if not tags_regex or len(tag) > TAG_MATCH_MAX:
         return False
     try:
-        return compile_tags_regex(str(tags_regex)).search(tag, timeout=timeout_s) is not None
-    except regex.error:
-        return False  # saved before patterns were checked with this library: it matches nothing
-    except TimeoutError as exc:
-        raise PatternTimedOut(f"tags-regex {tags_regex!r} ran out of its {timeout_s} s on tag {tag!r}") from exc
+        return tenant_regex.search(str(tags_regex), tag, timeout_s)
+    except tenant_regex.PatternRefused:
+        return False  # saved before patterns were bounded: it matches nothing
 
 
 def _glob(pattern: str) -> re.Pattern[str]:

@@ -20,7 +20,7 @@ import logging
 from typing import Any
 
 from terrace.adapters.forge import Forge, ForgeAccess, ForgeError
-from terrace.domain import vcs_events
+from terrace.domain import tenant_regex, vcs_events
 from terrace.domain.configuration_versions import ConfigurationVersion
 from terrace.domain.errors import NotFound, TerraceError
 from terrace.domain.ids import looks_like
@@ -160,7 +160,7 @@ def _tag_matches(ws: Workspace, tag: str) -> bool:
     """The workspace's tags regex on `tag`, run with a timeout: one that runs out of it starts nothing (logged)."""
     try:
         return vcs_events.tag_matches((ws.extra.get(VCS_REPO) or {}).get("tags-regex"), tag)
-    except vcs_events.PatternTimedOut as exc:
+    except tenant_regex.PatternTimedOut as exc:
         log.warning("workspace %s: tag %s starts nothing: %s", ws.id, tag[:128], exc)
         return False
 
