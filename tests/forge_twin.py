@@ -63,6 +63,7 @@ class ForgeTwin:
         self.repos: dict[str, Repo] = {}
         self.calls: list[str] = []
         self.problems: list[str] = []
+        self.git_requests: list[tuple[str, str]] = []
         self._lock = threading.Lock()
         self._next_hook = 1
         self.codeload_host = "127.0.0.1"  # where the tarball redirects (a test may point it elsewhere)
@@ -234,7 +235,7 @@ class ForgeTwin:
             "owner": {"login": owner, "type": "User"},
             "default_branch": "main",
             "html_url": f"{self.http_url}/{full_name}",
-            "clone_url": f"{self.http_url}/{full_name}.git",
+            "clone_url": f"{self.http_url}/git/{full_name}.git",
         }
 
     # the servers -------------------------------------------------------------------------
@@ -294,6 +295,7 @@ class ForgeTwin:
                         "full_name": repo.full_name,
                         "default_branch": "main",
                         "html_url": f"{self.http_url}/{repo.full_name}",
+                        "clone_url": f"{self.http_url}/git/{repo.full_name}.git",  # git http-backend's
                     }
                 ).encode(),
             )
@@ -340,8 +342,11 @@ class ForgeTwin:
         return 404, ok, b'{"message": "Not Found"}'
 
     def _git_http(self, method: str, raw_path: str, headers: dict[str, str], body: bytes) -> Any:
-        """git's smart HTTP protocol, by `git http-backend` (CGI): what the tests clone from and push to."""
+        """git's smart HTTP protocol, by `git http-backend` (CGI): what the tests clone from and push to (each
+        request's path and Authorization header recorded in `git_requests`)."""
         parts = urlsplit(raw_path)
+        with self._lock:
+            self.git_requests.append((parts.path, headers.get("Authorization", "")))
         env = {
             "GIT_PROJECT_ROOT": str(self.root / "repos"),
             "GIT_HTTP_EXPORT_ALL": "1",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import shutil
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ from terrace.adapters.mail import Mail
 from terrace.adapters.memory_lanes import MemoryLanes
 from terrace.adapters.outbound import Outbound
 from terrace.adapters.policy_engine import PolicyEngine
+from terrace.adapters.repository_clone import RepositoryClone
 from terrace.adapters.runner_launcher import RunnerLauncher
 from terrace.adapters.signing_keys import SigningKeyStore
 from terrace.adapters.table import Table
@@ -129,6 +131,8 @@ class Container(  # type: ignore[override]
     mail: Mail = field(default_factory=_memory("memory_mail", "MemoryMail"))  # e-mails: SES on AWS, SMTP embedded
     # the REST calls to forges (VCS-driven runs): over httpx, under the outbound destination rules
     forge: Forge = field(default_factory=_memory("memory_forge", "MemoryForge"))
+    # a commit with its submodules (`ingress-submodules`): git, where the host has it (None: such pushes start nothing)
+    repository_clone: RepositoryClone | None = None
     # workload identity: SSM / a 0600 file
     signing_keys: SigningKeyStore = field(default_factory=_memory("memory_signing_keys", "MemorySigningKeys"))
     lanes: Lanes = field(default_factory=MemoryLanes)  # priority lanes: SQS on AWS, SQLite embedded
@@ -186,6 +190,7 @@ def build_aws(settings: Settings, *, launcher: RunnerLauncher | None = None) -> 
         scaler_wake=wake,
         outbound=HttpxOutbound(Allowance.parse(settings.outbound_allow)),
         forge=_forges(Allowance.parse(settings.outbound_allow)),
+        repository_clone=_clone(Allowance.parse(settings.outbound_allow)),
         mail=aws.mail,
         signing_keys=aws.signing_keys,
         lanes=aws.lanes,
@@ -201,6 +206,13 @@ def _forges(allowance: Allowance) -> Forge:
     return ForgeByKind({"github": GitHubForge(allowance), "gitlab": GitLabForge(allowance),
                         "bitbucket": BitbucketForge(allowance), "bitbucket_server": BitbucketServerForge(allowance),
                         "azure_devops": AzureDevOpsForge(allowance)})  # fmt: skip
+
+
+def _clone(allowance: Allowance) -> RepositoryClone | None:
+    """git's clones of a commit and its submodules, where the host has git (the events Lambda's image has none)."""
+    from terrace.adapters.git_repository_clone import GitRepositoryClone
+
+    return GitRepositoryClone(allowance) if shutil.which("git") else None
 
 
 def build_embedded(settings: Settings, *, launcher: RunnerLauncher | None = None) -> Container:
@@ -225,6 +237,7 @@ def build_embedded(settings: Settings, *, launcher: RunnerLauncher | None = None
         scaler_wake=wake,
         outbound=HttpxOutbound(Allowance.parse(settings.outbound_allow)),
         forge=_forges(Allowance.parse(settings.outbound_allow)),
+        repository_clone=_clone(Allowance.parse(settings.outbound_allow)),
         mail=smtp_mail(settings),
         signing_keys=data.signing_keys,
         lanes=data.lanes,

@@ -10,8 +10,9 @@ import terrace
 
 PACKAGE = Path(terrace.__file__).parent
 # Allowed outside the standard library and `terrace.domain`: pydantic (the runner protocol models) and itsdangerous
-# (`url_signing.py`: the one signer of URLs and cookies, pure functions of a key and a message, no I/O).
-ALLOWED_THIRD_PARTY = {"pydantic", "itsdangerous"}
+# (`url_signing.py`: the one signer of URLs and cookies, pure functions of a key and a message, no I/O), and regex
+# (`tenant_regex.py`: a tenant's tags regex, matched with a timeout that the standard library's `re` does not have).
+ALLOWED_THIRD_PARTY = {"pydantic", "itsdangerous", "regex"}
 # Value types that stay beside their service on purpose: the authorization policy's grants (decided in
 # `services/access/`), the single sign-on client's configuration, the run store's write request, and what a
 # use case answers (a read model of several aggregates, not an entity).

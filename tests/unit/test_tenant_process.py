@@ -83,3 +83,21 @@ def test_a_request_larger_than_the_pipe_reaches_a_child_that_reads_it_late() -> 
     request = b"x" * (8 * 1024 * 1024)
     outcome = tenant_process.run_module("tenant_slow_reader", request, LIMITS)
     assert outcome.stopped is None and outcome.stdout == str(len(request)).encode()
+
+
+def test_a_host_program_gets_only_the_environment_it_is_given_and_its_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`run_program` (git over a tenant's repository): only the variables passed, no stdin, stdout and stderr kept
+    together, its file-size limit set, and killed past its wall-clock time."""
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "leaked")
+    limits = Limits(cpu_s=5, memory_bytes=256 * 1024 * 1024, timeout_s=10)
+    # (the limits land a moment after the start, as the module child's do: the shell looks until they are there)
+    script = 'env; for i in $(seq 100000); do [ "$(ulimit -f)" = 2048 ] && break; done; ulimit -f; cat; echo err >&2'
+    shown = tenant_process.run_program(["/bin/sh", "-c", script], {"ONLY": "1"}, "/", limits, files_max_bytes=1 << 20)
+    lines = shown.stdout.decode().splitlines()
+    assert shown.returncode == 0 and "AWS_SECRET_ACCESS_KEY=leaked" not in lines and "ONLY=1" in lines
+    assert "2048" in lines and lines[-1] == "err"  # ulimit -f counts 512-byte blocks
+    started = time.monotonic()
+    slow = tenant_process.run_program(
+        ["/bin/sleep", "30"], {}, "/", Limits(cpu_s=5, memory_bytes=1 << 28, timeout_s=0.3)
+    )
+    assert slow.stopped == "time" and time.monotonic() - started < 5

@@ -73,6 +73,7 @@ class Repository:
     identifier: str  # owner/name
     default_branch: str
     html_url: str
+    clone_url: str = ""  # git's smart HTTP URL (`clone_url`, GitLab's `http_url_to_repo`): submodules' clones
 
 
 @dataclass(frozen=True)

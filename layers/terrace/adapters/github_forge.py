@@ -34,7 +34,7 @@ class GitHubForge:
     def repository(self, access: ForgeAccess, repo: str) -> Repository:
         found = self._http.json(access, "GET", _path(repo))
         return Repository(str(found.get("full_name") or repo), str(found.get("default_branch") or "main"),
-                          str(found.get("html_url") or ""))  # fmt: skip
+                          str(found.get("html_url") or ""), str(found.get("clone_url") or ""))  # fmt: skip
 
     def create_hook(self, access: ForgeAccess, repo: str, url: str, secret: str) -> str:
         body = {"name": "web", "active": True, "events": ["push", "pull_request"],

@@ -35,7 +35,7 @@ class GitLabForge:
     def repository(self, access: ForgeAccess, repo: str) -> Repository:
         found = self._http.json(access, "GET", _path(repo))
         return Repository(str(found.get("path_with_namespace") or repo), str(found.get("default_branch") or "main"),
-                          str(found.get("web_url") or ""))  # fmt: skip
+                          str(found.get("web_url") or ""), str(found.get("http_url_to_repo") or ""))  # fmt: skip
 
     def create_hook(self, access: ForgeAccess, repo: str, url: str, secret: str) -> str:
         body = {"url": url, "token": secret, "push_events": True, "tag_push_events": True,

@@ -22,6 +22,7 @@ class MemoryRepository:
     hooks: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (url, secret)
     statuses: list[tuple[str, CommitStatus]] = field(default_factory=list)
     pulls: dict[int, list[str]] = field(default_factory=dict)  # number -> changed files
+    clone_url: str = ""  # where git clones it (a test's git http-backend), for `ingress-submodules`
 
 
 @dataclass
@@ -58,7 +59,7 @@ class MemoryForge:
 
     def repository(self, access: ForgeAccess, repo: str) -> Repository:
         found = self._repo(access, repo, f"GET /repos/{repo}")
-        return Repository(repo, found.default_branch, f"https://forge.test/{repo}")
+        return Repository(repo, found.default_branch, f"https://forge.test/{repo}", found.clone_url)
 
     def create_hook(self, access: ForgeAccess, repo: str, url: str, secret: str) -> str:
         found = self._repo(access, repo, f"POST /repos/{repo}/hooks")

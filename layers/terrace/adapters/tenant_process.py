@@ -95,6 +95,36 @@ def run_module(
     return Outcome(stdout=stdout, returncode=child.returncode, stopped=stopped)
 
 
+def run_program(
+    argv: Sequence[str], env: dict[str, str], cwd: str, limits: Limits, files_max_bytes: int = FILES_MAX_BYTES
+) -> Outcome:
+    """Runs a program of the host (git over a tenant's repository) as a module is run above: only `env` (built by
+    the caller from nothing), no stdin, stdout and stderr together (kept: `Outcome.stdout`), its own session killed
+    as a whole at the end, CPU, core, file-size and descriptor limits, its resident memory and time watched."""
+    child = subprocess.Popen(  # noqa: S603 - a program of the host, arguments as a list (no shell)
+        list(argv),
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        cwd=cwd,
+        close_fds=True,
+        start_new_session=True,
+    )
+    try:
+        _limit(child.pid, limits, files_max_bytes)
+        stdout, stopped = _watch(child, b"", limits)
+    finally:
+        _kill_group(child.pid)
+        if child.poll() is None:
+            child.kill()
+        child.wait()
+        _close(child)
+    if stopped is None and child.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+        stopped = "cpu"
+    return Outcome(stdout=stdout, returncode=child.returncode, stopped=stopped)
+
+
 def enter() -> None:
     """The child's first step, before it reads its request: an empty environment (the engine's `opa.runtime()`
     reads the process's environment when a policy calls it) and files it creates readable by no one else."""
@@ -102,12 +132,12 @@ def enter() -> None:
     os.umask(0o077)
 
 
-def _limit(pid: int, limits: Limits) -> None:
+def _limit(pid: int, limits: Limits, files_max_bytes: int = FILES_MAX_BYTES) -> None:
     cpu = max(1, int(limits.cpu_s))
     for kind, value in (
         (resource.RLIMIT_CPU, (cpu, cpu + 1)),
         (resource.RLIMIT_CORE, (0, 0)),
-        (resource.RLIMIT_FSIZE, (FILES_MAX_BYTES, FILES_MAX_BYTES)),
+        (resource.RLIMIT_FSIZE, (files_max_bytes, files_max_bytes)),
         (resource.RLIMIT_NOFILE, (DESCRIPTORS_MAX, DESCRIPTORS_MAX)),
     ):
         resource.prlimit(pid, kind, value)
@@ -117,11 +147,12 @@ def _watch(child: subprocess.Popen[bytes], request: bytes, limits: Limits) -> tu
     """What the child wrote, and None once it exited by itself, else why it was killed. The request is written
     and the answer read by two threads of their own (a request larger than the pipe's buffer, an answer read
     while the child runs), so this loop only watches."""
-    assert child.stdin is not None and child.stdout is not None
+    assert child.stdout is not None
     written: list[bytes] = []
     feeder = threading.Thread(target=_feed, args=(child.stdin, request), daemon=True)
     reader = threading.Thread(target=_drain, args=(child.stdout, written), daemon=True)
-    feeder.start()
+    if child.stdin is not None:
+        feeder.start()
     reader.start()
     deadline = time.monotonic() + limits.timeout_s
     stopped: str | None = None
@@ -135,11 +166,14 @@ def _watch(child: subprocess.Popen[bytes], request: bytes, limits: Limits) -> tu
         reader.join(WATCH_S)
     _kill_group(child.pid)  # stopped, or exited: what it started goes too (and lets go of the pipe)
     reader.join(EXIT_S)
-    feeder.join(EXIT_S)
+    if child.stdin is not None:
+        feeder.join(EXIT_S)
     return b"".join(written), stopped
 
 
-def _feed(stdin: IO[bytes], request: bytes) -> None:
+def _feed(stdin: IO[bytes] | None, request: bytes) -> None:
+    if stdin is None:
+        return
     try:
         stdin.write(request)
         stdin.close()

@@ -64,6 +64,7 @@ class PolicySet:
     updated_at: str
     tag_selectors: tuple[TagSelector, ...] = ()
     project_exclusion_ids: tuple[str, ...] = ()
+    vcs_repo: dict[str, Any] | None = None  # the repository its versions come from (`services/vcs/connections.py`)
 
     def applies_to(self, workspace_id: str, project_id: str, tags: tuple[tuple[str, str], ...] = ()) -> bool:
         """Whether the set applies to a workspace (in `project_id`, with key-value `tags`): never to an excluded one
@@ -152,6 +153,7 @@ class PolicySetVersion:
     status_timestamps: dict[str, str] = field(default_factory=dict)
     policies: tuple[VersionPolicy, ...] = ()
     blob_key: str = ""
+    ingress: dict[str, Any] | None = None  # a version made from a forge's commit: HCP's ingress attributes
 
 
 @dataclass(frozen=True)
@@ -185,6 +187,28 @@ def check_kind(value: Any) -> str:
 def check_description(attrs: dict[str, Any], current: str = "") -> str:
     value = attrs.get("description", current)
     return "" if value is None else limits.text(value, "description", DESCRIPTION_MAX)
+
+
+POLICIES_PATH_MAX = 512
+
+
+def check_policies_path(value: Any) -> str:
+    """`policies-path`: the folder of a repository that holds a VCS policy set's files ("" = the root), relative,
+    without `..`."""
+    if value is None or value == "":
+        return ""
+    parts = [p for p in limits.text(value, "policies-path", POLICIES_PATH_MAX).strip().split("/") if p not in ("", ".")]
+    if any(p == ".." or "\\" in p or "\x00" in p for p in parts):
+        raise Invalid("policies-path must be a folder of the repository, relative to its root",
+                      pointer="/data/attributes/policies-path")  # fmt: skip
+    return "/".join(parts)
+
+
+def repository_source(repo: dict[str, Any] | None, policies_path: str) -> tuple[Any, ...] | None:
+    """What a VCS policy set's versions are made of: another one means a new version from the branch's head."""
+    if not repo:
+        return None
+    return (repo.get("identifier"), repo.get("branch"), repo.get("oauth-token-id"), policies_path)
 
 
 def check_level(kind: str, value: Any) -> str:

@@ -29,6 +29,9 @@ _SEMVER = re.compile(
     r"(?:\+([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?$"
 )
 VERSION_MAX = 128
+GIT_TAG, BRANCH = "git_tag", "branch"  # HCP's publishing mechanisms of a module published from a repository
+_REPOSITORY = re.compile(r"^terraform-([0-9a-z]{1,64})-([0-9A-Za-z](?:[0-9A-Za-z_-]{0,62}[0-9A-Za-z])?)$")
+_TAG = re.compile(r"^v?(\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.+-]*)?)$")
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,8 @@ class ModuleVersion:
     # {"message", "link", "revoked-at"} of a revoked version (`check_revocation`): a configuration uploaded after
     # `revoked-at` may no longer install it (`installable_by`); one from before still does, with a warning
     revocation: dict[str, str] | None = None
+    source: str = "tfe-api"  # github, gitlab: published from a repository's tag or commit
+    commit_sha: str | None = None
     readme: str = ""
     inputs: tuple[dict[str, Any], ...] = ()
     outputs: tuple[dict[str, Any], ...] = ()
@@ -76,6 +81,12 @@ class RegistryModule:
     updated_at: str
     versions: tuple[ModuleVersion, ...] = field(default=())
     can_manage: bool = False  # whether the caller who read it may change it (its `permissions`)
+    vcs_repo: dict[str, Any] | None = None  # the repository it is published from (`services/vcs/connections.py`)
+    publishing_mechanism: str | None = None  # git_tag (tags vX.Y.Z) or branch (versions by commit through the API)
+
+    @property
+    def branch_based(self) -> bool:
+        return self.publishing_mechanism == BRANCH
 
     @property
     def status(self) -> str:
@@ -127,6 +138,21 @@ def check_version(value: Any) -> str:
             "version must be a semantic version (MAJOR.MINOR.PATCH[-pre][+build])", pointer="/data/attributes/version"
         )
     return value
+
+
+def from_repository(identifier: str) -> tuple[str, str]:
+    """(name, provider) of a module published from a repository named `terraform-<provider>-<name>`."""
+    found = _REPOSITORY.match(identifier.rsplit("/", 1)[-1])
+    if found is None:
+        raise Invalid("a module's repository is named terraform-<provider>-<name> (terraform-aws-vpc)",
+                      pointer="/data/attributes/vcs-repo/identifier")  # fmt: skip
+    return found[2], found[1]
+
+
+def tag_version(tag: str) -> str | None:
+    """The module version a tag publishes (`v1.2.3` and `1.2.3` alike), None for a tag that is not one."""
+    found = _TAG.match(tag)
+    return found[1] if found is not None and is_version(found[1]) else None
 
 
 def is_version(value: str) -> bool:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from terrace.domain import limits
+from terrace.domain import limits, tenant_regex
 from terrace.domain.errors import Invalid
 
 # HCP's service providers and the names its UI shows for them
@@ -222,8 +222,8 @@ def check_repo(raw: Any) -> RepoRequest:
         if not isinstance(tags, str) or len(tags) > TAGS_REGEX_MAX:
             raise Invalid(f"vcs-repo tags-regex is at most {TAGS_REGEX_MAX} characters", pointer=f"{base}/tags-regex")
         try:
-            re.compile(tags)
-        except re.error as exc:
+            tenant_regex.compile_bounded(tags)
+        except tenant_regex.PatternRefused as exc:
             raise Invalid(
                 f"vcs-repo tags-regex is not a regular expression: {exc}", pointer=f"{base}/tags-regex"
             ) from exc

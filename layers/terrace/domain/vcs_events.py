@@ -11,11 +11,14 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from terrace.domain import tenant_regex
+
 ZERO_SHA = "0" * 40
 SKIP_MARKERS = ("[ci skip]", "[skip ci]")
 SHA_RE = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 REF_MAX = 255
 TAG_MATCH_MAX = 128  # tag names the tags regex is tried on (longer ones never match: bounded matching)
+TAG_MATCH_TIMEOUT_S = 0.05  # a tenant's tags regex gets this long per tag (`regex`'s timeout), then matches nothing
 
 
 @dataclass(frozen=True)
@@ -108,8 +111,15 @@ def skipped(message: str) -> bool:
     return any(marker in lowered for marker in SKIP_MARKERS)
 
 
-def tag_matches(tags_regex: str | None, tag: str) -> bool:
-    return bool(tags_regex) and len(tag) <= TAG_MATCH_MAX and re.search(str(tags_regex), tag) is not None
+def tag_matches(tags_regex: str | None, tag: str, timeout_s: float = TAG_MATCH_TIMEOUT_S) -> bool:
+    """Whether the workspace's `tags-regex` matches `tag` (`tenant_regex.py`: compiled within bounds, matched with
+    a timeout); PatternTimedOut when it ran past `timeout_s`."""
+    if not tags_regex or len(tag) > TAG_MATCH_MAX:
+        return False
+    try:
+        return tenant_regex.search(str(tags_regex), tag, timeout_s)
+    except tenant_regex.PatternRefused:
+        return False  # saved before patterns were bounded: it matches nothing
 
 
 def _glob(pattern: str) -> re.Pattern[str]:

@@ -56,7 +56,7 @@ def policy_set(s: PolicySet) -> dict[str, Any]:
                 {"tag-key": t.key, "tag-value": t.value, "is-exclude": t.exclude} for t in s.tag_selectors
             ],
             "versioned": versioned,
-            "vcs-repo": None,
+            "vcs-repo": s.vcs_repo,  # services/vcs/connections.py
             "policy-count": len(s.policy_ids),
             "workspace-count": len(s.workspace_ids),
             "project-count": len(s.project_ids),
@@ -106,7 +106,7 @@ def version(v: PolicySetVersion, upload_url: str | None) -> dict[str, Any]:
             "error-message": v.error_message,
             "created-at": v.created_at,
             "updated-at": v.updated_at,
-            "ingress-attributes": None,
+            "ingress-attributes": v.ingress,
         },
         {"policy-set": ref("policy-sets", v.policy_set_id)},
         links=links,

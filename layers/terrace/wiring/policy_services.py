@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from terrace.services.policies.store_evaluations import EvaluationStore
     from terrace.services.policies.versions import PolicySetVersionService
     from terrace.services.runs.run_queries import RunQueries
+    from terrace.services.vcs.connections import RepositoryConnections
     from terrace.services.workspaces.workspaces import WorkspaceService
 
 
@@ -58,6 +59,7 @@ class PolicyServices:
     outbox_relay: OutboxRelay  # wiring/run_services.py: the policy evaluation's `queued` rides in its write
     remote_policy_engine: PolicyEngine | None  # a field of the container: the policy function on AWS
     hcl_reader: HclReader  # wiring/registry_services.py: policies.hcl is read as uploaded modules are
+    repository_connections: RepositoryConnections  # wiring/vcs_services.py: a policy set's `vcs-repo`
 
     @cached_property
     def policy_engine(self) -> PolicyEngine:
@@ -100,7 +102,8 @@ class PolicyServices:
     def policy_sets(self) -> PolicySetService:
         from terrace.services.policies.policy_sets import PolicySetService
 
-        return PolicySetService(self.policy_store, self.organizations, self.workspaces, self.projects, self.policies)
+        return PolicySetService(self.policy_store, self.organizations, self.workspaces, self.projects, self.policies,
+                                self.repository_connections)  # fmt: skip
 
     @cached_property
     def policy_creation(self) -> PolicyCreation:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from terrace.services.registry.store_providers import ProviderStore
     from terrace.services.runs.configuration_versions import ConfigurationVersionService
     from terrace.services.runs.store import RunStore
+    from terrace.services.vcs.connections import RepositoryConnections
     from terrace.services.workflows.module_tests import ModuleTests
 
 
@@ -42,6 +43,7 @@ class RegistryServices:
     module_tests: ModuleTests  # wiring/workflow_services.py: a deleted module's tests go with it
     run_store: RunStore  # wiring/run_services.py: a run's configuration (revoked module versions)
     configuration_versions: ConfigurationVersionService
+    repository_connections: RepositoryConnections  # wiring/vcs_services.py
 
     @cached_property
     def hcl_reader(self) -> HclReader:
@@ -73,6 +75,7 @@ class RegistryServices:
             self.organizations,
             self.authz,
             on_deleted=lambda module: self.module_tests.forget(module),  # wiring/workflow_services.py
+            repository_link=self.repository_connections,  # wiring/vcs_services.py: modules from a repository
         )
 
     @cached_property

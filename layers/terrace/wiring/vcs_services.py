@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.events import EventPublisher
 from terrace.adapters.forge import Forge
+from terrace.adapters.repository_clone import RepositoryClone
 from terrace.adapters.table import Table
 from terrace.config import Settings
 
@@ -24,12 +25,15 @@ if TYPE_CHECKING:
     from terrace.services.runs.configuration_versions import ConfigurationVersionService
     from terrace.services.runs.runs import RunService
     from terrace.services.runs.store import RunStore
+    from terrace.services.vcs.commit_files import CommitFiles
     from terrace.services.vcs.connections import RepositoryConnections
     from terrace.services.vcs.ingress import VcsIngress
     from terrace.services.vcs.oauth_clients import OAuthClientService
     from terrace.services.vcs.statuses import CommitStatuses
     from terrace.services.vcs.store import VcsStore
     from terrace.services.vcs.webhooks import WebhookIngress
+    from terrace.services.workflows.vcs_modules import ModuleSources
+    from terrace.services.workflows.vcs_sources import PolicySetSources
     from terrace.services.workspaces.workspaces import WorkspaceService
 
 
@@ -38,6 +42,7 @@ class VcsServices:
     table: Table
     encryptor: Encryptor
     forge: Forge
+    repository_clone: RepositoryClone | None
     publisher: EventPublisher
     # from the other areas
     organizations: OrganizationService
@@ -46,6 +51,8 @@ class VcsServices:
     configuration_versions: ConfigurationVersionService
     runs: RunService
     run_store: RunStore
+    policy_set_sources: PolicySetSources  # wiring/workflow_services.py
+    module_sources: ModuleSources  # wiring/workflow_services.py
 
     @cached_property
     def vcs_store(self) -> VcsStore:
@@ -65,9 +72,8 @@ class VcsServices:
         """A workspace's `vcs-repo` and its webhook (the workspace service's `RepositoryLink`)."""
         from terrace.services.vcs.connections import RepositoryConnections
 
-        return RepositoryConnections(
-            self.vcs_store, self.encryptor, self.forge, self.organizations, self.oauth_clients, self.settings.public_url
-        )
+        return RepositoryConnections(self.vcs_store, self.encryptor, self.forge, self.organizations,
+                                     self.oauth_clients, self.settings.public_url, self.publisher.publish)  # fmt: skip
 
     @cached_property
     def vcs_webhooks(self) -> WebhookIngress:
@@ -78,12 +84,20 @@ class VcsServices:
 
     @cached_property
     def vcs_ingress(self) -> VcsIngress:
-        from terrace.services.vcs.archives import RepoBounds
         from terrace.services.vcs.ingress import VcsIngress
 
-        bounds = RepoBounds(archive_max=min(self.settings.max_config_bytes, VCS_ARCHIVE_MAX))
         return VcsIngress(self.repository_connections, self.forge, self.workspaces, self.organizations,
-                          self.configuration_versions, self.runs, bounds)  # fmt: skip
+                          self.configuration_versions, self.runs, self.commit_files)  # fmt: skip
+
+    @cached_property
+    def commit_files(self) -> CommitFiles:
+        """A commit's files for every VCS source: the forge's tarball or a clone with submodules, read within the
+        bounds of `services/vcs/archives.py`."""
+        from terrace.services.vcs.archives import RepoBounds
+        from terrace.services.vcs.commit_files import CommitFiles
+
+        bounds = RepoBounds(archive_max=min(self.settings.max_config_bytes, VCS_ARCHIVE_MAX))
+        return CommitFiles(self.forge, self.repository_clone, bounds)
 
     @cached_property
     def commit_statuses(self) -> CommitStatuses:
@@ -93,7 +107,12 @@ class VcsServices:
                               self.run_store.load, self.settings.public_url)  # fmt: skip
 
     def subscribe_vcs(self, events: EventService) -> None:
+        from terrace.services.vcs.connections import CONNECTED
         from terrace.services.vcs.webhooks import DELIVERY
 
         events.subscribe(DELIVERY, lambda event: self.vcs_ingress.on_event(event))
+        events.subscribe(DELIVERY, lambda event: self.policy_set_sources.on_event(event))
+        events.subscribe(CONNECTED, lambda event: self.policy_set_sources.on_event(event))
+        events.subscribe(DELIVERY, lambda event: self.module_sources.on_event(event))
+        events.subscribe(CONNECTED, lambda event: self.module_sources.on_event(event))
         events.subscribe("run.status_changed", lambda event: self.commit_statuses.on_run_status(event))

@@ -12,6 +12,7 @@ from terrace.adapters.events import EventPublisher
 from terrace.adapters.table import Table
 
 if TYPE_CHECKING:
+    from terrace.adapters.forge import Forge
     from terrace.adapters.hcl_reader import HclReader
     from terrace.services.access.accounts import AccountService
     from terrace.services.access.authz import Authorizer
@@ -25,8 +26,11 @@ if TYPE_CHECKING:
     from terrace.services.hyok.store import HyokStore
     from terrace.services.notifications.configurations import NotificationConfigurations
     from terrace.services.notifications.store import NotificationStore
+    from terrace.services.policies.policy_sets import PolicySetService
     from terrace.services.policies.store import PolicyStore
     from terrace.services.policies.store_evaluations import EvaluationStore
+    from terrace.services.policies.versions import PolicySetVersionService
+    from terrace.services.registry.module_versions import ModuleVersionService
     from terrace.services.registry.modules import RegistryModuleService
     from terrace.services.registry.store import ModuleStore
     from terrace.services.registry.store_providers import ProviderStore
@@ -39,6 +43,7 @@ if TYPE_CHECKING:
     from terrace.services.runs.store import RunStore
     from terrace.services.state.store import StateStore
     from terrace.services.state.versions import StateVersionService
+    from terrace.services.vcs.commit_files import CommitFiles
     from terrace.services.vcs.connections import RepositoryConnections
     from terrace.services.workflows.auto_destroy import AutoDestroy
     from terrace.services.workflows.explorer import Explorer
@@ -52,6 +57,8 @@ if TYPE_CHECKING:
     from terrace.services.workflows.run_trigger_fanout import RunTriggerFanout
     from terrace.services.workflows.state_rollback import StateRollback
     from terrace.services.workflows.store_explorer import ExplorerStore
+    from terrace.services.workflows.vcs_modules import ModuleSources
+    from terrace.services.workflows.vcs_sources import PolicySetSources
     from terrace.services.workflows.workspace_deletion import WorkspaceDeletion
     from terrace.services.workflows.workspace_overview import WorkspaceOverview
     from terrace.services.workflows.workspace_settings import WorkspaceSettings
@@ -102,10 +109,15 @@ class WorkflowServices:
     registry_module_store: ModuleStore  # wiring/registry_services.py
     registry_provider_store: ProviderStore  # wiring/registry_services.py
     repository_connections: RepositoryConnections  # wiring/vcs_services.py
+    forge: Forge
+    commit_files: CommitFiles  # wiring/vcs_services.py
+    policy_sets: PolicySetService  # wiring/policy_services.py
+    policy_set_versions: PolicySetVersionService  # wiring/policy_services.py
     run_queries: RunQueries
     change_requests: ChangeRequestService  # wiring/workspace_services.py
     hcl_reader: HclReader  # wiring/registry_services.py: a configuration's HCL is read as uploaded modules are
     registry_modules: RegistryModuleService  # wiring/registry_services.py
+    module_versions: ModuleVersionService  # wiring/registry_services.py
     module_test_runs: ModuleTestRunService  # wiring/run_services.py
     variables: VariableService  # wiring/workspace_services.py
     module_test_workspaces: ModuleTestWorkspaces  # wiring/workspace_services.py
@@ -209,6 +221,23 @@ class WorkflowServices:
         return AutoDestroy(
             self.workspaces, self.runs, self.run_store, self.configuration_versions, self.publisher.publish
         )
+
+    @cached_property
+    def policy_set_sources(self) -> PolicySetSources:
+        """Policy set versions from a set's repository: subscribed in `vcs_services.py: subscribe_vcs`."""
+        from terrace.services.workflows.vcs_sources import PolicySetSources
+
+        return PolicySetSources(self.repository_connections, self.forge, self.policy_sets, self.policy_set_versions,
+                                self.commit_files)  # fmt: skip
+
+    @cached_property
+    def module_sources(self) -> ModuleSources:
+        """Registry module versions from a module's repository: its tags (subscribed in `vcs_services.py`) and the
+        commits of a branch-based one (`POST .../versions`)."""
+        from terrace.services.workflows.vcs_modules import ModuleSources
+
+        return ModuleSources(self.repository_connections, self.forge, self.registry_modules, self.module_versions,
+                             self.commit_files)  # fmt: skip
 
     @cached_property
     def run_trigger_fanout(self) -> RunTriggerFanout:

@@ -26,6 +26,7 @@ from terrace.services.access.projects import ProjectService
 from terrace.services.optimistic import optimistic
 from terrace.services.policies.policies import PolicyService
 from terrace.services.policies.store import PolicyStore
+from terrace.services.workspaces.repository_link import OwnerLink
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 # relationship name -> the item's list and what its members are
@@ -46,9 +47,11 @@ class PolicySetService:
         workspaces: WorkspaceService,
         projects: ProjectService,
         policies: PolicyService,
+        repository_link: OwnerLink | None = None,
     ) -> None:
         self._store, self._orgs, self._workspaces = store, organizations, workspaces
         self._projects, self._policies = projects, policies
+        self._link = repository_link  # a set's `vcs-repo` (the VCS area): its webhook, its versions from pushes
 
     def _public(self, item: dict[str, Any]) -> PolicySet:
         return PolicySet(
@@ -75,6 +78,7 @@ class PolicySetService:
             tag_selectors=tuple(
                 TagSelector(s["key"], s.get("value"), s["exclude"]) for s in item.get("tag_selectors", [])
             ),
+            vcs_repo=item.get("vcs_repo"),
         )
 
     def _item(self, principal: Principal, set_id: str, action: Action) -> tuple[dict[str, Any], Organization]:
@@ -183,7 +187,11 @@ class PolicySetService:
             )
         for relation, ids in members.items():
             item[MEMBERS[relation]] = self._checked(org, kind, relation, ids)
+        if attrs.get("vcs-repo") and self._link is not None:
+            item["vcs_repo"] = self._link.connect_owner(principal, org.key, set_id, attrs["vcs-repo"], None)
         self._store.create_policy_set(item)
+        if item.get("vcs_repo") and self._link is not None:
+            self._link.announce(set_id)
         return self._public(item)
 
     def update(self, principal: Principal, set_id: str, attrs: dict[str, Any]) -> PolicySet:
@@ -191,10 +199,19 @@ class PolicySetService:
         new_name = rules.check_name(attrs["name"]) if "name" in attrs else item["name"]
         if new_name.lower() != item["name"].lower():
             self._store.rename_policy_set(org.key, set_id, item["name"], new_name)
-        return self._change(set_id, lambda i: self._settings({**i, "name": new_name}, attrs))
+        before = rules.repository_source(item.get("vcs_repo"), item.get("policies_path", ""))
+        repo = item.get("vcs_repo")
+        if "vcs-repo" in attrs and self._link is not None:
+            repo = self._link.connect_owner(principal, org.key, set_id, attrs["vcs-repo"], item.get("vcs_repo"))
+        updated = self._change(set_id, lambda i: self._settings({**i, "name": new_name, "vcs_repo": repo}, attrs))
+        if repo and self._link is not None and rules.repository_source(repo, updated.policies_path) != before:
+            self._link.announce(set_id)  # another repository, branch or path: a version from its head
+        return updated
 
     def delete(self, principal: Principal, set_id: str) -> None:
         item, _ = self._item(principal, set_id, Action.MANAGE_POLICIES)
+        if item.get("vcs_repo") and self._link is not None:
+            self._link.release(set_id)
         self._store.delete_policy_set(item)
 
     def change_members(self, principal: Principal, set_id: str, relation: str, ids: Any, add: bool) -> PolicySet:
@@ -247,8 +264,7 @@ class PolicySetService:
         item["agent_enabled"] = rules.check_bool(attrs, "agent-enabled", bool(item.get("agent_enabled")))
         tool = attrs.get("policy-tool-version", item.get("policy_tool_version", ""))
         item["policy_tool_version"] = str(tool or "")[:64] if item["agent_enabled"] else ""
-        path = attrs.get("policies-path", item.get("policies_path", ""))
-        item["policies_path"] = str(path or "")[:512]
+        item["policies_path"] = rules.check_policies_path(attrs.get("policies-path", item.get("policies_path", "")))
         # HCP's name is `policy-update-patterns`; the singular, which Terrace once read, is still taken
         pattern = attrs.get(
             "policy-update-patterns", attrs.get("policy-update-pattern", item.get("policy_update_pattern", []))

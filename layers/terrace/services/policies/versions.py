@@ -61,27 +61,44 @@ class PolicySetVersionService:
             status_timestamps=dict(item.get("status_timestamps", {})),
             policies=tuple(VersionPolicy(**p) for p in item.get("policies", [])),
             blob_key=item["blob_key"],
+            ingress=item.get("ingress"),
         )
 
     def create(self, principal: Principal, set_id: str) -> PolicySetVersion:
         ps = self._sets.get(principal, set_id, Action.MANAGE_POLICIES)
+        return self._public(self._new(ps))
+
+    def create_from_commit(
+        self, ps: PolicySet, archive: bytes, source: str, ingress: dict[str, Any]
+    ) -> PolicySetVersion:
+        """A version of a VCS policy set from its repository's commit (the events worker: `services/workflows/
+        vcs_sources.py`), `archive` being the policies path's files as a .tar.gz; read at once, as an upload's
+        landing is (kept outside the upload prefix: writing it notifies nothing), and current when it is ready."""
+        item = self._new(ps, source, ingress, BUNDLE_PREFIX)
+        self._blobs.put(item["blob_key"], archive)
+        return self._read(item)
+
+    def _new(self, ps: PolicySet, source: str = "tfe-api", ingress: dict[str, Any] | None = None,
+             prefix: str = UPLOAD_PREFIX) -> dict[str, Any]:  # fmt: skip
         now, version_id = clock.now_iso(), new_id("polsetver")
         item = {
             "id": version_id,
             "policy_set_id": ps.id,
             "organization": ps.organization,
             "kind": ps.kind,
-            "source": "tfe-api",
+            "source": source,
             "status": "pending",
             "created_at": now,
             "updated_at": now,
             "status_timestamps": {"pending-at": now},
-            "blob_key": f"{UPLOAD_PREFIX}{ps.id}/{version_id}.tar.gz",
+            "blob_key": f"{prefix}{ps.id}/{version_id}.tar.gz",
             "version": 1,
         }
+        if ingress is not None:
+            item["ingress"] = ingress
         self._store.create_version(item)
         self._sets.record_version(ps.id, version_id, current=False)
-        return self._public(item)
+        return item
 
     def get(self, principal: Principal, version_id: str) -> PolicySetVersion:
         item = self._store.version(version_id) if looks_like(version_id, "polsetver") else None
@@ -108,7 +125,11 @@ class PolicySetVersionService:
         item = self._store.version(version_id) if looks_like(version_id, "polsetver") else None
         if item is None or item["blob_key"] != key or item["status"] != "pending":
             return None
-        now = clock.now_iso()
+        return self._read(item)
+
+    def _read(self, item: dict[str, Any]) -> PolicySetVersion:
+        """Reads a pending version's tarball: `ready` (its set's current version) or `errored` with the reason."""
+        key, version_id, now = item["blob_key"], item["id"], clock.now_iso()
         try:
             info = self._blobs.head(key)
             if info is None or info.size > ARCHIVE_MAX_BYTES:

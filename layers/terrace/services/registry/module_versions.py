@@ -118,6 +118,24 @@ class ModuleVersionService:
             self._private(principal, organization, address, Action.READ_MODULES), created.version
         )
 
+    def publish_commit(
+        self, module: RegistryModule, version: str, archive: bytes, source: str, commit_sha: str
+    ) -> ModuleVersion:
+        """A version of a module published from a repository (a tag's or a commit's files as a .tar.gz, read from
+        the forge by `services/workflows/vcs_modules.py`), read as an upload that landed is; Conflict when the
+        module has that version already. The caller checked who may publish it."""
+        version = check_version(version)
+        if len(archive) > ARCHIVE_MAX_BYTES:
+            raise Invalid(f"a module version is at most {ARCHIVE_MAX_BYTES} bytes compressed")
+        now, version_id = clock.now_iso(), new_id("modver")
+        created = ModuleVersion(id=version_id, module_id=module.id, version=version, status=VERSION_PENDING,
+                                created_at=now, updated_at=now, source=source, commit_sha=commit_sha,
+                                blob_key=f"{UPLOAD_PREFIX}{module.id}/{OBJECT_PATH}{version_id}.tar.gz")  # fmt: skip
+        if not self._store.create_version(created):
+            raise Conflict(f"version {version} of {module.address} already exists")
+        self._blobs.put(created.blob_key, archive, "application/gzip")
+        return self.landed(created.blob_key) or self._one(module, version)
+
     def read(
         self, principal: Principal, organization: str, address: tuple[str, str, str], version: str
     ) -> tuple[RegistryModule, ModuleVersion]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from terrace.domain import clock
 from terrace.domain.errors import Conflict, Invalid, NotFound
@@ -19,6 +19,8 @@ from terrace.domain.ids import looks_like, new_id
 from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal
 from terrace.domain.registry_modules import (
+    BRANCH,
+    GIT_TAG,
     PRIVATE,
     PUBLIC,
     RegistryModule,
@@ -26,10 +28,25 @@ from terrace.domain.registry_modules import (
     check_namespace,
     check_provider,
     check_registry_name,
+    check_version,
+    from_repository,
 )
 from terrace.services.access.authz import Action, Authorizer
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.registry.store import ModuleStore, module_address
+
+
+class RepositoryLink(Protocol):
+    """A module's repository (the VCS area, `services/vcs/connections.py`, fills it): its webhook registered under
+    the module's id before the module is written, deleted with it; `announce` once it is written."""
+
+    def connect_owner(
+        self, principal: Principal, organization: str, owner_id: str, raw: Any, current: dict[str, Any] | None
+    ) -> dict[str, Any] | None: ...
+
+    def release(self, owner_id: str) -> None: ...
+
+    def announce(self, owner_id: str) -> None: ...
 
 
 class RegistryModuleService:
@@ -39,12 +56,13 @@ class RegistryModuleService:
         organizations: OrganizationService,
         authz: Authorizer,
         on_deleted: Callable[[RegistryModule], None] = lambda _module: None,
+        repository_link: RepositoryLink | None = None,
     ) -> None:
-        self._store, self._orgs, self._authz = store, organizations, authz
+        self._store, self._orgs, self._authz, self._link = store, organizations, authz, repository_link
         # a module deleted: what other areas keep for it goes too (its tests: `services/workflows/module_tests.py`)
         self._on_deleted = on_deleted
 
-    def _public(self, item: dict[str, Any], org: Organization, principal: Principal) -> RegistryModule:
+    def _public(self, item: dict[str, Any], org: Organization, principal: Principal | None) -> RegistryModule:
         namespace = org.name if item["registry_name"] == PRIVATE else item["namespace"]
         return RegistryModule(
             id=item["id"],
@@ -57,7 +75,9 @@ class RegistryModuleService:
             created_at=item["created_at"],
             updated_at=item["updated_at"],
             versions=tuple(self._store.versions_of(item["id"])),
-            can_manage=self._authz.can(principal, Action.MANAGE_MODULES, org.view),
+            can_manage=principal is not None and self._authz.can(principal, Action.MANAGE_MODULES, org.view),
+            vcs_repo=item.get("vcs_repo"),
+            publishing_mechanism=item.get("publishing_mechanism"),
         )
 
     # reads ------------------------------------------------------------------------------------
@@ -112,7 +132,39 @@ class RegistryModuleService:
             raise NotFound(f"registry module {module_id} not found")
         return self._public(item, org, principal)
 
+    def load(self, module_id: str) -> RegistryModule | None:
+        """A module by its id, unchecked (the events worker publishing a version from its repository)."""
+        item = self._store.module(module_id) if looks_like(module_id, "mod") else None
+        org = self._orgs.by_key(item["organization"]) if item else None
+        if item is None or org is None or item.get("organization_id") != org.id:
+            return None
+        return self._public(item, org, None)
+
     # writes -----------------------------------------------------------------------------------
+    def create_from_vcs(self, principal: Principal, organization: str, attrs: dict[str, Any]) -> RegistryModule:
+        """A private module published from a repository (`POST .../registry-modules/vcs`): its name and provider
+        from the repository's name (`terraform-<provider>-<name>`); `vcs-repo`'s `branch` publishes versions of
+        that branch's commits through the API (HCP's branch-based publishing), else tags `vX.Y.Z` publish them."""
+        org = self._orgs.get(principal, organization, Action.MANAGE_MODULES)
+        raw = attrs.get("vcs-repo")
+        if not isinstance(raw, dict) or self._link is None:
+            raise Invalid("vcs-repo is required: identifier and oauth-token-id", pointer="/data/attributes/vcs-repo")
+        name, provider = from_repository(str(raw.get("identifier") or ""))
+        if raw.get("tags") is not None and not isinstance(raw.get("tags"), bool):
+            raise Invalid("vcs-repo tags must be true or false", pointer="/data/attributes/vcs-repo/tags")
+        mechanism = BRANCH if raw.get("branch") and raw.get("tags") is not True else GIT_TAG
+        module_id = new_id("mod")
+        shown = self._link.connect_owner(principal, org.key, module_id, raw, None)
+        item = self._item(org, module_id, PRIVATE, "", name, provider)
+        item.update(vcs_repo=shown, publishing_mechanism=mechanism)
+        if mechanism == BRANCH and attrs.get("initial-version") is not None:
+            item["initial_version"] = check_version(attrs["initial-version"])
+        if not self._store.create(item):
+            self._link.release(module_id)
+            raise Conflict(f"a module {item['address'].split('/', 1)[1]} already exists in {org.name}")
+        self._link.announce(module_id)
+        return self._public(item, org, principal)
+
     def create(self, principal: Principal, organization: str, attrs: dict[str, Any]) -> RegistryModule:
         org = self._orgs.get(principal, organization, Action.MANAGE_MODULES)
         registry = check_registry_name(attrs.get("registry-name"))
@@ -125,25 +177,33 @@ class RegistryModuleService:
                 "a private module's namespace is its organization's name", pointer="/data/attributes/namespace"
             )
         if attrs.get("vcs-repo"):
-            raise Invalid("modules published from a VCS repository are not supported: publish versions through the API")
-        now, module_id = clock.now_iso(), new_id("mod")
-        address = module_address(registry, namespace or org.name, name, provider)
-        item = {
+            raise Invalid("a module published from a repository is created with POST .../registry-modules/vcs")
+        item = self._item(org, new_id("mod"), registry, namespace or "", name, provider)
+        if not self._store.create(item):  # (with its address's claim)
+            raise Conflict(f"a module {item['address'].split('/', 1)[1]} already exists in {org.name}")
+        return self._public(item, org, principal)
+
+    @staticmethod
+    def _item(org: Organization, module_id: str, registry: str, namespace: str, name: str, provider: str) -> Any:
+        now = clock.now_iso()
+        return {
             "id": module_id,
             "organization": org.key,
             "organization_id": org.id,
             "registry_name": registry,
-            "namespace": namespace or "",
+            "namespace": namespace,
             "name": name,
             "provider": provider,
-            "address": address,
+            "address": module_address(registry, namespace or org.name, name, provider),
             "created_at": now,
             "updated_at": now,
             "version": 1,
         }
-        if not self._store.create(item):  # (with its address's claim)
-            raise Conflict(f"a module {address.split('/', 1)[1]} already exists in {org.name}")
-        return self._public(item, org, principal)
+
+    def initial_version(self, module_id: str) -> str | None:
+        """The `initial-version` a branch-based module was created with (its branch's head is published as it)."""
+        item = self._store.module(module_id) if looks_like(module_id, "mod") else None
+        return None if item is None else item.get("initial_version")
 
     def delete(self, principal: Principal, organization: str, address: tuple[str, str, str, str]) -> None:
         """Deletes one provider of a module and its versions (`DELETE .../:namespace/:name/:provider`)."""
@@ -167,4 +227,6 @@ class RegistryModuleService:
 
     def _delete(self, module: RegistryModule) -> None:
         self._on_deleted(module)  # first: a deletion cut short leaves the module, and deleting it again finishes
+        if module.vcs_repo and self._link is not None:
+            self._link.release(module.id)
         self._store.delete(module.id)  # its versions and their blobs first: a deletion cut short is finished again

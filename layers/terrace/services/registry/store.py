@@ -85,6 +85,8 @@ def version_of(item: dict[str, Any]) -> ModuleVersion:
         md5=item.get("md5"),
         deprecation=item.get("deprecation"),
         revocation=item.get("revocation"),
+        source=item.get("source", "tfe-api"),
+        commit_sha=item.get("commit_sha"),
     )
 
 
@@ -183,6 +185,8 @@ class ModuleStore:
             "blob_key": version.blob_key,
             "version": 1,
         }
+        if version.source != "tfe-api":
+            item.update(source=version.source, commit_sha=version.commit_sha)
         try:
             self._table.put(item, if_absent=True)
         except ConditionFailed:

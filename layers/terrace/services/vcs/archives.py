@@ -25,8 +25,10 @@ class RepoBounds:
     total_max: int = 256 * 1024 * 1024  # expanded, all files
 
 
-def repacked(raw: bytes, bounds: RepoBounds) -> bytes:
-    """The tarball's files under the repository's root, as a new .tar.gz; Invalid naming what was refused."""
+def repacked(raw: bytes, bounds: RepoBounds, folder: str = "") -> bytes:
+    """The tarball's files under the repository's root (or only those below `folder`, relative to it: a policy set's
+    `policies-path`), as a new .tar.gz; Invalid naming what was refused."""
+    below = f"{folder.strip('/')}/" if folder.strip("/") else ""
     if len(raw) > bounds.archive_max:
         raise Invalid(f"the repository's archive is larger than {bounds.archive_max} bytes")
     total = 0
@@ -44,8 +46,11 @@ def repacked(raw: bytes, bounds: RepoBounds) -> bytes:
                     except tarfile.FilterError as exc:
                         raise Invalid(f"the repository's archive was refused: {member.name}: {exc}") from exc
                     name = _below_top(member.name)
-                    if name is None or not (member.isfile() or member.isdir()):
+                    if name is None or not (member.isfile() or member.isdir()) or not name.startswith(below):
                         continue  # the top folder itself, GitHub's pax comment; links within are dropped
+                    name = name[len(below) :]
+                    if not name:
+                        continue
                     total += member.size
                     if total > bounds.total_max:
                         raise Invalid(f"the repository holds more than {bounds.total_max} bytes")

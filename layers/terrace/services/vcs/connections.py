@@ -1,13 +1,16 @@
-"""A workspace's repository (`vcs-repo`): connecting registers a webhook on the repository with a secret of its own
-(`POST /repos/{o}/{r}/hooks`, GitLab's `POST /projects/:id/hooks`), kept encrypted beside the workspace
+"""A workspace's, a policy set's or a registry module's repository (`vcs-repo`): connecting registers a webhook on
+the repository with a secret of its own (`POST /repos/{o}/{r}/hooks`, GitLab's `POST /projects/:id/hooks`), kept
+encrypted beside the workspace
 (`Connection`, with the forge's kind); disconnecting (`vcs-repo: null`, another repository, deleting the workspace)
 deletes the hook. The workspace keeps what the API shows of it
-(`Workspace.extra["vcs-repo"]`, no secret); the workspace service calls this through its `RepositoryLink` port."""
+(`Workspace.extra["vcs-repo"]`, no secret); the workspace service calls this through its `RepositoryLink` port, the
+policy set service through its `OwnerLink` (`services/workspaces/repository_link.py`), keyed by the owner's id."""
 
 from __future__ import annotations
 
 import logging
 import secrets
+from collections.abc import Callable
 from typing import Any
 
 from terrace.adapters.encryptor import Encryptor
@@ -23,6 +26,7 @@ from terrace.services.vcs.oauth_clients import OAuthClientService
 from terrace.services.vcs.store import Connection, VcsStore
 
 log = logging.getLogger("terrace.vcs")
+CONNECTED = "vcs.connected"  # a policy set or registry module connected: its first version from the branch's head
 WEBHOOK_PATH = "/api/vcs/webhooks/"  # + the workspace id: the public route of deliveries (web/routers/vcs_webhooks.py)
 
 
@@ -35,20 +39,28 @@ class RepositoryConnections:
         organizations: OrganizationService,
         oauth_clients: OAuthClientService,
         public_url: str,
+        publish: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self._store, self._encryptor, self._forge = store, encryptor, forge
         self._orgs, self._clients, self._public_url = organizations, oauth_clients, public_url.rstrip("/")
+        self._publish = publish
 
     def connect(self, principal: Principal, ws: Workspace, raw: Any) -> dict[str, Any] | None:
         """What `ws` shows as its `vcs-repo` once `raw` is applied (None: no repository); the webhook registered or
         deleted on the forge before the workspace is written. The caller checked that `principal` may change `ws`."""
-        current = ws.extra.get(model.VCS_REPO)
+        return self.connect_owner(principal, ws.organization, ws.id, raw, ws.extra.get(model.VCS_REPO))
+
+    def connect_owner(
+        self, principal: Principal, organization: str, owner_id: str, raw: Any, current: dict[str, Any] | None
+    ) -> dict[str, Any] | None:
+        """The same for any owner of a repository connection (a workspace, a policy set, a registry module: its id),
+        `current` being what it shows now."""
         if raw is None or raw == {}:  # an empty object names no repository, as null does
-            self.disconnect(ws)
+            self.release(owner_id)
             return None
         request = model.check_repo(raw)
-        self._orgs.get_by_key(principal, ws.organization, Action.READ_VCS)
-        found = self._clients.usable_token(ws.organization, request.oauth_token_id)
+        self._orgs.get_by_key(principal, organization, Action.READ_VCS)
+        found = self._clients.usable_token(organization, request.oauth_token_id)
         if found is None:
             raise NotFound(f"oauth token {request.oauth_token_id} not found")
         client, token = found
@@ -61,25 +73,31 @@ class RepositoryConnections:
             raise Invalid(f"vcs-repo identifier must be {shape} on {client.display_name}",
                           pointer="/data/attributes/vcs-repo/identifier")  # fmt: skip
         access = ForgeAccess(client.api_url, self._clients.credential(token), kind)
-        kept = self._store.connection(ws.id)
+        kept = self._store.connection(owner_id)
         same = kept is not None and (kept.identifier, kept.token_id) == (request.identifier, token.id)
         if not same:
             try:
                 repository = self._forge.repository(access, request.identifier)
                 secret = secrets.token_hex(32)
-                hook_id = self._forge.create_hook(access, request.identifier, self.webhook_url(ws.id), secret)
+                hook_id = self._forge.create_hook(access, request.identifier, self.webhook_url(owner_id), secret)
             except ForgeError as exc:
                 raise Invalid(f"the repository {request.identifier} cannot be connected: {exc.detail}",
                               pointer="/data/attributes/vcs-repo/identifier") from exc  # fmt: skip
-            sealed = self._encryptor.encrypt(secret, self._context(ws))
-            self.disconnect(ws)
+            sealed = self._encryptor.encrypt(secret, _context(organization, owner_id))
+            self.release(owner_id)
             self._store.put_connection(
-                Connection(ws.id, ws.organization, token.id, request.identifier, hook_id, sealed, kind=kind)
+                Connection(owner_id, organization, token.id, request.identifier, hook_id, sealed, kind=kind)
             )
             html_url = repository.html_url
         else:
             html_url = (current or {}).get("repository-http-url", "")
-        return _shown(request, client, token, html_url, self.webhook_url(ws.id))
+        return _shown(request, client, token, html_url, self.webhook_url(owner_id))
+
+    def announce(self, owner_id: str) -> None:
+        """A `connected` event for an owner written with a new connection (or a new branch): the events worker makes
+        its first version from the tracked branch's head (`services/workflows/vcs_sources.py`)."""
+        if self._publish is not None:
+            self._publish({"type": CONNECTED, "owner_id": owner_id})
 
     def disconnect(self, ws: Workspace) -> None:
         self.release(ws.id)
@@ -108,8 +126,7 @@ class RepositoryConnections:
         return f"{self._public_url}{WEBHOOK_PATH}{workspace_id}"
 
     def secret(self, connection: Connection) -> str:
-        context = {"organization": connection.organization, "vcs-connection": connection.workspace_id}
-        return self._encryptor.decrypt(connection.secret, context)
+        return self._encryptor.decrypt(connection.secret, _context(connection.organization, connection.workspace_id))
 
     def access(self, connection: Connection) -> tuple[OAuthClient, ForgeAccess] | None:
         found = self._clients.usable_token(connection.organization, connection.token_id)
@@ -120,9 +137,9 @@ class RepositoryConnections:
     def connection(self, workspace_id: str) -> Connection | None:
         return self._store.connection(workspace_id)
 
-    @staticmethod
-    def _context(ws: Workspace) -> dict[str, str]:
-        return {"organization": ws.organization, "vcs-connection": ws.id}
+
+def _context(organization: str, owner_id: str) -> dict[str, str]:
+    return {"organization": organization, "vcs-connection": owner_id}
 
 
 def _access(client: OAuthClient, credential: str) -> ForgeAccess:

@@ -20,16 +20,17 @@ import logging
 from typing import Any
 
 from terrace.adapters.forge import Forge, ForgeAccess, ForgeError
-from terrace.domain import vcs_events
+from terrace.domain import tenant_regex, vcs_events
 from terrace.domain.configuration_versions import ConfigurationVersion
 from terrace.domain.errors import NotFound, TerraceError
+from terrace.domain.ids import looks_like
 from terrace.domain.runs import Run
 from terrace.domain.vcs import VCS_REPO, source_of
 from terrace.domain.workspace import Workspace
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.runs.runs import RunService
-from terrace.services.vcs.archives import RepoBounds, repacked
+from terrace.services.vcs.commit_files import CommitFiles
 from terrace.services.vcs.connections import RepositoryConnections
 from terrace.services.workspaces.workspaces import WorkspaceService
 
@@ -45,15 +46,17 @@ class VcsIngress:
         organizations: OrganizationService,
         configuration_versions: ConfigurationVersionService,
         runs: RunService,
-        bounds: RepoBounds,
+        files: CommitFiles,
     ) -> None:
         self._connections, self._forge, self._workspaces, self._orgs = connections, forge, workspaces, organizations
-        self._cvs, self._runs, self._bounds = configuration_versions, runs, bounds
+        self._cvs, self._runs, self._files = configuration_versions, runs, files
 
     def on_event(self, event: dict[str, Any]) -> None:
         self.handle(event)
 
     def handle(self, event: dict[str, Any]) -> ConfigurationVersion | None:
+        if not looks_like(str(event.get("workspace_id")), "ws"):
+            return None  # a policy set's or a registry module's delivery (`services/workflows/vcs_sources.py`)
         try:
             ws = self._workspaces.load(str(event.get("workspace_id")))
         except NotFound:
@@ -81,7 +84,7 @@ class VcsIngress:
         push = vcs_events.Push(event["ref"], event["before"], event["after"], repo, event.get("sender", ""),
                                event.get("compare_url", ""))  # fmt: skip
         if push.tag is not None:
-            if not vcs_events.tag_matches((ws.extra.get(VCS_REPO) or {}).get("tags-regex"), push.tag):
+            if not _tag_matches(ws, push.tag):
                 return None
         elif push.branch != self._tracked(ws, repo, access):
             return None
@@ -103,10 +106,10 @@ class VcsIngress:
             if not self._triggers(ws, files):
                 log.info("workspace %s: commit %s changes no trigger path", ws.id, commit.sha)
                 return None
-        ingress = _ingress(repo, commit.sha, commit.message, commit.html_url, push.sender, access)
+        ingress = ingress_attributes(repo, commit.sha, commit.message, commit.html_url, push.sender, access)
         ingress.update({"branch": push.branch, "tag": push.tag, "compare-url": push.compare_url or None,
                         "on-default-branch": push.branch is not None})  # fmt: skip
-        archive = repacked(self._forge.tarball(access, repo, commit.sha, self._bounds.archive_max), self._bounds)
+        archive = self._archive(ws, repo, access, commit.sha)
         # HCP's queue-all-runs off: a workspace's first runs wait for one queued by hand; its configuration is kept
         queue = ws.queue_all_runs or ws.runs_count > 0
         return self._cvs.create_from_forge(ws, archive, source=source_of(source), speculative=False, ingress=ingress,
@@ -123,15 +126,20 @@ class VcsIngress:
         if ws.extra.get("file-triggers-enabled", True):
             if not self._triggers(ws, self._forge.pull_files(access, repo, int(event["number"]))):
                 return None
-        ingress = _ingress(repo, commit.sha, commit.message, commit.html_url, str(event.get("sender", "")), access)
+        sender = str(event.get("sender", ""))
+        ingress = ingress_attributes(repo, commit.sha, commit.message, commit.html_url, sender, access)
         ingress.update({"branch": event.get("head_ref"), "is-pull-request": True,
                         "pull-request-number": event["number"], "pull-request-url": event.get("url"),
                         "pull-request-title": event.get("title")})  # fmt: skip
         if settings.get("speculative-plan-management-enabled", True) is not False:
             self._cancel_older(ws, int(event["number"]), commit.sha)
-        archive = repacked(self._forge.tarball(access, repo, commit.sha, self._bounds.archive_max), self._bounds)
+        archive = self._archive(ws, repo, access, commit.sha)
         return self._cvs.create_from_forge(ws, archive, source=source_of(source), speculative=True, ingress=ingress,
                                            untrusted=bool(event.get("fork")), cv_id=_cv_id(ws, event))  # fmt: skip
+
+    def _archive(self, ws: Workspace, repo: str, access: ForgeAccess, sha: str) -> bytes:
+        submodules = bool((ws.extra.get(VCS_REPO) or {}).get("ingress-submodules"))
+        return self._files.read(access, repo, sha, submodules)
 
     def _triggers(self, ws: Workspace, files: list[str] | None) -> bool:
         extra = ws.extra
@@ -148,11 +156,22 @@ class VcsIngress:
             log.info("workspace %s: run %s superseded by commit %s of pull request %s", ws.id, run.id, sha, number)
 
 
+def _tag_matches(ws: Workspace, tag: str) -> bool:
+    """The workspace's tags regex on `tag`, run with a timeout: one that runs out of it starts nothing (logged)."""
+    try:
+        return vcs_events.tag_matches((ws.extra.get(VCS_REPO) or {}).get("tags-regex"), tag)
+    except tenant_regex.PatternTimedOut as exc:
+        log.warning("workspace %s: tag %s starts nothing: %s", ws.id, tag[:128], exc)
+        return False
+
+
 def _cv_id(ws: Workspace, event: dict[str, Any]) -> str:
     return vcs_events.delivery_cv_id(ws.id, str(event.get("delivery")))
 
 
-def _ingress(repo: str, sha: str, message: str, commit_url: str, sender: str, access: ForgeAccess) -> dict[str, Any]:
+def ingress_attributes(
+    repo: str, sha: str, message: str, commit_url: str, sender: str, access: ForgeAccess
+) -> dict[str, Any]:
     """HCP's ingress attributes (the pull request's and the push's own are added by the callers)."""
     return {
         "identifier": repo, "commit-sha": sha, "commit-message": message[:4096], "commit-url": commit_url,

@@ -13,6 +13,7 @@ from terrace.domain.ids import looks_like
 from terrace.domain.vcs import OAuthClient, OAuthToken
 
 CLIENT, TOKEN, CONNECTION, DELIVERY = "oauth-client", "oauth-token", "vcs-connection", "vcs-delivery"
+OWNERS = ("ws", "polset", "mod")  # what may own a repository connection: workspaces, policy sets, registry modules
 DELIVERY_KEPT_S = 7 * 24 * 3600  # a delivery id is remembered this long (GitHub redelivers within days)
 
 
@@ -154,7 +155,8 @@ class VcsStore:
 
     # connections and deliveries
     def connection(self, workspace_id: str) -> Connection | None:
-        item = self._table.get(workspace_id, CONNECTION) if looks_like(workspace_id, "ws") else None
+        owner = any(looks_like(workspace_id, kind) for kind in OWNERS)
+        item = self._table.get(workspace_id, CONNECTION) if owner else None
         if item is None:
             return None
         return Connection(item["pk"], item["organization"], item["token_id"], item["identifier"], item["hook_id"],

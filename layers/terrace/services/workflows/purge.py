@@ -99,6 +99,8 @@ class Purge:
                 self._revoke(token.id)
         # variable sets with their variables, SSH keys, agent pools with their agents and queued jobs, tags
         self._workspace_store.delete_all_of(organization=org_key)
+        for owner in [*self._policy_store.policy_sets_of(org_key), *self._module_store.modules_of(org_key)]:
+            self._vcs.release(owner["id"])  # a policy set's or a module's repository webhook, while its token is kept
         self._policy_store.delete_all_of(organization=org_key)  # policies, policy sets, parameters, versions
         self._module_store.delete_all_of(organization=org_key)  # modules, their versions and archives
         self._provider_store.delete_all_of(organization=org_key)  # providers, versions, platforms, GPG keys

@@ -18,6 +18,22 @@ class RepositoryLink(Protocol):
     def disconnect(self, ws: Workspace) -> None: ...
 
 
+class OwnerLink(Protocol):
+    """The same link for another owner of a repository (a policy set), by its id."""
+
+    def connect_owner(
+        self, principal: Principal, organization: str, owner_id: str, raw: Any, current: dict[str, Any] | None
+    ) -> dict[str, Any] | None:
+        """What the owner shows as `vcs-repo` once `raw` applies (the webhook registered or deleted)."""
+        ...
+
+    def release(self, owner_id: str) -> None: ...
+
+    def announce(self, owner_id: str) -> None:
+        """The owner was written with a new connection: its first version is made from the tracked branch."""
+        ...
+
+
 @dataclass(frozen=True)
 class LinkedRepository:
     """A `vcs-repo` the link accepted: `apply_attributes` stores `shown` (None: no repository)."""

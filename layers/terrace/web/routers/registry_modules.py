@@ -33,7 +33,8 @@ def serialize(module: RegistryModule, no_code: NoCodeModule | None = None) -> di
             # resync and retry (a VCS module's) amount to publishing again: the caller's `manage-modules`
             "permissions": dict.fromkeys(("can-delete", "can-resync", "can-retry"), module.can_manage),
             "status": module.status,
-            "vcs-repo": None,
+            "vcs-repo": module.vcs_repo,  # services/vcs/connections.py
+            "publishing-mechanism": module.publishing_mechanism,
             "version-statuses": statuses,
             "revoked-versions": [v.version for v in module.versions if v.revocation is not None],
             "created-at": module.created_at,
@@ -53,7 +54,8 @@ def serialize_version(module: RegistryModule, version: ModuleVersion, upload_url
         "registry-module-versions",
         version.id,
         {
-            "source": "tfe-api",
+            "source": version.source,
+            "commit-sha": version.commit_sha,
             "status": version.status,
             "version": version.version,
             "error": version.error,
@@ -95,6 +97,15 @@ def create_registry_module(
     return respond(serialize(module, container.no_code_modules.of_module(module)), 201)
 
 
+@router.post(MODULES + "/vcs", openapi_extra=bodies.REGISTRY_MODULE)
+def create_registry_module_from_vcs(
+    org: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
+    """A module published from a repository (`vcs-repo`: identifier, oauth-token-id, branch or tags)."""
+    data = read_document(body, "registry-modules")
+    return respond(serialize(container.registry_modules.create_from_vcs(principal, org, attributes(data))), 201)
+
+
 @router.get("/registry-modules/{module_id}")
 def read_registry_module_by_id(module_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     module = container.registry_modules.get_by_id(principal, module_id)
@@ -113,9 +124,8 @@ def _create_version(
     container: Any, principal: Any, org: str, address: tuple[str, str, str], body: Any
 ) -> JSONAPIResponse:
     data = read_document(body, "registry-module-versions")
-    versions = container.module_versions
-    module, version = versions.create(principal, org, address, attributes(data))
-    return respond(serialize_version(module, version, versions.upload_url(module, version)), 201)
+    module, version, upload_url = container.module_sources.create_version(principal, org, address, attributes(data))
+    return respond(serialize_version(module, version, upload_url), 201)
 
 
 @router.post(MODULES + "/private/{namespace}/{name}/{provider}/versions", openapi_extra=bodies.REGISTRY_MODULE_VERSION)
