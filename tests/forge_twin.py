@@ -39,6 +39,7 @@ class Repo:
     hooks: dict[int, tuple[str, str]] = field(default_factory=dict)  # id -> (url, secret)
     statuses: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (sha, body)
     pulls: dict[int, tuple[str, str]] = field(default_factory=dict)  # number -> (base sha, head sha)
+    comments: dict[int, tuple[int, str]] = field(default_factory=dict)  # id -> (issue number, body)
 
 
 def git(*args: str, cwd: Path | None = None) -> str:
@@ -249,7 +250,7 @@ class ForgeTwin:
                 self.end_headers()
                 self.wfile.write(payload)
 
-            do_GET = do_POST = do_PATCH = do_DELETE = _any  # noqa: N815
+            do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _any  # noqa: N815
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -334,6 +335,20 @@ class ForgeTwin:
             with self._lock:
                 repo.statuses.append((m.group(1), json.loads(body)))
             return 201, ok, body
+        if (m := re.match(r"^/issues/(\d+)/comments$", rest)) and method == "POST":
+            if int(m.group(1)) not in repo.pulls:
+                return 404, ok, b'{"message": "Not Found"}'
+            with self._lock:
+                comment_id, self._next_hook = self._next_hook, self._next_hook + 1
+                repo.comments[comment_id] = (int(m.group(1)), json.loads(body)["body"])
+            return 201, ok, json.dumps({"id": comment_id, "body": repo.comments[comment_id][1]}).encode()
+        if (m := re.match(r"^/issues/comments/(\d+)$", rest)) and method == "PATCH":
+            found = repo.comments.get(int(m.group(1)))
+            if found is None:
+                return 404, ok, b'{"message": "Not Found"}'
+            with self._lock:
+                repo.comments[int(m.group(1))] = (found[0], json.loads(body)["body"])
+            return 200, ok, json.dumps({"id": int(m.group(1)), "body": json.loads(body)["body"]}).encode()
         return 404, ok, b'{"message": "Not Found"}'
 
     def _git_http(self, method: str, raw_path: str, headers: dict[str, str], body: bytes) -> Any:

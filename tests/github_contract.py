@@ -36,6 +36,8 @@ ALLOWED: tuple[tuple[str, str], ...] = (
     ("post", "/repos/{owner}/{repo}/hooks"),
     ("delete", "/repos/{owner}/{repo}/hooks/{hook_id}"),
     ("post", "/repos/{owner}/{repo}/statuses/{sha}"),
+    ("post", "/repos/{owner}/{repo}/issues/{issue_number}/comments"),
+    ("patch", "/repos/{owner}/{repo}/issues/comments/{comment_id}"),
 )
 
 

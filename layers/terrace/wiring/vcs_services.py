@@ -87,10 +87,12 @@ class VcsServices:
 
     @cached_property
     def commit_statuses(self) -> CommitStatuses:
+        from terrace.services.vcs.comments import PlanComments
         from terrace.services.vcs.statuses import CommitStatuses
 
         return CommitStatuses(self.repository_connections, self.forge, self.workspaces, self.configuration_versions,
-                              self.run_store.load, self.settings.public_url)  # fmt: skip
+                              self.run_store.load, self.settings.public_url,
+                              PlanComments(self.vcs_store, self.forge))  # fmt: skip
 
     def subscribe_vcs(self, events: EventService) -> None:
         from terrace.services.vcs.webhooks import DELIVERY
