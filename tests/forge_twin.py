@@ -270,16 +270,25 @@ class ForgeTwin:
         query = dict(parse_qsl(parts.query))
         with self._lock:
             self.calls.append(f"{method} {path}")
-        if headers.get("Authorization") != f"Bearer {self.token}":
-            return 401, {"Content-Type": "application/json"}, b'{"message": "Bad credentials"}'
         problems = contract().check_request(method.lower(), path, query, body)
         if problems:
             return self._problem("; ".join(problems))
+        if path.startswith(("/app/", "/installation/")):
+            return self._app_request(method, path, headers.get("Authorization", ""), body)
+        if not self._authorized(path, headers.get("Authorization", "")):
+            return 401, {"Content-Type": "application/json"}, b'{"message": "Bad credentials"}'
         m = re.match(r"^/repos/([^/]+/[^/]+)(/.*)?$", path)
         repo = self.repos.get(m.group(1)) if m else None
         if repo is None or m is None:
             return 404, {"Content-Type": "application/json"}, b'{"message": "Not Found"}'
         return self._route(repo, method, m.group(2) or "", body)
+
+    def _authorized(self, path: str, authorization: str) -> bool:
+        """The credential may make a REST call on `path` (a GitHub App's twin adds installation tokens)."""
+        return authorization == f"Bearer {self.token}"
+
+    def _app_request(self, method: str, path: str, authorization: str, body: bytes) -> Any:
+        return 404, {"Content-Type": "application/json"}, b'{"message": "Not Found"}'  # no App here
 
     def _route(self, repo: Repo, method: str, rest: str, body: bytes) -> Any:
         ok = {"Content-Type": "application/json"}

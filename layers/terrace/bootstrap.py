@@ -25,6 +25,7 @@ from terrace.adapters.condition_job_signal import LAMBDA_RECHECK_S, ConditionJob
 from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.events import EventPublisher, EventQueue
 from terrace.adapters.forge import Forge, ForgeByKind
+from terrace.adapters.github_app import GitHubApp
 from terrace.adapters.github_forge import GitHubForge
 from terrace.adapters.gitlab_forge import GitLabForge
 from terrace.adapters.held_reads import HeldReadsTable
@@ -121,6 +122,7 @@ class Container(  # type: ignore[override]
     mail: Mail = field(default_factory=_memory("memory_mail", "MemoryMail"))  # e-mails: SES on AWS, SMTP embedded
     # the REST calls to forges (VCS-driven runs): over httpx, under the outbound destination rules
     forge: Forge = field(default_factory=_memory("memory_forge", "MemoryForge"))
+    github_app: GitHubApp | None = None  # the deployment's GitHub App, when configured (TERRACE_GITHUB_APP_*)
     # workload identity: SSM / a 0600 file
     signing_keys: SigningKeyStore = field(default_factory=_memory("memory_signing_keys", "MemorySigningKeys"))
     lanes: Lanes = field(default_factory=MemoryLanes)  # priority lanes: SQS on AWS, SQLite embedded
@@ -168,6 +170,7 @@ def build_aws(settings: Settings, *, launcher: RunnerLauncher | None = None) -> 
         scaler_wake=wake,
         outbound=HttpxOutbound(Allowance.parse(settings.outbound_allow)),
         forge=_forges(Allowance.parse(settings.outbound_allow)),
+        github_app=github_app(settings),
         mail=aws.mail,
         signing_keys=aws.signing_keys,
         lanes=aws.lanes,
@@ -179,6 +182,17 @@ def build_aws(settings: Settings, *, launcher: RunnerLauncher | None = None) -> 
 def _forges(allowance: Allowance) -> Forge:
     """The forge of each kind of OAuth client: GitHub's REST shapes (GitHub, Gitea, Forgejo) and GitLab's."""
     return ForgeByKind({"github": GitHubForge(allowance), "gitlab": GitLabForge(allowance)})
+
+
+def github_app(settings: Settings) -> GitHubApp | None:
+    """The deployment's GitHub App when its id and private key are set."""
+    if not (settings.github_app_id and settings.github_app_private_key):
+        return None
+    from terrace.adapters.httpx_github_app import HttpxGitHubApp
+
+    return HttpxGitHubApp(settings.github_app_id, settings.github_app_private_key, settings.github_app_api_url,
+                          settings.github_app_http_url, settings.github_app_slug,
+                          Allowance.parse(settings.outbound_allow))  # fmt: skip
 
 
 def build_embedded(settings: Settings, *, launcher: RunnerLauncher | None = None) -> Container:
@@ -203,6 +217,7 @@ def build_embedded(settings: Settings, *, launcher: RunnerLauncher | None = None
         scaler_wake=wake,
         outbound=HttpxOutbound(Allowance.parse(settings.outbound_allow)),
         forge=_forges(Allowance.parse(settings.outbound_allow)),
+        github_app=github_app(settings),
         mail=smtp_mail(settings),
         signing_keys=data.signing_keys,
         lanes=data.lanes,
@@ -242,4 +257,5 @@ def build_memory(settings: Settings | None = None) -> Container:
         blobs=MemoryBlobs(),
         job_signal=_job_signal(wake),
         scaler_wake=wake,
+        github_app=github_app(settings),  # none unless the test configures one (against the forge twin)
     )

@@ -146,8 +146,8 @@ def join(env: RunEnv, token: str, username: str, organization: str = "acme") -> 
     return str(mine)
 
 
-def make_run_env(organization: str = "acme", lanes: Lanes | None = None, **settings: Any) -> RunEnv:
-    """`lanes`: the dispatcher's lanes (default: in memory)."""
+def make_run_env(organization: str = "acme", lanes: Lanes | None = None, forge: Any = None, **settings: Any) -> RunEnv:
+    """`lanes`: the dispatcher's lanes (default: in memory); `forge`: the forge port (default: in memory)."""
     container = build_memory(
         Settings(
             table_name="memory",
@@ -159,6 +159,8 @@ def make_run_env(organization: str = "acme", lanes: Lanes | None = None, **setti
     )
     if lanes is not None:
         container.lanes = lanes  # before any service is built
+    if forge is not None:
+        container.forge = forge
     user = container.accounts.create_user("alice", "alice@example.com")
     token = container.accounts.issue_token(PrincipalKind.USER, user.id).secret
     client = TestClient(create_app(container))

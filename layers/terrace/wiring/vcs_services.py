@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.events import EventPublisher
 from terrace.adapters.forge import Forge
+from terrace.adapters.github_app import GitHubApp
 from terrace.adapters.table import Table
 from terrace.config import Settings
 
@@ -24,7 +25,9 @@ if TYPE_CHECKING:
     from terrace.services.runs.configuration_versions import ConfigurationVersionService
     from terrace.services.runs.runs import RunService
     from terrace.services.runs.store import RunStore
+    from terrace.services.vcs.app_webhooks import AppWebhookIngress
     from terrace.services.vcs.connections import RepositoryConnections
+    from terrace.services.vcs.github_app import GitHubAppInstallations
     from terrace.services.vcs.ingress import VcsIngress
     from terrace.services.vcs.oauth_clients import OAuthClientService
     from terrace.services.vcs.statuses import CommitStatuses
@@ -38,6 +41,7 @@ class VcsServices:
     table: Table
     encryptor: Encryptor
     forge: Forge
+    github_app: GitHubApp | None
     publisher: EventPublisher
     # from the other areas
     organizations: OrganizationService
@@ -65,9 +69,24 @@ class VcsServices:
         """A workspace's `vcs-repo` and its webhook (the workspace service's `RepositoryLink`)."""
         from terrace.services.vcs.connections import RepositoryConnections
 
-        return RepositoryConnections(
-            self.vcs_store, self.encryptor, self.forge, self.organizations, self.oauth_clients, self.settings.public_url
-        )
+        return RepositoryConnections(self.vcs_store, self.encryptor, self.forge, self.organizations,
+                                     self.oauth_clients, self.settings.public_url,
+                                     self.github_app_installations)  # fmt: skip
+
+    @cached_property
+    def github_app_installations(self) -> GitHubAppInstallations:
+        """The deployment's GitHub App installations, each usable by the organizations the settings name."""
+        from terrace.services.vcs.github_app import GitHubAppInstallations
+
+        return GitHubAppInstallations(self.github_app, self.settings.github_app_installations, self.organizations)
+
+    @cached_property
+    def vcs_app_webhooks(self) -> AppWebhookIngress:
+        """The GitHub App's deliveries: verified with its secret, routed to the workspaces they name."""
+        from terrace.services.vcs.app_webhooks import AppWebhookIngress
+
+        secret = self.settings.github_app_webhook_secret if self.github_app is not None else ""
+        return AppWebhookIngress(self.vcs_store, secret, self.publisher.publish)
 
     @cached_property
     def vcs_webhooks(self) -> WebhookIngress:

@@ -2,7 +2,10 @@
 (`POST /repos/{o}/{r}/hooks`, GitLab's `POST /projects/:id/hooks`), kept encrypted beside the workspace
 (`Connection`, with the forge's kind); disconnecting (`vcs-repo: null`, another repository, deleting the workspace)
 deletes the hook. The workspace keeps what the API shows of it
-(`Workspace.extra["vcs-repo"]`, no secret); the workspace service calls this through its `RepositoryLink` port."""
+(`Workspace.extra["vcs-repo"]`, no secret); the workspace service calls this through its `RepositoryLink` port.
+A repository reached through the deployment's GitHub App (`github-app-installation-id`, `github_app.py`) gets no
+hook of its own: the App's one webhook delivers its pushes and pull requests (`app_webhooks.py`), and its forge
+calls use an installation token of that repository only."""
 
 from __future__ import annotations
 
@@ -19,6 +22,8 @@ from terrace.domain.vcs import OAuthClient, OAuthToken
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
+from terrace.services.vcs.github_app import PREFIX as GHAIN
+from terrace.services.vcs.github_app import GitHubAppInstallations
 from terrace.services.vcs.oauth_clients import OAuthClientService
 from terrace.services.vcs.store import Connection, VcsStore
 
@@ -35,8 +40,9 @@ class RepositoryConnections:
         organizations: OrganizationService,
         oauth_clients: OAuthClientService,
         public_url: str,
+        github_app: GitHubAppInstallations,
     ) -> None:
-        self._store, self._encryptor, self._forge = store, encryptor, forge
+        self._store, self._encryptor, self._forge, self._app = store, encryptor, forge, github_app
         self._orgs, self._clients, self._public_url = organizations, oauth_clients, public_url.rstrip("/")
 
     def connect(self, principal: Principal, ws: Workspace, raw: Any) -> dict[str, Any] | None:
@@ -48,6 +54,8 @@ class RepositoryConnections:
             return None
         request = model.check_repo(raw)
         self._orgs.get_by_key(principal, ws.organization, Action.READ_VCS)
+        if request.installation_id is not None:
+            return self._connect_app(ws, request, current)
         found = self._clients.usable_token(ws.organization, request.oauth_token_id)
         if found is None:
             raise NotFound(f"oauth token {request.oauth_token_id} not found")
@@ -80,6 +88,32 @@ class RepositoryConnections:
             html_url = (current or {}).get("repository-http-url", "")
         return _shown(request, client, token, html_url, self.webhook_url(ws.id))
 
+    def _connect_app(self, ws: Workspace, request: model.RepoRequest, current: Any) -> dict[str, Any]:
+        ghain = str(request.installation_id)
+        if request.identifier.count("/") != 1:
+            raise Invalid("vcs-repo identifier must be <owner>/<repository> on GitHub",
+                          pointer="/data/attributes/vcs-repo/identifier")  # fmt: skip
+        installation = self._app.usable(ws.organization, ghain)  # NotFound: not this organization's to use
+        kept = self._store.connection(ws.id)
+        if kept is None or (kept.identifier, kept.token_id) != (request.identifier, ghain):
+            try:
+                access = self._app.access(ws.organization, ghain, request.identifier)
+                html_url = self._forge.repository(access, request.identifier).html_url
+            except ForgeError as exc:
+                raise Invalid(f"the repository {request.identifier} cannot be connected through the GitHub App "
+                              f"installation of {installation.account}: {exc.detail}",
+                              pointer="/data/attributes/vcs-repo/identifier") from exc  # fmt: skip
+            self.disconnect(ws)
+            self._store.put_connection(
+                Connection(ws.id, ws.organization, ghain, request.identifier, "", "", kind="github")
+            )
+        else:
+            html_url = (current or {}).get("repository-http-url", "")
+        return {"identifier": request.identifier, "display-identifier": request.identifier, "branch": request.branch,
+                "oauth-token-id": None, "github-app-installation-id": ghain,
+                "ingress-submodules": request.ingress_submodules, "tags-regex": request.tags_regex,
+                "repository-http-url": html_url, "service-provider": "github", "webhook-url": None}  # fmt: skip
+
     def disconnect(self, ws: Workspace) -> None:
         self.release(ws.id)
 
@@ -88,7 +122,9 @@ class RepositoryConnections:
         kept = self._store.connection(workspace_id)
         if kept is None:
             return
-        found = self._clients.usable_token(kept.organization, kept.token_id)
+        found = (
+            None if kept.token_id.startswith(GHAIN) else self._clients.usable_token(kept.organization, kept.token_id)
+        )
         if found is not None:
             access = _access(found[0], self._clients.credential(found[1]))
             try:
@@ -110,11 +146,19 @@ class RepositoryConnections:
         context = {"organization": connection.organization, "vcs-connection": connection.workspace_id}
         return self._encryptor.decrypt(connection.secret, context)
 
-    def access(self, connection: Connection) -> tuple[OAuthClient, ForgeAccess] | None:
+    def access(self, connection: Connection) -> tuple[str, ForgeAccess] | None:
+        """The connection's service provider and forge access (None: its token or installation is gone)."""
+        if connection.token_id.startswith(GHAIN):
+            try:
+                return "github", self._app.access(connection.organization, connection.token_id, connection.identifier)
+            except (NotFound, ForgeError) as exc:
+                log.warning("workspace %s: GitHub App installation %s not usable: %s", connection.workspace_id,
+                            connection.token_id, getattr(exc, "detail", exc))  # fmt: skip
+                return None
         found = self._clients.usable_token(connection.organization, connection.token_id)
         if found is None:
             return None
-        return found[0], _access(found[0], self._clients.credential(found[1]))
+        return found[0].service_provider, _access(found[0], self._clients.credential(found[1]))
 
     def connection(self, workspace_id: str) -> Connection | None:
         return self._store.connection(workspace_id)

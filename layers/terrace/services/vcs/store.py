@@ -22,6 +22,10 @@ def _clients(org_key: str) -> str:
     return f"org#{org_key}#oauth-clients"
 
 
+def _app_repo(ghain_id: str, identifier: str) -> str:
+    return f"ghain#{ghain_id}#{identifier.lower()}#vcs-connections"
+
+
 def _tokens(client_id: str) -> str:
     return f"oc#{client_id}#oauth-tokens"
 
@@ -163,9 +167,18 @@ class VcsStore:
                           item["secret"], int(item["version"]), str(item.get("kind") or "github"))  # fmt: skip
 
     def put_connection(self, c: Connection) -> None:
-        self._table.put({"pk": c.workspace_id, "sk": CONNECTION, "organization": c.organization,
-                         "token_id": c.token_id, "identifier": c.identifier, "hook_id": c.hook_id,
-                         "secret": c.secret, "version": c.version, "kind": c.kind})  # fmt: skip
+        item = {"pk": c.workspace_id, "sk": CONNECTION, "organization": c.organization, "token_id": c.token_id,
+                "identifier": c.identifier, "hook_id": c.hook_id, "secret": c.secret, "version": c.version,
+                "kind": c.kind}  # fmt: skip
+        if c.token_id.startswith("ghain-"):  # found again by the App's deliveries: installation and repository
+            item.update(gsi1pk=_app_repo(c.token_id, c.identifier), gsi1sk=c.workspace_id)
+        self._table.put(item)
+
+    def app_connections(self, ghain_id: str, identifier: str) -> list[Connection]:
+        """The workspaces connected to `identifier` through the GitHub App installation `ghain_id`."""
+        found = [self.connection(str(item["pk"])) for item in self._table.query(_app_repo(ghain_id, identifier),
+                 index="gsi1")]  # fmt: skip
+        return [c for c in found if c is not None]
 
     def delete_connection(self, workspace_id: str) -> None:
         self._table.delete(workspace_id, CONNECTION)

@@ -49,8 +49,8 @@ class WebhookIngress:
         """`queued`, `pong` or `ignored`; Unauthenticated for a missing or wrong signature, Conflict for a delivery
         seen before. `headers` by lower-case name."""
         connection = self._connections.connection(workspace_id)
-        if connection is None:
-            raise NotFound(f"no repository is connected to workspace {workspace_id}")
+        if connection is None or not connection.secret:  # through the GitHub App: its own webhook delivers
+            raise NotFound(f"no repository webhook of workspace {workspace_id}")
         self._verify(connection, headers, body)
         gitlab = connection.kind == "gitlab"
         event = headers.get("x-gitlab-event", "") if gitlab else _header(headers, EVENTS)
@@ -77,6 +77,11 @@ class WebhookIngress:
             expected = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
         if not given or not hmac.compare_digest(given.encode(), expected.encode()):
             raise Unauthenticated("the delivery's signature does not match the workspace's webhook secret")
+
+
+def github_change(event: str, payload: Any, identifier: str) -> dict[str, Any] | None:
+    """What a GitHub-shaped delivery names for a repository `identifier` (the App's deliveries too)."""
+    return _event(event, payload, identifier)
 
 
 def _event(event: str, payload: Any, identifier: str) -> dict[str, Any] | None:
