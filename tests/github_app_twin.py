@@ -43,6 +43,8 @@ class GitHubAppTwin(ForgeTwin):
         self.installations: dict[int, tuple[str, list[str]]] = {}  # id -> (account, repositories)
         self.tokens: dict[str, tuple[int, tuple[str, ...], float]] = {}  # token -> (installation, repos, expiry)
         self.jwts_seen = 0
+        self.jwts: set[str] = set()  # the distinct JWTs the App was called with
+        self.token_lifetime_s = 3600  # GitHub's installation tokens last an hour
 
     def install(self, installation_id: int, account: str, repositories: list[str]) -> None:
         self.installations[installation_id] = (account, list(repositories))
@@ -76,6 +78,7 @@ class GitHubAppTwin(ForgeTwin):
         if claims["exp"] - claims["iat"] > 600 or claims["iat"] > time.time() + 5:
             return "the JWT lasts more than 10 minutes or is issued in the future"
         self.jwts_seen += 1
+        self.jwts.add(authorization)
         return None
 
     def _authorized(self, path: str, authorization: str) -> bool:
@@ -118,7 +121,7 @@ class GitHubAppTwin(ForgeTwin):
             return _json(422, {"message": "There is at least one repository that does not exist or is not "
                                           "accessible to the parent installation."})  # fmt: skip
         token = "ghs_" + secrets.token_hex(18)
-        self.tokens[token] = (installation, tuple(names), time.time() + 3600)
-        expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
+        self.tokens[token] = (installation, tuple(names), time.time() + self.token_lifetime_s)
+        expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + self.token_lifetime_s))
         return _json(201, {"token": token, "expires_at": expires, "permissions": {"contents": "read"},
                            "repository_selection": "selected"})  # fmt: skip

@@ -15,8 +15,10 @@ import pytest
 from github_app_twin import APP_ID, GitHubAppTwin
 from github_contract import missing
 from run_helpers import RunEnv, make_run_env
+from terrace.adapters.github_app import Installation
 from terrace.adapters.github_forge import GitHubForge
 from terrace.domain.destinations import Allowance
+from terrace.services.vcs.github_app import GitHubAppInstallations
 from test_vcs_deliveries import _runs, _work
 
 PAT = "ghp_notusedbytheapp"
@@ -74,8 +76,12 @@ def test_installations_are_listed_and_read_only_for_organizations_that_may_use_t
     for other in ("ghain-22", "ghain-99", "not-an-id"):
         assert env.api("GET", f"/github-app/installation/{other}").status_code == 404
     assert app_twin.jwts_seen > 0
-    every = _env(app_twin, grants="*=*")
-    assert [i["id"] for i in every.api("GET", "/github-app/installations").json()["data"]] == ["ghain-11", "ghain-22"]
+    octo, other = (Installation(n, account, "Organization", "", "") for n, account in ((11, "Octo-Org"), (22, "x")))
+    every = GitHubAppInstallations(None, "*=*", None)  # type: ignore[arg-type]
+    assert every.may_use("acme", octo) and every.may_use("ops", other)
+    some = GitHubAppInstallations(None, " acme = octo-org , octocat ; ops=x;broken", None)  # type: ignore[arg-type]
+    assert some.may_use("acme", octo) and not some.may_use("acme", other) and not some.may_use("broken", octo)
+    assert some.may_use("ops", other) and not some.may_use("ACME", octo)  # organizations by their exact name
     plain = make_run_env()  # no App configured: none
     assert plain.api("GET", "/github-app/installations").json()["data"] == []
     assert plain.api("GET", "/github-app/installation/ghain-11").status_code == 404
@@ -135,3 +141,42 @@ def test_a_workspace_connects_through_an_installation_and_the_app_s_webhook_star
     assert number == 5 and "Terrace/acme/app" in text and "1 to add" in text
     assert (head, "success") in [(sha, body["state"]) for sha, body in app_twin.repos[REPO].statuses]
     assert app_twin.problems == []
+
+
+def test_the_workspace_connect_form_offers_the_installations_the_organization_may_use(twin: Any) -> None:
+    from test_web_ui import csrf_of
+    from test_web_ui_version_control import PAGE, _browser
+
+    app_twin, _ = twin
+    env = _env(app_twin)
+    client = _browser(env)
+    page = client.get(PAGE)
+    assert page.status_code == 200 and 'value="ghain-11"' in page.text and "GitHub App · octo-org" in page.text
+    assert 'value="ghain-22"' not in page.text  # another account's: not this organization's to use
+    form = {"oauth_token_id": "ghain-11", "identifier": REPO, "branch": "", "working_directory": "",
+            "trigger_patterns": "", "tags_regex": "", "csrf_token": csrf_of(page.text)}  # fmt: skip
+    assert client.post(PAGE, data=form).status_code == 303
+    shown = env.api("GET", f"/workspaces/{env.workspace_id}").json()["data"]["attributes"]["vcs-repo"]
+    assert shown["github-app-installation-id"] == "ghain-11" and shown["identifier"] == REPO
+    assert 'value="ghain-11" selected' in client.get(PAGE).text
+
+
+def test_the_app_s_jwt_and_installation_tokens_are_reused_until_shortly_before_they_expire(twin: Any) -> None:
+    from terrace.adapters.httpx_github_app import HttpxGitHubApp
+
+    app_twin, _ = twin
+    app = HttpxGitHubApp(APP_ID, app_twin.private_pem, app_twin.api_url, app_twin.http_url, "terrace",
+                         Allowance.parse(["127.0.0.0/8"]))  # fmt: skip
+    asked, signed = len([c for c in app_twin.calls if c.endswith("/access_tokens")]), set(app_twin.jwts)
+    first = app.token(11, REPO)
+    assert app.token(11, REPO) == first and app.repositories(11) == [REPO]
+    assert len([c for c in app_twin.calls if c.endswith("/access_tokens")]) == asked + 2  # REPO's, then all's
+    app_twin.token_lifetime_s = 240  # a token within five minutes of its expiry is asked again
+    try:
+        short = app.token(22, OTHER)
+        assert app.token(22, OTHER) != short
+    finally:
+        app_twin.token_lifetime_s = 3600
+    assert len([c for c in app_twin.calls if c.endswith("/access_tokens")]) == asked + 4
+    assert app.installation(11).account == "octo-org" and app_twin.problems == []
+    assert len(app_twin.jwts - signed) == 1  # five calls as the App, one JWT (signed once, reused for minutes)

@@ -29,12 +29,12 @@ def _headers(access: ForgeAccess) -> dict[str, str]:
     return {**HEADERS, "Authorization": f"Bearer {access.token}"}
 
 
-def app_jwt(app_id: str, private_key_pem: str, now: float) -> str:
-    """The App's JSON Web Token (RS256)."""
+def app_jwt(app_id: str, key: Any, now: float) -> str:
+    """The App's JSON Web Token (RS256) under `key` (a joserfc RSAKey, or the PEM of one)."""
     from joserfc import jwt  # loaded on the first App call, not on a cold start
     from joserfc.jwk import RSAKey
 
-    key = RSAKey.import_key(private_key_pem)
+    key = RSAKey.import_key(key) if isinstance(key, str) else key
     claims = {"iat": int(now) - JWT_PAST_S, "exp": int(now) + JWT_LIFETIME_S, "iss": app_id}
     return jwt.encode({"alg": "RS256", "typ": "JWT"}, claims, key, algorithms=["RS256"])
 
@@ -66,9 +66,20 @@ class HttpxGitHubApp:
         self._http = ForgeHttp(_headers, allowance, resolver, verify)
         self._tokens: dict[tuple[int, str | None], tuple[str, float]] = {}
         self._lock = threading.Lock()
+        self._signing: Any = None  # the private key, imported once (checking an RSA key costs ~0.1 s)
+        self._jwt: tuple[str, float] = ("", 0.0)  # the App's JWT and when it stops being reused
 
     def _as_app(self) -> ForgeAccess:
-        return ForgeAccess(self.api_url, app_jwt(self._id, self._key, self._now()))
+        """The App's JWT, reused until a minute before it expires."""
+        now = self._now()
+        with self._lock:
+            if self._jwt[1] <= now:
+                if self._signing is None:
+                    from joserfc.jwk import RSAKey
+
+                    self._signing = RSAKey.import_key(self._key)
+                self._jwt = (app_jwt(self._id, self._signing, now), now + JWT_LIFETIME_S - JWT_PAST_S)
+            return ForgeAccess(self.api_url, self._jwt[0])
 
     def installations(self) -> list[Installation]:
         found: list[Installation] = []

@@ -114,6 +114,17 @@ class RepositoryConnections:
                 "ingress-submodules": request.ingress_submodules, "tags-regex": request.tags_regex,
                 "repository-http-url": html_url, "service-provider": "github", "webhook-url": None}  # fmt: skip
 
+    def choices(self, principal: Principal, org_key: str) -> list[tuple[str, str]]:
+        """What a workspace of the organization may connect through, for a form: (OAuth token or `ghain-` id,
+        label), the tokens of GitHub-shaped and GitLab clients first, then the GitHub App's usable installations."""
+        org = self._orgs.get_by_key(principal, org_key, Action.READ_VCS)
+        tokens = [(token_id, f"{c.display_name}{' · ' + c.name if c.name else ''} ({token_id})")
+                  for c in self._clients.list(principal, org.name) if c.service_provider in model.DRIVEN
+                  for token_id in c.token_ids]  # fmt: skip
+        apps = [(f"{GHAIN}{i.id}", f"GitHub App · {i.account} ({GHAIN}{i.id})") for i in self._app.list(principal)
+                if self._app.may_use(org.name, i)]  # fmt: skip
+        return tokens + apps
+
     def disconnect(self, ws: Workspace) -> None:
         self.release(ws.id)
 

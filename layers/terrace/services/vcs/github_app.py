@@ -49,7 +49,7 @@ class GitHubAppInstallations:
     def configured(self) -> bool:
         return self._app is not None
 
-    def _may_use(self, org_name: str, installation: Installation) -> bool:
+    def may_use(self, org_name: str, installation: Installation) -> bool:
         account = installation.account.lower()
         return any(account in logins or "*" in logins for org in (org_name, "*") for logins in [
             self._grants.get(org, frozenset())])  # fmt: skip
@@ -59,7 +59,7 @@ class GitHubAppInstallations:
         if self._app is None:
             return []
         names = [org.name for org in self._orgs.list(principal)]
-        return [i for i in self._app.installations() if any(self._may_use(name, i) for name in names)]
+        return [i for i in self._app.installations() if any(self.may_use(name, i) for name in names)]
 
     def get(self, principal: Principal, ghain_id: str) -> Installation:
         number = installation_number(ghain_id)
@@ -80,7 +80,7 @@ class GitHubAppInstallations:
             if exc.status == 404:
                 raise NotFound(f"github app installation {ghain_id} not found") from exc
             raise
-        if not self._may_use(self._orgs.by_key(org_key).name, installation):
+        if not self.may_use(self._orgs.by_key(org_key).name, installation):
             raise NotFound(f"github app installation {ghain_id} not found")
         return installation
 
