@@ -76,6 +76,12 @@ def test_installations_are_listed_and_read_only_for_organizations_that_may_use_t
     for other in ("ghain-22", "ghain-99", "not-an-id"):
         assert env.api("GET", f"/github-app/installation/{other}").status_code == 404
     assert app_twin.jwts_seen > 0
+    from terrace.domain.principal import PrincipalKind
+
+    stranger = env.container.accounts.create_user("mallory", "mallory@example.com")  # no organization
+    bearer = {"Authorization": "Bearer " + env.container.accounts.issue_token(PrincipalKind.USER, stranger.id).secret}
+    assert env.client.get("/api/v2/github-app/installations", headers=bearer).json()["data"] == []
+    assert env.client.get("/api/v2/github-app/installation/ghain-11", headers=bearer).status_code == 404
     octo, other = (Installation(n, account, "Organization", "", "") for n, account in ((11, "Octo-Org"), (22, "x")))
     every = GitHubAppInstallations(None, "*=*", None)  # type: ignore[arg-type]
     assert every.may_use("acme", octo) and every.may_use("ops", other)

@@ -16,8 +16,9 @@ import re
 
 from terrace.adapters.forge import ForgeAccess, ForgeError
 from terrace.adapters.github_app import GitHubApp, Installation
-from terrace.domain.errors import NotFound
+from terrace.domain.errors import Forbidden, NotFound
 from terrace.domain.principal import Principal
+from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
 
 PREFIX = "ghain-"
@@ -55,10 +56,10 @@ class GitHubAppInstallations:
             self._grants.get(org, frozenset())])  # fmt: skip
 
     def list(self, principal: Principal) -> builtins.list[Installation]:
-        """The installations some organization of the caller may use."""
+        """The installations some organization of the caller may use (one whose VCS providers it may read)."""
         if self._app is None:
             return []
-        names = [org.name for org in self._orgs.list(principal)]
+        names = [org.name for org in self._orgs.list(principal) if self._reads_vcs(principal, org.key)]
         return [i for i in self._app.installations() if any(self.may_use(name, i) for name in names)]
 
     def get(self, principal: Principal, ghain_id: str) -> Installation:
@@ -67,6 +68,13 @@ class GitHubAppInstallations:
         if found is None:
             raise NotFound(f"github app installation {ghain_id[:64]} not found")
         return found
+
+    def _reads_vcs(self, principal: Principal, org_key: str) -> bool:
+        try:
+            self._orgs.get_by_key(principal, org_key, Action.READ_VCS)
+        except (NotFound, Forbidden):
+            return False
+        return True
 
     # for this area -----------------------------------------------------------------------------
     def usable(self, org_key: str, ghain_id: str) -> Installation:
