@@ -43,7 +43,7 @@ class GitHubAppTwin(ForgeTwin):
         self.installations: dict[int, tuple[str, list[str]]] = {}  # id -> (account, repositories)
         self.tokens: dict[str, tuple[int, tuple[str, ...], float]] = {}  # token -> (installation, repos, expiry)
         self.jwts_seen = 0
-        self.jwts: set[str] = set()  # the distinct JWTs the App was called with
+        self.jwt_log: list[str] = []  # the JWT of each call as the App, in order
         self.token_lifetime_s = 3600  # GitHub's installation tokens last an hour
 
     def install(self, installation_id: int, account: str, repositories: list[str]) -> None:
@@ -78,7 +78,7 @@ class GitHubAppTwin(ForgeTwin):
         if claims["exp"] - claims["iat"] > 600 or claims["iat"] > time.time() + 5:
             return "the JWT lasts more than 10 minutes or is issued in the future"
         self.jwts_seen += 1
-        self.jwts.add(authorization)
+        self.jwt_log.append(authorization)
         return None
 
     def _authorized(self, path: str, authorization: str) -> bool:
