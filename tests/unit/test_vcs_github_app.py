@@ -165,6 +165,11 @@ def test_the_workspace_connect_form_offers_the_installations_the_organization_ma
     shown = env.api("GET", f"/workspaces/{env.workspace_id}").json()["data"]["attributes"]["vcs-repo"]
     assert shown["github-app-installation-id"] == "ghain-11" and shown["identifier"] == REPO
     assert 'value="ghain-11" selected' in client.get(PAGE).text
+    partial = {"data": {"type": "workspaces", "attributes": {"vcs-repo": {"tags-regex": "^v"}}}}  # as HCP's updates
+    updated = env.api("PATCH", f"/workspaces/{env.workspace_id}", partial)
+    assert updated.status_code == 200, updated.text
+    kept = updated.json()["data"]["attributes"]["vcs-repo"]
+    assert (kept["github-app-installation-id"], kept["identifier"], kept["tags-regex"]) == ("ghain-11", REPO, "^v")
 
 
 def test_the_app_s_jwt_and_installation_tokens_are_reused_until_shortly_before_they_expire(twin: Any) -> None:

@@ -52,7 +52,7 @@ class RepositoryConnections:
         if raw is None or raw == {}:  # an empty object names no repository, as null does
             self.disconnect(ws)
             return None
-        request = model.check_repo(raw)
+        request = model.check_repo(_merged(raw, current))
         self._orgs.get_by_key(principal, ws.organization, Action.READ_VCS)
         if request.installation_id is not None:
             return self._connect_app(ws, request, current)
@@ -177,6 +177,21 @@ class RepositoryConnections:
     @staticmethod
     def _context(ws: Workspace) -> dict[str, str]:
         return {"organization": ws.organization, "vcs-connection": ws.id}
+
+
+_KEPT = ("identifier", "branch", "ingress-submodules", "tags-regex")
+_THROUGH = ("oauth-token-id", "github-app-installation-id")
+
+
+def _merged(raw: Any, current: Any) -> Any:
+    """A partial `vcs-repo` of an update (HCP's: `{"tags-regex": ...}` alone) over the connected repository: what
+    it leaves out is kept; naming a token or an installation replaces the other."""
+    if not isinstance(raw, dict) or not isinstance(current, dict):
+        return raw
+    kept = {k: current[k] for k in _KEPT if k in current}
+    if not any(raw.get(k) for k in _THROUGH):
+        kept.update({k: current[k] for k in _THROUGH if current.get(k)})
+    return {**kept, **raw}
 
 
 def _access(client: OAuthClient, credential: str) -> ForgeAccess:
