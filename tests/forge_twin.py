@@ -39,6 +39,7 @@ class Repo:
     hooks: dict[int, tuple[str, str]] = field(default_factory=dict)  # id -> (url, secret)
     statuses: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (sha, body)
     pulls: dict[int, tuple[str, str]] = field(default_factory=dict)  # number -> (base sha, head sha)
+    comments: dict[int, tuple[int, str]] = field(default_factory=dict)  # id -> (issue number, body)
 
 
 def git(*args: str, cwd: Path | None = None) -> str:
@@ -253,7 +254,7 @@ class ForgeTwin:
                 self.end_headers()
                 self.wfile.write(payload)
 
-            do_GET = do_POST = do_PATCH = do_DELETE = _any  # noqa: N815
+            do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _any  # noqa: N815
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -273,16 +274,25 @@ class ForgeTwin:
         query = dict(parse_qsl(parts.query))
         with self._lock:
             self.calls.append(f"{method} {path}")
-        if headers.get("Authorization") != f"Bearer {self.token}":
-            return 401, {"Content-Type": "application/json"}, b'{"message": "Bad credentials"}'
         problems = contract().check_request(method.lower(), path, query, body)
         if problems:
             return self._problem("; ".join(problems))
+        if path.startswith(("/app/", "/installation/")):
+            return self._app_request(method, path, headers.get("Authorization", ""), body)
+        if not self._authorized(path, headers.get("Authorization", "")):
+            return 401, {"Content-Type": "application/json"}, b'{"message": "Bad credentials"}'
         m = re.match(r"^/repos/([^/]+/[^/]+)(/.*)?$", path)
         repo = self.repos.get(m.group(1)) if m else None
         if repo is None or m is None:
             return 404, {"Content-Type": "application/json"}, b'{"message": "Not Found"}'
         return self._route(repo, method, m.group(2) or "", body)
+
+    def _authorized(self, path: str, authorization: str) -> bool:
+        """The credential may make a REST call on `path` (a GitHub App's twin adds installation tokens)."""
+        return authorization == f"Bearer {self.token}"
+
+    def _app_request(self, method: str, path: str, authorization: str, body: bytes) -> Any:
+        return 404, {"Content-Type": "application/json"}, b'{"message": "Not Found"}'  # no App here
 
     def _route(self, repo: Repo, method: str, rest: str, body: bytes) -> Any:
         ok = {"Content-Type": "application/json"}
@@ -339,6 +349,20 @@ class ForgeTwin:
             with self._lock:
                 repo.statuses.append((m.group(1), json.loads(body)))
             return 201, ok, body
+        if (m := re.match(r"^/issues/(\d+)/comments$", rest)) and method == "POST":
+            if int(m.group(1)) not in repo.pulls:
+                return 404, ok, b'{"message": "Not Found"}'
+            with self._lock:
+                comment_id, self._next_hook = self._next_hook, self._next_hook + 1
+                repo.comments[comment_id] = (int(m.group(1)), json.loads(body)["body"])
+            return 201, ok, json.dumps({"id": comment_id, "body": repo.comments[comment_id][1]}).encode()
+        if (m := re.match(r"^/issues/comments/(\d+)$", rest)) and method == "PATCH":
+            found = repo.comments.get(int(m.group(1)))
+            if found is None:
+                return 404, ok, b'{"message": "Not Found"}'
+            with self._lock:
+                repo.comments[int(m.group(1))] = (found[0], json.loads(body)["body"])
+            return 200, ok, json.dumps({"id": int(m.group(1)), "body": json.loads(body)["body"]}).encode()
         return 404, ok, b'{"message": "Not Found"}'
 
     def _git_http(self, method: str, raw_path: str, headers: dict[str, str], body: bytes) -> Any:

@@ -36,6 +36,13 @@ ALLOWED: tuple[tuple[str, str], ...] = (
     ("post", "/repos/{owner}/{repo}/hooks"),
     ("delete", "/repos/{owner}/{repo}/hooks/{hook_id}"),
     ("post", "/repos/{owner}/{repo}/statuses/{sha}"),
+    ("post", "/repos/{owner}/{repo}/issues/{issue_number}/comments"),
+    ("patch", "/repos/{owner}/{repo}/issues/comments/{comment_id}"),
+    # as the deployment's GitHub App (adapters/github_app.py)
+    ("get", "/app/installations"),
+    ("get", "/app/installations/{installation_id}"),
+    ("post", "/app/installations/{installation_id}/access_tokens"),
+    ("get", "/installation/repositories"),
 )
 
 

@@ -1,7 +1,7 @@
 """GitLab's documented REST API v4 and webhook payloads, as the GitLab twin (`gitlab_twin.py`) holds Terrace to them.
 GitLab publishes no machine-readable description of either, so the shapes are transcribed here from its reference
 pages (docs.gitlab.com: REST API "Projects", "Project webhooks", "Commits", "Repositories", "Merge requests",
-"Commit statuses"; "Webhook events": push, tag push, merge request) and checked with jsonschema:
+"Commit statuses", "Notes"; "Webhook events": push, tag push, merge request) and checked with jsonschema:
 
 - `check_request(method, raw_path, query, body)`: the problems of a request relative to the api-url (`/api/v4`):
   one of the calls Terrace may make, the project named by its URL-encoded path, query parameters the call documents
@@ -44,6 +44,13 @@ CALLS: tuple[tuple[str, str, set[str], set[str], dict[str, Any] | None], ...] = 
         "properties": {"state": {"enum": STATES}, "ref": _STR, "name": _STR, "context": _STR,
                        "target_url": _STR, "description": _STR, "coverage": {"type": "number"},
                        "pipeline_id": _INT}}),
+    ("POST", PROJECT + r"/merge_requests/(?P<iid>\d+)/notes", set(), set(), {
+        "type": "object", "required": ["body"], "additionalProperties": False,
+        "properties": {"body": {"type": "string", "maxLength": 1_000_000}, "internal": _BOOL, "created_at": _STR,
+                       "merge_request_diff_head_sha": _STR}}),
+    ("PUT", PROJECT + r"/merge_requests/(?P<iid>\d+)/notes/(?P<note>\d+)", set(), set(), {
+        "type": "object", "required": ["body"], "additionalProperties": False,
+        "properties": {"body": {"type": "string", "maxLength": 1_000_000}, "confidential": _BOOL}}),
 )  # fmt: skip
 
 

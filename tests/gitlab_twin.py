@@ -161,6 +161,20 @@ class GitLabTwin(ForgeTwin):
             base, head = repo.pulls[int(named["iid"])]
             page, per_page = int(query.get("page", 1)), int(query.get("per_page", 20))
             return _json(200, self._diffs(repo, base, head)[(page - 1) * per_page : page * per_page])
+        if rest.endswith("/notes") and method == "POST":
+            if int(named["iid"]) not in repo.pulls:
+                return _json(404, {"message": "404 Not found"})
+            with self._lock:
+                note_id, self._next_hook = self._next_hook, self._next_hook + 1
+                repo.comments[note_id] = (int(named["iid"]), body["body"])
+            return _json(201, {"id": note_id, "body": body["body"], "noteable_type": "MergeRequest"})
+        if "/notes/" in rest and method == "PUT":
+            found = repo.comments.get(int(named["note"]))
+            if found is None or found[0] != int(named["iid"]):
+                return _json(404, {"message": "404 Note Not Found"})
+            with self._lock:
+                repo.comments[int(named["note"])] = (found[0], body["body"])
+            return _json(200, {"id": int(named["note"]), "body": body["body"], "noteable_type": "MergeRequest"})
         if rest.startswith("/statuses/"):
             with self._lock:
                 repo.statuses.append((named["sha"], body))

@@ -29,6 +29,7 @@ from terrace.adapters.condition_job_signal import LAMBDA_RECHECK_S, ConditionJob
 from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.events import EventPublisher, EventQueue
 from terrace.adapters.forge import Forge, ForgeByKind
+from terrace.adapters.github_app import GitHubApp
 from terrace.adapters.github_forge import GitHubForge
 from terrace.adapters.gitlab_forge import GitLabForge
 from terrace.adapters.held_reads import HeldReadsTable
@@ -133,6 +134,7 @@ class Container(  # type: ignore[override]
     forge: Forge = field(default_factory=_memory("memory_forge", "MemoryForge"))
     # a commit with its submodules (`ingress-submodules`): git, where the host has it (None: such pushes start nothing)
     repository_clone: RepositoryClone | None = None
+    github_app: GitHubApp | None = None  # the deployment's GitHub App, when configured (TERRACE_GITHUB_APP_*)
     # workload identity: SSM / a 0600 file
     signing_keys: SigningKeyStore = field(default_factory=_memory("memory_signing_keys", "MemorySigningKeys"))
     lanes: Lanes = field(default_factory=MemoryLanes)  # priority lanes: SQS on AWS, SQLite embedded
@@ -191,6 +193,7 @@ def build_aws(settings: Settings, *, launcher: RunnerLauncher | None = None) -> 
         outbound=HttpxOutbound(Allowance.parse(settings.outbound_allow)),
         forge=_forges(Allowance.parse(settings.outbound_allow)),
         repository_clone=_clone(Allowance.parse(settings.outbound_allow)),
+        github_app=github_app(settings),
         mail=aws.mail,
         signing_keys=aws.signing_keys,
         lanes=aws.lanes,
@@ -213,6 +216,17 @@ def _clone(allowance: Allowance) -> RepositoryClone | None:
     from terrace.adapters.git_repository_clone import GitRepositoryClone
 
     return GitRepositoryClone(allowance) if shutil.which("git") else None
+
+
+def github_app(settings: Settings) -> GitHubApp | None:
+    """The deployment's GitHub App when its id and private key are set."""
+    if not (settings.github_app_id and settings.github_app_private_key):
+        return None
+    from terrace.adapters.httpx_github_app import HttpxGitHubApp
+
+    return HttpxGitHubApp(settings.github_app_id, settings.github_app_private_key, settings.github_app_api_url,
+                          settings.github_app_http_url, settings.github_app_slug,
+                          Allowance.parse(settings.outbound_allow))  # fmt: skip
 
 
 def build_embedded(settings: Settings, *, launcher: RunnerLauncher | None = None) -> Container:
@@ -238,6 +252,7 @@ def build_embedded(settings: Settings, *, launcher: RunnerLauncher | None = None
         outbound=HttpxOutbound(Allowance.parse(settings.outbound_allow)),
         forge=_forges(Allowance.parse(settings.outbound_allow)),
         repository_clone=_clone(Allowance.parse(settings.outbound_allow)),
+        github_app=github_app(settings),
         mail=smtp_mail(settings),
         signing_keys=data.signing_keys,
         lanes=data.lanes,
@@ -292,4 +307,5 @@ def build_memory(settings: Settings | None = None) -> Container:
         blobs=MemoryBlobs(),
         job_signal=_job_signal(wake),
         scaler_wake=wake,
+        github_app=github_app(settings),  # none unless the test configures one (against the forge twin)
     )

@@ -122,6 +122,18 @@ class Settings(BaseModel):
     # on AWS: resolved into oidc_client_secret by the composition root
     oidc_client_secret_arn: str | None = _optional("TERRACE_OIDC_CLIENT_SECRET_ARN")
     oidc_groups_claim: str = Field(default="groups", validation_alias="TERRACE_OIDC_GROUPS_CLAIM")
+    # the deployment's GitHub App (adapters/github_app.py): workspaces connect through its installations, each
+    # organization only through the installations of the GitHub accounts named for it in github_app_installations
+    # ("acme=octo-org,octocat;ops=ops-team"; "*=*": every organization, every installation)
+    github_app_id: str = Field(default="", validation_alias="TERRACE_GITHUB_APP_ID")
+    github_app_slug: str = Field(default="", validation_alias="TERRACE_GITHUB_APP_SLUG")
+    github_app_private_key: str = Field(default="", validation_alias="TERRACE_GITHUB_APP_PRIVATE_KEY", repr=False)
+    github_app_private_key_arn: str | None = _optional("TERRACE_GITHUB_APP_PRIVATE_KEY_ARN")
+    github_app_webhook_secret: str = Field(default="", validation_alias="TERRACE_GITHUB_APP_WEBHOOK_SECRET", repr=False)
+    github_app_webhook_secret_arn: str | None = _optional("TERRACE_GITHUB_APP_WEBHOOK_SECRET_ARN")
+    github_app_api_url: str = Field(default="https://api.github.com", validation_alias="TERRACE_GITHUB_APP_API_URL")
+    github_app_http_url: str = Field(default="https://github.com", validation_alias="TERRACE_GITHUB_APP_HTTP_URL")
+    github_app_installations: str = Field(default="", validation_alias="TERRACE_GITHUB_APP_INSTALLATIONS")
     # job state machine timings (seconds); tests and local mode shorten them
     job_heartbeat_s: int = Field(default=10, validation_alias="TERRACE_JOB_HEARTBEAT_S")
     job_heartbeat_timeout_s: int = Field(default=45, validation_alias="TERRACE_JOB_HEARTBEAT_TIMEOUT_S")

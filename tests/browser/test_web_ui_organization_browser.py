@@ -15,7 +15,7 @@ import httpx
 import pytest
 from terrace.domain.principal import Principal, PrincipalKind
 
-from .conftest import DESKTOP, SHOTS
+from .conftest import DESKTOP, SHOTS, assert_accessible, need_axe
 from .test_web_ui_first_day_browser import UI, ui
 
 playwright_api = pytest.importorskip("playwright.sync_api")
@@ -301,3 +301,39 @@ def test_a_workspace_is_renamed_and_tagged_in_its_settings(ui: UI, page: Any) ->
     shoot(page, "workspace-settings")
     answer = send_curl(page, "saving the settings", ui.token)
     assert answer.status_code == 200 and answer.json()["data"]["attributes"]["name"] == "web-eu"
+
+
+def test_a_vcs_provider_is_added_offered_to_workspaces_and_deleted(ui: UI, page: Any) -> None:
+    need_axe()
+    page.set_viewport_size(PHONE)
+    ui.workspace("web")
+    ui.sign_in(page)
+    page.goto(f"{ui.base}/app/acme/settings")
+    page.get_by_role("link", name="Version control").click()
+    expect(page.get_by_role("heading", name="Version control", level=1)).to_be_visible()
+    page.get_by_label("Provider", exact=True).select_option("gitea")
+    page.get_by_label("Personal access token").fill("gta_browsertoken")
+    page.get_by_role("button", name="Add provider").click()
+    expect(page.get_by_role("alert")).to_contain_text("http-url is required")  # a self-hosted forge's address
+    expect(page.get_by_label("HTTP URL")).to_have_attribute("aria-invalid", "true")
+    expect(page.get_by_label("Personal access token")).to_have_value("")  # never sent back
+    assert_accessible(page)
+    page.get_by_label("Name (optional)").fill("our gitea")
+    page.get_by_label("HTTP URL").fill("https://gitea.example.com")
+    page.get_by_label("Personal access token").fill("gta_browsertoken")
+    page.get_by_role("button", name="Add provider").click()
+    expect(page.get_by_text("Provider added")).to_be_visible()
+    [client] = ui.api.get("/api/v2/organizations/acme/oauth-clients").json()["data"]
+    assert (client["attributes"]["service-provider"], client["attributes"]["api-url"]) == (
+        "github_enterprise", "https://gitea.example.com/api/v1")  # fmt: skip
+    expect(page.get_by_role("cell", name="GitHub Enterprise", exact=True)).to_be_visible()  # HCP's name of it
+    assert_accessible(page)
+    shoot(page, "vcs-providers")
+    page.goto(f"{ui.base}/app/acme/workspaces/web/settings/version-control")
+    expect(page.get_by_label("Provider and OAuth token").locator("option")).to_have_count(1)
+    page.goto(f"{ui.base}/app/acme/settings/version-control")
+    page.once("dialog", lambda dialog: dialog.accept())  # deleting asks first
+    page.get_by_role("button", name=f"Delete our gitea ({client['id']})").click()
+    expect(page.get_by_text("Provider deleted")).to_be_visible()
+    expect(page.get_by_text("No VCS provider yet.")).to_be_visible()
+    assert ui.api.get("/api/v2/organizations/acme/oauth-clients").json()["data"] == []

@@ -3,7 +3,8 @@
 document), `GitLabForge` (reached through `ForgeByKind`, as the composition root hands it) against the GitLab twin
 (the same repositories; every request checked against GitLab's documented API) and `MemoryForge`. All read a
 repository, register and delete a hook, confirm a commit, hand its tarball (one top-level folder), list changed
-files and set a commit status (in the forge's own names of the states); all refuse a bad credential. GitLab's
+files, set a commit status (in the forge's own names of the states) and write a pull request's comment, then edit
+it in place (a deleted one is a 404); all refuse a bad credential. GitLab's
 projects in nested groups are named by their encoded path; a merge request's files are read page by page.
 `GitHubForge` follows the tarball's redirect to another host without the credential, and refuses one to an address
 the deployment does not allow, as every outbound request; so does `BitbucketForge` with its archive's. Bitbucket
@@ -52,6 +53,7 @@ class World:
     twin: ForgeTwin | None = None
     repo: str = REPO
     missing: str = "octo/none"
+    comments: Callable[[], dict[str, tuple[int, str]]] = dict  # id -> (pull request, body)
 
 
 def _memory(_: Path) -> Iterator[World]:
@@ -68,6 +70,7 @@ def _memory(_: Path) -> Iterator[World]:
         push,
         lambda: [(sha, s.state) for sha, s in repo.statuses],
         lambda: len(repo.hooks),
+        comments=lambda: dict(repo.comments),
     )
 
 
@@ -97,6 +100,7 @@ def _github(root: Path) -> Iterator[World]:
             lambda: [(sha, body["state"]) for sha, body in repo.statuses],
             lambda: len(repo.hooks),
             twin,
+            lambda: {str(k): v for k, v in repo.comments.items()},
         )
         assert twin.problems == []
 
@@ -121,6 +125,7 @@ def _gitlab(root: Path) -> Iterator[World]:
             lambda: [(sha, body["state"]) for sha, body in repo.statuses],
             lambda: len(repo.hooks),
             twin,
+            lambda: {str(k): v for k, v in repo.comments.items()},
         )
         assert twin.problems == []
 
@@ -197,6 +202,20 @@ def test_the_calls_behave_alike(world: World) -> None:
         second,
         "failure" if world.twin is None else forge_state(world.access.kind, "failure"),
     )
+
+
+def test_a_pull_request_s_comment_is_written_then_edited_in_place(world: World) -> None:
+    base = world.push({"main.tf": "# one\n"}, "main")
+    head = world.push({"main.tf": "# two\n"}, "feature")
+    if world.twin is not None:
+        world.twin.repos[REPO].pulls[7] = (base, head)  # the pull (merge) request the twin knows
+    comment_id = world.forge.comment(world.access, REPO, 7, "#### Terrace/acme/app\n\n**1 to add**", None)
+    assert world.comments() == {comment_id: (7, "#### Terrace/acme/app\n\n**1 to add**")}
+    assert world.forge.comment(world.access, REPO, 7, "**No changes.**", comment_id) == comment_id
+    assert world.comments() == {comment_id: (7, "**No changes.**")}
+    with pytest.raises(ForgeError) as gone:
+        world.forge.comment(world.access, REPO, 7, "x", "999999")
+    assert gone.value.status == 404
 
 
 def test_a_bad_credential_or_an_unknown_repository_is_a_forge_error(world: World) -> None:

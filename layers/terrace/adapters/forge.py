@@ -11,6 +11,8 @@ Server, Gitea and Forgejo):
 - `GET /repos/{owner}/{repo}/compare/{base}...{head}`, `GET /repos/{owner}/{repo}/pulls/{number}/files`: the files a
   push or a pull request changed (trigger patterns)
 - `POST /repos/{owner}/{repo}/statuses/{sha}`: the commit status of a run
+- `POST /repos/{owner}/{repo}/issues/{number}/comments`, `PATCH /repos/{owner}/{repo}/issues/comments/{id}`: the
+  one comment of a workspace on a pull request (its speculative plan's summary), created once, then updated in place
 
 A GitLab (`kind` `gitlab`: gitlab.com, Community and Enterprise editions; `:id` is the URL-encoded project path):
 
@@ -18,6 +20,8 @@ A GitLab (`kind` `gitlab`: gitlab.com, Community and Enterprise editions; `:id` 
 - `GET /projects/:id/repository/commits/:sha`, `GET /projects/:id/repository/archive.tar.gz?sha=`
 - `GET /projects/:id/repository/compare?from=&to=`, `GET /projects/:id/merge_requests/:iid/diffs`
 - `POST /projects/:id/statuses/:sha` (states pending, running, success, failed, canceled)
+- `POST /projects/:id/merge_requests/:iid/notes`, `PUT /projects/:id/merge_requests/:iid/notes/:note_id`: the
+  workspace's one note on a merge request
 
 Bitbucket Cloud (`kind` `bitbucket`, REST 2.0, `api-url` `https://api.bitbucket.org/2.0`; `{ws}/{repo}`):
 
@@ -140,6 +144,11 @@ class Forge(Protocol):
 
     def set_status(self, access: ForgeAccess, repo: str, sha: str, status: CommitStatus) -> None: ...
 
+    def comment(self, access: ForgeAccess, repo: str, number: int, body: str, comment_id: str | None) -> str:
+        """A comment on pull (merge) request `number`: a new one when `comment_id` is None, else that one edited
+        (gone: ForgeError 404); its id."""
+        ...
+
 
 class ForgeByKind:
     """The forge of each access's kind (`github`, `gitlab`, `bitbucket`, ...); a kind without one is a ForgeError."""
@@ -176,3 +185,6 @@ class ForgeByKind:
 
     def set_status(self, access: ForgeAccess, repo: str, sha: str, status: CommitStatus) -> None:
         self._of(access).set_status(access, repo, sha, status)
+
+    def comment(self, access: ForgeAccess, repo: str, number: int, body: str, comment_id: str | None) -> str:
+        return self._of(access).comment(access, repo, number, body, comment_id)

@@ -13,6 +13,7 @@ from terrace.adapters.httpx_forge import ForgeHttp, read
 from terrace.adapters.httpx_outbound import Resolver, system_resolver
 from terrace.domain.destinations import Allowance
 
+COMMENT_MAX = 65_536  # GitHub refuses a longer comment body
 HEADERS = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
 
 
@@ -81,6 +82,13 @@ class GitHubForge:
         body = {"state": forge_state("github", status.state), "context": status.context,
                 "description": status.description[:140], "target_url": status.target_url}  # fmt: skip
         self._http.json(access, "POST", _path(repo, "statuses", sha), body)
+
+    def comment(self, access: ForgeAccess, repo: str, number: int, body: str, comment_id: str | None) -> str:
+        sent = {"body": body[:COMMENT_MAX]}
+        if comment_id is None:
+            return str(self._http.json(access, "POST", _path(repo, "issues", str(number), "comments"), sent)["id"])
+        self._http.json(access, "PATCH", _path(repo, "issues", "comments", comment_id), sent)
+        return comment_id
 
 
 def _names(files: list[Any]) -> list[str]:

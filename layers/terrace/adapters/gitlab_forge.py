@@ -15,6 +15,7 @@ from terrace.adapters.httpx_outbound import Resolver, system_resolver
 from terrace.domain.destinations import Allowance
 
 PAGE = 100
+NOTE_MAX = 1_000_000  # GitLab's limit of a note's body
 
 
 def _path(repo: str, *rest: str, query: dict[str, Any] | None = None) -> str:
@@ -87,6 +88,13 @@ class GitLabForge:
         body = {"state": forge_state("gitlab", status.state), "name": status.context,
                 "description": status.description[:140], "target_url": status.target_url}  # fmt: skip
         self._http.json(access, "POST", _path(repo, "statuses", sha), body)
+
+    def comment(self, access: ForgeAccess, repo: str, number: int, body: str, comment_id: str | None) -> str:
+        sent = {"body": body[:NOTE_MAX]}
+        if comment_id is None:
+            return str(self._http.json(access, "POST", _path(repo, "merge_requests", str(number), "notes"), sent)["id"])
+        self._http.json(access, "PUT", _path(repo, "merge_requests", str(number), "notes", comment_id), sent)
+        return comment_id
 
 
 def _names(diffs: list[Any]) -> list[str]:

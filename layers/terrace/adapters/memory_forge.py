@@ -23,6 +23,7 @@ class MemoryRepository:
     statuses: list[tuple[str, CommitStatus]] = field(default_factory=list)
     pulls: dict[int, list[str]] = field(default_factory=dict)  # number -> changed files
     clone_url: str = ""  # where git clones it (a test's git http-backend), for `ingress-submodules`
+    comments: dict[str, tuple[int, str]] = field(default_factory=dict)  # id -> (pull request number, body)
 
 
 @dataclass
@@ -100,3 +101,15 @@ class MemoryForge:
     def set_status(self, access: ForgeAccess, repo: str, sha: str, status: CommitStatus) -> None:
         shown = replace(status, state=forge_state(access.kind, status.state))
         self._repo(access, repo, f"POST /repos/{repo}/statuses/{sha}").statuses.append((sha, shown))
+
+    def comment(self, access: ForgeAccess, repo: str, number: int, body: str, comment_id: str | None) -> str:
+        if comment_id is None:
+            found = self._repo(access, repo, f"POST /repos/{repo}/issues/{number}/comments")
+            comment_id = str(self._next_hook)
+            self._next_hook += 1
+        else:
+            found = self._repo(access, repo, f"PATCH /repos/{repo}/issues/comments/{comment_id}")
+            if comment_id not in found.comments:
+                raise ForgeError(f"{repo}: no comment {comment_id}", 404)
+        found.comments[comment_id] = (number, body)
+        return comment_id

@@ -15,6 +15,8 @@ SECRET_FIELDS = {
     "url_signing_secret": "url_signing_secret_arn",
     "oidc_client_secret": "oidc_client_secret_arn",
     "data_key": "data_key_arn",
+    "github_app_private_key": "github_app_private_key_arn",
+    "github_app_webhook_secret": "github_app_webhook_secret_arn",
 }
 
 

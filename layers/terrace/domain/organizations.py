@@ -66,6 +66,7 @@ UPDATABLE = (
     "assessments-enforced",
     "speculative-plan-management-enabled",
     "fork-pull-request-plans-enabled",
+    "speculative-plan-comments-enabled",
     "user-tokens-enabled",
 )
 
@@ -78,6 +79,8 @@ BOOLEAN_SETTINGS = {
     # requests from forks get a speculative plan (never a sensitive variable) only when the organization allows it
     "speculative-plan-management-enabled": True,
     "fork-pull-request-plans-enabled": False,
+    # a pull request's speculative plan ends with one comment on it, edited in place (services/vcs/comments.py)
+    "speculative-plan-comments-enabled": False,
     "user-tokens-enabled": True,  # users' API tokens reach the organization (`OrgView.user_tokens_enabled`)
 }
 

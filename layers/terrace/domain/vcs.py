@@ -182,6 +182,7 @@ IDENTIFIER_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}(/[A-Za-z0-9_.-]{1,100}){1,19
 BRANCH_MAX = 255
 TAGS_REGEX_MAX = 255
 VCS_REPO = "vcs-repo"  # in `Workspace.extra`: what the API shows (no secret)
+GHAIN_RE = re.compile(r"^ghain-[1-9][0-9]{0,18}$")  # a GitHub App installation (`services/vcs/github_app.py`)
 
 
 @dataclass(frozen=True)
@@ -191,6 +192,7 @@ class RepoRequest:
     oauth_token_id: str
     ingress_submodules: bool
     tags_regex: str | None
+    installation_id: str | None = None  # `ghain-…`: through the deployment's GitHub App (oauth_token_id is "")
 
 
 def _dots(identifier: str) -> bool:
@@ -206,10 +208,13 @@ def check_repo(raw: Any) -> RepoRequest:
     if not isinstance(identifier, str) or not IDENTIFIER_RE.match(identifier) or _dots(identifier):
         raise Invalid("vcs-repo identifier must be <owner>/<repository> (GitLab: <group>/.../<project>)",
                       pointer=f"{base}/identifier")  # fmt: skip
-    token = raw.get("oauth-token-id")
-    if raw.get("github-app-installation-id"):
-        raise Invalid("GitHub App installations are not configured here: use oauth-token-id", pointer=base)
-    if not isinstance(token, str) or not token:
+    token, installation = raw.get("oauth-token-id") or "", raw.get("github-app-installation-id") or None
+    if installation is not None and (not isinstance(installation, str) or not GHAIN_RE.match(installation)):
+        raise Invalid("vcs-repo github-app-installation-id must be a ghain- id",
+                      pointer=f"{base}/github-app-installation-id")  # fmt: skip
+    if installation is not None and token:
+        raise Invalid("vcs-repo takes oauth-token-id or github-app-installation-id, not both", pointer=base)
+    if installation is None and (not isinstance(token, str) or not token):
         raise Invalid("vcs-repo oauth-token-id is required", pointer=f"{base}/oauth-token-id")
     branch = raw.get("branch") or ""
     if not isinstance(branch, str) or len(branch) > BRANCH_MAX or any(c in branch for c in " ~^:?*[\\\x00"):
@@ -227,4 +232,4 @@ def check_repo(raw: Any) -> RepoRequest:
             raise Invalid(
                 f"vcs-repo tags-regex is not a regular expression: {exc}", pointer=f"{base}/tags-regex"
             ) from exc
-    return RepoRequest(identifier, branch, token, submodules, tags)
+    return RepoRequest(identifier, branch, str(token), submodules, tags, installation)

@@ -45,6 +45,8 @@ API_ROUTERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("oauth", "router", ("/oauth/token",)),
     ("oauth_clients", "router", (ORGS, "/api/v2/oauth-clients/", "/api/v2/oauth-tokens/")),
     ("vcs_webhooks", "router", ("/api/vcs/webhooks/",)),
+    ("vcs_app_webhooks", "router", ("/api/vcs/github-app/",)),
+    ("github_app", "router", ("/api/v2/github-app/",)),
     ("retention", "router", (ORGS, WORKSPACES)),
     ("agent_pools", "router", ("/api/v2/agent-pools/", "/api/v2/agents/", ORGS)),
     ("workload_identity", "router", ("/.well-known/jwks", "/.well-known/openid-configuration")),

@@ -142,6 +142,7 @@ def include_ui(app: FastAPI | APIRouter) -> None:
     from terrace.web.ui import tokens as ui_tokens
     from terrace.web.ui import variables as ui_variables
     from terrace.web.ui import varsets as ui_varsets
+    from terrace.web.ui import vcs_providers as ui_vcs_providers
     from terrace.web.ui import version_control as ui_version_control
     from terrace.web.ui import workspaces as ui_workspaces
 
@@ -156,6 +157,7 @@ def include_ui(app: FastAPI | APIRouter) -> None:
         ui_explorer,
         ui_settings,
         ui_version_control,
+        ui_vcs_providers,
         ui_run_triggers,
         ui_terraform_login,
         ui_oidc,

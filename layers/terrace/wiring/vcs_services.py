@@ -13,6 +13,7 @@ from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.events import EventPublisher
 from terrace.adapters.forge import Forge
 from terrace.adapters.repository_clone import RepositoryClone
+from terrace.adapters.github_app import GitHubApp
 from terrace.adapters.table import Table
 from terrace.config import Settings
 
@@ -26,7 +27,9 @@ if TYPE_CHECKING:
     from terrace.services.runs.runs import RunService
     from terrace.services.runs.store import RunStore
     from terrace.services.vcs.commit_files import CommitFiles
+    from terrace.services.vcs.app_webhooks import AppWebhookIngress
     from terrace.services.vcs.connections import RepositoryConnections
+    from terrace.services.vcs.github_app import GitHubAppInstallations
     from terrace.services.vcs.ingress import VcsIngress
     from terrace.services.vcs.oauth_clients import OAuthClientService
     from terrace.services.vcs.statuses import CommitStatuses
@@ -43,6 +46,7 @@ class VcsServices:
     encryptor: Encryptor
     forge: Forge
     repository_clone: RepositoryClone | None
+    github_app: GitHubApp | None
     publisher: EventPublisher
     # from the other areas
     organizations: OrganizationService
@@ -73,7 +77,23 @@ class VcsServices:
         from terrace.services.vcs.connections import RepositoryConnections
 
         return RepositoryConnections(self.vcs_store, self.encryptor, self.forge, self.organizations,
-                                     self.oauth_clients, self.settings.public_url, self.publisher.publish)  # fmt: skip
+                                     self.oauth_clients, self.settings.public_url,
+                                     self.github_app_installations, self.publisher.publish)  # fmt: skip
+
+    @cached_property
+    def github_app_installations(self) -> GitHubAppInstallations:
+        """The deployment's GitHub App installations, each usable by the organizations the settings name."""
+        from terrace.services.vcs.github_app import GitHubAppInstallations
+
+        return GitHubAppInstallations(self.github_app, self.settings.github_app_installations, self.organizations)
+
+    @cached_property
+    def vcs_app_webhooks(self) -> AppWebhookIngress:
+        """The GitHub App's deliveries: verified with its secret, routed to the workspaces they name."""
+        from terrace.services.vcs.app_webhooks import AppWebhookIngress
+
+        secret = self.settings.github_app_webhook_secret if self.github_app is not None else ""
+        return AppWebhookIngress(self.vcs_store, secret, self.publisher.publish)
 
     @cached_property
     def vcs_webhooks(self) -> WebhookIngress:
@@ -101,10 +121,12 @@ class VcsServices:
 
     @cached_property
     def commit_statuses(self) -> CommitStatuses:
+        from terrace.services.vcs.comments import PlanComments
         from terrace.services.vcs.statuses import CommitStatuses
 
         return CommitStatuses(self.repository_connections, self.forge, self.workspaces, self.configuration_versions,
-                              self.run_store.load, self.settings.public_url)  # fmt: skip
+                              self.run_store.load, self.settings.public_url,
+                              PlanComments(self.vcs_store, self.forge))  # fmt: skip
 
     def subscribe_vcs(self, events: EventService) -> None:
         from terrace.services.vcs.connections import CONNECTED

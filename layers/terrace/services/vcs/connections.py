@@ -4,7 +4,10 @@ encrypted beside the workspace
 (`Connection`, with the forge's kind); disconnecting (`vcs-repo: null`, another repository, deleting the workspace)
 deletes the hook. The workspace keeps what the API shows of it
 (`Workspace.extra["vcs-repo"]`, no secret); the workspace service calls this through its `RepositoryLink` port, the
-policy set service through its `OwnerLink` (`services/workspaces/repository_link.py`), keyed by the owner's id."""
+policy set service through its `OwnerLink` (`services/workspaces/repository_link.py`), keyed by the owner's id.
+A workspace's repository reached through the deployment's GitHub App (`github-app-installation-id`, `github_app.py`)
+gets no hook of its own: the App's one webhook delivers its pushes and pull requests (`app_webhooks.py`), and its
+forge calls use an installation token of that repository only."""
 
 from __future__ import annotations
 
@@ -22,6 +25,8 @@ from terrace.domain.vcs import OAuthClient, OAuthToken
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
+from terrace.services.vcs.github_app import PREFIX as GHAIN
+from terrace.services.vcs.github_app import GitHubAppInstallations
 from terrace.services.vcs.oauth_clients import OAuthClientService
 from terrace.services.vcs.store import Connection, VcsStore
 
@@ -39,9 +44,10 @@ class RepositoryConnections:
         organizations: OrganizationService,
         oauth_clients: OAuthClientService,
         public_url: str,
+        github_app: GitHubAppInstallations,
         publish: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
-        self._store, self._encryptor, self._forge = store, encryptor, forge
+        self._store, self._encryptor, self._forge, self._app = store, encryptor, forge, github_app
         self._orgs, self._clients, self._public_url = organizations, oauth_clients, public_url.rstrip("/")
         self._publish = publish
 
@@ -58,8 +64,13 @@ class RepositoryConnections:
         if raw is None or raw == {}:  # an empty object names no repository, as null does
             self.release(owner_id)
             return None
-        request = model.check_repo(raw)
+        request = model.check_repo(_merged(raw, current))
         self._orgs.get_by_key(principal, organization, Action.READ_VCS)
+        if request.installation_id is not None:
+            if not owner_id.startswith("ws-"):  # the App's webhook delivers to workspaces only
+                raise Invalid("a policy set or a registry module connects through an OAuth token",
+                              pointer="/data/attributes/vcs-repo/github-app-installation-id")  # fmt: skip
+            return self._connect_app(organization, owner_id, request, current)
         found = self._clients.usable_token(organization, request.oauth_token_id)
         if found is None:
             raise NotFound(f"oauth token {request.oauth_token_id} not found")
@@ -99,6 +110,45 @@ class RepositoryConnections:
         if self._publish is not None:
             self._publish({"type": CONNECTED, "owner_id": owner_id})
 
+    def _connect_app(
+        self, organization: str, owner_id: str, request: model.RepoRequest, current: Any
+    ) -> dict[str, Any]:
+        ghain = str(request.installation_id)
+        if request.identifier.count("/") != 1:
+            raise Invalid("vcs-repo identifier must be <owner>/<repository> on GitHub",
+                          pointer="/data/attributes/vcs-repo/identifier")  # fmt: skip
+        installation = self._app.usable(organization, ghain)  # NotFound: not this organization's to use
+        kept = self._store.connection(owner_id)
+        if kept is None or (kept.identifier, kept.token_id) != (request.identifier, ghain):
+            try:
+                access = self._app.access(organization, ghain, request.identifier)
+                html_url = self._forge.repository(access, request.identifier).html_url
+            except ForgeError as exc:
+                raise Invalid(f"the repository {request.identifier} cannot be connected through the GitHub App "
+                              f"installation of {installation.account}: {exc.detail}",
+                              pointer="/data/attributes/vcs-repo/identifier") from exc  # fmt: skip
+            self.release(owner_id)
+            self._store.put_connection(
+                Connection(owner_id, organization, ghain, request.identifier, "", "", kind="github")
+            )
+        else:
+            html_url = (current or {}).get("repository-http-url", "")
+        return {"identifier": request.identifier, "display-identifier": request.identifier, "branch": request.branch,
+                "oauth-token-id": None, "github-app-installation-id": ghain,
+                "ingress-submodules": request.ingress_submodules, "tags-regex": request.tags_regex,
+                "repository-http-url": html_url, "service-provider": "github", "webhook-url": None}  # fmt: skip
+
+    def choices(self, principal: Principal, org_key: str) -> list[tuple[str, str]]:
+        """What a workspace of the organization may connect through, for a form: (OAuth token or `ghain-` id,
+        label), the tokens of GitHub-shaped and GitLab clients first, then the GitHub App's usable installations."""
+        org = self._orgs.get_by_key(principal, org_key, Action.READ_VCS)
+        tokens = [(token_id, f"{c.display_name}{' · ' + c.name if c.name else ''} ({token_id})")
+                  for c in self._clients.list(principal, org.name) if c.service_provider in model.DRIVEN
+                  for token_id in c.token_ids]  # fmt: skip
+        apps = [(f"{GHAIN}{i.id}", f"GitHub App · {i.account} ({GHAIN}{i.id})") for i in self._app.list(principal)
+                if self._app.may_use(org.name, i)]  # fmt: skip
+        return tokens + apps
+
     def disconnect(self, ws: Workspace) -> None:
         self.release(ws.id)
 
@@ -107,7 +157,9 @@ class RepositoryConnections:
         kept = self._store.connection(workspace_id)
         if kept is None:
             return
-        found = self._clients.usable_token(kept.organization, kept.token_id)
+        found = (
+            None if kept.token_id.startswith(GHAIN) else self._clients.usable_token(kept.organization, kept.token_id)
+        )
         if found is not None:
             access = _access(found[0], self._clients.credential(found[1]))
             try:
@@ -128,11 +180,19 @@ class RepositoryConnections:
     def secret(self, connection: Connection) -> str:
         return self._encryptor.decrypt(connection.secret, _context(connection.organization, connection.workspace_id))
 
-    def access(self, connection: Connection) -> tuple[OAuthClient, ForgeAccess] | None:
+    def access(self, connection: Connection) -> tuple[str, ForgeAccess] | None:
+        """The connection's service provider and forge access (None: its token or installation is gone)."""
+        if connection.token_id.startswith(GHAIN):
+            try:
+                return "github", self._app.access(connection.organization, connection.token_id, connection.identifier)
+            except (NotFound, ForgeError) as exc:
+                log.warning("workspace %s: GitHub App installation %s not usable: %s", connection.workspace_id,
+                            connection.token_id, getattr(exc, "detail", exc))  # fmt: skip
+                return None
         found = self._clients.usable_token(connection.organization, connection.token_id)
         if found is None:
             return None
-        return found[0], _access(found[0], self._clients.credential(found[1]))
+        return found[0].service_provider, _access(found[0], self._clients.credential(found[1]))
 
     def connection(self, workspace_id: str) -> Connection | None:
         return self._store.connection(workspace_id)
@@ -140,6 +200,21 @@ class RepositoryConnections:
 
 def _context(organization: str, owner_id: str) -> dict[str, str]:
     return {"organization": organization, "vcs-connection": owner_id}
+
+
+_KEPT = ("identifier", "branch", "ingress-submodules", "tags-regex")
+_THROUGH = ("oauth-token-id", "github-app-installation-id")
+
+
+def _merged(raw: Any, current: Any) -> Any:
+    """A partial `vcs-repo` of an update (HCP's: `{"tags-regex": ...}` alone) over the connected repository: what
+    it leaves out is kept; naming a token or an installation replaces the other."""
+    if not isinstance(raw, dict) or not isinstance(current, dict):
+        return raw
+    kept = {k: current[k] for k in _KEPT if k in current}
+    if not any(raw.get(k) for k in _THROUGH):
+        kept.update({k: current[k] for k in _THROUGH if current.get(k)})
+    return {**kept, **raw}
 
 
 def _access(client: OAuthClient, credential: str) -> ForgeAccess:

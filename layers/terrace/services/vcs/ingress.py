@@ -66,12 +66,12 @@ class VcsIngress:
         if connection is None or found is None:
             log.info("workspace %s: delivery %s: no usable repository connection", ws.id, event.get("delivery"))
             return None
-        client, access = found
+        provider, access = found
         try:
             if event.get("event") == "push":
-                return self._push(ws, connection.identifier, access, client.service_provider, event)
+                return self._push(ws, connection.identifier, access, provider, event)
             if event.get("event") == "pull_request":
-                return self._pull_request(ws, connection.identifier, access, client.service_provider, event)
+                return self._pull_request(ws, connection.identifier, access, provider, event)
         except (ForgeError, TerraceError) as exc:
             log.warning("workspace %s: delivery %s: no run: %s", ws.id, event.get("delivery"), exc.detail)
         return None

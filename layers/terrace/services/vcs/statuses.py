@@ -5,7 +5,8 @@ commit reports on that commit as `Terrace/<organization>/<workspace>` (`POST /re
 waiting for confirmation), `failure` (errored; GitLab's `failed`) or `error` (canceled, discarded; GitLab's
 `canceled`), with a link to the run's page (a pull request's plan names its pull request too: Azure DevOps shows
 the pull request's own status). Only a change of what the forge
-shows is sent; a forge that fails is logged (the run goes on)."""
+shows is sent; a forge that fails is logged (the run goes on). A pull request's plan then writes its comment
+(`comments.py`) when the organization wants one."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from terrace.domain import runs as rs
 from terrace.domain.errors import NotFound
 from terrace.domain.runs import Run
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
+from terrace.services.vcs.comments import PlanComments, body
 from terrace.services.vcs.connections import RepositoryConnections
 from terrace.services.workspaces.workspaces import WorkspaceService
 
@@ -50,8 +52,9 @@ class CommitStatuses:
         configuration_versions: ConfigurationVersionService,
         load_run: Callable[[str], Run],
         public_url: str,
+        comments: PlanComments,
     ) -> None:
-        self._connections, self._forge, self._workspaces = connections, forge, workspaces
+        self._connections, self._forge, self._workspaces, self._comments = connections, forge, workspaces, comments
         self._cvs, self._load_run, self._public_url = configuration_versions, load_run, public_url.rstrip("/")
 
     def on_run_status(self, event: dict[str, Any]) -> None:
@@ -79,6 +82,10 @@ class CommitStatuses:
             self._forge.set_status(found[1], connection.identifier, str(sha), status)
         except ForgeError as exc:
             log.warning("run %s: commit status %s of %s not set: %s", run.id, now[0], sha, exc.detail)
+        ingress = cv.ingress or {}
+        if self._comments.wanted(org.settings, ingress, now[0]):
+            text = body(status.context, run, now, str(sha), status.target_url)
+            self._comments.write(found[1], ws.id, connection.identifier, int(ingress["pull-request-number"]), text)
 
 
 def _number(value: object) -> int | None:

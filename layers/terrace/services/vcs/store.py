@@ -14,11 +14,17 @@ from terrace.domain.vcs import OAuthClient, OAuthToken
 
 CLIENT, TOKEN, CONNECTION, DELIVERY = "oauth-client", "oauth-token", "vcs-connection", "vcs-delivery"
 OWNERS = ("ws", "polset", "mod")  # what may own a repository connection: workspaces, policy sets, registry modules
+COMMENT = "vcs-comment#"  # + a pull request's number: the workspace's comment on it (`comments.py`)
 DELIVERY_KEPT_S = 7 * 24 * 3600  # a delivery id is remembered this long (GitHub redelivers within days)
+COMMENT_KEPT_S = 90 * 24 * 3600  # a pull request's comment is edited in place this long after its last plan
 
 
 def _clients(org_key: str) -> str:
     return f"org#{org_key}#oauth-clients"
+
+
+def _app_repo(ghain_id: str, identifier: str) -> str:
+    return f"ghain#{ghain_id}#{identifier.lower()}#vcs-connections"
 
 
 def _tokens(client_id: str) -> str:
@@ -163,9 +169,18 @@ class VcsStore:
                           item["secret"], int(item["version"]), str(item.get("kind") or "github"))  # fmt: skip
 
     def put_connection(self, c: Connection) -> None:
-        self._table.put({"pk": c.workspace_id, "sk": CONNECTION, "organization": c.organization,
-                         "token_id": c.token_id, "identifier": c.identifier, "hook_id": c.hook_id,
-                         "secret": c.secret, "version": c.version, "kind": c.kind})  # fmt: skip
+        item = {"pk": c.workspace_id, "sk": CONNECTION, "organization": c.organization, "token_id": c.token_id,
+                "identifier": c.identifier, "hook_id": c.hook_id, "secret": c.secret, "version": c.version,
+                "kind": c.kind}  # fmt: skip
+        if c.token_id.startswith("ghain-"):  # found again by the App's deliveries: installation and repository
+            item.update(gsi1pk=_app_repo(c.token_id, c.identifier), gsi1sk=c.workspace_id)
+        self._table.put(item)
+
+    def app_connections(self, ghain_id: str, identifier: str) -> list[Connection]:
+        """The workspaces connected to `identifier` through the GitHub App installation `ghain_id`."""
+        found = [self.connection(str(item["pk"])) for item in self._table.query(_app_repo(ghain_id, identifier),
+                 index="gsi1")]  # fmt: skip
+        return [c for c in found if c is not None]
 
     def delete_connection(self, workspace_id: str) -> None:
         self._table.delete(workspace_id, CONNECTION)
@@ -178,6 +193,15 @@ class VcsStore:
         except ConditionFailed:
             return False
         return True
+
+    def comment_id(self, workspace_id: str, number: int) -> str | None:
+        """The id of the workspace's comment on pull request `number` (None: none yet)."""
+        item = self._table.get(workspace_id, f"{COMMENT}{number}") if looks_like(workspace_id, "ws") else None
+        return str(item["comment_id"]) if item else None
+
+    def put_comment_id(self, workspace_id: str, number: int, comment_id: str, now_s: int) -> None:
+        self._table.put({"pk": workspace_id, "sk": f"{COMMENT}{number}", "comment_id": comment_id,
+                         "expires_at": now_s + COMMENT_KEPT_S})  # fmt: skip
 
     def delete_all_of(self, *, organization: str) -> None:
         for client in self.clients_of(organization):

@@ -70,8 +70,8 @@ class WebhookIngress:
         """`queued`, `pong` or `ignored`; Unauthenticated for a missing or wrong signature, Conflict for a delivery
         seen before. `headers` by lower-case name."""
         connection = self._connections.connection(workspace_id)
-        if connection is None:
-            raise NotFound(f"no repository is connected to workspace {workspace_id}")
+        if connection is None or not connection.secret:  # through the GitHub App: its own webhook delivers
+            raise NotFound(f"no repository webhook of workspace {workspace_id}")
         self._verify(connection, headers, body)
         kind = connection.kind if connection.kind in EVENT_HEADERS else "github"
         event_names, delivery_names = EVENT_HEADERS[kind], DELIVERY_HEADERS[kind]
@@ -115,6 +115,20 @@ class WebhookIngress:
 def _payload_id(payload: Any) -> str:
     value = vcs_events._get(payload, "id")
     return value if isinstance(value, str) else ""
+
+
+def github_change(event: str, payload: Any, identifier: str) -> dict[str, Any] | None:
+    """What a GitHub-shaped delivery names for a repository `identifier` (the App's deliveries too)."""
+    return _event(event, payload, identifier)
+
+
+def _event(event: str, payload: Any, identifier: str) -> dict[str, Any] | None:
+    """What names the change, for the event; None when it starts nothing (another repository, another event)."""
+    if event == "push":
+        return _push(vcs_events.read_push(payload), identifier)
+    if event == "pull_request":
+        return _pull_request(vcs_events.read_pull_request(payload), identifier)
+    return None
 
 
 def _read(kind: str, event: str, payload: Any, identifier: str) -> list[dict[str, Any]]:

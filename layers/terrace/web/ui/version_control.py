@@ -1,8 +1,8 @@
 """A workspace's repository on its settings page (Settings → Version control): connect it through one of the
-organization's OAuth tokens (a GitHub-shaped, GitLab, Bitbucket or Azure DevOps provider), the repository's
-identifier, its branch, the working directory, trigger patterns and the tags regex; disconnect it. The same service
-call as the API's `PATCH /workspaces/:id` with `vcs-repo` (the webhook is registered or deleted there:
-`services/vcs/connections.py`)."""
+organization's OAuth tokens (a GitHub-shaped, GitLab, Bitbucket or Azure DevOps provider) or an installation of the
+deployment's GitHub App the organization may use, the repository's identifier, its branch, the working directory,
+trigger patterns and the tags regex; disconnect it. The same service call as the API's `PATCH /workspaces/:id` with
+`vcs-repo` (the webhook is registered or deleted there: `services/vcs/connections.py`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse
 
 from terrace.domain import errors
-from terrace.domain.vcs import DRIVEN, VCS_REPO
+from terrace.domain.vcs import VCS_REPO
 from terrace.web.deps import ContainerDep
 from terrace.web.errors import status_of
 from terrace.web.ui.session import CheckedFormDep, SessionDep, field_of, render
@@ -26,7 +26,7 @@ def _form_of(ws: Any) -> dict[str, str]:
     repo = ws.extra.get(VCS_REPO) or {}
     patterns = ws.extra.get("trigger-patterns")
     return {
-        "oauth_token_id": str(repo.get("oauth-token-id") or ""),
+        "oauth_token_id": str(repo.get("oauth-token-id") or repo.get("github-app-installation-id") or ""),
         "identifier": str(repo.get("identifier") or ""),
         "branch": str(repo.get("branch") or ""),
         "tags_regex": str(repo.get("tags-regex") or ""),
@@ -37,9 +37,7 @@ def _form_of(ws: Any) -> dict[str, str]:
 
 def _page(request: Request, container: Any, session: Any, organization: str, ws: Any, status: int = 200,
           **extra: Any) -> Any:  # fmt: skip
-    clients = container.oauth_clients.list(session.principal, organization)
-    tokens = [(token_id, f"{c.display_name}{' · ' + c.name if c.name else ''} ({token_id})")
-              for c in clients if c.service_provider in DRIVEN for token_id in c.token_ids]  # fmt: skip
+    tokens = container.repository_connections.choices(session.principal, ws.organization)
     extra.setdefault("form", _form_of(ws))
     return render(request, "version_control.html", session, status=status, organization=organization, ws=ws,
                   repo=ws.extra.get(VCS_REPO), tokens=tokens, **extra)  # fmt: skip
@@ -59,8 +57,9 @@ def connect(
 ) -> Any:
     ws = container.workspaces.get_by_name(session.principal, organization, name)
     patterns = [line.strip() for line in form.get("trigger_patterns", "").splitlines() if line.strip()]
-    repo = {"identifier": form.get("identifier", "").strip(), "oauth-token-id": form.get("oauth_token_id", ""),
-            "branch": form.get("branch", "").strip(),
+    through = form.get("oauth_token_id", "")
+    via = "github-app-installation-id" if through.startswith("ghain-") else "oauth-token-id"  # a GitHub App's
+    repo = {"identifier": form.get("identifier", "").strip(), via: through, "branch": form.get("branch", "").strip(),
             "tags-regex": form.get("tags_regex", "").strip() or None}  # fmt: skip
     attributes = {"vcs-repo": repo, "working-directory": form.get("working_directory", "").strip(),
                   "trigger-patterns": patterns[:PATTERNS_MAX]}  # fmt: skip
