@@ -147,6 +147,10 @@ class AzureDevOpsForge:
         if status.pull_request is not None:  # the pull request's page shows its own statuses, not its commits'
             self._http.json(access, "POST", _path(repo, "pullRequests", str(status.pull_request), "statuses"), body)
 
+    def comment(self, access: ForgeAccess, repo: str, number: int, body: str, comment_id: str | None) -> str:
+        """Pull request plan comments are GitHub's and GitLab's only so far: the status still reports the plan."""
+        raise ForgeError("pull request comments are not written on Azure DevOps yet")
+
 
 def _file(change: Any) -> bool:
     item = change.get("item") if isinstance(change, dict) else None

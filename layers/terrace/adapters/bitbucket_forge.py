@@ -114,6 +114,10 @@ class BitbucketForge:
                 "name": status.context, "url": status.target_url, "description": status.description[:255]}  # fmt: skip
         self._http.json(access, "POST", _path(repo, "commit", sha, "statuses", "build"), body)
 
+    def comment(self, access: ForgeAccess, repo: str, number: int, body: str, comment_id: str | None) -> str:
+        """Pull request plan comments are GitHub's and GitLab's only so far: the status still reports the plan."""
+        raise ForgeError("pull request comments are not written on Bitbucket Cloud yet")
+
 
 def _names(values: list[Any]) -> list[str]:
     names: list[str] = []

@@ -112,6 +112,10 @@ class BitbucketServerForge:
                 "name": status.context, "url": status.target_url, "description": status.description[:255]}  # fmt: skip
         self._http.json(_access(access), "POST", f"/rest/build-status/1.0/commits/{quote(sha, safe='')}", body)
 
+    def comment(self, access: ForgeAccess, repo: str, number: int, body: str, comment_id: str | None) -> str:
+        """Pull request plan comments are GitHub's and GitLab's only so far: the status still reports the plan."""
+        raise ForgeError("pull request comments are not written on Bitbucket Data Center yet")
+
 
 def _names(values: list[Any]) -> list[str]:
     names: list[str] = []

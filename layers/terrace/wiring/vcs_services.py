@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.events import EventPublisher
 from terrace.adapters.forge import Forge
-from terrace.adapters.repository_clone import RepositoryClone
 from terrace.adapters.github_app import GitHubApp
+from terrace.adapters.repository_clone import RepositoryClone
 from terrace.adapters.table import Table
 from terrace.config import Settings
 
@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from terrace.services.runs.configuration_versions import ConfigurationVersionService
     from terrace.services.runs.runs import RunService
     from terrace.services.runs.store import RunStore
-    from terrace.services.vcs.commit_files import CommitFiles
     from terrace.services.vcs.app_webhooks import AppWebhookIngress
+    from terrace.services.vcs.commit_files import CommitFiles
     from terrace.services.vcs.connections import RepositoryConnections
     from terrace.services.vcs.github_app import GitHubAppInstallations
     from terrace.services.vcs.ingress import VcsIngress

@@ -127,4 +127,4 @@ class ModuleSources:
         found = self._connections.access(connection) if connection is not None else None
         if connection is None or found is None:
             raise Invalid(f"module {module.address} has no usable repository connection")
-        return connection.identifier, found[1], found[0].service_provider
+        return connection.identifier, found[1], found[0]

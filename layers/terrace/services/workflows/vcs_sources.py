@@ -55,14 +55,14 @@ class PolicySetSources:
         if ps is None or not ps.vcs_repo or connection is None or found is None:
             log.info("policy set %s: %s: no usable repository connection", owner, event.get("type"))
             return None
-        client, access = found
+        provider, access = found
         repo = connection.identifier
         try:
             branch = str(ps.vcs_repo.get("branch") or "") or self._forge.repository(access, repo).default_branch
             if event.get("type") == CONNECTED:
-                return self._ingest(ps, repo, access, client.service_provider, branch, None)
+                return self._ingest(ps, repo, access, provider, branch, None)
             if event.get("type") == DELIVERY and event.get("event") == "push":
-                return self._push(ps, repo, access, client.service_provider, branch, event)
+                return self._push(ps, repo, access, provider, branch, event)
         except (ForgeError, TerraceError) as exc:
             log.warning("policy set %s: %s %s: no version: %s", owner, event.get("type"), event.get("delivery"),
                         exc.detail)  # fmt: skip
