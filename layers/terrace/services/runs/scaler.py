@@ -27,12 +27,10 @@ its plan back to be retried (`runner/hand_back.py`). An idle restricted runner s
 serves every lane. Which runner runs which phase is not known here: the running phases are counted against the
 runners that take every lane first (a plan may then get one runner too many, never one too few).
 
-Warm runners (`warm_runners`, `terrace:warmRunners`): with the room real demand leaves, every organization that had
-work within a day (`RunnerSlots.recent`) keeps that many idle runners alive, for teams that pay for instant starts.
-Runners serve one organization each, so there is no global pool that any organization could use; and warming
-every organization would bill the dormant ones too. The warm window (`warm_window_minutes`, `warm_window.py`) keeps
-one runner, of plans only, for W minutes after an organization's activity (`warm`: a workspace opened; `expect`; its
-demand); a plan such a runner takes still gets a runner that takes applies started for its apply.
+Warm runners, with the room real demand leaves (`warm_window.py`): `warm_runners` (`terrace:warmRunners`) keeps
+that many for every organization that had work within a day (`RunnerSlots.recent`); the warm window
+(`warm_window_minutes`) keeps one, of plans only, for W minutes after an organization's activity (`warm`: a
+workspace opened; `expect`; its demand). Runners serve one organization each: there is no pool any could use.
 """
 
 from __future__ import annotations
@@ -53,11 +51,11 @@ from terrace.domain import runs as rs
 from terrace.domain.ids import new_id
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.runner_enrollment import RUNNER_TOKEN_SUBJECT, RunnerEnrollments
+from terrace.services.runs import warm_window as ww
 from terrace.services.runs.lane_reads import read_lanes
 from terrace.services.runs.runner_slots import RunnerSlots
 from terrace.services.runs.runner_turns import take_turns
 from terrace.services.runs.store import RunStore
-from terrace.services.runs.warm_window import WARM_LANES, idle_runners, start_window_runners, take_restricted
 
 log = logging.getLogger("terrace.scaler")
 REVOKE_GRACE_S = 120  # a task just started may not be listed yet
@@ -189,7 +187,7 @@ class Scaler:
         if self._window_s:  # the organizations whose window opens (or moves on) now
             self._slots.open_windows(set(+demand) | opened, int(clock.epoch()) + self._window_s)
         live = Counter(runner.organization for runner in live_runners)
-        idle_any, restricted = idle_runners(running, live_runners)
+        idle_any, restricted = ww.idle_runners(running, live_runners)
         spot_lanes = set(getattr(self.launcher, "spot_lanes", ()))  # a launcher without Spot: none
         per_org = self._settings.max_runners_per_organization or self._settings.max_runners
         room = max(0, self._settings.max_runners - max(held, sum(live.values())))
@@ -198,7 +196,7 @@ class Scaler:
         blocked = 0  # phases left waiting for want of room
         for position, (org, lane) in enumerate(order):
             on_spot = lane in spot_lanes
-            if take_restricted(restricted, org, lane) and lane != "plan":
+            if ww.take_restricted(restricted, org, lane) and (lane != "plan" or room <= 0):
                 continue  # an idle runner of its lane will take it (a plan's apply needs one that takes applies)
             if idle_any[org] > 0:
                 idle_any[org] -= 1  # an idle runner of the organization will take it
@@ -220,11 +218,9 @@ class Scaler:
             room -= 1
         warm = self._keep_warm(room, live, started, per_org) if not blocked else {}
         window: dict[str, int] = {}
-        if self._window_s and not blocked:
-            begun = Counter(started) + Counter(warm)
-            window = start_window_runners(
-                self._slots.windows(), live, begun, room - sum(warm.values()), self._start_for_window
-            )
+        if self._window_s and not blocked:  # one runner per open window, with the room left
+            room, begun = room - sum(warm.values()), Counter(started) + Counter(warm)
+            window = ww.start_window_runners(self._slots.windows(), live, begun, room, self._start_for_window)
         if started or warm or window:
             log.info("started runners %s (warm %s, window %s) for demand %s (live %s)",
                      started, warm, window, dict(demand), dict(live))  # fmt: skip
@@ -255,19 +251,13 @@ class Scaler:
         """With the room real demand left: top every organization that had work within a day up to its warm
         runners (the most recently active first)."""
         wanted = min(self._settings.warm_runners, per_org)
-        warm: dict[str, int] = {}
         if wanted <= 0:
-            return warm
-        for org in self._slots.recent():
-            while room > 0 and live[org] + started.get(org, 0) + warm.get(org, 0) < wanted:
-                if not self._start(org, keep_warm=True):
-                    return warm
-                warm[org] = warm.get(org, 0) + 1
-                room -= 1
-        return warm
+            return {}
+        start = lambda org: self._start(org, keep_warm=True)  # noqa: E731
+        return ww.keep_warm_runners(self._slots.recent(), wanted, room, live, started, start)
 
     def _start_for_window(self, organization: str) -> bool | None:
-        return self._start(organization, lanes=WARM_LANES, warm_s=self._window_s)
+        return self._start(organization, lanes=ww.WARM_LANES, warm_s=self._window_s)
 
     def _start(
         self, organization: str, keep_warm: bool = False, lanes: tuple[str, ...] = (), warm_s: int = 0

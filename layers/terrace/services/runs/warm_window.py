@@ -117,6 +117,26 @@ def start_window_runners(
     return warm
 
 
+def keep_warm_runners(
+    recent: list[str],
+    wanted: int,
+    room: int,
+    live: Counter[str],
+    started: dict[str, int],
+    start: Callable[[str], Any],
+) -> dict[str, int]:
+    """`terrace:warmRunners` (a warm day, not a window): with `room` left by real demand, every organization of
+    `recent` (the most recently active first) topped up to `wanted` runners."""
+    warm: dict[str, int] = {}
+    for org in recent:
+        while room > 0 and live[org] + started.get(org, 0) + warm.get(org, 0) < wanted:
+            if not start(org):
+                return warm
+            warm[org] = warm.get(org, 0) + 1
+            room -= 1
+    return warm
+
+
 def idle_runners(
     running: Counter[str], live_runners: list[Any]
 ) -> tuple[Counter[str], dict[str, list[tuple[str, ...]]]]:
