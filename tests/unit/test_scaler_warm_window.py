@@ -159,7 +159,10 @@ def test_a_warm_runner_takes_plans_and_a_plan_still_gets_a_runner_for_its_apply(
     env.container.scheduler.finish(stored, stored.version, "discarded")
     env.create_run(env.upload_config())  # a plan to apply: its apply needs a runner that takes applies
     assert env.container.scaler.scale_once()["started"] == {"acme": 1}
-    assert sorted(t["tags"][LANES_TAG] for t in tasks(client)) == ["all", "plan,speculative"]
+    apply_runner, warm = sorted(tasks(client), key=lambda t: t["tags"][LANES_TAG])
+    assert (apply_runner["tags"][LANES_TAG], warm["tags"][LANES_TAG]) == ("all", "plan,speculative")
+    assert apply_runner["capacity"] == "FARGATE"  # an apply is never on Spot
+    assert apply_runner["env"]["TERRACE_RUNNER_IDLE_EXIT_S"] == str(warm_window.APPLY_WAIT_S)  # it waits for it
 
 
 def test_a_warm_runner_hands_a_plan_back_when_interrupted_and_keeps_no_folder_for_an_apply() -> None:

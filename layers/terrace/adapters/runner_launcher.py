@@ -29,8 +29,9 @@ class RunnerCredential:
     # the lanes whose jobs it takes (empty: every lane); a runner on interruptible capacity (Fargate Spot) takes
     # speculative plans only, which have no side effects and are simply retried when it is interrupted
     lanes: tuple[str, ...] = ()
-    # a runner of a warm window (`services/runs/warm_window.py`): exits after this many idle seconds and polls every
-    # WARM_POLL_S meanwhile; it takes plans only (`lanes`), so it may run on interruptible capacity (0: not one)
+    # a runner kept warm (`services/runs/warm_window.py`): exits after this many idle seconds and polls every
+    # WARM_POLL_S meanwhile (0: the launcher's usual idle exit and poll). A warm window's runner takes plans only
+    # (`lanes`), so it may run on interruptible capacity; one that takes every lane (an apply's) never does
     warm_s: int = 0
 
 

@@ -196,14 +196,16 @@ class Scaler:
         blocked = 0  # phases left waiting for want of room
         for position, (org, lane) in enumerate(order):
             on_spot = lane in spot_lanes
-            if ww.take_restricted(restricted, org, lane) and (lane != "plan" or room <= 0):
+            taken = ww.take_restricted(restricted, org, lane)
+            if taken and (lane != "plan" or room <= 0):
                 continue  # an idle runner of its lane will take it (a plan's apply needs one that takes applies)
             if idle_any[org] > 0:
                 idle_any[org] -= 1  # an idle runner of the organization will take it
                 continue
             if live[org] + started.get(org, 0) >= per_org:
                 continue  # its organization's own maximum: it waits for one of its runners
-            launched = self._start(org, lanes=(lane,) if on_spot and lane else ()) if room > 0 else None
+            wait_s = ww.APPLY_WAIT_S if taken else 0  # for the apply of a plan a warm runner took: it waits for it
+            launched = self._start(org, lanes=(lane,) if on_spot and lane else (), warm_s=wait_s) if room > 0 else None
             if launched is None:  # no room: stop taking from the lanes
                 blocked = len(order) - position
                 idle = idle_any + Counter({o: len(lanes) for o, lanes in restricted.items()})

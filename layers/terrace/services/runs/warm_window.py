@@ -20,7 +20,8 @@ organization's untrusted run must never serve another's, and an organization's r
 organization's runner start. It takes plans only (WARM_LANES: a plan, speculative or not, changes nothing, so an
 interruption hands it back: `runner/hand_back.py`), runs on FARGATE_SPOT (FARGATE when Spot has none), exits after
 W idle minutes (`TERRACE_RUNNER_IDLE_EXIT_S`) and polls every second meanwhile. The apply of a plan it took goes to a
-runner that takes applies, started when the plan was queued (`scaler.py`), so it is ready when the plan ends.
+runner that takes applies, on FARGATE, started when the plan was queued (`scaler.py`) and waiting APPLY_WAIT_S for it
+once up, so it is ready when the plan ends or is confirmed within that.
 A warm runner counts within `max_runners` and gives way to demand: with no room, the dispatcher retires idle
 runners of organizations with nothing queued, window or not.
 """
@@ -43,6 +44,9 @@ log = logging.getLogger("terrace.scaler")
 SIGNAL_EVERY_S = 60  # a process wakes the dispatcher for one organization's reads at most this often
 OPENERS = frozenset({PrincipalKind.USER, PrincipalKind.TEAM})  # people and their CLIs, CI pipelines' team tokens
 WARM_LANES = ("plan", "speculative")  # what a window's runner takes: plans, which an interruption may cut
+# the runner started for the apply of a plan a window's runner took waits this long for it (not the usual 10 s):
+# the plan, or the person confirming it, takes longer than that runner's start
+APPLY_WAIT_S = 120
 _MAX_TRACKED = 10_000  # organizations remembered for the once-a-minute rule before old entries are dropped
 _background: ThreadPoolExecutor | None = None
 _background_lock = threading.Lock()
