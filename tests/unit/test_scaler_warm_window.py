@@ -10,6 +10,7 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
+from policy_helpers import member
 from run_helpers import RunEnv, make_run_env
 from terrace.adapters.ecs_runner_launcher import LANES_TAG, ORG_TAG, EcsLauncher
 from terrace.domain import clock
@@ -118,16 +119,21 @@ def test_with_a_window_of_zero_a_read_starts_nothing(ecs: Ecs) -> None:
     assert env.container.scaler.scale_once()["window"] == {} and tasks(client) == []
 
 
-def test_only_people_and_teams_open_a_window_and_only_for_remote_execution(ecs: Ecs) -> None:
+def test_only_people_and_teams_who_may_run_open_a_window_and_only_for_remote_execution(ecs: Ecs) -> None:
     env, client = window_env(ecs)
     org_token = env.container.accounts.issue_token(PrincipalKind.ORGANIZATION, "acme", organization="acme").secret
     read_workspace(env, headers={**env.headers, "Authorization": f"Bearer {org_token}"})
     assert env.container.scaler.scale_once()["window"] == {}  # an organization token cannot start a run
+    reader = member(env, "rita", **{"read-workspaces": True})  # may read every workspace, queue no run
+    read_workspace(env, headers={**env.headers, "Authorization": f"Bearer {reader}"})
+    assert env.container.scaler.scale_once()["window"] == {}
+    read_workspace(env)  # a member who may run, within the minute of the reader's read: it opens the window
+    assert env.container.scaler.scale_once()["window"] == {"acme": 1}
     response = env.api("PATCH", "/organizations/globex/workspaces/app",
                        {"data": {"type": "workspaces", "attributes": {"execution-mode": "local"}}})  # fmt: skip
     assert response.status_code == 200, response.text
     read_workspace(env, "globex")  # its runs run on the laptop
-    assert env.container.scaler.scale_once()["window"] == {} and tasks(client) == []
+    assert env.container.scaler.scale_once()["window"] == {} and len(tasks(client)) == 1
 
 
 def test_a_warm_runner_counts_within_max_runners_and_gives_way_to_demand(
@@ -189,3 +195,26 @@ def test_on_aws_the_read_answers_before_the_scaler_is_invoked_and_signals_once_a
     while not kicks and clock.epoch() < deadline:
         release.wait(0.01)
     assert kicks == [{"warm": "acme"}] and late == []
+
+
+def test_on_aws_the_wake_is_an_async_invoke_of_the_scaler_naming_the_organization(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import json
+
+    from terrace.adapters import boto_session
+    from terrace.config import Settings
+    from terrace.wiring.aws_adapters import invoke_scaler
+
+    sent: list[dict[str, Any]] = []
+
+    class Session:
+        def client(self, *_args: Any, **_kwargs: Any) -> Any:
+            return self
+
+        def invoke(self, **kwargs: Any) -> None:
+            sent.append({**kwargs, "Payload": json.loads(kwargs["Payload"])})
+
+    monkeypatch.setattr(boto_session, "session", lambda _region: Session())
+    invoke_scaler(Settings(table_name="t", blob_bucket="b"), "terrace-scaler", warm="acme")
+    assert sent == [{"FunctionName": "terrace-scaler", "InvocationType": "Event", "Payload": {"warm": "acme"}}]

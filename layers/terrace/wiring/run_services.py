@@ -346,9 +346,10 @@ class RunServices:
         from terrace.services.runs.warm_window import WarmWindow
 
         minutes, mode = self.settings.warm_window_minutes, self.workspaces.execution_mode
+        may_queue = lambda principal, ws: self.workspaces.permissions(principal, ws)["can-queue-run"]  # noqa: E731
         if (kick := self.scaler_kick) is not None:
-            return WarmWindow(minutes, mode, lambda org: kick(warm=org), background=True)
-        return WarmWindow(minutes, mode, lambda org: self.scaler.warm(org))
+            return WarmWindow(minutes, mode, may_queue, lambda org: kick(warm=org), background=True)
+        return WarmWindow(minutes, mode, may_queue, lambda org: self.scaler.warm(org))
 
     @cached_property
     def runner_slots(self) -> RunnerSlots:

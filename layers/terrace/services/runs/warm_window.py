@@ -2,16 +2,17 @@
 follows starts on a runner already polling instead of waiting 15-30 s for a Fargate task (docs/performance.md,
 "The first-run model and the warm-runner window").
 
-Activity is what precedes a run: a workspace opened by a person or a CLI (`terraform init` and `plan` read
-`GET /organizations/:org/workspaces/:name` first; the UI's workspace page), a configuration version created, a run
-queued or running. `WarmWindow.signal` is the API's side: after the read was allowed (the caller got the workspace
-through `WorkspaceService.open_by_name`, which checks its principal), a user's or a team's read of a remote-execution
-workspace wakes the dispatcher with the organization, at most once per organization per SIGNAL_EVERY_S in a
-process, and off the request's thread where waking is a call (AWS: an async invoke of the scaler Lambda), so the read
-answers as fast as without it. The dispatcher's side (`scaler.py`, with `start_window_runners`): the organizations
-signalled, expected or with demand have their window moved to now + W (`RunnerSlots.open_windows`, in the table, so
-every scaler Lambda sees it); with the room real demand left, each organization whose window is open and which has
-no runner at all gets one, never more, the latest window first.
+Activity is what precedes a run: a workspace opened by a person or a CLI (`terraform init` and `plan` read `GET
+/organizations/:org/workspaces/:name` first; the UI's workspace page), a configuration version created, a run queued or
+running. `WarmWindow.signal` is the API's side: after the read was allowed (the caller got the workspace through
+`WorkspaceService.open_by_name`, which checks its principal), the read of a remote-execution workspace by a user or a
+team who may queue its runs (a reader who may not cannot start the run the window waits for) wakes the dispatcher with
+the organization, at most once per organization per SIGNAL_EVERY_S in a process (a caller's reads are looked at once per
+SIGNAL_EVERY_S too), and off the request's thread where waking is a call (AWS: an async invoke of the scaler Lambda), so
+the read answers as fast as without it. The dispatcher's side (`scaler.py`, with `start_window_runners`): the
+organizations signalled, expected or with demand have their window moved to now + W (`RunnerSlots.open_windows`, in the
+table, so every scaler Lambda sees it); with the room real demand left, each organization whose window is open and which
+has no runner at all gets one, never more, the latest window first.
 
 A window's runner is an ordinary runner of its organization: enrolled with its own single-use code, bound to that
 organization, claiming only that organization's jobs through the runner API, holding no variable or secret until
@@ -65,15 +66,18 @@ class WarmWindow:
         self,
         window_minutes: int,
         execution_mode: Callable[[Workspace], str],
+        may_queue: Callable[[Principal, Workspace], bool],
         wake: Callable[[str], None],
         *,
         background: bool = False,
     ) -> None:
         self.window_s = window_minutes * 60
         self._execution_mode = execution_mode  # the workspace's own or its organization's default
+        self._may_queue = may_queue  # the caller may queue a run of it (the Authorizer's decision)
         # background: the check and `wake` run off the caller's thread (a table read, a call that takes a while)
         self._wake, self._background = wake, background
-        self._sent: dict[str, float] = {}
+        self._sent: dict[str, float] = {}  # organization -> when the dispatcher was last woken for it
+        self._checked: dict[tuple[str, str, str], float] = {}  # (organization, caller) -> when last looked at
         self._lock = threading.Lock()
 
     def signal(self, principal: Principal, ws: Workspace) -> None:
@@ -81,22 +85,34 @@ class WarmWindow:
         Never raises: a read must not fail for its signal."""
         if not self.window_s or principal.kind not in OPENERS:
             return
-        now = clock.epoch()
-        with self._lock:
-            if now - self._sent.get(ws.organization, float("-inf")) < SIGNAL_EVERY_S:
+        caller = (ws.organization, principal.kind.value, principal.subject_id)
+        with self._lock:  # the organization woken lately, or this caller looked at lately: nothing to do
+            if self._recent(self._sent, ws.organization) or self._recent(self._checked, caller):
                 return
-            if len(self._sent) >= _MAX_TRACKED:
-                self._sent = {org: at for org, at in self._sent.items() if now - at < SIGNAL_EVERY_S}
-            self._sent[ws.organization] = now
+            self._checked[caller] = clock.epoch()
         if self._background:
-            _in_background(lambda: self._wake_for(ws))
+            _in_background(lambda: self._wake_for(principal, ws))
         else:
-            self._wake_for(ws)
+            self._wake_for(principal, ws)
 
-    def _wake_for(self, ws: Workspace) -> None:
+    def _recent(self, seen: dict[Any, float], key: Any) -> bool:
+        """Whether `key` was recorded within SIGNAL_EVERY_S (old entries go once `seen` grows large)."""
+        now = clock.epoch()
+        if len(seen) >= _MAX_TRACKED:
+            for old in [k for k, at in seen.items() if now - at >= SIGNAL_EVERY_S]:
+                del seen[old]
+        return now - seen.get(key, float("-inf")) < SIGNAL_EVERY_S
+
+    def _wake_for(self, principal: Principal, ws: Workspace) -> None:
         try:
             if self._execution_mode(ws) in ("local", "agent"):
                 return  # its runs run on a laptop or an agent: no runner of ours to warm
+            if not self._may_queue(principal, ws):
+                return  # a reader who cannot start a run: nothing to warm for
+            with self._lock:
+                if self._recent(self._sent, ws.organization):
+                    return
+                self._sent[ws.organization] = clock.epoch()
             self._wake(ws.organization)
         except Exception:  # the next activity, a configuration version or the schedule still start a runner
             log.exception("could not wake the dispatcher for %s's warm window", ws.organization)
