@@ -12,6 +12,7 @@ import pytest
 from moto import mock_aws
 from policy_helpers import member
 from run_helpers import RunEnv, make_run_env
+from table_writes import spy_writes
 from terrace.adapters.ecs_runner_launcher import LANES_TAG, ORG_TAG, EcsLauncher
 from terrace.domain import clock
 from terrace.domain.principal import PrincipalKind
@@ -19,6 +20,7 @@ from terrace.runner.config import RunnerConfig
 from terrace.runner.hand_back import HandBackRunner
 from terrace.runner.main import build_runner
 from terrace.services.runs import runner_slots, warm_window
+from terrace.web.ui.session import COOKIE
 from test_runner_tenancy import _second_org
 
 Ecs = tuple[Any, str, list[str], list[str]]
@@ -218,3 +220,20 @@ def test_on_aws_the_wake_is_an_async_invoke_of_the_scaler_naming_the_organizatio
     monkeypatch.setattr(boto_session, "session", lambda _region: Session())
     invoke_scaler(Settings(table_name="t", blob_bucket="b"), "terrace-scaler", warm="acme")
     assert sent == [{"FunctionName": "terrace-scaler", "InvocationType": "Event", "Payload": {"warm": "acme"}}]
+
+
+def test_a_person_opening_the_workspace_page_opens_the_window_and_neither_read_writes(
+    ecs: Ecs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env, client = window_env(ecs)
+    cookie, _ = env.container.web_sessions.sign_in(env.headers["Authorization"].split()[1])
+    writes = spy_writes(env.container.table, monkeypatch)
+    env.container.scaler.wake.clear()
+    page = env.client.get("/app/acme/workspaces/app", cookies={COOKIE: cookie})
+    assert page.status_code == 200, page.text
+    assert env.container.scaler.wake.is_set()  # the page signalled
+    later(monkeypatch, warm_window.SIGNAL_EVERY_S + 1)
+    read_workspace(env)
+    assert writes == []  # the reads wake the dispatcher, which writes the window; they write nothing themselves
+    monkeypatch.undo()
+    assert env.container.scaler.scale_once()["window"] == {"acme": 1}
