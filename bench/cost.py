@@ -65,6 +65,7 @@ def idle_lines(r: Resources, idle: IdleProfile, run: RunProfile) -> list[Line]:
     polls = len(r.of("AWS::Lambda::EventSourceMapping")) * idle.event_source_long_polls_per_minute * MONTH_MINUTES
     lines.append(Line("SQS event source polling", polls * p["sqs_request"], 0, f"{polls:,.0f} long polls"))
     lines.extend(warm_lines(r, idle, run))
+    lines.extend(window_lines(r))
     return lines
 
 
@@ -97,6 +98,23 @@ def warm_lines(r: Resources, idle: IdleProfile, run: RunProfile) -> list[Line]:
         Line("Warm runners: Fargate (+ public IPv4)", warm * MONTH_HOURS * (fargate_hour(r) + ipv4), 0, note),
         Line("Warm runners: their polls", polls * per_poll, 0, f"{polls:,.0f} polls/month"),
     ]
+
+
+def window_lines(r: Resources) -> list[Line]:
+    """`terrace:warmWindowMinutes`: a runner of plans kept after each burst of activity. It costs nothing while no
+    one works, so it is a note beside the totals, priced by `bench.warm_window` (docs/performance.md)."""
+    from terrace.adapters.runner_launcher import WARM_POLL_S
+
+    from bench.warm_window import window_cost
+
+    minutes = int(scaler_env(r).get("TERRACE_WARM_WINDOW_MINUTES", 0)) if r.of("AWS::ECS::TaskDefinition") else 0
+    if minutes <= 0:
+        return []
+    vcpu, mem_gb, _ = r.task()
+    cost = window_cost(minutes, WARM_POLL_S, 220, vcpu, mem_gb, r.memory_gb(r.function("api")))
+    note = (f"${cost.per_window:.4f} a window of {minutes} min after activity, not in the totals: ten bursts a "
+            f"working day ${cost.month:.2f}/month")  # fmt: skip
+    return [Line("Warm window (per burst of activity)", 0, 0, note)]
 
 
 def speculative_line(r: Resources, run: RunProfile) -> str:
