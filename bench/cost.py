@@ -65,7 +65,6 @@ def idle_lines(r: Resources, idle: IdleProfile, run: RunProfile) -> list[Line]:
     polls = len(r.of("AWS::Lambda::EventSourceMapping")) * idle.event_source_long_polls_per_minute * MONTH_MINUTES
     lines.append(Line("SQS event source polling", polls * p["sqs_request"], 0, f"{polls:,.0f} long polls"))
     lines.extend(warm_lines(r, idle, run))
-    lines.extend(window_lines(r))
     return lines
 
 
@@ -100,7 +99,7 @@ def warm_lines(r: Resources, idle: IdleProfile, run: RunProfile) -> list[Line]:
     ]
 
 
-def window_lines(r: Resources) -> list[Line]:
+def window_line(r: Resources) -> str:
     """`terrace:warmWindowMinutes`: a runner of plans kept after each burst of activity. It costs nothing while no
     one works, so it is a note beside the totals, priced by `bench.warm_window` (docs/performance.md)."""
     from terrace.adapters.runner_launcher import WARM_POLL_S
@@ -109,12 +108,14 @@ def window_lines(r: Resources) -> list[Line]:
 
     minutes = int(scaler_env(r).get("TERRACE_WARM_WINDOW_MINUTES", 0)) if r.of("AWS::ECS::TaskDefinition") else 0
     if minutes <= 0:
-        return []
+        return ""
     vcpu, mem_gb, _ = r.task()
     cost = window_cost(minutes, WARM_POLL_S, 220, vcpu, mem_gb, r.memory_gb(r.function("api")))
-    note = (f"${cost.per_window:.4f} a window of {minutes} min after activity, not in the totals: ten bursts a "
-            f"working day ${cost.month:.2f}/month")  # fmt: skip
-    return [Line("Warm window (per burst of activity)", 0, 0, note)]
+    return (
+        f"The warm window (terrace:warmWindowMinutes={minutes}), not in the totals: ${cost.per_window:.4f} a window "
+        f"after a burst of activity (one runner of plans on Fargate Spot, its IPv4 and polls); ten bursts a working "
+        f"day ${cost.month:.2f}/month"
+    )
 
 
 def speculative_line(r: Resources, run: RunProfile) -> str:
@@ -252,6 +253,8 @@ def render(template: dict[str, Any], run: RunProfile = RunProfile(), idle: IdleP
     out.extend(profile_lines(template))
     if speculative := speculative_line(r, run):
         out.append(f"Runner time of {speculative}.")
+    if window := window_line(r):
+        out.append(f"{window}.")
     out.append("")
     out.append("Assumptions (bench/cost_catalog.py):")
     out.append("  a run: " + ", ".join(f"{k}={v}" for k, v in asdict(run).items()))
