@@ -237,3 +237,23 @@ def test_a_person_opening_the_workspace_page_opens_the_window_and_neither_read_w
     assert writes == []  # the reads wake the dispatcher, which writes the window; they write nothing themselves
     monkeypatch.undo()
     assert env.container.scaler.scale_once()["window"] == {"acme": 1}
+
+
+def test_a_runner_gone_within_the_window_is_replaced_and_none_starts_once_it_ended(
+    ecs: Ecs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env, client = window_env(ecs)
+    read_workspace(env)
+    assert env.container.scaler.scale_once()["window"] == {"acme": 1}
+
+    def runner_exits() -> None:  # a Spot interruption, or its idle exit
+        for arn in client.list_tasks(cluster="terrace", desiredStatus="RUNNING")["taskArns"]:
+            client.stop_task(cluster="terrace", task=arn, reason="gone")
+
+    runner_exits()
+    later(monkeypatch, 5 * 60)
+    assert env.container.scaler.scale_once()["window"] == {"acme": 1}  # the window is still open: a new one
+    runner_exits()
+    later(monkeypatch, 15 * 60 + 1)
+    assert env.container.runner_slots.windows() == []
+    assert env.container.scaler.scale_once()["window"] == {} and tasks(client) == []
