@@ -1,8 +1,8 @@
 """Where runner tasks run: a VPC (public subnets by default; `terrace:privateSubnets` puts runners in private subnets
-behind one NAT gateway), an ECS cluster with no service, and the Fargate task definition built from runner-
-container/. The scaler starts tasks with ecs:RunTask (also when a configuration version is created, before its run
-exists); idle tasks exit, except the warm ones (`terrace:warmRunners`, default 0, for each organization that had work
-within a day; `terrace:warmWindowMinutes`, default 15: one runner of plans, on Spot, for that long after an
+behind one NAT gateway), an ECS cluster with no service, and the Fargate task definition built from
+runner-container/. The scaler starts tasks with ecs:RunTask (also when a configuration version is created, before its
+run exists); idle tasks exit, except the warm ones (`terrace:warmRunners`, default 0, for each organization that had
+work within a day; `terrace:warmWindowMinutes`, default 15: one runner of plans, on Spot, for that long after an
 organization's activity, which exits by itself). The cluster has the FARGATE and FARGATE_SPOT capacity providers:
 speculative plans run on Spot (`terrace:speculativeOnSpot`, default true; the scaler falls back to FARGATE when Spot
 has no capacity). On stack deletion a custom resource stops the cluster's tasks first (functions/bootstrap), so `cdk
