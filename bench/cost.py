@@ -99,6 +99,25 @@ def warm_lines(r: Resources, idle: IdleProfile, run: RunProfile) -> list[Line]:
     ]
 
 
+def window_line(r: Resources) -> str:
+    """`terrace:warmWindowMinutes`: a runner of plans kept after each burst of activity. It costs nothing while no
+    one works, so it is a note beside the totals, priced by `bench.warm_window` (docs/performance.md)."""
+    from terrace.adapters.runner_launcher import WARM_POLL_S
+
+    from bench.warm_window import window_cost
+
+    minutes = int(scaler_env(r).get("TERRACE_WARM_WINDOW_MINUTES", 0)) if r.of("AWS::ECS::TaskDefinition") else 0
+    if minutes <= 0:
+        return ""
+    vcpu, mem_gb, _ = r.task()
+    cost = window_cost(minutes, WARM_POLL_S, 220, vcpu, mem_gb, r.memory_gb(r.function("api")))
+    return (
+        f"The warm window (terrace:warmWindowMinutes={minutes}), not in the totals: ${cost.per_window:.4f} a window "
+        f"after a burst of activity (one runner of plans on Fargate Spot, its IPv4 and polls); ten bursts a working "
+        f"day ${cost.month:.2f}/month"
+    )
+
+
 def speculative_line(r: Resources, run: RunProfile) -> str:
     """What a speculative plan's runner costs, on FARGATE_SPOT when the scaler runs that lane there."""
     if not r.of("AWS::ECS::TaskDefinition"):
@@ -234,6 +253,8 @@ def render(template: dict[str, Any], run: RunProfile = RunProfile(), idle: IdleP
     out.extend(profile_lines(template))
     if speculative := speculative_line(r, run):
         out.append(f"Runner time of {speculative}.")
+    if window := window_line(r):
+        out.append(f"{window}.")
     out.append("")
     out.append("Assumptions (bench/cost_catalog.py):")
     out.append("  a run: " + ", ".join(f"{k}={v}" for k, v in asdict(run).items()))

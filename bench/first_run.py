@@ -12,6 +12,13 @@ Each segment is measured here or cited with its source, and says which:
   here can measure, from the sources named in `CITED`.
 The api's answer and the scaler's invocation overlap the CLI's upload (the runner is started when the
 configuration version is created: `Scaler.expect`), so they count only where they exceed it.
+
+The warm window (`services/runs/warm_window.py`) adds a second path: `terraform init` reads the workspace, which
+starts a runner of plans for the organization; when the plan comes at least a runner's start later (CI pipelines run
+init, then plan; init downloads providers), the runner already polls every second (`WARM_POLL_S`). Measured here: the
+read that signals (with and without the window, the signal's wake a slow call as an invoke is on AWS), the tick that
+starts the window's runner on moto's ECS; the rest is cited or set. `window_cost` prices a window with
+`bench.cost_catalog`'s list prices.
 """
 
 from __future__ import annotations
@@ -81,9 +88,10 @@ def runner_start_s(repeat: int = 3) -> float:
     return statistics.median(times)
 
 
-def scaler_tick_s(repeat: int = 3) -> float:
-    """Median seconds of the scaler's tick that starts an expected organization's runner: its table work in memory,
-    `ListTasks` and `RunTask` on moto's ECS (in this process)."""
+def scaler_tick_s(repeat: int = 3, window: bool = False) -> float:
+    """Median seconds of the scaler's tick that starts an expected organization's runner (`window`: a warm window's
+    runner for an organization whose workspace was opened): its table work in memory, `ListTasks` and `RunTask` on
+    moto's ECS (in this process)."""
     import boto3
     from moto import mock_aws
     from terrace.adapters.ecs_runner_launcher import EcsLauncher
@@ -103,15 +111,53 @@ def scaler_tick_s(repeat: int = 3) -> float:
             memory="2048", containerDefinitions=[{"name": "runner", "image": "runner", "memory": 2048}],
         )["taskDefinition"]["taskDefinitionArn"]  # fmt: skip
         for n in range(repeat):
-            settings = Settings(table_name="memory", blob_bucket="memory", url_signing_secret="s", max_runners=50)
+            settings = Settings(table_name="memory", blob_bucket="memory", url_signing_secret="s", max_runners=50,
+                                warm_window_minutes=15)  # fmt: skip
             container = build_memory(settings)
             launcher = EcsLauncher(ecs, "terrace", arn, [subnet], [group], False, "runner")
             container.launcher = container.scaler.launcher = launcher
             started = time.perf_counter()
-            summary = container.scaler.scale_once(expect=[f"org{n}"])
+            summary = container.scaler.scale_once(**({"warm": [f"org{n}"]} if window else {"expect": [f"org{n}"]}))
             times.append(time.perf_counter() - started)
-            assert summary["started"] == {f"org{n}": 1}, summary
+            assert summary["window" if window else "started"] == {f"org{n}": 1}, summary
     return statistics.median(times)
+
+
+def signal_read_ms(repeat: int = 40) -> tuple[float, float]:
+    """Median milliseconds of `GET /organizations/:org/workspaces/:name` by a user, without the warm window and with
+    it, every read signalling (the once-a-minute rule off) and the wake a 50 ms call (an async Lambda invoke)."""
+    from fastapi.testclient import TestClient
+    from terrace.bootstrap import build_memory
+    from terrace.config import Settings
+    from terrace.domain.principal import PrincipalKind
+    from terrace.services.runs import warm_window
+    from terrace.web.app import create_app
+
+    medians = []
+    for minutes in (0, 15):
+        container = build_memory(
+            Settings(table_name="memory", blob_bucket="memory", url_signing_secret="s", warm_window_minutes=minutes)
+        )
+        container.scaler_kick = lambda **_kwargs: time.sleep(0.05)
+        user = container.accounts.create_user("alice", "alice@example.com")
+        token = container.accounts.issue_token(PrincipalKind.USER, user.id).secret
+        client = TestClient(create_app(container))
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/vnd.api+json"}
+        org = {"data": {"type": "organizations", "attributes": {"name": "acme", "email": "a@example.com"}}}
+        client.post("/api/v2/organizations", headers=headers, json=org)
+        ws = {"data": {"type": "workspaces", "attributes": {"name": "app", "execution-mode": "remote"}}}
+        client.post("/api/v2/organizations/acme/workspaces", headers=headers, json=ws)
+        every, warm_window.SIGNAL_EVERY_S = warm_window.SIGNAL_EVERY_S, 0
+        times = []
+        try:
+            for _ in range(repeat):
+                started = time.perf_counter()
+                assert client.get("/api/v2/organizations/acme/workspaces/app", headers=headers).status_code == 200
+                times.append((time.perf_counter() - started) * 1000)
+        finally:
+            warm_window.SIGNAL_EVERY_S = every
+        medians.append(statistics.median(times))
+    return medians[0], medians[1]
 
 
 def image() -> tuple[float, int]:
@@ -152,8 +198,21 @@ def render(rows: list[tuple[str, float, float, str]], layers: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from terrace.adapters.runner_launcher import WARM_POLL_S
+
+    from bench.warm_window import render_window, window_cost, window_rows
+
     size, layers = image()
-    print(render(model(scaler_tick_s(), runner_start_s(), size), layers))
+    cold = model(scaler_tick_s(), runner_start_s(), size)
+    print(render(cold, layers))
+    to_poll = (sum(r[1] for r in cold[:-1]), sum(r[2] for r in cold[:-1]))  # a runner started, until it polls
+    minutes = 15  # infra/settings.py: terrace:warmWindowMinutes
+    rows = window_rows(WARM_POLL_S, CITED["first_line"])
+    print(render_window(rows, to_poll, window_cost(minutes, WARM_POLL_S, 220), minutes))
+    plain, signalled = signal_read_ms()
+    print(f"  measured here: the workspace read that signals {signalled:.1f} ms, without the window {plain:.1f} ms "
+          f"(median; its wake a 50 ms call, off the request's thread); the tick that starts the window's runner "
+          f"{scaler_tick_s(window=True):.3f} s (moto's ECS)")  # fmt: skip
     return 0
 
 

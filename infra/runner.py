@@ -1,12 +1,12 @@
-"""Where runner tasks run: a VPC (public subnets by default; `terrace:privateSubnets` puts runners in private
-subnets behind one NAT gateway), an ECS cluster with no service, and the Fargate task definition built from
-runner-container/. The scaler starts tasks with ecs:RunTask (also when a configuration version is created, before
-its run exists); idle tasks exit, except the warm ones (`terrace:warmRunners`, default 0, for each organization
-that had work within a day). The cluster has the FARGATE and FARGATE_SPOT capacity providers: speculative plans
-run on Spot (`terrace:speculativeOnSpot`, default true; the scaler falls back to FARGATE when Spot has no
-capacity). On stack
-deletion a custom resource stops the cluster's tasks first (functions/bootstrap), so `cdk destroy` does not fail on
-a cluster with running tasks.
+"""Where runner tasks run: a VPC (public subnets by default; `terrace:privateSubnets` puts runners in private subnets
+behind one NAT gateway), an ECS cluster with no service, and the Fargate task definition built from
+runner-container/. The scaler starts tasks with ecs:RunTask (also when a configuration version is created, before its
+run exists); idle tasks exit, except the warm ones (`terrace:warmRunners`, default 0, for each organization that had
+work within a day; `terrace:warmWindowMinutes`, default 15: one runner of plans, on Spot, for that long after an
+organization's activity, which exits by itself). The cluster has the FARGATE and FARGATE_SPOT capacity providers:
+speculative plans run on Spot (`terrace:speculativeOnSpot`, default true; the scaler falls back to FARGATE when Spot
+has no capacity). On stack deletion a custom resource stops the cluster's tasks first (functions/bootstrap), so `cdk
+destroy` does not fail on a cluster with running tasks.
 
 Job output goes to Terrace's log API only (TERRACE_RUNNER_ECHO_OUTPUT=false): the runners' one log group holds the
 runner's own lines (job ids, errors), never an organization's output."""
@@ -162,6 +162,8 @@ class Runner(Construct):
             "TERRACE_MAX_RUNNERS_PER_ORGANIZATION": str(self.settings.max_runners_per_organization),
             # warm runners poll every RUNNER_POLL_INTERVAL_S and never idle out (cost: bench.cost prices them)
             "TERRACE_WARM_RUNNERS": str(self.settings.warm_runners),
+            # a runner of plans kept W minutes after an organization's activity, on Spot (services/runs/warm_window.py)
+            "TERRACE_WARM_WINDOW_MINUTES": str(self.settings.warm_window_minutes),
             "TERRACE_RUNNER_SPOT_LANES": "speculative" if self.settings.speculative_on_spot else "",
         }
 

@@ -31,6 +31,9 @@ class DeploySettings:
     max_runners_per_organization: int = 0  # 0: max_runners is the only limit
     # idle runners kept alive for each organization that had work within a day (docs/performance.md; bench.cost)
     warm_runners: int = 0
+    # one runner, of plans only, on Fargate Spot, kept this many minutes after an organization's activity (a workspace
+    # opened by a CLI or a person, a run): a plan after `terraform init` starts at once (docs/performance.md); 0: off
+    warm_window_minutes: int = 15
     # speculative plans run on FARGATE_SPOT (FARGATE when Spot has no capacity): ~70% cheaper, interruptible
     speculative_on_spot: bool = True
     # push the runner image with zstd-compressed layers (faster extraction on Fargate): needs a docker whose
@@ -89,6 +92,9 @@ class DeploySettings:
             runner_memory_mib=int(ctx("runnerMemoryMiB") or cls.runner_memory_mib),
             max_runners_per_organization=int(ctx("maxRunnersPerOrganization") or 0),
             warm_runners=int(ctx("warmRunners") or 0),
+            warm_window_minutes=int(
+                ctx("warmWindowMinutes") if ctx("warmWindowMinutes") is not None else cls.warm_window_minutes
+            ),
             speculative_on_spot=str(
                 ctx("speculativeOnSpot") if ctx("speculativeOnSpot") is not None else "true"
             ).lower()

@@ -1,5 +1,6 @@
 """Lambda "scaler", the dispatcher of the priority lanes: on demand (the api invokes it after enqueueing a job, and
-with `{"expect": <organization key>}` when a configuration version is created, before its run exists) and every 5
+with `{"expect": <organization key>}` when a configuration version is created, before its run exists, and with
+`{"warm": <organization key>}` when a workspace is opened: its warm window) and every 5
 minutes (EventBridge: a backstop for a lost wake-up), starts Fargate runners for the lanes' backlog in priority
 order (`services/runs/scaler.py`).
 
@@ -35,8 +36,11 @@ def _count(value: Any) -> int:
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     expect = event.get("expect") if isinstance(event, dict) else None
     speculative = isinstance(event, dict) and event.get("speculative") is True
+    warm = event.get("warm") if isinstance(event, dict) else None  # a workspace opened: its warm window
     summary: dict[str, Any] = _get_container().scaler.scale_once(
-        expect=[expect] if isinstance(expect, str) else [], speculative=speculative
+        expect=[expect] if isinstance(expect, str) else [],
+        speculative=speculative,
+        warm=[warm] if isinstance(warm, str) else [],
     )
     # only non-zero values: a metric published every tick costs $0.30 a month even while nothing happens
     for name, key in (

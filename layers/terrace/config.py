@@ -115,6 +115,10 @@ class Settings(BaseModel):
     max_runners_per_organization: int = Field(default=0, validation_alias="TERRACE_MAX_RUNNERS_PER_ORGANIZATION")
     # idle runners kept alive for each organization that ran in the last day (they never idle out)
     warm_runners: int = Field(default=0, ge=0, validation_alias="TERRACE_WARM_RUNNERS")
+    # the warm window (services/runs/warm_window.py): one runner kept this many minutes after an organization's
+    # activity (a workspace opened by a person or a CLI, a configuration version, a run); 0: off. The stack sets 15
+    # (infra/settings.py); locally a runner starts in a fraction of a second, so it stays off
+    warm_window_minutes: int = Field(default=0, ge=0, le=120, validation_alias="TERRACE_WARM_WINDOW_MINUTES")
     # people sign in to the UI through this OpenID Connect issuer when set (services/access/oidc.py)
     oidc_issuer: str | None = _optional("TERRACE_OIDC_ISSUER")
     oidc_client_id: str = Field(default="", validation_alias="TERRACE_OIDC_CLIENT_ID")

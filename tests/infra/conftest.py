@@ -99,6 +99,7 @@ def synth_options(tmp_path_factory: pytest.TempPathFactory) -> Synth:
             "terrace:maxRunners": "7",
             "terrace:maxRunnersPerOrganization": "3",
             "terrace:warmRunners": "1",
+            "terrace:warmWindowMinutes": "0",
             "terrace:speculativeOnSpot": "false",
             "terrace:runnerImageZstd": "true",
             "terrace:cognito": "true",

@@ -123,6 +123,16 @@ def test_warm_runners_are_priced_per_active_organization(synth, synth_options):
     assert "1 active organization" in lines["Warm runners: Fargate (+ public IPv4)"].note
 
 
+def test_the_warm_window_is_a_note_priced_per_burst_of_activity(synth, synth_options):
+    """terrace:warmWindowMinutes (15 by default) costs nothing while nobody works: a note, not in the totals."""
+    from bench.cost import render
+
+    text = render(synth.template)
+    (note,) = [line for line in text.splitlines() if line.startswith("The warm window")]
+    assert "terrace:warmWindowMinutes=15" in note and "a window" in note and "/month" in note
+    assert "The warm window" not in render(synth_options.template)  # turned off there
+
+
 def test_the_lanes_requests_are_priced_from_the_lanes_the_scaler_drains(synth):
     """Each scaler tick receives from every lane (its schedule idle, its invocations per run); each phase is sent to
     its lane and deleted once claimed. A lane fewer in the template is three requests a run fewer."""

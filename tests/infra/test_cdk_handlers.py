@@ -167,17 +167,22 @@ def test_scheduled_handlers_return_the_service_summary(monkeypatch, name, servic
 
 def test_the_scaler_handler_passes_an_expected_organization_on(monkeypatch):
     """The api invokes the scaler with {"expect": org} when a configuration version is created (and
-    "speculative": true for a speculative one, whose runner is of the speculative lane)."""
+    "speculative": true for a speculative one, whose runner is of the speculative lane), and with {"warm": org} when
+    a workspace is opened (its warm window)."""
     module = load("scaler")
-    asked: list[tuple[list[str], bool]] = []
-    fake = SimpleNamespace(
-        scaler=SimpleNamespace(scale_once=lambda expect, speculative: (asked.append((expect, speculative)), {})[1])
-    )
+    asked: list[tuple[list[str], bool, list[str]]] = []
+
+    def scale_once(expect: list[str], speculative: bool, warm: list[str]) -> dict[str, Any]:
+        asked.append((expect, speculative, warm))
+        return {}
+
+    fake = SimpleNamespace(scaler=SimpleNamespace(scale_once=scale_once))
     monkeypatch.setattr(module, "_get_container", lambda: fake)
     module.lambda_handler({"expect": "org-key"}, context())
     module.lambda_handler({"expect": "org-key", "speculative": True}, context())
     module.lambda_handler({"source": "aws.events"}, context())
-    assert asked == [(["org-key"], False), (["org-key"], True), ([], False)]
+    module.lambda_handler({"warm": "org-key"}, context())
+    assert asked == [(["org-key"], False, []), (["org-key"], True, []), ([], False, []), ([], False, ["org-key"])]
 
 
 # api ----------------------------------------------------------------------------------------------

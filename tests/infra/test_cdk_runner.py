@@ -262,6 +262,15 @@ def test_warm_runners_and_the_per_organization_maximum_are_deploy_options(synth,
         assert env["TERRACE_WARM_RUNNERS"] == warm
 
 
+def test_the_warm_window_is_on_by_default_and_reaches_the_api_and_the_scaler(synth, synth_options):
+    """`terrace:warmWindowMinutes` (15; 0 turns it off): the API signals a workspace opened, the scaler keeps a
+    runner that long."""
+    for stack, minutes in ((synth, "15"), (synth_options, "0")):
+        for path in ("/Functions/Scaler/Resource", "/Api/Handler/Resource"):
+            _, function = stack.by_path(path)
+            assert function["Properties"]["Environment"]["Variables"]["TERRACE_WARM_WINDOW_MINUTES"] == minutes
+
+
 def test_speculative_plans_run_on_fargate_spot_with_two_minutes_to_stop(synth, synth_options):
     """The cluster has both Fargate capacity providers; the scaler is told to start speculative runners on Spot
     (`terrace:speculativeOnSpot=false` turns it off); a task gets Fargate's longest stop timeout, a Spot

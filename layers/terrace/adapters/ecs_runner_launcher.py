@@ -7,11 +7,12 @@ GetCallerIdentity signed by its task role (`domain/runner_identity.py`). A RunTa
 entry, a throttled or refused call) is tried again `RUN_TASK_ATTEMPTS` times with a back-off; what still fails is
 counted in `failures` (the scaler Lambda publishes it as the `RunTaskFailures` metric) and logged.
 
-Capacity: a runner restricted to `spot_lanes` (the speculative lane: plans with no side effects) starts on
-FARGATE_SPOT; every other one on FARGATE (`capacityProviderStrategy`; the cluster has both providers). ECS has no
-fallback of its own between them (a strategy's weights share tasks out, they do not fail over), so when Spot refuses
-a task (`Capacity is unavailable at this time`, or any other failure or error) the launcher asks FARGATE at once.
-A task is tagged with its lanes, so `live` tells a Spot runner from one that takes any job."""
+Capacity: a runner restricted to `spot_lanes` (the speculative lane: plans with no side effects), and a warm
+window's runner (plans only), starts on FARGATE_SPOT; every other one on FARGATE (`capacityProviderStrategy`; the
+cluster has both providers). ECS has no fallback of its own between them (a strategy's weights share tasks out, they
+do not fail over), so when Spot refuses a task (`Capacity is unavailable at this time`, or any other failure or
+error) the launcher asks FARGATE at once. A task is tagged with its lanes, so `live` tells a Spot runner from one
+that takes any job."""
 
 from __future__ import annotations
 
@@ -108,8 +109,9 @@ class EcsLauncher:
         return started
 
     def capacity_of(self, credential: RunnerCredential) -> str:
-        """FARGATE_SPOT for a runner that takes only lanes run on Spot, FARGATE for any other."""
-        spot = bool(credential.lanes) and set(credential.lanes) <= set(self.spot_lanes)
+        """FARGATE_SPOT for a runner that takes only lanes run on Spot, or a warm window's runner (it takes plans
+        only, handed back when interrupted); FARGATE for any other."""
+        spot = bool(credential.lanes) and (set(credential.lanes) <= set(self.spot_lanes) or credential.warm_s > 0)
         return FARGATE_SPOT if spot else FARGATE
 
     def _run_task(self, credential: RunnerCredential) -> str | None:

@@ -29,6 +29,13 @@ class RunnerCredential:
     # the lanes whose jobs it takes (empty: every lane); a runner on interruptible capacity (Fargate Spot) takes
     # speculative plans only, which have no side effects and are simply retried when it is interrupted
     lanes: tuple[str, ...] = ()
+    # a runner kept warm (`services/runs/warm_window.py`): exits after this many idle seconds and polls every
+    # WARM_POLL_S meanwhile (0: the launcher's usual idle exit and poll). A warm window's runner takes plans only
+    # (`lanes`), so it may run on interruptible capacity; one that takes every lane (an apply's) never does
+    warm_s: int = 0
+
+
+WARM_POLL_S = 1  # a warm runner's pause between two empty polls: a plan queued meanwhile starts within it
 
 
 @dataclass(frozen=True)
@@ -70,5 +77,10 @@ def runner_environment(credential: RunnerCredential, *, with_code: bool = True) 
         "TERRACE_RUNNER_ID": credential.runner_id,
         "TERRACE_RUNNER_RETIRE_AT": str(credential.retire_at),
         **({"TERRACE_RUNNER_IDLE_EXIT_S": "0"} if credential.keep_warm else {}),
+        **(
+            {"TERRACE_RUNNER_IDLE_EXIT_S": str(credential.warm_s), "TERRACE_RUNNER_POLL_INTERVAL_S": str(WARM_POLL_S)}
+            if credential.warm_s
+            else {}
+        ),
         **({"TERRACE_RUNNER_LANES": ",".join(credential.lanes)} if credential.lanes else {}),
     }

@@ -40,6 +40,10 @@ class Runner:
         self.idle = False  # waiting for a job (no job of ours would be cut short)
         self._reports: list[threading.Thread] = []  # finish calls still in flight
         self.served = 0  # jobs run: one that ran some may be asked to hand its slot over
+        # a runner of some lanes without "apply" (Spot, a warm window's) keeps no plan folder for an apply it may
+        # not take: the apply goes through its lane to a runner that takes applies
+        lanes = [lane for lane in config.lanes.split(",") if lane]
+        self.takes_applies = not lanes or "apply" in lanes
 
     def request_stop(self) -> None:
         """SIGTERM: finish the current job, then exit; an idle runner leaves its long-poll at once."""
@@ -57,7 +61,7 @@ class Runner:
         while job is not None:
             log.info("running job %s (%s of run %s, attempt %d)", job.job_id, job.phase, job.run_id, job.attempt)
             retiring = self.stopping or bool(self.config.retire_at and self.wall_clock() >= self.config.retire_at)
-            report = self.executor.execute(job, keep_for_apply=not retiring)
+            report = self.executor.execute(job, keep_for_apply=self.takes_applies and not retiring)
             if not self.executor.cache.holds(job.run_id):
                 self._report_in_background(job, report)
                 return
@@ -171,7 +175,7 @@ def build_runner(config: RunnerConfig) -> Runner:
     lanes = tuple(lane for lane in config.lanes.split(",") if lane)
     api = RunnerApi(config.api_url, config.runner_token, config.runner_id, config.ssl_cert_file, lanes=lanes)
     transfers = Transfers(config.ssl_cert_file)
-    if lanes == ("speculative",):  # on Fargate Spot: an interruption hands the plan in flight back
+    if lanes and "apply" not in lanes:  # plans only, on Fargate Spot: an interruption hands the plan in flight back
         from terrace.runner.hand_back import HandBackRunner
 
         return HandBackRunner(config, api, JobExecutor(config, api, transfers))

@@ -168,9 +168,17 @@ def boto_clients(settings: Settings) -> dict[str, Any]:
     }
 
 
-def invoke_scaler(settings: Settings, function_name: str, expect: str | None = None, speculative: bool = False) -> None:
+def invoke_scaler(
+    settings: Settings,
+    function_name: str,
+    expect: str | None = None,
+    speculative: bool = False,
+    warm: str | None = None,
+) -> None:
     """Invoke the scaler without waiting; `expect`: the organization a configuration version was created in
-    (`speculative`: a speculative one, whose runner is one of the speculative lane)."""
+    (`speculative`: a speculative one, whose runner is one of the speculative lane); `warm`: the organization a
+    workspace of was opened (its warm window opens)."""
     client = boto_session.session(settings.region).client("lambda", endpoint_url=settings.aws_endpoint_url)
     payload: dict[str, Any] = {"expect": expect, **({"speculative": True} if speculative else {})} if expect else {}
+    payload.update({"warm": warm} if warm else {})
     client.invoke(FunctionName=function_name, InvocationType="Event", Payload=json.dumps(payload).encode())

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from terrace.services.runs.store import RunStore
     from terrace.services.runs.task_stages import TaskStages
     from terrace.services.runs.terraform_actions import TerraformActionService
+    from terrace.services.runs.warm_window import WarmWindow
     from terrace.services.runs.workload_identity import WorkloadTokens
     from terrace.services.workflows.auto_destroy import AutoDestroy
     from terrace.services.workflows.retention_sweep import RetentionSweep
@@ -337,6 +338,18 @@ class RunServices:
             self.runner_enrollments,
             wake=self.scaler_wake,
         )
+
+    @cached_property
+    def warm_window(self) -> WarmWindow:
+        """A workspace opened wakes the dispatcher with its organization: on AWS the scaler Lambda, invoked off the
+        request's thread; in one process the local scaler loop (a set and an event)."""
+        from terrace.services.runs.warm_window import WarmWindow
+
+        minutes, mode = self.settings.warm_window_minutes, self.workspaces.execution_mode
+        may_queue = lambda principal, ws: self.workspaces.permissions(principal, ws)["can-queue-run"]  # noqa: E731
+        if (kick := self.scaler_kick) is not None:
+            return WarmWindow(minutes, mode, may_queue, lambda org: kick(warm=org), background=True)
+        return WarmWindow(minutes, mode, may_queue, lambda org: self.scaler.warm(org))
 
     @cached_property
     def runner_slots(self) -> RunnerSlots:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from terrace.services.admin.tool_versions import ToolVersionService
     from terrace.services.runs.job_retries import JobRetries
     from terrace.services.runs.scheduler import RunScheduler
+    from terrace.services.runs.warm_window import WarmWindow
     from terrace.services.state.versions import StateVersionService
     from terrace.services.vcs.connections import RepositoryConnections
     from terrace.services.workspaces.agent_pools import AgentPoolService
@@ -58,6 +59,7 @@ class WorkspaceServices:
     scheduler: RunScheduler
     job_retries: JobRetries
     repository_connections: RepositoryConnections
+    warm_window: WarmWindow  # wiring/run_services.py
 
     @cached_property
     def workspace_store(self) -> WorkspaceAreaStore:
@@ -86,6 +88,7 @@ class WorkspaceServices:
             remote_state_default=lambda: self.admin_settings.default_remote_state_access(),
             repository_link=self.repository_connections,  # wiring/vcs_services.py
             locked_tag_keys=lambda org_key: self.reserved_tag_keys.locked_keys(org_key),
+            opened=lambda principal, ws: self.warm_window.signal(principal, ws),  # wiring/run_services.py
         )
 
     @cached_property

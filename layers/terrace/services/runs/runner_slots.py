@@ -9,7 +9,9 @@ and dropped by `reconcile` once its runner is no longer live: at once for a runn
 started may not be listed yet). The item also records when the dispatcher last stopped for want of room
 (`saturated_at`): the reaper's queued deadline counts from then, so a run that merely waited behind a burst is
 not errored. With warm runners configured it records when each organization last had work (`active`, at most
-every ACTIVE_WRITE_S): the organizations that ran within RECENT_S keep theirs.
+every ACTIVE_WRITE_S): the organizations that ran within RECENT_S keep theirs. With a warm window configured it
+records until when each organization keeps one runner (`windows`: `warm_window.py`), moved forward at most every
+WINDOW_WRITE_S.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ GRACE_S = 120  # a lease whose runner was never listed live is kept this long (t
 SATURATED_WRITE_S = 30  # `saturated_at` is written at most this often
 ACTIVE_WRITE_S = 600  # an organization's last activity is written at most this often
 RECENT_S = 24 * 3600  # an organization that had work this recently keeps its warm runners
+WINDOW_WRITE_S = 60  # an organization's warm window is moved forward at most this often
 
 
 class RunnerSlots:
@@ -132,3 +135,25 @@ class RunnerSlots:
         now = int(clock.epoch())
         active = self._read()[0].get("active", {})
         return sorted((org for org, at in active.items() if now - int(at) < RECENT_S), key=lambda o: -int(active[o]))
+
+    def open_windows(self, organizations: Iterable[str], until: int) -> None:
+        """Each of `organizations` keeps a warm runner until `until` (epoch seconds): its window is moved forward
+        unless it already reaches within WINDOW_WRITE_S of it; windows that ended are dropped."""
+        wanted = set(organizations)
+
+        def step() -> None:
+            item, version = self._read()
+            now = int(clock.epoch())
+            windows = {org: int(end) for org, end in item.get("windows", {}).items() if int(end) > now}
+            moved = {org: until for org in wanted if until - windows.get(org, 0) >= WINDOW_WRITE_S}
+            if moved or len(windows) != len(item.get("windows", {})):
+                self._write({**item, "windows": {**windows, **moved}}, version)
+
+        if wanted:
+            optimistic(step, attempts=4, exhausted=lambda: None)
+
+    def windows(self) -> list[str]:
+        """The organizations whose warm window is open, the latest to end first."""
+        now = int(clock.epoch())
+        windows = self._read()[0].get("windows", {})
+        return sorted((org for org, end in windows.items() if int(end) > now), key=lambda o: -int(windows[o]))

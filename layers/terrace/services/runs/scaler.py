@@ -27,10 +27,10 @@ its plan back to be retried (`runner/hand_back.py`). An idle restricted runner s
 serves every lane. Which runner runs which phase is not known here: the running phases are counted against the
 runners that take every lane first (a plan may then get one runner too many, never one too few).
 
-Warm runners (`warm_runners`, `terrace:warmRunners`): with the room real demand leaves, every organization that had
-work within a day (`RunnerSlots.recent`) keeps that many idle runners alive, for teams that pay for instant starts.
-Runners serve one organization each, so there is no global pool that any organization could use; and warming
-every organization would bill the dormant ones too.
+Warm runners, with the room real demand leaves (`warm_window.py`): `warm_runners` (`terrace:warmRunners`) keeps
+that many for every organization that had work within a day (`RunnerSlots.recent`); the warm window
+(`warm_window_minutes`) keeps one, of plans only, for W minutes after an organization's activity (`warm`: a
+workspace opened; `expect`; its demand). Runners serve one organization each: there is no pool any could use.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ from terrace.domain import runs as rs
 from terrace.domain.ids import new_id
 from terrace.services.access.accounts import AccountService
 from terrace.services.access.runner_enrollment import RUNNER_TOKEN_SUBJECT, RunnerEnrollments
+from terrace.services.runs import warm_window as ww
 from terrace.services.runs.lane_reads import read_lanes
 from terrace.services.runs.runner_slots import RunnerSlots
 from terrace.services.runs.runner_turns import take_turns
@@ -61,18 +62,6 @@ REVOKE_GRACE_S = 120  # a task just started may not be listed yet
 EXPECT_S = 120  # how long a created configuration version counts as a run to come (its upload may be slow)
 
 __all__ = ["RUNNER_TOKEN_SUBJECT", "Scaler"]
-
-
-def _idle(running: Counter[str], live_runners: list[Any]) -> tuple[Counter[str], Counter[str]]:
-    """Per organization: idle runners that take every lane, and idle ones restricted to some lanes. A running
-    phase is counted against the first kind first (pessimistic for it, exact in total)."""
-    any_lane = Counter(runner.organization for runner in live_runners if not runner.lanes)
-    restricted = Counter(runner.organization for runner in live_runners if runner.lanes)
-    idle_any = Counter({org: max(0, any_lane[org] - running[org]) for org in any_lane})
-    idle_restricted = Counter(
-        {org: max(0, restricted[org] - max(0, running[org] - any_lane[org])) for org in restricted}
-    )
-    return idle_any, idle_restricted
 
 
 class Scaler:
@@ -96,6 +85,8 @@ class Scaler:
         self.wake = wake
         # (organization, lane: "speculative" or "") -> until when it counts as needing a runner
         self._expected: dict[tuple[str, str], float] = {}
+        self._warm: set[str] = set()  # organizations whose workspace was opened since the last tick (`warm`)
+        self._window_s = settings.warm_window_minutes * 60
         self._lock = threading.Lock()
 
     def expect(self, organization: str, speculative: bool = False) -> None:
@@ -103,6 +94,12 @@ class Scaler:
         the speculative lane when the configuration version is speculative (`terraform plan`: Spot on AWS)."""
         with self._lock:
             self._expected[(organization, "speculative" if speculative else "")] = clock.epoch() + EXPECT_S
+        self.wake.set()
+
+    def warm(self, organization: str) -> None:
+        """A workspace of `organization` was opened (`WarmWindow.signal`): its warm window opens at the next tick."""
+        with self._lock:
+            self._warm.add(organization)
         self.wake.set()
 
     def _still_expected(self, demand: Counter[str], extra: Iterable[str], lane: str) -> list[tuple[str, str]]:
@@ -143,9 +140,11 @@ class Scaler:
         nor make an idle one look busy)."""
         return [entry for entry in self._store.open_runs() if not entry.get("agent_pool_id")]
 
-    def scale_once(self, expect: Iterable[str] = (), speculative: bool = False) -> dict[str, Any]:
+    def scale_once(
+        self, expect: Iterable[str] = (), speculative: bool = False, warm: Iterable[str] = ()
+    ) -> dict[str, Any]:
         """One tick; `expect`: organizations whose configuration version was just created (`speculative`: a
-        speculative one)."""
+        speculative one); `warm`: organizations whose workspace was opened (their warm window opens)."""
         if self.launcher is None:
             entries = self._runner_entries()
             running = Counter(e["organization"] for e in entries if e["status"] in rs.RUNNING)
@@ -162,7 +161,9 @@ class Scaler:
             queued = Counter(e["organization"] for e in entries if e["status"] in rs.QUEUED)
             expected = self._still_expected(running + queued, expect, "speculative" if speculative else "")
             waiting = self._drain(received, {e["run_id"]: e["status"] for e in entries}, self._slots.turns())
-            return self._dispatch(waiting, running, live_runners, held, expected)
+            with self._lock:
+                opened, self._warm = self._warm | set(warm), set()
+            return self._dispatch(waiting, running, live_runners, held, expected, opened)
         finally:
             for delivery in received if waiting is None else waiting:  # the next tick sees what still waits
                 self._lanes.release(delivery)
@@ -174,6 +175,7 @@ class Scaler:
         live_runners: list[Any],
         held: int,
         expected: list[tuple[str, str]],
+        opened: set[str],
     ) -> dict[str, Any]:
         assert self.launcher is not None
         demand = running + Counter(d.message.organization for d in waiting)
@@ -182,8 +184,10 @@ class Scaler:
         demand.update({org: 1 for org, _ in order if demand[org] == 0})
         if self._settings.warm_runners > 0:
             self._slots.touch(+demand)  # the organizations that keep warm runners
+        if self._window_s:  # the organizations whose window opens (or moves on) now
+            self._slots.open_windows(set(+demand) | opened, int(clock.epoch()) + self._window_s)
         live = Counter(runner.organization for runner in live_runners)
-        idle_any, idle_spot = _idle(running, live_runners)
+        idle_any, restricted = ww.idle_runners(running, live_runners)
         spot_lanes = set(getattr(self.launcher, "spot_lanes", ()))  # a launcher without Spot: none
         per_org = self._settings.max_runners_per_organization or self._settings.max_runners
         room = max(0, self._settings.max_runners - max(held, sum(live.values())))
@@ -192,18 +196,20 @@ class Scaler:
         blocked = 0  # phases left waiting for want of room
         for position, (org, lane) in enumerate(order):
             on_spot = lane in spot_lanes
-            if on_spot and idle_spot[org] > 0:
-                idle_spot[org] -= 1  # an idle runner of its lane will take it
-                continue
+            taken = ww.take_restricted(restricted, org, lane)
+            if taken and (lane != "plan" or room <= 0):
+                continue  # an idle runner of its lane will take it (a plan's apply needs one that takes applies)
             if idle_any[org] > 0:
                 idle_any[org] -= 1  # an idle runner of the organization will take it
                 continue
             if live[org] + started.get(org, 0) >= per_org:
                 continue  # its organization's own maximum: it waits for one of its runners
-            launched = self._start(org, lanes=(lane,) if on_spot and lane else ()) if room > 0 else None
+            wait_s = ww.APPLY_WAIT_S if taken else 0  # for the apply of a plan a warm runner took: it waits for it
+            launched = self._start(org, lanes=(lane,) if on_spot and lane else (), warm_s=wait_s) if room > 0 else None
             if launched is None:  # no room: stop taking from the lanes
                 blocked = len(order) - position
-                retired = self._make_room(blocked, idle_any + idle_spot, demand)
+                idle = idle_any + Counter({o: len(lanes) for o, lanes in restricted.items()})
+                retired = self._make_room(blocked, idle, demand)
                 self._slots.saturated()
                 break
             if not launched:
@@ -213,14 +219,20 @@ class Scaler:
             spot += int(on_spot)
             room -= 1
         warm = self._keep_warm(room, live, started, per_org) if not blocked else {}
-        if started or warm:
-            log.info("started runners %s (warm %s) for demand %s (live %s)", started, warm, dict(demand), dict(live))
+        window: dict[str, int] = {}
+        if self._window_s and not blocked:  # one runner per open window, with the room left
+            room, begun = room - sum(warm.values()), Counter(started) + Counter(warm)
+            window = ww.start_window_runners(self._slots.windows(), live, begun, room, self._start_for_window)
+        if started or warm or window:
+            log.info("started runners %s (warm %s, window %s) for demand %s (live %s)",
+                     started, warm, window, dict(demand), dict(live))  # fmt: skip
         return {
             "demand": dict(demand),
             "live": dict(live),
             "started": started,
             "started_for_spot_lanes": spot,
             "warm": warm,
+            "window": window,
             "retired": retired,
             "backlog": len(waiting),
             "blocked": blocked,
@@ -241,22 +253,21 @@ class Scaler:
         """With the room real demand left: top every organization that had work within a day up to its warm
         runners (the most recently active first)."""
         wanted = min(self._settings.warm_runners, per_org)
-        warm: dict[str, int] = {}
         if wanted <= 0:
-            return warm
-        for org in self._slots.recent():
-            while room > 0 and live[org] + started.get(org, 0) + warm.get(org, 0) < wanted:
-                if not self._start(org, keep_warm=True):
-                    return warm
-                warm[org] = warm.get(org, 0) + 1
-                room -= 1
-        return warm
+            return {}
+        start = lambda org: self._start(org, keep_warm=True)  # noqa: E731
+        return ww.keep_warm_runners(self._slots.recent(), wanted, room, live, started, start)
 
-    def _start(self, organization: str, keep_warm: bool = False, lanes: tuple[str, ...] = ()) -> bool | None:
-        """Launch one runner of `organization` (taking only `lanes`' jobs, if any): True when started, False when
-        the launch failed, None when no slot was free."""
+    def _start_for_window(self, organization: str) -> bool | None:
+        return self._start(organization, lanes=ww.WARM_LANES, warm_s=self._window_s)
+
+    def _start(
+        self, organization: str, keep_warm: bool = False, lanes: tuple[str, ...] = (), warm_s: int = 0
+    ) -> bool | None:
+        """Launch one runner of `organization` (taking only `lanes`' jobs, if any; `warm_s`: a warm window's):
+        True when started, False when the launch failed, None when no slot was free."""
         assert self.launcher is not None
-        credential = self.credential(organization, keep_warm, lanes)
+        credential = self.credential(organization, keep_warm, lanes, warm_s)
         if not self._slots.acquire(credential.token_id, organization):
             self._enrollments.cancel(credential.enrollment_code)
             return None
@@ -271,7 +282,9 @@ class Scaler:
             self._enrollments.bind(credential.enrollment_code, identity)
         return True
 
-    def credential(self, organization: str, keep_warm: bool = False, lanes: tuple[str, ...] = ()) -> RunnerCredential:
+    def credential(
+        self, organization: str, keep_warm: bool = False, lanes: tuple[str, ...] = (), warm_s: int = 0
+    ) -> RunnerCredential:
         """What one runner of `organization` starts with: a single-use enrollment code it exchanges for its
         token at start (`RunnerEnrollments.exchange`; revoked once the runner is gone, else it expires)."""
         runner_id = new_id("runner")
@@ -280,7 +293,7 @@ class Scaler:
         binds = bool(getattr(self.launcher, "binds_identity", False))
         code, token_id = self._enrollments.create(runner_id, organization, expires, bound=binds)
         retire_at = int(clock.epoch()) + max(60, ttl - self._settings.phase_deadline_s)
-        return RunnerCredential(runner_id, organization, token_id, code, retire_at, keep_warm, lanes)
+        return RunnerCredential(runner_id, organization, token_id, code, retire_at, keep_warm, lanes, warm_s)
 
     def runner_token(self, organization: str) -> str:
         """A runner token of `organization` enrolled at once: for a runner started by hand (tests, an operator)."""

@@ -48,7 +48,7 @@ class WorkspaceOverview:
         return self._workspaces.get_by_name(principal, organization, name)
 
     def read(self, principal: Principal, organization: str, name: str) -> Overview:
-        ws = self._workspaces.get_by_name(principal, organization, name)
+        ws = self._workspaces.open_by_name(principal, organization, name)  # a person opened it: a run may follow
         outputs: list[StoredOutput] = []
         resources: list[IndexedResource] = []
         can = self._workspaces.permissions(principal, ws)  # a team may read a workspace but not its state

@@ -52,7 +52,10 @@ class WorkspaceService(ProjectDefaults):
         locked_tag_keys: Callable[[str], set[str]],
         remote_state_default: Callable[[], bool] = lambda: False,
         repository_link: RepositoryLink | None = None,
+        opened: Callable[[Principal, Workspace], None] = lambda _principal, _ws: None,
     ) -> None:
+        # a caller opened a workspace (`open_by_name`): the runs area's warm window (`services/runs/warm_window.py`)
+        self._opened = opened
         self._remote_state_default = remote_state_default  # the site admin's default-remote-state-access
         self._store = store
         self._authz = authz
@@ -101,6 +104,13 @@ class WorkspaceService(ProjectDefaults):
         if ws.module_id is not None:  # a module's test workspace: reached through its module's tests only
             raise NotFound(f"workspace {workspace_id} not found")
         self.authorize(principal, action, ws)
+        return ws
+
+    def open_by_name(self, principal: Principal, organization: str, name: str) -> Workspace:
+        """`get_by_name` for a caller opening the workspace (`terraform init`'s read, its UI page): a run may follow,
+        which `opened` is told of once the read was allowed."""
+        ws = self.get_by_name(principal, organization, name)
+        self._opened(principal, ws)
         return ws
 
     def get_by_name(

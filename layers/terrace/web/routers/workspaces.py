@@ -136,7 +136,7 @@ def create_workspace(
 def read_workspace_by_name(
     org: str, name: str, request: Request, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
-    return _respond(request, container, principal, container.workspaces.get_by_name(principal, org, name))
+    return _respond(request, container, principal, container.workspaces.open_by_name(principal, org, name))
 
 
 @router.get("/workspaces/{workspace_id}")
