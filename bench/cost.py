@@ -123,11 +123,11 @@ def speculative_line(r: Resources, run: RunProfile) -> str:
 def runner_requests(tail_s: float, env: dict[str, str], run: RunProfile, tasks: float) -> tuple[float, float]:
     """(the runner's requests per run, of which polls). Each task enrolls, claims its first job and, after the run's
     last job, polls every TERRACE_RUNNER_POLL_INTERVAL_S until it idles out (no brisk polls: nothing is expected);
-    each phase beats every TERRACE_JOB_HEARTBEAT_S and PUTs its output once a `FLUSH_S` while it streams, the first
-    lines at once (runner/logstream.py)."""
+    each phase PUTs its output once a `FLUSH_S` while it streams, the first lines at once (runner/logstream.py), and
+    beats every TERRACE_JOB_HEARTBEAT_S only while it prints nothing (a log PUT stands for a heartbeat)."""
     interval = float(env.get("TERRACE_RUNNER_POLL_INTERVAL_S", run.runner_poll_s)) or run.runner_poll_s
     polls = tasks * (1 + tail_s / interval + 1)  # the claim, then the tail's polls and the one it exits after
-    heartbeats = run.phases * run.phase_seconds / HEARTBEAT_S
+    heartbeats = run.phases * max(run.phase_seconds - run.log_stream_s, 0) / HEARTBEAT_S
     puts = run.phases * (run.log_stream_s / FLUSH_S + 1)
     return tasks + polls + run.runner_phase_requests + heartbeats + puts, polls
 
@@ -139,6 +139,7 @@ def run_lines(r: Resources, run: RunProfile) -> tuple[list[Line], dict[str, floa
     tail = float(env.get("TERRACE_RUNNER_IDLE_EXIT_S", 0))
     tasks = 1 + run.late_apply_share  # the plan's task runs the apply (a late-confirmed one starts its own)
     task_s = tasks * (run.task_start_s + tail) + run.phases * run.phase_seconds
+    task_s -= (1 - run.late_apply_share) * run.init_seconds  # the apply in the plan's folder: no second init
     fargate = task_s / 3600 * (vcpu * p["fargate_arm_vcpu_h"] + mem_gb * p["fargate_arm_gb_h"])
     lines.append(Line(f"Fargate Graviton {vcpu:g} vCPU/{mem_gb:g} GB", 0, fargate * k, f"{task_s:g} task-s/run"))
     if r.public_runners():

@@ -52,6 +52,8 @@ class RunProfile:
     # cited throughput) to the runner's first request (1.7 s measured here)
     task_start_s: float = 10.0
     phase_seconds: int = 50  # Fargate time of one phase's work: init, plan or apply, uploads
+    # of which `terraform init` (providers downloaded and unpacked): an apply in its plan's folder skips it
+    init_seconds: float = 2.0
     # runs whose apply is confirmed after the plan's runner idled out (a person, later): that apply has a task (start,
     # init, tail) of its own. An auto-applied plan hands its apply to its runner in the finish answer, and the CLI's
     # `terraform apply` confirms within the runner's brisk polls: one task, the apply in the plan's folder (measured)
@@ -60,7 +62,9 @@ class RunProfile:
     backend_requests: int = 24  # the job's terraform through its backend: discovery, workspace, state, lock (measured)
     runner_phase_requests: int = 5  # a plan's finish and its two upload URLs, the apply's start and finish (measured)
     log_stream_s: float = 30.0  # per phase: how long the phase streams output (terraform's own time in the phase)
-    log_poll_s: float = 1.0  # the CLI's log reads while a phase streams (go-tfe; measured 0.7-0.9 a second)
+    # a CLI log read per this many seconds of streaming (go-tfe reads again at once after bytes, else after 0.5-2 s):
+    # measured 0.63-0.76 a second against the runner's 2 s flushes (0.79-0.87 against the 1 s flushes before)
+    log_poll_s: float = 1.3
     log_kb_per_phase: float = 20.0  # the job output of a phase
     whole_log_reads: bool = False  # True: as before incremental log reads (each read read the whole log again)
     runner_poll_s: float = 2.0  # an idle runner asks /jobs/next this often (short polls: no Lambda held waiting)
@@ -88,7 +92,14 @@ class RunProfile:
 PROFILES = {
     "terrace": RunProfile(),
     "aws-provider": RunProfile(
-        phase_seconds=80, log_stream_s=50, log_kb_per_phase=60, runner_download_mb_per_phase=130, s3_gets=8
+        phase_seconds=80,
+        # the ~130 MB zip: 3.3-8.7 s to download at the image pull's cited throughput, ~10 s to unpack and hash at
+        # half a vCPU (measured here: 7 CPU-s to unzip and hash a 175 MB zip of a 512 MB Go binary; docs/aws/cost.md)
+        init_seconds=13.0,
+        log_stream_s=50,
+        log_kb_per_phase=60,
+        runner_download_mb_per_phase=130,
+        s3_gets=8,
     ),
 }
 

@@ -52,7 +52,7 @@ def test_fargate_is_priced_from_the_task_definition_with_its_idle_tail(synth):
     fargate = _lines(synth.template)["Fargate Graviton 0.5 vCPU/2 GB"]
     run = RunProfile()
     # one task: its start, the plan, the apply (handed to the plan's runner), the idle tail (TERRACE_RUNNER_IDLE_EXIT_S)
-    task_s = run.task_start_s + 2 * run.phase_seconds + 10
+    task_s = run.task_start_s + 2 * run.phase_seconds - run.init_seconds + 10  # the apply skips `terraform init`
     expected = task_s / 3600 * (0.5 * PRICES["fargate_arm_vcpu_h"] + 2 * PRICES["fargate_arm_gb_h"]) * 1000
     assert fargate.per_1000_runs == pytest.approx(expected)
 
@@ -203,20 +203,22 @@ def test_an_apply_confirmed_after_its_runner_left_is_a_task_of_its_own(synth, sy
     added = cost.run_lines(cost.Resources(synth.template), late)[0]
     once = {line.item: line.per_1000_runs for line in cost.run_lines(cost.Resources(synth.template), run)[0]}
     twice = {line.item: line.per_1000_runs for line in added}
-    assert twice[fargate] - once[fargate] == pytest.approx((run.task_start_s + 10) / 3600 * hour * 1000)
+    extra_s = run.task_start_s + 10 + run.init_seconds
+    assert twice[fargate] - once[fargate] == pytest.approx(extra_s / 3600 * hour * 1000)
     nat = {line.item: line.note for line in cost.run_lines(cost.Resources(synth_options.template), late)[0]}
     assert nat["NAT gateway data"] == f"{2 * run.runner_download_mb_per_phase / 1024:.2f} GB/run"
 
 
 def test_the_runners_requests_follow_its_code(synth):
     """Per task: enrollment, the claim, the polls of its idle tail every 2 s (no brisk polls after the run's last job)
-    and the one it exits after; per phase: a heartbeat every TERRACE_JOB_HEARTBEAT_S and a log PUT every FLUSH_S while
-    it streams, the first at once; the plan's finish and upload URLs, the apply's start and finish."""
+    and the one it exits after; per phase: a log PUT every FLUSH_S while it streams, the first at once, and a heartbeat
+    every TERRACE_JOB_HEARTBEAT_S while it prints nothing (a PUT stands for one); the plan's finish and upload URLs,
+    the apply's start and finish."""
     from terrace.runner.logstream import FLUSH_S
 
     run = RunProfile()
     _, derived = cost.run_lines(cost.Resources(synth.template), run)
     polls = 1 + 10 / 2 + 1
-    phases = 2 * (run.phase_seconds / 10 + run.log_stream_s / FLUSH_S + 1)
+    phases = 2 * ((run.phase_seconds - run.log_stream_s) / 10 + run.log_stream_s / FLUSH_S + 1)
     assert derived["runner_polls_per_run"] == polls
     assert derived["runner_requests_per_run"] == 1 + polls + run.runner_phase_requests + phases
