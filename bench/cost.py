@@ -18,6 +18,9 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+from terrace.config import Settings
+from terrace.runner.logstream import FLUSH_S
+
 from bench.cost_catalog import (
     MONTH_HOURS,
     MONTH_MINUTES,
@@ -31,6 +34,7 @@ from bench.cost_logs import hold_s, log_reads
 from bench.cost_template import Line, Resources, unpriced
 
 REPO = Path(__file__).resolve().parent.parent
+HEARTBEAT_S = float(Settings.model_fields["job_heartbeat_s"].default)  # a running job's beat (TERRACE_JOB_HEARTBEAT_S)
 
 
 def idle_lines(r: Resources, idle: IdleProfile, run: RunProfile) -> list[Line]:
@@ -123,7 +127,7 @@ def speculative_line(r: Resources, run: RunProfile) -> str:
     if not r.of("AWS::ECS::TaskDefinition"):
         return ""
     _, _, env = r.task()
-    task_s = run.phase_seconds + float(env.get("TERRACE_RUNNER_IDLE_EXIT_S", 0))
+    task_s = run.task_start_s + run.phase_seconds + float(env.get("TERRACE_RUNNER_IDLE_EXIT_S", 0))
     on_demand = task_s / 3600 * fargate_hour(r) * 1000
     if "speculative" not in str(scaler_env(r).get("TERRACE_RUNNER_SPOT_LANES", "")).split(","):
         return f"a speculative plan (one phase, {task_s:g} task-s on FARGATE): ${on_demand:.2f} per 1,000"
@@ -135,10 +139,16 @@ def speculative_line(r: Resources, run: RunProfile) -> str:
     )
 
 
-def polls_per_phase(tail_s: float, env: dict[str, str], run: RunProfile) -> float:
+def runner_requests(tail_s: float, env: dict[str, str], run: RunProfile, tasks: float) -> tuple[float, float]:
+    """(the runner's requests per run, of which polls). Each task enrolls, claims its first job and, after the run's
+    last job, polls every TERRACE_RUNNER_POLL_INTERVAL_S until it idles out (no brisk polls: nothing is expected);
+    each phase PUTs its output once a `FLUSH_S` while it streams, the first lines at once (runner/logstream.py), and
+    beats every TERRACE_JOB_HEARTBEAT_S only while it prints nothing (a log PUT stands for a heartbeat)."""
     interval = float(env.get("TERRACE_RUNNER_POLL_INTERVAL_S", run.runner_poll_s)) or run.runner_poll_s
-    brisk = min(tail_s, float(env.get("TERRACE_RUNNER_BRISK_WINDOW_S", run.brisk_window_s)))
-    return brisk / run.brisk_poll_s + max(tail_s - brisk, 0) / interval
+    polls = tasks * (1 + tail_s / interval + 1)  # the claim, then the tail's polls and the one it exits after
+    heartbeats = run.phases * max(run.phase_seconds - run.log_stream_s, 0) / HEARTBEAT_S
+    puts = run.phases * (run.log_stream_s / FLUSH_S + 1)
+    return tasks + polls + run.runner_phase_requests + heartbeats + puts, polls
 
 
 def run_lines(r: Resources, run: RunProfile) -> tuple[list[Line], dict[str, float]]:
@@ -146,18 +156,20 @@ def run_lines(r: Resources, run: RunProfile) -> tuple[list[Line], dict[str, floa
     lines: list[Line] = []
     vcpu, mem_gb, env = r.task()
     tail = float(env.get("TERRACE_RUNNER_IDLE_EXIT_S", 0))
-    task_s = run.phases * (run.phase_seconds + tail)
+    tasks = 1 + run.late_apply_share  # the plan's task runs the apply (a late-confirmed one starts its own)
+    task_s = tasks * (run.task_start_s + tail) + run.phases * run.phase_seconds
+    task_s -= (1 - run.late_apply_share) * run.init_seconds  # the apply in the plan's folder: no second init
     fargate = task_s / 3600 * (vcpu * p["fargate_arm_vcpu_h"] + mem_gb * p["fargate_arm_gb_h"])
     lines.append(Line(f"Fargate Graviton {vcpu:g} vCPU/{mem_gb:g} GB", 0, fargate * k, f"{task_s:g} task-s/run"))
     if r.public_runners():
         lines.append(Line("Runner public IPv4", 0, task_s / 3600 * p["public_ipv4_h"] * k))
     if r.of("AWS::EC2::NatGateway"):
-        nat_gb = run.phases * run.runner_download_mb_per_phase / 1024
+        nat_gb = tasks * run.runner_download_mb_per_phase / 1024  # an apply in the plan's folder downloads nothing
         lines.append(Line("NAT gateway data", 0, nat_gb * p["nat_gateway_gb"] * k, f"{nat_gb:.2f} GB/run"))
-    polls = run.phases * polls_per_phase(tail, env, run)
+    runner, polls = runner_requests(tail, env, run, tasks)
     api = r.function("api")
     logs = log_reads(api["Properties"]["Environment"]["Variables"], r.memory_gb(api), run)
-    requests = run.client_requests + run.phases * run.runner_requests_per_phase + polls + logs.requests
+    requests = run.client_requests + run.backend_requests + runner + logs.requests
     background = run.scaler_invocations + run.events_invocations
     gb_s = requests * run.api_ms / 1000 * r.memory_gb(api) + logs.held_gb_s
     gb_s += background * run.background_ms / 1000 * r.memory_gb(r.function("events"))
@@ -188,7 +200,8 @@ def run_lines(r: Resources, run: RunProfile) -> tuple[list[Line], dict[str, floa
     # a metric is billed for the hours it is published in: 1,000 runs a month touch nearly every hour
     hours = min(k, MONTH_HOURS) / MONTH_HOURS
     lines.append(Line("Custom metrics", 0, len(metrics) * p["custom_metric_month"] * hours, f"{len(metrics)} metrics"))
-    derived = {"task_seconds_per_run": task_s, "api_requests_per_run": requests, "runner_polls_per_run": polls}
+    derived = {"task_seconds_per_run": task_s, "api_requests_per_run": requests, "runner_requests_per_run": runner}
+    derived |= {"runner_polls_per_run": polls}
     derived |= {
         "log_reads_per_run": logs.requests,
         "log_read_hold_s": hold_s(api["Properties"]["Environment"]["Variables"]),
@@ -232,7 +245,11 @@ def profile_lines(template: dict[str, Any]) -> list[str]:
     out = ["Per 1,000 runs by profile (bench/cost_catalog.py PROFILES):"]
     for name, run in PROFILES.items():
         before = per_1000_runs(held, replace(run, whole_log_reads=True))
-        out.append(f"  {name:<14} ${per_1000_runs(template, run):.2f}  (${before:.2f} with log reads held, whole)")
+        late = per_1000_runs(template, replace(run, late_apply_share=1.0))
+        out.append(
+            f"  {name:<14} ${per_1000_runs(template, run):.2f}  (${before:.2f} with log reads held, whole; "
+            f"${late:.2f} when every apply is confirmed after its plan's runner left)"
+        )
     return out
 
 

@@ -43,19 +43,31 @@ MONTH_HOURS = 30 * 24
 
 @dataclass(frozen=True)
 class RunProfile:
-    """What one run does (a plan and an apply). Round numbers from the design; edit to taste. Printed by the bench."""
+    """What one run does (a plan and an apply). Counts measured with `python -m bench.run_requests` (terraform 1.11,
+    `terraform apply -auto-approve`, runners set as on AWS); durations are the design's round numbers. Printed by
+    the bench."""
 
-    phases: int = 2  # each on a task of its own (the worst case: a confirmed apply comes after the runner left)
-    phase_seconds: int = 60  # Fargate time of one phase, task start and image pull included
-    client_requests: int = 40  # terraform/tofu calls but the log reads: uploads, run creation, status polls
-    log_stream_s: float = 30.0  # per phase: how long the CLI streams its log (terraform's own time in the phase)
-    log_poll_s: float = 1.0  # the CLI's pause after an empty log read (go-tfe: 0.5 s growing to 2 s)
+    phases: int = 2  # a plan and its apply
+    # a task's billed start: Fargate bills from the image pull (bench.first_run: 3.2-8.6 s for the 129 MB image,
+    # cited throughput) to the runner's first request (1.7 s measured here)
+    task_start_s: float = 10.0
+    phase_seconds: int = 50  # Fargate time of one phase's work: init, plan or apply, uploads
+    # of which `terraform init` (providers downloaded and unpacked): an apply in its plan's folder skips it
+    init_seconds: float = 2.0
+    # runs whose apply is confirmed after the plan's runner idled out (a person, later): that apply has a task (start,
+    # init, tail) of its own. An auto-applied plan hands its apply to its runner in the finish answer, and the CLI's
+    # `terraform apply` confirms within the runner's brisk polls: one task, the apply in the plan's folder (measured)
+    late_apply_share: float = 0.0
+    client_requests: int = 22  # the CLI's requests but its log reads: upload, run creation, status polls (measured)
+    backend_requests: int = 24  # the job's terraform through its backend: discovery, workspace, state, lock (measured)
+    runner_phase_requests: int = 5  # a plan's finish and its two upload URLs, the apply's start and finish (measured)
+    log_stream_s: float = 30.0  # per phase: how long the phase streams output (terraform's own time in the phase)
+    # a CLI log read per this many seconds of streaming (go-tfe reads again at once after bytes, else after 0.5-2 s):
+    # measured 0.63-0.76 a second against the runner's 2 s flushes (0.79-0.87 against the 1 s flushes before)
+    log_poll_s: float = 1.3
     log_kb_per_phase: float = 20.0  # the job output of a phase
     whole_log_reads: bool = False  # True: as before incremental log reads (each read read the whole log again)
-    runner_requests_per_phase: int = 20  # next (claim), ~6 heartbeats, log chunks, finish
     runner_poll_s: float = 2.0  # an idle runner asks /jobs/next this often (short polls: no Lambda held waiting)
-    brisk_window_s: float = 10.0  # ... and every brisk_poll_s within this window after a job (runner/config.py)
-    brisk_poll_s: float = 0.5
     api_ms: int = 60  # average api Lambda duration per request
     ddb_reads_per_request: float = 2.0
     ddb_writes_per_request: float = 0.6
@@ -73,13 +85,21 @@ class RunProfile:
 
 
 # The run profiles the bench prices (`python -m bench.cost --profile NAME`; the table shows the first, a line the
-# others). "terrace": the project's own run (null and random providers, a plan and a confirmed apply of a few
+# others). "terrace": the project's own run (null and random providers, a plan and an auto-approved apply of a few
 # resources). "aws-provider": a small run with the AWS provider (its ~100 MB arm64 zip downloaded and unpacked by
-# each phase's `terraform init`, a refresh and a few API calls): longer phases, more output.
+# `terraform init`, a refresh and a few API calls): longer phases, more output. Each phase's work is the total it
+# had when a phase was priced as a task of its own, less the task's start.
 PROFILES = {
     "terrace": RunProfile(),
     "aws-provider": RunProfile(
-        phase_seconds=90, log_stream_s=50, log_kb_per_phase=60, runner_download_mb_per_phase=130, s3_gets=8
+        phase_seconds=80,
+        # the ~130 MB zip: 3.3-8.7 s to download at the image pull's cited throughput, ~10 s to unpack and hash at
+        # half a vCPU (measured here: 7 CPU-s to unzip and hash a 175 MB zip of a 512 MB Go binary; docs/aws/cost.md)
+        init_seconds=13.0,
+        log_stream_s=50,
+        log_kb_per_phase=60,
+        runner_download_mb_per_phase=130,
+        s3_gets=8,
     ),
 }
 

@@ -51,7 +51,8 @@ def test_every_resource_type_of_every_template_is_priced_or_known_free(synth, sy
 def test_fargate_is_priced_from_the_task_definition_with_its_idle_tail(synth):
     fargate = _lines(synth.template)["Fargate Graviton 0.5 vCPU/2 GB"]
     run = RunProfile()
-    task_s = 2 * (run.phase_seconds + 10)  # the idle tail from TERRACE_RUNNER_IDLE_EXIT_S
+    # one task: its start, the plan, the apply (handed to the plan's runner), the idle tail (TERRACE_RUNNER_IDLE_EXIT_S)
+    task_s = run.task_start_s + 2 * run.phase_seconds - run.init_seconds + 10  # the apply skips `terraform init`
     expected = task_s / 3600 * (0.5 * PRICES["fargate_arm_vcpu_h"] + 2 * PRICES["fargate_arm_gb_h"]) * 1000
     assert fargate.per_1000_runs == pytest.approx(expected)
 
@@ -101,13 +102,13 @@ def test_declared_custom_metrics_are_the_ones_the_handlers_publish(synth_options
 def test_render_prints_a_dated_table_and_its_assumptions(synth):
     text = cost.render(synth.template)
     assert cost.PRICES_AS_OF in text and "total" in text and "$/1,000 runs" in text
-    assert "Assumptions" in text and "phase_seconds=60" in text and "api_requests_per_run=" in text
+    assert "Assumptions" in text and "phase_seconds=50" in text and "api_requests_per_run=" in text
 
 
 def test_speculative_plans_are_priced_at_the_spot_rate_with_the_assumption_printed(synth, synth_options):
     text = cost.render(synth.template)
     hour = 0.5 * PRICES["fargate_arm_vcpu_h"] + 2 * PRICES["fargate_arm_gb_h"]
-    on_demand = (RunProfile().phase_seconds + 10) / 3600 * hour * 1000
+    on_demand = (RunProfile().task_start_s + RunProfile().phase_seconds + 10) / 3600 * hour * 1000
     spot = on_demand * (1 - PRICES["fargate_spot_discount"])
     assert f"on FARGATE_SPOT): ${spot:.2f} per 1,000 instead of ${on_demand:.2f} on FARGATE" in text
     assert "assuming Spot 70% below on-demand" in text
@@ -199,3 +200,35 @@ def test_every_profile_is_printed_with_what_it_cost_before(synth):
     text = cost.render(synth.template)
     assert all(re.search(rf"  {name} +\$\d+\.\d\d  \(\$\d+\.\d\d with log reads held", text) for name in PROFILES)
     assert cost.per_1000_runs(synth.template, PROFILES["terrace"]) <= 2.0
+
+
+def test_an_apply_confirmed_after_its_runner_left_is_a_task_of_its_own(synth, synth_options):
+    """The plan's runner runs the apply when the plan hands it over (auto-apply) or the CLI confirms within its
+    polls (`python -m bench.run_requests`: one runner, the apply in the plan's folder); a person who confirms after
+    the runner idled out pays a second start, tail and provider download."""
+    run = RunProfile()
+    late = dataclasses.replace(run, late_apply_share=1.0)
+    fargate = "Fargate Graviton 0.5 vCPU/2 GB"
+    hour = 0.5 * PRICES["fargate_arm_vcpu_h"] + 2 * PRICES["fargate_arm_gb_h"]
+    added = cost.run_lines(cost.Resources(synth.template), late)[0]
+    once = {line.item: line.per_1000_runs for line in cost.run_lines(cost.Resources(synth.template), run)[0]}
+    twice = {line.item: line.per_1000_runs for line in added}
+    extra_s = run.task_start_s + 10 + run.init_seconds
+    assert twice[fargate] - once[fargate] == pytest.approx(extra_s / 3600 * hour * 1000)
+    nat = {line.item: line.note for line in cost.run_lines(cost.Resources(synth_options.template), late)[0]}
+    assert nat["NAT gateway data"] == f"{2 * run.runner_download_mb_per_phase / 1024:.2f} GB/run"
+
+
+def test_the_runners_requests_follow_its_code(synth):
+    """Per task: enrollment, the claim, the polls of its idle tail every 2 s (no brisk polls after the run's last job)
+    and the one it exits after; per phase: a log PUT every FLUSH_S while it streams, the first at once, and a heartbeat
+    every TERRACE_JOB_HEARTBEAT_S while it prints nothing (a PUT stands for one); the plan's finish and upload URLs,
+    the apply's start and finish."""
+    from terrace.runner.logstream import FLUSH_S
+
+    run = RunProfile()
+    _, derived = cost.run_lines(cost.Resources(synth.template), run)
+    polls = 1 + 10 / 2 + 1
+    phases = 2 * ((run.phase_seconds - run.log_stream_s) / 10 + run.log_stream_s / FLUSH_S + 1)
+    assert derived["runner_polls_per_run"] == polls
+    assert derived["runner_requests_per_run"] == 1 + polls + run.runner_phase_requests + phases

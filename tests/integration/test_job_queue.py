@@ -113,9 +113,9 @@ def test_short_polls_pause_between_empty_answers(tmp_path: Path) -> None:
     assert pauses == [2]  # asked, paused, asked again, idle long enough: exit
 
 
-def test_short_polls_are_brisk_right_after_the_start_and_after_each_job(tmp_path: Path) -> None:
-    """What follows a job (its plan's confirmed apply, the workspace's next run) usually comes within seconds: for
-    `brisk_window_s` after the start and after each job the pause is `brisk_poll_s`, then `poll_interval_s`."""
+def _pauses_around_one_plan(tmp_path: Path, finish_answer: dict[str, Any] | None) -> tuple[FakeApi, list[float]]:
+    """A short-polling runner (2 s, brisk 0.5 s for 10 s, idle exit 20 s) handed one plan 5 s after its start, the
+    plan's finish answered with `finish_answer`: the pauses between its empty polls."""
     fake = FakeApi(blobs={"config.tar.gz": tarball({"main.tf": ""})})
     api, transfers = fake.clients()
     now = [0.0]
@@ -127,6 +127,9 @@ def test_short_polls_are_brisk_right_after_the_start_and_after_each_job(tmp_path
 
     spec = make_spec("plan")
     fake.specs[spec.job_id] = spec
+    if finish_answer is not None:
+        fake.finish_answers[spec.job_id] = finish_answer
+        fake.held_keep.add(spec.run_id)
     ask = api.next
 
     def next_job(wait_s: float, served: int = 0) -> Any:
@@ -143,8 +146,25 @@ def test_short_polls_are_brisk_right_after_the_start_and_after_each_job(tmp_path
     )
     assert runner.loop() == 0
     assert fake.finished[spec.job_id].status == "finished"
+    return fake, pauses
+
+
+def test_short_polls_are_brisk_after_the_start_and_while_a_held_plan_waits_for_its_apply(tmp_path: Path) -> None:
+    """A runner is started for a job, and a plan it holds for the apply is usually confirmed within seconds (the
+    CLI's `terraform apply`): for `brisk_window_s` after the start and after such a plan the pause is
+    `brisk_poll_s`, then `poll_interval_s`."""
+    fake, pauses = _pauses_around_one_plan(tmp_path, {"run_status": "planned"})
+    assert fake.finished["plan-abc"].keep_for_apply
     # 10 brisk pauses until the job at 5 s; after it, 20 brisk pauses (10 s), then 2 s pauses until idle for 20 s
     assert pauses == [0.5] * 10 + [0.5] * 20 + [2] * 5
+
+
+def test_after_a_runs_last_job_short_polls_are_not_brisk(tmp_path: Path) -> None:
+    """After a job that leaves nothing to follow on this runner (here a plan whose run will not apply), each poll is
+    an API request for nothing expected soon: the runner asks every `poll_interval_s` until it idles out."""
+    fake, pauses = _pauses_around_one_plan(tmp_path, None)
+    assert fake.finished["plan-abc"].keep_for_apply  # held, then dropped: the API's answer names no applying run
+    assert pauses == [0.5] * 10 + [2] * 10
 
 
 def test_an_idle_runner_waits_in_back_to_back_long_polls_then_exits(tmp_path: Path) -> None:

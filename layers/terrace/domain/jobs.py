@@ -18,7 +18,9 @@ A job is one phase (plan or apply) of one run; its id is the phase id (`plan-…
    state may be incomplete). When the call fails, or answers `cancel`, the runner does not apply.
 5. Log bytes go to `PUT /api/runner/jobs/{job_id}/logs?offset=N` (raw bytes; N = bytes already sent in
    this attempt). The server owns the STX/ETX framing. An apply log must begin with three banner lines
-   (the CLI skips them).
+   (the CLI skips them). A PUT stands for a heartbeat: the API records one with it when the last is older than
+   half the interval, and its 204 carries the heartbeat's answer in `Terrace-Heartbeat` (`BEAT_HEADER`); the
+   runner's next heartbeat is due `heartbeat_interval_s` after the last such answer.
 6. Artifacts go straight to S3 with the presigned URLs of the spec (plan file and plan JSON), each PUT once with
    `If-None-Match: *`; the finish report names their MD5s, the API records the stored objects' MD5 and size and
    an apply's spec carries them (`plan_file_md5`, `plan_file_size`): the runner applies no other file.
@@ -210,6 +212,22 @@ class HeartbeatRequest(BaseModel):
 class HeartbeatResponse(BaseModel):
     cancel: bool = False
     force_cancel: bool = False
+
+
+# On a log PUT's 204: the PUT stood for a heartbeat (the runner sends none of its own meanwhile); the value is the
+# heartbeat's answer: "run", "cancel" or "force-cancel". A server without it: the runner keeps beating.
+BEAT_HEADER = "Terrace-Heartbeat"
+
+
+def beat_header(answer: HeartbeatResponse) -> str:
+    return "force-cancel" if answer.force_cancel else "cancel" if answer.cancel else "run"
+
+
+def beat_of(header: str | None) -> HeartbeatResponse | None:
+    """The heartbeat answer a log PUT's `BEAT_HEADER` carries; None when it carries none (not a beat)."""
+    if header not in ("run", "cancel", "force-cancel"):
+        return None
+    return HeartbeatResponse(cancel=header != "run", force_cancel=header == "force-cancel")
 
 
 class FinishRequest(BaseModel):

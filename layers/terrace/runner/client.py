@@ -12,6 +12,7 @@ import httpx
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, retry_if_result, stop_after_attempt
 
 from terrace.domain.jobs import (
+    BEAT_HEADER,
     HAND_OVER_HEADER,
     FinishRequest,
     FinishResponse,
@@ -21,6 +22,7 @@ from terrace.domain.jobs import (
     JobSpec,
     NextRequest,
     UploadUrls,
+    beat_of,
 )
 
 log = logging.getLogger("terrace.runner.client")
@@ -168,7 +170,8 @@ class RunnerApi:
         response = self._post(f"/jobs/{job_id}/release", body, f"release {job_id}")
         self._check(response, f"release {job_id}")
 
-    def put_logs(self, job_id: str, offset: int, chunk: bytes) -> None:
+    def put_logs(self, job_id: str, offset: int, chunk: bytes) -> HeartbeatResponse | None:
+        """Appends a chunk at `offset`; the heartbeat answer the API recorded with it (None: not a heartbeat)."""
         headers = {**self._headers(), "Content-Type": "application/octet-stream"}
         response = with_retries(
             lambda: self._http.put(f"/jobs/{job_id}/logs", params={"offset": offset}, content=chunk, headers=headers),
@@ -177,6 +180,7 @@ class RunnerApi:
             self._sleep,
         )
         self._check(response, f"logs {job_id}@{offset}")
+        return beat_of(response.headers.get(BEAT_HEADER))
 
     def finish(self, request: FinishRequest, job_id: str) -> FinishResponse | None:
         """The run's status and maybe the same run's apply claimed for this runner; None when not told."""

@@ -89,21 +89,19 @@ class JobExecutor:
         secrets = [spec.run_token, *(v.value for v in spec.variables if v.sensitive)]
         secrets += [spec.ssh_private_key] if spec.ssh_private_key else []
         secrets += workload_identity.tokens(spec.workload_credentials)
-        stream = LogStream(  # masks `secrets` in what it sends and what it prints
-            lambda offset, chunk: self.api.put_logs(spec.job_id, offset, chunk),
+        control = CancelControl()
+        heartbeat = Heartbeat(lambda: self.api.heartbeat(spec.job_id), control, spec.heartbeat_interval_s)
+        stream = LogStream(  # masks `secrets` in what it sends and what it prints; a PUT may stand for a beat
+            lambda offset, chunk: heartbeat.beaten(self.api.put_logs(spec.job_id, offset, chunk)),
             job_id=spec.job_id,
             redact=secrets,
             echo_to=self.echo_to if self.config.echo_output else _DISCARD,
         )
-        job = Job(spec=spec, folder=folder, log=stream, control=CancelControl(), identity=identity)
+        job = Job(spec=spec, folder=folder, log=stream, control=control, identity=identity)
         self.current = job.control  # `terrace agent`'s SIGTERM interrupts a plan through it (hand-back)
-
-        def beat() -> object:
-            return self.api.heartbeat(spec.job_id)
-
         report = FinishRequest(runner_id=self.api.runner_id, status="finished")
         try:
-            with Heartbeat(beat, job.control, spec.heartbeat_interval_s):  # type: ignore[arg-type]
+            with heartbeat:
                 try:
                     if spec.operation.query:  # a query run (`runner/query.py`)
                         report = run_query(self.steps, job, self.api.runner_id)

@@ -144,10 +144,13 @@ class Runner:
         return 0
 
     def _pause_s(self, idle_for: float) -> float:
-        """The pause between two short polls: `poll_interval_s`, briefer within `brisk_window_s` of the start or the
-        last job (a confirmed apply then starts within `brisk_poll_s`, not within the whole interval)."""
+        """The pause between two short polls: `poll_interval_s`, briefer within `brisk_window_s` of the start (the
+        runner was started for a job) or of a plan whose folder it holds for the apply (a confirmed apply then starts
+        within `brisk_poll_s`, not within the whole interval). After a run's last job nothing is expected that soon:
+        each poll is an API request, so the runner asks every `poll_interval_s`."""
         pause = self.config.poll_interval_s or ERROR_PAUSE_S
-        if idle_for < self.config.brisk_window_s:
+        expecting = self.served == 0 or len(self.executor.cache) > 0
+        if expecting and idle_for < self.config.brisk_window_s:
             return min(pause, self.config.brisk_poll_s)
         return pause
 

@@ -152,14 +152,23 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 class Heartbeat:
-    """Calls `beat()` every `interval_s` until stopped; its response drives the cancel control."""
+    """Calls `beat()` every `interval_s` until stopped; its response drives the cancel control. A log PUT the API
+    recorded as a heartbeat (`beaten`) stands for one: the next beat is due `interval_s` after it."""
 
-    def __init__(self, beat: Callable[[], HeartbeatResponse], control: CancelControl, interval_s: float) -> None:
-        self._beat, self._control, self._interval = beat, control, max(interval_s, 0.2)
+    def __init__(
+        self,
+        beat: Callable[[], HeartbeatResponse],
+        control: CancelControl,
+        interval_s: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._beat, self._control, self._interval, self._clock = beat, control, max(interval_s, 0.2), clock
+        self._last = clock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="heartbeat", daemon=True)
 
     def __enter__(self) -> Heartbeat:
+        self._last = self._clock()
         self._thread.start()
         return self
 
@@ -167,8 +176,18 @@ class Heartbeat:
         self._stop.set()
         self._thread.join(30)
 
+    def beaten(self, answer: HeartbeatResponse | None) -> None:
+        """A log PUT's answer: when the API recorded it as a heartbeat, it counts as one (its flags applied)."""
+        if answer is None:
+            return
+        self._last = self._clock()
+        self._control.apply(answer)
+
     def _run(self) -> None:
-        while not self._stop.wait(self._interval):
+        while not self._stop.wait(max(self._last + self._interval - self._clock(), 0.0)):
+            if self._clock() - self._last < self._interval:
+                continue  # a log PUT beat meanwhile
+            self._last = self._clock()
             try:
                 self._control.apply(self._beat())
             except Exception as exc:  # a missed beat is the server's to judge; keep working

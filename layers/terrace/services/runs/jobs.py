@@ -29,6 +29,7 @@ from terrace.services.access.authz import Authorizer
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.runs.cost_estimates import CostEstimateService
 from terrace.services.runs.job_handoff import ApplyHandoff, runner_ref
+from terrace.services.runs.job_liveness import JobLiveness
 from terrace.services.runs.job_retries import JobRetries
 from terrace.services.runs.job_specs import JobSpecs
 from terrace.services.runs.logs import LogService
@@ -53,7 +54,7 @@ def _phase_name(job_id: str) -> str:
     raise NotFound(f"job {job_id} not found")
 
 
-class JobService(ApplyHandoff):
+class JobService(ApplyHandoff, JobLiveness):
     def __init__(
         self,
         store: RunStore,
@@ -194,28 +195,6 @@ class JobService(ApplyHandoff):
         run, secret = retrying(step)
         return self._specs.build(run, _phase_name(job_id), secret, own_runner=principal.kind is not PrincipalKind.AGENT)
 
-    # heartbeat ---------------------------------------------------------------------------
-    def heartbeat(self, principal: Principal, job_id: str, request: HeartbeatRequest) -> HeartbeatResponse:
-        def step() -> HeartbeatResponse:
-            run, name = self._load(principal, job_id)
-            state = run.phase(name)
-            if run.final or state.final:
-                return HeartbeatResponse(
-                    cancel=True, force_cancel=run.status == rs.FORCE_CANCELED or run.force_cancel_requested
-                )
-            if state.status != rs.P_RUNNING or state.runner_id != runner_ref(principal, request.runner_id):
-                raise Conflict(f"job {job_id} is not running on {request.runner_id}")
-            expected = run.version
-            state.heartbeat_at = clock.epoch()
-            self._store.save([(run, expected)], None, {run.id: run.status})
-            return HeartbeatResponse(
-                cancel=run.cancel_requested_at is not None, force_cancel=run.force_cancel_requested
-            )
-
-        answer = retrying(step)
-        self._seen(principal, request.runner_id, agent_pools.BUSY)
-        return answer
-
     # applying ----------------------------------------------------------------------------
     def start_apply(self, principal: Principal, job_id: str, request: HeartbeatRequest) -> HeartbeatResponse:
         """The runner is about to start terraform apply: from now on a lost attempt is never retried.
@@ -240,14 +219,6 @@ class JobService(ApplyHandoff):
             return HeartbeatResponse()
 
         return retrying(step)
-
-    # logs --------------------------------------------------------------------------------
-    def append_log(self, principal: Principal, job_id: str, offset: int, data: bytes) -> None:
-        run, name = self._load(principal, job_id)
-        state = run.phase(name)
-        if state.status != rs.P_RUNNING or not (state.runner_id or "").endswith(f"@{principal.token_id}"):
-            raise Conflict(f"job {job_id} is not running on this runner; its log is closed to it")
-        self._logs.append(state.id, state.attempt, offset, data)
 
     # finish ------------------------------------------------------------------------------
     def finish(self, principal: Principal, job_id: str, request: FinishRequest) -> Run:

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 
 from terrace.domain.errors import BadRequest, Invalid
 from terrace.domain.jobs import (
+    BEAT_HEADER,
     HAND_OVER_HEADER,
     EnrollRequest,
     EnrollResponse,
@@ -22,6 +23,7 @@ from terrace.domain.jobs import (
     JobSpec,
     NextRequest,
     UploadUrls,
+    beat_header,
 )
 from terrace.domain.principal import PrincipalKind
 from terrace.web.deps import ContainerDep, PrincipalDep
@@ -141,8 +143,8 @@ def append_log(
         raise BadRequest("offset must be an integer") from exc
     if offset < 0 or len(data) > MAX_LOG_PUT:
         raise BadRequest(f"offset must be >= 0 and a log PUT at most {MAX_LOG_PUT} bytes")
-    container.jobs.append_log(principal, job_id, offset, data)
-    return Response(status_code=204)
+    answer = container.jobs.append_log(principal, job_id, offset, data)
+    return Response(status_code=204, headers={BEAT_HEADER: beat_header(answer)})
 
 
 @router.post("/jobs/{job_id}/upload-urls")
