@@ -77,7 +77,9 @@ def test_needs_attention_live_health_and_a_new_run(ui: UI, page: Any) -> None:
     assert done.status_code == 200, done.text
     assert ui.container.run_store.load(first).status == "applied"
     page.clock.fast_forward(POLL_MS)  # the overview's next poll, now rather than in a few seconds
-    expect(current.get_by_role("link")).to_have_attribute("href", f"/app/acme/workspaces/web/runs/{second}")
+    expect(current.get_by_role("link")).to_have_attribute(
+        "href", f"/app/acme/workspaces/web/runs/{second}", timeout=LIVE_MS
+    )
     expect(current).not_to_contain_text("Apply queued")
 
     page.get_by_role("navigation", name="Workspace").get_by_role("link", name="Health").click()
