@@ -21,6 +21,7 @@ playwright_api = pytest.importorskip("playwright.sync_api")
 expect = playwright_api.expect
 __all__ = ["ui"]  # the fixture
 LIVE_MS = DEADLINE_S * 1000
+POLL_MS = 15_000  # the longest period the workspace list and the overview poll at (page.clock jumps it)
 
 
 def test_needs_attention_live_health_and_a_new_run(ui: UI, page: Any) -> None:
@@ -29,6 +30,7 @@ def test_needs_attention_live_health_and_a_new_run(ui: UI, page: Any) -> None:
     ui.workspace("quiet")
     ui.upload_config(ws_id)
     first = ui.create_run(ws_id).json()["data"]["id"]
+    page.clock.install()  # time flows, and a poll's wait can be jumped
     ui.sign_in(page)
     page.goto(f"{ui.base}/app/acme/workspaces")
     web = page.get_by_role("row").filter(has=page.get_by_role("link", name="web", exact=True))
@@ -40,6 +42,7 @@ def test_needs_attention_live_health_and_a_new_run(ui: UI, page: Any) -> None:
     assert done.status_code == 200, done.text
     second = ui.create_run(ws_id).json()["data"]["id"]  # the newest run waits behind the first
     assert_accessible(page)  # while the list's next refresh comes
+    page.clock.fast_forward(POLL_MS)
     # no reload: the list follows the workspace's current run, and counts it as needing a person
     expect(web.locator(".label-attention")).to_have_text("Needs confirmation", timeout=LIVE_MS)
     expect(web.get_by_role("link", name="Needs confirmation")).to_have_attribute(
@@ -65,6 +68,19 @@ def test_needs_attention_live_health_and_a_new_run(ui: UI, page: Any) -> None:
     expect(page.get_by_role("list", name="Comments")).to_contain_text("ship it", timeout=LIVE_MS)
     assert ui.container.run_store.load(first).status != "discarded"
     assert_accessible(page, (PHONE,))
+
+    page.get_by_role("navigation", name="Workspace").get_by_role("link", name="Overview").click()
+    current = page.locator("#current-run")  # the overview follows the current run live too
+    expect(current).to_contain_text("Apply queued")
+    spec = ui.claim()  # the apply, done: the first run is applied and the second becomes current
+    done = ui.runner.post(f"/api/runner/jobs/{spec['job_id']}/finish", json={"runner_id": "r1", "status": "finished"})
+    assert done.status_code == 200, done.text
+    assert ui.container.run_store.load(first).status == "applied"
+    page.clock.fast_forward(POLL_MS)  # the overview's next poll, now rather than in a few seconds
+    expect(current.get_by_role("link")).to_have_attribute(
+        "href", f"/app/acme/workspaces/web/runs/{second}", timeout=LIVE_MS
+    )
+    expect(current).not_to_contain_text("Apply queued")
 
     page.get_by_role("navigation", name="Workspace").get_by_role("link", name="Health").click()
     page.get_by_role("button", name="Turn assessments on").click()

@@ -5,8 +5,10 @@ evaluation named by its set with a coloured badge beside Override, the `run:need
 Verify's answer; projects in the workspace flow, the overview's facts, locking with a reason, the New run dialog,
 team tokens and the organization navigation on workspace pages; the Health tab's drift and failing checks, a
 registry module's typed inputs and sanitized README, an editable set variable, counts in the right number,
-invitations cancelled and declined, the favicon; and a phone-width pass over the workspace pages. Desktop width,
-axe-core on every page (the phone pass at phone width), and the CSP refuses nothing (the `page` fixture)."""
+invitations cancelled and declined, the favicon; a phone-width pass over the workspace pages; a policy set's
+version uploaded through the API on its page, and the pages of what comes from a repository, the audit trail and the
+explorer at both widths. Desktop width, axe-core on every page (the phone pass at phone width), and the CSP refuses
+nothing (the `page` fixture). acme's policy is compiled and evaluated once for the file (the `guarded` fixture)."""
 
 from __future__ import annotations
 
@@ -16,15 +18,14 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from terrace.adapters.memory_outbound import MemoryOutbound
 from terrace.local.usage import usage
 
 from .conftest import DESKTOP, PHONE, assert_accessible, need_axe
-from .ui_site import HEALTH_PLAN, PLAN, REGO, Site, gamma, planner, serve_site
+from .ui_site import HEALTH_PLAN, Guarded, Site, acme, from_repositories, gamma, planner, serve_site, versioned_sets
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 expect = playwright_api.expect
-ORGS = ("acme", "beta", "gamma", "delta", "epsilon")
+ORGS = ("acme", "beta", "gamma", "delta", "epsilon", "zeta", "eta")
 TIME = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$")  # every page's way of writing a time (`when`)
 
 
@@ -32,6 +33,12 @@ TIME = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$")  # every page's way o
 def site() -> Iterator[Site]:
     with serve_site(ORGS) as served:
         yield served
+
+
+@pytest.fixture(scope="module")
+def guarded(site: Site) -> Guarded:
+    """acme's run waiting for a policy override (its policy compiled and evaluated once for the file)."""
+    return acme(site)
 
 
 def row(page: Any, name: str) -> Any:
@@ -42,32 +49,9 @@ def ws_tab(page: Any, name: str) -> Any:
     return page.get_by_role("navigation", name="Workspace").get_by_role("link", name=name, exact=True)
 
 
-def test_a_policy_override_needs_a_person_everywhere_and_notifies(site: Site, page: Any) -> None:
+def test_a_policy_override_needs_a_person_everywhere_and_notifies(site: Site, guarded: Guarded, page: Any) -> None:
     need_axe()
     page.set_viewport_size(DESKTOP)
-    c = site.container
-    guarded, preview = site.workspace("acme", "guarded"), site.workspace("acme", "preview")
-    attrs = {"name": "tagged", "kind": "opa", "query": "data.terraform.policies.tagged.deny",
-             "enforcement-level": "mandatory"}  # fmt: skip
-    policy = c.policies.create_with_content(site.owner, "acme", attrs, REGO)
-    guardrails = c.policy_sets.create(site.owner, "acme", {"name": "guardrails", "kind": "opa", "overridable": True},
-                                      {"policies": [policy.id], "workspaces": [guarded]})  # fmt: skip
-    limit = {"data": {"type": "vars", "attributes": {"key": "max_size", "value": "3", "category": "policy-set"}}}
-    assert site.api.post(f"/api/v2/policy-sets/{guardrails.id}/parameters", json=limit).status_code == 201
-    hook = {"data": {"type": "notification-configurations", "attributes": {
-        "name": "hook", "destination-type": "generic", "url": "https://hooks.example/t", "enabled": True,
-        "triggers": ["run:needs_attention"]}}}  # fmt: skip
-    assert site.api.post(f"/api/v2/workspaces/{guarded}/notification-configurations", json=hook).status_code == 201
-    outbound = c.outbound
-    assert isinstance(outbound, MemoryOutbound)
-    for ws_id in (guarded, preview):
-        site.upload_config(ws_id)
-    run_id = site.run(guarded)
-    site.work("acme", plan=PLAN, resource_additions=1)  # its plan, then the policy evaluation (a child process)
-    assert c.run_store.load(run_id).status == "post_plan_awaiting_decision"
-    site.run(preview, **{"plan-only": True})
-    site.work("acme", resource_additions=2)
-
     site.sign_in(page)
     page.goto(f"{site.base}/app/acme/workspaces")
     expect(row(page, "guarded").locator(".label-attention")).to_have_text("Needs policy override")
@@ -97,7 +81,7 @@ def test_a_policy_override_needs_a_person_everywhere_and_notifies(site: Site, pa
     section = page.get_by_role("region", name="hook")
     expect(section.locator("tbody tr")).to_have_count(2)  # the verification, then run:needs_attention
     expect(section.locator("tbody time").first).to_have_text(TIME)
-    assert b'"run:needs_attention"' in outbound.sent[-1].body
+    assert b'"run:needs_attention"' in guarded.outbound.sent[-1].body
     page.get_by_role("button", name="Verify hook").click()
     expect(page.locator("#verify-result")).to_have_text("Verification sent: 200 ok.")
     for trigger in ("assessment:drifted", "assessment:failed", "workspace:auto_destroy_reminder"):
@@ -290,22 +274,64 @@ def test_health_a_module_a_set_variable_and_invitations(site: Site, page: Any) -
     assert_accessible(page, (DESKTOP,))
 
 
-def test_the_workspace_pages_at_phone_width(site: Site, page: Any) -> None:
-    """The pages whose layout changes with the organization navigation on top: nothing wider than a phone."""
+def test_the_workspace_pages_at_phone_width(site: Site, guarded: Guarded, page: Any) -> None:
+    """The pages whose layout changes with the organization navigation on top (those of the workspace whose run
+    awaits an override, its policy results on the run page): nothing wider than a phone."""
     need_axe()
-    ws_id = site.workspace("delta", "web")
-    site.upload_config(ws_id)
-    run_id = site.run(ws_id)
-    site.work("delta", resource_additions=1)
     site.sign_in(page)
     page.set_viewport_size(PHONE)
-    for path in ("", "/runs", f"/runs/{run_id}", "/health", "/settings", "/access"):
-        page.goto(f"{site.base}/app/delta/workspaces/web{path}")
+    for path in ("", "/runs", f"/runs/{guarded.run_id}", "/health", "/settings", "/access"):
+        page.goto(f"{site.base}/app/acme/workspaces/guarded{path}")
         expect(page.get_by_role("navigation", name="Organization").get_by_role("link", name="Registry")).to_be_visible()
         expect(ws_tab(page, "Overview")).to_be_visible()
+        if path.startswith("/runs/"):  # its policy results (loaded after the page), then measured
+            expect(page.locator("#run-policies .policy-outcomes")).to_contain_text("tagged")
         overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 0, f"{path or 'overview'} is {overflow}px wider than a phone"
         assert_accessible(page, (PHONE,))
-    page.goto(f"{site.base}/app/delta/policies")
+    page.goto(f"{site.base}/app/acme/policies")  # with its set and policy
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), "the Policies page overflows"
     assert_accessible(page, (PHONE,))
+
+
+def test_a_policy_set_s_versions_and_the_repository_they_come_from(site: Site, page: Any) -> None:
+    """A version uploaded through the API, listed with its status and policies on its set's page; a set whose
+    versions come from a repository names it. axe-core at phone and desktop width."""
+    need_axe()
+    uploaded, from_repo, version_id = versioned_sets(site)
+    site.sign_in(page)
+    page.goto(f"{site.base}/app/zeta/policy-sets/{uploaded}")
+    version = page.get_by_role("region", name=f"Version {version_id}")
+    expect(version.get_by_role("heading")).to_have_text(f"{version_id} current ready")
+    expect(version.locator(".label-done")).to_have_text(["current", "ready"])  # green, as a passed check
+    expect(version).to_contain_text("tfe-api")
+    expect(version.get_by_role("listitem")).to_have_text(["no_null (mandatory): data.terraform.policies.no_null.deny"])
+    assert_accessible(page)
+    page.goto(f"{site.base}/app/zeta/policy-sets/{from_repo}")
+    expect(page.locator("#vcs-source")).to_contain_text("Versions from octo/policies · branch main · policies/")
+    expect(page.locator(".policy-set-version .label-done")).to_have_text(["current", "ready"])
+    assert_accessible(page)
+
+
+def test_a_module_and_a_workspace_from_repositories_the_audit_trail_and_the_explorer(site: Site, page: Any) -> None:
+    """The pages added with repositories (a module's, a workspace's Version control), a workspace's change
+    requests, the audit trail and the explorer: axe-core at phone and desktop width on each."""
+    need_axe()
+    from_repositories(site)
+    site.sign_in(page)
+    page.goto(f"{site.base}/app/eta/registry/net/aws")
+    expect(page.locator("#vcs-source")).to_contain_text("Published from octo/terraform-aws-net · branch main")
+    expect(page.locator("#usage")).to_contain_text('version = "0.1.0"')  # scrolls sideways on a phone
+    assert_accessible(page)
+    page.goto(f"{site.base}/app/eta/workspaces/infra/settings/version-control")
+    expect(page.get_by_text("Connected repository")).to_be_visible()
+    assert_accessible(page)
+    page.goto(f"{site.base}/app/eta/workspaces/infra")
+    expect(page.locator("#change-requests")).to_contain_text("Pin the provider")
+    assert_accessible(page)
+    page.goto(f"{site.base}/app/eta/settings/audit-trail")
+    expect(page.get_by_role("table", name="Audit events, newest first").locator("tbody tr").first).to_be_visible()
+    assert_accessible(page)
+    page.goto(f"{site.base}/app/eta/explorer")
+    expect(page.get_by_role("heading", name="Explorer", level=1)).to_be_visible()
+    assert_accessible(page)

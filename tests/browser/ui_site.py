@@ -8,13 +8,15 @@ import io
 import json
 import socket
 import tarfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
 import pytest
+from terrace.adapters.memory_forge import MemoryForge
+from terrace.adapters.memory_outbound import MemoryOutbound
 from terrace.bootstrap import Container, build_memory
 from terrace.config import Settings
 from terrace.domain.principal import Principal, PrincipalKind
@@ -187,3 +189,108 @@ def gamma(site: Site) -> tuple[str, str]:
     assert site.api.post(f"/api/v2/varsets/{set_id}/relationships/vars", json=region).status_code == 201
     bob = site.container.accounts.create_user("bob", "bob@example.com")
     return set_id, site.container.accounts.issue_token(PrincipalKind.USER, bob.id).secret
+
+
+@dataclass(frozen=True)
+class Guarded:
+    """acme's scene: `guarded`'s run waits for a policy override, `preview`'s speculative plan has changes."""
+
+    guarded: str  # workspace ids
+    preview: str
+    run_id: str  # guarded's run
+    outbound: MemoryOutbound
+
+
+def acme(site: Site) -> Guarded:
+    """acme's workspaces `guarded` (the overridable set `guardrails`, its parameter max_size, applied to it; the hook
+    `hook` told of run:needs_attention) whose run's plan failed the mandatory policy `tagged`, and `preview`, a
+    speculative plan of 2 to add. The policy is compiled and evaluated in child processes: done once for the file."""
+    c = site.container
+    guarded, preview = site.workspace("acme", "guarded"), site.workspace("acme", "preview")
+    attrs = {"name": "tagged", "kind": "opa", "query": "data.terraform.policies.tagged.deny",
+             "enforcement-level": "mandatory"}  # fmt: skip
+    policy = c.policies.create_with_content(site.owner, "acme", attrs, REGO)
+    guardrails = c.policy_sets.create(site.owner, "acme", {"name": "guardrails", "kind": "opa", "overridable": True},
+                                      {"policies": [policy.id], "workspaces": [guarded]})  # fmt: skip
+    limit = {"data": {"type": "vars", "attributes": {"key": "max_size", "value": "3", "category": "policy-set"}}}
+    assert site.api.post(f"/api/v2/policy-sets/{guardrails.id}/parameters", json=limit).status_code == 201
+    hook = {"data": {"type": "notification-configurations", "attributes": {
+        "name": "hook", "destination-type": "generic", "url": "https://hooks.example/t", "enabled": True,
+        "triggers": ["run:needs_attention"]}}}  # fmt: skip
+    assert site.api.post(f"/api/v2/workspaces/{guarded}/notification-configurations", json=hook).status_code == 201
+    assert isinstance(c.outbound, MemoryOutbound)
+    for ws_id in (guarded, preview):
+        site.upload_config(ws_id)
+    run_id = site.run(guarded)
+    site.work("acme", plan=PLAN, resource_additions=1)  # its plan, then the policy evaluation (a child process)
+    assert c.run_store.load(run_id).status == "post_plan_awaiting_decision"
+    site.run(preview, **{"plan-only": True})
+    site.work("acme", resource_additions=2)
+    return Guarded(guarded, preview, run_id, c.outbound)
+
+
+POLICIES_HCL = """policy "no_null" {
+  query             = "data.terraform.policies.no_null.deny"
+  enforcement_level = "mandatory"
+}
+"""
+NO_NULL = """package terraform.policies.no_null
+import rego.v1
+
+deny contains rc.address if {
+    some rc in input.plan.resource_changes
+    rc.type == "null_resource"
+}
+"""
+PAT = "ghp_browsertoken"
+
+
+def github(site: Site, org: str, *repositories: str) -> Callable[[str], dict[str, Any]]:
+    """`org`'s GitHub provider (the memory forge) and `repositories` on it (a policy and a module on `main`): the
+    `vcs-repo` attributes of one of them."""
+    forge = site.container.forge
+    assert isinstance(forge, MemoryForge)
+    files = {"policies/policies.hcl": POLICIES_HCL.encode(), "policies/no_null/main.rego": NO_NULL.encode(),
+             "main.tf": b'variable "cidr" {\n  type = string\n}\n'}  # fmt: skip
+    for repo in repositories:
+        forge.add(repo, PAT)
+        forge.push(repo, "main", files, "first")
+    client = {"data": {"type": "oauth-clients", "attributes": {"service-provider": "github", "oauth-token-string": PAT,
+              "http-url": "https://github.com", "api-url": "https://api.github.com"}}}  # fmt: skip
+    made = site.api.post(f"/api/v2/organizations/{org}/oauth-clients", json=client)
+    assert made.status_code == 201, made.text
+    token = made.json()["data"]["relationships"]["oauth-tokens"]["data"][0]["id"]
+    return lambda repo: {"identifier": repo, "oauth-token-id": token, "branch": "main", "display-identifier": repo}
+
+
+def versioned_sets(site: Site) -> tuple[str, str, str]:
+    """zeta's policy sets `uploaded`, with a version uploaded through the API, and `from-repo`, whose versions come
+    from a repository: their ids and the uploaded version's."""
+    vcs = github(site, "zeta", "octo/policies")
+    ids = []
+    from_repo = {"vcs-repo": vcs("octo/policies"), "policies-path": "policies"}
+    for name, extra in (("uploaded", {}), ("from-repo", from_repo)):
+        body = {"data": {"type": "policy-sets", "attributes": {"name": name, "kind": "opa", **extra}}}
+        made = site.api.post("/api/v2/organizations/zeta/policy-sets", json=body)
+        assert made.status_code == 201, made.text
+        ids.append(str(made.json()["data"]["id"]))
+    version = site.api.post(f"/api/v2/policy-sets/{ids[0]}/versions")
+    assert version.status_code == 201, version.text
+    site.land(blob_key(version.json()["data"]["links"]["upload"]),
+              tarball({"policies.hcl": POLICIES_HCL, "no_null/main.rego": NO_NULL}))  # fmt: skip
+    site.drain()  # the connection's first version
+    return ids[0], ids[1], str(version.json()["data"]["id"])
+
+
+def from_repositories(site: Site) -> None:
+    """eta's module net/aws, published from a repository's branch, and workspace `infra`, connected to another;
+    a change request on `infra`."""
+    vcs = github(site, "eta", "octo/terraform-aws-net", "octo/infra")
+    module = {"data": {"type": "registry-modules", "attributes": {"vcs-repo": vcs("octo/terraform-aws-net"),
+                                                                  "initial-version": "0.1.0"}}}  # fmt: skip
+    made = site.api.post("/api/v2/organizations/eta/registry-modules/vcs", json=module)
+    assert made.status_code == 201, made.text
+    infra = site.workspace("eta", "infra", **{"vcs-repo": vcs("octo/infra")})
+    site.drain()  # the connections' first versions
+    ws = site.container.workspaces.load(infra)
+    site.container.change_requests.create_for(site.owner, "eta", [ws], "Pin the provider", "Pin aws to 5.x.")

@@ -1,12 +1,20 @@
 """The policy pages of the web UI (issue 45): a policy set's page (its policies, where it applies, its parameters
 with sensitive values hidden) and a policy's page (its code as text, the sets it is in); another organization's
-set or policy is not found."""
+set or policy is not found; the policy form's code is compiled once, before the policy is made."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+import pytest
 from fastapi.testclient import TestClient
-from terrace.bootstrap import build_memory
+from terrace.adapters.memory_blobs import MemoryBlobs
+from terrace.adapters.memory_table import MemoryTable
+from terrace.adapters.rego_policy_engine import RegoPolicyEngine
+from terrace.bootstrap import Container, build_memory
 from terrace.config import Settings
+from terrace.domain.errors import Invalid, TooLarge
+from terrace.domain.policies import CONTENT_MAX_BYTES
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.web.app import create_app
 from ui_helpers import sign_in
@@ -81,3 +89,37 @@ def test_counts_read_in_the_right_number() -> None:
     from terrace.web.ui.session import counted
 
     assert [counted(n, "project") for n in (0, 1, 2)] == ["0 projects", "1 project", "2 projects"]
+
+
+class CountingEngine(RegoPolicyEngine):
+    """The real engine, counting the modules it was asked to compile."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.compiled: list[str] = []
+
+    def check(self, modules: Mapping[str, str]) -> str | None:
+        self.compiled.extend(modules)
+        return super().check(modules)
+
+
+def test_a_policy_made_with_its_code_is_compiled_once_and_a_refused_one_leaves_nothing() -> None:
+    """The UI's form compiles the Rego once (each compile is a child process of its own), before the policy is
+    made; code too large or that does not compile makes no policy."""
+    engine = CountingEngine()
+    settings = Settings(table_name="memory", blob_bucket="memory", url_signing_secret="sign")
+    container = Container(settings=settings, table=MemoryTable(), blobs=MemoryBlobs(), remote_policy_engine=engine)
+    alice = container.accounts.create_user("alice", "alice@example.com")
+    owner = Principal(PrincipalKind.USER, alice.id, "alice")
+    container.organizations.create(owner, "acme", "ops@example.com")
+    attrs = {"name": "no_public", "kind": "opa", "query": "data.terraform.policies.no_public.deny",
+             "enforcement-level": "mandatory"}  # fmt: skip
+    policy = container.policies.create_with_content(owner, "acme", attrs, REGO)
+    assert engine.compiled == ["no_public.rego"]
+    assert policy.has_content and container.policies.content(policy.id) == REGO
+    with pytest.raises(Invalid, match="does not compile") as refused:
+        container.policies.create_with_content(owner, "acme", {**attrs, "name": "broken"}, "package x\ndeny {")
+    assert refused.value.pointer == "/data/attributes/content"
+    with pytest.raises(TooLarge):
+        container.policies.create_with_content(owner, "acme", {**attrs, "name": "huge"}, "#" * (CONTENT_MAX_BYTES + 1))
+    assert [p.name for p in container.policies.list(owner, "acme")] == ["no_public"]

@@ -120,15 +120,15 @@ class PolicyService:
         return self._public(item)
 
     def create_with_content(self, principal: Principal, organization: str, attrs: dict[str, Any], text: str) -> Policy:
-        """The UI's form: the Rego is compiled first, so a policy that does not compile leaves nothing behind."""
+        """The UI's form: the text is bounded (and the Rego compiled) first, so a policy refused for its text leaves
+        nothing behind; compiled once (each compile is a child process), then written with the policy."""
         self._orgs.get(principal, organization, Action.MANAGE_POLICIES)
-        if attrs.get("kind") == "opa":
-            error = self._engine.check({f"{attrs.get('name')}.rego": text})
-            if error:
-                raise Invalid(f"the policy does not compile: {error}", pointer="/data/attributes/content")
+        pending = {"kind": rules.check_kind(attrs.get("kind")), "enforce_path": f"{attrs.get('name')}.rego"}
+        content = self._checked(pending, text.encode(), pointer="/data/attributes/content")
         policy = self.create(principal, organization, attrs)
-        self.upload(principal, policy.id, text.encode())
-        return self.get(principal, policy.id)
+        item, _ = self._item(principal, policy.id, Action.MANAGE_POLICIES)
+        item["content"] = content
+        return self._write(item, item["version"])
 
     def update(self, principal: Principal, policy_id: str, attrs: dict[str, Any]) -> Policy:
         item, _ = self._item(principal, policy_id, Action.MANAGE_POLICIES)
@@ -164,8 +164,8 @@ class PolicyService:
         item["content"] = text
         self._write(item, version)
 
-    def _checked(self, item: dict[str, Any], body: bytes) -> str:
-        """A policy's new text: UTF-8, bounded, and (OPA) compiling."""
+    def _checked(self, item: dict[str, Any], body: bytes, pointer: str | None = None) -> str:
+        """A policy's new text: UTF-8, bounded, and (OPA) compiling (`pointer`: the input a compile error names)."""
         if len(body) > rules.CONTENT_MAX_BYTES:
             raise TooLarge(f"a policy is at most {rules.CONTENT_MAX_BYTES} bytes")
         try:
@@ -175,7 +175,7 @@ class PolicyService:
         if item["kind"] == "opa":
             error = self._engine.check({item["enforce_path"]: text})
             if error:
-                raise Invalid(f"the policy does not compile: {error}")
+                raise Invalid(f"the policy does not compile: {error}", pointer=pointer)
         return text
 
     def delete(self, principal: Principal, policy_id: str) -> Policy:
