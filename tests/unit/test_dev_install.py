@@ -56,9 +56,10 @@ def test_make_dev_installs_the_server_and_htmx_only() -> None:
     for target in ("dev", "dev-fresh"):
         assert _rule(makefile, target)[0] == ["$(STAMP)/server", "$(STAMP)/assets"], target
     _, server = _rule(makefile, "$(STAMP)/server")
-    pip = [line for line in server if "pip install" in line]
-    assert pip[0].endswith("pip install -q -e .")  # no extras
-    assert all("-e ." not in line for line in pip[1:])
+    installs = [line for line in server if "$(INSTALL)" in line]  # uv pip install into the venv (INSTALL)
+    assert installs[0] == "$(INSTALL) -e ."  # no extras
+    assert all("-e ." not in line for line in installs[1:])
+    assert re.search(r"^INSTALL := \$\(BIN\)/uv pip install ", makefile, re.M)
     _, assets = _rule(makefile, "$(STAMP)/assets")
     assert "npm ci --omit=dev" in " ".join(assets)
 

@@ -27,6 +27,7 @@ NOT_URL_SIGNERS = {
     "domain/notification_payloads.py",  # signs notification bodies with their configuration's token (TFC's header)
     "runner/sigv4.py",  # AWS SigV4 of the runner's one GetCallerIdentity request (AWS's scheme, not Terrace's)
     "services/vcs/webhooks.py",  # verifies a forge delivery's X-Hub-Signature-256 (GitHub's scheme, not a URL)
+    "services/vcs/app_webhooks.py",  # verifies the GitHub App delivery's X-Hub-Signature-256 (GitHub's scheme)
 }
 
 
