@@ -93,7 +93,8 @@ class OAuthApps:
             approve = f"{self._authorize_path}?{urlencode({**query, 'approve': '1'})}"
             name, scopes = html.escape(query["client_id"]), html.escape(query.get("scope", ""))
             link = f'<a id="authorize" href="{html.escape(approve)}">Authorize</a>'
-            text = f"<!doctype html><title>Authorize application</title><h1>Authorize {name}</h1><p>{scopes}</p>{link}"
+            head = '<!doctype html><title>Authorize application</title><link rel="icon" href="data:,">'
+            text = f"{head}<h1>Authorize {name}</h1><p>{scopes}</p>{link}"
             return 200, {"Content-Type": "text/html; charset=utf-8"}, text.encode()
         code = secrets.token_hex(10)
         with self._lock:
