@@ -100,7 +100,7 @@ def _github(root: Path) -> Iterator[World]:
             lambda: [(sha, body["state"]) for sha, body in repo.statuses],
             lambda: len(repo.hooks),
             twin,
-            lambda: {str(k): v for k, v in repo.comments.items()},
+            comments=lambda: {str(k): v for k, v in repo.comments.items()},
         )
         assert twin.problems == []
 
@@ -125,7 +125,7 @@ def _gitlab(root: Path) -> Iterator[World]:
             lambda: [(sha, body["state"]) for sha, body in repo.statuses],
             lambda: len(repo.hooks),
             twin,
-            lambda: {str(k): v for k, v in repo.comments.items()},
+            comments=lambda: {str(k): v for k, v in repo.comments.items()},
         )
         assert twin.problems == []
 
