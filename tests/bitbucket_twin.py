@@ -33,6 +33,12 @@ def _json(status: int, value: Any) -> Answer:
 class _BitbucketTwin(ForgeTwin):
     calls_spec: Any = ()
     api_prefix = ""
+    comment_versions: dict[int, int]  # a comment's version (Data Center's PUT names the one it replaces)
+
+    def __enter__(self) -> Any:
+        super().__enter__()
+        self.comment_versions = {}
+        return self
 
     def deliveries(
         self, full_name: str, event: str, body: dict[str, Any], delivery: str | None = None, secret: str | None = None
@@ -84,6 +90,24 @@ class _BitbucketTwin(ForgeTwin):
     def _hook(self, repo: Repo, url: str, secret: str, hook_id: Any) -> None:
         with self._lock:
             repo.hooks[hook_id] = (url, secret)
+
+    def _comment(self, repo: Repo, number: int, comment_id: str | None, text: str | None) -> tuple[int, str] | None:
+        """A pull request's comment: written (`comment_id` None), edited (`text`) or read; None: no such one."""
+        with self._lock:
+            if number not in repo.pulls:
+                return None
+            if comment_id is None:
+                made, self._next_hook = self._next_hook, self._next_hook + 1
+                repo.comments[made] = (number, str(text))
+                self.comment_versions[made] = 0
+                return made, str(text)
+            found = repo.comments.get(int(comment_id))
+            if found is None or found[0] != number:
+                return None
+            if text is not None:
+                repo.comments[int(comment_id)] = (number, text)
+                self.comment_versions[int(comment_id)] += 1
+            return int(comment_id), repo.comments[int(comment_id)][1]
 
 
 class BitbucketCloudTwin(_BitbucketTwin):
@@ -191,6 +215,13 @@ class BitbucketCloudTwin(_BitbucketTwin):
                       for n in names[(page - 1) * size : page * size]]  # fmt: skip
             more = {"next": f"{self.api_url}{path}?page={page + 1}"} if page * size < len(names) else {}
             return _json(200, {"pagelen": size, "page": page, "size": len(names), "values": values, **more})
+        if "/comments" in rest:
+            raw = body["content"]["raw"]
+            found = self._comment(repo, int(named["pull_request_id"]), named.get("comment_id"), raw)
+            if found is None:
+                return _json(404, {"type": "error", "error": {"message": "not found"}})
+            made = {"type": "pullrequest_comment", "id": found[0], "content": {"raw": found[1], "markup": "markdown"}}
+            return _json(201 if method == "POST" else 200, made)
         if rest.startswith("/pullrequests/"):
             if int(named["pull_request_id"]) not in repo.pulls:
                 return _json(404, {"type": "error", "error": {"message": "not found"}})
@@ -288,6 +319,18 @@ class BitbucketServerTwin(_BitbucketTwin):
             archive = subprocess.run(["git", "archive", "--format=tar.gz", f"--prefix={query.get('prefix', '')}", sha],
                                      cwd=repo.bare, capture_output=True, timeout=30, check=True).stdout  # fmt: skip
             return 200, {"Content-Type": "application/octet-stream"}, archive
+        if "/comments" in rest:
+            comment_id = named.get("commentId")
+            current = self.comment_versions.get(int(comment_id)) if comment_id else None
+            if method == "PUT" and current is not None and current != body["version"]:
+                stale = "You are attempting to modify a comment based on out-of-date information."
+                return _json(409, {"errors": [{"message": stale, "currentVersion": current}]})
+            text = body["text"] if body else None
+            found = self._comment(repo, int(named["pullRequestId"]), comment_id, text)
+            if found is None:
+                return _json(404, {"errors": [{"message": "Comment does not exist"}]})
+            return _json(201 if method == "POST" else 200, {"id": found[0], "text": found[1], "author": self._actor(),
+                                                           "version": self.comment_versions[found[0]]})  # fmt: skip
         if rest == "/compare/changes" or rest.endswith("/changes"):
             if rest == "/compare/changes":
                 base, head = self._rev(repo, query["to"]), self._rev(repo, query["from"])

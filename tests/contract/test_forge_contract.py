@@ -144,7 +144,8 @@ def _twinned(twin_class: type[ForgeTwin], kind: str, repo: str = REPO, missing: 
             found = twin.repos[repo]
             yield World(_by_kind(), ForgeAccess(twin.api_url, TOKEN, kind), push,
                         lambda: [(sha, body["state"]) for sha, body in found.statuses],
-                        lambda: len(set(found.hooks.values())), twin, repo, missing)  # fmt: skip
+                        lambda: len(set(found.hooks.values())), twin, repo, missing,
+                        lambda: {str(k): v for k, v in found.comments.items()})  # fmt: skip
             assert twin.problems == []
 
     return world
@@ -208,13 +209,15 @@ def test_a_pull_request_s_comment_is_written_then_edited_in_place(world: World) 
     base = world.push({"main.tf": "# one\n"}, "main")
     head = world.push({"main.tf": "# two\n"}, "feature")
     if world.twin is not None:
-        world.twin.repos[REPO].pulls[7] = (base, head)  # the pull (merge) request the twin knows
-    comment_id = world.forge.comment(world.access, REPO, 7, "#### Terrace/acme/app\n\n**1 to add**", None)
+        world.twin.repos[world.repo].pulls[7] = (base, head)  # the pull (merge) request the twin knows
+    comment_id = world.forge.comment(world.access, world.repo, 7, "#### Terrace/acme/app\n\n**1 to add**", None)
     assert world.comments() == {comment_id: (7, "#### Terrace/acme/app\n\n**1 to add**")}
-    assert world.forge.comment(world.access, REPO, 7, "**No changes.**", comment_id) == comment_id
+    assert world.forge.comment(world.access, world.repo, 7, "**No changes.**", comment_id) == comment_id
     assert world.comments() == {comment_id: (7, "**No changes.**")}
+    assert world.forge.comment(world.access, world.repo, 7, "**Errored**", comment_id) == comment_id  # twice
+    assert world.comments() == {comment_id: (7, "**Errored**")}
     with pytest.raises(ForgeError) as gone:
-        world.forge.comment(world.access, REPO, 7, "x", "999999")
+        world.forge.comment(world.access, world.repo, 7, "x", "999999")
     assert gone.value.status == 404
 
 
