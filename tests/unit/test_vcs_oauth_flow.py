@@ -213,3 +213,22 @@ def test_the_forge_s_refusal_and_clients_that_cannot_connect() -> None:
     assert browser.post(f"{PAGE}/{made['id']}/connect", data={}).status_code == 403  # no CSRF token
     unknown = browser.post(f"{PAGE}/oc-doesnotexist0000/connect", data={"csrf_token": csrf_of(page.text)})
     assert unknown.status_code == 404
+
+
+def test_only_those_who_manage_vcs_settings_connect() -> None:
+    from policy_helpers import member
+
+    env, outbound, made = _memory_env()
+    owner = _browser(env)
+    state = _state(_connect(owner, made["id"]))
+    for name, access in (("reader", {}), ("vcs-admin", {"manage-vcs-settings": True})):
+        browser = TestClient(create_app(env.container), base_url="https://testserver", follow_redirects=False)
+        assert sign_in(browser, member(env, name, **access)).status_code == 303
+        page = browser.get(PAGE)
+        started = browser.post(f"{PAGE}/{made['id']}/connect", data={"csrf_token": csrf_of(page.text)})
+        if not access:  # a member reads the providers but may not connect one
+            assert page.status_code == 200 and started.status_code == 403 and "alert" in started.text
+            assert _refused(browser, made["id"], code="c", state=state)  # the owner's state is not theirs either
+        else:
+            assert started.status_code == 303 and started.headers["location"].startswith("https://github.com/")
+    assert outbound.sent == [] and _tokens(env, made["id"]) == []
