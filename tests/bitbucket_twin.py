@@ -21,6 +21,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from bitbucket_contract import CLOUD_CALLS, SERVER_CALLS, check_request, payload
 from forge_twin import ZERO, ForgeTwin, Repo, git
+from oauth_twin import OAuthApps
 
 OK = {"Content-Type": "application/json"}
 Answer = tuple[int, dict[str, str], bytes]
@@ -60,6 +61,8 @@ class _BitbucketTwin(ForgeTwin):
         if raw_path.startswith("/git/"):
             return self._git_http(method, raw_path, headers, body)
         parts = urlsplit(raw_path)
+        if self.oauth.flavour == "bitbucket" and self.oauth.handles(parts.path):  # the web host's OAuth 2 endpoints
+            return self.oauth.answer(method, raw_path, headers, body)
         if (web := self._web(method, parts.path, headers)) is not None:
             return web
         if not parts.path.startswith(self.api_prefix + "/"):
@@ -117,6 +120,7 @@ class BitbucketCloudTwin(_BitbucketTwin):
     def __enter__(self) -> BitbucketCloudTwin:
         super().__enter__()
         self.api_url = f"{self.http_url}/2.0"
+        self.oauth = OAuthApps("bitbucket", self.token, problems=self.problems)  # its OAuth consumers' flow
         return self
 
     def _delivery_headers(self, hook_id: str, delivery: str | None) -> dict[str, str]:

@@ -16,10 +16,16 @@ document). A request the documented flow would refuse is answered as the forge a
   "token_type": "Bearer", "expires_in": 7200, "refresh_token", "scope", "created_at"}`; `grant_type=refresh_token`
   with `refresh_token` (and the client's id, secret and redirect URI) answers a new pair and revokes the old refresh
   token; a refused grant is a 400 `{"error": "invalid_grant", "error_description"}`.
+- Bitbucket Cloud, "OAuth 2.0" (developer.atlassian.com, the authorization code grant): `GET /site/oauth2/authorize`
+  with `client_id`, `response_type=code` and `state` (the consumer holds its callback URL and permissions; a
+  `redirect_uri` given must be that one); `POST /site/oauth2/access_token` with the consumer's key and secret as basic
+  authentication and `grant_type=authorization_code`, `code` (or `grant_type=refresh_token`, `refresh_token`)
+  answers `{"access_token", "scopes", "expires_in": 7200, "refresh_token", "token_type": "bearer"}`.
 """
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import secrets
@@ -35,13 +41,20 @@ GITHUB_TOKEN = {"client_id", "client_secret", "code", "redirect_uri", "repositor
 GITLAB_AUTHORIZE = {"client_id", "redirect_uri", "response_type", "state", "scope", "code_challenge",
                     "code_challenge_method"}  # fmt: skip
 GITLAB_TOKEN = {"client_id", "client_secret", "code", "grant_type", "redirect_uri", "code_verifier", "refresh_token"}
+BITBUCKET_AUTHORIZE = {"client_id", "response_type", "state", "redirect_uri", "scope"}
+BITBUCKET_TOKEN = {"grant_type", "code", "refresh_token", "redirect_uri"}
+AUTHORIZE = {"github": GITHUB_AUTHORIZE, "gitlab": GITLAB_AUTHORIZE, "bitbucket": BITBUCKET_AUTHORIZE}
+TOKEN = {"github": GITHUB_TOKEN, "gitlab": GITLAB_TOKEN, "bitbucket": BITBUCKET_TOKEN}
+PATHS = {"github": ("/login/oauth/authorize", "/login/oauth/access_token"),
+         "gitlab": ("/oauth/authorize", "/oauth/token"),
+         "bitbucket": ("/site/oauth2/authorize", "/site/oauth2/access_token")}  # fmt: skip
 GITHUB_200 = ("bad_verification_code", "redirect_uri_mismatch", "incorrect_client_credentials")  # errors as 200s
 Answer = tuple[int, dict[str, str], bytes]
 
 
 @dataclass
 class OAuthApps:
-    flavour: str  # github or gitlab
+    flavour: str  # github, gitlab or bitbucket
     access_token: str  # the token a grant hands out (the twin's REST credential)
     apps: dict[str, tuple[str, str]] = field(default_factory=dict)  # client id -> (secret, redirect uri)
     codes: dict[str, tuple[str, str, float]] = field(default_factory=dict)  # code -> (client id, redirect, when)
@@ -61,11 +74,11 @@ class OAuthApps:
 
     @property
     def _authorize_path(self) -> str:
-        return "/login/oauth/authorize" if self.flavour == "github" else "/oauth/authorize"
+        return PATHS[self.flavour][0]
 
     @property
     def _token_path(self) -> str:
-        return "/login/oauth/access_token" if self.flavour == "github" else "/oauth/token"
+        return PATHS[self.flavour][1]
 
     def answer(self, method: str, raw_path: str, headers: dict[str, str], body: bytes) -> Answer:
         parts = urlsplit(raw_path)
@@ -77,7 +90,7 @@ class OAuthApps:
 
     # the authorize page (the browser's) ----------------------------------------------------------
     def _authorize(self, query: dict[str, str]) -> Answer:
-        known = GITHUB_AUTHORIZE if self.flavour == "github" else GITLAB_AUTHORIZE
+        known = AUTHORIZE[self.flavour]
         extra = set(query) - known - {"approve"}
         app = self.apps.get(query.get("client_id", ""))
         if extra or app is None:
@@ -86,6 +99,8 @@ class OAuthApps:
             return self._page(400, "The redirect_uri is not associated with this application.")
         if self.flavour == "gitlab" and (query.get("response_type") != "code" or "redirect_uri" not in query):
             return self._page(400, "response_type=code and redirect_uri are required")
+        if self.flavour == "bitbucket" and query.get("response_type") != "code":
+            return self._page(400, "response_type=code is required")
         if not query.get("state"):
             with self._lock:
                 self.problems.append("an authorize request without state")
@@ -117,7 +132,10 @@ class OAuthApps:
         form = dict(parse_qsl(body.decode()))
         with self._lock:
             self.token_requests.append(form)
-        extra = set(form) - (GITHUB_TOKEN if self.flavour == "github" else GITLAB_TOKEN)
+        extra = set(form) - TOKEN[self.flavour]
+        if self.flavour == "bitbucket":  # the consumer authenticates as basic
+            user, _, password = _basic(lowered.get("authorization", ""))
+            form = {**form, "client_id": user, "client_secret": password}
         app = self.apps.get(form.get("client_id", ""))
         if extra:
             return self._refuse(400, f"unknown parameters {sorted(extra)}", "invalid_request")
@@ -156,6 +174,10 @@ class OAuthApps:
                 self.refresh_tokens[refresh] = client_id
             answer = {"access_token": self.access_token, "token_type": "Bearer", "expires_in": 7200,
                       "refresh_token": refresh, "scope": "api", "created_at": int(time.time())}  # fmt: skip
+            if self.flavour == "bitbucket":
+                answer = {"access_token": self.access_token, "token_type": "bearer", "expires_in": 7200,
+                          "refresh_token": refresh, "scopes": "repository pullrequest webhook",
+                          "state": "authorization_code"}  # fmt: skip
         return 200, {"Content-Type": "application/json", "Cache-Control": "no-store"}, json.dumps(answer).encode()
 
     def _refuse(self, status: int, text: str, error: str, *, fault: bool = True) -> Answer:
@@ -167,3 +189,13 @@ class OAuthApps:
             status = 200
         return status, {"Content-Type": "application/json"}, json.dumps(
             {"error": error, "error_description": text}).encode()  # fmt: skip
+
+
+def _basic(authorization: str) -> tuple[str, str, str]:
+    """(user, ":", password) of a basic authorization header ("", "", "" when it is none)."""
+    if not authorization.startswith("Basic "):
+        return "", "", ""
+    try:
+        return base64.b64decode(authorization[6:]).decode().partition(":")
+    except (ValueError, UnicodeDecodeError):
+        return "", "", ""

