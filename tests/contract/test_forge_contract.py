@@ -26,7 +26,8 @@ from typing import Any
 import pytest
 from azure_contract import SPECS, published_problems
 from azure_twin import AzureDevOpsTwin
-from bitbucket_twin import BitbucketCloudTwin, BitbucketServerTwin
+from bitbucket_server_twin import BitbucketServerTwin
+from bitbucket_twin import BitbucketCloudTwin
 from forge_twin import ForgeTwin, git
 from github_contract import missing
 from gitlab_twin import GitLabTwin
