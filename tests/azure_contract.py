@@ -31,6 +31,18 @@ _STATUS: dict[str, Any] = {  # GitStatus (GitPullRequestStatus adds iterationId)
                    "context": {"type": "object", "required": ["name"], "additionalProperties": False,
                                "properties": {"genre": _STR, "name": {"type": "string", "minLength": 1}}}},
 }  # fmt: skip
+THREAD_STATES = ["unknown", "active", "fixed", "wontFix", "closed", "byDesign", "pending"]  # CommentThreadStatus
+COMMENT_TYPES = ["unknown", "text", "codeChange", "system"]  # CommentType
+_COMMENT: dict[str, Any] = {  # Comment (what a client may set of it)
+    "type": "object", "required": ["content"], "additionalProperties": False,
+    "properties": {"content": {"type": "string", "minLength": 1}, "parentCommentId": {"type": "integer"},
+                   "commentType": {"enum": COMMENT_TYPES}},
+}  # fmt: skip
+_THREAD: dict[str, Any] = {  # GitPullRequestCommentThread (allOf CommentThread)
+    "type": "object", "required": ["comments"], "additionalProperties": False,
+    "properties": {"comments": {"type": "array", "minItems": 1, "items": _COMMENT}, "status": {"enum": THREAD_STATES},
+                   "properties": {"type": "object"}},
+}  # fmt: skip
 # (method, the published path, its query parameters, the body's schema): git.json 7.1 and serviceHooks.json 7.1
 CALLS: tuple[tuple[str, str, set[str], dict[str, Any] | None], ...] = (
     ("get", GIT, {"api-version"}, None),
@@ -49,6 +61,9 @@ CALLS: tuple[tuple[str, str, set[str], dict[str, Any] | None], ...] = (
     ("post", GIT + "/commits/{commitId}/statuses", {"api-version"}, _STATUS),
     ("post", GIT + "/pullRequests/{pullRequestId}/statuses", {"api-version"},
      {**_STATUS, "properties": {**_STATUS["properties"], "iterationId": {"type": "integer"}}}),
+    ("post", GIT + "/pullRequests/{pullRequestId}/threads", {"api-version"}, _THREAD),
+    ("patch", GIT + "/pullRequests/{pullRequestId}/threads/{threadId}/comments/{commentId}", {"api-version"},
+     _COMMENT),
     ("post", HOOKS, {"api-version"}, {
         "type": "object", "additionalProperties": False,
         "required": ["publisherId", "eventType", "consumerId", "consumerActionId", "publisherInputs",
@@ -61,6 +76,8 @@ CALLS: tuple[tuple[str, str, set[str], dict[str, Any] | None], ...] = (
     ("delete", HOOKS + "/{subscriptionId}", {"api-version"}, None),
 )  # fmt: skip
 BODY_MEMBERS = {"GitStatus": {"state", "description", "targetUrl", "context"}, "GitStatusContext": {"genre", "name"},
+                "CommentThread": {"comments", "status", "properties"},
+                "Comment": {"content", "parentCommentId", "commentType"},
                 "Subscription": {"publisherId", "eventType", "resourceVersion", "consumerId", "consumerActionId",
                                  "publisherInputs", "consumerInputs"}}  # fmt: skip
 
@@ -115,6 +132,10 @@ def published_problems() -> list[str] | None:
         problems += [f"{name}.{m} is not published" for m in members - set(doc["definitions"][name]["properties"])]
     if git["definitions"]["GitStatus"]["properties"]["state"]["enum"] != STATES:
         problems.append("GitStatusState differs")
+    if git["definitions"]["CommentThread"]["properties"]["status"]["enum"] != THREAD_STATES:
+        problems.append("CommentThreadStatus differs")
+    if git["definitions"]["Comment"]["properties"]["commentType"]["enum"] != COMMENT_TYPES:
+        problems.append("CommentType differs")
     return problems
 
 

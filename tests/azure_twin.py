@@ -155,6 +155,23 @@ class AzureDevOpsTwin(ForgeTwin):
             repo.hooks[sub_id] = (body["consumerInputs"]["url"], body["consumerInputs"].get("basicAuthPassword", ""))  # type: ignore[index]
         return _json(200, {"id": sub_id, **body, "status": "enabled"})
 
+    def _thread(self, repo: Repo, number: int, thread: str | None, comment: str | None, body: Any) -> Answer:
+        """A pull request's thread of one comment made, or its comment edited (ids `<thread>:<comment>`)."""
+        missing = _json(404, {"message": "TF401180: The requested pull request or comment was not found"})
+        with self._lock:
+            if number not in repo.pulls:
+                return missing
+            if thread is None:
+                made, self._next_hook = self._next_hook, self._next_hook + 1
+                first = {**body["comments"][0], "id": 1, "author": self._identity()}
+                repo.comments[f"{made}:1"] = (number, first["content"])  # type: ignore[index]
+                return _json(200, {"id": made, "status": body.get("status", "active"), "comments": [first]})
+            key = f"{thread}:{comment}"
+            if key not in repo.comments or repo.comments[key][0] != number:  # type: ignore[index]
+                return missing
+            repo.comments[key] = (number, body["content"])  # type: ignore[index]
+            return _json(200, {"id": int(str(comment)), "content": body["content"], "author": self._identity()})
+
     def _answer(
         self, repo: Repo, method: str, path: str, query: dict[str, str], named: dict[str, str], body: Any
     ) -> Answer:
@@ -165,6 +182,8 @@ class AzureDevOpsTwin(ForgeTwin):
             name = "refs/" + query.get("filter", "")
             sha = self._rev(repo, name)
             return _json(200, {"value": [{"name": name, "objectId": sha}] if sha else [], "count": 1 if sha else 0})
+        if rest.startswith("pullRequests/") and "/threads" in rest:
+            return self._thread(repo, int(named["pullRequestId"]), named.get("threadId"), named.get("commentId"), body)
         if rest.startswith("pullRequests/") and rest.endswith("/statuses"):
             with self._lock:
                 self.pull_statuses.append((int(named["pullRequestId"]), body))

@@ -7,7 +7,9 @@ jsonschema.
   `description`, `active`, `secret`, `events`), `.../hooks/{uid}` (DELETE), `.../commit/{commit}`,
   `.../commit/{commit}/statuses/build` (POST, body `commitstatus`: `key`, `state` one of INPROGRESS, SUCCESSFUL,
   FAILED, STOPPED, `name`, `url`, `description`, `refname`), `.../diffstat/{spec}` (query `ignore_whitespace`,
-  `merge`, `path`, `renames`, `topic`, and the paging `page`, `pagelen`), `.../pullrequests/{pull_request_id}`;
+  `merge`, `path`, `renames`, `topic`, and the paging `page`, `pagelen`), `.../pullrequests/{pull_request_id}`,
+  `.../pullrequests/{pull_request_id}/comments` (POST) and `.../comments/{comment_id}` (PUT), body
+  `pullrequest_comment`: `content.raw` (Markdown), `inline`, `parent`;
   the archive `https://bitbucket.org/{workspace}/{repo_slug}/get/{revision}.tar.gz` is a web route, not in it.
   Webhook payloads: "Event payloads" (support.atlassian.com, Bitbucket Cloud): `repo:push`, `pullrequest:created`,
   `pullrequest:updated`; headers `X-Event-Key`, `X-Request-UUID`, `X-Hook-UUID`, `X-Hub-Signature`.
@@ -16,11 +18,13 @@ jsonschema.
   `RestWebhook`: `name`, `url`, `active`, `events`, `configuration.secret`), `.../webhooks/{webhookId}` (DELETE),
   `.../commits/{commitId}`, `.../compare/changes` (query `from`, `to`, `fromRepo`, `start`, `limit`),
   `.../pull-requests/{pullRequestId}/changes` (`sinceId`, `untilId`, `changeScope`, `withComments`, `start`,
-  `limit`), `/rest/api/latest/projects/{projectKey}/repos/{repositorySlug}/archive` (`at`, `filename`, `format`,
-  `path`, `prefix`); "Build status" `/rest/build-status/1.0/commits/{commitId}` (POST: `state` one of
-  SUCCESSFUL, FAILED, INPROGRESS, `key`, `name`, `url`, `description`). Webhook payloads: "Event payload"
-  (confluence.atlassian.com, Bitbucket Server): `repo:refs_changed`, `pr:opened`, `pr:from_ref_updated`; headers
-  `X-Event-Key`, `X-Request-Id`, `X-Hub-Signature`.
+  `limit`), `.../pull-requests/{pullRequestId}/comments` (POST, body `RestComment`: `text`, `parent`, `anchor`,
+  `severity`, `state`), `.../comments/{commentId}` (GET; PUT with `text` and the `version` it replaces, a 409
+  when that is not the current one), `/rest/api/latest/projects/{projectKey}/repos/{repositorySlug}/archive`
+  (`at`, `filename`, `format`, `path`, `prefix`); "Build status" `/rest/build-status/1.0/commits/{commitId}`
+  (POST: `state` one of SUCCESSFUL, FAILED, INPROGRESS, `key`, `name`, `url`, `description`). Webhook payloads:
+  "Event payload" (confluence.atlassian.com, Bitbucket Server): `repo:refs_changed`, `pr:opened`,
+  `pr:from_ref_updated`; headers `X-Event-Key`, `X-Request-Id`, `X-Hub-Signature`.
 """
 
 from __future__ import annotations
@@ -51,6 +55,14 @@ SERVER_REPO = r"/rest/api/(?:1\.0|latest)/projects/(?P<projectKey>[^/]+)/repos/(
 PAGING = {"page", "pagelen"}
 
 Call = tuple[str, str, set[str], set[str], dict[str, Any] | None]
+_CLOUD_COMMENT = {"type": "object", "required": ["content"], "additionalProperties": False, "properties": {
+    "content": {"type": "object", "required": ["raw"], "additionalProperties": False,
+                "properties": {"raw": {"type": "string", "minLength": 1}}},
+    "inline": {"type": "object"}, "parent": {"type": "object"}}}  # fmt: skip
+_SERVER_COMMENT = {"type": "object", "required": ["text"], "additionalProperties": False, "properties": {
+    "text": {"type": "string", "minLength": 1}, "version": {"type": "integer", "minimum": 0},
+    "parent": {"type": "object"}, "anchor": {"type": "object"}, "severity": {"enum": ["NORMAL", "BLOCKER"]},
+    "state": {"enum": ["OPEN", "PENDING", "RESOLVED"]}}}  # fmt: skip
 CLOUD_CALLS: tuple[Call, ...] = (
     ("GET", CLOUD_REPO, set(), set(), None),
     ("POST", CLOUD_REPO + "/hooks", set(), set(), {
@@ -66,6 +78,9 @@ CLOUD_CALLS: tuple[Call, ...] = (
     ("GET", CLOUD_REPO + r"/diffstat/(?P<spec>[^/]+)", {"ignore_whitespace", "merge", "path", "renames", "topic"}
      | PAGING, set(), None),
     ("GET", CLOUD_REPO + r"/pullrequests/(?P<pull_request_id>\d+)", set(), set(), None),
+    ("POST", CLOUD_REPO + r"/pullrequests/(?P<pull_request_id>\d+)/comments", set(), set(), _CLOUD_COMMENT),
+    ("PUT", CLOUD_REPO + r"/pullrequests/(?P<pull_request_id>\d+)/comments/(?P<comment_id>\d+)", set(), set(),
+     _CLOUD_COMMENT),
 )  # fmt: skip
 SERVER_CALLS: tuple[Call, ...] = (
     ("GET", SERVER_REPO, set(), set(), None),
@@ -86,6 +101,10 @@ SERVER_CALLS: tuple[Call, ...] = (
         "type": "object", "required": ["state", "key", "url"], "additionalProperties": False,
         "properties": {"state": {"enum": SERVER_STATES}, "key": {"type": "string", "maxLength": 255}, "name": _STR,
                        "url": _STR, "description": _STR}}),
+    ("POST", SERVER_REPO + r"/pull-requests/(?P<pullRequestId>\d+)/comments", set(), set(), _SERVER_COMMENT),
+    ("GET", SERVER_REPO + r"/pull-requests/(?P<pullRequestId>\d+)/comments/(?P<commentId>\d+)", set(), set(), None),
+    ("PUT", SERVER_REPO + r"/pull-requests/(?P<pullRequestId>\d+)/comments/(?P<commentId>\d+)", set(), set(),
+     {**_SERVER_COMMENT, "required": ["text", "version"]}),
 )  # fmt: skip
 
 

@@ -1,12 +1,13 @@
 """Bitbucket twins for the tests: the GitHub twin's real git repositories (`forge_twin.py`: bare repositories
 served over git's smart HTTP protocol by `git http-backend`, pushed to with `git`) behind the REST calls Terrace
 makes to Bitbucket Cloud (`BitbucketCloudTwin`, api-url `http://127.0.0.1:<port>/2.0`, the archive on the web
-host `/<workspace>/<repo>/get/<sha>.tar.gz` redirecting to a second host, as bitbucket.org does) and to Bitbucket
-Data Center (`BitbucketServerTwin`, api-url `http://127.0.0.1:<port>`), and webhook deliveries as each sends them
-(`X-Event-Key`, the delivery's id, `X-Hub-Signature: sha256=<HMAC of the body under the hook's secret>`). Every
-request is checked against Atlassian's published descriptions and every payload against its documented events
-(`bitbucket_contract.py`): a request that is not one of the calls, or has an unknown parameter or a body Bitbucket
-would refuse, is answered 400 and recorded in `problems`, which a test asserts empty."""
+host `/<workspace>/<repo>/get/<sha>.tar.gz` redirecting to a second host, as bitbucket.org does; its OAuth
+consumers' flow, `oauth_twin.py`) and to Bitbucket Data Center (`BitbucketServerTwin` in `bitbucket_server_twin.py`,
+api-url `http://127.0.0.1:<port>`), and webhook deliveries as each sends them (`X-Event-Key`, the delivery's id,
+`X-Hub-Signature: sha256=<HMAC of the body under the hook's secret>`). Every request is checked against Atlassian's
+published descriptions and every payload against its documented events (`bitbucket_contract.py`): a request that
+is not one of the calls, or has an unknown parameter or a body Bitbucket would refuse, is answered 400 and recorded
+in `problems`, which a test asserts empty."""
 
 from __future__ import annotations
 
@@ -14,13 +15,13 @@ import hashlib
 import hmac
 import json
 import re
-import subprocess
 import uuid
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from bitbucket_contract import CLOUD_CALLS, SERVER_CALLS, check_request, payload
+from bitbucket_contract import CLOUD_CALLS, check_request, payload
 from forge_twin import ZERO, ForgeTwin, Repo, git
+from oauth_twin import OAuthApps
 
 OK = {"Content-Type": "application/json"}
 Answer = tuple[int, dict[str, str], bytes]
@@ -33,6 +34,12 @@ def _json(status: int, value: Any) -> Answer:
 class _BitbucketTwin(ForgeTwin):
     calls_spec: Any = ()
     api_prefix = ""
+    comment_versions: dict[int, int]  # a comment's version (Data Center's PUT names the one it replaces)
+
+    def __enter__(self) -> Any:
+        super().__enter__()
+        self.comment_versions = {}
+        return self
 
     def deliveries(
         self, full_name: str, event: str, body: dict[str, Any], delivery: str | None = None, secret: str | None = None
@@ -54,6 +61,8 @@ class _BitbucketTwin(ForgeTwin):
         if raw_path.startswith("/git/"):
             return self._git_http(method, raw_path, headers, body)
         parts = urlsplit(raw_path)
+        if self.oauth.flavour == "bitbucket" and self.oauth.handles(parts.path):  # the web host's OAuth 2 endpoints
+            return self.oauth.answer(method, raw_path, headers, body)
         if (web := self._web(method, parts.path, headers)) is not None:
             return web
         if not parts.path.startswith(self.api_prefix + "/"):
@@ -85,6 +94,24 @@ class _BitbucketTwin(ForgeTwin):
         with self._lock:
             repo.hooks[hook_id] = (url, secret)
 
+    def _comment(self, repo: Repo, number: int, comment_id: str | None, text: str | None) -> tuple[int, str] | None:
+        """A pull request's comment: written (`comment_id` None), edited (`text`) or read; None: no such one."""
+        with self._lock:
+            if number not in repo.pulls:
+                return None
+            if comment_id is None:
+                made, self._next_hook = self._next_hook, self._next_hook + 1
+                repo.comments[made] = (number, str(text))
+                self.comment_versions[made] = 0
+                return made, str(text)
+            found = repo.comments.get(int(comment_id))
+            if found is None or found[0] != number:
+                return None
+            if text is not None:
+                repo.comments[int(comment_id)] = (number, text)
+                self.comment_versions[int(comment_id)] += 1
+            return int(comment_id), repo.comments[int(comment_id)][1]
+
 
 class BitbucketCloudTwin(_BitbucketTwin):
     calls_spec = CLOUD_CALLS
@@ -93,6 +120,7 @@ class BitbucketCloudTwin(_BitbucketTwin):
     def __enter__(self) -> BitbucketCloudTwin:
         super().__enter__()
         self.api_url = f"{self.http_url}/2.0"
+        self.oauth = OAuthApps("bitbucket", self.token, problems=self.problems)  # its OAuth consumers' flow
         return self
 
     def _delivery_headers(self, hook_id: str, delivery: str | None) -> dict[str, str]:
@@ -191,6 +219,13 @@ class BitbucketCloudTwin(_BitbucketTwin):
                       for n in names[(page - 1) * size : page * size]]  # fmt: skip
             more = {"next": f"{self.api_url}{path}?page={page + 1}"} if page * size < len(names) else {}
             return _json(200, {"pagelen": size, "page": page, "size": len(names), "values": values, **more})
+        if "/comments" in rest:
+            raw = body["content"]["raw"]
+            found = self._comment(repo, int(named["pull_request_id"]), named.get("comment_id"), raw)
+            if found is None:
+                return _json(404, {"type": "error", "error": {"message": "not found"}})
+            made = {"type": "pullrequest_comment", "id": found[0], "content": {"raw": found[1], "markup": "markdown"}}
+            return _json(201 if method == "POST" else 200, made)
         if rest.startswith("/pullrequests/"):
             if int(named["pull_request_id"]) not in repo.pulls:
                 return _json(404, {"type": "error", "error": {"message": "not found"}})
@@ -198,108 +233,3 @@ class BitbucketCloudTwin(_BitbucketTwin):
             return _json(200, {"id": int(named["pull_request_id"]), "source": {"commit": {"hash": head[:12]}},
                                "destination": {"commit": {"hash": base[:12]}}})  # fmt: skip
         return _json(404, {"type": "error", "error": {"message": "not found"}})
-
-
-class BitbucketServerTwin(_BitbucketTwin):
-    calls_spec = SERVER_CALLS
-    api_prefix = ""
-
-    def __enter__(self) -> BitbucketServerTwin:
-        super().__enter__()
-        self.api_url = self.http_url
-        return self
-
-    def _delivery_headers(self, hook_id: str, delivery: str | None) -> dict[str, str]:
-        return {"X-Request-Id": delivery or str(uuid.uuid4()), "User-Agent": "Atlassian HttpClient 4.0"}
-
-    def _repository(self, full_name: str) -> dict[str, Any]:  # type: ignore[override]
-        key, slug = full_name.split("/")
-        return {"slug": slug, "id": 84, "name": slug, "scmId": "git", "state": "AVAILABLE", "forkable": True,
-                "project": {"key": key, "id": 1, "name": key, "public": False, "type": "NORMAL"},
-                "links": {"self": [{"href": f"{self.http_url}/projects/{key}/repos/{slug}/browse"}]}}  # fmt: skip
-
-    @staticmethod
-    def _actor() -> dict[str, Any]:
-        return {"name": "octocat", "emailAddress": "octocat@forge.test", "id": 1, "displayName": "Octo Cat",
-                "active": True, "slug": "octocat", "type": "NORMAL"}  # fmt: skip
-
-    def push_payload(self, full_name: str, branch: str, before: str, after: str) -> dict[str, Any]:
-        change = {"ref": {"id": f"refs/heads/{branch}", "displayId": branch, "type": "BRANCH"},
-                  "refId": f"refs/heads/{branch}", "fromHash": before, "toHash": after,
-                  "type": "ADD" if before == ZERO else "UPDATE"}  # fmt: skip
-        return payload("repo:refs_changed", {"eventKey": "repo:refs_changed", "date": "2026-01-01T00:00:00+0000",
-                                             "actor": self._actor(), "repository": self._repository(full_name),
-                                             "changes": [change]})  # fmt: skip
-
-    def pull_request_payload(
-        self, full_name: str, number: int, head: str, head_ref: str, event: str = "pr:opened",
-        head_repo: str | None = None, previous: str | None = None,
-    ) -> dict[str, Any]:  # fmt: skip
-        repo = self.repos[full_name]
-        base = self._rev(repo, "refs/heads/main")
-        repo.pulls[number] = (base, head)
-        pr = {"id": number, "version": 1, "title": "a change", "state": "OPEN", "open": True, "closed": False,
-              "createdDate": 1767225600000, "updatedDate": 1767225600000, "locked": False,
-              "author": {"user": self._actor(), "role": "AUTHOR"}, "reviewers": [], "participants": [],
-              "fromRef": {"id": f"refs/heads/{head_ref}", "displayId": head_ref, "latestCommit": head,
-                          "repository": self._repository(head_repo or full_name)},
-              "toRef": {"id": "refs/heads/main", "displayId": "main", "latestCommit": base,
-                        "repository": self._repository(full_name)},
-              "links": {"self": [{"href": f"{self.http_url}/projects/{full_name.split('/')[0]}/repos/"
-                                          f"{full_name.split('/')[1]}/pull-requests/{number}"}]}}  # fmt: skip
-        extra = {"previousFromHash": previous or base} if event == "pr:from_ref_updated" else {}
-        return payload(event, {"eventKey": event, "date": "2026-01-01T00:00:00+0000", "actor": self._actor(),
-                               "pullRequest": pr, **extra})  # fmt: skip
-
-    def _answer(self, method: str, path: str, query: dict[str, str], named: dict[str, str], body: Any) -> Answer:
-        if path.startswith("/rest/build-status/"):
-            repo = next((r for r in self.repos.values() if self._rev(r, named["commitId"])), None)
-            if repo is None:
-                return _json(404, {"errors": [{"message": "no such commit"}]})
-            with self._lock:
-                repo.statuses.append((named["commitId"], body))
-            return 204, {}, b""
-        repo = self.repos.get(f"{named['projectKey']}/{named['repositorySlug']}")
-        if repo is None:
-            return _json(404, {"errors": [{"message": "Repository does not exist."}]})
-        rest = re.sub(r"^/rest/api/[^/]+/projects/[^/]+/repos/[^/]+", "", path)
-        if rest == "":
-            return _json(200, self._repository(repo.full_name))
-        if rest == "/default-branch":
-            return _json(200, {"id": "refs/heads/main", "displayId": "main", "type": "BRANCH", "isDefault": True,
-                               "latestCommit": self._rev(repo, "refs/heads/main")})  # fmt: skip
-        if rest == "/webhooks":
-            hook_id = self._next_hook
-            self._next_hook += 1
-            self._hook(repo, body["url"], body.get("configuration", {}).get("secret", ""), hook_id)
-            return _json(201, {"id": hook_id, **{k: v for k, v in body.items() if k != "configuration"}})
-        if rest.startswith("/webhooks/"):
-            found = repo.hooks.pop(int(named["webhookId"]), None)
-            return (204, {}, b"") if found else _json(404, {"errors": [{"message": "No webhook"}]})
-        if rest.startswith("/commits/"):
-            sha = self._rev(repo, named["commitId"])
-            if not sha:
-                return _json(404, {"errors": [{"message": "Commit does not exist"}]})
-            message = git("log", "-1", "--format=%B", sha, cwd=repo.bare)
-            return _json(200, {"id": sha, "displayId": sha[:11], "message": message, "author": self._actor(),
-                               "authorTimestamp": 1767225600000, "parents": []})  # fmt: skip
-        if rest == "/archive":
-            sha = self._rev(repo, query.get("at") or "refs/heads/main")
-            archive = subprocess.run(["git", "archive", "--format=tar.gz", f"--prefix={query.get('prefix', '')}", sha],
-                                     cwd=repo.bare, capture_output=True, timeout=30, check=True).stdout  # fmt: skip
-            return 200, {"Content-Type": "application/octet-stream"}, archive
-        if rest == "/compare/changes" or rest.endswith("/changes"):
-            if rest == "/compare/changes":
-                base, head = self._rev(repo, query["to"]), self._rev(repo, query["from"])
-            elif int(named["pullRequestId"]) in repo.pulls:
-                base, head = repo.pulls[int(named["pullRequestId"])]
-            else:
-                return _json(404, {"errors": [{"message": "No pull request"}]})
-            names = self._changed(repo, base, head)
-            start, limit = int(query.get("start", 0)), int(query.get("limit", 25))
-            values = [{"path": {"toString": n, "name": n.rsplit("/", 1)[-1]}, "type": "MODIFY"}
-                      for n in names[start : start + limit]]  # fmt: skip
-            last = start + limit >= len(names)
-            return _json(200, {"size": len(values), "limit": limit, "start": start, "isLastPage": last,
-                               "values": values, **({} if last else {"nextPageStart": start + limit})})  # fmt: skip
-        return _json(404, {"errors": [{"message": "not found"}]})

@@ -28,6 +28,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import httpx
 from github_contract import contract
+from oauth_twin import OAuthApps
 
 ZERO = "0" * 40
 
@@ -68,6 +69,7 @@ class ForgeTwin:
         self._lock = threading.Lock()
         self._next_hook = 1
         self.codeload_host = "127.0.0.1"  # where the tarball redirects (a test may point it elsewhere)
+        self.oauth = OAuthApps("github", token, problems=self.problems)  # its OAuth applications' web flow
 
     # lifecycle ---------------------------------------------------------------------------
     def __enter__(self) -> ForgeTwin:
@@ -270,6 +272,8 @@ class ForgeTwin:
         if raw_path.startswith("/git/"):
             return self._git_http(method, raw_path, headers, body)
         parts = urlsplit(raw_path)
+        if self.oauth.handles(parts.path):  # github.com's own host, not the api-url
+            return self.oauth.answer(method, raw_path, headers, body)
         path = unquote(parts.path).removeprefix("/api/v3")
         query = dict(parse_qsl(parts.query))
         with self._lock:

@@ -18,6 +18,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 import httpx
 from forge_twin import ForgeTwin, Repo, git
 from gitlab_contract import EVENT_HEADERS, check_request, payload
+from oauth_twin import OAuthApps
 
 OK = {"Content-Type": "application/json"}
 
@@ -31,6 +32,7 @@ class GitLabTwin(ForgeTwin):
         super().__enter__()
         self.api_url = f"{self.http_url}/api/v4"
         self.project_ids: dict[str, int] = {}
+        self.oauth = OAuthApps("gitlab", self.token, problems=self.problems)  # its OAuth applications' flow
         return self
 
     def project_id(self, full_name: str) -> int:
@@ -103,6 +105,8 @@ class GitLabTwin(ForgeTwin):
         if raw_path.startswith("/git/"):
             return self._git_http(method, raw_path, headers, body)
         parts = urlsplit(raw_path)
+        if self.oauth.handles(parts.path):
+            return self.oauth.answer(method, raw_path, headers, body)
         if not parts.path.startswith("/api/v4/"):
             return self._problem(f"{method} {raw_path}: not under the api-url")
         path, query = parts.path.removeprefix("/api/v4"), dict(parse_qsl(parts.query))

@@ -337,3 +337,56 @@ def test_a_vcs_provider_is_added_offered_to_workspaces_and_deleted(ui: UI, page:
     expect(page.get_by_text("Provider deleted")).to_be_visible()
     expect(page.get_by_text("No VCS provider yet.")).to_be_visible()
     assert ui.api.get("/api/v2/organizations/acme/oauth-clients").json()["data"] == []
+
+
+def test_an_oauth_application_is_connected_through_the_forge_s_authorize_page(
+    free_port: int, page: Any, tmp_path: Any
+) -> None:
+    """Settings → Version control's Connect sends the owner to the forge (the GitHub twin's authorize page, its
+    OAuth web flow as GitHub documents it); approving there comes back to the client's callback-url, whose code
+    becomes the client's OAuth token."""
+    from forge_twin import ForgeTwin
+    from terrace.adapters.httpx_outbound import HttpxOutbound
+    from terrace.bootstrap import build_memory
+    from terrace.config import Settings
+    from terrace.domain.destinations import Allowance
+
+    from .conftest import serve_app
+
+    base = f"http://localhost:{free_port}"
+    settings = Settings(table_name="memory", blob_bucket="memory", url_signing_secret="test-secret", public_url=base)
+    container = build_memory(settings)
+    container.outbound = HttpxOutbound(Allowance.parse(["127.0.0.0/8"]))  # the twin's token endpoint, before use
+    user = container.accounts.create_user("alice", "alice@example.com")
+    container.organizations.create(Principal(PrincipalKind.USER, user.id, user.username), "acme", "ops@example.com")
+    token = container.accounts.issue_token(PrincipalKind.USER, user.id, description="laptop").secret
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/vnd.api+json"}
+    with (
+        ForgeTwin(tmp_path, "gho_fromtheflow") as twin,
+        serve_app(container, free_port),
+        httpx.Client(base_url=base, headers=headers, timeout=30) as api,
+    ):
+        attributes = {"service-provider": "github_enterprise", "name": "our forge", "http-url": twin.http_url,
+                      "api-url": twin.api_url, "key": "pending", "secret": "pending"}  # fmt: skip
+        made = api.post("/api/v2/organizations/acme/oauth-clients",
+                        json={"data": {"type": "oauth-clients", "attributes": attributes}}).json()["data"]  # fmt: skip
+        key, secret = twin.oauth.register(made["attributes"]["callback-url"])  # the operator registers it
+        update = {"data": {"type": "oauth-clients", "attributes": {"key": key, "secret": secret}}}
+        assert api.patch(f"/api/v2/oauth-clients/{made['id']}", json=update).status_code == 200
+
+        page.goto(f"{base}/app/sign-in")
+        page.get_by_label("API token").fill(token)
+        page.get_by_role("button", name="Sign in").click()
+        page.goto(f"{base}/app/acme/settings/version-control")
+        expect(page.get_by_text(made["attributes"]["callback-url"])).to_be_visible()
+        page.get_by_role("button", name=f"Connect our forge ({made['id']})").click()
+        expect(page.get_by_role("heading", name=f"Authorize {key}")).to_be_visible()  # the forge's page
+        assert page.url.startswith(f"{twin.http_url}/login/oauth/authorize?")
+        page.get_by_role("link", name="Authorize").click()
+        expect(page.get_by_text("Provider connected")).to_be_visible()
+        assert page.url == f"{base}/app/acme/settings/version-control?connected=1"
+        expect(page.get_by_role("button", name=f"Reconnect our forge ({made['id']})")).to_be_visible()
+        [listed] = api.get(f"/api/v2/oauth-clients/{made['id']}/oauth-tokens").json()["data"]
+        stored = container.vcs_store.token(listed["id"])
+        assert stored is not None and container.oauth_clients.credential(stored.public) == "gho_fromtheflow"
+        assert twin.problems == []

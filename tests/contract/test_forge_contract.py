@@ -26,7 +26,8 @@ from typing import Any
 import pytest
 from azure_contract import SPECS, published_problems
 from azure_twin import AzureDevOpsTwin
-from bitbucket_twin import BitbucketCloudTwin, BitbucketServerTwin
+from bitbucket_server_twin import BitbucketServerTwin
+from bitbucket_twin import BitbucketCloudTwin
 from forge_twin import ForgeTwin, git
 from github_contract import missing
 from gitlab_twin import GitLabTwin
@@ -100,7 +101,7 @@ def _github(root: Path) -> Iterator[World]:
             lambda: [(sha, body["state"]) for sha, body in repo.statuses],
             lambda: len(repo.hooks),
             twin,
-            lambda: {str(k): v for k, v in repo.comments.items()},
+            comments=lambda: {str(k): v for k, v in repo.comments.items()},
         )
         assert twin.problems == []
 
@@ -125,7 +126,7 @@ def _gitlab(root: Path) -> Iterator[World]:
             lambda: [(sha, body["state"]) for sha, body in repo.statuses],
             lambda: len(repo.hooks),
             twin,
-            lambda: {str(k): v for k, v in repo.comments.items()},
+            comments=lambda: {str(k): v for k, v in repo.comments.items()},
         )
         assert twin.problems == []
 
@@ -144,7 +145,8 @@ def _twinned(twin_class: type[ForgeTwin], kind: str, repo: str = REPO, missing: 
             found = twin.repos[repo]
             yield World(_by_kind(), ForgeAccess(twin.api_url, TOKEN, kind), push,
                         lambda: [(sha, body["state"]) for sha, body in found.statuses],
-                        lambda: len(set(found.hooks.values())), twin, repo, missing)  # fmt: skip
+                        lambda: len(set(found.hooks.values())), twin, repo, missing,
+                        lambda: {str(k): v for k, v in found.comments.items()})  # fmt: skip
             assert twin.problems == []
 
     return world
@@ -208,13 +210,15 @@ def test_a_pull_request_s_comment_is_written_then_edited_in_place(world: World) 
     base = world.push({"main.tf": "# one\n"}, "main")
     head = world.push({"main.tf": "# two\n"}, "feature")
     if world.twin is not None:
-        world.twin.repos[REPO].pulls[7] = (base, head)  # the pull (merge) request the twin knows
-    comment_id = world.forge.comment(world.access, REPO, 7, "#### Terrace/acme/app\n\n**1 to add**", None)
+        world.twin.repos[world.repo].pulls[7] = (base, head)  # the pull (merge) request the twin knows
+    comment_id = world.forge.comment(world.access, world.repo, 7, "#### Terrace/acme/app\n\n**1 to add**", None)
     assert world.comments() == {comment_id: (7, "#### Terrace/acme/app\n\n**1 to add**")}
-    assert world.forge.comment(world.access, REPO, 7, "**No changes.**", comment_id) == comment_id
+    assert world.forge.comment(world.access, world.repo, 7, "**No changes.**", comment_id) == comment_id
     assert world.comments() == {comment_id: (7, "**No changes.**")}
+    assert world.forge.comment(world.access, world.repo, 7, "**Errored**", comment_id) == comment_id  # twice
+    assert world.comments() == {comment_id: (7, "**Errored**")}
     with pytest.raises(ForgeError) as gone:
-        world.forge.comment(world.access, REPO, 7, "x", "999999")
+        world.forge.comment(world.access, world.repo, 7, "x", "999999")
     assert gone.value.status == 404
 
 

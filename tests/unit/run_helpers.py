@@ -12,6 +12,7 @@ from terrace.adapters.forge import Forge
 from terrace.adapters.job_queue import QueuedJob
 from terrace.adapters.lanes import Lanes
 from terrace.adapters.memory_blobs import MemoryBlobs
+from terrace.adapters.outbound import Outbound
 from terrace.adapters.table_job_queue import TableJobQueue
 from terrace.bootstrap import Container, build_memory
 from terrace.config import Settings
@@ -148,9 +149,14 @@ def join(env: RunEnv, token: str, username: str, organization: str = "acme") -> 
 
 
 def make_run_env(
-    organization: str = "acme", lanes: Lanes | None = None, forge: Forge | None = None, **settings: Any
+    organization: str = "acme",
+    lanes: Lanes | None = None,
+    forge: Forge | None = None,
+    outbound: Outbound | None = None,
+    **settings: Any,
 ) -> RunEnv:
-    """`lanes`: the dispatcher's lanes (default: in memory); `forge`: the forge port (default: in memory)."""
+    """`lanes`: the dispatcher's lanes (default: in memory); `forge`: the forge port (default: in memory);
+    `outbound`: the outbound port (default: in memory)."""
     container = build_memory(
         Settings(
             table_name="memory",
@@ -164,6 +170,8 @@ def make_run_env(
         container.lanes = lanes  # before any service is built
     if forge is not None:
         container.forge = forge
+    if outbound is not None:
+        container.outbound = outbound
     user = container.accounts.create_user("alice", "alice@example.com")
     token = container.accounts.issue_token(PrincipalKind.USER, user.id).secret
     client = TestClient(create_app(container))

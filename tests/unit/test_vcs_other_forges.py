@@ -21,7 +21,8 @@ from urllib.parse import urlsplit
 
 import pytest
 from azure_twin import AzureDevOpsTwin
-from bitbucket_twin import BitbucketCloudTwin, BitbucketServerTwin
+from bitbucket_server_twin import BitbucketServerTwin
+from bitbucket_twin import BitbucketCloudTwin
 from forge_twin import ForgeTwin, git
 from run_helpers import RunEnv, make_run_env
 from terrace.adapters.azure_devops_forge import AzureDevOpsForge

@@ -31,6 +31,7 @@ BASIC_USER = "terrace"  # the service hook's basic authentication (`services/vcs
 ENTRIES_MAX = 20_000  # the items zip of a commit (the configuration's bounds apply again to the .tar.gz)
 EXPANDED_MAX = 256 * 1024 * 1024
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+COMMENT_MAX = 150_000  # characters of a pull request comment sent (a plan's summary is far shorter)
 
 
 def _headers(access: ForgeAccess) -> dict[str, str]:
@@ -148,8 +149,17 @@ class AzureDevOpsForge:
             self._http.json(access, "POST", _path(repo, "pullRequests", str(status.pull_request), "statuses"), body)
 
     def comment(self, access: ForgeAccess, repo: str, number: int, body: str, comment_id: str | None) -> str:
-        """Pull request plan comments are GitHub's and GitLab's only so far: the status still reports the plan."""
-        raise ForgeError("pull request comments are not written on Azure DevOps yet")
+        """A new thread of one comment on the pull request (its id `<thread>:<comment>`), or that comment edited."""
+        text = body[:COMMENT_MAX]
+        if comment_id is None:
+            thread = {"comments": [{"parentCommentId": 0, "content": text, "commentType": "text"}], "status": "active"}
+            found = self._http.json(access, "POST", _path(repo, "pullRequests", str(number), "threads"), thread)
+            first = (found.get("comments") or [{}])[0].get("id", 1)
+            return f"{found['id']}:{first}"
+        thread_id, _, first = comment_id.partition(":")
+        path = _path(repo, "pullRequests", str(number), "threads", thread_id, "comments", first or "1")
+        self._http.json(access, "PATCH", path, {"content": text})
+        return comment_id
 
 
 def _file(change: Any) -> bool:

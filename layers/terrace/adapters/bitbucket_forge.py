@@ -21,6 +21,7 @@ from terrace.domain.destinations import Allowance
 PAGE = 500  # diffstat entries per page (Bitbucket's largest `pagelen`)
 EVENTS = ["repo:push", "pullrequest:created", "pullrequest:updated"]
 KEY_CHARS = 40
+COMMENT_MAX = 32_768  # characters of a pull request comment's Markdown sent (a plan's summary is far shorter)
 
 
 def authorization(token: str) -> str:
@@ -115,8 +116,12 @@ class BitbucketForge:
         self._http.json(access, "POST", _path(repo, "commit", sha, "statuses", "build"), body)
 
     def comment(self, access: ForgeAccess, repo: str, number: int, body: str, comment_id: str | None) -> str:
-        """Pull request plan comments are GitHub's and GitLab's only so far: the status still reports the plan."""
-        raise ForgeError("pull request comments are not written on Bitbucket Cloud yet")
+        sent = {"content": {"raw": body[:COMMENT_MAX]}}
+        if comment_id is None:
+            found = self._http.json(access, "POST", _path(repo, "pullrequests", str(number), "comments"), sent)
+            return str(found["id"])
+        self._http.json(access, "PUT", _path(repo, "pullrequests", str(number), "comments", comment_id), sent)
+        return comment_id
 
 
 def _names(values: list[Any]) -> list[str]:

@@ -18,6 +18,7 @@ from terrace.domain.destinations import Allowance
 
 PAGE = 500
 EVENTS = ["repo:refs_changed", "pr:opened", "pr:from_ref_updated"]
+COMMENT_MAX = 32_768  # characters of a pull request comment sent (a plan's summary is far shorter)
 
 
 def _headers(access: ForgeAccess) -> dict[str, str]:
@@ -113,8 +114,16 @@ class BitbucketServerForge:
         self._http.json(_access(access), "POST", f"/rest/build-status/1.0/commits/{quote(sha, safe='')}", body)
 
     def comment(self, access: ForgeAccess, repo: str, number: int, body: str, comment_id: str | None) -> str:
-        """Pull request plan comments are GitHub's and GitLab's only so far: the status still reports the plan."""
-        raise ForgeError("pull request comments are not written on Bitbucket Data Center yet")
+        """A new comment, or that one edited: its PUT names the version it replaces, read just before."""
+        text = body[:COMMENT_MAX]
+        if comment_id is None:
+            found = self._http.json(_access(access), "POST", _path(repo, "pull-requests", str(number), "comments"),
+                                    {"text": text})  # fmt: skip
+            return str(found["id"])
+        path = _path(repo, "pull-requests", str(number), "comments", comment_id)
+        current = self._http.json(_access(access), "GET", path)
+        self._http.json(_access(access), "PUT", path, {"text": text, "version": int(current.get("version") or 0)})
+        return comment_id
 
 
 def _names(values: list[Any]) -> list[str]:

@@ -30,18 +30,22 @@ Bitbucket Cloud (`kind` `bitbucket`, REST 2.0, `api-url` `https://api.bitbucket.
 - `GET <web host>/{ws}/{repo}/get/{sha}.tar.gz` (the web host is the api-url's without `api.` and `/2.0`; its
   redirects are followed under the destination checks, without the credential)
 - `POST .../commit/{sha}/statuses/build` (states INPROGRESS, SUCCESSFUL, FAILED, STOPPED)
+- `POST .../pullrequests/{id}/comments`, `PUT .../pullrequests/{id}/comments/{comment_id}` (`content.raw`): the
+  workspace's one comment on a pull request
 
 Bitbucket Data Center (`kind` `bitbucket_server`, `api-url` the server's base URL; `{PROJECT}/{repo}`), below
 `/rest/api/1.0/projects/{p}/repos/{r}`: ``, `/default-branch`, `POST /webhooks`, `DELETE /webhooks/{id}`,
 `/commits/{ref}`, `/compare/changes?from=&to=`, `/pull-requests/{id}/changes`; the archive
 `/rest/api/latest/projects/{p}/repos/{r}/archive?at=&format=tgz&prefix=`; the build status
-`POST /rest/build-status/1.0/commits/{sha}` (INPROGRESS, SUCCESSFUL, FAILED).
+`POST /rest/build-status/1.0/commits/{sha}` (INPROGRESS, SUCCESSFUL, FAILED); a pull request's comment
+`POST /pull-requests/{id}/comments`, then `GET` and `PUT /pull-requests/{id}/comments/{comment_id}` (its `version`).
 
 Azure DevOps Services (`kind` `azure_devops`, `api-url` `https://dev.azure.com`; `{org}/{project}/_git/{repo}`),
 `api-version=7.1`, below `/{org}/{project}/_apis/git/repositories/{repo}`: ``, `/refs?filter=`, `/commits/{sha}`,
 `/diffs/commits`, `/pullrequests/{id}`, `/items?scopePath=/&$format=zip` (the zip read by `domain/bounded_zip.py`),
 `POST /commits/{sha}/statuses` (pending, succeeded, failed, error) and, for a pull request's plan,
-`POST /pullRequests/{id}/statuses`; service hooks
+`POST /pullRequests/{id}/statuses`; a pull request's comment, a thread of one (`POST /pullRequests/{id}/threads`,
+then `PATCH /pullRequests/{id}/threads/{thread}/comments/{comment}`; its id `<thread>:<comment>`); service hooks
 `POST|DELETE /{org}/_apis/hooks/subscriptions[/{id}]` (`git.push`, `git.pullrequest.created|updated`).
 
 Implementations: `github_forge.py`, `gitlab_forge.py`, `bitbucket_forge.py`, `bitbucket_server_forge.py` and

@@ -175,6 +175,7 @@ def include_ui(app: FastAPI | APIRouter) -> None:
         ui_audit_trail,
     ):
         app.include_router(ui_page.router)
+    app.include_router(ui_vcs_providers.connect_router)  # `/auth/...`: HCP's connect-path and callback-url
     app.include_router(static_assets.router)
     app.include_router(ui_organizations.redirects)  # last: `/app/<org>` must not shadow a page of one segment
 

@@ -13,6 +13,7 @@ from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.events import EventPublisher
 from terrace.adapters.forge import Forge
 from terrace.adapters.github_app import GitHubApp
+from terrace.adapters.outbound import Outbound
 from terrace.adapters.repository_clone import RepositoryClone
 from terrace.adapters.table import Table
 from terrace.config import Settings
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from terrace.services.vcs.github_app import GitHubAppInstallations
     from terrace.services.vcs.ingress import VcsIngress
     from terrace.services.vcs.oauth_clients import OAuthClientService
+    from terrace.services.vcs.oauth_flow import OAuthFlow
     from terrace.services.vcs.statuses import CommitStatuses
     from terrace.services.vcs.store import VcsStore
     from terrace.services.vcs.webhooks import WebhookIngress
@@ -47,6 +49,7 @@ class VcsServices:
     forge: Forge
     repository_clone: RepositoryClone | None
     github_app: GitHubApp | None
+    outbound: Outbound  # an OAuth application's token endpoint
     publisher: EventPublisher
     # from the other areas
     organizations: OrganizationService
@@ -68,8 +71,19 @@ class VcsServices:
     @cached_property
     def oauth_clients(self) -> OAuthClientService:
         from terrace.services.vcs.oauth_clients import OAuthClientService
+        from terrace.services.vcs.oauth_exchange import TokenEndpoint
 
-        return OAuthClientService(self.vcs_store, self.encryptor, self.organizations, self.projects)
+        return OAuthClientService(self.vcs_store, self.encryptor, self.organizations, self.projects,
+                                  TokenEndpoint(self.outbound), self.settings.public_url)  # fmt: skip
+
+    @cached_property
+    def vcs_oauth(self) -> OAuthFlow:
+        """An OAuth application's browser flow: the forge's authorize URL, its callback's code for the token."""
+        from terrace.services.vcs.oauth_exchange import TokenEndpoint
+        from terrace.services.vcs.oauth_flow import OAuthFlow
+
+        return OAuthFlow(self.vcs_store, self.oauth_clients, TokenEndpoint(self.outbound),
+                         self.settings.url_signing_secret, self.settings.public_url)  # fmt: skip
 
     @cached_property
     def repository_connections(self) -> RepositoryConnections:

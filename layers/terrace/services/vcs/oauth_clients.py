@@ -11,12 +11,14 @@ organization's members (a workspace admin picks a token to connect a repository)
 from __future__ import annotations
 
 import builtins
+import dataclasses
 from typing import Any
 
 from terrace.adapters.encryptor import Encryptor
+from terrace.adapters.table import ConditionFailed
 from terrace.domain import clock
 from terrace.domain import vcs as model
-from terrace.domain.errors import Invalid, NotFound
+from terrace.domain.errors import BadRequest, Invalid, NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal
@@ -25,17 +27,21 @@ from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.access.projects import ProjectService
 from terrace.services.optimistic import optimistic
+from terrace.services.vcs.oauth_exchange import Grant, TokenEndpoint, callback_url
 from terrace.services.vcs.store import StoredClient, StoredToken, VcsStore
 
 _CLIENT_SECRETS = ("secret", "private-key")
+REFRESH_MARGIN_S = 300  # an expiring credential is refreshed this long before it expires
 
 
 class OAuthClientService:
     def __init__(
-        self, store: VcsStore, encryptor: Encryptor, organizations: OrganizationService, projects: ProjectService
-    ) -> None:
+        self, store: VcsStore, encryptor: Encryptor, organizations: OrganizationService, projects: ProjectService,
+        endpoint: TokenEndpoint | None = None, public_url: str = "",
+    ) -> None:  # fmt: skip
         self._store, self._encryptor = store, encryptor
         self._orgs, self._projects = organizations, projects
+        self._endpoint, self._public_url = endpoint, public_url
 
     # reads ------------------------------------------------------------------------------
     def _client(self, principal: Principal, client_id: str, action: Action = Action.READ_VCS) -> StoredClient:
@@ -75,6 +81,10 @@ class OAuthClientService:
 
     def token(self, principal: Principal, token_id: str) -> OAuthToken:
         return self._token(principal, token_id).public
+
+    def manageable(self, principal: Principal, client_id: str) -> OAuthClient:
+        """The client when the caller may change it (`manage-vcs-settings`); NotFound otherwise."""
+        return self._client(principal, client_id, Action.MANAGE_VCS).public
 
     # writes -----------------------------------------------------------------------------
     def create(self, principal: Principal, organization: str, attrs: dict[str, Any], projects: Any) -> OAuthClient:
@@ -155,7 +165,7 @@ class OAuthClientService:
                 context = {**self._token_context(item.public.organization, token_id), "use": "ssh-key"}
                 ssh_key = self._encryptor.encrypt(value, context) if value else None
             public = OAuthToken(**{**item.public.__dict__, "has_ssh_key": bool(ssh_key)})
-            updated = StoredToken(public, item.organization_id, item.ciphertext, ssh_key, item.version + 1)
+            updated = dataclasses.replace(item, public=public, ssh_key=ssh_key, version=item.version + 1)
             self._store.replace_token(updated, item.version)
             return public
 
@@ -184,11 +194,71 @@ class OAuthClientService:
         return client.public, token.public
 
     def credential(self, token: OAuthToken) -> str:
-        """The forge credential of a token, for this area's forge calls only (never returned by the API)."""
+        """The forge credential of a token, for this area's forge calls only (never returned by the API); one that
+        expires within REFRESH_MARGIN_S is refreshed first (an OAuth application's)."""
         item = self._store.token(token.id)
         if item is None:
             raise NotFound(f"oauth token {token.id} not found")
+        if item.expires_at is not None and item.refresh and item.expires_at - REFRESH_MARGIN_S <= int(clock.epoch()):
+            item = self._refreshed(item)
         return self._encryptor.decrypt(item.ciphertext, self._token_context(item.public.organization, token.id))
+
+    def connect(self, client_id: str, grant: Grant) -> OAuthToken:
+        """The credential an OAuth application's flow obtained (`oauth_flow.py`, which checked the caller) as the
+        client's token: its first token made, else that one's credential replaced (workspaces keep it)."""
+
+        def step() -> OAuthToken:
+            client = self._store.client(client_id)
+            if client is None:
+                raise NotFound(f"oauth client {client_id} not found")
+            c = client.public
+            existing = self._store.token(c.token_ids[0]) if c.token_ids else None
+            if existing is not None:
+                updated = self._granted(existing, grant, existing.version + 1)
+                self._store.replace_token(updated, existing.version)
+                return updated.public
+            token_id = new_id("ot")
+            public = OAuthToken(token_id, c.organization, c.id, "", False, clock.now_iso())
+            token = self._granted(StoredToken(public, client.organization_id, "", None, 1), grant, 1)
+            self._store.add_token(client.replaced(client.version + 1, token_ids=(token_id,)), client.version, token)
+            return public
+
+        return optimistic(step, exhausted=f"oauth client {client_id} changed concurrently; retry")
+
+    def client_secret(self, client: OAuthClient) -> str | None:
+        """The OAuth application's secret, for the token endpoint's calls only."""
+        item = self._store.client(client.id)
+        sealed = item.secrets.get("secret") if item else None
+        if not sealed:
+            return None
+        context = {"organization": client.organization, "oauth-client": client.id, "use": "secret"}
+        return self._encryptor.decrypt(sealed, context)
+
+    def _granted(self, item: StoredToken, grant: Grant, version: int) -> StoredToken:
+        context = self._token_context(item.public.organization, item.public.id)
+        sealed = self._encryptor.encrypt(grant.access_token, context)
+        refresh = self._encryptor.encrypt(grant.refresh_token, {**context, "use": "refresh"}) \
+            if grant.refresh_token else None  # fmt: skip
+        return dataclasses.replace(item, ciphertext=sealed, refresh=refresh, expires_at=grant.expires_at,
+                                   version=version)  # fmt: skip
+
+    def _refreshed(self, item: StoredToken) -> StoredToken:
+        """The token after its refresh; when another process refreshed it meanwhile (the refresh token it spent is
+        then no longer valid), theirs."""
+        client = self._store.client(item.public.client_id)
+        secret = self.client_secret(client.public) if client else None
+        if self._endpoint is None or client is None or secret is None or not item.refresh:
+            return item
+        context = {**self._token_context(item.public.organization, item.public.id), "use": "refresh"}
+        refresh = self._encryptor.decrypt(item.refresh, context)
+        redirect = callback_url(self._public_url, client.public.id)
+        try:
+            grant = self._endpoint.refresh(client.public, secret, refresh, redirect, int(clock.epoch()))
+            updated = self._granted(item, grant, item.version + 1)
+            self._store.replace_token(updated, item.version)
+            return updated
+        except (BadRequest, ConditionFailed):
+            return self._store.token(item.public.id) or item
 
     # helpers ----------------------------------------------------------------------------
     @staticmethod
@@ -206,7 +276,8 @@ class OAuthClientService:
             item = self._store.token(token_id)
             if item is not None:
                 sealed = self._encryptor.encrypt(value, self._token_context(client.organization, token_id))
-                updated = StoredToken(item.public, item.organization_id, sealed, item.ssh_key, item.version + 1)
+                updated = dataclasses.replace(item, ciphertext=sealed, refresh=None, expires_at=None,
+                                              version=item.version + 1)  # fmt: skip
                 self._store.replace_token(updated, item.version)
 
     def _project_ids(self, principal: Principal, org: Organization, projects: Any) -> builtins.list[str]:

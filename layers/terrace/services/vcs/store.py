@@ -13,6 +13,7 @@ from terrace.domain.ids import looks_like
 from terrace.domain.vcs import OAuthClient, OAuthToken
 
 CLIENT, TOKEN, CONNECTION, DELIVERY = "oauth-client", "oauth-token", "vcs-connection", "vcs-delivery"
+OAUTH_STATE = "vcs-oauth-state"  # a spent state of an OAuth application's browser flow (`oauth_flow.py`)
 OWNERS = ("ws", "polset", "mod")  # what may own a repository connection: workspaces, policy sets, registry modules
 COMMENT = "vcs-comment#"  # + a pull request's number: the workspace's comment on it (`comments.py`)
 DELIVERY_KEPT_S = 7 * 24 * 3600  # a delivery id is remembered this long (GitHub redelivers within days)
@@ -64,6 +65,8 @@ class StoredToken:
     ciphertext: str  # the forge credential
     ssh_key: str | None  # ciphertext of the token's SSH key (clones of submodules)
     version: int
+    refresh: str | None = None  # ciphertext of the refresh token of an expiring credential (an OAuth app's)
+    expires_at: int | None = None  # when the credential expires (seconds since the epoch); None: never
 
 
 def _client_from(item: dict[str, Any]) -> StoredClient:
@@ -99,9 +102,10 @@ def _token_from(item: dict[str, Any]) -> StoredToken:
         service_provider_user=item.get("service_provider_user", ""), has_ssh_key=bool(item.get("ssh_key")),
         created_at=item["created_at"],
     )  # fmt: skip
-    return StoredToken(
-        public, item.get("organization_id"), item["ciphertext"], item.get("ssh_key"), int(item["version"])
-    )
+    expires = item.get("credential_expires_at")
+    return StoredToken(public, item.get("organization_id"), item["ciphertext"], item.get("ssh_key"),
+                       int(item["version"]), item.get("refresh"),
+                       int(expires) if expires is not None else None)  # fmt: skip
 
 
 def _token_item(token: StoredToken) -> dict[str, Any]:
@@ -113,6 +117,10 @@ def _token_item(token: StoredToken) -> dict[str, Any]:
     }  # fmt: skip
     if token.ssh_key:
         item["ssh_key"] = token.ssh_key
+    if token.refresh:
+        item["refresh"] = token.refresh
+    if token.expires_at is not None:
+        item["credential_expires_at"] = token.expires_at
     if token.organization_id is not None:
         item["organization_id"] = token.organization_id
     return item
@@ -155,6 +163,20 @@ class VcsStore:
     def replace_token(self, token: StoredToken, expected_version: int) -> None:
         """Raises the table's ConditionFailed when it changed since `expected_version`."""
         self._table.put(_token_item(token), if_version=expected_version)
+
+    def add_token(self, client: StoredClient, expected_version: int, token: StoredToken) -> None:
+        """A new token of `client` (already listing it) in one transaction; ConditionFailed when the client changed."""
+        self._table.transact([Put(_client_item(client), if_version=expected_version),
+                              Put(_token_item(token), if_absent=True)])  # fmt: skip
+
+    def spend_oauth_state(self, nonce: str, expires_at: int) -> bool:
+        """Records an OAuth flow's state as used; False when it was before (a replay)."""
+        item = {"pk": f"vcsoauthstate#{nonce}", "sk": OAUTH_STATE, "expires_at": expires_at}
+        try:
+            self._table.put(item, if_absent=True)
+        except ConditionFailed:
+            return False
+        return True
 
     def delete_token(self, token_id: str) -> None:
         self._table.delete(token_id, TOKEN)
