@@ -42,3 +42,14 @@ def test_cost_estimation_off_gives_new_runs_no_estimate() -> None:
         env.api("GET", f"/organizations/{env.organization}").json()["data"]["attributes"]["cost-estimation-enabled"]
         is False
     )
+    # and an organization created meanwhile is answered as it is then read (go-tfe v1.109's TestOrganizationsRead
+    # compares the two)
+    created = env.api(
+        "POST",
+        "/organizations",
+        {"data": {"type": "organizations", "attributes": {"name": "later", "email": "l@x.io"}}},
+    )
+    read = env.api("GET", "/organizations/later")
+    assert created.status_code == 201, created.text
+    assert created.json()["data"]["attributes"]["cost-estimation-enabled"] is False
+    assert read.json()["data"]["attributes"] == created.json()["data"]["attributes"]

@@ -149,7 +149,8 @@ class OrganizationService:
         settings = {key: check_setting(key, value) for key, value in settings.items()}
         self._store.refuse_taken(name, None)
         org = Organization(new_id("org"), name, name, email, clock.now_iso(), (principal.subject_id,), mode, settings)
-        return self._store.create(org)  # with the owners team, the creator's membership and the Default Project
+        # with the owners team, the creator's membership and the Default Project; shown as its readers see it
+        return self._shown(self._store.create(org))
 
     def update(self, principal: Principal, name: str, changes: dict[str, Any]) -> Organization:
         record = self._store.record(name)
