@@ -168,15 +168,19 @@ def run_lines(r: Resources, run: RunProfile) -> tuple[list[Line], dict[str, floa
         lines.append(Line("NAT gateway data", 0, nat_gb * p["nat_gateway_gb"] * k, f"{nat_gb:.2f} GB/run"))
     runner, polls = runner_requests(tail, env, run, tasks)
     api = r.function("api")
-    logs = log_reads(api["Properties"]["Environment"]["Variables"], r.memory_gb(api), run)
+    reader = r.log_reader() or api  # the function the CLI's log reads reach: its own URL, or the api's routes
+    logs = log_reads(reader["Properties"]["Environment"]["Variables"], r.memory_gb(reader), run)
     requests = run.client_requests + run.backend_requests + runner + logs.requests
+    fronted = requests - (logs.requests if reader is not api else 0)  # through CloudFront and the HTTP API
     background = run.scaler_invocations + run.events_invocations
-    gb_s = requests * run.api_ms / 1000 * r.memory_gb(api) + logs.held_gb_s
+    gb_s = (requests - logs.requests) * run.api_ms / 1000 * r.memory_gb(api) + logs.held_gb_s
+    gb_s += logs.requests * run.api_ms / 1000 * r.memory_gb(reader)
     gb_s += background * run.background_ms / 1000 * r.memory_gb(r.function("events"))
     lambda_cost = (requests + background) * p["lambda_request"] + gb_s * p["lambda_arm_gb_s"]
     lines.append(Line("Lambda (api, scaler, events)", 0, lambda_cost * k, f"{requests:.0f} API requests/run"))
-    lines.append(Line("HTTP API", 0, requests * p["http_api_request"] * k))
-    lines.append(Line("CloudFront requests", 0, requests * p["cloudfront_https_request"] * k))
+    direct = "" if reader is api else f"{fronted:.0f}/run: the CLI's log reads go to the logs function's URL"
+    lines.append(Line("HTTP API", 0, fronted * p["http_api_request"] * k, direct))
+    lines.append(Line("CloudFront requests", 0, fronted * p["cloudfront_https_request"] * k))
     others = requests - logs.requests  # a log read's units are the log model's
     ddb = others * (
         run.ddb_reads_per_request * p["ddb_read_request_unit"]
@@ -191,7 +195,8 @@ def run_lines(r: Resources, run: RunProfile) -> tuple[list[Line], dict[str, floa
     log_kb = run.phases * run.runner_log_kb_per_phase + requests * run.lambda_log_kb_per_request
     log_kb += run.phases * run.flow_log_kb_per_phase * len(r.of("AWS::EC2::FlowLog"))
     lines.append(Line("CloudWatch Logs ingestion", 0, log_kb / 1024 / 1024 * p["logs_ingest_gb"] * k))
-    traces = (requests if r.traced(api) else 0) + sum(
+    traces = (requests - logs.requests if r.traced(api) else 0) + (logs.requests if r.traced(reader) else 0)
+    traces += sum(
         n for n, service in ((run.scaler_invocations, "scaler"), (run.events_invocations, "events"))
         if r.traced(r.function(service))
     )  # fmt: skip
@@ -204,7 +209,7 @@ def run_lines(r: Resources, run: RunProfile) -> tuple[list[Line], dict[str, floa
     derived |= {"runner_polls_per_run": polls}
     derived |= {
         "log_reads_per_run": logs.requests,
-        "log_read_hold_s": hold_s(api["Properties"]["Environment"]["Variables"]),
+        "log_read_hold_s": hold_s(reader["Properties"]["Environment"]["Variables"]),
     }
     return lines, derived
 
@@ -238,10 +243,12 @@ def per_1000_runs(template: dict[str, Any], run: RunProfile) -> float:
 
 
 def profile_lines(template: dict[str, Any]) -> list[str]:
-    """Each profile's runs now, and as they were when a log read was held and read the whole log again."""
+    """Each profile's runs now, and as they were when a log read was held and read the whole log again (through
+    CloudFront and the HTTP API to the api function)."""
     held = copy.deepcopy(template)
     for fn in Resources(held).functions().values():
-        fn["Properties"].get("Environment", {}).get("Variables", {}).pop("TERRACE_LOG_READ_WAIT_S", None)
+        for name in ("TERRACE_LOG_READ_WAIT_S", "TERRACE_LOG_READ_URL"):
+            fn["Properties"].get("Environment", {}).get("Variables", {}).pop(name, None)
     out = ["Per 1,000 runs by profile (bench/cost_catalog.py PROFILES):"]
     for name, run in PROFILES.items():
         before = per_1000_runs(held, replace(run, whole_log_reads=True))

@@ -39,6 +39,9 @@ class DeploySettings:
     # push the runner image with zstd-compressed layers (faster extraction on Fargate): needs a docker whose
     # image store is containerd's (docs/aws/runners.md, "Fargate Spot, warm runners and faster runner starts")
     runner_image_zstd: bool = False
+    # the CLI's log reads straight to the logs function's URL (infra/log_reads.py), not through CloudFront and the
+    # HTTP API: a read is one Lambda request, nothing more; false: the CLI sees one hostname only
+    log_reads_direct: bool = True
     alarm_email: str | None = None
     # requests per second (steady, burst) on the HTTP API, one budget per kind of client, so a noisy one cannot starve
     # the others (`infra/api.py`): terraform/tofu and API clients; runners and agents; the web UI
@@ -100,6 +103,8 @@ class DeploySettings:
             ).lower()
             in ("1", "true", "yes", "on"),
             runner_image_zstd=_flag(ctx("runnerImageZstd")),
+            log_reads_direct=str(ctx("logReadsDirect") if ctx("logReadsDirect") is not None else "true").lower()
+            in ("1", "true", "yes", "on"),
             alarm_email=ctx("alarmEmail") or None,
             api_rate_limit=int(ctx("apiRateLimit") or cls.api_rate_limit),
             api_burst_limit=int(ctx("apiBurstLimit") or cls.api_burst_limit),

@@ -186,6 +186,7 @@ def test_the_clis_log_reads_are_priced_and_never_held_on_aws(synth):
     [api] = [r for r in held["Resources"].values() if r.get("Metadata", {}).get(
         "aws:cdk:path", "").endswith("/Api/Handler/Resource")]  # fmt: skip
     del api["Properties"]["Environment"]["Variables"]["TERRACE_LOG_READ_WAIT_S"]
+    del api["Properties"]["Environment"]["Variables"]["TERRACE_LOG_READ_URL"]  # read on the api function, as before
     held_lambda = _lines(held)["Lambda (api, scaler, events)"].per_1000_runs
     held_s = run.phases * run.log_stream_s  # a 1 GB api function
     assert (
@@ -232,3 +233,23 @@ def test_the_runners_requests_follow_its_code(synth):
     phases = 2 * ((run.phase_seconds - run.log_stream_s) / 10 + run.log_stream_s / FLUSH_S + 1)
     assert derived["runner_polls_per_run"] == polls
     assert derived["runner_requests_per_run"] == 1 + polls + run.runner_phase_requests + phases
+
+
+def test_the_clis_log_reads_reach_the_logs_function_without_cloudfront_or_the_http_api(synth):
+    """A log-read URL is a signed capability: its reads go to the logs function's URL (infra/log_reads.py), each one
+    Lambda request and nothing more; every other request still passes CloudFront and the HTTP API."""
+    for name, run in PROFILES.items():
+        lines, derived = cost.run_lines(cost.Resources(synth.template), run)
+        by_item = {line.item: line.per_1000_runs for line in lines}
+        fronted = derived["api_requests_per_run"] - derived["log_reads_per_run"]
+        assert by_item["HTTP API"] == pytest.approx(fronted * PRICES["http_api_request"] * 1000), name
+        assert by_item["CloudFront requests"] == pytest.approx(fronted * PRICES["cloudfront_https_request"] * 1000)
+        assert cost.per_1000_runs(synth.template, run) <= 2.0, name
+    through_cloudfront = copy.deepcopy(synth.template)
+    [api] = [r for r in through_cloudfront["Resources"].values() if r.get("Metadata", {}).get(
+        "aws:cdk:path", "").endswith("/Api/Handler/Resource")]  # fmt: skip
+    del api["Properties"]["Environment"]["Variables"]["TERRACE_LOG_READ_URL"]  # terrace:logReadsDirect=false
+    run = PROFILES["aws-provider"]
+    reads = cost.run_lines(cost.Resources(synth.template), run)[1]["log_reads_per_run"]
+    saved = reads * (PRICES["http_api_request"] + PRICES["cloudfront_https_request"]) * 1000
+    assert cost.per_1000_runs(through_cloudfront, run) == pytest.approx(cost.per_1000_runs(synth.template, run) + saved)
