@@ -127,7 +127,7 @@ def speculative_line(r: Resources, run: RunProfile) -> str:
     if not r.of("AWS::ECS::TaskDefinition"):
         return ""
     _, _, env = r.task()
-    task_s = run.task_start_s + run.phase_seconds + float(env.get("TERRACE_RUNNER_IDLE_EXIT_S", 0))
+    task_s = run.task_start_s + run.phase_seconds + idle_tails(env)[1]  # no folder held: its run is done
     on_demand = task_s / 3600 * fargate_hour(r) * 1000
     if "speculative" not in str(scaler_env(r).get("TERRACE_RUNNER_SPOT_LANES", "")).split(","):
         return f"a speculative plan (one phase, {task_s:g} task-s on FARGATE): ${on_demand:.2f} per 1,000"
@@ -139,13 +139,22 @@ def speculative_line(r: Resources, run: RunProfile) -> str:
     )
 
 
-def runner_requests(tail_s: float, env: dict[str, str], run: RunProfile, tasks: float) -> tuple[float, float]:
-    """(the runner's requests per run, of which polls). Each task enrolls, claims its first job and, after the run's
-    last job, polls every TERRACE_RUNNER_POLL_INTERVAL_S until it idles out (no brisk polls: nothing is expected);
-    each phase PUTs its output once a `FLUSH_S` while it streams, the first lines at once (runner/logstream.py), and
-    beats every TERRACE_JOB_HEARTBEAT_S only while it prints nothing (a log PUT stands for a heartbeat)."""
+def idle_tails(env: dict[str, str]) -> tuple[float, float]:
+    """(a task's idle tail while it holds a plan's folder for its apply: TERRACE_RUNNER_IDLE_EXIT_S, its tail once
+    its run's work is done: TERRACE_RUNNER_DONE_EXIT_S, else the same; runner/main.py `_exit_after_s`)."""
+    held = float(env.get("TERRACE_RUNNER_IDLE_EXIT_S", 0))
+    done = env.get("TERRACE_RUNNER_DONE_EXIT_S", "").strip()
+    return held, float(done) if done else held
+
+
+def runner_requests(tails_s: float, env: dict[str, str], run: RunProfile, tasks: float) -> tuple[float, float]:
+    """(the runner's requests per run, of which polls). Each task enrolls, claims its first job and, after its last
+    job, polls every TERRACE_RUNNER_POLL_INTERVAL_S until it idles out (`tails_s` of all its tasks; no brisk polls:
+    nothing is expected); each phase PUTs its output once a `FLUSH_S` while it streams, the first lines at once
+    (runner/logstream.py), and beats every TERRACE_JOB_HEARTBEAT_S only while it prints nothing (a log PUT stands for
+    a heartbeat)."""
     interval = float(env.get("TERRACE_RUNNER_POLL_INTERVAL_S", run.runner_poll_s)) or run.runner_poll_s
-    polls = tasks * (1 + tail_s / interval + 1)  # the claim, then the tail's polls and the one it exits after
+    polls = tasks * 2 + tails_s / interval  # the claim, then the tails' polls and the one each task exits after
     heartbeats = run.phases * max(run.phase_seconds - run.log_stream_s, 0) / HEARTBEAT_S
     puts = run.phases * (run.log_stream_s / FLUSH_S + 1)
     return tasks + polls + run.runner_phase_requests + heartbeats + puts, polls
@@ -155,9 +164,11 @@ def run_lines(r: Resources, run: RunProfile) -> tuple[list[Line], dict[str, floa
     p, k = PRICES, 1000
     lines: list[Line] = []
     vcpu, mem_gb, env = r.task()
-    tail = float(env.get("TERRACE_RUNNER_IDLE_EXIT_S", 0))
+    held, done = idle_tails(env)
     tasks = 1 + run.late_apply_share  # the plan's task runs the apply (a late-confirmed one starts its own)
-    task_s = tasks * (run.task_start_s + tail) + run.phases * run.phase_seconds
+    # the run's last task idles out once its work is done; a plan's task whose apply came late, holding its folder
+    tails = done + run.late_apply_share * held
+    task_s = tasks * run.task_start_s + tails + run.phases * run.phase_seconds
     task_s -= (1 - run.late_apply_share) * run.init_seconds  # the apply in the plan's folder: no second init
     fargate = task_s / 3600 * (vcpu * p["fargate_arm_vcpu_h"] + mem_gb * p["fargate_arm_gb_h"])
     lines.append(Line(f"Fargate Graviton {vcpu:g} vCPU/{mem_gb:g} GB", 0, fargate * k, f"{task_s:g} task-s/run"))
@@ -166,7 +177,7 @@ def run_lines(r: Resources, run: RunProfile) -> tuple[list[Line], dict[str, floa
     if r.of("AWS::EC2::NatGateway"):
         nat_gb = tasks * run.runner_download_mb_per_phase / 1024  # an apply in the plan's folder downloads nothing
         lines.append(Line("NAT gateway data", 0, nat_gb * p["nat_gateway_gb"] * k, f"{nat_gb:.2f} GB/run"))
-    runner, polls = runner_requests(tail, env, run, tasks)
+    runner, polls = runner_requests(tails, env, run, tasks)
     api = r.function("api")
     reader = r.log_reader() or api  # the function the CLI's log reads reach: its own URL, or the api's routes
     logs = log_reads(reader["Properties"]["Environment"]["Variables"], r.memory_gb(reader), run)

@@ -26,6 +26,9 @@ class DeploySettings:
     max_runners: int = 4
     # an idle runner exits after its brisk polls (10 s: the apply that follows its plan comes within them)
     runner_idle_exit_s: int = 10
+    # a runner whose run's work is done (it served a job and holds no plan for its apply) exits after this many idle
+    # seconds instead: 0, at its first empty answer (the warm window's runner waits for the next run)
+    runner_done_exit_s: int = 0
     runner_cpu: int = 512  # Fargate CPU units (Graviton): half a vCPU; plans and applies wait on the network
     runner_memory_mib: int = 2048
     max_runners_per_organization: int = 0  # 0: max_runners is the only limit
@@ -91,6 +94,7 @@ class DeploySettings:
             certificate_arn=certificate,
             max_runners=int(ctx("maxRunners") or cls.max_runners),
             runner_idle_exit_s=int(ctx("runnerIdleExitSeconds") or cls.runner_idle_exit_s),
+            runner_done_exit_s=int(ctx("runnerDoneExitSeconds") or cls.runner_done_exit_s),
             runner_cpu=int(ctx("runnerCpu") or cls.runner_cpu),
             runner_memory_mib=int(ctx("runnerMemoryMiB") or cls.runner_memory_mib),
             max_runners_per_organization=int(ctx("maxRunnersPerOrganization") or 0),

@@ -51,8 +51,9 @@ def test_every_resource_type_of_every_template_is_priced_or_known_free(synth, sy
 def test_fargate_is_priced_from_the_task_definition_with_its_idle_tail(synth):
     fargate = _lines(synth.template)["Fargate Graviton 0.5 vCPU/2 GB"]
     run = RunProfile()
-    # one task: its start, the plan, the apply (handed to the plan's runner), the idle tail (TERRACE_RUNNER_IDLE_EXIT_S)
-    task_s = run.task_start_s + 2 * run.phase_seconds - run.init_seconds + 10  # the apply skips `terraform init`
+    # one task: its start, the plan, the apply (handed to the plan's runner), no idle tail: its run is done once the
+    # apply ends (TERRACE_RUNNER_DONE_EXIT_S=0); the apply skips `terraform init`
+    task_s = run.task_start_s + 2 * run.phase_seconds - run.init_seconds
     expected = task_s / 3600 * (0.5 * PRICES["fargate_arm_vcpu_h"] + 2 * PRICES["fargate_arm_gb_h"]) * 1000
     assert fargate.per_1000_runs == pytest.approx(expected)
 
@@ -108,7 +109,7 @@ def test_render_prints_a_dated_table_and_its_assumptions(synth):
 def test_speculative_plans_are_priced_at_the_spot_rate_with_the_assumption_printed(synth, synth_options):
     text = cost.render(synth.template)
     hour = 0.5 * PRICES["fargate_arm_vcpu_h"] + 2 * PRICES["fargate_arm_gb_h"]
-    on_demand = (RunProfile().task_start_s + RunProfile().phase_seconds + 10) / 3600 * hour * 1000
+    on_demand = (RunProfile().task_start_s + RunProfile().phase_seconds) / 3600 * hour * 1000  # no tail: done
     spot = on_demand * (1 - PRICES["fargate_spot_discount"])
     assert f"on FARGATE_SPOT): ${spot:.2f} per 1,000 instead of ${on_demand:.2f} on FARGATE" in text
     assert "assuming Spot 70% below on-demand" in text
@@ -214,22 +215,22 @@ def test_an_apply_confirmed_after_its_runner_left_is_a_task_of_its_own(synth, sy
     added = cost.run_lines(cost.Resources(synth.template), late)[0]
     once = {line.item: line.per_1000_runs for line in cost.run_lines(cost.Resources(synth.template), run)[0]}
     twice = {line.item: line.per_1000_runs for line in added}
-    extra_s = run.task_start_s + 10 + run.init_seconds
+    extra_s = run.task_start_s + 10 + run.init_seconds  # the plan's task idles out holding its folder (10 s)
     assert twice[fargate] - once[fargate] == pytest.approx(extra_s / 3600 * hour * 1000)
     nat = {line.item: line.note for line in cost.run_lines(cost.Resources(synth_options.template), late)[0]}
     assert nat["NAT gateway data"] == f"{2 * run.runner_download_mb_per_phase / 1024:.2f} GB/run"
 
 
 def test_the_runners_requests_follow_its_code(synth):
-    """Per task: enrollment, the claim, the polls of its idle tail every 2 s (no brisk polls after the run's last job)
-    and the one it exits after; per phase: a log PUT every FLUSH_S while it streams, the first at once, and a heartbeat
+    """Per task: enrollment, the claim and the empty answer it exits at once its run is done (no idle tail: a tail of
+    polls every 2 s before); per phase: a log PUT every FLUSH_S while it streams, the first at once, and a heartbeat
     every TERRACE_JOB_HEARTBEAT_S while it prints nothing (a PUT stands for one); the plan's finish and upload URLs,
     the apply's start and finish."""
     from terrace.runner.logstream import FLUSH_S
 
     run = RunProfile()
     _, derived = cost.run_lines(cost.Resources(synth.template), run)
-    polls = 1 + 10 / 2 + 1
+    polls = 1 + 1
     phases = 2 * ((run.phase_seconds - run.log_stream_s) / 10 + run.log_stream_s / FLUSH_S + 1)
     assert derived["runner_polls_per_run"] == polls
     assert derived["runner_requests_per_run"] == 1 + polls + run.runner_phase_requests + phases
