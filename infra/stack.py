@@ -163,6 +163,7 @@ class TerraceStack(Stack):
                 "reaper": functions.reaper,
                 "events": functions.events,
                 "tools_sync": functions.tools_sync,
+                **({"logs": log_reads.function} if log_reads else {}),  # the CLI's log reads
             },
             queues=queues.by_name,
             extra_alarms=[],
