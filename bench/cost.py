@@ -127,7 +127,7 @@ def speculative_line(r: Resources, run: RunProfile) -> str:
     if not r.of("AWS::ECS::TaskDefinition"):
         return ""
     _, _, env = r.task()
-    task_s = run.task_start_s + run.phase_seconds + float(env.get("TERRACE_RUNNER_IDLE_EXIT_S", 0))
+    task_s = run.task_start_s + run.phase_seconds + idle_tails(env)[1]  # no folder held: its run is done
     on_demand = task_s / 3600 * fargate_hour(r) * 1000
     if "speculative" not in str(scaler_env(r).get("TERRACE_RUNNER_SPOT_LANES", "")).split(","):
         return f"a speculative plan (one phase, {task_s:g} task-s on FARGATE): ${on_demand:.2f} per 1,000"
@@ -139,13 +139,22 @@ def speculative_line(r: Resources, run: RunProfile) -> str:
     )
 
 
-def runner_requests(tail_s: float, env: dict[str, str], run: RunProfile, tasks: float) -> tuple[float, float]:
-    """(the runner's requests per run, of which polls). Each task enrolls, claims its first job and, after the run's
-    last job, polls every TERRACE_RUNNER_POLL_INTERVAL_S until it idles out (no brisk polls: nothing is expected);
-    each phase PUTs its output once a `FLUSH_S` while it streams, the first lines at once (runner/logstream.py), and
-    beats every TERRACE_JOB_HEARTBEAT_S only while it prints nothing (a log PUT stands for a heartbeat)."""
+def idle_tails(env: dict[str, str]) -> tuple[float, float]:
+    """(a task's idle tail while it holds a plan's folder for its apply: TERRACE_RUNNER_IDLE_EXIT_S, its tail once
+    its run's work is done: TERRACE_RUNNER_DONE_EXIT_S, else the same; runner/main.py `_exit_after_s`)."""
+    held = float(env.get("TERRACE_RUNNER_IDLE_EXIT_S", 0))
+    done = env.get("TERRACE_RUNNER_DONE_EXIT_S", "").strip()
+    return held, float(done) if done else held
+
+
+def runner_requests(tails_s: float, env: dict[str, str], run: RunProfile, tasks: float) -> tuple[float, float]:
+    """(the runner's requests per run, of which polls). Each task enrolls, claims its first job and, after its last
+    job, polls every TERRACE_RUNNER_POLL_INTERVAL_S until it idles out (`tails_s` of all its tasks; no brisk polls:
+    nothing is expected); each phase PUTs its output once a `FLUSH_S` while it streams, the first lines at once
+    (runner/logstream.py), and beats every TERRACE_JOB_HEARTBEAT_S only while it prints nothing (a log PUT stands for
+    a heartbeat)."""
     interval = float(env.get("TERRACE_RUNNER_POLL_INTERVAL_S", run.runner_poll_s)) or run.runner_poll_s
-    polls = tasks * (1 + tail_s / interval + 1)  # the claim, then the tail's polls and the one it exits after
+    polls = tasks * 2 + tails_s / interval  # the claim, then the tails' polls and the one each task exits after
     heartbeats = run.phases * max(run.phase_seconds - run.log_stream_s, 0) / HEARTBEAT_S
     puts = run.phases * (run.log_stream_s / FLUSH_S + 1)
     return tasks + polls + run.runner_phase_requests + heartbeats + puts, polls
@@ -155,9 +164,11 @@ def run_lines(r: Resources, run: RunProfile) -> tuple[list[Line], dict[str, floa
     p, k = PRICES, 1000
     lines: list[Line] = []
     vcpu, mem_gb, env = r.task()
-    tail = float(env.get("TERRACE_RUNNER_IDLE_EXIT_S", 0))
+    held, done = idle_tails(env)
     tasks = 1 + run.late_apply_share  # the plan's task runs the apply (a late-confirmed one starts its own)
-    task_s = tasks * (run.task_start_s + tail) + run.phases * run.phase_seconds
+    # the run's last task idles out once its work is done; a plan's task whose apply came late, holding its folder
+    tails = done + run.late_apply_share * held
+    task_s = tasks * run.task_start_s + tails + run.phases * run.phase_seconds
     task_s -= (1 - run.late_apply_share) * run.init_seconds  # the apply in the plan's folder: no second init
     fargate = task_s / 3600 * (vcpu * p["fargate_arm_vcpu_h"] + mem_gb * p["fargate_arm_gb_h"])
     lines.append(Line(f"Fargate Graviton {vcpu:g} vCPU/{mem_gb:g} GB", 0, fargate * k, f"{task_s:g} task-s/run"))
@@ -166,17 +177,21 @@ def run_lines(r: Resources, run: RunProfile) -> tuple[list[Line], dict[str, floa
     if r.of("AWS::EC2::NatGateway"):
         nat_gb = tasks * run.runner_download_mb_per_phase / 1024  # an apply in the plan's folder downloads nothing
         lines.append(Line("NAT gateway data", 0, nat_gb * p["nat_gateway_gb"] * k, f"{nat_gb:.2f} GB/run"))
-    runner, polls = runner_requests(tail, env, run, tasks)
+    runner, polls = runner_requests(tails, env, run, tasks)
     api = r.function("api")
-    logs = log_reads(api["Properties"]["Environment"]["Variables"], r.memory_gb(api), run)
+    reader = r.log_reader() or api  # the function the CLI's log reads reach: its own URL, or the api's routes
+    logs = log_reads(reader["Properties"]["Environment"]["Variables"], r.memory_gb(reader), run)
     requests = run.client_requests + run.backend_requests + runner + logs.requests
+    fronted = requests - (logs.requests if reader is not api else 0)  # through CloudFront and the HTTP API
     background = run.scaler_invocations + run.events_invocations
-    gb_s = requests * run.api_ms / 1000 * r.memory_gb(api) + logs.held_gb_s
+    gb_s = (requests - logs.requests) * run.api_ms / 1000 * r.memory_gb(api) + logs.held_gb_s
+    gb_s += logs.requests * run.api_ms / 1000 * r.memory_gb(reader)
     gb_s += background * run.background_ms / 1000 * r.memory_gb(r.function("events"))
     lambda_cost = (requests + background) * p["lambda_request"] + gb_s * p["lambda_arm_gb_s"]
     lines.append(Line("Lambda (api, scaler, events)", 0, lambda_cost * k, f"{requests:.0f} API requests/run"))
-    lines.append(Line("HTTP API", 0, requests * p["http_api_request"] * k))
-    lines.append(Line("CloudFront requests", 0, requests * p["cloudfront_https_request"] * k))
+    direct = "" if reader is api else f"{fronted:.0f}/run: the CLI's log reads go to the logs function's URL"
+    lines.append(Line("HTTP API", 0, fronted * p["http_api_request"] * k, direct))
+    lines.append(Line("CloudFront requests", 0, fronted * p["cloudfront_https_request"] * k))
     others = requests - logs.requests  # a log read's units are the log model's
     ddb = others * (
         run.ddb_reads_per_request * p["ddb_read_request_unit"]
@@ -191,7 +206,8 @@ def run_lines(r: Resources, run: RunProfile) -> tuple[list[Line], dict[str, floa
     log_kb = run.phases * run.runner_log_kb_per_phase + requests * run.lambda_log_kb_per_request
     log_kb += run.phases * run.flow_log_kb_per_phase * len(r.of("AWS::EC2::FlowLog"))
     lines.append(Line("CloudWatch Logs ingestion", 0, log_kb / 1024 / 1024 * p["logs_ingest_gb"] * k))
-    traces = (requests if r.traced(api) else 0) + sum(
+    traces = (requests - logs.requests if r.traced(api) else 0) + (logs.requests if r.traced(reader) else 0)
+    traces += sum(
         n for n, service in ((run.scaler_invocations, "scaler"), (run.events_invocations, "events"))
         if r.traced(r.function(service))
     )  # fmt: skip
@@ -204,7 +220,7 @@ def run_lines(r: Resources, run: RunProfile) -> tuple[list[Line], dict[str, floa
     derived |= {"runner_polls_per_run": polls}
     derived |= {
         "log_reads_per_run": logs.requests,
-        "log_read_hold_s": hold_s(api["Properties"]["Environment"]["Variables"]),
+        "log_read_hold_s": hold_s(reader["Properties"]["Environment"]["Variables"]),
     }
     return lines, derived
 
@@ -238,10 +254,12 @@ def per_1000_runs(template: dict[str, Any], run: RunProfile) -> float:
 
 
 def profile_lines(template: dict[str, Any]) -> list[str]:
-    """Each profile's runs now, and as they were when a log read was held and read the whole log again."""
+    """Each profile's runs now, and as they were when a log read was held and read the whole log again (through
+    CloudFront and the HTTP API to the api function)."""
     held = copy.deepcopy(template)
     for fn in Resources(held).functions().values():
-        fn["Properties"].get("Environment", {}).get("Variables", {}).pop("TERRACE_LOG_READ_WAIT_S", None)
+        for name in ("TERRACE_LOG_READ_WAIT_S", "TERRACE_LOG_READ_URL"):
+            fn["Properties"].get("Environment", {}).get("Variables", {}).pop(name, None)
     out = ["Per 1,000 runs by profile (bench/cost_catalog.py PROFILES):"]
     for name, run in PROFILES.items():
         before = per_1000_runs(held, replace(run, whole_log_reads=True))

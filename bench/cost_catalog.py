@@ -129,6 +129,7 @@ PRICED = {
     "AWS::Events::Rule": "each scheduled invocation (Lambda, X-Ray when traced, table reads, logs)",
     "AWS::Lambda::EventSourceMapping": "SQS long polls all month",
     "AWS::Lambda::Function": "requests, GB-seconds, X-Ray traces when active, custom metrics, logs",
+    "AWS::Lambda::Url": "nothing of its own: its function's requests and GB-seconds (the CLI's log reads)",
     "AWS::ApiGatewayV2::Api": "per request",
     "AWS::CloudFront::Distribution": "per request (standard logs to S3: storage only)",
     "AWS::DynamoDB::GlobalTable": "per request unit (storage and PITR are storage)",

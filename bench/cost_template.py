@@ -40,6 +40,17 @@ class Resources:
                 return fn
         raise KeyError(service)
 
+    def log_reader(self) -> dict[str, Any] | None:
+        """The function the CLI's log reads reach at its own URL, when the api function mints log-read URLs there
+        (`TERRACE_LOG_READ_URL` names an AWS::Lambda::Url of the stack; infra/log_reads.py); None: they go through
+        CloudFront and the HTTP API to the api function."""
+        url = self.function("api")["Properties"]["Environment"]["Variables"].get("TERRACE_LOG_READ_URL")
+        if not url:
+            return None
+        function_url = self.resources[url["Fn::GetAtt"][0]]
+        assert function_url["Type"] == "AWS::Lambda::Url", url
+        return self.resources[function_url["Properties"]["TargetFunctionArn"]["Fn::GetAtt"][0]]
+
     def memory_gb(self, fn: dict[str, Any]) -> float:
         return int(fn["Properties"].get("MemorySize", 128)) / 1024
 

@@ -2,8 +2,9 @@
 
 `python -m bench.run_requests` runs `terraform apply -auto-approve` (the newest terraform this machine has, `cloud`
 block) in a workspace of the embedded stack whose runners are set as on AWS (short polls every 2 s, brisk for 10 s
-after a job, exit after 10 s idle, job output not echoed), and counts every request at the app (`Recorder`): the
-CLI's own (but its log reads), its log reads, and the runner's by route, for the plan and the apply and in all. The
+after a job, exit after 10 s idle while a plan waits for its apply and at once when its run is done, job output not
+echoed), and counts every request at the app (`Recorder`): the CLI's own (but its log reads), its log reads, and the
+runner's by route, for the plan and the apply and in all. The
 configuration's apply prints a line a second for `--seconds` (a provider that refreshes and creates for a while),
 so the per-second rates of log PUTs and heartbeats show. It also says which runner planned and which applied.
 """
@@ -35,6 +36,7 @@ AWS_RUNNER_ENV = {
     "TERRACE_RUNNER_WAIT_S": "0",
     "TERRACE_RUNNER_POLL_INTERVAL_S": "2",
     "TERRACE_RUNNER_IDLE_EXIT_S": "10",
+    "TERRACE_RUNNER_DONE_EXIT_S": "0",
     "TERRACE_RUNNER_ECHO_OUTPUT": "false",
 }
 RUNNER_ROUTE = re.compile(r"^/api/runner/(?:jobs/(?P<job>[^/]+)/(?P<what>[a-z-]+)|(?P<top>[a-z-]+(?:/next)?))$")
@@ -76,7 +78,7 @@ def measure(seconds: int, binary: Path, auto_apply: bool = True) -> dict[str, ob
         (work.path / "main.tf").write_text(block + CONFIG % {"stamp": "measured", "seconds": seconds})
         started = time.time()
         elapsed = work.terraform("apply", "-auto-approve", "-input=false")
-        # the runner's idle tail: it polls until it exits (TERRACE_RUNNER_IDLE_EXIT_S)
+        # the runner's last polls: it exits at its first empty answer once its run is done (TERRACE_RUNNER_DONE_EXIT_S)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and any(r.process.poll() is None for r in stack.local.launcher.runners):
             time.sleep(0.2)

@@ -64,6 +64,7 @@ def granular_findings(
     findings = {
         f"AwsSolutions-IAM5[Resource::<{_ref(table)}.Arn>/index/*]": "queries on the table's own GSIs",
         f"AwsSolutions-IAM5[Resource::<{_ref(blobs)}.Arn>/*]": blob_grant,
+        f"AwsSolutions-IAM5[Resource::<{_ref(blobs)}.Arn>/logs/*]": "the logs function reads the log archives only",
         f"AwsSolutions-IAM5[Resource::<{_ref(scaler)}.Arn>:*]": "the api invokes the scaler (any version)",
         f"AwsSolutions-IAM5[Resource::<{_ref(policy)}.Arn>:*]": "the api and events invoke the policy function",
         f"AwsSolutions-IAM5[Resource::{ECS_TASKS}/<{_ref(cluster)}>/*]": (

@@ -134,6 +134,7 @@ class Runner(Construct):
             environment={
                 "TERRACE_API_URL": api_url,
                 "TERRACE_RUNNER_IDLE_EXIT_S": str(settings.runner_idle_exit_s),
+                "TERRACE_RUNNER_DONE_EXIT_S": str(settings.runner_done_exit_s),  # its run done: no idle tail
                 # short polls every 2 s: a Lambda held for a long-poll costs more than the extra requests
                 "TERRACE_RUNNER_WAIT_S": "0",
                 "TERRACE_RUNNER_POLL_INTERVAL_S": str(RUNNER_POLL_INTERVAL_S),

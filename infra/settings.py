@@ -26,6 +26,9 @@ class DeploySettings:
     max_runners: int = 4
     # an idle runner exits after its brisk polls (10 s: the apply that follows its plan comes within them)
     runner_idle_exit_s: int = 10
+    # a runner whose run's work is done (it served a job and holds no plan for its apply) exits after this many idle
+    # seconds instead: 0, at its first empty answer (the warm window's runner waits for the next run)
+    runner_done_exit_s: int = 0
     runner_cpu: int = 512  # Fargate CPU units (Graviton): half a vCPU; plans and applies wait on the network
     runner_memory_mib: int = 2048
     max_runners_per_organization: int = 0  # 0: max_runners is the only limit
@@ -39,6 +42,9 @@ class DeploySettings:
     # push the runner image with zstd-compressed layers (faster extraction on Fargate): needs a docker whose
     # image store is containerd's (docs/aws/runners.md, "Fargate Spot, warm runners and faster runner starts")
     runner_image_zstd: bool = False
+    # the CLI's log reads straight to the logs function's URL (infra/log_reads.py), not through CloudFront and the
+    # HTTP API: a read is one Lambda request, nothing more; false: the CLI sees one hostname only
+    log_reads_direct: bool = True
     alarm_email: str | None = None
     # requests per second (steady, burst) on the HTTP API, one budget per kind of client, so a noisy one cannot starve
     # the others (`infra/api.py`): terraform/tofu and API clients; runners and agents; the web UI
@@ -88,6 +94,7 @@ class DeploySettings:
             certificate_arn=certificate,
             max_runners=int(ctx("maxRunners") or cls.max_runners),
             runner_idle_exit_s=int(ctx("runnerIdleExitSeconds") or cls.runner_idle_exit_s),
+            runner_done_exit_s=int(ctx("runnerDoneExitSeconds") or cls.runner_done_exit_s),
             runner_cpu=int(ctx("runnerCpu") or cls.runner_cpu),
             runner_memory_mib=int(ctx("runnerMemoryMiB") or cls.runner_memory_mib),
             max_runners_per_organization=int(ctx("maxRunnersPerOrganization") or 0),
@@ -100,6 +107,8 @@ class DeploySettings:
             ).lower()
             in ("1", "true", "yes", "on"),
             runner_image_zstd=_flag(ctx("runnerImageZstd")),
+            log_reads_direct=str(ctx("logReadsDirect") if ctx("logReadsDirect") is not None else "true").lower()
+            in ("1", "true", "yes", "on"),
             alarm_email=ctx("alarmEmail") or None,
             api_rate_limit=int(ctx("apiRateLimit") or cls.api_rate_limit),
             api_burst_limit=int(ctx("apiBurstLimit") or cls.api_burst_limit),

@@ -16,6 +16,7 @@ from infra.api import Api
 from infra.data import Data
 from infra.functions import METRICS, Functions
 from infra.lambdas import LOG_RETENTION, Graviton, LogGroupsGoWithTheStack, terrace_layer
+from infra.log_reads import LogReads
 from infra.monitoring import Monitoring
 from infra.origin_verify import ENV as ORIGIN_VERIFY_ENV
 from infra.origin_verify import OriginVerify
@@ -76,6 +77,12 @@ class TerraceStack(Stack):
             monitoring=settings.monitoring,
         )
         sso = SingleSignOn(self, "SingleSignOn", settings=settings, public_url=web.url)
+        log_reads = (
+            LogReads(self, "LogReads", layer=layer, environment=environment, data=data, secrets=secrets,
+                     settings=settings)
+            if settings.log_reads_direct
+            else None
+        )  # fmt: skip
         api_fn = api.add_handler(
             layer=layer,
             environment={
@@ -84,6 +91,7 @@ class TerraceStack(Stack):
                 "TERRACE_SCALER_FUNCTION": functions.scaler.function_name,
                 "TERRACE_POLICY_FUNCTION": functions.policy.function_name,
                 "TERRACE_LOG_READ_WAIT_S": "0",  # a log read answers with what there is: the CLI polls again
+                **({"TERRACE_LOG_READ_URL": log_reads.url} if log_reads else {}),  # the CLI reads logs there
                 ORIGIN_VERIFY_ENV: origin_verify.value,
             },
             tracing=settings.tracing,
@@ -95,7 +103,7 @@ class TerraceStack(Stack):
         # Grants: each function gets what its job needs.
         every = [api_fn, *functions.all]
         # a rotated URL-signing key is in SSM before the functions' new code starts: no new container reads the old
-        for fn in (api_fn, functions.scaler, functions.reaper, functions.events):
+        for fn in (api_fn, functions.scaler, functions.reaper, functions.events, *readers(log_reads)):
             fn.node.add_dependency(functions.bootstrap_admin)
         for fn in every:
             data.table.grant_read_write_data(fn)
@@ -155,6 +163,7 @@ class TerraceStack(Stack):
                 "reaper": functions.reaper,
                 "events": functions.events,
                 "tools_sync": functions.tools_sync,
+                **({"logs": log_reads.function} if log_reads else {}),  # the CLI's log reads
             },
             queues=queues.by_name,
             extra_alarms=[],
@@ -211,6 +220,10 @@ class TerraceStack(Stack):
                 assets=data.assets,
             ),
         )
+
+
+def readers(log_reads: LogReads | None) -> list[lambda_.Function]:
+    return [log_reads.function] if log_reads is not None else []
 
 
 def kms_key_arn(data: Data, settings: DeploySettings) -> str | None:

@@ -161,6 +161,9 @@ class Settings(BaseModel):
     runner_token_ttl_s: int = Field(default=24 * 3600, validation_alias="TERRACE_RUNNER_TOKEN_TTL_S")
     # a log-read URL works this long, or until its phase ended this long ago
     log_url_ttl_s: int = Field(default=5 * 60, validation_alias="TERRACE_LOG_URL_TTL_S")
+    # the origin log-read URLs point at (empty: public_url). On AWS the logs function's URL (functions/logs): the
+    # CLI's log reads skip CloudFront and the HTTP API, which a signed URL needs neither of
+    log_read_url: str = Field(default="", validation_alias="TERRACE_LOG_READ_URL")
     # how long a log read with nothing new holds its request for the next bytes; 0 on AWS: a held Lambda is billed
     # for the wait, and the CLI polls again anyway (`services/runs/logs.py`)
     log_read_wait_s: float = Field(default=2.0, ge=0, le=20, validation_alias="TERRACE_LOG_READ_WAIT_S")
@@ -220,7 +223,7 @@ class Settings(BaseModel):
 
         return cidrs(value.split(",") if isinstance(value, str) else value)
 
-    @field_validator("public_url")
+    @field_validator("public_url", "log_read_url")
     @classmethod
     def _no_trailing_slash(cls, value: str) -> str:
         return value.rstrip("/")

@@ -51,8 +51,9 @@ def test_every_resource_type_of_every_template_is_priced_or_known_free(synth, sy
 def test_fargate_is_priced_from_the_task_definition_with_its_idle_tail(synth):
     fargate = _lines(synth.template)["Fargate Graviton 0.5 vCPU/2 GB"]
     run = RunProfile()
-    # one task: its start, the plan, the apply (handed to the plan's runner), the idle tail (TERRACE_RUNNER_IDLE_EXIT_S)
-    task_s = run.task_start_s + 2 * run.phase_seconds - run.init_seconds + 10  # the apply skips `terraform init`
+    # one task: its start, the plan, the apply (handed to the plan's runner), no idle tail: its run is done once the
+    # apply ends (TERRACE_RUNNER_DONE_EXIT_S=0); the apply skips `terraform init`
+    task_s = run.task_start_s + 2 * run.phase_seconds - run.init_seconds
     expected = task_s / 3600 * (0.5 * PRICES["fargate_arm_vcpu_h"] + 2 * PRICES["fargate_arm_gb_h"]) * 1000
     assert fargate.per_1000_runs == pytest.approx(expected)
 
@@ -108,7 +109,7 @@ def test_render_prints_a_dated_table_and_its_assumptions(synth):
 def test_speculative_plans_are_priced_at_the_spot_rate_with_the_assumption_printed(synth, synth_options):
     text = cost.render(synth.template)
     hour = 0.5 * PRICES["fargate_arm_vcpu_h"] + 2 * PRICES["fargate_arm_gb_h"]
-    on_demand = (RunProfile().task_start_s + RunProfile().phase_seconds + 10) / 3600 * hour * 1000
+    on_demand = (RunProfile().task_start_s + RunProfile().phase_seconds) / 3600 * hour * 1000  # no tail: done
     spot = on_demand * (1 - PRICES["fargate_spot_discount"])
     assert f"on FARGATE_SPOT): ${spot:.2f} per 1,000 instead of ${on_demand:.2f} on FARGATE" in text
     assert "assuming Spot 70% below on-demand" in text
@@ -186,6 +187,7 @@ def test_the_clis_log_reads_are_priced_and_never_held_on_aws(synth):
     [api] = [r for r in held["Resources"].values() if r.get("Metadata", {}).get(
         "aws:cdk:path", "").endswith("/Api/Handler/Resource")]  # fmt: skip
     del api["Properties"]["Environment"]["Variables"]["TERRACE_LOG_READ_WAIT_S"]
+    del api["Properties"]["Environment"]["Variables"]["TERRACE_LOG_READ_URL"]  # read on the api function, as before
     held_lambda = _lines(held)["Lambda (api, scaler, events)"].per_1000_runs
     held_s = run.phases * run.log_stream_s  # a 1 GB api function
     assert (
@@ -213,22 +215,42 @@ def test_an_apply_confirmed_after_its_runner_left_is_a_task_of_its_own(synth, sy
     added = cost.run_lines(cost.Resources(synth.template), late)[0]
     once = {line.item: line.per_1000_runs for line in cost.run_lines(cost.Resources(synth.template), run)[0]}
     twice = {line.item: line.per_1000_runs for line in added}
-    extra_s = run.task_start_s + 10 + run.init_seconds
+    extra_s = run.task_start_s + 10 + run.init_seconds  # the plan's task idles out holding its folder (10 s)
     assert twice[fargate] - once[fargate] == pytest.approx(extra_s / 3600 * hour * 1000)
     nat = {line.item: line.note for line in cost.run_lines(cost.Resources(synth_options.template), late)[0]}
     assert nat["NAT gateway data"] == f"{2 * run.runner_download_mb_per_phase / 1024:.2f} GB/run"
 
 
 def test_the_runners_requests_follow_its_code(synth):
-    """Per task: enrollment, the claim, the polls of its idle tail every 2 s (no brisk polls after the run's last job)
-    and the one it exits after; per phase: a log PUT every FLUSH_S while it streams, the first at once, and a heartbeat
+    """Per task: enrollment, the claim and the empty answer it exits at once its run is done (no idle tail: a tail of
+    polls every 2 s before); per phase: a log PUT every FLUSH_S while it streams, the first at once, and a heartbeat
     every TERRACE_JOB_HEARTBEAT_S while it prints nothing (a PUT stands for one); the plan's finish and upload URLs,
     the apply's start and finish."""
     from terrace.runner.logstream import FLUSH_S
 
     run = RunProfile()
     _, derived = cost.run_lines(cost.Resources(synth.template), run)
-    polls = 1 + 10 / 2 + 1
+    polls = 1 + 1
     phases = 2 * ((run.phase_seconds - run.log_stream_s) / 10 + run.log_stream_s / FLUSH_S + 1)
     assert derived["runner_polls_per_run"] == polls
     assert derived["runner_requests_per_run"] == 1 + polls + run.runner_phase_requests + phases
+
+
+def test_the_clis_log_reads_reach_the_logs_function_without_cloudfront_or_the_http_api(synth):
+    """A log-read URL is a signed capability: its reads go to the logs function's URL (infra/log_reads.py), each one
+    Lambda request and nothing more; every other request still passes CloudFront and the HTTP API."""
+    for name, run in PROFILES.items():
+        lines, derived = cost.run_lines(cost.Resources(synth.template), run)
+        by_item = {line.item: line.per_1000_runs for line in lines}
+        fronted = derived["api_requests_per_run"] - derived["log_reads_per_run"]
+        assert by_item["HTTP API"] == pytest.approx(fronted * PRICES["http_api_request"] * 1000), name
+        assert by_item["CloudFront requests"] == pytest.approx(fronted * PRICES["cloudfront_https_request"] * 1000)
+        assert cost.per_1000_runs(synth.template, run) <= 2.0, name
+    through_cloudfront = copy.deepcopy(synth.template)
+    [api] = [r for r in through_cloudfront["Resources"].values() if r.get("Metadata", {}).get(
+        "aws:cdk:path", "").endswith("/Api/Handler/Resource")]  # fmt: skip
+    del api["Properties"]["Environment"]["Variables"]["TERRACE_LOG_READ_URL"]  # terrace:logReadsDirect=false
+    run = PROFILES["aws-provider"]
+    reads = cost.run_lines(cost.Resources(synth.template), run)[1]["log_reads_per_run"]
+    saved = reads * (PRICES["http_api_request"] + PRICES["cloudfront_https_request"]) * 1000
+    assert cost.per_1000_runs(through_cloudfront, run) == pytest.approx(cost.per_1000_runs(synth.template, run) + saved)

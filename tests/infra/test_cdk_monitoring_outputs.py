@@ -28,7 +28,7 @@ def test_dashboard_shows_runs_queue_depth_errors_and_latency(synth_options):
 def test_alarms_on_function_errors_and_api_5xx(synth_options):
     alarms = synth_options.resources("AWS::CloudWatch::Alarm").values()
     metrics = sorted(a["Properties"]["MetricName"] for a in alarms)
-    assert metrics.count("Errors") == 5  # api, scaler, reaper, events, tools_sync
+    assert metrics.count("Errors") == 6  # api, scaler, reaper, events, tools_sync, logs
     assert "5xx" in metrics
     assert "DashboardName" in synth_options.template["Outputs"]
     dlqs = [a for a in alarms if a["Properties"]["MetricName"] == "ApproximateNumberOfMessagesVisible"]

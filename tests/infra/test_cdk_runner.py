@@ -26,7 +26,8 @@ def test_task_definition_is_fargate_arm64_from_the_runner_image(synth):
     assert container["LogConfiguration"]["LogDriver"] == "awslogs"
     env = _env(container)
     assert env["TERRACE_TF_BINARY"] == "tofu"
-    assert env["TERRACE_RUNNER_IDLE_EXIT_S"] == "10"
+    assert env["TERRACE_RUNNER_IDLE_EXIT_S"] == "10"  # holding a plan's folder for its apply
+    assert env["TERRACE_RUNNER_DONE_EXIT_S"] == "0"  # its run done: it exits at its first empty answer
     assert env["TERRACE_RUNNER_ECHO_OUTPUT"] == "false"  # job output reaches Terrace's log API only
     assert (env["TERRACE_RUNNER_WAIT_S"], env["TERRACE_RUNNER_POLL_INTERVAL_S"]) == ("0", "2")  # no Lambda held
     assert not {k for k in env if k.startswith(("TERRACE_QUEUE_URL_", "TERRACE_RUNNER_SECRET", "TERRACE_TABLE"))}

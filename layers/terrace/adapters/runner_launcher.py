@@ -76,6 +76,8 @@ def runner_environment(credential: RunnerCredential, *, with_code: bool = True) 
         "TERRACE_RUNNER_ORGANIZATION": credential.organization,
         "TERRACE_RUNNER_ID": credential.runner_id,
         "TERRACE_RUNNER_RETIRE_AT": str(credential.retire_at),
+        # a warm runner waits out its window after a job too: no early exit once its run is done
+        **({"TERRACE_RUNNER_DONE_EXIT_S": ""} if credential.keep_warm or credential.warm_s else {}),
         **({"TERRACE_RUNNER_IDLE_EXIT_S": "0"} if credential.keep_warm else {}),
         **(
             {"TERRACE_RUNNER_IDLE_EXIT_S": str(credential.warm_s), "TERRACE_RUNNER_POLL_INTERVAL_S": str(WARM_POLL_S)}

@@ -91,6 +91,10 @@ class RunnerConfig(BaseSettings):
     default_tool: str = Field(default="terraform", validation_alias="TERRACE_DEFAULT_TOOL")
     operator_cli_config: Path | None = Field(default=None, validation_alias="TERRACE_OPERATOR_CLI_CONFIG")
     idle_exit_s: _NotNegative = Field(default=0.0, validation_alias="TERRACE_RUNNER_IDLE_EXIT_S")
+    # once the runner has served a job and holds no plan's folder for its apply (its run's work is done: nothing is
+    # expected), it exits after this many idle seconds instead (0: at its first empty answer); unset or empty:
+    # `idle_exit_s` throughout (warm runners, whose point is to wait)
+    done_exit_s: float | None = Field(default=None, validation_alias="TERRACE_RUNNER_DONE_EXIT_S")
     # echo each job output line to stdout as JSON; off on Fargate (infra/runner.py): the runners' one CloudWatch
     # log group would hold every organization's output outside Terrace's access control and retention
     echo_output: bool = Field(default=True, validation_alias="TERRACE_RUNNER_ECHO_OUTPUT")
@@ -123,6 +127,13 @@ class RunnerConfig(BaseSettings):
     max_config_expanded_bytes: int = Field(
         default=512 * 1024 * 1024, validation_alias="TERRACE_RUNNER_MAX_CONFIG_EXPANDED_BYTES"
     )
+
+    @field_validator("done_exit_s", mode="before")
+    @classmethod
+    def _unset_when_empty(cls, value: Any) -> Any:
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        return max(float(value), 0.0)
 
     @field_validator("api_url")
     @classmethod

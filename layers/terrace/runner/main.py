@@ -136,12 +136,23 @@ class Runner:
                 continue
             self.executor.tidy()
             idle_for = self.clock() - idle_since
-            if self.config.idle_exit_s and idle_for >= self.config.idle_exit_s:
-                log.info("idle for %.0f s: exiting", self.config.idle_exit_s)
+            exit_after = self._exit_after_s()
+            if exit_after is not None and idle_for >= exit_after:
+                log.info("idle for %.0f s: exiting", exit_after)
                 return 0
             if self.config.poll_interval_s or not self.config.wait_s:
                 self.sleep(self._pause_s(idle_for))  # never a busy loop of empty answers
         return 0
+
+    def _exit_after_s(self) -> float | None:
+        """How long the runner may be idle before it exits (None: never). Once it has served a job and holds no
+        plan's folder for its apply, its run's work is done: `done_exit_s` when set (on Fargate 0, an exit at the
+        first empty answer: a tail of polls would bill the task for a job that rarely comes, and the dispatcher
+        starts a runner for the next one, the warm window's between runs); else `idle_exit_s` (0: never)."""
+        done = self.config.done_exit_s
+        if done is not None and self.served and not len(self.executor.cache):
+            return done
+        return self.config.idle_exit_s or None
 
     def _pause_s(self, idle_for: float) -> float:
         """The pause between two short polls: `poll_interval_s`, briefer within `brisk_window_s` of the start (the

@@ -24,10 +24,12 @@ from terrace.web.jsonapi import resource
 
 def log_url(container: Container, phase: PhaseState, run: Run | None = None) -> str | None:
     """A phase's signed log-read URL (none before it is queued, unless its run waits in a task stage: clients that
-    wait on the next phase's log, terraform's `remote` backend, then wait there)."""
+    wait on the next phase's log, terraform's `remote` backend, then wait there). On the log-read origin when one
+    is set (`TERRACE_LOG_READ_URL`, on AWS the logs function's URL), else on the public URL."""
     if phase.status == rs.P_PENDING and not (run is not None and run.status in rs.STAGE_WAITING):
         return None
-    return container.settings.public_url + container.logs.signed_path(phase.id)
+    settings = container.settings
+    return (settings.log_read_url or settings.public_url) + container.logs.signed_path(phase.id)
 
 
 def lists_policy_checks(request: Request) -> bool:

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from terrace.adapters.blobs import BlobStore
-from terrace.domain.errors import NotFound
+from terrace.domain.errors import BadRequest, NotFound
 from terrace.domain.masking import Masker
 from terrace.domain.runs import PhaseState, Run, run_id_of
 from terrace.domain.url_signing import Purpose, UrlSigning
@@ -39,6 +39,17 @@ MAX_READ = 1024 * 1024
 MAX_OFFSET = 1 << 40  # no log is a TiB: a read past this is empty (and a log-read URL refuses it, 400)
 READ_WAIT_S = 2.0  # the longest a log-read URL holds a read that has nothing new while its phase runs
 READ_POLL_S = 0.1
+
+
+def read_window(offset: str | None, limit: str | None) -> tuple[int, int]:
+    """A log-read URL's `offset` and `limit` query parameters (go-tfe sends both), checked: BadRequest otherwise."""
+    try:
+        start, size = int(offset if offset is not None else "0"), int(limit if limit is not None else "65536")
+    except ValueError as exc:
+        raise BadRequest("offset and limit must be integers") from exc
+    if not (0 <= start <= MAX_OFFSET and 0 <= size <= MAX_OFFSET):
+        raise BadRequest(f"offset and limit must be integers from 0 to {MAX_OFFSET}")
+    return start, size
 
 
 def _phase_of(run: Run, phase_id: str) -> PhaseState:

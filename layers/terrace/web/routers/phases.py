@@ -6,10 +6,9 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, RedirectResponse
 
 from terrace.bootstrap import Container
-from terrace.domain.errors import BadRequest
 from terrace.domain.principal import Principal
 from terrace.domain.runs import PhaseState, Run
-from terrace.services.runs.logs import MAX_OFFSET
+from terrace.services.runs.logs import read_window
 from terrace.web import run_documents
 from terrace.web import run_serializers as rser
 from terrace.web.deps import ContainerDep, PrincipalDep
@@ -67,12 +66,6 @@ def plan_json_redacted(plan_id: str, container: ContainerDep, principal: Princip
 @router.get("/logs/{phase_id}/{expires}/{signature}")
 def read_log(phase_id: str, expires: int, signature: str, request: Request, container: ContainerDep) -> Response:
     """No Authorization here (clients send none): the path carries an HMAC signature and expiry."""
-    try:
-        offset = int(request.query_params.get("offset", "0"))
-        limit = int(request.query_params.get("limit", "65536"))
-    except ValueError as exc:
-        raise BadRequest("offset and limit must be integers") from exc
-    if not (0 <= offset <= MAX_OFFSET and 0 <= limit <= MAX_OFFSET):
-        raise BadRequest(f"offset and limit must be integers from 0 to {MAX_OFFSET}")
+    offset, limit = read_window(request.query_params.get("offset"), request.query_params.get("limit"))
     data = container.logs.read_signed(phase_id, expires, signature, offset, limit)
     return Response(data, media_type="text/plain")
