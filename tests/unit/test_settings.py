@@ -58,6 +58,7 @@ VARIABLES = {
     "max_runners_per_organization": ("TERRACE_MAX_RUNNERS_PER_ORGANIZATION", "2", 2, 0),
     "warm_runners": ("TERRACE_WARM_RUNNERS", "1", 1, 0),
     "warm_window_minutes": ("TERRACE_WARM_WINDOW_MINUTES", "15", 15, 0),
+    "log_read_url": ("TERRACE_LOG_READ_URL", "https://logs.example.com/", "https://logs.example.com", ""),
     "oidc_issuer": ("TERRACE_OIDC_ISSUER", "https://idp.example.com/", "https://idp.example.com", None),
     "oidc_client_id": ("TERRACE_OIDC_CLIENT_ID", "cid", "cid", ""),
     "oidc_client_secret": ("TERRACE_OIDC_CLIENT_SECRET", "csec", "csec", ""),
