@@ -105,7 +105,7 @@ def test_a_workspace_read_by_a_user_starts_one_warm_runner_of_its_organization(
     assert task["tags"][ORG_TAG] == "acme" and task["tags"][LANES_TAG] == "plan,speculative"
     assert task["capacity"] == "FARGATE_SPOT"
     assert task["env"]["TERRACE_RUNNER_IDLE_EXIT_S"] == str(15 * 60)  # it leaves by itself after the window
-    assert task["env"]["TERRACE_RUNNER_POLL_INTERVAL_S"] == "1"
+    assert task["env"]["TERRACE_RUNNER_POLL_INTERVAL_S"] == "0.5"
     assert task["env"]["TERRACE_RUNNER_LANES"] == "plan,speculative"
     later(monkeypatch, warm_window.SIGNAL_EVERY_S + 1)
     read_workspace(env)  # a second read (a plan after init): the window moves on, no second runner
