@@ -15,7 +15,8 @@ configuration version is created: `Scaler.expect`), so they count only where the
 
 The warm window (`services/runs/warm_window.py`) adds a second path: `terraform init` reads the workspace, which
 starts a runner of plans for the organization; when the plan comes at least a runner's start later (CI pipelines run
-init, then plan; init downloads providers), the runner already polls every half second (`WARM_POLL_S`). Measured here: the
+init, then plan; init downloads providers), the runner already polls every half second (`WARM_POLL_S`).
+Measured here: the
 read that signals (with and without the window, the signal's wake a slow call as an invoke is on AWS), the tick that
 starts the window's runner on moto's ECS; the rest is cited or set. `window_cost` prices a window with
 `bench.cost_catalog`'s list prices.
