@@ -20,7 +20,8 @@ it claims a job. It is not a pool runner that any organization could use: the ru
 organization's untrusted run must never serve another's, and an organization's read cannot make another
 organization's runner start. It takes plans only (WARM_LANES: a plan, speculative or not, changes nothing, so an
 interruption hands it back: `runner/hand_back.py`), runs on FARGATE_SPOT (FARGATE when Spot has none), exits after
-W idle minutes (`TERRACE_RUNNER_IDLE_EXIT_S`) and polls every half second meanwhile. The apply of a plan it took goes to a
+W idle minutes (`TERRACE_RUNNER_IDLE_EXIT_S`) and polls every half second meanwhile. The apply of a plan it took
+goes to a
 runner that takes applies, on FARGATE, started when the plan was queued (`scaler.py`) and waiting APPLY_WAIT_S for it
 once up, so it is ready when the plan ends or is confirmed within that.
 A warm runner counts within `max_runners` and gives way to demand: with no room, the dispatcher retires idle
