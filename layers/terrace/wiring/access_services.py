@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from terrace.services.notifications.configurations import NotificationConfigurations
     from terrace.services.runs.scheduler import RunScheduler
     from terrace.services.runs.store import RunStore
+    from terrace.services.workspaces.agent_pool_bindings import AgentPoolBindings
     from terrace.services.workspaces.agent_pools import AgentPoolService
     from terrace.services.workspaces.workspaces import WorkspaceService
 
@@ -61,6 +62,7 @@ class AccessServices:
     # from the other areas
     workspaces: WorkspaceService
     agent_pools: AgentPoolService
+    agent_pool_bindings: AgentPoolBindings
     run_store: RunStore
     scheduler: RunScheduler
     notification_configurations: NotificationConfigurations
@@ -225,7 +227,7 @@ class AccessServices:
         return OrganizationService(
             self.access_store.organizations,
             self.authz,
-            check_default_agent_pool=lambda org, mode, pool: self.agent_pools.check_default(org, mode, pool),
+            check_default_agent_pool=lambda org, mode, pool: self.agent_pool_bindings.check_default(org, mode, pool),
             creation_limited=lambda: self.admin_settings.limits_organization_creation(),
             cost_estimation_available=lambda: bool(self.admin_settings.current("cost-estimation")["enabled"]),
         )

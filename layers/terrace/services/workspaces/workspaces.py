@@ -64,7 +64,7 @@ class WorkspaceService(ProjectDefaults):
         self.markers = store.markers
         # the terraform-version to store for what a client asks (ToolVersionService.settle)
         self.settle_terraform_version = settle_terraform_version
-        # refuses (422) an agent-mode workspace whose pool is absent or does not allow it (AgentPoolService)
+        # refuses (422) an agent-mode workspace whose pool is absent or does not allow it (AgentPoolBindings)
         self.check_agent_pool = check_agent_pool
         self._link = repository_link  # connects `vcs-repo` (the VCS area)
         # the reserved tag keys with disable-overrides of an organization (ReservedTagKeyService.locked_keys)
