@@ -51,6 +51,7 @@ from terrace.domain import clock, ip_ranges
 from terrace.domain.destinations import Allowance
 from terrace.domain.ip_ranges import IPRanges
 from terrace.wiring.access_services import AccessServices
+from terrace.wiring.admin_services import AdminServices
 from terrace.wiring.audit_services import AuditServices
 from terrace.wiring.embedded_adapters import EMBEDDED_BLOBS, EMBEDDED_DATABASE, EMBEDDED_KEY, EMBEDDED_SIGNING_KEYS
 from terrace.wiring.hyok_services import HyokServices
@@ -92,6 +93,7 @@ def _memory(module: str, name: str) -> Callable[[], Any]:
 @dataclass
 class Container(  # type: ignore[override]
     AccessServices,
+    AdminServices,
     WorkspaceServices,
     StateServices,
     RunServices,
@@ -105,7 +107,7 @@ class Container(  # type: ignore[override]
     HyokServices,
 ):
     """The adapters (these fields) and every service, built from them on first use by the areas mixed in:
-    `AccessServices` (authz, accounts, organizations, teams, sign-in, site admin, tool versions),
+    `AccessServices` (authz, accounts, organizations, teams, sign-in), `AdminServices` (site admin, tool versions),
     `WorkspaceServices` (workspaces, variables, SSH keys, locks, retention policies), `StateServices` (state
     versions, their index, events), `RunServices` (job queue, configuration versions, runs, scheduler, jobs,
     logs, reaper, scaler) and `NotificationServices` (notification configurations, their delivery); and the use
