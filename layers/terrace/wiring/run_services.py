@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from terrace.services.runs.query_runs import QueryRunService
     from terrace.services.runs.reaper import Reaper
     from terrace.services.runs.run_queries import RunQueries
+    from terrace.services.runs.runner_credentials import RunnerCredentials
     from terrace.services.runs.runner_slots import RunnerSlots
     from terrace.services.runs.runner_turns import RunnerTurns
     from terrace.services.runs.runs import RunService
@@ -330,14 +331,19 @@ class RunServices:
 
         return Scaler(
             self.run_store,
-            self.accounts,
             self.launcher,
             self.settings,
             self.lanes,
             self.runner_slots,
-            self.runner_enrollments,
+            self.runner_credentials,
             wake=self.scaler_wake,
         )
+
+    @cached_property
+    def runner_credentials(self) -> RunnerCredentials:
+        from terrace.services.runs.runner_credentials import RunnerCredentials
+
+        return RunnerCredentials(self.accounts, self.runner_enrollments, self.settings)
 
     @cached_property
     def warm_window(self) -> WarmWindow:
