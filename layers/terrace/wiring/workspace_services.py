@@ -60,7 +60,7 @@ class WorkspaceServices:
     scheduler: RunScheduler
     job_retries: JobRetries
     repository_connections: RepositoryConnections
-    warm_window: WarmWindow  # wiring/run_services.py
+    warm_window: WarmWindow  # wiring/runner_services.py
 
     @cached_property
     def workspace_store(self) -> WorkspaceAreaStore:
@@ -89,7 +89,7 @@ class WorkspaceServices:
             remote_state_default=lambda: self.admin_settings.default_remote_state_access(),
             repository_link=self.repository_connections,  # wiring/vcs_services.py
             locked_tag_keys=lambda org_key: self.reserved_tag_keys.locked_keys(org_key),
-            opened=lambda principal, ws: self.warm_window.signal(principal, ws),  # wiring/run_services.py
+            opened=lambda principal, ws: self.warm_window.signal(principal, ws),  # wiring/runner_services.py
         )
 
     @cached_property
