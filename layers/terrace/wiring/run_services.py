@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from terrace.services.outbox_relay import OutboxRelay
     from terrace.services.runs.assessments import AssessmentService
     from terrace.services.runs.comments import CommentService
+    from terrace.services.runs.configuration_backing_data import ConfigurationBackingData
     from terrace.services.runs.configuration_versions import ConfigurationVersionService
     from terrace.services.runs.cost_estimates import CostEstimateService
     from terrace.services.runs.logs import LogService
@@ -91,6 +92,12 @@ class RunServices:
             in_use=[lambda cv: self.run_queries.uses_configuration(cv.workspace_id, cv.id)],
             configuration_of_run=self.run_queries.configuration_of,
         )
+
+    @cached_property
+    def configuration_backing_data(self) -> ConfigurationBackingData:
+        from terrace.services.runs.configuration_backing_data import ConfigurationBackingData
+
+        return ConfigurationBackingData(self.configuration_versions, self.blobs, self.workspaces)
 
     @cached_property
     def run_store(self) -> RunStore:
