@@ -100,7 +100,7 @@ def measure(container: Any, upload: Callable[[str, bytes], None]) -> dict[str, C
     cv = {"data": {"type": "configuration-versions", "attributes": {"auto-queue-runs": False}}}
     created = api("POST", f"/api/v2/workspaces/{workspace_id}/configuration-versions", cv, expect=201)["data"]
     upload(created["attributes"]["upload-url"], tarball())
-    runner = {"Authorization": f"Bearer {container.scaler.runner_token('counts')}"}
+    runner = {"Authorization": f"Bearer {container.runner_credentials.runner_token('counts')}"}
     api("GET", f"/api/v2/configuration-versions/{created['id']}")  # reads `uploaded` now
     # the tool catalog: seeded once per deployment, then read once per USABLE_TTL_S per process (not per run)
     container.tool_versions.usable_versions(container.settings.default_tool)

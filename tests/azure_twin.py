@@ -18,7 +18,8 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from azure_contract import check_request, payload
-from forge_twin import ZERO, ForgeTwin, Repo, git
+from forge_twin import ForgeTwin
+from git_forge import ZERO, Repo, git
 
 OK = {"Content-Type": "application/json"}
 Answer = tuple[int, dict[str, str], bytes]

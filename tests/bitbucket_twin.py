@@ -20,7 +20,8 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from bitbucket_contract import CLOUD_CALLS, check_request, payload
-from forge_twin import ZERO, ForgeTwin, Repo, git
+from forge_twin import ForgeTwin
+from git_forge import ZERO, Repo, git
 from oauth_twin import OAuthApps
 
 OK = {"Content-Type": "application/json"}

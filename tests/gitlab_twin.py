@@ -16,7 +16,8 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 import httpx
-from forge_twin import ForgeTwin, Repo, git
+from forge_twin import ForgeTwin
+from git_forge import Repo, git
 from gitlab_contract import EVENT_HEADERS, check_request, payload
 from oauth_twin import OAuthApps
 

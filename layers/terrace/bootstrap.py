@@ -51,6 +51,7 @@ from terrace.domain import clock, ip_ranges
 from terrace.domain.destinations import Allowance
 from terrace.domain.ip_ranges import IPRanges
 from terrace.wiring.access_services import AccessServices
+from terrace.wiring.admin_services import AdminServices
 from terrace.wiring.audit_services import AuditServices
 from terrace.wiring.embedded_adapters import EMBEDDED_BLOBS, EMBEDDED_DATABASE, EMBEDDED_KEY, EMBEDDED_SIGNING_KEYS
 from terrace.wiring.hyok_services import HyokServices
@@ -58,6 +59,7 @@ from terrace.wiring.notification_services import NotificationServices
 from terrace.wiring.policy_services import PolicyServices
 from terrace.wiring.registry_services import RegistryServices
 from terrace.wiring.run_services import RunServices
+from terrace.wiring.runner_services import RunnerServices
 from terrace.wiring.state_services import StateServices
 from terrace.wiring.task_stage_services import TaskStageServices
 from terrace.wiring.vcs_services import VcsServices
@@ -92,9 +94,11 @@ def _memory(module: str, name: str) -> Callable[[], Any]:
 @dataclass
 class Container(  # type: ignore[override]
     AccessServices,
+    AdminServices,
     WorkspaceServices,
     StateServices,
     RunServices,
+    RunnerServices,
     TaskStageServices,
     NotificationServices,
     PolicyServices,
@@ -105,11 +109,11 @@ class Container(  # type: ignore[override]
     HyokServices,
 ):
     """The adapters (these fields) and every service, built from them on first use by the areas mixed in:
-    `AccessServices` (authz, accounts, organizations, teams, sign-in, site admin, tool versions),
+    `AccessServices` (authz, accounts, organizations, teams, sign-in), `AdminServices` (site admin, tool versions),
     `WorkspaceServices` (workspaces, variables, SSH keys, locks, retention policies), `StateServices` (state
-    versions, their index, events), `RunServices` (job queue, configuration versions, runs, scheduler, jobs,
-    logs, reaper, scaler) and `NotificationServices` (notification configurations, their delivery); and the use
-    cases across them, `WorkflowServices` (workspace and organization deletion,
+    versions, their index, events), `RunServices` (configuration versions, runs, scheduler, logs),
+    `RunnerServices` (job queue, jobs, reaper, scaler) and `NotificationServices` (notification configurations,
+    their delivery); and the use cases across them, `WorkflowServices` (workspace and organization deletion,
     purge, state rollback under lock, the retention sweep)."""
 
     settings: Settings
@@ -125,7 +129,7 @@ class Container(  # type: ignore[override]
     database: Any = None  # the embedded server's SqliteDatabase (backups, closing)
     job_signal: JobSignal = field(default_factory=ConditionJobSignal)  # wakes waiting runners; in-process by default
     # the scaler's wake-up: the builders below make one event and give it to the job signal (set on every enqueue)
-    # and to the scaler (`wiring/run_services.py`), whose local loop (`local/workers.py`) sleeps on it
+    # and to the scaler (`wiring/runner_services.py`), whose local loop (`local/workers.py`) sleeps on it
     scaler_wake: threading.Event = field(default_factory=threading.Event)
     # notifications, run tasks (memory: tests)
     outbound: Outbound = field(default_factory=_memory("memory_outbound", "MemoryOutbound"))

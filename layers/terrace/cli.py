@@ -1,9 +1,6 @@
-"""The `terrace` operator CLI: run the server (`serve`, `dev`), back it up, and administer users, tokens and
-organizations.
-
-Admin commands act on what the TERRACE_* environment names (Settings.from_env: a data directory, or an AWS
-table); with none set they use the running dev stack described by .terrace/dev.json. Every command delegates
-to the services.
+"""The `terrace` operator CLI: run the server (`serve`, `dev`), an agent, a backup or a migration here; the admin
+commands on users, tokens, organizations and signing keys are in `cli_admin.py`, the tool catalog's in
+`cli_tools.py`.
 """
 
 from __future__ import annotations
@@ -17,53 +14,22 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from terrace.cli_admin import fail as _fail
+from terrace.cli_admin import identity_app, org_app, token_app, user_app
 from terrace.cli_tools import tools_app
-from terrace.domain.errors import Conflict, Invalid, NotFound
 
 if TYPE_CHECKING:
-    from terrace.bootstrap import Container
     from terrace.local.stack import LocalStack
 
 DEV_OUTBOUND_ALLOW = ("127.0.0.0/8", "::1", "localhost")  # `terrace dev`: notifications may reach this machine
 HYOK_KEY_FILE_HELP = "Hold Your Own Key: the JSON file of the customers' keys (docs/features/hyok.md)."
 
 app = typer.Typer(help="Terrace: a self-hosted Terraform Cloud.", no_args_is_help=True, add_completion=False)
-org_app = typer.Typer(help="Organizations.", no_args_is_help=True)
-token_app = typer.Typer(help="API tokens.", no_args_is_help=True)
-user_app = typer.Typer(help="Users.", no_args_is_help=True)
 app.add_typer(org_app, name="org")
 app.add_typer(token_app, name="token")
 app.add_typer(user_app, name="user")
-identity_app = typer.Typer(help="The workload identity issuer's signing keys.", no_args_is_help=True)
 app.add_typer(identity_app, name="workload-identity")
 app.add_typer(tools_app, name="tools")
-
-
-def _container() -> Container:
-    from terrace.bootstrap import build_aws, build_embedded
-    from terrace.config import ConfigurationError, Settings
-    from terrace.local.dev_file import dev_stack_running, read_dev_env
-    from terrace.local.stack import DUMMY_AWS_ENV
-
-    env = dict(os.environ)
-    if "TERRACE_TABLE" not in env and "TERRACE_DATA_DIR" not in env:
-        dev_env = read_dev_env()
-        if not dev_env:
-            raise _fail("no TERRACE_DATA_DIR or TERRACE_TABLE in the environment and no dev stack (.terrace/dev.json)")
-        if not dev_stack_running():
-            raise _fail("the dev stack in .terrace/dev.json is not running; start it with 'make dev'")
-        os.environ.update({k: v for k, v in DUMMY_AWS_ENV.items() if k not in os.environ})
-        env.update(dev_env)
-    try:
-        settings = Settings.from_env(env)
-    except ConfigurationError as exc:
-        raise _fail(str(exc)) from None
-    return build_embedded(settings) if settings.data_dir else build_aws(settings)
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code=1)
 
 
 @app.command()
@@ -269,86 +235,6 @@ def _run(stack: LocalStack) -> None:
     typer.echo("stopping...")
     stack.stop()
     typer.echo(f"stopped in {time.monotonic() - started:.1f} s")
-
-
-@user_app.command("create")
-def user_create(
-    username: str,
-    email: Annotated[str, typer.Option()] = "",
-    site_admin: Annotated[bool, typer.Option("--site-admin")] = False,
-) -> None:
-    """Create a user."""
-    try:
-        user = _container().accounts.create_user(username, email, site_admin=site_admin)
-    except (Conflict, Invalid) as exc:
-        raise _fail(str(exc)) from exc
-    typer.echo(f"created user {user.username} ({user.id}){' [site admin]' if user.site_admin else ''}")
-
-
-@token_app.command("create")
-def token_create(
-    user: Annotated[str, typer.Option("--user", help="Username the token acts as.")],
-    description: Annotated[str, typer.Option()] = "created by terrace token create",
-) -> None:
-    """Issue a user API token; the secret is printed once and never stored."""
-    from terrace.domain.principal import PrincipalKind
-
-    container = _container()
-    found = container.accounts.find_user(user)
-    if found is None:
-        raise _fail(f"no user named {user!r}")
-    try:  # a suspended user gets no token
-        issued = container.accounts.issue_token(PrincipalKind.USER, found.id, description=description)
-    except Conflict as exc:
-        raise _fail(str(exc)) from exc
-    typer.echo(f"token {issued.token.id} for {found.username} (shown once):", err=True)
-    typer.echo(issued.secret)
-
-
-@org_app.command("create")
-def org_create(
-    name: str,
-    email: Annotated[str, typer.Option(help="Contact address of the organization.")],
-    owner: Annotated[str, typer.Option(help="Username of the first owner.")],
-) -> None:
-    """Create an organization owned by an existing user."""
-    from terrace.domain.principal import Principal, PrincipalKind
-
-    container = _container()
-    found = container.accounts.find_user(owner)
-    if found is None:
-        raise _fail(f"no user named {owner!r}")
-    principal = Principal(PrincipalKind.USER, found.id, found.username, site_admin=found.site_admin)
-    try:
-        org = container.organizations.create(principal, name, email)
-    except (Conflict, Invalid, NotFound) as exc:
-        raise _fail(str(exc)) from exc
-    typer.echo(f"created organization {org.name} ({org.id}) owned by {found.username}")
-
-
-@identity_app.command("rotate")
-def identity_rotate(
-    grace_hours: Annotated[float, typer.Option(help="Keep the old keys published this much longer.")] = 0.0,
-) -> None:
-    """Start a key rotation: a new key is published now and signs two minutes later; the old keys stay published
-    until every token they signed has expired (the phase deadline, plus the grace), then they are deleted."""
-    issuer = _container().workload_issuer
-    key = issuer.rotate(grace_s=grace_hours * 3600)
-    typer.echo(f"new signing key {key.kid}: published now, signs from {time.ctime(key.signs_from)}")
-    for old in issuer.keys():
-        if old.retire_at is not None:
-            typer.echo(f"key {old.kid} retires at {time.ctime(old.retire_at)}")
-
-
-@identity_app.command("keys")
-def identity_keys() -> None:
-    """List the signing keys (ids and dates; never their private half) and delete those past retirement."""
-    issuer = _container().workload_issuer
-    for kid in issuer.retire():
-        typer.echo(f"key {kid} retired and deleted")
-    for key in issuer.keys():
-        retires = f", retires {time.ctime(key.retire_at)}" if key.retire_at is not None else ""
-        typer.echo(f"key {key.kid}: signs from {time.ctime(key.signs_from)}{retires}")
 
 
 def main() -> None:

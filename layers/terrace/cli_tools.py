@@ -27,12 +27,12 @@ def sync_command(
 ) -> None:
     """Add the released versions the mirrors list and the catalog lacks."""
     from terrace.adapters.httpx_release_index import read_index
-    from terrace.cli import _container, _fail
+    from terrace.cli_admin import deployment, fail
     from terrace.services.admin import tool_releases
 
     try:
-        added = sync(_container(), lambda url: read_index(url, tool_releases.INDEX_MAX, ca_bundle or None))
+        added = sync(deployment(), lambda url: read_index(url, tool_releases.INDEX_MAX, ca_bundle or None))
     except Exception as exc:  # an unreachable mirror, an index that is not one: said, not a traceback
-        raise _fail(f"tools sync failed: {exc}") from exc
+        raise fail(f"tools sync failed: {exc}") from exc
     for tool, versions in added.items():
         typer.echo(f"{tool}: {len(versions)} added{': ' + ', '.join(versions) if versions else ''}")

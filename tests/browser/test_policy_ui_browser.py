@@ -82,7 +82,7 @@ def plan_a_run(container: Any) -> str:
     container.blobs.put(key, buffer.getvalue())
     container.events.handle(landed_event(key))
     run = container.runs.create(owner, ws, {"message": "from the browser test"}, cv.id)
-    runner = container.accounts.authenticate(container.scaler.runner_token("acme"))
+    runner = container.accounts.authenticate(container.runner_credentials.runner_token("acme"))
     spec = container.jobs.next(runner, "r1")
     plan_key = spec.plan_json_upload_url.split("memory://blobs/")[1].split("?")[0]
     change = {"address": "null_resource.a", "type": "null_resource", "change": {"actions": ["create"]}}

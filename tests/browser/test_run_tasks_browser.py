@@ -82,7 +82,7 @@ def plan_a_run(container: Any) -> str:
     container.blobs.put(key, buffer.getvalue())
     container.events.handle(landed_event(key))
     run = container.runs.create(owner, ws, {"message": "from the browser test"}, cv.id)
-    runner = container.accounts.authenticate(container.scaler.runner_token("acme"))
+    runner = container.accounts.authenticate(container.runner_credentials.runner_token("acme"))
     spec = container.jobs.next(runner, "r1")
     container.jobs.finish(runner, spec.job_id, FinishRequest(runner_id="r1", status="finished", has_changes=True))
     publisher = container.publisher

@@ -105,7 +105,7 @@ def ui(free_port: int) -> Iterator[UI]:
     wait_for(lambda: server.started, "the web server", timeout=15)
     base = f"http://localhost:{free_port}"
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/vnd.api+json"}
-    runner_token = container.scaler.runner_token("acme")
+    runner_token = container.runner_credentials.runner_token("acme")
     with (
         httpx.Client(base_url=base, headers=headers, timeout=30) as api,
         httpx.Client(base_url=base, headers={"Authorization": f"Bearer {runner_token}"}, timeout=30) as runner,

@@ -65,7 +65,7 @@ class Site:
     def work(self, org: str, plan: dict[str, Any] | None = None, **finish: Any) -> dict[str, Any]:
         """The organization's next job, claimed and finished by a runner (its JSON plan `plan`); events handled."""
         if org not in self.runners:
-            token = self.container.scaler.runner_token(org)
+            token = self.container.runner_credentials.runner_token(org)
             self.runners[org] = httpx.Client(base_url=self.base, headers={"Authorization": f"Bearer {token}"})
         runner = self.runners[org]
         spec = dict(runner.post("/api/runner/jobs/next", json={"runner_id": "r1"}).json())

@@ -28,7 +28,8 @@ from azure_contract import SPECS, published_problems
 from azure_twin import AzureDevOpsTwin
 from bitbucket_server_twin import BitbucketServerTwin
 from bitbucket_twin import BitbucketCloudTwin
-from forge_twin import ForgeTwin, git
+from forge_twin import ForgeTwin
+from git_forge import git
 from github_contract import missing
 from gitlab_twin import GitLabTwin
 from terrace.adapters.azure_devops_forge import AzureDevOpsForge
@@ -83,11 +84,11 @@ def _github(root: Path) -> Iterator[World]:
 
         def push(files: dict[str, str], branch: str) -> str:
             if branch != "main":
-                from forge_twin import git
+                from git_forge import git
 
                 git("checkout", "--quiet", "-B", branch, cwd=work)
             sha = twin.commit_and_push(work, files, "change", branch)[1]
-            from forge_twin import git
+            from git_forge import git
 
             git("checkout", "--quiet", "main", cwd=work)
             return sha

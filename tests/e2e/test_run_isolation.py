@@ -169,7 +169,7 @@ def test_a_lingering_malicious_run_steals_nothing_from_the_next_run_of_another_o
             run_local_stack.container.accounts.get_token(token_id)
     # had the attacker learnt its own runner's token (a runner token of its organization), the victim's jobs would not
     # exist for it
-    for attacker_runner_token in [run_local_stack.container.scaler.runner_token(run_stack.organization)]:
+    for attacker_runner_token in [run_local_stack.container.runner_credentials.runner_token(run_stack.organization)]:
         runner_api = httpx.Client(
             base_url=f"{run_stack.url}/api/runner",
             verify=ssl.create_default_context(cafile=run_stack.ca_bundle),

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from conftest import client_env
 from e2e_runs import wait_for
-from forge_twin import ZERO, ForgeTwin, git
+from forge_twin import ForgeTwin
+from git_forge import ZERO, git
 from github_contract import missing
 from test_module_registry import MODULE, TERRAFORM_111
 

@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 from e2e_runs import RUN_TIMEOUT_S, remote_workspace, runs, wait_final, wait_for
-from forge_twin import ForgeTwin, git
+from forge_twin import ForgeTwin
+from git_forge import git
 from github_contract import missing
 
 pytestmark = pytest.mark.e2e

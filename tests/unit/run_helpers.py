@@ -187,5 +187,5 @@ def make_run_env(
         json={"data": {"type": "workspaces", "attributes": {"name": "app", "execution-mode": "remote"}}},
     )
     assert response.status_code == 201, response.text
-    runner_token = container.scaler.runner_token(organization)
+    runner_token = container.runner_credentials.runner_token(organization)
     return RunEnv(container, client, headers, response.json()["data"]["id"], runner_token, organization)

@@ -56,7 +56,7 @@ def test_held_runs_keeps_only_the_runners_own_plans_that_may_still_apply() -> No
     mine = _held(env, "r1", [run["id"], "run-doesnotexist"])
     assert mine.status_code == 200 and mine.json()["run_ids"] == [run["id"]]
     assert _held(env, "r2", [run["id"]]).json()["run_ids"] == []  # not its plan
-    sibling = env.container.scaler.runner_token("acme")  # same name, another runner token
+    sibling = env.container.runner_credentials.runner_token("acme")  # same name, another runner token
     assert _held(env, "r1", [run["id"]], token=sibling).json()["run_ids"] == []
     discard = env.api("POST", f"/runs/{run['id']}/actions/discard", {})
     assert discard.status_code == 202, discard.text

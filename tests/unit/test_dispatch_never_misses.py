@@ -32,7 +32,7 @@ def test_a_queued_run_gets_its_runner_though_the_short_polls_answer_empty(seed: 
     summary = env.container.scaler.scale_once()
     assert LONG_POLL_S in client.waits, "the quick receives found the message: this seed proves nothing"
     assert summary["started"] == {"acme": 1} and summary["backlog"] == 1, summary
-    assert env.claim("r", token=env.container.scaler.runner_token("acme"))["run_id"] == run["id"]
+    assert env.claim("r", token=env.container.runner_credentials.runner_token("acme"))["run_id"] == run["id"]
     client.waits.clear()
     assert env.container.scaler.scale_once()["started"] == {}  # claimed: its message is deleted, nothing missed
     assert set(client.waits) == {0}
@@ -56,7 +56,7 @@ def test_every_message_sent_to_a_lane_wakes_the_dispatcher() -> None:
         inner.delete(delivery)  # lost
     assert env.container.reaper.reap_once()["resent"] == 1
     assert len(kicks) == 2  # the reaper's resend
-    token = env.container.scaler.runner_token("acme")
+    token = env.container.runner_credentials.runner_token("acme")
     spec = env.claim("r", token=token)
     released = env.runner("POST", f"/jobs/{spec['job_id']}/release", json={"runner_id": "r"}, token=token)
     assert released.status_code == 200 and released.json()["run_status"] == "plan_queued", released.text

@@ -137,12 +137,11 @@ def test_concurrent_dispatchers_never_start_more_than_the_maximum(monkeypatch: p
     scalers = [
         Scaler(
             c.run_store,
-            c.accounts,
             launcher,
             c.settings,
             c.lanes,
             RunnerSlots(c.run_store.slots, 2),
-            c.runner_enrollments,
+            c.runner_credentials,
             wake=threading.Event(),
         )
         for launcher in launchers

@@ -21,7 +21,7 @@ SERVICE_VALUE_TYPES = {
     "access/oidc.py:OidcConfig",
     "runs/store.py:WorkspaceWrite",
     # the access store's records as read: what a write back over the version read needs
-    "access/store_accounts.py:TokenLookup",
+    "access/store_token_items.py:TokenLookup",
     "access/store_sign_in.py:StoredEnrollment",
     "access/store_organizations.py:OrgRecord",
     "runs/stage_participants.py:StageContext",  # the task stage port's value type

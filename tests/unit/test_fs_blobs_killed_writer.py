@@ -9,12 +9,14 @@ import sys
 import textwrap
 from pathlib import Path
 
-from terrace.adapters.fs_blobs import FsBlobs, UrlSigner
+from terrace.adapters.fs_blob_urls import UrlSigner
+from terrace.adapters.fs_blobs import FsBlobs
 
 WRITER = textwrap.dedent(
     """
     import sys, time
-    from terrace.adapters.fs_blobs import FsBlobs, UrlSigner
+    from terrace.adapters.fs_blob_urls import UrlSigner
+    from terrace.adapters.fs_blobs import FsBlobs
     blobs = FsBlobs(sys.argv[1], UrlSigner("s", "https://x"), max_put_bytes=0)
     writer = blobs.open_writer("states/half", None)
     writer.write(b"x" * 4096)

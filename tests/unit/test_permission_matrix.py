@@ -151,7 +151,7 @@ def world() -> World:
     _ok(_api(env, olga, "POST", "/organizations", org), 201)
     body = {"data": {"type": "workspaces", "attributes": {"name": "app", "execution-mode": "remote"}}}
     other_ws = _ok(_api(env, olga, "POST", "/organizations/other/workspaces", body), 201)["id"]
-    other_plan = _seed_workspace(env, olga, "other", other_ws, env.container.scaler.runner_token("other"))
+    other_plan = _seed_workspace(env, olga, "other", other_ws, env.container.runner_credentials.runner_token("other"))
     targets = {
         "own": {"org": "acme", "ws": env.workspace_id, "plan": own_plan},
         "other": {"org": "other", "ws": other_ws, "plan": other_plan},
@@ -323,7 +323,7 @@ def test_runner_protocol_refuses_every_caller_but_runner_tokens(world: World, ca
     job = env.claim("r-own")["job_id"]
     beat = {"runner_id": "r-own"}
     assert env.runner("POST", f"/jobs/{job}/heartbeat", json=beat, token=world.tokens[caller]).status_code == 404
-    other_runner = env.container.scaler.runner_token("other")
+    other_runner = env.container.runner_credentials.runner_token("other")
     assert env.runner("POST", f"/jobs/{job}/heartbeat", json=beat, token=other_runner).status_code == 404
     assert env.runner("POST", f"/jobs/{job}/heartbeat", json=beat).status_code == 200
 

@@ -77,7 +77,7 @@ def organization_env(container: Container, client: TestClient, headers: dict[str
     ws = {"data": {"type": "workspaces", "attributes": {"name": "app", "execution-mode": "remote"}}}
     created = client.post(f"/api/v2/organizations/{name}/workspaces", headers=headers, json=ws)
     assert created.status_code == 201, created.text
-    runner_token = container.scaler.runner_token(name)
+    runner_token = container.runner_credentials.runner_token(name)
     return RunEnv(container, client, headers, created.json()["data"]["id"], runner_token, name)
 
 

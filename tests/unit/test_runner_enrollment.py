@@ -42,7 +42,7 @@ def next_job(env: RunEnv, token: str) -> int:
 
 def test_the_runner_exchanges_its_code_for_its_token_once() -> None:
     env = make_run_env()
-    credential = env.container.scaler.credential("acme")
+    credential = env.container.runner_credentials.issue("acme")
     enrolled = enroll("https://terrace.test", credential.enrollment_code, None, transport=through_app(env))
     assert (enrolled.organization, enrolled.runner_id, enrolled.token_id) == (
         "acme",
@@ -58,7 +58,7 @@ def test_the_runner_exchanges_its_code_for_its_token_once() -> None:
 
 def test_an_expired_or_unknown_code_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     env = make_run_env()
-    credential = env.container.scaler.credential("acme")
+    credential = env.container.runner_credentials.issue("acme")
     now = clock.epoch()
     monkeypatch.setattr(clock, "epoch", lambda: now + TTL_S + 1)
     expired = exchange(env, credential.enrollment_code)

@@ -14,7 +14,7 @@ from terrace.adapters.memory_table import MemoryTable
 from terrace.adapters.runner_launcher import LiveRunner, RunnerCredential
 from terrace.adapters.table_job_queue import TableJobQueue
 from terrace.domain.principal import PrincipalKind
-from terrace.services.runs.scaler import RUNNER_TOKEN_SUBJECT
+from terrace.services.access.runner_enrollment import RUNNER_TOKEN_SUBJECT
 
 
 def _second_org(env: RunEnv, name: str = "globex") -> str:
@@ -31,7 +31,7 @@ def _second_org(env: RunEnv, name: str = "globex") -> str:
 def test_a_runner_of_another_organization_cannot_take_or_touch_a_job() -> None:
     env = make_run_env()
     _second_org(env)
-    globex_token = env.container.scaler.runner_token("globex")
+    globex_token = env.container.runner_credentials.runner_token("globex")
     env.create_run(env.upload_config())
     # globex's runner is never handed acme's job ...
     assert env.runner("POST", "/jobs/next", json={"runner_id": "g1"}, token=globex_token).status_code == 204
@@ -44,7 +44,7 @@ def test_a_runner_of_another_organization_cannot_take_or_touch_a_job() -> None:
     assert (beat.status_code, log.status_code, done.status_code) == (404, 404, 404)
     assert env.run(spec["run_id"])["attributes"]["status"] == "planning"
     # another runner of the same organization cannot write the job's log or finish it either
-    sibling = env.container.scaler.runner_token("acme")
+    sibling = env.container.runner_credentials.runner_token("acme")
     assert env.runner("PUT", f"/jobs/{job}/logs?offset=0", content=b"x", token=sibling).status_code == 409
     finish = {"runner_id": "a1", "status": "errored"}
     assert env.runner("POST", f"/jobs/{job}/finish", json=finish, token=sibling).status_code == 409
@@ -60,7 +60,7 @@ def test_a_runner_of_another_organization_cannot_take_or_touch_a_job() -> None:
 
 def test_revoked_and_expired_runner_tokens_are_refused() -> None:
     env = make_run_env()
-    credential = env.container.scaler.credential("acme")
+    credential = env.container.runner_credentials.issue("acme")
     token = enrolled(env, credential)
     assert env.runner("POST", "/jobs/next", json={"runner_id": "r"}, token=token).status_code == 204
     env.container.accounts.revoke_token(credential.token_id)
@@ -247,14 +247,14 @@ def test_the_scaler_shares_the_maximum_and_retires_idle_organizations() -> None:
 
 
 def test_the_scaler_revokes_the_tokens_of_runners_that_are_gone(monkeypatch: pytest.MonkeyPatch) -> None:
-    from terrace.services.runs import scaler as scaler_module
+    from terrace.services.runs import runner_credentials
 
     env, _, launcher = _scaler_env()
     env.create_run(env.upload_config())
     env.container.scaler.scale_once()
     (credential,) = launcher.runners
     token = enrolled(env, credential)
-    monkeypatch.setattr(scaler_module, "REVOKE_GRACE_S", -1)
+    monkeypatch.setattr(runner_credentials, "REVOKE_GRACE_S", -1)
     env.container.scaler.scale_once()  # still alive: kept
     assert env.runner("POST", "/jobs/next", json={"runner_id": "x"}, token=token).status_code == 200
     launcher.runners.clear()  # the task stopped

@@ -70,7 +70,7 @@ def test_the_api_tells_a_runner_that_served_to_hand_over_when_slots_are_full(mon
         "POST", "/organizations", {"data": {"type": "organizations", "attributes": {"name": "globex", "email": "g@x"}}}
     )
     env.create_run(env.upload_config())  # acme's plan, queued, no runner of acme running
-    globex = env.container.scaler.runner_token("globex")
+    globex = env.container.runner_credentials.runner_token("globex")
     ask = {"runner_id": "g1", "served": 1}
 
     answer = env.runner("POST", "/jobs/next", json=ask, token=globex)

@@ -196,7 +196,8 @@ def test_the_detector_knows_each_stores_put_urls_and_not_their_get_urls(tmp_path
     shape, S3's (whose method is inside the signature) by having been minted for the request."""
     import boto3
     from botocore.config import Config
-    from terrace.adapters.fs_blobs import FsBlobs, UrlSigner
+    from terrace.adapters.fs_blob_urls import UrlSigner
+    from terrace.adapters.fs_blobs import FsBlobs
     from terrace.adapters.memory_blobs import MemoryBlobs
     from terrace.adapters.s3_blobs import S3Blobs
 

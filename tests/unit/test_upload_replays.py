@@ -92,7 +92,7 @@ def test_a_configuration_upload_url_uploads_again_only_until_a_run_is_created_fr
     assert replay.status_code == 409, replay.text
     download = env.client.get(f"/api/v2/configuration-versions/{cv_id}/download", headers=env.auth)
     assert download.status_code == 200 and download.content == second
-    runner = {"Authorization": f"Bearer {env.container.scaler.runner_token('acme')}"}
+    runner = {"Authorization": f"Bearer {env.container.runner_credentials.runner_token('acme')}"}
     spec = JobSpec.model_validate(
         env.client.post("/api/runner/jobs/next", json={"runner_id": "r1"}, headers=runner).json()
     )
@@ -159,7 +159,7 @@ def test_a_plans_upload_urls_create_once_and_the_apply_gets_the_recorded_plan(em
         }
     }
     run = env.client.post("/api/v2/runs", json=run_body, headers=env.auth).json()["data"]
-    runner = {"Authorization": f"Bearer {env.container.scaler.runner_token('acme')}"}
+    runner = {"Authorization": f"Bearer {env.container.runner_credentials.runner_token('acme')}"}
     spec = JobSpec.model_validate(
         env.client.post("/api/runner/jobs/next", json={"runner_id": "r1"}, headers=runner).json()
     )

@@ -126,7 +126,7 @@ def test_a_workspace_connects_through_an_installation_and_the_app_s_webhook_star
     scoped = {names for _, names, _ in app_twin.tokens.values()}
     assert (REPO,) in scoped  # the workspace's token reaches its one repository only
 
-    from forge_twin import git
+    from git_forge import git
 
     git("checkout", "--quiet", "-B", "feature", cwd=work)
     head = app_twin.commit_and_push(work, {"main.tf": 'output "x" { value = 3 }\n'}, "feature", "feature")[1]

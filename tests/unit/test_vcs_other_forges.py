@@ -23,7 +23,8 @@ import pytest
 from azure_twin import AzureDevOpsTwin
 from bitbucket_server_twin import BitbucketServerTwin
 from bitbucket_twin import BitbucketCloudTwin
-from forge_twin import ForgeTwin, git
+from forge_twin import ForgeTwin
+from git_forge import git
 from run_helpers import RunEnv, make_run_env
 from terrace.adapters.azure_devops_forge import AzureDevOpsForge
 from terrace.adapters.bitbucket_forge import BitbucketForge

@@ -16,7 +16,8 @@ import tarfile
 from collections.abc import Iterator
 
 import pytest
-from forge_twin import ForgeTwin, git
+from forge_twin import ForgeTwin
+from git_forge import git
 from run_helpers import make_run_env
 from terrace.adapters.git_repository_clone import GitRepositoryClone
 from terrace.adapters.memory_forge import MemoryForge

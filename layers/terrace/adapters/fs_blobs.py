@@ -7,9 +7,8 @@ is fsynced and renamed into place: a reader sees the old object or the new one, 
 file is locked (`flock`) by the process writing it until it is in place, so what a killed process left there
 (nothing holds its lock) is removed the next time the store is opened (`sweep_abandoned`).
 
-`presign_put`/`presign_get` return `<public url>/blobs/<key>?method=…&expires=…&max=…&signature=…`: an
-HMAC-SHA256 (the URL-signing secret, `domain/url_signing.py`, purpose blob PUT or blob GET) over key, expiry
-and size limit. `web/blob_urls.py` serves them (PUT streamed to disk, refused past `max`; GET streamed from
+`presign_put`/`presign_get` return `<public url>/blobs/<key>?method=…&expires=…&max=…&signature=…`, signed by
+`fs_blob_urls.py`. `web/blob_urls.py` serves them (PUT streamed to disk, refused past `max`; GET streamed from
 disk once its bytes still hash to the sidecar's MD5, `require_intact`), the way clients use S3's. A PUT
 through a URL is single-use: it creates its object or is refused (409) when the object exists (`os.link` of
 the finished temporary file, which never replaces a target), so a replayed upload URL can never replace what
@@ -24,24 +23,13 @@ import json
 import os
 import shutil
 import tempfile
-import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from urllib.parse import quote, urlencode
 
 from terrace.adapters.blobs import BlobInfo
-from terrace.domain.url_signing import Purpose, UrlSigning
+from terrace.adapters.fs_blob_urls import BlobUrlRefused, UrlSigner
 
 CHUNK = 1024 * 1024
-URL_PREFIX = "/blobs/"
-
-
-class BlobUrlRefused(Exception):
-    """A blob URL that is not valid for this request: `status` is what the client gets."""
-
-    def __init__(self, status: int, detail: str) -> None:
-        super().__init__(detail)
-        self.status, self.detail = status, detail
 
 
 def check_key(key: str) -> str:
@@ -49,42 +37,6 @@ def check_key(key: str) -> str:
     if not key or key.startswith("/") or "\x00" in key or any(p in ("", ".", "..") for p in parts):
         raise ValueError(f"not a blob key: {key!r}")
     return key
-
-
-_PURPOSES = {"PUT": Purpose.BLOB_PUT, "GET": Purpose.BLOB_GET}
-
-
-class UrlSigner:
-    def __init__(self, secret: str, base_url: str, now: Callable[[], float] = time.time) -> None:
-        self._signing = UrlSigning(secret)
-        self._base = base_url.rstrip("/") + URL_PREFIX.rstrip("/")
-        self._now = now
-
-    def sign(self, method: str, key: str, ttl_s: int, max_bytes: int = 0) -> str:
-        expires = int(self._now()) + ttl_s
-        query = {
-            "method": method,
-            "expires": str(expires),
-            "max": str(max_bytes),
-            "signature": self._signing.sign(_PURPOSES[method], key, expires, max_bytes),
-        }
-        return f"{self._base}/{quote(key)}?{urlencode(query)}"
-
-    def verify(self, request_method: str, key: str, query: dict[str, str]) -> int:
-        """The URL's size limit if it allows `request_method` on `key` now; else BlobUrlRefused (403)."""
-        try:
-            method, expires, max_bytes = query["method"], int(query["expires"]), int(query["max"])
-            signature = query["signature"]
-        except (KeyError, ValueError):
-            raise BlobUrlRefused(403, "not a signed blob URL") from None
-        purpose = _PURPOSES.get(method)
-        if purpose is None or not self._signing.verify(signature, purpose, key, expires, max_bytes):
-            raise BlobUrlRefused(403, "the blob URL's signature does not match")
-        if request_method != method and not (request_method == "HEAD" and method == "GET"):
-            raise BlobUrlRefused(403, f"this blob URL allows {method}, not {request_method}")
-        if expires < self._now():
-            raise BlobUrlRefused(403, "the blob URL has expired")
-        return max_bytes
 
 
 class FsBlobs:

@@ -95,6 +95,26 @@ def bound_all(ws: Workspace, inherited: tuple[tuple[str, str], ...], wanted: lis
     )
 
 
+def tagged(
+    ws: Workspace,
+    inherited: tuple[tuple[str, str], ...],
+    tags: list[str],
+    exclude_tags: list[str],
+    bindings: list[tuple[str, str | None]],
+) -> bool:
+    """Whether `ws` matches a workspace search: `tags` all of them, `exclude_tags` none of them, `bindings` every
+    (key, value) tag binding (value None: any value); what it inherits from its project counts as its own."""
+    keys = _tag_keys(ws, inherited)
+    wanted, unwanted = {t.lower() for t in tags}, {t.lower() for t in exclude_tags}
+    return wanted <= keys and not unwanted & keys and bound_all(ws, inherited, bindings)
+
+
+def _tag_keys(ws: Workspace, inherited: tuple[tuple[str, str], ...]) -> set[str]:
+    """What `search[tags]` matches: plain tags and the keys of tag bindings, its project's too (TFC treats both as
+    tags; terraform >= 1.10 sends a `cloud` block's keys as `search[tags]` beside `filter[tagged]`)."""
+    return {*ws.tag_names, *(key.lower() for key, _ in (*ws.tag_bindings, *inherited))}
+
+
 def check_count(bindings: tuple[tuple[str, str], ...], pointer: str = "/data/relationships/tag-bindings") -> None:
     if len(bindings) > BINDINGS_MAX:
         raise Invalid(f"cannot exceed {BINDINGS_MAX} bindings per resource", pointer=pointer)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from terrace.domain import tool_versions
+from terrace.domain import clock, tool_versions
 from terrace.domain.errors import Invalid
+from terrace.domain.ids import new_id
 from terrace.domain.limits import WORKING_DIRECTORY_MAX
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,89}$")
@@ -126,6 +128,36 @@ class Workspace:
     def effective_execution_mode(self, organization_default: str) -> str:
         """The mode runs use: the workspace's own when it overwrote it, else its organization's default."""
         return self.execution_mode if self.overwrites_execution_mode else organization_default
+
+
+def new_workspace(
+    name: str,
+    organization: str,
+    execution_mode: str,
+    *,
+    tag_names: tuple[str, ...],
+    tag_bindings: tuple[tuple[str, str], ...],
+    project_id: str | None,
+    global_remote_state: bool,
+) -> Workspace:
+    """A workspace created now (version 1) in its organization's default execution mode, which it does not
+    overwrite."""
+    now = clock.now_iso()
+    return Workspace(
+        id=new_id("ws"),
+        name=name,
+        organization=organization,
+        created_at=now,
+        updated_at=now,
+        version=1,
+        execution_mode=execution_mode,
+        execution_mode_overwritten=False,
+        created_ns=time.time_ns(),
+        tag_names=tag_names,
+        tag_bindings=tag_bindings,
+        project_id=project_id,
+        global_remote_state=global_remote_state,
+    )
 
 
 @dataclass(frozen=True)

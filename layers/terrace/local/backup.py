@@ -11,7 +11,8 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from terrace.adapters.fs_blobs import FsBlobs, UrlSigner
+from terrace.adapters.fs_blob_urls import UrlSigner
+from terrace.adapters.fs_blobs import FsBlobs
 from terrace.bootstrap import EMBEDDED_BLOBS, EMBEDDED_DATABASE, EMBEDDED_KEY, EMBEDDED_SIGNING_KEYS
 from terrace.local.embedded import ADMIN_TOKEN_FILE, SECRET_FILE
 

@@ -16,7 +16,6 @@ started on daemon threads once the API answers; they should return when `stack.s
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import logging
@@ -32,7 +31,7 @@ from typing import Any
 
 from terrace.adapters.local_runner_launcher import LocalProcessLauncher
 from terrace.config import API_RATE_LIMIT_PER_S, Settings
-from terrace.local import access_log, embedded, moto_twin, tls
+from terrace.local import api_server, embedded, moto_twin, tls
 from terrace.local import workers as local_workers
 from terrace.local.dev_file import DEV_FILE
 from terrace.local.seed import Seeded, seed_admin
@@ -43,10 +42,6 @@ DEFAULT_PORT = 8443
 DEFAULT_ORGANIZATION = "acme"
 STOP_RUNNERS_S = 1.0  # a runner gets this long to finish after SIGTERM at stop; its job is handed back
 STOP_THREADS_S = 3.0
-# How long an idle client connection stays open: longer than Go's net/http keeps one (IdleConnTimeout, 90 s), so
-# terraform and go-tfe close an idle connection before the server does and a request never races the server's
-# close (uvicorn's 5 s default lost requests with "server disconnected" under load: docs/reliability.md).
-KEEP_ALIVE_S = 100
 log = logging.getLogger("terrace.local")
 DUMMY_AWS_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": LOCAL_REGION}
 
@@ -123,7 +118,7 @@ class LocalStack:
         for key, value in DUMMY_AWS_ENV.items():
             os.environ.setdefault(key, value)  # boto3 needs some credentials; moto accepts any
         self.stopping.clear()
-        listener = _listen(self.port, self.host)  # first: a busy port fails before anything else starts
+        listener = api_server.listen(self.port, self.host)  # first: a busy port fails before anything else starts
         try:
             self.info = self._start(listener)
         except BaseException:
@@ -300,62 +295,17 @@ class LocalStack:
 
     # internals ---------------------------------------------------------------------------
     def _serve(self, container: Any, listener: socket.socket, files: tls.TlsFiles) -> None:
-        import uvicorn
-
-        from terrace.local.api_threads import FixedPoolServer
         from terrace.web.app import create_app
 
         app = create_app(container)
-        config = uvicorn.Config(
-            self.wrap_app(app) if self.wrap_app else app,
-            ssl_certfile=str(files.cert_chain),
-            ssl_keyfile=str(files.key),
-            # uvloop (~17% less CPU per small request than asyncio's loop) and httptools' C parser, both pinned
-            # server dependencies (docs/performance.md, "State round trip")
-            loop="uvloop",
-            http="httptools",
-            log_level="info" if self.access_log else "warning",
-            access_log=self.access_log,
-            lifespan="off",
-            timeout_graceful_shutdown=2,
-            timeout_keep_alive=KEEP_ALIVE_S,
+        self._server, thread = api_server.start(
+            self.wrap_app(app) if self.wrap_app else app, listener, files, access_log=self.access_log
         )
-        logging.getLogger("uvicorn.error").addFilter(_not_cancelled_at_shutdown)
-        access_log.install()  # after uvicorn configured its loggers: no query string or log-read signature
-        self._server = FixedPoolServer(config)  # the API's worker threads: a fixed pool, never retired
-        thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [listener]}, name="terrace-api", daemon=True
-        )
-        thread.start()
         self._threads.append(thread)
-        deadline = time.monotonic() + 60  # generous: a loaded machine starts slowly
-        while not self._server.started:
-            if not thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the API server did not start; see the log above")
-            time.sleep(0.01)
+        api_server.wait_started(self._server, thread)
 
     def _spawn(self, task: BackgroundTask) -> None:
         name = getattr(task, "__name__", "background-task")
         thread = threading.Thread(target=task, args=(self,), name=f"terrace-{name}", daemon=True)
         thread.start()
         self._threads.append(thread)
-
-
-def _not_cancelled_at_shutdown(record: logging.LogRecord) -> bool:
-    """A request still open when the graceful-shutdown timeout passes (a runner's long-poll) is cancelled:
-    that is the stop working, not an error worth a traceback."""
-    error = record.exc_info[1] if record.exc_info else None
-    return not isinstance(error, asyncio.CancelledError)
-
-
-def _listen(port: int, host: str = "127.0.0.1") -> socket.socket:
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise RuntimeError(f"port {port} is busy; set TERRACE_PORT or pass --port") from exc
-    sock.listen(128)
-    sock.set_inheritable(True)
-    return sock

@@ -61,11 +61,16 @@ def create_app(container: Container, lazy: bool = False) -> FastAPI:
     # embedded mode: Terrace serves its own blob URLs (the folder store's module is loaded only where it is used)
     fs_blobs = sys.modules.get("terrace.adapters.fs_blobs")
     serves_blobs = fs_blobs is not None and isinstance(container.blobs, fs_blobs.FsBlobs)
+    blob_url_prefixes: tuple[str, ...] = ()
+    if serves_blobs:
+        from terrace.adapters.fs_blob_urls import URL_PREFIX
+
+        blob_url_prefixes = (URL_PREFIX,)
     app.add_middleware(
         BodyLimit,
         max_bytes=container.settings.max_request_bytes,
         respond=too_large,
-        exempt_prefixes=(fs_blobs.URL_PREFIX,) if fs_blobs is not None and serves_blobs else (),
+        exempt_prefixes=blob_url_prefixes,
     )
     if serves_blobs:
         from terrace.web import blob_urls

@@ -23,7 +23,8 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 from starlette.routing import Route
 
-from terrace.adapters.fs_blobs import URL_PREFIX, BlobUrlRefused, BlobWriter, FsBlobs, check_key
+from terrace.adapters.fs_blob_urls import URL_PREFIX, BlobUrlRefused
+from terrace.adapters.fs_blobs import BlobWriter, FsBlobs, check_key
 from terrace.services.events import landed_event
 from terrace.web.errors import error_response
 

@@ -14,7 +14,7 @@ STRING: dict[str, Any] = {"type": "string"}
 BOOL: dict[str, Any] = {"type": "boolean"}
 
 
-def _text(max_length: int) -> dict[str, Any]:
+def text(max_length: int) -> dict[str, Any]:
     return {"type": "string", "maxLength": max_length}
 
 
@@ -74,18 +74,18 @@ WORKSPACE = document(
     "workspaces",
     {
         "name": NAME,
-        "description": _text(limits.DESCRIPTION_MAX),
+        "description": text(limits.DESCRIPTION_MAX),
         "execution-mode": {"type": "string", "enum": ["remote", "local", "agent"]},
         "auto-apply": BOOL,
         "auto-apply-run-trigger": BOOL,
         "terraform-version": STRING,
-        "working-directory": _text(limits.WORKING_DIRECTORY_MAX),
+        "working-directory": text(limits.WORKING_DIRECTORY_MAX),
         "global-remote-state": BOOL,
         "queue-all-runs": BOOL,
         "speculative-enabled": BOOL,
         "allow-destroy-plan": BOOL,
-        "source-url": _text(limits.TEXT_ATTRIBUTE_MAX),
-        "source-name": _text(limits.TEXT_ATTRIBUTE_MAX),
+        "source-url": text(limits.TEXT_ATTRIBUTE_MAX),
+        "source-name": text(limits.TEXT_ATTRIBUTE_MAX),
         "trigger-prefixes": {"type": "array", "items": STRING},
         "trigger-patterns": {"type": "array", "items": STRING},
         "file-triggers-enabled": BOOL,
@@ -93,11 +93,11 @@ WORKSPACE = document(
             "type": "object",
             "nullable": True,
             "properties": {
-                "identifier": _text(201),
-                "branch": _text(255),
+                "identifier": text(201),
+                "branch": text(255),
                 "oauth-token-id": STRING,
                 "ingress-submodules": BOOL,
-                "tags-regex": _text(255),
+                "tags-regex": text(255),
             },
         },
     },
@@ -141,7 +141,7 @@ WORKSPACE_REFS = _refs("workspaces")
 PROJECT_REFS = _refs("projects")
 VARSET = document(
     "varsets",
-    {"name": _text(128), "description": _text(512), "global": BOOL, "priority": BOOL},
+    {"name": text(128), "description": text(512), "global": BOOL, "priority": BOOL},
     required=["name"],
 )
 TAG_BINDINGS = raw_json(
@@ -162,14 +162,14 @@ TAG_BINDINGS = raw_json(
     },
     "application/vnd.api+json",
 )
-LOCK = raw_json({"type": "object", "properties": {"reason": _text(limits.LOCK_REASON_MAX)}}, required=False)
-TOKEN = document("authentication-tokens", {"description": _text(limits.DESCRIPTION_MAX)})
+LOCK = raw_json({"type": "object", "properties": {"reason": text(limits.LOCK_REASON_MAX)}}, required=False)
+TOKEN = document("authentication-tokens", {"description": text(limits.DESCRIPTION_MAX)})
 VARIABLE = document(
     "vars",
     {
         "key": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,128}$"},
         "value": STRING,
-        "description": _text(limits.VARIABLE_DESCRIPTION_MAX),
+        "description": text(limits.VARIABLE_DESCRIPTION_MAX),
         "category": {"type": "string", "enum": ["terraform", "env"]},
         "hcl": BOOL,
         "sensitive": BOOL,
@@ -182,7 +182,7 @@ CONFIGURATION_VERSION = document(
 RUN = document(
     "runs",
     {
-        "message": _text(limits.RUN_MESSAGE_MAX),
+        "message": text(limits.RUN_MESSAGE_MAX),
         "is-destroy": BOOL,
         "refresh": BOOL,
         "refresh-only": BOOL,
@@ -198,13 +198,13 @@ RUN = document(
     {"workspace": "workspaces", "configuration-version": "configuration-versions"},
 )
 RUN_ACTION = raw_json({"type": "object", "properties": {"comment": STRING}}, required=False)
-COMMENT = document("comments", {"body": _text(limits.RUN_MESSAGE_MAX)}, required=["body"])
+COMMENT = document("comments", {"body": text(limits.RUN_MESSAGE_MAX)}, required=["body"])
 STATE_VERSION = document(
     "state-versions",
     {
         "serial": {"type": "integer", "minimum": 0},
-        "md5": _text(32),
-        "lineage": _text(limits.LINEAGE_MAX),
+        "md5": text(32),
+        "lineage": text(limits.LINEAGE_MAX),
         "state": STRING,
         "json-state-outputs": STRING,
         "force": BOOL,
@@ -235,109 +235,8 @@ LOCK_INFO = raw_json(
     }
 )
 UNLOCK_INFO = raw_json(LOCK_INFO["requestBody"]["content"]["application/json"]["schema"], required=False)
-SSH_KEY = document("ssh-keys", {"name": _text(255), "value": _text(4096)}, required=["name", "value"])
-SSH_KEY_UPDATE = document("ssh-keys", {"name": _text(255), "value": _text(4096)})
-REGISTRY_MODULE = document(
-    "registry-modules",
-    {"name": _text(64), "provider": _text(64), "registry-name": _text(16), "namespace": _text(64)},
-    required=["name", "provider"],
-)
-REGISTRY_MODULE_VERSION = document(
-    "registry-module-versions", {"version": _text(128), "commit-sha": _text(128)}, required=["version"]
-)
-REGISTRY_PROVIDER = document(
-    "registry-providers",
-    {"name": _text(64), "namespace": _text(64), "registry-name": _text(16)},
-    required=["name", "namespace", "registry-name"],
-)
-REGISTRY_PROVIDER_VERSION = document(
-    "registry-provider-versions",
-    {"version": _text(128), "key-id": _text(64), "protocols": {"type": "array", "items": _text(8), "maxItems": 8}},
-    required=["version", "key-id"],
-)
-REGISTRY_PROVIDER_PLATFORM = document(
-    "registry-provider-platforms",
-    {"os": _text(64), "arch": _text(64), "shasum": _text(128), "filename": _text(255)},
-    required=["os", "arch", "shasum", "filename"],
-)
-GPG_KEY = document("gpg-keys", {"namespace": _text(64), "ascii-armor": _text(256 * 1024)}, required=["namespace"])
-GPG_KEY_UPDATE = document("gpg-keys", {"namespace": _text(64)}, required=["namespace"])
+SSH_KEY = document("ssh-keys", {"name": text(255), "value": text(4096)}, required=["name", "value"])
+SSH_KEY_UPDATE = document("ssh-keys", {"name": text(255), "value": text(4096)})
 SSH_KEY_ASSIGNMENT = document("workspaces", {"id": {"type": ["string", "null"]}})
 RUN_TRIGGER = document("run-triggers", {}, {"sourceable": "workspaces"})
-OVERRIDE = raw_json({"type": "object", "properties": {"comment": _text(limits.RUN_MESSAGE_MAX)}}, required=False)
-RUN_TASK = document(
-    "tasks",
-    {
-        "name": _text(128),
-        "url": _text(2048),
-        "description": _text(2000),
-        "category": {"type": "string", "enum": ["task"]},
-        "hmac-key": _text(1024),
-        "enabled": BOOL,
-    },
-)
-_STAGES = {"type": "string", "enum": ["pre_plan", "post_plan", "pre_apply"]}
-WORKSPACE_TASK = document(
-    "workspace-tasks",
-    {
-        "enforcement-level": {"type": "string", "enum": ["advisory", "mandatory"]},
-        "stage": _STAGES,
-        "stages": {"type": "array", "items": _STAGES},
-    },
-    {"task": "tasks"},
-)
-TASK_RESULT = document(
-    "task-results",
-    {"status": {"type": "string", "enum": ["running", "passed", "failed"]}, "message": _text(2000), "url": _text(2048)},
-)
-_USERS = {
-    "type": "object",
-    "properties": {
-        "data": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"type": {"type": "string", "enum": ["users"]}, "id": STRING},
-                "required": ["type", "id"],
-            },
-        }
-    },
-}
-_NOTIFICATION_ATTRIBUTES = {
-    "name": _text(255),
-    "destination-type": {"type": "string", "enum": ["generic", "slack", "microsoft-teams", "email"]},
-    "enabled": BOOL,
-    "url": _text(2048),
-    "token": _text(1024),
-    "triggers": {"type": "array", "items": STRING},
-    "email-addresses": {"type": "array", "items": _text(254)},
-}
-
-
-def _notification(required: list[str]) -> dict[str, Any]:
-    body = document("notification-configurations", _NOTIFICATION_ATTRIBUTES, required=required)
-    data = body["requestBody"]["content"]["application/vnd.api+json"]["schema"]["properties"]["data"]
-    data["properties"]["relationships"] = {"type": "object", "properties": {"users": _USERS}}
-    return body
-
-
-NOTIFICATION_CONFIGURATION = _notification(["name", "destination-type", "enabled"])
-NOTIFICATION_CONFIGURATION_UPDATE = _notification([])
-
-_OAUTH_CLIENT_ATTRIBUTES: dict[str, Any] = {
-    "name": _text(255),
-    "service-provider": {"type": "string", "maxLength": 64},
-    "http-url": _text(2048),
-    "api-url": _text(2048),
-    "key": _text(1024),
-    "secret": _text(4096),
-    "rsa-public-key": _text(8192),
-    "private-key": _text(4096),
-    "oauth-token-string": _text(4096),
-    "organization-scoped": BOOL,
-}
-OAUTH_CLIENT = document(
-    "oauth-clients", _OAUTH_CLIENT_ATTRIBUTES, {"agent-pool": "agent-pools"}, required=["service-provider"]
-)
-OAUTH_CLIENT_UPDATE = document("oauth-clients", _OAUTH_CLIENT_ATTRIBUTES)
-OAUTH_TOKEN_UPDATE = document("oauth-tokens", {"ssh-key": _text(4096)})
+OVERRIDE = raw_json({"type": "object", "properties": {"comment": text(limits.RUN_MESSAGE_MAX)}}, required=False)

@@ -1,5 +1,5 @@
 """The audit trail (services/audit/): its store, the one recorder the app's audit middleware feeds, the reads, and the
-daily export to the blob store (a sweep of the reaper: `run_services.py`).
+daily export to the blob store (a sweep of the reaper: `runner_services.py`).
 
 Mixed into `bootstrap.Container`. The recorder's organization lookup is filled here: an organization named in
 the path, or the organization of the workspace, run or state version a path parameter names."""

@@ -55,7 +55,8 @@ def open_data_dir(settings: Settings) -> EmbeddedAdapters:
     """The adapters over `settings.data_dir` (created 0700 when missing)."""
     from terrace.adapters.definitions import EVENTS_QUEUE
     from terrace.adapters.file_signing_keys import FileSigningKeys
-    from terrace.adapters.fs_blobs import FsBlobs, UrlSigner
+    from terrace.adapters.fs_blob_urls import UrlSigner
+    from terrace.adapters.fs_blobs import FsBlobs
     from terrace.adapters.local_encryptor import LocalEncryptor
     from terrace.adapters.sqlite_events import SqliteEventQueue
     from terrace.adapters.sqlite_lanes import SqliteLanes

@@ -38,7 +38,7 @@ class NotificationServices:
     event_queue: EventQueue | None
     outbound: Outbound
     mail: Mail
-    site_mail: Mail  # `mail`, or the site admin's SMTP server when enabled (`wiring/access_services.py`)
+    site_mail: Mail  # `mail`, or the site admin's SMTP server when enabled (`wiring/admin_services.py`)
     # from the other areas
     accounts: AccountService
     organizations: OrganizationService

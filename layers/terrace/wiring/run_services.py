@@ -1,73 +1,47 @@
-"""Runs (services/runs/): the job queue, configuration versions, runs and the workspace queue (scheduler),
-reads across runs, cost estimates, comments, plans, logs, the runner's jobs and their retries, the reaper and
-the scaler that starts runners.
+"""Runs (services/runs/): configuration versions, runs and the workspace queue (scheduler), reads across runs,
+cost estimates, comments, plans, logs, query runs, module test runs, Terraform actions and health assessments; the
+runners' side (the job queue, jobs, the reaper, the scaler) is `runner_services.py`.
 
 Mixed into `bootstrap.Container`: each service is built on first use from the container's adapters and its
 other services (what this area takes from the others is declared below as plain attributes)."""
 
 from __future__ import annotations
 
-import contextlib
-import threading
 from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 from terrace.adapters.blobs import BlobStore
-from terrace.adapters.caller_identity import CallerIdentity
 from terrace.adapters.events import EventPublisher
 from terrace.adapters.job_queue import JobQueue
-from terrace.adapters.job_signal import JobSignal
 from terrace.adapters.lanes import Lanes
-from terrace.adapters.runner_launcher import RunnerLauncher
 from terrace.adapters.table import Table
-from terrace.adapters.table_job_queue import TableJobQueue
 from terrace.config import Settings
 
 if TYPE_CHECKING:
     from terrace.domain.workspace import Workspace
     from terrace.services.access.accounts import AccountService
-    from terrace.services.access.authz import Authorizer
     from terrace.services.access.organizations import OrganizationService
-    from terrace.services.access.projects import ProjectService
-    from terrace.services.access.runner_enrollment import RunnerEnrollments
-    from terrace.services.access.store import AccessStore
-    from terrace.services.access.workload_issuer import WorkloadIssuer
     from terrace.services.admin.settings import AdminSettings
     from terrace.services.admin.tool_versions import ToolVersionService
-    from terrace.services.audit.export import AuditExport
     from terrace.services.outbox_relay import OutboxRelay
-    from terrace.services.runs.agent_waits import AgentWaits
     from terrace.services.runs.assessments import AssessmentService
     from terrace.services.runs.comments import CommentService
+    from terrace.services.runs.configuration_backing_data import ConfigurationBackingData
     from terrace.services.runs.configuration_versions import ConfigurationVersionService
     from terrace.services.runs.cost_estimates import CostEstimateService
-    from terrace.services.runs.job_retries import JobRetries
-    from terrace.services.runs.job_uploads import JobUploads
-    from terrace.services.runs.jobs import JobService
     from terrace.services.runs.logs import LogService
     from terrace.services.runs.module_test_runs import ModuleTestRunService
     from terrace.services.runs.plans import PlanService
     from terrace.services.runs.query_runs import QueryRunService
-    from terrace.services.runs.reaper import Reaper
     from terrace.services.runs.run_queries import RunQueries
-    from terrace.services.runs.runner_slots import RunnerSlots
-    from terrace.services.runs.runner_turns import RunnerTurns
     from terrace.services.runs.runs import RunService
     from terrace.services.runs.scaler import Scaler
     from terrace.services.runs.scheduler import RunScheduler
-    from terrace.services.runs.stage_progress import StageProgress
     from terrace.services.runs.store import RunStore
     from terrace.services.runs.task_stages import TaskStages
     from terrace.services.runs.terraform_actions import TerraformActionService
-    from terrace.services.runs.warm_window import WarmWindow
-    from terrace.services.runs.workload_identity import WorkloadTokens
-    from terrace.services.workflows.auto_destroy import AutoDestroy
-    from terrace.services.workflows.retention_sweep import RetentionSweep
-    from terrace.services.workspaces.agent_pools import AgentPoolService
-    from terrace.services.workspaces.agents import AgentService
     from terrace.services.workspaces.effective_variables import EffectiveVariables
-    from terrace.services.workspaces.ssh_keys import SSHKeyService
     from terrace.services.workspaces.variables import VariableService
     from terrace.services.workspaces.workspaces import WorkspaceService
 
@@ -77,42 +51,20 @@ class RunServices:
     table: Table
     blobs: BlobStore
     publisher: EventPublisher
-    launcher: RunnerLauncher | None
-    caller_identity: CallerIdentity | None
     scaler_kick: Callable[..., None] | None
-    job_signal: JobSignal
-    scaler_wake: threading.Event  # the scaler's wake-up, which the job signal sets on every enqueue
     lanes: Lanes  # the dispatcher's priority lanes: SQS on AWS, SQLite embedded, memory in unit tests
+    # the runners' side (wiring/runner_services.py)
+    job_queue: JobQueue
+    scaler: Scaler
     # from the other areas
-    authz: Authorizer
     accounts: AccountService
-    access_store: AccessStore
     organizations: OrganizationService
-    projects: ProjectService
-    workload_issuer: WorkloadIssuer
     tool_versions: ToolVersionService
     admin_settings: AdminSettings
     workspaces: WorkspaceService
     variables: VariableService
     effective_variables: EffectiveVariables
-    ssh_keys: SSHKeyService
-    agents: AgentService
-    agent_pools: AgentPoolService
     task_stages: TaskStages  # wiring/task_stage_services.py
-    stage_progress: StageProgress
-    retention_sweep: RetentionSweep  # a use case (wiring/workflow_services.py); the reaper takes it as a `Sweep`
-    audit_export: AuditExport  # the audit trail's daily export (wiring/audit_services.py), one of the reaper's sweeps
-    auto_destroy: AutoDestroy  # a use case (wiring/workflow_services.py); the reaper takes it as a `Sweep`
-
-    @cached_property
-    def agent_waits(self) -> AgentWaits:
-        from terrace.services.runs.agent_waits import AgentWaits
-
-        return AgentWaits(self.agent_pools)
-
-    @cached_property
-    def job_queue(self) -> JobQueue:
-        return TableJobQueue(self.table, signal=self.job_signal)  # the lanes wake the scaler (`kicking_lanes.py`)
 
     def expect_runner(self, ws: Workspace, speculative: bool = False) -> None:
         """A configuration version of `ws` was created: its run comes once the upload ends. Start a runner now
@@ -140,6 +92,12 @@ class RunServices:
             in_use=[lambda cv: self.run_queries.uses_configuration(cv.workspace_id, cv.id)],
             configuration_of_run=self.run_queries.configuration_of,
         )
+
+    @cached_property
+    def configuration_backing_data(self) -> ConfigurationBackingData:
+        from terrace.services.runs.configuration_backing_data import ConfigurationBackingData
+
+        return ConfigurationBackingData(self.configuration_versions, self.blobs, self.workspaces)
 
     @cached_property
     def run_store(self) -> RunStore:
@@ -226,70 +184,6 @@ class RunServices:
         )
 
     @cached_property
-    def jobs(self) -> JobService:
-        from terrace.services.runs.jobs import JobService
-
-        return JobService(
-            self.run_store,
-            self.scheduler,
-            self.runs,
-            self.workspaces,
-            self.configuration_versions,
-            self.variables,
-            self.accounts,
-            self.logs,
-            self.blobs,
-            self.settings,
-            queue=self.job_queue,
-            authz=self.authz,
-            ssh_keys=self.ssh_keys,
-            plans=self.plans,
-            costs=self.cost_estimates,
-            signal=self.job_signal,
-            tool_of=lambda version: self.tool_versions.tool_of(version),
-            agents=self.agents,
-            workload=self.workload_tokens,
-            skip_assessment=lambda run: self.assessments.skip_if_busy(run),
-        )
-
-    @cached_property
-    def workload_tokens(self) -> WorkloadTokens:
-        from terrace.services.runs.workload_identity import WorkloadTokens
-
-        return WorkloadTokens(
-            self.workload_issuer, self.organizations, self.projects, ttl_s=self.settings.phase_deadline_s
-        )
-
-    @cached_property
-    def job_uploads(self) -> JobUploads:
-        from terrace.services.runs.job_uploads import JobUploads
-
-        return JobUploads(self.run_store, self.blobs, self.authz, self.settings)
-
-    @cached_property
-    def job_retries(self) -> JobRetries:
-        from terrace.services.runs.job_retries import JobRetries
-
-        return JobRetries(self.run_store, self.scheduler, self.logs, self.settings)
-
-    @cached_property
-    def reaper(self) -> Reaper:
-        from terrace.services.runs.reaper import Reaper
-
-        return Reaper(
-            self.run_store,
-            self.scheduler,
-            self.job_retries,
-            self.settings,
-            self.retention_sweep,
-            stages=self.stage_progress,
-            slots=self.runner_slots,
-            sweeps=(self.outbox_relay, self.auto_destroy, self.assessments, self.audit_export),
-            phase_timeout=lambda phase: self.admin_settings.phase_timeout_s(phase),
-            coalesce_wakes=getattr(self.lanes, "coalesced", contextlib.nullcontext),  # AWS: one scaler wake a pass
-        )
-
-    @cached_property
     def query_runs(self) -> QueryRunService:
         from terrace.services.runs.query_runs import QueryRunService
 
@@ -323,52 +217,3 @@ class RunServices:
             self.publisher,
             self.settings,
         )
-
-    @cached_property
-    def scaler(self) -> Scaler:
-        from terrace.services.runs.scaler import Scaler
-
-        return Scaler(
-            self.run_store,
-            self.accounts,
-            self.launcher,
-            self.settings,
-            self.lanes,
-            self.runner_slots,
-            self.runner_enrollments,
-            wake=self.scaler_wake,
-        )
-
-    @cached_property
-    def warm_window(self) -> WarmWindow:
-        """A workspace opened wakes the dispatcher with its organization: on AWS the scaler Lambda, invoked off the
-        request's thread; in one process the local scaler loop (a set and an event)."""
-        from terrace.services.runs.warm_window import WarmWindow
-
-        minutes, mode = self.settings.warm_window_minutes, self.workspaces.execution_mode
-        may_queue = lambda principal, ws: self.workspaces.permissions(principal, ws)["can-queue-run"]  # noqa: E731
-        if (kick := self.scaler_kick) is not None:
-            return WarmWindow(minutes, mode, may_queue, lambda org: kick(warm=org), background=True)
-        return WarmWindow(minutes, mode, may_queue, lambda org: self.scaler.warm(org))
-
-    @cached_property
-    def runner_slots(self) -> RunnerSlots:
-        from terrace.services.runs.runner_slots import RunnerSlots
-
-        return RunnerSlots(self.run_store.slots, self.settings.max_runners)
-
-    @cached_property
-    def runner_turns(self) -> RunnerTurns:
-        from terrace.services.runs.runner_turns import RunnerTurns
-
-        return RunnerTurns(self.run_store, self.runner_slots, self.settings.max_runners)
-
-    @cached_property
-    def runner_enrollments(self) -> RunnerEnrollments:
-        from terrace.services.access.runner_enrollment import RunnerEnrollments, RunnerIdentity
-
-        identity = None
-        if self.caller_identity is not None and self.settings.runner_task_role_arn:
-            role = self.settings.runner_task_role_arn
-            identity = RunnerIdentity(self.caller_identity, self.settings.public_url, role)
-        return RunnerEnrollments(self.access_store.sign_in, self.accounts, identity=identity)

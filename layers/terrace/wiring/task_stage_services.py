@@ -59,7 +59,7 @@ class TaskStageServices:
     plans: PlanService
     comments: CommentService
     run_queries: RunQueries
-    agent_waits: AgentWaits  # wiring/run_services.py
+    agent_waits: AgentWaits  # wiring/runner_services.py
     policy_participant: PolicyStageParticipant  # wiring/policy_services.py
 
     @cached_property

@@ -214,7 +214,7 @@ class WorkflowServices:
 
     @cached_property
     def auto_destroy(self) -> AutoDestroy:
-        """The reaper's auto-destroy sweep (`run_services.py: reaper`), subscribed to `run.status_changed` with the
+        """The reaper's auto-destroy sweep (`runner_services.py: reaper`), subscribed to `run.status_changed` with the
         other events (`state_services.py: events`); its notices go out on the events queue."""
         from terrace.services.workflows.auto_destroy import AutoDestroy
 

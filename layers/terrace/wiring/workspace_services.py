@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from terrace.services.runs.warm_window import WarmWindow
     from terrace.services.state.versions import StateVersionService
     from terrace.services.vcs.connections import RepositoryConnections
+    from terrace.services.workspaces.agent_pool_bindings import AgentPoolBindings
     from terrace.services.workspaces.agent_pools import AgentPoolService
     from terrace.services.workspaces.agents import AgentService
     from terrace.services.workspaces.change_requests import ChangeRequestService
@@ -59,7 +60,7 @@ class WorkspaceServices:
     scheduler: RunScheduler
     job_retries: JobRetries
     repository_connections: RepositoryConnections
-    warm_window: WarmWindow  # wiring/run_services.py
+    warm_window: WarmWindow  # wiring/runner_services.py
 
     @cached_property
     def workspace_store(self) -> WorkspaceAreaStore:
@@ -84,11 +85,11 @@ class WorkspaceServices:
             self.organizations,
             self.projects,
             settle_terraform_version=lambda requested: self.tool_versions.settle(requested),
-            check_agent_pool=lambda ws: self.agent_pools.check_workspace(ws),
+            check_agent_pool=lambda ws: self.agent_pool_bindings.check_workspace(ws),
             remote_state_default=lambda: self.admin_settings.default_remote_state_access(),
             repository_link=self.repository_connections,  # wiring/vcs_services.py
             locked_tag_keys=lambda org_key: self.reserved_tag_keys.locked_keys(org_key),
-            opened=lambda principal, ws: self.warm_window.signal(principal, ws),  # wiring/run_services.py
+            opened=lambda principal, ws: self.warm_window.signal(principal, ws),  # wiring/runner_services.py
         )
 
     @cached_property
@@ -110,6 +111,12 @@ class WorkspaceServices:
             # a revoked agent token's jobs are lost at once: their run tokens die with it
             after_tokens_revoked=lambda pool_id, token_ids: self.job_retries.lose_claimed_with(pool_id, token_ids),
         )
+
+    @cached_property
+    def agent_pool_bindings(self) -> AgentPoolBindings:
+        from terrace.services.workspaces.agent_pool_bindings import AgentPoolBindings
+
+        return AgentPoolBindings(self.agent_pools, self.organizations)
 
     @cached_property
     def agents(self) -> AgentService:

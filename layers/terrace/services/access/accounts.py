@@ -11,8 +11,9 @@ from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.tokens import IssuedToken, Token
 from terrace.domain.users import User, check_username
-from terrace.services.access.store_accounts import AccountStore, TokenLookup
-from terrace.services.access.store_accounts import revocation as revocation
+from terrace.services.access.store_accounts import AccountStore
+from terrace.services.access.store_token_items import TokenLookup
+from terrace.services.access.store_token_items import revocation as revocation
 from terrace.services.optimistic import optimistic
 
 TOKEN_PREFIX = "terrace"

@@ -4,7 +4,8 @@ Every service asks `Authorizer.require(...)` before it reads or changes anything
 no access to an organization at all get NotFound (its existence is not revealed), so do callers
 who cannot read the workspace they ask about; callers who can see it but may not do the action get
 Forbidden. A user's permissions are the owners team's (everything) or the union of their teams'
-grants (`permissions.py`, read by an `AccessResolver`); a team token has its team's.
+grants (`permissions.py`, read by an `AccessResolver`); a team token has its team's. The sets of actions it decides
+with are in `action_rules.py`.
 """
 
 from __future__ import annotations
@@ -19,44 +20,12 @@ from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.projects import default_project_id
 from terrace.domain.teams import Team, owners_team_id
 from terrace.domain.workspace import WorkspaceView
+from terrace.services.access import action_rules as rules
+from terrace.services.access.action_rules import run_action, team_action
 from terrace.services.access.actions import Action
 from terrace.services.access.permissions import NOT_A_MEMBER, Grants
 
 __all__ = ["Action", "AccessResolver", "Authorizer", "run_action", "team_action"]
-
-
-# What a run token may do in the workspace its run belongs to.
-_RUN_OWN_WORKSPACE = frozenset(
-    {
-        Action.READ_WORKSPACE,
-        Action.LOCK_WORKSPACE,
-        Action.READ_STATE,
-        Action.READ_STATE_OUTPUTS,
-        Action.WRITE_STATE,
-        Action.READ_VARIABLES,
-    }
-)
-
-
-# What a run token may do in another workspace that shares its state with it (terraform_remote_state): one
-# with `global-remote-state`, or one that lists the run's workspace among its remote state consumers.
-_RUN_SHARED_STATE = frozenset({Action.READ_WORKSPACE, Action.READ_STATE, Action.READ_STATE_OUTPUTS})
-
-
-def run_action(*, plan_only: bool, save_plan: bool, auto_apply: bool) -> Action:
-    """The permission a run amounts to, decided when it is created. A run that applies with no later
-    confirmation (auto-apply, whatever else it asks: destroy, refresh-only, target or replace addresses, an
-    empty apply, run variables) is an apply; every other run only plans: a speculative one, a saved plan
-    (applying it later is a confirmation, checked then) or one that waits for someone who may apply."""
-    if auto_apply and not plan_only and not save_plan:
-        return Action.APPLY_RUN
-    return Action.QUEUE_RUN
-
-
-def team_action(action: Action, *, owners: bool) -> Action:
-    """What is done to a team needs `action`, unless the team is the owners team: reading it is open as any
-    team's, everything else (members, tokens, settings, sso-team-id) is an owner's."""
-    return Action.MANAGE_OWNERS_TEAM if owners and action is not Action.READ_TEAMS else action
 
 
 class AccessResolver(Protocol):
@@ -65,69 +34,6 @@ class AccessResolver(Protocol):
     def user_grants(self, user_id: str, organization: str) -> Grants: ...
 
     def team_grants(self, team_id: str, organization: str) -> Grants: ...
-
-
-# Organization-level actions and the organization access that grants each to a non-owner member.
-_ORG_LEVEL: dict[Action, tuple[str, ...]] = {
-    Action.READ_ORGANIZATION: (),
-    Action.READ_TEAMS: (),
-    Action.READ_PROJECTS: (),
-    Action.MANAGE_TEAMS: ("manage-teams",),
-    Action.MANAGE_MEMBERSHIP: ("manage-membership", "manage-teams"),
-    Action.MANAGE_PROJECTS: ("manage-projects",),
-    Action.MANAGE_ORGANIZATION_ACCESS: ("manage-organization-access",),
-    Action.MANAGE_RUN_TASKS: ("manage-run-tasks",),
-    Action.MANAGE_POLICY_OVERRIDES: ("manage-policy-overrides",),
-    Action.MANAGE_OWNERS_TEAM: (),
-    Action.CREATE_WORKSPACE: ("manage-workspaces",),
-    # HCP Terraform: "Manage all workspaces" (and "Manage all projects", which includes it) lets a team manage
-    # variable sets; "Read all workspaces" lets it read them. A workspace's readers see the sets that reach it
-    # through the workspace (READ_VARIABLES there), never the organization's other sets.
-    Action.READ_VARSETS: ("manage-workspaces", "manage-projects", "read-workspaces"),
-    Action.MANAGE_VARSETS: ("manage-workspaces", "manage-projects"),
-    Action.MANAGE_ORGANIZATION: (),
-    Action.READ_AUDIT_TRAIL: (),
-    Action.DELETE_ORGANIZATION: (),
-    Action.READ_POLICIES: (),
-    Action.MANAGE_POLICIES: ("manage-policies",),
-    Action.READ_AGENT_POOLS: (),
-    Action.MANAGE_AGENT_POOLS: ("manage-agent-pools",),
-    Action.READ_MODULES: (),
-    Action.MANAGE_MODULES: ("manage-modules",),
-    Action.READ_PROVIDERS: (),
-    Action.MANAGE_PROVIDERS: ("manage-providers",),
-    Action.READ_VCS: (),
-    Action.MANAGE_VCS: ("manage-vcs-settings",),
-}
-_OWNERS_ONLY = frozenset(
-    {Action.MANAGE_ORGANIZATION, Action.DELETE_ORGANIZATION, Action.MANAGE_OWNERS_TEAM, Action.READ_AUDIT_TRAIL}
-)
-# What a site auditor (a user flag) may do in every organization: read its settings and its audit trail.
-_AUDITOR = frozenset({Action.READ_ORGANIZATION, Action.READ_AUDIT_TRAIL})
-# What an organization token may not do: it acts for the organization, it is not one of its owners.
-_NOT_FOR_ORGANIZATION_TOKENS = frozenset({Action.DELETE_ORGANIZATION, Action.MANAGE_OWNERS_TEAM})
-_OPEN_TO_MEMBERS = frozenset(
-    {
-        Action.READ_ORGANIZATION,
-        Action.READ_TEAMS,
-        Action.READ_PROJECTS,
-        Action.READ_POLICIES,
-        Action.READ_AGENT_POOLS,
-        Action.READ_MODULES,
-        Action.READ_PROVIDERS,
-        Action.READ_VCS,
-    }
-)
-# Workspace actions that amount to others for members: reading a plan's JSON reads runs and state (it shows state
-# values), downloading a configuration is what queueing a run needs.
-_NEEDS = {
-    Action.READ_PLAN_JSON: frozenset({Action.READ_RUNS, Action.READ_STATE}),
-    Action.DOWNLOAD_CONFIGURATION: frozenset({Action.QUEUE_RUN}),
-}
-# Who works jobs: Terrace's runners (their organization's queue) and agents (their pool's queue).
-_JOB_TAKERS = frozenset({PrincipalKind.RUNNER, PrincipalKind.AGENT})
-# What a run task's access token may do, in its run's workspace only (and only for its run: `require_own_run`).
-_RUN_TASK_ACTIONS = frozenset({Action.READ_PLAN_JSON, Action.DOWNLOAD_CONFIGURATION})
 
 
 class Authorizer:
@@ -148,7 +54,7 @@ class Authorizer:
     def require(
         self, principal: Principal, action: Action, org: OrgView, workspace: WorkspaceView | None = None
     ) -> None:
-        if action is Action.RUN_JOBS or principal.kind in _JOB_TAKERS:
+        if action is Action.RUN_JOBS or principal.kind in rules.JOB_TAKERS:
             self._require_runner(principal, action, org)
             return
         if principal.kind is PrincipalKind.AUDIT_TRAIL:  # its organization's audit trail, nothing else
@@ -163,7 +69,7 @@ class Authorizer:
             if principal.kind is PrincipalKind.RUN:
                 raise NotFound("workspace not found")
             action, workspace = Action.MANAGE_MODULES, None
-        if principal.site_admin or (principal.site_auditor and action in _AUDITOR):
+        if principal.site_admin or (principal.site_auditor and action in rules.AUDITOR):
             return
         if org.disabled:
             raise NotFound("organization not found")
@@ -182,11 +88,11 @@ class Authorizer:
             self._decide(grants, action, org, workspace)
             return
         if principal.kind is PrincipalKind.ORGANIZATION:
-            if action in _NOT_FOR_ORGANIZATION_TOKENS:
+            if action in rules.NOT_FOR_ORGANIZATION_TOKENS:
                 raise Forbidden(f"organization tokens may not {action.value}")
             return
         if principal.kind is PrincipalKind.RUN_TASK:
-            if action in _RUN_TASK_ACTIONS and workspace is not None and workspace.id == principal.workspace_id:
+            if action in rules.RUN_TASK_ACTIONS and workspace is not None and workspace.id == principal.workspace_id:
                 return
             raise NotFound("not found")  # it sees nothing else
         self._require_run_token(principal, action, workspace)
@@ -216,22 +122,22 @@ class Authorizer:
         """A member's permission: organization access, then project and workspace access."""
         if not grants.member:
             raise NotFound("organization not found")
-        if grants.owner or action in _OPEN_TO_MEMBERS:
+        if grants.owner or action in rules.OPEN_TO_MEMBERS:
             return
-        if action in _ORG_LEVEL:
-            if action in _OWNERS_ONLY:
+        if action in rules.ORG_LEVEL:
+            if action in rules.OWNERS_ONLY:
                 raise Forbidden(f"only owners may {action.value}")
-            if grants.org_access & set(_ORG_LEVEL[action]):
+            if grants.org_access & set(rules.ORG_LEVEL[action]):
                 return
             if action is Action.CREATE_WORKSPACE and grants.creates_workspaces:
                 return
             raise Forbidden(f"your teams may not {action.value} in this organization")
         if workspace is None:  # a workspace action asked of the whole organization
-            if _NEEDS.get(action, {action}) <= grants.workspace_actions("", ""):
+            if rules.NEEDS.get(action, {action}) <= grants.workspace_actions("", ""):
                 return
             raise Forbidden(f"your teams may not {action.value} in every workspace of this organization")
         actions = grants.workspace_actions(workspace.id, workspace.project_id or default_project_id(org.key))
-        if _NEEDS.get(action, {action}) <= actions:
+        if rules.NEEDS.get(action, {action}) <= actions:
             return
         if Action.READ_WORKSPACE in actions:
             raise Forbidden(f"your teams may not {action.value} in workspace {workspace.id}")
@@ -282,7 +188,7 @@ class Authorizer:
     @staticmethod
     def runner_organization(principal: Principal) -> str:
         """The one organization whose jobs a runner or agent token works (asking for jobs needs one of them)."""
-        if principal.kind not in _JOB_TAKERS or not principal.organization:
+        if principal.kind not in rules.JOB_TAKERS or not principal.organization:
             raise Forbidden("only a runner or agent token may ask for jobs")
         return principal.organization
 
@@ -306,7 +212,7 @@ class Authorizer:
     @staticmethod
     def _require_runner(principal: Principal, action: Action, org: OrgView) -> None:
         """Only a runner or agent token works jobs, and only its own organization's; it can do nothing else."""
-        if principal.kind not in _JOB_TAKERS:
+        if principal.kind not in rules.JOB_TAKERS:
             raise NotFound("job not found")  # jobs exist for runners only
         if principal.organization != org.key:
             raise NotFound("organization not found")
@@ -321,7 +227,7 @@ class Authorizer:
         if workspace is None:
             raise Forbidden(f"a run token may not {action.value} here")
         if workspace.id == principal.workspace_id:
-            if action in _RUN_OWN_WORKSPACE:
+            if action in rules.RUN_OWN_WORKSPACE:
                 return
             raise Forbidden(f"a run token may not {action.value} in its workspace")
         reader_project = (
@@ -329,6 +235,6 @@ class Authorizer:
             if workspace.project_remote_state and principal.workspace_id and self._project_of_workspace
             else None
         )
-        if action in _RUN_SHARED_STATE and workspace.shares_state_with(principal.workspace_id, reader_project):
+        if action in rules.RUN_SHARED_STATE and workspace.shares_state_with(principal.workspace_id, reader_project):
             return
         raise NotFound(f"workspace {workspace.id} not found")

@@ -32,7 +32,7 @@ from terrace.domain.principal import Principal, PrincipalKind
 from terrace.services.access.authz import Action, Authorizer
 from terrace.services.access.store_organizations import OrganizationStore
 
-# the workspaces area's agent pools (`AgentPoolService.check_default`): the default pool an update leaves
+# the workspaces area's agent pools (`AgentPoolBindings.check_default`): the default pool an update leaves
 DefaultPoolCheck = Callable[[Organization, str, str | None], str | None]
 
 
@@ -58,7 +58,7 @@ class OrganizationService:
         self._cache_ttl_s = cache_ttl_s
         self._cache: dict[str, tuple[float, Organization]] = {}  # by name
         self._by_key: dict[str, tuple[float, Organization]] = {}
-        # the default agent pool an update leaves (`AgentPoolService.check_default`: required with the agent mode,
+        # the default agent pool an update leaves (`AgentPoolBindings.check_default`: required with the agent mode,
         # refused without it)
         self.check_default_agent_pool = check_default_agent_pool
 

@@ -12,7 +12,7 @@ import hashlib
 from terrace.adapters.table import ConditionFailed, Put, Table
 from terrace.domain.errors import ValidationFailed
 from terrace.domain.tokens import Token
-from terrace.services.access.store_accounts import token_items
+from terrace.services.access.store_token_items import token_items
 
 
 def description_claim_key(team_id: str, description: str) -> tuple[str, str]:

@@ -16,7 +16,7 @@ from terrace.domain import policies as rules
 from terrace.domain.errors import Forbidden, Invalid, NotFound
 from terrace.domain.ids import looks_like, new_id
 from terrace.domain.organizations import Organization
-from terrace.domain.policies import PolicySet, TagSelector, check_tag_selectors
+from terrace.domain.policies import PolicySet, check_tag_selectors
 from terrace.domain.principal import Principal
 from terrace.domain.projects import default_project_id
 from terrace.domain.workspace import Workspace
@@ -25,7 +25,7 @@ from terrace.services.access.organizations import OrganizationService
 from terrace.services.access.projects import ProjectService
 from terrace.services.optimistic import optimistic
 from terrace.services.policies.policies import PolicyService
-from terrace.services.policies.store import PolicyStore
+from terrace.services.policies.store import PolicyStore, policy_set_from_record, stored_selectors
 from terrace.services.workspaces.repository_link import OwnerLink
 from terrace.services.workspaces.workspaces import WorkspaceService
 
@@ -53,33 +53,8 @@ class PolicySetService:
         self._projects, self._policies = projects, policies
         self._link = repository_link  # a set's `vcs-repo` (the VCS area): its webhook, its versions from pushes
 
-    def _public(self, item: dict[str, Any]) -> PolicySet:
-        return PolicySet(
-            id=item["id"],
-            organization=self._orgs.name_of(item["organization"]),
-            name=item["name"],
-            description=item.get("description", ""),
-            kind=item["kind"],
-            global_=bool(item.get("global")),
-            overridable=bool(item.get("overridable")),
-            agent_enabled=bool(item.get("agent_enabled")),
-            policy_tool_version=item.get("policy_tool_version", ""),
-            policies_path=item.get("policies_path", ""),
-            policy_update_pattern=tuple(item.get("policy_update_pattern", [])),
-            policy_ids=tuple(item.get("policy_ids", [])),
-            workspace_ids=tuple(item.get("workspace_ids", [])),
-            project_ids=tuple(item.get("project_ids", [])),
-            exclusion_ids=tuple(item.get("exclusion_ids", [])),
-            project_exclusion_ids=tuple(item.get("project_exclusion_ids", [])),
-            current_version_id=item.get("current_version_id"),
-            newest_version_id=item.get("newest_version_id"),
-            created_at=item["created_at"],
-            updated_at=item["updated_at"],
-            tag_selectors=tuple(
-                TagSelector(s["key"], s.get("value"), s["exclude"]) for s in item.get("tag_selectors", [])
-            ),
-            vcs_repo=item.get("vcs_repo"),
-        )
+    def _public(self, record: dict[str, Any]) -> PolicySet:
+        return policy_set_from_record(record, self._orgs.name_of(record["organization"]))
 
     def _item(self, principal: Principal, set_id: str, action: Action) -> tuple[dict[str, Any], Organization]:
         item = self._store.policy_set(set_id) if looks_like(set_id, "polset") else None
@@ -182,7 +157,7 @@ class PolicySetService:
         }
         self._settings(item, attrs)
         if attrs.get("tag-selectors") is not None:
-            item["tag_selectors"] = _stored(
+            item["tag_selectors"] = stored_selectors(
                 check_tag_selectors(attrs["tag-selectors"], "/data/attributes/tag-selectors")
             )
         for relation, ids in members.items():
@@ -233,7 +208,7 @@ class PolicySetService:
     def change_tag_selectors(self, principal: Principal, set_id: str, raw: Any, add: bool) -> PolicySet:
         """Tag selectors added to the set (`POST /policy-sets/:id/tag-selectors`) or removed from it (`DELETE`)."""
         self._item(principal, set_id, Action.MANAGE_POLICIES)
-        wanted = _stored(check_tag_selectors(raw))
+        wanted = stored_selectors(check_tag_selectors(raw))
 
         def step(current: dict[str, Any]) -> dict[str, Any]:
             held = list(current.get("tag_selectors", []))
@@ -308,10 +283,6 @@ class PolicySetService:
             return self._public(updated)
 
         return optimistic(step, exhausted=f"policy set {set_id} changed concurrently; retry")
-
-
-def _stored(selectors: builtins.list[TagSelector]) -> builtins.list[dict[str, Any]]:
-    return [{"key": s.key, "value": s.value, "exclude": s.exclude} for s in selectors]
 
 
 def _without(item: dict[str, Any], field: str, member: str) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from terrace.adapters.blobs import BlobStore
 from terrace.adapters.table import ConditionFailed, Put, Table
 from terrace.domain import stage_usage
 from terrace.domain.errors import Conflict, Invalid
+from terrace.domain.policies import PolicySet, TagSelector
 from terrace.services import shared_keys
 
 Record = dict[str, Any]
@@ -70,6 +71,39 @@ def _param_item(record: Record) -> dict[str, Any]:
 
 def _version_item(record: Record) -> dict[str, Any]:
     return _item(record, VERSION, _versions(record["policy_set_id"]), f"{record['created_at']}#{record['id']}")
+
+
+def policy_set_from_record(item: Record, organization_name: str) -> PolicySet:
+    """The policy set a record holds (its organization by the name it has now)."""
+    return PolicySet(
+        id=item["id"],
+        organization=organization_name,
+        name=item["name"],
+        description=item.get("description", ""),
+        kind=item["kind"],
+        global_=bool(item.get("global")),
+        overridable=bool(item.get("overridable")),
+        agent_enabled=bool(item.get("agent_enabled")),
+        policy_tool_version=item.get("policy_tool_version", ""),
+        policies_path=item.get("policies_path", ""),
+        policy_update_pattern=tuple(item.get("policy_update_pattern", [])),
+        policy_ids=tuple(item.get("policy_ids", [])),
+        workspace_ids=tuple(item.get("workspace_ids", [])),
+        project_ids=tuple(item.get("project_ids", [])),
+        exclusion_ids=tuple(item.get("exclusion_ids", [])),
+        project_exclusion_ids=tuple(item.get("project_exclusion_ids", [])),
+        current_version_id=item.get("current_version_id"),
+        newest_version_id=item.get("newest_version_id"),
+        created_at=item["created_at"],
+        updated_at=item["updated_at"],
+        tag_selectors=tuple(TagSelector(s["key"], s.get("value"), s["exclude"]) for s in item.get("tag_selectors", [])),
+        vcs_repo=item.get("vcs_repo"),
+    )
+
+
+def stored_selectors(selectors: list[TagSelector]) -> list[dict[str, Any]]:
+    """A policy set's tag selectors as its record holds them."""
+    return [{"key": s.key, "value": s.value, "exclude": s.exclude} for s in selectors]
 
 
 class PolicyStore:

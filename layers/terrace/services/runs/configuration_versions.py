@@ -2,7 +2,8 @@
 
 Reads never write: a pending version becomes `uploaded` (or `errored` when too large) when its archive lands
 (`landed`, on the `blob.landed` event: the embedded server's PUT, S3's notification through the events worker),
-or when a run is created from it (`finalize`: the landing event was lost or is not delivered yet)."""
+or when a run is created from it (`finalize`: the landing event was lost or is not delivered yet). A caller archives
+a version or changes its backing data through `configuration_backing_data.py`."""
 
 from __future__ import annotations
 
@@ -16,16 +17,14 @@ from terrace.adapters.blobs import BlobStore
 from terrace.config import Settings
 from terrace.domain import clock
 from terrace.domain.configuration_versions import (
-    ARCHIVED,
     DATA_DELETED,
     DATA_PRESENT,
-    DATA_SOFT_DELETED,
     ERRORED,
     PENDING,
     UPLOADED,
     ConfigurationVersion,
 )
-from terrace.domain.errors import Conflict, Invalid, NotFound, TransitionNotAllowed
+from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal
 from terrace.domain.workspace import Workspace
@@ -188,7 +187,7 @@ class ConfigurationVersionService:
             if info is None:
                 raise Conflict(f"configuration version {cv.id} has no uploaded configuration")
             try:
-                return self._save(cv, sealed=True, size=info.size, md5=md5_of(info))
+                return self.save_changes(cv, sealed=True, size=info.size, md5=md5_of(info))
             except Conflict:
                 cv = self._store.read(cv.id) or cv
         raise Conflict(f"configuration version {cv.id} changed concurrently; retry")
@@ -259,45 +258,6 @@ class ConfigurationVersionService:
                     log.exception("on_uploaded hook failed for %s", updated.id)
         return updated
 
-    # archive and backing data --------------------------------------------------------------
-    def archive(self, principal: Principal, cv_id: str) -> ConfigurationVersion:
-        """Drop an uploaded version's archive; not the workspace's current one, nor one a run still needs."""
-        cv = self.get(principal, cv_id, Action.QUEUE_RUN)
-        if cv.status == ARCHIVED:
-            return cv
-        if cv.status != UPLOADED:
-            raise TransitionNotAllowed(f"configuration version {cv.id} is {cv.status}; only uploaded ones are archived")
-        current = self.latest_uploaded(self._workspaces.load(cv.workspace_id))
-        if current is not None and current.id == cv.id:
-            raise TransitionNotAllowed("configuration could not be archived because it is current")
-        if any(check(cv) for check in self.in_use):
-            raise TransitionNotAllowed("configuration could not be archived because a run still uses it")
-        archived = self._save(cv, status=ARCHIVED, backing_data=DATA_DELETED)
-        self._blobs.delete(cv.blob_key)
-        return archived
-
-    def soft_delete_backing_data(self, principal: Principal, cv_id: str) -> ConfigurationVersion:
-        cv = self.get(principal, cv_id, Action.UPDATE_WORKSPACE)
-        if cv.status != UPLOADED or cv.backing_data != DATA_PRESENT:
-            raise TransitionNotAllowed(f"configuration version {cv.id} has no backing data to delete")
-        if any(check(cv) for check in self.in_use):
-            raise TransitionNotAllowed("the backing data cannot be deleted while a run uses it")
-        return self._save(cv, backing_data=DATA_SOFT_DELETED)
-
-    def restore_backing_data(self, principal: Principal, cv_id: str) -> ConfigurationVersion:
-        cv = self.get(principal, cv_id, Action.UPDATE_WORKSPACE)
-        if cv.backing_data != DATA_SOFT_DELETED:
-            raise TransitionNotAllowed(f"configuration version {cv.id} has no soft-deleted backing data to restore")
-        return self._save(cv, backing_data=DATA_PRESENT)
-
-    def permanently_delete_backing_data(self, principal: Principal, cv_id: str) -> ConfigurationVersion:
-        cv = self.get(principal, cv_id, Action.UPDATE_WORKSPACE)
-        if cv.backing_data != DATA_SOFT_DELETED:
-            raise TransitionNotAllowed("only soft-deleted backing data can be deleted permanently")
-        deleted = self._save(cv, backing_data=DATA_DELETED)
-        self._blobs.delete(cv.blob_key)
-        return deleted
-
     def created_before(self, workspace_id: str, cutoff_iso: str) -> builtins.list[ConfigurationVersion]:
         """A workspace's configuration versions created before `cutoff_iso`, oldest first (the retention sweep)."""
         return [cv for cv in self._store.of_workspace(workspace_id) if cv.created_at < cutoff_iso]
@@ -307,13 +267,15 @@ class ConfigurationVersionService:
         if any(check(cv) for check in self.in_use):
             return False
         try:
-            self._save(cv, backing_data=DATA_DELETED)
+            self.save_changes(cv, backing_data=DATA_DELETED)
         except Conflict:
             return False
         self._blobs.delete(cv.blob_key)
         return True
 
-    def _save(self, cv: ConfigurationVersion, **changes: Any) -> ConfigurationVersion:
+    def save_changes(self, cv: ConfigurationVersion, **changes: Any) -> ConfigurationVersion:
+        """`cv` with `changes`, written over the version read (Conflict when it changed meanwhile); no permission
+        check: for the area's services that checked."""
         updated = dataclasses.replace(cv, version=cv.version + 1, status_timestamps={**cv.status_timestamps}, **changes)
         if updated.status != cv.status:
             updated.status_timestamps[f"{updated.status}-at"] = clock.now_iso()

@@ -27,6 +27,9 @@ its plan back to be retried (`runner/hand_back.py`). An idle restricted runner s
 serves every lane. Which runner runs which phase is not known here: the running phases are counted against the
 runners that take every lane first (a plan may then get one runner too many, never one too few).
 
+Each runner starts with a single-use enrollment code (`runner_credentials.py`), which also revokes the tokens of
+runners that are gone.
+
 Warm runners, with the room real demand leaves (`warm_window.py`): `warm_runners` (`terrace:warmRunners`) keeps
 that many for every organization that had work within a day (`RunnerSlots.recent`); the warm window
 (`warm_window_minutes`) keeps one, of plans only, for W minutes after an organization's activity (`warm`: a
@@ -39,46 +42,40 @@ import logging
 import threading
 from collections import Counter
 from collections.abc import Iterable
-from datetime import datetime
 from typing import Any
 
 from terrace.adapters.definitions import LANE_PRIORITY
 from terrace.adapters.lanes import LaneDelivery, Lanes
-from terrace.adapters.runner_launcher import RunnerCredential, RunnerLauncher
+from terrace.adapters.runner_launcher import RunnerLauncher
 from terrace.config import Settings
 from terrace.domain import clock
 from terrace.domain import runs as rs
-from terrace.domain.ids import new_id
-from terrace.services.access.accounts import AccountService
-from terrace.services.access.runner_enrollment import RUNNER_TOKEN_SUBJECT, RunnerEnrollments
 from terrace.services.runs import warm_window as ww
 from terrace.services.runs.lane_reads import read_lanes
+from terrace.services.runs.runner_credentials import RunnerCredentials
 from terrace.services.runs.runner_slots import RunnerSlots
 from terrace.services.runs.runner_turns import take_turns
 from terrace.services.runs.store import RunStore
 
 log = logging.getLogger("terrace.scaler")
-REVOKE_GRACE_S = 120  # a task just started may not be listed yet
 EXPECT_S = 120  # how long a created configuration version counts as a run to come (its upload may be slow)
-
-__all__ = ["RUNNER_TOKEN_SUBJECT", "Scaler"]
 
 
 class Scaler:
     def __init__(
         self,
         store: RunStore,
-        accounts: AccountService,
         launcher: RunnerLauncher | None,
         settings: Settings,
         lanes: Lanes,
         slots: RunnerSlots,
-        enrollments: RunnerEnrollments,
+        credentials: RunnerCredentials,
         *,
         wake: threading.Event,
     ) -> None:
-        self._store, self._accounts, self._settings = store, accounts, settings
-        self._lanes, self._slots, self._enrollments = lanes, slots, enrollments
+        self._store, self._settings = store, settings
+        self._lanes, self._slots = lanes, slots
+        self.credentials = credentials  # each runner's enrollment code, and the tokens of runners gone revoked
         self.launcher = launcher  # None: a tick only reports the demand (no runners here, e.g. a Lambda's API)
         # The local scaler loop sleeps on `wake` and ticks at once when it is set: by `expect`, and by every enqueue
         # (the composition root gives this same event to the job signal as an observer). On AWS: an invoke instead.
@@ -156,7 +153,7 @@ class Scaler:
             running = Counter(e["organization"] for e in entries if e["status"] in rs.RUNNING)
             live_runners = self.launcher.live()
             live_ids = {runner.token_id for runner in live_runners}
-            self._revoke_gone(live_ids)
+            self.credentials.revoke_gone(live_ids)
             held = self._slots.reconcile(live_ids)
             queued = Counter(e["organization"] for e in entries if e["status"] in rs.QUEUED)
             expected = self._still_expected(running + queued, expect, "speculative" if speculative else "")
@@ -267,47 +264,18 @@ class Scaler:
         """Launch one runner of `organization` (taking only `lanes`' jobs, if any; `warm_s`: a warm window's):
         True when started, False when the launch failed, None when no slot was free."""
         assert self.launcher is not None
-        credential = self.credential(organization, keep_warm, lanes, warm_s)
+        binds = bool(getattr(self.launcher, "binds_identity", False))
+        credential = self.credentials.issue(organization, keep_warm, lanes, warm_s, bound=binds)
         if not self._slots.acquire(credential.token_id, organization):
-            self._enrollments.cancel(credential.enrollment_code)
+            self.credentials.cancel(credential)
             return None
         started = self.launcher.launch([credential])
         if credential.token_id not in started:
             log.warning("could not start a runner for %s", organization)
             self._slots.release(credential.token_id)
-            self._enrollments.cancel(credential.enrollment_code)
+            self.credentials.cancel(credential)
             return False
         identity = started.get(credential.token_id)
         if identity:
-            self._enrollments.bind(credential.enrollment_code, identity)
+            self.credentials.bind(credential, identity)
         return True
-
-    def credential(
-        self, organization: str, keep_warm: bool = False, lanes: tuple[str, ...] = (), warm_s: int = 0
-    ) -> RunnerCredential:
-        """What one runner of `organization` starts with: a single-use enrollment code it exchanges for its
-        token at start (`RunnerEnrollments.exchange`; revoked once the runner is gone, else it expires)."""
-        runner_id = new_id("runner")
-        ttl = self._settings.runner_token_ttl_s
-        expires = int(clock.epoch()) + ttl
-        binds = bool(getattr(self.launcher, "binds_identity", False))
-        code, token_id = self._enrollments.create(runner_id, organization, expires, bound=binds)
-        retire_at = int(clock.epoch()) + max(60, ttl - self._settings.phase_deadline_s)
-        return RunnerCredential(runner_id, organization, token_id, code, retire_at, keep_warm, lanes, warm_s)
-
-    def runner_token(self, organization: str) -> str:
-        """A runner token of `organization` enrolled at once: for a runner started by hand (tests, an operator)."""
-        runner_id = new_id("runner")
-        expires = int(clock.epoch()) + self._settings.runner_token_ttl_s
-        code, _ = self._enrollments.create(runner_id, organization, expires, bound=False)
-        return self._enrollments.exchange(code)[1].secret
-
-    def _revoke_gone(self, live_token_ids: set[str]) -> None:
-        now = clock.epoch()
-        for token in self._accounts.list_tokens(RUNNER_TOKEN_SUBJECT):
-            created = datetime.fromisoformat(token.created_at.replace("Z", "+00:00")).timestamp()
-            if token.id not in live_token_ids and now - created > REVOKE_GRACE_S:
-                try:
-                    self._accounts.revoke_token(token.id)
-                except Exception:
-                    log.info("runner token %s already gone", token.id)

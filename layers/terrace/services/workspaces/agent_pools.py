@@ -1,6 +1,6 @@
 """Agent pools of an organization (TFC's `/organizations/:org/agent-pools`, `/agent-pools/:id`), their tokens
 (`/agent-pools/:id/authentication-tokens`) and agents (`/agent-pools/:id/agents`, `/agents/:id`), and the rules that
-bind a workspace or an organization's default to a pool.
+bind a workspace or an organization's default to a pool (`agent_pool_bindings.py`).
 
 Every member reads pools and agents; owners and teams with `manage-agent-pools` change them and issue or revoke
 their tokens (`authz.py`). A token is an API token of kind `agent` whose subject is the pool: hashed like every
@@ -19,7 +19,6 @@ from terrace.domain import clock
 from terrace.domain.agent_pools import Agent, AgentPool
 from terrace.domain.errors import Conflict, Forbidden, Invalid, NotFound
 from terrace.domain.ids import new_id
-from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.projects import default_project_id
 from terrace.domain.tokens import IssuedToken, Token, creator_of
@@ -265,42 +264,3 @@ class AgentPoolService:
         if agent is None:
             raise NotFound(f"agent {agent_id} not found")
         return agent
-
-    # bindings ----------------------------------------------------------------------------
-    def check_workspace(self, ws: Workspace) -> None:
-        """A workspace in the agent mode names a pool of its organization that allows it (422 otherwise); one in
-        another mode names none."""
-        org = self._orgs.by_key(ws.organization)
-        if not ws.overwrites_execution_mode or ws.execution_mode != "agent":
-            if ws.overwrites_execution_mode and ws.agent_pool_id:
-                raise Invalid(
-                    "Agent pool must not be specified unless using 'agent' execution mode",
-                    pointer="/data/attributes/agent-pool-id",
-                )
-            return
-        if not ws.agent_pool_id:
-            raise Invalid("Agent pool must be specified when using 'agent' execution mode",
-                          pointer="/data/attributes/agent-pool-id")  # fmt: skip
-        pool = self.load(ws.agent_pool_id, org.key)
-        if pool is None:
-            raise Invalid(f"agent pool {ws.agent_pool_id} not found", pointer="/data/attributes/agent-pool-id")
-        if not pool.allows(ws.id, ws.project_id or default_project_id(org.key)):
-            raise Invalid(
-                f"agent pool {pool.name} does not allow workspace {ws.name}", pointer="/data/attributes/agent-pool-id"
-            )
-
-    def check_default(self, org: Organization, mode: str, pool_id: str | None) -> str | None:
-        """The organization's default pool after an update: required with the agent mode, refused without."""
-        if mode != "agent":
-            if pool_id:
-                raise Invalid(
-                    "Default agent pool must not be specified unless using 'agent' execution mode",
-                    pointer="/data/relationships/default-agent-pool",
-                )
-            return None
-        if not pool_id or self.load(pool_id, org.key) is None:
-            raise Invalid(
-                "Default agent pool must be an agent pool of the organization when using 'agent' execution mode",
-                pointer="/data/relationships/default-agent-pool",
-            )
-        return pool_id

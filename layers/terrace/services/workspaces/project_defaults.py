@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from terrace.domain.agent_pools import execution_mode_of, pool_of
 from terrace.domain.errors import Invalid, NotFound
-from terrace.domain.projects import Project, default_project_id
+from terrace.domain.projects import DEFAULT_PROJECT, Project, default_project_id
 from terrace.domain.tags import check_count
 from terrace.domain.workspace import Workspace
 from terrace.services.access.organizations import OrganizationService
@@ -42,6 +42,13 @@ class ProjectDefaults:
     def project(self, ws: Workspace) -> Project:
         """Its project (the Default Project when it names none), without a permission check."""
         return self._projects.load(self.project_of(ws))
+
+    def project_name_of(self, ws: Workspace) -> str:
+        """The name of the workspace's project (its organization's Default Project when it names none)."""
+        try:
+            return self._projects.load(self.project_of(ws)).name
+        except NotFound:
+            return DEFAULT_PROJECT
 
     def project_of_id(self, workspace_id: str) -> str | None:
         """The project of workspace `workspace_id` (None when it is gone), without a permission check."""

@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
-import time
 from collections.abc import Callable
 from typing import Any
 
 from terrace.domain import assessments, clock, limits
 from terrace.domain import workspace as model
 from terrace.domain.errors import Conflict, Invalid, NotFound
-from terrace.domain.ids import new_id
 from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal
-from terrace.domain.projects import DEFAULT_PROJECT, default_project_id
-from terrace.domain.tags import bound_all
-from terrace.domain.workspace import Workspace, WorkspaceView
+from terrace.domain.projects import default_project_id
+from terrace.domain.tags import tagged
+from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action, Authorizer
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.access.projects import ProjectService
@@ -25,18 +23,7 @@ from terrace.services.workspaces.attributes import apply_attributes, tag_names
 from terrace.services.workspaces.project_defaults import ProjectDefaults
 from terrace.services.workspaces.repository_link import RepositoryLink, linked
 from terrace.services.workspaces.store import WorkspaceStore, WriteOp
-
-
-def view(ws: Workspace) -> WorkspaceView:
-    project_id = ws.project_id or default_project_id(ws.organization)
-    return WorkspaceView(
-        ws.id,
-        ws.global_remote_state,
-        project_id,
-        frozenset(ws.remote_state_consumers),
-        project_remote_state=ws.project_remote_state,
-        module_id=ws.module_id,
-    )
+from terrace.services.workspaces.workspace_permissions import permissions, view
 
 
 class WorkspaceService(ProjectDefaults):
@@ -64,7 +51,7 @@ class WorkspaceService(ProjectDefaults):
         self.markers = store.markers
         # the terraform-version to store for what a client asks (ToolVersionService.settle)
         self.settle_terraform_version = settle_terraform_version
-        # refuses (422) an agent-mode workspace whose pool is absent or does not allow it (AgentPoolService)
+        # refuses (422) an agent-mode workspace whose pool is absent or does not allow it (AgentPoolBindings)
         self.check_agent_pool = check_agent_pool
         self._link = repository_link  # connects `vcs-repo` (the VCS area)
         # the reserved tag keys with disable-overrides of an organization (ReservedTagKeyService.locked_keys)
@@ -80,13 +67,6 @@ class WorkspaceService(ProjectDefaults):
 
     def organization_of(self, ws: Workspace) -> Organization:
         return self._orgs.by_key(ws.organization)
-
-    def project_name_of(self, ws: Workspace) -> str:
-        """The name of the workspace's project (its organization's Default Project when it names none)."""
-        try:
-            return self._projects.load(ws.project_id or default_project_id(ws.organization)).name
-        except NotFound:
-            return DEFAULT_PROJECT
 
     def authorize(self, principal: Principal, action: Action, ws: Workspace) -> Organization:
         org = self._orgs.by_key(ws.organization)
@@ -150,10 +130,7 @@ class WorkspaceService(ProjectDefaults):
         if tags or exclude_tags or bindings:  # what a workspace inherits from its project counts as its own
             inherited = self._projects.bindings_in(org.key)
             held = {ws.id: inherited.get(self.project_of(ws), ()) for ws in found}
-            wanted, unwanted = {t.lower() for t in tags or []}, {t.lower() for t in exclude_tags or []}
-            found = [ws for ws in found if wanted <= _tag_keys(ws, held[ws.id])]
-            found = [ws for ws in found if not unwanted & _tag_keys(ws, held[ws.id])]
-            found = [ws for ws in found if bound_all(ws, held[ws.id], bindings or [])]
+            found = [ws for ws in found if tagged(ws, held[ws.id], tags or [], exclude_tags or [], bindings or [])]
         return [ws for ws in found if self._authz.can(principal, Action.READ_WORKSPACE, org.view, view(ws))]
 
     def organization_grant(self, principal: Principal, organization: str, action: Action) -> tuple[str, bool]:
@@ -188,30 +165,9 @@ class WorkspaceService(ProjectDefaults):
         return len(self._store.names(organization))
 
     def permissions(self, principal: Principal, ws: Workspace) -> dict[str, bool]:
+        """The workspace's `permissions` attribute: what `principal` may do in it."""
         org = self._orgs.by_key(ws.organization)
-        can = lambda action: self._authz.can(principal, action, org.view, view(ws))  # noqa: E731
-        return {
-            "can-update": can(Action.UPDATE_WORKSPACE),
-            "can-destroy": can(Action.DELETE_WORKSPACE),
-            "can-force-delete": can(Action.DELETE_WORKSPACE),
-            "can-queue-run": can(Action.QUEUE_RUN),
-            "can-queue-destroy": can(Action.QUEUE_RUN),
-            "can-queue-apply": can(Action.APPLY_RUN),
-            "can-read-settings": can(Action.READ_WORKSPACE),
-            "can-update-variable": can(Action.WRITE_VARIABLES),
-            "can-read-variable": can(Action.READ_VARIABLES),
-            "can-lock": can(Action.LOCK_WORKSPACE),
-            "can-unlock": can(Action.LOCK_WORKSPACE),
-            "can-force-unlock": can(Action.FORCE_UNLOCK),
-            "can-read-state-versions": can(Action.READ_STATE),
-            "can-read-state-outputs": can(Action.READ_STATE_OUTPUTS),
-            "can-create-state-versions": can(Action.WRITE_STATE),
-            "can-manage-tags": can(Action.UPDATE_WORKSPACE),
-            "can-manage-run-tasks": can(Action.MANAGE_WORKSPACE_RUN_TASKS),
-            "can-manage-assessments": False,
-            "can-read-assessment-results": False,
-            "can-change-settings": can(Action.UPDATE_WORKSPACE),
-        }
+        return permissions(lambda action: self._authz.can(principal, action, org.view, view(ws)))
 
     # writes ------------------------------------------------------------------------------
     def create(
@@ -227,17 +183,10 @@ class WorkspaceService(ProjectDefaults):
         if project_id is not None:  # one of its organization's, or not found
             project_id = self._projects.in_organization(org.key, project_id).id
         name = model.validate_name(attributes.get("name"))
-        now = clock.now_iso()
-        ws = Workspace(
-            id=new_id("ws"),
-            name=name,
-            organization=org.key,
-            created_at=now,
-            updated_at=now,
-            version=1,
-            execution_mode=org.default_execution_mode,
-            execution_mode_overwritten=False,
-            created_ns=time.time_ns(),
+        ws = model.new_workspace(
+            name,
+            org.key,
+            org.default_execution_mode,
             tag_names=tuple(tag_names(tags or [])),
             tag_bindings=bindings,
             project_id=project_id,
@@ -354,9 +303,3 @@ class WorkspaceService(ProjectDefaults):
             org_name = self._orgs.name_of(ws.organization)
             raise Conflict(f"workspace {org_name}/{name} already exists or changed; retry")
         return updated
-
-
-def _tag_keys(ws: Workspace, inherited: tuple[tuple[str, str], ...]) -> set[str]:
-    """What `search[tags]` matches: plain tags and the keys of tag bindings, its project's too (TFC treats both as
-    tags; terraform >= 1.10 sends a `cloud` block's keys as `search[tags]` beside `filter[tagged]`)."""
-    return {*ws.tag_names, *(key.lower() for key, _ in (*ws.tag_bindings, *inherited))}

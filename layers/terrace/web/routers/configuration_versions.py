@@ -68,7 +68,7 @@ def read_ingress_attributes(cv_id: str, container: ContainerDep, principal: Prin
 def archive_configuration_version(
     cv_id: str, _body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> Response:
-    container.configuration_versions.archive(principal, cv_id)
+    container.configuration_backing_data.archive(principal, cv_id)
     return Response(status_code=202)
 
 
@@ -77,7 +77,7 @@ def manage_backing_data(
     cv_id: str, action: str, _body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> Response:
     """Terraform Enterprise's backing-data actions: soft delete, restore, permanently delete."""
-    cvs = container.configuration_versions
+    cvs = container.configuration_backing_data
     actions = {
         "soft_delete_backing_data": cvs.soft_delete_backing_data,
         "restore_backing_data": cvs.restore_backing_data,

@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from terrace.domain.registry_providers import GPGKey
-from terrace.web import bodies
+from terrace.web import integration_bodies
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONAPIResponse, JSONBody, attributes, read_document, resource, respond, respond_page
 
@@ -41,7 +41,7 @@ def list_gpg_keys(registry: str, request: Request, container: ContainerDep, prin
     return respond_page(request, container.gpg_keys.list(principal, registry, namespaces), serialize)
 
 
-@router.post("", openapi_extra=bodies.GPG_KEY)
+@router.post("", openapi_extra=integration_bodies.GPG_KEY)
 def create_gpg_key(registry: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     data = read_document(body, "gpg-keys")
     return respond(serialize(container.gpg_keys.create(principal, registry, attributes(data))), 201)
@@ -54,7 +54,7 @@ def read_gpg_key(
     return respond(serialize(container.gpg_keys.read(principal, registry, namespace, key_id)))
 
 
-@router.patch("/{namespace}/{key_id}", openapi_extra=bodies.GPG_KEY_UPDATE)
+@router.patch("/{namespace}/{key_id}", openapi_extra=integration_bodies.GPG_KEY_UPDATE)
 def update_gpg_key(
     registry: str, namespace: str, key_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:

@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from terrace.domain.notifications import PROJECT, TEAM, WORKSPACE, NotificationConfiguration
-from terrace.web import bodies
+from terrace.web import integration_bodies
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import (
     MAX_PAGE_SIZE,
@@ -64,7 +64,10 @@ def list_workspace_notifications(
     return respond_page(request, found, serialize)
 
 
-@router.post("/workspaces/{workspace_id}/notification-configurations", openapi_extra=bodies.NOTIFICATION_CONFIGURATION)
+@router.post(
+    "/workspaces/{workspace_id}/notification-configurations",
+    openapi_extra=integration_bodies.NOTIFICATION_CONFIGURATION,
+)
 def create_workspace_notification(
     workspace_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
@@ -80,7 +83,9 @@ def list_team_notifications(
     return respond_page(request, container.notification_configurations.list(principal, TEAM, team_id), serialize)
 
 
-@router.post("/teams/{team_id}/notification-configurations", openapi_extra=bodies.NOTIFICATION_CONFIGURATION)
+@router.post(
+    "/teams/{team_id}/notification-configurations", openapi_extra=integration_bodies.NOTIFICATION_CONFIGURATION
+)
 def create_team_notification(
     team_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
@@ -97,7 +102,9 @@ def list_project_notifications(
     return respond_page(request, found, serialize)
 
 
-@router.post("/projects/{project_id}/notification-configurations", openapi_extra=bodies.NOTIFICATION_CONFIGURATION)
+@router.post(
+    "/projects/{project_id}/notification-configurations", openapi_extra=integration_bodies.NOTIFICATION_CONFIGURATION
+)
 def create_project_notification(
     project_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
@@ -111,7 +118,10 @@ def read_notification(configuration_id: str, container: ContainerDep, principal:
     return respond(serialize(container.notification_configurations.get(principal, configuration_id)))
 
 
-@router.patch("/notification-configurations/{configuration_id}", openapi_extra=bodies.NOTIFICATION_CONFIGURATION_UPDATE)
+@router.patch(
+    "/notification-configurations/{configuration_id}",
+    openapi_extra=integration_bodies.NOTIFICATION_CONFIGURATION_UPDATE,
+)
 def update_notification(
     configuration_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request, Response
 
 from terrace.domain.errors import Invalid
 from terrace.domain.vcs import OAuthClient, OAuthToken
-from terrace.web import bodies
+from terrace.web import bodies, integration_bodies
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import (
     JSONAPIResponse,
@@ -90,7 +90,7 @@ def list_oauth_clients(org: str, request: Request, container: ContainerDep, prin
                         **_included(request, container, principal, clients))  # fmt: skip
 
 
-@router.post("/organizations/{org}/oauth-clients", openapi_extra=bodies.OAUTH_CLIENT)
+@router.post("/organizations/{org}/oauth-clients", openapi_extra=integration_bodies.OAUTH_CLIENT)
 def create_oauth_client(org: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     data = read_document(body, "oauth-clients")
     client = container.oauth_clients.create(principal, org, attributes(data), _project_ids(body))
@@ -106,7 +106,7 @@ def read_oauth_client(
     return respond(serialize_client(client, container.settings.public_url), **extra)
 
 
-@router.patch("/oauth-clients/{client_id}", openapi_extra=bodies.OAUTH_CLIENT_UPDATE)
+@router.patch("/oauth-clients/{client_id}", openapi_extra=integration_bodies.OAUTH_CLIENT_UPDATE)
 def update_oauth_client(
     client_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
@@ -149,7 +149,7 @@ def read_oauth_token(oauth_token_id: str, container: ContainerDep, principal: Pr
     return respond(serialize_token(container.oauth_clients.token(principal, oauth_token_id)))
 
 
-@router.patch("/oauth-tokens/{oauth_token_id}", openapi_extra=bodies.OAUTH_TOKEN_UPDATE)
+@router.patch("/oauth-tokens/{oauth_token_id}", openapi_extra=integration_bodies.OAUTH_TOKEN_UPDATE)
 def update_oauth_token(
     oauth_token_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query, Request, Response
 
 from terrace.domain.no_code_modules import NoCodeModule
 from terrace.domain.registry_modules import ModuleVersion, RegistryModule, revocation_document
-from terrace.web import bodies
+from terrace.web import integration_bodies
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONAPIResponse, JSONBody, attributes, paginate, read_document, resource, respond
 
@@ -88,7 +88,7 @@ def list_registry_modules(
     return respond([serialize(m, no_code[m.id]) for m in page], meta=meta, links=links, included=included)
 
 
-@router.post(MODULES, openapi_extra=bodies.REGISTRY_MODULE)
+@router.post(MODULES, openapi_extra=integration_bodies.REGISTRY_MODULE)
 def create_registry_module(
     org: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
@@ -97,7 +97,7 @@ def create_registry_module(
     return respond(serialize(module, container.no_code_modules.of_module(module)), 201)
 
 
-@router.post(MODULES + "/vcs", openapi_extra=bodies.REGISTRY_MODULE)
+@router.post(MODULES + "/vcs", openapi_extra=integration_bodies.REGISTRY_MODULE)
 def create_registry_module_from_vcs(
     org: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
@@ -128,14 +128,19 @@ def _create_version(
     return respond(serialize_version(module, version, upload_url), 201)
 
 
-@router.post(MODULES + "/private/{namespace}/{name}/{provider}/versions", openapi_extra=bodies.REGISTRY_MODULE_VERSION)
+@router.post(
+    MODULES + "/private/{namespace}/{name}/{provider}/versions",
+    openapi_extra=integration_bodies.REGISTRY_MODULE_VERSION,
+)
 def create_registry_module_version(
     org: str, namespace: str, name: str, provider: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
     return _create_version(container, principal, org, (namespace, name, provider), body)
 
 
-@router.post("/registry-modules/{org}/{name}/{provider}/versions", openapi_extra=bodies.REGISTRY_MODULE_VERSION)
+@router.post(
+    "/registry-modules/{org}/{name}/{provider}/versions", openapi_extra=integration_bodies.REGISTRY_MODULE_VERSION
+)
 def create_registry_module_version_legacy(
     org: str, name: str, provider: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:

@@ -10,7 +10,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from terrace.domain.registry_providers import PRIVATE, ProviderPlatform, ProviderVersion, RegistryProvider
-from terrace.web import bodies
+from terrace.web import integration_bodies
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import (
     JSONAPIResponse,
@@ -125,7 +125,7 @@ def list_registry_providers(
     return respond_page(request, found, serialize, included=_with_versions(request, container, found))
 
 
-@router.post(PROVIDERS, openapi_extra=bodies.REGISTRY_PROVIDER)
+@router.post(PROVIDERS, openapi_extra=integration_bodies.REGISTRY_PROVIDER)
 def create_registry_provider(
     org: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
@@ -176,7 +176,7 @@ def list_registry_provider_versions(
     return respond_page(request, list(provider.versions), lambda v: _version_document(container, provider, v))
 
 
-@router.post(VERSIONS, openapi_extra=bodies.REGISTRY_PROVIDER_VERSION)
+@router.post(VERSIONS, openapi_extra=integration_bodies.REGISTRY_PROVIDER_VERSION)
 def create_registry_provider_version(
     org: str, registry: str, namespace: str, name: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
@@ -225,7 +225,7 @@ def list_registry_provider_platforms(
     return respond_page(request, found, lambda p: _platform_document(container, provider, p))
 
 
-@router.post(PLATFORMS, openapi_extra=bodies.REGISTRY_PROVIDER_PLATFORM)
+@router.post(PLATFORMS, openapi_extra=integration_bodies.REGISTRY_PROVIDER_PLATFORM)
 def create_registry_provider_platform(
     org: str,
     registry: str,

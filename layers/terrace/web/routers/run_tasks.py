@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
-from terrace.web import bodies, run_documents
+from terrace.web import integration_bodies, run_documents
 from terrace.web import run_task_documents as docs
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONAPIResponse, JSONBody, attributes, read_document, respond, respond_page
@@ -28,7 +28,7 @@ def list_tasks(
     return respond_page(request, tasks, lambda t: docs.task(t, name))
 
 
-@router.post("/organizations/{organization}/tasks", openapi_extra=bodies.RUN_TASK)
+@router.post("/organizations/{organization}/tasks", openapi_extra=integration_bodies.RUN_TASK)
 def create_task(organization: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     data = read_document(body, "tasks")
     task = container.run_tasks.create(principal, organization, attributes(data))
@@ -44,7 +44,7 @@ def read_task(task_id: str, request: Request, container: ContainerDep, principal
     return respond(docs.task(task, container.run_tasks.organization_name(task), attachments), included=included)
 
 
-@router.patch("/tasks/{task_id}", openapi_extra=bodies.RUN_TASK)
+@router.patch("/tasks/{task_id}", openapi_extra=integration_bodies.RUN_TASK)
 def update_task(task_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     data = read_document(body, "tasks")
     task = container.run_tasks.update(principal, task_id, attributes(data))
@@ -65,7 +65,7 @@ def list_workspace_tasks(
     return respond_page(request, container.run_tasks.attachments(principal, workspace_id), docs.workspace_task)
 
 
-@router.post("/workspaces/{workspace_id}/tasks", openapi_extra=bodies.WORKSPACE_TASK)
+@router.post("/workspaces/{workspace_id}/tasks", openapi_extra=integration_bodies.WORKSPACE_TASK)
 def attach_task(workspace_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     data = read_document(body, "workspace-tasks")
     attached = container.run_tasks.attach(principal, workspace_id, _task_id(data), attributes(data))
@@ -79,7 +79,7 @@ def read_workspace_task(
     return respond(docs.workspace_task(container.run_tasks.attachment(principal, workspace_id, attachment_id)))
 
 
-@router.patch("/workspaces/{workspace_id}/tasks/{attachment_id}", openapi_extra=bodies.WORKSPACE_TASK)
+@router.patch("/workspaces/{workspace_id}/tasks/{attachment_id}", openapi_extra=integration_bodies.WORKSPACE_TASK)
 def update_workspace_task(
     workspace_id: str, attachment_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
@@ -100,7 +100,7 @@ def read_task_result(result_id: str, container: ContainerDep, principal: Princip
     return respond(docs.task_result(container.task_results.get(principal, result_id)))
 
 
-@router.patch("/task-results/{result_id}/callback", openapi_extra=bodies.TASK_RESULT)
+@router.patch("/task-results/{result_id}/callback", openapi_extra=integration_bodies.TASK_RESULT)
 def task_result_callback(
     result_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
