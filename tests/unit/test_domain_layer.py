@@ -25,6 +25,7 @@ SERVICE_VALUE_TYPES = {
     "access/store_sign_in.py:StoredEnrollment",
     "access/store_organizations.py:OrgRecord",
     "runs/stage_participants.py:StageContext",  # the task stage port's value type
+    "vcs/oauth_exchange.py:Grant",  # what a forge's token endpoint answers (a value of the exchange, not an entity)
     "workflows/workspace_overview.py:Overview",
     # read models: what one API document shows, read in one call
     "access/documents.py:TeamDocument",
