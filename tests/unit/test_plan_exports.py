@@ -15,6 +15,7 @@ import pytest
 from run_helpers import RunEnv, join, make_run_env
 from sentinel_reader import read_module
 from terrace.domain import clock
+from terrace.domain.plan_json import redact
 from terrace.domain.principal import PrincipalKind
 from terrace.domain.sentinel_syntax import literal
 from terrace.services.runs.plan_exports import EVENT
@@ -71,6 +72,21 @@ PLAN: dict[str, Any] = {
             },
         }
     ],
+    "resource_drift": [
+        {
+            "address": "null_resource.d",
+            "mode": "managed",
+            "type": "null_resource",
+            "name": "d",
+            "change": {
+                "actions": ["update"],
+                "before": {"p": "drift-old-secret"},
+                "after": {"p": "drift-new-secret"},
+                "before_sensitive": {"p": True},
+                "after_sensitive": {"p": True},
+            },
+        }
+    ],
     "output_changes": {"greeting": {"actions": ["create"], "before": None, "after": "hi"}},
     "prior_state": {
         "format_version": "1.0",
@@ -107,7 +123,7 @@ PLAN: dict[str, Any] = {
                                 "provider_config_key": "null",
                             }
                         ],
-                        "variables": {"v": {}},
+                        "variables": {"v": {}, "key": {"sensitive": True, "default": "default-secret"}},
                     },
                 }
             },
@@ -212,7 +228,7 @@ def test_the_mocks_hold_the_plans_data_keyed_as_the_imports_document(exported: t
     assert plan["resource_changes"]["null_resource.a[0]"]["change"]["actions"] == ["create"]
     config = read_module(files["mock-tfconfig-v2.sentinel"])[1]
     assert set(config["resources"]) == {"null_resource.a", "module.child.null_resource.b"}
-    assert set(config["variables"]) == {"name", "module.child:v"}
+    assert set(config["variables"]) == {"name", "module.child:v", "module.child:key"}
     assert config["provisioners"]["null_resource.a:0"]["type"] == "local-exec"
     assert config["module_calls"]["child"]["source"] == "./child"
     state = read_module(files["mock-tfstate-v2.sentinel"])[1]
@@ -221,6 +237,10 @@ def test_the_mocks_hold_the_plans_data_keyed_as_the_imports_document(exported: t
     assert run["organization"] == {"name": "acme"} and run["workspace"]["name"] == "app"
     assert run["variables"] == {"name": {"category": "terraform", "sensitive": False}}
     assert '"x"' not in files["mock-tfrun.sentinel"]  # a run variable's value is not in tfrun
+    assert plan["resource_drift"]["null_resource.d"]["change"]["after"] == {"p": None}
+    assert config["variables"]["module.child:key"]["default"] is None
+    for secret in ("drift-old-secret", "drift-new-secret", "default-secret"):  # redacted, as json-output-redacted
+        assert not any(secret in text for text in files.values()), secret
 
 
 def test_an_export_expires_an_hour_after_it_finished(exported: tuple[RunEnv, str, str]) -> None:
@@ -297,3 +317,11 @@ def test_a_workspaces_deletion_deletes_its_runs_exports_and_their_bundles() -> N
     assert env.api("DELETE", f"/workspaces/{env.workspace_id}").status_code == 204
     assert env.blobs.head(key) is None
     assert env.container.table.get(export_id, "plan-export") is None
+
+
+def test_the_redacted_plan_json_hides_drifts_sensitive_values_and_sensitive_defaults() -> None:
+    """What json-output-redacted serves and the mocks are written from: drift is redacted as changes are."""
+    redacted = redact(json.loads(json.dumps(PLAN)))
+    assert redacted["resource_drift"][0]["change"]["before"] == {"p": None}
+    child = redacted["configuration"]["root_module"]["module_calls"]["child"]["module"]
+    assert child["variables"]["key"]["default"] is None and child["variables"]["v"] == {}
