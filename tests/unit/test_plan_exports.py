@@ -325,3 +325,20 @@ def test_the_redacted_plan_json_hides_drifts_sensitive_values_and_sensitive_defa
     assert redacted["resource_drift"][0]["change"]["before"] == {"p": None}
     child = redacted["configuration"]["root_module"]["module_calls"]["child"]["module"]
     assert child["variables"]["key"]["default"] is None and child["variables"]["v"] == {}
+
+
+def test_the_reapers_sweep_deletes_a_bundle_once_its_export_expired() -> None:
+    env = make_run_env()
+    _, plan_id = finished_plan(env)
+    export_id = env.api("POST", "/plan-exports", export_body(plan_id)).json()["data"]["id"]
+    work_events(env)
+    key = f"plan-exports/{export_id}/sentinel-mocks.tar.gz"
+    service = env.container.plan_exports
+    assert service.sweep_if_due() is None and env.blobs.head(key) is not None  # not yet expired
+    later = clock.utcnow() + timedelta(hours=1, seconds=1)
+    service._now = lambda: later
+    env.container.reaper.reap_once()  # the sweep is one of the reaper's
+    assert env.blobs.head(key) is None
+    assert service.sweep_if_due() is None  # swept once
+    assert env.api("GET", f"/plan-exports/{export_id}").json()["data"]["attributes"]["status"] == "expired"
+    assert env.api("DELETE", f"/plan-exports/{export_id}").status_code == 204

@@ -54,6 +54,16 @@ def expires_at(export: PlanExport) -> datetime | None:
     return _parse(finished) + EXPIRES_AFTER if export.status == FINISHED and finished else None
 
 
+def _iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def expiry(export: PlanExport) -> str | None:
+    """When a finished export expires, as `clock.iso` writes times (they sort as they follow)."""
+    ends = expires_at(export)
+    return _iso(ends) if ends is not None else None
+
+
 def as_seen(export: PlanExport, now: datetime) -> PlanExport:
     """The export as a reader sees it at `now`: a finished one past its hour is `expired` (computed, not written:
     a read writes nothing)."""
@@ -61,7 +71,7 @@ def as_seen(export: PlanExport, now: datetime) -> PlanExport:
     if ends is None or now < ends:
         return export
     stamps = dict(export.status_timestamps)
-    stamps["expired-at"] = ends.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ends.microsecond // 1000:03d}Z"
+    stamps["expired-at"] = _iso(ends)
     return PlanExport(**{**export.__dict__, "status": EXPIRED, "status_timestamps": stamps})
 
 

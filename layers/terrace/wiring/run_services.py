@@ -285,7 +285,7 @@ class RunServices:
             self.retention_sweep,
             stages=self.stage_progress,
             slots=self.runner_slots,
-            sweeps=(self.outbox_relay, self.auto_destroy, self.assessments, self.audit_export),
+            sweeps=(self.outbox_relay, self.auto_destroy, self.assessments, self.audit_export, self.plan_exports),
             phase_timeout=lambda phase: self.admin_settings.phase_timeout_s(phase),
             coalesce_wakes=getattr(self.lanes, "coalesced", contextlib.nullcontext),  # AWS: one scaler wake a pass
         )

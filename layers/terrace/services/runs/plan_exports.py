@@ -6,7 +6,8 @@ is recorded `queued` and its writing requested through the events queue (`EVENT`
 bundle (`domain/sentinel_mocks.py`) from the plan's redacted JSON and the run, stores it as a blob and marks the
 export `finished` (or `errored`). Reads, the download and the deletion ask the same permission of the export's run;
 an export of another organization, or one the caller may not read, is NotFound. The download is a presigned GET of
-the bundle while it has not expired (an hour after it finished).
+the bundle while it has not expired (an hour after it finished); the reaper's sweep (`sweep_if_due`) then deletes
+the bundle.
 """
 
 from __future__ import annotations
@@ -101,6 +102,15 @@ class PlanExportService:
         except NotFound as exc:
             raise NotFound(f"plan export {export_id} not found") from exc
         return export
+
+    # the reaper's sweep ---------------------------------------------------------------------------------------
+    def sweep_if_due(self) -> dict[str, int] | None:
+        """Deletes the bundles of exports that expired (one query; None: none had)."""
+        due = self._store.plan_exports.expiring(clock.iso(self._now()))
+        for entry, key in due:
+            self._blobs.delete(key)
+            self._store.plan_exports.forget_expiring(entry)
+        return {"plan_exports_expired": len(due)} if due else None
 
     # the events worker -------------------------------------------------------------------------------------
     def on_event(self, event: dict[str, Any]) -> None:

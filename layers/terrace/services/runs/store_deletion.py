@@ -77,7 +77,7 @@ class _Deletion:
         for export in self._store.plan_exports.of_run(run.id):
             if export.blob_key:
                 self._blobs.delete(export.blob_key)
-            self._table.delete(export.id, "plan-export")
+            self._store.plan_exports.delete(export)
         for stage in self._table.query(f"{run.id}#task-stages", index="gsi1"):
             for result in self._table.query(f"{stage['pk']}#task-results", index="gsi1"):
                 if result.get("token_id"):
