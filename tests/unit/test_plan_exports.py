@@ -342,3 +342,18 @@ def test_the_reapers_sweep_deletes_a_bundle_once_its_export_expired() -> None:
     assert service.sweep_if_due() is None  # swept once
     assert env.api("GET", f"/plan-exports/{export_id}").json()["data"]["attributes"]["status"] == "expired"
     assert env.api("DELETE", f"/plan-exports/{export_id}").status_code == 204
+
+
+def test_an_export_of_a_plan_json_above_the_limit_errors_with_its_reason() -> None:
+    env = make_run_env()
+    _, plan_id = finished_plan(env)
+    env.container.plan_exports._json_max = 10
+    export_id = env.api("POST", "/plan-exports", export_body(plan_id)).json()["data"]["id"]
+    work_events(env)
+    attrs = env.api("GET", f"/plan-exports/{export_id}").json()["data"]["attributes"]
+    assert attrs["status"] == "errored" and attrs["status-timestamps"]["errored-at"]
+    assert "exports are written of up to 10" in (
+        env.container.run_store.plan_exports.get(export_id).error_message or ""
+    )
+    assert env.api("GET", f"/plan-exports/{export_id}/download").status_code == 409
+    assert env.blobs.head(f"plan-exports/{export_id}/sentinel-mocks.tar.gz") is None

@@ -22,6 +22,7 @@ from terrace.domain import clock
 from terrace.domain import plan_exports as model
 from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import new_id
+from terrace.domain.limits import PLAN_EXPORT_JSON_MAX
 from terrace.domain.principal import Principal
 from terrace.domain.projects import default_project_id
 from terrace.domain.runs import Run
@@ -47,9 +48,10 @@ class PlanExportService:
         blobs: BlobStore,
         request: Callable[[str], None],
         now: Callable[[], datetime] = clock.utcnow,
+        json_max: int = PLAN_EXPORT_JSON_MAX,
     ) -> None:
         self._store, self._runs, self._plans, self._workspaces = store, runs, plans, workspaces
-        self._blobs, self._request, self._now = blobs, request, now
+        self._blobs, self._request, self._now, self._json_max = blobs, request, now, json_max
 
     def create(self, principal: Principal, attrs: dict[str, Any], plan_id: str | None) -> model.PlanExport:
         data_type = attrs.get("data-type")
@@ -125,6 +127,9 @@ class PlanExportService:
             return export
         try:
             run = self._store.load(export.run_id)
+            if (run.plan.json_size or 0) > self._json_max:
+                reason = f"the plan's JSON is {run.plan.json_size} bytes: exports are written of up to {self._json_max}"
+                return self._finish(export_id, model.ERRORED, None, reason)
             data = bundle(self._plans.redacted_of(run), self._tfrun(run))
         except NotFound as exc:
             return self._finish(export_id, model.ERRORED, None, str(exc))
