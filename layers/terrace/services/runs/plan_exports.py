@@ -127,8 +127,11 @@ class PlanExportService:
             return export
         try:
             run = self._store.load(export.run_id)
-            if (run.plan.json_size or 0) > self._json_max:
-                reason = f"the plan's JSON is {run.plan.json_size} bytes: exports are written of up to {self._json_max}"
+            size = run.plan.json_size
+            if size is None and run.plan.json_key and (info := self._blobs.head(run.plan.json_key)) is not None:
+                size = info.size  # a plan recorded before its JSON's size was
+            if (size or 0) > self._json_max:
+                reason = f"the plan's JSON is {size} bytes: exports are written of up to {self._json_max}"
                 return self._finish(export_id, model.ERRORED, None, reason)
             data = bundle(self._plans.redacted_of(run), self._tfrun(run))
         except NotFound as exc:
