@@ -28,6 +28,7 @@ RUN_VARIABLES_MAX = 100  # run-specific variables per run
 RUN_VARIABLE_KEY_MAX = 128
 RUN_VARIABLE_VALUE_MAX = 4096  # bytes, like workspace variables
 RUN_ADDRS_MAX = 1000  # target-addrs, replace-addrs and invoke-action-addrs entries
+PLAN_EXPORT_JSON_MAX = 32 * 1024 * 1024  # a plan JSON the events worker writes a mock bundle of (its files: ~4x)
 RUN_ADDR_MAX = 1000
 RUN_LIST_MAX_BYTES = 64 * 1024  # variables, target-addrs, replace-addrs, invoke-action-addrs: each list in all
 WORKING_DIRECTORY_MAX = 512

@@ -39,7 +39,7 @@ def _redact_values(values: dict[str, Any] | None) -> None:
 
 
 def redact(plan: dict[str, Any]) -> dict[str, Any]:
-    for change in plan.get("resource_changes", []):
+    for change in [*(plan.get("resource_changes") or []), *(plan.get("resource_drift") or [])]:
         body = change.get("change", {})
         body["before"] = mask(body.get("before"), body.get("before_sensitive", False))
         body["after"] = mask(body.get("after"), body.get("after_sensitive", False))
@@ -52,7 +52,20 @@ def redact(plan: dict[str, Any]) -> dict[str, Any]:
     for name, variable in (plan.get("variables") or {}).items():
         if (declared.get(name) or {}).get("sensitive"):
             variable["value"] = None
+    _redact_defaults((plan.get("configuration") or {}).get("root_module"))
     return plan
+
+
+def _redact_defaults(module: Any) -> None:
+    """A sensitive variable's default, in the configuration's every module."""
+    if not isinstance(module, dict):
+        return
+    for variable in (module.get("variables") or {}).values():
+        if isinstance(variable, dict) and variable.get("sensitive") and "default" in variable:
+            variable["default"] = None
+    for call in (module.get("module_calls") or {}).values():
+        if isinstance(call, dict):
+            _redact_defaults(call.get("module"))
 
 
 def hide_secrets(plan: dict[str, Any], values: Iterable[str], terraform_keys: Iterable[str]) -> dict[str, Any]:

@@ -79,6 +79,7 @@ API_ROUTERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("runner_api", "router", ("/api/runner/",)),
     ("assessments", "router", ("/api/v2/assessment-results/", WORKSPACES)),
     ("query_runs", "router", ("/api/v2/queries", WORKSPACES)),
+    ("plan_exports", "router", ("/api/v2/plan-exports",)),
     ("terraform_actions", "router", ("/api/v2/terraform-actions/", WORKSPACES)),
     ("module_tests", "router", (ORGS,)),
     ("registry_modules", "router", (ORGS, "/api/v2/registry-modules/")),

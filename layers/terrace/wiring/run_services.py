@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from terrace.services.runs.cost_estimates import CostEstimateService
     from terrace.services.runs.logs import LogService
     from terrace.services.runs.module_test_runs import ModuleTestRunService
+    from terrace.services.runs.plan_exports import PlanExportService
     from terrace.services.runs.plans import PlanService
     from terrace.services.runs.query_runs import QueryRunService
     from terrace.services.runs.run_queries import RunQueries
@@ -188,6 +189,19 @@ class RunServices:
         from terrace.services.runs.query_runs import QueryRunService
 
         return QueryRunService(self.run_store, self.scheduler, self.runs, self.workspaces, self.configuration_versions)
+
+    @cached_property
+    def plan_exports(self) -> PlanExportService:
+        from terrace.services.runs.plan_exports import EVENT, PlanExportService
+
+        return PlanExportService(
+            self.run_store,
+            self.runs,
+            self.plans,
+            self.workspaces,
+            self.blobs,
+            request=lambda export_id: self.publisher.publish({"type": EVENT, "plan_export": export_id}),
+        )
 
     @cached_property
     def module_test_runs(self) -> ModuleTestRunService:

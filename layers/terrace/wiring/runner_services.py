@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from terrace.services.runs.job_uploads import JobUploads
     from terrace.services.runs.jobs import JobService
     from terrace.services.runs.logs import LogService
+    from terrace.services.runs.plan_exports import PlanExportService
     from terrace.services.runs.plans import PlanService
     from terrace.services.runs.reaper import Reaper
     from terrace.services.runs.runner_credentials import RunnerCredentials
@@ -101,6 +102,7 @@ class RunnerServices:
     stage_progress: StageProgress  # wiring/task_stage_services.py
     retention_sweep: RetentionSweep  # a use case (wiring/workflow_services.py); the reaper takes it as a `Sweep`
     audit_export: AuditExport  # the audit trail's daily export (wiring/audit_services.py), one of the reaper's sweeps
+    plan_exports: PlanExportService  # wiring/run_services.py: expired plan export bundles, one of the reaper's sweeps
     auto_destroy: AutoDestroy  # a use case (wiring/workflow_services.py); the reaper takes it as a `Sweep`
 
     @cached_property
@@ -166,7 +168,7 @@ class RunnerServices:
             self.retention_sweep,
             stages=self.stage_progress,
             slots=self.runner_slots,
-            sweeps=(self.outbox_relay, self.auto_destroy, self.assessments, self.audit_export),
+            sweeps=(self.outbox_relay, self.auto_destroy, self.assessments, self.audit_export, self.plan_exports),
             phase_timeout=lambda phase: self.admin_settings.phase_timeout_s(phase),
             coalesce_wakes=getattr(self.lanes, "coalesced", contextlib.nullcontext),  # AWS: one scaler wake a pass
         )

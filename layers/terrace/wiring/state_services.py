@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from terrace.services.registry.module_versions import ModuleVersionService
     from terrace.services.runs.assessments import AssessmentService
     from terrace.services.runs.configuration_versions import ConfigurationVersionService
+    from terrace.services.runs.plan_exports import PlanExportService
     from terrace.services.state.backing_data import BackingDataService
     from terrace.services.state.http_backend import HttpBackendLocks
     from terrace.services.state.index import StateIndex
@@ -48,6 +49,7 @@ class StateServices:
     auto_destroy: AutoDestroy  # a use case (workflow_services.py)
     explorer_feed: ExplorerFeed  # a use case (workflow_services.py)
     assessments: AssessmentService  # wiring/run_services.py
+    plan_exports: PlanExportService  # wiring/run_services.py
     policy_set_versions: PolicySetVersionService
     module_versions: ModuleVersionService
     provider_file_landed: Callable[[str], None]  # wiring/registry_services.py
@@ -109,6 +111,7 @@ class StateServices:
         from terrace.services.policies.versions import UPLOAD_PREFIX
         from terrace.services.registry.module_versions import UPLOAD_PREFIX as MODULE_UPLOAD_PREFIX
         from terrace.services.registry.provider_versions import UPLOAD_PREFIX as PROVIDER_UPLOAD_PREFIX
+        from terrace.services.runs.plan_exports import EVENT as PLAN_EXPORT
         from terrace.services.workflows.run_trigger_fanout import RUN_STATUS_CHANGED
 
         events = EventService()
@@ -133,6 +136,7 @@ class StateServices:
         events.subscribe(RUN_STATUS_CHANGED, lambda event: self.auto_destroy.on_run_status(event))
         events.subscribe(RUN_STATUS_CHANGED, lambda event: self.assessments.on_run_status(event))
         events.subscribe(RUN_STATUS_CHANGED, lambda event: self.explorer_feed.on_run_status(event))
+        events.subscribe(PLAN_EXPORT, lambda event: self.plan_exports.on_event(event))
         self.subscribe_policies(events)
         self.subscribe_task_stages(events)  # wiring/task_stage_services.py
         self.subscribe_notifications(events)  # wiring/notification_services.py

@@ -57,6 +57,16 @@ class PlanService:
         """A presigned GET of a finished plan's JSON (json-output's redirect); as `json_key` checks."""
         return self._blobs.presign_get(self.json_key(principal, plan_id), ttl_s)
 
+    def finished_run(self, principal: Principal, plan_id: str) -> Run:
+        """The run of a finished plan with a JSON, for whoever may read that JSON (as `json_key` checks)."""
+        return self._finished(principal, plan_id)[0]
+
+    def redacted_of(self, run: Run) -> dict[str, Any]:
+        """The redacted JSON of `run`'s finished plan, for a worker whose request was checked (a plan export)."""
+        if not run.plan.json_key:
+            raise NotFound(f"plan {run.plan.id} has no JSON output")
+        return self._redact(run, run.plan.json_key)
+
     def _finished(self, principal: Principal, plan_id: str) -> tuple[Run, str]:
         if not plan_id.startswith("plan-"):
             raise NotFound(f"{plan_id} not found")

@@ -1,11 +1,11 @@
 """What the run store deletes when a workspace or an organization goes (`RunStore.delete_all_of`, called by the
 purge use case, `services/workflows/purge.py`).
 
-A workspace's: each run, query run and test run (its tokens revoked, its logs' chunks and archives, its plan files, its
-events, its task stages with their results and the results' access tokens, its open-runs index entry, then the
-run item), its configuration versions (archives, then items) and its run task attachments. An organization's: its
-queued jobs (`adapters/table_job_queue.py`'s partition) and its run tasks with their attachments' claims and name
-claims.
+A workspace's: each run, query run and test run (its tokens revoked, its logs' chunks and archives, its plan files,
+its plan exports' bundles and items, its events, its task stages with their results and the results' access tokens,
+its open-runs index entry, then the run item), its configuration versions (archives, then items) and its run task
+attachments. An organization's: its queued jobs (`adapters/table_job_queue.py`'s partition) and its run tasks with
+their attachments' claims and name claims.
 
 Each run goes from the leaves up and ends with the run item, so a deletion cut short leaves the run listed and is
 finished by deleting again. Blobs are deleted through the blob port, tokens through `revoke` (the accounts), and
@@ -74,6 +74,10 @@ class _Deletion:
                 if key.startswith(f"plans/{run.id}/"):
                     self._blobs.delete(key)
         self.all(self._table.query(f"{run.id}#events"))
+        for export in self._store.plan_exports.of_run(run.id):
+            if export.blob_key:
+                self._blobs.delete(export.blob_key)
+            self._store.plan_exports.delete(export)
         for stage in self._table.query(f"{run.id}#task-stages", index="gsi1"):
             for result in self._table.query(f"{stage['pk']}#task-results", index="gsi1"):
                 if result.get("token_id"):
