@@ -80,6 +80,7 @@ _ORG_LEVEL: dict[Action, tuple[str, ...]] = {
     Action.MANAGE_POLICY_OVERRIDES: ("manage-policy-overrides",),
     Action.MANAGE_OWNERS_TEAM: (),
     Action.CREATE_WORKSPACE: ("manage-workspaces",),
+    Action.DEPLOY_NO_CODE_MODULES: ("manage-workspaces",),
     # HCP Terraform: "Manage all workspaces" (and "Manage all projects", which includes it) lets a team manage
     # variable sets; "Read all workspaces" lets it read them. A workspace's readers see the sets that reach it
     # through the workspace (READ_VARIABLES there), never the organization's other sets.
@@ -105,7 +106,9 @@ _OWNERS_ONLY = frozenset(
 # What a site auditor (a user flag) may do in every organization: read its settings and its audit trail.
 _AUDITOR = frozenset({Action.READ_ORGANIZATION, Action.READ_AUDIT_TRAIL})
 # What an organization token may not do: it acts for the organization, it is not one of its owners.
-_NOT_FOR_ORGANIZATION_TOKENS = frozenset({Action.DELETE_ORGANIZATION, Action.MANAGE_OWNERS_TEAM})
+_NOT_FOR_ORGANIZATION_TOKENS = frozenset(
+    {Action.DELETE_ORGANIZATION, Action.MANAGE_OWNERS_TEAM, Action.DEPLOY_NO_CODE_MODULES}  # HCP's no-code API: not
+)
 _OPEN_TO_MEMBERS = frozenset(
     {
         Action.READ_ORGANIZATION,
@@ -223,7 +226,7 @@ class Authorizer:
                 raise Forbidden(f"only owners may {action.value}")
             if grants.org_access & set(_ORG_LEVEL[action]):
                 return
-            if action is Action.CREATE_WORKSPACE and grants.creates_workspaces:
+            if action in (Action.CREATE_WORKSPACE, Action.DEPLOY_NO_CODE_MODULES) and grants.creates_workspaces:
                 return
             raise Forbidden(f"your teams may not {action.value} in this organization")
         if workspace is None:  # a workspace action asked of the whole organization

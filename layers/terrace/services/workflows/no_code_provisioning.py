@@ -1,0 +1,129 @@
+"""No-code provisioning (HCP Terraform's `POST /no-code-modules/:id/workspaces` and `.../workspaces/:ws/upgrade`):
+the use case across the registry (the no-code module, its pinned version and that version's inputs and outputs),
+the workspaces area (the workspace and its variables) and the runs area (its configuration version and run).
+
+Who may deploy is decided in `services/access/authz.py` (`DEPLOY_NO_CODE_MODULES`: who may create workspaces,
+never an organization token); the module is read as any member reads it (a disabled designation deploys nothing).
+The workspace's configuration is generated (`domain/no_code_provisioning.py`): a root module calling the pinned
+version from this server's private registry, uploaded as its configuration version, and a run of it queued as its
+creator's (the workspace's auto-apply applies it if they may apply). An upgrade runs the module's version pinned
+now, with the variables sent (changed or added), as a new run that waits for its confirmation unless auto-apply.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+from urllib.parse import urlsplit
+
+from terrace.domain import no_code_provisioning as provisioning
+from terrace.domain.errors import Invalid, NotFound
+from terrace.domain.no_code_modules import NoCodeModule
+from terrace.domain.principal import Principal
+from terrace.domain.registry_modules import VERSION_OK, ModuleVersion, RegistryModule
+from terrace.domain.runs import Run
+from terrace.domain.workspace import Workspace
+from terrace.services.access.authz import Action
+from terrace.services.access.organizations import OrganizationService
+from terrace.services.registry.module_versions import ModuleVersionService
+from terrace.services.registry.no_code_modules import NoCodeModuleService
+from terrace.services.runs.configuration_versions import ConfigurationVersionService
+from terrace.services.runs.runs import RunService
+from terrace.services.workspaces.variables import VariableService
+from terrace.services.workspaces.workspaces import WorkspaceService
+
+# the attributes of a provisioning request that are the workspace's own (the rest are refused by name)
+WORKSPACE_ATTRIBUTES = ("name", "description", "auto-apply", "execution-mode", "agent-pool-id", "terraform-version",
+                        "source-name", "source-url")  # fmt: skip
+
+
+class NoCodeProvisioning:
+    def __init__(
+        self,
+        no_code_modules: NoCodeModuleService,
+        module_versions: ModuleVersionService,
+        organizations: OrganizationService,
+        workspaces: WorkspaceService,
+        variables: VariableService,
+        configurations: ConfigurationVersionService,
+        runs: RunService,
+        public_url: str,
+    ) -> None:
+        self._no_code, self._versions, self._orgs = no_code_modules, module_versions, organizations
+        self._workspaces, self._variables, self._cvs, self._runs = workspaces, variables, configurations, runs
+        self._host = urlsplit(public_url).netloc
+
+    def _deployable(self, principal: Principal, no_code_id: str) -> tuple[NoCodeModule, RegistryModule, ModuleVersion]:
+        ncm, module = self._no_code.get(principal, no_code_id)
+        self._orgs.get(principal, module.organization_name, Action.DEPLOY_NO_CODE_MODULES)
+        if not ncm.enabled:
+            raise Invalid(f"no-code provisioning of {module.address} is disabled")
+        wanted = ncm.version_pin
+        version = next((v for v in module.versions if v.status == VERSION_OK and v.version == wanted), None) or (
+            None if wanted else next((v for v in module.versions if v.status == VERSION_OK), None)
+        )
+        if version is None:
+            raise Invalid(f"{module.address} has no published version {wanted or ''} to provision".replace("  ", " "))
+        return ncm, module, version
+
+    def create_workspace(
+        self, principal: Principal, no_code_id: str, attrs: dict[str, Any], project_id: str | None, raw_vars: Any
+    ) -> Workspace:
+        ncm, module, version = self._deployable(principal, no_code_id)
+        unknown = sorted(set(attrs) - set(WORKSPACE_ATTRIBUTES))
+        if unknown:
+            raise Invalid(f"unknown attribute {', '.join(unknown)}", pointer=f"/data/attributes/{unknown[0]}")
+        variables = provisioning.check_vars(raw_vars)
+        docs = self._versions.docs(version)
+        provisioning.check_inputs(variables, docs["inputs"], ncm.variable_options)
+        ws = self._workspaces.create(principal, module.organization_name, attrs, project_id=project_id)
+        ws = self._record(ws, ncm, module, version)
+        for var in variables:
+            self._variables.create(principal, ws, var)
+        self._queue(principal, ws, module, version, variables, docs["outputs"], "Provisioned from a no-code module")
+        return self._workspaces.load(ws.id)
+
+    def upgrade(
+        self, principal: Principal, no_code_id: str, workspace_id: str, raw_vars: Any
+    ) -> tuple[Run, Workspace, str]:
+        """A run of the module's version pinned now in a workspace provisioned from it (404 for any other): the run,
+        the workspace and its organization's name."""
+        ncm, module, version = self._deployable(principal, no_code_id)
+        ws = self._workspaces.get(principal, workspace_id, Action.QUEUE_RUN)
+        if ws.extra.get("no-code-module-id") != ncm.id:
+            raise NotFound(f"workspace {workspace_id} was not provisioned from no-code module {no_code_id}")
+        sent = provisioning.check_vars(raw_vars)
+        provisioning.check_inputs(sent, [], ncm.variable_options)
+        current = {(v.key, v.category): v for v in self._variables.list(principal, ws)}
+        for var in sent:
+            found = current.get((var["key"], var["category"]))
+            if found is None:
+                self._variables.create(principal, ws, var)
+            else:
+                self._variables.update(principal, ws, found.id, var)
+        variables = [{"key": v.key, "category": v.category, "sensitive": v.sensitive, "hcl": v.hcl, "value": v.value}
+                     for v in self._variables.list(principal, ws)]  # fmt: skip
+        docs = self._versions.docs(version)
+        ws = self._record(ws, ncm, module, version)
+        run = self._queue(principal, ws, module, version, variables, docs["outputs"], "Upgrade of a no-code module")
+        return run, ws, self._workspaces.organization_of(ws).name
+
+    def _record(self, ws: Workspace, ncm: NoCodeModule, module: RegistryModule, version: ModuleVersion) -> Workspace:
+        source_id = f"{module.registry_name}/{module.namespace}/{module.name}/{module.provider}/{version.version}"
+        extra = provisioning.Provisioned(ncm.id, version.version, source_id).extra()
+        return self._workspaces.mutate(ws.id, lambda cur: dataclasses.replace(cur, extra={**cur.extra, **extra}))
+
+    def _queue(
+        self,
+        principal: Principal,
+        ws: Workspace,
+        module: RegistryModule,
+        version: ModuleVersion,
+        variables: list[dict[str, Any]],
+        outputs: list[dict[str, Any]],
+        message: str,
+    ) -> Run:
+        source = f"{self._host}/{module.namespace}/{module.name}/{module.provider}"
+        main_tf = provisioning.root_module(source, version.version, module.name, variables, outputs)
+        cv = self._cvs.create_generated(principal, ws, provisioning.configuration_archive(main_tf), provisioning.SOURCE)
+        return self._runs.create(principal, ws, {"message": f"{message}: {module.address} {version.version}"}, cv.id)
