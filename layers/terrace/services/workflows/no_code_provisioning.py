@@ -20,7 +20,7 @@ from terrace.domain import no_code_provisioning as provisioning
 from terrace.domain.errors import Invalid, NotFound
 from terrace.domain.no_code_modules import NoCodeModule
 from terrace.domain.principal import Principal
-from terrace.domain.registry_modules import VERSION_OK, ModuleVersion, RegistryModule
+from terrace.domain.registry_modules import VERSION_OK, ModuleVersion, RegistryModule, registry_hostname
 from terrace.domain.runs import Run
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action
@@ -51,7 +51,7 @@ class NoCodeProvisioning:
     ) -> None:
         self._no_code, self._versions, self._orgs = no_code_modules, module_versions, organizations
         self._workspaces, self._variables, self._cvs, self._runs = workspaces, variables, configurations, runs
-        self._host = urlsplit(public_url).netloc
+        self._host = registry_hostname(urlsplit(public_url).netloc)  # a host terraform reads as one (a dot)
 
     def _deployable(self, principal: Principal, no_code_id: str) -> tuple[NoCodeModule, RegistryModule, ModuleVersion]:
         ncm, module = self._no_code.get(principal, no_code_id)
