@@ -134,6 +134,7 @@ def test_a_workspace_is_provisioned_from_the_pinned_version_with_its_variables_a
         ([_var("region", "eu-west-1")], {"vcs-repo": {}}, "unknown attribute vcs-repo"),
         ([_var("region", "eu-west-1")], {"execution-mode": "elsewhere"}, "execution-mode"),
         ("all", {}, "vars must be a list"),
+        ([_var("region", "eu-west-1", description="d" * 513)], {}, "description"),
     ],
 )
 def test_bad_requests_are_422_and_make_no_workspace(
@@ -143,6 +144,13 @@ def test_bad_requests_are_422_and_make_no_workspace(
     assert answer.status_code == 422, answer.text
     assert words in answer.json()["errors"][0]["detail"]
     assert env.api("GET", "/organizations/acme/workspaces/never").status_code == 404
+
+
+def test_who_may_create_workspaces_deploys(env: RunEnv, ncm_id: str) -> None:
+    deployer = member(env, "deployer2", **{"manage-workspaces": True})
+    made = _provision(env, ncm_id, "by-deployer", [_var("region", "us-east-1")], token=deployer)
+    assert made.status_code == 200, made.text
+    assert made.json()["data"]["attributes"]["source"] == "tfe-module"
 
 
 def test_who_may_not_deploy_gets_no_workspace(env: RunEnv, ncm_id: str) -> None:
@@ -164,30 +172,52 @@ def test_an_upgrade_plans_the_newly_pinned_version(env: RunEnv, ncm_id: str) -> 
     _publish(env, "1.1.0")
     pin = {"data": {"type": "no-code-modules", "attributes": {"version-pin": "1.1.0"}}}
     assert env.api("PATCH", f"/no-code-modules/{ncm_id}", pin).status_code == 200
-    body = {
-        "data": {"type": "no-code-module-workspace", "relationships": {"vars": {"data": [_var("region", "us-east-1")]}}}
-    }
-    upgraded = env.api("POST", f"/no-code-modules/{ncm_id}/workspaces/{ws['id']}/upgrade", body)
-    assert upgraded.status_code == 200, upgraded.text
-    doc = upgraded.json()["data"]
-    assert doc["type"] == "workspace-upgrade" and doc["id"].startswith("run-") and doc["attributes"]["status"]
-    assert doc["attributes"]["plan-url"].endswith(f"/app/acme/workspaces/net-up/runs/{doc['id']}")
-    assert doc["relationships"]["workspace"]["data"]["id"] == ws["id"]
-    main_tf = _main_tf(env, ws["id"])
-    assert 'version = "1.1.0"' in main_tf
-    read = env.api("GET", f"/workspaces/{ws['id']}").json()["data"]["attributes"]
-    assert read["source-module-id"] == "private/acme/vpc/aws/1.1.0"
-    variables = {
-        v["attributes"]["key"]: v["attributes"]["value"]
-        for v in env.api("GET", f"/workspaces/{ws['id']}/vars").json()["data"]
-    }
-    assert variables["region"] == "us-east-1"
-    other = env.workspace_id  # not provisioned from it
-    assert env.api("POST", f"/no-code-modules/{ncm_id}/workspaces/{other}/upgrade", {}).status_code == 404
-    assert env.api("POST", f"/no-code-modules/{ncm_id}-invalid/workspaces/{ws['id']}/upgrade", {}).status_code == 404
-    assert env.api("POST", f"/no-code-modules/{ncm_id}/workspaces/{ws['id']}-invalid/upgrade", {}).status_code == 404
+    try:
+        body = {
+            "data": {
+                "type": "no-code-module-workspace",
+                "relationships": {"vars": {"data": [_var("region", "us-east-1")]}},
+            }
+        }
+        upgraded = env.api("POST", f"/no-code-modules/{ncm_id}/workspaces/{ws['id']}/upgrade", body)
+        assert upgraded.status_code == 200, upgraded.text
+        doc = upgraded.json()["data"]
+        assert doc["type"] == "workspace-upgrade" and doc["id"].startswith("run-") and doc["attributes"]["status"]
+        assert doc["attributes"]["plan-url"].endswith(f"/app/acme/workspaces/net-up/runs/{doc['id']}")
+        assert doc["relationships"]["workspace"]["data"]["id"] == ws["id"]
+        main_tf = _main_tf(env, ws["id"])
+        assert 'version = "1.1.0"' in main_tf
+        read = env.api("GET", f"/workspaces/{ws['id']}").json()["data"]["attributes"]
+        assert read["source-module-id"] == "private/acme/vpc/aws/1.1.0"
+        variables = {
+            v["attributes"]["key"]: v["attributes"]["value"]
+            for v in env.api("GET", f"/workspaces/{ws['id']}/vars").json()["data"]
+        }
+        assert variables["region"] == "us-east-1"
+        other = env.workspace_id  # not provisioned from it
+        assert env.api("POST", f"/no-code-modules/{ncm_id}/workspaces/{other}/upgrade", {}).status_code == 404
+        assert (
+            env.api("POST", f"/no-code-modules/{ncm_id}-invalid/workspaces/{ws['id']}/upgrade", {}).status_code == 404
+        )
+        assert (
+            env.api("POST", f"/no-code-modules/{ncm_id}/workspaces/{ws['id']}-invalid/upgrade", {}).status_code == 404
+        )
+    finally:  # the other tests provision the version pinned first
+        back = {"data": {"type": "no-code-modules", "attributes": {"version-pin": "1.0.0"}}}
+        assert env.api("PATCH", f"/no-code-modules/{ncm_id}", back).status_code == 200
 
 
 def test_the_generated_root_module_names_only_identifiers() -> None:
     text = root_module("h/acme/m/aws", "1.0.0", "my.mod", [], [{"name": "ok"}, {"name": 'bad"name'}])
     assert 'module "main" {' in text and 'output "ok"' in text and "bad" not in text
+
+
+def test_a_disabled_designation_provisions_nothing(env: RunEnv, ncm_id: str) -> None:
+    switch = lambda on: {"data": {"type": "no-code-modules", "attributes": {"enabled": on}}}  # noqa: E731
+    assert env.api("PATCH", f"/no-code-modules/{ncm_id}", switch(False)).status_code == 200
+    try:
+        answer = _provision(env, ncm_id, "off-1", [_var("region", "eu-west-1")])
+        assert answer.status_code == 422 and "disabled" in answer.json()["errors"][0]["detail"]
+        assert env.api("GET", "/organizations/acme/workspaces/off-1").status_code == 404
+    finally:
+        assert env.api("PATCH", f"/no-code-modules/{ncm_id}", switch(True)).status_code == 200

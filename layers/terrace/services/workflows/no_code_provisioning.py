@@ -29,7 +29,7 @@ from terrace.services.registry.module_versions import ModuleVersionService
 from terrace.services.registry.no_code_modules import NoCodeModuleService
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.runs.runs import RunService
-from terrace.services.workspaces.variables import VariableService
+from terrace.services.workspaces.variables import VariableService, fill_variable
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 # the attributes of a provisioning request that are the workspace's own (the rest are refused by name)
@@ -74,6 +74,8 @@ class NoCodeProvisioning:
         if unknown:
             raise Invalid(f"unknown attribute {', '.join(unknown)}", pointer=f"/data/attributes/{unknown[0]}")
         variables = provisioning.check_vars(raw_vars)
+        for var in variables:  # every variable's own rules before the workspace exists (nothing half made)
+            fill_variable({}, var, creating=True, encrypt=lambda value: value)
         docs = self._versions.docs(version)
         provisioning.check_inputs(variables, docs["inputs"], ncm.variable_options)
         ws = self._workspaces.create(principal, module.organization_name, attrs, project_id=project_id)
