@@ -221,3 +221,20 @@ def test_a_disabled_designation_provisions_nothing(env: RunEnv, ncm_id: str) -> 
         assert env.api("GET", "/organizations/acme/workspaces/off-1").status_code == 404
     finally:
         assert env.api("PATCH", f"/no-code-modules/{ncm_id}", switch(True)).status_code == 200
+
+
+def test_the_module_variables_of_a_version_carry_their_options(env: RunEnv, ncm_id: str) -> None:
+    """go-tfe's `ReadVariables`: a published version's inputs, each with the designation's options for it."""
+    read = env.api("GET", f"/no-code-modules/{ncm_id}/versions/1.0.0/module-variables")
+    assert read.status_code == 200, read.text
+    found = {v["attributes"]["name"]: v for v in read.json()["data"]}
+    assert set(found) == {"region", "size", "secret"}
+    region = found["region"]
+    assert region["type"] == "registry-module-variables" and region["id"].startswith("rmvar-")
+    assert (region["attributes"]["type"], region["attributes"]["required"]) == ("string", True)
+    assert region["attributes"]["options"] == ["eu-west-1", "us-east-1"]
+    assert found["secret"]["attributes"]["sensitive"] is True and found["size"]["attributes"]["required"] is False
+    assert env.api("GET", f"/no-code-modules/{ncm_id}/versions/9.9.9/module-variables").status_code == 404
+    stranger = env.container.accounts.create_user("mallory3", "m3@example.com")
+    secret = env.container.accounts.issue_token(PrincipalKind.USER, stranger.id).secret
+    assert call(env, secret, "GET", f"/no-code-modules/{ncm_id}/versions/1.0.0/module-variables").status_code == 404

@@ -110,6 +110,16 @@ class NoCodeProvisioning:
         run = self._queue(principal, ws, module, version, variables, docs["outputs"], "Upgrade of a no-code module")
         return run, ws, self._workspaces.organization_of(ws).name
 
+    def module_variables(self, principal: Principal, no_code_id: str, version: str) -> list[dict[str, Any]]:
+        """go-tfe's `ReadVariables`: the inputs of one of the module's published versions, each with the options
+        the designation gives it (`GET /no-code-modules/:id/versions/:version/module-variables`)."""
+        ncm, module = self._no_code.get(principal, no_code_id)
+        found = next((v for v in module.versions if v.version == version and v.status == VERSION_OK), None)
+        if found is None:
+            raise NotFound(f"{module.address} has no published version {version}")
+        options = {o.variable_name: list(o.options) for o in ncm.variable_options}
+        return [{**i, "options": options.get(str(i.get("name")), [])} for i in self._versions.docs(found)["inputs"]]
+
     def _record(self, ws: Workspace, ncm: NoCodeModule, module: RegistryModule, version: ModuleVersion) -> Workspace:
         source_id = f"{module.registry_name}/{module.namespace}/{module.name}/{module.provider}/{version.version}"
         extra = provisioning.Provisioned(ncm.id, version.version, source_id).extra()

@@ -4,6 +4,7 @@ one and their upgrades (`services/workflows/no_code_provisioning.py`)."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
@@ -133,6 +134,31 @@ def _project(data: dict[str, Any]) -> str | None:
         "projects", "project", None):  # fmt: skip
         raise Invalid("project must be {data: {type: projects, id}}", pointer="/data/relationships/project")
     return str(target["id"])
+
+
+@router.get("/no-code-modules/{no_code_id}/versions/{version}/module-variables")
+def read_no_code_module_variables(
+    no_code_id: str, version: str, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
+    found = container.no_code_provisioning.module_variables(principal, no_code_id, version)
+    return respond(
+        [
+            resource(
+                "registry-module-variables",
+                "rmvar-" + hashlib.sha256(f"{no_code_id}/{version}/{v['name']}".encode()).hexdigest()[:16],
+                {
+                    "name": v["name"],
+                    "type": v.get("type", "any"),
+                    "description": v.get("description", ""),
+                    "required": bool(v.get("required")),
+                    "sensitive": bool(v.get("sensitive")),
+                    "options": v["options"],
+                    "has-global": False,
+                },  # fmt: skip
+            )
+            for v in found
+        ]
+    )
 
 
 @router.post("/no-code-modules/{no_code_id}/workspaces")
