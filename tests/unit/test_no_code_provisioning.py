@@ -238,3 +238,24 @@ def test_the_module_variables_of_a_version_carry_their_options(env: RunEnv, ncm_
     stranger = env.container.accounts.create_user("mallory3", "m3@example.com")
     secret = env.container.accounts.issue_token(PrincipalKind.USER, stranger.id).secret
     assert call(env, secret, "GET", f"/no-code-modules/{ncm_id}/versions/1.0.0/module-variables").status_code == 404
+
+
+def test_a_workspace_is_provisioned_in_the_project_named(env: RunEnv, ncm_id: str) -> None:
+    """HCP's documents spell the project's type `project`, go-tfe sends `projects`: both name it."""
+    body = {"data": {"type": "projects", "attributes": {"name": "platform"}}}
+    project = env.api("POST", "/organizations/acme/projects", body).json()["data"]
+    for kind, name in (("project", "in-project-1"), ("projects", "in-project-2")):
+        request = {"data": {"type": "workspaces", "attributes": {"name": name}, "relationships": {
+            "project": {"data": {"type": kind, "id": project["id"]}},
+            "vars": {"data": [_var("region", "eu-west-1")]}}}}  # fmt: skip
+        made = env.api("POST", f"/no-code-modules/{ncm_id}/workspaces", request)
+        assert made.status_code == 200, made.text
+        assert made.json()["data"]["relationships"]["project"]["data"]["id"] == project["id"]
+    bad = {"data": {"type": "workspaces", "attributes": {"name": "x-1"}, "relationships": {
+        "project": {"data": {"type": "teams", "id": project["id"]}}}}}  # fmt: skip
+    assert env.api("POST", f"/no-code-modules/{ncm_id}/workspaces", bad).status_code == 422
+    elsewhere = {"data": {"type": "workspaces", "attributes": {"name": "x-2"}, "relationships": {
+        "project": {"data": {"type": "projects", "id": "prj-nowhere123456"}},
+        "vars": {"data": [_var("region", "eu-west-1")]}}}}  # fmt: skip
+    assert env.api("POST", f"/no-code-modules/{ncm_id}/workspaces", elsewhere).status_code == 404
+    assert env.api("POST", f"/no-code-modules/{ncm_id}/workspaces", {"data": {"type": "runs"}}).status_code == 422
