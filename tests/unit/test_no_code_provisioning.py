@@ -194,6 +194,17 @@ def test_an_upgrade_plans_the_newly_pinned_version(env: RunEnv, ncm_id: str) -> 
             for v in env.api("GET", f"/workspaces/{ws['id']}/vars").json()["data"]
         }
         assert variables["region"] == "us-east-1"
+        upgrade = f"/no-code-modules/{ncm_id}/workspaces/{ws['id']}/upgrade"
+        status = env.api("GET", f"{upgrade}/{doc['id']}")
+        assert (
+            status.status_code == 200 and status.json()["data"]["attributes"]["status"] == doc["attributes"]["status"]
+        )
+        early = env.api("POST", f"{upgrade}/{doc['id']}")  # confirmed before its plan: refused as for any run
+        assert early.status_code == 409, early.text
+        other_ws = _provision(env, ncm_id, "net-other", [_var("region", "eu-west-1")]).json()["data"]
+        (other_run,) = env.api("GET", f"/workspaces/{other_ws['id']}/runs").json()["data"]
+        for elsewhere in (other_run["id"], "run-nowhere123456"):
+            assert env.api("GET", f"{upgrade}/{elsewhere}").status_code == 404  # not this workspace's run
         other = env.workspace_id  # not provisioned from it
         assert env.api("POST", f"/no-code-modules/{ncm_id}/workspaces/{other}/upgrade", {}).status_code == 404
         assert (

@@ -110,6 +110,20 @@ class NoCodeProvisioning:
         run = self._queue(principal, ws, module, version, variables, docs["outputs"], "Upgrade of a no-code module")
         return run, ws, self._workspaces.organization_of(ws).name
 
+    def upgrade_run(
+        self, principal: Principal, no_code_id: str, workspace_id: str, run_id: str, *, confirm: bool = False
+    ) -> tuple[Run, Workspace, str]:
+        """An upgrade's run (`GET .../upgrade/:run_id`, its plan's status), or its confirmation (`confirm`: the
+        run applied, as confirming any run); 404 unless the run is the workspace's and the workspace the module's."""
+        ncm, _ = self._no_code.get(principal, no_code_id)
+        ws = self._workspaces.get(principal, workspace_id)
+        run = self._runs.get(principal, run_id) if ws.extra.get("no-code-module-id") == ncm.id else None
+        if run is None or run.workspace_id != ws.id:
+            raise NotFound(f"workspace upgrade {run_id} not found")
+        if confirm:
+            run = self._runs.apply(principal, run.id)
+        return run, ws, self._workspaces.organization_of(ws).name
+
     def module_variables(self, principal: Principal, no_code_id: str, version: str) -> list[dict[str, Any]]:
         """go-tfe's `ReadVariables`: the inputs of one of the module's published versions, each with the options
         the designation gives it (`GET /no-code-modules/:id/versions/:version/module-variables`)."""

@@ -7,11 +7,14 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Response
 
+from terrace.bootstrap import Container
 from terrace.domain.errors import Invalid
 from terrace.domain.no_code_modules import NoCodeModule
 from terrace.domain.registry_modules import RegistryModule
+from terrace.domain.runs import Run
+from terrace.domain.workspace import Workspace
 from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONAPIResponse, JSONBody, attributes, read_document, resource, respond
 from terrace.web.routers.workspaces import serialize as serialize_workspace
@@ -163,7 +166,7 @@ def read_no_code_module_variables(
 
 @router.post("/no-code-modules/{no_code_id}/workspaces")
 def create_no_code_workspace(
-    no_code_id: str, request: Request, body: JSONBody, container: ContainerDep, principal: PrincipalDep
+    no_code_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
 ) -> JSONAPIResponse:
     data = _workspace_document(body)
     ws = container.no_code_provisioning.create_workspace(
@@ -172,12 +175,8 @@ def create_no_code_workspace(
     return respond(serialize_workspace(container, principal, ws))  # HCP answers 200
 
 
-@router.post("/no-code-modules/{no_code_id}/workspaces/{workspace_id}/upgrade")
-def upgrade_no_code_workspace(
-    no_code_id: str, workspace_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
-) -> JSONAPIResponse:
-    data = _workspace_document(body) if isinstance(body, dict) and body.get("data") is not None else {}
-    run, ws, org_name = container.no_code_provisioning.upgrade(principal, no_code_id, workspace_id, _vars(data))
+def _upgrade(container: Container, run: Run, ws: Workspace, org_name: str) -> JSONAPIResponse:
+    """HCP's `workspace-upgrade`: the upgrade's run, its status and where its plan is shown."""
     plan_url = f"{container.settings.public_url.rstrip('/')}/app/{org_name}/workspaces/{ws.name}/runs/{run.id}"
     return respond(
         resource(
@@ -187,3 +186,29 @@ def upgrade_no_code_workspace(
             relationships={"workspace": {"data": {"type": "workspaces", "id": ws.id}}},
         )
     )
+
+
+@router.post("/no-code-modules/{no_code_id}/workspaces/{workspace_id}/upgrade")
+def upgrade_no_code_workspace(
+    no_code_id: str, workspace_id: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
+    data = _workspace_document(body) if isinstance(body, dict) and body.get("data") is not None else {}
+    return _upgrade(
+        container, *container.no_code_provisioning.upgrade(principal, no_code_id, workspace_id, _vars(data))
+    )
+
+
+@router.get("/no-code-modules/{no_code_id}/workspaces/{workspace_id}/upgrade/{run_id}")
+def read_no_code_workspace_upgrade(
+    no_code_id: str, workspace_id: str, run_id: str, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
+    found = container.no_code_provisioning.upgrade_run(principal, no_code_id, workspace_id, run_id)
+    return _upgrade(container, *found)
+
+
+@router.post("/no-code-modules/{no_code_id}/workspaces/{workspace_id}/upgrade/{run_id}")
+def confirm_no_code_workspace_upgrade(
+    no_code_id: str, workspace_id: str, run_id: str, container: ContainerDep, principal: PrincipalDep
+) -> JSONAPIResponse:
+    found = container.no_code_provisioning.upgrade_run(principal, no_code_id, workspace_id, run_id, confirm=True)
+    return _upgrade(container, *found)
