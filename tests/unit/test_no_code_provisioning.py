@@ -134,6 +134,7 @@ def test_a_workspace_is_provisioned_from_the_pinned_version_with_its_variables_a
         ([_var("region", "eu-west-1")], {"vcs-repo": {}}, "unknown attribute vcs-repo"),
         ([_var("region", "eu-west-1")], {"execution-mode": "elsewhere"}, "execution-mode"),
         ("all", {}, "vars must be a list"),
+        ([_var("region", "eu-west-1")], {"execution-mode": "local"}, "not locally"),
         ([_var("region", "eu-west-1", description="d" * 513)], {}, "description"),
     ],
 )
@@ -270,3 +271,18 @@ def test_a_workspace_is_provisioned_in_the_project_named(env: RunEnv, ncm_id: st
         "vars": {"data": [_var("region", "eu-west-1")]}}}}  # fmt: skip
     assert env.api("POST", f"/no-code-modules/{ncm_id}/workspaces", elsewhere).status_code == 404
     assert env.api("POST", f"/no-code-modules/{ncm_id}/workspaces", {"data": {"type": "runs"}}).status_code == 422
+
+
+def test_an_inherited_local_execution_mode_becomes_remote(env: RunEnv, ncm_id: str) -> None:
+    """The organization's default is local: the provisioned workspace still runs here, as HCP's no-code ones do."""
+    local = {"data": {"type": "organizations", "attributes": {"default-execution-mode": "local"}}}
+    assert env.api("PATCH", "/organizations/acme", local).status_code == 200
+    try:
+        made = _provision(env, ncm_id, "from-local", [_var("region", "eu-west-1")])
+        assert made.status_code == 200, made.text
+        assert made.json()["data"]["attributes"]["execution-mode"] == "remote"
+        (run,) = env.api("GET", f"/workspaces/{made.json()['data']['id']}/runs").json()["data"]
+        assert run["attributes"]["status"] in ("pending", "plan_queued")
+    finally:
+        remote = {"data": {"type": "organizations", "attributes": {"default-execution-mode": "remote"}}}
+        assert env.api("PATCH", "/organizations/acme", remote).status_code == 200

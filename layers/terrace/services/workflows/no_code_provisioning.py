@@ -73,12 +73,17 @@ class NoCodeProvisioning:
         unknown = sorted(set(attrs) - set(WORKSPACE_ATTRIBUTES))
         if unknown:
             raise Invalid(f"unknown attribute {', '.join(unknown)}", pointer=f"/data/attributes/{unknown[0]}")
+        if attrs.get("execution-mode") == "local":  # the server deploys it: its runs execute here or on an agent
+            raise Invalid("a no-code workspace's runs execute remotely or on an agent, not locally",
+                          pointer="/data/attributes/execution-mode")  # fmt: skip
         variables = provisioning.check_vars(raw_vars)
         for var in variables:  # every variable's own rules before the workspace exists (nothing half made)
             fill_variable({}, var, creating=True, encrypt=lambda value: value)
         docs = self._versions.docs(version)
         provisioning.check_inputs(variables, docs["inputs"], ncm.variable_options)
         ws = self._workspaces.create(principal, module.organization_name, attrs, project_id=project_id)
+        if self._workspaces.execution_mode(ws) == "local":  # an inherited local default: HCP's no-code default
+            ws = self._workspaces.update(principal, ws, {"execution-mode": "remote"})
         ws = self._record(ws, ncm, module, version)
         for var in variables:
             self._variables.create(principal, ws, var)
