@@ -101,7 +101,7 @@ def test_publish_a_version_and_download_it_through_the_protocol() -> None:
         ("name", True, None),
         ("size", False, "3"),
     ]
-    assert docs["outputs"] == [{"name": "id", "description": "The resource's id"}]
+    assert docs["outputs"] == [{"name": "id", "description": "The resource's id", "sensitive": False}]
     assert docs["resources"] == [{"type": "null_resource", "name": "this"}]
 
 

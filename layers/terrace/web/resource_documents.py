@@ -44,7 +44,7 @@ def _org_permissions(container: Container, principal: Principal, org: Organizati
         "can-read-run-tasks": can(Action.READ_ORGANIZATION),
         "can-create-project": False,
         "can-manage-no-code-modules": can(Action.MANAGE_MODULES),  # services/registry/no_code_modules.py
-        "can-deploy-no-code-modules": False,  # provisioning a workspace from one is not offered
+        "can-deploy-no-code-modules": can(Action.DEPLOY_NO_CODE_MODULES),  # services/workflows/no_code_provisioning.py
     }
 
 

@@ -114,7 +114,8 @@ def workspace(
         "trigger-prefixes": ws.extra.get("trigger-prefixes", []),
         "trigger-patterns": ws.extra.get("trigger-patterns", []),
         "assessments-enabled": bool(ws.extra.get("assessments-enabled", False)),
-        "source": "tfe-api",
+        "source": ws.extra.get("source", "tfe-api"),  # tfe-module: provisioned from a no-code module
+        "source-module-id": ws.extra.get("source-module-id"),
         "source-name": ws.extra.get("source-name"),
         "source-url": ws.extra.get("source-url"),
         "tag-names": list(ws.tag_names),

@@ -14,6 +14,7 @@ from terrace.adapters.table import Table
 if TYPE_CHECKING:
     from terrace.adapters.forge import Forge
     from terrace.adapters.hcl_reader import HclReader
+    from terrace.config import Settings
     from terrace.services.access.accounts import AccountService
     from terrace.services.access.authz import Authorizer
     from terrace.services.access.organizations import OrganizationService
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from terrace.services.policies.versions import PolicySetVersionService
     from terrace.services.registry.module_versions import ModuleVersionService
     from terrace.services.registry.modules import RegistryModuleService
+    from terrace.services.registry.no_code_modules import NoCodeModuleService
     from terrace.services.registry.store import ModuleStore
     from terrace.services.registry.store_providers import ProviderStore
     from terrace.services.runs.assessments import AssessmentService
@@ -49,6 +51,7 @@ if TYPE_CHECKING:
     from terrace.services.workflows.explorer import Explorer
     from terrace.services.workflows.explorer_feed import ExplorerFeed
     from terrace.services.workflows.module_tests import ModuleTests
+    from terrace.services.workflows.no_code_provisioning import NoCodeProvisioning
     from terrace.services.workflows.organization_deletion import OrganizationDeletion
     from terrace.services.workflows.project_deletion import ProjectDeletion
     from terrace.services.workflows.project_pages import ProjectPages
@@ -121,6 +124,24 @@ class WorkflowServices:
     module_test_runs: ModuleTestRunService  # wiring/run_services.py
     variables: VariableService  # wiring/workspace_services.py
     module_test_workspaces: ModuleTestWorkspaces  # wiring/workspace_services.py
+    no_code_modules: NoCodeModuleService  # wiring/registry_services.py
+    settings: Settings
+
+    @cached_property
+    def no_code_provisioning(self) -> NoCodeProvisioning:
+        """Workspaces provisioned from no-code modules, and their upgrades."""
+        from terrace.services.workflows.no_code_provisioning import NoCodeProvisioning
+
+        return NoCodeProvisioning(
+            self.no_code_modules,
+            self.module_versions,
+            self.organizations,
+            self.workspaces,
+            self.variables,
+            self.configuration_versions,
+            self.runs,
+            self.settings.public_url,
+        )
 
     @cached_property
     def purge(self) -> Purge:

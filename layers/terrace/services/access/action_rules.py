@@ -55,6 +55,7 @@ ORG_LEVEL: dict[Action, tuple[str, ...]] = {
     Action.MANAGE_POLICY_OVERRIDES: ("manage-policy-overrides",),
     Action.MANAGE_OWNERS_TEAM: (),
     Action.CREATE_WORKSPACE: ("manage-workspaces",),
+    Action.DEPLOY_NO_CODE_MODULES: ("manage-workspaces",),
     # HCP Terraform: "Manage all workspaces" (and "Manage all projects", which includes it) lets a team manage
     # variable sets; "Read all workspaces" lets it read them. A workspace's readers see the sets that reach it
     # through the workspace (READ_VARIABLES there), never the organization's other sets.
@@ -80,7 +81,9 @@ OWNERS_ONLY = frozenset(
 # What a site auditor (a user flag) may do in every organization: read its settings and its audit trail.
 AUDITOR = frozenset({Action.READ_ORGANIZATION, Action.READ_AUDIT_TRAIL})
 # What an organization token may not do: it acts for the organization, it is not one of its owners.
-NOT_FOR_ORGANIZATION_TOKENS = frozenset({Action.DELETE_ORGANIZATION, Action.MANAGE_OWNERS_TEAM})
+NOT_FOR_ORGANIZATION_TOKENS = frozenset(
+    {Action.DELETE_ORGANIZATION, Action.MANAGE_OWNERS_TEAM, Action.DEPLOY_NO_CODE_MODULES}  # HCP's no-code API: not
+)
 OPEN_TO_MEMBERS = frozenset(
     {
         Action.READ_ORGANIZATION,

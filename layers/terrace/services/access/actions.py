@@ -11,6 +11,9 @@ class Action(StrEnum):
     READ_AUDIT_TRAIL = "read-audit-trail"
     DELETE_ORGANIZATION = "delete-organization"
     CREATE_WORKSPACE = "create-workspace"
+    # provision a workspace from a no-code module (`services/workflows/no_code_provisioning.py`): who may create
+    # workspaces, never an organization token (HCP Terraform's `can-deploy-no-code-modules`)
+    DEPLOY_NO_CODE_MODULES = "deploy-no-code-modules"
     READ_WORKSPACE = "read-workspace"
     READ_RUNS = "read-runs"  # runs, plans, applies, their logs, configuration versions
     UPDATE_WORKSPACE = "update-workspace"

@@ -129,7 +129,7 @@ class Authorizer:
                 raise Forbidden(f"only owners may {action.value}")
             if grants.org_access & set(rules.ORG_LEVEL[action]):
                 return
-            if action is Action.CREATE_WORKSPACE and grants.creates_workspaces:
+            if action in (Action.CREATE_WORKSPACE, Action.DEPLOY_NO_CODE_MODULES) and grants.creates_workspaces:
                 return
             raise Forbidden(f"your teams may not {action.value} in this organization")
         if workspace is None:  # a workspace action asked of the whole organization

@@ -108,7 +108,13 @@ def _variables(document: dict[str, Any], into: list[dict[str, Any]]) -> None:
 def _outputs(document: dict[str, Any], into: list[dict[str, Any]]) -> None:
     for name, body in _blocks(document, "output"):
         body = body if isinstance(body, dict) else {}
-        into.append({"name": name, "description": _unquote(body.get("description", ""))})
+        into.append(
+            {
+                "name": name,
+                "description": _unquote(body.get("description", "")),
+                "sensitive": body.get("sensitive") is True,
+            }
+        )
 
 
 def _resources(document: dict[str, Any], into: list[dict[str, Any]]) -> None:

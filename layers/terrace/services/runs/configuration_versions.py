@@ -135,6 +135,22 @@ class ConfigurationVersionService:
         self._blobs.put(cv.blob_key, archive, "application/gzip")
         return self.finalize(cv)
 
+    def create_generated(
+        self, principal: Principal, ws: Workspace, archive: bytes, source: str
+    ) -> ConfigurationVersion:
+        """A version whose archive the server made for its caller (a no-code module's root module): stored and
+        finalized at once, queueing no run (the caller's use case creates it)."""
+        self._workspaces.authorize(principal, Action.QUEUE_RUN, ws)
+        cv = ConfigurationVersion(id=new_id("cv"), workspace_id=ws.id, organization=ws.organization,
+                                  created_at=clock.now_iso(), source=source, auto_queue_runs=False,
+                                  created_by=principal.username,
+                                  may_apply=self._workspaces.can(principal, Action.APPLY_RUN, ws))  # fmt: skip
+        cv.status_timestamps["pending-at"] = cv.created_at
+        self._store.create(cv)
+        self._workspaces.mutate(ws.id, lambda cur: dataclasses.replace(cur, extra={**cur.extra, CURRENT: cv.id}))
+        self._blobs.put(cv.blob_key, archive, "application/gzip")
+        return self.finalize(cv)
+
     def load(self, cv_id: str) -> ConfigurationVersion:
         cv = self._store.find(cv_id)
         if cv is None:
