@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import tarfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,6 +163,23 @@ def one_event_loop(client: TestClient) -> Iterator[BlockingPortal]:
             client.portal = None
 
 
+_TEST_LOOPS: list[ExitStack] | None = None  # a list while a test runs (tests/unit/conftest.py closes them after it)
+
+
+@contextmanager
+def loops_of_the_test() -> Iterator[None]:
+    """While it is open, `make_run_env`'s clients each get one event loop (`one_event_loop`) that the block's end
+    stops; outside (a module's shared env) they start one per request, as a TestClient does."""
+    global _TEST_LOOPS
+    _TEST_LOOPS = []
+    try:
+        yield
+    finally:
+        opened, _TEST_LOOPS = _TEST_LOOPS, None
+        for stack in reversed(opened):
+            stack.close()
+
+
 def make_run_env(
     organization: str = "acme", lanes: Lanes | None = None, forge: Forge | None = None, **settings: Any
 ) -> RunEnv:
@@ -183,6 +200,10 @@ def make_run_env(
     user = container.accounts.create_user("alice", "alice@example.com")
     token = container.accounts.issue_token(PrincipalKind.USER, user.id).secret
     client = TestClient(create_app(container))
+    if _TEST_LOOPS is not None:
+        stack = ExitStack()
+        _TEST_LOOPS.append(stack)
+        stack.enter_context(one_event_loop(client))
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/vnd.api+json"}
     client.post(
         "/api/v2/organizations",
