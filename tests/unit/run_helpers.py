@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import io
 import tarfile
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from anyio.from_thread import BlockingPortal, start_blocking_portal
+from event_loops import served
 from fastapi.testclient import TestClient
 from terrace.adapters.forge import Forge
 from terrace.adapters.job_queue import QueuedJob
@@ -150,36 +148,6 @@ def join(env: RunEnv, token: str, username: str, organization: str = "acme") -> 
     return str(mine)
 
 
-@contextmanager
-def one_event_loop(client: TestClient) -> Iterator[BlockingPortal]:
-    """`client`'s requests, and those of other clients given the portal (`other.portal = portal`), all served by one
-    event loop in one thread until the block ends, as a server serves them: a TestClient used outside `with` starts
-    a thread and an event loop for each request (a third of a request's CPU). No lifespan runs (as without `with`)."""
-    with start_blocking_portal(**client.async_backend) as portal:
-        client.portal = portal
-        try:
-            yield portal
-        finally:
-            client.portal = None
-
-
-_TEST_LOOPS: list[ExitStack] | None = None  # a list while a test runs (tests/unit/conftest.py closes them after it)
-
-
-@contextmanager
-def loops_of_the_test() -> Iterator[None]:
-    """While it is open, `make_run_env`'s clients each get one event loop (`one_event_loop`) that the block's end
-    stops; outside (a module's shared env) they start one per request, as a TestClient does."""
-    global _TEST_LOOPS
-    _TEST_LOOPS = []
-    try:
-        yield
-    finally:
-        opened, _TEST_LOOPS = _TEST_LOOPS, None
-        for stack in reversed(opened):
-            stack.close()
-
-
 def make_run_env(
     organization: str = "acme", lanes: Lanes | None = None, forge: Forge | None = None, **settings: Any
 ) -> RunEnv:
@@ -199,11 +167,7 @@ def make_run_env(
         container.forge = forge
     user = container.accounts.create_user("alice", "alice@example.com")
     token = container.accounts.issue_token(PrincipalKind.USER, user.id).secret
-    client = TestClient(create_app(container))
-    if _TEST_LOOPS is not None:
-        stack = ExitStack()
-        _TEST_LOOPS.append(stack)
-        stack.enter_context(one_event_loop(client))
+    client = served(TestClient(create_app(container)))
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/vnd.api+json"}
     client.post(
         "/api/v2/organizations",

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from event_loops import one_event_loop
 from fastapi.testclient import TestClient
-from run_helpers import RunEnv, join, make_run_env, one_event_loop
+from run_helpers import RunEnv, join, make_run_env
 from state_helpers import state_bytes
 from terrace.domain.principal import PrincipalKind
 from terrace.services.access.actions import Action
