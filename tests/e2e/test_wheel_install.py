@@ -54,9 +54,11 @@ def _clean_env() -> dict[str, str]:
 
 def test_an_installed_wheel_serves_outside_the_repository(wheel: Path, tmp_path: Path, free_port: int) -> None:
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    # without a pip of its own (ensurepip costs seconds of CPU): this run's pip installs into it (`--python`)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True, timeout=300)
+    install = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", str(wheel)]
+    subprocess.run(install, check=True, timeout=300, env=_clean_env())
     # the dependencies come from this test run's environment (a path entry: its .pth files, among them the
     # checkout's editable install, are not processed), so the package itself is the installed wheel's
     site = Path(

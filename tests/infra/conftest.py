@@ -111,13 +111,28 @@ def synth_options(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     )
 
 
+LEGACY_KMS_KEY_ARN = "arn:aws:kms:eu-west-1:123456789012:key/0b1e7e55-0000-4000-8000-000000000000"
+# the context of `synth_variants`: options each of which one test reads, synthesized together once per session (a
+# synthesis is seconds of CPU: one per option tested cost a synthesis each); none touches what another one reads
+VARIANT_CONTEXT = {
+    "terrace:rotateSecrets": "2026-11",  # test_cdk_functions
+    "terrace:runnerRateLimit": "200",  # test_cdk_api_web
+    "terrace:uiBurstLimit": "9",
+    "terrace:legacyKmsKeyArn": LEGACY_KMS_KEY_ARN,  # test_cdk_data
+    "terrace:nag": "false",
+}
+
+
+@pytest.fixture(scope="session")
+def variant_context() -> dict[str, str]:
+    return dict(VARIANT_CONTEXT)
+
+
+@pytest.fixture(scope="session")
+def synth_variants(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return synthesize(tmp_path_factory.mktemp("cdk-variants"), VARIANT_CONTEXT)
+
+
 @pytest.fixture(scope="session")
 def template(synth: Synth) -> dict[str, Any]:
     return synth.template
-
-
-@pytest.fixture
-def synthesize_with() -> Any:
-    """`synthesize` itself, for a test that synthesizes with context of its own (`from conftest import` would be
-    whichever test folder's conftest Python imported first)."""
-    return synthesize

@@ -67,7 +67,7 @@ def test_http_api_routes_everything_to_the_lambda_with_throttling_and_access_log
     assert "$context.requestId" in stage["AccessLogSettings"]["Format"]
 
 
-def test_runners_and_the_ui_have_throttling_budgets_of_their_own(synth, tmp_path, synthesize_with):
+def test_runners_and_the_ui_have_throttling_budgets_of_their_own(synth, synth_variants):
     """One shared limit let one noisy client starve the others (a script's burst refused the runners' heartbeats):
     the runner and agent protocols and the web UI each have their own routes and limits; terraform/tofu and API
     clients keep the stage's default."""
@@ -84,9 +84,7 @@ def test_runners_and_the_ui_have_throttling_budgets_of_their_own(synth, tmp_path
         k for k, r in synth.resources("AWS::ApiGatewayV2::Route").items() if r["Properties"]["RouteKey"] in budgets
     }
     assert route_ids <= set(stage["DependsOn"])  # a stage's settings may only name routes that exist
-    tuned = synthesize_with(
-        tmp_path, {"terrace:runnerRateLimit": "200", "terrace:uiBurstLimit": "9", "terrace:nag": "false"}
-    )
+    tuned = synth_variants  # terrace:runnerRateLimit=200, terrace:uiBurstLimit=9
     [tuned_stage] = tuned.resources("AWS::ApiGatewayV2::Stage").values()
     assert tuned_stage["Properties"]["RouteSettings"]["ANY /api/agent/{proxy+}"]["ThrottlingRateLimit"] == 200
     assert tuned_stage["Properties"]["RouteSettings"]["ANY /app"]["ThrottlingBurstLimit"] == 9

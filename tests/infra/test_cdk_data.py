@@ -83,10 +83,10 @@ def test_table_has_deletion_protection(synth):
     assert table["Properties"]["Replicas"][0]["DeletionProtectionEnabled"] is True
 
 
-def test_a_stack_from_before_the_data_key_still_opens_its_kms_values(tmp_path, synthesize_with):
+def test_a_stack_from_before_the_data_key_still_opens_its_kms_values(synth_variants, variant_context):
     """`terrace:legacyKmsKeyArn`: new values under the data key, old ones open with the kept key (decrypt only)."""
-    arn = "arn:aws:kms:eu-west-1:123456789012:key/0b1e7e55-0000-4000-8000-000000000000"
-    upgraded = synthesize_with(tmp_path, {"terrace:legacyKmsKeyArn": arn, "terrace:nag": "false"})
+    arn = variant_context["terrace:legacyKmsKeyArn"]
+    upgraded = synth_variants
     assert not upgraded.resources("AWS::KMS::Key")
     _, api = upgraded.by_path("/Api/Handler/Resource")
     variables = api["Properties"]["Environment"]["Variables"]

@@ -136,8 +136,8 @@ def test_secrets_cost_nothing_at_rest_and_are_generated_not_written_in_the_templ
     assert len(synth_options.resources("AWS::SecretsManager::Secret")) == 1
 
 
-def test_rotate_secrets_context_reaches_the_bootstrap(tmp_path, synthesize_with):
-    rotated = synthesize_with(tmp_path, {"terrace:rotateSecrets": "2026-11", "terrace:nag": "false"})
+def test_rotate_secrets_context_reaches_the_bootstrap(synth_variants):
+    rotated = synth_variants  # terrace:rotateSecrets=2026-11
     [resource] = rotated.resources("Custom::TerraceBootstrapAdmin").values()
     assert resource["Properties"]["Rotation"] == "2026-11"
     [origin] = rotated.resources("Custom::TerraceOriginVerify").values()

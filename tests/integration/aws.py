@@ -3,6 +3,7 @@ adapters/definitions.py created in it."""
 
 from __future__ import annotations
 
+import functools
 import io
 import tarfile
 import uuid
@@ -27,6 +28,14 @@ def moto_server() -> Iterator[str]:
 
 
 def clients(endpoint: str) -> dict[str, Any]:
+    """DynamoDB and S3 clients of the twin at `endpoint`: made once per endpoint and process (a client loads its
+    service's model, a tenth of a second of CPU), shared by the tests that ask (boto3 clients are thread-safe and
+    hold no state of a test's)."""
+    return dict(_clients(endpoint))
+
+
+@functools.lru_cache(maxsize=8)
+def _clients(endpoint: str) -> dict[str, Any]:
     session = boto3.session.Session(aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION)
     s3_config = Config(signature_version="s3v4", s3={"addressing_style": "path"})
     return {

@@ -7,6 +7,7 @@ import json
 from datetime import UTC, date, datetime
 from typing import Any
 
+from event_loops import served
 from fastapi.testclient import TestClient
 from terrace.bootstrap import Container
 from terrace.domain import clock
@@ -38,7 +39,7 @@ def day_of_actions(container: Container) -> Env:
     user = container.accounts.create_user("alice", "alice@example.com")
     token = container.accounts.issue_token(PrincipalKind.USER, user.id).secret
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/vnd.api+json"}
-    client = TestClient(create_app(container))
+    client = served(TestClient(create_app(container)))
     org = {"data": {"type": "organizations", "attributes": {"name": "acme", "email": "ops@example.com"}}}
     assert client.post("/api/v2/organizations", headers=headers, json=org).status_code == 201
     ws = {"data": {"type": "workspaces", "attributes": {"name": "prod", "execution-mode": "local"}}}

@@ -14,8 +14,18 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "contract"))
 sys.path.insert(0, str(Path(__file__).parents[1] / "integration"))
 
 from aws import moto_server  # noqa: E402
+from event_loops import loops_of_the_test  # noqa: E402
 from implementations import IMPLEMENTATIONS, open_table  # noqa: E402
 from state_helpers import Env, make_env  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _one_event_loop_per_client() -> Iterator[None]:
+    """The clients a test's helpers make (`make_run_env`, `make_env`) are served by one event loop each, stopped
+    when the test ends (before the leak guard of tests/conftest.py looks): a loop per request cost a third of the
+    request's CPU (`event_loops.py`)."""
+    with loops_of_the_test():
+        yield
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ import tarfile
 from dataclasses import dataclass
 from typing import Any
 
+from event_loops import served
 from fastapi.testclient import TestClient
 from terrace.adapters.forge import Forge
 from terrace.adapters.job_queue import QueuedJob
@@ -174,7 +175,7 @@ def make_run_env(
         container.outbound = outbound
     user = container.accounts.create_user("alice", "alice@example.com")
     token = container.accounts.issue_token(PrincipalKind.USER, user.id).secret
-    client = TestClient(create_app(container))
+    client = served(TestClient(create_app(container)))
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/vnd.api+json"}
     client.post(
         "/api/v2/organizations",

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from event_loops import served
 from fastapi.testclient import TestClient
 from table_items import memory_items
 from table_writes import audit_event
@@ -148,7 +149,7 @@ def make_env(settings: Settings | None = None, org: str = "acme") -> Env:
     # its first use is recorded now (`last_used_at`, then at most once per period): the snapshots of tests that
     # check a refused request wrote nothing see no write of this bookkeeping
     container.accounts.authenticate(issued.secret)
-    return Env(container, TestClient(create_app(container)), org, ws.id, issued.secret, principal)
+    return Env(container, served(TestClient(create_app(container))), org, ws.id, issued.secret, principal)
 
 
 def other_user(env: Env, name: str = "mallory", org: str = "evil") -> tuple[str, Principal]:

@@ -24,10 +24,22 @@ REGIONS = ("us-east-1", "eu-west-1", "cn-north-1", "us-gov-west-1")
 CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 
 
-@pytest.fixture
-def data_root(tmp_path: Path) -> Path:
-    boto_session.write_pruned(BOTOCORE, tmp_path)
-    return tmp_path
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The pruned copy, written once for the module (no test changes it)."""
+    root = tmp_path_factory.mktemp("botocore-data")
+    boto_session.write_pruned(BOTOCORE, root)
+    return root
+
+
+_DEFAULT_SESSIONS: dict[str, Any] = {}
+
+
+def default_session(region: str) -> Any:
+    """Default botocore's session in `region`, one per region for the module (it loads each model once)."""
+    if region not in _DEFAULT_SESSIONS:
+        _DEFAULT_SESSIONS[region] = boto3.session.Session(region_name=region)
+    return _DEFAULT_SESSIONS[region]
 
 
 def endpoints_read(session: Any) -> dict[str, Any]:
@@ -59,7 +71,7 @@ def test_clients_resolve_what_default_botocore_resolves(data_root: Path, region:
     session = boto_session.session(region, data_root)
     assert len(endpoints_read(session)["partitions"][0]["services"]) < 20  # the pruned file, not botocore's
     pruned = session.client(service, **CREDENTIALS)
-    default = boto3.session.Session(region_name=region).client(service, **CREDENTIALS)
+    default = default_session(region).client(service, **CREDENTIALS)
     assert resolved(pruned) == resolved(default)
     assert pruned.meta.endpoint_url.startswith("https://")
 
@@ -157,7 +169,7 @@ def test_undocumented_keeps_members_and_shapes_named_documentation() -> None:
 def test_clients_are_made_from_the_undocumented_models_and_serialize_as_botocores(data_root: Path, service: str):
     session = boto_session.session("eu-west-1", data_root)
     client = session.client(service, **CREDENTIALS)
-    default = boto3.session.Session(region_name="eu-west-1").client(service, **CREDENTIALS)
+    default = default_session("eu-west-1").client(service, **CREDENTIALS)
     model, full = client.meta.service_model, default.meta.service_model
     assert model.documentation == "" and full.documentation  # the pruned model, not botocore's
     assert model.operation_names == full.operation_names and model.shape_names == full.shape_names
@@ -183,5 +195,5 @@ def test_requests_resolve_their_endpoints_with_the_undocumented_models(data_root
         assert "QueueUrls" not in session.client("sqs", **CREDENTIALS).list_queues()
     for service in sorted(boto_session.SERVICES):
         ours = session.client(service, **CREDENTIALS).meta.service_model
-        theirs = boto3.session.Session(region_name="eu-west-1").client(service, **CREDENTIALS).meta.service_model
+        theirs = default_session("eu-west-1").client(service, **CREDENTIALS).meta.service_model
         assert ours.client_context_parameters == theirs.client_context_parameters, service

@@ -11,11 +11,12 @@ team-workspaces, team-projects, team tokens).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from event_loops import one_event_loop
 from fastapi.testclient import TestClient
 from run_helpers import RunEnv, join, make_run_env
 from state_helpers import state_bytes
@@ -54,6 +55,7 @@ class World:
     targets: dict[str, dict[str, str]]  # "own"/"other" -> workspace id, name, org, plan id
     ui: Any  # the web UI's app over the same container, shared by the UI cells as one server serves everyone: an
     # app's first request builds its routes (0.2-0.5 s, 120 UI cells), and each cell still signs in afresh
+    portal: Any = None  # the one event loop serving every request of the module (`run_helpers.one_event_loop`)
 
 
 def _api(env: RunEnv, token: str, method: str, path: str, body: Any = None) -> Any:
@@ -112,8 +114,13 @@ def _seed_workspace(env: RunEnv, token: str, org: str, ws_id: str, runner: str) 
 
 
 @pytest.fixture(scope="module")
-def world() -> World:
+def world() -> Iterator[World]:
     env = make_run_env()
+    with one_event_loop(env.client) as portal:
+        yield _world(env, portal)
+
+
+def _world(env: RunEnv, portal: Any) -> World:
     tokens = {"owner": env.headers["Authorization"].split(" ", 1)[1]}
     skip = ("owner", "team-token-write", "member-no-grants")
     names = {caller: caller.replace("-", "_") for caller in CALLERS if caller not in skip}
@@ -157,7 +164,7 @@ def world() -> World:
         "other": {"org": "other", "ws": other_ws, "plan": other_plan},
     }
     _team_callers(env, tokens, targets, olga)
-    return World(env, tokens, targets, create_app(env.container))
+    return World(env, tokens, targets, create_app(env.container), portal)
 
 
 def _team_callers(env: RunEnv, tokens: dict[str, str], targets: dict[str, dict[str, str]], olga: str) -> None:
@@ -242,6 +249,7 @@ def _add_itself_as_source(w: World, token: str, t: dict[str, str]) -> int:
 def _ui(path: str) -> Callable[[World, str, dict[str, str]], int]:
     def call(w: World, token: str, t: dict[str, str]) -> int:
         browser = TestClient(w.ui, base_url="https://testserver", follow_redirects=False)  # its own cookies
+        browser.portal = w.portal
         assert sign_in(browser, token).status_code == 303
         return int(browser.get(path.format(**t)).status_code)
 

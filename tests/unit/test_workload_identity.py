@@ -158,6 +158,29 @@ def test_rotation_publishes_two_keys_and_retires_the_old_one_after_its_tokens_ex
     assert issuer.retire() == []
 
 
+def test_a_key_is_parsed_once_per_process_not_per_signature_or_jwks_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loading a private key checks the RSA key whole (tens of milliseconds): a job's claim signs several tokens."""
+    from joserfc.jwk import RSAKey
+
+    parsed: list[str] = []
+    original = RSAKey.import_key.__func__
+    monkeypatch.setattr(
+        RSAKey, "import_key", classmethod(lambda cls, *a, **k: parsed.append("") or original(cls, *a, **k))
+    )
+    issuer = WorkloadIssuer(MemorySigningKeys(), ISSUER, token_ttl_s=600)
+    tokens = [issuer.sign({"iss": ISSUER, "aud": "a", "sub": f"s{i}", "exp": int(time.time()) + 600}) for i in range(4)]
+    jwks = [issuer.jwks() for _ in range(3)]
+    assert len(parsed) == 1 and all(j == jwks[0] for j in jwks) and len(jwks[0]["keys"]) == 1
+    [key] = jwt.PyJWKSet.from_dict(jwks[0]).keys
+    assert [jwt.decode(t, key.key, algorithms=["RS256"], audience="a")["sub"] for t in tokens] == [
+        "s0",
+        "s1",
+        "s2",
+        "s3",
+    ]
+    assert "d" not in jwks[0]["keys"][0] and "p" not in jwks[0]["keys"][0]  # the public half only
+
+
 def test_what_each_provider_reads() -> None:
     env = {
         "TFC_AWS_PROVIDER_AUTH": "true",

@@ -16,7 +16,6 @@ job, a log read waiting for its output): only use cases that read, decide and wr
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -24,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from terrace.adapters import definitions as defs
-from terrace.adapters.table import Check, Delete, Item, Put, Table, WriteOp
+from terrace.adapters.table import Check, Delete, Item, Put, Table, WriteOp, copy_value
 
 
 @dataclass
@@ -59,7 +58,7 @@ class _Held:
         """After writes that succeeded: the table holds what they wrote (as the memory table, the reference)."""
         for op in ops:
             if isinstance(op, Put):
-                self.items[_op_key(op)] = copy.deepcopy(op.item)
+                self.items[_op_key(op)] = copy_value(op.item)
             elif isinstance(op, Delete):
                 self.items[_op_key(op)] = None
 
@@ -108,9 +107,9 @@ class HeldReadsTable:
             return self._inner.get(pk, sk)
         if (pk, sk) not in held.items:
             found = self._inner.get(pk, sk)
-            held.items[(pk, sk)] = copy.deepcopy(found)
+            held.items[(pk, sk)] = copy_value(found)
             return found
-        return copy.deepcopy(held.items[(pk, sk)])
+        return copy_value(held.items[(pk, sk)])
 
     def batch_get(self, keys: Sequence[tuple[str, str]]) -> list[Item]:
         held = _scope.get()
@@ -121,8 +120,8 @@ class HeldReadsTable:
         if missing:
             fetched = {(str(i["pk"]), str(i["sk"])): i for i in self._inner.batch_get(missing)}
             for key in missing:
-                held.items[key] = copy.deepcopy(fetched.get(key))
-        return [copy.deepcopy(item) for key in wanted if (item := held.items[key]) is not None]
+                held.items[key] = copy_value(fetched.get(key))
+        return [copy_value(item) for key in wanted if (item := held.items[key]) is not None]
 
     def query(
         self,
@@ -142,7 +141,7 @@ class HeldReadsTable:
             held.queries[key] = self._inner.query(
                 pk, prefix=prefix, index=index, reverse=reverse, limit=limit, after=after
             )
-        return copy.deepcopy(held.queries[key])
+        return copy_value(held.queries[key])
 
     # writes ------------------------------------------------------------------------------------
     def _writing(self, ops: Sequence[WriteOp]) -> _Held | None:

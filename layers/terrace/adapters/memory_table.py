@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import copy
 import threading
 import time
 from collections.abc import Sequence
 
-from terrace.adapters.table import Check, ConditionFailed, Delete, Item, Put, WriteOp
+from terrace.adapters.table import Check, ConditionFailed, Delete, Item, Put, WriteOp, copy_value
 from terrace.domain.limits import check_item
 
 _INDEX_KEYS = {"gsi1": ("gsi1pk", "gsi1sk")}
@@ -21,11 +20,11 @@ class MemoryTable:
     def get(self, pk: str, sk: str) -> Item | None:
         with self._lock:
             item = self._items.get((pk, sk))
-            return copy.deepcopy(item) if item is not None else None
+            return copy_value(item) if item is not None else None
 
     def batch_get(self, keys: Sequence[tuple[str, str]]) -> list[Item]:
         with self._lock:
-            return [copy.deepcopy(self._items[k]) for k in dict.fromkeys(keys) if k in self._items]  # as DynamoDB
+            return [copy_value(self._items[k]) for k in dict.fromkeys(keys) if k in self._items]  # as DynamoDB
 
     def put(self, item: Item, *, if_absent: bool = False, if_version: int | None = None) -> None:
         self.transact([Put(item, if_absent=if_absent, if_version=if_version)])
@@ -56,7 +55,7 @@ class MemoryTable:
         pk_name, sk_name = _INDEX_KEYS[index] if index else ("pk", "sk")
         with self._lock:
             found = [
-                copy.deepcopy(item)
+                copy_value(item)
                 for item in self._items.values()
                 if item.get(pk_name) == pk
                 and sk_name in item
@@ -97,6 +96,6 @@ class MemoryTable:
                     raise ConditionFailed(f"{key} changed")
             for op in ops:
                 if isinstance(op, Put):
-                    self._items[(op.item["pk"], op.item["sk"])] = copy.deepcopy(op.item)
+                    self._items[(op.item["pk"], op.item["sk"])] = copy_value(op.item)
                 elif isinstance(op, Delete):
                     self._items.pop((op.pk, op.sk), None)

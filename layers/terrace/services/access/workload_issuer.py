@@ -14,6 +14,7 @@ So while a rotation runs two keys are published and tokens of both verify.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -70,9 +71,8 @@ class WorkloadIssuer:
         key = self._signer()
         header = {"alg": ALGORITHM, "typ": "JWT", "kid": key.kid}
         from joserfc import jwt  # a cold start of the API does not load joserfc until a job is claimed
-        from joserfc.jwk import RSAKey
 
-        return jwt.encode(header, claims, RSAKey.import_key(key.private_pem))
+        return jwt.encode(header, claims, _loaded(key.private_pem))
 
     def _signer(self) -> SigningKey:
         now = self._clock()
@@ -156,9 +156,17 @@ def _with_retirement(key: SigningKey, retire_at: float) -> SigningKey:
     return SigningKey(key.kid, key.private_pem, key.created_at, key.signs_from, retire_at)
 
 
-def _public_jwk(key: SigningKey) -> dict[str, Any]:
+@functools.lru_cache(maxsize=8)
+def _loaded(private_pem: str) -> Any:
+    """The key parsed, once per process and key: loading a PEM checks the RSA key whole (tens of milliseconds of
+    CPU), which every signature (several per job claimed) and every JWKS read would otherwise pay again. A key
+    holds no state a signature changes; at most a rotation's few keys are kept."""
     from joserfc.jwk import RSAKey
 
-    public = dict(RSAKey.import_key(key.private_pem).as_dict(private=False))
+    return RSAKey.import_key(private_pem)
+
+
+def _public_jwk(key: SigningKey) -> dict[str, Any]:
+    public = dict(_loaded(key.private_pem).as_dict(private=False))
     public.update(kid=key.kid, use="sig", alg=ALGORITHM)
     return public

@@ -9,6 +9,7 @@ Tool versions belong to the deployment, not to an organization or workspace: not
 from __future__ import annotations
 
 import builtins
+from collections.abc import Mapping
 from typing import Any
 
 from terrace.adapters.table import ConditionFailed, Delete, Put, Table, WriteOp
@@ -79,7 +80,7 @@ class ToolVersionStore:
             return False
         return True
 
-    def delete(self, record: dict[str, Any]) -> None:
+    def delete(self, record: Mapping[str, Any]) -> None:
         """The record and its claim (ConditionFailed when the record changed since it was read)."""
         self._table.transact(
             [

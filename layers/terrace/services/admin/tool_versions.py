@@ -12,73 +12,28 @@ terraform-version among the enabled records (`usable`); without, among the enabl
 from __future__ import annotations
 
 import builtins
-import hashlib
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from terrace.domain import clock, limits
+from terrace.domain import clock
 from terrace.domain import tool_versions as tv
 from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.tool_versions import ToolVersion
 from terrace.services.admin import tool_releases
 from terrace.services.admin.store import ToolVersionStore
+from terrace.services.admin.tool_records import (
+    apply_attributes,
+    record,
+    released,
+    shipped_item,
+    string,
+    thawed,
+    usable_item,
+)
 
-FLAGS = ("official", "enabled", "beta", "deprecated")
 USABLE_TTL_S = 10.0  # how long a process resolves runs against the usable versions it read
-
-
-def _fetchable(item: dict[str, Any]) -> bool:
-    """A runner can fetch it: an official release (checked against the vendor's signed sums)."""
-    return item.get("tool") in tv.TOOLS and bool(item.get("official")) and tv.is_version(item.get("tool_version", ""))
-
-
-def _record(item: dict[str, Any], usable: set[tuple[str, str]], downloads: bool = False) -> ToolVersion:
-    return ToolVersion(
-        id=item["id"],
-        tool=item["tool"],
-        version=item["tool_version"],
-        url=item.get("url", ""),
-        sha=item.get("sha", ""),
-        official=bool(item.get("official")),
-        enabled=bool(item.get("enabled")),
-        beta=bool(item.get("beta")),
-        deprecated=bool(item.get("deprecated")),
-        deprecated_reason=item.get("deprecated_reason") if item.get("deprecated") else None,
-        created_at=item["created_at"],
-        usable=(item["tool"], item["tool_version"]) in usable or (downloads and _fetchable(item)),
-        archs=list(item.get("archs", [])),
-    )
-
-
-def _string(attrs: dict[str, Any], key: str, max_chars: int = limits.TEXT_ATTRIBUTE_MAX) -> str | None:
-    value = attrs.get(key)
-    return None if value is None else limits.text(value, key, max_chars)
-
-
-def _archs(value: Any) -> list[dict[str, str]]:
-    pointer = "/data/attributes/archs"
-    if not isinstance(value, list) or len(value) > 8:
-        raise Invalid("archs must be a list of {url, sha, os, arch}", pointer=pointer)
-    out = []
-    for arch in value:
-        if not isinstance(arch, dict) or not all(isinstance(arch.get(k), str) for k in ("url", "sha", "os", "arch")):
-            raise Invalid("each arch needs url, sha, os and arch strings", pointer=pointer)
-        out.append({k: limits.text(arch[k], "archs", limits.TEXT_ATTRIBUTE_MAX) for k in ("url", "sha", "os", "arch")})
-    return out
-
-
-SHIPPED_AT = "2026-12-01T00:00:00.000Z"  # when the shipped list was made (`tool_releases.py`)
-
-
-def _shipped_item(tool: str, version: str, attrs: dict[str, Any]) -> dict[str, Any]:
-    """A record of the build (`version` 0: never stored), its id the same in every process."""
-    digest = hashlib.sha256(f"{tool}/{version}".encode()).hexdigest()[:16]
-    item: dict[str, Any] = {"id": f"tool-{digest}", "tool": tool, "version": 0, "created_at": SHIPPED_AT}
-    item.update(beta=False, deprecated=False)
-    ToolVersionService.apply_attributes(item, attrs)
-    return item
 
 
 class ToolVersionService:
@@ -108,17 +63,20 @@ class ToolVersionService:
     def _usable(self) -> set[tuple[str, str]]:
         return {(tool, v) for tool, versions in self._catalog.items() for v in versions}
 
-    def _shipped(self, tool: str) -> builtins.list[dict[str, Any]]:
-        """The records of the build: the shipped releases and the held versions, newest first, not stored."""
-        versions = tv.ordered({*tool_releases.RELEASES.get(tool, []), *self.catalog(tool)})
-        base = self._mirrors.get(tool, "")
-        shipped = [_shipped_item(tool, v, tool_releases.official_attributes(tool, v, base)) for v in reversed(versions)]
+    def _shipped(self, tool: str) -> builtins.list[Mapping[str, Any]]:
+        """The records of the build: the shipped releases and the held versions, newest first, not stored
+        (read-only: `_item` hands out a copy of one's own)."""
         built = self._builds[tool]() if tool in self._builds else None
-        return [_shipped_item(tool, str(built["version"]), built)] if built else shipped
+        if built:
+            return [shipped_item(tool, str(built["version"]), built)]
+        return list(released(tool, tuple(self._catalog.get(tool, ())), self._mirrors.get(tool, "")))
 
-    def _items(self, tool: str) -> builtins.list[dict[str, Any]]:
-        """Every record of `tool`: the stored ones (tombstones too) and the shipped ones none of them replaces."""
+    def _items(self, tool: str) -> builtins.list[Mapping[str, Any]]:
+        """Every record of `tool`: the stored ones (tombstones too) and the shipped ones none of them replaces,
+        newest first."""
         stored = self._store.list(tool)
+        if not stored:
+            return self._shipped(tool)  # already newest first
         have = {item["tool_version"] for item in stored}
         merged = [*stored, *(item for item in self._shipped(tool) if item["tool_version"] not in have)]
         return sorted(merged, key=lambda item: tv.sort_key(item["tool_version"]), reverse=True)
@@ -146,11 +104,11 @@ class ToolVersionService:
 
     def list(self, tool: str, *, exact: str = "", search: str = "") -> list[ToolVersion]:
         usable = self._usable()
-        items = [_record(i, usable, self._downloads) for i in self._items(tool) if not i.get("deleted")]
+        items = [record(i, usable, self._downloads) for i in self._items(tool) if not i.get("deleted")]
         return [r for r in items if (not exact or r.version == exact) and (not search or search in r.version)]
 
     def get(self, tool: str, record_id: str) -> ToolVersion:
-        return _record(self._item(tool, record_id), self._usable(), self._downloads)
+        return record(self._item(tool, record_id), self._usable(), self._downloads)
 
     def usable_versions(self, tool: str) -> builtins.list[str]:
         """Versions a run may use, oldest first: enabled, and held by the runners or (with downloads) fetchable.
@@ -161,7 +119,12 @@ class ToolVersionService:
         now = time.monotonic()
         read_at, versions = self._usable_cache.get(tool, (-USABLE_TTL_S, []))
         if now - read_at >= USABLE_TTL_S:
-            versions = tv.ordered(r.version for r in self.list(tool) if r.enabled and r.usable)
+            usable = self._usable()
+            versions = tv.ordered(
+                item["tool_version"]
+                for item in self._items(tool)
+                if not item.get("deleted") and item.get("enabled") and usable_item(item, usable, self._downloads)
+            )
             self._usable_cache[tool] = (now, versions)
         return list(versions)
 
@@ -214,7 +177,7 @@ class ToolVersionService:
         return tv.newest(f"~> {asked[0]}.0", versions) or requested
 
     def create(self, tool: str, attrs: dict[str, Any]) -> ToolVersion:
-        version = _string(attrs, "version", 64)
+        version = string(attrs, "version", 64)
         if not version:
             raise Invalid("version is required", pointer="/data/attributes/version")
         tv.parse(version)
@@ -230,7 +193,7 @@ class ToolVersionService:
         self._usable_cache.pop(tool, None)
         if not self._store.create(item):
             raise Conflict(f"{tool} version {version} already exists", meta={"pointer": "/data/attributes/version"})
-        return _record(item, self._usable(), self._downloads)
+        return record(item, self._usable(), self._downloads)
 
     def update(self, tool: str, record_id: str, attrs: dict[str, Any]) -> ToolVersion:
         item = self._item(tool, record_id)
@@ -242,7 +205,7 @@ class ToolVersionService:
         stored = self._store.create(item) if expected == 0 else self._store.replace(item, expected, old)
         if not stored:  # a shipped record is stored from its first change on
             raise Conflict(f"{tool} version {item['tool_version']} already exists or the record changed")
-        return _record(item, self._usable(), self._downloads)
+        return record(item, self._usable(), self._downloads)
 
     def delete(self, tool: str, record_id: str) -> None:
         item = self._item(tool, record_id)
@@ -263,31 +226,10 @@ class ToolVersionService:
     def _item(self, tool: str, record_id: str) -> dict[str, Any]:
         item = self._store.find(record_id)
         if item is None:
-            item = next((i for i in self._items(tool) if i["id"] == record_id), None)
+            shipped = next((i for i in self._items(tool) if i["id"] == record_id), None)
+            item = None if shipped is None else thawed(shipped)
         if item is None or item["tool"] != tool or item.get("deleted"):
             raise NotFound(f"{tool} version {record_id} not found")
         return item
 
-    @staticmethod
-    def apply_attributes(item: dict[str, Any], attrs: dict[str, Any]) -> None:
-        if attrs.get("version") is not None:
-            version = _string(attrs, "version", 64) or ""
-            tv.parse(version)
-            item["tool_version"] = version  # the store lists records by it (`store.py`)
-        for key in ("url", "sha"):
-            if attrs.get(key) is not None:
-                item[key] = _string(attrs, key)
-        if attrs.get("archs") is None and (attrs.get("url") is not None or attrs.get("sha") is not None):
-            # as TFE: a top-level url and sha alone describe one archive, linux/amd64's
-            item["archs"] = [{"url": item.get("url", ""), "sha": item.get("sha", ""), "os": "linux", "arch": "amd64"}]
-        for key in FLAGS:
-            if attrs.get(key) is not None:
-                if not isinstance(attrs[key], bool):
-                    raise Invalid(f"{key} must be true or false", pointer=f"/data/attributes/{key}")
-                item[key] = attrs[key]
-        if attrs.get("deprecated-reason") is not None:
-            item["deprecated_reason"] = _string(attrs, "deprecated-reason", limits.DESCRIPTION_MAX)
-        if attrs.get("archs") is not None:
-            item["archs"] = _archs(attrs["archs"])
-            amd64 = next((a for a in item["archs"] if (a["os"], a["arch"]) == ("linux", "amd64")), None)
-            item["url"], item["sha"] = (amd64["url"], amd64["sha"]) if amd64 else ("", "")  # as TFE
+    apply_attributes = staticmethod(apply_attributes)
