@@ -10,7 +10,7 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from terrace.local.stack import KEEP_ALIVE_S
+from terrace.local.api_server import KEEP_ALIVE_S
 
 IDLE_S = 6  # past uvicorn's default keep-alive (5 s)
 
