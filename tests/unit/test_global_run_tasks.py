@@ -44,7 +44,7 @@ def test_entitlements_say_what_terrace_has_less_what_the_feature_set_withholds(e
     for feature in ("sentinel", "private-run-tasks", "waypoint-actions", "infragraph"):
         assert has[feature] is False, feature
     permissions = env.api("GET", f"/organizations/{env.organization}").json()["data"]["attributes"]["permissions"]
-    assert permissions["can-manage-no-code-modules"] is True and permissions["can-deploy-no-code-modules"] is False
+    assert permissions["can-manage-no-code-modules"] is True and permissions["can-deploy-no-code-modules"] is True
     admin = _admin(env)
     assert call(env, admin, "GET", "/admin/feature-sets?q=nosuch").json()["data"] == []
     assert _put_on(env, admin, "Free").status_code == 201
