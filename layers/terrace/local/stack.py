@@ -110,6 +110,7 @@ class LocalStack:
         self.seeded: Seeded | None = None
         self._moto: Any = None
         self._server: Any = None
+        self.listener: socket.socket | None = None  # the API's listening socket while the stack runs
         self._threads: list[threading.Thread] = []
 
     # lifecycle ---------------------------------------------------------------------------
@@ -119,6 +120,7 @@ class LocalStack:
             os.environ.setdefault(key, value)  # boto3 needs some credentials; moto accepts any
         self.stopping.clear()
         listener = api_server.listen(self.port, self.host)  # first: a busy port fails before anything else starts
+        self.listener = listener
         try:
             self.info = self._start(listener)
         except BaseException:
@@ -258,6 +260,9 @@ class LocalStack:
             thread.join(timeout=max(0.1, deadline - time.monotonic()))
         self._threads.clear()
         self._server = None
+        if self.listener is not None:  # closed when stop returns, however long the server's thread takes to end
+            self.listener.close()
+            self.listener = None
         if self.container is not None:
             self.container.close()
         if self._moto is not None:
