@@ -37,8 +37,10 @@ def _after(raw: str) -> int:
     sent: `...T10:00:05Z` names the whole second (go-tfe sends whole seconds), so an event in it is not after it;
     `...T10:00:05.250Z` names its millisecond."""
     moment = _instant(raw, "since")
-    text = raw.strip().rstrip("Zz")
-    fraction = re.search(r"[.,]([0-9]+)", text[text.find("T") :] if "T" in text else text)
+    text = raw.strip()
+    if "T" not in text.upper():
+        return int(moment.timestamp() * 1_000_000) + 86_400_000_000  # a date names its whole day
+    fraction = re.search(r"[.,]([0-9]+)", text[text.upper().find("T") :])
     digits = min(len(fraction.group(1)), 6) if fraction else 0
     return int(moment.timestamp() * 1_000_000) + 10 ** (6 - digits)
 
