@@ -43,7 +43,6 @@ IN_TWO_DAYS = _iso(datetime.now(UTC) + timedelta(days=2))
         {"auto-destroy-at": "tomorrow"},
         {"auto-destroy-at": 1893456000},
         {"auto-destroy-at": "2099-01-01T00:00:00"},  # no zone
-        {"auto-destroy-at": "2001-01-01T00:00:00Z"},  # past
         {"auto-destroy-activity-duration": "14"},
         {"auto-destroy-activity-duration": "0d"},
         {"auto-destroy-activity-duration": "2w"},
@@ -61,6 +60,28 @@ def test_bad_values_are_422_and_change_nothing(attributes: dict[str, Any]) -> No
     assert error["source"]["pointer"].startswith("/data/attributes/auto-destroy")
     assert _attributes(env)["description"] == before["description"]
     assert env.container.table.get(env.workspace_id, "autodestroy") is None
+
+
+def test_a_moment_already_past_is_taken_and_due_at_the_next_sweep() -> None:
+    """As HCP's API takes it (go-tfe's TestWorkspacesCreate and TestWorkspacesAutoDestroy send 2025-01-01): stored
+    and read back as sent, and the sweep's next look queues the destroy run."""
+    env = make_run_env()
+    env.upload_config()
+    past = "2025-01-01T00:00:00Z"
+    response = _patch(env, {"auto-destroy-at": past})
+    assert response.status_code == 200, response.text
+    assert response.json()["data"]["attributes"]["auto-destroy-at"].startswith(past[:19])
+    assert _attributes(env)["auto-destroy-at"].startswith(past[:19])
+    created = env.api(
+        "POST",
+        "/organizations/acme/workspaces",
+        {"data": {"type": "workspaces", "attributes": {"name": "past-due", "auto-destroy-at": past}}},
+    )
+    assert created.status_code == 201, created.text
+    assert created.json()["data"]["attributes"]["auto-destroy-at"].startswith(past[:19])
+    assert env.container.auto_destroy.sweep_if_due() == {"queued": 2, "reminded": 0, "resynced": 0}
+    runs = env.api("GET", f"/workspaces/{env.workspace_id}/runs").json()["data"]
+    assert [r["attributes"]["source"] for r in runs if r["attributes"]["is-destroy"]] == ["tfe-auto-destroy"]
 
 
 def test_set_read_and_clear_with_null() -> None:

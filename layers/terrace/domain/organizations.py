@@ -68,6 +68,7 @@ UPDATABLE = (
     "fork-pull-request-plans-enabled",
     "speculative-plan-comments-enabled",
     "user-tokens-enabled",
+    "aggregated-commit-status-enabled",
 )
 
 # Settings Terrace keeps and returns (with their default); the booleans are checked to be booleans.
@@ -82,6 +83,8 @@ BOOLEAN_SETTINGS = {
     # a pull request's speculative plan ends with one comment on it, edited in place (services/vcs/comments.py)
     "speculative-plan-comments-enabled": False,
     "user-tokens-enabled": True,  # users' API tokens reach the organization (`OrgView.user_tokens_enabled`)
+    # one commit status per commit for all the organization's workspaces (services/vcs/aggregated_statuses.py)
+    "aggregated-commit-status-enabled": False,
 }
 
 

@@ -6,7 +6,8 @@ Every mutating request (POST, PUT, PATCH, DELETE) of the API, the http backend a
 the organization), the caller it authenticated as (`note_actor`, called where a request authenticates:
 `web/deps.py`, the http backend, the UI's session), its address and its status. Of what a create answers, only the
 new object's id and its name or key are kept; no request or response value is. The write runs in a worker
-thread, after the answer is complete, and never fails the request (the recorder counts and logs a failure)."""
+thread before the answer's last part is sent (a client that reads the trail once answered finds the event: go-tfe's
+TestAuditTrailsList does), and never fails the request (the recorder counts and logs a failure)."""
 
 from __future__ import annotations
 
@@ -101,6 +102,13 @@ class AuditRequests:
         status = 500
         chunks: list[bytes] = []
         size = 0
+        recorded = False
+
+        async def record() -> None:
+            nonlocal recorded
+            if not recorded:
+                recorded = True
+                await self._record(scope, method, status, holder, b"".join(chunks) if size <= CREATED_BODY_MAX else b"")
 
         async def watching_send(message: Message) -> None:
             nonlocal status, size
@@ -113,12 +121,14 @@ class AuditRequests:
                 chunk = bytes(message.get("body", b""))
                 size += len(chunk)
                 chunks.append(chunk)
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                await record()  # before the answer ends: a client that reads the trail next finds the event
             await send(message)
 
         try:
             await self.app(scope, receive, watching_send)
         finally:
-            await self._record(scope, method, status, holder, b"".join(chunks) if size <= CREATED_BODY_MAX else b"")
+            await record()  # an answer that never ended
 
     async def _record(self, scope: Scope, method: str, status: int, holder: dict[str, Any], body: bytes) -> None:
         template = getattr(scope.get("route"), "path", None)

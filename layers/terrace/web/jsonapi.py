@@ -71,8 +71,12 @@ def includes(request: Request) -> frozenset[str]:
     return frozenset(name.strip() for name in raw.split(",") if name.strip())
 
 
+def _page_raw(request: Request, name: str) -> str | None:
+    return request.query_params.get(f"page[{name}]") or request.query_params.get(f"page%5B{name}%5D")
+
+
 def _page_param(request: Request, name: str, default: int) -> int:
-    raw = request.query_params.get(f"page[{name}]") or request.query_params.get(f"page%5B{name}%5D")
+    raw = _page_raw(request, name)
     if raw in (None, ""):
         return default
     try:
@@ -84,9 +88,14 @@ def _page_param(request: Request, name: str, default: int) -> int:
     return value
 
 
-def paginate(request: Request, items: Sequence[T]) -> tuple[list[T], dict[str, Any], dict[str, Any]]:
-    """Slice `items` by page[number]/page[size]; returns (page, meta, links)."""
+def paginate(
+    request: Request, items: Sequence[T], unpaged_max: int = 0
+) -> tuple[list[T], dict[str, Any], dict[str, Any]]:
+    """Slice `items` by page[number]/page[size]; returns (page, meta, links). With `unpaged_max`, a request that
+    names neither parameter gets every item on one page (up to that many), as HCP answers `GET /organizations`."""
     size = min(_page_param(request, "size", DEFAULT_PAGE_SIZE), MAX_PAGE_SIZE)
+    if unpaged_max and not (_page_raw(request, "number") or _page_raw(request, "size")):
+        size = max(DEFAULT_PAGE_SIZE, min(len(items), unpaged_max))
     number = _page_param(request, "number", 1)
     total = len(items)
     pages = max(1, math.ceil(total / size))
@@ -114,8 +123,10 @@ def paginate(request: Request, items: Sequence[T]) -> tuple[list[T], dict[str, A
     return page, meta, links
 
 
-def respond_page(request: Request, items: Sequence[Any], serialize: Any, **extra: Any) -> JSONAPIResponse:
-    page, meta, links = paginate(request, items)
+def respond_page(
+    request: Request, items: Sequence[Any], serialize: Any, unpaged_max: int = 0, **extra: Any
+) -> JSONAPIResponse:
+    page, meta, links = paginate(request, items, unpaged_max)
     return respond([serialize(item) for item in page], meta=meta, links=links, **extra)
 
 

@@ -42,6 +42,7 @@ def organization(org: Organization, permissions: dict[str, bool]) -> dict[str, A
             is not False,
             "fork-pull-request-plans-enabled": org.settings.get("fork-pull-request-plans-enabled", False) is True,
             "speculative-plan-comments-enabled": org.settings.get("speculative-plan-comments-enabled", False) is True,
+            "aggregated-commit-status-enabled": org.settings.get("aggregated-commit-status-enabled", False) is True,
             "user-tokens-enabled": org.view.user_tokens_enabled,
             "allow-force-delete-workspaces": org.allow_force_delete_workspaces,
             "avatar-url": None,

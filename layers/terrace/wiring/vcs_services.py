@@ -135,12 +135,14 @@ class VcsServices:
 
     @cached_property
     def commit_statuses(self) -> CommitStatuses:
+        from terrace.services.vcs.aggregated_statuses import AggregatedStatuses
         from terrace.services.vcs.comments import PlanComments
         from terrace.services.vcs.statuses import CommitStatuses
 
         return CommitStatuses(self.repository_connections, self.forge, self.workspaces, self.configuration_versions,
                               self.run_store.load, self.settings.public_url,
-                              PlanComments(self.vcs_store, self.forge))  # fmt: skip
+                              PlanComments(self.vcs_store, self.forge),
+                              AggregatedStatuses(self.vcs_store, self.settings.public_url))  # fmt: skip
 
     def subscribe_vcs(self, events: EventService) -> None:
         from terrace.services.vcs.connections import CONNECTED

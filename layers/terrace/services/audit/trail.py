@@ -1,10 +1,11 @@
-"""Reading the audit trail: an organization's events, oldest first, from `since` (by default the last 14 days,
+"""Reading the audit trail: an organization's events, oldest first, after `since` (by default the last 14 days,
 as HCP Terraform's API), filtered by actor, action, resource and time. Its owners, its organization token, site
 admins and site auditors may read it (`Action.READ_AUDIT_TRAIL`, decided in `services/access/authz.py`); the
 site's own events (sign-ins, user tokens) are read by site admins and auditors only."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 
 from terrace.domain import clock
@@ -29,6 +30,19 @@ def _instant(raw: str, name: str) -> datetime:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=clock.utcnow().tzinfo)
     return moment
+
+
+def _after(raw: str) -> int:
+    """The first epoch microsecond after `since`, "created after this date" as HCP's API reads it, at the precision
+    sent: `...T10:00:05Z` names the whole second (go-tfe sends whole seconds), so an event in it is not after it;
+    `...T10:00:05.250Z` names its millisecond."""
+    moment = _instant(raw, "since")
+    text = raw.strip()
+    if "T" not in text.upper():
+        return int(moment.timestamp() * 1_000_000) + 86_400_000_000  # a date names its whole day
+    fraction = re.search(r"[.,]([0-9]+)", text[text.upper().find("T") :])
+    digits = min(len(fraction.group(1)), 6) if fraction else 0
+    return int(moment.timestamp() * 1_000_000) + 10 ** (6 - digits)
 
 
 def _matches(event: AuditEvent, filters: Filters) -> bool:
@@ -91,7 +105,6 @@ class AuditTrail:
             raise Invalid("since must be before until", pointer="/since")
         if until - since > MAX_WINDOW:
             raise Invalid("since and until may be at most 366 days apart", pointer="/since")
-        events = self._store.between(
-            organization, int(since.timestamp() * 1_000_000), int(until.timestamp() * 1_000_000), MAX_EVENTS
-        )
+        first_us = _after(filters.since) if filters.since else int(since.timestamp() * 1_000_000)
+        events = self._store.between(organization, first_us, int(until.timestamp() * 1_000_000), MAX_EVENTS)
         return [event for event in events if _matches(event, filters)]

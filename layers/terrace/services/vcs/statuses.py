@@ -5,8 +5,9 @@ commit reports on that commit as `Terrace/<organization>/<workspace>` (`POST /re
 waiting for confirmation), `failure` (errored; GitLab's `failed`) or `error` (canceled, discarded; GitLab's
 `canceled`), with a link to the run's page (a pull request's plan names its pull request too: Azure DevOps shows
 the pull request's own status). Only a change of what the forge
-shows is sent; a forge that fails is logged (the run goes on). A pull request's plan then writes its comment
-(`comments.py`) when the organization wants one."""
+shows is sent; a forge that fails is logged (the run goes on). An organization with aggregated commit statuses
+reports one status per commit for all its workspaces instead (`aggregated_statuses.py`). A pull request's plan then
+writes its comment (`comments.py`) when the organization wants one."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from terrace.domain import runs as rs
 from terrace.domain.errors import NotFound
 from terrace.domain.runs import Run
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
+from terrace.services.vcs import aggregated_statuses
+from terrace.services.vcs.aggregated_statuses import AggregatedStatuses
 from terrace.services.vcs.comments import PlanComments, body
 from terrace.services.vcs.connections import RepositoryConnections
 from terrace.services.workspaces.workspaces import WorkspaceService
@@ -53,8 +56,10 @@ class CommitStatuses:
         load_run: Callable[[str], Run],
         public_url: str,
         comments: PlanComments,
+        aggregated: AggregatedStatuses,
     ) -> None:
         self._connections, self._forge, self._workspaces, self._comments = connections, forge, workspaces, comments
+        self._aggregated = aggregated
         self._cvs, self._load_run, self._public_url = configuration_versions, load_run, public_url.rstrip("/")
 
     def on_run_status(self, event: dict[str, Any]) -> None:
@@ -78,10 +83,13 @@ class CommitStatuses:
             target_url=f"{self._public_url}/app/{org.name}/workspaces/{ws.name}/runs/{run.id}",
             pull_request=_number((cv.ingress or {}).get("pull-request-number")),
         )  # fmt: skip
+        sent = status
+        if org.settings.get(aggregated_statuses.SETTING) is True:
+            sent = self._aggregated.status(org.key, org.name, ws.id, str(sha), now[0], status.pull_request)
         try:
-            self._forge.set_status(found[1], connection.identifier, str(sha), status)
+            self._forge.set_status(found[1], connection.identifier, str(sha), sent)
         except ForgeError as exc:
-            log.warning("run %s: commit status %s of %s not set: %s", run.id, now[0], sha, exc.detail)
+            log.warning("run %s: commit status %s of %s not set: %s", run.id, sent.state, sha, exc.detail)
         ingress = cv.ingress or {}
         if self._comments.wanted(org.settings, ingress, now[0]):
             text = body(status.context, run, now, str(sha), status.target_url)

@@ -18,6 +18,8 @@ OWNERS = ("ws", "polset", "mod")  # what may own a repository connection: worksp
 COMMENT = "vcs-comment#"  # + a pull request's number: the workspace's comment on it (`comments.py`)
 DELIVERY_KEPT_S = 7 * 24 * 3600  # a delivery id is remembered this long (GitHub redelivers within days)
 COMMENT_KEPT_S = 90 * 24 * 3600  # a pull request's comment is edited in place this long after its last plan
+COMMIT_STATE = "vcs-commit-state#"  # + a commit sha: what the workspace's run shows on it (`aggregated_statuses.py`)
+COMMIT_STATE_KEPT_S = 30 * 24 * 3600  # a commit's aggregated status counts a workspace this long after its last run
 
 
 def _clients(org_key: str) -> str:
@@ -26,6 +28,10 @@ def _clients(org_key: str) -> str:
 
 def _app_repo(ghain_id: str, identifier: str) -> str:
     return f"ghain#{ghain_id}#{identifier.lower()}#vcs-connections"
+
+
+def _commit(org_key: str, sha: str) -> str:
+    return f"commit#{org_key}#{sha}"
 
 
 def _tokens(client_id: str) -> str:
@@ -224,6 +230,17 @@ class VcsStore:
     def put_comment_id(self, workspace_id: str, number: int, comment_id: str, now_s: int) -> None:
         self._table.put({"pk": workspace_id, "sk": f"{COMMENT}{number}", "comment_id": comment_id,
                          "expires_at": now_s + COMMENT_KEPT_S})  # fmt: skip
+
+    def put_commit_state(self, org_key: str, sha: str, workspace_id: str, state: str, now_s: int) -> None:
+        """What the workspace's latest run on commit `sha` shows (listed under gsi1 `commit#<org key>#<sha>`)."""
+        self._table.put({"pk": workspace_id, "sk": f"{COMMIT_STATE}{sha}", "state": state,
+                         "gsi1pk": _commit(org_key, sha), "gsi1sk": workspace_id,
+                         "expires_at": now_s + COMMIT_STATE_KEPT_S})  # fmt: skip
+
+    def commit_states(self, org_key: str, sha: str, limit: int) -> dict[str, str]:
+        """Each workspace's state on commit `sha` (at most `limit` workspaces)."""
+        items = self._table.query(_commit(org_key, sha), index="gsi1", limit=limit)
+        return {str(item["pk"]): str(item["state"]) for item in items}
 
     def delete_all_of(self, *, organization: str) -> None:
         for client in self.clients_of(organization):

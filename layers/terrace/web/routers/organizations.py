@@ -21,6 +21,9 @@ router = APIRouter(prefix="/api/v2")
 
 
 _serialize = resource_documents.organization
+# Without page[number] or page[size], HCP answers every organization of the caller at once (its API documents
+# it; go-tfe's TestOrganizationsList looks for its new organizations in `List(ctx, nil)`): up to this many.
+UNPAGED_MAX = 1000
 
 
 @router.get("/organizations")
@@ -29,7 +32,7 @@ def list_organizations(request: Request, container: ContainerDep, principal: Pri
     query = request.query_params.get("q") or request.query_params.get("query")
     if query:
         orgs = [o for o in orgs if query.lower() in o.name.lower() or query.lower() in o.email.lower()]
-    return respond_page(request, orgs, lambda org: _serialize(container, principal, org))
+    return respond_page(request, orgs, lambda org: _serialize(container, principal, org), unpaged_max=UNPAGED_MAX)
 
 
 @router.post("/organizations", openapi_extra=bodies.ORGANIZATION)
