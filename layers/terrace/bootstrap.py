@@ -52,6 +52,7 @@ from terrace.wiring.audit_services import AuditServices
 from terrace.wiring.embedded_adapters import EMBEDDED_BLOBS, EMBEDDED_DATABASE, EMBEDDED_KEY, EMBEDDED_SIGNING_KEYS
 from terrace.wiring.hyok_services import HyokServices
 from terrace.wiring.notification_services import NotificationServices
+from terrace.wiring.page_services import PageServices
 from terrace.wiring.policy_services import PolicyServices
 from terrace.wiring.registry_services import RegistryServices
 from terrace.wiring.run_services import RunServices
@@ -101,6 +102,7 @@ class Container(  # type: ignore[override]
     RegistryServices,
     VcsServices,
     WorkflowServices,
+    PageServices,
     AuditServices,
     HyokServices,
 ):
