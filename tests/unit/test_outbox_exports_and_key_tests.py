@@ -5,6 +5,8 @@ request, and then the export is written and the key tested."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from run_helpers import RunEnv, make_run_env
@@ -21,8 +23,9 @@ class _Down(Exception):
     pass
 
 
-def _publishes_failing(env: RunEnv) -> Any:
-    """Every publish raises until the returned function is called (the events queue was unreachable)."""
+@contextmanager
+def _publishing_fails(env: RunEnv) -> Iterator[None]:
+    """Every publish inside the block raises (the events queue was unreachable)."""
     publisher: Any = env.container.publisher
     publish = publisher.publish
 
@@ -30,7 +33,18 @@ def _publishes_failing(env: RunEnv) -> Any:
         raise _Down(event.get("type"))
 
     publisher.publish = refused
-    return lambda: setattr(publisher, "publish", publish)
+    try:
+        yield
+    finally:
+        publisher.publish = publish
+
+
+def _staged(env: RunEnv) -> list[dict[str, Any]]:
+    return [entry.event for entry in env.container.outbox_relay.outbox.pending()]
+
+
+def _status(env: RunEnv, path: str) -> str:
+    return str(env.api("GET", path).json()["data"]["attributes"]["status"])
 
 
 def _swept(env: RunEnv, event_type: str) -> list[dict[str, Any]]:
@@ -54,18 +68,15 @@ def _swept(env: RunEnv, event_type: str) -> list[dict[str, Any]]:
 def test_a_plan_export_whose_request_was_not_published_is_written_after_the_sweep() -> None:
     env = make_run_env()
     _, plan_id = finished_plan(env)
-    restore = _publishes_failing(env)
-    created = env.api("POST", "/plan-exports", export_body(plan_id))
-    restore()
+    with _publishing_fails(env):
+        created = env.api("POST", "/plan-exports", export_body(plan_id))
     assert created.status_code == 201, created.text
     export_id = created.json()["data"]["id"]
-    staged = [entry.event for entry in env.container.outbox_relay.outbox.pending()]
-    assert staged == [{"type": EXPORT, "plan_export": export_id}]
-    assert env.api("GET", f"/plan-exports/{export_id}").json()["data"]["attributes"]["status"] == "queued"
-
+    assert _staged(env) == [{"type": EXPORT, "plan_export": export_id}]
+    assert _status(env, f"/plan-exports/{export_id}") == "queued"
     assert [e["plan_export"] for e in _swept(env, EXPORT)] == [export_id]
-    assert env.api("GET", f"/plan-exports/{export_id}").json()["data"]["attributes"]["status"] == "finished"
-    assert env.container.outbox_relay.outbox.pending() == []
+    assert _status(env, f"/plan-exports/{export_id}") == "finished"
+    assert _staged(env) == []
 
 
 def _hyok_env() -> RunEnv:
@@ -80,18 +91,15 @@ def _hyok_env() -> RunEnv:
 def test_a_key_test_whose_request_was_not_published_runs_after_the_sweep() -> None:
     env = _hyok_env()
     oidc, pool = _aws_oidc(env), _pool(env)
-    restore = _publishes_failing(env)
-    created = _hyok(env, oidc, pool, "lost-publish")
-    restore()
+    with _publishing_fails(env):
+        created = _hyok(env, oidc, pool, "lost-publish")
     assert created.status_code == 201, created.text
     hyok_id = created.json()["data"]["id"]
-    staged = [entry.event for entry in env.container.outbox_relay.outbox.pending()]
-    assert staged == [{"type": KEY_TEST, "hyok_configuration": hyok_id}]
-    assert env.api("GET", f"/hyok-configurations/{hyok_id}").json()["data"]["attributes"]["status"] == "untested"
-
+    assert _staged(env) == [{"type": KEY_TEST, "hyok_configuration": hyok_id}]
+    assert _status(env, f"/hyok-configurations/{hyok_id}") == "untested"
     assert [e["hyok_configuration"] for e in _swept(env, KEY_TEST)] == [hyok_id]
-    assert env.api("GET", f"/hyok-configurations/{hyok_id}").json()["data"]["attributes"]["status"] == "available"
-    assert env.container.outbox_relay.outbox.pending() == []
+    assert _status(env, f"/hyok-configurations/{hyok_id}") == "available"
+    assert _staged(env) == []
 
 
 def test_a_changed_key_s_new_test_is_staged_with_the_change() -> None:
@@ -99,14 +107,12 @@ def test_a_changed_key_s_new_test_is_staged_with_the_change() -> None:
     oidc, pool = _aws_oidc(env), _pool(env)
     hyok_id = _hyok(env, oidc, pool, "rekeyed").json()["data"]["id"]
     _pump(env)
-    assert env.api("GET", f"/hyok-configurations/{hyok_id}").json()["data"]["attributes"]["status"] == "available"
-    restore = _publishes_failing(env)
+    assert _status(env, f"/hyok-configurations/{hyok_id}") == "available"
     body = {"data": {"type": "hyok-configurations", "attributes": {"kek-id": NEXT_KEK}}}
-    changed = env.api("PATCH", f"/hyok-configurations/{hyok_id}", body)
-    restore()
+    with _publishing_fails(env):
+        changed = env.api("PATCH", f"/hyok-configurations/{hyok_id}", body)
     assert changed.status_code == 200, changed.text
     assert changed.json()["data"]["attributes"]["status"] == "untested"
-    staged = [entry.event for entry in env.container.outbox_relay.outbox.pending()]
-    assert staged == [{"type": KEY_TEST, "hyok_configuration": hyok_id}]
+    assert _staged(env) == [{"type": KEY_TEST, "hyok_configuration": hyok_id}]
     assert [e["hyok_configuration"] for e in _swept(env, KEY_TEST)] == [hyok_id]
-    assert env.api("GET", f"/hyok-configurations/{hyok_id}").json()["data"]["attributes"]["status"] == "available"
+    assert _status(env, f"/hyok-configurations/{hyok_id}") == "available"
