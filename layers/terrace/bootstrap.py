@@ -6,32 +6,27 @@ each area are the cached properties of its part in `terrace/wiring/` (`access_se
 (`workflow_services.py`). The builders choose the adapters:
 `build_aws` DynamoDB/S3/SQS/KMS/ECS (real AWS or the moto server: only the endpoint differs;
 `wiring/aws_adapters.py`), `build_embedded` one SQLite file, a blob folder and a key file in a data directory
-(`terrace serve`, `make dev`; `wiring/embedded_adapters.py`), `build_memory` in-memory twins for unit tests.
-The services are the same objects in every case.
+(`terrace serve`, `make dev`; `wiring/embedded_adapters.py`), `build_memory` in-memory twins for unit tests;
+what the first two build alike (forges, git clones, the GitHub App, SMTP mail, key wrappers) is
+`wiring/shared_adapters.py`. The services are the same objects in every case.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
-import shutil
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from terrace.adapters.azure_devops_forge import AzureDevOpsForge
-from terrace.adapters.bitbucket_forge import BitbucketForge
-from terrace.adapters.bitbucket_server_forge import BitbucketServerForge
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.caller_identity import CallerIdentity
 from terrace.adapters.condition_job_signal import LAMBDA_RECHECK_S, ConditionJobSignal
 from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.events import EventPublisher, EventQueue
-from terrace.adapters.forge import Forge, ForgeByKind
+from terrace.adapters.forge import Forge
 from terrace.adapters.github_app import GitHubApp
-from terrace.adapters.github_forge import GitHubForge
-from terrace.adapters.gitlab_forge import GitLabForge
 from terrace.adapters.held_reads import HeldReadsTable
 from terrace.adapters.httpx_outbound import HttpxOutbound
 from terrace.adapters.job_signal import JobSignal
@@ -50,12 +45,14 @@ from terrace.config import Settings
 from terrace.domain import clock, ip_ranges
 from terrace.domain.destinations import Allowance
 from terrace.domain.ip_ranges import IPRanges
+from terrace.wiring import shared_adapters as shared
 from terrace.wiring.access_services import AccessServices
 from terrace.wiring.admin_services import AdminServices
 from terrace.wiring.audit_services import AuditServices
 from terrace.wiring.embedded_adapters import EMBEDDED_BLOBS, EMBEDDED_DATABASE, EMBEDDED_KEY, EMBEDDED_SIGNING_KEYS
 from terrace.wiring.hyok_services import HyokServices
 from terrace.wiring.notification_services import NotificationServices
+from terrace.wiring.page_services import PageServices
 from terrace.wiring.policy_services import PolicyServices
 from terrace.wiring.registry_services import RegistryServices
 from terrace.wiring.run_services import RunServices
@@ -105,6 +102,7 @@ class Container(  # type: ignore[override]
     RegistryServices,
     VcsServices,
     WorkflowServices,
+    PageServices,
     AuditServices,
     HyokServices,
 ):
@@ -195,42 +193,16 @@ def build_aws(settings: Settings, *, launcher: RunnerLauncher | None = None) -> 
         job_signal=_job_signal(wake, recheck_s=LAMBDA_RECHECK_S),  # enqueues may happen in other Lambdas
         scaler_wake=wake,
         outbound=HttpxOutbound(Allowance.parse(settings.outbound_allow)),
-        forge=_forges(Allowance.parse(settings.outbound_allow)),
-        repository_clone=_clone(Allowance.parse(settings.outbound_allow)),
-        github_app=github_app(settings),
+        forge=shared.forges(Allowance.parse(settings.outbound_allow)),
+        repository_clone=shared.repository_clone(Allowance.parse(settings.outbound_allow)),
+        github_app=shared.github_app(settings),
         mail=aws.mail,
         signing_keys=aws.signing_keys,
         lanes=aws.lanes,
         remote_policy_engine=aws.policy_engine,
         audit_log_sink=aws.audit_logs,
-        key_wrapper=_kms_key_wrapper(settings),
+        key_wrapper=shared.kms_key_wrapper(settings),
     )
-
-
-def _forges(allowance: Allowance) -> Forge:
-    """The forge of each kind of OAuth client (`domain/vcs.py: forge_kind`): GitHub's REST shapes (GitHub, Gitea,
-    Forgejo), GitLab's, Bitbucket Cloud's, Bitbucket Data Center's and Azure DevOps Services'."""
-    return ForgeByKind({"github": GitHubForge(allowance), "gitlab": GitLabForge(allowance),
-                        "bitbucket": BitbucketForge(allowance), "bitbucket_server": BitbucketServerForge(allowance),
-                        "azure_devops": AzureDevOpsForge(allowance)})  # fmt: skip
-
-
-def _clone(allowance: Allowance) -> RepositoryClone | None:
-    """git's clones of a commit and its submodules, where the host has git (the events Lambda's image has none)."""
-    from terrace.adapters.git_repository_clone import GitRepositoryClone
-
-    return GitRepositoryClone(allowance) if shutil.which("git") else None
-
-
-def github_app(settings: Settings) -> GitHubApp | None:
-    """The deployment's GitHub App when its id and private key are set."""
-    if not (settings.github_app_id and settings.github_app_private_key):
-        return None
-    from terrace.adapters.httpx_github_app import HttpxGitHubApp
-
-    return HttpxGitHubApp(settings.github_app_id, settings.github_app_private_key, settings.github_app_api_url,
-                          settings.github_app_http_url, settings.github_app_slug,
-                          Allowance.parse(settings.outbound_allow))  # fmt: skip
 
 
 def build_embedded(settings: Settings, *, launcher: RunnerLauncher | None = None) -> Container:
@@ -254,41 +226,13 @@ def build_embedded(settings: Settings, *, launcher: RunnerLauncher | None = None
         job_signal=_job_signal(wake),
         scaler_wake=wake,
         outbound=HttpxOutbound(Allowance.parse(settings.outbound_allow)),
-        forge=_forges(Allowance.parse(settings.outbound_allow)),
-        repository_clone=_clone(Allowance.parse(settings.outbound_allow)),
-        github_app=github_app(settings),
-        mail=smtp_mail(settings),
+        forge=shared.forges(Allowance.parse(settings.outbound_allow)),
+        repository_clone=shared.repository_clone(Allowance.parse(settings.outbound_allow)),
+        github_app=shared.github_app(settings),
+        mail=shared.smtp_mail(settings),
         signing_keys=data.signing_keys,
         lanes=data.lanes,
-        key_wrapper=_file_key_wrapper(settings),
-    )
-
-
-def _kms_key_wrapper(settings: Settings) -> KeyWrapper:
-    from terrace.adapters.kms_key_wrapper import KmsKeyWrapper
-
-    return KmsKeyWrapper(
-        region=settings.region, endpoint_url=settings.aws_endpoint_url, sts_endpoint=settings.sts_endpoint
-    )
-
-
-def _file_key_wrapper(settings: Settings) -> KeyWrapper:
-    from terrace.adapters.file_key_wrapper import FileKeyWrapper
-
-    return FileKeyWrapper(settings.hyok_key_file)
-
-
-def smtp_mail(settings: Settings) -> Mail:
-    """Notification e-mails through the SMTP server of the settings (`TERRACE_SMTP_*`)."""
-    from terrace.adapters.smtp_mail import SmtpMail
-
-    return SmtpMail(
-        settings.smtp_host,
-        settings.smtp_port,
-        settings.mail_from,
-        starttls=settings.smtp_starttls,
-        username=settings.smtp_username,
-        password=settings.smtp_password,
+        key_wrapper=shared.file_key_wrapper(settings),
     )
 
 
@@ -311,5 +255,5 @@ def build_memory(settings: Settings | None = None) -> Container:
         blobs=MemoryBlobs(),
         job_signal=_job_signal(wake),
         scaler_wake=wake,
-        github_app=github_app(settings),  # none unless the test configures one (against the forge twin)
+        github_app=shared.github_app(settings),  # none unless the test configures one (against the forge twin)
     )

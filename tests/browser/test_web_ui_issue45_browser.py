@@ -5,10 +5,10 @@ evaluation named by its set with a coloured badge beside Override, the `run:need
 Verify's answer; projects in the workspace flow, the overview's facts, locking with a reason, the New run dialog,
 team tokens and the organization navigation on workspace pages; the Health tab's drift and failing checks, a
 registry module's typed inputs and sanitized README, an editable set variable, counts in the right number,
-invitations cancelled and declined, the favicon; a phone-width pass over the workspace pages; a policy set's
-version uploaded through the API on its page, and the pages of what comes from a repository, the audit trail and the
-explorer at both widths. Desktop width, axe-core on every page (the phone pass at phone width), and the CSP refuses
-nothing (the `page` fixture). acme's policy is compiled and evaluated once for the file (the `guarded` fixture)."""
+invitations cancelled and declined, the favicon; a phone-width pass over the workspace pages. (A policy set's
+versions, what comes from a repository, the audit trail and the explorer: `test_web_ui_repositories_browser.py`.)
+Desktop width, axe-core on every page (the phone pass at phone width), and the CSP refuses nothing (the `page`
+fixture). acme's policy is compiled and evaluated once for the file (the `guarded` fixture)."""
 
 from __future__ import annotations
 
@@ -21,11 +21,11 @@ import pytest
 from terrace.local.usage import usage
 
 from .conftest import DESKTOP, PHONE, assert_accessible, need_axe
-from .ui_site import HEALTH_PLAN, Guarded, Site, acme, from_repositories, gamma, planner, serve_site, versioned_sets
+from .ui_site import HEALTH_PLAN, Guarded, Site, acme, gamma, planner, serve_site
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 expect = playwright_api.expect
-ORGS = ("acme", "beta", "gamma", "delta", "epsilon", "zeta", "eta")
+ORGS = ("acme", "beta", "gamma", "delta", "epsilon")
 TIME = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$")  # every page's way of writing a time (`when`)
 
 
@@ -292,46 +292,3 @@ def test_the_workspace_pages_at_phone_width(site: Site, guarded: Guarded, page: 
     page.goto(f"{site.base}/app/acme/policies")  # with its set and policy
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), "the Policies page overflows"
     assert_accessible(page, (PHONE,))
-
-
-def test_a_policy_set_s_versions_and_the_repository_they_come_from(site: Site, page: Any) -> None:
-    """A version uploaded through the API, listed with its status and policies on its set's page; a set whose
-    versions come from a repository names it. axe-core at phone and desktop width."""
-    need_axe()
-    uploaded, from_repo, version_id = versioned_sets(site)
-    site.sign_in(page)
-    page.goto(f"{site.base}/app/zeta/policy-sets/{uploaded}")
-    version = page.get_by_role("region", name=f"Version {version_id}")
-    expect(version.get_by_role("heading")).to_have_text(f"{version_id} current ready")
-    expect(version.locator(".label-done")).to_have_text(["current", "ready"])  # green, as a passed check
-    expect(version).to_contain_text("tfe-api")
-    expect(version.get_by_role("listitem")).to_have_text(["no_null (mandatory): data.terraform.policies.no_null.deny"])
-    assert_accessible(page)
-    page.goto(f"{site.base}/app/zeta/policy-sets/{from_repo}")
-    expect(page.locator("#vcs-source")).to_contain_text("Versions from octo/policies · branch main · policies/")
-    expect(page.locator(".policy-set-version .label-done")).to_have_text(["current", "ready"])
-    assert_accessible(page)
-
-
-def test_a_module_and_a_workspace_from_repositories_the_audit_trail_and_the_explorer(site: Site, page: Any) -> None:
-    """The pages added with repositories (a module's, a workspace's Version control), a workspace's change
-    requests, the audit trail and the explorer: axe-core at phone and desktop width on each."""
-    need_axe()
-    from_repositories(site)
-    site.sign_in(page)
-    page.goto(f"{site.base}/app/eta/registry/net/aws")
-    expect(page.locator("#vcs-source")).to_contain_text("Published from octo/terraform-aws-net · branch main")
-    expect(page.locator("#usage")).to_contain_text('version = "0.1.0"')  # scrolls sideways on a phone
-    assert_accessible(page)
-    page.goto(f"{site.base}/app/eta/workspaces/infra/settings/version-control")
-    expect(page.get_by_text("Connected repository")).to_be_visible()
-    assert_accessible(page)
-    page.goto(f"{site.base}/app/eta/workspaces/infra")
-    expect(page.locator("#change-requests")).to_contain_text("Pin the provider")
-    assert_accessible(page)
-    page.goto(f"{site.base}/app/eta/settings/audit-trail")
-    expect(page.get_by_role("table", name="Audit events, newest first").locator("tbody tr").first).to_be_visible()
-    assert_accessible(page)
-    page.goto(f"{site.base}/app/eta/explorer")
-    expect(page.get_by_role("heading", name="Explorer", level=1)).to_be_visible()
-    assert_accessible(page)

@@ -2,14 +2,16 @@
 organization's OAuth clients, adds one with a personal access token (a Gitea or Forgejo forge as a GitHub-compatible
 `github_enterprise` client whose blank api-url is `<http-url>/api/v1`) whose token the workspace connect form offers
 at once and that connects a repository, shows a bad form inline without sending the token back, deletes a client
-(another organization's is not found), and is CSP-clean."""
+(another organization's is not found, by the service itself), and is CSP-clean."""
 
 from __future__ import annotations
 
 import re
 
-from run_helpers import make_run_env
+import pytest
+from run_helpers import RunEnv, make_run_env
 from terrace.adapters.memory_forge import MemoryForge
+from terrace.domain.errors import NotFound
 from test_web_ui import csrf_of
 from test_web_ui_version_control import _browser, _csp_clean
 
@@ -78,3 +80,48 @@ def test_the_provider_s_usual_addresses_fill_blank_ones() -> None:
     own = attributes_of({"provider": "gitlab_community_edition", "http_url": "https://git.example",
                          "api_url": "https://api.git.example/v4", "oauth_token_string": "t"})  # fmt: skip
     assert own["api-url"] == "https://api.git.example/v4"
+
+
+def _client_of_another_organization(env: RunEnv) -> str:
+    """An OAuth application's client of `beta`, a second organization alice owns."""
+    made = env.api("POST", "/organizations", {"data": {"type": "organizations",
+                   "attributes": {"name": "beta", "email": "b@example.com"}}})  # fmt: skip
+    assert made.status_code == 201, made.text
+    attributes = {"service-provider": "github", "name": "beta's", "http-url": "https://github.com",
+                  "api-url": "https://api.github.com", "key": "k", "secret": "s"}  # fmt: skip
+    body = {"data": {"type": "oauth-clients", "attributes": attributes}}
+    created = env.api("POST", "/organizations/beta/oauth-clients", body)
+    assert created.status_code == 201, created.text
+    return str(created.json()["data"]["id"])
+
+
+def test_the_service_refuses_a_client_of_another_organization() -> None:
+    env = make_run_env()
+    beta_client = _client_of_another_organization(env)
+    alice = env.container.accounts.authenticate(env.headers["Authorization"].removeprefix("Bearer "))
+    clients, flow = env.container.oauth_clients, env.container.vcs_oauth
+    with pytest.raises(NotFound):
+        clients.delete(alice, beta_client, "acme")
+    with pytest.raises(NotFound):
+        clients.manageable(alice, beta_client, "acme")
+    with pytest.raises(NotFound):
+        flow.start(alice, beta_client, "session", "acme")
+    assert clients.manageable(alice, beta_client, "beta").id == beta_client
+    assert flow.start(alice, beta_client, "session", "beta").startswith("https://github.com/")
+    clients.delete(alice, beta_client, "beta")
+    assert env.api("GET", "/organizations/beta/oauth-clients").json()["data"] == []
+
+
+def test_the_page_of_one_organization_neither_deletes_nor_connects_another_s_client() -> None:
+    env = make_run_env()
+    beta_client = _client_of_another_organization(env)
+    client = _browser(env)
+    csrf = {"csrf_token": csrf_of(client.get(PAGE).text)}
+    assert client.post(f"{PAGE}/{beta_client}/delete", data=csrf).status_code == 404
+    assert client.post(f"{PAGE}/{beta_client}/connect", data=csrf).status_code == 404
+    [kept] = env.api("GET", "/organizations/beta/oauth-clients").json()["data"]
+    assert kept["id"] == beta_client
+    beta_page = "/app/beta/settings/version-control"
+    assert client.post(f"{beta_page}/{beta_client}/connect", data=csrf).status_code == 303
+    assert client.post(f"{beta_page}/{beta_client}/delete", data=csrf).status_code == 303
+    assert env.api("GET", "/organizations/beta/oauth-clients").json()["data"] == []

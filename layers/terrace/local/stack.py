@@ -7,7 +7,8 @@
     stack.stop()                  # a few seconds, even with a run in flight
 
 `terrace serve --data DIR` and `make dev` (`terrace dev`) run the embedded stack (`bootstrap.build_embedded`);
-`terrace dev --moto` the moto one (`bootstrap.build_aws` against a moto server), for the AWS wiring.
+`terrace dev --moto` the moto one (`bootstrap.build_aws` against a moto server), for the AWS wiring. The settings
+of each backend are made in `stack_settings.py`.
 
 Everything runs on daemon threads, so tests start the same stack in-process. Later pieces (runner
 processes, reaper and scaler timers) plug in through `background_tasks`: callables taking the stack,
@@ -20,7 +21,6 @@ import dataclasses
 import json
 import logging
 import os
-import secrets
 import socket
 import threading
 import time
@@ -30,20 +30,20 @@ from pathlib import Path
 from typing import Any
 
 from terrace.adapters.local_runner_launcher import LocalProcessLauncher
-from terrace.config import API_RATE_LIMIT_PER_S, Settings
-from terrace.local import api_server, embedded, moto_twin, tls
+from terrace.config import Settings
+from terrace.local import api_server, embedded, stack_settings, tls
 from terrace.local import workers as local_workers
 from terrace.local.dev_file import DEV_FILE
 from terrace.local.seed import Seeded, seed_admin
+from terrace.local.stack_settings import DUMMY_AWS_ENV
 from terrace.local.terraform_config import registry_hostname, write_cli_config
-from terrace.wiring.local_resources import LOCAL_REGION, LocalResources, create_resources
+from terrace.wiring.local_resources import LocalResources
 
 DEFAULT_PORT = 8443
 DEFAULT_ORGANIZATION = "acme"
 STOP_RUNNERS_S = 1.0  # a runner gets this long to finish after SIGTERM at stop; its job is handed back
 STOP_THREADS_S = 3.0
 log = logging.getLogger("terrace.local")
-DUMMY_AWS_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": LOCAL_REGION}
 
 BackgroundTask = Callable[["LocalStack"], None]
 # (table, blobs) -> (table, blobs): applied to the built container before any service is made from it, so every
@@ -149,11 +149,12 @@ class LocalStack:
 
         public_url = self.public_url or f"https://localhost:{listener.getsockname()[1]}"
         hostname = public_url.split("://", 1)[1]
+        shared = stack_settings.shared(self.state_dir, self.link_host_tools, self.settings_overrides)
         if self.data_dir is not None:
-            settings = self._embedded_settings(public_url, self.data_dir)
+            settings = stack_settings.of_embedded(public_url, self.data_dir, self.state_dir, shared)
             files = self.tls_files or tls.ensure_certificates(self.state_dir / "tls")
         else:
-            settings = self._moto_settings(public_url)
+            self._moto, self.resources, settings = stack_settings.on_moto(public_url, self.prefix, shared)
             files = tls.write_certificates(self.state_dir / "tls")
         if local_workers.scaler in self.background_tasks:
             self.launcher = local_workers.runner_launcher(settings, files.ca_bundle, self.state_dir)
@@ -188,49 +189,6 @@ class LocalStack:
             return container
         table, blobs = self.wrap_ports(container.table, container.blobs)
         return dataclasses.replace(container, table=table, blobs=blobs)
-
-    def _embedded_settings(self, public_url: str, data_dir: Path) -> Settings:
-        data_dir.mkdir(parents=True, exist_ok=True)
-        data_dir.chmod(0o700 if data_dir != self.state_dir else 0o711)
-        return Settings(
-            table_name="embedded",
-            blob_bucket="embedded",
-            data_dir=str(data_dir),
-            public_url=public_url,
-            url_signing_secret=embedded.url_signing_secret(data_dir),
-            **self._overrides(),
-        )
-
-    def _moto_settings(self, public_url: str) -> Settings:
-        """Start the moto server and create the resources in it: the settings of a stack on them."""
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request lines drown the API's
-        self._moto = moto_twin.moto_server("127.0.0.1", 0)  # S3's URL checks, DynamoDB serialized
-        self._moto.start()
-        host, moto_port = self._moto.get_host_and_port()
-        endpoint = f"http://{host}:{moto_port}"
-        self.resources = create_resources(endpoint, self.prefix)
-        return Settings(
-            **self.resources.settings_fields(),
-            public_url=public_url,
-            region=LOCAL_REGION,
-            aws_endpoint_url=endpoint,
-            url_signing_secret=os.environ.get("TERRACE_URL_SIGNING_SECRET") or secrets.token_urlsafe(32),
-            **self._overrides(),
-        )
-
-    def _overrides(self) -> dict[str, Any]:
-        """Settings both backends share: the tool versions the local runners hold, TFC's rate limit, then the
-        caller's own."""
-        from terrace.local import tool_catalog
-        from terrace.runner import catalog as runner_catalog
-
-        tools_dir = self.state_dir / "tools"
-        tools = tool_catalog.build(tools_dir) if self.link_host_tools else runner_catalog.scan(tools_dir)
-        return {
-            "tool_catalog": runner_catalog.describe(tools),
-            "api_rate_limit_per_s": API_RATE_LIMIT_PER_S,
-            **self.settings_overrides,
-        }
 
     def stop(self) -> None:
         """Stop in a few seconds. Workers first (a scaler tick cannot start runners after they were stopped), then

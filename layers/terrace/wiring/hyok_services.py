@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from terrace.services.hyok.key_versions import KeyVersionService
     from terrace.services.hyok.oidc_configurations import OidcConfigurationService
     from terrace.services.hyok.store import HyokStore
+    from terrace.services.outbox_relay import OutboxRelay
     from terrace.services.workspaces.agent_pools import AgentPoolService
 
 
@@ -33,6 +34,7 @@ class HyokServices:
     organizations: OrganizationService
     agent_pools: AgentPoolService
     workload_issuer: WorkloadIssuer
+    outbox_relay: OutboxRelay  # wiring/run_services.py: a configuration's test request rides in its write
 
     @cached_property
     def hyok_store(self) -> HyokStore:
@@ -55,14 +57,13 @@ class HyokServices:
     @cached_property
     def hyok_configurations(self) -> HyokConfigurationService:
         from terrace.services.hyok.configurations import HyokConfigurationService
-        from terrace.services.hyok.key_test import EVENT
 
         return HyokConfigurationService(
             self.hyok_store,
             self.organizations,
             self.oidc_configurations,
             self.agent_pools,
-            request_test=lambda hyok_id: self.publisher.publish({"type": EVENT, "hyok_configuration": hyok_id}),
+            relay=self.outbox_relay,
             run_test=lambda hyok_id: self.hyok_key_tester.run(hyok_id),
         )
 

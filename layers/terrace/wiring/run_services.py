@@ -192,16 +192,9 @@ class RunServices:
 
     @cached_property
     def plan_exports(self) -> PlanExportService:
-        from terrace.services.runs.plan_exports import EVENT, PlanExportService
+        from terrace.services.runs.plan_exports import PlanExportService
 
-        return PlanExportService(
-            self.run_store,
-            self.runs,
-            self.plans,
-            self.workspaces,
-            self.blobs,
-            request=lambda export_id: self.publisher.publish({"type": EVENT, "plan_export": export_id}),
-        )
+        return PlanExportService(self.run_store, self.runs, self.plans, self.workspaces, self.blobs)
 
     @cached_property
     def module_test_runs(self) -> ModuleTestRunService:

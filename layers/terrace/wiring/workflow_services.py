@@ -1,6 +1,6 @@
 """Use cases (services/workflows/): the workflows that span service areas, built on first use from the areas'
-services. Mixed into `bootstrap.Container`; no area's service takes one of these except through a port of its
-own (the reaper's `Sweep`)."""
+services (the reads behind the UI's pages: `page_services.py`). Mixed into `bootstrap.Container`; no area's service
+takes one of these except through a port of its own (the reaper's `Sweep`)."""
 
 from __future__ import annotations
 
@@ -16,12 +16,9 @@ if TYPE_CHECKING:
     from terrace.adapters.hcl_reader import HclReader
     from terrace.config import Settings
     from terrace.services.access.accounts import AccountService
-    from terrace.services.access.authz import Authorizer
     from terrace.services.access.organizations import OrganizationService
     from terrace.services.access.projects import ProjectService
     from terrace.services.access.store import AccessStore
-    from terrace.services.access.team_access import TeamAccessService
-    from terrace.services.access.teams import TeamService
     from terrace.services.admin.site import SiteAdminService
     from terrace.services.audit.store import AuditStore
     from terrace.services.hyok.store import HyokStore
@@ -38,7 +35,6 @@ if TYPE_CHECKING:
     from terrace.services.registry.store_providers import ProviderStore
     from terrace.services.runs.assessments import AssessmentService
     from terrace.services.runs.configuration_versions import ConfigurationVersionService
-    from terrace.services.runs.health import HealthPages
     from terrace.services.runs.module_test_runs import ModuleTestRunService
     from terrace.services.runs.run_queries import RunQueries
     from terrace.services.runs.runs import RunService
@@ -54,7 +50,6 @@ if TYPE_CHECKING:
     from terrace.services.workflows.no_code_provisioning import NoCodeProvisioning
     from terrace.services.workflows.organization_deletion import OrganizationDeletion
     from terrace.services.workflows.project_deletion import ProjectDeletion
-    from terrace.services.workflows.project_pages import ProjectPages
     from terrace.services.workflows.purge import Purge
     from terrace.services.workflows.retention_sweep import RetentionSweep
     from terrace.services.workflows.run_trigger_fanout import RunTriggerFanout
@@ -63,9 +58,6 @@ if TYPE_CHECKING:
     from terrace.services.workflows.vcs_modules import ModuleSources
     from terrace.services.workflows.vcs_sources import PolicySetSources
     from terrace.services.workflows.workspace_deletion import WorkspaceDeletion
-    from terrace.services.workflows.workspace_overview import WorkspaceOverview
-    from terrace.services.workflows.workspace_settings import WorkspaceSettings
-    from terrace.services.workspaces.agent_pools import AgentPoolService
     from terrace.services.workspaces.change_requests import ChangeRequestService
     from terrace.services.workspaces.locking import LockService
     from terrace.services.workspaces.module_test_workspaces import ModuleTestWorkspaces
@@ -95,15 +87,11 @@ class WorkflowServices:
     state_store: StateStore
     varsets: VariableSetService
     projects: ProjectService
-    authz: Authorizer
-    teams: TeamService
-    team_access: TeamAccessService
     configuration_versions: ConfigurationVersionService
     runs: RunService
     run_store: RunStore
     assessments: AssessmentService  # wiring/run_services.py
     run_triggers: RunTriggerService
-    agent_pools: AgentPoolService  # wiring/workspace_services.py
     workspace_store: WorkspaceAreaStore  # wiring/workspace_services.py
     notification_store: NotificationStore
     notification_configurations: NotificationConfigurations
@@ -228,12 +216,6 @@ class WorkflowServices:
         return ProjectDeletion(self.projects, self.workspaces, self.varsets, self.notification_configurations)
 
     @cached_property
-    def project_pages(self) -> ProjectPages:
-        from terrace.services.workflows.project_pages import ProjectPages
-
-        return ProjectPages(self.authz, self.teams, self.projects, self.workspaces, self.team_access)
-
-    @cached_property
     def auto_destroy(self) -> AutoDestroy:
         """The reaper's auto-destroy sweep (`runner_services.py: reaper`), subscribed to `run.status_changed` with the
         other events (`state_services.py: events`); its notices go out on the events queue."""
@@ -268,25 +250,6 @@ class WorkflowServices:
         return RunTriggerFanout(
             self.run_store, self.runs, self.workspaces, self.configuration_versions, self.run_triggers
         )
-
-    @cached_property
-    def workspace_overview(self) -> WorkspaceOverview:
-        from terrace.services.workflows.workspace_overview import WorkspaceOverview
-
-        return WorkspaceOverview(self.workspaces, self.state_versions, self.runs, self.change_requests)
-
-    @cached_property
-    def workspace_settings(self) -> WorkspaceSettings:
-        from terrace.services.workflows.workspace_settings import WorkspaceSettings
-
-        return WorkspaceSettings(self.workspaces, self.agent_pools, self.projects)
-
-    @cached_property
-    def health_pages(self) -> HealthPages:
-        """A workspace's Health tab (a runs-area read over assessments and workspaces)."""
-        from terrace.services.runs.health import HealthPages
-
-        return HealthPages(self.assessments, self.workspaces, self.blobs)
 
     @cached_property
     def state_rollback(self) -> StateRollback:

@@ -1,7 +1,8 @@
 """An organization's HYOK configurations (`/organizations/:org/hyok-configurations`, `/hyok-configurations/:id`):
 a customer's key-encryption key, the OIDC configuration that reaches it and the agent pool whose agents run the
 workspaces it secures. A new configuration is `untested` until its test (`key_test.py`, requested through the
-events queue when it is created, or run at once by `POST .../actions/test`) wraps a data key with the key. Revoking
+events queue when it is created, staged in the outbox with its write, or run at once by `POST .../actions/test`)
+wraps a data key with the key. Revoking
 it revokes every customer key version it has (their data keys become unusable); only a configuration that
 secures nothing (untested, failed, errored or revoked) may be deleted. Members read, managers write."""
 
@@ -20,9 +21,11 @@ from terrace.domain.limits import TEXT_ATTRIBUTE_MAX, text
 from terrace.domain.principal import Principal
 from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
+from terrace.services.hyok.key_test import requested
 from terrace.services.hyok.oidc_configurations import OidcConfigurationService
 from terrace.services.hyok.store import HyokStore
 from terrace.services.optimistic import optimistic
+from terrace.services.outbox_relay import OutboxRelay
 from terrace.services.workspaces.agent_pools import AgentPoolService
 
 NAME_MAX = 128
@@ -35,12 +38,13 @@ class HyokConfigurationService:
         organizations: OrganizationService,
         oidc_configurations: OidcConfigurationService,
         agent_pools: AgentPoolService,
-        request_test: Callable[[str], None],
+        relay: OutboxRelay,
         run_test: Callable[[str], model.HyokConfiguration | None],
     ) -> None:
-        """`request_test`: queue a configuration's test (the events queue); `run_test`: test it now (`key_test.py`)."""
+        """`relay`: publishes a configuration's queued test (the events queue); `run_test`: test it now
+        (`key_test.py`)."""
         self._store, self._orgs, self._oidcs, self._pools = store, organizations, oidc_configurations, agent_pools
-        self._request_test, self._run_test = request_test, run_test
+        self._relay, self._run_test = relay, run_test
 
     def get(
         self, principal: Principal, hyok_id: str, action: Action = Action.READ_ORGANIZATION
@@ -100,17 +104,18 @@ class HyokConfigurationService:
             created_at=clock.now_iso(),
             primary=not self._store.hyoks_of(org.key),  # an organization's first is its primary
         )
-        self._store.create(hyok)
-        self._request_test(hyok.id)
+        entry, staged = self._relay.outbox.stage(requested(hyok.id))
+        self._store.create(hyok, staged)
+        self._relay.deliver([entry])  # a failed publish stays staged for the reaper's sweep
         return hyok
 
     def update(
         self, principal: Principal, hyok_id: str, attrs: dict[str, Any], pool_id: str | None
     ) -> model.HyokConfiguration:
-        retest = False
+        retest, entries = False, []
 
         def step() -> model.HyokConfiguration:
-            nonlocal retest
+            nonlocal retest, entries
             hyok = self.get(principal, hyok_id, Action.MANAGE_ORGANIZATION)
             if hyok.status in (model.REVOKING, model.REVOKED):
                 raise Invalid(f"HYOK configuration {hyok_id} is {hyok.status}: it cannot change")
@@ -127,14 +132,17 @@ class HyokConfigurationService:
             if attrs.get("primary") is True and not hyok.primary:
                 self._demote_primary(hyok.organization)
                 hyok.primary = True
+            staged = None
             if retest:
                 hyok.status, hyok.error = model.UNTESTED, None
-            self._store.replace(hyok)
+                entry, staged = self._relay.outbox.stage(requested(hyok.id))
+                entries = [entry]
+            self._store.replace(hyok, staged)
             return hyok
 
         updated = optimistic(step, exhausted=f"HYOK configuration {hyok_id} keeps changing; retry")
         if retest:
-            self._request_test(updated.id)
+            self._relay.deliver(entries)
         return updated
 
     def revoke(self, principal: Principal, hyok_id: str) -> model.HyokConfiguration:

@@ -28,6 +28,11 @@ EVENT = "hyok.test"
 TOKEN_TTL_S = 300
 
 
+def requested(hyok_id: str) -> dict[str, object]:
+    """The event that queues a configuration's test, staged in the outbox with the write that asks for it."""
+    return {"type": EVENT, "hyok_configuration": hyok_id}
+
+
 class KeyTester:
     def __init__(
         self,

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, fields
 from typing import Any
 
-from terrace.adapters.table import ConditionFailed, Table
+from terrace.adapters.table import ConditionFailed, Put, Table, WriteOp
 from terrace.domain.hyok import BY_PREFIX, EncryptedDataKey, HyokConfiguration, KeyVersion, OidcConfiguration
 from terrace.domain.ids import kind_of, looks_like
 
@@ -92,19 +92,26 @@ class HyokStore:
     def data_keys_of(self, key_version_id: str) -> list[EncryptedDataKey]:
         return [from_item(i) for i in self._table.query(f"{key_version_id}#deks", index="gsi1")]
 
-    def create(self, entity: Any) -> None:
-        self._table.put(to_item(entity), if_absent=True)
+    def create(self, entity: Any, staged: WriteOp | None = None) -> None:
+        """Write a new `entity` (with `staged`, an outbox entry, in the same transaction)."""
+        self._write(Put(to_item(entity), if_absent=True), staged)
 
-    def replace(self, entity: Any) -> None:
-        """Write `entity` over the version read; `ConditionFailed` when it changed since (callers read again through
-        `services/optimistic.py`)."""
+    def replace(self, entity: Any, staged: WriteOp | None = None) -> None:
+        """Write `entity` over the version read (with `staged`, an outbox entry, in the same transaction);
+        `ConditionFailed` when it changed since (callers read again through `services/optimistic.py`)."""
         expected = entity.version
         entity.version = expected + 1
         try:
-            self._table.put(to_item(entity), if_version=expected)
+            self._write(Put(to_item(entity), if_version=expected), staged)
         except ConditionFailed:
             entity.version = expected
             raise
+
+    def _write(self, put: Put, staged: WriteOp | None) -> None:
+        if staged is None:
+            self._table.put(put.item, if_absent=put.if_absent, if_version=put.if_version)
+        else:
+            self._table.transact([put, staged])
 
     def delete(self, entity: Any) -> None:
         self._table.delete(entity.id, _sort_key(entity))

@@ -3,7 +3,8 @@
 Reads never write: a pending version becomes `uploaded` (or `errored` when too large) when its archive lands
 (`landed`, on the `blob.landed` event: the embedded server's PUT, S3's notification through the events worker),
 or when a run is created from it (`finalize`: the landing event was lost or is not delivered yet). A caller archives
-a version or changes its backing data through `configuration_backing_data.py`."""
+a version or changes its backing data through `configuration_backing_data.py`; the versions whose archive the
+server stores itself (a forge's commit, a generated root module) are made by `configuration_sources.py`."""
 
 from __future__ import annotations
 
@@ -30,13 +31,12 @@ from terrace.domain.principal import Principal
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action, Authorizer
 from terrace.services.blob_records import md5_of, require_recorded
+from terrace.services.runs.configuration_sources import CURRENT, ServerSourcedVersions
 from terrace.services.runs.store import ConditionFailed
 from terrace.services.runs.store_configurations import ConfigurationStore
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 log = logging.getLogger("terrace.configuration_versions")
-
-CURRENT = "current_cv_id"  # in Workspace.extra: the latest non-provisional version
 
 
 def _bool(attrs: dict[str, Any], key: str, default: bool) -> bool:
@@ -46,7 +46,7 @@ def _bool(attrs: dict[str, Any], key: str, default: bool) -> bool:
     return value
 
 
-class ConfigurationVersionService:
+class ConfigurationVersionService(ServerSourcedVersions):
     def __init__(
         self,
         store: ConfigurationStore,
@@ -94,62 +94,6 @@ class ConfigurationVersionService:
             except Exception:  # a hook's failure must not fail the creation (the enqueue wakes the scaler too)
                 log.exception("on_created hook failed for %s", cv.id)
         return cv
-
-    def create_from_forge(
-        self,
-        ws: Workspace,
-        archive: bytes,
-        *,
-        source: str,
-        speculative: bool,
-        ingress: dict[str, Any],
-        untrusted: bool,
-        auto_queue: bool = True,
-        cv_id: str | None = None,
-    ) -> ConfigurationVersion:
-        """A version of a forge's commit (services/vcs/: a verified webhook delivery, no caller): its archive stored
-        and the version finalized at once, which queues its run (auto-queue-runs; the workspace's auto-apply
-        applies it, as HCP's VCS runs). `cv_id` (derived from the delivery) makes it idempotent."""
-        now = clock.now_iso()
-        cv = ConfigurationVersion(
-            id=cv_id or new_id("cv"),
-            workspace_id=ws.id,
-            organization=ws.organization,
-            created_at=now,
-            speculative=speculative,
-            source=source,
-            created_by=str(ingress.get("sender-username") or ""),
-            ingress=ingress,
-            untrusted=untrusted,
-            auto_queue_runs=auto_queue,
-        )
-        cv.status_timestamps["pending-at"] = now
-        try:
-            self._store.create(cv)
-        except ConditionFailed:  # the same work again (`cv_id`): carry on where it stopped, never twice
-            cv = self.load(cv.id)
-            if cv.status != PENDING:
-                return cv
-        if not speculative:
-            self._workspaces.mutate(ws.id, lambda cur: dataclasses.replace(cur, extra={**cur.extra, CURRENT: cv.id}))
-        self._blobs.put(cv.blob_key, archive, "application/gzip")
-        return self.finalize(cv)
-
-    def create_generated(
-        self, principal: Principal, ws: Workspace, archive: bytes, source: str
-    ) -> ConfigurationVersion:
-        """A version whose archive the server made for its caller (a no-code module's root module): stored and
-        finalized at once, queueing no run (the caller's use case creates it)."""
-        self._workspaces.authorize(principal, Action.QUEUE_RUN, ws)
-        cv = ConfigurationVersion(id=new_id("cv"), workspace_id=ws.id, organization=ws.organization,
-                                  created_at=clock.now_iso(), source=source, auto_queue_runs=False,
-                                  created_by=principal.username,
-                                  may_apply=self._workspaces.can(principal, Action.APPLY_RUN, ws))  # fmt: skip
-        cv.status_timestamps["pending-at"] = cv.created_at
-        self._store.create(cv)
-        self._workspaces.mutate(ws.id, lambda cur: dataclasses.replace(cur, extra={**cur.extra, CURRENT: cv.id}))
-        self._blobs.put(cv.blob_key, archive, "application/gzip")
-        return self.finalize(cv)
 
     def load(self, cv_id: str) -> ConfigurationVersion:
         cv = self._store.find(cv_id)
@@ -300,3 +244,6 @@ class ConfigurationVersionService:
         except ConditionFailed as exc:
             raise Conflict(f"configuration version {cv.id} changed concurrently; retry") from exc
         return updated
+
+
+__all__ = ["CURRENT", "ConfigurationVersionService"]

@@ -2,7 +2,8 @@
 `plan-exports` API.
 
 Creating one is reading the plan's JSON (`READ_PLAN_JSON`: read runs and read state, as json-output): the export
-is recorded `queued` and its writing requested through the events queue (`EVENT`); the events worker writes the
+is recorded `queued` and its writing requested through the events queue (`EVENT`, staged in the outbox with the
+export's own write, so a failed publish is retried by the reaper's sweep); the events worker writes the
 bundle (`domain/sentinel_mocks.py`) from the plan's redacted JSON and the run, stores it as a blob and marks the
 export `finished` (or `errored`). Reads, the download and the deletion ask the same permission of the export's run;
 an export of another organization, or one the caller may not read, is NotFound. The download is a presigned GET of
@@ -38,6 +39,11 @@ log = logging.getLogger("terrace.plan_exports")
 EVENT = "plan_export.requested"
 
 
+def requested(export_id: str) -> dict[str, Any]:
+    """The event that asks the events worker to write an export's bundle."""
+    return {"type": EVENT, "plan_export": export_id}
+
+
 class PlanExportService:
     def __init__(
         self,
@@ -46,12 +52,11 @@ class PlanExportService:
         plans: PlanService,
         workspaces: WorkspaceService,
         blobs: BlobStore,
-        request: Callable[[str], None],
         now: Callable[[], datetime] = clock.utcnow,
         json_max: int = PLAN_EXPORT_JSON_MAX,
     ) -> None:
         self._store, self._runs, self._plans, self._workspaces = store, runs, plans, workspaces
-        self._blobs, self._request, self._now, self._json_max = blobs, request, now, json_max
+        self._blobs, self._now, self._json_max = blobs, now, json_max
 
     def create(self, principal: Principal, attrs: dict[str, Any], plan_id: str | None) -> model.PlanExport:
         data_type = attrs.get("data-type")
@@ -74,8 +79,7 @@ class PlanExportService:
             status=model.QUEUED,
             status_timestamps={"queued-at": at},
         )
-        self._store.plan_exports.create(export)
-        self._request(export.id)
+        self._store.plan_exports.create(export, requested(export.id))
         return export
 
     def get(self, principal: Principal, export_id: str) -> model.PlanExport:

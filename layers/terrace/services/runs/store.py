@@ -132,7 +132,7 @@ class RunStore:
         self.results = TaskResultStore(table, relay)
         self.assessments = AssessmentStore(table)
         self.slots = RunnerSlotStore(table)
-        self.plan_exports = PlanExportStore(table)
+        self.plan_exports = PlanExportStore(table, relay)
 
     def load(self, run_id: str) -> Run:
         item = self._table.get(run_id, "run") if looks_like(run_id, "run") else None

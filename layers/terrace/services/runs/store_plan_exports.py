@@ -2,7 +2,8 @@
 (`pe-…` / `plan-export`), listed under its run (`<run>#plan-exports` on gsi1) so that a run's deletion finds them
 (`store_deletion.py`). A finished export's bundle is also listed under `plan-exports#expiring`, sorted by when it
 expires (`<expiry>#<export>`), for the sweep that deletes expired bundles. Every write of an export is conditional
-on its `version`."""
+on its `version`. A new export's request to write its bundle is staged in the outbox in the export's own
+transaction and published right after (the reaper's outbox sweep publishes it when that publish failed)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 
 from terrace.adapters.table import Put, Table
 from terrace.domain.plan_exports import PlanExport, expiry
+from terrace.services.outbox_relay import OutboxRelay
 
 SK = "plan-export"
 EXPIRING = "plan-exports#expiring"
@@ -41,15 +43,18 @@ def _from_item(item: dict[str, Any]) -> PlanExport:
 
 
 class PlanExportStore:
-    def __init__(self, table: Table) -> None:
-        self._table = table
+    def __init__(self, table: Table, relay: OutboxRelay) -> None:
+        self._table, self._relay = table, relay
 
     def get(self, export_id: str) -> PlanExport | None:
         item = self._table.get(export_id, SK)
         return _from_item(item) if item else None
 
-    def create(self, export: PlanExport) -> None:
-        self._table.put(_to_item(export), if_absent=True)
+    def create(self, export: PlanExport, event: dict[str, Any]) -> None:
+        """Record `export` with `event` (its request) in one transaction, then publish the event."""
+        entry, staged = self._relay.outbox.stage(event)
+        self._table.transact([Put(_to_item(export), if_absent=True), staged])
+        self._relay.deliver([entry])  # a failed publish stays staged for the reaper's sweep
 
     def save(self, export: PlanExport) -> None:
         """Write `export` as read (its `version`), changed: ConditionFailed when another writer came first. A

@@ -7,8 +7,8 @@ uploaded object, compares its ETag with the md5 declared at creation, trusts the
 (checked again against the workspace in the transaction that makes the version current), takes outputs from the
 client's `json-state-outputs` when it sent them, and publishes `state.uploaded`. The events worker (the `events`
 Lambda on AWS, the events consumer thread locally) parses the state, extracts outputs when none were sent,
-rebuilds the resource index and marks the version `resources_processed`. A state whose serial/lineage
-disagree with the declaration is marked with `index_error`; the current pointer is left alone.
+rebuilds the resource index and marks the version `resources_processed` (`upload_indexing.py`). A state whose
+serial/lineage disagree with the declaration is marked with `index_error`; the current pointer is left alone.
 """
 
 from __future__ import annotations
@@ -17,44 +17,29 @@ import base64
 import dataclasses
 import logging
 from collections.abc import Callable
-from typing import Any
 
-from terrace.adapters.blobs import BlobDamaged, BlobStore
+from terrace.adapters.blobs import BlobStore
 from terrace.adapters.events import EventPublisher
 from terrace.domain import clock, state_versions
 from terrace.domain import state as st
-from terrace.domain.errors import Conflict, Invalid, NotFound
+from terrace.domain.errors import Conflict, Invalid
 from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal, PrincipalKind
-from terrace.domain.state import OutputValue, ParsedState
+from terrace.domain.state import OutputValue
 from terrace.domain.state_versions import DISCARDED, FINALIZED, PENDING, StateVersion
 from terrace.domain.workspace import Workspace
 from terrace.services.blob_records import md5_of
 from terrace.services.optimistic import optimistic
-from terrace.services.state.current import ATTEMPTS, PENDING_KEY, managed_count, with_current
+from terrace.services.state.current import ATTEMPTS, PENDING_KEY, with_current
 from terrace.services.state.index import StateIndex
 from terrace.services.state.store import StateStore
+from terrace.services.state.upload_indexing import UPLOADED_EVENT, UploadIndexing, verified_state
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 log = logging.getLogger("terrace.state")
 
 
-def verified_state(blobs: BlobStore, sv: StateVersion) -> bytes:
-    """The state of a finalized version, if it still is what was recorded (md5); else Conflict, nothing read on."""
-    try:
-        raw = blobs.get(sv.blob_key, sv.blob_version)
-    except BlobDamaged:  # the store's own checksum caught it first (S3)
-        raw = b""
-    if st.md5_hex(raw) != sv.md5:
-        raise Conflict(f"the stored state of {sv.id} does not match its record (md5 {sv.md5}); it is not served")
-    return raw
-
-
-UPLOADED_EVENT = "state.uploaded"
-INDEXED_EVENT = "state.indexed"  # a workspace's current version is indexed (its summary recorded): any write path
-
-
-class StateUploads:
+class StateUploads(UploadIndexing):
     def __init__(
         self,
         store: StateStore,
@@ -205,100 +190,5 @@ class StateUploads:
 
         return optimistic(step, attempts=ATTEMPTS, exhausted=lambda: self._store.load(sv.id))
 
-    # the events worker -------------------------------------------------------------------
-    def index_uploaded(self, event: dict[str, Any]) -> None:
-        """`state.uploaded`: parse the state, write outputs when none were sent, rebuild the resource index."""
-        sv_id = str(event.get("state_version_id", ""))
-        try:
-            sv = self._store.load(sv_id)
-        except NotFound:
-            log.warning("%s for unknown state version %r", UPLOADED_EVENT, sv_id)
-            return
-        if sv.status != FINALIZED or sv.resources_processed or sv.index_error:
-            return
-        if sv.size > self._max_indexed_bytes:
-            log.warning("state version %s: %d bytes, not indexed", sv.id, sv.size)
-            self._record(sv, None, None, f"the state is {sv.size} bytes: states above {self._max_indexed_bytes}"
-                         " bytes are not indexed (TERRACE_MAX_INDEXED_STATE_BYTES)")  # fmt: skip
-            return
-        if self._blobs.head(sv.blob_key) is None:
-            log.warning("%s: the state of %s is gone (purged?)", UPLOADED_EVENT, sv.id)
-            return
-        raw = self._blobs.get(sv.blob_key, sv.blob_version)
-        if st.md5_hex(raw) != sv.md5:
-            log.warning("state version %s: the stored state is not the one finalized (md5 differs)", sv.id)
-            self._record(sv, None, None, "the stored state does not match the md5 recorded when it was finalized")
-            return
-        try:
-            parsed = st.parse_state(raw)
-        except Invalid as exc:
-            log.warning("state version %s is not a valid state: %s", sv.id, exc.detail)
-            self._record(sv, None, None, f"the uploaded state could not be parsed: {exc.detail}")
-            return
-        if parsed.serial != sv.serial or (sv.lineage and parsed.lineage != sv.lineage):
-            reason = (
-                f"the uploaded state has serial {parsed.serial} and lineage {parsed.lineage!r}; "
-                f"serial {sv.serial} and lineage {sv.lineage!r} were declared"
-            )
-            log.warning("state version %s: %s", sv.id, reason)
-            self._record(sv, None, None, reason)
-            return
-        output_ids = None
-        if sv.outputs_pending:
-            output_ids = self._index.write_outputs(sv.id, self._workspaces.load(sv.workspace_id), parsed.outputs)
-        self.reindex(sv.workspace_id, sv.id, parsed)
-        self._record(sv, parsed, output_ids, None)
-        self.announce_indexed(sv.workspace_id, sv.id)
 
-    def _record(
-        self, sv: StateVersion, parsed: ParsedState | None, output_ids: tuple[str, ...] | None, error: str | None
-    ) -> None:
-        def step() -> bool:
-            ws, current = self._workspaces.load(sv.workspace_id), self._store.load(sv.id)
-            if current.resources_processed or current.index_error:
-                return False  # a concurrent delivery of the same event got there first
-            if parsed is None:
-                updated = dataclasses.replace(current, index_error=error, version=current.version + 1)
-            else:
-                updated = dataclasses.replace(
-                    current,
-                    version=current.version + 1,
-                    lineage=current.lineage or parsed.lineage,
-                    terraform_version=parsed.terraform_version,
-                    format_version=parsed.format_version,
-                    summary=parsed.summary,
-                    resources_processed=True,
-                    outputs_pending=False,
-                    output_ids=current.output_ids if output_ids is None else output_ids,
-                )
-            ops = [self._store.save_op(updated, current.version)]
-            if parsed is not None and ws.current_state_version_id == sv.id:
-                counted = dataclasses.replace(
-                    ws,
-                    resource_count=managed_count(parsed),
-                    state_lineage=ws.state_lineage or parsed.lineage,
-                    version=ws.version + 1,
-                    updated_at=clock.now_iso(),
-                )
-                ops.append(self._workspaces.write_op(counted, ws.version))
-            self._store.transact(ops)
-            return True
-
-        recorded = optimistic(step, attempts=ATTEMPTS, exhausted=lambda: False)
-        if not recorded and output_ids:  # not recorded: drop the outputs this delivery wrote
-            self._store.index.delete_output_ids(output_ids)
-
-    def announce_indexed(self, workspace_id: str, sv_id: str) -> None:
-        """`state.indexed`: what follows a workspace's current state (the explorer's summary) may read it now."""
-        try:
-            self._publisher.publish({"type": INDEXED_EVENT, "state_version_id": sv_id, "workspace_id": workspace_id})
-        except Exception:  # the state is stored and indexed either way; only what follows it waits for the next
-            log.exception("could not publish %s for %s", INDEXED_EVENT, sv_id)
-
-    def reindex(self, workspace_id: str, sv_id: str, parsed: ParsedState) -> None:
-        def instances_of(target: str) -> tuple[st.ResourceInstance, ...]:
-            if target == sv_id:
-                return parsed.resources
-            return st.parse_state(verified_state(self._blobs, self._store.load(target))).resources
-
-        self._index.replace_resources(lambda: self._workspaces.load(workspace_id), instances_of)
+__all__ = ["StateUploads", "verified_state"]

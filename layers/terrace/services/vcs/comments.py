@@ -5,7 +5,11 @@ destroy, with a link to the run. The comment's id is kept per workspace and pull
 pushes edit that one comment in place (`PATCH /repos/{o}/{r}/issues/comments/{id}`; GitLab's `PUT .../notes/:id`);
 one deleted on the forge is written anew. Called by `statuses.py` on the same `run.status_changed` event that sets
 the commit status, once the status the forge shows is final. Only counts and the run's link are written: no
-resource name, no output, nothing of the plan's text."""
+resource name, no output, nothing of the plan's text.
+
+Two plans of one pull request may finish together: the comment is created only by the plan whose conditional
+claim of it won (`store_comments.py`); the other edits it, or, when the claimant has not yet recorded the id,
+leaves its text for the claimant to write. A claim whose claimant died (older than CLAIM_STALE_S) is taken over."""
 
 from __future__ import annotations
 
@@ -15,12 +19,15 @@ from collections.abc import Callable
 from typing import Any
 
 from terrace.adapters.forge import Forge, ForgeAccess, ForgeError
+from terrace.adapters.table import ConditionFailed
 from terrace.domain.runs import Run
 from terrace.services.vcs.store import VcsStore
 
 log = logging.getLogger("terrace.vcs")
 SETTING = "speculative-plan-comments-enabled"
 FINAL = ("success", "failure", "error")
+CLAIM_STALE_S = 300  # a claim without a comment this old was left by a claimant that died
+ATTEMPTS = 8  # reads of the pull request's comment item by one write (each lost race reads it again)
 
 
 def body(context: str, run: Run, shown: tuple[str, str], sha: str, run_url: str) -> str:
@@ -49,17 +56,55 @@ class PlanComments:
 
     def write(self, access: ForgeAccess, workspace_id: str, repo: str, number: int, text: str) -> None:
         """The workspace's comment on the pull request, created or edited; a forge that fails is logged."""
-        kept = self._store.comment_id(workspace_id, number)
         try:
-            try:
-                comment_id = self._forge.comment(access, repo, number, text, kept)
-            except ForgeError as exc:
-                if kept is None or exc.status != 404:
-                    raise
-                comment_id = self._forge.comment(access, repo, number, text, None)  # deleted on the forge
+            self._write(access, workspace_id, repo, number, text)
         except ForgeError as exc:
             log.warning("workspace %s: comment on pull request %s of %s not written: %s", workspace_id, number, repo,
                         exc.detail)  # fmt: skip
+
+    def _write(self, access: ForgeAccess, workspace_id: str, repo: str, number: int, text: str) -> None:
+        comments = self._store.comments
+        for _ in range(ATTEMPTS):
+            now = int(self._now_s())
+            read = comments.get(workspace_id, number)
+            if read is not None and read.comment_id is not None:
+                try:
+                    self._forge.comment(access, repo, number, text, read.comment_id)
+                    return
+                except ForgeError as exc:
+                    if exc.status != 404:
+                        raise
+                # deleted on the forge: written anew by whoever claims it again
+            elif read is not None and now - read.claimed_at < CLAIM_STALE_S:
+                try:
+                    comments.hand_over(workspace_id, number, text, now, read)  # the claimant writes it
+                    return
+                except ConditionFailed:
+                    continue
+            claim = comments.claim(workspace_id, number, now, read)
+            if claim is not None:
+                return self._create(access, workspace_id, repo, number, text, claim)
+        log.warning("workspace %s: comment on pull request %s of %s not written: it kept changing", workspace_id,
+                    number, repo)  # fmt: skip
+
+    def _create(self, access: ForgeAccess, workspace_id: str, repo: str, number: int, text: str, claim: str) -> None:
+        """Create the comment this write claimed, record its id, then write a text handed over meanwhile."""
+        comments = self._store.comments
+        try:
+            comment_id = self._forge.comment(access, repo, number, text, None)
+        except ForgeError:
+            read = comments.get(workspace_id, number)
+            if read is not None and read.claim == claim and read.comment_id is None:
+                comments.release(workspace_id, number, read.version)  # the next plan claims it again
+            raise
+        for _ in range(ATTEMPTS):
+            read = comments.get(workspace_id, number)
+            if read is None or read.claim != claim or read.comment_id is not None:
+                return  # taken over meanwhile (the claim had gone stale): the newer claimant writes
+            try:
+                comments.record(workspace_id, number, comment_id, int(self._now_s()), read)
+            except ConditionFailed:
+                continue  # a text handed over meanwhile: read again
+            if read.handed_over is not None and read.handed_over != text:
+                self._forge.comment(access, repo, number, read.handed_over, comment_id)
             return
-        if comment_id != kept:
-            self._store.put_comment_id(workspace_id, number, comment_id, int(self._now_s()))

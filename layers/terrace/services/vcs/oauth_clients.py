@@ -44,9 +44,16 @@ class OAuthClientService:
         self._endpoint, self._public_url = endpoint, public_url
 
     # reads ------------------------------------------------------------------------------
-    def _client(self, principal: Principal, client_id: str, action: Action = Action.READ_VCS) -> StoredClient:
+    def _client(
+        self, principal: Principal, client_id: str, action: Action = Action.READ_VCS, organization: str | None = None
+    ) -> StoredClient:
+        """The client when the caller may `action` on it; with `organization` (a page's organization by name), a
+        client of another organization is not found either."""
         item = self._store.client(client_id)
-        org = self._org_of(principal, item.public.organization, action) if item else None
+        if item is not None and organization is not None:
+            org: Organization | None = self._orgs.get(principal, organization, action)
+        else:
+            org = self._org_of(principal, item.public.organization, action) if item else None
         if item is None or org is None or item.organization_id != org.id:
             raise NotFound(f"oauth client {client_id} not found")
         return item
@@ -82,9 +89,10 @@ class OAuthClientService:
     def token(self, principal: Principal, token_id: str) -> OAuthToken:
         return self._token(principal, token_id).public
 
-    def manageable(self, principal: Principal, client_id: str) -> OAuthClient:
-        """The client when the caller may change it (`manage-vcs-settings`); NotFound otherwise."""
-        return self._client(principal, client_id, Action.MANAGE_VCS).public
+    def manageable(self, principal: Principal, client_id: str, organization: str | None = None) -> OAuthClient:
+        """The client when the caller may change it (`manage-vcs-settings`) and, with `organization`, it is that
+        organization's; NotFound otherwise."""
+        return self._client(principal, client_id, Action.MANAGE_VCS, organization).public
 
     # writes -----------------------------------------------------------------------------
     def create(self, principal: Principal, organization: str, attrs: dict[str, Any], projects: Any) -> OAuthClient:
@@ -139,8 +147,9 @@ class OAuthClientService:
 
         return optimistic(step, exhausted=f"oauth client {client_id} changed concurrently; retry")
 
-    def delete(self, principal: Principal, client_id: str) -> None:
-        self._store.delete_client(self._client(principal, client_id, Action.MANAGE_VCS))
+    def delete(self, principal: Principal, client_id: str, organization: str | None = None) -> None:
+        """Delete the client; with `organization`, only when it is that organization's (NotFound otherwise)."""
+        self._store.delete_client(self._client(principal, client_id, Action.MANAGE_VCS, organization))
 
     def change_projects(self, principal: Principal, client_id: str, projects: Any, *, add: bool) -> None:
         """`POST|DELETE /oauth-clients/:id/relationships/projects`."""

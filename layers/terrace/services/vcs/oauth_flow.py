@@ -45,9 +45,10 @@ class OAuthFlow:
                                               signer_kwargs={"digest_method": hashlib.sha256})  # fmt: skip
         self._public_url = public_url
 
-    def start(self, principal: Principal, client_id: str, session_id: str) -> str:
-        """The forge's authorize URL for this session to connect the client."""
-        client = self._clients.manageable(principal, client_id)
+    def start(self, principal: Principal, client_id: str, session_id: str, organization: str | None = None) -> str:
+        """The forge's authorize URL for this session to connect the client (with `organization`, a client of
+        another organization is not found)."""
+        client = self._clients.manageable(principal, client_id, organization)
         self._secret(client)  # a client without an application's key and secret cannot be connected
         state = self._states.dumps({"c": client.id, "s": _session_hash(session_id), "n": secrets.token_urlsafe(24)})
         return authorize_url(client, callback_url(self._public_url, client.id), state)

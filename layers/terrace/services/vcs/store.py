@@ -11,13 +11,12 @@ from typing import Any
 from terrace.adapters.table import ConditionFailed, Put, Table
 from terrace.domain.ids import looks_like
 from terrace.domain.vcs import OAuthClient, OAuthToken
+from terrace.services.vcs.store_comments import CommentStore
 
 CLIENT, TOKEN, CONNECTION, DELIVERY = "oauth-client", "oauth-token", "vcs-connection", "vcs-delivery"
 OAUTH_STATE = "vcs-oauth-state"  # a spent state of an OAuth application's browser flow (`oauth_flow.py`)
 OWNERS = ("ws", "polset", "mod")  # what may own a repository connection: workspaces, policy sets, registry modules
-COMMENT = "vcs-comment#"  # + a pull request's number: the workspace's comment on it (`comments.py`)
 DELIVERY_KEPT_S = 7 * 24 * 3600  # a delivery id is remembered this long (GitHub redelivers within days)
-COMMENT_KEPT_S = 90 * 24 * 3600  # a pull request's comment is edited in place this long after its last plan
 COMMIT_STATE = "vcs-commit-state#"  # + a commit sha: what the workspace's run shows on it (`aggregated_statuses.py`)
 COMMIT_STATE_KEPT_S = 30 * 24 * 3600  # a commit's aggregated status counts a workspace this long after its last run
 
@@ -135,6 +134,7 @@ def _token_item(token: StoredToken) -> dict[str, Any]:
 class VcsStore:
     def __init__(self, table: Table) -> None:
         self._table = table
+        self.comments = CommentStore(table)  # pull requests' plan comments (`store_comments.py`)
 
     # clients
     def client(self, client_id: str | None) -> StoredClient | None:
@@ -221,15 +221,6 @@ class VcsStore:
         except ConditionFailed:
             return False
         return True
-
-    def comment_id(self, workspace_id: str, number: int) -> str | None:
-        """The id of the workspace's comment on pull request `number` (None: none yet)."""
-        item = self._table.get(workspace_id, f"{COMMENT}{number}") if looks_like(workspace_id, "ws") else None
-        return str(item["comment_id"]) if item else None
-
-    def put_comment_id(self, workspace_id: str, number: int, comment_id: str, now_s: int) -> None:
-        self._table.put({"pk": workspace_id, "sk": f"{COMMENT}{number}", "comment_id": comment_id,
-                         "expires_at": now_s + COMMENT_KEPT_S})  # fmt: skip
 
     def put_commit_state(self, org_key: str, sha: str, workspace_id: str, state: str, now_s: int) -> None:
         """What the workspace's latest run on commit `sha` shows (listed under gsi1 `commit#<org key>#<sha>`)."""

@@ -1,4 +1,5 @@
-"""Workspaces: create, read, list, update, delete. Other services change a workspace through `mutate`."""
+"""Workspaces: create, read, list, update, delete. Other services change a workspace through `mutate` and the
+other conditional writes of `workspace_writes.py`; what it inherits from its project is `project_defaults.py`."""
 
 from __future__ import annotations
 
@@ -18,15 +19,15 @@ from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action, Authorizer
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.access.projects import ProjectService
-from terrace.services.optimistic import optimistic
 from terrace.services.workspaces.attributes import apply_attributes, tag_names
 from terrace.services.workspaces.project_defaults import ProjectDefaults
 from terrace.services.workspaces.repository_link import RepositoryLink, linked
 from terrace.services.workspaces.store import WorkspaceStore, WriteOp
 from terrace.services.workspaces.workspace_permissions import permissions, view
+from terrace.services.workspaces.workspace_writes import WorkspaceWrites
 
 
-class WorkspaceService(ProjectDefaults):
+class WorkspaceService(ProjectDefaults, WorkspaceWrites):
     def __init__(
         self,
         store: WorkspaceStore,
@@ -268,33 +269,6 @@ class WorkspaceService(ProjectDefaults):
             raise Conflict(f"workspace {ws.name} is currently locked; unlock it or delete it without safe-delete")
         if not self._store.delete(ws, extra_ops(ws) if extra_ops else []):
             raise Conflict("workspace changed while deleting; retry")
-
-    def mutate(self, workspace_id: str, change: Callable[[Workspace], Workspace], attempts: int = 8) -> Workspace:
-        """Apply `change` to the latest copy with optimistic concurrency; `change` may raise to refuse."""
-
-        def step() -> Workspace:
-            current = self.load(workspace_id)
-            updated = dataclasses.replace(change(current), version=current.version + 1, updated_at=clock.now_iso())
-            self._store.replace(updated, current.version)
-            return updated
-
-        return optimistic(step, attempts=attempts, exhausted=f"workspace {workspace_id} is busy; retry")
-
-    def write_if_unchanged(self, current: Workspace, updated: Workspace) -> Workspace:
-        """Store `updated` (a change of the loaded `current`) in one conditional write; ConditionFailed when
-        someone changed it since. For the hot path where a re-read would be wasted (`mutate` re-reads)."""
-        stored = dataclasses.replace(updated, version=current.version + 1, updated_at=clock.now_iso())
-        self._store.replace(stored, current.version)
-        return stored
-
-    def write_if_still(self, current: Workspace, updated: Workspace) -> Workspace | None:
-        """`write_if_unchanged`, None when someone changed it since (the caller reads again)."""
-        stored = dataclasses.replace(updated, version=current.version + 1, updated_at=clock.now_iso())
-        return stored if self._store.replace_if_unchanged(stored, current.version) else None
-
-    def write_op(self, ws: Workspace, expected_version: int) -> WriteOp:
-        """A transaction item that stores `ws` only if nobody changed it since `expected_version`."""
-        return self._store.put_op(ws, expected_version)
 
     def _rename(self, ws: Workspace, name: str, attributes: dict[str, Any]) -> Workspace:
         updated = self._checked(apply_attributes(ws, {k: v for k, v in attributes.items() if k != "name"}))

@@ -94,22 +94,14 @@ def create_provider(
     return RedirectResponse(_path(organization) + "?created=1", status_code=303)
 
 
-def _require_own_client(container: Any, session: Any, organization: str, client_id: str) -> None:
-    """A client of this page's organization (another organization's is not found here)."""
-    listed = {c.id for c in container.oauth_clients.list(session.principal, organization)}
-    if client_id not in listed:
-        raise errors.NotFound(f"oauth client {client_id[:64]} not found")
-
-
 @router.post(PAGE + "/{client_id}/delete")
 def delete_provider(
     request: Request, container: ContainerDep, session: SessionDep, organization: str, client_id: str,
     form: CheckedFormDep,
 ) -> Any:  # fmt: skip
     """Delete one of the organization's clients (another organization's is not found here)."""
-    _require_own_client(container, session, organization, client_id)
     try:
-        container.oauth_clients.delete(session.principal, client_id)
+        container.oauth_clients.delete(session.principal, client_id, organization)
     except FORM_ERRORS as exc:
         return _page(request, container, session, organization, status=status_of(exc), error=exc.detail)
     return RedirectResponse(_path(organization) + "?deleted=1", status_code=303)
@@ -121,9 +113,8 @@ def connect_provider(
     form: CheckedFormDep,
 ) -> Any:  # fmt: skip
     """Send the owner to the forge to authorize the client's OAuth application (see the module's text)."""
-    _require_own_client(container, session, organization, client_id)
     try:
-        target = container.vcs_oauth.start(session.principal, client_id, session.id)
+        target = container.vcs_oauth.start(session.principal, client_id, session.id, organization)
     except FORM_ERRORS as exc:
         status = 422 if isinstance(exc, errors.Invalid) else status_of(exc)
         return _page(request, container, session, organization, status=status, error=exc.detail)
