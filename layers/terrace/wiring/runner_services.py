@@ -196,13 +196,15 @@ class RunnerServices:
     @cached_property
     def warm_window(self) -> WarmWindow:
         """A workspace opened wakes the dispatcher with its organization: on AWS the scaler Lambda, invoked off the
-        request's thread; in one process the local scaler loop (a set and an event)."""
+        request's thread once a minute per deployment (the table's wake claim); in one process the local scaler loop
+        (a set and an event)."""
         from terrace.services.runs.warm_window import WarmWindow
 
         minutes, mode = self.settings.warm_window_minutes, self.workspaces.execution_mode
         may_queue = lambda principal, ws: self.workspaces.permissions(principal, ws)["can-queue-run"]  # noqa: E731
         if (kick := self.scaler_kick) is not None:
-            return WarmWindow(minutes, mode, may_queue, lambda org: kick(warm=org), background=True)
+            claim = self.run_store.wake_claims.claim  # many API processes: the deployment's once a minute
+            return WarmWindow(minutes, mode, may_queue, lambda org: kick(warm=org), background=True, claim=claim)
         return WarmWindow(minutes, mode, may_queue, lambda org: self.scaler.warm(org))
 
     @cached_property
