@@ -220,6 +220,17 @@ def test_on_aws_an_organization_is_woken_once_a_minute_per_deployment_not_per_ap
     assert kicks == [{"warm": "acme"}, {"warm": "acme"}]  # a minute on: woken again
 
 
+def test_on_aws_the_wake_also_readies_the_logs_function_for_the_cli_s_first_read() -> None:
+    env = make_run_env(warm_window_minutes=15)
+    seen: list[Any] = []
+    env.container.scaler_kick = lambda **kwargs: seen.append(kwargs)
+    env.container.logs_warm_up = lambda: seen.append("logs function warmed")
+    read_workspace(env)
+    read_workspace(env)  # within the minute: nothing more
+    warm_window._background.submit(lambda: None).result(10)  # type: ignore[union-attr]  # noqa: SLF001
+    assert seen == [{"warm": "acme"}, "logs function warmed"]
+
+
 def test_on_aws_the_wake_is_an_async_invoke_of_the_scaler_naming_the_organization(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
