@@ -117,8 +117,8 @@ def window_line(r: Resources) -> str:
     cost = window_cost(minutes, WARM_POLL_S, 220, vcpu, mem_gb, r.memory_gb(r.function("api")))
     return (
         f"The warm window (terrace:warmWindowMinutes={minutes}), not in the totals: ${cost.per_window:.4f} a window "
-        f"after a burst of activity (one runner of plans on Fargate Spot, its IPv4 and polls); ten bursts a working "
-        f"day ${cost.month:.2f}/month"
+        f"after a burst of activity (one runner of plans on Fargate Spot, its IPv4 and polls, the logs function's "
+        f"warm-up); ten bursts a working day ${cost.month:.2f}/month"
     )
 
 

@@ -92,6 +92,8 @@ class TerraceStack(Stack):
                 "TERRACE_POLICY_FUNCTION": functions.policy.function_name,
                 "TERRACE_LOG_READ_WAIT_S": "0",  # a log read answers with what there is: the CLI polls again
                 **({"TERRACE_LOG_READ_URL": log_reads.url} if log_reads else {}),  # the CLI reads logs there
+                # readied as an organization's warm window opens: the CLI's first read finds it started
+                **({"TERRACE_LOGS_FUNCTION": log_reads.function.function_name} if log_reads else {}),
                 ORIGIN_VERIFY_ENV: origin_verify.value,
             },
             tracing=settings.tracing,
@@ -133,6 +135,10 @@ class TerraceStack(Stack):
         functions.runner_teardown.node.add_dependency(runner.cluster)
         functions.scaler.node.add_dependency(functions.runner_teardown)
         functions.scaler.grant_invoke(api_fn)
+        if log_reads is not None:  # the warm window's warm-up of the logs function (functions/logs: WARM_UP)
+            api_fn.add_to_role_policy(  # its unqualified ARN only: no version, no wildcard
+                iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[log_reads.function.function_arn])
+            )
         # the events function queues the runs run triggers start (services/workflows/run_trigger_fanout.py): it wakes
         # the scaler as the api does, rather than leaving the run to the scaler's next minute
         # and so does the reaper when it resends a queued phase whose lane message was lost (`kicking_lanes.py`)

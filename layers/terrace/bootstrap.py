@@ -123,6 +123,7 @@ class Container(  # type: ignore[override]
     # checks a runner task's signed GetCallerIdentity with STS (AWS, with a runner task role); none embedded
     caller_identity: CallerIdentity | None = None
     scaler_kick: Callable[..., None] | None = None  # on AWS: wakes the scaler (kick(), or kick(expect=org))
+    logs_warm_up: Callable[[], None] | None = None  # on AWS: readies an environment of the logs function
     event_queue: EventQueue | None = None  # the consumer side of `publisher` (SQS, or SQLite when embedded)
     database: Any = None  # the embedded server's SqliteDatabase (backups, closing)
     job_signal: JobSignal = field(default_factory=ConditionJobSignal)  # wakes waiting runners; in-process by default
@@ -186,6 +187,7 @@ def build_aws(settings: Settings, *, launcher: RunnerLauncher | None = None) -> 
         blobs=aws.blobs,
         encryptor=aws.encryptor,
         scaler_kick=aws.scaler_kick,
+        logs_warm_up=aws.logs_warm_up,
         publisher=aws.events,
         event_queue=aws.events,
         launcher=launcher or aws.launcher,

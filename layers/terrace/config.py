@@ -96,6 +96,8 @@ class Settings(BaseModel):
     # on AWS: resolved into url_signing_secret by the composition root
     url_signing_secret_arn: str | None = _optional("TERRACE_URL_SIGNING_SECRET_ARN")
     scaler_function: str | None = _optional("TERRACE_SCALER_FUNCTION")  # on AWS: invoked after enqueueing a job
+    # on AWS: the logs function (functions/logs), warmed up as an organization's warm window opens
+    logs_function: str | None = _optional("TERRACE_LOGS_FUNCTION")
     ecs_cluster: str | None = _optional("TERRACE_ECS_CLUSTER")
     runner_task_definition: str | None = _optional("TERRACE_RUNNER_TASK_DEFINITION")
     runner_container_name: str = Field(default="runner", validation_alias="TERRACE_RUNNER_CONTAINER")

@@ -47,6 +47,14 @@ def test_the_log_read_origin_is_the_logs_functions_url_without_auth(synth):
     assert all(p.get("FunctionUrlAuthType") == "NONE" or p.get("InvokedViaFunctionUrl") for p in invoke)
 
 
+def test_the_api_may_warm_the_logs_function_up_as_a_warm_window_opens(synth):
+    logs_id, _ = synth.by_path(LOGS)
+    _, api = synth.by_path("/Api/Handler/Resource")
+    assert api["Properties"]["Environment"]["Variables"]["TERRACE_LOGS_FUNCTION"] == {"Ref": logs_id}
+    invokes = [s for s in _statements(synth, "/Api/Handler/Resource") if "lambda:InvokeFunction" in _actions(s)]
+    assert any(logs_id in str(s["Resource"]) for s in invokes), invokes
+
+
 def test_the_logs_function_answers_at_once_and_knows_no_queue_or_other_function(synth):
     _, fn = synth.by_path(LOGS)
     variables = fn["Properties"]["Environment"]["Variables"]

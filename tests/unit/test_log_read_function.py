@@ -116,3 +116,35 @@ def test_a_bad_window_is_a_400(env_and_url: tuple[RunEnv, str], handler: Any, qu
     answer = handler.lambda_handler(_event(f"{url}?{query}"), None)
     assert answer["statusCode"] == 400
     assert "offset and limit" in json.loads(answer["body"])["errors"][0]["detail"]
+
+
+def test_the_warm_up_invocation_builds_the_container_and_reads_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = _handler()
+    built: list[bool] = []
+    monkeypatch.setattr(module, "_get_container", lambda: built.append(True))
+    assert module.lambda_handler({"warm-up": True}, None) == {"warmed": True} and built == [True]
+    # a URL request never is one, whatever its body or query carries: refused before a container is built
+    monkeypatch.setattr(module, "_get_container", lambda: pytest.fail("a container was built"))
+    disguised = {**_event(ORIGIN + "/api/v2/runs"), "warm-up": True}
+    assert module.lambda_handler(disguised, None)["statusCode"] == 404
+
+
+def test_the_api_s_warm_up_is_an_async_invoke_with_the_event_the_function_knows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from terrace.adapters import boto_session
+    from terrace.config import Settings
+    from terrace.wiring.aws_adapters import warm_up
+
+    sent: list[dict[str, Any]] = []
+
+    class Session:
+        def client(self, *_args: Any, **_kwargs: Any) -> Any:
+            return self
+
+        def invoke(self, **kwargs: Any) -> None:
+            sent.append({**kwargs, "Payload": json.loads(kwargs["Payload"])})
+
+    monkeypatch.setattr(boto_session, "session", lambda _region: Session())
+    warm_up(Settings(table_name="t", blob_bucket="b"), "terrace-logs")
+    assert sent == [{"FunctionName": "terrace-logs", "InvocationType": "Event", "Payload": _handler().WARM_UP}]

@@ -199,6 +199,38 @@ def test_on_aws_the_read_answers_before_the_scaler_is_invoked_and_signals_once_a
     assert kicks == [{"warm": "acme"}] and late == []
 
 
+def test_on_aws_an_organization_is_woken_once_a_minute_per_deployment_not_per_api_instance(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    env = make_run_env(warm_window_minutes=15)
+    kicks: list[dict[str, Any]] = []
+    env.container.scaler_kick = lambda **kwargs: kicks.append(kwargs)
+
+    def read_on_a_new_instance() -> None:
+        """A read answered by another API Lambda instance: its own WarmWindow, the deployment's table."""
+        env.container.__dict__.pop("warm_window", None)
+        read_workspace(env)  # its signal is on the wake's one thread: done once a later task there is
+        warm_window._background.submit(lambda: None).result(10)  # type: ignore[union-attr]  # noqa: SLF001
+
+    for _ in range(3):
+        read_on_a_new_instance()
+    assert kicks == [{"warm": "acme"}]  # three instances, one wake: the table's claim
+    later(monkeypatch, warm_window.SIGNAL_EVERY_S + 1)
+    read_on_a_new_instance()
+    assert kicks == [{"warm": "acme"}, {"warm": "acme"}]  # a minute on: woken again
+
+
+def test_on_aws_the_wake_also_readies_the_logs_function_for_the_cli_s_first_read() -> None:
+    env = make_run_env(warm_window_minutes=15)
+    seen: list[Any] = []
+    env.container.scaler_kick = lambda **kwargs: seen.append(kwargs)
+    env.container.logs_warm_up = lambda: seen.append("logs function warmed")
+    read_workspace(env)
+    read_workspace(env)  # within the minute: nothing more
+    warm_window._background.submit(lambda: None).result(10)  # type: ignore[union-attr]  # noqa: SLF001
+    assert seen == [{"warm": "acme"}, "logs function warmed"]
+
+
 def test_on_aws_the_wake_is_an_async_invoke_of_the_scaler_naming_the_organization(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

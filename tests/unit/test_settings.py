@@ -41,6 +41,7 @@ VARIABLES = {
     "bootstrap_token_secret_arn": ("TERRACE_BOOTSTRAP_SECRET_ARN", "arn:b", "arn:b", None),
     "url_signing_secret_arn": ("TERRACE_URL_SIGNING_SECRET_ARN", "arn:u", "arn:u", None),
     "scaler_function": ("TERRACE_SCALER_FUNCTION", "scaler", "scaler", None),
+    "logs_function": ("TERRACE_LOGS_FUNCTION", "logs", "logs", None),
     "ecs_cluster": ("TERRACE_ECS_CLUSTER", "cluster", "cluster", None),
     "runner_task_definition": ("TERRACE_RUNNER_TASK_DEFINITION", "td:1", "td:1", None),
     "runner_container_name": ("TERRACE_RUNNER_CONTAINER", "box", "box", "runner"),

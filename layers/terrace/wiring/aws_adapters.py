@@ -45,6 +45,7 @@ class AwsAdapters:
     events: SqsEventPublisher  # publishes to the events queue and consumes it
     launcher: EcsLauncher | None  # runners as ECS tasks, when a cluster and a task definition are configured
     scaler_kick: Callable[..., None] | None  # wakes the scaler Lambda, when one is configured
+    logs_warm_up: Callable[[], None] | None  # starts an environment of the logs function, when one is configured
     mail: SesMail  # notification e-mails
     signing_keys: SsmSigningKeys  # workload identity keys, SSM SecureString parameters
     lanes: Lanes  # the priority lanes (SQS; in memory when no lane queue is configured: one process only)
@@ -83,6 +84,7 @@ def connect(settings: Settings) -> AwsAdapters:
         events=SqsEventPublisher(clients["sqs"], settings.queue_urls.get("events", "")),
         launcher=launcher,
         scaler_kick=kick,
+        logs_warm_up=functools.partial(warm_up, settings, settings.logs_function) if settings.logs_function else None,
         mail=SesMail(clients["ses"], settings.mail_from),
         signing_keys=SsmSigningKeys(clients["ssm"], settings.workload_identity_keys_path),
         lanes=lanes(clients["sqs"], settings, kick),
@@ -182,3 +184,10 @@ def invoke_scaler(
     payload: dict[str, Any] = {"expect": expect, **({"speculative": True} if speculative else {})} if expect else {}
     payload.update({"warm": warm} if warm else {})
     client.invoke(FunctionName=function_name, InvocationType="Event", Payload=json.dumps(payload).encode())
+
+
+def warm_up(settings: Settings, function_name: str) -> None:
+    """Invoke a function without waiting, with the event it answers by building its container and nothing else
+    (`functions/logs/handler.py`: `WARM_UP`), so its next request finds an environment ready."""
+    client = boto_session.session(settings.region).client("lambda", endpoint_url=settings.aws_endpoint_url)
+    client.invoke(FunctionName=function_name, InvocationType="Event", Payload=b'{"warm-up": true}')

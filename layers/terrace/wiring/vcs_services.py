@@ -21,6 +21,9 @@ from terrace.config import Settings
 VCS_ARCHIVE_MAX = 100 * 1024 * 1024  # a forge's tarball of a commit, compressed (also under max_config_bytes)
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from terrace.domain.workspace import Workspace
     from terrace.services.access.organizations import OrganizationService
     from terrace.services.access.projects import ProjectService
     from terrace.services.events import EventService
@@ -58,6 +61,7 @@ class VcsServices:
     configuration_versions: ConfigurationVersionService
     runs: RunService
     run_store: RunStore
+    expect_runner: Callable[[Workspace, bool], None]  # wiring/run_services.py: a run's runner started ahead of it
     policy_set_sources: PolicySetSources  # wiring/workflow_services.py
     module_sources: ModuleSources  # wiring/workflow_services.py
 
@@ -121,7 +125,8 @@ class VcsServices:
         from terrace.services.vcs.ingress import VcsIngress
 
         return VcsIngress(self.repository_connections, self.forge, self.workspaces, self.organizations,
-                          self.configuration_versions, self.runs, self.commit_files)  # fmt: skip
+                          self.configuration_versions, self.runs, self.commit_files,
+                          expect_runner=self.expect_runner)  # fmt: skip
 
     @cached_property
     def commit_files(self) -> CommitFiles:

@@ -33,7 +33,7 @@ from terrace.services.runs.store_configurations import ConfigurationStore
 from terrace.services.runs.store_deletion import delete_all_of
 from terrace.services.runs.store_logs import CommentStore, LogStore
 from terrace.services.runs.store_plan_exports import PlanExportStore
-from terrace.services.runs.store_slots import RunnerSlotStore
+from terrace.services.runs.store_slots import RunnerSlotStore, WakeClaimStore
 from terrace.services.runs.store_stages import TaskStageStore
 from terrace.services.runs.store_tasks import RunTaskStore, TaskResultStore
 from terrace.services.workspaces.store import WorkspaceStore
@@ -132,6 +132,7 @@ class RunStore:
         self.results = TaskResultStore(table, relay)
         self.assessments = AssessmentStore(table)
         self.slots = RunnerSlotStore(table)
+        self.wake_claims = WakeClaimStore(table)
         self.plan_exports = PlanExportStore(table, relay)
 
     def load(self, run_id: str) -> Run:

@@ -1,12 +1,13 @@
 """The run store's runner capacity item (`store.py`: `RunStore.slots`): one item (`runners#capacity` / `slots`)
 holding the leases of the runners alive or starting, the organizations' turns and last activity, and when the
-dispatcher last stopped for want of room (`runner_slots.py`); written only from the version read."""
+dispatcher last stopped for want of room (`runner_slots.py`); written only from the version read. Beside it, the
+warm window's wake claims (`runners#wake` / the organization: `WakeClaimStore`, `RunStore.wake_claims`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from terrace.adapters.table import Table
+from terrace.adapters.table import ConditionFailed, Table
 
 PK, SK = "runners#capacity", "slots"
 
@@ -30,3 +31,36 @@ class RunnerSlotStore:
             self._table.put(item, if_absent=True)
         else:
             self._table.put(item, if_version=version)
+
+
+WAKE_PK = "runners#wake"  # one item per organization: `sk` its name
+
+
+class WakeClaimStore:
+    """The warm window's wake claims (`warm_window.py`): an item per organization, `until` when its last wake of
+    the dispatcher holds (epoch seconds; `expires_at` lets the table's TTL drop it a day later). Every API process
+    of a deployment shares it, so an organization's reads wake the dispatcher once per interval, not once per
+    process."""
+
+    def __init__(self, table: Table) -> None:
+        self._table = table
+
+    def claim(self, organization: str, now: float, hold_s: float) -> float | None:
+        """Take the wake of `organization` at `now` for `hold_s`: None when this conditional write won (wake the
+        dispatcher), else until when another process's claim holds."""
+        item = self._table.get(WAKE_PK, organization)
+        if item is not None and now < float(item["until"]):
+            return float(item["until"])
+        until = now + hold_s
+        version = int((item or {}).get("version", 0))
+        claim = {"pk": WAKE_PK, "sk": organization, "until": until, "version": version + 1}
+        claim["expires_at"] = int(until) + 24 * 3600
+        try:
+            if item is None:
+                self._table.put(claim, if_absent=True)
+            else:
+                self._table.put(claim, if_version=version)
+        except ConditionFailed:  # another process claimed it between the read and the write
+            again = self._table.get(WAKE_PK, organization)
+            return float(again["until"]) if again is not None else until
+        return None

@@ -9,7 +9,10 @@ running. `WarmWindow.signal` is the API's side: after the read was allowed (the 
 team who may queue its runs (a reader who may not cannot start the run the window waits for) wakes the dispatcher with
 the organization, at most once per organization per SIGNAL_EVERY_S in a process (a caller's reads are looked at once per
 SIGNAL_EVERY_S too), and off the request's thread where waking is a call (AWS: an async invoke of the scaler Lambda), so
-the read answers as fast as without it. The dispatcher's side (`scaler.py`, with `start_window_runners`): the
+the read answers as fast as without it. Where processes are many (AWS: every API Lambda instance), the once per
+SIGNAL_EVERY_S is the deployment's: a process wakes the dispatcher only when its conditional write of the
+organization's wake claim won (`claim`, `store_slots.py: WakeClaimStore`), written off the request's thread with the
+wake; the read itself writes nothing. The dispatcher's side (`scaler.py`, with `start_window_runners`): the
 organizations signalled, expected or with demand have their window moved to now + W (`RunnerSlots.open_windows`, in the
 table, so every scaler Lambda sees it); with the room real demand left, each organization whose window is open and which
 has no runner at all gets one, never more, the latest window first.
@@ -71,12 +74,17 @@ class WarmWindow:
         wake: Callable[[str], None],
         *,
         background: bool = False,
+        claim: Callable[[str, float, float], float | None] | None = None,
     ) -> None:
         self.window_s = window_minutes * 60
         self._execution_mode = execution_mode  # the workspace's own or its organization's default
         self._may_queue = may_queue  # the caller may queue a run of it (the Authorizer's decision)
         # background: the check and `wake` run off the caller's thread (a table read, a call that takes a while)
         self._wake, self._background = wake, background
+        # claim: the deployment's once-per-SIGNAL_EVERY_S, where processes are many (AWS: each API Lambda
+        # instance): a conditional write in the table (`store_slots.py: WakeClaimStore.claim`), None when this
+        # process won, else until when another's claim holds
+        self._claim = claim
         self._sent: dict[str, float] = {}  # organization -> when the dispatcher was last woken for it
         self._checked: dict[tuple[str, str, str], float] = {}  # (organization, caller) -> when last looked at
         self._lock = threading.Lock()
@@ -110,10 +118,15 @@ class WarmWindow:
                 return  # its runs run on a laptop or an agent: no runner of ours to warm
             if not self._may_queue(principal, ws):
                 return  # a reader who cannot start a run: nothing to warm for
+            now = clock.epoch()
             with self._lock:
                 if self._recent(self._sent, ws.organization):
                     return
-                self._sent[ws.organization] = clock.epoch()
+                self._sent[ws.organization] = now
+            if self._claim is not None and (held := self._claim(ws.organization, now, SIGNAL_EVERY_S)) is not None:
+                with self._lock:  # another process woke the dispatcher: this one asks again once its claim ends
+                    self._sent[ws.organization] = held - SIGNAL_EVERY_S
+                return
             self._wake(ws.organization)
         except Exception:  # the next activity, a configuration version or the schedule still start a runner
             log.exception("could not wake the dispatcher for %s's warm window", ws.organization)

@@ -7,6 +7,9 @@ of the commit, and its run.
   skip]`/`[skip ci]` skip it, file triggers are decided on the files the forge's compare API lists (`domain/
   vcs_events.py: triggered`); then the forge's tarball of that SHA becomes the version's archive (`archives.py`)
   and the version queues its run (auto-applied when the workspace auto-applies).
+- Once a run is decided, before the archive is read, its runner is started (`expect_runner`, as a configuration
+  version created through the API does): the forge's download, the archive's upload and the run's creation overlap
+  the runner's start (on AWS a Fargate task's placement and pull) instead of preceding it.
 - A pull request opened, synchronized or reopened against the tracked branch: a speculative plan of its head
   commit, unless the workspace turned speculative plans off; one from a fork only when the organization allows
   it, and then without any sensitive variable (`ConfigurationVersion.untrusted`). With the organization's
@@ -17,6 +20,7 @@ Every failure is logged and ends the delivery's work: the forge shows no status 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from terrace.adapters.forge import Forge, ForgeAccess, ForgeError
@@ -47,9 +51,12 @@ class VcsIngress:
         configuration_versions: ConfigurationVersionService,
         runs: RunService,
         files: CommitFiles,
+        expect_runner: Callable[[Workspace, bool], object] = lambda _ws, _speculative: None,
     ) -> None:
         self._connections, self._forge, self._workspaces, self._orgs = connections, forge, workspaces, organizations
         self._cvs, self._runs, self._files = configuration_versions, runs, files
+        # a run was decided: start its runner before the forge's archive is read (its start overlaps the download)
+        self._expect_runner = expect_runner
 
     def on_event(self, event: dict[str, Any]) -> None:
         self.handle(event)
@@ -109,9 +116,11 @@ class VcsIngress:
         ingress = ingress_attributes(repo, commit.sha, commit.message, commit.html_url, push.sender, access)
         ingress.update({"branch": push.branch, "tag": push.tag, "compare-url": push.compare_url or None,
                         "on-default-branch": push.branch is not None})  # fmt: skip
-        archive = self._archive(ws, repo, access, commit.sha)
         # HCP's queue-all-runs off: a workspace's first runs wait for one queued by hand; its configuration is kept
         queue = ws.queue_all_runs or ws.runs_count > 0
+        if queue:
+            self._expect_runner(ws, False)
+        archive = self._archive(ws, repo, access, commit.sha)
         return self._cvs.create_from_forge(ws, archive, source=source_of(source), speculative=False, ingress=ingress,
                                            untrusted=False, auto_queue=queue, cv_id=_cv_id(ws, event))  # fmt: skip
 
@@ -133,6 +142,7 @@ class VcsIngress:
                         "pull-request-title": event.get("title")})  # fmt: skip
         if settings.get("speculative-plan-management-enabled", True) is not False:
             self._cancel_older(ws, int(event["number"]), commit.sha)
+        self._expect_runner(ws, True)
         archive = self._archive(ws, repo, access, commit.sha)
         return self._cvs.create_from_forge(ws, archive, source=source_of(source), speculative=True, ingress=ingress,
                                            untrusted=bool(event.get("fork")), cv_id=_cv_id(ws, event))  # fmt: skip
