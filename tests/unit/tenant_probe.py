@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import socket
 import subprocess
 import sys
 import time
@@ -32,6 +33,16 @@ def main() -> None:
     if request.get("do") == "grow":
         hoard = [bytearray(1024 * 1024) for _ in range(4096)]
         print(len(hoard))
+    if request.get("do") == "socket":  # what the child's network is: the errno of each kind of socket
+        refused = {}
+        for name, family in (("inet", socket.AF_INET), ("inet6", socket.AF_INET6), ("unix", socket.AF_UNIX)):
+            try:
+                socket.socket(family, socket.SOCK_STREAM).close()
+                refused[name] = 0
+            except OSError as exc:
+                refused[name] = exc.errno
+        sys.stdout.write(json.dumps({"refused": refused}))
+        return
     if "open" in request:  # what the child's uid may read of the server's files
         errors = {}
         for path in request["open"]:

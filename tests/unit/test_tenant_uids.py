@@ -141,3 +141,13 @@ def test_an_existing_data_folder_and_database_are_made_private(tmp_path: Path) -
     open_data_dir(_settings(data)).database.close()
     assert stat.S_IMODE(data.stat().st_mode) == 0o711
     assert stat.S_IMODE((data / EMBEDDED_DATABASE).stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize("own_uid", [pytest.param(True, marks=as_root), False])
+def test_a_child_cannot_open_a_socket(monkeypatch: pytest.MonkeyPatch, own_uid: bool) -> None:
+    """No network for an evaluating child (`adapters/no_sockets.py`), with a uid of its own or with the server's
+    (Lambda): neither the instance metadata, the ECS credentials endpoint nor the server's own API."""
+    if not own_uid:
+        monkeypatch.setattr(tenant_identity, "_switch", False)
+    refused = json.loads(_probe({"do": "socket"}).stdout)["refused"]
+    assert refused == {"inet": errno.EPERM, "inet6": errno.EPERM, "unix": errno.EPERM}

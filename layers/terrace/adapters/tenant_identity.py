@@ -141,7 +141,8 @@ def drop(uid: int) -> None:
 
 
 def dropped(pid: int, uid: int) -> bool:
-    """Whether /proc shows `pid` as `uid` alone: every uid and gid, no supplementary group, no_new_privs."""
+    """Whether /proc shows `pid` as `uid` alone (every uid and gid, no supplementary group, no_new_privs) and
+    under a seccomp filter (`no_sockets.py`)."""
     try:
         with open(f"/proc/{pid}/status") as status:
             fields = dict(line.split(":", 1) for line in status if ":" in line)
@@ -153,6 +154,7 @@ def dropped(pid: int, uid: int) -> bool:
         and fields.get("Gid", "").split() == ids
         and not fields.get("Groups", "").split()
         and fields.get("NoNewPrivs", "").strip() == "1"
+        and fields.get("Seccomp", "").strip() == "2"
     )
 
 

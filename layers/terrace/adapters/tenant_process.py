@@ -2,7 +2,8 @@
 this package in a child process of its own, with
 
 - an unprivileged uid of its own when this process may switch uids (`tenant_identity.py`: root), no groups,
-  no_new_privs: it cannot read the server's data folder, its keys or its database;
+  no_new_privs: it cannot read the server's data folder, its keys or its database; and no network: a module child
+  cannot open a socket (`no_sockets.py`, a seccomp filter; a git clone, `run_program`, keeps the network);
 - an empty environment: only `PYTHONPATH` (computed from this process's `sys.path`, never inherited: on Lambda the
   execution role's credentials are in the environment) so the child can import the package, and the child
   empties even that before it reads its request (`enter`), so nothing it evaluates can read an environment;
@@ -32,7 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import IO
 
-from terrace.adapters import tenant_identity
+from terrace.adapters import no_sockets, tenant_identity
 from terrace.adapters.tenant_identity import Identity
 
 WATCH_S = 0.02
@@ -157,14 +158,20 @@ def enter(preload: Sequence[str] = ()) -> None:
     """The child's first step, before it reads its request: an empty environment (the engine's `opa.runtime()`
     reads the process's environment when a policy calls it), files it creates readable by no one else, then the
     modules it will need imported (`preload`: after the uid drop the interpreter's own folder may be out of
-    reach) and the drop to the uid it was given (`UID_ARGUMENT`)."""
+    reach), the drop to the uid it was given (`UID_ARGUMENT`) and no sockets (`no_sockets.py`)."""
     os.environ.clear()  # unsetenv for each: the C library's environment too
     os.umask(0o077)
     for name in preload:
         importlib.import_module(name)
-    for argument in sys.argv[1:]:
-        if argument.startswith(UID_ARGUMENT):
-            tenant_identity.drop(int(argument.removeprefix(UID_ARGUMENT)))
+    uids = [int(a.removeprefix(UID_ARGUMENT)) for a in sys.argv[1:] if a.startswith(UID_ARGUMENT)]
+    for uid in uids:
+        tenant_identity.drop(uid)
+    try:
+        no_sockets.install()
+    except OSError:
+        if uids:  # with a uid of its own the filter is required (the parent checks it is there)
+            raise
+        # the server's uid (Lambda, a developer's machine): no network filter where the kernel refuses one
 
 
 def _limits(limits: Limits, files_max_bytes: int) -> list[tuple[int, str, tuple[int, int]]]:
