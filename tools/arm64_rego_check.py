@@ -29,6 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "layers"))
 
+from terrace.adapters import tenant_identity  # noqa: E402 - this checkout's package
 from terrace.adapters.rego_policy_engine import RegoPolicyEngine  # noqa: E402 - this checkout's package
 
 REGOPY = "1.5.2"
@@ -133,6 +134,9 @@ def check(qemu: str, root: Path, site: Path) -> dict[str, object]:
     machine = run(*python, "-c", "import platform; print(platform.machine())").stdout.strip()
     path = f"{site}{os.pathsep}{REPO / 'layers'}"  # the child's PYTHONPATH: regopy, then Terrace
     # the emulator is slow, and the resident memory watched is qemu's (1.6 GiB here for what takes 15 MiB natively)
+    # as on the Lambda, the child keeps this process's uid: an emulated interpreter takes no seccomp filter of the
+    # host's, which a child with a uid of its own must have (`adapters/tenant_process.py: enter`)
+    tenant_identity._switch = False
     engine = RegoPolicyEngine(timeout_s=180, cpu_s=180, memory_bytes=4 << 30, python=python, path=path)
     modules = {"arm64.rego": POLICY}
     denied = engine.evaluate(modules, [QUERY], _input("null_resource"))

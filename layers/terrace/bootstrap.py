@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from terrace.adapters import tenant_identity
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.caller_identity import CallerIdentity
 from terrace.adapters.condition_job_signal import LAMBDA_RECHECK_S, ConditionJobSignal
@@ -178,6 +179,7 @@ def build_aws(settings: Settings, *, launcher: RunnerLauncher | None = None) -> 
     from terrace.adapters.secrets import resolve_secrets
     from terrace.wiring.aws_adapters import connect
 
+    tenant_identity.prepare()
     settings = resolve_secrets(settings)
     aws = connect(settings)
     wake = threading.Event()
@@ -213,6 +215,7 @@ def build_embedded(settings: Settings, *, launcher: RunnerLauncher | None = None
     (local processes, made by `terrace.local`); None: no runners (a tick of the scaler only reports demand)."""
     from terrace.wiring.embedded_adapters import open_data_dir, with_url_signing_secret
 
+    tenant_identity.prepare()
     settings = with_url_signing_secret(settings)
     data = open_data_dir(settings)
     wake = threading.Event()

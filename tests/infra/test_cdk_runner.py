@@ -53,6 +53,8 @@ def test_dockerfile_pins_and_verifies_opentofu_and_can_sandbox_each_job():
     # with setpriv (util-linux) and kill (procps) installed; a USER line would give children the runner's uid
     assert not [line for line in text.splitlines() if line.startswith("USER ")]
     assert "procps" in text and "util-linux" in text
+    # iptables in the final image: job uids kept from link-local addresses where the container has NET_ADMIN
+    assert "iptables" in _final_stage(text).split("apt-get install", 1)[1].split("\n")[0]
     assert 'ENTRYPOINT ["python", "-m", "terrace.runner"]' in text
 
 

@@ -92,12 +92,14 @@ def test_a_host_program_gets_only_the_environment_it_is_given_and_its_limits(mon
     limits = Limits(cpu_s=5, memory_bytes=256 * 1024 * 1024, timeout_s=10)
     # (the limits land a moment after the start, as the module child's do: the shell looks until they are there)
     script = 'env; for i in $(seq 100000); do [ "$(ulimit -f)" = 2048 ] && break; done; ulimit -f; cat; echo err >&2'
-    shown = tenant_process.run_program(["/bin/sh", "-c", script], {"ONLY": "1"}, "/", limits, files_max_bytes=1 << 20)
+    shown = tenant_process.run_program(
+        ["/bin/sh", "-c", script], {"ONLY": "1"}, "/", limits, files_max_bytes=1 << 20, identity=None
+    )
     lines = shown.stdout.decode().splitlines()
     assert shown.returncode == 0 and "AWS_SECRET_ACCESS_KEY=leaked" not in lines and "ONLY=1" in lines
     assert "2048" in lines and lines[-1] == "err"  # ulimit -f counts 512-byte blocks
     started = time.monotonic()
     slow = tenant_process.run_program(
-        ["/bin/sleep", "30"], {}, "/", Limits(cpu_s=5, memory_bytes=1 << 28, timeout_s=0.3)
+        ["/bin/sleep", "30"], {}, "/", Limits(cpu_s=5, memory_bytes=1 << 28, timeout_s=0.3), identity=None
     )
     assert slow.stopped == "time" and time.monotonic() - started < 5

@@ -2,7 +2,8 @@
 recursively, into a job folder of its own, packed as a forge's tarball is.
 
 Every `git` runs through `tenant_process.py: run_program` (CPU, memory, file-size and time bounds; its own session
-killed at the end) with an environment built from nothing: `PATH`, a `HOME` inside the job folder, no system or
+killed at the end; as root, all of them as one uid leased for the clone, `tenant_identity.py`, owner of the job
+folder) with an environment built from nothing: `PATH`, a `HOME` inside the job folder, no system or
 global configuration, no terminal prompt, and the configuration below as `GIT_CONFIG_*` variables (never on the
 command line, which other processes can read):
 
@@ -29,8 +30,10 @@ import time
 from pathlib import Path
 from urllib.parse import urljoin
 
+from terrace.adapters import tenant_identity
 from terrace.adapters.httpx_outbound import Resolver, system_resolver
 from terrace.adapters.repository_clone import CloneError, CloneRequest
+from terrace.adapters.tenant_identity import Identity
 from terrace.adapters.tenant_process import Limits, run_program
 from terrace.domain.bounded_tar import write_tar
 from terrace.domain.destinations import Allowance, address_class, blocked_address, check_url
@@ -50,12 +53,15 @@ class GitRepositoryClone:
     def clone(self, request: CloneRequest) -> bytes:
         deadline = time.monotonic() + request.timeout_s
         pins = [self._pin(request.url)]
-        with tempfile.TemporaryDirectory(prefix="terrace-clone-") as job:
+        with tempfile.TemporaryDirectory(prefix="terrace-clone-") as job, tenant_identity.lease() as identity:
             home, tree = Path(job) / "home", Path(job) / "tree"
             home.mkdir()
+            if identity is not None:  # every git step runs as the lease's uid, in a folder only it (and root) reach
+                for folder in (job, home):
+                    os.chown(folder, identity.uid, identity.uid)
             auth = base64.b64encode(f"x-access-token:{request.credential}".encode()).decode()
             secret = [(f"http.{request.url}.extraHeader", f"Authorization: Basic {auth}")]
-            run = _Runner(self._git, home, request, deadline, secret)
+            run = _Runner(self._git, home, request, deadline, secret, identity)
             run(pins, Path(job), "init", "--quiet", str(tree))
             run(pins, tree, "fetch", "--quiet", "--no-tags", "--depth", "1", request.url, request.sha)
             run(pins, tree, "checkout", "--quiet", "--detach", request.sha)
@@ -112,9 +118,16 @@ class _Runner:
     """One `git` step under the job's deadline and bounds; its output, or CloneError."""
 
     def __init__(
-        self, git: str, home: Path, request: CloneRequest, deadline: float, secret: list[tuple[str, str]]
+        self,
+        git: str,
+        home: Path,
+        request: CloneRequest,
+        deadline: float,
+        secret: list[tuple[str, str]],
+        identity: Identity | None,
     ) -> None:
         self._git, self._home, self._request, self._deadline, self._secret = git, home, request, deadline, secret
+        self._identity = identity
         self._job = home.parent
 
     def __call__(self, pins: list[str], cwd: Path, *args: str) -> str:
@@ -131,7 +144,9 @@ class _Runner:
         for i, (key, value) in enumerate(config):
             env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value
         limits = Limits(cpu_s=max(1, int(left)), memory_bytes=MEMORY_BYTES, timeout_s=left)
-        outcome = run_program([self._git, *args], env, str(cwd), limits, self._request.max_bytes)
+        outcome = run_program(
+            [self._git, *args], env, str(cwd), limits, self._request.max_bytes, identity=self._identity
+        )
         output = outcome.stdout.decode(errors="replace").replace(self._request.credential, "***")
         if outcome.stopped is not None:
             raise CloneError(f"git {args[0]} was stopped ({outcome.stopped})")

@@ -1,14 +1,18 @@
 """The outbound port over httpx: the destination is resolved, every address it resolves to is checked
 (`domain/destinations.py`), and the request goes to the first checked address with the original `Host` header and
 TLS server name (certificates are verified against the name), so DNS cannot swap in an inward address after the
-check. Redirects are not followed (a 3xx is the receiver's answer)."""
+check. Redirects are not followed (a 3xx is the receiver's answer). The answer is read as it streams, at most
+`ANSWER_READ_MAX` bytes as sent (no compression asked for, none undone) within the request's timeout, then the
+connection is dropped: a receiver a tenant named (a
+notification's URL, a run task's, a forge's token endpoint) cannot make the server hold an endless body."""
 
 from __future__ import annotations
 
 import ipaddress
 import socket
 import ssl
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 from terrace.adapters.outbound import BODY_KEPT, OutboundResponse, kept_headers
@@ -16,6 +20,7 @@ from terrace.domain.destinations import Allowance, IPAddress, address_class, blo
 from terrace.domain.errors import Invalid
 
 Resolver = Callable[[str, int], Sequence[IPAddress]]
+ANSWER_READ_MAX = 4 * BODY_KEPT  # bytes: BODY_KEPT characters of UTF-8 at most
 
 
 def system_resolver(host: str, port: int) -> list[IPAddress]:
@@ -73,14 +78,19 @@ class HttpxOutbound:
             with httpx.Client(
                 follow_redirects=False, timeout=timeout_s, trust_env=False, verify=self._verify
             ) as client:
-                answer = client.post(
-                    pinned,
-                    content=body,
-                    headers={**headers, "Host": host_header},
-                    extensions={"sni_hostname": host},
+                sent = {"Accept-Encoding": "identity", **headers, "Host": host_header}
+                request = client.build_request(
+                    "POST", pinned, content=body, headers=sent, extensions={"sni_hostname": host}
                 )
+                deadline = time.monotonic() + timeout_s
+                answer = client.send(request, stream=True)
+                try:
+                    kept = _bounded(answer.iter_raw(), deadline)  # as sent: no decompression to inflate
+                finally:
+                    answer.close()
+                text = kept.decode(answer.encoding or "utf-8", errors="replace")
                 return OutboundResponse(
-                    answer.status_code, answer.text[:BODY_KEPT], headers=kept_headers(list(answer.headers.items()))
+                    answer.status_code, text[:BODY_KEPT], headers=kept_headers(list(answer.headers.items()))
                 )
         except httpx.TimeoutException:
             return OutboundResponse(None, error="timeout")
@@ -88,3 +98,13 @@ class HttpxOutbound:
             return OutboundResponse(None, error=f"connection: {exc.__class__.__name__}: {exc}"[:BODY_KEPT])
         except (httpx.InvalidURL, ValueError) as exc:  # a URL or header httpx cannot send: that delivery fails
             return OutboundResponse(None, error=f"invalid request: {exc.__class__.__name__}: {exc}"[:BODY_KEPT])
+
+
+def _bounded(chunks: Iterator[bytes], deadline: float) -> bytes:
+    """The answer's first ANSWER_READ_MAX bytes, or what came before the deadline; the rest is never read."""
+    kept = bytearray()
+    for chunk in chunks:
+        kept += chunk[: ANSWER_READ_MAX - len(kept)]
+        if len(kept) >= ANSWER_READ_MAX or time.monotonic() > deadline:
+            break
+    return bytes(kept)

@@ -53,7 +53,7 @@ def _diagnostics(log: Any, exc: BaseException) -> str:
 
 
 def run(request: dict[str, Any], log: Any) -> dict[str, Any]:
-    from regopy import Interpreter  # imported in the emptied environment
+    from regopy import Interpreter  # imported by `enter`, in the emptied environment
 
     rego = Interpreter()
     try:
@@ -80,7 +80,7 @@ def run(request: dict[str, Any], log: Any) -> dict[str, Any]:
 
 
 def main() -> None:
-    tenant_process.enter()
+    tenant_process.enter(preload=("regopy",))
     request = json.loads(sys.stdin.buffer.read())
     answer = os.fdopen(os.dup(1), "w")
     log = tempfile.TemporaryFile()

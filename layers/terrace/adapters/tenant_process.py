@@ -1,6 +1,9 @@
 """The one way the server runs tenant-supplied code (a policy's Rego, an uploaded module's HCL): a Python module of
 this package in a child process of its own, with
 
+- an unprivileged uid of its own when this process may switch uids (`tenant_identity.py`: root), no groups,
+  no_new_privs: it cannot read the server's data folder, its keys or its database; and no network: a module child
+  cannot open a socket (`no_sockets.py`, a seccomp filter; a git clone, `run_program`, keeps the network);
 - an empty environment: only `PYTHONPATH` (computed from this process's `sys.path`, never inherited: on Lambda the
   execution role's credentials are in the environment) so the child can import the package, and the child
   empties even that before it reads its request (`enter`), so nothing it evaluates can read an environment;
@@ -18,6 +21,7 @@ sandbox may start a process.
 
 from __future__ import annotations
 
+import importlib
 import os
 import resource
 import signal
@@ -25,15 +29,20 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import IO
+
+from terrace.adapters import no_sockets, tenant_identity
+from terrace.adapters.tenant_identity import Identity
 
 WATCH_S = 0.02
 EXIT_S = 5.0
 PAGE = os.sysconf("SC_PAGE_SIZE")
 FILES_MAX_BYTES = 16 * 1024 * 1024  # what a child may write (the engine's diagnostics go to a temporary file)
 DESCRIPTORS_MAX = 64
+UID_ARGUMENT = "--tenant-uid="  # how a Python child learns the uid it drops to (`enter`)
+DROP_POLL_S = 0.002
 
 
 @dataclass(frozen=True)
@@ -70,9 +79,18 @@ def run_module(
     """Runs `python -m module` as above, `request` on its stdin; returns when it exited or was stopped.
 
     `python`: the interpreter's command (`tools/arm64_rego_check.py` gives an emulated arm64 one), `path`: its
-    `PYTHONPATH` (default `child_path()`)."""
+    `PYTHONPATH` (default `child_path()`). With a uid leased for the call the child drops to it first (`enter`)
+    and is given its request only once /proc shows it did: a module that does not drop gets nothing."""
+    with tenant_identity.lease() as identity:
+        return _run_module(module, request, limits, python, path, identity)
+
+
+def _run_module(
+    module: str, request: bytes, limits: Limits, python: Sequence[str], path: str | None, identity: Identity | None
+) -> Outcome:
+    uid = [] if identity is None else [f"{UID_ARGUMENT}{identity.uid}"]
     child = subprocess.Popen(  # noqa: S603 - our interpreter and a module of this package
-        [*python, "-P", "-s", "-m", module],
+        [*_limited(limits, FILES_MAX_BYTES, identity), *python, "-P", "-s", "-m", module, *uid],
         env={"PYTHONPATH": child_path() if path is None else path},
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -82,8 +100,9 @@ def run_module(
         start_new_session=True,
     )
     try:
-        _limit(child.pid, limits)
-        stdout, stopped = _watch(child, request, limits)
+        _limit(child.pid, limits, identity=identity)
+        ready = None if identity is None else (lambda: tenant_identity.dropped(child.pid, identity.uid))
+        stdout, stopped = _watch(child, request, limits, ready)
     finally:
         _kill_group(child.pid)
         if child.poll() is None:
@@ -96,13 +115,21 @@ def run_module(
 
 
 def run_program(
-    argv: Sequence[str], env: dict[str, str], cwd: str, limits: Limits, files_max_bytes: int = FILES_MAX_BYTES
+    argv: Sequence[str],
+    env: dict[str, str],
+    cwd: str,
+    limits: Limits,
+    files_max_bytes: int = FILES_MAX_BYTES,
+    *,
+    identity: Identity | None,
 ) -> Outcome:
     """Runs a program of the host (git over a tenant's repository) as a module is run above: only `env` (built by
     the caller from nothing), no stdin, stdout and stderr together (kept: `Outcome.stdout`), its own session killed
-    as a whole at the end, CPU, core, file-size and descriptor limits, its resident memory and time watched."""
+    as a whole at the end, CPU, core, file-size and descriptor limits, its resident memory and time watched; as
+    `identity` (the caller's lease, through `setpriv`: several steps share one folder) when not None, and then
+    every process of that uid is killed when it ends."""
     child = subprocess.Popen(  # noqa: S603 - a program of the host, arguments as a list (no shell)
-        list(argv),
+        [*_limited(limits, files_max_bytes, identity), *tenant_identity.wrap(list(argv), identity)],
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -112,7 +139,7 @@ def run_program(
         start_new_session=True,
     )
     try:
-        _limit(child.pid, limits, files_max_bytes)
+        _limit(child.pid, limits, files_max_bytes, identity)
         stdout, stopped = _watch(child, b"", limits)
     finally:
         _kill_group(child.pid)
@@ -120,36 +147,73 @@ def run_program(
             child.kill()
         child.wait()
         _close(child)
+        if identity is not None:
+            tenant_identity.kill_all(identity.uid)  # one that left the session cannot touch the folder afterwards
     if stopped is None and child.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
         stopped = "cpu"
     return Outcome(stdout=stdout, returncode=child.returncode, stopped=stopped)
 
 
-def enter() -> None:
+def enter(preload: Sequence[str] = ()) -> None:
     """The child's first step, before it reads its request: an empty environment (the engine's `opa.runtime()`
-    reads the process's environment when a policy calls it) and files it creates readable by no one else."""
+    reads the process's environment when a policy calls it), files it creates readable by no one else, then the
+    modules it will need imported (`preload`: after the uid drop the interpreter's own folder may be out of
+    reach), the drop to the uid it was given (`UID_ARGUMENT`) and no sockets (`no_sockets.py`)."""
     os.environ.clear()  # unsetenv for each: the C library's environment too
     os.umask(0o077)
+    for name in preload:
+        importlib.import_module(name)
+    uids = [int(a.removeprefix(UID_ARGUMENT)) for a in sys.argv[1:] if a.startswith(UID_ARGUMENT)]
+    for uid in uids:
+        tenant_identity.drop(uid)
+    try:
+        no_sockets.install()
+    except OSError:
+        if uids:  # with a uid of its own the filter is required (the parent checks it is there)
+            raise
+        # the server's uid (Lambda, a developer's machine): no network filter where the kernel refuses one
 
 
-def _limit(pid: int, limits: Limits, files_max_bytes: int = FILES_MAX_BYTES) -> None:
+def _limits(limits: Limits, files_max_bytes: int) -> list[tuple[int, str, tuple[int, int]]]:
     cpu = max(1, int(limits.cpu_s))
-    for kind, value in (
-        (resource.RLIMIT_CPU, (cpu, cpu + 1)),
-        (resource.RLIMIT_CORE, (0, 0)),
-        (resource.RLIMIT_FSIZE, (files_max_bytes, files_max_bytes)),
-        (resource.RLIMIT_NOFILE, (DESCRIPTORS_MAX, DESCRIPTORS_MAX)),
-    ):
+    return [
+        (resource.RLIMIT_CPU, "cpu", (cpu, cpu + 1)),
+        (resource.RLIMIT_CORE, "core", (0, 0)),
+        (resource.RLIMIT_FSIZE, "fsize", (files_max_bytes, files_max_bytes)),
+        (resource.RLIMIT_NOFILE, "nofile", (DESCRIPTORS_MAX, DESCRIPTORS_MAX)),
+    ]
+
+
+def _limit(pid: int, limits: Limits, files_max_bytes: int = FILES_MAX_BYTES, identity: Identity | None = None) -> None:
+    """The limits set from here on a child of the server's uid. One with a uid of its own got them from `prlimit`
+    before it started (root without CAP_SYS_RESOURCE, as in a container, cannot set another uid's limits)."""
+    if identity is not None:
+        return
+    for kind, _name, value in _limits(limits, files_max_bytes):
         resource.prlimit(pid, kind, value)
 
 
-def _watch(child: subprocess.Popen[bytes], request: bytes, limits: Limits) -> tuple[bytes, str | None]:
+def _limited(limits: Limits, files_max_bytes: int, identity: Identity | None) -> list[str]:
+    """The `prlimit` command that starts a child with a uid of its own with its limits already set, and with
+    RLIMIT_NPROC (counted per uid: the leased uid's processes alone)."""
+    if identity is None:
+        return []
+    processes = tenant_identity.PROCESSES_MAX
+    named = [(name, value) for _kind, name, value in _limits(limits, files_max_bytes)]
+    options = [f"--{name}={soft}:{hard}" for name, (soft, hard) in [*named, ("nproc", (processes, processes))]]
+    return [tenant_identity.prlimit(), *options, "--"]
+
+
+def _watch(
+    child: subprocess.Popen[bytes], request: bytes, limits: Limits, ready: Callable[[], bool] | None = None
+) -> tuple[bytes, str | None]:
     """What the child wrote, and None once it exited by itself, else why it was killed. The request is written
-    and the answer read by two threads of their own (a request larger than the pipe's buffer, an answer read
-    while the child runs), so this loop only watches."""
+    (once `ready` says so) and the answer read by two threads of their own (a request larger than the pipe's
+    buffer, an answer read while the child runs), so this loop only watches."""
     assert child.stdout is not None
     written: list[bytes] = []
-    feeder = threading.Thread(target=_feed, args=(child.stdin, request), daemon=True)
+    over = threading.Event()
+    feeder = threading.Thread(target=_feed, args=(child.stdin, request, ready, over), daemon=True)
     reader = threading.Thread(target=_drain, args=(child.stdout, written), daemon=True)
     if child.stdin is not None:
         feeder.start()
@@ -164,6 +228,7 @@ def _watch(child: subprocess.Popen[bytes], request: bytes, limits: Limits) -> tu
         if stopped is not None:
             break
         reader.join(WATCH_S)
+    over.set()
     _kill_group(child.pid)  # stopped, or exited: what it started goes too (and lets go of the pipe)
     reader.join(EXIT_S)
     if child.stdin is not None:
@@ -171,9 +236,12 @@ def _watch(child: subprocess.Popen[bytes], request: bytes, limits: Limits) -> tu
     return b"".join(written), stopped
 
 
-def _feed(stdin: IO[bytes] | None, request: bytes) -> None:
+def _feed(stdin: IO[bytes] | None, request: bytes, ready: Callable[[], bool] | None, over: threading.Event) -> None:
     if stdin is None:
         return
+    while ready is not None and not ready():
+        if over.wait(DROP_POLL_S):
+            return  # it ended (or was stopped) before it dropped its privileges: it gets nothing
     try:
         stdin.write(request)
         stdin.close()

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from terrace.runner import sandbox
 from terrace.runner.client import RunnerApi, Transfers, with_retries
 from terrace.runner.config import ConfigError, RunnerConfig
 from terrace.runner.execution import JobExecutor
@@ -160,6 +161,7 @@ def serve(options: AgentOptions, env: Mapping[str, str] | None = None) -> int:
         log.error("%s", exc)
         return 2
     config = config.model_copy(update={"runner_id": agent["agent_id"]})
+    sandbox.guard_link_local(config.block_link_local, env)
     api = RunnerApi(config.api_url, config.runner_token, config.runner_id, config.ssl_cert_file)
     runner = AgentRunner(config, api, JobExecutor(config, api, Transfers(config.ssl_cert_file)))
 

@@ -12,7 +12,7 @@ import os
 import socket
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
@@ -121,6 +121,10 @@ class RunnerConfig(BaseSettings):
     runner_id: str = Field(default="", validation_alias="TERRACE_RUNNER_ID")  # from_env: <hostname>-<pid>
     ssl_cert_file: str | None = Field(default=None, validation_alias="SSL_CERT_FILE")
     work_dir: Path = Field(default=Path("/tmp/terrace-runner"), validation_alias="TERRACE_WORK_DIR")
+    # job uids kept from link-local addresses (runner/sandbox.py: guard_link_local): on ECS only, always, never
+    block_link_local: Literal["auto", "true", "false"] = Field(
+        default="auto", validation_alias="TERRACE_RUNNER_BLOCK_LINK_LOCAL"
+    )
     max_config_bytes: int = Field(default=512 * 1024 * 1024, validation_alias="TERRACE_RUNNER_MAX_CONFIG_BYTES")
     max_config_entries: int = 100_000  # no variable
     # the configuration once unpacked

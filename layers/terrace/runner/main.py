@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -15,6 +16,7 @@ import httpx
 import typer
 
 from terrace.domain.jobs import EnrollResponse, FinishRequest, FinishResponse, JobSpec
+from terrace.runner import sandbox
 from terrace.runner.client import ApiError, HandOver, RunnerApi, Transfers
 from terrace.runner.config import ConfigError, RunnerConfig
 from terrace.runner.enrollment import enroll, own_task_arn, task_proof
@@ -255,6 +257,7 @@ def serve(once: bool = False) -> int:
             return 1
         config = config.model_copy(update={"runner_token": enrolled.token, "enrollment_code": ""})
         log.info("enrolled as runner %s of %s", enrolled.runner_id, enrolled.organization)
+    sandbox.guard_link_local(config.block_link_local, os.environ)
     runner = build_runner(config)
 
     def stop(signum: int, _frame: object) -> None:

@@ -7,6 +7,13 @@ every child and every job all processes of that uid are killed (`kill -9 -1` run
 `setsid` or a double fork cannot escape. Not root: no uid switch (one loud warning); a user+PID namespace
 when unprivileged user namespaces are allowed.
 
+Link-local addresses (the ECS agent's credentials endpoint 169.254.170.2, the instance metadata 169.254.169.254,
+their IPv6 twins): set up once at start (`guard_link_local`), as root with iptables and NET_ADMIN (ECS on EC2, an
+agent's host), the job uids' packets to them are rejected (`-m owner --uid-owner`), the runner's own are not (it
+signs with the task role). Fargate grants no NET_ADMIN: there the task role's keys stay behind the endpoint's
+relative URI, which only the runner's environment holds (root's: no job uid reads it), and there is no instance
+metadata.
+
 Temporary files: a job's TMPDIR is a folder of its job folder (removed with it); children start with umask 077, so
 what they create anywhere else is theirs alone; and once a job's processes are gone `sweep_temp` removes whatever
 its uid left in /tmp, /var/tmp and /dev/shm, before the uid is free for another job. The same on every host
@@ -25,6 +32,7 @@ import signal
 import stat
 import subprocess
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -189,3 +197,57 @@ def prepare_work_dir(work_dir: Path) -> None:
     work_dir.mkdir(parents=True, exist_ok=True)
     if probe().switch_uid:
         os.chmod(work_dir, 0o711)
+
+
+LINK_LOCAL = (("iptables", "169.254.0.0/16"), ("ip6tables", "fe80::/10"), ("ip6tables", "fd00:ec2::/32"))
+ON_ECS = ("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "ECS_CONTAINER_METADATA_URI_V4")
+
+
+def guard_link_local(mode: str, env: Mapping[str, str], uid_range: tuple[int, int] = UID_RANGE) -> bool:
+    """At start (`TERRACE_RUNNER_BLOCK_LINK_LOCAL`: `auto` on ECS only, `true`, `false`): whether job uids are now
+    kept from link-local addresses; what holds otherwise is logged once."""
+    if mode == "false" or (mode == "auto" and not any(env.get(name) for name in ON_ECS)):
+        return False
+    if not probe().switch_uid:
+        log.warning("link-local addresses are not blocked for jobs: they run as the runner's own uid")
+        return False
+    if block_link_local(uid_range):
+        log.info("job uids %d-%d cannot reach link-local addresses (iptables)", *uid_range)
+        return True
+    log.warning(
+        "link-local addresses are not blocked for jobs (no usable iptables, or no NET_ADMIN as on Fargate): the "
+        "task role's credentials endpoint answers only the relative URI this runner's environment holds"
+    )
+    return False
+
+
+def link_local_rules(uid_range: tuple[int, int] = UID_RANGE) -> list[tuple[str, list[str]]]:
+    owner = ["-m", "owner", "--uid-owner", f"{uid_range[0]}-{uid_range[1]}"]
+    return [(tool, ["OUTPUT", *owner, "-d", network, "-j", "REJECT"]) for tool, network in LINK_LOCAL]
+
+
+def block_link_local(uid_range: tuple[int, int] = UID_RANGE) -> bool:
+    """Rejects the job uids' packets to link-local addresses (each rule added once, first in OUTPUT); True when
+    IPv4's is in place (IPv6's where ip6tables works)."""
+    placed: dict[str, bool] = {}
+    for tool, rule in link_local_rules(uid_range):
+        present = _iptables(tool, "-C", rule)
+        placed[tool] = placed.get(tool, True) and (present or _iptables(tool, "-I", rule))
+    return placed["iptables"]
+
+
+def unblock_link_local(uid_range: tuple[int, int] = UID_RANGE) -> None:
+    for tool, rule in link_local_rules(uid_range):
+        while _iptables(tool, "-C", rule) and _iptables(tool, "-D", rule):
+            pass
+
+
+def _iptables(tool: str, action: str, rule: list[str]) -> bool:
+    path = shutil.which(tool)
+    if path is None:
+        return False
+    try:
+        done = subprocess.run([path, "-w", "5", action, *rule], capture_output=True, timeout=15, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0

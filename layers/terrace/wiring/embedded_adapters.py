@@ -7,6 +7,7 @@ The adapters' modules are imported when `open_data_dir` runs (`bootstrap` re-exp
 
 from __future__ import annotations
 
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -51,8 +52,22 @@ def with_url_signing_secret(settings: Settings) -> Settings:
     return settings.replace(url_signing_secret=file_url_signing_secret.load(data))
 
 
+def private(data: Path) -> None:
+    """No other uid (a run's job uid, a tenant child's) lists or writes the data folder, nor reads its database:
+    an existing folder loses its group and other read and write bits (it keeps x: `terrace serve`'s is 0711, the
+    job uids pass through to their job folders), a database a former version made 0644 becomes 0600 (its -wal
+    and -shm files take the database's mode when SQLite makes them)."""
+    mode = stat.S_IMODE(data.stat().st_mode)
+    if mode & 0o066:
+        data.chmod(mode & ~0o066)
+    for name in (EMBEDDED_DATABASE, f"{EMBEDDED_DATABASE}-wal", f"{EMBEDDED_DATABASE}-shm"):
+        path = data / name
+        if path.is_file() and stat.S_IMODE(path.stat().st_mode) & 0o077:
+            path.chmod(0o600)
+
+
 def open_data_dir(settings: Settings) -> EmbeddedAdapters:
-    """The adapters over `settings.data_dir` (created 0700 when missing)."""
+    """The adapters over `settings.data_dir` (created 0700 when missing, kept private: `private`)."""
     from terrace.adapters.definitions import EVENTS_QUEUE
     from terrace.adapters.file_signing_keys import FileSigningKeys
     from terrace.adapters.fs_blob_urls import UrlSigner
@@ -67,6 +82,7 @@ def open_data_dir(settings: Settings) -> EmbeddedAdapters:
     settings.require_url_signing_secret()  # the blob URLs are signed with it
     data = Path(settings.data_dir)
     data.mkdir(parents=True, exist_ok=True, mode=0o700)
+    private(data)
     database = SqliteDatabase(data / EMBEDDED_DATABASE)
     database.fill()  # the server's open files are the same from its start
     events = SqliteEventQueue(database, visibility_s=EVENTS_QUEUE.visibility_timeout_s)

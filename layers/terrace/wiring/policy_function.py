@@ -8,12 +8,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from terrace.adapters import tenant_identity
 from terrace.adapters.lambda_policy_engine import serve
 from terrace.adapters.rego_policy_engine import RegoPolicyEngine
 
 TIMEOUT_MAX_S = 20.0  # `Settings.policy_timeout_s`'s ceiling; the function's timeout leaves room around it
 MEMORY_MAX_MB = 768  # of the function's 1,024 MB: the engine's child, beside this Python
 DEFAULT_TIMEOUT_S, DEFAULT_MEMORY_MB = 10.0, 512
+tenant_identity.prepare()  # at the cold start: Lambda runs as one uid, so the function hides itself from the child
 
 
 def _number(value: Any, default: float, low: float, high: float) -> float:
