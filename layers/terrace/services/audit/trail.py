@@ -31,6 +31,17 @@ def _instant(raw: str, name: str) -> datetime:
     return moment
 
 
+def _after(raw: str) -> int:
+    """The first microsecond of events after `since` (HCP's "created after this date"), at the precision `since` was
+    given in, no finer than the trail's timestamps (milliseconds): go-tfe sends whole seconds (RFC 3339 without
+    the fraction), so `since=10:00:05Z` is after 10:00:05.999, as it is at a second's precision."""
+    since_us = int(_instant(raw, "since").timestamp() * 1_000_000)
+    if "T" not in raw.upper():
+        return since_us  # a date: from its start
+    unit = 1_000 if "." in raw else 1_000_000
+    return (since_us // unit + 1) * unit
+
+
 def _matches(event: AuditEvent, filters: Filters) -> bool:
     if filters.actor and filters.actor not in (event.actor.id, event.actor.name):
         return False
@@ -91,7 +102,6 @@ class AuditTrail:
             raise Invalid("since must be before until", pointer="/since")
         if until - since > MAX_WINDOW:
             raise Invalid("since and until may be at most 366 days apart", pointer="/since")
-        events = self._store.between(
-            organization, int(since.timestamp() * 1_000_000), int(until.timestamp() * 1_000_000), MAX_EVENTS
-        )
+        after = _after(filters.since) if filters.since else int(since.timestamp() * 1_000_000)
+        events = self._store.between(organization, after, int(until.timestamp() * 1_000_000), MAX_EVENTS)
         return [event for event in events if _matches(event, filters)]
