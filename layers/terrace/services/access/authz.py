@@ -222,7 +222,12 @@ class Authorizer:
     def _require_run_token(self, principal: Principal, action: Action, workspace: WorkspaceView | None) -> None:
         """A run token acts on its own workspace; elsewhere it may only read shared state, and install its
         organization's private modules and providers (`terraform init` in the run)."""
-        if action in (Action.READ_ORGANIZATION, Action.READ_MODULES, Action.READ_PROVIDERS):
+        if action in (
+            Action.READ_ORGANIZATION,
+            Action.READ_ORGANIZATION_SETTINGS,
+            Action.READ_MODULES,
+            Action.READ_PROVIDERS,
+        ):
             return
         if workspace is None:
             raise Forbidden(f"a run token may not {action.value} here")
