@@ -20,6 +20,7 @@ from starlette.requests import HTTPConnection
 
 from terrace.domain.audit import RecordedRequest
 from terrace.domain.principal import Principal
+from terrace.services.audit_scope import close_scope, open_scope
 from terrace.web.middleware import ASGIApp, Message, Receive, Scope, Send
 
 if TYPE_CHECKING:
@@ -44,6 +45,10 @@ NOT_RECORDED = frozenset(
         "/api/runner/jobs/{job_id}/heartbeat",
         "/api/runner/jobs/{job_id}/logs",
         "/api/runner/jobs/{job_id}/upload-urls",
+        "/api/runner/held-runs",  # which of its held plans a runner may still apply: a question, not an action
+        "/scim/v2/.search",  # SCIM's searches are reads sent as POST
+        "/scim/v2/Users/.search",
+        "/scim/v2/Groups/.search",
     }
 )
 CREATED_BODY_MAX = 256 * 1024  # a create's answer is read for its id up to this size
@@ -55,6 +60,14 @@ def note_actor(connection: HTTPConnection, principal: Principal | None) -> None:
     if holder is None or principal is None:
         return
     holder["principal"] = principal
+
+
+def note_action(connection: HTTPConnection, verb: str) -> None:
+    """Name the verb of the request's action when its form, not its route, says it (the UI's lock button locks,
+    unlocks or force-unlocks; a grant's form updates or removes it). A no-op outside the middleware."""
+    holder = connection.scope.get(KEY)
+    if holder is not None:
+        holder["verb"] = verb
 
 
 def _created(body: bytes) -> dict[str, str]:
@@ -115,9 +128,11 @@ class AuditRequests:
                 chunks.append(chunk)
             await send(message)
 
+        opened = open_scope(holder)  # the Authorizer notes the organization the request acted in
         try:
             await self.app(scope, receive, watching_send)
         finally:
+            close_scope(opened)
             await self._record(scope, method, status, holder, b"".join(chunks) if size <= CREATED_BODY_MAX else b"")
 
     async def _record(self, scope: Scope, method: str, status: int, holder: dict[str, Any], body: bytes) -> None:
@@ -136,5 +151,7 @@ class AuditRequests:
             principal=holder.get("principal"),
             request_id=str(holder["request_id"]),
             created=_created(body) if method == "POST" and status in (200, 201) and body else {},
+            verb=str(holder.get("verb") or ""),
+            organization=str(holder.get("organization") or ""),
         )
         await run_in_threadpool(self.recorder().record_request, request)
