@@ -80,6 +80,8 @@ def test_the_ui_forms_and_team_memberships_are_recorded_as_their_api_twins() -> 
                        ("team-membership.create", "alice"), ("team-workspace.create", "alice"),
                        ("team.delete", "alice"), ("workspace.delete", "alice")]  # fmt: skip
     assert all(e["request"]["source"] and e["resource"]["outcome"] < 400 for e in events[-7:])
+    # a form naming the workspace by its name is about its id, as the API's events are
+    assert [e["resource"]["id"] for e in events[-7:] if e["resource"]["type"] == "workspace"] == [env.workspace_id] * 3
 
 
 def test_scim_provisioning_names_its_token() -> None:

@@ -73,6 +73,7 @@ class RecordedRequest:
     created: Mapping[str, str] = field(default_factory=dict)  # id and name of what a create answered with
     verb: str = ""  # the verb the route named from its form (`note_action`), else its template's
     organization: str = ""  # the organization the Authorizer decided the request in (`services/audit_scope.py`)
+    workspace: str = ""  # and the workspace (a route naming it by name is about this id)
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,13 @@ def close_scope(token: Token[dict[str, Any] | None]) -> None:
     _SCOPE.reset(token)
 
 
-def note_organization(key: str) -> None:
-    """The first organization a request was authorized in (or refused in): its audit event's."""
+def note_organization(key: str, workspace_id: str | None = None) -> None:
+    """The first organization a request was authorized in (or refused in): its audit event's; and the first
+    workspace, which a route naming a workspace by its name (the web UI's) is about."""
     scope = _SCOPE.get()
-    if scope is not None and key and "organization" not in scope:
+    if scope is None:
+        return
+    if key and "organization" not in scope:
         scope["organization"] = key
+    if workspace_id and "workspace" not in scope:
+        scope["workspace"] = workspace_id

@@ -153,5 +153,6 @@ class AuditRequests:
             created=_created(body) if method == "POST" and status in (200, 201) and body else {},
             verb=str(holder.get("verb") or ""),
             organization=str(holder.get("organization") or ""),
+            workspace=str(holder.get("workspace") or ""),
         )
         await run_in_threadpool(self.recorder().record_request, request)

@@ -56,7 +56,7 @@ class Authorizer:
         self, principal: Principal, action: Action, org: OrgView, workspace: WorkspaceView | None = None
     ) -> None:
         """Allow the action, or raise; the request's audit event is filed in `org` (a question, `can`, is not)."""
-        note_organization(org.key)
+        note_organization(org.key, workspace.id if workspace is not None else None)
         self._require(principal, action, org, workspace)
 
     def _require(

@@ -89,6 +89,8 @@ class AuditRecorder:
         if request.verb:
             action = f"{resource_type}.{request.verb}"
         resource_id = request.created.get("id") or _last_identifier(request.template, request.params)
+        if resource_type == "workspace" and request.workspace and not request.created.get("id"):
+            resource_id = request.workspace  # `/app/{organization}/workspaces/{name}/...`: its id, as the API's
         meta: dict[str, str] = {"route": f"{request.method.upper()} {request.template}"}
         if request.created.get("name"):
             meta["name"] = request.created["name"]
