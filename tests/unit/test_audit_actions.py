@@ -31,7 +31,7 @@ RESOURCES = {
     "registry-provider", "registry-provider-platform", "registry-provider-version", "remote-state-consumer",
     "reserved-tag", "reserved-tag-key", "run", "run-trigger", "runner", "saml-setting", "scim", "scim-group",
     "scim-group-mapping", "scim-setting", "scim-token", "scim-user", "session", "smtp-setting", "ssh-key", "state",
-    "state-version", "subscription", "tag", "tag-binding", "task", "task-result", "task-stage", "team",
+    "state-version", "state-version-output", "subscription", "tag", "tag-binding", "task", "task-result", "task-stage", "team",
     "team-membership", "team-project", "team-workspace", "terraform-login", "test-run", "token-ttl-policy",
     "terraform-version", "opentofu-version", "opa-version", "sentinel-version",  # the admin API's tool versions
     "twilio-setting", "user", "variable", "varset", "webhook", "workspace",

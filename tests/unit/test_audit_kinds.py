@@ -84,6 +84,7 @@ def _a_day(day: Day) -> None:  # noqa: PLR0915 - one line per action kind
     day.call(org, "workspace.unlock", 200, "POST", f"{api}/workspaces/{ws}/actions/unlock", {})
     day.call(org, "state.write", 200, "POST", f"/state/v1/{org}/audited", content=state_bytes(1))
     day.call(org, "state.read", 200, "GET", f"/state/v1/{org}/audited")
+    day.call(org, "state-version-output.read", 200, "GET", f"{api}/workspaces/{ws}/current-state-version-outputs")
     run = env.create_run(env.upload_config())  # on `app` (its own events are the day of test_audit_trail.py)
     env.work_next()
     day.call(org, "run.discard", 202, "POST", f"{api}/runs/{run['id']}/actions/discard", {"comment": "no"})

@@ -153,4 +153,8 @@ NAMED: dict[tuple[str, str], tuple[str, str]] = {
     ("POST", _WS + "/change-requests/{cr_id}/archive"): ("change-request", "archive"),
     ("POST", _WS + "/states/{sv_id}/rollback"): ("state-version", "rollback"),
     ("GET", _WS + "/states/{sv_id}/download"): ("state", "read"),
+    # state outputs read through the API
+    ("GET", "/api/v2/workspaces/{workspace_id}/current-state-version-outputs"): ("state-version-output", "read"),
+    ("GET", "/api/v2/state-versions/{sv_id}/outputs"): ("state-version-output", "read"),
+    ("GET", "/api/v2/state-version-outputs/{wos_id}"): ("state-version-output", "read"),
 }

@@ -36,6 +36,10 @@ STATE_READS = frozenset(
         "/state/v1/{org}/{name}",
         "/app/{organization}/workspaces/{name}/states/{sv_id}/download",
         "/app/sign-in/oidc/callback",
+        # outputs are state content too (`tfe_outputs`, `terraform output` through the cloud block)
+        "/api/v2/workspaces/{workspace_id}/current-state-version-outputs",
+        "/api/v2/state-versions/{sv_id}/outputs",
+        "/api/v2/state-version-outputs/{wos_id}",
     }
 )
 # the runner and agent protocols' polls, heartbeats and log chunks: the work of a job, not actions on anything
