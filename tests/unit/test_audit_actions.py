@@ -31,7 +31,8 @@ RESOURCES = {
     "registry-provider", "registry-provider-platform", "registry-provider-version", "remote-state-consumer",
     "reserved-tag", "reserved-tag-key", "run", "run-trigger", "runner", "saml-setting", "scim", "scim-group",
     "scim-group-mapping", "scim-setting", "scim-token", "scim-user", "session", "smtp-setting", "ssh-key", "state",
-    "state-version", "state-version-output", "subscription", "tag", "tag-binding", "task", "task-result", "task-stage", "team",
+    "state-version", "state-version-output", "subscription", "tag", "tag-binding", "task", "task-result",
+    "task-stage", "team",
     "team-membership", "team-project", "team-workspace", "terraform-login", "test-run", "token-ttl-policy",
     "terraform-version", "opentofu-version", "opa-version", "sentinel-version",  # the admin API's tool versions
     "twilio-setting", "user", "variable", "varset", "webhook", "workspace",
@@ -107,3 +108,32 @@ def _user_kind() -> Any:
     from terrace.domain.principal import PrincipalKind
 
     return PrincipalKind.USER
+
+
+def test_an_event_is_written_before_its_answer_ends() -> None:
+    """A client that reads the trail right after an answer finds the answer's event (go-tfe's TestAuditTrailsList
+    creates a workspace, then lists the trail since a moment before): the middleware writes before the answer's
+    last part goes out, not after."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from terrace.web.audit_trail import AuditRequests
+
+    written: list[Any] = []
+    seen_at_end: list[int] = []
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        scope["route"] = SimpleNamespace(path="/api/v2/workspaces/{workspace_id}")
+        scope["path_params"] = {"workspace_id": "ws-1"}
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}", "more_body": False})
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            seen_at_end.append(len(written))
+
+    recorder = SimpleNamespace(record_request=written.append)
+    middleware = AuditRequests(app, lambda: recorder)  # type: ignore[arg-type]
+    scope = {"type": "http", "method": "PATCH", "headers": [], "client": ("10.0.0.9", 1)}
+    asyncio.run(middleware(scope, None, send))  # type: ignore[arg-type]
+    assert seen_at_end == [1] and written[0].template == "/api/v2/workspaces/{workspace_id}"

@@ -6,7 +6,8 @@ Every mutating request (POST, PUT, PATCH, DELETE) of the API, the http backend a
 the organization), the caller it authenticated as (`note_actor`, called where a request authenticates:
 `web/deps.py`, the http backend, the UI's session), its address and its status. Of what a create answers, only the
 new object's id and its name or key are kept; no request or response value is. The write runs in a worker
-thread, after the answer is complete, and never fails the request (the recorder counts and logs a failure)."""
+thread before the answer's last part is sent, so a client that reads the trail after an answer finds its event,
+and never fails the request (the recorder counts and logs a failure)."""
 
 from __future__ import annotations
 
@@ -118,18 +119,27 @@ class AuditRequests:
         status = 500
         chunks: list[bytes] = []
         size = 0
+        recorded = False
+
+        def body() -> bytes:
+            return b"".join(chunks) if size <= CREATED_BODY_MAX else b""
 
         async def watching_send(message: Message) -> None:
-            nonlocal status, size
+            nonlocal status, size, recorded
             if message["type"] == "http.response.start":
                 status = int(message["status"])
                 headers = list(message.get("headers") or [])
                 if not any(name.lower() == b"x-request-id" for name, _ in headers):  # the id its event carries
                     message = {**message, "headers": [*headers, (b"x-request-id", holder["request_id"].encode())]}
-            elif message["type"] == "http.response.body" and method == "POST" and size <= CREATED_BODY_MAX:
-                chunk = bytes(message.get("body", b""))
-                size += len(chunk)
-                chunks.append(chunk)
+            elif message["type"] == "http.response.body":
+                if method == "POST" and size <= CREATED_BODY_MAX:
+                    chunk = bytes(message.get("body", b""))
+                    size += len(chunk)
+                    chunks.append(chunk)
+                if not message.get("more_body", False) and not recorded:
+                    # written before the answer's end goes out: whoever got the answer finds its event
+                    recorded = True
+                    await self._record(scope, method, status, holder, body())
             await send(message)
 
         opened = open_scope(holder)  # the Authorizer notes the organization the request acted in
@@ -137,7 +147,8 @@ class AuditRequests:
             await self.app(scope, receive, watching_send)
         finally:
             close_scope(opened)
-            await self._record(scope, method, status, holder, b"".join(chunks) if size <= CREATED_BODY_MAX else b"")
+            if not recorded:  # no answer was completed (the app raised): the attempt is recorded all the same
+                await self._record(scope, method, status, holder, body())
 
     async def _record(self, scope: Scope, method: str, status: int, holder: dict[str, Any], body: bytes) -> None:
         template = getattr(scope.get("route"), "path", None)
