@@ -136,6 +136,18 @@ def test_an_organization_token_reads_hcps_shape_since_a_time(day: tuple[RunEnv, 
     assert user_token.status_code == 404
 
 
+def test_since_is_after_that_time_at_the_precision_given(day: tuple[RunEnv, dict[str, Any]]) -> None:
+    """go-tfe sends `since` in whole seconds (RFC 3339): no event of that second, nor of the millisecond a time
+    with a fraction names, is "after" it (TestAuditTrailsList's `using since query param`)."""
+    env, _ = day
+    last = trail(env, **{"page[size]": "100"})[-1]
+    whole_second = last["timestamp"][:19] + "Z"  # 2026-01-02T03:04:05Z
+    later = trail(env, since=whole_second, **{"page[size]": "100"})
+    assert all(e["timestamp"][:19] > whole_second[:19] for e in later), (whole_second, later[:1])
+    assert last["id"] not in [e["id"] for e in trail(env, since=last["timestamp"], **{"page[size]": "100"})]
+    assert last["id"] in [e["id"] for e in trail(env, since=last["timestamp"][:10], **{"page[size]": "100"})]
+
+
 def test_owners_filter_by_actor_action_and_resource(day: tuple[RunEnv, dict[str, Any]]) -> None:
     env, made = day
     assert {e["resource"]["action"] for e in trail(env, **{"filter[action]": "workspace."})} >= {

@@ -17,6 +17,7 @@ ALLOWED_THIRD_PARTY = {"pydantic", "itsdangerous", "regex"}
 # `services/access/`), the single sign-on client's configuration, the run store's write request, and what a
 # use case answers (a read model of several aggregates, not an entity).
 SERVICE_VALUE_TYPES = {
+    "vcs/store_comments.py:PullRequestComment",
     "access/permissions.py:Grants",
     "access/oidc.py:OidcConfig",
     "runs/store.py:WorkspaceWrite",

@@ -263,3 +263,21 @@ def test_an_id_token_for_another_client_signs_nobody_in(app: tuple[Any, TestClie
     r = client.get("/app/sign-in/oidc/callback", params={"state": query["state"], "code": "c"})
     assert r.status_code == 303 and "terrace_session" in r.headers["set-cookie"]
     assert container.accounts.find_user("ida") is not None
+
+
+def test_a_single_sign_on_is_in_the_sites_audit_trail_a_refused_one_too(
+    app: tuple[Any, TestClient], issuer: Issuer
+) -> None:
+    """The identity provider's redirect is a sign-in: its event names who signed in (or, refused, nobody), once."""
+    container, client = app
+    query = started(client)
+    issuer.token_answer = (200, {"access_token": "a", "token_type": "Bearer", "id_token": ""})
+    issuer.token_answer[1]["id_token"] = issuer.token(aud="another-client", nonce=query["nonce"])
+    assert client.get("/app/sign-in/oidc/callback", params={"state": query["state"], "code": "c"}).status_code == 401
+    query = started(client)
+    issuer.token_answer[1]["id_token"] = issuer.token(nonce=query["nonce"], preferred_username="ida")
+    assert client.get("/app/sign-in/oidc/callback", params={"state": query["state"], "code": "c"}).status_code == 303
+    now_us = int(time.time() * 1_000_000)
+    events = list(container.audit_store.between("", now_us - 60_000_000, now_us + 60_000_000, 100))
+    said = [(e.action, e.actor.kind, e.actor.name, e.outcome) for e in events if e.resource_type == "session"]
+    assert said == [("session.sign-in", "anonymous", "", 401), ("session.sign-in", "user", "ida", 303)]

@@ -28,7 +28,7 @@ from ui_helpers import sign_in
 
 EVERYTHING = frozenset(Action)
 CUSTOM = frozenset({Action.READ_WORKSPACE, Action.READ_RUNS, Action.QUEUE_RUN, Action.READ_STATE_OUTPUTS})
-MEMBER = frozenset({Action.READ_ORGANIZATION})
+MEMBER = frozenset({Action.READ_ORGANIZATION, Action.READ_ORGANIZATION_SETTINGS})
 
 # caller -> (how they get access, what they may do in workspace `app` of `acme`)
 CALLERS: dict[str, frozenset[Action]] = {
@@ -261,7 +261,7 @@ def _get(path: str) -> Callable[[World, str, dict[str, str]], int]:
 
 
 OPERATIONS: dict[str, tuple[Action, int, Callable[[World, str, dict[str, str]], int]]] = {
-    "api: read organization": (Action.READ_ORGANIZATION, 200, _get("/organizations/{org}")),
+    "api: read organization": (Action.READ_ORGANIZATION_SETTINGS, 200, _get("/organizations/{org}")),
     "api: read workspace": (Action.READ_WORKSPACE, 200, _get("/workspaces/{ws}")),
     "api: explorer": (Action.READ_ORGANIZATION, 200, _get("/organizations/{org}/explorer?type=workspaces")),
     "api: list runs": (Action.READ_RUNS, 200, _get("/workspaces/{ws}/runs")),
@@ -302,7 +302,7 @@ def expected(caller: str, action: Action, allowed: int, family: str, where: str)
         return 404
     if action in grants:
         return allowed
-    if Action.READ_WORKSPACE in grants and action is not Action.READ_ORGANIZATION:
+    if Action.READ_WORKSPACE in grants and action not in (Action.READ_ORGANIZATION, Action.READ_ORGANIZATION_SETTINGS):
         return 404 if family == "ui" else 403  # the UI shows a refusal as not found
     return 404
 
@@ -317,6 +317,33 @@ def test_permission_matrix(world: World, caller: str, operation: str, where: str
         pytest.skip("the web UI signs in people (user tokens), not team tokens")
     got = call(world, world.tokens[caller], world.targets[where])
     assert got == expected(caller, action, allowed, family, where), f"{caller} {operation} in {where} org"
+
+
+AUDITOR_READS = {
+    "api: audit trail": (Action.READ_AUDIT_TRAIL, 200, _get("/organizations/{org}/audit-trail")),
+    "api: token TTL policies": (
+        Action.READ_ORGANIZATION_SETTINGS, 200, _get("/organizations/{org}/token-ttl-policies")),
+    "ui: organization settings": (Action.READ_ORGANIZATION_SETTINGS, 200, _ui("/app/{org}/settings")),
+    "ui: audit trail page": (Action.READ_AUDIT_TRAIL, 200, _ui("/app/{org}/settings/audit-trail")),
+}  # fmt: skip
+
+
+def test_a_site_auditor_reads_every_organizations_settings_and_audit_trail_and_nothing_else(world: World) -> None:
+    """A site auditor (no member of either organization) gets every operation of the matrix: its organization
+    settings and audit trail in both organizations, 404 for everything else (the whole app:
+    tests/unit/test_site_auditor.py)."""
+    env = world.env
+    auditor = env.container.accounts.create_user("auditor", "auditor@example.com")
+    env.container.users.set_flags(auditor.id, site_auditor=True)
+    token = env.container.accounts.issue_token(PrincipalKind.USER, auditor.id).secret
+    got, want = {}, {}
+    for name, (action, allowed, call) in {**OPERATIONS, **AUDITOR_READS}.items():
+        for where in ("own", "other"):
+            got[name, where] = call(world, token, world.targets[where])
+            want[name, where] = (
+                allowed if action in (Action.READ_ORGANIZATION_SETTINGS, Action.READ_AUDIT_TRAIL) else 404
+            )
+    assert got == want
 
 
 @pytest.mark.parametrize("caller", list(CALLERS))

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from terrace.domain.audit_actions import NAMED
 from terrace.domain.principal import Principal
 
 SITE = ""  # the organization of an event that belongs to none (a sign-in, a user's own token)
@@ -23,24 +24,6 @@ _SINGULAR = {
     "session": "session",
     "sign-in": "session",
     "sign-out": "session",
-}
-# routes whose action is not their method's verb
-_NAMED = {
-    ("POST", "/app/sign-in"): ("session", "session.sign-in"),
-    ("POST", "/app/sign-out"): ("session", "session.sign-out"),
-    ("GET", "/app/sign-in/oidc/callback"): ("session", "session.sign-in"),
-    ("GET", "/state/v1/{org}/{name}"): ("state", "state.read"),
-    ("POST", "/state/v1/{org}/{name}"): ("state", "state.write"),
-    ("DELETE", "/state/v1/{org}/{name}"): ("state", "state.delete"),
-    ("LOCK", "/state/v1/{org}/{name}"): ("state", "state.lock"),
-    ("UNLOCK", "/state/v1/{org}/{name}"): ("state", "state.unlock"),
-    ("POST", "/state/v1/{org}/{name}/lock"): ("state", "state.lock"),
-    ("POST", "/api/runner/enroll"): ("runner", "runner.enroll"),
-    ("POST", "/api/runner/jobs/{job_id}/applying"): ("job", "job.applying"),
-    ("POST", "/api/runner/jobs/{job_id}/release"): ("job", "job.release"),
-    ("POST", "/api/runner/jobs/{job_id}/finish"): ("job", "job.finish"),
-    ("POST", "/api/agent/register"): ("agent", "agent.register"),
-    ("DELETE", "/state/v1/{org}/{name}/lock"): ("state", "state.unlock"),
 }
 _VERBS = {"POST": "create", "PUT": "update", "PATCH": "update", "DELETE": "delete", "GET": "read"}
 
@@ -88,6 +71,9 @@ class RecordedRequest:
     principal: Principal | None = None
     request_id: str = ""
     created: Mapping[str, str] = field(default_factory=dict)  # id and name of what a create answered with
+    verb: str = ""  # the verb the route named from its form (`note_action`), else its template's
+    organization: str = ""  # the organization the Authorizer decided the request in (`services/audit_scope.py`)
+    workspace: str = ""  # and the workspace (a route naming it by name is about this id)
 
 
 @dataclass(frozen=True)
@@ -111,8 +97,11 @@ def action_of(method: str, template: str, params: Mapping[str, str] | None = Non
     """(resource type, action) of a request to the route `template`: `POST /api/v2/runs/{run_id}/actions/apply`
     is (`run`, `run.apply`), `PATCH /api/v2/workspaces/{workspace_id}` is (`workspace`, `workspace.update`),
     `POST /api/v2/workspaces/{workspace_id}/vars` is (`variable`, `variable.create`)."""
-    if (method.upper(), template) in _NAMED:
-        return _NAMED[method.upper(), template]
+    listed = NAMED.get((method.upper(), template))
+    if listed is not None:
+        resource, verb = (_param(part, params or {}) for part in listed)
+        resource = singular(resource) if listed[0].startswith("{") else resource
+        return resource, f"{resource}.{verb}"
     segments = [s for s in template.strip("/").split("/") if s and s not in _PREFIXES]
     literals = [s for s in segments if not s.startswith("{")]
     verb = _VERBS.get(method.upper(), method.lower())
@@ -130,6 +119,13 @@ def action_of(method: str, template: str, params: Mapping[str, str] | None = Non
     if method.upper() == "GET" and resource in ("download", "json-download"):
         resource = singular(literals[-2]) if len(literals) > 1 else "state-version"
     return resource, f"{resource}.{verb}"
+
+
+def _param(part: str, params: Mapping[str, str]) -> str:
+    """`part`, or the value of the path parameter it names (`{action}`), cut to a name's length."""
+    if not part.startswith("{"):
+        return part
+    return str(params.get(part.strip("{}"), "") or "unknown")[:64]
 
 
 _AUTH_TYPES = {"user": "Client", "team": "Client", "organization": "Client", "anonymous": "Anonymous"}

@@ -6,8 +6,8 @@ Every mutating request (POST, PUT, PATCH, DELETE) of the API, the http backend a
 the organization), the caller it authenticated as (`note_actor`, called where a request authenticates:
 `web/deps.py`, the http backend, the UI's session), its address and its status. Of what a create answers, only the
 new object's id and its name or key are kept; no request or response value is. The write runs in a worker
-thread before the answer's last part is sent (a client that reads the trail once answered finds the event: go-tfe's
-TestAuditTrailsList does), and never fails the request (the recorder counts and logs a failure)."""
+thread before the answer's last part is sent, so a client that reads the trail after an answer finds its event,
+and never fails the request (the recorder counts and logs a failure)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from starlette.requests import HTTPConnection
 
 from terrace.domain.audit import RecordedRequest
 from terrace.domain.principal import Principal
+from terrace.services.audit_scope import close_scope, open_scope
 from terrace.web.middleware import ASGIApp, Message, Receive, Scope, Send
 
 if TYPE_CHECKING:
@@ -36,6 +37,10 @@ STATE_READS = frozenset(
         "/state/v1/{org}/{name}",
         "/app/{organization}/workspaces/{name}/states/{sv_id}/download",
         "/app/sign-in/oidc/callback",
+        # outputs are state content too (`tfe_outputs`, `terraform output` through the cloud block)
+        "/api/v2/workspaces/{workspace_id}/current-state-version-outputs",
+        "/api/v2/state-versions/{sv_id}/outputs",
+        "/api/v2/state-version-outputs/{wos_id}",
     }
 )
 # the runner and agent protocols' polls, heartbeats and log chunks: the work of a job, not actions on anything
@@ -45,6 +50,10 @@ NOT_RECORDED = frozenset(
         "/api/runner/jobs/{job_id}/heartbeat",
         "/api/runner/jobs/{job_id}/logs",
         "/api/runner/jobs/{job_id}/upload-urls",
+        "/api/runner/held-runs",  # which of its held plans a runner may still apply: a question, not an action
+        "/scim/v2/.search",  # SCIM's searches are reads sent as POST
+        "/scim/v2/Users/.search",
+        "/scim/v2/Groups/.search",
     }
 )
 CREATED_BODY_MAX = 256 * 1024  # a create's answer is read for its id up to this size
@@ -56,6 +65,14 @@ def note_actor(connection: HTTPConnection, principal: Principal | None) -> None:
     if holder is None or principal is None:
         return
     holder["principal"] = principal
+
+
+def note_action(connection: HTTPConnection, verb: str) -> None:
+    """Name the verb of the request's action when its form, not its route, says it (the UI's lock button locks,
+    unlocks or force-unlocks; a grant's form updates or removes it). A no-op outside the middleware."""
+    holder = connection.scope.get(KEY)
+    if holder is not None:
+        holder["verb"] = verb
 
 
 def _created(body: bytes) -> dict[str, str]:
@@ -104,31 +121,34 @@ class AuditRequests:
         size = 0
         recorded = False
 
-        async def record() -> None:
-            nonlocal recorded
-            if not recorded:
-                recorded = True
-                await self._record(scope, method, status, holder, b"".join(chunks) if size <= CREATED_BODY_MAX else b"")
+        def body() -> bytes:
+            return b"".join(chunks) if size <= CREATED_BODY_MAX else b""
 
         async def watching_send(message: Message) -> None:
-            nonlocal status, size
+            nonlocal status, size, recorded
             if message["type"] == "http.response.start":
                 status = int(message["status"])
                 headers = list(message.get("headers") or [])
                 if not any(name.lower() == b"x-request-id" for name, _ in headers):  # the id its event carries
                     message = {**message, "headers": [*headers, (b"x-request-id", holder["request_id"].encode())]}
-            elif message["type"] == "http.response.body" and method == "POST" and size <= CREATED_BODY_MAX:
-                chunk = bytes(message.get("body", b""))
-                size += len(chunk)
-                chunks.append(chunk)
-            if message["type"] == "http.response.body" and not message.get("more_body", False):
-                await record()  # before the answer ends: a client that reads the trail next finds the event
+            elif message["type"] == "http.response.body":
+                if method == "POST" and size <= CREATED_BODY_MAX:
+                    chunk = bytes(message.get("body", b""))
+                    size += len(chunk)
+                    chunks.append(chunk)
+                if not message.get("more_body", False) and not recorded:
+                    # written before the answer's end goes out: whoever got the answer finds its event
+                    recorded = True
+                    await self._record(scope, method, status, holder, body())
             await send(message)
 
+        opened = open_scope(holder)  # the Authorizer notes the organization the request acted in
         try:
             await self.app(scope, receive, watching_send)
         finally:
-            await record()  # an answer that never ended
+            close_scope(opened)
+            if not recorded:  # no answer was completed (the app raised): the attempt is recorded all the same
+                await self._record(scope, method, status, holder, body())
 
     async def _record(self, scope: Scope, method: str, status: int, holder: dict[str, Any], body: bytes) -> None:
         template = getattr(scope.get("route"), "path", None)
@@ -146,5 +166,8 @@ class AuditRequests:
             principal=holder.get("principal"),
             request_id=str(holder["request_id"]),
             created=_created(body) if method == "POST" and status in (200, 201) and body else {},
+            verb=str(holder.get("verb") or ""),
+            organization=str(holder.get("organization") or ""),
+            workspace=str(holder.get("workspace") or ""),
         )
         await run_in_threadpool(self.recorder().record_request, request)

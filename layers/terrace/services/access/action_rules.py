@@ -45,6 +45,7 @@ def team_action(action: Action, *, owners: bool) -> Action:
 # Organization-level actions and the organization access that grants each to a non-owner member.
 ORG_LEVEL: dict[Action, tuple[str, ...]] = {
     Action.READ_ORGANIZATION: (),
+    Action.READ_ORGANIZATION_SETTINGS: (),
     Action.READ_TEAMS: (),
     Action.READ_PROJECTS: (),
     Action.MANAGE_TEAMS: ("manage-teams",),
@@ -78,8 +79,9 @@ ORG_LEVEL: dict[Action, tuple[str, ...]] = {
 OWNERS_ONLY = frozenset(
     {Action.MANAGE_ORGANIZATION, Action.DELETE_ORGANIZATION, Action.MANAGE_OWNERS_TEAM, Action.READ_AUDIT_TRAIL}
 )
-# What a site auditor (a user flag) may do in every organization: read its settings and its audit trail.
-AUDITOR = frozenset({Action.READ_ORGANIZATION, Action.READ_AUDIT_TRAIL})
+# What a site auditor (a user flag) may do in every organization: read its settings and its audit trail, nothing
+# in it (not READ_ORGANIZATION: its workspaces, tags, run tasks, agents, keys, explorer).
+AUDITOR = frozenset({Action.READ_ORGANIZATION_SETTINGS, Action.READ_AUDIT_TRAIL})
 # What an organization token may not do: it acts for the organization, it is not one of its owners.
 NOT_FOR_ORGANIZATION_TOKENS = frozenset(
     {Action.DELETE_ORGANIZATION, Action.MANAGE_OWNERS_TEAM, Action.DEPLOY_NO_CODE_MODULES}  # HCP's no-code API: not
@@ -87,6 +89,7 @@ NOT_FOR_ORGANIZATION_TOKENS = frozenset(
 OPEN_TO_MEMBERS = frozenset(
     {
         Action.READ_ORGANIZATION,
+        Action.READ_ORGANIZATION_SETTINGS,
         Action.READ_TEAMS,
         Action.READ_PROJECTS,
         Action.READ_POLICIES,

@@ -6,7 +6,10 @@ from enum import StrEnum
 
 
 class Action(StrEnum):
-    READ_ORGANIZATION = "read-organization"
+    READ_ORGANIZATION = "read-organization"  # what is in it: its tags, run tasks, agent pools, explorer, ...
+    # the organization's own record and settings (name, e-mail, its settings, entitlements, token TTL policies):
+    # what a site auditor reads of every organization, besides its audit trail
+    READ_ORGANIZATION_SETTINGS = "read-organization-settings"
     MANAGE_ORGANIZATION = "manage-organization"
     READ_AUDIT_TRAIL = "read-audit-trail"
     DELETE_ORGANIZATION = "delete-organization"

@@ -24,6 +24,7 @@ from terrace.services.access import action_rules as rules
 from terrace.services.access.action_rules import run_action, team_action
 from terrace.services.access.actions import Action
 from terrace.services.access.permissions import NOT_A_MEMBER, Grants
+from terrace.services.audit_scope import note_organization
 
 __all__ = ["Action", "AccessResolver", "Authorizer", "run_action", "team_action"]
 
@@ -46,12 +47,19 @@ class Authorizer:
 
     def can(self, principal: Principal, action: Action, org: OrgView, workspace: WorkspaceView | None = None) -> bool:
         try:
-            self.require(principal, action, org, workspace)
+            self._require(principal, action, org, workspace)
         except (Forbidden, NotFound, Unauthenticated):
             return False
         return True
 
     def require(
+        self, principal: Principal, action: Action, org: OrgView, workspace: WorkspaceView | None = None
+    ) -> None:
+        """Allow the action, or raise; the request's audit event is filed in `org` (a question, `can`, is not)."""
+        note_organization(org.key, workspace.id if workspace is not None else None)
+        self._require(principal, action, org, workspace)
+
+    def _require(
         self, principal: Principal, action: Action, org: OrgView, workspace: WorkspaceView | None = None
     ) -> None:
         if action is Action.RUN_JOBS or principal.kind in rules.JOB_TAKERS:
@@ -222,7 +230,12 @@ class Authorizer:
     def _require_run_token(self, principal: Principal, action: Action, workspace: WorkspaceView | None) -> None:
         """A run token acts on its own workspace; elsewhere it may only read shared state, and install its
         organization's private modules and providers (`terraform init` in the run)."""
-        if action in (Action.READ_ORGANIZATION, Action.READ_MODULES, Action.READ_PROVIDERS):
+        if action in (
+            Action.READ_ORGANIZATION,
+            Action.READ_ORGANIZATION_SETTINGS,
+            Action.READ_MODULES,
+            Action.READ_PROVIDERS,
+        ):
             return
         if workspace is None:
             raise Forbidden(f"a run token may not {action.value} here")

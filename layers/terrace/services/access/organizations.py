@@ -119,7 +119,12 @@ class OrganizationService:
 
     def list(self, principal: Principal) -> list[Organization]:
         readable = self._store.all()
-        return [self._shown(o) for o in readable if self._authz.can(principal, Action.READ_ORGANIZATION, o.view)]
+        settings = Action.READ_ORGANIZATION_SETTINGS
+        return [self._shown(o) for o in readable if self._authz.can(principal, settings, o.view)]
+
+    def settings(self, principal: Principal, name: str) -> Organization:
+        """The organization's own record and settings (its members, its tokens and site auditors read them)."""
+        return self.get(principal, name, Action.READ_ORGANIZATION_SETTINGS)
 
     def _shown(self, org: Organization) -> Organization:
         """`org` as its readers see it: without cost estimation while the site admin has it off."""

@@ -21,7 +21,7 @@ class TokenTTLPolicyService:
         self._orgs = organizations
 
     def list(self, principal: Principal, organization: str) -> tuple[Organization, builtins.list[ttl.TokenTTLPolicy]]:
-        org = self._orgs.get(principal, organization)
+        org = self._orgs.settings(principal, organization)
         return org, ttl.policies(org.settings, org.created_at)
 
     def update(

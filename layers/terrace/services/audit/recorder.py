@@ -86,7 +86,11 @@ class AuditRecorder:
 
     def event_of(self, request: RecordedRequest) -> AuditEvent:
         resource_type, action = action_of(request.method, request.template, request.params)
+        if request.verb:
+            action = f"{resource_type}.{request.verb}"
         resource_id = request.created.get("id") or _last_identifier(request.template, request.params)
+        if resource_type == "workspace" and request.workspace and not request.created.get("id"):
+            resource_id = request.workspace  # `/app/{organization}/workspaces/{name}/...`: its id, as the API's
         meta: dict[str, str] = {"route": f"{request.method.upper()} {request.template}"}
         if request.created.get("name"):
             meta["name"] = request.created["name"]
@@ -112,6 +116,8 @@ class AuditRecorder:
         named = _organization_param(request.template)
         if named and request.params.get(named):
             return self._organization_of("organization", request.params[named]) or SITE
+        if request.organization:  # where the Authorizer decided it: a route naming only a resource's id
+            return request.organization
         for name, value in [*request.params.items(), ("id", request.created.get("id", ""))]:
             found = self._organization_of_id(name, value) if value else None
             if found:

@@ -5,7 +5,6 @@ site's own events (sign-ins, user tokens) are read by site admins and auditors o
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, timedelta
 
 from terrace.domain import clock
@@ -33,16 +32,14 @@ def _instant(raw: str, name: str) -> datetime:
 
 
 def _after(raw: str) -> int:
-    """The first epoch microsecond after `since`, "created after this date" as HCP's API reads it, at the precision
-    sent: `...T10:00:05Z` names the whole second (go-tfe sends whole seconds), so an event in it is not after it;
-    `...T10:00:05.250Z` names its millisecond."""
-    moment = _instant(raw, "since")
-    text = raw.strip()
-    if "T" not in text.upper():
-        return int(moment.timestamp() * 1_000_000) + 86_400_000_000  # a date names its whole day
-    fraction = re.search(r"[.,]([0-9]+)", text[text.upper().find("T") :])
-    digits = min(len(fraction.group(1)), 6) if fraction else 0
-    return int(moment.timestamp() * 1_000_000) + 10 ** (6 - digits)
+    """The first microsecond of events after `since` (HCP's "created after this date"), at the precision `since` was
+    given in, no finer than the trail's timestamps (milliseconds): go-tfe sends whole seconds (RFC 3339 without
+    the fraction), so `since=10:00:05Z` is after 10:00:05.999, as it is at a second's precision."""
+    since_us = int(_instant(raw, "since").timestamp() * 1_000_000)
+    if "T" not in raw.upper():
+        return since_us  # a date: from its start
+    unit = 1_000 if "." in raw else 1_000_000
+    return (since_us // unit + 1) * unit
 
 
 def _matches(event: AuditEvent, filters: Filters) -> bool:
@@ -105,6 +102,6 @@ class AuditTrail:
             raise Invalid("since must be before until", pointer="/since")
         if until - since > MAX_WINDOW:
             raise Invalid("since and until may be at most 366 days apart", pointer="/since")
-        first_us = _after(filters.since) if filters.since else int(since.timestamp() * 1_000_000)
-        events = self._store.between(organization, first_us, int(until.timestamp() * 1_000_000), MAX_EVENTS)
+        after = _after(filters.since) if filters.since else int(since.timestamp() * 1_000_000)
+        events = self._store.between(organization, after, int(until.timestamp() * 1_000_000), MAX_EVENTS)
         return [event for event in events if _matches(event, filters)]

@@ -45,7 +45,7 @@ def create_organization(body: JSONBody, container: ContainerDep, principal: Prin
 
 @router.get("/organizations/{name}")
 def read_organization(name: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-    return respond(_serialize(container, principal, container.organizations.get(principal, name)))
+    return respond(_serialize(container, principal, container.organizations.settings(principal, name)))
 
 
 @router.patch("/organizations/{name}", openapi_extra=bodies.ORGANIZATION)
@@ -66,7 +66,7 @@ def delete_organization(name: str, container: ContainerDep, principal: Principal
 
 @router.get("/organizations/{name}/entitlement-set")
 def entitlement_set(name: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-    return respond(serializers.entitlement_set(container.organizations.get(principal, name)))
+    return respond(serializers.entitlement_set(container.organizations.settings(principal, name)))
 
 
 @router.get("/organizations/{name}/stacks")

@@ -14,6 +14,7 @@ from terrace.domain import errors, limits
 from terrace.domain import scim as model
 from terrace.domain.principal import Principal
 from terrace.web import scim_documents as docs
+from terrace.web.audit_trail import note_actor
 from terrace.web.deps import ContainerDep
 from terrace.web.jsonapi import RawBody
 from terrace.web.rate_limit import bearer_of
@@ -43,7 +44,9 @@ def scim_error(exc: errors.TerraceError) -> JSONResponse:
 
 
 def caller(request: Request, container: ContainerDep) -> Principal:
-    return container.accounts.authenticate_scim(bearer_of(request.headers.get("authorization", "")) or "")
+    principal = container.accounts.authenticate_scim(bearer_of(request.headers.get("authorization", "")) or "")
+    note_actor(request, principal)  # the request's audit event names the SCIM token that provisioned
+    return principal
 
 
 def scim_body(raw: RawBody) -> Any:

@@ -50,7 +50,7 @@ def _page(request: Request, session: Any, org: Organization, can_manage: bool, s
 
 @router.get(PAGE)
 def organization_settings(request: Request, container: ContainerDep, session: SessionDep, organization: str) -> Any:
-    org = container.organizations.get(session.principal, organization)
+    org = container.organizations.settings(session.principal, organization)
     return _page(request, session, org, container.authz.can(session.principal, Action.MANAGE_ORGANIZATION, org.view))
 
 

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse
 
 from terrace.domain import errors
+from terrace.web.audit_trail import note_action
 from terrace.web.deps import ContainerDep
 from terrace.web.errors import status_of
 from terrace.web.ui.session import CheckedFormDep, SessionDep, field_of, render
@@ -118,6 +119,7 @@ def change_access(
     grant = container.team_access.get(session.principal, grant_id, "project")
     if grant.target_id != project_id:
         raise errors.NotFound(f"team access {grant_id} not found")
+    note_action(request, "delete" if form.get("action") == "remove" else "update")  # its audit event's verb
     try:
         if form.get("action") == "remove":
             container.team_access.remove(session.principal, grant.id, "project")

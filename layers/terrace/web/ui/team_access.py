@@ -12,6 +12,7 @@ from fastapi.responses import RedirectResponse
 from terrace.domain import errors
 from terrace.services.access.permissions import FIELD_CHOICES, PROJECT_LEVELS, WORKSPACE_LEVELS
 from terrace.services.access.team_access import PROJECT_ACCESS_CHOICES, PROJECT_WS_CHOICES
+from terrace.web.audit_trail import note_action
 from terrace.web.deps import ContainerDep
 from terrace.web.errors import status_of
 from terrace.web.ui.session import CheckedFormDep, SessionDep, render
@@ -101,6 +102,7 @@ def change_access(
     grant = container.team_access.get(session.principal, grant_id, "workspace")
     if grant.target_id != ws.id:
         raise errors.NotFound(f"team access {grant_id} not found")
+    note_action(request, "delete" if form.get("action") == "remove" else "update")  # its audit event's verb
     try:
         if form.get("action") == "remove":
             container.team_access.remove(session.principal, grant.id, "workspace")

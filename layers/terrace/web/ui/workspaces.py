@@ -8,6 +8,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse
 
 from terrace.domain import errors
+from terrace.web.audit_trail import note_action
 from terrace.web.deps import ContainerDep
 from terrace.web.errors import status_of
 from terrace.web.ui.session import CheckedFormDep, SessionDep, field_of, render
@@ -98,6 +99,7 @@ def lock_action(
     action = form.get("action") or ("unlock" if ws.lock else "lock")
     if action not in LOCK_ACTIONS:
         raise errors.NotFound(f"no lock action {action}")
+    note_action(request, action)  # its audit event: workspace.lock, .unlock or .force-unlock
     try:
         if action == "lock":
             container.locks.lock(session.principal, ws, form.get("reason", "") or "locked from the web UI")
