@@ -92,8 +92,6 @@ class TerraceStack(Stack):
                 "TERRACE_POLICY_FUNCTION": functions.policy.function_name,
                 "TERRACE_LOG_READ_WAIT_S": "0",  # a log read answers with what there is: the CLI polls again
                 **({"TERRACE_LOG_READ_URL": log_reads.url} if log_reads else {}),  # the CLI reads logs there
-                # readied as an organization's warm window opens: the CLI's first read finds it started
-                **({"TERRACE_LOGS_FUNCTION": log_reads.function.function_name} if log_reads else {}),
                 ORIGIN_VERIFY_ENV: origin_verify.value,
             },
             tracing=settings.tracing,
@@ -135,8 +133,11 @@ class TerraceStack(Stack):
         functions.runner_teardown.node.add_dependency(runner.cluster)
         functions.scaler.node.add_dependency(functions.runner_teardown)
         functions.scaler.grant_invoke(api_fn)
-        if log_reads is not None:  # the warm window's warm-up of the logs function (functions/logs: WARM_UP)
-            api_fn.add_to_role_policy(  # its unqualified ARN only: no version, no wildcard
+        if log_reads is not None:  # the warm window's warm-up of the logs function (functions/logs: WARM_UP), sent by
+            # the scaler invocation that takes an organization's wake (warm_window.py: take_wakes): the CLI's first read
+            # finds it started
+            functions.scaler.add_environment("TERRACE_LOGS_FUNCTION", log_reads.function.function_name)
+            functions.scaler.add_to_role_policy(  # its unqualified ARN only: no version, no wildcard
                 iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[log_reads.function.function_arn])
             )
         # the events function queues the runs run triggers start (services/workflows/run_trigger_fanout.py): it wakes

@@ -12,8 +12,8 @@ refused before the container is built; the signature is checked (`LogService.rea
 chunk is read. It answers at once with what there is (`TERRACE_LOG_READ_WAIT_S=0`: a function is never held
 waiting); its role may read the table, the log archives and the keys that unmask nothing but what the log's reader
 may see, and write nothing (`infra/log_reads.py`). It logs no request: the path is the capability. An invocation of
-the function (not its URL) with `WARM_UP` only builds the container: the api's, as an organization's warm window
-opens.
+the function (not its URL) with `WARM_UP` only builds the container: the scaler's, as it takes an organization's
+warm window's wake (`warm_window.py: take_wakes`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from terrace.domain.errors import BadRequest, NotFound
 from terrace.services.runs.logs import read_window
 
 _get_container = aws_container  # built once per execution environment, on the first well-formed read
-# the api's invocation as an organization's warm window opens (`wiring/aws_adapters.py: warm_up`): the container is
+# the scaler's invocation as an organization's warm window opens (`wiring/aws_adapters.py: warm_up`): the container is
 # built then, so the CLI's first log read of the run that follows finds an environment ready (~1.2 s sooner)
 WARM_UP = {"warm-up": True}
 # a phase id, its expiry (epoch seconds) and its signature (base64url): the shapes `LogService.signed_path` mints

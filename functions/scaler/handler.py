@@ -1,6 +1,8 @@
 """Lambda "scaler", the dispatcher of the priority lanes: on demand (the api invokes it after enqueueing a job, and
 with `{"expect": <organization key>}` when a configuration version is created, before its run exists, and with
-`{"warm": <organization key>}` when a workspace is opened: its warm window) and every 5
+`{"warm": <organization key>}` when a workspace is opened: its warm window, once a minute per API instance; the
+tick happens only in the invocation that takes the organization's wake claim, once a minute in the deployment:
+`Scaler.scale_once`) and every 5
 minutes (EventBridge: a backstop for a lost wake-up), starts Fargate runners for the lanes' backlog in priority
 order (`services/runs/scaler.py`).
 

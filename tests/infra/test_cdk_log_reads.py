@@ -47,12 +47,18 @@ def test_the_log_read_origin_is_the_logs_functions_url_without_auth(synth):
     assert all(p.get("FunctionUrlAuthType") == "NONE" or p.get("InvokedViaFunctionUrl") for p in invoke)
 
 
-def test_the_api_may_warm_the_logs_function_up_as_a_warm_window_opens(synth):
+def test_the_scaler_warms_the_logs_function_up_as_it_takes_a_window_s_wake_and_the_api_does_not(synth):
+    """The warm-up goes with the deployment's wake claim (`warm_window.py: take_wakes`): once a minute per
+    organization, not once per API instance."""
     logs_id, _ = synth.by_path(LOGS)
+    _, scaler = synth.by_path("/Functions/Scaler/Resource")
+    assert scaler["Properties"]["Environment"]["Variables"]["TERRACE_LOGS_FUNCTION"] == {"Ref": logs_id}
+    invokes = [s for s in _statements(synth, "/Functions/Scaler/Resource") if "lambda:InvokeFunction" in _actions(s)]
+    assert [s["Resource"] for s in invokes if logs_id in str(s["Resource"])] == [{"Fn::GetAtt": [logs_id, "Arn"]}]
     _, api = synth.by_path("/Api/Handler/Resource")
-    assert api["Properties"]["Environment"]["Variables"]["TERRACE_LOGS_FUNCTION"] == {"Ref": logs_id}
-    invokes = [s for s in _statements(synth, "/Api/Handler/Resource") if "lambda:InvokeFunction" in _actions(s)]
-    assert any(logs_id in str(s["Resource"]) for s in invokes), invokes
+    assert "TERRACE_LOGS_FUNCTION" not in api["Properties"]["Environment"]["Variables"]
+    api_invokes = [s for s in _statements(synth, "/Api/Handler/Resource") if "lambda:InvokeFunction" in _actions(s)]
+    assert not any(logs_id in str(s["Resource"]) for s in api_invokes), api_invokes
 
 
 def test_the_logs_function_answers_at_once_and_knows_no_queue_or_other_function(synth):

@@ -280,3 +280,25 @@ def test_a_dead_web_session_is_refused_without_a_write(
     response = env.client.get(f"/app/{ids['org']}/workspaces", cookies={COOKIE: cookie}, follow_redirects=False)
     assert response.status_code in (302, 303, 307) and "sign-in" in response.headers["location"]
     assert writes == []
+
+
+def test_on_aws_a_workspace_read_that_opens_a_warm_window_writes_nothing_either(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The AWS wiring of the warm window (`scaler_kick` set): each API instance's read of a workspace signals the
+    scaler, off the request's thread; neither the read nor that thread writes (the scaler takes the deployment's wake
+    claim: `warm_window.py: take_wakes`)."""
+    from terrace.services.runs import warm_window
+
+    env = make_run_env(warm_window_minutes=15)
+    kicks: list[dict[str, Any]] = []
+    env.container.scaler_kick = lambda **kwargs: kicks.append(kwargs)
+    cookie, _ = env.container.web_sessions.sign_in(env.headers["Authorization"].split()[1])
+    writes = spy_writes(env.container.table, monkeypatch)
+    for path in ("/api/v2/organizations/acme/workspaces/app", "/app/acme/workspaces/app"):
+        env.container.__dict__.pop("warm_window", None)  # a new API instance: its own once a minute
+        response = env.client.get(path, headers=env.headers, cookies={COOKIE: cookie})
+        assert response.status_code == 200, response.text
+        warm_window._background.submit(lambda: None).result(10)  # type: ignore[union-attr]  # noqa: SLF001
+    assert writes == []
+    assert kicks == [{"warm": "acme"}] * 2  # once a minute per instance; the scaler ticks once for both

@@ -19,7 +19,7 @@ from terrace.domain.principal import PrincipalKind
 from terrace.runner.config import RunnerConfig
 from terrace.runner.hand_back import HandBackRunner
 from terrace.runner.main import build_runner
-from terrace.services.runs import runner_slots, warm_window
+from terrace.services.runs import runner_slots, store_slots, warm_window
 from terrace.web.ui.session import COOKIE
 from test_runner_tenancy import _second_org
 
@@ -202,9 +202,15 @@ def test_on_aws_the_read_answers_before_the_scaler_is_invoked_and_signals_once_a
 def test_on_aws_an_organization_is_woken_once_a_minute_per_deployment_not_per_api_instance(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """The split: each API instance signals on its own (an async invoke, no table write: reads never write); the
+    scaler invocation that takes the organization's wake claim ticks and readies the logs function (the CLI's first
+    log read finds it started), the others return without a tick."""
     env = make_run_env(warm_window_minutes=15)
     kicks: list[dict[str, Any]] = []
+    warmed: list[str] = []
     env.container.scaler_kick = lambda **kwargs: kicks.append(kwargs)
+    env.container.logs_warm_up = lambda: warmed.append("logs function")
+    writes = spy_writes(env.container.table, monkeypatch)
 
     def read_on_a_new_instance() -> None:
         """A read answered by another API Lambda instance: its own WarmWindow, the deployment's table."""
@@ -214,21 +220,30 @@ def test_on_aws_an_organization_is_woken_once_a_minute_per_deployment_not_per_ap
 
     for _ in range(3):
         read_on_a_new_instance()
-    assert kicks == [{"warm": "acme"}]  # three instances, one wake: the table's claim
+    assert kicks == [{"warm": "acme"}] * 3 and writes == [] and warmed == []  # three invokes, no write
+
+    def invocation(event: dict[str, Any]) -> dict[str, Any]:
+        """A scaler invocation on an execution environment of its own (`functions/scaler/handler.py`)."""
+        env.container.__dict__.pop("scaler", None)
+        return env.container.scaler.scale_once(warm=[event["warm"]])
+
+    summaries = [invocation(kick) for kick in kicks]
+    assert ["skipped" not in summary for summary in summaries] == [True, False, False]  # one tick
+    assert warmed == ["logs function"] and env.container.table.get(store_slots.WAKE_PK, "acme")  # the claim
     later(monkeypatch, warm_window.SIGNAL_EVERY_S + 1)
-    read_on_a_new_instance()
-    assert kicks == [{"warm": "acme"}, {"warm": "acme"}]  # a minute on: woken again
+    assert "skipped" not in invocation({"warm": "acme"}) and len(warmed) == 2  # a minute on: woken again
+    assert "skipped" not in env.container.scaler.scale_once(expect=["acme"], warm=["acme"])  # a run expected: ticks
 
 
-def test_on_aws_the_wake_also_readies_the_logs_function_for_the_cli_s_first_read() -> None:
-    env = make_run_env(warm_window_minutes=15)
-    seen: list[Any] = []
-    env.container.scaler_kick = lambda **kwargs: seen.append(kwargs)
-    env.container.logs_warm_up = lambda: seen.append("logs function warmed")
-    read_workspace(env)
-    read_workspace(env)  # within the minute: nothing more
-    warm_window._background.submit(lambda: None).result(10)  # type: ignore[union-attr]  # noqa: SLF001
-    assert seen == [{"warm": "acme"}, "logs function warmed"]
+def test_on_aws_a_failed_claim_still_ticks_and_a_failed_warm_up_does_not_stop_it() -> None:
+    def unwritable(*_args: Any) -> float | None:
+        raise RuntimeError("throttled")
+
+    def failing_warm_up() -> None:
+        raise RuntimeError("invoke failed")
+
+    assert warm_window.take_wakes(["acme", "acme", "globex"], unwritable, failing_warm_up) == ["acme", "globex"]
+    assert warm_window.take_wakes(["acme"], lambda *_args: 1e12) == []  # held by another invocation
 
 
 def test_on_aws_the_wake_is_an_async_invoke_of_the_scaler_naming_the_organization(

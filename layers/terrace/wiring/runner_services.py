@@ -72,7 +72,7 @@ class RunnerServices:
     launcher: RunnerLauncher | None
     caller_identity: CallerIdentity | None
     scaler_kick: Callable[..., None] | None
-    logs_warm_up: Callable[[], None] | None  # AWS: the logs function's environment readied as a window opens
+    logs_warm_up: Callable[[], None] | None  # AWS: the logs function readied as the scaler takes a window's wake
     job_signal: JobSignal
     scaler_wake: threading.Event  # the scaler's wake-up, which the job signal sets on every enqueue
     lanes: Lanes  # the dispatcher's priority lanes: SQS on AWS, SQLite embedded, memory in unit tests
@@ -186,6 +186,7 @@ class RunnerServices:
             self.runner_slots,
             self.runner_credentials,
             wake=self.scaler_wake,
+            warm_up=self.logs_warm_up,  # AWS: the logs function readied by the invocation that takes a window's wake
         )
 
     @cached_property
@@ -197,22 +198,15 @@ class RunnerServices:
     @cached_property
     def warm_window(self) -> WarmWindow:
         """A workspace opened wakes the dispatcher with its organization: on AWS the scaler Lambda, invoked off the
-        request's thread once a minute per deployment (the table's wake claim); in one process the local scaler loop
-        (a set and an event)."""
+        request's thread once a minute per API instance (the scaler takes the deployment's wake claim and readies
+        the logs function: `Scaler.scale_once`); in one process the local scaler loop (a set and an event). The
+        read writes nothing."""
         from terrace.services.runs.warm_window import WarmWindow
 
         minutes, mode = self.settings.warm_window_minutes, self.workspaces.execution_mode
         may_queue = lambda principal, ws: self.workspaces.permissions(principal, ws)["can-queue-run"]  # noqa: E731
         if (kick := self.scaler_kick) is not None:
-            claim = self.run_store.wake_claims.claim  # many API processes: the deployment's once a minute
-            warm_up = self.logs_warm_up
-
-            def wake(org: str) -> None:
-                kick(warm=org)
-                if warm_up is not None:  # the CLI's first log read then finds the logs function started (~1.2 s)
-                    warm_up()
-
-            return WarmWindow(minutes, mode, may_queue, wake, background=True, claim=claim)
+            return WarmWindow(minutes, mode, may_queue, lambda org: kick(warm=org), background=True)
         return WarmWindow(minutes, mode, may_queue, lambda org: self.scaler.warm(org))
 
     @cached_property

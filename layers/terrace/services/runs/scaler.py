@@ -41,7 +41,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from terrace.adapters.definitions import LANE_PRIORITY
@@ -72,6 +72,7 @@ class Scaler:
         credentials: RunnerCredentials,
         *,
         wake: threading.Event,
+        warm_up: Callable[[], None] | None = None,
     ) -> None:
         self._store, self._settings = store, settings
         self._lanes, self._slots = lanes, slots
@@ -80,6 +81,7 @@ class Scaler:
         # The local scaler loop sleeps on `wake` and ticks at once when it is set: by `expect`, and by every enqueue
         # (the composition root gives this same event to the job signal as an observer). On AWS: an invoke instead.
         self.wake = wake
+        self._warm_up = warm_up  # AWS: readies the logs function as a window's signal is taken (`ww.take_wakes`)
         # (organization, lane: "speculative" or "") -> until when it counts as needing a runner
         self._expected: dict[tuple[str, str], float] = {}
         self._warm: set[str] = set()  # organizations whose workspace was opened since the last tick (`warm`)
@@ -141,7 +143,13 @@ class Scaler:
         self, expect: Iterable[str] = (), speculative: bool = False, warm: Iterable[str] = ()
     ) -> dict[str, Any]:
         """One tick; `expect`: organizations whose configuration version was just created (`speculative`: a
-        speculative one); `warm`: organizations whose workspace was opened (their warm window opens)."""
+        speculative one); `warm`: organizations whose workspace was opened (their warm window opens), an invocation's
+        signal: only those whose wake claim it takes count, and with none taken and nothing expected it does not tick
+        (every API process signals on its own; the deployment ticks for an organization once per SIGNAL_EVERY_S)."""
+        if signalled := list(warm):
+            warm = ww.take_wakes(signalled, self._store.wake_claims.claim, self._warm_up)
+            if not warm and not expect:
+                return {"started": {}, "skipped": f"the warm windows of {signalled} were woken by another invocation"}
         if self.launcher is None:
             entries = self._runner_entries()
             running = Counter(e["organization"] for e in entries if e["status"] in rs.RUNNING)

@@ -37,17 +37,18 @@ WAKE_PK = "runners#wake"  # one item per organization: `sk` its name
 
 
 class WakeClaimStore:
-    """The warm window's wake claims (`warm_window.py`): an item per organization, `until` when its last wake of
-    the dispatcher holds (epoch seconds; `expires_at` lets the table's TTL drop it a day later). Every API process
-    of a deployment shares it, so an organization's reads wake the dispatcher once per interval, not once per
-    process."""
+    """The warm window's wake claims (`warm_window.py: take_wakes`): an item per organization, `until` when its last
+    wake of the dispatcher holds (epoch seconds; `expires_at` lets the table's TTL drop it a day later). Written by
+    the dispatcher only (a scaler invocation carrying a warm signal), never by a read: every scaler invocation of a
+    deployment shares it, so the signals of an organization's reads, one per API process, make one tick per
+    interval."""
 
     def __init__(self, table: Table) -> None:
         self._table = table
 
     def claim(self, organization: str, now: float, hold_s: float) -> float | None:
-        """Take the wake of `organization` at `now` for `hold_s`: None when this conditional write won (wake the
-        dispatcher), else until when another process's claim holds."""
+        """Take the wake of `organization` at `now` for `hold_s`: None when this conditional write won (tick), else
+        until when another invocation's claim holds."""
         item = self._table.get(WAKE_PK, organization)
         if item is not None and now < float(item["until"]):
             return float(item["until"])
@@ -60,7 +61,7 @@ class WakeClaimStore:
                 self._table.put(claim, if_absent=True)
             else:
                 self._table.put(claim, if_version=version)
-        except ConditionFailed:  # another process claimed it between the read and the write
+        except ConditionFailed:  # another invocation claimed it between the read and the write
             again = self._table.get(WAKE_PK, organization)
             return float(again["until"]) if again is not None else until
         return None

@@ -9,13 +9,16 @@ running. `WarmWindow.signal` is the API's side: after the read was allowed (the 
 team who may queue its runs (a reader who may not cannot start the run the window waits for) wakes the dispatcher with
 the organization, at most once per organization per SIGNAL_EVERY_S in a process (a caller's reads are looked at once per
 SIGNAL_EVERY_S too), and off the request's thread where waking is a call (AWS: an async invoke of the scaler Lambda), so
-the read answers as fast as without it. Where processes are many (AWS: every API Lambda instance), the once per
-SIGNAL_EVERY_S is the deployment's: a process wakes the dispatcher only when its conditional write of the
-organization's wake claim won (`claim`, `store_slots.py: WakeClaimStore`), written off the request's thread with the
-wake; the read itself writes nothing. The dispatcher's side (`scaler.py`, with `start_window_runners`): the
-organizations signalled, expected or with demand have their window moved to now + W (`RunnerSlots.open_windows`, in the
-table, so every scaler Lambda sees it); with the room real demand left, each organization whose window is open and which
-has no runner at all gets one, never more, the latest window first.
+the read answers as fast as without it. The read writes nothing, on any thread: reads never write.
+
+Where processes are many (AWS: every API Lambda instance sends its own wake, at most one a minute per organization),
+the once per SIGNAL_EVERY_S of the whole deployment is the dispatcher's: a scaler invocation that carries a warm signal
+takes the organization's wake claim (`take_wakes`: a conditional write, `store_slots.py: WakeClaimStore`) and, when
+another invocation holds it, returns without a tick; the winner readies the logs function (`warm_up`) and ticks. The
+tick (`scaler.py`, with `start_window_runners`): the organizations signalled, expected or with demand have their
+window moved to now + W (`RunnerSlots.open_windows`, in the table, so every scaler Lambda sees it); with the room real
+demand left, each organization whose window is open and which has no runner at all gets one, never more, the latest
+window first.
 
 A window's runner is an ordinary runner of its organization: enrolled with its own single-use code, bound to that
 organization, claiming only that organization's jobs through the runner API, holding no variable or secret until
@@ -36,7 +39,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -46,7 +49,9 @@ from terrace.domain.workspace import Workspace
 
 log = logging.getLogger("terrace.scaler")
 
-SIGNAL_EVERY_S = 60  # a process wakes the dispatcher for one organization's reads at most this often
+# a process wakes the dispatcher for one organization's reads at most this often, and the deployment's dispatcher
+# ticks for one organization's signals at most this often (`take_wakes`)
+SIGNAL_EVERY_S = 60
 OPENERS = frozenset({PrincipalKind.USER, PrincipalKind.TEAM})  # people and their CLIs, CI pipelines' team tokens
 WARM_LANES = ("plan", "speculative")  # what a window's runner takes: plans, which an interruption may cut
 # the runner started for the apply of a plan a window's runner took waits this long for it (not the usual 10 s):
@@ -74,17 +79,12 @@ class WarmWindow:
         wake: Callable[[str], None],
         *,
         background: bool = False,
-        claim: Callable[[str, float, float], float | None] | None = None,
     ) -> None:
         self.window_s = window_minutes * 60
         self._execution_mode = execution_mode  # the workspace's own or its organization's default
         self._may_queue = may_queue  # the caller may queue a run of it (the Authorizer's decision)
         # background: the check and `wake` run off the caller's thread (a table read, a call that takes a while)
         self._wake, self._background = wake, background
-        # claim: the deployment's once-per-SIGNAL_EVERY_S, where processes are many (AWS: each API Lambda
-        # instance): a conditional write in the table (`store_slots.py: WakeClaimStore.claim`), None when this
-        # process won, else until when another's claim holds
-        self._claim = claim
         self._sent: dict[str, float] = {}  # organization -> when the dispatcher was last woken for it
         self._checked: dict[tuple[str, str, str], float] = {}  # (organization, caller) -> when last looked at
         self._lock = threading.Lock()
@@ -123,13 +123,37 @@ class WarmWindow:
                 if self._recent(self._sent, ws.organization):
                     return
                 self._sent[ws.organization] = now
-            if self._claim is not None and (held := self._claim(ws.organization, now, SIGNAL_EVERY_S)) is not None:
-                with self._lock:  # another process woke the dispatcher: this one asks again once its claim ends
-                    self._sent[ws.organization] = held - SIGNAL_EVERY_S
-                return
-            self._wake(ws.organization)
+            self._wake(ws.organization)  # AWS: the scaler takes the deployment's claim (`take_wakes`)
         except Exception:  # the next activity, a configuration version or the schedule still start a runner
             log.exception("could not wake the dispatcher for %s's warm window", ws.organization)
+
+
+def take_wakes(
+    organizations: Iterable[str],
+    claim: Callable[[str, float, float], float | None],
+    warm_up: Callable[[], None] | None = None,
+) -> list[str]:
+    """The dispatcher's side of a warm signal (a scaler invocation carrying `warm`): the organizations whose wake
+    this invocation claimed, at most one per organization per SIGNAL_EVERY_S in the deployment however many API
+    processes signalled (`claim`: `WakeClaimStore.claim`, None when this conditional write won). Each one won readies
+    the logs function (`warm_up`: on AWS an async invoke), so the CLI's first log read finds it started. A claim that
+    cannot be written (the table throttled) counts as won: a tick too many costs less than a window missed."""
+    won: list[str] = []
+    for organization in dict.fromkeys(organizations):
+        try:
+            held = claim(organization, clock.epoch(), SIGNAL_EVERY_S)
+        except Exception:
+            log.exception("could not claim the wake of %s's warm window; waking it anyway", organization)
+            held = None
+        if held is not None:
+            continue  # another invocation woke the dispatcher for it within SIGNAL_EVERY_S
+        won.append(organization)
+        if warm_up is not None:
+            try:
+                warm_up()
+            except Exception:  # the CLI's first log read then pays the logs function's cold start
+                log.exception("could not warm the logs function up for %s", organization)
+    return won
 
 
 def start_window_runners(
