@@ -1,6 +1,6 @@
 """What a configuration uses, from its root module's documents in python-hcl2's shape (the HCL reader's, or a
 `.tf.json` file reshaped by `json_blocks`): its module calls and its providers (`required_providers`, each with
-the exact version its `.terraform.lock.hcl` selected when the configuration carries one)."""
+its constraint and the exact version its `.terraform.lock.hcl` selected when the configuration carries one)."""
 
 from __future__ import annotations
 
@@ -47,10 +47,11 @@ def configuration_uses(documents: dict[str, dict[str, Any]]) -> tuple[tuple[Use,
             source = _text(spec.get("source")) if isinstance(spec, dict) else ""
             constraint = _text(spec.get("version")) if isinstance(spec, dict) else _text(spec)
             source = source or f"hashicorp/{local_name}"  # terraform's implied source of a bare local name
-            required.setdefault(provider_key(source), Use(provider_key(source).split("/")[-1], source, constraint))
+            name = provider_key(source).split("/")[-1]
+            required.setdefault(provider_key(source), Use(name, source, constraint, constraint))
     for key, version in locked.items():
         use = required.get(key) or Use(key.split("/")[-1], key)
-        required[key] = Use(use.name, use.source, version or use.version)
+        required[key] = Use(use.name, use.source, version or use.version, use.constraint)
     ordered = lambda uses: tuple(sorted(uses, key=lambda u: (u.source, u.version))[:USES_MAX])  # noqa: E731
     return ordered(modules.values()), ordered(required.values())
 
