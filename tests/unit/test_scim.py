@@ -358,3 +358,34 @@ def test_entra_booleans_and_conditional_reads(site: Site) -> None:
     etag = patched.headers["etag"]
     assert site.client.get(url, headers={**site.scim, "If-None-Match": etag}).status_code == 304
     assert site.client.get(url, headers={**site.scim, "If-None-Match": 'W/"0"'}).status_code == 200
+
+
+def test_group_push_in_okta_and_entra_shapes_with_etags(site: Site) -> None:
+    """Okta renames with a path-less replace carrying the id; Entra removes members by a value list; a group's
+    members are found by a value-path filter; a stale If-Match on PUT and DELETE is 412 and changes nothing."""
+    kim, lee = _user(site, "kim@corp.example"), _user(site, "lee@corp.example")
+    made = site.client.post("/scim/v2/Groups", json={"displayName": "pushed"}, headers=site.scim).json()
+    url = f"/scim/v2/Groups/{made['id']}"
+    add = {"schemas": [PATCH], "Operations": [{"op": "Add", "path": "members",
+                                               "value": [{"value": kim["id"]}, {"value": lee["id"]}]}]}  # fmt: skip
+    assert site.client.patch(url, json=add, headers=site.scim).status_code == 200
+    rename = {
+        "schemas": [PATCH],
+        "Operations": [{"op": "replace", "value": {"id": made["id"], "displayName": "pushed-2"}}],
+    }
+    renamed = site.client.patch(url, json=rename, headers=site.scim)
+    assert renamed.status_code == 200 and renamed.json()["displayName"] == "pushed-2"
+    assert renamed.json()["id"] == made["id"]
+    entra_remove = {"schemas": [PATCH], "Operations": [{"op": "Remove", "path": "members",
+                                                        "value": [{"value": kim["id"]}]}]}  # fmt: skip
+    removed = site.client.patch(url, json=entra_remove, headers=site.scim)
+    assert [m["value"] for m in removed.json()["members"]] == [lee["id"]]
+    found = site.client.get("/scim/v2/Groups", params={"filter": f'members[value eq "{lee["id"]}"]'},
+                            headers=site.scim).json()  # fmt: skip
+    assert [g["displayName"] for g in found["Resources"]] == ["pushed-2"]
+    stale = {**site.scim, "If-Match": made["meta"]["version"]}
+    assert site.client.put(url, json={"displayName": "x"}, headers=stale).status_code == 412
+    assert site.client.delete(url, headers=stale).status_code == 412
+    current = {**site.scim, "If-Match": removed.headers["etag"]}
+    assert site.client.delete(url, headers=current).status_code == 204
+    assert site.client.get(url, headers=site.scim).status_code == 404
