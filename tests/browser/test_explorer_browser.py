@@ -96,30 +96,24 @@ def test_the_explorer_answers_module_and_terraform_version_questions(stack: Any,
     expect(page.locator("#explorer-rows")).not_to_contain_text("net-old")
 
 
-def test_a_change_request_shows_on_its_workspaces_until_archived(stack: Any, page: Any) -> None:
-    """Made through the API for the workspaces an explorer query finds, shown on each one's page; archiving it
-    there takes it off that workspace only."""
+def test_a_change_request_from_the_explorer_shows_on_its_workspaces_until_archived(stack: Any, page: Any) -> None:
+    """The workspaces on terraform 1.3, then a change request on each from the explorer's form; each workspace's
+    page shows it, and archiving it there takes it off that workspace only."""
     expect = playwright_api.expect
     base, token = stack
-    body = {
-        "data": {
-            "type": "bulk_actions",
-            "attributes": {
-                "action_type": "change_requests",
-                "action_inputs": {"subject": "Leave terraform 1.3", "message": "EOL."},
-                "query": {"type": "workspaces", "filter": [{"workspace_terraform_version": {"contains": ["1.3."]}}]},
-            },
-        }
-    }
-    made = page.request.post(
-        f"{base}/api/v2/organizations/acme/explorer/bulk-actions",
-        data=body,
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/vnd.api+json"},
-    )
-    assert made.status == 201 and made.json()["data"]["attributes"]["workspace_count"] == 2
     page.goto(f"{base}/app")
     page.get_by_label("API token").fill(token)
     page.get_by_role("button", name="Sign in").click()
+    page.goto(f"{base}/app/acme/explorer")
+    page.get_by_role("link", name="workspaces on terraform 1.3").click()
+    expect(page.locator("#explorer-rows tbody tr")).to_have_count(2)
+    page.get_by_label("Subject").fill("Leave terraform 1.3")
+    page.get_by_label("Message").fill("1.3 is out of support.")
+    page.get_by_role("button", name="Request this change on 2 workspaces").click()
+    expect(page.locator("#change-request-made")).to_have_text("Change request made on 2 workspaces.")
+    expect(page.locator("#explorer-rows tbody tr")).to_have_count(2)  # the same query, shown again
+    shoot(page, "explorer-change-request")
+
     page.goto(f"{base}/app/acme/workspaces/legacy")
     expect(page.locator("#change-requests")).to_contain_text("Leave terraform 1.3")
     page.get_by_role("button", name="Archive change request: Leave terraform 1.3").click()

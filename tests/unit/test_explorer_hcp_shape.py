@@ -9,10 +9,12 @@ import dataclasses
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 from run_helpers import RunEnv, make_run_env, tarball
 from terrace.domain.explorer_query import parse
 from terrace.services.workflows.store_explorer import summary_from_item
-from test_explorer import VPC, _drain, _workspace
+from terrace.web.ui.session import COOKIE
+from test_explorer import VPC, _drain, _reader, _workspace
 
 LOCK = """provider "example.com/hashicorp/aws" {
   version     = "5.31.0"
@@ -162,3 +164,27 @@ def test_a_summary_recorded_before_constraints_were_kept_is_never_taken_for_unpi
         {"name": "null", "source": "hashicorp/null", "version": ""}]}}  # fmt: skip
     providers = summary_from_item(item).providers
     assert [(p.source, p.constraint) for p in providers] == [("hashicorp/aws", "5.31.0"), ("hashicorp/null", "")]
+
+
+def test_the_explorer_page_offers_change_requests_to_those_who_may_make_them(env):
+    owner_cookie, session = env.container.web_sessions.sign_in(env.headers["Authorization"].split()[1])
+    owner = TestClient(env.client.app)
+    owner.cookies.set(COOKIE, owner_cookie)
+    query = "type=workspaces&f0=workspace_name&o0=is&v0=loose"
+    assert 'id="change-request-form"' in owner.get(f"/app/acme/explorer?{query}").text
+    form = {"type": "workspaces", "f0": "workspace_name", "o0": "is", "v0": "loose", "subject": "Pin aws"}
+    assert owner.post("/app/acme/explorer/change-requests", data=form, follow_redirects=False).status_code == 403
+    made = owner.post("/app/acme/explorer/change-requests", data={**form, "csrf_token": session.csrf_token},
+                      follow_redirects=False)  # fmt: skip
+    assert made.status_code == 303 and "made=1" in made.headers["location"] and "v0=loose" in made.headers["location"]
+    assert "Change request made on 1 workspace." in owner.get(made.headers["location"]).text
+    loose = env.container.workspaces.find_id("acme", "loose")
+    subjects = [cr.subject for cr in env.container.workspace_store.change_requests.of_workspace(loose)]
+    assert "Pin aws" in subjects
+
+    reader_cookie, _ = env.container.web_sessions.sign_in(_reader(env, "explorer-reader", "loose")["Authorization"]
+                                                          .split()[1])  # fmt: skip
+    reader = TestClient(env.client.app)
+    reader.cookies.set(COOKIE, reader_cookie)
+    page = reader.get(f"/app/acme/explorer?{query}")
+    assert page.status_code == 200 and "loose" in page.text and 'id="change-request-form"' not in page.text

@@ -53,6 +53,10 @@ class Explorer:
             rows = model.use_rows(facts, query.type)
         return query.apply(rows)
 
+    def may_request_changes(self, principal: Principal, organization: str) -> bool:
+        """Whether the caller may make change requests from the explorer (the page offers its form to them only)."""
+        return self._change_requests.may_create(principal, organization)
+
     def change_requests(
         self,
         principal: Principal,
