@@ -226,7 +226,7 @@ def test_module_names_and_versions_from_every_kind_of_source():
         "legacy.tf": {"terraform": [{"required_providers": [{"google": '"~> 3.0"', "__is_block__": True}]}]},
     }  # fmt: skip
     modules, providers = configuration_uses(documents)
-    assert modules == (Use("x", "git::https://example.com/x.git?ref=v2.0.0", "v2.0.0"),)
+    assert modules == (Use("x", "git::https://example.com/x.git?ref=v2.0.0", "v2.0.0", "v2.0.0"),)
     assert providers == (Use("google", "hashicorp/google", "~> 3.0", "~> 3.0"), Use("null", "hashicorp/null", ""))
 
 
@@ -331,7 +331,7 @@ def test_the_feed_reads_the_working_directory_within_its_bounds(env):
              "infra/main.tf.json": json.dumps(module), "infra/deep.tf.json": "[" * 200_000,
              "infra/nested/x.tf.json": json.dumps({"module": {"n": {"source": "acme/nested/aws"}}})}  # fmt: skip
     modules, providers = feed.read_configuration(tarball(files), "/infra/")
-    assert modules == (Use("network", "acme/network/aws", "1.0.0"),) and providers == ()
+    assert modules == (Use("network", "acme/network/aws", "1.0.0", "1.0.0"),) and providers == ()
     with pytest.raises(Invalid):  # not an archive: the run's event leaves the summary as it was
         feed.read_configuration(b"not a tarball", "")
 

@@ -6,11 +6,13 @@ HCP's payload shape with `target_ids`."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 from run_helpers import RunEnv, make_run_env, tarball
+from terrace.domain.explorer import Use
 from terrace.domain.explorer_query import parse
 from terrace.services.workflows.store_explorer import summary_from_item
 from terrace.web.ui.session import COOKIE
@@ -188,3 +190,20 @@ def test_the_explorer_page_offers_change_requests_to_those_who_may_make_them(env
     reader.cookies.set(COOKIE, reader_cookie)
     page = reader.get(f"/app/acme/explorer?{query}")
     assert page.status_code == 200 and "loose" in page.text and 'id="change-request-form"' not in page.text
+
+
+def test_a_module_call_has_the_version_terraform_init_installed(env):
+    """A configuration the CLI uploads carries `.terraform/modules/modules.json`: "below 5.0.0" then means the
+    version installed, not the constraint's first number."""
+    feed = env.container.explorer_feed
+    calls = {"module": {"network": {"source": VPC, "version": ">= 3.0"}, "local": {"source": "./modules/x"}}}
+    manifest = {"Modules": [{"Key": "", "Source": "", "Dir": "."},
+                            {"Key": "network", "Source": f"registry.terraform.io/{VPC}", "Version": "5.1.2"},
+                            {"Key": "network.subnets", "Source": "./subnets", "Version": "9.9.9"},
+                            {"Key": "local", "Source": "./modules/x", "Dir": "modules/x"}]}  # fmt: skip
+    files = {"infra/main.tf.json": json.dumps(calls), "infra/.terraform/modules/modules.json": json.dumps(manifest)}
+    modules, _ = feed.read_configuration(tarball(files), "infra")
+    assert modules == (Use("x", "./modules/x", "", ""), Use("vpc", VPC, "5.1.2", ">= 3.0"))
+    broken = {"main.tf.json": json.dumps(calls), ".terraform/modules/modules.json": "{not json"}
+    modules, _ = feed.read_configuration(tarball(broken), "")
+    assert Use("vpc", VPC, ">= 3.0", ">= 3.0") in modules  # the constraint stands

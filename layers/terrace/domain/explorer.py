@@ -73,9 +73,10 @@ PUBLIC_REGISTRIES = ("registry.terraform.io", "registry.opentofu.org")
 
 @dataclass(frozen=True)
 class Use:
-    """A module or provider a workspace uses: its name, its source as written, its version (exact when known,
-    else the configuration's constraint; empty when neither says) and, for a provider, the constraint its
-    configuration's `required_providers` gives (empty: unpinned, whatever version its lock file selected)."""
+    """A module or provider a workspace uses: its name, its source as written, its version (exact when known: a
+    provider's from the lock file, a module's from `.terraform/modules/modules.json`; else the configuration's
+    constraint; empty when neither says) and the constraint its configuration gives (a provider's in
+    `required_providers`: empty means unpinned, whatever version its lock file selected)."""
 
     name: str
     source: str
