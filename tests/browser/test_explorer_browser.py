@@ -28,9 +28,12 @@ def stack(free_port: int) -> Iterator[tuple[str, str]]:
     for name, terraform, vpc in (("net-old", "1.3.9", "3.19.0"), ("net-new", "1.9.5", "5.1.2"),
                                  ("legacy", "1.3.2", "4.0.2")):  # fmt: skip
         ws = container.workspaces.create(owner, "acme", {"name": name, "terraform-version": terraform})
-        aws = Use("aws", "hashicorp/aws", vpc.replace("3.19.0", "4.67.0").replace("5.1.2", "5.31.0"))
+        aws = Use("aws", "hashicorp/aws", vpc.replace("3.19.0", "4.67.0").replace("5.1.2", "5.31.0"), "~> 4.0")
         container.explorer_store.record_configuration(ws.organization, ws.id, f"cv-{name}", (Use("vpc", VPC, vpc),),
                                                       (aws,))  # fmt: skip
+    sandbox = container.workspaces.create(owner, "acme", {"name": "sandbox", "terraform-version": "1.9.5"})
+    unpinned = Use("aws", "hashicorp/aws", "5.31.0")  # its lock file chose 5.31.0; its configuration pins nothing
+    container.explorer_store.record_configuration(sandbox.organization, sandbox.id, "cv-sandbox", (), (unpinned,))
     token = container.accounts.issue_token(PrincipalKind.USER, alice.id).secret
     with serve_app(container, free_port) as base:
         yield base, token
@@ -73,7 +76,7 @@ def test_the_explorer_answers_module_and_terraform_version_questions(stack: Any,
     csv = page.request.get(base + page.get_by_role("link", name="Download CSV").get_attribute("href"))
     assert csv.ok and csv.headers["content-type"].startswith("text/csv")
     lines = csv.text().strip().splitlines()
-    assert lines[0] == "name,source,version,workspace_count,workspaces" and len(lines) == 3
+    assert lines[0] == "name,source,version,registry_type,workspace_count,workspaces" and len(lines) == 3
 
     page.get_by_role("link", name="workspaces on terraform 1.3").click()
     expect(rows).to_have_count(2)
@@ -86,3 +89,36 @@ def test_the_explorer_answers_module_and_terraform_version_questions(stack: Any,
     page.get_by_role("button", name="Explore").click()
     expect(page.get_by_role("alert")).to_contain_text("not a number")
     shoot(page, "explorer-workspaces-error")
+
+    page.get_by_role("link", name="unpinned providers (no version constraint)").click()
+    expect(rows).to_have_count(1)
+    expect(page.locator("#explorer-rows")).to_contain_text("sandbox")
+    expect(page.locator("#explorer-rows")).not_to_contain_text("net-old")
+
+
+def test_a_change_request_from_the_explorer_shows_on_its_workspaces_until_archived(stack: Any, page: Any) -> None:
+    """The workspaces on terraform 1.3, then a change request on each from the explorer's form; each workspace's
+    page shows it, and archiving it there takes it off that workspace only."""
+    expect = playwright_api.expect
+    base, token = stack
+    page.goto(f"{base}/app")
+    page.get_by_label("API token").fill(token)
+    page.get_by_role("button", name="Sign in").click()
+    page.goto(f"{base}/app/acme/explorer")
+    page.get_by_role("link", name="workspaces on terraform 1.3").click()
+    expect(page.locator("#explorer-rows tbody tr")).to_have_count(2)
+    page.get_by_label("Subject").fill("Leave terraform 1.3")
+    page.get_by_label("Message").fill("1.3 is out of support.")
+    page.get_by_role("button", name="Request this change on 2 workspaces").click()
+    expect(page.locator("#change-request-made")).to_have_text("Change request made on 2 workspaces.")
+    expect(page.locator("#explorer-rows tbody tr")).to_have_count(2)  # the same query, shown again
+    shoot(page, "explorer-change-request")
+
+    page.goto(f"{base}/app/acme/workspaces/legacy")
+    expect(page.locator("#change-requests")).to_contain_text("Leave terraform 1.3")
+    page.get_by_role("button", name="Archive change request: Leave terraform 1.3").click()
+    expect(page.get_by_text("Leave terraform 1.3")).to_have_count(0)
+    page.goto(f"{base}/app/acme/workspaces/net-old")
+    expect(page.locator("#change-requests")).to_contain_text("Leave terraform 1.3")
+    page.goto(f"{base}/app/acme/workspaces/net-new")
+    expect(page.locator("#change-requests")).to_have_count(0)

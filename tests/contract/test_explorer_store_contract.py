@@ -13,7 +13,7 @@ from terrace.domain.explorer import Summary, Use
 from terrace.services.workflows.store_explorer import ExplorerStore
 
 VPC = Use("vpc", "terraform-aws-modules/vpc/aws", "5.1.2")
-AWS = Use("aws", "hashicorp/aws", "5.31.0")
+AWS = Use("aws", "hashicorp/aws", "5.31.0", "~> 5.0")  # locked at 5.31.0, its constraint kept
 
 
 @pytest.fixture(params=IMPLEMENTATIONS)

@@ -145,5 +145,5 @@ def test_a_remote_run_installs_a_private_module_with_its_own_token(run_stack, ru
         return [r["attributes"] for r in rows]
 
     [module] = wait_for(found, timeout=60, what="the explorer's module row")
-    assert (module["version"], module["workspace_count"]) == (">= 3.0", 1)
+    assert (module["version"], module["workspace-count"], module["registry-type"]) == (">= 3.0", 1, "private")
     assert module["source"] == f"{run_stack.registry_hostname}/{org}/{name}/greeter"

@@ -141,6 +141,16 @@ def test_an_assessment_is_a_refresh_only_plan_in_the_lowest_lane_reported_as_hcp
     assert sign_in(browser, token).status_code == 303
     html = browser.get("/app/acme/workspaces").text  # the list (the workspace's page includes the same badges)
     assert ">Drifted</span>" in html and ">Checks failing</span>" in html
+    # the explorer's workspace row carries the same result, and its drift and check filters find the workspace
+    query = "type=workspaces&filter[0][drifted][is][0]=true&filter[1][checks_failed][gt][0]=0"
+    (row,) = env.api("GET", f"/organizations/acme/explorer?{query}").json()["data"]
+    assert row["id"] == env.workspace_id and {k: row["attributes"][k] for k in (
+        "drifted", "resources-drifted", "resources-undrifted", "all-checks-succeeded", "checks-passed",
+        "checks-failed", "checks-errored", "checks-unknown")} == {
+        "drifted": True, "resources-drifted": 1, "resources-undrifted": 2, "all-checks-succeeded": False,
+        "checks-passed": 1, "checks-failed": 1, "checks-errored": 0, "checks-unknown": 1}  # fmt: skip
+    assert env.api("GET", "/organizations/acme/explorer?type=workspaces&filter[0][drifted][is][0]=false").json()[
+        "data"] == []  # fmt: skip
 
 
 def test_a_failed_assessment_is_reported_with_its_error(env):

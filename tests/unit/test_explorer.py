@@ -103,35 +103,35 @@ def test_which_workspaces_use_module_x_below_version_y(env):
             for m in found["data"]] == [("vpc", "3.19.0", "net-old"), ("vpc", "4.0.2", "legacy")]  # fmt: skip
     assert {m["type"] for m in found["data"]} == {"visibility-module"}
     every = _explore(env, "type=modules&sort=-workspace_count,source")["data"]
-    assert ("./modules/tags", 2) in [(m["attributes"]["source"], m["attributes"]["workspace_count"]) for m in every]
+    assert ("./modules/tags", 2) in [(m["attributes"]["source"], m["attributes"]["workspace-count"]) for m in every]
 
 
 def test_which_workspaces_run_terraform_1_3_and_their_counts(env):
     rows = _explore(env, "type=workspaces&filter[0][workspace_terraform_version][contains][0]=1.3.&sort=workspace_name")
-    assert [r["attributes"]["workspace_name"] for r in rows["data"]] == ["legacy", "net-old"]
+    assert [r["attributes"]["workspace-name"] for r in rows["data"]] == ["legacy", "net-old"]
     versions = _explore(env, "type=tf_versions&sort=-version")["data"]
-    assert [(v["attributes"]["version"], v["attributes"]["workspace_count"]) for v in versions] == [
+    assert [(v["attributes"]["version"], v["attributes"]["workspace-count"]) for v in versions] == [
         ("1.9.5", 1), ("1.3.9", 1), ("1.3.2", 1), ("latest", 1)]  # fmt: skip
     older = _explore(env, "type=tf_versions&filter[0][version][lt][0]=1.4")["data"]
     assert sorted(v["attributes"]["version"] for v in older) == ["1.3.2", "1.3.9"]
 
 
 def test_a_workspace_row_joins_its_run_state_and_configuration(env):
-    rows = {r["attributes"]["workspace_name"]: r for r in _explore(env, "type=workspaces")["data"]}
+    rows = {r["attributes"]["workspace-name"]: r for r in _explore(env, "type=workspaces")["data"]}
     old, legacy = rows["net-old"], rows["legacy"]
     assert old["type"] == "visibility-workspace" and old["id"].startswith("ws-")
     attrs = old["attributes"]
-    assert attrs["current_run_status"] == "applied" and attrs["project_name"] == "Default Project"
-    assert attrs["modules"] == f"./modules/tags, {VPC}:3.19.0" and attrs["module_count"] == 2
-    assert attrs["providers"] == "hashicorp/aws:4.67.0" and attrs["provider_count"] == 1  # the lock file's version
-    assert legacy["attributes"]["state_version_terraform_version"] == "1.3.2"
-    assert legacy["attributes"]["providers"] == "hashicorp/random" and legacy["attributes"]["resource_count"] == 1
+    assert attrs["current-run-status"] == "applied" and attrs["project-name"] == "Default Project"
+    assert attrs["modules"] == f"./modules/tags, {VPC}:3.19.0" and attrs["module-count"] == 2
+    assert attrs["providers"] == "hashicorp/aws:4.67.0" and attrs["provider-count"] == 1  # the lock file's version
+    assert legacy["attributes"]["state-version-terraform-version"] == "1.3.2"
+    assert legacy["attributes"]["providers"] == "hashicorp/random" and legacy["attributes"]["resource-count"] == 1
     providers = _explore(env, "type=providers&filter[0][name][is][0]=aws&sort=version")["data"]
     assert [(p["attributes"]["version"], p["attributes"]["workspaces"]) for p in providers] == [
         ("4.67.0", "net-old"), ("5.31.0", "net-new")]  # fmt: skip
     some = _explore(env, "type=workspaces&fields=workspace_name,drifted&page[size]=2&sort=-workspace_name")
-    assert [r["attributes"] for r in some["data"]] == [{"workspace_name": "net-old", "drifted": None},
-                                                        {"workspace_name": "net-new", "drifted": None}]  # fmt: skip
+    assert [r["attributes"] for r in some["data"]] == [{"workspace-name": "net-old", "drifted": None},
+                                                        {"workspace-name": "net-new", "drifted": None}]  # fmt: skip
     assert some["meta"]["pagination"]["total-count"] == 4 and some["meta"]["pagination"]["next-page"] == 2
 
 
@@ -143,7 +143,7 @@ def test_the_csv_export_holds_the_same_rows(env):
     table = list(csv.reader(io.StringIO(exported.text)))
     api = [r["attributes"] for r in _explore(env, query)["data"]]
     assert table[0] == ["workspace_name", "workspace_terraform_version", "modules"]
-    assert table[1:] == [[a["workspace_name"], a["workspace_terraform_version"], a["modules"]] for a in api]
+    assert table[1:] == [[a["workspace-name"], a["workspace-terraform-version"], a["modules"] or ""] for a in api]
 
 
 @pytest.mark.parametrize(
@@ -183,11 +183,11 @@ def test_a_reader_of_one_workspace_sees_only_it(env):
     assert added.status_code == 204, added.text
     headers = {"Authorization": f"Bearer {secret}"}
     rows = _explore(env, "type=workspaces", headers)["data"]
-    assert [r["attributes"]["workspace_name"] for r in rows] == ["net-new"]
+    assert [r["attributes"]["workspace-name"] for r in rows] == ["net-new"]
     modules = _explore(env, "type=modules", headers)["data"]
     assert {m["attributes"]["workspaces"] for m in modules} == {"net-new"}
     versions = _explore(env, "type=tf_versions", headers)["data"]
-    assert [(v["attributes"]["version"], v["attributes"]["workspace_count"]) for v in versions] == [("1.9.5", 1)]
+    assert [(v["attributes"]["version"], v["attributes"]["workspace-count"]) for v in versions] == [("1.9.5", 1)]
     stranger = env.container.accounts.issue_token(PrincipalKind.USER, env.container.accounts.create_user(
         "sam", "sam@example.com").id).secret  # fmt: skip
     hidden = env.client.get("/api/v2/organizations/acme/explorer?type=workspaces",
@@ -226,8 +226,8 @@ def test_module_names_and_versions_from_every_kind_of_source():
         "legacy.tf": {"terraform": [{"required_providers": [{"google": '"~> 3.0"', "__is_block__": True}]}]},
     }  # fmt: skip
     modules, providers = configuration_uses(documents)
-    assert modules == (Use("x", "git::https://example.com/x.git?ref=v2.0.0", "v2.0.0"),)
-    assert providers == (Use("google", "hashicorp/google", "~> 3.0"), Use("null", "hashicorp/null", ""))
+    assert modules == (Use("x", "git::https://example.com/x.git?ref=v2.0.0", "v2.0.0", "v2.0.0"),)
+    assert providers == (Use("google", "hashicorp/google", "~> 3.0", "~> 3.0"), Use("null", "hashicorp/null", ""))
 
 
 def test_version_filters_compare_numbers_not_text():
@@ -331,7 +331,7 @@ def test_the_feed_reads_the_working_directory_within_its_bounds(env):
              "infra/main.tf.json": json.dumps(module), "infra/deep.tf.json": "[" * 200_000,
              "infra/nested/x.tf.json": json.dumps({"module": {"n": {"source": "acme/nested/aws"}}})}  # fmt: skip
     modules, providers = feed.read_configuration(tarball(files), "/infra/")
-    assert modules == (Use("network", "acme/network/aws", "1.0.0"),) and providers == ()
+    assert modules == (Use("network", "acme/network/aws", "1.0.0", "1.0.0"),) and providers == ()
     with pytest.raises(Invalid):  # not an archive: the run's event leaves the summary as it was
         feed.read_configuration(b"not a tarball", "")
 

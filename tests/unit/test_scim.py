@@ -13,6 +13,7 @@ from terrace.bootstrap import Container, build_memory
 from terrace.config import Settings
 from terrace.domain.principal import PrincipalKind
 from terrace.web.app import create_app
+from terrace.web.ui.session import COOKIE
 
 PATCH = "urn:ietf:params:scim:api:messages:2.0:PatchOp"
 
@@ -217,3 +218,174 @@ def test_a_revoked_scim_token_stops_at_once(site: Site) -> None:
     too_long = {"data": {"type": "authentication-tokens",
                          "attributes": {"description": "x", "expired-at": "2099-01-01T00:00:00Z"}}}  # fmt: skip
     assert site.client.post("/api/v2/admin/scim-tokens", json=too_long, headers=site.admin).status_code == 422
+
+
+def _mapped_member(site: Site, user_name: str, group_name: str) -> tuple[dict[str, Any], str, str]:
+    """A SCIM user in a group mapped to a team of acme: (the SCIM user, the Terrace user id, the team id)."""
+    made = _user(site, user_name, name={"givenName": "Pat", "familyName": "Doe"}, externalId=f"okta-{user_name}")
+    group = site.client.post("/scim/v2/Groups", json={"displayName": group_name, "members": [{"value": made["id"]}]},
+                             headers=site.scim).json()  # fmt: skip
+    team_id = _team(site, group_name)
+    mapping = {"data": {"type": "scim-group-mappings", "attributes": {"scim-group-id": group["id"]}}}
+    url = f"/api/v2/admin/teams/{team_id}/scim-group-mapping"
+    assert site.client.post(url, json=mapping, headers=site.admin).status_code == 204
+    user_id = site.container.accounts.user_id_by_email(user_name)
+    assert user_id is not None
+    return made, user_id, team_id
+
+
+@pytest.mark.parametrize("shape", ["okta-patch", "okta-put", "entra-patch"])
+def test_deprovisioning_ends_a_signed_in_user_in_the_ui_and_the_api_at_once(site: Site, shape: str) -> None:
+    """A user signed in to the UI through their identity provider and holding an API token is deprovisioned in
+    the shape each identity provider sends: their next page and their next API call are refused."""
+    made, user_id, team_id = _mapped_member(site, f"{shape}@corp.example", f"{shape}-team")
+    cookie, _ = site.container.web_sessions.sign_in_federated(user_id, "https://idp.example")
+    browser = TestClient(site.client.app)
+    browser.cookies.set(COOKIE, cookie)
+    token = {"Authorization": f"Bearer {site.container.accounts.issue_token(PrincipalKind.USER, user_id).secret}"}
+    assert browser.get("/app/acme/workspaces", follow_redirects=False).status_code == 200
+    assert [o["id"] for o in site.client.get("/api/v2/organizations", headers=token).json()["data"]] == ["acme"]
+
+    url = f"/scim/v2/Users/{made['id']}"
+    if shape == "okta-put":  # Okta updates with PUT, the whole user, `active` among its attributes
+        current = site.client.get(url, headers=site.scim).json()
+        answer = site.client.put(url, json={**current, "active": False}, headers=site.scim)
+    else:
+        value: Any = {"active": False} if shape == "okta-patch" else "False"
+        op = {"op": "replace", "value": value} if shape == "okta-patch" else {"op": "Replace", "path": "active",
+                                                                              "value": value}  # fmt: skip
+        answer = site.client.patch(url, json={"schemas": [PATCH], "Operations": [op]}, headers=site.scim)
+    assert answer.status_code == 200 and answer.json()["active"] is False, answer.text
+
+    page = browser.get("/app/acme/workspaces", follow_redirects=False)
+    assert page.status_code in (302, 303) and "/app" in page.headers["location"]  # back to the sign-in page
+    assert site.client.get("/api/v2/organizations", headers=token).status_code == 401
+    assert site.container.web_sessions.resolve(cookie) is None
+    assert site.container.accounts.list_tokens(user_id) == []
+    team = site.client.get(f"/api/v2/teams/{team_id}", headers=site.admin).json()["data"]
+    assert team["relationships"]["users"]["data"] == []
+    members = site.client.get("/api/v2/organizations/acme/organization-memberships", headers=site.admin).json()
+    assert user_id not in {m["relationships"]["user"]["data"]["id"] for m in members["data"]}
+
+
+def test_no_token_issued_while_a_user_is_deprovisioned_outlives_it(site: Site, monkeypatch: Any) -> None:
+    """The suspension comes first: a token the user asks for while their tokens are being revoked is refused, so
+    none comes back to life when the identity provider reactivates them."""
+    made, user_id, _ = _mapped_member(site, "racer@corp.example", "racers")
+    site.container.accounts.issue_token(PrincipalKind.USER, user_id)
+    accounts = site.container.accounts
+    revoke, minted = accounts.revoke_token, []
+
+    def revoke_while_the_user_asks_for_a_token(token_id: str) -> Any:
+        try:  # what `POST /users/:id/authentication-tokens` from their still-open session would do meanwhile
+            minted.append(accounts.issue_token(PrincipalKind.USER, user_id).secret)
+        except Exception as exc:  # noqa: BLE001 - refused, as it must be
+            minted.append(type(exc).__name__)
+        return revoke(token_id)
+
+    monkeypatch.setattr(accounts, "revoke_token", revoke_while_the_user_asks_for_a_token)
+    off = {"schemas": [PATCH], "Operations": [{"op": "replace", "value": {"active": False}}]}
+    assert site.client.patch(f"/scim/v2/Users/{made['id']}", json=off, headers=site.scim).status_code == 200
+    monkeypatch.setattr(accounts, "revoke_token", revoke)
+    on = {"schemas": [PATCH], "Operations": [{"op": "replace", "value": {"active": True}}]}
+    assert site.client.patch(f"/scim/v2/Users/{made['id']}", json=on, headers=site.scim).status_code == 200
+    assert minted == ["Conflict"]
+    assert accounts.list_tokens(user_id) == []
+
+
+@pytest.mark.parametrize(
+    ("expression", "found"),
+    [
+        ('userName co "FILTER-A"', ["filter-a@corp.example"]),
+        ("title pr", ["filter-a@corp.example"]),
+        ('userName sw "filter-" and displayName pr', ["filter-a@corp.example", "filter-b@corp.example"]),
+        ('userName eq "nobody" or externalId eq "ext-b"', ["filter-b@corp.example"]),
+        (
+            '(userName eq "filter-a@corp.example" or userName eq "filter-b@corp.example") and title pr',
+            ["filter-a@corp.example"],
+        ),  # fmt: skip
+        ('userName sw "filter-" and not (title pr)', ["filter-b@corp.example"]),
+        ('emails[type eq "work" and value co "filter-b"]', ["filter-b@corp.example"]),
+        ('userName sw "filter-" and name.familyName eq "Bee"', ["filter-b@corp.example"]),
+        (
+            'userName sw "filter-" and meta.lastModified gt "2000-01-01T00:00:00Z"',
+            ["filter-a@corp.example", "filter-b@corp.example"],
+        ),  # fmt: skip
+    ],
+)
+def test_rfc_7644_filters(site: Site, expression: str, found: list[str]) -> None:
+    if not site.container.accounts.user_id_by_email("filter-a@corp.example"):
+        _user(site, "filter-a@corp.example", title="Engineer", displayName="A")
+        _user(site, "filter-b@corp.example", externalId="ext-b", displayName="B", name={"familyName": "Bee"})
+    answer = site.client.get("/scim/v2/Users", params={"filter": expression}, headers=site.scim)
+    assert answer.status_code == 200, answer.text
+    assert sorted(u["userName"] for u in answer.json()["Resources"]) == found
+    searched = site.client.post("/scim/v2/Users/.search", json={"filter": expression}, headers=site.scim)
+    assert sorted(u["userName"] for u in searched.json()["Resources"]) == found
+
+
+@pytest.mark.parametrize(
+    "expression", ['userName eq', "(userName pr", 'userName eq "a")', "userName like \"a\"", "not userName pr",
+                   'emails[type eq "work"', "and", "(" * 40 + "userName pr" + ")" * 40, 'userName eq "a" or'],
+)  # fmt: skip
+def test_a_bad_filter_is_a_scim_400(site: Site, expression: str) -> None:
+    for url in ("/scim/v2/Users", "/scim/v2/Groups"):
+        answer = site.client.get(url, params={"filter": expression}, headers=site.scim)
+        assert answer.status_code == 400 and answer.json()["scimType"] == "invalidFilter", answer.text
+
+
+def test_every_error_is_a_scim_error_document(site: Site) -> None:
+    """RFC 7644 3.12, for errors met before a route runs too: no token, a bad token, a body that is not JSON."""
+    for answer, status in [
+        (site.client.get("/scim/v2/Users"), 401),
+        (site.client.get("/scim/v2/Users", headers={"Authorization": "Bearer nope"}), 401),
+        (site.client.post("/scim/v2/Users", content=b"{", headers=site.scim), 400),
+    ]:
+        assert answer.status_code == status, answer.text
+        assert answer.headers["content-type"].startswith("application/scim+json")
+        body = answer.json()
+        assert body["schemas"] == ["urn:ietf:params:scim:api:messages:2.0:Error"] and body["status"] == str(status)
+    assert body["scimType"] == "invalidSyntax"
+
+
+def test_entra_booleans_and_conditional_reads(site: Site) -> None:
+    made = _user(site, "entra@corp.example")
+    url = f"/scim/v2/Users/{made['id']}"
+    primary = {"schemas": [PATCH], "Operations": [{"op": "Replace", "path": 'emails[type eq "work"].primary',
+                                                   "value": "False"}]}  # fmt: skip
+    patched = site.client.patch(url, json=primary, headers=site.scim)
+    assert patched.status_code == 200 and patched.json()["emails"][0]["primary"] is False
+    etag = patched.headers["etag"]
+    assert site.client.get(url, headers={**site.scim, "If-None-Match": etag}).status_code == 304
+    assert site.client.get(url, headers={**site.scim, "If-None-Match": 'W/"0"'}).status_code == 200
+
+
+def test_group_push_in_okta_and_entra_shapes_with_etags(site: Site) -> None:
+    """Okta renames with a path-less replace carrying the id; Entra removes members by a value list; a group's
+    members are found by a value-path filter; a stale If-Match on PUT and DELETE is 412 and changes nothing."""
+    kim, lee = _user(site, "kim@corp.example"), _user(site, "lee@corp.example")
+    made = site.client.post("/scim/v2/Groups", json={"displayName": "pushed"}, headers=site.scim).json()
+    url = f"/scim/v2/Groups/{made['id']}"
+    add = {"schemas": [PATCH], "Operations": [{"op": "Add", "path": "members",
+                                               "value": [{"value": kim["id"]}, {"value": lee["id"]}]}]}  # fmt: skip
+    assert site.client.patch(url, json=add, headers=site.scim).status_code == 200
+    rename = {
+        "schemas": [PATCH],
+        "Operations": [{"op": "replace", "value": {"id": made["id"], "displayName": "pushed-2"}}],
+    }
+    renamed = site.client.patch(url, json=rename, headers=site.scim)
+    assert renamed.status_code == 200 and renamed.json()["displayName"] == "pushed-2"
+    assert renamed.json()["id"] == made["id"]
+    entra_remove = {"schemas": [PATCH], "Operations": [{"op": "Remove", "path": "members",
+                                                        "value": [{"value": kim["id"]}]}]}  # fmt: skip
+    removed = site.client.patch(url, json=entra_remove, headers=site.scim)
+    assert [m["value"] for m in removed.json()["members"]] == [lee["id"]]
+    found = site.client.get("/scim/v2/Groups", params={"filter": f'members[value eq "{lee["id"]}"]'},
+                            headers=site.scim).json()  # fmt: skip
+    assert [g["displayName"] for g in found["Resources"]] == ["pushed-2"]
+    stale = {**site.scim, "If-Match": made["meta"]["version"]}
+    assert site.client.put(url, json={"displayName": "x"}, headers=stale).status_code == 412
+    assert site.client.delete(url, headers=stale).status_code == 412
+    current = {**site.scim, "If-Match": removed.headers["etag"]}
+    assert site.client.delete(url, headers=current).status_code == 204
+    assert site.client.get(url, headers=site.scim).status_code == 404

@@ -38,6 +38,8 @@ FIELDS: dict[str, dict[str, str]] = {
         "project_name": STR,
         "project_external_id": STR,
         "vcs_repo_identifier": STR,
+        "tags": STR,
+        "source_module_id": STR,
         "workspace_terraform_version": VERSION,
         "state_version_terraform_version": VERSION,
         "current_run_status": STR,
@@ -52,6 +54,7 @@ FIELDS: dict[str, dict[str, str]] = {
         "checks_errored": INT,
         "checks_unknown": INT,
         "resource_count": INT,
+        "current_rum_count": INT,
         "providers": STR,
         "provider_count": INT,
         "modules": STR,
@@ -59,20 +62,26 @@ FIELDS: dict[str, dict[str, str]] = {
         "workspace_created_at": TIME,
         "workspace_updated_at": TIME,
     },
-    TF_VERSIONS: {"version": VERSION, "workspace_count": INT, "workspaces": STR},
-    PROVIDERS: {"name": STR, "source": STR, "version": VERSION, "workspace_count": INT, "workspaces": STR},
-    MODULES: {"name": STR, "source": STR, "version": VERSION, "workspace_count": INT, "workspaces": STR},
-}
+    TF_VERSIONS: {"unique_identifier": STR, "version": VERSION, "workspace_count": INT, "workspaces": STR},
+    PROVIDERS: {"name": STR, "source": STR, "version": VERSION, "constraint": STR, "registry_type": STR,
+                "workspace_count": INT, "workspaces": STR},
+    MODULES: {"name": STR, "source": STR, "version": VERSION, "registry_type": STR, "workspace_count": INT,
+              "workspaces": STR},
+}  # fmt: skip
+PUBLIC_REGISTRIES = ("registry.terraform.io", "registry.opentofu.org")
 
 
 @dataclass(frozen=True)
 class Use:
-    """A module or provider a workspace uses: its name, its source as written, its version (exact when known,
-    else the configuration's constraint; empty when neither says)."""
+    """A module or provider a workspace uses: its name, its source as written, its version (exact when known: a
+    provider's from the lock file, a module's from `.terraform/modules/modules.json`; else the configuration's
+    constraint; empty when neither says) and the constraint its configuration gives (a provider's in
+    `required_providers`: empty means unpinned, whatever version its lock file selected)."""
 
     name: str
     source: str
     version: str = ""
+    constraint: str = ""
 
     def label(self) -> str:
         return f"{self.source}:{self.version}" if self.version else self.source
@@ -117,8 +126,23 @@ def providers_of(summary: Summary) -> list[Use]:
     for address in summary.state_providers:
         key = provider_key(address)
         if key not in found:
-            found[key] = Use(key.split("/")[-1], key)
+            found[key] = Use(key.split("/")[-1], key)  # used without required_providers: unpinned
     return sorted(found.values(), key=lambda u: (u.source, u.version))
+
+
+def registry_type(source: str, kind: str) -> str | None:
+    """`public` for an address of the public registry (no host, or its host), `private` for another registry's
+    (this Terrace's, another's), None for a module that is no registry address (a path, git, an archive)."""
+    if kind == MODULES and (source.startswith((".", "/")) or "::" in source or "://" in source):
+        return None
+    parts = [p for p in source.split("?", 1)[0].split("//", 1)[0].split("/") if p]
+    named = len(parts) == (3 if kind == MODULES else 2)
+    hosted = len(parts) == (4 if kind == MODULES else 3) and "." in parts[0]
+    if named and ("." not in parts[0] or kind == PROVIDERS):
+        return "public"
+    if hosted:
+        return "public" if parts[0].lower() in PUBLIC_REGISTRIES else "private"
+    return None
 
 
 def module_name(source: str) -> str:
@@ -145,7 +169,9 @@ def workspace_row(facts: WorkspaceFacts) -> dict[str, Any]:
         "organization_name": facts.organization_name,
         "project_name": facts.project_name,
         "project_external_id": ws.project_id,
-        "vcs_repo_identifier": None,
+        "vcs_repo_identifier": (ws.extra.get("vcs-repo") or {}).get("identifier"),
+        "tags": ", ".join([*ws.tag_names, *(f"{k}:{v}" if v else k for k, v in ws.tag_bindings)]) or None,
+        "source_module_id": ws.extra.get("source-module-id"),
         "workspace_terraform_version": ws.terraform_version,
         "state_version_terraform_version": summary.state_terraform_version or None,
         "current_run_status": run.status if run is not None else None,
@@ -160,9 +186,10 @@ def workspace_row(facts: WorkspaceFacts) -> dict[str, Any]:
         "checks_errored": checks.get("error", 0) if result else None,
         "checks_unknown": checks.get("unknown", 0) if result else None,
         "resource_count": ws.resource_count,
-        "providers": ", ".join(u.label() for u in providers),
+        "current_rum_count": ws.resource_count,  # the current state's managed resources
+        "providers": ", ".join(u.label() for u in providers) or None,
         "provider_count": len(providers),
-        "modules": ", ".join(u.label() for u in summary.modules),
+        "modules": ", ".join(u.label() for u in summary.modules) or None,
         "module_count": len(summary.modules),
         "workspace_created_at": ws.created_at,
         "workspace_updated_at": ws.updated_at,
@@ -174,33 +201,33 @@ def tf_version_rows(facts: Iterable[WorkspaceFacts]) -> list[dict[str, Any]]:
     for f in facts:
         groups.setdefault(f.workspace.terraform_version, []).append(f.workspace.name)
     return [
-        {"id": f"tfv-{version}", "version": version, **_used_by(names)} for version, names in sorted(groups.items())
+        {"id": f"tfv-{version}", "unique_identifier": f"tfv-{version}", "version": version, **_used_by(names)}
+        for version, names in sorted(groups.items())
     ]
 
 
 def use_rows(facts: Iterable[WorkspaceFacts], kind: str) -> list[dict[str, Any]]:
     """One row per (source, version) of a provider (`PROVIDERS`) or a module (`MODULES`) in use."""
-    groups: dict[tuple[str, str], tuple[Use, list[str]]] = {}
+    groups: dict[tuple[str, str, str], tuple[Use, list[str]]] = {}
     for f in facts:
         uses = providers_of(f.summary) if kind == PROVIDERS else list(f.summary.modules)
-        seen: set[tuple[str, str]] = set()
+        seen: set[tuple[str, str, str]] = set()
         for use in uses:
-            key = (use.source, use.version)
+            key = (use.source, use.version, use.constraint if kind == PROVIDERS else "")
             if key in seen:
                 continue
             seen.add(key)
             groups.setdefault(key, (use, []))[1].append(f.workspace.name)
     prefix = "prov" if kind == PROVIDERS else "mod"
-    return [
-        {
-            "id": f"{prefix}-{use.source}:{use.version}",
-            "name": use.name,
-            "source": use.source,
-            "version": use.version,
-            **_used_by(names),
-        }
-        for (_, _), (use, names) in sorted(groups.items())
-    ]
+    rows = []
+    for (_, _, constraint), (use, names) in sorted(groups.items()):
+        row: dict[str, Any] = {"id": f"{prefix}-{use.source}:{use.version}", "name": use.name, "source": use.source,
+                               "version": use.version}  # fmt: skip
+        if kind == PROVIDERS:
+            row["id"] += f":{constraint}" if constraint else ""
+            row["constraint"] = constraint
+        rows.append({**row, "registry_type": registry_type(use.source, kind), **_used_by(names)})
+    return rows
 
 
 def _used_by(names: list[str]) -> dict[str, Any]:
@@ -208,13 +235,21 @@ def _used_by(names: list[str]) -> dict[str, Any]:
     return {"workspace_count": len(ordered), "workspaces": ", ".join(ordered)}
 
 
-_VERSION_NUMBER = re.compile(r"\d+(?:\.\d+)*")
+_VERSION_NUMBER = re.compile(r"(\d{1,9}(?:\.\d{1,9}){0,3})(?:-([0-9A-Za-z.-]{1,64}))?")
+
+VersionKey = tuple[tuple[int, ...], int, tuple[tuple[int, int | str], ...]]
 
 
-def version_key(text: str) -> tuple[int, ...] | None:
-    """The first version number in `text` as a tuple (`~> 5.1` -> (5, 1, 0)); None when it holds none."""
+def version_key(text: str) -> VersionKey | None:
+    """The first version number in `text`, in semantic versioning's order: its numbers (`1.10` after `1.9`,
+    `~> 5.1` as 5.1.0), then a pre-release before its release (`5.0.0-rc.1` < `5.0.0`), pre-release parts
+    numeric before text and in order; a build suffix (`+...`) is ignored. None when `text` holds no number."""
     found = _VERSION_NUMBER.search(text or "")
     if found is None:
         return None
-    numbers = [int(part) for part in found.group(0).split(".")[:4]]
-    return tuple(numbers + [0] * (3 - len(numbers)))
+    numbers = [int(part) for part in found.group(1).split(".")]
+    release = tuple(numbers + [0] * (3 - len(numbers)))
+    if found.group(2) is None:
+        return release, 1, ()
+    parts = tuple((0, int(p)) if p.isdigit() else (1, p) for p in found.group(2).split("."))
+    return release, 0, parts

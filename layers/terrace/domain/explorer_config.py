@@ -1,6 +1,6 @@
 """What a configuration uses, from its root module's documents in python-hcl2's shape (the HCL reader's, or a
 `.tf.json` file reshaped by `json_blocks`): its module calls and its providers (`required_providers`, each with
-the exact version its `.terraform.lock.hcl` selected when the configuration carries one)."""
+its constraint and the exact version its `.terraform.lock.hcl` selected when the configuration carries one)."""
 
 from __future__ import annotations
 
@@ -27,8 +27,24 @@ def json_blocks(document: Any) -> dict[str, Any]:
     return shaped
 
 
-def configuration_uses(documents: dict[str, dict[str, Any]]) -> tuple[tuple[Use, ...], tuple[Use, ...]]:
-    """(modules, providers) of a root module's documents (file name -> document), each sorted and bounded."""
+def installed_modules(manifest: Any) -> dict[str, str]:
+    """Root module call -> the exact version `terraform init` installed, from `.terraform/modules/modules.json`
+    (a configuration the CLI uploads carries it): `{"Modules": [{"Key": "network", "Version": "3.19.0"}, ...]}`."""
+    listed = manifest.get("Modules") if isinstance(manifest, dict) else None
+    found: dict[str, str] = {}
+    for entry in listed if isinstance(listed, list) else []:
+        key = entry.get("Key") if isinstance(entry, dict) else None
+        version = entry.get("Version") if isinstance(entry, dict) else None
+        if isinstance(key, str) and key and "." not in key and isinstance(version, str) and version:
+            found[key] = version[:64]
+    return found
+
+
+def configuration_uses(
+    documents: dict[str, dict[str, Any]], installed: dict[str, str] | None = None
+) -> tuple[tuple[Use, ...], tuple[Use, ...]]:
+    """(modules, providers) of a root module's documents (file name -> document), each sorted and bounded. A
+    module call `installed` names has that exact version (its configuration's constraint kept beside it)."""
     modules: dict[tuple[str, str], Use] = {}
     required: dict[str, Use] = {}
     locked: dict[str, str] = {}
@@ -38,19 +54,21 @@ def configuration_uses(documents: dict[str, dict[str, Any]]) -> tuple[tuple[Use,
             for address, body in _blocks(document, "provider"):
                 locked[provider_key(address)] = _text(body.get("version"))
             continue
-        for _, body in _blocks(document, "module"):
+        for call, body in _blocks(document, "module"):
             source = _text(body.get("source"))
             if source:
-                version = _text(body.get("version")) or _git_ref(source)
-                modules.setdefault((source, version), Use(module_name(source), source, version))
+                constraint = _text(body.get("version")) or _git_ref(source)
+                version = (installed or {}).get(call) or constraint
+                modules.setdefault((source, version), Use(module_name(source), source, version, constraint))
         for local_name, spec in _required_providers(document):
             source = _text(spec.get("source")) if isinstance(spec, dict) else ""
             constraint = _text(spec.get("version")) if isinstance(spec, dict) else _text(spec)
             source = source or f"hashicorp/{local_name}"  # terraform's implied source of a bare local name
-            required.setdefault(provider_key(source), Use(provider_key(source).split("/")[-1], source, constraint))
+            name = provider_key(source).split("/")[-1]
+            required.setdefault(provider_key(source), Use(name, source, constraint, constraint))
     for key, version in locked.items():
         use = required.get(key) or Use(key.split("/")[-1], key)
-        required[key] = Use(use.name, use.source, version or use.version)
+        required[key] = Use(use.name, use.source, version or use.version, use.constraint)
     ordered = lambda uses: tuple(sorted(uses, key=lambda u: (u.source, u.version))[:USES_MAX])  # noqa: E731
     return ordered(modules.values()), ordered(required.values())
 

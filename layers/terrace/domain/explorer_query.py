@@ -4,7 +4,8 @@
 `filter[<n>][<field>][<operator>][<m>]=<value>` (filters all hold; a filter's values are alternatives); `sort` is a
 field, descending with a leading `-`, several comma-separated. Operators: `is`, `is_not`, `contains`,
 `does_not_contain`, `is_empty`, `is_not_empty`, `gt`, `lt`, `gteq`, `lteq` (numbers and versions) and `is_before`,
-`is_after` (times). Versions compare by their first version number (`~> 5.1` as 5.1.0). Anything else is
+`is_after` (times). Versions compare by their first version number in semantic versioning's order (`1.10` after
+`1.9`, `~> 5.1` as 5.1.0, `5.0.0-rc.1` before `5.0.0`). Anything else is
 `BadRequest` (400) naming the parameter, never a row-by-row surprise.
 """
 
@@ -21,6 +22,7 @@ from terrace.domain.errors import BadRequest
 from terrace.domain.explorer import BOOL, FIELDS, INT, STR, TIME, VERSION, WORKSPACES, version_key
 
 FILTERS_MAX, VALUES_MAX, VALUE_MAX_CHARS = 20, 20, 256
+FIELDS_LISTED_MAX = 64
 _FILTER = re.compile(r"^filter\[(\d{1,3})\]\[([a-z_]{1,64})\]\[([a-z_]{1,32})\]\[(\d{1,3})\]$")
 OPERATORS: dict[str, frozenset[str]] = {
     "is": frozenset({STR, INT, BOOL, VERSION, TIME}),
@@ -90,7 +92,9 @@ def parse(params: Sequence[tuple[str, str]]) -> Query:
 
 
 def _filters(params: Sequence[tuple[str, str]], kinds: dict[str, str]) -> tuple[Filter, ...]:
-    found: dict[str, tuple[str, str, list[str]]] = {}
+    """Each (index, field, operator) is a filter, its values alternatives; one index may name several fields or
+    operators (HCP's own example: `filter[0][name][contains][0]=aws&filter[0][version][is][0]=1.1`), each held."""
+    found: dict[tuple[int, str, str], list[str]] = {}
     for key, value in params:
         if not key.startswith("filter["):
             continue
@@ -106,13 +110,11 @@ def _filters(params: Sequence[tuple[str, str]], kinds: dict[str, str]) -> tuple[
         if len(value) > VALUE_MAX_CHARS:
             raise BadRequest(f"{key}: a value is at most {VALUE_MAX_CHARS} characters")
         _check_value(key, kinds[field], operator, value)
-        entry = found.setdefault(number, (field, operator, []))
-        if (entry[0], entry[1]) != (field, operator):
-            raise BadRequest(f"{key}: filter[{number}] names one field and one operator")
-        entry[2].append(value)
-        if len(found) > FILTERS_MAX or len(entry[2]) > VALUES_MAX:
+        values = found.setdefault((int(number), field, operator), [])
+        values.append(value)
+        if len(found) > FILTERS_MAX or len(values) > VALUES_MAX:
             raise BadRequest(f"at most {FILTERS_MAX} filters of {VALUES_MAX} values each")
-    return tuple(Filter(f, op, tuple(values)) for _, (f, op, values) in sorted(found.items(), key=lambda i: int(i[0])))
+    return tuple(Filter(f, op, tuple(values)) for (_, f, op), values in sorted(found.items(), key=lambda i: i[0][0]))
 
 
 def _check_value(key: str, kind: str, operator: str, value: str) -> None:
@@ -203,15 +205,23 @@ def _known(name: str, kinds: dict[str, str], parameter: str) -> None:
 
 
 def pairs_of(query: Any) -> list[tuple[str, str]]:
-    """A query given as a body's object (`{"type": ..., "filter": [{<field>: {<operator>: [<value>, ...]}}],
-    "sort": ...}`) or as a query string's parameters, as the (name, value) pairs `parse` reads."""
+    """A query given as a body's object or as a query string's parameters, as the (name, value) pairs `parse`
+    reads. The object's filters are `{<field>: {<operator>: [<value>, ...]}}` (the bulk action's shape) or
+    `{"field": ..., "operator": ..., "value": [...]}` (a saved view's); its `sort` and `fields` a comma-separated
+    text or a list."""
     if isinstance(query, str):
         return parse_qsl(query[:8192], keep_blank_values=True)
     if not isinstance(query, dict):
         raise BadRequest("query: an object with the explorer's type, filter and sort, or a query string")
     pairs = [(key, str(query[key])) for key in ("type", "sort", "fields") if isinstance(query.get(key), str)]
+    for key in ("sort", "fields"):
+        listed = query.get(key)
+        if isinstance(listed, list) and all(isinstance(name, str) for name in listed):
+            pairs.append((key, ",".join(listed[:FIELDS_LISTED_MAX])))
     filters = query.get("filter") or []
     for n, entry in enumerate(filters if isinstance(filters, list) else [filters]):
+        if isinstance(entry, dict) and {"field", "operator"} <= set(entry):  # a saved view's filter
+            entry = {str(entry["field"]): {str(entry["operator"]): entry.get("value", [])}}
         for field, operators in entry.items() if isinstance(entry, dict) else []:
             for operator, values in operators.items() if isinstance(operators, dict) else []:
                 listed = values if isinstance(values, list) else [values]

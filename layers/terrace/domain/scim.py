@@ -1,7 +1,7 @@
-"""SCIM 2.0 (RFC 7643/7644) without storage: the schemas, filters (`attr eq "v"`, co, sw, ew, ne, pr, joined by
-and/or, and `members[value eq "id"]`), PATCH operations (add, replace, remove, with or without a path, in the
-shapes Okta and Entra ID send: `"op": "Replace"`, `"value": "False"`, `emails[type eq "work"].value`,
-`members[value eq "id"]`) and pagination. Resources are plain dicts of their SCIM attributes."""
+"""SCIM 2.0 (RFC 7643/7644) without storage: the schemas, filters (`domain/scim_filter.py`), PATCH operations
+(add, replace, remove, with or without a path, in the shapes Okta and Entra ID send: `"op": "Replace"`,
+`"value": "False"`, `emails[type eq "work"].value`, `members[value eq "id"]`) and pagination. Resources are plain
+dicts of their SCIM attributes."""
 
 from __future__ import annotations
 
@@ -11,6 +11,9 @@ from typing import Any
 
 from terrace.domain import limits
 from terrace.domain.errors import BadRequest, Invalid
+from terrace.domain.scim_filter import InvalidFilter as InvalidFilter  # the filter's error, named with the others
+from terrace.domain.scim_filter import attribute, matches
+from terrace.domain.scim_filter import parse as parse_filter  # noqa: F401  (checked by the services)
 
 USER = "urn:ietf:params:scim:schemas:core:2.0:User"
 GROUP = "urn:ietf:params:scim:schemas:core:2.0:Group"
@@ -21,113 +24,19 @@ ENTERPRISE = "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"
 USER_ATTRIBUTES = ("userName", "externalId", "name", "displayName", "nickName", "title", "emails", "active", "locale")
 GROUP_ATTRIBUTES = ("displayName", "externalId", "members")
 RESOURCE_MAX_BYTES = 64 * 1024
-FILTER_MAX = 1024
 COUNT_MAX = 100  # page size when asked for more (and the default)
-
-_TERM = re.compile(
-    r"\s*(?P<path>[A-Za-z][\w.:$-]*(?:\[(?P<inner>[^\]]*)\])?(?:\.[A-Za-z]\w*)?)\s+"
-    r'(?:(?P<op>eq|ne|co|sw|ew|gt|ge|lt|le)\s+(?P<value>"(?:[^"\\]|\\.)*"|true|false|null|[\d.]+)|(?P<pr>pr))\s*',
-    re.IGNORECASE,
-)
-_JOIN = re.compile(r"\s*\b(and|or)\b\s*", re.IGNORECASE)
-
-
-class InvalidFilter(BadRequest):
-    title = "invalidFilter"
 
 
 class InvalidPath(BadRequest):
     title = "invalidPath"
 
 
+class InvalidSyntax(BadRequest):
+    title = "invalidSyntax"
+
+
 class InvalidValue(Invalid):
     title = "invalidValue"
-
-
-def _literal(raw: str) -> Any:
-    if raw.startswith('"'):
-        return raw[1:-1].replace('\\"', '"').replace("\\\\", "\\")
-    return {"true": True, "false": False, "null": None}.get(raw.lower(), raw)
-
-
-def parse_filter(text: str) -> list[list[tuple[str, str, Any]]]:
-    """`a eq "x" and b pr or c sw "y"` -> [[(a, eq, x), (b, pr, None)], [(c, sw, y)]] (or of ands)."""
-    if len(text) > FILTER_MAX:
-        raise InvalidFilter(f"a filter is at most {FILTER_MAX} characters")
-    groups: list[list[tuple[str, str, Any]]] = [[]]
-    rest = text.strip()
-    while rest:
-        match = _TERM.match(rest)
-        if match is None:
-            raise InvalidFilter(f"cannot read the filter at {rest[:40]!r}")
-        op = "pr" if match["pr"] else match["op"].lower()
-        groups[-1].append((match["path"], op, None if op == "pr" else _literal(match["value"])))
-        rest = rest[match.end() :]
-        if not rest:
-            break
-        join = _JOIN.match(rest)
-        if join is None:
-            raise InvalidFilter(f"expected and/or at {rest[:40]!r}")
-        if join[1].lower() == "or":
-            groups.append([])
-        rest = rest[join.end() :]
-    return groups
-
-
-def attribute(resource: dict[str, Any], name: str) -> Any:
-    for key, value in resource.items():
-        if key.lower() == name.lower():
-            return value
-    return None
-
-
-def _values(resource: dict[str, Any], path: str) -> list[Any]:
-    """Every value `path` reaches (a multi-valued attribute's sub-attribute reaches each element's)."""
-    path = path.split(":")[-1] if path.lower().startswith("urn:") else path
-    inner_filter = None
-    match = re.match(r"^(\w+)\[([^\]]*)\](?:\.(\w+))?$", path)
-    if match:
-        path, inner_filter, sub = match[1], match[2], match[3]
-        items = [i for i in (attribute(resource, path) or []) if isinstance(i, dict) and matches(i, inner_filter)]
-        return [attribute(i, sub) if sub else i for i in items]
-    head, _, sub = path.partition(".")
-    value = attribute(resource, head)
-    if not sub:
-        return [v.get("value") if isinstance(v, dict) else v for v in value] if isinstance(value, list) else [value]
-    if isinstance(value, list):
-        return [attribute(v, sub) for v in value if isinstance(v, dict)]
-    return [attribute(value, sub)] if isinstance(value, dict) else []
-
-
-def _compare(found: Any, op: str, wanted: Any) -> bool:
-    if op == "pr":
-        return found not in (None, "", [], {})
-    if isinstance(found, str) and isinstance(wanted, str):
-        found, wanted = found.lower(), wanted.lower()
-    checks = {
-        "eq": lambda: found == wanted,
-        "ne": lambda: found != wanted,
-        "co": lambda: isinstance(found, str) and wanted in found,
-        "sw": lambda: isinstance(found, str) and found.startswith(wanted),
-        "ew": lambda: isinstance(found, str) and found.endswith(wanted),
-        "gt": lambda: found is not None and found > wanted,
-        "ge": lambda: found is not None and found >= wanted,
-        "lt": lambda: found is not None and found < wanted,
-        "le": lambda: found is not None and found <= wanted,
-    }
-    try:
-        return bool(checks[op]())
-    except TypeError:
-        return False
-
-
-def matches(resource: dict[str, Any], text: str | None) -> bool:
-    if not text:
-        return True
-    for group in parse_filter(text):
-        if all(any(_compare(v, op, wanted) for v in _values(resource, path) or [None]) for path, op, wanted in group):
-            return True
-    return False
 
 
 def page(items: list[Any], start_index: str | None, count: str | None) -> tuple[list[Any], int, int]:

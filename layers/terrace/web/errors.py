@@ -1,10 +1,10 @@
-"""Domain errors -> HTTP for the JSON:API protocol, in one table."""
+"""Domain errors -> HTTP for the JSON:API protocol, in one table (SCIM's: `web/scim_errors.py`)."""
 
 from __future__ import annotations
 
 import logging
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
@@ -12,6 +12,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from terrace.adapters.storage_errors import storage_failure
 from terrace.domain import errors
+from terrace.web import scim_errors
 from terrace.web.jsonapi import JSONAPIResponse
 
 log = logging.getLogger("terrace.web")
@@ -68,7 +69,9 @@ def install(app: FastAPI) -> None:
     app.add_middleware(StorageFailures)  # first added: the innermost middleware, every other one sees its answer
 
     @app.exception_handler(errors.TerraceError)
-    async def _domain(request: Request, exc: errors.TerraceError) -> JSONAPIResponse:
+    async def _domain(request: Request, exc: errors.TerraceError) -> Response:
+        if request.url.path.startswith(scim_errors.PREFIX):  # SCIM's own error documents (RFC 7644 3.12)
+            return scim_errors.scim_error(exc)
         pointer, also = getattr(exc, "pointer", None), getattr(exc, "also", ())
         return error_response(status_of(exc), exc.title, exc.detail, pointer, also=also)
 

@@ -51,6 +51,8 @@ class ScimGroups:
     def list(self, filter_text: str | None, start: str | None, count: str | None, exclude_members: bool = False
              ) -> dict[str, Any]:  # fmt: skip
         require_enabled(self._settings, change=False)
+        if filter_text:
+            model.parse_filter(filter_text)  # a bad filter is refused even when nothing is stored
         found = [shown for r in self._store.list("group") if model.matches(shown := self.shown(r), filter_text)]
         items, first, _size = model.page(found, start, count)
         if exclude_members:

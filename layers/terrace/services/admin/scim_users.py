@@ -59,6 +59,8 @@ class ScimUsers:
 
     def list(self, filter_text: str | None, start: str | None, count: str | None) -> dict[str, Any]:
         require_enabled(self._settings, change=False)
+        if filter_text:
+            model.parse_filter(filter_text)  # a bad filter is refused even when nothing is stored
         found = [shown for r in self._store.list("user") if model.matches(shown := self.shown(r), filter_text)]
         items, first, _size = model.page(found, start, count)
         return model.list_response(items, len(found), first)
@@ -153,11 +155,13 @@ class ScimUsers:
         return user.id
 
     def _deprovision(self, user_id: str) -> None:
-        """At once: out of every team and organization, every token revoked, every session ended, suspended."""
-        self._memberships.remove_everywhere(user_id)
+        """At once: suspended, every session ended, every token revoked, out of every team and organization.
+        The suspension comes first: from then on none of their tokens or sessions is accepted and no token can be
+        issued to them, so nothing they start while the rest is undone outlives it."""
+        self._users.set_flags(user_id, suspended=True)  # also ends the web sessions
         for token in self._accounts.list_tokens(user_id):
             self._accounts.revoke_token(token.id)
-        self._users.set_flags(user_id, suspended=True)  # also ends the web sessions
+        self._memberships.remove_everywhere(user_id)
 
 
 def _primary_email(attrs: dict[str, Any]) -> str:
@@ -180,4 +184,7 @@ def _attributes(body: Any) -> dict[str, Any]:
         attrs["active"] = model.boolean(attrs["active"], "active")
     if "emails" in attrs and not isinstance(attrs["emails"], list):
         raise model.InvalidValue("emails must be a list")
+    for email in attrs.get("emails") or []:  # Entra ID sends `"primary": "True"`
+        if isinstance(email, dict) and "primary" in email:
+            email["primary"] = model.boolean(email["primary"], "emails.primary")
     return attrs

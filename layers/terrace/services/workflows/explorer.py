@@ -15,7 +15,7 @@ from typing import Any
 
 from terrace.domain import explorer as model
 from terrace.domain.change_requests import ChangeRequest
-from terrace.domain.errors import Invalid
+from terrace.domain.errors import Invalid, NotFound
 from terrace.domain.explorer import Summary, WorkspaceFacts
 from terrace.domain.explorer_query import Query
 from terrace.domain.principal import Principal
@@ -53,15 +53,33 @@ class Explorer:
             rows = model.use_rows(facts, query.type)
         return query.apply(rows)
 
+    def may_request_changes(self, principal: Principal, organization: str) -> bool:
+        """Whether the caller may make change requests from the explorer (the page offers its form to them only)."""
+        return self._change_requests.may_create(principal, organization)
+
     def change_requests(
-        self, principal: Principal, organization: str, query: Query, subject: str, message: str
+        self,
+        principal: Principal,
+        organization: str,
+        query: Query | None,
+        target_ids: list[str] | None,
+        subject: str,
+        message: str,
     ) -> list[ChangeRequest]:
-        """A change request on each workspace the query finds (`POST .../explorer/bulk-actions`)."""
-        if query.type != model.WORKSPACES:
-            raise Invalid("a change request's query is of type workspaces", pointer="/data/attributes/query")
+        """A change request on each workspace the query finds, or on each of `target_ids` (workspaces of the
+        organization the caller reads; any other is NotFound), as `POST .../explorer/bulk-actions` asks."""
         found = self.facts(principal, organization)
         by_id = {f.workspace.id: f.workspace for f in found}
-        targets = [by_id[row["id"]] for row in query.apply([model.workspace_row(f) for f in found])]
+        if target_ids is not None:
+            unknown = next((ws_id for ws_id in target_ids if ws_id not in by_id), None)
+            if unknown is not None:
+                raise NotFound(f"workspace {unknown} not found in {organization}")
+            targets = [by_id[ws_id] for ws_id in dict.fromkeys(target_ids)]
+        else:
+            query = query or Query()
+            if query.type != model.WORKSPACES:
+                raise Invalid("a change request's query is of type workspaces", pointer="/data/attributes/query")
+            targets = [by_id[row["id"]] for row in query.apply([model.workspace_row(f) for f in found])]
         return self._change_requests.create_for(principal, organization, targets, subject, message)
 
     def facts(self, principal: Principal, organization: str) -> list[WorkspaceFacts]:

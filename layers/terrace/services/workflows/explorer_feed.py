@@ -7,7 +7,8 @@ already publishes (subscribed in `wiring/state_services.py`):
 - `run.status_changed` to `applied`, or `planned_and_finished` of a run that could have applied (no changes): the
   run's configuration is the workspace's configuration in use. Its root module (the workspace's working
   directory) is read from the archive within `domain/bounded_tar.py`'s bounds; `.tf.json` files here (up to
-  1 MiB in all), `.tf` files that name a module or `required_providers`, and `.terraform.lock.hcl`, by the HCL
+  1 MiB in all), `.terraform/modules/modules.json` (the exact versions of the module calls, when the CLI uploaded
+  it), `.tf` files that name a module or `required_providers`, and `.terraform.lock.hcl`, by the HCL
   reader port (a bounded child process with an empty environment: tenant-supplied HCL is never parsed in this
   process). A configuration already summarized is not read again.
 
@@ -28,7 +29,7 @@ from terrace.domain import runs as rs
 from terrace.domain.bounded_tar import TarBounds, read_files
 from terrace.domain.errors import Invalid, NotFound
 from terrace.domain.explorer import Use, provider_key
-from terrace.domain.explorer_config import LOCK_FILE, RELEVANT, configuration_uses, json_blocks
+from terrace.domain.explorer_config import LOCK_FILE, RELEVANT, configuration_uses, installed_modules, json_blocks
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.runs.store import RunStore
 from terrace.services.state.store import StateStore
@@ -41,6 +42,7 @@ ARCHIVE_MAX_BYTES = 50 * 1024 * 1024  # a larger configuration is not summarized
 BOUNDS = TarBounds("a configuration version", ARCHIVE_MAX_BYTES, files_max=20_000, total_max=256 * 1024 * 1024)
 FILE_MAX_BYTES = 512 * 1024  # a root file larger than this is not read for the explorer
 JSON_MAX_BYTES = 1024 * 1024  # `.tf.json` read in this process (plain JSON), per configuration
+MODULES_MANIFEST = ".terraform/modules/modules.json"  # the module versions `terraform init` installed
 
 
 class ExplorerFeed:
@@ -97,16 +99,23 @@ class ExplorerFeed:
     def read_configuration(self, raw: bytes, working_directory: str) -> tuple[tuple[Use, ...], tuple[Use, ...]]:
         root = posixpath.normpath(working_directory.strip("/")) if working_directory.strip("/") else ""
 
+        manifest = posixpath.join(root, MODULES_MANIFEST)
+
         def wanted(name: str) -> bool:
             folder, base = posixpath.split(name)
-            return folder == root and (base.endswith((".tf", ".tf.json")) or base == LOCK_FILE)
+            return name == manifest or folder == root and (base.endswith((".tf", ".tf.json")) or base == LOCK_FILE)
 
         files = read_files(raw, BOUNDS, "/configuration", wanted)
         documents: dict[str, dict[str, Any]] = {}
         texts: dict[str, str] = {}
+        installed: dict[str, str] = {}
         json_left = JSON_MAX_BYTES
         for name in sorted(files):
             body = files[name]
+            if name == manifest:
+                if len(body) <= JSON_MAX_BYTES:
+                    installed = _installed(body)
+                continue
             if len(body) > FILE_MAX_BYTES or (name.endswith(".json") and len(body) > json_left):
                 continue
             try:
@@ -120,4 +129,11 @@ class ExplorerFeed:
                 continue
         if texts:
             documents.update(self._hcl.parse(texts).documents)
-        return configuration_uses(documents)
+        return configuration_uses(documents, installed)
+
+
+def _installed(body: bytes) -> dict[str, str]:
+    try:
+        return installed_modules(json.loads(body.decode("utf-8")))
+    except (ValueError, RecursionError):  # not JSON: the configuration's constraints stand
+        return {}

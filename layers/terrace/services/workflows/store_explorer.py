@@ -18,9 +18,16 @@ def explorer_pk(org_key: str) -> str:
 
 
 def _uses(raw: Any) -> tuple[Use, ...]:
+    """Stored uses; one recorded before constraints were kept has its version as its constraint (a provider's
+    version then was its constraint, or the lock file's choice: never taken for unpinned)."""
     listed = raw if isinstance(raw, list) else []
     return tuple(
-        Use(str(u.get("name", "")), str(u.get("source", "")), str(u.get("version", "")))
+        Use(
+            str(u.get("name", "")),
+            str(u.get("source", "")),
+            str(u.get("version", "")),
+            str(u.get("constraint", u.get("version", ""))),
+        )  # fmt: skip
         for u in listed
         if isinstance(u, dict)
     )
@@ -39,7 +46,7 @@ def summary_from_item(item: dict[str, Any]) -> Summary:
 
 
 def _use_items(uses: tuple[Use, ...]) -> list[dict[str, str]]:
-    return [{"name": u.name, "source": u.source, "version": u.version} for u in uses]
+    return [{"name": u.name, "source": u.source, "version": u.version, "constraint": u.constraint} for u in uses]
 
 
 class ExplorerStore:

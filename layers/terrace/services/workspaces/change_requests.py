@@ -24,12 +24,15 @@ class ChangeRequestService:
     def __init__(self, store: ChangeRequestStore, workspaces: WorkspaceService) -> None:
         self._store, self._workspaces = store, workspaces
 
+    def may_create(self, principal: Principal, organization: str) -> bool:
+        """Whether the caller may make change requests in the organization (NotFound unless they may read it)."""
+        return self._workspaces.organization_grant(principal, organization, Action.UPDATE_WORKSPACE)[1]
+
     def create_for(
         self, principal: Principal, organization: str, targets: list[Workspace], subject: str, message: str
     ) -> list[ChangeRequest]:
         """One change request on each of `targets` (workspaces of `organization` the caller reads)."""
-        _, granted = self._workspaces.organization_grant(principal, organization, Action.UPDATE_WORKSPACE)
-        if not granted:
+        if not self.may_create(principal, organization):
             raise Forbidden("making change requests needs the right to manage every workspace of the organization")
         if len(targets) > TARGETS_MAX:
             raise Invalid(f"a change request reaches at most {TARGETS_MAX} workspaces; this query finds {len(targets)}")

@@ -43,5 +43,6 @@ def read_change_request(cr_id: str, container: ContainerDep, principal: Principa
 
 
 @router.post("/workspaces/change-requests/{cr_id}")
+@router.patch("/workspaces/change-requests/{cr_id}")  # HCP's documentation names POST and shows PATCH: both archive
 def archive_change_request(cr_id: str, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
     return respond(change_request(container.change_requests.archive(principal, cr_id)))

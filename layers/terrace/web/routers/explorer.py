@@ -28,9 +28,12 @@ def _rows(org: str, request: Request, container: Any, principal: Any) -> tuple[Q
 
 @router.get("/organizations/{org}/explorer")
 def explorer(org: str, request: Request, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
+    """Rows as JSON:API resources with dasherized attributes (`workspace-name`), as HCP Terraform answers; the
+    query names fields in snake case (`filter[0][workspace_name]...`, `sort`, `fields`) and so does the CSV."""
     query, rows = _rows(org, request, container, principal)
     kind = DOCUMENT_TYPES[query.type]
-    return respond_page(request, rows, lambda row: {"id": row["id"], "type": kind, "attributes": query.attributes(row)})
+    return respond_page(request, rows, lambda row: {"id": row["id"], "type": kind, "attributes": {
+        name.replace("_", "-"): value for name, value in query.attributes(row).items()}})  # fmt: skip
 
 
 @router.get("/organizations/{org}/explorer/export/csv")
@@ -46,22 +49,32 @@ def explorer_csv(org: str, request: Request, container: ContainerDep, principal:
     )
 
 
+BULK_TYPES = ("bulk-actions", "bulk_actions", "explorer-bulk-actions", "explorer_bulk_actions")
+
+
 @router.post("/organizations/{org}/explorer/bulk-actions")
 def bulk_action(org: str, body: JSONBody, container: ContainerDep, principal: PrincipalDep) -> JSONAPIResponse:
-    """`action_type: change_request`: a change request (`action_inputs`: subject, message) on every workspace of
-    the `query` (the explorer's, of type workspaces, as an object or a query string)."""
-    attrs = read_document(body, ("bulk-actions", "explorer-bulk-actions"), required=True).get("attributes") or {}
+    """`action_type: change_request` (or HCP's `change_requests`): a change request (`action_inputs`: subject,
+    message) on every workspace of the `query` (the explorer's, of type workspaces, as an object or a query
+    string), or on each workspace of `target_ids`."""
+    attrs = read_document(body, BULK_TYPES, required=True).get("attributes") or {}
     if attrs.get("action_type") not in ("change_request", "change_requests"):
         raise Invalid("action_type: change_request is the one bulk action", pointer="/data/attributes/action_type")
     subject, message = subject_and_message(attrs.get("action_inputs"))
-    query = parse(pairs_of(attrs.get("query") or {"type": "workspaces"}))
-    made = container.explorer.change_requests(principal, org, query, subject, message)
+    target_ids = attrs.get("target_ids")
+    if target_ids is not None and (
+        not isinstance(target_ids, list) or not target_ids or not all(isinstance(t, str) for t in target_ids)
+    ):
+        raise Invalid("target_ids: a list of workspace ids", pointer="/data/attributes/target_ids")
+    query = None if target_ids is not None else parse(pairs_of(attrs.get("query") or {"type": "workspaces"}))
+    made = container.explorer.change_requests(principal, org, query, target_ids, subject, message)
     document = {
-        "id": new_id("bulk"),
-        "type": "bulk-actions",
+        "id": new_id("eba"),
+        "type": "explorer-bulk-actions",
         "attributes": {
-            "action_type": "change_request",
+            "action_type": attrs["action_type"],
             "action_inputs": {"subject": subject, "message": message},
+            "created_by": {"id": principal.subject_id, "type": f"{principal.kind.value}s"},
             "workspace_count": len(made),
         },  # fmt: skip
     }

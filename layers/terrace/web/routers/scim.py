@@ -1,6 +1,6 @@
 """/scim/v2: SCIM 2.0 (RFC 7644) for an identity provider (Okta, Entra ID, ...): Users, Groups and the service's
 fixed documents. A SCIM token (`admin/scim-tokens`) is the only credential accepted here, and it is accepted
-nowhere else. Domain errors become SCIM error documents here, once for this protocol."""
+nowhere else. Domain errors become SCIM error documents (`web/scim_errors.py`), here and before a route runs."""
 
 from __future__ import annotations
 
@@ -18,29 +18,9 @@ from terrace.web.audit_trail import note_actor
 from terrace.web.deps import ContainerDep
 from terrace.web.jsonapi import RawBody
 from terrace.web.rate_limit import bearer_of
+from terrace.web.scim_errors import MEDIA, scim_error, scim_response
 
 router = APIRouter(prefix="/scim/v2")
-MEDIA = "application/scim+json"
-STATUS = {errors.Unauthenticated: 401, errors.Forbidden: 403, errors.NotFound: 404, errors.Conflict: 409,
-          errors.PreconditionFailed: 412, errors.TooLarge: 413, errors.Invalid: 400,
-          errors.BadRequest: 400}  # fmt: skip
-SCIM_TYPES = {errors.Conflict: "uniqueness", model.InvalidFilter: "invalidFilter", model.InvalidPath: "invalidPath",
-              errors.Invalid: "invalidValue"}  # fmt: skip
-
-
-def scim_response(content: Any, status: int = 200, version: str | None = None) -> JSONResponse:
-    headers = {"ETag": version} if version else None
-    return JSONResponse(content, status_code=status, media_type=MEDIA, headers=headers)
-
-
-def scim_error(exc: errors.TerraceError) -> JSONResponse:
-    status = next((code for kind, code in STATUS.items() if isinstance(exc, kind)), 400)
-    body: dict[str, Any] = {"schemas": [model.ERROR], "status": str(status), "detail": exc.detail}
-    scim_type = next((name for kind, name in SCIM_TYPES.items() if isinstance(exc, kind)), None)
-    if scim_type and status in (400, 409):
-        body["scimType"] = scim_type
-    headers = {"WWW-Authenticate": 'Bearer realm="terrace-scim"'} if status == 401 else None
-    return JSONResponse(body, status_code=status, media_type=MEDIA, headers=headers)
 
 
 def caller(request: Request, container: ContainerDep) -> Principal:
@@ -50,23 +30,29 @@ def caller(request: Request, container: ContainerDep) -> Principal:
 
 
 def scim_body(raw: RawBody) -> Any:
-    return limits.parse_json(raw or b"null", "SCIM request body")
+    try:
+        return limits.parse_json(raw or b"null", "SCIM request body")
+    except errors.Invalid as exc:  # not JSON at all: RFC 7644's invalidSyntax
+        raise model.InvalidSyntax(exc.detail) from exc
 
 
 ScimCaller = Annotated[Principal, Depends(caller)]
 ScimBody = Annotated[Any, Depends(scim_body)]
 
 
-def answer(work: Callable[[], Any], status: int = 200) -> Response:
+def answer(work: Callable[[], Any], status: int = 200, read: Request | None = None) -> Response:
+    """`work`'s result as SCIM JSON with its ETag; for a `read` whose If-None-Match names that version, 304."""
     try:
         result = work()
     except errors.TerraceError as exc:
         return scim_error(exc)
     if result is None:
         return Response(status_code=204)
-    return scim_response(
-        result, status, (result.get("meta") or {}).get("version") if isinstance(result, dict) else None
-    )
+    version = (result.get("meta") or {}).get("version") if isinstance(result, dict) else None
+    known = (read.headers.get("if-none-match") or "") if read is not None else ""
+    if version and (known.strip() == "*" or version in [v.strip() for v in known.split(",")]):
+        return Response(status_code=304, headers={"ETag": version})
+    return scim_response(result, status, version)
 
 
 def _if_match(request: Request, current: dict[str, Any]) -> None:
@@ -186,7 +172,8 @@ def create_user(body: ScimBody, container: ContainerDep, _caller: ScimCaller) ->
 @router.get("/Users/{scim_id}")
 def read_user(scim_id: str, request: Request, container: ContainerDep, _caller: ScimCaller) -> Response:
     q = request.query_params
-    return answer(lambda: shaped(container.scim_users.get(scim_id), q.get("attributes"), q.get("excludedAttributes")))
+    found = lambda: container.scim_users.get(scim_id)  # noqa: E731
+    return answer(lambda: shaped(found(), q.get("attributes"), q.get("excludedAttributes")), read=request)
 
 
 @router.put("/Users/{scim_id}")
@@ -227,7 +214,7 @@ def create_group(body: ScimBody, container: ContainerDep, _caller: ScimCaller) -
 def read_group(scim_id: str, request: Request, container: ContainerDep, _caller: ScimCaller) -> Response:
     q = request.query_params
     found = lambda: container.scim_groups.get(scim_id, _excluded(request))  # noqa: E731
-    return answer(lambda: shaped(found(), q.get("attributes"), q.get("excludedAttributes")))
+    return answer(lambda: shaped(found(), q.get("attributes"), q.get("excludedAttributes")), read=request)
 
 
 @router.put("/Groups/{scim_id}")
