@@ -216,6 +216,18 @@ NOT_ENCRYPTED = (
 )
 
 
+def check_enabling(key: str, value: Any, enabled: bool) -> bool:
+    """`hyok-enabled` of a workspace: once true it stays true (its state is ciphertext only its agents open)."""
+    if not isinstance(value, bool):
+        raise Invalid(f"{key} must be true or false", pointer=f"/data/attributes/{key}")
+    if enabled and not value:
+        raise Invalid(
+            f"{key} cannot be turned off: the workspace's state is encrypted with its organization's key",
+            pointer=f"/data/attributes/{key}",
+        )
+    return value
+
+
 def refuse_enabling(key: str, value: Any) -> bool:
     """`hyok-enabled` of a workspace, `enforce-hyok` of an organization: false is kept, true refused (422) rather
     than accepted and not acted on."""

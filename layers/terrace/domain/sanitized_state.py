@@ -14,6 +14,8 @@ import copy
 from typing import Any
 
 REDACTED = "(sensitive value)"
+# how the agent's envelope (`runner/hyok_envelope.py`) begins: what the server checks a HYOK state blob is
+ENVELOPE_MAGIC = b"TERRACE-HYOK-1\n"
 
 
 def _redact_path(value: Any, path: list[Any]) -> Any:

@@ -14,7 +14,9 @@ import os
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-MAGIC = b"TERRACE-HYOK-1\n"
+from terrace.domain.sanitized_state import ENVELOPE_MAGIC
+
+MAGIC = ENVELOPE_MAGIC
 NONCE = 12
 DATA_KEY_BYTES = 32
 

@@ -114,6 +114,7 @@ def workspace(
         "trigger-prefixes": ws.extra.get("trigger-prefixes", []),
         "trigger-patterns": ws.extra.get("trigger-patterns", []),
         "assessments-enabled": bool(ws.extra.get("assessments-enabled", False)),
+        "hyok-enabled": ws.extra.get("hyok-enabled") is True,  # Hold Your Own Key (services/state/hyok_state.py)
         "source": ws.extra.get("source", "tfe-api"),  # tfe-module: provisioned from a no-code module
         "source-module-id": ws.extra.get("source-module-id"),
         "source-name": ws.extra.get("source-name"),

@@ -28,6 +28,8 @@ from terrace.services.access.organizations import OrganizationService
 from terrace.services.state import http_backend as state_http
 from terrace.services.state.current import PENDING_KEY
 from terrace.services.state.http_backend import LockRule
+from terrace.services.state.hyok_state import ATTRIBUTES as HYOK_ATTRIBUTES
+from terrace.services.state.hyok_state import HyokKeys, is_hyok, readable_state, refuse_plain, store_upload
 from terrace.services.state.index import StateIndex
 from terrace.services.state.landed import LandedState
 from terrace.services.state.store import StateStore
@@ -48,8 +50,9 @@ class StateVersionService:
         index: StateIndex,
         organizations: OrganizationService,
         publisher: EventPublisher,
+        hyok_keys: HyokKeys | None = None,
     ) -> None:
-        self._store, self._blobs, self._settings = store, blobs, settings
+        self._store, self._blobs, self._settings, self._hyok_keys = store, blobs, settings, hyok_keys
         self._workspaces, self._index, self._orgs = workspaces, index, organizations
         self._uploads = StateUploads(
             store, blobs, workspaces, index, publisher, max_indexed_bytes=settings.max_indexed_state_bytes
@@ -70,6 +73,8 @@ class StateVersionService:
         lineage = state_versions.optional_lineage(attrs)
         force = bool(attrs.get("force", False))
         if attrs.get("state") in (None, ""):
+            if is_hyok(ws):
+                raise refuse_plain(ws, "a two-step upload")
             json_outputs = attrs.get("json-state-outputs") or None
             if json_outputs is not None:
                 pointer = "/data/attributes/json-state-outputs"
@@ -82,6 +87,11 @@ class StateVersionService:
         self._check_size(len(raw))
         if st.md5_hex(raw) != md5:
             raise Invalid("md5 does not match the MD5 of the decoded state", pointer="/data/attributes/md5")
+        if is_hyok(ws) or any(attrs.get(name) is not None for name in HYOK_ATTRIBUTES):
+            lock_rule = self._require_lock(principal)
+            return store_upload(
+                self._writer, self._hyok_keys, principal, ws, attrs, raw, serial, lineage, run_id, lock_rule
+            )
         parsed = st.parse_state(raw)
         # As TFC: the version's serial and lineage are the attributes', even where the file says otherwise (go-tfe's
         # own tests send one fixture file under several serials); serials still never go backwards and a foreign
@@ -170,11 +180,25 @@ class StateVersionService:
             raise NotFound(f"state version {sv_id} has no {'JSON ' if json_state else ''}state to download")
         sv.require_data()
         ttl = self._settings.presign_ttl_s
+        self._check_readable(sv)
         if json_state:
             sv = self._stored.json_state(sv)
             return self._blobs.presign_get(sv.json_blob_key, ttl, sv.json_version)
         sv = self._stored.state(sv)
         return self._blobs.presign_get(sv.blob_key, ttl, sv.blob_version)
+
+    def sanitized_download_url(self, principal: Principal, sv_id: str) -> str:
+        """A Hold Your Own Key version's sanitized copy (HCP's `sanitized-state-download-url`)."""
+        sv = self.get(principal, sv_id)
+        if sv.status != FINALIZED or not sv.hyok_data_key_id:
+            raise NotFound(f"state version {sv_id} has no sanitized state (it is not encrypted with a customer key)")
+        sv.require_data()
+        readable_state(self._blobs, sv)  # still the copy recorded
+        return self._blobs.presign_get(sv.sanitized_blob_key, self._settings.presign_ttl_s)
+
+    def _check_readable(self, sv: StateVersion) -> None:
+        if sv.hyok_data_key_id and self._hyok_keys is not None:
+            self._hyok_keys.check_readable(sv.hyok_data_key_id)
 
     def document(self, principal: Principal, sv_id: str) -> dict[str, Any]:
         """The parsed state of a finalized version (READ_STATE): the web UI's view and diff."""
@@ -186,12 +210,13 @@ class StateVersionService:
         if sv.status != FINALIZED:
             raise NotFound(f"state version {sv.id} is {sv.status}; it has no state yet")
         sv.require_data()
-        doc = st.load_json(verified_state(self._blobs, sv))
+        doc = st.load_json(readable_state(self._blobs, sv))
         return doc if isinstance(doc, dict) else {}
 
     def state_url(self, sv: StateVersion) -> str:
         """A presigned GET of the state of a version a checked call returned (the http backend's 307 for a state
         too large for a Lambda answer)."""
+        self._check_readable(sv)
         sv = self._stored.state(sv)
         return self._blobs.presign_get(sv.blob_key, self._settings.presign_ttl_s, sv.blob_version)
 
@@ -199,6 +224,7 @@ class StateVersionService:
         """The state's bytes as finalized (`stored.py`; Conflict when they are not there). The bytes themselves are
         checked against the recorded md5 before the first one is served: a damaged object (a flipped bit under an
         unchanged size and sidecar) is refused, never streamed as good state."""
+        self._check_readable(sv)
         sv = self._stored.state(sv)
         return iter([verified_state(self._blobs, sv)])
 
@@ -251,6 +277,11 @@ class StateVersionService:
         if target.status != FINALIZED:
             raise Conflict(f"state version {target_id} is {target.status}; only finalized versions can be restored")
         target.require_data()
+        if is_hyok(ws) or target.hyok_data_key_id:
+            raise Invalid(
+                f"workspace {ws.name}'s state is encrypted with its organization's key: the server cannot "
+                "roll it back (it would rewrite a state it cannot read); apply the older configuration"
+            )
         raw = st.with_serial(verified_state(self._blobs, target), (ws.state_serial or 0) + 1)
         return self._writer.store(principal, ws.id, raw, st.parse_state(raw), True, None, self._require_lock(principal))
 
@@ -269,6 +300,8 @@ class StateVersionService:
         ws = self.resolve_workspace(principal, organization, name, create=True)
         assert ws is not None
         self._workspaces.authorize(principal, Action.WRITE_STATE, ws)
+        if is_hyok(ws):
+            raise refuse_plain(ws, "the http backend's state")
         return self._writer.store(
             principal, ws.id, raw, parsed, False, None, state_http.http_lock_rule(principal, lock_id, organization)
         )

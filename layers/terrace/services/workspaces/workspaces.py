@@ -36,6 +36,7 @@ class WorkspaceService(ProjectDefaults):
         *,
         settle_terraform_version: Callable[[Any], Any],
         check_agent_pool: Callable[[Workspace], None],
+        secure_hyok: Callable[[Workspace], Workspace] | None = None,
         locked_tag_keys: Callable[[str], set[str]],
         remote_state_default: Callable[[], bool] = lambda: False,
         repository_link: RepositoryLink | None = None,
@@ -53,6 +54,8 @@ class WorkspaceService(ProjectDefaults):
         self.settle_terraform_version = settle_terraform_version
         # refuses (422) an agent-mode workspace whose pool is absent or does not allow it (AgentPoolBindings)
         self.check_agent_pool = check_agent_pool
+        # a workspace with hyok-enabled: its organization's primary HYOK configuration's agents run it (HyokStateKeys)
+        self._secure_hyok = secure_hyok
         self._link = repository_link  # connects `vcs-repo` (the VCS area)
         # the reserved tag keys with disable-overrides of an organization (ReservedTagKeyService.locked_keys)
         self.locked_tag_keys = locked_tag_keys
@@ -217,6 +220,10 @@ class WorkspaceService(ProjectDefaults):
         return updated
 
     def _checked(self, ws: Workspace) -> Workspace:
+        if ws.extra.get("hyok-enabled") is True:
+            if self._secure_hyok is None:
+                raise Invalid("this server does not encrypt state with customer keys", pointer="/data/attributes")
+            ws = self._secure_hyok(ws)
         if ws.agent_pool_id or ws.execution_mode == "agent":
             self.check_agent_pool(ws)
         self.check_tag_bindings(ws)
