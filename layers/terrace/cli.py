@@ -9,8 +9,9 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -62,6 +63,19 @@ def _ip_ranges() -> dict[str, str]:
     return {name: os.environ[f"TERRACE_{name.upper()}"] for name in names if os.environ.get(f"TERRACE_{name.upper()}")}
 
 
+def agent_key_wrapper(env: Mapping[str, str]) -> Any:
+    """How an agent reaches customers' keys (Hold Your Own Key): the key file on its host (TERRACE_HYOK_KEY_FILE),
+    else AWS KMS as the customer's role (AWS_REGION; TERRACE_HYOK_KMS_ENDPOINT for a KMS-compatible endpoint)."""
+    if env.get("TERRACE_HYOK_KEY_FILE"):
+        from terrace.adapters.file_key_wrapper import FileKeyWrapper
+
+        return FileKeyWrapper(env["TERRACE_HYOK_KEY_FILE"])
+    from terrace.adapters.kms_key_wrapper import KmsKeyWrapper
+
+    region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1"
+    return KmsKeyWrapper(region=region, endpoint_url=env.get("TERRACE_HYOK_KMS_ENDPOINT") or None)
+
+
 @app.command()
 def agent(
     token: Annotated[str, typer.Option("--token", help="An agent pool token (TFC_AGENT_TOKEN).")] = "",
@@ -98,7 +112,7 @@ def agent(
     except ConfigError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(code=2) from None
-    raise typer.Exit(agent_program.serve(options))
+    raise typer.Exit(agent_program.serve(options, key_wrapper=agent_key_wrapper(os.environ)))
 
 
 @app.command()

@@ -73,3 +73,28 @@ def is_sanitized(state: dict[str, Any]) -> bool:
             if isinstance(instance, dict) and instance.get("private"):
                 return False
     return True
+
+
+PLAN_CHANGE_KEYS = ("actions", "importing", "replace_paths", "action_reason")
+PLAN_RESOURCE_KEYS = ("address", "module_address", "mode", "type", "name", "index", "provider_name", "action_reason")
+
+
+def sanitize_plan(plan: dict[str, Any]) -> dict[str, Any]:
+    """What the server keeps of a HYOK workspace's JSON plan: what changes and how, never a value (the values of a
+    plan, sensitive or not, are the customer's to decrypt: they travel only in the encrypted saved plan)."""
+    changes = []
+    for change in plan.get("resource_changes") or []:
+        if not isinstance(change, dict):
+            continue
+        kept = {k: change[k] for k in PLAN_RESOURCE_KEYS if k in change}
+        found = change.get("change")
+        inner: dict[str, Any] = found if isinstance(found, dict) else {}
+        kept["change"] = {k: inner[k] for k in PLAN_CHANGE_KEYS if k in inner}
+        changes.append(kept)
+    outputs = {
+        name: {"actions": (change.get("actions") if isinstance(change, dict) else None) or []}
+        for name, change in (plan.get("output_changes") or {}).items()
+    }
+    top = ("format_version", "terraform_version", "errored", "applyable", "complete")
+    kept_plan: dict[str, Any] = {k: plan[k] for k in top if k in plan}
+    return {**kept_plan, "resource_changes": changes, "output_changes": outputs, "hyok_sanitized": True}
