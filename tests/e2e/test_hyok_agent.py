@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from conftest import BACKEND
-from e2e_runs import RUN_TIMEOUT_S, remote_dir
+from e2e_runs import RUN_TIMEOUT_S, remote_dir, runs
 from terrace.domain.sanitized_state import ENVELOPE_MAGIC, REDACTED
 from terrace.local.workers import runner_env
 
@@ -71,8 +71,8 @@ def hyok_agent(run_local_stack: Any) -> Iterator[Any]:
             process.stdout.close()
 
 
-def _hyok_pool(api: Any, org: str, unique: Any, key_file: Path) -> str:
-    """An agent pool, an available primary HYOK configuration on the key file's key; the pool's token."""
+def _hyok_pool(api: Any, org: str, unique: Any, key_file: Path) -> tuple[str, str]:
+    """An agent pool, an available primary HYOK configuration on the key file's key: (its id, the pool's token)."""
     if not key_file.exists():
         key_file.write_text(json.dumps({"keys": {"team-key": [base64.b64encode(os.urandom(32)).decode()]}}))
     body = {"data": {"type": "agent-pools", "attributes": {"name": unique("hyok-pool")}}}
@@ -91,7 +91,7 @@ def _hyok_pool(api: Any, org: str, unique: Any, key_file: Path) -> str:
     api.request("POST", f"/api/v2/hyok-configurations/{hyok_id}/actions/test", expect=200)
     patch = {"data": {"type": "hyok-configurations", "attributes": {"primary": True}}}
     api.request("PATCH", f"/api/v2/hyok-configurations/{hyok_id}", patch, expect=200)
-    return str(token.json()["data"]["attributes"]["token"])
+    return hyok_id, str(token.json()["data"]["attributes"]["token"])
 
 
 @pytest.mark.skipif(BACKEND == "moto", reason="the key file stands in for the customer's key on the embedded stack")
@@ -99,7 +99,7 @@ def test_a_hyok_workspace_state_is_sealed_on_the_agent(
     run_local_stack, run_stack, run_api, run_terraform, unique, hyok_agent
 ):
     org = run_stack.organization
-    token = _hyok_pool(run_api, org, unique, run_local_stack.state_dir / "hyok-keys.json")
+    hyok_id, token = _hyok_pool(run_api, org, unique, run_local_stack.state_dir / "hyok-keys.json")
     name = unique("hyokws")
     ws = run_api.create_workspace(name, **{"hyok-enabled": True, "terraform-version": "1.0.3"})
     assert ws["attributes"]["hyok-enabled"] is True and ws["attributes"]["execution-mode"] == "agent"
@@ -119,7 +119,19 @@ def test_a_hyok_workspace_state_is_sealed_on_the_agent(
     outputs = run_api.request("GET", f"/api/v2/state-versions/{sv['id']}/outputs").json()["data"]
     assert SECRET not in json.dumps(outputs)
 
+    (first,) = runs(run_api, ws["id"])
+    plan_id = first["relationships"]["plan"]["data"]["id"]
+    plan_json = run_api.http.get(f"/api/v2/plans/{plan_id}/json-output", follow_redirects=True).json()
+    assert plan_json["hyok_sanitized"] is True and SECRET not in json.dumps(plan_json)
+    assert [c["address"] for c in plan_json["resource_changes"]] == ["null_resource.a"]
+
     planned = tf.run("plan", "-input=false", "-no-color", timeout=RUN_TIMEOUT_S)
     assert "No changes" in planned.stdout, planned  # the agent decrypted the state back
+
+    versions = run_api.request("GET", f"/api/v2/hyok-configurations/{hyok_id}/hyok-customer-key-versions")
+    for version in versions.json()["data"]:
+        run_api.request("POST", f"/api/v2/hyok-customer-key-versions/{version['id']}/actions/revoke", expect=202)
+    refused = tf.run("plan", "-input=false", "-no-color", check=False, timeout=RUN_TIMEOUT_S)
+    assert refused.code != 0 and "which is revoked: it can no longer be decrypted" in refused.output, refused
     agent.terminate()
     agent.wait(timeout=60)

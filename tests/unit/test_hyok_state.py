@@ -16,6 +16,7 @@ import pytest
 from run_helpers import RunEnv, make_run_env
 from terrace.adapters.key_wrapper import CustomerKey
 from terrace.adapters.memory_key_wrapper import MemoryKeyWrapper
+from terrace.domain.principal import PrincipalKind
 from terrace.domain.sanitized_state import REDACTED, sanitize
 from terrace.domain.state import md5_hex
 from terrace.domain.state_versions import sanitized_state_blob_key, state_blob_key
@@ -132,6 +133,20 @@ def test_a_hyok_workspace_keeps_only_ciphertext_and_reads_the_sanitized_copy(env
     off = env.api("PATCH", f"/workspaces/{env.workspace_id}",
                   {"data": {"type": "workspaces", "attributes": {"hyok-enabled": False}}})  # fmt: skip
     assert off.status_code == 422 and "cannot be turned off" in off.text
+
+    # another workspace's run (terraform_remote_state) reads the sanitized copy; the workspace's own, the ciphertext
+    share = {"data": {"type": "workspaces", "attributes": {"global-remote-state": True}}}
+    assert env.api("PATCH", f"/workspaces/{env.workspace_id}", share).status_code == 200
+    reader = env.api("POST", "/organizations/hyokco/workspaces", {"data": {"type": "workspaces",
+                     "attributes": {"name": "reader"}}}).json()["data"]["id"]  # fmt: skip
+    for workspace_id, key in ((reader, "sanitized.tfstate"), (env.workspace_id, f"{sv['id']}.tfstate")):
+        issued = env.container.accounts.issue_token(
+            PrincipalKind.RUN, env.create_run(env.upload_config(workspace_id=workspace_id), workspace_id)["id"],
+            organization="hyokco", workspace_id=workspace_id,
+        )  # fmt: skip
+        answer = env.client.get(f"/api/v2/state-versions/{sv['id']}/download", follow_redirects=False,
+                                headers={"Authorization": f"Bearer {issued.secret}"})  # fmt: skip
+        assert answer.status_code == 302 and key in answer.headers["location"], (workspace_id, answer.text)
 
     (hyok,) = env.container.hyok_store.hyoks_of(env.container.organizations.lookup("hyokco").key)
     versions = env.container.hyok_store.key_versions_of(hyok.id)

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from terrace.adapters.blobs import BlobDamaged, BlobStore
 from terrace.domain import limits
 from terrace.domain import state as st
-from terrace.domain.errors import Conflict, Invalid
-from terrace.domain.principal import Principal
+from terrace.domain.errors import Conflict, Invalid, NotFound
+from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.sanitized_state import ENVELOPE_MAGIC, is_sanitized
-from terrace.domain.state_versions import StateVersion
+from terrace.domain.state_versions import FINALIZED, StateVersion
 from terrace.domain.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -111,6 +111,22 @@ def readable_state(blobs: BlobStore, sv: StateVersion) -> bytes:
     if st.md5_hex(raw) != sv.sanitized_md5:
         raise Conflict(f"the sanitized state of {sv.id} does not match its record; it is not served")
     return raw
+
+
+def other_workspaces_run(principal: Principal, sv: StateVersion) -> bool:
+    """Another workspace's run reading a HYOK version (`terraform_remote_state`): it gets the sanitized copy, as HCP
+    serves it; the workspace's own runs and its readers get the ciphertext."""
+    return (
+        bool(sv.hyok_data_key_id) and principal.kind is PrincipalKind.RUN and principal.workspace_id != sv.workspace_id
+    )
+
+
+def sanitized_url(blobs: BlobStore, sv: StateVersion, ttl_s: int) -> str:
+    if sv.status != FINALIZED or not sv.hyok_data_key_id:
+        raise NotFound(f"state version {sv.id} has no sanitized state (it is not encrypted with a customer key)")
+    sv.require_data()
+    readable_state(blobs, sv)  # still the copy recorded
+    return blobs.presign_get(sv.sanitized_blob_key, ttl_s)
 
 
 def store_upload(

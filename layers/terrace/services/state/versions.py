@@ -18,7 +18,7 @@ from terrace.adapters.events import EventPublisher
 from terrace.config import Settings
 from terrace.domain import state as st
 from terrace.domain import state_versions
-from terrace.domain.errors import Conflict, Forbidden, Invalid, NotFound, TooLarge
+from terrace.domain.errors import Conflict, Forbidden, Invalid, NotFound
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.state_index import IndexedResource, StoredOutput
 from terrace.domain.state_versions import FINALIZED, PENDING, StateVersion
@@ -26,16 +26,16 @@ from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.state import http_backend as state_http
+from terrace.services.state import hyok_state
 from terrace.services.state.current import PENDING_KEY
 from terrace.services.state.http_backend import LockRule
-from terrace.services.state.hyok_state import ATTRIBUTES as HYOK_ATTRIBUTES
-from terrace.services.state.hyok_state import HyokKeys, is_hyok, readable_state, refuse_plain, store_upload
+from terrace.services.state.hyok_state import HyokKeys
 from terrace.services.state.index import StateIndex
 from terrace.services.state.landed import LandedState
 from terrace.services.state.store import StateStore
 from terrace.services.state.stored import StoredState
 from terrace.services.state.uploads import StateUploads, verified_state
-from terrace.services.state.writes import StateWriter
+from terrace.services.state.writes import StateWriter, check_size
 from terrace.services.workspaces.locking import LockService
 from terrace.services.workspaces.workspaces import WorkspaceService
 
@@ -73,8 +73,8 @@ class StateVersionService:
         lineage = state_versions.optional_lineage(attrs)
         force = bool(attrs.get("force", False))
         if attrs.get("state") in (None, ""):
-            if is_hyok(ws):
-                raise refuse_plain(ws, "a two-step upload")
+            if hyok_state.is_hyok(ws):
+                raise hyok_state.refuse_plain(ws, "a two-step upload")
             json_outputs = attrs.get("json-state-outputs") or None
             if json_outputs is not None:
                 pointer = "/data/attributes/json-state-outputs"
@@ -87,9 +87,9 @@ class StateVersionService:
         self._check_size(len(raw))
         if st.md5_hex(raw) != md5:
             raise Invalid("md5 does not match the MD5 of the decoded state", pointer="/data/attributes/md5")
-        if is_hyok(ws) or any(attrs.get(name) is not None for name in HYOK_ATTRIBUTES):
+        if hyok_state.is_hyok(ws) or any(attrs.get(name) is not None for name in hyok_state.ATTRIBUTES):
             lock_rule = self._require_lock(principal)
-            return store_upload(
+            return hyok_state.store_upload(
                 self._writer, self._hyok_keys, principal, ws, attrs, raw, serial, lineage, run_id, lock_rule
             )
         parsed = st.parse_state(raw)
@@ -102,18 +102,7 @@ class StateVersionService:
         return self._writer.store(principal, ws.id, raw, parsed, force, run_id, lock_rule, repeat_creates=True)
 
     def _check_size(self, size: int, http_backend: bool = False) -> None:
-        limit = self._settings.max_inline_state_bytes
-        if size > limit and http_backend:
-            raise TooLarge(
-                f"the state is {size} bytes; the http backend takes states of up to {limit} bytes (its body passes "
-                "through the API's request limit). Larger states: the `cloud` block or the `remote` backend "
-                "(Terraform/OpenTofu >= 1.6 upload state straight to storage)"
-            )
-        if size > limit:
-            raise TooLarge(
-                f"inline state is {size} bytes; the limit is {limit}. Use a client that uploads state "
-                "through hosted-state-upload-url (Terraform/OpenTofu >= 1.6)"
-            )
+        check_size(size, self._settings.max_inline_state_bytes, http_backend)
 
     @staticmethod
     def _require_lock(principal: Principal) -> LockRule:
@@ -180,6 +169,10 @@ class StateVersionService:
             raise NotFound(f"state version {sv_id} has no {'JSON ' if json_state else ''}state to download")
         sv.require_data()
         ttl = self._settings.presign_ttl_s
+        if not json_state and hyok_state.other_workspaces_run(
+            principal, sv
+        ):  # terraform_remote_state: the sanitized copy
+            return self.sanitized_download_url(principal, sv_id)
         self._check_readable(sv)
         if json_state:
             sv = self._stored.json_state(sv)
@@ -189,12 +182,7 @@ class StateVersionService:
 
     def sanitized_download_url(self, principal: Principal, sv_id: str) -> str:
         """A Hold Your Own Key version's sanitized copy (HCP's `sanitized-state-download-url`)."""
-        sv = self.get(principal, sv_id)
-        if sv.status != FINALIZED or not sv.hyok_data_key_id:
-            raise NotFound(f"state version {sv_id} has no sanitized state (it is not encrypted with a customer key)")
-        sv.require_data()
-        readable_state(self._blobs, sv)  # still the copy recorded
-        return self._blobs.presign_get(sv.sanitized_blob_key, self._settings.presign_ttl_s)
+        return hyok_state.sanitized_url(self._blobs, self.get(principal, sv_id), self._settings.presign_ttl_s)
 
     def _check_readable(self, sv: StateVersion) -> None:
         if sv.hyok_data_key_id and self._hyok_keys is not None:
@@ -210,7 +198,7 @@ class StateVersionService:
         if sv.status != FINALIZED:
             raise NotFound(f"state version {sv.id} is {sv.status}; it has no state yet")
         sv.require_data()
-        doc = st.load_json(readable_state(self._blobs, sv))
+        doc = st.load_json(hyok_state.readable_state(self._blobs, sv))
         return doc if isinstance(doc, dict) else {}
 
     def state_url(self, sv: StateVersion) -> str:
@@ -277,7 +265,7 @@ class StateVersionService:
         if target.status != FINALIZED:
             raise Conflict(f"state version {target_id} is {target.status}; only finalized versions can be restored")
         target.require_data()
-        if is_hyok(ws) or target.hyok_data_key_id:
+        if hyok_state.is_hyok(ws) or target.hyok_data_key_id:
             raise Invalid(
                 f"workspace {ws.name}'s state is encrypted with its organization's key: the server cannot "
                 "roll it back (it would rewrite a state it cannot read); apply the older configuration"
@@ -300,8 +288,8 @@ class StateVersionService:
         ws = self.resolve_workspace(principal, organization, name, create=True)
         assert ws is not None
         self._workspaces.authorize(principal, Action.WRITE_STATE, ws)
-        if is_hyok(ws):
-            raise refuse_plain(ws, "the http backend's state")
+        if hyok_state.is_hyok(ws):
+            raise hyok_state.refuse_plain(ws, "the http backend's state")
         return self._writer.store(
             principal, ws.id, raw, parsed, False, None, state_http.http_lock_rule(principal, lock_id, organization)
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 from terrace.adapters.blobs import BlobStore
 from terrace.domain import clock, state_versions
 from terrace.domain import state as st
+from terrace.domain.errors import TooLarge
 from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.state import ParsedState
@@ -132,3 +133,18 @@ class StateWriter:
         self._uploads.reindex(workspace_id, sv_id, parsed)
         self._uploads.announce_indexed(workspace_id, sv_id)
         return stored
+
+
+def check_size(size: int, limit: int, http_backend: bool = False) -> None:
+    """Inline states (and the http backend's bodies) are bounded by `limit`: TooLarge naming the way around."""
+    if size > limit and http_backend:
+        raise TooLarge(
+            f"the state is {size} bytes; the http backend takes states of up to {limit} bytes (its body passes "
+            "through the API's request limit). Larger states: the `cloud` block or the `remote` backend "
+            "(Terraform/OpenTofu >= 1.6 upload state straight to storage)"
+        )
+    if size > limit:
+        raise TooLarge(
+            f"inline state is {size} bytes; the limit is {limit}. Use a client that uploads state "
+            "through hosted-state-upload-url (Terraform/OpenTofu >= 1.6)"
+        )
