@@ -2,8 +2,9 @@
 sensitive output to a HYOK workspace; the run goes to `terrace agent`, which reaches the customer's key (the key file
 on its host), seals the new state under a fresh data key and uploads it with a sanitized copy. What the server
 stores is ciphertext (the sensitive value is in neither download it serves but the sanitized copy's redaction), the
-wrapped data key is recorded under the customer key version, and a second plan on the agent decrypts the state
-back (no changes)."""
+wrapped data key is recorded under the customer key version, the JSON plan keeps no value, and a second plan on the
+agent decrypts the state back (no changes). What a revoked key version does to a run: tests/unit/test_hyok_agent.py
+(in process)."""
 
 from __future__ import annotations
 
@@ -129,9 +130,9 @@ def test_a_hyok_workspace_state_is_sealed_on_the_agent(
     assert "No changes" in planned.stdout, planned  # the agent decrypted the state back
 
     versions = run_api.request("GET", f"/api/v2/hyok-configurations/{hyok_id}/hyok-customer-key-versions")
-    for version in versions.json()["data"]:
-        run_api.request("POST", f"/api/v2/hyok-customer-key-versions/{version['id']}/actions/revoke", expect=202)
-    refused = tf.run("plan", "-input=false", "-no-color", check=False, timeout=RUN_TIMEOUT_S)
-    assert refused.code != 0 and "which is revoked: it can no longer be decrypted" in refused.output, refused
+    # the one version of the key file's key wrapped the key test's data key and the agent's (the queued test and the
+    # one asked for may each record it); revoking it: tests/unit/test_hyok_agent.py
+    listed = {(v["attributes"]["key-version"], v["attributes"]["status"]) for v in versions.json()["data"]}
+    assert listed == {("team-key/1", "available")}
     agent.terminate()
     agent.wait(timeout=60)
