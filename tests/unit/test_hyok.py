@@ -247,10 +247,10 @@ def test_hyok_is_refused_where_it_would_be_a_promise_terrace_does_not_keep(env: 
     update["data"]["attributes"]["hyok-enabled"] = False
     assert bare.api("PATCH", "/organizations/nohyok/workspaces/app", update).status_code == 200
     enforce = {"data": {"type": "organizations", "attributes": {"enforce-hyok": True}}}
-    refused = env.api("PATCH", "/organizations/acme", enforce)
+    refused = bare.api("PATCH", "/organizations/nohyok", enforce)
     assert refused.status_code == 422 and "enforce-hyok" in refused.json()["errors"][0]["detail"]
     enforce["data"]["attributes"]["enforce-hyok"] = False
-    assert env.api("PATCH", "/organizations/acme", enforce).status_code == 200
+    assert bare.api("PATCH", "/organizations/nohyok", enforce).status_code == 200
 
 
 def test_the_key_is_reached_as_the_oidc_configuration_with_terraces_workload_identity_token(env: RunEnv) -> None:

@@ -155,3 +155,19 @@ def test_a_hyok_workspace_keeps_only_ciphertext_and_reads_the_sanitized_copy(env
     gone = env.api("GET", f"/state-versions/{sv['id']}/download", follow_redirects=False)
     assert gone.status_code == 409 and "revoked: it can no longer be decrypted" in gone.json()["errors"][0]["detail"]
     assert _upload(env, 2).status_code == 409  # a revoked version wraps nothing new
+
+
+def test_an_organization_that_enforces_hyok_makes_every_new_workspace_hyok(env: RunEnv) -> None:
+    enforce = {"data": {"type": "organizations", "attributes": {"enforce-hyok": True}}}
+    answer = env.api("PATCH", "/organizations/hyokco", enforce)
+    assert answer.status_code == 200 and answer.json()["data"]["attributes"]["enforce-hyok"] is True
+    created = env.api("POST", "/organizations/hyokco/workspaces",
+                      {"data": {"type": "workspaces", "attributes": {"name": "enforced"}}})  # fmt: skip
+    assert created.status_code == 201, created.text
+    attrs = created.json()["data"]["attributes"]
+    assert attrs["hyok-enabled"] is True and attrs["execution-mode"] == "agent"
+    opted_out = env.api("POST", "/organizations/hyokco/workspaces", {"data": {"type": "workspaces",
+                        "attributes": {"name": "opted-out", "hyok-enabled": False}}})  # fmt: skip
+    assert opted_out.status_code == 422 and "enforces Hold Your Own Key" in opted_out.text
+    enforce["data"]["attributes"]["enforce-hyok"] = False
+    assert env.api("PATCH", "/organizations/hyokco", enforce).status_code == 200

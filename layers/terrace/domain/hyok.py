@@ -210,12 +210,6 @@ def check_key_version_deletable(key: KeyVersion) -> None:
         raise TransitionNotAllowed(f"key version {key.id} must be revoked before it is deleted")
 
 
-NOT_ENCRYPTED = (
-    "Terrace does not yet encrypt a workspace's state and plans with a customer's key (docs/features/hyok.md): "
-    "it refuses to claim it does"
-)
-
-
 def check_enabling(key: str, value: Any, enabled: bool) -> bool:
     """`hyok-enabled` of a workspace: once true it stays true (its state is ciphertext only its agents open)."""
     if not isinstance(value, bool):
@@ -225,14 +219,4 @@ def check_enabling(key: str, value: Any, enabled: bool) -> bool:
             f"{key} cannot be turned off: the workspace's state is encrypted with its organization's key",
             pointer=f"/data/attributes/{key}",
         )
-    return value
-
-
-def refuse_enabling(key: str, value: Any) -> bool:
-    """`hyok-enabled` of a workspace, `enforce-hyok` of an organization: false is kept, true refused (422) rather
-    than accepted and not acted on."""
-    if not isinstance(value, bool):
-        raise Invalid(f"{key} must be true or false", pointer=f"/data/attributes/{key}")
-    if value:
-        raise Invalid(f"{key}: {NOT_ENCRYPTED}", pointer=f"/data/attributes/{key}")
     return value

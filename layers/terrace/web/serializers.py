@@ -38,6 +38,7 @@ def organization(org: Organization, permissions: dict[str, bool]) -> dict[str, A
             "session-remember": org.settings.get("session-remember"),
             "cost-estimation-enabled": org.cost_estimation_enabled,
             "assessments-enforced": org.settings.get("assessments-enforced", False) is True,
+            "enforce-hyok": org.settings.get("enforce-hyok", False) is True,
             "speculative-plan-management-enabled": org.settings.get("speculative-plan-management-enabled", True)
             is not False,
             "fork-pull-request-plans-enabled": org.settings.get("fork-pull-request-plans-enabled", False) is True,

@@ -186,6 +186,12 @@ class WorkspaceService(ProjectDefaults):
         if project_id is not None:  # one of its organization's, or not found
             project_id = self._projects.in_organization(org.key, project_id).id
         name = model.validate_name(attributes.get("name"))
+        if org.settings.get("enforce-hyok") is True:  # Hold Your Own Key for every new workspace
+            if attributes.get("hyok-enabled") is False:
+                raise Invalid(
+                    "hyok-enabled: the organization enforces Hold Your Own Key", pointer="/data/attributes/hyok-enabled"
+                )
+            attributes = {**attributes, "hyok-enabled": True}
         ws = model.new_workspace(
             name,
             org.key,
