@@ -116,6 +116,7 @@ def test_a_hyok_workspace_keeps_only_ciphertext_and_reads_the_sanitized_copy(env
     stored = blobs.get(state_blob_key(env.workspace_id, sv["id"]))
     assert envelope.is_sealed(stored) and SECRET.encode() not in stored
     assert SECRET.encode() not in blobs.get(sanitized_state_blob_key(env.workspace_id, sv["id"]))
+    assert sv["attributes"]["encrypted-state-download-url"] == sv["attributes"]["hosted-state-download-url"]
     assert sv["attributes"]["sanitized-state-download-url"].endswith(f"/state-versions/{sv['id']}/sanitized-download")
     data_key_id = sv["relationships"]["hyok-encrypted-data-key"]["data"]["id"]
     shown = env.api("GET", f"/hyok-encrypted-data-keys/{data_key_id}").json()["data"]["attributes"]

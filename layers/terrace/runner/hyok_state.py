@@ -17,8 +17,8 @@ import base64
 import hashlib
 import json
 import struct
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx
 
@@ -40,10 +40,20 @@ def hyok_backend(spec: JobSpec) -> str:
     return 'terraform {\n  backend "local" {}\n}\n'
 
 
-def _customer_key(key: HyokJobKey) -> Any:
-    from terrace.adapters.key_wrapper import CustomerKey  # the port's value type, shared with the key wrappers
+@dataclass(frozen=True)
+class AgentKey:
+    """Where the customer's key is and how to reach it, as the key wrappers read it (`adapters/key_wrapper.py`'s
+    `CustomerKey`: the same attributes; the runner imports no adapter, `cli.py` hands it its wrapper)."""
 
-    return CustomerKey(key.kek_id, key.oidc_kind, key.kms_options, key.oidc, key.web_identity_token)
+    kek_id: str
+    oidc_kind: str
+    kms_options: dict[str, str] = field(default_factory=dict)
+    oidc: dict[str, str] = field(default_factory=dict)
+    web_identity_token: str = field(default="", repr=False)
+
+
+def _customer_key(key: HyokJobKey) -> AgentKey:
+    return AgentKey(key.kek_id, key.oidc_kind, dict(key.kms_options), dict(key.oidc), key.web_identity_token)
 
 
 class HyokAgent:

@@ -44,7 +44,8 @@ def state_version(sv: StateVersion, base_url: str, upload_urls: tuple[str | None
         "vcs-commit-url": None,
         "billable-rum-count": None,
     }
-    if sv.hyok_data_key_id:  # Hold Your Own Key: the state is the agent's ciphertext; the server reads this copy
+    if sv.hyok_data_key_id:  # Hold Your Own Key: the state is the agent's ciphertext; the server reads the sanitized
+        attributes["encrypted-state-download-url"] = download
         attributes["sanitized-state-download-url"] = (
             f"{base_url}/api/v2/state-versions/{sv.id}/sanitized-download" if finalized else None
         )
