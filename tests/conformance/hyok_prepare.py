@@ -3,7 +3,8 @@ HYOK tests (ENABLE_HYOK_INTEGRATION_TESTS=1): an organization whose HYOK configu
 stack's key file (TERRACE_HYOK_KEY_FILE, made by run.sh) through an AWS OIDC configuration and an agent pool, tested
 once, so that a customer key version and an encrypted data key exist. Prints the variables go-tfe's tests read
 (HYOK_ORGANIZATION_NAME, HYOK_POOL_ID, HYOK_CUSTOMER_KEY_VERSION_ID, HYOK_ENCRYPTED_DATA_KEY_ID) as `export` lines,
-and a HYOK workspace's state version written as an agent writes it (HYOK_STATE_VERSION_ID).
+and a HYOK workspace (HYOK_WORKSPACE_NAME) with a state version written as an agent writes it
+(HYOK_STATE_VERSION_ID).
 
 Usage: hyok_prepare.py DEV_JSON KEY_NAME KEY_FILE
 """
@@ -91,6 +92,7 @@ def main(dev_json: str, key_name: str, key_file: str) -> None:
     state_version = _encrypted_state(api, pool["data"]["id"], key_file, key_name)
     print(f"export HYOK_ORGANIZATION_NAME={ORGANIZATION}")
     print(f"export HYOK_STATE_VERSION_ID={state_version}")
+    print("export HYOK_WORKSPACE_NAME=hyok-state")
     print(f"export HYOK_POOL_ID={pool['data']['id']}")
     print(f"export HYOK_CUSTOMER_KEY_VERSION_ID={version['id']}")
     print(f"export HYOK_ENCRYPTED_DATA_KEY_ID={data_key}")

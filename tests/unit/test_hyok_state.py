@@ -133,7 +133,7 @@ def test_a_hyok_workspace_keeps_only_ciphertext_and_reads_the_sanitized_copy(env
     assert rollback.status_code == 422 and "cannot roll it back" in rollback.text
     off = env.api("PATCH", f"/workspaces/{env.workspace_id}",
                   {"data": {"type": "workspaces", "attributes": {"hyok-enabled": False}}})  # fmt: skip
-    assert off.status_code == 422 and "cannot be turned off" in off.text
+    assert off.status_code == 400 and "may not be disabled once it has been turned on" in off.text
 
     # another workspace's run (terraform_remote_state) reads the sanitized copy; the workspace's own, the ciphertext
     share = {"data": {"type": "workspaces", "attributes": {"global-remote-state": True}}}

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from terrace.domain.errors import Invalid, TransitionNotAllowed
+from terrace.domain.errors import BadRequest, Invalid, TransitionNotAllowed
 from terrace.domain.limits import TEXT_ATTRIBUTE_MAX, text
 
 
@@ -214,9 +214,6 @@ def check_enabling(key: str, value: Any, enabled: bool) -> bool:
     """`hyok-enabled` of a workspace: once true it stays true (its state is ciphertext only its agents open)."""
     if not isinstance(value, bool):
         raise Invalid(f"{key} must be true or false", pointer=f"/data/attributes/{key}")
-    if enabled and not value:
-        raise Invalid(
-            f"{key} cannot be turned off: the workspace's state is encrypted with its organization's key",
-            pointer=f"/data/attributes/{key}",
-        )
+    if enabled and not value:  # HCP's answer, word for word (go-tfe's tests compare it)
+        raise BadRequest("hyok may not be disabled once it has been turned on for a workspace")
     return value
