@@ -9,8 +9,9 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -62,6 +63,19 @@ def _ip_ranges() -> dict[str, str]:
     return {name: os.environ[f"TERRACE_{name.upper()}"] for name in names if os.environ.get(f"TERRACE_{name.upper()}")}
 
 
+def agent_key_wrapper(env: Mapping[str, str]) -> Any:
+    """How an agent reaches customers' keys (Hold Your Own Key): the key file on its host (TERRACE_HYOK_KEY_FILE),
+    else AWS KMS as the customer's role (AWS_REGION; TERRACE_HYOK_KMS_ENDPOINT for a KMS-compatible endpoint)."""
+    if env.get("TERRACE_HYOK_KEY_FILE"):
+        from terrace.adapters.file_key_wrapper import FileKeyWrapper
+
+        return FileKeyWrapper(env["TERRACE_HYOK_KEY_FILE"])
+    from terrace.adapters.kms_key_wrapper import KmsKeyWrapper
+
+    region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1"
+    return KmsKeyWrapper(region=region, endpoint_url=env.get("TERRACE_HYOK_KMS_ENDPOINT") or None)
+
+
 @app.command()
 def agent(
     token: Annotated[str, typer.Option("--token", help="An agent pool token (TFC_AGENT_TOKEN).")] = "",
@@ -78,6 +92,16 @@ def agent(
             help="Allow a plain http TFC_ADDRESS on this machine's loopback (a local test server); never elsewhere.",
         ),
     ] = False,
+    hyok_key_file: Annotated[
+        str, typer.Option(envvar="TERRACE_HYOK_KEY_FILE", help="Hold Your Own Key: the key file on this host.")
+    ] = "",
+    hyok_kms_endpoint: Annotated[
+        str,
+        typer.Option(
+            envvar="TERRACE_HYOK_KMS_ENDPOINT",
+            help="Hold Your Own Key without a key file: a KMS-compatible endpoint (default: AWS KMS of AWS_REGION).",
+        ),
+    ] = "",
 ) -> None:
     """Run a self-hosted agent of an agent pool: it executes the runs of the pool's workspaces on this machine,
     reaching Terrace's URL outbound only; settings as tfc-agent's (TFC_AGENT_TOKEN, TFC_ADDRESS, ...)."""
@@ -98,7 +122,8 @@ def agent(
     except ConfigError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(code=2) from None
-    raise typer.Exit(agent_program.serve(options))
+    keys = {**os.environ, "TERRACE_HYOK_KEY_FILE": hyok_key_file, "TERRACE_HYOK_KMS_ENDPOINT": hyok_kms_endpoint}
+    raise typer.Exit(agent_program.serve(options, key_wrapper=agent_key_wrapper(keys)))
 
 
 @app.command()

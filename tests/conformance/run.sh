@@ -64,7 +64,7 @@ echo "conformance: fresh stack on https://localhost:$PORT (log: $OUT/server.log)
 # ENABLE_HYOK_INTEGRATION_TESTS=1: go-tfe's HYOK tests need an organization prepared with a working key (as a
 # real deployment would have); the variables naming it pass through to the tests.
 if [ "${ENABLE_HYOK_INTEGRATION_TESTS:-}" = 1 ]; then
-    prepared=$("$PYTHON" "$ROOT/tests/conformance/hyok_prepare.py" "$DEV_JSON" "$HYOK_KEY") ||
+    prepared=$("$PYTHON" "$ROOT/tests/conformance/hyok_prepare.py" "$DEV_JSON" "$HYOK_KEY" "$WORK/hyok-keys.json") ||
         { echo "conformance: preparing the HYOK organization failed" >&2; exit 2; }
     eval "$prepared"
     export ENABLE_HYOK_INTEGRATION_TESTS

@@ -280,7 +280,9 @@ def run_local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalS
         prefix=f"e2e-runs-{uuid.uuid4().hex[:8]}",
         data_dir=None if BACKEND == "moto" else state_dir / "data",
     )
-    local.settings_overrides = dict(RUN_SETTINGS)
+    # Hold Your Own Key (tests/e2e/test_hyok_encrypted_state_cli.py): the key file its HYOK configurations' tests
+    # read; the test writes it, and gives the same file to its agent
+    local.settings_overrides = {**RUN_SETTINGS, "hyok_key_file": str(state_dir / "hyok-keys.json")}
     local.start()
     try:
         yield local

@@ -231,24 +231,26 @@ def test_deleting_the_organization_deletes_its_configurations_keys_and_data_keys
 
 
 def test_hyok_is_refused_where_it_would_be_a_promise_terrace_does_not_keep(env: RunEnv) -> None:
-    """Terrace does not encrypt state and plans with the customer's key yet: turning HYOK on for a workspace or
-    enforcing it for an organization is a 422 naming why, never an answer that claims it (false is kept)."""
+    """A workspace's HYOK needs an available primary HYOK configuration (`tests/unit/test_hyok_state.py` turns it on);
+    without one it is a 422 naming why, never an answer that claims it (false is kept). Enforcing it for an
+    organization is refused likewise."""
+    bare = make_run_env("nohyok")  # an organization without a HYOK configuration
     create = {"data": {"type": "workspaces", "attributes": {"name": "secret", "hyok-enabled": True}}}
-    refused = env.api("POST", "/organizations/acme/workspaces", create)
+    refused = bare.api("POST", "/organizations/nohyok/workspaces", create)
     assert refused.status_code == 422, refused.text
     error = refused.json()["errors"][0]
-    assert error["source"]["pointer"] == "/data/attributes/hyok-enabled" and "does not yet encrypt" in error["detail"]
+    assert error["source"]["pointer"] == "/data/attributes/hyok-enabled" and "HYOK configuration" in error["detail"]
     update = {"data": {"type": "workspaces", "attributes": {"hyok-enabled": True}}}
-    assert env.api("PATCH", "/organizations/acme/workspaces/app", update).status_code == 422
+    assert bare.api("PATCH", "/organizations/nohyok/workspaces/app", update).status_code == 422
     update["data"]["attributes"]["hyok-enabled"] = "yes"
-    assert env.api("PATCH", "/organizations/acme/workspaces/app", update).status_code == 422
+    assert bare.api("PATCH", "/organizations/nohyok/workspaces/app", update).status_code == 422
     update["data"]["attributes"]["hyok-enabled"] = False
-    assert env.api("PATCH", "/organizations/acme/workspaces/app", update).status_code == 200
+    assert bare.api("PATCH", "/organizations/nohyok/workspaces/app", update).status_code == 200
     enforce = {"data": {"type": "organizations", "attributes": {"enforce-hyok": True}}}
-    refused = env.api("PATCH", "/organizations/acme", enforce)
+    refused = bare.api("PATCH", "/organizations/nohyok", enforce)
     assert refused.status_code == 422 and "enforce-hyok" in refused.json()["errors"][0]["detail"]
     enforce["data"]["attributes"]["enforce-hyok"] = False
-    assert env.api("PATCH", "/organizations/acme", enforce).status_code == 200
+    assert bare.api("PATCH", "/organizations/nohyok", enforce).status_code == 200
 
 
 def test_the_key_is_reached_as_the_oidc_configuration_with_terraces_workload_identity_token(env: RunEnv) -> None:

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from terrace.domain.errors import Invalid, TransitionNotAllowed
+from terrace.domain.errors import BadRequest, Invalid, TransitionNotAllowed
 from terrace.domain.limits import TEXT_ATTRIBUTE_MAX, text
 
 
@@ -210,17 +210,10 @@ def check_key_version_deletable(key: KeyVersion) -> None:
         raise TransitionNotAllowed(f"key version {key.id} must be revoked before it is deleted")
 
 
-NOT_ENCRYPTED = (
-    "Terrace does not yet encrypt a workspace's state and plans with a customer's key (docs/features/hyok.md): "
-    "it refuses to claim it does"
-)
-
-
-def refuse_enabling(key: str, value: Any) -> bool:
-    """`hyok-enabled` of a workspace, `enforce-hyok` of an organization: false is kept, true refused (422) rather
-    than accepted and not acted on."""
+def check_enabling(key: str, value: Any, enabled: bool) -> bool:
+    """`hyok-enabled` of a workspace: once true it stays true (its state is ciphertext only its agents open)."""
     if not isinstance(value, bool):
         raise Invalid(f"{key} must be true or false", pointer=f"/data/attributes/{key}")
-    if value:
-        raise Invalid(f"{key}: {NOT_ENCRYPTED}", pointer=f"/data/attributes/{key}")
+    if enabled and not value:  # HCP's answer, word for word (go-tfe's tests compare it)
+        raise BadRequest("hyok may not be disabled once it has been turned on for a workspace")
     return value

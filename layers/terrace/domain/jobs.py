@@ -203,6 +203,8 @@ class JobSpec(BaseModel):
     ssh_private_key: str | None = Field(default=None, repr=False)
     heartbeat_interval_s: int = 10
     workload_credentials: list[WorkloadCredential] = Field(default_factory=list)  # dynamic provider credentials
+    # Hold Your Own Key: the workspace's state and plans are encrypted on the agent (`domain/hyok_jobs.py`)
+    hyok: bool = False
 
 
 class HeartbeatRequest(BaseModel):

@@ -82,6 +82,8 @@ BOOLEAN_SETTINGS = {
     "fork-pull-request-plans-enabled": False,
     # a pull request's speculative plan ends with one comment on it, edited in place (services/vcs/comments.py)
     "speculative-plan-comments-enabled": False,
+    # Hold Your Own Key: every new workspace encrypts its state with the organization's key (`services/hyok/`)
+    "enforce-hyok": False,
     "user-tokens-enabled": True,  # users' API tokens reach the organization (`OrgView.user_tokens_enabled`)
     # one commit status per commit for all the organization's workspaces (services/vcs/aggregated_statuses.py)
     "aggregated-commit-status-enabled": False,

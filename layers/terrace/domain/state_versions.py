@@ -26,6 +26,11 @@ def json_state_blob_key(workspace_id: str, sv_id: str) -> str:
     return f"state/{workspace_id}/{sv_id}.json"
 
 
+def sanitized_state_blob_key(workspace_id: str, sv_id: str) -> str:
+    """A Hold Your Own Key version's sanitized copy (`domain/sanitized_state.py`); its state blob is ciphertext."""
+    return f"state/{workspace_id}/{sv_id}.sanitized.tfstate"
+
+
 @dataclass(frozen=True)
 class StateVersion:
     id: str
@@ -58,6 +63,11 @@ class StateVersion:
     outputs_pending: bool = False  # a two-step upload without json-state-outputs: the events worker extracts them
     index_error: str | None = None  # the events worker found the uploaded state disagreeing with its declaration
     backing_data: str = DATA_PRESENT  # services/state/backing_data.py
+    # Hold Your Own Key: the state blob is the agent's envelope, opened by this encrypted data key only on an agent;
+    # the server reads the sanitized copy (its MD5 and size as stored)
+    hyok_data_key_id: str | None = None
+    sanitized_md5: str | None = None
+    sanitized_size: int | None = None
 
     def require_data(self) -> None:
         """Its state file, unless soft-deleted or deleted (then it is 404, as TFE answers)."""
@@ -71,6 +81,10 @@ class StateVersion:
     @property
     def json_blob_key(self) -> str:
         return json_state_blob_key(self.workspace_id, self.id)
+
+    @property
+    def sanitized_blob_key(self) -> str:
+        return sanitized_state_blob_key(self.workspace_id, self.id)
 
 
 # Write rules ------------------------------------------------------------------------------

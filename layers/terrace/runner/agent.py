@@ -29,6 +29,8 @@ from terrace.runner.client import RunnerApi, Transfers, with_retries
 from terrace.runner.config import ConfigError, RunnerConfig
 from terrace.runner.execution import JobExecutor
 from terrace.runner.hand_back import HandBackRunner
+from terrace.runner.hyok_envelope import KeyWrapping
+from terrace.runner.hyok_state import HyokAgent
 from terrace.runner.main import StopIdle, _JsonFormatter
 
 log = logging.getLogger("terrace.agent")
@@ -144,9 +146,10 @@ class AgentRunner(HandBackRunner):
     pool) instead of reported."""
 
 
-def serve(options: AgentOptions, env: Mapping[str, str] | None = None) -> int:
+def serve(options: AgentOptions, env: Mapping[str, str] | None = None, key_wrapper: KeyWrapping | None = None) -> int:
     """Registers, serves jobs until SIGTERM (or one job with `single`), says it exited. 0 when stopped, 2 for bad
-    settings or a refused registration, 3 when the API refused the token meanwhile."""
+    settings or a refused registration, 3 when the API refused the token meanwhile. `key_wrapper`: how this agent
+    reaches customers' keys for Hold Your Own Key workspaces (`runner/hyok_state.py`; none: it runs none)."""
     env = dict(os.environ if env is None else env)
     handler = logging.StreamHandler(sys.stdout)
     handler.setFormatter(_JsonFormatter())
@@ -163,7 +166,11 @@ def serve(options: AgentOptions, env: Mapping[str, str] | None = None) -> int:
     config = config.model_copy(update={"runner_id": agent["agent_id"]})
     sandbox.guard_link_local(config.block_link_local, env)
     api = RunnerApi(config.api_url, config.runner_token, config.runner_id, config.ssl_cert_file)
-    runner = AgentRunner(config, api, JobExecutor(config, api, Transfers(config.ssl_cert_file)))
+    transfers = Transfers(config.ssl_cert_file)
+    hyok = HyokAgent(
+        config.api_url, config.runner_token, config.runner_id, transfers, key_wrapper, config.ssl_cert_file
+    )
+    runner = AgentRunner(config, api, JobExecutor(config, api, transfers, hyok=hyok))
 
     def stop(signum: int, _frame: object) -> None:
         log.info("signal %d: stopping (a plan in flight is handed back, an apply finishes)", signum)

@@ -45,7 +45,8 @@ class ApplyPhase:
         if not job.resumed:
             self.steps.prepare(job)
             stored = self._download_plan(job)
-        check_recorded(spec, stored)
+        if not spec.hyok:  # a sealed plan was checked before it was opened (`_download_plan`)
+            check_recorded(spec, stored)
         tail: deque[bytes] = deque(maxlen=64)
 
         def sink(chunk: bytes) -> None:
@@ -54,6 +55,8 @@ class ApplyPhase:
 
         self._announce_apply(job)
         code = self.steps.run(job, commands.apply_args(stored, threads), sink=sink)
+        if spec.hyok:  # the new state, sealed with the customer's key, whether the apply succeeded or not
+            self.steps.hyok_state(job).push(job)
         if code != 0:
             raise JobFailed(f"apply failed (exit code {code})")
         matches = APPLY_SUMMARY.findall(b"".join(tail))
@@ -72,6 +75,9 @@ class ApplyPhase:
         stored = job.folder.write("plan.stored", b"", job_reads=True)
         assert job.spec.plan_file_url
         self.transfers.download(job.spec.plan_file_url, stored, MAX_PLAN_BYTES, "saved plan")
+        if job.spec.hyok:
+            check_recorded(job.spec, stored)
+            self.steps.hyok_state(job).open_plan(job, stored)
         return stored
 
     def _fresh(self, job: Job, held: HeldPlan) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import logging
 import time
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from terrace.domain import runs as rs
 from terrace.domain.jobs import FinishRequest, FinishResponse, JobSpec
@@ -31,6 +31,9 @@ from terrace.runner.query import run_query
 from terrace.runner.rundir import BackendOverride, RunSetupError, remote_backend_override
 from terrace.runner.safe_tar import UnsafeArchive
 
+if TYPE_CHECKING:
+    from terrace.runner.hyok_state import HyokAgent
+
 log = logging.getLogger("terrace.runner.execution")
 MAY_STILL_APPLY = rs.APPLY_AHEAD
 HELD_CHECK_S = 5.0  # how often an idle runner asks the API which held plan folders may still be applied
@@ -48,6 +51,19 @@ class _Discard(io.StringIO):
 _DISCARD = _Discard()
 
 
+def _hyok_aware(backend_override: BackendOverride) -> BackendOverride:
+    """A Hold Your Own Key job keeps its state in a local backend the agent fills and empties, encrypted."""
+
+    def override(spec: JobSpec) -> str:
+        if spec.hyok:
+            from terrace.runner.hyok_state import hyok_backend
+
+            return hyok_backend(spec)
+        return backend_override(spec)
+
+    return override
+
+
 class JobExecutor:
     def __init__(
         self,
@@ -57,11 +73,13 @@ class JobExecutor:
         backend_override: BackendOverride = remote_backend_override,
         echo_to: TextIO | None = None,
         cache: PlanCache | None = None,
+        hyok: HyokAgent | None = None,
     ) -> None:
         self.config, self.api, self.transfers = config, api, transfers
         self.echo_to = echo_to
         self.cache = cache if cache is not None else PlanCache()
-        self.steps = JobSteps(config, api.runner_id, transfers, backend_override)
+        self.hyok = hyok
+        self.steps = JobSteps(config, api.runner_id, transfers, _hyok_aware(backend_override), hyok)
         self.plan = PlanPhase(self.steps, api, transfers)
         self.apply = ApplyPhase(self.steps, api, transfers, config.work_dir)
         self._held_checked = 0.0
@@ -157,6 +175,8 @@ class JobExecutor:
     def close(self) -> None:
         """The runner exits: nothing of a job outlives it."""
         self.cache.clear()
+        if self.hyok is not None:
+            self.hyok.close()
 
     def _may_be_applied(self, job: Job, report: FinishRequest) -> bool:
         spec = job.spec

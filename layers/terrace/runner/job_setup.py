@@ -16,7 +16,7 @@ from collections.abc import Callable, Container
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from terrace.domain import tool_versions
 from terrace.domain.jobs import JobSpec
@@ -32,6 +32,9 @@ from terrace.runner.release_check import ReleaseRefused
 from terrace.runner.rundir import BackendOverride, child_env, run_identity_env, write_run_files
 from terrace.runner.safe_tar import extract, working_dir
 from terrace.runner.tool_fetch import ToolFetcher
+
+if TYPE_CHECKING:
+    from terrace.runner.hyok_state import HyokAgent as HyokState
 
 log = logging.getLogger("terrace.runner.job_setup")
 # `terraform init`, `plan` and `show -json` reach the API (the remote backend's ping, the workspace, its state) and
@@ -69,10 +72,16 @@ class Job:
 
 class JobSteps:
     def __init__(
-        self, config: RunnerConfig, runner_id: str, transfers: Transfers, backend_override: BackendOverride
+        self,
+        config: RunnerConfig,
+        runner_id: str,
+        transfers: Transfers,
+        backend_override: BackendOverride,
+        hyok: HyokState | None = None,
     ) -> None:
         self.config, self.runner_id, self.transfers = config, runner_id, transfers
         self.backend_override = backend_override
+        self.hyok = hyok  # a Hold Your Own Key workspace's state and plans (`runner/hyok_state.py`, agents only)
         self.fetcher = tool_fetcher(config, transfers)
 
     def banner(self, job: Job, doing: str) -> None:
@@ -122,6 +131,8 @@ class JobSteps:
         job.cwd = working_dir(folder.config, spec.working_directory)
         strip_cloud_blocks(job.cwd)  # the backend override below takes its place (and 1.0 cannot parse one)
         self._run_files(job)
+        if spec.hyok:  # its state into the run's local backend, decrypted on this agent
+            self.hyok_state(job).pull(job)
         job.log.line("Initializing plugins and modules...")
         init_env = dict(job.env)
         if spec.ssh_private_key:  # for git::ssh:// module sources; gone once init ends
@@ -138,6 +149,14 @@ class JobSteps:
         if code != 0:
             job.log.write(init_output)
             raise JobFailed(f"init failed (exit code {code})")
+
+    def hyok_state(self, job: Job) -> HyokState:
+        if self.hyok is None:
+            raise JobFailed(
+                f"workspace {job.spec.workspace_name} uses Hold Your Own Key: its runs need an agent that reaches "
+                "the customer's key (`terrace agent` with TERRACE_HYOK_KEY_FILE, or AWS KMS)"
+            )
+        return self.hyok
 
     def resume(self, job: Job, cwd: Path) -> None:
         """The plan's folder with this job's run files: no download, no init (`.terraform` is the plan's)."""

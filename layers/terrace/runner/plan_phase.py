@@ -12,6 +12,7 @@ from pathlib import Path
 from terrace.domain import terraform_actions
 from terrace.domain.jobs import FinishRequest, JobSpec, UploadUrls
 from terrace.domain.plan_json import hide_secrets
+from terrace.domain.sanitized_state import sanitize_plan
 from terrace.domain.terraform_actions import DeclaredAction, PlannedInvocations
 from terrace.runner import commands, module_notices, workload_identity
 from terrace.runner.client import ApiError, RunnerApi, Transfers
@@ -50,9 +51,11 @@ class PlanPhase:
         invokes = False  # the plan invokes actions: it has something to apply even with no resource change
         if os.path.lexists(written):
             plan_file = folder.copy_from_job(written, PLAN_FILE, MAX_PLAN_BYTES, job_reads=True)
+            # Hold Your Own Key: the stored plan is sealed with the customer's key (it holds the prior state)
+            uploaded = self.steps.hyok_state(job).seal_plan(job, plan_file) if spec.hyok else plan_file
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="plan-upload") as uploads:
                 plan_url = self._upload_urls(spec).plan_upload_url if spec.plan_upload_url else None
-                plan_upload = self._upload(uploads, plan_url, plan_file, "plan file")  # while show runs
+                plan_upload = self._upload(uploads, plan_url, uploaded, "plan file")  # while show runs
                 code, _ = self.steps.run_retried(  # the child writes to the descriptor only
                     job,
                     commands.show_json_args(plan_file),
@@ -72,12 +75,14 @@ class PlanPhase:
                 except ValueError as exc:
                     raise JobFailed("the JSON plan could not be parsed") from exc
                 _hide_secrets(spec, plan_json, folder)
+                if spec.hyok and isinstance(plan_json, dict):
+                    folder.write(PLAN_JSON_FILE, json.dumps(sanitize_plan(plan_json)).encode())
                 json_url = self._upload_urls(spec).plan_json_upload_url if spec.plan_json_upload_url else None
                 if json_url:
                     self.transfers.upload(json_url, plan_json_file, "JSON plan")
                 if plan_upload is not None:
                     plan_upload.result()  # the finish report claims both are stored
-            plan_md5 = md5_of(plan_file) if spec.plan_upload_url else None
+            plan_md5 = md5_of(uploaded) if spec.plan_upload_url else None
             plan_json_md5 = md5_of(plan_json_file) if spec.plan_json_upload_url else None
         return FinishRequest(
             runner_id=self.api.runner_id,

@@ -38,6 +38,7 @@ def organization(org: Organization, permissions: dict[str, bool]) -> dict[str, A
             "session-remember": org.settings.get("session-remember"),
             "cost-estimation-enabled": org.cost_estimation_enabled,
             "assessments-enforced": org.settings.get("assessments-enforced", False) is True,
+            "enforce-hyok": org.settings.get("enforce-hyok", False) is True,
             "speculative-plan-management-enabled": org.settings.get("speculative-plan-management-enabled", True)
             is not False,
             "fork-pull-request-plans-enabled": org.settings.get("fork-pull-request-plans-enabled", False) is True,
@@ -115,6 +116,7 @@ def workspace(
         "trigger-prefixes": ws.extra.get("trigger-prefixes", []),
         "trigger-patterns": ws.extra.get("trigger-patterns", []),
         "assessments-enabled": bool(ws.extra.get("assessments-enabled", False)),
+        "hyok-enabled": ws.extra.get("hyok-enabled") is True,  # Hold Your Own Key (services/state/hyok_state.py)
         "source": ws.extra.get("source", "tfe-api"),  # tfe-module: provisioned from a no-code module
         "source-module-id": ws.extra.get("source-module-id"),
         "source-name": ws.extra.get("source-name"),

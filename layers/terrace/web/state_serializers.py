@@ -44,6 +44,11 @@ def state_version(sv: StateVersion, base_url: str, upload_urls: tuple[str | None
         "vcs-commit-url": None,
         "billable-rum-count": None,
     }
+    if sv.hyok_data_key_id:  # Hold Your Own Key: the state is the agent's ciphertext; the server reads the sanitized
+        attributes["encrypted-state-download-url"] = download
+        attributes["sanitized-state-download-url"] = (
+            f"{base_url}/api/v2/state-versions/{sv.id}/sanitized-download" if finalized else None
+        )
     if sv.error:
         attributes["error"] = sv.error
     if sv.index_error:
@@ -54,6 +59,8 @@ def state_version(sv: StateVersion, base_url: str, upload_urls: tuple[str | None
         "created-by": ref("users", sv.created_by),
         "outputs": refs("state-version-outputs", list(sv.output_ids)),
     }
+    if sv.hyok_data_key_id:
+        relationships["hyok-encrypted-data-key"] = ref("hyok-encrypted-data-keys", sv.hyok_data_key_id)
     return resource(
         "state-versions", sv.id, attributes, relationships, links={"self": f"/api/v2/state-versions/{sv.id}"}
     )

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from terrace.services.access.web_sessions import WebSessionService
     from terrace.services.access.workload_issuer import WorkloadIssuer
     from terrace.services.admin.settings import AdminSettings
+    from terrace.services.hyok.state_keys import HyokStateKeys
     from terrace.services.notifications.configurations import NotificationConfigurations
     from terrace.services.workspaces.agent_pool_bindings import AgentPoolBindings
     from terrace.services.workspaces.agent_pools import AgentPoolService
@@ -51,6 +52,7 @@ class AccessServices:
     agent_pool_bindings: AgentPoolBindings
     notification_configurations: NotificationConfigurations
     admin_settings: AdminSettings  # wiring/admin_services.py
+    hyok_state_keys: HyokStateKeys  # wiring/hyok_services.py
     site_mail: Mail
 
     @cached_property
@@ -127,6 +129,7 @@ class AccessServices:
             check_default_agent_pool=lambda org, mode, pool: self.agent_pool_bindings.check_default(org, mode, pool),
             creation_limited=lambda: self.admin_settings.limits_organization_creation(),
             cost_estimation_available=lambda: bool(self.admin_settings.current("cost-estimation")["enabled"]),
+            hyok_available=lambda org_key: self.hyok_state_keys.has_available(org_key),  # wiring/hyok_services.py
         )
 
     # teams and access -------------------------------------------------------------------

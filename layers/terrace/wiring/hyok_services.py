@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from terrace.services.hyok.key_test import KeyTester
     from terrace.services.hyok.key_versions import KeyVersionService
     from terrace.services.hyok.oidc_configurations import OidcConfigurationService
+    from terrace.services.hyok.state_keys import HyokStateKeys
     from terrace.services.hyok.store import HyokStore
     from terrace.services.outbox_relay import OutboxRelay
     from terrace.services.workspaces.agent_pools import AgentPoolService
@@ -74,6 +75,13 @@ class HyokServices:
         return KeyVersionService(
             self.hyok_store, self.organizations, self.hyok_configurations, self.hyok_key_tester, self.key_wrapper
         )
+
+    @cached_property
+    def hyok_state_keys(self) -> HyokStateKeys:
+        """The data keys of HYOK state versions: the state area's `HyokKeys` port."""
+        from terrace.services.hyok.state_keys import HyokStateKeys
+
+        return HyokStateKeys(self.hyok_store)
 
     def subscribe_hyok(self, events: EventService) -> None:
         from terrace.services.hyok.key_test import EVENT

@@ -17,6 +17,7 @@ from terrace.config import Settings
 if TYPE_CHECKING:
     from terrace.services.access.organizations import OrganizationService
     from terrace.services.events import EventService
+    from terrace.services.hyok.state_keys import HyokStateKeys
     from terrace.services.policies.versions import PolicySetVersionService
     from terrace.services.registry.module_versions import ModuleVersionService
     from terrace.services.runs.assessments import AssessmentService
@@ -58,6 +59,7 @@ class StateServices:
     subscribe_notifications: Callable[[EventService], None]
     subscribe_vcs: Callable[[EventService], None]
     subscribe_hyok: Callable[[EventService], None]
+    hyok_state_keys: HyokStateKeys  # wiring/hyok_services.py: the state area's HyokKeys port
 
     @cached_property
     def resource_history(self) -> ResourceHistory:
@@ -91,6 +93,7 @@ class StateServices:
             self.state_index,
             self.organizations,
             self.publisher,
+            self.hyok_state_keys,
         )
 
     @cached_property

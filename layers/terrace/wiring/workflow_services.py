@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from terrace.services.access.store import AccessStore
     from terrace.services.admin.site import SiteAdminService
     from terrace.services.audit.store import AuditStore
+    from terrace.services.hyok.key_test import KeyTester
+    from terrace.services.hyok.state_keys import HyokStateKeys
     from terrace.services.hyok.store import HyokStore
     from terrace.services.notifications.configurations import NotificationConfigurations
     from terrace.services.notifications.store import NotificationStore
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from terrace.services.registry.store_providers import ProviderStore
     from terrace.services.runs.assessments import AssessmentService
     from terrace.services.runs.configuration_versions import ConfigurationVersionService
+    from terrace.services.runs.job_uploads import JobUploads
     from terrace.services.runs.module_test_runs import ModuleTestRunService
     from terrace.services.runs.run_queries import RunQueries
     from terrace.services.runs.runs import RunService
@@ -46,6 +49,7 @@ if TYPE_CHECKING:
     from terrace.services.workflows.auto_destroy import AutoDestroy
     from terrace.services.workflows.explorer import Explorer
     from terrace.services.workflows.explorer_feed import ExplorerFeed
+    from terrace.services.workflows.hyok_jobs import HyokJobs
     from terrace.services.workflows.module_tests import ModuleTests
     from terrace.services.workflows.no_code_provisioning import NoCodeProvisioning
     from terrace.services.workflows.organization_deletion import OrganizationDeletion
@@ -80,6 +84,9 @@ class WorkflowServices:
     site_admin: SiteAdminService
     audit_store: AuditStore
     hyok_store: HyokStore  # wiring/hyok_services.py
+    hyok_state_keys: HyokStateKeys  # wiring/hyok_services.py
+    hyok_key_tester: KeyTester  # wiring/hyok_services.py
+    job_uploads: JobUploads  # wiring/runner_services.py
     workspaces: WorkspaceService
     locks: LockService
     retention_policies: RetentionPolicyService
@@ -129,6 +136,15 @@ class WorkflowServices:
             self.configuration_versions,
             self.runs,
             self.settings.public_url,
+        )
+
+    @cached_property
+    def hyok_jobs(self) -> HyokJobs:
+        """What an agent working a Hold Your Own Key workspace's job gets to reach its customer's key."""
+        from terrace.services.workflows.hyok_jobs import HyokJobs
+
+        return HyokJobs(
+            self.job_uploads, self.workspaces, self.state_versions, self.hyok_state_keys, self.hyok_key_tester
         )
 
     @cached_property

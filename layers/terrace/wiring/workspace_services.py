@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from terrace.services.access.projects import ProjectService
     from terrace.services.admin.settings import AdminSettings
     from terrace.services.admin.tool_versions import ToolVersionService
+    from terrace.services.hyok.state_keys import HyokStateKeys
     from terrace.services.runs.job_retries import JobRetries
     from terrace.services.runs.scheduler import RunScheduler
     from terrace.services.runs.warm_window import WarmWindow
@@ -57,6 +58,7 @@ class WorkspaceServices:
     tool_versions: ToolVersionService
     admin_settings: AdminSettings
     state_versions: StateVersionService
+    hyok_state_keys: HyokStateKeys  # wiring/hyok_services.py
     scheduler: RunScheduler
     job_retries: JobRetries
     repository_connections: RepositoryConnections
@@ -86,6 +88,7 @@ class WorkspaceServices:
             self.projects,
             settle_terraform_version=lambda requested: self.tool_versions.settle(requested),
             check_agent_pool=lambda ws: self.agent_pool_bindings.check_workspace(ws),
+            secure_hyok=lambda ws: self.hyok_state_keys.secure_workspace(ws),  # wiring/hyok_services.py
             remote_state_default=lambda: self.admin_settings.default_remote_state_access(),
             repository_link=self.repository_connections,  # wiring/vcs_services.py
             locked_tag_keys=lambda org_key: self.reserved_tag_keys.locked_keys(org_key),

@@ -17,8 +17,7 @@ from typing import Any
 
 from terrace.domain import clock
 from terrace.domain.agent_pools import DEFAULT_POOL_SETTING as DEFAULT_AGENT_POOL
-from terrace.domain.errors import Forbidden, NotFound
-from terrace.domain.hyok import refuse_enabling
+from terrace.domain.errors import Forbidden, Invalid, NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.organizations import (
     BOOLEAN_SETTINGS,
@@ -48,11 +47,14 @@ class OrganizationService:
         check_default_agent_pool: DefaultPoolCheck,
         creation_limited: Callable[[], bool] = lambda: False,
         cost_estimation_available: Callable[[], bool] = lambda: True,
+        hyok_available: Callable[[str], bool] = lambda _org: False,
         cache_ttl_s: float = 2.0,
     ) -> None:
         self._creation_limited = creation_limited  # the site admin's limit-user-organization-creation
         # the site admin's cost estimation switch: off, no organization estimates costs, and each reads so (as TFE)
         self._cost_estimation_available = cost_estimation_available
+        # an organization has an available primary HYOK configuration (HyokStateKeys.has_available)
+        self._hyok_available = hyok_available
         self._store = store
         self._authz = authz
         self._cache_ttl_s = cache_ttl_s
@@ -163,8 +165,11 @@ class OrganizationService:
         new_name = changes.get("name", record.org.name)
         check_name(new_name)
         # other attributes (read-only ones, unknown ones) are ignored, as TFC does
-        if "enforce-hyok" in changes:  # Hold Your Own Key: refused rather than ignored (`domain/hyok.py`)
-            refuse_enabling("enforce-hyok", changes["enforce-hyok"])
+        if changes.get("enforce-hyok") is True and not self._hyok_available(record.org.key):
+            raise Invalid(
+                "enforce-hyok: the organization has no available primary HYOK configuration to encrypt with",
+                pointer="/data/attributes/enforce-hyok",
+            )
         stored: dict[str, Any] = {}
         if "email" in changes:
             stored["email"] = check_email(changes["email"])

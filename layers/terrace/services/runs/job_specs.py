@@ -117,4 +117,5 @@ class JobSpecs:
             ssh_private_key=self._ssh_keys.for_run(ws) if self._ssh_keys else None,
             heartbeat_interval_s=self._settings.job_heartbeat_s,
             workload_credentials=credentials,
+            hyok=ws.extra.get("hyok-enabled") is True,
         )

@@ -14,7 +14,7 @@ from terrace.domain.errors import Conflict, NotFound
 from terrace.domain.jobs import UploadUrls
 from terrace.domain.organizations import OrgView
 from terrace.domain.principal import Principal
-from terrace.domain.runs import run_id_of
+from terrace.domain.runs import Run, run_id_of
 from terrace.services.access.authz import Authorizer
 from terrace.services.runs.job_handoff import runner_ref
 from terrace.services.runs.store import RunStore
@@ -24,9 +24,18 @@ class JobUploads:
     def __init__(self, store: RunStore, blobs: BlobStore, authz: Authorizer, settings: Settings) -> None:
         self._store, self._blobs, self._authz, self._settings = store, blobs, authz, settings
 
-    def upload_urls(self, principal: Principal, job_id: str, runner_id: str) -> UploadUrls:
-        """Fresh single-use PUT URLs of the plan job `job_id`, for the runner working it (a job it may not work is
-        NotFound: `Authorizer.require_job`; a job that is not running on this runner, a Conflict)."""
+    def running_job(self, principal: Principal, job_id: str, runner_id: str) -> Run:
+        """The run of the job `job_id` running on the caller's runner `runner_id` (a job it may not work is NotFound:
+        `Authorizer.require_job`; a job that is not running on this runner, a Conflict)."""
+        run = self._run_of(principal, job_id)
+        phase = run.plan if job_id.startswith("plan-") else run.apply
+        if run.final or phase.id != job_id or phase.status != rs.P_RUNNING:
+            raise Conflict(f"job {job_id} is not running")
+        if phase.runner_id != runner_ref(principal, runner_id):
+            raise Conflict(f"job {job_id} is not running on {runner_id}")
+        return run
+
+    def _run_of(self, principal: Principal, job_id: str) -> Run:
         if not job_id.startswith(("plan-", "apply-")):
             raise NotFound(f"job {job_id} not found")
         try:
@@ -36,13 +45,14 @@ class JobUploads:
         # as every runner route: another organization's job, another pool's, or a runner asking for an agent's is
         # the NotFound of a job that does not exist
         self._authz.require_job(principal, OrgView(run.organization, ()), run.agent_pool_id, f"job {job_id}")
+        return run
+
+    def upload_urls(self, principal: Principal, job_id: str, runner_id: str) -> UploadUrls:
+        """Fresh single-use PUT URLs of the plan job `job_id`, for the runner working it (`running_job`)."""
         if job_id.startswith("apply-"):
+            self._run_of(principal, job_id)
             raise Conflict(f"job {job_id} is an apply: it uploads no plan")
-        plan = run.plan
-        if run.final or plan.id != job_id or plan.status != rs.P_RUNNING:
-            raise Conflict(f"job {job_id} is not running")
-        if plan.runner_id != runner_ref(principal, runner_id):
-            raise Conflict(f"job {job_id} is not running on {runner_id}")
+        plan = self.running_job(principal, job_id, runner_id).plan
         ttl = self._settings.presign_ttl_s
         return UploadUrls(
             plan_upload_url=self._blobs.presign_put(plan.artifact_key, ttl, exclusive=True)

@@ -48,6 +48,6 @@ class BackingDataService:
         if not self._store.save_if_unchanged(updated, sv.version):
             raise Conflict(f"state version {sv_id} changed concurrently; retry")
         if after == DATA_DELETED:
-            for key in (sv.blob_key, sv.json_blob_key):
+            for key in (sv.blob_key, sv.json_blob_key, sv.sanitized_blob_key):
                 self._blobs.delete(key)
         return updated

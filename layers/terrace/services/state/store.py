@@ -110,5 +110,7 @@ class StateStore:
             self.index.delete_outputs(sv.id)
             self._blobs.delete(sv.blob_key)
             self._blobs.delete(sv.json_blob_key)
+            if sv.hyok_data_key_id:
+                self._blobs.delete(sv.sanitized_blob_key)
             self._table.delete(sv.id, SORT_KEY)
         self.index.delete_resources(workspace)

@@ -142,6 +142,8 @@ class UploadIndexing:
         def instances_of(target: str) -> tuple[st.ResourceInstance, ...]:
             if target == sv_id:
                 return parsed.resources
-            return st.parse_state(verified_state(self._blobs, self._store.load(target))).resources
+            from terrace.services.state.hyok_state import readable_state
+
+            return st.parse_state(readable_state(self._blobs, self._store.load(target))).resources
 
         self._index.replace_resources(lambda: self._workspaces.load(workspace_id), instances_of)

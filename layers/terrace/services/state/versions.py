@@ -18,7 +18,7 @@ from terrace.adapters.events import EventPublisher
 from terrace.config import Settings
 from terrace.domain import state as st
 from terrace.domain import state_versions
-from terrace.domain.errors import Conflict, Forbidden, Invalid, NotFound, TooLarge
+from terrace.domain.errors import Conflict, Forbidden, Invalid, NotFound
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.state_index import IndexedResource, StoredOutput
 from terrace.domain.state_versions import FINALIZED, PENDING, StateVersion
@@ -26,14 +26,16 @@ from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.state import http_backend as state_http
+from terrace.services.state import hyok_state
 from terrace.services.state.current import PENDING_KEY
 from terrace.services.state.http_backend import LockRule
+from terrace.services.state.hyok_state import HyokKeys
 from terrace.services.state.index import StateIndex
 from terrace.services.state.landed import LandedState
 from terrace.services.state.store import StateStore
 from terrace.services.state.stored import StoredState
 from terrace.services.state.uploads import StateUploads, verified_state
-from terrace.services.state.writes import StateWriter
+from terrace.services.state.writes import StateWriter, check_size
 from terrace.services.workspaces.locking import LockService
 from terrace.services.workspaces.workspaces import WorkspaceService
 
@@ -48,8 +50,9 @@ class StateVersionService:
         index: StateIndex,
         organizations: OrganizationService,
         publisher: EventPublisher,
+        hyok_keys: HyokKeys | None = None,
     ) -> None:
-        self._store, self._blobs, self._settings = store, blobs, settings
+        self._store, self._blobs, self._settings, self._hyok_keys = store, blobs, settings, hyok_keys
         self._workspaces, self._index, self._orgs = workspaces, index, organizations
         self._uploads = StateUploads(
             store, blobs, workspaces, index, publisher, max_indexed_bytes=settings.max_indexed_state_bytes
@@ -70,6 +73,8 @@ class StateVersionService:
         lineage = state_versions.optional_lineage(attrs)
         force = bool(attrs.get("force", False))
         if attrs.get("state") in (None, ""):
+            if hyok_state.is_hyok(ws):
+                raise hyok_state.refuse_plain(ws, "a two-step upload")
             json_outputs = attrs.get("json-state-outputs") or None
             if json_outputs is not None:
                 pointer = "/data/attributes/json-state-outputs"
@@ -82,6 +87,11 @@ class StateVersionService:
         self._check_size(len(raw))
         if st.md5_hex(raw) != md5:
             raise Invalid("md5 does not match the MD5 of the decoded state", pointer="/data/attributes/md5")
+        if hyok_state.is_hyok(ws) or any(attrs.get(name) is not None for name in hyok_state.ATTRIBUTES):
+            lock_rule = self._require_lock(principal)
+            return hyok_state.store_upload(
+                self._writer, self._hyok_keys, principal, ws, attrs, raw, serial, lineage, run_id, lock_rule
+            )
         parsed = st.parse_state(raw)
         # As TFC: the version's serial and lineage are the attributes', even where the file says otherwise (go-tfe's
         # own tests send one fixture file under several serials); serials still never go backwards and a foreign
@@ -92,18 +102,7 @@ class StateVersionService:
         return self._writer.store(principal, ws.id, raw, parsed, force, run_id, lock_rule, repeat_creates=True)
 
     def _check_size(self, size: int, http_backend: bool = False) -> None:
-        limit = self._settings.max_inline_state_bytes
-        if size > limit and http_backend:
-            raise TooLarge(
-                f"the state is {size} bytes; the http backend takes states of up to {limit} bytes (its body passes "
-                "through the API's request limit). Larger states: the `cloud` block or the `remote` backend "
-                "(Terraform/OpenTofu >= 1.6 upload state straight to storage)"
-            )
-        if size > limit:
-            raise TooLarge(
-                f"inline state is {size} bytes; the limit is {limit}. Use a client that uploads state "
-                "through hosted-state-upload-url (Terraform/OpenTofu >= 1.6)"
-            )
+        check_size(size, self._settings.max_inline_state_bytes, http_backend)
 
     @staticmethod
     def _require_lock(principal: Principal) -> LockRule:
@@ -170,11 +169,24 @@ class StateVersionService:
             raise NotFound(f"state version {sv_id} has no {'JSON ' if json_state else ''}state to download")
         sv.require_data()
         ttl = self._settings.presign_ttl_s
+        if not json_state and hyok_state.other_workspaces_run(
+            principal, sv
+        ):  # terraform_remote_state: the sanitized copy
+            return self.sanitized_download_url(principal, sv_id)
+        self._check_readable(sv)
         if json_state:
             sv = self._stored.json_state(sv)
             return self._blobs.presign_get(sv.json_blob_key, ttl, sv.json_version)
         sv = self._stored.state(sv)
         return self._blobs.presign_get(sv.blob_key, ttl, sv.blob_version)
+
+    def sanitized_download_url(self, principal: Principal, sv_id: str) -> str:
+        """A Hold Your Own Key version's sanitized copy (HCP's `sanitized-state-download-url`)."""
+        return hyok_state.sanitized_url(self._blobs, self.get(principal, sv_id), self._settings.presign_ttl_s)
+
+    def _check_readable(self, sv: StateVersion) -> None:
+        if sv.hyok_data_key_id and self._hyok_keys is not None:
+            self._hyok_keys.check_readable(sv.hyok_data_key_id)
 
     def document(self, principal: Principal, sv_id: str) -> dict[str, Any]:
         """The parsed state of a finalized version (READ_STATE): the web UI's view and diff."""
@@ -186,12 +198,13 @@ class StateVersionService:
         if sv.status != FINALIZED:
             raise NotFound(f"state version {sv.id} is {sv.status}; it has no state yet")
         sv.require_data()
-        doc = st.load_json(verified_state(self._blobs, sv))
+        doc = st.load_json(hyok_state.readable_state(self._blobs, sv))
         return doc if isinstance(doc, dict) else {}
 
     def state_url(self, sv: StateVersion) -> str:
         """A presigned GET of the state of a version a checked call returned (the http backend's 307 for a state
         too large for a Lambda answer)."""
+        self._check_readable(sv)
         sv = self._stored.state(sv)
         return self._blobs.presign_get(sv.blob_key, self._settings.presign_ttl_s, sv.blob_version)
 
@@ -199,6 +212,7 @@ class StateVersionService:
         """The state's bytes as finalized (`stored.py`; Conflict when they are not there). The bytes themselves are
         checked against the recorded md5 before the first one is served: a damaged object (a flipped bit under an
         unchanged size and sidecar) is refused, never streamed as good state."""
+        self._check_readable(sv)
         sv = self._stored.state(sv)
         return iter([verified_state(self._blobs, sv)])
 
@@ -251,6 +265,11 @@ class StateVersionService:
         if target.status != FINALIZED:
             raise Conflict(f"state version {target_id} is {target.status}; only finalized versions can be restored")
         target.require_data()
+        if hyok_state.is_hyok(ws) or target.hyok_data_key_id:
+            raise Invalid(
+                f"workspace {ws.name}'s state is encrypted with its organization's key: the server cannot "
+                "roll it back (it would rewrite a state it cannot read); apply the older configuration"
+            )
         raw = st.with_serial(verified_state(self._blobs, target), (ws.state_serial or 0) + 1)
         return self._writer.store(principal, ws.id, raw, st.parse_state(raw), True, None, self._require_lock(principal))
 
@@ -269,6 +288,8 @@ class StateVersionService:
         ws = self.resolve_workspace(principal, organization, name, create=True)
         assert ws is not None
         self._workspaces.authorize(principal, Action.WRITE_STATE, ws)
+        if hyok_state.is_hyok(ws):
+            raise hyok_state.refuse_plain(ws, "the http backend's state")
         return self._writer.store(
             principal, ws.id, raw, parsed, False, None, state_http.http_lock_rule(principal, lock_id, organization)
         )

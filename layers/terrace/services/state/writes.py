@@ -11,6 +11,7 @@ from __future__ import annotations
 from terrace.adapters.blobs import BlobStore
 from terrace.domain import clock, state_versions
 from terrace.domain import state as st
+from terrace.domain.errors import TooLarge
 from terrace.domain.ids import new_id
 from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.state import ParsedState
@@ -46,10 +47,12 @@ class StateWriter:
         run_id: str | None,
         lock_rule: LockRule,
         repeat_creates: bool = False,
+        hyok: tuple[bytes, str] | None = None,
     ) -> StateVersion:
         """Make `raw` (already parsed and checked) the workspace's current state; a lower serial or foreign lineage
         is refused unless forced. A state equal to the current one returns the current version, or, with
-        `repeat_creates` (the state-versions API, as TFC), becomes a new version of its own."""
+        `repeat_creates` (the state-versions API, as TFC), becomes a new version of its own. `hyok`: `raw` is a Hold
+        Your Own Key envelope; the sanitized copy `parsed` was read from, and the id of its encrypted data key."""
         sv_id, md5 = new_id("sv"), st.md5_hex(raw)
         output_ids: tuple[str, ...] | None = None
         written = False  # the blob and outputs, from the first put on: a refused write removes them
@@ -57,6 +60,8 @@ class StateWriter:
         def cleanup() -> None:
             if written:
                 self._blobs.delete(state_versions.state_blob_key(workspace_id, sv_id))
+                if hyok is not None:
+                    self._blobs.delete(state_versions.sanitized_state_blob_key(workspace_id, sv_id))
                 self._index.delete_outputs(sv_id)
 
         def cleanup_unless_recorded() -> None:
@@ -81,6 +86,8 @@ class StateWriter:
             if output_ids is None:
                 written = True
                 self._blobs.put(state_versions.state_blob_key(ws.id, sv_id), raw, "application/json")
+                if hyok is not None:
+                    self._blobs.put(state_versions.sanitized_state_blob_key(ws.id, sv_id), hyok[0], "application/json")
                 output_ids = self._index.write_outputs(sv_id, ws, parsed.outputs)
             sv = StateVersion(
                 id=sv_id,
@@ -100,6 +107,9 @@ class StateWriter:
                 resources_processed=True,
                 summary=parsed.summary,
                 output_ids=output_ids,
+                hyok_data_key_id=hyok[1] if hyok else None,
+                sanitized_md5=st.md5_hex(hyok[0]) if hyok else None,
+                sanitized_size=len(hyok[0]) if hyok else None,
             )
             self._store.transact(
                 [
@@ -123,3 +133,18 @@ class StateWriter:
         self._uploads.reindex(workspace_id, sv_id, parsed)
         self._uploads.announce_indexed(workspace_id, sv_id)
         return stored
+
+
+def check_size(size: int, limit: int, http_backend: bool = False) -> None:
+    """Inline states (and the http backend's bodies) are bounded by `limit`: TooLarge naming the way around."""
+    if size > limit and http_backend:
+        raise TooLarge(
+            f"the state is {size} bytes; the http backend takes states of up to {limit} bytes (its body passes "
+            "through the API's request limit). Larger states: the `cloud` block or the `remote` backend "
+            "(Terraform/OpenTofu >= 1.6 upload state straight to storage)"
+        )
+    if size > limit:
+        raise TooLarge(
+            f"inline state is {size} bytes; the limit is {limit}. Use a client that uploads state "
+            "through hosted-state-upload-url (Terraform/OpenTofu >= 1.6)"
+        )

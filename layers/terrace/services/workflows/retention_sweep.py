@@ -115,7 +115,7 @@ class RetentionSweep:
             updated = dataclasses.replace(sv, backing_data=st.DATA_DELETED, version=sv.version + 1)
             if not self._state_store.save_if_unchanged(updated, sv.version):
                 continue  # changed meanwhile: the next sweep decides again
-            for key in (sv.blob_key, sv.json_blob_key):
+            for key in (sv.blob_key, sv.json_blob_key, sv.sanitized_blob_key):
                 self._blobs.delete(key)
             deleted += 1
         return deleted

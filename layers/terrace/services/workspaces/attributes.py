@@ -34,7 +34,7 @@ ACCEPTED_EXTRA = (
     "file-triggers-enabled",
     "trigger-prefixes",
     "trigger-patterns",
-    "hyok-enabled",  # false only (`domain/hyok.py: refuse_enabling`)
+    "hyok-enabled",  # Hold Your Own Key (`services/hyok/state_keys.py: secure_workspace`)
     "source-name",
     "source-url",
     "assessments-enabled",
@@ -90,8 +90,8 @@ def apply_attributes(ws: Workspace, attributes: dict[str, Any]) -> Workspace:
             changes["agent_pool_id"] = value or None
         elif key in (auto_destroy.AT, auto_destroy.DURATION):
             continue  # below: the two decide together
-        elif key == "hyok-enabled":  # Hold Your Own Key: state and plans are not encrypted with the customer's key
-            extra[key] = hyok.refuse_enabling(key, value)
+        elif key == "hyok-enabled":  # Hold Your Own Key: state and plans encrypted on agents with the customer's key
+            extra[key] = hyok.check_enabling(key, value, ws.extra.get(key) is True)
         elif key == "assessments-enabled":  # health assessments (services/runs/assessments.py)
             extra[key] = _require_bool(key, value)
         elif key == "setting-overwrites":

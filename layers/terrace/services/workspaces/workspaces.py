@@ -37,6 +37,7 @@ class WorkspaceService(ProjectDefaults, WorkspaceWrites):
         *,
         settle_terraform_version: Callable[[Any], Any],
         check_agent_pool: Callable[[Workspace], None],
+        secure_hyok: Callable[[Workspace], Workspace] | None = None,
         locked_tag_keys: Callable[[str], set[str]],
         remote_state_default: Callable[[], bool] = lambda: False,
         repository_link: RepositoryLink | None = None,
@@ -54,6 +55,8 @@ class WorkspaceService(ProjectDefaults, WorkspaceWrites):
         self.settle_terraform_version = settle_terraform_version
         # refuses (422) an agent-mode workspace whose pool is absent or does not allow it (AgentPoolBindings)
         self.check_agent_pool = check_agent_pool
+        # a workspace with hyok-enabled: its organization's primary HYOK configuration's agents run it (HyokStateKeys)
+        self._secure_hyok = secure_hyok
         self._link = repository_link  # connects `vcs-repo` (the VCS area)
         # the reserved tag keys with disable-overrides of an organization (ReservedTagKeyService.locked_keys)
         self.locked_tag_keys = locked_tag_keys
@@ -184,6 +187,12 @@ class WorkspaceService(ProjectDefaults, WorkspaceWrites):
         if project_id is not None:  # one of its organization's, or not found
             project_id = self._projects.in_organization(org.key, project_id).id
         name = model.validate_name(attributes.get("name"))
+        if org.settings.get("enforce-hyok") is True:  # Hold Your Own Key for every new workspace
+            if attributes.get("hyok-enabled") is False:
+                raise Invalid(
+                    "hyok-enabled: the organization enforces Hold Your Own Key", pointer="/data/attributes/hyok-enabled"
+                )
+            attributes = {**attributes, "hyok-enabled": True}
         ws = model.new_workspace(
             name,
             org.key,
@@ -218,6 +227,10 @@ class WorkspaceService(ProjectDefaults, WorkspaceWrites):
         return updated
 
     def _checked(self, ws: Workspace) -> Workspace:
+        if ws.extra.get("hyok-enabled") is True:
+            if self._secure_hyok is None:
+                raise Invalid("this server does not encrypt state with customer keys", pointer="/data/attributes")
+            ws = self._secure_hyok(ws)
         if ws.agent_pool_id or ws.execution_mode == "agent":
             self.check_agent_pool(ws)
         self.check_tag_bindings(ws)

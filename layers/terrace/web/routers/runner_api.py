@@ -10,6 +10,7 @@ import anyio.from_thread
 from fastapi import APIRouter, Depends, Query, Request, Response
 
 from terrace.domain.errors import BadRequest, Invalid
+from terrace.domain.hyok_jobs import HyokJobKey, HyokKeyRequest
 from terrace.domain.jobs import (
     BEAT_HEADER,
     HAND_OVER_HEADER,
@@ -152,6 +153,15 @@ def upload_urls(job_id: str, raw: JSONBody, container: ContainerDep, principal: 
     """The running plan's upload URLs, signed now: the runner asks just before each upload."""
     body = _heartbeat_body(raw)
     return container.job_uploads.upload_urls(principal, job_id, body.runner_id)
+
+
+@router.post("/jobs/{job_id}/hyok-key")
+def hyok_key(job_id: str, raw: JSONBody, container: ContainerDep, principal: PrincipalDep) -> HyokJobKey:
+    """How the agent working a Hold Your Own Key workspace's job reaches its customer's key, and the current state's
+    ciphertext and wrapped data key (`domain/hyok_jobs.py`)."""
+    body = _model(raw, HyokKeyRequest)
+    assert isinstance(body, HyokKeyRequest)
+    return container.hyok_jobs.key_for(principal, job_id, body.runner_id)
 
 
 @router.post("/jobs/{job_id}/finish")

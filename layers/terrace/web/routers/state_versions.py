@@ -115,6 +115,12 @@ def download_state(sv_id: str, container: ContainerDep, principal: PrincipalDep)
     return RedirectResponse(container.state_versions.download_url(principal, sv_id), status_code=302)
 
 
+@router.get("/state-versions/{sv_id}/sanitized-download")
+def download_sanitized_state(sv_id: str, container: ContainerDep, principal: PrincipalDep) -> RedirectResponse:
+    """A Hold Your Own Key state version's copy with its sensitive values redacted."""
+    return RedirectResponse(container.state_versions.sanitized_download_url(principal, sv_id), status_code=302)
+
+
 @router.get("/state-versions/{sv_id}/json-download")
 def download_json_state(sv_id: str, container: ContainerDep, principal: PrincipalDep) -> RedirectResponse:
     return RedirectResponse(container.state_versions.download_url(principal, sv_id, json_state=True), status_code=302)
