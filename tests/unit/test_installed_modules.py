@@ -174,5 +174,5 @@ def test_the_explorer_answers_the_version_the_run_installed_beside_its_constrain
     query = "type=modules&filter[0][source][is][0]=" + SOURCE
     rows = env.client.get(f"/api/v2/organizations/acme/explorer?{query}", headers=env.headers).json()["data"]
     assert [(r["attributes"]["version"], r["attributes"]["workspaces"]) for r in rows] == [("1.2.0", "app")]
-    [summary] = env.container.explorer_store.summaries("acme").values()  # type: ignore[attr-defined]
+    [summary] = env.container.explorer_store.summaries("acme").values()
     assert [(u.version, u.constraint) for u in summary.modules] == [("1.2.0", "~> 1.0")]
