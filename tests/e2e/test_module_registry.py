@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 from conftest import TERRAFORM, client_env
-from e2e_runs import RUN_TIMEOUT_S, remote_workspace, wait_final, wait_for
+from e2e_runs import RUN_TIMEOUT_S, remote_dir, remote_workspace, runs, wait_final, wait_for
 from test_run_trigger_chain import _upload as upload_configuration
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
@@ -145,5 +145,36 @@ def test_a_remote_run_installs_a_private_module_with_its_own_token(run_stack, ru
         return [r["attributes"] for r in rows]
 
     [module] = wait_for(found, timeout=60, what="the explorer's module row")
-    assert (module["version"], module["workspace-count"], module["registry-type"]) == (">= 3.0", 1, "private")
+    # the version the runner's init installed (its plan reported it), not the constraint `>= 3.0`
+    assert (module["version"], module["workspace-count"], module["registry-type"]) == ("3.1.0", 1, "private")
     assert module["source"] == f"{run_stack.registry_hostname}/{org}/{name}/greeter"
+
+
+def test_a_cli_driven_run_s_explorer_version_is_the_one_its_runner_installed(run_stack, run_api, run_terraform, unique):
+    """`terraform apply` through the `remote` backend from a folder whose `.terraformignore` leaves `.terraform/`
+    out of the upload (as an API-driven or VCS-driven configuration never has it): the call's constraint is
+    `~> 1.0`, the runner's `terraform init` installs 1.2.0 and reports it with the plan, and the explorer answers
+    1.2.0 (the constraint beside it), not the constraint's 1.0.0."""
+    org, name = run_stack.organization, unique("cli")
+    body = {"data": {"type": "registry-modules", "attributes": {"name": name, "provider": "greeter"}}}
+    run_api.request("POST", f"/api/v2/organizations/{org}/registry-modules", body, expect=201)
+    _publish(run_api, org, name, "1.2.0")
+    workspace = unique("climods")
+    ws_id = remote_workspace(run_api, workspace)
+    source = f"{run_stack.registry_hostname}/{org}/{name}/greeter"
+    main_tf = (f'module "greeter" {{\n  source  = "{source}"\n  version = "~> 1.0"\n  name    = "cli"\n}}\n'
+               'output "greeting" {\n  value = module.greeter.greeting\n}\n')  # fmt: skip
+    tf = remote_dir(run_stack, run_terraform, workspace, main_tf)
+    (tf.path / ".terraformignore").write_text(".terraform/\n")
+    tf.apply(timeout=RUN_TIMEOUT_S)
+    [run] = runs(run_api, ws_id)
+    assert run["attributes"]["status"] == "applied", run
+
+    def found() -> dict[str, Any] | None:
+        query = f"type=workspaces&filter[0][workspace_name][is][0]={workspace}&fields=modules"
+        rows = run_api.request("GET", f"/api/v2/organizations/{org}/explorer?{query}").json()["data"]
+        return rows[0]["attributes"] if rows and rows[0]["attributes"]["modules"] else None
+
+    assert wait_for(found, timeout=60, what="the explorer's workspace row")["modules"] == f"{source}:1.2.0"
+    below = f"type=modules&filter[0][source][is][0]={source}&filter[1][version][lt][0]=1.1.0"
+    assert run_api.request("GET", f"/api/v2/organizations/{org}/explorer?{below}").json()["data"] == []

@@ -45,6 +45,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from terrace.domain.installed_modules import MAX_INSTALLED, InstalledModule, check_budget
 from terrace.domain.terraform_actions import MAX_ACTIONS, DeclaredAction, PlannedInvocations
 
 Phase = Literal["plan", "apply"]
@@ -250,6 +251,11 @@ class FinishRequest(BaseModel):
     declared_actions: list[DeclaredAction] | None = Field(default=None, max_length=MAX_ACTIONS)
     action_invocations: list[PlannedInvocations] = Field(default_factory=list, max_length=MAX_ACTIONS)
     test_summary: ModuleTestSummary | None = None  # a test run's (`Operation.test`): what its `terraform test` said
+    # plan: the module versions its `terraform init` installed (`domain/installed_modules.py`; None: not read, an
+    # older runner)
+    installed_modules: list[InstalledModule] | None = Field(default=None, max_length=MAX_INSTALLED)
+
+    _installed_budget = field_validator("installed_modules")(check_budget)
 
 
 class FinishResponse(BaseModel):

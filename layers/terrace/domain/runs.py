@@ -173,6 +173,9 @@ class Run:
     # configuration declares (None: not known) and the invocations the plan planned, per action
     declared_actions: list[dict[str, Any]] | None = None
     action_invocations: list[dict[str, Any]] = field(default_factory=list)
+    # the module versions its plan's `terraform init` installed (`domain/installed_modules.py`, as dicts: key,
+    # source, version), as its runner reported them; None: not reported
+    installed_modules: list[dict[str, Any]] | None = None
     # Statuses passed since the run was loaded (each becomes a run event when saved); never stored.
     trail: list[str] = field(default_factory=list)
     # Its tokens are revoked by its next write, in the same transaction (`RunStore.save`); never stored.

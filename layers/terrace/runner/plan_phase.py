@@ -14,7 +14,7 @@ from terrace.domain.jobs import FinishRequest, JobSpec, UploadUrls
 from terrace.domain.plan_json import hide_secrets
 from terrace.domain.sanitized_state import sanitize_plan
 from terrace.domain.terraform_actions import DeclaredAction, PlannedInvocations
-from terrace.runner import commands, module_notices, workload_identity
+from terrace.runner import commands, installed_modules, module_notices, workload_identity
 from terrace.runner.client import ApiError, RunnerApi, Transfers
 from terrace.runner.job_folder import JobFolder
 from terrace.runner.job_setup import Job, JobFailed, JobSteps
@@ -39,6 +39,7 @@ class PlanPhase:
         threads = parallelism(spec.variables)
         self.steps.prepare(job)
         module_notices.warn(job, self.api.module_versions)
+        installed = installed_modules.read(job)  # after init, before the configuration's code runs
         written = folder.path / "out" / PLAN_FILE  # the job's; the runner reads it once, through a checked descriptor
         plan_code, _ = self.steps.run_retried(
             job, commands.plan_args(spec.operation, written, threads), what="plan", succeeded=(0, 2)
@@ -96,6 +97,7 @@ class PlanPhase:
             resource_imports=counts.imports,
             declared_actions=actions[0],
             action_invocations=actions[1],
+            installed_modules=installed,
         )
 
     def _upload_urls(self, spec: JobSpec) -> UploadUrls:

@@ -246,6 +246,8 @@ class JobService(ApplyHandoff, JobLiveness):
                 if request.declared_actions is not None:  # the actions read API's (`terraform_actions.py`)
                     run.declared_actions = [a.model_dump() for a in request.declared_actions]
                 run.action_invocations = [i.model_dump() for i in request.action_invocations]
+                if request.installed_modules is not None:  # the explorer's (`workflows/explorer_feed.py`)
+                    run.installed_modules = [m.model_dump() for m in request.installed_modules]
                 if run.test and request.test_summary is not None:  # `domain/module_tests.py`
                     run.test_result = request.test_summary.model_dump()
             state.additions, state.changes = request.resource_additions, request.resource_changes

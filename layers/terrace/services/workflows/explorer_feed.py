@@ -7,10 +7,13 @@ already publishes (subscribed in `wiring/state_services.py`):
 - `run.status_changed` to `applied`, or `planned_and_finished` of a run that could have applied (no changes): the
   run's configuration is the workspace's configuration in use. Its root module (the workspace's working
   directory) is read from the archive within `domain/bounded_tar.py`'s bounds; `.tf.json` files here (up to
-  1 MiB in all), `.terraform/modules/modules.json` (the exact versions of the module calls, when the CLI uploaded
-  it), `.tf` files that name a module or `required_providers`, and `.terraform.lock.hcl`, by the HCL
+  1 MiB in all), `.terraform/modules/modules.json` (the exact versions of the module calls, when the upload
+  carries it), `.tf` files that name a module or `required_providers`, and `.terraform.lock.hcl`, by the HCL
   reader port (a bounded child process with an empty environment: tenant-supplied HCL is never parsed in this
-  process). A configuration already summarized is not read again.
+  process). A module call's version is the one the run's own `terraform init` installed, as its runner reported
+  it with the plan (`Run.installed_modules`, `domain/installed_modules.py`), else the archive's modules.json's,
+  else its constraint (kept beside it). A configuration already summarized is not read again, unless the run
+  reported installed versions (the same configuration run again may have installed newer ones).
 
 Each handler recomputes from what is stored now, so a redelivered or late event writes the same summary. A
 configuration it cannot read leaves the previous summary; it never fails the event.
@@ -30,6 +33,7 @@ from terrace.domain.bounded_tar import TarBounds, read_files
 from terrace.domain.errors import Invalid, NotFound
 from terrace.domain.explorer import Use, provider_key
 from terrace.domain.explorer_config import LOCK_FILE, RELEVANT, configuration_uses, installed_modules, json_blocks
+from terrace.domain.installed_modules import root_versions
 from terrace.services.runs.configuration_versions import ConfigurationVersionService
 from terrace.services.runs.store import RunStore
 from terrace.services.state.store import StateStore
@@ -81,13 +85,15 @@ class ExplorerFeed:
             return
         if run.assessment or run.plan_only or run.refresh_only or run.is_destroy or cv.speculative:
             return
+        installed = root_versions(run.installed_modules)  # what the run's own init installed, when reported
         known = self._store.summary(ws.organization, ws.id)
-        if known is not None and known.configuration_version_id == cv.id:
+        if known is not None and known.configuration_version_id == cv.id and not installed:
             return
         if cv.size is not None and cv.size > ARCHIVE_MAX_BYTES:
             return
         try:
-            modules, providers = self.read_configuration(self._blobs.get(cv.blob_key), ws.working_directory)
+            raw = self._blobs.get(cv.blob_key)
+            modules, providers = self.read_configuration(raw, ws.working_directory, installed)
         except (NotFound, Invalid) as exc:  # gone, or not an archive within the bounds: the summary stays
             log.info("explorer: configuration %s not summarized: %s", cv.id, exc)
             return
@@ -96,7 +102,11 @@ class ExplorerFeed:
             return
         self._store.record_configuration(ws.organization, ws.id, cv.id, modules, providers)
 
-    def read_configuration(self, raw: bytes, working_directory: str) -> tuple[tuple[Use, ...], tuple[Use, ...]]:
+    def read_configuration(
+        self, raw: bytes, working_directory: str, reported: dict[str, str] | None = None
+    ) -> tuple[tuple[Use, ...], tuple[Use, ...]]:
+        """The configuration's module calls and providers; a call's version is the one its run's init installed
+        (`reported`), else the one the archive's modules.json names, else its constraint."""
         root = posixpath.normpath(working_directory.strip("/")) if working_directory.strip("/") else ""
 
         manifest = posixpath.join(root, MODULES_MANIFEST)
@@ -129,7 +139,7 @@ class ExplorerFeed:
                 continue
         if texts:
             documents.update(self._hcl.parse(texts).documents)
-        return configuration_uses(documents, installed)
+        return configuration_uses(documents, {**installed, **(reported or {})})
 
 
 def _installed(body: bytes) -> dict[str, str]:
