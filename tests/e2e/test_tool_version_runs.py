@@ -1,5 +1,6 @@
 """Every workspace runs the exact version it asks for, on one embedded deployment whose runners hold none: a run
-pinned to 1.0.3 runs 1.0.3 and one pinned to `~> 1.11` runs the newest 1.11, each fetched from a local HTTPS
+pinned to 1.0.3 runs 1.0.3 and one pinned to `~> 1.11.0` runs the newest 1.11 (terraform's `~> 1.11` allows any
+1.x from 1.11 on: the newest 1.x release of the catalog), each fetched from a local HTTPS
 release mirror (real release zips of the binaries on this host, SHA256SUMS signed by a key made for the test and
 trusted through TERRACE_TOOL_TRUSTED_KEYS), checked and cached in the deployment's folder. Two first runs of the
 same version fetch it once; a version no one can fetch errors the run naming what is available. The configuration
@@ -25,9 +26,11 @@ import pytest
 from e2e_runs import remote_workspace, wait_final, wait_for
 from job_uids import traversable
 from release_mirror import ReleaseMirror
+from terrace.domain import tool_versions as tv
 from terrace.local import tls
 from terrace.local.stack import LocalStack
 from terrace.local.terraform_binary import unwrapped
+from terrace.services.admin import tool_releases
 
 pytestmark = pytest.mark.e2e
 
@@ -56,8 +59,9 @@ def _path_version() -> str:
 @pytest.fixture(scope="module")
 def deployment() -> Iterator[tuple[LocalStack, ReleaseMirror, Any]]:
     newest = _path_version()
-    if not VENV_TERRAFORM.exists() or not newest.startswith("1.11."):
-        pytest.skip("needs terraform 1.0.3 (the project's install) and a terraform 1.11 on PATH")
+    newest_11 = tv.newest("~> 1.11.0", tool_releases.TERRAFORM)
+    if not VENV_TERRAFORM.exists() or newest != newest_11:
+        pytest.skip(f"needs terraform 1.0.3 (the project's install) and terraform {newest_11} on PATH")
     root = traversable(Path(tempfile.mkdtemp(prefix="terrace-e2e-tools-")))
     tls_files = tls.write_certificates(root / "tls")
     mirror = ReleaseMirror(root / "mirror", tls_files)
@@ -71,6 +75,7 @@ def deployment() -> Iterator[tuple[LocalStack, ReleaseMirror, Any]]:
     local.link_host_tools = False  # the runners hold no version: each is fetched
     local.settings_overrides = {
         **_h.RUN_SETTINGS,
+        "tool_downloads": True,
         "tool_mirror_terraform": mirror.base("terraform"),
         "tool_trusted_keys": str(mirror.public_key),
     }
@@ -144,7 +149,7 @@ def test_two_first_runs_of_a_pinned_version_fetch_it_once(deployment: tuple[Loca
 def test_a_constraint_runs_the_newest_matching_release(deployment: tuple[LocalStack, ReleaseMirror, Any]) -> None:
     local, mirror, api = deployment
     newest = _path_version()
-    current = remote_workspace(api, "current", **{"terraform-version": "~> 1.11"})
+    current = remote_workspace(api, "current", **{"terraform-version": "~> 1.11.0"})
     run_id = _queue(api, current, f"= {newest}")
     _finished(api, run_id)
     assert api.request("GET", f"/api/v2/runs/{run_id}").json()["data"]["attributes"]["terraform-version"] == newest
