@@ -70,3 +70,39 @@ def test_the_recorded_sums_are_the_vendors(site: Site) -> None:  # noqa: F811
     (arm64,) = [a for a in listed[0]["attributes"]["archs"] if a["arch"] == "arm64"]
     assert arm64["sha"] == pinned.group(1)
     assert tool_releases.shipped_sums("terraform")[f"terraform_{version.group(1)}_linux_arm64.zip"] == pinned.group(1)
+
+
+ATTRIBUTES = {
+    "version",
+    "url",
+    "sha",
+    "official",
+    "enabled",
+    "beta",
+    "deprecated",
+    "deprecated-reason",
+    "usage",
+    "archs",
+}
+
+
+def test_usage_counts_the_workspaces_pinned_to_a_version_for_the_tool_their_runs_use(site: Site) -> None:  # noqa: F811
+    """TFE's `usage`: how many workspaces use the version. 1.9.4 is a release of both tools: the deployment's runs
+    take terraform's (its default tool), so OpenTofu 1.9.4 has no user; 1.10.10 is OpenTofu's only."""
+    for n, version in enumerate(("1.9.4", "1.9.4", "1.10.10", "~> 1.9")):
+        body = {"data": {"type": "workspaces", "attributes": {"name": f"u{n}", "terraform-version": version}}}
+        assert (
+            site.client.post("/api/v2/organizations/acme/workspaces", json=body, headers=site.user).status_code == 201
+        )
+
+    def usage(kind: str, version: str) -> dict:
+        (record,) = site.client.get(f"/api/v2/admin/{kind}?filter[version]={version}", headers=site.admin).json()[
+            "data"
+        ]
+        assert set(record["attributes"]) >= ATTRIBUTES
+        read = site.client.get(f"/api/v2/admin/{kind}/{record['id']}", headers=site.admin).json()["data"]
+        assert read["attributes"]["usage"] == record["attributes"]["usage"]
+        return record["attributes"]["usage"]
+
+    assert usage("terraform-versions", "1.9.4") == 2 and usage("opentofu-versions", "1.9.4") == 0
+    assert usage("opentofu-versions", "1.10.10") == 1 and usage("terraform-versions", "1.9.8") == 0

@@ -56,6 +56,10 @@ class ToolVersionService:
         self._catalog = {tool: tv.ordered(versions) for tool, versions in catalog.items()}
         self._usable_cache: dict[str, tuple[float, builtins.list[str]]] = {}
 
+    @property
+    def default_tool(self) -> str:
+        return self._default_tool
+
     def catalog(self, tool: str) -> list[str]:
         """Versions of `tool` the runners hold, oldest first."""
         return list(self._catalog.get(tool, []))
