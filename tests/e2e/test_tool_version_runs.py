@@ -13,6 +13,7 @@ import io
 import os
 import shutil
 import ssl
+import subprocess
 import sys
 import tarfile
 import tempfile
@@ -27,7 +28,7 @@ from e2e_runs import remote_workspace, wait_final, wait_for
 from job_uids import traversable
 from release_mirror import ReleaseMirror
 from terrace.domain import tool_versions as tv
-from terrace.local import tls
+from terrace.local import terraform_config, tls
 from terrace.local.stack import LocalStack
 from terrace.local.terraform_binary import unwrapped
 from terrace.services.admin import tool_releases
@@ -171,3 +172,34 @@ def test_a_version_nobody_can_fetch_errors_the_run(deployment: tuple[LocalStack,
     assert final["attributes"]["status"] == "errored"
     assert "Terraform 1.5.7 could not be fetched" in _plan_log(api, final["id"])
     assert not (local.state_dir / "tools" / "terraform" / "1.5.7").exists()
+
+
+def test_the_pinned_binary_itself_says_its_version(deployment: tuple[LocalStack, ReleaseMirror, Any]) -> None:
+    """Not the runner's banner: terraform 1.0.3 itself, run in the job, refuses a configuration requiring another
+    version and names its own (`terraform version`'s number) in the run's log."""
+    local, mirror, api = deployment
+    pinned = remote_workspace(api, "self", **{"terraform-version": "1.0.3"})
+    final = wait_final(api, _queue(api, pinned, "= 1.11.4"), timeout=120)
+    assert final["attributes"]["status"] == "errored"
+    log = _plan_log(api, final["id"])
+    assert "This configuration does not support Terraform version 1.0.3" in log, log
+
+
+def test_a_workspace_its_cloud_block_creates_is_pinned_to_the_clients_version(
+    deployment: tuple[LocalStack, ReleaseMirror, Any], tmp_path: Path
+) -> None:
+    """As HCP pins it: `terraform init` creates the workspace, then sets it to the client's version, a release of
+    the catalog (the client on PATH is the newest 1.11, which the mirror holds)."""
+    local, mirror, api = deployment
+    info = api.stack
+    (tmp_path / "main.tf").write_text(
+        f'terraform {{\n  cloud {{\n    hostname = "{info.hostname}"\n    organization = "{info.organization}"\n'
+        '    workspaces {\n      name = "by-init"\n    }\n  }\n}\n'
+    )
+    home = tmp_path / "home"
+    home.mkdir()
+    env = terraform_config.terraform_env(info.cli_config, info.ca_bundle, home)
+    done = subprocess.run([PATH_TERRAFORM or "terraform", "init", "-input=false", "-no-color"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert api.workspace("by-init")["attributes"]["terraform-version"] == _path_version()

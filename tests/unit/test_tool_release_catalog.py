@@ -106,3 +106,18 @@ def test_usage_counts_the_workspaces_pinned_to_a_version_for_the_tool_their_runs
 
     assert usage("terraform-versions", "1.9.4") == 2 and usage("opentofu-versions", "1.9.4") == 0
     assert usage("opentofu-versions", "1.10.10") == 1 and usage("terraform-versions", "1.9.8") == 0
+
+
+def test_a_worktree_links_the_shared_opentofu_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`make dev` and the e2e stacks hold ../shared's OpenTofu from a checkout and ../../shared's from a worktree
+    under it (a worktree's OpenTofu runs otherwise errored: no runner held it)."""
+    from terrace.local import tool_catalog
+
+    tofu = tmp_path / "shared" / "tools" / "opentofu" / "tofu"
+    tofu.parent.mkdir(parents=True)
+    tofu.write_text("#!/bin/sh\n")
+    monkeypatch.delenv("TERRACE_LOCAL_TOFU", raising=False)
+    monkeypatch.setattr(tool_catalog, "REPO_ROOT", tmp_path / "wt" / "t1")
+    assert ("opentofu", str(tofu)) in tool_catalog.candidates()
+    monkeypatch.setattr(tool_catalog, "REPO_ROOT", tmp_path / "main")
+    assert ("opentofu", str(tofu)) in tool_catalog.candidates()
