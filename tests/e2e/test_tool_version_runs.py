@@ -68,6 +68,8 @@ def deployment() -> Iterator[tuple[LocalStack, ReleaseMirror, Any]]:
     mirror = ReleaseMirror(root / "mirror", tls_files)
     mirror.add("terraform", "1.0.3", VENV_TERRAFORM)
     mirror.add("terraform", newest, Path(PATH_TERRAFORM or ""))
+    mirror.add("terraform", "1.5.6", b"#!/bin/sh\n", tamper=True)  # not the archive the signed sums list
+    mirror.add("terraform", "1.5.5", b"#!/bin/sh\n", stranger=True)  # sums signed by a key nobody trusts
     mirror.start()
     local = LocalStack(
         port=0, organization="tools", state_dir=root / "state", prefix=f"e2e-tools-{uuid.uuid4().hex[:8]}",
@@ -203,3 +205,23 @@ def test_a_workspace_its_cloud_block_creates_is_pinned_to_the_clients_version(
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert api.workspace("by-init")["attributes"]["terraform-version"] == _path_version()
+
+
+@pytest.mark.parametrize(
+    ("version", "reason"),
+    [
+        ("1.5.6", "terraform_1.5.6_linux_amd64.zip has SHA-256 "),
+        ("1.5.5", "the SHA256SUMS signature is not valid for any trusted key"),
+    ],
+)
+def test_a_tampered_archive_or_a_bad_signature_errors_the_run_and_caches_nothing(
+    deployment: tuple[LocalStack, ReleaseMirror, Any], version: str, reason: str
+) -> None:
+    local, mirror, api = deployment
+    pinned = remote_workspace(api, f"refused-{version.replace('.', '-')}", **{"terraform-version": version})
+    final = wait_final(api, _queue(api, pinned, f"= {version}"), timeout=120)
+    assert final["attributes"]["status"] == "errored"
+    log = _plan_log(api, final["id"])
+    assert f"Terraform {version} could not be fetched" in log and reason in log, log
+    assert not (local.state_dir / "tools" / "terraform" / version).exists()
+    assert not [p for p in (local.state_dir / "tools").iterdir() if p.name.startswith(".fetch-") and p.is_dir()]
