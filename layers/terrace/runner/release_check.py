@@ -2,7 +2,7 @@
 carries a detached OpenPGP signature made by a key the runner trusts (each vendor's key ships in `runner/keys/` and
 vouches for its own tool only: HashiCorp's, fingerprint C874011F…72D7468F, for terraform; OpenTofu's,
 E3E6E43D…E5FD9F80, for OpenTofu; TERRACE_TOOL_TRUSTED_KEYS replaces them), and the archive's SHA-256 is the one
-those sums list for it (and the one the deployment's catalog records, when it records one)."""
+those sums list for it (the sum the catalog records is informational: the signed sums decide)."""
 
 from __future__ import annotations
 
