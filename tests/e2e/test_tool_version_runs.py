@@ -167,7 +167,7 @@ def test_a_version_nobody_can_fetch_errors_the_run(deployment: tuple[LocalStack,
     run_id = _queue(api, unknown, "= 0.12.31")
     run = api.request("GET", f"/api/v2/runs/{run_id}").json()["data"]["attributes"]
     assert run["status"] == "errored"  # at once: no runner was asked
-    assert "'0.12.31'" in run["error-message"] and "Terraform 1.0.3" in run["error-message"]
+    assert "'0.12.31'" in run["error-message"] and "Terraform 1.0.0 to 1.0.11" in run["error-message"]
 
     absent = remote_workspace(api, "absent", **{"terraform-version": "1.5.7"})  # in the catalog, not the mirror
     final = wait_final(api, _queue(api, absent, "= 1.5.7"), timeout=120)
