@@ -1,7 +1,9 @@
 """The checks a fetched terraform or OpenTofu release passes before a job may run it: the vendor's `SHA256SUMS`
 carries a detached OpenPGP signature made by a key the runner trusts (each vendor's key ships in `runner/keys/` and
 vouches for its own tool only: HashiCorp's, fingerprint C874011F…72D7468F, for terraform; OpenTofu's,
-E3E6E43D…E5FD9F80, for OpenTofu; TERRACE_TOOL_TRUSTED_KEYS replaces them), and the archive's SHA-256 is the one
+E3E6E43D…E5FD9F80, for OpenTofu; TERRACE_TOOL_TRUSTED_KEYS replaces them; a key keeps every binding of its history:
+Sequoia checks a signature against the binding valid when it was made, so HashiCorp's key renewed in 2026 alone
+refused every release signed before), and the archive's SHA-256 is the one
 those sums list for it (the sum the catalog records is informational: the signed sums decide)."""
 
 from __future__ import annotations
