@@ -2,7 +2,8 @@
 list the same way): every one is an enabled catalog record whose `url` is its linux_amd64 archive on the
 deployment's release mirror (Settings.tool_mirror_terraform / tool_mirror_opentofu), whose `archs` are the linux
 amd64 and arm64 archives, and whose `sha` are those archives' SHA-256 as the vendor's signed SHA256SUMS list them
-(`releases/<tool>.sums`; a release whose sums this build did not record has an empty `sha` until an admin sets it).
+(`releases/<tool>.sums`; a release whose sums this build did not record has an empty `sha` until `tool_sync.py`
+records its vendor-signed sums or an admin sets it).
 A runner never trusts a recorded sum, it checks each archive against the vendor's signed SHA256SUMS
 (`runner/tool_fetch.py`). `terrace tools sync` adds what was released since; a site admin adds any other version.
 """
