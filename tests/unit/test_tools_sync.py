@@ -33,7 +33,7 @@ def test_sync_adds_the_released_versions_the_catalog_lacks() -> None:
         return json.dumps(HASHICORP if "terraform" in url else OPENTOFU).encode()
 
     assert sync(env.container, read) == {"terraform": ["0.12.31", "1.16.0"], "opentofu": ["1.13.0"]}
-    indexes = [url for url in asked if url.endswith((".json"))]
+    indexes = [url for url in asked if url.endswith(".json")]
     assert indexes == ["https://mirror.internal/hc/terraform/index.json", "https://mirror.internal/tofu/api.json"]
     assert all("_SHA256SUMS" in url for url in asked if url not in indexes)  # the sums of releases lacking them
     assert sync(env.container, read) == {"terraform": [], "opentofu": []}  # nothing new the second time
