@@ -138,7 +138,8 @@ def local_stack(
 
             local.background_tasks = [local_workers.events]
         limit = int(os.environ.get("TERRACE_BENCH_RATE_LIMIT_PER_S") or 0)
-        local.settings_overrides.update({"api_rate_limit_per_s": limit, **overrides})
+        # and runs use the versions the runners hold (`latest`: the newest of them), never a release download
+        local.settings_overrides.update({"api_rate_limit_per_s": limit, "tool_downloads": False, **overrides})
         info = local.start()
         stack = Stack(local=local, state_dir=Path(tmp), **info.as_dict())
         try:

@@ -133,6 +133,7 @@ class Runner(Construct):
             logging=ecs.LogDrivers.aws_logs(stream_prefix="runner", log_group=self.log_group),
             environment={
                 "TERRACE_API_URL": api_url,
+                **settings.tool_mirrors(),  # where a version the image lacks is fetched from
                 "TERRACE_RUNNER_IDLE_EXIT_S": str(settings.runner_idle_exit_s),
                 "TERRACE_RUNNER_DONE_EXIT_S": str(settings.runner_done_exit_s),  # its run done: no idle tail
                 # short polls every 2 s: a Lambda held for a long-poll costs more than the extra requests
@@ -156,6 +157,7 @@ class Runner(Construct):
             "TERRACE_TOOL_CATALOG": baked_tool_catalog(),
             # a version the image lacks: fetched from the mirror once per deployment, then from the bucket (arm64)
             "TERRACE_TOOL_BLOB_CACHE": "arm64",
+            **self.settings.tool_mirrors(),  # the catalog's URLs (the API) and its daily sync (tools_sync)
             "TERRACE_DEFAULT_TOOL": "opentofu",
             "TERRACE_RUNNER_SUBNETS": ",".join(s.subnet_id for s in self.subnets.subnets),
             "TERRACE_RUNNER_SECURITY_GROUPS": self.security_group.security_group_id,

@@ -72,6 +72,17 @@ class DeploySettings:
     # the audit trail's copy in CloudWatch Logs (beside its daily objects in the blob bucket), kept a month as every
     # log group of the stack
     audit_logs: bool = False
+    # the release mirrors runners fetch terraform and OpenTofu from, in the vendors' layout (default: the vendors'
+    # public release sites; an air-gapped deployment names its own copy): the API, the daily catalog sync and the
+    # runners read the same
+    tool_mirror_terraform: str = ""
+    tool_mirror_opentofu: str = ""
+
+    def tool_mirrors(self) -> dict[str, str]:
+        """The mirror settings of the API, the functions and the runners (only those set)."""
+        named = {"TERRACE_TOOL_MIRROR_TERRAFORM": self.tool_mirror_terraform}
+        named["TERRACE_TOOL_MIRROR_OPENTOFU"] = self.tool_mirror_opentofu
+        return {key: value for key, value in named.items() if value}
 
     @classmethod
     def from_context(cls, scope: Construct) -> DeploySettings:
@@ -87,6 +98,10 @@ class DeploySettings:
             raise ValueError("terrace:oidcIssuer needs terrace:oidcClientId and terrace:oidcClientSecretArn")
         if issuer and _flag(ctx("cognito")):
             raise ValueError("choose one of terrace:cognito and terrace:oidcIssuer")
+        mirrors = {name: str(ctx(name) or "").rstrip("/") for name in ("toolMirrorTerraform", "toolMirrorOpentofu")}
+        for name, mirror in mirrors.items():
+            if mirror and not mirror.startswith("https://"):
+                raise ValueError(f"terrace:{name} must be an https:// URL (the mirror's base), not {mirror!r}")
         return cls(
             skip_bundling=_flag(ctx("skipBundling")),
             private_subnets=_flag(ctx("privateSubnets")),
@@ -128,4 +143,6 @@ class DeploySettings:
             legacy_kms_key_arn=ctx("legacyKmsKeyArn") or None,
             rotate_secrets=str(ctx("rotateSecrets") or ""),
             audit_logs=_flag(ctx("auditLogs")),
+            tool_mirror_terraform=mirrors["toolMirrorTerraform"],
+            tool_mirror_opentofu=mirrors["toolMirrorOpentofu"],
         )

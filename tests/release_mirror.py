@@ -40,10 +40,18 @@ class ReleaseMirror:
         return f"https://localhost:{self._server.server_address[1]}/{tool}"
 
     def add(
-        self, tool: str, version: str, binary: Path | bytes, *, tamper: bool = False, stranger: bool = False
+        self,
+        tool: str,
+        version: str,
+        binary: Path | bytes,
+        *,
+        tamper: bool = False,
+        stranger: bool = False,
+        suffix: str = "",
     ) -> None:
         """Publish `binary` as `tool` `version` (linux_amd64); `tamper`: the zip is not the one the sums list;
-        `stranger`: the sums are signed by a key nobody trusts."""
+        `stranger`: the sums are signed by a key nobody trusts; `suffix`: the signature file's (by default the
+        vendor's: `.72D7468F.sig` for terraform, `.gpgsig` for OpenTofu)."""
         name = "terraform" if tool == "terraform" else "tofu"
         folder = self.root / tool / ("terraform/" + version if tool == "terraform" else f"v{version}")
         folder.mkdir(parents=True, exist_ok=True)
@@ -62,7 +70,7 @@ class ReleaseMirror:
             warnings.simplefilter("ignore", DeprecationWarning)
             signer = (self.stranger if stranger else self.key).secrets.signer()
             signature = pysequoia.sign(signer, sums, mode=pysequoia.SignatureMode.DETACHED, armor=False)
-        suffix = ".72D7468F.sig" if tool == "terraform" else ".gpgsig"
+        suffix = suffix or (".72D7468F.sig" if tool == "terraform" else ".gpgsig")
         (folder / f"{name}_{version}_SHA256SUMS{suffix}").write_bytes(signature)
         if tamper:
             with archive.open("ab") as out:

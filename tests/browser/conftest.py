@@ -21,7 +21,7 @@ from terrace.web.app import create_app
 CHROMIUM = Path("/usr/bin/chromium")
 SHOTS = Path(__file__).resolve().parents[2] / ".build" / "screenshots"
 # Generous heartbeat timings: the machine is shared and loaded; nothing here tests retries or cancels.
-RUN_SETTINGS = {"job_heartbeat_s": 2, "job_heartbeat_timeout_s": 60, "max_runners": 2}
+RUN_SETTINGS = {"job_heartbeat_s": 2, "job_heartbeat_timeout_s": 60, "max_runners": 2, "tool_downloads": False}
 
 
 @pytest.fixture(scope="module")

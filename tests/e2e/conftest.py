@@ -264,6 +264,9 @@ RUN_SETTINGS: dict[str, Any] = {
     "outbound_allow": ("127.0.0.0/8",),  # run task and notification receivers of the tests listen on loopback
     "notification_retry_base_s": 1,
     "assessment_interval_s": 3,  # health assessments (tests/e2e/test_assessment_runs.py): each workspace every ~3 s
+    # no release site is reachable here: runs resolve among the versions the runners hold (`latest` is the newest of
+    # them, not the newest release shipped); tests/e2e/test_tool_version_runs.py fetches from a mirror of its own
+    "tool_downloads": False,
 }
 
 

@@ -1,5 +1,6 @@
 """Every workspace runs the exact version it asks for, on one embedded deployment whose runners hold none: a run
-pinned to 1.0.3 runs 1.0.3 and one pinned to `~> 1.11` runs the newest 1.11, each fetched from a local HTTPS
+pinned to 1.0.3 runs 1.0.3 and one pinned to `~> 1.11.0` runs the newest 1.11 (terraform's `~> 1.11` allows any
+1.x from 1.11 on: the newest 1.x release of the catalog), each fetched from a local HTTPS
 release mirror (real release zips of the binaries on this host, SHA256SUMS signed by a key made for the test and
 trusted through TERRACE_TOOL_TRUSTED_KEYS), checked and cached in the deployment's folder. Two first runs of the
 same version fetch it once; a version no one can fetch errors the run naming what is available. The configuration
@@ -12,6 +13,7 @@ import io
 import os
 import shutil
 import ssl
+import subprocess
 import sys
 import tarfile
 import tempfile
@@ -25,9 +27,11 @@ import pytest
 from e2e_runs import remote_workspace, wait_final, wait_for
 from job_uids import traversable
 from release_mirror import ReleaseMirror
-from terrace.local import tls
+from terrace.domain import tool_versions as tv
+from terrace.local import terraform_config, tls
 from terrace.local.stack import LocalStack
 from terrace.local.terraform_binary import unwrapped
+from terrace.services.admin import tool_releases
 
 pytestmark = pytest.mark.e2e
 
@@ -56,13 +60,16 @@ def _path_version() -> str:
 @pytest.fixture(scope="module")
 def deployment() -> Iterator[tuple[LocalStack, ReleaseMirror, Any]]:
     newest = _path_version()
-    if not VENV_TERRAFORM.exists() or not newest.startswith("1.11."):
-        pytest.skip("needs terraform 1.0.3 (the project's install) and a terraform 1.11 on PATH")
+    newest_11 = tv.newest("~> 1.11.0", tool_releases.TERRAFORM)
+    if not VENV_TERRAFORM.exists() or newest != newest_11:
+        pytest.skip(f"needs terraform 1.0.3 (the project's install) and terraform {newest_11} on PATH")
     root = traversable(Path(tempfile.mkdtemp(prefix="terrace-e2e-tools-")))
     tls_files = tls.write_certificates(root / "tls")
     mirror = ReleaseMirror(root / "mirror", tls_files)
     mirror.add("terraform", "1.0.3", VENV_TERRAFORM)
     mirror.add("terraform", newest, Path(PATH_TERRAFORM or ""))
+    mirror.add("terraform", "1.5.6", b"#!/bin/sh\n", tamper=True)  # not the archive the signed sums list
+    mirror.add("terraform", "1.5.5", b"#!/bin/sh\n", stranger=True)  # sums signed by a key nobody trusts
     mirror.start()
     local = LocalStack(
         port=0, organization="tools", state_dir=root / "state", prefix=f"e2e-tools-{uuid.uuid4().hex[:8]}",
@@ -71,6 +78,7 @@ def deployment() -> Iterator[tuple[LocalStack, ReleaseMirror, Any]]:
     local.link_host_tools = False  # the runners hold no version: each is fetched
     local.settings_overrides = {
         **_h.RUN_SETTINGS,
+        "tool_downloads": True,
         "tool_mirror_terraform": mirror.base("terraform"),
         "tool_trusted_keys": str(mirror.public_key),
     }
@@ -144,7 +152,7 @@ def test_two_first_runs_of_a_pinned_version_fetch_it_once(deployment: tuple[Loca
 def test_a_constraint_runs_the_newest_matching_release(deployment: tuple[LocalStack, ReleaseMirror, Any]) -> None:
     local, mirror, api = deployment
     newest = _path_version()
-    current = remote_workspace(api, "current", **{"terraform-version": "~> 1.11"})
+    current = remote_workspace(api, "current", **{"terraform-version": "~> 1.11.0"})
     run_id = _queue(api, current, f"= {newest}")
     _finished(api, run_id)
     assert api.request("GET", f"/api/v2/runs/{run_id}").json()["data"]["attributes"]["terraform-version"] == newest
@@ -159,10 +167,61 @@ def test_a_version_nobody_can_fetch_errors_the_run(deployment: tuple[LocalStack,
     run_id = _queue(api, unknown, "= 0.12.31")
     run = api.request("GET", f"/api/v2/runs/{run_id}").json()["data"]["attributes"]
     assert run["status"] == "errored"  # at once: no runner was asked
-    assert "'0.12.31'" in run["error-message"] and "Terraform 1.0.3" in run["error-message"]
+    assert "'0.12.31'" in run["error-message"] and "Terraform 1.0.0 to 1.0.11" in run["error-message"]
 
     absent = remote_workspace(api, "absent", **{"terraform-version": "1.5.7"})  # in the catalog, not the mirror
     final = wait_final(api, _queue(api, absent, "= 1.5.7"), timeout=120)
     assert final["attributes"]["status"] == "errored"
     assert "Terraform 1.5.7 could not be fetched" in _plan_log(api, final["id"])
     assert not (local.state_dir / "tools" / "terraform" / "1.5.7").exists()
+
+
+def test_the_pinned_binary_itself_says_its_version(deployment: tuple[LocalStack, ReleaseMirror, Any]) -> None:
+    """Not the runner's banner: terraform 1.0.3 itself, run in the job, refuses a configuration requiring another
+    version and names its own (`terraform version`'s number) in the run's log."""
+    local, mirror, api = deployment
+    pinned = remote_workspace(api, "self", **{"terraform-version": "1.0.3"})
+    final = wait_final(api, _queue(api, pinned, "= 1.11.4"), timeout=120)
+    assert final["attributes"]["status"] == "errored"
+    log = _plan_log(api, final["id"])
+    assert "This configuration does not support Terraform version 1.0.3" in log, log
+
+
+def test_a_workspace_its_cloud_block_creates_is_pinned_to_the_clients_version(
+    deployment: tuple[LocalStack, ReleaseMirror, Any], tmp_path: Path
+) -> None:
+    """As HCP pins it: `terraform init` creates the workspace, then sets it to the client's version, a release of
+    the catalog (the client on PATH is the newest 1.11, which the mirror holds)."""
+    local, mirror, api = deployment
+    info = api.stack
+    (tmp_path / "main.tf").write_text(
+        f'terraform {{\n  cloud {{\n    hostname = "{info.hostname}"\n    organization = "{info.organization}"\n'
+        '    workspaces {\n      name = "by-init"\n    }\n  }\n}\n'
+    )
+    home = tmp_path / "home"
+    home.mkdir()
+    env = terraform_config.terraform_env(info.cli_config, info.ca_bundle, home)
+    done = subprocess.run([PATH_TERRAFORM or "terraform", "init", "-input=false", "-no-color"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert api.workspace("by-init")["attributes"]["terraform-version"] == _path_version()
+
+
+@pytest.mark.parametrize(
+    ("version", "reason"),
+    [
+        ("1.5.6", "terraform_1.5.6_linux_amd64.zip has SHA-256 "),
+        ("1.5.5", "the SHA256SUMS signature is not valid for any trusted key"),
+    ],
+)
+def test_a_tampered_archive_or_a_bad_signature_errors_the_run_and_caches_nothing(
+    deployment: tuple[LocalStack, ReleaseMirror, Any], version: str, reason: str
+) -> None:
+    local, mirror, api = deployment
+    pinned = remote_workspace(api, f"refused-{version.replace('.', '-')}", **{"terraform-version": version})
+    final = wait_final(api, _queue(api, pinned, f"= {version}"), timeout=120)
+    assert final["attributes"]["status"] == "errored"
+    log = _plan_log(api, final["id"])
+    assert f"Terraform {version} could not be fetched" in log and reason in log, log
+    assert not (local.state_dir / "tools" / "terraform" / version).exists()
+    assert not [p for p in (local.state_dir / "tools").iterdir() if p.name.startswith(".fetch-") and p.is_dir()]

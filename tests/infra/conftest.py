@@ -119,6 +119,8 @@ VARIANT_CONTEXT = {
     "terrace:runnerRateLimit": "200",  # test_cdk_api_web
     "terrace:uiBurstLimit": "9",
     "terrace:legacyKmsKeyArn": LEGACY_KMS_KEY_ARN,  # test_cdk_data
+    "terrace:toolMirrorTerraform": "https://mirror.internal/hashicorp/",  # test_cdk_runner
+    "terrace:toolMirrorOpentofu": "https://mirror.internal/opentofu",
     "terrace:nag": "false",
 }
 

@@ -314,3 +314,40 @@ def test_the_api_checks_runner_proofs_against_the_runner_task_role_and_sts(synth
     runner_env = {e["Name"]: e["Value"] for e in task["Properties"]["ContainerDefinitions"][0]["Environment"]}
     assert runner_env["TERRACE_STS_ENDPOINT"] == env["TERRACE_STS_ENDPOINT"]
     assert "sts." in str(env["TERRACE_STS_ENDPOINT"])
+
+
+MIRRORS = {
+    "TERRACE_TOOL_MIRROR_TERRAFORM": "https://mirror.internal/hashicorp",
+    "TERRACE_TOOL_MIRROR_OPENTOFU": "https://mirror.internal/opentofu",
+}
+
+
+def test_an_air_gapped_deployment_names_its_release_mirrors_once_for_the_api_the_sync_and_the_runners(
+    synth, synth_variants
+):
+    """`terrace:toolMirrorTerraform` / `terrace:toolMirrorOpentofu`: the catalog's URLs (the API), its daily sync
+    (tools_sync) and the runners' fetches all use the deployment's own mirror; unset, none is named (the vendors'
+    public release sites, the settings' defaults)."""
+    for made, expected in ((synth_variants, MIRRORS), (synth, {})):
+        _, api = made.by_path("/Api/Handler/Resource")
+        _, sync = made.by_path("/Functions/ToolsSync/Resource")
+        [task] = made.resources("AWS::ECS::TaskDefinition").values()
+        for env in (
+            api["Properties"]["Environment"]["Variables"],
+            sync["Properties"]["Environment"]["Variables"],
+            _env(task["Properties"]["ContainerDefinitions"][0]),
+        ):
+            assert {k: v for k, v in env.items() if k.startswith("TERRACE_TOOL_MIRROR_")} == expected
+
+
+def test_a_release_mirror_must_be_https():
+    from infra.settings import DeploySettings
+
+    class Scope:
+        class node:  # noqa: N801  (the construct's node)
+            @staticmethod
+            def try_get_context(key: str) -> str | None:
+                return "http://mirror.internal/hashicorp" if key == "terrace:toolMirrorTerraform" else None
+
+    with pytest.raises(ValueError, match="toolMirrorTerraform must be an https:// URL"):
+        DeploySettings.from_context(Scope())  # type: ignore[arg-type]

@@ -44,7 +44,7 @@ def running_stack(
         wrap_ports=wrap_ports,
         **kwargs,
     )
-    stack.settings_overrides = {"api_rate_limit_per_s": 1000}
+    stack.settings_overrides = {"api_rate_limit_per_s": 1000, "tool_downloads": False}  # runs use what runners hold
     stack.start()
     try:
         yield stack

@@ -65,9 +65,14 @@ def test_with_downloads_a_constraint_takes_the_newest_enabled_release() -> None:
     _set_version(env, "~> 8.0")
     run = env.create_run(env.upload_config())
     assert run["attributes"]["status"] == "errored"
-    assert "'~> 8.0'" in run["attributes"]["error-message"]
-    assert "Terraform 1.0.0, Terraform 1.0.1" in run["attributes"]["error-message"]
-    assert "OpenTofu 1.9.4" in run["attributes"]["error-message"]
+    message = run["attributes"]["error-message"]
+    assert "'~> 8.0'" in message and len(message) < 1000  # the whole catalog, named by its series
+    assert "available: Terraform 1.0.0 to 1.0.11, Terraform 1.1.0 to 1.1.9," in message
+    assert ", Terraform 1.5.0 to 1.5.7," in message and ", OpenTofu 1.9.0 to 1.9.4," in message
+    service = env.container.tool_versions
+    service.update("terraform", service.list("terraform", exact="1.5.3")[0].id, {"enabled": False})
+    message = env.create_run(env.upload_config())["attributes"]["error-message"]
+    assert ", Terraform 1.5.0 to 1.5.2, Terraform 1.5.4 to 1.5.7," in message  # a disabled version breaks a series
 
 
 def test_with_a_bucket_cache_runners_get_its_urls_and_agents_only_the_read() -> None:

@@ -9,14 +9,21 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from aws import clients, create_table_and_bucket
 from release_mirror import ReleaseMirror
 from terrace.adapters.s3_blobs import S3Blobs
 from terrace.local import tls
+from terrace.runner import catalog as runner_catalog
+from terrace.runner.agent import AgentOptions
+from terrace.runner.agent import runner_config as agent_runner_config
 from terrace.runner.client import Transfers
+from terrace.runner.config import RunnerConfig
+from terrace.runner.job_setup import JobFailed, JobSteps
 from terrace.runner.release_check import ReleaseRefused, load_keys
+from terrace.runner.rundir import remote_backend_override
 from terrace.runner.tool_fetch import ToolFetcher
 
 
@@ -34,6 +41,8 @@ def mirror(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReleaseMirror]:
     served.add("terraform", "1.4.5", _script("1.4.5"), stranger=True)
     served.add("terraform", "1.4.6", _script("9.9.9"))  # signed, but not the version it claims to be
     served.add("opentofu", "1.8.1", _script("1.8.1"))
+    served.add("terraform", "1.4.7", _script("1.4.7"), suffix=".sig")  # the name without the key id
+    served.add("opentofu", "1.8.2", _script("1.8.2"), suffix=".sig")  # OpenTofu's .sig is cosign's, never GPG's
     served.start()
     yield served
     served.stop()
@@ -154,3 +163,57 @@ def test_each_tool_trusts_its_own_vendors_key_only() -> None:
     assert fingerprints(release_check.shipped_keys("opentofu")) == {"E3E6E43D84CB852EADB0051D0C0AF313E5FD9F80"}
     assert release_check.shipped_keys("sentinel") == []
     assert len(release_check.shipped_keys()) == 2
+
+
+def test_both_names_of_hashicorps_signature_are_read_and_only_gpgsig_of_opentofus(
+    mirror: ReleaseMirror, tmp_path: Path
+) -> None:
+    """HashiCorp publishes `SHA256SUMS.72D7468F.sig` and `SHA256SUMS.sig` (a mirror may hold either); OpenTofu
+    publishes `SHA256SUMS.gpgsig` (GPG) beside `SHA256SUMS.sig` and `.pem` (cosign's), so only `.gpgsig` counts."""
+    fetcher = _fetcher(mirror, tmp_path)
+    assert fetcher.ensure("terraform", "1.4.7").is_file()
+    with pytest.raises(ReleaseRefused, match=r"tofu_1\.8\.2_SHA256SUMS\.gpgsig: .*HTTP 404"):
+        fetcher.ensure("opentofu", "1.8.2")
+    assert not (tmp_path / "tofu" / "1.8.2").exists()
+
+
+def _job(tool: str, version: str) -> SimpleNamespace:
+    lines: list[str] = []
+    spec = SimpleNamespace(tool=tool, terraform_version=version, tool_cache_url=None, tool_cache_upload_url=None)
+    return SimpleNamespace(spec=spec, log=SimpleNamespace(line=lines.append))
+
+
+def test_a_version_the_runner_holds_is_used_without_a_download(mirror: ReleaseMirror, tmp_path: Path) -> None:
+    """The runner image's baked versions (`TERRACE_TOOLS_DIR`): a run resolved to one starts on it, no mirror
+    asked (this mirror does not even publish it)."""
+    baked = tmp_path / "tools" / "terraform" / "1.9.8" / "terraform"
+    baked.parent.mkdir(parents=True)
+    baked.write_bytes(_script("1.9.8"))
+    baked.chmod(0o755)
+    env = {"TERRACE_TOOLS_DIR": str(tmp_path / "tools"), "TERRACE_TOOL_MIRROR_TERRAFORM": mirror.base("terraform"),
+           "TERRACE_TOOL_TRUSTED_KEYS": str(mirror.public_key), "TERRACE_WORK_DIR": str(tmp_path / "work")}  # fmt: skip
+    config = RunnerConfig.from_env({"TERRACE_API_URL": "https://x", "TERRACE_RUNNER_TOKEN": "t", **env})
+    steps = JobSteps(config, "runner-1", Transfers(str(mirror.tls_files.ca_bundle), retry_delays=()),
+                     remote_backend_override)  # fmt: skip
+    served = sum(mirror.served.values())
+    binary = steps._pinned(_job("terraform", "1.9.8"), runner_catalog.scan(config.tools_dir))  # type: ignore[arg-type]
+    assert binary is not None and (binary.path, binary.version) == (str(baked), "1.9.8")
+    assert steps.fetcher is not None and steps.fetcher.fetches == 0 and sum(mirror.served.values()) == served
+
+
+def test_an_agent_fetches_and_verifies_a_version_on_its_own_host(mirror: ReleaseMirror, tmp_path: Path) -> None:
+    """`terrace agent` builds its runner from its own environment: the release mirror and trusted keys of its host,
+    the cache in its work folder, and the same checks (by default the vendors' keys only)."""
+    options = AgentOptions(token="pool-token", address="https://terrace.example", name="agent-1")
+    env = {"TERRACE_TOOL_MIRROR_TERRAFORM": mirror.base("terraform"), "TERRACE_WORK_DIR": str(tmp_path / "a")}
+    transfers = Transfers(str(mirror.tls_files.ca_bundle), retry_delays=())
+    trusting = agent_runner_config(options, {**env, "TERRACE_TOOL_TRUSTED_KEYS": str(mirror.public_key)})
+    steps = JobSteps(trusting, "agent-1", transfers, remote_backend_override)
+    job = _job("terraform", "1.4.2")
+    binary = steps._pinned(job, {})  # type: ignore[arg-type]
+    assert binary is not None and binary.path == str(tmp_path / "a" / "tools" / "terraform" / "1.4.2" / "terraform")
+    assert steps.fetcher is not None and steps.fetcher.fetches == 1
+    stock = agent_runner_config(options, {**env, "TERRACE_WORK_DIR": str(tmp_path / "b")})
+    with pytest.raises(JobFailed, match="1.4.2 could not be fetched: .*not valid for any trusted key"):
+        JobSteps(stock, "agent-2", transfers, remote_backend_override)._pinned(job, {})  # type: ignore[arg-type]
+    assert not (tmp_path / "b" / "tools" / "terraform" / "1.4.2").exists()

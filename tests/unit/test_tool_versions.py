@@ -75,13 +75,14 @@ def test_runner_picks_the_newest_catalog_binary_that_satisfies(tmp_path: Path) -
 
 def test_terraform_versions_are_seeded_from_the_catalog_and_managed_by_the_admin(site: Site) -> None:  # noqa: F811
     base = "/api/v2/admin/terraform-versions"
-    listed = site.client.get(f"{base}?page[size]=100", headers=site.admin).json()["data"]
+    page = site.client.get(f"{base}?page[size]=100", headers=site.admin).json()
+    listed, newest = page["data"], tool_releases.TERRAFORM[-1]
     versions = [d["attributes"]["version"] for d in listed]
-    assert versions[0] == "1.11.4" and "1.0.3" in versions and len(versions) == len(tool_releases.TERRAFORM)
+    assert versions[0] == newest and page["meta"]["pagination"]["total-count"] == len(tool_releases.TERRAFORM)
     assert all(d["attributes"]["usable"] and d["attributes"]["official"] for d in listed)
-    assert listed[0]["attributes"]["url"].endswith("/terraform/1.11.4/terraform_1.11.4_linux_amd64.zip")
+    assert listed[0]["attributes"]["url"].endswith(f"/terraform/{newest}/terraform_{newest}_linux_amd64.zip")
     assert [a["arch"] for a in listed[0]["attributes"]["archs"]] == ["amd64", "arm64"]
-    tofu = site.client.get("/api/v2/admin/opentofu-versions", headers=site.admin).json()["data"]
+    tofu = site.client.get("/api/v2/admin/opentofu-versions?filter[version]=1.9.4", headers=site.admin).json()["data"]
     assert ("opentofu-versions", "1.9.4") in [(d["type"], d["attributes"]["version"]) for d in tofu]
 
     body = {"data": {"type": "terraform-versions", "attributes": {"version": "0.15.5", "url": "x", "sha": "ab"}}}
@@ -111,7 +112,8 @@ def test_terraform_versions_are_seeded_from_the_catalog_and_managed_by_the_admin
     seeded = listed[0]["id"]
     site.client.patch(f"{base}/{seeded}", json={"data": {"attributes": {"enabled": False}}}, headers=site.admin)
     usable = site.container.tool_versions.usable_versions("terraform")
-    assert "1.11.4" not in usable and usable[-1] == "1.11.3" and "0.15.4" not in usable  # 0.15.4: nothing to fetch
+    assert newest not in usable and usable[-1] == tool_releases.TERRAFORM[-2]
+    assert "0.15.4" not in usable  # nothing to fetch
 
 
 def test_the_shipped_releases_are_listed_without_a_write_and_an_admin_may_change_or_delete_them(
@@ -122,7 +124,11 @@ def test_the_shipped_releases_are_listed_without_a_write_and_an_admin_may_change
     deleted one stays deleted, in this process and the next; `terrace tools sync` brings it back."""
     base = "/api/v2/admin/terraform-versions"
     before = dict(memory_items(site.container.table))
-    listed = site.client.get(f"{base}?page[size]=100", headers=site.admin).json()["data"]
+    listed = [
+        record
+        for number in (1, 2)
+        for record in site.client.get(f"{base}?page[size]=100&page[number]={number}", headers=site.admin).json()["data"]
+    ]
     assert len(listed) == len(tool_releases.TERRAFORM) and dict(memory_items(site.container.table)) == before
     by_version = {d["attributes"]["version"]: d["id"] for d in listed}
     assert (
@@ -212,3 +218,11 @@ def test_the_opa_engine_built_in_is_an_official_enabled_record_of_the_build(site
     assert [(a["sha"], a["os"]) for a in attrs["archs"]] == [(sha, "linux")]
     assert site.client.get(f"/api/v2/admin/opa-versions/{record['id']}", headers=site.admin).json()["data"] == record
     assert site.client.get("/api/v2/admin/opa-versions?page[number]=999", headers=site.admin).json()["data"] == []
+
+
+def test_a_pessimistic_constraint_reads_as_terraform_reads_it() -> None:
+    """`~> 1.11` allows any 1.x from 1.11 on (the newest 1.x release); `~> 1.11.0` the newest 1.11 only."""
+    catalog = [*tool_releases.TERRAFORM]
+    assert tv.newest("~> 1.11", catalog) == catalog[-1] and catalog[-1].startswith("1.15.")
+    assert tv.newest("~> 1.11.0", catalog) == "1.11.4"
+    assert tv.newest(">= 1.5, < 1.10", catalog) == "1.9.8"

@@ -18,8 +18,8 @@ from terrace.cli_tools import sync
 from terrace.config import Settings
 from terrace.services.admin import tool_releases
 
-HASHICORP = {"name": "terraform", "versions": {"1.0.3": {}, "1.12.0": {}, "1.12.1-rc1": {}, "0.12.31": {}}}
-OPENTOFU = {"versions": [{"id": "1.10.2"}, {"id": "1.9.4"}, {"id": "1.11.0-beta1"}]}
+HASHICORP = {"name": "terraform", "versions": {"1.0.3": {}, "1.16.0": {}, "1.16.1-rc1": {}, "0.12.31": {}}}
+OPENTOFU = {"versions": [{"id": "1.13.0"}, {"id": "1.9.4"}, {"id": "1.14.0-beta1"}]}
 
 
 def test_sync_adds_the_released_versions_the_catalog_lacks() -> None:
@@ -32,15 +32,17 @@ def test_sync_adds_the_released_versions_the_catalog_lacks() -> None:
         asked.append(url)
         return json.dumps(HASHICORP if "terraform" in url else OPENTOFU).encode()
 
-    assert sync(env.container, read) == {"terraform": ["0.12.31", "1.12.0"], "opentofu": ["1.10.2"]}
-    assert asked == ["https://mirror.internal/hc/terraform/index.json", "https://mirror.internal/tofu/api.json"]
+    assert sync(env.container, read) == {"terraform": ["0.12.31", "1.16.0"], "opentofu": ["1.13.0"]}
+    indexes = [url for url in asked if url.endswith(".json")]
+    assert indexes == ["https://mirror.internal/hc/terraform/index.json", "https://mirror.internal/tofu/api.json"]
+    assert all("_SHA256SUMS" in url for url in asked if url not in indexes)  # the sums of releases lacking them
     assert sync(env.container, read) == {"terraform": [], "opentofu": []}  # nothing new the second time
-    record = env.container.tool_versions.list("terraform", exact="1.12.0")[0]
+    record = env.container.tool_versions.list("terraform", exact="1.16.0")[0]
     assert record.official and record.enabled and record.usable
-    assert record.url == "https://mirror.internal/hc/terraform/1.12.0/terraform_1.12.0_linux_amd64.zip"
-    body = {"data": {"type": "workspaces", "attributes": {"terraform-version": "~> 1.12.0"}}}
+    assert record.url == "https://mirror.internal/hc/terraform/1.16.0/terraform_1.16.0_linux_amd64.zip"
+    body = {"data": {"type": "workspaces", "attributes": {"terraform-version": "~> 1.16.0"}}}
     assert env.api("PATCH", f"/workspaces/{env.workspace_id}", body).status_code == 200
-    assert env.create_run(env.upload_config())["attributes"]["terraform-version"] == "1.12.0"
+    assert env.create_run(env.upload_config())["attributes"]["terraform-version"] == "1.16.0"
 
 
 def test_an_index_that_is_not_one_is_refused() -> None:
@@ -94,9 +96,9 @@ def test_the_daily_function_syncs_the_catalog_from_the_mirrors_indexes(
     context = SimpleNamespace(function_name="tools_sync", memory_limit_in_mb=512, aws_request_id="req-1",
                               invoked_function_arn="arn:aws:lambda:us-east-1:123456789012:function:fn")  # fmt: skip
     _Mirror.asked = []
-    assert handler.lambda_handler({}, context) == {"terraform": ["0.12.31", "1.12.0"], "opentofu": ["1.10.2"]}
-    assert _Mirror.asked == ["/hc/terraform/index.json", "/tofu/api.json"]
-    assert container.tool_versions.list("opentofu", exact="1.10.2")[0].enabled
+    assert handler.lambda_handler({}, context) == {"terraform": ["0.12.31", "1.16.0"], "opentofu": ["1.13.0"]}
+    assert [path for path in _Mirror.asked if path.endswith(".json")] == ["/hc/terraform/index.json", "/tofu/api.json"]
+    assert container.tool_versions.list("opentofu", exact="1.13.0")[0].enabled
     assert handler.lambda_handler({}, context) == {"terraform": [], "opentofu": []}
 
 
@@ -111,4 +113,4 @@ def test_a_mirror_that_answers_no_index_fails_the_invocation(mirror: str, monkey
                               invoked_function_arn="arn:aws:lambda:us-east-1:123456789012:function:fn")  # fmt: skip
     with pytest.raises(httpx.HTTPStatusError):
         handler.lambda_handler({}, context)
-    assert container.tool_versions.list("terraform", exact="1.12.0") == []
+    assert container.tool_versions.list("terraform", exact="1.16.0") == []

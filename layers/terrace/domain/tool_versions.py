@@ -23,6 +23,18 @@ CATALOGS = {
     "sentinel-versions": "sentinel",
 }
 BINARY_NAMES = {"terraform": "terraform", "opentofu": "tofu"}
+# the detached OpenPGP signature of a release's SHA256SUMS, by the names each vendor publishes it under (OpenTofu's
+# `.sig` is cosign's, not OpenPGP's)
+SIGNATURE_SUFFIXES = {"terraform": (".72D7468F.sig", ".sig"), "opentofu": (".gpgsig",)}
+_SUMS_LINE = re.compile(r"^([0-9a-f]{64})\s+\*?(\S+)$")
+
+
+def listed_sums(sums: bytes) -> dict[str, str]:
+    """The SHA-256 a SHA256SUMS file lists for each archive name."""
+    lines = (_SUMS_LINE.match(line.strip()) for line in sums.decode("utf-8", errors="replace").splitlines())
+    return {match.group(2): match.group(1) for match in lines if match}
+
+
 VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?$")
 _TERM_RE = re.compile(r"^\s*(~>|>=|<=|!=|=|>|<)?\s*v?(\d+(?:\.\d+){0,2}(?:-[0-9A-Za-z.-]+)?)\s*$")
 

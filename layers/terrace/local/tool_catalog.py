@@ -30,7 +30,9 @@ def candidates() -> list[tuple[str, str]]:
         on_path = shutil.which(binary, path=path_without_venv)
         if on_path:
             found.append((tool, on_path))
-    tofu = os.environ.get("TERRACE_LOCAL_TOFU") or str(REPO_ROOT.parent / "shared" / "tools" / "opentofu" / "tofu")
+    shared = [root / "shared" / "tools" / "opentofu" / "tofu" for root in (REPO_ROOT.parent, REPO_ROOT.parent.parent)]
+    # ../shared of a checkout, ../../shared of a worktree under it (as tests/e2e/tf115_stack.py finds terraform 1.15)
+    tofu = os.environ.get("TERRACE_LOCAL_TOFU") or str(next((p for p in shared if p.exists()), shared[0]))
     found.append(("opentofu", tofu))
     return found
 

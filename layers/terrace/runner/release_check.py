@@ -1,19 +1,23 @@
 """The checks a fetched terraform or OpenTofu release passes before a job may run it: the vendor's `SHA256SUMS`
 carries a detached OpenPGP signature made by a key the runner trusts (each vendor's key ships in `runner/keys/` and
 vouches for its own tool only: HashiCorp's, fingerprint C874011F…72D7468F, for terraform; OpenTofu's,
-E3E6E43D…E5FD9F80, for OpenTofu; TERRACE_TOOL_TRUSTED_KEYS replaces them), and the archive's SHA-256 is the one
-those sums list for it (and the one the deployment's catalog records, when it records one)."""
+E3E6E43D…E5FD9F80, for OpenTofu; TERRACE_TOOL_TRUSTED_KEYS replaces them; a key keeps every binding of its history:
+Sequoia checks a signature against the binding valid when it was made, so HashiCorp's key renewed in 2026 alone
+refused every release signed before), and the archive's SHA-256 is the one
+those sums list for it (the sum the catalog records is informational: the signed sums decide)."""
 
 from __future__ import annotations
 
-import re
+import functools
 import warnings
 from pathlib import Path
+from typing import Any
+
+from terrace.domain import tool_versions
 
 KEYS_DIR = Path(__file__).resolve().parent / "keys"
 SUMS_MAX = 256 * 1024  # a SHA256SUMS file lists a few dozen archives
 SIGNATURE_MAX = 64 * 1024
-_LINE = re.compile(r"^([0-9a-f]{64})\s+\*?(\S+)$")
 
 
 class ReleaseRefused(Exception):
@@ -48,10 +52,9 @@ def verify_signature(sums: bytes, signature: bytes, keys: list[bytes]) -> None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
-            certs = [cert for key in keys for cert in pysequoia.Cert.split_bytes(key)]
-            result = pysequoia.verify(
-                bytes=sums, store=lambda _ids: certs, signature=pysequoia.Sig.from_bytes(signature)
-            )
+            detached = pysequoia.Sig.from_bytes(signature)  # what is no signature at all fails before any key
+            certs = [cert for key in keys for cert in _certs(key)]
+            result = pysequoia.verify(bytes=sums, store=lambda _ids: certs, signature=detached)
     except BaseException as exc:  # Sequoia's errors (a Rust panic is a BaseException)
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
@@ -61,10 +64,17 @@ def verify_signature(sums: bytes, signature: bytes, keys: list[bytes]) -> None:
         raise ReleaseRefused("the SHA256SUMS signature is not valid for any trusted key")
 
 
+@functools.lru_cache(maxsize=8)
+def _certs(key: bytes) -> list[Any]:
+    """The certificates of an armored key, parsed once per process (a 4096-bit key with its history: ~10 ms)."""
+    import pysequoia
+
+    return list(pysequoia.Cert.split_bytes(key))
+
+
 def listed_sum(sums: bytes, archive_name: str) -> str:
     """The SHA-256 `sums` lists for `archive_name`."""
-    for line in sums.decode("utf-8", errors="replace").splitlines():
-        match = _LINE.match(line.strip())
-        if match and match.group(2) == archive_name:
-            return match.group(1)
-    raise ReleaseRefused(f"the signed SHA256SUMS lists no {archive_name}")
+    listed = tool_versions.listed_sums(sums).get(archive_name)
+    if listed is None:
+        raise ReleaseRefused(f"the signed SHA256SUMS lists no {archive_name}")
+    return listed

@@ -80,9 +80,7 @@ class Release:
         return f"{self.prefix}_{self.version}_SHA256SUMS"
 
     def signature_names(self) -> list[str]:
-        if self.tool == "terraform":
-            return [f"{self.sums_name}.72D7468F.sig", f"{self.sums_name}.sig"]
-        return [f"{self.sums_name}.gpgsig"]
+        return [f"{self.sums_name}{suffix}" for suffix in tv.SIGNATURE_SUFFIXES[self.tool]]
 
 
 class ToolFetcher:

@@ -6,6 +6,7 @@ other services (what this area takes from the others is declared below as plain 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -122,7 +123,9 @@ class AdminServices:
         from terrace.services.admin.tool_sync import ToolCatalogSync
 
         mirrors = {"terraform": self.settings.tool_mirror_terraform, "opentofu": self.settings.tool_mirror_opentofu}
-        return ToolCatalogSync(self.tool_versions, mirrors, lambda url: read_index(url, INDEX_MAX))
+        return ToolCatalogSync(
+            self.tool_versions, mirrors, lambda url: read_index(url, INDEX_MAX), signed_by_vendor(self.settings)
+        )
 
     @cached_property
     def tool_versions(self) -> ToolVersionService:
@@ -142,3 +145,15 @@ class AdminServices:
             mirrors=mirrors,
             builds={"opa": opa_engine},  # the engine policies are evaluated with (on AWS: the policy function's)
         )
+
+
+def signed_by_vendor(settings: Settings) -> Callable[[str, bytes, bytes], None]:
+    """The catalog sync's check of a release's SHA256SUMS: the runner's (`runner/release_check.py`), with the keys
+    the runners trust (TERRACE_TOOL_TRUSTED_KEYS, else each vendor's own)."""
+    from terrace.runner import release_check
+
+    def check(tool: str, sums: bytes, signature: bytes) -> None:
+        keys = release_check.load_keys(settings.tool_trusted_keys) if settings.tool_trusted_keys else None
+        release_check.verify_signature(sums, signature, keys if keys is not None else release_check.shipped_keys(tool))
+
+    return check

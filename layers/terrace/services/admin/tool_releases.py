@@ -1,14 +1,18 @@
 """The official terraform and OpenTofu releases a fresh deployment lists before any network access (TFE ships its
 list the same way): every one is an enabled catalog record whose `url` is its linux_amd64 archive on the
-deployment's release mirror (Settings.tool_mirror_terraform / tool_mirror_opentofu) and whose `archs` are the
-linux amd64 and arm64 archives. `sha` is empty here: this build had no access to the vendors' release indexes to
-record their sums, and a runner never trusts a recorded sum anyway, it checks each archive against the vendor's
-signed SHA256SUMS (`runner/tool_fetch.py`). A site admin adds any other version through the admin API.
+deployment's release mirror (Settings.tool_mirror_terraform / tool_mirror_opentofu), whose `archs` are the linux
+amd64 and arm64 archives, and whose `sha` are those archives' SHA-256 as the vendor's signed SHA256SUMS list them
+(`releases/<tool>.sums`; a release whose sums this build did not record has an empty `sha` until `tool_sync.py`
+records its vendor-signed sums or an admin sets it).
+A runner never trusts a recorded sum, it checks each archive against the vendor's signed SHA256SUMS
+(`runner/tool_fetch.py`). `terrace tools sync` adds what was released since; a site admin adds any other version.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+from pathlib import Path
 from typing import Any
 
 from terrace.domain import tool_versions as tv
@@ -23,7 +27,8 @@ def _series(minor: str, last_patch: int) -> list[str]:
     return [f"{minor}.{patch}" for patch in range(last_patch + 1)]
 
 
-# the releases of each minor series, 1.0.0 onwards (terraform) and 1.6.0 onwards (OpenTofu), as known at build time
+# the releases of each minor series, 1.0.0 onwards (terraform) and 1.6.0 onwards (OpenTofu), as the vendors' release
+# tags list them when this list was made (SHIPPED_AT in tool_records.py)
 TERRAFORM = [
     *_series("1.0", 11),
     *_series("1.1", 9),
@@ -37,9 +42,37 @@ TERRAFORM = [
     *_series("1.9", 8),
     *_series("1.10", 5),
     *_series("1.11", 4),
+    *_series("1.12", 2),
+    *_series("1.13", 5),
+    *_series("1.14", 9),
+    *_series("1.15", 9),
 ]
-OPENTOFU = [*_series("1.6", 2), *_series("1.7", 3), *_series("1.8", 8), *_series("1.9", 4)]
+OPENTOFU = [
+    *_series("1.6", 3),
+    *_series("1.7", 10),
+    *_series("1.8", 11),
+    *_series("1.9", 4),
+    *_series("1.10", 10),
+    *_series("1.11", 14),
+    *_series("1.12", 6),
+]
 RELEASES = {"terraform": TERRAFORM, "opentofu": OPENTOFU}
+SUMS_DIR = Path(__file__).resolve().parent / "releases"
+
+
+@functools.cache
+def shipped_sums(tool: str) -> dict[str, str]:
+    """The SHA-256 of each archive name this build records for `tool` (`releases/<tool>.sums`, the vendor's
+    SHA256SUMS format), read once per process."""
+    path = SUMS_DIR / f"{tool}.sums"
+    if not path.is_file():
+        return {}
+    sums = {}
+    for line in path.read_text().splitlines():
+        parts = line.split()
+        if len(parts) == 2 and not line.startswith("#") and len(parts[0]) == 64:
+            sums[parts[1]] = parts[0]
+    return sums
 
 
 def archive_url(tool: str, version: str, base: str, os: str = "linux", arch: str = "amd64") -> str:
@@ -50,12 +83,25 @@ def archive_url(tool: str, version: str, base: str, os: str = "linux", arch: str
 
 
 def official_attributes(tool: str, version: str, base: str) -> dict[str, object]:
-    """The attributes of the catalog record of an official release."""
+    """The attributes of the catalog record of an official release (its sums when this build records them)."""
+    sums = shipped_sums(tool)
     archs = [
-        {"url": archive_url(tool, version, base, arch=arch), "sha": "", "os": "linux", "arch": arch}
+        {
+            "url": archive_url(tool, version, base, arch=arch),
+            "sha": sums.get(f"{tv.BINARY_NAMES[tool]}_{version}_linux_{arch}.zip", ""),
+            "os": "linux",
+            "arch": arch,
+        }
         for arch in ("amd64", "arm64")
     ]
-    return {"version": version, "url": archs[0]["url"], "sha": "", "official": True, "enabled": True, "archs": archs}
+    return {
+        "version": version,
+        "url": archs[0]["url"],
+        "sha": archs[0]["sha"],
+        "official": True,
+        "enabled": True,
+        "archs": archs,
+    }
 
 
 INDEX_MAX = 64 * 1024 * 1024  # HashiCorp's terraform index.json lists every build of every release

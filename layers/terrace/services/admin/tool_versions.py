@@ -56,6 +56,10 @@ class ToolVersionService:
         self._catalog = {tool: tv.ordered(versions) for tool, versions in catalog.items()}
         self._usable_cache: dict[str, tuple[float, builtins.list[str]]] = {}
 
+    @property
+    def default_tool(self) -> str:
+        return self._default_tool
+
     def catalog(self, tool: str) -> list[str]:
         """Versions of `tool` the runners hold, oldest first."""
         return list(self._catalog.get(tool, []))
@@ -159,9 +163,7 @@ class ToolVersionService:
                 return found, None
         if not any(held.values()):
             return requested, None
-        listed = ", ".join(
-            f"{'OpenTofu' if tool == 'opentofu' else 'Terraform'} {v}" for tool in tv.TOOLS for v in held[tool]
-        )
+        listed = ", ".join(entry for tool in tv.TOOLS for entry in _series(tool, held[tool]))
         return requested, f"no runner has a terraform version satisfying {requested!r}; available: {listed}"
 
     def settle(self, requested: Any) -> Any:
@@ -233,3 +235,19 @@ class ToolVersionService:
         return item
 
     apply_attributes = staticmethod(apply_attributes)
+
+
+def _series(tool: str, versions: builtins.list[str]) -> builtins.list[str]:
+    """`versions` (oldest first) as a run's error names them: each unbroken run of patch releases of one minor
+    version as its ends (`Terraform 1.0.0 to 1.0.11`: the whole catalog in a few hundred characters, not 3 KB)."""
+    product = "OpenTofu" if tool == "opentofu" else "Terraform"
+    runs: builtins.list[builtins.list[str]] = []
+    for version in versions:
+        key = tv.parse(version)
+        last = tv.parse(runs[-1][-1]) if runs else None
+        follows = last is not None and key[3] == last[3] == 1 and key[:2] == last[:2] and key[2] == last[2] + 1
+        if follows:
+            runs[-1].append(version)
+        else:
+            runs.append([version])
+    return [f"{product} {run[0]}" + (f" to {run[-1]}" if len(run) > 1 else "") for run in runs]
