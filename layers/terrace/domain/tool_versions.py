@@ -23,8 +23,8 @@ CATALOGS = {
     "sentinel-versions": "sentinel",
 }
 BINARY_NAMES = {"terraform": "terraform", "opentofu": "tofu"}
-VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?$")
-_TERM_RE = re.compile(r"^\s*(~>|>=|<=|!=|=|>|<)?\s*v?(\d+(?:\.\d+){0,2}(?:-[0-9A-Za-z.-]+)?)\s*$")
+VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?\Z")
+_TERM_RE = re.compile(r"^\s*(~>|>=|<=|!=|=|>|<)?\s*v?(\d+(?:\.\d+){0,2}(?:-[0-9A-Za-z.-]+)?)\s*\Z")
 
 Key = tuple[int, int, int, int, str]  # major, minor, patch, 1 for a release (0 for a pre-release), pre-release
 

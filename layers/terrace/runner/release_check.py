@@ -13,7 +13,7 @@ from pathlib import Path
 KEYS_DIR = Path(__file__).resolve().parent / "keys"
 SUMS_MAX = 256 * 1024  # a SHA256SUMS file lists a few dozen archives
 SIGNATURE_MAX = 64 * 1024
-_LINE = re.compile(r"^([0-9a-f]{64})\s+\*?(\S+)$")
+_LINE = re.compile(r"^([0-9a-f]{64})\s+\*?(\S+)\Z")
 
 
 class ReleaseRefused(Exception):
