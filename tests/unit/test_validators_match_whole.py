@@ -5,7 +5,9 @@ multi-line patterns (re.MULTILINE)."""
 
 from __future__ import annotations
 
+import ast
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,17 +15,37 @@ from terrace.domain import no_code_provisioning, organizations, registry_modules
 from terrace.runner import rundir
 
 PACKAGE = Path(__file__).resolve().parents[2] / "layers" / "terrace"
-# a raw pattern literal ending its match with `$` (an f-string of a MULTILINE pattern is flagged by its flag)
-DOLLAR_END = re.compile(r"""r[f]?(["'])[^"'\n]*\$\1""")
+CALLS = {"compile", "match", "search", "fullmatch", "sub", "subn", "split", "findall", "finditer"}
+
+
+def _dollar_ended_patterns(tree: ast.AST) -> Iterator[ast.Call]:
+    """Calls of `re.<fn>` whose pattern (a literal, f-strings and implicit concatenations included) ends its match
+    with `$`, without re.MULTILINE. (pydantic's `Field(pattern=...)` is Rust's regex, whose `$` is the text's end.)"""
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args):
+            continue
+        if not (isinstance(node.func.value, ast.Name) and node.func.value.id == "re" and node.func.attr in CALLS):
+            continue
+        pattern = node.args[0]
+        tail = pattern.values[-1] if isinstance(pattern, ast.JoinedStr) and pattern.values else pattern
+        text = tail.value if isinstance(tail, ast.Constant) and isinstance(tail.value, str) else ""
+        if text.endswith("$") and not text.endswith("\\$") and "MULTILINE" not in ast.dump(node):
+            yield node
 
 
 def test_no_pattern_of_the_package_ends_with_a_dollar_unless_multiline() -> None:
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        for number, line in enumerate(path.read_text().splitlines(), 1):
-            if DOLLAR_END.search(line) and "MULTILINE" not in line and "--get-regexp" not in line:
-                found.append(f"{path.relative_to(PACKAGE)}:{number}: {line.strip()}")
-    assert not found, "end a validator with \\Z, not $:\n" + "\n".join(found)
+        for call in _dollar_ended_patterns(ast.parse(path.read_text())):
+            found.append(f"{path.relative_to(PACKAGE)}:{call.lineno}")
+    assert not found, "end a validator with \\Z, not $: " + ", ".join(found)
+
+
+def test_the_rule_sees_a_dollar_at_the_end_of_a_pattern() -> None:
+    flagged = "import re\nA = re.compile(r'^a$')\nB = re.compile(\n    r'^b'\n    r'c$'\n)\nre.match(rf'^{x}$', y)\n"
+    kept = "import re\nA = re.compile(r'^a\\Z')\nB = re.compile(r'^b$', re.MULTILINE)\nP = r'^[a-z]+$'\n"
+    assert [c.lineno for c in _dollar_ended_patterns(ast.parse(flagged))] == [2, 3, 7]
+    assert not list(_dollar_ended_patterns(ast.parse(kept)))
 
 
 @pytest.mark.parametrize(
