@@ -28,6 +28,7 @@ from terrace.adapters.encryptor import Encryptor
 from terrace.adapters.events import EventPublisher, EventQueue
 from terrace.adapters.forge import Forge
 from terrace.adapters.github_app import GitHubApp
+from terrace.adapters.hcl_reader import HclReader
 from terrace.adapters.held_reads import HeldReadsTable
 from terrace.adapters.httpx_outbound import HttpxOutbound
 from terrace.adapters.job_signal import JobSignal
@@ -144,6 +145,8 @@ class Container(  # type: ignore[override]
     lanes: Lanes = field(default_factory=MemoryLanes)  # priority lanes: SQS on AWS, SQLite embedded
     # on AWS the policy function (`wiring/aws_adapters.py`); None: the engine's child process beside this one
     remote_policy_engine: PolicyEngine | None = None
+    # on AWS the policy function parses uploaded HCL too; None: `ProcessHclReader`'s child beside this process
+    remote_hcl_reader: HclReader | None = None
     # on AWS with TERRACE_AUDIT_LOG_GROUP: CloudWatch Logs, where the audit export also sends every event
     audit_log_sink: LogSink | None = None
     # Hold Your Own Key: customer keys in AWS KMS, in the embedded server's key file, in memory (unit tests)
@@ -204,6 +207,7 @@ def build_aws(settings: Settings, *, launcher: RunnerLauncher | None = None) -> 
         signing_keys=aws.signing_keys,
         lanes=aws.lanes,
         remote_policy_engine=aws.policy_engine,
+        remote_hcl_reader=aws.hcl_reader,
         audit_log_sink=aws.audit_logs,
         key_wrapper=shared.kms_key_wrapper(settings),
     )

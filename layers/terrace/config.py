@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -195,6 +195,11 @@ class Settings(BaseModel):
     # notifications and run task requests to although they are loopback, private or link-local
     # (domain/destinations.py); `terrace dev` allows loopback
     outbound_allow: tuple[str, ...] = Field(default=(), validation_alias="TERRACE_OUTBOUND_ALLOW")
+    # the server's tenant children (git clones keep the network) kept from link-local addresses as root with iptables
+    # (`local/embedded.py: guard_link_local`): `auto` on ECS or EC2, `true`, `false`
+    tenant_block_link_local: Literal["auto", "true", "false"] = Field(
+        default="auto", validation_alias="TERRACE_TENANT_BLOCK_LINK_LOCAL"
+    )
     # the deployment's own addresses (comma-separated CIDRs), published at `GET /api/meta/ip-ranges` in HCP's shape
     # (domain/ip_ranges.py): where clients reach the API from the deployment's side, and where its notifications,
     # policy evaluations and forge calls come from; unset: the deployment publishes none (it never guesses)

@@ -308,3 +308,20 @@ def test_the_composition_roots_choose_the_function_on_aws_only() -> None:
                           remote_policy_engine=remote)  # fmt: skip
     assert container.policy_engine is remote
     assert container.policy_evaluation_worker._engine is remote and container.policies._engine is remote
+
+
+@pytest.mark.usefixtures("aws_credentials")
+def test_the_same_function_parses_uploaded_hcl_through_boto3(twin: LambdaTwin) -> None:
+    """The HCL reader the AWS composition root makes (`wiring/aws_adapters.hcl_reader`) invokes the policy function
+    with a `parse-hcl` request (`adapters/lambda_hcl_reader.py`); the real handler parses it in its bounded child."""
+    from terrace.adapters.lambda_hcl_reader import LambdaHclReader
+
+    settings = Settings(table_name="t", blob_bucket="b", aws_endpoint_url=twin.url, policy_function="policy")
+    reader = aws_adapters.hcl_reader(settings)
+    assert isinstance(reader, LambdaHclReader)
+    parsed = reader.parse({"main.tf": 'variable "region" {\n  type = string\n}\n', "bad.tf": "variable {"})
+    assert parsed.documents["main.tf"]["variable"] == [{'"region"': {"type": "string", "__is_block__": True}}]
+    assert "bad.tf" in parsed.errors and twin.invocations[-1] == "policy"
+    missing = aws_adapters.hcl_reader(Settings(table_name="t", blob_bucket="b", aws_endpoint_url=twin.url,
+                                               policy_function="nosuch")).parse({"main.tf": "x = 1\n"})  # fmt: skip
+    assert missing.stopped == "the policy function could not be invoked (ResourceNotFoundException)"

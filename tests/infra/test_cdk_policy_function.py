@@ -86,3 +86,35 @@ def test_only_the_events_and_api_functions_may_invoke_the_policy_function(synth)
         [{"Ref": _role_id(synth, "/Api/Handler/Resource")}],
     ]
     assert sorted(map(str, invokers)) == sorted(map(str, expected))
+
+
+def _settings_of(synth, path: str):
+    """The settings the function's environment gives the composition root (CloudFormation's references filled in;
+    the secrets' ARNs left out: resolving them would call SSM)."""
+    from terrace.config import Settings
+
+    _, fn = synth.by_path(path)
+    env = {}
+    for key, value in fn["Properties"]["Environment"]["Variables"].items():
+        if key.endswith("_ARN") and not isinstance(value, str):
+            continue
+        url = "URL" in key or "ENDPOINT" in key
+        env[key] = value if isinstance(value, str) else (f"https://{key.lower()}.example.com" if url else "ref")
+    assert env.get("TERRACE_POLICY_FUNCTION") == "ref"
+    return Settings.from_env({**env, "AWS_REGION": "us-east-1"})
+
+
+@pytest.mark.parametrize("path", ["/Functions/Events/Resource", "/Api/Handler/Resource"])
+def test_the_events_and_api_functions_parse_uploaded_hcl_in_the_policy_function(synth, path, monkeypatch):
+    """The composition root of either function, on its own environment: an uploaded module's HCL and a policy set's
+    policies.hcl go to the policy function (its role: its own logs), never to a child beside the function's role."""
+    from terrace import bootstrap
+    from terrace.adapters.lambda_hcl_reader import LambdaHclReader
+    from terrace.adapters.lambda_policy_engine import LambdaPolicyEngine
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    container = bootstrap.build_aws(_settings_of(synth, path))
+    assert isinstance(container.hcl_reader, LambdaHclReader) and container.hcl_reader._function == "ref"
+    assert isinstance(container.remote_policy_engine, LambdaPolicyEngine)
+    assert container.module_versions._hcl is container.hcl_reader

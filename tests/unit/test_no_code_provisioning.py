@@ -11,7 +11,8 @@ import pytest
 from policy_helpers import call, member
 from run_helpers import RunEnv, make_run_env, tarball
 from terrace.domain.bounded_tar import TarBounds, read_files
-from terrace.domain.no_code_provisioning import root_module
+from terrace.domain.errors import Invalid
+from terrace.domain.no_code_provisioning import check_vars, root_module
 from terrace.domain.principal import PrincipalKind
 
 MODULE = {
@@ -222,6 +223,46 @@ def test_an_upgrade_plans_the_newly_pinned_version(env: RunEnv, ncm_id: str) -> 
 def test_the_generated_root_module_names_only_identifiers() -> None:
     text = root_module("h/acme/m/aws", "1.0.0", "my.mod", [], [{"name": "ok"}, {"name": 'bad"name'}])
     assert 'module "main" {' in text and 'output "ok"' in text and "bad" not in text
+
+
+def test_a_key_with_a_trailing_newline_is_no_identifier() -> None:
+    """`$` matches before a final newline: the identifier is matched whole (a version without known inputs
+    would otherwise write `variable "region\n"` into the generated configuration)."""
+    assert check_vars([_var("region", "eu-west-1")])[0]["key"] == "region"
+    with pytest.raises(Invalid):
+        check_vars([_var("region\n", "eu-west-1")])
+
+
+def test_an_upgrade_refuses_a_workspace_variable_that_is_no_identifier_and_writes_nothing(
+    env: RunEnv, ncm_id: str
+) -> None:
+    """The variables API takes any key (TFC's); an upgrade passes each terraform variable to the module by name, so
+    a key with quotes and spaces would be written into the generated HCL: refused, before any write or run."""
+    ws = _provision(env, ncm_id, "net-quoted", [_var("region", "eu-west-1")]).json()["data"]
+    key = 'size = 9 }\nresource "null_resource" "x" { count = 1'.replace("\n", " ")
+    created = env.api("POST", f"/workspaces/{ws['id']}/vars", {"data": {"type": "vars", "attributes": {
+        "key": key, "value": "1", "category": "terraform"}}})  # fmt: skip
+    assert created.status_code == 201, created.text
+    runs = len(env.api("GET", f"/workspaces/{ws['id']}/runs").json()["data"])
+    body = {"data": {"type": "no-code-module-workspace", "relationships": {"vars": {"data": [
+        _var("region", "us-east-1")]}}}}  # fmt: skip
+    answer = env.api("POST", f"/no-code-modules/{ncm_id}/workspaces/{ws['id']}/upgrade", body)
+    assert answer.status_code == 422, answer.text
+    assert "cannot be a module argument" in answer.json()["errors"][0]["detail"]
+    assert len(env.api("GET", f"/workspaces/{ws['id']}/runs").json()["data"]) == runs
+    values = {v["attributes"]["key"]: v["attributes"]["value"]
+              for v in env.api("GET", f"/workspaces/{ws['id']}/vars").json()["data"]}  # fmt: skip
+    assert values["region"] == "eu-west-1"  # nothing written
+    assert "null_resource" not in _main_tf(env, ws["id"])
+
+
+def test_the_generated_root_module_interpolates_nothing_and_refuses_a_bad_key() -> None:
+    text = root_module("h/acme/m/aws", "1.0.0", "m", [], [])
+    assert 'source  = "h/acme/m/aws"' in text and 'version = "1.0.0"' in text
+    text = root_module("h/${x}/m/aws", "%{ if true }1", "m", [], [])  # never reaches it: still no template
+    assert "${x}" not in text.replace("$${x}", "") and "%{ if" not in text.replace("%%{ if", "")
+    with pytest.raises(Invalid):
+        root_module("h/acme/m/aws", "1.0.0", "m", [{"key": 'a" b', "category": "terraform", "sensitive": False}], [])
 
 
 def test_a_disabled_designation_provisions_nothing(env: RunEnv, ncm_id: str) -> None:

@@ -109,6 +109,8 @@ def _seed_workspace(env: RunEnv, token: str, org: str, ws_id: str, runner: str) 
     spec = env.claim("r-" + org, token=runner)
     done = {"runner_id": "r-" + org, "status": "finished", "has_changes": True, "resource_additions": 0}
     env.runner("PUT", f"/jobs/{spec['job_id']}/logs?offset=0", content=b"plan log\n", token=runner)
+    plan_json = spec["plan_json_upload_url"].split("memory://blobs/")[1].split("?")[0]  # what a plan export reads
+    env.blobs.put(plan_json, json.dumps({"format_version": "1.2", "resource_changes": []}).encode())
     assert env.runner("POST", f"/jobs/{spec['job_id']}/finish", json=done, token=runner).status_code == 200
     return str(run["relationships"]["plan"]["data"]["id"])
 
@@ -160,8 +162,8 @@ def _world(env: RunEnv, portal: Any) -> World:
     other_ws = _ok(_api(env, olga, "POST", "/organizations/other/workspaces", body), 201)["id"]
     other_plan = _seed_workspace(env, olga, "other", other_ws, env.container.runner_credentials.runner_token("other"))
     targets = {
-        "own": {"org": "acme", "ws": env.workspace_id, "plan": own_plan},
-        "other": {"org": "other", "ws": other_ws, "plan": other_plan},
+        "own": {"org": "acme", "ws": env.workspace_id, "plan": own_plan, "owner": tokens["owner"]},
+        "other": {"org": "other", "ws": other_ws, "plan": other_plan, "owner": olga},
     }
     _team_callers(env, tokens, targets, olga)
     return World(env, tokens, targets, create_app(env.container), portal)
@@ -246,6 +248,20 @@ def _add_itself_as_source(w: World, token: str, t: dict[str, str]) -> int:
     return int(_api(w.env, token, "POST", f"/workspaces/{t['ws']}/run-triggers", body).status_code)
 
 
+def _create_plan_export(w: World, token: str, t: dict[str, str]) -> int:
+    body = {"data": {"type": "plan-exports", "attributes": {"data-type": "sentinel-mock-bundle-v0"},
+                     "relationships": {"plan": {"data": {"type": "plans", "id": t["plan"]}}}}}  # fmt: skip
+    return int(_api(w.env, token, "POST", "/plan-exports", body).status_code)
+
+
+def _delete_plan_export(w: World, token: str, t: dict[str, str]) -> int:
+    """HCP's plan exports need "Download Sentinel mocks" (write, admin): deleting one too, not just reading runs."""
+    body = {"data": {"type": "plan-exports", "attributes": {"data-type": "sentinel-mock-bundle-v0"},
+                     "relationships": {"plan": {"data": {"type": "plans", "id": t["plan"]}}}}}  # fmt: skip
+    export = _ok(_api(w.env, t["owner"], "POST", "/plan-exports", body), 201)  # the organization's owner's
+    return int(_api(w.env, token, "DELETE", f"/plan-exports/{export['id']}").status_code)
+
+
 def _ui(path: str) -> Callable[[World, str, dict[str, str]], int]:
     def call(w: World, token: str, t: dict[str, str]) -> int:
         browser = TestClient(w.ui, base_url="https://testserver", follow_redirects=False)  # its own cookies
@@ -284,6 +300,8 @@ OPERATIONS: dict[str, tuple[Action, int, Callable[[World, str, dict[str, str]], 
         f"/state/v1/{t['org']}/app", headers={"Authorization": f"Bearer {tok}"}).status_code)),  # fmt: skip
     "http backend: lock": (Action.LOCK_WORKSPACE, 200, _http_lock),
     "log url: plan log": (Action.READ_RUNS, 200, _log_url),
+    "api: create plan export": (Action.DOWNLOAD_SENTINEL_MOCKS, 201, _create_plan_export),
+    "api: delete plan export": (Action.DOWNLOAD_SENTINEL_MOCKS, 204, _delete_plan_export),
     "api: list run triggers": (
         Action.READ_WORKSPACE, 200, _get("/workspaces/{ws}/run-triggers?filter[run-trigger][type]=inbound")),
     "api: add run trigger": (Action.MANAGE_RUN_TRIGGERS, 422, _add_itself_as_source),

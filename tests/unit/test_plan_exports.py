@@ -1,7 +1,7 @@
 """Plan exports (HCP's `plan-exports`, go-tfe's `PlanExports`): a finished plan's data as a Sentinel mock bundle,
-written by the events worker, downloaded through a presigned URL, kept an hour; readable by whoever may read the
-plan's JSON, NotFound for anyone else. The bundle's files are read back by an independent Sentinel reader
-(`sentinel_reader.py`): each is valid Sentinel whose top-level names are its import's."""
+written by the events worker, downloaded through a presigned URL, kept an hour; for whoever holds "Download Sentinel
+mocks" (403 for a reader without it), NotFound for anyone else. The bundle's files are read back by an independent
+Sentinel reader (`sentinel_reader.py`): each is valid Sentinel whose top-level names are its import's."""
 
 from __future__ import annotations
 
@@ -301,6 +301,38 @@ def test_only_who_may_read_the_plan_json_sees_an_export(exported: tuple[RunEnv, 
     join(env, token, "mallory")  # a member of no team: no read of runs or state
     assert env.client.get(f"/api/v2/plan-exports/{export_id}", headers=headers).status_code == 404
     assert env.api("GET", f"/plan-exports/{export_id}").status_code == 200
+
+
+def test_exports_need_the_download_sentinel_mocks_permission_custom_access_grants(
+    exported: tuple[RunEnv, str, str],
+) -> None:
+    """HCP's "Download Sentinel mocks": a team that reads runs and state without it may neither create nor delete
+    an export (403: it sees the workspace); custom access with `sentinel-mocks: read` may."""
+    env, _, plan_id = exported
+    user = env.container.accounts.create_user("sam", "sam@example.com")
+    token = env.container.accounts.issue_token(PrincipalKind.USER, user.id).secret
+    join(env, token, "sam")
+    team = env.api("POST", "/organizations/acme/teams", {"data": {"type": "teams", "attributes": {"name": "mocks"}}})
+    team_id = team.json()["data"]["id"]
+    users = {"data": [{"type": "users", "id": "sam"}]}
+    assert env.api("POST", f"/teams/{team_id}/relationships/users", users).status_code == 204
+    rel = {"team": {"data": {"type": "teams", "id": team_id}},
+           "workspace": {"data": {"type": "workspaces", "id": env.workspace_id}}}  # fmt: skip
+    attrs = {"access": "custom", "runs": "read", "state-versions": "read", "sentinel-mocks": "none"}
+    grant = env.api("POST", "/team-workspaces", {"data": {"type": "team-workspaces", "attributes": attrs,
+                                                         "relationships": rel}})  # fmt: skip
+    assert grant.status_code == 201, grant.text
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/vnd.api+json"}
+    owners = env.api("POST", "/plan-exports", export_body(plan_id)).json()["data"]["id"]
+    assert env.client.post("/api/v2/plan-exports", headers=headers, json=export_body(plan_id)).status_code == 403
+    assert env.client.delete(f"/api/v2/plan-exports/{owners}", headers=headers).status_code == 403
+    assert env.client.get(f"/api/v2/plan-exports/{owners}", headers=headers).status_code == 403
+    patch = {"data": {"type": "team-workspaces", "attributes": {"sentinel-mocks": "read"}}}
+    assert env.api("PATCH", f"/team-workspaces/{grant.json()['data']['id']}", patch).status_code == 200
+    mine = env.client.post("/api/v2/plan-exports", headers=headers, json=export_body(plan_id))
+    assert mine.status_code == 201, mine.text
+    assert env.client.delete(f"/api/v2/plan-exports/{owners}", headers=headers).status_code == 204
+    assert env.client.delete(f"/api/v2/plan-exports/{mine.json()['data']['id']}", headers=headers).status_code == 204
 
 
 def test_a_float_sentinel_cannot_write_is_undefined() -> None:

@@ -54,6 +54,7 @@ VARIABLES = {
     "runner_security_groups": ("TERRACE_RUNNER_SECURITY_GROUPS", "sg-1,", ("sg-1",), ()),
     "runner_assign_public_ip": ("TERRACE_RUNNER_PUBLIC_IP", "false", False, True),
     "runner_spot_lanes": ("TERRACE_RUNNER_SPOT_LANES", "speculative", ("speculative",), ()),
+    "tenant_block_link_local": ("TERRACE_TENANT_BLOCK_LINK_LOCAL", "true", "true", "auto"),
     "runner_log_group": ("TERRACE_RUNNER_LOG_GROUP", "/ecs/runner", "/ecs/runner", None),
     "max_runners": ("TERRACE_MAX_RUNNERS", "9", 9, 4),
     "max_runners_per_organization": ("TERRACE_MAX_RUNNERS_PER_ORGANIZATION", "2", 2, 0),
@@ -163,6 +164,7 @@ def test_a_data_directory_needs_no_table_or_bucket() -> None:
         ({}, "invalid settings: TERRACE_TABLE: Field required; TERRACE_BLOB_BUCKET: Field required"),
         ({**BASE, "TERRACE_MAX_RUNNERS": "many"}, "TERRACE_MAX_RUNNERS: Input should be a valid integer"),
         ({**BASE, "TERRACE_RUNNER_PUBLIC_IP": "maybe"}, "TERRACE_RUNNER_PUBLIC_IP: Input should be a valid boolean"),
+        ({**BASE, "TERRACE_TENANT_BLOCK_LINK_LOCAL": "yes"}, "TERRACE_TENANT_BLOCK_LINK_LOCAL: Input should be"),
     ],
 )
 def test_a_bad_environment_is_refused_in_one_line_naming_the_variable(env: dict[str, str], message: str) -> None:

@@ -30,7 +30,7 @@ PUBLISHER_FILTERS = {"git.pullrequest.updated": {"notificationType": "PushNotifi
 BASIC_USER = "terrace"  # the service hook's basic authentication (`services/vcs/webhooks.py: BASIC_USER`)
 ENTRIES_MAX = 20_000  # the items zip of a commit (the configuration's bounds apply again to the .tar.gz)
 EXPANDED_MAX = 256 * 1024 * 1024
-SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+SHA_RE = re.compile(r"^[0-9a-f]{40}\Z")
 COMMENT_MAX = 150_000  # characters of a pull request comment sent (a plan's summary is far shorter)
 
 

@@ -25,12 +25,12 @@ EXPANDED_MAX = 64 * 1024 * 1024  # a compressed request or answer never expands 
 MESSAGE_MAX = 4000
 
 
-def _pack(document: Any) -> str:
+def pack(document: Any) -> str:
     return base64.b64encode(gzip.compress(json.dumps(document).encode(), compresslevel=6)).decode()
 
 
-def _unpack(packed: Any) -> Any:
-    """The JSON document a `_pack` made, read within EXPANDED_MAX (ValueError when it is not one)."""
+def unpack(packed: Any) -> Any:
+    """The JSON document `pack` made, read within EXPANDED_MAX (ValueError when it is not one)."""
     if not isinstance(packed, str):
         raise ValueError("not a packed document")
     inflater = zlib.decompressobj(wbits=31)  # gzip
@@ -44,12 +44,12 @@ def request_payload(
     op: str, modules: Mapping[str, str], queries: Sequence[str], input_doc: Any, data: Any, limits: dict[str, Any]
 ) -> bytes:
     body = {"modules": dict(modules), "queries": list(queries), "input": input_doc, "data": data}
-    return json.dumps({"op": op, "limits": limits, "request": _pack(body)}).encode()
+    return json.dumps({"op": op, "limits": limits, "request": pack(body)}).encode()
 
 
 def answer_document(result: EngineResult) -> dict[str, Any]:
     return {
-        "answer": _pack(
+        "answer": pack(
             {
                 "error": result.error,
                 "results": [
@@ -62,7 +62,7 @@ def answer_document(result: EngineResult) -> dict[str, Any]:
 
 def result_of(answer: Mapping[str, Any]) -> EngineResult:
     """The `EngineResult` of the function's answer document (ValueError/KeyError/TypeError when malformed)."""
-    body = _unpack(answer["answer"])
+    body = unpack(answer["answer"])
     if body.get("error"):
         return EngineResult(error=str(body["error"])[:MESSAGE_MAX])
     return EngineResult(
@@ -79,7 +79,7 @@ def serve(event: Mapping[str, Any], engine_for: Callable[[Mapping[str, Any]], Po
     """The policy function's side: one request to the engine `engine_for(limits)` builds, its answer document."""
     try:
         op = event["op"]
-        body = _unpack(event["request"])
+        body = unpack(event["request"])
         modules, queries = dict(body["modules"]), [str(q) for q in body["queries"]]
     except (KeyError, TypeError, ValueError) as exc:
         return answer_document(EngineResult(error=f"the policy function could not read its request ({exc})"))
@@ -121,14 +121,14 @@ class LambdaPolicyEngine:
         except Exception as exc:  # noqa: BLE001 - throttled, timed out, unreachable: this evaluation's error
             return EngineResult(error=f"the policy function could not be invoked ({type(exc).__name__})")
         if response.get("FunctionError"):
-            return EngineResult(error=f"the policy function failed ({_function_error(raw)})")
+            return EngineResult(error=f"the policy function failed ({function_error(raw)})")
         try:
             return result_of(json.loads(raw))
         except (KeyError, TypeError, ValueError, AttributeError):
             return EngineResult(error="the policy function's answer could not be read")
 
 
-def _function_error(raw: bytes) -> str:
+def function_error(raw: bytes) -> str:
     """The function's own error message (`Task timed out after 30.00 seconds`, ...), shortened."""
     try:
         message = json.loads(raw).get("errorMessage")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from typing import Any
 
 from terrace.adapters import tenant_process
 from terrace.adapters.hcl_reader import ParsedHcl
@@ -19,6 +20,29 @@ STOPPED = {
 }
 
 
+def within_budget(files: Mapping[str, str], bytes_max: int) -> tuple[dict[str, str], dict[str, str]]:
+    """The files given to a parser (in their order, up to `bytes_max` bytes of HCL in all) and an error for each
+    one past that budget: checked before the text goes anywhere (a child, the policy function)."""
+    given: dict[str, str] = {}
+    errors: dict[str, str] = {}
+    spent = 0
+    for name, text in files.items():
+        size = len(text.encode())
+        if spent + size > bytes_max:
+            errors[name] = f"not read: the upload's HCL is read up to {bytes_max} bytes"
+            continue
+        spent += size
+        given[name] = text
+    return given, errors
+
+
+def unread(given: Mapping[str, str], documents: Mapping[str, Any], errors: dict[str, str], why: str | None) -> None:
+    """An error for each given file that has neither a document nor an error (`why` the parse stopped)."""
+    for name in given:
+        if name not in documents and name not in errors:
+            errors[name] = f"not read: {why or 'no answer'}"
+
+
 class ProcessHclReader:
     def __init__(
         self, *, bytes_max: int = 512 * 1024, cpu_s: int = 6, timeout_s: float = 12.0, memory_mb: int = 512
@@ -29,16 +53,7 @@ class ProcessHclReader:
         self.limits = tenant_process.Limits(cpu_s=cpu_s, memory_bytes=memory_mb * 1024 * 1024, timeout_s=timeout_s)
 
     def parse(self, files: Mapping[str, str]) -> ParsedHcl:
-        given: dict[str, str] = {}
-        errors: dict[str, str] = {}
-        spent = 0
-        for name, text in files.items():
-            size = len(text.encode())
-            if spent + size > self.bytes_max:
-                errors[name] = f"not read: the upload's HCL is read up to {self.bytes_max} bytes"
-                continue
-            spent += size
-            given[name] = text
+        given, errors = within_budget(files, self.bytes_max)
         if not given:
             return ParsedHcl(errors=errors)
         outcome = tenant_process.run_module(CHILD_MODULE, json.dumps({"files": given}).encode(), self.limits)
@@ -55,7 +70,5 @@ class ProcessHclReader:
         stopped = STOPPED.get(outcome.stopped or "") or (
             None if outcome.returncode == 0 else f"reading the upload's HCL failed (exit {outcome.returncode})"
         )
-        for name in given:
-            if name not in documents and name not in errors:
-                errors[name] = f"not read: {stopped or 'no answer'}"
+        unread(given, documents, errors, stopped)
         return ParsedHcl(documents=documents, errors=errors, stopped=stopped)

@@ -14,7 +14,7 @@ from typing import Any
 from terrace.domain import limits
 from terrace.domain.errors import Invalid
 
-DURATION_RE = re.compile(r"^(?=\d)(\d+h)?(\d+m)?(\d+s)?$")
+DURATION_RE = re.compile(r"^(?=\d)(\d+h)?(\d+m)?(\d+s)?\Z")
 SIGNATURE_METHODS = ("SHA1", "SHA256")
 SAML_PROVIDERS = ("okta", "entra", "saml", "unknown")
 SMTP_AUTH = ("none", "plain", "login")

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from terrace.domain.projects import Project
     from terrace.domain.workspace import Workspace
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._-]{0,89}$")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._-]{0,89}\Z")
 AGENT_NAME_MAX = 255
 IP_MAX = 64
 ALLOWED_MAX = 1000  # allowed workspaces or projects of one pool (one item)

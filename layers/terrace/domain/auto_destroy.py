@@ -24,7 +24,7 @@ from terrace.domain.errors import Invalid
 AT, DURATION = "auto-destroy-at", "auto-destroy-activity-duration"
 REMINDER_HOURS = (24, 12)  # HCP's reminders before an auto-destroy run
 SOURCE = "tfe-auto-destroy"  # the run source of the destroy runs this queues
-DURATION_RE = re.compile(r"^([0-9]{1,4})([dh])$")
+DURATION_RE = re.compile(r"^([0-9]{1,4})([dh])\Z")
 
 REMINDER_EVENT = "workspace.auto_destroy_reminder"
 RESULT_EVENT = "workspace.auto_destroy_run_results"

@@ -18,7 +18,7 @@ from typing import Any
 
 from terrace.domain.vcs_events import SHA_RE, ZERO_SHA, PullRequest, Push, _get, _text
 
-SHORT_SHA_RE = re.compile(r"^[0-9a-f]{7,40}$")
+SHORT_SHA_RE = re.compile(r"^[0-9a-f]{7,40}\Z")
 CHANGES_MAX = 20  # refs of one push read (a `git push --all` of more starts runs for the first ones only)
 CLOUD_PR = {"pullrequest:created": "opened", "pullrequest:updated": "synchronize"}
 SERVER_PR = {"pr:opened": "opened", "pr:from_ref_updated": "synchronize"}

@@ -23,7 +23,7 @@ from terrace.domain.explorer import BOOL, FIELDS, INT, STR, TIME, VERSION, WORKS
 
 FILTERS_MAX, VALUES_MAX, VALUE_MAX_CHARS = 20, 20, 256
 FIELDS_LISTED_MAX = 64
-_FILTER = re.compile(r"^filter\[(\d{1,3})\]\[([a-z_]{1,64})\]\[([a-z_]{1,32})\]\[(\d{1,3})\]$")
+_FILTER = re.compile(r"^filter\[(\d{1,3})\]\[([a-z_]{1,64})\]\[([a-z_]{1,32})\]\[(\d{1,3})\]\Z")
 OPERATORS: dict[str, frozenset[str]] = {
     "is": frozenset({STR, INT, BOOL, VERSION, TIME}),
     "is_not": frozenset({STR, INT, BOOL, VERSION, TIME}),

@@ -9,7 +9,7 @@ from typing import Any
 from terrace.domain import limits
 from terrace.domain.errors import Invalid
 
-EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+\Z")
 
 STATUSES = ("invited", "active")
 

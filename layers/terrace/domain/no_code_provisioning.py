@@ -19,7 +19,7 @@ from terrace.domain.errors import Invalid
 from terrace.domain.no_code_modules import VariableOption
 
 VARS_MAX = 200  # variables per provisioning request
-IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,127}$")
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,127}\Z")  # an HCL identifier, the whole text
 POINTER = "/data/relationships/vars"
 SOURCE = "tfe-module"  # the workspace's and its configuration versions' `source`
 
@@ -61,7 +61,7 @@ def check_vars(raw: Any) -> list[dict[str, Any]]:
             raise Invalid("vars: category must be terraform or env", pointer=POINTER)
         if not isinstance(key, str) or not key or len(key) > limits.RUN_VARIABLE_KEY_MAX:
             raise Invalid("each variable needs a key", pointer=POINTER)
-        if category == "terraform" and not IDENTIFIER.match(key):
+        if category == "terraform" and not IDENTIFIER.fullmatch(key):
             raise Invalid(f"variable {key!r}: a terraform variable's key is a letter or _, then letters, digits, _ "
                           "and -", pointer=POINTER)  # fmt: skip
         if not isinstance(value, str) or len(value) > limits.RUN_VARIABLE_VALUE_MAX:
@@ -108,19 +108,36 @@ def check_inputs(
                           pointer=POINTER)  # fmt: skip
 
 
+def hcl_string(value: str) -> str:
+    """A quoted HCL string literal of `value`: JSON's escapes, and `${`/`%{` escaped so nothing is a template."""
+    return json.dumps(value).replace("${", "$${").replace("%{", "%%{")
+
+
+def unpassable(variables: Sequence[dict[str, Any]]) -> list[str]:
+    """The terraform variables whose keys cannot name a module argument (a workspace variable's key may be any
+    text, `domain/variables.py`): the generated configuration passes none of them."""
+    return [str(v["key"]) for v in variables if v["category"] == "terraform" and not IDENTIFIER.fullmatch(v["key"])]
+
+
 def root_module(
     source: str, version: str, name: str, variables: Sequence[dict[str, Any]], outputs: Sequence[dict[str, Any]]
 ) -> str:
-    """The generated configuration (`main.tf`): `source` is `<host>/<namespace>/<name>/<provider>`."""
-    label = name if IDENTIFIER.match(name) else "main"
-    lines = [f"# Provisioned by Terrace from the no-code module {source} {version}.", ""]
+    """The generated configuration (`main.tf`): `source` is `<host>/<namespace>/<name>/<provider>`. Only HCL
+    identifiers become names in it (a key that is none is refused: `unpassable`); no value is written into it
+    (each terraform variable reaches the module through a variable of the same name, set by the workspace)."""
+    bad = unpassable(variables)
+    if bad:
+        raise Invalid(f"variable {bad[0]!r}: a module argument's name is a letter or _, then letters, digits, _ "
+                      "and -", pointer=POINTER)  # fmt: skip
+    label = name if IDENTIFIER.fullmatch(name) else "main"
+    lines = [f"# Provisioned by Terrace from a no-code module: {hcl_string(f'{source} {version}')}", ""]
     passed = [v for v in variables if v["category"] == "terraform"]
     for var in passed:
         lines += [f'variable "{var["key"]}" {{'] + (["  sensitive = true"] if var["sensitive"] else []) + ["}", ""]
-    lines += [f'module "{label}" {{', f"  source  = {json.dumps(source)}", f"  version = {json.dumps(version)}"]
+    lines += [f'module "{label}" {{', f"  source  = {hcl_string(source)}", f"  version = {hcl_string(version)}"]
     lines += [f"  {var['key']} = var.{var['key']}" for var in passed] + ["}", ""]
     for out in outputs:
-        if IDENTIFIER.match(str(out.get("name"))):
+        if IDENTIFIER.fullmatch(str(out.get("name"))):
             lines += [f'output "{out["name"]}" {{', f"  value = module.{label}.{out['name']}"]
             lines += (["  sensitive = true"] if out.get("sensitive") else []) + ["}", ""]
     return "\n".join(lines)

@@ -49,7 +49,7 @@ TOKEN_MAX = 1024
 EMAILS_MAX = 100  # addresses, and users
 EMAIL_MAX = 254
 RESPONSES_KEPT = 10  # the last delivery responses kept on a configuration
-EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+\Z")
 
 # run status -> trigger. `run:needs_attention` only for the status a run rests in (awaiting a confirmation, also
 # after its policies and run tasks passed; awaiting a policy override), never for one it passed on its way (an

@@ -53,7 +53,7 @@ class Organization:
         return self.settings.get("cost-estimation-enabled", True) is not False
 
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}\Z")
 
 UPDATABLE = (
     "email",

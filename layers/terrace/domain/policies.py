@@ -18,7 +18,7 @@ from terrace.domain.errors import Invalid
 KINDS = ("sentinel", "opa")
 OPA_LEVELS = ("advisory", "mandatory")
 SENTINEL_LEVELS = ("advisory", "soft-mandatory", "hard-mandatory")
-NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}\Z")
 DESCRIPTION_MAX = 2000
 QUERY_MAX = 1024
 CONTENT_MAX_BYTES = 128 * 1024  # one policy's Rego (stored in its item)

@@ -16,7 +16,7 @@ def default_project_id(organization: str) -> str:
     return "prj-" + hashlib.sha256(f"default#{organization}".encode()).hexdigest()[:16]
 
 
-NAME_RE = re.compile(r"^[A-Za-z0-9 _-]{3,40}$")
+NAME_RE = re.compile(r"^[A-Za-z0-9 _-]{3,40}\Z")
 DEFAULT_PROJECT = "Default Project"  # its name
 
 

@@ -20,18 +20,18 @@ MODULE_PENDING, MODULE_READY = "pending", "setup_complete"
 VERSION_PENDING, VERSION_OK, VERSION_FAILED = "pending", "ok", "reg_ingress_failed"
 
 # the public registry's rules for a name and a provider (`terraform-<provider>-<name>`)
-_NAME = re.compile(r"^[0-9A-Za-z](?:[0-9A-Za-z_-]{0,62}[0-9A-Za-z])?$")
-_PROVIDER = re.compile(r"^[0-9a-z]{1,64}$")
-_NAMESPACE = re.compile(r"^[0-9A-Za-z](?:[0-9A-Za-z_-]{0,62}[0-9A-Za-z])?$")
+_NAME = re.compile(r"^[0-9A-Za-z](?:[0-9A-Za-z_-]{0,62}[0-9A-Za-z])?\Z")
+_PROVIDER = re.compile(r"^[0-9a-z]{1,64}\Z")
+_NAMESPACE = re.compile(r"^[0-9A-Za-z](?:[0-9A-Za-z_-]{0,62}[0-9A-Za-z])?\Z")
 _SEMVER = re.compile(
     r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
     r"(?:-((?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*)(?:\.(?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*))*))?"
-    r"(?:\+([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?$"
+    r"(?:\+([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?\Z"
 )
 VERSION_MAX = 128
 GIT_TAG, BRANCH = "git_tag", "branch"  # HCP's publishing mechanisms of a module published from a repository
-_REPOSITORY = re.compile(r"^terraform-([0-9a-z]{1,64})-([0-9A-Za-z](?:[0-9A-Za-z_-]{0,62}[0-9A-Za-z])?)$")
-_TAG = re.compile(r"^v?(\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.+-]*)?)$")
+_REPOSITORY = re.compile(r"^terraform-([0-9a-z]{1,64})-([0-9A-Za-z](?:[0-9A-Za-z_-]{0,62}[0-9A-Za-z])?)\Z")
+_TAG = re.compile(r"^v?(\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.+-]*)?)\Z")
 
 
 @dataclass(frozen=True)
@@ -200,7 +200,7 @@ def check_deprecation(raw: Any) -> dict[str, str] | None:
         raise Invalid(
             f"reason must be text of at most {DEPRECATION_REASON_MAX} characters", pointer=f"{pointer}/reason"
         )
-    if not isinstance(link, str) or len(link) > 2048 or (link and not re.match(r"^https?://[^\s]+$", link)):
+    if not isinstance(link, str) or len(link) > 2048 or (link and not re.match(r"^https?://[^\s]+\Z", link)):
         raise Invalid("link must be an http or https URL", pointer=f"{pointer}/link")
     return {"reason": reason, "link": link}
 
@@ -221,7 +221,7 @@ def check_revocation(raw: Any) -> dict[str, str] | None:
         raise Invalid(
             f"message must be text of at most {DEPRECATION_REASON_MAX} characters", pointer=f"{pointer}/message"
         )
-    if not isinstance(link, str) or len(link) > 2048 or (link and not re.match(r"^https?://[^\s]+$", link)):
+    if not isinstance(link, str) or len(link) > 2048 or (link and not re.match(r"^https?://[^\s]+\Z", link)):
         raise Invalid("link must be an http or https URL", pointer=f"{pointer}/link")
     return {"message": message, "link": link}
 

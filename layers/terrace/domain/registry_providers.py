@@ -19,11 +19,11 @@ from terrace.domain.registry_modules import PRIVATE, PUBLIC, check_namespace, ch
 __all__ = ["PRIVATE", "PUBLIC", "check_namespace", "check_version"]
 
 # the public registry's rule for a provider's type name (`terraform-provider-<name>`)
-_NAME = re.compile(r"^[0-9A-Za-z](?:[0-9A-Za-z_-]{0,62}[0-9A-Za-z])?$")
-_PLATFORM_PART = re.compile(r"^[0-9A-Za-z_-]{1,64}$")
-_FILENAME = re.compile(r"^[0-9A-Za-z._+-]{1,255}$")
-_PROTOCOL = re.compile(r"^\d{1,3}\.\d{1,3}$")
-_KEY_ID = re.compile(r"^[0-9A-Za-z_-]{1,64}$")
+_NAME = re.compile(r"^[0-9A-Za-z](?:[0-9A-Za-z_-]{0,62}[0-9A-Za-z])?\Z")
+_PLATFORM_PART = re.compile(r"^[0-9A-Za-z_-]{1,64}\Z")
+_FILENAME = re.compile(r"^[0-9A-Za-z._+-]{1,255}\Z")
+_PROTOCOL = re.compile(r"^\d{1,3}\.\d{1,3}\Z")
+_KEY_ID = re.compile(r"^[0-9A-Za-z_-]{1,64}\Z")
 PROTOCOLS_MAX = 8
 SHASUM_MAX = 128
 

@@ -26,8 +26,10 @@ MAX_SKEW_S = 900  # STS itself refuses a signature older than 15 minutes
 
 _CREDENTIAL = re.compile(r"Credential=([^/,\s]+)/(\d{8})/([a-z0-9-]+)/([a-z0-9-]+)/aws4_request")
 _SIGNED = re.compile(r"SignedHeaders=([a-z0-9;-]+)")
-_ASSUMED = re.compile(r"^arn:(aws|aws-cn|aws-us-gov):sts::(\d{12}):assumed-role/([\w+=,.@-]{1,64})/([\w+=,.@-]{2,64})$")
-_ROLE = re.compile(r"^arn:(aws|aws-cn|aws-us-gov):iam::(\d{12}):role/(?:[\w+=,.@/-]*/)?([\w+=,.@-]{1,64})$")
+_ASSUMED = re.compile(
+    r"^arn:(aws|aws-cn|aws-us-gov):sts::(\d{12}):assumed-role/([\w+=,.@-]{1,64})/([\w+=,.@-]{2,64})\Z"
+)
+_ROLE = re.compile(r"^arn:(aws|aws-cn|aws-us-gov):iam::(\d{12}):role/(?:[\w+=,.@/-]*/)?([\w+=,.@-]{1,64})\Z")
 
 
 class ProofRefused(Exception):

@@ -107,7 +107,7 @@ def _apply(resource: dict[str, Any], op: str, path: str, value: Any) -> None:
             _apply(extension, op, attr, value)
             return
         path = attr
-    filtered = re.match(r"^(\w+)\[([^\]]*)\](?:\.(\w+))?$", path)
+    filtered = re.match(r"^(\w+)\[([^\]]*)\](?:\.(\w+))?\Z", path)
     if filtered:
         name, inner, sub = filtered[1], filtered[2], filtered[3]
         key = _key(resource, name)
@@ -117,7 +117,7 @@ def _apply(resource: dict[str, Any], op: str, path: str, value: Any) -> None:
             return
         targets = [i for i in items if isinstance(i, dict) and matches(i, inner)]
         if not targets:  # Entra's emails[type eq "work"].value on a user without one: add it
-            eq = re.match(r'^\s*(\w+)\s+eq\s+"([^"]*)"\s*$', inner)
+            eq = re.match(r'^\s*(\w+)\s+eq\s+"([^"]*)"\s*\Z', inner)
             if not eq or op == "remove":
                 return
             targets = [{eq[1]: eq[2]}]

@@ -18,7 +18,7 @@ FILTER_MAX = 1024
 DEPTH_MAX = 16
 OPERATORS = ("eq", "ne", "co", "sw", "ew", "gt", "ge", "lt", "le", "pr")
 _TOKEN = re.compile(r'\s*(?:(?P<str>"(?:[^"\\]|\\.)*")|(?P<punct>[()\[\]])|(?P<word>[^\s()\[\]"]+))')
-_PATH = re.compile(r"^[A-Za-z][\w.:$-]*$")
+_PATH = re.compile(r"^[A-Za-z][\w.:$-]*\Z")
 
 Node = tuple[Any, ...]  # ("cmp", path, op, value) | ("and"|"or", a, b) | ("not", a) | ("path", attribute, inner)
 

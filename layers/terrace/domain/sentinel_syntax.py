@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 UNDEFINED = "undefined"
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 _INDENT = "\t"
 
 

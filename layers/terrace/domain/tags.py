@@ -11,7 +11,7 @@ from terrace.domain.workspace import NAME_RE, Workspace
 
 TAG_KEY_MAX, TAG_VALUE_MAX = 128, 256
 BINDINGS_MAX = 10  # HCP's: key-value tags per workspace or project
-RESERVED_KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127}$")  # a reserved key: no spaces, no `!`
+RESERVED_KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127}\Z")  # a reserved key: no spaces, no `!`
 
 
 @dataclass(frozen=True)

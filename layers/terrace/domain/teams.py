@@ -6,7 +6,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._-]{0,127}$")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._-]{0,127}\Z")
 
 VISIBILITIES = ("secret", "organization")
 OWNERS = "owners"  # the owners team's name (every organization has one from its creation)

@@ -26,7 +26,7 @@ BINARY_NAMES = {"terraform": "terraform", "opentofu": "tofu"}
 # the detached OpenPGP signature of a release's SHA256SUMS, by the names each vendor publishes it under (OpenTofu's
 # `.sig` is cosign's, not OpenPGP's)
 SIGNATURE_SUFFIXES = {"terraform": (".72D7468F.sig", ".sig"), "opentofu": (".gpgsig",)}
-_SUMS_LINE = re.compile(r"^([0-9a-f]{64})\s+\*?(\S+)$")
+_SUMS_LINE = re.compile(r"^([0-9a-f]{64})\s+\*?(\S+)\Z")
 
 
 def listed_sums(sums: bytes) -> dict[str, str]:
@@ -35,8 +35,8 @@ def listed_sums(sums: bytes) -> dict[str, str]:
     return {match.group(2): match.group(1) for match in lines if match}
 
 
-VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?$")
-_TERM_RE = re.compile(r"^\s*(~>|>=|<=|!=|=|>|<)?\s*v?(\d+(?:\.\d+){0,2}(?:-[0-9A-Za-z.-]+)?)\s*$")
+VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?\Z")
+_TERM_RE = re.compile(r"^\s*(~>|>=|<=|!=|=|>|<)?\s*v?(\d+(?:\.\d+){0,2}(?:-[0-9A-Za-z.-]+)?)\s*\Z")
 
 Key = tuple[int, int, int, int, str]  # major, minor, patch, 1 for a release (0 for a pre-release), pre-release
 

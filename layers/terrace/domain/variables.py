@@ -10,9 +10,9 @@ from dataclasses import dataclass
 # variable whose key is not an identifier is stored; its run errors naming it (`runner/rundir.py`).
 KEY_MAX = 128
 
-TERRAFORM_KEY = re.compile(r"^[^\x00-\x1f\x7f]+$")
+TERRAFORM_KEY = re.compile(r"^[^\x00-\x1f\x7f]+\Z")
 
-ENV_KEY = re.compile(r"^[^\x00-\x1f\x7f=]+$")
+ENV_KEY = re.compile(r"^[^\x00-\x1f\x7f=]+\Z")
 
 MAX_VALUE_BYTES = 4096  # one KMS Encrypt call
 
@@ -52,4 +52,4 @@ class Variable(StoredVariable):
 
 
 # What terraform reads as a variable name (an identifier; hyphens allowed after the first character).
-TERRAFORM_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+TERRAFORM_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*\Z")

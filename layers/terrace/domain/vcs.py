@@ -178,11 +178,11 @@ def check_credentials(provider: str, attrs: dict[str, Any]) -> None:
 
 # a workspace's repository (`vcs-repo`) -----------------------------------------------------------
 # owner/name; GitLab's projects may sit in nested groups (group/subgroup/name)
-IDENTIFIER_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}(/[A-Za-z0-9_.-]{1,100}){1,19}$")
+IDENTIFIER_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}(/[A-Za-z0-9_.-]{1,100}){1,19}\Z")
 BRANCH_MAX = 255
 TAGS_REGEX_MAX = 255
 VCS_REPO = "vcs-repo"  # in `Workspace.extra`: what the API shows (no secret)
-GHAIN_RE = re.compile(r"^ghain-[1-9][0-9]{0,18}$")  # a GitHub App installation (`services/vcs/github_app.py`)
+GHAIN_RE = re.compile(r"^ghain-[1-9][0-9]{0,18}\Z")  # a GitHub App installation (`services/vcs/github_app.py`)
 
 
 @dataclass(frozen=True)

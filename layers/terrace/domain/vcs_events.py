@@ -15,7 +15,7 @@ from terrace.domain import tenant_regex
 
 ZERO_SHA = "0" * 40
 SKIP_MARKERS = ("[ci skip]", "[skip ci]")
-SHA_RE = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+SHA_RE = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?\Z")
 REF_MAX = 255
 TAG_MATCH_MAX = 128  # tag names the tags regex is tried on (longer ones never match: bounded matching)
 TAG_MATCH_TIMEOUT_S = 0.05  # a tenant's tags regex gets this long per tag (`regex`'s timeout), then matches nothing

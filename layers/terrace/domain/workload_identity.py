@@ -23,7 +23,7 @@ AUDIENCES = {
 NBF_SKEW_S = 5  # as HCP: not-before a few seconds before issue, for verifiers' clock skew
 GCP_STS = "https://sts.googleapis.com/v1/token"
 GCP_IMPERSONATE = "https://iamcredentials.googleapis.com/v1/projects/-/serviceAccounts/{}:generateAccessToken"
-_GCP_PROVIDER = re.compile(r"^projects/\d+/locations/global/workloadIdentityPools/[^/]+/providers/[^/]+$")
+_GCP_PROVIDER = re.compile(r"^projects/\d+/locations/global/workloadIdentityPools/[^/]+/providers/[^/]+\Z")
 
 
 @dataclass(frozen=True)

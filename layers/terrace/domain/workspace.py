@@ -12,7 +12,7 @@ from terrace.domain.errors import Invalid
 from terrace.domain.ids import new_id
 from terrace.domain.limits import WORKING_DIRECTORY_MAX
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,89}$")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,89}\Z")
 EXECUTION_MODES = ("remote", "local", "agent")
 
 

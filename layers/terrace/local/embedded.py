@@ -10,6 +10,10 @@ files, and what it does at start and stop:
   (lock released, tokens revoked).
 - `resume_events`: the events the previous process had taken off the queue and not acknowledged (it died handling
   them) are handled again at once, not after the queue's visibility timeout (a minute).
+- `guard_link_local`: as root with a usable iptables, the tenant children's uids (`adapters/tenant_identity.py`;
+  a git clone keeps the network to reach its forge) cannot reach link-local addresses (the instance metadata, the
+  ECS credentials endpoint): the runner's own rule (`runner/sandbox.py`) on their range, set once at start
+  (`TERRACE_TENANT_BLOCK_LINK_LOCAL`: `auto` on ECS or EC2, `true`, `false`).
 """
 
 from __future__ import annotations
@@ -17,13 +21,15 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from terrace.adapters import file_url_signing_secret
+from terrace.adapters import file_url_signing_secret, tenant_identity
+from terrace.config import Settings
 from terrace.domain import runs as rs
 from terrace.domain.errors import Unauthenticated
+from terrace.runner import sandbox
 from terrace.services.runs.store import retrying
 
 if TYPE_CHECKING:
@@ -32,6 +38,16 @@ if TYPE_CHECKING:
 log = logging.getLogger("terrace.local")
 SECRET_FILE = file_url_signing_secret.SECRET_FILE
 ADMIN_TOKEN_FILE = "admin.token"
+
+
+def guard_link_local(
+    settings: Settings, env: Mapping[str, str] = os.environ, uid_range: tuple[int, int] = tenant_identity.UID_RANGE
+) -> bool:
+    """At start: whether the server's tenant uids are now kept from link-local addresses (logged either way)."""
+    if not tenant_identity.probe():  # not root: tenant children run as the server's own uid, nothing to match on
+        return False
+    mode = settings.tenant_block_link_local
+    return sandbox.guard_link_local(mode, env, uid_range, ec2=sandbox.on_ec2, who="tenant children")
 
 
 def write_private(path: Path, text: str) -> None:

@@ -158,6 +158,7 @@ class LocalStack:
             files = tls.write_certificates(self.state_dir / "tls")
         if local_workers.scaler in self.background_tasks:
             self.launcher = local_workers.runner_launcher(settings, files.ca_bundle, self.state_dir)
+        embedded.guard_link_local(settings)  # before a tenant child can start
         if self.data_dir is not None:
             container = self.container = self._wrapped(build_embedded(settings, launcher=self.launcher))
             saved = embedded.saved_admin_token(container, self.data_dir)

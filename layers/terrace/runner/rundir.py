@@ -14,8 +14,8 @@ from terrace.runner.job_folder import JobFolder
 
 OVERRIDE_FILE = "zz_terrace_backend_override.tf"
 TFVARS_FILE = "zz_terrace.auto.tfvars"
-VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
-ENV_NAME = re.compile(r"^[^\x00-\x1f\x7f=]+$")  # what execve passes on; the API accepts the same
+VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*\Z")
+ENV_NAME = re.compile(r"^[^\x00-\x1f\x7f=]+\Z")  # what execve passes on; the API accepts the same
 # Set by the runner; a workspace env variable cannot override them.
 PROTECTED_ENV = frozenset(
     {

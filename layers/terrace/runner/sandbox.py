@@ -32,7 +32,7 @@ import signal
 import stat
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -201,22 +201,48 @@ def prepare_work_dir(work_dir: Path) -> None:
 
 LINK_LOCAL = (("iptables", "169.254.0.0/16"), ("ip6tables", "fe80::/10"), ("ip6tables", "fd00:ec2::/32"))
 ON_ECS = ("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "ECS_CONTAINER_METADATA_URI_V4")
+# what an EC2 instance's firmware says of it (read from sysfs: no request to the metadata service)
+EC2_MARKS = (("/sys/devices/virtual/dmi/id/board_asset_tag", "i-"), ("/sys/devices/virtual/dmi/id/sys_vendor",
+             "Amazon EC2"), ("/sys/hypervisor/uuid", "ec2"))  # fmt: skip
 
 
-def guard_link_local(mode: str, env: Mapping[str, str], uid_range: tuple[int, int] = UID_RANGE) -> bool:
-    """At start (`TERRACE_RUNNER_BLOCK_LINK_LOCAL`: `auto` on ECS only, `true`, `false`): whether job uids are now
-    kept from link-local addresses; what holds otherwise is logged once."""
-    if mode == "false" or (mode == "auto" and not any(env.get(name) for name in ON_ECS)):
+def on_ec2(marks: tuple[tuple[str, str], ...] = EC2_MARKS) -> bool:
+    """Whether this host is an EC2 instance (its DMI asset tag is the instance id, its vendor Amazon EC2, or a Xen
+    instance's hypervisor uuid starts with ec2)."""
+    for path, prefix in marks:
+        try:
+            if Path(path).read_text(errors="replace").strip().startswith(prefix):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def guard_link_local(
+    mode: str,
+    env: Mapping[str, str],
+    uid_range: tuple[int, int] = UID_RANGE,
+    *,
+    ec2: Callable[[], bool] | None = None,
+    who: str = "jobs",
+) -> bool:
+    """At start (`TERRACE_RUNNER_BLOCK_LINK_LOCAL`: `auto` on ECS only, `true`, `false`): whether the uids of
+    `uid_range` (`who`: job uids, or the server's tenant children, `local/embedded.py`) are now kept from link-local
+    addresses; what holds otherwise is logged once. `ec2`: `auto` also blocks on an EC2 host (the server's; an
+    agent's jobs may use their instance's role, so the runner's `auto` is ECS only)."""
+    detected = any(env.get(name) for name in ON_ECS) or (ec2 is not None and ec2())
+    if mode == "false" or (mode == "auto" and not detected):
         return False
     if not probe().switch_uid:
-        log.warning("link-local addresses are not blocked for jobs: they run as the runner's own uid")
+        log.warning("link-local addresses are not blocked for %s: they run as this process's own uid", who)
         return False
     if block_link_local(uid_range):
-        log.info("job uids %d-%d cannot reach link-local addresses (iptables)", *uid_range)
+        log.info("the uids of %s, %d-%d, cannot reach link-local addresses (iptables)", who, *uid_range)
         return True
     log.warning(
-        "link-local addresses are not blocked for jobs (no usable iptables, or no NET_ADMIN as on Fargate): the "
-        "task role's credentials endpoint answers only the relative URI this runner's environment holds"
+        "link-local addresses are not blocked for %s (no usable iptables, or no NET_ADMIN as on Fargate): the "
+        "task role's credentials endpoint answers only the relative URI this process's environment holds",
+        who,
     )
     return False
 

@@ -10,7 +10,7 @@ SNAPSHOT_INTERVAL_HEADER = "X-Terraform-Snapshot-Interval"
 # The responses a `cloud` client reads the header from (OpenTofu/Terraform `cloud/state.go`, through go-tfe's
 # response hook): the current state version (also its 404), creating one, and the read that ends an upload.
 _SNAPSHOT_PATHS = re.compile(
-    r"^/api/v2/(workspaces/[^/]+/(state-versions|current-state-version)|state-versions/[^/]+)$"
+    r"^/api/v2/(workspaces/[^/]+/(state-versions|current-state-version)|state-versions/[^/]+)\Z"
 )
 
 

@@ -22,8 +22,10 @@ from terrace.adapters.definitions import LANE_QUEUES
 from terrace.adapters.dynamo_table import DynamoTable
 from terrace.adapters.ecs_runner_launcher import EcsLauncher
 from terrace.adapters.encryptor import Encryptor
+from terrace.adapters.hcl_reader import HclReader
 from terrace.adapters.kicking_lanes import KickingLanes
 from terrace.adapters.kms_encryptor import KmsEncryptor
+from terrace.adapters.lambda_hcl_reader import LambdaHclReader
 from terrace.adapters.lambda_policy_engine import LambdaPolicyEngine
 from terrace.adapters.lanes import Lanes
 from terrace.adapters.memory_lanes import MemoryLanes
@@ -51,6 +53,7 @@ class AwsAdapters:
     lanes: Lanes  # the priority lanes (SQS; in memory when no lane queue is configured: one process only)
     caller_identity: StsCallerIdentity | None  # a runner task's proof of its identity, with a runner task role
     policy_engine: PolicyEngine | None  # the policy function, when one is configured (else the local child)
+    hcl_reader: HclReader | None  # uploaded HCL parsed in the policy function too, when one is configured
     audit_logs: CloudWatchLogSink | None  # the audit export's copy in CloudWatch Logs, when a group is configured
 
 
@@ -90,6 +93,7 @@ def connect(settings: Settings) -> AwsAdapters:
         lanes=lanes(clients["sqs"], settings, kick),
         caller_identity=StsCallerIdentity(sts_endpoint(settings)) if settings.runner_task_role_arn else None,
         policy_engine=policy_engine(settings),
+        hcl_reader=hcl_reader(settings),
         audit_logs=CloudWatchLogSink(clients["logs"], settings.audit_log_group) if settings.audit_log_group else None,
     )
 
@@ -115,6 +119,25 @@ def policy_engine(settings: Settings) -> PolicyEngine | None:
         timeout_s=settings.policy_timeout_s,
         memory_mb=settings.policy_memory_mb,
     )
+
+
+HCL_TIMEOUT_S = 12.0  # `LambdaHclReader`'s (and `ProcessHclReader`'s) wall-clock limit of one upload's parse
+
+
+def hcl_reader(settings: Settings) -> HclReader | None:
+    """Uploaded HCL parsed in the policy function (`settings.policy_function`), invoked once as for Rego: the api
+    and events functions, whose role holds the table, the bucket and the queues, never parse it themselves."""
+    if not settings.policy_function:
+        return None
+    session = boto_session.session(settings.region)
+    config = Config(
+        connect_timeout=5,
+        read_timeout=HCL_TIMEOUT_S + POLICY_INVOKE_MARGIN_S,
+        retries={"total_max_attempts": 1, "mode": "standard"},
+    )
+    common: dict[str, Any] = {"endpoint_url": settings.aws_endpoint_url} if settings.aws_endpoint_url else {}
+    client = LazyClient(session, "lambda", config=config, **common)
+    return LambdaHclReader(client, settings.policy_function, timeout_s=HCL_TIMEOUT_S)
 
 
 def encryptor(settings: Settings, clients: dict[str, Any]) -> Encryptor:

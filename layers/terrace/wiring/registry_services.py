@@ -44,10 +44,14 @@ class RegistryServices:
     run_store: RunStore  # wiring/run_services.py: a run's configuration (revoked module versions)
     configuration_versions: ConfigurationVersionService
     repository_connections: RepositoryConnections  # wiring/vcs_services.py
+    remote_hcl_reader: HclReader | None  # a field of the container: the policy function on AWS
 
     @cached_property
     def hcl_reader(self) -> HclReader:
-        """Uploaded HCL (a module's `.tf` files, a policy set's `policies.hcl`), read in a bounded child process."""
+        """Uploaded HCL (a module's `.tf` files, a policy set's `policies.hcl`), read in a bounded child process:
+        on AWS in the policy function (`adapters/lambda_hcl_reader.py`), else beside this process."""
+        if self.remote_hcl_reader is not None:
+            return self.remote_hcl_reader
         from terrace.adapters.process_hcl_reader import ProcessHclReader
 
         return ProcessHclReader()

@@ -50,6 +50,9 @@ class Action(StrEnum):
     MANAGE_WORKSPACE_RUN_TASKS = "manage-workspace-run-tasks"  # attach run tasks to a workspace
     READ_PLAN_JSON = "read-plan-json"  # a plan's JSON (json-output): read runs and read state
     DOWNLOAD_CONFIGURATION = "download-configuration"  # a configuration version's archive: queue runs
+    # HCP's "Download Sentinel mocks": a plan's data exported as a mock bundle (the plan-exports API: create, read,
+    # download, delete); write and admin access, or custom access with `sentinel-mocks: read`
+    DOWNLOAD_SENTINEL_MOCKS = "download-sentinel-mocks"
     # policy as code (organization level)
     READ_POLICIES = "read-policies"  # policies, policy sets and their versions (parameter values stay hidden)
     MANAGE_POLICIES = "manage-policies"

@@ -23,6 +23,7 @@ WS_WRITE = WS_PLAN | {
     Action.LOCK_WORKSPACE,
     Action.WRITE_VARIABLES,
     Action.WRITE_STATE,
+    Action.DOWNLOAD_SENTINEL_MOCKS,
 }
 WS_ADMIN = WS_WRITE | {
     Action.UPDATE_WORKSPACE,
@@ -86,6 +87,8 @@ def custom_actions(fields: Mapping[str, Any]) -> frozenset[Action]:
         actions.add(Action.READ_STATE)
     if state == "write":
         actions.add(Action.WRITE_STATE)
+    if fields.get("sentinel-mocks") == "read":
+        actions.add(Action.DOWNLOAD_SENTINEL_MOCKS)
     if fields.get("workspace-locking") or fields.get("locking"):
         actions.add(Action.LOCK_WORKSPACE)
     if fields.get("delete"):

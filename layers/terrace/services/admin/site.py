@@ -35,7 +35,7 @@ BOOL_SETTINGS = (
 TIMEOUT_SETTINGS = ("terraform-build-worker-apply-timeout", "terraform-build-worker-plan-timeout")
 # TFE's newer names of the same two timeouts (go-tfe v1.109 sends both)
 TIMEOUT_ALIASES = {"apply-timeout": TIMEOUT_SETTINGS[0], "plan-timeout": TIMEOUT_SETTINGS[1]}
-TIMEOUT_RE = re.compile(r"^(\d+h)?(\d+m)?(\d+s)?$")
+TIMEOUT_RE = re.compile(r"^(\d+h)?(\d+m)?(\d+s)?\Z")
 RUN_SORTS = {"created-at", "-created-at"}
 
 

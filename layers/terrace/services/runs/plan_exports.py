@@ -1,12 +1,14 @@
 """Plan exports (`domain/plan_exports.py`): a finished plan's data as a Sentinel mock bundle, HCP's
 `plan-exports` API.
 
-Creating one is reading the plan's JSON (`READ_PLAN_JSON`: read runs and read state, as json-output): the export
+Every operation (create, read, download, delete) needs HCP's "Download Sentinel mocks" workspace permission
+(`DOWNLOAD_SENTINEL_MOCKS`: write and admin access, or custom access with `sentinel-mocks: read`), decided by the
+Authorizer on the export's run; creating one also reads the plan's JSON (`READ_PLAN_JSON`). The export
 is recorded `queued` and its writing requested through the events queue (`EVENT`, staged in the outbox with the
 export's own write, so a failed publish is retried by the reaper's sweep); the events worker writes the
 bundle (`domain/sentinel_mocks.py`) from the plan's redacted JSON and the run, stores it as a blob and marks the
-export `finished` (or `errored`). Reads, the download and the deletion ask the same permission of the export's run;
-an export of another organization, or one the caller may not read, is NotFound. The download is a presigned GET of
+export `finished` (or `errored`). An export of another organization, or of a run the caller may not read, is
+NotFound; one the caller may read but not export is Forbidden. The download is a presigned GET of
 the bundle while it has not expired (an hour after it finished); the reaper's sweep (`sweep_if_due`) then deletes
 the bundle.
 """
@@ -67,6 +69,7 @@ class PlanExportService:
         if not isinstance(plan_id, str) or not plan_id:
             raise Invalid("a plan is required", pointer="/data/relationships/plan")
         run = self._plans.finished_run(principal, plan_id)
+        self._runs.get(principal, run.id, Action.DOWNLOAD_SENTINEL_MOCKS)
         at = clock.iso(self._now())
         export = model.PlanExport(
             id=new_id(model.PREFIX),
@@ -104,7 +107,7 @@ class PlanExportService:
         if export is None:
             raise NotFound(f"plan export {export_id} not found")
         try:
-            self._runs.get(principal, export.run_id, Action.READ_PLAN_JSON)
+            self._runs.get(principal, export.run_id, Action.DOWNLOAD_SENTINEL_MOCKS)
         except NotFound as exc:
             raise NotFound(f"plan export {export_id} not found") from exc
         return export

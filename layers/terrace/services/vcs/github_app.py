@@ -22,7 +22,7 @@ from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
 
 PREFIX = "ghain-"
-_ID = re.compile(r"^ghain-([1-9][0-9]{0,18})$")
+_ID = re.compile(r"^ghain-([1-9][0-9]{0,18})\Z")
 
 
 def installation_number(ghain_id: object) -> int | None:

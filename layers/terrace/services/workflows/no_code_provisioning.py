@@ -7,7 +7,10 @@ never an organization token); the module is read as any member reads it (a disab
 The workspace's configuration is generated (`domain/no_code_provisioning.py`): a root module calling the pinned
 version from this server's private registry, uploaded as its configuration version, and a run of it queued as its
 creator's (the workspace's auto-apply applies it if they may apply). An upgrade runs the module's version pinned
-now, with the variables sent (changed or added), as a new run that waits for its confirmation unless auto-apply.
+now, with the variables sent (changed or added), as a new run that waits for its confirmation unless auto-apply;
+a workspace holding a terraform variable whose key is no HCL identifier (the variables API takes any key) is
+refused (422) before anything is written, as provisioning refuses such a key: only identifiers are written into
+the generated configuration, and no value is.
 """
 
 from __future__ import annotations
@@ -101,7 +104,13 @@ class NoCodeProvisioning:
             raise NotFound(f"workspace {workspace_id} was not provisioned from no-code module {no_code_id}")
         sent = provisioning.check_vars(raw_vars)
         provisioning.check_inputs(sent, [], ncm.variable_options)
-        current = {(v.key, v.category): v for v in self._variables.list(principal, ws)}
+        listed = self._variables.list(principal, ws)
+        bad = provisioning.unpassable([{"key": v.key, "category": v.category} for v in listed])
+        if bad:  # before anything is written: the generated configuration passes each one to the module by name
+            raise Invalid(f"the workspace's terraform variable {bad[0]!r} cannot be a module argument (a letter or "
+                          "_, then letters, digits, _ and -): rename or delete it to upgrade",
+                          pointer=provisioning.POINTER)  # fmt: skip
+        current = {(v.key, v.category): v for v in listed}
         for var in sent:
             found = current.get((var["key"], var["category"]))
             if found is None:

@@ -31,7 +31,7 @@ from terrace.services.vcs.connections import CONNECTED, RepositoryConnections
 from terrace.services.vcs.webhooks import DELIVERY
 
 log = logging.getLogger("terrace.vcs")
-COMMIT_RE = re.compile(r"^[0-9a-f]{7,64}$")
+COMMIT_RE = re.compile(r"^[0-9a-f]{7,64}\Z")
 
 
 class ModuleSources:

@@ -18,7 +18,7 @@ from terrace.web.deps import ContainerDep, PrincipalDep
 from terrace.web.jsonapi import JSONAPIResponse, respond, respond_page
 
 router = APIRouter(prefix="/api/v2")
-_FILTER = re.compile(r"^filter\[(\d+)\]\[(status|enforcement_level)\]$")
+_FILTER = re.compile(r"^filter\[(\d+)\]\[(status|enforcement_level)\]\Z")
 
 
 def _evaluations(container: Container, principal: Principal, ids: list[str]) -> list[dict[str, Any]]:
