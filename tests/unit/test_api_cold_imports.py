@@ -70,7 +70,7 @@ def test_the_api_handler_imports_nothing_heavy_and_builds_nothing_at_import():
     # the lazy app imports a router, a page or a service when a request first needs it (the wiring imports each
     # service where it builds it): building it imports only the UI's error pages and what its middleware uses
     middleware = {"terrace.services.access.grants", "terrace.services.access.actions",
-                  "terrace.services.access.permissions"}  # fmt: skip
+                  "terrace.services.access.permissions", "terrace.services.audit_scope"}  # fmt: skip
     assert set(found["lazy_app"]) - {"terrace.services.access"} == {"terrace.web.ui.error_pages"} | middleware, found
     # the embedded server's blob folder, its URLs and SQLite are loaded only where its adapters are
     assert found["embedded"] == [], found["embedded"]

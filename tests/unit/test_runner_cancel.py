@@ -30,9 +30,9 @@ WAIT_S = 25  # below the children's 30 s: a child that ends by itself is told ap
 # One process that ignores SIGINT and runs until killed (up to 10 minutes): no shell forking a `sleep` that a SIGINT
 # can catch half-started, and no self-imposed end racing the test's deadlines on a loaded machine.
 IGNORES_INT_PY = """
-import signal, time
-signal.signal(signal.SIGINT, lambda *_: print("ignoring SIGINT", flush=True))
-print("started", flush=True)
+import os, signal, time
+signal.signal(signal.SIGINT, lambda *_: os.write(1, b"ignoring SIGINT\\n"))  # a write a signal cannot break into
+os.write(1, b"started\\n")
 end = time.monotonic() + 600
 while time.monotonic() < end:
     time.sleep(0.1)
@@ -123,8 +123,8 @@ def test_children_start_interruptible_whatever_the_runner_inherited(tmp_path: Pa
 def test_force_cancel_kills_a_child_that_ignores_sigint(tmp_path: Path) -> None:
     control, thread, result = start(tmp_path, IGNORES_INT_PY, interpreter=sys.executable)
     try:
-        # its handler is set and its own print is done: a SIGINT that lands earlier is lost (the first process of a
-        # PID namespace without a handler) or breaks into that print (Python: a reentrant write to stdout)
+        # its handler is set: a SIGINT that lands earlier is lost (the first process of a PID namespace without a
+        # handler); the child writes with os.write, which a signal handler's own write cannot re-enter
         deadline = time.monotonic() + WAIT_S
         while b"started" not in result["out"]:  # type: ignore[operator]
             assert time.monotonic() < deadline, "the child never started"
