@@ -1,13 +1,16 @@
 """The data keys of Hold Your Own Key state versions (the state area's port `services/state/hyok_state.HyokKeys`,
 filled by the composition root): an agent's wrapped data key is recorded as an encrypted data key of the
 organization's primary HYOK configuration, under the customer key version that wrapped it (a version the key
-service reports for the first time, after a rotation, is recorded then). A revoked version takes no new data key,
-and what its data keys encrypted is no longer served (`check_readable`)."""
+service reports for the first time, after a rotation, is recorded then). `record` returns the writes without doing
+them: they go in the transaction that stores what the data key encrypts, so a refused write leaves no data key
+behind. A revoked version takes no new data key, and what its data keys encrypted is no longer served
+(`check_readable`)."""
 
 from __future__ import annotations
 
 import dataclasses
 
+from terrace.adapters.table import WriteOp
 from terrace.domain import clock
 from terrace.domain import hyok as model
 from terrace.domain.errors import Conflict, Invalid, NotFound
@@ -55,9 +58,9 @@ class HyokStateKeys:
 
     def record(
         self, organization: str, workspace_id: str, encrypted_dek: str, key_version: str, context: dict[str, str]
-    ) -> str:
+    ) -> tuple[str, list[WriteOp]]:
         hyok = self.primary(organization)
-        version = self._key_version(hyok, key_version)
+        version, ops = self._key_version(hyok, key_version)
         data_key = model.EncryptedDataKey(
             id=new_id("dek"),
             organization=organization,
@@ -67,13 +70,13 @@ class HyokStateKeys:
             created_at=clock.now_iso(),
             context=dict(context),
         )
-        self._store.create(data_key)
-        return data_key.id
+        return data_key.id, [*ops, self._store.create_op(data_key)]
 
-    def _key_version(self, hyok: model.HyokConfiguration, key_version: str) -> model.KeyVersion:
+    def _key_version(self, hyok: model.HyokConfiguration, key_version: str) -> tuple[model.KeyVersion, list[WriteOp]]:
+        """The usable version the key service named, and the write recording it when it is new (a rotation)."""
         known = [k for k in self._store.key_versions_of(hyok.id) if k.key_version == key_version]
         if any(k.usable for k in known):
-            return next(k for k in known if k.usable)
+            return next(k for k in known if k.usable), []
         if known:
             raise Conflict(f"customer key version {key_version} is {known[0].status}: it encrypts nothing new")
         created = model.KeyVersion(
@@ -83,8 +86,7 @@ class HyokStateKeys:
             key_version=key_version,
             created_at=clock.now_iso(),
         )
-        self._store.create(created)
-        return created
+        return created, [self._store.create_op(created)]
 
     def check_readable(self, data_key_id: str) -> None:
         data_key = self._store.data_key(data_key_id)

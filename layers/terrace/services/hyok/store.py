@@ -92,6 +92,12 @@ class HyokStore:
     def data_keys_of(self, key_version_id: str) -> list[EncryptedDataKey]:
         return [from_item(i) for i in self._table.query(f"{key_version_id}#deks", index="gsi1")]
 
+    @staticmethod
+    def create_op(entity: Any) -> WriteOp:
+        """The transaction item writing a new `entity`, for another area's transaction (an encrypted data key with
+        the state version it encrypts)."""
+        return Put(to_item(entity), if_absent=True)
+
     def create(self, entity: Any, staged: WriteOp | None = None) -> None:
         """Write a new `entity` (with `staged`, an outbox entry, in the same transaction)."""
         self._write(Put(to_item(entity), if_absent=True), staged)

@@ -16,6 +16,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any, Protocol
 
 from terrace.adapters.blobs import BlobDamaged, BlobStore
+from terrace.adapters.table import WriteOp
 from terrace.domain import limits
 from terrace.domain import state as st
 from terrace.domain.errors import Conflict, Invalid, NotFound
@@ -35,9 +36,10 @@ CONTEXT_MAX = 8
 class HyokKeys(Protocol):
     def record(
         self, organization: str, workspace_id: str, encrypted_dek: str, key_version: str, context: dict[str, str]
-    ) -> str:
-        """The id of a new encrypted data key of the organization's primary HYOK configuration; Conflict when it has
-        none available or `key_version` is revoked."""
+    ) -> tuple[str, list[WriteOp]]:
+        """The id of a new encrypted data key of the organization's primary HYOK configuration and the writes that
+        record it (for the caller's transaction: nothing is written here); Conflict when it has none available or
+        `key_version` is revoked."""
         ...
 
     def check_readable(self, data_key_id: str) -> None:
@@ -148,8 +150,9 @@ def store_upload(
     if context.get("workspace") != ws.id:
         raise Invalid("hyok-context must name the workspace", pointer="/data/attributes/hyok-context")
     parsed = dataclasses.replace(parsed, serial=serial, lineage=lineage or parsed.lineage)
-    data_key_id = keys.record(ws.organization, ws.id, wrapped, key_version, context)
+    data_key_id, key_writes = keys.record(ws.organization, ws.id, wrapped, key_version, context)
     force = bool(attrs.get("force", False))
-    return writer.store(
-        principal, ws.id, sealed, parsed, force, run_id, lock_rule, repeat_creates=True, hyok=(sanitized, data_key_id)
-    )
+    return writer.store(  # the data key is recorded in the transaction that makes the version current, or not at all
+        principal, ws.id, sealed, parsed, force, run_id, lock_rule, repeat_creates=True, hyok=(sanitized, data_key_id),
+        with_writes=key_writes,
+    )  # fmt: skip
