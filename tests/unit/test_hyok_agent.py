@@ -66,6 +66,12 @@ def _agent(wrapper: Any, key: CustomerKey, tmp_path: Path, revoked: bool = False
                         "encrypted_dek": current.wrapped, "context": context}}  # fmt: skip
 
     def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/hyok-plan-key"):  # the sealed plan's data key, recorded by the server
+            recorded = json.loads(request.content)
+            assert request.headers["Authorization"] == "Bearer runner-token" and recorded["key_version"]
+            answer["plan"] = {"data_key_id": "dek-p", "encrypted_dek": recorded["encrypted_dek"],
+                              "context": recorded["context"]}  # fmt: skip
+            return httpx.Response(200, json={"data_key_id": "dek-p"})
         if request.url.path.endswith("/hyok-key"):
             assert request.headers["Authorization"] == "Bearer runner-token"
             if revoked:
@@ -104,6 +110,21 @@ def _round_trip(wrapper: Any, key: CustomerKey, tmp_path: Path) -> None:
     agent.open_plan(job, sealed_plan)
     assert sealed_plan.read_bytes() == b"PK-plan-with-" + SECRET.encode()
     agent.close()
+
+
+def test_a_sealed_plan_opens_only_with_the_data_key_the_server_recorded(tmp_path: Path) -> None:
+    wrapper = MemoryKeyWrapper()
+    wrapper.add("team-key")
+    agent, job, _ = _agent(wrapper, CustomerKey("team-key", "aws"), tmp_path)
+    plan = job.folder.write("plan.tfplan", b"PK-plan")
+    sealed = agent.seal_plan(job, plan).read_bytes()
+    agent.close()
+    (tmp_path / "other").mkdir()  # an API that recorded no data key for this plan (or another one): not opened
+    other, job2, _ = _agent(wrapper, CustomerKey("team-key", "aws"), tmp_path / "other")
+    stored = job2.folder.write("plan.stored", sealed)
+    with pytest.raises(JobFailed, match="not the one the server recorded"):
+        other.open_plan(job2, stored)
+    other.close()
 
 
 def test_the_agent_decrypts_and_seals_with_its_own_key(tmp_path: Path) -> None:

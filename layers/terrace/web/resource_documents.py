@@ -49,7 +49,8 @@ def _org_permissions(container: Container, principal: Principal, org: Organizati
 
 
 def organization(container: Container, principal: Principal, org: Organization) -> dict[str, Any]:
-    return serializers.organization(org, _org_permissions(container, principal, org))
+    primary = container.hyok_configurations.primary_id(principal, org.key)  # Hold Your Own Key
+    return serializers.organization(org, _org_permissions(container, principal, org), primary)
 
 
 def state_version(container: Container, sv: StateVersion, created: bool = False) -> dict[str, Any]:

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from terrace.adapters.table import WriteOp
 from terrace.domain import clock
 from terrace.domain import hyok as model
 from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.workspace import Workspace
-from terrace.services.hyok.store import HyokStore
+from terrace.services.hyok.store import HyokStore, WriteOp
 
 
 class HyokStateKeys:
@@ -88,20 +87,20 @@ class HyokStateKeys:
         )
         return created, [self._store.create_op(created)]
 
-    def check_readable(self, data_key_id: str) -> None:
+    def check_readable(self, data_key_id: str, what: str = "state") -> None:
         data_key = self._store.data_key(data_key_id)
         key = self._store.key_version(data_key.key_version_id) if data_key else None
         if data_key is None or key is None:
             raise NotFound(f"HYOK encrypted data key {data_key_id} not found: what it encrypted cannot be read")
         if not key.usable:
             raise Conflict(
-                f"this state was encrypted with data key {data_key_id}, wrapped by customer key version "
+                f"this {what} was encrypted with data key {data_key_id}, wrapped by customer key version "
                 f"{key.key_version}, which is {key.status}: it can no longer be decrypted"
             )
 
-    def wrapped(self, data_key_id: str) -> model.EncryptedDataKey:
+    def wrapped(self, data_key_id: str, what: str = "state") -> model.EncryptedDataKey:
         """A data key's wrapped form, once `check_readable` passes."""
-        self.check_readable(data_key_id)
+        self.check_readable(data_key_id, what)
         found = self._store.data_key(data_key_id)
         assert found is not None
         return found

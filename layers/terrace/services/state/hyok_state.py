@@ -16,7 +16,6 @@ import dataclasses
 from typing import TYPE_CHECKING, Any, Protocol
 
 from terrace.adapters.blobs import BlobDamaged, BlobStore
-from terrace.adapters.table import WriteOp
 from terrace.domain import limits
 from terrace.domain import state as st
 from terrace.domain.errors import Conflict, Invalid, NotFound
@@ -24,6 +23,7 @@ from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.sanitized_state import ENVELOPE_MAGIC, is_sanitized
 from terrace.domain.state_versions import FINALIZED, StateVersion
 from terrace.domain.workspace import Workspace
+from terrace.services.state.store import WriteOp
 
 if TYPE_CHECKING:
     from terrace.services.state.http_backend import LockRule

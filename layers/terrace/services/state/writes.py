@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from terrace.adapters.blobs import BlobStore
-from terrace.adapters.table import WriteOp
 from terrace.domain import clock, state_versions
 from terrace.domain import state as st
 from terrace.domain.errors import TooLarge
@@ -23,7 +22,7 @@ from terrace.services.optimistic import optimistic
 from terrace.services.state.current import ATTEMPTS, PENDING_KEY, managed_count, with_current
 from terrace.services.state.http_backend import LockRule
 from terrace.services.state.index import StateIndex
-from terrace.services.state.store import StateStore
+from terrace.services.state.store import StateStore, WriteOp
 from terrace.services.state.uploads import StateUploads
 from terrace.services.workspaces.workspaces import WorkspaceService
 
