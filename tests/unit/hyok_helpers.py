@@ -70,6 +70,10 @@ def state_doc(serial: int) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def sanitized_copy(serial: int) -> bytes:
+    return json.dumps(sanitize(state_doc(serial))).encode()
+
+
 def sealed_state(env: RunEnv, workspace_id: str, serial: int) -> tuple[bytes, dict[str, Any]]:
     """The envelope of `state_doc(serial)` and its attributes (the sanitized copy and the wrapped data key)."""
     state = state_doc(serial)

@@ -56,5 +56,5 @@ def organization(container: Container, principal: Principal, org: Organization) 
 def state_version(container: Container, sv: StateVersion, created: bool = False) -> dict[str, Any]:
     """As for configuration versions, a pending version's upload URLs are only in its creation answer: every read
     shows them null (a reader holding them could replace the state before its writer uploads it)."""
-    urls = container.state_versions.upload_urls(sv) if created else (None, None)
+    urls = container.state_versions.upload_urls(sv) if created else (None, None, None)
     return state_serializers.state_version(sv, container.settings.public_url, urls)

@@ -59,14 +59,14 @@ def refuse_plain(ws: Workspace, what: str = "a plain state") -> Invalid:
     )
 
 
-def _text(attrs: dict[str, Any], name: str) -> str:
+def text_attribute(attrs: dict[str, Any], name: str) -> str:
     value = attrs.get(name)
     if not isinstance(value, str) or not value or len(value) > limits.TEXT_ATTRIBUTE_MAX * 16:
         raise Invalid(f"{name} is required for a HYOK state version", pointer=f"/data/attributes/{name}")
     return value
 
 
-def _context(raw: Any) -> dict[str, str]:
+def context_attribute(raw: Any) -> dict[str, str]:
     if not isinstance(raw, dict) or not raw or len(raw) > CONTEXT_MAX:
         raise Invalid("hyok-context must be an object of strings", pointer="/data/attributes/hyok-context")
     if not all(isinstance(k, str) and isinstance(v, str) and len(k) + len(v) < 512 for k, v in raw.items()):
@@ -95,8 +95,8 @@ def checked_upload(
     parsed = st.parse_state(sanitized)
     if parsed.serial != serial or (lineage and parsed.lineage != lineage):
         raise Invalid("sanitized-state has another serial or lineage", pointer="/data/attributes/sanitized-state")
-    wrapped, version = _text(attrs, "hyok-encrypted-dek"), _text(attrs, "hyok-key-version")
-    return sanitized, parsed, wrapped, version, _context(attrs.get("hyok-context"))
+    wrapped, version = text_attribute(attrs, "hyok-encrypted-dek"), text_attribute(attrs, "hyok-key-version")
+    return sanitized, parsed, wrapped, version, context_attribute(attrs.get("hyok-context"))
 
 
 def readable_state(blobs: BlobStore, sv: StateVersion) -> bytes:
