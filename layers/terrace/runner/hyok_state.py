@@ -151,14 +151,36 @@ class HyokAgent:
             "hyok-key-version": data_key.key_version,
             "hyok-context": data_key.context,
         }
-        body = {"data": {"type": "state-versions", "attributes": attrs}}
-        headers = {"Authorization": f"Bearer {job.spec.run_token}"}
-        path = f"/api/v2/workspaces/{job.spec.workspace_id}/state-versions"
-        answer = with_retries(lambda: self._http.post(path, json=body, headers=headers), "state upload")
+        answer = self._create_version(job, attrs)
+        if answer.status_code == 413:  # larger than the API takes inline: HCP's two-step upload (`hyok_uploads.py`)
+            answer = self._upload_two_step(job, attrs)
         if answer.status_code >= 400:
             raise JobFailed(f"the encrypted state could not be stored: {_detail(answer)}")
         sv_id = answer.json()["data"]["id"]
         job.log.line(f"Hold Your Own Key: state version {sv_id} stored encrypted with customer key {key.kek_id}.")
+
+    def _create_version(self, job: Job, attrs: dict[str, object]) -> httpx.Response:
+        body = {"data": {"type": "state-versions", "attributes": attrs}}
+        headers = {"Authorization": f"Bearer {job.spec.run_token}"}
+        path = f"/api/v2/workspaces/{job.spec.workspace_id}/state-versions"
+        return with_retries(lambda: self._http.post(path, json=body, headers=headers), "state upload")
+
+    def _upload_two_step(self, job: Job, attrs: dict[str, object]) -> httpx.Response:
+        """A pending version with the wrapped data key, then the encrypted state and its sanitized copy PUT to the
+        URLs it answers with; the API makes it current once both landed."""
+        sealed, sanitized = (base64.b64decode(str(attrs.pop(name))) for name in ("state", "sanitized-state"))
+        answer = self._create_version(job, attrs)
+        if answer.status_code >= 400:
+            return answer
+        created = answer.json()["data"]["attributes"]
+        for name, data, what in (
+            ("hosted-state-upload-url", sealed, "encrypted state"),
+            ("sanitized-state-upload-url", sanitized, "sanitized state"),
+        ):
+            blob = job.folder.write(f"{name}.upload", data)
+            self._transfers.upload(str(created[name]), blob, what)
+            blob.unlink()
+        return answer
 
     def seal_plan(self, job: Job, plan: Path) -> Path:
         """The saved plan sealed under its own data key, the wrapped key in its header (`open_plan`)."""
