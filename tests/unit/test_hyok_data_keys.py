@@ -82,9 +82,12 @@ def test_revoking_the_key_version_of_a_sealed_plan_stops_its_apply(plans: RunEnv
     elsewhere = env.runner("POST", f"{job}/hyok-plan-key", token=secret,
                            json={**record, "context": {**context, "run": "run-other"}})  # fmt: skip
     assert elsewhere.status_code == 422, elsewhere.text
+    first = env.runner("POST", f"{job}/hyok-plan-key", json={**record, "context": context}, token=secret)
+    assert first.status_code == 200, first.text
     recorded = env.runner("POST", f"{job}/hyok-plan-key", json={**record, "context": context}, token=secret)
-    assert recorded.status_code == 200, recorded.text
+    assert recorded.status_code == 200, recorded.text  # sealed again (a retried attempt): the earlier key goes
     data_key_id = recorded.json()["data_key_id"]
+    assert env.container.hyok_store.data_key(first.json()["data_key_id"]) is None
 
     plan = env.api("GET", f"/runs/{run['id']}/plan").json()["data"]
     assert plan["relationships"]["hyok-encrypted-data-key"]["data"]["id"] == data_key_id

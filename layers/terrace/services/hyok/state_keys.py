@@ -87,6 +87,11 @@ class HyokStateKeys:
         )
         return created, [self._store.create_op(created)]
 
+    def replaced(self, data_key_id: str | None) -> list[WriteOp]:
+        """The writes that drop a data key a new one replaces before anything it encrypted was kept (a retried
+        plan's earlier seal)."""
+        return [self._store.delete_data_key_op(data_key_id)] if data_key_id else []
+
     def check_readable(self, data_key_id: str, what: str = "state") -> None:
         data_key = self._store.data_key(data_key_id)
         key = self._store.key_version(data_key.key_version_id) if data_key else None

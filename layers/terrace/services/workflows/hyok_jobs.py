@@ -104,5 +104,6 @@ class HyokJobs:
         data_key_id, writes = self._keys.record(
             ws.organization, ws.id, request.encrypted_dek, request.key_version, request.context
         )
+        writes += self._keys.replaced(run.plan.hyok_data_key_id)  # an earlier attempt's seal
         self._jobs.record_sealed_plan(principal, job_id, request.runner_id, data_key_id, writes)
         return SealedPlanKey(data_key_id=data_key_id)
