@@ -1,13 +1,13 @@
-"""The state of a Hold Your Own Key workspace (`docs/features/hyok.md`): written only by an agent of its
-organization's HYOK configuration, as the agent's envelope (ciphertext under a data key the customer's key wrapped)
-with a sanitized copy beside it. The server stores both and the wrapped data key (through `HyokKeys`, a port the
-composition root fills from `services/hyok/`), reads only the sanitized copy (outputs, the resource index, the
-explorer, the UI), and serves the ciphertext to whoever may read the state; once the customer key version that
-wrapped a version's data key is revoked, that ciphertext is no longer served.
+"""The state of a Hold Your Own Key workspace (`docs/features/hyok.md`): written as an envelope (ciphertext under a
+data key the customer's key wrapped) with a sanitized copy beside it. The server stores both and the wrapped data key
+(through `HyokKeys`, a port the composition root fills from `services/hyok/`), reads only the sanitized copy
+(outputs, the resource index, the explorer, the UI), and serves the ciphertext to whoever may read the state; once
+the customer key version that wrapped a version's data key is revoked, that ciphertext is no longer served.
 
-What cannot be done without the plaintext is refused with the reason: a plain state (`terraform state push`, a
-local or CLI-driven apply through the `cloud` block, the http backend), a two-step upload, a rollback (it rewrites
-the state's serial).
+The agent uploads it inline (`store_upload`); whoever may write the state may also upload it in HCP's two steps
+(`hyok_uploads.py`, checked when it lands). What cannot be done without the plaintext is refused with the reason: a
+plain state (`terraform state push`, a local or CLI-driven apply through the `cloud` block, the http backend), a
+rollback (it rewrites the state's serial).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""State versions: create (inline or two-step upload), read, roll back, and the http backend's writes.
+"""State versions: create (inline or two-step upload) and read (rollbacks and the http backend's writes:
+`rewrites.py`).
 
 A new current version and the workspace's state fields change in ONE transaction (`writes.py`: the
 workspace item's version guards it). Raw state lives in the blob store; its metadata, outputs and the
