@@ -3,8 +3,9 @@ sensitive output to a HYOK workspace; the run goes to `terrace agent`, which rea
 on its host), seals the new state under a fresh data key and uploads it with a sanitized copy. What the server
 stores is ciphertext (the sensitive value is in neither download it serves but the sanitized copy's redaction), the
 wrapped data key is recorded under the customer key version, the JSON plan keeps no value, and a second plan on the
-agent decrypts the state back (no changes). What a revoked key version does to a run: tests/unit/test_hyok_agent.py
-(in process)."""
+agent decrypts the state back (no changes). The sealed plan's wrapped data key is recorded on its plan (the applying
+agent opened it with the key the server handed back). What a revoked key version does to a run, in process:
+tests/unit/test_hyok_agent.py and tests/unit/test_hyok_data_keys.py."""
 
 from __future__ import annotations
 
@@ -125,6 +126,10 @@ def test_a_hyok_workspace_state_is_sealed_on_the_agent(
     plan_json = run_api.http.get(f"/api/v2/plans/{plan_id}/json-output", follow_redirects=True).json()
     assert plan_json["hyok_sanitized"] is True and SECRET not in json.dumps(plan_json)
     assert [c["address"] for c in plan_json["resource_changes"]] == ["null_resource.a"]
+    plan = run_api.request("GET", f"/api/v2/plans/{plan_id}").json()["data"]  # its sealed plan's key, recorded
+    assert plan["relationships"]["hyok-encrypted-data-key"]["data"]["id"].startswith("dek-")
+    sanitized_plan = run_api.http.get(plan["links"]["sanitized-plan"], follow_redirects=True).json()
+    assert sanitized_plan == plan_json
 
     planned = tf.run("plan", "-input=false", "-no-color", timeout=RUN_TIMEOUT_S)
     assert "No changes" in planned.stdout, planned  # the agent decrypted the state back

@@ -46,6 +46,9 @@ class _Blobs:
         dest.write_bytes(self.objects[url])
         return len(self.objects[url])
 
+    def upload(self, url: str, source: Path, what: str) -> None:
+        self.objects[url] = source.read_bytes()
+
 
 def _state(serial: int) -> bytes:
     return json.dumps({"version": 4, "serial": serial, "lineage": "lin", "terraform_version": "1.11.0",
@@ -53,7 +56,9 @@ def _state(serial: int) -> bytes:
                        "resources": []}).encode()  # fmt: skip
 
 
-def _agent(wrapper: Any, key: CustomerKey, tmp_path: Path, revoked: bool = False) -> tuple[Any, ...]:
+def _agent(
+    wrapper: Any, key: CustomerKey, tmp_path: Path, revoked: bool = False, too_large: bool = False
+) -> tuple[Any, ...]:
     """An agent on a fake API whose workspace's current state (serial 1) is sealed with `key`; the uploads land in
     the returned list."""
     context = {"workspace": "ws-h", "purpose": "state"}
@@ -66,6 +71,12 @@ def _agent(wrapper: Any, key: CustomerKey, tmp_path: Path, revoked: bool = False
                         "encrypted_dek": current.wrapped, "context": context}}  # fmt: skip
 
     def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/hyok-plan-key"):  # the sealed plan's data key, recorded by the server
+            recorded = json.loads(request.content)
+            assert request.headers["Authorization"] == "Bearer runner-token" and recorded["key_version"]
+            answer["plan"] = {"data_key_id": "dek-p", "encrypted_dek": recorded["encrypted_dek"],
+                              "context": recorded["context"]}  # fmt: skip
+            return httpx.Response(200, json={"data_key_id": "dek-p"})
         if request.url.path.endswith("/hyok-key"):
             assert request.headers["Authorization"] == "Bearer runner-token"
             if revoked:
@@ -73,14 +84,22 @@ def _agent(wrapper: Any, key: CustomerKey, tmp_path: Path, revoked: bool = False
                 return httpx.Response(409, json={"errors": [{"detail": detail + "revoked: it can no longer be read"}]})
             return httpx.Response(200, json=answer)
         assert request.headers["Authorization"] == "Bearer run-token"
-        uploads.append(json.loads(request.content))
-        return httpx.Response(201, json={"data": {"id": "sv-2"}})
+        sent = json.loads(request.content)
+        if too_large and "state" in sent["data"]["attributes"]:  # the API's inline limit
+            return httpx.Response(413, json={"errors": [{"detail": "inline state is too large"}]})
+        uploads.append(sent)
+        urls = {
+            "hosted-state-upload-url": "https://blobs/put-sv-2",
+            "sanitized-state-upload-url": "https://blobs/put-san",
+        }
+        return httpx.Response(201, json={"data": {"id": "sv-2", "attributes": urls}})
 
     agent = HyokAgent("https://terrace.example", "runner-token", "agent-1", blobs, wrapper,  # type: ignore[arg-type]
                       transport=httpx.MockTransport(handle))  # fmt: skip
     folder = JobFolder.new(tmp_path, "job-", None)
     spec = make_spec("apply", hyok=True, run_token="run-token", workspace_id="ws-h")
     job = Job(spec, folder, _Log(), None, cwd=folder.config)  # type: ignore[arg-type]
+    agent.blobs = blobs  # type: ignore[attr-defined]
     return agent, job, uploads
 
 
@@ -106,6 +125,21 @@ def _round_trip(wrapper: Any, key: CustomerKey, tmp_path: Path) -> None:
     agent.close()
 
 
+def test_a_sealed_plan_opens_only_with_the_data_key_the_server_recorded(tmp_path: Path) -> None:
+    wrapper = MemoryKeyWrapper()
+    wrapper.add("team-key")
+    agent, job, _ = _agent(wrapper, CustomerKey("team-key", "aws"), tmp_path)
+    plan = job.folder.write("plan.tfplan", b"PK-plan")
+    sealed = agent.seal_plan(job, plan).read_bytes()
+    agent.close()
+    (tmp_path / "other").mkdir()  # an API that recorded no data key for this plan (or another one): not opened
+    other, job2, _ = _agent(wrapper, CustomerKey("team-key", "aws"), tmp_path / "other")
+    stored = job2.folder.write("plan.stored", sealed)
+    with pytest.raises(JobFailed, match="not the one the server recorded"):
+        other.open_plan(job2, stored)
+    other.close()
+
+
 def test_the_agent_decrypts_and_seals_with_its_own_key(tmp_path: Path) -> None:
     wrapper = MemoryKeyWrapper()
     wrapper.add("team-key")
@@ -116,6 +150,21 @@ def test_the_agent_reaches_kms_as_the_customers_role(tmp_path: Path, moto_endpoi
     arn = boto3.client("kms", endpoint_url=moto_endpoint, region_name="eu-west-1").create_key()["KeyMetadata"]["Arn"]
     wrapper = KmsKeyWrapper(region="us-east-1", endpoint_url=moto_endpoint)
     _round_trip(wrapper, CustomerKey(arn, "aws", {"key-region": "eu-west-1"}, {"role-arn": ROLE}, "h.c.s"), tmp_path)
+
+
+def test_a_state_larger_than_the_inline_limit_goes_up_in_two_steps(tmp_path: Path) -> None:
+    wrapper = MemoryKeyWrapper()
+    wrapper.add("team-key")
+    agent, job, uploads = _agent(wrapper, CustomerKey("team-key", "aws"), tmp_path, too_large=True)
+    (job.cwd / STATE_FILE).write_bytes(_state(2))
+    agent.push(job)
+    (sent,) = uploads  # the pending version: the wrapped data key, no state in the request
+    attrs = sent["data"]["attributes"]
+    assert "state" not in attrs and "sanitized-state" not in attrs and attrs["hyok-encrypted-dek"]
+    sealed, sanitized = agent.blobs.objects["https://blobs/put-sv-2"], agent.blobs.objects["https://blobs/put-san"]
+    assert envelope.is_sealed(sealed) and SECRET.encode() not in sealed and SECRET.encode() not in sanitized
+    assert json.loads(sanitized)["outputs"]["pw"]["value"] == REDACTED
+    agent.close()
 
 
 def test_a_revoked_key_version_stops_the_run_with_its_reason(tmp_path: Path) -> None:

@@ -10,83 +10,22 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any
 
 import pytest
-from run_helpers import RunEnv, make_run_env
-from terrace.adapters.key_wrapper import CustomerKey
-from terrace.adapters.memory_key_wrapper import MemoryKeyWrapper
+from hyok_helpers import KEK, SECRET, make_hyok_env
+from hyok_helpers import state_doc as _state
+from hyok_helpers import upload as _upload
+from run_helpers import RunEnv
 from terrace.domain.principal import PrincipalKind
-from terrace.domain.sanitized_state import REDACTED, sanitize
+from terrace.domain.sanitized_state import REDACTED
 from terrace.domain.state import md5_hex
 from terrace.domain.state_versions import sanitized_state_blob_key, state_blob_key
 from terrace.runner import hyok_envelope as envelope
-from terrace.services.hyok.key_test import EVENT
-
-KEK = "arn:aws:kms:us-east-1:123456789012:key/hyok-state"
-SECRET = "pa55-w0rd-never-on-the-server"
 
 
 @pytest.fixture(scope="module")
 def env() -> RunEnv:
-    env = make_run_env("hyokco")
-    wrapper = env.container.key_wrapper
-    assert isinstance(wrapper, MemoryKeyWrapper)
-    wrapper.add(KEK)
-    oidc = env.api(
-        "POST",
-        "/organizations/hyokco/oidc-configurations",
-        {"data": {"type": "aws-oidc-configurations", "attributes": {"role-arn": "arn:aws:iam::123456789012:role/t"}}},
-    )
-    pool = env.api(
-        "POST",
-        "/organizations/hyokco/agent-pools",
-        {"data": {"type": "agent-pools", "attributes": {"name": "hyok-agents"}}},
-    )
-    rels = {
-        "oidc-configuration": {"data": {"type": "aws-oidc-configurations", "id": oidc.json()["data"]["id"]}},
-        "agent-pool": {"data": {"type": "agent-pools", "id": pool.json()["data"]["id"]}},
-    }
-    attrs = {"name": "team", "kek-id": KEK, "kms-options": {"key-region": "us-east-1"}}
-    created = env.api(
-        "POST",
-        "/organizations/hyokco/hyok-configurations",
-        {"data": {"type": "hyok-configurations", "attributes": attrs, "relationships": rels}},
-    )
-    assert created.status_code == 201, created.text
-    queued = [e for e in env.container.publisher.events if e.get("type") == EVENT]  # type: ignore[attr-defined]
-    for event in queued:
-        env.container.events.handle(event)
-    return env
-
-
-def _state(serial: int) -> dict[str, Any]:
-    return {
-        "version": 4, "terraform_version": "1.11.0", "serial": serial, "lineage": "hyok-lineage",
-        "outputs": {"password": {"value": SECRET, "type": "string", "sensitive": True},
-                    "name": {"value": "web", "type": "string"}},
-        "resources": [{"mode": "managed", "type": "random_password", "name": "db",
-                       "provider": "provider[\"registry.terraform.io/hashicorp/random\"]",
-                       "instances": [{"schema_version": 3, "attributes": {"id": "none", "result": SECRET},
-                                      "sensitive_attributes": [[{"type": "get_attr", "value": "result"}]]}]}],
-    }  # fmt: skip
-
-
-def _upload(env: RunEnv, serial: int, **override: Any) -> Any:
-    """What the agent sends (`runner/hyok_state.py`): the envelope, the sanitized copy and the wrapped data key."""
-    state = _state(serial)
-    context = {"workspace": env.workspace_id, "purpose": "state"}
-    data_key = envelope.new_data_key(env.container.key_wrapper, CustomerKey(KEK, "aws"), context)
-    sealed = envelope.seal(data_key.plaintext, json.dumps(state).encode(), context)
-    attrs = {
-        "serial": serial, "md5": md5_hex(sealed), "lineage": "hyok-lineage",
-        "state": base64.b64encode(sealed).decode(),
-        "sanitized-state": base64.b64encode(json.dumps(sanitize(state)).encode()).decode(),
-        "hyok-encrypted-dek": data_key.wrapped, "hyok-key-version": data_key.key_version, "hyok-context": context,
-        **override,
-    }  # fmt: skip
-    return env.api("POST", f"/workspaces/{env.workspace_id}/state-versions",
-                   {"data": {"type": "state-versions", "attributes": attrs}})  # fmt: skip
+    return make_hyok_env("hyokco")
 
 
 def test_a_hyok_workspace_keeps_only_ciphertext_and_reads_the_sanitized_copy(env: RunEnv) -> None:

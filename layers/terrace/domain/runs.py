@@ -94,6 +94,8 @@ class PhaseState:
     artifact_size: int | None = None
     json_md5: str | None = None  # the stored plan JSON's (after the API hid secrets in it)
     json_size: int | None = None
+    # Hold Your Own Key: the encrypted data key (`hyok-encrypted-data-key`) of the sealed plan file
+    hyok_data_key_id: str | None = None
     apply_started_at: str | None = None  # apply phase: terraform apply was about to start (never retried after)
     timestamps: dict[str, str] = field(default_factory=dict)
 

@@ -6,8 +6,10 @@ before `init` the agent asks the API how to reach the customer's key and where t
 role, or the key file on the agent's host) and writes the plaintext state for the run (`pull`). After an apply it
 seals the new state under a fresh data key, makes the sanitized copy and uploads both with the wrapped data key as
 the workspace's new state version, with the run's token (`push`). A saved plan holds the prior state: it is sealed
-before its upload, its wrapped data key in its own header, and opened by the applying agent (`seal_plan`,
-`open_plan`); the JSON plan keeps only what was planned, no value (`domain/sanitized_state.sanitize_plan`).
+before its upload, its wrapped data key in its own header and recorded on the server (`POST
+/api/runner/jobs/:id/hyok-plan-key`, `seal_plan`); the applying agent opens it only with the key the server hands
+back, which it does only while the key's customer key version is not revoked (`open_plan`). The JSON plan keeps only
+what was planned, no value (`domain/sanitized_state.sanitize_plan`).
 The server never holds a plaintext data key, state or plan of such a workspace.
 """
 
@@ -22,7 +24,7 @@ from pathlib import Path
 
 import httpx
 
-from terrace.domain.hyok_jobs import HyokJobKey, HyokKeyRequest
+from terrace.domain.hyok_jobs import HyokJobKey, HyokKeyRequest, HyokPlanKeyRequest
 from terrace.domain.jobs import JobSpec
 from terrace.runner import hyok_envelope as envelope
 from terrace.runner.client import Transfers, with_retries
@@ -88,14 +90,17 @@ class HyokAgent:
             )
         return self._wrapper
 
-    def key(self, job: Job) -> HyokJobKey:
-        body = HyokKeyRequest(runner_id=self._runner_id).model_dump_json()
-        path = f"/api/runner/jobs/{job.spec.job_id}/hyok-key"
+    def _post(self, job: Job, route: str, body: str, what: str) -> httpx.Response:
+        path = f"/api/runner/jobs/{job.spec.job_id}/{route}"
         headers = {"Authorization": f"Bearer {self._runner_token}", "Content-Type": "application/json"}
-        answer = with_retries(lambda: self._http.post(path, content=body, headers=headers), "HYOK key")
+        answer = with_retries(lambda: self._http.post(path, content=body, headers=headers), what)
         if answer.status_code >= 400:
             raise JobFailed(f"Hold Your Own Key: {_detail(answer)}")
-        return HyokJobKey.model_validate_json(answer.content)
+        return answer
+
+    def key(self, job: Job) -> HyokJobKey:
+        body = HyokKeyRequest(runner_id=self._runner_id).model_dump_json()
+        return HyokJobKey.model_validate_json(self._post(job, "hyok-key", body, "HYOK key").content)
 
     def pull(self, job: Job) -> None:
         """The current state, decrypted, as the run's `terraform.tfstate` (none when the workspace has none)."""
@@ -146,27 +151,57 @@ class HyokAgent:
             "hyok-key-version": data_key.key_version,
             "hyok-context": data_key.context,
         }
-        body = {"data": {"type": "state-versions", "attributes": attrs}}
-        headers = {"Authorization": f"Bearer {job.spec.run_token}"}
-        path = f"/api/v2/workspaces/{job.spec.workspace_id}/state-versions"
-        answer = with_retries(lambda: self._http.post(path, json=body, headers=headers), "state upload")
+        answer = self._create_version(job, attrs)
+        if answer.status_code == 413:  # larger than the API takes inline: HCP's two-step upload (`hyok_uploads.py`)
+            answer = self._upload_two_step(job, attrs)
         if answer.status_code >= 400:
             raise JobFailed(f"the encrypted state could not be stored: {_detail(answer)}")
         sv_id = answer.json()["data"]["id"]
         job.log.line(f"Hold Your Own Key: state version {sv_id} stored encrypted with customer key {key.kek_id}.")
+
+    def _create_version(self, job: Job, attrs: dict[str, object]) -> httpx.Response:
+        body = {"data": {"type": "state-versions", "attributes": attrs}}
+        headers = {"Authorization": f"Bearer {job.spec.run_token}"}
+        path = f"/api/v2/workspaces/{job.spec.workspace_id}/state-versions"
+        return with_retries(lambda: self._http.post(path, json=body, headers=headers), "state upload")
+
+    def _upload_two_step(self, job: Job, attrs: dict[str, object]) -> httpx.Response:
+        """A pending version with the wrapped data key, then the encrypted state and its sanitized copy PUT to the
+        URLs it answers with; the API makes it current once both landed."""
+        sealed, sanitized = (base64.b64decode(str(attrs.pop(name))) for name in ("state", "sanitized-state"))
+        answer = self._create_version(job, attrs)
+        if answer.status_code >= 400:
+            return answer
+        created = answer.json()["data"]["attributes"]
+        for name, data, what in (
+            ("hosted-state-upload-url", sealed, "encrypted state"),
+            ("sanitized-state-upload-url", sanitized, "sanitized state"),
+        ):
+            blob = job.folder.write(f"{name}.upload", data)
+            self._transfers.upload(str(created[name]), blob, what)
+            blob.unlink()
+        return answer
 
     def seal_plan(self, job: Job, plan: Path) -> Path:
         """The saved plan sealed under its own data key, the wrapped key in its header (`open_plan`)."""
         wrapper, key = self._wrapping(), self.key(job)
         context = {**key.context, "purpose": "plan", "run": job.spec.run_id}
         data_key = envelope.new_data_key(wrapper, _customer_key(key), context)
+        record = HyokPlanKeyRequest(
+            runner_id=self._runner_id,
+            encrypted_dek=data_key.wrapped,
+            key_version=data_key.key_version,
+            context=context,
+        )
+        self._post(job, "hyok-plan-key", record.model_dump_json(), "HYOK plan key")  # before the plan leaves
         header = json.dumps({"dek": data_key.wrapped, "context": context}).encode()
         sealed = envelope.seal(data_key.plaintext, plan.read_bytes(), context)
         return job.folder.write("plan.sealed", PLAN_MAGIC + struct.pack(">I", len(header)) + header + sealed)
 
     def open_plan(self, job: Job, stored: Path) -> None:
-        """The downloaded sealed plan, opened in place (the job reads it)."""
+        """The downloaded sealed plan, opened in place (the job reads it) with the data key the server recorded."""
         wrapper, key = self._wrapping(), self.key(job)
+        recorded = key.plan
         blob = stored.read_bytes()
         if not blob.startswith(PLAN_MAGIC):
             raise JobFailed("the saved plan of a Hold Your Own Key workspace is not encrypted: not applied")
@@ -177,7 +212,9 @@ class HyokAgent:
             context = {**key.context, "purpose": "plan", "run": job.spec.run_id}
             if header.get("context") != context:
                 raise envelope.EnvelopeError("the saved plan belongs to another run or workspace")
-            data_key = envelope.open_data_key(wrapper, _customer_key(key), str(header["dek"]), context)
+            if recorded is None or recorded.encrypted_dek != header.get("dek"):
+                raise envelope.EnvelopeError("its data key is not the one the server recorded for this plan")
+            data_key = envelope.open_data_key(wrapper, _customer_key(key), recorded.encrypted_dek, context)
             plain = envelope.unseal(data_key, blob[start + size :], context)
         except Exception as exc:  # noqa: BLE001 - the reason, for the log
             raise JobFailed(f"the saved plan could not be decrypted: {exc}") from exc

@@ -49,11 +49,12 @@ def _org_permissions(container: Container, principal: Principal, org: Organizati
 
 
 def organization(container: Container, principal: Principal, org: Organization) -> dict[str, Any]:
-    return serializers.organization(org, _org_permissions(container, principal, org))
+    primary = container.hyok_configurations.primary_id(principal, org.key)  # Hold Your Own Key
+    return serializers.organization(org, _org_permissions(container, principal, org), primary)
 
 
 def state_version(container: Container, sv: StateVersion, created: bool = False) -> dict[str, Any]:
     """As for configuration versions, a pending version's upload URLs are only in its creation answer: every read
     shows them null (a reader holding them could replace the state before its writer uploads it)."""
-    urls = container.state_versions.upload_urls(sv) if created else (None, None)
+    urls = container.state_versions.upload_urls(sv) if created else (None, None, None)
     return state_serializers.state_version(sv, container.settings.public_url, urls)

@@ -139,13 +139,12 @@ def plan(r: Run, log_url: str | None) -> dict[str, Any]:
     attrs.update(
         {"has-changes": r.plan.has_changes, "execution-details": {"mode": "remote"}, "generated-configuration": False}
     )
-    return resource(
-        "plans",
-        r.plan.id,
-        attrs,
-        {"run": ref("runs", r.id), "exports": {"data": []}},
-        links={"self": f"/api/v2/plans/{r.plan.id}", "json-output": f"/api/v2/plans/{r.plan.id}/json-output"},
-    )
+    relationships = {"run": ref("runs", r.id), "exports": {"data": []}}
+    links = {"self": f"/api/v2/plans/{r.plan.id}", "json-output": f"/api/v2/plans/{r.plan.id}/json-output"}
+    if r.plan.hyok_data_key_id:  # Hold Your Own Key: the plan file is sealed; the JSON plan kept is sanitized
+        relationships["hyok-encrypted-data-key"] = ref("hyok-encrypted-data-keys", r.plan.hyok_data_key_id)
+        links["sanitized-plan"] = f"/api/v2/plans/{r.plan.id}/sanitized-plan"
+    return resource("plans", r.plan.id, attrs, relationships, links=links)
 
 
 def apply(r: Run, log_url: str | None) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from terrace.web.admin_serializers import avatar_url
 from terrace.web.jsonapi import ref, resource
 
 
-def organization(org: Organization, permissions: dict[str, bool]) -> dict[str, Any]:
+def organization(org: Organization, permissions: dict[str, bool], primary_hyok_id: str | None = None) -> dict[str, Any]:
     from terrace.domain import retention
     from terrace.domain.agent_pools import DEFAULT_POOL_SETTING
     from terrace.domain.projects import default_project_id
@@ -58,6 +58,7 @@ def organization(org: Organization, permissions: dict[str, bool]) -> dict[str, A
             **retention_relationship(retention.of_organization(org)),
             "default-agent-pool": ref("agent-pools", org.settings.get(DEFAULT_POOL_SETTING) or None),
             "default-project": ref("projects", default_project_id(org.key)),
+            "primary-hyok-configuration": ref("hyok-configurations", primary_hyok_id),
         },
         links={"self": f"/api/v2/organizations/{org.name}"},
     )
@@ -166,6 +167,9 @@ def workspace(
         "effective-tag-bindings": {"links": {"related": f"/api/v2/workspaces/{ws.id}/effective-tag-bindings"}},
         **retention_relationship(retention.of_workspace(ws)),
     }
+    if ws.extra.get("hyok-data-key"):  # Hold Your Own Key: its current state's data key (services/state/current.py)
+        data_key = ref("hyok-encrypted-data-keys", str(ws.extra["hyok-data-key"]))
+        relationships["hyok-data-key-for-encryption"] = relationships["hyok-encrypted-data-key"] = data_key
     return resource(
         "workspaces",
         ws.id,

@@ -16,7 +16,11 @@ BACKING_DATA_STATUS = {
 }
 
 
-def state_version(sv: StateVersion, base_url: str, upload_urls: tuple[str | None, str | None]) -> dict[str, Any]:
+def state_version(
+    sv: StateVersion, base_url: str, upload_urls: tuple[str | None, str | None, str | None]
+) -> dict[str, Any]:
+    """`upload_urls`: the state's, the JSON state's and a Hold Your Own Key version's sanitized state's (only in the
+    answer that creates a pending version)."""
     finalized = sv.status == FINALIZED and sv.backing_data == DATA_PRESENT
     download = f"{base_url}/api/v2/state-versions/{sv.id}/download" if finalized else None
     json_download = (
@@ -49,6 +53,7 @@ def state_version(sv: StateVersion, base_url: str, upload_urls: tuple[str | None
         attributes["sanitized-state-download-url"] = (
             f"{base_url}/api/v2/state-versions/{sv.id}/sanitized-download" if finalized else None
         )
+        attributes["sanitized-state-upload-url"] = upload_urls[2]
     if sv.error:
         attributes["error"] = sv.error
     if sv.index_error:

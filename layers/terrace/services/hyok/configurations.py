@@ -15,7 +15,7 @@ from typing import Any
 
 from terrace.domain import clock
 from terrace.domain import hyok as model
-from terrace.domain.errors import Invalid, NotFound
+from terrace.domain.errors import Forbidden, Invalid, NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.limits import TEXT_ATTRIBUTE_MAX, text
 from terrace.domain.principal import Principal
@@ -70,6 +70,15 @@ class HyokConfigurationService:
         """The configurations whose agents are the pool's (`organization`: the pool's organization key)."""
         self._orgs.get_by_key(principal, organization)
         return [h for h in self._store.hyoks_of(organization) if h.agent_pool_id == pool_id]
+
+    def primary_id(self, principal: Principal, organization: str) -> str | None:
+        """The id of the organization's primary configuration (`organization`: its key), if it has one and the
+        caller reads the organization."""
+        try:
+            self._orgs.get_by_key(principal, organization)
+        except (NotFound, Forbidden):
+            return None
+        return next((h.id for h in self._store.hyoks_of(organization) if h.primary), None)
 
     def details(self, hyok: model.HyokConfiguration) -> tuple[str, builtins.list[model.KeyVersion]]:
         """The organization's name and the key versions of a configuration got through this service."""

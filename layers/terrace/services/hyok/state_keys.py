@@ -1,8 +1,10 @@
 """The data keys of Hold Your Own Key state versions (the state area's port `services/state/hyok_state.HyokKeys`,
 filled by the composition root): an agent's wrapped data key is recorded as an encrypted data key of the
 organization's primary HYOK configuration, under the customer key version that wrapped it (a version the key
-service reports for the first time, after a rotation, is recorded then). A revoked version takes no new data key,
-and what its data keys encrypted is no longer served (`check_readable`)."""
+service reports for the first time, after a rotation, is recorded then). `record` returns the writes without doing
+them: they go in the transaction that stores what the data key encrypts, so a refused write leaves no data key
+behind. A revoked version takes no new data key, and what its data keys encrypted is no longer served
+(`check_readable`)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from terrace.domain import hyok as model
 from terrace.domain.errors import Conflict, Invalid, NotFound
 from terrace.domain.ids import new_id
 from terrace.domain.workspace import Workspace
-from terrace.services.hyok.store import HyokStore
+from terrace.services.hyok.store import HyokStore, WriteOp
 
 
 class HyokStateKeys:
@@ -55,9 +57,9 @@ class HyokStateKeys:
 
     def record(
         self, organization: str, workspace_id: str, encrypted_dek: str, key_version: str, context: dict[str, str]
-    ) -> str:
+    ) -> tuple[str, list[WriteOp]]:
         hyok = self.primary(organization)
-        version = self._key_version(hyok, key_version)
+        version, ops = self._key_version(hyok, key_version)
         data_key = model.EncryptedDataKey(
             id=new_id("dek"),
             organization=organization,
@@ -67,13 +69,13 @@ class HyokStateKeys:
             created_at=clock.now_iso(),
             context=dict(context),
         )
-        self._store.create(data_key)
-        return data_key.id
+        return data_key.id, [*ops, self._store.create_op(data_key)]
 
-    def _key_version(self, hyok: model.HyokConfiguration, key_version: str) -> model.KeyVersion:
+    def _key_version(self, hyok: model.HyokConfiguration, key_version: str) -> tuple[model.KeyVersion, list[WriteOp]]:
+        """The usable version the key service named, and the write recording it when it is new (a rotation)."""
         known = [k for k in self._store.key_versions_of(hyok.id) if k.key_version == key_version]
         if any(k.usable for k in known):
-            return next(k for k in known if k.usable)
+            return next(k for k in known if k.usable), []
         if known:
             raise Conflict(f"customer key version {key_version} is {known[0].status}: it encrypts nothing new")
         created = model.KeyVersion(
@@ -83,23 +85,27 @@ class HyokStateKeys:
             key_version=key_version,
             created_at=clock.now_iso(),
         )
-        self._store.create(created)
-        return created
+        return created, [self._store.create_op(created)]
 
-    def check_readable(self, data_key_id: str) -> None:
+    def replaced(self, data_key_id: str | None) -> list[WriteOp]:
+        """The writes that drop a data key a new one replaces before anything it encrypted was kept (a retried
+        plan's earlier seal)."""
+        return [self._store.delete_data_key_op(data_key_id)] if data_key_id else []
+
+    def check_readable(self, data_key_id: str, what: str = "state") -> None:
         data_key = self._store.data_key(data_key_id)
         key = self._store.key_version(data_key.key_version_id) if data_key else None
         if data_key is None or key is None:
             raise NotFound(f"HYOK encrypted data key {data_key_id} not found: what it encrypted cannot be read")
         if not key.usable:
             raise Conflict(
-                f"this state was encrypted with data key {data_key_id}, wrapped by customer key version "
+                f"this {what} was encrypted with data key {data_key_id}, wrapped by customer key version "
                 f"{key.key_version}, which is {key.status}: it can no longer be decrypted"
             )
 
-    def wrapped(self, data_key_id: str) -> model.EncryptedDataKey:
+    def wrapped(self, data_key_id: str, what: str = "state") -> model.EncryptedDataKey:
         """A data key's wrapped form, once `check_readable` passes."""
-        self.check_readable(data_key_id)
+        self.check_readable(data_key_id, what)
         found = self._store.data_key(data_key_id)
         assert found is not None
         return found

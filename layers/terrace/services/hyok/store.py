@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, fields
 from typing import Any
 
-from terrace.adapters.table import ConditionFailed, Put, Table, WriteOp
+from terrace.adapters.table import ConditionFailed, Delete, Put, Table, WriteOp
 from terrace.domain.hyok import BY_PREFIX, EncryptedDataKey, HyokConfiguration, KeyVersion, OidcConfiguration
 from terrace.domain.ids import kind_of, looks_like
 
@@ -91,6 +91,17 @@ class HyokStore:
 
     def data_keys_of(self, key_version_id: str) -> list[EncryptedDataKey]:
         return [from_item(i) for i in self._table.query(f"{key_version_id}#deks", index="gsi1")]
+
+    @staticmethod
+    def create_op(entity: Any) -> WriteOp:
+        """The transaction item writing a new `entity`, for another area's transaction (an encrypted data key with
+        the state version it encrypts)."""
+        return Put(to_item(entity), if_absent=True)
+
+    @staticmethod
+    def delete_data_key_op(data_key_id: str) -> WriteOp:
+        """The transaction item removing an encrypted data key (one a newer write replaces)."""
+        return Delete(data_key_id, DATA_KEY)
 
     def create(self, entity: Any, staged: WriteOp | None = None) -> None:
         """Write a new `entity` (with `staged`, an outbox entry, in the same transaction)."""

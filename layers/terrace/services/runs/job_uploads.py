@@ -17,7 +17,7 @@ from terrace.domain.principal import Principal
 from terrace.domain.runs import Run, run_id_of
 from terrace.services.access.authz import Authorizer
 from terrace.services.runs.job_handoff import runner_ref
-from terrace.services.runs.store import RunStore
+from terrace.services.runs.store import RunStore, WriteOp, retrying
 
 
 class JobUploads:
@@ -46,6 +46,23 @@ class JobUploads:
         # the NotFound of a job that does not exist
         self._authz.require_job(principal, OrgView(run.organization, ()), run.agent_pool_id, f"job {job_id}")
         return run
+
+    def record_sealed_plan(
+        self, principal: Principal, job_id: str, runner_id: str, data_key_id: str, writes: list[WriteOp]
+    ) -> None:
+        """A Hold Your Own Key plan job's sealed plan: its data key's id on the plan, with `writes` (the key's own
+        records) in the same transaction."""
+        if not job_id.startswith("plan-"):
+            self._run_of(principal, job_id)
+            raise Conflict(f"job {job_id} is an apply: it seals no plan")
+
+        def step() -> None:
+            run = self.running_job(principal, job_id, runner_id)
+            expected = run.version
+            run.plan.hyok_data_key_id = data_key_id
+            self._store.save([(run, expected)], extra=writes)
+
+        retrying(step)
 
     def upload_urls(self, principal: Principal, job_id: str, runner_id: str) -> UploadUrls:
         """Fresh single-use PUT URLs of the plan job `job_id`, for the runner working it (`running_job`)."""

@@ -57,6 +57,14 @@ class PlanService:
         """A presigned GET of a finished plan's JSON (json-output's redirect); as `json_key` checks."""
         return self._blobs.presign_get(self.json_key(principal, plan_id), ttl_s)
 
+    def sanitized_url(self, principal: Principal, plan_id: str, ttl_s: int) -> str:
+        """A Hold Your Own Key plan's sanitized JSON plan (HCP's `sanitized-plan`): the JSON plan the agent kept no
+        value in; NotFound for a plan that is not sealed with a customer's key."""
+        run, key = self._finished(principal, plan_id)
+        if not run.plan.hyok_data_key_id:
+            raise NotFound(f"plan {plan_id} has no sanitized plan (it is not encrypted with a customer key)")
+        return self._blobs.presign_get(key, ttl_s)
+
     def finished_run(self, principal: Principal, plan_id: str) -> Run:
         """The run of a finished plan with a JSON, for whoever may read that JSON (as `json_key` checks)."""
         return self._finished(principal, plan_id)[0]

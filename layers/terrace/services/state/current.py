@@ -12,11 +12,16 @@ from terrace.domain.state_versions import StateVersion
 from terrace.domain.workspace import Workspace
 
 PENDING_KEY = "pending_state_version_id"  # in Workspace.extra while a two-step upload is outstanding
+# in Workspace.extra: the encrypted data key of a Hold Your Own Key workspace's current state (HCP's workspace
+# relationship `hyok-data-key-for-encryption`)
+HYOK_DATA_KEY = "hyok-data-key"
 ATTEMPTS = 8
 
 
 def with_current(ws: Workspace, sv: StateVersion, resource_count: int) -> Workspace:
-    extra = {k: v for k, v in ws.extra.items() if k != PENDING_KEY}
+    extra = {k: v for k, v in ws.extra.items() if k not in (PENDING_KEY, HYOK_DATA_KEY)}
+    if sv.hyok_data_key_id:
+        extra[HYOK_DATA_KEY] = sv.hyok_data_key_id
     return dataclasses.replace(
         ws,
         current_state_version_id=sv.id,

@@ -1,13 +1,13 @@
-"""The state of a Hold Your Own Key workspace (`docs/features/hyok.md`): written only by an agent of its
-organization's HYOK configuration, as the agent's envelope (ciphertext under a data key the customer's key wrapped)
-with a sanitized copy beside it. The server stores both and the wrapped data key (through `HyokKeys`, a port the
-composition root fills from `services/hyok/`), reads only the sanitized copy (outputs, the resource index, the
-explorer, the UI), and serves the ciphertext to whoever may read the state; once the customer key version that
-wrapped a version's data key is revoked, that ciphertext is no longer served.
+"""The state of a Hold Your Own Key workspace (`docs/features/hyok.md`): written as an envelope (ciphertext under a
+data key the customer's key wrapped) with a sanitized copy beside it. The server stores both and the wrapped data key
+(through `HyokKeys`, a port the composition root fills from `services/hyok/`), reads only the sanitized copy
+(outputs, the resource index, the explorer, the UI), and serves the ciphertext to whoever may read the state; once
+the customer key version that wrapped a version's data key is revoked, that ciphertext is no longer served.
 
-What cannot be done without the plaintext is refused with the reason: a plain state (`terraform state push`, a
-local or CLI-driven apply through the `cloud` block, the http backend), a two-step upload, a rollback (it rewrites
-the state's serial).
+The agent uploads it inline (`store_upload`); whoever may write the state may also upload it in HCP's two steps
+(`hyok_uploads.py`, checked when it lands). What cannot be done without the plaintext is refused with the reason: a
+plain state (`terraform state push`, a local or CLI-driven apply through the `cloud` block, the http backend), a
+rollback (it rewrites the state's serial).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from terrace.domain.principal import Principal, PrincipalKind
 from terrace.domain.sanitized_state import ENVELOPE_MAGIC, is_sanitized
 from terrace.domain.state_versions import FINALIZED, StateVersion
 from terrace.domain.workspace import Workspace
+from terrace.services.state.store import WriteOp
 
 if TYPE_CHECKING:
     from terrace.services.state.http_backend import LockRule
@@ -35,9 +36,10 @@ CONTEXT_MAX = 8
 class HyokKeys(Protocol):
     def record(
         self, organization: str, workspace_id: str, encrypted_dek: str, key_version: str, context: dict[str, str]
-    ) -> str:
-        """The id of a new encrypted data key of the organization's primary HYOK configuration; Conflict when it has
-        none available or `key_version` is revoked."""
+    ) -> tuple[str, list[WriteOp]]:
+        """The id of a new encrypted data key of the organization's primary HYOK configuration and the writes that
+        record it (for the caller's transaction: nothing is written here); Conflict when it has none available or
+        `key_version` is revoked."""
         ...
 
     def check_readable(self, data_key_id: str) -> None:
@@ -57,14 +59,14 @@ def refuse_plain(ws: Workspace, what: str = "a plain state") -> Invalid:
     )
 
 
-def _text(attrs: dict[str, Any], name: str) -> str:
+def text_attribute(attrs: dict[str, Any], name: str) -> str:
     value = attrs.get(name)
     if not isinstance(value, str) or not value or len(value) > limits.TEXT_ATTRIBUTE_MAX * 16:
         raise Invalid(f"{name} is required for a HYOK state version", pointer=f"/data/attributes/{name}")
     return value
 
 
-def _context(raw: Any) -> dict[str, str]:
+def context_attribute(raw: Any) -> dict[str, str]:
     if not isinstance(raw, dict) or not raw or len(raw) > CONTEXT_MAX:
         raise Invalid("hyok-context must be an object of strings", pointer="/data/attributes/hyok-context")
     if not all(isinstance(k, str) and isinstance(v, str) and len(k) + len(v) < 512 for k, v in raw.items()):
@@ -93,8 +95,8 @@ def checked_upload(
     parsed = st.parse_state(sanitized)
     if parsed.serial != serial or (lineage and parsed.lineage != lineage):
         raise Invalid("sanitized-state has another serial or lineage", pointer="/data/attributes/sanitized-state")
-    wrapped, version = _text(attrs, "hyok-encrypted-dek"), _text(attrs, "hyok-key-version")
-    return sanitized, parsed, wrapped, version, _context(attrs.get("hyok-context"))
+    wrapped, version = text_attribute(attrs, "hyok-encrypted-dek"), text_attribute(attrs, "hyok-key-version")
+    return sanitized, parsed, wrapped, version, context_attribute(attrs.get("hyok-context"))
 
 
 def readable_state(blobs: BlobStore, sv: StateVersion) -> bytes:
@@ -148,8 +150,9 @@ def store_upload(
     if context.get("workspace") != ws.id:
         raise Invalid("hyok-context must name the workspace", pointer="/data/attributes/hyok-context")
     parsed = dataclasses.replace(parsed, serial=serial, lineage=lineage or parsed.lineage)
-    data_key_id = keys.record(ws.organization, ws.id, wrapped, key_version, context)
+    data_key_id, key_writes = keys.record(ws.organization, ws.id, wrapped, key_version, context)
     force = bool(attrs.get("force", False))
-    return writer.store(
-        principal, ws.id, sealed, parsed, force, run_id, lock_rule, repeat_creates=True, hyok=(sanitized, data_key_id)
-    )
+    return writer.store(  # the data key is recorded in the transaction that makes the version current, or not at all
+        principal, ws.id, sealed, parsed, force, run_id, lock_rule, repeat_creates=True, hyok=(sanitized, data_key_id),
+        with_writes=key_writes,
+    )  # fmt: skip

@@ -8,7 +8,8 @@ lands after that is recorded on the finalized version then, once. A later object
 is a replayed upload URL (S3 cannot refuse it): its landing copies the recorded object version back over it and
 records the copy, so the replay becomes a noncurrent version, which the bucket's lifecycle expires, never the
 finalized state (reads pin the recorded version meanwhile and never write: `stored.py`). Landings of other
-objects, and repeated landings, change nothing.
+objects, and repeated landings, change nothing. A Hold Your Own Key version's sanitized copy lands like its state
+(`hyok_uploads.py`: the version is finalized once both are there).
 """
 
 from __future__ import annotations
@@ -47,10 +48,12 @@ class LandedState:
         sv = self._store.find(sv_id) if sv_id else None
         if sv is None:
             return None
-        if key not in (sv.blob_key, sv.json_blob_key):
+        if key not in (sv.blob_key, sv.json_blob_key, sv.sanitized_blob_key if sv.hyok_data_key_id else None):
             return None
         was_finalized = sv.status == FINALIZED
         sv = self._uploads.finalize(sv)
+        if key == sv.sanitized_blob_key:  # a Hold Your Own Key copy: reads check it against its recorded md5
+            return sv
         if key == sv.json_blob_key and sv.status == FINALIZED and not sv.has_json_state:
             return self._record_json(sv)
         if was_finalized:

@@ -67,8 +67,17 @@ class UploadIndexing:
         if self._blobs.head(sv.blob_key) is None:
             log.warning("%s: the state of %s is gone (purged?)", UPLOADED_EVENT, sv.id)
             return
-        raw = self._blobs.get(sv.blob_key, sv.blob_version)
-        if st.md5_hex(raw) != sv.md5:
+        if sv.hyok_data_key_id:  # Hold Your Own Key: the server reads the sanitized copy, never the ciphertext
+            from terrace.services.state.hyok_state import readable_state
+
+            try:
+                raw = readable_state(self._blobs, sv)
+            except Conflict as exc:
+                self._record(sv, None, None, exc.detail)
+                return
+        else:
+            raw = self._blobs.get(sv.blob_key, sv.blob_version)
+        if not sv.hyok_data_key_id and st.md5_hex(raw) != sv.md5:
             log.warning("state version %s: the stored state is not the one finalized (md5 differs)", sv.id)
             self._record(sv, None, None, "the stored state does not match the md5 recorded when it was finalized")
             return

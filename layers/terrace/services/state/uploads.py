@@ -16,7 +16,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from terrace.adapters.blobs import BlobStore
 from terrace.adapters.events import EventPublisher
@@ -31,8 +31,9 @@ from terrace.domain.workspace import Workspace
 from terrace.services.blob_records import md5_of
 from terrace.services.optimistic import optimistic
 from terrace.services.state.current import ATTEMPTS, PENDING_KEY, with_current
+from terrace.services.state.hyok_uploads import landed_copy
 from terrace.services.state.index import StateIndex
-from terrace.services.state.store import StateStore
+from terrace.services.state.store import StateStore, WriteOp
 from terrace.services.state.upload_indexing import UPLOADED_EVENT, UploadIndexing, verified_state
 from terrace.services.workspaces.workspaces import WorkspaceService
 
@@ -65,8 +66,10 @@ class StateUploads(UploadIndexing):
         run_id: str | None,
         json_outputs: str | None,
         lock_rule: Callable[[Workspace], None],
+        hyok: tuple[str, Sequence[WriteOp]] | None = None,
     ) -> StateVersion:
-        """A pending version the client uploads to with presigned URLs; the workspace remembers it."""
+        """A pending version the client uploads to with presigned URLs; the workspace remembers it. `hyok`: a Hold
+        Your Own Key workspace's, encrypted with that data key (`hyok_uploads.py`), with the writes recording it."""
         sv_id, workspace_id = new_id("sv"), ws.id
 
         def step() -> StateVersion:
@@ -89,6 +92,7 @@ class StateUploads(UploadIndexing):
                 run_id=run_id,
                 force=force,
                 json_outputs=json_outputs,
+                hyok_data_key_id=hyok[0] if hyok else None,
             )
             updated = dataclasses.replace(
                 ws, extra={**ws.extra, PENDING_KEY: sv_id}, version=ws.version + 1, updated_at=clock.now_iso()
@@ -98,6 +102,7 @@ class StateUploads(UploadIndexing):
                     self._workspaces.write_op(updated, ws.version),
                     self._store.save_op(sv),
                     *self._store.discard_pending_ops(ws.extra.get(PENDING_KEY)),
+                    *(hyok[1] if hyok else ()),
                 ]
             )
             return sv
@@ -117,6 +122,14 @@ class StateUploads(UploadIndexing):
             return sv
         if info.etag.lower() != sv.md5:
             return self.discard(sv, "the uploaded state does not match the md5 given when the version was created")
+        sanitized: tuple[str, int] | None = None
+        if sv.hyok_data_key_id:  # the encrypted state and its sanitized copy, both landed and checked
+            try:
+                sanitized = landed_copy(self._blobs, sv, info.size)
+            except Invalid as exc:
+                return self.discard(sv, exc.detail)
+            if sanitized is None:
+                return sv
         outputs: tuple[OutputValue, ...] | None = None
         if sv.json_outputs:
             try:
@@ -153,6 +166,8 @@ class StateUploads(UploadIndexing):
                 json_size=json_info.size if json_info else None,
                 blob_version=info.version,
                 json_version=json_info.version if json_info else None,
+                sanitized_md5=sanitized[0] if sanitized else None,
+                sanitized_size=sanitized[1] if sanitized else None,
             )
             self._store.transact(
                 [

@@ -1,4 +1,5 @@
-"""State versions: create (inline or two-step upload), read, roll back, and the http backend's writes.
+"""State versions: create (inline or two-step upload) and read (rollbacks and the http backend's writes:
+`rewrites.py`).
 
 A new current version and the workspace's state fields change in ONE transaction (`writes.py`: the
 workspace item's version guards it). Raw state lives in the blob store; its metadata, outputs and the
@@ -25,13 +26,13 @@ from terrace.domain.state_versions import FINALIZED, PENDING, StateVersion
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action
 from terrace.services.access.organizations import OrganizationService
-from terrace.services.state import http_backend as state_http
-from terrace.services.state import hyok_state
+from terrace.services.state import hyok_state, hyok_uploads
 from terrace.services.state.current import PENDING_KEY
 from terrace.services.state.http_backend import LockRule
 from terrace.services.state.hyok_state import HyokKeys
 from terrace.services.state.index import StateIndex
 from terrace.services.state.landed import LandedState
+from terrace.services.state.rewrites import StateRewrites
 from terrace.services.state.store import StateStore
 from terrace.services.state.stored import StoredState
 from terrace.services.state.uploads import StateUploads, verified_state
@@ -40,7 +41,7 @@ from terrace.services.workspaces.locking import LockService
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 
-class StateVersionService:
+class StateVersionService(StateRewrites):
     def __init__(
         self,
         store: StateStore,
@@ -73,15 +74,14 @@ class StateVersionService:
         lineage = state_versions.optional_lineage(attrs)
         force = bool(attrs.get("force", False))
         if attrs.get("state") in (None, ""):
-            if hyok_state.is_hyok(ws):
-                raise hyok_state.refuse_plain(ws, "a two-step upload")
+            hyok = hyok_uploads.pending_data_key(self._hyok_keys, ws, attrs) if hyok_state.is_hyok(ws) else None
             json_outputs = attrs.get("json-state-outputs") or None
             if json_outputs is not None:
                 pointer = "/data/attributes/json-state-outputs"
                 st.parse_outputs(st.load_json(st.decode_base64(json_outputs, pointer), "json-state-outputs"))
             lock_rule = self._require_lock(principal)
             return self._uploads.create_pending(
-                principal, ws, serial, md5, lineage, force, run_id, json_outputs, lock_rule
+                principal, ws, serial, md5, lineage, force, run_id, json_outputs, lock_rule, hyok
             )
         raw = st.decode_base64(attrs["state"], "/data/attributes/state")
         self._check_size(len(raw))
@@ -157,11 +157,15 @@ class StateVersionService:
         found = self._store.list_for_workspace(ws.id, newest_first=True)
         return [sv for sv in found if not status or sv.status == status]
 
-    def upload_urls(self, sv: StateVersion) -> tuple[str | None, str | None]:
+    def upload_urls(self, sv: StateVersion) -> tuple[str | None, str | None, str | None]:
+        """A pending version's state, JSON state and (Hold Your Own Key: instead of the JSON state, which holds
+        every value in the clear) sanitized state upload URLs."""
         if sv.status != PENDING:
-            return None, None
+            return None, None, None
         ttl = self._settings.presign_ttl_s
-        return self._blobs.presign_put(sv.blob_key, ttl), self._blobs.presign_put(sv.json_blob_key, ttl)
+        if sv.hyok_data_key_id:
+            return self._blobs.presign_put(sv.blob_key, ttl), None, self._blobs.presign_put(sv.sanitized_blob_key, ttl)
+        return self._blobs.presign_put(sv.blob_key, ttl), self._blobs.presign_put(sv.json_blob_key, ttl), None
 
     def download_url(self, principal: Principal, sv_id: str, json_state: bool = False) -> str:
         sv = self.get(principal, sv_id)
@@ -254,49 +258,3 @@ class StateVersionService:
             ws for ws in self._workspaces.list(principal, organization) if self._can(principal, Action.READ_STATE, ws)
         ]
         return self._index.search(self._orgs.lookup(organization).key, readable, text, type_, provider)
-
-    # rollback and the http backend -------------------------------------------------------
-    def rollback(self, principal: Principal, workspace_id: str, target_id: str) -> StateVersion:
-        ws = self._workspaces.get(principal, workspace_id, Action.WRITE_STATE)
-        self._require_lock(principal)(ws)
-        target = self._find(target_id)
-        if target.workspace_id != ws.id:
-            raise NotFound(f"state version {target_id} not found in workspace {ws.name}")
-        if target.status != FINALIZED:
-            raise Conflict(f"state version {target_id} is {target.status}; only finalized versions can be restored")
-        target.require_data()
-        if hyok_state.is_hyok(ws) or target.hyok_data_key_id:
-            raise Invalid(
-                f"workspace {ws.name}'s state is encrypted with its organization's key: the server cannot "
-                "roll it back (it would rewrite a state it cannot read); apply the older configuration"
-            )
-        raw = st.with_serial(verified_state(self._blobs, target), (ws.state_serial or 0) + 1)
-        return self._writer.store(principal, ws.id, raw, st.parse_state(raw), True, None, self._require_lock(principal))
-
-    def resolve_workspace(
-        self, principal: Principal, organization: str, name: str, create: bool = False
-    ) -> Workspace | None:
-        return state_http.resolve_workspace(self._orgs, self._workspaces, principal, organization, name, create)
-
-    def write_http(
-        self, principal: Principal, organization: str, name: str, raw: bytes, lock_id: str | None
-    ) -> StateVersion:
-        """The http backend's POST: the body is the raw state, checked before the first POST creates the
-        workspace; `?ID=` (`lock_id`) must name the lock held (see `state_http.http_lock_rule`)."""
-        self._check_size(len(raw), http_backend=True)
-        parsed = st.parse_state(raw)
-        ws = self.resolve_workspace(principal, organization, name, create=True)
-        assert ws is not None
-        self._workspaces.authorize(principal, Action.WRITE_STATE, ws)
-        if hyok_state.is_hyok(ws):
-            raise hyok_state.refuse_plain(ws, "the http backend's state")
-        return self._writer.store(
-            principal, ws.id, raw, parsed, False, None, state_http.http_lock_rule(principal, lock_id, organization)
-        )
-
-    def delete_history(self, principal: Principal, ws: Workspace) -> None:
-        """Forget every state version of a workspace (http backend DELETE). Refused while it is locked."""
-        self._workspaces.authorize(principal, Action.DELETE_WORKSPACE, ws)
-
-        self._workspaces.mutate(ws.id, state_http.forget_state)
-        self._store.delete_all_of(workspace=ws.id)

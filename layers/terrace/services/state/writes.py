@@ -8,6 +8,8 @@ recorded (a write whose answer was lost may have committed).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from terrace.adapters.blobs import BlobStore
 from terrace.domain import clock, state_versions
 from terrace.domain import state as st
@@ -20,7 +22,7 @@ from terrace.services.optimistic import optimistic
 from terrace.services.state.current import ATTEMPTS, PENDING_KEY, managed_count, with_current
 from terrace.services.state.http_backend import LockRule
 from terrace.services.state.index import StateIndex
-from terrace.services.state.store import StateStore
+from terrace.services.state.store import StateStore, WriteOp
 from terrace.services.state.uploads import StateUploads
 from terrace.services.workspaces.workspaces import WorkspaceService
 
@@ -48,11 +50,13 @@ class StateWriter:
         lock_rule: LockRule,
         repeat_creates: bool = False,
         hyok: tuple[bytes, str] | None = None,
+        with_writes: Sequence[WriteOp] = (),
     ) -> StateVersion:
         """Make `raw` (already parsed and checked) the workspace's current state; a lower serial or foreign lineage
         is refused unless forced. A state equal to the current one returns the current version, or, with
         `repeat_creates` (the state-versions API, as TFC), becomes a new version of its own. `hyok`: `raw` is a Hold
-        Your Own Key envelope; the sanitized copy `parsed` was read from, and the id of its encrypted data key."""
+        Your Own Key envelope; the sanitized copy `parsed` was read from, and the id of its encrypted data key.
+        `with_writes` (the data key's records) commit in the same transaction as the version, or not at all."""
         sv_id, md5 = new_id("sv"), st.md5_hex(raw)
         output_ids: tuple[str, ...] | None = None
         written = False  # the blob and outputs, from the first put on: a refused write removes them
@@ -116,6 +120,7 @@ class StateWriter:
                     self._workspaces.write_op(with_current(ws, sv, managed_count(parsed)), ws.version),
                     self._store.save_op(sv),
                     *self._store.discard_pending_ops(ws.extra.get(PENDING_KEY)),
+                    *with_writes,
                 ]
             )
             return sv, True

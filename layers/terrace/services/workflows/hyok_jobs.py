@@ -3,21 +3,26 @@
 job must run on an agent of its pool), a fresh workload identity token for it, and the workspace's current state as
 its ciphertext's URL and wrapped data key. A state whose customer key version is revoked is refused here (Conflict,
 the reason in the run's log); a plain state from before the workspace used HYOK is handed over as it is (the run's
-next write encrypts it). The server never unwraps a data key: the agent does, with its own key wrapper."""
+next write encrypts it). A planning agent records its sealed plan's wrapped data key (`record_plan_key`), and an
+apply gets it back only while its customer key version is not revoked (Conflict otherwise: a revoked key stops
+the plan from being applied, not only a key the key service destroyed). The server never unwraps a data key: the
+agent does, with its own key wrapper."""
 
 from __future__ import annotations
 
-from terrace.domain.errors import Conflict
-from terrace.domain.hyok_jobs import EncryptedState, HyokJobKey
+from terrace.domain.errors import Conflict, Invalid
+from terrace.domain.hyok_jobs import EncryptedState, HyokJobKey, HyokPlanKeyRequest, SealedPlanKey
 from terrace.domain.principal import Principal
+from terrace.domain.runs import Run
 from terrace.domain.state_versions import FINALIZED
+from terrace.domain.workspace import Workspace
 from terrace.services.hyok.key_test import KeyTester
 from terrace.services.hyok.state_keys import HyokStateKeys
 from terrace.services.runs.job_uploads import JobUploads
 from terrace.services.state.versions import StateVersionService
 from terrace.services.workspaces.workspaces import WorkspaceService
 
-STATE_PURPOSE = "state"
+STATE_PURPOSE, PLAN_PURPOSE = "state", "plan"
 
 
 class HyokJobs:
@@ -37,17 +42,22 @@ class HyokJobs:
             tester,
         )
 
-    def key_for(self, principal: Principal, job_id: str, runner_id: str) -> HyokJobKey:
+    def _hyok_job(self, principal: Principal, job_id: str, runner_id: str) -> tuple[Run, Workspace]:
         run = self._jobs.running_job(principal, job_id, runner_id)
         ws = self._workspaces.load(run.workspace_id)
         if ws.extra.get("hyok-enabled") is not True:
             raise Conflict(f"workspace {ws.name} does not use Hold Your Own Key")
+        return run, ws
+
+    def key_for(self, principal: Principal, job_id: str, runner_id: str) -> HyokJobKey:
+        run, ws = self._hyok_job(principal, job_id, runner_id)
         hyok = self._keys.primary(ws.organization)
         if run.agent_pool_id != hyok.agent_pool_id:
             raise Conflict(
                 f"workspace {ws.name} uses Hold Your Own Key: its runs go only to agents of the agent pool of HYOK "
                 f"configuration {hyok.name}"
             )
+        plan = self._sealed_plan(run) if job_id.startswith("apply-") else None
         key = self._tester.customer_key(hyok)
         state = None
         sv = self._state.current_or_none(ws)
@@ -71,4 +81,29 @@ class HyokJobs:
             web_identity_token=key.web_identity_token,
             context={"workspace": ws.id, "purpose": STATE_PURPOSE},
             state=state,
+            plan=plan,
         )
+
+    def _sealed_plan(self, run: Run) -> SealedPlanKey:
+        """The data key an apply opens its sealed plan with; Conflict when it was not recorded or its customer key
+        version is revoked."""
+        if not run.plan.hyok_data_key_id:
+            raise Conflict(
+                f"the saved plan of run {run.id} has no recorded data key: it is not applied (start a new run)"
+            )
+        data_key = self._keys.wrapped(run.plan.hyok_data_key_id, "plan")
+        return SealedPlanKey(data_key_id=data_key.id, encrypted_dek=data_key.encrypted_dek, context=data_key.context)
+
+    def record_plan_key(self, principal: Principal, job_id: str, request: HyokPlanKeyRequest) -> SealedPlanKey:
+        """A planning agent's sealed plan's wrapped data key, recorded on the plan (`hyok-encrypted-data-key`) in
+        one transaction with the key's records; Invalid when its context names another run or purpose."""
+        run, ws = self._hyok_job(principal, job_id, request.runner_id)
+        expected = {"workspace": ws.id, "purpose": PLAN_PURPOSE, "run": run.id}
+        if request.context != expected:
+            raise Invalid(f"a sealed plan's data key of run {run.id} is wrapped with the context {expected}")
+        data_key_id, writes = self._keys.record(
+            ws.organization, ws.id, request.encrypted_dek, request.key_version, request.context
+        )
+        writes += self._keys.replaced(run.plan.hyok_data_key_id)  # an earlier attempt's seal
+        self._jobs.record_sealed_plan(principal, job_id, request.runner_id, data_key_id, writes)
+        return SealedPlanKey(data_key_id=data_key_id)

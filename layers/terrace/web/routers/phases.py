@@ -55,6 +55,13 @@ def plan_json(plan_id: str, container: ContainerDep, principal: PrincipalDep) ->
     return RedirectResponse(url, status_code=307)
 
 
+@router.get("/plans/{plan_id}/sanitized-plan")
+def sanitized_plan(plan_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
+    """A Hold Your Own Key plan's sanitized JSON plan (what changes and how, no value: the agent sanitized it)."""
+    url = container.plans.sanitized_url(principal, plan_id, container.settings.presign_ttl_s)
+    return RedirectResponse(url, status_code=307)
+
+
 @router.get("/plans/{plan_id}/json-output-redacted")
 def plan_json_redacted(plan_id: str, container: ContainerDep, principal: PrincipalDep) -> Response:
     redacted = container.plans.redacted_output(principal, plan_id, container.settings.presign_ttl_s)

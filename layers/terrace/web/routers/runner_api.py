@@ -10,7 +10,7 @@ import anyio.from_thread
 from fastapi import APIRouter, Depends, Query, Request, Response
 
 from terrace.domain.errors import BadRequest, Invalid
-from terrace.domain.hyok_jobs import HyokJobKey, HyokKeyRequest
+from terrace.domain.hyok_jobs import HyokJobKey, HyokKeyRequest, HyokPlanKeyRequest, SealedPlanKey
 from terrace.domain.jobs import (
     BEAT_HEADER,
     HAND_OVER_HEADER,
@@ -162,6 +162,14 @@ def hyok_key(job_id: str, raw: JSONBody, container: ContainerDep, principal: Pri
     body = _model(raw, HyokKeyRequest)
     assert isinstance(body, HyokKeyRequest)
     return container.hyok_jobs.key_for(principal, job_id, body.runner_id)
+
+
+@router.post("/jobs/{job_id}/hyok-plan-key")
+def hyok_plan_key(job_id: str, raw: JSONBody, container: ContainerDep, principal: PrincipalDep) -> SealedPlanKey:
+    """The wrapped data key a Hold Your Own Key plan job sealed its saved plan with, recorded on its plan."""
+    body = _model(raw, HyokPlanKeyRequest)
+    assert isinstance(body, HyokPlanKeyRequest)
+    return container.hyok_jobs.record_plan_key(principal, job_id, body)
 
 
 @router.post("/jobs/{job_id}/finish")
