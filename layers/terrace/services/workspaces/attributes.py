@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from terrace.domain import auto_destroy, hyok, limits
+from terrace.domain import auto_destroy, hyok, limits, tool_versions
 from terrace.domain import workspace as model
 from terrace.domain.errors import Invalid
 from terrace.domain.tags import tag_bindings
@@ -22,6 +22,7 @@ UPDATABLE: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "auto-apply": ("auto_apply", _BOOL("auto-apply")),
     "auto-apply-run-trigger": ("auto_apply_run_trigger", _BOOL("auto-apply-run-trigger")),
     "terraform-version": ("terraform_version", model.validate_terraform_version),
+    tool_versions.TOOL_ATTRIBUTE: ("tool", tool_versions.check_tool),
     "working-directory": ("working_directory", model.validate_working_directory),
     "global-remote-state": ("global_remote_state", _BOOL("global-remote-state")),
     "project-remote-state": ("project_remote_state", _BOOL("project-remote-state")),
