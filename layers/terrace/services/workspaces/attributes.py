@@ -63,6 +63,16 @@ def _require_choice(key: str, value: Any, choices: tuple[str, ...]) -> str:
     return str(value)
 
 
+def with_tool(attributes: dict[str, Any], client: str, tool_for: Callable[[str], str]) -> dict[str, Any]:
+    """A new workspace's `iac-platform`: as given, else the tool of the CLI whose `cloud`/`remote` block creates it
+    (`client`), else the tool its terraform-version resolves to (`latest`: the deployment's default tool)."""
+    if attributes.get(tool_versions.TOOL_ATTRIBUTE) is not None:
+        return attributes
+    requested = attributes.get("terraform-version")
+    tool = client or tool_for(requested if isinstance(requested, str) else "latest")
+    return {**attributes, tool_versions.TOOL_ATTRIBUTE: tool}
+
+
 def tag_names(names: list[Any]) -> list[str]:
     for name in names:
         if not isinstance(name, str) or not model.NAME_RE.match(name.replace(":", "-")):

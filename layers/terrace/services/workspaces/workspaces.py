@@ -20,7 +20,7 @@ from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action, Authorizer
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.access.projects import ProjectService
-from terrace.services.workspaces.attributes import apply_attributes, tag_names
+from terrace.services.workspaces.attributes import apply_attributes, tag_names, with_tool
 from terrace.services.workspaces.project_defaults import ProjectDefaults
 from terrace.services.workspaces.repository_link import RepositoryLink, linked
 from terrace.services.workspaces.store import WorkspaceStore, WriteOp
@@ -189,8 +189,7 @@ class WorkspaceService(ProjectDefaults, WorkspaceWrites):
         *,
         client: str = "",
     ) -> Workspace:
-        """`client`: the tool of the CLI whose `cloud`/`remote` block creates it, its tool unless `iac-platform`
-        names one; else the tool its terraform-version resolves to (`latest`: the deployment's default tool)."""
+        """`client`: the tool of the CLI whose `cloud` block creates it, its tool (`with_tool`)."""
         org = self._orgs.get(principal, organization, Action.CREATE_WORKSPACE)
         if project_id is not None:  # one of its organization's, or not found
             project_id = self._projects.in_organization(org.key, project_id).id
@@ -210,10 +209,7 @@ class WorkspaceService(ProjectDefaults, WorkspaceWrites):
             project_id=project_id,
             global_remote_state=self._remote_state_default(),  # the site admin's default-remote-state-access
         )
-        if attributes.get(TOOL_ATTRIBUTE) is None:
-            requested = attributes.get("terraform-version")
-            tool = client or self._tool_for(requested if isinstance(requested, str) else "latest")
-            attributes = {**attributes, TOOL_ATTRIBUTE: tool}
+        attributes = with_tool(attributes, client, self._tool_for)
         attributes = linked(self._link, principal, ws, attributes)  # the webhook registered before the write
         ws = self._checked(apply_attributes(ws, self._settled({k: v for k, v in attributes.items() if k != "name"})))
         if not self._store.create(ws):
