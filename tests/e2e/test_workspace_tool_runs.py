@@ -7,9 +7,11 @@ naming the workspace's tool."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -17,11 +19,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import RUN_SETTINGS, Api, StackInfo, client_env
 from e2e_runs import runs
 from job_uids import traversable
 from terrace.local.stack import LocalStack
 
+
+def _harness() -> Any:
+    """tests/e2e/conftest.py itself (a session of unit and e2e tests imports tests/unit's as `conftest`)."""
+    if "e2e_harness" in sys.modules:
+        return sys.modules["e2e_harness"]
+    spec = importlib.util.spec_from_file_location("e2e_harness", Path(__file__).with_name("conftest.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["e2e_harness"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+_h = _harness()
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 TOFU = Path(os.environ.get("TERRACE_TEST_TOFU", "/work/shared/tools/opentofu/tofu"))
 TERRAFORM_111 = Path(os.environ.get("TERRACE_TEST_TERRAFORM_CLOUD", "/usr/local/bin/terraform"))
@@ -30,7 +45,7 @@ CLIENT_TIMEOUT_S = 240
 
 
 @pytest.fixture(scope="module", params=["terraform", "opentofu"])
-def deployment(request: pytest.FixtureRequest) -> Iterator[tuple[str, StackInfo, Api]]:
+def deployment(request: pytest.FixtureRequest) -> Iterator[tuple[str, Any, Any]]:
     """A deployment whose default tool is the parameter, its runners holding the host's binaries (terraform 1.0.3
     and 1.11, OpenTofu 1.9.4) and fetching the releases they lack."""
     default_tool = str(request.param)
@@ -42,7 +57,7 @@ def deployment(request: pytest.FixtureRequest) -> Iterator[tuple[str, StackInfo,
         data_dir=state_dir / "data",
     )  # fmt: skip
     local.settings_overrides = {
-        **RUN_SETTINGS,
+        **_h.RUN_SETTINGS,
         "default_tool": default_tool,
         "tool_downloads": True,
         "tool_mirror_terraform": NOWHERE,
@@ -50,8 +65,8 @@ def deployment(request: pytest.FixtureRequest) -> Iterator[tuple[str, StackInfo,
     }
     local.start()
     assert local.info is not None
-    info = StackInfo(**local.info.as_dict())
-    api = Api(info)
+    info = _h.StackInfo(**local.info.as_dict())
+    api = _h.Api(info)
     try:
         yield default_tool, info, api
     finally:
@@ -60,14 +75,14 @@ def deployment(request: pytest.FixtureRequest) -> Iterator[tuple[str, StackInfo,
         shutil.rmtree(state_dir, ignore_errors=True)
 
 
-def _cli(binary: Path, stack: StackInfo, work: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = client_env(stack, home)
+def _cli(binary: Path, stack: Any, work: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = _h.client_env(stack, home)
     return subprocess.run(
         [str(binary), *args, "-no-color"], cwd=work, env=env, capture_output=True, text=True, timeout=CLIENT_TIMEOUT_S
     )
 
 
-def _work(stack: StackInfo, path: Path, workspace: str) -> Path:
+def _work(stack: Any, path: Path, workspace: str) -> Path:
     path.mkdir()
     (path / "main.tf").write_text(
         "terraform {\n  cloud {\n"
@@ -82,7 +97,7 @@ def _plan_log(api: Any, run_id: str) -> str:
     return str(api.http.get(url).text)
 
 
-def _plan(binary: Path, stack: StackInfo, api: Api, work: Path, home: Path, name: str) -> tuple[str, dict[str, Any]]:
+def _plan(binary: Path, stack: Any, api: Any, work: Path, home: Path, name: str) -> tuple[str, dict[str, Any]]:
     """init (the first creates the workspace) and a remote plan: the CLI's output and the workspace's last run."""
     init = _cli(binary, stack, work, home, "init", "-input=false")
     assert init.returncode == 0, init.stdout + init.stderr
@@ -92,7 +107,7 @@ def _plan(binary: Path, stack: StackInfo, api: Api, work: Path, home: Path, name
 
 
 def test_a_cloud_block_workspace_runs_the_tool_of_the_cli_that_created_it(
-    deployment: tuple[str, StackInfo, Api], tmp_path: Path
+    deployment: tuple[str, Any, Any], tmp_path: Path
 ) -> None:
     default_tool, stack, api = deployment
     binary, tool, version, product = (
