@@ -56,7 +56,9 @@ class PageServices:
     def workspace_settings(self) -> WorkspaceSettings:
         from terrace.services.workflows.workspace_settings import WorkspaceSettings
 
-        return WorkspaceSettings(self.workspaces, self.agent_pools, self.projects)
+        return WorkspaceSettings(
+            self.workspaces, self.agent_pools, self.projects, lambda tool: self.tool_versions.usable_versions(tool)
+        )
 
     @cached_property
     def health_pages(self) -> HealthPages:
