@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from terrace.services.access.projects import ProjectService
     from terrace.services.access.team_access import TeamAccessService
     from terrace.services.access.teams import TeamService
+    from terrace.services.admin.tool_versions import ToolVersionService
     from terrace.services.runs.assessments import AssessmentService
     from terrace.services.runs.health import HealthPages
     from terrace.services.runs.runs import RunService
@@ -39,6 +40,7 @@ class PageServices:
     state_versions: StateVersionService
     runs: RunService
     assessments: AssessmentService  # wiring/run_services.py
+    tool_versions: ToolVersionService  # wiring/admin_services.py
 
     @cached_property
     def project_pages(self) -> ProjectPages:
