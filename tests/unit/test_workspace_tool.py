@@ -7,9 +7,11 @@ as its runs always did (the deployment's default tool first)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from run_helpers import RunEnv, make_run_env
 from terrace.domain import tool_versions as tv
@@ -182,3 +184,28 @@ def test_a_runner_never_switches_a_run_to_the_other_tool(tmp_path: Path) -> None
     with pytest.raises(RunSetupError, match="the run uses OpenTofu 'latest' and this runner holds no such binary"):
         select_binary("latest", default, {}, no_tofu, "opentofu", only=True)  # the default binary is terraform
     assert select_binary("latest", default, {}, no_tofu, "opentofu").product == "Terraform"  # a run without a tool
+
+
+def _migrated(source_tool: str | None) -> dict[str, Any]:
+    """The attributes `terrace migrate` creates a source workspace (pinned to 1.9.5) with on the target."""
+    from terrace.migrate import workspaces
+    from test_migrate_refusals import migration
+
+    created: list[dict[str, Any]] = []
+
+    def create(request: httpx.Request) -> httpx.Response:
+        attributes = json.loads(request.content)["data"]["attributes"]
+        created.append(attributes)
+        return httpx.Response(201, json={"data": {"id": "ws-new", "type": "workspaces", "attributes": attributes}})
+
+    m, _seen = migration({}, {("POST", "/api/v2/organizations/acme/workspaces"): create})
+    attributes = {"name": "svc", "terraform-version": "1.9.5", "iac-platform": source_tool}
+    assert workspaces.workspace(m, {"id": "ws-src", "attributes": attributes}) == "ws-new"
+    return created[0]
+
+
+def test_a_workspace_migrated_from_hcp_terraform_runs_terraform() -> None:
+    """HCP Terraform and TFE run Terraform only: a migrated workspace says so (the target's default tool may be
+    OpenTofu, and 1.9.5 is a release of both); a Terrace source's own tool moves as it is."""
+    assert (_migrated(None)["iac-platform"], _migrated(None)["terraform-version"]) == ("terraform", "1.9.5")
+    assert _migrated("opentofu")["iac-platform"] == "opentofu"
