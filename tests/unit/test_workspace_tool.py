@@ -49,6 +49,14 @@ def test_resolve_takes_the_workspace_tool(default_tool: str) -> None:
     assert service.tool_for("latest") == default_tool and service.tool_for("1.11.4") == "terraform"
 
 
+def test_the_tool_of_a_workspace_without_one_follows_an_admin_change_at_once() -> None:
+    service = _service("opentofu")
+    assert service.tool_for("1.9.4") == "opentofu"  # remembered for a while: a list asks once per version
+    (record,) = service.list("opentofu", exact="1.9.4")
+    service.update("opentofu", record.id, {"enabled": False})
+    assert service.tool_for("1.9.4") == "terraform"  # this process changed a record: read again
+
+
 def test_settle_caps_a_newer_client_within_its_tool() -> None:
     service = _service("terraform")
     assert service.settle("1.10.0", "opentofu") == "1.9.4"  # OpenTofu's newest 1.x, not terraform's 1.11.4

@@ -55,6 +55,7 @@ class ToolVersionService:
         self._builds = dict(builds or {})
         self._catalog = {tool: tv.ordered(versions) for tool, versions in catalog.items()}
         self._usable_cache: dict[str, tuple[float, builtins.list[str]]] = {}
+        self._tool_for_cache: dict[str, tuple[float, str]] = {}
 
     @property
     def default_tool(self) -> str:
@@ -171,8 +172,8 @@ class ToolVersionService:
         listed = ", ".join(entry for t in held for entry in _series(t, held[t])) or "none"
         if tool:
             product = tv.PRODUCTS[tool]
-            why = f"no runner has a {product} version satisfying {requested!r} (the workspace's iac-platform is {tool})"
-            return requested, tool, f"{why}; {product} versions available: {listed}"
+            why = f"no runner has a version of {product} satisfying {requested!r} (the workspace's iac-platform"
+            return requested, tool, f"{why} is {tool}); {product} versions available: {listed}"
         return requested, "", f"no runner has a terraform version satisfying {requested!r}; available: {listed}"
 
     def _any_held(self) -> bool:
@@ -180,8 +181,16 @@ class ToolVersionService:
 
     def tool_for(self, requested: str) -> str:
         """The tool the runs of a workspace without one (stored before workspaces had a tool) resolve
-        `requested` to: the default tool unless only the other has a version satisfying it."""
-        return self.resolve(requested)[1] or self._default_tool
+        `requested` to: the default tool unless only the other has a version satisfying it. Remembered for
+        USABLE_TTL_S per process (a list of such workspaces asks once per terraform-version, not per workspace)."""
+        now = time.monotonic()
+        known = self._tool_for_cache.get(requested)
+        if known is None or now - known[0] >= USABLE_TTL_S:
+            if len(self._tool_for_cache) >= 1024:
+                self._tool_for_cache.clear()
+            known = (now, self.resolve(requested)[1] or self._default_tool)
+            self._tool_for_cache[requested] = known
+        return known[1]
 
     def settle(self, requested: Any, tool: str = "") -> Any:
         """The terraform-version to store for a workspace of `tool` ("": any): a client newer than every runner
@@ -211,6 +220,7 @@ class ToolVersionService:
         item.update(created_at=clock.now_iso(), official=False, enabled=True, beta=False, deprecated=False)
         self.apply_attributes(item, {**attrs, "version": version})
         self._usable_cache.pop(tool, None)
+        self._tool_for_cache.clear()
         if not self._store.create(item):
             raise Conflict(f"{tool} version {version} already exists", meta={"pointer": "/data/attributes/version"})
         return record(item, self._usable(), self._downloads)
@@ -222,6 +232,7 @@ class ToolVersionService:
         expected = item["version"]
         item["version"] = expected + 1
         self._usable_cache.pop(tool, None)
+        self._tool_for_cache.clear()
         stored = self._store.create(item) if expected == 0 else self._store.replace(item, expected, old)
         if not stored:  # a shipped record is stored from its first change on
             raise Conflict(f"{tool} version {item['tool_version']} already exists or the record changed")
@@ -230,6 +241,7 @@ class ToolVersionService:
     def delete(self, tool: str, record_id: str) -> None:
         item = self._item(tool, record_id)
         self._usable_cache.pop(tool, None)
+        self._tool_for_cache.clear()
         shipped = {i["tool_version"] for i in self._shipped(tool)}
         if item["tool_version"] not in shipped:
             self._store.delete(item)
