@@ -128,4 +128,4 @@ def test_a_cloud_block_workspace_runs_the_tool_of_the_cli_that_created_it(
     other = _work(stack, tmp_path / "other", name)
     output, run = _plan(TERRAFORM_111, stack, api, other, tmp_path / "home2", name)
     assert run["attributes"]["status"] == "errored"
-    assert "runs OpenTofu (its iac-platform is opentofu)" in run["attributes"].get("error-message", "") + output
+    assert "runs OpenTofu (its iac-platform is opentofu)" in output, output

@@ -136,6 +136,9 @@ def test_the_other_tools_cli_errors_the_run_naming_the_workspace_tool(env: RunEn
     assert run["attributes"]["status"] == "errored"
     message = run["attributes"]["error-message"]
     assert "runs Terraform (its iac-platform is terraform)" in message and "sent by OpenTofu" in message
+    plan = env.api("GET", f"/runs/{run['id']}/plan").json()["data"]["attributes"]
+    log = env.client.get(plan["log-read-url"]).text  # what the CLI prints: the reason, not an empty log
+    assert f"Error: {message}" in log, log
     assert _run(env, ws["id"])["attributes"]["status"] != "errored"  # an API client names no tool
     env.claim()
 

@@ -25,6 +25,7 @@ from terrace.services.runs.configuration_versions import ConfigurationVersionSer
 from terrace.services.runs.run_actions import RunActions
 from terrace.services.runs.scheduler import RunScheduler
 from terrace.services.runs.store import RunStore, triggered_event
+from terrace.services.runs.store_logs import HEAD
 from terrace.services.unit_of_work import unit_of_work
 from terrace.services.workspaces.workspaces import WorkspaceService
 
@@ -262,7 +263,8 @@ class RunService(RunActions):
         run, started, queued = self._scheduler.admit(
             run, triggered_event(run, now), may_start=not plan_only and not problem
         )
-        if problem:  # errored at once, not after a runner's timeout
+        if problem:  # errored at once, not after a runner's timeout; the plan's log says why (the CLI prints it)
+            self._store.logs.put(run.plan.id, run.plan.attempt, HEAD, f"Error: {problem}\n".encode())
             created = self._store.load(run.id)
             return self._scheduler.finish(created, created.version, rs.ERRORED, problem)
         if queued or speculative:
