@@ -220,3 +220,13 @@ def test_a_workspace_migrated_from_hcp_terraform_runs_terraform() -> None:
     OpenTofu, and 1.9.5 is a release of both); a Terrace source's own tool moves as it is."""
     assert (_migrated(None)["iac-platform"], _migrated(None)["terraform-version"]) == ("terraform", "1.9.5")
     assert _migrated("opentofu")["iac-platform"] == "opentofu"
+
+
+def test_the_default_tool_setting_names_a_tool() -> None:
+    """A new workspace takes the default tool as its iac-platform: a misspelt setting fails at start, not every
+    workspace's creation with a 422."""
+    from pydantic import ValidationError
+    from terrace.config import Settings
+
+    with pytest.raises(ValidationError, match="default_tool"):
+        Settings(table_name="t", blob_bucket="b", url_signing_secret="s", default_tool="tofu")
