@@ -186,8 +186,9 @@ class Settings(BaseModel):
     tool_mirror_opentofu: str = Field(default="", validation_alias="TERRACE_TOOL_MIRROR_OPENTOFU")
     # armored OpenPGP keys (files or folders of *.asc) trusted to sign SHA256SUMS, for the runners the server starts
     tool_trusted_keys: str = Field(default="", validation_alias="TERRACE_TOOL_TRUSTED_KEYS")
-    # the tool runs use when both hold a satisfying version
-    default_tool: str = Field(default="terraform", validation_alias="TERRACE_DEFAULT_TOOL")
+    # the tool (`iac-platform`) of a new workspace that names none and whose version both tools release; a workspace
+    # stored before workspaces had a tool resolves with it first
+    default_tool: Literal["terraform", "opentofu"] = Field(default="terraform", validation_alias="TERRACE_DEFAULT_TOOL")
     # requests per second per API token under /api/v2 (`X-RateLimit-Limit`); 0 = no limit. The processes that
     # serve clients (`from_env` on AWS, the local stack) use TFC's 30; Settings built in tests have none
     api_rate_limit_per_s: int = Field(default=0, validation_alias="TERRACE_API_RATE_LIMIT_PER_S")

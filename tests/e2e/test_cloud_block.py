@@ -131,9 +131,16 @@ def work(run_stack, tmp_path, tmp_path_factory):
     return make
 
 
-def workspace(run_api: Any, name: str, **attributes: Any) -> str:
-    """A remote-execution workspace (created through the API: not pinned to the client's version); its id."""
-    return str(run_api.create_workspace(name, **{"execution-mode": "remote", **attributes})["id"])
+def workspace(run_api: Any, name: str, client: Client | None = None, **attributes: Any) -> str:
+    """A remote-execution workspace (created through the API: not pinned to the client's version) of `client`'s
+    tool (its iac-platform: a run the other tool's CLI sends errors); its id."""
+    tool = {"execution-mode": "remote", "iac-platform": tool_of(client)}
+    return str(run_api.create_workspace(name, **{**tool, **attributes})["id"])
+
+
+def tool_of(client: Client | None) -> str:
+    """The workspace tool (`iac-platform`) a run of `client` needs."""
+    return "opentofu" if client is not None and client.product == "OpenTofu" else "terraform"
 
 
 def set_variable(run_api: Any, workspace_id: str, key: str, value: str) -> None:
@@ -149,7 +156,7 @@ def outputs(work: Work) -> dict[str, Any]:
 @pytest.mark.parametrize("client", TOFU_REPEATS)
 def test_remote_plan_is_speculative(client, run_api, work, unique):
     name = unique("cplan")
-    ws_id = workspace(run_api, name)
+    ws_id = workspace(run_api, name, client)
     tf = work(client, f'name = "{name}"')
 
     output = tf.run("plan")
@@ -171,7 +178,7 @@ def test_remote_plan_is_speculative(client, run_api, work, unique):
 @pytest.mark.parametrize("client", CLIENTS)
 def test_apply_confirmed_on_stdin_with_a_cli_variable_then_outputs(client, run_api, work, unique):
     name = unique("cyes")
-    ws_id = workspace(run_api, name)
+    ws_id = workspace(run_api, name, client)
     tf = work(client, f'name = "{name}"')
 
     output = tf.run("apply", "-var", "greeting=from the command line", stdin="yes\n")
@@ -189,7 +196,7 @@ def test_apply_confirmed_on_stdin_with_a_cli_variable_then_outputs(client, run_a
 @pytest.mark.parametrize("client", TOFU_REPEATS)
 def test_answering_no_discards_the_run(client, run_api, work, unique):
     name = unique("cno")
-    ws_id = workspace(run_api, name)
+    ws_id = workspace(run_api, name, client)
     tf = work(client, f'name = "{name}"')
 
     output = tf.run("apply", stdin="no\n", check=False)
@@ -203,7 +210,7 @@ def test_answering_no_discards_the_run(client, run_api, work, unique):
 @pytest.mark.parametrize("client", TOFU_REPEATS)
 def test_auto_approve_uses_workspace_variables_and_cli_variables_win(client, run_api, work, unique):
     name = unique("cauto")
-    ws_id = workspace(run_api, name)
+    ws_id = workspace(run_api, name, client)
     set_variable(run_api, ws_id, "greeting", "from the workspace")
     tf = work(client, f'name = "{name}"')
 
@@ -218,7 +225,7 @@ def test_auto_approve_uses_workspace_variables_and_cli_variables_win(client, run
 @pytest.mark.parametrize("client", TOFU_REPEATS)
 def test_state_pull_and_push(client, run_api, work, unique, tmp_path):
     name = unique("cstate")
-    ws_id = workspace(run_api, name)
+    ws_id = workspace(run_api, name, client)
     tf = work(client, f'name = "{name}"')
     tf.run("apply", "-auto-approve", "-input=false")
     applied = current_state(run_api, ws_id)
@@ -284,8 +291,8 @@ output "from_source" {
 @pytest.mark.parametrize("client", TOFU_REPEATS)
 def test_terraform_remote_state_from_a_workspace_with_global_remote_state(client, run_stack, run_api, work, unique):
     source, consumer = unique("csource"), unique("cconsumer")
-    workspace(run_api, source, **{"global-remote-state": True})
-    workspace(run_api, consumer)
+    workspace(run_api, source, client, **{"global-remote-state": True})
+    workspace(run_api, consumer, client)
     work(client, f'name = "{source}"', name="source").run(
         "apply", "-auto-approve", "-input=false", "-var", "greeting=shared"
     )
@@ -304,8 +311,8 @@ def test_terraform_remote_state_from_a_workspace_with_global_remote_state(client
 @pytest.mark.parametrize("client", TOFU_REPEATS)
 def test_terraform_remote_state_is_refused_without_global_remote_state(client, run_stack, run_api, work, unique):
     source, consumer = unique("cprivate"), unique("cconsumer")
-    workspace(run_api, source, **{"global-remote-state": False})
-    workspace(run_api, consumer)
+    workspace(run_api, source, client, **{"global-remote-state": False})
+    workspace(run_api, consumer, client)
     work(client, f'name = "{source}"', name="source").run("apply", "-auto-approve", "-input=false")
     body = (
         REMOTE_STATE.replace("{hostname}", run_stack.hostname)
@@ -323,8 +330,8 @@ def test_terraform_remote_state_is_refused_without_global_remote_state(client, r
 @pytest.mark.parametrize("client", TOFU_REPEATS)
 def test_terraform_remote_state_for_a_listed_remote_state_consumer(client, run_stack, run_api, work, unique):
     source, consumer = unique("cshared"), unique("cconsumer")
-    source_id = workspace(run_api, source, **{"global-remote-state": False})
-    consumer_id = workspace(run_api, consumer)
+    source_id = workspace(run_api, source, client, **{"global-remote-state": False})
+    consumer_id = workspace(run_api, consumer, client)
     run_api.request(
         "POST",
         f"/api/v2/workspaces/{source_id}/relationships/remote-state-consumers",

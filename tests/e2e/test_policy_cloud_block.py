@@ -76,7 +76,7 @@ def policy_set(run_api: Any, name: str, level: str, ws_id: str) -> str:
 @pytest.mark.parametrize("client", CLIENTS)
 def test_a_mandatory_policy_stops_the_apply(run_api, work, unique, client):  # noqa: F811
     name = unique("opamand").replace("-", "_")
-    ws_id = workspace(run_api, name)
+    ws_id = workspace(run_api, name, client)
     policy_set(run_api, name, "mandatory", ws_id)
     tf = work(client, f'name = "{name}"')
 
@@ -97,7 +97,7 @@ def test_a_mandatory_policy_stops_the_apply(run_api, work, unique, client):  # n
 @pytest.mark.parametrize("client", [*TOFU_REPEATS, NEWEST])
 def test_an_advisory_policy_reports_and_the_apply_goes_on(run_api, work, unique, client):  # noqa: F811
     name = unique("opaadv").replace("-", "_")
-    ws_id = workspace(run_api, name)
+    ws_id = workspace(run_api, name, client)
     policy_set(run_api, name, "advisory", ws_id)
     tf = work(client, f'name = "{name}"')
 

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 from e2e_runs import RUN_TIMEOUT_S, TWO_RESOURCES, remote_dir, remote_workspace, runs, wait_final
-from test_cloud_block import TOFU_REPEATS
+from test_cloud_block import TOFU_REPEATS, tool_of
 from test_cloud_block import work as work  # noqa: F401 (the `cloud` block working directories, a fixture)
 
 Api = StackInfo = Terraform = Any
@@ -190,7 +190,7 @@ def test_the_cloud_block_waits_for_the_tasks_and_applies(
     receiver: Receiver,  # noqa: F811
 ) -> None:
     name = unique("tasks-cloud")
-    ws = str(run_api.create_workspace(name, **{"execution-mode": "remote"})["id"])
+    ws = str(run_api.create_workspace(name, **{"execution-mode": "remote", "iac-platform": tool_of(client)})["id"])
     attach(run_api, ws, task(run_api, receiver, unique("cloud"), "/pass"), "mandatory", ["post_plan"])
     done = work(client, f'name = "{name}"')
     output = done.run("apply", "-auto-approve")

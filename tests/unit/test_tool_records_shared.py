@@ -20,7 +20,7 @@ def _service() -> ToolVersionService:
 
 
 def test_resolving_on_a_new_container_does_not_rebuild_the_shipped_records(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert _service().resolve("~> 1.5") == (NEWEST, None)  # made here at the latest
+    assert _service().resolve("~> 1.5") == (NEWEST, "terraform", None)  # made here at the latest
     built: list[tuple[str, str]] = []
     original = tool_releases.official_attributes
 
@@ -30,8 +30,8 @@ def test_resolving_on_a_new_container_does_not_rebuild_the_shipped_records(monke
 
     monkeypatch.setattr(tool_releases, "official_attributes", counting)
     service = _service()
-    assert service.resolve("~> 1.5") == (NEWEST, None)
-    assert service.resolve("1.0.3") == ("1.0.3", None)  # a shipped release, fetched by the runner
+    assert service.resolve("~> 1.5") == (NEWEST, "terraform", None)
+    assert service.resolve("1.0.3") == ("1.0.3", "terraform", None)  # a shipped release, fetched by the runner
     assert len(service.list("terraform")) == len(set(tool_releases.TERRAFORM) | set(CATALOG["terraform"]))
     assert built == []
 
@@ -53,11 +53,11 @@ def test_changing_a_shipped_record_changes_it_for_that_deployment_only() -> None
     changed = first.update("terraform", shipped.id, {"enabled": False, "url": "https://mirror.example/tf.zip"})
     assert not changed.enabled and changed.url == "https://mirror.example/tf.zip"
     assert NEWEST not in first.usable_versions("terraform")
-    assert first.resolve("~> 1.5") == (SECOND, None)
+    assert first.resolve("~> 1.5") == (SECOND, "terraform", None)
     first.delete("terraform", next(r.id for r in first.list("terraform") if r.version == "1.10.5"))
     assert "1.10.5" not in [r.version for r in first.list("terraform")]
     other = _service()  # the same process, another deployment's table: the build's records as shipped
     same = next(r for r in other.list("terraform") if r.version == NEWEST)
     assert same.enabled and same.url == shipped.url and same.id == shipped.id
     assert "1.10.5" in [r.version for r in other.list("terraform")]
-    assert other.resolve("~> 1.5") == (NEWEST, None)
+    assert other.resolve("~> 1.5") == (NEWEST, "terraform", None)

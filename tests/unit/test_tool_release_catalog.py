@@ -87,10 +87,13 @@ ATTRIBUTES = {
 
 
 def test_usage_counts_the_workspaces_pinned_to_a_version_for_the_tool_their_runs_use(site: Site) -> None:  # noqa: F811
-    """TFE's `usage`: how many workspaces use the version. 1.9.4 is a release of both tools: the deployment's runs
-    take terraform's (its default tool), so OpenTofu 1.9.4 has no user; 1.10.10 is OpenTofu's only."""
-    for n, version in enumerate(("1.9.4", "1.9.4", "1.10.10", "~> 1.9")):
-        body = {"data": {"type": "workspaces", "attributes": {"name": f"u{n}", "terraform-version": version}}}
+    """TFE's `usage`: how many workspaces use the version. 1.9.4 is a release of both tools: a workspace's runs
+    take its tool's (`iac-platform`; the deployment's default, terraform, when it names none), so OpenTofu 1.9.4 has
+    the one OpenTofu workspace; 1.10.10 is OpenTofu's only."""
+    asked = (("1.9.4", None), ("1.9.4", None), ("1.10.10", None), ("~> 1.9", None), ("1.9.4", "opentofu"))
+    for n, (version, tool) in enumerate(asked):
+        attributes = {"name": f"u{n}", "terraform-version": version, **({"iac-platform": tool} if tool else {})}
+        body = {"data": {"type": "workspaces", "attributes": attributes}}
         assert (
             site.client.post("/api/v2/organizations/acme/workspaces", json=body, headers=site.user).status_code == 201
         )
@@ -104,7 +107,7 @@ def test_usage_counts_the_workspaces_pinned_to_a_version_for_the_tool_their_runs
         assert read["attributes"]["usage"] == record["attributes"]["usage"]
         return record["attributes"]["usage"]
 
-    assert usage("terraform-versions", "1.9.4") == 2 and usage("opentofu-versions", "1.9.4") == 0
+    assert usage("terraform-versions", "1.9.4") == 2 and usage("opentofu-versions", "1.9.4") == 1
     assert usage("opentofu-versions", "1.10.10") == 1 and usage("terraform-versions", "1.9.8") == 0
 
 

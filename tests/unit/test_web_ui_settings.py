@@ -102,3 +102,36 @@ def test_an_expired_token_ends_its_session(env: Env, monkeypatch: pytest.MonkeyP
     now = clock.epoch()  # the token's expiry passes (its token item and its lookup item both carry it)
     monkeypatch.setattr(clock, "epoch", lambda: now + 61)
     assert client.get("/app").status_code == 303
+
+
+def test_the_tool_is_chosen_beside_its_versions(env: Env) -> None:
+    client = signed_in(env)
+    page = client.get(URL)
+    assert '<option value="terraform" selected>Terraform</option>' in page.text  # the deployment's default tool
+    assert 'list="versions-terraform"' in page.text
+    assert (
+        '<datalist id="versions-opentofu" data-tool="opentofu">' in page.text and '<option value="1.9.4">' in page.text
+    )
+    token = csrf_of(page.text)
+    bad = client.post(URL, data={"execution_mode": "local", "iac_platform": "pulumi", "csrf_token": token})
+    assert bad.status_code == 422 and "iac-platform must be one of terraform, opentofu" in bad.text
+    assert env.ws().tool == "terraform"
+    form = {"execution_mode": "local", "iac_platform": "opentofu", "terraform_version": "1.9.4", "csrf_token": token}
+    assert client.post(URL, data=form).status_code == 303
+    assert (env.ws().tool, env.ws().terraform_version) == ("opentofu", "1.9.4")
+    shown = client.get(URL).text
+    assert '<option value="opentofu" selected>OpenTofu</option>' in shown and 'list="versions-opentofu"' in shown
+
+
+def test_a_new_workspace_takes_the_tool_chosen_and_its_page_names_it(env: Env) -> None:
+    client = signed_in(env)
+    page = client.get("/app/acme/workspaces/new")
+    assert '<option value="terraform" selected>Terraform</option>' in page.text  # the deployment's default tool
+    form = {"name": "tofu-ws", "execution_mode": "remote", "iac_platform": "opentofu", "csrf_token": csrf_of(page.text)}
+    created = client.post("/app/acme/workspaces/new", data=form)
+    assert created.status_code == 303, created.text
+    ws = env.container.workspaces.get_by_name(env.principal, "acme", "tofu-ws")
+    assert ws.tool == "opentofu"
+    assert '<dd id="ws-tool">OpenTofu latest</dd>' in client.get("/app/acme/workspaces/tofu-ws").text
+    refused = client.post("/app/acme/workspaces/new", data={**form, "name": "bad", "iac_platform": "pulumi"})
+    assert refused.status_code == 422 and "iac-platform must be one of terraform, opentofu" in refused.text

@@ -132,6 +132,7 @@ class Run:
     save_plan: bool = False
     allow_empty_apply: bool = False
     terraform_version: str = "latest"
+    tool: str = ""  # the tool of the exact version the run resolved to; "": recorded before runs had one
     variables: list[dict[str, str]] = field(default_factory=list)
     # The variables the run resolved when it was created, after precedence, each with its source (a variable set,
     # the workspace, the run) and its value, a sensitive one only as the ciphertext it was stored with and that

@@ -23,6 +23,33 @@ CATALOGS = {
     "sentinel-versions": "sentinel",
 }
 BINARY_NAMES = {"terraform": "terraform", "opentofu": "tofu"}
+PRODUCTS = {"terraform": "Terraform", "opentofu": "OpenTofu"}
+# A workspace's tool: Terrace's extension of the TFC workspace, named as Scalr's workspaces name it (Terrakube's
+# `iacType`); absent, a TFC client's `terraform-version` keeps its meaning
+TOOL_ATTRIBUTE = "iac-platform"
+
+
+def check_tool(value: object) -> str:
+    """`terraform` or `opentofu`; anything else is a 422."""
+    if value not in TOOLS:
+        pointer = f"/data/attributes/{TOOL_ATTRIBUTE}"
+        raise Invalid(f"{TOOL_ATTRIBUTE} must be one of {', '.join(TOOLS)}", pointer=pointer)
+    return str(value)
+
+
+def client_tool(user_agent: str | None, version_header: str | None) -> str:
+    """The tool of the CLI that sent a request, "" for any other client: OpenTofu names itself in its User-Agent
+    (`OpenTofu/1.9.4`) on every request; terraform's `cloud`/`remote` backend sends `go-tfe` with a
+    `Terraform-Version` header (its service discovery: `HashiCorp Terraform/1.11.4 (+https://www.terraform.io)`)."""
+    agent = (user_agent or "").strip()
+    if agent.startswith("OpenTofu/"):
+        return "opentofu"
+    go_tfe = agent == "go-tfe" and bool((version_header or "").strip())
+    if agent.startswith(("HashiCorp Terraform/", "Terraform/")) or go_tfe:
+        return "terraform"
+    return ""
+
+
 # the detached OpenPGP signature of a release's SHA256SUMS, by the names each vendor publishes it under (OpenTofu's
 # `.sig` is cosign's, not OpenPGP's)
 SIGNATURE_SUFFIXES = {"terraform": (".72D7468F.sig", ".sig"), "opentofu": (".gpgsig",)}
@@ -33,6 +60,18 @@ def listed_sums(sums: bytes) -> dict[str, str]:
     """The SHA-256 a SHA256SUMS file lists for each archive name."""
     lines = (_SUMS_LINE.match(line.strip()) for line in sums.decode("utf-8", errors="replace").splitlines())
     return {match.group(2): match.group(1) for match in lines if match}
+
+
+def mismatch(client: str, tool: str, workspace: str) -> str | None:
+    """Why a run `client` (a CLI's tool, "" unknown) sent to a workspace whose runs use `tool` must not run: a
+    plan of one tool applied by the other, or state one wrote read by the other, can corrupt state."""
+    if not client or not tool or client == tool:
+        return None
+    return (
+        f"workspace {workspace} runs {PRODUCTS[tool]} (its {TOOL_ATTRIBUTE} is {tool}) and this run was sent by "
+        f"{PRODUCTS[client]}: a run never switches tools. Use {BINARY_NAMES[tool]} with this workspace, or set its "
+        f"{TOOL_ATTRIBUTE} to {client} first."
+    )
 
 
 VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?\Z")

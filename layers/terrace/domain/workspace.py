@@ -81,6 +81,9 @@ class Workspace:
     auto_apply: bool = False
     auto_apply_run_trigger: bool = False  # runs its run triggers queue apply without confirmation
     terraform_version: str = "latest"
+    # "terraform" | "opentofu" (`iac-platform`); "": stored before workspaces had a tool, its runs resolve as they
+    # did (the deployment's default tool first: `ToolVersionService.tool_for`)
+    tool: str = ""
     working_directory: str = ""
     global_remote_state: bool = False
     project_remote_state: bool = False  # its state is shared with the workspaces of its project (not with both)

@@ -21,6 +21,9 @@ def workspace(m: Migration, ws: dict[str, Any]) -> str | None:
     attrs, name = ws["attributes"], ws["attributes"]["name"]
     existing = m.target.get(f"/organizations/{m.org}/workspaces/{name}") if m.org_id else None
     wanted = {k: attrs[k] for k in WORKSPACE_SETTINGS if attrs.get(k) is not None}
+    # the tool its runs use: a Terrace source's own; HCP Terraform and TFE run Terraform only (the target's default
+    # tool may be OpenTofu, and 1.6 to 1.12 are releases of both)
+    wanted["iac-platform"] = attrs.get("iac-platform") or "terraform"
     overwrites = attrs.get("setting-overwrites") or {}
     if overwrites.get("execution-mode") is False:  # inherited from the organization's default: keep it so
         wanted.pop("execution-mode", None)
@@ -52,7 +55,7 @@ def workspace(m: Migration, ws: dict[str, Any]) -> str | None:
         m.target.request("PATCH", f"/workspaces/{wid}", body)
 
     compared = None if existing is None else {**existing, "attributes": current}
-    keys = (*WORKSPACE_SETTINGS, "agent-pool-id", *RELATIONSHIPS)
+    keys = (*WORKSPACE_SETTINGS, "iac-platform", "agent-pool-id", *RELATIONSHIPS)
     target_id = m.sync("workspace", name, wanted, compared, create, update, keys)
     m.ids.workspaces[ws["id"]] = target_id
     tags(m, name, attrs.get("tag-names") or [], existing, target_id)

@@ -32,10 +32,10 @@ def describe(catalog: Catalog) -> str:
     return ",".join(f"{tool}={v}" for tool in tv.TOOLS for v in tv.ordered(catalog.get(tool, {})))
 
 
-def choose(catalog: Catalog, requested: str, default_tool: str) -> tuple[str, str, str] | None:
+def choose(catalog: Catalog, requested: str, default_tool: str, only: bool = False) -> tuple[str, str, str] | None:
     """(tool, version, path) of the newest binary satisfying `requested`: of the default tool when it has
-    one, else of the other tool; None when no binary satisfies it."""
-    for tool in sorted(tv.TOOLS, key=lambda t: t != default_tool):
+    one, else (unless `only`: the run's tool) of the other tool; None when no binary satisfies it."""
+    for tool in [default_tool] if only else sorted(tv.TOOLS, key=lambda t: t != default_tool):
         version = tv.newest(requested, catalog.get(tool, {}))
         if version is not None:
             return tool, version, catalog[tool][version]

@@ -151,16 +151,22 @@ def _resolve(path: str) -> str:
 
 
 def select_binary(
-    requested: str, default: str, installed: dict[str, str], catalog: Catalog | None = None, default_tool: str = ""
+    requested: str,
+    default: str,
+    installed: dict[str, str],
+    catalog: Catalog | None = None,
+    default_tool: str = "",
+    only: bool = False,
 ) -> Binary:
     """The binary for a workspace's terraform-version (a version, a constraint or `latest`): the newest in the
-    catalog that satisfies it; else the default binary for `latest`, or an installed one of that exact version."""
+    catalog that satisfies it; else the default binary for `latest`, or an installed one of that exact version.
+    `only`: the binary must be of `default_tool` (the run's tool), never of the other."""
     wanted = requested.strip().removeprefix("v") or "latest"
     try:
         wanted = tool_versions.check_constraint(wanted)
     except Invalid as exc:
         raise RunSetupError(exc.detail) from exc
-    chosen = runner_catalog.choose(catalog or {}, wanted, default_tool) if catalog else None
+    chosen = runner_catalog.choose(catalog or {}, wanted, default_tool, only) if catalog else None
     if chosen is not None:
         tool, version, path = chosen
         return Binary(path=path, version=version, product="OpenTofu" if tool == "opentofu" else "Terraform")
@@ -179,4 +185,9 @@ def select_binary(
                 f"installed: {held if catalog and held != 'none' else ', '.join(versions)}"
             )
     product = "OpenTofu" if "tofu" in Path(path).name else "Terraform"
+    if only and product != tool_versions.PRODUCTS.get(default_tool, product):
+        raise RunSetupError(
+            f"the run uses {tool_versions.PRODUCTS[default_tool]} {requested!r} and this runner holds no such binary"
+            f"; held: {runner_catalog.available(catalog or {})}"
+        )
     return Binary(path=path, version=detect_version(path), product=product)

@@ -87,8 +87,14 @@ class JobSteps:
     def banner(self, job: Job, doing: str) -> None:
         """The binary and the three lines an apply log must begin with (the CLI skips them)."""
         held = runner_catalog.scan(self.config.tools_dir)  # per job: a folder an operator adds counts at once
+        tool = job.spec.tool if job.spec.tool in tool_versions.TOOLS else ""  # the run's: never the other
         job.binary = self._pinned(job, held) or commands.select_binary(
-            job.spec.terraform_version, self.config.tf_binary, self.config.tf_binaries, held, self.config.default_tool
+            job.spec.terraform_version,
+            self.config.tf_binary,
+            self.config.tf_binaries,
+            held,
+            tool or self.config.default_tool,
+            only=bool(tool),
         )
         job.log.line(f"{job.binary.product} v{job.binary.version or 'unknown'}")
         job.log.line("on linux_amd64")

@@ -79,6 +79,7 @@ WORKSPACE = document(
         "auto-apply": BOOL,
         "auto-apply-run-trigger": BOOL,
         "terraform-version": STRING,
+        "iac-platform": {"type": "string", "enum": ["terraform", "opentofu"]},  # Terrace's: the tool its runs use
         "working-directory": text(limits.WORKING_DIRECTORY_MAX),
         "global-remote-state": BOOL,
         "queue-all-runs": BOOL,

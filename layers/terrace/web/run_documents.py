@@ -138,6 +138,7 @@ def included(container: Container, principal: Principal, page: list[Run], names:
                         container.workspaces.permissions(principal, ws),
                         container.workspaces.organization_of(ws),
                         container.workspaces.defaults_from(ws),
+                        container.workspaces.tool_of(ws),
                     )
                 )
         if "configuration_version" in names:

@@ -84,10 +84,11 @@ def entitlement_set(org: Organization) -> dict[str, Any]:
 
 
 def workspace(
-    ws: Workspace, permissions: dict[str, bool], org: Organization, project: Project | None = None
+    ws: Workspace, permissions: dict[str, bool], org: Organization, project: Project | None = None, tool: str = ""
 ) -> dict[str, Any]:
     """`org` is the workspace's organization: its current name; the execution mode and agent pool it inherits come
-    from its `project` when that sets them, else from `org`."""
+    from its `project` when that sets them, else from `org`; `tool` the one its runs use (`WorkspaceService.tool_of`,
+    `iac-platform`: Terrace's extension)."""
     from terrace.domain import retention
     from terrace.domain.agent_pools import execution_mode_of, pool_of
     from terrace.domain.projects import default_project_id
@@ -106,6 +107,7 @@ def workspace(
         "auto-apply": ws.auto_apply,
         "auto-apply-run-trigger": ws.auto_apply_run_trigger,
         "terraform-version": ws.terraform_version,
+        "iac-platform": tool or ws.tool or None,
         "working-directory": ws.working_directory,
         "global-remote-state": ws.global_remote_state,
         "project-remote-state": ws.project_remote_state,

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from terrace.services.access.projects import ProjectService
     from terrace.services.access.team_access import TeamAccessService
     from terrace.services.access.teams import TeamService
+    from terrace.services.admin.tool_versions import ToolVersionService
     from terrace.services.runs.assessments import AssessmentService
     from terrace.services.runs.health import HealthPages
     from terrace.services.runs.runs import RunService
@@ -39,6 +40,7 @@ class PageServices:
     state_versions: StateVersionService
     runs: RunService
     assessments: AssessmentService  # wiring/run_services.py
+    tool_versions: ToolVersionService  # wiring/admin_services.py
 
     @cached_property
     def project_pages(self) -> ProjectPages:
@@ -56,7 +58,9 @@ class PageServices:
     def workspace_settings(self) -> WorkspaceSettings:
         from terrace.services.workflows.workspace_settings import WorkspaceSettings
 
-        return WorkspaceSettings(self.workspaces, self.agent_pools, self.projects)
+        return WorkspaceSettings(
+            self.workspaces, self.agent_pools, self.projects, lambda tool: self.tool_versions.usable_versions(tool)
+        )
 
     @cached_property
     def health_pages(self) -> HealthPages:

@@ -140,7 +140,7 @@ class RunServices:
             self.configuration_versions,
             self.settings,
             organizations=self.organizations,
-            resolve_version=lambda requested: self.tool_versions.resolve(requested),
+            resolve_version=lambda requested, tool: self.tool_versions.resolve(requested, tool),
             resolve_variables=lambda ws, run_variables: self.effective_variables.resolve_for_run(ws, run_variables),
             cost_estimation_on=lambda: bool(self.admin_settings.current("cost-estimation")["enabled"]),
         )

@@ -86,7 +86,8 @@ class WorkspaceServices:
             self.authz,
             self.organizations,
             self.projects,
-            settle_terraform_version=lambda requested: self.tool_versions.settle(requested),
+            settle_terraform_version=lambda requested, tool: self.tool_versions.settle(requested, tool),
+            tool_for=lambda requested: self.tool_versions.tool_for(requested),
             check_agent_pool=lambda ws: self.agent_pool_bindings.check_workspace(ws),
             secure_hyok=lambda ws: self.hyok_state_keys.secure_workspace(ws),  # wiring/hyok_services.py
             remote_state_default=lambda: self.admin_settings.default_remote_state_access(),

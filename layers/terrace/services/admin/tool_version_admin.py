@@ -34,17 +34,18 @@ class ToolVersionAdmin:
         return KINDS[kind]
 
     def _usage(self, principal: Principal, tool: str = "terraform") -> Usage:
-        """Workspaces pinned to each exact version whose runs use `tool`: a version both tools release counts for
-        the one runs resolve it to (the default tool first, `ToolVersionService.tool_of`), never for both."""
+        """Workspaces pinned to each exact version whose runs use `tool`: the workspace's own (`iac-platform`); for
+        one stored before workspaces had a tool, a version both tools release counts for the one its runs resolve
+        it to (the default tool first, `ToolVersionService.tool_of`), never for both."""
         counts: Usage = {}
         if tool not in tv.TOOLS:
             return counts  # a policy tool's version is asked for by no workspace
         owners: dict[str, str] = {}
         for ws in self._site.workspaces(principal)[0]:
             version = ws.terraform_version
-            if version not in owners:
+            if not ws.tool and version not in owners:
                 owners[version] = self._versions.tool_of(version) or self._versions.default_tool
-            if owners[version] == tool:
+            if (ws.tool or owners[version]) == tool:
                 counts[version] = counts.get(version, 0) + 1
         return counts
 

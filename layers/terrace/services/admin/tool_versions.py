@@ -55,6 +55,7 @@ class ToolVersionService:
         self._builds = dict(builds or {})
         self._catalog = {tool: tv.ordered(versions) for tool, versions in catalog.items()}
         self._usable_cache: dict[str, tuple[float, builtins.list[str]]] = {}
+        self._tool_for_cache: dict[str, tuple[float, str]] = {}
 
     @property
     def default_tool(self) -> str:
@@ -148,31 +149,57 @@ class ToolVersionService:
     def _held(self) -> dict[str, builtins.list[str]]:
         return {tool: self.usable_versions(tool) for tool in tv.TOOLS}
 
-    def resolve(self, requested: str) -> tuple[str, str | None]:
-        """(the newest usable version satisfying `requested`, None), or (`requested`, why no runner can run it):
-        of the default tool when it has one, else of the other (as the runner chooses its binary). A deployment
-        that does not say what its runners hold leaves `requested` to the runner."""
-        held: dict[str, builtins.list[str]] = {}
-        for tool in sorted(tv.TOOLS, key=lambda tool: tool != self._default_tool):  # the other tool read if needed
-            held[tool] = self.usable_versions(tool)
-            try:
-                found = tv.newest(requested, held[tool]) if held[tool] else None
-            except Invalid:
-                return requested, None  # not a constraint at all: the runner reports it
-            if found:
-                return found, None
-        if not any(held.values()):
-            return requested, None
-        listed = ", ".join(entry for tool in tv.TOOLS for entry in _series(tool, held[tool]))
-        return requested, f"no runner has a terraform version satisfying {requested!r}; available: {listed}"
+    def _order(self, tool: str) -> builtins.list[str]:
+        """The tools a run of a workspace of `tool` may use: that one only; for "" (a workspace stored before
+        workspaces had a tool) the default tool first, then the other, as its runs always resolved."""
+        return [tool] if tool in tv.TOOLS else sorted(tv.TOOLS, key=lambda t: t != self._default_tool)
 
-    def settle(self, requested: Any) -> Any:
-        """The terraform-version to store for a workspace: a client newer than every runner (terraform 1.12
-        creating a workspace through its `cloud` block on a deployment holding 1.11) gets the newest version
-        held of its major version instead of a pin no runner can run; anything else is kept as asked."""
+    def resolve(self, requested: str, tool: str = "") -> tuple[str, str, str | None]:
+        """(the newest usable version of `tool` satisfying `requested`, its tool, None), or (`requested`, `tool`,
+        why no runner can run it). A deployment that does not say what its runners hold leaves `requested` to
+        the runner (of `tool` when named)."""
+        held: dict[str, builtins.list[str]] = {}
+        for candidate in self._order(tool):  # the other tool read if needed
+            held[candidate] = self.usable_versions(candidate)
+            try:
+                found = tv.newest(requested, held[candidate]) if held[candidate] else None
+            except Invalid:
+                return requested, tool, None  # not a constraint at all: the runner reports it
+            if found:
+                return found, candidate, None
+        if not any(held.values()) and not (tool and self._any_held()):
+            return requested, tool, None
+        listed = ", ".join(entry for t in held for entry in _series(t, held[t])) or "none"
+        if tool:
+            product = tv.PRODUCTS[tool]
+            why = f"no runner has a version of {product} satisfying {requested!r} (the workspace's iac-platform"
+            return requested, tool, f"{why} is {tool}); {product} versions available: {listed}"
+        return requested, "", f"no runner has a terraform version satisfying {requested!r}; available: {listed}"
+
+    def _any_held(self) -> bool:
+        return any(self._held().values())
+
+    def tool_for(self, requested: str) -> str:
+        """The tool the runs of a workspace without one (stored before workspaces had a tool) resolve
+        `requested` to: the default tool unless only the other has a version satisfying it. Remembered for
+        USABLE_TTL_S per process (a list of such workspaces asks once per terraform-version, not per workspace)."""
+        now = time.monotonic()
+        known = self._tool_for_cache.get(requested)
+        if known is None or now - known[0] >= USABLE_TTL_S:
+            if len(self._tool_for_cache) >= 1024:
+                self._tool_for_cache.clear()
+            known = (now, self.resolve(requested)[1] or self._default_tool)
+            self._tool_for_cache[requested] = known
+        return known[1]
+
+    def settle(self, requested: Any, tool: str = "") -> Any:
+        """The terraform-version to store for a workspace of `tool` ("": any): a client newer than every runner
+        (terraform 1.12 creating a workspace through its `cloud` block on a deployment holding 1.11) gets the
+        newest version held of its major version instead of a pin no runner can run; anything else is kept."""
         if not isinstance(requested, str) or not tv.is_version(requested):
             return requested
-        versions = [v for vs in self._held().values() for v in vs]
+        held = self._held()
+        versions = [v for t in self._order(tool) for v in held[t]]
         asked = tv.parse(requested)
         if not versions or requested.removeprefix("v") in versions or asked <= max(tv.parse(v) for v in versions):
             return requested
@@ -193,6 +220,7 @@ class ToolVersionService:
         item.update(created_at=clock.now_iso(), official=False, enabled=True, beta=False, deprecated=False)
         self.apply_attributes(item, {**attrs, "version": version})
         self._usable_cache.pop(tool, None)
+        self._tool_for_cache.clear()
         if not self._store.create(item):
             raise Conflict(f"{tool} version {version} already exists", meta={"pointer": "/data/attributes/version"})
         return record(item, self._usable(), self._downloads)
@@ -204,6 +232,7 @@ class ToolVersionService:
         expected = item["version"]
         item["version"] = expected + 1
         self._usable_cache.pop(tool, None)
+        self._tool_for_cache.clear()
         stored = self._store.create(item) if expected == 0 else self._store.replace(item, expected, old)
         if not stored:  # a shipped record is stored from its first change on
             raise Conflict(f"{tool} version {item['tool_version']} already exists or the record changed")
@@ -212,6 +241,7 @@ class ToolVersionService:
     def delete(self, tool: str, record_id: str) -> None:
         item = self._item(tool, record_id)
         self._usable_cache.pop(tool, None)
+        self._tool_for_cache.clear()
         shipped = {i["tool_version"] for i in self._shipped(tool)}
         if item["tool_version"] not in shipped:
             self._store.delete(item)
@@ -240,7 +270,7 @@ class ToolVersionService:
 def _series(tool: str, versions: builtins.list[str]) -> builtins.list[str]:
     """`versions` (oldest first) as a run's error names them: each unbroken run of patch releases of one minor
     version as its ends (`Terraform 1.0.0 to 1.0.11`: the whole catalog in a few hundred characters, not 3 KB)."""
-    product = "OpenTofu" if tool == "opentofu" else "Terraform"
+    product = tv.PRODUCTS[tool]
     runs: builtins.list[builtins.list[str]] = []
     for version in versions:
         key = tv.parse(version)

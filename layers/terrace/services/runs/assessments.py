@@ -128,7 +128,7 @@ class AssessmentService:
         cv = self._cvs.load(self._store.load(ws.latest_run_id).configuration_version_id)
         if cv.status != UPLOADED:
             return "skipped"
-        version, problem = self._runs.resolve_version(ws.terraform_version)
+        version, tool, problem = self._runs.resolve_version(ws.terraform_version, ws.tool)
         if problem:
             return "skipped"
         run = new_side_run(
@@ -138,6 +138,7 @@ class AssessmentService:
             message="Health assessment",
             source=ASSESSOR,
             terraform_version=version,
+            tool=tool,
             refresh_only=True,
             assessment=True,
         )

@@ -58,7 +58,8 @@ class JobSpecs:
         ttl = self._settings.phase_deadline_s
         variables = self._variables.recorded(run)
         phase: Phase = "plan" if name == "plan" else "apply"
-        tool = self._tool_of(run.terraform_version)
+        tool = run.tool or self._tool_of(run.terraform_version)  # a run recorded before runs had a tool: its
+        # version's, the default tool first, as it was resolved
         tool_cache = self._tool_cache(tool, run.terraform_version, ttl, own_runner)
         # none for a module's test run: its test workspace is no workspace a cloud trusts, and a token naming it
         # must never pass for a real workspace's

@@ -63,7 +63,7 @@ class ModuleTestRunService:
         options = model.options(attrs)
         variables = run_attributes.variables(attrs)
         cv = self._configuration_of(ws, cv_id)
-        version, problem = self._runs.resolve_version(ws.terraform_version)
+        version, tool, problem = self._runs.resolve_version(ws.terraform_version, ws.tool)
         run = new_side_run(
             ws,
             cv.id,
@@ -71,6 +71,7 @@ class ModuleTestRunService:
             message=MESSAGE,
             source="terraform-cli",
             terraform_version=version,
+            tool=tool,
             variables=variables,
             test=True,
             test_options=options.model_dump(),

@@ -68,7 +68,7 @@ class QueryRunService:
             raise Invalid("terraform-version must be a string", pointer="/data/attributes/terraform-version")
         cv = self._runs.configuration_for(principal, ws, cv_id)
         pool = self._runs.agent_pool(ws)
-        version, problem = self._runs.resolve_version(version)
+        version, tool, problem = self._runs.resolve_version(version, ws.tool)
         run = new_side_run(
             ws,
             cv.id,
@@ -76,6 +76,7 @@ class QueryRunService:
             message=MESSAGE,
             source=source,
             terraform_version=version,
+            tool=tool,
             variables=variables,
             agent_pool_id=pool,
             query=True,

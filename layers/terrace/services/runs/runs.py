@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from terrace.config import Settings
-from terrace.domain import clock, cost_estimation, limits, vcs_events
+from terrace.domain import clock, cost_estimation, limits, tool_versions, vcs_events
 from terrace.domain import runs as rs
 from terrace.domain.auto_destroy import SOURCE as AUTO_DESTROY_SOURCE
 from terrace.domain.configuration_versions import UPLOADED, ConfigurationVersion
@@ -25,11 +25,12 @@ from terrace.services.runs.configuration_versions import ConfigurationVersionSer
 from terrace.services.runs.run_actions import RunActions
 from terrace.services.runs.scheduler import RunScheduler
 from terrace.services.runs.store import RunStore, triggered_event
+from terrace.services.runs.store_logs import HEAD
 from terrace.services.unit_of_work import unit_of_work
 from terrace.services.workspaces.workspaces import WorkspaceService
 
 # the ports the composition root fills: the admin area's tool versions, the workspaces area's effective variables
-VersionResolver = Callable[[str], tuple[str, str | None]]
+VersionResolver = Callable[[str, str], tuple[str, str, str | None]]
 RunVariablesResolver = Callable[[Workspace, list[dict[str, str]]], list[dict[str, Any]] | None]
 
 
@@ -54,8 +55,8 @@ class RunService(RunActions):
         self._workspaces = workspaces
         self._cvs = configuration_versions
         self._settings = settings
-        # a run's terraform-version -> (the exact version it runs with, or why no runner can run it)
-        # (ToolVersionService.resolve)
+        # a run's terraform-version and its workspace's tool -> (the exact version it runs with, its tool, or why
+        # no runner can run it) (ToolVersionService.resolve)
         self.resolve_version = resolve_version
         # the variables a new run records: its workspace's, its variable sets' and its own, after precedence
         # (EffectiveVariables.resolve_for_run; None: the run records none and its job spec reads the
@@ -71,22 +72,36 @@ class RunService(RunActions):
             return self._create_checked(principal, ws, attrs, cv_id, source)
 
     def create_for(
-        self, principal: Principal, workspace_id: str, attrs: dict[str, Any], cv_id: str | None, source: str = API
+        self,
+        principal: Principal,
+        workspace_id: str,
+        attrs: dict[str, Any],
+        cv_id: str | None,
+        source: str = API,
+        *,
+        client: str = "",
     ) -> tuple[Run, Workspace]:
         """`create` in the workspace `workspace_id` (`POST /runs`): the run and its workspace, read in the same
-        unit of work as the run's steps."""
+        unit of work as the run's steps. `client`: the tool of the CLI that sent it ("": another client), which
+        must be the workspace's (`tool_versions.mismatch`: the run errors at once)."""
         with unit_of_work():
             ws = self._workspaces.get(principal, workspace_id)
-            return self._create_checked(principal, ws, attrs, cv_id, source), ws
+            return self._create_checked(principal, ws, attrs, cv_id, source, client), ws
 
     def _create_checked(
-        self, principal: Principal, ws: Workspace, attrs: dict[str, Any], cv_id: str | None, source: str
+        self,
+        principal: Principal,
+        ws: Workspace,
+        attrs: dict[str, Any],
+        cv_id: str | None,
+        source: str,
+        client: str = "",
     ) -> Run:
         self._workspaces.authorize(principal, Action.QUEUE_RUN, ws)
         self.require_remote_execution(ws)  # before any write: a refused run leaves nothing behind
         cv = self.configuration_for(principal, ws, cv_id)
         may_apply = self._workspaces.can(principal, Action.APPLY_RUN, ws)
-        return self._create(ws, attrs, cv, principal.username, may_apply, source=source)
+        return self._create(ws, attrs, cv, principal.username, may_apply, source=source, client=client)
 
     def configuration_for(self, principal: Principal, ws: Workspace, cv_id: str | None) -> ConfigurationVersion:
         """The uploaded configuration version a new run (or query run) of `ws` runs: `cv_id`, else the latest."""
@@ -178,6 +193,7 @@ class RunService(RunActions):
         trigger: tuple[str, dict[str, Any]] | None = None,
         source: str = API,
         run_id: str | None = None,
+        client: str = "",
     ) -> Run:
         plan_only = run_attributes.boolean(attrs, "plan-only", cv.speculative)
         is_destroy = run_attributes.boolean(attrs, "is-destroy", False)
@@ -191,7 +207,8 @@ class RunService(RunActions):
         version = attrs.get("terraform-version") or ws.terraform_version
         if not isinstance(version, str) or len(version) > 64:
             raise Invalid("terraform-version must be a string", pointer="/data/attributes/terraform-version")
-        version, problem = self.resolve_version(version)
+        version, tool, problem = self.resolve_version(version, ws.tool)
+        problem = problem or tool_versions.mismatch(client, tool, ws.name)
         suffix = (trigger[0] if trigger else run_id or new_id("run")).split("-", 1)[1]
         now = clock.now_iso()
         run = Run(
@@ -214,6 +231,7 @@ class RunService(RunActions):
             save_plan=run_attributes.boolean(attrs, "save-plan", False),
             allow_empty_apply=run_attributes.boolean(attrs, "allow-empty-apply", False),
             terraform_version=version,
+            tool=tool,
             variables=run_attributes.variables(attrs),
             plan=PhaseState(id=f"plan-{suffix}"),
             apply=PhaseState(id=f"apply-{suffix}"),
@@ -245,7 +263,8 @@ class RunService(RunActions):
         run, started, queued = self._scheduler.admit(
             run, triggered_event(run, now), may_start=not plan_only and not problem
         )
-        if problem:  # errored at once, not after a runner's timeout
+        if problem:  # errored at once, not after a runner's timeout; the plan's log says why (the CLI prints it)
+            self._store.logs.put(run.plan.id, run.plan.attempt, HEAD, f"Error: {problem}\n".encode())
             created = self._store.load(run.id)
             return self._scheduler.finish(created, created.version, rs.ERRORED, problem)
         if queued or speculative:

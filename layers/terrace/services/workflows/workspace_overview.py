@@ -30,6 +30,7 @@ class Overview:
     project_name: str = "Default Project"
     change_requests: list[ChangeRequest] = field(default_factory=list)  # not archived, newest first
     has_configuration: bool = True  # an uploaded configuration version a new run would plan
+    tool: str = "terraform"  # the tool its runs use (`iac-platform`)
 
 
 class WorkspaceOverview:
@@ -64,4 +65,5 @@ class WorkspaceOverview:
         project = self._workspaces.project_name_of(ws)
         configured = self._runs.has_configuration(principal, ws)
         mode, requests = self._workspaces.execution_mode(ws), self._change_requests.open_of(ws)
-        return Overview(ws, shown, outputs, resources, mode, can, project, requests, configured)
+        tool = self._workspaces.tool_of(ws)
+        return Overview(ws, shown, outputs, resources, mode, can, project, requests, configured, tool)

@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from terrace.domain import auto_destroy, hyok, limits
+from terrace.domain import auto_destroy, hyok, limits, tool_versions
 from terrace.domain import workspace as model
 from terrace.domain.errors import Invalid
 from terrace.domain.tags import tag_bindings
@@ -22,6 +22,7 @@ UPDATABLE: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "auto-apply": ("auto_apply", _BOOL("auto-apply")),
     "auto-apply-run-trigger": ("auto_apply_run_trigger", _BOOL("auto-apply-run-trigger")),
     "terraform-version": ("terraform_version", model.validate_terraform_version),
+    tool_versions.TOOL_ATTRIBUTE: ("tool", tool_versions.check_tool),
     "working-directory": ("working_directory", model.validate_working_directory),
     "global-remote-state": ("global_remote_state", _BOOL("global-remote-state")),
     "project-remote-state": ("project_remote_state", _BOOL("project-remote-state")),
@@ -60,6 +61,16 @@ def _require_choice(key: str, value: Any, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise Invalid(f"{key} must be one of {', '.join(choices)}", pointer=f"/data/attributes/{key}")
     return str(value)
+
+
+def with_tool(attributes: dict[str, Any], client: str, tool_for: Callable[[str], str]) -> dict[str, Any]:
+    """A new workspace's `iac-platform`: as given, else the tool of the CLI whose `cloud`/`remote` block creates it
+    (`client`), else the tool its terraform-version resolves to (`latest`: the deployment's default tool)."""
+    if attributes.get(tool_versions.TOOL_ATTRIBUTE) is not None:
+        return attributes
+    requested = attributes.get("terraform-version")
+    tool = client or tool_for(requested if isinstance(requested, str) else "latest")
+    return {**attributes, tool_versions.TOOL_ATTRIBUTE: tool}
 
 
 def tag_names(names: list[Any]) -> list[str]:

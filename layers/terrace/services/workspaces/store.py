@@ -34,6 +34,7 @@ _SIMPLE = (
     "auto_apply",
     "auto_apply_run_trigger",
     "terraform_version",
+    "tool",
     "working_directory",
     "global_remote_state",
     "project_remote_state",

@@ -15,11 +15,12 @@ from terrace.domain.organizations import Organization
 from terrace.domain.principal import Principal
 from terrace.domain.projects import default_project_id
 from terrace.domain.tags import tagged
+from terrace.domain.tool_versions import TOOL_ATTRIBUTE
 from terrace.domain.workspace import Workspace
 from terrace.services.access.authz import Action, Authorizer
 from terrace.services.access.organizations import OrganizationService
 from terrace.services.access.projects import ProjectService
-from terrace.services.workspaces.attributes import apply_attributes, tag_names
+from terrace.services.workspaces.attributes import apply_attributes, tag_names, with_tool
 from terrace.services.workspaces.project_defaults import ProjectDefaults
 from terrace.services.workspaces.repository_link import RepositoryLink, linked
 from terrace.services.workspaces.store import WorkspaceStore, WriteOp
@@ -35,7 +36,8 @@ class WorkspaceService(ProjectDefaults, WorkspaceWrites):
         organizations: OrganizationService,
         projects: ProjectService,
         *,
-        settle_terraform_version: Callable[[Any], Any],
+        settle_terraform_version: Callable[[Any, str], Any],
+        tool_for: Callable[[str], str] = lambda _requested: "terraform",
         check_agent_pool: Callable[[Workspace], None],
         secure_hyok: Callable[[Workspace], Workspace] | None = None,
         locked_tag_keys: Callable[[str], set[str]],
@@ -51,8 +53,10 @@ class WorkspaceService(ProjectDefaults, WorkspaceWrites):
         self._orgs = organizations
         self._projects = projects
         self.markers = store.markers
-        # the terraform-version to store for what a client asks (ToolVersionService.settle)
+        # the terraform-version to store for what a client asks, of a workspace's tool (ToolVersionService.settle)
         self.settle_terraform_version = settle_terraform_version
+        # the tool a terraform-version resolves to, the deployment's default tool first (ToolVersionService.tool_for)
+        self._tool_for = tool_for
         # refuses (422) an agent-mode workspace whose pool is absent or does not allow it (AgentPoolBindings)
         self.check_agent_pool = check_agent_pool
         # a workspace with hyok-enabled: its organization's primary HYOK configuration's agents run it (HyokStateKeys)
@@ -182,7 +186,10 @@ class WorkspaceService(ProjectDefaults, WorkspaceWrites):
         tags: builtins.list[str] | None = None,
         bindings: tuple[tuple[str, str], ...] = (),
         project_id: str | None = None,
+        *,
+        client: str = "",
     ) -> Workspace:
+        """`client`: the tool of the CLI whose `cloud` block creates it, its tool (`with_tool`)."""
         org = self._orgs.get(principal, organization, Action.CREATE_WORKSPACE)
         if project_id is not None:  # one of its organization's, or not found
             project_id = self._projects.in_organization(org.key, project_id).id
@@ -202,6 +209,7 @@ class WorkspaceService(ProjectDefaults, WorkspaceWrites):
             project_id=project_id,
             global_remote_state=self._remote_state_default(),  # the site admin's default-remote-state-access
         )
+        attributes = with_tool(attributes, client, self._tool_for)
         attributes = linked(self._link, principal, ws, attributes)  # the webhook registered before the write
         ws = self._checked(apply_attributes(ws, self._settled({k: v for k, v in attributes.items() if k != "name"})))
         if not self._store.create(ws):
@@ -214,7 +222,7 @@ class WorkspaceService(ProjectDefaults, WorkspaceWrites):
 
     def update(self, principal: Principal, ws: Workspace, attributes: dict[str, Any]) -> Workspace:
         self.authorize(principal, Action.UPDATE_WORKSPACE, ws)
-        attributes = linked(self._link, principal, ws, self._settled(attributes))
+        attributes = linked(self._link, principal, ws, self._settled(attributes, ws.tool))
         new_name = attributes.get("name", ws.name)
         if new_name != ws.name:
             updated = self._rename(ws, model.validate_name(new_name), attributes)
@@ -236,10 +244,16 @@ class WorkspaceService(ProjectDefaults, WorkspaceWrites):
         self.check_tag_bindings(ws)
         return ws
 
-    def _settled(self, attributes: dict[str, Any]) -> dict[str, Any]:
+    def _settled(self, attributes: dict[str, Any], tool: str = "") -> dict[str, Any]:
         if "terraform-version" not in attributes:
             return attributes
-        return {**attributes, "terraform-version": self.settle_terraform_version(attributes["terraform-version"])}
+        tool = str(attributes.get(TOOL_ATTRIBUTE) or tool)
+        return {**attributes, "terraform-version": self.settle_terraform_version(attributes["terraform-version"], tool)}
+
+    def tool_of(self, ws: Workspace) -> str:
+        """The tool the runs of `ws` use (`iac-platform`): its own, or for a workspace stored before workspaces
+        had one, what its runs resolve its terraform-version to (the deployment's default tool first)."""
+        return ws.tool or self._tool_for(ws.terraform_version)
 
     def move_all(self, principal: Principal, workspace_ids: builtins.list[str], project_id: str) -> None:
         """POST /projects/:id/relationships/workspaces: every workspace is read and checked before any moves."""

@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from terrace.bootstrap import Container
-from terrace.domain import run_filters, run_timing
+from terrace.domain import run_filters, run_timing, tool_versions
 from terrace.domain import runs as rs
 from terrace.domain.comments import checked_body
 from terrace.domain.errors import Invalid
@@ -74,7 +74,8 @@ def create_run(body: JSONBody, request: Request, container: ContainerDep, princi
     source = run_timing.source_of_client(
         request.headers.get("terraform-version"), request.headers.get("x-terraform-integration")
     )
-    run, ws = container.runs.create_for(principal, workspace_id, attributes(data), cv_id, source)
+    client = tool_versions.client_tool(request.headers.get("user-agent"), request.headers.get("terraform-version"))
+    run, ws = container.runs.create_for(principal, workspace_id, attributes(data), cv_id, source, client=client)
     return respond_run(request, container, principal, run, 201, ws=ws)
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from terrace.bootstrap import Container
-from terrace.domain import limits
+from terrace.domain import limits, tool_versions
 from terrace.domain.errors import Forbidden, Invalid, NotFound
 from terrace.domain.principal import Principal
 from terrace.domain.projects import Project, default_project_id
@@ -39,7 +39,8 @@ def serialize(
     """`project`: the workspace's, when the caller read it already (a list reads its organization's at once)."""
     org = container.workspaces.organization_of(ws)
     project = project or container.workspaces.defaults_from(ws)
-    return serializers.workspace(ws, container.workspaces.permissions(principal, ws), org, project)
+    permissions = container.workspaces.permissions(principal, ws)
+    return serializers.workspace(ws, permissions, org, project, container.workspaces.tool_of(ws))
 
 
 def _respond(
@@ -128,6 +129,7 @@ def create_workspace(
         _tag_names(data),
         tag_bindings(bindings) if bindings else (),
         project_id=project_id,
+        client=tool_versions.client_tool(request.headers.get("user-agent"), request.headers.get("terraform-version")),
     )
     return _respond(request, container, principal, ws, 201)
 

@@ -83,3 +83,18 @@
     if (line.textContent !== live.dataset.statusLine) line.textContent = live.dataset.statusLine;
   });
 })();
+
+// Workspace settings: the version field offers the versions of the tool chosen beside it (<datalist id=versions-*>).
+(function () {
+  "use strict";
+  document.addEventListener("DOMContentLoaded", function () {
+    var tool = document.getElementById("iac_platform");
+    var version = document.getElementById("terraform_version");
+    if (!tool || !version || !version.getAttribute("list")) return;
+    tool.addEventListener("change", function () {
+      if (tool.value && document.getElementById("versions-" + tool.value)) {
+        version.setAttribute("list", "versions-" + tool.value);
+      }
+    });
+  });
+})();

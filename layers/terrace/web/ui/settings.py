@@ -1,4 +1,4 @@
-"""Workspace settings (name, execution mode, auto-apply, terraform version, working directory), its project (move
+"""Workspace settings (name, execution mode, auto-apply, tool and its version, working directory), its project (move
 to another), tags (add, remove), auto-destroy (a moment, a period of inactivity, or never) and deletion (after
 typing the workspace's name), through the same service calls as the API."""
 
@@ -11,6 +11,7 @@ from fastapi.responses import RedirectResponse
 
 from terrace.domain import errors
 from terrace.domain.tags import TagRef
+from terrace.domain.tool_versions import PRODUCTS, TOOLS
 from terrace.domain.workspace import EXECUTION_MODES
 from terrace.web.deps import ContainerDep
 from terrace.web.errors import status_of
@@ -20,8 +21,9 @@ router = APIRouter(prefix="/app", include_in_schema=False)
 SETTINGS = "/{organization}/workspaces/{name}/settings"
 
 
-def _form_of(ws: Any) -> dict[str, str]:
+def _form_of(ws: Any, tool: str) -> dict[str, str]:
     return {
+        "iac_platform": tool,
         "name": ws.name,
         "execution_mode": ws.execution_mode,
         "agent_pool_id": ws.agent_pool_id or "",
@@ -33,7 +35,7 @@ def _form_of(ws: Any) -> dict[str, str]:
 
 
 def _page(request: Request, session: Any, organization: str, ws: Any, status: int = 200, **extra: Any) -> Any:
-    extra.setdefault("form", _form_of(ws))
+    extra.setdefault("form", _form_of(ws, extra.get("tool") or ws.tool))
     return render(
         request,
         "settings.html",
@@ -42,6 +44,7 @@ def _page(request: Request, session: Any, organization: str, ws: Any, status: in
         organization=organization,
         ws=ws,
         modes=EXECUTION_MODES,
+        tools=[(tool, PRODUCTS[tool]) for tool in TOOLS],
         **extra,
     )
 
@@ -50,7 +53,7 @@ def _page(request: Request, session: Any, organization: str, ws: Any, status: in
 def settings(request: Request, container: ContainerDep, session: SessionDep, organization: str, name: str) -> Any:
     view = container.workspace_settings.read(session.principal, organization, name)
     return _page(request, session, organization, view.ws, pools=view.pools, projects=view.projects,
-                 project_id=view.project_id)  # fmt: skip
+                 project_id=view.project_id, tool=view.tool, versions=view.versions)  # fmt: skip
 
 
 @router.post(SETTINGS)
@@ -66,6 +69,8 @@ def update_settings(
         "terraform-version": form.get("terraform_version", "").strip(),
         "working-directory": form.get("working_directory", "").strip(),
     }
+    if form.get("iac_platform"):  # the tool its runs use: its versions are the ones the version field lists
+        attributes["iac-platform"] = form["iac_platform"]
     if attributes["execution-mode"] == "agent":  # the pool it runs on (422 when absent or it does not allow it)
         attributes["agent-pool-id"] = form.get("agent_pool_id") or None
     try:
@@ -74,7 +79,7 @@ def update_settings(
         view = container.workspace_settings.view_of(session.principal, organization, ws)
         return _page(request, session, organization, ws, status=422, form=form, error=exc.detail,
                      error_field=field_of(exc), pools=view.pools, projects=view.projects,
-                     project_id=view.project_id)  # fmt: skip
+                     project_id=view.project_id, tool=view.tool, versions=view.versions)  # fmt: skip
     renamed = f"&renamed={name}" if updated.name != name else ""  # a new name is a new address
     return RedirectResponse(f"/app/{organization}/workspaces/{updated.name}/settings?saved=1{renamed}", status_code=303)
 

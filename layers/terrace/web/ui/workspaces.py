@@ -28,7 +28,8 @@ def _new_page(
     """The New workspace form, with the projects the caller may put it in (NotFound for a hidden organization)."""
     projects = sorted(container.projects.list(session.principal, organization), key=lambda p: p.name.lower())
     return render(request, "workspace_new.html", session, status=status, organization=organization,
-                  projects=projects, **{"form": {}, **extra})  # fmt: skip
+                  projects=projects, default_tool=container.settings.default_tool,
+                  **{"form": {}, **extra})  # fmt: skip
 
 
 @router.post("/{organization}/workspaces/new")
@@ -36,6 +37,8 @@ def create_workspace(
     request: Request, container: ContainerDep, session: SessionDep, organization: str, form: CheckedFormDep
 ) -> Any:
     attributes = {"name": form.get("name", "").strip(), "execution-mode": form.get("execution_mode", "remote")}
+    if form.get("iac_platform"):  # the tool its runs use (a 422 for another value)
+        attributes["iac-platform"] = form["iac_platform"]
     tags = [t.strip() for t in form.get("tags", "").split(",") if t.strip()]
     project_id = form.get("project") or None
     try:
@@ -72,6 +75,7 @@ def _overview_page(
         project_name=view.project_name,
         change_requests=view.change_requests,
         has_configuration=view.has_configuration,
+        tool=view.tool,
         cloud_host=cli_host(container.settings.public_url),
         **extra,
     )
