@@ -33,6 +33,8 @@ NAMED: dict[tuple[str, str], tuple[str, str]] = {
     ("POST", "/api/runner/jobs/{job_id}/applying"): ("job", "applying"),
     ("POST", "/api/runner/jobs/{job_id}/release"): ("job", "release"),
     ("POST", "/api/runner/jobs/{job_id}/finish"): ("job", "finish"),
+    ("POST", "/api/runner/jobs/{job_id}/hyok-key"): ("job", "hyok-key"),  # a HYOK job's data key
+    ("POST", "/api/runner/jobs/{job_id}/hyok-plan-key"): ("job", "hyok-plan-key"),  # a sealed plan's data key
     ("POST", "/api/agent/register"): ("agent", "register"),
     ("POST", "/api/agent/agents/{agent_id}/exit"): ("agent", "exit"),
     # memberships of teams

@@ -15,7 +15,7 @@ from typing import Any
 
 from terrace.domain import clock
 from terrace.domain import hyok as model
-from terrace.domain.errors import Forbidden, Invalid, NotFound
+from terrace.domain.errors import Forbidden, Invalid, NotFound, Unauthenticated
 from terrace.domain.ids import new_id
 from terrace.domain.limits import TEXT_ATTRIBUTE_MAX, text
 from terrace.domain.principal import Principal
@@ -73,10 +73,10 @@ class HyokConfigurationService:
 
     def primary_id(self, principal: Principal, organization: str) -> str | None:
         """The id of the organization's primary configuration (`organization`: its key), if it has one and the
-        caller reads the organization."""
+        caller reads the organization (not a user whose answer turned the organization's user tokens off)."""
         try:
             self._orgs.get_by_key(principal, organization)
-        except (NotFound, Forbidden):
+        except (NotFound, Forbidden, Unauthenticated):
             return None
         return next((h.id for h in self._store.hyoks_of(organization) if h.primary), None)
 
