@@ -226,3 +226,15 @@ def test_an_agent_fetches_and_verifies_a_version_on_its_own_host(mirror: Release
     ):
         JobSteps(stock, "agent-2", transfers, remote_backend_override)._pinned(job, {})  # type: ignore[arg-type]
     assert not (tmp_path / "b" / "tools" / "terraform" / "1.4.2").exists()
+
+
+def test_a_bucket_that_cannot_be_reached_leaves_the_mirror_to_serve(mirror: ReleaseMirror, tmp_path: Path) -> None:
+    """The deployment's copy is a shortcut: a connection error on its presigned GET falls back to the mirror."""
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        closed = f"https://127.0.0.1:{held.getsockname()[1]}/tools/terraform_1.4.2_linux_amd64.zip"
+    fetcher = _fetcher(mirror, tmp_path)
+    assert fetcher.ensure("terraform", "1.4.2", bucket=(closed, closed)).is_file()
+    assert (fetcher.fetches, fetcher.bucket_hits) == (1, 0)
