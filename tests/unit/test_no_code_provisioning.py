@@ -134,6 +134,7 @@ def test_a_workspace_is_provisioned_from_the_pinned_version_with_its_variables_a
         ([_var("region", "eu-west-1", sensitive="yes")], {}, "sensitive"),
         ([_var("region", "eu-west-1")], {"vcs-repo": {}}, "unknown attribute vcs-repo"),
         ([_var("region", "eu-west-1")], {"execution-mode": "elsewhere"}, "execution-mode"),
+        ([_var("region", "eu-west-1")], {"iac-platform": "pulumi"}, "iac-platform must be one of"),
         ("all", {}, "vars must be a list"),
         ([_var("region", "eu-west-1")], {"execution-mode": "local"}, "not locally"),
         ([_var("region", "eu-west-1", description="d" * 513)], {}, "description"),
@@ -327,3 +328,18 @@ def test_an_inherited_local_execution_mode_becomes_remote(env: RunEnv, ncm_id: s
     finally:
         remote = {"data": {"type": "organizations", "attributes": {"default-execution-mode": "remote"}}}
         assert env.api("PATCH", "/organizations/acme", remote).status_code == 200
+
+
+def test_a_workspace_is_provisioned_with_the_tool_asked_for(env: RunEnv, ncm_id: str) -> None:
+    """`iac-platform` as on the workspace API: its runs resolve their version among that tool's releases."""
+    versions = {}
+    for tool in ("opentofu", "terraform"):
+        made = _provision(env, ncm_id, f"with-{tool}", [_var("region", "eu-west-1")], **{"iac-platform": tool})
+        assert made.status_code == 200, made.text
+        ws = made.json()["data"]
+        assert ws["attributes"]["iac-platform"] == tool
+        assert env.api("GET", f"/workspaces/{ws['id']}").json()["data"]["attributes"]["iac-platform"] == tool
+        (run,) = env.api("GET", f"/workspaces/{ws['id']}/runs").json()["data"]
+        assert run["attributes"]["status"] in ("pending", "plan_queued"), run["attributes"]
+        versions[tool] = run["attributes"]["terraform-version"]
+    assert versions["opentofu"] != versions["terraform"]  # each its own tool's newest

@@ -82,7 +82,10 @@ def test_a_version_is_fetched_checked_and_cached_once(mirror: ReleaseMirror, tmp
         ("1.4.4", r"terraform_1\.4\.4_linux_amd64\.zip has SHA-256 [0-9a-f]{64}, the signed sums list [0-9a-f]{64}"),
         ("1.4.5", "the SHA256SUMS signature is not valid for any trusted key"),
         ("1.4.6", "holds a binary of version 9.9.9"),
-        ("1.3.0", r"terraform_1\.3\.0_SHA256SUMS: downloading the terraform_1\.3\.0_SHA256SUMS failed: HTTP 404"),
+        (
+            "1.3.0",
+            r"the mirror has no 1\.3\.0: no terraform_1\.3\.0_SHA256SUMS \(the deployment's TERRACE_TOOL_MIRROR_",
+        ),
     ],
 )
 def test_a_release_failing_a_check_is_refused_and_nothing_is_cached(
@@ -172,7 +175,10 @@ def test_both_names_of_hashicorps_signature_are_read_and_only_gpgsig_of_opentofu
     publishes `SHA256SUMS.gpgsig` (GPG) beside `SHA256SUMS.sig` and `.pem` (cosign's), so only `.gpgsig` counts."""
     fetcher = _fetcher(mirror, tmp_path)
     assert fetcher.ensure("terraform", "1.4.7").is_file()
-    with pytest.raises(ReleaseRefused, match=r"tofu_1\.8\.2_SHA256SUMS\.gpgsig: .*HTTP 404"):
+    with pytest.raises(
+        ReleaseRefused,
+        match=r"the mirror has no signature of tofu_1\.8\.2_SHA256SUMS: no tofu_1\.8\.2_SHA256SUMS\.gpgsig \(",
+    ):
         fetcher.ensure("opentofu", "1.8.2")
     assert not (tmp_path / "tofu" / "1.8.2").exists()
 
@@ -214,6 +220,21 @@ def test_an_agent_fetches_and_verifies_a_version_on_its_own_host(mirror: Release
     assert binary is not None and binary.path == str(tmp_path / "a" / "tools" / "terraform" / "1.4.2" / "terraform")
     assert steps.fetcher is not None and steps.fetcher.fetches == 1
     stock = agent_runner_config(options, {**env, "TERRACE_WORK_DIR": str(tmp_path / "b")})
-    with pytest.raises(JobFailed, match="1.4.2 could not be fetched: .*not valid for any trusted key"):
+    with pytest.raises(
+        JobFailed,
+        match="1.4.2 could not be fetched from https://.*: .*not valid for any trusted key.*; nothing was cached",
+    ):
         JobSteps(stock, "agent-2", transfers, remote_backend_override)._pinned(job, {})  # type: ignore[arg-type]
     assert not (tmp_path / "b" / "tools" / "terraform" / "1.4.2").exists()
+
+
+def test_a_bucket_that_cannot_be_reached_leaves_the_mirror_to_serve(mirror: ReleaseMirror, tmp_path: Path) -> None:
+    """The deployment's copy is a shortcut: a connection error on its presigned GET falls back to the mirror."""
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        closed = f"https://127.0.0.1:{held.getsockname()[1]}/tools/terraform_1.4.2_linux_amd64.zip"
+    fetcher = _fetcher(mirror, tmp_path)
+    assert fetcher.ensure("terraform", "1.4.2", bucket=(closed, closed)).is_file()
+    assert (fetcher.fetches, fetcher.bucket_hits) == (1, 0)

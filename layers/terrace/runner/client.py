@@ -237,17 +237,18 @@ class Transfers:
             verify=_verify(ssl_cert_file), transport=transport, timeout=httpx.Timeout(120.0, connect=10.0)
         )
 
-    def download(self, url: str, dest: Path, max_bytes: int, what: str) -> int:
-        """Streams `url` to `dest`; refuses bodies above `max_bytes`. Returns the size."""
+    def download(self, url: str, dest: Path, max_bytes: int, what: str, follow_redirects: bool = False) -> int:
+        """Streams `url` to `dest`; refuses bodies above `max_bytes` and any answer but a 2xx (a redirect is
+        followed only when asked: a release mirror's, never a presigned URL's). Returns the size."""
         tries = 0
 
         def get() -> int:
             nonlocal tries
             tries += 1
-            with self._http.stream("GET", url) as response:
+            with self._http.stream("GET", url, follow_redirects=follow_redirects) as response:
                 if response.status_code >= 500 and tries <= len(self._delays):
                     raise httpx.RemoteProtocolError(f"HTTP {response.status_code}")
-                if response.status_code >= 400:
+                if response.status_code >= 300:
                     status = response.status_code
                     raise ApiError(f"downloading the {what} failed: HTTP {status}", status)
                 size = 0

@@ -115,7 +115,8 @@ class JobSteps:
             bucket = (job.spec.tool_cache_url, job.spec.tool_cache_upload_url)
             path = self.fetcher.ensure(tool, version, say=job.log.line, bucket=bucket)
         except ReleaseRefused as exc:
-            raise JobFailed(f"{product} {version} could not be fetched: {exc}; nothing was run") from exc
+            source = f" from {exc.mirror}" if exc.mirror else ""
+            raise JobFailed(f"{product} {version} could not be fetched{source}: {exc}; nothing was cached") from exc
         return commands.Binary(path=str(path), version=version, product=product)
 
     def prepare(self, job: Job) -> None:

@@ -21,7 +21,9 @@ SIGNATURE_MAX = 64 * 1024
 
 
 class ReleaseRefused(Exception):
-    """The release failed a check: nothing of it is kept; the message says which."""
+    """The release failed a check: nothing of it is kept; the message says which (`mirror`: the one it came from)."""
+
+    mirror: str | None = None
 
 
 VENDOR_KEYS = {"terraform": "hashicorp.asc", "opentofu": "opentofu.asc"}  # the file of each tool's vendor key

@@ -10,8 +10,10 @@ vendors' public release sites, an air-gapped deployment points them at its own c
 The archive's SHA-256 must be the one the signed SHA256SUMS lists (`release_check.py`), the binary is unpacked by
 the bounded zip reader (`domain/bounded_zip.py`) and must report the version asked for; only then is it moved, in
 one rename, to `<cache>/<binary>/<version>/<binary>` (the runner's catalog folder, `catalog.py`). A failed check
-leaves nothing in the cache. Jobs wanting the same version fetch it once: a lock per version, in the process and
-across processes sharing the cache (`flock`), and whoever gets it second finds the binary there.
+leaves nothing in the cache. Every failure is a ReleaseRefused saying in words what went wrong (a mirror that cannot
+be reached, a file it does not have), with the mirror it came from: the run's error in its log. Jobs wanting the same
+version fetch it once: a lock per version, in the process and across processes sharing the cache (`flock`), and
+whoever gets it second finds the binary there.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
+
 from terrace.domain import tool_versions as tv
 from terrace.domain.bounded_tar import ArchiveRefused
 from terrace.domain.bounded_zip import extract_member
@@ -43,6 +47,23 @@ DEFAULT_MIRRORS = {
 ARCHIVE_MAX = 256 * 1024 * 1024  # terraform's zips are ~30 MB
 BINARY_MAX = 512 * 1024 * 1024  # and its binaries ~90 MB
 _ARCHS = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
+_SETTINGS = {"terraform": "TERRACE_TOOL_MIRROR_TERRAFORM", "opentofu": "TERRACE_TOOL_MIRROR_OPENTOFU"}
+_UNREACHABLE = (  # what a connection error's text means, in words
+    ("refused", "connection refused"),
+    ("certificate", "its TLS certificate is not trusted"),
+    ("name or service not known", "its host name does not resolve"),
+    ("name resolution", "its host name does not resolve"),
+    ("nodename nor servname", "its host name does not resolve"),
+    ("unreachable", "the network cannot reach it"),
+)
+
+
+def unreachable(exc: httpx.TransportError) -> str:
+    """Why a mirror could not be reached, in words."""
+    if isinstance(exc, httpx.TimeoutException):
+        return "it did not answer in time"
+    text = str(exc)
+    return next((words for key, words in _UNREACHABLE if key in text.lower()), f"{type(exc).__name__}: {text}")
 
 
 def _sha256(path: Path) -> str:
@@ -94,6 +115,7 @@ class ToolFetcher:
     ) -> None:
         self.cache_dir = cache_dir
         self._transfers = transfers
+        self._configured = {k for k, v in (mirrors or {}).items() if v}
         self._mirrors = {**DEFAULT_MIRRORS, **{k: v for k, v in (mirrors or {}).items() if v}}
         self._keys = keys  # None: each tool's own vendor key (release_check.VENDOR_KEYS)
         self._arch = arch or host_arch()
@@ -126,8 +148,18 @@ class ToolFetcher:
                 return target
             release = Release(tool, version, self._mirrors[tool], arch=self._arch)
             say(f"Fetching {release.archive_name} (checked against the signed SHA256SUMS of {release.folder})")
-            self._fetch(release, target, bucket)
+            try:
+                self._fetch(release, target, bucket)
+            except ReleaseRefused as exc:
+                exc.mirror = release.base  # where it was fetched from, for the run's error
+                raise
         return target
+
+    def _setting(self, tool: str) -> str:
+        """Where the mirror of `tool` comes from, for an error that is the mirror's."""
+        if tool in self._configured:
+            return f"the deployment's {_SETTINGS[tool]}"
+        return f"the default mirror; {_SETTINGS[tool]} names another"
 
     @contextmanager
     def _locked(self, tool: str, version: str) -> Iterator[None]:
@@ -138,22 +170,32 @@ class ToolFetcher:
             fcntl.flock(held, fcntl.LOCK_EX)  # released when the file closes
             yield
 
-    def _download(self, url: str, dest: Path, max_bytes: int, what: str) -> None:
+    def _download(self, release: Release, name: str, dest: Path, max_bytes: int, missing: str = "") -> None:
+        """`name` of the release's folder on the mirror; ReleaseRefused in words when the mirror does not serve it
+        (`missing`: what a 404 means)."""
+        setting = self._setting(release.tool)
         try:
-            self._transfers.download(url, dest, max_bytes, what)
+            self._transfers.download(f"{release.folder}/{name}", dest, max_bytes, name, follow_redirects=True)
         except ApiError as exc:
-            raise ReleaseRefused(f"{what}: {exc}") from exc
+            if exc.status == 404:
+                raise ReleaseRefused(f"{missing or f'the mirror has no {name}'} ({setting})") from exc
+            if exc.status == 413:
+                raise ReleaseRefused(f"{name}: {exc}") from exc
+            raise ReleaseRefused(f"the mirror answered HTTP {exc.status} for {name} ({setting})") from exc
+        except httpx.TransportError as exc:
+            raise ReleaseRefused(f"{unreachable(exc)} ({setting})") from exc
         except OSError as exc:
-            raise ReleaseRefused(f"{what}: {url} is unreachable: {exc}") from exc
+            raise ReleaseRefused(f"{name} could not be stored: {exc}") from exc
 
     def _signature(self, release: Release, dest: Path) -> None:
-        last: ReleaseRefused | None = None
-        for name in release.signature_names():
+        names = release.signature_names()
+        for name in names[:-1]:
             try:
-                return self._download(f"{release.folder}/{name}", dest, release_check.SIGNATURE_MAX, name)
-            except ReleaseRefused as exc:
-                last = exc
-        raise last or ReleaseRefused("no signature")
+                return self._download(release, name, dest, release_check.SIGNATURE_MAX)
+            except ReleaseRefused:
+                pass  # the next name
+        missing = f"the mirror has no signature of {release.sums_name}: no {' nor '.join(names)}"
+        self._download(release, names[-1], dest, release_check.SIGNATURE_MAX, missing=missing)
 
     def _archive(self, release: Release, archive: Path, listed: str, bucket: tuple[str | None, str | None]) -> None:
         """The release archive whose SHA-256 is `listed`: the bucket's copy when it has that one, else the mirror's
@@ -165,17 +207,17 @@ class ToolFetcher:
                 if _sha256(archive) == listed:
                     self.bucket_hits += 1
                     return
-            except (ApiError, OSError):
+            except (ApiError, OSError, httpx.TransportError):
                 pass  # not there yet (or unreadable): the mirror's
         self.fetches += 1
-        self._download(f"{release.folder}/{release.archive_name}", archive, ARCHIVE_MAX, release.archive_name)
+        self._download(release, release.archive_name, archive, ARCHIVE_MAX)
         actual = _sha256(archive)
         if actual != listed:
             raise ReleaseRefused(f"{release.archive_name} has SHA-256 {actual}, the signed sums list {listed}")
         if put_url:
             try:
                 self._transfers.upload(put_url, archive, "the deployment's copy of the release")
-            except (ApiError, OSError):
+            except (ApiError, OSError, httpx.TransportError):
                 pass  # another runner copied it first, or the bucket refused: the next runner fetches again
 
     def _fetch(self, release: Release, target: Path, bucket: tuple[str | None, str | None]) -> None:
@@ -183,7 +225,8 @@ class ToolFetcher:
         staging.mkdir(parents=True)
         try:
             archive, sums, signature = staging / "release.zip", staging / "SHA256SUMS", staging / "SHA256SUMS.sig"
-            self._download(f"{release.folder}/{release.sums_name}", sums, release_check.SUMS_MAX, release.sums_name)
+            self._download(release, release.sums_name, sums, release_check.SUMS_MAX,
+                           missing=f"the mirror has no {release.version}: no {release.sums_name}")  # fmt: skip
             self._signature(release, signature)
             keys = self._keys if self._keys is not None else release_check.shipped_keys(release.tool)
             release_check.verify_signature(sums.read_bytes(), signature.read_bytes(), keys)

@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from terrace.domain import no_code_provisioning as provisioning
+from terrace.domain import tool_versions
 from terrace.domain.errors import Invalid, NotFound
 from terrace.domain.no_code_modules import NoCodeModule
 from terrace.domain.principal import Principal
@@ -35,9 +36,10 @@ from terrace.services.runs.runs import RunService
 from terrace.services.workspaces.variables import VariableService, fill_variable
 from terrace.services.workspaces.workspaces import WorkspaceService
 
-# the attributes of a provisioning request that are the workspace's own (the rest are refused by name)
+# the attributes of a provisioning request that are the workspace's own (the rest are refused by name); each checked
+# as the workspace API checks it (`iac-platform`: the tool its runs use, else the deployment's default for its version)
 WORKSPACE_ATTRIBUTES = ("name", "description", "auto-apply", "execution-mode", "agent-pool-id", "terraform-version",
-                        "source-name", "source-url")  # fmt: skip
+                        "source-name", "source-url", tool_versions.TOOL_ATTRIBUTE)  # fmt: skip
 
 
 class NoCodeProvisioning:
