@@ -46,10 +46,10 @@ HYOK_KEY=conformance-key
     "$WORK/hyok-keys.json" "$HYOK_KEY"
 chmod 600 "$WORK/hyok-keys.json"
 
-# The stack runs in its own folder (its .terrace/dev.json is not the developer's) on its own port. It listens on
+# The stack runs on the terraform versions this machine holds (go-tfe's runs need no download), in its own folder (its .terrace/dev.json is not the developer's) on its own port. It listens on
 # loopback and sends from it, so its own addresses (GET /api/meta/ip-ranges) are loopback's, as its operator says.
 LOOPBACK=127.0.0.1/32
-(cd "$WORK" && TERRACE_PORT=$PORT TERRACE_IP_RANGES_API=$LOOPBACK TERRACE_IP_RANGES_NOTIFICATIONS=$LOOPBACK \
+(cd "$WORK" && TERRACE_TOOL_DOWNLOADS=false TERRACE_PORT=$PORT TERRACE_IP_RANGES_API=$LOOPBACK TERRACE_IP_RANGES_NOTIFICATIONS=$LOOPBACK \
     TERRACE_IP_RANGES_SENTINEL=$LOOPBACK TERRACE_IP_RANGES_VCS=$LOOPBACK TERRACE_HYOK_KEY_FILE=$WORK/hyok-keys.json \
     exec "$TERRACE" dev >"$OUT/server.log" 2>&1) &
 STACK_PID=$!
