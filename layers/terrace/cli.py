@@ -54,10 +54,10 @@ def dev(
     stack.settings_overrides["assessment_interval_s"] = int(os.environ.get("TERRACE_ASSESSMENT_INTERVAL_S", "300"))
     stack.settings_overrides.update(_ip_ranges())
     stack.settings_overrides["hyok_key_file"] = str(hyok_key_file) if hyok_key_file else None
-    from terrace.local.release_reach import offline_tools
+    from terrace.local.release_reach import dev_tool_downloads
 
-    if unreachable := offline_tools(os.environ):
-        stack.settings_overrides["tool_downloads"] = False
+    stack.settings_overrides["tool_downloads"], unreachable = dev_tool_downloads(os.environ)
+    if unreachable:
         typer.echo(f"the release mirror {unreachable} cannot be reached from here: runs use the terraform and OpenTofu"
                    " versions this machine holds (TERRACE_TOOL_DOWNLOADS=true fetches anyway)", err=True)  # fmt: skip
     _run(stack)

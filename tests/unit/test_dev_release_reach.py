@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import socket
 
-from terrace.local.release_reach import mirror_reachable, offline_tools
+from terrace.local.release_reach import dev_tool_downloads, mirror_reachable
 
 
 def test_an_unreachable_mirror_turns_downloads_off_unless_the_setting_decides() -> None:
@@ -15,11 +15,12 @@ def test_an_unreachable_mirror_turns_downloads_off_unless_the_setting_decides() 
         asked.append(url)
         return False
 
-    assert offline_tools({}, unreachable) == "https://releases.hashicorp.com"
-    assert offline_tools({"TERRACE_TOOL_MIRROR_TERRAFORM": "https://mirror.test"}, unreachable) == "https://mirror.test"
-    assert offline_tools({"TERRACE_TOOL_DOWNLOADS": "true"}, unreachable) is None
-    assert offline_tools({"TERRACE_TOOL_DOWNLOADS": "false"}, unreachable) is None
-    assert offline_tools({}, lambda url: True) is None
+    assert dev_tool_downloads({}, unreachable) == (False, "https://releases.hashicorp.com")
+    mirror = {"TERRACE_TOOL_MIRROR_TERRAFORM": "https://mirror.test"}
+    assert dev_tool_downloads(mirror, unreachable) == (False, "https://mirror.test")
+    assert dev_tool_downloads({"TERRACE_TOOL_DOWNLOADS": "true"}, unreachable) == (True, "")
+    assert dev_tool_downloads({"TERRACE_TOOL_DOWNLOADS": "false"}, unreachable) == (False, "")
+    assert dev_tool_downloads({}, lambda url: True) == (True, "")
     assert asked == ["https://releases.hashicorp.com", "https://mirror.test"]
 
 

@@ -24,9 +24,12 @@ def mirror_reachable(url: str) -> bool:
     return True
 
 
-def offline_tools(env: Mapping[str, str], reachable: Callable[[str], bool] = mirror_reachable) -> str | None:
-    """The mirror that cannot be reached when downloads were not decided by `TERRACE_TOOL_DOWNLOADS`, else None."""
-    if env.get("TERRACE_TOOL_DOWNLOADS"):
-        return None
+def dev_tool_downloads(env: Mapping[str, str], reachable: Callable[[str], bool] = mirror_reachable) -> tuple[bool, str]:
+    """Whether the dev stack's runners fetch the versions they lack, and the mirror that cannot be reached ("" when
+    none was found so): `TERRACE_TOOL_DOWNLOADS` when set (the dev stack's settings are its own, not read from the
+    environment), else whether the terraform mirror answers."""
+    decided = env.get("TERRACE_TOOL_DOWNLOADS", "").strip().lower()
+    if decided:
+        return decided in ("1", "true", "yes", "on"), ""
     mirror = env.get("TERRACE_TOOL_MIRROR_TERRAFORM") or DEFAULT_MIRRORS["terraform"]
-    return None if reachable(mirror) else mirror
+    return (True, "") if reachable(mirror) else (False, mirror)
