@@ -23,7 +23,6 @@ import logging
 import os
 import shutil
 import signal
-import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -159,13 +158,10 @@ def dropped(pid: int, uid: int) -> bool:
 
 
 def uid_pids(uid: int) -> list[int]:
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with contextlib.suppress(OSError):
-                if os.stat(f"/proc/{entry}").st_uid == uid:
-                    pids.append(int(entry))
-    return pids
+    """The processes of `uid` (the runner's sandbox counts its job uids' the same way)."""
+    from terrace.runner import sandbox  # imported when a lease ends, not with the API
+
+    return sandbox.uid_pids(uid)
 
 
 def kill_all(uid: int, deadline_s: float = KILL_S) -> None:
@@ -188,30 +184,8 @@ def kill_all(uid: int, deadline_s: float = KILL_S) -> None:
 
 
 def sweep_temp(uid: int, roots: tuple[Path, ...] = SHARED_TEMP) -> None:
-    """Removes what `uid` left in the shared temporary folders: every entry it owns in them or in a world-writable
-    folder below them (the only places it could create one), descriptor-based (`os.fwalk`, `dir_fd`)."""
-    for root in roots:
-        if not root.is_dir():
-            continue
-        for _folder, dirs, files, dir_fd in os.fwalk(root, follow_symlinks=False):
-            for name in (*dirs, *files):
-                try:
-                    info = os.lstat(name, dir_fd=dir_fd)
-                except FileNotFoundError:
-                    continue
-                if info.st_uid != uid:
-                    continue
-                with contextlib.suppress(FileNotFoundError):
-                    if stat.S_ISDIR(info.st_mode):
-                        shutil.rmtree(name, dir_fd=dir_fd, ignore_errors=True)
-                    else:
-                        os.unlink(name, dir_fd=dir_fd)
-            dirs[:] = [d for d in dirs if _world_writable(d, dir_fd)]
+    """Removes what `uid` left in the shared temporary folders, as the runner's sandbox does for a job uid (every entry
+    it owns in them or in a world-writable folder below them, descriptor-based)."""
+    from terrace.runner import sandbox  # imported when a lease ends, not with the API
 
-
-def _world_writable(name: str, dir_fd: int) -> bool:
-    try:
-        info = os.lstat(name, dir_fd=dir_fd)
-    except FileNotFoundError:
-        return False
-    return stat.S_ISDIR(info.st_mode) and bool(info.st_mode & stat.S_IWOTH)
+    sandbox.sweep_temp(uid, roots)
