@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import fcntl
 import logging
 import os
 import shutil
@@ -100,19 +99,14 @@ def lease(lock_dir: Path = LOCK_DIR, uid_range: tuple[int, int] = UID_RANGE) -> 
 
 
 def _allocate(lock_dir: Path, uid_range: tuple[int, int]) -> Identity:
-    lock_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(lock_dir, 0o700)
-    for uid in range(uid_range[0], uid_range[1] + 1):
-        fd = os.open(lock_dir / str(uid), os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            continue
-        kill_all(uid)  # a server that died mid-call left its child's processes and files behind
+    from terrace.runner.sandbox import lease_uid  # the runner's lease of job uids, imported when a call needs one
+
+    def reclaim(uid: int) -> None:  # a server that died mid-call left its child's processes and files behind
+        kill_all(uid)
         sweep_temp(uid)
-        return Identity(uid=uid, lock_fd=fd)
-    raise RuntimeError(f"no free tenant uid in {uid_range[0]}-{uid_range[1]}")
+
+    uid, fd = lease_uid(lock_dir, uid_range, reclaim, "tenant")
+    return Identity(uid=uid, lock_fd=fd)
 
 
 def prlimit() -> str:

@@ -89,6 +89,20 @@ def allocate(
     """A uid no other job on this host holds until `release`; None when the runner cannot switch uid."""
     if not probe().switch_uid:
         return None
+    roots = SHARED_TEMP if temp_roots is None else temp_roots
+
+    def reclaim(uid: int) -> None:
+        kill_uid(uid)  # a crashed runner may have left processes of this uid behind
+        sweep_temp(uid, roots)  # and its files in shared folders, which the next job of this uid could read
+
+    uid, fd = lease_uid(lock_dir, uid_range, reclaim, "job")
+    return JobIdentity(uid=uid, lock_fd=fd)
+
+
+def lease_uid(lock_dir: Path, uid_range: tuple[int, int], reclaim: Callable[[int], None], kind: str) -> tuple[int, int]:
+    """The first uid of `uid_range` whose lock file in `lock_dir` (0700) this process could flock, with the lock's
+    descriptor (held until closed), after `reclaim(uid)` removed what a holder that died left behind. Job uids and
+    the server's tenant uids are leased this way."""
     lock_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(lock_dir, 0o700)
     for uid in range(uid_range[0], uid_range[1] + 1):
@@ -98,12 +112,9 @@ def allocate(
         except BlockingIOError:
             os.close(fd)
             continue
-        kill_uid(uid)  # a crashed runner may have left processes of this uid behind
-        sweep_temp(
-            uid, SHARED_TEMP if temp_roots is None else temp_roots
-        )  # and its files in shared folders, which the next job of this uid could read
-        return JobIdentity(uid=uid, lock_fd=fd)
-    raise RuntimeError(f"no free job uid in {uid_range[0]}-{uid_range[1]}")
+        reclaim(uid)
+        return uid, fd
+    raise RuntimeError(f"no free {kind} uid in {uid_range[0]}-{uid_range[1]}")
 
 
 SHARED_TEMP = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"))
